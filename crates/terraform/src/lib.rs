@@ -1,0 +1,85 @@
+//! The only place in Abode that runs the `terraform` binary.
+//!
+//! Everything else (the CLI, the provisioner) asks this crate to run Terraform, so
+//! that the environment Terraform sees (its CLI configuration, the offline provider
+//! mirror, automation flags) is decided in one place.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Why running Terraform failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TerraformError {
+    #[error("terraform is not installed or not on PATH (Abode needs Terraform 1.x): {0}")]
+    Missing(#[source] std::io::Error),
+    #[error("terraform {command} failed: {stderr}")]
+    Failed { command: String, stderr: String },
+}
+
+/// A `terraform` command with the environment every Abode run uses: no
+/// checkpoint calls, no prompts, automation-friendly output.
+pub fn command() -> Command {
+    let mut cmd = Command::new("terraform");
+    cmd.env("CHECKPOINT_DISABLE", "1")
+        .env("TF_IN_AUTOMATION", "1")
+        .env("TF_INPUT", "0");
+    cmd
+}
+
+/// `terraform version`, as one line, or a clear error when Terraform is missing.
+pub fn version() -> Result<String, TerraformError> {
+    let output = command()
+        .arg("version")
+        .output()
+        .map_err(TerraformError::Missing)?;
+    if !output.status.success() {
+        return Err(TerraformError::Failed {
+            command: "version".into(),
+            stderr: first_line(&output.stderr),
+        });
+    }
+    Ok(first_line(&output.stdout))
+}
+
+/// Converts a binary plan file to its JSON form with `terraform show -json`,
+/// run from `working_dir` (the initialised configuration the plan was made in).
+pub fn show_plan_json(plan_file: &Path, working_dir: &Path) -> Result<Vec<u8>, TerraformError> {
+    let output = command()
+        .current_dir(working_dir)
+        .arg("show")
+        .arg("-json")
+        .arg("-no-color")
+        .arg(plan_file)
+        .output()
+        .map_err(TerraformError::Missing)?;
+    if !output.status.success() {
+        return Err(TerraformError::Failed {
+            command: "show -json".into(),
+            stderr: first_error_line(&output.stderr),
+        });
+    }
+    Ok(output.stdout)
+}
+
+fn first_line(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Terraform's diagnostics are boxed (`╷ │ Error: ...`); the line that starts
+/// with `Error:` is the one a user needs.
+fn first_error_line(stderr: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let cleaned = text
+        .lines()
+        .map(|line| line.trim_start_matches(['│', '╷', '╵', ' ']).trim())
+        .find(|line| line.starts_with("Error:"));
+    match cleaned {
+        Some(line) => line.to_string(),
+        None => first_line(stderr),
+    }
+}
