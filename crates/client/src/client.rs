@@ -1,0 +1,530 @@
+//! Blocking HTTP calls to Abode's API, one method per endpoint of docs/api.md.
+//!
+//! Blocking keeps the CLI and the agent simple: each command does a handful of
+//! sequential calls. Every refusal becomes [`ClientError::Api`] carrying the
+//! server's one-line message, so the CLI can print it as is.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::error::ClientError;
+use crate::types::{
+    AgentMe, Build, LogPage, LoginResponse, Template, TemplateVersion, TemplateVersionResponse,
+    Transition, User, Workspace,
+};
+
+/// Long enough for a push, whose answer waits for `terraform init` + `validate`.
+const READ_TIMEOUT: Duration = Duration::from_secs(600);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A connection to one Abode server, optionally authenticated with a bearer token.
+#[derive(Clone)]
+pub struct Client {
+    base_url: String,
+    token: Option<String>,
+    http: ureq::Agent,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("base_url", &self.base_url)
+            .field("token", &self.token.as_ref().map(|_| "(hidden)"))
+            .finish()
+    }
+}
+
+/// The `{workspace}` path segment: a name, or `owner/name` with the slash encoded.
+pub fn workspace_segment(workspace: &str) -> String {
+    let mut out = String::with_capacity(workspace.len());
+    for byte in workspace.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(Deserialize)]
+struct ErrorDetail {
+    code: String,
+    message: String,
+}
+
+#[derive(Deserialize)]
+struct UserBody {
+    user: User,
+}
+#[derive(Deserialize)]
+struct TemplatesBody {
+    templates: Vec<Template>,
+}
+#[derive(Deserialize)]
+struct TemplateBody {
+    template: Template,
+}
+#[derive(Deserialize)]
+struct VersionsBody {
+    versions: Vec<TemplateVersion>,
+}
+#[derive(Deserialize)]
+struct WorkspacesBody {
+    workspaces: Vec<Workspace>,
+}
+#[derive(Deserialize)]
+struct WorkspaceBody {
+    workspace: Workspace,
+}
+#[derive(Deserialize)]
+struct BuildsBody {
+    builds: Vec<Build>,
+}
+#[derive(Deserialize)]
+struct BuildBody {
+    build: Build,
+}
+
+/// Answer to a workspace creation: the workspace and its first build.
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+pub struct CreatedWorkspace {
+    pub workspace: Workspace,
+    pub build: Build,
+}
+
+impl Client {
+    /// A client for the server at `base_url` (e.g. `http://127.0.0.1:7080`).
+    pub fn new(base_url: &str, token: Option<String>) -> Self {
+        let http = ureq::AgentBuilder::new()
+            .timeout_connect(CONNECT_TIMEOUT)
+            .timeout_read(READ_TIMEOUT)
+            .user_agent(concat!("abode/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Client {
+            base_url: base_url.trim_end_matches('/').to_string(),
+            token,
+            http,
+        }
+    }
+
+    /// The server's base URL, as given.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    fn request(&self, method: &str, path: &str) -> ureq::Request {
+        let url = format!("{}/api/v1{}", self.base_url, path);
+        let request = self.http.request(method, &url);
+        match &self.token {
+            Some(token) => request.set("Authorization", &format!("Bearer {token}")),
+            None => request,
+        }
+    }
+
+    fn finish<T: DeserializeOwned>(
+        &self,
+        what: &str,
+        result: Result<ureq::Response, ureq::Error>,
+    ) -> Result<T, ClientError> {
+        let response = self.check(result)?;
+        response
+            .into_json::<T>()
+            .map_err(|err| ClientError::BadResponse {
+                what: what.to_string(),
+                reason: err.to_string(),
+            })
+    }
+
+    fn check(
+        &self,
+        result: Result<ureq::Response, ureq::Error>,
+    ) -> Result<ureq::Response, ClientError> {
+        match result {
+            Ok(response) => Ok(response),
+            Err(ureq::Error::Status(status, response)) => {
+                let body = response.into_string().unwrap_or_default();
+                Err(match serde_json::from_str::<ErrorBody>(&body) {
+                    Ok(ErrorBody { error }) => ClientError::Api {
+                        status,
+                        code: error.code,
+                        message: error.message,
+                    },
+                    Err(_) => ClientError::Api {
+                        status,
+                        code: "http".into(),
+                        message: format!(
+                            "the server answered HTTP {status} without an error message"
+                        ),
+                    },
+                })
+            }
+            Err(ureq::Error::Transport(transport)) => Err(ClientError::Unreachable {
+                url: self.base_url.clone(),
+                reason: transport_reason(&transport),
+            }),
+        }
+    }
+
+    /// `GET /health`: whether a server answers at all.
+    pub fn health(&self) -> Result<serde_json::Value, ClientError> {
+        self.finish("GET /health", self.request("GET", "/health").call())
+    }
+
+    /// Creates the first user (the owner); refused once any user exists.
+    pub fn create_first_user(
+        &self,
+        username: &str,
+        email: &str,
+        password: &str,
+    ) -> Result<LoginResponse, ClientError> {
+        let body = json!({"username": username, "email": email, "password": password});
+        self.finish(
+            "POST /users/first",
+            self.request("POST", "/users/first").send_json(body),
+        )
+    }
+
+    /// Logs in with a password and returns a new session token.
+    pub fn login(&self, username: &str, password: &str) -> Result<LoginResponse, ClientError> {
+        let body = json!({"username": username, "password": password});
+        self.finish(
+            "POST /login",
+            self.request("POST", "/login").send_json(body),
+        )
+    }
+
+    /// The user the token belongs to.
+    pub fn me(&self) -> Result<User, ClientError> {
+        let body: UserBody =
+            self.finish("GET /users/me", self.request("GET", "/users/me").call())?;
+        Ok(body.user)
+    }
+
+    /// Creates a user (owners only).
+    pub fn create_user(
+        &self,
+        username: &str,
+        email: &str,
+        password: &str,
+        role: &str,
+    ) -> Result<User, ClientError> {
+        let body =
+            json!({"username": username, "email": email, "password": password, "role": role});
+        let body: UserBody = self.finish(
+            "POST /users",
+            self.request("POST", "/users").send_json(body),
+        )?;
+        Ok(body.user)
+    }
+
+    /// Uploads a packed template folder as a new version of `name`.
+    pub fn push_template(
+        &self,
+        name: &str,
+        archive: &[u8],
+        activate: bool,
+        message: Option<&str>,
+    ) -> Result<TemplateVersionResponse, ClientError> {
+        let path = format!("/templates/{}/versions", workspace_segment(name));
+        let mut request = self
+            .request("POST", &path)
+            .set("Content-Type", "application/gzip")
+            .query("activate", if activate { "true" } else { "false" });
+        if let Some(message) = message {
+            request = request.query("message", message);
+        }
+        self.finish("template push", request.send_bytes(archive))
+    }
+
+    /// Every template, by name.
+    pub fn templates(&self) -> Result<Vec<Template>, ClientError> {
+        let body: TemplatesBody =
+            self.finish("GET /templates", self.request("GET", "/templates").call())?;
+        Ok(body.templates)
+    }
+
+    /// One template.
+    pub fn template(&self, name: &str) -> Result<Template, ClientError> {
+        let path = format!("/templates/{}", workspace_segment(name));
+        let body: TemplateBody = self.finish("GET template", self.request("GET", &path).call())?;
+        Ok(body.template)
+    }
+
+    /// The versions of a template, by number.
+    pub fn template_versions(&self, name: &str) -> Result<Vec<TemplateVersion>, ClientError> {
+        let path = format!("/templates/{}/versions", workspace_segment(name));
+        let body: VersionsBody =
+            self.finish("GET template versions", self.request("GET", &path).call())?;
+        Ok(body.versions)
+    }
+
+    /// Makes version `number` the one new workspaces and updates use.
+    pub fn activate_version(
+        &self,
+        name: &str,
+        number: u64,
+    ) -> Result<TemplateVersionResponse, ClientError> {
+        let path = format!(
+            "/templates/{}/versions/{number}/activate",
+            workspace_segment(name)
+        );
+        self.finish("activate version", self.request("POST", &path).call())
+    }
+
+    /// Creates a workspace and its first (start) build.
+    pub fn create_workspace(
+        &self,
+        name: &str,
+        template: &str,
+        parameters: &BTreeMap<String, String>,
+    ) -> Result<CreatedWorkspace, ClientError> {
+        let body = json!({"name": name, "template": template, "parameters": parameters});
+        self.finish(
+            "POST /workspaces",
+            self.request("POST", "/workspaces").send_json(body),
+        )
+    }
+
+    /// The caller's workspaces (`all`: everyone's, for owners and admins).
+    pub fn workspaces(&self, all: bool) -> Result<Vec<Workspace>, ClientError> {
+        let mut request = self.request("GET", "/workspaces");
+        if all {
+            request = request.query("all", "true");
+        }
+        let body: WorkspacesBody = self.finish("GET /workspaces", request.call())?;
+        Ok(body.workspaces)
+    }
+
+    /// One workspace, by name or `owner/name`.
+    pub fn workspace(&self, workspace: &str) -> Result<Workspace, ClientError> {
+        let path = format!("/workspaces/{}", workspace_segment(workspace));
+        let body: WorkspaceBody =
+            self.finish("GET workspace", self.request("GET", &path).call())?;
+        Ok(body.workspace)
+    }
+
+    /// Queues a build of the workspace.
+    pub fn start_build(
+        &self,
+        workspace: &str,
+        transition: Transition,
+    ) -> Result<Build, ClientError> {
+        let body = match transition {
+            Transition::Start => json!({"transition": "start"}),
+            Transition::Stop => json!({"transition": "stop"}),
+            Transition::Delete => json!({"transition": "delete"}),
+            Transition::Update => json!({"transition": "start", "update": true}),
+        };
+        let path = format!("/workspaces/{}/builds", workspace_segment(workspace));
+        let body: BuildBody =
+            self.finish("POST builds", self.request("POST", &path).send_json(body))?;
+        Ok(body.build)
+    }
+
+    /// The builds of a workspace, newest first.
+    pub fn builds(&self, workspace: &str) -> Result<Vec<Build>, ClientError> {
+        let path = format!("/workspaces/{}/builds", workspace_segment(workspace));
+        let body: BuildsBody = self.finish("GET builds", self.request("GET", &path).call())?;
+        Ok(body.builds)
+    }
+
+    /// One build; `None` for the latest.
+    pub fn build(&self, workspace: &str, number: Option<u64>) -> Result<Build, ClientError> {
+        let number = number.map_or_else(|| "latest".to_string(), |n| n.to_string());
+        let path = format!(
+            "/workspaces/{}/builds/{number}",
+            workspace_segment(workspace)
+        );
+        let body: BuildBody = self.finish("GET build", self.request("GET", &path).call())?;
+        Ok(body.build)
+    }
+
+    /// Log lines after `after`; waits up to `wait_seconds` for new ones.
+    pub fn build_logs(
+        &self,
+        workspace: &str,
+        number: u64,
+        after: u64,
+        wait_seconds: u64,
+    ) -> Result<LogPage, ClientError> {
+        let path = format!(
+            "/workspaces/{}/builds/{number}/logs",
+            workspace_segment(workspace)
+        );
+        let request = self
+            .request("GET", &path)
+            .query("after", &after.to_string())
+            .query("wait", &wait_seconds.to_string());
+        self.finish("GET build logs", request.call())
+    }
+
+    /// Cancels a pending or running build.
+    pub fn cancel_build(&self, workspace: &str, number: u64) -> Result<Build, ClientError> {
+        let path = format!(
+            "/workspaces/{}/builds/{number}/cancel",
+            workspace_segment(workspace)
+        );
+        let body: BuildBody = self.finish("cancel build", self.request("POST", &path).call())?;
+        Ok(body.build)
+    }
+
+    /// Agent: what the server knows about this agent (token-authenticated).
+    pub fn agent_me(&self) -> Result<AgentMe, ClientError> {
+        self.finish("GET /agent/me", self.request("GET", "/agent/me").call())
+    }
+
+    /// Agent: reports a lifecycle state (`starting`, `ready`).
+    pub fn agent_lifecycle(&self, state: &str) -> Result<(), ClientError> {
+        let body = json!({"state": state});
+        self.check(self.request("POST", "/agent/lifecycle").send_json(body))
+            .map(drop)
+    }
+
+    /// Agent: tells the server it is still alive.
+    pub fn agent_heartbeat(&self) -> Result<(), ClientError> {
+        self.check(
+            self.request("POST", "/agent/heartbeat")
+                .send_json(json!({})),
+        )
+        .map(drop)
+    }
+}
+
+fn transport_reason(transport: &ureq::Transport) -> String {
+    // ureq's Display repeats the URL; the kind and the innermost message suffice.
+    let detail = transport
+        .message()
+        .map(str::to_string)
+        .or_else(|| std::error::Error::source(transport).map(|source| source.to_string()));
+    match detail {
+        Some(detail) => format!("{} ({detail})", transport.kind()),
+        None => transport.kind().to_string(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+
+    /// Serves one canned HTTP answer and returns what the client sent.
+    fn serve_once(status: u16, body: &'static str) -> (String, std::thread::JoinHandle<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let handle = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = String::new();
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap();
+                }
+                if line == "\r\n" {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            let mut body_in = vec![0; length];
+            reader.read_exact(&mut body_in).unwrap();
+            let mut stream = stream;
+            write!(
+                stream,
+                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+            head + "\n" + &String::from_utf8_lossy(&body_in)
+        });
+        (url, handle)
+    }
+
+    #[test]
+    fn api_errors_carry_the_server_message() {
+        let (url, server) = serve_once(
+            409,
+            r#"{"error":{"code":"conflict","message":"workspace \"dev\" is already running"}}"#,
+        );
+        let client = Client::new(&url, Some("tok".into()));
+        let err = client.start_build("dev", Transition::Start).unwrap_err();
+        assert_eq!(err.to_string(), "workspace \"dev\" is already running");
+        assert_eq!(err.code(), Some("conflict"));
+        assert_eq!(err.status(), Some(409));
+        let request = server.join().unwrap();
+        assert!(
+            request.starts_with("POST /api/v1/workspaces/dev/builds "),
+            "{request}"
+        );
+        assert!(request.contains("Bearer tok"));
+        assert!(request.ends_with(r#"{"transition":"start"}"#), "{request}");
+    }
+
+    #[test]
+    fn error_without_json_body_still_reads_well() {
+        let (url, server) = serve_once(502, "bad gateway");
+        let err = Client::new(&url, None).templates().unwrap_err();
+        assert_eq!(err.status(), Some(502));
+        assert!(err.is_transient());
+        assert!(err.to_string().contains("HTTP 502"));
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn unreachable_server_is_one_clear_line() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        drop(listener);
+        let err = Client::new(&url, None).health().unwrap_err();
+        assert!(err.is_transient());
+        let text = err.to_string();
+        assert!(
+            text.starts_with(&format!("cannot reach the Abode server at {url}")),
+            "{text}"
+        );
+        assert!(!text.contains('\n'));
+    }
+
+    #[test]
+    fn decodes_documented_shapes() {
+        let (url, server) = serve_once(
+            200,
+            r#"{"workspace":{"id":"w1","name":"dev","owner":"alice","template":"docker","template_version":2,
+               "parameters":{"cpu":"2"},"status":"running","created_at":"t","updated_at":"t",
+               "latest_build":{"id":"b","workspace":"dev","owner":"alice","number":3,"transition":"start",
+                 "status":"succeeded","template_version":2,"initiator":"alice","reason":"update","error":null,
+                 "created_at":"t","started_at":"t","finished_at":"t","guard":{"decision":"allow","protected_changes":[]}},
+               "agent":{"status":"ready","lifecycle":"ready","last_heartbeat_at":"t","connected_at":"t"},
+               "healthy":true,"future_field":1}}"#,
+        );
+        let workspace = Client::new(&url, Some("t".into()))
+            .workspace("bob/dev")
+            .unwrap();
+        assert_eq!(workspace.agent.status, "ready");
+        assert_eq!(workspace.latest_build.unwrap().number, 3);
+        let request = server.join().unwrap();
+        assert!(
+            request.starts_with("GET /api/v1/workspaces/bob%2Fdev "),
+            "{request}"
+        );
+    }
+
+    #[test]
+    fn debug_hides_token() {
+        let client = Client::new("http://x", Some("secret-token".into()));
+        assert!(!format!("{client:?}").contains("secret-token"));
+    }
+}

@@ -1,0 +1,14 @@
+//! The client side of Abode's HTTP API (docs/api.md), shared by the CLI and the agent.
+//!
+//! It keeps three things the binary should not have to know about: how to talk
+//! to the server ([`Client`]), where the CLI session lives ([`config`]), and how
+//! a template folder is packed for upload ([`archive`]).
+
+pub mod archive;
+mod client;
+pub mod config;
+mod error;
+pub mod types;
+
+pub use client::{workspace_segment, Client, CreatedWorkspace};
+pub use error::{ArchiveError, ClientError, ConfigError};

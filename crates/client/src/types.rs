@@ -1,0 +1,208 @@
+//! The JSON shapes of Abode's API (docs/api.md), as the client reads them.
+//!
+//! Fields the server may add later are ignored, and fields a client can live
+//! without default, so a newer server does not break an older CLI. The same
+//! types serialise the CLI's `--output json`, which keeps that output a stable,
+//! documented subset (docs/cli.md).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A user account.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct User {
+    pub id: String,
+    pub username: String,
+    #[serde(default)]
+    pub email: String,
+    pub role: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+}
+
+/// Answer to a login or first-user creation. Not `Serialize`: it holds the token.
+#[derive(Deserialize)]
+pub struct LoginResponse {
+    pub user: User,
+    pub token: String,
+}
+
+/// A template: a name with numbered immutable versions, one of them active.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Template {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub active_version: Option<u64>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub updated_at: Option<String>,
+}
+
+/// The outcome of `terraform init` + `terraform validate` on a pushed version.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Validation {
+    pub ok: bool,
+    #[serde(default)]
+    pub message: String,
+}
+
+/// One immutable version of a template.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TemplateVersion {
+    pub id: String,
+    #[serde(default)]
+    pub template: String,
+    pub number: u64,
+    pub active: bool,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub created_by: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub validation: Validation,
+}
+
+/// Answer to a push or an activation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TemplateVersionResponse {
+    pub template: Template,
+    pub version: TemplateVersion,
+}
+
+/// What the platform knows about a workspace's agent, apart from its builds.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AgentInfo {
+    pub status: String,
+    #[serde(default)]
+    pub lifecycle: Option<String>,
+    #[serde(default)]
+    pub last_heartbeat_at: Option<String>,
+    #[serde(default)]
+    pub connected_at: Option<String>,
+}
+
+impl Default for AgentInfo {
+    fn default() -> Self {
+        AgentInfo {
+            status: "none".into(),
+            lifecycle: None,
+            last_heartbeat_at: None,
+            connected_at: None,
+        }
+    }
+}
+
+/// A workspace and its latest build.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Workspace {
+    pub id: String,
+    pub name: String,
+    pub owner: String,
+    pub template: String,
+    pub template_version: u64,
+    #[serde(default)]
+    pub parameters: BTreeMap<String, String>,
+    pub status: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub updated_at: Option<String>,
+    #[serde(default)]
+    pub latest_build: Option<Build>,
+    #[serde(default)]
+    pub agent: AgentInfo,
+    #[serde(default)]
+    pub healthy: bool,
+}
+
+/// One start, stop or delete run of a workspace.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Build {
+    pub id: String,
+    pub workspace: String,
+    #[serde(default)]
+    pub owner: String,
+    pub number: u64,
+    pub transition: String,
+    pub status: String,
+    pub template_version: u64,
+    #[serde(default)]
+    pub initiator: Option<String>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub started_at: Option<String>,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+    /// The plan guard's report, passed through as the server gives it.
+    #[serde(default)]
+    pub guard: Option<serde_json::Value>,
+}
+
+impl Build {
+    /// True once the build will not change any more.
+    pub fn is_final(&self) -> bool {
+        is_final_status(&self.status)
+    }
+}
+
+/// Build statuses after which nothing more happens (or the user must act).
+pub fn is_final_status(status: &str) -> bool {
+    matches!(
+        status,
+        "succeeded" | "failed" | "canceled" | "awaiting_confirmation"
+    )
+}
+
+/// One line of a build's log.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LogLine {
+    pub seq: u64,
+    #[serde(default)]
+    pub time: Option<String>,
+    #[serde(default)]
+    pub stage: String,
+    #[serde(default)]
+    pub level: String,
+    pub text: String,
+}
+
+/// A page of log lines after a sequence number.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LogPage {
+    pub lines: Vec<LogLine>,
+    pub status: String,
+    pub done: bool,
+}
+
+/// Which build a `POST .../builds` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transition {
+    Start,
+    Stop,
+    Delete,
+    /// A start on the template's active version.
+    Update,
+}
+
+/// What an agent learns about itself from the server.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentMe {
+    #[serde(default)]
+    pub workspace: String,
+    #[serde(default)]
+    pub owner: String,
+    #[serde(default)]
+    pub agent: String,
+    #[serde(default)]
+    pub heartbeat_interval_seconds: Option<u64>,
+}
