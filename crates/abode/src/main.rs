@@ -1,3 +1,44 @@
 //! The `abode` binary: thin glue between the command line and Abode's library crates.
+//!
+//! One artefact serves every role (CLI, server, agent, Terraform provider) so that
+//! installing Abode is copying one file.
 
-fn main() {}
+mod exit;
+mod plan_check;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+
+#[derive(Debug, Parser)]
+#[command(name = "abode", version, about = "Developer workspaces from Terraform templates, without losing anyone's files")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Work with Terraform plans.
+    #[command(subcommand)]
+    Plan(PlanCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum PlanCommand {
+    /// Check a plan against protection rules (exit 0 allow, 3 confirm, 4 block, 1 bad input).
+    Check(plan_check::PlanCheckArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Plan(PlanCommand::Check(args)) => plan_check::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(exit::FAILURE)
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! Exit statuses, part of Abode's public interface (docs/cli.md): scripts branch on them.
+
+use abode_guard::Decision;
+use std::process::ExitCode;
+
+/// Bad input or a failure: the reason is on standard error.
+pub const FAILURE: u8 = 1;
+/// The plan (or build) needs an explicit confirmation.
+pub const CONFIRMATION_REQUIRED: u8 = 3;
+/// The plan (or build) was blocked by a protection rule.
+pub const BLOCKED: u8 = 4;
+
+pub fn for_decision(decision: Decision) -> ExitCode {
+    match decision {
+        Decision::Allow => ExitCode::SUCCESS,
+        Decision::Confirm => ExitCode::from(CONFIRMATION_REQUIRED),
+        Decision::Block => ExitCode::from(BLOCKED),
+    }
+}

@@ -1,0 +1,431 @@
+//! The decision: which changes in a plan touch protected resources, and whether
+//! the build may go on, must wait for a confirmation, or must stop.
+
+use crate::address::Address;
+use crate::plan::{AttributeChange, Drift, Plan, ResourceChange, ResourceMode};
+use crate::rules::{self, Mode, Rule};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The version of the JSON report; bumped only on purpose (see docs/plan-check.md).
+pub const REPORT_SCHEMA_VERSION: u32 = 1;
+
+/// Why the build runs. Only `delete` may destroy protected resources.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transition {
+    Start,
+    Stop,
+    Delete,
+}
+
+impl Transition {
+    pub fn parse(s: &str) -> Option<Transition> {
+        match s {
+            "start" => Some(Transition::Start),
+            "stop" => Some(Transition::Stop),
+            "delete" => Some(Transition::Delete),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transition::Start => "start",
+            Transition::Stop => "stop",
+            Transition::Delete => "delete",
+        }
+    }
+}
+
+impl fmt::Display for Transition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the guard says about a plan. Ordered: the strictest outcome wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    Confirm,
+    Block,
+}
+
+impl From<Mode> for Decision {
+    fn from(mode: Mode) -> Decision {
+        match mode {
+            Mode::Confirm => Decision::Confirm,
+            Mode::Block => Decision::Block,
+        }
+    }
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Confirm => "confirm",
+            Decision::Block => "block",
+        }
+    }
+}
+
+/// What Terraform will do to one resource instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Create,
+    Read,
+    Update,
+    /// Destroy, then create (`["delete","create"]`).
+    Replace,
+    /// Create the new object first (`["create","delete"]`, create_before_destroy).
+    ReplaceCreateBeforeDestroy,
+    Delete,
+    /// Removed from state without being destroyed (`removed { destroy = false }`).
+    Forget,
+    NoOp,
+    /// An action list this version of Abode does not know.
+    Unknown,
+}
+
+impl Action {
+    pub fn classify(actions: &[String]) -> Action {
+        let actions: Vec<&str> = actions.iter().map(String::as_str).collect();
+        match actions.as_slice() {
+            ["no-op"] => Action::NoOp,
+            ["create"] => Action::Create,
+            ["read"] => Action::Read,
+            ["update"] => Action::Update,
+            ["delete"] => Action::Delete,
+            ["delete", "create"] => Action::Replace,
+            ["create", "delete"] => Action::ReplaceCreateBeforeDestroy,
+            ["forget"] => Action::Forget,
+            _ => Action::Unknown,
+        }
+    }
+
+    /// Whether the existing object (and its data) is destroyed.
+    pub fn destroys(self, raw: &[String]) -> bool {
+        match self {
+            Action::Delete | Action::Replace | Action::ReplaceCreateBeforeDestroy => true,
+            // Unknown action lists are judged by whether they destroy at all.
+            Action::Unknown => raw.iter().any(|a| a == "delete"),
+            _ => false,
+        }
+    }
+}
+
+/// Counts of every change in the plan, protected or not.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub create: usize,
+    pub update: usize,
+    pub replace: usize,
+    pub delete: usize,
+    pub forget: usize,
+    pub read: usize,
+    pub no_op: usize,
+}
+
+/// Why a protected resource is in the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Protection {
+    /// Who protects it, e.g. `abode_protect.home on abode_volume.home`.
+    pub by: String,
+    pub mode: Mode,
+}
+
+/// A change outside Terraform that Terraform noticed while planning.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DriftReport {
+    /// The object was deleted outside Terraform.
+    pub deleted: bool,
+    pub attributes: Vec<AttributeChange>,
+}
+
+/// One protected resource that the plan destroys, replaces or re-creates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProtectedChange {
+    pub address: String,
+    pub previous_address: Option<String>,
+    pub resource_type: String,
+    pub action: Action,
+    /// Terraform's raw action list, e.g. `["delete","create"]`.
+    pub actions: Vec<String>,
+    /// Set when the change is to a deposed object of the resource.
+    pub deposed: Option<String>,
+    /// Terraform's `action_reason`, as Terraform writes it.
+    pub action_reason: Option<String>,
+    /// The reason in plain words.
+    pub reason: String,
+    pub replace_paths: Vec<AttributeChange>,
+    pub drift: Option<DriftReport>,
+    pub protected_by: Vec<Protection>,
+    pub outcome: Decision,
+}
+
+/// A destructive change to a resource nobody protected, listed for context.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnprotectedChange {
+    pub address: String,
+    pub action: Action,
+    pub reason: String,
+}
+
+/// The guard's answer for one plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub decision: Decision,
+    pub transition: Transition,
+    pub terraform_version: Option<String>,
+    pub summary: Summary,
+    pub protected_changes: Vec<ProtectedChange>,
+    pub unprotected_destroys: Vec<UnprotectedChange>,
+    pub warnings: Vec<String>,
+}
+
+impl Report {
+    /// The report as pretty JSON (the documented `abode plan check --format json` schema).
+    pub fn to_json(&self) -> String {
+        // Serialising plain structs of strings and numbers cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"))
+    }
+}
+
+/// Decides on a plan. `rules` are the caller's; the template's `abode_protect`
+/// annotations are read from the plan and added to them.
+pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
+    let annotations = rules::annotations(plan);
+    let mut all_rules: Vec<Rule> = rules.to_vec();
+    all_rules.extend(annotations.rules);
+    let mut warnings = annotations.warnings;
+    if plan.errored {
+        warnings.push("Terraform marked this plan as errored: it may be incomplete".into());
+    }
+
+    let mut summary = Summary::default();
+    let mut protected_changes = Vec::new();
+    let mut unprotected_destroys = Vec::new();
+
+    for change in &plan.changes {
+        let action = Action::classify(&change.actions);
+        count(&mut summary, action, &change.actions);
+        if change.mode == ResourceMode::Data || change.resource_type.starts_with("abode_") {
+            continue;
+        }
+        let destroys = action.destroys(&change.actions) || is_deposed_delete(change);
+        let drift = find_drift(plan, change);
+        let recreated_after_drift = action == Action::Create && drift.is_some_and(|d| d.deleted);
+        if !destroys && !recreated_after_drift {
+            continue;
+        }
+        let protections = protections_for(change, &all_rules, &mut warnings);
+        if protections.is_empty() {
+            if destroys {
+                unprotected_destroys.push(UnprotectedChange {
+                    address: change.address.clone(),
+                    action,
+                    reason: reason(change, action, transition, drift),
+                });
+            }
+            continue;
+        }
+        let outcome = match transition {
+            Transition::Delete => Decision::Allow,
+            // The data is already gone; a confirmation acknowledges that the
+            // new object will be empty. Blocking would leave no way forward.
+            _ if recreated_after_drift => Decision::Confirm,
+            _ => protections
+                .iter()
+                .map(|p| Decision::from(p.mode))
+                .max()
+                .unwrap_or(Decision::Confirm),
+        };
+        protected_changes.push(ProtectedChange {
+            address: change.address.clone(),
+            previous_address: change.previous_address.clone(),
+            resource_type: change.resource_type.clone(),
+            action,
+            actions: change.actions.clone(),
+            deposed: change.deposed.clone(),
+            action_reason: change.action_reason.clone(),
+            reason: reason(change, action, transition, drift),
+            replace_paths: change.replace_paths.clone(),
+            drift: drift.map(|d| DriftReport {
+                deleted: d.deleted,
+                attributes: d.attributes.clone(),
+            }),
+            protected_by: protections,
+            outcome,
+        });
+    }
+
+    let decision = protected_changes
+        .iter()
+        .map(|c| c.outcome)
+        .max()
+        .unwrap_or(Decision::Allow);
+    Report {
+        schema_version: REPORT_SCHEMA_VERSION,
+        decision,
+        transition,
+        terraform_version: plan.terraform_version.clone(),
+        summary,
+        protected_changes,
+        unprotected_destroys,
+        warnings,
+    }
+}
+
+fn count(summary: &mut Summary, action: Action, raw: &[String]) {
+    match action {
+        Action::Create => summary.create += 1,
+        Action::Read => summary.read += 1,
+        Action::Update => summary.update += 1,
+        Action::Replace | Action::ReplaceCreateBeforeDestroy => summary.replace += 1,
+        Action::Delete => summary.delete += 1,
+        Action::Forget => summary.forget += 1,
+        Action::NoOp => summary.no_op += 1,
+        Action::Unknown if raw.iter().any(|a| a == "delete") => summary.delete += 1,
+        Action::Unknown => summary.update += 1,
+    }
+}
+
+fn is_deposed_delete(change: &ResourceChange) -> bool {
+    change.deposed.is_some() && change.actions.iter().any(|a| a == "delete")
+}
+
+fn find_drift<'p>(plan: &'p Plan, change: &ResourceChange) -> Option<&'p Drift> {
+    plan.drift.iter().find(|d| {
+        d.address == change.address || Some(&d.address) == change.previous_address.as_ref()
+    })
+}
+
+fn protections_for(
+    change: &ResourceChange,
+    rules: &[Rule],
+    warnings: &mut Vec<String>,
+) -> Vec<Protection> {
+    let mut addresses = Vec::new();
+    for text in std::iter::once(&change.address).chain(change.previous_address.as_ref()) {
+        match Address::parse(text) {
+            Ok(address) => addresses.push(address),
+            Err(e) => warnings.push(format!("{e}; only type rules can match it")),
+        }
+    }
+    let mut protections: Vec<Protection> = Vec::new();
+    for rule in rules {
+        let covered = if addresses.is_empty() {
+            rule.covers(None, &change.resource_type)
+        } else {
+            addresses
+                .iter()
+                .any(|a| rule.covers(Some(a), &change.resource_type))
+        };
+        if covered {
+            let protection = Protection {
+                by: rule.describe(),
+                mode: rule.mode,
+            };
+            if !protections.contains(&protection) {
+                protections.push(protection);
+            }
+        }
+    }
+    protections
+}
+
+fn reason(
+    change: &ResourceChange,
+    action: Action,
+    transition: Transition,
+    drift: Option<&Drift>,
+) -> String {
+    if action == Action::Create {
+        return "created again because it was deleted outside Terraform: the new one will be empty"
+            .into();
+    }
+    let verb = match action {
+        Action::Replace | Action::ReplaceCreateBeforeDestroy => "replaced",
+        _ => "deleted",
+    };
+    if let Some(deposed) = &change.deposed {
+        return format!(
+            "deposed object {deposed} (the old object left by an earlier replacement) is deleted"
+        );
+    }
+    let paths: Vec<String> = change
+        .replace_paths
+        .iter()
+        .map(|p| format!("`{}`", p.path))
+        .collect();
+    let key = instance_key(&change.address);
+    let text = match change.action_reason.as_deref() {
+        Some("replace_because_cannot_update") if !paths.is_empty() => format!(
+            "replaced because {} cannot be updated in place",
+            join_words(&paths)
+        ),
+        Some("replace_because_cannot_update") => {
+            "replaced because a changed attribute cannot be updated in place".into()
+        }
+        Some("replace_because_tainted") => {
+            "replaced because it is tainted (an earlier apply failed or it was marked for replacement)"
+                .into()
+        }
+        Some("replace_by_request") => {
+            "replaced because the plan was asked to replace it (-replace)".into()
+        }
+        Some("replace_by_triggers") => {
+            "replaced because a resource in its replace_triggered_by changed".into()
+        }
+        Some("delete_because_no_resource_config") => {
+            "deleted because the resource block was removed from the template".into()
+        }
+        Some("delete_because_no_module") => {
+            "deleted because its module call was removed from the template".into()
+        }
+        Some("delete_because_wrong_repetition") => {
+            "deleted because the resource changed how it is repeated (count/for_each added or removed)"
+                .into()
+        }
+        Some("delete_because_count_index") => format!(
+            "deleted because count index {} no longer exists",
+            key.unwrap_or_else(|| "(unknown)".into())
+        ),
+        Some("delete_because_each_key") => format!(
+            "deleted because for_each key {} no longer exists",
+            key.unwrap_or_else(|| "(unknown)".into())
+        ),
+        Some("delete_because_no_move_target") => {
+            "deleted because a moved block points at an address the template no longer has".into()
+        }
+        Some(other) => format!("{verb} (Terraform's reason: {other})"),
+        None if transition == Transition::Delete => {
+            format!("{verb} because the workspace is being deleted")
+        }
+        None if paths.is_empty() => verb.to_string(),
+        None => format!("{verb} because {} changed", join_words(&paths)),
+    };
+    match drift {
+        Some(d) if d.deleted => format!("{text}; it was already deleted outside Terraform"),
+        _ => text,
+    }
+}
+
+fn instance_key(address: &str) -> Option<String> {
+    Address::parse(address)
+        .ok()
+        .and_then(|a| a.key.map(|k| k.to_string()))
+}
+
+fn join_words(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}

@@ -1,0 +1,543 @@
+//! Reading `terraform show -json PLANFILE` output into the little the guard needs.
+//!
+//! Plans get large (tens of megabytes for big workspaces), so the reader streams:
+//! it never holds the whole document, skips `planned_values` and `prior_state`
+//! without building them, and for each resource change keeps only its address,
+//! actions, reason and, for destructive changes, the already rendered (and
+//! redacted) values of the attributes that force replacement. Clear-text secrets
+//! in the plan are dropped while reading, never stored in a [`Plan`].
+
+use crate::value::{self, PathStep};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Read;
+
+/// Why a document could not be read as a plan. Messages are one line and say
+/// what the user handed over and what Abode expected instead.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("the plan is empty")]
+    Empty,
+    #[error("not valid JSON: {0}")]
+    NotJson(String),
+    #[error("the plan JSON is truncated: {0}")]
+    Truncated(String),
+    #[error("not a Terraform plan: {0}")]
+    NotAPlan(String),
+    #[error("this is a Terraform state file, not a plan (make one with `terraform plan -out=tfplan`)")]
+    StateFile,
+    #[error("this is the JSON of a Terraform state (`terraform show -json` without a plan file), not a plan")]
+    StateJson,
+    #[error("unsupported plan format_version {0:?}: Abode reads format 1.x")]
+    UnsupportedFormat(String),
+    #[error("could not read the plan: {0}")]
+    Read(#[source] std::io::Error),
+}
+
+/// Whether a resource is managed by Terraform or only read (`data`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResourceMode {
+    Managed,
+    Data,
+}
+
+/// An attribute shown in a report, with values already rendered and redacted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AttributeChange {
+    pub path: String,
+    pub before: String,
+    pub after: String,
+}
+
+/// One entry of `resource_changes`.
+#[derive(Debug, Clone)]
+pub struct ResourceChange {
+    pub address: String,
+    pub previous_address: Option<String>,
+    pub mode: ResourceMode,
+    pub resource_type: String,
+    pub deposed: Option<String>,
+    pub actions: Vec<String>,
+    pub action_reason: Option<String>,
+    /// The attributes in `replace_paths`, before → after.
+    pub replace_paths: Vec<AttributeChange>,
+    /// For `abode_protect` instances: the planned `mode` attribute, used when
+    /// the configuration sets it from an expression rather than a literal.
+    pub planned_protect_mode: Option<String>,
+}
+
+/// One entry of `resource_drift`: what changed outside Terraform since the last apply.
+#[derive(Debug, Clone)]
+pub struct Drift {
+    pub address: String,
+    /// The object no longer exists (someone deleted it outside Terraform).
+    pub deleted: bool,
+    pub attributes: Vec<AttributeChange>,
+}
+
+/// A plan, reduced to what the guard decides on.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub format_version: String,
+    pub terraform_version: Option<String>,
+    pub changes: Vec<ResourceChange>,
+    pub drift: Vec<Drift>,
+    pub configuration: Option<Configuration>,
+    /// Terraform marked the plan as errored (incomplete).
+    pub errored: bool,
+}
+
+/// The plan's `configuration` section: where template annotations live.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Configuration {
+    #[serde(default)]
+    pub root_module: ConfigModule,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ConfigModule {
+    #[serde(default)]
+    pub resources: Vec<ConfigResource>,
+    #[serde(default)]
+    pub module_calls: BTreeMap<String, ModuleCall>,
+    #[serde(default)]
+    pub outputs: BTreeMap<String, ConfigOutput>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ModuleCall {
+    #[serde(default)]
+    pub module: ConfigModule,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ConfigOutput {
+    #[serde(default)]
+    pub expression: Option<Expression>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ConfigResource {
+    pub address: String,
+    #[serde(default = "managed")]
+    pub mode: ResourceMode,
+    #[serde(rename = "type")]
+    pub resource_type: String,
+    #[serde(default)]
+    pub name: String,
+    /// Block-typed arguments appear as arrays of objects, so values stay loose.
+    #[serde(default)]
+    pub expressions: BTreeMap<String, Value>,
+    #[serde(default)]
+    pub count_expression: Option<Expression>,
+    #[serde(default)]
+    pub for_each_expression: Option<Expression>,
+}
+
+fn managed() -> ResourceMode {
+    ResourceMode::Managed
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Expression {
+    #[serde(default)]
+    pub references: Vec<String>,
+    #[serde(default)]
+    pub constant_value: Option<Value>,
+}
+
+impl Expression {
+    /// Reads an entry of a resource's `expressions` map as a plain expression.
+    pub fn from_value(value: &Value) -> Option<Expression> {
+        Expression::deserialize(value).ok()
+    }
+}
+
+/// Reads a plan from any reader (a file, standard input), streaming.
+pub fn read_plan(reader: impl Read) -> Result<Plan, PlanError> {
+    let reader = std::io::BufReader::with_capacity(256 * 1024, reader);
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let raw = de.deserialize_map(TopLevel).map_err(json_error)?;
+    de.end().map_err(json_error)?;
+    raw.into_plan()
+}
+
+/// Reads a plan already in memory.
+pub fn read_plan_slice(bytes: &[u8]) -> Result<Plan, PlanError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let raw = de.deserialize_map(TopLevel).map_err(json_error)?;
+    de.end().map_err(json_error)?;
+    raw.into_plan()
+}
+
+fn json_error(e: serde_json::Error) -> PlanError {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Io => PlanError::Read(std::io::Error::other(e.to_string())),
+        Category::Eof if e.line() == 1 && e.column() == 0 => PlanError::Empty,
+        Category::Eof => PlanError::Truncated(e.to_string()),
+        Category::Syntax => PlanError::NotJson(e.to_string()),
+        Category::Data => PlanError::NotAPlan(e.to_string()),
+    }
+}
+
+/// Insists on a JSON object at the top (serde would otherwise read a struct from
+/// an array, field by field, and produce a confusing message).
+struct TopLevel;
+
+impl<'de> Visitor<'de> for TopLevel {
+    type Value = RawPlan;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object (the output of `terraform show -json PLANFILE`)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawPlan, A::Error> {
+        RawPlan::deserialize(de::value::MapAccessDeserializer::new(map))
+    }
+}
+
+#[derive(Deserialize)]
+struct RawPlan {
+    format_version: Option<String>,
+    terraform_version: Option<String>,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    resource_changes: Vec<ResourceChange>,
+    #[serde(default, deserialize_with = "null_as_empty")]
+    resource_drift: Vec<DriftEntry>,
+    configuration: Option<Configuration>,
+    planned_values: Option<IgnoredAny>,
+    #[serde(default)]
+    errored: Option<bool>,
+    // Markers of the documents people hand over by mistake.
+    lineage: Option<IgnoredAny>,
+    serial: Option<IgnoredAny>,
+    values: Option<IgnoredAny>,
+}
+
+fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
+impl RawPlan {
+    fn into_plan(self) -> Result<Plan, PlanError> {
+        if self.lineage.is_some() || self.serial.is_some() {
+            return Err(PlanError::StateFile);
+        }
+        let Some(format_version) = self.format_version else {
+            return Err(PlanError::NotAPlan("it has no `format_version`".into()));
+        };
+        if !format_version.starts_with("1.") && format_version != "1" {
+            return Err(PlanError::UnsupportedFormat(format_version));
+        }
+        if self.planned_values.is_none() && self.resource_changes.is_empty() {
+            return Err(if self.values.is_some() {
+                PlanError::StateJson
+            } else {
+                PlanError::NotAPlan("it has neither `planned_values` nor `resource_changes`".into())
+            });
+        }
+        Ok(Plan {
+            format_version,
+            terraform_version: self.terraform_version,
+            changes: self.resource_changes,
+            drift: self.resource_drift.into_iter().map(|d| d.0).collect(),
+            configuration: self.configuration,
+            errored: self.errored.unwrap_or(false),
+        })
+    }
+}
+
+struct DriftEntry(Drift);
+
+impl<'de> Deserialize<'de> for ResourceChange {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let entry = d.deserialize_map(EntryVisitor { drift: false })?;
+        Ok(ResourceChange {
+            address: entry.address,
+            previous_address: entry.previous_address,
+            mode: entry.mode,
+            resource_type: entry.resource_type,
+            deposed: entry.deposed,
+            actions: entry.change.actions,
+            action_reason: entry.action_reason,
+            replace_paths: entry.change.replace_paths,
+            planned_protect_mode: entry.change.protect_mode,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for DriftEntry {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let entry = d.deserialize_map(EntryVisitor { drift: true })?;
+        let deleted = entry.change.actions.iter().any(|a| a == "delete");
+        Ok(DriftEntry(Drift {
+            address: entry.address,
+            deleted,
+            attributes: entry.change.drift_attributes,
+        }))
+    }
+}
+
+struct RawEntry {
+    address: String,
+    previous_address: Option<String>,
+    mode: ResourceMode,
+    resource_type: String,
+    deposed: Option<String>,
+    action_reason: Option<String>,
+    change: ParsedChange,
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum EntryField {
+    Address,
+    PreviousAddress,
+    Mode,
+    Type,
+    Deposed,
+    ActionReason,
+    Change,
+    #[serde(other)]
+    Other,
+}
+
+struct EntryVisitor {
+    drift: bool,
+}
+
+impl<'de> Visitor<'de> for EntryVisitor {
+    type Value = RawEntry;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a resource change object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawEntry, A::Error> {
+        let mut address = None;
+        let mut previous_address = None;
+        let mut mode = None;
+        let mut resource_type: Option<String> = None;
+        let mut deposed = None;
+        let mut action_reason = None;
+        let mut change = None;
+        while let Some(field) = map.next_key::<EntryField>()? {
+            match field {
+                EntryField::Address => address = Some(map.next_value::<String>()?),
+                EntryField::PreviousAddress => previous_address = map.next_value()?,
+                EntryField::Mode => mode = Some(map.next_value::<ResourceMode>()?),
+                EntryField::Type => resource_type = Some(map.next_value()?),
+                EntryField::Deposed => deposed = map.next_value()?,
+                EntryField::ActionReason => action_reason = map.next_value()?,
+                EntryField::Change => {
+                    let keep_protect_mode = resource_type
+                        .as_deref()
+                        .is_none_or(|t| t == crate::rules::PROTECT_TYPE);
+                    change = Some(map.next_value_seed(ChangeSeed {
+                        drift: self.drift,
+                        keep_protect_mode,
+                    })?)
+                }
+                EntryField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        let address = address.ok_or_else(|| de::Error::missing_field("address"))?;
+        let resource_type = resource_type.ok_or_else(|| de::Error::missing_field("type"))?;
+        let mut change = change.ok_or_else(|| de::Error::missing_field("change"))?;
+        if resource_type != crate::rules::PROTECT_TYPE {
+            change.protect_mode = None;
+        }
+        Ok(RawEntry {
+            address,
+            previous_address,
+            mode: mode.unwrap_or(ResourceMode::Managed),
+            resource_type,
+            deposed,
+            action_reason,
+            change,
+        })
+    }
+}
+
+#[derive(Default)]
+struct ParsedChange {
+    actions: Vec<String>,
+    replace_paths: Vec<AttributeChange>,
+    protect_mode: Option<String>,
+    drift_attributes: Vec<AttributeChange>,
+}
+
+struct ChangeSeed {
+    drift: bool,
+    keep_protect_mode: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum ChangeField {
+    Actions,
+    Before,
+    After,
+    AfterUnknown,
+    BeforeSensitive,
+    AfterSensitive,
+    ReplacePaths,
+    #[serde(other)]
+    Other,
+}
+
+impl<'de> DeserializeSeed<'de> for ChangeSeed {
+    type Value = ParsedChange;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ParsedChange, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChangeSeed {
+    type Value = ParsedChange;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a change object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParsedChange, A::Error> {
+        let mut actions: Option<Vec<String>> = None;
+        let mut before = None;
+        let mut after = None;
+        let mut after_unknown = None;
+        let mut before_sensitive = None;
+        let mut after_sensitive = None;
+        let mut replace_paths: Option<Vec<Vec<PathStep>>> = None;
+        // Values are built only where a report may show them; Terraform writes
+        // `actions` first, so most changes skip their values entirely.
+        let wants_values = |actions: &Option<Vec<String>>| {
+            self.drift
+                || self.keep_protect_mode
+                || actions
+                    .as_ref()
+                    .is_none_or(|a| a.iter().any(|a| a == "delete"))
+        };
+        while let Some(field) = map.next_key::<ChangeField>()? {
+            let slot = match field {
+                ChangeField::Actions => {
+                    actions = Some(map.next_value()?);
+                    continue;
+                }
+                ChangeField::ReplacePaths => {
+                    replace_paths = map.next_value()?;
+                    continue;
+                }
+                ChangeField::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+                ChangeField::Before => &mut before,
+                ChangeField::After => &mut after,
+                ChangeField::AfterUnknown => &mut after_unknown,
+                ChangeField::BeforeSensitive => &mut before_sensitive,
+                ChangeField::AfterSensitive => &mut after_sensitive,
+            };
+            if wants_values(&actions) {
+                *slot = Some(map.next_value::<Value>()?);
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        let actions = actions.ok_or_else(|| de::Error::missing_field("actions"))?;
+        let no_mask = Value::Bool(false);
+        let before = before.unwrap_or(Value::Null);
+        let after = after.unwrap_or(Value::Null);
+        let before_sensitive = before_sensitive.unwrap_or(Value::Bool(false));
+        let after_sensitive = after_sensitive.unwrap_or(Value::Bool(false));
+        let after_unknown = after_unknown.unwrap_or(Value::Bool(false));
+
+        let mut parsed = ParsedChange {
+            actions,
+            ..ParsedChange::default()
+        };
+        for path in replace_paths.unwrap_or_default() {
+            parsed.replace_paths.push(AttributeChange {
+                path: value::path_to_string(&path),
+                before: value::render(
+                    value::value_at(&before, &path),
+                    value::mask_at(&before_sensitive, &path),
+                    &no_mask,
+                ),
+                after: value::render(
+                    value::value_at(&after, &path),
+                    value::mask_at(&after_sensitive, &path),
+                    value::mask_at(&after_unknown, &path),
+                ),
+            });
+        }
+        if self.keep_protect_mode {
+            let path = [PathStep::Key("mode".into())];
+            if value::mask_at(&after_sensitive, &path) != &Value::Bool(true) {
+                parsed.protect_mode = value::value_at(&after, &path)
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+        }
+        if self.drift {
+            parsed.drift_attributes = diff_attributes(
+                &before,
+                &after,
+                &before_sensitive,
+                &after_sensitive,
+                &after_unknown,
+            );
+        }
+        Ok(parsed)
+    }
+}
+
+/// The top-level attributes whose values differ between `before` and `after`.
+fn diff_attributes(
+    before: &Value,
+    after: &Value,
+    before_sensitive: &Value,
+    after_sensitive: &Value,
+    after_unknown: &Value,
+) -> Vec<AttributeChange> {
+    let empty = serde_json::Map::new();
+    let before_map = before.as_object().unwrap_or(&empty);
+    let after_map = after.as_object().unwrap_or(&empty);
+    if after.is_null() {
+        // Deleted outside Terraform: every attribute is "gone", which says nothing new.
+        return Vec::new();
+    }
+    let mut keys: Vec<&String> = before_map.keys().chain(after_map.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| before_map.get(*k) != after_map.get(*k))
+        .map(|k| {
+            let path = [PathStep::Key(k.clone())];
+            AttributeChange {
+                path: k.clone(),
+                before: value::render(
+                    before_map.get(k),
+                    value::mask_at(before_sensitive, &path),
+                    &Value::Bool(false),
+                ),
+                after: value::render(
+                    after_map.get(k),
+                    value::mask_at(after_sensitive, &path),
+                    value::mask_at(after_unknown, &path),
+                ),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,171 @@
+//! The human-readable report, written to read like Terraform's own plan output
+//! (`-/+`, `# forces replacement`) so operators recognise it at a glance.
+
+use crate::decision::{Action, Decision, ProtectedChange, Report, Transition};
+use std::fmt::Write;
+
+struct Style {
+    color: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+    fn bold(&self, text: &str) -> String {
+        self.paint("1", text)
+    }
+    fn red(&self, text: &str) -> String {
+        self.paint("31", text)
+    }
+    fn green(&self, text: &str) -> String {
+        self.paint("32", text)
+    }
+    fn yellow(&self, text: &str) -> String {
+        self.paint("33", text)
+    }
+}
+
+fn symbol(style: &Style, action: Action) -> String {
+    match action {
+        Action::Replace => format!("{}/{}", style.red("-"), style.green("+")),
+        Action::ReplaceCreateBeforeDestroy => format!("{}/{}", style.green("+"), style.red("-")),
+        Action::Delete | Action::Unknown => format!("  {}", style.red("-")),
+        Action::Create => format!("  {}", style.green("+")),
+        _ => format!("  {}", style.yellow("~")),
+    }
+}
+
+fn headline(change: &ProtectedChange) -> &'static str {
+    match (change.action, &change.deposed) {
+        (_, Some(_)) => "will lose its deposed object",
+        (Action::Replace | Action::ReplaceCreateBeforeDestroy, _) => "must be replaced",
+        (Action::Create, _) => "will be created again, empty",
+        _ => "will be destroyed",
+    }
+}
+
+/// Renders the report as text; `color` adds ANSI colours (callers pass `true`
+/// only when writing to a terminal).
+pub fn render_text(report: &Report, color: bool) -> String {
+    let style = Style { color };
+    let mut out = String::new();
+    let verdict = match report.decision {
+        Decision::Allow => style.green("allowed"),
+        Decision::Confirm => style.yellow("CONFIRMATION REQUIRED"),
+        Decision::Block => style.red("BLOCKED"),
+    };
+    let _ = writeln!(
+        out,
+        "{} {} build: {verdict}",
+        style.bold("Abode plan guard:"),
+        report.transition
+    );
+
+    for change in &report.protected_changes {
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "  {}",
+            style.bold(&format!("# {} {}", change.address, headline(change)))
+        );
+        if let Some(previous) = &change.previous_address {
+            let _ = writeln!(out, "  # (moved from {previous})");
+        }
+        let _ = writeln!(out, "  # {}", change.reason);
+        for protection in &change.protected_by {
+            let _ = writeln!(
+                out,
+                "  # protected by {} (mode {})",
+                protection.by, protection.mode
+            );
+        }
+        let deposed = change
+            .deposed
+            .as_ref()
+            .map(|d| format!(" (deposed object {d})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{} {}{deposed}",
+            symbol(&style, change.action),
+            change.address
+        );
+        for attribute in &change.replace_paths {
+            let _ = writeln!(
+                out,
+                "      {} {} = {} -> {} {}",
+                style.yellow("~"),
+                attribute.path,
+                attribute.before,
+                attribute.after,
+                style.red("# forces replacement")
+            );
+        }
+        if let Some(drift) = &change.drift {
+            if drift.deleted {
+                let _ = writeln!(
+                    out,
+                    "  # deleted outside Terraform since the last build: its data is already gone"
+                );
+            } else if !drift.attributes.is_empty() {
+                let _ = writeln!(out, "  # changed outside Terraform since the last build:");
+            }
+            for attribute in &drift.attributes {
+                let _ = writeln!(
+                    out,
+                    "      {} {} = {} -> {}",
+                    style.yellow("~"),
+                    attribute.path,
+                    attribute.before,
+                    attribute.after
+                );
+            }
+        }
+        let _ = writeln!(out, "  # outcome: {}", change.outcome.as_str());
+    }
+
+    if !report.unprotected_destroys.is_empty() {
+        out.push('\n');
+        let _ = writeln!(out, "Also destroyed by this plan (not protected):");
+        for change in &report.unprotected_destroys {
+            let _ = writeln!(
+                out,
+                "{} {} ({})",
+                symbol(&style, change.action),
+                change.address,
+                change.reason
+            );
+        }
+    }
+
+    let s = &report.summary;
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "Plan: {} to add, {} to change, {} to replace, {} to destroy, {} to forget, {} unchanged.",
+        s.create, s.update, s.replace, s.delete, s.forget, s.no_op
+    );
+    for warning in &report.warnings {
+        let _ = writeln!(out, "{} {warning}", style.yellow("Warning:"));
+    }
+    let protected = report.protected_changes.len();
+    let conclusion = match (report.decision, report.transition) {
+        (Decision::Allow, Transition::Delete) if protected > 0 => format!(
+            "Decision: allow. This is a workspace deletion: {protected} protected resource(s) will be destroyed as intended."
+        ),
+        (Decision::Allow, _) => "Decision: allow. No protected resource is destroyed or replaced.".into(),
+        (Decision::Confirm, _) => format!(
+            "Decision: confirm. {protected} protected resource(s) would be destroyed, replaced or re-created empty; this exact plan needs an explicit confirmation."
+        ),
+        (Decision::Block, _) => format!(
+            "Decision: block. {protected} protected resource(s) would be destroyed or replaced, and a block rule forbids it; fix the template or release the protection."
+        ),
+    };
+    let _ = writeln!(out, "{}", style.bold(&conclusion));
+    out
+}

@@ -1,0 +1,326 @@
+//! Protection rules: which resources must survive, and how strictly.
+//!
+//! Rules come from the caller (command-line flags, the platform's memory of a
+//! workspace) and from the template itself: every `abode_protect` resource in the
+//! plan's `configuration` names its target through the references of its
+//! `resource_id` expression, which this module resolves through modules,
+//! module outputs, `count` and `for_each`.
+
+use crate::address::{Address, ModuleStep, Reference};
+use crate::plan::{ConfigModule, ConfigResource, Expression, Plan, ResourceMode};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The resource type of template annotations.
+pub const PROTECT_TYPE: &str = "abode_protect";
+
+/// How strictly a rule holds. The order matters: the strictest rule wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// The build waits until someone allowed to confirm says yes to this plan.
+    Confirm,
+    /// The build fails; only a fixed template or an explicit release helps.
+    Block,
+}
+
+impl Mode {
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "confirm" => Some(Mode::Confirm),
+            "block" => Some(Mode::Block),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Confirm => "confirm",
+            Mode::Block => "block",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a rule protects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A resource (all its instances) or one instance.
+    Address(Address),
+    /// Every resource of a type, wherever it is.
+    Type(String),
+}
+
+/// Where a rule came from, so a report can say who asked for the protection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Given by the caller (`--protect`, `--protect-type`).
+    Caller,
+    /// An `abode_protect` resource in the template, by its configuration address.
+    Annotation(String),
+    /// Remembered by the platform from an earlier build of the workspace.
+    Remembered,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub target: Target,
+    pub mode: Mode,
+    pub origin: Origin,
+}
+
+impl Rule {
+    pub fn address(address: Address, mode: Mode, origin: Origin) -> Rule {
+        Rule {
+            target: Target::Address(address),
+            mode,
+            origin,
+        }
+    }
+
+    pub fn resource_type(resource_type: &str, mode: Mode, origin: Origin) -> Rule {
+        Rule {
+            target: Target::Type(resource_type.to_string()),
+            mode,
+            origin,
+        }
+    }
+
+    pub fn covers(&self, address: Option<&Address>, resource_type: &str) -> bool {
+        match &self.target {
+            Target::Type(t) => t == resource_type,
+            Target::Address(rule) => address.is_some_and(|a| rule.covers(a)),
+        }
+    }
+
+    /// A short description for reports: `abode_protect.home (confirm)`.
+    pub fn describe(&self) -> String {
+        let target = match &self.target {
+            Target::Address(a) => a.to_string(),
+            Target::Type(t) => format!("every {t}"),
+        };
+        match &self.origin {
+            Origin::Caller => format!("rule for {target}"),
+            Origin::Annotation(by) => format!("{by} on {target}"),
+            Origin::Remembered => format!("remembered protection of {target}"),
+        }
+    }
+}
+
+/// Annotations found in a plan, and what could not be understood about them.
+#[derive(Debug, Default)]
+pub struct Annotations {
+    pub rules: Vec<Rule>,
+    pub warnings: Vec<String>,
+}
+
+/// Reads every `abode_protect` annotation in the plan's configuration.
+pub fn annotations(plan: &Plan) -> Annotations {
+    let mut found = Annotations::default();
+    if let Some(config) = &plan.configuration {
+        walk_module(&config.root_module, &[], plan, &mut found);
+    }
+    found
+}
+
+fn walk_module(module: &ConfigModule, prefix: &[ModuleStep], plan: &Plan, found: &mut Annotations) {
+    for resource in &module.resources {
+        if resource.mode == ResourceMode::Managed && resource.resource_type == PROTECT_TYPE {
+            read_annotation(resource, module, prefix, plan, found);
+        }
+    }
+    for (name, call) in &module.module_calls {
+        let mut inner = prefix.to_vec();
+        inner.push(ModuleStep {
+            name: name.clone(),
+            key: None,
+        });
+        walk_module(&call.module, &inner, plan, found);
+    }
+}
+
+fn display_path(prefix: &[ModuleStep], local: &str) -> String {
+    let mut out = String::new();
+    for step in prefix {
+        out.push_str("module.");
+        out.push_str(&step.name);
+        out.push('.');
+    }
+    out.push_str(local);
+    out
+}
+
+fn read_annotation(
+    resource: &ConfigResource,
+    module: &ConfigModule,
+    prefix: &[ModuleStep],
+    plan: &Plan,
+    found: &mut Annotations,
+) {
+    let name = display_path(prefix, &resource.address);
+    let mode = annotation_mode(resource, &name, plan, &mut found.warnings);
+    let Some(expression) = resource.expressions.get("resource_id").and_then(Expression::from_value)
+    else {
+        found
+            .warnings
+            .push(format!("{name} has no resource_id reference, so it protects nothing"));
+        return;
+    };
+    let mut targets = Vec::new();
+    let mut unresolved = Vec::new();
+    resolve(&expression.references, resource, module, prefix, 0, &mut targets, &mut unresolved);
+    if targets.is_empty() {
+        let what = if unresolved.is_empty() {
+            "no resource".to_string()
+        } else {
+            unresolved.join(", ")
+        };
+        found.warnings.push(format!(
+            "{name}: resource_id refers to {what}, which Abode cannot follow to a resource; \
+             reference the protected resource's id directly"
+        ));
+    }
+    for target in targets {
+        found
+            .rules
+            .push(Rule::address(target, mode, Origin::Annotation(name.clone())));
+    }
+}
+
+fn annotation_mode(
+    resource: &ConfigResource,
+    name: &str,
+    plan: &Plan,
+    warnings: &mut Vec<String>,
+) -> Mode {
+    let Some(expression) = resource.expressions.get("mode").and_then(Expression::from_value) else {
+        return Mode::Confirm;
+    };
+    if let Some(value) = &expression.constant_value {
+        return match value.as_str().and_then(Mode::parse) {
+            Some(mode) => mode,
+            None => {
+                warnings.push(format!(
+                    "{name}: mode {value} is neither \"confirm\" nor \"block\"; treated as block"
+                ));
+                Mode::Block
+            }
+        };
+    }
+    // Not a literal: take what the plan says each instance will be.
+    let planned: Vec<Mode> = plan
+        .changes
+        .iter()
+        .filter(|c| c.resource_type == PROTECT_TYPE && address_base(&c.address) == name)
+        .filter_map(|c| c.planned_protect_mode.as_deref().and_then(Mode::parse))
+        .collect();
+    match planned.into_iter().max() {
+        Some(mode) => mode,
+        None => {
+            warnings.push(format!(
+                "{name}: mode is not known before apply; treated as block"
+            ));
+            Mode::Block
+        }
+    }
+}
+
+/// `module.a["x"].t.n[0]` → `module.a.t.n`: the configuration address of an instance.
+fn address_base(address: &str) -> String {
+    match Address::parse(address) {
+        Ok(mut a) => {
+            a.key = None;
+            for step in &mut a.module {
+                step.key = None;
+            }
+            a.to_string()
+        }
+        Err(_) => address.to_string(),
+    }
+}
+
+/// How deep module outputs may chain before the guard gives up (cycles cannot
+/// happen in valid Terraform, but the input is not trusted).
+const MAX_DEPTH: usize = 16;
+
+fn resolve(
+    references: &[String],
+    resource: &ConfigResource,
+    module: &ConfigModule,
+    prefix: &[ModuleStep],
+    depth: usize,
+    targets: &mut Vec<Address>,
+    unresolved: &mut Vec<String>,
+) {
+    if depth > MAX_DEPTH {
+        return;
+    }
+    // Terraform lists `x.home[0].id`, `x.home[0]` and `x.home` for one use; keep
+    // the most specific address per resource.
+    let mut found: Vec<Address> = Vec::new();
+    for reference in references {
+        match Reference::parse(reference) {
+            Reference::Resource(address) if !address.data => {
+                let address = address.within(prefix);
+                let same = found.iter_mut().find(|f| {
+                    f.module == address.module
+                        && f.resource_type == address.resource_type
+                        && f.name == address.name
+                });
+                match same {
+                    Some(existing) if existing.key.is_none() => *existing = address,
+                    Some(_) => {}
+                    None => found.push(address),
+                }
+            }
+            Reference::Resource(_) => unresolved.push(reference.clone()),
+            Reference::ModuleOutput { call, output } => {
+                let inner_module = module.module_calls.get(&call.name).map(|c| &c.module);
+                let expression = inner_module
+                    .and_then(|m| m.outputs.get(&output))
+                    .and_then(|o| o.expression.as_ref());
+                match (inner_module, expression) {
+                    (Some(inner), Some(expression)) => {
+                        let mut inner_prefix = prefix.to_vec();
+                        inner_prefix.push(call.clone());
+                        resolve(
+                            &expression.references,
+                            resource,
+                            inner,
+                            &inner_prefix,
+                            depth + 1,
+                            &mut found,
+                            unresolved,
+                        );
+                    }
+                    _ => unresolved.push(reference.clone()),
+                }
+            }
+            Reference::Each => {
+                // `resource_id = each.value.id` with `for_each = x.vols`: the
+                // annotation protects what it iterates over.
+                if let Some(for_each) = &resource.for_each_expression {
+                    let refs: Vec<String> = for_each
+                        .references
+                        .iter()
+                        .filter(|r| !matches!(Reference::parse(r), Reference::Each))
+                        .cloned()
+                        .collect();
+                    resolve(&refs, resource, module, prefix, depth + 1, &mut found, unresolved);
+                }
+            }
+            Reference::Other(text) => {
+                let harmless = text.starts_with("count.") || text == "each";
+                if !harmless {
+                    unresolved.push(text);
+                }
+            }
+        }
+    }
+    targets.extend(found);
+}

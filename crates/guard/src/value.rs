@@ -1,0 +1,189 @@
+//! Turning attribute values from the plan into short, safe text.
+//!
+//! The plan JSON carries sensitive values in clear text and marks them only in
+//! the parallel `before_sensitive`/`after_sensitive` trees. Every value the guard
+//! shows goes through [`render`], which walks the value and its masks together,
+//! so a secret can only leave this module as `(sensitive value)`.
+
+use serde::Deserialize;
+use serde_json::Value;
+use std::fmt::Write;
+
+pub(crate) const SENSITIVE: &str = "(sensitive value)";
+pub(crate) const UNKNOWN: &str = "(known after apply)";
+/// Long values are cut so that one attribute cannot flood a build log.
+const MAX_RENDERED: usize = 160;
+
+/// One step of an attribute path in `replace_paths`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum PathStep {
+    Key(String),
+    Index(u64),
+}
+
+/// Prints a path the way Terraform users write it: `name`, `tags["team"]`, `disk[0].size`.
+pub fn path_to_string(path: &[PathStep]) -> String {
+    let mut out = String::new();
+    for step in path {
+        match step {
+            PathStep::Key(k) if out.is_empty() => out.push_str(k),
+            PathStep::Key(k) if is_identifier(k) => {
+                out.push('.');
+                out.push_str(k);
+            }
+            PathStep::Key(k) => {
+                let _ = write!(out, "[{}]", Value::String(k.clone()));
+            }
+            PathStep::Index(i) => {
+                let _ = write!(out, "[{i}]");
+            }
+        }
+    }
+    out
+}
+
+fn is_identifier(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
+fn child<'a>(value: &'a Value, step: &PathStep) -> Option<&'a Value> {
+    match (value, step) {
+        (Value::Object(map), PathStep::Key(k)) => map.get(k),
+        (Value::Array(items), PathStep::Index(i)) => {
+            usize::try_from(*i).ok().and_then(|i| items.get(i))
+        }
+        _ => None,
+    }
+}
+
+/// Follows `path` into a value; `None` when it does not exist there.
+pub(crate) fn value_at<'a>(value: &'a Value, path: &[PathStep]) -> Option<&'a Value> {
+    path.iter().try_fold(value, child)
+}
+
+/// Follows `path` into a mask tree (`*_sensitive` or `after_unknown`). A `true`
+/// anywhere on the way covers everything below it.
+pub(crate) fn mask_at<'a>(mask: &'a Value, path: &[PathStep]) -> &'a Value {
+    let mut current = mask;
+    for step in path {
+        if current == &Value::Bool(true) {
+            return current;
+        }
+        match child(current, step) {
+            Some(next) => current = next,
+            None => return &Value::Bool(false),
+        }
+    }
+    current
+}
+
+fn mask_child<'a>(mask: &'a Value, step: &PathStep) -> &'a Value {
+    mask_at(mask, std::slice::from_ref(step))
+}
+
+/// Renders `value` with `sensitive` and `unknown` masks laid over it.
+pub(crate) fn render(value: Option<&Value>, sensitive: &Value, unknown: &Value) -> String {
+    let mut out = String::new();
+    render_into(&mut out, value, sensitive, unknown);
+    if out.chars().count() > MAX_RENDERED {
+        let cut: String = out.chars().take(MAX_RENDERED).collect();
+        return format!("{cut}…");
+    }
+    out
+}
+
+fn render_into(out: &mut String, value: Option<&Value>, sensitive: &Value, unknown: &Value) {
+    if sensitive == &Value::Bool(true) {
+        out.push_str(SENSITIVE);
+        return;
+    }
+    if unknown == &Value::Bool(true) {
+        out.push_str(UNKNOWN);
+        return;
+    }
+    if out.len() > MAX_RENDERED * 4 {
+        // Enough has been written to be cut anyway; stop walking huge values.
+        return;
+    }
+    match value {
+        None | Some(Value::Null) => out.push_str("null"),
+        Some(Value::Array(items)) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                let step = PathStep::Index(i as u64);
+                render_into(
+                    out,
+                    Some(item),
+                    mask_child(sensitive, &step),
+                    mask_child(unknown, &step),
+                );
+            }
+            out.push(']');
+        }
+        Some(Value::Object(map)) => {
+            if map.is_empty() {
+                out.push_str("{}");
+                return;
+            }
+            out.push_str("{ ");
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                if is_identifier(key) {
+                    out.push_str(key);
+                } else {
+                    out.push_str(&Value::String(key.clone()).to_string());
+                }
+                out.push_str(" = ");
+                let step = PathStep::Key(key.clone());
+                render_into(
+                    out,
+                    Some(item),
+                    mask_child(sensitive, &step),
+                    mask_child(unknown, &step),
+                );
+            }
+            out.push_str(" }");
+        }
+        Some(scalar) => out.push_str(&scalar.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn masks_cover_nested_values() {
+        let value = json!({"a": "open", "b": {"c": "hidden", "d": [1, 2]}});
+        let sensitive = json!({"b": {"c": true}});
+        let unknown = json!({"b": {"d": [false, true]}});
+        assert_eq!(
+            render(Some(&value), &sensitive, &unknown),
+            r#"{ a = "open", b = { c = (sensitive value), d = [1, (known after apply)] } }"#
+        );
+        assert_eq!(render(Some(&value), &json!(true), &json!(false)), SENSITIVE);
+    }
+
+    #[test]
+    fn paths_read_like_terraform() {
+        let path = vec![
+            PathStep::Key("tags".into()),
+            PathStep::Key("team name".into()),
+            PathStep::Index(0),
+            PathStep::Key("x".into()),
+        ];
+        assert_eq!(path_to_string(&path), r#"tags["team name"][0].x"#);
+        assert_eq!(
+            mask_at(&json!({"tags": true}), &path),
+            &Value::Bool(true),
+            "a sensitive parent covers its children"
+        );
+    }
+}

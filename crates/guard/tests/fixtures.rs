@@ -1,0 +1,161 @@
+//! The guard's behaviour, driven by data: every folder in `tests/fixtures` holds a
+//! plan (`plan.json`, real Terraform output unless its README says otherwise), the
+//! rules to check it with (`check-args`, the same flags as `abode plan check`), and
+//! the expected reports (`expected.txt`, `expected.json`).
+//!
+//! `UPDATE_EXPECT=1 cargo test -p abode-guard --test fixtures` rewrites the
+//! snapshots; review the diff before committing it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use abode_guard::{Address, Mode, Origin, Rule, Transition};
+use std::path::{Path, PathBuf};
+
+/// Marker that every fixture secret contains; it must never reach any output.
+const SECRET_MARKER: &str = "s3cr3t";
+
+fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
+}
+
+fn parse_check_args(text: &str) -> (Transition, Vec<Rule>) {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut transition = Transition::Start;
+    let mut mode = Mode::Confirm;
+    let mut addresses = Vec::new();
+    let mut types = Vec::new();
+    let mut i = 0;
+    while i < words.len() {
+        let value = words.get(i + 1).copied().unwrap_or_default();
+        match words[i] {
+            "--transition" => transition = Transition::parse(value).expect("transition"),
+            "--mode" => mode = Mode::parse(value).expect("mode"),
+            "--protect" => addresses.push(Address::parse(value).expect("address")),
+            "--protect-type" => types.push(value.to_string()),
+            other => panic!("unknown check-args word {other}"),
+        }
+        i += 2;
+    }
+    let mut rules: Vec<Rule> = addresses
+        .into_iter()
+        .map(|a| Rule::address(a, mode, Origin::Caller))
+        .collect();
+    rules.extend(types.iter().map(|t| Rule::resource_type(t, mode, Origin::Caller)));
+    (transition, rules)
+}
+
+/// Compares `actual` with the snapshot file, or rewrites it under UPDATE_EXPECT.
+fn expect_file(path: &Path, actual: &str) -> Result<(), String> {
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        std::fs::write(path, actual).unwrap();
+        return Ok(());
+    }
+    let expected = std::fs::read_to_string(path).unwrap_or_default();
+    if expected == actual {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} differs (UPDATE_EXPECT=1 to update)\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display()
+        ))
+    }
+}
+
+fn check(case: &Path) -> Result<(), String> {
+    let bytes = std::fs::read(case.join("plan.json")).map_err(|e| e.to_string())?;
+    let args = std::fs::read_to_string(case.join("check-args")).unwrap_or_default();
+    let (transition, rules) = parse_check_args(&args);
+    let plan = abode_guard::read_plan_slice(&bytes).map_err(|e| format!("{}: {e}", case.display()))?;
+    // Streaming and in-memory reading must agree.
+    let streamed = abode_guard::read_plan(bytes.as_slice()).map_err(|e| e.to_string())?;
+    let report = abode_guard::evaluate(&plan, transition, &rules);
+    assert_eq!(report, abode_guard::evaluate(&streamed, transition, &rules));
+    let text = abode_guard::render_text(&report, false);
+    let json = report.to_json() + "\n";
+    for output in [&text, &json] {
+        if output.contains(SECRET_MARKER) {
+            return Err(format!("{}: a secret reached the output:\n{output}", case.display()));
+        }
+    }
+    expect_file(&case.join("expected.txt"), &text)?;
+    expect_file(&case.join("expected.json"), &json)
+}
+
+#[test]
+fn fixtures() {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(fixtures_dir().join("fixtures"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("plan.json").exists())
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 20, "expected the fixture folders, found {}", cases.len());
+    let failures: Vec<String> = cases.iter().filter_map(|c| check(c).err()).collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn invalid_inputs_are_rejected_with_one_line() {
+    let dir = fixtures_dir().join("invalid");
+    let mut lines = Vec::new();
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            !matches!(name.as_ref(), "README" | "regenerate.sh" | "expected.txt")
+        })
+        .collect();
+    names.sort();
+    for path in names {
+        let bytes = std::fs::read(&path).unwrap();
+        let error = match abode_guard::read_plan_slice(&bytes) {
+            Ok(_) => panic!("{} was accepted as a plan", path.display()),
+            Err(e) => e.to_string(),
+        };
+        assert!(!error.contains('\n'), "multi-line error: {error}");
+        lines.push(format!(
+            "{}: {error}",
+            path.file_name().unwrap().to_string_lossy()
+        ));
+    }
+    expect_file(&dir.join("expected.txt"), &(lines.join("\n") + "\n")).unwrap();
+}
+
+/// Plans from another workspace platform's test suite (Terraform 1.3 to 1.16),
+/// kept beside the project in `shared/peer-plans`, must all be readable.
+#[test]
+fn peer_plans_are_readable() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/peer-plans");
+    let entries = std::fs::read_dir(&dir).unwrap_or_else(|e| {
+        panic!(
+            "peer plans not found at {} ({e}); they live in shared/ beside the project",
+            dir.display()
+        )
+    });
+    let mut read = 0;
+    let mut stack: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let plan = abode_guard::read_plan_slice(&bytes)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let every_type: Vec<Rule> = plan
+            .changes
+            .iter()
+            .map(|c| Rule::resource_type(&c.resource_type, Mode::Block, Origin::Caller))
+            .collect();
+        for transition in [Transition::Start, Transition::Stop, Transition::Delete] {
+            let report = abode_guard::evaluate(&plan, transition, &every_type);
+            abode_guard::render_text(&report, true);
+        }
+        read += 1;
+    }
+    assert!(read >= 10, "only {read} peer plans found in {}", dir.display());
+}
