@@ -1,0 +1,186 @@
+//! Abode's storage: the only crate that speaks SQL.
+//!
+//! The domain (`abode-control`) talks to one type, [`Store`], whose methods are
+//! the whole storage interface. Behind it sits one backend per database; today
+//! SQLite (embedded, under the data dir), and PostgreSQL can be added as a second
+//! [`Backend`] variant with its own migrations folder (`migrations/postgres`)
+//! without the domain noticing. Queries are runtime-checked (`sqlx::query`), so
+//! building never needs a live database.
+//!
+//! Records returned here are plain data with names already joined in (owner
+//! name, template name, version number), so that callers need no second query to
+//! present them. Secrets never leave in a general record: the plan JSON and the
+//! Terraform state have their own getters.
+
+mod records;
+mod sqlite;
+
+use std::path::Path;
+
+pub use records::*;
+
+/// Why a storage operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The thing looked up does not exist (`what` names it: "workspace", "build").
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// A uniqueness rule refused the write (`what` names the rule).
+    #[error("conflict: {0}")]
+    Conflict(&'static str),
+    #[error("database error: {0}")]
+    Database(#[source] sqlx::Error),
+    #[error("database migration failed: {0}")]
+    Migrate(#[source] sqlx::migrate::MigrateError),
+    #[error("cannot prepare the database directory {path}: {source}")]
+    Directory {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The one mapping from driver errors to typed errors: a missing row becomes
+/// `NotFound(what)`, a violated unique index becomes `Conflict(what)`.
+pub(crate) fn db_error(what: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
+    move |error| match error {
+        sqlx::Error::RowNotFound => StoreError::NotFound(what),
+        sqlx::Error::Database(ref db) if db.is_unique_violation() => StoreError::Conflict(what),
+        other => StoreError::Database(other),
+    }
+}
+
+/// The databases Abode can keep its data in.
+#[derive(Clone)]
+enum Backend {
+    Sqlite(sqlite::SqliteBackend),
+}
+
+/// Handle to Abode's database; cheap to clone (a connection pool inside).
+#[derive(Clone)]
+pub struct Store {
+    backend: Backend,
+}
+
+impl Store {
+    /// Opens (creating if needed) the SQLite database at `path`, with WAL,
+    /// foreign keys and a busy timeout, and applies pending migrations.
+    pub async fn open_sqlite(path: &Path) -> Result<Store, StoreError> {
+        let backend = sqlite::SqliteBackend::open(path).await?;
+        Ok(Store {
+            backend: Backend::Sqlite(backend),
+        })
+    }
+
+    /// Closes the pool, waiting for connections to be returned.
+    pub async fn close(&self) {
+        match &self.backend {
+            Backend::Sqlite(backend) => backend.close().await,
+        }
+    }
+}
+
+/// Generates the `Store` methods that forward to the backend: the list below is
+/// the storage interface every backend implements.
+macro_rules! storage_interface {
+    ($( $(#[$doc:meta])* fn $name:ident(&self $(, $arg:ident : $ty:ty)* ) -> $ret:ty; )*) => {
+        impl Store {
+            $(
+                $(#[$doc])*
+                pub async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, StoreError> {
+                    match &self.backend {
+                        Backend::Sqlite(backend) => backend.$name($($arg),*).await,
+                    }
+                }
+            )*
+        }
+    };
+}
+
+storage_interface! {
+    /// Creates the first user; `Conflict("first user")` once any user exists.
+    fn create_first_user(&self, user: &NewUser) -> User;
+    /// `Conflict("username")` if the name is taken.
+    fn create_user(&self, user: &NewUser) -> User;
+    fn user_by_name(&self, username: &str) -> User;
+    fn user_by_id(&self, id: &str) -> User;
+    fn create_token(&self, user_id: &str, token_hash: &str) -> ();
+    /// The user a session token (by hash) belongs to; records its use.
+    fn user_by_token_hash(&self, token_hash: &str) -> User;
+
+    fn template_by_name(&self, name: &str) -> Template;
+    fn list_templates(&self) -> Vec<Template>;
+    /// Stores a new immutable version, creating the template on its first push
+    /// (whose first version is always active).
+    fn create_template_version(&self, version: &NewTemplateVersion) -> (Template, TemplateVersion);
+    fn list_template_versions(&self, template_id: &str) -> Vec<TemplateVersion>;
+    fn template_version(&self, template_id: &str, number: i64) -> TemplateVersion;
+    fn template_version_by_id(&self, version_id: &str) -> TemplateVersion;
+    fn template_version_archive(&self, version_id: &str) -> Vec<u8>;
+    fn activate_template_version(&self, template_id: &str, version_id: &str) -> ();
+
+    /// Creates a workspace together with its first build and that build's job.
+    fn create_workspace(&self, workspace: &NewWorkspace, build: &NewBuild) -> (Workspace, Build);
+    /// The live workspace of that name, else the most recently deleted one.
+    fn workspace_by_owner_and_name(&self, owner_id: &str, name: &str) -> Workspace;
+    fn workspace_by_id(&self, id: &str) -> Workspace;
+    /// `owner_id: None` lists every user's workspaces.
+    fn list_workspaces(&self, owner_id: Option<&str>, include_deleted: bool) -> Vec<Workspace>;
+    fn mark_workspace_deleted(&self, workspace_id: &str) -> ();
+
+    /// Creates the next build of a workspace and queues its job; moves the
+    /// workspace to the build's template version. `Conflict("active build")`
+    /// when the workspace already has a pending or running build.
+    fn create_build(&self, build: &NewBuild) -> Build;
+    fn build_by_id(&self, id: &str) -> Build;
+    fn build_by_number(&self, workspace_id: &str, number: i64) -> Build;
+    fn latest_build(&self, workspace_id: &str) -> Build;
+    /// Newest first.
+    fn list_builds(&self, workspace_id: &str) -> Vec<Build>;
+    /// Records the plan JSON (may hold secrets: never returned with the build)
+    /// and the guard's report.
+    fn set_build_plan(&self, build_id: &str, plan_json: &str, guard_report: &str) -> ();
+    fn build_plan_json(&self, build_id: &str) -> Option<String>;
+    /// Moves a pending or running build to a final status; false if it had
+    /// already finished.
+    fn finish_build(&self, build_id: &str, status: BuildStatus, error: Option<&str>) -> bool;
+    /// Cancels a build that no worker has claimed yet; false if it was claimed.
+    fn cancel_pending_build(&self, build_id: &str, error: &str) -> bool;
+    /// Builds left running by a server that died: marked failed, jobs closed.
+    fn fail_interrupted_builds(&self, error: &str) -> Vec<String>;
+
+    /// Atomically claims the oldest queued job and marks its build running.
+    fn claim_job(&self, worker: &str) -> Option<ClaimedJob>;
+    fn request_cancel(&self, build_id: &str) -> ();
+    fn cancel_requested(&self, build_id: &str) -> bool;
+
+    fn append_log(&self, build_id: &str, line: &NewLogLine) -> i64;
+    fn logs_after(&self, build_id: &str, after: i64, limit: i64) -> Vec<LogLine>;
+
+    fn put_state(&self, workspace_id: &str, build_id: &str, state: &[u8]) -> ();
+    fn state(&self, workspace_id: &str) -> Option<Vec<u8>>;
+
+    /// Replaces the workspace's agents by those of a successful start build.
+    fn replace_agents(&self, workspace_id: &str, build_id: &str, agents: &[NewAgent]) -> ();
+    fn agents_of_workspace(&self, workspace_id: &str) -> Vec<Agent>;
+    fn agent_by_token_hash(&self, token_hash: &str) -> Agent;
+    /// A heartbeat, with a new lifecycle state if given; sets `connected_at` on
+    /// the first call.
+    fn agent_heartbeat(&self, agent_id: &str, lifecycle: Option<&str>) -> ();
+
+    fn record_audit(&self, event: &NewAuditEvent) -> ();
+    fn list_audit(&self, limit: i64) -> Vec<AuditEvent>;
+}
+
+/// Milliseconds since the Unix epoch, the unit every stored time uses.
+pub fn now_ms() -> i64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A fresh random id.
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}

@@ -1,0 +1,245 @@
+//! The rows the store hands out and takes in, independent of the database that
+//! keeps them. Times are Unix milliseconds.
+
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct User {
+    pub id: String,
+    pub username: String,
+    pub email: String,
+    pub role: String,
+    /// The argon2 PHC string; never leaves the server.
+    pub password_hash: String,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub username: String,
+    pub email: String,
+    pub role: String,
+    pub password_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Template {
+    pub id: String,
+    pub name: String,
+    pub active_version_id: Option<String>,
+    pub active_version: Option<i64>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct TemplateVersion {
+    pub id: String,
+    pub template_id: String,
+    pub template_name: String,
+    pub number: i64,
+    pub active: bool,
+    pub message: String,
+    pub created_by: String,
+    pub archive_sha256: String,
+    pub validation_ok: bool,
+    pub validation_message: String,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewTemplateVersion {
+    pub template_name: String,
+    pub archive: Vec<u8>,
+    pub archive_sha256: String,
+    pub message: String,
+    pub created_by: String,
+    pub validation_ok: bool,
+    pub validation_message: String,
+    pub activate: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Workspace {
+    pub id: String,
+    pub name: String,
+    pub owner_id: String,
+    pub owner_name: String,
+    pub owner_email: String,
+    pub template_id: String,
+    pub template_name: String,
+    pub template_version_id: String,
+    pub template_version: i64,
+    /// JSON object of parameter values (strings).
+    pub parameters: String,
+    pub deleted: bool,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewWorkspace {
+    pub id: String,
+    pub owner_id: String,
+    pub name: String,
+    pub template_id: String,
+    pub template_version_id: String,
+    pub parameters: String,
+}
+
+/// Where a build is in its life. Final: succeeded, failed, canceled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BuildStatus {
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+    Canceled,
+}
+
+impl BuildStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuildStatus::Pending => "pending",
+            BuildStatus::Running => "running",
+            BuildStatus::Succeeded => "succeeded",
+            BuildStatus::Failed => "failed",
+            BuildStatus::Canceled => "canceled",
+        }
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            BuildStatus::Succeeded | BuildStatus::Failed | BuildStatus::Canceled
+        )
+    }
+}
+
+impl fmt::Display for BuildStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for BuildStatus {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "pending" => Ok(BuildStatus::Pending),
+            "running" => Ok(BuildStatus::Running),
+            "succeeded" => Ok(BuildStatus::Succeeded),
+            "failed" => Ok(BuildStatus::Failed),
+            "canceled" => Ok(BuildStatus::Canceled),
+            other => Err(format!("unknown build status `{other}`")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Build {
+    pub id: String,
+    pub workspace_id: String,
+    pub workspace_name: String,
+    pub owner_name: String,
+    pub number: i64,
+    pub transition: String,
+    pub status: String,
+    pub template_version_id: String,
+    pub template_version: i64,
+    pub initiator_id: String,
+    pub initiator_name: String,
+    pub reason: String,
+    pub error: Option<String>,
+    pub guard_report: Option<String>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub finished_at: Option<i64>,
+}
+
+impl Build {
+    /// The parsed status; an unknown value (written by a newer server) reads as
+    /// failed rather than breaking the caller.
+    pub fn status(&self) -> BuildStatus {
+        self.status.parse().unwrap_or(BuildStatus::Failed)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NewBuild {
+    pub id: String,
+    pub workspace_id: String,
+    pub transition: String,
+    pub template_version_id: String,
+    pub initiator_id: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ClaimedJob {
+    pub job_id: String,
+    pub build_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct LogLine {
+    pub seq: i64,
+    pub time: i64,
+    pub stage: String,
+    pub level: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewLogLine {
+    pub stage: String,
+    pub level: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Agent {
+    pub id: String,
+    pub workspace_id: String,
+    pub build_id: String,
+    pub name: String,
+    pub lifecycle: Option<String>,
+    pub connected_at: Option<i64>,
+    pub last_heartbeat_at: Option<i64>,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewAgent {
+    pub name: String,
+    /// SHA-256 of the agent token, hex.
+    pub token_hash: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct AuditEvent {
+    pub id: i64,
+    pub time: i64,
+    pub actor_id: Option<String>,
+    pub actor_name: Option<String>,
+    pub action: String,
+    pub target_type: String,
+    pub target: String,
+    pub outcome: String,
+    pub request_id: Option<String>,
+    pub details: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct NewAuditEvent {
+    pub actor_id: Option<String>,
+    pub actor_name: Option<String>,
+    pub action: String,
+    pub target_type: String,
+    pub target: String,
+    pub outcome: String,
+    pub request_id: Option<String>,
+    pub details: Option<String>,
+}

@@ -1,0 +1,362 @@
+//! Behaviour of the SQLite store on a temporary database file: migrations,
+//! typed errors, the one-build-at-a-time rule and the atomic job claim.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashSet;
+
+use abode_store::*;
+
+async fn open() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(&dir.path().join("abode.db"))
+        .await
+        .unwrap();
+    (dir, store)
+}
+
+fn new_user(name: &str) -> NewUser {
+    NewUser {
+        username: name.into(),
+        email: format!("{name}@example.com"),
+        role: "owner".into(),
+        password_hash: "x".into(),
+    }
+}
+
+/// A user, a template with one version and a workspace whose build #1 is queued.
+async fn seeded(store: &Store) -> (User, Workspace, Build) {
+    let user = store.create_first_user(&new_user("alice")).await.unwrap();
+    let (template, version) = store
+        .create_template_version(&NewTemplateVersion {
+            template_name: "base".into(),
+            archive: vec![1, 2, 3],
+            archive_sha256: "abc".into(),
+            message: "first".into(),
+            created_by: user.id.clone(),
+            validation_ok: true,
+            validation_message: "ok".into(),
+            activate: false,
+        })
+        .await
+        .unwrap();
+    let workspace_id = new_id();
+    let (workspace, build) = store
+        .create_workspace(
+            &NewWorkspace {
+                id: workspace_id.clone(),
+                owner_id: user.id.clone(),
+                name: "dev".into(),
+                template_id: template.id.clone(),
+                template_version_id: version.id.clone(),
+                parameters: "{}".into(),
+            },
+            &NewBuild {
+                id: new_id(),
+                workspace_id,
+                transition: "start".into(),
+                template_version_id: version.id.clone(),
+                initiator_id: user.id.clone(),
+                reason: "create".into(),
+            },
+        )
+        .await
+        .unwrap();
+    (user, workspace, build)
+}
+
+fn next_build(workspace: &Workspace, user: &User, transition: &str) -> NewBuild {
+    NewBuild {
+        id: new_id(),
+        workspace_id: workspace.id.clone(),
+        transition: transition.into(),
+        template_version_id: workspace.template_version_id.clone(),
+        initiator_id: user.id.clone(),
+        reason: transition.into(),
+    }
+}
+
+#[tokio::test]
+async fn migrations_apply_twice_and_data_survives_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nested/abode.db");
+    let store = Store::open_sqlite(&path).await.unwrap();
+    store.create_first_user(&new_user("alice")).await.unwrap();
+    store.close().await;
+    let store = Store::open_sqlite(&path).await.unwrap();
+    assert_eq!(
+        store.user_by_name("alice").await.unwrap().email,
+        "alice@example.com"
+    );
+}
+
+#[tokio::test]
+async fn missing_rows_are_typed_not_found() {
+    let (_dir, store) = open().await;
+    let checks: Vec<(&str, Result<(), StoreError>)> = vec![
+        ("user", store.user_by_name("nobody").await.map(drop)),
+        ("template", store.template_by_name("none").await.map(drop)),
+        ("workspace", store.workspace_by_id("none").await.map(drop)),
+        ("build", store.build_by_id("none").await.map(drop)),
+        ("token", store.user_by_token_hash("none").await.map(drop)),
+        ("agent", store.agent_by_token_hash("none").await.map(drop)),
+    ];
+    for (what, result) in checks {
+        match result {
+            Err(StoreError::NotFound(found)) => assert_eq!(found, what),
+            other => panic!("{what}: expected NotFound, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn first_user_only_once_and_usernames_unique() {
+    let (_dir, store) = open().await;
+    store.create_first_user(&new_user("alice")).await.unwrap();
+    assert!(matches!(
+        store.create_first_user(&new_user("bob")).await,
+        Err(StoreError::Conflict("first user"))
+    ));
+    assert!(matches!(
+        store.create_user(&new_user("alice")).await,
+        Err(StoreError::Conflict("username"))
+    ));
+}
+
+#[tokio::test]
+async fn first_template_version_is_active_and_later_ones_on_request() {
+    let (_dir, store) = open().await;
+    let (user, _, _) = seeded(&store).await;
+    let push = |activate| NewTemplateVersion {
+        template_name: "base".into(),
+        archive: vec![9],
+        archive_sha256: "def".into(),
+        message: "next".into(),
+        created_by: user.id.clone(),
+        validation_ok: true,
+        validation_message: "ok".into(),
+        activate,
+    };
+    let (template, v2) = store.create_template_version(&push(false)).await.unwrap();
+    assert_eq!(
+        (v2.number, v2.active, template.active_version),
+        (2, false, Some(1))
+    );
+    let (template, v3) = store.create_template_version(&push(true)).await.unwrap();
+    assert_eq!(
+        (v3.number, v3.active, template.active_version),
+        (3, true, Some(3))
+    );
+    store
+        .activate_template_version(&template.id, &v2.id)
+        .await
+        .unwrap();
+    let versions = store.list_template_versions(&template.id).await.unwrap();
+    let active: Vec<i64> = versions
+        .iter()
+        .filter(|v| v.active)
+        .map(|v| v.number)
+        .collect();
+    assert_eq!(active, vec![2]);
+    assert_eq!(
+        store.template_version_archive(&v2.id).await.unwrap(),
+        vec![9]
+    );
+}
+
+#[tokio::test]
+async fn one_active_build_per_workspace() {
+    let (_dir, store) = open().await;
+    let (user, workspace, first) = seeded(&store).await;
+    assert!(matches!(
+        store
+            .create_build(&next_build(&workspace, &user, "stop"))
+            .await,
+        Err(StoreError::Conflict("active build"))
+    ));
+    assert!(store
+        .finish_build(&first.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap());
+    // Finishing twice is refused: a final status is final.
+    assert!(!store
+        .finish_build(&first.id, BuildStatus::Failed, Some("late"))
+        .await
+        .unwrap());
+    let second = store
+        .create_build(&next_build(&workspace, &user, "stop"))
+        .await
+        .unwrap();
+    assert_eq!((second.number, second.status.as_str()), (2, "pending"));
+}
+
+#[tokio::test]
+async fn concurrent_build_creation_accepts_exactly_one() {
+    let (_dir, store) = open().await;
+    let (user, workspace, first) = seeded(&store).await;
+    store
+        .finish_build(&first.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap();
+    let attempts = (0..8).map(|_| {
+        let store = store.clone();
+        let build = next_build(&workspace, &user, "stop");
+        tokio::spawn(async move { store.create_build(&build).await })
+    });
+    let mut accepted = 0;
+    for attempt in attempts {
+        match attempt.await.unwrap() {
+            Ok(_) => accepted += 1,
+            Err(StoreError::Conflict("active build")) => {}
+            Err(other) => panic!("unexpected error: {other}"),
+        }
+    }
+    assert_eq!(accepted, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_claimers_never_share_a_job() {
+    let (_dir, store) = open().await;
+    let user = store.create_first_user(&new_user("alice")).await.unwrap();
+    let (template, version) = store
+        .create_template_version(&NewTemplateVersion {
+            template_name: "base".into(),
+            archive: vec![],
+            archive_sha256: "abc".into(),
+            message: String::new(),
+            created_by: user.id.clone(),
+            validation_ok: true,
+            validation_message: String::new(),
+            activate: true,
+        })
+        .await
+        .unwrap();
+    let mut expected = HashSet::new();
+    for index in 0..20 {
+        let workspace_id = new_id();
+        let build_id = new_id();
+        expected.insert(build_id.clone());
+        store
+            .create_workspace(
+                &NewWorkspace {
+                    id: workspace_id.clone(),
+                    owner_id: user.id.clone(),
+                    name: format!("ws{index}"),
+                    template_id: template.id.clone(),
+                    template_version_id: version.id.clone(),
+                    parameters: "{}".into(),
+                },
+                &NewBuild {
+                    id: build_id,
+                    workspace_id,
+                    transition: "start".into(),
+                    template_version_id: version.id.clone(),
+                    initiator_id: user.id.clone(),
+                    reason: "create".into(),
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let claimers = (0..6).map(|worker| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let mut mine = Vec::new();
+            while let Some(job) = store.claim_job(&format!("w{worker}")).await.unwrap() {
+                mine.push(job.build_id);
+            }
+            mine
+        })
+    });
+    let mut claimed = Vec::new();
+    for claimer in claimers {
+        claimed.extend(claimer.await.unwrap());
+    }
+    assert_eq!(claimed.len(), 20, "every job claimed exactly once");
+    assert_eq!(claimed.iter().cloned().collect::<HashSet<_>>(), expected);
+    for build_id in &claimed {
+        let build = store.build_by_id(build_id).await.unwrap();
+        assert_eq!(build.status.as_str(), "running");
+    }
+}
+
+#[tokio::test]
+async fn cancel_of_pending_build_removes_its_job_and_restart_fails_running_ones() {
+    let (_dir, store) = open().await;
+    let (user, workspace, first) = seeded(&store).await;
+    assert!(store
+        .cancel_pending_build(&first.id, "canceled")
+        .await
+        .unwrap());
+    assert_eq!(store.claim_job("w").await.unwrap(), None);
+    let second = store
+        .create_build(&next_build(&workspace, &user, "start"))
+        .await
+        .unwrap();
+    let job = store.claim_job("w").await.unwrap().unwrap();
+    assert_eq!(job.build_id, second.id);
+    assert!(!store
+        .cancel_pending_build(&second.id, "late")
+        .await
+        .unwrap());
+    store
+        .put_state(&workspace.id, &second.id, b"{}")
+        .await
+        .unwrap();
+    let failed = store.fail_interrupted_builds("server died").await.unwrap();
+    assert_eq!(failed, vec![second.id.clone()]);
+    let build = store.build_by_id(&second.id).await.unwrap();
+    assert_eq!(
+        (build.status.as_str(), build.error.as_deref()),
+        ("failed", Some("server died"))
+    );
+    assert_eq!(store.state(&workspace.id).await.unwrap().unwrap(), b"{}");
+}
+
+#[tokio::test]
+async fn log_lines_are_numbered_per_build() {
+    let (_dir, store) = open().await;
+    let (_, _, build) = seeded(&store).await;
+    for text in ["one", "two", "three"] {
+        store
+            .append_log(
+                &build.id,
+                &NewLogLine {
+                    stage: "plan".into(),
+                    level: "info".into(),
+                    text: text.into(),
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let lines = store.logs_after(&build.id, 1, 100).await.unwrap();
+    let seen: Vec<(i64, &str)> = lines.iter().map(|l| (l.seq, l.text.as_str())).collect();
+    assert_eq!(seen, vec![(2, "two"), (3, "three")]);
+}
+
+#[tokio::test]
+async fn deleted_workspace_frees_its_name_and_stays_readable() {
+    let (_dir, store) = open().await;
+    let (user, workspace, first) = seeded(&store).await;
+    store
+        .finish_build(&first.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap();
+    store.mark_workspace_deleted(&workspace.id).await.unwrap();
+    let found = store
+        .workspace_by_owner_and_name(&user.id, "dev")
+        .await
+        .unwrap();
+    assert!(found.deleted);
+    assert!(matches!(
+        store
+            .create_build(&next_build(&workspace, &user, "start"))
+            .await,
+        Err(StoreError::NotFound("workspace"))
+    ));
+    assert!(store
+        .list_workspaces(Some(&user.id), false)
+        .await
+        .unwrap()
+        .is_empty());
+}
