@@ -4,6 +4,8 @@
 //! that the environment Terraform sees (its CLI configuration, the offline provider
 //! mirror, automation flags) is decided in one place.
 
+pub mod run;
+
 use std::path::Path;
 use std::process::Command;
 

@@ -1,0 +1,561 @@
+//! The environment contract between the Abode platform and the abode Terraform provider.
+//!
+//! The platform runs Terraform with a build's context in environment variables and
+//! the provider (started by Terraform, inheriting that environment) reads them back.
+//! Both sides go through [`BuildContext`]: the platform calls [`BuildContext::to_env`],
+//! the provider calls [`BuildContext::from_env`], so a variable can never be set
+//! under one name and read under another. docs/environment.md documents the table.
+//!
+//! Outside the platform (a template author running `terraform plan` by hand) the
+//! variables are optional and fall back to a fixed development workspace, so that
+//! templates stay plannable on a laptop. The platform is recognised by
+//! `ABODE_WORKSPACE_ID` being set; then every variable the platform always knows is
+//! required, and a missing one is an error rather than a silent development default.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+pub const WORKSPACE_ID: &str = "ABODE_WORKSPACE_ID";
+pub const WORKSPACE_NAME: &str = "ABODE_WORKSPACE_NAME";
+pub const WORKSPACE_TRANSITION: &str = "ABODE_WORKSPACE_TRANSITION";
+pub const WORKSPACE_BUILD_ID: &str = "ABODE_WORKSPACE_BUILD_ID";
+pub const WORKSPACE_OWNER_ID: &str = "ABODE_WORKSPACE_OWNER_ID";
+pub const WORKSPACE_OWNER_NAME: &str = "ABODE_WORKSPACE_OWNER_NAME";
+pub const WORKSPACE_OWNER_EMAIL: &str = "ABODE_WORKSPACE_OWNER_EMAIL";
+pub const WORKSPACE_OWNER_FULL_NAME: &str = "ABODE_WORKSPACE_OWNER_FULL_NAME";
+pub const WORKSPACE_OWNER_GROUPS: &str = "ABODE_WORKSPACE_OWNER_GROUPS";
+pub const TEMPLATE_ID: &str = "ABODE_TEMPLATE_ID";
+pub const TEMPLATE_NAME: &str = "ABODE_TEMPLATE_NAME";
+pub const TEMPLATE_VERSION: &str = "ABODE_TEMPLATE_VERSION";
+pub const IS_PREBUILD: &str = "ABODE_IS_PREBUILD";
+pub const IS_PREBUILD_CLAIM: &str = "ABODE_IS_PREBUILD_CLAIM";
+pub const AGENT_URL: &str = "ABODE_AGENT_URL";
+pub const AGENT_TOKEN: &str = "ABODE_AGENT_TOKEN";
+pub const AGENT_BINARY: &str = "ABODE_AGENT_BINARY";
+pub const VOLUMES_DIR: &str = "ABODE_VOLUMES_DIR";
+pub const PROCESS_LOGS_DIR: &str = "ABODE_PROCESS_LOGS_DIR";
+pub const PARAMETERS: &str = "ABODE_PARAMETERS";
+
+/// Every variable of the contract, in the order of docs/environment.md.
+pub const ALL_VARIABLES: &[&str] = &[
+    WORKSPACE_ID,
+    WORKSPACE_NAME,
+    WORKSPACE_TRANSITION,
+    WORKSPACE_BUILD_ID,
+    WORKSPACE_OWNER_ID,
+    WORKSPACE_OWNER_NAME,
+    WORKSPACE_OWNER_EMAIL,
+    WORKSPACE_OWNER_FULL_NAME,
+    WORKSPACE_OWNER_GROUPS,
+    TEMPLATE_ID,
+    TEMPLATE_NAME,
+    TEMPLATE_VERSION,
+    IS_PREBUILD,
+    IS_PREBUILD_CLAIM,
+    AGENT_URL,
+    AGENT_TOKEN,
+    AGENT_BINARY,
+    VOLUMES_DIR,
+    PROCESS_LOGS_DIR,
+    PARAMETERS,
+];
+
+/// Variables the platform always knows: when it runs the build (recognised by
+/// `ABODE_WORKSPACE_ID`), leaving one out is a platform bug worth failing on.
+pub const REQUIRED_IN_PLATFORM: &[&str] = &[
+    WORKSPACE_ID,
+    WORKSPACE_NAME,
+    WORKSPACE_TRANSITION,
+    WORKSPACE_BUILD_ID,
+    WORKSPACE_OWNER_ID,
+    WORKSPACE_OWNER_NAME,
+    TEMPLATE_ID,
+    TEMPLATE_NAME,
+    TEMPLATE_VERSION,
+    AGENT_URL,
+    VOLUMES_DIR,
+];
+
+/// Development defaults: a fixed workspace so that plans made by hand are stable.
+pub const DEV_WORKSPACE_ID: &str = "00000000-0000-4000-8000-000000000001";
+pub const DEV_WORKSPACE_NAME: &str = "dev";
+pub const DEV_BUILD_ID: &str = "00000000-0000-4000-8000-000000000002";
+pub const DEV_OWNER_ID: &str = "00000000-0000-4000-8000-000000000003";
+pub const DEV_OWNER_NAME: &str = "developer";
+pub const DEV_OWNER_EMAIL: &str = "developer@localhost";
+pub const DEV_OWNER_FULL_NAME: &str = "Template Developer";
+pub const DEV_TEMPLATE_ID: &str = "00000000-0000-4000-8000-000000000004";
+pub const DEV_TEMPLATE_NAME: &str = "dev";
+pub const DEV_TEMPLATE_VERSION: &str = "dev";
+pub const DEV_AGENT_URL: &str = "http://127.0.0.1:7080";
+/// Relative to the directory Terraform runs in (made absolute when read).
+pub const DEV_VOLUMES_DIR: &str = ".abode/volumes";
+/// The process logs directory's name beside the volumes directory, when not set.
+pub const PROCESS_LOGS_DIR_NAME: &str = "process-logs";
+
+/// Which build the platform is running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transition {
+    Start,
+    Stop,
+    Delete,
+}
+
+impl Transition {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Transition::Start => "start",
+            Transition::Stop => "stop",
+            Transition::Delete => "delete",
+        }
+    }
+}
+
+impl fmt::Display for Transition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Transition {
+    type Err = ContractError;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "start" => Ok(Transition::Start),
+            "stop" => Ok(Transition::Stop),
+            "delete" => Ok(Transition::Delete),
+            other => Err(ContractError::Invalid {
+                variable: WORKSPACE_TRANSITION,
+                reason: format!("`{other}` is not one of start, stop, delete"),
+            }),
+        }
+    }
+}
+
+/// Why the environment does not describe a build.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContractError {
+    #[error("{WORKSPACE_ID} is set, so Abode is running this build, but {} missing: the platform must set every build variable", missing_list(.0))]
+    Missing(Vec<&'static str>),
+    #[error("{variable} is invalid: {reason}")]
+    Invalid {
+        variable: &'static str,
+        reason: String,
+    },
+    #[error("cannot resolve {variable} relative to the current directory: {reason}")]
+    CurrentDir {
+        variable: &'static str,
+        reason: String,
+    },
+}
+
+fn missing_list(names: &[&'static str]) -> String {
+    match names {
+        [one] => format!("{one} is"),
+        many => format!("{} are", many.join(", ")),
+    }
+}
+
+/// Everything the platform tells the provider about one build.
+///
+/// Secret: `agent_token` (never printed by `Debug`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct BuildContext {
+    pub workspace_id: String,
+    pub workspace_name: String,
+    pub transition: Transition,
+    pub build_id: String,
+    pub owner_id: String,
+    pub owner_name: String,
+    pub owner_email: String,
+    pub owner_full_name: String,
+    pub owner_groups: Vec<String>,
+    pub template_id: String,
+    pub template_name: String,
+    pub template_version: String,
+    pub is_prebuild: bool,
+    pub is_prebuild_claim: bool,
+    pub agent_url: String,
+    /// An existing agent token handed back (claimed prebuilds keep their agent).
+    pub agent_token: Option<String>,
+    /// The program `abode_agent.init_script` starts; `None`: the provider's own binary.
+    pub agent_binary: Option<PathBuf>,
+    pub volumes_dir: PathBuf,
+    pub process_logs_dir: PathBuf,
+    /// Parameter values chosen for this build, by parameter name, as strings
+    /// (numbers and bools in their Terraform spelling, lists as JSON arrays).
+    pub parameters: BTreeMap<String, String>,
+    /// True when no platform variables were found and the defaults were used.
+    pub development: bool,
+}
+
+impl fmt::Debug for BuildContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BuildContext")
+            .field("workspace_id", &self.workspace_id)
+            .field("workspace_name", &self.workspace_name)
+            .field("transition", &self.transition)
+            .field("build_id", &self.build_id)
+            .field("owner_id", &self.owner_id)
+            .field("owner_name", &self.owner_name)
+            .field("template_id", &self.template_id)
+            .field("template_version", &self.template_version)
+            .field("agent_url", &self.agent_url)
+            .field(
+                "agent_token",
+                &self.agent_token.as_ref().map(|_| "(sensitive)"),
+            )
+            .field("volumes_dir", &self.volumes_dir)
+            .field("development", &self.development)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BuildContext {
+    /// The fixed development workspace, rooted at `base_dir` (where Terraform runs).
+    pub fn development(base_dir: &Path) -> Self {
+        let volumes_dir = base_dir.join(DEV_VOLUMES_DIR);
+        let process_logs_dir = sibling_logs_dir(&volumes_dir);
+        BuildContext {
+            workspace_id: DEV_WORKSPACE_ID.into(),
+            workspace_name: DEV_WORKSPACE_NAME.into(),
+            transition: Transition::Start,
+            build_id: DEV_BUILD_ID.into(),
+            owner_id: DEV_OWNER_ID.into(),
+            owner_name: DEV_OWNER_NAME.into(),
+            owner_email: DEV_OWNER_EMAIL.into(),
+            owner_full_name: DEV_OWNER_FULL_NAME.into(),
+            owner_groups: Vec::new(),
+            template_id: DEV_TEMPLATE_ID.into(),
+            template_name: DEV_TEMPLATE_NAME.into(),
+            template_version: DEV_TEMPLATE_VERSION.into(),
+            is_prebuild: false,
+            is_prebuild_claim: false,
+            agent_url: DEV_AGENT_URL.into(),
+            agent_token: None,
+            agent_binary: None,
+            volumes_dir,
+            process_logs_dir,
+            parameters: BTreeMap::new(),
+            development: true,
+        }
+    }
+
+    /// Reads the build from this process's environment; relative directories are
+    /// resolved against the current directory.
+    pub fn from_env() -> Result<Self, ContractError> {
+        let cwd = std::env::current_dir().map_err(|err| ContractError::CurrentDir {
+            variable: VOLUMES_DIR,
+            reason: err.to_string(),
+        })?;
+        Self::from_lookup(|name| std::env::var(name).ok(), &cwd)
+    }
+
+    /// Reads the build from any variable source (the environment, a test's map).
+    /// Empty values count as unset.
+    pub fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+        base_dir: &Path,
+    ) -> Result<Self, ContractError> {
+        let get = |name: &str| lookup(name).filter(|value| !value.is_empty());
+        let in_platform = get(WORKSPACE_ID).is_some();
+        if in_platform {
+            let missing: Vec<&'static str> = REQUIRED_IN_PLATFORM
+                .iter()
+                .copied()
+                .filter(|name| get(name).is_none())
+                .collect();
+            if !missing.is_empty() {
+                return Err(ContractError::Missing(missing));
+            }
+        }
+
+        let mut context = Self::development(base_dir);
+        context.development = !in_platform;
+        let set = |target: &mut String, name: &str| {
+            if let Some(value) = get(name) {
+                *target = value;
+            }
+        };
+        set(&mut context.workspace_id, WORKSPACE_ID);
+        set(&mut context.workspace_name, WORKSPACE_NAME);
+        set(&mut context.build_id, WORKSPACE_BUILD_ID);
+        set(&mut context.owner_id, WORKSPACE_OWNER_ID);
+        set(&mut context.owner_name, WORKSPACE_OWNER_NAME);
+        set(&mut context.template_id, TEMPLATE_ID);
+        set(&mut context.template_name, TEMPLATE_NAME);
+        set(&mut context.template_version, TEMPLATE_VERSION);
+        set(&mut context.agent_url, AGENT_URL);
+        if in_platform {
+            // The platform's owner may have no email or full name; the development
+            // placeholders must not leak into a real workspace.
+            context.owner_email = get(WORKSPACE_OWNER_EMAIL).unwrap_or_default();
+            context.owner_full_name = get(WORKSPACE_OWNER_FULL_NAME).unwrap_or_default();
+        } else {
+            set(&mut context.owner_email, WORKSPACE_OWNER_EMAIL);
+            set(&mut context.owner_full_name, WORKSPACE_OWNER_FULL_NAME);
+        }
+        if let Some(value) = get(WORKSPACE_TRANSITION) {
+            context.transition = value.parse()?;
+        }
+        if let Some(value) = get(WORKSPACE_OWNER_GROUPS) {
+            context.owner_groups = parse_groups(&value)?;
+        }
+        if let Some(value) = get(IS_PREBUILD) {
+            context.is_prebuild = parse_bool(IS_PREBUILD, &value)?;
+        }
+        if let Some(value) = get(IS_PREBUILD_CLAIM) {
+            context.is_prebuild_claim = parse_bool(IS_PREBUILD_CLAIM, &value)?;
+        }
+        if context.is_prebuild && context.is_prebuild_claim {
+            return Err(ContractError::Invalid {
+                variable: IS_PREBUILD_CLAIM,
+                reason: format!(
+                    "a build cannot both create a prebuild ({IS_PREBUILD}) and claim one"
+                ),
+            });
+        }
+        context.agent_token = get(AGENT_TOKEN);
+        context.agent_binary = get(AGENT_BINARY).map(|value| base_dir.join(value));
+        if let Some(value) = get(VOLUMES_DIR) {
+            context.volumes_dir = base_dir.join(value);
+            context.process_logs_dir = sibling_logs_dir(&context.volumes_dir);
+        }
+        if let Some(value) = get(PROCESS_LOGS_DIR) {
+            context.process_logs_dir = base_dir.join(value);
+        }
+        if let Some(value) = get(PARAMETERS) {
+            context.parameters = parse_parameters(&value)?;
+        }
+        Ok(context)
+    }
+
+    /// The variables that make [`BuildContext::from_env`] return this context
+    /// (except `development`: a context written out is a platform context).
+    /// Contains the agent token: never log the result.
+    pub fn to_env(&self) -> Vec<(&'static str, String)> {
+        let mut vars = vec![
+            (WORKSPACE_ID, self.workspace_id.clone()),
+            (WORKSPACE_NAME, self.workspace_name.clone()),
+            (WORKSPACE_TRANSITION, self.transition.as_str().to_string()),
+            (WORKSPACE_BUILD_ID, self.build_id.clone()),
+            (WORKSPACE_OWNER_ID, self.owner_id.clone()),
+            (WORKSPACE_OWNER_NAME, self.owner_name.clone()),
+            (WORKSPACE_OWNER_EMAIL, self.owner_email.clone()),
+            (WORKSPACE_OWNER_FULL_NAME, self.owner_full_name.clone()),
+            (
+                WORKSPACE_OWNER_GROUPS,
+                serde_json::Value::from(self.owner_groups.clone()).to_string(),
+            ),
+            (TEMPLATE_ID, self.template_id.clone()),
+            (TEMPLATE_NAME, self.template_name.clone()),
+            (TEMPLATE_VERSION, self.template_version.clone()),
+            (IS_PREBUILD, self.is_prebuild.to_string()),
+            (IS_PREBUILD_CLAIM, self.is_prebuild_claim.to_string()),
+            (AGENT_URL, self.agent_url.clone()),
+            (VOLUMES_DIR, self.volumes_dir.display().to_string()),
+            (
+                PROCESS_LOGS_DIR,
+                self.process_logs_dir.display().to_string(),
+            ),
+            (
+                PARAMETERS,
+                serde_json::Value::Object(
+                    self.parameters
+                        .iter()
+                        .map(|(name, value)| (name.clone(), value.clone().into()))
+                        .collect(),
+                )
+                .to_string(),
+            ),
+        ];
+        if let Some(token) = &self.agent_token {
+            vars.push((AGENT_TOKEN, token.clone()));
+        }
+        if let Some(binary) = &self.agent_binary {
+            vars.push((AGENT_BINARY, binary.display().to_string()));
+        }
+        vars
+    }
+
+    /// `start_count` of `abode_workspace`: 1 for a start, 0 otherwise.
+    pub fn start_count(&self) -> i64 {
+        i64::from(self.transition == Transition::Start)
+    }
+}
+
+fn sibling_logs_dir(volumes_dir: &Path) -> PathBuf {
+    volumes_dir
+        .parent()
+        .unwrap_or(volumes_dir)
+        .join(PROCESS_LOGS_DIR_NAME)
+}
+
+fn parse_bool(variable: &'static str, value: &str) -> Result<bool, ContractError> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        other => Err(ContractError::Invalid {
+            variable,
+            reason: format!("`{other}` is not `true` or `false`"),
+        }),
+    }
+}
+
+fn parse_groups(value: &str) -> Result<Vec<String>, ContractError> {
+    serde_json::from_str::<Vec<String>>(value).map_err(|err| ContractError::Invalid {
+        variable: WORKSPACE_OWNER_GROUPS,
+        reason: format!("expected a JSON array of group names such as [\"devs\"]: {err}"),
+    })
+}
+
+fn parse_parameters(value: &str) -> Result<BTreeMap<String, String>, ContractError> {
+    // The values may be secrets: the error names the position, never the text.
+    let object: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(value).map_err(|err| ContractError::Invalid {
+            variable: PARAMETERS,
+            reason: format!(
+                "expected a JSON object of parameter names to string values (line {}, column {})",
+                err.line(),
+                err.column()
+            ),
+        })?;
+    object
+        .into_iter()
+        .map(|(name, value)| match value {
+            serde_json::Value::String(text) => Ok((name, text)),
+            _ => Err(ContractError::Invalid {
+                variable: PARAMETERS,
+                reason: format!("the value of parameter `{name}` must be a JSON string"),
+            }),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn read(vars: &[(&str, &str)]) -> Result<BuildContext, ContractError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        BuildContext::from_lookup(|name| map.get(name).cloned(), Path::new("/work/tpl"))
+    }
+
+    fn platform_context() -> BuildContext {
+        let mut context = BuildContext::development(Path::new("/data"));
+        context.development = false;
+        context.workspace_id = "ws-1".into();
+        context.transition = Transition::Stop;
+        context.owner_groups = vec!["devs".into(), "a,b".into()];
+        context.is_prebuild_claim = true;
+        context.agent_token = Some("secret-token".into());
+        context.agent_binary = Some("/usr/bin/abode".into());
+        context.volumes_dir = "/data/volumes".into();
+        context.process_logs_dir = "/data/logs".into();
+        context.parameters = [("region".to_string(), "eu \"west\"".to_string())].into();
+        context
+    }
+
+    #[test]
+    fn nothing_set_gives_the_development_workspace() {
+        let context = read(&[]).unwrap();
+        assert!(context.development);
+        assert_eq!(context.transition, Transition::Start);
+        assert_eq!(context.start_count(), 1);
+        assert_eq!(context.workspace_id, DEV_WORKSPACE_ID);
+        assert_eq!(context.volumes_dir, Path::new("/work/tpl/.abode/volumes"));
+        assert_eq!(
+            context.process_logs_dir,
+            Path::new("/work/tpl/.abode/process-logs")
+        );
+    }
+
+    #[test]
+    fn single_variables_override_development_defaults() {
+        let context = read(&[(WORKSPACE_TRANSITION, "stop"), (VOLUMES_DIR, "vols")]).unwrap();
+        assert!(context.development);
+        assert_eq!(context.start_count(), 0);
+        assert_eq!(context.volumes_dir, Path::new("/work/tpl/vols"));
+    }
+
+    #[test]
+    fn to_env_round_trips_through_from_lookup() {
+        let context = platform_context();
+        let vars: Vec<(&str, String)> = context.to_env();
+        let pairs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        assert_eq!(read(&pairs).unwrap(), context);
+    }
+
+    #[test]
+    fn invalid_values_are_named() {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                WORKSPACE_TRANSITION,
+                "foo",
+                "ABODE_WORKSPACE_TRANSITION is invalid: `foo` is not one of start, stop, delete",
+            ),
+            (
+                IS_PREBUILD,
+                "yes",
+                "ABODE_IS_PREBUILD is invalid: `yes` is not `true` or `false`",
+            ),
+            (
+                WORKSPACE_OWNER_GROUPS,
+                "devs",
+                "ABODE_WORKSPACE_OWNER_GROUPS is invalid: expected a JSON array",
+            ),
+            (
+                PARAMETERS,
+                "{\"a\": 1}",
+                "ABODE_PARAMETERS is invalid: the value of parameter `a` must be a JSON string",
+            ),
+            (
+                PARAMETERS,
+                "{\"a\": \"hunter2\"",
+                "ABODE_PARAMETERS is invalid: expected a JSON object",
+            ),
+        ];
+        for (variable, value, expected) in cases {
+            let message = read(&[(variable, value)]).unwrap_err().to_string();
+            assert!(
+                message.starts_with(expected),
+                "{variable}={value}: {message}"
+            );
+            assert!(!message.contains("hunter2"), "{message}");
+        }
+    }
+
+    #[test]
+    fn platform_builds_must_set_every_required_variable() {
+        let message = read(&[(WORKSPACE_ID, "ws-1"), (WORKSPACE_NAME, "w")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("ABODE_WORKSPACE_TRANSITION, ABODE_WORKSPACE_BUILD_ID"),
+            "{message}"
+        );
+        assert!(!message.contains("ABODE_WORKSPACE_NAME,"), "{message}");
+    }
+
+    #[test]
+    fn debug_hides_the_agent_token() {
+        let text = format!("{:?}", platform_context());
+        assert!(!text.contains("secret-token"), "{text}");
+    }
+
+    #[test]
+    fn prebuild_and_claim_are_exclusive() {
+        let err = read(&[(IS_PREBUILD, "true"), (IS_PREBUILD_CLAIM, "true")]).unwrap_err();
+        assert!(err
+            .to_string()
+            .starts_with("ABODE_IS_PREBUILD_CLAIM is invalid"));
+    }
+}

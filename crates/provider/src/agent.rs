@@ -1,0 +1,285 @@
+//! `abode_agent`: declares the agent that runs inside the workspace and connects
+//! back to the platform. The provider mints the agent's identity (id and token)
+//! and writes the `init_script` that starts `abode agent`; the platform learns
+//! the agent from the state after the build.
+//!
+//! The token never appears in `init_script`: templates pass it to the process
+//! through the ABODE_AGENT_TOKEN environment variable, so it does not show in
+//! `ps` nor in the plan's non-sensitive values.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tf_provider::schema::Schema;
+use tf_provider::value::{Value, ValueEmpty};
+use tf_provider::{AttributePath, Diagnostics, Resource};
+
+use crate::schema::{
+    attribute_error, block, build_context, computed, known, optional, required, sensitive, string,
+    string_map, StringMap,
+};
+
+pub(crate) const OPERATING_SYSTEMS: [&str; 2] = ["linux", "darwin"];
+pub(crate) const ARCHITECTURES: [&str; 3] = ["amd64", "arm64", "armv7"];
+/// The agent reads its token from this variable (the same name the contract
+/// uses to hand a token back: inside the workspace it means "my token").
+pub const AGENT_TOKEN_ENV: &str = abode_contract::AGENT_TOKEN;
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub(crate) struct AgentState {
+    id: Value<String>,
+    os: Value<String>,
+    arch: Value<String>,
+    dir: Value<String>,
+    startup_script: Value<String>,
+    env: StringMap,
+    token: Value<String>,
+    init_script: Value<String>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct AgentResource;
+
+/// Single-quotes a word for POSIX sh.
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// The script that starts the agent. `binary` is the abode executable.
+pub fn init_script(binary: &str, agent_url: &str) -> String {
+    format!(
+        "#!/bin/sh\n\
+         # Starts the Abode agent. Its token comes from the {AGENT_TOKEN_ENV} environment\n\
+         # variable (set it to abode_agent.<name>.token), never from the command line.\n\
+         : \"${{{AGENT_TOKEN_ENV}:?{AGENT_TOKEN_ENV} must be set to the abode_agent token}}\"\n\
+         exec {} agent --url {}\n",
+        shell_quote(binary),
+        shell_quote(agent_url),
+    )
+}
+
+fn agent_binary(context: &abode_contract::BuildContext) -> String {
+    context
+        .agent_binary
+        .clone()
+        .or_else(|| std::env::current_exe().ok())
+        .unwrap_or_else(|| PathBuf::from("abode"))
+        .display()
+        .to_string()
+}
+
+fn random_token() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes)?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+fn check_config(diags: &mut Diagnostics, state: &AgentState) {
+    if let Some(os) = known(&state.os) {
+        if !OPERATING_SYSTEMS.contains(&os.as_str()) {
+            attribute_error(
+                diags,
+                "os",
+                format!("abode_agent os `{os}` is not supported: use one of linux, darwin"),
+            );
+        }
+    }
+    if let Some(arch) = known(&state.arch) {
+        if !ARCHITECTURES.contains(&arch.as_str()) {
+            attribute_error(
+                diags,
+                "arch",
+                format!(
+                    "abode_agent arch `{arch}` is not supported: use one of amd64, arm64, armv7"
+                ),
+            );
+        }
+    }
+}
+
+#[async_trait]
+impl Resource for AgentResource {
+    type State<'a> = AgentState;
+    type PrivateState<'a> = ValueEmpty;
+    type ProviderMetaState<'a> = ValueEmpty;
+
+    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+        Some(Schema {
+            version: 1,
+            block: block(
+                "The agent running inside the workspace. Start it with `init_script` and give \
+                 that process ABODE_AGENT_TOKEN = `token` in its environment; it then connects \
+                 to ABODE_AGENT_URL and reports the workspace's health.",
+                vec![
+                    ("id", computed(string(), "The agent's id, new for every agent created.")),
+                    (
+                        "os",
+                        required(string(), "Operating system the agent runs on: linux or darwin. Changing it replaces the agent."),
+                    ),
+                    (
+                        "arch",
+                        required(string(), "CPU architecture: amd64, arm64 or armv7. Changing it replaces the agent."),
+                    ),
+                    ("dir", optional(string(), "The directory the agent starts in.")),
+                    (
+                        "startup_script",
+                        optional(string(), "A script the agent runs once it has started."),
+                    ),
+                    (
+                        "env",
+                        optional(string_map(), "Environment variables for the agent's sessions."),
+                    ),
+                    (
+                        "token",
+                        sensitive(computed(
+                            string(),
+                            "The agent's secret: new for every agent, unless the platform hands \
+                             an existing one back (ABODE_AGENT_TOKEN) when a prebuilt workspace \
+                             is claimed.",
+                        )),
+                    ),
+                    (
+                        "init_script",
+                        computed(
+                            string(),
+                            "A sh script that runs `abode agent --url <ABODE_AGENT_URL>`; the \
+                             abode binary is ABODE_AGENT_BINARY when set, else the provider's \
+                             own executable. It holds no secret.",
+                        ),
+                    ),
+                ],
+            ),
+        })
+    }
+
+    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
+        check_config(diags, &config);
+        Some(())
+    }
+
+    async fn read<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        state: Self::State<'a>,
+        private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        Some((state, private_state))
+    }
+
+    async fn plan_create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        proposed_state: Self::State<'a>,
+        _config_state: Self::State<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let mut state = proposed_state;
+        check_config(diags, &state);
+        let context = build_context(diags)?;
+        state.id = Value::Unknown;
+        state.token = match &context.agent_token {
+            Some(token) => token.clone().into(),
+            None => Value::Unknown,
+        };
+        state.init_script = init_script(&agent_binary(&context), &context.agent_url).into();
+        Some((state, Value::Null))
+    }
+
+    async fn plan_update<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior_state: Self::State<'a>,
+        proposed_state: Self::State<'a>,
+        _config_state: Self::State<'a>,
+        prior_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
+        let mut state = proposed_state;
+        check_config(diags, &state);
+        let context = build_context(diags)?;
+        let mut replace = vec![];
+        if state.os != prior_state.os {
+            replace.push(AttributePath::new("os"));
+        }
+        if state.arch != prior_state.arch {
+            replace.push(AttributePath::new("arch"));
+        }
+        if replace.is_empty() {
+            state.id = prior_state.id;
+            state.token = prior_state.token;
+        } else {
+            state.id = Value::Unknown;
+            state.token = Value::Unknown;
+        }
+        state.init_script = init_script(&agent_binary(&context), &context.agent_url).into();
+        Some((state, prior_private_state, replace))
+    }
+
+    async fn plan_destroy<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        _prior_state: Self::State<'a>,
+        prior_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<Self::PrivateState<'a>> {
+        Some(prior_private_state)
+    }
+
+    async fn create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        planned_state: Self::State<'a>,
+        _config_state: Self::State<'a>,
+        planned_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let mut state = planned_state;
+        state.id = uuid::Uuid::new_v4().to_string().into();
+        if !state.token.is_value() {
+            match random_token() {
+                Ok(token) => state.token = token.into(),
+                Err(err) => {
+                    diags.root_error("Cannot generate the agent token", err.to_string());
+                    return None;
+                }
+            }
+        }
+        Some((state, planned_private_state))
+    }
+
+    async fn update<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        _prior_state: Self::State<'a>,
+        planned_state: Self::State<'a>,
+        _config_state: Self::State<'a>,
+        planned_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        Some((planned_state, planned_private_state))
+    }
+
+    async fn destroy<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        _prior_state: Self::State<'a>,
+        _planned_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<()> {
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_script_quotes_its_words_and_holds_no_token() {
+        let script = init_script("/opt/it's/abode", "http://127.0.0.1:7080");
+        assert!(script.contains("exec '/opt/it'\\''s/abode' agent --url 'http://127.0.0.1:7080'\n"));
+        assert!(script.contains("${ABODE_AGENT_TOKEN:?"));
+    }
+}

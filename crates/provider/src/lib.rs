@@ -1,0 +1,118 @@
+//! The abode Terraform provider (source address `abode/abode`).
+//!
+//! Templates use it to learn what the platform is doing (which workspace, which
+//! owner, start or stop), to declare the agent that connects back, to annotate
+//! what must never be destroyed (`abode_protect`, read by the plan guard), and to
+//! run a whole workspace on one machine (`abode_volume`, `abode_process`).
+//!
+//! The plugin protocol (gRPC, protocol 6) comes from the `tf-provider` crate; this
+//! crate only holds Abode's schemas and behaviour. The `abode` binary serves it
+//! when Terraform starts it under the provider's file name.
+
+mod agent;
+mod cron;
+mod metadata;
+mod parameter;
+mod preset;
+mod process;
+mod protect;
+mod schema;
+mod volume;
+mod workspace;
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use tf_provider::schema::{Block, Description, Schema};
+use tf_provider::value::ValueEmpty;
+use tf_provider::{DynamicDataSource, DynamicResource, Provider};
+
+pub use cron::{validate_cron, CronError};
+pub use parameter::{check_parameter_value, ParameterDefinition};
+
+/// The provider's local name: resource types are `abode_<name>`.
+pub const PROVIDER_NAME: &str = "abode";
+
+/// Why the provider could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot start the provider's async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error("the provider's plugin server failed: {0}")]
+    Server(String),
+}
+
+/// Serves the provider over Terraform's plugin protocol until Terraform stops it.
+/// Prints the plugin handshake on stdout: call it only when started by Terraform.
+pub fn serve() -> Result<(), ServeError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ServeError::Runtime)?;
+    runtime
+        .block_on(tf_provider::serve(PROVIDER_NAME, AbodeProvider))
+        .map_err(|err| ServeError::Server(format!("{err:#}")))
+}
+
+/// The provider itself: stateless, every operation reads the build context anew
+/// from the environment Terraform passes on.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AbodeProvider;
+
+#[async_trait]
+impl Provider for AbodeProvider {
+    type Config<'a> = ValueEmpty;
+    type MetaState<'a> = ValueEmpty;
+
+    fn schema(&self, _diags: &mut tf_provider::Diagnostics) -> Option<Schema> {
+        Some(Schema {
+            version: 1,
+            block: Block {
+                description: Description::plain(
+                    "Abode's provider: the build's workspace and owner, parameters, presets, \
+                     agents, protection annotations, and local volumes and processes. It takes \
+                     no configuration: everything comes from the ABODE_* environment variables \
+                     the platform sets (see docs/environment.md).",
+                ),
+                ..Default::default()
+            },
+        })
+    }
+
+    fn get_resources(
+        &self,
+        _diags: &mut tf_provider::Diagnostics,
+    ) -> Option<HashMap<String, Box<dyn DynamicResource>>> {
+        let resources: [(&str, Box<dyn DynamicResource>); 5] = [
+            ("agent", Box::new(agent::AgentResource)),
+            ("protect", Box::new(protect::ProtectResource)),
+            ("metadata", Box::new(metadata::MetadataResource)),
+            ("volume", Box::new(volume::VolumeResource)),
+            ("process", Box::new(process::ProcessResource)),
+        ];
+        Some(
+            resources
+                .into_iter()
+                .map(|(name, resource)| (name.to_string(), resource))
+                .collect(),
+        )
+    }
+
+    fn get_data_sources(
+        &self,
+        _diags: &mut tf_provider::Diagnostics,
+    ) -> Option<HashMap<String, Box<dyn DynamicDataSource>>> {
+        let data_sources: [(&str, Box<dyn DynamicDataSource>); 4] = [
+            ("workspace", Box::new(workspace::WorkspaceDataSource)),
+            ("workspace_owner", Box::new(workspace::OwnerDataSource)),
+            ("parameter", Box::new(parameter::ParameterDataSource)),
+            ("workspace_preset", Box::new(preset::PresetDataSource)),
+        ];
+        Some(
+            data_sources
+                .into_iter()
+                .map(|(name, source)| (name.to_string(), source))
+                .collect(),
+        )
+    }
+}

@@ -1,0 +1,509 @@
+//! `abode_process`: the local stand-in for a workspace's container or VM, a
+//! detached process started on create and stopped on destroy.
+//!
+//! The process gets its own process group and writes to a log file, so that it
+//! outlives the provider (Terraform stops the provider after each run) and
+//! Terraform never waits on its output. Its identity is its pid *and* its start
+//! time in /proc, because after it dies the pid can be reused by anything.
+
+use std::fs::OpenOptions;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+use tf_provider::schema::Schema;
+use tf_provider::value::{Value, ValueEmpty};
+use tf_provider::{AttributePath, Diagnostics, Resource};
+
+use crate::schema::{
+    attribute_error, block, build_context, computed, known, known_list, known_map, number,
+    optional, required, string, string_list, string_map, with_default, StringList, StringMap,
+};
+
+const DEFAULT_STOP_TIMEOUT_SECONDS: i64 = 10;
+/// Environment prefixes of Terraform, its plugin protocol and the build contract:
+/// they describe the build, not the workspace, and may carry secrets.
+const HIDDEN_ENV_PREFIXES: [&str; 4] = ["ABODE_", "TF_", "PLUGIN_", "CHECKPOINT_"];
+/// How long after starting a process a non-zero exit counts as a failed create.
+const STARTUP_CHECK: Duration = Duration::from_millis(200);
+const POLL: Duration = Duration::from_millis(50);
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub(crate) struct ProcessState {
+    id: Value<String>,
+    command: StringList,
+    env: StringMap,
+    dir: Value<String>,
+    stop_timeout: Value<i64>,
+    pid: Value<i64>,
+    log_path: Value<String>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct ProcessResource;
+
+/// What /proc says about one process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProcStat {
+    pub state: char,
+    pub process_group: i32,
+    pub start_ticks: u64,
+}
+
+impl ProcStat {
+    fn running(&self) -> bool {
+        // Zombies are dead: nobody may reap them where pid 1 does not.
+        !matches!(self.state, 'Z' | 'X' | 'x')
+    }
+}
+
+/// Parses /proc/<pid>/stat; the command name may hold spaces and parentheses,
+/// so fields are counted from the last `)`.
+pub(crate) fn parse_stat(text: &str) -> Option<ProcStat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(ProcStat {
+        state: fields.first()?.chars().next()?,
+        process_group: fields.get(2)?.parse().ok()?,
+        start_ticks: fields.get(19)?.parse().ok()?,
+    })
+}
+
+fn stat(pid: i32) -> Option<ProcStat> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// The resource id: `<pid>-<start ticks>`, the pid made unambiguous.
+fn process_id(pid: i32, start_ticks: u64) -> String {
+    format!("{pid}-{start_ticks}")
+}
+
+fn parse_process_id(id: &str) -> Option<(i32, u64)> {
+    let (pid, ticks) = id.split_once('-')?;
+    Some((pid.parse().ok()?, ticks.parse().ok()?))
+}
+
+/// Is this exact process (not a later one with its pid) still running?
+fn leader_running(pid: i32, start_ticks: u64) -> bool {
+    stat(pid).is_some_and(|stat| stat.running() && stat.start_ticks == start_ticks)
+}
+
+/// Is any process of the group still running (the leader may be gone while its
+/// children live on)?
+fn group_running(group: i32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+            .and_then(stat)
+            .is_some_and(|stat| stat.process_group == group && stat.running())
+    })
+}
+
+fn wait_until_gone(group: i32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if !group_running(group) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// Stops a process group: SIGTERM, then SIGKILL once `grace` is over.
+pub(crate) fn stop_group(group: i32, grace: Duration) -> Result<(), String> {
+    if !group_running(group) {
+        return Ok(());
+    }
+    // ESRCH: it ended between the check and the signal, which is what we want.
+    let _ = killpg(Pid::from_raw(group), Signal::SIGTERM);
+    if wait_until_gone(group, grace) {
+        return Ok(());
+    }
+    let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+    if wait_until_gone(group, Duration::from_secs(5)) {
+        Ok(())
+    } else {
+        Err(format!(
+            "process group {group} is still running after SIGTERM and SIGKILL"
+        ))
+    }
+}
+
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join("\n")
+}
+
+fn check_config(diags: &mut Diagnostics, state: &ProcessState) {
+    if let Some(command) = known(&state.command) {
+        if command.is_empty()
+            || command
+                .first()
+                .and_then(known)
+                .is_some_and(String::is_empty)
+        {
+            attribute_error(
+                diags,
+                "command",
+                "abode_process command must name a program: [\"program\", \"arg\", ...]".into(),
+            );
+        }
+    }
+    if let Some(timeout) = known(&state.stop_timeout) {
+        if *timeout < 0 {
+            attribute_error(
+                diags,
+                "stop_timeout",
+                format!("abode_process stop_timeout must be 0 or more seconds, not {timeout}"),
+            );
+        }
+    }
+}
+
+#[async_trait]
+impl Resource for ProcessResource {
+    type State<'a> = ProcessState;
+    type PrivateState<'a> = ValueEmpty;
+    type ProviderMetaState<'a> = ValueEmpty;
+
+    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+        Some(Schema {
+            version: 1,
+            block: block(
+                "A detached local process, the stand-in for a workspace's container or VM. \
+                 Created: the process is started in its own process group with stdout and \
+                 stderr appended to `log_path`. Destroyed: SIGTERM to the group, then SIGKILL \
+                 after `stop_timeout`. A process that died reads as gone, so the next plan \
+                 starts it again. Changing `command`, `env` or `dir` replaces (restarts) it.",
+                vec![
+                    (
+                        "id",
+                        computed(
+                            string(),
+                            "`<pid>-<start time in clock ticks>`: identifies this run of the \
+                             process even after its pid is reused.",
+                        ),
+                    ),
+                    (
+                        "command",
+                        required(
+                            string_list(),
+                            "The program and its arguments, run without a shell, e.g. \
+                             [\"sh\", \"-c\", abode_agent.main.init_script].",
+                        ),
+                    ),
+                    (
+                        "env",
+                        optional(
+                            string_map(),
+                            "Extra environment variables. The process inherits Terraform's \
+                             environment except variables starting with ABODE_, TF_, PLUGIN_ or \
+                             CHECKPOINT_.",
+                        ),
+                    ),
+                    (
+                        "dir",
+                        optional(
+                            string(),
+                            "Working directory (default: $HOME, or / without it).",
+                        ),
+                    ),
+                    (
+                        "stop_timeout",
+                        with_default(
+                            number(),
+                            "Seconds between SIGTERM and SIGKILL on destroy (default 10).",
+                        ),
+                    ),
+                    (
+                        "pid",
+                        computed(number(), "The process id (also its process group id)."),
+                    ),
+                    (
+                        "log_path",
+                        computed(
+                            string(),
+                            "The file receiving the process's stdout and stderr, under \
+                             ABODE_PROCESS_LOGS_DIR.",
+                        ),
+                    ),
+                ],
+            ),
+        })
+    }
+
+    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
+        check_config(diags, &config);
+        Some(())
+    }
+
+    async fn read<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        state: Self::State<'a>,
+        private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let (pid, ticks) = parse_process_id(known(&state.id)?)?;
+        if leader_running(pid, ticks) {
+            Some((state, private_state))
+        } else {
+            None
+        }
+    }
+
+    async fn plan_create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        proposed_state: Self::State<'a>,
+        _config_state: Self::State<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let mut state = proposed_state;
+        check_config(diags, &state);
+        state.id = Value::Unknown;
+        state.pid = Value::Unknown;
+        state.log_path = Value::Unknown;
+        if state.stop_timeout.is_null() {
+            state.stop_timeout = DEFAULT_STOP_TIMEOUT_SECONDS.into();
+        }
+        Some((state, Value::Null))
+    }
+
+    async fn plan_update<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior_state: Self::State<'a>,
+        proposed_state: Self::State<'a>,
+        config_state: Self::State<'a>,
+        prior_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
+        let mut state = proposed_state;
+        check_config(diags, &state);
+        if config_state.stop_timeout.is_null() {
+            state.stop_timeout = DEFAULT_STOP_TIMEOUT_SECONDS.into();
+        }
+        let mut replace = vec![];
+        for (name, changed) in [
+            ("command", state.command != prior_state.command),
+            ("env", state.env != prior_state.env),
+            ("dir", state.dir != prior_state.dir),
+        ] {
+            if changed {
+                replace.push(AttributePath::new(name));
+            }
+        }
+        if replace.is_empty() {
+            state.id = prior_state.id;
+            state.pid = prior_state.pid;
+            state.log_path = prior_state.log_path;
+        } else {
+            state.id = Value::Unknown;
+            state.pid = Value::Unknown;
+            state.log_path = Value::Unknown;
+        }
+        Some((state, prior_private_state, replace))
+    }
+
+    async fn plan_destroy<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        _prior_state: Self::State<'a>,
+        prior_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<Self::PrivateState<'a>> {
+        Some(prior_private_state)
+    }
+
+    async fn create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        planned_state: Self::State<'a>,
+        _config_state: Self::State<'a>,
+        planned_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let mut state = planned_state;
+        let context = build_context(diags)?;
+        let (Some(command), Some(env)) = (known_list(&state.command), known_map(&state.env)) else {
+            diags.root_error_short("abode_process command and env must be known when applying");
+            return None;
+        };
+        let Some((program, args)) = command.split_first() else {
+            attribute_error(diags, "command", "abode_process command is empty".into());
+            return None;
+        };
+        if let Err(err) = std::fs::create_dir_all(&context.process_logs_dir) {
+            diags.root_error(
+                "Cannot create the process logs directory",
+                format!("{}: {err}", context.process_logs_dir.display()),
+            );
+            return None;
+        }
+        let log_path = context
+            .process_logs_dir
+            .join(format!("{}.log", uuid::Uuid::new_v4()));
+        let log = match OpenOptions::new().create(true).append(true).open(&log_path) {
+            Ok(file) => file,
+            Err(err) => {
+                diags.root_error(
+                    "Cannot create the process log",
+                    format!("{}: {err}", log_path.display()),
+                );
+                return None;
+            }
+        };
+        let log_for_stderr = match log.try_clone() {
+            Ok(file) => file,
+            Err(err) => {
+                diags.root_error("Cannot share the process log", err.to_string());
+                return None;
+            }
+        };
+        let dir = known(&state.dir)
+            .cloned()
+            .or_else(|| std::env::var("HOME").ok())
+            .unwrap_or_else(|| "/".into());
+
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .current_dir(&dir)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_for_stderr)
+            .process_group(0);
+        for (name, _) in std::env::vars_os() {
+            let hidden = name
+                .to_str()
+                .is_none_or(|name| HIDDEN_ENV_PREFIXES.iter().any(|p| name.starts_with(p)));
+            if hidden {
+                cmd.env_remove(&name);
+            }
+        }
+        cmd.envs(env);
+        let mut child = match cmd.spawn() {
+            Ok(child) => child,
+            Err(err) => {
+                diags.root_error(
+                    "Cannot start the process",
+                    format!("`{program}` in {dir}: {err}"),
+                );
+                return None;
+            }
+        };
+        let pid = child.id() as i32;
+        let start_ticks = stat(pid).map(|stat| stat.start_ticks);
+
+        // A command that fails at once (a typo, a missing file) should fail the
+        // apply, not show up as drift on the next plan.
+        tokio::time::sleep(STARTUP_CHECK).await;
+        if let Ok(Some(status)) = child.try_wait() {
+            if !status.success() {
+                diags.root_error(
+                    "The process exited right after starting",
+                    format!(
+                        "`{program}` exited with {status}; last lines of {}:\n{}",
+                        log_path.display(),
+                        log_tail(&log_path)
+                    ),
+                );
+                return None;
+            }
+        }
+        let Some(start_ticks) = start_ticks else {
+            diags.root_error_short(format!(
+                "The process {pid} ended before its start time could be read"
+            ));
+            return None;
+        };
+        state.id = process_id(pid, start_ticks).into();
+        state.pid = i64::from(pid).into();
+        state.log_path = log_path.display().to_string().into();
+        Some((state, planned_private_state))
+    }
+
+    async fn update<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        _prior_state: Self::State<'a>,
+        planned_state: Self::State<'a>,
+        _config_state: Self::State<'a>,
+        planned_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        Some((planned_state, planned_private_state))
+    }
+
+    async fn destroy<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior_state: Self::State<'a>,
+        _planned_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<()> {
+        let Some((pid, ticks)) = known(&prior_state.id).and_then(|id| parse_process_id(id)) else {
+            return Some(());
+        };
+        // A different process now owning the pid (or its group) is not ours to kill.
+        if !leader_running(pid, ticks) && stat(pid).is_some_and(|s| s.start_ticks != ticks) {
+            return Some(());
+        }
+        let grace = known(&prior_state.stop_timeout)
+            .copied()
+            .unwrap_or(DEFAULT_STOP_TIMEOUT_SECONDS)
+            .max(0);
+        let grace = Duration::from_secs(u64::try_from(grace).unwrap_or(0));
+        match tokio::task::spawn_blocking(move || stop_group(pid, grace)).await {
+            Ok(Ok(())) => Some(()),
+            Ok(Err(message)) => {
+                diags.root_error_short(message);
+                None
+            }
+            Err(err) => {
+                diags.root_error_short(format!("stopping the process failed: {err}"));
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_from_the_last_parenthesis() {
+        let line = "4242 (my (odd) prog) S 1 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10";
+        assert_eq!(
+            parse_stat(line),
+            Some(ProcStat {
+                state: 'S',
+                process_group: 4242,
+                start_ticks: 987654
+            })
+        );
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn ids_round_trip() {
+        assert_eq!(parse_process_id(&process_id(12, 34)), Some((12, 34)));
+        assert_eq!(parse_process_id("12"), None);
+    }
+}

@@ -1,0 +1,258 @@
+//! `abode_volume`: a workspace's persistent storage on the local machine, a
+//! directory under `ABODE_VOLUMES_DIR`. It is the resource Abode promises never to
+//! lose by accident, so it behaves like a real disk: a new `name` is a new disk
+//! (replacement), a directory removed by hand reads as gone (the plan shows the
+//! drift), and only a destroy removes the data.
+
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tf_provider::schema::Schema;
+use tf_provider::value::{Value, ValueEmpty};
+use tf_provider::{AttributePath, Diagnostics, Resource};
+
+use crate::schema::{
+    attribute_error, block, build_context, computed, known, optional, required, string, string_map,
+    StringMap,
+};
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub(crate) struct VolumeState {
+    id: Value<String>,
+    name: Value<String>,
+    labels: StringMap,
+    path: Value<String>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct VolumeResource;
+
+/// A name that is one plain path component, so a volume can never point outside
+/// the volumes directory nor collide with the hidden entries Abode may keep there.
+pub(crate) fn check_volume_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 128
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "abode_volume name `{name}` must be 1 to 128 letters, digits, `.`, `_` or `-`, not starting with `.`"
+        ))
+    }
+}
+
+fn check_name(diags: &mut Diagnostics, state: &VolumeState) -> bool {
+    match known(&state.name).map(|name| check_volume_name(name)) {
+        Some(Err(message)) => {
+            attribute_error(diags, "name", message);
+            false
+        }
+        _ => true,
+    }
+}
+
+#[async_trait]
+impl Resource for VolumeResource {
+    type State<'a> = VolumeState;
+    type PrivateState<'a> = ValueEmpty;
+    type ProviderMetaState<'a> = ValueEmpty;
+
+    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+        Some(Schema {
+            version: 1,
+            block: block(
+                "Persistent local storage: the directory ABODE_VOLUMES_DIR/<name>. Keep it out \
+                 of `count = start_count` so it survives stops, and protect it with \
+                 `abode_protect`. Destroying it deletes the directory and everything in it.",
+                vec![
+                    (
+                        "id",
+                        computed(
+                            string(),
+                            "Identifier of this volume, new for every directory created.",
+                        ),
+                    ),
+                    (
+                        "name",
+                        required(
+                            string(),
+                            "The directory's name under ABODE_VOLUMES_DIR (letters, digits, \
+                             `.`, `_`, `-`). Changing it replaces the volume: a new, empty \
+                             directory, and the old one deleted. Include the workspace id to keep \
+                             workspaces apart.",
+                        ),
+                    ),
+                    (
+                        "labels",
+                        optional(
+                            string_map(),
+                            "Free-form labels; changing them updates in place.",
+                        ),
+                    ),
+                    (
+                        "path",
+                        computed(string(), "The volume directory's absolute path."),
+                    ),
+                ],
+            ),
+        })
+    }
+
+    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
+        check_name(diags, &config);
+        Some(())
+    }
+
+    async fn read<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        state: Self::State<'a>,
+        private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        // Gone (None) makes Terraform record the deletion as drift.
+        let path = known(&state.path)?;
+        if Path::new(path).is_dir() {
+            Some((state, private_state))
+        } else {
+            None
+        }
+    }
+
+    async fn plan_create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        proposed_state: Self::State<'a>,
+        _config_state: Self::State<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let mut state = proposed_state;
+        if !check_name(diags, &state) {
+            return None;
+        }
+        let context = build_context(diags)?;
+        state.id = Value::Unknown;
+        state.path = match known(&state.name) {
+            Some(name) => context.volumes_dir.join(name).display().to_string().into(),
+            None => Value::Unknown,
+        };
+        Some((state, Value::Null))
+    }
+
+    async fn plan_update<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior_state: Self::State<'a>,
+        proposed_state: Self::State<'a>,
+        _config_state: Self::State<'a>,
+        prior_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
+        let mut state = proposed_state;
+        check_name(diags, &state);
+        let mut replace = vec![];
+        if state.name != prior_state.name {
+            replace.push(AttributePath::new("name"));
+            state.id = Value::Unknown;
+            state.path = Value::Unknown;
+        } else {
+            // The data stays where it is even if ABODE_VOLUMES_DIR changed since.
+            state.id = prior_state.id;
+            state.path = prior_state.path;
+        }
+        Some((state, prior_private_state, replace))
+    }
+
+    async fn plan_destroy<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        _prior_state: Self::State<'a>,
+        prior_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<Self::PrivateState<'a>> {
+        Some(prior_private_state)
+    }
+
+    async fn create<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        planned_state: Self::State<'a>,
+        _config_state: Self::State<'a>,
+        planned_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let mut state = planned_state;
+        let path = PathBuf::from(known(&state.path)?);
+        if let Some(parent) = path.parent() {
+            if let Err(err) = std::fs::create_dir_all(parent) {
+                diags.root_error(
+                    "Cannot create the volumes directory",
+                    format!("{}: {err}", parent.display()),
+                );
+                return None;
+            }
+        }
+        match std::fs::create_dir(&path) {
+            Ok(()) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => {
+                diags.root_warning(
+                    "Volume directory already existed",
+                    format!(
+                        "{} was already there (from an earlier workspace or by hand); it is now \
+                         managed by this abode_volume and its content is kept.",
+                        path.display()
+                    ),
+                );
+            }
+            Err(err) => {
+                diags.root_error(
+                    "Cannot create the volume directory",
+                    format!("{}: {err}", path.display()),
+                );
+                return None;
+            }
+        }
+        state.id = uuid::Uuid::new_v4().to_string().into();
+        Some((state, planned_private_state))
+    }
+
+    async fn update<'a>(
+        &self,
+        _diags: &mut Diagnostics,
+        _prior_state: Self::State<'a>,
+        planned_state: Self::State<'a>,
+        _config_state: Self::State<'a>,
+        planned_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        Some((planned_state, planned_private_state))
+    }
+
+    async fn destroy<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        prior_state: Self::State<'a>,
+        _planned_private_state: Self::PrivateState<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<()> {
+        let Some(path) = known(&prior_state.path) else {
+            return Some(());
+        };
+        match std::fs::remove_dir_all(path) {
+            Ok(()) => Some(()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(()),
+            Err(err) => {
+                diags.root_error(
+                    "Cannot delete the volume directory",
+                    format!("{path}: {err}"),
+                );
+                None
+            }
+        }
+    }
+}
