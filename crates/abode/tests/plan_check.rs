@@ -1,0 +1,150 @@
+//! `abode plan check` as users run it: the real binary, real files, exit statuses.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn fixture(case: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../guard/tests")
+        .join(case)
+}
+
+fn abode(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_abode"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    if let Some(bytes) = stdin {
+        input.write_all(bytes).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// Runs `abode plan check ARGS` and checks the exit status and a piece of output.
+fn check(args: &[&str], stdin: Option<&[u8]>, status: i32, expect: &str) {
+    let out = abode(args, stdin);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(status),
+        "args {args:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let seen = if status == 1 || status == 2 { &stderr } else { &stdout };
+    assert!(seen.contains(expect), "args {args:?}: expected {expect:?} in\n{seen}");
+    if status == 1 {
+        assert_eq!(stderr.trim_end().lines().count(), 1, "one-line error: {stderr}");
+        assert!(stdout.is_empty(), "nothing on stdout on error: {stdout}");
+    }
+}
+
+#[test]
+fn exit_status_follows_the_decision() {
+    let replace = fixture("fixtures/replace-triggers/plan.json");
+    let replace = replace.to_str().unwrap();
+    check(&["plan", "check", replace], None, 0, "Decision: allow");
+    check(
+        &["plan", "check", "--protect", "terraform_data.home", replace],
+        None,
+        3,
+        "CONFIRMATION REQUIRED",
+    );
+    check(
+        &["plan", "check", "--protect-type", "terraform_data", "--mode", "block", replace],
+        None,
+        4,
+        "BLOCKED",
+    );
+    check(
+        &["plan", "check", "--transition", "delete", "--protect", "terraform_data.home", replace],
+        None,
+        0,
+        "allowed",
+    );
+    check(
+        &["plan", "check", "--format", "json", "--protect", "terraform_data.home", replace],
+        None,
+        3,
+        "\"decision\": \"confirm\"",
+    );
+}
+
+#[test]
+fn reads_standard_input() {
+    let bytes = std::fs::read(fixture("fixtures/annotation-block/plan.json")).unwrap();
+    check(&["plan", "check", "--transition", "stop", "-"], Some(&bytes), 4, "BLOCKED");
+    check(&["plan", "check", "-"], Some(b""), 1, "the plan is empty");
+}
+
+#[test]
+fn bad_input_gets_one_line_and_status_1() {
+    let invalid = |name: &str| fixture(&format!("invalid/{name}")).to_str().unwrap().to_string();
+    for (name, message) in [
+        ("not-json.txt", "not valid JSON"),
+        ("truncated.json", "truncated"),
+        ("state.tfstate", "state file, not a plan"),
+        ("state-show.json", "JSON of a Terraform state"),
+        ("format-version-2.0.json", "unsupported plan format_version"),
+    ] {
+        check(&["plan", "check", &invalid(name)], None, 1, message);
+    }
+    check(&["plan", "check", "/no/such/plan.json"], None, 1, "cannot open plan file");
+    check(&["plan", "check", "/"], None, 1, "is a directory");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    check(&["plan", "check", "--protect", "module.x", "p.json"], None, 2, "invalid resource address");
+    check(&["plan", "check", "--transition", "restart", "p.json"], None, 2, "invalid value");
+}
+
+/// A binary plan file is converted with the real `terraform show -json`.
+#[test]
+fn reads_binary_plans_through_terraform() {
+    let terraform = Command::new("terraform").arg("version").output();
+    assert!(
+        terraform.is_ok_and(|o| o.status.success()),
+        "terraform is not installed: this test needs Terraform 1.x on PATH"
+    );
+    let dir = std::env::temp_dir().join(format!("abode-plan-check-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cli.tfrc"), "").unwrap();
+    std::fs::write(
+        dir.join("main.tf"),
+        "resource \"terraform_data\" \"home\" {\n  input = \"v1\"\n}\n",
+    )
+    .unwrap();
+    let tf = |args: &[&str]| {
+        let out = Command::new("terraform")
+            .args(args)
+            .current_dir(&dir)
+            .env("TF_CLI_CONFIG_FILE", dir.join("cli.tfrc"))
+            .env("CHECKPOINT_DISABLE", "1")
+            .env("TF_IN_AUTOMATION", "1")
+            .env("TF_INPUT", "0")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "terraform {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    tf(&["init", "-no-color"]);
+    tf(&["apply", "-auto-approve", "-no-color"]);
+    tf(&["plan", "-replace=terraform_data.home", "-out=tfplan", "-no-color"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_abode"))
+        .args(["plan", "check", "--protect", "terraform_data.home", "tfplan"])
+        .current_dir(&dir)
+        .env("TF_CLI_CONFIG_FILE", dir.join("cli.tfrc"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("replaced because the plan was asked to replace it (-replace)"), "{stdout}");
+    std::fs::remove_dir_all(&dir).ok();
+}

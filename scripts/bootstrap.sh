@@ -1,0 +1,22 @@
+# Sourced by scripts/run-server, scripts/run-tests and .ci/run: installs what a
+# fresh machine lacks, and fails loudly on what cannot be installed here.
+
+abode_need_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+if ! command -v terraform >/dev/null 2>&1; then
+  echo "error: terraform is not on PATH: Abode needs Terraform 1.x (tested with 1.11.4); it cannot be installed from a package registry here" >&2
+  exit 1
+fi
+
+# The provider's plugin protocol (tf-provider, tonic) compiles .proto files at build time.
+if ! command -v protoc >/dev/null 2>&1; then
+  echo "bootstrap: installing protoc (Debian protobuf-compiler)" >&2
+  abode_need_root apt-get update -qq
+  abode_need_root apt-get install -y -qq protobuf-compiler >/dev/null
+fi
+
+# Terraform must never reach the network or prompt, and must not read a user's
+# ~/.terraformrc; Abode writes its own CLI configuration for every run.
+export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0
