@@ -18,6 +18,7 @@
 
 mod address;
 mod decision;
+mod memory;
 mod plan;
 mod render;
 mod rules;
@@ -28,6 +29,7 @@ pub use decision::{
     evaluate, Action, Decision, DriftReport, ProtectedChange, Protection, Report, Summary,
     Transition, UnprotectedChange, REPORT_SCHEMA_VERSION,
 };
+pub use memory::{protections_after_apply, remembered_rules, RememberedProtection};
 pub use plan::{read_plan, read_plan_slice, AttributeChange, Plan, PlanError, ResourceChange};
 pub use render::render_text;
 pub use rules::{Mode, Origin, Rule, Target, PROTECT_TYPE};

@@ -1,0 +1,90 @@
+//! Protection memory: which resource instances of a workspace stay protected
+//! after a build, whatever later template versions say.
+//!
+//! A template version that drops or renames an `abode_protect` annotation must not
+//! drop the protection with it, so the platform stores this list after every
+//! successful build and hands it back to [`crate::evaluate`] as rules.
+
+use crate::address::Address;
+use crate::decision::{Action, Transition};
+use crate::plan::{Plan, ResourceMode};
+use crate::rules::{self, Mode, Origin, Rule};
+use serde::{Deserialize, Serialize};
+
+/// One protected resource instance a workspace remembers.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct RememberedProtection {
+    pub address: String,
+    pub mode: Mode,
+}
+
+/// The remembered protections as rules for [`crate::evaluate`]; entries whose
+/// address does not parse are skipped (they cannot match any plan entry).
+pub fn remembered_rules(memory: &[RememberedProtection]) -> Vec<Rule> {
+    memory
+        .iter()
+        .filter_map(|m| {
+            Address::parse(&m.address)
+                .ok()
+                .map(|a| Rule::address(a, m.mode, Origin::Remembered))
+        })
+        .collect()
+}
+
+/// What the workspace remembers after `plan` was applied successfully.
+///
+/// Every managed instance that still exists after the apply and is covered by a
+/// rule (the caller's, an annotation, or earlier memory, followed through `moved`
+/// blocks by `previous_address`) is remembered with its strictest mode. A delete
+/// build forgets everything: the workspace is gone.
+pub fn protections_after_apply(
+    plan: &Plan,
+    transition: Transition,
+    rules: &[Rule],
+    memory: &[RememberedProtection],
+) -> Vec<RememberedProtection> {
+    if transition == Transition::Delete {
+        return Vec::new();
+    }
+    let mut all_rules = rules.to_vec();
+    all_rules.extend(rules::annotations(plan).rules);
+    all_rules.extend(remembered_rules(memory));
+    let mut remembered: Vec<RememberedProtection> = Vec::new();
+    for change in &plan.changes {
+        if change.mode == ResourceMode::Data
+            || change.resource_type.starts_with("abode_")
+            || change.deposed.is_some()
+        {
+            continue;
+        }
+        let survives = !matches!(
+            Action::classify(&change.actions),
+            Action::Delete | Action::Forget | Action::Read
+        );
+        if !survives {
+            continue;
+        }
+        let addresses: Vec<Address> = std::iter::once(&change.address)
+            .chain(change.previous_address.as_ref())
+            .filter_map(|a| Address::parse(a).ok())
+            .collect();
+        let mode = all_rules
+            .iter()
+            .filter(|rule| {
+                addresses
+                    .iter()
+                    .any(|a| rule.covers(Some(a), &change.resource_type))
+            })
+            .map(|rule| rule.mode)
+            .max();
+        if let Some(mode) = mode {
+            remembered.push(RememberedProtection {
+                address: change.address.clone(),
+                mode,
+            });
+        }
+    }
+    remembered.sort();
+    remembered.dedup();
+    remembered
+}

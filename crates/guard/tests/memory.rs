@@ -1,0 +1,72 @@
+//! Protection memory across builds, on real plans from the fixtures.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use abode_guard::{Mode, RememberedProtection, Transition};
+use std::path::Path;
+
+fn check(case: &str, transition: Transition, memory: &[(&str, Mode)], expect: &[(&str, Mode)]) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(case)
+        .join("plan.json");
+    let plan = abode_guard::read_plan_slice(&std::fs::read(path).unwrap()).unwrap();
+    let memory: Vec<RememberedProtection> = memory
+        .iter()
+        .map(|(a, m)| RememberedProtection { address: a.to_string(), mode: *m })
+        .collect();
+    let after = abode_guard::protections_after_apply(&plan, transition, &[], &memory);
+    let after: Vec<(&str, Mode)> = after.iter().map(|m| (m.address.as_str(), m.mode)).collect();
+    assert_eq!(after, expect, "{case}");
+}
+
+#[test]
+fn annotations_are_remembered() {
+    check("annotation-root", Transition::Start, &[], &[("terraform_data.home", Mode::Confirm)]);
+    check("annotation-block", Transition::Stop, &[], &[("terraform_data.home", Mode::Block)]);
+    check(
+        "annotation-count",
+        Transition::Start,
+        &[],
+        &[("terraform_data.home[0]", Mode::Confirm)],
+    );
+}
+
+#[test]
+fn memory_outlives_the_annotation_and_follows_moves() {
+    check(
+        "moved-rename",
+        Transition::Start,
+        &[("terraform_data.home", Mode::Block)],
+        &[("terraform_data.home_volume", Mode::Block)],
+    );
+    check(
+        "replace-triggers",
+        Transition::Start,
+        &[("terraform_data.home", Mode::Confirm)],
+        &[("terraform_data.home", Mode::Confirm)],
+    );
+}
+
+#[test]
+fn destroyed_and_deleted_workspaces_forget() {
+    check("block-removed", Transition::Stop, &[("terraform_data.home", Mode::Confirm)], &[]);
+    check("destroy-delete", Transition::Delete, &[("terraform_data.home", Mode::Block)], &[]);
+    check("removed-forget", Transition::Stop, &[("terraform_data.home", Mode::Block)], &[]);
+}
+
+#[test]
+fn remembered_protections_hold_in_the_guard() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/block-removed/plan.json");
+    let plan = abode_guard::read_plan_slice(&std::fs::read(path).unwrap()).unwrap();
+    let rules = abode_guard::remembered_rules(&[RememberedProtection {
+        address: "terraform_data.home".into(),
+        mode: Mode::Confirm,
+    }]);
+    let report = abode_guard::evaluate(&plan, Transition::Stop, &rules);
+    assert_eq!(report.decision, abode_guard::Decision::Confirm);
+    assert_eq!(
+        report.protected_changes[0].protected_by[0].by,
+        "remembered protection of terraform_data.home"
+    );
+}
