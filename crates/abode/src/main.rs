@@ -3,6 +3,8 @@
 //! One artefact serves every role (CLI, server, agent, Terraform provider) so that
 //! installing Abode is copying one file.
 
+mod agent;
+mod cli;
 mod exit;
 mod plan_check;
 
@@ -21,6 +23,10 @@ enum Command {
     /// Work with Terraform plans.
     #[command(subcommand)]
     Plan(PlanCommand),
+    /// Run the workspace agent (started by abode_agent.init_script).
+    Agent(agent::AgentArgs),
+    #[command(flatten)]
+    User(cli::UserCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -33,6 +39,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plan(PlanCommand::Check(args)) => plan_check::run(args),
+        Command::Agent(args) => Ok(agent::run(args)),
+        Command::User(command) => Ok(cli::run(command)),
     };
     match result {
         Ok(code) => code,

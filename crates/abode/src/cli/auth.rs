@@ -1,0 +1,121 @@
+//! `abode login`, `abode logout` and `abode users`: getting and managing sessions.
+
+use abode_client::config;
+use abode_client::Client;
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use super::{output, read_password_stdin, session_client, OutputArgs, OutputFormat, EXIT_OK};
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The server's URL, e.g. http://127.0.0.1:7080.
+    pub url: String,
+    /// Create the server's first user (it becomes owner) instead of logging in.
+    #[arg(long)]
+    pub first_user: bool,
+    /// The user name.
+    #[arg(long)]
+    pub username: String,
+    /// The e-mail address (required with --first-user).
+    #[arg(long, required_if_eq("first_user", "true"))]
+    pub email: Option<String>,
+    /// Read the password from the first line of standard input (the only way:
+    /// passwords never go on the command line).
+    #[arg(long, required = true)]
+    pub password_stdin: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UsersCommand {
+    /// Create a user (owners only).
+    Create(CreateUserArgs),
+    /// Show the logged-in user.
+    Me(OutputArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CreateUserArgs {
+    /// The new user's name.
+    pub username: String,
+    /// The new user's e-mail address.
+    #[arg(long)]
+    pub email: String,
+    /// The new user's role.
+    #[arg(long, value_parser = ["owner", "template-admin", "member"], default_value = "member")]
+    pub role: String,
+    /// Read the new user's password from the first line of standard input.
+    #[arg(long, required = true)]
+    pub password_stdin: bool,
+}
+
+fn normalise_url(url: &str) -> anyhow::Result<String> {
+    let url = url.trim().trim_end_matches('/');
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        anyhow::bail!("server URL {url:?} must start with http:// or https://");
+    }
+    Ok(url.to_string())
+}
+
+pub fn login(args: LoginArgs) -> anyhow::Result<u8> {
+    let url = normalise_url(&args.url)?;
+    let password = read_password_stdin()?;
+    let client = Client::new(&url, None);
+    let answer = if args.first_user {
+        let email = args.email.as_deref().unwrap_or_default();
+        client
+            .create_first_user(&args.username, email, &password)
+            .context("cannot create the first user")?
+    } else {
+        client
+            .login(&args.username, &password)
+            .context("cannot log in")?
+    };
+    let dir = config::config_dir()?;
+    let session = config::Session {
+        url: url.clone(),
+        token: answer.token,
+        username: Some(answer.user.username.clone()),
+    };
+    let path = config::save_session(&dir, &session)?;
+    println!(
+        "Logged in to {url} as {} ({}); session saved in {}",
+        answer.user.username,
+        answer.user.role,
+        path.display()
+    );
+    Ok(EXIT_OK)
+}
+
+pub fn logout() -> anyhow::Result<u8> {
+    let dir = config::config_dir()?;
+    config::clear_session(&dir)?;
+    println!("Logged out: the stored session is removed");
+    Ok(EXIT_OK)
+}
+
+pub fn users(command: UsersCommand) -> anyhow::Result<u8> {
+    let client = session_client()?;
+    match command {
+        UsersCommand::Create(args) => {
+            let password = read_password_stdin()?;
+            let user = client
+                .create_user(&args.username, &args.email, &password, &args.role)
+                .with_context(|| format!("cannot create user {:?}", args.username))?;
+            println!("Created user {} ({})", user.username, user.role);
+        }
+        UsersCommand::Me(args) => {
+            let user = client.me()?;
+            match args.output {
+                OutputFormat::Json => output::print_json(&user)?,
+                OutputFormat::Text => {
+                    println!("username: {}", user.username);
+                    println!("email:    {}", user.email);
+                    println!("role:     {}", user.role);
+                    println!("server:   {}", client.base_url());
+                }
+            }
+        }
+    }
+    Ok(EXIT_OK)
+}

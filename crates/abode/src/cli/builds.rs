@@ -1,0 +1,260 @@
+//! `abode builds`: list a workspace's builds, print or follow a build's log, and
+//! the log follower every build-starting command uses.
+
+use std::io::Write;
+use std::time::Duration;
+
+use abode_client::types::{Build, LogLine};
+use abode_client::{Client, ClientError};
+use clap::{Args, Subcommand};
+
+use super::output::{self, or_dash, time};
+use super::{
+    session_client, OutputArgs, OutputFormat, EXIT_AWAITING_CONFIRMATION, EXIT_BLOCKED, EXIT_ERROR,
+    EXIT_OK,
+};
+
+/// Seconds the server may hold a log request open waiting for new lines.
+const LONG_POLL_SECONDS: u64 = 10;
+/// How often a follower retries while the server is unreachable before giving up.
+const FOLLOW_RETRIES: u32 = 20;
+
+#[derive(Debug, Subcommand)]
+pub enum BuildsCommand {
+    /// List a workspace's builds, newest first.
+    List(ListArgs),
+    /// Print a build's log (the latest build by default).
+    Logs(LogsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// The workspace (`name`, or `owner/name` for another user's).
+    pub workspace: String,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The workspace (`name`, or `owner/name` for another user's).
+    pub workspace: String,
+    /// The build number; the latest build when omitted.
+    pub number: Option<u64>,
+    /// Keep printing new lines until the build ends.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+}
+
+pub fn run(command: BuildsCommand) -> anyhow::Result<u8> {
+    match command {
+        BuildsCommand::List(args) => list(args),
+        BuildsCommand::Logs(args) => logs(args),
+    }
+}
+
+fn list(args: ListArgs) -> anyhow::Result<u8> {
+    let builds = session_client()?.builds(&args.workspace)?;
+    match args.output.output {
+        OutputFormat::Json => output::print_json(&builds)?,
+        OutputFormat::Text => {
+            let rows: Vec<Vec<String>> = builds
+                .iter()
+                .map(|build| {
+                    vec![
+                        build.number.to_string(),
+                        build.transition.clone(),
+                        build.status.clone(),
+                        build.template_version.to_string(),
+                        or_dash(build.initiator.as_deref()),
+                        or_dash(build.reason.as_deref()),
+                        time(build.created_at.as_deref()),
+                        or_dash(build.error.as_deref()),
+                    ]
+                })
+                .collect();
+            output::print_table(
+                &[
+                    "BUILD",
+                    "TRANSITION",
+                    "STATUS",
+                    "VERSION",
+                    "INITIATOR",
+                    "REASON",
+                    "CREATED",
+                    "ERROR",
+                ],
+                &rows,
+                "No builds.",
+            );
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn logs(args: LogsArgs) -> anyhow::Result<u8> {
+    let client = session_client()?;
+    let number = match args.number {
+        Some(number) => number,
+        None => client.build(&args.workspace, None)?.number,
+    };
+    if args.follow {
+        stream_log(&client, &args.workspace, number)?;
+        return Ok(EXIT_OK);
+    }
+    let mut after = 0;
+    loop {
+        let page = client.build_logs(&args.workspace, number, after, 0)?;
+        if page.lines.is_empty() {
+            break;
+        }
+        after = print_lines(&page.lines, after)?;
+        if page.done {
+            break;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn print_lines(lines: &[LogLine], mut after: u64) -> anyhow::Result<u64> {
+    let mut stdout = std::io::stdout().lock();
+    for line in lines {
+        if line.seq <= after {
+            continue;
+        }
+        writeln!(stdout, "{}", format_line(line))?;
+        after = line.seq;
+    }
+    stdout.flush()?;
+    Ok(after)
+}
+
+/// One log line as the CLI prints it: the stage, then Terraform's text.
+pub fn format_line(line: &LogLine) -> String {
+    let marker = match line.level.as_str() {
+        "error" => " ERROR",
+        "warn" => " WARN",
+        _ => "",
+    };
+    format!("[{}]{marker} {}", line.stage, line.text)
+}
+
+/// Prints a build's log as it grows, until the build ends.
+fn stream_log(client: &Client, workspace: &str, number: u64) -> anyhow::Result<()> {
+    let mut after = 0;
+    let mut failures = 0;
+    loop {
+        match client.build_logs(workspace, number, after, LONG_POLL_SECONDS) {
+            Ok(page) => {
+                failures = 0;
+                after = print_lines(&page.lines, after)?;
+                if page.done {
+                    return Ok(());
+                }
+            }
+            Err(err) if err.is_transient() && failures < FOLLOW_RETRIES => {
+                failures += 1;
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
+}
+
+/// Follows a just-started build to its end, prints its outcome and returns the
+/// exit status: 0 succeeded, 1 failed or canceled, 3 awaiting confirmation,
+/// 4 blocked by the plan guard.
+pub fn follow_build(client: &Client, workspace: &str, build: &Build) -> anyhow::Result<u8> {
+    eprintln!(
+        "Build #{} ({}) of workspace {} queued; following its log...",
+        build.number, build.transition, workspace
+    );
+    stream_log(client, workspace, build.number)?;
+    let finished = final_build(client, workspace, build.number)?;
+    let code = exit_code(&finished);
+    let summary = format!(
+        "Build #{} ({}) of workspace {} {}",
+        finished.number,
+        finished.transition,
+        workspace,
+        finished.status.replace('_', " ")
+    );
+    match (code, finished.error.as_deref()) {
+        (EXIT_OK, _) => eprintln!("{summary}"),
+        (_, Some(error)) if !error.is_empty() => eprintln!("error: {summary}: {error}"),
+        _ => eprintln!("error: {summary}"),
+    }
+    Ok(code)
+}
+
+/// The build once the server says it is final (the log can end a moment before).
+fn final_build(client: &Client, workspace: &str, number: u64) -> Result<Build, ClientError> {
+    let mut attempts = 0;
+    loop {
+        let build = client.build(workspace, Some(number))?;
+        if build.is_final() || attempts >= 50 {
+            return Ok(build);
+        }
+        attempts += 1;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The exit status a build's outcome maps to.
+pub fn exit_code(build: &Build) -> u8 {
+    let guard_decision = build
+        .guard
+        .as_ref()
+        .and_then(|guard| guard.get("decision"))
+        .and_then(|decision| decision.as_str());
+    match build.status.as_str() {
+        "succeeded" => EXIT_OK,
+        "awaiting_confirmation" => EXIT_AWAITING_CONFIRMATION,
+        "failed" if guard_decision == Some("block") => EXIT_BLOCKED,
+        _ => EXIT_ERROR,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn build(status: &str, guard: Option<serde_json::Value>) -> Build {
+        serde_json::from_value(serde_json::json!({
+            "id": "b", "workspace": "dev", "number": 1, "transition": "start",
+            "status": status, "template_version": 1, "guard": guard,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn build_outcomes_map_to_exit_codes() {
+        let block = Some(serde_json::json!({"decision": "block"}));
+        let allow = Some(serde_json::json!({"decision": "allow"}));
+        let cases = [
+            (build("succeeded", allow.clone()), 0),
+            (build("failed", allow), 1),
+            (build("failed", None), 1),
+            (build("canceled", None), 1),
+            (build("awaiting_confirmation", None), 3),
+            (build("failed", block), 4),
+        ];
+        for (build, expected) in cases {
+            assert_eq!(exit_code(&build), expected, "{}", build.status);
+        }
+    }
+
+    #[test]
+    fn log_lines_show_stage_and_level() {
+        let line = |level: &str| LogLine {
+            seq: 1,
+            time: None,
+            stage: "apply".into(),
+            level: level.into(),
+            text: "done".into(),
+        };
+        assert_eq!(format_line(&line("info")), "[apply] done");
+        assert_eq!(format_line(&line("error")), "[apply] ERROR done");
+    }
+}

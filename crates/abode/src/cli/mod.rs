@@ -1,0 +1,157 @@
+//! The user-facing commands of `abode` that talk to a server: login, users,
+//! templates, workspaces and builds.
+//!
+//! Each command is a few calls through `abode-client`; this module only parses
+//! arguments, prints for humans (tables) or scripts (`--output json`) and maps
+//! outcomes to exit codes (docs/cli.md). Commands that start a build follow its
+//! log to the end, so a script's exit status is the build's.
+
+mod auth;
+mod builds;
+mod output;
+mod templates;
+mod workspaces;
+
+use std::process::ExitCode;
+
+use abode_client::config::{self, Session};
+use abode_client::{Client, ClientError};
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
+
+/// Exit status of a command whose work succeeded.
+pub const EXIT_OK: u8 = 0;
+/// Exit status of any failure: bad input, refused request, failed build.
+pub const EXIT_ERROR: u8 = crate::exit::FAILURE;
+/// Exit status of a build held for confirmation by the plan guard.
+pub const EXIT_AWAITING_CONFIRMATION: u8 = crate::exit::CONFIRMATION_REQUIRED;
+/// Exit status of a build the plan guard blocked.
+pub const EXIT_BLOCKED: u8 = crate::exit::BLOCKED;
+
+/// The commands that need (or create) a session with a server.
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Log in to a server and remember the session (or create its first user).
+    Login(auth::LoginArgs),
+    /// Forget the stored session.
+    Logout,
+    /// Manage user accounts.
+    #[command(subcommand)]
+    Users(auth::UsersCommand),
+    /// Push, list and activate templates.
+    #[command(subcommand)]
+    Templates(templates::TemplatesCommand),
+    /// Create a workspace from a template and start it.
+    Create(workspaces::CreateArgs),
+    /// Start a stopped workspace.
+    Start(workspaces::BuildArgs),
+    /// Stop a running workspace (persistent resources stay).
+    Stop(workspaces::BuildArgs),
+    /// Delete a workspace and everything its template created.
+    Delete(workspaces::BuildArgs),
+    /// Start a workspace on its template's active version.
+    Update(workspaces::BuildArgs),
+    /// List workspaces.
+    List(workspaces::ListArgs),
+    /// Show a workspace: build status, agent status and health.
+    Show(workspaces::ShowArgs),
+    /// List builds and read their logs.
+    #[command(subcommand)]
+    Builds(builds::BuildsCommand),
+}
+
+/// How list and show commands print.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// Aligned tables and key: value lines for people.
+    #[default]
+    Text,
+    /// JSON for scripts (shapes in docs/cli.md).
+    Json,
+}
+
+/// The `--output` flag shared by list and show commands.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+}
+
+/// Runs a user command and turns its outcome into the documented exit status,
+/// printing any error as one line on stderr.
+pub fn run(command: UserCommand) -> ExitCode {
+    let result = match command {
+        UserCommand::Login(args) => auth::login(args),
+        UserCommand::Logout => auth::logout(),
+        UserCommand::Users(command) => auth::users(command),
+        UserCommand::Templates(command) => templates::run(command),
+        UserCommand::Create(args) => workspaces::create(args),
+        UserCommand::Start(args) => {
+            workspaces::transition(args, abode_client::types::Transition::Start)
+        }
+        UserCommand::Stop(args) => {
+            workspaces::transition(args, abode_client::types::Transition::Stop)
+        }
+        UserCommand::Delete(args) => {
+            workspaces::transition(args, abode_client::types::Transition::Delete)
+        }
+        UserCommand::Update(args) => {
+            workspaces::transition(args, abode_client::types::Transition::Update)
+        }
+        UserCommand::List(args) => workspaces::list(args),
+        UserCommand::Show(args) => workspaces::show(args),
+        UserCommand::Builds(command) => builds::run(command),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            eprintln!("error: {}", one_line(&err));
+            ExitCode::from(EXIT_ERROR)
+        }
+    }
+}
+
+/// The error and its causes on one line, without repeating a cause whose
+/// text the outer message already contains.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line.replace('\n', " ")
+}
+
+/// A client for the stored (or environment-given) session.
+fn session_client() -> anyhow::Result<Client> {
+    let session = current_session()?.ok_or(ClientError::NotLoggedIn)?;
+    Ok(Client::new(&session.url, Some(session.token)))
+}
+
+fn current_session() -> anyhow::Result<Option<Session>> {
+    let dir = config::config_dir()?;
+    let stored = config::load_session(&dir)?;
+    Ok(config::effective_session(stored, |key| {
+        std::env::var(key).ok()
+    }))
+}
+
+/// Reads a password from standard input: everything up to the first newline.
+fn read_password_stdin() -> anyhow::Result<String> {
+    let mut input = String::new();
+    std::io::stdin()
+        .read_line(&mut input)
+        .context("cannot read the password from standard input")?;
+    let password = input.trim_end_matches(['\n', '\r']).to_string();
+    if password.is_empty() {
+        anyhow::bail!("no password on standard input (pipe it in, e.g. `echo \"$PASSWORD\" | abode login ... --password-stdin`)");
+    }
+    Ok(password)
+}

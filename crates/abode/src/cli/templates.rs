@@ -1,0 +1,174 @@
+//! `abode templates`: push a template folder as a new version, list, activate.
+
+use std::path::PathBuf;
+
+use abode_client::archive;
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use super::output::{self, or_dash, time};
+use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+
+#[derive(Debug, Subcommand)]
+pub enum TemplatesCommand {
+    /// Upload a template folder as a new version (the first version is active).
+    Push(PushArgs),
+    /// List templates.
+    List(OutputArgs),
+    /// List or activate template versions.
+    #[command(subcommand)]
+    Versions(VersionsCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The template's name (created on the first push).
+    pub name: String,
+    /// The folder holding the template's .tf files.
+    #[arg(long, short = 'd', default_value = ".")]
+    pub directory: PathBuf,
+    /// Make the new version the active one (new workspaces and updates use it).
+    #[arg(long)]
+    pub activate: bool,
+    /// A note kept with the version.
+    #[arg(long, short = 'm')]
+    pub message: Option<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum VersionsCommand {
+    /// List the versions of a template.
+    List(VersionsListArgs),
+    /// Make a version the active one.
+    Activate(ActivateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct VersionsListArgs {
+    /// The template's name.
+    pub name: String,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ActivateArgs {
+    /// The template's name.
+    pub name: String,
+    /// The version number to activate.
+    pub version: u64,
+}
+
+pub fn run(command: TemplatesCommand) -> anyhow::Result<u8> {
+    match command {
+        TemplatesCommand::Push(args) => push(args),
+        TemplatesCommand::List(args) => list(args),
+        TemplatesCommand::Versions(VersionsCommand::List(args)) => versions(args),
+        TemplatesCommand::Versions(VersionsCommand::Activate(args)) => activate(args),
+    }
+}
+
+fn push(args: PushArgs) -> anyhow::Result<u8> {
+    let client = session_client()?;
+    let bytes = archive::pack_template(&args.directory)?;
+    if args.output.output == OutputFormat::Text {
+        eprintln!(
+            "Uploading {} ({} bytes packed); the server runs terraform init and validate...",
+            args.directory.display(),
+            bytes.len()
+        );
+    }
+    let pushed = client
+        .push_template(&args.name, &bytes, args.activate, args.message.as_deref())
+        .with_context(|| format!("template {:?} was not pushed", args.name))?;
+    match args.output.output {
+        OutputFormat::Json => output::print_json(&pushed)?,
+        OutputFormat::Text => {
+            let state = if pushed.version.active {
+                "active"
+            } else {
+                "not active; `abode templates versions activate` makes it so"
+            };
+            println!(
+                "Pushed template {} version {} ({state})",
+                pushed.template.name, pushed.version.number
+            );
+            if !pushed.version.validation.message.is_empty() {
+                println!("Validation: {}", pushed.version.validation.message);
+            }
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn list(args: OutputArgs) -> anyhow::Result<u8> {
+    let templates = session_client()?.templates()?;
+    match args.output {
+        OutputFormat::Json => output::print_json(&templates)?,
+        OutputFormat::Text => {
+            let rows: Vec<Vec<String>> = templates
+                .iter()
+                .map(|template| {
+                    vec![
+                        template.name.clone(),
+                        template
+                            .active_version
+                            .map_or_else(|| "-".into(), |n| n.to_string()),
+                        time(template.updated_at.as_deref()),
+                    ]
+                })
+                .collect();
+            output::print_table(
+                &["NAME", "ACTIVE VERSION", "UPDATED"],
+                &rows,
+                "No templates yet: `abode templates push NAME --directory DIR` adds one.",
+            );
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn versions(args: VersionsListArgs) -> anyhow::Result<u8> {
+    let versions = session_client()?.template_versions(&args.name)?;
+    match args.output.output {
+        OutputFormat::Json => output::print_json(&versions)?,
+        OutputFormat::Text => {
+            let rows: Vec<Vec<String>> = versions
+                .iter()
+                .map(|version| {
+                    vec![
+                        version.number.to_string(),
+                        if version.active { "yes" } else { "no" }.into(),
+                        or_dash(version.created_by.as_deref()),
+                        time(version.created_at.as_deref()),
+                        or_dash(version.message.as_deref()),
+                    ]
+                })
+                .collect();
+            output::print_table(
+                &["VERSION", "ACTIVE", "CREATED BY", "CREATED", "MESSAGE"],
+                &rows,
+                "No versions.",
+            );
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn activate(args: ActivateArgs) -> anyhow::Result<u8> {
+    let answer = session_client()?
+        .activate_version(&args.name, args.version)
+        .with_context(|| {
+            format!(
+                "version {} of template {:?} was not activated",
+                args.version, args.name
+            )
+        })?;
+    println!(
+        "Template {} now uses version {}",
+        answer.template.name, answer.version.number
+    );
+    Ok(EXIT_OK)
+}

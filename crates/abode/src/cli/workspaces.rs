@@ -1,0 +1,257 @@
+//! `abode create|start|stop|delete|update|list|show`: workspaces and the builds
+//! that change them.
+
+use std::collections::BTreeMap;
+
+use abode_client::types::{Transition, Workspace};
+use anyhow::Context;
+use clap::Args;
+
+use super::builds::follow_build;
+use super::output::{self, or_dash, time};
+use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    /// The new workspace's name.
+    pub workspace: String,
+    /// The template to build it from (its active version).
+    #[arg(long, short = 't')]
+    pub template: String,
+    /// A template parameter value, `name=value` (repeatable).
+    #[arg(long = "parameter", short = 'p', value_name = "NAME=VALUE", value_parser = parse_parameter)]
+    pub parameters: Vec<(String, String)>,
+}
+
+#[derive(Debug, Args)]
+pub struct BuildArgs {
+    /// The workspace (`name`, or `owner/name` for another user's).
+    pub workspace: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Every user's workspaces (owners and template-admins).
+    #[arg(long, short = 'a')]
+    pub all: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The workspace (`name`, or `owner/name` for another user's).
+    pub workspace: String,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Parses `name=value`; the value may itself contain `=`.
+pub fn parse_parameter(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((name, value)) if !name.trim().is_empty() => {
+            Ok((name.trim().to_string(), value.to_string()))
+        }
+        _ => Err(format!("expected NAME=VALUE, got {text:?}")),
+    }
+}
+
+pub fn create(args: CreateArgs) -> anyhow::Result<u8> {
+    let client = session_client()?;
+    let mut parameters = BTreeMap::new();
+    for (name, value) in args.parameters {
+        if parameters.insert(name.clone(), value).is_some() {
+            anyhow::bail!("parameter {name:?} is given twice");
+        }
+    }
+    let created = client
+        .create_workspace(&args.workspace, &args.template, &parameters)
+        .with_context(|| format!("workspace {:?} was not created", args.workspace))?;
+    eprintln!(
+        "Created workspace {} from template {} version {}",
+        created.workspace.name, created.workspace.template, created.workspace.template_version
+    );
+    follow_build(&client, &args.workspace, &created.build)
+}
+
+pub fn transition(args: BuildArgs, transition: Transition) -> anyhow::Result<u8> {
+    let client = session_client()?;
+    let verb = match transition {
+        Transition::Start => "started",
+        Transition::Stop => "stopped",
+        Transition::Delete => "deleted",
+        Transition::Update => "updated",
+    };
+    let build = client
+        .start_build(&args.workspace, transition)
+        .with_context(|| format!("workspace {:?} was not {verb}", args.workspace))?;
+    follow_build(&client, &args.workspace, &build)
+}
+
+pub fn list(args: ListArgs) -> anyhow::Result<u8> {
+    let workspaces = session_client()?.workspaces(args.all)?;
+    match args.output.output {
+        OutputFormat::Json => output::print_json(&workspaces)?,
+        OutputFormat::Text => {
+            let rows: Vec<Vec<String>> = workspaces
+                .iter()
+                .map(|workspace| {
+                    let name = if args.all {
+                        format!("{}/{}", workspace.owner, workspace.name)
+                    } else {
+                        workspace.name.clone()
+                    };
+                    let last_build = workspace.latest_build.as_ref().map_or_else(
+                        || "-".to_string(),
+                        |build| format!("#{} {} {}", build.number, build.transition, build.status),
+                    );
+                    vec![
+                        name,
+                        format!("{}@{}", workspace.template, workspace.template_version),
+                        workspace.status.clone(),
+                        workspace.agent.status.clone(),
+                        if workspace.healthy { "yes" } else { "no" }.to_string(),
+                        last_build,
+                    ]
+                })
+                .collect();
+            output::print_table(
+                &[
+                    "WORKSPACE",
+                    "TEMPLATE",
+                    "STATUS",
+                    "AGENT",
+                    "HEALTHY",
+                    "LAST BUILD",
+                ],
+                &rows,
+                "No workspaces: `abode create NAME --template TEMPLATE` makes one.",
+            );
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
+    let workspace = session_client()?.workspace(&args.workspace)?;
+    match args.output.output {
+        OutputFormat::Json => output::print_json(&workspace)?,
+        OutputFormat::Text => print!("{}", describe(&workspace)),
+    }
+    Ok(EXIT_OK)
+}
+
+/// What an agent status means for the user, when it needs explaining.
+fn agent_hint(status: &str) -> Option<&'static str> {
+    match status {
+        "unhealthy" => Some(
+            "the start build succeeded but no agent connected in time: the workspace is not usable; check the template's abode_agent and the agent's output",
+        ),
+        "disconnected" => {
+            Some("the agent stopped sending heartbeats: the workspace's process may have died")
+        }
+        "connecting" => Some("the start build succeeded; waiting for the agent to connect"),
+        _ => None,
+    }
+}
+
+/// The `abode show` text: build status and agent status side by side.
+fn describe(workspace: &Workspace) -> String {
+    let mut lines = vec![
+        format!("Workspace:   {}/{}", workspace.owner, workspace.name),
+        format!(
+            "Template:    {} (version {})",
+            workspace.template, workspace.template_version
+        ),
+        format!("Status:      {}", workspace.status),
+    ];
+    let heartbeat = workspace
+        .agent
+        .last_heartbeat_at
+        .as_deref()
+        .map(|at| format!(" (last heartbeat {})", time(Some(at))))
+        .unwrap_or_default();
+    lines.push(format!(
+        "Agent:       {}{heartbeat}",
+        workspace.agent.status
+    ));
+    lines.push(format!(
+        "Healthy:     {}",
+        if workspace.healthy { "yes" } else { "no" }
+    ));
+    if let Some(hint) = agent_hint(&workspace.agent.status) {
+        lines.push(format!("             {hint}"));
+    }
+    if !workspace.parameters.is_empty() {
+        let parameters: Vec<String> = workspace
+            .parameters
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        lines.push(format!("Parameters:  {}", parameters.join(", ")));
+    }
+    if let Some(build) = &workspace.latest_build {
+        lines.push(format!(
+            "Last build:  #{} {} {} by {} at {}",
+            build.number,
+            build.transition,
+            build.status,
+            or_dash(build.initiator.as_deref()),
+            time(build.finished_at.as_deref().or(build.created_at.as_deref()))
+        ));
+        if let Some(error) = build.error.as_deref().filter(|e| !e.is_empty()) {
+            lines.push(format!("Build error: {error}"));
+        }
+    }
+    let mut text = lines.join("\n");
+    text.push('\n');
+    text
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_parse() {
+        let cases = [
+            ("cpu=2", Ok(("cpu", "2"))),
+            ("cmd=a=b", Ok(("cmd", "a=b"))),
+            ("empty=", Ok(("empty", ""))),
+            ("novalue", Err(())),
+            ("=x", Err(())),
+        ];
+        for (input, expected) in cases {
+            let got = parse_parameter(input);
+            match expected {
+                Ok((name, value)) => {
+                    assert_eq!(got, Ok((name.to_string(), value.to_string())), "{input}")
+                }
+                Err(()) => assert!(got.is_err(), "{input}"),
+            }
+        }
+    }
+
+    #[test]
+    fn show_tells_build_and_agent_apart() {
+        let workspace: Workspace = serde_json::from_value(serde_json::json!({
+            "id": "w", "name": "dev", "owner": "alice", "template": "local", "template_version": 1,
+            "status": "running", "healthy": false,
+            "agent": {"status": "unhealthy"},
+            "latest_build": {"id": "b", "workspace": "dev", "number": 1, "transition": "start",
+                "status": "succeeded", "template_version": 1, "initiator": "alice",
+                "finished_at": "2026-11-29T17:40:00Z"}
+        }))
+        .unwrap();
+        let text = describe(&workspace);
+        assert!(text.contains("Status:      running\n"), "{text}");
+        assert!(text.contains("Agent:       unhealthy\n"), "{text}");
+        assert!(text.contains("Healthy:     no\n"), "{text}");
+        assert!(text.contains("no agent connected in time"), "{text}");
+        assert!(
+            text.contains("Last build:  #1 start succeeded by alice at 2026-11-29 17:40:00"),
+            "{text}"
+        );
+    }
+}
