@@ -1,0 +1,190 @@
+//! Unpacking template archives safely.
+//!
+//! A template archive comes from a user and is unpacked on the server, so it
+//! must not be able to write outside its directory or fill the disk. Rules:
+//! relative paths without `..`; only files, directories and symbolic links; at
+//! most [`MAX_ENTRIES`] entries and [`MAX_UNPACKED_BYTES`] bytes. Symbolic links
+//! are created after every file and directory (so no file is ever written
+//! through a link of the archive) and each must then resolve inside the root.
+
+use std::fs;
+use std::io::{self, Read};
+use std::path::{Component, Path, PathBuf};
+
+use crate::ControlError;
+
+pub const MAX_UNPACKED_BYTES: u64 = 64 * 1024 * 1024;
+pub const MAX_ENTRIES: usize = 10_000;
+
+fn invalid(message: impl Into<String>) -> ControlError {
+    ControlError::InvalidArchive(message.into())
+}
+
+/// Unpacks a `.tar.gz` archive into `root` (an existing, empty directory).
+pub fn unpack(archive: &[u8], root: &Path) -> Result<(), ControlError> {
+    // The tar stream itself is capped too, so a gzip bomb stops early.
+    let stream_cap = MAX_UNPACKED_BYTES + (MAX_ENTRIES as u64 + 16) * 1024;
+    let decoder = flate2::read::GzDecoder::new(archive).take(stream_cap);
+    let mut tar = tar::Archive::new(decoder);
+    let entries = tar
+        .entries()
+        .map_err(|error| invalid(format!("not a tar.gz archive: {error}")))?;
+    let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let mut total: u64 = 0;
+    let mut count = 0usize;
+    let mut has_terraform = false;
+    for entry in entries {
+        let mut entry = entry.map_err(|error| invalid(format!("not a tar.gz archive: {error}")))?;
+        let kind = entry.header().entry_type();
+        if matches!(
+            kind,
+            tar::EntryType::XHeader | tar::EntryType::XGlobalHeader | tar::EntryType::GNULongName
+        ) {
+            continue;
+        }
+        count += 1;
+        if count > MAX_ENTRIES {
+            return Err(invalid(format!(
+                "the archive has more than {MAX_ENTRIES} entries"
+            )));
+        }
+        let raw_path = entry
+            .path()
+            .map_err(|error| invalid(format!("unreadable path in archive: {error}")))?
+            .into_owned();
+        let relative = safe_relative(&raw_path)?;
+        if relative.as_os_str().is_empty() {
+            continue;
+        }
+        let target = root.join(&relative);
+        match kind {
+            tar::EntryType::Directory => {
+                fs::create_dir_all(&target).map_err(io_error(&relative))?;
+            }
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                total = total.saturating_add(entry.size());
+                if total > MAX_UNPACKED_BYTES {
+                    return Err(invalid(format!(
+                        "the archive unpacks to more than {} MiB",
+                        MAX_UNPACKED_BYTES / 1024 / 1024
+                    )));
+                }
+                if relative.extension().is_some_and(|ext| ext == "tf") {
+                    has_terraform = true;
+                }
+                if let Some(parent) = target.parent() {
+                    fs::create_dir_all(parent).map_err(io_error(&relative))?;
+                }
+                let executable = entry.header().mode().map(|m| m & 0o111 != 0).unwrap_or(false);
+                let mut file = fs::File::create(&target).map_err(io_error(&relative))?;
+                let copied = io::copy(&mut (&mut entry).take(MAX_UNPACKED_BYTES), &mut file)
+                    .map_err(io_error(&relative))?;
+                if copied != entry.size() {
+                    return Err(invalid(format!("{} is truncated", relative.display())));
+                }
+                set_mode(&target, if executable { 0o700 } else { 0o600 })
+                    .map_err(io_error(&relative))?;
+            }
+            tar::EntryType::Symlink => {
+                let link_target = entry
+                    .link_name()
+                    .map_err(|error| invalid(format!("unreadable link in archive: {error}")))?
+                    .ok_or_else(|| invalid(format!("{} is a link without a target", relative.display())))?
+                    .into_owned();
+                if link_target.is_absolute() {
+                    return Err(invalid(format!(
+                        "{} links to an absolute path, outside the template",
+                        relative.display()
+                    )));
+                }
+                links.push((relative, link_target));
+            }
+            tar::EntryType::Link => {
+                return Err(invalid(format!(
+                    "{} is a hard link; template archives may hold only files, directories and symbolic links",
+                    relative.display()
+                )))
+            }
+            other => {
+                return Err(invalid(format!(
+                    "{} is a {:?} entry; template archives may hold only files, directories and symbolic links",
+                    relative.display(),
+                    other
+                )))
+            }
+        }
+    }
+    create_links(root, &links)?;
+    if !has_terraform {
+        return Err(invalid("the archive holds no .tf file"));
+    }
+    Ok(())
+}
+
+/// A path from the archive, as a relative path with no `..`; refused otherwise.
+fn safe_relative(path: &Path) -> Result<PathBuf, ControlError> {
+    let mut clean = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Normal(part) => clean.push(part),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                return Err(invalid(format!(
+                    "{} contains `..`: archive paths must stay inside the template",
+                    path.display()
+                )))
+            }
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(invalid(format!(
+                    "{} is an absolute path: archive paths must be relative",
+                    path.display()
+                )))
+            }
+        }
+    }
+    Ok(clean)
+}
+
+fn create_links(root: &Path, links: &[(PathBuf, PathBuf)]) -> Result<(), ControlError> {
+    for (relative, target) in links {
+        let path = root.join(relative);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(io_error(relative))?;
+        }
+        if fs::symlink_metadata(&path).is_ok() {
+            return Err(invalid(format!(
+                "{} appears twice in the archive",
+                relative.display()
+            )));
+        }
+        std::os::unix::fs::symlink(target, &path).map_err(io_error(relative))?;
+    }
+    let canonical_root = fs::canonicalize(root).map_err(io_error(root))?;
+    for (relative, _) in links {
+        let resolved = fs::canonicalize(root.join(relative)).map_err(|_| {
+            invalid(format!(
+                "{} is a link to nothing inside the template",
+                relative.display()
+            ))
+        })?;
+        if !resolved.starts_with(&canonical_root) {
+            return Err(invalid(format!(
+                "{} links outside the template",
+                relative.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
+fn io_error(relative: &Path) -> impl Fn(io::Error) -> ControlError + '_ {
+    move |error| {
+        // Conflicting entries (a file where a directory is needed) land here.
+        invalid(format!("cannot unpack {}: {error}", relative.display()))
+    }
+}

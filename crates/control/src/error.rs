@@ -1,0 +1,66 @@
+//! The control plane's one error type: each variant is a kind of answer the
+//! API gives (its HTTP status and error code), carrying a one-line message
+//! meant for the person who made the request.
+
+use abode_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    InvalidArchive(String),
+    #[error("{0}")]
+    Unauthorized(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{0}")]
+    InvalidTemplate(String),
+    /// Something the caller cannot fix; the message is for the server log.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ControlError {
+    /// The API's error code for this kind of failure (see docs/api.md).
+    pub fn code(&self) -> &'static str {
+        match self {
+            ControlError::BadRequest(_) => "bad_request",
+            ControlError::InvalidArchive(_) => "invalid_archive",
+            ControlError::Unauthorized(_) => "unauthorized",
+            ControlError::Forbidden(_) => "forbidden",
+            ControlError::NotFound(_) => "not_found",
+            ControlError::Conflict(_) => "conflict",
+            ControlError::InvalidTemplate(_) => "invalid_template",
+            ControlError::Internal(_) => "internal",
+        }
+    }
+}
+
+impl From<StoreError> for ControlError {
+    /// Storage failures the domain did not expect are internal; expected ones
+    /// (a missing workspace) are mapped with a message at the call site.
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::NotFound(what) => ControlError::NotFound(format!("{what} not found")),
+            StoreError::Conflict(what) => ControlError::Conflict(format!("{what} already exists")),
+            other => ControlError::Internal(other.to_string()),
+        }
+    }
+}
+
+/// Maps a store `NotFound` to a message naming what the user asked for.
+pub(crate) fn or_not_found<T>(
+    result: Result<T, StoreError>,
+    message: impl FnOnce() -> String,
+) -> Result<T, ControlError> {
+    match result {
+        Ok(value) => Ok(value),
+        Err(StoreError::NotFound(_)) => Err(ControlError::NotFound(message())),
+        Err(other) => Err(other.into()),
+    }
+}

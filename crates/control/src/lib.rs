@@ -1,0 +1,1000 @@
+//! Abode's control plane: the domain rules of users, templates, workspaces and
+//! builds, and the embedded provisioners that run builds through Terraform.
+//!
+//! The HTTP layer (`abode-api`) only translates requests into calls on
+//! [`Control`] and its answers into JSON; every rule (who may do what, which
+//! build may start, what a workspace's status is) lives here, and every byte
+//! stored goes through `abode-store`.
+
+mod archive;
+mod error;
+pub mod lifecycle;
+mod provisioner;
+mod secrets;
+mod workdir;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use abode_store::{
+    Agent, Build, BuildStatus, LogLine, NewAuditEvent, NewBuild, NewTemplateVersion, NewUser,
+    NewWorkspace, Store, StoreError, Template, TemplateVersion, User, Workspace,
+};
+use tokio::sync::{watch, Notify};
+
+pub use archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
+use error::or_not_found;
+pub use error::ControlError;
+pub use lifecycle::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
+pub use secrets::token_hash;
+
+/// Roles, from most to least powerful.
+pub const ROLE_OWNER: &str = "owner";
+pub const ROLE_TEMPLATE_ADMIN: &str = "template-admin";
+pub const ROLE_MEMBER: &str = "member";
+
+const MIN_PASSWORD_LENGTH: usize = 8;
+
+/// How the control plane runs; everything has a default fit for one machine.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Root of the server's files: the database lives elsewhere, but volumes,
+    /// build work dirs and process logs live under here.
+    pub data_dir: PathBuf,
+    /// The URL agents call back (`ABODE_AGENT_URL` in builds).
+    pub access_url: String,
+    /// The filesystem mirror holding the abode provider, if installed.
+    pub provider_mirror: Option<PathBuf>,
+    /// The program `abode_agent.init_script` starts; `None`: the provider's own.
+    pub agent_binary: Option<PathBuf>,
+    pub agent_timeouts: AgentTimeouts,
+    pub agent_heartbeat_interval: Duration,
+    /// How long a canceled Terraform gets after SIGINT before it is killed.
+    pub cancel_grace: Duration,
+}
+
+impl Config {
+    pub fn new(data_dir: PathBuf, access_url: String) -> Config {
+        Config {
+            data_dir,
+            access_url,
+            provider_mirror: None,
+            agent_binary: None,
+            agent_timeouts: AgentTimeouts {
+                connect: Duration::from_secs(30),
+                heartbeat: Duration::from_secs(15),
+            },
+            agent_heartbeat_interval: Duration::from_secs(5),
+            cancel_grace: Duration::from_secs(30),
+        }
+    }
+
+    pub fn volumes_dir(&self) -> PathBuf {
+        self.data_dir.join("volumes")
+    }
+
+    pub fn process_logs_dir(&self) -> PathBuf {
+        self.data_dir.join("process-logs")
+    }
+
+    /// Private per-build and per-push working directories.
+    pub fn work_dir(&self) -> PathBuf {
+        self.data_dir.join("work")
+    }
+}
+
+/// Who is asking, for permission checks and the audit log.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub user: User,
+    pub request_id: Option<String>,
+}
+
+impl Caller {
+    fn is_owner(&self) -> bool {
+        self.user.role == ROLE_OWNER
+    }
+
+    fn is_admin(&self) -> bool {
+        self.user.role == ROLE_OWNER || self.user.role == ROLE_TEMPLATE_ADMIN
+    }
+}
+
+/// A workspace with what users need to see about it, computed at read time.
+#[derive(Debug, Clone)]
+pub struct WorkspaceView {
+    pub workspace: Workspace,
+    pub latest_build: Build,
+    pub status: WorkspaceStatus,
+    pub agent: AgentHealth,
+    pub healthy: bool,
+}
+
+/// A page of build log lines.
+#[derive(Debug, Clone)]
+pub struct LogPage {
+    pub lines: Vec<LogLine>,
+    pub status: BuildStatus,
+    pub done: bool,
+}
+
+/// What a build request asks for.
+#[derive(Debug, Clone, Default)]
+pub struct BuildRequest {
+    pub transition: String,
+    pub template_version: Option<i64>,
+    pub update: bool,
+}
+
+/// The control plane; cheap to clone.
+#[derive(Clone)]
+pub struct Control {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    config: Config,
+    /// Wakes idle provisioners when a job is queued.
+    jobs_queued: Notify,
+    /// Cancel switches of the builds running in this process.
+    running: Mutex<HashMap<String, watch::Sender<bool>>>,
+    /// Wakes log followers when a line is written or a build ends.
+    log_written: Notify,
+}
+
+impl Control {
+    pub fn new(store: Store, config: Config) -> Control {
+        Control {
+            inner: Arc::new(Inner {
+                store,
+                config,
+                jobs_queued: Notify::new(),
+                running: Mutex::new(HashMap::new()),
+                log_written: Notify::new(),
+            }),
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    /// Marks the builds a dead server left running as failed (keeping the
+    /// Terraform state its work dir had reached), and clears old work dirs.
+    pub async fn recover(&self) -> Result<Vec<String>, ControlError> {
+        let failed = self
+            .inner
+            .store
+            .fail_interrupted_builds(
+                "the server stopped while this build was running; its Terraform state was kept",
+            )
+            .await?;
+        for build_id in &failed {
+            provisioner::salvage_state(self, build_id).await;
+            let _ = self
+                .log(
+                    build_id,
+                    "cleanup",
+                    "error",
+                    "the server stopped while this build was running; the build is marked failed",
+                )
+                .await;
+        }
+        workdir::clear_all(&self.inner.config.work_dir());
+        Ok(failed)
+    }
+
+    /// Starts `count` provisioner workers; they stop when `shutdown` turns true,
+    /// interrupting the builds they run. Wait on the handles for a clean stop.
+    pub fn start_provisioners(
+        &self,
+        count: usize,
+        shutdown: watch::Receiver<bool>,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        (0..count)
+            .map(|index| {
+                let control = self.clone();
+                let shutdown = shutdown.clone();
+                tokio::spawn(provisioner::worker(
+                    control,
+                    format!("embedded-{index}"),
+                    shutdown,
+                ))
+            })
+            .collect()
+    }
+
+    // ---- users and sessions ----
+
+    pub async fn create_first_user(
+        &self,
+        username: &str,
+        email: &str,
+        password: &str,
+        request_id: Option<String>,
+    ) -> Result<(User, String), ControlError> {
+        validate_name("username", username)?;
+        validate_email(email)?;
+        validate_password(password)?;
+        let password_hash = secrets::hash_password(password.to_string()).await?;
+        let user = match self
+            .inner
+            .store
+            .create_first_user(&NewUser {
+                username: username.into(),
+                email: email.into(),
+                role: ROLE_OWNER.into(),
+                password_hash,
+            })
+            .await
+        {
+            Err(StoreError::Conflict(_)) => {
+                return Err(ControlError::Conflict(
+                    "the first user already exists; log in instead".into(),
+                ))
+            }
+            other => other?,
+        };
+        let token = self.issue_token(&user, request_id.clone()).await?;
+        self.audit(
+            Some(&user),
+            request_id,
+            "user.create",
+            "user",
+            username,
+            "success",
+            None,
+        )
+        .await;
+        Ok((user, token))
+    }
+
+    pub async fn login(
+        &self,
+        username: &str,
+        password: &str,
+        request_id: Option<String>,
+    ) -> Result<(User, String), ControlError> {
+        let wrong = || ControlError::Unauthorized("wrong username or password".into());
+        let user = match self.inner.store.user_by_name(username).await {
+            Ok(user) => user,
+            Err(StoreError::NotFound(_)) => {
+                // Spend the same time as a real check, so that timing does not
+                // tell which usernames exist.
+                let _ = secrets::hash_password(password.into()).await;
+                self.audit(None, request_id, "login", "user", username, "failure", None)
+                    .await;
+                return Err(wrong());
+            }
+            Err(other) => return Err(other.into()),
+        };
+        if !secrets::verify_password(password.into(), user.password_hash.clone()).await? {
+            self.audit(
+                Some(&user),
+                request_id,
+                "login",
+                "user",
+                username,
+                "failure",
+                None,
+            )
+            .await;
+            return Err(wrong());
+        }
+        let token = self.issue_token(&user, request_id.clone()).await?;
+        self.audit(
+            Some(&user),
+            request_id,
+            "login",
+            "user",
+            username,
+            "success",
+            None,
+        )
+        .await;
+        Ok((user, token))
+    }
+
+    async fn issue_token(
+        &self,
+        user: &User,
+        request_id: Option<String>,
+    ) -> Result<String, ControlError> {
+        let token = secrets::new_session_token();
+        self.inner
+            .store
+            .create_token(&user.id, &secrets::token_hash(&token))
+            .await?;
+        self.audit(
+            Some(user),
+            request_id,
+            "token.create",
+            "user",
+            &user.username,
+            "success",
+            None,
+        )
+        .await;
+        Ok(token)
+    }
+
+    /// The user a session token belongs to.
+    pub async fn authenticate(&self, token: &str) -> Result<User, ControlError> {
+        match self
+            .inner
+            .store
+            .user_by_token_hash(&secrets::token_hash(token))
+            .await
+        {
+            Ok(user) => Ok(user),
+            Err(StoreError::NotFound(_)) => Err(ControlError::Unauthorized(
+                "invalid session token; log in again".into(),
+            )),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    pub async fn create_user(
+        &self,
+        caller: &Caller,
+        username: &str,
+        email: &str,
+        password: &str,
+        role: &str,
+    ) -> Result<User, ControlError> {
+        if !caller.is_owner() {
+            return Err(ControlError::Forbidden(
+                "only owners can create users".into(),
+            ));
+        }
+        validate_name("username", username)?;
+        validate_email(email)?;
+        validate_password(password)?;
+        if ![ROLE_OWNER, ROLE_TEMPLATE_ADMIN, ROLE_MEMBER].contains(&role) {
+            return Err(ControlError::BadRequest(format!(
+                "unknown role `{role}`: use owner, template-admin or member"
+            )));
+        }
+        let password_hash = secrets::hash_password(password.to_string()).await?;
+        let user = match self
+            .inner
+            .store
+            .create_user(&NewUser {
+                username: username.into(),
+                email: email.into(),
+                role: role.into(),
+                password_hash,
+            })
+            .await
+        {
+            Err(StoreError::Conflict(_)) => {
+                return Err(ControlError::Conflict(format!(
+                    "username \"{username}\" is taken"
+                )))
+            }
+            other => other?,
+        };
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "user.create",
+            "user",
+            username,
+            "success",
+            Some(format!("role={role}")),
+        )
+        .await;
+        Ok(user)
+    }
+
+    // ---- templates ----
+
+    pub async fn push_template(
+        &self,
+        caller: &Caller,
+        name: &str,
+        archive_bytes: Vec<u8>,
+        activate: bool,
+        message: &str,
+    ) -> Result<(Template, TemplateVersion), ControlError> {
+        if !caller.is_admin() {
+            return Err(ControlError::Forbidden(
+                "only owners and template-admins can push templates".into(),
+            ));
+        }
+        validate_name("template name", name)?;
+        let validation = provisioner::validate_template(self, &archive_bytes).await;
+        let validation_message = match validation {
+            Ok(message) => message,
+            Err(error) => {
+                self.audit(
+                    Some(&caller.user),
+                    caller.request_id.clone(),
+                    "template.push",
+                    "template",
+                    name,
+                    "failure",
+                    Some(error.to_string()),
+                )
+                .await;
+                return Err(error);
+            }
+        };
+        let (template, version) = self
+            .inner
+            .store
+            .create_template_version(&NewTemplateVersion {
+                template_name: name.into(),
+                archive_sha256: secrets::sha256_hex(&archive_bytes),
+                archive: archive_bytes,
+                message: message.into(),
+                created_by: caller.user.id.clone(),
+                validation_ok: true,
+                validation_message,
+                activate,
+            })
+            .await?;
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "template.push",
+            "template",
+            name,
+            "success",
+            Some(format!(
+                "version={} active={}",
+                version.number, version.active
+            )),
+        )
+        .await;
+        Ok((template, version))
+    }
+
+    pub async fn list_templates(&self) -> Result<Vec<Template>, ControlError> {
+        Ok(self.inner.store.list_templates().await?)
+    }
+
+    pub async fn template(&self, name: &str) -> Result<Template, ControlError> {
+        or_not_found(self.inner.store.template_by_name(name).await, || {
+            format!("template \"{name}\" not found")
+        })
+    }
+
+    pub async fn template_versions(
+        &self,
+        name: &str,
+    ) -> Result<Vec<TemplateVersion>, ControlError> {
+        let template = self.template(name).await?;
+        Ok(self
+            .inner
+            .store
+            .list_template_versions(&template.id)
+            .await?)
+    }
+
+    pub async fn activate_template_version(
+        &self,
+        caller: &Caller,
+        name: &str,
+        number: i64,
+    ) -> Result<(Template, TemplateVersion), ControlError> {
+        if !caller.is_admin() {
+            return Err(ControlError::Forbidden(
+                "only owners and template-admins can activate template versions".into(),
+            ));
+        }
+        let template = self.template(name).await?;
+        let version = or_not_found(
+            self.inner
+                .store
+                .template_version(&template.id, number)
+                .await,
+            || format!("template \"{name}\" has no version {number}"),
+        )?;
+        self.inner
+            .store
+            .activate_template_version(&template.id, &version.id)
+            .await?;
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "template.activate",
+            "template",
+            name,
+            "success",
+            Some(format!("version={number}")),
+        )
+        .await;
+        let template = self.template(name).await?;
+        let version = self.inner.store.template_version_by_id(&version.id).await?;
+        Ok((template, version))
+    }
+
+    // ---- workspaces ----
+
+    pub async fn create_workspace(
+        &self,
+        caller: &Caller,
+        name: &str,
+        template_name: &str,
+        parameters: BTreeMap<String, String>,
+    ) -> Result<(WorkspaceView, Build), ControlError> {
+        validate_name("workspace name", name)?;
+        let template = self.template(template_name).await?;
+        let version_id = template.active_version_id.clone().ok_or_else(|| {
+            ControlError::Conflict(format!(
+                "template \"{template_name}\" has no active version"
+            ))
+        })?;
+        let parameters = serde_json::to_string(&parameters)
+            .map_err(|error| ControlError::Internal(error.to_string()))?;
+        let workspace_id = abode_store::new_id();
+        let created = self
+            .inner
+            .store
+            .create_workspace(
+                &NewWorkspace {
+                    id: workspace_id.clone(),
+                    owner_id: caller.user.id.clone(),
+                    name: name.into(),
+                    template_id: template.id.clone(),
+                    template_version_id: version_id.clone(),
+                    parameters,
+                },
+                &NewBuild {
+                    id: abode_store::new_id(),
+                    workspace_id,
+                    transition: "start".into(),
+                    template_version_id: version_id,
+                    initiator_id: caller.user.id.clone(),
+                    reason: "create".into(),
+                },
+            )
+            .await;
+        let (workspace, build) = match created {
+            Err(StoreError::Conflict(_)) => {
+                return Err(ControlError::Conflict(format!(
+                    "you already have a workspace named \"{name}\""
+                )))
+            }
+            other => other?,
+        };
+        self.inner.jobs_queued.notify_one();
+        self.audit_build(caller, &build).await;
+        let view = self.view(workspace).await?;
+        Ok((view, build))
+    }
+
+    /// Finds a workspace by `name` (the caller's) or `owner/name`.
+    pub async fn resolve_workspace(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Workspace, ControlError> {
+        let (owner, name) = match reference.split_once('/') {
+            Some((owner, name)) => (owner, name),
+            None => (caller.user.username.as_str(), reference),
+        };
+        let not_found = || ControlError::NotFound(format!("workspace \"{reference}\" not found"));
+        let owner_user = if owner == caller.user.username {
+            caller.user.clone()
+        } else {
+            if !caller.is_admin() {
+                return Err(ControlError::Forbidden(
+                    "members can only see their own workspaces".into(),
+                ));
+            }
+            match self.inner.store.user_by_name(owner).await {
+                Ok(user) => user,
+                Err(StoreError::NotFound(_)) => return Err(not_found()),
+                Err(other) => return Err(other.into()),
+            }
+        };
+        or_not_found(
+            self.inner
+                .store
+                .workspace_by_owner_and_name(&owner_user.id, name)
+                .await,
+            || format!("workspace \"{reference}\" not found"),
+        )
+    }
+
+    pub async fn workspace(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<WorkspaceView, ControlError> {
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        self.view(workspace).await
+    }
+
+    pub async fn list_workspaces(
+        &self,
+        caller: &Caller,
+        all: bool,
+        include_deleted: bool,
+    ) -> Result<Vec<WorkspaceView>, ControlError> {
+        let owner = if all && caller.is_admin() {
+            None
+        } else {
+            Some(caller.user.id.as_str())
+        };
+        let workspaces = self
+            .inner
+            .store
+            .list_workspaces(owner, include_deleted)
+            .await?;
+        let mut views = Vec::with_capacity(workspaces.len());
+        for workspace in workspaces {
+            views.push(self.view(workspace).await?);
+        }
+        Ok(views)
+    }
+
+    async fn view(&self, workspace: Workspace) -> Result<WorkspaceView, ControlError> {
+        let latest_build = self.inner.store.latest_build(&workspace.id).await?;
+        let agents: Vec<Agent> = self.inner.store.agents_of_workspace(&workspace.id).await?;
+        let status = lifecycle::workspace_status(&latest_build);
+        let agent = lifecycle::agent_health(
+            &latest_build,
+            &agents,
+            abode_store::now_ms(),
+            self.inner.config.agent_timeouts,
+        );
+        let healthy = status == WorkspaceStatus::Running
+            && matches!(agent.status, AgentStatus::Ready | AgentStatus::None);
+        Ok(WorkspaceView {
+            workspace,
+            latest_build,
+            status,
+            agent,
+            healthy,
+        })
+    }
+
+    // ---- builds ----
+
+    pub async fn start_build(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        request: &BuildRequest,
+    ) -> Result<Build, ControlError> {
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        let transition = request.transition.as_str();
+        let (version_id, reason) = match transition {
+            "start" if request.update || request.template_version.is_some() => {
+                let template = self.template(&workspace.template_name).await?;
+                let version_id = match request.template_version {
+                    Some(number) => {
+                        or_not_found(
+                            self.inner
+                                .store
+                                .template_version(&template.id, number)
+                                .await,
+                            || format!("template \"{}\" has no version {number}", template.name),
+                        )?
+                        .id
+                    }
+                    None => template.active_version_id.clone().ok_or_else(|| {
+                        ControlError::Conflict(format!(
+                            "template \"{}\" has no active version",
+                            template.name
+                        ))
+                    })?,
+                };
+                (version_id, "update")
+            }
+            _ => (workspace.template_version_id.clone(), transition),
+        };
+        let latest = self.inner.store.latest_build(&workspace.id).await?;
+        lifecycle::check_new_build(&workspace, &latest, transition, &version_id)?;
+        let created = self
+            .inner
+            .store
+            .create_build(&NewBuild {
+                id: abode_store::new_id(),
+                workspace_id: workspace.id.clone(),
+                transition: transition.into(),
+                template_version_id: version_id,
+                initiator_id: caller.user.id.clone(),
+                reason: reason.into(),
+            })
+            .await;
+        let build = match created {
+            Err(StoreError::Conflict(_)) => {
+                return Err(ControlError::Conflict(format!(
+                "workspace \"{}\" already has a build pending or running; wait for it or cancel it",
+                workspace.name
+            )))
+            }
+            Err(StoreError::NotFound(_)) => {
+                return Err(ControlError::Conflict(format!(
+                    "workspace \"{}\" was deleted",
+                    workspace.name
+                )))
+            }
+            other => other?,
+        };
+        self.inner.jobs_queued.notify_one();
+        self.audit_build(caller, &build).await;
+        Ok(build)
+    }
+
+    pub async fn builds(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Vec<Build>, ControlError> {
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        Ok(self.inner.store.list_builds(&workspace.id).await?)
+    }
+
+    /// `number: None` is the latest build.
+    pub async fn build(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        number: Option<i64>,
+    ) -> Result<Build, ControlError> {
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        let found = match number {
+            Some(number) => {
+                self.inner
+                    .store
+                    .build_by_number(&workspace.id, number)
+                    .await
+            }
+            None => self.inner.store.latest_build(&workspace.id).await,
+        };
+        or_not_found(found, || match number {
+            Some(number) => format!("workspace \"{reference}\" has no build #{number}"),
+            None => format!("workspace \"{reference}\" has no build"),
+        })
+    }
+
+    /// Log lines after `after`; with `wait`, holds until a line arrives, the
+    /// build ends or the wait is over.
+    pub async fn build_logs(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        number: Option<i64>,
+        after: i64,
+        wait: Duration,
+    ) -> Result<LogPage, ControlError> {
+        let build = self.build(caller, reference, number).await?;
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            // Register interest before reading, so a line written in between
+            // still wakes this follower.
+            let notified = self.inner.log_written.notified();
+            let status = self.inner.store.build_by_id(&build.id).await?.status();
+            let lines = self.inner.store.logs_after(&build.id, after, 1000).await?;
+            let done = status.is_final() && lines.len() < 1000;
+            if !lines.is_empty() || done || tokio::time::Instant::now() >= deadline {
+                return Ok(LogPage {
+                    lines,
+                    status,
+                    done,
+                });
+            }
+            // Followers poll the database at least every second, in case a line
+            // was written by another process.
+            let _ = tokio::time::timeout_at(
+                deadline.min(tokio::time::Instant::now() + Duration::from_secs(1)),
+                notified,
+            )
+            .await;
+        }
+    }
+
+    pub async fn cancel_build(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        number: Option<i64>,
+    ) -> Result<Build, ControlError> {
+        let build = self.build(caller, reference, number).await?;
+        let message = format!("canceled by {}", caller.user.username);
+        if build.status().is_final() {
+            return Err(ControlError::Conflict(format!(
+                "build #{} of workspace \"{}\" already {}",
+                build.number, build.workspace_name, build.status
+            )));
+        }
+        if self
+            .inner
+            .store
+            .cancel_pending_build(&build.id, &message)
+            .await?
+        {
+            let _ = self.log(&build.id, "setup", "warn", &message).await;
+            self.inner.log_written.notify_waiters();
+        } else {
+            self.inner.store.request_cancel(&build.id).await?;
+            let _ = self
+                .log(
+                    &build.id,
+                    "cleanup",
+                    "warn",
+                    &format!("{message}; interrupting Terraform"),
+                )
+                .await;
+            if let Ok(running) = self.inner.running.lock() {
+                if let Some(switch) = running.get(&build.id) {
+                    let _ = switch.send(true);
+                }
+            }
+        }
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "build.cancel",
+            "workspace",
+            &format!("{}/{}", build.owner_name, build.workspace_name),
+            "success",
+            Some(format!("build={}", build.number)),
+        )
+        .await;
+        Ok(self.inner.store.build_by_id(&build.id).await?)
+    }
+
+    // ---- agents ----
+
+    pub async fn authenticate_agent(&self, token: &str) -> Result<Agent, ControlError> {
+        match self
+            .inner
+            .store
+            .agent_by_token_hash(&secrets::token_hash(token))
+            .await
+        {
+            Ok(agent) => Ok(agent),
+            Err(StoreError::NotFound(_)) => {
+                Err(ControlError::Unauthorized("unknown agent token".into()))
+            }
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    pub async fn agent_heartbeat(
+        &self,
+        agent: &Agent,
+        lifecycle: Option<&str>,
+    ) -> Result<(), ControlError> {
+        if let Some(state) = lifecycle {
+            if !["starting", "ready"].contains(&state) {
+                return Err(ControlError::BadRequest(format!(
+                    "unknown lifecycle state `{state}`: use starting or ready"
+                )));
+            }
+        }
+        Ok(self
+            .inner
+            .store
+            .agent_heartbeat(&agent.id, lifecycle)
+            .await?)
+    }
+
+    /// The workspace an agent belongs to.
+    pub async fn agent_workspace(&self, agent: &Agent) -> Result<Workspace, ControlError> {
+        Ok(self
+            .inner
+            .store
+            .workspace_by_id(&agent.workspace_id)
+            .await?)
+    }
+
+    // ---- helpers ----
+
+    async fn log(
+        &self,
+        build_id: &str,
+        stage: &str,
+        level: &str,
+        text: &str,
+    ) -> Result<(), ControlError> {
+        self.inner
+            .store
+            .append_log(
+                build_id,
+                &abode_store::NewLogLine {
+                    stage: stage.into(),
+                    level: level.into(),
+                    text: text.into(),
+                },
+            )
+            .await?;
+        self.inner.log_written.notify_waiters();
+        Ok(())
+    }
+
+    async fn audit_build(&self, caller: &Caller, build: &Build) {
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "build.start",
+            "workspace",
+            &format!("{}/{}", build.owner_name, build.workspace_name),
+            "success",
+            Some(format!(
+                "build={} transition={} reason={} version={}",
+                build.number, build.transition, build.reason, build.template_version
+            )),
+        )
+        .await;
+    }
+
+    /// Records an audit event; a failure to record is logged, not fatal, so
+    /// that the action the user asked for is not undone by bookkeeping.
+    #[allow(clippy::too_many_arguments)]
+    async fn audit(
+        &self,
+        actor: Option<&User>,
+        request_id: Option<String>,
+        action: &str,
+        target_type: &str,
+        target: &str,
+        outcome: &str,
+        details: Option<String>,
+    ) {
+        let event = NewAuditEvent {
+            actor_id: actor.map(|user| user.id.clone()),
+            actor_name: actor.map(|user| user.username.clone()),
+            action: action.into(),
+            target_type: target_type.into(),
+            target: target.into(),
+            outcome: outcome.into(),
+            request_id,
+            details,
+        };
+        if let Err(error) = self.inner.store.record_audit(&event).await {
+            tracing::error!(%error, action, "cannot record an audit event");
+        }
+    }
+}
+
+/// Names of users, templates and workspaces: 1-64 of `[a-z0-9-]`, starting with
+/// a letter or digit (they appear in paths, URLs and directory names).
+pub fn validate_name(what: &str, name: &str) -> Result<(), ControlError> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-');
+    if valid {
+        Ok(())
+    } else {
+        Err(ControlError::BadRequest(format!(
+            "invalid {what} \"{name}\": use 1-64 lowercase letters, digits and '-', starting with a letter or digit"
+        )))
+    }
+}
+
+fn validate_email(email: &str) -> Result<(), ControlError> {
+    if email.len() <= 254 && email.contains('@') && !email.contains(char::is_whitespace) {
+        Ok(())
+    } else {
+        Err(ControlError::BadRequest(format!(
+            "invalid email \"{email}\""
+        )))
+    }
+}
+
+fn validate_password(password: &str) -> Result<(), ControlError> {
+    if password.chars().count() >= MIN_PASSWORD_LENGTH {
+        Ok(())
+    } else {
+        Err(ControlError::BadRequest(format!(
+            "the password must have at least {MIN_PASSWORD_LENGTH} characters"
+        )))
+    }
+}

@@ -1,0 +1,343 @@
+//! The rules of a workspace's life, as pure functions: what status a
+//! workspace is in, which build may start now, and whether its agent is
+//! healthy. Kept free of I/O so that the rules are tested on their own.
+
+use std::time::Duration;
+
+use abode_store::{Agent, Build, BuildStatus, Workspace};
+use serde::Serialize;
+
+use crate::ControlError;
+
+/// A workspace's status, read from its latest build (see docs/api.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkspaceStatus {
+    Pending,
+    Starting,
+    Stopping,
+    Deleting,
+    Running,
+    Stopped,
+    Deleted,
+    Failed,
+    Canceled,
+}
+
+impl WorkspaceStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkspaceStatus::Pending => "pending",
+            WorkspaceStatus::Starting => "starting",
+            WorkspaceStatus::Stopping => "stopping",
+            WorkspaceStatus::Deleting => "deleting",
+            WorkspaceStatus::Running => "running",
+            WorkspaceStatus::Stopped => "stopped",
+            WorkspaceStatus::Deleted => "deleted",
+            WorkspaceStatus::Failed => "failed",
+            WorkspaceStatus::Canceled => "canceled",
+        }
+    }
+}
+
+pub fn workspace_status(latest: &Build) -> WorkspaceStatus {
+    match (latest.status(), latest.transition.as_str()) {
+        (BuildStatus::Pending, _) => WorkspaceStatus::Pending,
+        (BuildStatus::Running, "start") => WorkspaceStatus::Starting,
+        (BuildStatus::Running, "stop") => WorkspaceStatus::Stopping,
+        (BuildStatus::Running, _) => WorkspaceStatus::Deleting,
+        (BuildStatus::Succeeded, "start") => WorkspaceStatus::Running,
+        (BuildStatus::Succeeded, "stop") => WorkspaceStatus::Stopped,
+        (BuildStatus::Succeeded, _) => WorkspaceStatus::Deleted,
+        (BuildStatus::Failed, _) => WorkspaceStatus::Failed,
+        (BuildStatus::Canceled, _) => WorkspaceStatus::Canceled,
+    }
+}
+
+/// Decides whether a new build with `transition` on `version_id` may start
+/// now; the refusal says why in one line.
+pub fn check_new_build(
+    workspace: &Workspace,
+    latest: &Build,
+    transition: &str,
+    version_id: &str,
+) -> Result<(), ControlError> {
+    let name = &workspace.name;
+    if workspace.deleted {
+        return Err(ControlError::Conflict(format!(
+            "workspace \"{name}\" was deleted"
+        )));
+    }
+    if !latest.status().is_final() {
+        return Err(ControlError::Conflict(format!(
+            "workspace \"{name}\" already has build #{} ({}) {}; wait for it or cancel it",
+            latest.number, latest.transition, latest.status
+        )));
+    }
+    match (transition, workspace_status(latest)) {
+        ("start", WorkspaceStatus::Running) if latest.template_version_id == version_id => {
+            Err(ControlError::Conflict(format!(
+                "workspace \"{name}\" is already running (version {})",
+                latest.template_version
+            )))
+        }
+        ("stop", WorkspaceStatus::Stopped) => Err(ControlError::Conflict(format!(
+            "workspace \"{name}\" is already stopped"
+        ))),
+        ("start" | "stop" | "delete", _) => Ok(()),
+        (other, _) => Err(ControlError::BadRequest(format!(
+            "unknown transition `{other}`: use start, stop or delete"
+        ))),
+    }
+}
+
+/// The agent's status as users see it, told apart from the build status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentStatus {
+    None,
+    Connecting,
+    Starting,
+    Ready,
+    Unhealthy,
+    Disconnected,
+}
+
+/// How long agents get before they count as unhealthy or disconnected.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentTimeouts {
+    pub connect: Duration,
+    pub heartbeat: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentHealth {
+    pub status: AgentStatus,
+    pub lifecycle: Option<String>,
+    pub connected_at: Option<i64>,
+    pub last_heartbeat_at: Option<i64>,
+}
+
+/// The health of a workspace's agents at `now` (Unix ms). With several
+/// agents, the worst one speaks for the workspace.
+pub fn agent_health(
+    latest: &Build,
+    agents: &[Agent],
+    now: i64,
+    timeouts: AgentTimeouts,
+) -> AgentHealth {
+    let none = AgentHealth {
+        status: AgentStatus::None,
+        lifecycle: None,
+        connected_at: None,
+        last_heartbeat_at: None,
+    };
+    if workspace_status(latest) != WorkspaceStatus::Running {
+        return none;
+    }
+    let since_build = now - latest.finished_at.unwrap_or(now);
+    let rank = |status: AgentStatus| match status {
+        AgentStatus::Unhealthy => 5,
+        AgentStatus::Disconnected => 4,
+        AgentStatus::Connecting => 3,
+        AgentStatus::Starting => 2,
+        AgentStatus::Ready => 1,
+        AgentStatus::None => 0,
+    };
+    agents
+        .iter()
+        .map(|agent| {
+            let status = match agent.last_heartbeat_at {
+                None if since_build > millis(timeouts.connect) => AgentStatus::Unhealthy,
+                None => AgentStatus::Connecting,
+                Some(beat) if now - beat > millis(timeouts.heartbeat) => AgentStatus::Disconnected,
+                Some(_) if agent.lifecycle.as_deref() == Some("ready") => AgentStatus::Ready,
+                Some(_) => AgentStatus::Starting,
+            };
+            AgentHealth {
+                status,
+                lifecycle: agent.lifecycle.clone(),
+                connected_at: agent.connected_at,
+                last_heartbeat_at: agent.last_heartbeat_at,
+            }
+        })
+        .max_by_key(|health| rank(health.status))
+        .unwrap_or(none)
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn build(transition: &str, status: &str, version: &str) -> Build {
+        Build {
+            id: "b".into(),
+            workspace_id: "w".into(),
+            workspace_name: "dev".into(),
+            owner_name: "alice".into(),
+            number: 4,
+            transition: transition.into(),
+            status: status.into(),
+            template_version_id: version.into(),
+            template_version: 1,
+            initiator_id: "u".into(),
+            initiator_name: "alice".into(),
+            reason: transition.into(),
+            error: None,
+            guard_report: None,
+            created_at: 0,
+            started_at: Some(0),
+            finished_at: Some(1_000),
+        }
+    }
+
+    fn workspace(deleted: bool) -> Workspace {
+        Workspace {
+            id: "w".into(),
+            name: "dev".into(),
+            owner_id: "u".into(),
+            owner_name: "alice".into(),
+            owner_email: "a@x".into(),
+            template_id: "t".into(),
+            template_name: "base".into(),
+            template_version_id: "v1".into(),
+            template_version: 1,
+            parameters: "{}".into(),
+            deleted,
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    /// (latest transition, latest status, requested transition, version, expected: Ok or error kind)
+    type Case = (
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        Result<(), &'static str>,
+    );
+
+    #[test]
+    fn which_builds_may_start() {
+        let cases: &[Case] = &[
+            ("start", "succeeded", "start", "v1", Err("conflict")),
+            ("start", "succeeded", "start", "v2", Ok(())),
+            ("start", "succeeded", "stop", "v1", Ok(())),
+            ("start", "succeeded", "delete", "v1", Ok(())),
+            ("stop", "succeeded", "stop", "v1", Err("conflict")),
+            ("stop", "succeeded", "start", "v1", Ok(())),
+            ("start", "failed", "start", "v1", Ok(())),
+            ("start", "failed", "stop", "v1", Ok(())),
+            ("start", "canceled", "start", "v1", Ok(())),
+            ("start", "pending", "stop", "v1", Err("conflict")),
+            ("start", "running", "delete", "v1", Err("conflict")),
+            ("stop", "succeeded", "reboot", "v1", Err("bad_request")),
+        ];
+        for (last_transition, last_status, transition, version, expected) in cases {
+            let latest = build(last_transition, last_status, "v1");
+            let result = check_new_build(&workspace(false), &latest, transition, version)
+                .map_err(|error| error.code());
+            assert_eq!(
+                result, *expected,
+                "{last_transition}/{last_status} then {transition} on {version}"
+            );
+        }
+        let deleted = check_new_build(
+            &workspace(true),
+            &build("delete", "succeeded", "v1"),
+            "start",
+            "v1",
+        );
+        assert_eq!(
+            deleted.map_err(|e| e.to_string()),
+            Err("workspace \"dev\" was deleted".into())
+        );
+    }
+
+    #[test]
+    fn status_follows_the_latest_build() {
+        let cases = [
+            ("start", "pending", "pending"),
+            ("start", "running", "starting"),
+            ("stop", "running", "stopping"),
+            ("delete", "running", "deleting"),
+            ("start", "succeeded", "running"),
+            ("stop", "succeeded", "stopped"),
+            ("delete", "succeeded", "deleted"),
+            ("stop", "failed", "failed"),
+            ("start", "canceled", "canceled"),
+        ];
+        for (transition, status, expected) in cases {
+            assert_eq!(
+                workspace_status(&build(transition, status, "v1")).as_str(),
+                expected
+            );
+        }
+    }
+
+    #[test]
+    fn agent_health_tells_connecting_ready_unhealthy_disconnected() {
+        let timeouts = AgentTimeouts {
+            connect: Duration::from_secs(30),
+            heartbeat: Duration::from_secs(15),
+        };
+        let agent = |lifecycle: Option<&str>, beat: Option<i64>| Agent {
+            id: "a".into(),
+            workspace_id: "w".into(),
+            build_id: "b".into(),
+            name: "main".into(),
+            lifecycle: lifecycle.map(String::from),
+            connected_at: beat,
+            last_heartbeat_at: beat,
+            created_at: 0,
+        };
+        let running = build("start", "succeeded", "v1"); // finished at 1 s
+        let cases = [
+            (agent(None, None), 10_000, AgentStatus::Connecting),
+            (agent(None, None), 40_000, AgentStatus::Unhealthy),
+            (
+                agent(Some("starting"), Some(5_000)),
+                10_000,
+                AgentStatus::Starting,
+            ),
+            (
+                agent(Some("ready"), Some(5_000)),
+                10_000,
+                AgentStatus::Ready,
+            ),
+            (
+                agent(Some("ready"), Some(5_000)),
+                30_000,
+                AgentStatus::Disconnected,
+            ),
+        ];
+        for (agent, now, expected) in cases {
+            assert_eq!(
+                agent_health(&running, &[agent], now, timeouts).status,
+                expected
+            );
+        }
+        assert_eq!(
+            agent_health(&running, &[], 10_000, timeouts).status,
+            AgentStatus::None
+        );
+        let stopped = build("stop", "succeeded", "v1");
+        let ready = agent(Some("ready"), Some(5_000));
+        assert_eq!(
+            agent_health(&stopped, std::slice::from_ref(&ready), 10_000, timeouts).status,
+            AgentStatus::None
+        );
+        let never = agent(None, None);
+        assert_eq!(
+            agent_health(&running, &[ready, never], 40_000, timeouts).status,
+            AgentStatus::Unhealthy,
+            "the worst agent speaks for the workspace"
+        );
+    }
+}

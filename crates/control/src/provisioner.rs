@@ -1,0 +1,717 @@
+//! The embedded provisioners: workers that claim queued jobs and run each build
+//! through Terraform, and the validation of pushed templates.
+//!
+//! A build: unpack the template version into a private work dir, write the
+//! workspace's stored state, `terraform init`, `terraform plan -out` (with
+//! `-destroy` for a delete), `terraform show -json`, run the guard and keep its
+//! report and the plan JSON with the build, `terraform apply` of exactly that
+//! plan, store the resulting state (also when apply failed or was canceled),
+//! and remove the work dir. Terraform's `-json` lines reach the build log as
+//! they are printed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use abode_contract::BuildContext;
+use abode_store::{Build, BuildStatus, NewAgent, NewLogLine, Workspace};
+use abode_terraform::run::{self, Invocation, Outcome, OutputLine, RunError, Stream};
+use tokio::sync::{mpsc, watch};
+
+use crate::workdir::{self, PLAN_FILE, STATE_FILE, TEMPLATE_SUBDIR};
+use crate::{archive, secrets, Control, ControlError};
+
+/// How long an idle worker sleeps before looking at the queue again even
+/// without a wake-up (jobs queued by another process).
+const IDLE_POLL: Duration = Duration::from_secs(2);
+
+pub(crate) async fn worker(control: Control, name: String, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        match control.inner.store.claim_job(&name).await {
+            Ok(Some(job)) => {
+                tracing::info!(worker = %name, build = %job.build_id, "claimed a build");
+                run_build(&control, &job.build_id, shutdown.clone()).await;
+            }
+            Ok(None) => {
+                tokio::select! {
+                    _ = control.inner.jobs_queued.notified() => {}
+                    _ = tokio::time::sleep(IDLE_POLL) => {}
+                    _ = shutdown.changed() => {}
+                }
+            }
+            Err(error) => {
+                tracing::error!(worker = %name, %error, "cannot claim a job");
+                tokio::time::sleep(IDLE_POLL).await;
+            }
+        }
+    }
+}
+
+/// Why a build did not succeed: the status it ends in and the one-line reason.
+struct Failure {
+    status: BuildStatus,
+    message: String,
+}
+
+impl Failure {
+    fn failed(message: impl Into<String>) -> Failure {
+        Failure {
+            status: BuildStatus::Failed,
+            message: message.into(),
+        }
+    }
+}
+
+async fn run_build(control: &Control, build_id: &str, mut shutdown: watch::Receiver<bool>) {
+    let (cancel_switch, cancel) = watch::channel(false);
+    if let Ok(mut running) = control.inner.running.lock() {
+        running.insert(build_id.to_string(), cancel_switch.clone());
+    }
+    // A server shutting down interrupts its builds like a cancel would.
+    let shutdown_switch = cancel_switch.clone();
+    let shutdown_watch = tokio::spawn(async move {
+        while !*shutdown.borrow_and_update() {
+            if shutdown.changed().await.is_err() {
+                return;
+            }
+        }
+        let _ = shutdown_switch.send(true);
+    });
+
+    let mut build_run = BuildRun {
+        control: control.clone(),
+        build_id: build_id.to_string(),
+        work_dir: control.inner.config.work_dir().join(build_id),
+        cancel,
+        last_error: Arc::new(Mutex::new(None)),
+        env: Vec::new(),
+    };
+    let result = build_run.execute().await;
+    build_run.save_state().await;
+    let (status, error) = match result {
+        Ok(()) => (BuildStatus::Succeeded, None),
+        Err(mut failure) => {
+            if failure.status == BuildStatus::Canceled && control_is_shutting_down(&shutdown_watch)
+            {
+                failure = Failure::failed(
+                    "interrupted by a server shutdown; the Terraform state was kept",
+                );
+            }
+            build_run.log("cleanup", "error", &failure.message).await;
+            (failure.status, Some(failure.message))
+        }
+    };
+    workdir::remove(&build_run.work_dir);
+    shutdown_watch.abort();
+    if let Ok(mut running) = control.inner.running.lock() {
+        running.remove(build_id);
+    }
+    let done = match status {
+        BuildStatus::Succeeded => "build succeeded".to_string(),
+        other => format!("build {other}"),
+    };
+    let level = if status == BuildStatus::Succeeded {
+        "info"
+    } else {
+        "error"
+    };
+    build_run.log("cleanup", level, &done).await;
+    if let Err(error) = control
+        .inner
+        .store
+        .finish_build(build_id, status, error.as_deref())
+        .await
+    {
+        tracing::error!(build = %build_id, %error, "cannot record the end of a build");
+    }
+    control.inner.log_written.notify_waiters();
+    tracing::info!(build = %build_id, status = %status, "build finished");
+}
+
+/// True when the shutdown watcher fired (it has finished after sending).
+fn control_is_shutting_down(shutdown_watch: &tokio::task::JoinHandle<()>) -> bool {
+    shutdown_watch.is_finished()
+}
+
+struct BuildRun {
+    control: Control,
+    build_id: String,
+    work_dir: PathBuf,
+    cancel: watch::Receiver<bool>,
+    /// The last error Terraform reported, for the build's one-line error.
+    last_error: Arc<Mutex<Option<String>>>,
+    env: Vec<(String, String)>,
+}
+
+impl BuildRun {
+    fn template_dir(&self) -> PathBuf {
+        self.work_dir.join(TEMPLATE_SUBDIR)
+    }
+
+    async fn log(&self, stage: &str, level: &str, text: &str) {
+        let line = NewLogLine {
+            stage: stage.into(),
+            level: level.into(),
+            text: text.into(),
+        };
+        if let Err(error) = self
+            .control
+            .inner
+            .store
+            .append_log(&self.build_id, &line)
+            .await
+        {
+            tracing::error!(build = %self.build_id, %error, "cannot write a build log line");
+        }
+        self.control.inner.log_written.notify_waiters();
+    }
+
+    fn canceled(&self) -> Result<(), Failure> {
+        if *self.cancel.borrow() {
+            return Err(Failure {
+                status: BuildStatus::Canceled,
+                message: "the build was canceled".into(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn execute(&mut self) -> Result<(), Failure> {
+        let store = &self.control.inner.store;
+        let config = &self.control.inner.config;
+        let internal =
+            |error: abode_store::StoreError| Failure::failed(format!("storage error: {error}"));
+        let build = store.build_by_id(&self.build_id).await.map_err(internal)?;
+        let workspace = store
+            .workspace_by_id(&build.workspace_id)
+            .await
+            .map_err(internal)?;
+        self.log(
+            "setup",
+            "info",
+            &format!(
+                "build #{} ({}) of {}/{} on template {} version {}",
+                build.number,
+                build.transition,
+                build.owner_name,
+                build.workspace_name,
+                workspace.template_name,
+                build.template_version
+            ),
+        )
+        .await;
+
+        let archive_bytes = store
+            .template_version_archive(&build.template_version_id)
+            .await
+            .map_err(internal)?;
+        self.work_dir = workdir::create(&config.work_dir(), &self.build_id)
+            .map_err(|error| Failure::failed(format!("cannot create the work dir: {error}")))?;
+        let template_dir = self.template_dir();
+        archive::unpack(&archive_bytes, &template_dir)
+            .map_err(|error| Failure::failed(format!("cannot unpack the template: {error}")))?;
+        if let Some(state) = store.state(&workspace.id).await.map_err(internal)? {
+            workdir::write_private(&template_dir.join(STATE_FILE), &state)
+                .map_err(|error| Failure::failed(format!("cannot write the state: {error}")))?;
+        }
+        let cli_config =
+            workdir::write_cli_config(&self.work_dir, config.provider_mirror.as_deref())
+                .map_err(Failure::failed)?;
+        self.env = build_env(config, &build, &workspace, &cli_config)?;
+        self.canceled()?;
+
+        self.terraform("init", &["init", "-input=false", "-json"])
+            .await?;
+        self.canceled()?;
+
+        let plan_file = self.work_dir.join(PLAN_FILE);
+        let plan_arg = format!("-out={}", plan_file.display());
+        let mut plan_args = vec!["plan", "-input=false", "-json", plan_arg.as_str()];
+        if build.transition == "delete" {
+            plan_args.push("-destroy");
+        }
+        self.terraform("plan", &plan_args).await?;
+        self.canceled()?;
+
+        self.check_plan(&build, &plan_file).await?;
+        // Guarded builds (enforcement) decide here whether to apply, hold the
+        // build for confirmation with its saved plan, or block it.
+        self.canceled()?;
+
+        let plan_path = plan_file.display().to_string();
+        self.terraform(
+            "apply",
+            &["apply", "-input=false", "-json", plan_path.as_str()],
+        )
+        .await?;
+
+        self.after_apply(&build, &workspace).await
+    }
+
+    /// `terraform show -json` of the saved plan, then the guard; the plan JSON
+    /// and the report are kept with the build.
+    async fn check_plan(&self, build: &Build, plan_file: &Path) -> Result<(), Failure> {
+        let show = Invocation::new(
+            self.template_dir(),
+            [
+                "show",
+                "-json",
+                "-no-color",
+                &plan_file.display().to_string(),
+            ],
+            &self.env,
+        );
+        let plan_json = run::capture(&show)
+            .await
+            .map_err(|error| Failure::failed(error.to_string()))?;
+        let plan = abode_guard::read_plan_slice(&plan_json)
+            .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
+        let transition = abode_guard::Transition::parse(&build.transition)
+            .unwrap_or(abode_guard::Transition::Start);
+        let report = abode_guard::evaluate(&plan, transition, &[]);
+        let plan_text = String::from_utf8_lossy(&plan_json);
+        self.control
+            .inner
+            .store
+            .set_build_plan(&self.build_id, &plan_text, &report.to_json())
+            .await
+            .map_err(|error| Failure::failed(format!("storage error: {error}")))?;
+        let level = match report.decision {
+            abode_guard::Decision::Allow => "info",
+            _ => "warn",
+        };
+        for line in abode_guard::render_text(&report, false).lines() {
+            if !line.trim().is_empty() {
+                self.log("guard", level, line).await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn after_apply(&self, build: &Build, workspace: &Workspace) -> Result<(), Failure> {
+        let store = &self.control.inner.store;
+        let storage =
+            |error: abode_store::StoreError| Failure::failed(format!("storage error: {error}"));
+        match build.transition.as_str() {
+            "start" => {
+                let state = std::fs::read(self.template_dir().join(STATE_FILE)).unwrap_or_default();
+                let agents = agents_in_state(&state);
+                if !agents.is_empty() {
+                    self.log(
+                        "apply",
+                        "info",
+                        &format!(
+                            "workspace agent(s): {}",
+                            agents
+                                .iter()
+                                .map(|a| a.name.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    )
+                    .await;
+                }
+                store
+                    .replace_agents(&workspace.id, &build.id, &agents)
+                    .await
+                    .map_err(storage)?;
+            }
+            "delete" => {
+                store
+                    .replace_agents(&workspace.id, &build.id, &[])
+                    .await
+                    .map_err(storage)?;
+                store
+                    .mark_workspace_deleted(&workspace.id)
+                    .await
+                    .map_err(storage)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Stores the state Terraform left in the work dir, whatever the outcome:
+    /// a failed or canceled apply may already have created or destroyed things.
+    async fn save_state(&self) {
+        let path = self.template_dir().join(STATE_FILE);
+        let Ok(state) = std::fs::read(&path) else {
+            return;
+        };
+        let store = &self.control.inner.store;
+        let Ok(build) = store.build_by_id(&self.build_id).await else {
+            return;
+        };
+        let unchanged =
+            matches!(store.state(&build.workspace_id).await, Ok(Some(old)) if old == state);
+        if unchanged {
+            return;
+        }
+        match store
+            .put_state(&build.workspace_id, &self.build_id, &state)
+            .await
+        {
+            Ok(()) => {
+                self.log("cleanup", "info", "saved the Terraform state")
+                    .await
+            }
+            Err(error) => {
+                tracing::error!(build = %self.build_id, %error, "cannot save the Terraform state");
+                self.log("cleanup", "error", "cannot save the Terraform state")
+                    .await;
+            }
+        }
+    }
+
+    /// Runs one Terraform command, streaming its lines into the log.
+    async fn terraform(&self, stage: &str, args: &[&str]) -> Result<(), Failure> {
+        let invocation = Invocation::new(self.template_dir(), args.iter().copied(), &self.env);
+        let (sender, mut receiver) = mpsc::unbounded_channel::<OutputLine>();
+        let grace = self.control.inner.config.cancel_grace;
+        let runner = run::stream(&invocation, sender, self.cancel.clone(), grace);
+        let consumer = async {
+            while let Some(line) = receiver.recv().await {
+                if let Some((level, text)) = render_line(&line) {
+                    if level == "error" {
+                        if let Ok(mut last) = self.last_error.lock() {
+                            *last = Some(text.clone());
+                        }
+                    }
+                    self.log(stage, level, &text).await;
+                }
+            }
+        };
+        let (outcome, ()) = tokio::join!(runner, consumer);
+        match outcome {
+            Ok(Outcome::Exited { success: true, .. }) => Ok(()),
+            Ok(Outcome::Exited { code, .. }) => {
+                let reason = self
+                    .last_error
+                    .lock()
+                    .ok()
+                    .and_then(|last| last.clone())
+                    .unwrap_or_else(|| {
+                        format!(
+                            "exit status {}",
+                            code.map_or("unknown".into(), |c| c.to_string())
+                        )
+                    });
+                Err(Failure::failed(format!(
+                    "terraform {stage} failed: {reason}"
+                )))
+            }
+            Ok(Outcome::Canceled { killed }) => Err(Failure {
+                status: BuildStatus::Canceled,
+                message: if killed {
+                    format!("canceled during terraform {stage}; Terraform did not stop in time and was killed")
+                } else {
+                    format!("canceled during terraform {stage}")
+                },
+            }),
+            Err(error) => Err(Failure::failed(error.to_string())),
+        }
+    }
+}
+
+/// The environment of a build's Terraform runs: the environment contract
+/// plus the CLI configuration.
+fn build_env(
+    config: &crate::Config,
+    build: &Build,
+    workspace: &Workspace,
+    cli_config: &Path,
+) -> Result<Vec<(String, String)>, Failure> {
+    let transition = build
+        .transition
+        .parse::<abode_contract::Transition>()
+        .map_err(|error| Failure::failed(error.to_string()))?;
+    let parameters: BTreeMap<String, String> =
+        serde_json::from_str(&workspace.parameters).unwrap_or_default();
+    let context = BuildContext {
+        workspace_id: workspace.id.clone(),
+        workspace_name: workspace.name.clone(),
+        transition,
+        build_id: build.id.clone(),
+        owner_id: workspace.owner_id.clone(),
+        owner_name: workspace.owner_name.clone(),
+        owner_email: workspace.owner_email.clone(),
+        owner_full_name: String::new(),
+        owner_groups: Vec::new(),
+        template_id: workspace.template_id.clone(),
+        template_name: workspace.template_name.clone(),
+        template_version: build.template_version.to_string(),
+        is_prebuild: false,
+        is_prebuild_claim: false,
+        agent_url: config.access_url.clone(),
+        agent_token: None,
+        agent_binary: config.agent_binary.clone(),
+        volumes_dir: config.volumes_dir(),
+        process_logs_dir: config.process_logs_dir(),
+        parameters,
+        development: false,
+    };
+    let mut env: Vec<(String, String)> = context
+        .to_env()
+        .into_iter()
+        .map(|(key, value)| (key.to_string(), value))
+        .collect();
+    env.push((
+        "TF_CLI_CONFIG_FILE".into(),
+        cli_config.display().to_string(),
+    ));
+    Ok(env)
+}
+
+/// A Terraform output line as the build log shows it: the `@message` of a
+/// `-json` line with its level (plus a diagnostic's detail), or the raw text.
+pub(crate) fn render_line(line: &OutputLine) -> Option<(&'static str, String)> {
+    let text = line.text.trim_end();
+    if text.trim().is_empty() {
+        return None;
+    }
+    if line.stream == Stream::Stdout && text.starts_with('{') {
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+            let message = value.get("@message").and_then(|m| m.as_str()).unwrap_or("");
+            let level = match value
+                .get("@level")
+                .and_then(|l| l.as_str())
+                .unwrap_or("info")
+            {
+                "error" => "error",
+                "warn" => "warn",
+                "trace" | "debug" => "debug",
+                _ => "info",
+            };
+            let detail = value
+                .pointer("/diagnostic/detail")
+                .and_then(|d| d.as_str())
+                .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
+                .filter(|d| !d.is_empty());
+            let rendered = match detail {
+                Some(detail) => format!("{message}: {detail}"),
+                None => message.to_string(),
+            };
+            if rendered.is_empty() {
+                return None;
+            }
+            return Some((level, rendered));
+        }
+    }
+    let level = match line.stream {
+        Stream::Stderr => "error",
+        Stream::Stdout => "info",
+    };
+    Some((level, text.to_string()))
+}
+
+/// The `abode_agent` resources of a state, with the hash of each token. The
+/// token itself goes no further than this function.
+pub(crate) fn agents_in_state(state: &[u8]) -> Vec<NewAgent> {
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(state) else {
+        return Vec::new();
+    };
+    let mut agents = Vec::new();
+    let resources = value
+        .get("resources")
+        .and_then(|r| r.as_array())
+        .cloned()
+        .unwrap_or_default();
+    for resource in resources {
+        let is_agent = resource.get("mode").and_then(|m| m.as_str()) == Some("managed")
+            && resource.get("type").and_then(|t| t.as_str()) == Some("abode_agent");
+        if !is_agent {
+            continue;
+        }
+        let name = resource
+            .get("name")
+            .and_then(|n| n.as_str())
+            .unwrap_or("agent");
+        let module = resource.get("module").and_then(|m| m.as_str());
+        let instances = resource
+            .get("instances")
+            .and_then(|i| i.as_array())
+            .cloned()
+            .unwrap_or_default();
+        for instance in instances {
+            let Some(token) = instance
+                .pointer("/attributes/token")
+                .and_then(|t| t.as_str())
+            else {
+                continue;
+            };
+            if token.is_empty() {
+                continue;
+            }
+            let mut full_name = match module {
+                Some(module) => format!("{module}.{name}"),
+                None => name.to_string(),
+            };
+            match instance.get("index_key") {
+                Some(serde_json::Value::Number(n)) => full_name.push_str(&format!("[{n}]")),
+                Some(serde_json::Value::String(s)) => full_name.push_str(&format!("[\"{s}\"]")),
+                _ => {}
+            }
+            agents.push(NewAgent {
+                name: full_name,
+                token_hash: secrets::token_hash(token),
+            });
+        }
+    }
+    agents
+}
+
+/// Stores the state a build's work dir reached before the server died.
+pub(crate) async fn salvage_state(control: &Control, build_id: &str) {
+    let path = control
+        .inner
+        .config
+        .work_dir()
+        .join(build_id)
+        .join(TEMPLATE_SUBDIR)
+        .join(STATE_FILE);
+    let Ok(state) = std::fs::read(&path) else {
+        return;
+    };
+    let store = &control.inner.store;
+    if let Ok(build) = store.build_by_id(build_id).await {
+        if let Err(error) = store.put_state(&build.workspace_id, build_id, &state).await {
+            tracing::error!(build = %build_id, %error, "cannot salvage the state of an interrupted build");
+        }
+    }
+}
+
+/// Checks a pushed template: safe to unpack, `terraform init` and
+/// `terraform validate` pass. Returns Terraform's validation message.
+pub(crate) async fn validate_template(
+    control: &Control,
+    archive_bytes: &[u8],
+) -> Result<String, ControlError> {
+    let config = &control.inner.config;
+    let dir = workdir::create(
+        &config.work_dir(),
+        &format!("push-{}", abode_store::new_id()),
+    )
+    .map_err(|error| ControlError::Internal(format!("cannot create a work dir: {error}")))?;
+    let result = validate_in(control, archive_bytes, &dir).await;
+    workdir::remove(&dir);
+    result
+}
+
+async fn validate_in(
+    control: &Control,
+    archive_bytes: &[u8],
+    dir: &Path,
+) -> Result<String, ControlError> {
+    let template_dir = dir.join(TEMPLATE_SUBDIR);
+    let bytes = archive_bytes.to_vec();
+    let target = template_dir.clone();
+    tokio::task::spawn_blocking(move || archive::unpack(&bytes, &target))
+        .await
+        .map_err(|error| ControlError::Internal(format!("unpack task failed: {error}")))??;
+    let cli_config =
+        workdir::write_cli_config(dir, control.inner.config.provider_mirror.as_deref())
+            .map_err(ControlError::Internal)?;
+    let env = vec![(
+        "TF_CLI_CONFIG_FILE".to_string(),
+        cli_config.display().to_string(),
+    )];
+    let as_template_error = |step: &str| {
+        let step = step.to_string();
+        move |error: RunError| match error {
+            RunError::Failed { message, .. } => {
+                ControlError::InvalidTemplate(format!("terraform {step} failed: {message}"))
+            }
+            other => ControlError::Internal(other.to_string()),
+        }
+    };
+    run::capture(&Invocation::new(
+        &template_dir,
+        ["init", "-input=false", "-no-color"],
+        &env,
+    ))
+    .await
+    .map_err(as_template_error("init"))?;
+    let output = run::capture(&Invocation::new(
+        &template_dir,
+        ["validate", "-no-color"],
+        &env,
+    ))
+    .await
+    .map_err(as_template_error("validate"))?;
+    let message = String::from_utf8_lossy(&output)
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("The configuration is valid.")
+        .to_string();
+    Ok(message)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn json_lines_render_as_their_message_with_level() {
+        let line = |stream, text: &str| OutputLine {
+            stream,
+            text: text.into(),
+        };
+        let cases = [
+            (
+                line(
+                    Stream::Stdout,
+                    r#"{"@level":"info","@message":"terraform_data.a: Creating...","type":"apply_start"}"#,
+                ),
+                Some(("info", "terraform_data.a: Creating...".to_string())),
+            ),
+            (
+                line(
+                    Stream::Stdout,
+                    r#"{"@level":"error","@message":"Error: boom","type":"diagnostic","diagnostic":{"severity":"error","summary":"boom","detail":"it\nbroke"}}"#,
+                ),
+                Some(("error", "Error: boom: it broke".to_string())),
+            ),
+            (
+                line(Stream::Stdout, "plain text"),
+                Some(("info", "plain text".to_string())),
+            ),
+            (
+                line(Stream::Stderr, "panic: x"),
+                Some(("error", "panic: x".to_string())),
+            ),
+            (line(Stream::Stdout, "   "), None),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(render_line(&input), expected, "{}", input.text);
+        }
+    }
+
+    #[test]
+    fn agent_tokens_are_read_from_state_and_only_their_hash_kept() {
+        let state = br#"{"version":4,"resources":[
+          {"mode":"managed","type":"abode_agent","name":"main","instances":[{"attributes":{"token":"secret-1"}}]},
+          {"module":"module.m","mode":"managed","type":"abode_agent","name":"extra","instances":[{"index_key":0,"attributes":{"token":"secret-2"}}]},
+          {"mode":"managed","type":"terraform_data","name":"x","instances":[{"attributes":{"token":"not-an-agent"}}]},
+          {"mode":"data","type":"abode_agent","name":"d","instances":[{"attributes":{"token":"data"}}]}
+        ]}"#;
+        let agents = agents_in_state(state);
+        let found: Vec<(&str, String)> = agents
+            .iter()
+            .map(|a| (a.name.as_str(), a.token_hash.clone()))
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                ("main", secrets::token_hash("secret-1")),
+                ("module.m.extra[0]", secrets::token_hash("secret-2")),
+            ]
+        );
+        assert!(agents_in_state(b"not json").is_empty());
+    }
+}

@@ -1,0 +1,76 @@
+//! Private working directories for builds and template validation.
+//!
+//! A build's directory holds the unpacked template, its Terraform state and
+//! its saved plan, any of which can carry secrets: directories are created
+//! readable by the server's user only, and removed when the build ends.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use abode_terraform::mirror::Mirror;
+
+/// The template's files go in `template/` under the work dir; the CLI
+/// configuration and the plan file sit beside it, out of the template's way.
+pub const TEMPLATE_SUBDIR: &str = "template";
+pub const CLI_CONFIG_FILE: &str = "terraform.tfrc";
+pub const PLAN_FILE: &str = "build.tfplan";
+pub const STATE_FILE: &str = "terraform.tfstate";
+
+/// Creates `base/name` (and `base/name/template`), private to this user.
+pub fn create(base: &Path, name: &str) -> io::Result<PathBuf> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true).mode(0o700);
+    builder.create(base)?;
+    fs::set_permissions(base, fs::Permissions::from_mode(0o700))?;
+    let dir = base.join(name);
+    if dir.exists() {
+        fs::remove_dir_all(&dir)?;
+    }
+    builder.create(dir.join(TEMPLATE_SUBDIR))?;
+    Ok(dir)
+}
+
+/// Writes the Terraform CLI configuration of a run into `dir` and returns its
+/// path: the abode provider from the mirror, everything else direct.
+pub fn write_cli_config(dir: &Path, mirror: Option<&Path>) -> Result<PathBuf, String> {
+    let path = dir.join(CLI_CONFIG_FILE);
+    match mirror {
+        Some(root) => Mirror::new(root)
+            .and_then(|mirror| mirror.write_cli_config(&path))
+            .map_err(|error| error.to_string())?,
+        // Without a mirror an explicit empty configuration still keeps the
+        // machine's own (possibly broken) one out of the build.
+        None => fs::write(
+            &path,
+            "# Written by Abode: no provider mirror configured.\n",
+        )
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))?,
+    }
+    Ok(path)
+}
+
+/// Writes a file readable by the server's user only.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    fs::write(path, bytes)?;
+    fs::set_permissions(path, fs::Permissions::from_mode(0o600))
+}
+
+pub fn remove(dir: &Path) {
+    if let Err(error) = fs::remove_dir_all(dir) {
+        if error.kind() != io::ErrorKind::NotFound {
+            tracing::warn!(dir = %dir.display(), %error, "cannot remove a work dir");
+        }
+    }
+}
+
+/// Removes every work dir left by a previous run of the server.
+pub fn clear_all(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        remove(&entry.path());
+    }
+}
