@@ -7,12 +7,17 @@ mod agent;
 mod cli;
 mod exit;
 mod plan_check;
+mod provider;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
-#[command(name = "abode", version, about = "Developer workspaces from Terraform templates, without losing anyone's files")]
+#[command(
+    name = "abode",
+    version,
+    about = "Developer workspaces from Terraform templates, without losing anyone's files"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -25,6 +30,9 @@ enum Command {
     Plan(PlanCommand),
     /// Run the workspace agent (started by abode_agent.init_script).
     Agent(agent::AgentArgs),
+    /// The abode Terraform provider (this binary, under Terraform's provider file name).
+    #[command(subcommand)]
+    Provider(provider::ProviderCommand),
     #[command(flatten)]
     User(cli::UserCommand),
 }
@@ -36,10 +44,14 @@ enum PlanCommand {
 }
 
 fn main() -> ExitCode {
+    if provider::invoked_as_provider() {
+        return provider::serve();
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Plan(PlanCommand::Check(args)) => plan_check::run(args),
         Command::Agent(args) => Ok(agent::run(args)),
+        Command::Provider(command) => provider::run(command),
         Command::User(command) => Ok(cli::run(command)),
     };
     match result {

@@ -21,6 +21,7 @@ mod volume;
 mod workspace;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use tf_provider::schema::{Block, Description, Schema};
@@ -32,6 +33,10 @@ pub use parameter::{check_parameter_value, ParameterDefinition};
 
 /// The provider's local name: resource types are `abode_<name>`.
 pub const PROVIDER_NAME: &str = "abode";
+
+const LIB_BACKTRACE: &str = "RUST_LIB_BACKTRACE";
+/// Set when [`serve`] added RUST_LIB_BACKTRACE, so processes it starts do not inherit it.
+static BACKTRACE_SILENCED: AtomicBool = AtomicBool::new(false);
 
 /// Why the provider could not be served.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +50,12 @@ pub enum ServeError {
 /// Serves the provider over Terraform's plugin protocol until Terraform stops it.
 /// Prints the plugin handshake on stdout: call it only when started by Terraform.
 pub fn serve() -> Result<(), ServeError> {
+    // tf-provider appends a backtrace to every diagnostic when backtraces are on
+    // (RUST_BACKTRACE in a developer's shell): template authors need the message.
+    if std::env::var_os(LIB_BACKTRACE).is_none() {
+        std::env::set_var(LIB_BACKTRACE, "0");
+        BACKTRACE_SILENCED.store(true, Ordering::Relaxed);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -395,6 +395,9 @@ impl Resource for ProcessResource {
                 cmd.env_remove(&name);
             }
         }
+        if crate::BACKTRACE_SILENCED.load(std::sync::atomic::Ordering::Relaxed) {
+            cmd.env_remove(crate::LIB_BACKTRACE);
+        }
         cmd.envs(env);
         let mut child = match cmd.spawn() {
             Ok(child) => child,

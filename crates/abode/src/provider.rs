@@ -1,0 +1,120 @@
+//! The abode Terraform provider's two doors into the `abode` binary: serving
+//! the provider when Terraform starts this executable under the provider's file
+//! name, and `abode provider install`, which lays out the offline mirror and the
+//! Terraform CLI configuration pointing at it.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use abode_terraform::mirror::{Mirror, PROVIDER_FILE_PREFIX};
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+/// The provider's version is the binary's: one artefact, one version.
+pub const PROVIDER_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// Set by Terraform (go-plugin) for every plugin it starts.
+const MAGIC_COOKIE: &str = "TF_PLUGIN_MAGIC_COOKIE";
+
+/// True when argv[0]'s file name says Terraform started us as the provider.
+pub fn invoked_as_provider() -> bool {
+    std::env::args_os()
+        .next()
+        .as_deref()
+        .and_then(|arg0| Path::new(arg0).file_name())
+        .and_then(OsStr::to_str)
+        .is_some_and(|name| name.starts_with(PROVIDER_FILE_PREFIX))
+}
+
+/// Serves the provider until Terraform stops it.
+pub fn serve() -> ExitCode {
+    if std::env::var_os(MAGIC_COOKIE).is_none() {
+        eprintln!(
+            "error: this is the abode Terraform provider; Terraform starts it (run `abode provider install` and use the CLI configuration it prints)"
+        );
+        return ExitCode::FAILURE;
+    }
+    match abode_provider::serve() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProviderCommand {
+    /// Install this binary as the abode Terraform provider in a local mirror and write the Terraform CLI configuration that uses it (no download).
+    Install(InstallArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    /// The filesystem mirror directory [default: $XDG_DATA_HOME/abode/provider-mirror, or ~/.local/share/abode/provider-mirror].
+    #[arg(long, value_name = "DIR")]
+    mirror: Option<PathBuf>,
+    /// Where to write the Terraform CLI configuration [default: terraform.rc beside the mirror directory].
+    #[arg(long, value_name = "FILE")]
+    cli_config: Option<PathBuf>,
+}
+
+fn default_data_dir() -> anyhow::Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|dir| !dir.is_empty()) {
+        return Ok(PathBuf::from(dir).join("abode"));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|dir| !dir.is_empty())
+        .context("neither XDG_DATA_HOME nor HOME is set: pass --mirror DIR")?;
+    Ok(PathBuf::from(home).join(".local/share/abode"))
+}
+
+fn absolute(path: PathBuf) -> anyhow::Result<PathBuf> {
+    if path.is_absolute() {
+        return Ok(path);
+    }
+    Ok(std::env::current_dir()
+        .context("cannot read the current directory")?
+        .join(path))
+}
+
+pub fn run(command: ProviderCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        ProviderCommand::Install(args) => install(args),
+    }
+}
+
+fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
+    let mirror_dir = match args.mirror {
+        Some(dir) => absolute(dir)?,
+        None => default_data_dir()?.join("provider-mirror"),
+    };
+    let config_path = match args.cli_config {
+        Some(path) => absolute(path)?,
+        None => mirror_dir
+            .parent()
+            .unwrap_or(&mirror_dir)
+            .join("terraform.rc"),
+    };
+    let executable = std::env::current_exe().context("cannot locate the abode executable")?;
+    let mirror = Mirror::new(&mirror_dir)?;
+    let installed = mirror
+        .install(&executable, PROVIDER_VERSION)
+        .context("cannot install the abode provider")?;
+    mirror
+        .write_cli_config(&config_path)
+        .context("cannot write the Terraform CLI configuration")?;
+    println!(
+        "installed abode/abode {PROVIDER_VERSION} at {}",
+        installed.display()
+    );
+    println!(
+        "wrote the Terraform CLI configuration to {}",
+        config_path.display()
+    );
+    println!(
+        "use it with: export TF_CLI_CONFIG_FILE={}",
+        config_path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,58 @@
+# A whole workspace on one machine, with nothing but Terraform and Abode:
+# a persistent home volume (protected), and while the workspace is started, an
+# agent and the process that runs it.
+
+terraform {
+  required_providers {
+    abode = {
+      source = "abode/abode"
+    }
+  }
+}
+
+data "abode_workspace" "me" {}
+
+data "abode_workspace_owner" "me" {}
+
+# Persistent: not under start_count, so stops and starts keep it.
+resource "abode_volume" "home" {
+  name = "home-${data.abode_workspace.me.id}"
+  labels = {
+    owner     = data.abode_workspace_owner.me.name
+    workspace = data.abode_workspace.me.name
+  }
+}
+
+# Any start or stop whose plan would delete or replace the home volume waits
+# for an explicit confirmation; deleting the workspace is always allowed.
+resource "abode_protect" "home" {
+  resource_id = abode_volume.home.id
+  mode        = "confirm"
+}
+
+resource "abode_agent" "main" {
+  count = data.abode_workspace.me.start_count
+  os    = "linux"
+  arch  = "amd64"
+  dir   = abode_volume.home.path
+}
+
+# The workspace's "machine": a local process running the agent. The token goes
+# through the environment, never the command line.
+resource "abode_process" "workspace" {
+  count   = data.abode_workspace.me.start_count
+  command = ["sh", "-c", abode_agent.main[0].init_script]
+  dir     = abode_volume.home.path
+  env = {
+    ABODE_AGENT_TOKEN = abode_agent.main[0].token
+    HOME              = abode_volume.home.path
+  }
+}
+
+resource "abode_metadata" "home" {
+  resource_id = abode_volume.home.id
+  item {
+    key   = "path"
+    value = abode_volume.home.path
+  }
+}
