@@ -8,6 +8,7 @@ use abode_client::types::{Build, LogLine};
 use abode_client::{Client, ClientError};
 use clap::{Args, Subcommand};
 
+use super::guard;
 use super::output::{self, or_dash, time};
 use super::{
     session_client, OutputArgs, OutputFormat, EXIT_AWAITING_CONFIRMATION, EXIT_BLOCKED, EXIT_ERROR,
@@ -179,9 +180,34 @@ pub fn follow_build(client: &Client, workspace: &str, build: &Build) -> anyhow::
         workspace,
         finished.status.replace('_', " ")
     );
+    match code {
+        EXIT_AWAITING_CONFIRMATION => eprintln!(
+            "{}",
+            guard::held_message(
+                workspace,
+                finished.number,
+                &finished.transition,
+                finished.guard.as_ref()
+            )
+        ),
+        EXIT_BLOCKED => eprintln!(
+            "{}",
+            guard::blocked_message(
+                workspace,
+                finished.number,
+                &finished.transition,
+                finished.guard.as_ref()
+            )
+        ),
+        _ => {}
+    }
     match (code, finished.error.as_deref()) {
         (EXIT_OK, _) => eprintln!("{summary}"),
-        (_, Some(error)) if !error.is_empty() => eprintln!("error: {summary}: {error}"),
+        // A guard report as the reason spans lines; the explanation above has it.
+        (_, Some(error)) if !error.is_empty() => eprintln!(
+            "error: {summary}: {}",
+            error.lines().next().unwrap_or_default()
+        ),
         _ => eprintln!("error: {summary}"),
     }
     Ok(code)

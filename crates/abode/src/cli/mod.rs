@@ -8,6 +8,7 @@
 
 mod auth;
 mod builds;
+mod guard;
 mod output;
 mod templates;
 mod workspaces;

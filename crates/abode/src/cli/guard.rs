@@ -1,0 +1,180 @@
+//! Explains a held or blocked build from the plan guard's report (the guard's
+//! JSON schema, docs/plan-check.md) in plain words, with the exact command
+//! that lets the user go on.
+//!
+//! The report arrives already redacted by the server; this module only
+//! arranges it, so no sensitive value can appear that the server did not send.
+
+use serde_json::Value;
+
+/// Terraform-like marker for an action.
+fn marker(action: &str) -> &'static str {
+    match action {
+        "delete" => "-",
+        "replace" => "-/+",
+        "replace_create_before_destroy" => "+/-",
+        "create" => "+",
+        "update" => "~",
+        "forget" => ".",
+        _ => "?",
+    }
+}
+
+fn text<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The protected changes of a guard report, one block per resource.
+pub fn describe_protected_changes(guard: &Value) -> Vec<String> {
+    let Some(changes) = guard.get("protected_changes").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    for change in changes {
+        let action = text(change, "action");
+        let mut head = format!("  {} {}", marker(action), text(change, "address"));
+        let reason = text(change, "reason");
+        if !reason.is_empty() {
+            head.push_str(&format!(": {reason}"));
+        }
+        let outcome = text(change, "outcome");
+        if !outcome.is_empty() {
+            head.push_str(&format!(" [{outcome}]"));
+        }
+        lines.push(head);
+        if let Some(previous) = change.get("previous_address").and_then(Value::as_str) {
+            lines.push(format!("      (moved from {previous})"));
+        }
+        for path in change
+            .get("replace_paths")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            lines.push(format!(
+                "      {}: {} -> {} (forces replacement)",
+                text(path, "path"),
+                text(path, "before"),
+                text(path, "after")
+            ));
+        }
+        if let Some(drift) = change.get("drift").filter(|drift| !drift.is_null()) {
+            if drift.get("deleted").and_then(Value::as_bool) == Some(true) {
+                lines.push(
+                    "      deleted outside Terraform since the last build: the plan would create a new, empty one"
+                        .to_string(),
+                );
+            }
+            for attribute in drift
+                .get("attributes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                lines.push(format!(
+                    "      changed outside Terraform since the last build: {}: {} -> {}",
+                    text(attribute, "path"),
+                    text(attribute, "before"),
+                    text(attribute, "after")
+                ));
+            }
+        }
+        for rule in change
+            .get("protected_by")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            lines.push(format!(
+                "      protected by {} (mode {})",
+                text(rule, "by"),
+                text(rule, "mode")
+            ));
+        }
+    }
+    lines
+}
+
+/// What to print when a build waits for confirmation.
+pub fn held_message(
+    workspace: &str,
+    number: u64,
+    transition: &str,
+    guard: Option<&Value>,
+) -> String {
+    let mut lines = vec![format!(
+        "The plan guard held build #{number} ({transition}) of workspace {workspace}: it would destroy or replace protected resources:"
+    )];
+    if let Some(guard) = guard {
+        lines.extend(describe_protected_changes(guard));
+    }
+    lines.push("Nothing was applied.".to_string());
+    lines.push(format!(
+        "To apply exactly this plan: abode builds confirm {workspace} {number}"
+    ));
+    lines.push(format!(
+        "To discard it:              abode builds cancel {workspace} {number}"
+    ));
+    lines.join("\n")
+}
+
+/// What to print when the guard blocked a build.
+pub fn blocked_message(
+    workspace: &str,
+    number: u64,
+    transition: &str,
+    guard: Option<&Value>,
+) -> String {
+    let mut lines = vec![format!(
+        "The plan guard blocked build #{number} ({transition}) of workspace {workspace}: it would destroy or replace resources protected with mode \"block\":"
+    )];
+    if let Some(guard) = guard {
+        lines.extend(describe_protected_changes(guard));
+    }
+    lines.push("Nothing was applied. A blocked change cannot be confirmed: fix the template, or have a template-admin release the protection with `abode workspaces unprotect WORKSPACE ADDRESS`.".to_string());
+    lines.join("\n")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_build_explains_changes_and_the_way_on() {
+        let guard = serde_json::json!({
+            "decision": "confirm",
+            "protected_changes": [{
+                "address": "abode_volume.home",
+                "previous_address": null,
+                "action": "replace",
+                "reason": "replaced because `name` cannot be updated in place",
+                "replace_paths": [{"path": "name", "before": "\"home-1\"", "after": "\"home-2\""}],
+                "drift": null,
+                "protected_by": [{"by": "abode_protect.home on abode_volume.home", "mode": "confirm"}],
+                "outcome": "confirm"
+            }]
+        });
+        let text = held_message("dev", 4, "start", Some(&guard));
+        let expected = "\
+The plan guard held build #4 (start) of workspace dev: it would destroy or replace protected resources:
+  -/+ abode_volume.home: replaced because `name` cannot be updated in place [confirm]
+      name: \"home-1\" -> \"home-2\" (forces replacement)
+      protected by abode_protect.home on abode_volume.home (mode confirm)
+Nothing was applied.
+To apply exactly this plan: abode builds confirm dev 4
+To discard it:              abode builds cancel dev 4";
+        assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn drift_deleted_is_explained() {
+        let guard = serde_json::json!({"protected_changes": [{
+            "address": "abode_volume.home", "action": "create", "reason": "",
+            "drift": {"deleted": true, "attributes": []}, "outcome": "confirm"
+        }]});
+        let lines = describe_protected_changes(&guard);
+        assert_eq!(lines[0], "  + abode_volume.home [confirm]");
+        assert!(lines[1].contains("deleted outside Terraform"), "{lines:?}");
+    }
+}
