@@ -7,23 +7,26 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use abode_terraform::mirror::{Mirror, PROVIDER_FILE_PREFIX};
+use abode_terraform::mirror::{Mirror, PROVIDER_FILE_PREFIX, PROVIDER_VERSION};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-/// The provider's version is the binary's: one artefact, one version.
-pub const PROVIDER_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Set by Terraform (go-plugin) for every plugin it starts.
 const MAGIC_COOKIE: &str = "TF_PLUGIN_MAGIC_COOKIE";
 
-/// True when argv[0]'s file name says Terraform started us as the provider.
+/// True when Terraform started us as the provider: argv[0]'s file name is the
+/// provider's, and there are no arguments (Terraform passes none). With
+/// arguments the mirror's copy is still the whole CLI, so an `init_script`
+/// pointing at it can run `abode agent`.
 pub fn invoked_as_provider() -> bool {
-    std::env::args_os()
+    let mut args = std::env::args_os();
+    let provider_name = args
         .next()
         .as_deref()
         .and_then(|arg0| Path::new(arg0).file_name())
         .and_then(OsStr::to_str)
-        .is_some_and(|name| name.starts_with(PROVIDER_FILE_PREFIX))
+        .is_some_and(|name| name.starts_with(PROVIDER_FILE_PREFIX));
+    provider_name && args.next().is_none()
 }
 
 /// Serves the provider until Terraform stops it.

@@ -258,6 +258,40 @@ fn example_template_lifecycle() {
     workdir.set("FAKE_AGENT_RECORD", record.to_str().unwrap());
     let home = volumes.join(format!("home-{}", abode_contract::DEV_WORKSPACE_ID));
 
+    // The mirror's copy serves the provider only when started without arguments:
+    // with some it is the whole CLI, so an init_script pointing at it runs the agent.
+    let mirror_copy = std::fs::read_dir(root.join("mirror/registry.terraform.io/abode/abode"))
+        .unwrap()
+        .flatten()
+        .flat_map(|version| std::fs::read_dir(version.path()).unwrap().flatten())
+        .flat_map(|platform| std::fs::read_dir(platform.path()).unwrap().flatten())
+        .map(|entry| entry.path())
+        .find(|path| {
+            path.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("terraform-provider-abode_v")
+        })
+        .expect("the provider in the mirror");
+    let help = Command::new(&mirror_copy)
+        .args(["agent", "--help"])
+        .output()
+        .unwrap();
+    assert!(help.status.success(), "{}", text(&help));
+    assert!(
+        String::from_utf8_lossy(&help.stdout).contains("--url"),
+        "{}",
+        text(&help)
+    );
+    let bare = Command::new(&mirror_copy).output().unwrap();
+    assert!(!bare.status.success());
+    assert!(
+        String::from_utf8_lossy(&bare.stderr).contains("Terraform starts it"),
+        "{}",
+        text(&bare)
+    );
+
     // Create (a start build).
     workdir.set("ABODE_WORKSPACE_TRANSITION", "start");
     workdir.ok(&["apply", "-no-color", "-auto-approve"]);

@@ -17,6 +17,9 @@ pub const PROVIDER_TYPE: &str = "abode";
 /// The file name prefix Terraform starts the provider under; the `abode`
 /// binary serves the provider when its own file name starts with it.
 pub const PROVIDER_FILE_PREFIX: &str = "terraform-provider-abode";
+/// The provider version to install: the workspace version, which is also the
+/// `abode` binary's (every crate shares it), so any crate can name it.
+pub const PROVIDER_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The provider pattern the generated CLI configuration routes to the mirror.
 pub const PROVIDER_PATTERN: &str = "registry.terraform.io/abode/*";
 
