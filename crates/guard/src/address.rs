@@ -144,7 +144,8 @@ fn tokenize(input: &str) -> Result<Vec<Step>, String> {
                 return Err("missing `.` between names".into());
             }
             let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '-')
+            while i < chars.len()
+                && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '-')
             {
                 i += 1;
             }
@@ -247,7 +248,9 @@ impl Address {
         let steps = tokenize(input.trim()).map_err(error)?;
         let (module, i) = module_path(&steps).map_err(error)?;
         if i == steps.len() {
-            return Err(error("a module path alone is not a resource address".into()));
+            return Err(error(
+                "a module path alone is not a resource address".into(),
+            ));
         }
         let (address, end) = resource_at(&steps, module, i).map_err(error)?;
         if end != steps.len() {
@@ -369,7 +372,10 @@ mod tests {
             "module.home",
             "error: invalid resource address `module.home`: a module path alone is not a resource address",
         );
-        check("", "error: invalid resource address ``: the address is empty");
+        check(
+            "",
+            "error: invalid resource address ``: the address is empty",
+        );
         check(
             "a.b.c",
             "error: invalid resource address `a.b.c`: unexpected text after the resource name",

@@ -27,7 +27,9 @@ pub enum PlanError {
     Truncated(String),
     #[error("not a Terraform plan: {0}")]
     NotAPlan(String),
-    #[error("this is a Terraform state file, not a plan (make one with `terraform plan -out=tfplan`)")]
+    #[error(
+        "this is a Terraform state file, not a plan (make one with `terraform plan -out=tfplan`)"
+    )]
     StateFile,
     #[error("this is the JSON of a Terraform state (`terraform show -json` without a plan file), not a plan")]
     StateJson,

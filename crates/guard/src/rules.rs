@@ -164,16 +164,27 @@ fn read_annotation(
 ) {
     let name = display_path(prefix, &resource.address);
     let mode = annotation_mode(resource, &name, plan, &mut found.warnings);
-    let Some(expression) = resource.expressions.get("resource_id").and_then(Expression::from_value)
+    let Some(expression) = resource
+        .expressions
+        .get("resource_id")
+        .and_then(Expression::from_value)
     else {
-        found
-            .warnings
-            .push(format!("{name} has no resource_id reference, so it protects nothing"));
+        found.warnings.push(format!(
+            "{name} has no resource_id reference, so it protects nothing"
+        ));
         return;
     };
     let mut targets = Vec::new();
     let mut unresolved = Vec::new();
-    resolve(&expression.references, resource, module, prefix, 0, &mut targets, &mut unresolved);
+    resolve(
+        &expression.references,
+        resource,
+        module,
+        prefix,
+        0,
+        &mut targets,
+        &mut unresolved,
+    );
     if targets.is_empty() {
         let what = if unresolved.is_empty() {
             "no resource".to_string()
@@ -186,9 +197,11 @@ fn read_annotation(
         ));
     }
     for target in targets {
-        found
-            .rules
-            .push(Rule::address(target, mode, Origin::Annotation(name.clone())));
+        found.rules.push(Rule::address(
+            target,
+            mode,
+            Origin::Annotation(name.clone()),
+        ));
     }
 }
 
@@ -198,7 +211,11 @@ fn annotation_mode(
     plan: &Plan,
     warnings: &mut Vec<String>,
 ) -> Mode {
-    let Some(expression) = resource.expressions.get("mode").and_then(Expression::from_value) else {
+    let Some(expression) = resource
+        .expressions
+        .get("mode")
+        .and_then(Expression::from_value)
+    else {
         return Mode::Confirm;
     };
     if let Some(value) = &expression.constant_value {
@@ -311,7 +328,15 @@ fn resolve(
                         .filter(|r| !matches!(Reference::parse(r), Reference::Each))
                         .cloned()
                         .collect();
-                    resolve(&refs, resource, module, prefix, depth + 1, &mut found, unresolved);
+                    resolve(
+                        &refs,
+                        resource,
+                        module,
+                        prefix,
+                        depth + 1,
+                        &mut found,
+                        unresolved,
+                    );
                 }
             }
             Reference::Other(text) => {

@@ -44,7 +44,9 @@ pub fn path_to_string(path: &[PathStep]) -> String {
 }
 
 fn is_identifier(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
 }
 
 fn child<'a>(value: &'a Value, step: &PathStep) -> Option<&'a Value> {

@@ -40,7 +40,11 @@ fn parse_check_args(text: &str) -> (Transition, Vec<Rule>) {
         .into_iter()
         .map(|a| Rule::address(a, mode, Origin::Caller))
         .collect();
-    rules.extend(types.iter().map(|t| Rule::resource_type(t, mode, Origin::Caller)));
+    rules.extend(
+        types
+            .iter()
+            .map(|t| Rule::resource_type(t, mode, Origin::Caller)),
+    );
     (transition, rules)
 }
 
@@ -65,7 +69,8 @@ fn check(case: &Path) -> Result<(), String> {
     let bytes = std::fs::read(case.join("plan.json")).map_err(|e| e.to_string())?;
     let args = std::fs::read_to_string(case.join("check-args")).unwrap_or_default();
     let (transition, rules) = parse_check_args(&args);
-    let plan = abode_guard::read_plan_slice(&bytes).map_err(|e| format!("{}: {e}", case.display()))?;
+    let plan =
+        abode_guard::read_plan_slice(&bytes).map_err(|e| format!("{}: {e}", case.display()))?;
     // Streaming and in-memory reading must agree.
     let streamed = abode_guard::read_plan(bytes.as_slice()).map_err(|e| e.to_string())?;
     let report = abode_guard::evaluate(&plan, transition, &rules);
@@ -74,7 +79,10 @@ fn check(case: &Path) -> Result<(), String> {
     let json = report.to_json() + "\n";
     for output in [&text, &json] {
         if output.contains(SECRET_MARKER) {
-            return Err(format!("{}: a secret reached the output:\n{output}", case.display()));
+            return Err(format!(
+                "{}: a secret reached the output:\n{output}",
+                case.display()
+            ));
         }
     }
     expect_file(&case.join("expected.txt"), &text)?;
@@ -89,7 +97,11 @@ fn fixtures() {
         .filter(|p| p.join("plan.json").exists())
         .collect();
     cases.sort();
-    assert!(cases.len() >= 20, "expected the fixture folders, found {}", cases.len());
+    assert!(
+        cases.len() >= 20,
+        "expected the fixture folders, found {}",
+        cases.len()
+    );
     let failures: Vec<String> = cases.iter().filter_map(|c| check(c).err()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
@@ -157,5 +169,9 @@ fn peer_plans_are_readable() {
         }
         read += 1;
     }
-    assert!(read >= 10, "only {read} peer plans found in {}", dir.display());
+    assert!(
+        read >= 10,
+        "only {read} peer plans found in {}",
+        dir.display()
+    );
 }

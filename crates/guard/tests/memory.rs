@@ -13,7 +13,10 @@ fn check(case: &str, transition: Transition, memory: &[(&str, Mode)], expect: &[
     let plan = abode_guard::read_plan_slice(&std::fs::read(path).unwrap()).unwrap();
     let memory: Vec<RememberedProtection> = memory
         .iter()
-        .map(|(a, m)| RememberedProtection { address: a.to_string(), mode: *m })
+        .map(|(a, m)| RememberedProtection {
+            address: a.to_string(),
+            mode: *m,
+        })
         .collect();
     let after = abode_guard::protections_after_apply(&plan, transition, &[], &memory);
     let after: Vec<(&str, Mode)> = after.iter().map(|m| (m.address.as_str(), m.mode)).collect();
@@ -22,8 +25,18 @@ fn check(case: &str, transition: Transition, memory: &[(&str, Mode)], expect: &[
 
 #[test]
 fn annotations_are_remembered() {
-    check("annotation-root", Transition::Start, &[], &[("terraform_data.home", Mode::Confirm)]);
-    check("annotation-block", Transition::Stop, &[], &[("terraform_data.home", Mode::Block)]);
+    check(
+        "annotation-root",
+        Transition::Start,
+        &[],
+        &[("terraform_data.home", Mode::Confirm)],
+    );
+    check(
+        "annotation-block",
+        Transition::Stop,
+        &[],
+        &[("terraform_data.home", Mode::Block)],
+    );
     check(
         "annotation-count",
         Transition::Start,
@@ -50,9 +63,24 @@ fn memory_outlives_the_annotation_and_follows_moves() {
 
 #[test]
 fn destroyed_and_deleted_workspaces_forget() {
-    check("block-removed", Transition::Stop, &[("terraform_data.home", Mode::Confirm)], &[]);
-    check("destroy-delete", Transition::Delete, &[("terraform_data.home", Mode::Block)], &[]);
-    check("removed-forget", Transition::Stop, &[("terraform_data.home", Mode::Block)], &[]);
+    check(
+        "block-removed",
+        Transition::Stop,
+        &[("terraform_data.home", Mode::Confirm)],
+        &[],
+    );
+    check(
+        "destroy-delete",
+        Transition::Delete,
+        &[("terraform_data.home", Mode::Block)],
+        &[],
+    );
+    check(
+        "removed-forget",
+        Transition::Stop,
+        &[("terraform_data.home", Mode::Block)],
+        &[],
+    );
 }
 
 #[test]

@@ -18,7 +18,12 @@ const ACTIONS: &[&[&str]] = &[
     &["forget"],
     &["read"],
 ];
-const TYPES: &[&str] = &["abode_volume", "docker_volume", "terraform_data", "abode_process"];
+const TYPES: &[&str] = &[
+    "abode_volume",
+    "docker_volume",
+    "terraform_data",
+    "abode_process",
+];
 
 #[derive(Debug, Clone)]
 struct Resource {
@@ -138,7 +143,11 @@ fn rules_for(resources: &[Resource], picks: &[(usize, u8)]) -> Vec<Rule> {
         .iter()
         .filter_map(|&(i, kind)| {
             let r = resources.get(i % resources.len().max(1))?;
-            let mode = if kind % 2 == 0 { Mode::Confirm } else { Mode::Block };
+            let mode = if kind % 2 == 0 {
+                Mode::Confirm
+            } else {
+                Mode::Block
+            };
             Some(match kind % 3 {
                 0 => Rule::resource_type(r.resource_type, mode, Origin::Caller),
                 1 => Rule::address(Address::parse(&r.address()).unwrap(), mode, Origin::Caller),
