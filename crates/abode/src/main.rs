@@ -8,6 +8,7 @@ mod cli;
 mod exit;
 mod plan_check;
 mod provider;
+mod server;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -33,6 +34,8 @@ enum Command {
     /// The abode Terraform provider (this binary, under Terraform's provider file name).
     #[command(subcommand)]
     Provider(provider::ProviderCommand),
+    /// Run the Abode server (HTTP API, embedded SQLite, built-in provisioners).
+    Server(server::ServerArgs),
     #[command(flatten)]
     User(cli::UserCommand),
 }
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Plan(PlanCommand::Check(args)) => plan_check::run(args),
         Command::Agent(args) => Ok(agent::run(args)),
         Command::Provider(command) => provider::run(command),
+        Command::Server(args) => server::run(args),
         Command::User(command) => Ok(cli::run(command)),
     };
     match result {

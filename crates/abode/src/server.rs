@@ -1,0 +1,121 @@
+//! `abode server`: runs the control plane on one machine (embedded SQLite under
+//! the data dir, built-in provisioners) until SIGINT or SIGTERM.
+//!
+//! At start it installs this very executable as the abode Terraform provider
+//! into a filesystem mirror under the data dir, so that builds find the
+//! provider without any download.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use abode_api::{Server, ServerOptions};
+use abode_terraform::mirror::{Mirror, PROVIDER_VERSION};
+
+#[derive(Debug, clap::Args)]
+pub struct ServerArgs {
+    /// Address to listen on.
+    #[arg(long, env = "ABODE_ADDRESS", default_value = "127.0.0.1:7080")]
+    address: SocketAddr,
+    /// Where the database, volumes and work dirs live.
+    #[arg(long, env = "ABODE_DATA_DIR", default_value = "./.abode")]
+    data_dir: PathBuf,
+    /// Number of embedded provisioner workers (builds run in parallel).
+    #[arg(long, env = "ABODE_PROVISIONERS", default_value_t = 3)]
+    provisioners: usize,
+    /// The URL workspace agents use to reach this server [default: http://ADDRESS].
+    #[arg(long, env = "ABODE_ACCESS_URL")]
+    access_url: Option<String>,
+    /// The provider mirror to install into and use [default: DATA_DIR/provider-mirror].
+    #[arg(long, env = "ABODE_PROVIDER_MIRROR")]
+    provider_mirror: Option<PathBuf>,
+    /// Seconds a started workspace's agent has to connect before it counts as unhealthy.
+    #[arg(long, env = "ABODE_AGENT_CONNECT_TIMEOUT", default_value_t = 30)]
+    agent_connect_timeout: u64,
+    /// Seconds without a heartbeat before an agent counts as disconnected.
+    #[arg(long, env = "ABODE_AGENT_HEARTBEAT_TIMEOUT", default_value_t = 15)]
+    agent_heartbeat_timeout: u64,
+    /// Seconds between agent heartbeats (told to agents).
+    #[arg(long, env = "ABODE_AGENT_HEARTBEAT_INTERVAL", default_value_t = 5)]
+    agent_heartbeat_interval: u64,
+    /// Seconds a canceled Terraform run gets after SIGINT before it is killed.
+    #[arg(long, env = "ABODE_CANCEL_GRACE", default_value_t = 30)]
+    cancel_grace: u64,
+}
+
+pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
+    init_logging();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(serve(args))
+}
+
+async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
+    let data_dir = absolute(args.data_dir)?;
+    std::fs::create_dir_all(&data_dir)
+        .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
+    let mirror_dir = match args.provider_mirror {
+        Some(dir) => absolute(dir)?,
+        None => data_dir.join("provider-mirror"),
+    };
+    let executable = std::env::current_exe().context("cannot locate the abode executable")?;
+    Mirror::new(&mirror_dir)?
+        .install(&executable, PROVIDER_VERSION)
+        .context("cannot install the abode provider into the mirror")?;
+
+    let mut options = ServerOptions::new(args.address, data_dir);
+    options.provisioners = args.provisioners;
+    options.access_url = args.access_url;
+    options.provider_mirror = Some(mirror_dir);
+    options.agent_connect_timeout = Duration::from_secs(args.agent_connect_timeout);
+    options.agent_heartbeat_timeout = Duration::from_secs(args.agent_heartbeat_timeout);
+    options.agent_heartbeat_interval = Duration::from_secs(args.agent_heartbeat_interval);
+    options.cancel_grace = Duration::from_secs(args.cancel_grace);
+    let server = Server::start(options)
+        .await
+        .context("cannot start abode server")?;
+    eprintln!(
+        "abode server listening on http://{} (agents use {})",
+        server.local_addr(),
+        server.access_url()
+    );
+    wait_for_signal().await?;
+    tracing::info!("shutting down: interrupting running builds");
+    server.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut terminate =
+        signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
+    let mut interrupt =
+        signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = interrupt.recv() => {}
+    }
+    Ok(())
+}
+
+fn init_logging() {
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::INFO)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+fn absolute(path: PathBuf) -> anyhow::Result<PathBuf> {
+    if path.is_absolute() {
+        return Ok(path);
+    }
+    Ok(std::env::current_dir()
+        .context("cannot read the current directory")?
+        .join(path))
+}

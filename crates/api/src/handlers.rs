@@ -1,0 +1,512 @@
+//! The routes of `/api/v1` and their handlers, in the order of docs/api.md.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use abode_control::BuildRequest;
+
+use crate::views::{BuildJson, LogLineJson, TemplateJson, UserJson, VersionJson, WorkspaceJson};
+use crate::{request_id_layer, ApiError, AppState, Authenticated, AuthenticatedAgent, RequestId};
+
+/// Largest accepted template upload (compressed).
+pub const MAX_UPLOAD_BYTES: usize = 32 * 1024 * 1024;
+/// Largest JSON body.
+const MAX_JSON_BYTES: usize = 1024 * 1024;
+/// Longest log long-poll.
+const MAX_LOG_WAIT_SECONDS: u64 = 30;
+
+type ApiResult = Result<axum::response::Response, ApiError>;
+
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/health", get(health))
+        .route("/users/first", post(create_first_user))
+        .route("/login", post(login))
+        .route("/users/me", get(me))
+        .route("/users", post(create_user))
+        .route("/templates", get(list_templates))
+        .route("/templates/:name", get(get_template))
+        .route(
+            "/templates/:name/versions",
+            get(list_versions)
+                .post(push_version)
+                .layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)),
+        )
+        .route(
+            "/templates/:name/versions/:number/activate",
+            post(activate_version),
+        )
+        .route("/workspaces", get(list_workspaces).post(create_workspace))
+        .route("/workspaces/:workspace", get(get_workspace))
+        .route(
+            "/workspaces/:workspace/builds",
+            get(list_builds).post(create_build),
+        )
+        .route("/workspaces/:workspace/builds/:number", get(get_build))
+        .route(
+            "/workspaces/:workspace/builds/:number/logs",
+            get(build_logs),
+        )
+        .route(
+            "/workspaces/:workspace/builds/:number/cancel",
+            post(cancel_build),
+        )
+        .route("/agent/lifecycle", post(agent_lifecycle))
+        .route("/agent/heartbeat", post(agent_heartbeat))
+        .route("/agent/me", get(agent_me))
+        .layer(DefaultBodyLimit::max(MAX_JSON_BYTES));
+    Router::new()
+        .nest("/api/v1", api)
+        .fallback(not_found)
+        .with_state(state)
+        .layer(axum::middleware::from_fn(request_id_layer))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such API endpoint")
+}
+
+/// Parses a JSON body with a one-line error (axum's own rejection is not JSON).
+fn parse_json<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    let bytes = body.map_err(body_error)?;
+    let bytes: &[u8] = if bytes.is_empty() { b"{}" } else { &bytes };
+    serde_json::from_slice(bytes)
+        .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))
+}
+
+fn body_error(rejection: BytesRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!(
+                "the request body is over the limit ({} MiB for templates)",
+                MAX_UPLOAD_BYTES / 1024 / 1024
+            ),
+        )
+    } else {
+        ApiError::bad_request(format!("cannot read the request body: {rejection}"))
+    }
+}
+
+fn ok(status: StatusCode, body: Value) -> ApiResult {
+    Ok((status, Json(body)).into_response())
+}
+
+fn parse_number(raw: &str, what: &str) -> Result<Option<i64>, ApiError> {
+    if raw == "latest" {
+        return Ok(None);
+    }
+    raw.parse::<i64>()
+        .ok()
+        .filter(|n| *n > 0)
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::bad_request(format!("invalid {what} `{raw}`: use a positive number"))
+        })
+}
+
+// ---- server ----
+
+async fn health() -> ApiResult {
+    ok(
+        StatusCode::OK,
+        json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}),
+    )
+}
+
+// ---- users ----
+
+#[derive(Deserialize)]
+struct NewUserBody {
+    username: String,
+    email: String,
+    password: String,
+    #[serde(default)]
+    role: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct LoginBody {
+    username: String,
+    password: String,
+}
+
+async fn create_first_user(
+    State(state): State<AppState>,
+    axum::Extension(request_id): axum::Extension<RequestId>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: NewUserBody = parse_json(body)?;
+    let (user, token) = state
+        .control
+        .create_first_user(
+            &body.username,
+            &body.email,
+            &body.password,
+            Some(request_id.0),
+        )
+        .await?;
+    ok(
+        StatusCode::CREATED,
+        json!({"user": UserJson::from(&user), "token": token}),
+    )
+}
+
+async fn login(
+    State(state): State<AppState>,
+    axum::Extension(request_id): axum::Extension<RequestId>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: LoginBody = parse_json(body)?;
+    let (user, token) = state
+        .control
+        .login(&body.username, &body.password, Some(request_id.0))
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!({"user": UserJson::from(&user), "token": token}),
+    )
+}
+
+async fn me(Authenticated(caller): Authenticated) -> ApiResult {
+    ok(
+        StatusCode::OK,
+        json!({"user": UserJson::from(&caller.user)}),
+    )
+}
+
+async fn create_user(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: NewUserBody = parse_json(body)?;
+    let role = body.role.as_deref().unwrap_or(abode_control::ROLE_MEMBER);
+    let user = state
+        .control
+        .create_user(&caller, &body.username, &body.email, &body.password, role)
+        .await?;
+    ok(StatusCode::CREATED, json!({"user": UserJson::from(&user)}))
+}
+
+// ---- templates ----
+
+async fn list_templates(State(state): State<AppState>, _caller: Authenticated) -> ApiResult {
+    let templates = state.control.list_templates().await?;
+    let templates: Vec<TemplateJson> = templates.iter().map(TemplateJson::from).collect();
+    ok(StatusCode::OK, json!({"templates": templates}))
+}
+
+async fn get_template(
+    State(state): State<AppState>,
+    _caller: Authenticated,
+    Path(name): Path<String>,
+) -> ApiResult {
+    let template = state.control.template(&name).await?;
+    ok(
+        StatusCode::OK,
+        json!({"template": TemplateJson::from(&template)}),
+    )
+}
+
+async fn list_versions(
+    State(state): State<AppState>,
+    _caller: Authenticated,
+    Path(name): Path<String>,
+) -> ApiResult {
+    let versions = state.control.template_versions(&name).await?;
+    let versions: Vec<VersionJson> = versions.iter().map(VersionJson::from).collect();
+    ok(StatusCode::OK, json!({"versions": versions}))
+}
+
+#[derive(Deserialize)]
+struct PushQuery {
+    #[serde(default)]
+    activate: Option<bool>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+async fn push_version(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    query: Result<Query<PushQuery>, axum::extract::rejection::QueryRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    let archive = body.map_err(body_error)?;
+    if archive.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_archive",
+            "the request body is empty: send the template folder as a .tar.gz archive",
+        ));
+    }
+    let (template, version) = state
+        .control
+        .push_template(
+            &caller,
+            &name,
+            archive.to_vec(),
+            query.activate.unwrap_or(false),
+            query.message.as_deref().unwrap_or(""),
+        )
+        .await?;
+    ok(
+        StatusCode::CREATED,
+        json!({"template": TemplateJson::from(&template), "version": VersionJson::from(&version)}),
+    )
+}
+
+async fn activate_version(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((name, number)): Path<(String, String)>,
+) -> ApiResult {
+    let number = parse_number(&number, "version")?
+        .ok_or_else(|| ApiError::bad_request("give a version number to activate"))?;
+    let (template, version) = state
+        .control
+        .activate_template_version(&caller, &name, number)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!({"template": TemplateJson::from(&template), "version": VersionJson::from(&version)}),
+    )
+}
+
+// ---- workspaces ----
+
+#[derive(Deserialize)]
+struct NewWorkspaceBody {
+    name: String,
+    template: String,
+    #[serde(default)]
+    parameters: BTreeMap<String, Value>,
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    #[serde(default)]
+    all: Option<bool>,
+    #[serde(default)]
+    deleted: Option<bool>,
+}
+
+async fn create_workspace(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: NewWorkspaceBody = parse_json(body)?;
+    // Parameters are strings on the wire; numbers and bools are accepted and
+    // kept in their Terraform spelling.
+    let mut parameters = BTreeMap::new();
+    for (key, value) in body.parameters {
+        let text = match value {
+            Value::String(text) => text,
+            Value::Number(number) => number.to_string(),
+            Value::Bool(flag) => flag.to_string(),
+            other => other.to_string(),
+        };
+        parameters.insert(key, text);
+    }
+    let (view, build) = state
+        .control
+        .create_workspace(&caller, &body.name, &body.template, parameters)
+        .await?;
+    ok(
+        StatusCode::CREATED,
+        json!({"workspace": WorkspaceJson::from(&view), "build": BuildJson::from(&build)}),
+    )
+}
+
+async fn list_workspaces(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    let views = state
+        .control
+        .list_workspaces(
+            &caller,
+            query.all.unwrap_or(false),
+            query.deleted.unwrap_or(false),
+        )
+        .await?;
+    let workspaces: Vec<WorkspaceJson> = views.iter().map(WorkspaceJson::from).collect();
+    ok(StatusCode::OK, json!({"workspaces": workspaces}))
+}
+
+async fn get_workspace(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+) -> ApiResult {
+    let view = state.control.workspace(&caller, &workspace).await?;
+    ok(
+        StatusCode::OK,
+        json!({"workspace": WorkspaceJson::from(&view)}),
+    )
+}
+
+// ---- builds ----
+
+#[derive(Deserialize)]
+struct NewBuildBody {
+    transition: String,
+    #[serde(default)]
+    template_version: Option<i64>,
+    #[serde(default)]
+    update: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct LogsQuery {
+    #[serde(default)]
+    after: Option<i64>,
+    #[serde(default)]
+    wait: Option<u64>,
+}
+
+async fn create_build(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: NewBuildBody = parse_json(body)?;
+    let request = BuildRequest {
+        transition: body.transition,
+        template_version: body.template_version,
+        update: body.update.unwrap_or(false),
+    };
+    let build = state
+        .control
+        .start_build(&caller, &workspace, &request)
+        .await?;
+    ok(
+        StatusCode::CREATED,
+        json!({"build": BuildJson::from(&build)}),
+    )
+}
+
+async fn list_builds(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+) -> ApiResult {
+    let builds = state.control.builds(&caller, &workspace).await?;
+    let builds: Vec<BuildJson> = builds.iter().map(BuildJson::from).collect();
+    ok(StatusCode::OK, json!({"builds": builds}))
+}
+
+async fn get_build(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((workspace, number)): Path<(String, String)>,
+) -> ApiResult {
+    let number = parse_number(&number, "build number")?;
+    let build = state.control.build(&caller, &workspace, number).await?;
+    ok(StatusCode::OK, json!({"build": BuildJson::from(&build)}))
+}
+
+async fn build_logs(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((workspace, number)): Path<(String, String)>,
+    query: Result<Query<LogsQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    let number = parse_number(&number, "build number")?;
+    let wait = Duration::from_secs(query.wait.unwrap_or(0).min(MAX_LOG_WAIT_SECONDS));
+    let page = state
+        .control
+        .build_logs(&caller, &workspace, number, query.after.unwrap_or(0), wait)
+        .await?;
+    let lines: Vec<LogLineJson> = page.lines.iter().map(LogLineJson::from).collect();
+    ok(
+        StatusCode::OK,
+        json!({"lines": lines, "status": page.status.as_str(), "done": page.done}),
+    )
+}
+
+async fn cancel_build(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((workspace, number)): Path<(String, String)>,
+) -> ApiResult {
+    let number = parse_number(&number, "build number")?;
+    let build = state
+        .control
+        .cancel_build(&caller, &workspace, number)
+        .await?;
+    ok(StatusCode::OK, json!({"build": BuildJson::from(&build)}))
+}
+
+// ---- agent ----
+
+#[derive(Deserialize)]
+struct LifecycleBody {
+    state: String,
+}
+
+async fn agent_lifecycle(
+    State(state): State<AppState>,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: LifecycleBody = parse_json(body)?;
+    state
+        .control
+        .agent_heartbeat(&agent, Some(&body.state))
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn agent_heartbeat(
+    State(state): State<AppState>,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
+) -> ApiResult {
+    state.control.agent_heartbeat(&agent, None).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn agent_me(
+    State(state): State<AppState>,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
+) -> ApiResult {
+    let workspace = state.control.agent_workspace(&agent).await?;
+    let interval = state
+        .control
+        .config()
+        .agent_heartbeat_interval
+        .as_secs()
+        .max(1);
+    ok(
+        StatusCode::OK,
+        json!({
+            "workspace": workspace.name,
+            "owner": workspace.owner_name,
+            "agent": agent.name,
+            "heartbeat_interval_seconds": interval,
+        }),
+    )
+}

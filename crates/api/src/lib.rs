@@ -1,0 +1,181 @@
+//! Abode's HTTP JSON API under `/api/v1` (contract: docs/api.md), and the
+//! assembly of a running server: database, control plane, provisioners and
+//! listener.
+//!
+//! Handlers only translate: they read the request, call [`Control`], and turn
+//! its answer (or its typed error) into JSON. Every response carries an
+//! `x-request-id`, which is also on every server log line of that request.
+
+mod handlers;
+mod server;
+pub mod views;
+
+use axum::extract::{FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use tracing::Instrument;
+
+use abode_control::{Caller, Control, ControlError};
+
+pub use server::{Server, ServerError, ServerOptions};
+
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Shared state of the handlers.
+#[derive(Clone)]
+pub struct AppState {
+    pub control: Control,
+}
+
+/// The id of the current request (from the client when sane, else new).
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+/// An error answer: status, code and one-line message (docs/api.md, Errors).
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+}
+
+impl From<ControlError> for ApiError {
+    fn from(error: ControlError) -> Self {
+        let status = match &error {
+            ControlError::BadRequest(_) | ControlError::InvalidArchive(_) => {
+                StatusCode::BAD_REQUEST
+            }
+            ControlError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ControlError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ControlError::NotFound(_) => StatusCode::NOT_FOUND,
+            ControlError::Conflict(_) => StatusCode::CONFLICT,
+            ControlError::InvalidTemplate(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ControlError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        let message = match &error {
+            ControlError::Internal(detail) => {
+                // The detail is for the operator; the request span carries the id.
+                tracing::error!(error = %detail, "internal error");
+                "internal server error; the server log has the details under this request's x-request-id".to_string()
+            }
+            other => other.to_string(),
+        };
+        ApiError::new(status, error.code(), message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+/// The authenticated user of a request.
+pub struct Authenticated(pub Caller);
+
+fn bearer(parts: &Parts) -> Option<String> {
+    let value = parts
+        .headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))?;
+    let token = token.trim();
+    (!token.is_empty()).then(|| token.to_string())
+}
+
+fn request_id(parts: &Parts) -> Option<String> {
+    parts.extensions.get::<RequestId>().map(|id| id.0.clone())
+}
+
+#[axum::async_trait]
+impl FromRequestParts<AppState> for Authenticated {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = bearer(parts).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing session token: log in first (Authorization: Bearer <token>)",
+            )
+        })?;
+        let user = state.control.authenticate(&token).await?;
+        Ok(Authenticated(Caller {
+            user,
+            request_id: request_id(parts),
+        }))
+    }
+}
+
+/// The workspace agent of a request (authenticated by its agent token).
+pub struct AuthenticatedAgent(pub abode_store::Agent);
+
+#[axum::async_trait]
+impl FromRequestParts<AppState> for AuthenticatedAgent {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = bearer(parts).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing agent token",
+            )
+        })?;
+        Ok(AuthenticatedAgent(
+            state.control.authenticate_agent(&token).await?,
+        ))
+    }
+}
+
+/// Gives every request an id (the client's when it is sane), logs the request
+/// under it, and returns it in the `x-request-id` header.
+pub async fn request_id_layer(mut request: Request, next: Next) -> Response {
+    let id = request
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .filter(|value| {
+            !value.is_empty()
+                && value.len() <= 64
+                && value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        })
+        .map(str::to_string)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    request.extensions_mut().insert(RequestId(id.clone()));
+    let method = request.method().clone();
+    // The path only: query strings are not logged.
+    let path = request.uri().path().to_string();
+    let span = tracing::info_span!("request", request_id = %id, %method, %path);
+    let mut response = next.run(request).instrument(span.clone()).await;
+    span.in_scope(|| tracing::info!(status = response.status().as_u16(), "answered"));
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    }
+    response
+}
+
+pub use handlers::router;

@@ -1,0 +1,181 @@
+//! A whole Abode server in one value: the database under the data dir, the
+//! control plane, the embedded provisioners and the HTTP listener. The
+//! `abode server` command and the API tests start it the same way.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use abode_control::{AgentTimeouts, Config, Control};
+use abode_store::Store;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::AppState;
+
+/// The database file's name inside the data dir.
+pub const DATABASE_FILE: &str = "abode.db";
+
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub address: SocketAddr,
+    pub data_dir: PathBuf,
+    pub provisioners: usize,
+    /// The URL agents call back; default `http://<bound address>`.
+    pub access_url: Option<String>,
+    pub provider_mirror: Option<PathBuf>,
+    pub agent_binary: Option<PathBuf>,
+    pub agent_connect_timeout: Duration,
+    pub agent_heartbeat_timeout: Duration,
+    pub agent_heartbeat_interval: Duration,
+    pub cancel_grace: Duration,
+}
+
+impl ServerOptions {
+    pub fn new(address: SocketAddr, data_dir: PathBuf) -> Self {
+        ServerOptions {
+            address,
+            data_dir,
+            provisioners: 3,
+            access_url: None,
+            provider_mirror: None,
+            agent_binary: None,
+            agent_connect_timeout: Duration::from_secs(30),
+            agent_heartbeat_timeout: Duration::from_secs(15),
+            agent_heartbeat_interval: Duration::from_secs(5),
+            cancel_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("the data dir {path} must be an absolute path")]
+    RelativeDataDir { path: String },
+    #[error("cannot open the database: {0}")]
+    Store(#[from] abode_store::StoreError),
+    #[error("cannot recover from the previous run: {0}")]
+    Recover(#[source] abode_control::ControlError),
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        address: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A running server.
+pub struct Server {
+    local_addr: SocketAddr,
+    access_url: String,
+    control: Control,
+    shutdown: watch::Sender<bool>,
+    http: JoinHandle<std::io::Result<()>>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Opens the database, marks builds of a dead previous server failed,
+    /// starts the provisioners and listens.
+    pub async fn start(options: ServerOptions) -> Result<Server, ServerError> {
+        if !options.data_dir.is_absolute() {
+            return Err(ServerError::RelativeDataDir {
+                path: options.data_dir.display().to_string(),
+            });
+        }
+        let listener = tokio::net::TcpListener::bind(options.address)
+            .await
+            .map_err(|source| ServerError::Bind {
+                address: options.address,
+                source,
+            })?;
+        let local_addr = listener.local_addr().map_err(|source| ServerError::Bind {
+            address: options.address,
+            source,
+        })?;
+        let access_url = options
+            .access_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{local_addr}"));
+        let store = Store::open_sqlite(&options.data_dir.join(DATABASE_FILE)).await?;
+        let mut config = Config::new(options.data_dir.clone(), access_url.clone());
+        config.provider_mirror = options.provider_mirror.clone();
+        config.agent_binary = options.agent_binary.clone();
+        config.agent_timeouts = AgentTimeouts {
+            connect: options.agent_connect_timeout,
+            heartbeat: options.agent_heartbeat_timeout,
+        };
+        config.agent_heartbeat_interval = options.agent_heartbeat_interval;
+        config.cancel_grace = options.cancel_grace;
+        let control = Control::new(store, config);
+        let failed = control.recover().await.map_err(ServerError::Recover)?;
+        if !failed.is_empty() {
+            tracing::warn!(
+                count = failed.len(),
+                "marked builds of the previous run as failed"
+            );
+        }
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let workers = control.start_provisioners(options.provisioners.max(1), shutdown_rx.clone());
+        let app = crate::router(AppState {
+            control: control.clone(),
+        });
+        let mut http_shutdown = shutdown_rx;
+        let http = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    while !*http_shutdown.borrow_and_update() {
+                        if http_shutdown.changed().await.is_err() {
+                            return;
+                        }
+                    }
+                })
+                .await
+        });
+        tracing::info!(address = %local_addr, %access_url, "abode server listening");
+        Ok(Server {
+            local_addr,
+            access_url,
+            control,
+            shutdown,
+            http,
+            workers,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    pub fn access_url(&self) -> &str {
+        &self.access_url
+    }
+
+    pub fn control(&self) -> &Control {
+        &self.control
+    }
+
+    /// Stops accepting requests, interrupts running builds (their state is
+    /// saved and they end failed), waits for everything, closes the database.
+    pub async fn shutdown(self) {
+        let _ = self.shutdown.send(true);
+        for worker in self.workers {
+            let _ = worker.await;
+        }
+        match self.http.await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::error!(%error, "the HTTP server stopped with an error"),
+            Err(error) => tracing::error!(%error, "the HTTP server task failed"),
+        }
+        self.control.store().close().await;
+    }
+
+    /// Drops the server without any cleanup, as a crash would (for tests of
+    /// the recovery after a dead server).
+    pub fn abort(self) {
+        self.http.abort();
+        for worker in self.workers {
+            worker.abort();
+        }
+    }
+}

@@ -1,0 +1,260 @@
+//! The JSON shapes of docs/api.md, built from the control plane's records.
+//! Nothing secret is ever a field here: no password hash, no token hash, no
+//! plan, no state.
+
+use abode_control::{AgentHealth, WorkspaceView};
+use abode_store::{Build, LogLine, Template, TemplateVersion, User};
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Serialize)]
+pub struct UserJson {
+    pub id: String,
+    pub username: String,
+    pub email: String,
+    pub role: String,
+    pub created_at: String,
+}
+
+impl From<&User> for UserJson {
+    fn from(user: &User) -> Self {
+        UserJson {
+            id: user.id.clone(),
+            username: user.username.clone(),
+            email: user.email.clone(),
+            role: user.role.clone(),
+            created_at: rfc3339(user.created_at),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct TemplateJson {
+    pub id: String,
+    pub name: String,
+    pub active_version: Option<i64>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<&Template> for TemplateJson {
+    fn from(template: &Template) -> Self {
+        TemplateJson {
+            id: template.id.clone(),
+            name: template.name.clone(),
+            active_version: template.active_version,
+            created_at: rfc3339(template.created_at),
+            updated_at: rfc3339(template.updated_at),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct ValidationJson {
+    pub ok: bool,
+    pub message: String,
+}
+
+#[derive(Serialize)]
+pub struct VersionJson {
+    pub id: String,
+    pub template: String,
+    pub number: i64,
+    pub active: bool,
+    pub message: String,
+    pub created_by: String,
+    pub created_at: String,
+    pub validation: ValidationJson,
+}
+
+impl From<&TemplateVersion> for VersionJson {
+    fn from(version: &TemplateVersion) -> Self {
+        VersionJson {
+            id: version.id.clone(),
+            template: version.template_name.clone(),
+            number: version.number,
+            active: version.active,
+            message: version.message.clone(),
+            created_by: version.created_by.clone(),
+            created_at: rfc3339(version.created_at),
+            validation: ValidationJson {
+                ok: version.validation_ok,
+                message: version.validation_message.clone(),
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct BuildJson {
+    pub id: String,
+    pub workspace: String,
+    pub owner: String,
+    pub number: i64,
+    pub transition: String,
+    pub status: String,
+    pub template_version: i64,
+    pub initiator: String,
+    pub reason: String,
+    pub error: Option<String>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    /// The guard's report (documented schema), or null before the plan.
+    pub guard: Option<Value>,
+}
+
+impl From<&Build> for BuildJson {
+    fn from(build: &Build) -> Self {
+        BuildJson {
+            id: build.id.clone(),
+            workspace: build.workspace_name.clone(),
+            owner: build.owner_name.clone(),
+            number: build.number,
+            transition: build.transition.clone(),
+            status: build.status.clone(),
+            template_version: build.template_version,
+            initiator: build.initiator_name.clone(),
+            reason: build.reason.clone(),
+            error: build.error.clone(),
+            created_at: rfc3339(build.created_at),
+            started_at: build.started_at.map(rfc3339),
+            finished_at: build.finished_at.map(rfc3339),
+            guard: build
+                .guard_report
+                .as_deref()
+                .and_then(|report| serde_json::from_str(report).ok()),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct AgentJson {
+    pub status: abode_control::AgentStatus,
+    pub lifecycle: Option<String>,
+    pub last_heartbeat_at: Option<String>,
+    pub connected_at: Option<String>,
+}
+
+impl From<&AgentHealth> for AgentJson {
+    fn from(health: &AgentHealth) -> Self {
+        AgentJson {
+            status: health.status,
+            lifecycle: health.lifecycle.clone(),
+            last_heartbeat_at: health.last_heartbeat_at.map(rfc3339),
+            connected_at: health.connected_at.map(rfc3339),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct WorkspaceJson {
+    pub id: String,
+    pub name: String,
+    pub owner: String,
+    pub template: String,
+    pub template_version: i64,
+    pub parameters: Value,
+    pub status: abode_control::WorkspaceStatus,
+    pub created_at: String,
+    pub updated_at: String,
+    pub latest_build: BuildJson,
+    pub agent: AgentJson,
+    pub healthy: bool,
+}
+
+impl From<&WorkspaceView> for WorkspaceJson {
+    fn from(view: &WorkspaceView) -> Self {
+        let workspace = &view.workspace;
+        WorkspaceJson {
+            id: workspace.id.clone(),
+            name: workspace.name.clone(),
+            owner: workspace.owner_name.clone(),
+            template: workspace.template_name.clone(),
+            template_version: workspace.template_version,
+            parameters: serde_json::from_str(&workspace.parameters)
+                .unwrap_or_else(|_| Value::Object(Default::default())),
+            status: view.status,
+            created_at: rfc3339(workspace.created_at),
+            updated_at: rfc3339(workspace.updated_at),
+            latest_build: BuildJson::from(&view.latest_build),
+            agent: AgentJson::from(&view.agent),
+            healthy: view.healthy,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct LogLineJson {
+    pub seq: i64,
+    pub time: String,
+    pub stage: String,
+    pub level: String,
+    pub text: String,
+}
+
+impl From<&LogLine> for LogLineJson {
+    fn from(line: &LogLine) -> Self {
+        LogLineJson {
+            seq: line.seq,
+            time: rfc3339(line.time),
+            stage: line.stage.clone(),
+            level: line.level.clone(),
+            text: line.text.clone(),
+        }
+    }
+}
+
+/// Unix milliseconds as RFC 3339 in UTC with milliseconds,
+/// e.g. `2026-11-29T17:40:00.123Z`.
+pub fn rfc3339(ms: i64) -> String {
+    let seconds = ms.div_euclid(1000);
+    let millis = ms.rem_euclid(1000);
+    let days = seconds.div_euclid(86_400);
+    let of_day = seconds.rem_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (the well-known
+/// era-based conversion: 400-year eras of 146,097 days).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rfc3339;
+
+    #[test]
+    fn times_format_as_rfc3339_utc() {
+        let cases = [
+            (0, "1970-01-01T00:00:00.000Z"),
+            (951_782_400_000, "2000-02-29T00:00:00.000Z"),
+            (1_795_974_000_123, "2026-11-29T17:40:00.123Z"),
+            (-1, "1969-12-31T23:59:59.999Z"),
+        ];
+        for (ms, expected) in cases {
+            assert_eq!(rfc3339(ms), expected, "{ms}");
+        }
+    }
+}
