@@ -90,7 +90,9 @@ pub fn run(args: PlanCheckArgs) -> Result<ExitCode> {
     };
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`| head`) is not an error worth reporting.
-    let _ = stdout.write_all(output.as_bytes()).and_then(|()| stdout.flush());
+    let _ = stdout
+        .write_all(output.as_bytes())
+        .and_then(|()| stdout.flush());
     Ok(exit::for_decision(report.decision))
 }
 
@@ -107,8 +109,8 @@ fn load_plan(path: &Path) -> Result<Plan> {
         return abode_guard::read_plan(input).context("standard input");
     }
     let display = path.display();
-    let mut file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open plan file `{display}`"))?;
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("cannot open plan file `{display}`"))?;
     if file.metadata().is_ok_and(|m| m.is_dir()) {
         bail!("`{display}` is a directory, not a plan file");
     }
