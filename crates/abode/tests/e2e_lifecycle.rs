@@ -1,0 +1,150 @@
+//! The whole life of a workspace through the real CLI, server, Terraform and
+//! provider: the example template's volume survives stop and start, its agent
+//! reports ready, and delete removes the volume and every process.
+//!
+//! One test walks the steps in order: each one depends on the state the
+//! previous one left, and Terraform is too slow to rebuild it per step.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod util;
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use util::{only_subdir, repo_root, require_terraform, Platform};
+
+const AGENT_WAIT: Duration = Duration::from_secs(60);
+
+/// Waits for the workspace's processes to be gone (SIGTERM has a grace period).
+fn assert_no_processes_left(platform: &Platform, when: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let left = platform.spawned_processes();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes still running {when}: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn workspace_lifecycle_keeps_the_volume_and_cleans_up_on_delete() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let example = repo_root().join("examples/local-workspace");
+    let example = example.to_str().unwrap();
+
+    // Push: version 1, active, validated.
+    let pushed = platform
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "--directory",
+            example,
+            "--message",
+            "first",
+            "-o",
+            "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(pushed["version"]["number"], 1);
+    assert_eq!(pushed["version"]["active"], true);
+    assert_eq!(pushed["version"]["validation"]["ok"], true);
+    let templates = platform
+        .run(&["templates", "list", "-o", "json"])
+        .ok()
+        .json();
+    assert_eq!(templates[0]["name"], "local");
+    assert_eq!(templates[0]["active_version"], 1);
+    let versions = platform
+        .run(&["templates", "versions", "list", "local"])
+        .ok();
+    assert!(versions.stdout.starts_with("VERSION"), "{versions}");
+    assert!(versions.stdout.contains("first"), "{versions}");
+
+    // Create: the build's log streams on stdout, the outcome on stderr.
+    let created = platform.run(&["create", "dev", "--template", "local"]).ok();
+    assert!(created.stdout.contains("[apply]"), "{created}");
+    assert!(created.stderr.contains("succeeded"), "{created}");
+    let volume = only_subdir(&platform.volumes_dir());
+    fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
+    let shown = platform.wait_for_agent("dev", "ready", AGENT_WAIT);
+    assert_eq!(shown["status"], "running");
+    assert_eq!(shown["healthy"], true);
+    assert!(!platform.spawned_processes().is_empty(), "no agent process");
+    let text = platform.run(&["show", "dev"]).ok().stdout;
+    assert!(text.contains("Status:      running\n"), "{text}");
+    assert!(text.contains("Agent:       ready"), "{text}");
+    assert!(text.contains("Healthy:     yes\n"), "{text}");
+
+    // Stop: the process goes, the volume and its file stay.
+    platform.run(&["stop", "dev"]).ok();
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+    let shown = platform.show("dev");
+    assert_eq!(shown["status"], "stopped");
+    assert_eq!(shown["agent"]["status"], "none");
+    assert_no_processes_left(&platform, "after stop");
+    platform.run(&["stop", "dev"]).fails_with(1, &["dev"]);
+
+    // Start: the same volume, the file still there, the agent back.
+    platform.run(&["start", "dev"]).ok();
+    assert_eq!(only_subdir(&platform.volumes_dir()), volume);
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+    platform.wait_for_agent("dev", "ready", AGENT_WAIT);
+
+    // Lists for people and scripts.
+    let listed = platform.run(&["list", "-o", "json"]).ok().json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed:#}");
+    assert_eq!(listed[0]["name"], "dev");
+    assert_eq!(listed[0]["status"], "running");
+    let table = platform.run(&["list"]).ok().stdout;
+    assert!(table.starts_with("WORKSPACE"), "{table}");
+    assert!(table.contains("local@1"), "{table}");
+    let builds = platform
+        .run(&["builds", "list", "dev", "-o", "json"])
+        .ok()
+        .json();
+    let summary: Vec<(u64, String, String)> = builds
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|build| {
+            (
+                build["number"].as_u64().unwrap(),
+                build["transition"].as_str().unwrap().to_string(),
+                build["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let expected: Vec<(u64, String, String)> = [(3, "start"), (2, "stop"), (1, "start")]
+        .into_iter()
+        .map(|(n, t)| (n, t.to_string(), "succeeded".to_string()))
+        .collect();
+    assert_eq!(summary, expected);
+    let log = platform.run(&["builds", "logs", "dev", "1"]).ok();
+    assert!(log.stdout.contains("[apply]"), "{log}");
+
+    // Delete: volume directory and processes gone.
+    platform.run(&["delete", "dev"]).ok();
+    assert!(
+        !volume.exists(),
+        "volume {} survived delete",
+        volume.display()
+    );
+    assert_no_processes_left(&platform, "after delete");
+    platform.run(&["start", "dev"]).fails_with(1, &[]);
+}

@@ -1,0 +1,490 @@
+//! The end-to-end harness: a real `abode server` on a free loopback port with a
+//! temporary data dir, and the real `abode` CLI run against it with a temporary
+//! config dir.
+//!
+//! Everything the server starts (Terraform, the provider, workspace processes
+//! and their agents) inherits a marker variable; dropping the [`Platform`] kills
+//! the server and every process carrying the marker, so a failed test leaves
+//! nothing running. A failing test prints the server's log.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::fs;
+use std::io::Write;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The variable every process of one platform inherits (not `ABODE_*`: the
+/// provider strips those from workspace processes).
+const MARKER_VAR: &str = "E2E_ABODE_PLATFORM";
+
+/// Fails the test with one clear line when Terraform is missing.
+pub fn require_terraform() {
+    let found = Command::new("terraform")
+        .arg("version")
+        .env("CHECKPOINT_DISABLE", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    assert!(
+        found,
+        "terraform is not installed or not on PATH: the end-to-end tests need Terraform 1.x"
+    );
+}
+
+/// The `abode` binary under test.
+pub fn abode_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_abode")
+}
+
+/// The repository's root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A folder of this crate's test fixtures.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/e2e_fixtures")
+        .join(name)
+}
+
+/// What a CLI run gave.
+#[derive(Debug)]
+pub struct Run {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub command: String,
+}
+
+impl Run {
+    fn from_output(command: String, output: Output) -> Run {
+        Run {
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+            command,
+        }
+    }
+
+    /// Asserts exit 0 and returns self.
+    #[track_caller]
+    pub fn ok(self) -> Run {
+        assert_eq!(self.code, Some(0), "`{}` failed:\n{self}", self.command);
+        self
+    }
+
+    /// Asserts the exit status and that stderr holds exactly one `error:` line
+    /// containing every one of `needles` (case-insensitive).
+    #[track_caller]
+    pub fn fails_with(self, code: i32, needles: &[&str]) -> Run {
+        assert_eq!(self.code, Some(code), "`{}`:\n{self}", self.command);
+        let errors: Vec<&str> = self
+            .stderr
+            .lines()
+            .filter(|line| line.starts_with("error:"))
+            .collect();
+        assert_eq!(
+            errors.len(),
+            1,
+            "expected one error line from `{}`:\n{self}",
+            self.command
+        );
+        let line = errors[0].to_lowercase();
+        for needle in needles {
+            assert!(
+                line.contains(&needle.to_lowercase()),
+                "`{}`: error line lacks {needle:?}:\n{self}",
+                self.command
+            );
+        }
+        self
+    }
+
+    /// Parses stdout as JSON.
+    #[track_caller]
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|err| panic!("`{}` did not print JSON ({err}):\n{self}", self.command))
+    }
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// A running server with its own data dir, and a CLI session directory.
+pub struct Platform {
+    root: tempfile::TempDir,
+    pub url: String,
+    server: Option<Child>,
+    marker: String,
+}
+
+/// Extra server flags the tests use: short agent timeouts so that health
+/// changes show within seconds.
+pub const FAST_AGENT_FLAGS: &[&str] = &[
+    "--agent-connect-timeout",
+    "8",
+    "--agent-heartbeat-interval",
+    "1",
+    "--agent-heartbeat-timeout",
+    "5",
+];
+
+impl Platform {
+    /// Starts a server with the test defaults and waits until it answers.
+    pub fn start() -> Platform {
+        Platform::start_with(FAST_AGENT_FLAGS)
+    }
+
+    /// Starts a server with extra flags.
+    pub fn start_with(extra: &[&str]) -> Platform {
+        let root = tempfile::Builder::new()
+            .prefix("abode-e2e-")
+            .tempdir()
+            .unwrap();
+        let port = free_port();
+        let url = format!("http://127.0.0.1:{port}");
+        let marker = root.path().display().to_string();
+        let log = fs::File::create(root.path().join("server.log")).unwrap();
+        let server = Command::new(abode_bin())
+            .arg("server")
+            .arg("--address")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(root.path().join("data"))
+            .args(extra)
+            .env(MARKER_VAR, &marker)
+            .env("CHECKPOINT_DISABLE", "1")
+            .env("TF_IN_AUTOMATION", "1")
+            .env("TF_INPUT", "0")
+            .env_remove("ABODE_URL")
+            .env_remove("ABODE_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let mut platform = Platform {
+            root,
+            url,
+            server: Some(server),
+            marker,
+        };
+        platform.wait_until_ready();
+        platform
+    }
+
+    fn wait_until_ready(&mut self) {
+        let client = abode_client::Client::new(&self.url, None);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if client.health().is_ok() {
+                return;
+            }
+            if let Some(server) = self.server.as_mut() {
+                if let Ok(Some(status)) = server.try_wait() {
+                    panic!(
+                        "abode server exited with {status} before answering:\n{}",
+                        self.server_log()
+                    );
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "abode server did not answer within 60 s:\n{}",
+                self.server_log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The temporary root of this platform (data dir, config dirs, scratch).
+    pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.root.path().join("data")
+    }
+
+    /// Where `abode_volume` keeps volumes (`<data-dir>/volumes`).
+    pub fn volumes_dir(&self) -> PathBuf {
+        self.data_dir().join("volumes")
+    }
+
+    /// The default CLI config dir (the first user's session).
+    pub fn config_dir(&self) -> PathBuf {
+        self.root.path().join("config")
+    }
+
+    pub fn server_log(&self) -> String {
+        fs::read_to_string(self.root.path().join("server.log")).unwrap_or_default()
+    }
+
+    /// An `abode` command with the default session.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        self.cmd_as(&self.config_dir(), args)
+    }
+
+    /// An `abode` command with the session stored in `config_dir`.
+    pub fn cmd_as(&self, config_dir: &Path, args: &[&str]) -> Command {
+        let mut command = Command::new(abode_bin());
+        command
+            .args(args)
+            .env("ABODE_CONFIG_DIR", config_dir)
+            .env_remove("ABODE_URL")
+            .env_remove("ABODE_TOKEN")
+            .env(MARKER_VAR, &self.marker)
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs `abode ARGS` with the default session.
+    pub fn run(&self, args: &[&str]) -> Run {
+        self.run_as(&self.config_dir(), args, None)
+    }
+
+    /// Runs `abode ARGS` with the session in `config_dir`, feeding `stdin`.
+    pub fn run_as(&self, config_dir: &Path, args: &[&str], stdin: Option<&str>) -> Run {
+        let mut command = self.cmd_as(config_dir, args);
+        let text = format!("abode {}", args.join(" "));
+        if stdin.is_some() {
+            command.stdin(Stdio::piped());
+        }
+        let mut child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if let Some(input) = stdin {
+            let mut pipe = child.stdin.take().unwrap();
+            pipe.write_all(input.as_bytes()).unwrap();
+        }
+        Run::from_output(text, child.wait_with_output().unwrap())
+    }
+
+    /// Creates the first user `alice` (owner) and logs the default session in.
+    pub fn login_owner(&self) {
+        self.run_as(
+            &self.config_dir(),
+            &[
+                "login",
+                &self.url,
+                "--first-user",
+                "--username",
+                "alice",
+                "--email",
+                "alice@example.com",
+                "--password-stdin",
+            ],
+            Some("correct horse battery\n"),
+        )
+        .ok();
+    }
+
+    /// Creates a user with `role` (as the owner) and returns the config dir
+    /// holding that user's session.
+    pub fn login_new_user(&self, username: &str, role: &str) -> PathBuf {
+        let password = format!("{username}-password\n");
+        let email = format!("{username}@example.com");
+        self.run_as(
+            &self.config_dir(),
+            &[
+                "users",
+                "create",
+                username,
+                "--email",
+                &email,
+                "--role",
+                role,
+                "--password-stdin",
+            ],
+            Some(&password),
+        )
+        .ok();
+        let dir = self.root.path().join(format!("config-{username}"));
+        self.run_as(
+            &dir,
+            &[
+                "login",
+                &self.url,
+                "--username",
+                username,
+                "--password-stdin",
+            ],
+            Some(&password),
+        )
+        .ok();
+        dir
+    }
+
+    /// The session token of a config dir, for calling the API directly.
+    pub fn client_for(&self, config_dir: &Path) -> abode_client::Client {
+        let session = abode_client::config::load_session(config_dir)
+            .unwrap()
+            .expect("logged in");
+        abode_client::Client::new(&session.url, Some(session.token))
+    }
+
+    /// `abode show WS -o json`, parsed.
+    pub fn show(&self, workspace: &str) -> serde_json::Value {
+        self.run(&["show", workspace, "--output", "json"])
+            .ok()
+            .json()
+    }
+
+    /// Polls `abode show` until `agent.status` is `status` (the agent runs on
+    /// its own clock); panics with the last answer after `timeout`.
+    pub fn wait_for_agent(
+        &self,
+        workspace: &str,
+        status: &str,
+        timeout: Duration,
+    ) -> serde_json::Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let shown = self.show(workspace);
+            if shown["agent"]["status"] == status {
+                return shown;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "agent of {workspace} never became {status}; last: {shown:#}\nserver log:\n{}",
+                self.server_log()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// Processes started on behalf of this platform (workspace processes,
+    /// agents, Terraform), the server itself excluded.
+    pub fn spawned_processes(&self) -> Vec<u32> {
+        let server = self.server.as_ref().map(Child::id);
+        marked_processes(&self.marker)
+            .into_iter()
+            .filter(|pid| Some(*pid) != server && *pid != std::process::id())
+            .collect()
+    }
+
+    fn shutdown(&mut self) {
+        if let Some(mut server) = self.server.take() {
+            signal(server.id(), "TERM");
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = server.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+        for pid in marked_processes(&self.marker) {
+            if pid != std::process::id() {
+                signal(pid, "KILL");
+            }
+        }
+    }
+}
+
+impl Drop for Platform {
+    fn drop(&mut self) {
+        self.shutdown();
+        if std::thread::panicking() {
+            eprintln!("--- abode server log ---\n{}", self.server_log());
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn signal(pid: u32, name: &str) {
+    let _ = Command::new("kill")
+        .arg(format!("-{name}"))
+        .arg(pid.to_string())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Processes whose environment carries the marker, or whose working
+/// directory lies under the platform's root.
+fn marked_processes(marker: &str) -> Vec<u32> {
+    let needle = format!("{MARKER_VAR}={marker}");
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+            let by_env = fs::read(proc_dir.join("environ")).is_ok_and(|environ| {
+                environ
+                    .split(|byte| *byte == 0)
+                    .any(|var| var == needle.as_bytes())
+            });
+            let by_cwd =
+                fs::read_link(proc_dir.join("cwd")).is_ok_and(|cwd| cwd.starts_with(marker));
+            let alive = fs::read_to_string(proc_dir.join("stat")).is_ok_and(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            });
+            (by_env || by_cwd) && alive
+        })
+        .collect()
+}
+
+/// The one directory under `dir` (e.g. the workspace's volume).
+#[track_caller]
+pub fn only_subdir(dir: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|err| panic!("cannot list {}: {err}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.is_dir())
+        .collect();
+    assert_eq!(
+        dirs.len(),
+        1,
+        "expected one directory in {}: {dirs:?}",
+        dir.display()
+    );
+    dirs.into_iter().next().unwrap()
+}
+
+/// Copies the repository's example template to `dest` (so tests can edit it).
+pub fn copy_dir(from: &Path, dest: &Path) {
+    fs::create_dir_all(dest).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = dest.join(entry.file_name());
+        let kind = entry.file_type().unwrap();
+        if kind.is_dir() {
+            if entry.file_name() != ".terraform" {
+                copy_dir(&entry.path(), &target);
+            }
+        } else if kind.is_file() {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
