@@ -97,6 +97,12 @@ pub fn unpack(archive: &[u8], root: &Path) -> Result<(), ControlError> {
                         relative.display()
                     )));
                 }
+                if escapes(&relative, &link_target) {
+                    return Err(invalid(format!(
+                        "{} links outside the template",
+                        relative.display()
+                    )));
+                }
                 links.push((relative, link_target));
             }
             tar::EntryType::Link => {
@@ -143,6 +149,24 @@ fn safe_relative(path: &Path) -> Result<PathBuf, ControlError> {
         }
     }
     Ok(clean)
+}
+
+/// True when `target`, read from the link's own directory, climbs above the
+/// root by its words alone (chains of links are checked after creation).
+fn escapes(link: &Path, target: &Path) -> bool {
+    let mut depth: i64 = link.components().count() as i64 - 1;
+    for component in target.components() {
+        match component {
+            Component::ParentDir => depth -= 1,
+            Component::Normal(_) => depth += 1,
+            Component::CurDir => {}
+            Component::RootDir | Component::Prefix(_) => return true,
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
 }
 
 fn create_links(root: &Path, links: &[(PathBuf, PathBuf)]) -> Result<(), ControlError> {

@@ -1,0 +1,946 @@
+//! The API driven over HTTP against a real in-process server, whose
+//! provisioners run real Terraform on small `terraform_data` templates (no
+//! provider needed). The binary-level end-to-end tests live in crates/abode.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use abode_api::{Server, ServerOptions};
+use serde_json::{json, Value};
+
+/// A template whose apply takes `seconds` (a local-exec sleep), so that
+/// tests can act while a build runs.
+fn slow_template(seconds: u32) -> Vec<(&'static str, String)> {
+    vec![(
+        "main.tf",
+        format!(
+            r#"resource "terraform_data" "home" {{
+  input = "home"
+}}
+resource "terraform_data" "slow" {{
+  input = "slow"
+  provisioner "local-exec" {{
+    command = "echo sleeping; sleep {seconds}"
+  }}
+}}
+"#
+        ),
+    )]
+}
+
+fn quick_template() -> Vec<(&'static str, String)> {
+    vec![(
+        "main.tf",
+        r#"variable "size" {
+  default = "small"
+}
+resource "terraform_data" "home" {
+  input = "home"
+}
+resource "terraform_data" "process" {
+  input = var.size
+}
+output "size" {
+  value = terraform_data.process.output
+}
+"#
+        .to_string(),
+    )]
+}
+
+/// A `.tar.gz` of the given files (paths as written, so tests can forge bad ones).
+fn archive(files: &[(&str, String)]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    for (path, content) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(content.len() as u64);
+        header.set_mode(0o644);
+        header.set_entry_type(tar::EntryType::Regular);
+        // Written by hand so that `..` and absolute paths reach the server.
+        let name = header.as_old_mut().name.as_mut();
+        name[..path.len()].copy_from_slice(path.as_bytes());
+        header.set_cksum();
+        builder.append(&header, content.as_bytes()).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+fn archive_with_symlink(link: &str, target: &str) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    let main = quick_template().remove(0).1;
+    let mut header = tar::Header::new_gnu();
+    header.set_size(main.len() as u64);
+    header.set_mode(0o644);
+    builder
+        .append_data(&mut header, "main.tf", main.as_bytes())
+        .unwrap();
+    let mut header = tar::Header::new_gnu();
+    header.set_entry_type(tar::EntryType::Symlink);
+    header.set_size(0);
+    builder.append_link(&mut header, link, target).unwrap();
+    builder.into_inner().unwrap().finish().unwrap()
+}
+
+fn require_terraform() {
+    let found = std::process::Command::new("terraform")
+        .arg("version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    assert!(
+        found,
+        "terraform is not installed or not on PATH: these tests run real Terraform 1.x"
+    );
+}
+
+struct Harness {
+    server: Option<Server>,
+    base: String,
+    data_dir: tempfile::TempDir,
+}
+
+impl Harness {
+    async fn start() -> Harness {
+        require_terraform();
+        let data_dir = tempfile::tempdir().unwrap();
+        Harness::start_in(data_dir).await
+    }
+
+    async fn start_in(data_dir: tempfile::TempDir) -> Harness {
+        let mut options =
+            ServerOptions::new("127.0.0.1:0".parse().unwrap(), data_dir.path().into());
+        options.provisioners = 2;
+        options.cancel_grace = Duration::from_secs(5);
+        options.agent_connect_timeout = Duration::from_secs(2);
+        options.agent_heartbeat_timeout = Duration::from_secs(2);
+        let server = Server::start(options).await.unwrap();
+        let base = format!("http://{}/api/v1", server.local_addr());
+        Harness {
+            server: Some(server),
+            base,
+            data_dir,
+        }
+    }
+
+    fn server(&self) -> &Server {
+        self.server.as_ref().unwrap()
+    }
+
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let url = format!("{}{}", self.base, path);
+        let method = method.to_string();
+        let token = token.map(String::from);
+        tokio::task::spawn_blocking(move || {
+            let mut request = ureq::request(&method, &url);
+            if let Some(token) = token {
+                request = request.set("Authorization", &format!("Bearer {token}"));
+            }
+            let result = match body {
+                Some(body) => request.send_json(body),
+                None => request.call(),
+            };
+            respond(result)
+        })
+        .await
+        .unwrap()
+    }
+
+    async fn push(&self, token: &str, name: &str, query: &str, bytes: Vec<u8>) -> (u16, Value) {
+        let url = format!("{}/templates/{name}/versions{query}", self.base);
+        let token = token.to_string();
+        tokio::task::spawn_blocking(move || {
+            respond(
+                ureq::post(&url)
+                    .set("Authorization", &format!("Bearer {token}"))
+                    .set("Content-Type", "application/gzip")
+                    .send_bytes(&bytes),
+            )
+        })
+        .await
+        .unwrap()
+    }
+
+    async fn owner(&self) -> String {
+        let (status, body) = self
+            .call(
+                "POST",
+                "/users/first",
+                None,
+                Some(json!({"username": "alice", "email": "alice@example.com", "password": "correct horse"})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        body["token"].as_str().unwrap().to_string()
+    }
+
+    /// Polls a build until it reaches a final status; returns its JSON.
+    async fn wait_build(&self, token: &str, workspace: &str, number: i64) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let (status, body) = self
+                .call(
+                    "GET",
+                    &format!("/workspaces/{workspace}/builds/{number}"),
+                    Some(token),
+                    None,
+                )
+                .await;
+            assert_eq!(status, 200, "{body}");
+            let build = body["build"].clone();
+            if ["succeeded", "failed", "canceled"].contains(&build["status"].as_str().unwrap()) {
+                return build;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "build #{number} did not finish: {build}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn wait_status(&self, token: &str, workspace: &str, number: i64, wanted: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (_, body) = self
+                .call(
+                    "GET",
+                    &format!("/workspaces/{workspace}/builds/{number}"),
+                    Some(token),
+                    None,
+                )
+                .await;
+            if body["build"]["status"] == wanted {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "build #{number} never {wanted}: {body}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn log_text(&self, token: &str, workspace: &str, number: i64) -> String {
+        let (status, body) = self
+            .call(
+                "GET",
+                &format!("/workspaces/{workspace}/builds/{number}/logs"),
+                Some(token),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        body["lines"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|line| {
+                format!(
+                    "{} {} {}\n",
+                    line["stage"].as_str().unwrap(),
+                    line["level"].as_str().unwrap(),
+                    line["text"].as_str().unwrap()
+                )
+            })
+            .collect()
+    }
+
+    async fn stop(mut self) -> tempfile::TempDir {
+        if let Some(server) = self.server.take() {
+            server.shutdown().await;
+        }
+        self.data_dir
+    }
+}
+
+fn respond(result: Result<ureq::Response, ureq::Error>) -> (u16, Value) {
+    let response = match result {
+        Ok(response) => response,
+        Err(ureq::Error::Status(_, response)) => response,
+        Err(other) => panic!("transport error: {other}"),
+    };
+    let status = response.status();
+    assert!(
+        response.header("x-request-id").is_some(),
+        "every answer has a request id"
+    );
+    let text = response.into_string().unwrap();
+    let body = if text.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&text).unwrap()
+    };
+    (status, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn workspace_lifecycle_runs_real_terraform_and_keeps_state() {
+    let harness = Harness::start().await;
+    let token = harness.owner().await;
+
+    let (status, body) = harness
+        .push(&token, "base", "?message=first", archive(&quick_template()))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["version"]["number"], 1);
+    assert_eq!(body["version"]["active"], true);
+    assert_eq!(body["version"]["validation"]["ok"], true);
+
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces",
+            Some(&token),
+            Some(json!({"name": "dev", "template": "base", "parameters": {"size": "large"}})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["build"]["number"], 1);
+    assert_eq!(body["build"]["reason"], "create");
+
+    let build = harness.wait_build(&token, "dev", 1).await;
+    assert_eq!(build["status"], "succeeded", "{build}");
+    assert_eq!(build["guard"]["decision"], "allow", "{build}");
+    let log = harness.log_text(&token, "dev", 1).await;
+    for expected in [
+        "init info Terraform has been successfully initialized!",
+        "plan info Plan: 2 to add",
+        "apply info Apply complete! Resources: 2 added",
+        "cleanup info build succeeded",
+    ] {
+        assert!(log.contains(expected), "missing {expected:?} in:\n{log}");
+    }
+
+    let (_, body) = harness
+        .call("GET", "/workspaces/dev", Some(&token), None)
+        .await;
+    let workspace = &body["workspace"];
+    assert_eq!(workspace["status"], "running");
+    assert_eq!(workspace["healthy"], true);
+    assert_eq!(
+        workspace["agent"]["status"], "none",
+        "no abode_agent in this template"
+    );
+    assert_eq!(workspace["parameters"]["size"], "large");
+
+    // The state is in the database; the plan JSON is kept with the build but
+    // never served.
+    let store = harness.server().control().store();
+    let workspace_id = workspace["id"].as_str().unwrap();
+    let state = store
+        .state(workspace_id)
+        .await
+        .unwrap()
+        .expect("state stored");
+    assert!(String::from_utf8_lossy(&state).contains("terraform_data"));
+    let build_id = build["id"].as_str().unwrap();
+    assert!(store
+        .build_plan_json(build_id)
+        .await
+        .unwrap()
+        .unwrap()
+        .contains("resource_changes"));
+    assert!(!build.to_string().contains("resource_changes"));
+
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(json!({"transition": "start"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["message"].as_str().unwrap()),
+        (409, "workspace \"dev\" is already running (version 1)")
+    );
+
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(json!({"transition": "stop"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        harness.wait_build(&token, "dev", 2).await["status"],
+        "succeeded"
+    );
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(json!({"transition": "stop"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["message"].as_str().unwrap()),
+        (409, "workspace \"dev\" is already stopped")
+    );
+    let (_, body) = harness
+        .call("GET", "/workspaces/dev", Some(&token), None)
+        .await;
+    assert_eq!(body["workspace"]["status"], "stopped");
+
+    // A second version, then `update` moves the workspace to it.
+    let (status, body) = harness
+        .push(
+            &token,
+            "base",
+            "?activate=true&message=second",
+            archive(&quick_template()),
+        )
+        .await;
+    assert_eq!(
+        (status, body["version"]["number"].as_i64()),
+        (201, Some(2)),
+        "{body}"
+    );
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(json!({"transition": "start", "update": true})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        (
+            body["build"]["reason"].as_str(),
+            body["build"]["template_version"].as_i64()
+        ),
+        (Some("update"), Some(2))
+    );
+    assert_eq!(
+        harness.wait_build(&token, "dev", 3).await["status"],
+        "succeeded"
+    );
+
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(json!({"transition": "delete"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let build = harness.wait_build(&token, "dev", 4).await;
+    assert_eq!(build["status"], "succeeded", "{build}");
+    assert!(harness
+        .log_text(&token, "dev", 4)
+        .await
+        .contains("Apply complete! Resources: 0 added, 0 changed, 2 destroyed."));
+    let (_, body) = harness
+        .call("GET", "/workspaces/dev", Some(&token), None)
+        .await;
+    assert_eq!(body["workspace"]["status"], "deleted");
+    let (_, body) = harness.call("GET", "/workspaces", Some(&token), None).await;
+    assert_eq!(body["workspaces"], json!([]));
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(json!({"transition": "start"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("conflict")),
+        "{body}"
+    );
+
+    // Nothing of the builds is left on disk.
+    let work = harness.data_dir.path().join("work");
+    assert_eq!(std::fs::read_dir(&work).map(|d| d.count()).unwrap_or(0), 0);
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bad_templates_are_refused_and_nothing_is_stored() {
+    let harness = Harness::start().await;
+    let token = harness.owner().await;
+    let good = quick_template().remove(0).1;
+    let cases: Vec<(&str, Vec<u8>, u16, &str, &str)> = vec![
+        (
+            "dotdot",
+            archive(&[("main.tf", good.clone()), ("../evil.tf", good.clone())]),
+            400,
+            "invalid_archive",
+            "contains `..`",
+        ),
+        (
+            "absolute",
+            archive(&[("/tmp/evil.tf", good.clone())]),
+            400,
+            "invalid_archive",
+            "is an absolute path",
+        ),
+        (
+            "escaping-link",
+            archive_with_symlink("escape", "../../etc"),
+            400,
+            "invalid_archive",
+            "links outside the template",
+        ),
+        (
+            "absolute-link",
+            archive_with_symlink("escape", "/etc/passwd"),
+            400,
+            "invalid_archive",
+            "links to an absolute path",
+        ),
+        (
+            "not-gzip",
+            b"this is not an archive".to_vec(),
+            400,
+            "invalid_archive",
+            "not a tar.gz archive",
+        ),
+        (
+            "no-tf",
+            archive(&[("README.md", "hi".into())]),
+            400,
+            "invalid_archive",
+            "no .tf file",
+        ),
+        (
+            "invalid-hcl",
+            archive(&[("main.tf", "resource \"terraform_data\" {".into())]),
+            422,
+            "invalid_template",
+            "terraform init failed",
+        ),
+        (
+            "invalid-reference",
+            archive(&[(
+                "main.tf",
+                "output \"x\" { value = terraform_data.missing.id }".into(),
+            )]),
+            422,
+            "invalid_template",
+            "terraform validate failed: Error: Reference to undeclared resource",
+        ),
+    ];
+    for (name, bytes, status, code, message) in cases {
+        let (got, body) = harness.push(&token, name, "", bytes).await;
+        assert_eq!(
+            (got, body["error"]["code"].as_str().unwrap()),
+            (status, code),
+            "{name}: {body}"
+        );
+        let text = body["error"]["message"].as_str().unwrap();
+        assert!(
+            text.contains(message) && !text.contains('\n'),
+            "{name}: {text}"
+        );
+    }
+    let (_, body) = harness.call("GET", "/templates", Some(&token), None).await;
+    assert_eq!(body["templates"], json!([]), "no template stored");
+    assert!(!harness.data_dir.path().join("etc").exists());
+
+    // A member may not push; unknown names are clear 404s; a wrong password is 401.
+    let (status, _) = harness
+        .call("POST", "/users", Some(&token), Some(json!({"username": "bob", "email": "bob@example.com", "password": "bobs password", "role": "member"})))
+        .await;
+    assert_eq!(status, 201);
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/login",
+            None,
+            Some(json!({"username": "bob", "password": "bobs password"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let member = body["token"].as_str().unwrap().to_string();
+    let (status, body) = harness
+        .push(&member, "base", "", archive(&quick_template()))
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("forbidden"))
+    );
+    let (status, body) = harness
+        .call("GET", "/workspaces/alice%2Fnope", Some(&member), None)
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("forbidden"))
+    );
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces",
+            Some(&member),
+            Some(json!({"name": "dev", "template": "nope"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["message"].as_str()),
+        (404, Some("template \"nope\" not found"))
+    );
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/login",
+            None,
+            Some(json!({"username": "bob", "password": "wrong password"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["message"].as_str()),
+        (401, Some("wrong username or password"))
+    );
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/login",
+            None,
+            Some(json!({"username": "nobody", "password": "wrong password"})),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["message"].as_str()),
+        (401, Some("wrong username or password"))
+    );
+    let (status, _) = harness
+        .call(
+            "POST",
+            "/users/first",
+            None,
+            Some(json!({"username": "eve", "email": "e@example.com", "password": "whatever1"})),
+        )
+        .await;
+    assert_eq!(status, 409);
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn logs_stream_while_running_concurrent_starts_conflict_and_cancel_keeps_state() {
+    let harness = Harness::start().await;
+    let token = harness.owner().await;
+    let (status, body) = harness
+        .push(&token, "slow", "", archive(&slow_template(60)))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, _) = harness
+        .call(
+            "POST",
+            "/workspaces",
+            Some(&token),
+            Some(json!({"name": "dev", "template": "slow"})),
+        )
+        .await;
+    assert_eq!(status, 201);
+
+    // Two concurrent requests while build #1 runs: both refused, nothing queued.
+    let stop = json!({"transition": "stop"});
+    let (first, second) = tokio::join!(
+        harness.call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(stop.clone())
+        ),
+        harness.call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(stop.clone())
+        ),
+    );
+    assert_eq!((first.0, second.0), (409, 409));
+
+    // The log shows the apply in progress before the build ends.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut after = 0;
+    let mut seen = String::new();
+    while !seen.contains("sleeping") {
+        let (_, page) = harness
+            .call(
+                "GET",
+                &format!("/workspaces/dev/builds/1/logs?after={after}&wait=5"),
+                Some(&token),
+                None,
+            )
+            .await;
+        for line in page["lines"].as_array().unwrap() {
+            after = line["seq"].as_i64().unwrap();
+            seen.push_str(line["text"].as_str().unwrap());
+            seen.push('\n');
+        }
+        assert_eq!(
+            page["done"], false,
+            "the build ended before its apply was seen:\n{seen}"
+        );
+        assert!(Instant::now() < deadline, "no progress in the log:\n{seen}");
+    }
+
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/dev/builds/1/cancel",
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let build = harness.wait_build(&token, "dev", 1).await;
+    assert_eq!(build["status"], "canceled", "{build}");
+    assert!(
+        build["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("canceled during terraform apply"),
+        "{build}"
+    );
+    // terraform_data.home was created before the cancel: the state knows it.
+    let (_, body) = harness
+        .call("GET", "/workspaces/dev", Some(&token), None)
+        .await;
+    assert_eq!(body["workspace"]["status"], "canceled");
+    let workspace_id = body["workspace"]["id"].as_str().unwrap().to_string();
+    let state = harness
+        .server()
+        .control()
+        .store()
+        .state(&workspace_id)
+        .await
+        .unwrap()
+        .expect("state kept");
+    assert!(String::from_utf8_lossy(&state).contains("\"home\""));
+
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/dev/builds/1/cancel",
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("conflict"))
+    );
+
+    // Two concurrent starts of an idle workspace: exactly one is accepted.
+    let start = json!({"transition": "start"});
+    let (first, second) = tokio::join!(
+        harness.call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(start.clone())
+        ),
+        harness.call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(start.clone())
+        ),
+    );
+    let mut statuses = [first.0, second.0];
+    statuses.sort();
+    assert_eq!(statuses, [201, 409], "{first:?} {second:?}");
+    let (_, body) = harness
+        .call("GET", "/workspaces/dev/builds", Some(&token), None)
+        .await;
+    assert_eq!(body["builds"].as_array().unwrap().len(), 2);
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_build_that_dies_with_the_server_is_failed_on_restart() {
+    let harness = Harness::start().await;
+    let token = harness.owner().await;
+    harness
+        .push(&token, "slow", "", archive(&slow_template(60)))
+        .await;
+    harness
+        .call(
+            "POST",
+            "/workspaces",
+            Some(&token),
+            Some(json!({"name": "dev", "template": "slow"})),
+        )
+        .await;
+    harness.wait_status(&token, "dev", 1, "running").await;
+    // Let the apply begin, then crash (no graceful shutdown).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !harness
+        .log_text(&token, "dev", 1)
+        .await
+        .contains("sleeping")
+    {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut harness = harness;
+    harness.server.take().unwrap().abort();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let data_dir = harness.data_dir;
+
+    let harness = Harness::start_in(data_dir).await;
+    let build = harness.wait_build(&token, "dev", 1).await;
+    assert_eq!(build["status"], "failed");
+    assert_eq!(
+        build["error"],
+        "the server stopped while this build was running; its Terraform state was kept"
+    );
+    let (_, body) = harness
+        .call("GET", "/workspaces/dev", Some(&token), None)
+        .await;
+    let workspace_id = body["workspace"]["id"].as_str().unwrap().to_string();
+    let state = harness
+        .server()
+        .control()
+        .store()
+        .state(&workspace_id)
+        .await
+        .unwrap()
+        .expect("state salvaged");
+    assert!(String::from_utf8_lossy(&state).contains("\"home\""));
+    // The workspace can be built again.
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(json!({"transition": "delete"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        harness.wait_build(&token, "dev", 2).await["status"],
+        "succeeded"
+    );
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
+    let harness = Harness::start().await;
+    let token = harness.owner().await;
+    harness
+        .push(&token, "base", "", archive(&quick_template()))
+        .await;
+    harness
+        .call(
+            "POST",
+            "/workspaces",
+            Some(&token),
+            Some(json!({"name": "dev", "template": "base"})),
+        )
+        .await;
+    assert_eq!(
+        harness.wait_build(&token, "dev", 1).await["status"],
+        "succeeded"
+    );
+    // This template has no abode_agent (that needs the provider, covered by the
+    // end-to-end tests): register one as a start build would.
+    let store = harness.server().control().store();
+    let (_, body) = harness
+        .call("GET", "/workspaces/dev", Some(&token), None)
+        .await;
+    let workspace_id = body["workspace"]["id"].as_str().unwrap();
+    let build_id = body["workspace"]["latest_build"]["id"].as_str().unwrap();
+    let agent_token = "agent-secret-token";
+    store
+        .replace_agents(
+            workspace_id,
+            build_id,
+            &[abode_store::NewAgent {
+                name: "main".into(),
+                token_hash: abode_control::token_hash(agent_token),
+            }],
+        )
+        .await
+        .unwrap();
+    let agent_status = || async {
+        let (_, body) = harness
+            .call("GET", "/workspaces/dev", Some(&token), None)
+            .await;
+        (
+            body["workspace"]["agent"]["status"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            body["workspace"]["healthy"].as_bool().unwrap(),
+        )
+    };
+    // The build finished a moment ago; with a 2 s connect timeout it is first
+    // connecting (or already unhealthy on a slow machine), then unhealthy.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(agent_status().await, ("unhealthy".to_string(), false));
+
+    let (status, _) = harness
+        .call(
+            "POST",
+            "/agent/heartbeat",
+            Some("wrong-token"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(status, 401);
+    let (status, _) = harness
+        .call(
+            "POST",
+            "/agent/lifecycle",
+            Some(agent_token),
+            Some(json!({"state": "starting"})),
+        )
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(agent_status().await, ("starting".to_string(), false));
+    let (status, _) = harness
+        .call(
+            "POST",
+            "/agent/lifecycle",
+            Some(agent_token),
+            Some(json!({"state": "ready"})),
+        )
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(agent_status().await, ("ready".to_string(), true));
+    let (status, body) = harness
+        .call("GET", "/agent/me", Some(agent_token), None)
+        .await;
+    assert_eq!(
+        (status, body["workspace"].as_str(), body["agent"].as_str()),
+        (200, Some("dev"), Some("main"))
+    );
+    let (status, _) = harness
+        .call(
+            "POST",
+            "/agent/lifecycle",
+            Some(agent_token),
+            Some(json!({"state": "dancing"})),
+        )
+        .await;
+    assert_eq!(status, 400);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(agent_status().await, ("disconnected".to_string(), false));
+    let (status, _) = harness
+        .call("POST", "/agent/heartbeat", Some(agent_token), None)
+        .await;
+    assert_eq!(status, 204);
+    assert_eq!(agent_status().await, ("ready".to_string(), true));
+    harness.stop().await;
+}
