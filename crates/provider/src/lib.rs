@@ -12,6 +12,7 @@
 mod agent;
 mod cron;
 mod metadata;
+mod nodelay;
 mod parameter;
 mod preset;
 mod process;
@@ -60,6 +61,7 @@ pub fn serve() -> Result<(), ServeError> {
         .enable_all()
         .build()
         .map_err(ServeError::Runtime)?;
+    runtime.spawn(nodelay::keep_sockets_nodelay());
     runtime
         .block_on(tf_provider::serve(PROVIDER_NAME, AbodeProvider))
         .map_err(|err| ServeError::Server(format!("{err:#}")))
