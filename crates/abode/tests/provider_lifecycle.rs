@@ -379,6 +379,12 @@ fn example_template_lifecycle() {
     workdir.ok(&["apply", "-no-color", "-destroy", "-auto-approve"]);
     wait_for("the process to stop", || !process_running(second_pid));
     assert!(!home.exists(), "the volume directory is deleted");
+    let logs: Vec<_> = std::fs::read_dir(root.join("process-logs"))
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .collect();
+    assert!(logs.is_empty(), "process logs left behind: {logs:?}");
     let state = workdir.state();
     assert!(
         state["values"].is_null() || resource(&state, "abode_volume.home").is_none(),

@@ -142,6 +142,13 @@ pub(crate) fn stop_group(group: i32, grace: Duration) -> Result<(), String> {
     }
 }
 
+/// A destroyed process leaves nothing behind, its log included.
+fn remove_log(state: &ProcessState) {
+    if let Some(path) = known(&state.log_path) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
@@ -460,10 +467,12 @@ impl Resource for ProcessResource {
         _provider_meta_state: Self::ProviderMetaState<'a>,
     ) -> Option<()> {
         let Some((pid, ticks)) = known(&prior_state.id).and_then(|id| parse_process_id(id)) else {
+            remove_log(&prior_state);
             return Some(());
         };
         // A different process now owning the pid (or its group) is not ours to kill.
         if !leader_running(pid, ticks) && stat(pid).is_some_and(|s| s.start_ticks != ticks) {
+            remove_log(&prior_state);
             return Some(());
         }
         let grace = known(&prior_state.stop_timeout)
@@ -472,7 +481,10 @@ impl Resource for ProcessResource {
             .max(0);
         let grace = Duration::from_secs(u64::try_from(grace).unwrap_or(0));
         match tokio::task::spawn_blocking(move || stop_group(pid, grace)).await {
-            Ok(Ok(())) => Some(()),
+            Ok(Ok(())) => {
+                remove_log(&prior_state);
+                Some(())
+            }
             Ok(Err(message)) => {
                 diags.root_error_short(message);
                 None
