@@ -442,6 +442,28 @@ data "abode_workspace_preset" "office_hours" {
   }
 }
 
+variable "protect_mode" {
+  default = "block"
+}
+
+variable "volume_name" {
+  default = "scratch"
+}
+
+resource "abode_volume" "scratch" {
+  name = var.volume_name
+}
+
+resource "abode_protect" "scratch" {
+  resource_id = abode_volume.scratch.id
+  mode        = var.protect_mode
+}
+
+resource "abode_agent" "main" {
+  os   = "linux"
+  arch = "arm64"
+}
+
 output "cpus" {
   value = data.abode_parameter.cpus.value
 }
@@ -455,6 +477,18 @@ fn invalid_declarations_and_values_fail_the_plan_readably() {
 
     let plan = workdir.plan_json(&[]);
     assert_eq!(plan["planned_values"]["outputs"]["cpus"]["value"], "2");
+    assert_eq!(
+        change(&plan, "abode_agent.main")["change"]["after_unknown"]["token"],
+        true
+    );
+
+    // A claimed prebuild hands its agent token back: the new agent keeps it.
+    workdir.set("ABODE_AGENT_TOKEN", "handed-back-token");
+    let claim = workdir.plan_json(&[]);
+    let agent = &change(&claim, "abode_agent.main")["change"];
+    assert_eq!(agent["after"]["token"], "handed-back-token");
+    assert_eq!(agent["after_sensitive"]["token"], true);
+    workdir.env.clear();
 
     let cases: &[(&[&str], Option<&str>, &str)] = &[
         (
@@ -479,6 +513,16 @@ fn invalid_declarations_and_values_fail_the_plan_readably() {
             "cpus must be between 1 and 8, not 12",
         ),
         (&[], Some(r#"{"cpus": "many"}"#), "`many` is not a number"),
+        (
+            &["-var", "protect_mode=maybe"],
+            None,
+            "abode_protect mode `maybe` is not one of `confirm`, `block`",
+        ),
+        (
+            &["-var", "volume_name=../etc"],
+            None,
+            "abode_volume name `../etc` must be 1 to 128 letters",
+        ),
     ];
     for (args, parameters, expected) in cases {
         match parameters {
