@@ -13,8 +13,8 @@ use serde_json::json;
 
 use crate::error::ClientError;
 use crate::types::{
-    AgentMe, Build, LogPage, LoginResponse, Template, TemplateVersion, TemplateVersionResponse,
-    Transition, User, Workspace,
+    AgentMe, AuditEvent, Build, LogPage, LoginResponse, Protection, Template, TemplateVersion,
+    TemplateVersionResponse, Transition, User, Workspace,
 };
 
 /// Long enough for a push, whose answer waits for `terraform init` + `validate`.
@@ -93,6 +93,18 @@ struct BuildsBody {
 #[derive(Deserialize)]
 struct BuildBody {
     build: Build,
+}
+#[derive(Deserialize)]
+struct ProtectionsBody {
+    protections: Vec<Protection>,
+}
+#[derive(Deserialize)]
+struct ReleasedBody {
+    released: Protection,
+}
+#[derive(Deserialize)]
+struct AuditBody {
+    events: Vec<AuditEvent>,
 }
 
 /// Answer to a workspace creation: the workspace and its first build.
@@ -376,6 +388,67 @@ impl Client {
         );
         let body: BuildBody = self.finish("cancel build", self.request("POST", &path).call())?;
         Ok(body.build)
+    }
+
+    /// Applies exactly the saved plan of a held build; `digest` is the
+    /// `plan_digest` the user saw, so a different plan is never applied.
+    pub fn confirm_build(
+        &self,
+        workspace: &str,
+        number: u64,
+        digest: &str,
+    ) -> Result<Build, ClientError> {
+        let path = format!(
+            "/workspaces/{}/builds/{number}/confirm",
+            workspace_segment(workspace)
+        );
+        let body: BuildBody = self.finish(
+            "confirm build",
+            self.request("POST", &path)
+                .send_json(json!({"digest": digest})),
+        )?;
+        Ok(body.build)
+    }
+
+    /// The protections a workspace remembers, by address.
+    pub fn protections(&self, workspace: &str) -> Result<Vec<Protection>, ClientError> {
+        let path = format!("/workspaces/{}/protections", workspace_segment(workspace));
+        let body: ProtectionsBody =
+            self.finish("GET protections", self.request("GET", &path).call())?;
+        Ok(body.protections)
+    }
+
+    /// Releases one remembered protection (owners and template-admins).
+    pub fn release_protection(
+        &self,
+        workspace: &str,
+        address: &str,
+    ) -> Result<Protection, ClientError> {
+        let path = format!("/workspaces/{}/protections", workspace_segment(workspace));
+        let body: ReleasedBody = self.finish(
+            "release protection",
+            self.request("DELETE", &path)
+                .query("address", address)
+                .call(),
+        )?;
+        Ok(body.released)
+    }
+
+    /// Audit events, newest first, optionally of one workspace.
+    pub fn audit(
+        &self,
+        workspace: Option<&str>,
+        limit: Option<u32>,
+    ) -> Result<Vec<AuditEvent>, ClientError> {
+        let mut request = self.request("GET", "/audit");
+        if let Some(workspace) = workspace {
+            request = request.query("workspace", workspace);
+        }
+        if let Some(limit) = limit {
+            request = request.query("limit", &limit.to_string());
+        }
+        let body: AuditBody = self.finish("GET /audit", request.call())?;
+        Ok(body.events)
     }
 
     /// Agent: what the server knows about this agent (token-authenticated).

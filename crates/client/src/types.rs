@@ -146,6 +146,15 @@ pub struct Build {
     /// The plan guard's report, passed through as the server gives it.
     #[serde(default)]
     pub guard: Option<serde_json::Value>,
+    /// SHA-256 of the saved plan of a held build: what a confirmation binds to.
+    #[serde(default)]
+    pub plan_digest: Option<String>,
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    #[serde(default)]
+    pub confirmed_by: Option<String>,
+    #[serde(default)]
+    pub confirmed_at: Option<String>,
 }
 
 impl Build {
@@ -205,4 +214,34 @@ pub struct AgentMe {
     pub agent: String,
     #[serde(default)]
     pub heartbeat_interval_seconds: Option<u64>,
+}
+
+/// A resource address a workspace keeps protected across template versions.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Protection {
+    pub address: String,
+    pub mode: String,
+    #[serde(default)]
+    pub updated_at: Option<String>,
+}
+
+/// One entry of the audit log.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AuditEvent {
+    pub id: serde_json::Value,
+    #[serde(default)]
+    pub time: Option<String>,
+    #[serde(default)]
+    pub actor: Option<String>,
+    pub action: String,
+    #[serde(default)]
+    pub target_type: Option<String>,
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default)]
+    pub outcome: Option<String>,
+    #[serde(default)]
+    pub request_id: Option<String>,
+    #[serde(default)]
+    pub details: Option<String>,
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use abode_client::types::{Build, LogLine};
 use abode_client::{Client, ClientError};
+use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::guard;
@@ -26,6 +27,30 @@ pub enum BuildsCommand {
     List(ListArgs),
     /// Print a build's log (the latest build by default).
     Logs(LogsArgs),
+    /// Apply exactly the saved plan of a build held by the plan guard.
+    Confirm(ConfirmArgs),
+    /// Cancel a pending, running or held build (a held plan is discarded).
+    Cancel(BuildRefArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ConfirmArgs {
+    /// The workspace (`name`, or `owner/name` for another user's).
+    pub workspace: String,
+    /// The held build's number.
+    pub number: u64,
+    /// The plan digest you reviewed (printed when the build was held); without
+    /// it, the CLI prints the held plan's protected changes and confirms that plan.
+    #[arg(long)]
+    pub digest: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BuildRefArgs {
+    /// The workspace (`name`, or `owner/name` for another user's).
+    pub workspace: String,
+    /// The build number.
+    pub number: u64,
 }
 
 #[derive(Debug, Args)]
@@ -51,7 +76,69 @@ pub fn run(command: BuildsCommand) -> anyhow::Result<u8> {
     match command {
         BuildsCommand::List(args) => list(args),
         BuildsCommand::Logs(args) => logs(args),
+        BuildsCommand::Confirm(args) => confirm(args),
+        BuildsCommand::Cancel(args) => cancel(args),
     }
+}
+
+fn confirm(args: ConfirmArgs) -> anyhow::Result<u8> {
+    let client = session_client()?;
+    let digest = match args.digest {
+        Some(digest) => digest,
+        None => {
+            let held = client.build(&args.workspace, Some(args.number))?;
+            if held.status != "awaiting_confirmation" {
+                anyhow::bail!(
+                    "build #{} of workspace {} is {}, not awaiting confirmation",
+                    held.number,
+                    args.workspace,
+                    held.status.replace('_', " ")
+                );
+            }
+            let digest = held.plan_digest.clone().ok_or_else(|| {
+                anyhow::anyhow!(
+                    "build #{} of workspace {} has no saved plan to confirm",
+                    held.number,
+                    args.workspace
+                )
+            })?;
+            eprintln!("Confirming the saved plan {digest}, which changes protected resources:");
+            if let Some(guard) = &held.guard {
+                for line in guard::describe_protected_changes(guard) {
+                    eprintln!("{line}");
+                }
+            }
+            digest
+        }
+    };
+    let build = client
+        .confirm_build(&args.workspace, args.number, &digest)
+        .with_context(|| {
+            format!(
+                "build #{} of workspace {} was not confirmed",
+                args.number, args.workspace
+            )
+        })?;
+    follow_build(&client, &args.workspace, &build)
+}
+
+fn cancel(args: BuildRefArgs) -> anyhow::Result<u8> {
+    let build = session_client()?
+        .cancel_build(&args.workspace, args.number)
+        .with_context(|| {
+            format!(
+                "build #{} of workspace {} was not canceled",
+                args.number, args.workspace
+            )
+        })?;
+    println!(
+        "Build #{} ({}) of workspace {} is {}",
+        build.number,
+        build.transition,
+        args.workspace,
+        build.status.replace('_', " ")
+    );
+    Ok(EXIT_OK)
 }
 
 fn list(args: ListArgs) -> anyhow::Result<u8> {
@@ -148,8 +235,12 @@ fn stream_log(client: &Client, workspace: &str, number: u64) -> anyhow::Result<(
         match client.build_logs(workspace, number, after, LONG_POLL_SECONDS) {
             Ok(page) => {
                 failures = 0;
+                let quiet = page.lines.is_empty();
                 after = print_lines(&page.lines, after)?;
-                if page.done {
+                // A held build's log is not done (a confirmation continues it),
+                // but nothing more comes until someone acts.
+                let held = page.status == "awaiting_confirmation" && quiet;
+                if page.done || held {
                     return Ok(());
                 }
             }
@@ -181,24 +272,8 @@ pub fn follow_build(client: &Client, workspace: &str, build: &Build) -> anyhow::
         finished.status.replace('_', " ")
     );
     match code {
-        EXIT_AWAITING_CONFIRMATION => eprintln!(
-            "{}",
-            guard::held_message(
-                workspace,
-                finished.number,
-                &finished.transition,
-                finished.guard.as_ref()
-            )
-        ),
-        EXIT_BLOCKED => eprintln!(
-            "{}",
-            guard::blocked_message(
-                workspace,
-                finished.number,
-                &finished.transition,
-                finished.guard.as_ref()
-            )
-        ),
+        EXIT_AWAITING_CONFIRMATION => eprintln!("{}", guard::held_message(workspace, &finished)),
+        EXIT_BLOCKED => eprintln!("{}", guard::blocked_message(workspace, &finished)),
         _ => {}
     }
     match (code, finished.error.as_deref()) {

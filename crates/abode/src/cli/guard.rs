@@ -5,7 +5,10 @@
 //! The report arrives already redacted by the server; this module only
 //! arranges it, so no sensitive value can appear that the server did not send.
 
+use abode_client::types::Build;
 use serde_json::Value;
+
+use super::output::time;
 
 /// Terraform-like marker for an action.
 fn marker(action: &str) -> &'static str {
@@ -95,22 +98,30 @@ pub fn describe_protected_changes(guard: &Value) -> Vec<String> {
     lines
 }
 
-/// What to print when a build waits for confirmation.
-pub fn held_message(
-    workspace: &str,
-    number: u64,
-    transition: &str,
-    guard: Option<&Value>,
-) -> String {
+/// What to print when a build waits for confirmation: the changes, and the
+/// confirm command bound to the digest of the plan that shows them.
+pub fn held_message(workspace: &str, build: &Build) -> String {
+    let number = build.number;
     let mut lines = vec![format!(
-        "The plan guard held build #{number} ({transition}) of workspace {workspace}: it would destroy or replace protected resources:"
+        "The plan guard held build #{number} ({}) of workspace {workspace}: it would destroy or replace protected resources:",
+        build.transition
     )];
-    if let Some(guard) = guard {
+    if let Some(guard) = &build.guard {
         lines.extend(describe_protected_changes(guard));
     }
-    lines.push("Nothing was applied.".to_string());
+    let expiry = build
+        .expires_at
+        .as_deref()
+        .map(|at| format!(" The plan waits until {} UTC.", time(Some(at))))
+        .unwrap_or_default();
+    lines.push(format!("Nothing was applied.{expiry}"));
+    let digest = build
+        .plan_digest
+        .as_deref()
+        .map(|digest| format!(" --digest {digest}"))
+        .unwrap_or_default();
     lines.push(format!(
-        "To apply exactly this plan: abode builds confirm {workspace} {number}"
+        "To apply exactly this plan: abode builds confirm {workspace} {number}{digest}"
     ));
     lines.push(format!(
         "To discard it:              abode builds cancel {workspace} {number}"
@@ -119,16 +130,12 @@ pub fn held_message(
 }
 
 /// What to print when the guard blocked a build.
-pub fn blocked_message(
-    workspace: &str,
-    number: u64,
-    transition: &str,
-    guard: Option<&Value>,
-) -> String {
+pub fn blocked_message(workspace: &str, build: &Build) -> String {
     let mut lines = vec![format!(
-        "The plan guard blocked build #{number} ({transition}) of workspace {workspace}: it would destroy or replace resources protected with mode \"block\":"
+        "The plan guard blocked build #{} ({}) of workspace {workspace}: it would destroy or replace resources protected with mode \"block\":",
+        build.number, build.transition
     )];
-    if let Some(guard) = guard {
+    if let Some(guard) = &build.guard {
         lines.extend(describe_protected_changes(guard));
     }
     lines.push("Nothing was applied. A blocked change cannot be confirmed: fix the template, or have a template-admin release the protection with `abode workspaces unprotect WORKSPACE ADDRESS`.".to_string());
@@ -155,14 +162,20 @@ mod tests {
                 "outcome": "confirm"
             }]
         });
-        let text = held_message("dev", 4, "start", Some(&guard));
+        let build: Build = serde_json::from_value(serde_json::json!({
+            "id": "b", "workspace": "dev", "number": 4, "transition": "start",
+            "status": "awaiting_confirmation", "template_version": 2, "guard": guard,
+            "plan_digest": "9f86d0", "expires_at": "2026-11-30T17:40:00Z"
+        }))
+        .unwrap();
+        let text = held_message("dev", &build);
         let expected = "\
 The plan guard held build #4 (start) of workspace dev: it would destroy or replace protected resources:
   -/+ abode_volume.home: replaced because `name` cannot be updated in place [confirm]
       name: \"home-1\" -> \"home-2\" (forces replacement)
       protected by abode_protect.home on abode_volume.home (mode confirm)
-Nothing was applied.
-To apply exactly this plan: abode builds confirm dev 4
+Nothing was applied. The plan waits until 2026-11-30 17:40:00 UTC.
+To apply exactly this plan: abode builds confirm dev 4 --digest 9f86d0
 To discard it:              abode builds cancel dev 4";
         assert_eq!(text, expected);
     }

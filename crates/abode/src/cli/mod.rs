@@ -6,6 +6,7 @@
 //! outcomes to exit codes (docs/cli.md). Commands that start a build follow its
 //! log to the end, so a script's exit status is the build's.
 
+mod audit;
 mod auth;
 mod builds;
 mod guard;
@@ -56,9 +57,14 @@ pub enum UserCommand {
     List(workspaces::ListArgs),
     /// Show a workspace: build status, agent status and health.
     Show(workspaces::ShowArgs),
-    /// List builds and read their logs.
+    /// List builds, read their logs, confirm or cancel them.
     #[command(subcommand)]
     Builds(builds::BuildsCommand),
+    /// What a workspace keeps protected across template versions.
+    #[command(subcommand)]
+    Workspaces(workspaces::WorkspacesCommand),
+    /// Read the audit log.
+    Audit(audit::AuditArgs),
 }
 
 /// How list and show commands print.
@@ -103,6 +109,8 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::List(args) => workspaces::list(args),
         UserCommand::Show(args) => workspaces::show(args),
         UserCommand::Builds(command) => builds::run(command),
+        UserCommand::Workspaces(command) => workspaces::protections(command),
+        UserCommand::Audit(args) => audit::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -5,11 +5,28 @@ use std::collections::BTreeMap;
 
 use abode_client::types::{Transition, Workspace};
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, Subcommand};
 
 use super::builds::follow_build;
 use super::output::{self, or_dash, time};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+
+/// `abode workspaces ...`: what a workspace keeps protected.
+#[derive(Debug, Subcommand)]
+pub enum WorkspacesCommand {
+    /// List the resource addresses the workspace keeps protected.
+    Protections(ShowArgs),
+    /// Release one remembered protection (owners and template-admins; audited).
+    Unprotect(UnprotectArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UnprotectArgs {
+    /// The workspace (`name`, or `owner/name` for another user's).
+    pub workspace: String,
+    /// The resource address to release, e.g. `abode_volume.home`.
+    pub address: String,
+}
 
 #[derive(Debug, Args)]
 pub struct CreateArgs {
@@ -137,6 +154,50 @@ pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
     match args.output.output {
         OutputFormat::Json => output::print_json(&workspace)?,
         OutputFormat::Text => print!("{}", describe(&workspace)),
+    }
+    Ok(EXIT_OK)
+}
+
+pub fn protections(command: WorkspacesCommand) -> anyhow::Result<u8> {
+    let client = session_client()?;
+    match command {
+        WorkspacesCommand::Protections(args) => {
+            let protections = client.protections(&args.workspace)?;
+            match args.output.output {
+                OutputFormat::Json => output::print_json(&protections)?,
+                OutputFormat::Text => {
+                    let rows: Vec<Vec<String>> = protections
+                        .iter()
+                        .map(|protection| {
+                            vec![
+                                protection.address.clone(),
+                                protection.mode.clone(),
+                                time(protection.updated_at.as_deref()),
+                            ]
+                        })
+                        .collect();
+                    output::print_table(
+                        &["ADDRESS", "MODE", "UPDATED"],
+                        &rows,
+                        "No remembered protections.",
+                    );
+                }
+            }
+        }
+        WorkspacesCommand::Unprotect(args) => {
+            let released = client
+                .release_protection(&args.workspace, &args.address)
+                .with_context(|| {
+                    format!(
+                        "protection of {} in workspace {} was not released",
+                        args.address, args.workspace
+                    )
+                })?;
+            println!(
+                "Released the protection of {} (mode {}) in workspace {}; the next build may destroy or replace it",
+                released.address, released.mode, args.workspace
+            );
+        }
     }
     Ok(EXIT_OK)
 }

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Platform overhead (issue 4): the wall time of `abode start WS` (queue, claim,
+# materialise the template, init, plan, show -json, guard, apply, state saved,
+# log streamed to the CLI) against the same `terraform init / plan -out /
+# show -json / apply PLAN` sequence run by hand on the same template with the
+# same provider mirror, side by side in one hyperfine run. Before each timed
+# run, the workspace is stopped (untimed), so both sides start a stopped
+# workspace: the volume exists, the agent and its process are created.
+#
+# The by-hand side does what a build does around Terraform too: a fresh work
+# directory with the template and the previous state copied in, and the state
+# copied back after the apply. Target: overhead <= 10 %.
+#
+# Usage: benches/platform-overhead.sh [--runs N] [--bin PATH]
+#   --runs N    hyperfine runs per command (default 10)
+#   --bin PATH  the abode binary (default: target/release/abode, built if missing)
+# Needs: cargo, terraform, hyperfine, jq.
+set -euo pipefail
+
+runs=10
+bin=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --runs) runs="$2"; shift 2 ;;
+    --bin) bin="$2"; shift 2 ;;
+    *) echo "platform-overhead.sh: unknown argument $1 (see the header of this script)" >&2; exit 2 ;;
+    esac
+done
+for tool in terraform hyperfine jq; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "platform-overhead.sh: $tool is not on PATH" >&2
+        exit 1
+    fi
+done
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [ -z "$bin" ]; then
+    bin="$root/target/release/abode"
+    [ -x "$bin" ] || (cd "$root" && cargo build --release -p abode)
+fi
+template="$root/examples/local-workspace"
+work="$(mktemp -d)"
+server_pid=""
+
+cleanup() {
+    if [ -n "$server_pid" ]; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    # Workspace processes (agents) of either side run from under $work.
+    for proc in /proc/[0-9]*; do
+        case "$(readlink "$proc/cwd" 2>/dev/null)" in
+        "$work"/*) kill -9 "${proc#/proc/}" 2>/dev/null || true ;;
+        esac
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0
+
+# --- The platform side: a server, a user, the template, a stopped workspace.
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+url="http://127.0.0.1:$port"
+export ABODE_CONFIG_DIR="$work/config"
+unset ABODE_URL ABODE_TOKEN
+"$bin" server --address "127.0.0.1:$port" --data-dir "$work/data" --provisioners 1 \
+    >"$work/server.log" 2>&1 &
+server_pid=$!
+for _ in $(seq 1 100); do
+    curl -fsS "$url/api/v1/health" >/dev/null 2>&1 && break
+    sleep 0.1
+done
+echo "bench-password" | "$bin" login "$url" --first-user --username bench \
+    --email bench@example.com --password-stdin >/dev/null
+"$bin" templates push local --directory "$template" >/dev/null 2>&1
+# Left running: each timed run is preceded by an (untimed) stop.
+"$bin" create ws --template local >/dev/null 2>&1
+
+# --- The by-hand side: the same template, provider mirror and build steps.
+"$bin" provider install --mirror "$work/mirror" --cli-config "$work/terraform.rc" >/dev/null
+export TF_CLI_CONFIG_FILE="$work/terraform.rc"
+mkdir -p "$work/hand"
+cat >"$work/by-hand.sh" <<SCRIPT
+#!/usr/bin/env bash
+# One build by hand: \$1 is the transition (start or stop).
+set -euo pipefail
+dir="\$(mktemp -d "$work/hand/build.XXXXXX")"
+cp -r "$template"/. "\$dir"/
+rm -rf "\$dir/.terraform" "\$dir/.terraform.lock.hcl"
+[ -f "$work/hand/terraform.tfstate" ] && cp "$work/hand/terraform.tfstate" "\$dir/"
+cd "\$dir"
+export ABODE_WORKSPACE_TRANSITION="\$1"
+export ABODE_VOLUMES_DIR="$work/hand/volumes"
+export ABODE_PROCESS_LOGS_DIR="$work/hand/process-logs"
+export ABODE_AGENT_URL="$url"
+terraform init -input=false -json >/dev/null
+terraform plan -input=false -json -out plan.tfplan >/dev/null
+terraform show -json plan.tfplan >plan.json
+terraform apply -input=false -json plan.tfplan >/dev/null
+cp terraform.tfstate "$work/hand/terraform.tfstate"
+cd "$work"
+rm -rf "\$dir"
+SCRIPT
+chmod +x "$work/by-hand.sh"
+"$work/by-hand.sh" start
+
+echo "platform-overhead: $runs runs each; each run starts a stopped workspace" >&2
+hyperfine --runs "$runs" --warmup 1 --export-json "$work/result.json" \
+    --prepare "$bin stop ws >/dev/null 2>&1" \
+    --command-name "abode start" "$bin start ws >/dev/null 2>&1" \
+    --prepare "$work/by-hand.sh stop" \
+    --command-name "terraform by hand" "$work/by-hand.sh start"
+
+jq -r '
+  (.results[] | select(.command == "abode start") | .mean) as $abode |
+  (.results[] | select(.command == "terraform by hand") | .mean) as $hand |
+  "abode start: \($abode * 1000 | round) ms mean; terraform by hand: \($hand * 1000 | round) ms mean; ratio \($abode / $hand * 1000 | round / 1000) (overhead \((($abode / $hand) - 1) * 100 | round) %, target <= 10 %)"
+' "$work/result.json"
