@@ -44,6 +44,9 @@ pub struct ServerArgs {
     /// Seconds a canceled Terraform run gets after SIGINT before it is killed.
     #[arg(long, env = "ABODE_CANCEL_GRACE", default_value_t = 30)]
     cancel_grace: u64,
+    /// Seconds a build held by the plan guard waits for a confirmation before it expires.
+    #[arg(long, env = "ABODE_CONFIRMATION_TIMEOUT", default_value_t = 86_400)]
+    confirmation_timeout: u64,
 }
 
 pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
@@ -76,6 +79,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.agent_heartbeat_timeout = Duration::from_secs(args.agent_heartbeat_timeout);
     options.agent_heartbeat_interval = Duration::from_secs(args.agent_heartbeat_interval);
     options.cancel_grace = Duration::from_secs(args.cancel_grace);
+    options.confirmation_timeout = Duration::from_secs(args.confirmation_timeout);
     let server = Server::start(options)
         .await
         .context("cannot start abode server")?;

@@ -16,7 +16,10 @@ use serde_json::{json, Value};
 
 use abode_control::BuildRequest;
 
-use crate::views::{BuildJson, LogLineJson, TemplateJson, UserJson, VersionJson, WorkspaceJson};
+use crate::views::{
+    AuditEventJson, BuildJson, LogLineJson, ProtectionJson, TemplateJson, UserJson, VersionJson,
+    WorkspaceJson,
+};
 use crate::{request_id_layer, ApiError, AppState, Authenticated, AuthenticatedAgent, RequestId};
 
 /// Largest accepted template upload (compressed).
@@ -62,6 +65,15 @@ pub fn router(state: AppState) -> Router {
             "/workspaces/:workspace/builds/:number/cancel",
             post(cancel_build),
         )
+        .route(
+            "/workspaces/:workspace/builds/:number/confirm",
+            post(confirm_build),
+        )
+        .route(
+            "/workspaces/:workspace/protections",
+            get(list_protections).delete(release_protection),
+        )
+        .route("/audit", get(audit))
         .route("/agent/lifecycle", post(agent_lifecycle))
         .route("/agent/heartbeat", post(agent_heartbeat))
         .route("/agent/me", get(agent_me))
@@ -459,6 +471,101 @@ async fn cancel_build(
         .cancel_build(&caller, &workspace, number)
         .await?;
     ok(StatusCode::OK, json!({"build": BuildJson::from(&build)}))
+}
+
+// ---- guarded builds ----
+
+#[derive(Deserialize)]
+struct ConfirmBody {
+    #[serde(default)]
+    digest: Option<String>,
+}
+
+async fn confirm_build(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((workspace, number)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: ConfirmBody = parse_json(body)?;
+    let number = parse_number(&number, "build number")?;
+    let build = state
+        .control
+        .confirm_build(
+            &caller,
+            &workspace,
+            number,
+            body.digest.as_deref().unwrap_or(""),
+        )
+        .await?;
+    ok(StatusCode::OK, json!({"build": BuildJson::from(&build)}))
+}
+
+async fn list_protections(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+) -> ApiResult {
+    let protections = state.control.protections(&caller, &workspace).await?;
+    let protections: Vec<ProtectionJson> = protections.iter().map(ProtectionJson::from).collect();
+    ok(StatusCode::OK, json!({"protections": protections}))
+}
+
+#[derive(Deserialize)]
+struct ReleaseQuery {
+    #[serde(default)]
+    address: Option<String>,
+}
+
+async fn release_protection(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+    query: Result<Query<ReleaseQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    let address = query
+        .address
+        .filter(|address| !address.trim().is_empty())
+        .ok_or_else(|| {
+            ApiError::bad_request("give the resource address to release: ?address=ADDRESS")
+        })?;
+    let released = state
+        .control
+        .release_protection(&caller, &workspace, &address)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!({"released": ProtectionJson::from(&released)}),
+    )
+}
+
+#[derive(Deserialize)]
+struct AuditQuery {
+    #[serde(default)]
+    workspace: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+async fn audit(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    let events = state
+        .control
+        .audit_events(
+            &caller,
+            query.workspace.as_deref(),
+            query.limit.unwrap_or(100),
+        )
+        .await?;
+    let events: Vec<AuditEventJson> = events.iter().map(AuditEventJson::from).collect();
+    ok(StatusCode::OK, json!({"events": events}))
 }
 
 // ---- agent ----

@@ -29,6 +29,7 @@ pub struct ServerOptions {
     pub agent_heartbeat_timeout: Duration,
     pub agent_heartbeat_interval: Duration,
     pub cancel_grace: Duration,
+    pub confirmation_timeout: Duration,
 }
 
 impl ServerOptions {
@@ -44,6 +45,7 @@ impl ServerOptions {
             agent_heartbeat_timeout: Duration::from_secs(15),
             agent_heartbeat_interval: Duration::from_secs(5),
             cancel_grace: Duration::from_secs(30),
+            confirmation_timeout: Duration::from_secs(24 * 60 * 60),
         }
     }
 }
@@ -107,6 +109,7 @@ impl Server {
         };
         config.agent_heartbeat_interval = options.agent_heartbeat_interval;
         config.cancel_grace = options.cancel_grace;
+        config.confirmation_timeout = options.confirmation_timeout;
         let control = Control::new(store, config);
         let failed = control.recover().await.map_err(ServerError::Recover)?;
         if !failed.is_empty() {

@@ -3,7 +3,7 @@
 //! plan, no state.
 
 use abode_control::{AgentHealth, WorkspaceView};
-use abode_store::{Build, LogLine, Template, TemplateVersion, User};
+use abode_store::{AuditEvent, Build, LogLine, Protection, Template, TemplateVersion, User};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -102,6 +102,10 @@ pub struct BuildJson {
     pub finished_at: Option<String>,
     /// The guard's report (documented schema), or null before the plan.
     pub guard: Option<Value>,
+    pub plan_digest: Option<String>,
+    pub expires_at: Option<String>,
+    pub confirmed_by: Option<String>,
+    pub confirmed_at: Option<String>,
 }
 
 impl From<&Build> for BuildJson {
@@ -124,6 +128,10 @@ impl From<&Build> for BuildJson {
                 .guard_report
                 .as_deref()
                 .and_then(|report| serde_json::from_str(report).ok()),
+            plan_digest: build.plan_digest.clone(),
+            expires_at: build.expires_at.map(rfc3339),
+            confirmed_by: build.confirmed_by.clone(),
+            confirmed_at: build.confirmed_at.map(rfc3339),
         }
     }
 }
@@ -180,6 +188,52 @@ impl From<&WorkspaceView> for WorkspaceJson {
             latest_build: BuildJson::from(&view.latest_build),
             agent: AgentJson::from(&view.agent),
             healthy: view.healthy,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct ProtectionJson {
+    pub address: String,
+    pub mode: String,
+    pub updated_at: String,
+}
+
+impl From<&Protection> for ProtectionJson {
+    fn from(protection: &Protection) -> Self {
+        ProtectionJson {
+            address: protection.address.clone(),
+            mode: protection.mode.clone(),
+            updated_at: rfc3339(protection.updated_at),
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub struct AuditEventJson {
+    pub id: i64,
+    pub time: String,
+    pub actor: Option<String>,
+    pub action: String,
+    pub target_type: String,
+    pub target: String,
+    pub outcome: String,
+    pub request_id: Option<String>,
+    pub details: Option<String>,
+}
+
+impl From<&AuditEvent> for AuditEventJson {
+    fn from(event: &AuditEvent) -> Self {
+        AuditEventJson {
+            id: event.id,
+            time: rfc3339(event.time),
+            actor: event.actor_name.clone(),
+            action: event.action.clone(),
+            target_type: event.target_type.clone(),
+            target: event.target.clone(),
+            outcome: event.outcome.clone(),
+            request_id: event.request_id.clone(),
+            details: event.details.clone(),
         }
     }
 }

@@ -19,8 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use abode_store::{
-    Agent, Build, BuildStatus, LogLine, NewAuditEvent, NewBuild, NewTemplateVersion, NewUser,
-    NewWorkspace, Store, StoreError, Template, TemplateVersion, User, Workspace,
+    Agent, AuditEvent, AuditFilter, Build, BuildStatus, LogLine, NewAuditEvent, NewBuild,
+    NewTemplateVersion, NewUser, NewWorkspace, Protection, SavedPlan, Store, StoreError, Template,
+    TemplateVersion, User, Workspace,
 };
 use tokio::sync::{watch, Notify};
 
@@ -53,6 +54,8 @@ pub struct Config {
     pub agent_heartbeat_interval: Duration,
     /// How long a canceled Terraform gets after SIGINT before it is killed.
     pub cancel_grace: Duration,
+    /// How long a build held by the guard waits for a confirmation.
+    pub confirmation_timeout: Duration,
 }
 
 impl Config {
@@ -68,6 +71,7 @@ impl Config {
             },
             agent_heartbeat_interval: Duration::from_secs(5),
             cancel_grace: Duration::from_secs(30),
+            confirmation_timeout: Duration::from_secs(24 * 60 * 60),
         }
     }
 
@@ -198,7 +202,7 @@ impl Control {
         count: usize,
         shutdown: watch::Receiver<bool>,
     ) -> Vec<tokio::task::JoinHandle<()>> {
-        (0..count)
+        let mut handles: Vec<tokio::task::JoinHandle<()>> = (0..count)
             .map(|index| {
                 let control = self.clone();
                 let shutdown = shutdown.clone();
@@ -208,7 +212,12 @@ impl Control {
                     shutdown,
                 ))
             })
-            .collect()
+            .collect();
+        handles.push(tokio::spawn(provisioner::expiry_sweeper(
+            self.clone(),
+            shutdown,
+        )));
+        handles
     }
 
     // ---- users and sessions ----
@@ -778,7 +787,9 @@ impl Control {
             let notified = self.inner.log_written.notified();
             let status = self.inner.store.build_by_id(&build.id).await?.status();
             let lines = self.inner.store.logs_after(&build.id, after, 1000).await?;
-            let done = status.is_final() && lines.len() < 1000;
+            // A held build writes nothing more until someone confirms it.
+            let done = (status.is_final() || status == BuildStatus::AwaitingConfirmation)
+                && lines.len() < 1000;
             if !lines.is_empty() || done || tokio::time::Instant::now() >= deadline {
                 return Ok(LogPage {
                     lines,
@@ -845,6 +856,296 @@ impl Control {
         )
         .await;
         Ok(self.inner.store.build_by_id(&build.id).await?)
+    }
+
+    // ---- guarded builds ----
+
+    /// Applies exactly the saved plan of a held build, once, if `digest` is
+    /// that plan's and the workspace's state has not changed since.
+    pub async fn confirm_build(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        number: Option<i64>,
+        digest: &str,
+    ) -> Result<Build, ControlError> {
+        if digest.trim().is_empty() {
+            return Err(ControlError::BadRequest(
+                "give the plan digest you reviewed (the build's plan_digest)".into(),
+            ));
+        }
+        let build = self.build(caller, reference, number).await?;
+        let target = format!("{}/{}", build.owner_name, build.workspace_name);
+        let refuse = |message: String| ControlError::Conflict(message);
+        let result = async {
+            if build.status() != BuildStatus::AwaitingConfirmation {
+                let blocked = build.status() == BuildStatus::Failed
+                    && build
+                        .error
+                        .as_deref()
+                        .is_some_and(|e| e.starts_with("blocked by the plan guard"));
+                return Err(refuse(if blocked {
+                    format!(
+                        "build #{} was blocked by the plan guard and can never be confirmed: fix the template or release the protection, then start again",
+                        build.number
+                    )
+                } else {
+                    format!(
+                        "build #{} of workspace \"{}\" is not awaiting confirmation (it is {})",
+                        build.number, build.workspace_name, build.status
+                    )
+                }));
+            }
+            let saved = self.inner.store.saved_plan(&build.id).await?.ok_or_else(|| {
+                refuse(format!("build #{} has no saved plan any more", build.number))
+            })?;
+            if saved.digest != digest.trim() {
+                return Err(refuse(format!(
+                    "the digest does not match the saved plan of build #{}: review the build again and confirm the plan it shows",
+                    build.number
+                )));
+            }
+            let state = self.inner.store.state(&build.workspace_id).await?;
+            if secrets::sha256_hex(state.as_deref().unwrap_or_default()) != saved.state_digest {
+                return Err(refuse(
+                    "the workspace changed since this plan was made; start the build again".into(),
+                ));
+            }
+            if !self
+                .inner
+                .store
+                .confirm_build(&build.id, &saved.digest, &caller.user.id)
+                .await?
+            {
+                return Err(refuse(format!(
+                    "build #{} was already confirmed or canceled",
+                    build.number
+                )));
+            }
+            Ok(saved.digest)
+        }
+        .await;
+        match result {
+            Ok(digest) => {
+                self.inner.jobs_queued.notify_one();
+                let _ = self
+                    .log(
+                        &build.id,
+                        "guard",
+                        "info",
+                        &format!(
+                            "confirmed by {}: applying the saved plan {digest}",
+                            caller.user.username
+                        ),
+                    )
+                    .await;
+                self.audit(
+                    Some(&caller.user),
+                    caller.request_id.clone(),
+                    "build.confirm",
+                    "workspace",
+                    &target,
+                    "success",
+                    Some(format!("build={} digest={digest}", build.number)),
+                )
+                .await;
+                Ok(self.inner.store.build_by_id(&build.id).await?)
+            }
+            Err(error) => {
+                self.audit(
+                    Some(&caller.user),
+                    caller.request_id.clone(),
+                    "build.confirm",
+                    "workspace",
+                    &target,
+                    "failure",
+                    Some(format!(
+                        "build={} digest={} reason={error}",
+                        build.number,
+                        digest.trim()
+                    )),
+                )
+                .await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Records that the guard held a build, with its saved plan.
+    pub(crate) async fn hold_build(&self, build_id: &str, plan: SavedPlan) {
+        let expires_at = abode_store::now_ms()
+            + i64::try_from(self.inner.config.confirmation_timeout.as_millis())
+                .unwrap_or(i64::MAX / 2);
+        let digest = plan.digest.clone();
+        match self
+            .inner
+            .store
+            .hold_build(build_id, &plan, expires_at)
+            .await
+        {
+            Ok(true) => {
+                if let Ok(build) = self.inner.store.build_by_id(build_id).await {
+                    self.audit_system(
+                        "build.held",
+                        &build,
+                        Some(format!("build={} digest={digest}", build.number)),
+                    )
+                    .await;
+                }
+            }
+            Ok(false) => {}
+            Err(error) => {
+                tracing::error!(build = %build_id, %error, "cannot hold a build");
+                let _ = self
+                    .inner
+                    .store
+                    .finish_build(
+                        build_id,
+                        BuildStatus::Failed,
+                        Some("cannot save the plan for confirmation"),
+                    )
+                    .await;
+            }
+        }
+    }
+
+    /// Ends held builds whose confirmation time ran out.
+    pub async fn expire_held_builds(&self) {
+        let hours = self.inner.config.confirmation_timeout.as_secs_f64() / 3600.0;
+        let message = format!(
+            "expired: nobody confirmed the plan within {}; the plan was discarded",
+            if hours >= 1.0 {
+                format!("{hours:.0} h")
+            } else {
+                format!("{} s", self.inner.config.confirmation_timeout.as_secs())
+            }
+        );
+        let expired = match self
+            .inner
+            .store
+            .expire_held_builds(abode_store::now_ms(), &message)
+            .await
+        {
+            Ok(expired) => expired,
+            Err(error) => {
+                tracing::error!(%error, "cannot expire held builds");
+                return;
+            }
+        };
+        for build_id in expired {
+            let _ = self.log(&build_id, "guard", "warn", &message).await;
+            if let Ok(build) = self.inner.store.build_by_id(&build_id).await {
+                self.audit_system(
+                    "build.expire",
+                    &build,
+                    Some(format!("build={}", build.number)),
+                )
+                .await;
+            }
+        }
+    }
+
+    /// The protections a workspace remembers, as the guard reads them.
+    pub(crate) async fn remembered(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Vec<abode_guard::RememberedProtection>, ControlError> {
+        let stored = self.inner.store.protections(workspace_id).await?;
+        Ok(stored
+            .into_iter()
+            .map(|protection| abode_guard::RememberedProtection {
+                mode: abode_guard::Mode::parse(&protection.mode)
+                    .unwrap_or(abode_guard::Mode::Block),
+                address: protection.address,
+            })
+            .collect())
+    }
+
+    pub async fn protections(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Vec<Protection>, ControlError> {
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        Ok(self.inner.store.protections(&workspace.id).await?)
+    }
+
+    /// Releases one remembered protection (owners and template-admins), on the record.
+    pub async fn release_protection(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        address: &str,
+    ) -> Result<Protection, ControlError> {
+        if !caller.is_admin() {
+            return Err(ControlError::Forbidden(
+                "only owners and template-admins can release a protection".into(),
+            ));
+        }
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        let released = or_not_found(
+            self.inner
+                .store
+                .release_protection(&workspace.id, address)
+                .await,
+            || format!("workspace \"{reference}\" does not remember a protection of {address}"),
+        )?;
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "protection.release",
+            "workspace",
+            &format!("{}/{}", workspace.owner_name, workspace.name),
+            "success",
+            Some(format!(
+                "address={} mode={}",
+                released.address, released.mode
+            )),
+        )
+        .await;
+        Ok(released)
+    }
+
+    /// The audit log as the caller may see it (members: their own workspaces,
+    /// logins and tokens only), newest first.
+    pub async fn audit_events(
+        &self,
+        caller: &Caller,
+        workspace: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<AuditEvent>, ControlError> {
+        let target = match workspace {
+            Some(reference) => {
+                let workspace = self.resolve_workspace(caller, reference).await?;
+                Some(format!("{}/{}", workspace.owner_name, workspace.name))
+            }
+            None => None,
+        };
+        let visible_to = (!caller.is_admin())
+            .then(|| (format!("{}/", caller.user.username), caller.user.id.clone()));
+        Ok(self
+            .inner
+            .store
+            .list_audit(&AuditFilter {
+                target,
+                visible_to,
+                limit: limit.clamp(1, 1000),
+            })
+            .await?)
+    }
+
+    /// An audit event of the server's own doing about a build.
+    pub(crate) async fn audit_system(&self, action: &str, build: &Build, details: Option<String>) {
+        self.audit(
+            None,
+            None,
+            action,
+            "workspace",
+            &format!("{}/{}", build.owner_name, build.workspace_name),
+            "success",
+            details,
+        )
+        .await;
     }
 
     // ---- agents ----

@@ -20,6 +20,8 @@ pub enum WorkspaceStatus {
     Running,
     Stopped,
     Deleted,
+    /// The latest build is held by the guard until someone confirms its plan.
+    AwaitingConfirmation,
     Failed,
     Canceled,
 }
@@ -34,6 +36,7 @@ impl WorkspaceStatus {
             WorkspaceStatus::Running => "running",
             WorkspaceStatus::Stopped => "stopped",
             WorkspaceStatus::Deleted => "deleted",
+            WorkspaceStatus::AwaitingConfirmation => "awaiting_confirmation",
             WorkspaceStatus::Failed => "failed",
             WorkspaceStatus::Canceled => "canceled",
         }
@@ -49,6 +52,7 @@ pub fn workspace_status(latest: &Build) -> WorkspaceStatus {
         (BuildStatus::Succeeded, "start") => WorkspaceStatus::Running,
         (BuildStatus::Succeeded, "stop") => WorkspaceStatus::Stopped,
         (BuildStatus::Succeeded, _) => WorkspaceStatus::Deleted,
+        (BuildStatus::AwaitingConfirmation, _) => WorkspaceStatus::AwaitingConfirmation,
         (BuildStatus::Failed, _) => WorkspaceStatus::Failed,
         (BuildStatus::Canceled, _) => WorkspaceStatus::Canceled,
     }
@@ -66,6 +70,12 @@ pub fn check_new_build(
     if workspace.deleted {
         return Err(ControlError::Conflict(format!(
             "workspace \"{name}\" was deleted"
+        )));
+    }
+    if latest.status() == BuildStatus::AwaitingConfirmation {
+        return Err(ControlError::Conflict(format!(
+            "workspace \"{name}\" has build #{} ({}) awaiting confirmation; confirm or cancel it first",
+            latest.number, latest.transition
         )));
     }
     if !latest.status().is_final() {
@@ -193,6 +203,10 @@ mod tests {
             created_at: 0,
             started_at: Some(0),
             finished_at: Some(1_000),
+            plan_digest: None,
+            expires_at: None,
+            confirmed_by: None,
+            confirmed_at: None,
         }
     }
 
@@ -237,6 +251,20 @@ mod tests {
             ("start", "canceled", "start", "v1", Ok(())),
             ("start", "pending", "stop", "v1", Err("conflict")),
             ("start", "running", "delete", "v1", Err("conflict")),
+            (
+                "stop",
+                "awaiting_confirmation",
+                "start",
+                "v1",
+                Err("conflict"),
+            ),
+            (
+                "start",
+                "awaiting_confirmation",
+                "delete",
+                "v1",
+                Err("conflict"),
+            ),
             ("stop", "succeeded", "reboot", "v1", Err("bad_request")),
         ];
         for (last_transition, last_status, transition, version, expected) in cases {
@@ -272,6 +300,7 @@ mod tests {
             ("delete", "succeeded", "deleted"),
             ("stop", "failed", "failed"),
             ("start", "canceled", "canceled"),
+            ("stop", "awaiting_confirmation", "awaiting_confirmation"),
         ];
         for (transition, status, expected) in cases {
             assert_eq!(

@@ -15,7 +15,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use abode_contract::BuildContext;
-use abode_store::{Build, BuildStatus, NewAgent, NewLogLine, Workspace};
+use abode_guard::{Decision, Plan, RememberedProtection, Report};
+use abode_store::{
+    Build, BuildStatus, NewAgent, NewLogLine, NewProtection, SavedPlan, StoreError, Workspace,
+    JOB_APPLY_SAVED_PLAN,
+};
 use abode_terraform::run::{self, Invocation, Outcome, OutputLine, RunError, Stream};
 use tokio::sync::{mpsc, watch};
 
@@ -33,8 +37,8 @@ pub(crate) async fn worker(control: Control, name: String, mut shutdown: watch::
         }
         match control.inner.store.claim_job(&name).await {
             Ok(Some(job)) => {
-                tracing::info!(worker = %name, build = %job.build_id, "claimed a build");
-                run_build(&control, &job.build_id, shutdown.clone()).await;
+                tracing::info!(worker = %name, build = %job.build_id, kind = %job.kind, "claimed a job");
+                run_build(&control, &job.build_id, &job.kind, shutdown.clone()).await;
             }
             Ok(None) => {
                 tokio::select! {
@@ -47,6 +51,22 @@ pub(crate) async fn worker(control: Control, name: String, mut shutdown: watch::
                 tracing::error!(worker = %name, %error, "cannot claim a job");
                 tokio::time::sleep(IDLE_POLL).await;
             }
+        }
+    }
+}
+
+/// Ends held builds nobody confirmed in time; runs until shutdown.
+pub(crate) async fn expiry_sweeper(control: Control, mut shutdown: watch::Receiver<bool>) {
+    let every = (control.inner.config.confirmation_timeout / 10)
+        .clamp(Duration::from_millis(250), Duration::from_secs(10));
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        control.expire_held_builds().await;
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = shutdown.changed() => {}
         }
     }
 }
@@ -66,7 +86,22 @@ impl Failure {
     }
 }
 
-async fn run_build(control: &Control, build_id: &str, mut shutdown: watch::Receiver<bool>) {
+/// How a build that did not fail ended.
+enum Ended {
+    Applied,
+    /// The guard asks for confirmation: nothing applied, the plan is saved.
+    Held(SavedPlan),
+}
+
+const STALE_PLAN_MESSAGE: &str =
+    "the workspace changed since this plan was made; start the build again";
+
+async fn run_build(
+    control: &Control,
+    build_id: &str,
+    kind: &str,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let (cancel_switch, cancel) = watch::channel(false);
     if let Ok(mut running) = control.inner.running.lock() {
         running.insert(build_id.to_string(), cancel_switch.clone());
@@ -89,20 +124,31 @@ async fn run_build(control: &Control, build_id: &str, mut shutdown: watch::Recei
         cancel,
         last_error: Arc::new(Mutex::new(None)),
         env: Vec::new(),
+        state_digest: String::new(),
     };
-    let result = build_run.execute().await;
+    let result = if kind == JOB_APPLY_SAVED_PLAN {
+        build_run.apply_saved_plan().await
+    } else {
+        build_run.execute().await
+    };
     build_run.save_state().await;
-    let (status, error) = match result {
-        Ok(()) => (BuildStatus::Succeeded, None),
+    if kind == JOB_APPLY_SAVED_PLAN {
+        // Single use: whatever the apply did, this plan is never applied again.
+        if let Err(error) = control.inner.store.delete_saved_plan(build_id).await {
+            tracing::error!(build = %build_id, %error, "cannot delete a saved plan");
+        }
+    }
+    let (status, error, held) = match result {
+        Ok(Ended::Applied) => (BuildStatus::Succeeded, None, None),
+        Ok(Ended::Held(plan)) => (BuildStatus::AwaitingConfirmation, None, Some(plan)),
         Err(mut failure) => {
-            if failure.status == BuildStatus::Canceled && control_is_shutting_down(&shutdown_watch)
-            {
+            if failure.status == BuildStatus::Canceled && shutdown_watch.is_finished() {
                 failure = Failure::failed(
                     "interrupted by a server shutdown; the Terraform state was kept",
                 );
             }
             build_run.log("cleanup", "error", &failure.message).await;
-            (failure.status, Some(failure.message))
+            (failure.status, Some(failure.message), None)
         }
     };
     workdir::remove(&build_run.work_dir);
@@ -110,31 +156,31 @@ async fn run_build(control: &Control, build_id: &str, mut shutdown: watch::Recei
     if let Ok(mut running) = control.inner.running.lock() {
         running.remove(build_id);
     }
-    let done = match status {
-        BuildStatus::Succeeded => "build succeeded".to_string(),
-        other => format!("build {other}"),
-    };
-    let level = if status == BuildStatus::Succeeded {
-        "info"
-    } else {
-        "error"
-    };
-    build_run.log("cleanup", level, &done).await;
-    if let Err(error) = control
-        .inner
-        .store
-        .finish_build(build_id, status, error.as_deref())
-        .await
-    {
-        tracing::error!(build = %build_id, %error, "cannot record the end of a build");
+    match held {
+        Some(plan) => control.hold_build(build_id, plan).await,
+        None => {
+            let done = match status {
+                BuildStatus::Succeeded => "build succeeded".to_string(),
+                other => format!("build {other}"),
+            };
+            let level = if status == BuildStatus::Succeeded {
+                "info"
+            } else {
+                "error"
+            };
+            build_run.log("cleanup", level, &done).await;
+            if let Err(error) = control
+                .inner
+                .store
+                .finish_build(build_id, status, error.as_deref())
+                .await
+            {
+                tracing::error!(build = %build_id, %error, "cannot record the end of a build");
+            }
+        }
     }
     control.inner.log_written.notify_waiters();
     tracing::info!(build = %build_id, status = %status, "build finished");
-}
-
-/// True when the shutdown watcher fired (it has finished after sending).
-fn control_is_shutting_down(shutdown_watch: &tokio::task::JoinHandle<()>) -> bool {
-    shutdown_watch.is_finished()
 }
 
 struct BuildRun {
@@ -145,6 +191,9 @@ struct BuildRun {
     /// The last error Terraform reported, for the build's one-line error.
     last_error: Arc<Mutex<Option<String>>>,
     env: Vec<(String, String)>,
+    /// SHA-256 of the state the build started from (a saved plan is only
+    /// valid on that state).
+    state_digest: String,
 }
 
 impl BuildRun {
@@ -180,16 +229,41 @@ impl BuildRun {
         Ok(())
     }
 
-    async fn execute(&mut self) -> Result<(), Failure> {
+    /// Everything before `terraform init`: the template unpacked in a private
+    /// work dir, the workspace's state written, the CLI configuration and the
+    /// environment contract.
+    async fn prepare(&mut self) -> Result<(Build, Workspace), Failure> {
         let store = &self.control.inner.store;
         let config = &self.control.inner.config;
-        let internal =
-            |error: abode_store::StoreError| Failure::failed(format!("storage error: {error}"));
-        let build = store.build_by_id(&self.build_id).await.map_err(internal)?;
+        let build = store.build_by_id(&self.build_id).await.map_err(storage)?;
         let workspace = store
             .workspace_by_id(&build.workspace_id)
             .await
-            .map_err(internal)?;
+            .map_err(storage)?;
+        let archive_bytes = store
+            .template_version_archive(&build.template_version_id)
+            .await
+            .map_err(storage)?;
+        self.work_dir = workdir::create(&config.work_dir(), &self.build_id)
+            .map_err(|error| Failure::failed(format!("cannot create the work dir: {error}")))?;
+        let template_dir = self.template_dir();
+        archive::unpack(&archive_bytes, &template_dir)
+            .map_err(|error| Failure::failed(format!("cannot unpack the template: {error}")))?;
+        let state = store.state(&workspace.id).await.map_err(storage)?;
+        self.state_digest = secrets::sha256_hex(state.as_deref().unwrap_or_default());
+        if let Some(state) = state {
+            workdir::write_private(&template_dir.join(STATE_FILE), &state)
+                .map_err(|error| Failure::failed(format!("cannot write the state: {error}")))?;
+        }
+        let cli_config =
+            workdir::write_cli_config(&self.work_dir, config.provider_mirror.as_deref())
+                .map_err(Failure::failed)?;
+        self.env = build_env(config, &build, &workspace, &cli_config)?;
+        Ok((build, workspace))
+    }
+
+    async fn execute(&mut self) -> Result<Ended, Failure> {
+        let (build, workspace) = self.prepare().await?;
         self.log(
             "setup",
             "info",
@@ -204,24 +278,6 @@ impl BuildRun {
             ),
         )
         .await;
-
-        let archive_bytes = store
-            .template_version_archive(&build.template_version_id)
-            .await
-            .map_err(internal)?;
-        self.work_dir = workdir::create(&config.work_dir(), &self.build_id)
-            .map_err(|error| Failure::failed(format!("cannot create the work dir: {error}")))?;
-        let template_dir = self.template_dir();
-        archive::unpack(&archive_bytes, &template_dir)
-            .map_err(|error| Failure::failed(format!("cannot unpack the template: {error}")))?;
-        if let Some(state) = store.state(&workspace.id).await.map_err(internal)? {
-            workdir::write_private(&template_dir.join(STATE_FILE), &state)
-                .map_err(|error| Failure::failed(format!("cannot write the state: {error}")))?;
-        }
-        let cli_config =
-            workdir::write_cli_config(&self.work_dir, config.provider_mirror.as_deref())
-                .map_err(Failure::failed)?;
-        self.env = build_env(config, &build, &workspace, &cli_config)?;
         self.canceled()?;
 
         self.terraform("init", &["init", "-input=false", "-json"])
@@ -237,9 +293,43 @@ impl BuildRun {
         self.terraform("plan", &plan_args).await?;
         self.canceled()?;
 
-        self.check_plan(&build, &plan_file).await?;
-        // Guarded builds (enforcement) decide here whether to apply, hold the
-        // build for confirmation with its saved plan, or block it.
+        let (plan, report, memory) = self.check_plan(&build, &workspace, &plan_file).await?;
+        match report.decision {
+            Decision::Allow => {}
+            Decision::Block => {
+                let message = format!(
+                    "blocked by the plan guard: {}",
+                    describe_changes(&report, Decision::Block)
+                );
+                self.control
+                    .audit_system("build.blocked", &build, Some(message.clone()))
+                    .await;
+                return Err(Failure::failed(message));
+            }
+            Decision::Confirm => {
+                let bytes = std::fs::read(&plan_file).map_err(|error| {
+                    Failure::failed(format!("cannot read the saved plan: {error}"))
+                })?;
+                let digest = secrets::sha256_hex(&bytes);
+                self.log(
+                    "guard",
+                    "warn",
+                    &format!(
+                        "held for confirmation: {}; nothing was applied. Confirm with: abode builds confirm {}/{} {}",
+                        describe_changes(&report, Decision::Confirm),
+                        build.owner_name,
+                        build.workspace_name,
+                        build.number
+                    ),
+                )
+                .await;
+                return Ok(Ended::Held(SavedPlan {
+                    plan: bytes,
+                    digest,
+                    state_digest: self.state_digest.clone(),
+                }));
+            }
+        }
         self.canceled()?;
 
         let plan_path = plan_file.display().to_string();
@@ -249,12 +339,81 @@ impl BuildRun {
         )
         .await?;
 
-        self.after_apply(&build, &workspace).await
+        self.after_apply(&build, &workspace, &plan, &memory).await?;
+        Ok(Ended::Applied)
     }
 
-    /// `terraform show -json` of the saved plan, then the guard; the plan JSON
-    /// and the report are kept with the build.
-    async fn check_plan(&self, build: &Build, plan_file: &Path) -> Result<(), Failure> {
+    /// Applies the confirmed, saved plan of a held build, exactly as it was
+    /// shown: no new plan is made.
+    async fn apply_saved_plan(&mut self) -> Result<Ended, Failure> {
+        let (build, workspace) = self.prepare().await?;
+        let store = &self.control.inner.store;
+        let saved = store
+            .saved_plan(&self.build_id)
+            .await
+            .map_err(storage)?
+            .ok_or_else(|| Failure::failed("the saved plan of this build is gone"))?;
+        self.log(
+            "setup",
+            "info",
+            &format!(
+                "applying the saved plan {} confirmed by {}",
+                saved.digest,
+                build.confirmed_by.as_deref().unwrap_or("someone")
+            ),
+        )
+        .await;
+        if saved.state_digest != self.state_digest {
+            return Err(Failure::failed(STALE_PLAN_MESSAGE));
+        }
+        self.canceled()?;
+        self.terraform("init", &["init", "-input=false", "-json"])
+            .await?;
+        self.canceled()?;
+        let plan_file = self.work_dir.join(PLAN_FILE);
+        workdir::write_private(&plan_file, &saved.plan)
+            .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?;
+        let plan_path = plan_file.display().to_string();
+        let applied = self
+            .terraform(
+                "apply",
+                &["apply", "-input=false", "-json", plan_path.as_str()],
+            )
+            .await;
+        if let Err(failure) = applied {
+            let stale = failure.message.to_ascii_lowercase().contains("stale");
+            return Err(if stale {
+                Failure::failed(STALE_PLAN_MESSAGE)
+            } else {
+                failure
+            });
+        }
+        let plan_json = store
+            .build_plan_json(&self.build_id)
+            .await
+            .map_err(storage)?
+            .unwrap_or_default();
+        let plan = abode_guard::read_plan_slice(plan_json.as_bytes())
+            .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
+        let memory = self
+            .control
+            .remembered(&workspace.id)
+            .await
+            .map_err(internal)?;
+        self.after_apply(&build, &workspace, &plan, &memory).await?;
+        Ok(Ended::Applied)
+    }
+
+    /// `terraform show -json` of the saved plan, then the guard with the
+    /// template's annotations and the workspace's remembered protections; the
+    /// plan JSON and the report are kept with the build and the report is
+    /// written to the log.
+    async fn check_plan(
+        &self,
+        build: &Build,
+        workspace: &Workspace,
+        plan_file: &Path,
+    ) -> Result<(Plan, Report, Vec<RememberedProtection>), Failure> {
         let show = Invocation::new(
             self.template_dir(),
             [
@@ -270,18 +429,23 @@ impl BuildRun {
             .map_err(|error| Failure::failed(error.to_string()))?;
         let plan = abode_guard::read_plan_slice(&plan_json)
             .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
-        let transition = abode_guard::Transition::parse(&build.transition)
-            .unwrap_or(abode_guard::Transition::Start);
-        let report = abode_guard::evaluate(&plan, transition, &[]);
+        let transition = guard_transition(&build.transition);
+        let memory = self
+            .control
+            .remembered(&workspace.id)
+            .await
+            .map_err(internal)?;
+        let report =
+            abode_guard::evaluate(&plan, transition, &abode_guard::remembered_rules(&memory));
         let plan_text = String::from_utf8_lossy(&plan_json);
         self.control
             .inner
             .store
             .set_build_plan(&self.build_id, &plan_text, &report.to_json())
             .await
-            .map_err(|error| Failure::failed(format!("storage error: {error}")))?;
+            .map_err(storage)?;
         let level = match report.decision {
-            abode_guard::Decision::Allow => "info",
+            Decision::Allow => "info",
             _ => "warn",
         };
         for line in abode_guard::render_text(&report, false).lines() {
@@ -289,29 +453,44 @@ impl BuildRun {
                 self.log("guard", level, line).await;
             }
         }
-        Ok(())
+        Ok((plan, report, memory))
     }
 
-    async fn after_apply(&self, build: &Build, workspace: &Workspace) -> Result<(), Failure> {
+    async fn after_apply(
+        &self,
+        build: &Build,
+        workspace: &Workspace,
+        plan: &Plan,
+        memory: &[RememberedProtection],
+    ) -> Result<(), Failure> {
         let store = &self.control.inner.store;
-        let storage =
-            |error: abode_store::StoreError| Failure::failed(format!("storage error: {error}"));
+        let remembered = abode_guard::protections_after_apply(
+            plan,
+            guard_transition(&build.transition),
+            &[],
+            memory,
+        );
+        let remembered: Vec<NewProtection> = remembered
+            .into_iter()
+            .map(|protection| NewProtection {
+                address: protection.address,
+                mode: protection.mode.as_str().to_string(),
+            })
+            .collect();
+        store
+            .replace_protections(&workspace.id, &build.id, &remembered)
+            .await
+            .map_err(storage)?;
         match build.transition.as_str() {
             "start" => {
                 let state = std::fs::read(self.template_dir().join(STATE_FILE)).unwrap_or_default();
                 let agents = agents_in_state(&state);
                 if !agents.is_empty() {
+                    let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
                     self.log(
                         "apply",
                         "info",
-                        &format!(
-                            "workspace agent(s): {}",
-                            agents
-                                .iter()
-                                .map(|a| a.name.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
+                        &format!("workspace agent(s): {}", names.join(", ")),
                     )
                     .await;
                 }
@@ -414,6 +593,34 @@ impl BuildRun {
             }),
             Err(error) => Err(Failure::failed(error.to_string())),
         }
+    }
+}
+
+fn storage(error: StoreError) -> Failure {
+    Failure::failed(format!("storage error: {error}"))
+}
+
+fn internal(error: ControlError) -> Failure {
+    Failure::failed(error.to_string())
+}
+
+fn guard_transition(transition: &str) -> abode_guard::Transition {
+    abode_guard::Transition::parse(transition).unwrap_or(abode_guard::Transition::Start)
+}
+
+/// The protected changes that made the decision, in one line:
+/// `abode_volume.home: replaced because ...; ...`.
+fn describe_changes(report: &Report, decision: Decision) -> String {
+    let described: Vec<String> = report
+        .protected_changes
+        .iter()
+        .filter(|change| change.outcome == decision)
+        .map(|change| format!("{}: {}", change.address, change.reason))
+        .collect();
+    if described.is_empty() {
+        "protected resources would be destroyed or replaced".to_string()
+    } else {
+        described.join("; ")
     }
 }
 

@@ -144,7 +144,8 @@ storage_interface! {
     /// Moves a pending or running build to a final status; false if it had
     /// already finished.
     fn finish_build(&self, build_id: &str, status: BuildStatus, error: Option<&str>) -> bool;
-    /// Cancels a build that no worker has claimed yet; false if it was claimed.
+    /// Cancels a build that no worker has claimed yet, or one held for
+    /// confirmation (discarding its saved plan); false otherwise.
     fn cancel_pending_build(&self, build_id: &str, error: &str) -> bool;
     /// Builds left running by a server that died: marked failed, jobs closed.
     fn fail_interrupted_builds(&self, error: &str) -> Vec<String>;
@@ -169,7 +170,24 @@ storage_interface! {
     fn agent_heartbeat(&self, agent_id: &str, lifecycle: Option<&str>) -> ();
 
     fn record_audit(&self, event: &NewAuditEvent) -> ();
-    fn list_audit(&self, limit: i64) -> Vec<AuditEvent>;
+    /// Newest first.
+    fn list_audit(&self, filter: &AuditFilter) -> Vec<AuditEvent>;
+
+    /// Moves a running build to `awaiting_confirmation` with its saved plan;
+    /// false if it was not running.
+    fn hold_build(&self, build_id: &str, plan: &SavedPlan, expires_at: i64) -> bool;
+    /// Single use: moves a held build whose plan has `digest` back to pending
+    /// and queues the apply of its saved plan; false otherwise.
+    fn confirm_build(&self, build_id: &str, digest: &str, confirmer_id: &str) -> bool;
+    fn saved_plan(&self, build_id: &str) -> Option<SavedPlan>;
+    fn delete_saved_plan(&self, build_id: &str) -> ();
+    /// Held builds whose time ran out: canceled, plans deleted.
+    fn expire_held_builds(&self, now: i64, error: &str) -> Vec<String>;
+
+    fn protections(&self, workspace_id: &str) -> Vec<Protection>;
+    fn replace_protections(&self, workspace_id: &str, build_id: &str, protections: &[NewProtection]) -> ();
+    /// `NotFound("protection")` when the workspace does not remember it.
+    fn release_protection(&self, workspace_id: &str, address: &str) -> Protection;
 }
 
 /// Milliseconds since the Unix epoch, the unit every stored time uses.

@@ -93,6 +93,8 @@ pub struct NewWorkspace {
 pub enum BuildStatus {
     Pending,
     Running,
+    /// Planned, held by the guard until someone confirms the saved plan.
+    AwaitingConfirmation,
     Succeeded,
     Failed,
     Canceled,
@@ -103,6 +105,7 @@ impl BuildStatus {
         match self {
             BuildStatus::Pending => "pending",
             BuildStatus::Running => "running",
+            BuildStatus::AwaitingConfirmation => "awaiting_confirmation",
             BuildStatus::Succeeded => "succeeded",
             BuildStatus::Failed => "failed",
             BuildStatus::Canceled => "canceled",
@@ -130,6 +133,7 @@ impl FromStr for BuildStatus {
         match value {
             "pending" => Ok(BuildStatus::Pending),
             "running" => Ok(BuildStatus::Running),
+            "awaiting_confirmation" => Ok(BuildStatus::AwaitingConfirmation),
             "succeeded" => Ok(BuildStatus::Succeeded),
             "failed" => Ok(BuildStatus::Failed),
             "canceled" => Ok(BuildStatus::Canceled),
@@ -157,6 +161,12 @@ pub struct Build {
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
+    /// SHA-256 of the saved binary plan of a held build.
+    pub plan_digest: Option<String>,
+    pub expires_at: Option<i64>,
+    /// Username of who confirmed the held plan.
+    pub confirmed_by: Option<String>,
+    pub confirmed_at: Option<i64>,
 }
 
 impl Build {
@@ -181,6 +191,57 @@ pub struct NewBuild {
 pub struct ClaimedJob {
     pub job_id: String,
     pub build_id: String,
+    /// [`JOB_BUILD`] or [`JOB_APPLY_SAVED_PLAN`].
+    pub kind: String,
+}
+
+/// A job that runs a whole build (plan, guard, apply).
+pub const JOB_BUILD: &str = "build";
+/// A job that applies the confirmed, saved plan of a held build.
+pub const JOB_APPLY_SAVED_PLAN: &str = "apply_saved_plan";
+
+/// The saved binary plan of a held build. Secret: never leaves the server.
+#[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct SavedPlan {
+    pub plan: Vec<u8>,
+    pub digest: String,
+    /// SHA-256 of the workspace state the plan was made from.
+    pub state_digest: String,
+}
+
+impl std::fmt::Debug for SavedPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SavedPlan")
+            .field("digest", &self.digest)
+            .field("state_digest", &self.state_digest)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A protected resource a workspace remembers.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Protection {
+    pub address: String,
+    pub mode: String,
+    pub build_id: String,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewProtection {
+    pub address: String,
+    pub mode: String,
+}
+
+/// Which audit events to list.
+#[derive(Debug, Clone, Default)]
+pub struct AuditFilter {
+    /// Only events about this target (e.g. `alice/dev`).
+    pub target: Option<String>,
+    /// Only events about targets starting with this (e.g. `alice/`), or
+    /// whose actor is `actor_id` (a member's own view).
+    pub visible_to: Option<(String, String)>,
+    pub limit: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -42,12 +42,14 @@ const WORKSPACE_SELECT: &str = "SELECT w.id, w.name, w.owner_id, u.username AS o
 const BUILD_SELECT: &str = "SELECT b.id, b.workspace_id, w.name AS workspace_name, \
      o.username AS owner_name, b.number, b.transition, b.status, b.template_version_id, \
      v.number AS template_version, b.initiator_id, i.username AS initiator_name, b.reason, \
-     b.error, b.guard_report, b.created_at, b.started_at, b.finished_at \
+     b.error, b.guard_report, b.created_at, b.started_at, b.finished_at, b.plan_digest, \
+     b.expires_at, c.username AS confirmed_by, b.confirmed_at \
      FROM builds b \
      JOIN workspaces w ON w.id = b.workspace_id \
      JOIN users o ON o.id = w.owner_id \
      JOIN template_versions v ON v.id = b.template_version_id \
-     JOIN users i ON i.id = b.initiator_id";
+     JOIN users i ON i.id = b.initiator_id \
+     LEFT JOIN users c ON c.id = b.confirmed_by";
 
 const AGENT_COLUMNS: &str =
     "id, workspace_id, build_id, name, lifecycle, connected_at, last_heartbeat_at, created_at";
@@ -559,7 +561,7 @@ impl SqliteBackend {
         let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
         let result = sqlx::query(
             "UPDATE builds SET status = 'canceled', error = ?, finished_at = ? \
-             WHERE id = ? AND status = 'pending'",
+             WHERE id = ? AND status IN ('pending', 'awaiting_confirmation')",
         )
         .bind(error)
         .bind(now)
@@ -568,6 +570,11 @@ impl SqliteBackend {
         .await
         .map_err(db_error("build"))?;
         if result.rows_affected() > 0 {
+            sqlx::query("DELETE FROM saved_plans WHERE build_id = ?")
+                .bind(build_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error("saved plan"))?;
             sqlx::query(
                 "UPDATE jobs SET status = 'done', finished_at = ? WHERE build_id = ? AND status = 'queued'",
             )
@@ -603,6 +610,13 @@ impl SqliteBackend {
             .execute(&mut *tx)
             .await
             .map_err(db_error("job"))?;
+        // A confirmed plan whose apply died is not applied again blindly.
+        sqlx::query(
+            "DELETE FROM saved_plans WHERE build_id IN (SELECT id FROM builds WHERE status = 'failed')",
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("saved plan"))?;
         tx.commit().await.map_err(StoreError::Database)?;
         rows.iter()
             .map(|row| row.try_get("id").map_err(StoreError::Database))
@@ -617,7 +631,7 @@ impl SqliteBackend {
         let claimed: Option<ClaimedJob> = sqlx::query_as(
             "UPDATE jobs SET status = 'claimed', worker = ?, claimed_at = ? \
              WHERE status = 'queued' AND id = (SELECT id FROM jobs WHERE status = 'queued' \
-             ORDER BY created_at, rowid LIMIT 1) RETURNING id AS job_id, build_id",
+             ORDER BY created_at, rowid LIMIT 1) RETURNING id AS job_id, build_id, kind",
         )
         .bind(worker)
         .bind(now)
@@ -831,15 +845,220 @@ impl SqliteBackend {
         Ok(())
     }
 
-    pub(crate) async fn list_audit(&self, limit: i64) -> Result<Vec<AuditEvent>, StoreError> {
+    pub(crate) async fn list_audit(
+        &self,
+        filter: &AuditFilter,
+    ) -> Result<Vec<AuditEvent>, StoreError> {
+        let (prefix, actor) = match &filter.visible_to {
+            Some((prefix, actor)) => (Some(format!("{prefix}%")), Some(actor.clone())),
+            None => (None, None),
+        };
         sqlx::query_as(
             "SELECT id, time, actor_id, actor_name, action, target_type, target, outcome, \
-             request_id, details FROM audit_events ORDER BY id DESC LIMIT ?",
+             request_id, details FROM audit_events \
+             WHERE (?1 IS NULL OR (target_type = 'workspace' AND target = ?1)) \
+             AND (?2 IS NULL OR (target_type = 'workspace' AND target LIKE ?2) \
+                  OR (target_type != 'workspace' AND actor_id = ?3)) \
+             ORDER BY id DESC LIMIT ?4",
         )
-        .bind(limit)
+        .bind(&filter.target)
+        .bind(prefix)
+        .bind(actor)
+        .bind(filter.limit)
         .fetch_all(&self.pool)
         .await
         .map_err(db_error("audit event"))
+    }
+
+    // ---- guarded builds ----
+
+    pub(crate) async fn hold_build(
+        &self,
+        build_id: &str,
+        plan: &SavedPlan,
+        expires_at: i64,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let result = sqlx::query(
+            "UPDATE builds SET status = 'awaiting_confirmation', plan_digest = ?, expires_at = ? \
+             WHERE id = ? AND status = 'running'",
+        )
+        .bind(&plan.digest)
+        .bind(expires_at)
+        .bind(build_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if result.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query(
+            "INSERT INTO saved_plans (build_id, plan, digest, state_digest, created_at) \
+             VALUES (?, ?, ?, ?, ?) ON CONFLICT (build_id) DO UPDATE SET plan = excluded.plan, \
+             digest = excluded.digest, state_digest = excluded.state_digest",
+        )
+        .bind(build_id)
+        .bind(&plan.plan)
+        .bind(&plan.digest)
+        .bind(&plan.state_digest)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("saved plan"))?;
+        sqlx::query("UPDATE jobs SET status = 'done', finished_at = ? WHERE build_id = ?")
+            .bind(now)
+            .bind(build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("job"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(true)
+    }
+
+    pub(crate) async fn confirm_build(
+        &self,
+        build_id: &str,
+        digest: &str,
+        confirmer_id: &str,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let result = sqlx::query(
+            "UPDATE builds SET status = 'pending', confirmed_by = ?, confirmed_at = ?, expires_at = NULL \
+             WHERE id = ? AND status = 'awaiting_confirmation' AND plan_digest = ?",
+        )
+        .bind(confirmer_id)
+        .bind(now)
+        .bind(build_id)
+        .bind(digest)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if result.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query(
+            "UPDATE jobs SET status = 'queued', kind = 'apply_saved_plan', worker = NULL, \
+             claimed_at = NULL, finished_at = NULL, created_at = ? WHERE build_id = ?",
+        )
+        .bind(now)
+        .bind(build_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("job"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(true)
+    }
+
+    pub(crate) async fn saved_plan(&self, build_id: &str) -> Result<Option<SavedPlan>, StoreError> {
+        sqlx::query_as("SELECT plan, digest, state_digest FROM saved_plans WHERE build_id = ?")
+            .bind(build_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error("saved plan"))
+    }
+
+    pub(crate) async fn delete_saved_plan(&self, build_id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM saved_plans WHERE build_id = ?")
+            .bind(build_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("saved plan"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn expire_held_builds(
+        &self,
+        now: i64,
+        error: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let rows = sqlx::query(
+            "UPDATE builds SET status = 'canceled', error = ?, finished_at = ? \
+             WHERE status = 'awaiting_confirmation' AND expires_at IS NOT NULL AND expires_at <= ? \
+             RETURNING id",
+        )
+        .bind(error)
+        .bind(now)
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        let ids: Vec<String> = rows
+            .iter()
+            .map(|row| row.try_get("id").map_err(StoreError::Database))
+            .collect::<Result<_, _>>()?;
+        for id in &ids {
+            sqlx::query("DELETE FROM saved_plans WHERE build_id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error("saved plan"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(ids)
+    }
+
+    pub(crate) async fn protections(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Vec<Protection>, StoreError> {
+        sqlx::query_as(
+            "SELECT address, mode, build_id, updated_at FROM workspace_protections \
+             WHERE workspace_id = ? ORDER BY address",
+        )
+        .bind(workspace_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("protection"))
+    }
+
+    pub(crate) async fn replace_protections(
+        &self,
+        workspace_id: &str,
+        build_id: &str,
+        protections: &[NewProtection],
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        sqlx::query("DELETE FROM workspace_protections WHERE workspace_id = ?")
+            .bind(workspace_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("protection"))?;
+        for protection in protections {
+            sqlx::query(
+                "INSERT INTO workspace_protections (workspace_id, address, mode, build_id, updated_at) \
+                 VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(workspace_id)
+            .bind(&protection.address)
+            .bind(&protection.mode)
+            .bind(build_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("protection"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(())
+    }
+
+    pub(crate) async fn release_protection(
+        &self,
+        workspace_id: &str,
+        address: &str,
+    ) -> Result<Protection, StoreError> {
+        sqlx::query_as(
+            "DELETE FROM workspace_protections WHERE workspace_id = ? AND address = ? \
+             RETURNING address, mode, build_id, updated_at",
+        )
+        .bind(workspace_id)
+        .bind(address)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("protection"))
     }
 }
 
