@@ -214,7 +214,7 @@ pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
     for change in &plan.changes {
         let action = Action::classify(&change.actions);
         count(&mut summary, action, &change.actions);
-        if change.mode == ResourceMode::Data || change.resource_type.starts_with("abode_") {
+        if change.mode == ResourceMode::Data || rules::is_annotation_type(&change.resource_type) {
             continue;
         }
         let destroys = action.destroys(&change.actions) || is_deposed_delete(change);

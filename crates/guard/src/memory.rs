@@ -52,7 +52,7 @@ pub fn protections_after_apply(
     let mut remembered: Vec<RememberedProtection> = Vec::new();
     for change in &plan.changes {
         if change.mode == ResourceMode::Data
-            || change.resource_type.starts_with("abode_")
+            || rules::is_annotation_type(&change.resource_type)
             || change.deposed.is_some()
         {
             continue;

@@ -43,6 +43,13 @@ fn annotations_are_remembered() {
         &[],
         &[("terraform_data.home[0]", Mode::Confirm)],
     );
+    // The abode provider's own volume is the home disk templates protect.
+    check(
+        "provider-replace-protected-volume",
+        Transition::Start,
+        &[],
+        &[("abode_volume.home", Mode::Confirm)],
+    );
 }
 
 #[test]

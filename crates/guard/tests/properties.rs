@@ -20,6 +20,7 @@ const ACTIONS: &[&[&str]] = &[
 ];
 const TYPES: &[&str] = &[
     "abode_volume",
+    "abode_protect",
     "docker_volume",
     "terraform_data",
     "abode_process",
@@ -177,7 +178,7 @@ proptest! {
 
         for r in &resources {
             let address = Address::parse(&r.address()).unwrap();
-            let protected = !r.resource_type.starts_with("abode_")
+            let protected = !matches!(r.resource_type, "abode_protect" | "abode_metadata")
                 && rules.iter().any(|rule| rule.covers(Some(&address), r.resource_type));
             if protected && r.destroys() {
                 prop_assert!(
