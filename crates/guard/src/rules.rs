@@ -287,21 +287,27 @@ fn resolve(
         return;
     }
     // Terraform lists `x.home[0].id`, `x.home[0]` and `x.home` for one use; keep
-    // the most specific address per resource.
+    // the instances named (every one of them: `[x.home[0].id, x.home[1].id]`
+    // protects both), and the whole resource only when no instance is named.
     let mut found: Vec<Address> = Vec::new();
     for reference in references {
         match Reference::parse(reference) {
             Reference::Resource(address) if !address.data => {
                 let address = address.within(prefix);
-                let same = found.iter_mut().find(|f| {
+                let same_resource = |f: &Address| {
                     f.module == address.module
                         && f.resource_type == address.resource_type
                         && f.name == address.name
-                });
-                match same {
-                    Some(existing) if existing.key.is_none() => *existing = address,
-                    Some(_) => {}
-                    None => found.push(address),
+                };
+                if address.key.is_none() {
+                    if !found.iter().any(same_resource) {
+                        found.push(address);
+                    }
+                } else {
+                    found.retain(|f| !(f.key.is_none() && same_resource(f)));
+                    if !found.contains(&address) {
+                        found.push(address);
+                    }
                 }
             }
             Reference::Resource(_) => unresolved.push(reference.clone()),
