@@ -465,6 +465,8 @@ impl<'de> Visitor<'de> for ChangeSeed {
         let after_sensitive = after_sensitive.unwrap_or(Value::Bool(false));
         let after_unknown = after_unknown.unwrap_or(Value::Bool(false));
 
+        let sensitive = value::union_masks(&before_sensitive, &after_sensitive);
+
         let mut parsed = ParsedChange {
             actions,
             ..ParsedChange::default()
@@ -474,12 +476,12 @@ impl<'de> Visitor<'de> for ChangeSeed {
                 path: value::path_to_string(&path),
                 before: value::render(
                     value::value_at(&before, &path),
-                    value::mask_at(&before_sensitive, &path),
+                    value::mask_at(&sensitive, &path),
                     &no_mask,
                 ),
                 after: value::render(
                     value::value_at(&after, &path),
-                    value::mask_at(&after_sensitive, &path),
+                    value::mask_at(&sensitive, &path),
                     value::mask_at(&after_unknown, &path),
                 ),
             });
@@ -493,24 +495,18 @@ impl<'de> Visitor<'de> for ChangeSeed {
             }
         }
         if self.drift {
-            parsed.drift_attributes = diff_attributes(
-                &before,
-                &after,
-                &before_sensitive,
-                &after_sensitive,
-                &after_unknown,
-            );
+            parsed.drift_attributes = diff_attributes(&before, &after, &sensitive, &after_unknown);
         }
         Ok(parsed)
     }
 }
 
-/// The top-level attributes whose values differ between `before` and `after`.
+/// The top-level attributes whose values differ between `before` and `after`;
+/// `sensitive` covers both sides.
 fn diff_attributes(
     before: &Value,
     after: &Value,
-    before_sensitive: &Value,
-    after_sensitive: &Value,
+    sensitive: &Value,
     after_unknown: &Value,
 ) -> Vec<AttributeChange> {
     let empty = serde_json::Map::new();
@@ -531,12 +527,12 @@ fn diff_attributes(
                 path: k.clone(),
                 before: value::render(
                     before_map.get(k),
-                    value::mask_at(before_sensitive, &path),
+                    value::mask_at(sensitive, &path),
                     &Value::Bool(false),
                 ),
                 after: value::render(
                     after_map.get(k),
-                    value::mask_at(after_sensitive, &path),
+                    value::mask_at(sensitive, &path),
                     value::mask_at(after_unknown, &path),
                 ),
             }

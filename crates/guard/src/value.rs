@@ -84,6 +84,42 @@ fn mask_child<'a>(mask: &'a Value, step: &PathStep) -> &'a Value {
     mask_at(mask, std::slice::from_ref(step))
 }
 
+/// The union of two sensitivity masks. A change shows one attribute twice
+/// (before and after) but Terraform marks each side on its own: a value that
+/// became sensitive in this template version is unmarked in the last build's
+/// state, yet it is the same secret. Hiding what either side marks, on both
+/// sides, is the only safe reading.
+pub(crate) fn union_masks(a: &Value, b: &Value) -> Value {
+    match (a, b) {
+        (Value::Bool(true), _) | (_, Value::Bool(true)) => Value::Bool(true),
+        (Value::Object(x), Value::Object(y)) => {
+            let mut out = x.clone();
+            for (key, mask) in y {
+                let merged = match x.get(key) {
+                    Some(other) => union_masks(other, mask),
+                    None => mask.clone(),
+                };
+                out.insert(key.clone(), merged);
+            }
+            Value::Object(out)
+        }
+        (Value::Array(x), Value::Array(y)) => Value::Array(
+            (0..x.len().max(y.len()))
+                .map(|i| match (x.get(i), y.get(i)) {
+                    (Some(p), Some(q)) => union_masks(p, q),
+                    (Some(one), None) | (None, Some(one)) => one.clone(),
+                    (None, None) => Value::Bool(false),
+                })
+                .collect(),
+        ),
+        (Value::Bool(false) | Value::Null, other) | (other, Value::Bool(false) | Value::Null) => {
+            other.clone()
+        }
+        // The two sides disagree on the value's shape: hide all of it.
+        _ => Value::Bool(true),
+    }
+}
+
 /// Renders `value` with `sensitive` and `unknown` masks laid over it.
 pub(crate) fn render(value: Option<&Value>, sensitive: &Value, unknown: &Value) -> String {
     let mut out = String::new();
@@ -171,6 +207,24 @@ mod tests {
             r#"{ a = "open", b = { c = (sensitive value), d = [1, (known after apply)] } }"#
         );
         assert_eq!(render(Some(&value), &json!(true), &json!(false)), SENSITIVE);
+    }
+
+    #[test]
+    fn a_mark_on_either_side_hides_both() {
+        let before = json!({"a": {"b": true}, "l": [false, true]});
+        let after = json!({"c": true, "l": [true], "m": {}});
+        assert_eq!(
+            union_masks(&before, &after),
+            json!({"a": {"b": true}, "c": true, "l": [true, true], "m": {}})
+        );
+        assert_eq!(
+            union_masks(&json!([false]), &json!({"x": false})),
+            json!(true)
+        );
+        assert_eq!(
+            union_masks(&json!(false), &json!({"x": true})),
+            json!({"x": true})
+        );
     }
 
     #[test]
