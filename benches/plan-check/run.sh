@@ -10,6 +10,8 @@
 #                (crates/guard/examples/parse_floor.rs)
 #   parse floor (stream)  the same pass through a buffered reader (serde_json::from_reader),
 #                the floor of any reader whose memory stays below the file's size
+#   parse floor (filtered)  a byte scanner drops planned_values and prior_state while
+#                reading in chunks, then the rest is parsed from memory (a design aid)
 # then the peak RSS of each (GNU time), and the ratios.
 #
 # Usage: benches/plan-check/run.sh [--runs N] [--keep DIR] [--no-build]
@@ -103,7 +105,8 @@ hyperfine -N -i --warmup 2 --runs "$runs" --style basic \
     -n abode "$abode plan check --format json $plan" \
     -n jq "jq '$jq_filter' $plan" \
     -n "parse floor" "$floor $plan" \
-    -n "parse floor (stream)" "$floor --stream $plan" >&2
+    -n "parse floor (stream)" "$floor --stream $plan" \
+    -n "parse floor (filtered)" "$floor --filtered $plan" >&2
 
 peak_rss_kib() {
     # The command's own exit status (abode's decision) does not matter here.
@@ -115,22 +118,23 @@ rss_abode="$(peak_rss_kib "$abode" plan check --format json "$plan")"
 rss_jq="$(peak_rss_kib jq "$jq_filter" "$plan")"
 rss_floor="$(peak_rss_kib "$floor" "$plan")"
 rss_stream="$(peak_rss_kib "$floor" --stream "$plan")"
+rss_filtered="$(peak_rss_kib "$floor" --filtered "$plan")"
 
-python3 - "$work/hyperfine.json" "$size_bytes" "$rss_abode" "$rss_jq" "$rss_floor" "$rss_stream" "$decision" "$protected" "$deletes" <<'PY'
+python3 - "$work/hyperfine.json" "$size_bytes" "$rss_abode" "$rss_jq" "$rss_floor" "$rss_stream" "$rss_filtered" "$decision" "$protected" "$deletes" <<'PY'
 import json, sys
-results, size, rss_abode, rss_jq, rss_floor, rss_stream, decision, protected, deletes = sys.argv[1:]
+results, size, rss_abode, rss_jq, rss_floor, rss_stream, rss_filtered, decision, protected, deletes = sys.argv[1:]
 size = int(size)
-rss = {"abode": int(rss_abode) * 1024, "jq": int(rss_jq) * 1024, "parse floor": int(rss_floor) * 1024, "parse floor (stream)": int(rss_stream) * 1024}
+rss = {"abode": int(rss_abode) * 1024, "jq": int(rss_jq) * 1024, "parse floor": int(rss_floor) * 1024, "parse floor (stream)": int(rss_stream) * 1024, "parse floor (filtered)": int(rss_filtered) * 1024}
 with open(results) as f:
     runs = {r["command"]: r for r in json.load(f)["results"]}
 mb = lambda b: b / 1e6
 print(f"plan: {mb(size):.1f} MB, 15000 resources, {deletes} changes with a delete; abode's decision: {decision} ({protected} protected changes)")
 print()
-print("| command | mean | stddev | min | max | peak RSS | RSS / file size |")
-print("|---|---|---|---|---|---|---|")
-for name in ("abode", "jq", "parse floor", "parse floor (stream)"):
+print("| command | mean | stddev | min | max | user CPU | peak RSS | RSS / file size |")
+print("|---|---|---|---|---|---|---|---|")
+for name in ("abode", "jq", "parse floor", "parse floor (stream)", "parse floor (filtered)"):
     r = runs[name]
-    print(f"| {name} | {r['mean']*1000:.0f} ms | {r['stddev']*1000:.0f} ms | {r['min']*1000:.0f} ms | {r['max']*1000:.0f} ms | {mb(rss[name]):.1f} MB | {rss[name]/size:.2f} |")
+    print(f"| {name} | {r['mean']*1000:.0f} ms | {r['stddev']*1000:.0f} ms | {r['min']*1000:.0f} ms | {r['max']*1000:.0f} ms | {r['user']*1000:.0f} ms | {mb(rss[name]):.1f} MB | {rss[name]/size:.2f} |")
 a, j, f, fs = runs["abode"]["mean"], runs["jq"]["mean"], runs["parse floor"]["mean"], runs["parse floor (stream)"]["mean"]
 print()
 print(f"jq / abode time:            {j/a:.1f}x   (target: at least 5x)")
