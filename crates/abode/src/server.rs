@@ -75,6 +75,8 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.provisioners = args.provisioners;
     options.access_url = args.access_url;
     options.provider_mirror = Some(mirror_dir);
+    // Agents run this same executable (`abode agent`), not the mirror's copy.
+    options.agent_binary = Some(executable);
     options.agent_connect_timeout = Duration::from_secs(args.agent_connect_timeout);
     options.agent_heartbeat_timeout = Duration::from_secs(args.agent_heartbeat_timeout);
     options.agent_heartbeat_interval = Duration::from_secs(args.agent_heartbeat_interval);
