@@ -82,6 +82,7 @@ impl SqliteBackend {
             .await
             .map_err(StoreError::Database)?;
         MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
+        restrict_permissions(path);
         Ok(SqliteBackend { pool })
     }
 
@@ -1059,6 +1060,17 @@ impl SqliteBackend {
         .fetch_one(&self.pool)
         .await
         .map_err(db_error("protection"))
+    }
+}
+
+/// The database holds Terraform states, plans and saved plans, which can carry
+/// secrets: its files are readable by the server's user only.
+fn restrict_permissions(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600));
     }
 }
 
