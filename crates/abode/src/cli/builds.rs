@@ -111,6 +111,8 @@ fn confirm(args: ConfirmArgs) -> anyhow::Result<u8> {
             digest
         }
     };
+    // The log up to the hold was shown when the build was held.
+    let seen = last_log_seq(&client, &args.workspace, args.number)?;
     let build = client
         .confirm_build(&args.workspace, args.number, &digest)
         .with_context(|| {
@@ -119,7 +121,11 @@ fn confirm(args: ConfirmArgs) -> anyhow::Result<u8> {
                 args.number, args.workspace
             )
         })?;
-    follow_build(&client, &args.workspace, &build)
+    eprintln!(
+        "Build #{} ({}) of workspace {} confirmed; following its log...",
+        build.number, build.transition, args.workspace
+    );
+    follow_build_from(&client, &args.workspace, &build, seen)
 }
 
 fn cancel(args: BuildRefArgs) -> anyhow::Result<u8> {
@@ -187,7 +193,7 @@ fn logs(args: LogsArgs) -> anyhow::Result<u8> {
         None => client.build(&args.workspace, None)?.number,
     };
     if args.follow {
-        stream_log(&client, &args.workspace, number)?;
+        stream_log(&client, &args.workspace, number, 0)?;
         return Ok(EXIT_OK);
     }
     let mut after = 0;
@@ -228,8 +234,8 @@ pub fn format_line(line: &LogLine) -> String {
 }
 
 /// Prints a build's log as it grows, until the build ends.
-fn stream_log(client: &Client, workspace: &str, number: u64) -> anyhow::Result<()> {
-    let mut after = 0;
+fn stream_log(client: &Client, workspace: &str, number: u64, from: u64) -> anyhow::Result<()> {
+    let mut after = from;
     let mut failures = 0;
     loop {
         match client.build_logs(workspace, number, after, LONG_POLL_SECONDS) {
@@ -261,7 +267,29 @@ pub fn follow_build(client: &Client, workspace: &str, build: &Build) -> anyhow::
         "Build #{} ({}) of workspace {} queued; following its log...",
         build.number, build.transition, workspace
     );
-    stream_log(client, workspace, build.number)?;
+    follow_build_from(client, workspace, build, 0)
+}
+
+/// The sequence number of a build's last log line so far.
+fn last_log_seq(client: &Client, workspace: &str, number: u64) -> anyhow::Result<u64> {
+    let mut after = 0;
+    loop {
+        let page = client.build_logs(workspace, number, after, 0)?;
+        match page.lines.last() {
+            Some(line) if line.seq > after => after = line.seq,
+            _ => return Ok(after),
+        }
+    }
+}
+
+/// Like [`follow_build`], printing only log lines after `from`.
+fn follow_build_from(
+    client: &Client,
+    workspace: &str,
+    build: &Build,
+    from: u64,
+) -> anyhow::Result<u8> {
+    stream_log(client, workspace, build.number, from)?;
     let finished = final_build(client, workspace, build.number)?;
     let code = exit_code(&finished);
     let summary = format!(
@@ -277,7 +305,8 @@ pub fn follow_build(client: &Client, workspace: &str, build: &Build) -> anyhow::
         _ => {}
     }
     match (code, finished.error.as_deref()) {
-        (EXIT_OK, _) => eprintln!("{summary}"),
+        // Held is not an error: the user has a decision to make, printed above.
+        (EXIT_OK | EXIT_AWAITING_CONFIRMATION, _) => eprintln!("{summary}"),
         // A guard report as the reason spans lines; the explanation above has it.
         (_, Some(error)) if !error.is_empty() => eprintln!(
             "error: {summary}: {}",
@@ -308,10 +337,14 @@ pub fn exit_code(build: &Build) -> u8 {
         .as_ref()
         .and_then(|guard| guard.get("decision"))
         .and_then(|decision| decision.as_str());
+    let blocked_error = build
+        .error
+        .as_deref()
+        .is_some_and(|error| error.starts_with("blocked by the plan guard"));
     match build.status.as_str() {
         "succeeded" => EXIT_OK,
         "awaiting_confirmation" => EXIT_AWAITING_CONFIRMATION,
-        "failed" if guard_decision == Some("block") => EXIT_BLOCKED,
+        "failed" if guard_decision == Some("block") || blocked_error => EXIT_BLOCKED,
         _ => EXIT_ERROR,
     }
 }

@@ -1,0 +1,320 @@
+//! Guarded builds through the real CLI, server, Terraform and provider: a
+//! protected resource is never destroyed or replaced outside a delete unless
+//! someone allowed to confirm said yes to that exact plan.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod util;
+
+use std::fs;
+use std::path::PathBuf;
+
+use util::{fixture, only_subdir, repo_root, require_terraform, Platform, Run};
+
+/// The example template's text with `edits` (from, to) applied.
+fn example_with(edits: &[(&str, &str)]) -> String {
+    let mut text =
+        fs::read_to_string(repo_root().join("examples/local-workspace/main.tf")).unwrap();
+    for (from, to) in edits {
+        assert!(
+            text.contains(from),
+            "the example template no longer has {from:?}"
+        );
+        text = text.replace(from, to);
+    }
+    text
+}
+
+const RENAME: (&str, &str) = ("name = \"home-${", "name = \"home2-${");
+const BLOCK: (&str, &str) = ("mode        = \"confirm\"", "mode        = \"block\"");
+
+/// The example's `abode_protect` block removed.
+fn example_without_protect(edits: &[(&str, &str)]) -> String {
+    let text = example_with(edits);
+    let start = text.find("resource \"abode_protect\" \"home\"").unwrap();
+    let end = start + text[start..].find("\n}\n").unwrap() + 3;
+    format!("{}{}", &text[..start], &text[end..])
+}
+
+/// Writes `main_tf` as a template folder and pushes it (activated).
+fn push(platform: &Platform, name: &str, version: u32, main_tf: &str) {
+    let dir = platform.root().join(format!("templates/{name}-v{version}"));
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("main.tf"), main_tf).unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            name,
+            "-d",
+            dir.to_str().unwrap(),
+            "--activate",
+        ])
+        .ok();
+}
+
+/// The digest in the confirm command a held build printed.
+#[track_caller]
+fn printed_digest(run: &Run) -> String {
+    run.stderr
+        .split("--digest ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no confirm command with a digest:\n{run}"))
+        .to_string()
+}
+
+fn latest_build(platform: &Platform, workspace: &str) -> serde_json::Value {
+    platform.show(workspace)["latest_build"].clone()
+}
+
+/// Creates `dev` from the example and writes a file into its volume.
+fn workspace_with_a_file(platform: &Platform, main_tf: &str) -> PathBuf {
+    push(platform, "local", 1, main_tf);
+    platform.run(&["create", "dev", "--template", "local"]).ok();
+    let volume = only_subdir(&platform.volumes_dir());
+    fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
+    volume
+}
+
+#[test]
+fn renamed_protected_volume_waits_for_a_confirmation_of_that_exact_plan() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let volume = workspace_with_a_file(&platform, &example_with(&[]));
+    push(&platform, "local", 2, &example_with(&[RENAME]));
+
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    assert!(held.stderr.contains("abode_volume.home"), "{held}");
+    assert!(held.stderr.contains("name"), "{held}");
+    assert!(
+        held.stderr.contains("abode builds confirm dev 2 --digest"),
+        "{held}"
+    );
+    let digest = printed_digest(&held);
+    let build = latest_build(&platform, "dev");
+    assert_eq!(build["status"], "awaiting_confirmation");
+    assert_eq!(build["plan_digest"], digest.as_str());
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+
+    // The held build holds the workspace.
+    platform.run(&["stop", "dev"]).fails_with(1, &["dev"]);
+    // A wrong digest confirms nothing.
+    platform
+        .run(&["builds", "confirm", "dev", "2", "--digest", "0000"])
+        .fails_with(1, &["digest"]);
+    assert_eq!(
+        latest_build(&platform, "dev")["status"],
+        "awaiting_confirmation"
+    );
+
+    // A member may not confirm someone else's build.
+    let bob = platform.login_new_user("bob", "member");
+    let by_bob = platform.run_as(
+        &bob,
+        &["builds", "confirm", "alice/dev", "2", "--digest", &digest],
+        None,
+    );
+    assert_eq!(by_bob.code, Some(1), "{by_bob}");
+    assert_eq!(
+        latest_build(&platform, "dev")["status"],
+        "awaiting_confirmation"
+    );
+
+    // The owner confirms what was shown: the volume is replaced.
+    platform
+        .run(&["builds", "confirm", "dev", "2", "--digest", &digest])
+        .ok();
+    assert!(
+        !volume.exists(),
+        "the confirmed replacement kept the old volume"
+    );
+    let build = latest_build(&platform, "dev");
+    assert_eq!(build["status"], "succeeded");
+    assert_eq!(build["confirmed_by"], "alice");
+    platform
+        .run(&["builds", "confirm", "dev", "2", "--digest", &digest])
+        .fails_with(1, &["not awaiting confirmation"]);
+
+    let audit = platform
+        .run(&["audit", "--workspace", "dev", "-o", "json"])
+        .ok()
+        .json();
+    let confirmed = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|event| event["action"] == "build.confirm" && event["outcome"] == "success")
+        .unwrap_or_else(|| panic!("no build.confirm event: {audit:#}"));
+    assert_eq!(confirmed["actor"], "alice");
+    assert!(
+        confirmed["details"].as_str().unwrap().contains(&digest),
+        "{confirmed:#}"
+    );
+    let text = platform.run(&["audit"]).ok().stdout;
+    assert!(text.starts_with("TIME"), "{text}");
+    platform.run(&["delete", "dev"]).ok();
+}
+
+#[test]
+fn block_mode_fails_the_build_and_can_never_be_confirmed() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let volume = workspace_with_a_file(&platform, &example_with(&[BLOCK]));
+    push(&platform, "local", 2, &example_with(&[BLOCK, RENAME]));
+
+    let blocked = platform.run(&["update", "dev"]);
+    assert_eq!(blocked.code, Some(4), "{blocked}");
+    assert!(blocked.stderr.contains("blocked"), "{blocked}");
+    assert!(blocked.stderr.contains("abode_volume.home"), "{blocked}");
+    assert_eq!(latest_build(&platform, "dev")["status"], "failed");
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+    platform
+        .run(&["builds", "confirm", "dev", "2", "--digest", "anything"])
+        .fails_with(1, &["never be confirmed"]);
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+    platform.run(&["delete", "dev"]).ok();
+}
+
+#[test]
+fn remembered_protection_outlives_the_annotation_until_released() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let volume = workspace_with_a_file(&platform, &example_with(&[]));
+    let protections = platform
+        .run(&["workspaces", "protections", "dev", "-o", "json"])
+        .ok()
+        .json();
+    assert_eq!(
+        protections[0]["address"], "abode_volume.home",
+        "{protections:#}"
+    );
+    push(&platform, "local", 2, &example_without_protect(&[RENAME]));
+
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    platform.run(&["builds", "cancel", "dev", "2"]).ok();
+    assert_eq!(latest_build(&platform, "dev")["status"], "canceled");
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+
+    let bob = platform.login_new_user("bob", "member");
+    platform
+        .run_as(
+            &bob,
+            &["workspaces", "unprotect", "alice/dev", "abode_volume.home"],
+            None,
+        )
+        .fails_with(1, &[]);
+    platform
+        .run(&["workspaces", "unprotect", "dev", "abode_volume.home"])
+        .ok();
+    let table = platform
+        .run(&["workspaces", "protections", "dev"])
+        .ok()
+        .stdout;
+    assert!(!table.contains("abode_volume.home"), "{table}");
+    platform.run(&["update", "dev"]).ok();
+    assert!(!volume.exists(), "the released volume was not replaced");
+    let audit = platform.run(&["audit", "-o", "json"]).ok().json();
+    assert!(
+        audit
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|event| event["action"] == "protection.release" && event["actor"] == "alice"),
+        "{audit:#}"
+    );
+    platform.run(&["delete", "dev"]).ok();
+}
+
+#[test]
+fn volume_under_start_count_by_mistake_holds_the_stop() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let template = fixture("count-volume");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "counted",
+            "-d",
+            template.to_str().unwrap(),
+        ])
+        .ok();
+    platform
+        .run(&["create", "dev", "--template", "counted"])
+        .ok();
+    let volume = only_subdir(&platform.volumes_dir());
+    fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
+    let held = platform.run(&["stop", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    assert!(held.stderr.contains("abode_volume.home[0]"), "{held}");
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+    platform.run(&["builds", "cancel", "dev", "2"]).ok();
+    platform.run(&["delete", "dev"]).ok();
+}
+
+#[test]
+fn sensitive_value_forcing_a_replacement_never_shows() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let first = fs::read_to_string(fixture("sensitive").join("main.tf")).unwrap();
+    let second = first.replace("FIRST-SECRET-VALUE-1f2e", "SECOND-SECRET-VALUE-9c8d");
+    push(&platform, "vault", 1, &first);
+    let created = platform.run(&["create", "dev", "--template", "vault"]).ok();
+    push(&platform, "vault", 2, &second);
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    assert!(held.stderr.contains("terraform_data.vault"), "{held}");
+
+    let outputs = [
+        created.to_string(),
+        held.to_string(),
+        platform
+            .run(&["builds", "logs", "dev", "1"])
+            .ok()
+            .to_string(),
+        platform
+            .run(&["builds", "logs", "dev", "2"])
+            .ok()
+            .to_string(),
+        platform
+            .run(&["show", "dev", "-o", "json"])
+            .ok()
+            .to_string(),
+        platform
+            .run(&["builds", "list", "dev", "-o", "json"])
+            .ok()
+            .to_string(),
+        platform.run(&["audit", "-o", "json"]).ok().to_string(),
+        platform.server_log(),
+    ];
+    for output in outputs {
+        for secret in ["FIRST-SECRET-VALUE-1f2e", "SECOND-SECRET-VALUE-9c8d"] {
+            assert!(!output.contains(secret), "{secret} leaked:\n{output}");
+        }
+    }
+    platform.run(&["builds", "cancel", "dev", "2"]).ok();
+    platform.run(&["delete", "dev"]).ok();
+}
