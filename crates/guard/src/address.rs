@@ -55,8 +55,13 @@ pub enum Reference {
     Resource(Address),
     /// An output of a module call in the same module: `module.NAME[KEY].OUTPUT`.
     ModuleOutput { call: ModuleStep, output: String },
+    /// A whole module call, `module.NAME` or `module.NAME[KEY]`: what Terraform
+    /// lists for `module.NAME[each.key].OUTPUT`, where the computed key hides the output.
+    ModuleCall(ModuleStep),
     /// `each.value` / `each.key`: the target is whatever `for_each` iterates.
-    Each,
+    /// `attribute` is what follows `each.value` (`each.value.volume_id`), which
+    /// names the output when `for_each` iterates a module.
+    Each { attribute: Option<String> },
     /// Anything else (`var.x`, `local.x`, `count.index`, `path.module`, a whole
     /// module call without an output...).
     Other(String),
@@ -319,7 +324,12 @@ impl Reference {
         };
         match name_at(&steps, 0) {
             Some("var" | "local" | "count" | "path" | "terraform" | "self") | None => other(),
-            Some("each") => Reference::Each,
+            Some("each") => Reference::Each {
+                attribute: match (name_at(&steps, 1), name_at(&steps, 2)) {
+                    (Some("value"), Some(attribute)) => Some(attribute.to_string()),
+                    _ => None,
+                },
+            },
             Some("module") => {
                 let (Some(name), rest) = (name_at(&steps, 1), 2) else {
                     return other();
@@ -328,15 +338,17 @@ impl Reference {
                     Some(k) => (k, rest + 1),
                     None => (None, rest),
                 };
-                match name_at(&steps, rest) {
-                    Some(output) => Reference::ModuleOutput {
-                        call: ModuleStep {
-                            name: name.to_string(),
-                            key,
-                        },
+                let call = ModuleStep {
+                    name: name.to_string(),
+                    key,
+                };
+                match (name_at(&steps, rest), steps.get(rest)) {
+                    (Some(output), _) => Reference::ModuleOutput {
+                        call,
                         output: output.to_string(),
                     },
-                    None => other(),
+                    (None, None) => Reference::ModuleCall(call),
+                    (None, Some(_)) => other(),
                 }
             }
             Some(_) => match resource_at(&steps, Vec::new(), 0) {
@@ -417,14 +429,33 @@ mod tests {
                 output: "volume_id".into()
             }
         );
-        assert_eq!(Reference::parse("each.value"), Reference::Each);
+        assert_eq!(
+            Reference::parse("each.value"),
+            Reference::Each { attribute: None }
+        );
+        assert_eq!(
+            Reference::parse("each.value.volume_id"),
+            Reference::Each {
+                attribute: Some("volume_id".into())
+            }
+        );
         assert_eq!(
             Reference::parse("var.name"),
             Reference::Other("var.name".into())
         );
         assert_eq!(
             Reference::parse("module.home"),
-            Reference::Other("module.home".into())
+            Reference::ModuleCall(ModuleStep {
+                name: "home".into(),
+                key: None
+            })
+        );
+        assert_eq!(
+            Reference::parse(r#"module.home["a"]"#),
+            Reference::ModuleCall(ModuleStep {
+                name: "home".into(),
+                key: Some(InstanceKey::Str("a".into()))
+            })
         );
     }
 }

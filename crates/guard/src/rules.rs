@@ -184,7 +184,7 @@ fn read_annotation(
         return;
     };
     let mut targets = Vec::new();
-    let mut unresolved = Vec::new();
+    let mut notes = Notes::default();
     resolve(
         &expression.references,
         resource,
@@ -192,13 +192,21 @@ fn read_annotation(
         prefix,
         0,
         &mut targets,
-        &mut unresolved,
+        &mut notes,
     );
+    notes.whole_modules.dedup();
+    for call in &notes.whole_modules {
+        found.warnings.push(format!(
+            "{name}: resource_id refers to {call} without an output Abode can see \
+             (a computed module key hides it), so everything its outputs refer to is protected; \
+             use a literal key or for_each = {call} with each.value.OUTPUT"
+        ));
+    }
     if targets.is_empty() {
-        let what = if unresolved.is_empty() {
+        let what = if notes.unresolved.is_empty() {
             "no resource".to_string()
         } else {
-            unresolved.join(", ")
+            notes.unresolved.join(", ")
         };
         found.warnings.push(format!(
             "{name}: resource_id refers to {what}, which Abode cannot follow to a resource; \
@@ -274,6 +282,15 @@ fn address_base(address: &str) -> String {
 /// happen in valid Terraform, but the input is not trusted).
 const MAX_DEPTH: usize = 16;
 
+/// What `resolve` could not follow exactly, for the annotation's warnings.
+#[derive(Default)]
+struct Notes {
+    /// References that lead to no resource.
+    unresolved: Vec<String>,
+    /// Module calls referenced without an output (`module.home[each.key].id`).
+    whole_modules: Vec<String>,
+}
+
 fn resolve(
     references: &[String],
     resource: &ConfigResource,
@@ -281,7 +298,7 @@ fn resolve(
     prefix: &[ModuleStep],
     depth: usize,
     targets: &mut Vec<Address>,
-    unresolved: &mut Vec<String>,
+    notes: &mut Notes,
 ) {
     if depth > MAX_DEPTH {
         return;
@@ -310,7 +327,7 @@ fn resolve(
                     }
                 }
             }
-            Reference::Resource(_) => unresolved.push(reference.clone()),
+            Reference::Resource(_) => notes.unresolved.push(reference.clone()),
             Reference::ModuleOutput { call, output } => {
                 let inner_module = module.module_calls.get(&call.name).map(|c| &c.module);
                 let expression = inner_module
@@ -327,22 +344,61 @@ fn resolve(
                             &inner_prefix,
                             depth + 1,
                             &mut found,
-                            unresolved,
+                            notes,
                         );
                     }
-                    _ => unresolved.push(reference.clone()),
+                    _ => notes.unresolved.push(reference.clone()),
                 }
             }
-            Reference::Each => {
+            Reference::ModuleCall(call) => {
+                // Terraform also lists `module.home["a"]` beside `module.home["a"].volume_id`;
+                // only a module call whose output is nowhere named stands for all its outputs.
+                let output_named = references.iter().any(|r| {
+                    matches!(Reference::parse(r),
+                        Reference::ModuleOutput { call: c, .. } if c.name == call.name)
+                });
+                if output_named {
+                    continue;
+                }
+                let Some(inner) = module.module_calls.get(&call.name).map(|c| &c.module) else {
+                    notes.unresolved.push(reference.clone());
+                    continue;
+                };
+                notes
+                    .whole_modules
+                    .push(display_path(prefix, &format!("module.{}", call.name)));
+                let mut inner_prefix = prefix.to_vec();
+                inner_prefix.push(call);
+                for output in inner.outputs.values() {
+                    if let Some(expression) = &output.expression {
+                        resolve(
+                            &expression.references,
+                            resource,
+                            inner,
+                            &inner_prefix,
+                            depth + 1,
+                            &mut found,
+                            notes,
+                        );
+                    }
+                }
+            }
+            Reference::Each { .. } => {
                 // `resource_id = each.value.id` with `for_each = x.vols`: the
-                // annotation protects what it iterates over.
+                // annotation protects what it iterates over. With `for_each =
+                // module.home`, `each.value.volume_id` names the module's output.
                 if let Some(for_each) = &resource.for_each_expression {
-                    let refs: Vec<String> = for_each
-                        .references
-                        .iter()
-                        .filter(|r| !matches!(Reference::parse(r), Reference::Each))
-                        .cloned()
-                        .collect();
+                    let mut refs = Vec::new();
+                    for r in &for_each.references {
+                        match Reference::parse(r) {
+                            Reference::Each { .. } => {}
+                            Reference::ModuleCall(_) => {
+                                refs.extend(each_outputs(references).map(|o| format!("{r}.{o}")));
+                                refs.push(r.clone());
+                            }
+                            _ => refs.push(r.clone()),
+                        }
+                    }
                     resolve(
                         &refs,
                         resource,
@@ -350,17 +406,25 @@ fn resolve(
                         prefix,
                         depth + 1,
                         &mut found,
-                        unresolved,
+                        notes,
                     );
                 }
             }
             Reference::Other(text) => {
                 let harmless = text.starts_with("count.") || text == "each";
                 if !harmless {
-                    unresolved.push(text);
+                    notes.unresolved.push(text);
                 }
             }
         }
     }
     targets.extend(found);
+}
+
+/// The attributes read from `each.value` (`each.value.volume_id` → `volume_id`).
+fn each_outputs(references: &[String]) -> impl Iterator<Item = String> + '_ {
+    references.iter().filter_map(|r| match Reference::parse(r) {
+        Reference::Each { attribute } => attribute,
+        _ => None,
+    })
 }
