@@ -318,3 +318,37 @@ fn sensitive_value_forcing_a_replacement_never_shows() {
     platform.run(&["builds", "cancel", "dev", "2"]).ok();
     platform.run(&["delete", "dev"]).ok();
 }
+
+#[test]
+fn confirmation_after_the_state_changed_is_refused() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let volume = workspace_with_a_file(&platform, &example_with(&[]));
+    push(&platform, "local", 2, &example_with(&[RENAME]));
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    let digest = printed_digest(&held);
+
+    // The stored state changes behind the held plan's back (as a restore or a
+    // manual repair would do); a trailing blank keeps it valid JSON.
+    let changed = std::process::Command::new("sqlite3")
+        .arg(platform.data_dir().join("abode.db"))
+        .arg("UPDATE workspace_states SET state = CAST(state || ' ' AS BLOB);")
+        .status()
+        .expect("sqlite3 is needed to change the stored state behind the platform's back");
+    assert!(changed.success());
+
+    platform
+        .run(&["builds", "confirm", "dev", "2", "--digest", &digest])
+        .fails_with(
+            1,
+            &["changed since this plan was made", "start the build again"],
+        );
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+    platform.run(&["builds", "cancel", "dev", "2"]).ok();
+    platform.run(&["delete", "dev"]).ok();
+}
