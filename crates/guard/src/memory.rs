@@ -35,8 +35,9 @@ pub fn remembered_rules(memory: &[RememberedProtection]) -> Vec<Rule> {
 ///
 /// Every managed instance that still exists after the apply and is covered by a
 /// rule (the caller's, an annotation, or earlier memory, followed through `moved`
-/// blocks by `previous_address`) is remembered with its strictest mode. A delete
-/// build forgets everything: the workspace is gone.
+/// blocks by `previous_address`) is remembered with its strictest mode; earlier
+/// memory of resources the plan does not mention at all is kept. A delete build
+/// forgets everything: the workspace is gone.
 pub fn protections_after_apply(
     plan: &Plan,
     transition: Transition,
@@ -82,6 +83,23 @@ pub fn protections_after_apply(
                 address: change.address.clone(),
                 mode,
             });
+        }
+    }
+    // A plan that leaves a resource out (`-target`, `-refresh-only`) says nothing
+    // about it, so its protection is kept as it was.
+    let mentioned: Vec<Address> = plan
+        .changes
+        .iter()
+        .flat_map(|c| std::iter::once(&c.address).chain(c.previous_address.as_ref()))
+        .filter_map(|a| Address::parse(a).ok())
+        .collect();
+    for entry in memory {
+        let untouched = match Address::parse(&entry.address) {
+            Ok(address) => !mentioned.iter().any(|m| address.covers(m)),
+            Err(_) => true,
+        };
+        if untouched {
+            remembered.push(entry.clone());
         }
     }
     remembered.sort();

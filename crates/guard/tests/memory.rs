@@ -69,6 +69,24 @@ fn memory_outlives_the_annotation_and_follows_moves() {
 }
 
 #[test]
+fn memory_of_resources_the_plan_does_not_mention_is_kept() {
+    // A plan that leaves a resource out (`-target`, `-refresh-only`) says nothing
+    // about it: its protection must survive the build.
+    check(
+        "replace-triggers",
+        Transition::Start,
+        &[
+            ("terraform_data.home", Mode::Confirm),
+            ("terraform_data.elsewhere[\"b\"]", Mode::Block),
+        ],
+        &[
+            ("terraform_data.elsewhere[\"b\"]", Mode::Block),
+            ("terraform_data.home", Mode::Confirm),
+        ],
+    );
+}
+
+#[test]
 fn destroyed_and_deleted_workspaces_forget() {
     check(
         "block-removed",
