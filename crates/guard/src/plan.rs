@@ -45,6 +45,11 @@ pub enum PlanError {
 pub enum ResourceMode {
     Managed,
     Data,
+    /// A mode newer than this reader (Terraform 1.10 added `ephemeral`
+    /// resources). Such a plan is still read, and a change in an unknown mode
+    /// is judged like a managed one.
+    #[serde(other)]
+    Other,
 }
 
 /// An attribute shown in a report, with values already rendered and redacted.
@@ -538,4 +543,28 @@ fn diff_attributes(
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_modes_newer_than_the_reader_are_read() {
+        let plan = read_plan_slice(
+            br#"{"format_version":"1.2","planned_values":{},
+                "resource_changes":[{"address":"x.y","mode":"future","type":"x","name":"y",
+                                     "change":{"actions":["delete"]}}],
+                "configuration":{"root_module":{"resources":[
+                    {"address":"ephemeral.x.t","mode":"ephemeral","type":"x","name":"t"}]}}}"#,
+        );
+        let plan = plan.map_err(|e| e.to_string());
+        let modes = plan.map(|p| {
+            (
+                p.changes[0].mode,
+                p.configuration.map(|c| c.root_module.resources[0].mode),
+            )
+        });
+        assert_eq!(modes, Ok((ResourceMode::Other, Some(ResourceMode::Other))));
+    }
 }
