@@ -386,7 +386,10 @@ fn reason(
             "deleted because the resource block was removed from the template".into()
         }
         Some("delete_because_no_module") => {
-            "deleted because its module call was removed from the template".into()
+            // Terraform uses this when a module instance goes away (its module's
+            // count or for_each changed, e.g. count = start_count on a stop); a
+            // removed module call is reported as delete_because_no_resource_config.
+            "deleted because the module instance it belongs to no longer exists (the module's count or for_each changed)".into()
         }
         Some("delete_because_wrong_repetition") => {
             "deleted because the resource changed how it is repeated (count/for_each added or removed)"
