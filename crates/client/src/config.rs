@@ -120,6 +120,8 @@ pub fn clear_session(dir: &Path) -> Result<(), ConfigError> {
 
 /// The session a command runs with: the stored one, with `ABODE_URL` and
 /// `ABODE_TOKEN` (when set and non-empty) taking precedence field by field.
+/// A stored token is only ever sent to the server it was issued by: with
+/// `ABODE_URL` naming another server, `ABODE_TOKEN` is required.
 pub fn effective_session(
     stored: Option<Session>,
     env: impl Fn(&str) -> Option<String>,
@@ -128,6 +130,11 @@ pub fn effective_session(
     let token = env("ABODE_TOKEN").filter(|value| !value.is_empty());
     let mut session = stored.unwrap_or_default();
     if let Some(url) = url {
+        let same_server = url.trim_end_matches('/') == session.url.trim_end_matches('/');
+        if !same_server {
+            session.token.clear();
+            session.username = None;
+        }
         session.url = url;
     }
     if let Some(token) = token {
@@ -227,9 +234,11 @@ mod tests {
         };
         let cases: &[(Env, UrlAndToken, bool)] = &[
             (&[], Some(("http://stored", "stored-token")), true),
+            // The stored token never goes to another server.
+            (&[("ABODE_URL", "http://env")], None, true),
             (
-                &[("ABODE_URL", "http://env")],
-                Some(("http://env", "stored-token")),
+                &[("ABODE_URL", "http://stored/")],
+                Some(("http://stored/", "stored-token")),
                 true,
             ),
             (
