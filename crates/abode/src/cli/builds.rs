@@ -314,6 +314,17 @@ fn follow_build_from(
         ),
         _ => eprintln!("error: {summary}"),
     }
+    if code == EXIT_OK && finished.transition == "start" {
+        // The build is done, the agent may still be on its way: say where to look.
+        if let Ok(shown) = client.workspace(workspace) {
+            if matches!(shown.agent.status.as_str(), "connecting" | "starting") {
+                eprintln!(
+                    "The agent is {}: `abode show {workspace}` tells when the workspace is ready",
+                    shown.agent.status
+                );
+            }
+        }
+    }
     Ok(code)
 }
 
