@@ -2,9 +2,9 @@
 //!
 //! The domain (`abode-control`) talks to one type, [`Store`], whose methods are
 //! the whole storage interface. Behind it sits one backend per database; today
-//! SQLite (embedded, under the data dir), and PostgreSQL can be added as a second
-//! [`Backend`] variant with its own migrations folder (`migrations/postgres`)
-//! without the domain noticing. Queries are runtime-checked (`sqlx::query`), so
+//! SQLite (embedded, under the data dir, the default) and PostgreSQL, each with
+//! its own migrations folder; the queries they share are written once
+//! (`queries.rs`). Queries are runtime-checked (`sqlx::query`), so
 //! building never needs a live database.
 //!
 //! Records returned here are plain data with names already joined in (owner
@@ -12,6 +12,8 @@
 //! present them. Secrets never leave in a general record: the plan JSON and the
 //! Terraform state have their own getters.
 
+mod postgres;
+mod queries;
 mod records;
 mod sqlite;
 
@@ -54,6 +56,7 @@ pub(crate) fn db_error(what: &'static str) -> impl Fn(sqlx::Error) -> StoreError
 #[derive(Clone)]
 enum Backend {
     Sqlite(sqlite::SqliteBackend),
+    Postgres(postgres::PostgresBackend),
 }
 
 /// Handle to Abode's database; cheap to clone (a connection pool inside).
@@ -72,10 +75,19 @@ impl Store {
         })
     }
 
+    /// Connects to PostgreSQL (`postgres://...`) and applies pending migrations.
+    pub async fn open_postgres(url: &str) -> Result<Store, StoreError> {
+        let backend = postgres::PostgresBackend::open(url).await?;
+        Ok(Store {
+            backend: Backend::Postgres(backend),
+        })
+    }
+
     /// Closes the pool, waiting for connections to be returned.
     pub async fn close(&self) {
         match &self.backend {
             Backend::Sqlite(backend) => backend.close().await,
+            Backend::Postgres(backend) => backend.close().await,
         }
     }
 }
@@ -90,6 +102,7 @@ macro_rules! storage_interface {
                 pub async fn $name(&self $(, $arg: $ty)*) -> Result<$ret, StoreError> {
                     match &self.backend {
                         Backend::Sqlite(backend) => backend.$name($($arg),*).await,
+                        Backend::Postgres(backend) => backend.$name($($arg),*).await,
                     }
                 }
             )*

@@ -1,5 +1,7 @@
-//! Behaviour of the SQLite store on a temporary database file: migrations,
-//! typed errors, the one-build-at-a-time rule and the atomic job claim.
+//! Behaviour of the store: migrations, typed errors, the one-build-at-a-time
+//! rule, the atomic job claim, held builds, protections and the audit log.
+//! Every behaviour runs on SQLite (a temporary file) and, when
+//! ABODE_TEST_POSTGRES_URL is set, on PostgreSQL (a fresh schema per test).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashSet;
@@ -89,9 +91,7 @@ async fn migrations_apply_twice_and_data_survives_reopen() {
     );
 }
 
-#[tokio::test]
-async fn missing_rows_are_typed_not_found() {
-    let (_dir, store) = open().await;
+async fn missing_rows_are_typed_not_found(store: Store) {
     let checks: Vec<(&str, Result<(), StoreError>)> = vec![
         ("user", store.user_by_name("nobody").await.map(drop)),
         ("template", store.template_by_name("none").await.map(drop)),
@@ -108,9 +108,7 @@ async fn missing_rows_are_typed_not_found() {
     }
 }
 
-#[tokio::test]
-async fn first_user_only_once_and_usernames_unique() {
-    let (_dir, store) = open().await;
+async fn first_user_only_once_and_usernames_unique(store: Store) {
     store.create_first_user(&new_user("alice")).await.unwrap();
     assert!(matches!(
         store.create_first_user(&new_user("bob")).await,
@@ -122,9 +120,7 @@ async fn first_user_only_once_and_usernames_unique() {
     ));
 }
 
-#[tokio::test]
-async fn first_template_version_is_active_and_later_ones_on_request() {
-    let (_dir, store) = open().await;
+async fn first_template_version_is_active_and_later_ones_on_request(store: Store) {
     let (user, _, _) = seeded(&store).await;
     let push = |activate| NewTemplateVersion {
         template_name: "base".into(),
@@ -163,9 +159,7 @@ async fn first_template_version_is_active_and_later_ones_on_request() {
     );
 }
 
-#[tokio::test]
-async fn one_active_build_per_workspace() {
-    let (_dir, store) = open().await;
+async fn one_active_build_per_workspace(store: Store) {
     let (user, workspace, first) = seeded(&store).await;
     assert!(matches!(
         store
@@ -189,9 +183,7 @@ async fn one_active_build_per_workspace() {
     assert_eq!((second.number, second.status.as_str()), (2, "pending"));
 }
 
-#[tokio::test]
-async fn concurrent_build_creation_accepts_exactly_one() {
-    let (_dir, store) = open().await;
+async fn concurrent_build_creation_accepts_exactly_one(store: Store) {
     let (user, workspace, first) = seeded(&store).await;
     store
         .finish_build(&first.id, BuildStatus::Succeeded, None)
@@ -213,9 +205,7 @@ async fn concurrent_build_creation_accepts_exactly_one() {
     assert_eq!(accepted, 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_claimers_never_share_a_job() {
-    let (_dir, store) = open().await;
+async fn concurrent_claimers_never_share_a_job(store: Store) {
     let user = store.create_first_user(&new_user("alice")).await.unwrap();
     let (template, version) = store
         .create_template_version(&NewTemplateVersion {
@@ -279,9 +269,7 @@ async fn concurrent_claimers_never_share_a_job() {
     }
 }
 
-#[tokio::test]
-async fn cancel_of_pending_build_removes_its_job_and_restart_fails_running_ones() {
-    let (_dir, store) = open().await;
+async fn cancel_of_pending_build_removes_its_job_and_restart_fails_running_ones(store: Store) {
     let (user, workspace, first) = seeded(&store).await;
     assert!(store
         .cancel_pending_build(&first.id, "canceled")
@@ -312,9 +300,7 @@ async fn cancel_of_pending_build_removes_its_job_and_restart_fails_running_ones(
     assert_eq!(store.state(&workspace.id).await.unwrap().unwrap(), b"{}");
 }
 
-#[tokio::test]
-async fn log_lines_are_numbered_per_build() {
-    let (_dir, store) = open().await;
+async fn log_lines_are_numbered_per_build(store: Store) {
     let (_, _, build) = seeded(&store).await;
     for text in ["one", "two", "three"] {
         store
@@ -334,9 +320,7 @@ async fn log_lines_are_numbered_per_build() {
     assert_eq!(seen, vec![(2, "two"), (3, "three")]);
 }
 
-#[tokio::test]
-async fn deleted_workspace_frees_its_name_and_stays_readable() {
-    let (_dir, store) = open().await;
+async fn deleted_workspace_frees_its_name_and_stays_readable(store: Store) {
     let (user, workspace, first) = seeded(&store).await;
     store
         .finish_build(&first.id, BuildStatus::Succeeded, None)
@@ -372,9 +356,7 @@ async fn database_files_are_private() {
     assert_eq!(mode & 0o077, 0, "mode {mode:o}");
 }
 
-#[tokio::test]
-async fn a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise() {
-    let (_dir, store) = open().await;
+async fn a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise(store: Store) {
     let (user, workspace, first) = seeded(&store).await;
     store.claim_job("w").await.unwrap().unwrap();
     let plan = SavedPlan {
@@ -451,9 +433,7 @@ async fn a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise() 
     );
 }
 
-#[tokio::test]
-async fn protections_are_replaced_and_released_and_audit_is_filtered() {
-    let (_dir, store) = open().await;
+async fn protections_are_replaced_and_released_and_audit_is_filtered(store: Store) {
     let (user, workspace, first) = seeded(&store).await;
     let protections = [
         NewProtection {
@@ -559,3 +539,61 @@ async fn protections_are_replaced_and_released_and_audit_is_filtered() {
         vec!["bob/dev"]
     );
 }
+
+/// A fresh PostgreSQL schema of the database at ABODE_TEST_POSTGRES_URL, or
+/// None (with a note) when the variable is not set.
+async fn open_postgres() -> Option<Store> {
+    let Ok(url) = std::env::var("ABODE_TEST_POSTGRES_URL") else {
+        eprintln!("note: ABODE_TEST_POSTGRES_URL is not set; PostgreSQL variant not run");
+        return None;
+    };
+    let schema = format!("abode_test_{}", new_id().replace('-', ""));
+    let admin = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::query(&format!("CREATE SCHEMA {schema}"))
+        .execute(&admin)
+        .await
+        .unwrap();
+    admin.close().await;
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let scoped = format!("{url}{separator}options=-c%20search_path%3D{schema}");
+    Some(Store::open_postgres(&scoped).await.unwrap())
+}
+
+/// Each behaviour as a test on SQLite and one on PostgreSQL.
+macro_rules! on_every_backend {
+    ($($name:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let (_dir, store) = super::open().await;
+                    super::$name(store).await;
+                }
+            )*
+        }
+        mod on_postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    if let Some(store) = super::open_postgres().await {
+                        super::$name(store).await;
+                    }
+                }
+            )*
+        }
+    };
+}
+
+on_every_backend!(
+    missing_rows_are_typed_not_found,
+    first_user_only_once_and_usernames_unique,
+    first_template_version_is_active_and_later_ones_on_request,
+    one_active_build_per_workspace,
+    concurrent_build_creation_accepts_exactly_one,
+    concurrent_claimers_never_share_a_job,
+    cancel_of_pending_build_removes_its_job_and_restart_fails_running_ones,
+    log_lines_are_numbered_per_build,
+    deleted_workspace_frees_its_name_and_stays_readable,
+    a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise,
+    protections_are_replaced_and_released_and_audit_is_filtered,
+);

@@ -1,0 +1,1028 @@
+//! The queries every SQL backend shares. The text is written once, in a
+//! portable dialect (`?` placeholders, `TRUE`/`FALSE`, `RETURNING`,
+//! `ON CONFLICT`), and each backend's `sql()` adapts it (PostgreSQL numbers
+//! its placeholders). Backend-specific statements (opening, migrations, the
+//! job claim) stay in the backend's own module.
+
+pub(crate) const USER_COLUMNS: &str = "id, username, email, role, password_hash, created_at";
+
+pub(crate) const TEMPLATE_SELECT: &str =
+    "SELECT t.id, t.name, t.active_version_id, v.number AS active_version, \
+     t.created_at, t.updated_at \
+     FROM templates t LEFT JOIN template_versions v ON v.id = t.active_version_id";
+
+pub(crate) const VERSION_SELECT: &str =
+    "SELECT v.id, v.template_id, t.name AS template_name, v.number, \
+     COALESCE(t.active_version_id = v.id, FALSE) AS active, v.message, u.username AS created_by, \
+     v.archive_sha256, v.validation_ok, v.validation_message, v.created_at \
+     FROM template_versions v \
+     JOIN templates t ON t.id = v.template_id \
+     JOIN users u ON u.id = v.created_by";
+
+pub(crate) const WORKSPACE_SELECT: &str =
+    "SELECT w.id, w.name, w.owner_id, u.username AS owner_name, \
+     u.email AS owner_email, w.template_id, t.name AS template_name, w.template_version_id, \
+     v.number AS template_version, w.parameters, w.deleted, w.created_at, w.updated_at \
+     FROM workspaces w \
+     JOIN users u ON u.id = w.owner_id \
+     JOIN templates t ON t.id = w.template_id \
+     JOIN template_versions v ON v.id = w.template_version_id";
+
+pub(crate) const BUILD_SELECT: &str = "SELECT b.id, b.workspace_id, w.name AS workspace_name, \
+     o.username AS owner_name, b.number, b.transition, b.status, b.template_version_id, \
+     v.number AS template_version, b.initiator_id, i.username AS initiator_name, b.reason, \
+     b.error, b.guard_report, b.created_at, b.started_at, b.finished_at, b.plan_digest, \
+     b.expires_at, c.username AS confirmed_by, b.confirmed_at \
+     FROM builds b \
+     JOIN workspaces w ON w.id = b.workspace_id \
+     JOIN users o ON o.id = w.owner_id \
+     JOIN template_versions v ON v.id = b.template_version_id \
+     JOIN users i ON i.id = b.initiator_id \
+     LEFT JOIN users c ON c.id = b.confirmed_by";
+
+pub(crate) const AGENT_COLUMNS: &str =
+    "id, workspace_id, build_id, name, lifecycle, connected_at, last_heartbeat_at, created_at";
+
+/// The methods of [`crate::Store`] whose SQL is the same on every backend;
+/// expanded inside each backend's `impl` with its database type.
+macro_rules! shared_queries {
+    ($db:ty) => {
+    // ---- users and tokens ----
+
+    pub(crate) async fn create_first_user(&self, user: &NewUser) -> Result<User, StoreError> {
+        let id = new_id();
+        let result = sqlx::query(
+            &sql("INSERT INTO users (id, username, email, role, password_hash, created_at) \
+             SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users)"),
+        )
+        .bind(&id)
+        .bind(&user.username)
+        .bind(&user.email)
+        .bind(&user.role)
+        .bind(&user.password_hash)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("first user"))?;
+        if result.rows_affected() == 0 {
+            return Err(StoreError::Conflict("first user"));
+        }
+        self.user_by_id(&id).await
+    }
+
+    pub(crate) async fn create_user(&self, user: &NewUser) -> Result<User, StoreError> {
+        let id = new_id();
+        sqlx::query(
+            &sql("INSERT INTO users (id, username, email, role, password_hash, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?)"),
+        )
+        .bind(&id)
+        .bind(&user.username)
+        .bind(&user.email)
+        .bind(&user.role)
+        .bind(&user.password_hash)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("username"))?;
+        self.user_by_id(&id).await
+    }
+
+    pub(crate) async fn user_by_name(&self, username: &str) -> Result<User, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "SELECT {USER_COLUMNS} FROM users WHERE username = ?"
+        )))
+        .bind(username)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("user"))
+    }
+
+    pub(crate) async fn user_by_id(&self, id: &str) -> Result<User, StoreError> {
+        sqlx::query_as(&sql(&format!("SELECT {USER_COLUMNS} FROM users WHERE id = ?")))
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("user"))
+    }
+
+    pub(crate) async fn create_token(
+        &self,
+        user_id: &str,
+        token_hash: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            &sql("INSERT INTO api_tokens (id, user_id, token_hash, created_at) VALUES (?, ?, ?, ?)"),
+        )
+        .bind(new_id())
+        .bind(user_id)
+        .bind(token_hash)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("token"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn user_by_token_hash(&self, token_hash: &str) -> Result<User, StoreError> {
+        let row = sqlx::query(
+            &sql("UPDATE api_tokens SET last_used_at = ? WHERE token_hash = ? RETURNING user_id"),
+        )
+        .bind(now_ms())
+        .bind(token_hash)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("token"))?;
+        let user_id: String = row.try_get("user_id").map_err(StoreError::Database)?;
+        self.user_by_id(&user_id).await
+    }
+
+    // ---- templates ----
+
+    pub(crate) async fn template_by_name(&self, name: &str) -> Result<Template, StoreError> {
+        sqlx::query_as(&sql(&format!("{TEMPLATE_SELECT} WHERE t.name = ?")))
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("template"))
+    }
+
+    pub(crate) async fn list_templates(&self) -> Result<Vec<Template>, StoreError> {
+        sqlx::query_as(&sql(&format!("{TEMPLATE_SELECT} ORDER BY t.name")))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error("template"))
+    }
+
+    pub(crate) async fn create_template_version(
+        &self,
+        version: &NewTemplateVersion,
+    ) -> Result<(Template, TemplateVersion), StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        // The upsert comes first: it takes the write lock (see the module doc).
+        let template_id: String = sqlx::query(
+            &sql("INSERT INTO templates (id, name, created_at, updated_at) VALUES (?, ?, ?, ?) \
+             ON CONFLICT (name) DO UPDATE SET updated_at = excluded.updated_at RETURNING id"),
+        )
+        .bind(new_id())
+        .bind(&version.template_name)
+        .bind(now)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error("template"))?
+        .try_get("id")
+        .map_err(StoreError::Database)?;
+        let number: i64 = sqlx::query(
+            &sql("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM template_versions WHERE template_id = ?"),
+        )
+        .bind(&template_id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error("template version"))?
+        .try_get("next")
+        .map_err(StoreError::Database)?;
+        let version_id = new_id();
+        sqlx::query(
+            &sql("INSERT INTO template_versions (id, template_id, number, archive, archive_sha256, \
+             message, created_by, validation_ok, validation_message, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+        )
+        .bind(&version_id)
+        .bind(&template_id)
+        .bind(number)
+        .bind(&version.archive)
+        .bind(&version.archive_sha256)
+        .bind(&version.message)
+        .bind(&version.created_by)
+        .bind(version.validation_ok)
+        .bind(&version.validation_message)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("template version"))?;
+        if version.activate || number == 1 {
+            sqlx::query(&sql("UPDATE templates SET active_version_id = ? WHERE id = ?"))
+                .bind(&version_id)
+                .bind(&template_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error("template"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        let template = self.template_by_name(&version.template_name).await?;
+        let stored = self.template_version_by_id(&version_id).await?;
+        Ok((template, stored))
+    }
+
+    pub(crate) async fn list_template_versions(
+        &self,
+        template_id: &str,
+    ) -> Result<Vec<TemplateVersion>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{VERSION_SELECT} WHERE v.template_id = ? ORDER BY v.number"
+        )))
+        .bind(template_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("template version"))
+    }
+
+    pub(crate) async fn template_version(
+        &self,
+        template_id: &str,
+        number: i64,
+    ) -> Result<TemplateVersion, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{VERSION_SELECT} WHERE v.template_id = ? AND v.number = ?"
+        )))
+        .bind(template_id)
+        .bind(number)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("template version"))
+    }
+
+    pub(crate) async fn template_version_by_id(
+        &self,
+        version_id: &str,
+    ) -> Result<TemplateVersion, StoreError> {
+        sqlx::query_as(&sql(&format!("{VERSION_SELECT} WHERE v.id = ?")))
+            .bind(version_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("template version"))
+    }
+
+    pub(crate) async fn template_version_archive(
+        &self,
+        version_id: &str,
+    ) -> Result<Vec<u8>, StoreError> {
+        sqlx::query(&sql("SELECT archive FROM template_versions WHERE id = ?"))
+            .bind(version_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("template version"))?
+            .try_get("archive")
+            .map_err(StoreError::Database)
+    }
+
+    pub(crate) async fn activate_template_version(
+        &self,
+        template_id: &str,
+        version_id: &str,
+    ) -> Result<(), StoreError> {
+        let result = sqlx::query(
+            &sql("UPDATE templates SET active_version_id = ?, updated_at = ? WHERE id = ? \
+             AND EXISTS (SELECT 1 FROM template_versions WHERE id = ? AND template_id = ?)"),
+        )
+        .bind(version_id)
+        .bind(now_ms())
+        .bind(template_id)
+        .bind(version_id)
+        .bind(template_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("template"))?;
+        if result.rows_affected() == 0 {
+            return Err(StoreError::NotFound("template version"));
+        }
+        Ok(())
+    }
+
+    // ---- workspaces ----
+
+    pub(crate) async fn create_workspace(
+        &self,
+        workspace: &NewWorkspace,
+        build: &NewBuild,
+    ) -> Result<(Workspace, Build), StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        sqlx::query(
+            &sql("INSERT INTO workspaces (id, owner_id, name, template_id, template_version_id, \
+             parameters, deleted, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, FALSE, ?, ?)"),
+        )
+        .bind(&workspace.id)
+        .bind(&workspace.owner_id)
+        .bind(&workspace.name)
+        .bind(&workspace.template_id)
+        .bind(&workspace.template_version_id)
+        .bind(&workspace.parameters)
+        .bind(now)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("workspace name"))?;
+        Self::insert_build(&mut tx, build, 1, now).await?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok((
+            self.workspace_by_id(&workspace.id).await?,
+            self.build_by_id(&build.id).await?,
+        ))
+    }
+
+    pub(crate) async fn workspace_by_owner_and_name(
+        &self,
+        owner_id: &str,
+        name: &str,
+    ) -> Result<Workspace, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{WORKSPACE_SELECT} WHERE w.owner_id = ? AND w.name = ? \
+             ORDER BY w.deleted ASC, w.updated_at DESC LIMIT 1"
+        )))
+        .bind(owner_id)
+        .bind(name)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("workspace"))
+    }
+
+    pub(crate) async fn workspace_by_id(&self, id: &str) -> Result<Workspace, StoreError> {
+        sqlx::query_as(&sql(&format!("{WORKSPACE_SELECT} WHERE w.id = ?")))
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("workspace"))
+    }
+
+    pub(crate) async fn list_workspaces(
+        &self,
+        owner_id: Option<&str>,
+        include_deleted: bool,
+    ) -> Result<Vec<Workspace>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{WORKSPACE_SELECT} WHERE (? IS NULL OR w.owner_id = ?) AND (? OR w.deleted = FALSE) \
+             ORDER BY u.username, w.name, w.created_at"
+        )))
+        .bind(owner_id)
+        .bind(owner_id)
+        .bind(include_deleted)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("workspace"))
+    }
+
+    pub(crate) async fn mark_workspace_deleted(
+        &self,
+        workspace_id: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&sql("UPDATE workspaces SET deleted = TRUE, updated_at = ? WHERE id = ?"))
+            .bind(now_ms())
+            .bind(workspace_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("workspace"))?;
+        Ok(())
+    }
+
+    // ---- builds ----
+
+    pub(crate) async fn create_build(&self, build: &NewBuild) -> Result<Build, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        // Writing first takes the write lock (see the module doc).
+        let moved = sqlx::query(
+            &sql("UPDATE workspaces SET template_version_id = ?, updated_at = ? WHERE id = ? AND deleted = FALSE"),
+        )
+        .bind(&build.template_version_id)
+        .bind(now)
+        .bind(&build.workspace_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("workspace"))?;
+        if moved.rows_affected() == 0 {
+            return Err(StoreError::NotFound("workspace"));
+        }
+        let number: i64 = sqlx::query(
+            &sql("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM builds WHERE workspace_id = ?"),
+        )
+        .bind(&build.workspace_id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error("build"))?
+        .try_get("next")
+        .map_err(StoreError::Database)?;
+        Self::insert_build(&mut tx, build, number, now).await?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        self.build_by_id(&build.id).await
+    }
+
+    pub(crate) async fn build_by_id(&self, id: &str) -> Result<Build, StoreError> {
+        sqlx::query_as(&sql(&format!("{BUILD_SELECT} WHERE b.id = ?")))
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("build"))
+    }
+
+    pub(crate) async fn build_by_number(
+        &self,
+        workspace_id: &str,
+        number: i64,
+    ) -> Result<Build, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{BUILD_SELECT} WHERE b.workspace_id = ? AND b.number = ?"
+        )))
+        .bind(workspace_id)
+        .bind(number)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("build"))
+    }
+
+    pub(crate) async fn latest_build(&self, workspace_id: &str) -> Result<Build, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{BUILD_SELECT} WHERE b.workspace_id = ? ORDER BY b.number DESC LIMIT 1"
+        )))
+        .bind(workspace_id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("build"))
+    }
+
+    pub(crate) async fn list_builds(&self, workspace_id: &str) -> Result<Vec<Build>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{BUILD_SELECT} WHERE b.workspace_id = ? ORDER BY b.number DESC"
+        )))
+        .bind(workspace_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("build"))
+    }
+
+    pub(crate) async fn set_build_plan(
+        &self,
+        build_id: &str,
+        plan_json: &str,
+        guard_report: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&sql("UPDATE builds SET plan_json = ?, guard_report = ? WHERE id = ?"))
+            .bind(plan_json)
+            .bind(guard_report)
+            .bind(build_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("build"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn build_plan_json(
+        &self,
+        build_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        sqlx::query(&sql("SELECT plan_json FROM builds WHERE id = ?"))
+            .bind(build_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("build"))?
+            .try_get("plan_json")
+            .map_err(StoreError::Database)
+    }
+
+    pub(crate) async fn finish_build(
+        &self,
+        build_id: &str,
+        status: BuildStatus,
+        error: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let result = sqlx::query(
+            &sql("UPDATE builds SET status = ?, error = ?, finished_at = ? \
+             WHERE id = ? AND status IN ('pending', 'running')"),
+        )
+        .bind(status.as_str())
+        .bind(error)
+        .bind(now)
+        .bind(build_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        sqlx::query(&sql("UPDATE jobs SET status = 'done', finished_at = ? WHERE build_id = ? AND status != 'done'"))
+            .bind(now)
+            .bind(build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("job"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(result.rows_affected() > 0)
+    }
+
+    pub(crate) async fn cancel_pending_build(
+        &self,
+        build_id: &str,
+        error: &str,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let result = sqlx::query(
+            &sql("UPDATE builds SET status = 'canceled', error = ?, finished_at = ? \
+             WHERE id = ? AND status IN ('pending', 'awaiting_confirmation')"),
+        )
+        .bind(error)
+        .bind(now)
+        .bind(build_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if result.rows_affected() > 0 {
+            sqlx::query(&sql("DELETE FROM saved_plans WHERE build_id = ?"))
+                .bind(build_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error("saved plan"))?;
+            sqlx::query(
+                &sql("UPDATE jobs SET status = 'done', finished_at = ? WHERE build_id = ? AND status = 'queued'"),
+            )
+            .bind(now)
+            .bind(build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("job"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(result.rows_affected() > 0)
+    }
+
+    pub(crate) async fn fail_interrupted_builds(
+        &self,
+        error: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        // Only embedded workers claim jobs today, so every claimed job belonged to
+        // the server that died. External provisioners will need a lease instead.
+        let rows = sqlx::query(
+            &sql("UPDATE builds SET status = 'failed', error = ?, finished_at = ? \
+             WHERE status = 'running' RETURNING id"),
+        )
+        .bind(error)
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        sqlx::query(&sql("UPDATE jobs SET status = 'done', finished_at = ? WHERE status = 'claimed'"))
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("job"))?;
+        // A confirmed plan whose apply died is not applied again blindly.
+        sqlx::query(
+            &sql("DELETE FROM saved_plans WHERE build_id IN (SELECT id FROM builds WHERE status = 'failed')"),
+        )
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("saved plan"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        rows.iter()
+            .map(|row| row.try_get("id").map_err(StoreError::Database))
+            .collect()
+    }
+
+    // ---- the job queue ----
+
+    pub(crate) async fn request_cancel(&self, build_id: &str) -> Result<(), StoreError> {
+        sqlx::query(&sql("UPDATE jobs SET cancel_requested = TRUE WHERE build_id = ?"))
+            .bind(build_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("job"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn cancel_requested(&self, build_id: &str) -> Result<bool, StoreError> {
+        sqlx::query(&sql("SELECT cancel_requested FROM jobs WHERE build_id = ?"))
+            .bind(build_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("job"))?
+            .try_get("cancel_requested")
+            .map_err(StoreError::Database)
+    }
+
+    // ---- build logs ----
+
+    pub(crate) async fn append_log(
+        &self,
+        build_id: &str,
+        line: &NewLogLine,
+    ) -> Result<i64, StoreError> {
+        sqlx::query(
+            &sql("INSERT INTO build_logs (build_id, seq, time, stage, level, text) VALUES \
+             (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM build_logs WHERE build_id = ?1), ?2, ?3, ?4, ?5) \
+             RETURNING seq"),
+        )
+        .bind(build_id)
+        .bind(now_ms())
+        .bind(&line.stage)
+        .bind(&line.level)
+        .bind(&line.text)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("build log"))?
+        .try_get("seq")
+        .map_err(StoreError::Database)
+    }
+
+    pub(crate) async fn logs_after(
+        &self,
+        build_id: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<LogLine>, StoreError> {
+        sqlx::query_as(
+            &sql("SELECT seq, time, stage, level, text FROM build_logs \
+             WHERE build_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
+        )
+        .bind(build_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("build log"))
+    }
+
+    // ---- workspace state ----
+
+    pub(crate) async fn put_state(
+        &self,
+        workspace_id: &str,
+        build_id: &str,
+        state: &[u8],
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            &sql("INSERT INTO workspace_states (workspace_id, build_id, state, updated_at) VALUES (?, ?, ?, ?) \
+             ON CONFLICT (workspace_id) DO UPDATE SET build_id = excluded.build_id, \
+             state = excluded.state, updated_at = excluded.updated_at"),
+        )
+        .bind(workspace_id)
+        .bind(build_id)
+        .bind(state)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("workspace state"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn state(&self, workspace_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let row = sqlx::query(&sql("SELECT state FROM workspace_states WHERE workspace_id = ?"))
+            .bind(workspace_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error("workspace state"))?;
+        row.map(|row| row.try_get("state").map_err(StoreError::Database))
+            .transpose()
+    }
+
+    // ---- agents ----
+
+    pub(crate) async fn replace_agents(
+        &self,
+        workspace_id: &str,
+        build_id: &str,
+        agents: &[NewAgent],
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        sqlx::query(&sql("DELETE FROM agents WHERE workspace_id = ?"))
+            .bind(workspace_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("agent"))?;
+        for agent in agents {
+            sqlx::query(
+                &sql("INSERT INTO agents (id, workspace_id, build_id, name, token_hash, created_at) \
+                 VALUES (?, ?, ?, ?, ?, ?)"),
+            )
+            .bind(new_id())
+            .bind(workspace_id)
+            .bind(build_id)
+            .bind(&agent.name)
+            .bind(&agent.token_hash)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("agent token"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(())
+    }
+
+    pub(crate) async fn agents_of_workspace(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Vec<Agent>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "SELECT {AGENT_COLUMNS} FROM agents WHERE workspace_id = ? ORDER BY name"
+        )))
+        .bind(workspace_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("agent"))
+    }
+
+    pub(crate) async fn agent_by_token_hash(&self, token_hash: &str) -> Result<Agent, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "SELECT {AGENT_COLUMNS} FROM agents WHERE token_hash = ?"
+        )))
+        .bind(token_hash)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("agent"))
+    }
+
+    pub(crate) async fn agent_heartbeat(
+        &self,
+        agent_id: &str,
+        lifecycle: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        sqlx::query(
+            &sql("UPDATE agents SET lifecycle = COALESCE(?, lifecycle), \
+             connected_at = COALESCE(connected_at, ?), last_heartbeat_at = ? WHERE id = ?"),
+        )
+        .bind(lifecycle)
+        .bind(now)
+        .bind(now)
+        .bind(agent_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("agent"))?;
+        Ok(())
+    }
+
+    // ---- audit ----
+
+    pub(crate) async fn record_audit(&self, event: &NewAuditEvent) -> Result<(), StoreError> {
+        sqlx::query(
+            &sql("INSERT INTO audit_events (time, actor_id, actor_name, action, target_type, target, \
+             outcome, request_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+        )
+        .bind(now_ms())
+        .bind(&event.actor_id)
+        .bind(&event.actor_name)
+        .bind(&event.action)
+        .bind(&event.target_type)
+        .bind(&event.target)
+        .bind(&event.outcome)
+        .bind(&event.request_id)
+        .bind(&event.details)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("audit event"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn list_audit(
+        &self,
+        filter: &AuditFilter,
+    ) -> Result<Vec<AuditEvent>, StoreError> {
+        let (prefix, actor) = match &filter.visible_to {
+            Some((prefix, actor)) => (Some(format!("{prefix}%")), Some(actor.clone())),
+            None => (None, None),
+        };
+        sqlx::query_as(
+            &sql("SELECT id, time, actor_id, actor_name, action, target_type, target, outcome, \
+             request_id, details FROM audit_events \
+             WHERE (?1 IS NULL OR (target_type = 'workspace' AND target = ?1)) \
+             AND (?2 IS NULL OR (target_type = 'workspace' AND target LIKE ?2) \
+                  OR (target_type != 'workspace' AND actor_id = ?3)) \
+             ORDER BY id DESC LIMIT ?4"),
+        )
+        .bind(&filter.target)
+        .bind(prefix)
+        .bind(actor)
+        .bind(filter.limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("audit event"))
+    }
+
+    // ---- guarded builds ----
+
+    pub(crate) async fn hold_build(
+        &self,
+        build_id: &str,
+        plan: &SavedPlan,
+        expires_at: i64,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let result = sqlx::query(
+            &sql("UPDATE builds SET status = 'awaiting_confirmation', plan_digest = ?, expires_at = ? \
+             WHERE id = ? AND status = 'running'"),
+        )
+        .bind(&plan.digest)
+        .bind(expires_at)
+        .bind(build_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if result.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query(
+            &sql("INSERT INTO saved_plans (build_id, plan, digest, state_digest, created_at) \
+             VALUES (?, ?, ?, ?, ?) ON CONFLICT (build_id) DO UPDATE SET plan = excluded.plan, \
+             digest = excluded.digest, state_digest = excluded.state_digest"),
+        )
+        .bind(build_id)
+        .bind(&plan.plan)
+        .bind(&plan.digest)
+        .bind(&plan.state_digest)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("saved plan"))?;
+        sqlx::query(&sql("UPDATE jobs SET status = 'done', finished_at = ? WHERE build_id = ?"))
+            .bind(now)
+            .bind(build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("job"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(true)
+    }
+
+    pub(crate) async fn confirm_build(
+        &self,
+        build_id: &str,
+        digest: &str,
+        confirmer_id: &str,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let result = sqlx::query(
+            &sql("UPDATE builds SET status = 'pending', confirmed_by = ?, confirmed_at = ?, expires_at = NULL \
+             WHERE id = ? AND status = 'awaiting_confirmation' AND plan_digest = ?"),
+        )
+        .bind(confirmer_id)
+        .bind(now)
+        .bind(build_id)
+        .bind(digest)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if result.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query(
+            &sql("UPDATE jobs SET status = 'queued', kind = 'apply_saved_plan', worker = NULL, \
+             claimed_at = NULL, finished_at = NULL, created_at = ? WHERE build_id = ?"),
+        )
+        .bind(now)
+        .bind(build_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("job"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(true)
+    }
+
+    pub(crate) async fn saved_plan(&self, build_id: &str) -> Result<Option<SavedPlan>, StoreError> {
+        sqlx::query_as(&sql("SELECT plan, digest, state_digest FROM saved_plans WHERE build_id = ?"))
+            .bind(build_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error("saved plan"))
+    }
+
+    pub(crate) async fn delete_saved_plan(&self, build_id: &str) -> Result<(), StoreError> {
+        sqlx::query(&sql("DELETE FROM saved_plans WHERE build_id = ?"))
+            .bind(build_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("saved plan"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn expire_held_builds(
+        &self,
+        now: i64,
+        error: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let rows = sqlx::query(
+            &sql("UPDATE builds SET status = 'canceled', error = ?, finished_at = ? \
+             WHERE status = 'awaiting_confirmation' AND expires_at IS NOT NULL AND expires_at <= ? \
+             RETURNING id"),
+        )
+        .bind(error)
+        .bind(now)
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        let ids: Vec<String> = rows
+            .iter()
+            .map(|row| row.try_get("id").map_err(StoreError::Database))
+            .collect::<Result<_, _>>()?;
+        for id in &ids {
+            sqlx::query(&sql("DELETE FROM saved_plans WHERE build_id = ?"))
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error("saved plan"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(ids)
+    }
+
+    pub(crate) async fn protections(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Vec<Protection>, StoreError> {
+        sqlx::query_as(
+            &sql("SELECT address, mode, build_id, updated_at FROM workspace_protections \
+             WHERE workspace_id = ? ORDER BY address"),
+        )
+        .bind(workspace_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("protection"))
+    }
+
+    pub(crate) async fn replace_protections(
+        &self,
+        workspace_id: &str,
+        build_id: &str,
+        protections: &[NewProtection],
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        sqlx::query(&sql("DELETE FROM workspace_protections WHERE workspace_id = ?"))
+            .bind(workspace_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("protection"))?;
+        for protection in protections {
+            sqlx::query(
+                &sql("INSERT INTO workspace_protections (workspace_id, address, mode, build_id, updated_at) \
+                 VALUES (?, ?, ?, ?, ?)"),
+            )
+            .bind(workspace_id)
+            .bind(&protection.address)
+            .bind(&protection.mode)
+            .bind(build_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("protection"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(())
+    }
+
+    pub(crate) async fn release_protection(
+        &self,
+        workspace_id: &str,
+        address: &str,
+    ) -> Result<Protection, StoreError> {
+        sqlx::query_as(
+            &sql("DELETE FROM workspace_protections WHERE workspace_id = ? AND address = ? \
+             RETURNING address, mode, build_id, updated_at"),
+        )
+        .bind(workspace_id)
+        .bind(address)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("protection"))
+    }
+    /// Inserts a pending build and its queued job inside the caller's transaction.
+    async fn insert_build(
+        tx: &mut sqlx::Transaction<'_, $db>,
+        build: &NewBuild,
+        number: i64,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            &sql("INSERT INTO builds (id, workspace_id, number, transition, status, template_version_id, \
+             initiator_id, reason, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)"),
+        )
+        .bind(&build.id)
+        .bind(&build.workspace_id)
+        .bind(number)
+        .bind(&build.transition)
+        .bind(&build.template_version_id)
+        .bind(&build.initiator_id)
+        .bind(&build.reason)
+        .bind(now)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_error("active build"))?;
+        sqlx::query(&sql("INSERT INTO jobs (id, build_id, status, created_at) VALUES (?, ?, 'queued', ?)"))
+            .bind(new_id())
+            .bind(&build.id)
+            .bind(now)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_error("job"))?;
+        Ok(())
+    }
+    };
+}
+
+pub(crate) use shared_queries;
