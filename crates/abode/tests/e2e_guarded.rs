@@ -158,6 +158,22 @@ fn renamed_protected_volume_waits_for_a_confirmation_of_that_exact_plan() {
     );
     let text = platform.run(&["audit"]).ok().stdout;
     assert!(text.starts_with("TIME"), "{text}");
+    // Members see nothing of other users' workspaces.
+    let seen_by_bob = platform
+        .run_as(&bob, &["audit", "-o", "json"], None)
+        .ok()
+        .json();
+    let leaked: Vec<&serde_json::Value> = seen_by_bob
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| {
+            event["target"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("alice/"))
+        })
+        .collect();
+    assert!(leaked.is_empty(), "bob sees alice's events: {leaked:#?}");
     platform.run(&["delete", "dev"]).ok();
 }
 
