@@ -44,6 +44,9 @@ pub struct ServerArgs {
     /// Seconds a canceled Terraform run gets after SIGINT before it is killed.
     #[arg(long, env = "ABODE_CANCEL_GRACE", default_value_t = 30)]
     cancel_grace: u64,
+    /// Keep the data in PostgreSQL (postgres://USER@HOST/DB) instead of SQLite in the data dir.
+    #[arg(long, env = "ABODE_DATABASE_URL")]
+    database_url: Option<String>,
     /// Seconds a build held by the plan guard waits for a confirmation before it expires.
     #[arg(long, env = "ABODE_CONFIRMATION_TIMEOUT", default_value_t = 86_400)]
     confirmation_timeout: u64,
@@ -82,6 +85,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.agent_heartbeat_interval = Duration::from_secs(args.agent_heartbeat_interval);
     options.cancel_grace = Duration::from_secs(args.cancel_grace);
     options.confirmation_timeout = Duration::from_secs(args.confirmation_timeout);
+    options.database_url = args.database_url;
     let server = Server::start(options)
         .await
         .context("cannot start abode server")?;

@@ -30,6 +30,9 @@ pub struct ServerOptions {
     pub agent_heartbeat_interval: Duration,
     pub cancel_grace: Duration,
     pub confirmation_timeout: Duration,
+    /// `postgres://...` to keep the data in PostgreSQL; default: SQLite in
+    /// the data dir.
+    pub database_url: Option<String>,
 }
 
 impl ServerOptions {
@@ -46,6 +49,7 @@ impl ServerOptions {
             agent_heartbeat_interval: Duration::from_secs(5),
             cancel_grace: Duration::from_secs(30),
             confirmation_timeout: Duration::from_secs(24 * 60 * 60),
+            database_url: None,
         }
     }
 }
@@ -99,7 +103,10 @@ impl Server {
             .access_url
             .clone()
             .unwrap_or_else(|| format!("http://{local_addr}"));
-        let store = Store::open_sqlite(&options.data_dir.join(DATABASE_FILE)).await?;
+        let store = match &options.database_url {
+            Some(url) => Store::open_postgres(url).await?,
+            None => Store::open_sqlite(&options.data_dir.join(DATABASE_FILE)).await?,
+        };
         let mut config = Config::new(options.data_dir.clone(), access_url.clone());
         config.provider_mirror = options.provider_mirror.clone();
         config.agent_binary = options.agent_binary.clone();
