@@ -194,6 +194,12 @@ fn read_annotation(
         &mut targets,
         &mut notes,
     );
+    if notes.steps >= MAX_STEPS {
+        found.warnings.push(format!(
+            "{name}: resource_id leads through too many module outputs for Abode to follow \
+             them all, so it may protect less than intended; reference the resource more directly"
+        ));
+    }
     notes.whole_modules.dedup();
     for call in &notes.whole_modules {
         found.warnings.push(format!(
@@ -289,7 +295,14 @@ struct Notes {
     unresolved: Vec<String>,
     /// Module calls referenced without an output (`module.home[each.key].id`).
     whole_modules: Vec<String>,
+    /// How many expressions were followed; bounded by [`MAX_STEPS`].
+    steps: usize,
 }
+
+/// How many expressions one annotation may lead through. Outputs that refer to
+/// several outputs of a nested module multiply at every level, so depth alone
+/// does not bound the walk.
+const MAX_STEPS: usize = 10_000;
 
 fn resolve(
     references: &[String],
@@ -300,9 +313,10 @@ fn resolve(
     targets: &mut Vec<Address>,
     notes: &mut Notes,
 ) {
-    if depth > MAX_DEPTH {
+    if depth > MAX_DEPTH || notes.steps >= MAX_STEPS {
         return;
     }
+    notes.steps += 1;
     // Terraform lists `x.home[0].id`, `x.home[0]` and `x.home` for one use; keep
     // the instances named (every one of them: `[x.home[0].id, x.home[1].id]`
     // protects both), and the whole resource only when no instance is named.
@@ -427,4 +441,39 @@ fn each_outputs(references: &[String]) -> impl Iterator<Item = String> + '_ {
         Reference::Each { attribute } => attribute,
         _ => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// Sixteen nested modules whose four outputs each refer to all four outputs of
+    /// the next: valid Terraform, and 4^16 paths for a naive walk.
+    fn fan_out_plan() -> Plan {
+        let mut module = json!({"resources": [{"address": "x.disk", "type": "x", "name": "disk"}],
+                                "outputs": {"o0": {"expression": {"references": ["x.disk.id", "x.disk"]}}}});
+        for _ in 0..16 {
+            let refs: Vec<String> = (0..4).map(|i| format!("module.m.o{i}")).collect();
+            let outputs: serde_json::Map<String, Value> = (0..4)
+                .map(|i| (format!("o{i}"), json!({"expression": {"references": refs}})))
+                .collect();
+            module = json!({"module_calls": {"m": {"module": module}}, "outputs": outputs});
+        }
+        module["resources"] = json!([{"address": "abode_protect.home", "type": PROTECT_TYPE,
+            "name": "home", "expressions": {"resource_id": {"references": ["module.m.o0"]}}}]);
+        let plan = json!({"format_version": "1.2", "planned_values": {},
+                          "configuration": {"root_module": module}});
+        crate::read_plan_slice(plan.to_string().as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn module_output_fan_out_is_bounded() {
+        let found = annotations(&fan_out_plan());
+        assert!(
+            found.warnings.iter().any(|w| w.contains("too many")),
+            "{:?}",
+            found.warnings
+        );
+    }
 }
