@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::{abode_bin, fixture, require_terraform, Platform};
+use util::{abode_bin, fixture, repo_root, require_terraform, Platform};
 
 const TOKEN: &str = "agent-token-that-must-never-be-printed";
 
@@ -39,6 +39,53 @@ fn broken_agent_token_gives_a_succeeded_build_and_an_unhealthy_workspace() {
     let text = platform.run(&["show", "dev"]).ok().stdout;
     assert!(text.contains("Agent:       unhealthy"), "{text}");
     assert!(text.contains("Healthy:     no"), "{text}");
+    platform.run(&["delete", "dev"]).ok();
+}
+
+#[test]
+fn agent_reconnects_after_a_server_restart() {
+    require_terraform();
+    let mut platform = Platform::start();
+    platform.login_owner();
+    let example = repo_root().join("examples/local-workspace");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ])
+        .ok();
+    platform.run(&["create", "dev", "--template", "local"]).ok();
+    platform.wait_for_agent("dev", "ready", Duration::from_secs(60));
+    let agents_before = platform.spawned_processes();
+
+    platform.restart_server();
+    // Any heartbeat later than the last one the restarted server knows came
+    // from the same agent process, reconnected to the new server.
+    let last_known = platform.show("dev")["agent"]["last_heartbeat_at"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let shown = platform.show("dev");
+        let beat = shown["agent"]["last_heartbeat_at"].as_str().unwrap_or("");
+        if shown["agent"]["status"] == "ready" && beat > last_known.as_str() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent did not come back after the restart: {shown:#}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let agents_after = platform.spawned_processes();
+    assert!(
+        agents_before.iter().all(|pid| agents_after.contains(pid)),
+        "workspace processes died with the server: {agents_before:?} -> {agents_after:?}"
+    );
     platform.run(&["delete", "dev"]).ok();
 }
 

@@ -129,6 +129,8 @@ pub struct Platform {
     pub url: String,
     server: Option<Child>,
     marker: String,
+    port: u16,
+    extra: Vec<String>,
 }
 
 /// Extra server flags the tests use: short agent timeouts so that health
@@ -157,15 +159,35 @@ impl Platform {
         let port = free_port();
         let url = format!("http://127.0.0.1:{port}");
         let marker = root.path().display().to_string();
-        let log = fs::File::create(root.path().join("server.log")).unwrap();
+        let mut platform = Platform {
+            root,
+            url,
+            server: None,
+            marker,
+            port,
+            extra: extra.iter().map(|arg| arg.to_string()).collect(),
+        };
+        platform.spawn_server();
+        platform.wait_until_ready();
+        platform
+    }
+
+    fn spawn_server(&mut self) {
+        let root = &self.root;
+        let port = self.port;
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(root.path().join("server.log"))
+            .unwrap();
         let server = Command::new(abode_bin())
             .arg("server")
             .arg("--address")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--data-dir")
             .arg(root.path().join("data"))
-            .args(extra)
-            .env(MARKER_VAR, &marker)
+            .args(&self.extra)
+            .env(MARKER_VAR, &self.marker)
             .env("CHECKPOINT_DISABLE", "1")
             .env("TF_IN_AUTOMATION", "1")
             .env("TF_INPUT", "0")
@@ -176,14 +198,30 @@ impl Platform {
             .stderr(log)
             .spawn()
             .unwrap();
-        let mut platform = Platform {
-            root,
-            url,
-            server: Some(server),
-            marker,
-        };
-        platform.wait_until_ready();
-        platform
+        self.server = Some(server);
+    }
+
+    /// Stops the server (SIGTERM) and starts it again on the same address
+    /// and data dir; workspace processes keep running meanwhile.
+    pub fn restart_server(&mut self) {
+        self.stop_server();
+        self.spawn_server();
+        self.wait_until_ready();
+    }
+
+    fn stop_server(&mut self) {
+        if let Some(mut server) = self.server.take() {
+            signal(server.id(), "TERM");
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = server.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = server.kill();
+            let _ = server.wait();
+        }
     }
 
     fn wait_until_ready(&mut self) {
@@ -379,18 +417,7 @@ impl Platform {
     }
 
     fn shutdown(&mut self) {
-        if let Some(mut server) = self.server.take() {
-            signal(server.id(), "TERM");
-            let deadline = Instant::now() + Duration::from_secs(5);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = server.try_wait() {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = server.kill();
-            let _ = server.wait();
-        }
+        self.stop_server();
         for pid in marked_processes(&self.marker) {
             if pid != std::process::id() {
                 signal(pid, "KILL");
