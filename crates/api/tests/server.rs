@@ -670,3 +670,90 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
     assert_eq!(agent_status().await, ("ready".to_string(), true));
     harness.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_graceful_shutdown_interrupts_running_builds_and_keeps_their_state() {
+    let harness = Harness::start().await;
+    let token = harness.owner().await;
+    harness
+        .push(&token, "slow", "", archive(&slow_template(60)))
+        .await;
+    harness
+        .call(
+            "POST",
+            "/workspaces",
+            Some(&token),
+            Some(json!({"name": "dev", "template": "slow"})),
+        )
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !harness
+        .log_text(&token, "dev", 1)
+        .await
+        .contains("sleeping")
+    {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let data_dir = harness.stop().await;
+    let harness = Harness::start_in(data_dir).await;
+    let build = harness.wait_build(&token, "dev", 1).await;
+    assert_eq!(build["status"], "failed");
+    assert_eq!(
+        build["error"],
+        "interrupted by a server shutdown; the Terraform state was kept"
+    );
+    let log = harness.log_text(&token, "dev", 1).await;
+    assert!(
+        log.contains("cleanup info saved the Terraform state"),
+        "{log}"
+    );
+    harness.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn uploads_are_limited_to_32_mib_and_json_bodies_are_checked() {
+    let harness = Harness::start().await;
+    let token = harness.owner().await;
+    // Over the 1 MiB JSON limit but well under the upload limit: it reaches
+    // the archive check.
+    let (status, body) = harness
+        .push(&token, "big", "", vec![b'x'; 3 * 1024 * 1024])
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_archive")),
+        "{body}"
+    );
+    let (status, body) = harness
+        .push(&token, "huge", "", vec![b'x'; 33 * 1024 * 1024])
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (413, Some("payload_too_large")),
+        "{body}"
+    );
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces",
+            Some(&token),
+            Some(json!({"name": "dev"})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body["error"]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("invalid JSON body: missing field `template`"));
+    let (status, body) = harness.call("GET", "/nowhere", Some(&token), None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
+    let (status, _) = harness
+        .call("GET", "/workspaces/dev/builds/zero", Some(&token), None)
+        .await;
+    assert_eq!(status, 400);
+    harness.stop().await;
+}
