@@ -148,3 +148,54 @@ fn workspace_lifecycle_keeps_the_volume_and_cleans_up_on_delete() {
     assert_no_processes_left(&platform, "after delete");
     platform.run(&["start", "dev"]).fails_with(1, &[]);
 }
+
+#[test]
+fn streamed_log_is_the_whole_log_and_owners_see_every_workspace() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let minimal = util::fixture("minimal");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "minimal",
+            "-d",
+            minimal.to_str().unwrap(),
+        ])
+        .ok();
+    let bob = platform.login_new_user("bob", "member");
+    let created = platform
+        .run_as(&bob, &["create", "ws", "--template", "minimal"], None)
+        .ok();
+    // What `create` streamed is exactly the build's stored log.
+    let stored = platform
+        .run_as(&bob, &["builds", "logs", "ws", "1"], None)
+        .ok();
+    assert_eq!(created.stdout, stored.stdout);
+    let followed = platform
+        .run_as(&bob, &["builds", "logs", "ws", "--follow"], None)
+        .ok();
+    assert_eq!(created.stdout, followed.stdout);
+
+    // The owner sees bob's workspace with --all and by owner/name; bob sees
+    // only his own, and not alice's by name.
+    let everyone = platform.run(&["list", "--all"]).ok().stdout;
+    assert!(everyone.contains("bob/ws"), "{everyone}");
+    let own = platform.run(&["list", "-o", "json"]).ok().json();
+    assert_eq!(own, serde_json::json!([]));
+    let shown = platform.show("bob/ws");
+    assert_eq!(shown["owner"], "bob");
+    assert_eq!(shown["status"], "running");
+    assert_eq!(shown["agent"]["status"], "none");
+    assert_eq!(shown["healthy"], true);
+    platform
+        .run(&["create", "mine", "--template", "minimal"])
+        .ok();
+    platform
+        .run_as(&bob, &["show", "alice/mine"], None)
+        .fails_with(1, &[]);
+    platform.run(&["stop", "bob/ws"]).ok();
+    platform.run_as(&bob, &["delete", "ws"], None).ok();
+    platform.run(&["delete", "mine"]).ok();
+}
