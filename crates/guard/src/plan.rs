@@ -471,6 +471,9 @@ impl<'de> Visitor<'de> for ChangeSeed {
         let after_unknown = after_unknown.unwrap_or(Value::Bool(false));
 
         let sensitive = value::union_masks(&before_sensitive, &after_sensitive);
+        let mut secrets = Vec::new();
+        value::collect_secrets(&before, &sensitive, &mut secrets);
+        value::collect_secrets(&after, &sensitive, &mut secrets);
 
         let mut parsed = ParsedChange {
             actions,
@@ -483,11 +486,13 @@ impl<'de> Visitor<'de> for ChangeSeed {
                     value::value_at(&before, &path),
                     value::mask_at(&sensitive, &path),
                     &no_mask,
+                    &secrets,
                 ),
                 after: value::render(
                     value::value_at(&after, &path),
                     value::mask_at(&sensitive, &path),
                     value::mask_at(&after_unknown, &path),
+                    &secrets,
                 ),
             });
         }
@@ -500,7 +505,8 @@ impl<'de> Visitor<'de> for ChangeSeed {
             }
         }
         if self.drift {
-            parsed.drift_attributes = diff_attributes(&before, &after, &sensitive, &after_unknown);
+            parsed.drift_attributes =
+                diff_attributes(&before, &after, &sensitive, &after_unknown, &secrets);
         }
         Ok(parsed)
     }
@@ -513,6 +519,7 @@ fn diff_attributes(
     after: &Value,
     sensitive: &Value,
     after_unknown: &Value,
+    secrets: &[String],
 ) -> Vec<AttributeChange> {
     let empty = serde_json::Map::new();
     let before_map = before.as_object().unwrap_or(&empty);
@@ -534,11 +541,13 @@ fn diff_attributes(
                     before_map.get(k),
                     value::mask_at(sensitive, &path),
                     &Value::Bool(false),
+                    secrets,
                 ),
                 after: value::render(
                     after_map.get(k),
                     value::mask_at(sensitive, &path),
                     value::mask_at(after_unknown, &path),
+                    secrets,
                 ),
             }
         })

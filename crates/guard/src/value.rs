@@ -120,10 +120,54 @@ pub(crate) fn union_masks(a: &Value, b: &Value) -> Value {
     }
 }
 
-/// Renders `value` with `sensitive` and `unknown` masks laid over it.
-pub(crate) fn render(value: Option<&Value>, sensitive: &Value, unknown: &Value) -> String {
+/// Secrets shorter than this are hidden only where they are the whole value:
+/// hiding every string that contains a one-letter secret would hide everything.
+const MIN_EMBEDDED_SECRET: usize = 4;
+
+/// Collects, as text, every string and number of `value` under a `true` mark.
+///
+/// Terraform marks only where a secret was put, not where a provider copies
+/// it: `terraform_data`'s computed `output` repeats a sensitive `input` with no
+/// mark at all. Rendering hides any unmarked string that contains one of these.
+pub(crate) fn collect_secrets(value: &Value, sensitive: &Value, out: &mut Vec<String>) {
+    match (value, sensitive) {
+        (Value::String(s), Value::Bool(true)) => out.push(s.clone()),
+        (Value::Number(n), Value::Bool(true)) => out.push(n.to_string()),
+        (Value::Array(items), _) => {
+            for (i, item) in items.iter().enumerate() {
+                collect_secrets(item, mask_child(sensitive, &PathStep::Index(i as u64)), out);
+            }
+        }
+        (Value::Object(map), _) => {
+            for (key, item) in map {
+                collect_secrets(
+                    item,
+                    mask_child(sensitive, &PathStep::Key(key.clone())),
+                    out,
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+fn reveals(text: &str, secrets: &[String]) -> bool {
+    secrets.iter().any(|secret| {
+        text == secret
+            || (secret.chars().count() >= MIN_EMBEDDED_SECRET && text.contains(secret.as_str()))
+    })
+}
+
+/// Renders `value` with `sensitive` and `unknown` masks laid over it; any
+/// scalar that reveals one of `secrets` (see [`collect_secrets`]) is hidden too.
+pub(crate) fn render(
+    value: Option<&Value>,
+    sensitive: &Value,
+    unknown: &Value,
+    secrets: &[String],
+) -> String {
     let mut out = String::new();
-    render_into(&mut out, value, sensitive, unknown);
+    render_into(&mut out, value, sensitive, unknown, secrets);
     if out.chars().count() > MAX_RENDERED {
         let cut: String = out.chars().take(MAX_RENDERED).collect();
         return format!("{cut}…");
@@ -131,7 +175,13 @@ pub(crate) fn render(value: Option<&Value>, sensitive: &Value, unknown: &Value) 
     out
 }
 
-fn render_into(out: &mut String, value: Option<&Value>, sensitive: &Value, unknown: &Value) {
+fn render_into(
+    out: &mut String,
+    value: Option<&Value>,
+    sensitive: &Value,
+    unknown: &Value,
+    secrets: &[String],
+) {
     if sensitive == &Value::Bool(true) {
         out.push_str(SENSITIVE);
         return;
@@ -158,6 +208,7 @@ fn render_into(out: &mut String, value: Option<&Value>, sensitive: &Value, unkno
                     Some(item),
                     mask_child(sensitive, &step),
                     mask_child(unknown, &step),
+                    secrets,
                 );
             }
             out.push(']');
@@ -184,10 +235,13 @@ fn render_into(out: &mut String, value: Option<&Value>, sensitive: &Value, unkno
                     Some(item),
                     mask_child(sensitive, &step),
                     mask_child(unknown, &step),
+                    secrets,
                 );
             }
             out.push_str(" }");
         }
+        Some(Value::String(s)) if reveals(s, secrets) => out.push_str(SENSITIVE),
+        Some(Value::Number(n)) if reveals(&n.to_string(), secrets) => out.push_str(SENSITIVE),
         Some(scalar) => out.push_str(&scalar.to_string()),
     }
 }
@@ -203,10 +257,35 @@ mod tests {
         let sensitive = json!({"b": {"c": true}});
         let unknown = json!({"b": {"d": [false, true]}});
         assert_eq!(
-            render(Some(&value), &sensitive, &unknown),
+            render(Some(&value), &sensitive, &unknown, &[]),
             r#"{ a = "open", b = { c = (sensitive value), d = [1, (known after apply)] } }"#
         );
-        assert_eq!(render(Some(&value), &json!(true), &json!(false)), SENSITIVE);
+        assert_eq!(
+            render(Some(&value), &json!(true), &json!(false), &[]),
+            SENSITIVE
+        );
+    }
+
+    #[test]
+    fn unmarked_copies_of_a_secret_are_hidden() {
+        let value = json!({"input": "hunter2", "output": "hunter2", "dsn": "pg://a:hunter2@db", "n": 4711, "x": "a"});
+        let sensitive = json!({"input": true, "n": true});
+        let mut secrets = Vec::new();
+        collect_secrets(
+            &json!({"input": "hunter2", "n": 4711, "short": "a"}),
+            &json!({"input": true, "n": true, "short": true}),
+            &mut secrets,
+        );
+        assert_eq!(
+            render(Some(&value), &sensitive, &json!(false), &secrets),
+            r#"{ dsn = (sensitive value), input = (sensitive value), n = (sensitive value), output = (sensitive value), x = (sensitive value) }"#
+        );
+        let open = json!({"x": "ab", "y": "b"});
+        assert_eq!(
+            render(Some(&open), &json!(false), &json!(false), &secrets),
+            r#"{ x = "ab", y = "b" }"#,
+            "a short secret hides only itself"
+        );
     }
 
     #[test]

@@ -88,7 +88,9 @@ fn plan_json(resources: &[Resource]) -> Value {
         .enumerate()
         .map(|(n, r)| {
             let value = |v: &str| {
-                json!({"name": v, "password": secret(n), "nested": {"token": secret(n), "open": "fine"}})
+                json!({"name": v, "password": secret(n), "nested": {"token": secret(n), "open": "fine"},
+                       // An unmarked copy, as providers make (terraform_data's `output`).
+                       "echo": format!("dsn://user:{}@db", secret(n))})
             };
             let sensitive = json!({"password": true, "nested": {"token": true}});
             let mut change = json!({
@@ -103,7 +105,7 @@ fn plan_json(resources: &[Resource]) -> Value {
                     "after_unknown": {},
                     "before_sensitive": sensitive,
                     "after_sensitive": sensitive,
-                    "replace_paths": if r.secret_attr { json!([["password"], ["nested"]]) } else { json!([["name"]]) },
+                    "replace_paths": if r.secret_attr { json!([["password"], ["nested"], ["echo"]]) } else { json!([["name"]]) },
                 },
                 "action_reason": "replace_because_cannot_update",
             });
