@@ -651,8 +651,21 @@ impl Control {
         let latest_build = self.inner.store.latest_build(&workspace.id).await?;
         let agents: Vec<Agent> = self.inner.store.agents_of_workspace(&workspace.id).await?;
         let status = lifecycle::workspace_status(&latest_build);
+        // While a build is queued, running or held, the infrastructure is still
+        // what the last finished build left: its agent speaks for it.
+        let settled = if latest_build.status().is_final() {
+            latest_build.clone()
+        } else {
+            self.inner
+                .store
+                .list_builds(&workspace.id)
+                .await?
+                .into_iter()
+                .find(|build| build.status().is_final())
+                .unwrap_or_else(|| latest_build.clone())
+        };
         let agent = lifecycle::agent_health(
-            &latest_build,
+            &settled,
             &agents,
             abode_store::now_ms(),
             self.inner.config.agent_timeouts,
