@@ -199,3 +199,54 @@ fn streamed_log_is_the_whole_log_and_owners_see_every_workspace() {
     platform.run_as(&bob, &["delete", "ws"], None).ok();
     platform.run(&["delete", "mine"]).ok();
 }
+
+#[test]
+fn canceling_a_running_build_ends_the_following_command_with_exit_1() {
+    require_terraform();
+    let mut flags = util::FAST_AGENT_FLAGS.to_vec();
+    flags.extend(["--cancel-grace", "2"]);
+    let platform = Platform::start_with(&flags);
+    platform.login_owner();
+    let slow = util::fixture("slow");
+    platform
+        .run(&["templates", "push", "slow", "-d", slow.to_str().unwrap()])
+        .ok();
+    let create = platform
+        .cmd(&["create", "ws", "--template", "slow"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let log = platform.run(&["builds", "logs", "ws", "1"]);
+        if log.code == Some(0) && log.stdout.contains("slow: Provisioning with 'local-exec'") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slow apply never started:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let canceled = platform.run(&["builds", "cancel", "ws", "1"]).ok();
+    assert!(
+        canceled
+            .stdout
+            .starts_with("Build #1 (start) of workspace ws is"),
+        "{canceled}"
+    );
+
+    let output = create.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: Build #1 (start) of workspace ws canceled"),
+        "{stderr}"
+    );
+    let build = platform.show("ws")["latest_build"].clone();
+    assert_eq!(build["status"], "canceled", "{build:#}");
+    platform
+        .run(&["builds", "cancel", "ws", "1"])
+        .fails_with(1, &["not canceled"]);
+}
