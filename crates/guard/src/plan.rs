@@ -33,6 +33,11 @@ pub enum PlanError {
     StateFile,
     #[error("this is the JSON of a Terraform state (`terraform show -json` without a plan file), not a plan")]
     StateJson,
+    #[error(
+        "this is Terraform's machine-readable log (`terraform plan -json`), not a plan \
+         (save one with `terraform plan -out=tfplan`, then pass `terraform show -json tfplan`)"
+    )]
+    UiLog,
     #[error("unsupported plan format_version {0:?}: Abode reads format 1.x")]
     UnsupportedFormat(String),
     #[error("could not read the plan: {0}")]
@@ -169,6 +174,10 @@ pub fn read_plan(reader: impl Read) -> Result<Plan, PlanError> {
     let reader = std::io::BufReader::with_capacity(256 * 1024, reader);
     let mut de = serde_json::Deserializer::from_reader(reader);
     let raw = de.deserialize_map(TopLevel).map_err(json_error)?;
+    if raw.ui_log_level.is_some() {
+        // One JSON object per line: the rest would only be "trailing characters".
+        return Err(PlanError::UiLog);
+    }
     de.end().map_err(json_error)?;
     raw.into_plan()
 }
@@ -177,6 +186,10 @@ pub fn read_plan(reader: impl Read) -> Result<Plan, PlanError> {
 pub fn read_plan_slice(bytes: &[u8]) -> Result<Plan, PlanError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let raw = de.deserialize_map(TopLevel).map_err(json_error)?;
+    if raw.ui_log_level.is_some() {
+        // One JSON object per line: the rest would only be "trailing characters".
+        return Err(PlanError::UiLog);
+    }
     de.end().map_err(json_error)?;
     raw.into_plan()
 }
@@ -221,6 +234,8 @@ struct RawPlan {
     #[serde(default)]
     errored: Option<bool>,
     // Markers of the documents people hand over by mistake.
+    #[serde(rename = "@level")]
+    ui_log_level: Option<IgnoredAny>,
     lineage: Option<IgnoredAny>,
     serial: Option<IgnoredAny>,
     values: Option<IgnoredAny>,
