@@ -609,21 +609,29 @@ macro_rules! shared_queries {
         build_id: &str,
         line: &NewLogLine,
     ) -> Result<i64, StoreError> {
-        sqlx::query(
-            &sql("INSERT INTO build_logs (build_id, seq, time, stage, level, text) VALUES \
-             (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM build_logs WHERE build_id = ?1), ?2, ?3, ?4, ?5) \
-             RETURNING seq"),
-        )
-        .bind(build_id)
-        .bind(now_ms())
-        .bind(&line.stage)
-        .bind(&line.level)
-        .bind(&line.text)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_error("build log"))?
-        .try_get("seq")
-        .map_err(StoreError::Database)
+        // Two writers of one build's log (the provisioner and a cancel) can
+        // pick the same next `seq` where writes are not serialised
+        // (PostgreSQL): the loser simply takes the next one.
+        let mut attempts = 0;
+        loop {
+            let inserted = sqlx::query(
+                &sql("INSERT INTO build_logs (build_id, seq, time, stage, level, text) VALUES \
+                 (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM build_logs WHERE build_id = ?1), ?2, ?3, ?4, ?5) \
+                 RETURNING seq"),
+            )
+            .bind(build_id)
+            .bind(now_ms())
+            .bind(&line.stage)
+            .bind(&line.level)
+            .bind(&line.text)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("build log"));
+            match inserted {
+                Err(StoreError::Conflict(_)) if attempts < 20 => attempts += 1,
+                other => return other?.try_get("seq").map_err(StoreError::Database),
+            }
+        }
     }
 
     pub(crate) async fn logs_after(

@@ -320,6 +320,30 @@ async fn log_lines_are_numbered_per_build(store: Store) {
     assert_eq!(seen, vec![(2, "two"), (3, "three")]);
 }
 
+async fn concurrent_log_writers_get_distinct_sequence_numbers(store: Store) {
+    let (_, _, build) = seeded(&store).await;
+    let writers = (0..4).map(|writer| {
+        let store = store.clone();
+        let build_id = build.id.clone();
+        tokio::spawn(async move {
+            for index in 0..25 {
+                let line = NewLogLine {
+                    stage: "apply".into(),
+                    level: "info".into(),
+                    text: format!("{writer}-{index}"),
+                };
+                store.append_log(&build_id, &line).await.unwrap();
+            }
+        })
+    });
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let lines = store.logs_after(&build.id, 0, 1000).await.unwrap();
+    let seqs: Vec<i64> = lines.iter().map(|line| line.seq).collect();
+    assert_eq!(seqs, (1..=100).collect::<Vec<i64>>());
+}
+
 async fn deleted_workspace_frees_its_name_and_stays_readable(store: Store) {
     let (user, workspace, first) = seeded(&store).await;
     store
@@ -594,6 +618,7 @@ on_every_backend!(
     cancel_of_pending_build_removes_its_job_and_restart_fails_running_ones,
     log_lines_are_numbered_per_build,
     deleted_workspace_frees_its_name_and_stays_readable,
+    concurrent_log_writers_get_distinct_sequence_numbers,
     a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise,
     protections_are_replaced_and_released_and_audit_is_filtered,
 );
