@@ -202,6 +202,7 @@ pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
     let annotations = rules::annotations(plan);
     let mut all_rules: Vec<Rule> = rules.to_vec();
     all_rules.extend(annotations.rules);
+    let id_rules = annotations.by_id;
     let mut warnings = annotations.warnings;
     if plan.errored {
         warnings.push("Terraform marked this plan as errored: it may be incomplete".into());
@@ -223,7 +224,22 @@ pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
         if !destroys && !recreated_after_drift {
             continue;
         }
-        let protections = protections_for(change, &all_rules, &mut warnings);
+        let mut protections = protections_for(change, &all_rules, &mut warnings);
+        for rule in &id_rules {
+            if change
+                .before_id
+                .as_ref()
+                .is_some_and(|id| rule.ids.contains(id))
+            {
+                protections.push(Protection {
+                    by: format!(
+                        "{} on {} (its id is the annotation's resource_id)",
+                        rule.annotation, change.address
+                    ),
+                    mode: rule.mode,
+                });
+            }
+        }
         if protections.is_empty() {
             if destroys {
                 unprotected_destroys.push(UnprotectedChange {

@@ -80,6 +80,12 @@ pub struct ResourceChange {
     /// For `abode_protect` instances: the planned `mode` attribute, used when
     /// the configuration sets it from an expression rather than a literal.
     pub planned_protect_mode: Option<String>,
+    /// For `abode_protect` instances: the ids its `resource_id` holds, before
+    /// and after, for annotations whose reference Abode cannot follow.
+    pub protected_ids: Vec<String>,
+    /// The `id` of the object this change acts on, read only where the values
+    /// are (destructive changes), to match those annotations.
+    pub before_id: Option<String>,
 }
 
 /// One entry of `resource_drift`: what changed outside Terraform since the last apply.
@@ -293,6 +299,8 @@ impl<'de> Deserialize<'de> for ResourceChange {
             action_reason: entry.action_reason,
             replace_paths: entry.change.replace_paths,
             planned_protect_mode: entry.change.protect_mode,
+            protected_ids: entry.change.protected_ids,
+            before_id: entry.change.before_id,
         })
     }
 }
@@ -379,6 +387,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
         let mut change = change.ok_or_else(|| de::Error::missing_field("change"))?;
         if resource_type != crate::rules::PROTECT_TYPE {
             change.protect_mode = None;
+            change.protected_ids = Vec::new();
         }
         Ok(RawEntry {
             address,
@@ -397,6 +406,8 @@ struct ParsedChange {
     actions: Vec<String>,
     replace_paths: Vec<AttributeChange>,
     protect_mode: Option<String>,
+    protected_ids: Vec<String>,
+    before_id: Option<String>,
     drift_attributes: Vec<AttributeChange>,
 }
 
@@ -511,7 +522,15 @@ impl<'de> Visitor<'de> for ChangeSeed {
                 ),
             });
         }
+        parsed.before_id = before.get("id").and_then(Value::as_str).map(str::to_string);
         if self.keep_protect_mode {
+            for side in [&before, &after] {
+                if let Some(id) = side.get("resource_id").and_then(Value::as_str) {
+                    if !parsed.protected_ids.iter().any(|known| known == id) {
+                        parsed.protected_ids.push(id.to_string());
+                    }
+                }
+            }
             let path = [PathStep::Key("mode".into())];
             if value::mask_at(&after_sensitive, &path) != &Value::Bool(true) {
                 parsed.protect_mode = value::value_at(&after, &path)

@@ -125,7 +125,18 @@ impl Rule {
 #[derive(Debug, Default)]
 pub struct Annotations {
     pub rules: Vec<Rule>,
+    /// Annotations whose reference leads nowhere Abode can see
+    /// (`resource_id = local.home_id`): they protect by the id value instead.
+    pub by_id: Vec<IdRule>,
     pub warnings: Vec<String>,
+}
+
+/// An annotation that protects whatever object has one of `ids` as its `id`.
+#[derive(Debug, Clone)]
+pub struct IdRule {
+    pub annotation: String,
+    pub ids: Vec<String>,
+    pub mode: Mode,
 }
 
 /// Reads every `abode_protect` annotation in the plan's configuration.
@@ -214,10 +225,30 @@ fn read_annotation(
         } else {
             notes.unresolved.join(", ")
         };
+        let mut ids: Vec<String> = plan
+            .changes
+            .iter()
+            .filter(|c| c.resource_type == PROTECT_TYPE && address_base(&c.address) == name)
+            .flat_map(|c| c.protected_ids.iter().cloned())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        let fallback = if ids.is_empty() {
+            "so it protects nothing"
+        } else {
+            "so it protects only what has the id its resource_id holds, and only while the annotation exists"
+        };
         found.warnings.push(format!(
-            "{name}: resource_id refers to {what}, which Abode cannot follow to a resource; \
-             reference the protected resource's id directly"
+            "{name}: resource_id refers to {what}, which Abode cannot follow to a resource, \
+             {fallback}; reference the protected resource's id directly"
         ));
+        if !ids.is_empty() {
+            found.by_id.push(IdRule {
+                annotation: name.clone(),
+                ids,
+                mode,
+            });
+        }
     }
     for target in targets {
         found.rules.push(Rule::address(
