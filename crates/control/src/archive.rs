@@ -229,3 +229,150 @@ fn io_error(relative: &Path) -> impl Fn(io::Error) -> ControlError + '_ {
         invalid(format!("cannot unpack {}: {error}", relative.display()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    enum Entry {
+        File(&'static str, &'static [u8]),
+        Link(&'static str, &'static str),
+        HardLink(&'static str, &'static str),
+        Fifo(&'static str),
+        /// A header that claims `size` bytes (the data is never read).
+        Huge(&'static str, u64),
+    }
+
+    fn archive(entries: &[Entry]) -> Vec<u8> {
+        let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::fast(),
+        ));
+        for entry in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_mode(0o644);
+            match entry {
+                Entry::File(path, data) => {
+                    header.set_size(data.len() as u64);
+                    builder.append_data(&mut header, path, *data).unwrap();
+                }
+                Entry::Link(path, target) | Entry::HardLink(path, target) => {
+                    header.set_entry_type(if matches!(entry, Entry::Link(..)) {
+                        tar::EntryType::Symlink
+                    } else {
+                        tar::EntryType::Link
+                    });
+                    header.set_size(0);
+                    builder.append_link(&mut header, path, target).unwrap();
+                }
+                Entry::Fifo(path) => {
+                    header.set_entry_type(tar::EntryType::Fifo);
+                    header.set_size(0);
+                    builder.append_data(&mut header, path, &[][..]).unwrap();
+                }
+                Entry::Huge(path, size) => {
+                    header.set_size(*size);
+                    header.set_path(path).unwrap();
+                    header.set_cksum();
+                    builder.append(&header, &[0u8; 512][..]).unwrap();
+                }
+            }
+        }
+        builder.into_inner().unwrap().finish().unwrap()
+    }
+
+    const MAIN: Entry = Entry::File("main.tf", b"resource \"terraform_data\" \"x\" {}\n");
+
+    /// Each case: the archive, and `None` if it unpacks or the start of the
+    /// refusal.
+    #[test]
+    fn archives_unpack_only_inside_their_root() {
+        let cases: Vec<(&str, Vec<Entry>, Option<&str>)> = vec![
+            (
+                "plain",
+                vec![MAIN, Entry::File("modules/a/x.tf", b"")],
+                None,
+            ),
+            (
+                "link inside",
+                vec![MAIN, Entry::File("d/f", b"x"), Entry::Link("l", "d/f")],
+                None,
+            ),
+            (
+                "link to a sibling dir",
+                vec![MAIN, Entry::File("d/f", b"x"), Entry::Link("e/l", "../d")],
+                None,
+            ),
+            (
+                "link above the root",
+                vec![MAIN, Entry::Link("l", "../x")],
+                Some("l links outside the template"),
+            ),
+            (
+                "absolute link",
+                vec![MAIN, Entry::Link("l", "/etc")],
+                Some("l links to an absolute path"),
+            ),
+            (
+                "escape through a chain of links",
+                vec![MAIN, Entry::Link("r", "."), Entry::Link("s", "r/..")],
+                Some("s links outside the template"),
+            ),
+            (
+                "dangling link",
+                vec![MAIN, Entry::Link("l", "nothing")],
+                Some("l is a link to nothing"),
+            ),
+            (
+                "hard link",
+                vec![MAIN, Entry::HardLink("h", "main.tf")],
+                Some("h is a hard link"),
+            ),
+            (
+                "fifo",
+                vec![MAIN, Entry::Fifo("p")],
+                Some("p is a Fifo entry"),
+            ),
+            (
+                "over the size limit",
+                vec![MAIN, Entry::Huge("big", MAX_UNPACKED_BYTES + 1)],
+                Some("the archive unpacks to more than 64 MiB"),
+            ),
+            (
+                "no terraform",
+                vec![Entry::File("README", b"hi")],
+                Some("the archive holds no .tf file"),
+            ),
+        ];
+        for (name, entries, refusal) in cases {
+            let root = tempfile::tempdir().unwrap();
+            let result = unpack(&archive(&entries), root.path());
+            match (refusal, result) {
+                (None, Ok(())) => {}
+                (Some(expected), Err(ControlError::InvalidArchive(message))) => {
+                    assert!(message.starts_with(expected), "{name}: {message}")
+                }
+                (expected, got) => panic!("{name}: expected {expected:?}, got {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn terraform_working_files_are_left_out() {
+        let root = tempfile::tempdir().unwrap();
+        let entries = [
+            MAIN,
+            Entry::File(".terraform.lock.hcl", b"lock"),
+            Entry::File(".terraform/providers/x", b"binary"),
+            Entry::File("terraform.tfstate", b"{}"),
+        ];
+        unpack(&archive(&entries), root.path()).unwrap();
+        let mut names: Vec<String> = fs::read_dir(root.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, vec!["main.tf"]);
+    }
+}
