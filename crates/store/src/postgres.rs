@@ -42,6 +42,9 @@ pub(crate) fn sql(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Two concurrent first-user requests must not both find the table empty.
+const FIRST_USER_LOCK: Option<&str> = Some("LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE");
+
 #[derive(Clone)]
 pub(crate) struct PostgresBackend {
     pool: PgPool,

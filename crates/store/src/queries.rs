@@ -51,6 +51,15 @@ macro_rules! shared_queries {
 
     pub(crate) async fn create_first_user(&self, user: &NewUser) -> Result<User, StoreError> {
         let id = new_id();
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        // "No user yet" must still hold when the row is written: backends whose
+        // writers do not serialise lock the table first.
+        if let Some(lock) = FIRST_USER_LOCK {
+            sqlx::query(lock)
+                .execute(&mut *tx)
+                .await
+                .map_err(StoreError::Database)?;
+        }
         let result = sqlx::query(
             &sql("INSERT INTO users (id, username, email, role, password_hash, created_at) \
              SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users)"),
@@ -61,12 +70,13 @@ macro_rules! shared_queries {
         .bind(&user.role)
         .bind(&user.password_hash)
         .bind(now_ms())
-        .execute(&self.pool)
+        .execute(&mut *tx)
         .await
         .map_err(db_error("first user"))?;
         if result.rows_affected() == 0 {
             return Err(StoreError::Conflict("first user"));
         }
+        tx.commit().await.map_err(StoreError::Database)?;
         self.user_by_id(&id).await
     }
 

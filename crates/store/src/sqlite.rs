@@ -25,6 +25,9 @@ fn sql(text: &str) -> Cow<'_, str> {
     Cow::Borrowed(text)
 }
 
+/// SQLite serialises writers: no lock needed for the first user.
+const FIRST_USER_LOCK: Option<&str> = None;
+
 #[derive(Clone)]
 pub(crate) struct SqliteBackend {
     pool: SqlitePool,

@@ -120,6 +120,26 @@ async fn first_user_only_once_and_usernames_unique(store: Store) {
     ));
 }
 
+async fn concurrent_first_users_make_exactly_one(store: Store) {
+    let attempts = (0..6).map(|index| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .create_first_user(&new_user(&format!("user{index}")))
+                .await
+        })
+    });
+    let mut created = 0;
+    for attempt in attempts {
+        match attempt.await.unwrap() {
+            Ok(_) => created += 1,
+            Err(StoreError::Conflict("first user")) => {}
+            Err(other) => panic!("unexpected error: {other}"),
+        }
+    }
+    assert_eq!(created, 1);
+}
+
 async fn first_template_version_is_active_and_later_ones_on_request(store: Store) {
     let (user, _, _) = seeded(&store).await;
     let push = |activate| NewTemplateVersion {
@@ -611,6 +631,7 @@ macro_rules! on_every_backend {
 on_every_backend!(
     missing_rows_are_typed_not_found,
     first_user_only_once_and_usernames_unique,
+    concurrent_first_users_make_exactly_one,
     first_template_version_is_active_and_later_ones_on_request,
     one_active_build_per_workspace,
     concurrent_build_creation_accepts_exactly_one,
