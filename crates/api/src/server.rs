@@ -117,6 +117,13 @@ impl Server {
         config.agent_heartbeat_interval = options.agent_heartbeat_interval;
         config.cancel_grace = options.cancel_grace;
         config.confirmation_timeout = options.confirmation_timeout;
+        // Builds and template pushes need Terraform: say so at start rather
+        // than at the first build.
+        match tokio::task::spawn_blocking(abode_terraform::version).await {
+            Ok(Ok(version)) => tracing::info!(%version, "terraform found"),
+            Ok(Err(error)) => tracing::warn!(%error, "builds and template pushes will fail"),
+            Err(error) => tracing::warn!(%error, "cannot check the terraform version"),
+        }
         let control = Control::new(store, config);
         let failed = control.recover().await.map_err(ServerError::Recover)?;
         if !failed.is_empty() {
