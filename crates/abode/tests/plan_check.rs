@@ -38,10 +38,21 @@ fn check(args: &[&str], stdin: Option<&[u8]>, status: i32, expect: &str) {
         Some(status),
         "args {args:?}\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
-    let seen = if status == 1 || status == 2 { &stderr } else { &stdout };
-    assert!(seen.contains(expect), "args {args:?}: expected {expect:?} in\n{seen}");
+    let seen = if status == 1 || status == 2 {
+        &stderr
+    } else {
+        &stdout
+    };
+    assert!(
+        seen.contains(expect),
+        "args {args:?}: expected {expect:?} in\n{seen}"
+    );
     if status == 1 {
-        assert_eq!(stderr.trim_end().lines().count(), 1, "one-line error: {stderr}");
+        assert_eq!(
+            stderr.trim_end().lines().count(),
+            1,
+            "one-line error: {stderr}"
+        );
         assert!(stdout.is_empty(), "nothing on stdout on error: {stdout}");
     }
 }
@@ -58,19 +69,43 @@ fn exit_status_follows_the_decision() {
         "CONFIRMATION REQUIRED",
     );
     check(
-        &["plan", "check", "--protect-type", "terraform_data", "--mode", "block", replace],
+        &[
+            "plan",
+            "check",
+            "--protect-type",
+            "terraform_data",
+            "--mode",
+            "block",
+            replace,
+        ],
         None,
         4,
         "BLOCKED",
     );
     check(
-        &["plan", "check", "--transition", "delete", "--protect", "terraform_data.home", replace],
+        &[
+            "plan",
+            "check",
+            "--transition",
+            "delete",
+            "--protect",
+            "terraform_data.home",
+            replace,
+        ],
         None,
         0,
         "allowed",
     );
     check(
-        &["plan", "check", "--format", "json", "--protect", "terraform_data.home", replace],
+        &[
+            "plan",
+            "check",
+            "--format",
+            "json",
+            "--protect",
+            "terraform_data.home",
+            replace,
+        ],
         None,
         3,
         "\"decision\": \"confirm\"",
@@ -80,13 +115,23 @@ fn exit_status_follows_the_decision() {
 #[test]
 fn reads_standard_input() {
     let bytes = std::fs::read(fixture("fixtures/annotation-block/plan.json")).unwrap();
-    check(&["plan", "check", "--transition", "stop", "-"], Some(&bytes), 4, "BLOCKED");
+    check(
+        &["plan", "check", "--transition", "stop", "-"],
+        Some(&bytes),
+        4,
+        "BLOCKED",
+    );
     check(&["plan", "check", "-"], Some(b""), 1, "the plan is empty");
 }
 
 #[test]
 fn bad_input_gets_one_line_and_status_1() {
-    let invalid = |name: &str| fixture(&format!("invalid/{name}")).to_str().unwrap().to_string();
+    let invalid = |name: &str| {
+        fixture(&format!("invalid/{name}"))
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
     for (name, message) in [
         ("not-json.txt", "not valid JSON"),
         ("truncated.json", "truncated"),
@@ -96,14 +141,29 @@ fn bad_input_gets_one_line_and_status_1() {
     ] {
         check(&["plan", "check", &invalid(name)], None, 1, message);
     }
-    check(&["plan", "check", "/no/such/plan.json"], None, 1, "cannot open plan file");
+    check(
+        &["plan", "check", "/no/such/plan.json"],
+        None,
+        1,
+        "cannot open plan file",
+    );
     check(&["plan", "check", "/"], None, 1, "is a directory");
 }
 
 #[test]
 fn usage_errors_exit_2() {
-    check(&["plan", "check", "--protect", "module.x", "p.json"], None, 2, "invalid resource address");
-    check(&["plan", "check", "--transition", "restart", "p.json"], None, 2, "invalid value");
+    check(
+        &["plan", "check", "--protect", "module.x", "p.json"],
+        None,
+        2,
+        "invalid resource address",
+    );
+    check(
+        &["plan", "check", "--transition", "restart", "p.json"],
+        None,
+        2,
+        "invalid value",
+    );
 }
 
 /// A binary plan file is converted with the real `terraform show -json`.
@@ -132,19 +192,42 @@ fn reads_binary_plans_through_terraform() {
             .env("TF_INPUT", "0")
             .output()
             .unwrap();
-        assert!(out.status.success(), "terraform {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "terraform {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     tf(&["init", "-no-color"]);
     tf(&["apply", "-auto-approve", "-no-color"]);
-    tf(&["plan", "-replace=terraform_data.home", "-out=tfplan", "-no-color"]);
+    tf(&[
+        "plan",
+        "-replace=terraform_data.home",
+        "-out=tfplan",
+        "-no-color",
+    ]);
     let out = Command::new(env!("CARGO_BIN_EXE_abode"))
-        .args(["plan", "check", "--protect", "terraform_data.home", "tfplan"])
+        .args([
+            "plan",
+            "check",
+            "--protect",
+            "terraform_data.home",
+            "tfplan",
+        ])
         .current_dir(&dir)
         .env("TF_CLI_CONFIG_FILE", dir.join("cli.tfrc"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(3), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
-    assert!(stdout.contains("replaced because the plan was asked to replace it (-replace)"), "{stdout}");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("replaced because the plan was asked to replace it (-replace)"),
+        "{stdout}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
