@@ -24,6 +24,9 @@ use crate::{request_id_layer, ApiError, AppState, Authenticated, AuthenticatedAg
 
 /// Largest accepted template upload (compressed).
 pub const MAX_UPLOAD_BYTES: usize = 32 * 1024 * 1024;
+/// How much of an oversized upload is read (and dropped) before answering,
+/// so that the client, still sending, gets the 413 rather than a reset.
+const MAX_DRAINED_BYTES: usize = 256 * 1024 * 1024;
 /// Largest JSON body.
 const MAX_JSON_BYTES: usize = 1024 * 1024;
 /// Longest log long-poll.
@@ -44,7 +47,7 @@ pub fn router(state: AppState) -> Router {
             "/templates/:name/versions",
             get(list_versions)
                 .post(push_version)
-                .layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)),
+                .layer(DefaultBodyLimit::disable()),
         )
         .route(
             "/templates/:name/versions/:number/activate",
@@ -110,6 +113,38 @@ fn body_error(rejection: BytesRejection) -> ApiError {
     } else {
         ApiError::bad_request(format!("cannot read the request body: {rejection}"))
     }
+}
+
+/// Reads a template upload, refusing one over [`MAX_UPLOAD_BYTES`] with 413.
+async fn read_upload(mut body: axum::body::Body) -> Result<Vec<u8>, ApiError> {
+    use http_body_util::BodyExt;
+    let mut data = Vec::new();
+    let mut total = 0usize;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|error| {
+            ApiError::bad_request(format!("cannot read the request body: {error}"))
+        })?;
+        let Ok(chunk) = frame.into_data() else {
+            continue;
+        };
+        total = total.saturating_add(chunk.len());
+        if total <= MAX_UPLOAD_BYTES {
+            data.extend_from_slice(&chunk);
+        } else if total > MAX_DRAINED_BYTES {
+            break;
+        }
+    }
+    if total > MAX_UPLOAD_BYTES {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!(
+                "the template archive is over the limit of {} MiB",
+                MAX_UPLOAD_BYTES / 1024 / 1024
+            ),
+        ));
+    }
+    Ok(data)
 }
 
 fn ok(status: StatusCode, body: Value) -> ApiResult {
@@ -256,11 +291,11 @@ async fn push_version(
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
     query: Result<Query<PushQuery>, axum::extract::rejection::QueryRejection>,
-    body: Result<Bytes, BytesRejection>,
+    body: axum::body::Body,
 ) -> ApiResult {
     let Query(query) =
         query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
-    let archive = body.map_err(body_error)?;
+    let archive = read_upload(body).await?;
     if archive.is_empty() {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
