@@ -608,6 +608,9 @@ async fn audit(
 #[derive(Deserialize)]
 struct LifecycleBody {
     state: String,
+    /// With `start_error`: the startup script's exit status.
+    #[serde(default)]
+    exit_status: Option<i64>,
 }
 
 async fn agent_lifecycle(
@@ -618,7 +621,7 @@ async fn agent_lifecycle(
     let body: LifecycleBody = parse_json(body)?;
     state
         .control
-        .agent_heartbeat(&agent, Some(&body.state))
+        .agent_lifecycle(&agent, &body.state, body.exit_status)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -627,7 +630,7 @@ async fn agent_heartbeat(
     State(state): State<AppState>,
     AuthenticatedAgent(agent): AuthenticatedAgent,
 ) -> ApiResult {
-    state.control.agent_heartbeat(&agent, None).await?;
+    state.control.agent_heartbeat(&agent).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -649,6 +652,10 @@ async fn agent_me(
             "owner": workspace.owner_name,
             "agent": agent.name,
             "heartbeat_interval_seconds": interval,
+            "startup_script": agent.startup_script,
+            "dir": agent.dir,
+            "env": serde_json::from_str::<serde_json::Value>(&agent.env)
+                .unwrap_or_else(|_| json!({})),
         }),
     )
 }

@@ -142,6 +142,7 @@ pub struct AgentJson {
     pub lifecycle: Option<String>,
     pub last_heartbeat_at: Option<String>,
     pub connected_at: Option<String>,
+    pub reason: Option<String>,
 }
 
 impl From<&AgentHealth> for AgentJson {
@@ -151,6 +152,7 @@ impl From<&AgentHealth> for AgentJson {
             lifecycle: health.lifecycle.clone(),
             last_heartbeat_at: health.last_heartbeat_at.map(rfc3339),
             connected_at: health.connected_at.map(rfc3339),
+            reason: health.reason.clone(),
         }
     }
 }

@@ -595,6 +595,9 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
             &[abode_store::NewAgent {
                 name: "main".into(),
                 token_hash: abode_control::token_hash(agent_token),
+                startup_script: Some("echo hi > marker".into()),
+                dir: Some("/home/dev".into()),
+                env: r#"{"GREETING":"hello"}"#.into(),
             }],
         )
         .await
@@ -652,6 +655,23 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
         (status, body["workspace"].as_str(), body["agent"].as_str()),
         (200, Some("dev"), Some("main"))
     );
+    assert_eq!(
+        (
+            body["startup_script"].as_str(),
+            body["dir"].as_str(),
+            &body["env"]
+        ),
+        (
+            Some("echo hi > marker"),
+            Some("/home/dev"),
+            &json!({"GREETING": "hello"})
+        ),
+        "the agent learns what to run at start: {body}"
+    );
+    assert!(
+        !body.to_string().contains(agent_token),
+        "the token is never served"
+    );
     let (status, _) = harness
         .call(
             "POST",
@@ -661,6 +681,47 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
         )
         .await;
     assert_eq!(status, 400);
+    let (status, _) = harness
+        .call(
+            "POST",
+            "/agent/lifecycle",
+            Some(agent_token),
+            Some(json!({"state": "start_error", "exit_status": 3})),
+        )
+        .await;
+    assert_eq!(status, 204);
+    let (_, body) = harness
+        .call("GET", "/workspaces/dev", Some(&token), None)
+        .await;
+    let shown = &body["workspace"];
+    assert_eq!(
+        (
+            shown["agent"]["status"].as_str(),
+            shown["agent"]["lifecycle"].as_str(),
+            shown["agent"]["reason"].as_str(),
+            shown["healthy"].as_bool()
+        ),
+        (
+            Some("start_error"),
+            Some("start_error"),
+            Some("startup script exited with status 3"),
+            Some(false)
+        ),
+        "{shown}"
+    );
+    assert!(
+        !shown.to_string().contains("echo hi"),
+        "the startup script is only served to the agent: {shown}"
+    );
+    let (status, _) = harness
+        .call(
+            "POST",
+            "/agent/lifecycle",
+            Some(agent_token),
+            Some(json!({"state": "ready"})),
+        )
+        .await;
+    assert_eq!(status, 204);
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(agent_status().await, ("disconnected".to_string(), false));
     let (status, _) = harness

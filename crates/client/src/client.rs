@@ -456,9 +456,17 @@ impl Client {
         self.finish("GET /agent/me", self.request("GET", "/agent/me").call())
     }
 
-    /// Agent: reports a lifecycle state (`starting`, `ready`).
-    pub fn agent_lifecycle(&self, state: &str) -> Result<(), ClientError> {
-        let body = json!({"state": state});
+    /// Agent: reports a lifecycle state (`starting`, `ready`, `start_error`
+    /// with the startup script's exit status when it had one).
+    pub fn agent_lifecycle(
+        &self,
+        state: &str,
+        exit_status: Option<i32>,
+    ) -> Result<(), ClientError> {
+        let body = match exit_status {
+            Some(code) => json!({"state": state, "exit_status": code}),
+            None => json!({"state": state}),
+        };
         self.check(self.request("POST", "/agent/lifecycle").send_json(body))
             .map(drop)
     }

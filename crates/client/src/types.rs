@@ -84,6 +84,10 @@ pub struct AgentInfo {
     pub last_heartbeat_at: Option<String>,
     #[serde(default)]
     pub connected_at: Option<String>,
+    /// Why the agent is not usable, when its status does not say it (a
+    /// failed startup script).
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 impl Default for AgentInfo {
@@ -93,6 +97,7 @@ impl Default for AgentInfo {
             lifecycle: None,
             last_heartbeat_at: None,
             connected_at: None,
+            reason: None,
         }
     }
 }
@@ -214,6 +219,13 @@ pub struct AgentMe {
     pub agent: String,
     #[serde(default)]
     pub heartbeat_interval_seconds: Option<u64>,
+    /// The `abode_agent`'s `startup_script` (run with `sh -c`), `dir` and `env`.
+    #[serde(default)]
+    pub startup_script: Option<String>,
+    #[serde(default)]
+    pub dir: Option<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 /// A resource address a workspace keeps protected across template versions.

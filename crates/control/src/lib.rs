@@ -1178,22 +1178,31 @@ impl Control {
         }
     }
 
-    pub async fn agent_heartbeat(
+    pub async fn agent_heartbeat(&self, agent: &Agent) -> Result<(), ControlError> {
+        Ok(self.inner.store.agent_heartbeat(&agent.id, None).await?)
+    }
+
+    /// A new lifecycle state: `starting`, `ready`, or `start_error` with the
+    /// startup script's exit status (if it ran at all). Counts as a heartbeat.
+    pub async fn agent_lifecycle(
         &self,
         agent: &Agent,
-        lifecycle: Option<&str>,
+        state: &str,
+        exit_status: Option<i64>,
     ) -> Result<(), ControlError> {
-        if let Some(state) = lifecycle {
-            if !["starting", "ready"].contains(&state) {
+        let exit_status = match state {
+            "starting" | "ready" => None,
+            "start_error" => exit_status,
+            other => {
                 return Err(ControlError::BadRequest(format!(
-                    "unknown lifecycle state `{state}`: use starting or ready"
-                )));
+                    "unknown lifecycle state `{other}`: use starting, ready or start_error"
+                )))
             }
-        }
+        };
         Ok(self
             .inner
             .store
-            .agent_heartbeat(&agent.id, lifecycle)
+            .agent_lifecycle(&agent.id, state, exit_status)
             .await?)
     }
 

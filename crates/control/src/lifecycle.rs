@@ -109,6 +109,8 @@ pub enum AgentStatus {
     Connecting,
     Starting,
     Ready,
+    /// The agent connected but its startup script failed.
+    StartError,
     Unhealthy,
     Disconnected,
 }
@@ -126,6 +128,18 @@ pub struct AgentHealth {
     pub lifecycle: Option<String>,
     pub connected_at: Option<i64>,
     pub last_heartbeat_at: Option<i64>,
+    /// One line saying why the agent is not usable, when the status alone
+    /// does not say it (a failed startup script).
+    pub reason: Option<String>,
+}
+
+/// The one-line reason of a failed start, from the script's exit status
+/// (`None`: the script could not be run at all).
+pub fn start_error_reason(exit_status: Option<i64>) -> String {
+    match exit_status {
+        Some(status) => format!("startup script exited with status {status}"),
+        None => "startup script could not be run".to_string(),
+    }
 }
 
 /// The health of a workspace's agents at `now` (Unix ms). With several
@@ -141,13 +155,15 @@ pub fn agent_health(
         lifecycle: None,
         connected_at: None,
         last_heartbeat_at: None,
+        reason: None,
     };
     if workspace_status(latest) != WorkspaceStatus::Running {
         return none;
     }
     let since_build = now - latest.finished_at.unwrap_or(now);
     let rank = |status: AgentStatus| match status {
-        AgentStatus::Unhealthy => 5,
+        AgentStatus::Unhealthy => 6,
+        AgentStatus::StartError => 5,
         AgentStatus::Disconnected => 4,
         AgentStatus::Connecting => 3,
         AgentStatus::Starting => 2,
@@ -161,14 +177,19 @@ pub fn agent_health(
                 None if since_build > millis(timeouts.connect) => AgentStatus::Unhealthy,
                 None => AgentStatus::Connecting,
                 Some(beat) if now - beat > millis(timeouts.heartbeat) => AgentStatus::Disconnected,
-                Some(_) if agent.lifecycle.as_deref() == Some("ready") => AgentStatus::Ready,
-                Some(_) => AgentStatus::Starting,
+                Some(_) => match agent.lifecycle.as_deref() {
+                    Some("ready") => AgentStatus::Ready,
+                    Some("start_error") => AgentStatus::StartError,
+                    _ => AgentStatus::Starting,
+                },
             };
             AgentHealth {
                 status,
                 lifecycle: agent.lifecycle.clone(),
                 connected_at: agent.connected_at,
                 last_heartbeat_at: agent.last_heartbeat_at,
+                reason: (status == AgentStatus::StartError)
+                    .then(|| start_error_reason(agent.exit_status)),
             }
         })
         .max_by_key(|health| rank(health.status))
@@ -325,6 +346,10 @@ mod tests {
             connected_at: beat,
             last_heartbeat_at: beat,
             created_at: 0,
+            startup_script: None,
+            dir: None,
+            env: "{}".into(),
+            exit_status: lifecycle.filter(|l| *l == "start_error").map(|_| 3),
         };
         let running = build("start", "succeeded", "v1"); // finished at 1 s
         let cases = [
@@ -345,6 +370,16 @@ mod tests {
                 30_000,
                 AgentStatus::Disconnected,
             ),
+            (
+                agent(Some("start_error"), Some(5_000)),
+                10_000,
+                AgentStatus::StartError,
+            ),
+            (
+                agent(Some("start_error"), Some(5_000)),
+                30_000,
+                AgentStatus::Disconnected,
+            ),
         ];
         for (agent, now, expected) in cases {
             assert_eq!(
@@ -362,9 +397,23 @@ mod tests {
             agent_health(&stopped, std::slice::from_ref(&ready), 10_000, timeouts).status,
             AgentStatus::None
         );
+        let failed = agent(Some("start_error"), Some(5_000));
+        let health = agent_health(&running, &[ready.clone(), failed.clone()], 10_000, timeouts);
+        assert_eq!(
+            (health.status, health.reason.as_deref()),
+            (
+                AgentStatus::StartError,
+                Some("startup script exited with status 3")
+            ),
+            "a failed startup script outranks a ready agent, with its reason"
+        );
+        assert_eq!(
+            agent_health(&running, std::slice::from_ref(&ready), 10_000, timeouts).reason,
+            None
+        );
         let never = agent(None, None);
         assert_eq!(
-            agent_health(&running, &[ready, never], 40_000, timeouts).status,
+            agent_health(&running, &[ready, failed, never], 40_000, timeouts).status,
             AgentStatus::Unhealthy,
             "the worst agent speaks for the workspace"
         );

@@ -715,8 +715,9 @@ pub(crate) fn render_line(line: &OutputLine) -> Option<(&'static str, String)> {
     Some((level, text.to_string()))
 }
 
-/// The `abode_agent` resources of a state, with the hash of each token. The
-/// token itself goes no further than this function.
+/// The `abode_agent` resources of a state, with the hash of each token and
+/// what the agent runs at start (`startup_script`, `dir`, `env`). The token
+/// itself goes no further than this function.
 pub(crate) fn agents_in_state(state: &[u8]) -> Vec<NewAgent> {
     let Ok(value) = serde_json::from_slice::<serde_json::Value>(state) else {
         return Vec::new();
@@ -762,9 +763,31 @@ pub(crate) fn agents_in_state(state: &[u8]) -> Vec<NewAgent> {
                 Some(serde_json::Value::String(s)) => full_name.push_str(&format!("[\"{s}\"]")),
                 _ => {}
             }
+            let text = |attribute: &str| {
+                instance
+                    .pointer(&format!("/attributes/{attribute}"))
+                    .and_then(|v| v.as_str())
+                    .filter(|v| !v.is_empty())
+                    .map(String::from)
+            };
+            // Only string values: the agent adds them to the script's
+            // environment as they are.
+            let env: serde_json::Map<String, serde_json::Value> = instance
+                .pointer("/attributes/env")
+                .and_then(|e| e.as_object())
+                .map(|env| {
+                    env.iter()
+                        .filter(|(_, value)| value.is_string())
+                        .map(|(name, value)| (name.clone(), value.clone()))
+                        .collect()
+                })
+                .unwrap_or_default();
             agents.push(NewAgent {
                 name: full_name,
                 token_hash: secrets::token_hash(token),
+                startup_script: text("startup_script"),
+                dir: text("dir"),
+                env: serde_json::Value::Object(env).to_string(),
             });
         }
     }
@@ -920,5 +943,49 @@ mod tests {
             ]
         );
         assert!(agents_in_state(b"not json").is_empty());
+        assert_eq!(
+            (
+                agents[1].startup_script.as_deref(),
+                agents[1].dir.as_deref(),
+                agents[1].env.as_str()
+            ),
+            (None, None, "{}"),
+            "an agent without a startup script"
+        );
+    }
+
+    #[test]
+    fn agent_startup_script_dir_and_env_are_read_from_state() {
+        let state = br#"{"version":4,"resources":[
+          {"mode":"managed","type":"abode_agent","name":"main","instances":[{"attributes":{
+            "token":"secret-1","startup_script":"echo hi > marker","dir":"/home/dev",
+            "env":{"GREETING":"hello","ODD":7}}}]},
+          {"mode":"managed","type":"abode_agent","name":"empty","instances":[{"attributes":{
+            "token":"secret-2","startup_script":"","dir":null,"env":null}}]}
+        ]}"#;
+        let agents = agents_in_state(state);
+        let found: Vec<(&str, Option<&str>, Option<&str>, &str)> = agents
+            .iter()
+            .map(|a| {
+                (
+                    a.name.as_str(),
+                    a.startup_script.as_deref(),
+                    a.dir.as_deref(),
+                    a.env.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            found,
+            vec![
+                (
+                    "main",
+                    Some("echo hi > marker"),
+                    Some("/home/dev"),
+                    r#"{"GREETING":"hello"}"#
+                ),
+                ("empty", None, None, "{}"),
+            ]
+        );
     }
 }

@@ -44,7 +44,8 @@ pub(crate) const BUILD_SELECT: &str = "SELECT b.id, b.workspace_id, w.name AS wo
      LEFT JOIN users c ON c.id = b.confirmed_by";
 
 pub(crate) const AGENT_COLUMNS: &str =
-    "id, workspace_id, build_id, name, lifecycle, connected_at, last_heartbeat_at, created_at";
+    "id, workspace_id, build_id, name, lifecycle, connected_at, last_heartbeat_at, created_at, \
+     startup_script, dir, env, exit_status";
 
 /// The methods of [`crate::Store`] whose SQL is the same on every backend;
 /// expanded inside each backend's `impl` with its database type.
@@ -727,8 +728,8 @@ macro_rules! shared_queries {
             .map_err(db_error("agent"))?;
         for agent in agents {
             sqlx::query(
-                &sql("INSERT INTO agents (id, workspace_id, build_id, name, token_hash, created_at) \
-                 VALUES (?, ?, ?, ?, ?, ?)"),
+                &sql("INSERT INTO agents (id, workspace_id, build_id, name, token_hash, created_at, \
+                 startup_script, dir, env) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
             )
             .bind(new_id())
             .bind(workspace_id)
@@ -736,6 +737,9 @@ macro_rules! shared_queries {
             .bind(&agent.name)
             .bind(&agent.token_hash)
             .bind(now)
+            .bind(&agent.startup_script)
+            .bind(&agent.dir)
+            .bind(&agent.env)
             .execute(&mut *tx)
             .await
             .map_err(db_error("agent token"))?;
@@ -778,6 +782,28 @@ macro_rules! shared_queries {
              connected_at = COALESCE(connected_at, ?), last_heartbeat_at = ? WHERE id = ?"),
         )
         .bind(lifecycle)
+        .bind(now)
+        .bind(now)
+        .bind(agent_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("agent"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn agent_lifecycle(
+        &self,
+        agent_id: &str,
+        lifecycle: &str,
+        exit_status: Option<i64>,
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        sqlx::query(
+            &sql("UPDATE agents SET lifecycle = ?, exit_status = ?, \
+             connected_at = COALESCE(connected_at, ?), last_heartbeat_at = ? WHERE id = ?"),
+        )
+        .bind(lifecycle)
+        .bind(exit_status)
         .bind(now)
         .bind(now)
         .bind(agent_id)

@@ -270,6 +270,13 @@ pub struct Agent {
     pub connected_at: Option<i64>,
     pub last_heartbeat_at: Option<i64>,
     pub created_at: i64,
+    /// The `abode_agent`'s `startup_script`, `dir` and `env` (a JSON object of
+    /// strings), handed to the agent only.
+    pub startup_script: Option<String>,
+    pub dir: Option<String>,
+    pub env: String,
+    /// How the startup script ended when the lifecycle is `start_error`.
+    pub exit_status: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -277,6 +284,10 @@ pub struct NewAgent {
     pub name: String,
     /// SHA-256 of the agent token, hex.
     pub token_hash: String,
+    pub startup_script: Option<String>,
+    pub dir: Option<String>,
+    /// A JSON object of strings.
+    pub env: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -584,6 +584,71 @@ async fn protections_are_replaced_and_released_and_audit_is_filtered(store: Stor
     );
 }
 
+async fn agents_keep_their_startup_script_and_the_exit_status_of_a_failed_start(store: Store) {
+    let (_user, workspace, build) = seeded(&store).await;
+    let agent = |name: &str, script: Option<&str>| NewAgent {
+        name: name.into(),
+        token_hash: format!("hash-{name}"),
+        startup_script: script.map(String::from),
+        dir: script.map(|_| "/home/dev".to_string()),
+        env: if script.is_some() {
+            r#"{"GREETING":"hi"}"#.into()
+        } else {
+            "{}".into()
+        },
+    };
+    store
+        .replace_agents(
+            &workspace.id,
+            &build.id,
+            &[agent("main", Some("echo hi")), agent("plain", None)],
+        )
+        .await
+        .unwrap();
+    let main = store.agent_by_token_hash("hash-main").await.unwrap();
+    assert_eq!(
+        (
+            main.startup_script.as_deref(),
+            main.dir.as_deref(),
+            main.env.as_str(),
+            main.exit_status
+        ),
+        (
+            Some("echo hi"),
+            Some("/home/dev"),
+            r#"{"GREETING":"hi"}"#,
+            None
+        )
+    );
+    let plain = store.agent_by_token_hash("hash-plain").await.unwrap();
+    assert_eq!(
+        (plain.startup_script, plain.dir, plain.env.as_str()),
+        (None, None, "{}")
+    );
+
+    store
+        .agent_lifecycle(&main.id, "start_error", Some(3))
+        .await
+        .unwrap();
+    store.agent_heartbeat(&main.id, None).await.unwrap();
+    let failed = store.agent_by_token_hash("hash-main").await.unwrap();
+    assert_eq!(
+        (failed.lifecycle.as_deref(), failed.exit_status),
+        (Some("start_error"), Some(3)),
+        "a heartbeat keeps the failed start"
+    );
+    assert!(failed.connected_at.is_some() && failed.last_heartbeat_at.is_some());
+    store
+        .agent_lifecycle(&main.id, "ready", None)
+        .await
+        .unwrap();
+    let ready = store.agent_by_token_hash("hash-main").await.unwrap();
+    assert_eq!(
+        (ready.lifecycle.as_deref(), ready.exit_status),
+        (Some("ready"), None)
+    );
+}
+
 /// A fresh PostgreSQL schema of the database at ABODE_TEST_POSTGRES_URL, or
 /// None (with a note) when the variable is not set.
 async fn open_postgres() -> Option<Store> {
@@ -642,4 +707,5 @@ on_every_backend!(
     concurrent_log_writers_get_distinct_sequence_numbers,
     a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise,
     protections_are_replaced_and_released_and_audit_is_filtered,
+    agents_keep_their_startup_script_and_the_exit_status_of_a_failed_start,
 );
