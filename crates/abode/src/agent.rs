@@ -3,17 +3,28 @@
 //!
 //! `abode_agent.init_script` starts it with `--url` and the token in
 //! `ABODE_AGENT_TOKEN` (never on the command line, never printed). It reports
-//! lifecycle `starting`, then `ready`, then heartbeats until SIGTERM or SIGINT.
+//! lifecycle `starting`, runs the agent's `startup_script` (if any), then
+//! reports `ready`, or `start_error` with the script's exit status, and
+//! heartbeats until SIGTERM or SIGINT. Heartbeats run on their own thread from
+//! the first contact, so a startup script that runs long never makes the
+//! workspace look disconnected.
 //! The server may not know the token yet when the agent starts (it learns it
 //! from the Terraform state once the apply that started the agent finished),
 //! and it may be down or restarting: every call is retried with a capped
 //! exponential backoff instead of giving up.
 
-use std::process::ExitCode;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use abode_client::types::AgentMe;
 use abode_client::{Client, ClientError};
 use anyhow::Context;
 use clap::Args;
@@ -30,6 +41,10 @@ pub struct AgentArgs {
     /// Heartbeat interval (`5`, `5s` or `500ms`); by default the server's.
     #[arg(long, value_parser = parse_duration)]
     pub heartbeat_interval: Option<Duration>,
+    /// Where the startup script's output is written (default: the system's
+    /// temporary directory).
+    #[arg(long, env = "ABODE_AGENT_LOG_DIR")]
+    pub log_dir: Option<PathBuf>,
 }
 
 /// Parses `N` (seconds), `Ns` or `Nms`.
@@ -82,6 +97,7 @@ fn run_agent(args: AgentArgs) -> anyhow::Result<()> {
         client,
         stop,
         url: args.url,
+        log_dir: args.log_dir.unwrap_or_else(std::env::temp_dir),
     };
     agent.run(args.heartbeat_interval);
     log("stopping");
@@ -96,6 +112,20 @@ struct Agent {
     client: Client,
     stop: Arc<AtomicBool>,
     url: String,
+    log_dir: PathBuf,
+}
+
+/// How a startup script ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Startup {
+    /// Exit status 0, or no script at all.
+    Succeeded,
+    /// A non-zero exit status (128 + N when killed by signal N, as shells say).
+    Failed(i32),
+    /// The script could not be started (no `sh`, a missing `dir`, ...).
+    NotRun,
+    /// The agent was told to stop while the script ran.
+    Interrupted,
 }
 
 impl Agent {
@@ -118,11 +148,20 @@ impl Agent {
 
     /// Calls `call` until it succeeds or the agent is stopped; false when stopped.
     fn retry(&self, what: &str, call: impl Fn(&Client) -> Result<(), ClientError>) -> bool {
+        self.retry_value(what, call).is_some()
+    }
+
+    /// Calls `call` until it succeeds (its answer) or the agent is stopped (None).
+    fn retry_value<T>(
+        &self,
+        what: &str,
+        call: impl Fn(&Client) -> Result<T, ClientError>,
+    ) -> Option<T> {
         let mut delay = FIRST_RETRY;
         let mut last_error = String::new();
         while !self.stopped() {
             match call(&self.client) {
-                Ok(()) => return true,
+                Ok(value) => return Some(value),
                 Err(err) => {
                     let text = describe(&err);
                     // The same failure every 5 s would drown the output.
@@ -133,37 +172,53 @@ impl Agent {
                 }
             }
             if !self.pause(delay) {
-                return false;
+                return None;
             }
             delay = (delay * 2).min(MAX_RETRY);
         }
-        false
+        None
     }
 
     fn run(&self, interval_override: Option<Duration>) {
         log(&format!("connecting to {}", self.url));
         if !self.retry("reporting lifecycle starting", |c| {
-            c.agent_lifecycle("starting")
+            c.agent_lifecycle("starting", None)
         }) {
             return;
         }
-        let me = self.client.agent_me().ok();
-        log(&format!("connected as agent {}", me_label(me.as_ref())));
+        // The startup script comes with the agent's settings: without them
+        // the agent cannot tell whether it is ready.
+        let Some(me) = self.retry_value("reading the agent's settings", Client::agent_me) else {
+            return;
+        };
+        log(&format!("connected as agent {}", me_label(Some(&me))));
         let interval = interval_override
             .or_else(|| {
-                me.as_ref()
-                    .and_then(|me| me.heartbeat_interval_seconds)
+                me.heartbeat_interval_seconds
                     .filter(|seconds| *seconds > 0)
                     .map(Duration::from_secs)
             })
             .unwrap_or(DEFAULT_HEARTBEAT);
-        if !self.retry("reporting lifecycle ready", |c| c.agent_lifecycle("ready")) {
-            return;
-        }
-        log(&format!(
-            "ready; heartbeat every {} ms",
-            interval.as_millis()
-        ));
+        log(&format!("heartbeat every {} ms", interval.as_millis()));
+        std::thread::scope(|scope| {
+            scope.spawn(|| self.heartbeats(interval));
+            let (state, exit_status) = match self.startup(&me) {
+                Startup::Succeeded => ("ready", None),
+                Startup::Failed(code) => ("start_error", Some(code)),
+                Startup::NotRun => ("start_error", None),
+                Startup::Interrupted => return,
+            };
+            if self.retry(&format!("reporting lifecycle {state}"), |c| {
+                c.agent_lifecycle(state, exit_status)
+            }) {
+                log(state);
+            }
+            // The heartbeat thread runs until the agent is stopped; the
+            // scope waits for it.
+        });
+    }
+
+    fn heartbeats(&self, interval: Duration) {
         let mut failing = false;
         while self.pause(interval) {
             match self.client.agent_heartbeat() {
@@ -183,9 +238,157 @@ impl Agent {
             }
         }
     }
+
+    /// Runs the agent's startup script, if it has one.
+    fn startup(&self, me: &AgentMe) -> Startup {
+        let Some(script) = me
+            .startup_script
+            .as_deref()
+            .filter(|script| !script.trim().is_empty())
+        else {
+            return Startup::Succeeded;
+        };
+        let log_path = self.log_dir.join(startup_log_name(me));
+        log(&format!(
+            "running the startup script; its output goes to {}",
+            log_path.display()
+        ));
+        let dir = me.dir.as_deref().map(expand_home);
+        let outcome = run_startup_script(script, dir.as_deref(), &me.env, &log_path, &self.stop);
+        match outcome {
+            Startup::Succeeded => log("the startup script succeeded"),
+            Startup::Failed(code) => log(&format!(
+                "the startup script exited with status {code}; see {}",
+                log_path.display()
+            )),
+            Startup::NotRun | Startup::Interrupted => {}
+        }
+        outcome
+    }
 }
 
-fn me_label(me: Option<&abode_client::types::AgentMe>) -> String {
+/// The startup log's file name: one per workspace and agent, so that agents
+/// of several workspaces on one machine never share a log.
+fn startup_log_name(me: &AgentMe) -> String {
+    let label = format!("{}-{}-{}", me.owner, me.workspace, me.agent);
+    let safe: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("abode-startup-{safe}.log")
+}
+
+/// `~` and `~/...` as in a shell, from `HOME`.
+fn expand_home(dir: &str) -> PathBuf {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    match (dir, home) {
+        ("~", Some(home)) => home,
+        (dir, Some(home)) if dir.starts_with("~/") => home.join(&dir[2..]),
+        (dir, _) => PathBuf::from(dir),
+    }
+}
+
+/// Runs `script` with `sh -c` in `dir` (else the agent's own directory), with
+/// `env` added to the agent's environment minus the agent token, writing its
+/// output to `log_path` (replaced, mode 0600). A stop request kills it.
+fn run_startup_script(
+    script: &str,
+    dir: Option<&Path>,
+    env: &BTreeMap<String, String>,
+    log_path: &Path,
+    stop: &AtomicBool,
+) -> Startup {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(script)
+        .env_remove(abode_contract::AGENT_TOKEN)
+        .envs(env)
+        .stdin(Stdio::null());
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    match open_log(log_path) {
+        Ok((stdout, stderr)) => {
+            command.stdout(stdout).stderr(stderr);
+        }
+        Err(err) => {
+            // The script still runs; its output joins the agent's.
+            log(&format!(
+                "cannot write the startup log {}: {err}; the script's output follows here",
+                log_path.display()
+            ));
+            command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        }
+    }
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            let place = dir
+                .map(|dir| format!(" in {}", dir.display()))
+                .unwrap_or_default();
+            log(&format!("cannot run the startup script{place}: {err}"));
+            if let Ok(mut file) = std::fs::OpenOptions::new().append(true).open(log_path) {
+                // Best effort: the agent's own output already says it.
+                let _ = writeln!(
+                    file,
+                    "abode agent: cannot run the startup script{place}: {err}"
+                );
+            }
+            return Startup::NotRun;
+        }
+    };
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                let code = status
+                    .code()
+                    .or_else(|| status.signal().map(|signal| 128 + signal))
+                    .unwrap_or(1);
+                return if code == 0 {
+                    Startup::Succeeded
+                } else {
+                    Startup::Failed(code)
+                };
+            }
+            Ok(None) if stop.load(Ordering::SeqCst) => {
+                log("stopping the startup script");
+                let _ = child.kill();
+                let _ = child.wait();
+                return Startup::Interrupted;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(err) => {
+                log(&format!("cannot wait for the startup script: {err}"));
+                return Startup::NotRun;
+            }
+        }
+    }
+}
+
+/// The startup log, replaced on every start, readable by its owner only (a
+/// script may print secrets of its own).
+fn open_log(path: &Path) -> std::io::Result<(File, File)> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    let copy = file.try_clone()?;
+    Ok((file, copy))
+}
+
+fn me_label(me: Option<&AgentMe>) -> String {
     match me {
         Some(me) if !me.workspace.is_empty() => {
             format!("{} of workspace {}/{}", me.agent, me.owner, me.workspace)
@@ -203,8 +406,10 @@ fn describe(err: &ClientError) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn durations_parse() {
@@ -220,5 +425,82 @@ mod tests {
             let got = parse_duration(input).ok().map(|d| d.as_millis() as u64);
             assert_eq!(got, expected, "{input}");
         }
+    }
+
+    #[test]
+    fn startup_scripts_run_in_their_dir_with_their_env_and_log_their_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let log_path = dir.path().join("logs/startup.log");
+        let env = BTreeMap::from([("GREETING".to_string(), "hello".to_string())]);
+        let stop = AtomicBool::new(false);
+        let script = "printf '%s' \"$GREETING\" > marker; echo to-stdout; echo to-stderr >&2";
+        let cases = [
+            (script.to_string(), Startup::Succeeded),
+            (format!("{script}; exit 3"), Startup::Failed(3)),
+            (format!("{script}; kill -9 $$"), Startup::Failed(128 + 9)),
+        ];
+        for (script, expected) in cases {
+            let _ = std::fs::remove_file(dir.path().join("marker"));
+            let outcome = run_startup_script(&script, Some(dir.path()), &env, &log_path, &stop);
+            assert_eq!(outcome, expected, "{script}");
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join("marker")).unwrap(),
+                "hello",
+                "{script}"
+            );
+            let output = std::fs::read_to_string(&log_path).unwrap();
+            assert_eq!(
+                output, "to-stdout\nto-stderr\n",
+                "replaced every run: {script}"
+            );
+        }
+        let mode = std::fs::metadata(&log_path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+
+        let missing = dir.path().join("no-such-dir");
+        assert_eq!(
+            run_startup_script("true", Some(&missing), &env, &log_path, &stop),
+            Startup::NotRun
+        );
+        assert!(std::fs::read_to_string(&log_path)
+            .unwrap()
+            .contains("cannot run the startup script"));
+    }
+
+    #[test]
+    fn a_stop_request_interrupts_a_long_startup_script() {
+        let dir = tempfile::tempdir().unwrap();
+        let stop = AtomicBool::new(true);
+        let started = Instant::now();
+        let outcome = run_startup_script(
+            "sleep 30",
+            None,
+            &BTreeMap::new(),
+            &dir.path().join("startup.log"),
+            &stop,
+        );
+        assert_eq!(outcome, Startup::Interrupted);
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn startup_log_names_are_one_safe_file_name_per_workspace_and_agent() {
+        let me = |agent: &str| AgentMe {
+            workspace: "dev".into(),
+            owner: "alice".into(),
+            agent: agent.into(),
+            heartbeat_interval_seconds: None,
+            startup_script: None,
+            dir: None,
+            env: BTreeMap::new(),
+        };
+        assert_eq!(
+            startup_log_name(&me("main")),
+            "abode-startup-alice-dev-main.log"
+        );
+        assert_eq!(
+            startup_log_name(&me("module.m.extra[\"a/b\"]")),
+            "abode-startup-alice-dev-module.m.extra__a_b__.log"
+        );
     }
 }

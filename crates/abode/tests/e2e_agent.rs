@@ -1,6 +1,8 @@
 //! `abode agent` and workspace health: a template whose agent cannot
 //! authenticate gives a succeeded build but an unhealthy workspace; the agent
-//! process itself retries, never prints its token, and stops cleanly on SIGTERM.
+//! runs the startup script (ready when it succeeds, start_error when it
+//! fails, heartbeats throughout); the agent process itself retries, never
+//! prints its token, and stops cleanly on SIGTERM.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -39,6 +41,122 @@ fn broken_agent_token_gives_a_succeeded_build_and_an_unhealthy_workspace() {
     let text = platform.run(&["show", "dev"]).ok().stdout;
     assert!(text.contains("Agent:       unhealthy"), "{text}");
     assert!(text.contains("Healthy:     no"), "{text}");
+    platform.run(&["delete", "dev"]).ok();
+}
+
+/// The home volume of a workspace the startup fixtures created.
+fn home_volume(platform: &Platform, shown: &serde_json::Value) -> std::path::PathBuf {
+    platform
+        .volumes_dir()
+        .join(format!("home-{}", shown["id"].as_str().unwrap()))
+}
+
+#[test]
+fn startup_script_runs_in_the_agent_dir_with_its_env_before_ready() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let template = fixture("startup-script");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "startup",
+            "-d",
+            template.to_str().unwrap(),
+        ])
+        .ok();
+    platform
+        .run(&["create", "dev", "--template", "startup"])
+        .ok();
+    let shown = platform.wait_for_agent("dev", "ready", Duration::from_secs(60));
+    assert_eq!(shown["healthy"], true, "{shown:#}");
+    let home = home_volume(&platform, &shown);
+    assert_eq!(
+        std::fs::read_to_string(home.join("startup-marker")).unwrap(),
+        "hello from the startup script\n",
+        "the script ran in the agent's dir with the agent's env before ready"
+    );
+    let log =
+        std::fs::read_to_string(home.join(".logs/abode-startup-alice-dev-main_0_.log")).unwrap();
+    assert!(log.contains("startup done"), "{log}");
+    assert!(
+        log.contains("token in the script's environment: none"),
+        "the agent token must not reach the script: {log}"
+    );
+    platform.run(&["delete", "dev"]).ok();
+}
+
+#[test]
+fn failing_startup_script_gives_start_error_and_heartbeats_go_on() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let template = fixture("startup-fails");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "fails",
+            "-d",
+            template.to_str().unwrap(),
+        ])
+        .ok();
+    platform.run(&["create", "dev", "--template", "fails"]).ok();
+    // The script runs longer than the heartbeat timeout: the agent must stay
+    // connected (starting) all along, then report start_error.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let mut seen = Vec::new();
+    let shown = loop {
+        let shown = platform.show("dev");
+        let status = shown["agent"]["status"].as_str().unwrap_or("").to_string();
+        if seen.last() != Some(&status) {
+            seen.push(status.clone());
+        }
+        if status == "start_error" {
+            break shown;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never start_error; statuses seen {seen:?}; last {shown:#}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert!(
+        seen.iter()
+            .all(|status| status != "disconnected" && status != "unhealthy"),
+        "a running startup script must not stop heartbeats: {seen:?}"
+    );
+    assert!(seen.contains(&"starting".to_string()), "{seen:?}");
+    assert_eq!(shown["status"], "running", "{shown:#}");
+    assert_eq!(shown["latest_build"]["status"], "succeeded", "{shown:#}");
+    assert_eq!(shown["healthy"], false, "{shown:#}");
+    assert_eq!(shown["agent"]["lifecycle"], "start_error", "{shown:#}");
+    assert_eq!(
+        shown["agent"]["reason"], "startup script exited with status 3",
+        "{shown:#}"
+    );
+    let log = std::fs::read_to_string(
+        home_volume(&platform, &shown).join(".logs/abode-startup-alice-dev-main_0_.log"),
+    )
+    .unwrap();
+    assert_eq!(log, "installing\ncannot install\n");
+
+    // Longer than the heartbeat timeout (5 s): still connected, still failed.
+    std::thread::sleep(Duration::from_secs(7));
+    let later = platform.show("dev");
+    assert_eq!(later["agent"]["status"], "start_error", "{later:#}");
+    assert!(
+        later["agent"]["last_heartbeat_at"].as_str() > shown["agent"]["last_heartbeat_at"].as_str(),
+        "heartbeats continue after a failed start: {later:#}"
+    );
+    let text = platform.run(&["show", "dev"]).ok().stdout;
+    assert!(text.contains("Agent:       start_error"), "{text}");
+    assert!(text.contains("Healthy:     no"), "{text}");
+    assert!(
+        text.contains("startup script exited with status 3"),
+        "{text}"
+    );
     platform.run(&["delete", "dev"]).ok();
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use abode_client::types::{Transition, Workspace};
+use abode_client::types::{AgentInfo, Transition, Workspace};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
@@ -203,8 +203,17 @@ pub fn protections(command: WorkspacesCommand) -> anyhow::Result<u8> {
 }
 
 /// What an agent status means for the user, when it needs explaining.
-fn agent_hint(status: &str) -> Option<&'static str> {
-    match status {
+fn agent_hint(agent: &AgentInfo) -> Option<String> {
+    if agent.status == "start_error" {
+        let reason = agent
+            .reason
+            .as_deref()
+            .unwrap_or("the startup script failed");
+        return Some(format!(
+            "{reason}: the workspace is not usable; its output is in the agent's startup log (abode-startup-*.log)"
+        ));
+    }
+    let hint = match agent.status.as_str() {
         "unhealthy" => Some(
             "the start build succeeded but no agent connected in time: the workspace is not usable; check the template's abode_agent and the agent's output",
         ),
@@ -213,7 +222,8 @@ fn agent_hint(status: &str) -> Option<&'static str> {
         }
         "connecting" => Some("the start build succeeded; waiting for the agent to connect"),
         _ => None,
-    }
+    };
+    hint.map(String::from)
 }
 
 /// The `abode show` text: build status and agent status side by side.
@@ -240,7 +250,7 @@ fn describe(workspace: &Workspace) -> String {
         "Healthy:     {}",
         if workspace.healthy { "yes" } else { "no" }
     ));
-    if let Some(hint) = agent_hint(&workspace.agent.status) {
+    if let Some(hint) = agent_hint(&workspace.agent) {
         lines.push(format!("             {hint}"));
     }
     if !workspace.parameters.is_empty() {
@@ -314,5 +324,28 @@ mod tests {
             text.contains("Last build:  #1 start succeeded by alice at 2026-11-29 17:40:00"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn show_gives_the_reason_of_a_failed_startup_script() {
+        let workspace: Workspace = serde_json::from_value(serde_json::json!({
+            "id": "w", "name": "dev", "owner": "alice", "template": "local", "template_version": 1,
+            "status": "running", "healthy": false,
+            "agent": {"status": "start_error", "lifecycle": "start_error",
+                "last_heartbeat_at": "2026-11-29T17:40:05Z",
+                "reason": "startup script exited with status 3"}
+        }))
+        .unwrap();
+        let text = describe(&workspace);
+        assert!(
+            text.contains("Agent:       start_error (last heartbeat 2026-11-29 17:40:05)\n"),
+            "{text}"
+        );
+        assert!(text.contains("Healthy:     no\n"), "{text}");
+        let hints: Vec<&str> = text
+            .lines()
+            .filter(|line| line.contains("startup script exited with status 3"))
+            .collect();
+        assert_eq!(hints.len(), 1, "one line of reason: {text}");
     }
 }
