@@ -314,19 +314,27 @@ fn run_startup_script(
     if let Some(dir) = dir {
         command.current_dir(dir);
     }
-    match open_log(log_path) {
-        Ok((stdout, stderr)) => {
-            command.stdout(stdout).stderr(stderr);
+    let mut log_file = match open_log(log_path) {
+        Ok(file) => {
+            let clones = file
+                .try_clone()
+                .and_then(|out| Ok((out, file.try_clone()?)));
+            match clones {
+                Ok((stdout, stderr)) => {
+                    command.stdout(stdout).stderr(stderr);
+                    Some(file)
+                }
+                Err(err) => {
+                    log_unwritable(log_path, &err);
+                    None
+                }
+            }
         }
         Err(err) => {
-            // The script still runs; its output joins the agent's.
-            log(&format!(
-                "cannot write the startup log {}: {err}; the script's output follows here",
-                log_path.display()
-            ));
-            command.stdout(Stdio::inherit()).stderr(Stdio::inherit());
+            log_unwritable(log_path, &err);
+            None
         }
-    }
+    };
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(err) => {
@@ -334,7 +342,7 @@ fn run_startup_script(
                 .map(|dir| format!(" in {}", dir.display()))
                 .unwrap_or_default();
             log(&format!("cannot run the startup script{place}: {err}"));
-            if let Ok(mut file) = std::fs::OpenOptions::new().append(true).open(log_path) {
+            if let Some(file) = log_file.as_mut() {
                 // Best effort: the agent's own output already says it.
                 let _ = writeln!(
                     file,
@@ -373,19 +381,31 @@ fn run_startup_script(
 }
 
 /// The startup log, replaced on every start, readable by its owner only (a
-/// script may print secrets of its own).
-fn open_log(path: &Path) -> std::io::Result<(File, File)> {
+/// script may print secrets of its own). The old file is removed and a new
+/// one created exclusively, so that a link planted in a shared temporary
+/// directory is never followed.
+fn open_log(path: &Path) -> std::io::Result<File> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    let file = std::fs::OpenOptions::new()
-        .create(true)
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+        Err(err) => return Err(err),
+    }
+    std::fs::OpenOptions::new()
         .write(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
-        .open(path)?;
-    let copy = file.try_clone()?;
-    Ok((file, copy))
+        .open(path)
+}
+
+/// Without a log file the script still runs; its output joins the agent's.
+fn log_unwritable(path: &Path, err: &std::io::Error) {
+    log(&format!(
+        "cannot write the startup log {}: {err}; the script's output follows here",
+        path.display()
+    ));
 }
 
 fn me_label(me: Option<&AgentMe>) -> String {
@@ -456,6 +476,14 @@ mod tests {
         }
         let mode = std::fs::metadata(&log_path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
+
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep me").unwrap();
+        std::fs::remove_file(&log_path).unwrap();
+        std::os::unix::fs::symlink(&victim, &log_path).unwrap();
+        run_startup_script("echo replaced", None, &env, &log_path, &stop);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+        assert_eq!(std::fs::read_to_string(&log_path).unwrap(), "replaced\n");
 
         let missing = dir.path().join("no-such-dir");
         assert_eq!(
