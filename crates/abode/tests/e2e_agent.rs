@@ -12,7 +12,7 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::{abode_bin, fixture, repo_root, require_terraform, Platform};
+use util::{abode_bin, copy_dir, fixture, repo_root, require_terraform, Platform};
 
 const TOKEN: &str = "agent-token-that-must-never-be-printed";
 
@@ -83,6 +83,40 @@ fn startup_script_runs_in_the_agent_dir_with_its_env_before_ready() {
     assert!(
         log.contains("token in the script's environment: none"),
         "the agent token must not reach the script: {log}"
+    );
+
+    // A new version that changes only the agent's env updates the agent in
+    // place: its process (same token) goes on and the workspace stays ready;
+    // the new env applies the next time the agent starts.
+    let v2 = platform.root().join("startup-v2");
+    copy_dir(&template, &v2);
+    let main_tf = v2.join("main.tf");
+    let text = std::fs::read_to_string(&main_tf).unwrap();
+    std::fs::write(
+        &main_tf,
+        text.replace("hello from the startup script", "hello again"),
+    )
+    .unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "startup",
+            "-d",
+            v2.to_str().unwrap(),
+            "--activate",
+        ])
+        .ok();
+    let agents_before = platform.spawned_processes();
+    platform.run(&["update", "dev"]).ok();
+    let updated = platform.show("dev");
+    assert_eq!(updated["template_version"], 2, "{updated:#}");
+    assert_eq!(updated["agent"]["status"], "ready", "{updated:#}");
+    assert_eq!(updated["healthy"], true, "{updated:#}");
+    let agents_after = platform.spawned_processes();
+    assert!(
+        agents_before.iter().all(|pid| agents_after.contains(pid)),
+        "the update restarted the workspace's process: {agents_before:?} -> {agents_after:?}"
     );
     platform.run(&["delete", "dev"]).ok();
 }

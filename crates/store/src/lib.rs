@@ -174,7 +174,9 @@ storage_interface! {
     fn put_state(&self, workspace_id: &str, build_id: &str, state: &[u8]) -> ();
     fn state(&self, workspace_id: &str) -> Option<Vec<u8>>;
 
-    /// Replaces the workspace's agents by those of a successful start build.
+    /// Replaces the workspace's agents by those of a successful start build;
+    /// an agent whose token hash is unchanged keeps its lifecycle, heartbeat
+    /// times and exit status.
     fn replace_agents(&self, workspace_id: &str, build_id: &str, agents: &[NewAgent]) -> ();
     fn agents_of_workspace(&self, workspace_id: &str) -> Vec<Agent>;
     fn agent_by_token_hash(&self, token_hash: &str) -> Agent;

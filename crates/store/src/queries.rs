@@ -47,6 +47,16 @@ pub(crate) const AGENT_COLUMNS: &str =
     "id, workspace_id, build_id, name, lifecycle, connected_at, last_heartbeat_at, created_at, \
      startup_script, dir, env, exit_status";
 
+/// What an agent reported, carried over when a start build keeps the agent.
+#[derive(sqlx::FromRow)]
+pub(crate) struct AgentConnection {
+    pub(crate) token_hash: String,
+    pub(crate) lifecycle: Option<String>,
+    pub(crate) connected_at: Option<i64>,
+    pub(crate) last_heartbeat_at: Option<i64>,
+    pub(crate) exit_status: Option<i64>,
+}
+
 /// The methods of [`crate::Store`] whose SQL is the same on every backend;
 /// expanded inside each backend's `impl` with its database type.
 macro_rules! shared_queries {
@@ -721,15 +731,27 @@ macro_rules! shared_queries {
     ) -> Result<(), StoreError> {
         let now = now_ms();
         let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        // An agent the build kept (same token: updated in place, its process
+        // still running) keeps what it reported; it does not start again.
+        let kept: Vec<AgentConnection> = sqlx::query_as(&sql(
+            "SELECT token_hash, lifecycle, connected_at, last_heartbeat_at, exit_status \
+             FROM agents WHERE workspace_id = ?",
+        ))
+        .bind(workspace_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error("agent"))?;
         sqlx::query(&sql("DELETE FROM agents WHERE workspace_id = ?"))
             .bind(workspace_id)
             .execute(&mut *tx)
             .await
             .map_err(db_error("agent"))?;
         for agent in agents {
+            let before = kept.iter().find(|old| old.token_hash == agent.token_hash);
             sqlx::query(
                 &sql("INSERT INTO agents (id, workspace_id, build_id, name, token_hash, created_at, \
-                 startup_script, dir, env) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                 startup_script, dir, env, lifecycle, connected_at, last_heartbeat_at, exit_status) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
             )
             .bind(new_id())
             .bind(workspace_id)
@@ -740,6 +762,10 @@ macro_rules! shared_queries {
             .bind(&agent.startup_script)
             .bind(&agent.dir)
             .bind(&agent.env)
+            .bind(before.and_then(|old| old.lifecycle.clone()))
+            .bind(before.and_then(|old| old.connected_at))
+            .bind(before.and_then(|old| old.last_heartbeat_at))
+            .bind(before.and_then(|old| old.exit_status))
             .execute(&mut *tx)
             .await
             .map_err(db_error("agent token"))?;

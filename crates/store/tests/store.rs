@@ -647,6 +647,45 @@ async fn agents_keep_their_startup_script_and_the_exit_status_of_a_failed_start(
         (ready.lifecycle.as_deref(), ready.exit_status),
         (Some("ready"), None)
     );
+    store
+        .agent_lifecycle(&plain.id, "start_error", Some(1))
+        .await
+        .unwrap();
+
+    // The next start keeps `main` (same token, updated in place) and replaces
+    // `plain` by a new agent: only the kept one keeps what it reported.
+    let mut updated = agent("main", Some("echo changed"));
+    updated.env = "{}".into();
+    store
+        .replace_agents(&workspace.id, &build.id, &[updated, agent("fresh", None)])
+        .await
+        .unwrap();
+    let kept = store.agent_by_token_hash("hash-main").await.unwrap();
+    assert_eq!(
+        (
+            kept.lifecycle.as_deref(),
+            kept.connected_at,
+            kept.last_heartbeat_at,
+            kept.startup_script.as_deref(),
+            kept.env.as_str()
+        ),
+        (
+            Some("ready"),
+            ready.connected_at,
+            ready.last_heartbeat_at,
+            Some("echo changed"),
+            "{}"
+        )
+    );
+    let fresh = store.agent_by_token_hash("hash-fresh").await.unwrap();
+    assert_eq!(
+        (fresh.lifecycle, fresh.last_heartbeat_at, fresh.exit_status),
+        (None, None, None)
+    );
+    assert!(matches!(
+        store.agent_by_token_hash("hash-plain").await,
+        Err(StoreError::NotFound(_))
+    ));
 }
 
 /// A fresh PostgreSQL schema of the database at ABODE_TEST_POSTGRES_URL, or
