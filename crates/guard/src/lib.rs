@@ -22,6 +22,7 @@ mod memory;
 mod plan;
 mod render;
 mod rules;
+mod scan;
 mod value;
 
 pub use address::{Address, AddressError, InstanceKey, ModuleStep};

@@ -1,12 +1,14 @@
 //! Reading `terraform show -json PLANFILE` output into the little the guard needs.
 //!
-//! Plans get large (tens of megabytes for big workspaces), so the reader streams:
-//! it never holds the whole document, skips `planned_values` and `prior_state`
-//! without building them, and for each resource change keeps only its address,
+//! Plans get large (tens of megabytes for big workspaces), so the reader streams
+//! (see `scan`): it never holds the whole document, skips `planned_values` and
+//! `prior_state` without building them (their brackets and strings are checked,
+//! not their contents), and for each resource change keeps only its address,
 //! actions, reason and, for destructive changes, the already rendered (and
 //! redacted) values of the attributes that force replacement. Clear-text secrets
 //! in the plan are dropped while reading, never stored in a [`Plan`].
 
+use crate::scan::Scanner;
 use crate::value::{self, PathStep};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -175,89 +177,164 @@ impl Expression {
     }
 }
 
-/// Reads a plan from any reader (a file, standard input), streaming.
+/// Reads a plan from any reader (a file, standard input), streaming: memory
+/// stays at one resource change plus one read chunk, whatever the plan's size.
 pub fn read_plan(reader: impl Read) -> Result<Plan, PlanError> {
-    let reader = std::io::BufReader::with_capacity(256 * 1024, reader);
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    let raw = de.deserialize_map(TopLevel).map_err(json_error)?;
-    if raw.ui_log_level.is_some() {
+    let mut scanner = Scanner::new(reader);
+    let raw = read_top_level(&mut scanner)?;
+    if raw.ui_log {
         // One JSON object per line: the rest would only be "trailing characters".
         return Err(PlanError::UiLog);
     }
-    de.end().map_err(json_error)?;
+    if scanner.peek_non_ws()?.is_some() {
+        return Err(PlanError::NotJson(format!(
+            "trailing characters after the plan object {}",
+            scanner_position(&scanner)
+        )));
+    }
     raw.into_plan()
 }
 
-/// Reads a plan already in memory.
+/// Reads a plan already in memory (the same reader, over the bytes).
 pub fn read_plan_slice(bytes: &[u8]) -> Result<Plan, PlanError> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let raw = de.deserialize_map(TopLevel).map_err(json_error)?;
-    if raw.ui_log_level.is_some() {
-        // One JSON object per line: the rest would only be "trailing characters".
-        return Err(PlanError::UiLog);
-    }
-    de.end().map_err(json_error)?;
-    raw.into_plan()
+    read_plan(bytes)
 }
 
-fn json_error(e: serde_json::Error) -> PlanError {
-    use serde_json::error::Category;
-    match e.classify() {
-        Category::Io => PlanError::Read(std::io::Error::other(e.to_string())),
-        Category::Eof if e.line() == 1 && e.column() == 0 => PlanError::Empty,
-        Category::Eof => PlanError::Truncated(e.to_string()),
-        Category::Syntax => PlanError::NotJson(e.to_string()),
-        Category::Data => PlanError::NotAPlan(e.to_string()),
+fn scanner_position<R: Read>(scanner: &Scanner<R>) -> String {
+    let start = scanner.start();
+    format!("at line {} column {}", start.line(), start.column())
+}
+
+const NOT_AN_OBJECT: &str =
+    "expected a JSON object (the output of `terraform show -json PLANFILE`)";
+
+fn read_top_level<R: Read>(scanner: &mut Scanner<R>) -> Result<RawPlan, PlanError> {
+    let not_an_object = |kind: &str, scanner: &Scanner<R>| {
+        PlanError::NotAPlan(format!(
+            "invalid type: {kind}, {NOT_AN_OBJECT} {}",
+            scanner_position(scanner)
+        ))
+    };
+    match scanner.peek_non_ws()? {
+        None => return Err(PlanError::Empty),
+        Some(b'{') => {}
+        Some(b'[') => return Err(not_an_object("sequence", scanner)),
+        Some(b'"') => return Err(not_an_object("string", scanner)),
+        Some(b'n') => return Err(not_an_object("null", scanner)),
+        Some(b't' | b'f') => return Err(not_an_object("boolean", scanner)),
+        Some(b'-' | b'0'..=b'9') => return Err(not_an_object("number", scanner)),
+        Some(_) => {
+            return Err(PlanError::NotJson(format!(
+                "expected value {}",
+                scanner_position(scanner)
+            )))
+        }
+    }
+    scanner.expect(b'{', "`{`")?;
+    let mut raw = RawPlan::default();
+    let mut scratch = Vec::new();
+    if scanner.accept(b'}')? {
+        return Ok(raw);
+    }
+    loop {
+        if scanner.peek_non_ws()? != Some(b'"') {
+            return Err(match scanner.peek_non_ws()? {
+                None => scanner.eof(),
+                Some(_) => PlanError::NotJson(format!(
+                    "key must be a string {}",
+                    scanner_position(scanner)
+                )),
+            });
+        }
+        let key: String = scanner.parse(&mut scratch)?;
+        scanner.expect(b':', "`:`")?;
+        match key.as_str() {
+            "format_version" => raw.format_version = scanner.parse(&mut scratch)?,
+            "terraform_version" => raw.terraform_version = scanner.parse(&mut scratch)?,
+            "errored" => raw.errored = scanner.parse(&mut scratch)?,
+            "configuration" => raw.configuration = scanner.parse(&mut scratch)?,
+            "resource_changes" => raw.resource_changes = read_list(scanner, &mut scratch)?,
+            "resource_drift" => {
+                let drift: Vec<DriftEntry> = read_list(scanner, &mut scratch)?;
+                raw.resource_drift = drift.into_iter().map(|d| d.0).collect();
+            }
+            other => {
+                match other {
+                    "planned_values" => raw.planned_values = true,
+                    "@level" => raw.ui_log = true,
+                    "lineage" | "serial" => raw.state_file = true,
+                    "values" => raw.values = true,
+                    _ => {}
+                }
+                scanner.value(None)?;
+            }
+        }
+        if scanner.accept(b',')? {
+            continue;
+        }
+        scanner.expect(b'}', "`,` or `}`")?;
+        return Ok(raw);
     }
 }
 
-/// Insists on a JSON object at the top (serde would otherwise read a struct from
-/// an array, field by field, and produce a confusing message).
-struct TopLevel;
-
-impl<'de> Visitor<'de> for TopLevel {
-    type Value = RawPlan;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object (the output of `terraform show -json PLANFILE`)")
+/// Reads a JSON array (or `null`) element by element.
+fn read_list<R: Read, T: serde::de::DeserializeOwned>(
+    scanner: &mut Scanner<R>,
+    scratch: &mut Vec<u8>,
+) -> Result<Vec<T>, PlanError> {
+    match scanner.peek_non_ws()? {
+        Some(b'[') => {}
+        Some(b'n') => {
+            let _: Option<IgnoredAny> = scanner.parse(scratch)?;
+            return Ok(Vec::new());
+        }
+        Some(_) => {
+            let position = scanner_position(scanner);
+            let found: Value = scanner.parse(scratch)?;
+            let kind = match found {
+                Value::Object(_) => "map".to_string(),
+                Value::String(s) => format!("string {s:?}"),
+                other => other.to_string(),
+            };
+            return Err(PlanError::NotAPlan(format!(
+                "invalid type: {kind}, expected a sequence {position}"
+            )));
+        }
+        None => return Err(scanner.eof()),
     }
-
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawPlan, A::Error> {
-        RawPlan::deserialize(de::value::MapAccessDeserializer::new(map))
+    scanner.expect(b'[', "`[`")?;
+    let mut items = Vec::new();
+    if scanner.accept(b']')? {
+        return Ok(items);
+    }
+    loop {
+        items.push(scanner.parse(scratch)?);
+        if scanner.accept(b',')? {
+            continue;
+        }
+        scanner.expect(b']', "`,` or `]`")?;
+        return Ok(items);
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Default)]
 struct RawPlan {
     format_version: Option<String>,
     terraform_version: Option<String>,
-    #[serde(default, deserialize_with = "null_as_empty")]
     resource_changes: Vec<ResourceChange>,
-    #[serde(default, deserialize_with = "null_as_empty")]
-    resource_drift: Vec<DriftEntry>,
+    resource_drift: Vec<Drift>,
     configuration: Option<Configuration>,
-    planned_values: Option<IgnoredAny>,
-    #[serde(default)]
+    planned_values: bool,
     errored: Option<bool>,
     // Markers of the documents people hand over by mistake.
-    #[serde(rename = "@level")]
-    ui_log_level: Option<IgnoredAny>,
-    lineage: Option<IgnoredAny>,
-    serial: Option<IgnoredAny>,
-    values: Option<IgnoredAny>,
-}
-
-fn null_as_empty<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+    ui_log: bool,
+    state_file: bool,
+    values: bool,
 }
 
 impl RawPlan {
     fn into_plan(self) -> Result<Plan, PlanError> {
-        if self.lineage.is_some() || self.serial.is_some() {
+        if self.state_file {
             return Err(PlanError::StateFile);
         }
         let Some(format_version) = self.format_version else {
@@ -266,8 +343,8 @@ impl RawPlan {
         if !format_version.starts_with("1.") && format_version != "1" {
             return Err(PlanError::UnsupportedFormat(format_version));
         }
-        if self.planned_values.is_none() && self.resource_changes.is_empty() {
-            return Err(if self.values.is_some() {
+        if !self.planned_values && self.resource_changes.is_empty() {
+            return Err(if self.values {
                 PlanError::StateJson
             } else {
                 PlanError::NotAPlan("it has neither `planned_values` nor `resource_changes`".into())
@@ -277,7 +354,7 @@ impl RawPlan {
             format_version,
             terraform_version: self.terraform_version,
             changes: self.resource_changes,
-            drift: self.resource_drift.into_iter().map(|d| d.0).collect(),
+            drift: self.resource_drift,
             configuration: self.configuration,
             errored: self.errored.unwrap_or(false),
         })

@@ -48,6 +48,18 @@ fn parse_check_args(text: &str) -> (Transition, Vec<Rule>) {
     (transition, rules)
 }
 
+/// A reader that hands out at most 7 bytes per call.
+struct Trickle<'a>(&'a [u8]);
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(7).min(self.0.len());
+        buf[..n].copy_from_slice(&self.0[..n]);
+        self.0 = &self.0[n..];
+        Ok(n)
+    }
+}
+
 /// Compares `actual` with the snapshot file, or rewrites it under UPDATE_EXPECT.
 fn expect_file(path: &Path, actual: &str) -> Result<(), String> {
     if std::env::var_os("UPDATE_EXPECT").is_some() {
@@ -71,8 +83,9 @@ fn check(case: &Path) -> Result<(), String> {
     let (transition, rules) = parse_check_args(&args);
     let plan =
         abode_guard::read_plan_slice(&bytes).map_err(|e| format!("{}: {e}", case.display()))?;
-    // Streaming and in-memory reading must agree.
-    let streamed = abode_guard::read_plan(bytes.as_slice()).map_err(|e| e.to_string())?;
+    // Reading in tiny pieces (every chunk boundary inside strings, escapes and
+    // numbers) must give the same plan as reading at once.
+    let streamed = abode_guard::read_plan(Trickle(&bytes)).map_err(|e| e.to_string())?;
     let report = abode_guard::evaluate(&plan, transition, &rules);
     assert_eq!(report, abode_guard::evaluate(&streamed, transition, &rules));
     let text = abode_guard::render_text(&report, false);
@@ -125,6 +138,10 @@ fn invalid_inputs_are_rejected_with_one_line() {
             Ok(_) => panic!("{} was accepted as a plan", path.display()),
             Err(e) => e.to_string(),
         };
+        let trickled = abode_guard::read_plan(Trickle(&bytes))
+            .map(|_| ())
+            .map_err(|e| e.to_string());
+        assert_eq!(trickled, Err(error.clone()), "chunking changed the error");
         assert!(!error.contains('\n'), "multi-line error: {error}");
         lines.push(format!(
             "{}: {error}",
