@@ -45,6 +45,9 @@ pub(crate) fn sql(text: &str) -> Cow<'_, str> {
 /// Two concurrent first-user requests must not both find the table empty.
 const FIRST_USER_LOCK: Option<&str> = Some("LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE");
 
+/// PostgreSQL's row locks make a plain BEGIN enough.
+const BEGIN_WRITE: &str = "BEGIN";
+
 #[derive(Clone)]
 pub(crate) struct PostgresBackend {
     pool: PgPool,
@@ -71,7 +74,11 @@ impl PostgresBackend {
 
     pub(crate) async fn claim_job(&self, worker: &str) -> Result<Option<ClaimedJob>, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self
+            .pool
+            .begin_with(BEGIN_WRITE)
+            .await
+            .map_err(StoreError::Database)?;
         let claimed: Option<ClaimedJob> = sqlx::query_as(
             "UPDATE jobs SET status = 'claimed', worker = $1, claimed_at = $2 \
              WHERE id = (SELECT id FROM jobs WHERE status = 'queued' \

@@ -65,7 +65,7 @@ macro_rules! shared_queries {
 
     pub(crate) async fn create_first_user(&self, user: &NewUser) -> Result<User, StoreError> {
         let id = new_id();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         // "No user yet" must still hold when the row is written: backends whose
         // writers do not serialise lock the table first.
         if let Some(lock) = FIRST_USER_LOCK {
@@ -195,7 +195,7 @@ macro_rules! shared_queries {
         version: &NewTemplateVersion,
     ) -> Result<(Template, TemplateVersion), StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         // The upsert comes first: it takes the write lock (see the module doc).
         let template_id: String = sqlx::query(
             &sql("INSERT INTO templates (id, name, created_at, updated_at) VALUES (?, ?, ?, ?) \
@@ -335,7 +335,7 @@ macro_rules! shared_queries {
         build: &NewBuild,
     ) -> Result<(Workspace, Build), StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         sqlx::query(
             &sql("INSERT INTO workspaces (id, owner_id, name, template_id, template_version_id, \
              parameters, deleted, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, FALSE, ?, ?)"),
@@ -417,7 +417,7 @@ macro_rules! shared_queries {
 
     pub(crate) async fn create_build(&self, build: &NewBuild) -> Result<Build, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         // Writing first takes the write lock (see the module doc).
         let moved = sqlx::query(
             &sql("UPDATE workspaces SET template_version_id = ?, updated_at = ? WHERE id = ? AND deleted = FALSE"),
@@ -524,7 +524,7 @@ macro_rules! shared_queries {
         error: Option<&str>,
     ) -> Result<bool, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
             &sql("UPDATE builds SET status = ?, error = ?, finished_at = ? \
              WHERE id = ? AND status IN ('pending', 'running')"),
@@ -552,7 +552,7 @@ macro_rules! shared_queries {
         error: &str,
     ) -> Result<bool, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
             &sql("UPDATE builds SET status = 'canceled', error = ?, finished_at = ? \
              WHERE id = ? AND status IN ('pending', 'awaiting_confirmation')"),
@@ -587,7 +587,7 @@ macro_rules! shared_queries {
         error: &str,
     ) -> Result<Vec<String>, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         // Only embedded workers claim jobs today, so every claimed job belonged to
         // the server that died. External provisioners will need a lease instead.
         let rows = sqlx::query(
@@ -730,7 +730,7 @@ macro_rules! shared_queries {
         agents: &[NewAgent],
     ) -> Result<(), StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         // An agent the build kept (same token: updated in place, its process
         // still running) keeps what it reported; it does not start again.
         let kept: Vec<AgentConnection> = sqlx::query_as(&sql(
@@ -895,7 +895,7 @@ macro_rules! shared_queries {
         expires_at: i64,
     ) -> Result<bool, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
             &sql("UPDATE builds SET status = 'awaiting_confirmation', plan_digest = ?, expires_at = ? \
              WHERE id = ? AND status = 'running'"),
@@ -939,7 +939,7 @@ macro_rules! shared_queries {
         confirmer_id: &str,
     ) -> Result<bool, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
             &sql("UPDATE builds SET status = 'pending', confirmed_by = ?, confirmed_at = ?, expires_at = NULL \
              WHERE id = ? AND status = 'awaiting_confirmation' AND plan_digest = ?"),
@@ -989,7 +989,7 @@ macro_rules! shared_queries {
         now: i64,
         error: &str,
     ) -> Result<Vec<String>, StoreError> {
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let rows = sqlx::query(
             &sql("UPDATE builds SET status = 'canceled', error = ?, finished_at = ? \
              WHERE status = 'awaiting_confirmation' AND expires_at IS NOT NULL AND expires_at <= ? \
@@ -1037,7 +1037,7 @@ macro_rules! shared_queries {
         protections: &[NewProtection],
     ) -> Result<(), StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         sqlx::query(&sql("DELETE FROM workspace_protections WHERE workspace_id = ?"))
             .bind(workspace_id)
             .execute(&mut *tx)

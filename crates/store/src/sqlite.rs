@@ -1,10 +1,10 @@
 //! The SQLite backend: one database file under the data dir, WAL, foreign keys,
 //! a busy timeout so that concurrent writers wait instead of failing.
 //!
-//! Every transaction here starts with a write. In WAL mode a transaction that
-//! reads first and writes later can fail at once with SQLITE_BUSY when another
-//! writer committed in between (the busy timeout does not apply to that case);
-//! one that writes first takes the write lock up front and simply waits.
+//! Every write transaction begins with `BEGIN IMMEDIATE`. In WAL mode a deferred
+//! transaction that reads first and writes later fails at once with SQLITE_BUSY
+//! when another writer committed in between (the busy timeout does not apply to
+//! that case); one that takes the write lock up front simply waits for it.
 
 use std::path::Path;
 use std::time::Duration;
@@ -27,6 +27,11 @@ fn sql(text: &str) -> Cow<'_, str> {
 
 /// SQLite serialises writers: no lock needed for the first user.
 const FIRST_USER_LOCK: Option<&str> = None;
+
+/// Write transactions take SQLite's write lock up front, so a writer that has to
+/// wait does so in the busy handler instead of failing with SQLITE_BUSY when
+/// another writer commits between its first read and its first write.
+const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 
 #[derive(Clone)]
 pub(crate) struct SqliteBackend {
@@ -70,7 +75,11 @@ impl SqliteBackend {
 
     pub(crate) async fn claim_job(&self, worker: &str) -> Result<Option<ClaimedJob>, StoreError> {
         let now = now_ms();
-        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let mut tx = self
+            .pool
+            .begin_with(BEGIN_WRITE)
+            .await
+            .map_err(StoreError::Database)?;
         let claimed: Option<ClaimedJob> = sqlx::query_as(&sql(
             "UPDATE jobs SET status = 'claimed', worker = ?, claimed_at = ? \
              WHERE status = 'queued' AND id = (SELECT id FROM jobs WHERE status = 'queued' \

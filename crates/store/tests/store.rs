@@ -688,6 +688,45 @@ async fn agents_keep_their_startup_script_and_the_exit_status_of_a_failed_start(
     ));
 }
 
+/// A start build replaces the agents (reading which to keep, then writing) while
+/// those agents send heartbeats: neither side may fail with "database is locked".
+async fn agents_are_replaced_while_they_send_heartbeats(store: Store) {
+    let (_user, workspace, build) = seeded(&store).await;
+    let agents: Vec<NewAgent> = (0..4)
+        .map(|i| NewAgent {
+            name: format!("agent{i}"),
+            token_hash: format!("hash-{i}"),
+            startup_script: None,
+            dir: None,
+            env: "{}".into(),
+        })
+        .collect();
+    store
+        .replace_agents(&workspace.id, &build.id, &agents)
+        .await
+        .unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..4 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..40 {
+                let agent = store.agent_by_token_hash(&format!("hash-{i}")).await?;
+                store.agent_heartbeat(&agent.id, Some("ready")).await?;
+            }
+            Ok::<(), abode_store::StoreError>(())
+        }));
+    }
+    for _ in 0..40 {
+        store
+            .replace_agents(&workspace.id, &build.id, &agents)
+            .await
+            .unwrap();
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+}
+
 /// A fresh PostgreSQL schema of the database at ABODE_TEST_POSTGRES_URL, or
 /// None (with a note) when the variable is not set.
 async fn open_postgres() -> Option<Store> {
@@ -747,4 +786,5 @@ on_every_backend!(
     a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise,
     protections_are_replaced_and_released_and_audit_is_filtered,
     agents_keep_their_startup_script_and_the_exit_status_of_a_failed_start,
+    agents_are_replaced_while_they_send_heartbeats,
 );
