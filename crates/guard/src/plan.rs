@@ -126,6 +126,22 @@ pub struct ConfigModule {
     pub module_calls: BTreeMap<String, ModuleCall>,
     #[serde(default)]
     pub outputs: BTreeMap<String, ConfigOutput>,
+    #[serde(default)]
+    pub variables: BTreeMap<String, ConfigVariable>,
+}
+
+/// A variable declaration; only whether it is sensitive matters here.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ConfigVariable {
+    #[serde(default)]
+    pub sensitive: bool,
+}
+
+/// A root variable's value as the plan carries it (in clear, even when sensitive).
+#[derive(Deserialize)]
+struct PlanVariable {
+    #[serde(default)]
+    value: Value,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -253,6 +269,11 @@ fn read_top_level<R: Read>(scanner: &mut Scanner<R>) -> Result<RawPlan, PlanErro
             "terraform_version" => raw.terraform_version = scanner.parse(&mut scratch)?,
             "errored" => raw.errored = scanner.parse(&mut scratch)?,
             "configuration" => raw.configuration = scanner.parse(&mut scratch)?,
+            "variables" => {
+                let variables: Option<BTreeMap<String, PlanVariable>> =
+                    scanner.parse(&mut scratch)?;
+                raw.variables = variables.unwrap_or_default();
+            }
             "resource_changes" => raw.resource_changes = read_list(scanner, &mut scratch)?,
             "resource_drift" => {
                 let drift: Vec<DriftEntry> = read_list(scanner, &mut scratch)?;
@@ -320,6 +341,7 @@ fn read_list<R: Read, T: serde::de::DeserializeOwned>(
 #[derive(Default)]
 struct RawPlan {
     format_version: Option<String>,
+    variables: BTreeMap<String, PlanVariable>,
     terraform_version: Option<String>,
     resource_changes: Vec<ResourceChange>,
     resource_drift: Vec<Drift>,
@@ -350,15 +372,51 @@ impl RawPlan {
                 PlanError::NotAPlan("it has neither `planned_values` nor `resource_changes`".into())
             });
         }
+        let mut changes = self.resource_changes;
+        let mut drift = self.resource_drift;
+        let secrets = sensitive_variable_values(&self.variables, self.configuration.as_ref());
+        if !secrets.is_empty() {
+            let attributes = changes
+                .iter_mut()
+                .flat_map(|c| c.replace_paths.iter_mut())
+                .chain(drift.iter_mut().flat_map(|d| d.attributes.iter_mut()));
+            for attribute in attributes {
+                for text in [&mut attribute.before, &mut attribute.after] {
+                    if value::reveals(text, &secrets) {
+                        *text = value::SENSITIVE.to_string();
+                    }
+                }
+            }
+        }
         Ok(Plan {
             format_version,
             terraform_version: self.terraform_version,
-            changes: self.resource_changes,
-            drift: self.resource_drift,
+            changes,
+            drift,
             configuration: self.configuration,
             errored: self.errored.unwrap_or(false),
         })
     }
+}
+
+/// The values of the root module's sensitive variables. Terraform marks a
+/// sensitive variable's value where the template uses it directly, but a
+/// provider may copy it into another resource's attribute with no mark at all;
+/// any rendered value that contains one of these is hidden after reading.
+fn sensitive_variable_values(
+    variables: &BTreeMap<String, PlanVariable>,
+    configuration: Option<&Configuration>,
+) -> Vec<String> {
+    let mut secrets = Vec::new();
+    let Some(configuration) = configuration else {
+        return secrets;
+    };
+    for (name, declaration) in &configuration.root_module.variables {
+        if let (true, Some(variable)) = (declaration.sensitive, variables.get(name)) {
+            value::collect_secrets(&variable.value, &Value::Bool(true), &mut secrets);
+        }
+    }
+    secrets
 }
 
 struct DriftEntry(Drift);
@@ -584,7 +642,7 @@ impl<'de> Visitor<'de> for ChangeSeed {
         };
         for path in replace_paths.unwrap_or_default() {
             parsed.replace_paths.push(AttributeChange {
-                path: value::path_to_string(&path),
+                path: value::path_to_string_masked(&path, &sensitive),
                 before: value::render(
                     value::value_at(&before, &path),
                     value::mask_at(&sensitive, &path),

@@ -43,6 +43,27 @@ pub fn path_to_string(path: &[PathStep]) -> String {
     out
 }
 
+/// Like [`path_to_string`], but a map key below a sensitive value may itself be
+/// the secret (a sensitive map's keys are as secret as its values): from the
+/// first sensitive step on, keys print as `(sensitive value)`.
+pub(crate) fn path_to_string_masked(path: &[PathStep], sensitive: &Value) -> String {
+    let shown = (0..path.len())
+        .find(|&i| i > 0 && mask_at(sensitive, &path[..i]) == &Value::Bool(true))
+        .unwrap_or(path.len());
+    let mut out = path_to_string(&path[..shown]);
+    for step in &path[shown..] {
+        match step {
+            PathStep::Key(_) => {
+                let _ = write!(out, "[{SENSITIVE}]");
+            }
+            PathStep::Index(i) => {
+                let _ = write!(out, "[{i}]");
+            }
+        }
+    }
+    out
+}
+
 fn is_identifier(s: &str) -> bool {
     !s.is_empty()
         && s.chars()
@@ -151,7 +172,7 @@ pub(crate) fn collect_secrets(value: &Value, sensitive: &Value, out: &mut Vec<St
     }
 }
 
-fn reveals(text: &str, secrets: &[String]) -> bool {
+pub(crate) fn reveals(text: &str, secrets: &[String]) -> bool {
     secrets.iter().any(|secret| {
         text == secret
             || (secret.chars().count() >= MIN_EMBEDDED_SECRET && text.contains(secret.as_str()))
