@@ -131,6 +131,8 @@ pub struct Platform {
     marker: String,
     port: u16,
     extra: Vec<String>,
+    /// `--database-url` for the server; None keeps the embedded SQLite store.
+    database_url: Option<String>,
 }
 
 /// Extra server flags the tests use: short agent timeouts so that health
@@ -152,6 +154,12 @@ impl Platform {
 
     /// Starts a server with extra flags.
     pub fn start_with(extra: &[&str]) -> Platform {
+        Platform::start_on(None, extra)
+    }
+
+    /// Starts a server with extra flags, keeping its data in the database at
+    /// `database_url` (PostgreSQL) instead of SQLite when given.
+    pub fn start_on(database_url: Option<&str>, extra: &[&str]) -> Platform {
         let root = tempfile::Builder::new()
             .prefix("abode-e2e-")
             .tempdir()
@@ -166,6 +174,7 @@ impl Platform {
             marker,
             port,
             extra: extra.iter().map(|arg| arg.to_string()).collect(),
+            database_url: database_url.map(str::to_string),
         };
         platform.spawn_server();
         platform.wait_until_ready();
@@ -187,12 +196,18 @@ impl Platform {
             .arg("--data-dir")
             .arg(root.path().join("data"))
             .args(&self.extra)
+            .args(
+                self.database_url
+                    .iter()
+                    .flat_map(|url| ["--database-url", url.as_str()]),
+            )
             .env(MARKER_VAR, &self.marker)
             .env("CHECKPOINT_DISABLE", "1")
             .env("TF_IN_AUTOMATION", "1")
             .env("TF_INPUT", "0")
             .env_remove("ABODE_URL")
             .env_remove("ABODE_TOKEN")
+            .env_remove("ABODE_DATABASE_URL")
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
