@@ -9,7 +9,7 @@ mod util;
 use std::fs;
 use std::path::PathBuf;
 
-use util::{fixture, only_subdir, repo_root, require_terraform, Platform, Run};
+use util::{fixture, only_subdir, printed_digest, repo_root, require_terraform, Platform};
 
 /// The example template's text with `edits` (from, to) applied.
 fn example_with(edits: &[(&str, &str)]) -> String {
@@ -51,17 +51,6 @@ fn push(platform: &Platform, name: &str, version: u32, main_tf: &str) {
             "--activate",
         ])
         .ok();
-}
-
-/// The digest in the confirm command a held build printed.
-#[track_caller]
-fn printed_digest(run: &Run) -> String {
-    run.stderr
-        .split("--digest ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no confirm command with a digest:\n{run}"))
-        .to_string()
 }
 
 fn latest_build(platform: &Platform, workspace: &str) -> serde_json::Value {

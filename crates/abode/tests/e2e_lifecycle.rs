@@ -12,25 +12,9 @@ mod util;
 use std::fs;
 use std::time::{Duration, Instant};
 
-use util::{only_subdir, repo_root, require_terraform, Platform};
+use util::{assert_no_processes_left, only_subdir, repo_root, require_terraform, Platform};
 
 const AGENT_WAIT: Duration = Duration::from_secs(60);
-
-/// Waits for the workspace's processes to be gone (SIGTERM has a grace period).
-fn assert_no_processes_left(platform: &Platform, when: &str) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let left = platform.spawned_processes();
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "processes still running {when}: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 #[test]
 fn workspace_lifecycle_keeps_the_volume_and_cleans_up_on_delete() {

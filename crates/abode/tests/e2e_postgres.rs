@@ -15,9 +15,11 @@ mod util;
 use std::fs;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use util::{only_subdir, repo_root, require_terraform, Platform, Run};
+use util::{
+    assert_no_processes_left, only_subdir, printed_digest, repo_root, require_terraform, Platform,
+};
 
 const AGENT_WAIT: Duration = Duration::from_secs(60);
 
@@ -130,22 +132,6 @@ fn push_example(platform: &Platform) {
         .ok();
 }
 
-/// Waits for the workspace's processes to be gone (SIGTERM has a grace period).
-fn assert_no_processes_left(platform: &Platform, when: &str) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let left = platform.spawned_processes();
-        if left.is_empty() {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "processes still running {when}: {left:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn database_url_names_the_fresh_database() {
     let cases = [
@@ -231,17 +217,6 @@ fn lifecycle_on_postgres_keeps_the_volume_and_cleans_up_on_delete() {
     assert_no_processes_left(&platform, "after delete");
     assert_eq!(platform.show("dev")["status"], "deleted");
     platform.run(&["start", "dev"]).fails_with(1, &[]);
-}
-
-/// The digest in the confirm command a held build printed.
-#[track_caller]
-fn printed_digest(run: &Run) -> String {
-    run.stderr
-        .split("--digest ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no confirm command with a digest:\n{run}"))
-        .to_string()
 }
 
 #[test]

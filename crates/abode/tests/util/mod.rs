@@ -530,3 +530,30 @@ pub fn copy_dir(from: &Path, dest: &Path) {
         }
     }
 }
+
+/// Waits for the workspace's processes to be gone (SIGTERM has a grace period).
+pub fn assert_no_processes_left(platform: &Platform, when: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let left = platform.spawned_processes();
+        if left.is_empty() {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes still running {when}: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The digest in the confirm command a held build printed.
+#[track_caller]
+pub fn printed_digest(run: &Run) -> String {
+    run.stderr
+        .split("--digest ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no confirm command with a digest:\n{run}"))
+        .to_string()
+}
