@@ -187,9 +187,22 @@ fn escapes(link: &Path, target: &Path) -> bool {
 }
 
 fn create_links(root: &Path, links: &[(PathBuf, PathBuf)]) -> Result<(), ControlError> {
+    let canonical_root = fs::canonicalize(root).map_err(io_error(root))?;
     for (relative, target) in links {
         let path = root.join(relative);
         if let Some(parent) = path.parent() {
+            // A link made earlier may lead out of the root (links are only
+            // checked once all exist): nothing is ever created through one.
+            let existing = parent.ancestors().find(|ancestor| ancestor.exists());
+            let inside = existing
+                .and_then(|ancestor| fs::canonicalize(ancestor).ok())
+                .is_some_and(|resolved| resolved.starts_with(&canonical_root));
+            if !inside {
+                return Err(invalid(format!(
+                    "{} lies behind a link that leads outside the template",
+                    relative.display()
+                )));
+            }
             fs::create_dir_all(parent).map_err(io_error(relative))?;
         }
         if fs::symlink_metadata(&path).is_ok() {
@@ -200,7 +213,6 @@ fn create_links(root: &Path, links: &[(PathBuf, PathBuf)]) -> Result<(), Control
         }
         std::os::unix::fs::symlink(target, &path).map_err(io_error(relative))?;
     }
-    let canonical_root = fs::canonicalize(root).map_err(io_error(root))?;
     for (relative, _) in links {
         let resolved = fs::canonicalize(root.join(relative)).map_err(|_| {
             invalid(format!(
@@ -356,6 +368,32 @@ mod tests {
                 (expected, got) => panic!("{name}: expected {expected:?}, got {got:?}"),
             }
         }
+    }
+
+    /// A refused archive leaves nothing outside its root: a link that escapes
+    /// only once the links before it exist must not serve as the way to a
+    /// directory created for a later link.
+    #[test]
+    fn links_never_create_anything_outside_the_root() {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("template");
+        fs::create_dir(&root).unwrap();
+        let entries = [
+            MAIN,
+            Entry::Link("r", "."),
+            Entry::Link("s", "r/.."),
+            Entry::Link("s/outside/l", "."),
+        ];
+        let result = unpack(&archive(&entries), &root);
+        assert!(
+            matches!(result, Err(ControlError::InvalidArchive(_))),
+            "{result:?}"
+        );
+        let names: Vec<String> = fs::read_dir(base.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, vec!["template"]);
     }
 
     #[test]
