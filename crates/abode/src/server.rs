@@ -6,6 +6,7 @@
 //! provider without any download.
 
 use std::net::SocketAddr;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -63,7 +64,13 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
 
 async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     let data_dir = absolute(args.data_dir)?;
-    std::fs::create_dir_all(&data_dir)
+    // Volumes (home disks), process logs and the database live here: readable
+    // by the server's user only, also when the directory already existed.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&data_dir)
+        .and_then(|()| std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700)))
         .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
     let mirror_dir = match args.provider_mirror {
         Some(dir) => absolute(dir)?,
