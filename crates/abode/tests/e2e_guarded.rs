@@ -324,6 +324,40 @@ fn sensitive_value_forcing_a_replacement_never_shows() {
     platform.run(&["delete", "dev"]).ok();
 }
 
+/// The deadline holds by itself: a confirmation that arrives after it is
+/// refused even if the server has not yet swept the build away.
+#[test]
+fn confirmation_after_the_deadline_is_refused_before_the_sweep() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let volume = workspace_with_a_file(&platform, &example_with(&[]));
+    push(&platform, "local", 2, &example_with(&[RENAME]));
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    let digest = printed_digest(&held);
+
+    // The deadline passes (the default one is a day, swept every 10 s).
+    let expired = std::process::Command::new("sqlite3")
+        .arg(platform.data_dir().join("abode.db"))
+        .arg("UPDATE builds SET expires_at = 1 WHERE status = 'awaiting_confirmation';")
+        .status()
+        .expect("sqlite3 is needed to move the confirmation deadline");
+    assert!(expired.success());
+
+    platform
+        .run(&["builds", "confirm", "dev", "2", "--digest", &digest])
+        .fails_with(1, &["expired"]);
+    assert_ne!(latest_build(&platform, "dev")["status"], "succeeded");
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+    // The sweeper may or may not have ended it by now.
+    let _ = platform.run(&["builds", "cancel", "dev", "2"]);
+    platform.run(&["delete", "dev"]).ok();
+}
+
 #[test]
 fn confirmation_after_the_state_changed_is_refused() {
     require_terraform();

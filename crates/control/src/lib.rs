@@ -909,6 +909,16 @@ impl Control {
                     )
                 }));
             }
+            // The deadline holds by itself, not only once the sweeper ran.
+            if build
+                .expires_at
+                .is_some_and(|deadline| deadline <= abode_store::now_ms())
+            {
+                return Err(refuse(format!(
+                    "build #{} expired: nobody confirmed it in time; start the build again",
+                    build.number
+                )));
+            }
             let saved = self.inner.store.saved_plan(&build.id).await?.ok_or_else(|| {
                 refuse(format!("build #{} has no saved plan any more", build.number))
             })?;
