@@ -346,6 +346,21 @@ async fn bad_templates_are_refused_and_nothing_is_stored() {
         (status, body["error"]["message"].as_str()),
         (401, Some("wrong username or password"))
     );
+    // A password typed into the username field is not kept in the audit log
+    // (which owners and template-admins read).
+    let (status, _) = harness
+        .call(
+            "POST",
+            "/login",
+            None,
+            Some(json!({"username": "Hunter2-Typed-As-Name!", "password": "x"})),
+        )
+        .await;
+    assert_eq!(status, 401);
+    let (_, body) = harness.call("GET", "/audit", Some(&token), None).await;
+    let events = body["events"].to_string();
+    assert!(events.contains("nobody"), "{events}");
+    assert!(!events.contains("Hunter2"), "{events}");
     let (status, _) = harness
         .call(
             "POST",

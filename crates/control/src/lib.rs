@@ -278,7 +278,14 @@ impl Control {
                 // Spend the same time as a real check, so that timing does not
                 // tell which usernames exist.
                 let _ = secrets::hash_password(password.into()).await;
-                self.audit(None, request_id, "login", "user", username, "failure", None)
+                // What is not a valid name may be a password typed into the
+                // wrong field: the audit log does not keep it.
+                let target = if validate_name("username", username).is_ok() {
+                    username
+                } else {
+                    "(not a valid username)"
+                };
+                self.audit(None, request_id, "login", "user", target, "failure", None)
                     .await;
                 return Err(wrong());
             }
