@@ -28,7 +28,7 @@ pub fn is_excluded(relative: &Path) -> bool {
     in_terraform_dir
         || name == ".terraform.lock.hcl"
         || name.ends_with(".tfstate")
-        || name.ends_with(".tfstate.backup")
+        || (name.contains(".tfstate.") && name.ends_with(".backup"))
         || name.ends_with(".tfplan")
 }
 
@@ -131,6 +131,9 @@ mod tests {
             (".terraform.lock.hcl", true),
             ("terraform.tfstate", true),
             ("terraform.tfstate.backup", true),
+            // `terraform state mv/rm` leaves timestamped backups of the state.
+            ("terraform.tfstate.1795979172.backup", true),
+            ("notes.backup", false),
             ("sub/x.tfstate", true),
             ("plan.tfplan", true),
             ("README.md", false),

@@ -141,7 +141,7 @@ fn is_terraform_working_file(relative: &Path) -> bool {
         .any(|part| part.as_os_str() == ".terraform")
         || name == ".terraform.lock.hcl"
         || name.ends_with(".tfstate")
-        || name.ends_with(".tfstate.backup")
+        || (name.contains(".tfstate.") && name.ends_with(".backup"))
 }
 
 /// A path from the archive, as a relative path with no `..`; refused otherwise.
@@ -404,6 +404,7 @@ mod tests {
             Entry::File(".terraform.lock.hcl", b"lock"),
             Entry::File(".terraform/providers/x", b"binary"),
             Entry::File("terraform.tfstate", b"{}"),
+            Entry::File("terraform.tfstate.1795979172.backup", b"{}"),
         ];
         unpack(&archive(&entries), root.path()).unwrap();
         let mut names: Vec<String> = fs::read_dir(root.path())
