@@ -1,7 +1,7 @@
 //! Packs a template folder into the `.tar.gz` that `abode templates push` uploads.
 //!
 //! Only what describes the template travels: Terraform's working files
-//! (`.terraform/`, the dependency lock file) and any state file stay behind,
+//! (`.terraform/`, the dependency lock file), any state file and saved plan stay behind,
 //! because the server initialises templates against its own provider mirror and
 //! keeps workspace state itself; a state file could also carry secrets.
 //! Entries are sorted and timestamps zeroed so the same folder always packs to
@@ -30,6 +30,16 @@ pub fn is_excluded(relative: &Path) -> bool {
         || name.ends_with(".tfstate")
         || (name.contains(".tfstate.") && name.ends_with(".backup"))
         || name.ends_with(".tfplan")
+}
+
+/// True for a Terraform saved plan whatever its name (`-out=tfplan` is common):
+/// a zip archive whose first entry is `tfplan`. It carries the state it was
+/// made from, so it never travels.
+fn is_saved_plan(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 36];
+    let read = fs::File::open(path).and_then(|mut file| file.read_exact(&mut head));
+    read.is_ok() && head.starts_with(b"PK\x03\x04") && &head[30..36] == b"tfplan"
 }
 
 /// The files and folders that would be uploaded, relative to `root`, in archive order.
@@ -70,6 +80,9 @@ fn collect(root: &Path, relative: &Path, out: &mut Vec<PathBuf>) -> Result<(), A
             continue;
         }
         let meta = fs::symlink_metadata(root.join(&child)).map_err(read_err(&root.join(&child)))?;
+        if meta.is_file() && is_saved_plan(&root.join(&child)) {
+            continue;
+        }
         out.push(child.clone());
         if meta.is_dir() {
             collect(root, &child, out)?;
@@ -154,6 +167,13 @@ mod tests {
         fs::create_dir_all(root.join(".terraform/providers")).unwrap();
         fs::write(root.join(".terraform/providers/p"), "bin").unwrap();
         fs::write(root.join("terraform.tfstate"), "{\"secret\":1}").unwrap();
+        // `terraform plan -out=tfplan`: a saved plan under any name (a zip
+        // whose first entry is `tfplan`, beside the state it was made from).
+        let mut saved_plan = b"PK\x03\x04".to_vec();
+        saved_plan.extend_from_slice(&[0; 22]);
+        saved_plan.extend_from_slice(&[6, 0, 0, 0]);
+        saved_plan.extend_from_slice(b"tfplan{\"secret\":1}");
+        fs::write(root.join("tfplan"), saved_plan).unwrap();
         std::os::unix::fs::symlink("main.tf", root.join("link.tf")).unwrap();
 
         let first = pack_template(root).unwrap();
