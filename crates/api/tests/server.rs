@@ -643,6 +643,13 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
         )
         .await;
     assert_eq!(status, 401);
+    // An agent token is no session token, and a session token no agent token.
+    let (status, _) = harness
+        .call("GET", "/workspaces/dev", Some(agent_token), None)
+        .await;
+    assert_eq!(status, 401);
+    let (status, _) = harness.call("GET", "/agent/me", Some(&token), None).await;
+    assert_eq!(status, 401);
     let (status, _) = harness
         .call(
             "POST",
