@@ -23,11 +23,17 @@ pub enum TerraformError {
 /// checkpoint calls, no prompts, automation-friendly output.
 pub fn command() -> Command {
     let mut cmd = Command::new("terraform");
-    cmd.env("CHECKPOINT_DISABLE", "1")
-        .env("TF_IN_AUTOMATION", "1")
-        .env("TF_INPUT", "0");
+    cmd.envs(AUTOMATION_ENV.iter().copied());
     cmd
 }
+
+/// What every Terraform run gets: no checkpoint calls to the network, no
+/// prompts, output meant for automation.
+pub(crate) const AUTOMATION_ENV: &[(&str, &str)] = &[
+    ("CHECKPOINT_DISABLE", "1"),
+    ("TF_IN_AUTOMATION", "1"),
+    ("TF_INPUT", "0"),
+];
 
 /// `terraform version`, as one line, or a clear error when Terraform is missing.
 pub fn version() -> Result<String, TerraformError> {
@@ -58,7 +64,7 @@ pub fn show_plan_json(plan_file: &Path, working_dir: &Path) -> Result<Vec<u8>, T
     if !output.status.success() {
         return Err(TerraformError::Failed {
             command: "show -json".into(),
-            stderr: first_error_line(&output.stderr),
+            stderr: run::first_error_line(&output.stderr),
         });
     }
     Ok(output.stdout)
@@ -71,18 +77,4 @@ fn first_line(bytes: &[u8]) -> String {
         .find(|line| !line.is_empty())
         .unwrap_or("")
         .to_string()
-}
-
-/// Terraform's diagnostics are boxed (`╷ │ Error: ...`); the line that starts
-/// with `Error:` is the one a user needs.
-fn first_error_line(stderr: &[u8]) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    let cleaned = text
-        .lines()
-        .map(|line| line.trim_start_matches(['│', '╷', '╵', ' ']).trim())
-        .find(|line| line.starts_with("Error:"));
-    match cleaned {
-        Some(line) => line.to_string(),
-        None => first_line(stderr),
-    }
 }

@@ -76,9 +76,7 @@ impl Invocation {
         command
             .args(&self.args)
             .current_dir(&self.dir)
-            .env("CHECKPOINT_DISABLE", "1")
-            .env("TF_IN_AUTOMATION", "1")
-            .env("TF_INPUT", "0")
+            .envs(crate::AUTOMATION_ENV.iter().copied())
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .kill_on_drop(true);
