@@ -18,18 +18,10 @@ use crate::error::ArchiveError;
 
 /// True for paths (relative to the template root) that are never uploaded.
 pub fn is_excluded(relative: &Path) -> bool {
-    let in_terraform_dir = relative
-        .components()
-        .any(|part| part.as_os_str() == ".terraform");
-    let name = relative
-        .file_name()
-        .map(|name| name.to_string_lossy())
-        .unwrap_or_default();
-    in_terraform_dir
-        || name == ".terraform.lock.hcl"
-        || name.ends_with(".tfstate")
-        || (name.contains(".tfstate.") && name.ends_with(".backup"))
-        || name.ends_with(".tfplan")
+    abode_terraform::is_working_file(relative)
+        || relative
+            .file_name()
+            .is_some_and(|name| name.to_string_lossy().ends_with(".tfplan"))
 }
 
 /// True for a Terraform saved plan whatever its name (`-out=tfplan` is common):

@@ -53,7 +53,7 @@ pub fn unpack(archive: &[u8], root: &Path) -> Result<(), ControlError> {
             .map_err(|error| invalid(format!("unreadable path in archive: {error}")))?
             .into_owned();
         let relative = safe_relative(&raw_path)?;
-        if relative.as_os_str().is_empty() || is_terraform_working_file(&relative) {
+        if relative.as_os_str().is_empty() || abode_terraform::is_working_file(&relative) {
             continue;
         }
         let target = root.join(&relative);
@@ -125,23 +125,6 @@ pub fn unpack(archive: &[u8], root: &Path) -> Result<(), ControlError> {
         return Err(invalid("the archive holds no .tf file"));
     }
     Ok(())
-}
-
-/// Terraform's own working files never come from an archive: the server
-/// initialises every run against its own provider mirror (a pushed lock file
-/// would pin checksums of another build of the provider) and keeps the state
-/// itself.
-fn is_terraform_working_file(relative: &Path) -> bool {
-    let name = relative
-        .file_name()
-        .map(|name| name.to_string_lossy())
-        .unwrap_or_default();
-    relative
-        .components()
-        .any(|part| part.as_os_str() == ".terraform")
-        || name == ".terraform.lock.hcl"
-        || name.ends_with(".tfstate")
-        || (name.contains(".tfstate.") && name.ends_with(".backup"))
 }
 
 /// A path from the archive, as a relative path with no `..`; refused otherwise.

@@ -8,6 +8,26 @@ pub mod mirror;
 pub mod run;
 
 use std::path::Path;
+
+/// Whether a path inside a configuration folder (relative to its root) is one
+/// of Terraform's own working files rather than template source: the
+/// `.terraform/` directory, the dependency lock file, state files and their
+/// backups. They never travel with a template: the server initialises every
+/// run against its own provider mirror (a pushed lock file would pin checksums
+/// of another build of the provider), keeps the state itself, and state carries
+/// secrets.
+pub fn is_working_file(relative: &Path) -> bool {
+    let name = relative
+        .file_name()
+        .map(|name| name.to_string_lossy())
+        .unwrap_or_default();
+    relative
+        .components()
+        .any(|part| part.as_os_str() == ".terraform")
+        || name == ".terraform.lock.hcl"
+        || name.ends_with(".tfstate")
+        || (name.contains(".tfstate.") && name.ends_with(".backup"))
+}
 use std::process::Command;
 
 /// Why running Terraform failed.
