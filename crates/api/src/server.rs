@@ -125,15 +125,20 @@ impl Server {
             Err(error) => tracing::warn!(%error, "cannot check the terraform version"),
         }
         let control = Control::new(store, config);
-        let failed = control.recover().await.map_err(ServerError::Recover)?;
-        if !failed.is_empty() {
+        let (shutdown, shutdown_rx) = watch::channel(false);
+        let recovered = control
+            .recover(shutdown_rx.clone())
+            .await
+            .map_err(ServerError::Recover)?;
+        if !recovered.interrupted.is_empty() {
             tracing::warn!(
-                count = failed.len(),
-                "marked builds of the previous run as failed"
+                count = recovered.interrupted.len(),
+                "taking over builds the previous run left running"
             );
         }
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        let workers = control.start_provisioners(options.provisioners.max(1), shutdown_rx.clone());
+        let mut workers =
+            control.start_provisioners(options.provisioners.max(1), shutdown_rx.clone());
+        workers.extend(recovered.followers);
         let app = crate::router(AppState {
             control: control.clone(),
         });

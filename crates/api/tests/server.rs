@@ -508,7 +508,7 @@ async fn logs_stream_while_running_concurrent_starts_conflict_and_cancel_keeps_s
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_build_that_dies_with_the_server_is_failed_on_restart() {
+async fn a_build_whose_server_died_is_followed_after_restart_and_can_be_canceled() {
     let harness = Harness::start().await;
     let token = harness.owner().await;
     harness
@@ -523,7 +523,8 @@ async fn a_build_that_dies_with_the_server_is_failed_on_restart() {
         )
         .await;
     harness.wait_status(&token, "dev", 1, "running").await;
-    // Let the apply begin, then crash (no graceful shutdown).
+    // Let the apply begin, then drop the server's tasks without any cleanup:
+    // Terraform, like after a real crash (see e2e_crash.rs), runs on.
     let deadline = Instant::now() + Duration::from_secs(60);
     while !harness
         .log_text(&token, "dev", 1)
@@ -539,11 +540,41 @@ async fn a_build_that_dies_with_the_server_is_failed_on_restart() {
     let data_dir = harness.data_dir;
 
     let harness = Harness::start_in(data_dir).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !harness
+        .log_text(&token, "dev", 1)
+        .await
+        .contains("follows it until it ends")
+    {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, _) = harness
+        .call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(json!({"transition": "stop"})),
+        )
+        .await;
+    assert_eq!(status, 409, "the followed build is still the active one");
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/dev/builds/1/cancel",
+            Some(&token),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
     let build = harness.wait_build(&token, "dev", 1).await;
-    assert_eq!(build["status"], "failed");
-    assert_eq!(
-        build["error"],
-        "the server stopped while this build was running; its Terraform state was kept"
+    assert_eq!(build["status"], "canceled", "{build}");
+    assert!(
+        build["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("canceled during terraform apply after a server restart"),
+        "{build}"
     );
     let (_, body) = harness
         .call("GET", "/workspaces/dev", Some(&token), None)

@@ -10,6 +10,7 @@ mod archive;
 mod error;
 pub mod lifecycle;
 mod provisioner;
+mod recovery;
 mod secrets;
 mod workdir;
 
@@ -29,6 +30,7 @@ pub use archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 use error::or_not_found;
 pub use error::ControlError;
 pub use lifecycle::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
+pub use recovery::Recovered;
 pub use secrets::token_hash;
 
 /// Roles, from most to least powerful.
@@ -170,29 +172,16 @@ impl Control {
         &self.inner.store
     }
 
-    /// Marks the builds a dead server left running as failed (keeping the
-    /// Terraform state its work dir had reached), and clears old work dirs.
-    pub async fn recover(&self) -> Result<Vec<String>, ControlError> {
-        let failed = self
-            .inner
-            .store
-            .fail_interrupted_builds(
-                "the server stopped while this build was running; its Terraform state was kept",
-            )
-            .await?;
-        for build_id in &failed {
-            provisioner::salvage_state(self, build_id).await;
-            let _ = self
-                .log(
-                    build_id,
-                    "cleanup",
-                    "error",
-                    "the server stopped while this build was running; the build is marked failed",
-                )
-                .await;
-        }
-        workdir::clear_all(&self.inner.config.work_dir());
-        Ok(failed)
+    /// Takes over the builds a dead server left running (see `recovery`):
+    /// each is followed until no Terraform of it runs, its state stored, and
+    /// it ends failed with what happened. Old work dirs are cleared. The
+    /// followers stop, interrupting what they follow, when `shutdown` turns
+    /// true.
+    pub async fn recover(
+        &self,
+        shutdown: watch::Receiver<bool>,
+    ) -> Result<recovery::Recovered, ControlError> {
+        recovery::recover(self, shutdown).await
     }
 
     /// Starts `count` provisioner workers; they stop when `shutdown` turns true,

@@ -11,7 +11,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use abode_contract::BuildContext;
@@ -21,8 +20,10 @@ use abode_store::{
     JOB_APPLY_SAVED_PLAN,
 };
 use abode_terraform::run::{self, Invocation, Outcome, OutputLine, RunError, Stream};
+use abode_terraform::supervise::{self, RunRecord};
 use tokio::sync::{mpsc, watch};
 
+use crate::recovery::{self, StateKept};
 use crate::workdir::{self, PLAN_FILE, STATE_FILE, TEMPLATE_SUBDIR};
 use crate::{archive, secrets, Control, ControlError};
 
@@ -122,7 +123,6 @@ async fn run_build(
         build_id: build_id.to_string(),
         work_dir: control.inner.config.work_dir().join(build_id),
         cancel,
-        last_error: Arc::new(Mutex::new(None)),
         env: Vec::new(),
         state_digest: String::new(),
     };
@@ -188,8 +188,6 @@ struct BuildRun {
     build_id: String,
     work_dir: PathBuf,
     cancel: watch::Receiver<bool>,
-    /// The last error Terraform reported, for the build's one-line error.
-    last_error: Arc<Mutex<Option<String>>>,
     env: Vec<(String, String)>,
     /// SHA-256 of the state the build started from (a saved plan is only
     /// valid on that state).
@@ -517,31 +515,20 @@ impl BuildRun {
     /// Stores the state Terraform left in the work dir, whatever the outcome:
     /// a failed or canceled apply may already have created or destroyed things.
     async fn save_state(&self) {
-        let path = self.template_dir().join(STATE_FILE);
-        let Ok(state) = std::fs::read(&path) else {
-            return;
-        };
-        let store = &self.control.inner.store;
-        let Ok(build) = store.build_by_id(&self.build_id).await else {
-            return;
-        };
-        let unchanged =
-            matches!(store.state(&build.workspace_id).await, Ok(Some(old)) if old == state);
-        if unchanged {
-            return;
-        }
-        match store
-            .put_state(&build.workspace_id, &self.build_id, &state)
-            .await
-        {
-            Ok(()) => {
+        match recovery::keep_state(&self.control, &self.build_id, &self.work_dir).await {
+            StateKept::Missing | StateKept::Unchanged => {}
+            StateKept::Saved => {
                 self.log("cleanup", "info", "saved the Terraform state")
                     .await
             }
-            Err(error) => {
-                tracing::error!(build = %self.build_id, %error, "cannot save the Terraform state");
-                self.log("cleanup", "error", "cannot save the Terraform state")
-                    .await;
+            StateKept::Refused(reason) => {
+                tracing::error!(build = %self.build_id, %reason, "cannot save the Terraform state");
+                self.log(
+                    "cleanup",
+                    "error",
+                    &format!("cannot save the Terraform state: {reason}"),
+                )
+                .await;
             }
         }
     }
@@ -549,36 +536,21 @@ impl BuildRun {
     /// Runs one Terraform command, streaming its lines into the log.
     async fn terraform(&self, stage: &str, args: &[&str]) -> Result<(), Failure> {
         let invocation = Invocation::new(self.template_dir(), args.iter().copied(), &self.env);
-        let (sender, mut receiver) = mpsc::unbounded_channel::<OutputLine>();
+        let (sender, receiver) = mpsc::unbounded_channel::<OutputLine>();
         let grace = self.control.inner.config.cancel_grace;
-        let runner = run::stream(&invocation, sender, self.cancel.clone(), grace);
-        let consumer = async {
-            while let Some(line) = receiver.recv().await {
-                if let Some((level, text)) = render_line(&line) {
-                    if level == "error" {
-                        if let Ok(mut last) = self.last_error.lock() {
-                            *last = Some(text.clone());
-                        }
-                    }
-                    self.log(stage, level, &text).await;
-                }
-            }
-        };
-        let (outcome, ()) = tokio::join!(runner, consumer);
+        let record = RunRecord::in_dir(&self.work_dir);
+        let runner = supervise::stream(&invocation, &record, sender, self.cancel.clone(), grace);
+        let logger = log_output(&self.control, &self.build_id, stage, receiver, 0);
+        let (outcome, last_error) = tokio::join!(runner, logger);
         match outcome {
             Ok(Outcome::Exited { success: true, .. }) => Ok(()),
             Ok(Outcome::Exited { code, .. }) => {
-                let reason = self
-                    .last_error
-                    .lock()
-                    .ok()
-                    .and_then(|last| last.clone())
-                    .unwrap_or_else(|| {
-                        format!(
-                            "exit status {}",
-                            code.map_or("unknown".into(), |c| c.to_string())
-                        )
-                    });
+                let reason = last_error.unwrap_or_else(|| {
+                    format!(
+                        "exit status {}",
+                        code.map_or("unknown".into(), |c| c.to_string())
+                    )
+                });
                 Err(Failure::failed(format!(
                     "terraform {stage} failed: {reason}"
                 )))
@@ -794,24 +766,34 @@ pub(crate) fn agents_in_state(state: &[u8]) -> Vec<NewAgent> {
     agents
 }
 
-/// Stores the state a build's work dir reached before the server died.
-pub(crate) async fn salvage_state(control: &Control, build_id: &str) {
-    let path = control
-        .inner
-        .config
-        .work_dir()
-        .join(build_id)
-        .join(TEMPLATE_SUBDIR)
-        .join(STATE_FILE);
-    let Ok(state) = std::fs::read(&path) else {
-        return;
-    };
-    let store = &control.inner.store;
-    if let Ok(build) = store.build_by_id(build_id).await {
-        if let Err(error) = store.put_state(&build.workspace_id, build_id, &state).await {
-            tracing::error!(build = %build_id, %error, "cannot salvage the state of an interrupted build");
+/// Writes Terraform's output lines into a build's log as they come, skipping
+/// the first `skip` rendered lines (already logged by a server that died);
+/// returns the last error line, for the build's one-line error.
+pub(crate) async fn log_output(
+    control: &Control,
+    build_id: &str,
+    stage: &str,
+    mut receiver: mpsc::UnboundedReceiver<OutputLine>,
+    skip: usize,
+) -> Option<String> {
+    let mut last_error = None;
+    let mut seen = 0;
+    while let Some(line) = receiver.recv().await {
+        let Some((level, text)) = render_line(&line) else {
+            continue;
+        };
+        seen += 1;
+        if level == "error" {
+            last_error = Some(text.clone());
+        }
+        if seen <= skip {
+            continue;
+        }
+        if let Err(error) = control.log(build_id, stage, level, &text).await {
+            tracing::error!(build = %build_id, %error, "cannot write a build log line");
         }
     }
+    last_error
 }
 
 /// Checks a pushed template: safe to unpack, `terraform init` and

@@ -65,12 +65,15 @@ pub fn remove(dir: &Path) {
     }
 }
 
-/// Removes every work dir left by a previous run of the server.
-pub fn clear_all(base: &Path) {
+/// Removes every work dir left by a previous run of the server but those in
+/// `keep` (builds whose Terraform may still run or whose state is not stored).
+pub fn clear_all_except(base: &Path, keep: &[PathBuf]) {
     let Ok(entries) = fs::read_dir(base) else {
         return;
     };
     for entry in entries.flatten() {
-        remove(&entry.path());
+        if !keep.contains(&entry.path()) {
+            remove(&entry.path());
+        }
     }
 }

@@ -8,7 +8,6 @@
 
 use std::fs::OpenOptions;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -47,66 +46,9 @@ pub(crate) struct ProcessState {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct ProcessResource;
 
-/// What /proc says about one process.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ProcStat {
-    pub state: char,
-    pub process_group: i32,
-    pub start_ticks: u64,
-}
-
-impl ProcStat {
-    fn running(&self) -> bool {
-        // Zombies are dead: nobody may reap them where pid 1 does not.
-        !matches!(self.state, 'Z' | 'X' | 'x')
-    }
-}
-
-/// Parses /proc/<pid>/stat; the command name may hold spaces and parentheses,
-/// so fields are counted from the last `)`.
-pub(crate) fn parse_stat(text: &str) -> Option<ProcStat> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    Some(ProcStat {
-        state: fields.first()?.chars().next()?,
-        process_group: fields.get(2)?.parse().ok()?,
-        start_ticks: fields.get(19)?.parse().ok()?,
-    })
-}
-
-fn stat(pid: i32) -> Option<ProcStat> {
-    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
-}
-
-/// The resource id: `<pid>-<start ticks>`, the pid made unambiguous.
-fn process_id(pid: i32, start_ticks: u64) -> String {
-    format!("{pid}-{start_ticks}")
-}
-
-fn parse_process_id(id: &str) -> Option<(i32, u64)> {
-    let (pid, ticks) = id.split_once('-')?;
-    Some((pid.parse().ok()?, ticks.parse().ok()?))
-}
-
-/// Is this exact process (not a later one with its pid) still running?
-fn leader_running(pid: i32, start_ticks: u64) -> bool {
-    stat(pid).is_some_and(|stat| stat.running() && stat.start_ticks == start_ticks)
-}
-
-/// Is any process of the group still running (the leader may be gone while its
-/// children live on)?
+/// Is any process of the group still running?
 fn group_running(group: i32) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<i32>().ok())
-            .and_then(stat)
-            .is_some_and(|stat| stat.process_group == group && stat.running())
-    })
+    abode_procfs::group_running(group)
 }
 
 fn wait_until_gone(group: i32, timeout: Duration) -> bool {
@@ -147,12 +89,6 @@ fn remove_log(state: &ProcessState) {
     if let Some(path) = known(&state.log_path) {
         let _ = std::fs::remove_file(path);
     }
-}
-
-fn log_tail(path: &Path) -> String {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(5)..].join("\n")
 }
 
 fn check_config(diags: &mut Diagnostics, state: &ProcessState) {
@@ -265,8 +201,8 @@ impl Resource for ProcessResource {
         private_state: Self::PrivateState<'a>,
         _provider_meta_state: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let (pid, ticks) = parse_process_id(known(&state.id)?)?;
-        if leader_running(pid, ticks) {
+        let identity = abode_procfs::Identity::parse(known(&state.id)?)?;
+        if identity.is_running() {
             Some((state, private_state))
         } else {
             None
@@ -417,7 +353,7 @@ impl Resource for ProcessResource {
             }
         };
         let pid = child.id() as i32;
-        let start_ticks = stat(pid).map(|stat| stat.start_ticks);
+        let identity = abode_procfs::Identity::of(pid);
 
         // A command that fails at once (a typo, a missing file) should fail the
         // apply, not show up as drift on the next plan.
@@ -426,22 +362,23 @@ impl Resource for ProcessResource {
             if !status.success() {
                 diags.root_error(
                     "The process exited right after starting",
+                    // The log's lines are the workspace's output and may hold
+                    // secrets; the build log names the file instead.
                     format!(
-                        "`{program}` exited with {status}; last lines of {}:\n{}",
-                        log_path.display(),
-                        log_tail(&log_path)
+                        "`{program}` exited with {status}; its output is in {}",
+                        log_path.display()
                     ),
                 );
                 return None;
             }
         }
-        let Some(start_ticks) = start_ticks else {
+        let Some(identity) = identity else {
             diags.root_error_short(format!(
                 "The process {pid} ended before its start time could be read"
             ));
             return None;
         };
-        state.id = process_id(pid, start_ticks).into();
+        state.id = identity.to_text().into();
         state.pid = i64::from(pid).into();
         state.log_path = log_path.display().to_string().into();
         Some((state, planned_private_state))
@@ -466,12 +403,15 @@ impl Resource for ProcessResource {
         _planned_private_state: Self::PrivateState<'a>,
         _provider_meta_state: Self::ProviderMetaState<'a>,
     ) -> Option<()> {
-        let Some((pid, ticks)) = known(&prior_state.id).and_then(|id| parse_process_id(id)) else {
+        let Some(identity) =
+            known(&prior_state.id).and_then(|id| abode_procfs::Identity::parse(id))
+        else {
             remove_log(&prior_state);
             return Some(());
         };
+        let pid = identity.pid;
         // A different process now owning the pid (or its group) is not ours to kill.
-        if !leader_running(pid, ticks) && stat(pid).is_some_and(|s| s.start_ticks != ticks) {
+        if !identity.is_running() && identity.pid_reused() {
             remove_log(&prior_state);
             return Some(());
         }
@@ -494,31 +434,5 @@ impl Resource for ProcessResource {
                 None
             }
         }
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stat_fields_are_counted_from_the_last_parenthesis() {
-        let line = "4242 (my (odd) prog) S 1 4242 4242 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10";
-        assert_eq!(
-            parse_stat(line),
-            Some(ProcStat {
-                state: 'S',
-                process_group: 4242,
-                start_ticks: 987654
-            })
-        );
-        assert_eq!(parse_stat("garbage"), None);
-    }
-
-    #[test]
-    fn ids_round_trip() {
-        assert_eq!(parse_process_id(&process_id(12, 34)), Some((12, 34)));
-        assert_eq!(parse_process_id("12"), None);
     }
 }

@@ -40,8 +40,11 @@ pub(crate) fn check_volume_name(name: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
+        // The value itself is not echoed: it may come from a sensitive
+        // variable, and diagnostics reach the build log as they are.
         Err(format!(
-            "abode_volume name `{name}` must be 1 to 128 letters, digits, `.`, `_` or `-`, not starting with `.`"
+            "abode_volume name must be 1 to 128 letters, digits, `.`, `_` or `-`, not starting with `.` (the given name has {} characters)",
+            name.chars().count()
         ))
     }
 }

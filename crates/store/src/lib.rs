@@ -160,8 +160,9 @@ storage_interface! {
     /// Cancels a build that no worker has claimed yet, or one held for
     /// confirmation (discarding its saved plan); false otherwise.
     fn cancel_pending_build(&self, build_id: &str, error: &str) -> bool;
-    /// Builds left running by a server that died: marked failed, jobs closed.
-    fn fail_interrupted_builds(&self, error: &str) -> Vec<String>;
+    /// Builds marked running, oldest first: at start, those a server that died
+    /// left behind (it alone ran them: embedded provisioners only).
+    fn running_builds(&self) -> Vec<String>;
 
     /// Atomically claims the oldest queued job and marks its build running.
     fn claim_job(&self, worker: &str) -> Option<ClaimedJob>;

@@ -582,36 +582,11 @@ macro_rules! shared_queries {
         Ok(result.rows_affected() > 0)
     }
 
-    pub(crate) async fn fail_interrupted_builds(
-        &self,
-        error: &str,
-    ) -> Result<Vec<String>, StoreError> {
-        let now = now_ms();
-        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
-        // Only embedded workers claim jobs today, so every claimed job belonged to
-        // the server that died. External provisioners will need a lease instead.
-        let rows = sqlx::query(
-            &sql("UPDATE builds SET status = 'failed', error = ?, finished_at = ? \
-             WHERE status = 'running' RETURNING id"),
-        )
-        .bind(error)
-        .bind(now)
-        .fetch_all(&mut *tx)
-        .await
-        .map_err(db_error("build"))?;
-        sqlx::query(&sql("UPDATE jobs SET status = 'done', finished_at = ? WHERE status = 'claimed'"))
-            .bind(now)
-            .execute(&mut *tx)
+    pub(crate) async fn running_builds(&self) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(&sql("SELECT id FROM builds WHERE status = 'running' ORDER BY created_at"))
+            .fetch_all(&self.pool)
             .await
-            .map_err(db_error("job"))?;
-        // A confirmed plan whose apply died is not applied again blindly.
-        sqlx::query(
-            &sql("DELETE FROM saved_plans WHERE build_id IN (SELECT id FROM builds WHERE status = 'failed')"),
-        )
-        .execute(&mut *tx)
-        .await
-        .map_err(db_error("saved plan"))?;
-        tx.commit().await.map_err(StoreError::Database)?;
+            .map_err(db_error("build"))?;
         rows.iter()
             .map(|row| row.try_get("id").map_err(StoreError::Database))
             .collect()

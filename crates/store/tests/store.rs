@@ -310,8 +310,15 @@ async fn cancel_of_pending_build_removes_its_job_and_restart_fails_running_ones(
         .put_state(&workspace.id, &second.id, b"{}")
         .await
         .unwrap();
-    let failed = store.fail_interrupted_builds("server died").await.unwrap();
-    assert_eq!(failed, vec![second.id.clone()]);
+    assert_eq!(
+        store.running_builds().await.unwrap(),
+        vec![second.id.clone()]
+    );
+    assert!(store
+        .finish_build(&second.id, BuildStatus::Failed, Some("server died"))
+        .await
+        .unwrap());
+    assert!(store.running_builds().await.unwrap().is_empty());
     let build = store.build_by_id(&second.id).await.unwrap();
     assert_eq!(
         (build.status.as_str(), build.error.as_deref()),

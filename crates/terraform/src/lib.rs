@@ -6,6 +6,7 @@
 
 pub mod mirror;
 pub mod run;
+pub mod supervise;
 
 use std::path::Path;
 

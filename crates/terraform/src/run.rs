@@ -1,23 +1,14 @@
-//! Running Terraform for a build: asynchronous, streaming, cancellable.
-//!
-//! The provisioner needs three things the blocking helpers of this crate do not
-//! give: every output line as soon as Terraform prints it (so a user following
-//! the build sees progress live), a way to interrupt a run the way a person at a
-//! terminal would (SIGINT, so Terraform can stop its providers and write its
-//! state) with a hard kill if it does not stop in time, and a controlled
-//! environment (the build's variables, no `ABODE_*` or `TF_*` leaking in from
-//! the server's own environment).
+//! Running Terraform for a build: one invocation with a controlled environment
+//! (the build's variables, no `ABODE_*` or `TF_*` leaking in from the server's
+//! own environment), how a run ends, and short runs whose output is captured
+//! (`terraform show -json`). Long runs that stream their output and must
+//! survive the server are in [`crate::supervise`].
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::Duration;
 
-use nix::sys::signal::{self, Signal};
-use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
-use tokio::sync::{mpsc, watch};
 
 /// Variables of the server's own environment that would change what Terraform
 /// does behind the build's back; the build sets its own where it needs them.
@@ -61,7 +52,15 @@ impl Invocation {
         }
     }
 
-    fn command(&self) -> Command {
+    /// Terraform's subcommand (`plan`, `apply`, ...), for records and messages.
+    pub fn subcommand(&self) -> String {
+        self.args
+            .first()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+
+    pub(crate) fn command(&self) -> Command {
         let mut command = Command::new("terraform");
         for (key, _) in std::env::vars_os() {
             let removed = key.to_str().is_some_and(|key| {
@@ -78,8 +77,7 @@ impl Invocation {
             .current_dir(&self.dir)
             .envs(crate::AUTOMATION_ENV.iter().copied())
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .stdin(Stdio::null())
-            .kill_on_drop(true);
+            .stdin(Stdio::null());
         command
     }
 }
@@ -101,128 +99,25 @@ pub enum RunError {
     Missing(#[source] std::io::Error),
     #[error("waiting for terraform failed: {0}")]
     Wait(#[source] std::io::Error),
+    #[error("cannot keep the record of a Terraform run in the work dir: {0}")]
+    Record(#[source] std::io::Error),
     #[error("terraform {command} failed: {message}")]
     Failed { command: String, message: String },
-}
-
-/// Runs Terraform, sending each output line to `lines` as it is printed.
-///
-/// When `cancel` turns true, Terraform gets SIGINT; if it has not exited after
-/// `grace`, it is killed. Lines already printed are still delivered.
-pub async fn stream(
-    invocation: &Invocation,
-    lines: mpsc::UnboundedSender<OutputLine>,
-    mut cancel: watch::Receiver<bool>,
-    grace: Duration,
-) -> Result<Outcome, RunError> {
-    let mut command = invocation.command();
-    command.stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = command.spawn().map_err(RunError::Missing)?;
-    let stdout = child
-        .stdout
-        .take()
-        .map(|s| forward(s, Stream::Stdout, lines.clone()));
-    let stderr = child
-        .stderr
-        .take()
-        .map(|s| forward(s, Stream::Stderr, lines));
-
-    let already_canceled = *cancel.borrow();
-    let outcome = if already_canceled {
-        interrupt(&mut child, grace).await?
-    } else {
-        tokio::select! {
-            status = child.wait() => {
-                let status = status.map_err(RunError::Wait)?;
-                Outcome::Exited { success: status.success(), code: status.code() }
-            }
-            _ = wait_for_cancel(&mut cancel) => interrupt(&mut child, grace).await?,
-        }
-    };
-    // The readers end when Terraform closes its pipes; wait so that no line is
-    // lost after the caller sees the outcome.
-    for reader in [stdout, stderr].into_iter().flatten() {
-        let _ = reader.await;
-    }
-    Ok(outcome)
 }
 
 /// Runs Terraform to completion and returns its standard output (for
 /// `terraform show -json`); a failure carries Terraform's first error line.
 pub async fn capture(invocation: &Invocation) -> Result<Vec<u8>, RunError> {
     let mut command = invocation.command();
+    // Short and read through pipes: nothing to keep if its caller goes away.
+    command.kill_on_drop(true);
     let output = command.output().await.map_err(RunError::Missing)?;
     if output.status.success() {
         return Ok(output.stdout);
     }
-    let command = invocation
-        .args
-        .first()
-        .map(|arg| arg.to_string_lossy().into_owned())
-        .unwrap_or_default();
     Err(RunError::Failed {
-        command,
+        command: invocation.subcommand(),
         message: first_error_line(&output.stderr),
-    })
-}
-
-async fn wait_for_cancel(cancel: &mut watch::Receiver<bool>) {
-    loop {
-        if *cancel.borrow_and_update() {
-            return;
-        }
-        if cancel.changed().await.is_err() {
-            // The sender is gone: nobody can cancel any more.
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
-async fn interrupt(
-    child: &mut tokio::process::Child,
-    grace: Duration,
-) -> Result<Outcome, RunError> {
-    if let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) {
-        // The process may have exited already: then there is nothing to stop.
-        let _ = signal::kill(Pid::from_raw(pid), Signal::SIGINT);
-    }
-    match tokio::time::timeout(grace, child.wait()).await {
-        Ok(status) => {
-            status.map_err(RunError::Wait)?;
-            Ok(Outcome::Canceled { killed: false })
-        }
-        Err(_) => {
-            let _ = child.kill().await;
-            Ok(Outcome::Canceled { killed: true })
-        }
-    }
-}
-
-fn forward<R>(
-    reader: R,
-    stream: Stream,
-    lines: mpsc::UnboundedSender<OutputLine>,
-) -> tokio::task::JoinHandle<()>
-where
-    R: AsyncRead + Unpin + Send + 'static,
-{
-    tokio::spawn(async move {
-        let mut reader = BufReader::new(reader);
-        let mut buffer = Vec::new();
-        loop {
-            buffer.clear();
-            match reader.read_until(b'\n', &mut buffer).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let text = String::from_utf8_lossy(&buffer)
-                        .trim_end_matches(['\n', '\r'])
-                        .to_string();
-                    if lines.send(OutputLine { stream, text }).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
     })
 }
 

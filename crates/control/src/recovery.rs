@@ -1,0 +1,358 @@
+//! Taking over what a server that died left behind.
+//!
+//! A server can be killed in the middle of a build. Its Terraform is not
+//! killed with it (see `abode_terraform::supervise`): a half-finished apply is
+//! worse than a finished one, since a resource being created would be created
+//! again by the next build if its creation never reached the stored state. So
+//! at start, for every build the database still calls `running`:
+//!
+//! 1. the build stays `running` (the workspace's one active build) for as long
+//!    as any Terraform of it runs: a restarted server follows that exact
+//!    process (pid and start time, recorded in the work dir), appends what it
+//!    prints to the build log, and honours a cancel;
+//! 2. once nothing of the build runs, the state Terraform left in the work dir
+//!    is stored (if it is a valid state of the same lineage, not older than
+//!    the stored one);
+//! 3. the build ends `failed` (or `canceled`) with a message saying what
+//!    happened, a confirmed plan is never applied again, and the work dir is
+//!    removed (kept, and named in the log, if its state could not be stored).
+
+use std::path::{Path, PathBuf};
+
+use abode_store::BuildStatus;
+use abode_terraform::supervise::{self, Followed, RunRecord};
+use serde::Deserialize;
+use tokio::sync::{mpsc, watch};
+
+use crate::provisioner::log_output;
+use crate::workdir::{self, STATE_FILE, TEMPLATE_SUBDIR};
+use crate::{Control, ControlError};
+
+/// The builds a dead server left running, each followed by a task that ends
+/// when nothing of that build runs any more.
+pub struct Recovered {
+    pub interrupted: Vec<String>,
+    pub followers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+pub(crate) async fn recover(
+    control: &Control,
+    shutdown: watch::Receiver<bool>,
+) -> Result<Recovered, ControlError> {
+    let interrupted = control.inner.store.running_builds().await?;
+    let base = control.inner.config.work_dir();
+    let keep: Vec<PathBuf> = interrupted.iter().map(|id| base.join(id)).collect();
+    workdir::clear_all_except(&base, &keep);
+    let followers = interrupted
+        .iter()
+        .map(|build_id| tokio::spawn(adopt(control.clone(), build_id.clone(), shutdown.clone())))
+        .collect();
+    Ok(Recovered {
+        interrupted,
+        followers,
+    })
+}
+
+/// What became of a build's Terraform after the restart.
+enum Aftermath {
+    /// Terraform ran on without the server and ended by itself.
+    RanOn {
+        command: String,
+        error: Option<String>,
+    },
+    /// Terraform had already stopped (or never started).
+    Stopped {
+        command: Option<String>,
+    },
+    Canceled {
+        command: String,
+        killed: bool,
+    },
+    Shutdown,
+}
+
+async fn adopt(control: Control, build_id: String, mut shutdown: watch::Receiver<bool>) {
+    let work_dir = control.inner.config.work_dir().join(&build_id);
+    let record = RunRecord::in_dir(&work_dir);
+    let (cancel_switch, cancel) = watch::channel(false);
+    if let Ok(mut running) = control.inner.running.lock() {
+        running.insert(build_id.clone(), cancel_switch.clone());
+    }
+    // A cancel asked of the dead server (or of another process) still holds.
+    if control
+        .inner
+        .store
+        .cancel_requested(&build_id)
+        .await
+        .unwrap_or(false)
+    {
+        let _ = cancel_switch.send(true);
+    }
+    let shutdown_switch = cancel_switch.clone();
+    let shutdown_watch = tokio::spawn(async move {
+        while !*shutdown.borrow_and_update() {
+            if shutdown.changed().await.is_err() {
+                return;
+            }
+        }
+        let _ = shutdown_switch.send(true);
+    });
+
+    let aftermath = match record.running() {
+        Some(run) => {
+            log(
+                &control,
+                &build_id,
+                "error",
+                &format!(
+                    "the server stopped while terraform {} of this build was running; \
+                     Terraform (pid {}) runs on, and this restarted server follows it until it ends",
+                    run.command, run.identity.pid
+                ),
+            )
+            .await;
+            let already_logged = logged_lines(&control, &build_id, &run.command).await;
+            let (sender, receiver) = mpsc::unbounded_channel();
+            let grace = control.inner.config.cancel_grace;
+            let following = supervise::follow(&record, sender, cancel, grace);
+            let logging = log_output(&control, &build_id, &run.command, receiver, already_logged);
+            let (followed, error) = tokio::join!(following, logging);
+            match followed {
+                Followed::Ended(run) => Aftermath::RanOn {
+                    command: run.command,
+                    error,
+                },
+                Followed::Canceled { .. } if shutdown_watch.is_finished() => Aftermath::Shutdown,
+                Followed::Canceled { run, killed } => Aftermath::Canceled {
+                    command: run.command,
+                    killed,
+                },
+                // It ended between the two looks.
+                Followed::NotRunning => Aftermath::Stopped {
+                    command: Some(run.command),
+                },
+            }
+        }
+        None => Aftermath::Stopped {
+            command: record.read().map(|run| run.command),
+        },
+    };
+    shutdown_watch.abort();
+
+    let kept = keep_state(&control, &build_id, &work_dir).await;
+    let (status, message) = describe(&aftermath, &kept, &work_dir);
+    log(&control, &build_id, "error", &message).await;
+    if let Err(error) = control.inner.store.delete_saved_plan(&build_id).await {
+        tracing::error!(build = %build_id, %error, "cannot delete the saved plan of an interrupted build");
+    }
+    match control
+        .inner
+        .store
+        .finish_build(&build_id, status, Some(&message))
+        .await
+    {
+        Ok(_) => {}
+        Err(error) => {
+            tracing::error!(build = %build_id, %error, "cannot record the end of an interrupted build")
+        }
+    }
+    if !matches!(kept, StateKept::Refused(_)) {
+        workdir::remove(&work_dir);
+    }
+    if let Ok(mut running) = control.inner.running.lock() {
+        running.remove(&build_id);
+    }
+    control.inner.log_written.notify_waiters();
+    tracing::warn!(build = %build_id, status = %status, "interrupted build ended: {message}");
+}
+
+fn describe(aftermath: &Aftermath, kept: &StateKept, work_dir: &Path) -> (BuildStatus, String) {
+    let state = match kept {
+        StateKept::Saved => "its state was saved".to_string(),
+        StateKept::Unchanged | StateKept::Missing => {
+            "the stored state was already up to date".to_string()
+        }
+        StateKept::Refused(reason) => format!(
+            "its state was NOT stored ({reason}); the work dir is kept at {}",
+            work_dir.display()
+        ),
+    };
+    match aftermath {
+        Aftermath::RanOn { command, error } => {
+            let ended = match error {
+                Some(error) => format!("ended with: {error}"),
+                None => "ended without error".to_string(),
+            };
+            (
+                BuildStatus::Failed,
+                format!(
+                    "the server stopped during terraform {command}; Terraform ran on and {ended}; \
+                     {state}; run the build again to finish it"
+                ),
+            )
+        }
+        Aftermath::Stopped { command } => {
+            let during = match command {
+                Some(command) => format!("during terraform {command}"),
+                None => "while this build was running".to_string(),
+            };
+            (
+                BuildStatus::Failed,
+                format!("the server stopped {during}; no Terraform of this build runs any more; {state}"),
+            )
+        }
+        Aftermath::Canceled { command, killed } => {
+            let how = if *killed {
+                "; Terraform did not stop in time and was killed"
+            } else {
+                ""
+            };
+            (
+                BuildStatus::Canceled,
+                format!("canceled during terraform {command} after a server restart{how}; {state}"),
+            )
+        }
+        Aftermath::Shutdown => (
+            BuildStatus::Failed,
+            "interrupted by a server shutdown; the Terraform state was kept".to_string(),
+        ),
+    }
+}
+
+async fn log(control: &Control, build_id: &str, level: &str, text: &str) {
+    if let Err(error) = control.log(build_id, "cleanup", level, text).await {
+        tracing::error!(build = %build_id, %error, "cannot write a build log line");
+    }
+}
+
+/// How many lines of `stage` the build log already has: the dead server
+/// logged Terraform's output up to there, the follower resumes after it.
+async fn logged_lines(control: &Control, build_id: &str, stage: &str) -> usize {
+    const PAGE: i64 = 1000;
+    let mut after = 0;
+    let mut count = 0;
+    loop {
+        let Ok(page) = control.inner.store.logs_after(build_id, after, PAGE).await else {
+            return count;
+        };
+        count += page.iter().filter(|line| line.stage == stage).count();
+        match page.last() {
+            Some(last) if page.len() as i64 == PAGE => after = last.seq,
+            _ => return count,
+        }
+    }
+}
+
+/// What storing a work dir's Terraform state came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StateKept {
+    /// The work dir has no state file (nothing was ever written).
+    Missing,
+    /// The stored state is byte for byte the same.
+    Unchanged,
+    Saved,
+    /// Not stored, with the reason: unreadable, or not a successor of the
+    /// stored state (another lineage, an older serial).
+    Refused(String),
+}
+
+/// The two fields that say whether one Terraform state follows another.
+#[derive(Deserialize)]
+struct StateHeader {
+    lineage: String,
+    serial: u64,
+}
+
+/// Stores the Terraform state in a build's work dir as the workspace's state,
+/// if it can only be newer: a state file cut short by a crash, or one from
+/// another lineage, never replaces a good stored state.
+pub(crate) async fn keep_state(control: &Control, build_id: &str, work_dir: &Path) -> StateKept {
+    let path = work_dir.join(TEMPLATE_SUBDIR).join(STATE_FILE);
+    let read = tokio::task::spawn_blocking(move || std::fs::read(path)).await;
+    let state = match read {
+        Ok(Ok(state)) => state,
+        Ok(Err(error)) if error.kind() == std::io::ErrorKind::NotFound => {
+            return StateKept::Missing
+        }
+        Ok(Err(error)) => return StateKept::Refused(format!("cannot read it: {error}")),
+        Err(error) => return StateKept::Refused(format!("cannot read it: {error}")),
+    };
+    let store = &control.inner.store;
+    let build = match store.build_by_id(build_id).await {
+        Ok(build) => build,
+        Err(error) => return StateKept::Refused(format!("storage error: {error}")),
+    };
+    let stored = match store.state(&build.workspace_id).await {
+        Ok(stored) => stored,
+        Err(error) => return StateKept::Refused(format!("storage error: {error}")),
+    };
+    if let Err(reason) = successor(stored.as_deref(), &state) {
+        return StateKept::Refused(reason);
+    }
+    if stored.as_deref() == Some(state.as_slice()) {
+        return StateKept::Unchanged;
+    }
+    match store.put_state(&build.workspace_id, build_id, &state).await {
+        Ok(()) => StateKept::Saved,
+        Err(error) => StateKept::Refused(format!("storage error: {error}")),
+    }
+}
+
+/// Whether `new` may replace `stored`: a whole state of the same lineage
+/// whose serial is not lower.
+fn successor(stored: Option<&[u8]>, new: &[u8]) -> Result<(), String> {
+    let new: StateHeader = serde_json::from_slice(new)
+        .map_err(|_| "the state file is not a whole Terraform state".to_string())?;
+    let Some(stored) = stored else {
+        return Ok(());
+    };
+    let Ok(stored) = serde_json::from_slice::<StateHeader>(stored) else {
+        // The stored one is not a state Abode can compare; the new one is.
+        return Ok(());
+    };
+    if stored.lineage != new.lineage {
+        return Err(format!(
+            "its lineage {} is not the stored state's {}",
+            new.lineage, stored.lineage
+        ));
+    }
+    if new.serial < stored.serial {
+        return Err(format!(
+            "its serial {} is older than the stored state's {}",
+            new.serial, stored.serial
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_whole_state_of_the_same_lineage_and_no_older_serial_follows() {
+        let state = |lineage: &str, serial: u64| {
+            format!(r#"{{"version":4,"serial":{serial},"lineage":"{lineage}","resources":[]}}"#)
+                .into_bytes()
+        };
+        let stored = state("a", 5);
+        let stored = Some(stored.as_slice());
+        let cut_short = br#"{"version":4,"serial":7,"lin"#.to_vec();
+        let cases = [
+            (None, state("a", 1), true),
+            (stored, state("a", 5), true),
+            (stored, state("a", 6), true),
+            (stored, state("a", 4), false),
+            (stored, state("b", 9), false),
+            (stored, cut_short, false),
+        ];
+        for (stored, new, follows) in cases {
+            assert_eq!(
+                successor(stored, &new).is_ok(),
+                follows,
+                "{}",
+                String::from_utf8_lossy(&new)
+            );
+        }
+    }
+}
