@@ -224,6 +224,24 @@ impl Platform {
         self.wait_until_ready();
     }
 
+    /// Kills the server with SIGKILL, as a crash or the OOM killer would:
+    /// it runs no clean-up, and what it started (Terraform, its providers,
+    /// workspace processes) is left as it is.
+    pub fn kill_server(&mut self) {
+        if let Some(mut server) = self.server.take() {
+            signal(server.id(), "KILL");
+            let _ = server.wait();
+        }
+    }
+
+    /// Starts the server again on the same address and data dir (after
+    /// [`Platform::kill_server`]).
+    pub fn start_server_again(&mut self) {
+        assert!(self.server.is_none(), "the server still runs");
+        self.spawn_server();
+        self.wait_until_ready();
+    }
+
     fn stop_server(&mut self) {
         if let Some(mut server) = self.server.take() {
             signal(server.id(), "TERM");
