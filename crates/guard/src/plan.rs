@@ -858,6 +858,18 @@ mod tests {
     }
 
     #[test]
+    fn a_short_sensitive_variable_is_hidden_where_it_is_the_whole_value() {
+        // Found by tests/properties.rs: a one-character secret was compared
+        // with the rendered text `"A"`, quotes included, and never matched.
+        let paths = replace_paths(&tagged_plan("A", true));
+        assert_eq!(paths[0].path, "tags[(sensitive value)]");
+        assert_eq!(
+            paths[1].before, r#"{ dsn = "pg://u:A@db", team = "dev", (sensitive value) = "a" }"#,
+            "inside a longer string, a secret this short is shown"
+        );
+    }
+
+    #[test]
     fn values_read_before_the_variables_are_all_hidden() {
         // Not Terraform's order, so the values were never compared with the
         // variables: with a sensitive one among them, nothing can be shown.
