@@ -197,9 +197,10 @@ enum Part {
     /// `(sensitive value)` or `(known after apply)`: never cut in the middle.
     Marker(&'static str),
     /// A string, number or map key that reveals no marked secret. `shown` is
-    /// its printed form (escaped, and at most one character over the display
-    /// cut, since that is all that can ever be printed of it); `hidden` is
-    /// printed instead if it reveals one of the sensitive root `variables`.
+    /// its printed form (escaped; in a value, at most one character over the
+    /// display cut, since that is all that can ever be printed of it);
+    /// `hidden` is printed instead if it reveals one of the sensitive root
+    /// `variables`.
     Value {
         shown: String,
         hidden: &'static str,
@@ -245,10 +246,6 @@ impl Rendered {
             .filter(|(_, values)| reveals(raw, values))
             .map(|(i, _)| i)
             .collect();
-        let shown = match shown.char_indices().nth(MAX_RENDERED + 1) {
-            Some((end, _)) => shown[..end].to_string(),
-            None => shown,
-        };
         self.push(Part::Value {
             shown,
             hidden,
@@ -329,6 +326,15 @@ pub(crate) fn render_path(path: &[PathStep], sensitive: &Value, secrets: &Secret
     out
 }
 
+/// `shown` cut to one character over the display cut: values are cut anyway,
+/// and a huge string need not be kept whole.
+fn at_most_shown(shown: String) -> String {
+    match shown.char_indices().nth(MAX_RENDERED + 1) {
+        Some((end, _)) => shown[..end].to_string(),
+        None => shown,
+    }
+}
+
 /// Renders `value` with `sensitive` and `unknown` masks laid over it; any
 /// string, number or map key that reveals one of `secrets` is hidden whole.
 pub(crate) fn render(
@@ -401,7 +407,7 @@ fn render_into(
                 } else {
                     Value::String(key.clone()).to_string()
                 };
-                out.value(key, shown, SENSITIVE, secrets);
+                out.value(key, at_most_shown(shown), SENSITIVE, secrets);
                 out.fixed(" = ");
                 let step = PathStep::Key(key.clone());
                 render_into(
@@ -414,12 +420,15 @@ fn render_into(
             }
             out.fixed(" }");
         }
-        Some(Value::String(s)) => {
-            out.value(s, Value::String(s.clone()).to_string(), SENSITIVE, secrets)
-        }
+        Some(Value::String(s)) => out.value(
+            s,
+            at_most_shown(Value::String(s.clone()).to_string()),
+            SENSITIVE,
+            secrets,
+        ),
         Some(Value::Number(n)) => {
             let text = n.to_string();
-            out.value(&text, text.clone(), SENSITIVE, secrets);
+            out.value(&text, at_most_shown(text.clone()), SENSITIVE, secrets);
         }
         Some(scalar) => out.fixed(&scalar.to_string()),
     }
@@ -632,6 +641,13 @@ mod tests {
             render_path(&path, &json!(false), &secrets).finish(&hidden, false),
             "tags[(sensitive value)][0].x",
             "a key that is a sensitive variable's value is hidden"
+        );
+        let long = "k".repeat(300);
+        assert_eq!(
+            render_path(&[PathStep::Key(long.clone())], &json!(false), &none)
+                .finish(&no_variables(), false),
+            long,
+            "paths are never cut"
         );
         assert_eq!(
             mask_at(&json!({"tags": true}), &path),
