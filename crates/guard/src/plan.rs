@@ -4,18 +4,22 @@
 //! (see `scan`): it never holds the whole document, skips `planned_values` and
 //! `prior_state` without building them (their brackets and strings are checked,
 //! not their contents), and for each resource change keeps only its address,
-//! actions, reason and, for destructive changes, the already rendered (and
-//! redacted) values of the attributes that force replacement. Clear-text secrets
-//! in the plan are dropped while reading, never stored in a [`Plan`].
+//! actions, reason and, for destructive changes, the rendered values of the
+//! attributes that force replacement. Which root variables are sensitive is
+//! known only at the end (Terraform writes `configuration` last), so each
+//! rendered string remembers which variables' values it contains and is hidden,
+//! or not, once the plan has been read. Clear-text secrets in the plan are
+//! dropped while reading, never stored in a [`Plan`].
 
 use crate::scan::Scanner;
-use crate::value::{self, PathStep};
+use crate::value::{self, PathStep, Rendered, Secrets, SensitiveVariables};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
+use std::marker::PhantomData;
 
 /// Why a document could not be read as a plan. Messages are one line and say
 /// what the user handed over and what Abode expected instead.
@@ -272,12 +276,36 @@ fn read_top_level<R: Read>(scanner: &mut Scanner<R>) -> Result<RawPlan, PlanErro
             "variables" => {
                 let variables: Option<BTreeMap<String, PlanVariable>> =
                     scanner.parse(&mut scratch)?;
-                raw.variables = variables.unwrap_or_default();
+                // Any of them may be declared sensitive in `configuration`,
+                // which comes later: keep every value to compare with. A
+                // second `variables` adds to the first, so the indexes that
+                // rendered values hold keep their meaning.
+                raw.values_before_variables |= raw.values_read;
+                for (name, variable) in variables.unwrap_or_default() {
+                    let mut values = Vec::new();
+                    value::collect_secrets(&variable.value, &Value::Bool(true), &mut values);
+                    raw.variable_names.push(name);
+                    raw.variable_values.push(values);
+                }
+                raw.variables_read = true;
             }
-            "resource_changes" => raw.resource_changes = read_list(scanner, &mut scratch)?,
+            "resource_changes" => {
+                raw.values_before_variables |= !raw.variables_read;
+                raw.values_read = true;
+                let seed = EntrySeed {
+                    drift: false,
+                    variables: &raw.variable_values,
+                };
+                raw.resource_changes = read_list(scanner, &mut scratch, seed)?;
+            }
             "resource_drift" => {
-                let drift: Vec<DriftEntry> = read_list(scanner, &mut scratch)?;
-                raw.resource_drift = drift.into_iter().map(|d| d.0).collect();
+                raw.values_before_variables |= !raw.variables_read;
+                raw.values_read = true;
+                let seed = EntrySeed {
+                    drift: true,
+                    variables: &raw.variable_values,
+                };
+                raw.resource_drift = read_list(scanner, &mut scratch, seed)?;
             }
             other => {
                 match other {
@@ -298,20 +326,24 @@ fn read_top_level<R: Read>(scanner: &mut Scanner<R>) -> Result<RawPlan, PlanErro
     }
 }
 
-/// Reads a JSON array (or `null`) element by element.
-fn read_list<R: Read, T: serde::de::DeserializeOwned>(
+/// Reads a JSON array (or `null`) element by element, each with `seed`.
+fn read_list<R: Read, T, S>(
     scanner: &mut Scanner<R>,
     scratch: &mut Vec<u8>,
-) -> Result<Vec<T>, PlanError> {
+    seed: S,
+) -> Result<Vec<T>, PlanError>
+where
+    S: for<'de> DeserializeSeed<'de, Value = T> + Clone,
+{
     match scanner.peek_non_ws()? {
         Some(b'[') => {}
         Some(b'n') => {
-            let _: Option<IgnoredAny> = scanner.parse(scratch)?;
+            let _: Option<IgnoredAny> = scanner.parse_seed(scratch, PhantomData)?;
             return Ok(Vec::new());
         }
         Some(_) => {
             let position = scanner_position(scanner);
-            let found: Value = scanner.parse(scratch)?;
+            let found: Value = scanner.parse_seed(scratch, PhantomData)?;
             let kind = match found {
                 Value::Object(_) => "map".to_string(),
                 Value::String(s) => format!("string {s:?}"),
@@ -329,7 +361,7 @@ fn read_list<R: Read, T: serde::de::DeserializeOwned>(
         return Ok(items);
     }
     loop {
-        items.push(scanner.parse(scratch)?);
+        items.push(scanner.parse_seed(scratch, seed.clone())?);
         if scanner.accept(b',')? {
             continue;
         }
@@ -341,10 +373,17 @@ fn read_list<R: Read, T: serde::de::DeserializeOwned>(
 #[derive(Default)]
 struct RawPlan {
     format_version: Option<String>,
-    variables: BTreeMap<String, PlanVariable>,
+    /// The root variables' names, and the values each holds (see `value::collect_secrets`).
+    variable_names: Vec<String>,
+    variable_values: Vec<Vec<String>>,
+    variables_read: bool,
+    values_read: bool,
+    /// Changes came before (some of) `variables` (Terraform writes them
+    /// after), so their values were not compared with every variable's value.
+    values_before_variables: bool,
     terraform_version: Option<String>,
-    resource_changes: Vec<ResourceChange>,
-    resource_drift: Vec<Drift>,
+    resource_changes: Vec<RawEntry>,
+    resource_drift: Vec<RawEntry>,
     configuration: Option<Configuration>,
     planned_values: bool,
     errored: Option<bool>,
@@ -372,22 +411,20 @@ impl RawPlan {
                 PlanError::NotAPlan("it has neither `planned_values` nor `resource_changes`".into())
             });
         }
-        let mut changes = self.resource_changes;
-        let mut drift = self.resource_drift;
-        let secrets = sensitive_variable_values(&self.variables, self.configuration.as_ref());
-        if !secrets.is_empty() {
-            let attributes = changes
-                .iter_mut()
-                .flat_map(|c| c.replace_paths.iter_mut())
-                .chain(drift.iter_mut().flat_map(|d| d.attributes.iter_mut()));
-            for attribute in attributes {
-                for text in [&mut attribute.before, &mut attribute.after] {
-                    if value::reveals(text, &secrets) {
-                        *text = value::SENSITIVE.to_string();
-                    }
-                }
-            }
-        }
+        let variables = SensitiveVariables {
+            sensitive: sensitive_variables(&self.variable_names, self.configuration.as_ref()),
+            hide_every_value: self.values_before_variables,
+        };
+        let changes = self
+            .resource_changes
+            .into_iter()
+            .map(|entry| entry.into_change(&variables))
+            .collect();
+        let drift = self
+            .resource_drift
+            .into_iter()
+            .map(|entry| entry.into_drift(&variables))
+            .collect();
         Ok(Plan {
             format_version,
             terraform_version: self.terraform_version,
@@ -399,56 +436,69 @@ impl RawPlan {
     }
 }
 
-/// The values of the root module's sensitive variables. Terraform marks a
-/// sensitive variable's value where the template uses it directly, but a
-/// provider may copy it into another resource's attribute with no mark at all;
-/// any rendered value that contains one of these is hidden after reading.
-fn sensitive_variable_values(
-    variables: &BTreeMap<String, PlanVariable>,
-    configuration: Option<&Configuration>,
-) -> Vec<String> {
-    let mut secrets = Vec::new();
-    let Some(configuration) = configuration else {
-        return secrets;
-    };
-    for (name, declaration) in &configuration.root_module.variables {
-        if let (true, Some(variable)) = (declaration.sensitive, variables.get(name)) {
-            value::collect_secrets(&variable.value, &Value::Bool(true), &mut secrets);
+/// Which root variables are sensitive, in the order of `names`. Terraform
+/// marks a sensitive variable's value where the template uses it directly, but
+/// a provider (or `nonsensitive()`) may copy it into another attribute with no
+/// mark at all; every piece of a rendered value that reveals one is hidden.
+fn sensitive_variables(names: &[String], configuration: Option<&Configuration>) -> Vec<bool> {
+    let declared = configuration.map(|c| &c.root_module.variables);
+    names
+        .iter()
+        .map(|name| {
+            declared
+                .and_then(|d| d.get(name))
+                .is_some_and(|declaration| declaration.sensitive)
+        })
+        .collect()
+}
+
+/// An attribute whose pieces are rendered but not yet hidden (see [`Rendered`]).
+struct PendingAttribute {
+    path: Rendered,
+    before: Rendered,
+    after: Rendered,
+}
+
+impl PendingAttribute {
+    fn finish(&self, variables: &SensitiveVariables) -> AttributeChange {
+        AttributeChange {
+            path: self.path.finish(variables, false),
+            before: self.before.finish(variables, true),
+            after: self.after.finish(variables, true),
         }
     }
-    secrets
 }
 
-struct DriftEntry(Drift);
+fn finish_all(
+    attributes: &[PendingAttribute],
+    variables: &SensitiveVariables,
+) -> Vec<AttributeChange> {
+    attributes.iter().map(|a| a.finish(variables)).collect()
+}
 
-impl<'de> Deserialize<'de> for ResourceChange {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let entry = d.deserialize_map(EntryVisitor { drift: false })?;
-        Ok(ResourceChange {
-            address: entry.address,
-            previous_address: entry.previous_address,
-            mode: entry.mode,
-            resource_type: entry.resource_type,
-            deposed: entry.deposed,
-            actions: entry.change.actions,
-            action_reason: entry.action_reason,
-            replace_paths: entry.change.replace_paths,
-            planned_protect_mode: entry.change.protect_mode,
-            protected_ids: entry.change.protected_ids,
-            before_id: entry.change.before_id,
-        })
+impl RawEntry {
+    fn into_change(self, variables: &SensitiveVariables) -> ResourceChange {
+        ResourceChange {
+            replace_paths: finish_all(&self.change.replace_paths, variables),
+            address: self.address,
+            previous_address: self.previous_address,
+            mode: self.mode,
+            resource_type: self.resource_type,
+            deposed: self.deposed,
+            actions: self.change.actions,
+            action_reason: self.action_reason,
+            planned_protect_mode: self.change.protect_mode,
+            protected_ids: self.change.protected_ids,
+            before_id: self.change.before_id,
+        }
     }
-}
 
-impl<'de> Deserialize<'de> for DriftEntry {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let entry = d.deserialize_map(EntryVisitor { drift: true })?;
-        let deleted = entry.change.actions.iter().any(|a| a == "delete");
-        Ok(DriftEntry(Drift {
-            address: entry.address,
-            deleted,
-            attributes: entry.change.drift_attributes,
-        }))
+    fn into_drift(self, variables: &SensitiveVariables) -> Drift {
+        Drift {
+            deleted: self.change.actions.iter().any(|a| a == "delete"),
+            attributes: finish_all(&self.change.drift_attributes, variables),
+            address: self.address,
+        }
     }
 }
 
@@ -476,11 +526,23 @@ enum EntryField {
     Other,
 }
 
-struct EntryVisitor {
+/// Reads one entry of `resource_changes` or `resource_drift`, comparing its
+/// values with the root variables' values as they are rendered.
+#[derive(Clone, Copy)]
+struct EntrySeed<'a> {
     drift: bool,
+    variables: &'a [Vec<String>],
 }
 
-impl<'de> Visitor<'de> for EntryVisitor {
+impl<'de> DeserializeSeed<'de> for EntrySeed<'_> {
+    type Value = RawEntry;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<RawEntry, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntrySeed<'_> {
     type Value = RawEntry;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -510,6 +572,7 @@ impl<'de> Visitor<'de> for EntryVisitor {
                     change = Some(map.next_value_seed(ChangeSeed {
                         drift: self.drift,
                         keep_protect_mode,
+                        variables: self.variables,
                     })?)
                 }
                 EntryField::Other => {
@@ -539,16 +602,17 @@ impl<'de> Visitor<'de> for EntryVisitor {
 #[derive(Default)]
 struct ParsedChange {
     actions: Vec<String>,
-    replace_paths: Vec<AttributeChange>,
+    replace_paths: Vec<PendingAttribute>,
     protect_mode: Option<String>,
     protected_ids: Vec<String>,
     before_id: Option<String>,
-    drift_attributes: Vec<AttributeChange>,
+    drift_attributes: Vec<PendingAttribute>,
 }
 
-struct ChangeSeed {
+struct ChangeSeed<'a> {
     drift: bool,
     keep_protect_mode: bool,
+    variables: &'a [Vec<String>],
 }
 
 #[derive(Deserialize)]
@@ -565,7 +629,7 @@ enum ChangeField {
     Other,
 }
 
-impl<'de> DeserializeSeed<'de> for ChangeSeed {
+impl<'de> DeserializeSeed<'de> for ChangeSeed<'_> {
     type Value = ParsedChange;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ParsedChange, D::Error> {
@@ -573,7 +637,7 @@ impl<'de> DeserializeSeed<'de> for ChangeSeed {
     }
 }
 
-impl<'de> Visitor<'de> for ChangeSeed {
+impl<'de> Visitor<'de> for ChangeSeed<'_> {
     type Value = ParsedChange;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -632,17 +696,21 @@ impl<'de> Visitor<'de> for ChangeSeed {
         let after_unknown = after_unknown.unwrap_or(Value::Bool(false));
 
         let sensitive = value::union_masks(&before_sensitive, &after_sensitive);
-        let mut secrets = Vec::new();
-        value::collect_secrets(&before, &sensitive, &mut secrets);
-        value::collect_secrets(&after, &sensitive, &mut secrets);
+        let mut marked = Vec::new();
+        value::collect_secrets(&before, &sensitive, &mut marked);
+        value::collect_secrets(&after, &sensitive, &mut marked);
+        let secrets = Secrets {
+            marked: &marked,
+            variables: self.variables,
+        };
 
         let mut parsed = ParsedChange {
             actions,
             ..ParsedChange::default()
         };
         for path in replace_paths.unwrap_or_default() {
-            parsed.replace_paths.push(AttributeChange {
-                path: value::path_to_string_masked(&path, &sensitive),
+            parsed.replace_paths.push(PendingAttribute {
+                path: value::render_path(&path, &sensitive, &secrets),
                 before: value::render(
                     value::value_at(&before, &path),
                     value::mask_at(&sensitive, &path),
@@ -688,8 +756,8 @@ fn diff_attributes(
     after: &Value,
     sensitive: &Value,
     after_unknown: &Value,
-    secrets: &[String],
-) -> Vec<AttributeChange> {
+    secrets: &Secrets,
+) -> Vec<PendingAttribute> {
     let empty = serde_json::Map::new();
     let before_map = before.as_object().unwrap_or(&empty);
     let after_map = after.as_object().unwrap_or(&empty);
@@ -704,8 +772,8 @@ fn diff_attributes(
         .filter(|k| before_map.get(*k) != after_map.get(*k))
         .map(|k| {
             let path = [PathStep::Key(k.clone())];
-            AttributeChange {
-                path: k.clone(),
+            PendingAttribute {
+                path: value::render_path(&path, sensitive, secrets),
                 before: value::render(
                     before_map.get(k),
                     value::mask_at(sensitive, &path),
@@ -744,5 +812,72 @@ mod tests {
             )
         });
         assert_eq!(modes, Ok((ResourceMode::Other, Some(ResourceMode::Other))));
+    }
+
+    /// A replace of `x.home` whose `tags` map holds `secret` as a key and, in
+    /// a longer string, as a value; `variables` is written before or after
+    /// the changes.
+    fn tagged_plan(secret: &str, variables_first: bool) -> Vec<u8> {
+        let variables = serde_json::json!({"token": {"value": secret}, "region": {"value": "eu"}});
+        let tags =
+            serde_json::json!({secret: "a", "dsn": format!("pg://u:{secret}@db"), "team": "dev"});
+        let changes = serde_json::json!([{"address": "x.home", "type": "x", "name": "home",
+            "change": {"actions": ["delete", "create"], "before": {"tags": tags}, "after": {"tags": {}},
+                       "replace_paths": [["tags", secret], ["tags"]]}}]);
+        let configuration = serde_json::json!({"root_module": {"variables": {"token": {"sensitive": true}, "region": {}}}});
+        let mut text = String::from(r#"{"format_version":"1.2","planned_values":{},"#);
+        let variables = format!(r#""variables":{variables},"#);
+        if variables_first {
+            text.push_str(&variables);
+        }
+        text.push_str(&format!(r#""resource_changes":{changes},"#));
+        if !variables_first {
+            text.push_str(&variables);
+        }
+        text.push_str(&format!(r#""configuration":{configuration}}}"#));
+        text.into_bytes()
+    }
+
+    fn replace_paths(bytes: &[u8]) -> Vec<AttributeChange> {
+        match read_plan_slice(bytes) {
+            Ok(plan) => plan.changes[0].replace_paths.clone(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn a_sensitive_variable_is_hidden_in_keys_paths_and_longer_strings() {
+        let secret = r#"to"k\en"#;
+        let paths = replace_paths(&tagged_plan(secret, true));
+        assert_eq!(paths[0].path, "tags[(sensitive value)]");
+        assert_eq!(paths[0].before, r#""a""#);
+        assert_eq!(
+            paths[1].before,
+            r#"{ dsn = (sensitive value), team = "dev", (sensitive value) = "a" }"#
+        );
+    }
+
+    #[test]
+    fn a_short_sensitive_variable_is_hidden_where_it_is_the_whole_value() {
+        // Found by tests/properties.rs: a one-character secret was compared
+        // with the rendered text `"A"`, quotes included, and never matched.
+        let paths = replace_paths(&tagged_plan("A", true));
+        assert_eq!(paths[0].path, "tags[(sensitive value)]");
+        assert_eq!(
+            paths[1].before, r#"{ dsn = "pg://u:A@db", team = "dev", (sensitive value) = "a" }"#,
+            "inside a longer string, a secret this short is shown"
+        );
+    }
+
+    #[test]
+    fn values_read_before_the_variables_are_all_hidden() {
+        // Not Terraform's order, so the values were never compared with the
+        // variables: with a sensitive one among them, nothing can be shown.
+        let paths = replace_paths(&tagged_plan("token-value", false));
+        assert_eq!(paths[0].path, "(sensitive value)[(sensitive value)]");
+        assert_eq!(
+            paths[1].before,
+            "{ (sensitive value) = (sensitive value), (sensitive value) = (sensitive value), (sensitive value) = (sensitive value) }"
+        );
     }
 }

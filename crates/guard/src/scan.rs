@@ -9,8 +9,9 @@
 //! serde_json as a slice. Memory stays at one element plus one chunk.
 
 use crate::plan::PlanError;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, DeserializeSeed};
 use std::io::Read;
+use std::marker::PhantomData;
 
 const CHUNK: usize = 256 * 1024;
 
@@ -251,11 +252,27 @@ impl<R: Read> Scanner<R> {
         &mut self,
         scratch: &mut Vec<u8>,
     ) -> Result<T, PlanError> {
+        self.parse_seed(scratch, PhantomData)
+    }
+
+    /// Like [`Scanner::parse`], with a seed that carries what the value's
+    /// reading needs from earlier in the document.
+    pub(crate) fn parse_seed<T, S>(
+        &mut self,
+        scratch: &mut Vec<u8>,
+        seed: S,
+    ) -> Result<T, PlanError>
+    where
+        S: for<'de> DeserializeSeed<'de, Value = T>,
+    {
         self.peek_non_ws()?;
         let start = self.start();
         scratch.clear();
         self.value(Some(scratch))?;
-        serde_json::from_slice(scratch).map_err(|e| relocate(e, start))
+        let mut de = serde_json::Deserializer::from_slice(scratch);
+        let value = seed.deserialize(&mut de).map_err(|e| relocate(e, start))?;
+        de.end().map_err(|e| relocate(e, start))?;
+        Ok(value)
     }
 }
 

@@ -1,13 +1,16 @@
 //! Turning attribute values from the plan into short, safe text.
 //!
 //! The plan JSON carries sensitive values in clear text and marks them only in
-//! the parallel `before_sensitive`/`after_sensitive` trees. Every value the guard
-//! shows goes through [`render`], which walks the value and its masks together,
-//! so a secret can only leave this module as `(sensitive value)`.
+//! the parallel `before_sensitive`/`after_sensitive` trees, and not even there
+//! when a provider or `nonsensitive()` copies a secret into another attribute.
+//! Every value and path the guard shows goes through [`render`] or
+//! [`render_path`], which walk the value and its masks together and compare
+//! each raw string, number and map key with the secrets known for it, so a
+//! secret can only leave this module as `(sensitive value)`: never escaped,
+//! never cut to a prefix.
 
 use serde::Deserialize;
 use serde_json::Value;
-use std::fmt::Write;
 
 pub(crate) const SENSITIVE: &str = "(sensitive value)";
 pub(crate) const UNKNOWN: &str = "(known after apply)";
@@ -20,48 +23,6 @@ const MAX_RENDERED: usize = 160;
 pub enum PathStep {
     Key(String),
     Index(u64),
-}
-
-/// Prints a path the way Terraform users write it: `name`, `tags["team"]`, `disk[0].size`.
-pub fn path_to_string(path: &[PathStep]) -> String {
-    let mut out = String::new();
-    for step in path {
-        match step {
-            PathStep::Key(k) if out.is_empty() => out.push_str(k),
-            PathStep::Key(k) if is_identifier(k) => {
-                out.push('.');
-                out.push_str(k);
-            }
-            PathStep::Key(k) => {
-                let _ = write!(out, "[{}]", Value::String(k.clone()));
-            }
-            PathStep::Index(i) => {
-                let _ = write!(out, "[{i}]");
-            }
-        }
-    }
-    out
-}
-
-/// Like [`path_to_string`], but a map key below a sensitive value may itself be
-/// the secret (a sensitive map's keys are as secret as its values): from the
-/// first sensitive step on, keys print as `(sensitive value)`.
-pub(crate) fn path_to_string_masked(path: &[PathStep], sensitive: &Value) -> String {
-    let shown = (0..path.len())
-        .find(|&i| i > 0 && mask_at(sensitive, &path[..i]) == &Value::Bool(true))
-        .unwrap_or(path.len());
-    let mut out = path_to_string(&path[..shown]);
-    for step in &path[shown..] {
-        match step {
-            PathStep::Key(_) => {
-                let _ = write!(out, "[{SENSITIVE}]");
-            }
-            PathStep::Index(i) => {
-                let _ = write!(out, "[{i}]");
-            }
-        }
-    }
-    out
 }
 
 fn is_identifier(s: &str) -> bool {
@@ -145,7 +106,9 @@ pub(crate) fn union_masks(a: &Value, b: &Value) -> Value {
 /// hiding every string that contains a one-letter secret would hide everything.
 const MIN_EMBEDDED_SECRET: usize = 4;
 
-/// Collects, as text, every string and number of `value` under a `true` mark.
+/// Collects, as text, every string and number of `value` under a `true` mark,
+/// and the keys of every map under one (a sensitive map's keys are as secret
+/// as its values).
 ///
 /// Terraform marks only where a secret was put, not where a provider copies
 /// it: `terraform_data`'s computed `output` repeats a sensitive `input` with no
@@ -161,6 +124,9 @@ pub(crate) fn collect_secrets(value: &Value, sensitive: &Value, out: &mut Vec<St
         }
         (Value::Object(map), _) => {
             for (key, item) in map {
+                if sensitive == &Value::Bool(true) {
+                    out.push(key.clone());
+                }
                 collect_secrets(
                     item,
                     mask_child(sensitive, &PathStep::Key(key.clone())),
@@ -172,56 +138,244 @@ pub(crate) fn collect_secrets(value: &Value, sensitive: &Value, out: &mut Vec<St
     }
 }
 
-pub(crate) fn reveals(text: &str, secrets: &[String]) -> bool {
+/// Whether `text` shows one of `secrets`: is one, or holds one long enough to
+/// be told apart from ordinary text. Always asked of the raw text, before any
+/// escaping: `a"b` is no longer a substring once printed as `"a\"b"`.
+fn reveals(text: &str, secrets: &[String]) -> bool {
     secrets.iter().any(|secret| {
         text == secret
             || (secret.chars().count() >= MIN_EMBEDDED_SECRET && text.contains(secret.as_str()))
     })
 }
 
-/// Renders `value` with `sensitive` and `unknown` masks laid over it; any
-/// scalar that reveals one of `secrets` (see [`collect_secrets`]) is hidden too.
-pub(crate) fn render(
-    value: Option<&Value>,
-    sensitive: &Value,
-    unknown: &Value,
-    secrets: &[String],
-) -> String {
-    let mut out = String::new();
-    render_into(&mut out, value, sensitive, unknown, secrets);
-    if out.chars().count() > MAX_RENDERED {
-        let cut: String = out.chars().take(MAX_RENDERED).collect();
-        return format!("{cut}…");
+/// What a value may reveal, known while a change is read: the values marked in
+/// the change itself, and the values of every root variable (any of which may
+/// turn out to be sensitive).
+pub(crate) struct Secrets<'a> {
+    pub(crate) marked: &'a [String],
+    /// One list per root variable, in the plan's order (see [`collect_secrets`]).
+    pub(crate) variables: &'a [Vec<String>],
+}
+
+impl Secrets<'_> {
+    /// Whether `raw` reveals a marked secret or the value of any root variable.
+    fn may_hide(&self, raw: &str) -> bool {
+        reveals(raw, self.marked) || self.variables.iter().any(|values| reveals(raw, values))
+    }
+}
+
+/// Which root variables turned out to be sensitive, once the plan's
+/// `configuration` (written after `resource_changes`) has been read.
+pub(crate) struct SensitiveVariables {
+    /// Indexed like [`Secrets::variables`].
+    pub(crate) sensitive: Vec<bool>,
+    /// Values were read before the plan's `variables` (not Terraform's order),
+    /// so they were never compared with them: if any root variable is
+    /// sensitive, every string, number and key is hidden.
+    pub(crate) hide_every_value: bool,
+}
+
+/// A value or path rendered into pieces, each string, number and map key kept
+/// apart with the root variables it reveals. Terraform writes `configuration`,
+/// which says which root variables are sensitive, after the changes, so
+/// whether such a piece is hidden is settled only by [`Rendered::finish`]; the
+/// comparison itself was made on the raw value, before escaping, and the
+/// display cut happens after hiding, so no part of a hidden value is printed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Rendered {
+    parts: Vec<Part>,
+    /// The fewest characters the parts can print, whatever is hidden later.
+    min_chars: usize,
+    /// The walk stopped early on a long value: what is shown ends with `…`.
+    incomplete: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Part {
+    /// Punctuation, `null`, booleans: shown as is and cut anywhere.
+    Fixed(String),
+    /// `(sensitive value)` or `(known after apply)`: never cut in the middle.
+    Marker(&'static str),
+    /// A string, number or map key that reveals no marked secret. `shown` is
+    /// its printed form (escaped; in a value, at most one character over the
+    /// display cut, since that is all that can ever be printed of it);
+    /// `hidden` is printed instead if it reveals one of the sensitive root
+    /// `variables`.
+    Value {
+        shown: String,
+        hidden: &'static str,
+        variables: Vec<usize>,
+    },
+}
+
+impl Part {
+    /// The fewest characters this part can print, whatever is hidden later.
+    fn min_chars(&self) -> usize {
+        match self {
+            Part::Fixed(s) => s.chars().count(),
+            Part::Marker(m) => m.chars().count(),
+            Part::Value { shown, hidden, .. } => shown.chars().count().min(hidden.chars().count()),
+        }
+    }
+}
+
+impl Rendered {
+    fn push(&mut self, part: Part) {
+        self.min_chars += part.min_chars();
+        match (self.parts.last_mut(), part) {
+            (Some(Part::Fixed(last)), Part::Fixed(more)) => last.push_str(&more),
+            (_, part) => self.parts.push(part),
+        }
+    }
+
+    fn fixed(&mut self, text: &str) {
+        self.push(Part::Fixed(text.to_string()));
+    }
+
+    /// Adds a string, number or key: `raw` is compared with the secrets,
+    /// `shown` is what prints when none matches.
+    fn value(&mut self, raw: &str, shown: String, hidden: &'static str, secrets: &Secrets) {
+        if reveals(raw, secrets.marked) {
+            self.push(Part::Marker(hidden));
+            return;
+        }
+        let variables = secrets
+            .variables
+            .iter()
+            .enumerate()
+            .filter(|(_, values)| reveals(raw, values))
+            .map(|(i, _)| i)
+            .collect();
+        self.push(Part::Value {
+            shown,
+            hidden,
+            variables,
+        });
+    }
+
+    /// The final text: pieces that reveal a sensitive root variable hidden,
+    /// then cut to the display length (`cut`) without splitting a marker.
+    pub(crate) fn finish(&self, variables: &SensitiveVariables, cut: bool) -> String {
+        let any_sensitive = variables.sensitive.iter().any(|s| *s);
+        let mut out = String::new();
+        let mut count = 0;
+        for part in &self.parts {
+            let (text, whole) = match part {
+                Part::Fixed(s) => (s.as_str(), false),
+                Part::Marker(m) => (*m, true),
+                Part::Value {
+                    shown,
+                    hidden,
+                    variables: revealed,
+                } => {
+                    let hide = (variables.hide_every_value && any_sensitive)
+                        || revealed
+                            .iter()
+                            .any(|&i| variables.sensitive.get(i).copied().unwrap_or(true));
+                    if hide {
+                        (*hidden, true)
+                    } else {
+                        (shown.as_str(), false)
+                    }
+                }
+            };
+            let n = text.chars().count();
+            if cut && count + n > MAX_RENDERED {
+                if !whole {
+                    out.extend(text.chars().take(MAX_RENDERED - count));
+                }
+                out.push('…');
+                return out;
+            }
+            out.push_str(text);
+            count += n;
+        }
+        if self.incomplete {
+            out.push('…');
+        }
+        out
+    }
+}
+
+/// Renders a `replace_paths` path the way Terraform users write it
+/// (`tags["team"]`), with every key that could be a secret hidden: keys from
+/// the first sensitive step on (a sensitive map's keys are as secret as its
+/// values) and keys that reveal a secret.
+pub(crate) fn render_path(path: &[PathStep], sensitive: &Value, secrets: &Secrets) -> Rendered {
+    let masked_from = (0..path.len())
+        .find(|&i| i > 0 && mask_at(sensitive, &path[..i]) == &Value::Bool(true))
+        .unwrap_or(path.len());
+    let hidden_key = "[(sensitive value)]";
+    let mut out = Rendered::default();
+    for (i, step) in path.iter().enumerate() {
+        match step {
+            PathStep::Key(_) if i >= masked_from => out.push(Part::Marker(hidden_key)),
+            // The first step is a top-level attribute name, printed bare.
+            PathStep::Key(k) if i == 0 => out.value(k, k.clone(), SENSITIVE, secrets),
+            PathStep::Key(k) => {
+                let shown = if is_identifier(k) {
+                    format!(".{k}")
+                } else {
+                    format!("[{}]", Value::String(k.clone()))
+                };
+                out.value(k, shown, hidden_key, secrets);
+            }
+            PathStep::Index(i) => out.fixed(&format!("[{i}]")),
+        }
     }
     out
 }
 
-fn render_into(
-    out: &mut String,
+/// `shown` cut to one character over the display cut: values are cut anyway,
+/// and a huge string need not be kept whole.
+fn at_most_shown(shown: String) -> String {
+    match shown.char_indices().nth(MAX_RENDERED + 1) {
+        Some((end, _)) => shown[..end].to_string(),
+        None => shown,
+    }
+}
+
+/// Renders `value` with `sensitive` and `unknown` masks laid over it; any
+/// string, number or map key that reveals one of `secrets` is hidden whole.
+pub(crate) fn render(
     value: Option<&Value>,
     sensitive: &Value,
     unknown: &Value,
-    secrets: &[String],
+    secrets: &Secrets,
+) -> Rendered {
+    let mut out = Rendered::default();
+    render_into(&mut out, value, sensitive, unknown, secrets);
+    out
+}
+
+fn render_into(
+    out: &mut Rendered,
+    value: Option<&Value>,
+    sensitive: &Value,
+    unknown: &Value,
+    secrets: &Secrets,
 ) {
     if sensitive == &Value::Bool(true) {
-        out.push_str(SENSITIVE);
+        out.push(Part::Marker(SENSITIVE));
         return;
     }
     if unknown == &Value::Bool(true) {
-        out.push_str(UNKNOWN);
+        out.push(Part::Marker(UNKNOWN));
         return;
     }
-    if out.len() > MAX_RENDERED * 4 {
-        // Enough has been written to be cut anyway; stop walking huge values.
+    if out.incomplete || out.min_chars > MAX_RENDERED {
+        // Enough is there to be cut anyway, whatever is hidden later: stop
+        // walking huge values.
+        out.incomplete = true;
         return;
     }
     match value {
-        None | Some(Value::Null) => out.push_str("null"),
+        None | Some(Value::Null) => out.fixed("null"),
         Some(Value::Array(items)) => {
-            out.push('[');
+            out.fixed("[");
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.fixed(", ");
                 }
                 let step = PathStep::Index(i as u64);
                 render_into(
@@ -232,24 +386,29 @@ fn render_into(
                     secrets,
                 );
             }
-            out.push(']');
+            out.fixed("]");
         }
         Some(Value::Object(map)) => {
             if map.is_empty() {
-                out.push_str("{}");
+                out.fixed("{}");
                 return;
             }
-            out.push_str("{ ");
-            for (i, (key, item)) in map.iter().enumerate() {
+            out.fixed("{ ");
+            // Keys that may be hidden go last: where a hidden key sorts among
+            // the others would tell how its secret begins.
+            let (open, secret): (Vec<_>, Vec<_>) =
+                map.iter().partition(|(key, _)| !secrets.may_hide(key));
+            for (i, (key, item)) in open.into_iter().chain(secret).enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.fixed(", ");
                 }
-                if is_identifier(key) {
-                    out.push_str(key);
+                let shown = if is_identifier(key) {
+                    key.clone()
                 } else {
-                    out.push_str(&Value::String(key.clone()).to_string());
-                }
-                out.push_str(" = ");
+                    Value::String(key.clone()).to_string()
+                };
+                out.value(key, at_most_shown(shown), SENSITIVE, secrets);
+                out.fixed(" = ");
                 let step = PathStep::Key(key.clone());
                 render_into(
                     out,
@@ -259,11 +418,19 @@ fn render_into(
                     secrets,
                 );
             }
-            out.push_str(" }");
+            out.fixed(" }");
         }
-        Some(Value::String(s)) if reveals(s, secrets) => out.push_str(SENSITIVE),
-        Some(Value::Number(n)) if reveals(&n.to_string(), secrets) => out.push_str(SENSITIVE),
-        Some(scalar) => out.push_str(&scalar.to_string()),
+        Some(Value::String(s)) => out.value(
+            s,
+            at_most_shown(Value::String(s.clone()).to_string()),
+            SENSITIVE,
+            secrets,
+        ),
+        Some(Value::Number(n)) => {
+            let text = n.to_string();
+            out.value(&text, at_most_shown(text.clone()), SENSITIVE, secrets);
+        }
+        Some(scalar) => out.fixed(&scalar.to_string()),
     }
 }
 
@@ -272,19 +439,32 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// No root variables, and the rendering finished as the report shows it.
+    fn show(value: &Value, sensitive: &Value, unknown: &Value, marked: &[String]) -> String {
+        let secrets = Secrets {
+            marked,
+            variables: &[],
+        };
+        render(Some(value), sensitive, unknown, &secrets).finish(&no_variables(), true)
+    }
+
+    fn no_variables() -> SensitiveVariables {
+        SensitiveVariables {
+            sensitive: Vec::new(),
+            hide_every_value: false,
+        }
+    }
+
     #[test]
     fn masks_cover_nested_values() {
         let value = json!({"a": "open", "b": {"c": "hidden", "d": [1, 2]}});
         let sensitive = json!({"b": {"c": true}});
         let unknown = json!({"b": {"d": [false, true]}});
         assert_eq!(
-            render(Some(&value), &sensitive, &unknown, &[]),
+            show(&value, &sensitive, &unknown, &[]),
             r#"{ a = "open", b = { c = (sensitive value), d = [1, (known after apply)] } }"#
         );
-        assert_eq!(
-            render(Some(&value), &json!(true), &json!(false), &[]),
-            SENSITIVE
-        );
+        assert_eq!(show(&value, &json!(true), &json!(false), &[]), SENSITIVE);
     }
 
     #[test]
@@ -298,14 +478,114 @@ mod tests {
             &mut secrets,
         );
         assert_eq!(
-            render(Some(&value), &sensitive, &json!(false), &secrets),
+            show(&value, &sensitive, &json!(false), &secrets),
             r#"{ dsn = (sensitive value), input = (sensitive value), n = (sensitive value), output = (sensitive value), x = (sensitive value) }"#
         );
         let open = json!({"x": "ab", "y": "b"});
         assert_eq!(
-            render(Some(&open), &json!(false), &json!(false), &secrets),
+            show(&open, &json!(false), &json!(false), &secrets),
             r#"{ x = "ab", y = "b" }"#,
             "a short secret hides only itself"
+        );
+    }
+
+    #[test]
+    fn secrets_are_found_in_raw_text_and_keys_before_escaping() {
+        let secret = r#"pa"ss\word"#.to_string();
+        let value = json!({"plain": secret, "dsn": format!("pg://u:{secret}@db"), secret.clone(): "v", "list": ["x", secret]});
+        let shown = show(&value, &json!(false), &json!(false), &[secret]);
+        assert_eq!(
+            shown,
+            r#"{ dsn = (sensitive value), list = ["x", (sensitive value)], plain = (sensitive value), (sensitive value) = "v" }"#
+        );
+    }
+
+    #[test]
+    fn keys_of_a_sensitive_map_are_secrets() {
+        let mut secrets = Vec::new();
+        collect_secrets(
+            &json!({"m": {"k3y-secret": "v"}}),
+            &json!({"m": true}),
+            &mut secrets,
+        );
+        assert_eq!(secrets, vec!["k3y-secret".to_string(), "v".to_string()]);
+    }
+
+    #[test]
+    fn the_cut_never_shows_part_of_a_hidden_value() {
+        let long = "x".repeat(150);
+        let secret = "s".repeat(300);
+        let value = json!([long, secret]);
+        let variables = [vec![secret.clone()]];
+        let secrets = Secrets {
+            marked: &[],
+            variables: &variables,
+        };
+        let rendered = render(Some(&value), &json!(false), &json!(false), &secrets);
+        let hidden = SensitiveVariables {
+            sensitive: vec![true],
+            hide_every_value: false,
+        };
+        assert_eq!(
+            rendered.finish(&hidden, true),
+            format!("[\"{long}\", …"),
+            "the marker does not fit and is not split"
+        );
+        let open = SensitiveVariables {
+            sensitive: vec![false],
+            hide_every_value: false,
+        };
+        let shown = rendered.finish(&open, true);
+        assert_eq!(shown.chars().count(), MAX_RENDERED + 1);
+        assert!(shown.ends_with("ss…"), "{shown}");
+    }
+
+    #[test]
+    fn a_long_value_hidden_later_still_shows_its_end() {
+        // The walk stops once enough is there to be cut; if the long string
+        // that made it stop is hidden afterwards, the text must still say
+        // that more followed.
+        let secret = "s".repeat(400);
+        let value = json!([secret, "a", "b"]);
+        let variables = [vec![secret.clone()]];
+        let secrets = Secrets {
+            marked: &[],
+            variables: &variables,
+        };
+        let rendered = render(Some(&value), &json!(false), &json!(false), &secrets);
+        let hidden = SensitiveVariables {
+            sensitive: vec![true],
+            hide_every_value: false,
+        };
+        assert_eq!(
+            rendered.finish(&hidden, true),
+            r#"[(sensitive value), "a", "b"]"#
+        );
+    }
+
+    #[test]
+    fn values_read_before_the_variables_are_all_hidden_when_one_is_sensitive() {
+        let rendered = render(
+            Some(&json!({"k": "v", "n": 1, "b": true})),
+            &json!(false),
+            &json!(false),
+            &Secrets {
+                marked: &[],
+                variables: &[],
+            },
+        );
+        let late = |sensitive| SensitiveVariables {
+            sensitive: vec![sensitive],
+            hide_every_value: true,
+        };
+        assert_eq!(
+            rendered.finish(&late(true), true),
+            "{ (sensitive value) = true, (sensitive value) = (sensitive value), (sensitive value) = (sensitive value) }",
+            "keys too: with values read too early, any of them may be a secret"
+        );
+        assert_eq!(
+            rendered.finish(&late(false), true),
+            r#"{ b = true, k = "v", n = 1 }"#
         );
     }
 
@@ -335,7 +615,40 @@ mod tests {
             PathStep::Index(0),
             PathStep::Key("x".into()),
         ];
-        assert_eq!(path_to_string(&path), r#"tags["team name"][0].x"#);
+        let none = Secrets {
+            marked: &[],
+            variables: &[],
+        };
+        assert_eq!(
+            render_path(&path, &json!(false), &none).finish(&no_variables(), false),
+            r#"tags["team name"][0].x"#
+        );
+        assert_eq!(
+            render_path(&path, &json!({"tags": true}), &none).finish(&no_variables(), false),
+            "tags[(sensitive value)][0][(sensitive value)]",
+            "keys below a sensitive map are hidden"
+        );
+        let variables = [vec!["team name".to_string()]];
+        let secrets = Secrets {
+            marked: &[],
+            variables: &variables,
+        };
+        let hidden = SensitiveVariables {
+            sensitive: vec![true],
+            hide_every_value: false,
+        };
+        assert_eq!(
+            render_path(&path, &json!(false), &secrets).finish(&hidden, false),
+            "tags[(sensitive value)][0].x",
+            "a key that is a sensitive variable's value is hidden"
+        );
+        let long = "k".repeat(300);
+        assert_eq!(
+            render_path(&[PathStep::Key(long.clone())], &json!(false), &none)
+                .finish(&no_variables(), false),
+            long,
+            "paths are never cut"
+        );
         assert_eq!(
             mask_at(&json!({"tags": true}), &path),
             &Value::Bool(true),

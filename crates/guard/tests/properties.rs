@@ -1,12 +1,74 @@
-//! Properties that must hold for every plan, not just the fixtures: a protected
-//! resource is never destroyed in a start or stop build without the guard
-//! objecting, and a sensitive value never reaches any output.
+//! Properties that must hold for every plan, not just the fixtures: the guard's
+//! decision on every transition is exactly what docs/plan-check.md says, and no
+//! secret reaches any output, whatever its characters, length, place and marks.
+//!
+//! The oracles here are deliberately independent of the guard: plans are built
+//! from a small model (resources, rules, `abode_protect` annotations) and the
+//! expected decision is computed from the model with a matcher written in this
+//! file, never with `Rule::covers` or anything else from `abode_guard` that
+//! matches or resolves. Secrets are looked for in the outputs directly.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use abode_guard::{Address, Decision, Mode, Origin, Rule, Transition};
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+// ---------------------------------------------------------------------------
+// The model: where resources live and what protects them.
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Index(u8),
+    Name(&'static str),
+}
+
+impl Key {
+    fn text(self) -> String {
+        match self {
+            Key::Index(i) => format!("[{i}]"),
+            Key::Name(n) => format!("[\"{n}\"]"),
+        }
+    }
+}
+
+/// How a resource (or module call) is repeated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Repeat {
+    Single,
+    Count,
+    ForEach,
+}
+
+impl Repeat {
+    fn key(self, pick: bool) -> Option<Key> {
+        match self {
+            Repeat::Single => None,
+            Repeat::Count => Some(Key::Index(u8::from(pick))),
+            Repeat::ForEach => Some(Key::Name(if pick { "b" } else { "a" })),
+        }
+    }
+}
+
+/// Module calls: a plain one, one with `count`, one with `for_each`.
+const MODULES: &[(&str, Repeat)] = &[
+    ("single", Repeat::Single),
+    ("home", Repeat::Count),
+    ("work", Repeat::ForEach),
+];
+
+/// Resource blocks (the same in the root and in every module).
+const RESOURCES: &[(&str, &str, Repeat)] = &[
+    ("terraform_data", "disk", Repeat::Single),
+    ("terraform_data", "vols", Repeat::ForEach),
+    ("abode_volume", "home", Repeat::Count),
+    ("docker_volume", "cache", Repeat::Single),
+    // Abode's pure annotations: never protected changes, whatever the rules.
+    ("abode_protect", "extra", Repeat::Single),
+    ("abode_metadata", "info", Repeat::Single),
+];
 
 const ACTIONS: &[&[&str]] = &[
     &["no-op"],
@@ -18,193 +80,773 @@ const ACTIONS: &[&[&str]] = &[
     &["forget"],
     &["read"],
 ];
-const TYPES: &[&str] = &[
-    "abode_volume",
-    "abode_protect",
-    "docker_volume",
-    "terraform_data",
-    "abode_process",
-];
 
+const CREATE: &[&str] = &["create"];
+const DELETE: &[&str] = &["delete"];
+
+/// One resource instance in the plan.
 #[derive(Debug, Clone)]
-struct Resource {
-    module: Option<&'static str>,
-    resource_type: &'static str,
-    name: &'static str,
-    index: Option<u8>,
+struct Instance {
+    /// Index into MODULES and the module instance's key; `None` for the root.
+    module: Option<(usize, Option<Key>)>,
+    resource: usize,
+    key: Option<Key>,
     actions: &'static [&'static str],
-    secret_attr: bool,
+    /// Moved here by a `moved` block from the same place under `old_<name>`.
+    moved: bool,
+    /// Deleted outside Terraform (a `resource_drift` delete); the plan creates it again.
+    drift_deleted: bool,
+    /// The change is to a deposed object (`["delete"]`).
     deposed: bool,
 }
 
-impl Resource {
-    fn address(&self) -> String {
-        let mut s = String::new();
-        if let Some(m) = self.module {
-            s.push_str(&format!("module.{m}."));
-        }
-        s.push_str(&format!("{}.{}", self.resource_type, self.name));
-        if let Some(i) = self.index {
-            s.push_str(&format!("[{i}]"));
-        }
-        s
+impl Instance {
+    fn resource_type(&self) -> &'static str {
+        RESOURCES[self.resource].0
     }
 
-    fn destroys(&self) -> bool {
-        self.actions.contains(&"delete")
+    fn module_prefix(&self) -> String {
+        match self.module {
+            None => String::new(),
+            Some((m, key)) => format!(
+                "module.{}{}.",
+                MODULES[m].0,
+                key.map(Key::text).unwrap_or_default()
+            ),
+        }
+    }
+
+    fn address_named(&self, name: &str) -> String {
+        format!(
+            "{}{}.{}{}",
+            self.module_prefix(),
+            self.resource_type(),
+            name,
+            self.key.map(Key::text).unwrap_or_default()
+        )
+    }
+
+    fn address(&self) -> String {
+        self.address_named(RESOURCES[self.resource].1)
+    }
+
+    fn previous_address(&self) -> Option<String> {
+        self.moved
+            .then(|| self.address_named(&format!("old_{}", RESOURCES[self.resource].1)))
     }
 }
 
-fn resource() -> impl Strategy<Value = Resource> {
+fn instance() -> impl Strategy<Value = Instance> {
     (
-        prop::option::of(prop::sample::select(vec!["home", "work"])),
-        prop::sample::select(TYPES.to_vec()),
-        prop::sample::select(vec!["home", "data", "main"]),
-        prop::option::of(0u8..3),
-        prop::sample::select(ACTIONS.to_vec()),
+        prop::option::of((0..MODULES.len(), any::<bool>())),
+        0..RESOURCES.len(),
         any::<bool>(),
+        prop::sample::select(ACTIONS.to_vec()),
+        prop::bool::weighted(0.2),
+        prop::bool::weighted(0.15),
         prop::bool::weighted(0.1),
     )
         .prop_map(
-            |(module, resource_type, name, index, actions, secret_attr, deposed)| Resource {
-                module,
-                resource_type,
-                name,
-                index,
-                actions,
-                secret_attr,
-                deposed,
+            |(module, resource, pick, actions, moved, drift_deleted, deposed)| {
+                let (actions, deposed) = match (drift_deleted, deposed) {
+                    (true, _) => (CREATE, false),
+                    (false, true) => (DELETE, true),
+                    (false, false) => (actions, false),
+                };
+                Instance {
+                    module: module.map(|(m, pick)| (m, MODULES[m].1.key(pick))),
+                    resource,
+                    key: RESOURCES[resource].2.key(pick),
+                    actions,
+                    moved,
+                    drift_deleted,
+                    deposed,
+                }
             },
         )
 }
 
-fn secret(n: usize) -> String {
-    format!("SECRET-{n:04}-do-not-print")
+/// What a rule protects, in the model's own terms.
+#[derive(Debug, Clone, PartialEq)]
+enum Target {
+    Type(&'static str),
+    Address {
+        /// Module name and key; a `None` key covers every instance of the module.
+        module: Option<(&'static str, Option<Key>)>,
+        resource_type: &'static str,
+        name: String,
+        /// `None` covers every instance of the resource.
+        key: Option<Key>,
+    },
 }
 
-fn plan_json(resources: &[Resource]) -> Value {
-    let changes: Vec<Value> = resources
-        .iter()
-        .enumerate()
-        .map(|(n, r)| {
-            let value = |v: &str| {
-                json!({"name": v, "password": secret(n), "nested": {"token": secret(n), "open": "fine"},
-                       // An unmarked copy, as providers make (terraform_data's `output`).
-                       "echo": format!("dsn://user:{}@db", secret(n))})
-            };
-            let sensitive = json!({"password": true, "nested": {"token": true}});
-            let mut change = json!({
-                "address": r.address(),
-                "mode": "managed",
-                "type": r.resource_type,
-                "name": r.name,
-                "change": {
-                    "actions": r.actions,
-                    "before": value("old"),
-                    "after": value("new"),
-                    "after_unknown": {},
-                    "before_sensitive": sensitive,
-                    "after_sensitive": sensitive,
-                    "replace_paths": if r.secret_attr { json!([["password"], ["nested"], ["echo"]]) } else { json!([["name"]]) },
+impl Target {
+    fn text(&self) -> String {
+        match self {
+            Target::Type(t) => (*t).to_string(),
+            Target::Address {
+                module,
+                resource_type,
+                name,
+                key,
+            } => {
+                let prefix = module
+                    .map(|(m, k)| format!("module.{m}{}.", k.map(Key::text).unwrap_or_default()))
+                    .unwrap_or_default();
+                format!(
+                    "{prefix}{resource_type}.{name}{}",
+                    key.map(Key::text).unwrap_or_default()
+                )
+            }
+        }
+    }
+
+    /// The oracle's matcher, written from docs/plan-check.md: a type rule
+    /// covers every resource of its type; an address covers the instance it
+    /// names, or every instance where it leaves a key out (of the resource or
+    /// of its module).
+    fn covers(&self, instance: &Instance, name: &str) -> bool {
+        match self {
+            Target::Type(t) => *t == instance.resource_type(),
+            Target::Address {
+                module,
+                resource_type,
+                name: target_name,
+                key,
+            } => {
+                let module_matches = match (module, instance.module) {
+                    (None, None) => true,
+                    (Some((m, k)), Some((i, ik))) => {
+                        *m == MODULES[i].0 && (k.is_none() || *k == ik)
+                    }
+                    _ => false,
+                };
+                module_matches
+                    && *resource_type == instance.resource_type()
+                    && target_name == name
+                    && (key.is_none() || *key == instance.key)
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct CallerRule {
+    target: Target,
+    mode: Mode,
+}
+
+/// How an `abode_protect` annotation names what it protects.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Form {
+    /// `resource_id = T.N.id` (whole resource) or `T.N[k].id` (one instance).
+    Direct { one_instance: bool },
+    /// `for_each = T.N` and `resource_id = each.value.id`.
+    ForEach,
+    /// `count = 2` and `resource_id = T.N[count.index].id`.
+    Count,
+    /// At the root: `resource_id = module.M.out`, whose output refers to `T.N.id`.
+    Output { module: usize },
+}
+
+#[derive(Debug, Clone)]
+struct Annotation {
+    /// The module (index into MODULES) it is written in; `None` for the root.
+    scope: Option<usize>,
+    form: Form,
+    resource: usize,
+    pick: bool,
+    /// `None`: no `mode` argument (the default, confirm).
+    mode: Option<Mode>,
+}
+
+impl Annotation {
+    /// What the annotation protects, per the documented semantics.
+    fn target(&self) -> Target {
+        let (resource_type, name, repeat) = RESOURCES[self.resource];
+        let (module, key) = match self.form {
+            Form::Output { module } => (Some(module), None),
+            Form::Direct { one_instance: true } => (self.scope, repeat.key(self.pick)),
+            _ => (self.scope, None),
+        };
+        Target::Address {
+            // An annotation inside a module protects the resource in every instance of it.
+            module: module.map(|m| (MODULES[m].0, None)),
+            resource_type,
+            name: name.to_string(),
+            key,
+        }
+    }
+
+    fn mode(&self) -> Mode {
+        self.mode.unwrap_or(Mode::Confirm)
+    }
+}
+
+fn annotation() -> impl Strategy<Value = Annotation> {
+    (
+        prop::option::of(0..MODULES.len()),
+        0u8..5,
+        0..MODULES.len(),
+        0..RESOURCES.len() - 2,
+        any::<bool>(),
+        prop::option::of(prop::sample::select(vec![Mode::Confirm, Mode::Block])),
+    )
+        .prop_map(|(scope, form, via, resource, pick, mode)| {
+            let form = match form {
+                0 => Form::Direct {
+                    one_instance: false,
                 },
-                "action_reason": "replace_because_cannot_update",
-            });
-            if let Some(m) = r.module {
-                change["module_address"] = json!(format!("module.{m}"));
+                1 => Form::Direct { one_instance: true },
+                2 => Form::ForEach,
+                3 => Form::Count,
+                _ => Form::Output { module: via },
+            };
+            // Outputs are followed from the root only in this model.
+            let scope = if matches!(form, Form::Output { .. }) {
+                None
+            } else {
+                scope
+            };
+            Annotation {
+                scope,
+                form,
+                resource,
+                pick,
+                mode,
             }
-            if r.deposed {
-                change["deposed"] = json!("0000abcd");
-            }
-            change
+        })
+}
+
+fn caller_rule(instances: &[Instance], (pick, kind, block): (usize, u8, bool)) -> CallerRule {
+    let mode = if block { Mode::Block } else { Mode::Confirm };
+    let instance = &instances[pick % instances.len()];
+    if kind % 5 == 0 {
+        return CallerRule {
+            target: Target::Type(instance.resource_type()),
+            mode,
+        };
+    }
+    let name = match (kind % 5, instance.moved) {
+        // A rule written for the old address keeps protecting the moved resource.
+        (4, true) => format!("old_{}", RESOURCES[instance.resource].1),
+        _ => RESOURCES[instance.resource].1.to_string(),
+    };
+    let whole_module = kind % 5 == 3;
+    CallerRule {
+        target: Target::Address {
+            module: instance
+                .module
+                .map(|(m, k)| (MODULES[m].0, if whole_module { None } else { k })),
+            resource_type: instance.resource_type(),
+            name,
+            key: if kind % 5 == 1 { instance.key } else { None },
+        },
+        mode,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Plan JSON from the model, in the shapes real Terraform plans have (see the
+// annotation-* and drift-* fixtures).
+// ---------------------------------------------------------------------------
+
+fn resource_change(instance: &Instance, values: Option<ChangeValues>) -> Value {
+    let (_, name, _) = RESOURCES[instance.resource];
+    let mut change = json!({
+        "address": instance.address(),
+        "mode": "managed",
+        "type": instance.resource_type(),
+        "name": name,
+        "change": {"actions": instance.actions, "before": {"id": "i-1", "name": "old"},
+                   "after": {"name": "new"}, "after_unknown": {"id": true},
+                   "before_sensitive": {}, "after_sensitive": {}, "replace_paths": [["name"]]},
+    });
+    if let Some(values) = values {
+        change["change"] = values.change;
+    }
+    if let Some((m, key)) = instance.module {
+        change["module_address"] = json!(format!(
+            "module.{}{}",
+            MODULES[m].0,
+            key.map(Key::text).unwrap_or_default()
+        ));
+    }
+    if let Some(key) = instance.key {
+        change["index"] = match key {
+            Key::Index(i) => json!(i),
+            Key::Name(n) => json!(n),
+        };
+    }
+    if let Some(previous) = instance.previous_address() {
+        change["previous_address"] = json!(previous);
+    }
+    if instance.deposed {
+        change["deposed"] = json!("0000abcd");
+    } else if instance.actions.contains(&"delete") {
+        change["action_reason"] = json!("replace_because_cannot_update");
+    }
+    change
+}
+
+fn drift_entry(instance: &Instance) -> Value {
+    json!({
+        "address": instance.address(), "mode": "managed", "type": instance.resource_type(),
+        "name": RESOURCES[instance.resource].1,
+        "change": {"actions": ["delete"], "before": {"id": "i-1", "name": "old"}, "after": null,
+                   "before_sensitive": {}, "after_sensitive": false}
+    })
+}
+
+fn annotation_config(i: usize, a: &Annotation) -> Value {
+    let (t, n, repeat) = RESOURCES[a.resource];
+    let mut resource = json!({
+        "address": format!("abode_protect.p{i}"),
+        "mode": "managed",
+        "type": "abode_protect",
+        "name": format!("p{i}"),
+        "provider_config_key": "abode",
+        "schema_version": 0,
+    });
+    let references: Vec<String> = match a.form {
+        Form::Direct { one_instance } => match repeat.key(a.pick) {
+            Some(key) if one_instance => vec![
+                format!("{t}.{n}{}.id", key.text()),
+                format!("{t}.{n}{}", key.text()),
+                format!("{t}.{n}"),
+            ],
+            _ => vec![format!("{t}.{n}.id"), format!("{t}.{n}")],
+        },
+        Form::ForEach => {
+            resource["for_each_expression"] = json!({"references": [format!("{t}.{n}")]});
+            vec!["each.value.id".into(), "each.value".into()]
+        }
+        Form::Count => {
+            resource["count_expression"] = json!({"constant_value": 2});
+            vec![format!("{t}.{n}"), "count.index".into()]
+        }
+        Form::Output { module } => {
+            let call = MODULES[module].0;
+            vec![
+                format!("module.{call}.out_{t}_{n}"),
+                format!("module.{call}"),
+            ]
+        }
+    };
+    let mut expressions = json!({"resource_id": {"references": references}});
+    if let Some(mode) = a.mode {
+        expressions["mode"] = json!({"constant_value": mode.as_str()});
+    }
+    resource["expressions"] = expressions;
+    resource
+}
+
+fn configuration(annotations: &[Annotation]) -> Value {
+    let mut root = Vec::new();
+    let mut modules: Vec<Vec<Value>> = vec![Vec::new(); MODULES.len()];
+    for (i, a) in annotations.iter().enumerate() {
+        let resource = annotation_config(i, a);
+        match a.scope {
+            None => root.push(resource),
+            Some(m) => modules[m].push(resource),
+        }
+    }
+    let calls: Map<String, Value> = MODULES
+        .iter()
+        .zip(modules)
+        .map(|((name, _), resources)| {
+            let outputs: Map<String, Value> = RESOURCES
+                .iter()
+                .map(|(t, n, _)| {
+                    (
+                        format!("out_{t}_{n}"),
+                        json!({"expression": {"references": [format!("{t}.{n}.id"), format!("{t}.{n}")]}}),
+                    )
+                })
+                .collect();
+            (
+                (*name).to_string(),
+                json!({"source": format!("./modules/{name}"),
+                       "module": {"resources": resources, "outputs": outputs}}),
+            )
         })
         .collect();
-    let drift: Vec<Value> = resources
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.secret_attr)
-        .map(|(n, r)| {
-            json!({
-                "address": r.address(), "mode": "managed", "type": r.resource_type, "name": r.name,
-                "change": {"actions": ["update"], "before": {"password": secret(n)}, "after": {"password": format!("{}-drifted", secret(n))},
-                           "before_sensitive": {"password": true}, "after_sensitive": {"password": true}}
-            })
+    json!({"root_module": {"resources": root, "module_calls": calls}})
+}
+
+#[derive(Debug, Clone)]
+struct Model {
+    instances: Vec<Instance>,
+    annotations: Vec<Annotation>,
+    caller: Vec<CallerRule>,
+}
+
+fn model() -> impl Strategy<Value = Model> {
+    (
+        prop::collection::vec(instance(), 1..10),
+        prop::collection::vec(annotation(), 0..4),
+        prop::collection::vec((0usize..10, 0u8..5, any::<bool>()), 0..4),
+    )
+        .prop_map(|(instances, annotations, picks)| {
+            // One change per address, as in a real plan.
+            let mut seen = std::collections::BTreeSet::new();
+            let instances: Vec<Instance> = instances
+                .into_iter()
+                .filter(|i| seen.insert(i.address()))
+                .collect();
+            let caller = picks
+                .into_iter()
+                .map(|p| caller_rule(&instances, p))
+                .collect();
+            Model {
+                instances,
+                annotations,
+                caller,
+            }
         })
+}
+
+fn plan_json(model: &Model) -> Value {
+    let changes: Vec<Value> = model
+        .instances
+        .iter()
+        .map(|i| resource_change(i, None))
+        .collect();
+    let drift: Vec<Value> = model
+        .instances
+        .iter()
+        .filter(|i| i.drift_deleted)
+        .map(drift_entry)
         .collect();
     json!({
         "format_version": "1.2",
         "terraform_version": "1.11.4",
-        "variables": {"db_password": {"value": secret(9999)}},
         "planned_values": {"root_module": {}},
         "resource_drift": drift,
         "resource_changes": changes,
-        "configuration": {"root_module": {}}
+        "configuration": configuration(&model.annotations),
     })
 }
 
-fn rules_for(resources: &[Resource], picks: &[(usize, u8)]) -> Vec<Rule> {
-    picks
+fn guard_rules(model: &Model) -> Vec<Rule> {
+    model
+        .caller
         .iter()
-        .filter_map(|&(i, kind)| {
-            let r = resources.get(i % resources.len().max(1))?;
-            let mode = if kind % 2 == 0 {
-                Mode::Confirm
-            } else {
-                Mode::Block
-            };
-            Some(match kind % 3 {
-                0 => Rule::resource_type(r.resource_type, mode, Origin::Caller),
-                1 => Rule::address(Address::parse(&r.address()).unwrap(), mode, Origin::Caller),
-                _ => {
-                    let mut a = Address::parse(&r.address()).unwrap();
-                    a.key = None;
-                    Rule::address(a, mode, Origin::Remembered)
-                }
-            })
+        .map(|rule| match &rule.target {
+            Target::Type(t) => Rule::resource_type(t, rule.mode, Origin::Caller),
+            target => Rule::address(
+                Address::parse(&target.text()).unwrap(),
+                rule.mode,
+                Origin::Caller,
+            ),
         })
         .collect()
 }
 
+/// The documented decision for each instance that the report must list, with
+/// its outcome (docs/plan-check.md, "Decision").
+fn expected(model: &Model, transition: Transition) -> BTreeMap<String, Decision> {
+    let mut rules: Vec<(Target, Mode)> = model
+        .caller
+        .iter()
+        .map(|r| (r.target.clone(), r.mode))
+        .collect();
+    rules.extend(model.annotations.iter().map(|a| (a.target(), a.mode())));
+    let mut out = BTreeMap::new();
+    for instance in &model.instances {
+        if matches!(instance.resource_type(), "abode_protect" | "abode_metadata") {
+            continue;
+        }
+        let destroys = instance.actions.contains(&"delete");
+        let recreated = instance.actions == ["create"] && instance.drift_deleted;
+        if !destroys && !recreated {
+            continue;
+        }
+        let current = RESOURCES[instance.resource].1.to_string();
+        let old = format!("old_{current}");
+        let strictest = rules
+            .iter()
+            .filter(|(target, _)| {
+                target.covers(instance, &current)
+                    || (instance.moved && target.covers(instance, &old))
+            })
+            .map(|(_, mode)| *mode)
+            .max();
+        let Some(strictest) = strictest else {
+            continue;
+        };
+        let outcome = match (transition, recreated, strictest) {
+            (Transition::Delete, _, _) => Decision::Allow,
+            (_, true, _) => Decision::Confirm,
+            (_, false, Mode::Confirm) => Decision::Confirm,
+            (_, false, Mode::Block) => Decision::Block,
+        };
+        out.insert(instance.address(), outcome);
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// Secrets.
+// ---------------------------------------------------------------------------
+
+/// Where the secret sits in the copied attribute.
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    Whole,
+    Inside,
+    MapKey,
+    ListElement,
+}
+
+/// How the plan knows it is a secret.
+#[derive(Debug, Clone, Copy)]
+enum Marks {
+    Before,
+    After,
+    Both,
+    /// Marked nowhere; it is the value of a sensitive root variable.
+    RootVariable,
+}
+
+fn secret_char() -> impl Strategy<Value = char> {
+    prop_oneof![
+        3 => any::<char>(),
+        2 => prop::sample::select(vec!['"', '\\', '\n', '\t', '\r', '\0', '\u{1}', '\u{1b}', '\u{7f}', 'é', '€', '😀', '\u{2028}', ' ', '=', '{', '[', ',']),
+        3 => prop::char::range('a', 'z'),
+    ]
+}
+
+fn secret() -> impl Strategy<Value = String> {
+    prop_oneof![
+        1 => prop::collection::vec(secret_char(), 1..6),
+        2 => prop::collection::vec(secret_char(), 6..40),
+        1 => prop::collection::vec(secret_char(), 150..=500),
+    ]
+    .prop_map(|chars| chars.into_iter().collect())
+}
+
+struct ChangeValues {
+    change: Value,
+}
+
+/// The secret's change: `password` holds it (marked as `marks` says), `copy`
+/// holds it unmarked in the shape `place` says, and both force replacement.
+fn secret_values(secret: &str, place: Place, marks: Marks) -> ChangeValues {
+    let copy = match place {
+        Place::Whole => json!(secret),
+        Place::Inside => json!(format!("pg://app:{secret}@db-1:5432")),
+        Place::MapKey => json!({secret: "disk-1", "team": "dev"}),
+        Place::ListElement => json!(["disk-1", secret, "x"]),
+    };
+    let marked = json!({"password": true});
+    let (before_sensitive, after_sensitive) = match marks {
+        Marks::Before => (marked, json!({})),
+        Marks::After => (json!({}), marked),
+        Marks::Both => (marked.clone(), marked),
+        Marks::RootVariable => (json!({}), json!({})),
+    };
+    let mut replace_paths = vec![json!(["password"]), json!(["copy"]), json!(["name"])];
+    match place {
+        Place::MapKey => replace_paths.push(json!(["copy", secret])),
+        Place::ListElement => replace_paths.push(json!(["copy", 1])),
+        _ => {}
+    }
+    ChangeValues {
+        change: json!({
+            "actions": ["delete", "create"],
+            "before": {"id": "i-1", "name": "old", "password": secret, "copy": copy},
+            "after": {"name": "new", "password": secret, "copy": copy},
+            "after_unknown": {"id": true},
+            "before_sensitive": before_sensitive,
+            "after_sensitive": after_sensitive,
+            "replace_paths": replace_paths,
+        }),
+    }
+}
+
+/// A plan where instance 0 of `model` (made a protected replace) carries the
+/// secret, with a drift entry showing the copy changed outside Terraform. The
+/// top-level fields are in Terraform's order (`variables` before the changes,
+/// `configuration` after them).
+fn secret_plan(
+    model: &Model,
+    secret: &str,
+    place: Place,
+    marks: Marks,
+) -> Vec<(&'static str, Value)> {
+    let mut plan = plan_json(model);
+    let carrier = &model.instances[0];
+    let values = secret_values(secret, place, marks);
+    // What the last build recorded, and the object as refreshed (the
+    // change's `before`), with the same marks, as Terraform writes drift.
+    let mut recorded = values.change["before"].clone();
+    recorded["copy"] = json!("disk-0");
+    let drift_change = json!({
+        "actions": ["update"],
+        "before": recorded,
+        "after": values.change["before"].clone(),
+        "before_sensitive": values.change["before_sensitive"].clone(),
+        "after_sensitive": values.change["after_sensitive"].clone(),
+    });
+    plan["resource_changes"][0] = resource_change(carrier, Some(values));
+    let mut drift = plan["resource_drift"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    drift.retain(|d| d["address"] != json!(carrier.address()));
+    drift.push(json!({"address": carrier.address(), "mode": "managed",
+                      "type": carrier.resource_type(), "name": RESOURCES[carrier.resource].1,
+                      "change": drift_change}));
+    plan["resource_drift"] = json!(drift);
+    let token = match marks {
+        Marks::RootVariable => secret.to_string(),
+        _ => "open-value".to_string(),
+    };
+    plan["variables"] = json!({"token": {"value": token}, "region": {"value": "eu-west-1"}});
+    plan["configuration"]["root_module"]["variables"] =
+        json!({"token": {"sensitive": true}, "region": {}});
+    [
+        "format_version",
+        "terraform_version",
+        "variables",
+        "planned_values",
+        "resource_drift",
+        "resource_changes",
+        "configuration",
+    ]
+    .into_iter()
+    .map(|key| (key, plan[key].take()))
+    .collect()
+}
+
+/// Every output the guard gives for a plan: text, coloured text, JSON.
+fn outputs(plan: &[(&str, Value)], transition: Transition, rules: &[Rule]) -> Vec<String> {
+    // serde_json's map sorts its keys; the top level is written by hand to
+    // keep Terraform's order.
+    let body: Vec<String> = plan
+        .iter()
+        .map(|(k, v)| format!("{}:{}", json!(k), v))
+        .collect();
+    let bytes = format!("{{{}}}", body.join(","));
+    let plan = abode_guard::read_plan_slice(bytes.as_bytes()).unwrap();
+    let report = abode_guard::evaluate(&plan, transition, rules);
+    vec![
+        abode_guard::render_text(&report, false),
+        abode_guard::render_text(&report, true),
+        report.to_json(),
+    ]
+}
+
+/// `text` as it appears inside a JSON string, without the quotes.
+fn escaped(text: &str) -> String {
+    let quoted = Value::String(text.to_string()).to_string();
+    quoted[1..quoted.len() - 1].to_string()
+}
+
+/// The forms in which a piece of a secret could be printed: raw (map keys
+/// that read like identifiers, JSON report fields), escaped once (a rendered
+/// value), escaped twice (a rendered value inside the JSON report).
+fn printed_forms(piece: &str) -> [String; 3] {
+    let once = escaped(piece);
+    let twice = escaped(&once);
+    [piece.to_string(), once, twice]
+}
+
+/// What counts as a leak, and why it is sound.
+///
+/// A secret of 6 or more characters leaks if any 6-character piece of it, in
+/// any printed form, appears in an output. Secrets are arbitrary, so such a
+/// piece can also be ordinary report text (six spaces, `delete`, a resource
+/// name). Such a piece is only a leak if it is absent from the outputs of the
+/// *twin* plan, the same plan with every occurrence of the secret replaced by
+/// a filler of the same length made of one character the secret does not
+/// contain: whatever the twin prints cannot come from the secret. The twin
+/// is hidden or shown exactly where the secret is, so the two reports have the
+/// same shape. (A false alarm would need the secret to contain, by chance,
+/// text the report prints only because the secret differs from the filler,
+/// such as a key order; hidden keys are listed last to avoid even that.)
+///
+/// A shorter secret has no 6-character pieces, and the guard shows secrets of
+/// fewer than 4 characters when they sit inside a longer string (hiding every
+/// string containing an `a` would hide everything). What must hold for every
+/// secret is that it is never printed as a whole value: `"secret"`, in any
+/// printed form, does not appear (again unless the twin prints it too).
+fn leaks(secret: &str, outputs: &[String], twin: &[String]) -> Option<String> {
+    let chars: Vec<char> = secret.chars().collect();
+    let mut pieces: Vec<String> = Vec::new();
+    for window in chars.windows(6) {
+        pieces.extend(printed_forms(&window.iter().collect::<String>()));
+    }
+    let quoted = Value::String(secret.to_string()).to_string();
+    pieces.push(quoted.clone());
+    pieces.push(escaped(&quoted));
+    pieces.into_iter().find(|piece| {
+        outputs.iter().any(|o| o.contains(piece.as_str()))
+            && !twin.iter().any(|o| o.contains(piece.as_str()))
+    })
+}
+
+fn filler_for(secret: &str) -> String {
+    let c = ['\u{2603}', 'Q', '\u{e000}']
+        .into_iter()
+        .find(|c| !secret.contains(*c))
+        .unwrap();
+    std::iter::repeat_n(c, secret.chars().count()).collect()
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(300))]
 
     #[test]
-    fn protected_destruction_is_never_allowed_outside_delete(
-        resources in prop::collection::vec(resource(), 1..12),
-        picks in prop::collection::vec((0usize..12, 0u8..6), 0..6),
-        transition in prop::sample::select(vec![Transition::Start, Transition::Stop, Transition::Delete]),
-    ) {
-        let bytes = serde_json::to_vec(&plan_json(&resources)).unwrap();
+    fn every_transition_gets_the_documented_decision(model in model()) {
+        let bytes = serde_json::to_vec(&plan_json(&model)).unwrap();
         let plan = abode_guard::read_plan_slice(&bytes).unwrap();
-        let rules = rules_for(&resources, &picks);
-        let report = abode_guard::evaluate(&plan, transition, &rules);
-
-        for r in &resources {
-            let address = Address::parse(&r.address()).unwrap();
-            let protected = !matches!(r.resource_type, "abode_protect" | "abode_metadata")
-                && rules.iter().any(|rule| rule.covers(Some(&address), r.resource_type));
-            if protected && r.destroys() {
-                prop_assert!(
-                    report.protected_changes.iter().any(|c| c.address == r.address()),
-                    "{} missing from the report", r.address()
-                );
-                if transition == Transition::Delete {
-                    prop_assert_eq!(report.decision, Decision::Allow);
-                } else {
-                    prop_assert_ne!(report.decision, Decision::Allow);
-                }
-            }
-        }
-        if transition == Transition::Delete {
-            prop_assert_eq!(report.decision, Decision::Allow);
-        }
-
-        let text = abode_guard::render_text(&report, false);
-        let coloured = abode_guard::render_text(&report, true);
-        let json = report.to_json();
-        for output in [&text, &coloured, &json] {
-            prop_assert!(!output.contains("SECRET-"), "secret leaked:\n{}", output);
+        let rules = guard_rules(&model);
+        for transition in [Transition::Start, Transition::Stop, Transition::Delete] {
+            let report = abode_guard::evaluate(&plan, transition, &rules);
+            let want = expected(&model, transition);
+            let got: BTreeMap<String, Decision> = report
+                .protected_changes
+                .iter()
+                .map(|c| (c.address.clone(), c.outcome))
+                .collect();
+            prop_assert_eq!(&got, &want, "{} build", transition);
+            let overall = want.values().copied().max().unwrap_or(Decision::Allow);
+            prop_assert_eq!(report.decision, overall, "{} build", transition);
         }
     }
+
+    #[test]
+    fn no_secret_reaches_any_output(
+        model in model(),
+        secret in secret(),
+        place in prop::sample::select(vec![Place::Whole, Place::Inside, Place::MapKey, Place::ListElement]),
+        marks in prop::sample::select(vec![Marks::Before, Marks::After, Marks::Both, Marks::RootVariable]),
+        transition in prop::sample::select(vec![Transition::Start, Transition::Stop, Transition::Delete]),
+    ) {
+        let mut model = model;
+        // The carrier is a protected replace at the root, so its values are shown.
+        let carrier = Instance {
+            module: None, resource: 0, key: None, actions: &["delete", "create"],
+            moved: false, drift_deleted: false, deposed: false,
+        };
+        model.instances.retain(|i| i.address() != carrier.address());
+        model.instances.insert(0, carrier);
+        let mut rules = guard_rules(&model);
+        rules.push(Rule::resource_type("terraform_data", Mode::Confirm, Origin::Caller));
+        let shown = outputs(&secret_plan(&model, &secret, place, marks), transition, &rules);
+        let filler = filler_for(&secret);
+        let twin = outputs(&secret_plan(&model, &filler, place, marks), transition, &rules);
+        prop_assert!(shown[0].contains("terraform_data.disk"), "the carrier is not reported:\n{}", shown[0]);
+        if let Some(piece) = leaks(&secret, &shown, &twin) {
+            prop_assert!(false, "{:?} of the secret reached the output:\n{}\n{}", piece, shown[0], shown[2]);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn the_reader_never_panics_on_bytes(bytes in prop::collection::vec(any::<u8>(), 0..512)) {
@@ -214,11 +856,11 @@ proptest! {
 
     #[test]
     fn the_reader_never_panics_on_mangled_plans(
-        resources in prop::collection::vec(resource(), 1..4),
+        model in model(),
         cut in 0usize..4000,
         flip in 0usize..4000,
     ) {
-        let mut bytes = serde_json::to_vec(&plan_json(&resources)).unwrap();
+        let mut bytes = serde_json::to_vec(&plan_json(&model)).unwrap();
         if let Some(b) = bytes.get_mut(flip) { *b = b'"'; }
         bytes.truncate(cut);
         if let Ok(plan) = abode_guard::read_plan_slice(&bytes) {
