@@ -8,6 +8,7 @@
 //! redacted) values of the attributes that force replacement. Clear-text secrets
 //! in the plan are dropped while reading, never stored in a [`Plan`].
 
+use crate::format::PlanFormat;
 use crate::scan::Scanner;
 use crate::value::{self, PathStep};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
@@ -40,7 +41,10 @@ pub enum PlanError {
          (save one with `terraform plan -out=tfplan`, then pass `terraform show -json tfplan`)"
     )]
     UiLog,
-    #[error("unsupported plan format_version {0:?}: Abode reads format 1.x")]
+    #[error(
+        "unsupported plan format_version {0:?}: Abode reads formats 0.1 and 0.2 \
+         (Terraform 0.12 to 1.0) and 1.x (Terraform 1.1 and later)"
+    )]
     UnsupportedFormat(String),
     #[error("could not read the plan: {0}")]
     Read(#[source] std::io::Error),
@@ -103,6 +107,8 @@ pub struct Drift {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub format_version: String,
+    /// The family of `format_version`: older ones lack some explanations.
+    pub format: PlanFormat,
     pub terraform_version: Option<String>,
     pub changes: Vec<ResourceChange>,
     pub drift: Vec<Drift>,
@@ -362,9 +368,9 @@ impl RawPlan {
         let Some(format_version) = self.format_version else {
             return Err(PlanError::NotAPlan("it has no `format_version`".into()));
         };
-        if !format_version.starts_with("1.") && format_version != "1" {
+        let Some(format) = PlanFormat::parse(&format_version) else {
             return Err(PlanError::UnsupportedFormat(format_version));
-        }
+        };
         if !self.planned_values && self.resource_changes.is_empty() {
             return Err(if self.values {
                 PlanError::StateJson
@@ -390,6 +396,7 @@ impl RawPlan {
         }
         Ok(Plan {
             format_version,
+            format,
             terraform_version: self.terraform_version,
             changes,
             drift,

@@ -1,6 +1,7 @@
 //! Properties that must hold for every plan, not just the fixtures: a protected
 //! resource is never destroyed in a start or stop build without the guard
-//! objecting, and a sensitive value never reaches any output.
+//! objecting, and a sensitive value never reaches any output, whatever plan
+//! format (older ones lack the explanations).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -82,7 +83,10 @@ fn secret(n: usize) -> String {
     format!("SECRET-{n:04}-do-not-print")
 }
 
-fn plan_json(resources: &[Resource]) -> Value {
+/// The plan formats read, with what each leaves out of a 1.x plan.
+const FORMATS: &[&str] = &["1.2", "0.2", "0.1"];
+
+fn plan_json(resources: &[Resource], format: &str) -> Value {
     let changes: Vec<Value> = resources
         .iter()
         .enumerate()
@@ -115,6 +119,17 @@ fn plan_json(resources: &[Resource]) -> Value {
             if r.deposed {
                 change["deposed"] = json!("0000abcd");
             }
+            match format {
+                // Terraform 1.0 explains only replacements.
+                "0.2" if !r.actions.contains(&"create") => {
+                    change.as_object_mut().unwrap().remove("action_reason");
+                }
+                // Terraform 0.12 to 0.15: no reasons.
+                "0.1" => {
+                    change.as_object_mut().unwrap().remove("action_reason");
+                }
+                _ => {}
+            }
             change
         })
         .collect();
@@ -130,15 +145,19 @@ fn plan_json(resources: &[Resource]) -> Value {
             })
         })
         .collect();
-    json!({
-        "format_version": "1.2",
+    let mut plan = json!({
+        "format_version": format,
         "terraform_version": "1.11.4",
         "variables": {"db_password": {"value": secret(9999)}},
         "planned_values": {"root_module": {}},
         "resource_drift": drift,
         "resource_changes": changes,
         "configuration": {"root_module": {}}
-    })
+    });
+    if format == "0.1" {
+        plan.as_object_mut().unwrap().remove("resource_drift");
+    }
+    plan
 }
 
 fn rules_for(resources: &[Resource], picks: &[(usize, u8)]) -> Vec<Rule> {
@@ -172,8 +191,9 @@ proptest! {
         resources in prop::collection::vec(resource(), 1..12),
         picks in prop::collection::vec((0usize..12, 0u8..6), 0..6),
         transition in prop::sample::select(vec![Transition::Start, Transition::Stop, Transition::Delete]),
+        format in prop::sample::select(FORMATS.to_vec()),
     ) {
-        let bytes = serde_json::to_vec(&plan_json(&resources)).unwrap();
+        let bytes = serde_json::to_vec(&plan_json(&resources, format)).unwrap();
         let plan = abode_guard::read_plan_slice(&bytes).unwrap();
         let rules = rules_for(&resources, &picks);
         let report = abode_guard::evaluate(&plan, transition, &rules);
@@ -218,7 +238,7 @@ proptest! {
         cut in 0usize..4000,
         flip in 0usize..4000,
     ) {
-        let mut bytes = serde_json::to_vec(&plan_json(&resources)).unwrap();
+        let mut bytes = serde_json::to_vec(&plan_json(&resources, "1.2")).unwrap();
         if let Some(b) = bytes.get_mut(flip) { *b = b'"'; }
         bytes.truncate(cut);
         if let Ok(plan) = abode_guard::read_plan_slice(&bytes) {
