@@ -634,8 +634,12 @@ impl<'de> Visitor<'de> for ChangeSeed {
         let no_mask = Value::Bool(false);
         let before = before.unwrap_or(Value::Null);
         let after = after.unwrap_or(Value::Null);
-        let before_sensitive = before_sensitive.unwrap_or(Value::Bool(false));
-        let after_sensitive = after_sensitive.unwrap_or(Value::Bool(false));
+        // Terraform 1.x writes both marks on every change. A change with neither
+        // (format 0.1 of Terraform 0.12/0.13 marks nothing) does not say which
+        // values are secret, so none of its values is shown.
+        let marked = before_sensitive.is_some() || after_sensitive.is_some();
+        let before_sensitive = before_sensitive.unwrap_or(Value::Bool(!marked));
+        let after_sensitive = after_sensitive.unwrap_or(Value::Bool(!marked));
         let after_unknown = after_unknown.unwrap_or(Value::Bool(false));
 
         let sensitive = value::union_masks(&before_sensitive, &after_sensitive);
@@ -751,5 +755,26 @@ mod tests {
             )
         });
         assert_eq!(modes, Ok((ResourceMode::Other, Some(ResourceMode::Other))));
+    }
+
+    #[test]
+    fn values_of_a_change_without_sensitivity_marks_are_hidden() {
+        // Format 0.1 from Terraform 0.12/0.13 marks nothing, so nothing is known safe.
+        let plan = read_plan_slice(
+            br#"{"format_version":"0.1","planned_values":{},
+                "resource_changes":[{"address":"x.y","type":"x","name":"y",
+                    "change":{"actions":["delete","create"],"replace_paths":[["password"]],
+                              "before":{"password":"hunter1"},"after":{"password":"hunter2"}}}]}"#,
+        );
+        let paths = plan.map(|p| p.changes[0].replace_paths.clone());
+        let paths = paths.map_err(|e| e.to_string());
+        assert_eq!(
+            paths,
+            Ok(vec![AttributeChange {
+                path: "password".into(),
+                before: value::SENSITIVE.into(),
+                after: value::SENSITIVE.into(),
+            }])
+        );
     }
 }
