@@ -2,6 +2,7 @@
 //! the build may go on, must wait for a confirmation, or must stop.
 
 use crate::address::Address;
+use crate::format::{OlderPlanFormat, PlanFormat};
 use crate::plan::{AttributeChange, Drift, Plan, ResourceChange, ResourceMode};
 use crate::rules::{self, Mode, Rule};
 use serde::{Deserialize, Serialize};
@@ -182,6 +183,11 @@ pub struct Report {
     pub decision: Decision,
     pub transition: Transition,
     pub terraform_version: Option<String>,
+    /// Set only for plans older than format 1.x: the explanations their format
+    /// cannot give. Absent from the JSON otherwise, so reports on current plans
+    /// read as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub older_plan_format: Option<OlderPlanFormat>,
     pub summary: Summary,
     pub protected_changes: Vec<ProtectedChange>,
     pub unprotected_destroys: Vec<UnprotectedChange>,
@@ -245,7 +251,7 @@ pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
                 unprotected_destroys.push(UnprotectedChange {
                     address: change.address.clone(),
                     action,
-                    reason: reason(change, action, transition, drift),
+                    reason: reason(change, action, transition, drift, plan.format),
                 });
             }
             continue;
@@ -269,7 +275,7 @@ pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
             actions: change.actions.clone(),
             deposed: change.deposed.clone(),
             action_reason: change.action_reason.clone(),
-            reason: reason(change, action, transition, drift),
+            reason: reason(change, action, transition, drift, plan.format),
             replace_paths: change.replace_paths.clone(),
             drift: drift.map(|d| DriftReport {
                 deleted: d.deleted,
@@ -290,11 +296,24 @@ pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
         decision,
         transition,
         terraform_version: plan.terraform_version.clone(),
+        older_plan_format: older_plan_format(plan),
         summary,
         protected_changes,
         unprotected_destroys,
         warnings,
     }
+}
+
+fn older_plan_format(plan: &Plan) -> Option<OlderPlanFormat> {
+    let missing = plan.format.missing();
+    if missing.is_empty() {
+        return None;
+    }
+    Some(OlderPlanFormat {
+        format_version: plan.format_version.clone(),
+        written_by: plan.format.written_by().to_string(),
+        missing,
+    })
 }
 
 fn count(summary: &mut Summary, action: Action, raw: &[String]) {
@@ -360,6 +379,7 @@ fn reason(
     action: Action,
     transition: Transition,
     drift: Option<&Drift>,
+    format: PlanFormat,
 ) -> String {
     if action == Action::Create {
         return "created again because it was deleted outside Terraform: the new one will be empty"
@@ -426,6 +446,12 @@ fn reason(
         None if transition == Transition::Delete => {
             format!("{verb} because the workspace is being deleted")
         }
+        // Older formats never say why (Terraform 1.0 only for replacements):
+        // the report says the plan is silent rather than leave it unexplained.
+        None if paths.is_empty() && format != PlanFormat::V1 => format!(
+            "{verb} ({} plans do not say why)",
+            format.written_by()
+        ),
         None if paths.is_empty() => verb.to_string(),
         None => format!("{verb} because {} changed", join_words(&paths)),
     };

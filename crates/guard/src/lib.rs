@@ -18,6 +18,7 @@
 
 mod address;
 mod decision;
+mod format;
 mod memory;
 mod plan;
 mod render;
@@ -30,6 +31,7 @@ pub use decision::{
     evaluate, Action, Decision, DriftReport, ProtectedChange, Protection, Report, Summary,
     Transition, UnprotectedChange, REPORT_SCHEMA_VERSION,
 };
+pub use format::{MissingExplanation, OlderPlanFormat, PlanFormat};
 pub use memory::{protections_after_apply, remembered_rules, RememberedProtection};
 pub use plan::{read_plan, read_plan_slice, AttributeChange, Plan, PlanError, ResourceChange};
 pub use render::render_text;

@@ -11,6 +11,7 @@
 //! or not, once the plan has been read. Clear-text secrets in the plan are
 //! dropped while reading, never stored in a [`Plan`].
 
+use crate::format::PlanFormat;
 use crate::scan::Scanner;
 use crate::value::{self, PathStep, Rendered, Secrets, SensitiveVariables};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
@@ -44,7 +45,10 @@ pub enum PlanError {
          (save one with `terraform plan -out=tfplan`, then pass `terraform show -json tfplan`)"
     )]
     UiLog,
-    #[error("unsupported plan format_version {0:?}: Abode reads format 1.x")]
+    #[error(
+        "unsupported plan format_version {0:?}: Abode reads formats 0.1 and 0.2 \
+         (Terraform 0.12 to 1.0) and 1.x (Terraform 1.1 and later)"
+    )]
     UnsupportedFormat(String),
     #[error("could not read the plan: {0}")]
     Read(#[source] std::io::Error),
@@ -107,6 +111,8 @@ pub struct Drift {
 #[derive(Debug, Clone)]
 pub struct Plan {
     pub format_version: String,
+    /// The family of `format_version`: older ones lack some explanations.
+    pub format: PlanFormat,
     pub terraform_version: Option<String>,
     pub changes: Vec<ResourceChange>,
     pub drift: Vec<Drift>,
@@ -401,9 +407,9 @@ impl RawPlan {
         let Some(format_version) = self.format_version else {
             return Err(PlanError::NotAPlan("it has no `format_version`".into()));
         };
-        if !format_version.starts_with("1.") && format_version != "1" {
+        let Some(format) = PlanFormat::parse(&format_version) else {
             return Err(PlanError::UnsupportedFormat(format_version));
-        }
+        };
         if !self.planned_values && self.resource_changes.is_empty() {
             return Err(if self.values {
                 PlanError::StateJson
@@ -427,6 +433,7 @@ impl RawPlan {
             .collect();
         Ok(Plan {
             format_version,
+            format,
             terraform_version: self.terraform_version,
             changes,
             drift,
@@ -691,8 +698,12 @@ impl<'de> Visitor<'de> for ChangeSeed<'_> {
         let no_mask = Value::Bool(false);
         let before = before.unwrap_or(Value::Null);
         let after = after.unwrap_or(Value::Null);
-        let before_sensitive = before_sensitive.unwrap_or(Value::Bool(false));
-        let after_sensitive = after_sensitive.unwrap_or(Value::Bool(false));
+        // Terraform 1.x writes both marks on every change. A change with neither
+        // (format 0.1 of Terraform 0.12/0.13 marks nothing) does not say which
+        // values are secret, so none of its values is shown.
+        let marked = before_sensitive.is_some() || after_sensitive.is_some();
+        let before_sensitive = before_sensitive.unwrap_or(Value::Bool(!marked));
+        let after_sensitive = after_sensitive.unwrap_or(Value::Bool(!marked));
         let after_unknown = after_unknown.unwrap_or(Value::Bool(false));
 
         let sensitive = value::union_masks(&before_sensitive, &after_sensitive);
@@ -823,6 +834,7 @@ mod tests {
             serde_json::json!({secret: "a", "dsn": format!("pg://u:{secret}@db"), "team": "dev"});
         let changes = serde_json::json!([{"address": "x.home", "type": "x", "name": "home",
             "change": {"actions": ["delete", "create"], "before": {"tags": tags}, "after": {"tags": {}},
+                       "before_sensitive": {}, "after_sensitive": {},
                        "replace_paths": [["tags", secret], ["tags"]]}}]);
         let configuration = serde_json::json!({"root_module": {"variables": {"token": {"sensitive": true}, "region": {}}}});
         let mut text = String::from(r#"{"format_version":"1.2","planned_values":{},"#);
@@ -878,6 +890,29 @@ mod tests {
         assert_eq!(
             paths[1].before,
             "{ (sensitive value) = (sensitive value), (sensitive value) = (sensitive value), (sensitive value) = (sensitive value) }"
+        );
+    }
+
+    #[test]
+    fn values_of_a_change_without_sensitivity_marks_are_hidden() {
+        // Format 0.1 from Terraform 0.12/0.13 marks nothing, so nothing is known safe.
+        let plan = read_plan_slice(
+            br#"{"format_version":"0.1","planned_values":{},
+                "resource_changes":[{"address":"x.y","type":"x","name":"y",
+                    "change":{"actions":["delete","create"],"replace_paths":[["password"]],
+                              "before":{"password":"hunter1"},"after":{"password":"hunter2"}}}]}"#,
+        );
+        let paths = plan.map(|p| p.changes[0].replace_paths.clone());
+        let paths = paths.map_err(|e| e.to_string());
+        assert_eq!(
+            paths,
+            // The whole value counts as marked, its keys included (Terraform
+            // 0.12/0.13 wrote no `replace_paths` anyway).
+            Ok(vec![AttributeChange {
+                path: value::SENSITIVE.into(),
+                before: value::SENSITIVE.into(),
+                after: value::SENSITIVE.into(),
+            }])
         );
     }
 }

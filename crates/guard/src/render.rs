@@ -150,6 +150,18 @@ pub fn render_text(report: &Report, color: bool) -> String {
         "Plan: {} to add, {} to change, {} to replace, {} to destroy, {} to forget, {} unchanged.",
         s.create, s.update, s.replace, s.delete, s.forget, s.no_op
     );
+    if let Some(older) = &report.older_plan_format {
+        let _ = writeln!(
+            out,
+            "{} format_version {} ({}) does not record:",
+            style.yellow("Older plan:"),
+            older.format_version,
+            older.written_by
+        );
+        for missing in &older.missing {
+            let _ = writeln!(out, "  - {}: {}", missing.field, missing.consequence);
+        }
+    }
     for warning in &report.warnings {
         let _ = writeln!(out, "{} {warning}", style.yellow("Warning:"));
     }

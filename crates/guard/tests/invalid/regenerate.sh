@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the inputs the plan reader must reject that come from Terraform itself:
 # a real state file, `terraform show -json` of a state (no plan), a truncated real plan,
-# a real plan with format_version "2.0" and one without format_version.
+# a real plan with format_version "2.0" and one without format_version, and a real
+# Terraform 1.0 plan (format 0.2, from fixtures/tf1.0-replace) with format_version "0.3"
+# and "" (versions the reader does not know).
 # The other files here (not-json.txt, empty.json, array.json, ...) are written by hand.
 set -euo pipefail
 
@@ -32,9 +34,9 @@ python3 "$fixtures/normalise.py" <"$work/state-show.raw.json" >"$here/state-show
 plan="$fixtures/replace-triggers/plan.json"
 # Cut in the middle of resource_changes: what a full disk or a killed pipe leaves behind.
 head -c "$(($(wc -c <"$plan") / 2))" "$plan" >"$here/truncated.json"
-python3 - "$plan" "$here" <<'PY'
+python3 - "$plan" "$here" "$fixtures/tf1.0-replace/plan.json" <<'PY'
 import json, sys
-plan_path, out = sys.argv[1], sys.argv[2]
+plan_path, out, old_plan_path = sys.argv[1], sys.argv[2], sys.argv[3]
 with open(plan_path) as f:
     plan = json.load(f)
 plan["format_version"] = "2.0"
@@ -45,5 +47,12 @@ del plan["format_version"]
 with open(f"{out}/format-version-missing.json", "w") as f:
     json.dump(plan, f, indent=2)
     f.write("\n")
+with open(old_plan_path) as f:
+    old_plan = json.load(f)
+for version, name in (("0.3", "0.3"), ("", "empty")):
+    old_plan["format_version"] = version
+    with open(f"{out}/format-version-{name}.json", "w") as f:
+        json.dump(old_plan, f, indent=2)
+        f.write("\n")
 PY
-echo "regenerated state.tfstate state-show.json truncated.json format-version-2.0.json format-version-missing.json"
+echo "regenerated state.tfstate state-show.json truncated.json format-version-*.json"
