@@ -1,8 +1,17 @@
 # Sourced by scripts/run-server, scripts/run-tests and .ci/run: installs what a
 # fresh machine lacks, and fails loudly on what cannot be installed here.
 
+# Runs a command as root: directly when we are root, else through sudo
+# (without a password prompt); fails with one line when neither is possible.
 abode_need_root() {
-  if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi
+  if [ "$(id -u)" = 0 ]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+    sudo -n "$@"
+  else
+    echo "error: installing needs root: run as root or with password-less sudo, or install it yourself: $*" >&2
+    return 1
+  fi
 }
 
 if ! command -v terraform >/dev/null 2>&1; then
@@ -13,8 +22,8 @@ fi
 # The provider's plugin protocol (tf-provider, tonic) compiles .proto files at build time.
 if ! command -v protoc >/dev/null 2>&1; then
   echo "bootstrap: installing protoc (Debian protobuf-compiler)" >&2
-  abode_need_root apt-get update -qq
-  abode_need_root apt-get install -y -qq protobuf-compiler >/dev/null
+  abode_need_root apt-get update -qq || exit 1
+  abode_need_root apt-get install -y -qq protobuf-compiler >/dev/null || exit 1
 fi
 
 # Terraform must never reach the network or prompt, and must not read a user's

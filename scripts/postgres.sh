@@ -1,6 +1,6 @@
-# Sourced by scripts/run-tests: starts a throwaway PostgreSQL on loopback for the
-# store's PostgreSQL backend tests and exports ABODE_TEST_POSTGRES_URL; the
-# caller stops it with abode_stop_postgres.
+# Sourced by scripts/run-tests after scripts/bootstrap.sh: starts a throwaway
+# PostgreSQL on loopback for the store's PostgreSQL backend tests and exports
+# ABODE_TEST_POSTGRES_URL; the caller stops it with abode_stop_postgres.
 
 abode_start_postgres() {
   local bin
@@ -9,9 +9,11 @@ abode_start_postgres() {
       [ -x "$bin/initdb" ] && PATH="$bin:$PATH"
     done
   fi
-  if ! command -v initdb >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  if ! command -v initdb >/dev/null 2>&1; then
     echo "bootstrap: installing PostgreSQL (Debian postgresql)" >&2
-    apt-get update -qq && apt-get install -y -qq postgresql >/dev/null
+    # abode_need_root comes from scripts/bootstrap.sh (root, or sudo -n).
+    abode_need_root apt-get update -qq && abode_need_root apt-get install -y -qq postgresql >/dev/null \
+      || { echo "error: cannot install PostgreSQL (Debian postgresql); the store's PostgreSQL tests need it" >&2; return 1; }
     for bin in /usr/lib/postgresql/*/bin; do
       [ -x "$bin/initdb" ] && PATH="$bin:$PATH"
     done

@@ -9,7 +9,9 @@ mod util;
 use std::fs;
 use std::path::PathBuf;
 
-use util::{fixture, only_subdir, printed_digest, repo_root, require_terraform, Platform};
+use util::{
+    fixture, only_subdir, printed_digest, repo_root, require_terraform, sqlite_execute, Platform,
+};
 
 /// The example template's text with `edits` (from, to) applied.
 fn example_with(edits: &[(&str, &str)]) -> String {
@@ -338,12 +340,10 @@ fn confirmation_after_the_deadline_is_refused_before_the_sweep() {
     let digest = printed_digest(&held);
 
     // The deadline passes (the default one is a day, swept every 10 s).
-    let expired = std::process::Command::new("sqlite3")
-        .arg(platform.data_dir().join("abode.db"))
-        .arg("UPDATE builds SET expires_at = 1 WHERE status = 'awaiting_confirmation';")
-        .status()
-        .expect("sqlite3 is needed to move the confirmation deadline");
-    assert!(expired.success());
+    sqlite_execute(
+        &platform,
+        "UPDATE builds SET expires_at = 1 WHERE status = 'awaiting_confirmation'",
+    );
 
     platform
         .run(&["builds", "confirm", "dev", "2", "--digest", &digest])
@@ -371,12 +371,10 @@ fn confirmation_after_the_state_changed_is_refused() {
 
     // The stored state changes behind the held plan's back (as a restore or a
     // manual repair would do); a trailing blank keeps it valid JSON.
-    let changed = std::process::Command::new("sqlite3")
-        .arg(platform.data_dir().join("abode.db"))
-        .arg("UPDATE workspace_states SET state = CAST(state || ' ' AS BLOB);")
-        .status()
-        .expect("sqlite3 is needed to change the stored state behind the platform's back");
-    assert!(changed.success());
+    sqlite_execute(
+        &platform,
+        "UPDATE workspace_states SET state = CAST(state || ' ' AS BLOB)",
+    );
 
     platform
         .run(&["builds", "confirm", "dev", "2", "--digest", &digest])

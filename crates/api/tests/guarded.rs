@@ -356,10 +356,9 @@ async fn a_blocked_change_fails_before_apply_and_can_never_be_confirmed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stale_plans_cancel_expiry_members_and_deletes() {
     let data_dir = tempfile::tempdir().unwrap();
-    let harness = Harness::start_with(data_dir, |options| {
-        options.confirmation_timeout = Duration::from_secs(3);
-    })
-    .await;
+    // The default deadline (a day): the test moves the sweep's time instead
+    // of waiting, so the sweeper never races it.
+    let harness = Harness::start_with(data_dir, |_| {}).await;
     let token = protected_workspace(&harness, "confirm").await;
     let (_, body) = harness
         .call("GET", "/workspaces/dev", Some(&token), None)
@@ -419,11 +418,30 @@ async fn stale_plans_cancel_expiry_members_and_deletes() {
     update(&harness, &token).await;
     let build = settle(&harness, &token, 3).await;
     assert_eq!(build["status"], "awaiting_confirmation");
-    let build = harness.wait_build(&token, "dev", 3).await;
-    assert_eq!(build["status"], "canceled");
+    let expires_at = store
+        .build_by_id(build["id"].as_str().unwrap())
+        .await
+        .unwrap()
+        .expires_at
+        .unwrap();
+    let held_for = expires_at - abode_store::now_ms();
     assert!(
-        build["error"].as_str().unwrap().starts_with("expired:"),
-        "{build}"
+        (23 * 3600 * 1000..=24 * 3600 * 1000).contains(&held_for),
+        "a held build waits a day by default: {build}"
+    );
+    let control = harness.server().control();
+    control.expire_held_builds_at(expires_at - 1).await;
+    assert_eq!(
+        settle(&harness, &token, 3).await["status"],
+        "awaiting_confirmation",
+        "not before its deadline"
+    );
+    control.expire_held_builds_at(expires_at).await;
+    let build = settle(&harness, &token, 3).await;
+    assert_eq!(build["status"], "canceled");
+    assert_eq!(
+        build["error"],
+        "expired: nobody confirmed the plan within 24 h; the plan was discarded",
     );
     assert!(store
         .saved_plan(build["id"].as_str().unwrap())

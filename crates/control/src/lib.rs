@@ -1030,6 +1030,12 @@ impl Control {
 
     /// Ends held builds whose confirmation time ran out.
     pub async fn expire_held_builds(&self) {
+        self.expire_held_builds_at(abode_store::now_ms()).await;
+    }
+
+    /// Ends held builds whose deadline is at or before `now` (milliseconds
+    /// since the epoch): the sweep, with the time given (tests move it).
+    pub async fn expire_held_builds_at(&self, now: i64) {
         let hours = self.inner.config.confirmation_timeout.as_secs_f64() / 3600.0;
         let message = format!(
             "expired: nobody confirmed the plan within {}; the plan was discarded",
@@ -1039,12 +1045,7 @@ impl Control {
                 format!("{} s", self.inner.config.confirmation_timeout.as_secs())
             }
         );
-        let expired = match self
-            .inner
-            .store
-            .expire_held_builds(abode_store::now_ms(), &message)
-            .await
-        {
+        let expired = match self.inner.store.expire_held_builds(now, &message).await {
             Ok(expired) => expired,
             Err(error) => {
                 tracing::error!(%error, "cannot expire held builds");
