@@ -439,8 +439,14 @@ async fn create_build(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let body: NewBuildBody = parse_json(body)?;
+    let transition = body.transition.parse().map_err(|_| {
+        ApiError::bad_request(format!(
+            "unknown transition `{}`: use start, stop or delete",
+            body.transition.chars().take(40).collect::<String>()
+        ))
+    })?;
     let request = BuildRequest {
-        transition: body.transition,
+        transition,
         template_version: body.template_version,
         update: body.update.unwrap_or(false),
     };

@@ -135,6 +135,49 @@ impl FromStr for Transition {
     }
 }
 
+/// A stored transition that is none of start, stop, delete (written by a newer
+/// server, or by hand): an error naming the value, never a guess.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown transition `{0}`: one of start, stop, delete")]
+pub struct UnknownTransition(pub String);
+
+impl TryFrom<String> for Transition {
+    type Error = UnknownTransition;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        value.parse().map_err(|_| UnknownTransition(value))
+    }
+}
+
+/// A transition is stored as its name; reading an unknown name fails the read.
+#[cfg(feature = "sqlx")]
+mod stored {
+    use super::Transition;
+
+    impl<DB: sqlx::Database> sqlx::Type<DB> for Transition
+    where
+        String: sqlx::Type<DB>,
+    {
+        fn type_info() -> DB::TypeInfo {
+            <String as sqlx::Type<DB>>::type_info()
+        }
+
+        fn compatible(ty: &DB::TypeInfo) -> bool {
+            <String as sqlx::Type<DB>>::compatible(ty)
+        }
+    }
+
+    impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for Transition
+    where
+        String: sqlx::Decode<'r, DB>,
+    {
+        fn decode(value: DB::ValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
+            let text = <String as sqlx::Decode<'r, DB>>::decode(value)?;
+            Ok(Transition::try_from(text)?)
+        }
+    }
+}
+
 /// Why the environment does not describe a build.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ContractError {

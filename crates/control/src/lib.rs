@@ -22,7 +22,7 @@ use std::time::Duration;
 use abode_store::{
     Agent, AuditEvent, AuditFilter, Build, BuildStatus, LogLine, NewAuditEvent, NewBuild,
     NewTemplateVersion, NewUser, NewWorkspace, Protection, SavedPlan, Store, StoreError, Template,
-    TemplateVersion, User, Workspace,
+    TemplateVersion, Transition, User, Workspace,
 };
 use tokio::sync::{watch, Notify};
 
@@ -127,9 +127,9 @@ pub struct LogPage {
 }
 
 /// What a build request asks for.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct BuildRequest {
-    pub transition: String,
+    pub transition: Transition,
     pub template_version: Option<i64>,
     pub update: bool,
 }
@@ -556,7 +556,7 @@ impl Control {
                 &NewBuild {
                     id: abode_store::new_id(),
                     workspace_id,
-                    transition: "start".into(),
+                    transition: Transition::Start,
                     template_version_id: version_id,
                     initiator_id: caller.user.id.clone(),
                     reason: "create".into(),
@@ -649,7 +649,7 @@ impl Control {
         let status = lifecycle::workspace_status(&latest_build);
         // While a build is queued, running or held, the infrastructure is still
         // what the last finished build left: its agent speaks for it.
-        let settled = if latest_build.status().is_final() {
+        let settled = if latest_build.status.is_final() {
             latest_build.clone()
         } else {
             self.inner
@@ -657,7 +657,7 @@ impl Control {
                 .list_builds(&workspace.id)
                 .await?
                 .into_iter()
-                .find(|build| build.status().is_final())
+                .find(|build| build.status.is_final())
                 .unwrap_or_else(|| latest_build.clone())
         };
         let agent = lifecycle::agent_health(
@@ -686,9 +686,9 @@ impl Control {
         request: &BuildRequest,
     ) -> Result<Build, ControlError> {
         let workspace = self.resolve_workspace(caller, reference).await?;
-        let transition = request.transition.as_str();
+        let transition = request.transition;
         let (version_id, reason) = match transition {
-            "start" if request.update || request.template_version.is_some() => {
+            Transition::Start if request.update || request.template_version.is_some() => {
                 let template = self.template(&workspace.template_name).await?;
                 let version_id = match request.template_version {
                     Some(number) => {
@@ -710,7 +710,7 @@ impl Control {
                 };
                 (version_id, "update")
             }
-            _ => (workspace.template_version_id.clone(), transition),
+            _ => (workspace.template_version_id.clone(), transition.as_str()),
         };
         let latest = self.inner.store.latest_build(&workspace.id).await?;
         lifecycle::check_new_build(&workspace, &latest, transition, &version_id)?;
@@ -720,7 +720,7 @@ impl Control {
             .create_build(&NewBuild {
                 id: abode_store::new_id(),
                 workspace_id: workspace.id.clone(),
-                transition: transition.into(),
+                transition,
                 template_version_id: version_id,
                 initiator_id: caller.user.id.clone(),
                 reason: reason.into(),
@@ -794,7 +794,7 @@ impl Control {
             // Register interest before reading, so a line written in between
             // still wakes this follower.
             let notified = self.inner.log_written.notified();
-            let status = self.inner.store.build_by_id(&build.id).await?.status();
+            let status = self.inner.store.build_by_id(&build.id).await?.status;
             let lines = self.inner.store.logs_after(&build.id, after, 1000).await?;
             // A held build writes nothing more until someone confirms it.
             let done = (status.is_final() || status == BuildStatus::AwaitingConfirmation)
@@ -824,7 +824,7 @@ impl Control {
     ) -> Result<Build, ControlError> {
         let build = self.build(caller, reference, number).await?;
         let message = format!("canceled by {}", caller.user.username);
-        if build.status().is_final() {
+        if build.status.is_final() {
             return Err(ControlError::Conflict(format!(
                 "build #{} of workspace \"{}\" already {}",
                 build.number, build.workspace_name, build.status
@@ -887,12 +887,9 @@ impl Control {
         let target = format!("{}/{}", build.owner_name, build.workspace_name);
         let refuse = |message: String| ControlError::Conflict(message);
         let result = async {
-            if build.status() != BuildStatus::AwaitingConfirmation {
-                let blocked = build.status() == BuildStatus::Failed
-                    && build
-                        .error
-                        .as_deref()
-                        .is_some_and(|e| e.starts_with("blocked by the plan guard"));
+            if build.status != BuildStatus::AwaitingConfirmation {
+                let blocked = build.status == BuildStatus::Failed
+                    && guard_decision(&build)? == Some(abode_guard::Decision::Block);
                 return Err(refuse(if blocked {
                     format!(
                         "build #{} was blocked by the plan guard and can never be confirmed: fix the template or release the protection, then start again",
@@ -1293,6 +1290,27 @@ impl Control {
 
 /// Names of users, templates and workspaces: 1-64 of `[a-z0-9-]`, starting with
 /// a letter or digit (they appear in paths, URLs and directory names).
+/// What the guard decided for a build, read from its stored report; `None`
+/// for a build that never reached the guard. A report that names no known
+/// decision is an error, never a guess.
+pub fn guard_decision(build: &Build) -> Result<Option<abode_guard::Decision>, ControlError> {
+    let Some(report) = build.guard_report.as_deref() else {
+        return Ok(None);
+    };
+    let text = serde_json::from_str::<serde_json::Value>(report)
+        .ok()
+        .and_then(|report| report.get("decision")?.as_str().map(str::to_string))
+        .unwrap_or_default();
+    abode_guard::Decision::parse(&text)
+        .map(Some)
+        .ok_or_else(|| {
+            ControlError::Internal(format!(
+                "the stored guard report of build #{} names no known decision (`{text}`)",
+                build.number
+            ))
+        })
+}
+
 pub fn validate_name(what: &str, name: &str) -> Result<(), ControlError> {
     let valid = !name.is_empty()
         && name.len() <= 64

@@ -16,8 +16,8 @@ use std::time::Duration;
 use abode_contract::BuildContext;
 use abode_guard::{Decision, Plan, RememberedProtection, Report};
 use abode_store::{
-    Build, BuildStatus, NewAgent, NewLogLine, NewProtection, SavedPlan, StoreError, Workspace,
-    JOB_APPLY_SAVED_PLAN,
+    Build, BuildStatus, NewAgent, NewLogLine, NewProtection, SavedPlan, StoreError, Transition,
+    Workspace, JOB_APPLY_SAVED_PLAN,
 };
 use abode_terraform::run::{self, Invocation, Outcome, OutputLine, RunError, Stream};
 use abode_terraform::supervise::{self, RunRecord};
@@ -76,6 +76,9 @@ pub(crate) async fn expiry_sweeper(control: Control, mut shutdown: watch::Receiv
 struct Failure {
     status: BuildStatus,
     message: String,
+    /// The summary of the last error diagnostic Terraform printed, as it
+    /// printed it, when a Terraform run failed.
+    diagnostic: Option<String>,
 }
 
 impl Failure {
@@ -83,9 +86,14 @@ impl Failure {
         Failure {
             status: BuildStatus::Failed,
             message: message.into(),
+            diagnostic: None,
         }
     }
 }
+
+/// Terraform's own refusal of a saved plan made on another state (its
+/// diagnostic summary, matched whole).
+const TERRAFORM_STALE_PLAN: &str = "Saved plan is stale";
 
 /// How a build that did not fail ended.
 enum Ended {
@@ -222,6 +230,7 @@ impl BuildRun {
             return Err(Failure {
                 status: BuildStatus::Canceled,
                 message: "the build was canceled".into(),
+                diagnostic: None,
             });
         }
         Ok(())
@@ -285,7 +294,7 @@ impl BuildRun {
         let plan_file = self.work_dir.join(PLAN_FILE);
         let plan_arg = format!("-out={}", plan_file.display());
         let mut plan_args = vec!["plan", "-input=false", "-json", plan_arg.as_str()];
-        if build.transition == "delete" {
+        if build.transition == Transition::Delete {
             plan_args.push("-destroy");
         }
         self.terraform("plan", &plan_args).await?;
@@ -379,7 +388,7 @@ impl BuildRun {
             )
             .await;
         if let Err(failure) = applied {
-            let stale = failure.message.to_ascii_lowercase().contains("stale");
+            let stale = failure.diagnostic.as_deref() == Some(TERRAFORM_STALE_PLAN);
             return Err(if stale {
                 Failure::failed(STALE_PLAN_MESSAGE)
             } else {
@@ -427,7 +436,7 @@ impl BuildRun {
             .map_err(|error| Failure::failed(error.to_string()))?;
         let plan = abode_guard::read_plan_slice(&plan_json)
             .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
-        let transition = guard_transition(&build.transition);
+        let transition = guard_transition(build.transition);
         let memory = self
             .control
             .remembered(&workspace.id)
@@ -464,7 +473,7 @@ impl BuildRun {
         let store = &self.control.inner.store;
         let remembered = abode_guard::protections_after_apply(
             plan,
-            guard_transition(&build.transition),
+            guard_transition(build.transition),
             &[],
             memory,
         );
@@ -479,8 +488,8 @@ impl BuildRun {
             .replace_protections(&workspace.id, &build.id, &remembered)
             .await
             .map_err(storage)?;
-        match build.transition.as_str() {
-            "start" => {
+        match build.transition {
+            Transition::Start => {
                 let state = std::fs::read(self.template_dir().join(STATE_FILE)).unwrap_or_default();
                 let agents = agents_in_state(&state);
                 if !agents.is_empty() {
@@ -497,7 +506,7 @@ impl BuildRun {
                     .await
                     .map_err(storage)?;
             }
-            "delete" => {
+            Transition::Delete => {
                 store
                     .replace_agents(&workspace.id, &build.id, &[])
                     .await
@@ -507,7 +516,7 @@ impl BuildRun {
                     .await
                     .map_err(storage)?;
             }
-            _ => {}
+            Transition::Stop => {}
         }
         Ok(())
     }
@@ -545,17 +554,21 @@ impl BuildRun {
         match outcome {
             Ok(Outcome::Exited { success: true, .. }) => Ok(()),
             Ok(Outcome::Exited { code, .. }) => {
-                let reason = last_error.unwrap_or_else(|| {
-                    format!(
+                let reason = match &last_error {
+                    Some(error) => error.text.clone(),
+                    None => format!(
                         "exit status {}",
                         code.map_or("unknown".into(), |c| c.to_string())
-                    )
-                });
-                Err(Failure::failed(format!(
-                    "terraform {stage} failed: {reason}"
-                )))
+                    ),
+                };
+                Err(Failure {
+                    status: BuildStatus::Failed,
+                    message: format!("terraform {stage} failed: {reason}"),
+                    diagnostic: last_error.and_then(|error| error.summary),
+                })
             }
             Ok(Outcome::Canceled { killed }) => Err(Failure {
+                diagnostic: None,
                 status: BuildStatus::Canceled,
                 message: if killed {
                     format!("canceled during terraform {stage}; Terraform did not stop in time and was killed")
@@ -576,8 +589,14 @@ fn internal(error: ControlError) -> Failure {
     Failure::failed(error.to_string())
 }
 
-fn guard_transition(transition: &str) -> abode_guard::Transition {
-    abode_guard::Transition::parse(transition).unwrap_or(abode_guard::Transition::Start)
+/// The guard is pure and has its own transition type; every stored one maps
+/// to one of its kinds.
+fn guard_transition(transition: Transition) -> abode_guard::Transition {
+    match transition {
+        Transition::Start => abode_guard::Transition::Start,
+        Transition::Stop => abode_guard::Transition::Stop,
+        Transition::Delete => abode_guard::Transition::Delete,
+    }
 }
 
 /// The protected changes that made the decision, in one line:
@@ -604,16 +623,16 @@ fn build_env(
     workspace: &Workspace,
     cli_config: &Path,
 ) -> Result<Vec<(String, String)>, Failure> {
-    let transition = build
-        .transition
-        .parse::<abode_contract::Transition>()
-        .map_err(|error| Failure::failed(error.to_string()))?;
-    let parameters: BTreeMap<String, String> =
-        serde_json::from_str(&workspace.parameters).unwrap_or_default();
+    let parameters: BTreeMap<String, String> = serde_json::from_str(&workspace.parameters)
+        .map_err(|error| {
+            Failure::failed(format!(
+                "the workspace's stored parameters are not an object of strings: {error}"
+            ))
+        })?;
     let context = BuildContext {
         workspace_id: workspace.id.clone(),
         workspace_name: workspace.name.clone(),
-        transition,
+        transition: build.transition,
         build_id: build.id.clone(),
         owner_id: workspace.owner_id.clone(),
         owner_name: workspace.owner_name.clone(),
@@ -685,6 +704,15 @@ pub(crate) fn render_line(line: &OutputLine) -> Option<(&'static str, String)> {
         Stream::Stdout => "info",
     };
     Some((level, text.to_string()))
+}
+
+/// The summary of a `-json` diagnostic line.
+fn diagnostic_summary(line: &OutputLine) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(line.text.trim()).ok()?;
+    value
+        .pointer("/diagnostic/summary")?
+        .as_str()
+        .map(str::to_string)
 }
 
 /// The `abode_agent` resources of a state, with the hash of each token and
@@ -766,16 +794,24 @@ pub(crate) fn agents_in_state(state: &[u8]) -> Vec<NewAgent> {
     agents
 }
 
+/// The last error a Terraform run printed.
+pub(crate) struct TerraformError {
+    /// As the build log shows it: the build's one-line error.
+    pub text: String,
+    /// The diagnostic's summary, when it was a `-json` diagnostic.
+    pub summary: Option<String>,
+}
+
 /// Writes Terraform's output lines into a build's log as they come, skipping
 /// the first `skip` rendered lines (already logged by a server that died);
-/// returns the last error line, for the build's one-line error.
+/// returns the last error, for the build's one-line error.
 pub(crate) async fn log_output(
     control: &Control,
     build_id: &str,
     stage: &str,
     mut receiver: mpsc::UnboundedReceiver<OutputLine>,
     skip: usize,
-) -> Option<String> {
+) -> Option<TerraformError> {
     let mut last_error = None;
     let mut seen = 0;
     while let Some(line) = receiver.recv().await {
@@ -784,7 +820,10 @@ pub(crate) async fn log_output(
         };
         seen += 1;
         if level == "error" {
-            last_error = Some(text.clone());
+            last_error = Some(TerraformError {
+                text: text.clone(),
+                summary: diagnostic_summary(&line),
+            });
         }
         if seen <= skip {
             continue;

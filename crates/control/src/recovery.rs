@@ -120,7 +120,7 @@ async fn adopt(control: Control, build_id: String, mut shutdown: watch::Receiver
             match followed {
                 Followed::Ended(run) => Aftermath::RanOn {
                     command: run.command,
-                    error,
+                    error: error.map(|error| error.text),
                 },
                 Followed::Canceled { .. } if shutdown_watch.is_finished() => Aftermath::Shutdown,
                 Followed::Canceled { run, killed } => Aftermath::Canceled {

@@ -71,6 +71,13 @@ impl Decision {
             Decision::Block => "block",
         }
     }
+
+    /// The decision a report names (`decision` in the JSON report).
+    pub fn parse(text: &str) -> Option<Decision> {
+        [Decision::Allow, Decision::Confirm, Decision::Block]
+            .into_iter()
+            .find(|decision| decision.as_str() == text)
+    }
 }
 
 /// What Terraform will do to one resource instance.

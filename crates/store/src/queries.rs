@@ -1065,7 +1065,7 @@ macro_rules! shared_queries {
         .bind(&build.id)
         .bind(&build.workspace_id)
         .bind(number)
-        .bind(&build.transition)
+        .bind(build.transition.as_str())
         .bind(&build.template_version_id)
         .bind(&build.initiator_id)
         .bind(&build.reason)

@@ -4,6 +4,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+pub use abode_contract::Transition;
+
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct User {
     pub id: String,
@@ -126,6 +128,43 @@ impl fmt::Display for BuildStatus {
     }
 }
 
+/// A stored build status none of [`BuildStatus`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown build status `{0}`")]
+pub struct UnknownBuildStatus(pub String);
+
+impl TryFrom<String> for BuildStatus {
+    type Error = UnknownBuildStatus;
+
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        value.parse().map_err(|_| UnknownBuildStatus(value))
+    }
+}
+
+/// Stored as its name; reading an unknown name fails the read, naming it.
+impl<DB: sqlx::Database> sqlx::Type<DB> for BuildStatus
+where
+    String: sqlx::Type<DB>,
+{
+    fn type_info() -> DB::TypeInfo {
+        <String as sqlx::Type<DB>>::type_info()
+    }
+
+    fn compatible(ty: &DB::TypeInfo) -> bool {
+        <String as sqlx::Type<DB>>::compatible(ty)
+    }
+}
+
+impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for BuildStatus
+where
+    String: sqlx::Decode<'r, DB>,
+{
+    fn decode(value: DB::ValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
+        let text = <String as sqlx::Decode<'r, DB>>::decode(value)?;
+        Ok(BuildStatus::try_from(text)?)
+    }
+}
+
 impl FromStr for BuildStatus {
     type Err = String;
 
@@ -149,8 +188,8 @@ pub struct Build {
     pub workspace_name: String,
     pub owner_name: String,
     pub number: i64,
-    pub transition: String,
-    pub status: String,
+    pub transition: Transition,
+    pub status: BuildStatus,
     pub template_version_id: String,
     pub template_version: i64,
     pub initiator_id: String,
@@ -169,19 +208,11 @@ pub struct Build {
     pub confirmed_at: Option<i64>,
 }
 
-impl Build {
-    /// The parsed status; an unknown value (written by a newer server) reads as
-    /// failed rather than breaking the caller.
-    pub fn status(&self) -> BuildStatus {
-        self.status.parse().unwrap_or(BuildStatus::Failed)
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct NewBuild {
     pub id: String,
     pub workspace_id: String,
-    pub transition: String,
+    pub transition: Transition,
     pub template_version_id: String,
     pub initiator_id: String,
     pub reason: String,

@@ -348,14 +348,10 @@ pub fn exit_code(build: &Build) -> u8 {
         .as_ref()
         .and_then(|guard| guard.get("decision"))
         .and_then(|decision| decision.as_str());
-    let blocked_error = build
-        .error
-        .as_deref()
-        .is_some_and(|error| error.starts_with("blocked by the plan guard"));
     match build.status.as_str() {
         "succeeded" => EXIT_OK,
         "awaiting_confirmation" => EXIT_AWAITING_CONFIRMATION,
-        "failed" if guard_decision == Some("block") || blocked_error => EXIT_BLOCKED,
+        "failed" if guard_decision == Some("block") => EXIT_BLOCKED,
         _ => EXIT_ERROR,
     }
 }
