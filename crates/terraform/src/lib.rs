@@ -15,8 +15,9 @@ use std::path::Path;
 /// `.terraform/` directory, the dependency lock file, state files and their
 /// backups. They never travel with a template: the server initialises every
 /// run against its own provider mirror (a pushed lock file would pin checksums
-/// of another build of the provider), keeps the state itself, and state carries
-/// secrets.
+/// of another build of the provider; the server writes its own with
+/// [`mirror::Mirror::write_lock_file`]), keeps the state itself, and state
+/// carries secrets.
 pub fn is_working_file(relative: &Path) -> bool {
     let name = relative
         .file_name()
@@ -25,7 +26,7 @@ pub fn is_working_file(relative: &Path) -> bool {
     relative
         .components()
         .any(|part| part.as_os_str() == ".terraform")
-        || name == ".terraform.lock.hcl"
+        || name == mirror::LOCK_FILE
         || name.ends_with(".tfstate")
         || (name.contains(".tfstate.") && name.ends_with(".backup"))
 }

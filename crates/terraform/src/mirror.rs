@@ -5,10 +5,22 @@
 //!
 //! The provider is the `abode` binary itself, so installing it is copying the
 //! running executable; no provider is ever downloaded.
+//!
+//! It also writes the dependency lock file for a configuration
+//! ([`Mirror::write_lock_file`]). Without one, `terraform init` computes the
+//! mirrored package's checksum itself and warns on every run ("Incomplete lock
+//! file information for providers"): a warning in every build log, which
+//! trains people to skim the log where the plan guard's warnings are. With a
+//! lock naming the installed package's `h1:` hash, init is silent, and a
+//! package that no longer matches the hash (a mirror changed between the two)
+//! fails init loudly instead of being run.
 
 use std::fmt::Write as _;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use sha2::{Digest as _, Sha256};
 
 /// Where Terraform thinks `abode/abode` comes from (the default registry host).
 pub const PROVIDER_HOST: &str = "registry.terraform.io";
@@ -22,6 +34,8 @@ pub const PROVIDER_FILE_PREFIX: &str = "terraform-provider-abode";
 pub const PROVIDER_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The provider pattern the generated CLI configuration routes to the mirror.
 pub const PROVIDER_PATTERN: &str = "registry.terraform.io/abode/*";
+/// Terraform's dependency lock file, in the root of a configuration.
+pub const LOCK_FILE: &str = ".terraform.lock.hcl";
 
 /// Why the mirror or its configuration could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +56,16 @@ pub enum MirrorError {
     RelativePath(PathBuf),
     #[error("Terraform has no provider platform name for {os}/{arch}")]
     UnsupportedPlatform { os: String, arch: String },
+    #[error("the abode provider {version} is not installed in the mirror: {path} is missing")]
+    NotInstalled { version: String, path: PathBuf },
+    #[error("cannot read the provider package {path}: {source}")]
+    ReadPackage {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the provider package holds a file Terraform cannot hash by name: {0:?}")]
+    UnhashableName(PathBuf),
 }
 
 /// Terraform's name for the platform this binary was built for, e.g. `linux_amd64`.
@@ -82,14 +106,20 @@ impl Mirror {
         &self.root
     }
 
-    /// `<root>/registry.terraform.io/abode/abode/<version>/<platform>/terraform-provider-abode_v<version>`
-    pub fn provider_path(&self, version: &str, platform: &str) -> PathBuf {
+    /// `<root>/registry.terraform.io/abode/abode/<version>/<platform>`: the
+    /// unpacked package, everything in which Terraform copies and hashes.
+    pub fn package_dir(&self, version: &str, platform: &str) -> PathBuf {
         self.root
             .join(PROVIDER_HOST)
             .join(PROVIDER_NAMESPACE)
             .join(PROVIDER_TYPE)
             .join(version)
             .join(platform)
+    }
+
+    /// `<root>/registry.terraform.io/abode/abode/<version>/<platform>/terraform-provider-abode_v<version>`
+    pub fn provider_path(&self, version: &str, platform: &str) -> PathBuf {
+        self.package_dir(version, platform)
             .join(format!("{PROVIDER_FILE_PREFIX}_v{version}"))
     }
 
@@ -164,6 +194,134 @@ impl Mirror {
             source,
         })
     }
+
+    /// The dependency lock file that selects provider `version` as installed in
+    /// this mirror for this platform, with the `h1:` hash of its package
+    /// directory as it is now (see [`package_hash`]).
+    ///
+    /// It names no `constraints`: Terraform ignores the lock's constraints
+    /// string and checks the configuration's version constraints against the
+    /// locked `version` itself. A template whose constraints exclude `version`
+    /// therefore fails init ("locked provider ... does not match configured
+    /// version constraint"), even when an older version is still in the
+    /// mirror. A lock entry for a provider the configuration does not use is
+    /// dropped by `terraform init` without a warning, so the same lock serves
+    /// templates that never use `abode/abode`.
+    pub fn lock_file(&self, version: &str) -> Result<String, MirrorError> {
+        let dir = self.package_dir(version, &current_platform()?);
+        if !dir.is_dir() {
+            return Err(MirrorError::NotInstalled {
+                version: version.to_string(),
+                path: dir,
+            });
+        }
+        let hash = package_hash(&dir)?;
+        let mut text = String::new();
+        let _ = write!(
+            text,
+            "# Written by Abode: the abode provider as installed in its local mirror, so\n\
+             # that terraform init need not compute its checksum (and warn about it).\n\
+             provider \"{PROVIDER_HOST}/{PROVIDER_NAMESPACE}/{PROVIDER_TYPE}\" {{\n  \
+               version = {version}\n  \
+               hashes = [\n    \
+                 {hash},\n  \
+               ]\n\
+             }}\n",
+            version = hcl_string(version),
+            hash = hcl_string(&hash),
+        );
+        Ok(text)
+    }
+
+    /// Writes [`Mirror::lock_file`] into the configuration directory
+    /// `config_dir` as `.terraform.lock.hcl` (replacing any file of that name,
+    /// by rename, never writing through a link) and returns its path. Call it
+    /// before every `terraform init` in a directory that has no lock of its own.
+    pub fn write_lock_file(
+        &self,
+        version: &str,
+        config_dir: &Path,
+    ) -> Result<PathBuf, MirrorError> {
+        let text = self.lock_file(version)?;
+        let target = config_dir.join(LOCK_FILE);
+        let partial = config_dir.join(format!("{LOCK_FILE}.{}.partial", std::process::id()));
+        let write_error = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| MirrorError::Write { path, source }
+        };
+        std::fs::write(&partial, text).map_err(write_error(&partial))?;
+        std::fs::rename(&partial, &target).map_err(|source| {
+            let _ = std::fs::remove_file(&partial);
+            MirrorError::Write {
+                path: target.clone(),
+                source,
+            }
+        })?;
+        Ok(target)
+    }
+}
+
+/// Terraform's `h1:` hash of an unpacked provider package directory, the one
+/// `terraform init` compares with the lock file: Go's `dirhash` "Hash1". Every
+/// file under `dir` (hidden ones and those in subdirectories too) gives the
+/// line `"<sha256 hex>  <path relative to dir, with />\n"`; the SHA-256 of
+/// those lines sorted bytewise, in base64, after `h1:`. Links are followed to
+/// the file they name, as Terraform does.
+pub fn package_hash(dir: &Path) -> Result<String, MirrorError> {
+    let mut files = Vec::new();
+    collect_files(dir, "", &mut files)?;
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut summary = Sha256::new();
+    for (name, path) in &files {
+        let digest = file_sha256(path)?;
+        let mut line = String::with_capacity(name.len() + 68);
+        for byte in digest {
+            let _ = write!(line, "{byte:02x}");
+        }
+        let _ = writeln!(line, "  {name}");
+        summary.update(line.as_bytes());
+    }
+    Ok(format!(
+        "h1:{}",
+        base64::engine::general_purpose::STANDARD.encode(summary.finalize())
+    ))
+}
+
+/// Adds `(relative name, path)` for every non-directory under `dir`.
+fn collect_files(
+    dir: &Path,
+    prefix: &str,
+    files: &mut Vec<(String, PathBuf)>,
+) -> Result<(), MirrorError> {
+    let read_error = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| MirrorError::ReadPackage { path, source }
+    };
+    for entry in std::fs::read_dir(dir).map_err(read_error(dir))? {
+        let entry = entry.map_err(read_error(dir))?;
+        let path = entry.path();
+        let name = match entry.file_name().to_str() {
+            Some(name) if !name.contains('\n') => format!("{prefix}{name}"),
+            _ => return Err(MirrorError::UnhashableName(path)),
+        };
+        if entry.file_type().map_err(read_error(&path))?.is_dir() {
+            collect_files(&path, &format!("{name}/"), files)?;
+        } else {
+            files.push((name, path));
+        }
+    }
+    Ok(())
+}
+
+fn file_sha256(path: &Path) -> Result<[u8; 32], MirrorError> {
+    let read_error = |source| MirrorError::ReadPackage {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(read_error)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(read_error)?;
+    Ok(hasher.finalize().into())
 }
 
 /// An HCL string literal (quotes, backslashes and `${` escaped).
@@ -265,6 +423,109 @@ mod tests {
         );
         assert!(config.contains("include = [\"registry.terraform.io/abode/*\"]"));
         assert!(config.contains("exclude = [\"registry.terraform.io/abode/*\"]"));
+    }
+
+    /// Hashes checked against Terraform 1.11.4: the `h1:` value `terraform
+    /// init` wrote into `.terraform.lock.hcl` for a mirror holding exactly
+    /// these files (tests/lock_init.rs compares with Terraform on every run).
+    #[test]
+    fn package_hash_is_terraforms_h1() {
+        let dir = temp_dir("hash-one");
+        std::fs::write(
+            dir.join("terraform-provider-abode_v0.1.0"),
+            b"#!/bin/sh\necho hi\n",
+        )
+        .unwrap();
+        assert_eq!(
+            package_hash(&dir).unwrap(),
+            "h1:UKACkiqRNXpBdAQM1gfXLImjwLrLzdtcdIbt6dOh4/I="
+        );
+        // Hidden files and subdirectories count too, sorted by their path.
+        std::fs::write(
+            dir.join(".terraform-provider-abode.123.partial"),
+            b"partial",
+        )
+        .unwrap();
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/x"), b"nested\n").unwrap();
+        assert_eq!(
+            package_hash(&dir).unwrap(),
+            "h1:779DQFRhCEv+4Z+lz2hZB8iTMqwoqpGJByEg0zv3rtU="
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn package_hash_follows_links_like_terraform() {
+        let dir = temp_dir("hash-link");
+        let outside = dir.join("outside");
+        std::fs::write(&outside, b"#!/bin/sh\necho hi\n").unwrap();
+        let package = dir.join("package");
+        std::fs::create_dir(&package).unwrap();
+        std::os::unix::fs::symlink(&outside, package.join("terraform-provider-abode_v0.1.0"))
+            .unwrap();
+        assert_eq!(
+            package_hash(&package).unwrap(),
+            "h1:UKACkiqRNXpBdAQM1gfXLImjwLrLzdtcdIbt6dOh4/I="
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn lock_file_names_the_installed_package() {
+        let dir = temp_dir("lock");
+        let exe = dir.join("abode");
+        std::fs::write(&exe, b"#!/bin/sh\necho hi\n").unwrap();
+        let mirror = Mirror::new(dir.join("mirror")).unwrap();
+        mirror.install(&exe, "0.1.0").unwrap();
+        let lock = mirror.lock_file("0.1.0").unwrap();
+        assert!(
+            lock.contains(
+                "provider \"registry.terraform.io/abode/abode\" {\n  \
+                 version = \"0.1.0\"\n  \
+                 hashes = [\n    \
+                 \"h1:UKACkiqRNXpBdAQM1gfXLImjwLrLzdtcdIbt6dOh4/I=\",\n  \
+                 ]\n}\n"
+            ),
+            "{lock}"
+        );
+        assert!(!lock.contains("constraints"), "{lock}");
+        assert!(matches!(
+            mirror.lock_file("0.2.0"),
+            Err(MirrorError::NotInstalled { version, .. }) if version == "0.2.0"
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn write_lock_file_replaces_a_link_without_following_it() {
+        let dir = temp_dir("write-lock");
+        let exe = dir.join("abode");
+        std::fs::write(&exe, b"#!/bin/sh\necho hi\n").unwrap();
+        let mirror = Mirror::new(dir.join("mirror")).unwrap();
+        mirror.install(&exe, "0.1.0").unwrap();
+        let config = dir.join("config");
+        std::fs::create_dir(&config).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, b"untouched").unwrap();
+        std::os::unix::fs::symlink(&victim, config.join(LOCK_FILE)).unwrap();
+        let written = mirror.write_lock_file("0.1.0", &config).unwrap();
+        assert_eq!(written, config.join(LOCK_FILE));
+        assert_eq!(std::fs::read(&victim).unwrap(), b"untouched");
+        assert!(!std::fs::symlink_metadata(&written)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read_to_string(&written).unwrap(),
+            mirror.lock_file("0.1.0").unwrap()
+        );
+        let names: Vec<_> = std::fs::read_dir(&config)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [LOCK_FILE]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
