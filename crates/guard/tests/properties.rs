@@ -1,6 +1,8 @@
 //! Properties that must hold for every plan, not just the fixtures: the guard's
 //! decision on every transition is exactly what docs/plan-check.md says, and no
-//! secret reaches any output, whatever its characters, length, place and marks.
+//! secret reaches any output, whatever its characters, length, place and marks,
+//! in every plan format the guard reads (0.1 and 0.2 of Terraform 0.12 to 1.0,
+//! and 1.x), each with only the fields its format has.
 //!
 //! The oracles here are deliberately independent of the guard: plans are built
 //! from a small model (resources, rules, `abode_protect` annotations) and the
@@ -98,6 +100,9 @@ struct Instance {
     drift_deleted: bool,
     /// The change is to a deposed object (`["delete"]`).
     deposed: bool,
+    /// The entry is at the resource's old address, `old_<name>`: one half of a
+    /// rename in a plan format without `previous_address` (see [`entries`]).
+    at_old_name: bool,
 }
 
 impl Instance {
@@ -126,13 +131,26 @@ impl Instance {
         )
     }
 
+    /// The name under which the plan lists this entry.
+    fn name(&self) -> String {
+        if self.at_old_name {
+            self.old_name()
+        } else {
+            RESOURCES[self.resource].1.to_string()
+        }
+    }
+
+    /// The name the resource had before it was renamed.
+    fn old_name(&self) -> String {
+        format!("old_{}", RESOURCES[self.resource].1)
+    }
+
     fn address(&self) -> String {
-        self.address_named(RESOURCES[self.resource].1)
+        self.address_named(&self.name())
     }
 
     fn previous_address(&self) -> Option<String> {
-        self.moved
-            .then(|| self.address_named(&format!("old_{}", RESOURCES[self.resource].1)))
+        self.moved.then(|| self.address_named(&self.old_name()))
     }
 }
 
@@ -161,6 +179,7 @@ fn instance() -> impl Strategy<Value = Instance> {
                     moved,
                     drift_deleted,
                     deposed,
+                    at_old_name: false,
                 }
             },
         )
@@ -329,7 +348,7 @@ fn caller_rule(instances: &[Instance], (pick, kind, block): (usize, u8, bool)) -
     }
     let name = match (kind % 5, instance.moved) {
         // A rule written for the old address keeps protecting the moved resource.
-        (4, true) => format!("old_{}", RESOURCES[instance.resource].1),
+        (4, true) => instance.old_name(),
         _ => RESOURCES[instance.resource].1.to_string(),
     };
     let whole_module = kind % 5 == 3;
@@ -352,12 +371,11 @@ fn caller_rule(instances: &[Instance], (pick, kind, block): (usize, u8, bool)) -
 // ---------------------------------------------------------------------------
 
 fn resource_change(instance: &Instance, values: Option<ChangeValues>) -> Value {
-    let (_, name, _) = RESOURCES[instance.resource];
     let mut change = json!({
         "address": instance.address(),
         "mode": "managed",
         "type": instance.resource_type(),
-        "name": name,
+        "name": instance.name(),
         "change": {"actions": instance.actions, "before": {"id": "i-1", "name": "old"},
                    "after": {"name": "new"}, "after_unknown": {"id": true},
                    "before_sensitive": {}, "after_sensitive": {}, "replace_paths": [["name"]]},
@@ -383,6 +401,8 @@ fn resource_change(instance: &Instance, values: Option<ChangeValues>) -> Value {
     }
     if instance.deposed {
         change["deposed"] = json!("0000abcd");
+    } else if instance.actions == DELETE {
+        change["action_reason"] = json!("delete_because_no_resource_config");
     } else if instance.actions.contains(&"delete") {
         change["action_reason"] = json!("replace_because_cannot_update");
     }
@@ -392,7 +412,7 @@ fn resource_change(instance: &Instance, values: Option<ChangeValues>) -> Value {
 fn drift_entry(instance: &Instance) -> Value {
     json!({
         "address": instance.address(), "mode": "managed", "type": instance.resource_type(),
-        "name": RESOURCES[instance.resource].1,
+        "name": instance.name(),
         "change": {"actions": ["delete"], "before": {"id": "i-1", "name": "old"}, "after": null,
                    "before_sensitive": {}, "after_sensitive": false}
     })
@@ -506,26 +526,217 @@ fn model() -> impl Strategy<Value = Model> {
         })
 }
 
-fn plan_json(model: &Model) -> Value {
-    let changes: Vec<Value> = model
-        .instances
+// ---------------------------------------------------------------------------
+// Plan formats. Terraform 0.12 to 1.0 wrote formats 0.1 and 0.2, which lack
+// fields that the model above relies on (docs/plan-check.md, "Plan formats",
+// and the tf0.13-* and tf1.0-* fixtures). A plan is generated as 1.x would
+// write it, from the entries the older format would have, and then loses
+// the fields its format does not write.
+// ---------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// "0.1": Terraform 0.12/0.13 wrote no sensitivity marks, 0.14/0.15 did.
+    V0_1 {
+        marks: bool,
+    },
+    /// "0.2": Terraform 1.0.
+    V0_2,
+    V1,
+}
+
+impl Format {
+    fn version(self) -> &'static str {
+        match self {
+            Format::V0_1 { .. } => "0.1",
+            Format::V0_2 => "0.2",
+            Format::V1 => "1.2",
+        }
+    }
+
+    fn terraform_version(self) -> &'static str {
+        match self {
+            Format::V0_1 { marks: false } => "0.13.5",
+            Format::V0_1 { marks: true } => "0.15.5",
+            Format::V0_2 => "1.0.3",
+            Format::V1 => "1.11.4",
+        }
+    }
+
+    /// `moved` blocks and `previous_address` came with Terraform 1.1.
+    fn has_previous_address(self) -> bool {
+        self == Format::V1
+    }
+
+    fn has_drift(self) -> bool {
+        !matches!(self, Format::V0_1 { .. })
+    }
+
+    /// The `missing` fields the JSON report must name (docs/plan-check.md, in
+    /// the order of its table).
+    fn missing(self) -> &'static [&'static str] {
+        match self {
+            Format::V0_1 { .. } => &[
+                "action_reason",
+                "replace_paths",
+                "resource_drift",
+                "previous_address",
+            ],
+            Format::V0_2 => &["action_reason", "previous_address"],
+            Format::V1 => &[],
+        }
+    }
+}
+
+fn format() -> impl Strategy<Value = Format> {
+    // Half the plans are 1.x, the only format with `previous_address`, so
+    // moved resources keep their share of cases.
+    prop_oneof![
+        2 => Just(Format::V1),
+        1 => Just(Format::V0_2),
+        1 => any::<bool>().prop_map(|marks| Format::V0_1 { marks }),
+    ]
+}
+
+/// A plan's entries: its `resource_changes` and the resources its
+/// `resource_drift` shows deleted.
+struct Entries {
+    changes: Vec<Instance>,
+    deleted_outside: Vec<Instance>,
+}
+
+/// The entries a plan of `format` has for `model`.
+///
+/// Without `previous_address` there were no `moved` blocks: renaming a
+/// resource deletes the object at the old address and creates one at the new
+/// address (the tf*-rename fixtures), whatever a 1.x plan would do to the
+/// moved object. A moved resource that the 1.x plan deletes or forgets is
+/// deleted or forgotten at its old address only. A moved resource deleted
+/// outside Terraform has nothing left to delete: the drift names its old
+/// address, and the new address is a plain create. Without `resource_drift`
+/// no deletion outside Terraform is known at all.
+fn entries(model: &Model, format: Format) -> Entries {
+    let mut changes = Vec::new();
+    let mut deleted_outside = Vec::new();
+    for instance in &model.instances {
+        let mut entry = instance.clone();
+        if instance.moved && !format.has_previous_address() {
+            entry.moved = false;
+            let old = Instance {
+                at_old_name: true,
+                drift_deleted: false,
+                ..entry.clone()
+            };
+            let gone = matches!(instance.actions, ["delete"] | ["forget"]);
+            if instance.drift_deleted {
+                if format.has_drift() {
+                    deleted_outside.push(old);
+                }
+                entry.drift_deleted = false;
+            } else if gone {
+                changes.push(old);
+                continue;
+            } else {
+                changes.push(Instance {
+                    actions: DELETE,
+                    deposed: false,
+                    ..old
+                });
+                entry.actions = CREATE;
+                entry.deposed = false;
+            }
+        }
+        entry.drift_deleted &= format.has_drift();
+        if entry.drift_deleted {
+            deleted_outside.push(entry.clone());
+        }
+        changes.push(entry);
+    }
+    Entries {
+        changes,
+        deleted_outside,
+    }
+}
+
+/// The plan `format` writes for `model`.
+fn plan_json(model: &Model, format: Format) -> Value {
+    let mut plan = plan_json_with_all_fields(model, format);
+    write_as(format, &mut plan, false);
+    plan
+}
+
+/// The plan for `model` with the entries of `format` but every field of 1.x.
+fn plan_json_with_all_fields(model: &Model, format: Format) -> Value {
+    let entries = entries(model, format);
+    let changes: Vec<Value> = entries
+        .changes
         .iter()
         .map(|i| resource_change(i, None))
         .collect();
-    let drift: Vec<Value> = model
-        .instances
-        .iter()
-        .filter(|i| i.drift_deleted)
-        .map(drift_entry)
-        .collect();
+    let drift: Vec<Value> = entries.deleted_outside.iter().map(drift_entry).collect();
     json!({
-        "format_version": "1.2",
-        "terraform_version": "1.11.4",
+        "format_version": format.version(),
+        "terraform_version": format.terraform_version(),
         "planned_values": {"root_module": {}},
         "resource_drift": drift,
         "resource_changes": changes,
         "configuration": configuration(&model.annotations),
     })
+}
+
+/// Removes from a plan what `format` does not write. With `values_kept`, a
+/// format 0.1 plan keeps `replace_paths` and `resource_drift`, which Terraform
+/// never wrote in it: the guard renders whatever values a change carries
+/// without asking its format, so only such a plan checks that values without
+/// sensitivity marks stay hidden.
+fn write_as(format: Format, plan: &mut Value, values_kept: bool) {
+    let old_0_1 = matches!(format, Format::V0_1 { .. });
+    let unmarked = format == Format::V0_1 { marks: false };
+    let plan = plan.as_object_mut().unwrap();
+    if old_0_1 && !values_kept {
+        plan.remove("resource_drift");
+    }
+    if let Some(drift) = plan.get_mut("resource_drift").and_then(Value::as_array_mut) {
+        if unmarked {
+            for entry in drift {
+                unmark(&mut entry["change"]);
+            }
+        }
+    }
+    for entry in plan["resource_changes"].as_array_mut().unwrap() {
+        let replacement = {
+            let actions = &entry["change"]["actions"];
+            actions.as_array().unwrap().contains(&json!("delete"))
+                && actions.as_array().unwrap().contains(&json!("create"))
+        };
+        let entry = entry.as_object_mut().unwrap();
+        // `entries` made renames a delete and a create already.
+        assert!(
+            format.has_previous_address() || !entry.contains_key("previous_address"),
+            "{entry:?}"
+        );
+        match format {
+            Format::V1 => {}
+            // Terraform 1.0 explains replacements only.
+            Format::V0_2 if replacement => {}
+            _ => {
+                entry.remove("action_reason");
+            }
+        }
+        let change = entry.get_mut("change").unwrap();
+        if old_0_1 && !values_kept {
+            change.as_object_mut().unwrap().remove("replace_paths");
+        }
+        if unmarked {
+            unmark(change);
+        }
+    }
+}
+
+fn unmark(change: &mut Value) {
+    let change = change.as_object_mut().unwrap();
+    change.remove("before_sensitive");
+    change.remove("after_sensitive");
 }
 
 fn guard_rules(model: &Model) -> Vec<Rule> {
@@ -544,8 +755,8 @@ fn guard_rules(model: &Model) -> Vec<Rule> {
 }
 
 /// The documented decision for each instance that the report must list, with
-/// its outcome (docs/plan-check.md, "Decision").
-fn expected(model: &Model, transition: Transition) -> BTreeMap<String, Decision> {
+/// its outcome (docs/plan-check.md, "Decision"), in a plan of `format`.
+fn expected(model: &Model, format: Format, transition: Transition) -> BTreeMap<String, Decision> {
     let mut rules: Vec<(Target, Mode)> = model
         .caller
         .iter()
@@ -553,7 +764,7 @@ fn expected(model: &Model, transition: Transition) -> BTreeMap<String, Decision>
         .collect();
     rules.extend(model.annotations.iter().map(|a| (a.target(), a.mode())));
     let mut out = BTreeMap::new();
-    for instance in &model.instances {
+    for instance in &entries(model, format).changes {
         if matches!(instance.resource_type(), "abode_protect" | "abode_metadata") {
             continue;
         }
@@ -562,13 +773,14 @@ fn expected(model: &Model, transition: Transition) -> BTreeMap<String, Decision>
         if !destroys && !recreated {
             continue;
         }
-        let current = RESOURCES[instance.resource].1.to_string();
-        let old = format!("old_{current}");
+        // Only a plan that records the move (`previous_address`) lets a rule
+        // on the old address follow the resource; otherwise the old address
+        // is an entry of its own.
         let strictest = rules
             .iter()
             .filter(|(target, _)| {
-                target.covers(instance, &current)
-                    || (instance.moved && target.covers(instance, &old))
+                target.covers(instance, &instance.name())
+                    || (instance.moved && target.covers(instance, &instance.old_name()))
             })
             .map(|(_, mode)| *mode)
             .max();
@@ -665,6 +877,14 @@ fn secret_values(secret: &str, place: Place, marks: Marks) -> ChangeValues {
     }
 }
 
+/// How a secret plan is written: its format, and for format 0.1 whether it
+/// keeps the fields that carry values (see [`write_as`]).
+#[derive(Debug, Clone, Copy)]
+struct Writing {
+    format: Format,
+    values_kept: bool,
+}
+
 /// A plan where instance 0 of `model` (made a protected replace) carries the
 /// secret, with a drift entry showing the copy changed outside Terraform. The
 /// top-level fields are in Terraform's order (`variables` before the changes,
@@ -674,8 +894,9 @@ fn secret_plan(
     secret: &str,
     place: Place,
     marks: Marks,
+    writing: Writing,
 ) -> Vec<(&'static str, Value)> {
-    let mut plan = plan_json(model);
+    let mut plan = plan_json_with_all_fields(model, writing.format);
     let carrier = &model.instances[0];
     let values = secret_values(secret, place, marks);
     // What the last build recorded, and the object as refreshed (the
@@ -689,6 +910,11 @@ fn secret_plan(
         "before_sensitive": values.change["before_sensitive"].clone(),
         "after_sensitive": values.change["after_sensitive"].clone(),
     });
+    // The carrier is never moved, so it is the first entry in every format.
+    assert_eq!(
+        plan["resource_changes"][0]["address"],
+        json!(carrier.address())
+    );
     plan["resource_changes"][0] = resource_change(carrier, Some(values));
     let mut drift = plan["resource_drift"]
         .as_array()
@@ -696,7 +922,7 @@ fn secret_plan(
         .unwrap_or_default();
     drift.retain(|d| d["address"] != json!(carrier.address()));
     drift.push(json!({"address": carrier.address(), "mode": "managed",
-                      "type": carrier.resource_type(), "name": RESOURCES[carrier.resource].1,
+                      "type": carrier.resource_type(), "name": carrier.name(),
                       "change": drift_change}));
     plan["resource_drift"] = json!(drift);
     let token = match marks {
@@ -706,6 +932,7 @@ fn secret_plan(
     plan["variables"] = json!({"token": {"value": token}, "region": {"value": "eu-west-1"}});
     plan["configuration"]["root_module"]["variables"] =
         json!({"token": {"sensitive": true}, "region": {}});
+    write_as(writing.format, &mut plan, writing.values_kept);
     [
         "format_version",
         "terraform_version",
@@ -716,7 +943,7 @@ fn secret_plan(
         "configuration",
     ]
     .into_iter()
-    .map(|key| (key, plan[key].take()))
+    .filter_map(|key| Some((key, plan.get_mut(key)?.take())))
     .collect()
 }
 
@@ -795,17 +1022,56 @@ fn filler_for(secret: &str) -> String {
     std::iter::repeat_n(c, secret.chars().count()).collect()
 }
 
+/// The report names what an older format cannot explain, and only for an
+/// older format (docs/plan-check.md, `older_plan_format` and "Older plan:").
+fn check_older_plan_format(
+    format: Format,
+    json_report: &str,
+    text: &str,
+) -> Result<(), TestCaseError> {
+    let report: Value = serde_json::from_str(json_report).unwrap();
+    let older = report.get("older_plan_format");
+    if format == Format::V1 {
+        prop_assert!(
+            older.is_none(),
+            "a 1.x plan reported as older:\n{}",
+            json_report
+        );
+        prop_assert!(!text.contains("Older plan:"), "{}", text);
+        return Ok(());
+    }
+    let Some(older) = older else {
+        return Err(TestCaseError::fail(format!(
+            "no older_plan_format:\n{json_report}"
+        )));
+    };
+    prop_assert_eq!(&older["format_version"], &json!(format.version()));
+    let fields: Vec<&str> = older["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["field"].as_str().unwrap())
+        .collect();
+    prop_assert_eq!(fields.as_slice(), format.missing());
+    let heading = format!("Older plan: format_version {} (", format.version());
+    prop_assert!(text.contains(&heading), "{}", text);
+    Ok(())
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(300))]
+    // Cheap cases (about 3 ms each), and renames in older formats are
+    // protected in few of them: many, so each run sees some.
+    #![proptest_config(ProptestConfig::with_cases(1000))]
 
     #[test]
-    fn every_transition_gets_the_documented_decision(model in model()) {
-        let bytes = serde_json::to_vec(&plan_json(&model)).unwrap();
+    fn every_transition_gets_the_documented_decision(model in model(), format in format()) {
+        let bytes = serde_json::to_vec(&plan_json(&model, format)).unwrap();
         let plan = abode_guard::read_plan_slice(&bytes).unwrap();
         let rules = guard_rules(&model);
         for transition in [Transition::Start, Transition::Stop, Transition::Delete] {
             let report = abode_guard::evaluate(&plan, transition, &rules);
-            let want = expected(&model, transition);
+            check_older_plan_format(format, &report.to_json(), &abode_guard::render_text(&report, false))?;
+            let want = expected(&model, format, transition);
             let got: BTreeMap<String, Decision> = report
                 .protected_changes
                 .iter()
@@ -816,6 +1082,10 @@ proptest! {
             prop_assert_eq!(report.decision, overall, "{} build", transition);
         }
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
 
     #[test]
     fn no_secret_reaches_any_output(
@@ -824,21 +1094,25 @@ proptest! {
         place in prop::sample::select(vec![Place::Whole, Place::Inside, Place::MapKey, Place::ListElement]),
         marks in prop::sample::select(vec![Marks::Before, Marks::After, Marks::Both, Marks::RootVariable]),
         transition in prop::sample::select(vec![Transition::Start, Transition::Stop, Transition::Delete]),
+        format in format(),
+        values_kept in any::<bool>(),
     ) {
         let mut model = model;
+        let writing = Writing { format, values_kept: values_kept && matches!(format, Format::V0_1 { .. }) };
         // The carrier is a protected replace at the root, so its values are shown.
         let carrier = Instance {
             module: None, resource: 0, key: None, actions: &["delete", "create"],
-            moved: false, drift_deleted: false, deposed: false,
+            moved: false, drift_deleted: false, deposed: false, at_old_name: false,
         };
         model.instances.retain(|i| i.address() != carrier.address());
         model.instances.insert(0, carrier);
         let mut rules = guard_rules(&model);
         rules.push(Rule::resource_type("terraform_data", Mode::Confirm, Origin::Caller));
-        let shown = outputs(&secret_plan(&model, &secret, place, marks), transition, &rules);
+        let shown = outputs(&secret_plan(&model, &secret, place, marks, writing), transition, &rules);
         let filler = filler_for(&secret);
-        let twin = outputs(&secret_plan(&model, &filler, place, marks), transition, &rules);
+        let twin = outputs(&secret_plan(&model, &filler, place, marks, writing), transition, &rules);
         prop_assert!(shown[0].contains("terraform_data.disk"), "the carrier is not reported:\n{}", shown[0]);
+        check_older_plan_format(format, &shown[2], &shown[0])?;
         if let Some(piece) = leaks(&secret, &shown, &twin) {
             prop_assert!(false, "{:?} of the secret reached the output:\n{}\n{}", piece, shown[0], shown[2]);
         }
@@ -857,10 +1131,11 @@ proptest! {
     #[test]
     fn the_reader_never_panics_on_mangled_plans(
         model in model(),
+        format in format(),
         cut in 0usize..4000,
         flip in 0usize..4000,
     ) {
-        let mut bytes = serde_json::to_vec(&plan_json(&model)).unwrap();
+        let mut bytes = serde_json::to_vec(&plan_json(&model, format)).unwrap();
         if let Some(b) = bytes.get_mut(flip) { *b = b'"'; }
         bytes.truncate(cut);
         if let Ok(plan) = abode_guard::read_plan_slice(&bytes) {
