@@ -836,18 +836,17 @@ impl Control {
             .cancel_pending_build(&build.id, &message)
             .await?
         {
-            let _ = self.log(&build.id, "setup", "warn", &message).await;
+            self.note(&build.id, "setup", "warn", &message).await;
             self.inner.log_written.notify_waiters();
         } else {
             self.inner.store.request_cancel(&build.id).await?;
-            let _ = self
-                .log(
-                    &build.id,
-                    "cleanup",
-                    "warn",
-                    &format!("{message}; interrupting Terraform"),
-                )
-                .await;
+            self.note(
+                &build.id,
+                "cleanup",
+                "warn",
+                &format!("{message}; interrupting Terraform"),
+            )
+            .await;
             if let Ok(running) = self.inner.running.lock() {
                 if let Some(switch) = running.get(&build.id) {
                     let _ = switch.send(true);
@@ -927,10 +926,19 @@ impl Control {
                     "the workspace changed since this plan was made; start the build again".into(),
                 ));
             }
+            let audit = audit_event(
+                Some(&caller.user),
+                caller.request_id.clone(),
+                "build.confirm",
+                "workspace",
+                &target,
+                "success",
+                Some(format!("build={} digest={}", build.number, saved.digest)),
+            );
             if !self
                 .inner
                 .store
-                .confirm_build(&build.id, &saved.digest, &caller.user.id)
+                .confirm_build(&build.id, &saved.digest, &caller.user.id, &audit)
                 .await?
             {
                 return Err(refuse(format!(
@@ -944,25 +952,14 @@ impl Control {
         match result {
             Ok(digest) => {
                 self.inner.jobs_queued.notify_one();
-                let _ = self
-                    .log(
-                        &build.id,
-                        "guard",
-                        "info",
-                        &format!(
-                            "confirmed by {}: applying the saved plan {digest}",
-                            caller.user.username
-                        ),
-                    )
-                    .await;
-                self.audit(
-                    Some(&caller.user),
-                    caller.request_id.clone(),
-                    "build.confirm",
-                    "workspace",
-                    &target,
-                    "success",
-                    Some(format!("build={} digest={digest}", build.number)),
+                self.note(
+                    &build.id,
+                    "guard",
+                    "info",
+                    &format!(
+                        "confirmed by {}: applying the saved plan {digest}",
+                        caller.user.username
+                    ),
                 )
                 .await;
                 Ok(self.inner.store.build_by_id(&build.id).await?)
@@ -1050,7 +1047,7 @@ impl Control {
             }
         };
         for build_id in expired {
-            let _ = self.log(&build_id, "guard", "warn", &message).await;
+            self.note(&build_id, "guard", "warn", &message).await;
             if let Ok(build) = self.inner.store.build_by_id(&build_id).await {
                 self.audit_system(
                     "build.expire",
@@ -1221,6 +1218,14 @@ impl Control {
 
     // ---- helpers ----
 
+    /// [`Control::log`] where the caller goes on whatever happens: a line that
+    /// cannot be written is reported in the server's log instead.
+    async fn note(&self, build_id: &str, stage: &str, level: &str, text: &str) {
+        if let Err(error) = self.log(build_id, stage, level, text).await {
+            tracing::error!(build = %build_id, %error, "cannot write a build log line");
+        }
+    }
+
     async fn log(
         &self,
         build_id: &str,
@@ -1272,24 +1277,45 @@ impl Control {
         outcome: &str,
         details: Option<String>,
     ) {
-        let event = NewAuditEvent {
-            actor_id: actor.map(|user| user.id.clone()),
-            actor_name: actor.map(|user| user.username.clone()),
-            action: action.into(),
-            target_type: target_type.into(),
-            target: target.into(),
-            outcome: outcome.into(),
+        let event = audit_event(
+            actor,
             request_id,
+            action,
+            target_type,
+            target,
+            outcome,
             details,
-        };
+        );
         if let Err(error) = self.inner.store.record_audit(&event).await {
             tracing::error!(%error, action, "cannot record an audit event");
         }
     }
 }
 
-/// Names of users, templates and workspaces: 1-64 of `[a-z0-9-]`, starting with
-/// a letter or digit (they appear in paths, URLs and directory names).
+/// One audit event, as [`Control::audit`] records it (and as a store
+/// transaction that must not happen unaudited records it with its write).
+#[allow(clippy::too_many_arguments)]
+fn audit_event(
+    actor: Option<&User>,
+    request_id: Option<String>,
+    action: &str,
+    target_type: &str,
+    target: &str,
+    outcome: &str,
+    details: Option<String>,
+) -> NewAuditEvent {
+    NewAuditEvent {
+        actor_id: actor.map(|user| user.id.clone()),
+        actor_name: actor.map(|user| user.username.clone()),
+        action: action.into(),
+        target_type: target_type.into(),
+        target: target.into(),
+        outcome: outcome.into(),
+        request_id,
+        details,
+    }
+}
+
 /// What the guard decided for a build, read from its stored report; `None`
 /// for a build that never reached the guard. A report that names no known
 /// decision is an error, never a guess.
@@ -1311,6 +1337,8 @@ pub fn guard_decision(build: &Build) -> Result<Option<abode_guard::Decision>, Co
         })
 }
 
+/// Names of users, templates and workspaces: 1-64 of `[a-z0-9-]`, starting with
+/// a letter or digit (they appear in paths, URLs and directory names).
 pub fn validate_name(what: &str, name: &str) -> Result<(), ControlError> {
     let valid = !name.is_empty()
         && name.len() <= 64

@@ -159,7 +159,7 @@ async fn run_build(
             (failure.status, Some(failure.message), None)
         }
     };
-    workdir::remove(&build_run.work_dir);
+    workdir::remove_off_runtime(build_run.work_dir.clone()).await;
     shutdown_watch.abort();
     if let Ok(mut running) = control.inner.running.lock() {
         running.remove(build_id);
@@ -189,6 +189,38 @@ async fn run_build(
     }
     control.inner.log_written.notify_waiters();
     tracing::info!(build = %build_id, status = %status, "build finished");
+}
+
+/// What a build's work dir is made of, laid out off the async runtime.
+struct WorkDirLayout {
+    base: PathBuf,
+    build_id: String,
+    archive: Vec<u8>,
+    state: Option<Vec<u8>>,
+    provider_mirror: Option<PathBuf>,
+}
+
+impl WorkDirLayout {
+    /// The private work dir with the unpacked template, the stored state, the
+    /// CLI configuration and a complete provider lock (so that `terraform
+    /// init` neither warns about nor re-hashes the mirrored provider); returns
+    /// the work dir and the CLI configuration's path.
+    fn lay_out(self) -> Result<(PathBuf, PathBuf), Failure> {
+        let work_dir = workdir::create(&self.base, &self.build_id)
+            .map_err(|error| Failure::failed(format!("cannot create the work dir: {error}")))?;
+        let template_dir = work_dir.join(TEMPLATE_SUBDIR);
+        archive::unpack(&self.archive, &template_dir)
+            .map_err(|error| Failure::failed(format!("cannot unpack the template: {error}")))?;
+        if let Some(state) = &self.state {
+            workdir::write_private(&template_dir.join(STATE_FILE), state)
+                .map_err(|error| Failure::failed(format!("cannot write the state: {error}")))?;
+        }
+        let cli_config = workdir::write_cli_config(&work_dir, self.provider_mirror.as_deref())
+            .map_err(Failure::failed)?;
+        workdir::write_provider_lock(&template_dir, self.provider_mirror.as_deref())
+            .map_err(Failure::failed)?;
+        Ok((work_dir, cli_config))
+    }
 }
 
 struct BuildRun {
@@ -251,20 +283,22 @@ impl BuildRun {
             .template_version_archive(&build.template_version_id)
             .await
             .map_err(storage)?;
-        self.work_dir = workdir::create(&config.work_dir(), &self.build_id)
-            .map_err(|error| Failure::failed(format!("cannot create the work dir: {error}")))?;
-        let template_dir = self.template_dir();
-        archive::unpack(&archive_bytes, &template_dir)
-            .map_err(|error| Failure::failed(format!("cannot unpack the template: {error}")))?;
         let state = store.state(&workspace.id).await.map_err(storage)?;
         self.state_digest = secrets::sha256_hex(state.as_deref().unwrap_or_default());
-        if let Some(state) = state {
-            workdir::write_private(&template_dir.join(STATE_FILE), &state)
-                .map_err(|error| Failure::failed(format!("cannot write the state: {error}")))?;
-        }
-        let cli_config =
-            workdir::write_cli_config(&self.work_dir, config.provider_mirror.as_deref())
-                .map_err(Failure::failed)?;
+        let layout = WorkDirLayout {
+            base: config.work_dir(),
+            build_id: self.build_id.clone(),
+            archive: archive_bytes,
+            state,
+            provider_mirror: config.provider_mirror.clone(),
+        };
+        // Unpacking up to 64 MiB and hashing the provider are blocking work.
+        let (work_dir, cli_config) = tokio::task::spawn_blocking(move || layout.lay_out())
+            .await
+            .map_err(|error| {
+                Failure::failed(format!("preparing the work dir failed: {error}"))
+            })??;
+        self.work_dir = work_dir;
         self.env = build_env(config, &build, &workspace, &cli_config)?;
         Ok((build, workspace))
     }
@@ -314,7 +348,7 @@ impl BuildRun {
                 return Err(Failure::failed(message));
             }
             Decision::Confirm => {
-                let bytes = std::fs::read(&plan_file).map_err(|error| {
+                let bytes = tokio::fs::read(&plan_file).await.map_err(|error| {
                     Failure::failed(format!("cannot read the saved plan: {error}"))
                 })?;
                 let digest = secrets::sha256_hex(&bytes);
@@ -378,7 +412,10 @@ impl BuildRun {
             .await?;
         self.canceled()?;
         let plan_file = self.work_dir.join(PLAN_FILE);
-        workdir::write_private(&plan_file, &saved.plan)
+        let (path, plan) = (plan_file.clone(), saved.plan.clone());
+        tokio::task::spawn_blocking(move || workdir::write_private(&path, &plan))
+            .await
+            .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?
             .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?;
         let plan_path = plan_file.display().to_string();
         let applied = self
@@ -490,8 +527,16 @@ impl BuildRun {
             .map_err(storage)?;
         match build.transition {
             Transition::Start => {
-                let state = std::fs::read(self.template_dir().join(STATE_FILE)).unwrap_or_default();
-                let agents = agents_in_state(&state);
+                // The state was just stored from this file; unreadable now, the
+                // workspace would silently lose its agents.
+                let state = tokio::fs::read(self.template_dir().join(STATE_FILE))
+                    .await
+                    .map_err(|error| {
+                        Failure::failed(format!("cannot read the state after apply: {error}"))
+                    })?;
+                let agents = agents_in_state(&state).map_err(|error| {
+                    Failure::failed(format!("the state after apply is not valid JSON: {error}"))
+                })?;
                 if !agents.is_empty() {
                     let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
                     self.log(
@@ -718,10 +763,8 @@ fn diagnostic_summary(line: &OutputLine) -> Option<String> {
 /// The `abode_agent` resources of a state, with the hash of each token and
 /// what the agent runs at start (`startup_script`, `dir`, `env`). The token
 /// itself goes no further than this function.
-pub(crate) fn agents_in_state(state: &[u8]) -> Vec<NewAgent> {
-    let Ok(value) = serde_json::from_slice::<serde_json::Value>(state) else {
-        return Vec::new();
-    };
+pub(crate) fn agents_in_state(state: &[u8]) -> Result<Vec<NewAgent>, serde_json::Error> {
+    let value = serde_json::from_slice::<serde_json::Value>(state)?;
     let mut agents = Vec::new();
     let resources = value
         .get("resources")
@@ -791,7 +834,7 @@ pub(crate) fn agents_in_state(state: &[u8]) -> Vec<NewAgent> {
             });
         }
     }
-    agents
+    Ok(agents)
 }
 
 /// The last error a Terraform run printed.
@@ -848,7 +891,7 @@ pub(crate) async fn validate_template(
     )
     .map_err(|error| ControlError::Internal(format!("cannot create a work dir: {error}")))?;
     let result = validate_in(control, archive_bytes, &dir).await;
-    workdir::remove(&dir);
+    workdir::remove_off_runtime(dir).await;
     result
 }
 
@@ -863,9 +906,16 @@ async fn validate_in(
     tokio::task::spawn_blocking(move || archive::unpack(&bytes, &target))
         .await
         .map_err(|error| ControlError::Internal(format!("unpack task failed: {error}")))??;
-    let cli_config =
-        workdir::write_cli_config(dir, control.inner.config.provider_mirror.as_deref())
-            .map_err(ControlError::Internal)?;
+    let mirror = control.inner.config.provider_mirror.clone();
+    let (config_dir, lock_dir) = (dir.to_path_buf(), template_dir.clone());
+    let cli_config = tokio::task::spawn_blocking(move || {
+        let cli_config = workdir::write_cli_config(&config_dir, mirror.as_deref())?;
+        workdir::write_provider_lock(&lock_dir, mirror.as_deref())?;
+        Ok::<_, String>(cli_config)
+    })
+    .await
+    .map_err(|error| ControlError::Internal(format!("preparing the work dir failed: {error}")))?
+    .map_err(ControlError::Internal)?;
     let env = vec![(
         "TF_CLI_CONFIG_FILE".to_string(),
         cli_config.display().to_string(),
@@ -951,7 +1001,7 @@ mod tests {
           {"mode":"managed","type":"terraform_data","name":"x","instances":[{"attributes":{"token":"not-an-agent"}}]},
           {"mode":"data","type":"abode_agent","name":"d","instances":[{"attributes":{"token":"data"}}]}
         ]}"#;
-        let agents = agents_in_state(state);
+        let agents = agents_in_state(state).unwrap();
         let found: Vec<(&str, String)> = agents
             .iter()
             .map(|a| (a.name.as_str(), a.token_hash.clone()))
@@ -963,7 +1013,7 @@ mod tests {
                 ("module.m.extra[0]", secrets::token_hash("secret-2")),
             ]
         );
-        assert!(agents_in_state(b"not json").is_empty());
+        assert!(agents_in_state(b"not json").is_err());
         assert_eq!(
             (
                 agents[1].startup_script.as_deref(),
@@ -984,7 +1034,7 @@ mod tests {
           {"mode":"managed","type":"abode_agent","name":"empty","instances":[{"attributes":{
             "token":"secret-2","startup_script":"","dir":null,"env":null}}]}
         ]}"#;
-        let agents = agents_in_state(state);
+        let agents = agents_in_state(state).unwrap();
         let found: Vec<(&str, Option<&str>, Option<&str>, &str)> = agents
             .iter()
             .map(|a| {

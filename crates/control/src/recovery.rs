@@ -100,10 +100,7 @@ async fn adopt(control: Control, build_id: String, mut shutdown: watch::Receiver
 
     let aftermath = match record.running() {
         Some(run) => {
-            log(
-                &control,
-                &build_id,
-                "error",
+            control.note(&build_id, "cleanup", "error",
                 &format!(
                     "the server stopped while terraform {} of this build was running; \
                      Terraform (pid {}) runs on, and this restarted server follows it until it ends",
@@ -141,7 +138,7 @@ async fn adopt(control: Control, build_id: String, mut shutdown: watch::Receiver
 
     let kept = keep_state(&control, &build_id, &work_dir).await;
     let (status, message) = describe(&aftermath, &kept, &work_dir);
-    log(&control, &build_id, "error", &message).await;
+    control.note(&build_id, "cleanup", "error", &message).await;
     if let Err(error) = control.inner.store.delete_saved_plan(&build_id).await {
         tracing::error!(build = %build_id, %error, "cannot delete the saved plan of an interrupted build");
     }
@@ -157,7 +154,7 @@ async fn adopt(control: Control, build_id: String, mut shutdown: watch::Receiver
         }
     }
     if !matches!(kept, StateKept::Refused(_)) {
-        workdir::remove(&work_dir);
+        workdir::remove_off_runtime(work_dir.clone()).await;
     }
     if let Ok(mut running) = control.inner.running.lock() {
         running.remove(&build_id);
@@ -216,12 +213,6 @@ fn describe(aftermath: &Aftermath, kept: &StateKept, work_dir: &Path) -> (BuildS
             BuildStatus::Failed,
             "interrupted by a server shutdown; the Terraform state was kept".to_string(),
         ),
-    }
-}
-
-async fn log(control: &Control, build_id: &str, level: &str, text: &str) {
-    if let Err(error) = control.log(build_id, "cleanup", level, text).await {
-        tracing::error!(build = %build_id, %error, "cannot write a build log line");
     }
 }
 

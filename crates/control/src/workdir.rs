@@ -51,6 +51,20 @@ pub fn write_cli_config(dir: &Path, mirror: Option<&Path>) -> Result<PathBuf, St
     Ok(path)
 }
 
+/// Writes Terraform's dependency lock for the mirrored abode provider into a
+/// configuration dir (see `Mirror::write_lock_file`); nothing without a mirror.
+pub fn write_provider_lock(config_dir: &Path, mirror: Option<&Path>) -> Result<(), String> {
+    let Some(root) = mirror else {
+        return Ok(());
+    };
+    Mirror::new(root)
+        .and_then(|mirror| {
+            mirror.write_lock_file(abode_terraform::mirror::PROVIDER_VERSION, config_dir)
+        })
+        .map(|_| ())
+        .map_err(|error| format!("cannot write the provider lock: {error}"))
+}
+
 /// Writes a file readable by the server's user only.
 pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     fs::write(path, bytes)?;
@@ -62,6 +76,15 @@ pub fn remove(dir: &Path) {
         if error.kind() != io::ErrorKind::NotFound {
             tracing::warn!(dir = %dir.display(), %error, "cannot remove a work dir");
         }
+    }
+}
+
+/// [`remove`], on a blocking thread (a work dir holds a whole template and
+/// Terraform's providers).
+pub async fn remove_off_runtime(dir: PathBuf) {
+    let shown = dir.display().to_string();
+    if let Err(error) = tokio::task::spawn_blocking(move || remove(&dir)).await {
+        tracing::warn!(dir = %shown, %error, "cannot remove a work dir");
     }
 }
 

@@ -34,7 +34,7 @@ pub enum StoreError {
     Database(#[source] sqlx::Error),
     #[error("database migration failed: {0}")]
     Migrate(#[source] sqlx::migrate::MigrateError),
-    #[error("cannot prepare the database directory {path}: {source}")]
+    #[error("cannot prepare the database file or directory {path}: {source}")]
     Directory {
         path: String,
         #[source]
@@ -196,8 +196,9 @@ storage_interface! {
     /// false if it was not running.
     fn hold_build(&self, build_id: &str, plan: &SavedPlan, expires_at: i64) -> bool;
     /// Single use: moves a held build whose plan has `digest` back to pending
-    /// and queues the apply of its saved plan; false otherwise.
-    fn confirm_build(&self, build_id: &str, digest: &str, confirmer_id: &str) -> bool;
+    /// and queues the apply of its saved plan, recording `audit` in the same
+    /// transaction (no confirmation goes unaudited); false otherwise.
+    fn confirm_build(&self, build_id: &str, digest: &str, confirmer_id: &str, audit: &NewAuditEvent) -> bool;
     fn saved_plan(&self, build_id: &str) -> Option<SavedPlan>;
     fn delete_saved_plan(&self, build_id: &str) -> ();
     /// Held builds whose time ran out: canceled, plans deleted.

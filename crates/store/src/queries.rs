@@ -817,23 +817,9 @@ macro_rules! shared_queries {
     // ---- audit ----
 
     pub(crate) async fn record_audit(&self, event: &NewAuditEvent) -> Result<(), StoreError> {
-        sqlx::query(
-            &sql("INSERT INTO audit_events (time, actor_id, actor_name, action, target_type, target, \
-             outcome, request_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
-        )
-        .bind(now_ms())
-        .bind(&event.actor_id)
-        .bind(&event.actor_name)
-        .bind(&event.action)
-        .bind(&event.target_type)
-        .bind(&event.target)
-        .bind(&event.outcome)
-        .bind(&event.request_id)
-        .bind(&event.details)
-        .execute(&self.pool)
-        .await
-        .map_err(db_error("audit event"))?;
-        Ok(())
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        Self::insert_audit(&mut tx, event).await?;
+        tx.commit().await.map_err(StoreError::Database)
     }
 
     pub(crate) async fn list_audit(
@@ -912,6 +898,7 @@ macro_rules! shared_queries {
         build_id: &str,
         digest: &str,
         confirmer_id: &str,
+        audit: &NewAuditEvent,
     ) -> Result<bool, StoreError> {
         let now = now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
@@ -938,6 +925,7 @@ macro_rules! shared_queries {
         .execute(&mut *tx)
         .await
         .map_err(db_error("job"))?;
+        Self::insert_audit(&mut tx, audit).await?;
         tx.commit().await.map_err(StoreError::Database)?;
         Ok(true)
     }
@@ -1051,6 +1039,30 @@ macro_rules! shared_queries {
         .await
         .map_err(db_error("protection"))
     }
+    /// Inserts an audit event inside the caller's transaction.
+    async fn insert_audit(
+        tx: &mut sqlx::Transaction<'_, $db>,
+        event: &NewAuditEvent,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            &sql("INSERT INTO audit_events (time, actor_id, actor_name, action, target_type, target, \
+             outcome, request_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+        )
+        .bind(now_ms())
+        .bind(&event.actor_id)
+        .bind(&event.actor_name)
+        .bind(&event.action)
+        .bind(&event.target_type)
+        .bind(&event.target)
+        .bind(&event.outcome)
+        .bind(&event.request_id)
+        .bind(&event.details)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_error("audit event"))?;
+        Ok(())
+    }
+
     /// Inserts a pending build and its queued job inside the caller's transaction.
     async fn insert_build(
         tx: &mut sqlx::Transaction<'_, $db>,

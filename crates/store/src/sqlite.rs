@@ -61,7 +61,7 @@ impl SqliteBackend {
             .await
             .map_err(StoreError::Database)?;
         MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
-        restrict_permissions(path);
+        restrict_permissions(path)?;
         Ok(SqliteBackend { pool })
     }
 
@@ -107,11 +107,23 @@ impl SqliteBackend {
 
 /// The database holds Terraform states, plans and saved plans, which can carry
 /// secrets: its files are readable by the server's user only.
-fn restrict_permissions(path: &Path) {
+fn restrict_permissions(path: &Path) -> Result<(), StoreError> {
     use std::os::unix::fs::PermissionsExt;
     for suffix in ["", "-wal", "-shm"] {
         let mut file = path.as_os_str().to_owned();
         file.push(suffix);
-        let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600));
+        match std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)) {
+            Ok(()) => {}
+            // The WAL files come and go with the connections.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound && !suffix.is_empty() => {}
+            // The database holds every secret Abode keeps: never leave it readable.
+            Err(source) => {
+                return Err(StoreError::Directory {
+                    path: std::path::PathBuf::from(file).display().to_string(),
+                    source,
+                })
+            }
+        }
     }
+    Ok(())
 }

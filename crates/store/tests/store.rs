@@ -428,17 +428,45 @@ async fn a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise(st
             .await,
         Err(StoreError::Conflict("active build"))
     ));
+    let audit = NewAuditEvent {
+        actor_id: Some(user.id.clone()),
+        actor_name: Some(user.username.clone()),
+        action: "build.confirm".into(),
+        target_type: "workspace".into(),
+        target: "alice/dev".into(),
+        outcome: "success".into(),
+        request_id: None,
+        details: Some("digest=d1".into()),
+    };
+    let confirmations = || async {
+        store
+            .list_audit(&AuditFilter {
+                limit: 10,
+                ..Default::default()
+            })
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|event| event.action == "build.confirm")
+            .count()
+    };
     assert!(!store
-        .confirm_build(&first.id, "other", &user.id)
+        .confirm_build(&first.id, "other", &user.id, &audit)
         .await
         .unwrap());
+    assert_eq!(
+        confirmations().await,
+        0,
+        "nothing confirmed, nothing audited"
+    );
     assert!(store
-        .confirm_build(&first.id, "d1", &user.id)
+        .confirm_build(&first.id, "d1", &user.id, &audit)
         .await
         .unwrap());
+    assert_eq!(confirmations().await, 1, "audited with the confirmation");
     assert!(
         !store
-            .confirm_build(&first.id, "d1", &user.id)
+            .confirm_build(&first.id, "d1", &user.id, &audit)
             .await
             .unwrap(),
         "single use"
