@@ -838,6 +838,9 @@ impl Control {
         {
             self.note(&build.id, "setup", "warn", &message).await;
             self.inner.log_written.notify_waiters();
+        } else if self.inner.store.cancel_requested(&build.id).await? {
+            // Asked already: one cancel, one log line, one audit event.
+            return Ok(self.inner.store.build_by_id(&build.id).await?);
         } else {
             self.inner.store.request_cancel(&build.id).await?;
             self.note(

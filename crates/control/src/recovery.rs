@@ -24,7 +24,7 @@ use abode_terraform::supervise::{self, Followed, RunRecord};
 use serde::Deserialize;
 use tokio::sync::{mpsc, watch};
 
-use crate::provisioner::log_output;
+use crate::provisioner::{log_output, Interruptions};
 use crate::workdir::{self, STATE_FILE, TEMPLATE_SUBDIR};
 use crate::{Control, ControlError};
 
@@ -71,32 +71,11 @@ enum Aftermath {
     Shutdown,
 }
 
-async fn adopt(control: Control, build_id: String, mut shutdown: watch::Receiver<bool>) {
+async fn adopt(control: Control, build_id: String, shutdown: watch::Receiver<bool>) {
     let work_dir = control.inner.config.work_dir().join(&build_id);
     let record = RunRecord::in_dir(&work_dir);
-    let (cancel_switch, cancel) = watch::channel(false);
-    if let Ok(mut running) = control.inner.running.lock() {
-        running.insert(build_id.clone(), cancel_switch.clone());
-    }
-    // A cancel asked of the dead server (or of another process) still holds.
-    if control
-        .inner
-        .store
-        .cancel_requested(&build_id)
-        .await
-        .unwrap_or(false)
-    {
-        let _ = cancel_switch.send(true);
-    }
-    let shutdown_switch = cancel_switch.clone();
-    let shutdown_watch = tokio::spawn(async move {
-        while !*shutdown.borrow_and_update() {
-            if shutdown.changed().await.is_err() {
-                return;
-            }
-        }
-        let _ = shutdown_switch.send(true);
-    });
+    // A cancel asked of the dead server (recorded in the database) still holds.
+    let (interruptions, cancel) = Interruptions::start(&control, &build_id, shutdown);
 
     let aftermath = match record.running() {
         Some(run) => {
@@ -119,7 +98,7 @@ async fn adopt(control: Control, build_id: String, mut shutdown: watch::Receiver
                     command: run.command,
                     error: error.map(|error| error.text),
                 },
-                Followed::Canceled { .. } if shutdown_watch.is_finished() => Aftermath::Shutdown,
+                Followed::Canceled { .. } if interruptions.by_shutdown() => Aftermath::Shutdown,
                 Followed::Canceled { run, killed } => Aftermath::Canceled {
                     command: run.command,
                     killed,
@@ -134,7 +113,6 @@ async fn adopt(control: Control, build_id: String, mut shutdown: watch::Receiver
             command: record.read().map(|run| run.command),
         },
     };
-    shutdown_watch.abort();
 
     let kept = keep_state(&control, &build_id, &work_dir).await;
     let (status, message) = describe(&aftermath, &kept, &work_dir);
@@ -156,9 +134,7 @@ async fn adopt(control: Control, build_id: String, mut shutdown: watch::Receiver
     if !matches!(kept, StateKept::Refused(_)) {
         workdir::remove_off_runtime(work_dir.clone()).await;
     }
-    if let Ok(mut running) = control.inner.running.lock() {
-        running.remove(&build_id);
-    }
+    interruptions.end();
     control.inner.log_written.notify_waiters();
     tracing::warn!(build = %build_id, status = %status, "interrupted build ended: {message}");
 }
