@@ -782,6 +782,25 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
         .await;
     assert_eq!(status, 204);
     assert_eq!(agent_status().await, ("ready".to_string(), true));
+
+    // Once the workspace is stopped, the agent's token reads nothing more.
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/dev/builds",
+            Some(&token),
+            Some(json!({"transition": "stop"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        harness.wait_build(&token, "dev", 2).await["status"],
+        "succeeded"
+    );
+    for (method, path) in [("GET", "/agent/me"), ("POST", "/agent/heartbeat")] {
+        let (status, body) = harness.call(method, path, Some(agent_token), None).await;
+        assert_eq!(status, 401, "{method} {path}: {body}");
+    }
     harness.stop().await;
 }
 

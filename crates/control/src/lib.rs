@@ -1174,7 +1174,22 @@ impl Control {
             .agent_by_token_hash(&secrets::token_hash(token))
             .await
         {
-            Ok(agent) => Ok(agent),
+            Ok(agent) => {
+                // An agent belongs to a started workspace: once a stop (or a
+                // delete) has succeeded, its token reads nothing more.
+                let now = self
+                    .inner
+                    .store
+                    .latest_succeeded_build(&agent.workspace_id)
+                    .await?;
+                match now {
+                    Some(build) if build.transition == Transition::Start => Ok(agent),
+                    _ => Err(ControlError::Unauthorized(
+                        "this agent's workspace is no longer started; its token is no longer valid"
+                            .into(),
+                    )),
+                }
+            }
             Err(StoreError::NotFound(_)) => {
                 Err(ControlError::Unauthorized("unknown agent token".into()))
             }

@@ -148,6 +148,8 @@ storage_interface! {
     fn build_by_id(&self, id: &str) -> Build;
     fn build_by_number(&self, workspace_id: &str, number: i64) -> Build;
     fn latest_build(&self, workspace_id: &str) -> Build;
+    /// The newest build that succeeded: what the workspace now is.
+    fn latest_succeeded_build(&self, workspace_id: &str) -> Option<Build>;
     /// Newest first.
     fn list_builds(&self, workspace_id: &str) -> Vec<Build>;
     /// Records the plan JSON (may hold secrets: never returned with the build)

@@ -478,6 +478,20 @@ macro_rules! shared_queries {
         .map_err(db_error("build"))
     }
 
+    pub(crate) async fn latest_succeeded_build(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Option<Build>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{BUILD_SELECT} WHERE b.workspace_id = ? AND b.status = 'succeeded' \
+             ORDER BY b.number DESC LIMIT 1"
+        )))
+        .bind(workspace_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error("build"))
+    }
+
     pub(crate) async fn list_builds(&self, workspace_id: &str) -> Result<Vec<Build>, StoreError> {
         sqlx::query_as(&sql(&format!(
             "{BUILD_SELECT} WHERE b.workspace_id = ? ORDER BY b.number DESC"
