@@ -33,6 +33,17 @@ pub struct ServerArgs {
     /// The provider mirror to install into and use [default: DATA_DIR/provider-mirror].
     #[arg(long, env = "ABODE_PROVIDER_MIRROR")]
     provider_mirror: Option<PathBuf>,
+    /// Pass this variable of the server's environment to Terraform runs (and
+    /// so to providers and templates), e.g. cloud credentials; NAME or
+    /// PREFIX_* (repeatable). Only PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ
+    /// and TMPDIR pass otherwise; ABODE_* and TF_* never do.
+    #[arg(
+        long = "terraform-env",
+        value_name = "NAME",
+        env = "ABODE_TERRAFORM_ENV",
+        value_delimiter = ','
+    )]
+    terraform_env: Vec<String>,
     /// Seconds a started workspace's agent has to connect before it counts as unhealthy.
     #[arg(long, env = "ABODE_AGENT_CONNECT_TIMEOUT", default_value_t = 30)]
     agent_connect_timeout: u64,
@@ -63,6 +74,8 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
+    let passed_env =
+        abode_terraform::run::PassedEnv::new(&args.terraform_env).context("--terraform-env")?;
     let data_dir = absolute(args.data_dir)?;
     // Volumes (home disks), process logs and the database live here: readable
     // by the server's user only, also when the directory already existed.
@@ -85,6 +98,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.provisioners = args.provisioners;
     options.access_url = args.access_url;
     options.provider_mirror = Some(mirror_dir);
+    options.terraform_env = Some(passed_env.from_process());
     // Agents run this same executable (`abode agent`), not the mirror's copy.
     options.agent_binary = Some(executable);
     options.agent_connect_timeout = Duration::from_secs(args.agent_connect_timeout);

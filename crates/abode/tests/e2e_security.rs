@@ -21,3 +21,56 @@ fn the_data_dir_is_private_to_the_server_user() {
         & 0o777;
     assert_eq!(mode, 0o700, "data dir mode is {mode:o}");
 }
+
+/// Terraform runs (and so providers and templates) get only what Terraform
+/// needs of the server's environment and what the operator passes with
+/// `--terraform-env`; never the server's own configuration or anything else.
+#[test]
+fn templates_see_only_the_environment_the_operator_passes() {
+    util::require_terraform();
+    let platform = Platform::start_with_env(
+        &["--terraform-env", "CLOUD_*"],
+        &[
+            ("CLOUD_TOKEN", "cloud-credential"),
+            ("SERVER_SECRET", "server-only"),
+            ("ABODE_CONFIRMATION_TIMEOUT", "86400"),
+        ],
+    );
+    platform.login_owner();
+    let seen = platform.root().join("seen-env");
+    let dir = platform.root().join("templates/env");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("main.tf"),
+        format!(
+            r#"resource "terraform_data" "env" {{
+  provisioner "local-exec" {{
+    command = "env > {}"
+  }}
+}}
+"#,
+            seen.display()
+        ),
+    )
+    .unwrap();
+    platform
+        .run(&["templates", "push", "env", "-d", dir.to_str().unwrap()])
+        .ok();
+    platform.run(&["create", "dev", "--template", "env"]).ok();
+    let env = std::fs::read_to_string(&seen).unwrap();
+    let names: Vec<&str> = env.lines().filter_map(|l| l.split('=').next()).collect();
+    assert!(env.contains("CLOUD_TOKEN=cloud-credential"), "{env}");
+    assert!(names.contains(&"PATH"), "{env}");
+    assert!(!env.contains("server-only"), "{env}");
+    assert!(!names.contains(&"ABODE_CONFIRMATION_TIMEOUT"), "{env}");
+
+    // Reserved names are refused at start, with one line.
+    let refused = std::process::Command::new(util::abode_bin())
+        .args(["server", "--terraform-env", "ABODE_DATABASE_URL"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("never passed"), "{stderr}");
+}

@@ -24,6 +24,9 @@ pub struct ServerOptions {
     /// The URL agents call back; default `http://<bound address>`.
     pub access_url: Option<String>,
     pub provider_mirror: Option<PathBuf>,
+    /// What Terraform runs get of the server's environment (resolved from
+    /// the operator's `--terraform-env` patterns); `None`: only the base.
+    pub terraform_env: Option<Vec<(String, String)>>,
     pub agent_binary: Option<PathBuf>,
     pub agent_connect_timeout: Duration,
     pub agent_heartbeat_timeout: Duration,
@@ -43,6 +46,7 @@ impl ServerOptions {
             provisioners: 3,
             access_url: None,
             provider_mirror: None,
+            terraform_env: None,
             agent_binary: None,
             agent_connect_timeout: Duration::from_secs(30),
             agent_heartbeat_timeout: Duration::from_secs(15),
@@ -110,6 +114,9 @@ impl Server {
         let mut config = Config::new(options.data_dir.clone(), access_url.clone());
         config.provider_mirror = options.provider_mirror.clone();
         config.agent_binary = options.agent_binary.clone();
+        if let Some(env) = &options.terraform_env {
+            config.terraform_env = env.clone();
+        }
         config.agent_timeouts = AgentTimeouts {
             connect: options.agent_connect_timeout,
             heartbeat: options.agent_heartbeat_timeout,

@@ -58,6 +58,10 @@ pub struct Config {
     pub cancel_grace: Duration,
     /// How long a build held by the guard waits for a confirmation.
     pub confirmation_timeout: Duration,
+    /// What Terraform runs get of the server's environment (see
+    /// `abode_terraform::run::PassedEnv`): by default only what Terraform
+    /// needs to run; the build's own variables come on top.
+    pub terraform_env: Vec<(String, String)>,
 }
 
 impl Config {
@@ -74,6 +78,7 @@ impl Config {
             agent_heartbeat_interval: Duration::from_secs(5),
             cancel_grace: Duration::from_secs(30),
             confirmation_timeout: Duration::from_secs(24 * 60 * 60),
+            terraform_env: abode_terraform::run::PassedEnv::default().from_process(),
         }
     }
 

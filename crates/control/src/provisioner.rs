@@ -750,11 +750,13 @@ fn build_env(
         parameters,
         development: false,
     };
-    let mut env: Vec<(String, String)> = context
-        .to_env()
-        .into_iter()
-        .map(|(key, value)| (key.to_string(), value))
-        .collect();
+    let mut env = config.terraform_env.clone();
+    env.extend(
+        context
+            .to_env()
+            .into_iter()
+            .map(|(key, value)| (key.to_string(), value)),
+    );
     env.push((
         "TF_CLI_CONFIG_FILE".into(),
         cli_config.display().to_string(),
@@ -969,10 +971,11 @@ async fn validate_in(
     .await
     .map_err(|error| ControlError::Internal(format!("preparing the work dir failed: {error}")))?
     .map_err(ControlError::Internal)?;
-    let env = vec![(
+    let mut env = control.inner.config.terraform_env.clone();
+    env.push((
         "TF_CLI_CONFIG_FILE".to_string(),
         cli_config.display().to_string(),
-    )];
+    ));
     let as_template_error = |step: &str| {
         let step = step.to_string();
         move |error: RunError| match error {

@@ -1,6 +1,7 @@
 //! Running Terraform for a build: one invocation with a controlled environment
-//! (the build's variables, no `ABODE_*` or `TF_*` leaking in from the server's
-//! own environment), how a run ends, and short runs whose output is captured
+//! (the build's variables and what the operator chose to pass of the server's
+//! environment, nothing else: the server's own configuration never reaches a
+//! template), how a run ends, and short runs whose output is captured
 //! (`terraform show -json`). Long runs that stream their output and must
 //! survive the server are in [`crate::supervise`].
 
@@ -10,9 +11,83 @@ use std::process::Stdio;
 
 use tokio::process::Command;
 
-/// Variables of the server's own environment that would change what Terraform
-/// does behind the build's back; the build sets its own where it needs them.
-const INHERITED_PREFIXES_REMOVED: &[&str] = &["ABODE_", "TF_"];
+/// What every Terraform run keeps of the server's environment, whatever the
+/// operator passes: what Terraform and a `local-exec` shell need to run.
+pub const BASE_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR",
+];
+
+/// Prefixes no operator may pass: the build contract and Terraform's own
+/// settings are the build's to set, and the server's configuration
+/// (`ABODE_DATABASE_URL`, ...) is its own secret.
+const RESERVED_PREFIXES: &[&str] = &["ABODE_", "TF_"];
+
+/// A variable name or `PREFIX*` pattern that may not be passed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EnvPatternError {
+    #[error("`{0}` is not a variable name or NAME_PREFIX* pattern (letters, digits and `_`)")]
+    Invalid(String),
+    #[error("`{0}` would pass the server's own or the build's variables (ABODE_*, TF_*) to templates; they are never passed")]
+    Reserved(String),
+}
+
+/// Which of the server's environment variables reach Terraform runs (and
+/// through them, providers and templates): [`BASE_ENV`] plus what the
+/// operator names. Everything else the server has, its own configuration
+/// included, stays out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PassedEnv {
+    /// Exact names, or prefixes when the pattern ended in `*`.
+    patterns: Vec<(String, bool)>,
+}
+
+impl PassedEnv {
+    /// `patterns`: names (`AWS_PROFILE`) or prefixes (`AWS_*`).
+    pub fn new(patterns: &[String]) -> Result<PassedEnv, EnvPatternError> {
+        let mut parsed = Vec::new();
+        for pattern in patterns {
+            let pattern = pattern.trim();
+            let (name, prefix) = match pattern.strip_suffix('*') {
+                Some(name) => (name, true),
+                None => (pattern, false),
+            };
+            let valid = !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit());
+            if !valid {
+                return Err(EnvPatternError::Invalid(pattern.chars().take(64).collect()));
+            }
+            let reserved = RESERVED_PREFIXES.iter().any(|reserved| {
+                name.starts_with(reserved) || (prefix && reserved.starts_with(name))
+            });
+            if reserved {
+                return Err(EnvPatternError::Reserved(pattern.to_string()));
+            }
+            parsed.push((name.to_string(), prefix));
+        }
+        Ok(PassedEnv { patterns: parsed })
+    }
+
+    pub fn passes(&self, name: &str) -> bool {
+        BASE_ENV.contains(&name)
+            || self.patterns.iter().any(|(pattern, prefix)| {
+                if *prefix {
+                    name.starts_with(pattern.as_str())
+                } else {
+                    name == pattern
+                }
+            })
+    }
+
+    /// The variables of this process's environment that pass, to give every
+    /// Terraform run (read once: the server's environment does not change).
+    pub fn from_process(&self) -> Vec<(String, String)> {
+        std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+            .filter(|(name, _)| self.passes(name))
+            .collect()
+    }
+}
 
 /// Which stream a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +110,8 @@ pub struct Invocation {
     pub args: Vec<OsString>,
     /// The directory Terraform runs in (the build's private work dir).
     pub dir: PathBuf,
-    /// The build's environment, on top of the cleaned inherited one.
+    /// The whole environment of the run (see [`PassedEnv`]), on top of
+    /// which the automation settings are set.
     pub env: Vec<(String, String)>,
 }
 
@@ -60,19 +136,13 @@ impl Invocation {
             .unwrap_or_default()
     }
 
+    /// Terraform with exactly the invocation's environment (see
+    /// [`PassedEnv`] for what a caller takes from its own) and the automation
+    /// settings; nothing else of this process's environment.
     pub(crate) fn command(&self) -> Command {
         let mut command = Command::new("terraform");
-        for (key, _) in std::env::vars_os() {
-            let removed = key.to_str().is_some_and(|key| {
-                INHERITED_PREFIXES_REMOVED
-                    .iter()
-                    .any(|p| key.starts_with(p))
-            });
-            if removed {
-                command.env_remove(&key);
-            }
-        }
         command
+            .env_clear()
             .args(&self.args)
             .current_dir(&self.dir)
             .envs(crate::AUTOMATION_ENV.iter().copied())
@@ -141,6 +211,44 @@ pub fn first_error_line(stderr: &[u8]) -> String {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn only_the_base_and_named_variables_pass() {
+        let passed = PassedEnv::new(&["AWS_*".into(), "GOOGLE_CREDENTIALS".into()]).unwrap();
+        for (name, passes) in [
+            ("PATH", true),
+            ("HOME", true),
+            ("AWS_SECRET_ACCESS_KEY", true),
+            ("AWS", false),
+            ("GOOGLE_CREDENTIALS", true),
+            ("GOOGLE_CREDENTIALS_FILE", false),
+            ("ABODE_DATABASE_URL", false),
+            ("DATABASE_URL", false),
+            ("TF_LOG", false),
+        ] {
+            assert_eq!(passed.passes(name), passes, "{name}");
+        }
+        for refused in [
+            "ABODE_DATABASE_URL",
+            "ABODE_*",
+            "TF_*",
+            "TF_LOG",
+            "A*",
+            "T*",
+            "*",
+        ] {
+            assert!(PassedEnv::new(&[refused.into()]).is_err(), "{refused}");
+        }
+        for invalid in ["", "A-B", "1X", "A B", "A*B"] {
+            assert!(
+                matches!(
+                    PassedEnv::new(&[invalid.into()]),
+                    Err(EnvPatternError::Invalid(_))
+                ),
+                "{invalid}"
+            );
+        }
+    }
 
     #[test]
     fn first_error_line_prefers_the_error_line() {

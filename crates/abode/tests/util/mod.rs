@@ -133,6 +133,8 @@ pub struct Platform {
     extra: Vec<String>,
     /// `--database-url` for the server; None keeps the embedded SQLite store.
     database_url: Option<String>,
+    /// Extra variables in the server's environment.
+    server_env: Vec<(String, String)>,
 }
 
 /// Extra server flags the tests use: short agent timeouts so that health
@@ -157,6 +159,20 @@ impl Platform {
         Platform::start_on(None, extra)
     }
 
+    /// Starts a server with extra flags and extra variables in its
+    /// environment.
+    pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Platform {
+        let mut platform = Platform::start_on(None, extra);
+        platform.stop_server();
+        platform.server_env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        platform.spawn_server();
+        platform.wait_until_ready();
+        platform
+    }
+
     /// Starts a server with extra flags, keeping its data in the database at
     /// `database_url` (PostgreSQL) instead of SQLite when given.
     pub fn start_on(database_url: Option<&str>, extra: &[&str]) -> Platform {
@@ -175,6 +191,7 @@ impl Platform {
             port,
             extra: extra.iter().map(|arg| arg.to_string()).collect(),
             database_url: database_url.map(str::to_string),
+            server_env: Vec::new(),
         };
         platform.spawn_server();
         platform.wait_until_ready();
@@ -200,6 +217,14 @@ impl Platform {
                 self.database_url
                     .iter()
                     .flat_map(|url| ["--database-url", url.as_str()]),
+            )
+            // The marker reaches what Terraform starts only because it is passed.
+            .arg("--terraform-env")
+            .arg(MARKER_VAR)
+            .envs(
+                self.server_env
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str())),
             )
             .env(MARKER_VAR, &self.marker)
             .env("CHECKPOINT_DISABLE", "1")
