@@ -361,14 +361,25 @@ async fn create_workspace(
 ) -> ApiResult {
     let body: NewWorkspaceBody = parse_json(body)?;
     // Parameters are strings on the wire; numbers and bools are accepted and
-    // kept in their Terraform spelling.
+    // kept in their Terraform spelling. Anything else has no meaning as a
+    // parameter value (a `null` used to be stored as the text "null").
     let mut parameters = BTreeMap::new();
     for (key, value) in body.parameters {
         let text = match value {
             Value::String(text) => text,
             Value::Number(number) => number.to_string(),
             Value::Bool(flag) => flag.to_string(),
-            other => other.to_string(),
+            other => {
+                let kind = match other {
+                    Value::Null => "null",
+                    Value::Array(_) => "a list",
+                    _ => "an object",
+                };
+                return Err(ApiError::bad_request(format!(
+                    "parameter `{}` is {kind}: a value is a string, number or bool",
+                    key.chars().take(64).collect::<String>()
+                )));
+            }
         };
         parameters.insert(key, text);
     }

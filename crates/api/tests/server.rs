@@ -890,3 +890,63 @@ async fn uploads_are_limited_to_32_mib_and_json_bodies_are_checked() {
     assert_eq!(status, 400);
     harness.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parameters_that_no_build_could_carry_are_refused_at_create() {
+    let harness = Harness::start().await;
+    let token = harness.owner().await;
+    harness
+        .push(&token, "base", "", archive(&quick_template()))
+        .await;
+    let create = |name: &str, parameters: serde_json::Value| {
+        let body = json!({"name": name, "template": "base", "parameters": parameters});
+        let harness = &harness;
+        let token = token.clone();
+        async move {
+            harness
+                .call("POST", "/workspaces", Some(&token), Some(body))
+                .await
+        }
+    };
+    for (parameters, message) in [
+        (
+            json!({"size": "x".repeat(140_000)}),
+            "the parameters hold 137 KiB; at most 64 KiB",
+        ),
+        (json!({"size": null}), "parameter `size` is null"),
+        (json!({"size": ["a"]}), "parameter `size` is a list"),
+        (json!({"": "a"}), "parameter name `` must be 1 to 128"),
+    ] {
+        let (status, body) = create("big", parameters).await;
+        assert_eq!(status, 400, "{body}");
+        let error = body["error"]["message"].as_str().unwrap();
+        assert!(error.starts_with(message), "{error}");
+        assert!(error.len() < 200, "one short line: {error}");
+    }
+    let (status, _) = harness
+        .call("GET", "/workspaces/big", Some(&token), None)
+        .await;
+    assert_eq!(status, 404, "nothing was created");
+
+    // Just under the cap: every build, the delete included, still runs.
+    let (status, body) = create("large", json!({"size": "x".repeat(60_000)})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        harness.wait_build(&token, "large", 1).await["status"],
+        "succeeded"
+    );
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/large/builds",
+            Some(&token),
+            Some(json!({"transition": "delete"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(
+        harness.wait_build(&token, "large", 2).await["status"],
+        "succeeded"
+    );
+    harness.stop().await;
+}

@@ -537,6 +537,7 @@ impl Control {
         parameters: BTreeMap<String, String>,
     ) -> Result<(WorkspaceView, Build), ControlError> {
         validate_name("workspace name", name)?;
+        validate_parameters(&parameters)?;
         let template = self.template(template_name).await?;
         let version_id = template.active_version_id.clone().ok_or_else(|| {
             ControlError::Conflict(format!(
@@ -1337,6 +1338,40 @@ fn audit_event(
         request_id,
         details,
     }
+}
+
+/// The most a workspace's parameters may hold, names and values together.
+/// They reach every build of the workspace (its delete included) through one
+/// environment variable, which the kernel caps at 128 KiB: a workspace whose
+/// parameters do not fit could never be built, nor deleted, again.
+pub const MAX_PARAMETERS_BYTES: usize = 64 * 1024;
+
+fn validate_parameters(parameters: &BTreeMap<String, String>) -> Result<(), ControlError> {
+    for name in parameters.keys() {
+        let valid =
+            !name.is_empty() && name.chars().count() <= 128 && !name.chars().any(char::is_control);
+        if !valid {
+            return Err(ControlError::BadRequest(format!(
+                "parameter name `{}` must be 1 to 128 characters without control characters",
+                name.chars()
+                    .filter(|c| !c.is_control())
+                    .take(64)
+                    .collect::<String>()
+            )));
+        }
+    }
+    let total: usize = parameters
+        .iter()
+        .map(|(name, value)| name.len() + value.len())
+        .sum();
+    if total > MAX_PARAMETERS_BYTES {
+        return Err(ControlError::BadRequest(format!(
+            "the parameters hold {} KiB; at most {} KiB (names and values together) can reach a build",
+            total.div_ceil(1024),
+            MAX_PARAMETERS_BYTES / 1024
+        )));
+    }
+    Ok(())
 }
 
 /// What the guard decided for a build, read from its stored report; `None`
