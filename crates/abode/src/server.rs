@@ -44,6 +44,9 @@ pub struct ServerArgs {
         value_delimiter = ','
     )]
     terraform_env: Vec<String>,
+    /// How many of each workspace's newest builds keep their plan JSON (held builds always do).
+    #[arg(long, env = "ABODE_PLAN_RETENTION", default_value_t = 20)]
+    plan_retention: usize,
     /// Seconds a started workspace's agent has to connect before it counts as unhealthy.
     #[arg(long, env = "ABODE_AGENT_CONNECT_TIMEOUT", default_value_t = 30)]
     agent_connect_timeout: u64,
@@ -99,6 +102,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.access_url = args.access_url;
     options.provider_mirror = Some(mirror_dir);
     options.terraform_env = Some(passed_env.from_process());
+    options.plan_retention = args.plan_retention;
     // Agents run this same executable (`abode agent`), not the mirror's copy.
     options.agent_binary = Some(executable);
     options.agent_connect_timeout = Duration::from_secs(args.agent_connect_timeout);

@@ -74,3 +74,34 @@ fn templates_see_only_the_environment_the_operator_passes() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("never passed"), "{stderr}");
 }
+
+/// Plan JSON can hold secrets: the server keeps it only for the newest
+/// builds of each workspace (`--plan-retention`), and a build whose plan JSON
+/// went says so in its log.
+#[test]
+fn plan_json_is_kept_only_for_the_newest_builds() {
+    util::require_terraform();
+    let platform = Platform::start_with(&["--plan-retention", "1"]);
+    platform.login_owner();
+    let minimal = util::fixture("minimal");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "minimal",
+            "-d",
+            minimal.to_str().unwrap(),
+        ])
+        .ok();
+    platform
+        .run(&["create", "dev", "--template", "minimal"])
+        .ok();
+    let removed = "the plan JSON of this build was removed";
+    let first = platform.run(&["builds", "logs", "dev", "1"]).ok();
+    assert!(!first.stdout.contains(removed), "{first}");
+    platform.run(&["stop", "dev"]).ok();
+    let first = platform.run(&["builds", "logs", "dev", "1"]).ok();
+    assert!(first.stdout.contains(removed), "{first}");
+    let second = platform.run(&["builds", "logs", "dev", "2"]).ok();
+    assert!(!second.stdout.contains(removed), "{second}");
+}

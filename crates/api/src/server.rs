@@ -27,6 +27,8 @@ pub struct ServerOptions {
     /// What Terraform runs get of the server's environment (resolved from
     /// the operator's `--terraform-env` patterns); `None`: only the base.
     pub terraform_env: Option<Vec<(String, String)>>,
+    /// How many newest builds of each workspace keep their plan JSON.
+    pub plan_retention: usize,
     pub agent_binary: Option<PathBuf>,
     pub agent_connect_timeout: Duration,
     pub agent_heartbeat_timeout: Duration,
@@ -47,6 +49,7 @@ impl ServerOptions {
             access_url: None,
             provider_mirror: None,
             terraform_env: None,
+            plan_retention: 20,
             agent_binary: None,
             agent_connect_timeout: Duration::from_secs(30),
             agent_heartbeat_timeout: Duration::from_secs(15),
@@ -114,6 +117,7 @@ impl Server {
         let mut config = Config::new(options.data_dir.clone(), access_url.clone());
         config.provider_mirror = options.provider_mirror.clone();
         config.agent_binary = options.agent_binary.clone();
+        config.plan_retention = options.plan_retention;
         if let Some(env) = &options.terraform_env {
             config.terraform_env = env.clone();
         }

@@ -62,6 +62,9 @@ pub struct Config {
     /// `abode_terraform::run::PassedEnv`): by default only what Terraform
     /// needs to run; the build's own variables come on top.
     pub terraform_env: Vec<(String, String)>,
+    /// How many of each workspace's newest builds keep their plan JSON (it
+    /// can hold secrets, and is large); held builds always keep theirs.
+    pub plan_retention: usize,
 }
 
 impl Config {
@@ -79,6 +82,7 @@ impl Config {
             cancel_grace: Duration::from_secs(30),
             confirmation_timeout: Duration::from_secs(24 * 60 * 60),
             terraform_env: abode_terraform::run::PassedEnv::default().from_process(),
+            plan_retention: 20,
         }
     }
 

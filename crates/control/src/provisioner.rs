@@ -240,8 +240,37 @@ async fn run_build(control: &Control, build_id: &str, kind: &str, shutdown: watc
             }
         }
     }
+    prune_plans(control, build_id).await;
     control.inner.log_written.notify_waiters();
     tracing::info!(build = %build_id, status = %status, "build finished");
+}
+
+/// Applies the plan JSON retention to the workspace of a build that just
+/// ended; each build whose plan JSON goes says so in its log.
+async fn prune_plans(control: &Control, build_id: &str) {
+    let store = &control.inner.store;
+    let keep = i64::try_from(control.inner.config.plan_retention).unwrap_or(i64::MAX);
+    let pruned = match store.build_by_id(build_id).await {
+        Ok(build) => store.prune_plan_json(&build.workspace_id, keep).await,
+        Err(error) => Err(error),
+    };
+    match pruned {
+        Ok(pruned) => {
+            for id in pruned {
+                control
+                    .note(
+                        &id,
+                        "cleanup",
+                        "info",
+                        &format!(
+                            "the plan JSON of this build was removed: the server keeps it for the newest {keep} builds of a workspace"
+                        ),
+                    )
+                    .await;
+            }
+        }
+        Err(error) => tracing::error!(build = %build_id, %error, "cannot apply the plan retention"),
+    }
 }
 
 /// What a build's work dir is made of, laid out off the async runtime.

@@ -156,6 +156,10 @@ storage_interface! {
     /// and the guard's report.
     fn set_build_plan(&self, build_id: &str, plan_json: &str, guard_report: &str) -> ();
     fn build_plan_json(&self, build_id: &str) -> Option<String>;
+    /// Removes the plan JSON of the workspace's finished builds older than its
+    /// newest `keep` builds (held and running builds keep theirs); returns the
+    /// ids of the builds whose plan JSON was removed.
+    fn prune_plan_json(&self, workspace_id: &str, keep: i64) -> Vec<String>;
     /// Moves a pending or running build to a final status; false if it had
     /// already finished.
     fn finish_build(&self, build_id: &str, status: BuildStatus, error: Option<&str>) -> bool;

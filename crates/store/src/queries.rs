@@ -518,6 +518,30 @@ macro_rules! shared_queries {
         Ok(())
     }
 
+    pub(crate) async fn prune_plan_json(
+        &self,
+        workspace_id: &str,
+        keep: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(&sql(
+            "UPDATE builds SET plan_json = NULL \
+             WHERE workspace_id = ? AND plan_json IS NOT NULL \
+             AND status IN ('succeeded', 'failed', 'canceled') \
+             AND number <= (SELECT number FROM builds WHERE workspace_id = ? \
+                            ORDER BY number DESC LIMIT 1 OFFSET ?) \
+             RETURNING id",
+        ))
+        .bind(workspace_id)
+        .bind(workspace_id)
+        .bind(keep)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("build"))?;
+        rows.iter()
+            .map(|row| row.try_get("id").map_err(StoreError::Database))
+            .collect()
+    }
+
     pub(crate) async fn build_plan_json(
         &self,
         build_id: &str,

@@ -808,7 +808,65 @@ macro_rules! on_every_backend {
     };
 }
 
+/// Plan JSON is kept for the newest builds of a workspace and every build
+/// that still needs it (held, or pending/running the apply of a held plan).
+async fn plan_json_is_kept_for_the_newest_builds_and_held_ones(store: Store) {
+    let (user, workspace, first) = seeded(&store).await;
+    let mut ids = vec![first.id.clone()];
+    store.claim_job("w").await.unwrap().unwrap();
+    store
+        .set_build_plan(&first.id, "{\"n\":1}", "{}")
+        .await
+        .unwrap();
+    store
+        .finish_build(&first.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap();
+    for n in 2..=5 {
+        let build = store
+            .create_build(&next_build(&workspace, &user, "start"))
+            .await
+            .unwrap();
+        store.claim_job("w").await.unwrap().unwrap();
+        store
+            .set_build_plan(&build.id, &format!("{{\"n\":{n}}}"), "{}")
+            .await
+            .unwrap();
+        if n == 5 {
+            let plan = SavedPlan {
+                plan: vec![1],
+                digest: "d".into(),
+                state_digest: "s".into(),
+            };
+            assert!(store.hold_build(&build.id, &plan, i64::MAX).await.unwrap());
+        } else {
+            store
+                .finish_build(&build.id, BuildStatus::Failed, Some("x"))
+                .await
+                .unwrap();
+        }
+        ids.push(build.id);
+    }
+    let mut pruned = store.prune_plan_json(&workspace.id, 2).await.unwrap();
+    pruned.sort();
+    let mut expected = ids[..3].to_vec();
+    expected.sort();
+    assert_eq!(
+        pruned, expected,
+        "builds 1 to 3 are older than the newest 2"
+    );
+    for (index, id) in ids.iter().enumerate() {
+        let kept = store.build_plan_json(id).await.unwrap().is_some();
+        assert_eq!(kept, index >= 3, "build {}", index + 1);
+    }
+    // Nothing is older than the newest 0 builds but the held one keeps its plan.
+    store.prune_plan_json(&workspace.id, 0).await.unwrap();
+    assert!(store.build_plan_json(&ids[4]).await.unwrap().is_some());
+    assert!(store.build_plan_json(&ids[3]).await.unwrap().is_none());
+}
+
 on_every_backend!(
+    plan_json_is_kept_for_the_newest_builds_and_held_ones,
     missing_rows_are_typed_not_found,
     first_user_only_once_and_usernames_unique,
     concurrent_first_users_make_exactly_one,
