@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::guard;
-use super::output::{self, or_dash, time};
+use super::output::{self, or_dash, time, visible};
 use super::{
     session_client, OutputArgs, OutputFormat, EXIT_AWAITING_CONFIRMATION, EXIT_BLOCKED, EXIT_ERROR,
     EXIT_OK,
@@ -102,7 +102,10 @@ fn confirm(args: ConfirmArgs) -> anyhow::Result<u8> {
                     args.workspace
                 )
             })?;
-            eprintln!("Confirming the saved plan {digest}, which changes protected resources:");
+            eprintln!(
+                "Confirming the saved plan {}, which changes protected resources:",
+                visible(&digest)
+            );
             if let Some(guard) = &held.guard {
                 for line in guard::describe_protected_changes(guard) {
                     eprintln!("{line}");
@@ -123,7 +126,9 @@ fn confirm(args: ConfirmArgs) -> anyhow::Result<u8> {
         })?;
     eprintln!(
         "Build #{} ({}) of workspace {} confirmed; following its log...",
-        build.number, build.transition, args.workspace
+        build.number,
+        visible(&build.transition),
+        visible(&args.workspace)
     );
     follow_build_from(&client, &args.workspace, &build, seen)
 }
@@ -140,9 +145,9 @@ fn cancel(args: BuildRefArgs) -> anyhow::Result<u8> {
     println!(
         "Build #{} ({}) of workspace {} is {}",
         build.number,
-        build.transition,
-        args.workspace,
-        build.status.replace('_', " ")
+        visible(&build.transition),
+        visible(&args.workspace),
+        visible(&build.status.replace('_', " "))
     );
     Ok(EXIT_OK)
 }
@@ -223,14 +228,25 @@ fn print_lines(lines: &[LogLine], mut after: u64) -> anyhow::Result<u64> {
     Ok(after)
 }
 
-/// One log line as the CLI prints it: the stage, then Terraform's text.
+/// One log line as the CLI prints it: the stage, then Terraform's text, with
+/// controls made visible (the text is whatever Terraform, a provider or a
+/// template printed). A text of several lines prints as several lines, each
+/// with the stage, so that none can pass for another stage's.
 pub fn format_line(line: &LogLine) -> String {
     let marker = match line.level.as_str() {
         "error" => " ERROR",
         "warn" => " WARN",
         _ => "",
     };
-    format!("[{}]{marker} {}", line.stage, line.text)
+    let stage = visible(&line.stage);
+    let mut pieces = line.text.lines().peekable();
+    if pieces.peek().is_none() {
+        return format!("[{stage}]{marker} ");
+    }
+    pieces
+        .map(|piece| format!("[{stage}]{marker} {}", visible(piece)))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Prints a build's log as it grows, until the build ends.
@@ -265,7 +281,9 @@ fn stream_log(client: &Client, workspace: &str, number: u64, from: u64) -> anyho
 pub fn follow_build(client: &Client, workspace: &str, build: &Build) -> anyhow::Result<u8> {
     eprintln!(
         "Build #{} ({}) of workspace {} queued; following its log...",
-        build.number, build.transition, workspace
+        build.number,
+        visible(&build.transition),
+        visible(workspace)
     );
     follow_build_from(client, workspace, build, 0)
 }
@@ -295,9 +313,9 @@ fn follow_build_from(
     let summary = format!(
         "Build #{} ({}) of workspace {} {}",
         finished.number,
-        finished.transition,
-        workspace,
-        finished.status.replace('_', " ")
+        visible(&finished.transition),
+        visible(workspace),
+        visible(&finished.status.replace('_', " "))
     );
     match code {
         EXIT_AWAITING_CONFIRMATION => eprintln!("{}", guard::held_message(workspace, &finished)),
@@ -310,7 +328,7 @@ fn follow_build_from(
         // A guard report as the reason spans lines; the explanation above has it.
         (_, Some(error)) if !error.is_empty() => eprintln!(
             "error: {summary}: {}",
-            error.lines().next().unwrap_or_default()
+            visible(error.lines().next().unwrap_or_default())
         ),
         _ => eprintln!("error: {summary}"),
     }
@@ -319,8 +337,9 @@ fn follow_build_from(
         if let Ok(shown) = client.workspace(workspace) {
             if matches!(shown.agent.status.as_str(), "connecting" | "starting") {
                 eprintln!(
-                    "The agent is {}: `abode show {workspace}` tells when the workspace is ready",
-                    shown.agent.status
+                    "The agent is {}: `abode show {}` tells when the workspace is ready",
+                    visible(&shown.agent.status),
+                    visible(workspace)
                 );
             }
         }
@@ -397,5 +416,20 @@ mod tests {
         };
         assert_eq!(format_line(&line("info")), "[apply] done");
         assert_eq!(format_line(&line("error")), "[apply] ERROR done");
+    }
+
+    #[test]
+    fn log_lines_print_other_peoples_text_inert_and_line_by_line() {
+        let line = LogLine {
+            seq: 1,
+            time: None,
+            stage: "plan".into(),
+            level: "warn".into(),
+            text: "\x1b[2Jcleared\r\nok\rfake\n\x1b]0;title\x07".into(),
+        };
+        assert_eq!(
+            format_line(&line),
+            "[plan] WARN \\e[2Jcleared\n[plan] WARN ok\\rfake\n[plan] WARN \\e]0;title\\x07"
+        );
     }
 }
