@@ -101,6 +101,28 @@ pub fn describe_protected_changes(guard: &Value) -> Vec<String> {
     lines.iter().map(|line| visible(line)).collect()
 }
 
+/// What someone confirming a held build without a digest reads before being
+/// asked: the protected changes and the digest of the plan that has them.
+pub fn review_message(workspace: &str, build: &Build, digest: &str) -> String {
+    let mut lines = vec![format!(
+        "Build #{} ({}) of workspace {workspace} is held by the plan guard: it would destroy or replace protected resources:",
+        build.number, build.transition
+    )];
+    match &build.guard {
+        Some(guard) => lines.extend(describe_protected_changes(guard)),
+        None => lines.push("  (the server sent no guard report for this build)".to_string()),
+    }
+    lines.push(format!("Plan digest: {digest}"));
+    if let Some(at) = build.expires_at.as_deref() {
+        lines.push(format!("The plan waits until {} UTC.", time(Some(at))));
+    }
+    lines
+        .iter()
+        .map(|line| visible(line))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// What to print when a build waits for confirmation: the changes, and the
 /// confirm command bound to the digest of the plan that shows them.
 pub fn held_message(workspace: &str, build: &Build) -> String {
@@ -207,7 +229,11 @@ To discard it:              abode builds cancel dev 4";
             "plan_digest": "9f86d0\r", "expires_at": "2026-11-30T17:40:00Z"
         }))
         .unwrap();
-        for text in [held_message("dev", &build), blocked_message("dev", &build)] {
+        for text in [
+            held_message("dev", &build),
+            blocked_message("dev", &build),
+            review_message("dev", &build, "9f86d0"),
+        ] {
             assert!(
                 !text
                     .chars()
@@ -217,6 +243,9 @@ To discard it:              abode builds cancel dev 4";
             assert!(text.contains("abode_volume.home\\e[2J"), "{text}");
             assert!(text.contains("because\\nfake line\\r\\u{202e}"), "{text}");
         }
+        let review = review_message("dev", &build, "9f86d0");
+        assert!(review.contains("\nPlan digest: 9f86d0\n"), "{review}");
+        assert!(review.contains("(start\\e[1A)"), "{review}");
     }
 
     #[test]
