@@ -5,6 +5,9 @@ use std::process::ExitCode;
 
 /// Bad input or a failure: the reason is on standard error.
 pub const FAILURE: u8 = 1;
+/// The command was called wrongly: a missing or malformed argument (the
+/// argument parser's own status, also used by checks it cannot make).
+pub const USAGE: u8 = 2;
 /// The plan (or build) needs an explicit confirmation.
 pub const CONFIRMATION_REQUIRED: u8 = 3;
 /// The plan (or build) was blocked by a protection rule.

@@ -95,9 +95,13 @@ fn renamed_protected_volume_waits_for_a_confirmation_of_that_exact_plan() {
 
     // The held build holds the workspace.
     platform.run(&["stop", "dev"]).fails_with(1, &["dev"]);
-    // A wrong digest confirms nothing.
+    // A digest of the wrong shape is refused before asking the server; a
+    // well-formed wrong one by the server; neither confirms anything.
     platform
         .run(&["builds", "confirm", "dev", "2", "--digest", "0000"])
+        .fails_with(2, &["64 hex characters"]);
+    platform
+        .run(&["builds", "confirm", "dev", "2", "--digest", &"0".repeat(64)])
         .fails_with(1, &["digest"]);
     assert_eq!(
         latest_build(&platform, "dev")["status"],
@@ -168,6 +172,100 @@ fn renamed_protected_volume_waits_for_a_confirmation_of_that_exact_plan() {
     platform.run(&["delete", "dev"]).ok();
 }
 
+/// Without `--digest` and off a terminal nobody can have read the plan: the
+/// CLI refuses (usage) and prints the command to run once someone has.
+#[test]
+fn confirm_without_a_digest_off_a_terminal_prints_the_command_and_applies_nothing() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let volume = workspace_with_a_file(&platform, &example_with(&[]));
+    push(&platform, "local", 2, &example_with(&[RENAME]));
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    let digest = printed_digest(&held);
+
+    let refused = platform
+        .run(&["builds", "confirm", "dev", "2"])
+        .fails_with(2, &["terminal", "nothing was confirmed"]);
+    assert_eq!(
+        latest_build(&platform, "dev")["status"],
+        "awaiting_confirmation"
+    );
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+    let line = refused
+        .stderr
+        .lines()
+        .find(|line| line.starts_with("error:"))
+        .unwrap();
+    let command = line
+        .split("then run: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no command in {line:?}"));
+    let expected = format!("abode builds confirm dev 2 --digest {digest}");
+    assert_eq!(command, expected, "{refused}");
+    assert_eq!(digest.len(), 64, "{digest}");
+
+    // The printed command, run as printed, applies the plan.
+    let words: Vec<&str> = command.split_whitespace().skip(1).collect();
+    platform.run(&words).ok();
+    assert!(!volume.exists(), "the confirmed plan kept the old volume");
+    assert_eq!(latest_build(&platform, "dev")["status"], "succeeded");
+    platform.run(&["delete", "dev"]).ok();
+}
+
+/// On a terminal, without `--digest`, the CLI shows the held plan and its
+/// digest and applies it only when the answer is `yes`.
+#[test]
+fn confirm_on_a_terminal_shows_the_plan_and_applies_only_after_yes() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let volume = workspace_with_a_file(&platform, &example_with(&[]));
+    push(&platform, "local", 2, &example_with(&[RENAME]));
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    let digest = printed_digest(&held);
+
+    for answer in ["no\n", "YES please\n", ""] {
+        let declined = platform.run_on_terminal(&["builds", "confirm", "dev", "2"], answer);
+        assert_eq!(declined.code, Some(1), "answer {answer:?}: {declined}");
+        // What Terraform wants to destroy and why, and the digest, came first.
+        let screen = &declined.stdout;
+        assert!(screen.contains("-/+ abode_volume.home"), "{declined}");
+        assert!(screen.contains("forces replacement"), "{declined}");
+        assert!(
+            screen.contains("protected by abode_protect.home"),
+            "{declined}"
+        );
+        assert!(
+            screen.contains(&format!("Plan digest: {digest}")),
+            "{declined}"
+        );
+        assert!(screen.contains("Type yes"), "{declined}");
+        assert!(screen.contains("nothing was applied"), "{declined}");
+        assert_eq!(
+            latest_build(&platform, "dev")["status"],
+            "awaiting_confirmation"
+        );
+        assert_eq!(
+            fs::read_to_string(volume.join("notes.txt")).unwrap(),
+            "keep me\n"
+        );
+    }
+
+    let confirmed = platform.run_on_terminal(&["builds", "confirm", "dev", "2"], "yes\n");
+    assert_eq!(confirmed.code, Some(0), "{confirmed}");
+    assert!(!volume.exists(), "the confirmed plan kept the old volume");
+    let build = latest_build(&platform, "dev");
+    assert_eq!(build["status"], "succeeded");
+    assert_eq!(build["confirmed_by"], "alice");
+    platform.run(&["delete", "dev"]).ok();
+}
+
 #[test]
 fn block_mode_fails_the_build_and_can_never_be_confirmed() {
     require_terraform();
@@ -186,7 +284,7 @@ fn block_mode_fails_the_build_and_can_never_be_confirmed() {
         "keep me\n"
     );
     platform
-        .run(&["builds", "confirm", "dev", "2", "--digest", "anything"])
+        .run(&["builds", "confirm", "dev", "2", "--digest", &"a".repeat(64)])
         .fails_with(1, &["never be confirmed"]);
     assert_eq!(
         fs::read_to_string(volume.join("notes.txt")).unwrap(),

@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::guard;
-use super::output::{self, or_dash, time};
+use super::output::{self, or_dash, time, visible};
 use super::{
     session_client, OutputArgs, OutputFormat, EXIT_AWAITING_CONFIRMATION, EXIT_BLOCKED, EXIT_ERROR,
     EXIT_OK,
@@ -39,9 +39,11 @@ pub struct ConfirmArgs {
     pub workspace: String,
     /// The held build's number.
     pub number: u64,
-    /// The plan digest you reviewed (printed when the build was held); without
-    /// it, the CLI prints the held plan's protected changes and confirms that plan.
-    #[arg(long)]
+    /// The digest of the plan you reviewed (64 hex characters, printed when
+    /// the build was held). Without it, on a terminal, the CLI shows the held
+    /// plan's protected changes and asks you to type `yes`; elsewhere it
+    /// refuses (exit 2) and prints the command with the digest.
+    #[arg(long, value_parser = parse_digest)]
     pub digest: Option<String>,
 }
 
@@ -81,32 +83,56 @@ pub fn run(command: BuildsCommand) -> anyhow::Result<u8> {
     }
 }
 
+/// A plan digest as the server makes it: the SHA-256 of the saved plan, 64
+/// hex characters (sent lower-case, as the server writes it). Checked here so
+/// that a truncated or mistyped digest gets a usage error, not a round trip.
+pub fn parse_digest(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    let length = text.chars().count();
+    let problem = if length != 64 {
+        format!("this one has {length}")
+    } else if !text.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        "this one has characters other than 0-9 and a-f".to_string()
+    } else {
+        return Ok(text.to_ascii_lowercase());
+    };
+    Err(format!(
+        "a plan digest is 64 hex characters (the SHA-256 printed when the build was held); {problem}"
+    ))
+}
+
+/// Whether someone is there to read the plan and answer: both standard input
+/// and standard output are terminals (the review goes to stdout, so that it
+/// is on the screen of whoever types the answer).
+fn interactive() -> bool {
+    use std::io::IsTerminal;
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// Confirms a held build. A confirmation must be a decision someone made
+/// after reading the plan, so without `--digest` the plan is shown and the
+/// answer `yes` asked for on a terminal, and nothing happens anywhere else.
 fn confirm(args: ConfirmArgs) -> anyhow::Result<u8> {
     let client = session_client()?;
     let digest = match args.digest {
         Some(digest) => digest,
         None => {
-            let held = client.build(&args.workspace, Some(args.number))?;
-            if held.status != "awaiting_confirmation" {
-                anyhow::bail!(
-                    "build #{} of workspace {} is {}, not awaiting confirmation",
-                    held.number,
-                    args.workspace,
-                    held.status.replace('_', " ")
+            let (held, digest) = held_plan(&client, &args.workspace, args.number)?;
+            if !interactive() {
+                let workspace = visible(&args.workspace);
+                let number = held.number;
+                eprintln!(
+                    "error: without --digest, build #{number} can only be confirmed on a terminal, after reading its plan; nothing was confirmed. Review it with `abode builds logs {workspace} {number}`, then run: abode builds confirm {workspace} {number} --digest {digest}"
                 );
+                return Ok(crate::exit::USAGE);
             }
-            let digest = held.plan_digest.clone().ok_or_else(|| {
-                anyhow::anyhow!(
-                    "build #{} of workspace {} has no saved plan to confirm",
+            if !ask_yes(&guard::review_message(&args.workspace, &held, &digest))? {
+                eprintln!(
+                    "error: build #{} of workspace {} was not confirmed (the answer was not `yes`); nothing was applied",
                     held.number,
-                    args.workspace
-                )
-            })?;
-            eprintln!("Confirming the saved plan {digest}, which changes protected resources:");
-            if let Some(guard) = &held.guard {
-                for line in guard::describe_protected_changes(guard) {
-                    eprintln!("{line}");
-                }
+                    visible(&args.workspace)
+                );
+                return Ok(EXIT_ERROR);
             }
             digest
         }
@@ -123,9 +149,65 @@ fn confirm(args: ConfirmArgs) -> anyhow::Result<u8> {
         })?;
     eprintln!(
         "Build #{} ({}) of workspace {} confirmed; following its log...",
-        build.number, build.transition, args.workspace
+        build.number,
+        visible(&build.transition),
+        visible(&args.workspace)
     );
     follow_build_from(&client, &args.workspace, &build, seen)
+}
+
+/// The held build and its plan digest, refusing a build that is not held or
+/// whose digest is not one (so that only a real digest is ever shown to be
+/// copied into a command).
+fn held_plan(client: &Client, workspace: &str, number: u64) -> anyhow::Result<(Build, String)> {
+    let held = client.build(workspace, Some(number))?;
+    if held.status != "awaiting_confirmation" {
+        anyhow::bail!(
+            "build #{} of workspace {} is {}, not awaiting confirmation",
+            held.number,
+            workspace,
+            held.status.replace('_', " ")
+        );
+    }
+    let digest = held.plan_digest.as_deref().ok_or_else(|| {
+        anyhow::anyhow!(
+            "build #{} of workspace {} has no saved plan to confirm",
+            held.number,
+            workspace
+        )
+    })?;
+    let digest = parse_digest(digest).map_err(|_| {
+        anyhow::anyhow!(
+            "the server gave build #{} of workspace {} a plan digest that is not 64 hex characters; nothing was confirmed",
+            held.number,
+            workspace
+        )
+    })?;
+    Ok((held, digest))
+}
+
+/// Shows `review` on stdout, asks for `yes` and reads one line of standard
+/// input; only exactly `yes` (surrounding blanks aside) counts, and the end
+/// of the input counts as no.
+fn ask_yes(review: &str) -> anyhow::Result<bool> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{review}")?;
+    write!(
+        stdout,
+        "Type yes to apply exactly this plan (anything else applies nothing): "
+    )?;
+    stdout.flush()?;
+    drop(stdout);
+    let mut answer = String::new();
+    let read = std::io::stdin()
+        .read_line(&mut answer)
+        .context("cannot read the answer from standard input")?;
+    if read == 0 {
+        // At the end of input (Ctrl-D) nothing echoed a newline after the
+        // prompt; end its line so the next message starts on its own.
+        println!();
+    }
+    Ok(answer.trim() == "yes")
 }
 
 fn cancel(args: BuildRefArgs) -> anyhow::Result<u8> {
@@ -140,9 +222,9 @@ fn cancel(args: BuildRefArgs) -> anyhow::Result<u8> {
     println!(
         "Build #{} ({}) of workspace {} is {}",
         build.number,
-        build.transition,
-        args.workspace,
-        build.status.replace('_', " ")
+        visible(&build.transition),
+        visible(&args.workspace),
+        visible(&build.status.replace('_', " "))
     );
     Ok(EXIT_OK)
 }
@@ -223,14 +305,25 @@ fn print_lines(lines: &[LogLine], mut after: u64) -> anyhow::Result<u64> {
     Ok(after)
 }
 
-/// One log line as the CLI prints it: the stage, then Terraform's text.
+/// One log line as the CLI prints it: the stage, then Terraform's text, with
+/// controls made visible (the text is whatever Terraform, a provider or a
+/// template printed). A text of several lines prints as several lines, each
+/// with the stage, so that none can pass for another stage's.
 pub fn format_line(line: &LogLine) -> String {
     let marker = match line.level.as_str() {
         "error" => " ERROR",
         "warn" => " WARN",
         _ => "",
     };
-    format!("[{}]{marker} {}", line.stage, line.text)
+    let stage = visible(&line.stage);
+    let mut pieces = line.text.lines().peekable();
+    if pieces.peek().is_none() {
+        return format!("[{stage}]{marker} ");
+    }
+    pieces
+        .map(|piece| format!("[{stage}]{marker} {}", visible(piece)))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// Prints a build's log as it grows, until the build ends.
@@ -265,7 +358,9 @@ fn stream_log(client: &Client, workspace: &str, number: u64, from: u64) -> anyho
 pub fn follow_build(client: &Client, workspace: &str, build: &Build) -> anyhow::Result<u8> {
     eprintln!(
         "Build #{} ({}) of workspace {} queued; following its log...",
-        build.number, build.transition, workspace
+        build.number,
+        visible(&build.transition),
+        visible(workspace)
     );
     follow_build_from(client, workspace, build, 0)
 }
@@ -295,9 +390,9 @@ fn follow_build_from(
     let summary = format!(
         "Build #{} ({}) of workspace {} {}",
         finished.number,
-        finished.transition,
-        workspace,
-        finished.status.replace('_', " ")
+        visible(&finished.transition),
+        visible(workspace),
+        visible(&finished.status.replace('_', " "))
     );
     match code {
         EXIT_AWAITING_CONFIRMATION => eprintln!("{}", guard::held_message(workspace, &finished)),
@@ -310,7 +405,7 @@ fn follow_build_from(
         // A guard report as the reason spans lines; the explanation above has it.
         (_, Some(error)) if !error.is_empty() => eprintln!(
             "error: {summary}: {}",
-            error.lines().next().unwrap_or_default()
+            visible(error.lines().next().unwrap_or_default())
         ),
         _ => eprintln!("error: {summary}"),
     }
@@ -319,8 +414,9 @@ fn follow_build_from(
         if let Ok(shown) = client.workspace(workspace) {
             if matches!(shown.agent.status.as_str(), "connecting" | "starting") {
                 eprintln!(
-                    "The agent is {}: `abode show {workspace}` tells when the workspace is ready",
-                    shown.agent.status
+                    "The agent is {}: `abode show {}` tells when the workspace is ready",
+                    visible(&shown.agent.status),
+                    visible(workspace)
                 );
             }
         }
@@ -397,5 +493,40 @@ mod tests {
         };
         assert_eq!(format_line(&line("info")), "[apply] done");
         assert_eq!(format_line(&line("error")), "[apply] ERROR done");
+    }
+
+    #[test]
+    fn log_lines_print_other_peoples_text_inert_and_line_by_line() {
+        let line = LogLine {
+            seq: 1,
+            time: None,
+            stage: "plan".into(),
+            level: "warn".into(),
+            text: "\x1b[2Jcleared\r\nok\rfake\n\x1b]0;title\x07".into(),
+        };
+        assert_eq!(
+            format_line(&line),
+            "[plan] WARN \\e[2Jcleared\n[plan] WARN ok\\rfake\n[plan] WARN \\e]0;title\\x07"
+        );
+    }
+
+    #[test]
+    fn digests_are_64_hex_characters() {
+        let digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+        assert_eq!(parse_digest(digest).unwrap(), digest);
+        assert_eq!(parse_digest(&digest.to_uppercase()).unwrap(), digest);
+        assert_eq!(parse_digest(&format!(" {digest}\n")).unwrap(), digest);
+        for bad in [
+            "",
+            "0000",
+            &digest[1..],
+            &format!("{digest}0"),
+            &digest.replace('9', "g"),
+            &format!("{}\x1b", &digest[1..]),
+        ] {
+            let error = parse_digest(bad).unwrap_err();
+            assert!(error.contains("64 hex characters"), "{bad:?}: {error}");
+            assert!(!error.contains('\n'), "{error}");
+        }
     }
 }

@@ -4,11 +4,14 @@
 //!
 //! The report arrives already redacted by the server; this module only
 //! arranges it, so no sensitive value can appear that the server did not send.
+//! Its addresses, reasons and values come from the template and the plan
+//! (other people's text), so every line is passed through
+//! [`visible`](super::output::visible) before anyone prints it.
 
 use abode_client::types::Build;
 use serde_json::Value;
 
-use super::output::time;
+use super::output::{time, visible};
 
 /// Terraform-like marker for an action.
 fn marker(action: &str) -> &'static str {
@@ -95,7 +98,29 @@ pub fn describe_protected_changes(guard: &Value) -> Vec<String> {
             ));
         }
     }
+    lines.iter().map(|line| visible(line)).collect()
+}
+
+/// What someone confirming a held build without a digest reads before being
+/// asked: the protected changes and the digest of the plan that has them.
+pub fn review_message(workspace: &str, build: &Build, digest: &str) -> String {
+    let mut lines = vec![format!(
+        "Build #{} ({}) of workspace {workspace} is held by the plan guard: it would destroy or replace protected resources:",
+        build.number, build.transition
+    )];
+    match &build.guard {
+        Some(guard) => lines.extend(describe_protected_changes(guard)),
+        None => lines.push("  (the server sent no guard report for this build)".to_string()),
+    }
+    lines.push(format!("Plan digest: {digest}"));
+    if let Some(at) = build.expires_at.as_deref() {
+        lines.push(format!("The plan waits until {} UTC.", time(Some(at))));
+    }
     lines
+        .iter()
+        .map(|line| visible(line))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// What to print when a build waits for confirmation: the changes, and the
@@ -126,7 +151,11 @@ pub fn held_message(workspace: &str, build: &Build) -> String {
     lines.push(format!(
         "To discard it:              abode builds cancel {workspace} {number}"
     ));
-    lines.join("\n")
+    lines
+        .iter()
+        .map(|line| visible(line))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// What to print when the guard blocked a build.
@@ -139,7 +168,11 @@ pub fn blocked_message(workspace: &str, build: &Build) -> String {
         lines.extend(describe_protected_changes(guard));
     }
     lines.push("Nothing was applied. A blocked change cannot be confirmed: fix the template, or have a template-admin release the protection with `abode workspaces unprotect WORKSPACE ADDRESS`.".to_string());
-    lines.join("\n")
+    lines
+        .iter()
+        .map(|line| visible(line))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[cfg(test)]
@@ -178,6 +211,41 @@ Nothing was applied. The plan waits until 2026-11-30 17:40:00 UTC.
 To apply exactly this plan: abode builds confirm dev 4 --digest 9f86d0
 To discard it:              abode builds cancel dev 4";
         assert_eq!(text, expected);
+    }
+
+    #[test]
+    fn report_text_from_the_template_is_printed_inert() {
+        let guard = serde_json::json!({"protected_changes": [{
+            "address": "abode_volume.home\u{1b}[2J",
+            "action": "replace",
+            "reason": "because\nfake line\r\u{202e}",
+            "replace_paths": [{"path": "name", "before": "\"a\u{9b}\"", "after": "\"b\u{7}\""}],
+            "protected_by": [{"by": "abode_protect.x", "mode": "confirm\u{1b}]0;t\u{7}"}],
+            "outcome": "confirm"
+        }]});
+        let build: Build = serde_json::from_value(serde_json::json!({
+            "id": "b", "workspace": "dev", "number": 4, "transition": "start\u{1b}[1A",
+            "status": "awaiting_confirmation", "template_version": 2, "guard": guard,
+            "plan_digest": "9f86d0\r", "expires_at": "2026-11-30T17:40:00Z"
+        }))
+        .unwrap();
+        for text in [
+            held_message("dev", &build),
+            blocked_message("dev", &build),
+            review_message("dev", &build, "9f86d0"),
+        ] {
+            assert!(
+                !text
+                    .chars()
+                    .any(|c| (c.is_control() && c != '\n') || c == '\u{202e}'),
+                "{text:?}"
+            );
+            assert!(text.contains("abode_volume.home\\e[2J"), "{text}");
+            assert!(text.contains("because\\nfake line\\r\\u{202e}"), "{text}");
+        }
+        let review = review_message("dev", &build, "9f86d0");
+        assert!(review.contains("\nPlan digest: 9f86d0\n"), "{review}");
+        assert!(review.contains("(start\\e[1A)"), "{review}");
     }
 
     #[test]

@@ -122,7 +122,8 @@ pub fn run(command: UserCommand) -> ExitCode {
 }
 
 /// The error and its causes on one line, without repeating a cause whose
-/// text the outer message already contains.
+/// text the outer message already contains; controls made visible, since a
+/// server's message may quote other people's text.
 fn one_line(err: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in err.chain() {
@@ -135,7 +136,7 @@ fn one_line(err: &anyhow::Error) -> String {
         }
         line.push_str(&text);
     }
-    line.replace('\n', " ")
+    output::visible(&line.replace('\n', " "))
 }
 
 /// A client for the stored (or environment-given) session.

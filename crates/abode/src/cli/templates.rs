@@ -6,7 +6,7 @@ use abode_client::archive;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::output::{self, or_dash, time};
+use super::output::{self, or_dash, time, visible};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
 
 #[derive(Debug, Subcommand)]
@@ -93,10 +93,12 @@ fn push(args: PushArgs) -> anyhow::Result<u8> {
             };
             println!(
                 "Pushed template {} version {} ({state})",
-                pushed.template.name, pushed.version.number
+                visible(&pushed.template.name),
+                pushed.version.number
             );
-            if !pushed.version.validation.message.is_empty() {
-                println!("Validation: {}", pushed.version.validation.message);
+            // Terraform's validation text quotes the template's own text.
+            for line in pushed.version.validation.message.lines() {
+                println!("Validation: {}", visible(line));
             }
         }
     }
@@ -168,7 +170,8 @@ fn activate(args: ActivateArgs) -> anyhow::Result<u8> {
         })?;
     println!(
         "Template {} now uses version {}",
-        answer.template.name, answer.version.number
+        visible(&answer.template.name),
+        answer.version.number
     );
     Ok(EXIT_OK)
 }

@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::builds::follow_build;
-use super::output::{self, or_dash, time};
+use super::output::{self, or_dash, time, visible};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
 
 /// `abode workspaces ...`: what a workspace keeps protected.
@@ -86,7 +86,9 @@ pub fn create(args: CreateArgs) -> anyhow::Result<u8> {
         .with_context(|| format!("workspace {:?} was not created", args.workspace))?;
     eprintln!(
         "Created workspace {} from template {} version {}",
-        created.workspace.name, created.workspace.template, created.workspace.template_version
+        visible(&created.workspace.name),
+        visible(&created.workspace.template),
+        created.workspace.template_version
     );
     follow_build(&client, &args.workspace, &created.build)
 }
@@ -195,7 +197,9 @@ pub fn protections(command: WorkspacesCommand) -> anyhow::Result<u8> {
                 })?;
             println!(
                 "Released the protection of {} (mode {}) in workspace {}; the next build may destroy or replace it",
-                released.address, released.mode, args.workspace
+                visible(&released.address),
+                visible(&released.mode),
+                visible(&args.workspace)
             );
         }
     }
@@ -271,10 +275,24 @@ fn describe(workspace: &Workspace) -> String {
             time(build.finished_at.as_deref().or(build.created_at.as_deref()))
         ));
         if let Some(error) = build.error.as_deref().filter(|e| !e.is_empty()) {
-            lines.push(format!("Build error: {error}"));
+            // An error may span lines (a guard report); each keeps its own.
+            for (index, line) in error.lines().enumerate() {
+                let label = if index == 0 {
+                    "Build error: "
+                } else {
+                    "             "
+                };
+                lines.push(format!("{label}{line}"));
+            }
         }
     }
-    let mut text = lines.join("\n");
+    // Names, parameters, statuses and errors are other people's text: each
+    // line is made inert, and a newline inside a value cannot start another.
+    let mut text = lines
+        .iter()
+        .map(|line| visible(line))
+        .collect::<Vec<_>>()
+        .join("\n");
     text.push('\n');
     text
 }
@@ -322,6 +340,36 @@ mod tests {
         assert!(text.contains("no agent connected in time"), "{text}");
         assert!(
             text.contains("Last build:  #1 start succeeded by alice at 2026-11-29 17:40:00"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn show_prints_other_peoples_text_inert() {
+        let workspace: Workspace = serde_json::from_value(serde_json::json!({
+            "id": "w", "name": "dev", "owner": "al\u{1b}[2Jice", "template": "local",
+            "template_version": 1, "status": "failed", "healthy": false,
+            "parameters": {"motd": "hi\r\u{1b}[2Kfake\nline"},
+            "agent": {"status": "none"},
+            "latest_build": {"id": "b", "workspace": "dev", "number": 2, "transition": "start",
+                "status": "failed", "template_version": 1, "initiator": "bob\u{7}",
+                "error": "first \u{1b}]0;x\u{7}\nsecond\r"}
+        }))
+        .unwrap();
+        let text = describe(&workspace);
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{text:?}"
+        );
+        assert!(text.contains("Workspace:   al\\e[2Jice/dev\n"), "{text}");
+        assert!(
+            text.contains("Parameters:  motd=hi\\r\\e[2Kfake\\nline\n"),
+            "{text}"
+        );
+        assert!(text.contains("by bob\\x07 at"), "{text}");
+        // A multi-line error keeps its lines, each one inert.
+        assert!(
+            text.contains("Build error: first \\e]0;x\\x07\n             second\\r\n"),
             "{text}"
         );
     }

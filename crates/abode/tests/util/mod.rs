@@ -371,6 +371,35 @@ impl Platform {
         Run::from_output(text, child.wait_with_output().unwrap())
     }
 
+    /// Runs `abode ARGS` with the default session on a pseudo-terminal (its
+    /// stdin, stdout and stderr are all the terminal), typing `input`: through
+    /// util-linux's `script`, which passes what it reads to the terminal and
+    /// prints what the command writes there (the typed text echoed included).
+    pub fn run_on_terminal(&self, args: &[&str], input: &str) -> Run {
+        let quoted: Vec<String> = std::iter::once(abode_bin())
+            .chain(args.iter().copied())
+            .map(shell_quote)
+            .collect();
+        let mut command = Command::new("script");
+        command
+            .args(["-q", "-e", "-c", &quoted.join(" "), "/dev/null"])
+            .env("ABODE_CONFIG_DIR", self.config_dir())
+            .env_remove("ABODE_URL")
+            .env_remove("ABODE_TOKEN")
+            .env(MARKER_VAR, &self.marker)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command
+            .spawn()
+            .expect("the terminal tests need `script` (util-linux or bsdutils)");
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(input.as_bytes()).unwrap();
+        drop(pipe);
+        let text = format!("abode {} (on a terminal)", args.join(" "));
+        Run::from_output(text, child.wait_with_output().unwrap())
+    }
+
     /// Creates the first user `alice` (owner) and logs the default session in.
     pub fn login_owner(&self) {
         self.run_as(
@@ -491,6 +520,11 @@ impl Drop for Platform {
             eprintln!("--- abode server log ---\n{}", self.server_log());
         }
     }
+}
+
+/// `text` quoted for `sh`.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 fn free_port() -> u16 {

@@ -1,0 +1,128 @@
+//! Other people's text through the real CLI and server: a template version
+//! message, a parameter value, and the build error and log lines that quote
+//! it carry terminal escapes, and no command prints them raw (they show as
+//! `\e[2J`, ...). `--output json` keeps the exact text.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod util;
+
+use util::{fixture, require_terraform, Platform, Run};
+
+/// Clears the screen, homes the cursor and prints a line that is not there.
+const MESSAGE: &str = "v1 \x1b[2J\x1b[1;1Hfake \x1b]0;owned\x07title\r\u{202e}txt.exe";
+/// Colours, then overwrites its own line with CR and erase-line; ends with a
+/// C1 CSI (U+009B), which some terminals obey too.
+const PARAMETER: &str = "hi \x1b[31mred\x1b[0m\r\x1b[2Kfake line \u{9b}2J";
+/// Fails the template's validation, which quotes it in the build's error.
+const BAD_PARAMETER: &str = "boom! \x1b[2J\x1b[1;1Hfake";
+
+/// Characters that must never reach a terminal from a server's text.
+fn raw_controls(text: &str) -> Vec<char> {
+    text.chars()
+        .filter(|c| {
+            (c.is_control() && *c != '\n')
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect()
+}
+
+#[track_caller]
+fn assert_inert(run: &Run) {
+    for (name, text) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+        let found = raw_controls(text);
+        assert!(
+            found.is_empty(),
+            "`{}` printed raw {found:?} on {name}:\n{}",
+            run.command,
+            text.escape_debug()
+        );
+    }
+}
+
+#[test]
+fn escapes_in_server_text_are_printed_visibly() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let template = fixture("parameter-echo");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "echo",
+            "-d",
+            template.to_str().unwrap(),
+            "-m",
+            MESSAGE,
+        ])
+        .ok();
+    let parameter = format!("motd={PARAMETER}");
+    let created = platform
+        .run(&["create", "dev", "--template", "echo", "-p", &parameter])
+        .ok();
+    assert_inert(&created);
+    let bad_parameter = format!("motd={BAD_PARAMETER}");
+    let failed = platform.run(&["create", "bad", "--template", "echo", "-p", &bad_parameter]);
+    assert_eq!(failed.code, Some(1), "{failed}");
+    assert_inert(&failed);
+
+    // The hostile text did reach the server and comes back exact in JSON.
+    let versions = platform
+        .run(&["templates", "versions", "list", "echo", "-o", "json"])
+        .ok()
+        .json();
+    assert_eq!(versions[0]["message"], MESSAGE);
+    assert_eq!(platform.show("dev")["parameters"]["motd"], PARAMETER);
+    let bad_build = &platform.show("bad")["latest_build"];
+    let error = bad_build["error"].as_str().unwrap_or_default();
+    assert!(error.contains("\x1b[2J"), "{bad_build:#}");
+
+    let text_commands: &[&[&str]] = &[
+        &["templates", "versions", "list", "echo"],
+        &["show", "dev"],
+        &["show", "bad"],
+        &["builds", "list", "dev"],
+        &["builds", "list", "bad"],
+        &["builds", "logs", "dev", "1"],
+        &["builds", "logs", "bad", "1"],
+        &["audit"],
+        &["list"],
+    ];
+    let mut printed = Vec::new();
+    for args in text_commands {
+        let run = platform.run(args).ok();
+        assert_inert(&run);
+        printed.push(run);
+    }
+    // What was hidden is shown, in the escaped form.
+    assert!(
+        printed[0]
+            .stdout
+            .contains("v1 \\e[2J\\e[1;1Hfake \\e]0;owned\\x07title\\r\\u{202e}txt.exe"),
+        "{}",
+        printed[0]
+    );
+    assert!(
+        printed[1]
+            .stdout
+            .contains("motd=hi \\e[31mred\\e[0m\\r\\e[2Kfake line \\u{9b}2J"),
+        "{}",
+        printed[1]
+    );
+    for run in [&printed[2], &printed[4]] {
+        assert!(run.stdout.contains("boom! \\e[2J\\e[1;1Hfake"), "{run}");
+    }
+    // A table row stays one line: the header and one row per build.
+    assert_eq!(printed[4].stdout.lines().count(), 2, "{}", printed[4]);
+
+    // JSON stays valid and exact for every list.
+    for args in [
+        &["builds", "list", "bad", "-o", "json"][..],
+        &["audit", "-o", "json"],
+        &["list", "-o", "json"],
+    ] {
+        platform.run(args).ok().json();
+    }
+    platform.run(&["delete", "dev"]).ok();
+}
