@@ -169,7 +169,9 @@ async fn a_replaced_protected_resource_waits_for_a_confirmation_of_that_exact_pl
     assert_eq!(home_id(&harness, &token).await, before, "nothing applied");
     let log = harness.log_text(&token, "dev", 2).await;
     assert!(
-        log.contains("Confirm with: abode builds confirm alice/dev 2"),
+        log.contains(&format!(
+            "confirm with: abode builds confirm alice/dev 2 --digest {digest}"
+        )),
         "{log}"
     );
     let (_, body) = harness
@@ -310,7 +312,7 @@ async fn a_blocked_change_fails_before_apply_and_can_never_be_confirmed() {
             "POST",
             "/workspaces/dev/builds/2/confirm",
             Some(&token),
-            Some(json!({"digest": "x"})),
+            Some(json!({"digest": "a".repeat(64)})),
         )
         .await;
     assert_eq!(status, 409);
@@ -473,10 +475,26 @@ async fn stale_plans_cancel_expiry_members_and_deletes() {
             "POST",
             "/workspaces/alice%2Fdev/builds/3/confirm",
             Some(&member),
-            Some(json!({"digest": "x"})),
+            Some(json!({"digest": "a".repeat(64)})),
         )
         .await;
     assert_eq!(status, 403);
+    // What is not a digest is refused before anything is looked up or stored.
+    let huge = "\u{1b}[2J".repeat(100_000);
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces/alice%2Fdev/builds/3/confirm",
+            Some(&member),
+            Some(json!({"digest": huge})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (_, body) = harness.call("GET", "/audit", Some(&token), None).await;
+    assert!(
+        !body.to_string().contains("[2J"),
+        "the audit log keeps no part of it"
+    );
     let (status, _) = harness
         .call(
             "DELETE",

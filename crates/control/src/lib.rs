@@ -895,6 +895,16 @@ impl Control {
                 "give the plan digest you reviewed (the build's plan_digest)".into(),
             ));
         }
+        // Checked before anything is looked up or audited: what is not a
+        // digest (any size, any bytes) is never stored.
+        let digest = digest.trim();
+        if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(ControlError::BadRequest(
+                "a plan digest is 64 hexadecimal characters (the build's plan_digest)".into(),
+            ));
+        }
+        let digest = digest.to_ascii_lowercase();
+        let digest = digest.as_str();
         let build = self.build(caller, reference, number).await?;
         let target = format!("{}/{}", build.owner_name, build.workspace_name);
         let refuse = |message: String| ControlError::Conflict(message);

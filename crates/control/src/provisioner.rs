@@ -438,7 +438,7 @@ impl BuildRun {
                     "guard",
                     "warn",
                     &format!(
-                        "held for confirmation: {}; nothing was applied. Confirm with: abode builds confirm {}/{} {}",
+                        "held for confirmation: {}; nothing was applied. Review, then confirm with: abode builds confirm {}/{} {} --digest {digest}",
                         describe_changes(&report, Decision::Confirm),
                         build.owner_name,
                         build.workspace_name,
