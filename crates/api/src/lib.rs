@@ -81,9 +81,31 @@ impl From<ControlError> for ApiError {
     }
 }
 
+/// The longest error message an answer carries.
+const MAX_MESSAGE_CHARS: usize = 500;
+
+/// One line, bounded: control characters (newlines, escapes) that reached a
+/// message from a request are shown escaped, and a long one is cut.
+fn one_line(message: &str) -> String {
+    let mut line = String::new();
+    for (count, c) in message.chars().enumerate() {
+        if count == MAX_MESSAGE_CHARS {
+            line.push('…');
+            break;
+        }
+        if c.is_control() {
+            line.extend(c.escape_default());
+        } else {
+            line.push(c);
+        }
+    }
+    line
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::json!({"error": {"code": self.code, "message": self.message}});
+        let message = one_line(&self.message);
+        let body = serde_json::json!({"error": {"code": self.code, "message": message}});
         (self.status, Json(body)).into_response()
     }
 }

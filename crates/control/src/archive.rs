@@ -26,15 +26,26 @@ pub fn unpack(archive: &[u8], root: &Path) -> Result<(), ControlError> {
     let stream_cap = MAX_UNPACKED_BYTES + (MAX_ENTRIES as u64 + 16) * 1024;
     let decoder = flate2::read::GzDecoder::new(archive).take(stream_cap);
     let mut tar = tar::Archive::new(decoder);
-    let entries = tar
-        .entries()
-        .map_err(|error| invalid(format!("not a tar.gz archive: {error}")))?;
+    // The tar crate's own errors quote the header bytes it could not read:
+    // the uploader's bytes, not a message. Say what is wrong instead.
+    let not_tar = |error: std::io::Error| {
+        let what = if error.kind() == std::io::ErrorKind::InvalidInput
+            || error.to_string().contains("gzip")
+            || error.to_string().contains("corrupt deflate")
+        {
+            "not a gzip stream"
+        } else {
+            "the gzip stream does not hold a tar archive"
+        };
+        invalid(format!("not a tar.gz archive: {what}"))
+    };
+    let entries = tar.entries().map_err(not_tar)?;
     let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
     let mut total: u64 = 0;
     let mut count = 0usize;
     let mut has_terraform = false;
     for entry in entries {
-        let mut entry = entry.map_err(|error| invalid(format!("not a tar.gz archive: {error}")))?;
+        let mut entry = entry.map_err(not_tar)?;
         let kind = entry.header().entry_type();
         if matches!(
             kind,
