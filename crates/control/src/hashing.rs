@@ -6,9 +6,11 @@
 //! request got its own thread, its own 19 MiB and, with glibc, often its own
 //! malloc arena that keeps the freed memory. So password work runs here
 //! instead, on a fixed few threads of its own (about one per core: more could
-//! not run at once anyway). Memory for hashing is then bounded by the number of
-//! threads times one Argon2 block area, and since the same threads are reused,
-//! the same arenas are too.
+//! not run at once anyway), and each thread keeps one Argon2 working memory
+//! that it reuses for every hash (`secrets::Memory`, allocated at its first
+//! hash). Memory for hashing is then exactly the number of threads times
+//! 19 MiB: a fresh allocation per hash, even on a few threads, fragmented
+//! glibc's arenas under load and grew them by several times that.
 //!
 //! A request waits for a free thread at most `wait`; past that it is refused
 //! as busy (503 with `Retry-After`), instead of piling up in memory.
@@ -20,9 +22,10 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, Semaphore};
 
+use crate::secrets::Memory;
 use crate::ControlError;
 
-type Job = Box<dyn FnOnce() + Send + 'static>;
+type Job = Box<dyn FnOnce(&mut Memory) + Send + 'static>;
 
 /// How long a refused request should wait before trying again.
 const BUSY_RETRY_AFTER_SECONDS: u64 = 1;
@@ -65,7 +68,7 @@ impl HashingPool {
     pub(crate) async fn run<T, F>(&self, job: F) -> Result<T, ControlError>
     where
         T: Send + 'static,
-        F: FnOnce() -> T + Send + 'static,
+        F: FnOnce(&mut Memory) -> T + Send + 'static,
     {
         let permit =
             match tokio::time::timeout(self.wait, self.permits.clone().acquire_owned()).await {
@@ -74,8 +77,8 @@ impl HashingPool {
                 Err(_elapsed) => return Err(busy()),
             };
         let (answer, answered) = oneshot::channel();
-        let job: Job = Box::new(move || {
-            let _ = answer.send(job());
+        let job: Job = Box::new(move |memory: &mut Memory| {
+            let _ = answer.send(job(memory));
         });
         // With a permit there is always room in the queue; a full or closed
         // queue (no thread could be started) is reported as busy.
@@ -91,6 +94,7 @@ impl HashingPool {
 }
 
 fn work(queue: &Mutex<mpsc::Receiver<Job>>) {
+    let mut memory = Memory::new();
     loop {
         let job = match queue.lock() {
             Ok(receiver) => receiver.recv(),
@@ -102,7 +106,7 @@ fn work(queue: &Mutex<mpsc::Receiver<Job>>) {
         };
         // A panic drops the job's answer (the caller gets an internal error)
         // and must not take the thread with it.
-        if std::panic::catch_unwind(AssertUnwindSafe(job)).is_err() {
+        if std::panic::catch_unwind(AssertUnwindSafe(|| job(&mut memory))).is_err() {
             tracing::error!("a password hashing job panicked");
         }
     }
@@ -141,7 +145,7 @@ mod tests {
             let running = Arc::clone(&running);
             let most = Arc::clone(&most);
             tasks.push(tokio::spawn(async move {
-                pool.run(move || {
+                pool.run(move |_| {
                     let now = running.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
                     std::thread::sleep(Duration::from_millis(200));
@@ -175,8 +179,8 @@ mod tests {
     #[tokio::test]
     async fn a_panicking_job_is_an_error_and_the_thread_lives_on() {
         let pool = HashingPool::new(1, Duration::from_secs(5));
-        let result: Result<(), _> = pool.run(|| panic!("boom")).await;
+        let result: Result<(), _> = pool.run(|_| panic!("boom")).await;
         assert!(matches!(result, Err(ControlError::Internal(_))));
-        assert_eq!(pool.run(|| 7).await.unwrap(), 7);
+        assert_eq!(pool.run(|_| 7).await.unwrap(), 7);
     }
 }

@@ -201,7 +201,7 @@ impl Control {
         let matches = self
             .inner
             .hashing
-            .run(move || secrets::verify_password(&password, &stored))
+            .run(move |memory| secrets::verify_password(&password, &stored, memory))
             .await?;
         let user = match user {
             Some(user) if matches => user,

@@ -292,7 +292,7 @@ impl Control {
         let password = password.to_string();
         self.inner
             .hashing
-            .run(move || secrets::hash_password(&password))
+            .run(move |memory| secrets::hash_password(&password, memory))
             .await?
     }
 
