@@ -5,6 +5,7 @@
 
 mod agent;
 mod cli;
+mod duration;
 mod exit;
 mod plan_check;
 mod provider;

@@ -65,6 +65,19 @@ pub struct ServerArgs {
     /// Seconds a build held by the plan guard waits for a confirmation before it expires.
     #[arg(long, env = "ABODE_CONFIRMATION_TIMEOUT", default_value_t = 86_400)]
     confirmation_timeout: u64,
+    /// A session ends after this long without a request (90m, 24h, 30d, or seconds).
+    #[arg(long, env = "ABODE_SESSION_IDLE_TIMEOUT", default_value = "24h", value_parser = crate::duration::parse)]
+    session_idle_timeout: Duration,
+    /// A session ends this long after its login, however much it is used.
+    #[arg(long, env = "ABODE_SESSION_MAX_LIFETIME", default_value = "30d", value_parser = crate::duration::parse)]
+    session_max_lifetime: Duration,
+    /// The longest lifetime of an API token (also the default of `abode tokens create`).
+    #[arg(long, env = "ABODE_API_TOKEN_MAX_LIFETIME", default_value = "365d", value_parser = crate::duration::parse)]
+    api_token_max_lifetime: Duration,
+    /// Failed logins per username or client address within a minute before
+    /// logins are refused (429) for the rest of that minute; 0 turns it off.
+    #[arg(long, env = "ABODE_LOGIN_FAILURES_PER_MINUTE", default_value_t = 10)]
+    login_failures_per_minute: u32,
 }
 
 pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
@@ -111,6 +124,10 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.cancel_grace = Duration::from_secs(args.cancel_grace);
     options.confirmation_timeout = Duration::from_secs(args.confirmation_timeout);
     options.database_url = args.database_url;
+    options.session_idle_timeout = args.session_idle_timeout;
+    options.session_max_lifetime = args.session_max_lifetime;
+    options.api_token_max_lifetime = args.api_token_max_lifetime;
+    options.login_failures_per_minute = args.login_failures_per_minute;
     let server = Server::start(options)
         .await
         .context("cannot start abode server")?;

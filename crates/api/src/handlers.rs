@@ -80,6 +80,7 @@ pub fn router(state: AppState) -> Router {
         .route("/agent/lifecycle", post(agent_lifecycle))
         .route("/agent/heartbeat", post(agent_heartbeat))
         .route("/agent/me", get(agent_me))
+        .merge(crate::identity::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES));
     Router::new()
         .nest("/api/v1", api)
@@ -214,12 +215,16 @@ async fn create_first_user(
 async fn login(
     State(state): State<AppState>,
     axum::Extension(request_id): axum::Extension<RequestId>,
+    // The socket's peer, never a forwarded-for header (which anyone can
+    // write): the throttle counts failures per client address.
+    peer: Option<axum::extract::ConnectInfo<std::net::SocketAddr>>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let body: LoginBody = parse_json(body)?;
+    let client = peer.map(|axum::extract::ConnectInfo(address)| address.ip());
     let (user, token) = state
         .control
-        .login(&body.username, &body.password, Some(request_id.0))
+        .login_from(&body.username, &body.password, client, Some(request_id.0))
         .await?;
     ok(
         StatusCode::OK,

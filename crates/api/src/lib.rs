@@ -7,6 +7,7 @@
 //! `x-request-id`, which is also on every server log line of that request.
 
 mod handlers;
+mod identity;
 mod server;
 pub mod views;
 
@@ -40,6 +41,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// Seconds for a `Retry-After` header (429, 503).
+    pub retry_after_seconds: Option<u64>,
 }
 
 impl ApiError {
@@ -48,6 +51,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            retry_after_seconds: None,
         }
     }
 
@@ -67,8 +71,11 @@ impl From<ControlError> for ApiError {
             ControlError::NotFound(_) => StatusCode::NOT_FOUND,
             ControlError::Conflict(_) => StatusCode::CONFLICT,
             ControlError::InvalidTemplate(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ControlError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ControlError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ControlError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         };
+        let retry_after_seconds = error.retry_after_seconds();
         let message = match &error {
             ControlError::Internal(detail) => {
                 // The detail is for the operator; the request span carries the id.
@@ -77,7 +84,10 @@ impl From<ControlError> for ApiError {
             }
             other => other.to_string(),
         };
-        ApiError::new(status, error.code(), message)
+        ApiError {
+            retry_after_seconds,
+            ..ApiError::new(status, error.code(), message)
+        }
     }
 }
 
@@ -106,14 +116,20 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let message = one_line(&self.message);
         let body = serde_json::json!({"error": {"code": self.code, "message": message}});
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after_seconds {
+            response
+                .headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
     }
 }
 
 /// The authenticated user of a request.
 pub struct Authenticated(pub Caller);
 
-fn bearer(parts: &Parts) -> Option<String> {
+pub(crate) fn bearer(parts: &Parts) -> Option<String> {
     let value = parts
         .headers
         .get(axum::http::header::AUTHORIZATION)?
@@ -126,7 +142,7 @@ fn bearer(parts: &Parts) -> Option<String> {
     (!token.is_empty()).then(|| token.to_string())
 }
 
-fn request_id(parts: &Parts) -> Option<String> {
+pub(crate) fn request_id(parts: &Parts) -> Option<String> {
     parts.extensions.get::<RequestId>().map(|id| id.0.clone())
 }
 

@@ -38,6 +38,11 @@ pub struct ServerOptions {
     /// `postgres://...` to keep the data in PostgreSQL; default: SQLite in
     /// the data dir.
     pub database_url: Option<String>,
+    pub session_idle_timeout: Duration,
+    pub session_max_lifetime: Duration,
+    pub api_token_max_lifetime: Duration,
+    /// Failed logins per username or client address per minute; 0: no limit.
+    pub login_failures_per_minute: u32,
 }
 
 impl ServerOptions {
@@ -57,6 +62,10 @@ impl ServerOptions {
             cancel_grace: Duration::from_secs(30),
             confirmation_timeout: Duration::from_secs(24 * 60 * 60),
             database_url: None,
+            session_idle_timeout: Duration::from_secs(24 * 60 * 60),
+            session_max_lifetime: Duration::from_secs(30 * 24 * 60 * 60),
+            api_token_max_lifetime: Duration::from_secs(365 * 24 * 60 * 60),
+            login_failures_per_minute: 10,
         }
     }
 }
@@ -128,6 +137,10 @@ impl Server {
         config.agent_heartbeat_interval = options.agent_heartbeat_interval;
         config.cancel_grace = options.cancel_grace;
         config.confirmation_timeout = options.confirmation_timeout;
+        config.session_idle_timeout = options.session_idle_timeout;
+        config.session_max_lifetime = options.session_max_lifetime;
+        config.api_token_max_lifetime = options.api_token_max_lifetime;
+        config.login_failures_per_minute = options.login_failures_per_minute;
         // Builds and template pushes need Terraform: say so at start rather
         // than at the first build.
         match tokio::task::spawn_blocking(abode_terraform::version).await {
@@ -155,15 +168,20 @@ impl Server {
         });
         let mut http_shutdown = shutdown_rx;
         let http = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async move {
-                    while !*http_shutdown.borrow_and_update() {
-                        if http_shutdown.changed().await.is_err() {
-                            return;
-                        }
+            // The peer address reaches handlers as ConnectInfo (the login
+            // throttle counts failures per client address).
+            axum::serve(
+                listener,
+                app.into_make_service_with_connect_info::<SocketAddr>(),
+            )
+            .with_graceful_shutdown(async move {
+                while !*http_shutdown.borrow_and_update() {
+                    if http_shutdown.changed().await.is_err() {
+                        return;
                     }
-                })
-                .await
+                }
+            })
+            .await
         });
         tracing::info!(address = %local_addr, %access_url, "abode server listening");
         Ok(Server {

@@ -13,8 +13,8 @@ use serde_json::json;
 
 use crate::error::ClientError;
 use crate::types::{
-    AgentMe, AuditEvent, Build, LogPage, LoginResponse, Protection, Template, TemplateVersion,
-    TemplateVersionResponse, Transition, User, Workspace,
+    AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, LogPage, LoginResponse, Protection,
+    Template, TemplateVersion, TemplateVersionResponse, Transition, User, Workspace,
 };
 
 /// Long enough for a push, whose answer waits for `terraform init` + `validate`.
@@ -101,6 +101,14 @@ struct ProtectionsBody {
 #[derive(Deserialize)]
 struct ReleasedBody {
     released: Protection,
+}
+#[derive(Deserialize)]
+struct TokensBody {
+    tokens: Vec<ApiToken>,
+}
+#[derive(Deserialize)]
+struct RevokedTokenBody {
+    revoked: ApiToken,
 }
 #[derive(Deserialize)]
 struct AuditBody {
@@ -213,6 +221,44 @@ impl Client {
             "POST /login",
             self.request("POST", "/login").send_json(body),
         )
+    }
+
+    /// Revokes the token this client sends (the session, or an API token):
+    /// the server answers 401 to it from then on.
+    pub fn logout(&self) -> Result<(), ClientError> {
+        self.check(self.request("POST", "/logout").send_json(json!({})))
+            .map(drop)
+    }
+
+    /// Creates a named API token (with a session, not an API token); the
+    /// answer holds the token, which the server never shows again.
+    pub fn create_api_token(
+        &self,
+        name: &str,
+        lifetime_seconds: Option<u64>,
+    ) -> Result<CreatedApiToken, ClientError> {
+        let mut body = json!({"name": name});
+        if let Some(seconds) = lifetime_seconds {
+            body["lifetime_seconds"] = json!(seconds);
+        }
+        self.finish(
+            "POST /tokens",
+            self.request("POST", "/tokens").send_json(body),
+        )
+    }
+
+    /// The caller's API tokens that are not revoked, by name.
+    pub fn api_tokens(&self) -> Result<Vec<ApiToken>, ClientError> {
+        let body: TokensBody = self.finish("GET /tokens", self.request("GET", "/tokens").call())?;
+        Ok(body.tokens)
+    }
+
+    /// Revokes the caller's API token `name`.
+    pub fn revoke_api_token(&self, name: &str) -> Result<ApiToken, ClientError> {
+        let path = format!("/tokens/{}", workspace_segment(name));
+        let body: RevokedTokenBody =
+            self.finish("DELETE /tokens", self.request("DELETE", &path).call())?;
+        Ok(body.revoked)
     }
 
     /// The user the token belongs to.

@@ -257,3 +257,23 @@ pub struct AuditEvent {
     #[serde(default)]
     pub details: Option<String>,
 }
+
+/// A named API token as listed: never the token itself.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ApiToken {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub last_used_at: Option<String>,
+    #[serde(default)]
+    pub expires_at: Option<String>,
+}
+
+/// Answer to a token creation. Not `Serialize`: it holds the token.
+#[derive(Deserialize)]
+pub struct CreatedApiToken {
+    pub api_token: ApiToken,
+    pub token: String,
+}

@@ -20,6 +20,19 @@ pub enum ControlError {
     Conflict(String),
     #[error("{0}")]
     InvalidTemplate(String),
+    /// Too many failed logins for a username or client address: refused
+    /// without checking the password until the window ends.
+    #[error("{message}")]
+    Throttled {
+        message: String,
+        retry_after_seconds: u64,
+    },
+    /// Every password hashing thread stayed busy for the whole wait.
+    #[error("{message}")]
+    Busy {
+        message: String,
+        retry_after_seconds: u64,
+    },
     /// Something the caller cannot fix; the message is for the server log.
     #[error("{0}")]
     Internal(String),
@@ -36,7 +49,25 @@ impl ControlError {
             ControlError::NotFound(_) => "not_found",
             ControlError::Conflict(_) => "conflict",
             ControlError::InvalidTemplate(_) => "invalid_template",
+            ControlError::Throttled { .. } => "too_many_requests",
+            ControlError::Busy { .. } => "unavailable",
             ControlError::Internal(_) => "internal",
+        }
+    }
+
+    /// Seconds the client should wait before trying again, for the answers
+    /// that have one (`Retry-After`).
+    pub fn retry_after_seconds(&self) -> Option<u64> {
+        match self {
+            ControlError::Throttled {
+                retry_after_seconds,
+                ..
+            }
+            | ControlError::Busy {
+                retry_after_seconds,
+                ..
+            } => Some(*retry_after_seconds),
+            _ => None,
         }
     }
 }

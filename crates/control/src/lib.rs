@@ -8,6 +8,8 @@
 
 mod archive;
 mod error;
+mod hashing;
+mod identity;
 pub mod lifecycle;
 mod provisioner;
 mod recovery;
@@ -29,6 +31,8 @@ use tokio::sync::{watch, Notify};
 pub use archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 use error::or_not_found;
 pub use error::ControlError;
+pub use hashing::default_threads as default_hashing_threads;
+pub use identity::SESSION_EXPIRED;
 pub use lifecycle::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
 pub use recovery::Recovered;
 pub use secrets::token_hash;
@@ -65,6 +69,20 @@ pub struct Config {
     /// How many of each workspace's newest builds keep their plan JSON (it
     /// can hold secrets, and is large); held builds always keep theirs.
     pub plan_retention: usize,
+    /// A session ends after this long without a request...
+    pub session_idle_timeout: Duration,
+    /// ...and this long after its login, whatever its use.
+    pub session_max_lifetime: Duration,
+    /// The longest (and default) lifetime of an API token.
+    pub api_token_max_lifetime: Duration,
+    /// Failed logins per username or client address within a minute after
+    /// which logins are refused until the minute ends; 0: no limit.
+    pub login_failures_per_minute: u32,
+    /// Threads that hash and check passwords (each uses ~19 MiB while it does).
+    pub hashing_threads: usize,
+    /// How long a password request waits for a hashing thread before it is
+    /// refused as busy.
+    pub hashing_wait: Duration,
 }
 
 impl Config {
@@ -83,6 +101,12 @@ impl Config {
             confirmation_timeout: Duration::from_secs(24 * 60 * 60),
             terraform_env: abode_terraform::run::PassedEnv::default().from_process(),
             plan_retention: 20,
+            session_idle_timeout: Duration::from_secs(24 * 60 * 60),
+            session_max_lifetime: Duration::from_secs(30 * 24 * 60 * 60),
+            api_token_max_lifetime: Duration::from_secs(365 * 24 * 60 * 60),
+            login_failures_per_minute: 10,
+            hashing_threads: hashing::default_threads(),
+            hashing_wait: Duration::from_secs(2),
         }
     }
 
@@ -158,12 +182,21 @@ struct Inner {
     running: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Wakes log followers when a line is written or a build ends.
     log_written: Notify,
+    /// Failed logins per username and client address.
+    throttle: identity::LoginThrottle,
+    /// Where passwords are hashed and checked, a few at a time.
+    hashing: hashing::HashingPool,
 }
 
 impl Control {
     pub fn new(store: Store, config: Config) -> Control {
+        let throttle =
+            identity::LoginThrottle::new(config.login_failures_per_minute, Duration::from_secs(60));
+        let hashing = hashing::HashingPool::new(config.hashing_threads, config.hashing_wait);
         Control {
             inner: Arc::new(Inner {
+                throttle,
+                hashing,
                 store,
                 config,
                 jobs_queued: Notify::new(),
@@ -230,7 +263,7 @@ impl Control {
         validate_name("username", username)?;
         validate_email(email)?;
         validate_password(password)?;
-        let password_hash = secrets::hash_password(password.to_string()).await?;
+        let password_hash = self.hash_password(password).await?;
         let user = match self
             .inner
             .store
@@ -263,96 +296,13 @@ impl Control {
         Ok((user, token))
     }
 
-    pub async fn login(
-        &self,
-        username: &str,
-        password: &str,
-        request_id: Option<String>,
-    ) -> Result<(User, String), ControlError> {
-        let wrong = || ControlError::Unauthorized("wrong username or password".into());
-        let user = match self.inner.store.user_by_name(username).await {
-            Ok(user) => user,
-            Err(StoreError::NotFound(_)) => {
-                // Spend the same time as a real check, so that timing does not
-                // tell which usernames exist.
-                let _ = secrets::hash_password(password.into()).await;
-                // What is not a valid name may be a password typed into the
-                // wrong field: the audit log does not keep it.
-                let target = if validate_name("username", username).is_ok() {
-                    username
-                } else {
-                    "(not a valid username)"
-                };
-                self.audit(None, request_id, "login", "user", target, "failure", None)
-                    .await;
-                return Err(wrong());
-            }
-            Err(other) => return Err(other.into()),
-        };
-        if !secrets::verify_password(password.into(), user.password_hash.clone()).await? {
-            self.audit(
-                Some(&user),
-                request_id,
-                "login",
-                "user",
-                username,
-                "failure",
-                None,
-            )
-            .await;
-            return Err(wrong());
-        }
-        let token = self.issue_token(&user, request_id.clone()).await?;
-        self.audit(
-            Some(&user),
-            request_id,
-            "login",
-            "user",
-            username,
-            "success",
-            None,
-        )
-        .await;
-        Ok((user, token))
-    }
-
-    async fn issue_token(
-        &self,
-        user: &User,
-        request_id: Option<String>,
-    ) -> Result<String, ControlError> {
-        let token = secrets::new_session_token();
+    /// Hashes a new password on the bounded hashing pool.
+    async fn hash_password(&self, password: &str) -> Result<String, ControlError> {
+        let password = password.to_string();
         self.inner
-            .store
-            .create_token(&user.id, &secrets::token_hash(&token))
-            .await?;
-        self.audit(
-            Some(user),
-            request_id,
-            "token.create",
-            "user",
-            &user.username,
-            "success",
-            None,
-        )
-        .await;
-        Ok(token)
-    }
-
-    /// The user a session token belongs to.
-    pub async fn authenticate(&self, token: &str) -> Result<User, ControlError> {
-        match self
-            .inner
-            .store
-            .user_by_token_hash(&secrets::token_hash(token))
-            .await
-        {
-            Ok(user) => Ok(user),
-            Err(StoreError::NotFound(_)) => Err(ControlError::Unauthorized(
-                "invalid session token; log in again".into(),
-            )),
-            Err(other) => Err(other.into()),
-        }
+            .hashing
+            .run(move |memory| secrets::hash_password(&password, memory))
+            .await?
     }
 
     pub async fn create_user(
@@ -376,7 +326,7 @@ impl Control {
                 "unknown role `{role}`: use owner, template-admin or member"
             )));
         }
-        let password_hash = secrets::hash_password(password.to_string()).await?;
+        let password_hash = self.hash_password(password).await?;
         let user = match self
             .inner
             .store

@@ -16,10 +16,12 @@ mod postgres;
 mod queries;
 mod records;
 mod sqlite;
+mod tokens;
 
 use std::path::Path;
 
 pub use records::*;
+pub use tokens::{NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 
 /// Why a storage operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -118,8 +120,6 @@ storage_interface! {
     fn user_by_name(&self, username: &str) -> User;
     fn user_by_id(&self, id: &str) -> User;
     fn create_token(&self, user_id: &str, token_hash: &str) -> ();
-    /// The user a session token (by hash) belongs to; records its use.
-    fn user_by_token_hash(&self, token_hash: &str) -> User;
 
     fn template_by_name(&self, name: &str) -> Template;
     fn list_templates(&self) -> Vec<Template>;
@@ -214,6 +214,22 @@ storage_interface! {
     fn replace_protections(&self, workspace_id: &str, build_id: &str, protections: &[NewProtection]) -> ();
     /// `NotFound("protection")` when the workspace does not remember it.
     fn release_protection(&self, workspace_id: &str, address: &str) -> Protection;
+}
+
+storage_interface! {
+    /// A session or API token by its hash, revoked or not: whether it is
+    /// still good is the domain's policy. `NotFound("token")` if unknown.
+    fn token_by_hash(&self, token_hash: &str) -> TokenRecord;
+    /// Records a use at `now` unless one was recorded at or after `not_since`.
+    fn touch_token(&self, token_id: &str, now: i64, not_since: i64) -> ();
+    /// Marks a token revoked; false if it already was.
+    fn revoke_token(&self, token_id: &str, now: i64) -> bool;
+    /// `Conflict("token name")` if the user has a live token of that name.
+    fn create_api_token(&self, token: &NewApiToken) -> TokenRecord;
+    /// The user's API tokens that are not revoked (expired ones included), by name.
+    fn list_api_tokens(&self, user_id: &str) -> Vec<TokenRecord>;
+    /// Revokes the user's live API token of that name; `NotFound("token")` if none.
+    fn revoke_api_token(&self, user_id: &str, name: &str, now: i64) -> TokenRecord;
 }
 
 /// Milliseconds since the Unix epoch, the unit every stored time uses.

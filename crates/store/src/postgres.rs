@@ -11,6 +11,7 @@ use sqlx::{PgPool, Row};
 
 use crate::queries::*;
 use crate::records::*;
+use crate::tokens::*;
 use crate::{db_error, new_id, now_ms, StoreError};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -69,6 +70,7 @@ impl PostgresBackend {
     }
 
     shared_queries!(sqlx::Postgres);
+    token_queries!();
 
     // ---- the job queue ----
 

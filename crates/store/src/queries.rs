@@ -6,9 +6,6 @@
 
 pub(crate) const USER_COLUMNS: &str = "id, username, email, role, password_hash, created_at";
 
-pub(crate) const USER_COLUMNS_OF_U: &str =
-    "u.id, u.username, u.email, u.role, u.password_hash, u.created_at";
-
 pub(crate) const TEMPLATE_SELECT: &str =
     "SELECT t.id, t.name, t.active_version_id, v.number AS active_version, \
      t.created_at, t.updated_at \
@@ -146,31 +143,6 @@ macro_rules! shared_queries {
         .await
         .map_err(db_error("token"))?;
         Ok(())
-    }
-
-    pub(crate) async fn user_by_token_hash(&self, token_hash: &str) -> Result<User, StoreError> {
-        let user: User = sqlx::query_as(&sql(&format!(
-            "SELECT {USER_COLUMNS_OF_U} FROM api_tokens k JOIN users u ON u.id = k.user_id \
-             WHERE k.token_hash = ?"
-        )))
-        .bind(token_hash)
-        .fetch_one(&self.pool)
-        .await
-        .map_err(db_error("token"))?;
-        // Every request authenticates: record the use at most once a minute,
-        // so that reads stay reads.
-        let now = now_ms();
-        sqlx::query(&sql(
-            "UPDATE api_tokens SET last_used_at = ? WHERE token_hash = ? \
-             AND (last_used_at IS NULL OR last_used_at < ?)",
-        ))
-        .bind(now)
-        .bind(token_hash)
-        .bind(now - 60_000)
-        .execute(&self.pool)
-        .await
-        .map_err(db_error("token"))?;
-        Ok(user)
     }
 
     // ---- templates ----

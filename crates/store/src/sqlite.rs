@@ -16,6 +16,7 @@ use std::borrow::Cow;
 
 use crate::queries::*;
 use crate::records::*;
+use crate::tokens::*;
 use crate::{db_error, new_id, now_ms, StoreError};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -70,6 +71,7 @@ impl SqliteBackend {
     }
 
     shared_queries!(sqlx::Sqlite);
+    token_queries!();
 
     // ---- the job queue ----
 

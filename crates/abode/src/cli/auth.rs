@@ -87,10 +87,29 @@ pub fn login(args: LoginArgs) -> anyhow::Result<u8> {
     Ok(EXIT_OK)
 }
 
+/// Revokes the session on the server, then forgets it locally. The local
+/// copy goes whatever the server said: a session that is already expired or
+/// revoked (401) is as good as ended; one the server could not be asked to end
+/// (unreachable) is reported as an error after it is forgotten, since it still
+/// works until it expires.
 pub fn logout() -> anyhow::Result<u8> {
     let dir = config::config_dir()?;
+    let revoked = match super::current_session()? {
+        Some(session) => Client::new(&session.url, Some(session.token)).logout(),
+        None => Ok(()),
+    };
     config::clear_session(&dir)?;
-    println!("Logged out: the stored session is removed");
+    match revoked {
+        Ok(()) => println!("Logged out: the session is ended on the server and removed here"),
+        Err(error) if error.status() == Some(401) => {
+            println!("Logged out: the session had already ended; it is removed here")
+        }
+        Err(error) => {
+            return Err(anyhow::Error::new(error).context(
+                "the stored session is removed here, but the server could not end it (it works until it expires)",
+            ))
+        }
+    }
     Ok(EXIT_OK)
 }
 

@@ -12,6 +12,7 @@ mod builds;
 mod guard;
 mod output;
 mod templates;
+mod tokens;
 mod workspaces;
 
 use std::process::ExitCode;
@@ -35,8 +36,11 @@ pub const EXIT_BLOCKED: u8 = crate::exit::BLOCKED;
 pub enum UserCommand {
     /// Log in to a server and remember the session (or create its first user).
     Login(auth::LoginArgs),
-    /// Forget the stored session.
+    /// End the session on the server, then forget it here.
     Logout,
+    /// Create, list and revoke long-lived API tokens.
+    #[command(subcommand)]
+    Tokens(tokens::TokensCommand),
     /// Manage user accounts.
     #[command(subcommand)]
     Users(auth::UsersCommand),
@@ -111,6 +115,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Builds(command) => builds::run(command),
         UserCommand::Workspaces(command) => workspaces::protections(command),
         UserCommand::Audit(args) => audit::run(args),
+        UserCommand::Tokens(command) => tokens::run(command),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -306,6 +306,11 @@ impl Platform {
         }
     }
 
+    /// The server's process id, while it runs.
+    pub fn server_pid(&self) -> Option<u32> {
+        self.server.as_ref().map(Child::id)
+    }
+
     /// The temporary root of this platform (data dir, config dirs, scratch).
     pub fn root(&self) -> &Path {
         self.root.path()

@@ -1,0 +1,142 @@
+//! Routes of sessions and API tokens: logout and `/tokens` (docs/api.md,
+//! "Users and sessions"). Kept apart from `handlers.rs` so that the session
+//! work and the build routes change in different files.
+//!
+//! Logout and token creation take the bearer token itself rather than the
+//! authenticated user: logout revokes exactly that token, and only a session
+//! (not an API token) may create API tokens.
+
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{delete, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use abode_store::TokenRecord;
+
+use crate::views::rfc3339;
+use crate::{bearer, request_id, ApiError, AppState, Authenticated};
+
+/// The routes of this module, merged into `/api/v1`.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/logout", post(logout))
+        .route("/tokens", post(create_token).get(list_tokens))
+        .route("/tokens/:name", delete(revoke_token))
+}
+
+/// The request's bearer token, unchecked (the handler's control call checks
+/// it), and its request id.
+struct Bearer {
+    token: String,
+    request_id: Option<String>,
+}
+
+#[axum::async_trait]
+impl FromRequestParts<AppState> for Bearer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &AppState) -> Result<Self, ApiError> {
+        let token = bearer(parts).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing session token: log in first (Authorization: Bearer <token>)",
+            )
+        })?;
+        Ok(Bearer {
+            token,
+            request_id: request_id(parts),
+        })
+    }
+}
+
+/// An API token as the API shows it: never the token, never its hash.
+#[derive(Serialize)]
+pub struct ApiTokenJson {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+    pub expires_at: Option<String>,
+}
+
+impl From<&TokenRecord> for ApiTokenJson {
+    fn from(token: &TokenRecord) -> Self {
+        ApiTokenJson {
+            id: token.id.clone(),
+            name: token.name.clone().unwrap_or_default(),
+            created_at: rfc3339(token.created_at),
+            last_used_at: token.last_used_at.map(rfc3339),
+            expires_at: token.expires_at.map(rfc3339),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewTokenBody {
+    name: String,
+    #[serde(default)]
+    lifetime_seconds: Option<u64>,
+}
+
+async fn logout(State(state): State<AppState>, bearer: Bearer) -> Result<StatusCode, ApiError> {
+    state
+        .control
+        .logout(&bearer.token, bearer.request_id)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn create_token(
+    State(state): State<AppState>,
+    bearer: Bearer,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    let bytes = body.map_err(|rejection| {
+        ApiError::bad_request(format!("cannot read the request body: {rejection}"))
+    })?;
+    let body: NewTokenBody = serde_json::from_slice(&bytes)
+        .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))?;
+    let (record, token) = state
+        .control
+        .create_api_token(
+            &bearer.token,
+            bearer.request_id,
+            &body.name,
+            body.lifetime_seconds.map(Duration::from_secs),
+        )
+        .await?;
+    // The one answer that carries a token: it is never shown again.
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({"api_token": ApiTokenJson::from(&record), "token": token})),
+    )
+        .into_response())
+}
+
+async fn list_tokens(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+) -> Result<axum::response::Response, ApiError> {
+    let tokens = state.control.api_tokens(&caller).await?;
+    let tokens: Vec<ApiTokenJson> = tokens.iter().map(ApiTokenJson::from).collect();
+    Ok(Json(json!({"tokens": tokens})).into_response())
+}
+
+async fn revoke_token(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> Result<axum::response::Response, ApiError> {
+    let revoked = state.control.revoke_api_token(&caller, &name).await?;
+    Ok(Json(json!({"revoked": ApiTokenJson::from(&revoked)})).into_response())
+}

@@ -1,0 +1,600 @@
+//! Who is calling: logins, sessions, API tokens and logout.
+//!
+//! A login checks a password, which is the one expensive thing an anonymous
+//! caller can make the server do, and the one thing worth guessing. So before
+//! any check, the login throttle refuses a username or a client address that
+//! failed too often in the last minute (429), and the check itself runs on the
+//! bounded hashing pool (503 when it stays full). An unknown user's password
+//! is checked against a dummy hash of the same cost, inside the same bound, so
+//! timing tells nothing about which usernames exist.
+//!
+//! Tokens are bearer secrets kept only as their SHA-256. A session (from a
+//! login) ends after the server's idle timeout or at its maximum lifetime,
+//! whichever comes first, or when logged out; an API token (named, made by a
+//! logged-in user) ends at its own expiry or when revoked, and has no idle
+//! timeout. The policy is applied here at each use, from the stored times, so
+//! a changed flag applies to existing sessions too.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use abode_store::{now_ms, NewApiToken, StoreError, TokenKind, TokenRecord, User};
+
+use crate::{secrets, validate_name, Caller, Control, ControlError};
+
+/// The answer to a request made with an expired session.
+pub const SESSION_EXPIRED: &str = "your session expired; log in again (abode login)";
+
+/// How often at most a token's last use is written: every request
+/// authenticates, and most requests should stay reads.
+const TOUCH_INTERVAL: Duration = Duration::from_secs(60);
+
+/// How many usernames and addresses the throttle remembers before it drops
+/// the ones whose window has ended.
+const THROTTLE_PRUNE_AT: usize = 100_000;
+
+/// What failed logins are counted by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) enum ThrottleKey {
+    /// A valid username; every invalid one shares one key (they cannot log
+    /// in, and an invalid name may be a password: it is not kept).
+    Username(String),
+    /// The client's address as the server's socket saw it.
+    Address(IpAddr),
+}
+
+const INVALID_USERNAME: &str = "(not a valid username)";
+
+impl ThrottleKey {
+    fn username(username: &str) -> ThrottleKey {
+        if validate_name("username", username).is_ok() {
+            ThrottleKey::Username(username.to_string())
+        } else {
+            ThrottleKey::Username(INVALID_USERNAME.to_string())
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Window {
+    started: Instant,
+    failures: u32,
+    /// The throttling of this window is in the audit log already.
+    audited: bool,
+}
+
+/// A refusal by the throttle.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub(crate) key: ThrottleKey,
+    pub(crate) retry_after: Duration,
+    /// The first refusal of this window: the one to audit.
+    pub(crate) first: bool,
+}
+
+/// Counts failed logins per key in fixed windows that start at a key's first
+/// failure. Once a key has `limit` failures in its window, logins by that key
+/// are refused until the window ends. In memory: a restart forgets it, which
+/// costs an attacker a restart per `limit` guesses.
+pub(crate) struct LoginThrottle {
+    /// 0: no throttling.
+    limit: u32,
+    window: Duration,
+    entries: Mutex<HashMap<ThrottleKey, Window>>,
+}
+
+impl LoginThrottle {
+    pub(crate) fn new(limit: u32, window: Duration) -> LoginThrottle {
+        LoginThrottle {
+            limit,
+            window,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<ThrottleKey, Window>> {
+        // The map stays consistent whatever a panicking holder did: each
+        // update is a single assignment.
+        self.entries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether any of `keys` is throttled at `now`.
+    pub(crate) fn check(&self, keys: &[ThrottleKey], now: Instant) -> Option<Refusal> {
+        if self.limit == 0 {
+            return None;
+        }
+        let mut entries = self.entries();
+        for key in keys {
+            let Some(window) = entries.get_mut(key) else {
+                continue;
+            };
+            let elapsed = now.saturating_duration_since(window.started);
+            if elapsed < self.window && window.failures >= self.limit {
+                let first = !window.audited;
+                window.audited = true;
+                return Some(Refusal {
+                    key: key.clone(),
+                    retry_after: self.window - elapsed,
+                    first,
+                });
+            }
+        }
+        None
+    }
+
+    /// Counts a failed login for each of `keys`.
+    pub(crate) fn failed(&self, keys: &[ThrottleKey], now: Instant) {
+        if self.limit == 0 {
+            return;
+        }
+        let mut entries = self.entries();
+        if entries.len() >= THROTTLE_PRUNE_AT {
+            let window = self.window;
+            entries.retain(|_, entry| now.saturating_duration_since(entry.started) < window);
+        }
+        for key in keys {
+            let entry = entries.entry(key.clone()).or_insert(Window {
+                started: now,
+                failures: 0,
+                audited: false,
+            });
+            if now.saturating_duration_since(entry.started) >= self.window {
+                *entry = Window {
+                    started: now,
+                    failures: 0,
+                    audited: false,
+                };
+            }
+            entry.failures = entry.failures.saturating_add(1);
+        }
+    }
+
+    /// A successful login clears its username's count (not its address's:
+    /// a guesser with an account of their own could clear theirs).
+    pub(crate) fn succeeded(&self, username: &str) {
+        self.entries().remove(&ThrottleKey::username(username));
+    }
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// Whole seconds, rounded up, at least 1: a `Retry-After` of 0 invites a
+/// retry that is still refused.
+fn whole_seconds_up(duration: Duration) -> u64 {
+    let seconds = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
+    seconds.max(1)
+}
+
+impl Control {
+    /// Logs a user in with a password; `client` is the caller's address for
+    /// the throttle (none: only the username is throttled).
+    pub async fn login_from(
+        &self,
+        username: &str,
+        password: &str,
+        client: Option<IpAddr>,
+        request_id: Option<String>,
+    ) -> Result<(User, String), ControlError> {
+        let mut keys = vec![ThrottleKey::username(username)];
+        keys.extend(client.map(ThrottleKey::Address));
+        if let Some(refusal) = self.inner.throttle.check(&keys, Instant::now()) {
+            return Err(self.throttled(refusal, request_id).await);
+        }
+        let user = match self.inner.store.user_by_name(username).await {
+            Ok(user) => Some(user),
+            Err(StoreError::NotFound(_)) => None,
+            Err(other) => return Err(other.into()),
+        };
+        // An unknown user costs a check against the dummy hash: the same
+        // work, in the same bounded pool, as a real one.
+        let stored = user.as_ref().map_or_else(
+            || secrets::DUMMY_PASSWORD_HASH.to_string(),
+            |user| user.password_hash.clone(),
+        );
+        let password = password.to_string();
+        let matches = self
+            .inner
+            .hashing
+            .run(move |memory| secrets::verify_password(&password, &stored, memory))
+            .await?;
+        let user = match user {
+            Some(user) if matches => user,
+            user => {
+                self.inner.throttle.failed(&keys, Instant::now());
+                // What is not a valid name may be a password typed into the
+                // wrong field: the audit log does not keep it.
+                let target = match &keys[0] {
+                    ThrottleKey::Username(name) => name.as_str(),
+                    ThrottleKey::Address(_) => INVALID_USERNAME,
+                };
+                self.audit(
+                    user.as_ref(),
+                    request_id,
+                    "login",
+                    "user",
+                    target,
+                    "failure",
+                    None,
+                )
+                .await;
+                return Err(ControlError::Unauthorized(
+                    "wrong username or password".into(),
+                ));
+            }
+        };
+        self.inner.throttle.succeeded(username);
+        let token = self.issue_token(&user, request_id.clone()).await?;
+        self.audit(
+            Some(&user),
+            request_id,
+            "login",
+            "user",
+            username,
+            "success",
+            None,
+        )
+        .await;
+        Ok((user, token))
+    }
+
+    /// Logs a user in with a password, throttled by username only.
+    pub async fn login(
+        &self,
+        username: &str,
+        password: &str,
+        request_id: Option<String>,
+    ) -> Result<(User, String), ControlError> {
+        self.login_from(username, password, None, request_id).await
+    }
+
+    /// The refusal of a throttled login, audited once per window and key.
+    async fn throttled(&self, refusal: Refusal, request_id: Option<String>) -> ControlError {
+        let seconds = whole_seconds_up(refusal.retry_after);
+        let (target_type, target, whose) = match &refusal.key {
+            ThrottleKey::Username(name) => ("user", name.clone(), "for this username"),
+            ThrottleKey::Address(address) => ("address", address.to_string(), "from this address"),
+        };
+        if refusal.first {
+            self.audit(
+                None,
+                request_id,
+                "login.throttle",
+                target_type,
+                &target,
+                "failure",
+                Some(format!(
+                    "{} failed logins within {} s; logins refused for {seconds} s",
+                    self.inner.throttle.limit,
+                    self.inner.throttle.window.as_secs()
+                )),
+            )
+            .await;
+        }
+        ControlError::Throttled {
+            message: format!("too many failed logins {whose}; try again in {seconds} s"),
+            retry_after_seconds: seconds,
+        }
+    }
+
+    /// A new session for `user`.
+    pub(crate) async fn issue_token(
+        &self,
+        user: &User,
+        request_id: Option<String>,
+    ) -> Result<String, ControlError> {
+        let token = secrets::new_session_token();
+        self.inner
+            .store
+            .create_token(&user.id, &secrets::token_hash(&token))
+            .await?;
+        self.audit(
+            Some(user),
+            request_id,
+            "token.create",
+            "user",
+            &user.username,
+            "success",
+            None,
+        )
+        .await;
+        Ok(token)
+    }
+
+    /// The user a session or API token belongs to, if the token is still good.
+    pub async fn authenticate(&self, token: &str) -> Result<User, ControlError> {
+        Ok(self.token_owner(token).await?.1)
+    }
+
+    /// The token's record and user; 401 for an unknown, revoked or expired
+    /// token. Records the use.
+    async fn token_owner(&self, token: &str) -> Result<(TokenRecord, User), ControlError> {
+        let record = match self
+            .inner
+            .store
+            .token_by_hash(&secrets::token_hash(token))
+            .await
+        {
+            Ok(record) => record,
+            Err(StoreError::NotFound(_)) => {
+                return Err(ControlError::Unauthorized(
+                    "invalid session token; log in again".into(),
+                ))
+            }
+            Err(other) => return Err(other.into()),
+        };
+        let now = now_ms();
+        let config = &self.inner.config;
+        let touch_interval = match record.kind {
+            TokenKind::Session => {
+                if record.revoked_at.is_some() {
+                    return Err(ControlError::Unauthorized(
+                        "this session was logged out; log in again".into(),
+                    ));
+                }
+                let last_use = record
+                    .last_used_at
+                    .unwrap_or(record.created_at)
+                    .max(record.created_at);
+                let too_old = now
+                    >= record
+                        .created_at
+                        .saturating_add(millis(config.session_max_lifetime));
+                let idle = now >= last_use.saturating_add(millis(config.session_idle_timeout));
+                if too_old || idle {
+                    return Err(ControlError::Unauthorized(SESSION_EXPIRED.into()));
+                }
+                // The idle timeout is measured from the last recorded use:
+                // record it often enough that a short timeout stays accurate.
+                TOUCH_INTERVAL.min(config.session_idle_timeout / 4)
+            }
+            TokenKind::Api => {
+                if record.revoked_at.is_some() {
+                    return Err(ControlError::Unauthorized(
+                        "this API token was revoked".into(),
+                    ));
+                }
+                if record.expires_at.is_some_and(|at| now >= at) {
+                    return Err(ControlError::Unauthorized(
+                        "this API token expired; create a new one (abode tokens create)".into(),
+                    ));
+                }
+                TOUCH_INTERVAL
+            }
+        };
+        self.inner
+            .store
+            .touch_token(&record.id, now, now.saturating_sub(millis(touch_interval)))
+            .await?;
+        let user = self.inner.store.user_by_id(&record.user_id).await?;
+        Ok((record, user))
+    }
+
+    /// Ends the session (or API token) the request was made with: from now on
+    /// it gets 401.
+    pub async fn logout(
+        &self,
+        token: &str,
+        request_id: Option<String>,
+    ) -> Result<(), ControlError> {
+        let (record, user) = self.token_owner(token).await?;
+        self.inner.store.revoke_token(&record.id, now_ms()).await?;
+        self.audit(
+            Some(&user),
+            request_id,
+            "logout",
+            "user",
+            &user.username,
+            "success",
+            Some(format!("token={}", record.kind)),
+        )
+        .await;
+        Ok(())
+    }
+
+    /// Makes a named API token for the user of the session `token`; returns
+    /// its record and the token itself, which is never shown again. Refused
+    /// with an API token: a token that could make tokens would outlive any
+    /// lifetime cap.
+    pub async fn create_api_token(
+        &self,
+        token: &str,
+        request_id: Option<String>,
+        name: &str,
+        lifetime: Option<Duration>,
+    ) -> Result<(TokenRecord, String), ControlError> {
+        let (record, user) = self.token_owner(token).await?;
+        if record.kind != TokenKind::Session {
+            return Err(ControlError::Forbidden(
+                "an API token cannot create API tokens; log in with your password (abode login)"
+                    .into(),
+            ));
+        }
+        validate_name("token name", name)?;
+        let cap = self.inner.config.api_token_max_lifetime;
+        let lifetime = lifetime.unwrap_or(cap);
+        if lifetime.is_zero() {
+            return Err(ControlError::BadRequest(
+                "the token lifetime must be at least 1 second".into(),
+            ));
+        }
+        if lifetime > cap {
+            return Err(ControlError::BadRequest(format!(
+                "the token lifetime may be at most {} s on this server (--api-token-max-lifetime)",
+                cap.as_secs()
+            )));
+        }
+        let secret = secrets::new_api_token();
+        let created = match self
+            .inner
+            .store
+            .create_api_token(&NewApiToken {
+                user_id: user.id.clone(),
+                name: name.to_string(),
+                token_hash: secrets::token_hash(&secret),
+                expires_at: now_ms().saturating_add(millis(lifetime)),
+            })
+            .await
+        {
+            Ok(created) => created,
+            Err(StoreError::Conflict(_)) => {
+                return Err(ControlError::Conflict(format!(
+                    "you already have an API token named \"{name}\"; revoke it or pick another name"
+                )))
+            }
+            Err(other) => return Err(other.into()),
+        };
+        self.audit(
+            Some(&user),
+            request_id,
+            "api_token.create",
+            "user",
+            &user.username,
+            "success",
+            Some(format!(
+                "name={name} lifetime_seconds={}",
+                lifetime.as_secs()
+            )),
+        )
+        .await;
+        Ok((created, secret))
+    }
+
+    /// The caller's API tokens that are not revoked (expired ones included),
+    /// by name.
+    pub async fn api_tokens(&self, caller: &Caller) -> Result<Vec<TokenRecord>, ControlError> {
+        Ok(self.inner.store.list_api_tokens(&caller.user.id).await?)
+    }
+
+    /// Revokes the caller's API token `name`: from now on it gets 401.
+    pub async fn revoke_api_token(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<TokenRecord, ControlError> {
+        let revoked = match self
+            .inner
+            .store
+            .revoke_api_token(&caller.user.id, name, now_ms())
+            .await
+        {
+            Ok(revoked) => revoked,
+            Err(StoreError::NotFound(_)) => {
+                return Err(ControlError::NotFound(format!(
+                    "you have no API token named \"{name}\""
+                )))
+            }
+            Err(other) => return Err(other.into()),
+        };
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "api_token.revoke",
+            "user",
+            &caller.user.username,
+            "success",
+            Some(format!("name={name}")),
+        )
+        .await;
+        Ok(revoked)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn keys() -> Vec<ThrottleKey> {
+        vec![
+            ThrottleKey::username("alice"),
+            ThrottleKey::Address(IpAddr::from([127, 0, 0, 1])),
+        ]
+    }
+
+    #[test]
+    fn the_eleventh_try_within_the_window_is_refused_once_audited() {
+        let throttle = LoginThrottle::new(10, Duration::from_secs(60));
+        let start = Instant::now();
+        for attempt in 0..10 {
+            let now = start + Duration::from_secs(attempt);
+            assert_eq!(throttle.check(&keys(), now), None, "attempt {attempt}");
+            throttle.failed(&keys(), now);
+        }
+        let at = start + Duration::from_secs(15);
+        let refusal = throttle.check(&keys(), at).unwrap();
+        assert_eq!(refusal.key, ThrottleKey::username("alice"));
+        assert_eq!(refusal.retry_after, Duration::from_secs(45));
+        assert!(refusal.first);
+        // Audited once per window, however many tries follow.
+        assert!(!throttle.check(&keys(), at).unwrap().first);
+        // Another name from another address is not concerned.
+        let other = [
+            ThrottleKey::username("bob"),
+            ThrottleKey::Address(IpAddr::from([10, 0, 0, 2])),
+        ];
+        assert_eq!(throttle.check(&other, at), None);
+        // The window ends a minute after its first failure.
+        assert_eq!(
+            throttle.check(&keys(), start + Duration::from_secs(60)),
+            None
+        );
+        throttle.failed(&keys(), start + Duration::from_secs(61));
+        assert_eq!(
+            throttle.check(&keys(), start + Duration::from_secs(62)),
+            None
+        );
+    }
+
+    #[test]
+    fn an_address_is_throttled_across_usernames_and_success_clears_only_the_name() {
+        let throttle = LoginThrottle::new(3, Duration::from_secs(60));
+        let now = Instant::now();
+        let address = ThrottleKey::Address(IpAddr::from([127, 0, 0, 1]));
+        for name in ["a", "b", "c"] {
+            throttle.failed(&[ThrottleKey::username(name), address.clone()], now);
+        }
+        let refusal = throttle
+            .check(&[ThrottleKey::username("d"), address.clone()], now)
+            .unwrap();
+        assert_eq!(refusal.key, address);
+
+        for _ in 0..3 {
+            throttle.failed(&[ThrottleKey::username("carol")], now);
+        }
+        assert!(throttle
+            .check(&[ThrottleKey::username("carol")], now)
+            .is_some());
+        throttle.succeeded("carol");
+        assert!(throttle
+            .check(&[ThrottleKey::username("carol")], now)
+            .is_none());
+        assert!(throttle.check(&[address], now).is_some());
+    }
+
+    #[test]
+    fn invalid_usernames_share_one_key_and_zero_turns_it_off() {
+        assert_eq!(
+            ThrottleKey::username("Hunter2!"),
+            ThrottleKey::username("correct horse battery")
+        );
+        let off = LoginThrottle::new(0, Duration::from_secs(60));
+        let now = Instant::now();
+        for _ in 0..100 {
+            off.failed(&keys(), now);
+        }
+        assert_eq!(off.check(&keys(), now), None);
+    }
+
+    #[test]
+    fn retry_after_rounds_up() {
+        assert_eq!(whole_seconds_up(Duration::from_millis(1)), 1);
+        assert_eq!(whole_seconds_up(Duration::from_millis(45_001)), 46);
+        assert_eq!(whole_seconds_up(Duration::from_secs(45)), 45);
+    }
+}

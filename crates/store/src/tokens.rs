@@ -1,0 +1,220 @@
+//! Bearer tokens of users: sessions (one per login) and named API tokens.
+//!
+//! Both live in `api_tokens` and are found by the SHA-256 of the token, which
+//! is all the database keeps. Whether a token is still good (expired, idle,
+//! revoked) is the domain's decision: the store hands out the row with its
+//! times and never filters by the clock, so that the policy (server flags)
+//! lives in one place and an expired token can be told apart from an unknown
+//! one. The queries are written once here, like those of `queries.rs`, and
+//! expanded in each backend.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// What a token is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TokenKind {
+    /// Made by a login; expires after the server's idle timeout and at the
+    /// server's maximum session lifetime.
+    Session,
+    /// Made by `abode tokens create`: named, with its own expiry, no idle
+    /// timeout.
+    Api,
+}
+
+impl TokenKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenKind::Session => "session",
+            TokenKind::Api => "api",
+        }
+    }
+}
+
+impl fmt::Display for TokenKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for TokenKind {
+    type Err = UnknownTokenKind;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "session" => Ok(TokenKind::Session),
+            "api" => Ok(TokenKind::Api),
+            other => Err(UnknownTokenKind(other.to_string())),
+        }
+    }
+}
+
+/// A stored token kind none of [`TokenKind`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown token kind `{0}`")]
+pub struct UnknownTokenKind(pub String);
+
+/// Stored as its name; reading an unknown name fails the read, naming it.
+impl<DB: sqlx::Database> sqlx::Type<DB> for TokenKind
+where
+    String: sqlx::Type<DB>,
+{
+    fn type_info() -> DB::TypeInfo {
+        <String as sqlx::Type<DB>>::type_info()
+    }
+
+    fn compatible(ty: &DB::TypeInfo) -> bool {
+        <String as sqlx::Type<DB>>::compatible(ty)
+    }
+}
+
+impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for TokenKind
+where
+    String: sqlx::Decode<'r, DB>,
+{
+    fn decode(value: DB::ValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
+        let text = <String as sqlx::Decode<'r, DB>>::decode(value)?;
+        Ok(text.parse::<TokenKind>()?)
+    }
+}
+
+/// A token's row, without its hash. Times are Unix milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct TokenRecord {
+    pub id: String,
+    pub user_id: String,
+    pub kind: TokenKind,
+    /// Set for API tokens only.
+    pub name: Option<String>,
+    pub created_at: i64,
+    /// Recorded at most once per the caller's interval (see `touch_token`).
+    pub last_used_at: Option<i64>,
+    /// API tokens: when the token stops working. Sessions: `None` (their end
+    /// follows from the server's policy).
+    pub expires_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+/// A new named API token.
+#[derive(Debug, Clone)]
+pub struct NewApiToken {
+    pub user_id: String,
+    pub name: String,
+    /// SHA-256 of the token, hex.
+    pub token_hash: String,
+    pub expires_at: i64,
+}
+
+pub(crate) const TOKEN_COLUMNS: &str =
+    "id, user_id, kind, name, created_at, last_used_at, expires_at, revoked_at";
+
+/// The token methods of [`crate::Store`]; expanded inside each backend's
+/// `impl` next to `shared_queries!`.
+macro_rules! token_queries {
+    () => {
+    pub(crate) async fn token_by_hash(&self, token_hash: &str) -> Result<TokenRecord, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE token_hash = ?"
+        )))
+        .bind(token_hash)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("token"))
+    }
+
+    pub(crate) async fn touch_token(
+        &self,
+        token_id: &str,
+        now: i64,
+        not_since: i64,
+    ) -> Result<(), StoreError> {
+        // Only when the last recorded use is older than `not_since`: every
+        // request authenticates, and most of them should stay reads.
+        sqlx::query(&sql(
+            "UPDATE api_tokens SET last_used_at = ? WHERE id = ? \
+             AND (last_used_at IS NULL OR last_used_at < ?)",
+        ))
+        .bind(now)
+        .bind(token_id)
+        .bind(not_since)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("token"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn revoke_token(&self, token_id: &str, now: i64) -> Result<bool, StoreError> {
+        let done = sqlx::query(&sql(
+            "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+        ))
+        .bind(now)
+        .bind(token_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("token"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    pub(crate) async fn create_api_token(
+        &self,
+        token: &NewApiToken,
+    ) -> Result<TokenRecord, StoreError> {
+        let id = new_id();
+        sqlx::query(&sql(
+            "INSERT INTO api_tokens (id, user_id, token_hash, created_at, kind, name, expires_at) \
+             VALUES (?, ?, ?, ?, 'api', ?, ?)",
+        ))
+        .bind(&id)
+        .bind(&token.user_id)
+        .bind(&token.token_hash)
+        .bind(now_ms())
+        .bind(&token.name)
+        .bind(token.expires_at)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("token name"))?;
+        sqlx::query_as(&sql(&format!(
+            "SELECT {TOKEN_COLUMNS} FROM api_tokens WHERE id = ?"
+        )))
+        .bind(&id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("token"))
+    }
+
+    pub(crate) async fn list_api_tokens(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<TokenRecord>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "SELECT {TOKEN_COLUMNS} FROM api_tokens \
+             WHERE user_id = ? AND kind = 'api' AND revoked_at IS NULL ORDER BY name"
+        )))
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("token"))
+    }
+
+    pub(crate) async fn revoke_api_token(
+        &self,
+        user_id: &str,
+        name: &str,
+        now: i64,
+    ) -> Result<TokenRecord, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "UPDATE api_tokens SET revoked_at = ? \
+             WHERE user_id = ? AND kind = 'api' AND name = ? AND revoked_at IS NULL \
+             RETURNING {TOKEN_COLUMNS}"
+        )))
+        .bind(now)
+        .bind(user_id)
+        .bind(name)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("token"))
+    }
+    };
+}
+
+pub(crate) use token_queries;
