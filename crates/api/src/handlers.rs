@@ -86,6 +86,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/api/v1", api)
         .fallback(not_found)
         .with_state(state)
+        .layer(axum::middleware::from_fn(crate::json_errors))
         .layer(axum::middleware::from_fn(request_id_layer))
 }
 
@@ -107,8 +108,8 @@ fn body_error(rejection: BytesRejection) -> ApiError {
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload_too_large",
             format!(
-                "the request body is over the limit ({} MiB for templates)",
-                MAX_UPLOAD_BYTES / 1024 / 1024
+                "the request body is over this endpoint's limit of {} MiB",
+                MAX_JSON_BYTES / 1024 / 1024
             ),
         )
     } else {
@@ -300,6 +301,9 @@ async fn push_version(
 ) -> ApiResult {
     let Query(query) =
         query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    state
+        .control
+        .may_push_template(&caller, &name, query.message.as_deref().unwrap_or(""))?;
     let archive = read_upload(body).await?;
     if archive.is_empty() {
         return Err(ApiError::new(

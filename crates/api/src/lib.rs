@@ -216,4 +216,54 @@ pub async fn request_id_layer(mut request: Request, next: Next) -> Response {
     response
 }
 
+/// Every error answer is JSON in the documented shape: the framework's own
+/// rejections (a path that is not valid percent-encoding, a method the route
+/// does not have, a query that does not parse) answer plain text or nothing,
+/// so they are rewritten here with their status, as one bounded line.
+pub async fn json_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 4096)
+        .await
+        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
+        .unwrap_or_default();
+    let code = match status {
+        StatusCode::BAD_REQUEST => "bad_request",
+        StatusCode::NOT_FOUND => "not_found",
+        StatusCode::METHOD_NOT_ALLOWED => "method_not_allowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "payload_too_large",
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => "unsupported_media_type",
+        _ if status.is_server_error() => "internal",
+        _ => "bad_request",
+    };
+    let message = if text.is_empty() {
+        match status {
+            StatusCode::METHOD_NOT_ALLOWED => "this endpoint does not take that method".to_string(),
+            other => other
+                .canonical_reason()
+                .unwrap_or("request refused")
+                .to_lowercase(),
+        }
+    } else {
+        text
+    };
+    let mut rewritten = ApiError::new(status, code, message).into_response();
+    // Keep what tells the client how to go on (`allow` on a 405).
+    for (name, value) in parts.headers.iter() {
+        if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+            rewritten.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    rewritten
+}
+
 pub use handlers::router;

@@ -783,6 +783,17 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
     assert_eq!(status, 204);
     assert_eq!(agent_status().await, ("ready".to_string(), true));
 
+    // An exit status is what a shell can report.
+    let (status, _) = harness
+        .call(
+            "POST",
+            "/agent/lifecycle",
+            Some(agent_token),
+            Some(json!({"state": "start_error", "exit_status": 100000})),
+        )
+        .await;
+    assert_eq!(status, 400);
+
     // Once the workspace is stopped, the agent's token reads nothing more.
     let (status, body) = harness
         .call(
@@ -947,6 +958,120 @@ async fn parameters_that_no_build_could_carry_are_refused_at_create() {
     assert_eq!(
         harness.wait_build(&token, "large", 2).await["status"],
         "succeeded"
+    );
+    harness.stop().await;
+}
+
+/// What probing the API with hostile requests must find: every error is JSON
+/// in the documented shape and one bounded line, a caller who may not upload
+/// is answered before the upload is read, and values with a shape are checked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hostile_requests_get_json_one_line_answers() {
+    use std::io::{Read, Write};
+    let harness = Harness::start().await;
+    let token = harness.owner().await;
+
+    // Framework rejections are JSON too (bad percent-escape, wrong method).
+    let (status, body) = harness
+        .call("GET", "/workspaces/%ZZ%FF", Some(&token), None)
+        .await;
+    assert!(status == 400 || status == 404, "{status} {body}");
+    assert!(body["error"]["message"].is_string(), "{body}");
+    let (status, body) = harness.call("DELETE", "/health", None, None).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (405, Some("method_not_allowed"))
+    );
+
+    // Shapes: an email address, an agent's exit status.
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/users",
+            Some(&token),
+            Some(json!({"username": "eve", "email": "eve\u{1b}[2J@x", "password": "long enough"})),
+        )
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(!body.to_string().contains("[2J"), "not echoed: {body}");
+
+    // A JSON body over its limit names that limit.
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces",
+            Some(&token),
+            Some(json!({"name": "x".repeat(2 * 1024 * 1024)})),
+        )
+        .await;
+    assert_eq!(status, 413, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("1 MiB"),
+        "{body}"
+    );
+
+    // A gzip that holds no tar: one fixed line, none of the uploaded bytes.
+    let mut garbage = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    garbage
+        .write_all(&b"\x1b]0;owned\x07 not a tar header \n".repeat(40))
+        .unwrap();
+    let (status, body) = harness
+        .push(&token, "junk", "", garbage.finish().unwrap())
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(message.starts_with("not a tar.gz archive"), "{message}");
+    assert!(!message.contains("owned"), "{message}");
+
+    // A member's upload is refused before the server reads it: the answer
+    // comes while most of the declared body is still unsent.
+    harness
+        .call(
+            "POST",
+            "/users",
+            Some(&token),
+            Some(json!({"username": "bob", "email": "bob@example.com", "password": "bobs password", "role": "member"})),
+        )
+        .await;
+    let (_, body) = harness
+        .call(
+            "POST",
+            "/login",
+            None,
+            Some(json!({"username": "bob", "password": "bobs password"})),
+        )
+        .await;
+    let member = body["token"].as_str().unwrap().to_string();
+    let address = harness
+        .base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let answer = tokio::task::spawn_blocking(move || {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        let declared = 32 * 1024 * 1024;
+        write!(
+            stream,
+            "POST /api/v1/templates/big/versions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {member}\r\n\
+             Content-Type: application/gzip\r\nContent-Length: {declared}\r\n\r\n"
+        )
+        .unwrap();
+        stream.write_all(&vec![0u8; 64 * 1024]).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .unwrap();
+        let mut answer = vec![0u8; 4096];
+        let read = stream.read(&mut answer).unwrap();
+        String::from_utf8_lossy(&answer[..read]).to_string()
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(
+        answer.contains("only owners and template-admins"),
+        "{answer}"
     );
     harness.stop().await;
 }

@@ -360,6 +360,33 @@ impl Control {
 
     // ---- templates ----
 
+    /// The longest message a template version keeps.
+    pub const MAX_VERSION_MESSAGE_CHARS: usize = 1024;
+
+    /// Whether `caller` may push version `message` of template `name`,
+    /// checked before the upload is read: a caller who may not gets the
+    /// answer without the server holding their archive.
+    pub fn may_push_template(
+        &self,
+        caller: &Caller,
+        name: &str,
+        message: &str,
+    ) -> Result<(), ControlError> {
+        if !caller.is_admin() {
+            return Err(ControlError::Forbidden(
+                "only owners and template-admins can push templates".into(),
+            ));
+        }
+        validate_name("template name", name)?;
+        if message.chars().count() > Self::MAX_VERSION_MESSAGE_CHARS {
+            return Err(ControlError::BadRequest(format!(
+                "a version message is at most {} characters",
+                Self::MAX_VERSION_MESSAGE_CHARS
+            )));
+        }
+        Ok(())
+    }
+
     pub async fn push_template(
         &self,
         caller: &Caller,
@@ -368,12 +395,7 @@ impl Control {
         activate: bool,
         message: &str,
     ) -> Result<(Template, TemplateVersion), ControlError> {
-        if !caller.is_admin() {
-            return Err(ControlError::Forbidden(
-                "only owners and template-admins can push templates".into(),
-            ));
-        }
-        validate_name("template name", name)?;
+        self.may_push_template(caller, name, message)?;
         let validation = provisioner::validate_template(self, &archive_bytes).await;
         let validation_message = match validation {
             Ok(message) => message,
@@ -1184,10 +1206,17 @@ impl Control {
             "start_error" => exit_status,
             other => {
                 return Err(ControlError::BadRequest(format!(
-                    "unknown lifecycle state `{other}`: use starting, ready or start_error"
+                    "unknown lifecycle state `{}`: use starting, ready or start_error",
+                    other.chars().take(32).collect::<String>()
                 )))
             }
         };
+        // What a shell reports: 0-255 (128 + n for a signal).
+        if let Some(status) = exit_status.filter(|status| !(0..=255).contains(status)) {
+            return Err(ControlError::BadRequest(format!(
+                "exit_status {status} is not an exit status (0 to 255)"
+            )));
+        }
         Ok(self
             .inner
             .store
@@ -1377,13 +1406,30 @@ pub fn validate_name(what: &str, name: &str) -> Result<(), ControlError> {
     }
 }
 
+/// `local@domain.tld`: one `@`, a non-empty local part, a dotted domain,
+/// no spaces or control characters, at most 254 bytes. Deliverability is
+/// not checked; shape is, so that nobody stores a paragraph as an address.
 fn validate_email(email: &str) -> Result<(), ControlError> {
-    if email.len() <= 254 && email.contains('@') && !email.contains(char::is_whitespace) {
+    let shaped = email.len() <= 254
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        && match email.split_once('@') {
+            Some((local, domain)) => {
+                !local.is_empty()
+                    && !domain.contains('@')
+                    && domain.contains('.')
+                    && !domain.starts_with('.')
+                    && !domain.ends_with('.')
+                    && !domain.contains("..")
+            }
+            None => false,
+        };
+    if shaped {
         Ok(())
     } else {
-        Err(ControlError::BadRequest(format!(
-            "invalid email \"{email}\""
-        )))
+        // Not echoed: it may be anything, of any length.
+        Err(ControlError::BadRequest(
+            "invalid email address: expected name@domain.tld, at most 254 characters".into(),
+        ))
     }
 }
 
