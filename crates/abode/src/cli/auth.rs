@@ -80,8 +80,8 @@ pub fn login(args: LoginArgs) -> anyhow::Result<u8> {
     let path = config::save_session(&dir, &session)?;
     println!(
         "Logged in to {url} as {} ({}); session saved in {}",
-        answer.user.username,
-        answer.user.role,
+        output::visible(&answer.user.username),
+        output::visible(&answer.user.role),
         path.display()
     );
     Ok(EXIT_OK)
@@ -121,16 +121,20 @@ pub fn users(command: UsersCommand) -> anyhow::Result<u8> {
             let user = client
                 .create_user(&args.username, &args.email, &password, &args.role)
                 .with_context(|| format!("cannot create user {:?}", args.username))?;
-            println!("Created user {} ({})", user.username, user.role);
+            println!(
+                "Created user {} ({})",
+                output::visible(&user.username),
+                output::visible(&user.role)
+            );
         }
         UsersCommand::Me(args) => {
             let user = client.me()?;
             match args.output {
                 OutputFormat::Json => output::print_json(&user)?,
                 OutputFormat::Text => {
-                    println!("username: {}", user.username);
-                    println!("email:    {}", user.email);
-                    println!("role:     {}", user.role);
+                    println!("username: {}", output::visible(&user.username));
+                    println!("email:    {}", output::visible(&user.email));
+                    println!("role:     {}", output::visible(&user.role));
                     println!("server:   {}", client.base_url());
                 }
             }

@@ -51,7 +51,7 @@ pub fn run(command: TokensCommand) -> anyhow::Result<u8> {
                 .unwrap_or_default();
             eprintln!(
                 "Created API token {}{lifetime}, expires {}. It is shown only now: store it safely.",
-                created.api_token.name,
+                output::visible(&created.api_token.name),
                 time(created.api_token.expires_at.as_deref()),
             );
             println!("{}", created.token);
@@ -84,7 +84,7 @@ pub fn run(command: TokensCommand) -> anyhow::Result<u8> {
             let revoked = client
                 .revoke_api_token(&args.name)
                 .with_context(|| format!("cannot revoke API token {:?}", args.name))?;
-            println!("Revoked API token {}", revoked.name);
+            println!("Revoked API token {}", output::visible(&revoked.name));
         }
     }
     Ok(EXIT_OK)
