@@ -72,6 +72,8 @@ pub fn router(state: AppState) -> Router {
             "/workspaces/:workspace/builds/:number/confirm",
             post(confirm_build),
         )
+        .route("/workspaces/:workspace/orphan", post(orphan_workspace))
+        .route("/workspaces/:workspace/state", get(workspace_state))
         .route(
             "/workspaces/:workspace/protections",
             get(list_protections).delete(release_protection),
@@ -576,6 +578,36 @@ async fn list_protections(
 struct ReleaseQuery {
     #[serde(default)]
     address: Option<String>,
+}
+
+async fn orphan_workspace(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+) -> ApiResult {
+    let orphaned = state.control.orphan_workspace(&caller, &workspace).await?;
+    ok(
+        StatusCode::OK,
+        json!({
+            "workspace": {"id": orphaned.workspace.id, "name": orphaned.workspace.name,
+                          "owner": orphaned.workspace.owner_name, "deleted": orphaned.workspace.deleted},
+            "resources": orphaned.resources,
+        }),
+    )
+}
+
+async fn workspace_state(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+) -> ApiResult {
+    let bytes = state.control.workspace_state(&caller, &workspace).await?;
+    Ok((
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        bytes,
+    )
+        .into_response())
 }
 
 async fn release_protection(

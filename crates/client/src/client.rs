@@ -98,6 +98,12 @@ struct BuildBody {
 struct ProtectionsBody {
     protections: Vec<Protection>,
 }
+/// `POST /workspaces/{ws}/orphan`: the workspace removed without Terraform
+/// and the resources its last state names.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Orphaned {
+    pub resources: Vec<String>,
+}
 #[derive(Deserialize)]
 struct ReleasedBody {
     released: Protection,
@@ -478,6 +484,30 @@ impl Client {
                 .call(),
         )?;
         Ok(body.released)
+    }
+
+    /// Removes a workspace without running Terraform (owners).
+    pub fn orphan_workspace(&self, workspace: &str) -> Result<Orphaned, ClientError> {
+        let path = format!("/workspaces/{}/orphan", workspace_segment(workspace));
+        self.finish("orphan workspace", self.request("POST", &path).call())
+    }
+
+    /// The workspace's last Terraform state, as stored (owners; it holds the
+    /// workspace's secrets).
+    pub fn workspace_state(&self, workspace: &str) -> Result<Vec<u8>, ClientError> {
+        use std::io::Read;
+        let path = format!("/workspaces/{}/state", workspace_segment(workspace));
+        let response = self.check(self.request("GET", &path).call())?;
+        let mut bytes = Vec::new();
+        response
+            .into_reader()
+            .take(512 * 1024 * 1024)
+            .read_to_end(&mut bytes)
+            .map_err(|err| ClientError::BadResponse {
+                what: "workspace state".into(),
+                reason: err.to_string(),
+            })?;
+        Ok(bytes)
     }
 
     /// Audit events, newest first, optionally of one workspace.

@@ -10,5 +10,5 @@ pub mod config;
 mod error;
 pub mod types;
 
-pub use client::{workspace_segment, Client, CreatedWorkspace};
+pub use client::{workspace_segment, Client, CreatedWorkspace, Orphaned};
 pub use error::{ArchiveError, ClientError, ConfigError};

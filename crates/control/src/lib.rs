@@ -151,6 +151,14 @@ pub struct WorkspaceView {
     pub healthy: bool,
 }
 
+/// A workspace removed without running Terraform, and the resources its last
+/// state names (they may still exist).
+#[derive(Debug, Clone)]
+pub struct Orphaned {
+    pub workspace: Workspace,
+    pub resources: Vec<String>,
+}
+
 /// A page of build log lines.
 #[derive(Debug, Clone)]
 pub struct LogPage {
@@ -1079,6 +1087,114 @@ impl Control {
         Ok(self.inner.store.protections(&workspace.id).await?)
     }
 
+    /// Removes a workspace without running Terraform (owners only): the way
+    /// out for a workspace no build can delete any more (a template that no
+    /// longer plans, a provider that is gone). A held build is canceled; a
+    /// running one must be canceled first. Its last state stays readable
+    /// through [`Control::workspace_state`]; the answer lists the resources
+    /// of that state, which may still exist and are now nobody's.
+    pub async fn orphan_workspace(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Orphaned, ControlError> {
+        if !caller.is_owner() {
+            return Err(ControlError::Forbidden(
+                "only owners can remove a workspace without running Terraform".into(),
+            ));
+        }
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        let target = format!("{}/{}", workspace.owner_name, workspace.name);
+        if workspace.deleted {
+            return Err(ControlError::Conflict(format!(
+                "workspace \"{target}\" was already deleted"
+            )));
+        }
+        let latest = self.inner.store.latest_build(&workspace.id).await?;
+        if latest.status == BuildStatus::AwaitingConfirmation {
+            let message = format!(
+                "canceled by {}: the workspace was removed without running Terraform",
+                caller.user.username
+            );
+            self.inner
+                .store
+                .cancel_pending_build(&latest.id, &message)
+                .await?;
+            self.note(&latest.id, "guard", "warn", &message).await;
+        } else if !latest.status.is_final() {
+            return Err(ControlError::Conflict(format!(
+                "workspace \"{target}\" has build #{} {}; cancel it first (abode builds cancel {target} {})",
+                latest.number, latest.status, latest.number
+            )));
+        }
+        let state = self.inner.store.state(&workspace.id).await?;
+        let resources = match state.as_deref() {
+            Some(state) => managed_resources(state).map_err(|error| {
+                ControlError::Internal(format!("the stored state is not valid JSON: {error}"))
+            })?,
+            None => Vec::new(),
+        };
+        self.inner
+            .store
+            .replace_agents(&workspace.id, &latest.id, &[])
+            .await?;
+        self.inner
+            .store
+            .mark_workspace_deleted(&workspace.id)
+            .await?;
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "workspace.orphan",
+            "workspace",
+            &target,
+            "success",
+            Some(format!("resources={}", resources.len())),
+        )
+        .await;
+        let workspace = self.inner.store.workspace_by_id(&workspace.id).await?;
+        Ok(Orphaned {
+            workspace,
+            resources,
+        })
+    }
+
+    /// The workspace's last Terraform state (owners only; audited): how an
+    /// operator finds what an orphaned workspace left behind. It holds every
+    /// secret of the workspace, so it is the one answer that carries them.
+    pub async fn workspace_state(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Vec<u8>, ControlError> {
+        if !caller.is_owner() {
+            return Err(ControlError::Forbidden(
+                "only owners can read a workspace's Terraform state".into(),
+            ));
+        }
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        let target = format!("{}/{}", workspace.owner_name, workspace.name);
+        let state = self
+            .inner
+            .store
+            .state(&workspace.id)
+            .await?
+            .ok_or_else(|| {
+                ControlError::NotFound(format!("workspace \"{target}\" has no stored state"))
+            })?;
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "workspace.state_read",
+            "workspace",
+            &target,
+            "success",
+            None,
+        )
+        .await;
+        Ok(state)
+    }
+
     /// Releases one remembered protection (owners and template-admins), on the record.
     pub async fn release_protection(
         &self,
@@ -1331,6 +1447,41 @@ fn audit_event(
         request_id,
         details,
     }
+}
+
+/// The addresses of a state's managed resource instances
+/// (`module.m.type.name["key"]`).
+fn managed_resources(state: &[u8]) -> Result<Vec<String>, serde_json::Error> {
+    let state: serde_json::Value = serde_json::from_slice(state)?;
+    let mut addresses = Vec::new();
+    for resource in state
+        .get("resources")
+        .and_then(|r| r.as_array())
+        .into_iter()
+        .flatten()
+    {
+        if resource.get("mode").and_then(|m| m.as_str()) != Some("managed") {
+            continue;
+        }
+        let text = |field: &str| resource.get(field).and_then(|v| v.as_str()).unwrap_or("");
+        let base = match resource.get("module").and_then(|m| m.as_str()) {
+            Some(module) => format!("{module}.{}.{}", text("type"), text("name")),
+            None => format!("{}.{}", text("type"), text("name")),
+        };
+        for instance in resource
+            .get("instances")
+            .and_then(|i| i.as_array())
+            .into_iter()
+            .flatten()
+        {
+            addresses.push(match instance.get("index_key") {
+                Some(serde_json::Value::Number(n)) => format!("{base}[{n}]"),
+                Some(serde_json::Value::String(key)) => format!("{base}[{key:?}]"),
+                _ => base.clone(),
+            });
+        }
+    }
+    Ok(addresses)
 }
 
 /// The most a workspace's parameters may hold, names and values together.

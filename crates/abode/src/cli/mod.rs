@@ -54,7 +54,7 @@ pub enum UserCommand {
     /// Stop a running workspace (persistent resources stay).
     Stop(workspaces::BuildArgs),
     /// Delete a workspace and everything its template created.
-    Delete(workspaces::BuildArgs),
+    Delete(workspaces::DeleteArgs),
     /// Start a workspace on its template's active version.
     Update(workspaces::BuildArgs),
     /// List workspaces.
@@ -104,8 +104,9 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Stop(args) => {
             workspaces::transition(args, abode_client::types::Transition::Stop)
         }
+        UserCommand::Delete(args) if args.orphan => workspaces::orphan(args.build),
         UserCommand::Delete(args) => {
-            workspaces::transition(args, abode_client::types::Transition::Delete)
+            workspaces::transition(args.build, abode_client::types::Transition::Delete)
         }
         UserCommand::Update(args) => {
             workspaces::transition(args, abode_client::types::Transition::Update)

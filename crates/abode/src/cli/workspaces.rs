@@ -18,6 +18,28 @@ pub enum WorkspacesCommand {
     Protections(ShowArgs),
     /// Release one remembered protection (owners and template-admins; audited).
     Unprotect(UnprotectArgs),
+    /// Write the workspace's last Terraform state to a new file (owners;
+    /// audited; it holds the workspace's secrets).
+    State(StateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StateArgs {
+    /// The workspace (`name`, or `owner/name`; a deleted one too).
+    pub workspace: String,
+    /// The file to write (created, readable by you only; never overwritten).
+    #[arg(long, short = 'f', value_name = "PATH")]
+    pub file: std::path::PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct DeleteArgs {
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// Remove the workspace without running Terraform (owners), when no build
+    /// can delete it any more; its resources may still exist and are listed.
+    #[arg(long)]
+    pub orphan: bool,
 }
 
 #[derive(Debug, Args)]
@@ -186,6 +208,27 @@ pub fn protections(command: WorkspacesCommand) -> anyhow::Result<u8> {
                 }
             }
         }
+        WorkspacesCommand::State(args) => {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let state = client
+                .workspace_state(&args.workspace)
+                .with_context(|| format!("cannot read the state of {:?}", args.workspace))?;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&args.file)
+                .with_context(|| format!("cannot create {}", args.file.display()))?;
+            file.write_all(&state)
+                .with_context(|| format!("cannot write {}", args.file.display()))?;
+            println!(
+                "Wrote the Terraform state of {} to {} ({} bytes); it holds the workspace's secrets",
+                visible(&args.workspace),
+                args.file.display(),
+                state.len()
+            );
+        }
         WorkspacesCommand::Unprotect(args) => {
             let released = client
                 .release_protection(&args.workspace, &args.address)
@@ -203,6 +246,35 @@ pub fn protections(command: WorkspacesCommand) -> anyhow::Result<u8> {
             );
         }
     }
+    Ok(EXIT_OK)
+}
+
+/// `abode delete WS --orphan`: the workspace goes without Terraform; what its
+/// last state names is listed, since it may still exist.
+pub fn orphan(args: BuildArgs) -> anyhow::Result<u8> {
+    let client = session_client()?;
+    let orphaned = client
+        .orphan_workspace(&args.workspace)
+        .with_context(|| format!("workspace {:?} was not removed", args.workspace))?;
+    println!(
+        "Removed workspace {} without running Terraform.",
+        visible(&args.workspace)
+    );
+    if orphaned.resources.is_empty() {
+        println!("Its last Terraform state names no resources.");
+    } else {
+        println!(
+            "These resources of its last Terraform state may still exist; remove them by hand:"
+        );
+        for resource in &orphaned.resources {
+            println!("  {}", visible(resource));
+        }
+    }
+    println!(
+        "Its last state: abode workspaces state {} --file {}.tfstate",
+        visible(&args.workspace),
+        visible(&args.workspace.replace('/', "-"))
+    );
     Ok(EXIT_OK)
 }
 
