@@ -283,6 +283,50 @@ fn sessions_roles_unknown_names_and_usage_errors() {
             None,
         )
         .fails_with(1, &["not pushed"]);
+    // A large one is answered before the server reads it, and the member
+    // still reads why.
+    let big = platform.root().join("big-template");
+    std::fs::create_dir_all(&big).unwrap();
+    std::fs::copy(minimal.join("main.tf"), big.join("main.tf")).unwrap();
+    let mut noise = vec![0u8; 24 * 1024 * 1024];
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    for byte in noise.iter_mut() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        *byte = seed as u8;
+    }
+    std::fs::write(big.join("blob.bin"), noise).unwrap();
+    // Six at once: once, each was held whole before the 403 (40 held 1.5 GB).
+    let pid = platform.server_pid().unwrap();
+    let before_kb = util::peak_rss_kb(pid);
+    let pushes: Vec<_> = (0..6)
+        .map(|_| {
+            platform
+                .cmd_as(
+                    &member,
+                    &["templates", "push", "tpl", "-d", big.to_str().unwrap()],
+                )
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for push in pushes {
+        let output = push.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("only owners and template-admins"),
+            "{stderr}"
+        );
+    }
+    let grown_kb = util::peak_rss_kb(pid).saturating_sub(before_kb);
+    assert!(
+        grown_kb < 48 * 1024,
+        "six refused 24 MB uploads grew the server by {grown_kb} kB"
+    );
     let templates = platform
         .run(&["templates", "list", "-o", "json"])
         .ok()

@@ -13,7 +13,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use abode_client::Client;
-use util::Platform;
+use util::{peak_rss_kb, Platform};
 
 const OWNER_PASSWORD: &str = "correct horse battery";
 
@@ -302,16 +302,6 @@ fn the_eleventh_failed_login_within_a_minute_is_throttled_and_audited_once() {
     assert_eq!(failures, 10, "refused tries are not checked nor audited");
     // The session made before keeps working.
     platform.run(&["users", "me"]).ok();
-}
-
-/// The server's peak resident memory so far (VmHWM), in kB.
-fn peak_rss_kb(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM in /proc/PID/status")
 }
 
 /// 200 wrong-password logins in parallel (half for a real user, half for

@@ -119,6 +119,20 @@ fn body_error(rejection: BytesRejection) -> ApiError {
     }
 }
 
+/// Reads and drops an upload that is refused, up to [`MAX_DRAINED_BYTES`].
+async fn discard_upload(mut body: axum::body::Body) {
+    use http_body_util::BodyExt;
+    let mut total = 0usize;
+    while let Some(Ok(frame)) = body.frame().await {
+        if let Ok(chunk) = frame.into_data() {
+            total = total.saturating_add(chunk.len());
+        }
+        if total > MAX_DRAINED_BYTES {
+            break;
+        }
+    }
+}
+
 /// Reads a template upload, refusing one over [`MAX_UPLOAD_BYTES`] with 413.
 async fn read_upload(mut body: axum::body::Body) -> Result<Vec<u8>, ApiError> {
     use http_body_util::BodyExt;
@@ -303,9 +317,13 @@ async fn push_version(
 ) -> ApiResult {
     let Query(query) =
         query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
-    state
-        .control
-        .may_push_template(&caller, &name, query.message.as_deref().unwrap_or(""))?;
+    let message = query.message.as_deref().unwrap_or("");
+    if let Err(refusal) = state.control.may_push_template(&caller, &name, message) {
+        // Nothing of it is kept; it is read (and dropped) only so that the
+        // client, still sending, gets to read why.
+        discard_upload(body).await;
+        return Err(refusal.into());
+    }
     let archive = read_upload(body).await?;
     if archive.is_empty() {
         return Err(ApiError::new(

@@ -663,3 +663,13 @@ pub fn printed_digest(run: &Run) -> String {
         .unwrap_or_else(|| panic!("no confirm command with a digest:\n{run}"))
         .to_string()
 }
+
+/// The server's peak resident memory so far (VmHWM), in kB.
+pub fn peak_rss_kb(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
+}
