@@ -447,3 +447,47 @@ fn two_concurrent_starts_of_one_workspace_one_wins_one_is_refused() {
     assert_eq!(platform.show("dev")["status"], "running");
     platform.run(&["delete", "dev"]).ok();
 }
+
+/// A parameter value too large for any build to carry (they reach Terraform
+/// in one environment variable, the delete's too) is refused at create;
+/// one just under the cap builds and deletes.
+#[test]
+fn a_huge_parameter_is_refused_and_a_large_one_still_deletes() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let minimal = fixture("minimal");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "minimal",
+            "-d",
+            minimal.to_str().unwrap(),
+        ])
+        .ok();
+    let huge = format!("size={}", "x".repeat(100_000));
+    platform
+        .run(&[
+            "create",
+            "big",
+            "--template",
+            "minimal",
+            "--parameter",
+            &huge,
+        ])
+        .fails_with(1, &["at most 64 KiB"]);
+    platform.run(&["show", "big"]).fails_with(1, &["not found"]);
+    let large = format!("size={}", "x".repeat(60_000));
+    platform
+        .run(&[
+            "create",
+            "big",
+            "--template",
+            "minimal",
+            "--parameter",
+            &large,
+        ])
+        .ok();
+    platform.run(&["delete", "big"]).ok();
+}
