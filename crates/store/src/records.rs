@@ -133,40 +133,10 @@ impl fmt::Display for BuildStatus {
 #[error("unknown build status `{0}`")]
 pub struct UnknownBuildStatus(pub String);
 
-impl TryFrom<String> for BuildStatus {
-    type Error = UnknownBuildStatus;
-
-    fn try_from(value: String) -> Result<Self, Self::Error> {
-        value.parse().map_err(|_| UnknownBuildStatus(value))
-    }
-}
-
-/// Stored as its name; reading an unknown name fails the read, naming it.
-impl<DB: sqlx::Database> sqlx::Type<DB> for BuildStatus
-where
-    String: sqlx::Type<DB>,
-{
-    fn type_info() -> DB::TypeInfo {
-        <String as sqlx::Type<DB>>::type_info()
-    }
-
-    fn compatible(ty: &DB::TypeInfo) -> bool {
-        <String as sqlx::Type<DB>>::compatible(ty)
-    }
-}
-
-impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for BuildStatus
-where
-    String: sqlx::Decode<'r, DB>,
-{
-    fn decode(value: DB::ValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
-        let text = <String as sqlx::Decode<'r, DB>>::decode(value)?;
-        Ok(BuildStatus::try_from(text)?)
-    }
-}
+crate::stored_by_name!(BuildStatus);
 
 impl FromStr for BuildStatus {
-    type Err = String;
+    type Err = UnknownBuildStatus;
 
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         match value {
@@ -176,7 +146,7 @@ impl FromStr for BuildStatus {
             "succeeded" => Ok(BuildStatus::Succeeded),
             "failed" => Ok(BuildStatus::Failed),
             "canceled" => Ok(BuildStatus::Canceled),
-            other => Err(format!("unknown build status `{other}`")),
+            other => Err(UnknownBuildStatus(other.to_string())),
         }
     }
 }

@@ -54,29 +54,7 @@ impl FromStr for TokenKind {
 #[error("unknown token kind `{0}`")]
 pub struct UnknownTokenKind(pub String);
 
-/// Stored as its name; reading an unknown name fails the read, naming it.
-impl<DB: sqlx::Database> sqlx::Type<DB> for TokenKind
-where
-    String: sqlx::Type<DB>,
-{
-    fn type_info() -> DB::TypeInfo {
-        <String as sqlx::Type<DB>>::type_info()
-    }
-
-    fn compatible(ty: &DB::TypeInfo) -> bool {
-        <String as sqlx::Type<DB>>::compatible(ty)
-    }
-}
-
-impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for TokenKind
-where
-    String: sqlx::Decode<'r, DB>,
-{
-    fn decode(value: DB::ValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
-        let text = <String as sqlx::Decode<'r, DB>>::decode(value)?;
-        Ok(text.parse::<TokenKind>()?)
-    }
-}
+crate::stored_by_name!(TokenKind);
 
 /// A token's row, without its hash. Times are Unix milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
