@@ -22,7 +22,7 @@ use serde_json::json;
 use abode_store::TokenRecord;
 
 use crate::views::rfc3339;
-use crate::{bearer, request_id, ApiError, AppState, Authenticated};
+use crate::{request_id, session_bearer, ApiError, AppState, Authenticated};
 
 /// The routes of this module, merged into `/api/v1`.
 pub(crate) fn routes() -> Router<AppState> {
@@ -44,13 +44,7 @@ impl FromRequestParts<AppState> for Bearer {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(parts).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "missing session token: log in first (Authorization: Bearer <token>)",
-            )
-        })?;
+        let token = session_bearer(parts)?;
         Ok(Bearer {
             token,
             request_id: request_id(parts),

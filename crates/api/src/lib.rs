@@ -142,6 +142,17 @@ pub(crate) fn bearer(parts: &Parts) -> Option<String> {
     (!token.is_empty()).then(|| token.to_string())
 }
 
+/// The session or API token of a request, or the 401 that says it is missing.
+pub(crate) fn session_bearer(parts: &Parts) -> Result<String, ApiError> {
+    bearer(parts).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing session token: log in first (Authorization: Bearer <token>)",
+        )
+    })
+}
+
 pub(crate) fn request_id(parts: &Parts) -> Option<String> {
     parts.extensions.get::<RequestId>().map(|id| id.0.clone())
 }
@@ -151,13 +162,7 @@ impl FromRequestParts<AppState> for Authenticated {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(parts).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "missing session token: log in first (Authorization: Bearer <token>)",
-            )
-        })?;
+        let token = session_bearer(parts)?;
         let user = state.control.authenticate(&token).await?;
         Ok(Authenticated(Caller {
             user,
