@@ -16,8 +16,8 @@ use std::time::Duration;
 use abode_contract::BuildContext;
 use abode_guard::{Decision, Plan, RememberedProtection, Report};
 use abode_store::{
-    Build, BuildStatus, NewAgent, NewLogLine, NewProtection, SavedPlan, StoreError, Transition,
-    Workspace, JOB_APPLY_SAVED_PLAN,
+    Build, BuildStatus, JobKind, NewAgent, NewLogLine, NewProtection, SavedPlan, StoreError,
+    Transition, Workspace,
 };
 use abode_terraform::run::{self, Invocation, Outcome, OutputLine, RunError, Stream};
 use abode_terraform::supervise::{self, RunRecord};
@@ -39,7 +39,7 @@ pub(crate) async fn worker(control: Control, name: String, mut shutdown: watch::
         match control.inner.store.claim_job(&name).await {
             Ok(Some(job)) => {
                 tracing::info!(worker = %name, build = %job.build_id, kind = %job.kind, "claimed a job");
-                run_build(&control, &job.build_id, &job.kind, shutdown.clone()).await;
+                run_build(&control, &job.build_id, job.kind, shutdown.clone()).await;
             }
             Ok(None) => {
                 tokio::select! {
@@ -179,7 +179,12 @@ impl Interruptions {
     }
 }
 
-async fn run_build(control: &Control, build_id: &str, kind: &str, shutdown: watch::Receiver<bool>) {
+async fn run_build(
+    control: &Control,
+    build_id: &str,
+    kind: JobKind,
+    shutdown: watch::Receiver<bool>,
+) {
     let (interruptions, cancel) = Interruptions::start(control, build_id, shutdown);
 
     let mut build_run = BuildRun {
@@ -190,13 +195,13 @@ async fn run_build(control: &Control, build_id: &str, kind: &str, shutdown: watc
         env: Vec::new(),
         state_digest: String::new(),
     };
-    let result = if kind == JOB_APPLY_SAVED_PLAN {
+    let result = if kind == JobKind::ApplySavedPlan {
         build_run.apply_saved_plan().await
     } else {
         build_run.execute().await
     };
     build_run.save_state().await;
-    if kind == JOB_APPLY_SAVED_PLAN {
+    if kind == JobKind::ApplySavedPlan {
         // Single use: whatever the apply did, this plan is never applied again.
         if let Err(error) = control.inner.store.delete_saved_plan(build_id).await {
             tracing::error!(build = %build_id, %error, "cannot delete a saved plan");

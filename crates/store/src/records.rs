@@ -192,14 +192,50 @@ pub struct NewBuild {
 pub struct ClaimedJob {
     pub job_id: String,
     pub build_id: String,
-    /// [`JOB_BUILD`] or [`JOB_APPLY_SAVED_PLAN`].
-    pub kind: String,
+    pub kind: JobKind,
 }
 
-/// A job that runs a whole build (plan, guard, apply).
-pub const JOB_BUILD: &str = "build";
-/// A job that applies the confirmed, saved plan of a held build.
-pub const JOB_APPLY_SAVED_PLAN: &str = "apply_saved_plan";
+/// What a queued job does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    /// A whole build: plan, guard, apply.
+    Build,
+    /// The apply of the confirmed, saved plan of a held build.
+    ApplySavedPlan,
+}
+
+impl JobKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Build => "build",
+            JobKind::ApplySavedPlan => "apply_saved_plan",
+        }
+    }
+}
+
+impl fmt::Display for JobKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stored job kind none of [`JobKind`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown job kind `{0}`")]
+pub struct UnknownJobKind(pub String);
+
+impl FromStr for JobKind {
+    type Err = UnknownJobKind;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        [JobKind::Build, JobKind::ApplySavedPlan]
+            .into_iter()
+            .find(|kind| kind.as_str() == value)
+            .ok_or_else(|| UnknownJobKind(value.to_string()))
+    }
+}
+
+crate::stored_by_name!(JobKind);
 
 /// The saved binary plan of a held build. Secret: never leaves the server.
 #[derive(Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -473,8 +473,8 @@ async fn a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise(st
     );
     let job = store.claim_job("w").await.unwrap().unwrap();
     assert_eq!(
-        (job.build_id.as_str(), job.kind.as_str()),
-        (first.id.as_str(), JOB_APPLY_SAVED_PLAN)
+        (job.build_id.as_str(), job.kind),
+        (first.id.as_str(), JobKind::ApplySavedPlan)
     );
     let confirmed = store.build_by_id(&first.id).await.unwrap();
     assert_eq!(
