@@ -1317,15 +1317,15 @@ impl Control {
         state: &str,
         exit_status: Option<i64>,
     ) -> Result<(), ControlError> {
-        let exit_status = match state {
-            "starting" | "ready" => None,
-            "start_error" => exit_status,
-            other => {
-                return Err(ControlError::BadRequest(format!(
-                    "unknown lifecycle state `{}`: use starting, ready or start_error",
-                    other.chars().take(32).collect::<String>()
-                )))
-            }
+        let lifecycle: abode_store::AgentLifecycle =
+            state
+                .parse()
+                .map_err(|error: abode_store::UnknownAgentLifecycle| {
+                    ControlError::BadRequest(error.to_string())
+                })?;
+        let exit_status = match lifecycle {
+            abode_store::AgentLifecycle::StartError => exit_status,
+            _ => None,
         };
         // What a shell reports: 0-255 (128 + n for a signal).
         if let Some(status) = exit_status.filter(|status| !(0..=255).contains(status)) {
@@ -1336,7 +1336,7 @@ impl Control {
         Ok(self
             .inner
             .store
-            .agent_lifecycle(&agent.id, state, exit_status)
+            .agent_lifecycle(&agent.id, lifecycle, exit_status)
             .await?)
     }
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use abode_store::{Agent, Build, BuildStatus, Transition, Workspace};
+use abode_store::{Agent, AgentLifecycle, Build, BuildStatus, Transition, Workspace};
 use serde::Serialize;
 
 use crate::ControlError;
@@ -176,15 +176,15 @@ pub fn agent_health(
                 None if since_build > millis(timeouts.connect) => AgentStatus::Unhealthy,
                 None => AgentStatus::Connecting,
                 Some(beat) if now - beat > millis(timeouts.heartbeat) => AgentStatus::Disconnected,
-                Some(_) => match agent.lifecycle.as_deref() {
-                    Some("ready") => AgentStatus::Ready,
-                    Some("start_error") => AgentStatus::StartError,
-                    _ => AgentStatus::Starting,
+                Some(_) => match agent.lifecycle {
+                    Some(AgentLifecycle::Ready) => AgentStatus::Ready,
+                    Some(AgentLifecycle::StartError) => AgentStatus::StartError,
+                    Some(AgentLifecycle::Starting) | None => AgentStatus::Starting,
                 },
             };
             AgentHealth {
                 status,
-                lifecycle: agent.lifecycle.clone(),
+                lifecycle: agent.lifecycle.map(|l| l.as_str().to_string()),
                 connected_at: agent.connected_at,
                 last_heartbeat_at: agent.last_heartbeat_at,
                 reason: (status == AgentStatus::StartError)
@@ -341,7 +341,7 @@ mod tests {
             workspace_id: "w".into(),
             build_id: "b".into(),
             name: "main".into(),
-            lifecycle: lifecycle.map(String::from),
+            lifecycle: lifecycle.map(|l| l.parse().unwrap()),
             connected_at: beat,
             last_heartbeat_at: beat,
             created_at: 0,

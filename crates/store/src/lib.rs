@@ -222,10 +222,10 @@ storage_interface! {
     fn agent_by_token_hash(&self, token_hash: &str) -> Agent;
     /// A heartbeat, with a new lifecycle state if given; sets `connected_at` on
     /// the first call.
-    fn agent_heartbeat(&self, agent_id: &str, lifecycle: Option<&str>) -> ();
+    fn agent_heartbeat(&self, agent_id: &str, lifecycle: Option<AgentLifecycle>) -> ();
     /// A new lifecycle state with the startup script's exit status (kept only
     /// for `start_error`; any other state clears it), counting as a heartbeat.
-    fn agent_lifecycle(&self, agent_id: &str, lifecycle: &str, exit_status: Option<i64>) -> ();
+    fn agent_lifecycle(&self, agent_id: &str, lifecycle: AgentLifecycle, exit_status: Option<i64>) -> ();
 
     fn record_audit(&self, event: &NewAuditEvent) -> ();
     /// Newest first.

@@ -785,14 +785,14 @@ macro_rules! shared_queries {
     pub(crate) async fn agent_heartbeat(
         &self,
         agent_id: &str,
-        lifecycle: Option<&str>,
+        lifecycle: Option<AgentLifecycle>,
     ) -> Result<(), StoreError> {
         let now = now_ms();
         sqlx::query(
             &sql("UPDATE agents SET lifecycle = COALESCE(?, lifecycle), \
              connected_at = COALESCE(connected_at, ?), last_heartbeat_at = ? WHERE id = ?"),
         )
-        .bind(lifecycle)
+        .bind(lifecycle.map(AgentLifecycle::as_str))
         .bind(now)
         .bind(now)
         .bind(agent_id)
@@ -805,7 +805,7 @@ macro_rules! shared_queries {
     pub(crate) async fn agent_lifecycle(
         &self,
         agent_id: &str,
-        lifecycle: &str,
+        lifecycle: AgentLifecycle,
         exit_status: Option<i64>,
     ) -> Result<(), StoreError> {
         let now = now_ms();
@@ -813,7 +813,7 @@ macro_rules! shared_queries {
             &sql("UPDATE agents SET lifecycle = ?, exit_status = ?, \
              connected_at = COALESCE(connected_at, ?), last_heartbeat_at = ? WHERE id = ?"),
         )
-        .bind(lifecycle)
+        .bind(lifecycle.as_str())
         .bind(exit_status)
         .bind(now)
         .bind(now)

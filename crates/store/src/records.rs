@@ -195,6 +195,53 @@ pub struct ClaimedJob {
     pub kind: JobKind,
 }
 
+/// Where an agent says it is: running its startup script, ready, or failed
+/// to start (with the script's exit status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AgentLifecycle {
+    Starting,
+    Ready,
+    StartError,
+}
+
+impl AgentLifecycle {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentLifecycle::Starting => "starting",
+            AgentLifecycle::Ready => "ready",
+            AgentLifecycle::StartError => "start_error",
+        }
+    }
+}
+
+impl fmt::Display for AgentLifecycle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A lifecycle state none of [`AgentLifecycle`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown lifecycle state `{0}`: use starting, ready or start_error")]
+pub struct UnknownAgentLifecycle(pub String);
+
+impl FromStr for AgentLifecycle {
+    type Err = UnknownAgentLifecycle;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        [
+            AgentLifecycle::Starting,
+            AgentLifecycle::Ready,
+            AgentLifecycle::StartError,
+        ]
+        .into_iter()
+        .find(|state| state.as_str() == value)
+        .ok_or_else(|| UnknownAgentLifecycle(value.chars().take(32).collect()))
+    }
+}
+
+crate::stored_by_name!(AgentLifecycle);
+
 /// What a queued job does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum JobKind {
@@ -303,7 +350,7 @@ pub struct Agent {
     pub workspace_id: String,
     pub build_id: String,
     pub name: String,
-    pub lifecycle: Option<String>,
+    pub lifecycle: Option<AgentLifecycle>,
     pub connected_at: Option<i64>,
     pub last_heartbeat_at: Option<i64>,
     pub created_at: i64,

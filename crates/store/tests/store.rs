@@ -662,28 +662,34 @@ async fn agents_keep_their_startup_script_and_the_exit_status_of_a_failed_start(
     );
 
     store
-        .agent_lifecycle(&main.id, "start_error", Some(3))
+        .agent_lifecycle(&main.id, AgentLifecycle::StartError, Some(3))
         .await
         .unwrap();
     store.agent_heartbeat(&main.id, None).await.unwrap();
     let failed = store.agent_by_token_hash("hash-main").await.unwrap();
     assert_eq!(
-        (failed.lifecycle.as_deref(), failed.exit_status),
+        (
+            failed.lifecycle.map(AgentLifecycle::as_str),
+            failed.exit_status
+        ),
         (Some("start_error"), Some(3)),
         "a heartbeat keeps the failed start"
     );
     assert!(failed.connected_at.is_some() && failed.last_heartbeat_at.is_some());
     store
-        .agent_lifecycle(&main.id, "ready", None)
+        .agent_lifecycle(&main.id, AgentLifecycle::Ready, None)
         .await
         .unwrap();
     let ready = store.agent_by_token_hash("hash-main").await.unwrap();
     assert_eq!(
-        (ready.lifecycle.as_deref(), ready.exit_status),
+        (
+            ready.lifecycle.map(AgentLifecycle::as_str),
+            ready.exit_status
+        ),
         (Some("ready"), None)
     );
     store
-        .agent_lifecycle(&plain.id, "start_error", Some(1))
+        .agent_lifecycle(&plain.id, AgentLifecycle::StartError, Some(1))
         .await
         .unwrap();
 
@@ -698,7 +704,7 @@ async fn agents_keep_their_startup_script_and_the_exit_status_of_a_failed_start(
     let kept = store.agent_by_token_hash("hash-main").await.unwrap();
     assert_eq!(
         (
-            kept.lifecycle.as_deref(),
+            kept.lifecycle.map(AgentLifecycle::as_str),
             kept.connected_at,
             kept.last_heartbeat_at,
             kept.startup_script.as_deref(),
@@ -746,7 +752,9 @@ async fn agents_are_replaced_while_they_send_heartbeats(store: Store) {
         tasks.push(tokio::spawn(async move {
             for _ in 0..40 {
                 let agent = store.agent_by_token_hash(&format!("hash-{i}")).await?;
-                store.agent_heartbeat(&agent.id, Some("ready")).await?;
+                store
+                    .agent_heartbeat(&agent.id, Some(AgentLifecycle::Ready))
+                    .await?;
             }
             Ok::<(), abode_store::StoreError>(())
         }));
