@@ -13,97 +13,15 @@
 mod util;
 
 use std::fs;
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::process::Stdio;
 use std::time::Duration;
 
 use util::{
-    assert_no_processes_left, only_subdir, printed_digest, repo_root, require_terraform, Platform,
+    assert_no_processes_left, only_subdir, printed_digest, psql, repo_root, require_terraform,
+    with_database, FreshDatabase, Platform,
 };
 
 const AGENT_WAIT: Duration = Duration::from_secs(60);
-
-/// A database of its own on the test PostgreSQL server, dropped (best
-/// effort) when the test ends; declare it before the [`Platform`] so the
-/// server is gone first.
-struct FreshDatabase {
-    admin_url: String,
-    name: String,
-    url: String,
-}
-
-impl FreshDatabase {
-    /// Fails the test with one clear line when there is no test server.
-    fn create() -> FreshDatabase {
-        let Ok(admin_url) = std::env::var("ABODE_TEST_POSTGRES_URL") else {
-            panic!(
-                "ABODE_TEST_POSTGRES_URL is not set: the PostgreSQL end-to-end tests need a server \
-                 (scripts/run-tests starts one; by hand: source scripts/postgres.sh; abode_start_postgres)"
-            );
-        };
-        static NEXT: AtomicU32 = AtomicU32::new(0);
-        let name = format!(
-            "abode_e2e_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        );
-        psql(&admin_url, &format!("CREATE DATABASE {name}"))
-            .unwrap_or_else(|err| panic!("cannot create the test database {name}: {err}"));
-        let url = with_database(&admin_url, &name);
-        FreshDatabase {
-            admin_url,
-            name,
-            url,
-        }
-    }
-}
-
-impl Drop for FreshDatabase {
-    fn drop(&mut self) {
-        let drop = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
-        if let Err(err) = psql(&self.admin_url, &drop) {
-            eprintln!(
-                "note: could not drop the test database {}: {err}",
-                self.name
-            );
-        }
-    }
-}
-
-/// Runs one SQL command with the `psql` client; its unaligned output.
-fn psql(url: &str, sql: &str) -> Result<String, String> {
-    let output = Command::new("psql")
-        .arg(url)
-        .args(["--no-psqlrc", "--quiet", "--tuples-only", "--no-align"])
-        .args(["-v", "ON_ERROR_STOP=1", "-c", sql])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|err| format!("psql (the PostgreSQL client) cannot run: {err}"))?;
-    if output.status.success() {
-        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
-    } else {
-        // One line, so that a failing test says why in one line.
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Err(stderr.split_whitespace().collect::<Vec<_>>().join(" "))
-    }
-}
-
-/// `url` (postgres://USER@HOST:PORT/DB?QUERY) naming database `name` instead.
-fn with_database(url: &str, name: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, Some(query)),
-        None => (url, None),
-    };
-    let authority_start = base.find("://").map_or(0, |at| at + 3);
-    let server = match base[authority_start..].find('/') {
-        Some(slash) => &base[..authority_start + slash],
-        None => base,
-    };
-    match query {
-        Some(query) => format!("{server}/{name}?{query}"),
-        None => format!("{server}/{name}"),
-    }
-}
 
 /// A server on a fresh PostgreSQL database with the owner `alice` logged in.
 fn platform_on_postgres(database: &FreshDatabase) -> Platform {

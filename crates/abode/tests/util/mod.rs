@@ -14,6 +14,7 @@ use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// The variable every process of one platform inherits (not `ABODE_*`: the
@@ -176,6 +177,17 @@ impl Platform {
     /// Starts a server with extra flags, keeping its data in the database at
     /// `database_url` (PostgreSQL) instead of SQLite when given.
     pub fn start_on(database_url: Option<&str>, extra: &[&str]) -> Platform {
+        Platform::start_prepared(database_url, extra, |_| {})
+    }
+
+    /// Like [`Platform::start_on`], calling `prepare` with the (not yet
+    /// existing) data dir before the server first starts: to put there what
+    /// an earlier release left behind.
+    pub fn start_prepared(
+        database_url: Option<&str>,
+        extra: &[&str],
+        prepare: impl FnOnce(&Path),
+    ) -> Platform {
         let root = tempfile::Builder::new()
             .prefix("abode-e2e-")
             .tempdir()
@@ -193,6 +205,7 @@ impl Platform {
             database_url: database_url.map(str::to_string),
             server_env: Vec::new(),
         };
+        prepare(&platform.data_dir());
         platform.spawn_server();
         platform.wait_until_ready();
         platform
@@ -672,4 +685,86 @@ pub fn peak_rss_kb(pid: u32) -> u64 {
         .find_map(|line| line.strip_prefix("VmHWM:"))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM in /proc/PID/status")
+}
+
+/// A database of its own on the test PostgreSQL server, dropped (best
+/// effort) when the test ends; declare it before the [`Platform`] so the
+/// server is gone first.
+pub struct FreshDatabase {
+    admin_url: String,
+    pub name: String,
+    pub url: String,
+}
+
+impl FreshDatabase {
+    /// Fails the test with one clear line when there is no test server.
+    pub fn create() -> FreshDatabase {
+        let Ok(admin_url) = std::env::var("ABODE_TEST_POSTGRES_URL") else {
+            panic!(
+                "ABODE_TEST_POSTGRES_URL is not set: the PostgreSQL end-to-end tests need a server \
+                 (scripts/run-tests starts one; by hand: source scripts/postgres.sh; abode_start_postgres)"
+            );
+        };
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "abode_e2e_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        psql(&admin_url, &format!("CREATE DATABASE {name}"))
+            .unwrap_or_else(|err| panic!("cannot create the test database {name}: {err}"));
+        let url = with_database(&admin_url, &name);
+        FreshDatabase {
+            admin_url,
+            name,
+            url,
+        }
+    }
+}
+
+impl Drop for FreshDatabase {
+    fn drop(&mut self) {
+        let drop = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
+        if let Err(err) = psql(&self.admin_url, &drop) {
+            eprintln!(
+                "note: could not drop the test database {}: {err}",
+                self.name
+            );
+        }
+    }
+}
+
+/// Runs one SQL command with the `psql` client; its unaligned output.
+pub fn psql(url: &str, sql: &str) -> Result<String, String> {
+    let output = Command::new("psql")
+        .arg(url)
+        .args(["--no-psqlrc", "--quiet", "--tuples-only", "--no-align"])
+        .args(["-v", "ON_ERROR_STOP=1", "-c", sql])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|err| format!("psql (the PostgreSQL client) cannot run: {err}"))?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    } else {
+        // One line, so that a failing test says why in one line.
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        Err(stderr.split_whitespace().collect::<Vec<_>>().join(" "))
+    }
+}
+
+/// `url` (postgres://USER@HOST:PORT/DB?QUERY) naming database `name` instead.
+pub fn with_database(url: &str, name: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let authority_start = base.find("://").map_or(0, |at| at + 3);
+    let server = match base[authority_start..].find('/') {
+        Some(slash) => &base[..authority_start + slash],
+        None => base,
+    };
+    match query {
+        Some(query) => format!("{server}/{name}?{query}"),
+        None => format!("{server}/{name}"),
+    }
 }
