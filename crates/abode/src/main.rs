@@ -62,7 +62,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", cli::one_line(&error));
             ExitCode::from(exit::FAILURE)
         }
     }

@@ -130,7 +130,7 @@ pub fn run(command: UserCommand) -> ExitCode {
 /// The error and its causes on one line, without repeating a cause whose
 /// text the outer message already contains; controls made visible, since a
 /// server's message may quote other people's text.
-fn one_line(err: &anyhow::Error) -> String {
+pub(crate) fn one_line(err: &anyhow::Error) -> String {
     let mut line = String::new();
     for cause in err.chain() {
         let text = cause.to_string();
