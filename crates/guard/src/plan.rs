@@ -13,7 +13,7 @@
 
 use crate::format::PlanFormat;
 use crate::scan::Scanner;
-use crate::value::{self, PathStep, Rendered, Secrets, SensitiveVariables};
+use crate::value::{self, PathStep, Rendered, SecretSet, Secrets, SensitiveVariables};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -293,6 +293,7 @@ fn read_top_level<R: Read>(scanner: &mut Scanner<R>) -> Result<RawPlan, PlanErro
                     raw.variable_names.push(name);
                     raw.variable_values.push(values);
                 }
+                raw.variable_secrets = SecretSet::new(&raw.variable_values);
                 raw.variables_read = true;
             }
             "resource_changes" => {
@@ -300,7 +301,7 @@ fn read_top_level<R: Read>(scanner: &mut Scanner<R>) -> Result<RawPlan, PlanErro
                 raw.values_read = true;
                 let seed = EntrySeed {
                     drift: false,
-                    variables: &raw.variable_values,
+                    variables: &raw.variable_secrets,
                 };
                 raw.resource_changes = read_list(scanner, &mut scratch, seed)?;
             }
@@ -309,7 +310,7 @@ fn read_top_level<R: Read>(scanner: &mut Scanner<R>) -> Result<RawPlan, PlanErro
                 raw.values_read = true;
                 let seed = EntrySeed {
                     drift: true,
-                    variables: &raw.variable_values,
+                    variables: &raw.variable_secrets,
                 };
                 raw.resource_drift = read_list(scanner, &mut scratch, seed)?;
             }
@@ -382,6 +383,8 @@ struct RawPlan {
     /// The root variables' names, and the values each holds (see `value::collect_secrets`).
     variable_names: Vec<String>,
     variable_values: Vec<Vec<String>>,
+    /// `variable_values` compiled for comparing (owner `i` is variable `i`).
+    variable_secrets: SecretSet,
     variables_read: bool,
     values_read: bool,
     /// Changes came before (some of) `variables` (Terraform writes them
@@ -538,7 +541,7 @@ enum EntryField {
 #[derive(Clone, Copy)]
 struct EntrySeed<'a> {
     drift: bool,
-    variables: &'a [Vec<String>],
+    variables: &'a SecretSet,
 }
 
 impl<'de> DeserializeSeed<'de> for EntrySeed<'_> {
@@ -619,7 +622,7 @@ struct ParsedChange {
 struct ChangeSeed<'a> {
     drift: bool,
     keep_protect_mode: bool,
-    variables: &'a [Vec<String>],
+    variables: &'a SecretSet,
 }
 
 #[derive(Deserialize)]
@@ -710,6 +713,7 @@ impl<'de> Visitor<'de> for ChangeSeed<'_> {
         let mut marked = Vec::new();
         value::collect_secrets(&before, &sensitive, &mut marked);
         value::collect_secrets(&after, &sensitive, &mut marked);
+        let marked = SecretSet::marked(marked);
         let secrets = Secrets {
             marked: &marked,
             variables: self.variables,

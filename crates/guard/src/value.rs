@@ -9,8 +9,10 @@
 //! secret can only leave this module as `(sensitive value)`: never escaped,
 //! never cut to a prefix.
 
+use aho_corasick::AhoCorasick;
 use serde::Deserialize;
 use serde_json::Value;
+use std::collections::HashMap;
 
 pub(crate) const SENSITIVE: &str = "(sensitive value)";
 pub(crate) const UNKNOWN: &str = "(known after apply)";
@@ -138,29 +140,124 @@ pub(crate) fn collect_secrets(value: &Value, sensitive: &Value, out: &mut Vec<St
     }
 }
 
-/// Whether `text` shows one of `secrets`: is one, or holds one long enough to
-/// be told apart from ordinary text. Always asked of the raw text, before any
-/// escaping: `a"b` is no longer a substring once printed as `"a\"b"`.
-fn reveals(text: &str, secrets: &[String]) -> bool {
-    secrets.iter().any(|secret| {
-        text == secret
-            || (secret.chars().count() >= MIN_EMBEDDED_SECRET && text.contains(secret.as_str()))
-    })
+/// Above this many secrets long enough to be searched for inside a text, one
+/// Aho-Corasick pass over the text replaces one substring search per secret.
+const AUTOMATON_FROM: usize = 8;
+
+/// Secrets grouped by owner (a root variable, in the plan's order; or all the
+/// values marked in one change, as owner 0), compiled once so that each string,
+/// number and key is compared with all of them in one pass over its raw text.
+///
+/// A text reveals an owner when it is one of the owner's secrets, or holds one
+/// at least [`MIN_EMBEDDED_SECRET`] characters long (shorter ones would hide
+/// everything). Always asked of the raw text, before any escaping: `a"b` is no
+/// longer a substring once printed as `"a\"b"`.
+///
+/// A plan's root variables may hold thousands of values (a map of every
+/// workspace's settings), and every piece of every value shown is compared
+/// with all of them: one search per secret made that the bulk of the reading.
+#[derive(Debug, Default)]
+pub(crate) struct SecretSet {
+    /// Every secret, whole, with the owners that hold it.
+    whole: HashMap<String, Vec<usize>>,
+    /// The secrets long enough to be looked for inside a text, each once, with
+    /// the owners that hold it.
+    embedded: Vec<(String, Vec<usize>)>,
+    /// Finds every `embedded` secret in one pass (its pattern ids index
+    /// `embedded`); `None` for a few secrets, searched one by one.
+    automaton: Option<AhoCorasick>,
+}
+
+impl SecretSet {
+    /// The secrets of each owner: `owners[i]` are the texts of owner `i`.
+    pub(crate) fn new(owners: &[Vec<String>]) -> SecretSet {
+        let mut whole: HashMap<String, Vec<usize>> = HashMap::new();
+        for (owner, secrets) in owners.iter().enumerate() {
+            for secret in secrets {
+                let holders = whole.entry(secret.clone()).or_default();
+                if holders.last() != Some(&owner) {
+                    holders.push(owner);
+                }
+            }
+        }
+        let mut embedded: Vec<(String, Vec<usize>)> = whole
+            .iter()
+            .filter(|(secret, _)| secret.chars().count() >= MIN_EMBEDDED_SECRET)
+            .map(|(secret, holders)| (secret.clone(), holders.clone()))
+            .collect();
+        // Deterministic order, whatever the hash map's.
+        embedded.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let automaton = if embedded.len() > AUTOMATON_FROM {
+            // Standard match semantics: every occurrence of every secret is
+            // reported by an overlapping search. Should building fail (too
+            // many states), the secrets are searched one by one.
+            AhoCorasick::new(embedded.iter().map(|(secret, _)| secret)).ok()
+        } else {
+            None
+        };
+        SecretSet {
+            whole,
+            embedded,
+            automaton,
+        }
+    }
+
+    /// The marked secrets of one change, all owned by owner 0.
+    pub(crate) fn marked(secrets: Vec<String>) -> SecretSet {
+        SecretSet::new(&[secrets])
+    }
+
+    /// Whether `text` reveals any secret of any owner.
+    pub(crate) fn reveals(&self, text: &str) -> bool {
+        if self.whole.contains_key(text) {
+            return true;
+        }
+        match &self.automaton {
+            Some(automaton) => automaton.is_match(text),
+            None => self
+                .embedded
+                .iter()
+                .any(|(secret, _)| text.contains(secret.as_str())),
+        }
+    }
+
+    /// The owners whose secrets `text` reveals, in increasing order.
+    pub(crate) fn owners(&self, text: &str) -> Vec<usize> {
+        let mut owners: Vec<usize> = self.whole.get(text).cloned().unwrap_or_default();
+        let mut add = |index: usize| owners.extend_from_slice(&self.embedded[index].1);
+        match &self.automaton {
+            Some(automaton) => {
+                for found in automaton.find_overlapping_iter(text) {
+                    add(found.pattern().as_usize());
+                }
+            }
+            None => {
+                for (index, (secret, _)) in self.embedded.iter().enumerate() {
+                    if text.contains(secret.as_str()) {
+                        add(index);
+                    }
+                }
+            }
+        }
+        owners.sort_unstable();
+        owners.dedup();
+        owners
+    }
 }
 
 /// What a value may reveal, known while a change is read: the values marked in
 /// the change itself, and the values of every root variable (any of which may
 /// turn out to be sensitive).
 pub(crate) struct Secrets<'a> {
-    pub(crate) marked: &'a [String],
-    /// One list per root variable, in the plan's order (see [`collect_secrets`]).
-    pub(crate) variables: &'a [Vec<String>],
+    pub(crate) marked: &'a SecretSet,
+    /// Owned by the root variables, indexed in the plan's order (see [`collect_secrets`]).
+    pub(crate) variables: &'a SecretSet,
 }
 
 impl Secrets<'_> {
     /// Whether `raw` reveals a marked secret or the value of any root variable.
     fn may_hide(&self, raw: &str) -> bool {
-        reveals(raw, self.marked) || self.variables.iter().any(|values| reveals(raw, values))
+        self.marked.reveals(raw) || self.variables.reveals(raw)
     }
 }
 
@@ -235,17 +332,11 @@ impl Rendered {
     /// Adds a string, number or key: `raw` is compared with the secrets,
     /// `shown` is what prints when none matches.
     fn value(&mut self, raw: &str, shown: String, hidden: &'static str, secrets: &Secrets) {
-        if reveals(raw, secrets.marked) {
+        if secrets.marked.reveals(raw) {
             self.push(Part::Marker(hidden));
             return;
         }
-        let variables = secrets
-            .variables
-            .iter()
-            .enumerate()
-            .filter(|(_, values)| reveals(raw, values))
-            .map(|(i, _)| i)
-            .collect();
+        let variables = secrets.variables.owners(raw);
         self.push(Part::Value {
             shown,
             hidden,
@@ -442,8 +533,8 @@ mod tests {
     /// No root variables, and the rendering finished as the report shows it.
     fn show(value: &Value, sensitive: &Value, unknown: &Value, marked: &[String]) -> String {
         let secrets = Secrets {
-            marked,
-            variables: &[],
+            marked: &SecretSet::marked(marked.to_vec()),
+            variables: &SecretSet::default(),
         };
         render(Some(value), sensitive, unknown, &secrets).finish(&no_variables(), true)
     }
@@ -500,6 +591,76 @@ mod tests {
         );
     }
 
+    /// The comparison [`SecretSet`] compiles, made one secret at a time.
+    fn naive_owners(text: &str, owners: &[Vec<String>]) -> Vec<usize> {
+        (0..owners.len())
+            .filter(|&i| {
+                owners[i].iter().any(|secret| {
+                    text == secret
+                        || (secret.chars().count() >= MIN_EMBEDDED_SECRET
+                            && text.contains(secret.as_str()))
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn secret_sets_find_what_one_search_per_secret_finds() {
+        let few = vec![
+            vec!["hunter2".to_string(), "ab".to_string()],
+            vec![String::new(), "é€😀x".to_string()],
+            vec!["hunter2".to_string()],
+        ];
+        // Enough secrets for the automaton, overlapping ones and repeats
+        // across owners among them.
+        let mut many: Vec<Vec<String>> = (0..30)
+            .map(|i| {
+                vec![
+                    format!("value-{i:03}"),
+                    format!("{i}"),
+                    format!("alue-{i:03}x"),
+                ]
+            })
+            .collect();
+        many.push(vec![
+            "value-00".to_string(),
+            "abc".to_string(),
+            "ue-0".to_string(),
+        ]);
+        many.push(vec!["value-007".to_string()]);
+        let texts = [
+            "",
+            "ab",
+            "abc",
+            "xabcx",
+            "hunter2",
+            "a hunter2 b",
+            "hunter",
+            "é€😀x",
+            "é€😀",
+            "7",
+            "12",
+            "value-007",
+            "pre value-007 post",
+            "value-0",
+            "alue-012x",
+            "value-012x",
+            "ue-0",
+            "u",
+            "value-029 and value-001",
+            "nothing here",
+        ];
+        for owners in [&few, &many] {
+            let set = SecretSet::new(owners);
+            assert_eq!(set.automaton.is_some(), owners.len() > 3);
+            for text in texts {
+                let expected = naive_owners(text, owners);
+                assert_eq!(set.owners(text), expected, "{text:?}");
+                assert_eq!(set.reveals(text), !expected.is_empty(), "{text:?}");
+            }
+        }
+    }
+
     #[test]
     fn keys_of_a_sensitive_map_are_secrets() {
         let mut secrets = Vec::new();
@@ -518,8 +679,8 @@ mod tests {
         let value = json!([long, secret]);
         let variables = [vec![secret.clone()]];
         let secrets = Secrets {
-            marked: &[],
-            variables: &variables,
+            marked: &SecretSet::default(),
+            variables: &SecretSet::new(&variables),
         };
         let rendered = render(Some(&value), &json!(false), &json!(false), &secrets);
         let hidden = SensitiveVariables {
@@ -549,8 +710,8 @@ mod tests {
         let value = json!([secret, "a", "b"]);
         let variables = [vec![secret.clone()]];
         let secrets = Secrets {
-            marked: &[],
-            variables: &variables,
+            marked: &SecretSet::default(),
+            variables: &SecretSet::new(&variables),
         };
         let rendered = render(Some(&value), &json!(false), &json!(false), &secrets);
         let hidden = SensitiveVariables {
@@ -570,8 +731,8 @@ mod tests {
             &json!(false),
             &json!(false),
             &Secrets {
-                marked: &[],
-                variables: &[],
+                marked: &SecretSet::default(),
+                variables: &SecretSet::default(),
             },
         );
         let late = |sensitive| SensitiveVariables {
@@ -616,8 +777,8 @@ mod tests {
             PathStep::Key("x".into()),
         ];
         let none = Secrets {
-            marked: &[],
-            variables: &[],
+            marked: &SecretSet::default(),
+            variables: &SecretSet::default(),
         };
         assert_eq!(
             render_path(&path, &json!(false), &none).finish(&no_variables(), false),
@@ -630,8 +791,8 @@ mod tests {
         );
         let variables = [vec!["team name".to_string()]];
         let secrets = Secrets {
-            marked: &[],
-            variables: &variables,
+            marked: &SecretSet::default(),
+            variables: &SecretSet::new(&variables),
         };
         let hidden = SensitiveVariables {
             sensitive: vec![true],
