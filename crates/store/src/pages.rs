@@ -18,9 +18,7 @@ pub const MAX_PAGE_SIZE: i64 = 200;
 
 /// A page size within `1..=MAX_PAGE_SIZE`, `DEFAULT_PAGE_SIZE` when absent.
 pub fn page_size(limit: Option<i64>) -> i64 {
-    limit
-        .unwrap_or(DEFAULT_PAGE_SIZE)
-        .clamp(1, MAX_PAGE_SIZE)
+    limit.unwrap_or(DEFAULT_PAGE_SIZE).clamp(1, MAX_PAGE_SIZE)
 }
 
 /// One page of a list and the cursor of the next (none on the last page).
@@ -51,7 +49,11 @@ pub(crate) fn encode_cursor(tag: &str, fields: &[&str]) -> String {
 }
 
 /// The fields of a cursor of list `tag` with exactly `count` fields.
-pub(crate) fn decode_cursor(tag: &str, cursor: &str, count: usize) -> Result<Vec<String>, BadCursor> {
+pub(crate) fn decode_cursor(
+    tag: &str,
+    cursor: &str,
+    count: usize,
+) -> Result<Vec<String>, BadCursor> {
     let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| BadCursor)?;
     let text = String::from_utf8(bytes).map_err(|_| BadCursor)?;
     let mut parts = text.split(SEPARATOR);

@@ -169,17 +169,32 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
     summaries
 }
 
-/// A page of workspaces in one statement. The `CROSS JOIN`s fix SQLite's
-/// join order (PostgreSQL plans them as inner joins): users in username
-/// order, each one's workspaces by the `workspaces_owner_list` index, then
-/// lookups, so the page is read in its sort order and stops after `limit`
-/// rows instead of sorting every workspace (at 10,000 workspaces: 80 ms
-/// with the planner's order, 2 ms so). The page itself (filters, cursor,
-/// limit) is chosen with each workspace's latest build joined in, then each
-/// row of it is joined with its newest finished build and its agents. `?N`:
-/// 1 owner id, 2 include deleted, 3 owner name, 4 template name, 5 latest
-/// build status, 6 its transition, 7-10 the cursor's key, 11 the limit.
-pub(crate) const WORKSPACE_PAGE: &str = "WITH page AS (\
+/// A page of workspaces in one statement. First the page's keys, from
+/// users and workspaces alone (filters, cursor, limit): SQLite walks users in
+/// username order (`CROSS JOIN` fixes its join order; PostgreSQL plans it as
+/// an inner join) and each one's workspaces by `workspaces_owner_list`, and
+/// stops after `limit` rows; PostgreSQL sorts bare keys. Only then are the
+/// page's rows joined with names, their latest build, their newest finished
+/// build and their agents, the keys leading (`CROSS JOIN` again: SQLite
+/// 3.46 otherwise flattens the CTEs and scans every workspace). (At 10,000 workspaces, joining first and sorting
+/// after took 80 ms on SQLite and 100 ms on PostgreSQL.) `?N`: 1 owner id,
+/// 2 include deleted, 3 owner name, 4 template name, 5 latest build status,
+/// 6 its transition, 7-10 the cursor's key, 11 the limit.
+pub(crate) const WORKSPACE_PAGE: &str = "WITH keys AS (\
+     SELECT w.id AS key_id FROM users u CROSS JOIN workspaces w \
+     WHERE w.owner_id = u.id \
+     AND (?1 IS NULL OR w.owner_id = ?1) AND (?2 OR w.deleted = FALSE) \
+     AND (?3 IS NULL OR u.username = ?3) \
+     AND (?4 IS NULL OR EXISTS (SELECT 1 FROM templates ft \
+          WHERE ft.id = w.template_id AND ft.name = ?4)) \
+     AND (?5 IS NULL OR EXISTS (SELECT 1 FROM builds fb WHERE fb.workspace_id = w.id \
+          AND fb.number = (SELECT MAX(mb.number) FROM builds mb WHERE mb.workspace_id = w.id) \
+          AND fb.status = ?5 AND (?6 IS NULL OR fb.transition = ?6))) \
+     AND (?7 IS NULL OR u.username > ?7 OR (u.username = ?7 AND (w.name > ?8 \
+          OR (w.name = ?8 AND (w.created_at > ?9 OR (w.created_at = ?9 AND w.id > ?10)))))) \
+     ORDER BY u.username, w.name, w.created_at, w.id \
+     LIMIT ?11), \
+     page AS (\
      SELECT w.id, w.name, w.owner_id, u.username AS owner_name, u.email AS owner_email, \
      w.template_id, t.name AS template_name, w.template_version_id, v.number AS template_version, \
      w.parameters, w.deleted, w.created_at, w.updated_at, \
@@ -190,20 +205,14 @@ pub(crate) const WORKSPACE_PAGE: &str = "WITH page AS (\
      lb.started_at AS b_started_at, lb.finished_at AS b_finished_at, \
      lb.plan_digest AS b_plan_digest, lb.expires_at AS b_expires_at, \
      c.username AS b_confirmed_by, lb.confirmed_at AS b_confirmed_at \
-     FROM users u CROSS JOIN workspaces w CROSS JOIN builds lb CROSS JOIN templates t \
-     CROSS JOIN template_versions v CROSS JOIN template_versions bv CROSS JOIN users i \
+     FROM keys CROSS JOIN workspaces w CROSS JOIN users u CROSS JOIN templates t \
+     CROSS JOIN template_versions v CROSS JOIN builds lb CROSS JOIN template_versions bv \
+     CROSS JOIN users i \
      LEFT JOIN users c ON c.id = lb.confirmed_by \
-     WHERE w.owner_id = u.id AND t.id = w.template_id AND v.id = w.template_version_id \
-     AND lb.workspace_id = w.id \
+     WHERE w.id = keys.key_id AND u.id = w.owner_id AND t.id = w.template_id \
+     AND v.id = w.template_version_id AND lb.workspace_id = w.id \
      AND lb.number = (SELECT MAX(mb.number) FROM builds mb WHERE mb.workspace_id = w.id) \
-     AND bv.id = lb.template_version_id AND i.id = lb.initiator_id \
-     AND (?1 IS NULL OR w.owner_id = ?1) AND (?2 OR w.deleted = FALSE) \
-     AND (?3 IS NULL OR u.username = ?3) AND (?4 IS NULL OR t.name = ?4) \
-     AND (?5 IS NULL OR (lb.status = ?5 AND (?6 IS NULL OR lb.transition = ?6))) \
-     AND (?7 IS NULL OR u.username > ?7 OR (u.username = ?7 AND (w.name > ?8 \
-          OR (w.name = ?8 AND (w.created_at > ?9 OR (w.created_at = ?9 AND w.id > ?10)))))) \
-     ORDER BY u.username, w.name, w.created_at, w.id \
-     LIMIT ?11) \
+     AND bv.id = lb.template_version_id AND i.id = lb.initiator_id) \
      SELECT page.*, s.status AS s_status, s.transition AS s_transition, \
      s.finished_at AS s_finished_at, a.id AS a_id, a.build_id AS a_build_id, a.name AS a_name, \
      a.lifecycle AS a_lifecycle, a.connected_at AS a_connected_at, \
@@ -211,9 +220,9 @@ pub(crate) const WORKSPACE_PAGE: &str = "WITH page AS (\
      a.startup_script AS a_startup_script, a.dir AS a_dir, a.env AS a_env, \
      a.exit_status AS a_exit_status \
      FROM page \
-     LEFT JOIN builds s ON s.workspace_id = page.id AND s.number = (SELECT MAX(fb.number) \
-          FROM builds fb WHERE fb.workspace_id = page.id \
-          AND fb.status IN ('succeeded', 'failed', 'canceled')) \
+     LEFT JOIN builds s ON s.workspace_id = page.id AND s.number = (SELECT MAX(sb.number) \
+          FROM builds sb WHERE sb.workspace_id = page.id \
+          AND sb.status IN ('succeeded', 'failed', 'canceled')) \
      LEFT JOIN agents a ON a.workspace_id = page.id \
      ORDER BY page.owner_name, page.name, page.created_at, page.id, a.name";
 

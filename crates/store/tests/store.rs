@@ -1063,11 +1063,25 @@ async fn workspace_pages_follow_their_cursor_and_filters(store: Store) {
         ..Default::default()
     };
     let expected = [
-        "alice/dev", "alice/x", "alice/y", "bob/a", "bob/b", "bob/c", "bob/d", "bob/e",
+        "alice/dev",
+        "alice/x",
+        "alice/y",
+        "bob/a",
+        "bob/b",
+        "bob/c",
+        "bob/d",
+        "bob/e",
     ];
     assert_eq!(all_pages(&store, everyone.clone()).await, expected);
     assert_eq!(
-        all_pages(&store, WorkspaceFilter { limit: 200, ..everyone.clone() }).await,
+        all_pages(
+            &store,
+            WorkspaceFilter {
+                limit: 200,
+                ..everyone.clone()
+            }
+        )
+        .await,
         expected
     );
 
@@ -1147,7 +1161,11 @@ async fn workspace_pages_follow_their_cursor_and_filters(store: Store) {
         env: "{}".into(),
     };
     store
-        .replace_agents(&build.workspace_id, &build.id, &[agent("two"), agent("one")])
+        .replace_agents(
+            &build.workspace_id,
+            &build.id,
+            &[agent("two"), agent("one")],
+        )
         .await
         .unwrap();
     let stop = store
@@ -1175,14 +1193,20 @@ async fn workspace_pages_follow_their_cursor_and_filters(store: Store) {
         .iter()
         .find(|s| s.workspace.id == build.workspace_id)
         .unwrap();
-    assert_eq!(summary.latest_build, store.build_by_id(&stop.id).await.unwrap());
+    assert_eq!(
+        summary.latest_build,
+        store.build_by_id(&stop.id).await.unwrap()
+    );
     assert_eq!(
         summary.settled.map(|s| (s.status, s.transition)),
         Some((BuildStatus::Succeeded, Transition::Start))
     );
     assert_eq!(
         summary.agents,
-        store.agents_of_workspace(&build.workspace_id).await.unwrap()
+        store
+            .agents_of_workspace(&build.workspace_id)
+            .await
+            .unwrap()
     );
     assert_eq!(summary.agents.len(), 2);
     // The other workspaces' first builds are pending too; none has an agent.
@@ -1257,14 +1281,21 @@ async fn other_lists_page_by_cursor(store: Store) {
         .list_build_page(&workspace.id, Some(BuildStatus::Failed), None, 50)
         .await
         .unwrap();
-    assert_eq!(failed.items.iter().map(|b| b.number).collect::<Vec<_>>(), [1]);
+    assert_eq!(
+        failed.items.iter().map(|b| b.number).collect::<Vec<_>>(),
+        [1]
+    );
     assert_eq!(failed.next, None);
     assert!(store
         .list_build_page(&workspace.id, None, Some("bm90IGEgY3Vyc29y"), 2)
         .await
         .is_err());
 
-    for (action, actor) in [("login", "alice"), ("build.start", "alice"), ("login", "bob")] {
+    for (action, actor) in [
+        ("login", "alice"),
+        ("build.start", "alice"),
+        ("login", "bob"),
+    ] {
         store
             .record_audit(&NewAuditEvent {
                 actor_name: Some(actor.into()),
@@ -1284,7 +1315,11 @@ async fn other_lists_page_by_cursor(store: Store) {
             let mut seen = Vec::new();
             loop {
                 let page = store.list_audit(&filter).await.unwrap();
-                seen.extend(page.items.into_iter().map(|e| format!("{} {}", e.action, e.target)));
+                seen.extend(
+                    page.items
+                        .into_iter()
+                        .map(|e| format!("{} {}", e.action, e.target)),
+                );
                 match page.next {
                     Some(next) => filter.after = Some(next),
                     None => return seen,
@@ -1293,7 +1328,11 @@ async fn other_lists_page_by_cursor(store: Store) {
         }
     };
     assert_eq!(
-        audit(AuditFilter { limit: 1, ..Default::default() }).await,
+        audit(AuditFilter {
+            limit: 1,
+            ..Default::default()
+        })
+        .await,
         ["login bob", "build.start alice", "login alice"]
     );
     assert_eq!(
@@ -1339,7 +1378,11 @@ async fn other_lists_page_by_cursor(store: Store) {
     store.create_user(&new_user("bob")).await.unwrap();
     let users = store.list_user_page(None, 2).await.unwrap();
     assert_eq!(
-        users.items.iter().map(|u| u.username.as_str()).collect::<Vec<_>>(),
+        users
+            .items
+            .iter()
+            .map(|u| u.username.as_str())
+            .collect::<Vec<_>>(),
         ["alice", "bob"]
     );
     let rest = store
