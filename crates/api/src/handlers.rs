@@ -616,7 +616,13 @@ async fn list_builds(
         .transpose()?;
     let page = state
         .control
-        .builds(&caller, &workspace, status, query.after.as_deref(), query.limit)
+        .builds(
+            &caller,
+            &workspace,
+            status,
+            query.after.as_deref(),
+            query.limit,
+        )
         .await?;
     let builds: Vec<BuildJson> = page.items.iter().map(BuildJson::from).collect();
     page_answer("builds", builds, page.next)

@@ -301,7 +301,12 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
     }
     let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
     let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
         return None;
     }
     let mut rest = &text[19..];
@@ -311,7 +316,11 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
         if digits == 0 {
             return None;
         }
-        let padded: String = fraction[..digits].chars().chain("000".chars()).take(3).collect();
+        let padded: String = fraction[..digits]
+            .chars()
+            .chain("000".chars())
+            .take(3)
+            .collect();
         millis = padded.parse().ok()?;
         rest = &fraction[digits..];
     }
@@ -377,7 +386,13 @@ mod tests {
             parse_rfc3339("2024-05-01T14:00:00+02:00"),
             parse_rfc3339("2024-05-01T12:00:00Z")
         );
-        for bad in ["", "yesterday", "2024-05-01", "2024-13-01T00:00:00Z", "2024-05-01T00:00:00"] {
+        for bad in [
+            "",
+            "yesterday",
+            "2024-05-01",
+            "2024-13-01T00:00:00Z",
+            "2024-05-01T00:00:00",
+        ] {
             assert_eq!(parse_rfc3339(bad), None, "{bad}");
         }
     }

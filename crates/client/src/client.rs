@@ -401,7 +401,13 @@ impl Client {
         filters: &[(&str, &str)],
         limit: Option<usize>,
     ) -> Result<Vec<Workspace>, ClientError> {
-        self.pages("GET /workspaces", "/workspaces", "workspaces", filters, limit)
+        self.pages(
+            "GET /workspaces",
+            "/workspaces",
+            "workspaces",
+            filters,
+            limit,
+        )
     }
 
     /// One workspace, by name or `owner/name`.
@@ -439,7 +445,10 @@ impl Client {
         limit: Option<usize>,
     ) -> Result<Vec<Build>, ClientError> {
         let path = format!("/workspaces/{}/builds", workspace_segment(workspace));
-        let filters: Vec<(&str, &str)> = status.map(|status| ("status", status)).into_iter().collect();
+        let filters: Vec<(&str, &str)> = status
+            .map(|status| ("status", status))
+            .into_iter()
+            .collect();
         self.pages("GET builds", &path, "builds", &filters, limit)
     }
 

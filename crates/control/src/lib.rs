@@ -510,7 +510,11 @@ impl Control {
                 "only owners can list users".to_string(),
             ));
         }
-        Ok(self.inner.store.list_user_page(after, page_size(limit)).await?)
+        Ok(self
+            .inner
+            .store
+            .list_user_page(after, page_size(limit))
+            .await?)
     }
 
     pub async fn template(&self, name: &str) -> Result<Template, ControlError> {

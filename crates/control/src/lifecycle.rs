@@ -401,7 +401,14 @@ mod tests {
 
     #[test]
     fn status_filters_invert_workspace_status() {
-        for status in ["pending", "running", "awaiting_confirmation", "succeeded", "failed", "canceled"] {
+        for status in [
+            "pending",
+            "running",
+            "awaiting_confirmation",
+            "succeeded",
+            "failed",
+            "canceled",
+        ] {
             for transition in ["start", "stop", "delete"] {
                 let latest = build(transition, status, "v");
                 let shown = workspace_status(&latest);
