@@ -682,7 +682,7 @@ mod tests {
     #[test]
     fn error_without_json_body_still_reads_well() {
         let (url, server) = serve_once(502, "bad gateway");
-        let err = Client::new(&url, None).templates().unwrap_err();
+        let err = Client::new(&url, None).templates(None).unwrap_err();
         assert_eq!(err.status(), Some(502));
         assert!(err.is_transient());
         assert!(err.to_string().contains("HTTP 502"));
