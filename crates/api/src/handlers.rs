@@ -14,7 +14,8 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use abode_control::BuildRequest;
+use abode_control::{AuditQuery as ControlAuditQuery, BuildRequest, WorkspaceQuery};
+use abode_store::BuildStatus;
 
 use crate::views::{
     AuditEventJson, BuildJson, LogLineJson, ProtectionJson, TemplateJson, UserJson, VersionJson,
@@ -40,7 +41,7 @@ pub fn router(state: AppState) -> Router {
         .route("/users/first", post(create_first_user))
         .route("/login", post(login))
         .route("/users/me", get(me))
-        .route("/users", post(create_user))
+        .route("/users", get(list_users).post(create_user))
         .route("/templates", get(list_templates))
         .route("/templates/:name", get(get_template))
         .route(
@@ -169,6 +170,45 @@ fn ok(status: StatusCode, body: Value) -> ApiResult {
     Ok((status, Json(body)).into_response())
 }
 
+/// The query string of a list, with a one-line 400 when it does not parse.
+type ListQueryResult<T> = Result<Query<T>, axum::extract::rejection::QueryRejection>;
+
+fn list_query<T>(query: ListQueryResult<T>) -> Result<T, ApiError> {
+    query
+        .map(|Query(query)| query)
+        .map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))
+}
+
+/// A list page's answer: its rows under `key`, and `next`, the cursor of the
+/// next page (null on the last).
+fn page_answer<T: serde::Serialize>(key: &str, items: Vec<T>, next: Option<String>) -> ApiResult {
+    let mut body = serde_json::Map::new();
+    body.insert(key.to_string(), json!(items));
+    body.insert("next".to_string(), json!(next));
+    ok(StatusCode::OK, Value::Object(body))
+}
+
+/// A `since`/`until` parameter (RFC 3339) as Unix ms.
+fn parse_time(raw: Option<&str>, what: &str) -> Result<Option<i64>, ApiError> {
+    raw.map(|text| {
+        crate::views::parse_rfc3339(text).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "{what} must be an RFC 3339 time such as 2024-05-01T12:00:00Z"
+            ))
+        })
+    })
+    .transpose()
+}
+
+/// Pagination parameters every list takes.
+#[derive(Deserialize)]
+struct PageQuery {
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
 fn parse_number(raw: &str, what: &str) -> Result<Option<i64>, ApiError> {
     if raw == "latest" {
         return Ok(None);
@@ -270,12 +310,34 @@ async fn create_user(
     ok(StatusCode::CREATED, json!({"user": UserJson::from(&user)}))
 }
 
+async fn list_users(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    query: ListQueryResult<PageQuery>,
+) -> ApiResult {
+    let query = list_query(query)?;
+    let page = state
+        .control
+        .list_users(&caller, query.after.as_deref(), query.limit)
+        .await?;
+    let users: Vec<UserJson> = page.items.iter().map(UserJson::from).collect();
+    page_answer("users", users, page.next)
+}
+
 // ---- templates ----
 
-async fn list_templates(State(state): State<AppState>, _caller: Authenticated) -> ApiResult {
-    let templates = state.control.list_templates().await?;
-    let templates: Vec<TemplateJson> = templates.iter().map(TemplateJson::from).collect();
-    ok(StatusCode::OK, json!({"templates": templates}))
+async fn list_templates(
+    State(state): State<AppState>,
+    _caller: Authenticated,
+    query: ListQueryResult<PageQuery>,
+) -> ApiResult {
+    let query = list_query(query)?;
+    let page = state
+        .control
+        .list_templates(query.after.as_deref(), query.limit)
+        .await?;
+    let templates: Vec<TemplateJson> = page.items.iter().map(TemplateJson::from).collect();
+    page_answer("templates", templates, page.next)
 }
 
 async fn get_template(
@@ -381,6 +443,16 @@ struct ListQuery {
     all: Option<bool>,
     #[serde(default)]
     deleted: Option<bool>,
+    #[serde(default)]
+    owner: Option<String>,
+    #[serde(default)]
+    template: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
 }
 
 async fn create_workspace(
@@ -429,16 +501,28 @@ async fn list_workspaces(
 ) -> ApiResult {
     let Query(query) =
         query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
-    let views = state
+    let status = query
+        .status
+        .as_deref()
+        .map(str::parse::<abode_control::WorkspaceStatus>)
+        .transpose()?;
+    let page = state
         .control
         .list_workspaces(
             &caller,
-            query.all.unwrap_or(false),
-            query.deleted.unwrap_or(false),
+            &WorkspaceQuery {
+                all: query.all.unwrap_or(false),
+                include_deleted: query.deleted.unwrap_or(false),
+                owner: query.owner,
+                template: query.template,
+                status,
+                after: query.after,
+                limit: query.limit,
+            },
         )
         .await?;
-    let workspaces: Vec<WorkspaceJson> = views.iter().map(WorkspaceJson::from).collect();
-    ok(StatusCode::OK, json!({"workspaces": workspaces}))
+    let workspaces: Vec<WorkspaceJson> = page.items.iter().map(WorkspaceJson::from).collect();
+    page_answer("workspaces", workspaces, page.next)
 }
 
 async fn get_workspace(
@@ -500,14 +584,48 @@ async fn create_build(
     )
 }
 
+#[derive(Deserialize)]
+struct BuildsQuery {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
 async fn list_builds(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
     Path(workspace): Path<String>,
+    query: ListQueryResult<BuildsQuery>,
 ) -> ApiResult {
-    let builds = state.control.builds(&caller, &workspace).await?;
-    let builds: Vec<BuildJson> = builds.iter().map(BuildJson::from).collect();
-    ok(StatusCode::OK, json!({"builds": builds}))
+    let query = list_query(query)?;
+    let status = query
+        .status
+        .as_deref()
+        .map(|status| {
+            status.parse::<BuildStatus>().map_err(|_| {
+                ApiError::bad_request(format!(
+                    "unknown build status \"{}\" (one of: pending, running, \
+                     awaiting_confirmation, succeeded, failed, canceled)",
+                    status.escape_debug()
+                ))
+            })
+        })
+        .transpose()?;
+    let page = state
+        .control
+        .builds(
+            &caller,
+            &workspace,
+            status,
+            query.after.as_deref(),
+            query.limit,
+        )
+        .await?;
+    let builds: Vec<BuildJson> = page.items.iter().map(BuildJson::from).collect();
+    page_answer("builds", builds, page.next)
 }
 
 async fn get_build(
@@ -657,6 +775,18 @@ struct AuditQuery {
     #[serde(default)]
     workspace: Option<String>,
     #[serde(default)]
+    target: Option<String>,
+    #[serde(default)]
+    actor: Option<String>,
+    #[serde(default)]
+    action: Option<String>,
+    #[serde(default)]
+    since: Option<String>,
+    #[serde(default)]
+    until: Option<String>,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
     limit: Option<i64>,
 }
 
@@ -667,16 +797,26 @@ async fn audit(
 ) -> ApiResult {
     let Query(query) =
         query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
-    let events = state
+    let since = parse_time(query.since.as_deref(), "since")?;
+    let until = parse_time(query.until.as_deref(), "until")?;
+    let page = state
         .control
         .audit_events(
             &caller,
-            query.workspace.as_deref(),
-            query.limit.unwrap_or(100),
+            &ControlAuditQuery {
+                workspace: query.workspace,
+                target: query.target,
+                actor: query.actor,
+                action: query.action,
+                since,
+                until,
+                after: query.after,
+                limit: query.limit,
+            },
         )
         .await?;
-    let events: Vec<AuditEventJson> = events.iter().map(AuditEventJson::from).collect();
-    ok(StatusCode::OK, json!({"events": events}))
+    let events: Vec<AuditEventJson> = page.items.iter().map(AuditEventJson::from).collect();
+    page_answer("events", events, page.next)
 }
 
 // ---- agent ----

@@ -279,6 +279,82 @@ pub fn rfc3339(ms: i64) -> String {
 
 /// Days since 1970-01-01 to a proleptic Gregorian date (the well-known
 /// era-based conversion: 400-year eras of 146,097 days).
+/// Unix milliseconds of an RFC 3339 time (`2024-05-01T12:00:00Z`, optional
+/// fraction, `Z` or `+HH:MM`); `None` if it is not one.
+pub fn parse_rfc3339(text: &str) -> Option<i64> {
+    let bytes = text.as_bytes();
+    let number = |range: std::ops::Range<usize>| -> Option<i64> {
+        let digits = text.get(range)?;
+        digits
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| digits.parse().ok())?
+    };
+    if bytes.len() < 20
+        || bytes[4] != b'-'
+        || bytes[7] != b'-'
+        || !matches!(bytes[10], b'T' | b't' | b' ')
+        || bytes[13] != b':'
+        || bytes[16] != b':'
+    {
+        return None;
+    }
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let mut rest = &text[19..];
+    let mut millis = 0;
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let padded: String = fraction[..digits]
+            .chars()
+            .chain("000".chars())
+            .take(3)
+            .collect();
+        millis = padded.parse().ok()?;
+        rest = &fraction[digits..];
+    }
+    let offset_minutes = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
+            let sign = match rest.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let hours = number(text.len() - 5..text.len() - 3)?;
+            let minutes = number(text.len() - 2..text.len())?;
+            sign * (hours * 60 + minutes)
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
+    Some(seconds * 1000 + millis)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (the inverse of
+/// `civil_from_days`).
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year.rem_euclid(400);
+    let shifted_month = if month > 2 { month - 3 } else { month + 9 };
+    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
 fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
@@ -299,7 +375,27 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 
 #[cfg(test)]
 mod tests {
-    use super::rfc3339;
+    use super::{parse_rfc3339, rfc3339};
+
+    #[test]
+    fn rfc3339_times_parse_back() {
+        for ms in [0, 1_714_564_800_123, 951_782_400_000, -86_400_000] {
+            assert_eq!(parse_rfc3339(&rfc3339(ms)), Some(ms));
+        }
+        assert_eq!(
+            parse_rfc3339("2024-05-01T14:00:00+02:00"),
+            parse_rfc3339("2024-05-01T12:00:00Z")
+        );
+        for bad in [
+            "",
+            "yesterday",
+            "2024-05-01",
+            "2024-13-01T00:00:00Z",
+            "2024-05-01T00:00:00",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn times_format_as_rfc3339_utc() {

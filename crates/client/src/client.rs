@@ -17,6 +17,8 @@ use crate::types::{
     Template, TemplateVersion, TemplateVersionResponse, Transition, User, Workspace,
 };
 
+/// The largest page the server serves; the client asks for no more.
+const MAX_PAGE: usize = 200;
 /// Long enough for a push, whose answer waits for `terraform init` + `validate`.
 const READ_TIMEOUT: Duration = Duration::from_secs(600);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -67,10 +69,6 @@ struct UserBody {
     user: User,
 }
 #[derive(Deserialize)]
-struct TemplatesBody {
-    templates: Vec<Template>,
-}
-#[derive(Deserialize)]
 struct TemplateBody {
     template: Template,
 }
@@ -79,16 +77,8 @@ struct VersionsBody {
     versions: Vec<TemplateVersion>,
 }
 #[derive(Deserialize)]
-struct WorkspacesBody {
-    workspaces: Vec<Workspace>,
-}
-#[derive(Deserialize)]
 struct WorkspaceBody {
     workspace: Workspace,
-}
-#[derive(Deserialize)]
-struct BuildsBody {
-    builds: Vec<Build>,
 }
 #[derive(Deserialize)]
 struct BuildBody {
@@ -115,10 +105,6 @@ struct TokensBody {
 #[derive(Deserialize)]
 struct RevokedTokenBody {
     revoked: ApiToken,
-}
-#[derive(Deserialize)]
-struct AuditBody {
-    events: Vec<AuditEvent>,
 }
 
 /// Answer to a workspace creation: the workspace and its first build.
@@ -311,10 +297,58 @@ impl Client {
     }
 
     /// Every template, by name.
-    pub fn templates(&self) -> Result<Vec<Template>, ClientError> {
-        let body: TemplatesBody =
-            self.finish("GET /templates", self.request("GET", "/templates").call())?;
-        Ok(body.templates)
+    pub fn templates(&self, limit: Option<usize>) -> Result<Vec<Template>, ClientError> {
+        self.pages("GET /templates", "/templates", "templates", &[], limit)
+    }
+
+    /// Follows a list's pages (`next` to `after`) until the last one, or
+    /// until `limit` rows are read; `filters` are the list's query
+    /// parameters (docs/api.md).
+    fn pages<T: DeserializeOwned>(
+        &self,
+        what: &str,
+        path: &str,
+        key: &str,
+        filters: &[(&str, &str)],
+        limit: Option<usize>,
+    ) -> Result<Vec<T>, ClientError> {
+        let mut items: Vec<T> = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let wanted = match limit {
+                Some(limit) if items.len() >= limit => return Ok(items),
+                Some(limit) => limit - items.len(),
+                None => MAX_PAGE,
+            };
+            let mut request = self
+                .request("GET", path)
+                .query("limit", &wanted.min(MAX_PAGE).to_string());
+            for (name, value) in filters {
+                request = request.query(name, value);
+            }
+            if let Some(after) = &after {
+                request = request.query("after", after);
+            }
+            let mut body: serde_json::Map<String, serde_json::Value> =
+                self.finish(what, request.call())?;
+            let bad = |reason: String| ClientError::BadResponse {
+                what: what.to_string(),
+                reason,
+            };
+            let page: Vec<T> = serde_json::from_value(body.remove(key).unwrap_or_default())
+                .map_err(|error| bad(error.to_string()))?;
+            let next = match body.remove("next") {
+                Some(serde_json::Value::String(next)) => Some(next),
+                _ => None,
+            };
+            let empty = page.is_empty();
+            items.extend(page);
+            match next {
+                // An empty page with a cursor would loop forever.
+                Some(next) if !empty => after = Some(next),
+                _ => return Ok(items),
+            }
+        }
     }
 
     /// One template.
@@ -360,13 +394,20 @@ impl Client {
     }
 
     /// The caller's workspaces (`all`: everyone's, for owners and admins).
-    pub fn workspaces(&self, all: bool) -> Result<Vec<Workspace>, ClientError> {
-        let mut request = self.request("GET", "/workspaces");
-        if all {
-            request = request.query("all", "true");
-        }
-        let body: WorkspacesBody = self.finish("GET /workspaces", request.call())?;
-        Ok(body.workspaces)
+    /// Workspaces, every page; `filters`: `all`, `owner`, `template`,
+    /// `status`, `deleted` (docs/api.md).
+    pub fn workspaces(
+        &self,
+        filters: &[(&str, &str)],
+        limit: Option<usize>,
+    ) -> Result<Vec<Workspace>, ClientError> {
+        self.pages(
+            "GET /workspaces",
+            "/workspaces",
+            "workspaces",
+            filters,
+            limit,
+        )
     }
 
     /// One workspace, by name or `owner/name`.
@@ -396,10 +437,19 @@ impl Client {
     }
 
     /// The builds of a workspace, newest first.
-    pub fn builds(&self, workspace: &str) -> Result<Vec<Build>, ClientError> {
+    /// A workspace's builds, newest first, every page; `status` filters.
+    pub fn builds(
+        &self,
+        workspace: &str,
+        status: Option<&str>,
+        limit: Option<usize>,
+    ) -> Result<Vec<Build>, ClientError> {
         let path = format!("/workspaces/{}/builds", workspace_segment(workspace));
-        let body: BuildsBody = self.finish("GET builds", self.request("GET", &path).call())?;
-        Ok(body.builds)
+        let filters: Vec<(&str, &str)> = status
+            .map(|status| ("status", status))
+            .into_iter()
+            .collect();
+        self.pages("GET builds", &path, "builds", &filters, limit)
     }
 
     /// One build; `None` for the latest.
@@ -511,20 +561,19 @@ impl Client {
     }
 
     /// Audit events, newest first, optionally of one workspace.
+    /// Audit events, newest first, every page; `filters`: `workspace`,
+    /// `target`, `actor`, `action`, `since`, `until` (docs/api.md).
     pub fn audit(
         &self,
-        workspace: Option<&str>,
-        limit: Option<u32>,
+        filters: &[(&str, &str)],
+        limit: Option<usize>,
     ) -> Result<Vec<AuditEvent>, ClientError> {
-        let mut request = self.request("GET", "/audit");
-        if let Some(workspace) = workspace {
-            request = request.query("workspace", workspace);
-        }
-        if let Some(limit) = limit {
-            request = request.query("limit", &limit.to_string());
-        }
-        let body: AuditBody = self.finish("GET /audit", request.call())?;
-        Ok(body.events)
+        self.pages("GET /audit", "/audit", "events", filters, limit)
+    }
+
+    /// Users (owners only), by name, every page.
+    pub fn users(&self, limit: Option<usize>) -> Result<Vec<User>, ClientError> {
+        self.pages("GET /users", "/users", "users", &[], limit)
     }
 
     /// Agent: what the server knows about this agent (token-authenticated).
@@ -633,7 +682,7 @@ mod tests {
     #[test]
     fn error_without_json_body_still_reads_well() {
         let (url, server) = serve_once(502, "bad gateway");
-        let err = Client::new(&url, None).templates().unwrap_err();
+        let err = Client::new(&url, None).templates(None).unwrap_err();
         assert_eq!(err.status(), Some(502));
         assert!(err.is_transient());
         assert!(err.to_string().contains("HTTP 502"));

@@ -79,6 +79,7 @@ impl From<StoreError> for ControlError {
         match error {
             StoreError::NotFound(what) => ControlError::NotFound(format!("{what} not found")),
             StoreError::Conflict(what) => ControlError::Conflict(format!("{what} already exists")),
+            StoreError::BadCursor(error) => ControlError::BadRequest(error.to_string()),
             other => ControlError::Internal(other.to_string()),
         }
     }

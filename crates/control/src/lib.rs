@@ -22,9 +22,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use abode_store::{
-    Agent, AuditEvent, AuditFilter, Build, BuildStatus, LogLine, NewAuditEvent, NewBuild,
-    NewTemplateVersion, NewUser, NewWorkspace, Protection, SavedPlan, Store, StoreError, Template,
-    TemplateVersion, Transition, User, Workspace,
+    page_size, Agent, AuditEvent, AuditFilter, Build, BuildStatus, LogLine, NewAuditEvent,
+    NewBuild, NewTemplateVersion, NewUser, NewWorkspace, Page, Protection, SavedPlan, Store,
+    StoreError, Template, TemplateVersion, Transition, User, Workspace, WorkspaceFilter,
+    WorkspaceSummary,
 };
 use tokio::sync::{watch, Notify};
 
@@ -149,6 +150,38 @@ pub struct WorkspaceView {
     pub status: WorkspaceStatus,
     pub agent: AgentHealth,
     pub healthy: bool,
+}
+
+/// Which workspaces a list page shows (docs/api.md, `GET /workspaces`).
+#[derive(Debug, Clone, Default)]
+pub struct WorkspaceQuery {
+    /// Everyone's workspaces (owners and template admins; others see their own).
+    pub all: bool,
+    pub include_deleted: bool,
+    /// Only this owner's (a username).
+    pub owner: Option<String>,
+    pub template: Option<String>,
+    pub status: Option<WorkspaceStatus>,
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    pub limit: Option<i64>,
+}
+
+/// Which audit events a page shows (docs/api.md, `GET /audit`).
+#[derive(Debug, Clone, Default)]
+pub struct AuditQuery {
+    /// A workspace reference (`name` or `owner/name`), resolved as the caller sees it.
+    pub workspace: Option<String>,
+    /// An exact target, whatever its type.
+    pub target: Option<String>,
+    pub actor: Option<String>,
+    pub action: Option<String>,
+    /// Unix ms, inclusive.
+    pub since: Option<i64>,
+    /// Unix ms, exclusive.
+    pub until: Option<i64>,
+    pub after: Option<String>,
+    pub limit: Option<i64>,
 }
 
 /// A workspace removed without running Terraform, and the resources its last
@@ -451,8 +484,37 @@ impl Control {
         Ok((template, version))
     }
 
-    pub async fn list_templates(&self) -> Result<Vec<Template>, ControlError> {
-        Ok(self.inner.store.list_templates().await?)
+    /// One page of templates, by name.
+    pub async fn list_templates(
+        &self,
+        after: Option<&str>,
+        limit: Option<i64>,
+    ) -> Result<Page<Template>, ControlError> {
+        Ok(self
+            .inner
+            .store
+            .list_template_page(after, page_size(limit))
+            .await?)
+    }
+
+    /// One page of users, by username; owners only (members need no
+    /// directory of everyone).
+    pub async fn list_users(
+        &self,
+        caller: &Caller,
+        after: Option<&str>,
+        limit: Option<i64>,
+    ) -> Result<Page<User>, ControlError> {
+        if !caller.is_owner() {
+            return Err(ControlError::Forbidden(
+                "only owners can list users".to_string(),
+            ));
+        }
+        Ok(self
+            .inner
+            .store
+            .list_user_page(after, page_size(limit))
+            .await?)
     }
 
     pub async fn template(&self, name: &str) -> Result<Template, ControlError> {
@@ -610,27 +672,78 @@ impl Control {
         self.view(workspace).await
     }
 
+    /// One page of workspaces, read in one query with what their views need
+    /// (latest build, newest finished build, agents): a list's cost does not
+    /// grow with the number of workspaces on it.
     pub async fn list_workspaces(
         &self,
         caller: &Caller,
-        all: bool,
-        include_deleted: bool,
-    ) -> Result<Vec<WorkspaceView>, ControlError> {
-        let owner = if all && caller.is_admin() {
+        query: &WorkspaceQuery,
+    ) -> Result<Page<WorkspaceView>, ControlError> {
+        let owner_id = if query.all && caller.is_admin() {
             None
         } else {
-            Some(caller.user.id.as_str())
+            Some(caller.user.id.clone())
         };
-        let workspaces = self
+        let page = self
             .inner
             .store
-            .list_workspaces(owner, include_deleted)
+            .list_workspace_page(&WorkspaceFilter {
+                owner_id,
+                owner_name: query.owner.clone(),
+                template: query.template.clone(),
+                latest_build: query.status.map(lifecycle::latest_build_for),
+                include_deleted: query.include_deleted,
+                after: query.after.clone(),
+                limit: page_size(query.limit),
+            })
             .await?;
-        let mut views = Vec::with_capacity(workspaces.len());
-        for workspace in workspaces {
-            views.push(self.view(workspace).await?);
+        let now = abode_store::now_ms();
+        Ok(Page {
+            items: page
+                .items
+                .into_iter()
+                .map(|summary| self.summary_view(summary, now))
+                .collect(),
+            next: page.next,
+        })
+    }
+
+    /// The view of a listed workspace: the same rules as [`Self::view`], on
+    /// what the page's query read.
+    fn summary_view(&self, summary: WorkspaceSummary, now: i64) -> WorkspaceView {
+        let WorkspaceSummary {
+            workspace,
+            latest_build,
+            settled,
+            agents,
+        } = summary;
+        let status = lifecycle::workspace_status(&latest_build);
+        // As in `view`: the newest finished build speaks for the agents
+        // (the latest one when none has finished).
+        let (settled_status, finished_at) = match settled {
+            Some(settled) if !latest_build.status.is_final() => (
+                lifecycle::status_of(settled.status, settled.transition),
+                settled.finished_at,
+            ),
+            _ => (status, latest_build.finished_at),
+        };
+        let agent = lifecycle::agent_health_after(
+            settled_status,
+            finished_at,
+            &agents,
+            now,
+            self.inner.config.agent_timeouts,
+        );
+        let healthy = status == WorkspaceStatus::Running
+            && matches!(agent.status, AgentStatus::Ready | AgentStatus::None);
+        WorkspaceView {
+            workspace,
+            latest_build,
+            status,
+            agent,
+            healthy,
         }
-        Ok(views)
     }
 
     async fn view(&self, workspace: Workspace) -> Result<WorkspaceView, ControlError> {
@@ -736,13 +849,21 @@ impl Control {
         Ok(build)
     }
 
+    /// One page of a workspace's builds, newest first.
     pub async fn builds(
         &self,
         caller: &Caller,
         reference: &str,
-    ) -> Result<Vec<Build>, ControlError> {
+        status: Option<BuildStatus>,
+        after: Option<&str>,
+        limit: Option<i64>,
+    ) -> Result<Page<Build>, ControlError> {
         let workspace = self.resolve_workspace(caller, reference).await?;
-        Ok(self.inner.store.list_builds(&workspace.id).await?)
+        Ok(self
+            .inner
+            .store
+            .list_build_page(&workspace.id, status, after, page_size(limit))
+            .await?)
     }
 
     /// `number: None` is the latest build.
@@ -1236,10 +1357,9 @@ impl Control {
     pub async fn audit_events(
         &self,
         caller: &Caller,
-        workspace: Option<&str>,
-        limit: i64,
-    ) -> Result<Vec<AuditEvent>, ControlError> {
-        let target = match workspace {
+        query: &AuditQuery,
+    ) -> Result<Page<AuditEvent>, ControlError> {
+        let target = match &query.workspace {
             Some(reference) => {
                 let workspace = self.resolve_workspace(caller, reference).await?;
                 Some(format!("{}/{}", workspace.owner_name, workspace.name))
@@ -1254,7 +1374,13 @@ impl Control {
             .list_audit(&AuditFilter {
                 target,
                 visible_to,
-                limit: limit.clamp(1, 1000),
+                any_target: query.target.clone(),
+                actor: query.actor.clone(),
+                action: query.action.clone(),
+                since: query.since,
+                until: query.until,
+                after: query.after.clone(),
+                limit: page_size(query.limit),
             })
             .await?)
     }

@@ -44,7 +44,12 @@ impl WorkspaceStatus {
 }
 
 pub fn workspace_status(latest: &Build) -> WorkspaceStatus {
-    match (latest.status, latest.transition) {
+    status_of(latest.status, latest.transition)
+}
+
+/// The workspace status a latest build of this status and transition means.
+pub fn status_of(status: BuildStatus, transition: Transition) -> WorkspaceStatus {
+    match (status, transition) {
         (BuildStatus::Pending, _) => WorkspaceStatus::Pending,
         (BuildStatus::Running, Transition::Start) => WorkspaceStatus::Starting,
         (BuildStatus::Running, Transition::Stop) => WorkspaceStatus::Stopping,
@@ -55,6 +60,52 @@ pub fn workspace_status(latest: &Build) -> WorkspaceStatus {
         (BuildStatus::AwaitingConfirmation, _) => WorkspaceStatus::AwaitingConfirmation,
         (BuildStatus::Failed, _) => WorkspaceStatus::Failed,
         (BuildStatus::Canceled, _) => WorkspaceStatus::Canceled,
+    }
+}
+
+/// The latest builds that put a workspace in `status`: a build status and,
+/// where it matters, a transition (the inverse of [`status_of`]), so that a
+/// list filters by status in its query.
+pub fn latest_build_for(status: WorkspaceStatus) -> (BuildStatus, Option<Transition>) {
+    match status {
+        WorkspaceStatus::Pending => (BuildStatus::Pending, None),
+        WorkspaceStatus::Starting => (BuildStatus::Running, Some(Transition::Start)),
+        WorkspaceStatus::Stopping => (BuildStatus::Running, Some(Transition::Stop)),
+        WorkspaceStatus::Deleting => (BuildStatus::Running, Some(Transition::Delete)),
+        WorkspaceStatus::Running => (BuildStatus::Succeeded, Some(Transition::Start)),
+        WorkspaceStatus::Stopped => (BuildStatus::Succeeded, Some(Transition::Stop)),
+        WorkspaceStatus::Deleted => (BuildStatus::Succeeded, Some(Transition::Delete)),
+        WorkspaceStatus::AwaitingConfirmation => (BuildStatus::AwaitingConfirmation, None),
+        WorkspaceStatus::Failed => (BuildStatus::Failed, None),
+        WorkspaceStatus::Canceled => (BuildStatus::Canceled, None),
+    }
+}
+
+impl std::str::FromStr for WorkspaceStatus {
+    type Err = ControlError;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        const ALL: [WorkspaceStatus; 10] = [
+            WorkspaceStatus::Pending,
+            WorkspaceStatus::Starting,
+            WorkspaceStatus::Stopping,
+            WorkspaceStatus::Deleting,
+            WorkspaceStatus::Running,
+            WorkspaceStatus::Stopped,
+            WorkspaceStatus::Deleted,
+            WorkspaceStatus::AwaitingConfirmation,
+            WorkspaceStatus::Failed,
+            WorkspaceStatus::Canceled,
+        ];
+        ALL.into_iter()
+            .find(|status| status.as_str() == value)
+            .ok_or_else(|| {
+                ControlError::BadRequest(format!(
+                    "unknown workspace status \"{}\" (one of: {})",
+                    value.escape_debug(),
+                    ALL.map(WorkspaceStatus::as_str).join(", ")
+                ))
+            })
     }
 }
 
@@ -149,6 +200,24 @@ pub fn agent_health(
     now: i64,
     timeouts: AgentTimeouts,
 ) -> AgentHealth {
+    agent_health_after(
+        workspace_status(latest),
+        latest.finished_at,
+        agents,
+        now,
+        timeouts,
+    )
+}
+
+/// [`agent_health`] from what it reads of the settled build: the status it
+/// left the workspace in and when it finished. Lists read only these.
+pub fn agent_health_after(
+    settled: WorkspaceStatus,
+    finished_at: Option<i64>,
+    agents: &[Agent],
+    now: i64,
+    timeouts: AgentTimeouts,
+) -> AgentHealth {
     let none = AgentHealth {
         status: AgentStatus::None,
         lifecycle: None,
@@ -156,10 +225,10 @@ pub fn agent_health(
         last_heartbeat_at: None,
         reason: None,
     };
-    if workspace_status(latest) != WorkspaceStatus::Running {
+    if settled != WorkspaceStatus::Running {
         return none;
     }
-    let since_build = now - latest.finished_at.unwrap_or(now);
+    let since_build = now - finished_at.unwrap_or(now);
     let rank = |status: AgentStatus| match status {
         AgentStatus::Unhealthy => 6,
         AgentStatus::StartError => 5,
@@ -328,6 +397,28 @@ mod tests {
                 expected
             );
         }
+    }
+
+    #[test]
+    fn status_filters_invert_workspace_status() {
+        for status in [
+            "pending",
+            "running",
+            "awaiting_confirmation",
+            "succeeded",
+            "failed",
+            "canceled",
+        ] {
+            for transition in ["start", "stop", "delete"] {
+                let latest = build(transition, status, "v");
+                let shown = workspace_status(&latest);
+                let (want_status, want_transition) = latest_build_for(shown);
+                assert_eq!(want_status, latest.status);
+                assert!(want_transition.is_none_or(|t| t == latest.transition));
+                assert_eq!(shown.as_str().parse::<WorkspaceStatus>().unwrap(), shown);
+            }
+        }
+        assert!("sleeping".parse::<WorkspaceStatus>().is_err());
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! present them. Secrets never leave in a general record: the plan JSON and the
 //! Terraform state have their own getters.
 
+mod pages;
 mod postgres;
 mod queries;
 mod records;
@@ -20,6 +21,10 @@ mod tokens;
 
 use std::path::Path;
 
+pub use pages::{
+    page_size, BadCursor, Page, SettledBuild, WorkspaceFilter, WorkspaceSummary, DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
+};
 pub use records::*;
 pub use tokens::{NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 
@@ -32,6 +37,9 @@ pub enum StoreError {
     /// A uniqueness rule refused the write (`what` names the rule).
     #[error("conflict: {0}")]
     Conflict(&'static str),
+    /// A list's `after` was not a cursor this list handed out.
+    #[error(transparent)]
+    BadCursor(#[from] BadCursor),
     #[error("database error: {0}")]
     Database(#[source] sqlx::Error),
     #[error("database migration failed: {0}")]
@@ -228,8 +236,8 @@ storage_interface! {
     fn agent_lifecycle(&self, agent_id: &str, lifecycle: AgentLifecycle, exit_status: Option<i64>) -> ();
 
     fn record_audit(&self, event: &NewAuditEvent) -> ();
-    /// Newest first.
-    fn list_audit(&self, filter: &AuditFilter) -> Vec<AuditEvent>;
+    /// Newest first, one page.
+    fn list_audit(&self, filter: &AuditFilter) -> Page<AuditEvent>;
 
     /// Moves a running build to `awaiting_confirmation` with its saved plan;
     /// false if it was not running.
@@ -247,6 +255,20 @@ storage_interface! {
     fn replace_protections(&self, workspace_id: &str, build_id: &str, protections: &[NewProtection]) -> ();
     /// `NotFound("protection")` when the workspace does not remember it.
     fn release_protection(&self, workspace_id: &str, address: &str) -> Protection;
+}
+
+// Lists: each page is one query, continued with the previous page's `next`
+// (pages.rs); `BadCursor` for a cursor the list did not hand out.
+storage_interface! {
+    /// Workspaces with their latest build, newest finished build and agents,
+    /// by owner name, name, creation time.
+    fn list_workspace_page(&self, filter: &WorkspaceFilter) -> Page<WorkspaceSummary>;
+    /// A workspace's builds, newest first.
+    fn list_build_page(&self, workspace_id: &str, status: Option<BuildStatus>, after: Option<&str>, limit: i64) -> Page<Build>;
+    /// Templates by name.
+    fn list_template_page(&self, after: Option<&str>, limit: i64) -> Page<Template>;
+    /// Users by username.
+    fn list_user_page(&self, after: Option<&str>, limit: i64) -> Page<User>;
 }
 
 storage_interface! {

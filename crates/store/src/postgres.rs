@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{PgPool, Row};
 
+use crate::pages::*;
 use crate::queries::*;
 use crate::records::*;
 use crate::tokens::*;

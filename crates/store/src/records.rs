@@ -325,6 +325,19 @@ pub struct AuditFilter {
     /// Only events about targets starting with this (e.g. `alice/`), or
     /// whose actor is `actor_id` (a member's own view).
     pub visible_to: Option<(String, String)>,
+    /// Only events whose target is exactly this, whatever its type.
+    pub any_target: Option<String>,
+    /// Only events by the user of this name.
+    pub actor: Option<String>,
+    /// Only events of this action (e.g. `build.start`).
+    pub action: Option<String>,
+    /// Only events at or after this time (Unix ms).
+    pub since: Option<i64>,
+    /// Only events before this time (Unix ms).
+    pub until: Option<i64>,
+    /// The cursor of the previous page.
+    pub after: Option<String>,
+    /// Rows per page (see `pages::page_size`).
     pub limit: i64,
 }
 

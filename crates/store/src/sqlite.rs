@@ -14,6 +14,7 @@ use sqlx::{Row, SqlitePool};
 
 use std::borrow::Cow;
 
+use crate::pages::*;
 use crate::queries::*;
 use crate::records::*;
 use crate::tokens::*;

@@ -446,6 +446,7 @@ async fn a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise(st
             })
             .await
             .unwrap()
+            .items
             .into_iter()
             .filter(|event| event.action == "build.confirm")
             .count()
@@ -586,6 +587,7 @@ async fn protections_are_replaced_and_released_and_audit_is_filtered(store: Stor
                 .list_audit(&filter)
                 .await
                 .unwrap()
+                .items
                 .into_iter()
                 .map(|e| e.target)
                 .collect::<Vec<_>>()
@@ -1004,6 +1006,404 @@ async fn postgres_schema_url() -> String {
 }
 
 /// Each behaviour as a test on SQLite and one on PostgreSQL.
+/// A workspace named `name` of `owner` on the template of `like`, whose
+/// build #1 is queued.
+async fn another_workspace(store: &Store, owner: &User, like: &Workspace, name: &str) -> Workspace {
+    let id = new_id();
+    store
+        .create_workspace(
+            &NewWorkspace {
+                id: id.clone(),
+                owner_id: owner.id.clone(),
+                name: name.into(),
+                template_id: like.template_id.clone(),
+                template_version_id: like.template_version_id.clone(),
+                parameters: "{}".into(),
+            },
+            &NewBuild {
+                id: new_id(),
+                workspace_id: id,
+                transition: Transition::Start,
+                template_version_id: like.template_version_id.clone(),
+                initiator_id: owner.id.clone(),
+                reason: "create".into(),
+            },
+        )
+        .await
+        .unwrap()
+        .0
+}
+
+/// Follows a workspace list to its end, page by page.
+async fn all_pages(store: &Store, filter: WorkspaceFilter) -> Vec<String> {
+    let mut filter = filter;
+    let mut names = Vec::new();
+    loop {
+        let page = store.list_workspace_page(&filter).await.unwrap();
+        assert!(page.items.len() as i64 <= filter.limit);
+        names.extend(
+            page.items
+                .iter()
+                .map(|s| format!("{}/{}", s.workspace.owner_name, s.workspace.name)),
+        );
+        match page.next {
+            Some(next) => filter.after = Some(next),
+            None => return names,
+        }
+    }
+}
+
+/// Workspace pages: sorted by owner and name, continued by cursor without
+/// repeats or gaps (also when rows are added behind the cursor), filtered by
+/// owner, template and latest build, with each row's latest build, settled
+/// build and agents read in.
+async fn workspace_pages_follow_their_cursor_and_filters(store: Store) {
+    let (alice, dev, _) = seeded(&store).await;
+    let bob = store.create_user(&new_user("bob")).await.unwrap();
+    for name in ["b", "a", "c", "e", "d"] {
+        another_workspace(&store, &bob, &dev, name).await;
+    }
+    for name in ["x", "y"] {
+        another_workspace(&store, &alice, &dev, name).await;
+    }
+    let everyone = WorkspaceFilter {
+        limit: 2,
+        ..Default::default()
+    };
+    let expected = [
+        "alice/dev",
+        "alice/x",
+        "alice/y",
+        "bob/a",
+        "bob/b",
+        "bob/c",
+        "bob/d",
+        "bob/e",
+    ];
+    assert_eq!(all_pages(&store, everyone.clone()).await, expected);
+    assert_eq!(
+        all_pages(
+            &store,
+            WorkspaceFilter {
+                limit: 200,
+                ..everyone.clone()
+            }
+        )
+        .await,
+        expected
+    );
+
+    // A row added before the cursor is not seen, one after it is; none repeats.
+    let first = store.list_workspace_page(&everyone).await.unwrap();
+    assert_eq!(first.items.len(), 2);
+    another_workspace(&store, &alice, &dev, "a0").await;
+    another_workspace(&store, &bob, &dev, "f").await;
+    let rest = all_pages(
+        &store,
+        WorkspaceFilter {
+            after: first.next.clone(),
+            ..everyone.clone()
+        },
+    )
+    .await;
+    assert_eq!(
+        rest,
+        ["alice/y", "bob/a", "bob/b", "bob/c", "bob/d", "bob/e", "bob/f"]
+    );
+
+    // A member's view: their own only, whatever the other filters say.
+    let own = WorkspaceFilter {
+        owner_id: Some(alice.id.clone()),
+        limit: 50,
+        ..Default::default()
+    };
+    assert_eq!(
+        all_pages(&store, own.clone()).await,
+        ["alice/a0", "alice/dev", "alice/x", "alice/y"]
+    );
+    assert!(all_pages(
+        &store,
+        WorkspaceFilter {
+            owner_name: Some("bob".into()),
+            ..own.clone()
+        }
+    )
+    .await
+    .is_empty());
+    assert_eq!(
+        all_pages(
+            &store,
+            WorkspaceFilter {
+                owner_name: Some("bob".into()),
+                limit: 50,
+                ..Default::default()
+            }
+        )
+        .await
+        .len(),
+        6
+    );
+    assert!(all_pages(
+        &store,
+        WorkspaceFilter {
+            template: Some("other".into()),
+            limit: 50,
+            ..Default::default()
+        }
+    )
+    .await
+    .is_empty());
+
+    // The latest build, the settled one and the agents come with the row.
+    let job = store.claim_job("w").await.unwrap().unwrap();
+    let build = store.build_by_id(&job.build_id).await.unwrap();
+    store
+        .finish_build(&build.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap();
+    let agent = |name: &str| NewAgent {
+        name: name.into(),
+        token_hash: format!("hash-{name}-{}", build.id),
+        startup_script: None,
+        dir: None,
+        env: "{}".into(),
+    };
+    store
+        .replace_agents(
+            &build.workspace_id,
+            &build.id,
+            &[agent("two"), agent("one")],
+        )
+        .await
+        .unwrap();
+    let stop = store
+        .create_build(&NewBuild {
+            transition: Transition::Stop,
+            ..next_build(
+                &store.workspace_by_id(&build.workspace_id).await.unwrap(),
+                &alice,
+                "stop",
+            )
+        })
+        .await
+        .unwrap();
+    let running = |status, transition| WorkspaceFilter {
+        latest_build: Some((status, transition)),
+        limit: 50,
+        ..Default::default()
+    };
+    let page = store
+        .list_workspace_page(&running(BuildStatus::Pending, None))
+        .await
+        .unwrap();
+    let summary = page
+        .items
+        .iter()
+        .find(|s| s.workspace.id == build.workspace_id)
+        .unwrap();
+    assert_eq!(
+        summary.latest_build,
+        store.build_by_id(&stop.id).await.unwrap()
+    );
+    assert_eq!(
+        summary.settled.map(|s| (s.status, s.transition)),
+        Some((BuildStatus::Succeeded, Transition::Start))
+    );
+    assert_eq!(
+        summary.agents,
+        store
+            .agents_of_workspace(&build.workspace_id)
+            .await
+            .unwrap()
+    );
+    assert_eq!(summary.agents.len(), 2);
+    // The other workspaces' first builds are pending too; none has an agent.
+    assert_eq!(page.items.len(), 10);
+    assert!(store
+        .list_workspace_page(&running(BuildStatus::Succeeded, Some(Transition::Start)))
+        .await
+        .unwrap()
+        .items
+        .is_empty());
+
+    // Limits and cursors: the store holds to the limit it is given; a cursor
+    // it did not hand out, or another list's, is refused.
+    let page = store
+        .list_workspace_page(&WorkspaceFilter {
+            limit: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(page.items.len(), 1);
+    for bad in ["nonsense", "", "YjE"] {
+        assert!(matches!(
+            store
+                .list_workspace_page(&WorkspaceFilter {
+                    after: Some(bad.into()),
+                    limit: 1,
+                    ..Default::default()
+                })
+                .await,
+            Err(StoreError::BadCursor(_))
+        ));
+    }
+    assert_eq!(page_size(Some(1_000_000)), MAX_PAGE_SIZE);
+}
+
+/// Builds, audit events, templates and users: newest (or first by name)
+/// first, one page at a time, with their filters.
+async fn other_lists_page_by_cursor(store: Store) {
+    let (user, workspace, first) = seeded(&store).await;
+    store.claim_job("w").await.unwrap().unwrap();
+    store
+        .finish_build(&first.id, BuildStatus::Failed, Some("x"))
+        .await
+        .unwrap();
+    for _ in 2..=5 {
+        let build = store
+            .create_build(&next_build(&workspace, &user, "start"))
+            .await
+            .unwrap();
+        store.claim_job("w").await.unwrap().unwrap();
+        store
+            .finish_build(&build.id, BuildStatus::Succeeded, None)
+            .await
+            .unwrap();
+    }
+    let mut numbers = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .list_build_page(&workspace.id, None, after.as_deref(), 2)
+            .await
+            .unwrap();
+        numbers.extend(page.items.iter().map(|b| b.number));
+        match page.next {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(numbers, [5, 4, 3, 2, 1]);
+    let failed = store
+        .list_build_page(&workspace.id, Some(BuildStatus::Failed), None, 50)
+        .await
+        .unwrap();
+    assert_eq!(
+        failed.items.iter().map(|b| b.number).collect::<Vec<_>>(),
+        [1]
+    );
+    assert_eq!(failed.next, None);
+    assert!(store
+        .list_build_page(&workspace.id, None, Some("bm90IGEgY3Vyc29y"), 2)
+        .await
+        .is_err());
+
+    for (action, actor) in [
+        ("login", "alice"),
+        ("build.start", "alice"),
+        ("login", "bob"),
+    ] {
+        store
+            .record_audit(&NewAuditEvent {
+                actor_name: Some(actor.into()),
+                action: action.into(),
+                target_type: "user".into(),
+                target: actor.into(),
+                outcome: "success".into(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    let audit = |filter: AuditFilter| {
+        let store = store.clone();
+        async move {
+            let mut filter = filter;
+            let mut seen = Vec::new();
+            loop {
+                let page = store.list_audit(&filter).await.unwrap();
+                seen.extend(
+                    page.items
+                        .into_iter()
+                        .map(|e| format!("{} {}", e.action, e.target)),
+                );
+                match page.next {
+                    Some(next) => filter.after = Some(next),
+                    None => return seen,
+                }
+            }
+        }
+    };
+    assert_eq!(
+        audit(AuditFilter {
+            limit: 1,
+            ..Default::default()
+        })
+        .await,
+        ["login bob", "build.start alice", "login alice"]
+    );
+    assert_eq!(
+        audit(AuditFilter {
+            actor: Some("alice".into()),
+            action: Some("login".into()),
+            limit: 1,
+            ..Default::default()
+        })
+        .await,
+        ["login alice"]
+    );
+    assert_eq!(
+        audit(AuditFilter {
+            any_target: Some("bob".into()),
+            limit: 5,
+            ..Default::default()
+        })
+        .await,
+        ["login bob"]
+    );
+    let now = now_ms();
+    assert!(audit(AuditFilter {
+        since: Some(now + 60_000),
+        limit: 5,
+        ..Default::default()
+    })
+    .await
+    .is_empty());
+    assert_eq!(
+        audit(AuditFilter {
+            until: Some(now + 60_000),
+            since: Some(now - 60_000),
+            limit: 5,
+            ..Default::default()
+        })
+        .await
+        .len(),
+        3
+    );
+
+    store.create_user(&new_user("carol")).await.unwrap();
+    store.create_user(&new_user("bob")).await.unwrap();
+    let users = store.list_user_page(None, 2).await.unwrap();
+    assert_eq!(
+        users
+            .items
+            .iter()
+            .map(|u| u.username.as_str())
+            .collect::<Vec<_>>(),
+        ["alice", "bob"]
+    );
+    let rest = store
+        .list_user_page(users.next.as_deref(), 2)
+        .await
+        .unwrap();
+    assert_eq!(rest.items.len(), 1);
+    assert_eq!(rest.next, None);
+    let templates = store.list_template_page(None, 1).await.unwrap();
+    assert_eq!(templates.items.len(), 1);
+    assert_eq!(templates.next, None);
+}
+
 macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
         mod on_sqlite {
@@ -1103,6 +1503,8 @@ on_every_backend!(
     agents_keep_their_startup_script_and_the_exit_status_of_a_failed_start,
     agents_are_replaced_while_they_send_heartbeats,
     sessions_and_api_tokens_are_found_touched_and_revoked,
+    workspace_pages_follow_their_cursor_and_filters,
+    other_lists_page_by_cursor,
 );
 
 /// A status or transition the code does not know (written by a newer server,

@@ -10,15 +10,43 @@ pub struct AuditArgs {
     /// Only events about this workspace (`name` or `owner/name`).
     #[arg(long, short = 'w')]
     pub workspace: Option<String>,
-    /// At most this many events, newest first (server default 100, at most 1000).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    /// Only events about this target, whatever its type (`alice`, `alice/dev`, a template).
+    #[arg(long)]
+    pub target: Option<String>,
+    /// Only events by this user.
+    #[arg(long)]
+    pub actor: Option<String>,
+    /// Only events of this action (e.g. `build.start`, `login`).
+    #[arg(long)]
+    pub action: Option<String>,
+    /// Only events at or after this time (RFC 3339, e.g. 2024-05-01T00:00:00Z).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only events before this time (RFC 3339).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// At most this many events, newest first (default: all, read page by page).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
     pub limit: Option<u32>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
 
 pub fn run(args: AuditArgs) -> anyhow::Result<u8> {
-    let events = session_client()?.audit(args.workspace.as_deref(), args.limit)?;
+    let mut filters: Vec<(&str, &str)> = Vec::new();
+    for (name, value) in [
+        ("workspace", &args.workspace),
+        ("target", &args.target),
+        ("actor", &args.actor),
+        ("action", &args.action),
+        ("since", &args.since),
+        ("until", &args.until),
+    ] {
+        if let Some(value) = value {
+            filters.push((name, value));
+        }
+    }
+    let events = session_client()?.audit(&filters, args.limit.map(|n| n as usize))?;
     match args.output.output {
         OutputFormat::Json => output::print_json(&events)?,
         OutputFormat::Text => {

@@ -59,6 +59,13 @@ pub struct BuildRefArgs {
 pub struct ListArgs {
     /// The workspace (`name`, or `owner/name` for another user's).
     pub workspace: String,
+    /// Only builds with this status (pending, running, awaiting_confirmation,
+    /// succeeded, failed, canceled).
+    #[arg(long)]
+    pub status: Option<String>,
+    /// At most this many builds, newest first (default: all, read page by page).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: Option<u32>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -230,7 +237,11 @@ fn cancel(args: BuildRefArgs) -> anyhow::Result<u8> {
 }
 
 fn list(args: ListArgs) -> anyhow::Result<u8> {
-    let builds = session_client()?.builds(&args.workspace)?;
+    let builds = session_client()?.builds(
+        &args.workspace,
+        args.status.as_deref(),
+        args.limit.map(|n| n as usize),
+    )?;
     match args.output.output {
         OutputFormat::Json => output::print_json(&builds)?,
         OutputFormat::Text => {

@@ -14,7 +14,7 @@ pub enum TemplatesCommand {
     /// Upload a template folder as a new version (the first version is active).
     Push(PushArgs),
     /// List templates.
-    List(OutputArgs),
+    List(ListArgs),
     /// List or activate template versions.
     #[command(subcommand)]
     Versions(VersionsCommand),
@@ -43,6 +43,15 @@ pub enum VersionsCommand {
     List(VersionsListArgs),
     /// Make a version the active one.
     Activate(ActivateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// At most this many templates (default: all, read page by page).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: Option<u32>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -105,9 +114,9 @@ fn push(args: PushArgs) -> anyhow::Result<u8> {
     Ok(EXIT_OK)
 }
 
-fn list(args: OutputArgs) -> anyhow::Result<u8> {
-    let templates = session_client()?.templates()?;
-    match args.output {
+fn list(args: ListArgs) -> anyhow::Result<u8> {
+    let templates = session_client()?.templates(args.limit.map(|n| n as usize))?;
+    match args.output.output {
         OutputFormat::Json => output::print_json(&templates)?,
         OutputFormat::Text => {
             let rows: Vec<Vec<String>> = templates

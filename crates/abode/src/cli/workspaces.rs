@@ -73,6 +73,18 @@ pub struct ListArgs {
     /// Every user's workspaces (owners and template-admins).
     #[arg(long, short = 'a')]
     pub all: bool,
+    /// Only this user's workspaces (with --all).
+    #[arg(long)]
+    pub owner: Option<String>,
+    /// Only workspaces of this template.
+    #[arg(long)]
+    pub template: Option<String>,
+    /// Only workspaces with this status (running, stopped, failed, ...).
+    #[arg(long)]
+    pub status: Option<String>,
+    /// At most this many workspaces (default: all, read page by page).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: Option<u32>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -130,7 +142,20 @@ pub fn transition(args: BuildArgs, transition: Transition) -> anyhow::Result<u8>
 }
 
 pub fn list(args: ListArgs) -> anyhow::Result<u8> {
-    let workspaces = session_client()?.workspaces(args.all)?;
+    let mut filters: Vec<(&str, &str)> = Vec::new();
+    if args.all {
+        filters.push(("all", "true"));
+    }
+    for (name, value) in [
+        ("owner", &args.owner),
+        ("template", &args.template),
+        ("status", &args.status),
+    ] {
+        if let Some(value) = value {
+            filters.push((name, value));
+        }
+    }
+    let workspaces = session_client()?.workspaces(&filters, args.limit.map(|n| n as usize))?;
     match args.output.output {
         OutputFormat::Json => output::print_json(&workspaces)?,
         OutputFormat::Text => {

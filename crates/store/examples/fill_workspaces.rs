@@ -1,0 +1,126 @@
+//! Fills a database with many workspaces for benches/list-workspaces.sh,
+//! through the store itself (no Terraform): each workspace gets a started
+//! build that succeeded and one ready agent, so a list page shows what a
+//! real one does. Run while the server is up with `--provisioners 0`
+//! (nothing else claims the jobs).
+//!
+//! Usage: fill_workspaces DATABASE OWNER COUNT
+//!   DATABASE: a SQLite file or a postgres:// URL
+//!   OWNER: the (existing) user who pushes the template; the workspaces are
+//!          spread over 100 users `bench-NN` created here, plus OWNER.
+#![allow(clippy::print_stdout)]
+
+use std::error::Error;
+use std::path::Path;
+
+use abode_store::{
+    new_id, BuildStatus, NewAgent, NewBuild, NewTemplateVersion, NewUser, NewWorkspace, Store,
+    Transition,
+};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn Error>> {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, database, owner, count] = args.as_slice() else {
+        return Err("usage: fill_workspaces DATABASE OWNER COUNT".into());
+    };
+    let count: usize = count.parse()?;
+    let store = if database.starts_with("postgres://") {
+        Store::open_postgres(database).await?
+    } else {
+        Store::open_sqlite(Path::new(database)).await?
+    };
+    let owner = match store.user_by_name(owner).await {
+        Ok(user) => user,
+        // A bare database (query plans, no server): a user nobody logs in as.
+        Err(abode_store::StoreError::NotFound(_)) => {
+            store
+                .create_user(&NewUser {
+                    username: owner.clone(),
+                    email: format!("{owner}@example.com"),
+                    role: "owner".into(),
+                    password_hash: "-".into(),
+                })
+                .await?
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let (template, version) = store
+        .create_template_version(&NewTemplateVersion {
+            template_name: "bench".into(),
+            archive: Vec::new(),
+            archive_sha256: "0".repeat(64),
+            message: "bench".into(),
+            created_by: owner.id.clone(),
+            validation_ok: true,
+            validation_message: String::new(),
+            activate: true,
+        })
+        .await?;
+    let mut users = vec![owner];
+    for n in 0..100 {
+        users.push(
+            store
+                .create_user(&NewUser {
+                    username: format!("bench-{n:02}"),
+                    email: format!("bench-{n:02}@example.com"),
+                    role: "member".into(),
+                    password_hash: "-".into(),
+                })
+                .await?,
+        );
+    }
+    for n in 0..count {
+        let user = &users[n % users.len()];
+        let workspace_id = new_id();
+        let build_id = new_id();
+        store
+            .create_workspace(
+                &NewWorkspace {
+                    id: workspace_id.clone(),
+                    owner_id: user.id.clone(),
+                    name: format!("ws-{n:05}"),
+                    template_id: template.id.clone(),
+                    template_version_id: version.id.clone(),
+                    parameters: "{}".into(),
+                },
+                &NewBuild {
+                    id: build_id.clone(),
+                    workspace_id: workspace_id.clone(),
+                    transition: Transition::Start,
+                    template_version_id: version.id.clone(),
+                    initiator_id: user.id.clone(),
+                    reason: "create".into(),
+                },
+            )
+            .await?;
+        store.claim_job("bench").await?;
+        store
+            .finish_build(&build_id, BuildStatus::Succeeded, None)
+            .await?;
+        store
+            .replace_agents(
+                &workspace_id,
+                &build_id,
+                &[NewAgent {
+                    name: "main".into(),
+                    token_hash: format!("{build_id}-agent"),
+                    startup_script: None,
+                    dir: None,
+                    env: "{}".into(),
+                }],
+            )
+            .await?;
+        let agent = store.agents_of_workspace(&workspace_id).await?;
+        if let Some(agent) = agent.first() {
+            store
+                .agent_heartbeat(&agent.id, Some(abode_store::AgentLifecycle::Ready))
+                .await?;
+        }
+        if (n + 1) % 1000 == 0 {
+            println!("{} workspaces", n + 1);
+        }
+    }
+    store.close().await;
+    Ok(())
+}
