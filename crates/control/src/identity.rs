@@ -367,10 +367,16 @@ impl Control {
                 TOUCH_INTERVAL
             }
         };
-        self.inner
-            .store
-            .touch_token(&record.id, now, now.saturating_sub(millis(touch_interval)))
-            .await?;
+        // Most requests find a recent enough use already recorded: they stay
+        // reads (on SQLite a write, even one that changes nothing, takes the
+        // database's one write lock).
+        let not_since = now.saturating_sub(millis(touch_interval));
+        if record.last_used_at.is_none_or(|used| used < not_since) {
+            self.inner
+                .store
+                .touch_token(&record.id, now, not_since)
+                .await?;
+        }
         let user = self.inner.store.user_by_id(&record.user_id).await?;
         Ok((record, user))
     }
