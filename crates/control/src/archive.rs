@@ -28,17 +28,12 @@ pub fn unpack(archive: &[u8], root: &Path) -> Result<(), ControlError> {
     let mut tar = tar::Archive::new(decoder);
     // The tar crate's own errors quote the header bytes it could not read:
     // the uploader's bytes, not a message. Say what is wrong instead.
-    let not_tar = |error: std::io::Error| {
-        let what = if error.kind() == std::io::ErrorKind::InvalidInput
-            || error.to_string().contains("gzip")
-            || error.to_string().contains("corrupt deflate")
-        {
-            "not a gzip stream"
-        } else {
-            "the gzip stream does not hold a tar archive"
-        };
-        invalid(format!("not a tar.gz archive: {what}"))
+    let what = if archive.starts_with(&[0x1f, 0x8b]) {
+        "the gzip stream does not hold a tar archive"
+    } else {
+        "not a gzip stream"
     };
+    let not_tar = |_: std::io::Error| invalid(format!("not a tar.gz archive: {what}"));
     let entries = tar.entries().map_err(not_tar)?;
     let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
     let mut total: u64 = 0;

@@ -14,6 +14,7 @@ pub mod lifecycle;
 mod provisioner;
 mod recovery;
 mod secrets;
+mod state;
 mod workdir;
 
 use std::collections::{BTreeMap, HashMap};
@@ -1579,35 +1580,10 @@ fn audit_event(
 /// (`module.m.type.name["key"]`).
 fn managed_resources(state: &[u8]) -> Result<Vec<String>, serde_json::Error> {
     let state: serde_json::Value = serde_json::from_slice(state)?;
-    let mut addresses = Vec::new();
-    for resource in state
-        .get("resources")
-        .and_then(|r| r.as_array())
-        .into_iter()
-        .flatten()
-    {
-        if resource.get("mode").and_then(|m| m.as_str()) != Some("managed") {
-            continue;
-        }
-        let text = |field: &str| resource.get(field).and_then(|v| v.as_str()).unwrap_or("");
-        let base = match resource.get("module").and_then(|m| m.as_str()) {
-            Some(module) => format!("{module}.{}.{}", text("type"), text("name")),
-            None => format!("{}.{}", text("type"), text("name")),
-        };
-        for instance in resource
-            .get("instances")
-            .and_then(|i| i.as_array())
-            .into_iter()
-            .flatten()
-        {
-            addresses.push(match instance.get("index_key") {
-                Some(serde_json::Value::Number(n)) => format!("{base}[{n}]"),
-                Some(serde_json::Value::String(key)) => format!("{base}[{key:?}]"),
-                _ => base.clone(),
-            });
-        }
-    }
-    Ok(addresses)
+    Ok(state::managed_instances(&state)
+        .iter()
+        .map(state::Instance::address)
+        .collect())
 }
 
 /// The most a workspace's parameters may hold, names and values together.

@@ -855,73 +855,55 @@ fn diagnostic_summary(line: &OutputLine) -> Option<String> {
 pub(crate) fn agents_in_state(state: &[u8]) -> Result<Vec<NewAgent>, serde_json::Error> {
     let value = serde_json::from_slice::<serde_json::Value>(state)?;
     let mut agents = Vec::new();
-    let resources = value
-        .get("resources")
-        .and_then(|r| r.as_array())
-        .cloned()
-        .unwrap_or_default();
-    for resource in resources {
-        let is_agent = resource.get("mode").and_then(|m| m.as_str()) == Some("managed")
-            && resource.get("type").and_then(|t| t.as_str()) == Some("abode_agent");
-        if !is_agent {
+    for agent in crate::state::managed_instances(&value) {
+        if agent.resource_type != "abode_agent" {
             continue;
         }
-        let name = resource
-            .get("name")
-            .and_then(|n| n.as_str())
-            .unwrap_or("agent");
-        let module = resource.get("module").and_then(|m| m.as_str());
-        let instances = resource
-            .get("instances")
-            .and_then(|i| i.as_array())
-            .cloned()
-            .unwrap_or_default();
-        for instance in instances {
-            let Some(token) = instance
-                .pointer("/attributes/token")
-                .and_then(|t| t.as_str())
-            else {
-                continue;
-            };
-            if token.is_empty() {
-                continue;
-            }
-            let mut full_name = match module {
-                Some(module) => format!("{module}.{name}"),
-                None => name.to_string(),
-            };
-            match instance.get("index_key") {
-                Some(serde_json::Value::Number(n)) => full_name.push_str(&format!("[{n}]")),
-                Some(serde_json::Value::String(s)) => full_name.push_str(&format!("[\"{s}\"]")),
-                _ => {}
-            }
-            let text = |attribute: &str| {
-                instance
-                    .pointer(&format!("/attributes/{attribute}"))
-                    .and_then(|v| v.as_str())
-                    .filter(|v| !v.is_empty())
-                    .map(String::from)
-            };
-            // Only string values: the agent adds them to the script's
-            // environment as they are.
-            let env: serde_json::Map<String, serde_json::Value> = instance
-                .pointer("/attributes/env")
-                .and_then(|e| e.as_object())
-                .map(|env| {
-                    env.iter()
-                        .filter(|(_, value)| value.is_string())
-                        .map(|(name, value)| (name.clone(), value.clone()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            agents.push(NewAgent {
-                name: full_name,
-                token_hash: secrets::token_hash(token),
-                startup_script: text("startup_script"),
-                dir: text("dir"),
-                env: serde_json::Value::Object(env).to_string(),
-            });
+        let instance = agent.object;
+        let Some(token) = instance
+            .pointer("/attributes/token")
+            .and_then(|t| t.as_str())
+        else {
+            continue;
+        };
+        if token.is_empty() {
+            continue;
         }
+        let name = if agent.name.is_empty() {
+            "agent"
+        } else {
+            agent.name
+        };
+        let full_name = match agent.module {
+            Some(module) => format!("{module}.{name}{}", agent.index_suffix()),
+            None => format!("{name}{}", agent.index_suffix()),
+        };
+        let text = |attribute: &str| {
+            instance
+                .pointer(&format!("/attributes/{attribute}"))
+                .and_then(|v| v.as_str())
+                .filter(|v| !v.is_empty())
+                .map(String::from)
+        };
+        // Only string values: the agent adds them to the script's
+        // environment as they are.
+        let env: serde_json::Map<String, serde_json::Value> = instance
+            .pointer("/attributes/env")
+            .and_then(|e| e.as_object())
+            .map(|env| {
+                env.iter()
+                    .filter(|(_, value)| value.is_string())
+                    .map(|(name, value)| (name.clone(), value.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        agents.push(NewAgent {
+            name: full_name,
+            token_hash: secrets::token_hash(token),
+            startup_script: text("startup_script"),
+            dir: text("dir"),
+            env: serde_json::Value::Object(env).to_string(),
+        });
     }
     Ok(agents)
 }
