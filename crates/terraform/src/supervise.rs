@@ -21,7 +21,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -384,12 +384,6 @@ fn as_text(line: &[u8]) -> String {
         .to_string()
 }
 
-/// Whether `path` lies in a directory that holds a run record; for callers
-/// that clean up work dirs.
-pub fn has_record(dir: &Path) -> bool {
-    dir.join(RECORD_FILE).exists()
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -434,9 +428,8 @@ mod tests {
         };
         record.write(&gone).unwrap();
         assert_eq!(record.running(), None);
-        assert!(has_record(&dir));
         record.clear();
-        assert!(!has_record(&dir));
+        assert_eq!(record.read(), None);
         fs::remove_dir_all(&dir).unwrap();
     }
 }
