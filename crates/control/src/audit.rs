@@ -1,0 +1,142 @@
+//! The audit log: every change a person or the system makes is recorded
+//! with who, what, on which target, the outcome and the request id; a member
+//! reads only what concerns them.
+
+use abode_store::{page_size, AuditEvent, AuditFilter, Build, NewAuditEvent, Page, User};
+
+use crate::Caller;
+use crate::Control;
+use crate::ControlError;
+
+/// Which audit events a page shows (docs/api.md, `GET /audit`).
+#[derive(Debug, Clone, Default)]
+pub struct AuditQuery {
+    /// A workspace reference (`name` or `owner/name`), resolved as the caller sees it.
+    pub workspace: Option<String>,
+    /// An exact target, whatever its type.
+    pub target: Option<String>,
+    pub actor: Option<String>,
+    pub action: Option<String>,
+    /// Unix ms, inclusive.
+    pub since: Option<i64>,
+    /// Unix ms, exclusive.
+    pub until: Option<i64>,
+    pub after: Option<String>,
+    pub limit: Option<i64>,
+}
+
+impl Control {
+    /// The audit log as the caller may see it (members: their own workspaces,
+    /// logins and tokens only), newest first.
+    pub async fn audit_events(
+        &self,
+        caller: &Caller,
+        query: &AuditQuery,
+    ) -> Result<Page<AuditEvent>, ControlError> {
+        let target = match &query.workspace {
+            Some(reference) => {
+                let workspace = self.resolve_workspace(caller, reference).await?;
+                Some(format!("{}/{}", workspace.owner_name, workspace.name))
+            }
+            None => None,
+        };
+        let visible_to = (!caller.is_admin())
+            .then(|| (format!("{}/", caller.user.username), caller.user.id.clone()));
+        Ok(self
+            .inner
+            .store
+            .list_audit(&AuditFilter {
+                target,
+                visible_to,
+                any_target: query.target.clone(),
+                actor: query.actor.clone(),
+                action: query.action.clone(),
+                since: query.since,
+                until: query.until,
+                after: query.after.clone(),
+                limit: page_size(query.limit),
+            })
+            .await?)
+    }
+
+    /// An audit event of the server's own doing about a build.
+    pub(crate) async fn audit_system(&self, action: &str, build: &Build, details: Option<String>) {
+        self.audit(
+            None,
+            None,
+            action,
+            "workspace",
+            &format!("{}/{}", build.owner_name, build.workspace_name),
+            "success",
+            details,
+        )
+        .await;
+    }
+
+    pub(crate) async fn audit_build(&self, caller: &Caller, build: &Build) {
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "build.start",
+            "workspace",
+            &format!("{}/{}", build.owner_name, build.workspace_name),
+            "success",
+            Some(format!(
+                "build={} transition={} reason={} version={}",
+                build.number, build.transition, build.reason, build.template_version
+            )),
+        )
+        .await;
+    }
+
+    /// Records an audit event; a failure to record is logged, not fatal, so
+    /// that the action the user asked for is not undone by bookkeeping.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn audit(
+        &self,
+        actor: Option<&User>,
+        request_id: Option<String>,
+        action: &str,
+        target_type: &str,
+        target: &str,
+        outcome: &str,
+        details: Option<String>,
+    ) {
+        let event = audit_event(
+            actor,
+            request_id,
+            action,
+            target_type,
+            target,
+            outcome,
+            details,
+        );
+        if let Err(error) = self.inner.store.record_audit(&event).await {
+            tracing::error!(%error, action, "cannot record an audit event");
+        }
+    }
+}
+
+/// One audit event, as [`Control::audit`] records it (and as a store
+/// transaction that must not happen unaudited records it with its write).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn audit_event(
+    actor: Option<&User>,
+    request_id: Option<String>,
+    action: &str,
+    target_type: &str,
+    target: &str,
+    outcome: &str,
+    details: Option<String>,
+) -> NewAuditEvent {
+    NewAuditEvent {
+        actor_id: actor.map(|user| user.id.clone()),
+        actor_name: actor.map(|user| user.username.clone()),
+        action: action.into(),
+        target_type: target_type.into(),
+        target: target.into(),
+        outcome: outcome.into(),
+        request_id,
+        details,
+    }
+}

@@ -1,0 +1,317 @@
+//! Held builds: a plan the guard asked to confirm waits here, bound to its
+//! digest and the state it was made on, until it is confirmed (applied once,
+//! exactly as shown) or expires; and the protections a workspace remembers.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use abode_store::{Build, BuildStatus, Protection, SavedPlan};
+
+use crate::audit::audit_event;
+use crate::error::or_not_found;
+use crate::secrets;
+use crate::Caller;
+use crate::Control;
+use crate::ControlError;
+
+impl Control {
+    /// Applies exactly the saved plan of a held build, once, if `digest` is
+    /// that plan's and the workspace's state has not changed since.
+    pub async fn confirm_build(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        number: Option<i64>,
+        digest: &str,
+    ) -> Result<Build, ControlError> {
+        if digest.trim().is_empty() {
+            return Err(ControlError::BadRequest(
+                "give the plan digest you reviewed (the build's plan_digest)".into(),
+            ));
+        }
+        // Checked before anything is looked up or audited: what is not a
+        // digest (any size, any bytes) is never stored.
+        let digest = digest.trim();
+        if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(ControlError::BadRequest(
+                "a plan digest is 64 hexadecimal characters (the build's plan_digest)".into(),
+            ));
+        }
+        let digest = digest.to_ascii_lowercase();
+        let digest = digest.as_str();
+        let build = self.build(caller, reference, number).await?;
+        let target = format!("{}/{}", build.owner_name, build.workspace_name);
+        let refuse = |message: String| ControlError::Conflict(message);
+        let result = async {
+            if build.status != BuildStatus::AwaitingConfirmation {
+                let blocked = build.status == BuildStatus::Failed
+                    && guard_decision(&build)? == Some(abode_guard::Decision::Block);
+                return Err(refuse(if blocked {
+                    format!(
+                        "build #{} was blocked by the plan guard and can never be confirmed: fix the template or release the protection, then start again",
+                        build.number
+                    )
+                } else {
+                    format!(
+                        "build #{} of workspace \"{}\" is not awaiting confirmation (it is {})",
+                        build.number, build.workspace_name, build.status
+                    )
+                }));
+            }
+            // The deadline holds by itself, not only once the sweeper ran.
+            if build
+                .expires_at
+                .is_some_and(|deadline| deadline <= abode_store::now_ms())
+            {
+                return Err(refuse(format!(
+                    "build #{} expired: nobody confirmed it in time; start the build again",
+                    build.number
+                )));
+            }
+            let saved = self.inner.store.saved_plan(&build.id).await?.ok_or_else(|| {
+                refuse(format!("build #{} has no saved plan any more", build.number))
+            })?;
+            if saved.digest != digest.trim() {
+                return Err(refuse(format!(
+                    "the digest does not match the saved plan of build #{}: review the build again and confirm the plan it shows",
+                    build.number
+                )));
+            }
+            let state = self.inner.store.state(&build.workspace_id).await?;
+            if secrets::sha256_hex(state.as_deref().unwrap_or_default()) != saved.state_digest {
+                return Err(refuse(
+                    "the workspace changed since this plan was made; start the build again".into(),
+                ));
+            }
+            let audit = audit_event(
+                Some(&caller.user),
+                caller.request_id.clone(),
+                "build.confirm",
+                "workspace",
+                &target,
+                "success",
+                Some(format!("build={} digest={}", build.number, saved.digest)),
+            );
+            if !self
+                .inner
+                .store
+                .confirm_build(&build.id, &saved.digest, &caller.user.id, &audit)
+                .await?
+            {
+                return Err(refuse(format!(
+                    "build #{} was already confirmed or canceled",
+                    build.number
+                )));
+            }
+            Ok(saved.digest)
+        }
+        .await;
+        match result {
+            Ok(digest) => {
+                self.inner.jobs_queued.notify_one();
+                self.note(
+                    &build.id,
+                    "guard",
+                    "info",
+                    &format!(
+                        "confirmed by {}: applying the saved plan {digest}",
+                        caller.user.username
+                    ),
+                )
+                .await;
+                Ok(self.inner.store.build_by_id(&build.id).await?)
+            }
+            Err(error) => {
+                self.audit(
+                    Some(&caller.user),
+                    caller.request_id.clone(),
+                    "build.confirm",
+                    "workspace",
+                    &target,
+                    "failure",
+                    Some(format!(
+                        "build={} digest={} reason={error}",
+                        build.number,
+                        digest.trim()
+                    )),
+                )
+                .await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Records that the guard held a build, with its saved plan.
+    pub(crate) async fn hold_build(&self, build_id: &str, plan: SavedPlan) {
+        let expires_at = abode_store::now_ms()
+            + i64::try_from(self.inner.config.confirmation_timeout.as_millis())
+                .unwrap_or(i64::MAX / 2);
+        let digest = plan.digest.clone();
+        match self
+            .inner
+            .store
+            .hold_build(build_id, &plan, expires_at)
+            .await
+        {
+            Ok(true) => {
+                if let Ok(build) = self.inner.store.build_by_id(build_id).await {
+                    self.audit_system(
+                        "build.held",
+                        &build,
+                        Some(format!("build={} digest={digest}", build.number)),
+                    )
+                    .await;
+                }
+            }
+            Ok(false) => {}
+            Err(error) => {
+                tracing::error!(build = %build_id, %error, "cannot hold a build");
+                let _ = self
+                    .inner
+                    .store
+                    .finish_build(
+                        build_id,
+                        BuildStatus::Failed,
+                        Some("cannot save the plan for confirmation"),
+                    )
+                    .await;
+            }
+        }
+    }
+
+    /// Ends held builds whose confirmation time ran out.
+    pub async fn expire_held_builds(&self) {
+        self.expire_held_builds_at(abode_store::now_ms()).await;
+    }
+
+    /// Ends held builds whose deadline is at or before `now` (milliseconds
+    /// since the epoch): the sweep, with the time given (tests move it).
+    pub async fn expire_held_builds_at(&self, now: i64) {
+        let hours = self.inner.config.confirmation_timeout.as_secs_f64() / 3600.0;
+        let message = format!(
+            "expired: nobody confirmed the plan within {}; the plan was discarded",
+            if hours >= 1.0 {
+                format!("{hours:.0} h")
+            } else {
+                format!("{} s", self.inner.config.confirmation_timeout.as_secs())
+            }
+        );
+        let expired = match self.inner.store.expire_held_builds(now, &message).await {
+            Ok(expired) => expired,
+            Err(error) => {
+                tracing::error!(%error, "cannot expire held builds");
+                return;
+            }
+        };
+        for build_id in expired {
+            self.note(&build_id, "guard", "warn", &message).await;
+            if let Ok(build) = self.inner.store.build_by_id(&build_id).await {
+                self.audit_system(
+                    "build.expire",
+                    &build,
+                    Some(format!("build={}", build.number)),
+                )
+                .await;
+            }
+        }
+    }
+
+    /// The protections a workspace remembers, as the guard reads them.
+    pub(crate) async fn remembered(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Vec<abode_guard::RememberedProtection>, ControlError> {
+        let stored = self.inner.store.protections(workspace_id).await?;
+        Ok(stored
+            .into_iter()
+            .map(|protection| abode_guard::RememberedProtection {
+                mode: abode_guard::Mode::parse(&protection.mode)
+                    .unwrap_or(abode_guard::Mode::Block),
+                address: protection.address,
+            })
+            .collect())
+    }
+
+    pub async fn protections(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Vec<Protection>, ControlError> {
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        Ok(self.inner.store.protections(&workspace.id).await?)
+    }
+
+    /// Releases one remembered protection (owners and template-admins), on the record.
+    pub async fn release_protection(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        address: &str,
+    ) -> Result<Protection, ControlError> {
+        if !caller.is_admin() {
+            return Err(ControlError::Forbidden(
+                "only owners and template-admins can release a protection".into(),
+            ));
+        }
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        let released = or_not_found(
+            self.inner
+                .store
+                .release_protection(&workspace.id, address)
+                .await,
+            || format!("workspace \"{reference}\" does not remember a protection of {address}"),
+        )?;
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "protection.release",
+            "workspace",
+            &format!("{}/{}", workspace.owner_name, workspace.name),
+            "success",
+            Some(format!(
+                "address={} mode={}",
+                released.address, released.mode
+            )),
+        )
+        .await;
+        Ok(released)
+    }
+}
+
+/// What the guard decided for a build, read from its stored report; `None`
+/// for a build that never reached the guard. A report that names no known
+/// decision is an error, never a guess.
+pub fn guard_decision(build: &Build) -> Result<Option<abode_guard::Decision>, ControlError> {
+    let Some(report) = build.guard_report.as_deref() else {
+        return Ok(None);
+    };
+    let text = serde_json::from_str::<serde_json::Value>(report)
+        .ok()
+        .and_then(|report| report.get("decision")?.as_str().map(str::to_string))
+        .unwrap_or_default();
+    abode_guard::Decision::parse(&text)
+        .map(Some)
+        .ok_or_else(|| {
+            ControlError::Internal(format!(
+                "the stored guard report of build #{} names no known decision (`{text}`)",
+                build.number
+            ))
+        })
+}
+
+/// Ends held builds nobody confirmed in time; runs until shutdown.
+pub(crate) async fn expiry_sweeper(control: Control, mut shutdown: watch::Receiver<bool>) {
+    let every = (control.inner.config.confirmation_timeout / 10)
+        .clamp(Duration::from_millis(250), Duration::from_secs(10));
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        control.expire_held_builds().await;
+        tokio::select! {
+            _ = tokio::time::sleep(every) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! What interrupts a running build: a cancel asked of this process, a cancel
+//! recorded in the database by anyone, or this server shutting down.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+use crate::Control;
+
+/// How often a running build looks for a cancel recorded in the database
+/// (by another server process, or before this worker registered the build).
+const CANCEL_POLL: Duration = Duration::from_secs(1);
+
+/// What interrupts a running build: a cancel asked of this process (through
+/// `Control::running`), a cancel recorded in the database by anyone, at any
+/// time since the build was queued, or this server shutting down.
+pub(crate) struct Interruptions {
+    control: Control,
+    build_id: String,
+    shutdown_watch: tokio::task::JoinHandle<()>,
+    request_watch: tokio::task::JoinHandle<()>,
+}
+
+impl Interruptions {
+    /// Registers the build's cancel switch and starts watching; the receiver
+    /// turns true when the build must stop.
+    pub(crate) fn start(
+        control: &Control,
+        build_id: &str,
+        mut shutdown: watch::Receiver<bool>,
+    ) -> (Interruptions, watch::Receiver<bool>) {
+        let (switch, cancel) = watch::channel(false);
+        if let Ok(mut running) = control.inner.running.lock() {
+            running.insert(build_id.to_string(), switch.clone());
+        }
+        let shutdown_switch = switch.clone();
+        let shutdown_watch = tokio::spawn(async move {
+            while !*shutdown.borrow_and_update() {
+                if shutdown.changed().await.is_err() {
+                    return;
+                }
+            }
+            let _ = shutdown_switch.send(true);
+        });
+        let (store, id) = (control.inner.store.clone(), build_id.to_string());
+        let request_watch = tokio::spawn(async move {
+            loop {
+                match store.cancel_requested(&id).await {
+                    Ok(true) => {
+                        let _ = switch.send(true);
+                        return;
+                    }
+                    Ok(false) => {}
+                    Err(error) => {
+                        tracing::warn!(build = %id, %error, "cannot read whether a cancel was requested")
+                    }
+                }
+                tokio::time::sleep(CANCEL_POLL).await;
+            }
+        });
+        let interruptions = Interruptions {
+            control: control.clone(),
+            build_id: build_id.to_string(),
+            shutdown_watch,
+            request_watch,
+        };
+        (interruptions, cancel)
+    }
+
+    /// Whether it was this server's shutdown that interrupted the build.
+    pub(crate) fn by_shutdown(&self) -> bool {
+        self.shutdown_watch.is_finished()
+    }
+
+    pub(crate) fn end(self) {
+        self.shutdown_watch.abort();
+        self.request_watch.abort();
+        if let Ok(mut running) = self.control.inner.running.lock() {
+            running.remove(&self.build_id);
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! The embedded provisioners: workers that claim queued jobs and run each
+//! build through Terraform. This file is the sequence; its steps live beside it.
+//!
+//! A build, once the door (`builds.rs`) has queued it: a worker claims its job
+//! ([`worker`]), [`run_build`] lays out a private work dir (`run.rs`: the
+//! template version unpacked, the workspace's stored state, the CLI
+//! configuration and the environment contract), runs `terraform init` and
+//! `terraform plan -out` (`-destroy` for a delete), hands `terraform show
+//! -json` of the saved plan to the guard (`guard_step.rs`), and then applies
+//! exactly that plan (`allow`), holds it for confirmation (`confirm`, see
+//! `held.rs`) or fails the build (`block`). Whatever happened, the state
+//! Terraform left is stored, the work dir removed and the build's end
+//! recorded. Terraform's `-json` lines reach the build log as they are
+//! printed (`output.rs`); a cancel or a shutdown interrupts the run
+//! (`interruptions.rs`).
+
+mod guard_step;
+mod interruptions;
+mod output;
+mod run;
+
+use std::time::Duration;
+
+use abode_store::{BuildStatus, JobKind};
+use tokio::sync::watch;
+
+use crate::workdir;
+use crate::Control;
+
+pub(crate) use interruptions::Interruptions;
+pub(crate) use output::log_output;
+use run::{BuildRun, Ended, Failure};
+
+/// How long an idle worker sleeps before looking at the queue again even
+/// without a wake-up (jobs queued by another process).
+const IDLE_POLL: Duration = Duration::from_secs(2);
+
+pub(crate) async fn worker(control: Control, name: String, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        match control.inner.store.claim_job(&name).await {
+            Ok(Some(job)) => {
+                tracing::info!(worker = %name, build = %job.build_id, kind = %job.kind, "claimed a job");
+                run_build(&control, &job.build_id, job.kind, shutdown.clone()).await;
+            }
+            Ok(None) => {
+                tokio::select! {
+                    _ = control.inner.jobs_queued.notified() => {}
+                    _ = tokio::time::sleep(IDLE_POLL) => {}
+                    _ = shutdown.changed() => {}
+                }
+            }
+            Err(error) => {
+                tracing::error!(worker = %name, %error, "cannot claim a job");
+                tokio::time::sleep(IDLE_POLL).await;
+            }
+        }
+    }
+}
+
+async fn run_build(
+    control: &Control,
+    build_id: &str,
+    kind: JobKind,
+    shutdown: watch::Receiver<bool>,
+) {
+    let (interruptions, cancel) = Interruptions::start(control, build_id, shutdown);
+
+    let mut build_run = BuildRun {
+        control: control.clone(),
+        build_id: build_id.to_string(),
+        work_dir: control.inner.config.work_dir().join(build_id),
+        cancel,
+        env: Vec::new(),
+        state_digest: String::new(),
+    };
+    let result = if kind == JobKind::ApplySavedPlan {
+        build_run.apply_saved_plan().await
+    } else {
+        build_run.execute().await
+    };
+    build_run.save_state().await;
+    if kind == JobKind::ApplySavedPlan {
+        // Single use: whatever the apply did, this plan is never applied again.
+        if let Err(error) = control.inner.store.delete_saved_plan(build_id).await {
+            tracing::error!(build = %build_id, %error, "cannot delete a saved plan");
+        }
+    }
+    let (status, error, held) = match result {
+        Ok(Ended::Applied) => (BuildStatus::Succeeded, None, None),
+        Ok(Ended::Held(plan)) => (BuildStatus::AwaitingConfirmation, None, Some(plan)),
+        Err(mut failure) => {
+            if failure.status == BuildStatus::Canceled && interruptions.by_shutdown() {
+                failure = Failure::failed(
+                    "interrupted by a server shutdown; the Terraform state was kept",
+                );
+            }
+            build_run.log("cleanup", "error", &failure.message).await;
+            (failure.status, Some(failure.message), None)
+        }
+    };
+    workdir::remove_off_runtime(build_run.work_dir.clone()).await;
+    interruptions.end();
+    match held {
+        Some(plan) => control.hold_build(build_id, plan).await,
+        None => {
+            let done = match status {
+                BuildStatus::Succeeded => "build succeeded".to_string(),
+                other => format!("build {other}"),
+            };
+            let level = if status == BuildStatus::Succeeded {
+                "info"
+            } else {
+                "error"
+            };
+            build_run.log("cleanup", level, &done).await;
+            if let Err(error) = control
+                .inner
+                .store
+                .finish_build(build_id, status, error.as_deref())
+                .await
+            {
+                tracing::error!(build = %build_id, %error, "cannot record the end of a build");
+            }
+        }
+    }
+    prune_plans(control, build_id).await;
+    control.inner.log_written.notify_waiters();
+    tracing::info!(build = %build_id, status = %status, "build finished");
+}
+
+/// Applies the plan JSON retention to the workspace of a build that just
+/// ended; each build whose plan JSON goes says so in its log.
+async fn prune_plans(control: &Control, build_id: &str) {
+    let store = &control.inner.store;
+    let keep = i64::try_from(control.inner.config.plan_retention).unwrap_or(i64::MAX);
+    let pruned = match store.build_by_id(build_id).await {
+        Ok(build) => store.prune_plan_json(&build.workspace_id, keep).await,
+        Err(error) => Err(error),
+    };
+    match pruned {
+        Ok(pruned) => {
+            for id in pruned {
+                control
+                    .note(
+                        &id,
+                        "cleanup",
+                        "info",
+                        &format!(
+                            "the plan JSON of this build was removed: the server keeps it for the newest {keep} builds of a workspace"
+                        ),
+                    )
+                    .await;
+            }
+        }
+        Err(error) => tracing::error!(build = %build_id, %error, "cannot apply the plan retention"),
+    }
+}

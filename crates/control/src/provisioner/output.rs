@@ -1,0 +1,142 @@
+//! Terraform's output as the build log shows it: each `-json` line rendered
+//! as its message and level, written as it arrives; the last error kept for
+//! the build's one-line error.
+
+use abode_terraform::run::{OutputLine, Stream};
+use tokio::sync::mpsc;
+
+use crate::Control;
+
+/// A Terraform output line as the build log shows it: the `@message` of a
+/// `-json` line with its level (plus a diagnostic's detail), or the raw text.
+pub(crate) fn render_line(line: &OutputLine) -> Option<(&'static str, String)> {
+    let text = line.text.trim_end();
+    if text.trim().is_empty() {
+        return None;
+    }
+    if line.stream == Stream::Stdout && text.starts_with('{') {
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(text) {
+            let message = value.get("@message").and_then(|m| m.as_str()).unwrap_or("");
+            let level = match value
+                .get("@level")
+                .and_then(|l| l.as_str())
+                .unwrap_or("info")
+            {
+                "error" => "error",
+                "warn" => "warn",
+                "trace" | "debug" => "debug",
+                _ => "info",
+            };
+            let detail = value
+                .pointer("/diagnostic/detail")
+                .and_then(|d| d.as_str())
+                .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
+                .filter(|d| !d.is_empty());
+            let rendered = match detail {
+                Some(detail) => format!("{message}: {detail}"),
+                None => message.to_string(),
+            };
+            if rendered.is_empty() {
+                return None;
+            }
+            return Some((level, rendered));
+        }
+    }
+    let level = match line.stream {
+        Stream::Stderr => "error",
+        Stream::Stdout => "info",
+    };
+    Some((level, text.to_string()))
+}
+
+/// The summary of a `-json` diagnostic line.
+fn diagnostic_summary(line: &OutputLine) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(line.text.trim()).ok()?;
+    value
+        .pointer("/diagnostic/summary")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// The last error a Terraform run printed.
+pub(crate) struct TerraformError {
+    /// As the build log shows it: the build's one-line error.
+    pub text: String,
+    /// The diagnostic's summary, when it was a `-json` diagnostic.
+    pub summary: Option<String>,
+}
+
+/// Writes Terraform's output lines into a build's log as they come, skipping
+/// the first `skip` rendered lines (already logged by a server that died);
+/// returns the last error, for the build's one-line error.
+pub(crate) async fn log_output(
+    control: &Control,
+    build_id: &str,
+    stage: &str,
+    mut receiver: mpsc::UnboundedReceiver<OutputLine>,
+    skip: usize,
+) -> Option<TerraformError> {
+    let mut last_error = None;
+    let mut seen = 0;
+    while let Some(line) = receiver.recv().await {
+        let Some((level, text)) = render_line(&line) else {
+            continue;
+        };
+        seen += 1;
+        if level == "error" {
+            last_error = Some(TerraformError {
+                text: text.clone(),
+                summary: diagnostic_summary(&line),
+            });
+        }
+        if seen <= skip {
+            continue;
+        }
+        if let Err(error) = control.log(build_id, stage, level, &text).await {
+            tracing::error!(build = %build_id, %error, "cannot write a build log line");
+        }
+    }
+    last_error
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn json_lines_render_as_their_message_with_level() {
+        let line = |stream, text: &str| OutputLine {
+            stream,
+            text: text.into(),
+        };
+        let cases = [
+            (
+                line(
+                    Stream::Stdout,
+                    r#"{"@level":"info","@message":"terraform_data.a: Creating...","type":"apply_start"}"#,
+                ),
+                Some(("info", "terraform_data.a: Creating...".to_string())),
+            ),
+            (
+                line(
+                    Stream::Stdout,
+                    r#"{"@level":"error","@message":"Error: boom","type":"diagnostic","diagnostic":{"severity":"error","summary":"boom","detail":"it\nbroke"}}"#,
+                ),
+                Some(("error", "Error: boom: it broke".to_string())),
+            ),
+            (
+                line(Stream::Stdout, "plain text"),
+                Some(("info", "plain text".to_string())),
+            ),
+            (
+                line(Stream::Stderr, "panic: x"),
+                Some(("error", "panic: x".to_string())),
+            ),
+            (line(Stream::Stdout, "   "), None),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(render_line(&input), expected, "{}", input.text);
+        }
+    }
+}

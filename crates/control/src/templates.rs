@@ -1,0 +1,246 @@
+//! Templates and their immutable versions: who may push, what a pushed
+//! archive must pass (safe unpacking, `terraform init` and `validate`) and
+//! which version new workspaces get.
+
+use std::path::Path;
+
+use abode_terraform::run::{self, Invocation, RunError};
+
+use abode_store::{page_size, NewTemplateVersion, Page, Template, TemplateVersion};
+
+use crate::error::or_not_found;
+use crate::names::validate_name;
+use crate::secrets;
+use crate::workdir::{self, TEMPLATE_SUBDIR};
+use crate::Caller;
+use crate::ControlError;
+use crate::{archive, Control};
+
+impl Control {
+    /// The longest message a template version keeps.
+    pub const MAX_VERSION_MESSAGE_CHARS: usize = 1024;
+
+    /// Whether `caller` may push version `message` of template `name`,
+    /// checked before the upload is read: a caller who may not gets the
+    /// answer without the server holding their archive.
+    pub fn may_push_template(
+        &self,
+        caller: &Caller,
+        name: &str,
+        message: &str,
+    ) -> Result<(), ControlError> {
+        if !caller.is_admin() {
+            return Err(ControlError::Forbidden(
+                "only owners and template-admins can push templates".into(),
+            ));
+        }
+        validate_name("template name", name)?;
+        if message.chars().count() > Self::MAX_VERSION_MESSAGE_CHARS {
+            return Err(ControlError::BadRequest(format!(
+                "a version message is at most {} characters",
+                Self::MAX_VERSION_MESSAGE_CHARS
+            )));
+        }
+        Ok(())
+    }
+
+    pub async fn push_template(
+        &self,
+        caller: &Caller,
+        name: &str,
+        archive_bytes: Vec<u8>,
+        activate: bool,
+        message: &str,
+    ) -> Result<(Template, TemplateVersion), ControlError> {
+        self.may_push_template(caller, name, message)?;
+        let validation = validate_template(self, &archive_bytes).await;
+        let validation_message = match validation {
+            Ok(message) => message,
+            Err(error) => {
+                self.audit(
+                    Some(&caller.user),
+                    caller.request_id.clone(),
+                    "template.push",
+                    "template",
+                    name,
+                    "failure",
+                    Some(error.to_string()),
+                )
+                .await;
+                return Err(error);
+            }
+        };
+        let (template, version) = self
+            .inner
+            .store
+            .create_template_version(&NewTemplateVersion {
+                template_name: name.into(),
+                archive_sha256: secrets::sha256_hex(&archive_bytes),
+                archive: archive_bytes,
+                message: message.into(),
+                created_by: caller.user.id.clone(),
+                validation_ok: true,
+                validation_message,
+                activate,
+            })
+            .await?;
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "template.push",
+            "template",
+            name,
+            "success",
+            Some(format!(
+                "version={} active={}",
+                version.number, version.active
+            )),
+        )
+        .await;
+        Ok((template, version))
+    }
+
+    /// One page of templates, by name.
+    pub async fn list_templates(
+        &self,
+        after: Option<&str>,
+        limit: Option<i64>,
+    ) -> Result<Page<Template>, ControlError> {
+        Ok(self
+            .inner
+            .store
+            .list_template_page(after, page_size(limit))
+            .await?)
+    }
+
+    pub async fn template(&self, name: &str) -> Result<Template, ControlError> {
+        or_not_found(self.inner.store.template_by_name(name).await, || {
+            format!("template \"{name}\" not found")
+        })
+    }
+
+    pub async fn template_versions(
+        &self,
+        name: &str,
+    ) -> Result<Vec<TemplateVersion>, ControlError> {
+        let template = self.template(name).await?;
+        Ok(self
+            .inner
+            .store
+            .list_template_versions(&template.id)
+            .await?)
+    }
+
+    pub async fn activate_template_version(
+        &self,
+        caller: &Caller,
+        name: &str,
+        number: i64,
+    ) -> Result<(Template, TemplateVersion), ControlError> {
+        if !caller.is_admin() {
+            return Err(ControlError::Forbidden(
+                "only owners and template-admins can activate template versions".into(),
+            ));
+        }
+        let template = self.template(name).await?;
+        let version = or_not_found(
+            self.inner
+                .store
+                .template_version(&template.id, number)
+                .await,
+            || format!("template \"{name}\" has no version {number}"),
+        )?;
+        self.inner
+            .store
+            .activate_template_version(&template.id, &version.id)
+            .await?;
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "template.activate",
+            "template",
+            name,
+            "success",
+            Some(format!("version={number}")),
+        )
+        .await;
+        let template = self.template(name).await?;
+        let version = self.inner.store.template_version_by_id(&version.id).await?;
+        Ok((template, version))
+    }
+}
+
+/// Checks a pushed template: safe to unpack, `terraform init` and
+/// `terraform validate` pass. Returns Terraform's validation message.
+pub(crate) async fn validate_template(
+    control: &Control,
+    archive_bytes: &[u8],
+) -> Result<String, ControlError> {
+    let config = &control.inner.config;
+    let dir = workdir::create(
+        &config.work_dir(),
+        &format!("push-{}", abode_store::new_id()),
+    )
+    .map_err(|error| ControlError::Internal(format!("cannot create a work dir: {error}")))?;
+    let result = validate_in(control, archive_bytes, &dir).await;
+    workdir::remove_off_runtime(dir).await;
+    result
+}
+
+async fn validate_in(
+    control: &Control,
+    archive_bytes: &[u8],
+    dir: &Path,
+) -> Result<String, ControlError> {
+    let template_dir = dir.join(TEMPLATE_SUBDIR);
+    let bytes = archive_bytes.to_vec();
+    let target = template_dir.clone();
+    tokio::task::spawn_blocking(move || archive::unpack(&bytes, &target))
+        .await
+        .map_err(|error| ControlError::Internal(format!("unpack task failed: {error}")))??;
+    let mirror = control.inner.config.provider_mirror.clone();
+    let (config_dir, lock_dir) = (dir.to_path_buf(), template_dir.clone());
+    let cli_config = tokio::task::spawn_blocking(move || {
+        let cli_config = workdir::write_cli_config(&config_dir, mirror.as_deref())?;
+        workdir::write_provider_lock(&lock_dir, mirror.as_deref())?;
+        Ok::<_, String>(cli_config)
+    })
+    .await
+    .map_err(|error| ControlError::Internal(format!("preparing the work dir failed: {error}")))?
+    .map_err(ControlError::Internal)?;
+    let mut env = control.inner.config.terraform_env.clone();
+    env.push((
+        "TF_CLI_CONFIG_FILE".to_string(),
+        cli_config.display().to_string(),
+    ));
+    let as_template_error = |step: &str| {
+        let step = step.to_string();
+        move |error: RunError| match error {
+            RunError::Failed { message, .. } => {
+                ControlError::InvalidTemplate(format!("terraform {step} failed: {message}"))
+            }
+            other => ControlError::Internal(other.to_string()),
+        }
+    };
+    run::capture(&Invocation::new(
+        &template_dir,
+        ["init", "-input=false", "-no-color"],
+        &env,
+    ))
+    .await
+    .map_err(as_template_error("init"))?;
+    let output = run::capture(&Invocation::new(
+        &template_dir,
+        ["validate", "-no-color"],
+        &env,
+    ))
+    .await
+    .map_err(as_template_error("validate"))?;
+    let message = String::from_utf8_lossy(&output)
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or("The configuration is valid.")
+        .to_string();
+    Ok(message)
+}

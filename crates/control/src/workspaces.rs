@@ -1,0 +1,414 @@
+//! Workspaces: creation (whose first build goes through the door in
+//! `builds.rs`), finding one by reference, what users see of one (its status
+//! and agent health computed at read time), lists, and the way out for a
+//! workspace no build can delete (`orphan_workspace`).
+
+use std::collections::BTreeMap;
+
+use abode_store::{
+    page_size, Agent, Build, BuildStatus, NewBuild, NewWorkspace, Page, StoreError, Transition,
+    Workspace, WorkspaceFilter, WorkspaceSummary,
+};
+
+use crate::error::or_not_found;
+use crate::lifecycle;
+use crate::names::validate_name;
+use crate::state;
+use crate::AgentHealth;
+use crate::AgentStatus;
+use crate::Caller;
+use crate::Control;
+use crate::ControlError;
+use crate::WorkspaceStatus;
+
+/// A workspace with what users need to see about it, computed at read time.
+#[derive(Debug, Clone)]
+pub struct WorkspaceView {
+    pub workspace: Workspace,
+    pub latest_build: Build,
+    pub status: WorkspaceStatus,
+    pub agent: AgentHealth,
+    pub healthy: bool,
+}
+
+/// Which workspaces a list page shows (docs/api.md, `GET /workspaces`).
+#[derive(Debug, Clone, Default)]
+pub struct WorkspaceQuery {
+    /// Everyone's workspaces (owners and template admins; others see their own).
+    pub all: bool,
+    pub include_deleted: bool,
+    /// Only this owner's (a username).
+    pub owner: Option<String>,
+    pub template: Option<String>,
+    pub status: Option<WorkspaceStatus>,
+    /// The `next` of the previous page.
+    pub after: Option<String>,
+    pub limit: Option<i64>,
+}
+
+/// A workspace removed without running Terraform, and the resources its last
+/// state names (they may still exist).
+#[derive(Debug, Clone)]
+pub struct Orphaned {
+    pub workspace: Workspace,
+    pub resources: Vec<String>,
+}
+
+impl Control {
+    pub async fn create_workspace(
+        &self,
+        caller: &Caller,
+        name: &str,
+        template_name: &str,
+        parameters: BTreeMap<String, String>,
+    ) -> Result<(WorkspaceView, Build), ControlError> {
+        validate_name("workspace name", name)?;
+        validate_parameters(&parameters)?;
+        let template = self.template(template_name).await?;
+        let version_id = template.active_version_id.clone().ok_or_else(|| {
+            ControlError::Conflict(format!(
+                "template \"{template_name}\" has no active version"
+            ))
+        })?;
+        let parameters = serde_json::to_string(&parameters)
+            .map_err(|error| ControlError::Internal(error.to_string()))?;
+        let workspace_id = abode_store::new_id();
+        let created = self
+            .inner
+            .store
+            .create_workspace(
+                &NewWorkspace {
+                    id: workspace_id.clone(),
+                    owner_id: caller.user.id.clone(),
+                    name: name.into(),
+                    template_id: template.id.clone(),
+                    template_version_id: version_id.clone(),
+                    parameters,
+                },
+                &NewBuild {
+                    id: abode_store::new_id(),
+                    workspace_id,
+                    transition: Transition::Start,
+                    template_version_id: version_id,
+                    initiator_id: caller.user.id.clone(),
+                    reason: "create".into(),
+                },
+            )
+            .await;
+        let (workspace, build) = match created {
+            Err(StoreError::Conflict(_)) => {
+                return Err(ControlError::Conflict(format!(
+                    "you already have a workspace named \"{name}\""
+                )))
+            }
+            other => other?,
+        };
+        self.inner.jobs_queued.notify_one();
+        self.audit_build(caller, &build).await;
+        let view = self.view(workspace).await?;
+        Ok((view, build))
+    }
+
+    /// Finds a workspace by `name` (the caller's) or `owner/name`.
+    pub async fn resolve_workspace(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Workspace, ControlError> {
+        let (owner, name) = match reference.split_once('/') {
+            Some((owner, name)) => (owner, name),
+            None => (caller.user.username.as_str(), reference),
+        };
+        let not_found = || ControlError::NotFound(format!("workspace \"{reference}\" not found"));
+        let owner_user = if owner == caller.user.username {
+            caller.user.clone()
+        } else {
+            if !caller.is_admin() {
+                return Err(ControlError::Forbidden(
+                    "members can only see their own workspaces".into(),
+                ));
+            }
+            match self.inner.store.user_by_name(owner).await {
+                Ok(user) => user,
+                Err(StoreError::NotFound(_)) => return Err(not_found()),
+                Err(other) => return Err(other.into()),
+            }
+        };
+        or_not_found(
+            self.inner
+                .store
+                .workspace_by_owner_and_name(&owner_user.id, name)
+                .await,
+            || format!("workspace \"{reference}\" not found"),
+        )
+    }
+
+    pub async fn workspace(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<WorkspaceView, ControlError> {
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        self.view(workspace).await
+    }
+
+    /// One page of workspaces, read in one query with what their views need
+    /// (latest build, newest finished build, agents): a list's cost does not
+    /// grow with the number of workspaces on it.
+    pub async fn list_workspaces(
+        &self,
+        caller: &Caller,
+        query: &WorkspaceQuery,
+    ) -> Result<Page<WorkspaceView>, ControlError> {
+        let owner_id = if query.all && caller.is_admin() {
+            None
+        } else {
+            Some(caller.user.id.clone())
+        };
+        let page = self
+            .inner
+            .store
+            .list_workspace_page(&WorkspaceFilter {
+                owner_id,
+                owner_name: query.owner.clone(),
+                template: query.template.clone(),
+                latest_build: query.status.map(lifecycle::latest_build_for),
+                include_deleted: query.include_deleted,
+                after: query.after.clone(),
+                limit: page_size(query.limit),
+            })
+            .await?;
+        let now = abode_store::now_ms();
+        Ok(Page {
+            items: page
+                .items
+                .into_iter()
+                .map(|summary| self.summary_view(summary, now))
+                .collect(),
+            next: page.next,
+        })
+    }
+
+    /// The view of a listed workspace: the same rules as [`Self::view`], on
+    /// what the page's query read.
+    fn summary_view(&self, summary: WorkspaceSummary, now: i64) -> WorkspaceView {
+        let WorkspaceSummary {
+            workspace,
+            latest_build,
+            settled,
+            agents,
+        } = summary;
+        let status = lifecycle::workspace_status(&latest_build);
+        // As in `view`: the newest finished build speaks for the agents
+        // (the latest one when none has finished).
+        let (settled_status, finished_at) = match settled {
+            Some(settled) if !latest_build.status.is_final() => (
+                lifecycle::status_of(settled.status, settled.transition),
+                settled.finished_at,
+            ),
+            _ => (status, latest_build.finished_at),
+        };
+        let agent = lifecycle::agent_health_after(
+            settled_status,
+            finished_at,
+            &agents,
+            now,
+            self.inner.config.agent_timeouts,
+        );
+        let healthy = status == WorkspaceStatus::Running
+            && matches!(agent.status, AgentStatus::Ready | AgentStatus::None);
+        WorkspaceView {
+            workspace,
+            latest_build,
+            status,
+            agent,
+            healthy,
+        }
+    }
+
+    async fn view(&self, workspace: Workspace) -> Result<WorkspaceView, ControlError> {
+        let latest_build = self.inner.store.latest_build(&workspace.id).await?;
+        let agents: Vec<Agent> = self.inner.store.agents_of_workspace(&workspace.id).await?;
+        let status = lifecycle::workspace_status(&latest_build);
+        // While a build is queued, running or held, the infrastructure is still
+        // what the last finished build left: its agent speaks for it.
+        let settled = if latest_build.status.is_final() {
+            latest_build.clone()
+        } else {
+            self.inner
+                .store
+                .list_builds(&workspace.id)
+                .await?
+                .into_iter()
+                .find(|build| build.status.is_final())
+                .unwrap_or_else(|| latest_build.clone())
+        };
+        let agent = lifecycle::agent_health(
+            &settled,
+            &agents,
+            abode_store::now_ms(),
+            self.inner.config.agent_timeouts,
+        );
+        let healthy = status == WorkspaceStatus::Running
+            && matches!(agent.status, AgentStatus::Ready | AgentStatus::None);
+        Ok(WorkspaceView {
+            workspace,
+            latest_build,
+            status,
+            agent,
+            healthy,
+        })
+    }
+
+    /// Removes a workspace without running Terraform (owners only): the way
+    /// out for a workspace no build can delete any more (a template that no
+    /// longer plans, a provider that is gone). A held build is canceled; a
+    /// running one must be canceled first. Its last state stays readable
+    /// through [`Control::workspace_state`]; the answer lists the resources
+    /// of that state, which may still exist and are now nobody's.
+    pub async fn orphan_workspace(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Orphaned, ControlError> {
+        if !caller.is_owner() {
+            return Err(ControlError::Forbidden(
+                "only owners can remove a workspace without running Terraform".into(),
+            ));
+        }
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        let target = format!("{}/{}", workspace.owner_name, workspace.name);
+        if workspace.deleted {
+            return Err(ControlError::Conflict(format!(
+                "workspace \"{target}\" was already deleted"
+            )));
+        }
+        let latest = self.inner.store.latest_build(&workspace.id).await?;
+        if latest.status == BuildStatus::AwaitingConfirmation {
+            let message = format!(
+                "canceled by {}: the workspace was removed without running Terraform",
+                caller.user.username
+            );
+            self.inner
+                .store
+                .cancel_pending_build(&latest.id, &message)
+                .await?;
+            self.note(&latest.id, "guard", "warn", &message).await;
+        } else if !latest.status.is_final() {
+            return Err(ControlError::Conflict(format!(
+                "workspace \"{target}\" has build #{} {}; cancel it first (abode builds cancel {target} {})",
+                latest.number, latest.status, latest.number
+            )));
+        }
+        let state = self.inner.store.state(&workspace.id).await?;
+        let resources = match state.as_deref() {
+            Some(state) => managed_resources(state).map_err(|error| {
+                ControlError::Internal(format!("the stored state is not valid JSON: {error}"))
+            })?,
+            None => Vec::new(),
+        };
+        self.inner
+            .store
+            .replace_agents(&workspace.id, &latest.id, &[])
+            .await?;
+        self.inner
+            .store
+            .mark_workspace_deleted(&workspace.id)
+            .await?;
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "workspace.orphan",
+            "workspace",
+            &target,
+            "success",
+            Some(format!("resources={}", resources.len())),
+        )
+        .await;
+        let workspace = self.inner.store.workspace_by_id(&workspace.id).await?;
+        Ok(Orphaned {
+            workspace,
+            resources,
+        })
+    }
+
+    /// The workspace's last Terraform state (owners only; audited): how an
+    /// operator finds what an orphaned workspace left behind. It holds every
+    /// secret of the workspace, so it is the one answer that carries them.
+    pub async fn workspace_state(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Vec<u8>, ControlError> {
+        if !caller.is_owner() {
+            return Err(ControlError::Forbidden(
+                "only owners can read a workspace's Terraform state".into(),
+            ));
+        }
+        let workspace = self.resolve_workspace(caller, reference).await?;
+        let target = format!("{}/{}", workspace.owner_name, workspace.name);
+        let state = self
+            .inner
+            .store
+            .state(&workspace.id)
+            .await?
+            .ok_or_else(|| {
+                ControlError::NotFound(format!("workspace \"{target}\" has no stored state"))
+            })?;
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "workspace.state_read",
+            "workspace",
+            &target,
+            "success",
+            None,
+        )
+        .await;
+        Ok(state)
+    }
+}
+
+/// The addresses of a state's managed resource instances
+/// (`module.m.type.name["key"]`).
+fn managed_resources(state: &[u8]) -> Result<Vec<String>, serde_json::Error> {
+    let state: serde_json::Value = serde_json::from_slice(state)?;
+    Ok(state::managed_instances(&state)
+        .iter()
+        .map(state::Instance::address)
+        .collect())
+}
+
+/// The most a workspace's parameters may hold, names and values together.
+/// They reach every build of the workspace (its delete included) through one
+/// environment variable, which the kernel caps at 128 KiB: a workspace whose
+/// parameters do not fit could never be built, nor deleted, again.
+pub const MAX_PARAMETERS_BYTES: usize = 64 * 1024;
+
+fn validate_parameters(parameters: &BTreeMap<String, String>) -> Result<(), ControlError> {
+    for name in parameters.keys() {
+        let valid =
+            !name.is_empty() && name.chars().count() <= 128 && !name.chars().any(char::is_control);
+        if !valid {
+            return Err(ControlError::BadRequest(format!(
+                "parameter name `{}` must be 1 to 128 characters without control characters",
+                name.chars()
+                    .filter(|c| !c.is_control())
+                    .take(64)
+                    .collect::<String>()
+            )));
+        }
+    }
+    let total: usize = parameters
+        .iter()
+        .map(|(name, value)| name.len() + value.len())
+        .sum();
+    if total > MAX_PARAMETERS_BYTES {
+        return Err(ControlError::BadRequest(format!(
+            "the parameters hold {} KiB; at most {} KiB (names and values together) can reach a build",
+            total.div_ceil(1024),
+            MAX_PARAMETERS_BYTES / 1024
+        )));
+    }
+    Ok(())
+}
