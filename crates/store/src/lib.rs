@@ -3,8 +3,14 @@
 //! The domain (`abode-control`) talks to one type, [`Store`], whose methods are
 //! the whole storage interface. Behind it sits one backend per database; today
 //! SQLite (embedded, under the data dir, the default) and PostgreSQL, each with
-//! its own migrations folder; the queries they share are written once
-//! (`queries.rs`). Queries are runtime-checked (`sqlx::query`), so
+//! its own migrations folder. The queries they share are written once, by
+//! domain, each file a macro expanded inside each backend's `impl`:
+//! `users.rs`, `tokens.rs`, `templates.rs`, `workspaces.rs`, `builds.rs`,
+//! `held.rs`, `agents.rs`, `audit.rs`. Their text is a portable dialect (`?`
+//! placeholders, `TRUE`/`FALSE`, `RETURNING`, `ON CONFLICT`) that each
+//! backend's `sql()` adapts (PostgreSQL numbers its placeholders);
+//! backend-specific statements (opening, migrations, the job claim) stay in
+//! the backend's own module. Queries are runtime-checked (`sqlx::query`), so
 //! building never needs a live database.
 //!
 //! Records returned here are plain data with names already joined in (owner
@@ -12,12 +18,18 @@
 //! present them. Secrets never leave in a general record: the plan JSON and the
 //! Terraform state have their own getters.
 
+mod agents;
+mod audit;
+mod builds;
+mod held;
 mod pages;
 mod postgres;
-mod queries;
 mod records;
 mod sqlite;
+mod templates;
 mod tokens;
+mod users;
+mod workspaces;
 
 use std::path::Path;
 
@@ -153,6 +165,11 @@ macro_rules! storage_interface {
     };
 }
 
+// Lists (`list_*_page`): each page is one query, continued with the previous
+// page's `next` (pages.rs); `BadCursor` for a cursor the list did not hand out.
+
+// ---- users (users.rs) ----
+
 storage_interface! {
     /// Creates the first user; `Conflict("first user")` once any user exists.
     fn create_first_user(&self, user: &NewUser) -> User;
@@ -161,7 +178,31 @@ storage_interface! {
     fn user_by_name(&self, username: &str) -> User;
     fn user_by_id(&self, id: &str) -> User;
     fn create_token(&self, user_id: &str, token_hash: &str) -> ();
+    /// Users by username.
+    fn list_user_page(&self, after: Option<&str>, limit: i64) -> Page<User>;
+}
 
+// ---- sessions and API tokens (tokens.rs) ----
+
+storage_interface! {
+    /// A session or API token by its hash, revoked or not: whether it is
+    /// still good is the domain's policy. `NotFound("token")` if unknown.
+    fn token_by_hash(&self, token_hash: &str) -> TokenRecord;
+    /// Records a use at `now` unless one was recorded at or after `not_since`.
+    fn touch_token(&self, token_id: &str, now: i64, not_since: i64) -> ();
+    /// Marks a token revoked; false if it already was.
+    fn revoke_token(&self, token_id: &str, now: i64) -> bool;
+    /// `Conflict("token name")` if the user has a live token of that name.
+    fn create_api_token(&self, token: &NewApiToken) -> TokenRecord;
+    /// The user's API tokens that are not revoked (expired ones included), by name.
+    fn list_api_tokens(&self, user_id: &str) -> Vec<TokenRecord>;
+    /// Revokes the user's live API token of that name; `NotFound("token")` if none.
+    fn revoke_api_token(&self, user_id: &str, name: &str, now: i64) -> TokenRecord;
+}
+
+// ---- templates and their versions (templates.rs) ----
+
+storage_interface! {
     fn template_by_name(&self, name: &str) -> Template;
     fn list_templates(&self) -> Vec<Template>;
     /// Stores a new immutable version, creating the template on its first push
@@ -172,7 +213,13 @@ storage_interface! {
     fn template_version_by_id(&self, version_id: &str) -> TemplateVersion;
     fn template_version_archive(&self, version_id: &str) -> Vec<u8>;
     fn activate_template_version(&self, template_id: &str, version_id: &str) -> ();
+    /// Templates by name.
+    fn list_template_page(&self, after: Option<&str>, limit: i64) -> Page<Template>;
+}
 
+// ---- workspaces (workspaces.rs) ----
+
+storage_interface! {
     /// Creates a workspace together with its first build and that build's job.
     fn create_workspace(&self, workspace: &NewWorkspace, build: &NewBuild) -> (Workspace, Build);
     /// The live workspace of that name, else the most recently deleted one.
@@ -181,7 +228,15 @@ storage_interface! {
     /// `owner_id: None` lists every user's workspaces.
     fn list_workspaces(&self, owner_id: Option<&str>, include_deleted: bool) -> Vec<Workspace>;
     fn mark_workspace_deleted(&self, workspace_id: &str) -> ();
+    /// Workspaces with their latest build, newest finished build and agents,
+    /// by owner name, name, creation time.
+    fn list_workspace_page(&self, filter: &WorkspaceFilter) -> Page<WorkspaceSummary>;
+}
 
+// ---- builds, their jobs, logs, Terraform state and plan JSON (builds.rs;
+// the job claim itself is in each backend) ----
+
+storage_interface! {
     /// Creates the next build of a workspace and queues its job; moves the
     /// workspace to the build's template version. `Conflict("active build")`
     /// when the workspace already has a pending or running build.
@@ -210,18 +265,41 @@ storage_interface! {
     /// Builds marked running, oldest first: at start, those a server that died
     /// left behind (it alone ran them: embedded provisioners only).
     fn running_builds(&self) -> Vec<String>;
-
     /// Atomically claims the oldest queued job and marks its build running.
     fn claim_job(&self, worker: &str) -> Option<ClaimedJob>;
     fn request_cancel(&self, build_id: &str) -> ();
     fn cancel_requested(&self, build_id: &str) -> bool;
-
     fn append_log(&self, build_id: &str, line: &NewLogLine) -> i64;
     fn logs_after(&self, build_id: &str, after: i64, limit: i64) -> Vec<LogLine>;
-
     fn put_state(&self, workspace_id: &str, build_id: &str, state: &[u8]) -> ();
     fn state(&self, workspace_id: &str) -> Option<Vec<u8>>;
+    /// A workspace's builds, newest first.
+    fn list_build_page(&self, workspace_id: &str, status: Option<BuildStatus>, after: Option<&str>, limit: i64) -> Page<Build>;
+}
 
+// ---- held builds, saved plans and protections (held.rs) ----
+
+storage_interface! {
+    /// Moves a running build to `awaiting_confirmation` with its saved plan;
+    /// false if it was not running.
+    fn hold_build(&self, build_id: &str, plan: &SavedPlan, expires_at: i64) -> bool;
+    /// Single use: moves a held build whose plan has `digest` back to pending
+    /// and queues the apply of its saved plan, recording `audit` in the same
+    /// transaction (no confirmation goes unaudited); false otherwise.
+    fn confirm_build(&self, build_id: &str, digest: &str, confirmer_id: &str, audit: &NewAuditEvent) -> bool;
+    fn saved_plan(&self, build_id: &str) -> Option<SavedPlan>;
+    fn delete_saved_plan(&self, build_id: &str) -> ();
+    /// Held builds whose time ran out: canceled, plans deleted.
+    fn expire_held_builds(&self, now: i64, error: &str) -> Vec<String>;
+    fn protections(&self, workspace_id: &str) -> Vec<Protection>;
+    fn replace_protections(&self, workspace_id: &str, build_id: &str, protections: &[NewProtection]) -> ();
+    /// `NotFound("protection")` when the workspace does not remember it.
+    fn release_protection(&self, workspace_id: &str, address: &str) -> Protection;
+}
+
+// ---- agents (agents.rs) ----
+
+storage_interface! {
     /// Replaces the workspace's agents by those of a successful start build;
     /// an agent whose token hash is unchanged keeps its lifecycle, heartbeat
     /// times and exit status.
@@ -234,57 +312,14 @@ storage_interface! {
     /// A new lifecycle state with the startup script's exit status (kept only
     /// for `start_error`; any other state clears it), counting as a heartbeat.
     fn agent_lifecycle(&self, agent_id: &str, lifecycle: AgentLifecycle, exit_status: Option<i64>) -> ();
+}
 
+// ---- the audit log (audit.rs) ----
+
+storage_interface! {
     fn record_audit(&self, event: &NewAuditEvent) -> ();
     /// Newest first, one page.
     fn list_audit(&self, filter: &AuditFilter) -> Page<AuditEvent>;
-
-    /// Moves a running build to `awaiting_confirmation` with its saved plan;
-    /// false if it was not running.
-    fn hold_build(&self, build_id: &str, plan: &SavedPlan, expires_at: i64) -> bool;
-    /// Single use: moves a held build whose plan has `digest` back to pending
-    /// and queues the apply of its saved plan, recording `audit` in the same
-    /// transaction (no confirmation goes unaudited); false otherwise.
-    fn confirm_build(&self, build_id: &str, digest: &str, confirmer_id: &str, audit: &NewAuditEvent) -> bool;
-    fn saved_plan(&self, build_id: &str) -> Option<SavedPlan>;
-    fn delete_saved_plan(&self, build_id: &str) -> ();
-    /// Held builds whose time ran out: canceled, plans deleted.
-    fn expire_held_builds(&self, now: i64, error: &str) -> Vec<String>;
-
-    fn protections(&self, workspace_id: &str) -> Vec<Protection>;
-    fn replace_protections(&self, workspace_id: &str, build_id: &str, protections: &[NewProtection]) -> ();
-    /// `NotFound("protection")` when the workspace does not remember it.
-    fn release_protection(&self, workspace_id: &str, address: &str) -> Protection;
-}
-
-// Lists: each page is one query, continued with the previous page's `next`
-// (pages.rs); `BadCursor` for a cursor the list did not hand out.
-storage_interface! {
-    /// Workspaces with their latest build, newest finished build and agents,
-    /// by owner name, name, creation time.
-    fn list_workspace_page(&self, filter: &WorkspaceFilter) -> Page<WorkspaceSummary>;
-    /// A workspace's builds, newest first.
-    fn list_build_page(&self, workspace_id: &str, status: Option<BuildStatus>, after: Option<&str>, limit: i64) -> Page<Build>;
-    /// Templates by name.
-    fn list_template_page(&self, after: Option<&str>, limit: i64) -> Page<Template>;
-    /// Users by username.
-    fn list_user_page(&self, after: Option<&str>, limit: i64) -> Page<User>;
-}
-
-storage_interface! {
-    /// A session or API token by its hash, revoked or not: whether it is
-    /// still good is the domain's policy. `NotFound("token")` if unknown.
-    fn token_by_hash(&self, token_hash: &str) -> TokenRecord;
-    /// Records a use at `now` unless one was recorded at or after `not_since`.
-    fn touch_token(&self, token_id: &str, now: i64, not_since: i64) -> ();
-    /// Marks a token revoked; false if it already was.
-    fn revoke_token(&self, token_id: &str, now: i64) -> bool;
-    /// `Conflict("token name")` if the user has a live token of that name.
-    fn create_api_token(&self, token: &NewApiToken) -> TokenRecord;
-    /// The user's API tokens that are not revoked (expired ones included), by name.
-    fn list_api_tokens(&self, user_id: &str) -> Vec<TokenRecord>;
-    /// Revokes the user's live API token of that name; `NotFound("token")` if none.
-    fn revoke_api_token(&self, user_id: &str, name: &str, now: i64) -> TokenRecord;
 }
 
 /// Milliseconds since the Unix epoch, the unit every stored time uses.

@@ -9,10 +9,16 @@ use std::borrow::Cow;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{PgPool, Row};
 
+use crate::agents::*;
+use crate::audit::*;
+use crate::builds::*;
+use crate::held::*;
 use crate::pages::*;
-use crate::queries::*;
 use crate::records::*;
+use crate::templates::*;
 use crate::tokens::*;
+use crate::users::*;
+use crate::workspaces::*;
 use crate::{db_error, new_id, now_ms, StoreError};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
@@ -70,8 +76,15 @@ impl PostgresBackend {
         self.pool.close().await;
     }
 
-    shared_queries!(sqlx::Postgres);
+    // The shared queries, one macro per domain (see each file).
+    user_queries!();
     token_queries!();
+    template_queries!();
+    workspace_queries!();
+    build_queries!(sqlx::Postgres);
+    held_queries!();
+    agent_queries!();
+    audit_queries!(sqlx::Postgres);
 
     // ---- the job queue ----
 

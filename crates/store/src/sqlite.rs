@@ -14,10 +14,16 @@ use sqlx::{Row, SqlitePool};
 
 use std::borrow::Cow;
 
+use crate::agents::*;
+use crate::audit::*;
+use crate::builds::*;
+use crate::held::*;
 use crate::pages::*;
-use crate::queries::*;
 use crate::records::*;
+use crate::templates::*;
 use crate::tokens::*;
+use crate::users::*;
+use crate::workspaces::*;
 use crate::{db_error, new_id, now_ms, StoreError};
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -71,8 +77,15 @@ impl SqliteBackend {
         self.pool.close().await;
     }
 
-    shared_queries!(sqlx::Sqlite);
+    // The shared queries, one macro per domain (see each file).
+    user_queries!();
     token_queries!();
+    template_queries!();
+    workspace_queries!();
+    build_queries!(sqlx::Sqlite);
+    held_queries!();
+    agent_queries!();
+    audit_queries!(sqlx::Sqlite);
 
     // ---- the job queue ----
 

@@ -5,8 +5,8 @@
 //! revoked) is the domain's decision: the store hands out the row with its
 //! times and never filters by the clock, so that the policy (server flags)
 //! lives in one place and an expired token can be told apart from an unknown
-//! one. The queries are written once here, like those of `queries.rs`, and
-//! expanded in each backend.
+//! one. The queries are written once here, like those of the other domain
+//! files (`users.rs`, `builds.rs`, ...), and expanded in each backend.
 
 use std::fmt;
 use std::str::FromStr;
@@ -87,7 +87,7 @@ pub(crate) const TOKEN_COLUMNS: &str =
     "id, user_id, kind, name, created_at, last_used_at, expires_at, revoked_at";
 
 /// The token methods of [`crate::Store`]; expanded inside each backend's
-/// `impl` next to `shared_queries!`.
+/// `impl` next to the other domains' macros.
 macro_rules! token_queries {
     () => {
     pub(crate) async fn token_by_hash(&self, token_hash: &str) -> Result<TokenRecord, StoreError> {

@@ -1,0 +1,141 @@
+//! Agents of workspaces: replacing them after a start build (keeping what a
+//! kept agent reported), finding them by workspace or token, heartbeats and
+//! lifecycle reports.
+
+pub(crate) const AGENT_COLUMNS: &str =
+    "id, workspace_id, build_id, name, lifecycle, connected_at, last_heartbeat_at, created_at, \
+     startup_script, dir, env, exit_status";
+
+/// What an agent reported, carried over when a start build keeps the agent.
+#[derive(sqlx::FromRow)]
+pub(crate) struct AgentConnection {
+    pub(crate) token_hash: String,
+    pub(crate) lifecycle: Option<String>,
+    pub(crate) connected_at: Option<i64>,
+    pub(crate) last_heartbeat_at: Option<i64>,
+    pub(crate) exit_status: Option<i64>,
+}
+
+/// The agent methods of [`crate::Store`]; expanded inside each backend's
+/// `impl`.
+macro_rules! agent_queries {
+    () => {
+    pub(crate) async fn replace_agents(
+        &self,
+        workspace_id: &str,
+        build_id: &str,
+        agents: &[NewAgent],
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        // An agent the build kept (same token: updated in place, its process
+        // still running) keeps what it reported; it does not start again.
+        let kept: Vec<AgentConnection> = sqlx::query_as(&sql(
+            "SELECT token_hash, lifecycle, connected_at, last_heartbeat_at, exit_status \
+             FROM agents WHERE workspace_id = ?",
+        ))
+        .bind(workspace_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error("agent"))?;
+        sqlx::query(&sql("DELETE FROM agents WHERE workspace_id = ?"))
+            .bind(workspace_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("agent"))?;
+        for agent in agents {
+            let before = kept.iter().find(|old| old.token_hash == agent.token_hash);
+            sqlx::query(
+                &sql("INSERT INTO agents (id, workspace_id, build_id, name, token_hash, created_at, \
+                 startup_script, dir, env, lifecycle, connected_at, last_heartbeat_at, exit_status) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+            )
+            .bind(new_id())
+            .bind(workspace_id)
+            .bind(build_id)
+            .bind(&agent.name)
+            .bind(&agent.token_hash)
+            .bind(now)
+            .bind(&agent.startup_script)
+            .bind(&agent.dir)
+            .bind(&agent.env)
+            .bind(before.and_then(|old| old.lifecycle.clone()))
+            .bind(before.and_then(|old| old.connected_at))
+            .bind(before.and_then(|old| old.last_heartbeat_at))
+            .bind(before.and_then(|old| old.exit_status))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("agent token"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(())
+    }
+
+    pub(crate) async fn agents_of_workspace(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Vec<Agent>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "SELECT {AGENT_COLUMNS} FROM agents WHERE workspace_id = ? ORDER BY name"
+        )))
+        .bind(workspace_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("agent"))
+    }
+
+    pub(crate) async fn agent_by_token_hash(&self, token_hash: &str) -> Result<Agent, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "SELECT {AGENT_COLUMNS} FROM agents WHERE token_hash = ?"
+        )))
+        .bind(token_hash)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("agent"))
+    }
+
+    pub(crate) async fn agent_heartbeat(
+        &self,
+        agent_id: &str,
+        lifecycle: Option<AgentLifecycle>,
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        sqlx::query(
+            &sql("UPDATE agents SET lifecycle = COALESCE(?, lifecycle), \
+             connected_at = COALESCE(connected_at, ?), last_heartbeat_at = ? WHERE id = ?"),
+        )
+        .bind(lifecycle.map(AgentLifecycle::as_str))
+        .bind(now)
+        .bind(now)
+        .bind(agent_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("agent"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn agent_lifecycle(
+        &self,
+        agent_id: &str,
+        lifecycle: AgentLifecycle,
+        exit_status: Option<i64>,
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        sqlx::query(
+            &sql("UPDATE agents SET lifecycle = ?, exit_status = ?, \
+             connected_at = COALESCE(connected_at, ?), last_heartbeat_at = ? WHERE id = ?"),
+        )
+        .bind(lifecycle.as_str())
+        .bind(exit_status)
+        .bind(now)
+        .bind(now)
+        .bind(agent_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("agent"))?;
+        Ok(())
+    }
+    };
+}
+
+pub(crate) use agent_queries;

@@ -1,0 +1,404 @@
+//! Builds and what each one carries: creating a build with its queued job,
+//! reading and finishing builds, the plan JSON (kept apart from the build
+//! record, pruned to the newest builds), the shared part of the job queue
+//! (the claim itself differs per backend and lives in `sqlite.rs` and
+//! `postgres.rs`), build logs, the Terraform state, and the build page.
+
+pub(crate) const BUILD_SELECT: &str = "SELECT b.id, b.workspace_id, w.name AS workspace_name, \
+     o.username AS owner_name, b.number, b.transition, b.status, b.template_version_id, \
+     v.number AS template_version, b.initiator_id, i.username AS initiator_name, b.reason, \
+     b.error, b.guard_report, b.created_at, b.started_at, b.finished_at, b.plan_digest, \
+     b.expires_at, c.username AS confirmed_by, b.confirmed_at \
+     FROM builds b \
+     JOIN workspaces w ON w.id = b.workspace_id \
+     JOIN users o ON o.id = w.owner_id \
+     JOIN template_versions v ON v.id = b.template_version_id \
+     JOIN users i ON i.id = b.initiator_id \
+     LEFT JOIN users c ON c.id = b.confirmed_by";
+
+/// The build, job, log and state methods of [`crate::Store`]; expanded
+/// inside each backend's `impl` with its database type.
+macro_rules! build_queries {
+    ($db:ty) => {
+    pub(crate) async fn create_build(&self, build: &NewBuild) -> Result<Build, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        // Writing first takes the write lock (see the module doc).
+        let moved = sqlx::query(
+            &sql("UPDATE workspaces SET template_version_id = ?, updated_at = ? WHERE id = ? AND deleted = FALSE"),
+        )
+        .bind(&build.template_version_id)
+        .bind(now)
+        .bind(&build.workspace_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("workspace"))?;
+        if moved.rows_affected() == 0 {
+            return Err(StoreError::NotFound("workspace"));
+        }
+        let number: i64 = sqlx::query(
+            &sql("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM builds WHERE workspace_id = ?"),
+        )
+        .bind(&build.workspace_id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error("build"))?
+        .try_get("next")
+        .map_err(StoreError::Database)?;
+        Self::insert_build(&mut tx, build, number, now).await?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        self.build_by_id(&build.id).await
+    }
+
+    pub(crate) async fn build_by_id(&self, id: &str) -> Result<Build, StoreError> {
+        sqlx::query_as(&sql(&format!("{BUILD_SELECT} WHERE b.id = ?")))
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("build"))
+    }
+
+    pub(crate) async fn build_by_number(
+        &self,
+        workspace_id: &str,
+        number: i64,
+    ) -> Result<Build, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{BUILD_SELECT} WHERE b.workspace_id = ? AND b.number = ?"
+        )))
+        .bind(workspace_id)
+        .bind(number)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("build"))
+    }
+
+    pub(crate) async fn latest_build(&self, workspace_id: &str) -> Result<Build, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{BUILD_SELECT} WHERE b.workspace_id = ? ORDER BY b.number DESC LIMIT 1"
+        )))
+        .bind(workspace_id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("build"))
+    }
+
+    pub(crate) async fn latest_succeeded_build(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Option<Build>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{BUILD_SELECT} WHERE b.workspace_id = ? AND b.status = 'succeeded' \
+             ORDER BY b.number DESC LIMIT 1"
+        )))
+        .bind(workspace_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error("build"))
+    }
+
+    pub(crate) async fn list_builds(&self, workspace_id: &str) -> Result<Vec<Build>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{BUILD_SELECT} WHERE b.workspace_id = ? ORDER BY b.number DESC"
+        )))
+        .bind(workspace_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("build"))
+    }
+
+    pub(crate) async fn set_build_plan(
+        &self,
+        build_id: &str,
+        plan_json: &str,
+        guard_report: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&sql("UPDATE builds SET plan_json = ?, guard_report = ? WHERE id = ?"))
+            .bind(plan_json)
+            .bind(guard_report)
+            .bind(build_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("build"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn prune_plan_json(
+        &self,
+        workspace_id: &str,
+        keep: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(&sql(
+            "UPDATE builds SET plan_json = NULL \
+             WHERE workspace_id = ? AND plan_json IS NOT NULL \
+             AND status IN ('succeeded', 'failed', 'canceled') \
+             AND number <= (SELECT number FROM builds WHERE workspace_id = ? \
+                            ORDER BY number DESC LIMIT 1 OFFSET ?) \
+             RETURNING id",
+        ))
+        .bind(workspace_id)
+        .bind(workspace_id)
+        .bind(keep)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("build"))?;
+        rows.iter()
+            .map(|row| row.try_get("id").map_err(StoreError::Database))
+            .collect()
+    }
+
+    pub(crate) async fn build_plan_json(
+        &self,
+        build_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        sqlx::query(&sql("SELECT plan_json FROM builds WHERE id = ?"))
+            .bind(build_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("build"))?
+            .try_get("plan_json")
+            .map_err(StoreError::Database)
+    }
+
+    pub(crate) async fn finish_build(
+        &self,
+        build_id: &str,
+        status: BuildStatus,
+        error: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let result = sqlx::query(
+            &sql("UPDATE builds SET status = ?, error = ?, finished_at = ? \
+             WHERE id = ? AND status IN ('pending', 'running')"),
+        )
+        .bind(status.as_str())
+        .bind(error)
+        .bind(now)
+        .bind(build_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        sqlx::query(&sql("UPDATE jobs SET status = 'done', finished_at = ? WHERE build_id = ? AND status != 'done'"))
+            .bind(now)
+            .bind(build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("job"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(result.rows_affected() > 0)
+    }
+
+    pub(crate) async fn cancel_pending_build(
+        &self,
+        build_id: &str,
+        error: &str,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let result = sqlx::query(
+            &sql("UPDATE builds SET status = 'canceled', error = ?, finished_at = ? \
+             WHERE id = ? AND status IN ('pending', 'awaiting_confirmation')"),
+        )
+        .bind(error)
+        .bind(now)
+        .bind(build_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if result.rows_affected() > 0 {
+            sqlx::query(&sql("DELETE FROM saved_plans WHERE build_id = ?"))
+                .bind(build_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error("saved plan"))?;
+            sqlx::query(
+                &sql("UPDATE jobs SET status = 'done', finished_at = ? WHERE build_id = ? AND status = 'queued'"),
+            )
+            .bind(now)
+            .bind(build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("job"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(result.rows_affected() > 0)
+    }
+
+    pub(crate) async fn running_builds(&self) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(&sql("SELECT id FROM builds WHERE status = 'running' ORDER BY created_at"))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error("build"))?;
+        rows.iter()
+            .map(|row| row.try_get("id").map_err(StoreError::Database))
+            .collect()
+    }
+
+    // ---- the job queue ----
+
+    pub(crate) async fn request_cancel(&self, build_id: &str) -> Result<(), StoreError> {
+        sqlx::query(&sql("UPDATE jobs SET cancel_requested = TRUE WHERE build_id = ?"))
+            .bind(build_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("job"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn cancel_requested(&self, build_id: &str) -> Result<bool, StoreError> {
+        sqlx::query(&sql("SELECT cancel_requested FROM jobs WHERE build_id = ?"))
+            .bind(build_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("job"))?
+            .try_get("cancel_requested")
+            .map_err(StoreError::Database)
+    }
+
+    // ---- build logs ----
+
+    pub(crate) async fn append_log(
+        &self,
+        build_id: &str,
+        line: &NewLogLine,
+    ) -> Result<i64, StoreError> {
+        // Two writers of one build's log (the provisioner and a cancel) can
+        // pick the same next `seq` where writes are not serialised
+        // (PostgreSQL): the loser simply takes the next one.
+        let mut attempts = 0;
+        loop {
+            let inserted = sqlx::query(
+                &sql("INSERT INTO build_logs (build_id, seq, time, stage, level, text) VALUES \
+                 (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM build_logs WHERE build_id = ?1), ?2, ?3, ?4, ?5) \
+                 RETURNING seq"),
+            )
+            .bind(build_id)
+            .bind(now_ms())
+            .bind(&line.stage)
+            .bind(&line.level)
+            .bind(&line.text)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("build log"));
+            match inserted {
+                Err(StoreError::Conflict(_)) if attempts < 20 => attempts += 1,
+                other => return other?.try_get("seq").map_err(StoreError::Database),
+            }
+        }
+    }
+
+    pub(crate) async fn logs_after(
+        &self,
+        build_id: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<LogLine>, StoreError> {
+        sqlx::query_as(
+            &sql("SELECT seq, time, stage, level, text FROM build_logs \
+             WHERE build_id = ? AND seq > ? ORDER BY seq LIMIT ?"),
+        )
+        .bind(build_id)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("build log"))
+    }
+
+    // ---- workspace state ----
+
+    pub(crate) async fn put_state(
+        &self,
+        workspace_id: &str,
+        build_id: &str,
+        state: &[u8],
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            &sql("INSERT INTO workspace_states (workspace_id, build_id, state, updated_at) VALUES (?, ?, ?, ?) \
+             ON CONFLICT (workspace_id) DO UPDATE SET build_id = excluded.build_id, \
+             state = excluded.state, updated_at = excluded.updated_at"),
+        )
+        .bind(workspace_id)
+        .bind(build_id)
+        .bind(state)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("workspace state"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn state(&self, workspace_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let row = sqlx::query(&sql("SELECT state FROM workspace_states WHERE workspace_id = ?"))
+            .bind(workspace_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error("workspace state"))?;
+        row.map(|row| row.try_get("state").map_err(StoreError::Database))
+            .transpose()
+    }
+
+    // ---- the build page ----
+
+    pub(crate) async fn list_build_page(
+        &self,
+        workspace_id: &str,
+        status: Option<BuildStatus>,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Page<Build>, StoreError> {
+        let before = after
+            .map(|cursor| decode_cursor(BUILD_CURSOR, cursor, 1).and_then(|key| parse_i64(&key[0])))
+            .transpose()?;
+        let rows: Vec<Build> = sqlx::query_as(&sql(&format!(
+            "{BUILD_SELECT} WHERE b.workspace_id = ?1 AND (?2 IS NULL OR b.status = ?2) \
+             AND (?3 IS NULL OR b.number < ?3) ORDER BY b.number DESC LIMIT ?4"
+        )))
+        .bind(workspace_id)
+        .bind(status.map(BuildStatus::as_str))
+        .bind(before)
+        .bind(limit + 1)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("build"))?;
+        Ok(paged(rows, limit, |build| {
+            encode_cursor(BUILD_CURSOR, &[&build.number.to_string()])
+        }))
+    }
+
+    /// Inserts a pending build and its queued job inside the caller's transaction.
+    async fn insert_build(
+        tx: &mut sqlx::Transaction<'_, $db>,
+        build: &NewBuild,
+        number: i64,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            &sql("INSERT INTO builds (id, workspace_id, number, transition, status, template_version_id, \
+             initiator_id, reason, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)"),
+        )
+        .bind(&build.id)
+        .bind(&build.workspace_id)
+        .bind(number)
+        .bind(build.transition.as_str())
+        .bind(&build.template_version_id)
+        .bind(&build.initiator_id)
+        .bind(&build.reason)
+        .bind(now)
+        .execute(&mut **tx)
+        .await
+        .map_err(db_error("active build"))?;
+        sqlx::query(&sql("INSERT INTO jobs (id, build_id, status, created_at) VALUES (?, ?, 'queued', ?)"))
+            .bind(new_id())
+            .bind(&build.id)
+            .bind(now)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_error("job"))?;
+        Ok(())
+    }
+    };
+}
+
+pub(crate) use build_queries;

@@ -1,0 +1,203 @@
+//! Held builds, the guard's side of the store: holding a build for
+//! confirmation with its saved plan, the single-use confirmation (audited in
+//! the same transaction), saved plans, expiry of held builds, and the
+//! protections a workspace remembers.
+
+/// The held-build and protection methods of [`crate::Store`]; expanded
+/// inside each backend's `impl`.
+macro_rules! held_queries {
+    () => {
+    pub(crate) async fn hold_build(
+        &self,
+        build_id: &str,
+        plan: &SavedPlan,
+        expires_at: i64,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let result = sqlx::query(
+            &sql("UPDATE builds SET status = 'awaiting_confirmation', plan_digest = ?, expires_at = ? \
+             WHERE id = ? AND status = 'running'"),
+        )
+        .bind(&plan.digest)
+        .bind(expires_at)
+        .bind(build_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if result.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query(
+            &sql("INSERT INTO saved_plans (build_id, plan, digest, state_digest, created_at) \
+             VALUES (?, ?, ?, ?, ?) ON CONFLICT (build_id) DO UPDATE SET plan = excluded.plan, \
+             digest = excluded.digest, state_digest = excluded.state_digest"),
+        )
+        .bind(build_id)
+        .bind(&plan.plan)
+        .bind(&plan.digest)
+        .bind(&plan.state_digest)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("saved plan"))?;
+        sqlx::query(&sql("UPDATE jobs SET status = 'done', finished_at = ? WHERE build_id = ?"))
+            .bind(now)
+            .bind(build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("job"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(true)
+    }
+
+    pub(crate) async fn confirm_build(
+        &self,
+        build_id: &str,
+        digest: &str,
+        confirmer_id: &str,
+        audit: &NewAuditEvent,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let result = sqlx::query(
+            &sql("UPDATE builds SET status = 'pending', confirmed_by = ?, confirmed_at = ?, expires_at = NULL \
+             WHERE id = ? AND status = 'awaiting_confirmation' AND plan_digest = ?"),
+        )
+        .bind(confirmer_id)
+        .bind(now)
+        .bind(build_id)
+        .bind(digest)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if result.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query(
+            &sql("UPDATE jobs SET status = 'queued', kind = 'apply_saved_plan', worker = NULL, \
+             claimed_at = NULL, finished_at = NULL, created_at = ? WHERE build_id = ?"),
+        )
+        .bind(now)
+        .bind(build_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("job"))?;
+        Self::insert_audit(&mut tx, audit).await?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(true)
+    }
+
+    pub(crate) async fn saved_plan(&self, build_id: &str) -> Result<Option<SavedPlan>, StoreError> {
+        sqlx::query_as(&sql("SELECT plan, digest, state_digest FROM saved_plans WHERE build_id = ?"))
+            .bind(build_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error("saved plan"))
+    }
+
+    pub(crate) async fn delete_saved_plan(&self, build_id: &str) -> Result<(), StoreError> {
+        sqlx::query(&sql("DELETE FROM saved_plans WHERE build_id = ?"))
+            .bind(build_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("saved plan"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn expire_held_builds(
+        &self,
+        now: i64,
+        error: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let rows = sqlx::query(
+            &sql("UPDATE builds SET status = 'canceled', error = ?, finished_at = ? \
+             WHERE status = 'awaiting_confirmation' AND expires_at IS NOT NULL AND expires_at <= ? \
+             RETURNING id"),
+        )
+        .bind(error)
+        .bind(now)
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        let ids: Vec<String> = rows
+            .iter()
+            .map(|row| row.try_get("id").map_err(StoreError::Database))
+            .collect::<Result<_, _>>()?;
+        for id in &ids {
+            sqlx::query(&sql("DELETE FROM saved_plans WHERE build_id = ?"))
+                .bind(id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error("saved plan"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(ids)
+    }
+
+    pub(crate) async fn protections(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Vec<Protection>, StoreError> {
+        sqlx::query_as(
+            &sql("SELECT address, mode, build_id, updated_at FROM workspace_protections \
+             WHERE workspace_id = ? ORDER BY address"),
+        )
+        .bind(workspace_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("protection"))
+    }
+
+    pub(crate) async fn replace_protections(
+        &self,
+        workspace_id: &str,
+        build_id: &str,
+        protections: &[NewProtection],
+    ) -> Result<(), StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        sqlx::query(&sql("DELETE FROM workspace_protections WHERE workspace_id = ?"))
+            .bind(workspace_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("protection"))?;
+        for protection in protections {
+            sqlx::query(
+                &sql("INSERT INTO workspace_protections (workspace_id, address, mode, build_id, updated_at) \
+                 VALUES (?, ?, ?, ?, ?)"),
+            )
+            .bind(workspace_id)
+            .bind(&protection.address)
+            .bind(&protection.mode)
+            .bind(build_id)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("protection"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(())
+    }
+
+    pub(crate) async fn release_protection(
+        &self,
+        workspace_id: &str,
+        address: &str,
+    ) -> Result<Protection, StoreError> {
+        sqlx::query_as(
+            &sql("DELETE FROM workspace_protections WHERE workspace_id = ? AND address = ? \
+             RETURNING address, mode, build_id, updated_at"),
+        )
+        .bind(workspace_id)
+        .bind(address)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("protection"))
+    }
+    };
+}
+
+pub(crate) use held_queries;

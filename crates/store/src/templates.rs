@@ -1,0 +1,200 @@
+//! Templates and their immutable versions: pushing a version (creating the
+//! template on its first push), reading versions and archives, choosing the
+//! active version, and the template page by name.
+
+pub(crate) const TEMPLATE_SELECT: &str =
+    "SELECT t.id, t.name, t.active_version_id, v.number AS active_version, \
+     t.created_at, t.updated_at \
+     FROM templates t LEFT JOIN template_versions v ON v.id = t.active_version_id";
+
+pub(crate) const VERSION_SELECT: &str =
+    "SELECT v.id, v.template_id, t.name AS template_name, v.number, \
+     COALESCE(t.active_version_id = v.id, FALSE) AS active, v.message, u.username AS created_by, \
+     v.archive_sha256, v.validation_ok, v.validation_message, v.created_at \
+     FROM template_versions v \
+     JOIN templates t ON t.id = v.template_id \
+     JOIN users u ON u.id = v.created_by";
+
+/// The template and version methods of [`crate::Store`]; expanded inside
+/// each backend's `impl`.
+macro_rules! template_queries {
+    () => {
+    pub(crate) async fn template_by_name(&self, name: &str) -> Result<Template, StoreError> {
+        sqlx::query_as(&sql(&format!("{TEMPLATE_SELECT} WHERE t.name = ?")))
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("template"))
+    }
+
+    pub(crate) async fn list_templates(&self) -> Result<Vec<Template>, StoreError> {
+        sqlx::query_as(&sql(&format!("{TEMPLATE_SELECT} ORDER BY t.name")))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error("template"))
+    }
+
+    pub(crate) async fn create_template_version(
+        &self,
+        version: &NewTemplateVersion,
+    ) -> Result<(Template, TemplateVersion), StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        // The upsert comes first: it takes the write lock (see the module doc).
+        let template_id: String = sqlx::query(
+            &sql("INSERT INTO templates (id, name, created_at, updated_at) VALUES (?, ?, ?, ?) \
+             ON CONFLICT (name) DO UPDATE SET updated_at = excluded.updated_at RETURNING id"),
+        )
+        .bind(new_id())
+        .bind(&version.template_name)
+        .bind(now)
+        .bind(now)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error("template"))?
+        .try_get("id")
+        .map_err(StoreError::Database)?;
+        let number: i64 = sqlx::query(
+            &sql("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM template_versions WHERE template_id = ?"),
+        )
+        .bind(&template_id)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(db_error("template version"))?
+        .try_get("next")
+        .map_err(StoreError::Database)?;
+        let version_id = new_id();
+        sqlx::query(
+            &sql("INSERT INTO template_versions (id, template_id, number, archive, archive_sha256, \
+             message, created_by, validation_ok, validation_message, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+        )
+        .bind(&version_id)
+        .bind(&template_id)
+        .bind(number)
+        .bind(&version.archive)
+        .bind(&version.archive_sha256)
+        .bind(&version.message)
+        .bind(&version.created_by)
+        .bind(version.validation_ok)
+        .bind(&version.validation_message)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("template version"))?;
+        if version.activate || number == 1 {
+            sqlx::query(&sql("UPDATE templates SET active_version_id = ? WHERE id = ?"))
+                .bind(&version_id)
+                .bind(&template_id)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error("template"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        let template = self.template_by_name(&version.template_name).await?;
+        let stored = self.template_version_by_id(&version_id).await?;
+        Ok((template, stored))
+    }
+
+    pub(crate) async fn list_template_versions(
+        &self,
+        template_id: &str,
+    ) -> Result<Vec<TemplateVersion>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{VERSION_SELECT} WHERE v.template_id = ? ORDER BY v.number"
+        )))
+        .bind(template_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("template version"))
+    }
+
+    pub(crate) async fn template_version(
+        &self,
+        template_id: &str,
+        number: i64,
+    ) -> Result<TemplateVersion, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{VERSION_SELECT} WHERE v.template_id = ? AND v.number = ?"
+        )))
+        .bind(template_id)
+        .bind(number)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("template version"))
+    }
+
+    pub(crate) async fn template_version_by_id(
+        &self,
+        version_id: &str,
+    ) -> Result<TemplateVersion, StoreError> {
+        sqlx::query_as(&sql(&format!("{VERSION_SELECT} WHERE v.id = ?")))
+            .bind(version_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("template version"))
+    }
+
+    pub(crate) async fn template_version_archive(
+        &self,
+        version_id: &str,
+    ) -> Result<Vec<u8>, StoreError> {
+        sqlx::query(&sql("SELECT archive FROM template_versions WHERE id = ?"))
+            .bind(version_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("template version"))?
+            .try_get("archive")
+            .map_err(StoreError::Database)
+    }
+
+    pub(crate) async fn activate_template_version(
+        &self,
+        template_id: &str,
+        version_id: &str,
+    ) -> Result<(), StoreError> {
+        let result = sqlx::query(
+            &sql("UPDATE templates SET active_version_id = ?, updated_at = ? WHERE id = ? \
+             AND EXISTS (SELECT 1 FROM template_versions WHERE id = ? AND template_id = ?)"),
+        )
+        .bind(version_id)
+        .bind(now_ms())
+        .bind(template_id)
+        .bind(version_id)
+        .bind(template_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("template"))?;
+        if result.rows_affected() == 0 {
+            return Err(StoreError::NotFound("template version"));
+        }
+        Ok(())
+    }
+
+    // ---- the template page ----
+
+    pub(crate) async fn list_template_page(
+        &self,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Page<Template>, StoreError> {
+        let after = after
+            .map(|cursor| decode_cursor(TEMPLATE_CURSOR, cursor, 1))
+            .transpose()?;
+        let after = after.as_ref().map(|key| key[0].as_str());
+        let rows: Vec<Template> = sqlx::query_as(&sql(&format!(
+            "{TEMPLATE_SELECT} WHERE (?1 IS NULL OR t.name > ?1) ORDER BY t.name LIMIT ?2"
+        )))
+        .bind(after)
+        .bind(limit + 1)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("template"))?;
+        Ok(paged(rows, limit, |template| {
+            encode_cursor(TEMPLATE_CURSOR, &[&template.name])
+        }))
+    }
+    };
+}
+
+pub(crate) use template_queries;

@@ -1,0 +1,130 @@
+//! Users: creating them (the first one under a lock, so that two
+//! concurrent first-user requests cannot both succeed), finding them by name
+//! or id, their page by username, and the legacy `create_token` (a session
+//! row without a kind; the other token queries are in `tokens.rs`).
+
+pub(crate) const USER_COLUMNS: &str = "id, username, email, role, password_hash, created_at";
+
+/// The user methods of [`crate::Store`]; expanded inside each backend's
+/// `impl`.
+macro_rules! user_queries {
+    () => {
+        pub(crate) async fn create_first_user(&self, user: &NewUser) -> Result<User, StoreError> {
+            let id = new_id();
+            let mut tx = self
+                .pool
+                .begin_with(BEGIN_WRITE)
+                .await
+                .map_err(StoreError::Database)?;
+            // "No user yet" must still hold when the row is written: backends whose
+            // writers do not serialise lock the table first.
+            if let Some(lock) = FIRST_USER_LOCK {
+                sqlx::query(lock)
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(StoreError::Database)?;
+            }
+            let result = sqlx::query(&sql(
+                "INSERT INTO users (id, username, email, role, password_hash, created_at) \
+             SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users)",
+            ))
+            .bind(&id)
+            .bind(&user.username)
+            .bind(&user.email)
+            .bind(&user.role)
+            .bind(&user.password_hash)
+            .bind(now_ms())
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("first user"))?;
+            if result.rows_affected() == 0 {
+                return Err(StoreError::Conflict("first user"));
+            }
+            tx.commit().await.map_err(StoreError::Database)?;
+            self.user_by_id(&id).await
+        }
+
+        pub(crate) async fn create_user(&self, user: &NewUser) -> Result<User, StoreError> {
+            let id = new_id();
+            sqlx::query(&sql(
+                "INSERT INTO users (id, username, email, role, password_hash, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+            ))
+            .bind(&id)
+            .bind(&user.username)
+            .bind(&user.email)
+            .bind(&user.role)
+            .bind(&user.password_hash)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("username"))?;
+            self.user_by_id(&id).await
+        }
+
+        pub(crate) async fn user_by_name(&self, username: &str) -> Result<User, StoreError> {
+            sqlx::query_as(&sql(&format!(
+                "SELECT {USER_COLUMNS} FROM users WHERE username = ?"
+            )))
+            .bind(username)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("user"))
+        }
+
+        pub(crate) async fn user_by_id(&self, id: &str) -> Result<User, StoreError> {
+            sqlx::query_as(&sql(&format!(
+                "SELECT {USER_COLUMNS} FROM users WHERE id = ?"
+            )))
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("user"))
+        }
+
+        pub(crate) async fn create_token(
+            &self,
+            user_id: &str,
+            token_hash: &str,
+        ) -> Result<(), StoreError> {
+            sqlx::query(&sql(
+                "INSERT INTO api_tokens (id, user_id, token_hash, created_at) VALUES (?, ?, ?, ?)",
+            ))
+            .bind(new_id())
+            .bind(user_id)
+            .bind(token_hash)
+            .bind(now_ms())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("token"))?;
+            Ok(())
+        }
+
+        // ---- the user page ----
+
+        pub(crate) async fn list_user_page(
+            &self,
+            after: Option<&str>,
+            limit: i64,
+        ) -> Result<Page<User>, StoreError> {
+            let after = after
+                .map(|cursor| decode_cursor(USER_CURSOR, cursor, 1))
+                .transpose()?;
+            let after = after.as_ref().map(|key| key[0].as_str());
+            let rows: Vec<User> = sqlx::query_as(&sql(&format!(
+                "SELECT {USER_COLUMNS} FROM users WHERE (?1 IS NULL OR username > ?1) \
+             ORDER BY username LIMIT ?2"
+            )))
+            .bind(after)
+            .bind(limit + 1)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error("user"))?;
+            Ok(paged(rows, limit, |user| {
+                encode_cursor(USER_CURSOR, &[&user.username])
+            }))
+        }
+    };
+}
+
+pub(crate) use user_queries;

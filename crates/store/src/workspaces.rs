@@ -1,0 +1,320 @@
+//! Workspaces: creating one with its first build, finding, listing and
+//! deleting them, and the workspace page: one statement per page
+//! (`WORKSPACE_PAGE`) whose rows (`WorkspacePageRow`, one per workspace and
+//! agent) fold into one `WorkspaceSummary` per workspace.
+
+use crate::pages::{SettledBuild, WorkspaceSummary};
+use crate::records::{Agent, AgentLifecycle, Build, BuildStatus, Transition, Workspace};
+
+pub(crate) const WORKSPACE_SELECT: &str =
+    "SELECT w.id, w.name, w.owner_id, u.username AS owner_name, \
+     u.email AS owner_email, w.template_id, t.name AS template_name, w.template_version_id, \
+     v.number AS template_version, w.parameters, w.deleted, w.created_at, w.updated_at \
+     FROM workspaces w \
+     JOIN users u ON u.id = w.owner_id \
+     JOIN templates t ON t.id = w.template_id \
+     JOIN template_versions v ON v.id = w.template_version_id";
+
+/// One row of a workspace page: the workspace, its latest build (columns
+/// `b_*`), its newest finished build (`s_*`) and one of its agents (`a_*`,
+/// absent when it has none); a workspace with several agents spans as many
+/// consecutive rows.
+#[derive(sqlx::FromRow)]
+pub(crate) struct WorkspacePageRow {
+    #[sqlx(flatten)]
+    pub(crate) workspace: Workspace,
+    pub(crate) b_id: String,
+    pub(crate) b_number: i64,
+    pub(crate) b_transition: Transition,
+    pub(crate) b_status: BuildStatus,
+    pub(crate) b_template_version_id: String,
+    pub(crate) b_template_version: i64,
+    pub(crate) b_initiator_id: String,
+    pub(crate) b_initiator_name: String,
+    pub(crate) b_reason: String,
+    pub(crate) b_error: Option<String>,
+    pub(crate) b_guard_report: Option<String>,
+    pub(crate) b_created_at: i64,
+    pub(crate) b_started_at: Option<i64>,
+    pub(crate) b_finished_at: Option<i64>,
+    pub(crate) b_plan_digest: Option<String>,
+    pub(crate) b_expires_at: Option<i64>,
+    pub(crate) b_confirmed_by: Option<String>,
+    pub(crate) b_confirmed_at: Option<i64>,
+    pub(crate) s_status: Option<BuildStatus>,
+    pub(crate) s_transition: Option<Transition>,
+    pub(crate) s_finished_at: Option<i64>,
+    pub(crate) a_id: Option<String>,
+    pub(crate) a_build_id: Option<String>,
+    pub(crate) a_name: Option<String>,
+    pub(crate) a_lifecycle: Option<AgentLifecycle>,
+    pub(crate) a_connected_at: Option<i64>,
+    pub(crate) a_last_heartbeat_at: Option<i64>,
+    pub(crate) a_created_at: Option<i64>,
+    pub(crate) a_startup_script: Option<String>,
+    pub(crate) a_dir: Option<String>,
+    pub(crate) a_env: Option<String>,
+    pub(crate) a_exit_status: Option<i64>,
+}
+
+/// Folds a page's rows (one per workspace and agent, in page order) into
+/// one summary per workspace.
+pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceSummary> {
+    let mut summaries: Vec<WorkspaceSummary> = Vec::new();
+    for row in rows {
+        let agent = match (row.a_id, row.a_build_id, row.a_name, row.a_created_at) {
+            (Some(id), Some(build_id), Some(name), Some(created_at)) => Some(Agent {
+                id,
+                workspace_id: row.workspace.id.clone(),
+                build_id,
+                name,
+                lifecycle: row.a_lifecycle,
+                connected_at: row.a_connected_at,
+                last_heartbeat_at: row.a_last_heartbeat_at,
+                created_at,
+                startup_script: row.a_startup_script,
+                dir: row.a_dir,
+                env: row.a_env.unwrap_or_default(),
+                exit_status: row.a_exit_status,
+            }),
+            _ => None,
+        };
+        if let Some(last) = summaries.last_mut() {
+            if last.workspace.id == row.workspace.id {
+                last.agents.extend(agent);
+                continue;
+            }
+        }
+        let settled = match (row.s_status, row.s_transition) {
+            (Some(status), Some(transition)) => Some(SettledBuild {
+                status,
+                transition,
+                finished_at: row.s_finished_at,
+            }),
+            _ => None,
+        };
+        let workspace = row.workspace;
+        let latest_build = Build {
+            id: row.b_id,
+            workspace_id: workspace.id.clone(),
+            workspace_name: workspace.name.clone(),
+            owner_name: workspace.owner_name.clone(),
+            number: row.b_number,
+            transition: row.b_transition,
+            status: row.b_status,
+            template_version_id: row.b_template_version_id,
+            template_version: row.b_template_version,
+            initiator_id: row.b_initiator_id,
+            initiator_name: row.b_initiator_name,
+            reason: row.b_reason,
+            error: row.b_error,
+            guard_report: row.b_guard_report,
+            created_at: row.b_created_at,
+            started_at: row.b_started_at,
+            finished_at: row.b_finished_at,
+            plan_digest: row.b_plan_digest,
+            expires_at: row.b_expires_at,
+            confirmed_by: row.b_confirmed_by,
+            confirmed_at: row.b_confirmed_at,
+        };
+        summaries.push(WorkspaceSummary {
+            workspace,
+            latest_build,
+            settled,
+            agents: agent.into_iter().collect(),
+        });
+    }
+    summaries
+}
+
+/// A page of workspaces in one statement. First the page's keys, from
+/// users and workspaces alone (filters, cursor, limit): SQLite walks users in
+/// username order (`CROSS JOIN` fixes its join order; PostgreSQL plans it as
+/// an inner join) and each one's workspaces by `workspaces_owner_list`, and
+/// stops after `limit` rows; PostgreSQL sorts bare keys. Only then are the
+/// page's rows joined with names, their latest build, their newest finished
+/// build and their agents, the keys leading (`CROSS JOIN` again: SQLite
+/// 3.46 otherwise flattens the CTEs and scans every workspace). (At 10,000 workspaces, joining first and sorting
+/// after took 80 ms on SQLite and 100 ms on PostgreSQL.) `?N`: 1 owner id,
+/// 2 include deleted, 3 owner name, 4 template name, 5 latest build status,
+/// 6 its transition, 7-10 the cursor's key, 11 the limit.
+pub(crate) const WORKSPACE_PAGE: &str = "WITH keys AS (\
+     SELECT w.id AS key_id FROM users u CROSS JOIN workspaces w \
+     WHERE w.owner_id = u.id \
+     AND (?1 IS NULL OR w.owner_id = ?1) AND (?2 OR w.deleted = FALSE) \
+     AND (?3 IS NULL OR u.username = ?3) \
+     AND (?4 IS NULL OR EXISTS (SELECT 1 FROM templates ft \
+          WHERE ft.id = w.template_id AND ft.name = ?4)) \
+     AND (?5 IS NULL OR EXISTS (SELECT 1 FROM builds fb WHERE fb.workspace_id = w.id \
+          AND fb.number = (SELECT MAX(mb.number) FROM builds mb WHERE mb.workspace_id = w.id) \
+          AND fb.status = ?5 AND (?6 IS NULL OR fb.transition = ?6))) \
+     AND (?7 IS NULL OR u.username > ?7 OR (u.username = ?7 AND (w.name > ?8 \
+          OR (w.name = ?8 AND (w.created_at > ?9 OR (w.created_at = ?9 AND w.id > ?10)))))) \
+     ORDER BY u.username, w.name, w.created_at, w.id \
+     LIMIT ?11), \
+     page AS (\
+     SELECT w.id, w.name, w.owner_id, u.username AS owner_name, u.email AS owner_email, \
+     w.template_id, t.name AS template_name, w.template_version_id, v.number AS template_version, \
+     w.parameters, w.deleted, w.created_at, w.updated_at, \
+     lb.id AS b_id, lb.number AS b_number, lb.transition AS b_transition, lb.status AS b_status, \
+     lb.template_version_id AS b_template_version_id, bv.number AS b_template_version, \
+     lb.initiator_id AS b_initiator_id, i.username AS b_initiator_name, lb.reason AS b_reason, \
+     lb.error AS b_error, lb.guard_report AS b_guard_report, lb.created_at AS b_created_at, \
+     lb.started_at AS b_started_at, lb.finished_at AS b_finished_at, \
+     lb.plan_digest AS b_plan_digest, lb.expires_at AS b_expires_at, \
+     c.username AS b_confirmed_by, lb.confirmed_at AS b_confirmed_at \
+     FROM keys CROSS JOIN workspaces w CROSS JOIN users u CROSS JOIN templates t \
+     CROSS JOIN template_versions v CROSS JOIN builds lb CROSS JOIN template_versions bv \
+     CROSS JOIN users i \
+     LEFT JOIN users c ON c.id = lb.confirmed_by \
+     WHERE w.id = keys.key_id AND u.id = w.owner_id AND t.id = w.template_id \
+     AND v.id = w.template_version_id AND lb.workspace_id = w.id \
+     AND lb.number = (SELECT MAX(mb.number) FROM builds mb WHERE mb.workspace_id = w.id) \
+     AND bv.id = lb.template_version_id AND i.id = lb.initiator_id) \
+     SELECT page.*, s.status AS s_status, s.transition AS s_transition, \
+     s.finished_at AS s_finished_at, a.id AS a_id, a.build_id AS a_build_id, a.name AS a_name, \
+     a.lifecycle AS a_lifecycle, a.connected_at AS a_connected_at, \
+     a.last_heartbeat_at AS a_last_heartbeat_at, a.created_at AS a_created_at, \
+     a.startup_script AS a_startup_script, a.dir AS a_dir, a.env AS a_env, \
+     a.exit_status AS a_exit_status \
+     FROM page \
+     LEFT JOIN builds s ON s.workspace_id = page.id AND s.number = (SELECT MAX(sb.number) \
+          FROM builds sb WHERE sb.workspace_id = page.id \
+          AND sb.status IN ('succeeded', 'failed', 'canceled')) \
+     LEFT JOIN agents a ON a.workspace_id = page.id \
+     ORDER BY page.owner_name, page.name, page.created_at, page.id, a.name";
+
+/// The workspace methods of [`crate::Store`]; expanded inside each
+/// backend's `impl`.
+macro_rules! workspace_queries {
+    () => {
+    pub(crate) async fn create_workspace(
+        &self,
+        workspace: &NewWorkspace,
+        build: &NewBuild,
+    ) -> Result<(Workspace, Build), StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        sqlx::query(
+            &sql("INSERT INTO workspaces (id, owner_id, name, template_id, template_version_id, \
+             parameters, deleted, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, FALSE, ?, ?)"),
+        )
+        .bind(&workspace.id)
+        .bind(&workspace.owner_id)
+        .bind(&workspace.name)
+        .bind(&workspace.template_id)
+        .bind(&workspace.template_version_id)
+        .bind(&workspace.parameters)
+        .bind(now)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("workspace name"))?;
+        Self::insert_build(&mut tx, build, 1, now).await?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok((
+            self.workspace_by_id(&workspace.id).await?,
+            self.build_by_id(&build.id).await?,
+        ))
+    }
+
+    pub(crate) async fn workspace_by_owner_and_name(
+        &self,
+        owner_id: &str,
+        name: &str,
+    ) -> Result<Workspace, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{WORKSPACE_SELECT} WHERE w.owner_id = ? AND w.name = ? \
+             ORDER BY w.deleted ASC, w.updated_at DESC LIMIT 1"
+        )))
+        .bind(owner_id)
+        .bind(name)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("workspace"))
+    }
+
+    pub(crate) async fn workspace_by_id(&self, id: &str) -> Result<Workspace, StoreError> {
+        sqlx::query_as(&sql(&format!("{WORKSPACE_SELECT} WHERE w.id = ?")))
+            .bind(id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("workspace"))
+    }
+
+    pub(crate) async fn list_workspaces(
+        &self,
+        owner_id: Option<&str>,
+        include_deleted: bool,
+    ) -> Result<Vec<Workspace>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{WORKSPACE_SELECT} WHERE (? IS NULL OR w.owner_id = ?) AND (? OR w.deleted = FALSE) \
+             ORDER BY u.username, w.name, w.created_at"
+        )))
+        .bind(owner_id)
+        .bind(owner_id)
+        .bind(include_deleted)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("workspace"))
+    }
+
+    pub(crate) async fn mark_workspace_deleted(
+        &self,
+        workspace_id: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&sql("UPDATE workspaces SET deleted = TRUE, updated_at = ? WHERE id = ?"))
+            .bind(now_ms())
+            .bind(workspace_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("workspace"))?;
+        Ok(())
+    }
+
+    // ---- the workspace page (pages.rs) ----
+
+    pub(crate) async fn list_workspace_page(
+        &self,
+        filter: &WorkspaceFilter,
+    ) -> Result<Page<WorkspaceSummary>, StoreError> {
+        let after = filter
+            .after
+            .as_deref()
+            .map(|cursor| decode_cursor(WORKSPACE_CURSOR, cursor, 4))
+            .transpose()?;
+        let (owner, name, created, id) = match &after {
+            Some(key) => (
+                Some(key[0].as_str()),
+                Some(key[1].as_str()),
+                Some(parse_i64(&key[2])?),
+                Some(key[3].as_str()),
+            ),
+            None => (None, None, None, None),
+        };
+        let (status, transition) = match filter.latest_build {
+            Some((status, transition)) => (Some(status.as_str()), transition.map(|t| t.as_str())),
+            None => (None, None),
+        };
+        let rows: Vec<WorkspacePageRow> = sqlx::query_as(&sql(WORKSPACE_PAGE))
+            .bind(filter.owner_id.as_deref())
+            .bind(filter.include_deleted)
+            .bind(filter.owner_name.as_deref())
+            .bind(filter.template.as_deref())
+            .bind(status)
+            .bind(transition)
+            .bind(owner)
+            .bind(name)
+            .bind(created)
+            .bind(id)
+            // One more than asked: whether a next page exists.
+            .bind(filter.limit + 1)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error("workspace"))?;
+        Ok(paged(workspace_summaries(rows), filter.limit, workspace_cursor))
+    }
+    };
+}
+
+pub(crate) use workspace_queries;
