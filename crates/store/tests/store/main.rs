@@ -1,0 +1,18 @@
+//! Behaviour of the store: migrations, typed errors, the one-build-at-a-time
+//! rule, the atomic job claim, held builds, protections and the audit log.
+//! One module per domain, like the store's own files. Every behaviour runs
+//! on SQLite (a temporary file) and, when ABODE_TEST_POSTGRES_URL is set, on
+//! PostgreSQL (a fresh schema per test).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+mod agents;
+mod builds;
+mod held;
+mod lists;
+mod opening;
+mod templates;
+mod tokens;
+mod users;
+mod workspaces;

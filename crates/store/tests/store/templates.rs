@@ -1,0 +1,46 @@
+//! Templates and their versions (`templates.rs`).
+
+use abode_store::*;
+
+use crate::common::*;
+
+async fn first_template_version_is_active_and_later_ones_on_request(store: Store) {
+    let (user, _, _) = seeded(&store).await;
+    let push = |activate| NewTemplateVersion {
+        template_name: "base".into(),
+        archive: vec![9],
+        archive_sha256: "def".into(),
+        message: "next".into(),
+        created_by: user.id.clone(),
+        validation_ok: true,
+        validation_message: "ok".into(),
+        activate,
+    };
+    let (template, v2) = store.create_template_version(&push(false)).await.unwrap();
+    assert_eq!(
+        (v2.number, v2.active, template.active_version),
+        (2, false, Some(1))
+    );
+    let (template, v3) = store.create_template_version(&push(true)).await.unwrap();
+    assert_eq!(
+        (v3.number, v3.active, template.active_version),
+        (3, true, Some(3))
+    );
+    store
+        .activate_template_version(&template.id, &v2.id)
+        .await
+        .unwrap();
+    let versions = store.list_template_versions(&template.id).await.unwrap();
+    let active: Vec<i64> = versions
+        .iter()
+        .filter(|v| v.active)
+        .map(|v| v.number)
+        .collect();
+    assert_eq!(active, vec![2]);
+    assert_eq!(
+        store.template_version_archive(&v2.id).await.unwrap(),
+        vec![9]
+    );
+}
+
+on_every_backend!(first_template_version_is_active_and_later_ones_on_request,);
