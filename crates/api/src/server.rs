@@ -150,6 +150,10 @@ impl Server {
         }
         let control = Control::new(store, config);
         let (shutdown, shutdown_rx) = watch::channel(false);
+        control
+            .ensure_system_actors()
+            .await
+            .map_err(ServerError::Recover)?;
         let recovered = control
             .recover(shutdown_rx.clone())
             .await

@@ -94,7 +94,10 @@ pub struct BuildJson {
     pub transition: String,
     pub status: String,
     pub template_version: i64,
+    /// Who asked for the build: a username, or a system actor's name.
     pub initiator: String,
+    /// `user`, or `system` for the server, the scheduler or prebuilds.
+    pub initiator_type: &'static str,
     pub reason: String,
     pub error: Option<String>,
     pub created_at: String,
@@ -119,7 +122,12 @@ impl From<&Build> for BuildJson {
             status: build.status.to_string(),
             template_version: build.template_version,
             initiator: build.initiator_name.clone(),
-            reason: build.reason.clone(),
+            initiator_type: if abode_store::SystemActor::by_user_id(&build.initiator_id).is_some() {
+                "system"
+            } else {
+                "user"
+            },
+            reason: build.reason.to_string(),
             error: build.error.clone(),
             created_at: rfc3339(build.created_at),
             started_at: build.started_at.map(rfc3339),

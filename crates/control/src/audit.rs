@@ -2,8 +2,11 @@
 //! with who, what, on which target, the outcome and the request id; a member
 //! reads only what concerns them.
 
-use abode_store::{page_size, AuditEvent, AuditFilter, Build, NewAuditEvent, Page, User};
+use abode_store::{
+    page_size, AuditEvent, AuditFilter, Build, NewAuditEvent, Page, SystemActor, User,
+};
 
+use crate::actors::Actor;
 use crate::Caller;
 use crate::Control;
 use crate::ControlError;
@@ -59,9 +62,10 @@ impl Control {
             .await?)
     }
 
-    /// An audit event of the server's own doing about a build.
+    /// An audit event of the server's own doing about a build; its actor
+    /// is the `server` system actor.
     pub(crate) async fn audit_system(&self, action: &str, build: &Build, details: Option<String>) {
-        self.audit(
+        let event = audit_event(
             None,
             None,
             action,
@@ -69,14 +73,31 @@ impl Control {
             &format!("{}/{}", build.owner_name, build.workspace_name),
             "success",
             details,
-        )
-        .await;
+        );
+        self.record_as(&Actor::System(SystemActor::Server), event)
+            .await;
     }
 
-    pub(crate) async fn audit_build(&self, caller: &Caller, build: &Build) {
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
+    /// Records `event` as done by `actor` (a person or a system actor).
+    pub(crate) async fn record_as(&self, actor: &Actor, mut event: NewAuditEvent) {
+        event.actor_id = Some(actor.id().to_string());
+        event.actor_name = Some(actor.name().to_string());
+        if let Err(error) = self.inner.store.record_audit(&event).await {
+            tracing::error!(%error, action = %event.action, "cannot record an audit event");
+        }
+    }
+
+    /// The audit event of a build the door accepted: who asked, why, for
+    /// which transition and version.
+    pub(crate) async fn audit_build(
+        &self,
+        actor: &Actor,
+        request_id: Option<String>,
+        build: &Build,
+    ) {
+        let event = audit_event(
+            actor.user(),
+            request_id,
             "build.start",
             "workspace",
             &format!("{}/{}", build.owner_name, build.workspace_name),
@@ -85,8 +106,8 @@ impl Control {
                 "build={} transition={} reason={} version={}",
                 build.number, build.transition, build.reason, build.template_version
             )),
-        )
-        .await;
+        );
+        self.record_as(actor, event).await;
     }
 
     /// Records an audit event; a failure to record is logged, not fatal, so

@@ -4,10 +4,18 @@
 
 use std::time::Duration;
 
-use abode_store::{page_size, Build, BuildStatus, LogLine, NewBuild, Page, StoreError, Transition};
+use std::collections::BTreeMap;
 
+use abode_store::{
+    page_size, Build, BuildReason, BuildStatus, LogLine, NewBuild, NewWorkspace, Page, StoreError,
+    Template, TemplateVersion, Transition, User, Workspace,
+};
+
+use crate::actors::Actor;
 use crate::error::or_not_found;
 use crate::lifecycle;
+use crate::names::validate_name;
+use crate::workspaces::validate_parameters;
 use crate::Caller;
 use crate::Control;
 use crate::ControlError;
@@ -28,7 +36,237 @@ pub struct BuildRequest {
     pub update: bool,
 }
 
+/// Which template version a build plans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VersionChoice {
+    /// The version the workspace is on: what its last successful build applied.
+    Current,
+    /// The template's active version (a new workspace, an update).
+    Active,
+    /// That version of the workspace's template.
+    Number(i64),
+}
+
+/// The workspace a build is for.
+#[derive(Debug, Clone)]
+pub enum BuildTarget {
+    Existing(Workspace),
+    /// A workspace this build creates: both are recorded in one transaction.
+    New {
+        name: String,
+        owner: User,
+        template: Template,
+    },
+}
+
+/// What the door is asked for.
+#[derive(Debug, Clone)]
+pub struct BuildOrder {
+    pub actor: Actor,
+    /// The API request it came with, for the audit log.
+    pub request_id: Option<String>,
+    pub transition: Transition,
+    pub version: VersionChoice,
+    pub reason: BuildReason,
+    /// Parameter values given with the request; the workspace's own values
+    /// stand for those not given.
+    pub parameters: BTreeMap<String, String>,
+}
+
 impl Control {
+    /// The door: every build, asked for by a person or by the system, is
+    /// requested here. It checks what may be built now (the workspace's
+    /// state and active build, the version, the parameters), records the
+    /// build with its job (and a new workspace with its first build) in one
+    /// transaction, audits it with its actor and reason, and wakes a worker.
+    /// From there the provisioner (`provisioner/mod.rs`) takes it to
+    /// "applied", through the guard.
+    pub async fn request_build(
+        &self,
+        target: BuildTarget,
+        order: BuildOrder,
+    ) -> Result<Build, ControlError> {
+        validate_parameters(&order.parameters)?;
+        let build = match target {
+            BuildTarget::New {
+                name,
+                owner,
+                template,
+            } => {
+                self.request_first_build(&name, &owner, &template, &order)
+                    .await?
+            }
+            BuildTarget::Existing(workspace) => self.request_next_build(&workspace, &order).await?,
+        };
+        self.inner.jobs_queued.notify_one();
+        self.audit_build(&order.actor, order.request_id.clone(), &build)
+            .await;
+        Ok(build)
+    }
+
+    async fn request_first_build(
+        &self,
+        name: &str,
+        owner: &User,
+        template: &Template,
+        order: &BuildOrder,
+    ) -> Result<Build, ControlError> {
+        validate_name("workspace name", name)?;
+        if order.transition != Transition::Start {
+            return Err(ControlError::BadRequest(
+                "a new workspace's first build is a start".into(),
+            ));
+        }
+        let version = self.chosen_version(template, None, order.version).await?;
+        let parameters = serde_json::to_string(&order.parameters)
+            .map_err(|error| ControlError::Internal(error.to_string()))?;
+        let workspace_id = abode_store::new_id();
+        let created = self
+            .inner
+            .store
+            .create_workspace(
+                &NewWorkspace {
+                    id: workspace_id.clone(),
+                    owner_id: owner.id.clone(),
+                    name: name.into(),
+                    template_id: template.id.clone(),
+                    template_version_id: version.id.clone(),
+                    parameters,
+                },
+                &NewBuild {
+                    id: abode_store::new_id(),
+                    workspace_id,
+                    transition: Transition::Start,
+                    template_version_id: version.id,
+                    initiator_id: order.actor.id().to_string(),
+                    reason: order.reason,
+                    parameters: None,
+                },
+            )
+            .await;
+        match created {
+            Ok((_, build)) => Ok(build),
+            Err(StoreError::Conflict(_)) => Err(ControlError::Conflict(format!(
+                "{} already has a workspace named \"{name}\"",
+                if order.actor.id() == owner.id {
+                    "you".to_string()
+                } else {
+                    format!("user \"{}\"", owner.username)
+                }
+            ))),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    async fn request_next_build(
+        &self,
+        workspace: &Workspace,
+        order: &BuildOrder,
+    ) -> Result<Build, ControlError> {
+        // New values on top of the workspace's; they become the workspace's
+        // only if this build succeeds.
+        let parameters = if order.parameters.is_empty() {
+            None
+        } else {
+            let mut merged: BTreeMap<String, String> = serde_json::from_str(&workspace.parameters)
+                .map_err(|error| {
+                    ControlError::Internal(format!(
+                        "the workspace's stored parameters are not an object of strings: {error}"
+                    ))
+                })?;
+            merged.extend(order.parameters.clone());
+            validate_parameters(&merged)?;
+            Some(
+                serde_json::to_string(&merged)
+                    .map_err(|error| ControlError::Internal(error.to_string()))?,
+            )
+        };
+        let version_id = match order.version {
+            VersionChoice::Current => workspace.template_version_id.clone(),
+            choice => {
+                if order.transition != Transition::Start {
+                    return Err(ControlError::BadRequest(format!(
+                        "a {} build runs the workspace's current version; only a start updates",
+                        order.transition
+                    )));
+                }
+                let template = self.template(&workspace.template_name).await?;
+                self.chosen_version(&template, Some(workspace), choice)
+                    .await?
+                    .id
+            }
+        };
+        let latest = self.inner.store.latest_build(&workspace.id).await?;
+        lifecycle::check_new_build(workspace, &latest, order.transition, &version_id)?;
+        let created = self
+            .inner
+            .store
+            .create_build(&NewBuild {
+                id: abode_store::new_id(),
+                workspace_id: workspace.id.clone(),
+                transition: order.transition,
+                template_version_id: version_id,
+                initiator_id: order.actor.id().to_string(),
+                reason: order.reason,
+                parameters,
+            })
+            .await;
+        match created {
+            Ok(build) => Ok(build),
+            Err(StoreError::Conflict(_)) => Err(ControlError::Conflict(format!(
+                "workspace \"{}\" already has a build pending or running; wait for it or cancel it",
+                workspace.name
+            ))),
+            Err(StoreError::NotFound(_)) => Err(ControlError::Conflict(format!(
+                "workspace \"{}\" was deleted",
+                workspace.name
+            ))),
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    /// The template version a build plans: it must exist and have passed
+    /// validation at push.
+    async fn chosen_version(
+        &self,
+        template: &Template,
+        workspace: Option<&Workspace>,
+        choice: VersionChoice,
+    ) -> Result<TemplateVersion, ControlError> {
+        let version = match (choice, workspace) {
+            (VersionChoice::Current, Some(workspace)) => {
+                self.inner
+                    .store
+                    .template_version_by_id(&workspace.template_version_id)
+                    .await?
+            }
+            (VersionChoice::Number(number), _) => or_not_found(
+                self.inner
+                    .store
+                    .template_version(&template.id, number)
+                    .await,
+                || format!("template \"{}\" has no version {number}", template.name),
+            )?,
+            (VersionChoice::Active | VersionChoice::Current, _) => {
+                let active = template.active_version_id.as_deref().ok_or_else(|| {
+                    ControlError::Conflict(format!(
+                        "template \"{}\" has no active version",
+                        template.name
+                    ))
+                })?;
+                self.inner.store.template_version_by_id(active).await?
+            }
+        };
+        if !version.validation_ok {
+            return Err(ControlError::Conflict(format!(
+                "version {} of template \"{}\" did not pass validation: {}",
+                version.number, template.name, version.validation_message
+            )));
+        }
+        Ok(version)
+    }
+
+    /// A person's start, stop, update or delete of a workspace they may act on.
     pub async fn start_build(
         &self,
         caller: &Caller,
@@ -36,64 +274,23 @@ impl Control {
         request: &BuildRequest,
     ) -> Result<Build, ControlError> {
         let workspace = self.resolve_workspace(caller, reference).await?;
-        let transition = request.transition;
-        let (version_id, reason) = match transition {
-            Transition::Start if request.update || request.template_version.is_some() => {
-                let template = self.template(&workspace.template_name).await?;
-                let version_id = match request.template_version {
-                    Some(number) => {
-                        or_not_found(
-                            self.inner
-                                .store
-                                .template_version(&template.id, number)
-                                .await,
-                            || format!("template \"{}\" has no version {number}", template.name),
-                        )?
-                        .id
-                    }
-                    None => template.active_version_id.clone().ok_or_else(|| {
-                        ControlError::Conflict(format!(
-                            "template \"{}\" has no active version",
-                            template.name
-                        ))
-                    })?,
-                };
-                (version_id, "update")
-            }
-            _ => (workspace.template_version_id.clone(), transition.as_str()),
+        let version = match (request.template_version, request.update) {
+            (Some(number), _) => VersionChoice::Number(number),
+            (None, true) => VersionChoice::Active,
+            (None, false) => VersionChoice::Current,
         };
-        let latest = self.inner.store.latest_build(&workspace.id).await?;
-        lifecycle::check_new_build(&workspace, &latest, transition, &version_id)?;
-        let created = self
-            .inner
-            .store
-            .create_build(&NewBuild {
-                id: abode_store::new_id(),
-                workspace_id: workspace.id.clone(),
-                transition,
-                template_version_id: version_id,
-                initiator_id: caller.user.id.clone(),
-                reason: reason.into(),
-            })
-            .await;
-        let build = match created {
-            Err(StoreError::Conflict(_)) => {
-                return Err(ControlError::Conflict(format!(
-                "workspace \"{}\" already has a build pending or running; wait for it or cancel it",
-                workspace.name
-            )))
-            }
-            Err(StoreError::NotFound(_)) => {
-                return Err(ControlError::Conflict(format!(
-                    "workspace \"{}\" was deleted",
-                    workspace.name
-                )))
-            }
-            other => other?,
-        };
-        self.inner.jobs_queued.notify_one();
-        self.audit_build(caller, &build).await;
-        Ok(build)
+        self.request_build(
+            BuildTarget::Existing(workspace),
+            BuildOrder {
+                actor: Actor::User(caller.user.clone()),
+                request_id: caller.request_id.clone(),
+                transition: request.transition,
+                version,
+                reason: BuildReason::Initiator,
+                parameters: BTreeMap::new(),
+            },
+        )
+        .await
     }
 
     /// One page of a workspace's builds, newest first.

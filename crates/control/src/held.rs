@@ -62,7 +62,7 @@ impl Control {
             // The deadline holds by itself, not only once the sweeper ran.
             if build
                 .expires_at
-                .is_some_and(|deadline| deadline <= abode_store::now_ms())
+                .is_some_and(|deadline| deadline <= self.now_ms())
             {
                 return Err(refuse(format!(
                     "build #{} expired: nobody confirmed it in time; start the build again",
@@ -144,7 +144,7 @@ impl Control {
 
     /// Records that the guard held a build, with its saved plan.
     pub(crate) async fn hold_build(&self, build_id: &str, plan: SavedPlan) {
-        let expires_at = abode_store::now_ms()
+        let expires_at = self.now_ms()
             + i64::try_from(self.inner.config.confirmation_timeout.as_millis())
                 .unwrap_or(i64::MAX / 2);
         let digest = plan.digest.clone();
@@ -182,7 +182,7 @@ impl Control {
 
     /// Ends held builds whose confirmation time ran out.
     pub async fn expire_held_builds(&self) {
-        self.expire_held_builds_at(abode_store::now_ms()).await;
+        self.expire_held_builds_at(self.now_ms()).await;
     }
 
     /// Ends held builds whose deadline is at or before `now` (milliseconds

@@ -20,7 +20,7 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use abode_store::{now_ms, NewApiToken, StoreError, TokenKind, TokenRecord, User};
+use abode_store::{NewApiToken, StoreError, TokenKind, TokenRecord, User};
 
 use crate::{secrets, validate_name, Caller, Control, ControlError};
 
@@ -187,6 +187,8 @@ impl Control {
             return Err(self.throttled(refusal, request_id).await);
         }
         let user = match self.inner.store.user_by_name(username).await {
+            // A system actor's account is nobody's to log in to.
+            Ok(user) if user.system => None,
             Ok(user) => Some(user),
             Err(StoreError::NotFound(_)) => None,
             Err(other) => return Err(other.into()),
@@ -328,7 +330,7 @@ impl Control {
             }
             Err(other) => return Err(other.into()),
         };
-        let now = now_ms();
+        let now = self.now_ms();
         let config = &self.inner.config;
         let touch_interval = match record.kind {
             TokenKind::Session => {
@@ -389,7 +391,10 @@ impl Control {
         request_id: Option<String>,
     ) -> Result<(), ControlError> {
         let (record, user) = self.token_owner(token).await?;
-        self.inner.store.revoke_token(&record.id, now_ms()).await?;
+        self.inner
+            .store
+            .revoke_token(&record.id, self.now_ms())
+            .await?;
         self.audit(
             Some(&user),
             request_id,
@@ -443,7 +448,7 @@ impl Control {
                 user_id: user.id.clone(),
                 name: name.to_string(),
                 token_hash: secrets::token_hash(&secret),
-                expires_at: now_ms().saturating_add(millis(lifetime)),
+                expires_at: self.now_ms().saturating_add(millis(lifetime)),
             })
             .await
         {
@@ -486,7 +491,7 @@ impl Control {
         let revoked = match self
             .inner
             .store
-            .revoke_api_token(&caller.user.id, name, now_ms())
+            .revoke_api_token(&caller.user.id, name, self.now_ms())
             .await
         {
             Ok(revoked) => revoked,

@@ -6,6 +6,7 @@
 //! build may start, what a workspace's status is) lives here, and every byte
 //! stored goes through `abode-store`.
 
+mod actors;
 mod agents;
 mod archive;
 mod audit;
@@ -30,12 +31,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use abode_clock::{Clock, ManualClock};
 use abode_store::{Store, User};
 use tokio::sync::{watch, Notify};
 
+pub use actors::Actor;
 pub use archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 pub use audit::AuditQuery;
-pub use builds::{BuildRequest, LogPage};
+pub use builds::{BuildOrder, BuildRequest, BuildTarget, LogPage, VersionChoice};
 pub use error::ControlError;
 pub use hashing::default_threads as default_hashing_threads;
 pub use held::guard_decision;
@@ -92,6 +95,9 @@ pub struct Config {
     /// How long a password request waits for a hashing thread before it is
     /// refused as busy.
     pub hashing_wait: Duration,
+    /// Where every part of the control plane reads the time (the store's
+    /// timestamps included: give the store the same clock).
+    pub clock: Clock,
 }
 
 impl Config {
@@ -116,6 +122,7 @@ impl Config {
             login_failures_per_minute: 10,
             hashing_threads: hashing::default_threads(),
             hashing_wait: Duration::from_secs(2),
+            clock: Clock::system(),
         }
     }
 
@@ -195,6 +202,11 @@ impl Control {
 
     pub fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// Now, by the control plane's clock (milliseconds since the epoch).
+    pub fn now_ms(&self) -> i64 {
+        self.inner.config.clock.now_ms()
     }
 
     /// Takes over the builds a dead server left running (see `recovery`):

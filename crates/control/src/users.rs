@@ -4,6 +4,8 @@
 
 use abode_store::{page_size, NewUser, Page, StoreError, User};
 
+use crate::actors::Actor;
+use crate::audit::audit_event;
 use crate::names::validate_name;
 use crate::secrets;
 use crate::Caller;
@@ -23,6 +25,7 @@ impl Control {
         request_id: Option<String>,
     ) -> Result<(User, String), ControlError> {
         validate_name("username", username)?;
+        refuse_reserved(username)?;
         validate_email(email)?;
         validate_password(password)?;
         let password_hash = self.hash_password(password).await?;
@@ -67,6 +70,29 @@ impl Control {
             .await?
     }
 
+    /// Makes sure the system actors' reserved accounts exist; a person who
+    /// held a reserved name before it was reserved is renamed, said in the
+    /// server's log and the audit log.
+    pub async fn ensure_system_actors(&self) -> Result<(), ControlError> {
+        for (old, new) in self.inner.store.ensure_system_users().await? {
+            tracing::warn!(
+                "the username \"{old}\" is now reserved for the system: the user who held it is now \"{new}\""
+            );
+            let event = audit_event(
+                None,
+                None,
+                "user.rename",
+                "user",
+                &new,
+                "success",
+                Some(format!("from={old} reason=reserved_name")),
+            );
+            self.record_as(&Actor::System(abode_store::SystemActor::Server), event)
+                .await;
+        }
+        Ok(())
+    }
+
     pub async fn create_user(
         &self,
         caller: &Caller,
@@ -81,6 +107,7 @@ impl Control {
             ));
         }
         validate_name("username", username)?;
+        refuse_reserved(username)?;
         validate_email(email)?;
         validate_password(password)?;
         if ![ROLE_OWNER, ROLE_TEMPLATE_ADMIN, ROLE_MEMBER].contains(&role) {
@@ -175,5 +202,15 @@ fn validate_password(password: &str) -> Result<(), ControlError> {
         Err(ControlError::BadRequest(format!(
             "the password must have at least {MIN_PASSWORD_LENGTH} characters"
         )))
+    }
+}
+
+/// The system actors' names are theirs alone.
+fn refuse_reserved(username: &str) -> Result<(), ControlError> {
+    match abode_store::SystemActor::by_username(username) {
+        Some(actor) => Err(ControlError::Conflict(format!(
+            "the username \"{actor}\" is reserved for the system"
+        ))),
+        None => Ok(()),
     }
 }

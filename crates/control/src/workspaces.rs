@@ -6,10 +6,12 @@
 use std::collections::BTreeMap;
 
 use abode_store::{
-    page_size, Agent, Build, BuildStatus, NewBuild, NewWorkspace, Page, StoreError, Transition,
-    Workspace, WorkspaceFilter, WorkspaceSummary,
+    page_size, Agent, Build, BuildReason, BuildStatus, Page, StoreError, Transition, Workspace,
+    WorkspaceFilter, WorkspaceSummary,
 };
 
+use crate::actors::Actor;
+use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
 use crate::error::or_not_found;
 use crate::lifecycle;
 use crate::names::validate_name;
@@ -55,6 +57,8 @@ pub struct Orphaned {
 }
 
 impl Control {
+    /// A person's new workspace on a template's active version; its first
+    /// build goes through the door.
     pub async fn create_workspace(
         &self,
         caller: &Caller,
@@ -65,46 +69,28 @@ impl Control {
         validate_name("workspace name", name)?;
         validate_parameters(&parameters)?;
         let template = self.template(template_name).await?;
-        let version_id = template.active_version_id.clone().ok_or_else(|| {
-            ControlError::Conflict(format!(
-                "template \"{template_name}\" has no active version"
-            ))
-        })?;
-        let parameters = serde_json::to_string(&parameters)
-            .map_err(|error| ControlError::Internal(error.to_string()))?;
-        let workspace_id = abode_store::new_id();
-        let created = self
-            .inner
-            .store
-            .create_workspace(
-                &NewWorkspace {
-                    id: workspace_id.clone(),
-                    owner_id: caller.user.id.clone(),
-                    name: name.into(),
-                    template_id: template.id.clone(),
-                    template_version_id: version_id.clone(),
+        let build = self
+            .request_build(
+                BuildTarget::New {
+                    name: name.to_string(),
+                    owner: caller.user.clone(),
+                    template,
+                },
+                BuildOrder {
+                    actor: Actor::User(caller.user.clone()),
+                    request_id: caller.request_id.clone(),
+                    transition: Transition::Start,
+                    version: VersionChoice::Active,
+                    reason: BuildReason::Initiator,
                     parameters,
                 },
-                &NewBuild {
-                    id: abode_store::new_id(),
-                    workspace_id,
-                    transition: Transition::Start,
-                    template_version_id: version_id,
-                    initiator_id: caller.user.id.clone(),
-                    reason: "create".into(),
-                },
             )
-            .await;
-        let (workspace, build) = match created {
-            Err(StoreError::Conflict(_)) => {
-                return Err(ControlError::Conflict(format!(
-                    "you already have a workspace named \"{name}\""
-                )))
-            }
-            other => other?,
-        };
-        self.inner.jobs_queued.notify_one();
-        self.audit_build(caller, &build).await;
+            .await?;
+        let workspace = self
+            .inner
+            .store
+            .workspace_by_id(&build.workspace_id)
+            .await?;
         let view = self.view(workspace).await?;
         Ok((view, build))
     }
@@ -178,7 +164,7 @@ impl Control {
                 limit: page_size(query.limit),
             })
             .await?;
-        let now = abode_store::now_ms();
+        let now = self.now_ms();
         Ok(Page {
             items: page
                 .items
@@ -246,7 +232,7 @@ impl Control {
         let agent = lifecycle::agent_health(
             &settled,
             &agents,
-            abode_store::now_ms(),
+            self.now_ms(),
             self.inner.config.agent_timeouts,
         );
         let healthy = status == WorkspaceStatus::Running
@@ -385,7 +371,9 @@ fn managed_resources(state: &[u8]) -> Result<Vec<String>, serde_json::Error> {
 /// parameters do not fit could never be built, nor deleted, again.
 pub const MAX_PARAMETERS_BYTES: usize = 64 * 1024;
 
-fn validate_parameters(parameters: &BTreeMap<String, String>) -> Result<(), ControlError> {
+pub(crate) fn validate_parameters(
+    parameters: &BTreeMap<String, String>,
+) -> Result<(), ControlError> {
     for name in parameters.keys() {
         let valid =
             !name.is_empty() && name.chars().count() <= 128 && !name.chars().any(char::is_control);

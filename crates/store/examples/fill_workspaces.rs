@@ -14,8 +14,8 @@ use std::error::Error;
 use std::path::Path;
 
 use abode_store::{
-    new_id, BuildStatus, NewAgent, NewBuild, NewTemplateVersion, NewUser, NewWorkspace, Store,
-    Transition,
+    new_id, BuildReason, BuildStatus, NewAgent, NewBuild, NewTemplateVersion, NewUser,
+    NewWorkspace, Store, Transition,
 };
 
 #[tokio::main]
@@ -90,7 +90,8 @@ async fn main() -> Result<(), Box<dyn Error>> {
                     transition: Transition::Start,
                     template_version_id: version.id.clone(),
                     initiator_id: user.id.clone(),
-                    reason: "create".into(),
+                    reason: BuildReason::Initiator,
+                    parameters: None,
                 },
             )
             .await?;

@@ -6,7 +6,7 @@
 
 pub(crate) const BUILD_SELECT: &str = "SELECT b.id, b.workspace_id, w.name AS workspace_name, \
      o.username AS owner_name, b.number, b.transition, b.status, b.template_version_id, \
-     v.number AS template_version, b.initiator_id, i.username AS initiator_name, b.reason, \
+     v.number AS template_version, b.initiator_id, i.username AS initiator_name, b.reason, b.parameters, \
      b.error, b.guard_report, b.created_at, b.started_at, b.finished_at, b.plan_digest, \
      b.expires_at, c.username AS confirmed_by, b.confirmed_at \
      FROM builds b \
@@ -23,11 +23,12 @@ macro_rules! build_queries {
     pub(crate) async fn create_build(&self, build: &NewBuild) -> Result<Build, StoreError> {
         let now = now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
-        // Writing first takes the write lock (see the module doc).
+        // Writing first takes the write lock (see the module doc). The
+        // workspace stays on its version until a build of another succeeds
+        // (`finish_build`).
         let moved = sqlx::query(
-            &sql("UPDATE workspaces SET template_version_id = ?, updated_at = ? WHERE id = ? AND deleted = FALSE"),
+            &sql("UPDATE workspaces SET updated_at = ? WHERE id = ? AND deleted = FALSE"),
         )
-        .bind(&build.template_version_id)
         .bind(now)
         .bind(&build.workspace_id)
         .execute(&mut *tx)
@@ -179,6 +180,24 @@ macro_rules! build_queries {
         .execute(&mut *tx)
         .await
         .map_err(db_error("build"))?;
+        if status == BuildStatus::Succeeded && result.rows_affected() > 0 {
+            // What the workspace now is: the version (and parameters) this
+            // build applied.
+            sqlx::query(&sql(
+                "UPDATE workspaces SET \
+                 template_version_id = (SELECT b.template_version_id FROM builds b WHERE b.id = ?), \
+                 parameters = COALESCE((SELECT b.parameters FROM builds b WHERE b.id = ?), parameters), \
+                 updated_at = ? \
+                 WHERE id = (SELECT b.workspace_id FROM builds b WHERE b.id = ?)",
+            ))
+            .bind(build_id)
+            .bind(build_id)
+            .bind(now)
+            .bind(build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("workspace"))?;
+        }
         sqlx::query(&sql("UPDATE jobs SET status = 'done', finished_at = ? WHERE build_id = ? AND status != 'done'"))
             .bind(now)
             .bind(build_id)
@@ -376,7 +395,7 @@ macro_rules! build_queries {
     ) -> Result<(), StoreError> {
         sqlx::query(
             &sql("INSERT INTO builds (id, workspace_id, number, transition, status, template_version_id, \
-             initiator_id, reason, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?)"),
+             initiator_id, reason, parameters, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)"),
         )
         .bind(&build.id)
         .bind(&build.workspace_id)
@@ -384,7 +403,8 @@ macro_rules! build_queries {
         .bind(build.transition.as_str())
         .bind(&build.template_version_id)
         .bind(&build.initiator_id)
-        .bind(&build.reason)
+        .bind(build.reason.as_str())
+        .bind(&build.parameters)
         .bind(now)
         .execute(&mut **tx)
         .await

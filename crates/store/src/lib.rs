@@ -175,6 +175,10 @@ storage_interface! {
     fn create_first_user(&self, user: &NewUser) -> User;
     /// `Conflict("username")` if the name is taken.
     fn create_user(&self, user: &NewUser) -> User;
+    /// Makes sure the system actors' reserved accounts exist (at every
+    /// start); a person who held a reserved name is renamed, and each
+    /// rename is returned as (old, new) for the server to tell.
+    fn ensure_system_users(&self) -> Vec<(String, String)>;
     fn user_by_name(&self, username: &str) -> User;
     fn user_by_id(&self, id: &str) -> User;
     fn create_token(&self, user_id: &str, token_hash: &str) -> ();

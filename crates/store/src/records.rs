@@ -12,9 +12,12 @@ pub struct User {
     pub username: String,
     pub email: String,
     pub role: String,
-    /// The argon2 PHC string; never leaves the server.
+    /// The argon2 PHC string; never leaves the server. Empty for a system
+    /// actor's account, which no password opens.
     pub password_hash: String,
     pub created_at: i64,
+    /// A system actor's reserved account ([`SystemActor`]).
+    pub system: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -164,7 +167,9 @@ pub struct Build {
     pub template_version: i64,
     pub initiator_id: String,
     pub initiator_name: String,
-    pub reason: String,
+    pub reason: BuildReason,
+    /// Parameter values given with this build (see [`NewBuild::parameters`]).
+    pub parameters: Option<String>,
     pub error: Option<String>,
     pub guard_report: Option<String>,
     pub created_at: i64,
@@ -185,7 +190,142 @@ pub struct NewBuild {
     pub transition: Transition,
     pub template_version_id: String,
     pub initiator_id: String,
-    pub reason: String,
+    pub reason: BuildReason,
+    /// Parameter values for this build (a JSON object of strings); `None`:
+    /// the workspace's. They become the workspace's when the build succeeds.
+    pub parameters: Option<String>,
+}
+
+/// Why a build was requested: by the person who asked (`initiator`) or by a
+/// part of the system acting on its own rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BuildReason {
+    /// A person asked for it (create, start, stop, update, delete).
+    Initiator,
+    Autostart,
+    Autostop,
+    /// A failed workspace stopped after its template's failure TTL.
+    FailureTtl,
+    Dormancy,
+    Autodelete,
+    /// A prebuilt workspace made for a preset's pool.
+    Prebuild,
+    /// A prebuilt workspace handed to the person who claimed it.
+    PrebuildClaim,
+    /// A prebuilt workspace nobody claimed in time.
+    PrebuildExpired,
+}
+
+impl BuildReason {
+    pub const ALL: [BuildReason; 9] = [
+        BuildReason::Initiator,
+        BuildReason::Autostart,
+        BuildReason::Autostop,
+        BuildReason::FailureTtl,
+        BuildReason::Dormancy,
+        BuildReason::Autodelete,
+        BuildReason::Prebuild,
+        BuildReason::PrebuildClaim,
+        BuildReason::PrebuildExpired,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuildReason::Initiator => "initiator",
+            BuildReason::Autostart => "autostart",
+            BuildReason::Autostop => "autostop",
+            BuildReason::FailureTtl => "failure_ttl",
+            BuildReason::Dormancy => "dormancy",
+            BuildReason::Autodelete => "autodelete",
+            BuildReason::Prebuild => "prebuild",
+            BuildReason::PrebuildClaim => "prebuild_claim",
+            BuildReason::PrebuildExpired => "prebuild_expired",
+        }
+    }
+}
+
+impl fmt::Display for BuildReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A stored build reason none of [`BuildReason`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown build reason `{0}`")]
+pub struct UnknownBuildReason(pub String);
+
+impl FromStr for BuildReason {
+    type Err = UnknownBuildReason;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        BuildReason::ALL
+            .into_iter()
+            .find(|reason| reason.as_str() == value)
+            .ok_or_else(|| UnknownBuildReason(value.to_string()))
+    }
+}
+
+crate::stored_by_name!(BuildReason);
+
+/// A named part of the system that acts on its own (starts builds, owns
+/// prebuilt workspaces). Each has a reserved account: its builds and audit
+/// events name it like a person's, it cannot log in, no person can take its
+/// name, and user lists and the first-user check do not count it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SystemActor {
+    /// The server itself: expiry of held builds, recovery after a crash.
+    Server,
+    /// Autostart, autostop, dormancy and deletion schedules.
+    Scheduler,
+    /// Prebuilt workspaces (it owns them until they are claimed).
+    Prebuilds,
+}
+
+impl SystemActor {
+    pub const ALL: [SystemActor; 3] = [
+        SystemActor::Server,
+        SystemActor::Scheduler,
+        SystemActor::Prebuilds,
+    ];
+
+    /// The reserved username.
+    pub fn username(self) -> &'static str {
+        match self {
+            SystemActor::Server => "server",
+            SystemActor::Scheduler => "scheduler",
+            SystemActor::Prebuilds => "prebuilds",
+        }
+    }
+
+    /// The reserved account's id, the same in every installation.
+    pub fn user_id(self) -> &'static str {
+        match self {
+            SystemActor::Server => "00000000-0000-4000-a000-000000000001",
+            SystemActor::Scheduler => "00000000-0000-4000-a000-000000000002",
+            SystemActor::Prebuilds => "00000000-0000-4000-a000-000000000003",
+        }
+    }
+
+    /// The system actor whose account has this id, if any.
+    pub fn by_user_id(id: &str) -> Option<SystemActor> {
+        SystemActor::ALL
+            .into_iter()
+            .find(|actor| actor.user_id() == id)
+    }
+
+    /// The system actor that holds this username, if any.
+    pub fn by_username(name: &str) -> Option<SystemActor> {
+        SystemActor::ALL
+            .into_iter()
+            .find(|actor| actor.username() == name)
+    }
+}
+
+impl fmt::Display for SystemActor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.username())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

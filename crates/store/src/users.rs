@@ -3,7 +3,8 @@
 //! or id, their page by username, and the legacy `create_token` (a session
 //! row without a kind; the other token queries are in `tokens.rs`).
 
-pub(crate) const USER_COLUMNS: &str = "id, username, email, role, password_hash, created_at";
+pub(crate) const USER_COLUMNS: &str =
+    "id, username, email, role, password_hash, created_at, system";
 
 /// The user methods of [`crate::Store`]; expanded inside each backend's
 /// `impl`.
@@ -26,7 +27,7 @@ macro_rules! user_queries {
             }
             let result = sqlx::query(&sql(
                 "INSERT INTO users (id, username, email, role, password_hash, created_at) \
-             SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users)",
+             SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users WHERE system = FALSE)",
             ))
             .bind(&id)
             .bind(&user.username)
@@ -100,6 +101,72 @@ macro_rules! user_queries {
             Ok(())
         }
 
+        // ---- the system's reserved accounts ----
+
+        pub(crate) async fn ensure_system_users(
+            &self,
+        ) -> Result<Vec<(String, String)>, StoreError> {
+            let now = now_ms();
+            let mut renamed = Vec::new();
+            let mut tx = self
+                .pool
+                .begin_with(BEGIN_WRITE)
+                .await
+                .map_err(StoreError::Database)?;
+            for actor in SystemActor::ALL {
+                let name = actor.username();
+                // A person who took the name before it was reserved keeps
+                // their account under the first free `<name>-user[-N]`.
+                let holder: Option<(String, bool)> = sqlx::query_as(&sql(
+                    "SELECT id, system FROM users WHERE username = ?",
+                ))
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_error("user"))?;
+                if let Some((id, false)) = holder {
+                    let mut n = 0;
+                    let new_name = loop {
+                        let candidate = match n {
+                            0 => format!("{name}-user"),
+                            n => format!("{name}-user-{n}"),
+                        };
+                        let taken: Option<(String,)> = sqlx::query_as(&sql(
+                            "SELECT id FROM users WHERE username = ?",
+                        ))
+                        .bind(&candidate)
+                        .fetch_optional(&mut *tx)
+                        .await
+                        .map_err(db_error("user"))?;
+                        if taken.is_none() {
+                            break candidate;
+                        }
+                        n += 1;
+                    };
+                    sqlx::query(&sql("UPDATE users SET username = ? WHERE id = ?"))
+                        .bind(&new_name)
+                        .bind(&id)
+                        .execute(&mut *tx)
+                        .await
+                        .map_err(db_error("username"))?;
+                    renamed.push((name.to_string(), new_name));
+                }
+                sqlx::query(&sql(
+                    "INSERT INTO users (id, username, email, role, password_hash, created_at, system) \
+                     VALUES (?, ?, ?, 'member', '', ?, TRUE) ON CONFLICT (id) DO NOTHING",
+                ))
+                .bind(actor.user_id())
+                .bind(name)
+                .bind(format!("{name}@system.invalid"))
+                .bind(now)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error("username"))?;
+            }
+            tx.commit().await.map_err(StoreError::Database)?;
+            Ok(renamed)
+        }
+
         // ---- the user page ----
 
         pub(crate) async fn list_user_page(
@@ -112,7 +179,8 @@ macro_rules! user_queries {
                 .transpose()?;
             let after = after.as_ref().map(|key| key[0].as_str());
             let rows: Vec<User> = sqlx::query_as(&sql(&format!(
-                "SELECT {USER_COLUMNS} FROM users WHERE (?1 IS NULL OR username > ?1) \
+                "SELECT {USER_COLUMNS} FROM users \
+             WHERE system = FALSE AND (?1 IS NULL OR username > ?1) \
              ORDER BY username LIMIT ?2"
             )))
             .bind(after)

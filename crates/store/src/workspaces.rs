@@ -4,7 +4,9 @@
 //! agent) fold into one `WorkspaceSummary` per workspace.
 
 use crate::pages::{SettledBuild, WorkspaceSummary};
-use crate::records::{Agent, AgentLifecycle, Build, BuildStatus, Transition, Workspace};
+use crate::records::{
+    Agent, AgentLifecycle, Build, BuildReason, BuildStatus, Transition, Workspace,
+};
 
 pub(crate) const WORKSPACE_SELECT: &str =
     "SELECT w.id, w.name, w.owner_id, u.username AS owner_name, \
@@ -31,7 +33,8 @@ pub(crate) struct WorkspacePageRow {
     pub(crate) b_template_version: i64,
     pub(crate) b_initiator_id: String,
     pub(crate) b_initiator_name: String,
-    pub(crate) b_reason: String,
+    pub(crate) b_reason: BuildReason,
+    pub(crate) b_parameters: Option<String>,
     pub(crate) b_error: Option<String>,
     pub(crate) b_guard_report: Option<String>,
     pub(crate) b_created_at: i64,
@@ -107,6 +110,7 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
             initiator_id: row.b_initiator_id,
             initiator_name: row.b_initiator_name,
             reason: row.b_reason,
+            parameters: row.b_parameters,
             error: row.b_error,
             guard_report: row.b_guard_report,
             created_at: row.b_created_at,
@@ -158,7 +162,7 @@ pub(crate) const WORKSPACE_PAGE: &str = "WITH keys AS (\
      w.parameters, w.deleted, w.created_at, w.updated_at, \
      lb.id AS b_id, lb.number AS b_number, lb.transition AS b_transition, lb.status AS b_status, \
      lb.template_version_id AS b_template_version_id, bv.number AS b_template_version, \
-     lb.initiator_id AS b_initiator_id, i.username AS b_initiator_name, lb.reason AS b_reason, \
+     lb.initiator_id AS b_initiator_id, i.username AS b_initiator_name, lb.reason AS b_reason, lb.parameters AS b_parameters, \
      lb.error AS b_error, lb.guard_report AS b_guard_report, lb.created_at AS b_created_at, \
      lb.started_at AS b_started_at, lb.finished_at AS b_finished_at, \
      lb.plan_digest AS b_plan_digest, lb.expires_at AS b_expires_at, \

@@ -453,12 +453,12 @@ fn build_env(
     workspace: &Workspace,
     cli_config: &Path,
 ) -> Result<Vec<(String, String)>, Failure> {
-    let parameters: BTreeMap<String, String> = serde_json::from_str(&workspace.parameters)
-        .map_err(|error| {
-            Failure::failed(format!(
-                "the workspace's stored parameters are not an object of strings: {error}"
-            ))
-        })?;
+    let given = build.parameters.as_deref().unwrap_or(&workspace.parameters);
+    let parameters: BTreeMap<String, String> = serde_json::from_str(given).map_err(|error| {
+        Failure::failed(format!(
+            "the workspace's stored parameters are not an object of strings: {error}"
+        ))
+    })?;
     let context = BuildContext {
         workspace_id: workspace.id.clone(),
         workspace_name: workspace.name.clone(),

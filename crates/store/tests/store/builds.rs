@@ -90,7 +90,8 @@ async fn concurrent_claimers_never_share_a_job(store: Store) {
                     transition: Transition::Start,
                     template_version_id: version.id.clone(),
                     initiator_id: user.id.clone(),
-                    reason: "create".into(),
+                    reason: BuildReason::Initiator,
+                    parameters: None,
                 },
             )
             .await

@@ -83,7 +83,8 @@ pub(crate) async fn seeded(store: &Store) -> (User, Workspace, Build) {
                 transition: Transition::Start,
                 template_version_id: version.id.clone(),
                 initiator_id: user.id.clone(),
-                reason: "create".into(),
+                reason: BuildReason::Initiator,
+                parameters: None,
             },
         )
         .await
@@ -98,7 +99,8 @@ pub(crate) fn next_build(workspace: &Workspace, user: &User, transition: &str) -
         transition: transition.parse().unwrap(),
         template_version_id: workspace.template_version_id.clone(),
         initiator_id: user.id.clone(),
-        reason: transition.into(),
+        reason: BuildReason::Initiator,
+        parameters: None,
     }
 }
 

@@ -50,7 +50,8 @@ async fn another_workspace(store: &Store, owner: &User, like: &Workspace, name: 
                 transition: Transition::Start,
                 template_version_id: like.template_version_id.clone(),
                 initiator_id: owner.id.clone(),
-                reason: "create".into(),
+                reason: BuildReason::Initiator,
+                parameters: None,
             },
         )
         .await
