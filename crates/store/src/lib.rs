@@ -16,6 +16,7 @@ mod pages;
 mod postgres;
 mod queries;
 mod records;
+mod roles;
 mod sqlite;
 mod tokens;
 
@@ -26,6 +27,7 @@ pub use pages::{
     MAX_PAGE_SIZE,
 };
 pub use records::*;
+pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 pub use tokens::{NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 
 /// Why a storage operation failed.
@@ -285,6 +287,19 @@ storage_interface! {
     fn list_api_tokens(&self, user_id: &str) -> Vec<TokenRecord>;
     /// Revokes the user's live API token of that name; `NotFound("token")` if none.
     fn revoke_api_token(&self, user_id: &str, name: &str, now: i64) -> TokenRecord;
+}
+
+// Roles: a set per user (roles.rs). A change the rules refuse (the last
+// owner losing `owner`, an empty set) is the inner `Err`, decided in the
+// transaction that writes it.
+storage_interface! {
+    /// The user's roles; empty for a user without any (or an unknown id).
+    fn roles_of(&self, user_id: &str) -> Roles;
+    /// Replaces the user's roles. `NotFound("user")` if there is no such user.
+    fn set_roles(&self, user_id: &str, roles: &Roles) -> Result<RoleChange, RoleRefusal>;
+    /// Adds `add` and removes `remove` (a role in both stays held).
+    /// `NotFound("user")` if there is no such user.
+    fn change_roles(&self, user_id: &str, add: &Roles, remove: &Roles) -> Result<RoleChange, RoleRefusal>;
 }
 
 /// Milliseconds since the Unix epoch, the unit every stored time uses.

@@ -12,6 +12,7 @@ use sqlx::{PgPool, Row};
 use crate::pages::*;
 use crate::queries::*;
 use crate::records::*;
+use crate::roles::*;
 use crate::tokens::*;
 use crate::{db_error, new_id, now_ms, StoreError};
 
@@ -72,6 +73,11 @@ impl PostgresBackend {
 
     shared_queries!(sqlx::Postgres);
     token_queries!();
+    // Role changes wait for each other: each counts the owners left.
+    role_queries!(
+        sqlx::Postgres,
+        Some("LOCK TABLE user_roles IN SHARE ROW EXCLUSIVE MODE")
+    );
 
     // ---- the job queue ----
 

@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use crate::pages::*;
 use crate::queries::*;
 use crate::records::*;
+use crate::roles::*;
 use crate::tokens::*;
 use crate::{db_error, new_id, now_ms, StoreError};
 
@@ -73,6 +74,7 @@ impl SqliteBackend {
 
     shared_queries!(sqlx::Sqlite);
     token_queries!();
+    role_queries!(sqlx::Sqlite, None);
 
     // ---- the job queue ----
 
