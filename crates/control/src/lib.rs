@@ -7,6 +7,7 @@
 //! stored goes through `abode-store`.
 
 mod archive;
+pub mod authz;
 mod error;
 mod hashing;
 mod identity;
