@@ -11,6 +11,7 @@ mod agents;
 mod archive;
 mod audit;
 mod builds;
+pub mod authz;
 mod error;
 mod hashing;
 mod held;

@@ -25,6 +25,7 @@ mod held;
 mod pages;
 mod postgres;
 mod records;
+mod roles;
 mod sqlite;
 mod templates;
 mod tokens;
@@ -38,6 +39,7 @@ pub use pages::{
     MAX_PAGE_SIZE,
 };
 pub use records::*;
+pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 pub use tokens::{NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 
 /// Why a storage operation failed.
@@ -324,6 +326,19 @@ storage_interface! {
     fn record_audit(&self, event: &NewAuditEvent) -> ();
     /// Newest first, one page.
     fn list_audit(&self, filter: &AuditFilter) -> Page<AuditEvent>;
+}
+
+// Roles: a set per user (roles.rs). A change the rules refuse (the last
+// owner losing `owner`, an empty set) is the inner `Err`, decided in the
+// transaction that writes it.
+storage_interface! {
+    /// The user's roles; empty for a user without any (or an unknown id).
+    fn roles_of(&self, user_id: &str) -> Roles;
+    /// Replaces the user's roles. `NotFound("user")` if there is no such user.
+    fn set_roles(&self, user_id: &str, roles: &Roles) -> Result<RoleChange, RoleRefusal>;
+    /// Adds `add` and removes `remove` (a role in both stays held).
+    /// `NotFound("user")` if there is no such user.
+    fn change_roles(&self, user_id: &str, add: &Roles, remove: &Roles) -> Result<RoleChange, RoleRefusal>;
 }
 
 /// Milliseconds since the Unix epoch, the unit every stored time uses.

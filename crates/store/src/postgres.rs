@@ -16,6 +16,7 @@ use crate::held::*;
 use crate::pages::*;
 use crate::records::*;
 use crate::templates::*;
+use crate::roles::*;
 use crate::tokens::*;
 use crate::users::*;
 use crate::workspaces::*;
@@ -85,6 +86,11 @@ impl PostgresBackend {
     held_queries!();
     agent_queries!();
     audit_queries!(sqlx::Postgres);
+    // Role changes wait for each other: each counts the owners left.
+    role_queries!(
+        sqlx::Postgres,
+        Some("LOCK TABLE user_roles IN SHARE ROW EXCLUSIVE MODE")
+    );
 
     // ---- the job queue ----
 

@@ -21,6 +21,7 @@ use crate::held::*;
 use crate::pages::*;
 use crate::records::*;
 use crate::templates::*;
+use crate::roles::*;
 use crate::tokens::*;
 use crate::users::*;
 use crate::workspaces::*;
@@ -86,6 +87,7 @@ impl SqliteBackend {
     held_queries!();
     agent_queries!();
     audit_queries!(sqlx::Sqlite);
+    role_queries!(sqlx::Sqlite, None);
 
     // ---- the job queue ----
 

@@ -1,0 +1,768 @@
+//! Authorization in one place: who may do what, to whose objects.
+//!
+//! Every request the API serves names an [`Action`]; [`authorize`] answers it
+//! for a [`Subject`] (a user with a set of roles, or a part of the system)
+//! and the owner of the object acted on, from one table, [`POLICY`]. A grant
+//! is for the actor's `Own` objects or for `Any` object (which includes their
+//! own and objects nobody owns, such as templates). Nothing else in the
+//! control plane compares roles: a new role or a new action is a change to
+//! this table, and its tests say the whole matrix.
+//!
+//! Reading a workspace and acting on it are different actions: a
+//! template-admin or an auditor reads every workspace, while acting on other
+//! people's workspaces is the owner's (as in Coder).
+//!
+//! Roles hold exactly what they say: `member` is a role like the others, so
+//! an account that only audits (`auditor` alone) changes nothing, and a person
+//! who audits and has workspaces holds `auditor` and `member`. What every
+//! signed-in user may do whatever their roles (their own session and tokens,
+//! their own audit events, reading templates) is granted to [`Grantee::AnyUser`].
+//!
+//! System actors act for the system on any workspace, each within its job:
+//! the `scheduler` (autostart, autostop, dormancy, autodelete) starts, stops,
+//! updates and deletes; `prebuilds` also creates (prebuilt workspaces); the
+//! `server` cancels (a held build's expiry, a build a dead server left
+//! behind). None of them confirms a held plan, releases a protection, orphans
+//! a workspace, reads its state, or touches templates, users or the audit
+//! log: those stay decisions of a person.
+//!
+//! Which credentials reach which subject is the API's business: agent tokens
+//! authenticate the agent routes only and are no subject here; the routes
+//! before login (`/health`, `/users/first`, `/login`) need none.
+
+use std::fmt;
+
+pub use abode_store::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
+
+pub use abode_store::SystemActor;
+
+use crate::ControlError;
+
+/// Everything a subject can ask to do through the API (or, for system
+/// actors, from inside the server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Action {
+    // ---- one's own account ----
+    /// `GET /users/me`.
+    UserReadSelf,
+    /// `POST /logout`: end the session the request carries.
+    SessionLogout,
+    /// `POST /tokens`.
+    TokenCreate,
+    /// `GET /tokens`.
+    TokenList,
+    /// `DELETE /tokens/{name}`.
+    TokenRevoke,
+
+    // ---- users ----
+    /// `GET /users`.
+    UserList,
+    /// `POST /users` (with roles other than `member`, also
+    /// [`Action::UserChangeRoles`]: see [`authorize_user_create`]).
+    UserCreate,
+    /// Changing anyone's roles (`abode users roles`).
+    UserChangeRoles,
+
+    // ---- templates (nobody owns a template) ----
+    /// A template, its list, its versions.
+    TemplateRead,
+    /// `POST /templates/{name}/versions`.
+    TemplatePush,
+    /// `POST /templates/{name}/versions/{n}/activate`.
+    TemplateActivate,
+
+    // ---- workspaces ----
+    /// A workspace's status, builds, logs and remembered protections.
+    WorkspaceRead,
+    /// A new workspace (own: for oneself).
+    WorkspaceCreate,
+    /// A `start` build at the workspace's version.
+    WorkspaceStart,
+    /// A `stop` build.
+    WorkspaceStop,
+    /// A `start` build at another version (`update`, `template_version`).
+    WorkspaceUpdate,
+    /// A `delete` build.
+    WorkspaceDelete,
+    /// Canceling a pending, running or held build.
+    BuildCancel,
+    /// Confirming a held build's saved plan.
+    BuildConfirm,
+    /// Releasing a remembered protection.
+    ProtectionRelease,
+    /// Removing a workspace without running Terraform.
+    WorkspaceOrphan,
+    /// Reading the Terraform state (it holds every secret of the workspace).
+    WorkspaceStateRead,
+
+    // ---- audit ----
+    /// The audit log (own: events about one's workspaces, logins, tokens).
+    AuditRead,
+}
+
+impl Action {
+    /// Every action, in declaration order.
+    pub const ALL: [Action; 23] = [
+        Action::UserReadSelf,
+        Action::SessionLogout,
+        Action::TokenCreate,
+        Action::TokenList,
+        Action::TokenRevoke,
+        Action::UserList,
+        Action::UserCreate,
+        Action::UserChangeRoles,
+        Action::TemplateRead,
+        Action::TemplatePush,
+        Action::TemplateActivate,
+        Action::WorkspaceRead,
+        Action::WorkspaceCreate,
+        Action::WorkspaceStart,
+        Action::WorkspaceStop,
+        Action::WorkspaceUpdate,
+        Action::WorkspaceDelete,
+        Action::BuildCancel,
+        Action::BuildConfirm,
+        Action::ProtectionRelease,
+        Action::WorkspaceOrphan,
+        Action::WorkspaceStateRead,
+        Action::AuditRead,
+    ];
+
+    /// A stable name (logs, messages, tests).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::UserReadSelf => "user.read_self",
+            Action::SessionLogout => "session.logout",
+            Action::TokenCreate => "token.create",
+            Action::TokenList => "token.list",
+            Action::TokenRevoke => "token.revoke",
+            Action::UserList => "user.list",
+            Action::UserCreate => "user.create",
+            Action::UserChangeRoles => "user.change_roles",
+            Action::TemplateRead => "template.read",
+            Action::TemplatePush => "template.push",
+            Action::TemplateActivate => "template.activate",
+            Action::WorkspaceRead => "workspace.read",
+            Action::WorkspaceCreate => "workspace.create",
+            Action::WorkspaceStart => "workspace.start",
+            Action::WorkspaceStop => "workspace.stop",
+            Action::WorkspaceUpdate => "workspace.update",
+            Action::WorkspaceDelete => "workspace.delete",
+            Action::BuildCancel => "build.cancel",
+            Action::BuildConfirm => "build.confirm",
+            Action::ProtectionRelease => "protection.release",
+            Action::WorkspaceOrphan => "workspace.orphan",
+            Action::WorkspaceStateRead => "workspace.state_read",
+            Action::AuditRead => "audit.read",
+        }
+    }
+
+    /// What a refusal says: (verb phrase, its object, the object in plural).
+    fn wording(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Action::UserReadSelf => ("read", "a user's account", "accounts"),
+            Action::SessionLogout => ("end", "a session", "sessions"),
+            Action::TokenCreate => ("create", "an API token", "API tokens"),
+            Action::TokenList => ("list", "API tokens", "API tokens"),
+            Action::TokenRevoke => ("revoke", "an API token", "API tokens"),
+            Action::UserList => ("list", "users", "users"),
+            Action::UserCreate => ("create", "users", "users"),
+            Action::UserChangeRoles => ("change", "users' roles", "roles"),
+            Action::TemplateRead => ("read", "templates", "templates"),
+            Action::TemplatePush => ("push", "templates", "templates"),
+            Action::TemplateActivate => ("activate", "template versions", "template versions"),
+            Action::WorkspaceRead => ("read", "a workspace", "workspaces"),
+            Action::WorkspaceCreate => ("create", "a workspace", "workspaces"),
+            Action::WorkspaceStart => ("start", "a workspace", "workspaces"),
+            Action::WorkspaceStop => ("stop", "a workspace", "workspaces"),
+            Action::WorkspaceUpdate => ("update", "a workspace", "workspaces"),
+            Action::WorkspaceDelete => ("delete", "a workspace", "workspaces"),
+            Action::BuildCancel => ("cancel", "a build", "builds"),
+            Action::BuildConfirm => ("confirm", "a held build", "held builds"),
+            Action::ProtectionRelease => ("release", "a protection", "protections"),
+            Action::WorkspaceOrphan => ("remove without Terraform", "a workspace", "workspaces"),
+            Action::WorkspaceStateRead => {
+                ("read the Terraform state of", "a workspace", "workspaces")
+            }
+            Action::AuditRead => ("read", "the audit log", "audit events"),
+        }
+    }
+
+    /// Whether the action's objects belong to someone (a workspace, a
+    /// token), so that "own" means something; templates and the user list
+    /// belong to nobody.
+    fn has_owner(self) -> bool {
+        !matches!(
+            self,
+            Action::UserList
+                | Action::UserCreate
+                | Action::UserChangeRoles
+                | Action::TemplateRead
+                | Action::TemplatePush
+                | Action::TemplateActivate
+        )
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whose objects a grant covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Objects the actor owns.
+    Own,
+    /// Any object: the actor's, other people's, and those nobody owns.
+    Any,
+}
+
+/// Who asks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Subject {
+    /// A signed-in user: their id (what "own" compares with an object's
+    /// owner id) and their roles.
+    User {
+        id: String,
+        roles: Roles,
+    },
+    System(SystemActor),
+}
+
+impl Subject {
+    pub fn user(id: impl Into<String>, roles: Roles) -> Subject {
+        Subject::User {
+            id: id.into(),
+            roles,
+        }
+    }
+}
+
+/// Whom a row of [`POLICY`] grants to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grantee {
+    /// Users holding this role.
+    Role(Role),
+    /// Every signed-in user, whatever their roles.
+    AnyUser,
+    System(SystemActor),
+}
+
+impl Grantee {
+    fn covers(self, subject: &Subject) -> bool {
+        match (self, subject) {
+            (Grantee::Role(role), Subject::User { roles, .. }) => roles.contains(role),
+            (Grantee::AnyUser, Subject::User { .. }) => true,
+            (Grantee::System(actor), Subject::System(asking)) => actor == *asking,
+            _ => false,
+        }
+    }
+}
+
+/// One row of the policy: `who` may do each of `actions` on objects within
+/// `scope`.
+#[derive(Debug, Clone, Copy)]
+pub struct Grant {
+    pub who: Grantee,
+    pub scope: Scope,
+    pub actions: &'static [Action],
+}
+
+use Action::*;
+
+/// Member's workspace actions, which owners have on anyone's.
+const OWN_WORKSPACES: &[Action] = &[
+    WorkspaceRead,
+    WorkspaceCreate,
+    WorkspaceStart,
+    WorkspaceStop,
+    WorkspaceUpdate,
+    WorkspaceDelete,
+    BuildCancel,
+    BuildConfirm,
+];
+
+/// The whole policy. A subject may do an action on an object when a row
+/// whose grantee covers the subject lists the action with scope `Any`, or
+/// with scope `Own` and the object is the subject's.
+pub const POLICY: &[Grant] = &[
+    // owner: everything, on anyone's objects.
+    Grant {
+        who: Grantee::Role(Role::Owner),
+        scope: Scope::Any,
+        actions: &Action::ALL,
+    },
+    // template-admin: templates, and reading every workspace; acting on other
+    // people's workspaces is the owner's. Releasing a protection stays theirs
+    // on their own workspaces (members may not: a release is the way around
+    // the guard).
+    Grant {
+        who: Grantee::Role(Role::TemplateAdmin),
+        scope: Scope::Any,
+        actions: &[TemplatePush, TemplateActivate, WorkspaceRead],
+    },
+    Grant {
+        who: Grantee::Role(Role::TemplateAdmin),
+        scope: Scope::Own,
+        actions: &[ProtectionRelease],
+    },
+    // user-admin: manages users, not templates (and grants no role but
+    // member: see authorize_user_create).
+    Grant {
+        who: Grantee::Role(Role::UserAdmin),
+        scope: Scope::Any,
+        actions: &[UserList, UserCreate],
+    },
+    // auditor: reads the audit log and every workspace's status and builds;
+    // changes nothing.
+    Grant {
+        who: Grantee::Role(Role::Auditor),
+        scope: Scope::Any,
+        actions: &[AuditRead, WorkspaceRead],
+    },
+    // member: their own workspaces.
+    Grant {
+        who: Grantee::Role(Role::Member),
+        scope: Scope::Own,
+        actions: OWN_WORKSPACES,
+    },
+    // every signed-in user: their own account, sessions, tokens and audit
+    // events; the templates there are to choose from.
+    Grant {
+        who: Grantee::AnyUser,
+        scope: Scope::Own,
+        actions: &[
+            UserReadSelf,
+            SessionLogout,
+            TokenCreate,
+            TokenList,
+            TokenRevoke,
+            AuditRead,
+        ],
+    },
+    Grant {
+        who: Grantee::AnyUser,
+        scope: Scope::Any,
+        actions: &[TemplateRead],
+    },
+    // The system, on any workspace, each part within its job.
+    Grant {
+        who: Grantee::System(SystemActor::Scheduler),
+        scope: Scope::Any,
+        actions: &[
+            WorkspaceRead,
+            WorkspaceStart,
+            WorkspaceStop,
+            WorkspaceUpdate,
+            WorkspaceDelete,
+        ],
+    },
+    Grant {
+        who: Grantee::System(SystemActor::Prebuilds),
+        scope: Scope::Any,
+        actions: &[
+            WorkspaceRead,
+            WorkspaceCreate,
+            WorkspaceStart,
+            WorkspaceStop,
+            WorkspaceUpdate,
+            WorkspaceDelete,
+        ],
+    },
+    Grant {
+        who: Grantee::System(SystemActor::Server),
+        scope: Scope::Any,
+        actions: &[WorkspaceRead, BuildCancel],
+    },
+];
+
+/// A refusal, with the one line that says why (and what would allow it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Denied {
+    pub action: Action,
+    pub reason: String,
+}
+
+impl From<Denied> for ControlError {
+    fn from(denied: Denied) -> Self {
+        ControlError::Forbidden(denied.reason)
+    }
+}
+
+/// Whether `actor` may do `action` on an object owned by the user whose id is
+/// `object_owner`. `None` is an object nobody owns (a template) or a request
+/// that covers everyone's objects (every workspace, the whole audit log):
+/// only an `Any` grant allows it.
+pub fn authorize(
+    actor: &Subject,
+    action: Action,
+    object_owner: Option<&str>,
+) -> Result<(), Denied> {
+    let own = match (actor, object_owner) {
+        (Subject::User { id, .. }, Some(owner)) => id == owner,
+        _ => false,
+    };
+    let needed = if own { Scope::Own } else { Scope::Any };
+    if grants(actor, action, needed) {
+        return Ok(());
+    }
+    Err(Denied {
+        action,
+        reason: refusal(actor, action, needed, object_owner.is_some()),
+    })
+}
+
+/// The widest scope `actor` holds for `action`, if any: how a list decides
+/// between everyone's rows (`Any`), the actor's (`Own`) and a refusal.
+pub fn widest_scope(actor: &Subject, action: Action) -> Option<Scope> {
+    if grants(actor, action, Scope::Any) {
+        Some(Scope::Any)
+    } else if grants(actor, action, Scope::Own) {
+        Some(Scope::Own)
+    } else {
+        None
+    }
+}
+
+/// Whether `actor` may create a user holding `roles`: user-admins create
+/// members; any other role is granted only by those who may change roles
+/// (owners), so that nobody hands out more than they could themselves.
+pub fn authorize_user_create(actor: &Subject, roles: &Roles) -> Result<(), Denied> {
+    authorize(actor, Action::UserCreate, None)?;
+    if *roles == Roles::from([Role::Member]) {
+        return Ok(());
+    }
+    authorize(actor, Action::UserChangeRoles, None).map_err(|_| Denied {
+        action: Action::UserCreate,
+        reason: format!(
+            "creating a user with roles other than member (here: {roles}) needs the owner role; {}",
+            held_by(actor)
+        ),
+    })
+}
+
+/// Whether a row covering `actor` grants `action` for objects of `needed`.
+fn grants(actor: &Subject, action: Action, needed: Scope) -> bool {
+    POLICY.iter().any(|grant| {
+        grant.who.covers(actor)
+            && grant.actions.contains(&action)
+            && (grant.scope == Scope::Any || needed == Scope::Own)
+    })
+}
+
+fn held_by(actor: &Subject) -> String {
+    match actor {
+        Subject::User { roles, .. } => format!("your roles: {roles}"),
+        Subject::System(system) => format!("the {system} acts for the system"),
+    }
+}
+
+fn refusal(actor: &Subject, action: Action, needed: Scope, has_object_owner: bool) -> String {
+    let (verb, object, plural) = action.wording();
+    let what = match (needed, action.has_owner(), has_object_owner) {
+        (Scope::Any, true, true) => format!("{verb} {object} that is not yours"),
+        (Scope::Any, true, false) => format!("{verb} other users' {plural}"),
+        _ => format!("{verb} {object}"),
+    };
+    match actor {
+        Subject::System(system) => format!("the {system} may not {verb} {object}"),
+        Subject::User { .. } => {
+            let allowing: Vec<&str> = Role::ALL
+                .into_iter()
+                .filter(|role| {
+                    let holder = Subject::user("", Roles::from([*role]));
+                    grants(&holder, action, needed)
+                })
+                .map(Role::as_str)
+                .collect();
+            let needs = match allowing.as_slice() {
+                [] => "no role allows it".to_string(),
+                [one] => format!("that needs the {one} role"),
+                many => format!("that needs one of the roles {}", many.join(", ")),
+            };
+            format!("you may not {what}: {needs} ({})", held_by(actor))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// Columns of the expectation strings, in this order.
+    const ROLES: [Role; 5] = [
+        Role::Owner,
+        Role::TemplateAdmin,
+        Role::UserAdmin,
+        Role::Auditor,
+        Role::Member,
+    ];
+
+    /// The matrix, written by hand from the words and not from
+    /// POLICY: for each action, which single-role user may do it on their own
+    /// object and on someone else's (or everyone's), one character per role
+    /// in the order of ROLES: `y` allowed, `.` refused.
+    ///
+    ///                          own      other's
+    ///                          OTUAM    OTUAM
+    const EXPECTED: &[(Action, &str, &str)] = &[
+        (Action::UserReadSelf, "yyyyy", "y...."),
+        (Action::SessionLogout, "yyyyy", "y...."),
+        (Action::TokenCreate, "yyyyy", "y...."),
+        (Action::TokenList, "yyyyy", "y...."),
+        (Action::TokenRevoke, "yyyyy", "y...."),
+        (Action::UserList, "y.y..", "y.y.."),
+        (Action::UserCreate, "y.y..", "y.y.."),
+        (Action::UserChangeRoles, "y....", "y...."),
+        (Action::TemplateRead, "yyyyy", "yyyyy"),
+        (Action::TemplatePush, "yy...", "yy..."),
+        (Action::TemplateActivate, "yy...", "yy..."),
+        (Action::WorkspaceRead, "yy.yy", "yy.y."),
+        (Action::WorkspaceCreate, "y...y", "y...."),
+        (Action::WorkspaceStart, "y...y", "y...."),
+        (Action::WorkspaceStop, "y...y", "y...."),
+        (Action::WorkspaceUpdate, "y...y", "y...."),
+        (Action::WorkspaceDelete, "y...y", "y...."),
+        (Action::BuildCancel, "y...y", "y...."),
+        (Action::BuildConfirm, "y...y", "y...."),
+        (Action::ProtectionRelease, "yy...", "y...."),
+        (Action::WorkspaceOrphan, "y....", "y...."),
+        (Action::WorkspaceStateRead, "y....", "y...."),
+        (Action::AuditRead, "yyyyy", "y..y."),
+    ];
+
+    /// What each system actor may do (on any workspace), by hand as well.
+    /// Columns: scheduler, prebuilds, server.
+    const EXPECTED_SYSTEM: &[(Action, &str)] = &[
+        (Action::WorkspaceRead, "yyy"),
+        (Action::WorkspaceCreate, ".y."),
+        (Action::WorkspaceStart, "yy."),
+        (Action::WorkspaceStop, "yy."),
+        (Action::WorkspaceUpdate, "yy."),
+        (Action::WorkspaceDelete, "yy."),
+        (Action::BuildCancel, "..y"),
+    ];
+
+    fn allowed(flags: &str, column: usize) -> bool {
+        match flags.as_bytes().get(column) {
+            Some(b'y') => true,
+            Some(b'.') => false,
+            other => panic!("bad flag {other:?} in {flags:?}"),
+        }
+    }
+
+    #[test]
+    fn the_expectation_tables_cover_every_action_once() {
+        let listed: Vec<Action> = EXPECTED.iter().map(|(action, _, _)| *action).collect();
+        assert_eq!(listed, Action::ALL.to_vec());
+        for (action, _) in EXPECTED_SYSTEM {
+            assert_eq!(
+                EXPECTED_SYSTEM.iter().filter(|(a, _)| a == action).count(),
+                1,
+                "{action}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_role_on_every_action_own_and_others() {
+        for (action, own, others) in EXPECTED {
+            for (column, role) in ROLES.into_iter().enumerate() {
+                let alice = Subject::user("alice-id", Roles::from([role]));
+                let cases = [
+                    ("own", Some("alice-id"), allowed(own, column)),
+                    ("another's", Some("bob-id"), allowed(others, column)),
+                ];
+                for (whose, owner, expected) in cases {
+                    let answer = authorize(&alice, *action, owner);
+                    assert_eq!(
+                        answer.is_ok(),
+                        expected,
+                        "{role} doing {action} on {whose}: {answer:?}"
+                    );
+                }
+                // Everyone's (a list of all, or an object nobody owns) is
+                // what "another's" needs.
+                assert_eq!(
+                    authorize(&alice, *action, None).is_ok(),
+                    allowed(others, column),
+                    "{role} doing {action} on everyone's"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn system_actors_act_on_any_workspace_within_their_job_only() {
+        for action in Action::ALL {
+            let flags = EXPECTED_SYSTEM
+                .iter()
+                .find(|(listed, _)| *listed == action)
+                .map_or("...", |(_, flags)| *flags);
+            for (column, system) in SystemActor::ALL.into_iter().enumerate() {
+                let actor = Subject::System(system);
+                let expected = allowed(flags, column);
+                for owner in [Some("bob-id"), None] {
+                    let answer = authorize(&actor, action, owner);
+                    assert_eq!(
+                        answer.is_ok(),
+                        expected,
+                        "{system} doing {action}: {answer:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn roles_add_up_and_no_role_leaves_only_ones_own_account() {
+        let auditing_member = Subject::user("a", Roles::from([Role::Auditor, Role::Member]));
+        let cases = [
+            (Action::WorkspaceRead, Some("b"), true),
+            (Action::WorkspaceStop, Some("a"), true),
+            (Action::WorkspaceStop, Some("b"), false),
+            (Action::AuditRead, None, true),
+            (Action::TemplatePush, None, false),
+        ];
+        for (action, owner, expected) in cases {
+            assert_eq!(
+                authorize(&auditing_member, action, owner).is_ok(),
+                expected,
+                "auditor+member doing {action} on {owner:?}"
+            );
+        }
+        let nobody = Subject::user("n", Roles::new());
+        for action in Action::ALL {
+            let expected = matches!(
+                action,
+                Action::UserReadSelf
+                    | Action::SessionLogout
+                    | Action::TokenCreate
+                    | Action::TokenList
+                    | Action::TokenRevoke
+                    | Action::AuditRead
+                    | Action::TemplateRead
+            );
+            assert_eq!(
+                authorize(&nobody, action, Some("n")).is_ok(),
+                expected,
+                "{action}"
+            );
+        }
+    }
+
+    #[test]
+    fn lists_get_the_widest_scope_held() {
+        let cases = [
+            (Role::Owner, Action::WorkspaceRead, Some(Scope::Any)),
+            (Role::TemplateAdmin, Action::WorkspaceRead, Some(Scope::Any)),
+            (Role::Auditor, Action::WorkspaceRead, Some(Scope::Any)),
+            (Role::Member, Action::WorkspaceRead, Some(Scope::Own)),
+            (Role::UserAdmin, Action::WorkspaceRead, None),
+            (Role::Auditor, Action::AuditRead, Some(Scope::Any)),
+            (Role::TemplateAdmin, Action::AuditRead, Some(Scope::Own)),
+            (Role::Member, Action::UserList, None),
+        ];
+        for (role, action, expected) in cases {
+            let actor = Subject::user("x", Roles::from([role]));
+            assert_eq!(widest_scope(&actor, action), expected, "{role} {action}");
+        }
+    }
+
+    #[test]
+    fn only_owners_create_users_with_more_than_member() {
+        let member = Roles::from([Role::Member]);
+        let auditor = Roles::from([Role::Auditor, Role::Member]);
+        // (creator's role, new user's roles, allowed)
+        let cases = [
+            (Role::Owner, &member, true),
+            (Role::Owner, &auditor, true),
+            (Role::UserAdmin, &member, true),
+            (Role::UserAdmin, &auditor, false),
+            (Role::TemplateAdmin, &member, false),
+            (Role::Member, &member, false),
+        ];
+        for (creator, roles, expected) in cases {
+            let actor = Subject::user("c", Roles::from([creator]));
+            let answer = authorize_user_create(&actor, roles);
+            assert_eq!(
+                answer.is_ok(),
+                expected,
+                "{creator} creating {roles}: {answer:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn refusals_say_in_one_line_what_would_allow_it() {
+        let member = Subject::user("m", Roles::from([Role::Member]));
+        let auditor = Subject::user("a", Roles::from([Role::Auditor]));
+        let cases = [
+            (
+                authorize(&member, Action::WorkspaceStop, Some("other")),
+                "you may not stop a workspace that is not yours: that needs the owner role (your roles: member)",
+            ),
+            (
+                authorize(&member, Action::WorkspaceRead, None),
+                "you may not read other users' workspaces: that needs one of the roles owner, template-admin, auditor (your roles: member)",
+            ),
+            (
+                authorize(&auditor, Action::WorkspaceStop, Some("a")),
+                "you may not stop a workspace: that needs one of the roles owner, member (your roles: auditor)",
+            ),
+            (
+                authorize(&member, Action::TemplatePush, None),
+                "you may not push templates: that needs one of the roles owner, template-admin (your roles: member)",
+            ),
+            (
+                authorize(
+                    &Subject::System(SystemActor::Scheduler),
+                    Action::BuildConfirm,
+                    Some("other"),
+                ),
+                "the scheduler may not confirm a held build",
+            ),
+            (
+                authorize_user_create(
+                    &Subject::user("u", Roles::from([Role::UserAdmin])),
+                    &Roles::from([Role::Owner]),
+                ),
+                "creating a user with roles other than member (here: owner) needs the owner role; your roles: user-admin",
+            ),
+        ];
+        for (answer, expected) in cases {
+            let denied = answer.unwrap_err();
+            assert_eq!(denied.to_string(), expected);
+            assert!(!denied.reason.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn a_refusal_is_a_forbidden_answer() {
+        let denied = authorize(
+            &Subject::user("m", Roles::from([Role::Member])),
+            Action::UserList,
+            None,
+        )
+        .unwrap_err();
+        assert!(matches!(
+            ControlError::from(denied),
+            ControlError::Forbidden(message) if message.starts_with("you may not list users")
+        ));
+    }
+
+    #[test]
+    fn the_last_owner_keeps_the_owner_role() {
+        let owner = Roles::from([Role::Owner, Role::Member]);
+        let member = Roles::from([Role::Member]);
+        assert_eq!(
+            check_role_change(&owner, &member, 1),
+            Err(RoleRefusal::LastOwner)
+        );
+        assert_eq!(check_role_change(&owner, &member, 2), Ok(()));
+    }
+}
