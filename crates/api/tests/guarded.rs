@@ -265,7 +265,7 @@ async fn a_replaced_protected_resource_waits_for_a_confirmation_of_that_exact_pl
     for expected in [
         "build.confirm success alice",
         "build.confirm failure alice",
-        "build.held success -",
+        "build.held success server",
         "build.start success alice",
         "template.push success alice",
         "token.create success alice",
@@ -322,7 +322,7 @@ async fn a_blocked_change_fails_before_apply_and_can_never_be_confirmed() {
         .contains("can never be confirmed"));
     assert!(actions(&harness, &token)
         .await
-        .contains(&"build.blocked success -".to_string()));
+        .contains(&"build.blocked success server".to_string()));
 
     // Releasing the protection (on the record) lets the same update through.
     let (status, _) = harness

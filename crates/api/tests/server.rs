@@ -33,7 +33,7 @@ async fn workspace_lifecycle_runs_real_terraform_and_keeps_state() {
         .await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["build"]["number"], 1);
-    assert_eq!(body["build"]["reason"], "create");
+    assert_eq!(body["build"]["reason"], "initiator");
 
     let build = harness.wait_build(&token, "dev", 1).await;
     assert_eq!(build["status"], "succeeded", "{build}");
@@ -150,7 +150,7 @@ async fn workspace_lifecycle_runs_real_terraform_and_keeps_state() {
             body["build"]["reason"].as_str(),
             body["build"]["template_version"].as_i64()
         ),
-        (Some("update"), Some(2))
+        (Some("initiator"), Some(2))
     );
     assert_eq!(
         harness.wait_build(&token, "dev", 3).await["status"],

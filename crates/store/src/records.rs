@@ -284,9 +284,9 @@ pub enum SystemActor {
 
 impl SystemActor {
     pub const ALL: [SystemActor; 3] = [
-        SystemActor::Server,
         SystemActor::Scheduler,
         SystemActor::Prebuilds,
+        SystemActor::Server,
     ];
 
     /// The reserved username.
