@@ -349,7 +349,9 @@ fn a_held_build_survives_a_crash_and_its_confirmed_apply_survives_another() {
     no_terraform_left(&platform);
 
     // The replacement reached the stored state: a start on version 2 plans no
-    // replacement (no hold) and runs nothing again.
-    platform.run(&["start", "dev"]).ok();
+    // replacement (no hold) and runs nothing again. (The interrupted build
+    // ended failed, so the workspace is still on version 1 until a build of
+    // version 2 succeeds: the update asks for version 2.)
+    platform.run(&["update", "dev"]).ok();
     assert_eq!(ledger_lines(&ledger), applied);
 }

@@ -36,20 +36,16 @@ impl Control {
         caller: &Caller,
         query: &AuditQuery,
     ) -> Result<Page<AuditEvent>, ControlError> {
-        let target = match &query.workspace {
-            Some(reference) => {
-                let workspace = self.resolve_workspace(caller, reference).await?;
-                Some(format!("{}/{}", workspace.owner_name, workspace.name))
-            }
+        let workspace_id = match &query.workspace {
+            Some(reference) => Some(self.resolve_workspace(caller, reference).await?.id),
             None => None,
         };
-        let visible_to = (!caller.is_admin())
-            .then(|| (format!("{}/", caller.user.username), caller.user.id.clone()));
+        let visible_to = (!caller.is_admin()).then(|| caller.user.id.clone());
         Ok(self
             .inner
             .store
             .list_audit(&AuditFilter {
-                target,
+                workspace_id,
                 visible_to,
                 any_target: query.target.clone(),
                 actor: query.actor.clone(),
@@ -65,7 +61,7 @@ impl Control {
     /// An audit event of the server's own doing about a build; its actor
     /// is the `server` system actor.
     pub(crate) async fn audit_system(&self, action: &str, build: &Build, details: Option<String>) {
-        let event = audit_event(
+        let mut event = audit_event(
             None,
             None,
             action,
@@ -74,6 +70,7 @@ impl Control {
             "success",
             details,
         );
+        event.workspace_id = Some(build.workspace_id.clone());
         self.record_as(&Actor::System(SystemActor::Server), event)
             .await;
     }
@@ -95,7 +92,7 @@ impl Control {
         request_id: Option<String>,
         build: &Build,
     ) {
-        let event = audit_event(
+        let mut event = audit_event(
             actor.user(),
             request_id,
             "build.start",
@@ -107,7 +104,34 @@ impl Control {
                 build.number, build.transition, build.reason, build.template_version
             )),
         );
+        event.workspace_id = Some(build.workspace_id.clone());
         self.record_as(actor, event).await;
+    }
+
+    /// Records what a person did to a workspace, referring to it by id (its
+    /// history follows it through renames and transfers).
+    pub(crate) async fn audit_workspace(
+        &self,
+        caller: &Caller,
+        workspace_id: &str,
+        action: &str,
+        target: &str,
+        outcome: &str,
+        details: Option<String>,
+    ) {
+        let mut event = audit_event(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            action,
+            "workspace",
+            target,
+            outcome,
+            details,
+        );
+        event.workspace_id = Some(workspace_id.to_string());
+        if let Err(error) = self.inner.store.record_audit(&event).await {
+            tracing::error!(%error, action, "cannot record an audit event");
+        }
     }
 
     /// Records an audit event; a failure to record is logged, not fatal, so
@@ -159,5 +183,6 @@ pub(crate) fn audit_event(
         outcome: outcome.into(),
         request_id,
         details,
+        workspace_id: None,
     }
 }

@@ -411,11 +411,10 @@ impl Control {
                 }
             }
         }
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
+        self.audit_workspace(
+            caller,
+            &build.workspace_id,
             "build.cancel",
-            "workspace",
             &format!("{}/{}", build.owner_name, build.workspace_name),
             "success",
             Some(format!("build={}", build.number)),

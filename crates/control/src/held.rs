@@ -84,7 +84,7 @@ impl Control {
                     "the workspace changed since this plan was made; start the build again".into(),
                 ));
             }
-            let audit = audit_event(
+            let mut audit = audit_event(
                 Some(&caller.user),
                 caller.request_id.clone(),
                 "build.confirm",
@@ -93,6 +93,7 @@ impl Control {
                 "success",
                 Some(format!("build={} digest={}", build.number, saved.digest)),
             );
+            audit.workspace_id = Some(build.workspace_id.clone());
             if !self
                 .inner
                 .store
@@ -123,11 +124,10 @@ impl Control {
                 Ok(self.inner.store.build_by_id(&build.id).await?)
             }
             Err(error) => {
-                self.audit(
-                    Some(&caller.user),
-                    caller.request_id.clone(),
+                self.audit_workspace(
+                    caller,
+                    &build.workspace_id,
                     "build.confirm",
-                    "workspace",
                     &target,
                     "failure",
                     Some(format!(
@@ -262,11 +262,10 @@ impl Control {
                 .await,
             || format!("workspace \"{reference}\" does not remember a protection of {address}"),
         )?;
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
+        self.audit_workspace(
+            caller,
+            &workspace.id,
             "protection.release",
-            "workspace",
             &format!("{}/{}", workspace.owner_name, workspace.name),
             "success",
             Some(format!(

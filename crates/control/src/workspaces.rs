@@ -301,11 +301,10 @@ impl Control {
             .store
             .mark_workspace_deleted(&workspace.id)
             .await?;
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
+        self.audit_workspace(
+            caller,
+            &workspace.id,
             "workspace.orphan",
-            "workspace",
             &target,
             "success",
             Some(format!("resources={}", resources.len())),
@@ -341,11 +340,10 @@ impl Control {
             .ok_or_else(|| {
                 ControlError::NotFound(format!("workspace \"{target}\" has no stored state"))
             })?;
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
+        self.audit_workspace(
+            caller,
+            &workspace.id,
             "workspace.state_read",
-            "workspace",
             &target,
             "success",
             None,

@@ -15,29 +15,29 @@ macro_rules! audit_queries {
         &self,
         filter: &AuditFilter,
     ) -> Result<Page<AuditEvent>, StoreError> {
-        let (prefix, actor) = match &filter.visible_to {
-            Some((prefix, actor)) => (Some(format!("{prefix}%")), Some(actor.clone())),
-            None => (None, None),
-        };
         let before = filter
             .after
             .as_deref()
             .map(|cursor| decode_cursor(AUDIT_CURSOR, cursor, 1).and_then(|key| parse_i64(&key[0])))
             .transpose()?;
         let rows: Vec<AuditEvent> = sqlx::query_as(
-            &sql("SELECT id, time, actor_id, actor_name, action, target_type, target, outcome, \
-             request_id, details FROM audit_events \
-             WHERE (?1 IS NULL OR (target_type = 'workspace' AND target = ?1)) \
-             AND (?2 IS NULL OR (target_type = 'workspace' AND target LIKE ?2) \
-                  OR (target_type != 'workspace' AND actor_id = ?3)) \
-             AND (?4 IS NULL OR target = ?4) AND (?5 IS NULL OR actor_name = ?5) \
-             AND (?6 IS NULL OR action = ?6) AND (?7 IS NULL OR time >= ?7) \
-             AND (?8 IS NULL OR time < ?8) AND (?9 IS NULL OR id < ?9) \
-             ORDER BY id DESC LIMIT ?10"),
+            &sql("SELECT e.id, e.time, e.actor_id, e.actor_name, e.action, e.target_type, \
+             COALESCE(ou.username || '/' || w.name, e.target) AS target, e.outcome, \
+             e.request_id, e.details, e.workspace_id FROM audit_events e \
+             LEFT JOIN workspaces w ON w.id = e.workspace_id \
+             LEFT JOIN users ou ON ou.id = w.owner_id \
+             WHERE (?1 IS NULL OR e.workspace_id = ?1) \
+             AND (?2 IS NULL OR w.owner_id = ?2 \
+                  OR (e.target_type != 'workspace' AND e.actor_id = ?3)) \
+             AND (?4 IS NULL OR e.target = ?4 OR ou.username || '/' || w.name = ?4) \
+             AND (?5 IS NULL OR e.actor_name = ?5) \
+             AND (?6 IS NULL OR e.action = ?6) AND (?7 IS NULL OR e.time >= ?7) \
+             AND (?8 IS NULL OR e.time < ?8) AND (?9 IS NULL OR e.id < ?9) \
+             ORDER BY e.id DESC LIMIT ?10"),
         )
-        .bind(&filter.target)
-        .bind(prefix)
-        .bind(actor)
+        .bind(&filter.workspace_id)
+        .bind(&filter.visible_to)
+        .bind(&filter.visible_to)
         .bind(&filter.any_target)
         .bind(&filter.actor)
         .bind(&filter.action)
@@ -60,7 +60,7 @@ macro_rules! audit_queries {
     ) -> Result<(), StoreError> {
         sqlx::query(
             &sql("INSERT INTO audit_events (time, actor_id, actor_name, action, target_type, target, \
-             outcome, request_id, details) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+             outcome, request_id, details, workspace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
         )
         .bind(now_ms())
         .bind(&event.actor_id)
@@ -71,6 +71,7 @@ macro_rules! audit_queries {
         .bind(&event.outcome)
         .bind(&event.request_id)
         .bind(&event.details)
+        .bind(&event.workspace_id)
         .execute(&mut **tx)
         .await
         .map_err(db_error("audit event"))?;

@@ -234,6 +234,13 @@ storage_interface! {
     /// `owner_id: None` lists every user's workspaces.
     fn list_workspaces(&self, owner_id: Option<&str>, include_deleted: bool) -> Vec<Workspace>;
     fn mark_workspace_deleted(&self, workspace_id: &str) -> ();
+    /// Gives a live workspace a new owner and name (either may stay the
+    /// same), with the build that follows (a prebuild claim's) queued in the
+    /// same transaction. `Conflict("workspace name")` when the new owner
+    /// already has a live workspace of that name; `Conflict("active build")`
+    /// when the workspace has one. Its audit history follows it (events
+    /// refer to the workspace by id).
+    fn transfer_workspace(&self, workspace_id: &str, owner_id: &str, name: &str, build: Option<&NewBuild>) -> (Workspace, Option<Build>);
     /// Workspaces with their latest build, newest finished build and agents,
     /// by owner name, name, creation time.
     fn list_workspace_page(&self, filter: &WorkspaceFilter) -> Page<WorkspaceSummary>;

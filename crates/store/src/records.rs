@@ -460,12 +460,14 @@ pub struct NewProtection {
 /// Which audit events to list.
 #[derive(Debug, Clone, Default)]
 pub struct AuditFilter {
-    /// Only events about this target (e.g. `alice/dev`).
-    pub target: Option<String>,
-    /// Only events about targets starting with this (e.g. `alice/`), or
-    /// whose actor is `actor_id` (a member's own view).
-    pub visible_to: Option<(String, String)>,
-    /// Only events whose target is exactly this, whatever its type.
+    /// Only events about this workspace (by id: its history follows it
+    /// through renames and transfers).
+    pub workspace_id: Option<String>,
+    /// Only events about workspaces this user (an id) owns now, or done by
+    /// them to anything but a workspace (a member's own view).
+    pub visible_to: Option<String>,
+    /// Only events whose target is exactly this, whatever its type (a
+    /// workspace matches by the name it had then or has now).
     pub any_target: Option<String>,
     /// Only events by the user of this name.
     pub actor: Option<String>,
@@ -539,6 +541,9 @@ pub struct AuditEvent {
     pub outcome: String,
     pub request_id: Option<String>,
     pub details: Option<String>,
+    /// The workspace the event is about; `target` is then its current
+    /// `owner/name`.
+    pub workspace_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -551,4 +556,6 @@ pub struct NewAuditEvent {
     pub outcome: String,
     pub request_id: Option<String>,
     pub details: Option<String>,
+    /// The workspace the event is about (when `target_type` is `workspace`).
+    pub workspace_id: Option<String>,
 }

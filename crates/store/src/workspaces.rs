@@ -263,6 +263,49 @@ macro_rules! workspace_queries {
         .map_err(db_error("workspace"))
     }
 
+    pub(crate) async fn transfer_workspace(
+        &self,
+        workspace_id: &str,
+        owner_id: &str,
+        name: &str,
+        build: Option<&NewBuild>,
+    ) -> Result<(Workspace, Option<Build>), StoreError> {
+        let now = now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let moved = sqlx::query(&sql(
+            "UPDATE workspaces SET owner_id = ?, name = ?, updated_at = ? \
+             WHERE id = ? AND deleted = FALSE",
+        ))
+        .bind(owner_id)
+        .bind(name)
+        .bind(now)
+        .bind(workspace_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("workspace name"))?;
+        if moved.rows_affected() == 0 {
+            return Err(StoreError::NotFound("workspace"));
+        }
+        if let Some(build) = build {
+            let number: i64 = sqlx::query(&sql(
+                "SELECT COALESCE(MAX(number), 0) + 1 AS next FROM builds WHERE workspace_id = ?",
+            ))
+            .bind(workspace_id)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_error("build"))?
+            .try_get("next")
+            .map_err(StoreError::Database)?;
+            Self::insert_build(&mut tx, build, number, now).await?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        let build = match build {
+            Some(build) => Some(self.build_by_id(&build.id).await?),
+            None => None,
+        };
+        Ok((self.workspace_by_id(workspace_id).await?, build))
+    }
+
     pub(crate) async fn mark_workspace_deleted(
         &self,
         workspace_id: &str,

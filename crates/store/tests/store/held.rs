@@ -35,6 +35,7 @@ async fn a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise(st
         outcome: "success".into(),
         request_id: None,
         details: Some("digest=d1".into()),
+        workspace_id: Some(workspace.id.clone()),
     };
     let confirmations = || async {
         store
@@ -163,7 +164,10 @@ async fn protections_are_replaced_and_released_and_audit_is_filtered(store: Stor
         ..Default::default()
     };
     store
-        .record_audit(&event("workspace", "alice/dev", None))
+        .record_audit(&NewAuditEvent {
+            workspace_id: Some(workspace.id.clone()),
+            ..event("workspace", "alice/dev", None)
+        })
         .await
         .unwrap();
     store
@@ -201,7 +205,7 @@ async fn protections_are_replaced_and_released_and_audit_is_filtered(store: Stor
     );
     assert_eq!(
         targets(AuditFilter {
-            visible_to: Some(("alice/".into(), user.id.clone())),
+            visible_to: Some(user.id.clone()),
             limit: 10,
             ..Default::default()
         })
@@ -210,12 +214,21 @@ async fn protections_are_replaced_and_released_and_audit_is_filtered(store: Stor
     );
     assert_eq!(
         targets(AuditFilter {
-            target: Some("bob/dev".into()),
+            any_target: Some("bob/dev".into()),
             limit: 10,
             ..Default::default()
         })
         .await,
         vec!["bob/dev"]
+    );
+    assert_eq!(
+        targets(AuditFilter {
+            workspace_id: Some(workspace.id.clone()),
+            limit: 10,
+            ..Default::default()
+        })
+        .await,
+        vec!["alice/dev"]
     );
 }
 

@@ -29,6 +29,138 @@ async fn deleted_workspace_frees_its_name_and_stays_readable(store: Store) {
         .is_empty());
 }
 
+async fn a_workspace_moves_to_another_owner_with_its_history_and_next_build(store: Store) {
+    let (alice, workspace, first) = seeded(&store).await;
+    store
+        .finish_build(&first.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap();
+    let bob = store.create_user(&new_user("bob")).await.unwrap();
+    store
+        .record_audit(&NewAuditEvent {
+            actor_id: Some(alice.id.clone()),
+            actor_name: Some("alice".into()),
+            action: "build.start".into(),
+            target_type: "workspace".into(),
+            target: "alice/dev".into(),
+            outcome: "success".into(),
+            workspace_id: Some(workspace.id.clone()),
+            ..NewAuditEvent::default()
+        })
+        .await
+        .unwrap();
+    // Bob already has a live "mine": the transfer is refused, nothing moves.
+    another_workspace(&store, &bob, &workspace, "mine").await;
+    assert!(matches!(
+        store
+            .transfer_workspace(&workspace.id, &bob.id, "mine", None)
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+    assert_eq!(
+        store.workspace_by_id(&workspace.id).await.unwrap().owner_id,
+        alice.id
+    );
+
+    let claim = NewBuild {
+        initiator_id: bob.id.clone(),
+        reason: BuildReason::PrebuildClaim,
+        ..next_build(&workspace, &alice, "start")
+    };
+    let (moved, build) = store
+        .transfer_workspace(&workspace.id, &bob.id, "claimed", Some(&claim))
+        .await
+        .unwrap();
+    assert_eq!(
+        (moved.owner_name.as_str(), moved.name.as_str()),
+        ("bob", "claimed")
+    );
+    let build = build.unwrap();
+    assert_eq!(
+        (build.number, build.reason),
+        (2, BuildReason::PrebuildClaim)
+    );
+    assert_eq!(build.owner_name, "bob");
+    // The history follows the workspace and shows its name of now.
+    let events = store
+        .list_audit(&AuditFilter {
+            workspace_id: Some(workspace.id.clone()),
+            limit: 10,
+            ..AuditFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(events.items.len(), 1);
+    assert_eq!(events.items[0].target, "bob/claimed");
+    // Bob sees it as his; Alice no longer does.
+    for (viewer, seen) in [(&bob.id, 1), (&alice.id, 0)] {
+        let visible = store
+            .list_audit(&AuditFilter {
+                visible_to: Some(viewer.clone()),
+                limit: 10,
+                ..AuditFilter::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(visible.items.len(), seen);
+    }
+    // One active build at a time holds across a transfer too.
+    assert!(matches!(
+        store
+            .transfer_workspace(
+                &workspace.id,
+                &alice.id,
+                "back",
+                Some(&next_build(&workspace, &alice, "stop"))
+            )
+            .await,
+        Err(StoreError::Conflict(_))
+    ));
+}
+
+async fn a_workspace_moves_to_a_version_only_when_a_build_of_it_succeeds(store: Store) {
+    let (user, workspace, first) = seeded(&store).await;
+    store
+        .finish_build(&first.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap();
+    let (template, _) = store
+        .create_template_version(&NewTemplateVersion {
+            template_name: "base".into(),
+            archive: vec![4, 5, 6],
+            archive_sha256: "def".into(),
+            message: "second".into(),
+            created_by: user.id.clone(),
+            validation_ok: true,
+            validation_message: "ok".into(),
+            activate: true,
+        })
+        .await
+        .unwrap();
+    let second = template.active_version_id.clone().unwrap();
+    let update = |parameters: &str| NewBuild {
+        template_version_id: second.clone(),
+        parameters: Some(parameters.to_string()),
+        ..next_build(&workspace, &user, "start")
+    };
+    for (end, moves) in [
+        (BuildStatus::Canceled, false),
+        (BuildStatus::Failed, false),
+        (BuildStatus::Succeeded, true),
+    ] {
+        let build = store
+            .create_build(&update(r#"{"size":"9"}"#))
+            .await
+            .unwrap();
+        let queued = store.workspace_by_id(&workspace.id).await.unwrap();
+        assert_eq!(queued.template_version_id, workspace.template_version_id);
+        store.finish_build(&build.id, end, None).await.unwrap();
+        let after = store.workspace_by_id(&workspace.id).await.unwrap();
+        assert_eq!(after.template_version_id == second, moves, "{end}");
+        assert_eq!(after.parameters == r#"{"size":"9"}"#, moves, "{end}");
+    }
+}
+
 /// Each behaviour as a test on SQLite and one on PostgreSQL.
 /// A workspace named `name` of `owner` on the template of `like`, whose
 /// build #1 is queued.
@@ -279,4 +411,6 @@ async fn workspace_pages_follow_their_cursor_and_filters(store: Store) {
 on_every_backend!(
     deleted_workspace_frees_its_name_and_stays_readable,
     workspace_pages_follow_their_cursor_and_filters,
+    a_workspace_moves_to_another_owner_with_its_history_and_next_build,
+    a_workspace_moves_to_a_version_only_when_a_build_of_it_succeeds,
 );
