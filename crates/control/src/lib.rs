@@ -11,6 +11,7 @@ mod error;
 mod hashing;
 mod identity;
 pub mod lifecycle;
+pub mod parameters;
 mod provisioner;
 mod recovery;
 mod secrets;
