@@ -666,7 +666,9 @@ mod tests {
 
     #[test]
     fn template_import_is_no_workspace_build() {
-        let cases: &[(&[(&str, &str)], Result<bool, &str>)] = &[
+        // The variables, and whether they make an import (or the error's start).
+        type Case<'a> = (&'a [(&'a str, &'a str)], Result<bool, &'a str>);
+        let cases: &[Case] = &[
             (&[(TEMPLATE_IMPORT, "true")], Ok(true)),
             (&[(TEMPLATE_IMPORT, "false")], Ok(false)),
             (&[(TEMPLATE_IMPORT, "")], Ok(false)),
