@@ -11,7 +11,9 @@
 //! Terraform spelling, `list(string)` as a JSON array of strings.
 //!
 //! Messages name the offending value cut to [`SHOWN_VALUE_CHARS`] characters
-//! with control characters escaped, so that one bad value yields one short line.
+//! with line breaks escaped, so that one bad value yields one short line. Other
+//! text is kept as given: escaping for a terminal is the display's job (the CLI
+//! does it), and a message that changed the value would hide what was sent.
 
 use std::collections::BTreeSet;
 
@@ -75,7 +77,7 @@ pub enum TypedValue {
 }
 
 /// A value as a message may show it: at most [`SHOWN_VALUE_CHARS`]
-/// characters, control characters escaped, `…` when cut.
+/// characters, line breaks escaped (`\n`), `…` when cut.
 pub fn shown(value: &str) -> String {
     let mut out = String::new();
     for (index, c) in value.chars().enumerate() {
@@ -83,13 +85,20 @@ pub fn shown(value: &str) -> String {
             out.push('…');
             break;
         }
-        if c.is_control() {
+        if breaks_line(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
         }
     }
     out
+}
+
+fn breaks_line(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
 }
 
 fn shown_options(options: &[String]) -> String {
@@ -387,6 +396,25 @@ mod tests {
                 _ => panic!("{value}: got {result:?}, expected {expected:?}"),
             }
         }
+    }
+
+    #[test]
+    fn shown_values_stay_on_one_line() {
+        let cases: &[(&str, &str)] = &[
+            ("plain", "plain"),
+            ("a\nb\r\nc", "a\\nb\\r\\nc"),
+            ("tab\there \x1b[2J", "tab\there \x1b[2J"),
+            ("line\u{2028}sep", "line\\u{2028}sep"),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(shown(value), *expected);
+        }
+        let long = "é".repeat(SHOWN_VALUE_CHARS + 1);
+        assert_eq!(shown(&long), format!("{}…", "é".repeat(SHOWN_VALUE_CHARS)));
+        assert_eq!(
+            shown(&"é".repeat(SHOWN_VALUE_CHARS)),
+            "é".repeat(SHOWN_VALUE_CHARS)
+        );
     }
 
     #[test]
