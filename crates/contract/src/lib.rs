@@ -11,6 +11,17 @@
 //! templates stay plannable on a laptop. The platform is recognised by
 //! `ABODE_WORKSPACE_ID` being set; then every variable the platform always knows is
 //! required, and a missing one is an error rather than a silent development default.
+//!
+//! A third mode, the template import (`ABODE_TEMPLATE_IMPORT=true`), is the platform
+//! planning a template with no workspace, when it is pushed, to read what the template
+//! declares (its parameters): workspace and owner values are placeholders, and a
+//! parameter with no value and no default reads as a placeholder instead of failing.
+//!
+//! Parameter declarations and the checks of a value ([`parameters`]) belong here too:
+//! the provider checks values at plan time, the platform before a build is accepted,
+//! and both must give the same answer.
+
+pub mod parameters;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -37,6 +48,7 @@ pub const AGENT_BINARY: &str = "ABODE_AGENT_BINARY";
 pub const VOLUMES_DIR: &str = "ABODE_VOLUMES_DIR";
 pub const PROCESS_LOGS_DIR: &str = "ABODE_PROCESS_LOGS_DIR";
 pub const PARAMETERS: &str = "ABODE_PARAMETERS";
+pub const TEMPLATE_IMPORT: &str = "ABODE_TEMPLATE_IMPORT";
 
 /// Every variable of the contract, in the order of docs/environment.md.
 pub const ALL_VARIABLES: &[&str] = &[
@@ -60,6 +72,7 @@ pub const ALL_VARIABLES: &[&str] = &[
     VOLUMES_DIR,
     PROCESS_LOGS_DIR,
     PARAMETERS,
+    TEMPLATE_IMPORT,
 ];
 
 /// Variables the platform always knows: when it runs the build (recognised by
@@ -233,6 +246,9 @@ pub struct BuildContext {
     pub parameters: BTreeMap<String, String>,
     /// True when no platform variables were found and the defaults were used.
     pub development: bool,
+    /// True when the platform plans the template with no workspace, to read its
+    /// declarations (`ABODE_TEMPLATE_IMPORT`): see [`BuildContext::template_import`].
+    pub template_import: bool,
 }
 
 impl fmt::Debug for BuildContext {
@@ -253,6 +269,7 @@ impl fmt::Debug for BuildContext {
             )
             .field("volumes_dir", &self.volumes_dir)
             .field("development", &self.development)
+            .field("template_import", &self.template_import)
             .finish_non_exhaustive()
     }
 }
@@ -284,6 +301,21 @@ impl BuildContext {
             process_logs_dir,
             parameters: BTreeMap::new(),
             development: true,
+            template_import: false,
+        }
+    }
+
+    /// A template import rooted at `base_dir`: the platform plans a template
+    /// with no workspace (at push) to read its declarations. The workspace
+    /// and owner are the development placeholders; set the template's name,
+    /// the agent URL and directories inside the import's scratch dir as needed.
+    /// A parameter with no value and no default reads as
+    /// [`parameters::ParameterDefinition::placeholder_value`].
+    pub fn template_import(base_dir: &Path) -> Self {
+        BuildContext {
+            development: false,
+            template_import: true,
+            ..Self::development(base_dir)
         }
     }
 
@@ -305,6 +337,18 @@ impl BuildContext {
     ) -> Result<Self, ContractError> {
         let get = |name: &str| lookup(name).filter(|value| !value.is_empty());
         let in_platform = get(WORKSPACE_ID).is_some();
+        let template_import = match get(TEMPLATE_IMPORT) {
+            Some(value) => parse_bool(TEMPLATE_IMPORT, &value)?,
+            None => false,
+        };
+        if template_import && in_platform {
+            return Err(ContractError::Invalid {
+                variable: TEMPLATE_IMPORT,
+                reason: format!(
+                    "a template import plans a template with no workspace, but {WORKSPACE_ID} is set"
+                ),
+            });
+        }
         if in_platform {
             let missing: Vec<&'static str> = REQUIRED_IN_PLATFORM
                 .iter()
@@ -316,8 +360,12 @@ impl BuildContext {
             }
         }
 
-        let mut context = Self::development(base_dir);
-        context.development = !in_platform;
+        let mut context = if template_import {
+            Self::template_import(base_dir)
+        } else {
+            Self::development(base_dir)
+        };
+        context.development = !in_platform && !template_import;
         let set = |target: &mut String, name: &str| {
             if let Some(value) = get(name) {
                 *target = value;
@@ -377,11 +425,17 @@ impl BuildContext {
     }
 
     /// The variables that make [`BuildContext::from_env`] return this context
-    /// (except `development`: a context written out is a platform context).
+    /// (except `development`: a context written out is a platform context or
+    /// a template import). A template import leaves out `ABODE_WORKSPACE_ID`,
+    /// whose presence means a workspace's build.
     /// Contains the agent token: never log the result.
     pub fn to_env(&self) -> Vec<(&'static str, String)> {
-        let mut vars = vec![
-            (WORKSPACE_ID, self.workspace_id.clone()),
+        let mut vars = if self.template_import {
+            vec![(TEMPLATE_IMPORT, "true".to_string())]
+        } else {
+            vec![(WORKSPACE_ID, self.workspace_id.clone())]
+        };
+        vars.extend([
             (WORKSPACE_NAME, self.workspace_name.clone()),
             (WORKSPACE_TRANSITION, self.transition.as_str().to_string()),
             (WORKSPACE_BUILD_ID, self.build_id.clone()),
@@ -414,7 +468,7 @@ impl BuildContext {
                 )
                 .to_string(),
             ),
-        ];
+        ]);
         if let Some(token) = &self.agent_token {
             vars.push((AGENT_TOKEN, token.clone()));
         }
@@ -592,6 +646,48 @@ mod tests {
     fn debug_hides_the_agent_token() {
         let text = format!("{:?}", platform_context());
         assert!(!text.contains("secret-token"), "{text}");
+    }
+
+    #[test]
+    fn template_import_round_trips_without_a_workspace_id() {
+        let mut context = BuildContext::template_import(Path::new("/scratch"));
+        context.template_name = "docker".into();
+        context.volumes_dir = "/scratch/volumes".into();
+        context.process_logs_dir = "/scratch/logs".into();
+        let vars = context.to_env();
+        assert!(vars.contains(&(TEMPLATE_IMPORT, "true".to_string())));
+        assert!(vars.iter().all(|(name, _)| *name != WORKSPACE_ID));
+        let pairs: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let read_back = read(&pairs).unwrap();
+        assert_eq!(read_back, context);
+        assert!(read_back.template_import && !read_back.development);
+        assert_eq!(read_back.workspace_id, DEV_WORKSPACE_ID);
+    }
+
+    #[test]
+    fn template_import_is_no_workspace_build() {
+        // The variables, and whether they make an import (or the error's start).
+        type Case<'a> = (&'a [(&'a str, &'a str)], Result<bool, &'a str>);
+        let cases: &[Case] = &[
+            (&[(TEMPLATE_IMPORT, "true")], Ok(true)),
+            (&[(TEMPLATE_IMPORT, "false")], Ok(false)),
+            (&[(TEMPLATE_IMPORT, "")], Ok(false)),
+            (
+                &[(TEMPLATE_IMPORT, "yes")],
+                Err("ABODE_TEMPLATE_IMPORT is invalid: `yes` is not `true` or `false`"),
+            ),
+            (
+                &[(TEMPLATE_IMPORT, "true"), (WORKSPACE_ID, "ws-1")],
+                Err("ABODE_TEMPLATE_IMPORT is invalid: a template import plans a template with no workspace"),
+            ),
+        ];
+        for (vars, expected) in cases {
+            match (read(vars), expected) {
+                (Ok(context), Ok(import)) => assert_eq!(context.template_import, *import),
+                (Err(error), Err(text)) => assert!(error.to_string().starts_with(text), "{error}"),
+                (other, _) => panic!("{vars:?}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod held;
 mod identity;
 pub mod lifecycle;
 mod names;
+pub mod parameters;
 mod provisioner;
 mod recovery;
 mod secrets;

@@ -5,9 +5,13 @@
 //!
 //! `monotonic` needs the previous build's value, which only the platform has:
 //! the provider checks the declaration, the platform enforces the direction.
+//! The declaration and its checks are the environment contract's
+//! (`abode_contract::parameters`), shared with the platform, which checks
+//! values before a build is accepted. In a template import (the platform
+//! planning a template at push, with no workspace) a parameter with neither
+//! value nor default reads as a placeholder instead of failing the plan.
 
-use std::collections::BTreeSet;
-
+pub use abode_contract::parameters::{check_parameter_value, ParameterDefinition};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tf_provider::schema::{NestedBlock, Schema};
@@ -18,184 +22,6 @@ use crate::schema::{
     block, boolean, build_context, computed, known, number, optional, required, string,
     with_default,
 };
-
-pub const TYPES: [&str; 4] = ["string", "number", "bool", "list(string)"];
-
-/// A parameter declaration, free of Terraform's null/unknown wrappers.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ParameterDefinition {
-    pub name: String,
-    pub kind: String,
-    pub default: Option<String>,
-    pub mutable: bool,
-    pub ephemeral: bool,
-    /// Allowed values (empty: anything of the right type).
-    pub options: Vec<String>,
-    pub min: Option<i64>,
-    pub max: Option<i64>,
-    pub regex: Option<String>,
-    pub monotonic: Option<String>,
-    pub error: Option<String>,
-}
-
-enum Typed {
-    Text(String),
-    Number(f64),
-    Bool,
-    List(Vec<String>),
-}
-
-fn typed(kind: &str, value: &str) -> Result<Typed, String> {
-    match kind {
-        "string" => Ok(Typed::Text(value.to_string())),
-        "number" => value
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|n| n.is_finite())
-            .map(Typed::Number)
-            .ok_or_else(|| format!("`{value}` is not a number")),
-        "bool" => match value {
-            "true" | "false" => Ok(Typed::Bool),
-            _ => Err(format!("`{value}` is not `true` or `false`")),
-        },
-        "list(string)" => serde_json::from_str::<Vec<String>>(value)
-            .map(Typed::List)
-            .map_err(|_| format!("`{value}` is not a JSON list of strings such as [\"a\",\"b\"]")),
-        other => Err(format!(
-            "type `{other}` is not one of string, number, bool, list(string)"
-        )),
-    }
-}
-
-impl ParameterDefinition {
-    /// Problems with the declaration itself, whatever the value.
-    pub fn check_declaration(&self) -> Result<(), String> {
-        let name = &self.name;
-        if !TYPES.contains(&self.kind.as_str()) {
-            return Err(format!(
-                "parameter `{name}`: type `{}` is not one of string, number, bool, list(string)",
-                self.kind
-            ));
-        }
-        if self.ephemeral && !self.mutable {
-            return Err(format!(
-                "parameter `{name}`: an ephemeral parameter must also be mutable"
-            ));
-        }
-        let numeric = self.kind == "number";
-        if (self.min.is_some() || self.max.is_some() || self.monotonic.is_some()) && !numeric {
-            return Err(format!(
-                "parameter `{name}`: min, max and monotonic only apply to type number"
-            ));
-        }
-        if self.regex.is_some() && self.kind != "string" {
-            return Err(format!(
-                "parameter `{name}`: regex only applies to type string"
-            ));
-        }
-        if let (Some(min), Some(max)) = (self.min, self.max) {
-            if min > max {
-                return Err(format!(
-                    "parameter `{name}`: min {min} is greater than max {max}"
-                ));
-            }
-        }
-        if let Some(monotonic) = &self.monotonic {
-            if monotonic != "increasing" && monotonic != "decreasing" {
-                return Err(format!(
-                    "parameter `{name}`: monotonic must be `increasing` or `decreasing`, not `{monotonic}`"
-                ));
-            }
-        }
-        if let Some(pattern) = &self.regex {
-            regex::Regex::new(pattern)
-                .map_err(|err| format!("parameter `{name}`: invalid regex: {err}"))?;
-        }
-        let mut seen = BTreeSet::new();
-        for option in &self.options {
-            if !seen.insert(option) {
-                return Err(format!(
-                    "parameter `{name}`: option value `{option}` appears twice"
-                ));
-            }
-            if self.kind != "list(string)" {
-                typed(&self.kind, option)
-                    .map_err(|reason| format!("parameter `{name}`: option {reason}"))?;
-            }
-        }
-        if let Some(default) = &self.default {
-            check_parameter_value(self, default)
-                .map_err(|reason| format!("parameter `{name}`: default is invalid: {reason}"))?;
-        }
-        Ok(())
-    }
-
-    fn validation_error(&self, value: &str, fallback: String) -> String {
-        match &self.error {
-            Some(template) => template
-                .replace(
-                    "{min}",
-                    &self.min.map(|n| n.to_string()).unwrap_or_default(),
-                )
-                .replace(
-                    "{max}",
-                    &self.max.map(|n| n.to_string()).unwrap_or_default(),
-                )
-                .replace("{value}", value),
-            None => fallback,
-        }
-    }
-}
-
-/// Checks one value against a declaration: type, options, then validation.
-pub fn check_parameter_value(definition: &ParameterDefinition, value: &str) -> Result<(), String> {
-    let typed = typed(&definition.kind, value)?;
-    if !definition.options.is_empty() {
-        let allowed = |item: &str| definition.options.iter().any(|option| option == item);
-        let chosen: Vec<String> = match &typed {
-            Typed::List(items) => items.clone(),
-            _ => vec![value.to_string()],
-        };
-        if let Some(bad) = chosen.iter().find(|item| !allowed(item)) {
-            return Err(format!(
-                "`{bad}` is not one of the options: {}",
-                definition.options.join(", ")
-            ));
-        }
-    }
-    match typed {
-        Typed::Number(number) => {
-            if let Some(min) = definition.min {
-                if number < min as f64 {
-                    return Err(definition.validation_error(
-                        value,
-                        format!("{value} is less than the minimum {min}"),
-                    ));
-                }
-            }
-            if let Some(max) = definition.max {
-                if number > max as f64 {
-                    return Err(definition.validation_error(
-                        value,
-                        format!("{value} is more than the maximum {max}"),
-                    ));
-                }
-            }
-        }
-        Typed::Text(text) => {
-            if let Some(pattern) = &definition.regex {
-                let regex = regex::Regex::new(pattern).map_err(|err| err.to_string())?;
-                if !regex.is_match(&text) {
-                    return Err(definition
-                        .validation_error(value, format!("`{value}` does not match {pattern}")));
-                }
-            }
-        }
-        Typed::Bool | Typed::List(_) => {}
-    }
-    Ok(())
-}
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(crate) struct OptionState {
@@ -267,6 +93,8 @@ impl ParameterState {
         Some(ParameterDefinition {
             name: known(&self.name)?.clone(),
             kind: known_opt(&self.kind)?.unwrap_or_else(|| "string".into()),
+            display_name: known_opt(&self.display_name)?,
+            description: known_opt(&self.description)?,
             default: known_opt(&self.default)?,
             mutable: known_flag(&self.mutable)?,
             ephemeral: known_flag(&self.ephemeral)?,
@@ -411,6 +239,9 @@ impl DataSource for ParameterDataSource {
             return None;
         }
         let name = definition.name.clone();
+        let placeholder = context.template_import
+            && definition.default.is_none()
+            && !context.parameters.contains_key(&name);
         let value = match context
             .parameters
             .get(&name)
@@ -418,6 +249,8 @@ impl DataSource for ParameterDataSource {
             .or_else(|| definition.default.clone())
         {
             Some(value) => value,
+            // The platform reads declarations, not values: the plan must go on.
+            None if context.template_import => definition.placeholder_value(),
             None => {
                 diags.root_error(
                     format!("Parameter `{name}` needs a value"),
@@ -430,7 +263,13 @@ impl DataSource for ParameterDataSource {
                 return None;
             }
         };
-        if let Err(message) = check_parameter_value(&definition, &value) {
+        // A placeholder may break a regex; it only lets the import's plan go on.
+        let checked = if placeholder {
+            Ok(())
+        } else {
+            check_parameter_value(&definition, &value)
+        };
+        if let Err(message) = checked {
             diags.root_error(
                 format!("Invalid value for parameter `{name}`: {message}"),
                 String::new(),
@@ -445,129 +284,5 @@ impl DataSource for ParameterDataSource {
         state.optional = definition.default.is_some().into();
         state.value = value.into();
         Some(state)
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    fn number(min: Option<i64>, max: Option<i64>, error: Option<&str>) -> ParameterDefinition {
-        ParameterDefinition {
-            name: "cpus".into(),
-            kind: "number".into(),
-            min,
-            max,
-            error: error.map(str::to_string),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn values_against_declarations() {
-        let region = ParameterDefinition {
-            name: "region".into(),
-            kind: "string".into(),
-            options: vec!["eu".into(), "us".into()],
-            ..Default::default()
-        };
-        let tags = ParameterDefinition {
-            kind: "list(string)".into(),
-            options: vec!["a".into(), "b".into()],
-            ..region.clone()
-        };
-        let slug = ParameterDefinition {
-            kind: "string".into(),
-            regex: Some("^[a-z]+$".into()),
-            error: Some("lowercase only, got {value}".into()),
-            ..Default::default()
-        };
-        let cases: Vec<(&ParameterDefinition, &str, Result<(), &str>)> = vec![
-            (&region, "eu", Ok(())),
-            (
-                &region,
-                "mars",
-                Err("`mars` is not one of the options: eu, us"),
-            ),
-            (&tags, "[\"a\",\"b\"]", Ok(())),
-            (&tags, "[\"a\",\"c\"]", Err("`c` is not one of the options")),
-            (&tags, "a", Err("is not a JSON list of strings")),
-            (&slug, "abc", Ok(())),
-            (&slug, "ABC", Err("lowercase only, got ABC")),
-        ];
-        let cpus = number(Some(1), Some(8), None);
-        let cpus_msg = number(
-            Some(1),
-            Some(8),
-            Some("between {min} and {max}, not {value}"),
-        );
-        let more: Vec<(&ParameterDefinition, &str, Result<(), &str>)> = vec![
-            (&cpus, "4", Ok(())),
-            (&cpus, "2.5", Ok(())),
-            (&cpus, "9", Err("9 is more than the maximum 8")),
-            (&cpus, "0", Err("0 is less than the minimum 1")),
-            (&cpus, "four", Err("`four` is not a number")),
-            (&cpus_msg, "12", Err("between 1 and 8, not 12")),
-        ];
-        for (definition, value, expected) in cases.into_iter().chain(more) {
-            let result = check_parameter_value(definition, value);
-            match (&result, expected) {
-                (Ok(()), Ok(())) => {}
-                (Err(message), Err(text)) => assert!(message.contains(text), "{value}: {message}"),
-                _ => panic!("{value}: got {result:?}, expected {expected:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn bad_declarations() {
-        let cases: Vec<(ParameterDefinition, &str)> = vec![
-            (
-                ParameterDefinition {
-                    kind: "int".into(),
-                    ..Default::default()
-                },
-                "type `int` is not one of",
-            ),
-            (
-                number(Some(5), Some(1), None),
-                "min 5 is greater than max 1",
-            ),
-            (
-                ParameterDefinition {
-                    kind: "bool".into(),
-                    regex: Some("x".into()),
-                    ..Default::default()
-                },
-                "regex only applies to type string",
-            ),
-            (
-                ParameterDefinition {
-                    kind: "string".into(),
-                    ephemeral: true,
-                    ..Default::default()
-                },
-                "must also be mutable",
-            ),
-            (
-                ParameterDefinition {
-                    default: Some("20".into()),
-                    ..number(None, Some(10), None)
-                },
-                "default is invalid: 20 is more than the maximum 10",
-            ),
-            (
-                ParameterDefinition {
-                    monotonic: Some("up".into()),
-                    ..number(None, None, None)
-                },
-                "monotonic must be `increasing` or `decreasing`",
-            ),
-        ];
-        for (definition, text) in cases {
-            let message = definition.check_declaration().unwrap_err();
-            assert!(message.contains(text), "{message}");
-        }
     }
 }

@@ -481,6 +481,7 @@ fn build_env(
         process_logs_dir: config.process_logs_dir(),
         parameters,
         development: false,
+        template_import: false,
     };
     let mut env = config.terraform_env.clone();
     env.extend(

@@ -1,0 +1,19 @@
+//! A template version's parameters: what it declares, and whether the values
+//! a create, start or update gives fit those declarations.
+//!
+//! Declarations are read once, at push, from a plan of the template in the
+//! environment contract's template-import mode (no workspace; a required
+//! parameter reads as a placeholder), and stored with the version. Values are
+//! checked against them before a build is accepted, so a bad value is a 400
+//! listing every problem rather than a build that fails in `terraform plan`.
+//! The checks of one value are the contract's (`abode_contract::parameters`),
+//! the same the provider runs at plan time.
+
+mod check;
+mod declarations;
+mod import;
+
+pub use abode_contract::parameters::ParameterDefinition;
+pub use check::{check_parameters, CheckKind, ParameterProblem, ResolvedParameters};
+pub use declarations::{declarations_from_plan, DeclarationError};
+pub use import::{declarations_from_template, ImportError};

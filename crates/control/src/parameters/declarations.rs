@@ -1,0 +1,363 @@
+//! Reads `abode_parameter` declarations out of `terraform show -json`.
+//!
+//! A data source Terraform could read while planning is in the plan's
+//! `prior_state` (`values.root_module`, and below it `child_modules`, for
+//! every module instance), with its attributes as the provider returned them.
+//! One whose configuration depends on values known only after apply is not
+//! read: it is a `read` in `resource_changes` and its declaration is unknown,
+//! which is an error here (the platform cannot check values against it).
+//! crates/control/tests/fixtures/template-import holds a real plan.
+
+use std::collections::BTreeMap;
+
+use abode_contract::parameters::ParameterDefinition;
+use serde::Deserialize;
+
+const PARAMETER_TYPE: &str = "abode_parameter";
+
+/// Why a plan's declarations cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DeclarationError {
+    #[error("the plan is not `terraform show -json` output: {0}")]
+    NotAPlan(String),
+    #[error("{address}: the declaration cannot be read: {reason}")]
+    Unreadable { address: String, reason: String },
+    #[error("{address}: the declaration depends on values known only after apply; a parameter's name, type, default, options and validation must be known when the template is planned")]
+    Deferred { address: String },
+    #[error("{address}: {message}")]
+    Invalid { address: String, message: String },
+    #[error("parameter `{name}` is declared twice, differently ({first} and {second})")]
+    Conflicting {
+        name: String,
+        first: String,
+        second: String,
+    },
+}
+
+#[derive(Deserialize)]
+struct PlanJson {
+    format_version: Option<String>,
+    prior_state: Option<StateJson>,
+    #[serde(default)]
+    resource_changes: Vec<ChangeJson>,
+}
+
+#[derive(Deserialize)]
+struct StateJson {
+    values: Option<ValuesJson>,
+}
+
+#[derive(Deserialize)]
+struct ValuesJson {
+    root_module: Option<ModuleJson>,
+}
+
+#[derive(Deserialize)]
+struct ModuleJson {
+    #[serde(default)]
+    resources: Vec<ResourceJson>,
+    #[serde(default)]
+    child_modules: Vec<ModuleJson>,
+}
+
+#[derive(Deserialize)]
+struct ResourceJson {
+    address: String,
+    mode: String,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    values: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+struct ChangeJson {
+    address: String,
+    mode: String,
+    #[serde(rename = "type")]
+    kind: String,
+    change: ActionsJson,
+}
+
+#[derive(Deserialize)]
+struct ActionsJson {
+    #[serde(default)]
+    actions: Vec<String>,
+}
+
+/// The attributes of a read `abode_parameter` (its schema, docs/provider.md).
+#[derive(Deserialize)]
+struct ParameterValues {
+    name: String,
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    display_name: Option<String>,
+    description: Option<String>,
+    default: Option<String>,
+    mutable: Option<bool>,
+    ephemeral: Option<bool>,
+    option: Option<Vec<OptionValues>>,
+    validation: Option<Vec<ValidationValues>>,
+}
+
+#[derive(Deserialize)]
+struct OptionValues {
+    value: String,
+}
+
+#[derive(Deserialize)]
+struct ValidationValues {
+    min: Option<i64>,
+    max: Option<i64>,
+    regex: Option<String>,
+    monotonic: Option<String>,
+    error: Option<String>,
+}
+
+impl ParameterValues {
+    fn definition(self) -> ParameterDefinition {
+        let rules = self.validation.and_then(|rules| rules.into_iter().next());
+        let (min, max, regex, monotonic, error) = match rules {
+            Some(rules) => (
+                rules.min,
+                rules.max,
+                rules.regex,
+                rules.monotonic,
+                rules.error,
+            ),
+            None => (None, None, None, None, None),
+        };
+        ParameterDefinition {
+            name: self.name,
+            kind: self.kind.unwrap_or_else(|| "string".to_string()),
+            display_name: self.display_name,
+            description: self.description,
+            default: self.default,
+            mutable: self.mutable.unwrap_or(false),
+            ephemeral: self.ephemeral.unwrap_or(false),
+            options: self
+                .option
+                .unwrap_or_default()
+                .into_iter()
+                .map(|option| option.value)
+                .collect(),
+            min,
+            max,
+            regex,
+            monotonic,
+            error,
+        }
+    }
+}
+
+/// Every parameter a plan declares, in the order of the plan's modules (the
+/// root module's first), each checked as a declaration. The same parameter
+/// declared identically by several module instances counts once; declared
+/// differently, it is an error.
+pub fn declarations_from_plan(
+    plan_json: &[u8],
+) -> Result<Vec<ParameterDefinition>, DeclarationError> {
+    let plan: PlanJson = serde_json::from_slice(plan_json)
+        .map_err(|error| DeclarationError::NotAPlan(error.to_string()))?;
+    if plan.format_version.is_none() {
+        return Err(DeclarationError::NotAPlan(
+            "it has no format_version".to_string(),
+        ));
+    }
+    if let Some(change) = plan.resource_changes.iter().find(|change| {
+        change.mode == "data"
+            && change.kind == PARAMETER_TYPE
+            && change.change.actions.iter().any(|action| action == "read")
+    }) {
+        return Err(DeclarationError::Deferred {
+            address: change.address.clone(),
+        });
+    }
+    let mut read = Vec::new();
+    if let Some(root) = plan
+        .prior_state
+        .and_then(|state| state.values)
+        .and_then(|values| values.root_module)
+    {
+        collect(root, &mut read);
+    }
+    let mut declarations: Vec<ParameterDefinition> = Vec::new();
+    let mut declared_at: BTreeMap<String, String> = BTreeMap::new();
+    for resource in read {
+        let values: ParameterValues = serde_json::from_value(resource.values).map_err(|error| {
+            DeclarationError::Unreadable {
+                address: resource.address.clone(),
+                reason: error.to_string(),
+            }
+        })?;
+        let definition = values.definition();
+        definition
+            .check_declaration()
+            .map_err(|message| DeclarationError::Invalid {
+                address: resource.address.clone(),
+                message,
+            })?;
+        match declarations
+            .iter()
+            .find(|known| known.name == definition.name)
+        {
+            Some(known) if *known == definition => {}
+            Some(_) => {
+                return Err(DeclarationError::Conflicting {
+                    name: abode_contract::parameters::shown(&definition.name),
+                    first: declared_at
+                        .get(&definition.name)
+                        .cloned()
+                        .unwrap_or_default(),
+                    second: resource.address,
+                })
+            }
+            None => {
+                declared_at.insert(definition.name.clone(), resource.address);
+                declarations.push(definition);
+            }
+        }
+    }
+    Ok(declarations)
+}
+
+/// The read `abode_parameter`s of a module and its children, depth first.
+fn collect(module: ModuleJson, out: &mut Vec<ResourceJson>) {
+    out.extend(
+        module
+            .resources
+            .into_iter()
+            .filter(|resource| resource.mode == "data" && resource.kind == PARAMETER_TYPE),
+    );
+    for child in module.child_modules {
+        collect(child, out);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    const PLAN: &[u8] = include_bytes!("../../tests/fixtures/template-import/plan.json");
+    const DEFERRED: &[u8] =
+        include_bytes!("../../tests/fixtures/template-import/plan-deferred.json");
+
+    fn declaration(name: &str, kind: &str) -> ParameterDefinition {
+        ParameterDefinition {
+            name: name.into(),
+            kind: kind.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_real_import_plan_declares_every_parameter() {
+        let expected = vec![
+            ParameterDefinition {
+                default: Some("2".into()),
+                mutable: true,
+                min: Some(1),
+                max: Some(16),
+                monotonic: Some("increasing".into()),
+                ..declaration("cpus", "number")
+            },
+            ParameterDefinition {
+                default: Some("false".into()),
+                mutable: true,
+                ephemeral: true,
+                ..declaration("debug", "bool")
+            },
+            ParameterDefinition {
+                display_name: Some("Project".into()),
+                description: Some("The project's \"slug\" (lowercase)".into()),
+                regex: Some("^[a-z][a-z0-9-]*$".into()),
+                error: Some("a slug such as my-app, not {value}".into()),
+                ..declaration("project", "string")
+            },
+            ParameterDefinition {
+                default: Some("eu".into()),
+                options: vec!["eu".into(), "us".into()],
+                ..declaration("region", "string")
+            },
+            ParameterDefinition {
+                min: Some(1),
+                max: Some(3),
+                ..declaration("replicas", "number")
+            },
+            ParameterDefinition {
+                default: Some("[\"git\"]".into()),
+                mutable: true,
+                options: vec!["git".into(), "make".into()],
+                ..declaration("tools", "list(string)")
+            },
+            ParameterDefinition {
+                default: Some("10".into()),
+                mutable: true,
+                min: Some(10),
+                error: Some("at least {min} GB".into()),
+                ..declaration("disk_size", "number")
+            },
+        ];
+        assert_eq!(declarations_from_plan(PLAN).unwrap(), expected);
+    }
+
+    /// A plan holding the given `abode_parameter` attribute objects, read
+    /// during plan, at the given addresses.
+    fn plan_with(parameters: &[(&str, serde_json::Value)]) -> Vec<u8> {
+        let resources: Vec<serde_json::Value> = parameters
+            .iter()
+            .map(|(address, values)| {
+                serde_json::json!({
+                    "address": address, "mode": "data", "type": "abode_parameter",
+                    "name": "p", "values": values,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "format_version": "1.2",
+            "prior_state": {"values": {"root_module": {"resources": resources}}},
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    #[test]
+    fn plans_that_cannot_give_declarations() {
+        let region = serde_json::json!({"name": "region", "type": "string", "default": "eu"});
+        let other_region = serde_json::json!({"name": "region", "type": "string", "default": "us"});
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (DEFERRED.to_vec(), "data.abode_parameter.late: the declaration depends on values known only after apply"),
+            (b"not json".to_vec(), "the plan is not `terraform show -json` output"),
+            (b"{}".to_vec(), "the plan is not `terraform show -json` output: it has no format_version"),
+            (b"[1]".to_vec(), "the plan is not `terraform show -json` output"),
+            (
+                plan_with(&[("data.abode_parameter.a", serde_json::json!({"type": "string"}))]),
+                "data.abode_parameter.a: the declaration cannot be read: missing field `name`",
+            ),
+            (
+                plan_with(&[("data.abode_parameter.a", serde_json::json!({"name": "a", "type": "int"}))]),
+                "data.abode_parameter.a: parameter `a`: type `int` is not one of",
+            ),
+            (
+                plan_with(&[("data.abode_parameter.a", region.clone()), ("module.m.data.abode_parameter.b", other_region)]),
+                "parameter `region` is declared twice, differently (data.abode_parameter.a and module.m.data.abode_parameter.b)",
+            ),
+        ];
+        for (plan, expected) in cases {
+            let message = declarations_from_plan(&plan).unwrap_err().to_string();
+            assert!(message.starts_with(expected), "{message}");
+        }
+        let twice = plan_with(&[
+            ("module.m[0].data.abode_parameter.a", region.clone()),
+            ("module.m[1].data.abode_parameter.a", region),
+        ]);
+        assert_eq!(declarations_from_plan(&twice).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_plan_without_parameters_declares_none() {
+        let plan = br#"{"format_version":"1.2","resource_changes":[{"address":"terraform_data.a","mode":"managed","type":"terraform_data","change":{"actions":["create"]}}]}"#;
+        assert_eq!(declarations_from_plan(plan).unwrap(), vec![]);
+    }
+}

@@ -1,0 +1,158 @@
+//! Reads a pushed template's declarations by planning it as a template import
+//! (the environment contract's import mode: no workspace, placeholders for
+//! the workspace and its owner and for required parameters) and reading the
+//! plan's `abode_parameter`s.
+//!
+//! The plan is never applied: it only reads data sources and plans changes.
+//! Its saved plan goes to the caller's scratch dir, and so do the volumes and
+//! process logs directories the contract names, so that nothing it could
+//! touch is shared with a workspace.
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use abode_contract::parameters::ParameterDefinition;
+use abode_contract::BuildContext;
+use abode_terraform::run::{self, Invocation, RunError};
+
+use super::declarations::{declarations_from_plan, DeclarationError};
+use crate::error::ControlError;
+
+/// The saved plan's file name in the scratch dir.
+const PLAN_FILE: &str = "template-import.tfplan";
+
+/// Why a template's declarations could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// Terraform refused the template (the template's fault: a 400).
+    #[error("terraform {step} of the template failed: {message}")]
+    Template { step: &'static str, message: String },
+    /// The plan's declarations are unusable (the template's fault too).
+    #[error(transparent)]
+    Declarations(#[from] DeclarationError),
+    /// Terraform could not be run at all (the server's fault).
+    #[error(transparent)]
+    Run(RunError),
+}
+
+impl From<ImportError> for ControlError {
+    fn from(error: ImportError) -> Self {
+        match error {
+            ImportError::Template { .. } | ImportError::Declarations(_) => {
+                ControlError::InvalidTemplate(error.to_string())
+            }
+            ImportError::Run(error) => ControlError::Internal(error.to_string()),
+        }
+    }
+}
+
+/// The parameters `template_dir` declares. `terraform init` must already have
+/// run there with `env` (the push's Terraform environment: the operator's
+/// passed variables, `TF_CLI_CONFIG_FILE`); `scratch_dir` is an absolute
+/// directory of this push alone. The import's `ABODE_*` variables are added
+/// here.
+pub async fn declarations_from_template(
+    template_dir: &Path,
+    env: &[(String, String)],
+    scratch_dir: &Path,
+) -> Result<Vec<ParameterDefinition>, ImportError> {
+    let mut context = BuildContext::template_import(scratch_dir);
+    context.volumes_dir = scratch_dir.join("volumes");
+    context.process_logs_dir = scratch_dir.join("process-logs");
+    let mut env = env.to_vec();
+    env.extend(
+        context
+            .to_env()
+            .into_iter()
+            .map(|(name, value)| (name.to_string(), value)),
+    );
+    let plan_file = scratch_dir.join(PLAN_FILE);
+    let plan_arg = format!("-out={}", plan_file.display());
+    let step = |step: &'static str| {
+        move |error: RunError| match error {
+            RunError::Failed { message, .. } => ImportError::Template { step, message },
+            other => ImportError::Run(other),
+        }
+    };
+    run::capture(&Invocation::new(
+        template_dir,
+        [
+            "plan",
+            "-input=false",
+            "-no-color",
+            "-lock=false",
+            plan_arg.as_str(),
+        ],
+        &env,
+    ))
+    .await
+    .map_err(step("plan"))?;
+    let plan_json = run::capture(&Invocation::new(
+        template_dir,
+        [
+            OsStr::new("show"),
+            OsStr::new("-json"),
+            OsStr::new("-no-color"),
+            plan_file.as_os_str(),
+        ],
+        &env,
+    ))
+    .await
+    .map_err(step("show"))?;
+    Ok(declarations_from_plan(&plan_json)?)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    //! Real Terraform, with templates that need no provider download (the
+    //! abode provider's side is in the fixture script of
+    //! tests/fixtures/template-import, which plans with it).
+    use super::*;
+
+    fn env() -> Vec<(String, String)> {
+        ["PATH", "HOME"]
+            .iter()
+            .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
+            .collect()
+    }
+
+    async fn import(main_tf: &str) -> Result<Vec<ParameterDefinition>, ImportError> {
+        let scratch = tempfile::tempdir().unwrap();
+        let template = scratch.path().join("template");
+        std::fs::create_dir(&template).unwrap();
+        std::fs::write(template.join("main.tf"), main_tf).unwrap();
+        run::capture(&Invocation::new(
+            &template,
+            ["init", "-input=false", "-no-color"],
+            &env(),
+        ))
+        .await
+        .unwrap();
+        declarations_from_template(&template, &env(), scratch.path()).await
+    }
+
+    #[tokio::test]
+    async fn a_template_without_parameters_declares_none() {
+        let declarations = import("resource \"terraform_data\" \"a\" {\n  input = \"x\"\n}\n")
+            .await
+            .unwrap();
+        assert_eq!(declarations, vec![]);
+    }
+
+    #[tokio::test]
+    async fn a_template_terraform_cannot_plan_is_the_template_s_fault() {
+        let error = import("resource \"terraform_data\" \"a\" {\n  input = var.missing\n}\n")
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(error, ImportError::Template { step: "plan", .. }),
+            "{error}"
+        );
+        let message = ControlError::from(error).to_string();
+        assert!(
+            message.contains("Reference to undeclared input variable"),
+            "{message}"
+        );
+    }
+}
