@@ -461,29 +461,9 @@ async fn create_workspace(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let body: NewWorkspaceBody = parse_json(body)?;
-    // Parameters are strings on the wire; numbers and bools are accepted and
-    // kept in their Terraform spelling. Anything else has no meaning as a
-    // parameter value (a `null` used to be stored as the text "null").
-    let mut parameters = BTreeMap::new();
-    for (key, value) in body.parameters {
-        let text = match value {
-            Value::String(text) => text,
-            Value::Number(number) => number.to_string(),
-            Value::Bool(flag) => flag.to_string(),
-            other => {
-                let kind = match other {
-                    Value::Null => "null",
-                    Value::Array(_) => "a list",
-                    _ => "an object",
-                };
-                return Err(ApiError::bad_request(format!(
-                    "parameter `{}` is {kind}: a value is a string, number or bool",
-                    key.chars().take(64).collect::<String>()
-                )));
-            }
-        };
-        parameters.insert(key, text);
-    }
+    // Values go to the door as received: it checks them against the
+    // template version's declarations and answers every problem at once.
+    let parameters = body.parameters;
     let (view, build) = state
         .control
         .create_workspace(&caller, &body.name, &body.template, parameters)
@@ -546,6 +526,9 @@ struct NewBuildBody {
     template_version: Option<i64>,
     #[serde(default)]
     update: Option<bool>,
+    /// New parameter values for a start or an update.
+    #[serde(default)]
+    parameters: BTreeMap<String, Value>,
 }
 
 #[derive(Deserialize)]
@@ -573,6 +556,7 @@ async fn create_build(
         transition,
         template_version: body.template_version,
         update: body.update.unwrap_or(false),
+        parameters: body.parameters,
     };
     let build = state
         .control

@@ -11,10 +11,13 @@ use abode_store::{
     Template, TemplateVersion, Transition, User, Workspace,
 };
 
+use serde_json::Value;
+
 use crate::actors::Actor;
 use crate::error::or_not_found;
 use crate::lifecycle;
 use crate::names::validate_name;
+use crate::parameters::{check_parameters, CheckKind, ParameterDefinition};
 use crate::workspaces::validate_parameters;
 use crate::Caller;
 use crate::Control;
@@ -34,6 +37,8 @@ pub struct BuildRequest {
     pub transition: Transition,
     pub template_version: Option<i64>,
     pub update: bool,
+    /// New parameter values (a start or an update), as received.
+    pub parameters: BTreeMap<String, Value>,
 }
 
 /// Which template version a build plans.
@@ -68,9 +73,10 @@ pub struct BuildOrder {
     pub transition: Transition,
     pub version: VersionChoice,
     pub reason: BuildReason,
-    /// Parameter values given with the request; the workspace's own values
-    /// stand for those not given.
-    pub parameters: BTreeMap<String, String>,
+    /// Parameter values given with the request, as the API received them;
+    /// checked against the version's declarations (the workspace's own
+    /// values stand for those not given).
+    pub parameters: BTreeMap<String, Value>,
 }
 
 impl Control {
@@ -86,7 +92,6 @@ impl Control {
         target: BuildTarget,
         order: BuildOrder,
     ) -> Result<Build, ControlError> {
-        validate_parameters(&order.parameters)?;
         let build = match target {
             BuildTarget::New {
                 name,
@@ -118,8 +123,9 @@ impl Control {
             ));
         }
         let version = self.chosen_version(template, None, order.version).await?;
-        let parameters = serde_json::to_string(&order.parameters)
-            .map_err(|error| ControlError::Internal(error.to_string()))?;
+        let (values, kept) =
+            resolve_parameters(&version, &order.parameters, None, CheckKind::Create)?;
+        let parameters = to_json(&kept)?;
         let workspace_id = abode_store::new_id();
         let created = self
             .inner
@@ -140,7 +146,8 @@ impl Control {
                     template_version_id: version.id,
                     initiator_id: order.actor.id().to_string(),
                     reason: order.reason,
-                    parameters: None,
+                    parameters: Some(to_json(&values)?),
+                    workspace_parameters: Some(to_json(&kept)?),
                 },
             )
             .await;
@@ -163,26 +170,8 @@ impl Control {
         workspace: &Workspace,
         order: &BuildOrder,
     ) -> Result<Build, ControlError> {
-        // New values on top of the workspace's; they become the workspace's
-        // only if this build succeeds.
-        let parameters = if order.parameters.is_empty() {
-            None
-        } else {
-            let mut merged: BTreeMap<String, String> = serde_json::from_str(&workspace.parameters)
-                .map_err(|error| {
-                    ControlError::Internal(format!(
-                        "the workspace's stored parameters are not an object of strings: {error}"
-                    ))
-                })?;
-            merged.extend(order.parameters.clone());
-            validate_parameters(&merged)?;
-            Some(
-                serde_json::to_string(&merged)
-                    .map_err(|error| ControlError::Internal(error.to_string()))?,
-            )
-        };
-        let version_id = match order.version {
-            VersionChoice::Current => workspace.template_version_id.clone(),
+        let version = match order.version {
+            VersionChoice::Current => None,
             choice => {
                 if order.transition != Transition::Start {
                     return Err(ControlError::BadRequest(format!(
@@ -191,10 +180,51 @@ impl Control {
                     )));
                 }
                 let template = self.template(&workspace.template_name).await?;
-                self.chosen_version(&template, Some(workspace), choice)
-                    .await?
-                    .id
+                Some(
+                    self.chosen_version(&template, Some(workspace), choice)
+                        .await?,
+                )
             }
+        };
+        let version = match version {
+            Some(version) => version,
+            None => {
+                self.inner
+                    .store
+                    .template_version_by_id(&workspace.template_version_id)
+                    .await?
+            }
+        };
+        let version_id = version.id.clone();
+        // A start checks the values against the version it plans (new
+        // values on top of the workspace's); they become the workspace's only
+        // if the build succeeds. Stop and delete run on what the workspace has.
+        let (parameters, workspace_parameters) = match order.transition {
+            Transition::Start => {
+                let previous: BTreeMap<String, String> = serde_json::from_str(
+                    &workspace.parameters,
+                )
+                .map_err(|error| {
+                    ControlError::Internal(format!(
+                        "the workspace's stored parameters are not an object of strings: {error}"
+                    ))
+                })?;
+                let kind = if version.id == workspace.template_version_id {
+                    CheckKind::Start
+                } else {
+                    CheckKind::Update
+                };
+                let (values, kept) =
+                    resolve_parameters(&version, &order.parameters, Some(&previous), kind)?;
+                (Some(to_json(&values)?), Some(to_json(&kept)?))
+            }
+            _ if !order.parameters.is_empty() => {
+                return Err(ControlError::BadRequest(format!(
+                    "parameters are given with a start, an update or a create, not a {}",
+                    order.transition
+                )))
+            }
+            _ => (None, None),
         };
         let latest = self.inner.store.latest_build(&workspace.id).await?;
         lifecycle::check_new_build(workspace, &latest, order.transition, &version_id)?;
@@ -209,6 +239,7 @@ impl Control {
                 initiator_id: order.actor.id().to_string(),
                 reason: order.reason,
                 parameters,
+                workspace_parameters,
             })
             .await;
         match created {
@@ -287,7 +318,7 @@ impl Control {
                 transition: request.transition,
                 version,
                 reason: BuildReason::Initiator,
-                parameters: BTreeMap::new(),
+                parameters: request.parameters.clone(),
             },
         )
         .await
@@ -452,4 +483,67 @@ impl Control {
         self.inner.log_written.notify_waiters();
         Ok(())
     }
+}
+
+/// Parameter values by name, as builds and workspaces keep them.
+type Values = BTreeMap<String, String>;
+
+/// Checks the given values against the version's declarations and resolves
+/// every value of the build: (this build's values, what the workspace keeps
+/// of them). All problems are told at once, in one line. A version pushed
+/// before declarations were read has none: its values are taken as given,
+/// on top of the workspace's.
+fn resolve_parameters(
+    version: &TemplateVersion,
+    given: &BTreeMap<String, Value>,
+    previous: Option<&BTreeMap<String, String>>,
+    kind: CheckKind,
+) -> Result<(Values, Values), ControlError> {
+    let (values, kept) = match version.parameters.as_deref() {
+        Some(declared) => {
+            let declarations: Vec<ParameterDefinition> =
+                serde_json::from_str(declared).map_err(|error| {
+                    ControlError::Internal(format!(
+                        "the stored parameter declarations of version {} are unreadable: {error}",
+                        version.number
+                    ))
+                })?;
+            let resolved =
+                check_parameters(&declarations, given, previous, kind).map_err(|problems| {
+                    let told: Vec<String> =
+                        problems.iter().map(|problem| problem.to_string()).collect();
+                    ControlError::BadRequest(format!("invalid parameters: {}", told.join("; ")))
+                })?;
+            (resolved.build, resolved.keep)
+        }
+        None => {
+            let mut values = previous.cloned().unwrap_or_default();
+            for (name, value) in given {
+                let text = match value {
+                    Value::String(text) => text.clone(),
+                    Value::Number(number) => number.to_string(),
+                    Value::Bool(flag) => flag.to_string(),
+                    other => {
+                        let kind = match other {
+                            Value::Null => "null",
+                            Value::Array(_) => "a list",
+                            _ => "an object",
+                        };
+                        return Err(ControlError::BadRequest(format!(
+                            "parameter `{}` is {kind}: a value is a string, number or bool",
+                            name.chars().take(64).collect::<String>()
+                        )));
+                    }
+                };
+                values.insert(name.clone(), text);
+            }
+            (values.clone(), values)
+        }
+    };
+    validate_parameters(&values)?;
+    Ok((values, kept))
+}
+
+fn to_json(values: &BTreeMap<String, String>) -> Result<String, ControlError> {
+    serde_json::to_string(values).map_err(|error| ControlError::Internal(error.to_string()))
 }

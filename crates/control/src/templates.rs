@@ -10,6 +10,7 @@ use abode_store::{page_size, NewTemplateVersion, Page, Template, TemplateVersion
 
 use crate::error::or_not_found;
 use crate::names::validate_name;
+use crate::parameters::declarations_from_template;
 use crate::secrets;
 use crate::workdir::{self, TEMPLATE_SUBDIR};
 use crate::Caller;
@@ -54,8 +55,8 @@ impl Control {
     ) -> Result<(Template, TemplateVersion), ControlError> {
         self.may_push_template(caller, name, message)?;
         let validation = validate_template(self, &archive_bytes).await;
-        let validation_message = match validation {
-            Ok(message) => message,
+        let validated = match validation {
+            Ok(validated) => validated,
             Err(error) => {
                 self.audit(
                     Some(&caller.user),
@@ -80,7 +81,8 @@ impl Control {
                 message: message.into(),
                 created_by: caller.user.id.clone(),
                 validation_ok: true,
-                validation_message,
+                validation_message: validated.message,
+                parameters: Some(validated.parameters),
                 activate,
             })
             .await?;
@@ -170,12 +172,22 @@ impl Control {
     }
 }
 
+/// What a pushed template passed, and the parameters it declares.
+pub(crate) struct Validated {
+    /// Terraform's validation message.
+    pub(crate) message: String,
+    /// The parameter declarations read from a template-import plan, as the
+    /// JSON the version keeps.
+    pub(crate) parameters: String,
+}
+
 /// Checks a pushed template: safe to unpack, `terraform init` and
-/// `terraform validate` pass. Returns Terraform's validation message.
+/// `terraform validate` pass, and a template-import plan reads its parameter
+/// declarations (which the door checks every build's values against).
 pub(crate) async fn validate_template(
     control: &Control,
     archive_bytes: &[u8],
-) -> Result<String, ControlError> {
+) -> Result<Validated, ControlError> {
     let config = &control.inner.config;
     let dir = workdir::create(
         &config.work_dir(),
@@ -191,7 +203,7 @@ async fn validate_in(
     control: &Control,
     archive_bytes: &[u8],
     dir: &Path,
-) -> Result<String, ControlError> {
+) -> Result<Validated, ControlError> {
     let template_dir = dir.join(TEMPLATE_SUBDIR);
     let bytes = archive_bytes.to_vec();
     let target = template_dir.clone();
@@ -242,5 +254,11 @@ async fn validate_in(
         .find(|line| !line.is_empty())
         .unwrap_or("The configuration is valid.")
         .to_string();
-    Ok(message)
+    let declarations = declarations_from_template(&template_dir, &env, dir).await?;
+    let parameters = serde_json::to_string(&declarations)
+        .map_err(|error| ControlError::Internal(error.to_string()))?;
+    Ok(Validated {
+        message,
+        parameters,
+    })
 }

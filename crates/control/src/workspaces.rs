@@ -64,10 +64,9 @@ impl Control {
         caller: &Caller,
         name: &str,
         template_name: &str,
-        parameters: BTreeMap<String, String>,
+        parameters: BTreeMap<String, serde_json::Value>,
     ) -> Result<(WorkspaceView, Build), ControlError> {
         validate_name("workspace name", name)?;
-        validate_parameters(&parameters)?;
         let template = self.template(template_name).await?;
         let build = self
             .request_build(

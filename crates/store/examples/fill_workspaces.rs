@@ -54,6 +54,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
             created_by: owner.id.clone(),
             validation_ok: true,
             validation_message: String::new(),
+            parameters: None,
             activate: true,
         })
         .await?;
@@ -92,6 +93,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                     initiator_id: user.id.clone(),
                     reason: BuildReason::Initiator,
                     parameters: None,
+                    workspace_parameters: None,
                 },
             )
             .await?;

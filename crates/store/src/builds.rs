@@ -186,7 +186,8 @@ macro_rules! build_queries {
             sqlx::query(&sql(
                 "UPDATE workspaces SET \
                  template_version_id = (SELECT b.template_version_id FROM builds b WHERE b.id = ?), \
-                 parameters = COALESCE((SELECT b.parameters FROM builds b WHERE b.id = ?), parameters), \
+                 parameters = COALESCE((SELECT COALESCE(b.workspace_parameters, b.parameters) \
+                     FROM builds b WHERE b.id = ?), parameters), \
                  updated_at = ? \
                  WHERE id = (SELECT b.workspace_id FROM builds b WHERE b.id = ?)",
             ))
@@ -395,7 +396,8 @@ macro_rules! build_queries {
     ) -> Result<(), StoreError> {
         sqlx::query(
             &sql("INSERT INTO builds (id, workspace_id, number, transition, status, template_version_id, \
-             initiator_id, reason, parameters, created_at) VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?)"),
+             initiator_id, reason, parameters, workspace_parameters, created_at) \
+             VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)"),
         )
         .bind(&build.id)
         .bind(&build.workspace_id)
@@ -405,6 +407,7 @@ macro_rules! build_queries {
         .bind(&build.initiator_id)
         .bind(build.reason.as_str())
         .bind(&build.parameters)
+        .bind(&build.workspace_parameters)
         .bind(now)
         .execute(&mut **tx)
         .await

@@ -50,6 +50,10 @@ pub struct TemplateVersion {
     pub archive_sha256: String,
     pub validation_ok: bool,
     pub validation_message: String,
+    /// The parameters the version declares (a JSON array of
+    /// `abode_contract::parameters::ParameterDefinition`), read at push;
+    /// `None` for a version pushed before they were read.
+    pub parameters: Option<String>,
     pub created_at: i64,
 }
 
@@ -62,6 +66,8 @@ pub struct NewTemplateVersion {
     pub created_by: String,
     pub validation_ok: bool,
     pub validation_message: String,
+    /// See [`TemplateVersion::parameters`].
+    pub parameters: Option<String>,
     pub activate: bool,
 }
 
@@ -192,8 +198,11 @@ pub struct NewBuild {
     pub initiator_id: String,
     pub reason: BuildReason,
     /// Parameter values for this build (a JSON object of strings); `None`:
-    /// the workspace's. They become the workspace's when the build succeeds.
+    /// the workspace's.
     pub parameters: Option<String>,
+    /// What the workspace keeps of them when the build succeeds (ephemeral
+    /// values left out); `None`: `parameters`.
+    pub workspace_parameters: Option<String>,
 }
 
 /// Why a build was requested: by the person who asked (`initiator`) or by a

@@ -11,9 +11,11 @@ UPDATE builds SET reason = 'initiator'
 -- inserts them at start (renaming a person who holds a reserved name).
 ALTER TABLE users ADD COLUMN system BOOLEAN NOT NULL DEFAULT FALSE;
 
--- Parameter values given with this build (NULL: the workspace's own); they
--- become the workspace's when the build succeeds.
+-- Parameter values of this build (NULL: the workspace's own), and what the
+-- workspace keeps of them when the build succeeds (NULL: all of them;
+-- ephemeral values are left out).
 ALTER TABLE builds ADD COLUMN parameters TEXT;
+ALTER TABLE builds ADD COLUMN workspace_parameters TEXT;
 
 -- The workspace an event is about, so that its history follows it through
 -- a rename or a transfer; `target` keeps the name it had then.

@@ -65,6 +65,7 @@ async fn concurrent_claimers_never_share_a_job(store: Store) {
             created_by: user.id.clone(),
             validation_ok: true,
             validation_message: String::new(),
+            parameters: None,
             activate: true,
         })
         .await
@@ -92,6 +93,7 @@ async fn concurrent_claimers_never_share_a_job(store: Store) {
                     initiator_id: user.id.clone(),
                     reason: BuildReason::Initiator,
                     parameters: None,
+                    workspace_parameters: None,
                 },
             )
             .await

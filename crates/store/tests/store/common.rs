@@ -62,6 +62,7 @@ pub(crate) async fn seeded(store: &Store) -> (User, Workspace, Build) {
             created_by: user.id.clone(),
             validation_ok: true,
             validation_message: "ok".into(),
+            parameters: None,
             activate: false,
         })
         .await
@@ -85,6 +86,7 @@ pub(crate) async fn seeded(store: &Store) -> (User, Workspace, Build) {
                 initiator_id: user.id.clone(),
                 reason: BuildReason::Initiator,
                 parameters: None,
+                workspace_parameters: None,
             },
         )
         .await
@@ -101,6 +103,7 @@ pub(crate) fn next_build(workspace: &Workspace, user: &User, transition: &str) -
         initiator_id: user.id.clone(),
         reason: BuildReason::Initiator,
         parameters: None,
+        workspace_parameters: None,
     }
 }
 

@@ -14,6 +14,7 @@ async fn first_template_version_is_active_and_later_ones_on_request(store: Store
         created_by: user.id.clone(),
         validation_ok: true,
         validation_message: "ok".into(),
+        parameters: None,
         activate,
     };
     let (template, v2) = store.create_template_version(&push(false)).await.unwrap();

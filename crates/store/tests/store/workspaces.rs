@@ -133,6 +133,7 @@ async fn a_workspace_moves_to_a_version_only_when_a_build_of_it_succeeds(store: 
             created_by: user.id.clone(),
             validation_ok: true,
             validation_message: "ok".into(),
+            parameters: None,
             activate: true,
         })
         .await
@@ -184,6 +185,7 @@ async fn another_workspace(store: &Store, owner: &User, like: &Workspace, name: 
                 initiator_id: owner.id.clone(),
                 reason: BuildReason::Initiator,
                 parameters: None,
+                workspace_parameters: None,
             },
         )
         .await
