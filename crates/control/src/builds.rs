@@ -201,14 +201,12 @@ impl Control {
         // if the build succeeds. Stop and delete run on what the workspace has.
         let (parameters, workspace_parameters) = match order.transition {
             Transition::Start => {
-                let previous: BTreeMap<String, String> = serde_json::from_str(
-                    &workspace.parameters,
-                )
-                .map_err(|error| {
-                    ControlError::Internal(format!(
+                let previous: BTreeMap<String, String> =
+                    serde_json::from_str(&workspace.parameters).map_err(|error| {
+                        ControlError::Internal(format!(
                         "the workspace's stored parameters are not an object of strings: {error}"
                     ))
-                })?;
+                    })?;
                 let kind = if version.id == workspace.template_version_id {
                     CheckKind::Start
                 } else {
