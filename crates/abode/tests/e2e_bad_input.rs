@@ -456,14 +456,14 @@ fn a_huge_parameter_is_refused_and_a_large_one_still_deletes() {
     require_terraform();
     let platform = Platform::start();
     platform.login_owner();
-    let minimal = fixture("minimal");
+    let sized = fixture("sized");
     platform
         .run(&[
             "templates",
             "push",
-            "minimal",
+            "sized",
             "-d",
-            minimal.to_str().unwrap(),
+            sized.to_str().unwrap(),
         ])
         .ok();
     let huge = format!("size={}", "x".repeat(100_000));
@@ -472,7 +472,7 @@ fn a_huge_parameter_is_refused_and_a_large_one_still_deletes() {
             "create",
             "big",
             "--template",
-            "minimal",
+            "sized",
             "--parameter",
             &huge,
         ])
@@ -484,7 +484,7 @@ fn a_huge_parameter_is_refused_and_a_large_one_still_deletes() {
             "create",
             "big",
             "--template",
-            "minimal",
+            "sized",
             "--parameter",
             &large,
         ])

@@ -172,6 +172,54 @@ fn renamed_protected_volume_waits_for_a_confirmation_of_that_exact_plan() {
     platform.run(&["delete", "dev"]).ok();
 }
 
+/// A workspace moves to a version only when a build of it succeeds: a held
+/// update that is canceled leaves it on its version, with its agent, and its
+/// next stop plans the version it runs (nothing held).
+#[test]
+fn a_canceled_held_update_leaves_the_workspace_on_its_version() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let volume = workspace_with_a_file(&platform, &example_with(&[]));
+    push(&platform, "local", 2, &example_with(&[RENAME]));
+
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    let shown = platform.show("dev");
+    assert_eq!(shown["template_version"], 1, "{shown:#}");
+    assert_eq!(shown["latest_build"]["template_version"], 2, "{shown:#}");
+
+    platform.run(&["builds", "cancel", "dev", "2"]).ok();
+    let shown = platform.show("dev");
+    assert_eq!(shown["template_version"], 1, "{shown:#}");
+    assert_eq!(shown["latest_build"]["status"], "canceled", "{shown:#}");
+
+    // The stop plans version 1, which it runs: nothing to confirm.
+    platform.run(&["stop", "dev"]).ok();
+    let build = latest_build(&platform, "dev");
+    assert_eq!(
+        (build["status"].as_str(), build["template_version"].as_i64()),
+        (Some("succeeded"), Some(1)),
+        "{build:#}"
+    );
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+    // Builds say who asked and why.
+    let builds = platform
+        .run(&["builds", "list", "dev", "-o", "json"])
+        .ok()
+        .json();
+    for build in builds.as_array().unwrap() {
+        assert_eq!(
+            (build["initiator"].as_str(), build["reason"].as_str()),
+            (Some("alice"), Some("initiator")),
+            "{build:#}"
+        );
+    }
+}
+
 /// Without `--digest` and off a terminal nobody can have read the plan: the
 /// CLI refuses (usage) and prints the command to run once someone has.
 #[test]

@@ -138,6 +138,9 @@ pub struct Build {
     pub template_version: u64,
     #[serde(default)]
     pub initiator: Option<String>,
+    /// `user`, or `system` for the server, the scheduler or prebuilds.
+    #[serde(default)]
+    pub initiator_type: Option<String>,
     #[serde(default)]
     pub reason: Option<String>,
     #[serde(default)]

@@ -253,7 +253,7 @@ fn list(args: ListArgs) -> anyhow::Result<u8> {
                         build.transition.clone(),
                         build.status.clone(),
                         build.template_version.to_string(),
-                        or_dash(build.initiator.as_deref()),
+                        initiator(build),
                         or_dash(build.reason.as_deref()),
                         time(build.created_at.as_deref()),
                         or_dash(build.error.as_deref()),
@@ -539,5 +539,14 @@ mod tests {
             assert!(error.contains("64 hex characters"), "{bad:?}: {error}");
             assert!(!error.contains('\n'), "{error}");
         }
+    }
+}
+
+/// Who asked for a build, a system actor marked as such
+/// (`scheduler (system)`), so that nobody mistakes it for a person's name.
+fn initiator(build: &Build) -> String {
+    match (build.initiator.as_deref(), build.initiator_type.as_deref()) {
+        (Some(name), Some("system")) => format!("{name} (system)"),
+        (name, _) => or_dash(name),
     }
 }
