@@ -8,6 +8,7 @@ mod util;
 
 use std::fs;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use util::{
     fixture, only_subdir, printed_digest, repo_root, require_terraform, sqlite_execute, Platform,
@@ -437,11 +438,9 @@ fn confirmation_after_the_deadline_is_refused_before_the_sweep() {
     assert_eq!(held.code, Some(3), "{held}");
     let digest = printed_digest(&held);
 
-    // The deadline passes (the default one is a day, swept every 10 s).
-    sqlite_execute(
-        &platform,
-        "UPDATE builds SET expires_at = 1 WHERE status = 'awaiting_confirmation'",
-    );
+    // The deadline (the default one is a day, swept every 10 s) passes by
+    // the server's clock.
+    platform.advance_clock(Duration::from_secs(25 * 60 * 60));
 
     platform
         .run(&["builds", "confirm", "dev", "2", "--digest", &digest])

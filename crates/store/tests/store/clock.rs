@@ -69,7 +69,11 @@ async fn every_stored_time_comes_from_the_stores_clock(store: Store) {
         .await
         .unwrap();
     assert_eq!(
-        audit.items.iter().map(|event| event.time).collect::<Vec<_>>(),
+        audit
+            .items
+            .iter()
+            .map(|event| event.time)
+            .collect::<Vec<_>>(),
         [start + 120_000]
     );
 }
