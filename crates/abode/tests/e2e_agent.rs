@@ -187,19 +187,19 @@ fn failing_startup_script_gives_start_error_and_heartbeats_go_on() {
         .unwrap()
         .to_string();
     let deadline = Instant::now() + Duration::from_secs(30);
-    let later = loop {
+    loop {
         let later = platform.show("dev");
         if later["agent"]["status"] == "start_error"
             && later["agent"]["last_heartbeat_at"].as_str() > Some(jumped.as_str())
         {
-            break later;
+            break;
         }
         assert!(
             Instant::now() < deadline,
             "heartbeats stopped after a failed start: {later:#}"
         );
         std::thread::sleep(Duration::from_millis(250));
-    };
+    }
     let text = platform.run(&["show", "dev"]).ok().stdout;
     assert!(text.contains("Agent:       start_error"), "{text}");
     assert!(text.contains("Healthy:     no"), "{text}");
