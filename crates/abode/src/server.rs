@@ -78,6 +78,11 @@ pub struct ServerArgs {
     /// logins are refused (429) for the rest of that minute; 0 turns it off.
     #[arg(long, env = "ABODE_LOGIN_FAILURES_PER_MINUTE", default_value_t = 10)]
     login_failures_per_minute: u32,
+    /// For tests only (hidden): the server's clock runs ahead of the system's
+    /// by the milliseconds written in this file, read at every use, so that
+    /// a test of the binary moves time instead of sleeping for it.
+    #[arg(long, hide = true, value_name = "PATH")]
+    clock_offset_file: Option<PathBuf>,
 }
 
 pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
@@ -128,6 +133,10 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.session_max_lifetime = args.session_max_lifetime;
     options.api_token_max_lifetime = args.api_token_max_lifetime;
     options.login_failures_per_minute = args.login_failures_per_minute;
+    if let Some(file) = args.clock_offset_file {
+        // The server warns at start that its clock is not the system's.
+        options.clock = abode_clock::Clock::with_offset_file(absolute(file)?);
+    }
     let server = Server::start(options)
         .await
         .context("cannot start abode server")?;

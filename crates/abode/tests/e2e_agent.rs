@@ -34,7 +34,9 @@ fn broken_agent_token_gives_a_succeeded_build_and_an_unhealthy_workspace() {
     platform
         .run(&["create", "dev", "--template", "broken"])
         .ok();
-    let shown = platform.wait_for_agent("dev", "unhealthy", Duration::from_secs(60));
+    // Past the connect timeout (8 s) by the server's clock.
+    platform.advance_clock(Duration::from_secs(9));
+    let shown = platform.wait_for_agent("dev", "unhealthy", Duration::from_secs(10));
     assert_eq!(shown["status"], "running", "{shown:#}");
     assert_eq!(shown["latest_build"]["status"], "succeeded", "{shown:#}");
     assert_eq!(shown["healthy"], false, "{shown:#}");
@@ -176,14 +178,28 @@ fn failing_startup_script_gives_start_error_and_heartbeats_go_on() {
     .unwrap();
     assert_eq!(log, "installing\ncannot install\n");
 
-    // Longer than the heartbeat timeout (5 s): still connected, still failed.
-    std::thread::sleep(Duration::from_secs(7));
-    let later = platform.show("dev");
-    assert_eq!(later["agent"]["status"], "start_error", "{later:#}");
-    assert!(
-        later["agent"]["last_heartbeat_at"].as_str() > shown["agent"]["last_heartbeat_at"].as_str(),
-        "heartbeats continue after a failed start: {later:#}"
-    );
+    // Longer than the heartbeat timeout (5 s) later, by the server's clock:
+    // heartbeats go on (the next one, at most a second away, is dated after
+    // the jump) and the agent is still connected, still failed.
+    platform.advance_clock(Duration::from_secs(7));
+    let jumped = shown["agent"]["last_heartbeat_at"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let later = platform.show("dev");
+        if later["agent"]["status"] == "start_error"
+            && later["agent"]["last_heartbeat_at"].as_str() > Some(jumped.as_str())
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "heartbeats stopped after a failed start: {later:#}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
     let text = platform.run(&["show", "dev"]).ok().stdout;
     assert!(text.contains("Agent:       start_error"), "{text}");
     assert!(text.contains("Healthy:     no"), "{text}");

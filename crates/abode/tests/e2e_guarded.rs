@@ -8,6 +8,7 @@ mod util;
 
 use std::fs;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use util::{
     fixture, only_subdir, printed_digest, repo_root, require_terraform, sqlite_execute, Platform,
@@ -477,7 +478,7 @@ fn sensitive_value_forcing_a_replacement_never_shows() {
 #[test]
 fn confirmation_after_the_deadline_is_refused_before_the_sweep() {
     require_terraform();
-    let platform = Platform::start();
+    let platform = Platform::start_with(&["--confirmation-timeout", "3600"]);
     platform.login_owner();
     let volume = workspace_with_a_file(&platform, &example_with(&[]));
     push(&platform, "local", 2, &example_with(&[RENAME]));
@@ -485,11 +486,9 @@ fn confirmation_after_the_deadline_is_refused_before_the_sweep() {
     assert_eq!(held.code, Some(3), "{held}");
     let digest = printed_digest(&held);
 
-    // The deadline passes (the default one is a day, swept every 10 s).
-    sqlite_execute(
-        &platform,
-        "UPDATE builds SET expires_at = 1 WHERE status = 'awaiting_confirmation'",
-    );
+    // The deadline (an hour, swept every 10 s) passes by the server's clock
+    // (less than a day: the CLI's session must not expire with it).
+    platform.advance_clock(Duration::from_secs(2 * 60 * 60));
 
     platform
         .run(&["builds", "confirm", "dev", "2", "--digest", &digest])

@@ -10,7 +10,7 @@ mod util;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use abode_client::Client;
 use util::{peak_rss_kb, Platform};
@@ -116,17 +116,17 @@ fn logout_revokes_the_session_on_the_server() {
 
 #[test]
 fn sessions_expire_when_idle_and_at_their_lifetime_but_api_tokens_do_not_idle() {
-    // Seconds are the flags' smallest unit.
+    // The server's clock is moved, never waited for.
     let platform = Platform::start_with(&[
         "--session-idle-timeout",
-        "2s",
+        "30m",
         "--session-max-lifetime",
-        "4s",
+        "2h",
     ]);
     platform.login_owner();
     let anonymous = Client::new(&platform.url, None);
 
-    // Idle: unused for longer than 2 s.
+    // Idle: unused for longer than 30 minutes.
     let idle = anonymous.login("alice", OWNER_PASSWORD).unwrap().token;
     let idle = Client::new(&platform.url, Some(idle));
     idle.me().unwrap();
@@ -138,7 +138,7 @@ fn sessions_expire_when_idle_and_at_their_lifetime_but_api_tokens_do_not_idle() 
         .trim()
         .to_string();
     let api = Client::new(&platform.url, Some(api_token));
-    std::thread::sleep(Duration::from_millis(2_300));
+    platform.advance_clock(Duration::from_secs(31 * 60));
     let error = idle.me().unwrap_err();
     assert_eq!(error.status(), Some(401), "{error}");
     assert!(
@@ -151,25 +151,22 @@ fn sessions_expire_when_idle_and_at_their_lifetime_but_api_tokens_do_not_idle() 
         .run(&["users", "me"])
         .fails_with(1, &["session expired", "log in again"]);
 
-    // Lifetime: used every half second, it still ends 4 s after its login.
-    let login = Instant::now();
+    // Lifetime: used every 25 minutes (never idle), it still ends 2 hours
+    // after its login: it works at 100 minutes and not at 125.
+    let step = Duration::from_secs(25 * 60);
     let busy = anonymous.login("alice", OWNER_PASSWORD).unwrap().token;
     let busy = Client::new(&platform.url, Some(busy));
-    let mut worked_until = Duration::ZERO;
+    let mut aged = Duration::ZERO;
     let error = loop {
-        match busy.me() {
-            Ok(_) => worked_until = login.elapsed(),
-            Err(error) => break error,
+        if let Err(error) = busy.me() {
+            break error;
         }
-        assert!(login.elapsed() < Duration::from_secs(10), "never expired");
-        std::thread::sleep(Duration::from_millis(500));
+        assert!(aged < Duration::from_secs(4 * 60 * 60), "never expired");
+        platform.advance_clock(step);
+        aged += step;
     };
     assert!(error.to_string().contains("session expired"), "{error}");
-    assert!(
-        worked_until >= Duration::from_millis(3_000),
-        "expired early, last worked at {worked_until:?}"
-    );
-    assert!(login.elapsed() >= Duration::from_secs(4));
+    assert_eq!(aged, 5 * step, "expired at {aged:?} after its login");
 }
 
 #[test]
@@ -229,15 +226,17 @@ fn api_tokens_are_shown_once_work_as_bearers_and_can_be_revoked() {
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("cannot create API tokens"));
 
-    // Its own lifetime ends it (seconds are the smallest unit).
+    // Its own lifetime ends it.
     let short = platform
-        .run(&["tokens", "create", "--name", "short", "--lifetime", "1s"])
+        .run(&["tokens", "create", "--name", "short", "--lifetime", "1h"])
         .ok()
         .stdout
         .trim()
         .to_string();
-    std::thread::sleep(Duration::from_millis(1_200));
-    let error = Client::new(&platform.url, Some(short)).me().unwrap_err();
+    let short = Client::new(&platform.url, Some(short));
+    assert_eq!(short.me().unwrap().username, "alice");
+    platform.advance_clock(Duration::from_secs(61 * 60));
+    let error = short.me().unwrap_err();
     assert_eq!(error.status(), Some(401));
     assert!(error.to_string().contains("expired"), "{error}");
 

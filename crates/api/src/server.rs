@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use abode_control::{AgentTimeouts, Config, Control};
+use abode_control::{AgentTimeouts, Clock, Config, Control};
 use abode_store::Store;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -43,6 +43,9 @@ pub struct ServerOptions {
     pub api_token_max_lifetime: Duration,
     /// Failed logins per username or client address per minute; 0: no limit.
     pub login_failures_per_minute: u32,
+    /// The one clock of the server: the control plane's deadlines and the
+    /// store's timestamps. The system's, except in tests.
+    pub clock: Clock,
 }
 
 impl ServerOptions {
@@ -66,6 +69,7 @@ impl ServerOptions {
             session_max_lifetime: Duration::from_secs(30 * 24 * 60 * 60),
             api_token_max_lifetime: Duration::from_secs(365 * 24 * 60 * 60),
             login_failures_per_minute: 10,
+            clock: Clock::system(),
         }
     }
 }
@@ -122,8 +126,16 @@ impl Server {
         let store = match &options.database_url {
             Some(url) => Store::open_postgres(url).await?,
             None => Store::open_sqlite(&options.data_dir.join(DATABASE_FILE)).await?,
-        };
+        }
+        .with_clock(options.clock.clone());
+        if !options.clock.is_system() {
+            tracing::warn!(
+                clock = ?options.clock,
+                "not the system clock: for tests only, deadlines and stored times follow it"
+            );
+        }
         let mut config = Config::new(options.data_dir.clone(), access_url.clone());
+        config.clock = options.clock.clone();
         config.provider_mirror = options.provider_mirror.clone();
         config.agent_binary = options.agent_binary.clone();
         config.plan_retention = options.plan_retention;

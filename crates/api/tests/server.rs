@@ -608,7 +608,12 @@ async fn a_build_whose_server_died_is_followed_after_restart_and_can_be_canceled
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
-    let harness = Harness::start().await;
+    // Timeouts pass by moving the server's clock, not by waiting.
+    let (clock, hand) = abode_control::Clock::manual(abode_control::Clock::system().now_ms());
+    let harness = Harness::start_with(tempfile::tempdir().unwrap(), |options| {
+        options.clock = clock;
+    })
+    .await;
     let token = harness.owner().await;
     harness
         .push(&token, "base", "", archive(&quick_template()))
@@ -660,9 +665,10 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
             body["workspace"]["healthy"].as_bool().unwrap(),
         )
     };
-    // The build finished a moment ago; with a 2 s connect timeout it is first
-    // connecting (or already unhealthy on a slow machine), then unhealthy.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // The build just finished: connecting, then unhealthy once the 2 s
+    // connect timeout has passed.
+    assert_eq!(agent_status().await, ("connecting".to_string(), false));
+    hand.advance(Duration::from_millis(2500));
     assert_eq!(agent_status().await, ("unhealthy".to_string(), false));
 
     let (status, _) = harness
@@ -775,7 +781,7 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
         )
         .await;
     assert_eq!(status, 204);
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    hand.advance(Duration::from_millis(2500));
     assert_eq!(agent_status().await, ("disconnected".to_string(), false));
     let (status, _) = harness
         .call("POST", "/agent/heartbeat", Some(agent_token), None)

@@ -26,7 +26,7 @@ macro_rules! agent_queries {
         build_id: &str,
         agents: &[NewAgent],
     ) -> Result<(), StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         // An agent the build kept (same token: updated in place, its process
         // still running) keeps what it reported; it does not start again.
@@ -99,7 +99,7 @@ macro_rules! agent_queries {
         agent_id: &str,
         lifecycle: Option<AgentLifecycle>,
     ) -> Result<(), StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         sqlx::query(
             &sql("UPDATE agents SET lifecycle = COALESCE(?, lifecycle), \
              connected_at = COALESCE(connected_at, ?), last_heartbeat_at = ? WHERE id = ?"),
@@ -120,7 +120,7 @@ macro_rules! agent_queries {
         lifecycle: AgentLifecycle,
         exit_status: Option<i64>,
     ) -> Result<(), StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         sqlx::query(
             &sql("UPDATE agents SET lifecycle = ?, exit_status = ?, \
              connected_at = COALESCE(connected_at, ?), last_heartbeat_at = ? WHERE id = ?"),

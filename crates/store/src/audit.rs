@@ -7,7 +7,7 @@ macro_rules! audit_queries {
     ($db:ty) => {
     pub(crate) async fn record_audit(&self, event: &NewAuditEvent) -> Result<(), StoreError> {
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
-        Self::insert_audit(&mut tx, event).await?;
+        self.insert_audit(&mut tx, event).await?;
         tx.commit().await.map_err(StoreError::Database)
     }
 
@@ -55,6 +55,7 @@ macro_rules! audit_queries {
 
     /// Inserts an audit event inside the caller's transaction.
     async fn insert_audit(
+        &self,
         tx: &mut sqlx::Transaction<'_, $db>,
         event: &NewAuditEvent,
     ) -> Result<(), StoreError> {
@@ -62,7 +63,7 @@ macro_rules! audit_queries {
             &sql("INSERT INTO audit_events (time, actor_id, actor_name, action, target_type, target, \
              outcome, request_id, details, workspace_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
         )
-        .bind(now_ms())
+        .bind(self.now_ms())
         .bind(&event.actor_id)
         .bind(&event.actor_name)
         .bind(&event.action)

@@ -21,7 +21,7 @@ pub(crate) const BUILD_SELECT: &str = "SELECT b.id, b.workspace_id, w.name AS wo
 macro_rules! build_queries {
     ($db:ty) => {
     pub(crate) async fn create_build(&self, build: &NewBuild) -> Result<Build, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         // Writing first takes the write lock (see the module doc). The
         // workspace stays on its version until a build of another succeeds
@@ -167,7 +167,7 @@ macro_rules! build_queries {
         status: BuildStatus,
         error: Option<&str>,
     ) -> Result<bool, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
             &sql("UPDATE builds SET status = ?, error = ?, finished_at = ? \
@@ -214,7 +214,7 @@ macro_rules! build_queries {
         build_id: &str,
         error: &str,
     ) -> Result<bool, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
             &sql("UPDATE builds SET status = 'canceled', error = ?, finished_at = ? \
@@ -294,7 +294,7 @@ macro_rules! build_queries {
                  RETURNING seq"),
             )
             .bind(build_id)
-            .bind(now_ms())
+            .bind(self.now_ms())
             .bind(&line.stage)
             .bind(&line.level)
             .bind(&line.text)
@@ -342,7 +342,7 @@ macro_rules! build_queries {
         .bind(workspace_id)
         .bind(build_id)
         .bind(state)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .execute(&self.pool)
         .await
         .map_err(db_error("workspace state"))?;

@@ -13,7 +13,7 @@ macro_rules! held_queries {
         plan: &SavedPlan,
         expires_at: i64,
     ) -> Result<bool, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
             &sql("UPDATE builds SET status = 'awaiting_confirmation', plan_digest = ?, expires_at = ? \
@@ -58,7 +58,7 @@ macro_rules! held_queries {
         confirmer_id: &str,
         audit: &NewAuditEvent,
     ) -> Result<bool, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
             &sql("UPDATE builds SET status = 'pending', confirmed_by = ?, confirmed_at = ?, expires_at = NULL \
@@ -83,7 +83,7 @@ macro_rules! held_queries {
         .execute(&mut *tx)
         .await
         .map_err(db_error("job"))?;
-        Self::insert_audit(&mut tx, audit).await?;
+        self.insert_audit(&mut tx, audit).await?;
         tx.commit().await.map_err(StoreError::Database)?;
         Ok(true)
     }
@@ -157,7 +157,7 @@ macro_rules! held_queries {
         build_id: &str,
         protections: &[NewProtection],
     ) -> Result<(), StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         sqlx::query(&sql("DELETE FROM workspace_protections WHERE workspace_id = ?"))
             .bind(workspace_id)

@@ -34,6 +34,8 @@ mod workspaces;
 
 use std::path::Path;
 
+use abode_clock::Clock;
+
 pub use pages::{
     page_size, BadCursor, Page, SettledBuild, WorkspaceFilter, WorkspaceSummary, DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -138,6 +140,25 @@ impl Store {
         Ok(Store {
             backend: Backend::Postgres(backend),
         })
+    }
+
+    /// The store with its times (created, finished, audited, ...) read
+    /// from `clock` instead of the system's: the server gives it the
+    /// control plane's clock, so that one clock dates everything.
+    pub fn with_clock(mut self, clock: Clock) -> Store {
+        match &mut self.backend {
+            Backend::Sqlite(backend) => backend.clock = clock,
+            Backend::Postgres(backend) => backend.clock = clock,
+        }
+        self
+    }
+
+    /// The clock the store dates its writes with.
+    pub fn clock(&self) -> &Clock {
+        match &self.backend {
+            Backend::Sqlite(backend) => &backend.clock,
+            Backend::Postgres(backend) => &backend.clock,
+        }
     }
 
     /// Closes the pool, waiting for connections to be returned.
@@ -346,14 +367,6 @@ storage_interface! {
     /// Adds `add` and removes `remove` (a role in both stays held).
     /// `NotFound("user")` if there is no such user.
     fn change_roles(&self, user_id: &str, add: &Roles, remove: &Roles) -> Result<RoleChange, RoleRefusal>;
-}
-
-/// Milliseconds since the Unix epoch, the unit every stored time uses.
-pub fn now_ms() -> i64 {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    i64::try_from(now.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// A fresh random id.

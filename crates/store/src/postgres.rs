@@ -20,7 +20,8 @@ use crate::templates::*;
 use crate::tokens::*;
 use crate::users::*;
 use crate::workspaces::*;
-use crate::{db_error, new_id, now_ms, StoreError};
+use crate::{db_error, new_id, StoreError};
+use abode_clock::Clock;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
@@ -60,6 +61,8 @@ const BEGIN_WRITE: &str = "BEGIN";
 #[derive(Clone)]
 pub(crate) struct PostgresBackend {
     pool: PgPool,
+    /// Where every stored time comes from (see `Store::with_clock`).
+    pub(crate) clock: Clock,
 }
 
 impl PostgresBackend {
@@ -70,11 +73,19 @@ impl PostgresBackend {
             .await
             .map_err(StoreError::Database)?;
         MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
-        Ok(PostgresBackend { pool })
+        Ok(PostgresBackend {
+            pool,
+            clock: Clock::system(),
+        })
     }
 
     pub(crate) async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// Now, by the store's clock: every time the queries write.
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     // The shared queries, one macro per domain (see each file).
@@ -95,7 +106,7 @@ impl PostgresBackend {
     // ---- the job queue ----
 
     pub(crate) async fn claim_job(&self, worker: &str) -> Result<Option<ClaimedJob>, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self
             .pool
             .begin_with(BEGIN_WRITE)

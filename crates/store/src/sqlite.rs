@@ -25,7 +25,8 @@ use crate::templates::*;
 use crate::tokens::*;
 use crate::users::*;
 use crate::workspaces::*;
-use crate::{db_error, new_id, now_ms, StoreError};
+use crate::{db_error, new_id, StoreError};
+use abode_clock::Clock;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -45,6 +46,8 @@ const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 #[derive(Clone)]
 pub(crate) struct SqliteBackend {
     pool: SqlitePool,
+    /// Where every stored time comes from (see `Store::with_clock`).
+    pub(crate) clock: Clock,
 }
 
 impl SqliteBackend {
@@ -71,11 +74,19 @@ impl SqliteBackend {
             .map_err(StoreError::Database)?;
         MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
         restrict_permissions(path)?;
-        Ok(SqliteBackend { pool })
+        Ok(SqliteBackend {
+            pool,
+            clock: Clock::system(),
+        })
     }
 
     pub(crate) async fn close(&self) {
         self.pool.close().await;
+    }
+
+    /// Now, by the store's clock: every time the queries write.
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     // The shared queries, one macro per domain (see each file).
@@ -92,7 +103,7 @@ impl SqliteBackend {
     // ---- the job queue ----
 
     pub(crate) async fn claim_job(&self, worker: &str) -> Result<Option<ClaimedJob>, StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self
             .pool
             .begin_with(BEGIN_WRITE)

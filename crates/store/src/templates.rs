@@ -38,7 +38,7 @@ macro_rules! template_queries {
         &self,
         version: &NewTemplateVersion,
     ) -> Result<(Template, TemplateVersion), StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         // The upsert comes first: it takes the write lock (see the module doc).
         let template_id: String = sqlx::query(
@@ -159,7 +159,7 @@ macro_rules! template_queries {
              AND EXISTS (SELECT 1 FROM template_versions WHERE id = ? AND template_id = ?)"),
         )
         .bind(version_id)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .bind(template_id)
         .bind(version_id)
         .bind(template_id)

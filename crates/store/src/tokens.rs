@@ -145,7 +145,7 @@ macro_rules! token_queries {
         .bind(&id)
         .bind(&token.user_id)
         .bind(&token.token_hash)
-        .bind(now_ms())
+        .bind(self.now_ms())
         .bind(&token.name)
         .bind(token.expires_at)
         .execute(&self.pool)

@@ -34,7 +34,7 @@ macro_rules! user_queries {
             .bind(&user.email)
             .bind(&user.role)
             .bind(&user.password_hash)
-            .bind(now_ms())
+            .bind(self.now_ms())
             .execute(&mut *tx)
             .await
             .map_err(db_error("first user"))?;
@@ -56,7 +56,7 @@ macro_rules! user_queries {
             .bind(&user.email)
             .bind(&user.role)
             .bind(&user.password_hash)
-            .bind(now_ms())
+            .bind(self.now_ms())
             .execute(&self.pool)
             .await
             .map_err(db_error("username"))?;
@@ -94,7 +94,7 @@ macro_rules! user_queries {
             .bind(new_id())
             .bind(user_id)
             .bind(token_hash)
-            .bind(now_ms())
+            .bind(self.now_ms())
             .execute(&self.pool)
             .await
             .map_err(db_error("token"))?;
@@ -106,7 +106,7 @@ macro_rules! user_queries {
         pub(crate) async fn ensure_system_users(
             &self,
         ) -> Result<Vec<(String, String)>, StoreError> {
-            let now = now_ms();
+            let now = self.now_ms();
             let mut renamed = Vec::new();
             let mut tx = self
                 .pool

@@ -197,7 +197,7 @@ macro_rules! workspace_queries {
         workspace: &NewWorkspace,
         build: &NewBuild,
     ) -> Result<(Workspace, Build), StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         sqlx::query(
             &sql("INSERT INTO workspaces (id, owner_id, name, template_id, template_version_id, \
@@ -311,7 +311,7 @@ macro_rules! workspace_queries {
         workspace_id: &str,
     ) -> Result<(), StoreError> {
         sqlx::query(&sql("UPDATE workspaces SET deleted = TRUE, updated_at = ? WHERE id = ?"))
-            .bind(now_ms())
+            .bind(self.now_ms())
             .bind(workspace_id)
             .execute(&self.pool)
             .await

@@ -116,7 +116,7 @@ async fn other_lists_page_by_cursor(store: Store) {
         .await,
         ["login bob"]
     );
-    let now = now_ms();
+    let now = store.clock().now_ms();
     assert!(audit(AuditFilter {
         since: Some(now + 60_000),
         limit: 5,

@@ -9,6 +9,7 @@ mod common;
 
 mod agents;
 mod builds;
+mod clock;
 mod held;
 mod lists;
 mod opening;
