@@ -458,24 +458,11 @@ fn a_huge_parameter_is_refused_and_a_large_one_still_deletes() {
     platform.login_owner();
     let sized = fixture("sized");
     platform
-        .run(&[
-            "templates",
-            "push",
-            "sized",
-            "-d",
-            sized.to_str().unwrap(),
-        ])
+        .run(&["templates", "push", "sized", "-d", sized.to_str().unwrap()])
         .ok();
     let huge = format!("size={}", "x".repeat(100_000));
     platform
-        .run(&[
-            "create",
-            "big",
-            "--template",
-            "sized",
-            "--parameter",
-            &huge,
-        ])
+        .run(&["create", "big", "--template", "sized", "--parameter", &huge])
         .fails_with(1, &["at most 64 KiB"]);
     platform.run(&["show", "big"]).fails_with(1, &["not found"]);
     let large = format!("size={}", "x".repeat(60_000));

@@ -270,7 +270,7 @@ macro_rules! workspace_queries {
         name: &str,
         build: Option<&NewBuild>,
     ) -> Result<(Workspace, Option<Build>), StoreError> {
-        let now = now_ms();
+        let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let moved = sqlx::query(&sql(
             "UPDATE workspaces SET owner_id = ?, name = ?, updated_at = ? \
