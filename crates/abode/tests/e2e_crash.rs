@@ -21,16 +21,16 @@ use util::{assert_no_processes_left, printed_digest, require_terraform, Platform
 /// `slow-start-G`, 6 s, `slow-G` (G the generation), with a protected volume
 /// whose name changes with `volume`. With `gate`, the plan blocks reading the
 /// FIFO at that path until someone writes to it (the path depends on a data
-/// source, so `terraform validate` at push does not read it, and a missing
-/// gate reads as nothing: push's template-import plan runs before the FIFO is
-/// made).
+/// source, so `terraform validate` at push does not read it; push's
+/// template-import plan, whose workspace is named `dev` too, reads it, so
+/// the test pushes while the gate is an ordinary file).
 fn template(ledger: &Path, generation: u32, volume: &str, gate: Option<&Path>) -> String {
     let ledger = ledger.display();
     let gate = match gate {
         Some(fifo) => format!(
             r#"
 resource "terraform_data" "gate" {{
-  input = try(file("{}/${{data.abode_workspace.me.name}}.fifo"), "")
+  input = file("{}/${{data.abode_workspace.me.name}}.fifo")
 }}
 "#,
             fifo.parent().unwrap().display()
@@ -222,7 +222,9 @@ fn a_server_killed_mid_plan_applies_nothing_and_the_workspace_builds_again() {
     let gates = platform.root().join("gates");
     fs::create_dir_all(&gates).unwrap();
     let fifo = gates.join("dev.fifo");
+    fs::write(&fifo, "open").unwrap();
     push(&platform, 1, &template(&ledger, 1, "home", Some(&fifo)));
+    fs::remove_file(&fifo).unwrap();
     let made = std::process::Command::new("mkfifo")
         .arg(&fifo)
         .status()
