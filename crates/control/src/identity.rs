@@ -313,6 +313,22 @@ impl Control {
         Ok(self.token_owner(token).await?.1)
     }
 
+    /// The caller a session or API token stands for: its user and the roles
+    /// they hold now (a role change takes effect on the next request).
+    pub async fn authenticate_caller(
+        &self,
+        token: &str,
+        request_id: Option<String>,
+    ) -> Result<Caller, ControlError> {
+        let user = self.authenticate(token).await?;
+        let roles = self.inner.store.roles_of(&user.id).await?;
+        Ok(Caller {
+            user,
+            roles,
+            request_id,
+        })
+    }
+
     /// The token's record and user; 401 for an unknown, revoked or expired
     /// token. Records the use.
     async fn token_owner(&self, token: &str) -> Result<(TokenRecord, User), ControlError> {

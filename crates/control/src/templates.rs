@@ -8,6 +8,7 @@ use abode_terraform::run::{self, Invocation, RunError};
 
 use abode_store::{page_size, NewTemplateVersion, Page, Template, TemplateVersion};
 
+use crate::authz::Action;
 use crate::error::or_not_found;
 use crate::names::validate_name;
 use crate::secrets;
@@ -29,11 +30,7 @@ impl Control {
         name: &str,
         message: &str,
     ) -> Result<(), ControlError> {
-        if !caller.is_admin() {
-            return Err(ControlError::Forbidden(
-                "only owners and template-admins can push templates".into(),
-            ));
-        }
+        caller.authorize(Action::TemplatePush, None)?;
         validate_name("template name", name)?;
         if message.chars().count() > Self::MAX_VERSION_MESSAGE_CHARS {
             return Err(ControlError::BadRequest(format!(
@@ -137,11 +134,7 @@ impl Control {
         name: &str,
         number: i64,
     ) -> Result<(Template, TemplateVersion), ControlError> {
-        if !caller.is_admin() {
-            return Err(ControlError::Forbidden(
-                "only owners and template-admins can activate template versions".into(),
-            ));
-        }
+        caller.authorize(Action::TemplateActivate, None)?;
         let template = self.template(name).await?;
         let version = or_not_found(
             self.inner

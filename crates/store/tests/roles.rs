@@ -11,7 +11,7 @@ fn new_user(name: &str) -> NewUser {
     NewUser {
         username: name.into(),
         email: format!("{name}@example.com"),
-        role: "member".into(),
+        roles: Roles::new(),
         password_hash: "x".into(),
     }
 }
