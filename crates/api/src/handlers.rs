@@ -391,13 +391,13 @@ async fn list_users(
 
 async fn list_templates(
     State(state): State<AppState>,
-    _caller: Authenticated,
+    Authenticated(caller): Authenticated,
     query: ListQueryResult<PageQuery>,
 ) -> ApiResult {
     let query = list_query(query)?;
     let page = state
         .control
-        .list_templates(query.after.as_deref(), query.limit)
+        .list_templates(&caller, query.after.as_deref(), query.limit)
         .await?;
     let templates: Vec<TemplateJson> = page.items.iter().map(TemplateJson::from).collect();
     page_answer("templates", templates, page.next)
@@ -405,10 +405,10 @@ async fn list_templates(
 
 async fn get_template(
     State(state): State<AppState>,
-    _caller: Authenticated,
+    Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> ApiResult {
-    let template = state.control.template(&name).await?;
+    let template = state.control.read_template(&caller, &name).await?;
     ok(
         StatusCode::OK,
         json!({"template": TemplateJson::from(&template)}),
@@ -417,10 +417,10 @@ async fn get_template(
 
 async fn list_versions(
     State(state): State<AppState>,
-    _caller: Authenticated,
+    Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> ApiResult {
-    let versions = state.control.template_versions(&name).await?;
+    let versions = state.control.template_versions(&caller, &name).await?;
     let versions: Vec<VersionJson> = versions.iter().map(VersionJson::from).collect();
     ok(StatusCode::OK, json!({"versions": versions}))
 }

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use abode_store::{NewApiToken, StoreError, TokenKind, TokenRecord, User};
 
+use crate::authz::Action;
 use crate::{secrets, validate_name, Caller, Control, ControlError};
 
 /// The answer to a request made with an expired session.
@@ -495,6 +496,7 @@ impl Control {
     /// The caller's API tokens that are not revoked (expired ones included),
     /// by name.
     pub async fn api_tokens(&self, caller: &Caller) -> Result<Vec<TokenRecord>, ControlError> {
+        caller.authorize(Action::TokenList, Some(&caller.user.id))?;
         Ok(self.inner.store.list_api_tokens(&caller.user.id).await?)
     }
 
@@ -504,6 +506,7 @@ impl Control {
         caller: &Caller,
         name: &str,
     ) -> Result<TokenRecord, ControlError> {
+        caller.authorize(Action::TokenRevoke, Some(&caller.user.id))?;
         let revoked = match self
             .inner
             .store

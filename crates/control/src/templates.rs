@@ -100,14 +100,26 @@ impl Control {
     /// One page of templates, by name.
     pub async fn list_templates(
         &self,
+        caller: &Caller,
         after: Option<&str>,
         limit: Option<i64>,
     ) -> Result<Page<Template>, ControlError> {
+        caller.authorize(Action::TemplateRead, None)?;
         Ok(self
             .inner
             .store
             .list_template_page(after, page_size(limit))
             .await?)
+    }
+
+    /// A template, as a person reads it.
+    pub async fn read_template(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<Template, ControlError> {
+        caller.authorize(Action::TemplateRead, None)?;
+        self.template(name).await
     }
 
     pub async fn template(&self, name: &str) -> Result<Template, ControlError> {
@@ -118,8 +130,10 @@ impl Control {
 
     pub async fn template_versions(
         &self,
+        caller: &Caller,
         name: &str,
     ) -> Result<Vec<TemplateVersion>, ControlError> {
+        caller.authorize(Action::TemplateRead, None)?;
         let template = self.template(name).await?;
         Ok(self
             .inner
