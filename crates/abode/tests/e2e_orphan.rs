@@ -33,7 +33,7 @@ fn an_undeletable_workspace_is_removed_without_terraform_and_its_state_kept() {
     let admin = platform.login_new_user("tina", "template-admin");
     platform
         .run_as(&admin, &["delete", "alice/dev", "--orphan"], None)
-        .fails_with(1, &["only owners"]);
+        .fails_with(1, &["that needs the owner role"]);
 
     let orphaned = platform.run(&["delete", "dev", "--orphan"]).ok();
     assert!(
@@ -81,7 +81,7 @@ fn an_undeletable_workspace_is_removed_without_terraform_and_its_state_kept() {
             &["workspaces", "state", "alice/dev", "--file", "/dev/null"],
             None,
         )
-        .fails_with(1, &["only owners"]);
+        .fails_with(1, &["that needs the owner role"]);
     let audit = platform.run(&["audit", "--output", "json"]).ok().json();
     let actions: Vec<&str> = audit
         .as_array()

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use abode_control::{AuditQuery as ControlAuditQuery, BuildRequest, WorkspaceQuery};
-use abode_store::BuildStatus;
+use abode_store::{BuildStatus, Role, Roles};
 
 use crate::views::{
     AuditEventJson, BuildJson, LogLineJson, ProtectionJson, TemplateJson, UserJson, VersionJson,
@@ -42,6 +42,7 @@ pub fn router(state: AppState) -> Router {
         .route("/login", post(login))
         .route("/users/me", get(me))
         .route("/users", get(list_users).post(create_user))
+        .route("/users/:name/roles", post(change_user_roles))
         .route("/templates", get(list_templates))
         .route("/templates/:name", get(get_template))
         .route(
@@ -238,8 +239,43 @@ struct NewUserBody {
     username: String,
     email: String,
     password: String,
+    /// The new user's roles; the single `role` of older clients is a list
+    /// of one. Neither: `member`.
+    #[serde(default)]
+    roles: Option<Vec<String>>,
     #[serde(default)]
     role: Option<String>,
+}
+
+impl NewUserBody {
+    fn roles(&self) -> Result<Roles, ApiError> {
+        let names: Vec<&str> = match (&self.roles, &self.role) {
+            (Some(roles), None) => roles.iter().map(String::as_str).collect(),
+            (None, Some(role)) => vec![role.as_str()],
+            (None, None) => vec![Role::Member.as_str()],
+            (Some(_), Some(_)) => {
+                return Err(ApiError::bad_request(
+                    "give `roles` (a list) or the older `role`, not both",
+                ))
+            }
+        };
+        parse_roles(names)
+    }
+}
+
+/// Role names from a request; an unknown one is a 400 naming it and the
+/// valid ones.
+fn parse_roles<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Roles, ApiError> {
+    Roles::parse_each(names).map_err(|unknown| ApiError::bad_request(unknown.to_string()))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoleChangeBody {
+    #[serde(default)]
+    add: Vec<String>,
+    #[serde(default)]
+    remove: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -265,7 +301,7 @@ async fn create_first_user(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"user": UserJson::from(&user), "token": token}),
+        json!({"user": UserJson::new(&user, &state.control.roles_of(&user.id).await?), "token": token}),
     )
 }
 
@@ -283,16 +319,17 @@ async fn login(
         .control
         .login_from(&body.username, &body.password, client, Some(request_id.0))
         .await?;
+    let roles = state.control.roles_of(&user.id).await?;
     ok(
         StatusCode::OK,
-        json!({"user": UserJson::from(&user), "token": token}),
+        json!({"user": UserJson::new(&user, &roles), "token": token}),
     )
 }
 
 async fn me(Authenticated(caller): Authenticated) -> ApiResult {
     ok(
         StatusCode::OK,
-        json!({"user": UserJson::from(&caller.user)}),
+        json!({"user": UserJson::new(&caller.user, &caller.roles)}),
     )
 }
 
@@ -302,12 +339,34 @@ async fn create_user(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let body: NewUserBody = parse_json(body)?;
-    let role = body.role.as_deref().unwrap_or(abode_control::ROLE_MEMBER);
+    let roles = body.roles()?;
     let user = state
         .control
-        .create_user(&caller, &body.username, &body.email, &body.password, role)
+        .create_user(&caller, &body.username, &body.email, &body.password, &roles)
         .await?;
-    ok(StatusCode::CREATED, json!({"user": UserJson::from(&user)}))
+    ok(
+        StatusCode::CREATED,
+        json!({"user": UserJson::new(&user, &roles)}),
+    )
+}
+
+async fn change_user_roles(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(username): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: RoleChangeBody = parse_json(body)?;
+    let add = parse_roles(body.add.iter().map(String::as_str))?;
+    let remove = parse_roles(body.remove.iter().map(String::as_str))?;
+    let (user, change) = state
+        .control
+        .change_user_roles(&caller, &username, &add, &remove)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!({"user": UserJson::new(&user, &change.after)}),
+    )
 }
 
 async fn list_users(
@@ -320,7 +379,11 @@ async fn list_users(
         .control
         .list_users(&caller, query.after.as_deref(), query.limit)
         .await?;
-    let users: Vec<UserJson> = page.items.iter().map(UserJson::from).collect();
+    let users: Vec<UserJson> = page
+        .items
+        .iter()
+        .map(|(user, roles)| UserJson::new(user, roles))
+        .collect();
     page_answer("users", users, page.next)
 }
 
@@ -328,13 +391,13 @@ async fn list_users(
 
 async fn list_templates(
     State(state): State<AppState>,
-    _caller: Authenticated,
+    Authenticated(caller): Authenticated,
     query: ListQueryResult<PageQuery>,
 ) -> ApiResult {
     let query = list_query(query)?;
     let page = state
         .control
-        .list_templates(query.after.as_deref(), query.limit)
+        .list_templates(&caller, query.after.as_deref(), query.limit)
         .await?;
     let templates: Vec<TemplateJson> = page.items.iter().map(TemplateJson::from).collect();
     page_answer("templates", templates, page.next)
@@ -342,10 +405,10 @@ async fn list_templates(
 
 async fn get_template(
     State(state): State<AppState>,
-    _caller: Authenticated,
+    Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> ApiResult {
-    let template = state.control.template(&name).await?;
+    let template = state.control.read_template(&caller, &name).await?;
     ok(
         StatusCode::OK,
         json!({"template": TemplateJson::from(&template)}),
@@ -354,10 +417,10 @@ async fn get_template(
 
 async fn list_versions(
     State(state): State<AppState>,
-    _caller: Authenticated,
+    Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> ApiResult {
-    let versions = state.control.template_versions(&name).await?;
+    let versions = state.control.template_versions(&caller, &name).await?;
     let versions: Vec<VersionJson> = versions.iter().map(VersionJson::from).collect();
     ok(StatusCode::OK, json!({"versions": versions}))
 }

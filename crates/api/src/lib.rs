@@ -163,11 +163,12 @@ impl FromRequestParts<AppState> for Authenticated {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let token = session_bearer(parts)?;
-        let user = state.control.authenticate(&token).await?;
-        Ok(Authenticated(Caller {
-            user,
-            request_id: request_id(parts),
-        }))
+        Ok(Authenticated(
+            state
+                .control
+                .authenticate_caller(&token, request_id(parts))
+                .await?,
+        ))
     }
 }
 

@@ -3,7 +3,9 @@
 //! plan, no state.
 
 use abode_control::{AgentHealth, WorkspaceView};
-use abode_store::{AuditEvent, Build, LogLine, Protection, Template, TemplateVersion, User};
+use abode_store::{
+    AuditEvent, Build, LogLine, Protection, Role, Roles, Template, TemplateVersion, User,
+};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -12,17 +14,22 @@ pub struct UserJson {
     pub id: String,
     pub username: String,
     pub email: String,
-    pub role: String,
+    /// Every role the user holds, widest first.
+    pub roles: Vec<&'static str>,
+    /// The widest of the first schema's three roles they hold (`owner`,
+    /// `template-admin` or `member`), for clients from before `roles`.
+    pub role: &'static str,
     pub created_at: String,
 }
 
-impl From<&User> for UserJson {
-    fn from(user: &User) -> Self {
+impl UserJson {
+    pub fn new(user: &User, roles: &Roles) -> Self {
         UserJson {
             id: user.id.clone(),
             username: user.username.clone(),
             email: user.email.clone(),
-            role: user.role.clone(),
+            roles: roles.iter().map(Role::as_str).collect(),
+            role: roles.legacy_role(),
             created_at: rfc3339(user.created_at),
         }
     }

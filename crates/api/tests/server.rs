@@ -347,7 +347,7 @@ async fn bad_templates_are_refused_and_nothing_is_stored() {
         (401, Some("wrong username or password"))
     );
     // A password typed into the username field is not kept in the audit log
-    // (which owners and template-admins read).
+    // (which owners and auditors read).
     let (status, _) = harness
         .call(
             "POST",
@@ -1076,7 +1076,9 @@ async fn hostile_requests_get_json_one_line_answers() {
     .unwrap();
     assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
     assert!(
-        answer.contains("only owners and template-admins"),
+        answer.contains(
+            "you may not push templates: that needs one of the roles owner, template-admin"
+        ),
         "{answer}"
     );
     harness.stop().await;

@@ -260,19 +260,36 @@ impl Client {
         Ok(body.user)
     }
 
-    /// Creates a user (owners only).
+    /// Creates a user holding `roles` (owners; user-admins create members).
     pub fn create_user(
         &self,
         username: &str,
         email: &str,
         password: &str,
-        role: &str,
+        roles: &[String],
     ) -> Result<User, ClientError> {
         let body =
-            json!({"username": username, "email": email, "password": password, "role": role});
+            json!({"username": username, "email": email, "password": password, "roles": roles});
         let body: UserBody = self.finish(
             "POST /users",
             self.request("POST", "/users").send_json(body),
+        )?;
+        Ok(body.user)
+    }
+
+    /// Adds and removes roles of a user (owners only); the answer holds the
+    /// roles they hold afterwards.
+    pub fn change_roles(
+        &self,
+        username: &str,
+        add: &[String],
+        remove: &[String],
+    ) -> Result<User, ClientError> {
+        let path = format!("/users/{}/roles", workspace_segment(username));
+        let body: UserBody = self.finish(
+            "POST /users/{name}/roles",
+            self.request("POST", &path)
+                .send_json(json!({"add": add, "remove": remove})),
         )?;
         Ok(body.user)
     }

@@ -16,9 +16,24 @@ pub struct User {
     pub username: String,
     #[serde(default)]
     pub email: String,
+    /// Every role the user holds, widest first (servers from before roles
+    /// were sets send only `role`).
+    #[serde(default)]
+    pub roles: Vec<String>,
     pub role: String,
     #[serde(default)]
     pub created_at: Option<String>,
+}
+
+impl User {
+    /// `owner, member`: the roles, or the single `role` of an older server.
+    pub fn roles_text(&self) -> String {
+        if self.roles.is_empty() {
+            self.role.clone()
+        } else {
+            self.roles.join(", ")
+        }
+    }
 }
 
 /// Answer to a login or first-user creation. Not `Serialize`: it holds the token.

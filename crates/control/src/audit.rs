@@ -7,6 +7,7 @@ use abode_store::{
 };
 
 use crate::actors::Actor;
+use crate::authz::{self, Action, Scope};
 use crate::Caller;
 use crate::Control;
 use crate::ControlError;
@@ -29,18 +30,29 @@ pub struct AuditQuery {
 }
 
 impl Control {
-    /// The audit log as the caller may see it (members: their own workspaces,
-    /// logins and tokens only), newest first.
+    /// The audit log as the caller may see it (`audit.read` on everyone's:
+    /// owners and auditors; others: their own workspaces, logins and tokens
+    /// only), newest first.
     pub async fn audit_events(
         &self,
         caller: &Caller,
         query: &AuditQuery,
     ) -> Result<Page<AuditEvent>, ControlError> {
         let workspace_id = match &query.workspace {
-            Some(reference) => Some(self.resolve_workspace(caller, reference).await?.id),
+            Some(reference) => Some(
+                self.resolve_workspace(caller, reference, Action::WorkspaceRead)
+                    .await?
+                    .id,
+            ),
             None => None,
         };
-        let visible_to = (!caller.is_admin()).then(|| caller.user.id.clone());
+        let visible_to = match authz::widest_scope(&caller.subject(), Action::AuditRead) {
+            Some(Scope::Any) => None,
+            _ => {
+                caller.authorize(Action::AuditRead, Some(&caller.user.id))?;
+                Some(caller.user.id.clone())
+            }
+        };
         Ok(self
             .inner
             .store

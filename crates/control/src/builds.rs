@@ -14,6 +14,7 @@ use abode_store::{
 use serde_json::Value;
 
 use crate::actors::Actor;
+use crate::authz::Action;
 use crate::error::or_not_found;
 use crate::lifecycle;
 use crate::names::validate_name;
@@ -302,12 +303,18 @@ impl Control {
         reference: &str,
         request: &BuildRequest,
     ) -> Result<Build, ControlError> {
-        let workspace = self.resolve_workspace(caller, reference).await?;
         let version = match (request.template_version, request.update) {
             (Some(number), _) => VersionChoice::Number(number),
             (None, true) => VersionChoice::Active,
             (None, false) => VersionChoice::Current,
         };
+        let action = match (request.transition, version) {
+            (Transition::Stop, _) => Action::WorkspaceStop,
+            (Transition::Delete, _) => Action::WorkspaceDelete,
+            (Transition::Start, VersionChoice::Current) => Action::WorkspaceStart,
+            (Transition::Start, _) => Action::WorkspaceUpdate,
+        };
+        let workspace = self.resolve_workspace(caller, reference, action).await?;
         self.request_build(
             BuildTarget::Existing(workspace),
             BuildOrder {
@@ -331,7 +338,9 @@ impl Control {
         after: Option<&str>,
         limit: Option<i64>,
     ) -> Result<Page<Build>, ControlError> {
-        let workspace = self.resolve_workspace(caller, reference).await?;
+        let workspace = self
+            .resolve_workspace(caller, reference, Action::WorkspaceRead)
+            .await?;
         Ok(self
             .inner
             .store
@@ -346,7 +355,19 @@ impl Control {
         reference: &str,
         number: Option<i64>,
     ) -> Result<Build, ControlError> {
-        let workspace = self.resolve_workspace(caller, reference).await?;
+        self.build_for(caller, reference, number, Action::WorkspaceRead)
+            .await
+    }
+
+    /// A build of a workspace the caller may do `action` on.
+    pub(crate) async fn build_for(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        number: Option<i64>,
+        action: Action,
+    ) -> Result<Build, ControlError> {
+        let workspace = self.resolve_workspace(caller, reference, action).await?;
         let found = match number {
             Some(number) => {
                 self.inner
@@ -406,7 +427,9 @@ impl Control {
         reference: &str,
         number: Option<i64>,
     ) -> Result<Build, ControlError> {
-        let build = self.build(caller, reference, number).await?;
+        let build = self
+            .build_for(caller, reference, number, Action::BuildCancel)
+            .await?;
         let message = format!("canceled by {}", caller.user.username);
         if build.status.is_final() {
             return Err(ControlError::Conflict(format!(

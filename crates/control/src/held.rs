@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use abode_store::{Build, BuildStatus, Protection, SavedPlan};
 
 use crate::audit::audit_event;
+use crate::authz::Action;
 use crate::error::or_not_found;
 use crate::secrets;
 use crate::Caller;
@@ -40,7 +41,9 @@ impl Control {
         }
         let digest = digest.to_ascii_lowercase();
         let digest = digest.as_str();
-        let build = self.build(caller, reference, number).await?;
+        let build = self
+            .build_for(caller, reference, number, Action::BuildConfirm)
+            .await?;
         let target = format!("{}/{}", build.owner_name, build.workspace_name);
         let refuse = |message: String| ControlError::Conflict(message);
         let result = async {
@@ -238,23 +241,23 @@ impl Control {
         caller: &Caller,
         reference: &str,
     ) -> Result<Vec<Protection>, ControlError> {
-        let workspace = self.resolve_workspace(caller, reference).await?;
+        let workspace = self
+            .resolve_workspace(caller, reference, Action::WorkspaceRead)
+            .await?;
         Ok(self.inner.store.protections(&workspace.id).await?)
     }
 
-    /// Releases one remembered protection (owners and template-admins), on the record.
+    /// Releases one remembered protection (`protection.release`: owners on
+    /// any workspace, template-admins on their own), on the record.
     pub async fn release_protection(
         &self,
         caller: &Caller,
         reference: &str,
         address: &str,
     ) -> Result<Protection, ControlError> {
-        if !caller.is_admin() {
-            return Err(ControlError::Forbidden(
-                "only owners and template-admins can release a protection".into(),
-            ));
-        }
-        let workspace = self.resolve_workspace(caller, reference).await?;
+        let workspace = self
+            .resolve_workspace(caller, reference, Action::ProtectionRelease)
+            .await?;
         let released = or_not_found(
             self.inner
                 .store

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use abode_store::{NewApiToken, StoreError, TokenKind, TokenRecord, User};
 
+use crate::authz::Action;
 use crate::{secrets, validate_name, Caller, Control, ControlError};
 
 /// The answer to a request made with an expired session.
@@ -313,6 +314,22 @@ impl Control {
         Ok(self.token_owner(token).await?.1)
     }
 
+    /// The caller a session or API token stands for: its user and the roles
+    /// they hold now (a role change takes effect on the next request).
+    pub async fn authenticate_caller(
+        &self,
+        token: &str,
+        request_id: Option<String>,
+    ) -> Result<Caller, ControlError> {
+        let user = self.authenticate(token).await?;
+        let roles = self.inner.store.roles_of(&user.id).await?;
+        Ok(Caller {
+            user,
+            roles,
+            request_id,
+        })
+    }
+
     /// The token's record and user; 401 for an unknown, revoked or expired
     /// token. Records the use.
     async fn token_owner(&self, token: &str) -> Result<(TokenRecord, User), ControlError> {
@@ -479,6 +496,7 @@ impl Control {
     /// The caller's API tokens that are not revoked (expired ones included),
     /// by name.
     pub async fn api_tokens(&self, caller: &Caller) -> Result<Vec<TokenRecord>, ControlError> {
+        caller.authorize(Action::TokenList, Some(&caller.user.id))?;
         Ok(self.inner.store.list_api_tokens(&caller.user.id).await?)
     }
 
@@ -488,6 +506,7 @@ impl Control {
         caller: &Caller,
         name: &str,
     ) -> Result<TokenRecord, ControlError> {
+        caller.authorize(Action::TokenRevoke, Some(&caller.user.id))?;
         let revoked = match self
             .inner
             .store

@@ -51,11 +51,6 @@ pub use recovery::Recovered;
 pub use secrets::token_hash;
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, MAX_PARAMETERS_BYTES};
 
-/// Roles, from most to least powerful.
-pub const ROLE_OWNER: &str = "owner";
-pub const ROLE_TEMPLATE_ADMIN: &str = "template-admin";
-pub const ROLE_MEMBER: &str = "member";
-
 const MIN_PASSWORD_LENGTH: usize = 8;
 
 /// How the control plane runs; everything has a default fit for one machine.
@@ -142,20 +137,30 @@ impl Config {
     }
 }
 
-/// Who is asking, for permission checks and the audit log.
+/// Who is asking, for permission checks and the audit log: the user and the
+/// roles read when the request authenticated (see
+/// [`Control::authenticate_caller`]).
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub user: User,
+    pub roles: authz::Roles,
     pub request_id: Option<String>,
 }
 
 impl Caller {
-    fn is_owner(&self) -> bool {
-        self.user.role == ROLE_OWNER
+    /// What [`authz::authorize`] decides for.
+    pub fn subject(&self) -> authz::Subject {
+        authz::Subject::user(self.user.id.clone(), self.roles.clone())
     }
 
-    fn is_admin(&self) -> bool {
-        self.user.role == ROLE_OWNER || self.user.role == ROLE_TEMPLATE_ADMIN
+    /// Whether the caller may do `action` on an object owned by
+    /// `object_owner` (a user id; `None`: nobody's, or everyone's).
+    pub(crate) fn authorize(
+        &self,
+        action: authz::Action,
+        object_owner: Option<&str>,
+    ) -> Result<(), ControlError> {
+        Ok(authz::authorize(&self.subject(), action, object_owner)?)
     }
 }
 

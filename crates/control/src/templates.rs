@@ -8,6 +8,7 @@ use abode_terraform::run::{self, Invocation, RunError};
 
 use abode_store::{page_size, NewTemplateVersion, Page, Template, TemplateVersion};
 
+use crate::authz::Action;
 use crate::error::or_not_found;
 use crate::names::validate_name;
 use crate::parameters::declarations_from_template;
@@ -30,11 +31,7 @@ impl Control {
         name: &str,
         message: &str,
     ) -> Result<(), ControlError> {
-        if !caller.is_admin() {
-            return Err(ControlError::Forbidden(
-                "only owners and template-admins can push templates".into(),
-            ));
-        }
+        caller.authorize(Action::TemplatePush, None)?;
         validate_name("template name", name)?;
         if message.chars().count() > Self::MAX_VERSION_MESSAGE_CHARS {
             return Err(ControlError::BadRequest(format!(
@@ -105,14 +102,26 @@ impl Control {
     /// One page of templates, by name.
     pub async fn list_templates(
         &self,
+        caller: &Caller,
         after: Option<&str>,
         limit: Option<i64>,
     ) -> Result<Page<Template>, ControlError> {
+        caller.authorize(Action::TemplateRead, None)?;
         Ok(self
             .inner
             .store
             .list_template_page(after, page_size(limit))
             .await?)
+    }
+
+    /// A template, as a person reads it.
+    pub async fn read_template(
+        &self,
+        caller: &Caller,
+        name: &str,
+    ) -> Result<Template, ControlError> {
+        caller.authorize(Action::TemplateRead, None)?;
+        self.template(name).await
     }
 
     pub async fn template(&self, name: &str) -> Result<Template, ControlError> {
@@ -123,8 +132,10 @@ impl Control {
 
     pub async fn template_versions(
         &self,
+        caller: &Caller,
         name: &str,
     ) -> Result<Vec<TemplateVersion>, ControlError> {
+        caller.authorize(Action::TemplateRead, None)?;
         let template = self.template(name).await?;
         Ok(self
             .inner
@@ -139,11 +150,7 @@ impl Control {
         name: &str,
         number: i64,
     ) -> Result<(Template, TemplateVersion), ControlError> {
-        if !caller.is_admin() {
-            return Err(ControlError::Forbidden(
-                "only owners and template-admins can activate template versions".into(),
-            ));
-        }
+        caller.authorize(Action::TemplateActivate, None)?;
         let template = self.template(name).await?;
         let version = or_not_found(
             self.inner

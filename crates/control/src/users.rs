@@ -6,15 +6,13 @@ use abode_store::{page_size, NewUser, Page, StoreError, User};
 
 use crate::actors::Actor;
 use crate::audit::audit_event;
+use crate::authz::{self, Action, Role, RoleChange, RoleRefusal, Roles};
 use crate::names::validate_name;
 use crate::secrets;
 use crate::Caller;
 use crate::Control;
 use crate::ControlError;
 use crate::MIN_PASSWORD_LENGTH;
-use crate::ROLE_MEMBER;
-use crate::ROLE_OWNER;
-use crate::ROLE_TEMPLATE_ADMIN;
 
 impl Control {
     pub async fn create_first_user(
@@ -35,7 +33,7 @@ impl Control {
             .create_first_user(&NewUser {
                 username: username.into(),
                 email: email.into(),
-                role: ROLE_OWNER.into(),
+                roles: Roles::from([Role::Owner, Role::Member]),
                 password_hash,
             })
             .await
@@ -93,28 +91,27 @@ impl Control {
         Ok(())
     }
 
+    /// A new user holding `roles` (user-admins create members; other roles
+    /// are granted by owners: [`authz::authorize_user_create`]); the user and
+    /// their roles are written in one transaction.
     pub async fn create_user(
         &self,
         caller: &Caller,
         username: &str,
         email: &str,
         password: &str,
-        role: &str,
+        roles: &Roles,
     ) -> Result<User, ControlError> {
-        if !caller.is_owner() {
-            return Err(ControlError::Forbidden(
-                "only owners can create users".into(),
+        authz::authorize_user_create(&caller.subject(), roles)?;
+        if roles.is_empty() {
+            return Err(ControlError::BadRequest(
+                "a user needs at least one role (member: their own workspaces)".into(),
             ));
         }
         validate_name("username", username)?;
         refuse_reserved(username)?;
         validate_email(email)?;
         validate_password(password)?;
-        if ![ROLE_OWNER, ROLE_TEMPLATE_ADMIN, ROLE_MEMBER].contains(&role) {
-            return Err(ControlError::BadRequest(format!(
-                "unknown role `{role}`: use owner, template-admin or member"
-            )));
-        }
         let password_hash = self.hash_password(password).await?;
         let user = match self
             .inner
@@ -122,7 +119,7 @@ impl Control {
             .create_user(&NewUser {
                 username: username.into(),
                 email: email.into(),
-                role: role.into(),
+                roles: roles.clone(),
                 password_hash,
             })
             .await
@@ -141,31 +138,98 @@ impl Control {
             "user",
             username,
             "success",
-            Some(format!("role={role}")),
+            Some(format!("roles={}", role_list(roles))),
         )
         .await;
         Ok(user)
     }
 
-    /// One page of users, by username; owners only (members need no
-    /// directory of everyone).
+    /// Adds and removes roles of the user named `username` (owners only: see
+    /// [`Action::UserChangeRoles`]), on the record. The last owner keeps
+    /// `owner`, even against another change at the same moment (the store
+    /// checks and writes in one transaction).
+    pub async fn change_user_roles(
+        &self,
+        caller: &Caller,
+        username: &str,
+        add: &Roles,
+        remove: &Roles,
+    ) -> Result<(User, RoleChange), ControlError> {
+        caller.authorize(Action::UserChangeRoles, None)?;
+        let user =
+            crate::error::or_not_found(self.inner.store.user_by_name(username).await, || {
+                format!("user \"{username}\" not found")
+            })?;
+        if user.system {
+            return Err(ControlError::Conflict(format!(
+                "\"{username}\" is a system actor's account: its rights are fixed"
+            )));
+        }
+        let change = match self.inner.store.change_roles(&user.id, add, remove).await? {
+            Ok(change) => change,
+            Err(refusal) => {
+                let message = match refusal {
+                    RoleRefusal::LastOwner => format!(
+                        "\"{username}\" is the last owner and cannot lose the owner role: make another user an owner first"
+                    ),
+                    RoleRefusal::NoRoles => format!(
+                        "\"{username}\" would hold no role: a user holds at least one (member: their own workspaces)"
+                    ),
+                };
+                return Err(ControlError::Conflict(message));
+            }
+        };
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "user.roles",
+            "user",
+            username,
+            "success",
+            Some(format!(
+                "before={} after={}",
+                role_list(&change.before),
+                role_list(&change.after)
+            )),
+        )
+        .await;
+        Ok((user, change))
+    }
+
+    /// The roles `user_id` holds now.
+    pub async fn roles_of(&self, user_id: &str) -> Result<Roles, ControlError> {
+        Ok(self.inner.store.roles_of(user_id).await?)
+    }
+
+    /// One page of users, by username, with their roles (`user.list`:
+    /// owners and user-admins; members need no directory of everyone).
     pub async fn list_users(
         &self,
         caller: &Caller,
         after: Option<&str>,
         limit: Option<i64>,
-    ) -> Result<Page<User>, ControlError> {
-        if !caller.is_owner() {
-            return Err(ControlError::Forbidden(
-                "only owners can list users".to_string(),
-            ));
-        }
-        Ok(self
+    ) -> Result<Page<(User, Roles)>, ControlError> {
+        caller.authorize(Action::UserList, None)?;
+        let page = self
             .inner
             .store
             .list_user_page(after, page_size(limit))
-            .await?)
+            .await?;
+        let mut items = Vec::with_capacity(page.items.len());
+        for user in page.items {
+            let roles = self.inner.store.roles_of(&user.id).await?;
+            items.push((user, roles));
+        }
+        Ok(Page {
+            items,
+            next: page.next,
+        })
     }
+}
+
+/// `owner,member`: one audit detail word.
+fn role_list(roles: &Roles) -> String {
+    roles.iter().map(Role::as_str).collect::<Vec<_>>().join(",")
 }
 
 /// `local@domain.tld`: one `@`, a non-empty local part, a dotted domain,

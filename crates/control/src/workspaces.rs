@@ -11,6 +11,7 @@ use abode_store::{
 };
 
 use crate::actors::Actor;
+use crate::authz::{self, Action, Scope};
 use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
 use crate::error::or_not_found;
 use crate::lifecycle;
@@ -36,7 +37,8 @@ pub struct WorkspaceView {
 /// Which workspaces a list page shows (docs/api.md, `GET /workspaces`).
 #[derive(Debug, Clone, Default)]
 pub struct WorkspaceQuery {
-    /// Everyone's workspaces (owners and template admins; others see their own).
+    /// Everyone's workspaces, for those who may read them (owners,
+    /// template-admins, auditors); others see their own.
     pub all: bool,
     pub include_deleted: bool,
     /// Only this owner's (a username).
@@ -66,6 +68,7 @@ impl Control {
         template_name: &str,
         parameters: BTreeMap<String, serde_json::Value>,
     ) -> Result<(WorkspaceView, Build), ControlError> {
+        caller.authorize(Action::WorkspaceCreate, Some(&caller.user.id))?;
         validate_name("workspace name", name)?;
         let template = self.template(template_name).await?;
         let build = self
@@ -94,38 +97,42 @@ impl Control {
         Ok((view, build))
     }
 
-    /// Finds a workspace by `name` (the caller's) or `owner/name`.
+    /// Finds a workspace by `name` (the caller's) or `owner/name` for
+    /// `action`, which the caller must be allowed on it. A caller who may not
+    /// do `action` to, or read, other people's workspaces is refused a
+    /// reference to someone else's before anything is looked up: the answer
+    /// says nothing about whether it exists.
     pub async fn resolve_workspace(
         &self,
         caller: &Caller,
         reference: &str,
+        action: Action,
     ) -> Result<Workspace, ControlError> {
         let (owner, name) = match reference.split_once('/') {
             Some((owner, name)) => (owner, name),
             None => (caller.user.username.as_str(), reference),
         };
         let not_found = || ControlError::NotFound(format!("workspace \"{reference}\" not found"));
-        let owner_user = if owner == caller.user.username {
-            caller.user.clone()
+        let owner_id = if owner == caller.user.username {
+            caller.user.id.clone()
         } else {
-            if !caller.is_admin() {
-                return Err(ControlError::Forbidden(
-                    "members can only see their own workspaces".into(),
-                ));
-            }
+            caller.authorize(action, None)?;
+            caller.authorize(Action::WorkspaceRead, None)?;
             match self.inner.store.user_by_name(owner).await {
-                Ok(user) => user,
+                Ok(user) => user.id,
                 Err(StoreError::NotFound(_)) => return Err(not_found()),
                 Err(other) => return Err(other.into()),
             }
         };
-        or_not_found(
+        let workspace = or_not_found(
             self.inner
                 .store
-                .workspace_by_owner_and_name(&owner_user.id, name)
+                .workspace_by_owner_and_name(&owner_id, name)
                 .await,
             || format!("workspace \"{reference}\" not found"),
-        )
+        )?;
+        caller.authorize(action, Some(&workspace.owner_id))?;
+        Ok(workspace)
     }
 
     pub async fn workspace(
@@ -133,7 +140,9 @@ impl Control {
         caller: &Caller,
         reference: &str,
     ) -> Result<WorkspaceView, ControlError> {
-        let workspace = self.resolve_workspace(caller, reference).await?;
+        let workspace = self
+            .resolve_workspace(caller, reference, Action::WorkspaceRead)
+            .await?;
         self.view(workspace).await
     }
 
@@ -145,10 +154,12 @@ impl Control {
         caller: &Caller,
         query: &WorkspaceQuery,
     ) -> Result<Page<WorkspaceView>, ControlError> {
-        let owner_id = if query.all && caller.is_admin() {
-            None
-        } else {
-            Some(caller.user.id.clone())
+        let owner_id = match authz::widest_scope(&caller.subject(), Action::WorkspaceRead) {
+            Some(Scope::Any) if query.all => None,
+            _ => {
+                caller.authorize(Action::WorkspaceRead, Some(&caller.user.id))?;
+                Some(caller.user.id.clone())
+            }
         };
         let page = self
             .inner
@@ -245,7 +256,7 @@ impl Control {
         })
     }
 
-    /// Removes a workspace without running Terraform (owners only): the way
+    /// Removes a workspace without running Terraform (`workspace.orphan`): the way
     /// out for a workspace no build can delete any more (a template that no
     /// longer plans, a provider that is gone). A held build is canceled; a
     /// running one must be canceled first. Its last state stays readable
@@ -256,12 +267,9 @@ impl Control {
         caller: &Caller,
         reference: &str,
     ) -> Result<Orphaned, ControlError> {
-        if !caller.is_owner() {
-            return Err(ControlError::Forbidden(
-                "only owners can remove a workspace without running Terraform".into(),
-            ));
-        }
-        let workspace = self.resolve_workspace(caller, reference).await?;
+        let workspace = self
+            .resolve_workspace(caller, reference, Action::WorkspaceOrphan)
+            .await?;
         let target = format!("{}/{}", workspace.owner_name, workspace.name);
         if workspace.deleted {
             return Err(ControlError::Conflict(format!(
@@ -316,7 +324,7 @@ impl Control {
         })
     }
 
-    /// The workspace's last Terraform state (owners only; audited): how an
+    /// The workspace's last Terraform state (`workspace.state_read`; audited): how an
     /// operator finds what an orphaned workspace left behind. It holds every
     /// secret of the workspace, so it is the one answer that carries them.
     pub async fn workspace_state(
@@ -324,12 +332,9 @@ impl Control {
         caller: &Caller,
         reference: &str,
     ) -> Result<Vec<u8>, ControlError> {
-        if !caller.is_owner() {
-            return Err(ControlError::Forbidden(
-                "only owners can read a workspace's Terraform state".into(),
-            ));
-        }
-        let workspace = self.resolve_workspace(caller, reference).await?;
+        let workspace = self
+            .resolve_workspace(caller, reference, Action::WorkspaceStateRead)
+            .await?;
         let target = format!("{}/{}", workspace.owner_name, workspace.name);
         let state = self
             .inner

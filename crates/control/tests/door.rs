@@ -116,7 +116,7 @@ async fn setup() -> Setup {
         .create_first_user(&NewUser {
             username: "alice".into(),
             email: "alice@example.com".into(),
-            role: "owner".into(),
+            roles: Roles::from([Role::Owner, Role::Member]),
             password_hash: "x".into(),
         })
         .await

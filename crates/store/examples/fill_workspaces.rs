@@ -38,7 +38,10 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 .create_user(&NewUser {
                     username: owner.clone(),
                     email: format!("{owner}@example.com"),
-                    role: "owner".into(),
+                    roles: abode_store::Roles::from([
+                        abode_store::Role::Owner,
+                        abode_store::Role::Member,
+                    ]),
                     password_hash: "-".into(),
                 })
                 .await?
@@ -65,7 +68,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 .create_user(&NewUser {
                     username: format!("bench-{n:02}"),
                     email: format!("bench-{n:02}@example.com"),
-                    role: "member".into(),
+                    roles: abode_store::Roles::from([abode_store::Role::Member]),
                     password_hash: "-".into(),
                 })
                 .await?,

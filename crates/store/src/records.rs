@@ -6,6 +6,8 @@ use std::str::FromStr;
 
 pub use abode_contract::Transition;
 
+use crate::roles::Roles;
+
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct User {
     pub id: String,
@@ -24,7 +26,9 @@ pub struct User {
 pub struct NewUser {
     pub username: String,
     pub email: String,
-    pub role: String,
+    /// Written with the user, in the same transaction (`users.role` keeps
+    /// their [`Roles::legacy_role`]).
+    pub roles: Roles,
     pub password_hash: String,
 }
 

@@ -32,7 +32,7 @@ macro_rules! user_queries {
             .bind(&id)
             .bind(&user.username)
             .bind(&user.email)
-            .bind(&user.role)
+            .bind(user.roles.legacy_role())
             .bind(&user.password_hash)
             .bind(self.now_ms())
             .execute(&mut *tx)
@@ -41,12 +41,20 @@ macro_rules! user_queries {
             if result.rows_affected() == 0 {
                 return Err(StoreError::Conflict("first user"));
             }
+            Self::insert_roles(&mut tx, &id, &user.roles).await?;
             tx.commit().await.map_err(StoreError::Database)?;
             self.user_by_id(&id).await
         }
 
+        /// The user and their roles, in one transaction: nobody ever sees a
+        /// user without the roles they were created with.
         pub(crate) async fn create_user(&self, user: &NewUser) -> Result<User, StoreError> {
             let id = new_id();
+            let mut tx = self
+                .pool
+                .begin_with(BEGIN_WRITE)
+                .await
+                .map_err(StoreError::Database)?;
             sqlx::query(&sql(
                 "INSERT INTO users (id, username, email, role, password_hash, created_at) \
              VALUES (?, ?, ?, ?, ?, ?)",
@@ -54,12 +62,14 @@ macro_rules! user_queries {
             .bind(&id)
             .bind(&user.username)
             .bind(&user.email)
-            .bind(&user.role)
+            .bind(user.roles.legacy_role())
             .bind(&user.password_hash)
             .bind(self.now_ms())
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await
             .map_err(db_error("username"))?;
+            Self::insert_roles(&mut tx, &id, &user.roles).await?;
+            tx.commit().await.map_err(StoreError::Database)?;
             self.user_by_id(&id).await
         }
 

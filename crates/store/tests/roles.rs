@@ -11,7 +11,7 @@ fn new_user(name: &str) -> NewUser {
     NewUser {
         username: name.into(),
         email: format!("{name}@example.com"),
-        role: "member".into(),
+        roles: Roles::new(),
         password_hash: "x".into(),
     }
 }
@@ -222,6 +222,40 @@ async fn concurrent_owners_removing_each_other_leave_one(store: Store) {
     }
 }
 
+/// A new user's roles are written with the user (and `users.role` keeps the
+/// nearest old name); a taken name is refused as before.
+async fn users_are_created_with_their_roles(store: Store) {
+    // (roles, `users.role`)
+    let cases: [(&[Role], &str); 3] = [
+        (&[Role::Owner, Role::Member], "owner"),
+        (&[Role::Auditor], "member"),
+        (&[Role::TemplateAdmin, Role::UserAdmin], "template-admin"),
+    ];
+    for (index, (list, legacy)) in cases.into_iter().enumerate() {
+        let user = NewUser {
+            roles: roles(list),
+            ..new_user(&format!("user{index}"))
+        };
+        let created = if index == 0 {
+            store.create_first_user(&user).await.unwrap()
+        } else {
+            store.create_user(&user).await.unwrap()
+        };
+        assert_eq!(store.roles_of(&created.id).await.unwrap(), roles(list));
+        assert_eq!(created.role, legacy);
+    }
+    let taken = NewUser {
+        roles: roles(&[Role::Owner]),
+        ..new_user("user1")
+    };
+    assert!(matches!(
+        store.create_user(&taken).await,
+        Err(StoreError::Conflict(_))
+    ));
+    let users = store.list_user_page(None, 100).await.unwrap().items.len();
+    assert_eq!(users, 3);
+}
+
 macro_rules! on_every_backend {
     ($($name:ident),* $(,)?) => {
         mod on_sqlite {
@@ -253,6 +287,7 @@ on_every_backend!(
     roles_are_a_set_read_and_changed,
     the_last_owner_keeps_the_owner_role,
     concurrent_owners_removing_each_other_leave_one,
+    users_are_created_with_their_roles,
 );
 
 // ---- what is already in the database ----

@@ -28,8 +28,11 @@ pub struct LoginArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum UsersCommand {
-    /// Create a user (owners only).
+    /// Create a user (owners; user-admins create members).
     Create(CreateUserArgs),
+    /// Add or remove roles of a user (owners only) and print the roles they
+    /// hold afterwards.
+    Roles(RolesArgs),
     /// Show the logged-in user.
     Me(OutputArgs),
 }
@@ -41,12 +44,25 @@ pub struct CreateUserArgs {
     /// The new user's e-mail address.
     #[arg(long)]
     pub email: String,
-    /// The new user's role.
-    #[arg(long, value_parser = ["owner", "template-admin", "member"], default_value = "member")]
-    pub role: String,
+    /// The new user's roles: owner, template-admin, user-admin, auditor,
+    /// member (repeat the option or separate with commas).
+    #[arg(long, value_delimiter = ',', default_value = "member")]
+    pub role: Vec<String>,
     /// Read the new user's password from the first line of standard input.
     #[arg(long, required = true)]
     pub password_stdin: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RolesArgs {
+    /// The user whose roles change.
+    pub username: String,
+    /// Roles to grant (repeat the option or separate with commas).
+    #[arg(long, value_delimiter = ',')]
+    pub add: Vec<String>,
+    /// Roles to take away (repeat the option or separate with commas).
+    #[arg(long, value_delimiter = ',')]
+    pub remove: Vec<String>,
 }
 
 fn normalise_url(url: &str) -> anyhow::Result<String> {
@@ -81,7 +97,7 @@ pub fn login(args: LoginArgs) -> anyhow::Result<u8> {
     println!(
         "Logged in to {url} as {} ({}); session saved in {}",
         output::visible(&answer.user.username),
-        output::visible(&answer.user.role),
+        output::visible(&answer.user.roles_text()),
         path.display()
     );
     Ok(EXIT_OK)
@@ -124,7 +140,20 @@ pub fn users(command: UsersCommand) -> anyhow::Result<u8> {
             println!(
                 "Created user {} ({})",
                 output::visible(&user.username),
-                output::visible(&user.role)
+                output::visible(&user.roles_text())
+            );
+        }
+        UsersCommand::Roles(args) => {
+            if args.add.is_empty() && args.remove.is_empty() {
+                anyhow::bail!("give --add ROLE and/or --remove ROLE");
+            }
+            let user = client
+                .change_roles(&args.username, &args.add, &args.remove)
+                .with_context(|| format!("cannot change the roles of {:?}", args.username))?;
+            println!(
+                "{} now holds: {}",
+                output::visible(&user.username),
+                output::visible(&user.roles_text())
             );
         }
         UsersCommand::Me(args) => {
@@ -134,7 +163,7 @@ pub fn users(command: UsersCommand) -> anyhow::Result<u8> {
                 OutputFormat::Text => {
                     println!("username: {}", output::visible(&user.username));
                     println!("email:    {}", output::visible(&user.email));
-                    println!("role:     {}", output::visible(&user.role));
+                    println!("roles:    {}", output::visible(&user.roles_text()));
                     println!("server:   {}", client.base_url());
                 }
             }

@@ -47,6 +47,7 @@ async fn every_stored_time_comes_from_the_stores_clock(store: Store) {
             outcome: "success".into(),
             request_id: None,
             details: None,
+            workspace_id: None,
         })
         .await
         .unwrap();

@@ -45,7 +45,7 @@ pub(crate) fn new_user(name: &str) -> NewUser {
     NewUser {
         username: name.into(),
         email: format!("{name}@example.com"),
-        role: "owner".into(),
+        roles: Roles::from([Role::Owner, Role::Member]),
         password_hash: "x".into(),
     }
 }

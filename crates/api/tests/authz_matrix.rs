@@ -1,0 +1,371 @@
+//! The authorization matrix, end to end: every API route, asked by each
+//! kind of caller, answers with the status written in one table by hand (not
+//! derived from `authz::POLICY`, so that a change to the policy shows here as
+//! a changed expectation).
+//!
+//! The server's one provisioner is kept busy by a build that never ends, so
+//! the builds of the workspaces the table acts on stay pending: every request
+//! the policy allows then ends in the same, deterministic answer whatever ran
+//! before it (a build request on a workspace with a pending build is a 409,
+//! which only a request past authorization reaches). Builds and template
+//! pushes run real Terraform.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use abode_store::{NewAgent, NewProtection};
+use common::*;
+use serde_json::{json, Value};
+
+/// Who asks, in the order of the table's columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Column {
+    /// `alice`: owner (and member).
+    Owner,
+    /// `tadmin`: template-admin only.
+    TemplateAdmin,
+    /// `uadmin`: user-admin only.
+    UserAdmin,
+    /// `audra`: auditor only.
+    Auditor,
+    /// `mem`, a member, on their own workspace.
+    MemberOwn,
+    /// `mem` on `bob`'s workspace.
+    MemberOther,
+    /// No `Authorization` header.
+    NoToken,
+    /// A workspace agent's token.
+    Agent,
+}
+
+const COLUMNS: [Column; 8] = [
+    Column::Owner,
+    Column::TemplateAdmin,
+    Column::UserAdmin,
+    Column::Auditor,
+    Column::MemberOwn,
+    Column::MemberOther,
+    Column::NoToken,
+    Column::Agent,
+];
+
+impl Column {
+    /// Unique per column: names of things a column creates.
+    fn slug(self) -> &'static str {
+        match self {
+            Column::Owner => "owner",
+            Column::TemplateAdmin => "tadmin",
+            Column::UserAdmin => "uadmin",
+            Column::Auditor => "auditor",
+            Column::MemberOwn => "mem-own",
+            Column::MemberOther => "mem-other",
+            Column::NoToken => "none",
+            Column::Agent => "agent",
+        }
+    }
+
+    /// Whose workspaces a column acts on: the member's own by its short
+    /// name, bob's for "member on another's", and the member's for everyone
+    /// else (who own none of them).
+    fn workspace_prefix(self) -> &'static str {
+        match self {
+            Column::MemberOwn => "",
+            Column::MemberOther => "bob%2F",
+            _ => "mem%2F",
+        }
+    }
+}
+
+/// What a row sends.
+enum Body {
+    None,
+    Json(&'static str),
+    /// A template archive (`POST .../versions`).
+    Archive,
+}
+
+/// One route asked by every column: (method, path, body, expected status per
+/// column). In paths and bodies, `{ws}`, `{settled}` and `{missing}` are the
+/// column's workspace references and `{col}` its slug.
+type Row = (&'static str, &'static str, Body, [u16; 8]);
+
+const DIGEST: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+#[rustfmt::skip]
+fn table() -> Vec<Row> {
+    vec![
+        //                                                                                               owner tadm uadm audit m-own m-oth none agent
+        // ---- before login ----
+        ("GET", "/health", Body::None,                                                                     [200, 200, 200, 200, 200, 200, 200, 200]),
+        ("POST", "/users/first", Body::Json(r#"{"username":"zed","email":"z@example.com","password":"long enough"}"#),
+                                                                                                           [409, 409, 409, 409, 409, 409, 409, 409]),
+        ("POST", "/login", Body::Json(r#"{"username":"carol","password":"carols password"}"#),           [200, 200, 200, 200, 200, 200, 200, 200]),
+        // ---- one's own account ----
+        ("GET", "/users/me", Body::None,                                                                   [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("POST", "/tokens", Body::Json(r#"{"name":"t-{col}"}"#),                                         [201, 201, 201, 201, 201, 201, 401, 401]),
+        ("GET", "/tokens", Body::None,                                                                     [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("DELETE", "/tokens/t-{col}", Body::None,                                                          [200, 200, 200, 200, 200, 200, 401, 401]),
+        // ---- users ----
+        ("GET", "/users", Body::None,                                                                      [200, 403, 200, 403, 403, 403, 401, 401]),
+        ("POST", "/users", Body::Json(r#"{"username":"new-{col}","email":"n@example.com","password":"long enough"}"#),
+                                                                                                           [201, 403, 201, 403, 403, 403, 401, 401]),
+        ("POST", "/users", Body::Json(r#"{"username":"aud-{col}","email":"n@example.com","password":"long enough","roles":["auditor"]}"#),
+                                                                                                           [201, 403, 403, 403, 403, 403, 401, 401]),
+        ("POST", "/users/carol/roles", Body::Json(r#"{"add":["auditor"]}"#),                              [200, 403, 403, 403, 403, 403, 401, 401]),
+        // ---- templates ----
+        ("GET", "/templates", Body::None,                                                                  [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("GET", "/templates/quick", Body::None,                                                            [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("GET", "/templates/quick/versions", Body::None,                                                   [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("POST", "/templates/quick/versions", Body::Archive,                                               [201, 201, 403, 403, 403, 403, 401, 401]),
+        ("POST", "/templates/quick/versions/1/activate", Body::None,                                       [200, 200, 403, 403, 403, 403, 401, 401]),
+        // ---- workspaces: reading ----
+        ("GET", "/workspaces", Body::None,                                                                 [200, 200, 403, 200, 200, 200, 401, 401]),
+        ("GET", "/workspaces?all=true", Body::None,                                                        [200, 200, 403, 200, 200, 200, 401, 401]),
+        ("GET", "/workspaces/{ws}", Body::None,                                                            [200, 200, 403, 200, 200, 403, 401, 401]),
+        // Another's workspace that does not exist: those who may not read
+        // others' workspaces learn nothing (403, not 404).
+        ("GET", "/workspaces/{missing}", Body::None,                                                       [404, 404, 403, 404, 404, 403, 401, 401]),
+        ("GET", "/workspaces/{ws}/builds", Body::None,                                                     [200, 200, 403, 200, 200, 403, 401, 401]),
+        ("GET", "/workspaces/{ws}/builds/1", Body::None,                                                   [200, 200, 403, 200, 200, 403, 401, 401]),
+        ("GET", "/workspaces/{ws}/builds/1/logs", Body::None,                                              [200, 200, 403, 200, 200, 403, 401, 401]),
+        ("GET", "/workspaces/{ws}/protections", Body::None,                                                [200, 200, 403, 200, 200, 403, 401, 401]),
+        // ---- workspaces: acting (409: allowed, refused for the pending build) ----
+        ("POST", "/workspaces", Body::Json(r#"{"name":"new-{col}","template":"quick"}"#),                [201, 403, 403, 403, 201, 201, 401, 401]),
+        ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"start"}"#),                     [409, 403, 403, 403, 409, 403, 401, 401]),
+        ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"stop"}"#),                      [409, 403, 403, 403, 409, 403, 401, 401]),
+        ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"start","update":true}"#),       [409, 403, 403, 403, 409, 403, 401, 401]),
+        ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"delete"}"#),                    [409, 403, 403, 403, 409, 403, 401, 401]),
+        // Build #1 of {settled} was canceled: 409 is "allowed, already final".
+        ("POST", "/workspaces/{settled}/builds/1/cancel", Body::None,                                      [409, 403, 403, 403, 409, 403, 401, 401]),
+        ("POST", "/workspaces/{ws}/builds/1/confirm", Body::Json(r#"{"digest":"{digest}"}"#),            [409, 403, 403, 403, 409, 403, 401, 401]),
+        // Only the owner's release succeeds (the protection is then gone).
+        ("DELETE", "/workspaces/{ws}/protections?address=terraform_data.home", Body::None,                 [200, 403, 403, 403, 403, 403, 401, 401]),
+        ("GET", "/workspaces/{ws}/state", Body::None,                                                      [200, 403, 403, 403, 403, 403, 401, 401]),
+        ("POST", "/workspaces/{ws}/orphan", Body::None,                                                    [409, 403, 403, 403, 403, 403, 401, 401]),
+        // ---- audit ----
+        ("GET", "/audit", Body::None,                                                                      [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("GET", "/audit?workspace={ws}", Body::None,                                                       [200, 200, 403, 200, 200, 403, 401, 401]),
+        // ---- the agent's routes ----
+        ("GET", "/agent/me", Body::None,                                                                   [401, 401, 401, 401, 401, 401, 401, 200]),
+        ("POST", "/agent/heartbeat", Body::None,                                                           [401, 401, 401, 401, 401, 401, 401, 204]),
+        ("POST", "/agent/lifecycle", Body::Json(r#"{"state":"starting"}"#),                              [401, 401, 401, 401, 401, 401, 401, 204]),
+        // ---- last: it ends the session each column used ----
+        ("POST", "/logout", Body::None,                                                                    [204, 204, 204, 204, 204, 204, 401, 401]),
+    ]
+}
+
+const AGENT_TOKEN: &str = "matrix-agent-token-0123456789abcdef";
+
+/// Creates a user with `roles` as the owner and logs them in.
+async fn user(harness: &Harness, owner: &str, name: &str, roles: &[&str]) -> String {
+    let password = format!("{name}s password");
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/users",
+            Some(owner),
+            Some(
+                json!({"username": name, "email": format!("{name}@example.com"),
+                        "password": password, "roles": roles}),
+            ),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/login",
+            None,
+            Some(json!({"username": name, "password": password})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["token"].as_str().unwrap().to_string()
+}
+
+/// A workspace of the token's user; its build #1 stays pending.
+async fn workspace(harness: &Harness, token: &str, name: &str) -> Value {
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces",
+            Some(token),
+            Some(json!({"name": name, "template": "quick"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    body["workspace"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_for_every_kind_of_caller() {
+    require_terraform();
+    let harness = Harness::start_with(tempfile::tempdir().unwrap(), |options| {
+        options.provisioners = 1;
+    })
+    .await;
+    let owner = harness.owner().await;
+    let (status, body) = harness
+        .push(
+            &owner,
+            "quick",
+            "?activate=true",
+            archive(&quick_template()),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let tadmin = user(&harness, &owner, "tadmin", &["template-admin"]).await;
+    let uadmin = user(&harness, &owner, "uadmin", &["user-admin"]).await;
+    let auditor = user(&harness, &owner, "audra", &["auditor"]).await;
+    let mem = user(&harness, &owner, "mem", &["member"]).await;
+    // A second session of mem's, so that each member column logs out its own.
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/login",
+            None,
+            Some(json!({"username": "mem", "password": "mems password"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let mem_again = body["token"].as_str().unwrap().to_string();
+    let bob = user(&harness, &owner, "bob", &["member"]).await;
+    let carol = user(&harness, &owner, "carol", &["member"]).await;
+
+    // An agent of carol's started workspace (Terraform made no agent: it is
+    // written in as a build with the provider would have).
+    let store = harness.server().control().store().clone();
+    let started = workspace(&harness, &carol, "started").await;
+    assert_eq!(
+        harness.wait_build(&carol, "started", 1).await["status"],
+        "succeeded"
+    );
+    let build_id = started["latest_build"]["id"].as_str().unwrap();
+    store
+        .replace_agents(
+            started["id"].as_str().unwrap(),
+            build_id,
+            &[NewAgent {
+                name: "main".into(),
+                token_hash: abode_control::token_hash(AGENT_TOKEN),
+                startup_script: None,
+                dir: None,
+                env: "{}".into(),
+            }],
+        )
+        .await
+        .unwrap();
+
+    // The server's one provisioner is kept busy for good, so that the
+    // builds of the workspaces below stay pending.
+    let (status, body) = harness
+        .push(
+            &owner,
+            "slow",
+            "?activate=true",
+            archive(&slow_template(3600)),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/workspaces",
+            Some(&owner),
+            Some(json!({"name": "blocker", "template": "slow"})),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    harness.wait_status(&owner, "blocker", 1, "running").await;
+
+    // Each member: `busy` (build #1 pending for good) and `settled` (build
+    // #1 canceled).
+    for token in [&mem, &bob] {
+        let busy = workspace(&harness, token, "busy").await;
+        workspace(&harness, token, "settled").await;
+        let (status, body) = harness
+            .call(
+                "POST",
+                "/workspaces/settled/builds/1/cancel",
+                Some(token),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{body}");
+        let (id, build) = (
+            busy["id"].as_str().unwrap(),
+            busy["latest_build"]["id"].as_str().unwrap(),
+        );
+        store
+            .put_state(id, build, b"{\"version\":4}")
+            .await
+            .unwrap();
+        store
+            .replace_protections(
+                id,
+                build,
+                &[NewProtection {
+                    address: "terraform_data.home".into(),
+                    mode: "block".into(),
+                }],
+            )
+            .await
+            .unwrap();
+    }
+
+    let token_of = |column: Column| -> Option<&str> {
+        match column {
+            Column::Owner => Some(&owner),
+            Column::TemplateAdmin => Some(&tadmin),
+            Column::UserAdmin => Some(&uadmin),
+            Column::Auditor => Some(&auditor),
+            Column::MemberOwn => Some(&mem),
+            Column::MemberOther => Some(&mem_again),
+            Column::NoToken => None,
+            Column::Agent => Some(AGENT_TOKEN),
+        }
+    };
+    let fill = |text: &str, column: Column| -> String {
+        let prefix = column.workspace_prefix();
+        text.replace("{ws}", &format!("{prefix}busy"))
+            .replace("{settled}", &format!("{prefix}settled"))
+            .replace("{missing}", &format!("{prefix}nothing"))
+            .replace("{col}", column.slug())
+            .replace("{digest}", DIGEST)
+    };
+
+    let mut mismatches = Vec::new();
+    for (method, path, body, expected) in table() {
+        for (column, expected) in COLUMNS.into_iter().zip(expected) {
+            let path = fill(path, column);
+            let token = token_of(column);
+            let (status, answer) = match &body {
+                Body::None => harness.call(method, &path, token, None).await,
+                Body::Json(text) => {
+                    let json: Value = serde_json::from_str(&fill(text, column)).unwrap();
+                    harness.call(method, &path, token, Some(json)).await
+                }
+                Body::Archive => match token {
+                    Some(token) => {
+                        harness
+                            .push(token, "quick", "", archive(&quick_template()))
+                            .await
+                    }
+                    None => harness.call(method, &path, None, Some(json!({}))).await,
+                },
+            };
+            if status != expected {
+                mismatches.push(format!(
+                    "{method} {path} as {column:?}: expected {expected}, got {status}: {answer}"
+                ));
+            }
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} cells differ:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+    harness.stop().await;
+}
