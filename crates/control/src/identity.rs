@@ -20,7 +20,7 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use abode_store::{NewApiToken, StoreError, TokenKind, TokenRecord, User};
+use abode_store::{Credential, NewApiToken, StoreError, TokenKind, TokenRecord, User};
 
 use crate::authz::Action;
 use crate::{secrets, validate_name, Caller, Control, ControlError};
@@ -321,11 +321,10 @@ impl Control {
         token: &str,
         request_id: Option<String>,
     ) -> Result<Caller, ControlError> {
-        let user = self.authenticate(token).await?;
-        let roles = self.inner.store.roles_of(&user.id).await?;
+        let credential = self.credential(token).await?;
         Ok(Caller {
-            user,
-            roles,
+            user: credential.user,
+            roles: credential.roles,
             request_id,
         })
     }
@@ -333,13 +332,20 @@ impl Control {
     /// The token's record and user; 401 for an unknown, revoked or expired
     /// token. Records the use.
     async fn token_owner(&self, token: &str) -> Result<(TokenRecord, User), ControlError> {
-        let record = match self
+        let credential = self.credential(token).await?;
+        Ok((credential.token, credential.user))
+    }
+
+    /// The token's record, user and roles (one query); 401 for an unknown,
+    /// revoked or expired token. Records the use.
+    async fn credential(&self, token: &str) -> Result<Credential, ControlError> {
+        let credential = match self
             .inner
             .store
-            .token_by_hash(&secrets::token_hash(token))
+            .credential_by_hash(&secrets::token_hash(token))
             .await
         {
-            Ok(record) => record,
+            Ok(credential) => credential,
             Err(StoreError::NotFound(_)) => {
                 return Err(ControlError::Unauthorized(
                     "invalid session token; log in again".into(),
@@ -347,6 +353,7 @@ impl Control {
             }
             Err(other) => return Err(other.into()),
         };
+        let record = &credential.token;
         let now = self.now_ms();
         let config = &self.inner.config;
         let touch_interval = match record.kind {
@@ -396,8 +403,7 @@ impl Control {
                 .touch_token(&record.id, now, not_since)
                 .await?;
         }
-        let user = self.inner.store.user_by_id(&record.user_id).await?;
-        Ok((record, user))
+        Ok(credential)
     }
 
     /// Ends the session (or API token) the request was made with: from now on
