@@ -331,16 +331,7 @@ macro_rules! workspace_queries {
             return Err(StoreError::NotFound("workspace"));
         }
         if let Some(build) = build {
-            let number: i64 = sqlx::query(&sql(
-                "SELECT COALESCE(MAX(number), 0) + 1 AS next FROM builds WHERE workspace_id = ?",
-            ))
-            .bind(workspace_id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_error("build"))?
-            .try_get("next")
-            .map_err(StoreError::Database)?;
-            Self::insert_build(&mut tx, build, number, now).await?;
+            Self::insert_next_build(&mut tx, build, now).await?;
         }
         tx.commit().await.map_err(StoreError::Database)?;
         let build = match build {

@@ -13,6 +13,7 @@ mod clock;
 mod held;
 mod lists;
 mod opening;
+mod roles;
 mod templates;
 mod tokens;
 mod users;
