@@ -200,6 +200,8 @@ pub(crate) fn workspace_page_sql(filter: &WorkspaceFilter, cursor: bool, limit: 
 }
 
 /// The page's rows once its keys are chosen (see [`workspace_page_sql`]).
+/// An agent's startup script, dir and env are served only to the agent: a
+/// page leaves them out (they can be large, and no view shows them).
 const WORKSPACE_PAGE_ROWS: &str = "page AS (\
      SELECT w.id, w.name, w.owner_id, u.username AS owner_name, u.email AS owner_email, \
      w.template_id, t.name AS template_name, w.template_version_id, v.number AS template_version, \
@@ -223,7 +225,7 @@ const WORKSPACE_PAGE_ROWS: &str = "page AS (\
      s.finished_at AS s_finished_at, a.id AS a_id, a.build_id AS a_build_id, a.name AS a_name, \
      a.lifecycle AS a_lifecycle, a.connected_at AS a_connected_at, \
      a.last_heartbeat_at AS a_last_heartbeat_at, a.created_at AS a_created_at, \
-     a.startup_script AS a_startup_script, a.dir AS a_dir, a.env AS a_env, \
+     NULL AS a_startup_script, NULL AS a_dir, '{}' AS a_env, \
      a.exit_status AS a_exit_status \
      FROM page \
      LEFT JOIN builds s ON s.workspace_id = page.id AND s.number = (SELECT MAX(sb.number) \
