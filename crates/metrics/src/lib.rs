@@ -1,0 +1,358 @@
+//! Abode's Prometheus metrics: one registry per server, the typed points
+//! where the rest of the platform records into it, and its text exposition.
+//!
+//! It exists so that the control plane (builds, the guard, provisioners,
+//! the background refresh of database gauges) and the API (HTTP requests)
+//! record into the same registry without knowing about each other, and so
+//! that every metric's name, labels and help text are declared in one place
+//! ([`Metrics::new`]). Encoding uses `prometheus-client`'s Prometheus text
+//! format (0.0.4), never hand-formatted text.
+//!
+//! Nothing here reads the database or a clock: counters are moved where the
+//! event happens, and gauges that need the database are set by a refresher
+//! (`abode-control`) at an interval, so a scrape only encodes memory.
+
+use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::{Metric, Registry};
+
+/// The `Content-Type` of [`Metrics::encode`]'s output.
+pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// Provisioner states of `abode_provisioners{state}`.
+pub const PROVISIONER_BUSY: &str = "busy";
+pub const PROVISIONER_IDLE: &str = "idle";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    route: String,
+    method: String,
+    status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: String,
+    method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BuildLabels {
+    transition: String,
+    status: String,
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransitionLabels {
+    transition: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DecisionLabels {
+    decision: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabels {
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabels {
+    status: String,
+}
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Request latency: 5 ms to ~20 s.
+fn request_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.005, 2.0, 13))
+}
+
+/// Build duration: 1 s to ~4.5 h.
+fn build_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(1.0, 2.0, 15))
+}
+
+/// What the database says about the platform now, set by one refresh.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlatformGauges {
+    /// Builds awaiting confirmation.
+    pub builds_held: i64,
+    /// Jobs queued and not yet claimed.
+    pub jobs_pending: i64,
+    /// Age of the oldest queued job (0 when none is queued).
+    pub job_queue_oldest_seconds: f64,
+    /// Agents by status; give every status the platform knows (0 included)
+    /// so that a status nobody is in any more drops to 0.
+    pub agents: Vec<(String, i64)>,
+    /// When this was read, seconds since the epoch.
+    pub updated_at_seconds: f64,
+}
+
+/// The registry and every metric in it; cheap to clone (one registry shared).
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    registry: Registry,
+    http_requests: Family<HttpLabels, Counter>,
+    http_duration: HistogramFamily<RouteLabels>,
+    builds: Family<BuildLabels, Counter>,
+    build_duration: HistogramFamily<TransitionLabels>,
+    guard_decisions: Family<DecisionLabels, Counter>,
+    builds_held: Gauge,
+    jobs_pending: Gauge,
+    job_queue_oldest: FloatGauge,
+    provisioners: Family<StateLabels, Gauge>,
+    agents: Family<StatusLabels, Gauge>,
+    last_updated: FloatGauge,
+}
+
+/// Registers `metric` under `name` and hands it back to be kept in a field.
+fn register<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
+
+impl Metrics {
+    /// A fresh registry with every metric declared (counters at zero).
+    ///
+    /// Adding a metric: a field in `Inner`, one `register(...)` line here,
+    /// and a method that records into it (docs/metrics.md).
+    pub fn new() -> Metrics {
+        let mut r = Registry::default();
+        let reg = &mut r;
+        let inner = Inner {
+            http_requests: register(reg, "abode_http_requests", "HTTP API requests answered, by route template, method and status", Family::default()),
+            http_duration: register(reg, "abode_http_request_duration_seconds", "Time to answer an HTTP API request, by route template and method", Family::new_with_constructor(request_buckets as fn() -> Histogram)),
+            builds: register(reg, "abode_builds", "Build runs that ended, by transition, how they ended and why the build was started", Family::default()),
+            build_duration: register(reg, "abode_build_duration_seconds", "Time from a worker claiming a build's job to the run's end, by transition", Family::new_with_constructor(build_buckets as fn() -> Histogram)),
+            guard_decisions: register(reg, "abode_guard_decisions", "Decisions of the plan guard (allow, confirm, block)", Family::default()),
+            builds_held: register(reg, "abode_builds_held", "Builds held by the guard, awaiting confirmation (refreshed)", Gauge::default()),
+            jobs_pending: register(reg, "abode_jobs_pending", "Build jobs queued and not yet claimed by a provisioner (refreshed)", Gauge::default()),
+            job_queue_oldest: register(reg, "abode_job_queue_oldest_seconds", "Age of the oldest queued job, 0 when none (refreshed)", FloatGauge::default()),
+            provisioners: register(reg, "abode_provisioners", "This server's provisioner workers, busy running a build or idle", Family::default()),
+            agents: register(reg, "abode_agents", "Workspace agents by status (refreshed)", Family::default()),
+            last_updated: register(reg, "abode_metrics_last_updated_seconds", "When the refreshed gauges were last read from the database, seconds since the epoch", FloatGauge::default()),
+            registry: r,
+        };
+        Metrics {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// One HTTP request answered. `route` is the route template (`/api/v1/
+    /// workspaces/{owner}/{name}`), never the raw path: raw paths would make
+    /// a series per workspace.
+    pub fn http_request(&self, route: &str, method: &str, status: u16, seconds: f64) {
+        let inner = &self.inner;
+        inner
+            .http_requests
+            .get_or_create(&HttpLabels {
+                route: route.to_string(),
+                method: method.to_string(),
+                status: status.to_string(),
+            })
+            .inc();
+        inner
+            .http_duration
+            .get_or_create(&RouteLabels {
+                route: route.to_string(),
+                method: method.to_string(),
+            })
+            .observe(seconds);
+    }
+
+    /// One run of a build ended (`status`: succeeded, failed, canceled or
+    /// awaiting_confirmation; `reason`: why the build was started).
+    pub fn build_ended(&self, transition: &str, status: &str, reason: &str, seconds: f64) {
+        let inner = &self.inner;
+        inner
+            .builds
+            .get_or_create(&BuildLabels {
+                transition: transition.to_string(),
+                status: status.to_string(),
+                reason: reason.to_string(),
+            })
+            .inc();
+        inner
+            .build_duration
+            .get_or_create(&TransitionLabels {
+                transition: transition.to_string(),
+            })
+            .observe(seconds);
+    }
+
+    /// The guard decided (`allow`, `confirm` or `block`).
+    pub fn guard_decision(&self, decision: &str) {
+        self.inner
+            .guard_decisions
+            .get_or_create(&DecisionLabels {
+                decision: decision.to_string(),
+            })
+            .inc();
+    }
+
+    /// `count` provisioner workers start, all idle.
+    pub fn provisioners_started(&self, count: usize) {
+        let count = i64::try_from(count).unwrap_or(i64::MAX);
+        self.provisioner_state(PROVISIONER_IDLE).inc_by(count);
+        self.provisioner_state(PROVISIONER_BUSY).inc_by(0);
+    }
+
+    /// A worker runs a build until the returned guard drops.
+    pub fn provisioner_busy(&self) -> BusyProvisioner {
+        self.provisioner_state(PROVISIONER_IDLE).dec();
+        self.provisioner_state(PROVISIONER_BUSY).inc();
+        BusyProvisioner {
+            metrics: self.clone(),
+        }
+    }
+
+    fn provisioner_state(&self, state: &str) -> Gauge {
+        self.inner.provisioners.get_or_create_owned(&StateLabels {
+            state: state.to_string(),
+        })
+    }
+
+    /// The gauges read from the database by one refresh.
+    pub fn set_platform(&self, gauges: &PlatformGauges) {
+        let inner = &self.inner;
+        inner.builds_held.set(gauges.builds_held);
+        inner.jobs_pending.set(gauges.jobs_pending);
+        inner.job_queue_oldest.set(gauges.job_queue_oldest_seconds);
+        for (status, count) in &gauges.agents {
+            inner
+                .agents
+                .get_or_create(&StatusLabels {
+                    status: status.clone(),
+                })
+                .set(*count);
+        }
+        inner.last_updated.set(gauges.updated_at_seconds);
+    }
+
+    /// The whole registry in Prometheus text format (version 0.0.4).
+    pub fn encode(&self) -> Result<String, fmt::Error> {
+        let mut text = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut text, &self.inner.registry)?;
+        Ok(text)
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+/// A provisioner counted busy; back to idle when dropped.
+#[must_use = "the provisioner counts as busy only while this lives"]
+pub struct BusyProvisioner {
+    metrics: Metrics,
+}
+
+impl Drop for BusyProvisioner {
+    fn drop(&mut self) {
+        self.metrics.provisioner_state(PROVISIONER_BUSY).dec();
+        self.metrics.provisioner_state(PROVISIONER_IDLE).inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn sample(text: &str, series: &str) -> Option<String> {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+            .map(str::to_string)
+    }
+
+    #[test]
+    fn every_recording_point_shows_in_the_exposition() {
+        let metrics = Metrics::new();
+        metrics.http_request("/api/v1/workspaces/{owner}/{name}", "GET", 200, 0.01);
+        metrics.http_request("/api/v1/workspaces/{owner}/{name}", "GET", 200, 0.02);
+        metrics.build_ended("start", "succeeded", "initiator", 3.0);
+        metrics.build_ended("stop", "awaiting_confirmation", "initiator", 2.0);
+        metrics.guard_decision("confirm");
+        metrics.provisioners_started(3);
+        let busy = metrics.provisioner_busy();
+        metrics.set_platform(&PlatformGauges {
+            builds_held: 1,
+            jobs_pending: 2,
+            job_queue_oldest_seconds: 1.5,
+            agents: vec![("ready".into(), 4), ("disconnected".into(), 0)],
+            updated_at_seconds: 1_700_000_000.0,
+        });
+        let text = metrics.encode().unwrap();
+        let cases = [
+            (
+                r#"abode_http_requests_total{route="/api/v1/workspaces/{owner}/{name}",method="GET",status="200"}"#,
+                "2",
+            ),
+            (
+                r#"abode_http_request_duration_seconds_count{route="/api/v1/workspaces/{owner}/{name}",method="GET"}"#,
+                "2",
+            ),
+            (
+                r#"abode_builds_total{transition="start",status="succeeded",reason="initiator"}"#,
+                "1",
+            ),
+            (
+                r#"abode_builds_total{transition="stop",status="awaiting_confirmation",reason="initiator"}"#,
+                "1",
+            ),
+            (
+                r#"abode_build_duration_seconds_count{transition="start"}"#,
+                "1",
+            ),
+            (r#"abode_guard_decisions_total{decision="confirm"}"#, "1"),
+            ("abode_builds_held", "1"),
+            ("abode_jobs_pending", "2"),
+            ("abode_job_queue_oldest_seconds", "1.5"),
+            (r#"abode_provisioners{state="busy"}"#, "1"),
+            (r#"abode_provisioners{state="idle"}"#, "2"),
+            (r#"abode_agents{status="ready"}"#, "4"),
+            (r#"abode_agents{status="disconnected"}"#, "0"),
+            ("abode_metrics_last_updated_seconds", "1700000000.0"),
+        ];
+        for (series, value) in cases {
+            assert_eq!(
+                sample(&text, series).as_deref(),
+                Some(value),
+                "{series} in\n{text}"
+            );
+        }
+        drop(busy);
+        let text = metrics.encode().unwrap();
+        assert_eq!(
+            sample(&text, r#"abode_provisioners{state="busy"}"#).as_deref(),
+            Some("0")
+        );
+        assert_eq!(
+            sample(&text, r#"abode_provisioners{state="idle"}"#).as_deref(),
+            Some("3")
+        );
+    }
+}
