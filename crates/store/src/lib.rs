@@ -6,7 +6,7 @@
 //! its own migrations folder. The queries they share are written once, by
 //! domain, each file a macro expanded inside each backend's `impl`:
 //! `users.rs`, `tokens.rs`, `templates.rs`, `workspaces.rs`, `builds.rs`,
-//! `held.rs`, `agents.rs`, `audit.rs`. Their text is a portable dialect (`?`
+//! `held.rs`, `agents.rs`, `platform.rs`, `audit.rs`. Their text is a portable dialect (`?`
 //! placeholders, `TRUE`/`FALSE`, `RETURNING`, `ON CONFLICT`) that each
 //! backend's `sql()` adapts (PostgreSQL numbers its placeholders);
 //! backend-specific statements (opening, migrations, the job claim) stay in
@@ -23,6 +23,7 @@ mod audit;
 mod builds;
 mod held;
 mod pages;
+mod platform;
 mod postgres;
 mod records;
 mod roles;
@@ -40,6 +41,7 @@ pub use pages::{
     page_size, BadCursor, Page, SettledBuild, WorkspaceFilter, WorkspaceSummary, DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
 };
+pub use platform::{AgentCutoffs, PlatformCounts};
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
@@ -349,6 +351,13 @@ storage_interface! {
     /// A new lifecycle state with the startup script's exit status (kept only
     /// for `start_error`; any other state clears it), counting as a heartbeat.
     fn agent_lifecycle(&self, agent_id: &str, lifecycle: AgentLifecycle, exit_status: Option<i64>) -> ();
+}
+
+// ---- the platform's counts for metrics (platform.rs) ----
+
+storage_interface! {
+    /// Held builds, the job queue and agents by status, in one query.
+    fn platform_counts(&self, cutoffs: AgentCutoffs) -> PlatformCounts;
 }
 
 // ---- the audit log (audit.rs) ----

@@ -14,6 +14,7 @@ use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
 use crate::pages::*;
+use crate::platform::*;
 use crate::records::*;
 use crate::roles::*;
 use crate::templates::*;
@@ -96,6 +97,7 @@ impl PostgresBackend {
     build_queries!(sqlx::Postgres);
     held_queries!();
     agent_queries!();
+    platform_queries!();
     audit_queries!(sqlx::Postgres);
     // Role changes wait for each other: each counts the owners left.
     role_queries!(

@@ -19,6 +19,7 @@ use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
 use crate::pages::*;
+use crate::platform::*;
 use crate::records::*;
 use crate::roles::*;
 use crate::templates::*;
@@ -97,6 +98,7 @@ impl SqliteBackend {
     build_queries!(sqlx::Sqlite);
     held_queries!();
     agent_queries!();
+    platform_queries!();
     audit_queries!(sqlx::Sqlite);
     role_queries!(sqlx::Sqlite, None);
 

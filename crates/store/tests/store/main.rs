@@ -13,6 +13,7 @@ mod clock;
 mod held;
 mod lists;
 mod opening;
+mod platform;
 mod roles;
 mod templates;
 mod tokens;
