@@ -86,10 +86,16 @@ pub fn router(state: AppState) -> Router {
         .route("/agent/me", get(agent_me))
         .merge(crate::identity::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES));
+    let metrics = state.control.config().metrics.clone();
     Router::new()
         .nest("/api/v1", api)
         .fallback(not_found)
         .with_state(state)
+        // Innermost, so that it runs inside each route and sees its template.
+        .layer(axum::middleware::from_fn_with_state(
+            metrics,
+            crate::prometheus::record,
+        ))
         .layer(axum::middleware::from_fn(crate::json_errors))
         .layer(axum::middleware::from_fn(request_id_layer))
 }

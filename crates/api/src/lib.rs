@@ -8,6 +8,7 @@
 
 mod handlers;
 mod identity;
+mod prometheus;
 mod server;
 pub mod views;
 

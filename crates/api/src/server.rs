@@ -46,6 +46,11 @@ pub struct ServerOptions {
     /// The one clock of the server: the control plane's deadlines and the
     /// store's timestamps. The system's, except in tests.
     pub clock: Clock,
+    /// Serve Prometheus metrics on this address (`GET /metrics`); `None`:
+    /// no listener, and the database gauges are not refreshed.
+    pub prometheus_address: Option<SocketAddr>,
+    /// How often the metrics that need the database are read.
+    pub metrics_refresh_interval: Duration,
 }
 
 impl ServerOptions {
@@ -70,6 +75,8 @@ impl ServerOptions {
             api_token_max_lifetime: Duration::from_secs(365 * 24 * 60 * 60),
             login_failures_per_minute: 10,
             clock: Clock::system(),
+            prometheus_address: None,
+            metrics_refresh_interval: Duration::from_secs(15),
         }
     }
 }
@@ -93,10 +100,12 @@ pub enum ServerError {
 /// A running server.
 pub struct Server {
     local_addr: SocketAddr,
+    prometheus_addr: Option<SocketAddr>,
     access_url: String,
     control: Control,
     shutdown: watch::Sender<bool>,
     http: JoinHandle<std::io::Result<()>>,
+    prometheus: Option<JoinHandle<std::io::Result<()>>>,
     workers: Vec<JoinHandle<()>>,
 }
 
@@ -119,6 +128,14 @@ impl Server {
             address: options.address,
             source,
         })?;
+        let prometheus_listener = match options.prometheus_address {
+            Some(address) => Some(bind(address).await?),
+            None => None,
+        };
+        let prometheus_addr = match &prometheus_listener {
+            Some((_, address)) => Some(*address),
+            None => None,
+        };
         let access_url = options
             .access_url
             .clone()
@@ -199,9 +216,31 @@ impl Server {
             })
             .await
         });
+        let prometheus = prometheus_listener.map(|(listener, address)| {
+            workers.push(
+                control
+                    .start_metrics_refresh(options.metrics_refresh_interval, shutdown.subscribe()),
+            );
+            tracing::info!(%address, "serving Prometheus metrics on /metrics");
+            let app = crate::prometheus::scrape_router(control.config().metrics.clone());
+            let mut stop = shutdown.subscribe();
+            tokio::spawn(async move {
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async move {
+                        while !*stop.borrow_and_update() {
+                            if stop.changed().await.is_err() {
+                                return;
+                            }
+                        }
+                    })
+                    .await
+            })
+        });
         tracing::info!(address = %local_addr, %access_url, "abode server listening");
         Ok(Server {
             local_addr,
+            prometheus_addr,
+            prometheus,
             access_url,
             control,
             shutdown,
@@ -212,6 +251,11 @@ impl Server {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Where Prometheus metrics are served, when they are.
+    pub fn prometheus_addr(&self) -> Option<SocketAddr> {
+        self.prometheus_addr
     }
 
     pub fn access_url(&self) -> &str {
@@ -229,10 +273,13 @@ impl Server {
         for worker in self.workers {
             let _ = worker.await;
         }
-        match self.http.await {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => tracing::error!(%error, "the HTTP server stopped with an error"),
-            Err(error) => tracing::error!(%error, "the HTTP server task failed"),
+        let listeners = std::iter::once(self.http).chain(self.prometheus);
+        for listener in listeners {
+            match listener.await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::error!(%error, "an HTTP listener stopped with an error"),
+                Err(error) => tracing::error!(%error, "an HTTP listener task failed"),
+            }
         }
         self.control.store().close().await;
     }
@@ -241,8 +288,21 @@ impl Server {
     /// the recovery after a dead server).
     pub fn abort(self) {
         self.http.abort();
+        if let Some(prometheus) = self.prometheus {
+            prometheus.abort();
+        }
         for worker in self.workers {
             worker.abort();
         }
     }
+}
+
+/// Binds a listener and reads back its address (port 0 picks one).
+async fn bind(address: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), ServerError> {
+    let bind_error = |source| ServerError::Bind { address, source };
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(bind_error)?;
+    let local = listener.local_addr().map_err(bind_error)?;
+    Ok((listener, local))
 }

@@ -17,6 +17,7 @@ mod hashing;
 mod held;
 mod identity;
 pub mod lifecycle;
+mod metrics;
 mod names;
 pub mod parameters;
 mod provisioner;
@@ -34,6 +35,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use abode_clock::{Clock, ManualClock};
+pub use abode_metrics::Metrics;
 use abode_store::{Store, User};
 use tokio::sync::{watch, Notify};
 
@@ -95,6 +97,9 @@ pub struct Config {
     /// Where every part of the control plane reads the time (the store's
     /// timestamps included: give the store the same clock).
     pub clock: Clock,
+    /// Where builds, the guard and provisioners record (`abode-metrics`);
+    /// the server exposes it when asked to (`--prometheus-address`).
+    pub metrics: Metrics,
 }
 
 impl Config {
@@ -120,6 +125,7 @@ impl Config {
             hashing_threads: hashing::default_threads(),
             hashing_wait: Duration::from_secs(2),
             clock: Clock::system(),
+            metrics: Metrics::new(),
         }
     }
 
@@ -235,6 +241,7 @@ impl Control {
         count: usize,
         shutdown: watch::Receiver<bool>,
     ) -> Vec<tokio::task::JoinHandle<()>> {
+        self.inner.config.metrics.provisioners_started(count);
         let mut handles: Vec<tokio::task::JoinHandle<()>> = (0..count)
             .map(|index| {
                 let control = self.clone();

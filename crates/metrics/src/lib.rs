@@ -153,8 +153,8 @@ impl Metrics {
         }
     }
 
-    /// One HTTP request answered. `route` is the route template (`/api/v1/
-    /// workspaces/{owner}/{name}`), never the raw path: raw paths would make
+    /// One HTTP request answered. `route` is the route template
+    /// (`/api/v1/workspaces/:workspace`), never the raw path: raw paths would make
     /// a series per workspace.
     pub fn http_request(&self, route: &str, method: &str, status: u16, seconds: f64) {
         let inner = &self.inner;
@@ -291,8 +291,8 @@ mod tests {
     #[test]
     fn every_recording_point_shows_in_the_exposition() {
         let metrics = Metrics::new();
-        metrics.http_request("/api/v1/workspaces/{owner}/{name}", "GET", 200, 0.01);
-        metrics.http_request("/api/v1/workspaces/{owner}/{name}", "GET", 200, 0.02);
+        metrics.http_request("/api/v1/workspaces/:workspace", "GET", 200, 0.01);
+        metrics.http_request("/api/v1/workspaces/:workspace", "GET", 200, 0.02);
         metrics.build_ended("start", "succeeded", "initiator", 3.0);
         metrics.build_ended("stop", "awaiting_confirmation", "initiator", 2.0);
         metrics.guard_decision("confirm");
@@ -308,11 +308,11 @@ mod tests {
         let text = metrics.encode().unwrap();
         let cases = [
             (
-                r#"abode_http_requests_total{route="/api/v1/workspaces/{owner}/{name}",method="GET",status="200"}"#,
+                r#"abode_http_requests_total{route="/api/v1/workspaces/:workspace",method="GET",status="200"}"#,
                 "2",
             ),
             (
-                r#"abode_http_request_duration_seconds_count{route="/api/v1/workspaces/{owner}/{name}",method="GET"}"#,
+                r#"abode_http_request_duration_seconds_count{route="/api/v1/workspaces/:workspace",method="GET"}"#,
                 "2",
             ),
             (

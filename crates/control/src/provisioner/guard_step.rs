@@ -44,6 +44,11 @@ impl BuildRun {
             .map_err(internal)?;
         let report =
             abode_guard::evaluate(&plan, transition, &abode_guard::remembered_rules(&memory));
+        self.control
+            .inner
+            .config
+            .metrics
+            .guard_decision(report.decision.as_str());
         let plan_text = String::from_utf8_lossy(&plan_json);
         self.control
             .inner

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use abode_store::{BuildStatus, JobKind};
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::workdir;
 use crate::Control;
@@ -60,12 +61,55 @@ pub(crate) async fn worker(control: Control, name: String, mut shutdown: watch::
     }
 }
 
+/// Runs a claimed build inside a span naming its workspace and number, so
+/// that every log line of the build carries them, and records its end in
+/// the metrics.
 async fn run_build(
     control: &Control,
     build_id: &str,
     kind: JobKind,
     shutdown: watch::Receiver<bool>,
 ) {
+    let metrics = &control.inner.config.metrics;
+    let _busy = metrics.provisioner_busy();
+    let started = control.now_ms();
+    let build = match control.inner.store.build_by_id(build_id).await {
+        Ok(build) => Some(build),
+        Err(error) => {
+            tracing::error!(build = %build_id, %error, "cannot read the claimed build");
+            None
+        }
+    };
+    let span = match &build {
+        Some(build) => tracing::info_span!(
+            "build",
+            workspace = %format_args!("{}/{}", build.owner_name, build.workspace_name),
+            build_number = build.number,
+            build_id = %build_id,
+        ),
+        None => tracing::info_span!("build", build_id = %build_id),
+    };
+    let status = run_build_steps(control, build_id, kind, shutdown)
+        .instrument(span)
+        .await;
+    if let Some(build) = build {
+        let seconds = (control.now_ms() - started).max(0) as f64 / 1000.0;
+        metrics.build_ended(
+            build.transition.as_str(),
+            status.as_str(),
+            build.reason.as_str(),
+            seconds,
+        );
+    }
+}
+
+/// The steps of one claimed build, to its recorded end; the status it ended in.
+async fn run_build_steps(
+    control: &Control,
+    build_id: &str,
+    kind: JobKind,
+    shutdown: watch::Receiver<bool>,
+) -> BuildStatus {
     let (interruptions, cancel) = Interruptions::start(control, build_id, shutdown);
 
     let mut build_run = BuildRun {
@@ -129,6 +173,7 @@ async fn run_build(
     prune_plans(control, build_id).await;
     control.inner.log_written.notify_waiters();
     tracing::info!(build = %build_id, status = %status, "build finished");
+    status
 }
 
 /// Applies the plan JSON retention to the workspace of a build that just
