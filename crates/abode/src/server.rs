@@ -78,6 +78,21 @@ pub struct ServerArgs {
     /// logins are refused (429) for the rest of that minute; 0 turns it off.
     #[arg(long, env = "ABODE_LOGIN_FAILURES_PER_MINUTE", default_value_t = 10)]
     login_failures_per_minute: u32,
+    /// Serve Prometheus metrics on this address (GET /metrics), apart from
+    /// the API; off unless given. See docs/metrics.md.
+    #[arg(long, env = "ABODE_PROMETHEUS_ADDRESS", value_name = "HOST:PORT")]
+    prometheus_address: Option<SocketAddr>,
+    /// How often the metrics that need the database are read (90m, 24h, 30d, or seconds).
+    #[arg(long, env = "ABODE_METRICS_REFRESH_INTERVAL", default_value = "15", value_parser = crate::duration::parse)]
+    metrics_refresh_interval: Duration,
+    /// How log lines are written to standard error: `text` for people,
+    /// `json` (one object per line) for log collectors.
+    #[arg(long, env = "ABODE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Which log lines to write, in RUST_LOG syntax (`info`,
+    /// `warn,abode_control=debug`, ...).
+    #[arg(long, env = "RUST_LOG", value_name = "FILTER", default_value = "info")]
+    log_filter: String,
     /// For tests only (hidden): the server's clock runs ahead of the system's
     /// by the milliseconds written in this file, read at every use, so that
     /// a test of the binary moves time instead of sleeping for it.
@@ -85,8 +100,15 @@ pub struct ServerArgs {
     clock_offset_file: Option<PathBuf>,
 }
 
+/// The formats of `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
 pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
-    init_logging();
+    init_logging(args.log_format, &args.log_filter)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -133,6 +155,8 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.session_max_lifetime = args.session_max_lifetime;
     options.api_token_max_lifetime = args.api_token_max_lifetime;
     options.login_failures_per_minute = args.login_failures_per_minute;
+    options.prometheus_address = args.prometheus_address;
+    options.metrics_refresh_interval = args.metrics_refresh_interval;
     if let Some(file) = args.clock_offset_file {
         // The server warns at start that its clock is not the system's.
         options.clock = abode_clock::Clock::with_offset_file(absolute(file)?);
@@ -140,11 +164,16 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     let server = Server::start(options)
         .await
         .context("cannot start abode server")?;
-    eprintln!(
-        "abode server listening on http://{} (agents use {})",
-        server.local_addr(),
-        server.access_url()
-    );
+    if args.log_format == LogFormat::Text {
+        eprintln!(
+            "abode server listening on http://{} (agents use {})",
+            server.local_addr(),
+            server.access_url()
+        );
+        if let Some(address) = server.prometheus_addr() {
+            eprintln!("abode server metrics on http://{address}/metrics");
+        }
+    }
     wait_for_signal().await?;
     tracing::info!("shutting down: interrupting running builds");
     server.shutdown().await;
@@ -164,13 +193,30 @@ async fn wait_for_signal() -> anyhow::Result<()> {
     Ok(())
 }
 
-fn init_logging() {
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::INFO)
+/// Logs go to standard error, filtered like RUST_LOG; as text (colours only
+/// on a terminal) or one JSON object per line with the fields of the spans
+/// an event is in (a build's workspace and number, a request's id).
+fn init_logging(format: LogFormat, filter: &str) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::builder()
+        .parse(filter)
+        .with_context(|| format!("--log-filter (RUST_LOG) {filter:?} is not a log filter"))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .try_init();
+        .with_target(false);
+    // Another subscriber already set (only in tests of this function) is
+    // not an error worth stopping the server for.
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .try_init(),
+    };
+    Ok(())
 }
 
 fn absolute(path: PathBuf) -> anyhow::Result<PathBuf> {
