@@ -26,6 +26,13 @@ if ! command -v protoc >/dev/null 2>&1; then
   abode_need_root apt-get install -y -qq protobuf-compiler >/dev/null || exit 1
 fi
 
+# The metrics tests check each scrape with `promtool check metrics`.
+if ! command -v promtool >/dev/null 2>&1; then
+  echo "bootstrap: installing promtool (Debian prometheus)" >&2
+  abode_need_root apt-get update -qq || exit 1
+  abode_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null || exit 1
+fi
+
 # Terraform must never reach the network or prompt, and must not read a user's
 # ~/.terraformrc; Abode writes its own CLI configuration for every run.
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0

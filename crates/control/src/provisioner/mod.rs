@@ -89,27 +89,33 @@ async fn run_build(
         ),
         None => tracing::info_span!("build", build_id = %build_id),
     };
-    let status = run_build_steps(control, build_id, kind, shutdown)
+    // Counted just before the end is recorded, so that whoever sees the
+    // build ended also finds it in the metrics.
+    let count_end = |status: BuildStatus| {
+        if let Some(build) = &build {
+            let seconds = (control.now_ms() - started).max(0) as f64 / 1000.0;
+            metrics.build_ended(
+                build.transition.as_str(),
+                status.as_str(),
+                build.reason.as_str(),
+                seconds,
+            );
+        }
+    };
+    run_build_steps(control, build_id, kind, shutdown, count_end)
         .instrument(span)
         .await;
-    if let Some(build) = build {
-        let seconds = (control.now_ms() - started).max(0) as f64 / 1000.0;
-        metrics.build_ended(
-            build.transition.as_str(),
-            status.as_str(),
-            build.reason.as_str(),
-            seconds,
-        );
-    }
 }
 
-/// The steps of one claimed build, to its recorded end; the status it ended in.
+/// The steps of one claimed build, to its recorded end; `count_end` is
+/// told how it ended just before the end is recorded.
 async fn run_build_steps(
     control: &Control,
     build_id: &str,
     kind: JobKind,
     shutdown: watch::Receiver<bool>,
-) -> BuildStatus {
+    count_end: impl FnOnce(BuildStatus),
+) {
     let (interruptions, cancel) = Interruptions::start(control, build_id, shutdown);
 
     let mut build_run = BuildRun {
@@ -147,6 +153,7 @@ async fn run_build_steps(
     };
     workdir::remove_off_runtime(build_run.work_dir.clone()).await;
     interruptions.end();
+    count_end(status);
     match held {
         Some(plan) => control.hold_build(build_id, plan).await,
         None => {
@@ -173,7 +180,6 @@ async fn run_build_steps(
     prune_plans(control, build_id).await;
     control.inner.log_written.notify_waiters();
     tracing::info!(build = %build_id, status = %status, "build finished");
-    status
 }
 
 /// Applies the plan JSON retention to the workspace of a build that just

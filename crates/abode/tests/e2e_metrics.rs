@@ -1,0 +1,308 @@
+//! Observability of the real server: `--prometheus-address` serves a scrape
+//! that `promtool check metrics` accepts and whose counters match the builds
+//! that ran (a success, a failure, a held build, a stop), and
+//! `--log-format json` writes one JSON object per line, a build's lines
+//! carrying its workspace and number.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod util;
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use util::{printed_digest, require_terraform, Platform};
+
+/// A free loopback port for the metrics listener.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET /metrics` on the metrics listener; the body.
+fn scrape(port: u16) -> String {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    body.to_string()
+}
+
+/// The value of one series (`name{labels}`) in a scrape.
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map(|value| value.parse().unwrap())
+}
+
+/// `promtool check metrics` on a scrape; needs Debian's `prometheus`
+/// package (scripts/bootstrap.sh installs it).
+fn promtool_check(text: &str) {
+    let child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(_) => panic!(
+            "promtool is not on PATH: install Debian's prometheus package (source scripts/bootstrap.sh does)"
+        ),
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "promtool check metrics refused the scrape:\n{}{}\n{text}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Writes `main_tf` as a template folder and pushes it (activated).
+fn push(platform: &Platform, name: &str, version: u32, main_tf: &str) {
+    let dir = platform.root().join(format!("templates/{name}-v{version}"));
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("main.tf"), main_tf).unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            name,
+            "-d",
+            dir.to_str().unwrap(),
+            "--activate",
+        ])
+        .ok();
+}
+
+const MINIMAL: &str = r#"
+resource "terraform_data" "marker" {
+  input = "minimal"
+}
+"#;
+
+/// Plans fine (the guard allows it) and fails at apply.
+const FAILING: &str = r#"
+resource "terraform_data" "boom" {
+  provisioner "local-exec" {
+    command = "echo failing on purpose; exit 1"
+  }
+}
+"#;
+
+/// A protected volume; `{NAME}` renamed in a later version forces a
+/// replacement, which the guard holds for confirmation.
+const PROTECTED: &str = r#"
+terraform {
+  required_providers {
+    abode = {
+      source = "abode/abode"
+    }
+  }
+}
+
+data "abode_workspace" "me" {}
+
+resource "abode_volume" "home" {
+  name = "{NAME}-${data.abode_workspace.me.id}"
+}
+
+resource "abode_protect" "home" {
+  resource_id = abode_volume.home.id
+  mode        = "confirm"
+}
+"#;
+
+#[test]
+fn the_scrape_passes_promtool_and_counts_the_builds_that_ran() {
+    require_terraform();
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let platform = Platform::start_with(&[
+        "--prometheus-address",
+        &address,
+        "--metrics-refresh-interval",
+        "1",
+    ]);
+    platform.login_owner();
+
+    push(&platform, "minimal", 1, MINIMAL);
+    push(&platform, "failing", 1, FAILING);
+    push(
+        &platform,
+        "protected",
+        1,
+        &PROTECTED.replace("{NAME}", "home"),
+    );
+    platform
+        .run(&["create", "ok", "--template", "minimal"])
+        .ok();
+    platform.run(&["stop", "ok"]).ok();
+    let failed = platform.run(&["create", "bad", "--template", "failing"]);
+    assert_eq!(failed.code, Some(1), "{failed}");
+    platform
+        .run(&["create", "dev", "--template", "protected"])
+        .ok();
+    push(
+        &platform,
+        "protected",
+        2,
+        &PROTECTED.replace("{NAME}", "home2"),
+    );
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    printed_digest(&held);
+    let statuses: Vec<String> = ["ok", "bad", "dev"]
+        .iter()
+        .map(|name| {
+            platform.show(name)["latest_build"]["status"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(statuses, ["succeeded", "failed", "awaiting_confirmation"]);
+
+    // The database gauges follow within a refresh; a scrape never queries.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let text = loop {
+        let text = scrape(port);
+        if value(&text, "abode_builds_held") == Some(1.0) {
+            break text;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the held build never showed:\n{text}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    promtool_check(&text);
+
+    let expected = [
+        // ok (create), dev (create)
+        (
+            r#"abode_builds_total{transition="start",status="succeeded",reason="initiator"}"#,
+            2.0,
+        ),
+        (
+            r#"abode_builds_total{transition="stop",status="succeeded",reason="initiator"}"#,
+            1.0,
+        ),
+        (
+            r#"abode_builds_total{transition="start",status="failed",reason="initiator"}"#,
+            1.0,
+        ),
+        // dev's update, held by the guard
+        (
+            r#"abode_builds_total{transition="start",status="awaiting_confirmation",reason="initiator"}"#,
+            1.0,
+        ),
+        (
+            r#"abode_build_duration_seconds_count{transition="start"}"#,
+            4.0,
+        ),
+        (
+            r#"abode_build_duration_seconds_count{transition="stop"}"#,
+            1.0,
+        ),
+        // ok (create, stop), bad (plans fine, fails at apply), dev (create)
+        (r#"abode_guard_decisions_total{decision="allow"}"#, 4.0),
+        (r#"abode_guard_decisions_total{decision="confirm"}"#, 1.0),
+        ("abode_builds_held", 1.0),
+        ("abode_jobs_pending", 0.0),
+        ("abode_job_queue_oldest_seconds", 0.0),
+        (r#"abode_provisioners{state="busy"}"#, 0.0),
+        (r#"abode_provisioners{state="idle"}"#, 3.0),
+        (
+            r#"abode_http_requests_total{route="/api/v1/workspaces",method="POST",status="201"}"#,
+            3.0,
+        ),
+    ];
+    for (series, wanted) in expected {
+        assert_eq!(value(&text, series), Some(wanted), "{series} in\n{text}");
+    }
+    let total_builds: f64 = text
+        .lines()
+        .filter(|line| line.starts_with("abode_builds_total{"))
+        .map(|line| line.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert_eq!(total_builds, 5.0, "one count per build run:\n{text}");
+    assert!(
+        !text.contains(r#"decision="block""#),
+        "nothing was blocked:\n{text}"
+    );
+    assert!(value(&text, "abode_metrics_last_updated_seconds").unwrap() > 0.0);
+    // Route templates only, never a workspace's name in a path.
+    assert!(
+        text.contains(r#"route="/api/v1/workspaces/:workspace""#),
+        "{text}"
+    );
+    assert!(!text.contains("/workspaces/dev"), "{text}");
+}
+
+#[test]
+fn json_logs_are_one_object_per_line_and_a_build_s_lines_name_it() {
+    require_terraform();
+    let platform = Platform::start_with(&["--log-format", "json", "--log-filter", "info"]);
+    platform.login_owner();
+    push(&platform, "minimal", 1, MINIMAL);
+    platform
+        .run(&["create", "ok", "--template", "minimal"])
+        .ok();
+
+    // The log line of the build's end follows its recorded end.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let log = loop {
+        let log = platform.server_log();
+        if log.contains("build finished") {
+            break log;
+        }
+        assert!(Instant::now() < deadline, "no build finished in:\n{log}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Complete lines only: the server may be writing the next one.
+    let complete = &log[..log.rfind('\n').map_or(0, |end| end + 1)];
+    let lines: Vec<serde_json::Value> = complete
+        .lines()
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|error| panic!("not JSON ({error}): {line}\nin:\n{log}"))
+        })
+        .collect();
+    let build_lines: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter(|line| line["span"]["name"] == "build")
+        .collect();
+    assert!(
+        build_lines
+            .iter()
+            .any(|line| line["fields"]["message"] == "build finished"),
+        "the build's end is logged in its span:\n{log}"
+    );
+    for line in &build_lines {
+        assert_eq!(line["span"]["workspace"], "alice/ok", "{line}");
+        assert_eq!(line["span"]["build_number"], 1, "{line}");
+    }
+}
