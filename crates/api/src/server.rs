@@ -132,10 +132,7 @@ impl Server {
             Some(address) => Some(bind(address).await?),
             None => None,
         };
-        let prometheus_addr = match &prometheus_listener {
-            Some((_, address)) => Some(*address),
-            None => None,
-        };
+        let prometheus_addr = prometheus_listener.as_ref().map(|(_, address)| *address);
         let access_url = options
             .access_url
             .clone()
