@@ -291,17 +291,22 @@ fn json_logs_are_one_object_per_line_and_a_build_s_lines_name_it() {
                 .unwrap_or_else(|error| panic!("not JSON ({error}): {line}\nin:\n{log}"))
         })
         .collect();
+    // A line is the build's when it is in the build's span or names the
+    // build by id: every one of them names the workspace and the number.
     let build_lines: Vec<&serde_json::Value> = lines
         .iter()
-        .filter(|line| line["span"]["name"] == "build")
+        .filter(|line| line["span"]["name"] == "build" || line["fields"]["build"].is_string())
         .collect();
-    assert!(
-        build_lines
-            .iter()
-            .any(|line| line["fields"]["message"] == "build finished"),
-        "the build's end is logged in its span:\n{log}"
-    );
+    for message in ["claimed a job", "build finished"] {
+        assert!(
+            build_lines
+                .iter()
+                .any(|line| line["fields"]["message"] == message),
+            "{message:?} is logged with the build:\n{log}"
+        );
+    }
     for line in &build_lines {
+        assert_eq!(line["span"]["name"], "build", "{line}");
         assert_eq!(line["span"]["workspace"], "alice/ok", "{line}");
         assert_eq!(line["span"]["build_number"], 1, "{line}");
     }

@@ -23,8 +23,9 @@ use abode_store::BuildStatus;
 use abode_terraform::supervise::{self, Followed, RunRecord};
 use serde::Deserialize;
 use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
 
-use crate::provisioner::{log_output, Interruptions};
+use crate::provisioner::{self, log_output, Interruptions};
 use crate::workdir::{self, STATE_FILE, TEMPLATE_SUBDIR};
 use crate::{Control, ControlError};
 
@@ -71,7 +72,26 @@ enum Aftermath {
     Shutdown,
 }
 
+/// Follows one interrupted build to its end, every log line in the build's
+/// span, and counts its end in the metrics.
 async fn adopt(control: Control, build_id: String, shutdown: watch::Receiver<bool>) {
+    let (span, build) = provisioner::build_span(&control, &build_id).await;
+    let status = follow_to_end(control.clone(), build_id, shutdown)
+        .instrument(span)
+        .await;
+    if let Some(build) = build {
+        let started = build.started_at.unwrap_or(build.created_at);
+        provisioner::count_build_end(&control, &build, status, started);
+    }
+}
+
+/// The build's Terraform followed until nothing of it runs, its state
+/// kept and its end recorded; the status it ended in.
+async fn follow_to_end(
+    control: Control,
+    build_id: String,
+    shutdown: watch::Receiver<bool>,
+) -> BuildStatus {
     let work_dir = control.inner.config.work_dir().join(&build_id);
     let record = RunRecord::in_dir(&work_dir);
     // A cancel asked of the dead server (recorded in the database) still holds.
@@ -137,6 +157,7 @@ async fn adopt(control: Control, build_id: String, shutdown: watch::Receiver<boo
     interruptions.end();
     control.inner.log_written.notify_waiters();
     tracing::warn!(build = %build_id, status = %status, "interrupted build ended: {message}");
+    status
 }
 
 fn describe(aftermath: &Aftermath, kept: &StateKept, work_dir: &Path) -> (BuildStatus, String) {

@@ -6,6 +6,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use crate::Control;
+use tracing::Instrument;
 
 /// How often a running build looks for a cancel recorded in the database
 /// (by another server process, or before this worker registered the build).
@@ -34,14 +35,17 @@ impl Interruptions {
             running.insert(build_id.to_string(), switch.clone());
         }
         let shutdown_switch = switch.clone();
-        let shutdown_watch = tokio::spawn(async move {
-            while !*shutdown.borrow_and_update() {
-                if shutdown.changed().await.is_err() {
-                    return;
+        let shutdown_watch = tokio::spawn(
+            async move {
+                while !*shutdown.borrow_and_update() {
+                    if shutdown.changed().await.is_err() {
+                        return;
+                    }
                 }
+                let _ = shutdown_switch.send(true);
             }
-            let _ = shutdown_switch.send(true);
-        });
+            .in_current_span(),
+        );
         let (store, id) = (control.inner.store.clone(), build_id.to_string());
         let request_watch = tokio::spawn(async move {
             loop {
@@ -57,7 +61,7 @@ impl Interruptions {
                 }
                 tokio::time::sleep(CANCEL_POLL).await;
             }
-        });
+        }.in_current_span());
         let interruptions = Interruptions {
             control: control.clone(),
             build_id: build_id.to_string(),

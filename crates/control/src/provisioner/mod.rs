@@ -21,7 +21,7 @@ mod run;
 
 use std::time::Duration;
 
-use abode_store::{BuildStatus, JobKind};
+use abode_store::{Build, BuildStatus, JobKind};
 use tokio::sync::watch;
 use tracing::Instrument;
 
@@ -43,8 +43,7 @@ pub(crate) async fn worker(control: Control, name: String, mut shutdown: watch::
         }
         match control.inner.store.claim_job(&name).await {
             Ok(Some(job)) => {
-                tracing::info!(worker = %name, build = %job.build_id, kind = %job.kind, "claimed a job");
-                run_build(&control, &job.build_id, job.kind, shutdown.clone()).await;
+                run_build(&control, &name, &job.build_id, job.kind, shutdown.clone()).await;
             }
             Ok(None) => {
                 tokio::select! {
@@ -66,45 +65,60 @@ pub(crate) async fn worker(control: Control, name: String, mut shutdown: watch::
 /// the metrics.
 async fn run_build(
     control: &Control,
+    worker: &str,
     build_id: &str,
     kind: JobKind,
     shutdown: watch::Receiver<bool>,
 ) {
-    let metrics = &control.inner.config.metrics;
-    let _busy = metrics.provisioner_busy();
+    let _busy = control.inner.config.metrics.provisioner_busy();
     let started = control.now_ms();
-    let build = match control.inner.store.build_by_id(build_id).await {
-        Ok(build) => Some(build),
-        Err(error) => {
-            tracing::error!(build = %build_id, %error, "cannot read the claimed build");
-            None
-        }
-    };
-    let span = match &build {
-        Some(build) => tracing::info_span!(
-            "build",
-            workspace = %format_args!("{}/{}", build.owner_name, build.workspace_name),
-            build_number = build.number,
-            build_id = %build_id,
-        ),
-        None => tracing::info_span!("build", build_id = %build_id),
-    };
+    let (span, build) = build_span(control, build_id).await;
+    span.in_scope(|| tracing::info!(worker = %worker, kind = %kind, "claimed a job"));
     // Counted just before the end is recorded, so that whoever sees the
     // build ended also finds it in the metrics.
     let count_end = |status: BuildStatus| {
         if let Some(build) = &build {
-            let seconds = (control.now_ms() - started).max(0) as f64 / 1000.0;
-            metrics.build_ended(
-                build.transition.as_str(),
-                status.as_str(),
-                build.reason.as_str(),
-                seconds,
-            );
+            count_build_end(control, build, status, started);
         }
     };
     run_build_steps(control, build_id, kind, shutdown, count_end)
         .instrument(span)
         .await;
+}
+
+/// The span every log line of a build is written in (its workspace as
+/// `owner/name`, its number and id), and the build as read for it.
+pub(crate) async fn build_span(
+    control: &Control,
+    build_id: &str,
+) -> (tracing::Span, Option<Build>) {
+    match control.inner.store.build_by_id(build_id).await {
+        Ok(build) => (
+            tracing::info_span!(
+                "build",
+                workspace = %format_args!("{}/{}", build.owner_name, build.workspace_name),
+                build_number = build.number,
+                build_id = %build_id,
+            ),
+            Some(build),
+        ),
+        Err(error) => {
+            let span = tracing::info_span!("build", build_id = %build_id);
+            span.in_scope(|| tracing::error!(%error, "cannot read the build"));
+            (span, None)
+        }
+    }
+}
+
+/// Counts a build's run that ended `status`, begun at `started` (Unix ms).
+pub(crate) fn count_build_end(control: &Control, build: &Build, status: BuildStatus, started: i64) {
+    let seconds = (control.now_ms() - started).max(0) as f64 / 1000.0;
+    control.inner.config.metrics.build_ended(
+        build.transition.as_str(),
+        status.as_str(),
+        build.reason.as_str(),
+        seconds,
+    );
 }
 
 /// The steps of one claimed build, to its recorded end; `count_end` is
