@@ -14,7 +14,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::{printed_digest, require_terraform, Platform};
+use util::{abode_bin, printed_digest, require_terraform, Platform};
 
 /// A free loopback port for the metrics listener.
 fn free_port() -> u16 {
@@ -140,12 +140,14 @@ fn the_scrape_passes_promtool_and_counts_the_builds_that_ran() {
     require_terraform();
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
-    let platform = Platform::start_with(&[
-        "--prometheus-address",
-        &address,
-        "--metrics-refresh-interval",
-        "1",
-    ]);
+    // Through the environment, as a service unit would set it.
+    let platform = Platform::start_with_env(
+        &[],
+        &[
+            ("ABODE_PROMETHEUS_ADDRESS", &address),
+            ("ABODE_METRICS_REFRESH_INTERVAL", "1"),
+        ],
+    );
     platform.login_owner();
 
     push(&platform, "minimal", 1, MINIMAL);
@@ -309,5 +311,49 @@ fn json_logs_are_one_object_per_line_and_a_build_s_lines_name_it() {
         assert_eq!(line["span"]["name"], "build", "{line}");
         assert_eq!(line["span"]["workspace"], "alice/ok", "{line}");
         assert_eq!(line["span"]["build_number"], 1, "{line}");
+    }
+}
+
+#[test]
+fn bad_observability_options_stop_the_server_at_start_with_one_line() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_address = taken.local_addr().unwrap().to_string();
+    let cases: [(&[&str], i32, &str); 4] = [
+        (&["--log-filter", "info,["], 1, "is not a log filter"),
+        (&["--log-format", "xml"], 2, "--log-format"),
+        (
+            &["--prometheus-address", "not-an-address"],
+            2,
+            "--prometheus-address",
+        ),
+        (
+            &["--prometheus-address", &taken_address],
+            1,
+            "cannot listen on",
+        ),
+    ];
+    for (flags, code, needle) in cases {
+        let data = tempfile::tempdir().unwrap();
+        let output = Command::new(abode_bin())
+            .arg("server")
+            .arg("--address")
+            .arg(format!("127.0.0.1:{}", free_port()))
+            .arg("--data-dir")
+            .arg(data.path())
+            .args(flags)
+            .env_remove("RUST_LOG")
+            .env_remove("ABODE_PROMETHEUS_ADDRESS")
+            .env_remove("ABODE_LOG_FORMAT")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{flags:?}: {stderr}");
+        let errors: Vec<&str> = stderr
+            .lines()
+            .filter(|line| line.starts_with("error"))
+            .collect();
+        assert_eq!(errors.len(), 1, "{flags:?}: one error line in {stderr}");
+        assert!(errors[0].contains(needle), "{flags:?}: {stderr}");
     }
 }
