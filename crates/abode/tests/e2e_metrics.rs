@@ -245,6 +245,18 @@ fn the_scrape_passes_promtool_and_counts_the_builds_that_ran() {
     for (series, wanted) in expected {
         assert_eq!(value(&text, series), Some(wanted), "{series} in\n{text}");
     }
+    // No template here has an agent: every status is there, at 0.
+    for status in [
+        "connecting",
+        "starting",
+        "ready",
+        "start_error",
+        "unhealthy",
+        "disconnected",
+    ] {
+        let series = format!("abode_agents{{status=\"{status}\"}}");
+        assert_eq!(value(&text, &series), Some(0.0), "{series} in\n{text}");
+    }
     let total_builds: f64 = text
         .lines()
         .filter(|line| line.starts_with("abode_builds_total{"))
