@@ -70,8 +70,8 @@ impl Control {
         let config = &self.inner.config;
         let now = self.now_ms();
         // The same judgement as a workspace view's agent health
-        // (`lifecycle::agent_health`), measured from the agent's creation,
-        // which the build that made it wrote as it ended.
+        // (`lifecycle::agent_health`): the store counts the agents of
+        // running workspaces against these moments.
         let cutoffs = AgentCutoffs {
             connect_before: now.saturating_sub(millis(config.agent_timeouts.connect)),
             heartbeat_before: now.saturating_sub(millis(config.agent_timeouts.heartbeat)),

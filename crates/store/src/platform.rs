@@ -2,7 +2,9 @@
 //! job queue and agents by status, in one query, so that a refresh costs the
 //! same for 10 workspaces as for 10,000 and a scrape never queries.
 
-/// What [`crate::Store::platform_counts`] counted.
+/// What [`crate::Store::platform_counts`] counted. Agents are those of
+/// running workspaces (whose newest finished build is a succeeded start),
+/// judged as a workspace view judges them (`abode_control::lifecycle`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PlatformCounts {
     /// Builds awaiting confirmation.
@@ -20,8 +22,9 @@ pub struct PlatformCounts {
 /// agent gets) is the caller's, the store only compares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AgentCutoffs {
-    /// An agent created before this (Unix ms) that never sent a heartbeat
-    /// is `unhealthy`; after it, `connecting`.
+    /// An agent that never sent a heartbeat is `unhealthy` when the build
+    /// that started its workspace finished before this (Unix ms), else
+    /// `connecting`.
     pub connect_before: i64,
     /// An agent whose last heartbeat is before this is `disconnected`.
     pub heartbeat_before: i64,
@@ -42,13 +45,18 @@ macro_rules! platform_queries {
              SELECT 'jobs', '', COUNT(*), MIN(created_at) FROM jobs WHERE status = 'queued' \
              UNION ALL \
              SELECT 'agent', CASE \
-                 WHEN last_heartbeat_at IS NULL AND created_at < ?1 THEN 'unhealthy' \
-                 WHEN last_heartbeat_at IS NULL THEN 'connecting' \
-                 WHEN last_heartbeat_at < ?2 THEN 'disconnected' \
-                 WHEN lifecycle = 'ready' THEN 'ready' \
-                 WHEN lifecycle = 'start_error' THEN 'start_error' \
+                 WHEN a.last_heartbeat_at IS NULL AND s.finished_at < ?1 THEN 'unhealthy' \
+                 WHEN a.last_heartbeat_at IS NULL THEN 'connecting' \
+                 WHEN a.last_heartbeat_at < ?2 THEN 'disconnected' \
+                 WHEN a.lifecycle = 'ready' THEN 'ready' \
+                 WHEN a.lifecycle = 'start_error' THEN 'start_error' \
                  ELSE 'starting' END, COUNT(*), CAST(NULL AS BIGINT) \
-             FROM agents GROUP BY 2",
+             FROM agents a JOIN builds s ON s.id = ( \
+                 SELECT b.id FROM builds b \
+                 WHERE b.workspace_id = a.workspace_id AND b.finished_at IS NOT NULL \
+                 ORDER BY b.number DESC LIMIT 1) \
+             WHERE s.status = 'succeeded' AND s.transition = 'start' \
+             GROUP BY 2",
         ))
         .bind(cutoffs.connect_before)
         .bind(cutoffs.heartbeat_before)

@@ -15,7 +15,25 @@ async fn platform_counts_count_the_queue_and_agents_by_status(store: Store) {
         .unwrap();
     assert_eq!(empty, PlatformCounts::default());
 
-    let (_user, workspace, build) = seeded(&store).await;
+    let (user, workspace, build) = seeded(&store).await;
+    let queued = store
+        .platform_counts(AgentCutoffs {
+            connect_before: 0,
+            heartbeat_before: 0,
+        })
+        .await
+        .unwrap();
+    assert_eq!((queued.builds_held, queued.jobs_pending), (0, 1));
+    let oldest = queued.oldest_pending_job_at.expect("a job is queued");
+    assert!(oldest >= build.created_at, "the queued job's time");
+    assert!(
+        queued.agents.is_empty(),
+        "agents count once their workspace runs"
+    );
+    assert!(store
+        .finish_build(&build.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap());
     let agent = |name: &str| NewAgent {
         name: name.into(),
         token_hash: format!("hash-{name}"),
@@ -55,7 +73,7 @@ async fn platform_counts_count_the_queue_and_agents_by_status(store: Store) {
             pairs(&[("connecting", 1), ("ready", 1), ("start_error", 1)]),
         ),
         (
-            "the silent agent is past its connect timeout",
+            "the silent agent's workspace started before the connect timeout",
             far_future,
             far_past,
             pairs(&[("ready", 1), ("start_error", 1), ("unhealthy", 1)]),
@@ -76,13 +94,34 @@ async fn platform_counts_count_the_queue_and_agents_by_status(store: Store) {
             .await
             .unwrap();
         assert_eq!(
-            (counts.builds_held, counts.jobs_pending, counts.agents),
-            (0, 1, agents),
+            (
+                counts.builds_held,
+                counts.jobs_pending,
+                counts.oldest_pending_job_at,
+                counts.agents
+            ),
+            (0, 0, None, agents),
             "{case}"
         );
-        let oldest = counts.oldest_pending_job_at.expect("a job is queued");
-        assert!(oldest >= build.created_at, "{case}: the queued job's time");
     }
+
+    // A stopped workspace keeps its agent rows, but no agent runs.
+    let stop = store
+        .create_build(&next_build(&workspace, &user, "stop"))
+        .await
+        .unwrap();
+    assert!(store
+        .finish_build(&stop.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap());
+    let stopped = store
+        .platform_counts(AgentCutoffs {
+            connect_before: far_past,
+            heartbeat_before: far_past,
+        })
+        .await
+        .unwrap();
+    assert_eq!(stopped, PlatformCounts::default());
 }
 
 on_every_backend!(platform_counts_count_the_queue_and_agents_by_status);
