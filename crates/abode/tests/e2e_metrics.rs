@@ -1,6 +1,7 @@
 //! Observability of the real server: `--prometheus-address` serves a scrape
 //! that `promtool check metrics` accepts and whose counters match the builds
-//! that ran (a success, a failure, a held build, a stop), and
+//! that ran (a success, a failure, a held build, a stop, a workspace whose
+//! agent is ready), and
 //! `--log-format json` writes one JSON object per line, a build's lines
 //! carrying its workspace and number.
 
@@ -14,7 +15,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::{abode_bin, printed_digest, require_terraform, Platform};
+use util::{abode_bin, printed_digest, repo_root, require_terraform, Platform};
 
 /// A free loopback port for the metrics listener.
 fn free_port() -> u16 {
@@ -176,7 +177,14 @@ fn the_scrape_passes_promtool_and_counts_the_builds_that_ran() {
     let held = platform.run(&["update", "dev"]);
     assert_eq!(held.code, Some(3), "{held}");
     printed_digest(&held);
-    let statuses: Vec<String> = ["ok", "bad", "dev"]
+    // A workspace whose agent runs (the example template's).
+    let example = fs::read_to_string(repo_root().join("examples/local-workspace/main.tf")).unwrap();
+    push(&platform, "local", 1, &example);
+    platform
+        .run(&["create", "agent", "--template", "local"])
+        .ok();
+    platform.wait_for_agent("agent", "ready", Duration::from_secs(60));
+    let statuses: Vec<String> = ["ok", "bad", "dev", "agent"]
         .iter()
         .map(|name| {
             platform.show(name)["latest_build"]["status"]
@@ -185,28 +193,33 @@ fn the_scrape_passes_promtool_and_counts_the_builds_that_ran() {
                 .to_string()
         })
         .collect();
-    assert_eq!(statuses, ["succeeded", "failed", "awaiting_confirmation"]);
+    assert_eq!(
+        statuses,
+        ["succeeded", "failed", "awaiting_confirmation", "succeeded"]
+    );
 
     // The database gauges follow within a refresh; a scrape never queries.
     let deadline = Instant::now() + Duration::from_secs(60);
     let text = loop {
         let text = scrape(port);
-        if value(&text, "abode_builds_held") == Some(1.0) {
+        if value(&text, "abode_builds_held") == Some(1.0)
+            && value(&text, r#"abode_agents{status="ready"}"#) == Some(1.0)
+        {
             break text;
         }
         assert!(
             Instant::now() < deadline,
-            "the held build never showed:\n{text}"
+            "the held build or the ready agent never showed:\n{text}"
         );
         std::thread::sleep(Duration::from_millis(200));
     };
     promtool_check(&text);
 
     let expected = [
-        // ok (create), dev (create)
+        // ok, dev and agent (create)
         (
             r#"abode_builds_total{transition="start",status="succeeded",reason="initiator"}"#,
-            2.0,
+            3.0,
         ),
         (
             r#"abode_builds_total{transition="stop",status="succeeded",reason="initiator"}"#,
@@ -223,14 +236,14 @@ fn the_scrape_passes_promtool_and_counts_the_builds_that_ran() {
         ),
         (
             r#"abode_build_duration_seconds_count{transition="start"}"#,
-            4.0,
+            5.0,
         ),
         (
             r#"abode_build_duration_seconds_count{transition="stop"}"#,
             1.0,
         ),
-        // ok (create, stop), bad (plans fine, fails at apply), dev (create)
-        (r#"abode_guard_decisions_total{decision="allow"}"#, 4.0),
+        // ok (create, stop), bad (plans fine, fails at apply), dev, agent (create)
+        (r#"abode_guard_decisions_total{decision="allow"}"#, 5.0),
         (r#"abode_guard_decisions_total{decision="confirm"}"#, 1.0),
         ("abode_builds_held", 1.0),
         ("abode_jobs_pending", 0.0),
@@ -239,30 +252,30 @@ fn the_scrape_passes_promtool_and_counts_the_builds_that_ran() {
         (r#"abode_provisioners{state="idle"}"#, 3.0),
         (
             r#"abode_http_requests_total{route="/api/v1/workspaces",method="POST",status="201"}"#,
-            3.0,
+            4.0,
         ),
     ];
     for (series, wanted) in expected {
         assert_eq!(value(&text, series), Some(wanted), "{series} in\n{text}");
     }
-    // No template here has an agent: every status is there, at 0.
-    for status in [
-        "connecting",
-        "starting",
-        "ready",
-        "start_error",
-        "unhealthy",
-        "disconnected",
+    // One agent, ready; every other status is there, at 0.
+    for (status, count) in [
+        ("connecting", 0.0),
+        ("starting", 0.0),
+        ("ready", 1.0),
+        ("start_error", 0.0),
+        ("unhealthy", 0.0),
+        ("disconnected", 0.0),
     ] {
         let series = format!("abode_agents{{status=\"{status}\"}}");
-        assert_eq!(value(&text, &series), Some(0.0), "{series} in\n{text}");
+        assert_eq!(value(&text, &series), Some(count), "{series} in\n{text}");
     }
     let total_builds: f64 = text
         .lines()
         .filter(|line| line.starts_with("abode_builds_total{"))
         .map(|line| line.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
         .sum();
-    assert_eq!(total_builds, 5.0, "one count per build run:\n{text}");
+    assert_eq!(total_builds, 6.0, "one count per build run:\n{text}");
     assert!(
         !text.contains(r#"decision="block""#),
         "nothing was blocked:\n{text}"
