@@ -85,7 +85,8 @@ pub fn router(state: AppState) -> Router {
         .route("/agent/heartbeat", post(agent_heartbeat))
         .route("/agent/me", get(agent_me))
         .merge(crate::identity::routes())
-        .layer(DefaultBodyLimit::max(MAX_JSON_BYTES));
+        .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
+        .layer(axum::middleware::from_fn(refuse_oversized_json));
     let metrics = state.control.config().metrics.clone();
     Router::new()
         .nest("/api/v1", api)
@@ -114,16 +115,48 @@ fn parse_json<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Resul
 
 fn body_error(rejection: BytesRejection) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            format!(
-                "the request body is over this endpoint's limit of {} MiB",
-                MAX_JSON_BYTES / 1024 / 1024
-            ),
-        )
+        json_too_large()
     } else {
         ApiError::bad_request(format!("cannot read the request body: {rejection}"))
+    }
+}
+
+fn json_too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "payload_too_large",
+        format!(
+            "the request body is over this endpoint's limit of {} MiB",
+            MAX_JSON_BYTES / 1024 / 1024
+        ),
+    )
+}
+
+/// A JSON body declared longer than the limit is refused before a handler
+/// sees it, and read to its end (up to [`MAX_DRAINED_BYTES`]) only to be
+/// dropped: a client still writing it then reads the answer instead of a
+/// connection reset under its feet. (A body without a declared length is
+/// cut at the limit by `DefaultBodyLimit`.) Template uploads have their own
+/// limit and refusal.
+async fn refuse_oversized_json(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let upload = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .is_some_and(|path| path.as_str().ends_with("/templates/:name/versions"));
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<usize>().ok());
+    match declared {
+        Some(length) if !upload && length > MAX_JSON_BYTES => {
+            discard_upload(request.into_body()).await;
+            json_too_large().into_response()
+        }
+        _ => next.run(request).await,
     }
 }
 
