@@ -53,6 +53,9 @@ pub enum Action {
     TokenList,
     /// `DELETE /tokens/{name}`.
     TokenRevoke,
+    /// `GET /notifications`, `POST /notifications/{id}/read`,
+    /// `POST /notifications/read-all`: one's own inbox.
+    NotificationRead,
 
     // ---- users ----
     /// `GET /users`.
@@ -102,12 +105,13 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 23] = [
+    pub const ALL: [Action; 24] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
         Action::TokenList,
         Action::TokenRevoke,
+        Action::NotificationRead,
         Action::UserList,
         Action::UserCreate,
         Action::UserChangeRoles,
@@ -136,6 +140,7 @@ impl Action {
             Action::TokenCreate => "token.create",
             Action::TokenList => "token.list",
             Action::TokenRevoke => "token.revoke",
+            Action::NotificationRead => "notification.read",
             Action::UserList => "user.list",
             Action::UserCreate => "user.create",
             Action::UserChangeRoles => "user.change_roles",
@@ -165,6 +170,7 @@ impl Action {
             Action::TokenCreate => ("create", "an API token", "API tokens"),
             Action::TokenList => ("list", "API tokens", "API tokens"),
             Action::TokenRevoke => ("revoke", "an API token", "API tokens"),
+            Action::NotificationRead => ("read", "notifications", "notifications"),
             Action::UserList => ("list", "users", "users"),
             Action::UserCreate => ("create", "users", "users"),
             Action::UserChangeRoles => ("change", "users' roles", "roles"),
@@ -339,6 +345,7 @@ pub const POLICY: &[Grant] = &[
             TokenCreate,
             TokenList,
             TokenRevoke,
+            NotificationRead,
             AuditRead,
         ],
     },
@@ -515,6 +522,7 @@ mod tests {
         (Action::TokenCreate, "yyyyy", "y...."),
         (Action::TokenList, "yyyyy", "y...."),
         (Action::TokenRevoke, "yyyyy", "y...."),
+        (Action::NotificationRead, "yyyyy", "y...."),
         (Action::UserList, "y.y..", "y.y.."),
         (Action::UserCreate, "y.y..", "y.y.."),
         (Action::UserChangeRoles, "y....", "y...."),
@@ -649,6 +657,7 @@ mod tests {
                     | Action::TokenCreate
                     | Action::TokenList
                     | Action::TokenRevoke
+                    | Action::NotificationRead
                     | Action::AuditRead
                     | Action::TemplateRead
             );

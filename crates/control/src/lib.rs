@@ -18,6 +18,7 @@ mod held;
 mod identity;
 pub mod lifecycle;
 mod names;
+pub mod notifications;
 pub mod parameters;
 mod provisioner;
 mod recovery;
@@ -47,6 +48,7 @@ pub use held::guard_decision;
 pub use identity::SESSION_EXPIRED;
 pub use lifecycle::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
 pub use names::validate_name;
+pub use notifications::NotificationsConfig;
 pub use recovery::Recovered;
 pub use secrets::token_hash;
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, MAX_PARAMETERS_BYTES};
@@ -95,6 +97,8 @@ pub struct Config {
     /// Where every part of the control plane reads the time (the store's
     /// timestamps included: give the store the same clock).
     pub clock: Clock,
+    /// How notifications are delivered (channels, retries, leases).
+    pub notifications: NotificationsConfig,
 }
 
 impl Config {
@@ -120,6 +124,7 @@ impl Config {
             hashing_threads: hashing::default_threads(),
             hashing_wait: Duration::from_secs(2),
             clock: Clock::system(),
+            notifications: NotificationsConfig::default(),
         }
     }
 
@@ -246,7 +251,14 @@ impl Control {
                 ))
             })
             .collect();
-        handles.push(tokio::spawn(held::expiry_sweeper(self.clone(), shutdown)));
+        handles.push(tokio::spawn(held::expiry_sweeper(
+            self.clone(),
+            shutdown.clone(),
+        )));
+        handles.push(tokio::spawn(notifications::dispatcher(
+            self.clone(),
+            shutdown,
+        )));
         handles
     }
 }
