@@ -78,6 +78,23 @@ pub struct ServerArgs {
     /// logins are refused (429) for the rest of that minute; 0 turns it off.
     #[arg(long, env = "ABODE_LOGIN_FAILURES_PER_MINUTE", default_value_t = 10)]
     login_failures_per_minute: u32,
+    /// POST every notification to this http(s) URL (signed JSON,
+    /// docs/notifications.md).
+    #[arg(long, env = "ABODE_NOTIFICATIONS_WEBHOOK_URL", value_name = "URL")]
+    notifications_webhook_url: Option<String>,
+    /// The file holding the webhook's shared secret (X-Abode-Signature).
+    #[arg(
+        long,
+        env = "ABODE_NOTIFICATIONS_WEBHOOK_SECRET_FILE",
+        value_name = "FILE"
+    )]
+    notifications_webhook_secret_file: Option<PathBuf>,
+    /// How long one webhook delivery may take.
+    #[arg(long, env = "ABODE_NOTIFICATIONS_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = crate::duration::parse)]
+    notifications_webhook_timeout: Duration,
+    /// Delivery attempts after which a notification is marked failed.
+    #[arg(long, env = "ABODE_NOTIFICATIONS_MAX_ATTEMPTS", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    notifications_max_attempts: u32,
     /// For tests only (hidden): the server's clock runs ahead of the system's
     /// by the milliseconds written in this file, read at every use, so that
     /// a test of the binary moves time instead of sleeping for it.
@@ -97,6 +114,22 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
 async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     let passed_env =
         abode_terraform::run::PassedEnv::new(&args.terraform_env).context("--terraform-env")?;
+    let mut notifications = abode_api::NotificationsConfig {
+        max_attempts: args.notifications_max_attempts,
+        ..Default::default()
+    };
+    if let Some(url) = &args.notifications_webhook_url {
+        let webhook = abode_api::WebhookConfig::from_flags(
+            url,
+            args.notifications_webhook_secret_file.as_deref(),
+            args.notifications_webhook_timeout,
+        )?;
+        // A lease outlives any one delivery, or a slow one is sent twice.
+        notifications.lease = notifications.lease.max(webhook.timeout * 2);
+        notifications.webhook = Some(webhook);
+    } else if args.notifications_webhook_secret_file.is_some() {
+        anyhow::bail!("--notifications-webhook-secret-file needs --notifications-webhook-url");
+    }
     let data_dir = absolute(args.data_dir)?;
     // Volumes (home disks), process logs and the database live here: readable
     // by the server's user only, also when the directory already existed.
@@ -133,6 +166,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.session_max_lifetime = args.session_max_lifetime;
     options.api_token_max_lifetime = args.api_token_max_lifetime;
     options.login_failures_per_minute = args.login_failures_per_minute;
+    options.notifications = notifications;
     if let Some(file) = args.clock_offset_file {
         // The server warns at start that its clock is not the system's.
         options.clock = abode_clock::Clock::with_offset_file(absolute(file)?);

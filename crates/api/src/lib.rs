@@ -8,6 +8,7 @@
 
 mod handlers;
 mod identity;
+mod notifications;
 mod server;
 pub mod views;
 
@@ -21,6 +22,8 @@ use tracing::Instrument;
 
 use abode_control::{Caller, Control, ControlError};
 
+/// What `abode server` configures notifications with.
+pub use abode_control::notifications::{NotificationsConfig, WebhookConfig};
 pub use server::{Server, ServerError, ServerOptions};
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";

@@ -46,6 +46,8 @@ pub struct ServerOptions {
     /// The one clock of the server: the control plane's deadlines and the
     /// store's timestamps. The system's, except in tests.
     pub clock: Clock,
+    /// Channels, retries and leases of notifications.
+    pub notifications: abode_control::NotificationsConfig,
 }
 
 impl ServerOptions {
@@ -70,6 +72,7 @@ impl ServerOptions {
             api_token_max_lifetime: Duration::from_secs(365 * 24 * 60 * 60),
             login_failures_per_minute: 10,
             clock: Clock::system(),
+            notifications: abode_control::NotificationsConfig::default(),
         }
     }
 }
@@ -153,6 +156,7 @@ impl Server {
         config.session_max_lifetime = options.session_max_lifetime;
         config.api_token_max_lifetime = options.api_token_max_lifetime;
         config.login_failures_per_minute = options.login_failures_per_minute;
+        config.notifications = options.notifications.clone();
         // Builds and template pushes need Terraform: say so at start rather
         // than at the first build.
         match tokio::task::spawn_blocking(abode_terraform::version).await {

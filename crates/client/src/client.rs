@@ -13,8 +13,8 @@ use serde_json::json;
 
 use crate::error::ClientError;
 use crate::types::{
-    AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, LogPage, LoginResponse, Protection,
-    Template, TemplateVersion, TemplateVersionResponse, Transition, User, Workspace,
+    AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, LogPage, LoginResponse, Notification,
+    Protection, Template, TemplateVersion, TemplateVersionResponse, Transition, User, Workspace,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -101,6 +101,14 @@ struct ReleasedBody {
 #[derive(Deserialize)]
 struct TokensBody {
     tokens: Vec<ApiToken>,
+}
+#[derive(Deserialize)]
+struct NotificationBody {
+    notification: Notification,
+}
+#[derive(Deserialize)]
+struct MarkedBody {
+    marked: u64,
 }
 #[derive(Deserialize)]
 struct RevokedTokenBody {
@@ -586,6 +594,47 @@ impl Client {
         limit: Option<usize>,
     ) -> Result<Vec<AuditEvent>, ClientError> {
         self.pages("GET /audit", "/audit", "events", filters, limit)
+    }
+
+    /// The caller's inbox, newest first, every page (`unread_only`: unread
+    /// messages only).
+    pub fn notifications(
+        &self,
+        unread_only: bool,
+        limit: Option<usize>,
+    ) -> Result<Vec<Notification>, ClientError> {
+        let filters: &[(&str, &str)] = if unread_only {
+            &[("unread", "true")]
+        } else {
+            &[]
+        };
+        self.pages(
+            "GET /notifications",
+            "/notifications",
+            "notifications",
+            filters,
+            limit,
+        )
+    }
+
+    /// Marks one of the caller's messages read.
+    pub fn read_notification(&self, id: &str) -> Result<Notification, ClientError> {
+        let path = format!("/notifications/{}/read", workspace_segment(id));
+        let body: NotificationBody = self.finish(
+            "POST /notifications/{id}/read",
+            self.request("POST", &path).send_json(json!({})),
+        )?;
+        Ok(body.notification)
+    }
+
+    /// Marks every message of the caller read; how many were unread.
+    pub fn read_all_notifications(&self) -> Result<u64, ClientError> {
+        let body: MarkedBody = self.finish(
+            "POST /notifications/read-all",
+            self.request("POST", "/notifications/read-all")
+                .send_json(json!({})),
+        )?;
+        Ok(body.marked)
     }
 
     /// Users (owners only), by name, every page.

@@ -255,6 +255,22 @@ pub struct Protection {
     pub updated_at: Option<String>,
 }
 
+/// One message of the caller's inbox.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Notification {
+    pub id: String,
+    pub kind: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub read: bool,
+    #[serde(default)]
+    pub read_at: Option<String>,
+    /// The event's fields (docs/notifications.md).
+    #[serde(default)]
+    pub payload: serde_json::Value,
+}
+
 /// One entry of the audit log.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AuditEvent {

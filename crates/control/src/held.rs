@@ -227,7 +227,9 @@ impl Control {
             {
                 Ok(true) => expired.push(build.id),
                 Ok(false) => {}
-                Err(error) => tracing::error!(build = %build.id, %error, "cannot expire a held build"),
+                Err(error) => {
+                    tracing::error!(build = %build.id, %error, "cannot expire a held build")
+                }
             }
         }
         for build_id in expired {

@@ -37,13 +37,13 @@ use std::path::Path;
 
 use abode_clock::Clock;
 
-pub use pages::{
-    page_size, BadCursor, Page, SettledBuild, WorkspaceFilter, WorkspaceSummary, DEFAULT_PAGE_SIZE,
-    MAX_PAGE_SIZE,
-};
 pub use notifications::{
     Channel, InboxFilter, NewNotification, Notification, NotificationKind, NotificationStatus,
     UnknownChannel, UnknownNotificationKind, UnknownNotificationStatus,
+};
+pub use pages::{
+    page_size, BadCursor, Page, SettledBuild, WorkspaceFilter, WorkspaceSummary, DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
 };
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};

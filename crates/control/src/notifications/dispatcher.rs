@@ -62,8 +62,9 @@ impl Control {
                     let retry_at = (attempts < config.max_attempts).then(|| {
                         let jitter = rand::thread_rng().gen_range(0.0..=1.0);
                         let delay = backoff(attempts, config.retry_base, config.retry_max, jitter);
-                        self.now_ms()
-                            .saturating_add(i64::try_from(delay.as_millis()).unwrap_or(i64::MAX / 4))
+                        self.now_ms().saturating_add(
+                            i64::try_from(delay.as_millis()).unwrap_or(i64::MAX / 4),
+                        )
                     });
                     if retry_at.is_none() {
                         tracing::warn!(notification = %message.id, kind = %message.kind, channel = %message.channel, %error, "notification failed for good");

@@ -128,7 +128,11 @@ impl Control {
     }
 
     /// `held_build_expired`: nobody confirmed it in time.
-    pub(crate) async fn expired_notices(&self, build: &Build, message: &str) -> Vec<NewNotification> {
+    pub(crate) async fn expired_notices(
+        &self,
+        build: &Build,
+        message: &str,
+    ) -> Vec<NewNotification> {
         let mut payload = build_payload(build);
         payload["expires_at"] = json!(build.expires_at);
         payload["error"] = json!(message);
@@ -248,7 +252,12 @@ fn protected_changes(build: &Build) -> Value {
                     let paths: Vec<Value> = change
                         .get("replace_paths")
                         .and_then(Value::as_array)
-                        .map(|paths| paths.iter().filter_map(|p| p.get("path").cloned()).collect())
+                        .map(|paths| {
+                            paths
+                                .iter()
+                                .filter_map(|p| p.get("path").cloned())
+                                .collect()
+                        })
                         .unwrap_or_default();
                     json!({
                         "address": change.get("address"),

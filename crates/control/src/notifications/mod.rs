@@ -18,7 +18,7 @@ mod webhook;
 use std::time::Duration;
 
 pub(crate) use dispatcher::dispatcher;
-pub use webhook::{signature, WebhookConfig, WEBHOOK_SCHEMA_VERSION};
+pub use webhook::{signature, WebhookConfig, WebhookConfigError, WEBHOOK_SCHEMA_VERSION};
 
 /// How notifications are delivered; everything but the channels has a
 /// default fit for one server.

@@ -35,6 +35,66 @@ impl std::fmt::Debug for WebhookConfig {
     }
 }
 
+/// Why the webhook flags were refused at start.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookConfigError {
+    #[error(
+        "--notifications-webhook-url must be an http:// or https:// URL with a host, not `{0}`"
+    )]
+    Url(String),
+    #[error("--notifications-webhook-url needs --notifications-webhook-secret-file (the receiver checks X-Abode-Signature)")]
+    NoSecret,
+    #[error("cannot read the webhook secret file {path}: {source}")]
+    Secret {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the webhook secret file {0} is empty")]
+    EmptySecret(String),
+}
+
+impl WebhookConfig {
+    /// The webhook of `url`, signed with the secret in `secret_file` (its
+    /// content without the final line break).
+    pub fn from_flags(
+        url: &str,
+        secret_file: Option<&std::path::Path>,
+        timeout: Duration,
+    ) -> Result<WebhookConfig, WebhookConfigError> {
+        let shown: String = url.chars().take(200).collect();
+        let lower = url.to_ascii_lowercase();
+        let rest = lower
+            .strip_prefix("http://")
+            .or_else(|| lower.strip_prefix("https://"))
+            .ok_or_else(|| WebhookConfigError::Url(shown.clone()))?;
+        if rest.is_empty()
+            || rest.starts_with('/')
+            || url.chars().any(|c| c.is_whitespace() || c.is_control())
+        {
+            return Err(WebhookConfigError::Url(shown));
+        }
+        let path = secret_file.ok_or(WebhookConfigError::NoSecret)?;
+        let secret = std::fs::read(path).map_err(|source| WebhookConfigError::Secret {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let secret = secret
+            .strip_suffix(b"\n")
+            .map(|s| s.strip_suffix(b"\r").unwrap_or(s))
+            .unwrap_or(&secret)
+            .to_vec();
+        if secret.is_empty() {
+            return Err(WebhookConfigError::EmptySecret(path.display().to_string()));
+        }
+        Ok(WebhookConfig {
+            url: url.to_string(),
+            secret,
+            timeout,
+        })
+    }
+}
+
 /// `sha256=<hex HMAC-SHA256 of body under secret>`: the `X-Abode-Signature`.
 pub fn signature(secret: &[u8], body: &[u8]) -> String {
     // HMAC takes a key of any length.
@@ -96,9 +156,9 @@ pub(crate) async fn deliver(
         Ok(response) if (200..300).contains(&response.status()) => Ok(()),
         Ok(response) => Err(format!("the webhook answered HTTP {}", response.status())),
         Err(ureq::Error::Status(code, _)) => Err(format!("the webhook answered HTTP {code}")),
-        Err(ureq::Error::Transport(error)) => Err(one_line(&format!(
-            "cannot reach the webhook: {error}"
-        ))),
+        Err(ureq::Error::Transport(error)) => {
+            Err(one_line(&format!("cannot reach the webhook: {error}")))
+        }
     }
 }
 
@@ -115,6 +175,59 @@ fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_http_urls_and_readable_secrets_are_accepted() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "s3cret\n").unwrap();
+        let empty = dir.path().join("empty");
+        std::fs::write(&empty, "\n").unwrap();
+        let missing = dir.path().join("missing");
+        let timeout = Duration::from_secs(1);
+        let cases: [(&str, &std::path::Path, Option<&str>); 7] = [
+            ("http://127.0.0.1:9/hook", &secret, None),
+            ("HTTPS://hooks.example.com/x", &secret, None),
+            (
+                "ftp://example.com",
+                &secret,
+                Some("must be an http:// or https:// URL"),
+            ),
+            (
+                "http://",
+                &secret,
+                Some("must be an http:// or https:// URL"),
+            ),
+            (
+                "http://a b",
+                &secret,
+                Some("must be an http:// or https:// URL"),
+            ),
+            (
+                "http://example.com",
+                &missing,
+                Some("cannot read the webhook secret file"),
+            ),
+            ("http://example.com", &empty, Some("is empty")),
+        ];
+        for (url, file, refused) in cases {
+            match (WebhookConfig::from_flags(url, Some(file), timeout), refused) {
+                (Ok(config), None) => assert_eq!(config.secret, b"s3cret"),
+                (Err(error), Some(words)) => {
+                    let text = error.to_string();
+                    assert!(
+                        text.contains(words) && !text.contains('\n'),
+                        "{url}: {text}"
+                    )
+                }
+                (other, _) => panic!("{url}: {:?}", other.map(|_| ())),
+            }
+        }
+        assert!(matches!(
+            WebhookConfig::from_flags("http://example.com", None, timeout),
+            Err(WebhookConfigError::NoSecret)
+        ));
+    }
 
     #[test]
     fn the_signature_is_the_hex_hmac_sha256_of_the_body() {

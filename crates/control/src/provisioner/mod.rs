@@ -116,7 +116,9 @@ async fn run_build(
                 "error"
             };
             build_run.log("cleanup", level, &done).await;
-            let notices = control.end_notices_of(build_id, status, error.as_deref()).await;
+            let notices = control
+                .end_notices_of(build_id, status, error.as_deref())
+                .await;
             if let Err(error) = control
                 .inner
                 .store

@@ -28,8 +28,18 @@ fn plan() -> SavedPlan {
 async fn messages_are_written_with_the_change_that_causes_them(store: Store) {
     let (user, workspace, first) = seeded(&store).await;
     let held = [
-        notice(&user.id, Channel::Inbox, NotificationKind::BuildHeld, "held"),
-        notice(&user.id, Channel::Webhook, NotificationKind::BuildHeld, "held"),
+        notice(
+            &user.id,
+            Channel::Inbox,
+            NotificationKind::BuildHeld,
+            "held",
+        ),
+        notice(
+            &user.id,
+            Channel::Webhook,
+            NotificationKind::BuildHeld,
+            "held",
+        ),
     ];
     // Not running yet: no hold, and no message either.
     assert!(!store
@@ -58,7 +68,12 @@ async fn messages_are_written_with_the_change_that_causes_them(store: Store) {
     );
 
     // Identical messages (same key) are written once.
-    let repeat = notice(&user.id, Channel::Inbox, NotificationKind::BuildHeld, "held");
+    let repeat = notice(
+        &user.id,
+        Channel::Inbox,
+        NotificationKind::BuildHeld,
+        "held",
+    );
     store
         .enqueue_notifications(std::slice::from_ref(&repeat))
         .await
@@ -132,7 +147,12 @@ async fn messages_are_written_with_the_change_that_causes_them(store: Store) {
 async fn deliveries_are_claimed_with_a_lease_retried_and_given_up(store: Store) {
     let (user, _, _) = seeded(&store).await;
     let messages = [
-        notice(&user.id, Channel::Webhook, NotificationKind::BuildFailed, "a"),
+        notice(
+            &user.id,
+            Channel::Webhook,
+            NotificationKind::BuildFailed,
+            "a",
+        ),
         notice(&user.id, Channel::Inbox, NotificationKind::BuildFailed, "a"),
     ];
     store.enqueue_notifications(&messages).await.unwrap();
@@ -145,7 +165,10 @@ async fn deliveries_are_claimed_with_a_lease_retried_and_given_up(store: Store) 
         .await
         .unwrap();
     assert_eq!(
-        claimed.iter().map(|m| (m.id.clone(), m.attempts)).collect::<Vec<_>>(),
+        claimed
+            .iter()
+            .map(|m| (m.id.clone(), m.attempts))
+            .collect::<Vec<_>>(),
         vec![(id.clone(), 1)]
     );
     assert!(store
@@ -172,7 +195,11 @@ async fn deliveries_are_claimed_with_a_lease_retried_and_given_up(store: Store) 
         .unwrap());
     let pending = store.notification_by_id(&id).await.unwrap();
     assert_eq!(
-        (pending.status, pending.last_error.as_deref(), pending.next_attempt_at),
+        (
+            pending.status,
+            pending.last_error.as_deref(),
+            pending.next_attempt_at
+        ),
         (
             NotificationStatus::Pending,
             Some("connection refused"),
@@ -210,7 +237,12 @@ async fn deliveries_are_claimed_with_a_lease_retried_and_given_up(store: Store) 
     assert_eq!(store.failed_notifications(10).await.unwrap().len(), 1);
 
     // And one that succeeds.
-    let ok = [notice(&user.id, Channel::Webhook, NotificationKind::BuildHeld, "b")];
+    let ok = [notice(
+        &user.id,
+        Channel::Webhook,
+        NotificationKind::BuildHeld,
+        "b",
+    )];
     store.enqueue_notifications(&ok).await.unwrap();
     let now = store.clock().now_ms();
     let claimed = store
@@ -337,7 +369,10 @@ fn kinds_channels_and_statuses_are_stored_by_name() {
         assert_eq!(status.as_str().parse::<NotificationStatus>(), Ok(status));
     }
     assert_eq!(
-        "build_exploded".parse::<NotificationKind>().unwrap_err().to_string(),
+        "build_exploded"
+            .parse::<NotificationKind>()
+            .unwrap_err()
+            .to_string(),
         "unknown notification kind `build_exploded`"
     );
 }

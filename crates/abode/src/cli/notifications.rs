@@ -1,0 +1,107 @@
+//! `abode notifications`: the caller's in-app inbox (held, blocked, failed
+//! and expiring builds that concern them) and marking messages read.
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use super::output::{self, time};
+use super::{session_client, OutputFormat, EXIT_OK};
+
+#[derive(Debug, Subcommand)]
+pub enum NotificationsCommand {
+    /// List your notifications, newest first.
+    List(ListArgs),
+    /// Mark one notification (by id) or all of them read.
+    Read(ReadArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only the ones not read yet.
+    #[arg(long)]
+    pub unread: bool,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+}
+
+#[derive(Debug, Args)]
+#[command(group = clap::ArgGroup::new("which").required(true).args(["id", "all"]))]
+pub struct ReadArgs {
+    /// The notification's id (from `abode notifications list`).
+    pub id: Option<String>,
+    /// Every notification.
+    #[arg(long)]
+    pub all: bool,
+}
+
+pub fn run(command: NotificationsCommand) -> anyhow::Result<u8> {
+    let client = session_client()?;
+    match command {
+        NotificationsCommand::List(args) => {
+            let messages = client
+                .notifications(args.unread, None)
+                .context("cannot list notifications")?;
+            match args.output {
+                OutputFormat::Json => output::print_json(&messages)?,
+                OutputFormat::Text => {
+                    let field =
+                        |message: &abode_client::types::Notification, key: &str| match message
+                            .payload
+                            .get(key)
+                        {
+                            Some(serde_json::Value::String(text)) => text.clone(),
+                            Some(serde_json::Value::Null) | None => "-".to_string(),
+                            Some(other) => other.to_string(),
+                        };
+                    let rows: Vec<Vec<String>> = messages
+                        .iter()
+                        .map(|message| {
+                            vec![
+                                message.id.clone(),
+                                time(message.created_at.as_deref()),
+                                if message.read { "" } else { "*" }.to_string(),
+                                message.kind.clone(),
+                                field(message, "workspace"),
+                                field(message, "build_number"),
+                                field(message, "confirm_command"),
+                            ]
+                        })
+                        .collect();
+                    output::print_table(
+                        &[
+                            "ID",
+                            "TIME",
+                            "NEW",
+                            "KIND",
+                            "WORKSPACE",
+                            "BUILD",
+                            "TO CONFIRM",
+                        ],
+                        &rows,
+                        if args.unread {
+                            "No unread notifications."
+                        } else {
+                            "No notifications."
+                        },
+                    );
+                }
+            }
+        }
+        NotificationsCommand::Read(args) => match args.id {
+            Some(id) if !args.all => {
+                let message = client
+                    .read_notification(&id)
+                    .with_context(|| format!("cannot mark notification {id:?} read"))?;
+                println!("Marked notification {} read", output::visible(&message.id));
+            }
+            _ => {
+                let marked = client
+                    .read_all_notifications()
+                    .context("cannot mark notifications read")?;
+                println!("Marked {marked} notification(s) read");
+            }
+        },
+    }
+    Ok(EXIT_OK)
+}
