@@ -137,29 +137,29 @@ pub(crate) async fn deliver(
     let url = config.url.clone();
     let id = message.id.clone();
     let timeout = config.timeout;
-    let sent = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         let agent = ureq::AgentBuilder::new()
             .timeout(timeout)
             .redirects(0)
             .build();
-        agent
+        let sent = agent
             .post(&url)
             .set("Content-Type", "application/json")
             .set("User-Agent", "abode-notifications")
             .set("X-Abode-Signature", &signature)
             .set("X-Abode-Delivery", &id)
-            .send_bytes(&body)
+            .send_bytes(&body);
+        match sent {
+            Ok(response) if (200..300).contains(&response.status()) => Ok(()),
+            Ok(response) => Err(format!("the webhook answered HTTP {}", response.status())),
+            Err(ureq::Error::Status(code, _)) => Err(format!("the webhook answered HTTP {code}")),
+            Err(ureq::Error::Transport(error)) => {
+                Err(one_line(&format!("cannot reach the webhook: {error}")))
+            }
+        }
     })
     .await
-    .map_err(|error| format!("the webhook delivery stopped: {error}"))?;
-    match sent {
-        Ok(response) if (200..300).contains(&response.status()) => Ok(()),
-        Ok(response) => Err(format!("the webhook answered HTTP {}", response.status())),
-        Err(ureq::Error::Status(code, _)) => Err(format!("the webhook answered HTTP {code}")),
-        Err(ureq::Error::Transport(error)) => {
-            Err(one_line(&format!("cannot reach the webhook: {error}")))
-        }
-    }
+    .map_err(|error| format!("the webhook delivery stopped: {error}"))?
 }
 
 /// At most one bounded line, for `last_error`.
