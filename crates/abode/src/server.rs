@@ -92,6 +92,27 @@ pub struct ServerArgs {
     /// How long one webhook delivery may take.
     #[arg(long, env = "ABODE_NOTIFICATIONS_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = crate::duration::parse)]
     notifications_webhook_timeout: Duration,
+    /// Mail every notification to its recipient through this SMTP
+    /// smarthost (HOST:PORT).
+    #[arg(
+        long,
+        env = "ABODE_NOTIFICATIONS_EMAIL_SMARTHOST",
+        value_name = "HOST:PORT"
+    )]
+    notifications_email_smarthost: Option<String>,
+    /// The sender of notification emails (`Abode <abode@example.com>`).
+    #[arg(long, env = "ABODE_NOTIFICATIONS_EMAIL_FROM", value_name = "ADDRESS")]
+    notifications_email_from: Option<String>,
+    /// Upgrade SMTP connections with STARTTLS (required, not opportunistic).
+    #[arg(long, env = "ABODE_NOTIFICATIONS_EMAIL_STARTTLS")]
+    notifications_email_starttls: bool,
+    /// The smarthost's user name (first line) and password (second line).
+    #[arg(
+        long,
+        env = "ABODE_NOTIFICATIONS_EMAIL_CREDENTIALS_FILE",
+        value_name = "FILE"
+    )]
+    notifications_email_credentials_file: Option<PathBuf>,
     /// Delivery attempts after which a notification is marked failed.
     #[arg(long, env = "ABODE_NOTIFICATIONS_MAX_ATTEMPTS", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     notifications_max_attempts: u32,
@@ -129,6 +150,21 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
         notifications.webhook = Some(webhook);
     } else if args.notifications_webhook_secret_file.is_some() {
         anyhow::bail!("--notifications-webhook-secret-file needs --notifications-webhook-url");
+    }
+    if let Some(smarthost) = &args.notifications_email_smarthost {
+        notifications.email = Some(abode_api::EmailConfig::from_flags(
+            smarthost,
+            args.notifications_email_from.as_deref(),
+            args.notifications_email_starttls,
+            args.notifications_email_credentials_file.as_deref(),
+            Duration::from_secs(30),
+        )?);
+    } else if args.notifications_email_from.is_some()
+        || args.notifications_email_credentials_file.is_some()
+    {
+        anyhow::bail!(
+            "the --notifications-email-* flags need --notifications-email-smarthost HOST:PORT"
+        );
     }
     let data_dir = absolute(args.data_dir)?;
     // Volumes (home disks), process logs and the database live here: readable

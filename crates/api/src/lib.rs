@@ -23,7 +23,7 @@ use tracing::Instrument;
 use abode_control::{Caller, Control, ControlError};
 
 /// What `abode server` configures notifications with.
-pub use abode_control::notifications::{NotificationsConfig, WebhookConfig};
+pub use abode_control::notifications::{EmailConfig, NotificationsConfig, WebhookConfig};
 pub use server::{Server, ServerError, ServerOptions};
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 use abode_store::{new_id, Channel, Notification};
 
-use super::{backoff, webhook};
+use super::{backoff, email, webhook};
 use crate::Control;
 
 /// Messages claimed at once.
@@ -102,7 +102,10 @@ impl Control {
                 Some(config) => webhook::deliver(config, message, &recipient).await,
                 None => Err("no webhook is configured on this server".to_string()),
             },
-            Channel::Email => Err("email is not configured on this server".to_string()),
+            Channel::Email => match &self.inner.config.notifications.email {
+                Some(config) => email::deliver(config, message, &recipient).await,
+                None => Err("no email smarthost is configured on this server".to_string()),
+            },
             // Delivered by being stored; never claimed.
             Channel::Inbox => Ok(()),
         }

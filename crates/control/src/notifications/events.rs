@@ -33,6 +33,7 @@ impl Control {
     ) -> Vec<NewNotification> {
         let mut payload = build_payload(build);
         payload["expires_at"] = json!(expires_at);
+        payload["expires_at_utc"] = json!(utc(expires_at));
         payload["plan_digest"] = json!(digest);
         payload["confirm_command"] = json!(confirm_command(build, digest));
         payload["protected_changes"] = protected_changes(build);
@@ -113,6 +114,7 @@ impl Control {
     pub(crate) async fn expiring_notices(&self, build: &Build) -> Vec<NewNotification> {
         let mut payload = build_payload(build);
         payload["expires_at"] = json!(build.expires_at);
+        payload["expires_at_utc"] = json!(build.expires_at.map(utc));
         if let Some(digest) = &build.plan_digest {
             payload["plan_digest"] = json!(digest);
             payload["confirm_command"] = json!(confirm_command(build, digest));
@@ -135,6 +137,7 @@ impl Control {
     ) -> Vec<NewNotification> {
         let mut payload = build_payload(build);
         payload["expires_at"] = json!(build.expires_at);
+        payload["expires_at_utc"] = json!(build.expires_at.map(utc));
         payload["error"] = json!(message);
         self.notices(
             NotificationKind::HeldBuildExpired,
@@ -188,6 +191,9 @@ impl Control {
         if self.inner.config.notifications.webhook.is_some() {
             channels.push(Channel::Webhook);
         }
+        if self.inner.config.notifications.email.is_some() {
+            channels.push(Channel::Email);
+        }
         let mut notices = Vec::new();
         for person in &people {
             for channel in &channels {
@@ -224,6 +230,50 @@ fn build_payload(build: &Build) -> Value {
             "system": SystemActor::by_user_id(&build.initiator_id).is_some(),
         },
     })
+}
+
+/// Unix ms as `YYYY-MM-DDTHH:MM:SSZ` (UTC), for people.
+fn utc(ms: i64) -> String {
+    let seconds = ms.div_euclid(1000);
+    let (days, of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    // Days since 1970-01-01 to a civil date, counting in 400-year eras
+    // (146,097 days) that start on March 1st.
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn times_are_shown_in_utc() {
+        let cases = [
+            (0, "1970-01-01T00:00:00Z"),
+            (951_782_400_000, "2000-02-29T00:00:00Z"),
+            (1_767_225_599_999, "2025-12-31T23:59:59Z"),
+            (-1_000, "1969-12-31T23:59:59Z"),
+        ];
+        for (ms, expected) in cases {
+            assert_eq!(super::utc(ms), expected);
+        }
+    }
 }
 
 /// The exact command that applies the held plan.

@@ -4,13 +4,14 @@
 //! The events are written into the store's outbox in the transaction of the
 //! change that causes them (`events.rs` builds the messages: recipients,
 //! channels, payload, dedupe key); a dispatcher (`dispatcher.rs`) claims due
-//! messages with a lease, delivers them (`webhook.rs`), retries with
+//! messages with a lease, delivers them (`webhook.rs`, `email.rs`), retries with
 //! exponential backoff and jitter and gives up after the configured attempts
 //! with the last error. The in-app inbox (`inbox.rs`) is a channel delivered
 //! by the write itself. Time comes from the injected clock: a test moves it
 //! to skip a backoff or a lease.
 
 mod dispatcher;
+mod email;
 mod events;
 mod inbox;
 mod webhook;
@@ -18,6 +19,7 @@ mod webhook;
 use std::time::Duration;
 
 pub(crate) use dispatcher::dispatcher;
+pub use email::{EmailConfig, EmailConfigError};
 pub use webhook::{signature, WebhookConfig, WebhookConfigError, WEBHOOK_SCHEMA_VERSION};
 
 /// How notifications are delivered; everything but the channels has a
@@ -26,6 +28,9 @@ pub use webhook::{signature, WebhookConfig, WebhookConfigError, WEBHOOK_SCHEMA_V
 pub struct NotificationsConfig {
     /// The webhook every message is also posted to, if any.
     pub webhook: Option<WebhookConfig>,
+    /// The smarthost every message is also mailed through, to the
+    /// recipient's address, if any.
+    pub email: Option<EmailConfig>,
     /// Attempts after which a message is marked failed.
     pub max_attempts: u32,
     /// The delay before the second attempt; it doubles with each attempt...
@@ -46,6 +51,7 @@ impl Default for NotificationsConfig {
     fn default() -> Self {
         NotificationsConfig {
             webhook: None,
+            email: None,
             max_attempts: 8,
             retry_base: Duration::from_secs(10),
             retry_max: Duration::from_secs(60 * 60),
