@@ -413,3 +413,132 @@ fn the_server_refuses_a_bad_webhook_url_or_secret_in_one_line() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{url}: {stderr}");
     }
 }
+
+/// A real SMTP server (Debian's aiosmtpd) that stores what it receives in a
+/// Maildir; killed when dropped.
+struct SmtpServer {
+    child: std::process::Child,
+    port: u16,
+    maildir: std::path::PathBuf,
+}
+
+impl SmtpServer {
+    fn start(dir: &Path) -> SmtpServer {
+        let python = Path::new("/usr/bin/python3");
+        let has_aiosmtpd = std::process::Command::new(python)
+            .args(["-c", "import aiosmtpd"])
+            .status()
+            .is_ok_and(|status| status.success());
+        assert!(
+            has_aiosmtpd,
+            "Debian's python3-aiosmtpd is missing: source scripts/bootstrap.sh installs it"
+        );
+        let port = free_port();
+        let maildir = dir.join("maildir");
+        let child = std::process::Command::new(python)
+            .args(["-m", "aiosmtpd", "-n", "-l"])
+            .arg(format!("127.0.0.1:{port}"))
+            .args(["-c", "aiosmtpd.handlers.Mailbox"])
+            .arg(&maildir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "aiosmtpd did not listen");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        SmtpServer {
+            child,
+            port,
+            maildir,
+        }
+    }
+
+    /// The raw messages received so far.
+    fn messages(&self) -> Vec<String> {
+        let Ok(entries) = fs::read_dir(self.maildir.join("new")) else {
+            return Vec::new();
+        };
+        entries
+            .map(|entry| fs::read_to_string(entry.unwrap().path()).unwrap())
+            .collect()
+    }
+
+    fn wait_for(&self, count: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let messages = self.messages();
+            if messages.len() >= count {
+                return messages;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{count} emails did not arrive: {messages:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for SmtpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_held_build_is_mailed_to_the_owner_and_the_template_admins() {
+    require_terraform();
+    let dir = tempfile::tempdir().unwrap();
+    let smtp = SmtpServer::start(dir.path());
+    let smarthost = format!("127.0.0.1:{}", smtp.port);
+    let platform = Platform::start_with(&[
+        "--notifications-email-smarthost",
+        &smarthost,
+        "--notifications-email-from",
+        "Abode <abode@example.com>",
+    ]);
+    platform.login_owner();
+    platform.login_new_user("bob", "template-admin");
+    platform.login_new_user("carol", "member");
+    let digest = hold_a_build(&platform);
+    let messages = smtp.wait_for(2);
+    // Let a wrongly addressed third one show up, if there were one.
+    std::thread::sleep(Duration::from_secs(2));
+    let messages = if smtp.messages().len() > 2 {
+        smtp.messages()
+    } else {
+        messages
+    };
+    let mut to: Vec<String> = messages
+        .iter()
+        .map(|m| {
+            m.lines()
+                .find_map(|line| line.strip_prefix("To: "))
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    to.sort();
+    assert_eq!(to, ["alice@example.com", "bob@example.com"]);
+    for message in &messages {
+        assert!(message.contains("From: Abode <abode@example.com>"), "{message}");
+        assert!(
+            message.contains("Subject: [abode] alice/dev: build #2 awaits your confirmation"),
+            "{message}"
+        );
+        assert!(message.contains("multipart/alternative"), "{message}");
+        assert!(message.contains("text/plain"), "{message}");
+        assert!(message.contains("text/html"), "{message}");
+        // Quoted-printable may wrap the long line: compare without soft breaks.
+        let unwrapped = message.replace("=\r\n", "").replace("=\n", "");
+        assert!(
+            unwrapped.contains(&format!("abode builds confirm alice/dev 2 --digest {digest}")),
+            "{message}"
+        );
+        assert!(unwrapped.contains("abode_volume.home"), "{message}");
+    }
+}
