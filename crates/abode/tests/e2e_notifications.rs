@@ -341,6 +341,39 @@ fn a_held_build_reaches_owner_and_template_admins_signed_even_after_the_receiver
         .json();
     assert_eq!(bobs_unread, serde_json::json!([]));
     platform.run(&["notifications", "read"]).fails_with(2, &[]);
+
+    // An hour before the deadline (24 h after the hold; the clock already
+    // moved 2 h): held_build_expiring, once; then held_build_expired.
+    platform.advance_clock(Duration::from_secs(21 * 60 * 60 + 30 * 60));
+    let expiring = wait_for(&deliveries, "held_build_expiring", 2);
+    for delivery in &expiring {
+        assert!(delivery.signed);
+        assert_eq!(
+            delivery.body["payload"]["confirm_command"],
+            format!("abode builds confirm alice/dev 2 --digest {digest}")
+        );
+    }
+    platform.advance_clock(Duration::from_secs(60 * 60));
+    let expired = wait_for(&deliveries, "held_build_expired", 2);
+    assert!(expired[0].body["payload"]["error"]
+        .as_str()
+        .unwrap()
+        .contains("expired"));
+    let kinds: Vec<String> = platform
+        .run(&["notifications", "list", "--unread", "--output", "json"])
+        .ok()
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["kind"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(kinds, ["held_build_expired", "held_build_expiring"]);
+    assert_eq!(
+        wait_for(&deliveries, "held_build_expiring", 2).len(),
+        2,
+        "the warning goes out once per build and person"
+    );
     receiver.stop();
 }
 

@@ -262,6 +262,218 @@ fn utc(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use abode_store::*;
+
+    use crate::{Config, Control};
+
+    /// Who is told of a failed or blocked build, by who started it, why,
+    /// and who owns the workspace.
+    #[tokio::test]
+    async fn failed_builds_go_to_the_owner_unless_they_started_them_and_prebuilds_to_template_admins(
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(&dir.path().join("abode.db"))
+            .await
+            .unwrap();
+        let user = |name: &str, roles: &[Role]| NewUser {
+            username: name.into(),
+            email: format!("{name}@example.com"),
+            roles: roles.iter().copied().collect(),
+            password_hash: "x".into(),
+        };
+        let alice = store
+            .create_first_user(&user("alice", &[Role::Owner, Role::Member]))
+            .await
+            .unwrap();
+        let bob = store
+            .create_user(&user("bob", &[Role::Member]))
+            .await
+            .unwrap();
+        store
+            .create_user(&user("carol", &[Role::TemplateAdmin]))
+            .await
+            .unwrap();
+        store.ensure_system_users().await.unwrap();
+        let (template, version) = store
+            .create_template_version(&NewTemplateVersion {
+                template_name: "base".into(),
+                archive: vec![1],
+                archive_sha256: "abc".into(),
+                message: "first".into(),
+                created_by: alice.id.clone(),
+                validation_ok: true,
+                validation_message: "ok".into(),
+                parameters: None,
+                activate: true,
+            })
+            .await
+            .unwrap();
+        let workspace_of = |owner: &str, name: &str| {
+            let workspace_id = new_id();
+            (
+                NewWorkspace {
+                    id: workspace_id.clone(),
+                    owner_id: owner.to_string(),
+                    name: name.into(),
+                    template_id: template.id.clone(),
+                    template_version_id: version.id.clone(),
+                    parameters: "{}".into(),
+                },
+                NewBuild {
+                    id: new_id(),
+                    workspace_id,
+                    transition: Transition::Start,
+                    template_version_id: version.id.clone(),
+                    initiator_id: owner.to_string(),
+                    reason: BuildReason::Initiator,
+                    parameters: None,
+                    workspace_parameters: None,
+                },
+            )
+        };
+        let (w, b) = workspace_of(&bob.id, "dev");
+        let (_, bobs) = store.create_workspace(&w, &b).await.unwrap();
+        let prebuilds = SystemActor::Prebuilds.user_id();
+        let (w, b) = workspace_of(prebuilds, "pool-1");
+        let (_, pooled) = store.create_workspace(&w, &b).await.unwrap();
+        let control = Control::new(
+            store,
+            Config::new(dir.path().to_path_buf(), "http://127.0.0.1:1".into()),
+        );
+        let blocked_report = r#"{"decision":"block","protected_changes":[{"address":"abode_volume.home","action":"replace","outcome":"block","reason":"name changed","replace_paths":[{"path":"name","before":"a","after":"b"}]}]}"#;
+        let scheduler = SystemActor::Scheduler.user_id();
+        let cases: [(
+            &Build,
+            &str,
+            BuildReason,
+            BuildStatus,
+            Option<&str>,
+            &[&str],
+            &str,
+        ); 9] = [
+            (
+                &bobs,
+                &bob.id,
+                BuildReason::Initiator,
+                BuildStatus::Failed,
+                None,
+                &[],
+                "-",
+            ),
+            (
+                &bobs,
+                &alice.id,
+                BuildReason::Initiator,
+                BuildStatus::Failed,
+                None,
+                &["bob"],
+                "build_failed",
+            ),
+            (
+                &bobs,
+                scheduler,
+                BuildReason::Autostop,
+                BuildStatus::Failed,
+                None,
+                &["bob"],
+                "build_failed",
+            ),
+            (
+                &bobs,
+                &bob.id,
+                BuildReason::Autostart,
+                BuildStatus::Failed,
+                None,
+                &["bob"],
+                "build_failed",
+            ),
+            (
+                &bobs,
+                &alice.id,
+                BuildReason::Initiator,
+                BuildStatus::Failed,
+                Some(blocked_report),
+                &["bob"],
+                "build_blocked",
+            ),
+            (
+                &bobs,
+                &bob.id,
+                BuildReason::Initiator,
+                BuildStatus::Failed,
+                Some(blocked_report),
+                &[],
+                "-",
+            ),
+            (
+                &pooled,
+                prebuilds,
+                BuildReason::Prebuild,
+                BuildStatus::Failed,
+                None,
+                &["alice", "carol"],
+                "build_failed",
+            ),
+            (
+                &bobs,
+                &alice.id,
+                BuildReason::Initiator,
+                BuildStatus::Succeeded,
+                None,
+                &[],
+                "-",
+            ),
+            (
+                &bobs,
+                scheduler,
+                BuildReason::Autostop,
+                BuildStatus::Canceled,
+                None,
+                &[],
+                "-",
+            ),
+        ];
+        for (build, initiator, reason, status, report, expected, kind) in cases {
+            let build = Build {
+                initiator_id: initiator.to_string(),
+                reason,
+                guard_report: report.map(str::to_string),
+                ..build.clone()
+            };
+            let notices = control.end_notices(&build, status, Some("boom")).await;
+            let mut names = Vec::new();
+            for notice in &notices {
+                assert_eq!(
+                    notice.channel,
+                    Channel::Inbox,
+                    "no other channel configured"
+                );
+                assert_eq!(notice.kind.as_str(), kind);
+                let payload: serde_json::Value = serde_json::from_str(&notice.payload).unwrap();
+                assert_eq!(payload["error"], "boom");
+                assert_eq!(
+                    payload["initiator"]["system"],
+                    SystemActor::by_user_id(initiator).is_some()
+                );
+                if kind == "build_blocked" {
+                    assert_eq!(payload["protected_changes"][0]["paths"][0], "name");
+                }
+                names.push(
+                    control
+                        .store()
+                        .user_by_id(&notice.recipient_id)
+                        .await
+                        .unwrap()
+                        .username,
+                );
+            }
+            names.sort();
+            assert_eq!(names, expected, "{initiator} {reason} {status} {kind}");
+        }
+    }
+
     #[test]
     fn times_are_shown_in_utc() {
         let cases = [
