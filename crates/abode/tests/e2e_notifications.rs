@@ -535,13 +535,78 @@ fn a_held_build_is_mailed_to_the_owner_and_the_template_admins() {
         "Abode <abode@example.com>",
     ]);
     platform.login_owner();
-    platform.login_new_user("bob", "template-admin");
+    let bob = platform.login_new_user("bob", "template-admin");
     platform.login_new_user("carol", "member");
+    // Preferences: dave disables build_held; the owner makes
+    // held_build_expired mandatory, which erin then cannot disable; a
+    // template admin cannot make kinds mandatory.
+    let dave = platform.login_new_user("dave", "template-admin");
+    let settings = platform
+        .run_as(
+            &dave,
+            &[
+                "notifications",
+                "settings",
+                "--disable",
+                "build_held",
+                "-o",
+                "json",
+            ],
+            None,
+        )
+        .ok()
+        .json();
+    let held_setting = settings
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["kind"] == "build_held")
+        .unwrap()
+        .clone();
+    assert_eq!(held_setting["enabled"], false);
+    let erin = platform.login_new_user("erin", "template-admin");
+    platform
+        .run(&[
+            "notifications",
+            "settings",
+            "--mandatory",
+            "held_build_expired",
+        ])
+        .ok();
+    platform
+        .run_as(
+            &erin,
+            &[
+                "notifications",
+                "settings",
+                "--disable",
+                "held_build_expired",
+            ],
+            None,
+        )
+        .fails_with(1, &["mandatory"]);
+    platform
+        .run_as(
+            &bob,
+            &["notifications", "settings", "--mandatory", "build_failed"],
+            None,
+        )
+        .fails_with(1, &[]);
+    platform
+        .run_as(
+            &erin,
+            &["notifications", "settings", "--disable", "no_such_kind"],
+            None,
+        )
+        .fails_with(1, &["unknown notification kind"]);
+    let text = platform.run(&["notifications", "settings"]).ok();
+    assert!(text.stdout.contains("held_build_expired"), "{text}");
+
     let digest = hold_a_build(&platform);
-    let messages = smtp.wait_for(2);
-    // Let a wrongly addressed third one show up, if there were one.
+    let messages = smtp.wait_for(3);
+    // Let a wrongly addressed fourth one show up, if there were one.
     std::thread::sleep(Duration::from_secs(2));
-    let messages = if smtp.messages().len() > 2 {
+    let messages = if smtp.messages().len() > 3 {
         smtp.messages()
     } else {
         messages
@@ -556,9 +621,16 @@ fn a_held_build_is_mailed_to_the_owner_and_the_template_admins() {
         })
         .collect();
     to.sort();
-    assert_eq!(to, ["alice@example.com", "bob@example.com"]);
+    assert_eq!(
+        to,
+        ["alice@example.com", "bob@example.com", "erin@example.com"],
+        "the owner and the template admins, but not dave, who disabled build_held"
+    );
     for message in &messages {
-        assert!(message.contains("From: Abode <abode@example.com>"), "{message}");
+        assert!(
+            message.contains("From: Abode <abode@example.com>"),
+            "{message}"
+        );
         assert!(
             message.contains("Subject: [abode] alice/dev: build #2 awaits your confirmation"),
             "{message}"
@@ -569,7 +641,9 @@ fn a_held_build_is_mailed_to_the_owner_and_the_template_admins() {
         // Quoted-printable may wrap the long line: compare without soft breaks.
         let unwrapped = message.replace("=\r\n", "").replace("=\n", "");
         assert!(
-            unwrapped.contains(&format!("abode builds confirm alice/dev 2 --digest {digest}")),
+            unwrapped.contains(&format!(
+                "abode builds confirm alice/dev 2 --digest {digest}"
+            )),
             "{message}"
         );
         assert!(unwrapped.contains("abode_volume.home"), "{message}");

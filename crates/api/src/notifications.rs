@@ -21,6 +21,87 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/notifications", get(list))
         .route("/notifications/read-all", post(read_all))
         .route("/notifications/:id/read", post(read))
+        .route(
+            "/notifications/settings",
+            get(settings).post(change_settings),
+        )
+        .route("/notifications/mandatory", post(mandatory))
+}
+
+fn settings_json(settings: &[abode_control::notifications::KindSetting]) -> Value {
+    let settings: Vec<Value> = settings
+        .iter()
+        .map(|setting| {
+            json!({
+                "kind": setting.kind.as_str(),
+                "enabled": setting.enabled,
+                "mandatory": setting.mandatory,
+            })
+        })
+        .collect();
+    json!({ "settings": settings })
+}
+
+fn kinds(names: &[String]) -> Result<Vec<abode_store::NotificationKind>, ApiError> {
+    names
+        .iter()
+        .map(|name| abode_control::notifications::parse_kind(name).map_err(ApiError::from))
+        .collect()
+}
+
+async fn settings(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+) -> Result<axum::response::Response, ApiError> {
+    let settings = state.control.notification_settings(&caller).await?;
+    Ok(Json(settings_json(&settings)).into_response())
+}
+
+#[derive(Deserialize)]
+struct SettingsBody {
+    #[serde(default)]
+    disable: Vec<String>,
+    #[serde(default)]
+    enable: Vec<String>,
+}
+
+async fn change_settings(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    body: Result<Json<SettingsBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    let Json(body) =
+        body.map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
+    let settings = state
+        .control
+        .change_notification_settings(&caller, &kinds(&body.disable)?, &kinds(&body.enable)?)
+        .await?;
+    Ok(Json(settings_json(&settings)).into_response())
+}
+
+#[derive(Deserialize)]
+struct MandatoryBody {
+    kind: String,
+    mandatory: bool,
+}
+
+async fn mandatory(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    // Refused before the body is read.
+    state.control.may_set_notification_policy(&caller)?;
+    let body = body.map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
+    let body: MandatoryBody = serde_json::from_slice(&body)
+        .map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
+    let kind = abode_control::notifications::parse_kind(&body.kind)?;
+    state
+        .control
+        .set_notification_kind_mandatory(&caller, kind, body.mandatory)
+        .await?;
+    let settings = state.control.notification_settings(&caller).await?;
+    Ok(Json(settings_json(&settings)).into_response())
 }
 
 /// One inbox message as the API shows it.

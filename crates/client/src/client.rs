@@ -14,7 +14,8 @@ use serde_json::json;
 use crate::error::ClientError;
 use crate::types::{
     AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, LogPage, LoginResponse, Notification,
-    Protection, Template, TemplateVersion, TemplateVersionResponse, Transition, User, Workspace,
+    NotificationSetting, Protection, Template, TemplateVersion, TemplateVersionResponse,
+    Transition, User, Workspace,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -105,6 +106,10 @@ struct TokensBody {
 #[derive(Deserialize)]
 struct NotificationBody {
     notification: Notification,
+}
+#[derive(Deserialize)]
+struct SettingsBody {
+    settings: Vec<NotificationSetting>,
 }
 #[derive(Deserialize)]
 struct MarkedBody {
@@ -635,6 +640,42 @@ impl Client {
                 .send_json(json!({})),
         )?;
         Ok(body.marked)
+    }
+
+    /// The caller's notification settings, after disabling and enabling
+    /// the kinds given (none: just read them).
+    pub fn notification_settings(
+        &self,
+        disable: &[String],
+        enable: &[String],
+    ) -> Result<Vec<NotificationSetting>, ClientError> {
+        let body: SettingsBody = if disable.is_empty() && enable.is_empty() {
+            self.finish(
+                "GET /notifications/settings",
+                self.request("GET", "/notifications/settings").call(),
+            )?
+        } else {
+            self.finish(
+                "POST /notifications/settings",
+                self.request("POST", "/notifications/settings")
+                    .send_json(json!({"disable": disable, "enable": enable})),
+            )?
+        };
+        Ok(body.settings)
+    }
+
+    /// Makes a kind mandatory or optional (owners); the caller's settings after.
+    pub fn set_notification_kind_mandatory(
+        &self,
+        kind: &str,
+        mandatory: bool,
+    ) -> Result<Vec<NotificationSetting>, ClientError> {
+        let body: SettingsBody = self.finish(
+            "POST /notifications/mandatory",
+            self.request("POST", "/notifications/mandatory")
+                .send_json(json!({"kind": kind, "mandatory": mandatory})),
+        )?;
+        Ok(body.settings)
     }
 
     /// Users (owners only), by name, every page.

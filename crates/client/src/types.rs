@@ -271,6 +271,15 @@ pub struct Notification {
     pub payload: serde_json::Value,
 }
 
+/// One kind of notification in a person's settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NotificationSetting {
+    pub kind: String,
+    pub enabled: bool,
+    #[serde(default)]
+    pub mandatory: bool,
+}
+
 /// One entry of the audit log.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AuditEvent {

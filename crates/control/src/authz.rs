@@ -54,8 +54,11 @@ pub enum Action {
     /// `DELETE /tokens/{name}`.
     TokenRevoke,
     /// `GET /notifications`, `POST /notifications/{id}/read`,
-    /// `POST /notifications/read-all`: one's own inbox.
+    /// `POST /notifications/read-all`, `GET|POST /notifications/settings`:
+    /// one's own inbox and preferences.
     NotificationRead,
+    /// `POST /notifications/mandatory`: which kinds nobody can disable.
+    NotificationPolicy,
 
     // ---- users ----
     /// `GET /users`.
@@ -105,13 +108,14 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 24] = [
+    pub const ALL: [Action; 25] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
         Action::TokenList,
         Action::TokenRevoke,
         Action::NotificationRead,
+        Action::NotificationPolicy,
         Action::UserList,
         Action::UserCreate,
         Action::UserChangeRoles,
@@ -141,6 +145,7 @@ impl Action {
             Action::TokenList => "token.list",
             Action::TokenRevoke => "token.revoke",
             Action::NotificationRead => "notification.read",
+            Action::NotificationPolicy => "notification.policy",
             Action::UserList => "user.list",
             Action::UserCreate => "user.create",
             Action::UserChangeRoles => "user.change_roles",
@@ -171,6 +176,9 @@ impl Action {
             Action::TokenList => ("list", "API tokens", "API tokens"),
             Action::TokenRevoke => ("revoke", "an API token", "API tokens"),
             Action::NotificationRead => ("read", "notifications", "notifications"),
+            Action::NotificationPolicy => {
+                ("make mandatory", "notification kinds", "notification kinds")
+            }
             Action::UserList => ("list", "users", "users"),
             Action::UserCreate => ("create", "users", "users"),
             Action::UserChangeRoles => ("change", "users' roles", "roles"),
@@ -203,6 +211,7 @@ impl Action {
             Action::UserList
                 | Action::UserCreate
                 | Action::UserChangeRoles
+                | Action::NotificationPolicy
                 | Action::TemplateRead
                 | Action::TemplatePush
                 | Action::TemplateActivate
@@ -523,6 +532,7 @@ mod tests {
         (Action::TokenList, "yyyyy", "y...."),
         (Action::TokenRevoke, "yyyyy", "y...."),
         (Action::NotificationRead, "yyyyy", "y...."),
+        (Action::NotificationPolicy, "y....", "y...."),
         (Action::UserList, "y.y..", "y.y.."),
         (Action::UserCreate, "y.y..", "y.y.."),
         (Action::UserChangeRoles, "y....", "y...."),

@@ -410,6 +410,14 @@ storage_interface! {
     fn mark_all_notifications_read(&self, recipient_id: &str) -> u64;
     /// Messages given up on, newest first.
     fn failed_notifications(&self, limit: i64) -> Vec<Notification>;
+    /// The kinds a person disabled.
+    fn notification_opt_outs(&self, user_id: &str) -> Vec<NotificationKind>;
+    fn set_notification_opt_out(&self, user_id: &str, kind: NotificationKind, opted_out: bool) -> ();
+    /// The kinds sent whatever people disabled.
+    fn mandatory_notification_kinds(&self) -> Vec<NotificationKind>;
+    fn set_notification_kind_mandatory(&self, kind: NotificationKind, mandatory: bool) -> ();
+    /// Who does not receive `kind` (disabled it, and it is not mandatory).
+    fn opted_out_of(&self, kind: NotificationKind) -> Vec<String>;
 }
 
 /// A fresh random id.

@@ -451,6 +451,85 @@ macro_rules! notification_queries {
         Ok(result.rows_affected())
     }
 
+    pub(crate) async fn notification_opt_outs(
+        &self,
+        user_id: &str,
+    ) -> Result<Vec<NotificationKind>, StoreError> {
+        sqlx::query_scalar(&sql(
+            "SELECT kind FROM notification_opt_outs WHERE user_id = ? ORDER BY kind",
+        ))
+        .bind(user_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("notification preference"))
+    }
+
+    pub(crate) async fn set_notification_opt_out(
+        &self,
+        user_id: &str,
+        kind: NotificationKind,
+        opted_out: bool,
+    ) -> Result<(), StoreError> {
+        let statement = if opted_out {
+            "INSERT INTO notification_opt_outs (user_id, kind) VALUES (?, ?) \
+             ON CONFLICT (user_id, kind) DO NOTHING"
+        } else {
+            "DELETE FROM notification_opt_outs WHERE user_id = ? AND kind = ?"
+        };
+        sqlx::query(&sql(statement))
+            .bind(user_id)
+            .bind(kind.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("notification preference"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn mandatory_notification_kinds(
+        &self,
+    ) -> Result<Vec<NotificationKind>, StoreError> {
+        sqlx::query_scalar(&sql(
+            "SELECT kind FROM notification_mandatory_kinds ORDER BY kind",
+        ))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("notification preference"))
+    }
+
+    pub(crate) async fn set_notification_kind_mandatory(
+        &self,
+        kind: NotificationKind,
+        mandatory: bool,
+    ) -> Result<(), StoreError> {
+        let statement = if mandatory {
+            "INSERT INTO notification_mandatory_kinds (kind) VALUES (?) \
+             ON CONFLICT (kind) DO NOTHING"
+        } else {
+            "DELETE FROM notification_mandatory_kinds WHERE kind = ?"
+        };
+        sqlx::query(&sql(statement))
+            .bind(kind.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("notification preference"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn opted_out_of(
+        &self,
+        kind: NotificationKind,
+    ) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar(&sql(
+            "SELECT user_id FROM notification_opt_outs WHERE kind = ?1 \
+             AND NOT EXISTS (SELECT 1 FROM notification_mandatory_kinds m WHERE m.kind = ?1) \
+             ORDER BY user_id",
+        ))
+        .bind(kind.as_str())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("notification preference"))
+    }
+
     pub(crate) async fn failed_notifications(
         &self,
         limit: i64,

@@ -13,6 +13,28 @@ pub enum NotificationsCommand {
     List(ListArgs),
     /// Mark one notification (by id) or all of them read.
     Read(ReadArgs),
+    /// Show which kinds reach you; disable or enable kinds (owners: make
+    /// kinds mandatory, so that nobody can disable them).
+    Settings(SettingsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SettingsArgs {
+    /// Stop receiving this kind (e.g. `build_failed`); repeatable.
+    #[arg(long, value_name = "KIND")]
+    pub disable: Vec<String>,
+    /// Receive this kind again; repeatable.
+    #[arg(long, value_name = "KIND")]
+    pub enable: Vec<String>,
+    /// Owners: nobody can disable this kind; repeatable.
+    #[arg(long, value_name = "KIND")]
+    pub mandatory: Vec<String>,
+    /// Owners: people may disable this kind again; repeatable.
+    #[arg(long, value_name = "KIND")]
+    pub optional: Vec<String>,
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
 }
 
 #[derive(Debug, Args)]
@@ -85,6 +107,35 @@ pub fn run(command: NotificationsCommand) -> anyhow::Result<u8> {
                             "No notifications."
                         },
                     );
+                }
+            }
+        }
+        NotificationsCommand::Settings(args) => {
+            for (kinds, mandatory) in [(&args.mandatory, true), (&args.optional, false)] {
+                for kind in kinds {
+                    client
+                        .set_notification_kind_mandatory(kind, mandatory)
+                        .with_context(|| format!("cannot change whether {kind:?} is mandatory"))?;
+                }
+            }
+            let settings = client
+                .notification_settings(&args.disable, &args.enable)
+                .context("cannot change notification settings")?;
+            match args.output {
+                OutputFormat::Json => output::print_json(&settings)?,
+                OutputFormat::Text => {
+                    let yes_no = |value: bool| if value { "yes" } else { "no" }.to_string();
+                    let rows: Vec<Vec<String>> = settings
+                        .iter()
+                        .map(|setting| {
+                            vec![
+                                setting.kind.clone(),
+                                yes_no(setting.enabled),
+                                yes_no(setting.mandatory),
+                            ]
+                        })
+                        .collect();
+                    output::print_table(&["KIND", "ENABLED", "MANDATORY"], &rows, "");
                 }
             }
         }

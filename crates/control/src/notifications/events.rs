@@ -185,6 +185,11 @@ impl Control {
         }
         people.sort();
         people.dedup();
+        // A person's preference, unless the owners made the kind mandatory.
+        match self.inner.store.opted_out_of(kind).await {
+            Ok(opted_out) => people.retain(|person| !opted_out.contains(person)),
+            Err(error) => tracing::error!(%error, "cannot read notification preferences"),
+        }
         let payload = payload.to_string();
         let day = self.now_ms().div_euclid(DAY_MS);
         let mut channels = vec![Channel::Inbox];

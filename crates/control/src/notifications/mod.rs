@@ -14,12 +14,14 @@ mod dispatcher;
 mod email;
 mod events;
 mod inbox;
+mod settings;
 mod webhook;
 
 use std::time::Duration;
 
 pub(crate) use dispatcher::dispatcher;
 pub use email::{EmailConfig, EmailConfigError};
+pub use settings::{parse_kind, KindSetting};
 pub use webhook::{signature, WebhookConfig, WebhookConfigError, WEBHOOK_SCHEMA_VERSION};
 
 /// How notifications are delivered; everything but the channels has a

@@ -25,3 +25,14 @@ CREATE TABLE notifications (
 CREATE INDEX notifications_due ON notifications (status, next_attempt_at);
 -- A person's inbox, newest first.
 CREATE INDEX notifications_inbox ON notifications (recipient_id, channel, created_at, id);
+
+-- A person's opt-outs: a kind they disabled reaches them on no channel...
+CREATE TABLE notification_opt_outs (
+    user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    kind    TEXT NOT NULL,
+    PRIMARY KEY (user_id, kind)
+);
+-- ...unless the owners made that kind mandatory.
+CREATE TABLE notification_mandatory_kinds (
+    kind TEXT PRIMARY KEY
+);

@@ -357,6 +357,55 @@ async fn template_admins_are_owners_and_template_admins(store: Store) {
     assert_eq!(names, vec![alice.username, "bob".to_string()]);
 }
 
+async fn people_opt_out_of_kinds_unless_they_are_mandatory(store: Store) {
+    let (alice, _, _) = seeded(&store).await;
+    let bob = store.create_user(&new_user("bob")).await.unwrap();
+    let held = NotificationKind::BuildHeld;
+    let failed = NotificationKind::BuildFailed;
+    for (user, kind) in [(&alice, held), (&alice, failed), (&bob, held), (&bob, held)] {
+        store
+            .set_notification_opt_out(&user.id, kind, true)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        store.notification_opt_outs(&alice.id).await.unwrap(),
+        vec![failed, held]
+    );
+    let mut both = vec![alice.id.clone(), bob.id.clone()];
+    both.sort();
+    assert_eq!(store.opted_out_of(held).await.unwrap(), both);
+    store
+        .set_notification_kind_mandatory(held, true)
+        .await
+        .unwrap();
+    store
+        .set_notification_kind_mandatory(held, true)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.mandatory_notification_kinds().await.unwrap(),
+        vec![held]
+    );
+    assert!(store.opted_out_of(held).await.unwrap().is_empty());
+    assert_eq!(
+        store.opted_out_of(failed).await.unwrap(),
+        vec![alice.id.clone()]
+    );
+    store
+        .set_notification_kind_mandatory(held, false)
+        .await
+        .unwrap();
+    store
+        .set_notification_opt_out(&bob.id, held, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.opted_out_of(held).await.unwrap(),
+        vec![alice.id.clone()]
+    );
+}
+
 #[test]
 fn kinds_channels_and_statuses_are_stored_by_name() {
     for kind in NotificationKind::ALL {
@@ -410,4 +459,5 @@ on_every_backend!(
     deliveries_are_claimed_with_a_lease_retried_and_given_up,
     the_inbox_is_paged_and_read_by_its_owner_only,
     template_admins_are_owners_and_template_admins,
+    people_opt_out_of_kinds_unless_they_are_mandatory,
 );
