@@ -265,6 +265,53 @@ fn utc(ms: i64) -> String {
     )
 }
 
+/// The exact command that applies the held plan.
+fn confirm_command(build: &Build, digest: &str) -> String {
+    format!(
+        "abode builds confirm {}/{} {} --digest {digest}",
+        build.owner_name, build.workspace_name, build.number
+    )
+}
+
+/// Each protected change of the build's guard report with its reason and
+/// the attribute paths that force it (no values: they may be secrets).
+fn protected_changes(build: &Build) -> Value {
+    let report: Value = build
+        .guard_report
+        .as_deref()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or(Value::Null);
+    let changes = report
+        .get("protected_changes")
+        .and_then(Value::as_array)
+        .map(|changes| {
+            changes
+                .iter()
+                .map(|change| {
+                    let paths: Vec<Value> = change
+                        .get("replace_paths")
+                        .and_then(Value::as_array)
+                        .map(|paths| {
+                            paths
+                                .iter()
+                                .filter_map(|p| p.get("path").cloned())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    json!({
+                        "address": change.get("address"),
+                        "action": change.get("action"),
+                        "outcome": change.get("outcome"),
+                        "reason": change.get("reason"),
+                        "paths": paths,
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    Value::Array(changes)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -272,6 +319,17 @@ mod tests {
     use abode_store::*;
 
     use crate::{Config, Control};
+
+    /// (build, initiator, reason, status, guard report, recipients, kind)
+    type Case<'a> = (
+        &'a Build,
+        &'a str,
+        BuildReason,
+        BuildStatus,
+        Option<&'a str>,
+        &'a [&'a str],
+        &'a str,
+    );
 
     /// Who is told of a failed or blocked build, by who started it, why,
     /// and who owns the workspace.
@@ -349,15 +407,7 @@ mod tests {
         );
         let blocked_report = r#"{"decision":"block","protected_changes":[{"address":"abode_volume.home","action":"replace","outcome":"block","reason":"name changed","replace_paths":[{"path":"name","before":"a","after":"b"}]}]}"#;
         let scheduler = SystemActor::Scheduler.user_id();
-        let cases: [(
-            &Build,
-            &str,
-            BuildReason,
-            BuildStatus,
-            Option<&str>,
-            &[&str],
-            &str,
-        ); 9] = [
+        let cases: [Case; 9] = [
             (
                 &bobs,
                 &bob.id,
@@ -491,51 +541,4 @@ mod tests {
             assert_eq!(super::utc(ms), expected);
         }
     }
-}
-
-/// The exact command that applies the held plan.
-fn confirm_command(build: &Build, digest: &str) -> String {
-    format!(
-        "abode builds confirm {}/{} {} --digest {digest}",
-        build.owner_name, build.workspace_name, build.number
-    )
-}
-
-/// Each protected change of the build's guard report with its reason and
-/// the attribute paths that force it (no values: they may be secrets).
-fn protected_changes(build: &Build) -> Value {
-    let report: Value = build
-        .guard_report
-        .as_deref()
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or(Value::Null);
-    let changes = report
-        .get("protected_changes")
-        .and_then(Value::as_array)
-        .map(|changes| {
-            changes
-                .iter()
-                .map(|change| {
-                    let paths: Vec<Value> = change
-                        .get("replace_paths")
-                        .and_then(Value::as_array)
-                        .map(|paths| {
-                            paths
-                                .iter()
-                                .filter_map(|p| p.get("path").cloned())
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    json!({
-                        "address": change.get("address"),
-                        "action": change.get("action"),
-                        "outcome": change.get("outcome"),
-                        "reason": change.get("reason"),
-                        "paths": paths,
-                    })
-                })
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default();
-    Value::Array(changes)
 }
