@@ -649,3 +649,55 @@ fn a_held_build_is_mailed_to_the_owner_and_the_template_admins() {
         assert!(unwrapped.contains("abode_volume.home"), "{message}");
     }
 }
+
+#[test]
+fn a_delivery_that_keeps_failing_is_marked_failed_with_its_last_error_for_owners_to_see() {
+    require_terraform();
+    let secrets = tempfile::tempdir().unwrap();
+    // Nobody listens there.
+    let url = format!("http://127.0.0.1:{}/hook", free_port());
+    let secret = secret_file(secrets.path());
+    let platform = Platform::start_with(&[
+        "--notifications-webhook-url",
+        &url,
+        "--notifications-webhook-secret-file",
+        &secret,
+        "--notifications-max-attempts",
+        "2",
+    ]);
+    platform.login_owner();
+    let bob = platform.login_new_user("bob", "member");
+    hold_a_build(&platform);
+    wait_for_log(&platform, "notification delivery failed; will retry");
+    platform.advance_clock(Duration::from_secs(2 * 60 * 60));
+    wait_for_log(&platform, "notification failed for good");
+
+    let failed = platform
+        .run(&["notifications", "failed", "--output", "json"])
+        .ok()
+        .json();
+    let failed = failed.as_array().unwrap();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!(failed[0]["kind"], "build_held");
+    assert_eq!(failed[0]["recipient"], "alice");
+    assert_eq!(failed[0]["channel"], "webhook");
+    assert_eq!(failed[0]["attempts"], 2);
+    assert!(
+        failed[0]["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("cannot reach the webhook"),
+        "{failed:?}"
+    );
+    let text = platform.run(&["notifications", "failed"]).ok();
+    assert!(text.stdout.contains("cannot reach the webhook"), "{text}");
+    platform
+        .run_as(&bob, &["notifications", "failed"], None)
+        .fails_with(1, &[]);
+    // The inbox does not depend on the webhook.
+    let inbox = platform
+        .run(&["notifications", "list", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(inbox.as_array().unwrap().len(), 1);
+}

@@ -26,6 +26,7 @@ pub(crate) fn routes() -> Router<AppState> {
             get(settings).post(change_settings),
         )
         .route("/notifications/mandatory", post(mandatory))
+        .route("/notifications/failed", get(failed))
 }
 
 fn settings_json(settings: &[abode_control::notifications::KindSetting]) -> Value {
@@ -156,6 +157,46 @@ async fn list(
         )
         .await?;
     let items: Vec<NotificationJson> = page.items.iter().map(NotificationJson::from).collect();
+    Ok(Json(json!({"notifications": items, "next": page.next})).into_response())
+}
+
+#[derive(Deserialize)]
+struct PageQuery {
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+/// Deliveries given up on (owners), with their recipient, channel and last error.
+async fn failed(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    query: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    let page = state
+        .control
+        .failed_notifications(&caller, query.after, query.limit)
+        .await?;
+    let items: Vec<Value> = page
+        .items
+        .iter()
+        .map(|failed| {
+            let message = &failed.notification;
+            json!({
+                "id": message.id,
+                "kind": message.kind.as_str(),
+                "recipient": failed.recipient_name,
+                "channel": message.channel.as_str(),
+                "attempts": message.attempts,
+                "last_error": message.last_error,
+                "created_at": rfc3339(message.created_at),
+                "payload": serde_json::from_str::<Value>(&message.payload).unwrap_or(Value::Null),
+            })
+        })
+        .collect();
     Ok(Json(json!({"notifications": items, "next": page.next})).into_response())
 }
 

@@ -108,6 +108,7 @@ fn table() -> Vec<Row> {
         ("GET", "/notifications?unread=true", Body::None,                                                 [200, 200, 200, 200, 200, 200, 401, 401]),
         ("POST", "/notifications/n-{col}/read", Body::None,                                                [404, 404, 404, 404, 404, 404, 401, 401]),
         ("POST", "/notifications/read-all", Body::None,                                                    [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("GET", "/notifications/failed", Body::None,                                                       [200, 403, 403, 403, 403, 403, 401, 401]),
         ("GET", "/notifications/settings", Body::None,                                                     [200, 200, 200, 200, 200, 200, 401, 401]),
         ("POST", "/notifications/settings", Body::Json(r#"{"disable":["build_failed"]}"#),               [200, 200, 200, 200, 200, 200, 401, 401]),
         ("POST", "/notifications/mandatory", Body::Json(r#"{"kind":"build_held","mandatory":true}"#),    [200, 403, 403, 403, 403, 403, 401, 401]),

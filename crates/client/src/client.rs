@@ -13,9 +13,9 @@ use serde_json::json;
 
 use crate::error::ClientError;
 use crate::types::{
-    AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, LogPage, LoginResponse, Notification,
-    NotificationSetting, Protection, Template, TemplateVersion, TemplateVersionResponse,
-    Transition, User, Workspace,
+    AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification, LogPage,
+    LoginResponse, Notification, NotificationSetting, Protection, Template, TemplateVersion,
+    TemplateVersionResponse, Transition, User, Workspace,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -618,6 +618,20 @@ impl Client {
             "/notifications",
             "notifications",
             filters,
+            limit,
+        )
+    }
+
+    /// Deliveries the server gave up on, newest first, every page (owners).
+    pub fn failed_notifications(
+        &self,
+        limit: Option<usize>,
+    ) -> Result<Vec<FailedNotification>, ClientError> {
+        self.pages(
+            "GET /notifications/failed",
+            "/notifications/failed",
+            "notifications",
+            &[],
             limit,
         )
     }

@@ -271,6 +271,22 @@ pub struct Notification {
     pub payload: serde_json::Value,
 }
 
+/// A delivery the server gave up on (owners' view).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FailedNotification {
+    pub id: String,
+    pub kind: String,
+    pub recipient: String,
+    pub channel: String,
+    pub attempts: i64,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub payload: serde_json::Value,
+}
+
 /// One kind of notification in a person's settings.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NotificationSetting {

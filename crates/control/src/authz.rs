@@ -57,7 +57,8 @@ pub enum Action {
     /// `POST /notifications/read-all`, `GET|POST /notifications/settings`:
     /// one's own inbox and preferences.
     NotificationRead,
-    /// `POST /notifications/mandatory`: which kinds nobody can disable.
+    /// `POST /notifications/mandatory` (which kinds nobody can disable) and
+    /// `GET /notifications/failed` (deliveries given up on, everyone's).
     NotificationPolicy,
 
     // ---- users ----

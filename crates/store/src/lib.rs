@@ -38,8 +38,8 @@ use std::path::Path;
 use abode_clock::Clock;
 
 pub use notifications::{
-    Channel, InboxFilter, NewNotification, Notification, NotificationKind, NotificationStatus,
-    UnknownChannel, UnknownNotificationKind, UnknownNotificationStatus,
+    Channel, FailedNotification, InboxFilter, NewNotification, Notification, NotificationKind,
+    NotificationStatus, UnknownChannel, UnknownNotificationKind, UnknownNotificationStatus,
 };
 pub use pages::{
     page_size, BadCursor, Page, SettledBuild, WorkspaceFilter, WorkspaceSummary, DEFAULT_PAGE_SIZE,
@@ -408,8 +408,8 @@ storage_interface! {
     fn mark_notification_read(&self, recipient_id: &str, id: &str) -> Notification;
     /// How many were marked.
     fn mark_all_notifications_read(&self, recipient_id: &str) -> u64;
-    /// Messages given up on, newest first.
-    fn failed_notifications(&self, limit: i64) -> Vec<Notification>;
+    /// Messages given up on, newest first, one page.
+    fn list_failed_notification_page(&self, after: Option<&str>, limit: i64) -> Page<FailedNotification>;
     /// The kinds a person disabled.
     fn notification_opt_outs(&self, user_id: &str) -> Vec<NotificationKind>;
     fn set_notification_opt_out(&self, user_id: &str, kind: NotificationKind, opted_out: bool) -> ();

@@ -221,6 +221,14 @@ pub struct Notification {
     pub sent_at: Option<i64>,
 }
 
+/// A message given up on, with whom it was for.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct FailedNotification {
+    #[sqlx(flatten)]
+    pub notification: Notification,
+    pub recipient_name: String,
+}
+
 /// Which of a person's inbox messages to list.
 #[derive(Debug, Clone, Default)]
 pub struct InboxFilter {
@@ -234,7 +242,13 @@ pub struct InboxFilter {
 pub(crate) const NOTIFICATION_COLUMNS: &str = "id, kind, recipient_id, channel, payload, status, \
      attempts, next_attempt_at, lease_owner, lease_expires_at, last_error, read_at, created_at, sent_at";
 
+/// [`NOTIFICATION_COLUMNS`] of `notifications n`, for joins.
+pub(crate) const NOTIFICATION_COLUMNS_N: &str = "n.id, n.kind, n.recipient_id, n.channel, \
+     n.payload, n.status, n.attempts, n.next_attempt_at, n.lease_owner, n.lease_expires_at, \
+     n.last_error, n.read_at, n.created_at, n.sent_at";
+
 pub(crate) const INBOX_CURSOR: &str = "n1";
+pub(crate) const FAILED_CURSOR: &str = "nf1";
 
 /// The outbox methods of [`crate::Store`]; expanded inside each backend's
 /// `impl` with its database type and the row lock its claim takes (`FOR
@@ -530,18 +544,40 @@ macro_rules! notification_queries {
         .map_err(db_error("notification preference"))
     }
 
-    pub(crate) async fn failed_notifications(
+    pub(crate) async fn list_failed_notification_page(
         &self,
+        after: Option<&str>,
         limit: i64,
-    ) -> Result<Vec<Notification>, StoreError> {
-        sqlx::query_as(&sql(&format!(
-            "SELECT {NOTIFICATION_COLUMNS} FROM notifications WHERE status = 'failed' \
-             ORDER BY created_at DESC, id DESC LIMIT ?"
+    ) -> Result<Page<FailedNotification>, StoreError> {
+        let before = after
+            .map(|cursor| {
+                decode_cursor(FAILED_CURSOR, cursor, 2)
+                    .and_then(|key| Ok((parse_i64(&key[0])?, key[1].clone())))
+            })
+            .transpose()?;
+        let (before_time, before_id) = match before {
+            Some((time, id)) => (Some(time), Some(id)),
+            None => (None, None),
+        };
+        let rows: Vec<FailedNotification> = sqlx::query_as(&sql(&format!(
+            "SELECT {NOTIFICATION_COLUMNS_N}, u.username AS recipient_name \
+             FROM notifications n JOIN users u ON u.id = n.recipient_id \
+             WHERE n.status = 'failed' \
+             AND (?1 IS NULL OR n.created_at < ?1 OR (n.created_at = ?1 AND n.id < ?2)) \
+             ORDER BY n.created_at DESC, n.id DESC LIMIT ?3"
         )))
-        .bind(limit)
+        .bind(before_time)
+        .bind(before_id)
+        .bind(limit + 1)
         .fetch_all(&self.pool)
         .await
-        .map_err(db_error("notification"))
+        .map_err(db_error("notification"))?;
+        Ok(paged(rows, limit, |row| {
+            encode_cursor(
+                FAILED_CURSOR,
+                &[&row.notification.created_at.to_string(), &row.notification.id],
+            )
+        }))
     }
     };
 }

@@ -13,9 +13,18 @@ pub enum NotificationsCommand {
     List(ListArgs),
     /// Mark one notification (by id) or all of them read.
     Read(ReadArgs),
+    /// Owners: deliveries the server gave up on, with their last error.
+    Failed(FailedArgs),
     /// Show which kinds reach you; disable or enable kinds (owners: make
     /// kinds mandatory, so that nobody can disable them).
     Settings(SettingsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct FailedArgs {
+    /// Output format.
+    #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
 }
 
 #[derive(Debug, Args)]
@@ -106,6 +115,43 @@ pub fn run(command: NotificationsCommand) -> anyhow::Result<u8> {
                         } else {
                             "No notifications."
                         },
+                    );
+                }
+            }
+        }
+        NotificationsCommand::Failed(args) => {
+            let failed = client
+                .failed_notifications(None)
+                .context("cannot list failed notifications")?;
+            match args.output {
+                OutputFormat::Json => output::print_json(&failed)?,
+                OutputFormat::Text => {
+                    let rows: Vec<Vec<String>> = failed
+                        .iter()
+                        .map(|message| {
+                            vec![
+                                message.id.clone(),
+                                time(message.created_at.as_deref()),
+                                message.kind.clone(),
+                                message.recipient.clone(),
+                                message.channel.clone(),
+                                message.attempts.to_string(),
+                                message.last_error.clone().unwrap_or_default(),
+                            ]
+                        })
+                        .collect();
+                    output::print_table(
+                        &[
+                            "ID",
+                            "TIME",
+                            "KIND",
+                            "TO",
+                            "CHANNEL",
+                            "ATTEMPTS",
+                            "LAST ERROR",
+                        ],
+                        &rows,
+                        "No failed notifications.",
                     );
                 }
             }

@@ -84,6 +84,21 @@ impl Control {
         self.notification_settings(caller).await
     }
 
+    /// Messages given up on, everyone's, newest first (owners).
+    pub async fn failed_notifications(
+        &self,
+        caller: &Caller,
+        after: Option<String>,
+        limit: Option<i64>,
+    ) -> Result<abode_store::Page<abode_store::FailedNotification>, ControlError> {
+        caller.authorize(Action::NotificationPolicy, None)?;
+        Ok(self
+            .inner
+            .store
+            .list_failed_notification_page(after.as_deref(), abode_store::page_size(limit))
+            .await?)
+    }
+
     /// Whether the caller may make kinds mandatory (asked before a
     /// request's body is read).
     pub fn may_set_notification_policy(&self, caller: &Caller) -> Result<(), ControlError> {

@@ -234,7 +234,16 @@ async fn deliveries_are_claimed_with_a_lease_retried_and_given_up(store: Store) 
         .await
         .unwrap()
         .is_empty());
-    assert_eq!(store.failed_notifications(10).await.unwrap().len(), 1);
+    let failed_page = store.list_failed_notification_page(None, 10).await.unwrap();
+    assert_eq!(
+        (
+            failed_page.items.len(),
+            failed_page.items[0].notification.id.as_str(),
+            failed_page.items[0].recipient_name.as_str(),
+            failed_page.next
+        ),
+        (1, id.as_str(), "alice", None)
+    );
 
     // And one that succeeds.
     let ok = [notice(
