@@ -267,6 +267,51 @@ async fn deliveries_are_claimed_with_a_lease_retried_and_given_up(store: Store) 
     );
 }
 
+async fn concurrent_dispatchers_never_share_a_message(store: Store) {
+    let (user, _, _) = seeded(&store).await;
+    let messages: Vec<NewNotification> = (0..40)
+        .map(|n| {
+            notice(
+                &user.id,
+                Channel::Webhook,
+                NotificationKind::BuildFailed,
+                &format!("c{n}"),
+            )
+        })
+        .collect();
+    store.enqueue_notifications(&messages).await.unwrap();
+    let now = store.clock().now_ms();
+    let dispatchers = (0..6).map(|index| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let owner = format!("d{index}");
+            let mut mine = Vec::new();
+            loop {
+                let claimed = store
+                    .claim_notifications(&owner, now, now + 60_000, 3)
+                    .await
+                    .unwrap();
+                if claimed.is_empty() {
+                    break;
+                }
+                for message in claimed {
+                    assert!(store.notification_sent(&message.id, &owner).await.unwrap());
+                    mine.push(message.id);
+                }
+            }
+            mine
+        })
+    });
+    let mut claimed = Vec::new();
+    for dispatcher in dispatchers {
+        claimed.extend(dispatcher.await.unwrap());
+    }
+    let mut expected: Vec<String> = messages.iter().map(|m| m.id.clone()).collect();
+    claimed.sort();
+    expected.sort();
+    assert_eq!(claimed, expected, "every message claimed exactly once");
+}
+
 async fn the_inbox_is_paged_and_read_by_its_owner_only(store: Store) {
     let (alice, _, _) = seeded(&store).await;
     let bob = store.create_user(&new_user("bob")).await.unwrap();
@@ -466,6 +511,7 @@ async fn an_unknown_stored_kind_fails_the_read_naming_it() {
 on_every_backend!(
     messages_are_written_with_the_change_that_causes_them,
     deliveries_are_claimed_with_a_lease_retried_and_given_up,
+    concurrent_dispatchers_never_share_a_message,
     the_inbox_is_paged_and_read_by_its_owner_only,
     template_admins_are_owners_and_template_admins,
     people_opt_out_of_kinds_unless_they_are_mandatory,
