@@ -379,6 +379,16 @@ fn a_held_build_reaches_owner_and_template_admins_signed_even_after_the_receiver
 
 #[test]
 fn a_server_killed_during_a_delivery_delivers_it_after_its_restart() {
+    killed_during_a_delivery(None);
+}
+
+#[test]
+fn on_postgres_a_server_killed_during_a_delivery_delivers_it_after_its_restart() {
+    let database = util::FreshDatabase::create();
+    killed_during_a_delivery(Some(&database.url));
+}
+
+fn killed_during_a_delivery(database_url: Option<&str>) {
     require_terraform();
     let secrets = tempfile::tempdir().unwrap();
     let deliveries = Arc::new(Mutex::new(Vec::new()));
@@ -386,14 +396,17 @@ fn a_server_killed_during_a_delivery_delivers_it_after_its_restart() {
     let receiver = Receiver::start(0, deliveries.clone(), true);
     let secret = secret_file(secrets.path());
     let url = receiver.url();
-    let mut platform = Platform::start_with(&[
-        "--notifications-webhook-url",
-        &url,
-        "--notifications-webhook-secret-file",
-        &secret,
-        "--notifications-webhook-timeout",
-        "600",
-    ]);
+    let mut platform = Platform::start_on(
+        database_url,
+        &[
+            "--notifications-webhook-url",
+            &url,
+            "--notifications-webhook-secret-file",
+            &secret,
+            "--notifications-webhook-timeout",
+            "600",
+        ],
+    );
     platform.login_owner();
     hold_a_build(&platform);
     let first = wait_for(&deliveries, "build_held", 1);
