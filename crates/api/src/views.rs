@@ -110,8 +110,10 @@ pub struct BuildJson {
     pub created_at: String,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
-    /// The guard's report (documented schema), or null before the plan.
-    pub guard: Option<Value>,
+    /// The guard's report (documented schema), or null before the plan:
+    /// the stored JSON passed through as it is (a list of builds does not
+    /// parse and re-print every report).
+    pub guard: Option<Box<serde_json::value::RawValue>>,
     pub plan_digest: Option<String>,
     pub expires_at: Option<String>,
     pub confirmed_by: Option<String>,
@@ -139,10 +141,9 @@ impl From<&Build> for BuildJson {
             created_at: rfc3339(build.created_at),
             started_at: build.started_at.map(rfc3339),
             finished_at: build.finished_at.map(rfc3339),
-            guard: build
-                .guard_report
-                .as_deref()
-                .and_then(|report| serde_json::from_str(report).ok()),
+            guard: build.guard_report.as_deref().and_then(|report| {
+                serde_json::value::RawValue::from_string(report.to_string()).ok()
+            }),
             plan_digest: build.plan_digest.clone(),
             expires_at: build.expires_at.map(rfc3339),
             confirmed_by: build.confirmed_by.clone(),

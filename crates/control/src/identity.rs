@@ -18,9 +18,9 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use abode_store::{NewApiToken, StoreError, TokenKind, TokenRecord, User};
+use abode_store::{Credential, NewApiToken, StoreError, TokenKind, TokenRecord, User};
 
 use crate::authz::Action;
 use crate::{secrets, validate_name, Caller, Control, ControlError};
@@ -60,7 +60,8 @@ impl ThrottleKey {
 
 #[derive(Debug)]
 struct Window {
-    started: Instant,
+    /// Unix ms, by the control plane's clock.
+    started: i64,
     failures: u32,
     /// The throttling of this window is in the audit log already.
     audited: bool,
@@ -73,6 +74,12 @@ pub(crate) struct Refusal {
     pub(crate) retry_after: Duration,
     /// The first refusal of this window: the one to audit.
     pub(crate) first: bool,
+}
+
+/// How long from `started` to `now` (Unix ms); never negative, should the
+/// clock be set back.
+fn since(started: i64, now: i64) -> Duration {
+    Duration::from_millis(u64::try_from(now.saturating_sub(started)).unwrap_or(0))
 }
 
 /// Counts failed logins per key in fixed windows that start at a key's first
@@ -104,7 +111,7 @@ impl LoginThrottle {
     }
 
     /// Whether any of `keys` is throttled at `now`.
-    pub(crate) fn check(&self, keys: &[ThrottleKey], now: Instant) -> Option<Refusal> {
+    pub(crate) fn check(&self, keys: &[ThrottleKey], now: i64) -> Option<Refusal> {
         if self.limit == 0 {
             return None;
         }
@@ -113,7 +120,7 @@ impl LoginThrottle {
             let Some(window) = entries.get_mut(key) else {
                 continue;
             };
-            let elapsed = now.saturating_duration_since(window.started);
+            let elapsed = since(window.started, now);
             if elapsed < self.window && window.failures >= self.limit {
                 let first = !window.audited;
                 window.audited = true;
@@ -128,14 +135,14 @@ impl LoginThrottle {
     }
 
     /// Counts a failed login for each of `keys`.
-    pub(crate) fn failed(&self, keys: &[ThrottleKey], now: Instant) {
+    pub(crate) fn failed(&self, keys: &[ThrottleKey], now: i64) {
         if self.limit == 0 {
             return;
         }
         let mut entries = self.entries();
         if entries.len() >= THROTTLE_PRUNE_AT {
             let window = self.window;
-            entries.retain(|_, entry| now.saturating_duration_since(entry.started) < window);
+            entries.retain(|_, entry| since(entry.started, now) < window);
         }
         for key in keys {
             let entry = entries.entry(key.clone()).or_insert(Window {
@@ -143,7 +150,7 @@ impl LoginThrottle {
                 failures: 0,
                 audited: false,
             });
-            if now.saturating_duration_since(entry.started) >= self.window {
+            if since(entry.started, now) >= self.window {
                 *entry = Window {
                     started: now,
                     failures: 0,
@@ -184,7 +191,7 @@ impl Control {
     ) -> Result<(User, String), ControlError> {
         let mut keys = vec![ThrottleKey::username(username)];
         keys.extend(client.map(ThrottleKey::Address));
-        if let Some(refusal) = self.inner.throttle.check(&keys, Instant::now()) {
+        if let Some(refusal) = self.inner.throttle.check(&keys, self.now_ms()) {
             return Err(self.throttled(refusal, request_id).await);
         }
         let user = match self.inner.store.user_by_name(username).await {
@@ -209,7 +216,7 @@ impl Control {
         let user = match user {
             Some(user) if matches => user,
             user => {
-                self.inner.throttle.failed(&keys, Instant::now());
+                self.inner.throttle.failed(&keys, self.now_ms());
                 // What is not a valid name may be a password typed into the
                 // wrong field: the audit log does not keep it.
                 let target = match &keys[0] {
@@ -321,11 +328,10 @@ impl Control {
         token: &str,
         request_id: Option<String>,
     ) -> Result<Caller, ControlError> {
-        let user = self.authenticate(token).await?;
-        let roles = self.inner.store.roles_of(&user.id).await?;
+        let credential = self.credential(token).await?;
         Ok(Caller {
-            user,
-            roles,
+            user: credential.user,
+            roles: credential.roles,
             request_id,
         })
     }
@@ -333,13 +339,20 @@ impl Control {
     /// The token's record and user; 401 for an unknown, revoked or expired
     /// token. Records the use.
     async fn token_owner(&self, token: &str) -> Result<(TokenRecord, User), ControlError> {
-        let record = match self
+        let credential = self.credential(token).await?;
+        Ok((credential.token, credential.user))
+    }
+
+    /// The token's record, user and roles (one query); 401 for an unknown,
+    /// revoked or expired token. Records the use.
+    async fn credential(&self, token: &str) -> Result<Credential, ControlError> {
+        let credential = match self
             .inner
             .store
-            .token_by_hash(&secrets::token_hash(token))
+            .credential_by_hash(&secrets::token_hash(token))
             .await
         {
-            Ok(record) => record,
+            Ok(credential) => credential,
             Err(StoreError::NotFound(_)) => {
                 return Err(ControlError::Unauthorized(
                     "invalid session token; log in again".into(),
@@ -347,6 +360,7 @@ impl Control {
             }
             Err(other) => return Err(other.into()),
         };
+        let record = &credential.token;
         let now = self.now_ms();
         let config = &self.inner.config;
         let touch_interval = match record.kind {
@@ -396,8 +410,7 @@ impl Control {
                 .touch_token(&record.id, now, not_since)
                 .await?;
         }
-        let user = self.inner.store.user_by_id(&record.user_id).await?;
-        Ok((record, user))
+        Ok(credential)
     }
 
     /// Ends the session (or API token) the request was made with: from now on
@@ -540,6 +553,10 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
+    fn secs(n: u64) -> i64 {
+        i64::try_from(n * 1000).unwrap()
+    }
+
     fn keys() -> Vec<ThrottleKey> {
         vec![
             ThrottleKey::username("alice"),
@@ -550,13 +567,13 @@ mod tests {
     #[test]
     fn the_eleventh_try_within_the_window_is_refused_once_audited() {
         let throttle = LoginThrottle::new(10, Duration::from_secs(60));
-        let start = Instant::now();
+        let start: i64 = 1_000_000;
         for attempt in 0..10 {
-            let now = start + Duration::from_secs(attempt);
+            let now = start + secs(attempt);
             assert_eq!(throttle.check(&keys(), now), None, "attempt {attempt}");
             throttle.failed(&keys(), now);
         }
-        let at = start + Duration::from_secs(15);
+        let at = start + secs(15);
         let refusal = throttle.check(&keys(), at).unwrap();
         assert_eq!(refusal.key, ThrottleKey::username("alice"));
         assert_eq!(refusal.retry_after, Duration::from_secs(45));
@@ -570,21 +587,15 @@ mod tests {
         ];
         assert_eq!(throttle.check(&other, at), None);
         // The window ends a minute after its first failure.
-        assert_eq!(
-            throttle.check(&keys(), start + Duration::from_secs(60)),
-            None
-        );
-        throttle.failed(&keys(), start + Duration::from_secs(61));
-        assert_eq!(
-            throttle.check(&keys(), start + Duration::from_secs(62)),
-            None
-        );
+        assert_eq!(throttle.check(&keys(), start + secs(60)), None);
+        throttle.failed(&keys(), start + secs(61));
+        assert_eq!(throttle.check(&keys(), start + secs(62)), None);
     }
 
     #[test]
     fn an_address_is_throttled_across_usernames_and_success_clears_only_the_name() {
         let throttle = LoginThrottle::new(3, Duration::from_secs(60));
-        let now = Instant::now();
+        let now: i64 = 1_000_000;
         let address = ThrottleKey::Address(IpAddr::from([127, 0, 0, 1]));
         for name in ["a", "b", "c"] {
             throttle.failed(&[ThrottleKey::username(name), address.clone()], now);
@@ -614,7 +625,7 @@ mod tests {
             ThrottleKey::username("correct horse battery")
         );
         let off = LoginThrottle::new(0, Duration::from_secs(60));
-        let now = Instant::now();
+        let now: i64 = 1_000_000;
         for _ in 0..100 {
             off.failed(&keys(), now);
         }

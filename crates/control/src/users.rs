@@ -22,10 +22,7 @@ impl Control {
         password: &str,
         request_id: Option<String>,
     ) -> Result<(User, String), ControlError> {
-        validate_name("username", username)?;
-        refuse_reserved(username)?;
-        validate_email(email)?;
-        validate_password(password)?;
+        check_new_account(username, email, password)?;
         let password_hash = self.hash_password(password).await?;
         let user = match self
             .inner
@@ -108,10 +105,7 @@ impl Control {
                 "a user needs at least one role (member: their own workspaces)".into(),
             ));
         }
-        validate_name("username", username)?;
-        refuse_reserved(username)?;
-        validate_email(email)?;
-        validate_password(password)?;
+        check_new_account(username, email, password)?;
         let password_hash = self.hash_password(password).await?;
         let user = match self
             .inner
@@ -267,6 +261,15 @@ fn validate_password(password: &str) -> Result<(), ControlError> {
             "the password must have at least {MIN_PASSWORD_LENGTH} characters"
         )))
     }
+}
+
+/// What a new account must be: a valid, unreserved name, an email address
+/// of the right shape and a long enough password.
+fn check_new_account(username: &str, email: &str, password: &str) -> Result<(), ControlError> {
+    validate_name("username", username)?;
+    refuse_reserved(username)?;
+    validate_email(email)?;
+    validate_password(password)
 }
 
 /// The system actors' names are theirs alone.

@@ -37,16 +37,7 @@ macro_rules! build_queries {
         if moved.rows_affected() == 0 {
             return Err(StoreError::NotFound("workspace"));
         }
-        let number: i64 = sqlx::query(
-            &sql("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM builds WHERE workspace_id = ?"),
-        )
-        .bind(&build.workspace_id)
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(db_error("build"))?
-        .try_get("next")
-        .map_err(StoreError::Database)?;
-        Self::insert_build(&mut tx, build, number, now).await?;
+        Self::insert_next_build(&mut tx, build, now).await?;
         tx.commit().await.map_err(StoreError::Database)?;
         self.build_by_id(&build.id).await
     }
@@ -401,6 +392,25 @@ macro_rules! build_queries {
     }
 
     /// Inserts a pending build and its queued job inside the caller's transaction.
+    /// Inserts the workspace's next build (numbered after its last) and its
+    /// job, inside the caller's transaction.
+    async fn insert_next_build(
+        tx: &mut sqlx::Transaction<'_, $db>,
+        build: &NewBuild,
+        now: i64,
+    ) -> Result<(), StoreError> {
+        let number: i64 = sqlx::query(
+            &sql("SELECT COALESCE(MAX(number), 0) + 1 AS next FROM builds WHERE workspace_id = ?"),
+        )
+        .bind(&build.workspace_id)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(db_error("build"))?
+        .try_get("next")
+        .map_err(StoreError::Database)?;
+        Self::insert_build(tx, build, number, now).await
+    }
+
     async fn insert_build(
         tx: &mut sqlx::Transaction<'_, $db>,
         build: &NewBuild,

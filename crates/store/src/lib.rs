@@ -47,7 +47,7 @@ pub use pages::{
 };
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
-pub use tokens::{NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
+pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 
 /// Why a storage operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -220,6 +220,9 @@ storage_interface! {
     /// A session or API token by its hash, revoked or not: whether it is
     /// still good is the domain's policy. `NotFound("token")` if unknown.
     fn token_by_hash(&self, token_hash: &str) -> TokenRecord;
+    /// A token with its user and the user's roles, in one query (every
+    /// authenticated request reads it). `NotFound("token")` if unknown.
+    fn credential_by_hash(&self, token_hash: &str) -> Credential;
     /// Records a use at `now` unless one was recorded at or after `not_since`.
     fn touch_token(&self, token_id: &str, now: i64, not_since: i64) -> ();
     /// Marks a token revoked; false if it already was.

@@ -73,6 +73,52 @@ pub struct TokenRecord {
     pub revoked_at: Option<i64>,
 }
 
+/// What a bearer token stands for, read in one query: the token's row, its
+/// user and the roles the user holds now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Credential {
+    pub token: TokenRecord,
+    pub user: crate::User,
+    pub roles: crate::Roles,
+}
+
+/// One row of the credential query: the token's columns (`t_*`), the user,
+/// and one of their roles (none: a user without roles).
+#[derive(sqlx::FromRow)]
+pub(crate) struct CredentialRow {
+    t_id: String,
+    t_user_id: String,
+    t_kind: TokenKind,
+    t_name: Option<String>,
+    t_created_at: i64,
+    t_last_used_at: Option<i64>,
+    t_expires_at: Option<i64>,
+    t_revoked_at: Option<i64>,
+    #[sqlx(flatten)]
+    user: crate::User,
+    granted: Option<crate::Role>,
+}
+
+/// Folds the rows of one token (one per role of its user) into a credential.
+pub(crate) fn credential(rows: Vec<CredentialRow>) -> Option<Credential> {
+    let roles = rows.iter().filter_map(|row| row.granted).collect();
+    let row = rows.into_iter().next()?;
+    Some(Credential {
+        token: TokenRecord {
+            id: row.t_id,
+            user_id: row.t_user_id,
+            kind: row.t_kind,
+            name: row.t_name,
+            created_at: row.t_created_at,
+            last_used_at: row.t_last_used_at,
+            expires_at: row.t_expires_at,
+            revoked_at: row.t_revoked_at,
+        },
+        user: row.user,
+        roles,
+    })
+}
+
 /// A new named API token.
 #[derive(Debug, Clone)]
 pub struct NewApiToken {
@@ -98,6 +144,27 @@ macro_rules! token_queries {
         .fetch_one(&self.pool)
         .await
         .map_err(db_error("token"))
+    }
+
+    pub(crate) async fn credential_by_hash(
+        &self,
+        token_hash: &str,
+    ) -> Result<Credential, StoreError> {
+        let rows: Vec<CredentialRow> = sqlx::query_as(&sql(
+            "SELECT t.id AS t_id, t.user_id AS t_user_id, t.kind AS t_kind, t.name AS t_name, \
+             t.created_at AS t_created_at, t.last_used_at AS t_last_used_at, \
+             t.expires_at AS t_expires_at, t.revoked_at AS t_revoked_at, \
+             u.id, u.username, u.email, u.role, u.password_hash, u.created_at, u.system, \
+             r.role AS granted \
+             FROM api_tokens t JOIN users u ON u.id = t.user_id \
+             LEFT JOIN user_roles r ON r.user_id = u.id \
+             WHERE t.token_hash = ?",
+        ))
+        .bind(token_hash)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("token"))?;
+        credential(rows).ok_or(StoreError::NotFound("token"))
     }
 
     pub(crate) async fn touch_token(

@@ -1,9 +1,9 @@
 //! Workspaces: creating one with its first build, finding, listing and
 //! deleting them, and the workspace page: one statement per page
-//! (`WORKSPACE_PAGE`) whose rows (`WorkspacePageRow`, one per workspace and
+//! (`workspace_page_sql`) whose rows (`WorkspacePageRow`, one per workspace and
 //! agent) fold into one `WorkspaceSummary` per workspace.
 
-use crate::pages::{SettledBuild, WorkspaceSummary};
+use crate::pages::{SettledBuild, WorkspaceFilter, WorkspaceSummary};
 use crate::records::{
     Agent, AgentLifecycle, Build, BuildReason, BuildStatus, Transition, Workspace,
 };
@@ -131,32 +131,78 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
     summaries
 }
 
-/// A page of workspaces in one statement. First the page's keys, from
-/// users and workspaces alone (filters, cursor, limit): SQLite walks users in
+/// A page of workspaces in one statement, its text built for the filters
+/// present (`workspace_page_sql`). First the page's keys, from users and
+/// workspaces alone (filters, cursor, limit): SQLite walks users in
 /// username order (`CROSS JOIN` fixes its join order; PostgreSQL plans it as
 /// an inner join) and each one's workspaces by `workspaces_owner_list`, and
 /// stops after `limit` rows; PostgreSQL sorts bare keys. Only then are the
 /// page's rows joined with names, their latest build, their newest finished
 /// build and their agents, the keys leading (`CROSS JOIN` again: SQLite
 /// 3.46 otherwise flattens the CTEs and scans every workspace). (At 10,000 workspaces, joining first and sorting
-/// after took 80 ms on SQLite and 100 ms on PostgreSQL.) `?N`: 1 owner id,
-/// 2 include deleted, 3 owner name, 4 template name, 5 latest build status,
-/// 6 its transition, 7-10 the cursor's key, 11 the limit.
-pub(crate) const WORKSPACE_PAGE: &str = "WITH keys AS (\
-     SELECT w.id AS key_id FROM users u CROSS JOIN workspaces w \
-     WHERE w.owner_id = u.id \
-     AND (?1 IS NULL OR w.owner_id = ?1) AND (?2 OR w.deleted = FALSE) \
-     AND (?3 IS NULL OR u.username = ?3) \
-     AND (?4 IS NULL OR EXISTS (SELECT 1 FROM templates ft \
-          WHERE ft.id = w.template_id AND ft.name = ?4)) \
-     AND (?5 IS NULL OR EXISTS (SELECT 1 FROM builds fb WHERE fb.workspace_id = w.id \
-          AND fb.number = (SELECT MAX(mb.number) FROM builds mb WHERE mb.workspace_id = w.id) \
-          AND fb.status = ?5 AND (?6 IS NULL OR fb.transition = ?6))) \
-     AND (?7 IS NULL OR u.username > ?7 OR (u.username = ?7 AND (w.name > ?8 \
-          OR (w.name = ?8 AND (w.created_at > ?9 OR (w.created_at = ?9 AND w.id > ?10)))))) \
-     ORDER BY u.username, w.name, w.created_at, w.id \
-     LIMIT ?11), \
-     page AS (\
+/// after took 80 ms on SQLite and 100 ms on PostgreSQL.)
+///
+/// The text holds only the conditions of the filters given, never
+/// `? IS NULL OR ...`: PostgreSQL can then keep one generic plan per
+/// combination and limit (a prepared statement whose every execution it
+/// planned anew cost 3-5 ms of planning a page, more than running it), and
+/// each plan uses the indexes its real predicates allow. Placeholders are
+/// bound in the order they appear.
+pub(crate) fn workspace_page_sql(filter: &WorkspaceFilter, cursor: bool, limit: i64) -> String {
+    let mut text = String::with_capacity(3_600);
+    text.push_str(
+        "WITH keys AS (\
+         SELECT w.id AS key_id FROM users u CROSS JOIN workspaces w \
+         WHERE w.owner_id = u.id",
+    );
+    if filter.owner_id.is_some() {
+        text.push_str(" AND w.owner_id = ?");
+    }
+    if !filter.include_deleted {
+        text.push_str(" AND w.deleted = FALSE");
+    }
+    if filter.owner_name.is_some() {
+        text.push_str(" AND u.username = ?");
+    }
+    if filter.template.is_some() {
+        text.push_str(
+            " AND EXISTS (SELECT 1 FROM templates ft \
+             WHERE ft.id = w.template_id AND ft.name = ?)",
+        );
+    }
+    if let Some((_, transition)) = filter.latest_build {
+        text.push_str(
+            " AND EXISTS (SELECT 1 FROM builds fb WHERE fb.workspace_id = w.id \
+             AND fb.number = (SELECT MAX(mb.number) FROM builds mb WHERE mb.workspace_id = w.id) \
+             AND fb.status = ?",
+        );
+        if transition.is_some() {
+            text.push_str(" AND fb.transition = ?");
+        }
+        text.push(')');
+    }
+    if cursor {
+        // The username bound alone lets the walk over users start at the
+        // cursor's owner instead of the first user.
+        text.push_str(
+            " AND u.username >= ? \
+             AND (u.username, w.name, w.created_at, w.id) > (?, ?, ?, ?)",
+        );
+    }
+    // The limit is written into the text (an integer, page_size() bounds
+    // it): bound, it would make PostgreSQL's generic plan assume a tenth of
+    // the table and keep planning every execution.
+    text.push_str(" ORDER BY u.username, w.name, w.created_at, w.id LIMIT ");
+    text.push_str(&limit.to_string());
+    text.push_str("), ");
+    text.push_str(WORKSPACE_PAGE_ROWS);
+    text
+}
+
+/// The page's rows once its keys are chosen (see [`workspace_page_sql`]).
+/// An agent's startup script, dir and env are served only to the agent: a
+/// page leaves them out (they can be large, and no view shows them).
+const WORKSPACE_PAGE_ROWS: &str = "page AS (\
      SELECT w.id, w.name, w.owner_id, u.username AS owner_name, u.email AS owner_email, \
      w.template_id, t.name AS template_name, w.template_version_id, v.number AS template_version, \
      w.parameters, w.deleted, w.created_at, w.updated_at, \
@@ -179,7 +225,7 @@ pub(crate) const WORKSPACE_PAGE: &str = "WITH keys AS (\
      s.finished_at AS s_finished_at, a.id AS a_id, a.build_id AS a_build_id, a.name AS a_name, \
      a.lifecycle AS a_lifecycle, a.connected_at AS a_connected_at, \
      a.last_heartbeat_at AS a_last_heartbeat_at, a.created_at AS a_created_at, \
-     a.startup_script AS a_startup_script, a.dir AS a_dir, a.env AS a_env, \
+     NULL AS a_startup_script, NULL AS a_dir, '{}' AS a_env, \
      a.exit_status AS a_exit_status \
      FROM page \
      LEFT JOIN builds s ON s.workspace_id = page.id AND s.number = (SELECT MAX(sb.number) \
@@ -287,16 +333,7 @@ macro_rules! workspace_queries {
             return Err(StoreError::NotFound("workspace"));
         }
         if let Some(build) = build {
-            let number: i64 = sqlx::query(&sql(
-                "SELECT COALESCE(MAX(number), 0) + 1 AS next FROM builds WHERE workspace_id = ?",
-            ))
-            .bind(workspace_id)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(db_error("build"))?
-            .try_get("next")
-            .map_err(StoreError::Database)?;
-            Self::insert_build(&mut tx, build, number, now).await?;
+            Self::insert_next_build(&mut tx, build, now).await?;
         }
         tx.commit().await.map_err(StoreError::Database)?;
         let build = match build {
@@ -330,32 +367,43 @@ macro_rules! workspace_queries {
             .as_deref()
             .map(|cursor| decode_cursor(WORKSPACE_CURSOR, cursor, 4))
             .transpose()?;
-        let (owner, name, created, id) = match &after {
-            Some(key) => (
-                Some(key[0].as_str()),
-                Some(key[1].as_str()),
-                Some(parse_i64(&key[2])?),
-                Some(key[3].as_str()),
-            ),
-            None => (None, None, None, None),
+        let after = match &after {
+            Some(key) => Some((&key[0], &key[1], parse_i64(&key[2])?, &key[3])),
+            None => None,
         };
         let (status, transition) = match filter.latest_build {
             Some((status, transition)) => (Some(status.as_str()), transition.map(|t| t.as_str())),
             None => (None, None),
         };
-        let rows: Vec<WorkspacePageRow> = sqlx::query_as(&sql(WORKSPACE_PAGE))
-            .bind(filter.owner_id.as_deref())
-            .bind(filter.include_deleted)
-            .bind(filter.owner_name.as_deref())
-            .bind(filter.template.as_deref())
-            .bind(status)
-            .bind(transition)
-            .bind(owner)
-            .bind(name)
-            .bind(created)
-            .bind(id)
-            // One more than asked: whether a next page exists.
-            .bind(filter.limit + 1)
+        // One more than asked: whether a next page exists.
+        let text = workspace_page_sql(filter, after.is_some(), filter.limit + 1);
+        let text = sql(&text);
+        let mut query = sqlx::query_as::<_, WorkspacePageRow>(&text);
+        // In the order of the text's placeholders.
+        if let Some(owner_id) = filter.owner_id.as_deref() {
+            query = query.bind(owner_id);
+        }
+        if let Some(owner_name) = filter.owner_name.as_deref() {
+            query = query.bind(owner_name);
+        }
+        if let Some(template) = filter.template.as_deref() {
+            query = query.bind(template);
+        }
+        if let Some(status) = status {
+            query = query.bind(status);
+        }
+        if let Some(transition) = transition {
+            query = query.bind(transition);
+        }
+        if let Some((owner, name, created, id)) = after {
+            query = query
+                .bind(owner)
+                .bind(owner)
+                .bind(name)
+                .bind(created)
+                .bind(id);
+        }
+        let rows = query
             .fetch_all(&self.pool)
             .await
             .map_err(db_error("workspace"))?;

@@ -463,6 +463,15 @@ pub fn exit_code(build: &Build) -> u8 {
     }
 }
 
+/// Who asked for a build, a system actor marked as such
+/// (`scheduler (system)`), so that nobody mistakes it for a person's name.
+fn initiator(build: &Build) -> String {
+    match (build.initiator.as_deref(), build.initiator_type.as_deref()) {
+        (Some(name), Some("system")) => format!("{name} (system)"),
+        (name, _) => or_dash(name),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -539,14 +548,5 @@ mod tests {
             assert!(error.contains("64 hex characters"), "{bad:?}: {error}");
             assert!(!error.contains('\n'), "{error}");
         }
-    }
-}
-
-/// Who asked for a build, a system actor marked as such
-/// (`scheduler (system)`), so that nobody mistakes it for a person's name.
-fn initiator(build: &Build) -> String {
-    match (build.initiator.as_deref(), build.initiator_type.as_deref()) {
-        (Some(name), Some("system")) => format!("{name} (system)"),
-        (name, _) => or_dash(name),
     }
 }

@@ -41,6 +41,36 @@ pub(crate) async fn postgres_schema_url() -> String {
     format!("{url}{separator}options=-c%20search_path%3D{schema}")
 }
 
+/// A pool on the SQLite file at `path`, without the store (to write rows
+/// as an older server did).
+pub(crate) async fn sqlite_pool(path: &std::path::Path) -> sqlx::SqlitePool {
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true)
+        .foreign_keys(true);
+    sqlx::SqlitePool::connect_with(options).await.unwrap()
+}
+
+/// The backend's migrations with a version below `version`, as an older
+/// server shipped them.
+pub(crate) async fn migrations_before(backend: &str, version: i64) -> sqlx::migrate::Migrator {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("migrations")
+        .join(backend);
+    let mut migrator = sqlx::migrate::Migrator::new(dir).await.unwrap();
+    let kept: Vec<_> = migrator
+        .migrations
+        .iter()
+        .filter(|migration| migration.version < version)
+        .cloned()
+        .collect();
+    assert!(kept
+        .iter()
+        .any(|migration| migration.version == version - 1));
+    migrator.migrations = std::borrow::Cow::Owned(kept);
+    migrator
+}
+
 pub(crate) fn new_user(name: &str) -> NewUser {
     NewUser {
         username: name.into(),

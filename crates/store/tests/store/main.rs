@@ -14,6 +14,7 @@ mod held;
 mod lists;
 mod notifications;
 mod opening;
+mod roles;
 mod templates;
 mod tokens;
 mod users;

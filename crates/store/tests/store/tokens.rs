@@ -129,11 +129,7 @@ async fn sessions_and_api_tokens_are_found_touched_and_revoked(store: Store) {
 async fn an_existing_sqlite_database_upgrades_its_tokens_to_sessions() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("abode.db");
-    let options = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(&path)
-        .create_if_missing(true)
-        .foreign_keys(true);
-    let pool = sqlx::SqlitePool::connect_with(options).await.unwrap();
+    let pool = sqlite_pool(&path).await;
     let old = migrations_before("sqlite", 4).await;
     old.run(&pool).await.unwrap();
     pool.insert_old_user_and_token().await;
@@ -160,24 +156,6 @@ async fn an_existing_postgres_database_upgrades_its_tokens_to_sessions() {
     let token = store.token_by_hash("old-hash").await.unwrap();
     assert_eq!(token.kind, TokenKind::Session);
     assert_eq!((token.created_at, token.last_used_at), (1_000, Some(2_000)));
-}
-
-/// The backend's migrations with a version below `version`, as an older
-/// server shipped them.
-async fn migrations_before(backend: &str, version: i64) -> sqlx::migrate::Migrator {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("migrations")
-        .join(backend);
-    let mut migrator = sqlx::migrate::Migrator::new(dir).await.unwrap();
-    let kept: Vec<_> = migrator
-        .migrations
-        .iter()
-        .filter(|migration| migration.version < version)
-        .cloned()
-        .collect();
-    assert!(!kept.is_empty());
-    migrator.migrations = std::borrow::Cow::Owned(kept);
-    migrator
 }
 
 trait OldRows {

@@ -3,10 +3,11 @@
 //! refused by name, and databases from before `user_roles` upgraded. Every
 //! behaviour runs on SQLite (a temporary file) and on PostgreSQL (a fresh
 //! schema of the database at ABODE_TEST_POSTGRES_URL).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use abode_store::*;
 
+use crate::common::{migrations_before, on_every_backend, postgres_schema_url, sqlite_pool};
+
+/// A user without roles (the store gives none; the domain does).
 fn new_user(name: &str) -> NewUser {
     NewUser {
         username: name.into(),
@@ -256,33 +257,6 @@ async fn users_are_created_with_their_roles(store: Store) {
     assert_eq!(users, 3);
 }
 
-macro_rules! on_every_backend {
-    ($($name:ident),* $(,)?) => {
-        mod on_sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let dir = tempfile::tempdir().unwrap();
-                    let store = abode_store::Store::open_sqlite(&dir.path().join("abode.db"))
-                        .await
-                        .unwrap();
-                    super::$name(store).await;
-                }
-            )*
-        }
-        mod on_postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let url = super::postgres_schema_url().await;
-                    let store = abode_store::Store::open_postgres(&url).await.unwrap();
-                    super::$name(store).await;
-                }
-            )*
-        }
-    };
-}
-
 on_every_backend!(
     roles_are_a_set_read_and_changed,
     the_last_owner_keeps_the_owner_role,
@@ -394,51 +368,4 @@ async fn an_unknown_postgres_role_is_refused_by_name() {
         sqlx::query(statement).execute(&pool).await.unwrap();
     }
     an_unknown_role_is_refused_by_name(&store).await;
-}
-
-async fn sqlite_pool(path: &std::path::Path) -> sqlx::SqlitePool {
-    let options = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(path)
-        .create_if_missing(true)
-        .foreign_keys(true);
-    sqlx::SqlitePool::connect_with(options).await.unwrap()
-}
-
-/// The backend's migrations with a version below `version`, as an older
-/// server shipped them.
-async fn migrations_before(backend: &str, version: i64) -> sqlx::migrate::Migrator {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("migrations")
-        .join(backend);
-    let mut migrator = sqlx::migrate::Migrator::new(dir).await.unwrap();
-    let kept: Vec<_> = migrator
-        .migrations
-        .iter()
-        .filter(|migration| migration.version < version)
-        .cloned()
-        .collect();
-    assert!(kept
-        .iter()
-        .any(|migration| migration.version == version - 1));
-    migrator.migrations = std::borrow::Cow::Owned(kept);
-    migrator
-}
-
-/// The URL of a fresh, empty schema of the database at ABODE_TEST_POSTGRES_URL.
-async fn postgres_schema_url() -> String {
-    let Ok(url) = std::env::var("ABODE_TEST_POSTGRES_URL") else {
-        panic!(
-            "ABODE_TEST_POSTGRES_URL is not set: the PostgreSQL variants need a server \
-             (scripts/run-tests starts one; by hand: source scripts/postgres.sh; abode_start_postgres)"
-        );
-    };
-    let schema = format!("abode_test_{}", new_id().replace('-', ""));
-    let admin = sqlx::PgPool::connect(&url).await.unwrap();
-    sqlx::query(&format!("CREATE SCHEMA {schema}"))
-        .execute(&admin)
-        .await
-        .unwrap();
-    admin.close().await;
-    let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}options=-c%20search_path%3D{schema}")
 }
