@@ -32,6 +32,13 @@ if ! command -v promtool >/dev/null 2>&1; then
   abode_need_root apt-get update -qq || exit 1
   abode_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null || exit 1
 fi
+# The notification tests deliver email to a real SMTP server (aiosmtpd,
+# Debian's, run by Debian's python3 whatever python3 is first on PATH).
+if ! /usr/bin/python3 -c 'import aiosmtpd' >/dev/null 2>&1; then
+  echo "bootstrap: installing aiosmtpd (Debian python3-aiosmtpd)" >&2
+  abode_need_root apt-get update -qq || exit 1
+  abode_need_root apt-get install -y -qq python3-aiosmtpd >/dev/null || exit 1
+fi
 
 # Terraform must never reach the network or prompt, and must not read a user's
 # ~/.terraformrc; Abode writes its own CLI configuration for every run.

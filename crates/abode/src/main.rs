@@ -36,7 +36,7 @@ enum Command {
     #[command(subcommand)]
     Provider(provider::ProviderCommand),
     /// Run the Abode server (HTTP API, embedded SQLite, built-in provisioners).
-    Server(server::ServerArgs),
+    Server(Box<server::ServerArgs>),
     #[command(flatten)]
     User(cli::UserCommand),
 }
@@ -56,7 +56,7 @@ fn main() -> ExitCode {
         Command::Plan(PlanCommand::Check(args)) => plan_check::run(args),
         Command::Agent(args) => Ok(agent::run(args)),
         Command::Provider(command) => provider::run(command),
-        Command::Server(args) => server::run(args),
+        Command::Server(args) => server::run(*args),
         Command::User(command) => Ok(cli::run(command)),
     };
     match result {

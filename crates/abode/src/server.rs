@@ -93,6 +93,44 @@ pub struct ServerArgs {
     /// `warn,abode_control=debug`, ...).
     #[arg(long, env = "RUST_LOG", value_name = "FILTER", default_value = "info")]
     log_filter: String,
+    /// POST every notification to this http(s) URL (signed JSON,
+    /// docs/notifications.md).
+    #[arg(long, env = "ABODE_NOTIFICATIONS_WEBHOOK_URL", value_name = "URL")]
+    notifications_webhook_url: Option<String>,
+    /// The file holding the webhook's shared secret (X-Abode-Signature).
+    #[arg(
+        long,
+        env = "ABODE_NOTIFICATIONS_WEBHOOK_SECRET_FILE",
+        value_name = "FILE"
+    )]
+    notifications_webhook_secret_file: Option<PathBuf>,
+    /// How long one webhook delivery may take.
+    #[arg(long, env = "ABODE_NOTIFICATIONS_WEBHOOK_TIMEOUT", default_value = "10s", value_parser = crate::duration::parse)]
+    notifications_webhook_timeout: Duration,
+    /// Mail every notification to its recipient through this SMTP
+    /// smarthost (HOST:PORT).
+    #[arg(
+        long,
+        env = "ABODE_NOTIFICATIONS_EMAIL_SMARTHOST",
+        value_name = "HOST:PORT"
+    )]
+    notifications_email_smarthost: Option<String>,
+    /// The sender of notification emails (`Abode <abode@example.com>`).
+    #[arg(long, env = "ABODE_NOTIFICATIONS_EMAIL_FROM", value_name = "ADDRESS")]
+    notifications_email_from: Option<String>,
+    /// Upgrade SMTP connections with STARTTLS (required, not opportunistic).
+    #[arg(long, env = "ABODE_NOTIFICATIONS_EMAIL_STARTTLS")]
+    notifications_email_starttls: bool,
+    /// The smarthost's user name (first line) and password (second line).
+    #[arg(
+        long,
+        env = "ABODE_NOTIFICATIONS_EMAIL_CREDENTIALS_FILE",
+        value_name = "FILE"
+    )]
+    notifications_email_credentials_file: Option<PathBuf>,
+    /// Delivery attempts after which a notification is marked failed.
+    #[arg(long, env = "ABODE_NOTIFICATIONS_MAX_ATTEMPTS", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    notifications_max_attempts: u32,
     /// For tests only (hidden): the server's clock runs ahead of the system's
     /// by the milliseconds written in this file, read at every use, so that
     /// a test of the binary moves time instead of sleeping for it.
@@ -119,6 +157,37 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
 async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     let passed_env =
         abode_terraform::run::PassedEnv::new(&args.terraform_env).context("--terraform-env")?;
+    let mut notifications = abode_api::NotificationsConfig {
+        max_attempts: args.notifications_max_attempts,
+        ..Default::default()
+    };
+    if let Some(url) = &args.notifications_webhook_url {
+        let webhook = abode_api::WebhookConfig::from_flags(
+            url,
+            args.notifications_webhook_secret_file.as_deref(),
+            args.notifications_webhook_timeout,
+        )?;
+        // A lease outlives any one delivery, or a slow one is sent twice.
+        notifications.lease = notifications.lease.max(webhook.timeout * 2);
+        notifications.webhook = Some(webhook);
+    } else if args.notifications_webhook_secret_file.is_some() {
+        anyhow::bail!("--notifications-webhook-secret-file needs --notifications-webhook-url");
+    }
+    if let Some(smarthost) = &args.notifications_email_smarthost {
+        notifications.email = Some(abode_api::EmailConfig::from_flags(
+            smarthost,
+            args.notifications_email_from.as_deref(),
+            args.notifications_email_starttls,
+            args.notifications_email_credentials_file.as_deref(),
+            Duration::from_secs(30),
+        )?);
+    } else if args.notifications_email_from.is_some()
+        || args.notifications_email_credentials_file.is_some()
+    {
+        anyhow::bail!(
+            "the --notifications-email-* flags need --notifications-email-smarthost HOST:PORT"
+        );
+    }
     let data_dir = absolute(args.data_dir)?;
     // Volumes (home disks), process logs and the database live here: readable
     // by the server's user only, also when the directory already existed.
@@ -157,6 +226,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.login_failures_per_minute = args.login_failures_per_minute;
     options.prometheus_address = args.prometheus_address;
     options.metrics_refresh_interval = args.metrics_refresh_interval;
+    options.notifications = notifications;
     if let Some(file) = args.clock_offset_file {
         // The server warns at start that its clock is not the system's.
         options.clock = abode_clock::Clock::with_offset_file(absolute(file)?);

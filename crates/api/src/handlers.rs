@@ -85,6 +85,7 @@ pub fn router(state: AppState) -> Router {
         .route("/agent/heartbeat", post(agent_heartbeat))
         .route("/agent/me", get(agent_me))
         .merge(crate::identity::routes())
+        .merge(crate::notifications::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .layer(axum::middleware::from_fn(refuse_oversized_json));
     let metrics = state.control.config().metrics.clone();

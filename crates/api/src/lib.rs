@@ -8,6 +8,7 @@
 
 mod handlers;
 mod identity;
+mod notifications;
 mod prometheus;
 mod server;
 pub mod views;
@@ -22,6 +23,8 @@ use tracing::Instrument;
 
 use abode_control::{Caller, Control, ControlError};
 
+/// What `abode server` configures notifications with.
+pub use abode_control::notifications::{EmailConfig, NotificationsConfig, WebhookConfig};
 pub use server::{Server, ServerError, ServerOptions};
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";

@@ -51,6 +51,8 @@ pub struct ServerOptions {
     pub prometheus_address: Option<SocketAddr>,
     /// How often the metrics that need the database are read.
     pub metrics_refresh_interval: Duration,
+    /// Channels, retries and leases of notifications.
+    pub notifications: abode_control::NotificationsConfig,
 }
 
 impl ServerOptions {
@@ -77,6 +79,7 @@ impl ServerOptions {
             clock: Clock::system(),
             prometheus_address: None,
             metrics_refresh_interval: Duration::from_secs(15),
+            notifications: abode_control::NotificationsConfig::default(),
         }
     }
 }
@@ -167,6 +170,7 @@ impl Server {
         config.session_max_lifetime = options.session_max_lifetime;
         config.api_token_max_lifetime = options.api_token_max_lifetime;
         config.login_failures_per_minute = options.login_failures_per_minute;
+        config.notifications = options.notifications.clone();
         // Builds and template pushes need Terraform: say so at start rather
         // than at the first build.
         match tokio::task::spawn_blocking(abode_terraform::version).await {

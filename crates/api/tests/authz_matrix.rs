@@ -105,6 +105,13 @@ fn table() -> Vec<Row> {
         ("POST", "/tokens", Body::Json(r#"{"name":"t-{col}"}"#),                                         [201, 201, 201, 201, 201, 201, 401, 401]),
         ("GET", "/tokens", Body::None,                                                                     [200, 200, 200, 200, 200, 200, 401, 401]),
         ("DELETE", "/tokens/t-{col}", Body::None,                                                          [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("GET", "/notifications?unread=true", Body::None,                                                 [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("POST", "/notifications/n-{col}/read", Body::None,                                                [404, 404, 404, 404, 404, 404, 401, 401]),
+        ("POST", "/notifications/read-all", Body::None,                                                    [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("GET", "/notifications/failed", Body::None,                                                       [200, 403, 403, 403, 403, 403, 401, 401]),
+        ("GET", "/notifications/settings", Body::None,                                                     [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("POST", "/notifications/settings", Body::Json(r#"{"disable":["build_failed"]}"#),               [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("POST", "/notifications/mandatory", Body::Json(r#"{"kind":"build_held","mandatory":true}"#),    [200, 403, 403, 403, 403, 403, 401, 401]),
         // ---- users ----
         ("GET", "/users", Body::None,                                                                      [200, 403, 200, 403, 403, 403, 401, 401]),
         ("POST", "/users", Body::Json(r#"{"username":"new-{col}","email":"n@example.com","password":"long enough"}"#),

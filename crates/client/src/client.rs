@@ -13,8 +13,9 @@ use serde_json::json;
 
 use crate::error::ClientError;
 use crate::types::{
-    AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, LogPage, LoginResponse, Protection,
-    Template, TemplateVersion, TemplateVersionResponse, Transition, User, Workspace,
+    AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification, LogPage,
+    LoginResponse, Notification, NotificationSetting, Protection, Template, TemplateVersion,
+    TemplateVersionResponse, Transition, User, Workspace,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -101,6 +102,18 @@ struct ReleasedBody {
 #[derive(Deserialize)]
 struct TokensBody {
     tokens: Vec<ApiToken>,
+}
+#[derive(Deserialize)]
+struct NotificationBody {
+    notification: Notification,
+}
+#[derive(Deserialize)]
+struct SettingsBody {
+    settings: Vec<NotificationSetting>,
+}
+#[derive(Deserialize)]
+struct MarkedBody {
+    marked: u64,
 }
 #[derive(Deserialize)]
 struct RevokedTokenBody {
@@ -586,6 +599,97 @@ impl Client {
         limit: Option<usize>,
     ) -> Result<Vec<AuditEvent>, ClientError> {
         self.pages("GET /audit", "/audit", "events", filters, limit)
+    }
+
+    /// The caller's inbox, newest first, every page (`unread_only`: unread
+    /// messages only).
+    pub fn notifications(
+        &self,
+        unread_only: bool,
+        limit: Option<usize>,
+    ) -> Result<Vec<Notification>, ClientError> {
+        let filters: &[(&str, &str)] = if unread_only {
+            &[("unread", "true")]
+        } else {
+            &[]
+        };
+        self.pages(
+            "GET /notifications",
+            "/notifications",
+            "notifications",
+            filters,
+            limit,
+        )
+    }
+
+    /// Deliveries the server gave up on, newest first, every page (owners).
+    pub fn failed_notifications(
+        &self,
+        limit: Option<usize>,
+    ) -> Result<Vec<FailedNotification>, ClientError> {
+        self.pages(
+            "GET /notifications/failed",
+            "/notifications/failed",
+            "notifications",
+            &[],
+            limit,
+        )
+    }
+
+    /// Marks one of the caller's messages read.
+    pub fn read_notification(&self, id: &str) -> Result<Notification, ClientError> {
+        let path = format!("/notifications/{}/read", workspace_segment(id));
+        let body: NotificationBody = self.finish(
+            "POST /notifications/{id}/read",
+            self.request("POST", &path).send_json(json!({})),
+        )?;
+        Ok(body.notification)
+    }
+
+    /// Marks every message of the caller read; how many were unread.
+    pub fn read_all_notifications(&self) -> Result<u64, ClientError> {
+        let body: MarkedBody = self.finish(
+            "POST /notifications/read-all",
+            self.request("POST", "/notifications/read-all")
+                .send_json(json!({})),
+        )?;
+        Ok(body.marked)
+    }
+
+    /// The caller's notification settings, after disabling and enabling
+    /// the kinds given (none: just read them).
+    pub fn notification_settings(
+        &self,
+        disable: &[String],
+        enable: &[String],
+    ) -> Result<Vec<NotificationSetting>, ClientError> {
+        let body: SettingsBody = if disable.is_empty() && enable.is_empty() {
+            self.finish(
+                "GET /notifications/settings",
+                self.request("GET", "/notifications/settings").call(),
+            )?
+        } else {
+            self.finish(
+                "POST /notifications/settings",
+                self.request("POST", "/notifications/settings")
+                    .send_json(json!({"disable": disable, "enable": enable})),
+            )?
+        };
+        Ok(body.settings)
+    }
+
+    /// Makes a kind mandatory or optional (owners); the caller's settings after.
+    pub fn set_notification_kind_mandatory(
+        &self,
+        kind: &str,
+        mandatory: bool,
+    ) -> Result<Vec<NotificationSetting>, ClientError> {
+        let body: SettingsBody = self.finish(
+            "POST /notifications/mandatory",
+            self.request("POST", "/notifications/mandatory")
+                .send_json(json!({"kind": kind, "mandatory": mandatory})),
+        )?;
+        Ok(body.settings)
     }
 
     /// Users (owners only), by name, every page.

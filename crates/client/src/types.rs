@@ -255,6 +255,47 @@ pub struct Protection {
     pub updated_at: Option<String>,
 }
 
+/// One message of the caller's inbox.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Notification {
+    pub id: String,
+    pub kind: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub read: bool,
+    #[serde(default)]
+    pub read_at: Option<String>,
+    /// The event's fields (docs/notifications.md).
+    #[serde(default)]
+    pub payload: serde_json::Value,
+}
+
+/// A delivery the server gave up on (owners' view).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FailedNotification {
+    pub id: String,
+    pub kind: String,
+    pub recipient: String,
+    pub channel: String,
+    pub attempts: i64,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub payload: serde_json::Value,
+}
+
+/// One kind of notification in a person's settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NotificationSetting {
+    pub kind: String,
+    pub enabled: bool,
+    #[serde(default)]
+    pub mandatory: bool,
+}
+
 /// One entry of the audit log.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AuditEvent {

@@ -53,6 +53,13 @@ pub enum Action {
     TokenList,
     /// `DELETE /tokens/{name}`.
     TokenRevoke,
+    /// `GET /notifications`, `POST /notifications/{id}/read`,
+    /// `POST /notifications/read-all`, `GET|POST /notifications/settings`:
+    /// one's own inbox and preferences.
+    NotificationRead,
+    /// `POST /notifications/mandatory` (which kinds nobody can disable) and
+    /// `GET /notifications/failed` (deliveries given up on, everyone's).
+    NotificationPolicy,
 
     // ---- users ----
     /// `GET /users`.
@@ -102,12 +109,14 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 23] = [
+    pub const ALL: [Action; 25] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
         Action::TokenList,
         Action::TokenRevoke,
+        Action::NotificationRead,
+        Action::NotificationPolicy,
         Action::UserList,
         Action::UserCreate,
         Action::UserChangeRoles,
@@ -136,6 +145,8 @@ impl Action {
             Action::TokenCreate => "token.create",
             Action::TokenList => "token.list",
             Action::TokenRevoke => "token.revoke",
+            Action::NotificationRead => "notification.read",
+            Action::NotificationPolicy => "notification.policy",
             Action::UserList => "user.list",
             Action::UserCreate => "user.create",
             Action::UserChangeRoles => "user.change_roles",
@@ -165,6 +176,10 @@ impl Action {
             Action::TokenCreate => ("create", "an API token", "API tokens"),
             Action::TokenList => ("list", "API tokens", "API tokens"),
             Action::TokenRevoke => ("revoke", "an API token", "API tokens"),
+            Action::NotificationRead => ("read", "notifications", "notifications"),
+            Action::NotificationPolicy => {
+                ("make mandatory", "notification kinds", "notification kinds")
+            }
             Action::UserList => ("list", "users", "users"),
             Action::UserCreate => ("create", "users", "users"),
             Action::UserChangeRoles => ("change", "users' roles", "roles"),
@@ -197,6 +212,7 @@ impl Action {
             Action::UserList
                 | Action::UserCreate
                 | Action::UserChangeRoles
+                | Action::NotificationPolicy
                 | Action::TemplateRead
                 | Action::TemplatePush
                 | Action::TemplateActivate
@@ -339,6 +355,7 @@ pub const POLICY: &[Grant] = &[
             TokenCreate,
             TokenList,
             TokenRevoke,
+            NotificationRead,
             AuditRead,
         ],
     },
@@ -515,6 +532,8 @@ mod tests {
         (Action::TokenCreate, "yyyyy", "y...."),
         (Action::TokenList, "yyyyy", "y...."),
         (Action::TokenRevoke, "yyyyy", "y...."),
+        (Action::NotificationRead, "yyyyy", "y...."),
+        (Action::NotificationPolicy, "y....", "y...."),
         (Action::UserList, "y.y..", "y.y.."),
         (Action::UserCreate, "y.y..", "y.y.."),
         (Action::UserChangeRoles, "y....", "y...."),
@@ -649,6 +668,7 @@ mod tests {
                     | Action::TokenCreate
                     | Action::TokenList
                     | Action::TokenRevoke
+                    | Action::NotificationRead
                     | Action::AuditRead
                     | Action::TemplateRead
             );

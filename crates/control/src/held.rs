@@ -151,10 +151,18 @@ impl Control {
             + i64::try_from(self.inner.config.confirmation_timeout.as_millis())
                 .unwrap_or(i64::MAX / 2);
         let digest = plan.digest.clone();
+        // The messages are written with the hold itself.
+        let notices = match self.inner.store.build_by_id(build_id).await {
+            Ok(build) => self.held_notices(&build, expires_at, &digest).await,
+            Err(error) => {
+                tracing::error!(build = %build_id, %error, "cannot read a build to notify of its hold");
+                Vec::new()
+            }
+        };
         match self
             .inner
             .store
-            .hold_build(build_id, &plan, expires_at)
+            .hold_build_notifying(build_id, &plan, expires_at, &notices)
             .await
         {
             Ok(true) => {
@@ -200,13 +208,30 @@ impl Control {
                 format!("{} s", self.inner.config.confirmation_timeout.as_secs())
             }
         );
-        let expired = match self.inner.store.expire_held_builds(now, &message).await {
-            Ok(expired) => expired,
+        let due = match self.inner.store.held_builds_expiring(now).await {
+            Ok(due) => due,
             Err(error) => {
                 tracing::error!(%error, "cannot expire held builds");
                 return;
             }
         };
+        let mut expired = Vec::new();
+        for build in due {
+            // Each expiry with its messages, in one transaction.
+            let notices = self.expired_notices(&build, &message).await;
+            match self
+                .inner
+                .store
+                .expire_held_build(&build.id, now, &message, &notices)
+                .await
+            {
+                Ok(true) => expired.push(build.id),
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::error!(build = %build.id, %error, "cannot expire a held build")
+                }
+            }
+        }
         for build_id in expired {
             self.note(&build_id, "guard", "warn", &message).await;
             if let Ok(build) = self.inner.store.build_by_id(&build_id).await {
@@ -216,6 +241,31 @@ impl Control {
                     Some(format!("build={}", build.number)),
                 )
                 .await;
+            }
+        }
+    }
+
+    /// Tells the people concerned about held builds that expire within the
+    /// configured warning (once per build).
+    pub async fn warn_expiring_held_builds(&self) {
+        let warning = i64::try_from(self.inner.config.notifications.expiry_warning.as_millis())
+            .unwrap_or(i64::MAX / 4);
+        let soon = match self
+            .inner
+            .store
+            .held_builds_expiring(self.now_ms().saturating_add(warning))
+            .await
+        {
+            Ok(soon) => soon,
+            Err(error) => {
+                tracing::error!(%error, "cannot read the held builds that expire soon");
+                return;
+            }
+        };
+        for build in soon {
+            let notices = self.expiring_notices(&build).await;
+            if let Err(error) = self.inner.store.enqueue_notifications(&notices).await {
+                tracing::error!(build = %build.id, %error, "cannot notify of a held build's expiry");
             }
         }
     }
@@ -311,6 +361,7 @@ pub(crate) async fn expiry_sweeper(control: Control, mut shutdown: watch::Receiv
             break;
         }
         control.expire_held_builds().await;
+        control.warn_expiring_held_builds().await;
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = shutdown.changed() => {}

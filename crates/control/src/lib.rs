@@ -19,6 +19,7 @@ mod identity;
 pub mod lifecycle;
 mod metrics;
 mod names;
+pub mod notifications;
 pub mod parameters;
 mod provisioner;
 mod recovery;
@@ -49,6 +50,7 @@ pub use held::guard_decision;
 pub use identity::SESSION_EXPIRED;
 pub use lifecycle::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
 pub use names::validate_name;
+pub use notifications::NotificationsConfig;
 pub use recovery::Recovered;
 pub use secrets::token_hash;
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, MAX_PARAMETERS_BYTES};
@@ -100,6 +102,8 @@ pub struct Config {
     /// Where builds, the guard and provisioners record (`abode-metrics`);
     /// the server exposes it when asked to (`--prometheus-address`).
     pub metrics: Metrics,
+    /// How notifications are delivered (channels, retries, leases).
+    pub notifications: NotificationsConfig,
 }
 
 impl Config {
@@ -126,6 +130,7 @@ impl Config {
             hashing_wait: Duration::from_secs(2),
             clock: Clock::system(),
             metrics: Metrics::new(),
+            notifications: NotificationsConfig::default(),
         }
     }
 
@@ -253,7 +258,14 @@ impl Control {
                 ))
             })
             .collect();
-        handles.push(tokio::spawn(held::expiry_sweeper(self.clone(), shutdown)));
+        handles.push(tokio::spawn(held::expiry_sweeper(
+            self.clone(),
+            shutdown.clone(),
+        )));
+        handles.push(tokio::spawn(notifications::dispatcher(
+            self.clone(),
+            shutdown,
+        )));
         handles
     }
 }

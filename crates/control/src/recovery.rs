@@ -140,10 +140,13 @@ async fn follow_to_end(
     if let Err(error) = control.inner.store.delete_saved_plan(&build_id).await {
         tracing::error!(build = %build_id, %error, "cannot delete the saved plan of an interrupted build");
     }
+    let notices = control
+        .end_notices_of(&build_id, status, Some(&message))
+        .await;
     match control
         .inner
         .store
-        .finish_build(&build_id, status, Some(&message))
+        .finish_build_notifying(&build_id, status, Some(&message), &notices)
         .await
     {
         Ok(_) => {}

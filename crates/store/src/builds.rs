@@ -158,6 +158,16 @@ macro_rules! build_queries {
         status: BuildStatus,
         error: Option<&str>,
     ) -> Result<bool, StoreError> {
+        self.finish_build_notifying(build_id, status, error, &[]).await
+    }
+
+    pub(crate) async fn finish_build_notifying(
+        &self,
+        build_id: &str,
+        status: BuildStatus,
+        error: Option<&str>,
+        notices: &[NewNotification],
+    ) -> Result<bool, StoreError> {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
@@ -196,6 +206,9 @@ macro_rules! build_queries {
             .execute(&mut *tx)
             .await
             .map_err(db_error("job"))?;
+        if result.rows_affected() > 0 {
+            self.insert_notifications(&mut tx, notices).await?;
+        }
         tx.commit().await.map_err(StoreError::Database)?;
         Ok(result.rows_affected() > 0)
     }

@@ -13,6 +13,16 @@ macro_rules! held_queries {
         plan: &SavedPlan,
         expires_at: i64,
     ) -> Result<bool, StoreError> {
+        self.hold_build_notifying(build_id, plan, expires_at, &[]).await
+    }
+
+    pub(crate) async fn hold_build_notifying(
+        &self,
+        build_id: &str,
+        plan: &SavedPlan,
+        expires_at: i64,
+        notices: &[NewNotification],
+    ) -> Result<bool, StoreError> {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
@@ -47,6 +57,7 @@ macro_rules! held_queries {
             .execute(&mut *tx)
             .await
             .map_err(db_error("job"))?;
+        self.insert_notifications(&mut tx, notices).await?;
         tx.commit().await.map_err(StoreError::Database)?;
         Ok(true)
     }
@@ -135,6 +146,53 @@ macro_rules! held_queries {
         }
         tx.commit().await.map_err(StoreError::Database)?;
         Ok(ids)
+    }
+
+    pub(crate) async fn held_builds_expiring(
+        &self,
+        before: i64,
+    ) -> Result<Vec<Build>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{BUILD_SELECT} WHERE b.status = 'awaiting_confirmation' \
+             AND b.expires_at IS NOT NULL AND b.expires_at <= ? ORDER BY b.expires_at, b.id"
+        )))
+        .bind(before)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("build"))
+    }
+
+    pub(crate) async fn expire_held_build(
+        &self,
+        build_id: &str,
+        now: i64,
+        error: &str,
+        notices: &[NewNotification],
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let result = sqlx::query(
+            &sql("UPDATE builds SET status = 'canceled', error = ?, finished_at = ? \
+             WHERE id = ? AND status = 'awaiting_confirmation' AND expires_at IS NOT NULL \
+             AND expires_at <= ?"),
+        )
+        .bind(error)
+        .bind(now)
+        .bind(build_id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if result.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query(&sql("DELETE FROM saved_plans WHERE build_id = ?"))
+            .bind(build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("saved plan"))?;
+        self.insert_notifications(&mut tx, notices).await?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(true)
     }
 
     pub(crate) async fn protections(

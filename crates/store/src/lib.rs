@@ -22,6 +22,7 @@ mod agents;
 mod audit;
 mod builds;
 mod held;
+mod notifications;
 mod pages;
 mod platform;
 mod postgres;
@@ -37,6 +38,10 @@ use std::path::Path;
 
 use abode_clock::Clock;
 
+pub use notifications::{
+    Channel, FailedNotification, InboxFilter, NewNotification, Notification, NotificationKind,
+    NotificationStatus, UnknownChannel, UnknownNotificationKind, UnknownNotificationStatus,
+};
 pub use pages::{
     page_size, BadCursor, Page, SettledBuild, WorkspaceFilter, WorkspaceSummary, DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -298,6 +303,9 @@ storage_interface! {
     /// Moves a pending or running build to a final status; false if it had
     /// already finished.
     fn finish_build(&self, build_id: &str, status: BuildStatus, error: Option<&str>) -> bool;
+    /// `finish_build` writing `notices` into the outbox in the same
+    /// transaction (only when the build did end here).
+    fn finish_build_notifying(&self, build_id: &str, status: BuildStatus, error: Option<&str>, notices: &[NewNotification]) -> bool;
     /// Cancels a build that no worker has claimed yet, or one held for
     /// confirmation (discarding its saved plan); false otherwise.
     fn cancel_pending_build(&self, build_id: &str, error: &str) -> bool;
@@ -322,6 +330,8 @@ storage_interface! {
     /// Moves a running build to `awaiting_confirmation` with its saved plan;
     /// false if it was not running.
     fn hold_build(&self, build_id: &str, plan: &SavedPlan, expires_at: i64) -> bool;
+    /// `hold_build` writing `notices` into the outbox in the same transaction.
+    fn hold_build_notifying(&self, build_id: &str, plan: &SavedPlan, expires_at: i64, notices: &[NewNotification]) -> bool;
     /// Single use: moves a held build whose plan has `digest` back to pending
     /// and queues the apply of its saved plan, recording `audit` in the same
     /// transaction (no confirmation goes unaudited); false otherwise.
@@ -330,6 +340,12 @@ storage_interface! {
     fn delete_saved_plan(&self, build_id: &str) -> ();
     /// Held builds whose time ran out: canceled, plans deleted.
     fn expire_held_builds(&self, now: i64, error: &str) -> Vec<String>;
+    /// Held builds whose deadline is at or before `before`, soonest first.
+    fn held_builds_expiring(&self, before: i64) -> Vec<Build>;
+    /// Expires one held build whose deadline is at or before `now` (canceled,
+    /// plan deleted) with `notices` in the same transaction; false if it was
+    /// not held or not due.
+    fn expire_held_build(&self, build_id: &str, now: i64, error: &str, notices: &[NewNotification]) -> bool;
     fn protections(&self, workspace_id: &str) -> Vec<Protection>;
     fn replace_protections(&self, workspace_id: &str, build_id: &str, protections: &[NewProtection]) -> ();
     /// `NotFound("protection")` when the workspace does not remember it.
@@ -379,6 +395,41 @@ storage_interface! {
     /// Adds `add` and removes `remove` (a role in both stays held).
     /// `NotFound("user")` if there is no such user.
     fn change_roles(&self, user_id: &str, add: &Roles, remove: &Roles) -> Result<RoleChange, RoleRefusal>;
+}
+
+// ---- the notification outbox (notifications.rs) ----
+
+storage_interface! {
+    /// Writes messages (outside another change); a repeated dedupe key is dropped.
+    fn enqueue_notifications(&self, notices: &[NewNotification]) -> ();
+    /// People who hold `owner` or `template-admin`, by username.
+    fn template_admins(&self) -> Vec<User>;
+    fn notification_by_id(&self, id: &str) -> Notification;
+    /// Claims up to `limit` due messages (pending and due, or delivering
+    /// with an expired lease) for `owner` until `lease_until`, counting an
+    /// attempt for each.
+    fn claim_notifications(&self, owner: &str, now: i64, lease_until: i64, limit: i64) -> Vec<Notification>;
+    /// Marks a claimed message sent; false if `owner` no longer holds it.
+    fn notification_sent(&self, id: &str, owner: &str) -> bool;
+    /// Records a failed attempt: pending again at `retry_at`, or failed for
+    /// good when `None`; false if `owner` no longer holds it.
+    fn notification_attempt_failed(&self, id: &str, owner: &str, error: &str, retry_at: Option<i64>) -> bool;
+    /// A person's inbox, newest first.
+    fn list_inbox_page(&self, filter: &InboxFilter) -> Page<Notification>;
+    /// `NotFound("notification")` unless it is in the person's inbox.
+    fn mark_notification_read(&self, recipient_id: &str, id: &str) -> Notification;
+    /// How many were marked.
+    fn mark_all_notifications_read(&self, recipient_id: &str) -> u64;
+    /// Messages given up on, newest first, one page.
+    fn list_failed_notification_page(&self, after: Option<&str>, limit: i64) -> Page<FailedNotification>;
+    /// The kinds a person disabled.
+    fn notification_opt_outs(&self, user_id: &str) -> Vec<NotificationKind>;
+    fn set_notification_opt_out(&self, user_id: &str, kind: NotificationKind, opted_out: bool) -> ();
+    /// The kinds sent whatever people disabled.
+    fn mandatory_notification_kinds(&self) -> Vec<NotificationKind>;
+    fn set_notification_kind_mandatory(&self, kind: NotificationKind, mandatory: bool) -> ();
+    /// Who does not receive `kind` (disabled it, and it is not mandatory).
+    fn opted_out_of(&self, kind: NotificationKind) -> Vec<String>;
 }
 
 /// A fresh random id.

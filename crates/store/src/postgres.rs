@@ -13,6 +13,7 @@ use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
+use crate::notifications::*;
 use crate::pages::*;
 use crate::platform::*;
 use crate::records::*;
@@ -96,6 +97,7 @@ impl PostgresBackend {
     workspace_queries!();
     build_queries!(sqlx::Postgres);
     held_queries!();
+    notification_queries!(sqlx::Postgres, "FOR UPDATE SKIP LOCKED");
     agent_queries!();
     platform_queries!();
     audit_queries!(sqlx::Postgres);

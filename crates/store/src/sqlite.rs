@@ -18,6 +18,7 @@ use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
+use crate::notifications::*;
 use crate::pages::*;
 use crate::platform::*;
 use crate::records::*;
@@ -97,6 +98,7 @@ impl SqliteBackend {
     workspace_queries!();
     build_queries!(sqlx::Sqlite);
     held_queries!();
+    notification_queries!(sqlx::Sqlite, "");
     agent_queries!();
     platform_queries!();
     audit_queries!(sqlx::Sqlite);

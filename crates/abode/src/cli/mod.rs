@@ -10,6 +10,7 @@ mod audit;
 mod auth;
 mod builds;
 mod guard;
+mod notifications;
 mod output;
 mod templates;
 mod tokens;
@@ -69,6 +70,9 @@ pub enum UserCommand {
     Workspaces(workspaces::WorkspacesCommand),
     /// Read the audit log.
     Audit(audit::AuditArgs),
+    /// Your notifications: held, blocked, failed and expiring builds.
+    #[command(subcommand)]
+    Notifications(notifications::NotificationsCommand),
 }
 
 /// How list and show commands print.
@@ -117,6 +121,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Workspaces(command) => workspaces::protections(command),
         UserCommand::Audit(args) => audit::run(args),
         UserCommand::Tokens(command) => tokens::run(command),
+        UserCommand::Notifications(command) => notifications::run(command),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -181,10 +181,13 @@ async fn run_build_steps(
                 "error"
             };
             build_run.log("cleanup", level, &done).await;
+            let notices = control
+                .end_notices_of(build_id, status, error.as_deref())
+                .await;
             if let Err(error) = control
                 .inner
                 .store
-                .finish_build(build_id, status, error.as_deref())
+                .finish_build_notifying(build_id, status, error.as_deref(), &notices)
                 .await
             {
                 tracing::error!(build = %build_id, %error, "cannot record the end of a build");

@@ -12,6 +12,7 @@ mod builds;
 mod clock;
 mod held;
 mod lists;
+mod notifications;
 mod opening;
 mod platform;
 mod roles;

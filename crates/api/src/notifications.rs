@@ -1,0 +1,218 @@
+//! Routes of the in-app inbox (docs/api.md, "Notifications"): a person's
+//! own messages, one page at a time, and marking them read. Kept apart from
+//! `handlers.rs` so that the build routes and these change in different
+//! files.
+
+use axum::extract::{Path, Query, State};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use abode_store::Notification;
+
+use crate::views::rfc3339;
+use crate::{ApiError, AppState, Authenticated};
+
+/// The routes of this module, merged into `/api/v1`.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/notifications", get(list))
+        .route("/notifications/read-all", post(read_all))
+        .route("/notifications/:id/read", post(read))
+        .route(
+            "/notifications/settings",
+            get(settings).post(change_settings),
+        )
+        .route("/notifications/mandatory", post(mandatory))
+        .route("/notifications/failed", get(failed))
+}
+
+fn settings_json(settings: &[abode_control::notifications::KindSetting]) -> Value {
+    let settings: Vec<Value> = settings
+        .iter()
+        .map(|setting| {
+            json!({
+                "kind": setting.kind.as_str(),
+                "enabled": setting.enabled,
+                "mandatory": setting.mandatory,
+            })
+        })
+        .collect();
+    json!({ "settings": settings })
+}
+
+fn kinds(names: &[String]) -> Result<Vec<abode_store::NotificationKind>, ApiError> {
+    names
+        .iter()
+        .map(|name| abode_control::notifications::parse_kind(name).map_err(ApiError::from))
+        .collect()
+}
+
+async fn settings(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+) -> Result<axum::response::Response, ApiError> {
+    let settings = state.control.notification_settings(&caller).await?;
+    Ok(Json(settings_json(&settings)).into_response())
+}
+
+#[derive(Deserialize)]
+struct SettingsBody {
+    #[serde(default)]
+    disable: Vec<String>,
+    #[serde(default)]
+    enable: Vec<String>,
+}
+
+async fn change_settings(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    body: Result<Json<SettingsBody>, axum::extract::rejection::JsonRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    let Json(body) =
+        body.map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
+    let settings = state
+        .control
+        .change_notification_settings(&caller, &kinds(&body.disable)?, &kinds(&body.enable)?)
+        .await?;
+    Ok(Json(settings_json(&settings)).into_response())
+}
+
+#[derive(Deserialize)]
+struct MandatoryBody {
+    kind: String,
+    mandatory: bool,
+}
+
+async fn mandatory(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    // Refused before the body is read.
+    state.control.may_set_notification_policy(&caller)?;
+    let body = body.map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
+    let body: MandatoryBody = serde_json::from_slice(&body)
+        .map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
+    let kind = abode_control::notifications::parse_kind(&body.kind)?;
+    state
+        .control
+        .set_notification_kind_mandatory(&caller, kind, body.mandatory)
+        .await?;
+    let settings = state.control.notification_settings(&caller).await?;
+    Ok(Json(settings_json(&settings)).into_response())
+}
+
+/// One inbox message as the API shows it.
+#[derive(Serialize)]
+pub struct NotificationJson {
+    pub id: String,
+    pub kind: String,
+    pub created_at: String,
+    pub read: bool,
+    pub read_at: Option<String>,
+    /// The event's fields (docs/notifications.md).
+    pub payload: Value,
+}
+
+impl From<&Notification> for NotificationJson {
+    fn from(message: &Notification) -> Self {
+        NotificationJson {
+            id: message.id.clone(),
+            kind: message.kind.as_str().to_string(),
+            created_at: rfc3339(message.created_at),
+            read: message.read_at.is_some(),
+            read_at: message.read_at.map(rfc3339),
+            payload: serde_json::from_str(&message.payload).unwrap_or(Value::Null),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    #[serde(default)]
+    unread: Option<bool>,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    let page = state
+        .control
+        .notifications(
+            &caller,
+            query.unread.unwrap_or(false),
+            query.after,
+            query.limit,
+        )
+        .await?;
+    let items: Vec<NotificationJson> = page.items.iter().map(NotificationJson::from).collect();
+    Ok(Json(json!({"notifications": items, "next": page.next})).into_response())
+}
+
+#[derive(Deserialize)]
+struct PageQuery {
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+/// Deliveries given up on (owners), with their recipient, channel and last error.
+async fn failed(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    query: Result<Query<PageQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    let page = state
+        .control
+        .failed_notifications(&caller, query.after, query.limit)
+        .await?;
+    let items: Vec<Value> = page
+        .items
+        .iter()
+        .map(|failed| {
+            let message = &failed.notification;
+            json!({
+                "id": message.id,
+                "kind": message.kind.as_str(),
+                "recipient": failed.recipient_name,
+                "channel": message.channel.as_str(),
+                "attempts": message.attempts,
+                "last_error": message.last_error,
+                "created_at": rfc3339(message.created_at),
+                "payload": serde_json::from_str::<Value>(&message.payload).unwrap_or(Value::Null),
+            })
+        })
+        .collect();
+    Ok(Json(json!({"notifications": items, "next": page.next})).into_response())
+}
+
+async fn read(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> Result<axum::response::Response, ApiError> {
+    let message = state.control.read_notification(&caller, &id).await?;
+    Ok(Json(json!({"notification": NotificationJson::from(&message)})).into_response())
+}
+
+async fn read_all(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+) -> Result<axum::response::Response, ApiError> {
+    let marked = state.control.read_all_notifications(&caller).await?;
+    Ok(Json(json!({"marked": marked})).into_response())
+}

@@ -1,0 +1,544 @@
+//! The messages of each event: who receives them, on which channels, what
+//! they say, and what makes two of them "the same" (the dedupe key: an
+//! identical message to one person and channel goes out at most once a
+//! day). They are handed to the store with the change that causes them.
+
+use serde_json::{json, Value};
+
+use abode_store::{
+    new_id, Build, BuildReason, BuildStatus, Channel, NewNotification, NotificationKind,
+    SystemActor,
+};
+
+use crate::secrets::sha256_hex;
+use crate::Control;
+
+const DAY_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// Who receives an event.
+enum Recipients {
+    /// The workspace's owner (a person; a system actor reads nothing).
+    Owner,
+    /// The owner and the template admins (owners and template-admins).
+    OwnerAndTemplateAdmins,
+}
+
+impl Control {
+    /// `build_held`: the build awaits confirmation until `expires_at`.
+    pub(crate) async fn held_notices(
+        &self,
+        build: &Build,
+        expires_at: i64,
+        digest: &str,
+    ) -> Vec<NewNotification> {
+        let mut payload = build_payload(build);
+        payload["expires_at"] = json!(expires_at);
+        payload["expires_at_utc"] = json!(utc(expires_at));
+        payload["plan_digest"] = json!(digest);
+        payload["confirm_command"] = json!(confirm_command(build, digest));
+        payload["protected_changes"] = protected_changes(build);
+        self.notices(
+            NotificationKind::BuildHeld,
+            build,
+            Recipients::OwnerAndTemplateAdmins,
+            payload,
+            None,
+        )
+        .await
+    }
+
+    /// `build_blocked` or `build_failed` for a build that ends `status`:
+    /// to its owner when someone else or the system started it; a failed
+    /// automated build of a workspace no person owns (a prebuild) goes to
+    /// the template admins.
+    pub(crate) async fn end_notices(
+        &self,
+        build: &Build,
+        status: BuildStatus,
+        error: Option<&str>,
+    ) -> Vec<NewNotification> {
+        if status != BuildStatus::Failed {
+            return Vec::new();
+        }
+        let blocked =
+            crate::held::guard_decision(build).ok().flatten() == Some(abode_guard::Decision::Block);
+        let kind = if blocked {
+            NotificationKind::BuildBlocked
+        } else {
+            NotificationKind::BuildFailed
+        };
+        let automated = build.reason != BuildReason::Initiator
+            || SystemActor::by_user_id(&build.initiator_id).is_some();
+        let owner_id = self.owner_id(build).await;
+        let started_by_owner = owner_id.as_deref() == Some(build.initiator_id.as_str());
+        if started_by_owner && !automated {
+            return Vec::new();
+        }
+        let owned_by_system = owner_id
+            .as_deref()
+            .is_none_or(|id| SystemActor::by_user_id(id).is_some());
+        let recipients = if automated && owned_by_system {
+            Recipients::OwnerAndTemplateAdmins
+        } else {
+            Recipients::Owner
+        };
+        let mut payload = build_payload(build);
+        payload["error"] = json!(error);
+        if blocked {
+            payload["protected_changes"] = protected_changes(build);
+        }
+        self.notices(kind, build, recipients, payload, None).await
+    }
+
+    /// [`Control::end_notices`] of the build with this id (none if it
+    /// cannot be read: the build's end is recorded regardless).
+    pub(crate) async fn end_notices_of(
+        &self,
+        build_id: &str,
+        status: BuildStatus,
+        error: Option<&str>,
+    ) -> Vec<NewNotification> {
+        if status != BuildStatus::Failed {
+            return Vec::new();
+        }
+        match self.inner.store.build_by_id(build_id).await {
+            Ok(build) => self.end_notices(&build, status, error).await,
+            Err(error) => {
+                tracing::error!(build = %build_id, %error, "cannot read a build to notify of its end");
+                Vec::new()
+            }
+        }
+    }
+
+    /// `held_build_expiring`: once per held build.
+    pub(crate) async fn expiring_notices(&self, build: &Build) -> Vec<NewNotification> {
+        let mut payload = build_payload(build);
+        payload["expires_at"] = json!(build.expires_at);
+        payload["expires_at_utc"] = json!(build.expires_at.map(utc));
+        if let Some(digest) = &build.plan_digest {
+            payload["plan_digest"] = json!(digest);
+            payload["confirm_command"] = json!(confirm_command(build, digest));
+        }
+        self.notices(
+            NotificationKind::HeldBuildExpiring,
+            build,
+            Recipients::OwnerAndTemplateAdmins,
+            payload,
+            Some(build.id.clone()),
+        )
+        .await
+    }
+
+    /// `held_build_expired`: nobody confirmed it in time.
+    pub(crate) async fn expired_notices(
+        &self,
+        build: &Build,
+        message: &str,
+    ) -> Vec<NewNotification> {
+        let mut payload = build_payload(build);
+        payload["expires_at"] = json!(build.expires_at);
+        payload["expires_at_utc"] = json!(build.expires_at.map(utc));
+        payload["error"] = json!(message);
+        self.notices(
+            NotificationKind::HeldBuildExpired,
+            build,
+            Recipients::OwnerAndTemplateAdmins,
+            payload,
+            Some(build.id.clone()),
+        )
+        .await
+    }
+
+    async fn owner_id(&self, build: &Build) -> Option<String> {
+        match self.inner.store.workspace_by_id(&build.workspace_id).await {
+            Ok(workspace) => Some(workspace.owner_id),
+            Err(error) => {
+                tracing::error!(build = %build.id, %error, "cannot read the owner of a workspace to notify");
+                None
+            }
+        }
+    }
+
+    /// One message per recipient and channel. `once` makes the key
+    /// independent of the day (an event that happens once per build).
+    async fn notices(
+        &self,
+        kind: NotificationKind,
+        build: &Build,
+        recipients: Recipients,
+        payload: Value,
+        once: Option<String>,
+    ) -> Vec<NewNotification> {
+        let mut people: Vec<String> = Vec::new();
+        if let Some(owner) = self.owner_id(build).await {
+            if SystemActor::by_user_id(&owner).is_none() {
+                people.push(owner);
+            }
+        }
+        if matches!(recipients, Recipients::OwnerAndTemplateAdmins) {
+            match self.inner.store.template_admins().await {
+                Ok(admins) => people.extend(admins.into_iter().map(|user| user.id)),
+                Err(error) => {
+                    tracing::error!(%error, "cannot read the template admins to notify")
+                }
+            }
+        }
+        people.sort();
+        people.dedup();
+        // A person's preference, unless the owners made the kind mandatory.
+        match self.inner.store.opted_out_of(kind).await {
+            Ok(opted_out) => people.retain(|person| !opted_out.contains(person)),
+            Err(error) => tracing::error!(%error, "cannot read notification preferences"),
+        }
+        let payload = payload.to_string();
+        let day = self.now_ms().div_euclid(DAY_MS);
+        let mut channels = vec![Channel::Inbox];
+        if self.inner.config.notifications.webhook.is_some() {
+            channels.push(Channel::Webhook);
+        }
+        if self.inner.config.notifications.email.is_some() {
+            channels.push(Channel::Email);
+        }
+        let mut notices = Vec::new();
+        for person in &people {
+            for channel in &channels {
+                let same = match &once {
+                    Some(key) => format!("{kind}\n{person}\n{channel}\nonce\n{key}"),
+                    None => format!("{kind}\n{person}\n{channel}\n{day}\n{payload}"),
+                };
+                notices.push(NewNotification {
+                    id: new_id(),
+                    kind,
+                    recipient_id: person.clone(),
+                    channel: *channel,
+                    payload: payload.clone(),
+                    dedupe_key: sha256_hex(same.as_bytes()),
+                });
+            }
+        }
+        notices
+    }
+}
+
+/// What every build event says about its build.
+fn build_payload(build: &Build) -> Value {
+    json!({
+        "workspace": format!("{}/{}", build.owner_name, build.workspace_name),
+        "workspace_id": build.workspace_id,
+        "owner": build.owner_name,
+        "build_id": build.id,
+        "build_number": build.number,
+        "transition": build.transition.as_str(),
+        "reason": build.reason.as_str(),
+        "initiator": {
+            "name": build.initiator_name,
+            "system": SystemActor::by_user_id(&build.initiator_id).is_some(),
+        },
+    })
+}
+
+/// Unix ms as `YYYY-MM-DDTHH:MM:SSZ` (UTC), for people.
+fn utc(ms: i64) -> String {
+    let seconds = ms.div_euclid(1000);
+    let (days, of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
+    // Days since 1970-01-01 to a civil date, counting in 400-year eras
+    // (146,097 days) that start on March 1st.
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        of_day / 3600,
+        of_day % 3600 / 60,
+        of_day % 60
+    )
+}
+
+/// The exact command that applies the held plan.
+fn confirm_command(build: &Build, digest: &str) -> String {
+    format!(
+        "abode builds confirm {}/{} {} --digest {digest}",
+        build.owner_name, build.workspace_name, build.number
+    )
+}
+
+/// Each protected change of the build's guard report with its reason and
+/// the attribute paths that force it (no values: they may be secrets).
+fn protected_changes(build: &Build) -> Value {
+    let report: Value = build
+        .guard_report
+        .as_deref()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or(Value::Null);
+    let changes = report
+        .get("protected_changes")
+        .and_then(Value::as_array)
+        .map(|changes| {
+            changes
+                .iter()
+                .map(|change| {
+                    let paths: Vec<Value> = change
+                        .get("replace_paths")
+                        .and_then(Value::as_array)
+                        .map(|paths| {
+                            paths
+                                .iter()
+                                .filter_map(|p| p.get("path").cloned())
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    json!({
+                        "address": change.get("address"),
+                        "action": change.get("action"),
+                        "outcome": change.get("outcome"),
+                        "reason": change.get("reason"),
+                        "paths": paths,
+                    })
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    Value::Array(changes)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use abode_store::*;
+
+    use crate::{Config, Control};
+
+    /// (build, initiator, reason, status, guard report, recipients, kind)
+    type Case<'a> = (
+        &'a Build,
+        &'a str,
+        BuildReason,
+        BuildStatus,
+        Option<&'a str>,
+        &'a [&'a str],
+        &'a str,
+    );
+
+    /// Who is told of a failed or blocked build, by who started it, why,
+    /// and who owns the workspace.
+    #[tokio::test]
+    async fn failed_builds_go_to_the_owner_unless_they_started_them_and_prebuilds_to_template_admins(
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_sqlite(&dir.path().join("abode.db"))
+            .await
+            .unwrap();
+        let user = |name: &str, roles: &[Role]| NewUser {
+            username: name.into(),
+            email: format!("{name}@example.com"),
+            roles: roles.iter().copied().collect(),
+            password_hash: "x".into(),
+        };
+        let alice = store
+            .create_first_user(&user("alice", &[Role::Owner, Role::Member]))
+            .await
+            .unwrap();
+        let bob = store
+            .create_user(&user("bob", &[Role::Member]))
+            .await
+            .unwrap();
+        store
+            .create_user(&user("carol", &[Role::TemplateAdmin]))
+            .await
+            .unwrap();
+        store.ensure_system_users().await.unwrap();
+        let (template, version) = store
+            .create_template_version(&NewTemplateVersion {
+                template_name: "base".into(),
+                archive: vec![1],
+                archive_sha256: "abc".into(),
+                message: "first".into(),
+                created_by: alice.id.clone(),
+                validation_ok: true,
+                validation_message: "ok".into(),
+                parameters: None,
+                activate: true,
+            })
+            .await
+            .unwrap();
+        let workspace_of = |owner: &str, name: &str| {
+            let workspace_id = new_id();
+            (
+                NewWorkspace {
+                    id: workspace_id.clone(),
+                    owner_id: owner.to_string(),
+                    name: name.into(),
+                    template_id: template.id.clone(),
+                    template_version_id: version.id.clone(),
+                    parameters: "{}".into(),
+                },
+                NewBuild {
+                    id: new_id(),
+                    workspace_id,
+                    transition: Transition::Start,
+                    template_version_id: version.id.clone(),
+                    initiator_id: owner.to_string(),
+                    reason: BuildReason::Initiator,
+                    parameters: None,
+                    workspace_parameters: None,
+                },
+            )
+        };
+        let (w, b) = workspace_of(&bob.id, "dev");
+        let (_, bobs) = store.create_workspace(&w, &b).await.unwrap();
+        let prebuilds = SystemActor::Prebuilds.user_id();
+        let (w, b) = workspace_of(prebuilds, "pool-1");
+        let (_, pooled) = store.create_workspace(&w, &b).await.unwrap();
+        let control = Control::new(
+            store,
+            Config::new(dir.path().to_path_buf(), "http://127.0.0.1:1".into()),
+        );
+        let blocked_report = r#"{"decision":"block","protected_changes":[{"address":"abode_volume.home","action":"replace","outcome":"block","reason":"name changed","replace_paths":[{"path":"name","before":"a","after":"b"}]}]}"#;
+        let scheduler = SystemActor::Scheduler.user_id();
+        let cases: [Case; 9] = [
+            (
+                &bobs,
+                &bob.id,
+                BuildReason::Initiator,
+                BuildStatus::Failed,
+                None,
+                &[],
+                "-",
+            ),
+            (
+                &bobs,
+                &alice.id,
+                BuildReason::Initiator,
+                BuildStatus::Failed,
+                None,
+                &["bob"],
+                "build_failed",
+            ),
+            (
+                &bobs,
+                scheduler,
+                BuildReason::Autostop,
+                BuildStatus::Failed,
+                None,
+                &["bob"],
+                "build_failed",
+            ),
+            (
+                &bobs,
+                &bob.id,
+                BuildReason::Autostart,
+                BuildStatus::Failed,
+                None,
+                &["bob"],
+                "build_failed",
+            ),
+            (
+                &bobs,
+                &alice.id,
+                BuildReason::Initiator,
+                BuildStatus::Failed,
+                Some(blocked_report),
+                &["bob"],
+                "build_blocked",
+            ),
+            (
+                &bobs,
+                &bob.id,
+                BuildReason::Initiator,
+                BuildStatus::Failed,
+                Some(blocked_report),
+                &[],
+                "-",
+            ),
+            (
+                &pooled,
+                prebuilds,
+                BuildReason::Prebuild,
+                BuildStatus::Failed,
+                None,
+                &["alice", "carol"],
+                "build_failed",
+            ),
+            (
+                &bobs,
+                &alice.id,
+                BuildReason::Initiator,
+                BuildStatus::Succeeded,
+                None,
+                &[],
+                "-",
+            ),
+            (
+                &bobs,
+                scheduler,
+                BuildReason::Autostop,
+                BuildStatus::Canceled,
+                None,
+                &[],
+                "-",
+            ),
+        ];
+        for (build, initiator, reason, status, report, expected, kind) in cases {
+            let build = Build {
+                initiator_id: initiator.to_string(),
+                reason,
+                guard_report: report.map(str::to_string),
+                ..build.clone()
+            };
+            let notices = control.end_notices(&build, status, Some("boom")).await;
+            let mut names = Vec::new();
+            for notice in &notices {
+                assert_eq!(
+                    notice.channel,
+                    Channel::Inbox,
+                    "no other channel configured"
+                );
+                assert_eq!(notice.kind.as_str(), kind);
+                let payload: serde_json::Value = serde_json::from_str(&notice.payload).unwrap();
+                assert_eq!(payload["error"], "boom");
+                assert_eq!(
+                    payload["initiator"]["system"],
+                    SystemActor::by_user_id(initiator).is_some()
+                );
+                if kind == "build_blocked" {
+                    assert_eq!(payload["protected_changes"][0]["paths"][0], "name");
+                }
+                names.push(
+                    control
+                        .store()
+                        .user_by_id(&notice.recipient_id)
+                        .await
+                        .unwrap()
+                        .username,
+                );
+            }
+            names.sort();
+            assert_eq!(names, expected, "{initiator} {reason} {status} {kind}");
+        }
+    }
+
+    #[test]
+    fn times_are_shown_in_utc() {
+        let cases = [
+            (0, "1970-01-01T00:00:00Z"),
+            (951_782_400_000, "2000-02-29T00:00:00Z"),
+            (1_767_225_599_999, "2025-12-31T23:59:59Z"),
+            (-1_000, "1969-12-31T23:59:59Z"),
+        ];
+        for (ms, expected) in cases {
+            assert_eq!(super::utc(ms), expected);
+        }
+    }
+}
