@@ -60,6 +60,7 @@ fn gauges(counts: PlatformCounts, now_ms: i64) -> PlatformGauges {
         jobs_pending: counts.jobs_pending,
         job_queue_oldest_seconds: oldest_ms as f64 / 1000.0,
         agents,
+        notifications_pending: counts.notifications_pending,
         updated_at_seconds: now_ms as f64 / 1000.0,
     }
 }
@@ -123,9 +124,11 @@ mod tests {
             jobs_pending: 3,
             oldest_pending_job_at: Some(10_000),
             agents: vec![("ready".into(), 4), ("unhealthy".into(), 1)],
+            notifications_pending: 7,
         };
         let gauges = gauges(counts, 12_500);
         assert_eq!((gauges.builds_held, gauges.jobs_pending), (2, 3));
+        assert_eq!(gauges.notifications_pending, 7);
         assert_eq!(gauges.job_queue_oldest_seconds, 2.5);
         assert_eq!(gauges.updated_at_seconds, 12.5);
         let agents: Vec<(&str, i64)> = gauges

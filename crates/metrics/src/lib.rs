@@ -70,6 +70,18 @@ struct StatusLabels {
     status: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DeliveryLabels {
+    channel: String,
+    outcome: String,
+}
+
+/// Outcomes of `abode_notifications_total{outcome}`: delivered, failed
+/// but to be tried again, or given up on.
+pub const NOTIFICATION_SENT: &str = "sent";
+pub const NOTIFICATION_RETRY: &str = "retry";
+pub const NOTIFICATION_FAILED: &str = "failed";
+
 type FloatGauge = Gauge<f64, AtomicU64>;
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
@@ -95,6 +107,8 @@ pub struct PlatformGauges {
     /// Agents by status; give every status the platform knows (0 included)
     /// so that a status nobody is in any more drops to 0.
     pub agents: Vec<(String, i64)>,
+    /// Notifications not yet delivered (pending or being delivered).
+    pub notifications_pending: i64,
     /// When this was read, seconds since the epoch.
     pub updated_at_seconds: f64,
 }
@@ -117,6 +131,8 @@ struct Inner {
     job_queue_oldest: FloatGauge,
     provisioners: Family<StateLabels, Gauge>,
     agents: Family<StatusLabels, Gauge>,
+    notifications: Family<DeliveryLabels, Counter>,
+    notifications_pending: Gauge,
     last_updated: FloatGauge,
 }
 
@@ -145,6 +161,8 @@ impl Metrics {
             job_queue_oldest: register(reg, "abode_job_queue_oldest_seconds", "Age of the oldest queued job, 0 when none (refreshed)", FloatGauge::default()),
             provisioners: register(reg, "abode_provisioners", "This server's provisioner workers, busy running a build or idle", Family::default()),
             agents: register(reg, "abode_agents", "Workspace agents by status (refreshed)", Family::default()),
+            notifications: register(reg, "abode_notifications", "Notification delivery attempts, by channel (inbox, webhook, email) and outcome (sent, retry, failed)", Family::default()),
+            notifications_pending: register(reg, "abode_notifications_pending", "Notifications not yet delivered, pending or being delivered (refreshed)", Gauge::default()),
             last_updated: register(reg, "abode_metrics_last_updated_seconds", "When the refreshed gauges were last read from the database, seconds since the epoch", FloatGauge::default()),
             registry: r,
         };
@@ -227,6 +245,19 @@ impl Metrics {
         })
     }
 
+    /// One delivery attempt of a notification on `channel` ended with
+    /// `outcome` ([`NOTIFICATION_SENT`], [`NOTIFICATION_RETRY`] or
+    /// [`NOTIFICATION_FAILED`]).
+    pub fn notification_attempt(&self, channel: &str, outcome: &str) {
+        self.inner
+            .notifications
+            .get_or_create(&DeliveryLabels {
+                channel: channel.to_string(),
+                outcome: outcome.to_string(),
+            })
+            .inc();
+    }
+
     /// The gauges read from the database by one refresh.
     pub fn set_platform(&self, gauges: &PlatformGauges) {
         let inner = &self.inner;
@@ -241,6 +272,9 @@ impl Metrics {
                 })
                 .set(*count);
         }
+        inner
+            .notifications_pending
+            .set(gauges.notifications_pending);
         inner.last_updated.set(gauges.updated_at_seconds);
     }
 
@@ -298,11 +332,15 @@ mod tests {
         metrics.guard_decision("confirm");
         metrics.provisioners_started(3);
         let busy = metrics.provisioner_busy();
+        metrics.notification_attempt("webhook", NOTIFICATION_RETRY);
+        metrics.notification_attempt("webhook", NOTIFICATION_SENT);
+        metrics.notification_attempt("inbox", NOTIFICATION_SENT);
         metrics.set_platform(&PlatformGauges {
             builds_held: 1,
             jobs_pending: 2,
             job_queue_oldest_seconds: 1.5,
             agents: vec![("ready".into(), 4), ("disconnected".into(), 0)],
+            notifications_pending: 5,
             updated_at_seconds: 1_700_000_000.0,
         });
         let text = metrics.encode().unwrap();
@@ -334,6 +372,19 @@ mod tests {
             (r#"abode_provisioners{state="busy"}"#, "1"),
             (r#"abode_provisioners{state="idle"}"#, "2"),
             (r#"abode_agents{status="ready"}"#, "4"),
+            (
+                r#"abode_notifications_total{channel="webhook",outcome="retry"}"#,
+                "1",
+            ),
+            (
+                r#"abode_notifications_total{channel="webhook",outcome="sent"}"#,
+                "1",
+            ),
+            (
+                r#"abode_notifications_total{channel="inbox",outcome="sent"}"#,
+                "1",
+            ),
+            ("abode_notifications_pending", "5"),
             (r#"abode_agents{status="disconnected"}"#, "0"),
             ("abode_metrics_last_updated_seconds", "1700000000.0"),
         ];

@@ -16,6 +16,8 @@ pub struct PlatformCounts {
     /// Agents by status (only statuses some agent is in): `connecting`,
     /// `unhealthy`, `disconnected`, `starting`, `ready`, `start_error`.
     pub agents: Vec<(String, i64)>,
+    /// Notifications not yet delivered (pending or being delivered).
+    pub notifications_pending: i64,
 }
 
 /// The moments that tell agents' statuses apart; the policy (how long an
@@ -44,6 +46,9 @@ macro_rules! platform_queries {
              UNION ALL \
              SELECT 'jobs', '', COUNT(*), MIN(created_at) FROM jobs WHERE status = 'queued' \
              UNION ALL \
+             SELECT 'notifications', '', COUNT(*), CAST(NULL AS BIGINT) FROM notifications \
+             WHERE status IN ('pending', 'delivering') \
+             UNION ALL \
              SELECT 'agent', CASE \
                  WHEN a.last_heartbeat_at IS NULL AND s.finished_at < ?1 THEN 'unhealthy' \
                  WHEN a.last_heartbeat_at IS NULL THEN 'connecting' \
@@ -67,6 +72,7 @@ macro_rules! platform_queries {
         for (kind, name, count, oldest) in rows {
             match kind.as_str() {
                 "held" => counts.builds_held = count,
+                "notifications" => counts.notifications_pending = count,
                 "jobs" => {
                     counts.jobs_pending = count;
                     counts.oldest_pending_job_at = oldest;

@@ -55,8 +55,13 @@ impl Control {
         let count = claimed.len();
         for message in claimed {
             let outcome = self.deliver(&message).await;
+            let metrics = &self.inner.config.metrics;
+            let channel = message.channel.to_string();
             let recorded = match outcome {
-                Ok(()) => self.inner.store.notification_sent(&message.id, owner).await,
+                Ok(()) => {
+                    metrics.notification_attempt(&channel, abode_metrics::NOTIFICATION_SENT);
+                    self.inner.store.notification_sent(&message.id, owner).await
+                }
                 Err(error) => {
                     let attempts = u32::try_from(message.attempts).unwrap_or(u32::MAX);
                     let retry_at = (attempts < config.max_attempts).then(|| {
@@ -66,6 +71,14 @@ impl Control {
                             i64::try_from(delay.as_millis()).unwrap_or(i64::MAX / 4),
                         )
                     });
+                    metrics.notification_attempt(
+                        &channel,
+                        if retry_at.is_none() {
+                            abode_metrics::NOTIFICATION_FAILED
+                        } else {
+                            abode_metrics::NOTIFICATION_RETRY
+                        },
+                    );
                     if retry_at.is_none() {
                         tracing::warn!(notification = %message.id, kind = %message.kind, channel = %message.channel, %error, "notification failed for good");
                     } else {
