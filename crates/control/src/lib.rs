@@ -50,7 +50,7 @@ pub use held::guard_decision;
 pub use identity::SESSION_EXPIRED;
 pub use lifecycle::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
 pub use names::validate_name;
-pub use notifications::NotificationsConfig;
+pub use notifications::{NotificationsConfig, ReplacedResource};
 pub use recovery::Recovered;
 pub use secrets::token_hash;
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, MAX_PARAMETERS_BYTES};

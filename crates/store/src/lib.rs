@@ -402,6 +402,11 @@ storage_interface! {
 storage_interface! {
     /// Writes messages (outside another change); a repeated dedupe key is dropped.
     fn enqueue_notifications(&self, notices: &[NewNotification]) -> ();
+    /// Forgets the dedupe keys that start with `prefix` (an event that is
+    /// sent once until something clears it, like a preset that recovers):
+    /// the next message with such a key is written again. How many were
+    /// released; an empty prefix releases nothing.
+    fn release_notification_dedupe(&self, prefix: &str) -> u64;
     /// People who hold `owner` or `template-admin`, by username.
     fn template_admins(&self) -> Vec<User>;
     fn notification_by_id(&self, id: &str) -> Notification;

@@ -301,6 +301,30 @@ macro_rules! notification_queries {
         tx.commit().await.map_err(StoreError::Database)
     }
 
+    pub(crate) async fn release_notification_dedupe(
+        &self,
+        prefix: &str,
+    ) -> Result<u64, StoreError> {
+        if prefix.is_empty() {
+            // Would release every key: a caller's mistake, not a request.
+            return Ok(0);
+        }
+        // `substr` rather than `LIKE`: the prefix is matched as it is, with
+        // no wildcard to escape. Each released key becomes unique by the
+        // message's own id.
+        let length = i32::try_from(prefix.chars().count()).unwrap_or(i32::MAX);
+        let result = sqlx::query(&sql(
+            "UPDATE notifications SET dedupe_key = 'released:' || id \
+             WHERE substr(dedupe_key, 1, ?) = ?",
+        ))
+        .bind(length)
+        .bind(prefix)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("notification"))?;
+        Ok(result.rows_affected())
+    }
+
     pub(crate) async fn template_admins(&self) -> Result<Vec<User>, StoreError> {
         sqlx::query_as(&sql(&format!(
             "SELECT {USER_COLUMNS} FROM users WHERE system = FALSE AND id IN \

@@ -15,6 +15,15 @@ use crate::Control;
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
+/// What makes a message written once rather than once a day.
+pub(super) enum Once {
+    /// Once ever for this key (an event that happens once per build).
+    Key(String),
+    /// Once until the keys that start with this prefix are released (a
+    /// preset limited until it recovers).
+    UntilReleased(String),
+}
+
 /// Who receives an event.
 enum Recipients {
     /// The workspace's owner (a person; a system actor reads nothing).
@@ -169,6 +178,7 @@ impl Control {
         payload: Value,
         once: Option<String>,
     ) -> Vec<NewNotification> {
+        let once = once.map(Once::Key);
         let mut people: Vec<String> = Vec::new();
         if let Some(owner) = self.owner_id(build).await {
             if SystemActor::by_user_id(&owner).is_none() {
@@ -183,6 +193,21 @@ impl Control {
                 }
             }
         }
+        self.notices_to(kind, people, payload, once).await
+    }
+
+    /// One message per person (system actors already left out) and
+    /// channel, for the people who did not disable `kind`. `once` makes
+    /// the key independent of the day; a key that starts with `prefix:`
+    /// can later be released by that prefix (see
+    /// `release_notification_dedupe`).
+    pub(super) async fn notices_to(
+        &self,
+        kind: NotificationKind,
+        mut people: Vec<String>,
+        payload: Value,
+        once: Option<Once>,
+    ) -> Vec<NewNotification> {
         people.sort();
         people.dedup();
         // A person's preference, unless the owners made the kind mandatory.
@@ -202,9 +227,17 @@ impl Control {
         let mut notices = Vec::new();
         for person in &people {
             for channel in &channels {
-                let same = match &once {
-                    Some(key) => format!("{kind}\n{person}\n{channel}\nonce\n{key}"),
-                    None => format!("{kind}\n{person}\n{channel}\n{day}\n{payload}"),
+                let dedupe_key = match &once {
+                    Some(Once::Key(key)) => {
+                        sha256_hex(format!("{kind}\n{person}\n{channel}\nonce\n{key}").as_bytes())
+                    }
+                    Some(Once::UntilReleased(prefix)) => format!(
+                        "{prefix}{}",
+                        sha256_hex(format!("{kind}\n{person}\n{channel}").as_bytes())
+                    ),
+                    None => sha256_hex(
+                        format!("{kind}\n{person}\n{channel}\n{day}\n{payload}").as_bytes(),
+                    ),
                 };
                 notices.push(NewNotification {
                     id: new_id(),
@@ -212,7 +245,7 @@ impl Control {
                     recipient_id: person.clone(),
                     channel: *channel,
                     payload: payload.clone(),
-                    dedupe_key: sha256_hex(same.as_bytes()),
+                    dedupe_key,
                 });
             }
         }
@@ -238,7 +271,7 @@ fn build_payload(build: &Build) -> Value {
 }
 
 /// Unix ms as `YYYY-MM-DDTHH:MM:SSZ` (UTC), for people.
-fn utc(ms: i64) -> String {
+pub(super) fn utc(ms: i64) -> String {
     let seconds = ms.div_euclid(1000);
     let (days, of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
     // Days since 1970-01-01 to a civil date, counting in 400-year eras

@@ -7,13 +7,15 @@
 //! messages with a lease, delivers them (`webhook.rs`, `email.rs`), retries with
 //! exponential backoff and jitter and gives up after the configured attempts
 //! with the last error. The in-app inbox (`inbox.rs`) is a channel delivered
-//! by the write itself. Time comes from the injected clock: a test moves it
+//! by the write itself. `later.rs` holds the events the prebuild and
+//! scheduler features send, ready for them. Time comes from the injected clock: a test moves it
 //! to skip a backoff or a lease.
 
 mod dispatcher;
 mod email;
 mod events;
 mod inbox;
+mod later;
 mod settings;
 mod webhook;
 
@@ -21,6 +23,7 @@ use std::time::Duration;
 
 pub(crate) use dispatcher::dispatcher;
 pub use email::{EmailConfig, EmailConfigError};
+pub use later::ReplacedResource;
 pub use settings::{parse_kind, KindSetting};
 pub use webhook::{signature, WebhookConfig, WebhookConfigError, WEBHOOK_SCHEMA_VERSION};
 

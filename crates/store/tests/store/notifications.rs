@@ -508,6 +508,60 @@ async fn an_unknown_stored_kind_fails_the_read_naming_it() {
     assert!(error.contains("`build_exploded`"), "{error}");
 }
 
+/// A key written "until released" blocks its repeats until its prefix is
+/// released; keys of another prefix stay, and an empty prefix releases
+/// nothing.
+async fn released_keys_let_their_message_be_written_again(store: Store) {
+    let (user, _, _) = seeded(&store).await;
+    let keyed = |key: &str| NewNotification {
+        dedupe_key: key.into(),
+        ..notice(
+            &user.id,
+            Channel::Inbox,
+            NotificationKind::PresetHardLimited,
+            key,
+        )
+    };
+    let first = [
+        keyed("limited:a:1"),
+        keyed("limited:a:2"),
+        keyed("limited:b:1"),
+    ];
+    store.enqueue_notifications(&first).await.unwrap();
+    // (prefix released, how many, which of a repeat of `first` are written)
+    let cases: [(&str, u64, [bool; 3]); 4] = [
+        ("", 0, [false, false, false]),
+        ("limited:c:", 0, [false, false, false]),
+        ("limited:a:", 2, [true, true, false]),
+        ("limited:a:", 2, [true, true, false]),
+    ];
+    for (prefix, released, written) in cases {
+        assert_eq!(
+            store.release_notification_dedupe(prefix).await.unwrap(),
+            released,
+            "{prefix}"
+        );
+        let repeat = [
+            keyed("limited:a:1"),
+            keyed("limited:a:2"),
+            keyed("limited:b:1"),
+        ];
+        store.enqueue_notifications(&repeat).await.unwrap();
+        for (message, expected) in repeat.iter().zip(written) {
+            assert_eq!(
+                store.notification_by_id(&message.id).await.is_ok(),
+                expected,
+                "{prefix} {}",
+                message.dedupe_key
+            );
+        }
+    }
+    // The first messages are still there, keys released or not.
+    for message in &first {
+        store.notification_by_id(&message.id).await.unwrap();
+    }
+}
+
 on_every_backend!(
     messages_are_written_with_the_change_that_causes_them,
     deliveries_are_claimed_with_a_lease_retried_and_given_up,
@@ -515,4 +569,5 @@ on_every_backend!(
     the_inbox_is_paged_and_read_by_its_owner_only,
     template_admins_are_owners_and_template_admins,
     people_opt_out_of_kinds_unless_they_are_mandatory,
+    released_keys_let_their_message_be_written_again,
 );
