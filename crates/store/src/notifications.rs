@@ -7,9 +7,6 @@
 //! nothing is lost, and each message keeps its id so that receivers can drop
 //! repeats. Inbox rows are delivered by being stored and carry the read flag.
 
-use std::fmt;
-use std::str::FromStr;
-
 /// What a notification is about. Stored by name; a name this release does
 /// not know fails the read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,57 +31,22 @@ pub enum NotificationKind {
     WorkspaceDeletionScheduled,
 }
 
-impl NotificationKind {
-    pub const ALL: [NotificationKind; 9] = [
-        NotificationKind::BuildHeld,
-        NotificationKind::BuildBlocked,
-        NotificationKind::BuildFailed,
-        NotificationKind::HeldBuildExpiring,
-        NotificationKind::HeldBuildExpired,
-        NotificationKind::PrebuildResourceReplaced,
-        NotificationKind::PresetHardLimited,
-        NotificationKind::WorkspaceDormant,
-        NotificationKind::WorkspaceDeletionScheduled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NotificationKind::BuildHeld => "build_held",
-            NotificationKind::BuildBlocked => "build_blocked",
-            NotificationKind::BuildFailed => "build_failed",
-            NotificationKind::HeldBuildExpiring => "held_build_expiring",
-            NotificationKind::HeldBuildExpired => "held_build_expired",
-            NotificationKind::PrebuildResourceReplaced => "prebuild_resource_replaced",
-            NotificationKind::PresetHardLimited => "preset_hard_limited",
-            NotificationKind::WorkspaceDormant => "workspace_dormant",
-            NotificationKind::WorkspaceDeletionScheduled => "workspace_deletion_scheduled",
-        }
-    }
-}
-
-impl fmt::Display for NotificationKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A notification kind none of [`NotificationKind`] names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown notification kind `{0}`")]
 pub struct UnknownNotificationKind(pub String);
 
-impl FromStr for NotificationKind {
-    type Err = UnknownNotificationKind;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        NotificationKind::ALL
-            .into_iter()
-            .find(|kind| kind.as_str() == value)
-            .ok_or_else(|| UnknownNotificationKind(value.chars().take(64).collect()))
-    }
-}
-
-crate::stored_by_name!(NotificationKind);
+crate::named!(NotificationKind, UnknownNotificationKind, {
+    BuildHeld => "build_held",
+    BuildBlocked => "build_blocked",
+    BuildFailed => "build_failed",
+    HeldBuildExpiring => "held_build_expiring",
+    HeldBuildExpired => "held_build_expired",
+    PrebuildResourceReplaced => "prebuild_resource_replaced",
+    PresetHardLimited => "preset_hard_limited",
+    WorkspaceDormant => "workspace_dormant",
+    WorkspaceDeletionScheduled => "workspace_deletion_scheduled",
+});
 
 /// Where a notification goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,41 +59,16 @@ pub enum Channel {
     Email,
 }
 
-impl Channel {
-    pub const ALL: [Channel; 3] = [Channel::Inbox, Channel::Webhook, Channel::Email];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Channel::Inbox => "inbox",
-            Channel::Webhook => "webhook",
-            Channel::Email => "email",
-        }
-    }
-}
-
-impl fmt::Display for Channel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A channel none of [`Channel`] names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown notification channel `{0}`")]
 pub struct UnknownChannel(pub String);
 
-impl FromStr for Channel {
-    type Err = UnknownChannel;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        Channel::ALL
-            .into_iter()
-            .find(|channel| channel.as_str() == value)
-            .ok_or_else(|| UnknownChannel(value.chars().take(64).collect()))
-    }
-}
-
-crate::stored_by_name!(Channel);
+crate::named!(Channel, UnknownChannel, {
+    Inbox => "inbox",
+    Webhook => "webhook",
+    Email => "email",
+});
 
 /// Where a message is in its delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -145,47 +82,17 @@ pub enum NotificationStatus {
     Failed,
 }
 
-impl NotificationStatus {
-    pub const ALL: [NotificationStatus; 4] = [
-        NotificationStatus::Pending,
-        NotificationStatus::Delivering,
-        NotificationStatus::Sent,
-        NotificationStatus::Failed,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NotificationStatus::Pending => "pending",
-            NotificationStatus::Delivering => "delivering",
-            NotificationStatus::Sent => "sent",
-            NotificationStatus::Failed => "failed",
-        }
-    }
-}
-
-impl fmt::Display for NotificationStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A delivery status none of [`NotificationStatus`] names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown notification status `{0}`")]
 pub struct UnknownNotificationStatus(pub String);
 
-impl FromStr for NotificationStatus {
-    type Err = UnknownNotificationStatus;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        NotificationStatus::ALL
-            .into_iter()
-            .find(|status| status.as_str() == value)
-            .ok_or_else(|| UnknownNotificationStatus(value.chars().take(64).collect()))
-    }
-}
-
-crate::stored_by_name!(NotificationStatus);
+crate::named!(NotificationStatus, UnknownNotificationStatus, {
+    Pending => "pending",
+    Delivering => "delivering",
+    Sent => "sent",
+    Failed => "failed",
+});
 
 /// A message to write into the outbox.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,6 @@
 //! keeps them. Times are Unix milliseconds.
 
 use std::fmt;
-use std::str::FromStr;
 
 pub use abode_contract::Transition;
 
@@ -116,17 +115,6 @@ pub enum BuildStatus {
 }
 
 impl BuildStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BuildStatus::Pending => "pending",
-            BuildStatus::Running => "running",
-            BuildStatus::AwaitingConfirmation => "awaiting_confirmation",
-            BuildStatus::Succeeded => "succeeded",
-            BuildStatus::Failed => "failed",
-            BuildStatus::Canceled => "canceled",
-        }
-    }
-
     pub fn is_final(self) -> bool {
         matches!(
             self,
@@ -135,34 +123,19 @@ impl BuildStatus {
     }
 }
 
-impl fmt::Display for BuildStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A stored build status none of [`BuildStatus`] names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown build status `{0}`")]
 pub struct UnknownBuildStatus(pub String);
 
-crate::stored_by_name!(BuildStatus);
-
-impl FromStr for BuildStatus {
-    type Err = UnknownBuildStatus;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        match value {
-            "pending" => Ok(BuildStatus::Pending),
-            "running" => Ok(BuildStatus::Running),
-            "awaiting_confirmation" => Ok(BuildStatus::AwaitingConfirmation),
-            "succeeded" => Ok(BuildStatus::Succeeded),
-            "failed" => Ok(BuildStatus::Failed),
-            "canceled" => Ok(BuildStatus::Canceled),
-            other => Err(UnknownBuildStatus(other.to_string())),
-        }
-    }
-}
+crate::named!(BuildStatus, UnknownBuildStatus, {
+    Pending => "pending",
+    Running => "running",
+    AwaitingConfirmation => "awaiting_confirmation",
+    Succeeded => "succeeded",
+    Failed => "failed",
+    Canceled => "canceled",
+});
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Build {
@@ -229,57 +202,22 @@ pub enum BuildReason {
     PrebuildExpired,
 }
 
-impl BuildReason {
-    pub const ALL: [BuildReason; 9] = [
-        BuildReason::Initiator,
-        BuildReason::Autostart,
-        BuildReason::Autostop,
-        BuildReason::FailureTtl,
-        BuildReason::Dormancy,
-        BuildReason::Autodelete,
-        BuildReason::Prebuild,
-        BuildReason::PrebuildClaim,
-        BuildReason::PrebuildExpired,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BuildReason::Initiator => "initiator",
-            BuildReason::Autostart => "autostart",
-            BuildReason::Autostop => "autostop",
-            BuildReason::FailureTtl => "failure_ttl",
-            BuildReason::Dormancy => "dormancy",
-            BuildReason::Autodelete => "autodelete",
-            BuildReason::Prebuild => "prebuild",
-            BuildReason::PrebuildClaim => "prebuild_claim",
-            BuildReason::PrebuildExpired => "prebuild_expired",
-        }
-    }
-}
-
-impl fmt::Display for BuildReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A stored build reason none of [`BuildReason`] names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown build reason `{0}`")]
 pub struct UnknownBuildReason(pub String);
 
-impl FromStr for BuildReason {
-    type Err = UnknownBuildReason;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        BuildReason::ALL
-            .into_iter()
-            .find(|reason| reason.as_str() == value)
-            .ok_or_else(|| UnknownBuildReason(value.to_string()))
-    }
-}
-
-crate::stored_by_name!(BuildReason);
+crate::named!(BuildReason, UnknownBuildReason, {
+    Initiator => "initiator",
+    Autostart => "autostart",
+    Autostop => "autostop",
+    FailureTtl => "failure_ttl",
+    Dormancy => "dormancy",
+    Autodelete => "autodelete",
+    Prebuild => "prebuild",
+    PrebuildClaim => "prebuild_claim",
+    PrebuildExpired => "prebuild_expired",
+});
 
 /// A named part of the system that acts on its own (starts builds, owns
 /// prebuilt workspaces). Each has a reserved account: its builds and audit
@@ -357,43 +295,16 @@ pub enum AgentLifecycle {
     StartError,
 }
 
-impl AgentLifecycle {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentLifecycle::Starting => "starting",
-            AgentLifecycle::Ready => "ready",
-            AgentLifecycle::StartError => "start_error",
-        }
-    }
-}
-
-impl fmt::Display for AgentLifecycle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A lifecycle state none of [`AgentLifecycle`] names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown lifecycle state `{0}`: use starting, ready or start_error")]
 pub struct UnknownAgentLifecycle(pub String);
 
-impl FromStr for AgentLifecycle {
-    type Err = UnknownAgentLifecycle;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        [
-            AgentLifecycle::Starting,
-            AgentLifecycle::Ready,
-            AgentLifecycle::StartError,
-        ]
-        .into_iter()
-        .find(|state| state.as_str() == value)
-        .ok_or_else(|| UnknownAgentLifecycle(value.chars().take(32).collect()))
-    }
-}
-
-crate::stored_by_name!(AgentLifecycle);
+crate::named!(AgentLifecycle, UnknownAgentLifecycle, {
+    Starting => "starting",
+    Ready => "ready",
+    StartError => "start_error",
+});
 
 /// What a queued job does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -404,38 +315,15 @@ pub enum JobKind {
     ApplySavedPlan,
 }
 
-impl JobKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobKind::Build => "build",
-            JobKind::ApplySavedPlan => "apply_saved_plan",
-        }
-    }
-}
-
-impl fmt::Display for JobKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// A stored job kind none of [`JobKind`] names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown job kind `{0}`")]
 pub struct UnknownJobKind(pub String);
 
-impl FromStr for JobKind {
-    type Err = UnknownJobKind;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        [JobKind::Build, JobKind::ApplySavedPlan]
-            .into_iter()
-            .find(|kind| kind.as_str() == value)
-            .ok_or_else(|| UnknownJobKind(value.to_string()))
-    }
-}
-
-crate::stored_by_name!(JobKind);
+crate::named!(JobKind, UnknownJobKind, {
+    Build => "build",
+    ApplySavedPlan => "apply_saved_plan",
+});
 
 /// The saved binary plan of a held build. Secret: never leaves the server.
 #[derive(Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -34,49 +34,18 @@ pub enum Role {
     Member,
 }
 
-impl Role {
-    pub const ALL: [Role; 5] = [
-        Role::Owner,
-        Role::TemplateAdmin,
-        Role::UserAdmin,
-        Role::Auditor,
-        Role::Member,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Owner => "owner",
-            Role::TemplateAdmin => "template-admin",
-            Role::UserAdmin => "user-admin",
-            Role::Auditor => "auditor",
-            Role::Member => "member",
-        }
-    }
-}
-
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Role {
-    type Err = UnknownRole;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        Role::ALL
-            .into_iter()
-            .find(|role| role.as_str() == value)
-            .ok_or_else(|| UnknownRole(value.to_string()))
-    }
-}
-
 /// A role name none of [`Role`] spells (from a request or from the database).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown role `{}` (one of: owner, template-admin, user-admin, auditor, member)", .0.escape_debug())]
 pub struct UnknownRole(pub String);
 
-crate::stored_by_name!(Role);
+crate::named!(Role, UnknownRole, {
+    Owner => "owner",
+    TemplateAdmin => "template-admin",
+    UserAdmin => "user-admin",
+    Auditor => "auditor",
+    Member => "member",
+});
 
 /// The roles of one user: a set, shown widest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]

@@ -8,9 +8,6 @@
 //! one. The queries are written once here, like those of the other domain
 //! files (`users.rs`, `builds.rs`, ...), and expanded in each backend.
 
-use std::fmt;
-use std::str::FromStr;
-
 /// What a token is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TokenKind {
@@ -22,39 +19,15 @@ pub enum TokenKind {
     Api,
 }
 
-impl TokenKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TokenKind::Session => "session",
-            TokenKind::Api => "api",
-        }
-    }
-}
-
-impl fmt::Display for TokenKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for TokenKind {
-    type Err = UnknownTokenKind;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        match value {
-            "session" => Ok(TokenKind::Session),
-            "api" => Ok(TokenKind::Api),
-            other => Err(UnknownTokenKind(other.to_string())),
-        }
-    }
-}
-
 /// A stored token kind none of [`TokenKind`] names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown token kind `{0}`")]
 pub struct UnknownTokenKind(pub String);
 
-crate::stored_by_name!(TokenKind);
+crate::named!(TokenKind, UnknownTokenKind, {
+    Session => "session",
+    Api => "api",
+});
 
 /// A token's row, without its hash. Times are Unix milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
