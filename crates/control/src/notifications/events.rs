@@ -370,70 +370,15 @@ mod tests {
     async fn failed_builds_go_to_the_owner_unless_they_started_them_and_prebuilds_to_template_admins(
     ) {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_sqlite(&dir.path().join("abode.db"))
-            .await
-            .unwrap();
-        let user = |name: &str, roles: &[Role]| NewUser {
-            username: name.into(),
-            email: format!("{name}@example.com"),
-            roles: roles.iter().copied().collect(),
-            password_hash: "x".into(),
-        };
-        let alice = store
-            .create_first_user(&user("alice", &[Role::Owner, Role::Member]))
-            .await
-            .unwrap();
-        let bob = store
-            .create_user(&user("bob", &[Role::Member]))
-            .await
-            .unwrap();
-        store
-            .create_user(&user("carol", &[Role::TemplateAdmin]))
-            .await
-            .unwrap();
-        store.ensure_system_users().await.unwrap();
-        let (template, version) = store
-            .create_template_version(&NewTemplateVersion {
-                template_name: "base".into(),
-                archive: vec![1],
-                archive_sha256: "abc".into(),
-                message: "first".into(),
-                created_by: alice.id.clone(),
-                validation_ok: true,
-                validation_message: "ok".into(),
-                parameters: None,
-                activate: true,
-            })
-            .await
-            .unwrap();
-        let workspace_of = |owner: &str, name: &str| {
-            let workspace_id = new_id();
-            (
-                NewWorkspace {
-                    id: workspace_id.clone(),
-                    owner_id: owner.to_string(),
-                    name: name.into(),
-                    template_id: template.id.clone(),
-                    template_version_id: version.id.clone(),
-                    parameters: "{}".into(),
-                },
-                NewBuild {
-                    id: new_id(),
-                    workspace_id,
-                    transition: Transition::Start,
-                    template_version_id: version.id.clone(),
-                    initiator_id: owner.to_string(),
-                    reason: BuildReason::Initiator,
-                    parameters: None,
-                    workspace_parameters: None,
-                },
-            )
-        };
-        let (w, b) = workspace_of(&bob.id, "dev");
-        let (_, bobs) = store.create_workspace(&w, &b).await.unwrap();
+        let super::super::fixture::Platform {
+            store,
+            alice,
+            bob,
+            bobs: (_, bobs),
+            pooled: (_, pooled),
+            ..
+        } = super::super::fixture::platform(dir.path()).await;
         let prebuilds = SystemActor::Prebuilds.user_id();
-        let (w, b) = workspace_of(prebuilds, "pool-1");
-        let (_, pooled) = store.create_workspace(&w, &b).await.unwrap();
         let control = Control::new(
             store,
             Config::new(dir.path().to_path_buf(), "http://127.0.0.1:1".into()),

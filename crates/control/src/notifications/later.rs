@@ -265,73 +265,14 @@ mod tests {
     }
 
     async fn world(dir: &std::path::Path) -> World {
-        let store = Store::open_sqlite(&dir.join("abode.db")).await.unwrap();
-        let user = |name: &str, roles: &[Role]| NewUser {
-            username: name.into(),
-            email: format!("{name}@example.com"),
-            roles: roles.iter().copied().collect(),
-            password_hash: "x".into(),
-        };
-        let alice = store
-            .create_first_user(&user("alice", &[Role::Owner, Role::Member]))
-            .await
-            .unwrap();
-        let bob = store
-            .create_user(&user("bob", &[Role::Member]))
-            .await
-            .unwrap();
-        store
-            .create_user(&user("carol", &[Role::TemplateAdmin]))
-            .await
-            .unwrap();
-        store.ensure_system_users().await.unwrap();
-        let (template, version) = store
-            .create_template_version(&NewTemplateVersion {
-                template_name: "base".into(),
-                archive: vec![1],
-                archive_sha256: "abc".into(),
-                message: "first".into(),
-                created_by: alice.id.clone(),
-                validation_ok: true,
-                validation_message: "ok".into(),
-                parameters: None,
-                activate: true,
-            })
-            .await
-            .unwrap();
-        let mut workspaces = Vec::new();
-        for (owner, name) in [
-            (bob.id.as_str(), "dev"),
-            (SystemActor::Prebuilds.user_id(), "pool-1"),
-        ] {
-            let workspace_id = new_id();
-            let (workspace, _) = store
-                .create_workspace(
-                    &NewWorkspace {
-                        id: workspace_id.clone(),
-                        owner_id: owner.to_string(),
-                        name: name.into(),
-                        template_id: template.id.clone(),
-                        template_version_id: version.id.clone(),
-                        parameters: "{}".into(),
-                    },
-                    &NewBuild {
-                        id: new_id(),
-                        workspace_id,
-                        transition: Transition::Start,
-                        template_version_id: version.id.clone(),
-                        initiator_id: owner.to_string(),
-                        reason: BuildReason::Initiator,
-                        parameters: None,
-                        workspace_parameters: None,
-                    },
-                )
-                .await
-                .unwrap();
-            workspaces.push(workspace);
-        }
-        let pooled = workspaces.pop().unwrap();
-        let bobs = workspaces.pop().unwrap();
+        let super::super::fixture::Platform {
+            store,
+            bob,
+            template,
+            bobs: (bobs, _),
+            pooled: (pooled, _),
+            ..
+        } = super::super::fixture::platform(dir).await;
         let (clock, hand) = Clock::manual(1_767_225_600_000);
         let mut config = Config::new(dir.to_path_buf(), "http://127.0.0.1:1".into());
         config.clock = clock;

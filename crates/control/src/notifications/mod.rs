@@ -14,6 +14,8 @@
 mod dispatcher;
 mod email;
 mod events;
+#[cfg(test)]
+mod fixture;
 mod inbox;
 mod later;
 mod settings;
