@@ -204,20 +204,11 @@ impl Control {
         limit: Option<i64>,
     ) -> Result<Page<(User, Roles)>, ControlError> {
         caller.authorize(Action::UserList, None)?;
-        let page = self
+        Ok(self
             .inner
             .store
             .list_user_page(after, page_size(limit))
-            .await?;
-        let mut items = Vec::with_capacity(page.items.len());
-        for user in page.items {
-            let roles = self.inner.store.roles_of(&user.id).await?;
-            items.push((user, roles));
-        }
-        Ok(Page {
-            items,
-            next: page.next,
-        })
+            .await?)
     }
 }
 

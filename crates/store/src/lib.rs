@@ -253,7 +253,7 @@ storage_interface! {
     fn user_by_id(&self, id: &str) -> User;
     fn create_token(&self, user_id: &str, token_hash: &str) -> ();
     /// Users by username.
-    fn list_user_page(&self, after: Option<&str>, limit: i64) -> Page<User>;
+    fn list_user_page(&self, after: Option<&str>, limit: i64) -> Page<(User, Roles)>;
 }
 
 // ---- sessions and API tokens (tokens.rs) ----

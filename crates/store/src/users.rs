@@ -6,6 +6,32 @@
 pub(crate) const USER_COLUMNS: &str =
     "id, username, email, role, password_hash, created_at, system";
 
+/// One row of the user page: a user and one of their roles (none: a user
+/// without roles).
+#[derive(sqlx::FromRow)]
+pub(crate) struct UserRoleRow {
+    #[sqlx(flatten)]
+    user: crate::User,
+    granted: Option<crate::Role>,
+}
+
+/// Folds the rows of consecutive users (one per role) into users with
+/// their roles, in the rows' order.
+pub(crate) fn users_with_roles(rows: Vec<UserRoleRow>) -> Vec<(crate::User, crate::Roles)> {
+    let mut users: Vec<(crate::User, crate::Roles)> = Vec::new();
+    for row in rows {
+        match users.last_mut() {
+            Some((user, roles)) if user.id == row.user.id => {
+                if let Some(role) = row.granted {
+                    roles.insert(role);
+                }
+            }
+            _ => users.push((row.user, row.granted.into_iter().collect())),
+        }
+    }
+    users
+}
+
 /// The user methods of [`crate::Store`]; expanded inside each backend's
 /// `impl`.
 macro_rules! user_queries {
@@ -183,22 +209,26 @@ macro_rules! user_queries {
             &self,
             after: Option<&str>,
             limit: i64,
-        ) -> Result<Page<User>, StoreError> {
+        ) -> Result<Page<(User, Roles)>, StoreError> {
             let after = after
                 .map(|cursor| decode_cursor(USER_CURSOR, cursor, 1))
                 .transpose()?;
             let after = after.as_ref().map(|key| key[0].as_str());
-            let rows: Vec<User> = sqlx::query_as(&sql(&format!(
-                "SELECT {USER_COLUMNS} FROM users \
+            // The page's users first, then their roles joined: one row per
+            // role (or one without), folded back per user.
+            let rows: Vec<UserRoleRow> = sqlx::query_as(&sql(&format!(
+                "SELECT page.*, r.role AS granted FROM (SELECT {USER_COLUMNS} FROM users \
              WHERE system = FALSE AND (?1 IS NULL OR username > ?1) \
-             ORDER BY username LIMIT ?2"
+             ORDER BY username LIMIT ?2) page \
+             LEFT JOIN user_roles r ON r.user_id = page.id \
+             ORDER BY page.username"
             )))
             .bind(after)
             .bind(limit + 1)
             .fetch_all(&self.pool)
             .await
             .map_err(db_error("user"))?;
-            Ok(paged(rows, limit, |user| {
+            Ok(paged(users_with_roles(rows), limit, |(user, _)| {
                 encode_cursor(USER_CURSOR, &[&user.username])
             }))
         }
