@@ -19,9 +19,10 @@
 //!
 //! Parameter declarations and the checks of a value ([`parameters`]) belong here too:
 //! the provider checks values at plan time, the platform before a build is accepted,
-//! and both must give the same answer.
+//! and both must give the same answer. So do preset declarations ([`presets`]).
 
 pub mod parameters;
+pub mod presets;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -1,0 +1,24 @@
+-- Prebuilt workspaces (issue 12).
+--
+-- A template version keeps the presets its template declares
+-- (`abode_workspace_preset`), read at push from the template-import plan, as
+-- a JSON array of abode_contract::presets::PresetDefinition. NULL: a version
+-- pushed before this migration, whose presets were never read (it offers
+-- none; push it again to read them).
+ALTER TABLE template_versions ADD COLUMN presets TEXT;
+
+-- The preset a workspace was created with (NULL: none). Prebuilt workspaces
+-- always have one: it is the pool they belong to, and what a claim matches.
+ALTER TABLE workspaces ADD COLUMN preset_name TEXT;
+-- The reconciliation snapshot and a claim read a version's prebuilt
+-- workspaces by owner (the `prebuilds` system user), version and preset.
+CREATE INDEX workspaces_prebuild_pool
+    ON workspaces (owner_id, template_version_id, preset_name) WHERE NOT deleted;
+
+-- Settings of the whole platform that owners change at run time, by name
+-- (`prebuilds.paused`: 'true' or 'false').
+CREATE TABLE platform_settings (
+    name       TEXT PRIMARY KEY,
+    value      TEXT NOT NULL,
+    updated_at INTEGER NOT NULL
+);
