@@ -6,7 +6,7 @@
 //! its own migrations folder. The queries they share are written once, by
 //! domain, each file a macro expanded inside each backend's `impl`:
 //! `users.rs`, `tokens.rs`, `templates.rs`, `workspaces.rs`, `builds.rs`,
-//! `held.rs`, `agents.rs`, `platform.rs`, `audit.rs`. Their text is a portable dialect (`?`
+//! `held.rs`, `agents.rs`, `platform.rs`, `prebuilds.rs`, `audit.rs`. Their text is a portable dialect (`?`
 //! placeholders, `TRUE`/`FALSE`, `RETURNING`, `ON CONFLICT`) that each
 //! backend's `sql()` adapts (PostgreSQL numbers its placeholders);
 //! backend-specific statements (opening, migrations, the job claim) stay in
@@ -25,6 +25,7 @@ mod held;
 mod notifications;
 mod pages;
 mod platform;
+mod prebuilds;
 mod postgres;
 mod records;
 mod roles;
@@ -47,6 +48,9 @@ pub use pages::{
     MAX_PAGE_SIZE,
 };
 pub use platform::{AgentCutoffs, PlatformCounts};
+pub use prebuilds::{
+    PoolFailures, PrebuildClaim, PrebuildRow, PrebuildSnapshot, VersionPresets, PREBUILDS_PAUSED,
+};
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
@@ -414,6 +418,25 @@ storage_interface! {
 storage_interface! {
     /// Held builds, the job queue and agents by status, in one query.
     fn platform_counts(&self, cutoffs: AgentCutoffs) -> PlatformCounts;
+}
+
+// ---- prebuilt workspaces (prebuilds.rs) ----
+
+storage_interface! {
+    /// The pools (presets of active versions, and of inactive versions that
+    /// still have prebuilt workspaces), the workspaces `pool_owner_id` owns
+    /// with their newest build, the pools' failures since their last
+    /// success, and whether reconciliation is paused, in one transaction.
+    fn prebuild_snapshot(&self, pool_owner_id: &str, heartbeat_before: i64) -> PrebuildSnapshot;
+    /// Hands a ready prebuild of the pool to the claimant under their name
+    /// and queues its claim build, in one transaction; `None` when none is
+    /// ready. `Conflict` if the claimant has a workspace of that name.
+    fn claim_prebuild(&self, claim: &PrebuildClaim) -> Option<Build>;
+    fn platform_setting(&self, name: &str) -> Option<String>;
+    fn set_platform_setting(&self, name: &str, value: &str) -> ();
+    /// Takes or renews the lease `name` for `ttl_ms` unless another holder's
+    /// lease is unexpired; whether `holder` holds it now.
+    fn try_lease(&self, name: &str, holder: &str, ttl_ms: i64) -> bool;
 }
 
 // ---- the audit log (audit.rs) ----

@@ -16,6 +16,7 @@ use crate::held::*;
 use crate::notifications::*;
 use crate::pages::*;
 use crate::platform::*;
+use crate::prebuilds::*;
 use crate::records::*;
 use crate::roles::*;
 use crate::templates::*;
@@ -100,6 +101,7 @@ impl PostgresBackend {
     notification_queries!(sqlx::Postgres, "FOR UPDATE SKIP LOCKED");
     agent_queries!();
     platform_queries!();
+    prebuild_queries!("FOR UPDATE OF w SKIP LOCKED");
     audit_queries!(sqlx::Postgres);
     // Role changes wait for each other: each counts the owners left.
     role_queries!(

@@ -21,6 +21,7 @@ use crate::held::*;
 use crate::notifications::*;
 use crate::pages::*;
 use crate::platform::*;
+use crate::prebuilds::*;
 use crate::records::*;
 use crate::roles::*;
 use crate::templates::*;
@@ -101,6 +102,7 @@ impl SqliteBackend {
     notification_queries!(sqlx::Sqlite, "");
     agent_queries!();
     platform_queries!();
+    prebuild_queries!("");
     audit_queries!(sqlx::Sqlite);
     role_queries!(sqlx::Sqlite, None);
 

@@ -22,3 +22,15 @@ CREATE TABLE platform_settings (
     value      TEXT NOT NULL,
     updated_at INTEGER NOT NULL
 );
+
+-- Work that one server at a time does (the prebuilds reconciliation): the
+-- server holding the unexpired lease of that name does it. Times are Unix ms.
+CREATE TABLE leases (
+    name       TEXT PRIMARY KEY,
+    holder     TEXT NOT NULL,
+    expires_at INTEGER NOT NULL
+);
+
+-- A pool's failure history: the prebuild builds (started by the `prebuilds`
+-- system user), whichever workspace they belong to now.
+CREATE INDEX builds_prebuild ON builds (initiator_id, template_version_id) WHERE reason = 'prebuild';

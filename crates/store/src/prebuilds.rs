@@ -1,0 +1,282 @@
+//! Prebuilt workspaces: the snapshot the reconciliation decides on, the
+//! claim that hands a ready prebuild to a person, and the two pieces of
+//! shared state around them (platform settings such as `prebuilds.paused`,
+//! and leases, so that one server at a time reconciles).
+//!
+//! The snapshot is read in one transaction, three queries whose cost does
+//! not grow with the number of presets: the decision (`abode-prebuilds`)
+//! must see the pools, their workspaces and their failures as of one moment.
+//! The claim is one write transaction: pick a ready prebuild (`SKIP LOCKED`
+//! on PostgreSQL, so concurrent claimants on several servers never wait on
+//! or share one), give it to the claimant under the name they asked for and
+//! queue its claim build.
+
+use crate::records::{BuildStatus, Transition};
+
+/// A template version that offers presets: the active version of every
+/// template, and inactive ones that still have prebuilt workspaces.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct VersionPresets {
+    pub template_id: String,
+    pub template_name: String,
+    pub version_id: String,
+    pub version_number: i64,
+    pub active: bool,
+    /// JSON array of `abode_contract::presets::PresetDefinition`.
+    pub presets: String,
+}
+
+/// A prebuilt workspace (owned by the `prebuilds` system user) and its
+/// newest build.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PrebuildRow {
+    pub workspace_id: String,
+    pub name: String,
+    pub version_id: String,
+    pub preset_name: Option<String>,
+    pub created_at: i64,
+    pub build_id: String,
+    pub build_transition: Transition,
+    pub build_status: BuildStatus,
+    /// The build's job is still queued: no worker has started it.
+    pub build_queued: bool,
+    pub agents: i64,
+    /// Agents that are ready and heard from since the snapshot's cutoff.
+    pub agents_ready: i64,
+}
+
+/// The prebuild start builds of one pool (a version and a preset) since its
+/// last success.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PoolFailures {
+    pub version_id: String,
+    pub preset_name: String,
+    /// Failed prebuild start builds after the pool's newest succeeded one.
+    pub consecutive_failures: i64,
+    /// When the newest failed one finished (Unix ms).
+    pub last_failure_at: Option<i64>,
+}
+
+/// What the reconciliation decides on, read in one transaction.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PrebuildSnapshot {
+    pub versions: Vec<VersionPresets>,
+    pub workspaces: Vec<PrebuildRow>,
+    pub failures: Vec<PoolFailures>,
+    pub paused: bool,
+}
+
+/// A person's claim of a ready prebuild of one pool.
+#[derive(Debug, Clone)]
+pub struct PrebuildClaim {
+    /// The `prebuilds` system user: who owns the pool's workspaces.
+    pub pool_owner_id: String,
+    pub version_id: String,
+    pub preset_name: String,
+    /// Who claims it, and the name the workspace takes.
+    pub claimant_id: String,
+    pub name: String,
+    /// An agent heard from before this (Unix ms) is not ready.
+    pub heartbeat_before: i64,
+    /// The claim build's id and initiator (the claimant).
+    pub build_id: String,
+}
+
+/// The setting that pauses the reconciliation (`true` or `false`).
+pub const PREBUILDS_PAUSED: &str = "prebuilds.paused";
+
+pub(crate) const SNAPSHOT_VERSIONS: &str = "SELECT t.id AS template_id, t.name AS template_name, \
+     v.id AS version_id, v.number AS version_number, \
+     CASE WHEN t.active_version_id = v.id THEN TRUE ELSE FALSE END AS active, v.presets \
+     FROM template_versions v JOIN templates t ON t.id = v.template_id \
+     WHERE v.presets IS NOT NULL AND (t.active_version_id = v.id OR v.id IN ( \
+         SELECT w.template_version_id FROM workspaces w \
+         WHERE w.owner_id = ? AND w.deleted = FALSE)) \
+     ORDER BY t.name, v.number";
+
+pub(crate) const SNAPSHOT_WORKSPACES: &str = "SELECT w.id AS workspace_id, w.name, \
+     w.template_version_id AS version_id, w.preset_name, w.created_at, \
+     lb.id AS build_id, lb.transition AS build_transition, lb.status AS build_status, \
+     CASE WHEN j.status = 'queued' THEN TRUE ELSE FALSE END AS build_queued, \
+     (SELECT COUNT(*) FROM agents a WHERE a.workspace_id = w.id) AS agents, \
+     (SELECT COUNT(*) FROM agents a WHERE a.workspace_id = w.id AND a.lifecycle = 'ready' \
+         AND a.last_heartbeat_at >= ?) AS agents_ready \
+     FROM workspaces w \
+     JOIN builds lb ON lb.workspace_id = w.id AND lb.number = ( \
+         SELECT MAX(mb.number) FROM builds mb WHERE mb.workspace_id = w.id) \
+     LEFT JOIN jobs j ON j.build_id = lb.id \
+     WHERE w.owner_id = ? AND w.deleted = FALSE \
+     ORDER BY w.created_at, w.id";
+
+pub(crate) const SNAPSHOT_FAILURES: &str = "SELECT b.template_version_id AS version_id, \
+     w.preset_name AS preset_name, \
+     SUM(CASE WHEN b.status = 'failed' AND b.created_at > COALESCE(ok.last_ok, -1) \
+         THEN 1 ELSE 0 END) AS consecutive_failures, \
+     MAX(CASE WHEN b.status = 'failed' AND b.created_at > COALESCE(ok.last_ok, -1) \
+         THEN b.finished_at END) AS last_failure_at \
+     FROM builds b JOIN workspaces w ON w.id = b.workspace_id \
+     LEFT JOIN ( \
+         SELECT sb.template_version_id AS version_id, sw.preset_name AS preset_name, \
+             MAX(sb.created_at) AS last_ok \
+         FROM builds sb JOIN workspaces sw ON sw.id = sb.workspace_id \
+         WHERE sb.initiator_id = ? AND sb.reason = 'prebuild' AND sb.transition = 'start' \
+             AND sb.status = 'succeeded' \
+         GROUP BY sb.template_version_id, sw.preset_name) ok \
+       ON ok.version_id = b.template_version_id AND ok.preset_name = w.preset_name \
+     WHERE b.initiator_id = ? AND b.reason = 'prebuild' AND b.transition = 'start' \
+         AND w.preset_name IS NOT NULL \
+     GROUP BY b.template_version_id, w.preset_name \
+     ORDER BY b.template_version_id, w.preset_name";
+
+/// The prebuild queries of [`crate::Store`]; expanded inside each backend's
+/// `impl` with its lock clause for the claim's pick (`FOR UPDATE OF w SKIP
+/// LOCKED` on PostgreSQL; SQLite's write transaction already excludes other
+/// writers).
+macro_rules! prebuild_queries {
+    ($claim_lock:expr) => {
+    pub(crate) async fn prebuild_snapshot(
+        &self,
+        pool_owner_id: &str,
+        heartbeat_before: i64,
+    ) -> Result<PrebuildSnapshot, StoreError> {
+        use $crate::prebuilds::{SNAPSHOT_FAILURES, SNAPSHOT_VERSIONS, SNAPSHOT_WORKSPACES};
+        let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
+        let versions = sqlx::query_as(&sql(SNAPSHOT_VERSIONS))
+            .bind(pool_owner_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error("prebuild snapshot"))?;
+        let workspaces = sqlx::query_as(&sql(SNAPSHOT_WORKSPACES))
+            .bind(heartbeat_before)
+            .bind(pool_owner_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error("prebuild snapshot"))?;
+        let failures = sqlx::query_as(&sql(SNAPSHOT_FAILURES))
+            .bind(pool_owner_id)
+            .bind(pool_owner_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error("prebuild snapshot"))?;
+        let paused: Option<String> =
+            sqlx::query_scalar(&sql("SELECT value FROM platform_settings WHERE name = ?"))
+                .bind($crate::prebuilds::PREBUILDS_PAUSED)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_error("platform setting"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(PrebuildSnapshot {
+            versions,
+            workspaces,
+            failures,
+            paused: paused.as_deref() == Some("true"),
+        })
+    }
+
+    pub(crate) async fn claim_prebuild(
+        &self,
+        claim: &PrebuildClaim,
+    ) -> Result<Option<Build>, StoreError> {
+        let now = self.now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let picked: Option<String> = sqlx::query_scalar(&sql(&format!(
+            "SELECT w.id FROM workspaces w \
+             JOIN builds lb ON lb.workspace_id = w.id AND lb.number = ( \
+                 SELECT MAX(mb.number) FROM builds mb WHERE mb.workspace_id = w.id) \
+             WHERE w.owner_id = ? AND w.template_version_id = ? AND w.preset_name = ? \
+                 AND w.deleted = FALSE AND lb.status = 'succeeded' AND lb.transition = 'start' \
+                 AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.workspace_id = w.id \
+                     AND (a.lifecycle IS NULL OR a.lifecycle <> 'ready' \
+                          OR a.last_heartbeat_at IS NULL OR a.last_heartbeat_at < ?)) \
+             ORDER BY w.created_at, w.id LIMIT 1 {}",
+            $claim_lock
+        )))
+        .bind(&claim.pool_owner_id)
+        .bind(&claim.version_id)
+        .bind(&claim.preset_name)
+        .bind(claim.heartbeat_before)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error("prebuilt workspace"))?;
+        let Some(workspace_id) = picked else {
+            return Ok(None);
+        };
+        sqlx::query(&sql(
+            "UPDATE workspaces SET owner_id = ?, name = ?, updated_at = ? \
+             WHERE id = ? AND owner_id = ? AND deleted = FALSE",
+        ))
+        .bind(&claim.claimant_id)
+        .bind(&claim.name)
+        .bind(now)
+        .bind(&workspace_id)
+        .bind(&claim.pool_owner_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("workspace name"))?;
+        let build = NewBuild {
+            id: claim.build_id.clone(),
+            workspace_id: workspace_id.clone(),
+            transition: Transition::Start,
+            template_version_id: claim.version_id.clone(),
+            initiator_id: claim.claimant_id.clone(),
+            reason: BuildReason::PrebuildClaim,
+            parameters: None,
+            workspace_parameters: None,
+        };
+        Self::insert_next_build(&mut tx, &build, now).await?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(Some(self.build_by_id(&build.id).await?))
+    }
+
+    pub(crate) async fn platform_setting(&self, name: &str) -> Result<Option<String>, StoreError> {
+        sqlx::query_scalar(&sql("SELECT value FROM platform_settings WHERE name = ?"))
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error("platform setting"))
+    }
+
+    pub(crate) async fn set_platform_setting(
+        &self,
+        name: &str,
+        value: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&sql(
+            "INSERT INTO platform_settings (name, value, updated_at) VALUES (?, ?, ?) \
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        ))
+        .bind(name)
+        .bind(value)
+        .bind(self.now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("platform setting"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn try_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        ttl_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let now = self.now_ms();
+        let taken = sqlx::query(&sql(
+            "INSERT INTO leases (name, holder, expires_at) VALUES (?, ?, ?) \
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, \
+             expires_at = excluded.expires_at \
+             WHERE leases.holder = excluded.holder OR leases.expires_at < ?",
+        ))
+        .bind(name)
+        .bind(holder)
+        .bind(now.saturating_add(ttl_ms))
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("lease"))?;
+        Ok(taken.rows_affected() == 1)
+    }
+    };
+}
+
+pub(crate) use prebuild_queries;
