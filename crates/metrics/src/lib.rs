@@ -71,6 +71,12 @@ struct StatusLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PresetLabels {
+    template_name: String,
+    preset_name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DeliveryLabels {
     channel: String,
     outcome: String,
@@ -93,6 +99,25 @@ fn request_buckets() -> Histogram {
 /// Build duration: 1 s to ~4.5 h.
 fn build_buckets() -> Histogram {
     Histogram::new(exponential_buckets(1.0, 2.0, 15))
+}
+
+/// Claim latency: 50 ms to ~7 min.
+fn claim_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.05, 2.0, 14))
+}
+
+/// One prebuild pool (a preset of a template's active version) as the
+/// reconciliation sees it now.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PoolGauges {
+    pub template_name: String,
+    pub preset_name: String,
+    pub desired: i64,
+    pub running: i64,
+    /// Ready to be claimed.
+    pub eligible: i64,
+    pub hard_limited: bool,
+    pub paused: bool,
 }
 
 /// What the database says about the platform now, set by one refresh.
@@ -134,6 +159,16 @@ struct Inner {
     notifications: Family<DeliveryLabels, Counter>,
     notifications_pending: Gauge,
     last_updated: FloatGauge,
+    prebuilds_created: Family<PresetLabels, Counter>,
+    prebuilds_failed: Family<PresetLabels, Counter>,
+    prebuilds_claimed: Family<PresetLabels, Counter>,
+    prebuild_replacements: Family<PresetLabels, Counter>,
+    prebuild_claim_duration: HistogramFamily<PresetLabels>,
+    pools_desired: Family<PresetLabels, Gauge>,
+    pools_running: Family<PresetLabels, Gauge>,
+    pools_eligible: Family<PresetLabels, Gauge>,
+    pools_hard_limited: Family<PresetLabels, Gauge>,
+    pools_paused: Family<PresetLabels, Gauge>,
 }
 
 /// Registers `metric` under `name` and hands it back to be kept in a field.
@@ -164,6 +199,16 @@ impl Metrics {
             notifications: register(reg, "abode_notifications", "Notification delivery attempts, by channel (inbox, webhook, email) and outcome (sent, retry, failed)", Family::default()),
             notifications_pending: register(reg, "abode_notifications_pending", "Notifications not yet delivered, pending or being delivered (refreshed)", Gauge::default()),
             last_updated: register(reg, "abode_metrics_last_updated_seconds", "When the refreshed gauges were last read from the database, seconds since the epoch", FloatGauge::default()),
+            prebuilds_created: register(reg, "abode_prebuilt_workspaces_created", "Prebuilt workspaces whose first build succeeded, by template and preset", Family::default()),
+            prebuilds_failed: register(reg, "abode_prebuilt_workspaces_failed", "Prebuilt workspaces whose first build failed, by template and preset", Family::default()),
+            prebuilds_claimed: register(reg, "abode_prebuilt_workspaces_claimed", "Prebuilt workspaces claimed by a person (claim build succeeded), by template and preset", Family::default()),
+            prebuild_replacements: register(reg, "abode_prebuilt_workspaces_resource_replacements", "Resources a claim build replaced or deleted, by template and preset", Family::default()),
+            prebuild_claim_duration: register(reg, "abode_prebuilt_workspaces_claim_duration_seconds", "Time from a claim to its claim build's success, by template and preset", Family::new_with_constructor(claim_buckets as fn() -> Histogram)),
+            pools_desired: register(reg, "abode_prebuilt_workspaces_desired", "Prebuilt workspaces a preset wants now, by template and preset (refreshed)", Family::default()),
+            pools_running: register(reg, "abode_prebuilt_workspaces_running", "Prebuilt workspaces running, by template and preset (refreshed)", Family::default()),
+            pools_eligible: register(reg, "abode_prebuilt_workspaces_eligible", "Prebuilt workspaces ready to be claimed, by template and preset (refreshed)", Family::default()),
+            pools_hard_limited: register(reg, "abode_prebuilt_workspaces_hard_limited", "1 when a preset's pool hit the failure hard limit, by template and preset (refreshed)", Family::default()),
+            pools_paused: register(reg, "abode_prebuilt_workspaces_paused", "1 when prebuild reconciliation is paused, by template and preset (refreshed)", Family::default()),
             registry: r,
         };
         Metrics {
@@ -278,11 +323,74 @@ impl Metrics {
         inner.last_updated.set(gauges.updated_at_seconds);
     }
 
+    /// A prebuilt workspace's first build ended: `succeeded` counts it
+    /// created, anything else failed.
+    pub fn prebuild_ended(&self, template: &str, preset: &str, succeeded: bool) {
+        let family = if succeeded {
+            &self.inner.prebuilds_created
+        } else {
+            &self.inner.prebuilds_failed
+        };
+        family.get_or_create(&preset_labels(template, preset)).inc();
+    }
+
+    /// A claim build succeeded `seconds` after the claim, replacing or
+    /// deleting `replaced` resources.
+    pub fn prebuild_claimed(&self, template: &str, preset: &str, seconds: f64, replaced: u64) {
+        let labels = preset_labels(template, preset);
+        let inner = &self.inner;
+        inner.prebuilds_claimed.get_or_create(&labels).inc();
+        inner
+            .prebuild_claim_duration
+            .get_or_create(&labels)
+            .observe(seconds);
+        inner
+            .prebuild_replacements
+            .get_or_create(&labels)
+            .inc_by(replaced);
+    }
+
+    /// The pools as one refresh saw them; pools that are gone drop out.
+    pub fn set_pools(&self, pools: &[PoolGauges]) {
+        let inner = &self.inner;
+        let families = [
+            &inner.pools_desired,
+            &inner.pools_running,
+            &inner.pools_eligible,
+            &inner.pools_hard_limited,
+            &inner.pools_paused,
+        ];
+        for family in families {
+            family.clear();
+        }
+        for pool in pools {
+            let labels = preset_labels(&pool.template_name, &pool.preset_name);
+            inner.pools_desired.get_or_create(&labels).set(pool.desired);
+            inner.pools_running.get_or_create(&labels).set(pool.running);
+            inner.pools_eligible.get_or_create(&labels).set(pool.eligible);
+            inner
+                .pools_hard_limited
+                .get_or_create(&labels)
+                .set(i64::from(pool.hard_limited));
+            inner
+                .pools_paused
+                .get_or_create(&labels)
+                .set(i64::from(pool.paused));
+        }
+    }
+
     /// The whole registry in Prometheus text format (version 0.0.4).
     pub fn encode(&self) -> Result<String, fmt::Error> {
         let mut text = String::new();
         prometheus_client::encoding::prometheus_text::encode(&mut text, &self.inner.registry)?;
         Ok(text)
+    }
+}
+
+fn preset_labels(template: &str, preset: &str) -> PresetLabels {
+    PresetLabels {
+        template_name: template.to_string(),
+        preset_name: preset.to_string(),
     }
 }
 
@@ -343,7 +451,29 @@ mod tests {
             notifications_pending: 5,
             updated_at_seconds: 1_700_000_000.0,
         });
+        metrics.prebuild_ended("base", "small", true);
+        metrics.prebuild_ended("base", "small", false);
+        metrics.prebuild_claimed("base", "small", 1.5, 2);
+        metrics.set_pools(&[PoolGauges {
+            template_name: "gone".into(),
+            preset_name: "old".into(),
+            desired: 9,
+            ..PoolGauges::default()
+        }]);
+        metrics.set_pools(&[PoolGauges {
+            template_name: "base".into(),
+            preset_name: "small".into(),
+            desired: 2,
+            running: 2,
+            eligible: 1,
+            hard_limited: false,
+            paused: true,
+        }]);
         let text = metrics.encode().unwrap();
+        assert!(
+            !text.contains(r#"preset_name="old""#),
+            "a pool that is gone drops out"
+        );
         let cases = [
             (
                 r#"abode_http_requests_total{route="/api/v1/workspaces/:workspace",method="GET",status="200"}"#,
@@ -366,6 +496,38 @@ mod tests {
                 "1",
             ),
             (r#"abode_guard_decisions_total{decision="confirm"}"#, "1"),
+            (
+                r#"abode_prebuilt_workspaces_created_total{template_name="base",preset_name="small"}"#,
+                "1",
+            ),
+            (
+                r#"abode_prebuilt_workspaces_failed_total{template_name="base",preset_name="small"}"#,
+                "1",
+            ),
+            (
+                r#"abode_prebuilt_workspaces_claimed_total{template_name="base",preset_name="small"}"#,
+                "1",
+            ),
+            (
+                r#"abode_prebuilt_workspaces_resource_replacements_total{template_name="base",preset_name="small"}"#,
+                "2",
+            ),
+            (
+                r#"abode_prebuilt_workspaces_claim_duration_seconds_count{template_name="base",preset_name="small"}"#,
+                "1",
+            ),
+            (
+                r#"abode_prebuilt_workspaces_desired{template_name="base",preset_name="small"}"#,
+                "2",
+            ),
+            (
+                r#"abode_prebuilt_workspaces_eligible{template_name="base",preset_name="small"}"#,
+                "1",
+            ),
+            (
+                r#"abode_prebuilt_workspaces_paused{template_name="base",preset_name="small"}"#,
+                "1",
+            ),
             ("abode_builds_held", "1"),
             ("abode_jobs_pending", "2"),
             ("abode_job_queue_oldest_seconds", "1.5"),

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use abode_contract::BuildContext;
 use abode_guard::{Decision, Plan, RememberedProtection};
 use abode_store::{
-    Build, BuildStatus, NewLogLine, NewProtection, SavedPlan, StoreError, Transition, Workspace,
+    Build, BuildReason, BuildStatus, NewLogLine, NewProtection, SavedPlan, StoreError, Transition,
+    Workspace,
 };
 use abode_terraform::run::{Invocation, Outcome, OutputLine};
 use abode_terraform::supervise::{self, RunRecord};
@@ -472,8 +473,11 @@ fn build_env(
         template_id: workspace.template_id.clone(),
         template_name: workspace.template_name.clone(),
         template_version: build.template_version.to_string(),
-        is_prebuild: false,
-        is_prebuild_claim: false,
+        // A pool's own builds (made, replaced, deleted by the `prebuilds`
+        // actor) run as prebuilds; the claim build is the one that hands the
+        // workspace to its person.
+        is_prebuild: build.reason == BuildReason::Prebuild,
+        is_prebuild_claim: build.reason == BuildReason::PrebuildClaim,
         agent_url: config.access_url.clone(),
         agent_token: None,
         agent_binary: config.agent_binary.clone(),
