@@ -34,3 +34,7 @@ CREATE TABLE leases (
 -- A pool's failure history: the prebuild builds (started by the `prebuilds`
 -- system user), whichever workspace they belong to now.
 CREATE INDEX builds_prebuild ON builds (initiator_id, template_version_id) WHERE reason = 'prebuild';
+
+-- What an abode_agent runs when the prebuilt workspace it serves is claimed
+-- (`claim_script`), handed to the agent like its startup script.
+ALTER TABLE agents ADD COLUMN claim_script TEXT;
