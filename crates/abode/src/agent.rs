@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abode_client::types::AgentMe;
+use abode_client::types::{AgentHeartbeat, AgentMe};
 use abode_client::{Client, ClientError};
 use anyhow::Context;
 use clap::Args;
@@ -201,7 +201,7 @@ impl Agent {
             .unwrap_or(DEFAULT_HEARTBEAT);
         log(&format!("heartbeat every {} ms", interval.as_millis()));
         std::thread::scope(|scope| {
-            scope.spawn(|| self.heartbeats(interval));
+            scope.spawn(|| self.heartbeats(interval, &me));
             let (state, exit_status) = match self.startup(&me) {
                 Startup::Succeeded => ("ready", None),
                 Startup::Failed(code) => ("start_error", Some(code)),
@@ -218,15 +218,27 @@ impl Agent {
         });
     }
 
-    fn heartbeats(&self, interval: Duration) {
+    /// Heartbeats until the agent is stopped. Each answer says who owns the
+    /// workspace now: when that changes (a prebuilt workspace was claimed),
+    /// the claim script runs, once per new owner, beside the heartbeats.
+    fn heartbeats(&self, interval: Duration, me: &AgentMe) {
         let mut failing = false;
+        let mut owner = me.owner.clone();
         while self.pause(interval) {
-            match self.client.agent_heartbeat() {
-                Ok(()) if failing => {
+            let answer = self.client.agent_heartbeat();
+            if let Ok(now) = &answer {
+                if !now.owner.is_empty() && now.owner != owner {
+                    owner = now.owner.clone();
+                    log(&format!("the workspace was claimed by {owner}"));
+                    self.claimed(me, now);
+                }
+            }
+            match answer {
+                Ok(_) if failing => {
                     log("heartbeats go through again");
                     failing = false;
                 }
-                Ok(()) => {}
+                Ok(_) => {}
                 Err(err) if !failing => {
                     log(&format!(
                         "heartbeat failed, will keep trying: {}",
@@ -239,6 +251,46 @@ impl Agent {
         }
     }
 
+    /// Runs the claim script, if the agent has one, on a thread of its own:
+    /// the heartbeats go on meanwhile.
+    fn claimed(&self, me: &AgentMe, now: &AgentHeartbeat) {
+        let Some(script) = me
+            .claim_script
+            .clone()
+            .filter(|script| !script.trim().is_empty())
+        else {
+            return;
+        };
+        let mut claimed = me.clone();
+        claimed.owner = now.owner.clone();
+        claimed.workspace = now.workspace.clone();
+        claimed.env.insert(
+            abode_contract::WORKSPACE_OWNER_NAME.into(),
+            now.owner.clone(),
+        );
+        claimed
+            .env
+            .insert(abode_contract::WORKSPACE_NAME.into(), now.workspace.clone());
+        let log_path = self.log_dir.join(script_log_name("claim", &claimed));
+        let stop = Arc::clone(&self.stop);
+        log(&format!(
+            "running the claim script; its output goes to {}",
+            log_path.display()
+        ));
+        std::thread::spawn(move || {
+            let dir = claimed.dir.as_deref().map(expand_home);
+            match run_startup_script(&script, dir.as_deref(), &claimed.env, &log_path, &stop) {
+                Startup::Succeeded => log("the claim script succeeded"),
+                Startup::Failed(code) => log(&format!(
+                    "the claim script exited with status {code}; see {}",
+                    log_path.display()
+                )),
+                Startup::NotRun => log("the claim script could not be started"),
+                Startup::Interrupted => {}
+            }
+        });
+    }
+
     /// Runs the agent's startup script, if it has one.
     fn startup(&self, me: &AgentMe) -> Startup {
         let Some(script) = me
@@ -248,7 +300,7 @@ impl Agent {
         else {
             return Startup::Succeeded;
         };
-        let log_path = self.log_dir.join(startup_log_name(me));
+        let log_path = self.log_dir.join(script_log_name("startup", me));
         log(&format!(
             "running the startup script; its output goes to {}",
             log_path.display()
@@ -267,9 +319,10 @@ impl Agent {
     }
 }
 
-/// The startup log's file name: one per workspace and agent, so that agents
-/// of several workspaces on one machine never share a log.
-fn startup_log_name(me: &AgentMe) -> String {
+/// A script's log file name (`kind`: startup or claim): one per workspace
+/// and agent, so that agents of several workspaces on one machine never
+/// share a log.
+fn script_log_name(kind: &str, me: &AgentMe) -> String {
     let label = format!("{}-{}-{}", me.owner, me.workspace, me.agent);
     let safe: String = label
         .chars()
@@ -281,7 +334,7 @@ fn startup_log_name(me: &AgentMe) -> String {
             }
         })
         .collect();
-    format!("abode-startup-{safe}.log")
+    format!("abode-{kind}-{safe}.log")
 }
 
 /// `~` and `~/...` as in a shell, from `HOME`.
@@ -519,15 +572,16 @@ mod tests {
             agent: agent.into(),
             heartbeat_interval_seconds: None,
             startup_script: None,
+            claim_script: None,
             dir: None,
             env: BTreeMap::new(),
         };
         assert_eq!(
-            startup_log_name(&me("main")),
+            script_log_name("startup", &me("main")),
             "abode-startup-alice-dev-main.log"
         );
         assert_eq!(
-            startup_log_name(&me("module.m.extra[\"a/b\"]")),
+            script_log_name("startup", &me("module.m.extra[\"a/b\"]")),
             "abode-startup-alice-dev-module.m.extra__a_b__.log"
         );
     }

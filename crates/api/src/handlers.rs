@@ -951,8 +951,11 @@ async fn agent_heartbeat(
     State(state): State<AppState>,
     AuthenticatedAgent(agent): AuthenticatedAgent,
 ) -> ApiResult {
-    state.control.agent_heartbeat(&agent).await?;
-    Ok(StatusCode::NO_CONTENT.into_response())
+    let workspace = state.control.agent_heartbeat(&agent).await?;
+    ok(
+        StatusCode::OK,
+        json!({ "workspace": workspace.name, "owner": workspace.owner_name }),
+    )
 }
 
 async fn agent_me(
@@ -960,6 +963,7 @@ async fn agent_me(
     AuthenticatedAgent(agent): AuthenticatedAgent,
 ) -> ApiResult {
     let workspace = state.control.agent_workspace(&agent).await?;
+    let claim_script = state.control.agent_claim_script(&agent).await?;
     let interval = state
         .control
         .config()
@@ -974,6 +978,7 @@ async fn agent_me(
             "agent": agent.name,
             "heartbeat_interval_seconds": interval,
             "startup_script": agent.startup_script,
+            "claim_script": claim_script,
             "dir": agent.dir,
             "env": serde_json::from_str::<serde_json::Value>(&agent.env)
                 .unwrap_or_else(|_| json!({})),

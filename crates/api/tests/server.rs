@@ -647,6 +647,7 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
                 name: "main".into(),
                 token_hash: abode_control::token_hash(agent_token),
                 startup_script: Some("echo hi > marker".into()),
+                claim_script: None,
                 dir: Some("/home/dev".into()),
                 env: r#"{"GREETING":"hello"}"#.into(),
             }],

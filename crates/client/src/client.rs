@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::error::ClientError;
 use crate::types::{
-    AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification, LogPage,
+    AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification, LogPage,
     LoginResponse, Notification, NotificationSetting, Protection, Template, TemplateVersion,
     TemplateVersionResponse, Transition, User, Workspace,
 };
@@ -717,13 +717,22 @@ impl Client {
             .map(drop)
     }
 
-    /// Agent: tells the server it is still alive.
-    pub fn agent_heartbeat(&self) -> Result<(), ClientError> {
-        self.check(
+    /// Agent: tells the server it is still alive; the answer is the
+    /// workspace's owner and name now.
+    pub fn agent_heartbeat(&self) -> Result<AgentHeartbeat, ClientError> {
+        let response = self.check(
             self.request("POST", "/agent/heartbeat")
                 .send_json(json!({})),
-        )
-        .map(drop)
+        )?;
+        if response.status() == 204 {
+            return Ok(AgentHeartbeat::default());
+        }
+        response
+            .into_json()
+            .map_err(|err| ClientError::BadResponse {
+                what: "POST /agent/heartbeat".into(),
+                reason: err.to_string(),
+            })
     }
 }
 

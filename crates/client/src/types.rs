@@ -240,10 +240,23 @@ pub struct AgentMe {
     /// The `abode_agent`'s `startup_script` (run with `sh -c`), `dir` and `env`.
     #[serde(default)]
     pub startup_script: Option<String>,
+    /// The `abode_agent`'s `claim_script`: run when a prebuilt workspace is claimed.
+    #[serde(default)]
+    pub claim_script: Option<String>,
     #[serde(default)]
     pub dir: Option<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+}
+
+/// The server's answer to an agent's heartbeat: its workspace as it is now
+/// (a claim changes the owner and name). An older server answers nothing.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AgentHeartbeat {
+    #[serde(default)]
+    pub workspace: String,
+    #[serde(default)]
+    pub owner: String,
 }
 
 /// A resource address a workspace keeps protected across template versions.

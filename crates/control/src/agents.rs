@@ -38,8 +38,17 @@ impl Control {
         }
     }
 
-    pub async fn agent_heartbeat(&self, agent: &Agent) -> Result<(), ControlError> {
-        Ok(self.inner.store.agent_heartbeat(&agent.id, None).await?)
+    /// A heartbeat, answered with the agent's workspace as it is now: a
+    /// prebuilt workspace's agent learns from it that it was claimed (its
+    /// owner and name changed) without being restarted.
+    pub async fn agent_heartbeat(&self, agent: &Agent) -> Result<Workspace, ControlError> {
+        self.inner.store.agent_heartbeat(&agent.id, None).await?;
+        self.agent_workspace(agent).await
+    }
+
+    /// What the agent runs when its prebuilt workspace is claimed.
+    pub async fn agent_claim_script(&self, agent: &Agent) -> Result<Option<String>, ControlError> {
+        Ok(self.inner.store.agent_claim_script(&agent.id).await?)
     }
 
     /// A new lifecycle state: `starting`, `ready`, or `start_error` with the
@@ -134,6 +143,7 @@ pub(crate) fn agents_in_state(state: &[u8]) -> Result<Vec<NewAgent>, serde_json:
             name: full_name,
             token_hash: secrets::token_hash(token),
             startup_script: text("startup_script"),
+            claim_script: text("claim_script"),
             dir: text("dir"),
             env: serde_json::Value::Object(env).to_string(),
         });

@@ -33,6 +33,7 @@ pub(crate) struct AgentState {
     arch: Value<String>,
     dir: Value<String>,
     startup_script: Value<String>,
+    claim_script: Value<String>,
     env: StringMap,
     token: Value<String>,
     init_script: Value<String>,
@@ -125,6 +126,16 @@ impl Resource for AgentResource {
                     (
                         "startup_script",
                         optional(string(), "A script the agent runs once it has started."),
+                    ),
+                    (
+                        "claim_script",
+                        optional(
+                            string(),
+                            "A script the agent runs when the prebuilt workspace it serves is \
+                             claimed, with ABODE_WORKSPACE_OWNER_NAME and ABODE_WORKSPACE_NAME set \
+                             to the new owner's and name (the agent keeps running: the claim \
+                             does not restart it).",
+                        ),
                     ),
                     (
                         "env",

@@ -112,6 +112,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                     name: "main".into(),
                     token_hash: format!("{build_id}-agent"),
                     startup_script: None,
+                    claim_script: None,
                     dir: None,
                     env: "{}".into(),
                 }],

@@ -47,8 +47,8 @@ macro_rules! agent_queries {
             let before = kept.iter().find(|old| old.token_hash == agent.token_hash);
             sqlx::query(
                 &sql("INSERT INTO agents (id, workspace_id, build_id, name, token_hash, created_at, \
-                 startup_script, dir, env, lifecycle, connected_at, last_heartbeat_at, exit_status) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                 startup_script, dir, env, lifecycle, connected_at, last_heartbeat_at, exit_status, \
+                 claim_script) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
             )
             .bind(new_id())
             .bind(workspace_id)
@@ -63,6 +63,7 @@ macro_rules! agent_queries {
             .bind(before.and_then(|old| old.connected_at))
             .bind(before.and_then(|old| old.last_heartbeat_at))
             .bind(before.and_then(|old| old.exit_status))
+            .bind(&agent.claim_script)
             .execute(&mut *tx)
             .await
             .map_err(db_error("agent token"))?;
@@ -92,6 +93,14 @@ macro_rules! agent_queries {
         .fetch_one(&self.pool)
         .await
         .map_err(db_error("agent"))
+    }
+
+    pub(crate) async fn agent_claim_script(&self, agent_id: &str) -> Result<Option<String>, StoreError> {
+        sqlx::query_scalar(&sql("SELECT claim_script FROM agents WHERE id = ?"))
+            .bind(agent_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("agent"))
     }
 
     pub(crate) async fn agent_heartbeat(

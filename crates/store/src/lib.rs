@@ -405,6 +405,9 @@ storage_interface! {
     fn replace_agents(&self, workspace_id: &str, build_id: &str, agents: &[NewAgent]) -> ();
     fn agents_of_workspace(&self, workspace_id: &str) -> Vec<Agent>;
     fn agent_by_token_hash(&self, token_hash: &str) -> Agent;
+    /// The `abode_agent`'s `claim_script`, handed to the agent only (kept
+    /// out of [`Agent`], which workspace views carry).
+    fn agent_claim_script(&self, agent_id: &str) -> Option<String>;
     /// A heartbeat, with a new lifecycle state if given; sets `connected_at` on
     /// the first call.
     fn agent_heartbeat(&self, agent_id: &str, lifecycle: Option<AgentLifecycle>) -> ();

@@ -425,6 +425,8 @@ pub struct NewAgent {
     /// SHA-256 of the agent token, hex.
     pub token_hash: String,
     pub startup_script: Option<String>,
+    /// Run by the agent when its prebuilt workspace is claimed.
+    pub claim_script: Option<String>,
     pub dir: Option<String>,
     /// A JSON object of strings.
     pub env: String,

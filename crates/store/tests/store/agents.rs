@@ -10,6 +10,7 @@ async fn agents_keep_their_startup_script_and_the_exit_status_of_a_failed_start(
         name: name.into(),
         token_hash: format!("hash-{name}"),
         startup_script: script.map(String::from),
+        claim_script: None,
         dir: script.map(|_| "/home/dev".to_string()),
         env: if script.is_some() {
             r#"{"GREETING":"hi"}"#.into()
@@ -123,6 +124,7 @@ async fn agents_are_replaced_while_they_send_heartbeats(store: Store) {
             name: format!("agent{i}"),
             token_hash: format!("hash-{i}"),
             startup_script: None,
+            claim_script: None,
             dir: None,
             env: "{}".into(),
         })

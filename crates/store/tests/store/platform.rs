@@ -38,6 +38,7 @@ async fn platform_counts_count_the_queue_and_agents_by_status(store: Store) {
         name: name.into(),
         token_hash: format!("hash-{name}"),
         startup_script: None,
+        claim_script: None,
         dir: None,
         env: "{}".into(),
     };

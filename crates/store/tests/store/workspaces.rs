@@ -324,6 +324,7 @@ async fn workspace_pages_follow_their_cursor_and_filters(store: Store) {
         name: name.into(),
         token_hash: format!("hash-{name}-{}", build.id),
         startup_script: None,
+        claim_script: None,
         dir: None,
         env: "{}".into(),
     };
