@@ -102,6 +102,15 @@ pub enum Action {
     /// Reading the Terraform state (it holds every secret of the workspace).
     WorkspaceStateRead,
 
+    // ---- prebuilt workspaces (the `prebuilds` system user owns them) ----
+    /// `abode prebuilds status`: every pool's counts.
+    PrebuildsRead,
+    /// `abode prebuilds pause|resume`.
+    PrebuildsPause,
+    /// A `delete` build of a prebuilt workspace, without the right to delete
+    /// people's workspaces.
+    PrebuiltWorkspaceDelete,
+
     // ---- audit ----
     /// The audit log (own: events about one's workspaces, logins, tokens).
     AuditRead,
@@ -109,7 +118,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 25] = [
+    pub const ALL: [Action; 28] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -134,6 +143,9 @@ impl Action {
         Action::ProtectionRelease,
         Action::WorkspaceOrphan,
         Action::WorkspaceStateRead,
+        Action::PrebuildsRead,
+        Action::PrebuildsPause,
+        Action::PrebuiltWorkspaceDelete,
         Action::AuditRead,
     ];
 
@@ -164,6 +176,9 @@ impl Action {
             Action::ProtectionRelease => "protection.release",
             Action::WorkspaceOrphan => "workspace.orphan",
             Action::WorkspaceStateRead => "workspace.state_read",
+            Action::PrebuildsRead => "prebuilds.read",
+            Action::PrebuildsPause => "prebuilds.pause",
+            Action::PrebuiltWorkspaceDelete => "prebuilt_workspace.delete",
             Action::AuditRead => "audit.read",
         }
     }
@@ -199,6 +214,15 @@ impl Action {
             Action::WorkspaceStateRead => {
                 ("read the Terraform state of", "a workspace", "workspaces")
             }
+            Action::PrebuildsRead => ("read", "the prebuild pools", "prebuild pools"),
+            Action::PrebuildsPause => (
+                "pause or resume",
+                "the prebuilds reconciliation",
+                "the prebuilds reconciliation",
+            ),
+            Action::PrebuiltWorkspaceDelete => {
+                ("delete", "a prebuilt workspace", "prebuilt workspaces")
+            }
             Action::AuditRead => ("read", "the audit log", "audit events"),
         }
     }
@@ -216,6 +240,8 @@ impl Action {
                 | Action::TemplateRead
                 | Action::TemplatePush
                 | Action::TemplateActivate
+                | Action::PrebuildsRead
+                | Action::PrebuildsPause
         )
     }
 }
@@ -317,7 +343,13 @@ pub const POLICY: &[Grant] = &[
     Grant {
         who: Grantee::Role(Role::TemplateAdmin),
         scope: Scope::Any,
-        actions: &[TemplatePush, TemplateActivate, WorkspaceRead],
+        actions: &[
+            TemplatePush,
+            TemplateActivate,
+            WorkspaceRead,
+            PrebuildsRead,
+            PrebuiltWorkspaceDelete,
+        ],
     },
     Grant {
         who: Grantee::Role(Role::TemplateAdmin),

@@ -73,12 +73,14 @@ pub struct PrebuildClaim {
     pub pool_owner_id: String,
     pub version_id: String,
     pub preset_name: String,
-    /// Who claims it, and the name the workspace takes.
+    /// Who claims it (the workspace's new owner), and the name it takes.
     pub claimant_id: String,
     pub name: String,
+    /// Who asked (the claimant, or an owner creating for them).
+    pub initiator_id: String,
     /// An agent heard from before this (Unix ms) is not ready.
     pub heartbeat_before: i64,
-    /// The claim build's id and initiator (the claimant).
+    /// The claim build's id.
     pub build_id: String,
 }
 
@@ -218,7 +220,7 @@ macro_rules! prebuild_queries {
             workspace_id: workspace_id.clone(),
             transition: Transition::Start,
             template_version_id: claim.version_id.clone(),
-            initiator_id: claim.claimant_id.clone(),
+            initiator_id: claim.initiator_id.clone(),
             reason: BuildReason::PrebuildClaim,
             parameters: None,
             workspace_parameters: None,

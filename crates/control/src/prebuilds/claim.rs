@@ -1,0 +1,53 @@
+//! A person claims a prebuilt workspace: the door's way to create a
+//! workspace from a preset when its pool has a ready one.
+//!
+//! One store transaction picks a ready prebuild of the template's active
+//! version and the preset (one claimant per prebuild, across servers),
+//! gives it to the claimant under the name they asked for and queues a
+//! `start` build with reason `prebuild_claim`. That build runs with
+//! `ABODE_IS_PREBUILD_CLAIM=true` and goes through the guard as a claim:
+//! what it replaces is allowed, recorded and reported (`provisioner/`).
+
+use abode_store::{Build, PrebuildClaim, SystemActor, TemplateVersion, User};
+
+use crate::actors::Actor;
+use crate::{Control, ControlError};
+
+/// What a create with a preset got.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimOutcome {
+    /// A ready prebuild was handed over; its claim build is queued.
+    Claimed,
+    /// The preset keeps no pool, or none of its prebuilds was ready: the
+    /// workspace is built from scratch.
+    NoneReady,
+}
+
+impl Control {
+    /// Hands a ready prebuild of `version` (the active one) and `preset` to
+    /// `owner` as `name`, with its claim build queued; `None` when none is
+    /// ready.
+    pub(crate) async fn claim_prebuild(
+        &self,
+        actor: &Actor,
+        owner: &User,
+        name: &str,
+        version: &TemplateVersion,
+        preset: &str,
+    ) -> Result<Option<Build>, ControlError> {
+        let now = self.now_ms();
+        let heartbeat = self.inner.config.agent_timeouts.heartbeat;
+        let heartbeat_ms = i64::try_from(heartbeat.as_millis()).unwrap_or(i64::MAX);
+        let claim = PrebuildClaim {
+            pool_owner_id: SystemActor::Prebuilds.user_id().to_string(),
+            version_id: version.id.clone(),
+            preset_name: preset.to_string(),
+            claimant_id: owner.id.clone(),
+            name: name.to_string(),
+            initiator_id: actor.id().to_string(),
+            heartbeat_before: now.saturating_sub(heartbeat_ms),
+            build_id: abode_store::new_id(),
+        };
+        Ok(self.inner.store.claim_prebuild(&claim).await?)
+    }
+}

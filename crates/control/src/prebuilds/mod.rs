@@ -1,0 +1,366 @@
+//! Prebuilt workspaces: pools of ready workspaces per preset, kept by a
+//! reconciliation loop and claimed by people in one transaction.
+//!
+//! The loop (`reconciler`) runs on one server at a time (the holder of the
+//! `prebuilds.reconciler` lease). Each round reads one snapshot
+//! (`abode_store::PrebuildSnapshot`, one transaction), hands it to the pure
+//! decision (`abode_prebuilds::decide`) and carries out the actions through
+//! the door (`Control::request_build`) as the `prebuilds` system actor, so
+//! that a prebuild's builds are checked, audited and guarded like anyone's.
+//! `snapshot.rs` turns stored rows into the decision's input; `claim.rs` is
+//! the other side, a person taking a ready prebuild.
+
+mod claim;
+mod snapshot;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use abode_prebuilds::{Action, Decision, Settings};
+use abode_store::{BuildReason, SystemActor, Transition, PREBUILDS_PAUSED};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::actors::Actor;
+use crate::authz::Action as Permission;
+use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
+use crate::{Caller, Control, ControlError};
+
+pub use claim::ClaimOutcome;
+pub use snapshot::PoolStatus;
+
+/// The lease that makes one server the reconciler.
+const RECONCILER_LEASE: &str = "prebuilds.reconciler";
+
+/// How the reconciliation runs (`abode server --prebuilds-*`).
+#[derive(Debug, Clone)]
+pub struct PrebuildsConfig {
+    /// Time between two rounds.
+    pub reconcile_interval: Duration,
+    /// The wait after a failed prebuild build, times the consecutive failures.
+    pub backoff: Duration,
+    /// Consecutive failures after which a preset creates nothing more; 0:
+    /// no limit.
+    pub failure_hard_limit: u32,
+    /// Who this server is when it takes the reconciler lease.
+    pub server_id: String,
+}
+
+impl Default for PrebuildsConfig {
+    fn default() -> Self {
+        PrebuildsConfig {
+            reconcile_interval: Duration::from_secs(60),
+            backoff: Duration::from_secs(60),
+            failure_hard_limit: 3,
+            server_id: abode_store::new_id(),
+        }
+    }
+}
+
+/// What one round did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RoundReport {
+    pub created: usize,
+    pub deleted: usize,
+    pub canceled: usize,
+    pub notified: usize,
+    /// Actions the door refused or that failed (logged one by one).
+    pub failed: usize,
+}
+
+/// The loop: a round every `reconcile_interval`, on the lease holder only.
+pub(crate) async fn reconciler(control: Control, mut shutdown: watch::Receiver<bool>) {
+    let interval = control.inner.config.prebuilds.reconcile_interval;
+    // Every hard limit told by this process, so that a limited preset is
+    // not written to the outbox again every round (the outbox would drop
+    // the copies, but it need not be asked).
+    let told = Mutex::new(HashSet::new());
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        let lease = millis(interval.saturating_mul(3));
+        let server = control.inner.config.prebuilds.server_id.clone();
+        match control
+            .inner
+            .store
+            .try_lease(RECONCILER_LEASE, &server, lease)
+            .await
+        {
+            Ok(true) => {
+                if let Err(error) = control.reconcile_prebuilds_with(&told).await {
+                    tracing::error!(%error, "prebuild reconciliation failed");
+                }
+            }
+            Ok(false) => tracing::debug!("another server reconciles the prebuilds"),
+            Err(error) => tracing::error!(%error, "cannot take the prebuilds lease"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl Control {
+    fn prebuild_settings(&self) -> Settings {
+        let config = &self.inner.config.prebuilds;
+        Settings {
+            backoff: config.backoff,
+            failure_hard_limit: config.failure_hard_limit,
+        }
+    }
+
+    /// The decision on the pools as they are now (read, not carried out).
+    pub(crate) async fn prebuild_decision(&self) -> Result<Decision, ControlError> {
+        let now = self.now_ms();
+        let heartbeat_before = now.saturating_sub(millis(self.inner.config.agent_timeouts.heartbeat));
+        let rows = self
+            .inner
+            .store
+            .prebuild_snapshot(SystemActor::Prebuilds.user_id(), heartbeat_before)
+            .await?;
+        let snapshot = snapshot::decision_input(rows)?;
+        Ok(abode_prebuilds::decide(
+            &snapshot,
+            &self.prebuild_settings(),
+            snapshot::utc(now),
+        ))
+    }
+
+    /// One round of reconciliation, now (the loop's round; tests call it
+    /// instead of waiting for the loop).
+    pub async fn reconcile_prebuilds(&self) -> Result<RoundReport, ControlError> {
+        self.reconcile_prebuilds_with(&Mutex::new(HashSet::new()))
+            .await
+    }
+
+    async fn reconcile_prebuilds_with(
+        &self,
+        told: &Mutex<HashSet<(String, String)>>,
+    ) -> Result<RoundReport, ControlError> {
+        let decision = self.prebuild_decision().await?;
+        let mut report = RoundReport::default();
+        for action in &decision.actions {
+            let done = match action {
+                Action::Create {
+                    version_id,
+                    preset_name,
+                } => self
+                    .create_prebuild(version_id, preset_name)
+                    .await
+                    .map(|()| report.created += 1),
+                Action::Delete {
+                    workspace_id,
+                    reason,
+                } => self
+                    .delete_prebuild(workspace_id, reason.as_str())
+                    .await
+                    .map(|()| report.deleted += 1),
+                Action::CancelBuild {
+                    build_id,
+                    workspace_id,
+                } => self
+                    .cancel_prebuild_build(build_id, workspace_id)
+                    .await
+                    .map(|()| report.canceled += 1),
+                Action::NotifyHardLimited {
+                    template_id,
+                    version_id,
+                    preset_name,
+                } => {
+                    let key = (version_id.clone(), preset_name.clone());
+                    let first = told
+                        .lock()
+                        .map(|mut told| told.insert(key))
+                        .unwrap_or(true);
+                    if first {
+                        self.tell_hard_limited(template_id, preset_name)
+                            .await
+                            .map(|()| report.notified += 1)
+                    } else {
+                        Ok(())
+                    }
+                }
+            };
+            if let Err(error) = done {
+                report.failed += 1;
+                tracing::warn!(?action, %error, "a prebuild action failed");
+            }
+        }
+        Ok(report)
+    }
+
+    async fn create_prebuild(&self, version_id: &str, preset_name: &str) -> Result<(), ControlError> {
+        let version = self.inner.store.template_version_by_id(version_id).await?;
+        let template = self.template(&version.template_name).await?;
+        let owner = self
+            .inner
+            .store
+            .user_by_id(SystemActor::Prebuilds.user_id())
+            .await?;
+        let preset = snapshot::presets_of(&version)?
+            .into_iter()
+            .find(|preset| preset.name == preset_name)
+            .ok_or_else(|| {
+                ControlError::Conflict(format!(
+                    "version {} of template \"{}\" has no preset \"{preset_name}\"",
+                    version.number, template.name
+                ))
+            })?;
+        let parameters: BTreeMap<String, Value> = preset
+            .parameters
+            .iter()
+            .map(|(name, value)| (name.clone(), Value::String(value.clone())))
+            .collect();
+        self.request_build(
+            BuildTarget::New {
+                name: prebuild_name(),
+                owner,
+                template,
+                preset: Some(preset_name.to_string()),
+            },
+            BuildOrder {
+                actor: Actor::System(SystemActor::Prebuilds),
+                request_id: None,
+                transition: Transition::Start,
+                version: VersionChoice::Number(version.number),
+                reason: BuildReason::Prebuild,
+                parameters,
+            },
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn delete_prebuild(&self, workspace_id: &str, why: &str) -> Result<(), ControlError> {
+        let workspace = self.inner.store.workspace_by_id(workspace_id).await?;
+        let build = self
+            .request_build(
+                BuildTarget::Existing(workspace),
+                BuildOrder {
+                    actor: Actor::System(SystemActor::Prebuilds),
+                    request_id: None,
+                    transition: Transition::Delete,
+                    version: VersionChoice::Current,
+                    reason: BuildReason::Prebuild,
+                    parameters: BTreeMap::new(),
+                },
+            )
+            .await?;
+        self.note(
+            &build.id,
+            "setup",
+            "info",
+            &format!("deleting a prebuilt workspace of its pool: {}", why.replace('_', " ")),
+        )
+        .await;
+        Ok(())
+    }
+
+    async fn cancel_prebuild_build(&self, build_id: &str, workspace_id: &str) -> Result<(), ControlError> {
+        let message = "canceled by prebuilds: its template version is no longer active";
+        if self
+            .inner
+            .store
+            .cancel_pending_build(build_id, message)
+            .await?
+        {
+            self.note(build_id, "setup", "warn", message).await;
+            self.inner.log_written.notify_waiters();
+            tracing::info!(build = %build_id, workspace = %workspace_id, "{message}");
+        }
+        Ok(())
+    }
+
+    async fn tell_hard_limited(&self, template_id: &str, preset_name: &str) -> Result<(), ControlError> {
+        let template = self.inner.store.template_by_id(template_id).await?;
+        let limit = self.inner.config.prebuilds.failure_hard_limit;
+        self.notify_preset_hard_limited(
+            &template,
+            preset_name,
+            &format!("{limit} prebuild builds in a row failed"),
+        )
+        .await
+    }
+
+    /// The pools of every template (or of `template`), as `abode prebuilds
+    /// status` shows them. Template admins and owners.
+    pub async fn prebuild_status(
+        &self,
+        caller: &Caller,
+        template: Option<&str>,
+    ) -> Result<Vec<PoolStatus>, ControlError> {
+        caller.authorize(Permission::PrebuildsRead, None)?;
+        if let Some(name) = template {
+            self.template(name).await?;
+        }
+        let decision = self.prebuild_decision().await?;
+        Ok(decision
+            .presets
+            .iter()
+            .filter(|pool| template.is_none_or(|name| pool.template_name == name))
+            .map(PoolStatus::from)
+            .collect())
+    }
+
+    /// `abode prebuilds pause` (`paused`) or `resume`: owners only. While
+    /// paused nothing is created or deleted; running builds finish.
+    pub async fn set_prebuilds_paused(
+        &self,
+        caller: &Caller,
+        paused: bool,
+    ) -> Result<(), ControlError> {
+        caller.authorize(Permission::PrebuildsPause, None)?;
+        self.inner
+            .store
+            .set_platform_setting(PREBUILDS_PAUSED, if paused { "true" } else { "false" })
+            .await?;
+        self.record_as(
+            &Actor::User(caller.user.clone()),
+            abode_store::NewAuditEvent::new(
+                if paused { "prebuilds.pause" } else { "prebuilds.resume" },
+                "prebuilds",
+                "prebuilds",
+            ),
+        )
+        .await;
+        Ok(())
+    }
+
+    /// Reads the pools for the refreshed gauges.
+    pub(crate) async fn refresh_pool_gauges(&self) -> Result<(), ControlError> {
+        let decision = self.prebuild_decision().await?;
+        let pools: Vec<abode_metrics::PoolGauges> = decision
+            .presets
+            .iter()
+            .map(|pool| abode_metrics::PoolGauges {
+                template_name: pool.template_name.clone(),
+                preset_name: pool.preset_name.clone(),
+                desired: count(pool.desired),
+                running: count(pool.running),
+                eligible: count(pool.ready),
+                hard_limited: pool.hard_limited,
+                paused: pool.paused,
+            })
+            .collect();
+        self.inner.config.metrics.set_pools(&pools);
+        Ok(())
+    }
+}
+
+fn count(value: usize) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// A prebuilt workspace's name until it is claimed: `prebuild-` and eight
+/// random lowercase hex digits (what names allow, and recognisable).
+fn prebuild_name() -> String {
+    let bytes: [u8; 4] = rand::random();
+    format!("prebuild-{}", hex::encode(bytes))
+}
