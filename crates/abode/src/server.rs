@@ -131,6 +131,18 @@ pub struct ServerArgs {
     /// Delivery attempts after which a notification is marked failed.
     #[arg(long, env = "ABODE_NOTIFICATIONS_MAX_ATTEMPTS", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
     notifications_max_attempts: u32,
+    /// How often the pools of prebuilt workspaces are reconciled (one server
+    /// at a time does it).
+    #[arg(long, env = "ABODE_PREBUILDS_RECONCILE_INTERVAL", default_value = "1m", value_parser = crate::duration::parse)]
+    prebuilds_reconcile_interval: Duration,
+    /// After a failed prebuild build, no new prebuild of that preset for this
+    /// long, times the consecutive failures.
+    #[arg(long, env = "ABODE_PREBUILDS_BACKOFF", default_value = "1m", value_parser = crate::duration::parse)]
+    prebuilds_backoff: Duration,
+    /// Consecutive failed prebuild builds after which a preset creates
+    /// nothing more (template admins are told); 0 turns the limit off.
+    #[arg(long, env = "ABODE_PREBUILDS_FAILURE_HARD_LIMIT", default_value_t = 3)]
+    prebuilds_failure_hard_limit: u32,
     /// For tests only (hidden): the server's clock runs ahead of the system's
     /// by the milliseconds written in this file, read at every use, so that
     /// a test of the binary moves time instead of sleeping for it.
@@ -227,6 +239,9 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.prometheus_address = args.prometheus_address;
     options.metrics_refresh_interval = args.metrics_refresh_interval;
     options.notifications = notifications;
+    options.prebuilds.reconcile_interval = args.prebuilds_reconcile_interval;
+    options.prebuilds.backoff = args.prebuilds_backoff;
+    options.prebuilds.failure_hard_limit = args.prebuilds_failure_hard_limit;
     if let Some(file) = args.clock_offset_file {
         // The server warns at start that its clock is not the system's.
         options.clock = abode_clock::Clock::with_offset_file(absolute(file)?);

@@ -86,6 +86,7 @@ pub fn router(state: AppState) -> Router {
         .route("/agent/me", get(agent_me))
         .merge(crate::identity::routes())
         .merge(crate::notifications::routes())
+        .merge(crate::prebuilds::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .layer(axum::middleware::from_fn(refuse_oversized_json));
     let metrics = state.control.config().metrics.clone();

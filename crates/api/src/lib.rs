@@ -9,6 +9,7 @@
 mod handlers;
 mod identity;
 mod notifications;
+mod prebuilds;
 mod prometheus;
 mod server;
 pub mod views;

@@ -53,6 +53,8 @@ pub struct ServerOptions {
     pub metrics_refresh_interval: Duration,
     /// Channels, retries and leases of notifications.
     pub notifications: abode_control::NotificationsConfig,
+    /// How the prebuild pools are reconciled.
+    pub prebuilds: abode_control::PrebuildsConfig,
 }
 
 impl ServerOptions {
@@ -80,6 +82,7 @@ impl ServerOptions {
             prometheus_address: None,
             metrics_refresh_interval: Duration::from_secs(15),
             notifications: abode_control::NotificationsConfig::default(),
+            prebuilds: abode_control::PrebuildsConfig::default(),
         }
     }
 }
@@ -171,6 +174,7 @@ impl Server {
         config.api_token_max_lifetime = options.api_token_max_lifetime;
         config.login_failures_per_minute = options.login_failures_per_minute;
         config.notifications = options.notifications.clone();
+        config.prebuilds = options.prebuilds.clone();
         // Builds and template pushes need Terraform: say so at start rather
         // than at the first build.
         match tokio::task::spawn_blocking(abode_terraform::version).await {

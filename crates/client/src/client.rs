@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::error::ClientError;
 use crate::types::{
-    AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification, LogPage,
+    AgentHeartbeat, AgentMe, PrebuildPool, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification, LogPage,
     LoginResponse, Notification, NotificationSetting, Protection, Template, TemplateVersion,
     TemplateVersionResponse, Transition, User, Workspace,
 };
@@ -714,6 +714,26 @@ impl Client {
             None => json!({"state": state}),
         };
         self.check(self.request("POST", "/agent/lifecycle").send_json(body))
+            .map(drop)
+    }
+
+    /// The pools of prebuilt workspaces, of every template or of one.
+    pub fn prebuild_status(&self, template: Option<&str>) -> Result<Vec<PrebuildPool>, ClientError> {
+        let mut request = self.request("GET", "/prebuilds");
+        if let Some(template) = template {
+            request = request.query("template", template);
+        }
+        self.finish("GET /prebuilds", request.call())
+    }
+
+    /// Owners: pauses (`true`) or resumes the prebuilds reconciliation.
+    pub fn set_prebuilds_paused(&self, paused: bool) -> Result<(), ClientError> {
+        let path = if paused {
+            "/prebuilds/pause"
+        } else {
+            "/prebuilds/resume"
+        };
+        self.check(self.request("POST", path).send_json(json!({})))
             .map(drop)
     }
 

@@ -349,3 +349,23 @@ pub struct CreatedApiToken {
     pub api_token: ApiToken,
     pub token: String,
 }
+
+/// One pool of prebuilt workspaces (`GET /api/v1/prebuilds`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PrebuildPool {
+    pub template: String,
+    pub preset: String,
+    pub version_id: String,
+    pub desired: u64,
+    pub running: u64,
+    pub ready: u64,
+    pub in_progress: u64,
+    pub expired: u64,
+    pub failed: u64,
+    pub consecutive_failures: u64,
+    pub hard_limited: bool,
+    pub paused: bool,
+    /// Unix ms.
+    pub backing_off_until: Option<i64>,
+    pub problem: Option<String>,
+}

@@ -20,6 +20,7 @@ pub mod lifecycle;
 mod metrics;
 mod names;
 pub mod notifications;
+pub mod prebuilds;
 pub mod parameters;
 mod provisioner;
 mod recovery;
@@ -51,6 +52,7 @@ pub use identity::SESSION_EXPIRED;
 pub use lifecycle::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
 pub use names::validate_name;
 pub use notifications::{NotificationsConfig, ReplacedResource};
+pub use prebuilds::{PoolStatus, PrebuildsConfig};
 pub use recovery::Recovered;
 pub use secrets::token_hash;
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, MAX_PARAMETERS_BYTES};
@@ -104,6 +106,8 @@ pub struct Config {
     pub metrics: Metrics,
     /// How notifications are delivered (channels, retries, leases).
     pub notifications: NotificationsConfig,
+    /// How the prebuild pools are reconciled.
+    pub prebuilds: PrebuildsConfig,
 }
 
 impl Config {
@@ -131,6 +135,7 @@ impl Config {
             clock: Clock::system(),
             metrics: Metrics::new(),
             notifications: NotificationsConfig::default(),
+            prebuilds: PrebuildsConfig::default(),
         }
     }
 
@@ -259,6 +264,10 @@ impl Control {
             })
             .collect();
         handles.push(tokio::spawn(held::expiry_sweeper(
+            self.clone(),
+            shutdown.clone(),
+        )));
+        handles.push(tokio::spawn(prebuilds::reconciler(
             self.clone(),
             shutdown.clone(),
         )));

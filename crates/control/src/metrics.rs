@@ -1,5 +1,6 @@
 //! The background refresh of the metrics that need the database (held
-//! builds, the job queue, agents by status): one store query per interval,
+//! builds, the job queue, agents by status, the prebuild pools): a few store
+//! queries per interval,
 //! so that a Prometheus scrape only encodes what is in memory and never
 //! queries, however often it comes.
 
@@ -78,6 +79,9 @@ impl Control {
             heartbeat_before: now.saturating_sub(millis(config.agent_timeouts.heartbeat)),
         };
         let counts = self.inner.store.platform_counts(cutoffs).await?;
+        // The pools first: the update time set with the platform's counts
+        // then covers both.
+        self.refresh_pool_gauges().await?;
         config.metrics.set_platform(&gauges(counts, now));
         Ok(())
     }

@@ -11,6 +11,7 @@ mod auth;
 mod builds;
 mod guard;
 mod notifications;
+mod prebuilds;
 mod output;
 mod templates;
 mod tokens;
@@ -73,6 +74,9 @@ pub enum UserCommand {
     /// Your notifications: held, blocked, failed and expiring builds.
     #[command(subcommand)]
     Notifications(notifications::NotificationsCommand),
+    /// Pools of prebuilt workspaces: their status; pause and resume them.
+    #[command(subcommand)]
+    Prebuilds(prebuilds::PrebuildsCommand),
 }
 
 /// How list and show commands print.
@@ -122,6 +126,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Audit(args) => audit::run(args),
         UserCommand::Tokens(command) => tokens::run(command),
         UserCommand::Notifications(command) => notifications::run(command),
+        UserCommand::Prebuilds(command) => prebuilds::run(command),
     };
     match result {
         Ok(code) => ExitCode::from(code),

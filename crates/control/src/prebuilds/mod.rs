@@ -11,6 +11,7 @@
 //! the other side, a person taking a ready prebuild.
 
 mod claim;
+mod ended;
 mod snapshot;
 
 use std::collections::{BTreeMap, HashSet};

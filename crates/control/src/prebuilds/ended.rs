@@ -1,0 +1,119 @@
+//! What follows the end of a pool's build or a claim build: the counts, a
+//! preset that recovers from its failures, and the report of what a claim
+//! replaced.
+
+use abode_store::{Build, BuildReason, BuildStatus, Transition};
+use serde::Deserialize;
+
+use crate::notifications::ReplacedResource;
+use crate::Control;
+
+/// The part of a stored guard report a claim reads (the documented
+/// `abode plan check --format json` schema).
+#[derive(Deserialize)]
+struct ClaimReport {
+    #[serde(default)]
+    claim_replacements: Vec<ClaimReplacement>,
+}
+
+#[derive(Deserialize)]
+struct ClaimReplacement {
+    address: String,
+    #[serde(default)]
+    replace_paths: Vec<String>,
+}
+
+/// What a claim build's guard report says it replaced or deleted.
+pub(crate) fn claim_replacements(build: &Build) -> Vec<ReplacedResource> {
+    build
+        .guard_report
+        .as_deref()
+        .and_then(|report| serde_json::from_str::<ClaimReport>(report).ok())
+        .map(|report| {
+            report
+                .claim_replacements
+                .into_iter()
+                .map(|replaced| ReplacedResource {
+                    address: replaced.address,
+                    paths: replaced.replace_paths,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl Control {
+    /// After a build of a prebuilt workspace or a claim build ended
+    /// `status` (read again: the end and the guard report are stored).
+    pub(crate) async fn prebuild_build_ended(&self, build_id: &str, status: BuildStatus) {
+        let build = match self.inner.store.build_by_id(build_id).await {
+            Ok(build) => build,
+            Err(error) => {
+                tracing::error!(build = %build_id, %error, "cannot read a finished build");
+                return;
+            }
+        };
+        let first_start = build.reason == BuildReason::Prebuild
+            && build.transition == Transition::Start
+            && build.number == 1;
+        let claim = build.reason == BuildReason::PrebuildClaim;
+        if !(first_start || claim) || !status.is_final() {
+            return;
+        }
+        let workspace = match self.inner.store.workspace_by_id(&build.workspace_id).await {
+            Ok(workspace) => workspace,
+            Err(error) => {
+                tracing::error!(build = %build_id, %error, "cannot read a prebuilt workspace");
+                return;
+            }
+        };
+        let preset = workspace.preset_name.clone().unwrap_or_default();
+        let metrics = &self.inner.config.metrics;
+        if first_start {
+            let succeeded = status == BuildStatus::Succeeded;
+            metrics.prebuild_ended(&workspace.template_name, &preset, succeeded);
+            if succeeded {
+                self.pool_recovered(&workspace.template_name, &preset).await;
+            }
+            return;
+        }
+        if status != BuildStatus::Succeeded {
+            return;
+        }
+        let replaced = claim_replacements(&build);
+        let seconds = (self.now_ms() - build.created_at).max(0) as f64 / 1000.0;
+        metrics.prebuild_claimed(
+            &workspace.template_name,
+            &preset,
+            seconds,
+            u64::try_from(replaced.len()).unwrap_or(u64::MAX),
+        );
+        if replaced.is_empty() {
+            return;
+        }
+        let claimant = match self.inner.store.user_by_id(&workspace.owner_id).await {
+            Ok(user) => user,
+            Err(error) => {
+                tracing::error!(%error, "cannot read the claimant of a prebuilt workspace");
+                return;
+            }
+        };
+        if let Err(error) = self
+            .notify_prebuild_resource_replaced(&workspace, &claimant, &replaced)
+            .await
+        {
+            tracing::error!(%error, "cannot write the prebuild_resource_replaced notification");
+        }
+    }
+
+    /// A pool's build succeeded: its next hard limit is told again.
+    async fn pool_recovered(&self, template_name: &str, preset: &str) {
+        let recovered = match self.inner.store.template_by_name(template_name).await {
+            Ok(template) => self.preset_recovered(&template, preset).await,
+            Err(error) => Err(error.into()),
+        };
+        if let Err(error) = recovered {
+            tracing::error!(%error, "cannot clear a preset's hard-limit notice");
+        }
+    }
+}
