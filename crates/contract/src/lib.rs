@@ -19,8 +19,11 @@
 //!
 //! Parameter declarations and the checks of a value ([`parameters`]) belong here too:
 //! the provider checks values at plan time, the platform before a build is accepted,
-//! and both must give the same answer. So do preset declarations ([`presets`]).
+//! and both must give the same answer. So do preset declarations ([`presets`]) and
+//! their prebuild schedules ([`cron`]): the provider validates them, the platform
+//! matches them against the hour.
 
+pub mod cron;
 pub mod parameters;
 pub mod presets;
 

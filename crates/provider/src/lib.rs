@@ -10,7 +10,6 @@
 //! when Terraform starts it under the provider's file name.
 
 mod agent;
-mod cron;
 mod metadata;
 mod nodelay;
 mod parameter;
@@ -29,7 +28,7 @@ use tf_provider::schema::{Block, Description, Schema};
 use tf_provider::value::ValueEmpty;
 use tf_provider::{DynamicDataSource, DynamicResource, Provider};
 
-pub use cron::{validate_cron, CronError};
+pub use abode_contract::cron::{validate_cron, CronError};
 pub use parameter::{check_parameter_value, ParameterDefinition};
 
 /// The provider's local name: resource types are `abode_<name>`.

@@ -11,7 +11,8 @@ use tf_provider::schema::{NestedBlock, Schema};
 use tf_provider::value::{serde_as_vec, Value, ValueEmpty};
 use tf_provider::{DataSource, Diagnostics};
 
-use crate::cron::validate_schedules;
+use abode_contract::cron::validate_schedules;
+
 use crate::schema::{block, computed, known, number, optional, required, string, string_map};
 
 /// The allowed prebuild lifetimes: 0 (never expire) or one hour to one year.

@@ -1,9 +1,14 @@
-//! Prebuild schedules: the five-field cron subset Abode accepts, and the check
-//! that two schedules of one preset never claim the same hour.
+//! Prebuild schedules: the five-field cron subset Abode accepts, the check
+//! that two schedules of one preset never claim the same hour, and whether a
+//! local time falls in a schedule.
 //!
 //! Schedules are hour-granular (the minute field must be `*`): a schedule says
 //! how many prebuilt instances to keep during the hours it matches, so two
-//! schedules matching one hour would contradict each other.
+//! schedules matching one hour would contradict each other. The provider
+//! validates them when a template is planned; the platform's reconciliation
+//! matches them against the current hour, so both read one definition here.
+
+use chrono::{Datelike, NaiveDateTime, Timelike};
 
 /// Why a cron expression or a set of schedules is refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -152,6 +157,21 @@ pub fn validate_cron(cron: &str) -> Result<Schedule, CronError> {
 }
 
 impl Schedule {
+    /// Does this schedule cover `local`, a wall-clock time in the schedule's
+    /// time zone? Only its hour and day count (the minute field is always `*`);
+    /// when both day fields are restricted, either one matching is enough, as
+    /// in cron.
+    pub fn matches(&self, local: NaiveDateTime) -> bool {
+        // Indexes are in range by construction: hour 0-23, month 1-12, day 1-31,
+        // weekday 0-6, and every table is sized to its field's maximum.
+        self.hours[local.hour() as usize]
+            && self.matches_day(
+                local.month() as usize,
+                local.day() as usize,
+                local.weekday().num_days_from_sunday() as usize,
+            )
+    }
+
     fn matches_day(&self, month: usize, day_of_month: usize, day_of_week: usize) -> bool {
         if !self.months[month] {
             return false;
@@ -255,6 +275,47 @@ mod tests {
                 *overlap,
                 "{crons:?}: {result:?}"
             );
+        }
+    }
+
+    #[test]
+    fn matching_local_times() {
+        // 2026-03-02 is a Monday, 2026-03-01 a Sunday, 2026-03-07 a Saturday.
+        let cases: &[(&str, &str, bool)] = &[
+            ("* 8-18 * * 1-5", "2026-03-02T08:00:00", true),
+            ("* 8-18 * * 1-5", "2026-03-02T07:59:59", false),
+            ("* 8-18 * * 1-5", "2026-03-02T18:59:59", true),
+            ("* 8-18 * * 1-5", "2026-03-02T19:00:00", false),
+            ("* 8-18 * * 1-5", "2026-03-07T12:00:00", false),
+            ("* 8-18 * * 1-5", "2026-03-01T12:00:00", false),
+            ("* 8-18 * * 0,6", "2026-03-07T12:00:00", true),
+            // 7 is Sunday too.
+            ("* 9 * * 7", "2026-03-01T09:30:00", true),
+            ("* 9 * * 7", "2026-03-02T09:30:00", false),
+            ("* */6 * * *", "2026-03-02T12:00:00", true),
+            ("* */6 * * *", "2026-03-02T13:00:00", false),
+            ("* 10-20/5 * * *", "2026-03-02T15:00:00", true),
+            ("* 10-20/5 * * *", "2026-03-02T16:00:00", false),
+            ("* 0,12 * * *", "2026-03-02T00:00:00", true),
+            ("* 0,12 * * *", "2026-03-02T23:00:00", false),
+            // Month and day of month alone: both must match.
+            ("* 9 1 3 *", "2026-03-01T09:00:00", true),
+            ("* 9 1 3 *", "2026-04-01T09:00:00", false),
+            ("* 9 1 3 *", "2026-03-02T09:00:00", false),
+            // Both day fields restricted: either day matches (cron's rule)...
+            ("* 9 15 * 1", "2026-03-15T09:00:00", true),
+            ("* 9 15 * 1", "2026-03-02T09:00:00", true),
+            ("* 9 15 * 1", "2026-03-03T09:00:00", false),
+            // ...but the month still applies to both.
+            ("* 9 15 3 1", "2026-04-06T09:00:00", false),
+            ("* 9 31 * *", "2026-02-28T09:00:00", false),
+            ("* 9 29 2 *", "2028-02-29T09:00:00", true),
+            ("* * * * *", "2026-12-31T23:59:59", true),
+        ];
+        for (cron, local, expected) in cases {
+            let schedule = validate_cron(cron).unwrap();
+            let local: NaiveDateTime = local.parse().unwrap();
+            assert_eq!(schedule.matches(local), *expected, "{cron} at {local}");
         }
     }
 }
