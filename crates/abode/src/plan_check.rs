@@ -15,7 +15,9 @@ pub struct PlanCheckArgs {
     /// binary plan file from `terraform plan -out` (converted with `terraform show -json`
     /// in the current directory).
     pub plan: PathBuf,
-    /// The build's transition; only `delete` may destroy protected resources.
+    /// The build's transition; only `delete` and `claim` (the first build of a
+    /// claimed prebuilt workspace, which held no one's data) may destroy
+    /// protected resources; a claim lists everything it destroys.
     #[arg(long, value_enum, default_value_t = TransitionArg::Start)]
     pub transition: TransitionArg,
     /// Protect a resource (all its instances) or one instance, e.g.
@@ -38,6 +40,7 @@ pub enum TransitionArg {
     Start,
     Stop,
     Delete,
+    Claim,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -65,6 +68,7 @@ pub fn run(args: PlanCheckArgs) -> Result<ExitCode> {
         TransitionArg::Start => Transition::Start,
         TransitionArg::Stop => Transition::Stop,
         TransitionArg::Delete => Transition::Delete,
+        TransitionArg::Claim => Transition::Claim,
     };
     let mode = match args.mode {
         ModeArg::Confirm => Mode::Confirm,

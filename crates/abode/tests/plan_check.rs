@@ -112,6 +112,61 @@ fn exit_status_follows_the_decision() {
     );
 }
 
+/// A claim build allows what a start build of the same plan holds or blocks, and
+/// says so with the allow status; its JSON lists what the claim destroys.
+#[test]
+fn a_claim_is_allowed_and_lists_its_replacements() {
+    let case = |name: &str| {
+        fixture(&format!("fixtures/{name}/plan.json"))
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    let protected = case("claim-protected-replace");
+    let deleted = case("claim-unprotected-delete");
+    let nothing = case("claim-no-destroy");
+    let block = ["--protect", "terraform_data.home", "--mode", "block"];
+    for (transition, plan, format, status, expect) in [
+        ("start", &protected, "text", 4, "BLOCKED"),
+        (
+            "claim",
+            &protected,
+            "text",
+            0,
+            "-/+ terraform_data.home (replaced on claim: triggers_replace)",
+        ),
+        (
+            "claim",
+            &protected,
+            "text",
+            0,
+            "-/+ terraform_data.cache (replaced on claim)\n",
+        ),
+        ("claim", &protected, "json", 0, "\"protected\": true"),
+        ("claim", &protected, "json", 0, "\"transition\": \"claim\""),
+        (
+            "claim",
+            &deleted,
+            "text",
+            0,
+            "  - terraform_data.warmup[0] (deleted on claim)",
+        ),
+        ("start", &nothing, "text", 0, "Decision: allow."),
+        (
+            "claim",
+            &nothing,
+            "text",
+            0,
+            "no resource of the prebuilt workspace is replaced or deleted",
+        ),
+    ] {
+        let mut args = vec!["plan", "check", "--transition", transition];
+        args.extend(block);
+        args.extend(["--format", format, plan]);
+        check(&args, None, status, expect);
+    }
+}
+
 #[test]
 fn reads_standard_input() {
     let bytes = std::fs::read(fixture("fixtures/annotation-block/plan.json")).unwrap();

@@ -11,13 +11,17 @@ use std::fmt;
 /// The version of the JSON report; bumped only on purpose (see docs/plan-check.md).
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
 
-/// Why the build runs. Only `delete` may destroy protected resources.
+/// Why the build runs. Only `delete` and `claim` may destroy protected resources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Transition {
     Start,
     Stop,
     Delete,
+    /// The first build of a prebuilt workspace for the user who claimed it. The
+    /// workspace has never held anyone's data, so nothing it loses is anyone's:
+    /// every destroy is allowed and listed in [`Report::claim_replacements`].
+    Claim,
 }
 
 impl Transition {
@@ -26,6 +30,7 @@ impl Transition {
             "start" => Some(Transition::Start),
             "stop" => Some(Transition::Stop),
             "delete" => Some(Transition::Delete),
+            "claim" => Some(Transition::Claim),
             _ => None,
         }
     }
@@ -35,6 +40,7 @@ impl Transition {
             Transition::Start => "start",
             Transition::Stop => "stop",
             Transition::Delete => "delete",
+            Transition::Claim => "claim",
         }
     }
 }
@@ -183,6 +189,38 @@ pub struct UnprotectedChange {
     pub reason: String,
 }
 
+/// A resource of a prebuilt workspace that its claim build destroys: allowed,
+/// because the workspace never held anyone's data, and recorded so that template
+/// admins learn that their template does not survive a claim unchanged (a volume
+/// named after its owner is replaced on every claim, which defeats the prebuild).
+/// Deserialisable so that a stored report's `claim_replacements` can be read back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimReplacement {
+    pub address: String,
+    /// `replace`, `replace_create_before_destroy` or `delete`; `create` for a
+    /// resource deleted outside Terraform that the claim creates again.
+    pub action: Action,
+    /// The attributes that force the replacement (Terraform's `replace_paths`,
+    /// rendered like [`AttributeChange::path`], e.g. `name`, `labels.owner`,
+    /// `labels["team name"]`, a sensitive key as `tags[(sensitive value)]`);
+    /// empty when Terraform does not say (deletes, `replace_triggered_by`, `-replace`).
+    pub replace_paths: Vec<String>,
+    /// Why Terraform destroys it, in plain words (as [`ProtectedChange::reason`]).
+    pub reason: String,
+    /// Whether a rule or an `abode_protect` annotation protects it: outside a
+    /// claim the same change would need a confirmation or be blocked.
+    pub protected: bool,
+}
+
+impl ClaimReplacement {
+    /// The one line that names the change, as the text report and build logs
+    /// print it: `-/+ ADDRESS (replaced on claim: PATH, PATH)`,
+    /// `  - ADDRESS (deleted on claim)`.
+    pub fn line(&self) -> String {
+        crate::render::claim_line(self)
+    }
+}
+
 /// The guard's answer for one plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Report {
@@ -198,6 +236,11 @@ pub struct Report {
     pub summary: Summary,
     pub protected_changes: Vec<ProtectedChange>,
     pub unprotected_destroys: Vec<UnprotectedChange>,
+    /// Only in a `claim` build, which lists every destroy here instead of in
+    /// `protected_changes` and `unprotected_destroys`. Absent from the JSON when
+    /// empty, so reports of other builds read as before.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claim_replacements: Vec<ClaimReplacement>,
     pub warnings: Vec<String>,
 }
 
@@ -224,6 +267,7 @@ pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
     let mut summary = Summary::default();
     let mut protected_changes = Vec::new();
     let mut unprotected_destroys = Vec::new();
+    let mut claim_replacements = Vec::new();
 
     for change in &plan.changes {
         let action = Action::classify(&change.actions);
@@ -252,6 +296,20 @@ pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
                     mode: rule.mode,
                 });
             }
+        }
+        if transition == Transition::Claim {
+            claim_replacements.push(ClaimReplacement {
+                address: change.address.clone(),
+                action,
+                replace_paths: change
+                    .replace_paths
+                    .iter()
+                    .map(|p| p.path.clone())
+                    .collect(),
+                reason: reason(change, action, transition, drift, plan.format),
+                protected: !protections.is_empty(),
+            });
+            continue;
         }
         if protections.is_empty() {
             if destroys {
@@ -307,6 +365,7 @@ pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
         summary,
         protected_changes,
         unprotected_destroys,
+        claim_replacements,
         warnings,
     }
 }

@@ -1,7 +1,7 @@
 //! The human-readable report, written to read like Terraform's own plan output
 //! (`-/+`, `# forces replacement`) so operators recognise it at a glance.
 
-use crate::decision::{Action, Decision, ProtectedChange, Report, Transition};
+use crate::decision::{Action, ClaimReplacement, Decision, ProtectedChange, Report, Transition};
 use std::fmt::Write;
 
 struct Style {
@@ -129,6 +129,24 @@ pub fn render_text(report: &Report, color: bool) -> String {
         let _ = writeln!(out, "  # outcome: {}", change.outcome.as_str());
     }
 
+    if !report.claim_replacements.is_empty() {
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "Replaced or deleted on claim (allowed: a prebuilt workspace has never held anyone's data):"
+        );
+        for change in &report.claim_replacements {
+            let _ = writeln!(out, "{}", claim_line_styled(&style, change));
+            let _ = writeln!(out, "  # {}", change.reason);
+            if change.protected {
+                let _ = writeln!(
+                    out,
+                    "  # protected: outside a claim this would need a confirmation or be blocked"
+                );
+            }
+        }
+    }
+
     if !report.unprotected_destroys.is_empty() {
         out.push('\n');
         let _ = writeln!(out, "Also destroyed by this plan (not protected):");
@@ -166,7 +184,19 @@ pub fn render_text(report: &Report, color: bool) -> String {
         let _ = writeln!(out, "{} {warning}", style.yellow("Warning:"));
     }
     let protected = report.protected_changes.len();
+    let claimed = report.claim_replacements.len();
+    let claimed_protected = report
+        .claim_replacements
+        .iter()
+        .filter(|c| c.protected)
+        .count();
     let conclusion = match (report.decision, report.transition) {
+        (Decision::Allow, Transition::Claim) if claimed > 0 => format!(
+            "Decision: allow. This is a prebuild claim: {claimed} resource(s) of the prebuilt workspace will be replaced or deleted, {claimed_protected} of them protected; no one's data is lost."
+        ),
+        (Decision::Allow, Transition::Claim) => {
+            "Decision: allow. This is a prebuild claim: no resource of the prebuilt workspace is replaced or deleted.".into()
+        }
         (Decision::Allow, Transition::Delete) if protected > 0 => format!(
             "Decision: allow. This is a workspace deletion: {protected} protected resource(s) will be destroyed as intended."
         ),
@@ -180,4 +210,29 @@ pub fn render_text(report: &Report, color: bool) -> String {
     };
     let _ = writeln!(out, "{}", style.bold(&conclusion));
     out
+}
+
+/// `-/+ ADDRESS (replaced on claim: PATH, PATH)`, `  - ADDRESS (deleted on claim)`.
+/// Without colour: build logs and notifications are not terminals.
+pub(crate) fn claim_line(change: &ClaimReplacement) -> String {
+    claim_line_styled(&Style { color: false }, change)
+}
+
+fn claim_line_styled(style: &Style, change: &ClaimReplacement) -> String {
+    let what = match change.action {
+        Action::Replace | Action::ReplaceCreateBeforeDestroy if change.replace_paths.is_empty() => {
+            "replaced on claim".to_string()
+        }
+        Action::Replace | Action::ReplaceCreateBeforeDestroy => {
+            format!("replaced on claim: {}", change.replace_paths.join(", "))
+        }
+        Action::Create => "created again on claim, empty".to_string(),
+        Action::Delete => "deleted on claim".to_string(),
+        _ => "destroyed on claim".to_string(),
+    };
+    format!(
+        "{} {} ({what})",
+        symbol(style, change.action),
+        change.address
+    )
 }

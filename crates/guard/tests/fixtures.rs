@@ -1,14 +1,15 @@
 //! The guard's behaviour, driven by data: every folder in `tests/fixtures` holds a
 //! plan (`plan.json`, real Terraform output unless its README says otherwise), the
 //! rules to check it with (`check-args`, the same flags as `abode plan check`), and
-//! the expected reports (`expected.txt`, `expected.json`).
+//! the expected reports (`expected.txt`, `expected.json`), and optionally the
+//! decisions the same plan and rules get in other builds (`other-transitions`).
 //!
 //! `UPDATE_EXPECT=1 cargo test -p abode-guard --test fixtures` rewrites the
 //! snapshots; review the diff before committing it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use abode_guard::{Address, Mode, Origin, Rule, Transition};
+use abode_guard::{Address, Decision, Mode, Origin, Rule, Transition};
 use std::path::{Path, PathBuf};
 
 /// Marker that every fixture secret contains; it must never reach any output.
@@ -142,18 +143,106 @@ fn check(case: &Path) -> Result<(), String> {
             ));
         }
     }
+    check_other_transitions(case, &plan, &rules)?;
     expect_file(&case.join("expected.txt"), &text)?;
     expect_file(&case.join("expected.json"), &json)
 }
 
-#[test]
-fn fixtures() {
+/// `other-transitions`: one `TRANSITION DECISION` a line, the decision the same
+/// plan and rules get in another build (a claim's plan in a `start` build).
+fn check_other_transitions(
+    case: &Path,
+    plan: &abode_guard::Plan,
+    rules: &[Rule],
+) -> Result<(), String> {
+    let Ok(text) = std::fs::read_to_string(case.join("other-transitions")) else {
+        return Ok(());
+    };
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [transition, decision] = words.as_slice() else {
+            panic!("{}: bad other-transitions line {line:?}", case.display());
+        };
+        let transition = Transition::parse(transition).expect("transition");
+        let want = Decision::parse(decision).expect("decision");
+        let got = abode_guard::evaluate(plan, transition, rules).decision;
+        if got != want {
+            return Err(format!(
+                "{}: a {transition} build of the same plan decides {}, other-transitions says {}",
+                case.display(),
+                got.as_str(),
+                want.as_str()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn cases() -> Vec<PathBuf> {
     let mut cases: Vec<PathBuf> = std::fs::read_dir(fixtures_dir().join("fixtures"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.join("plan.json").exists())
         .collect();
     cases.sort();
+    cases
+}
+
+/// A claim build of any fixture plan allows it and lists exactly what a `start`
+/// build of it would hold or list as destroyed, plus protected resources re-created
+/// after drift, each marked protected as the `start` build judged it.
+#[test]
+fn a_claim_allows_and_lists_what_a_start_build_judges() {
+    for case in cases() {
+        let bytes = std::fs::read(case.join("plan.json")).unwrap();
+        let args = std::fs::read_to_string(case.join("check-args")).unwrap_or_default();
+        let (_, rules) = parse_check_args(&args);
+        let plan = abode_guard::read_plan_slice(&bytes).unwrap();
+        let start = abode_guard::evaluate(&plan, Transition::Start, &rules);
+        let claim = abode_guard::evaluate(&plan, Transition::Claim, &rules);
+        let name = case.display();
+        assert_eq!(claim.decision, Decision::Allow, "{name}");
+        assert!(claim.protected_changes.is_empty(), "{name}");
+        assert!(claim.unprotected_destroys.is_empty(), "{name}");
+        assert!(start.claim_replacements.is_empty(), "{name}");
+        let mut want: Vec<(String, bool, Vec<String>)> = start
+            .protected_changes
+            .iter()
+            .map(|c| {
+                let paths = c.replace_paths.iter().map(|p| p.path.clone()).collect();
+                (c.address.clone(), true, paths)
+            })
+            .chain(start.unprotected_destroys.iter().map(|c| {
+                let paths = plan
+                    .changes
+                    .iter()
+                    .find(|p| p.address == c.address)
+                    .map(|p| p.replace_paths.iter().map(|a| a.path.clone()).collect())
+                    .unwrap_or_default();
+                (c.address.clone(), false, paths)
+            }))
+            .collect();
+        let mut got: Vec<(String, bool, Vec<String>)> = claim
+            .claim_replacements
+            .iter()
+            .filter(|c| c.protected || c.action != abode_guard::Action::Create)
+            .map(|c| (c.address.clone(), c.protected, c.replace_paths.clone()))
+            .collect();
+        want.sort();
+        got.sort();
+        assert_eq!(got, want, "{name}");
+        let text = abode_guard::render_text(&claim, false);
+        for change in &claim.claim_replacements {
+            assert!(text.contains(&change.line()), "{name}: {}", change.line());
+        }
+        assert_eq!(claim.summary, start.summary, "{name}");
+        assert_eq!(claim.warnings, start.warnings, "{name}");
+    }
+}
+
+#[test]
+fn fixtures() {
+    let cases = cases();
     assert!(
         cases.len() >= 20,
         "expected the fixture folders, found {}",
@@ -227,7 +316,12 @@ fn peer_plans_are_readable() {
             .iter()
             .map(|c| Rule::resource_type(&c.resource_type, Mode::Block, Origin::Caller))
             .collect();
-        for transition in [Transition::Start, Transition::Stop, Transition::Delete] {
+        for transition in [
+            Transition::Start,
+            Transition::Stop,
+            Transition::Delete,
+            Transition::Claim,
+        ] {
             let report = abode_guard::evaluate(&plan, transition, &every_type);
             abode_guard::render_text(&report, true);
         }

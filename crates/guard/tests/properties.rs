@@ -754,16 +754,16 @@ fn guard_rules(model: &Model) -> Vec<Rule> {
         .collect()
 }
 
-/// The documented decision for each instance that the report must list, with
-/// its outcome (docs/plan-check.md, "Decision"), in a plan of `format`.
-fn expected(model: &Model, format: Format, transition: Transition) -> BTreeMap<String, Decision> {
+/// Every entry the plan destroys, or creates again after drift deleted it, with
+/// whether it is re-created and the strictest mode of the rules covering it.
+fn destroyed(model: &Model, format: Format) -> Vec<(String, bool, Option<Mode>)> {
     let mut rules: Vec<(Target, Mode)> = model
         .caller
         .iter()
         .map(|r| (r.target.clone(), r.mode))
         .collect();
     rules.extend(model.annotations.iter().map(|a| (a.target(), a.mode())));
-    let mut out = BTreeMap::new();
+    let mut out = Vec::new();
     for instance in &entries(model, format).changes {
         if matches!(instance.resource_type(), "abode_protect" | "abode_metadata") {
             continue;
@@ -784,6 +784,20 @@ fn expected(model: &Model, format: Format, transition: Transition) -> BTreeMap<S
             })
             .map(|(_, mode)| *mode)
             .max();
+        out.push((instance.address(), recreated, strictest));
+    }
+    out
+}
+
+/// The documented decision for each instance that the report must list, with
+/// its outcome (docs/plan-check.md, "Decision"), in a plan of `format`. A claim
+/// lists none: everything it destroys is allowed (see [`expected_claim`]).
+fn expected(model: &Model, format: Format, transition: Transition) -> BTreeMap<String, Decision> {
+    let mut out = BTreeMap::new();
+    if transition == Transition::Claim {
+        return out;
+    }
+    for (address, recreated, strictest) in destroyed(model, format) {
         let Some(strictest) = strictest else {
             continue;
         };
@@ -793,8 +807,19 @@ fn expected(model: &Model, format: Format, transition: Transition) -> BTreeMap<S
             (_, false, Mode::Confirm) => Decision::Confirm,
             (_, false, Mode::Block) => Decision::Block,
         };
-        out.insert(instance.address(), outcome);
+        out.insert(address, outcome);
     }
+    out
+}
+
+/// What a claim build lists in `claim_replacements`: every destroyed or
+/// re-created entry, protected or not, sorted.
+fn expected_claim(model: &Model, format: Format) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = destroyed(model, format)
+        .into_iter()
+        .map(|(address, _, strictest)| (address, strictest.is_some()))
+        .collect();
+    out.sort();
     out
 }
 
@@ -1068,9 +1093,24 @@ proptest! {
         let bytes = serde_json::to_vec(&plan_json(&model, format)).unwrap();
         let plan = abode_guard::read_plan_slice(&bytes).unwrap();
         let rules = guard_rules(&model);
-        for transition in [Transition::Start, Transition::Stop, Transition::Delete] {
+        for transition in [Transition::Start, Transition::Stop, Transition::Delete, Transition::Claim] {
             let report = abode_guard::evaluate(&plan, transition, &rules);
             check_older_plan_format(format, &report.to_json(), &abode_guard::render_text(&report, false))?;
+            let mut claimed: Vec<(String, bool)> = report
+                .claim_replacements
+                .iter()
+                .map(|c| (c.address.clone(), c.protected))
+                .collect();
+            claimed.sort();
+            let want_claimed = if transition == Transition::Claim {
+                expected_claim(&model, format)
+            } else {
+                Vec::new()
+            };
+            prop_assert_eq!(&claimed, &want_claimed, "{} build", transition);
+            if transition == Transition::Claim {
+                prop_assert!(report.unprotected_destroys.is_empty());
+            }
             let want = expected(&model, format, transition);
             let got: BTreeMap<String, Decision> = report
                 .protected_changes
@@ -1093,7 +1133,7 @@ proptest! {
         secret in secret(),
         place in prop::sample::select(vec![Place::Whole, Place::Inside, Place::MapKey, Place::ListElement]),
         marks in prop::sample::select(vec![Marks::Before, Marks::After, Marks::Both, Marks::RootVariable]),
-        transition in prop::sample::select(vec![Transition::Start, Transition::Stop, Transition::Delete]),
+        transition in prop::sample::select(vec![Transition::Start, Transition::Stop, Transition::Delete, Transition::Claim]),
         format in format(),
         values_kept in any::<bool>(),
     ) {
