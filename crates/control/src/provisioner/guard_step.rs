@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use abode_guard::{Decision, Plan, RememberedProtection, Report};
-use abode_store::{Build, Transition, Workspace};
+use abode_store::{Build, BuildReason, Transition, Workspace};
 use abode_terraform::run::{self, Invocation};
 
 use super::run::{internal, storage, BuildRun, Failure};
@@ -36,7 +36,7 @@ impl BuildRun {
             .map_err(|error| Failure::failed(error.to_string()))?;
         let plan = abode_guard::read_plan_slice(&plan_json)
             .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
-        let transition = guard_transition(build.transition);
+        let transition = guard_transition(build);
         let memory = self
             .control
             .remembered(&workspace.id)
@@ -69,13 +69,16 @@ impl BuildRun {
     }
 }
 
-/// The guard is pure and has its own transition type; every stored one maps
-/// to one of its kinds.
-pub(super) fn guard_transition(transition: Transition) -> abode_guard::Transition {
-    match transition {
-        Transition::Start => abode_guard::Transition::Start,
-        Transition::Stop => abode_guard::Transition::Stop,
-        Transition::Delete => abode_guard::Transition::Delete,
+/// The guard is pure and has its own transition type; every stored build
+/// maps to one of its kinds. A claim build is a `start` to the store and a
+/// `claim` to the guard: a prebuilt workspace has never held anyone's data,
+/// so what it replaces is allowed (and reported).
+pub(super) fn guard_transition(build: &Build) -> abode_guard::Transition {
+    match (build.transition, build.reason) {
+        (Transition::Start, BuildReason::PrebuildClaim) => abode_guard::Transition::Claim,
+        (Transition::Start, _) => abode_guard::Transition::Start,
+        (Transition::Stop, _) => abode_guard::Transition::Stop,
+        (Transition::Delete, _) => abode_guard::Transition::Delete,
     }
 }
 

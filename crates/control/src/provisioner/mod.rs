@@ -21,7 +21,7 @@ mod run;
 
 use std::time::Duration;
 
-use abode_store::{Build, BuildStatus, JobKind};
+use abode_store::{Build, BuildReason, BuildStatus, JobKind};
 use tokio::sync::watch;
 use tracing::Instrument;
 
@@ -81,9 +81,18 @@ async fn run_build(
             count_build_end(control, build, status, started);
         }
     };
-    run_build_steps(control, build_id, kind, shutdown, count_end)
+    let status = run_build_steps(control, build_id, kind, shutdown, count_end)
         .instrument(span)
         .await;
+    let pool_build = build.as_ref().is_some_and(|build| {
+        matches!(
+            build.reason,
+            BuildReason::Prebuild | BuildReason::PrebuildClaim
+        )
+    });
+    if pool_build {
+        control.prebuild_build_ended(build_id, status).await;
+    }
 }
 
 /// The span every log line of a build is written in (its workspace as
@@ -121,15 +130,15 @@ pub(crate) fn count_build_end(control: &Control, build: &Build, status: BuildSta
     );
 }
 
-/// The steps of one claimed build, to its recorded end; `count_end` is
-/// told how it ended just before the end is recorded.
+/// The steps of one claimed build, to its recorded end (returned);
+/// `count_end` is told how it ended just before the end is recorded.
 async fn run_build_steps(
     control: &Control,
     build_id: &str,
     kind: JobKind,
     shutdown: watch::Receiver<bool>,
     count_end: impl FnOnce(BuildStatus),
-) {
+) -> BuildStatus {
     let (interruptions, cancel) = Interruptions::start(control, build_id, shutdown);
 
     let mut build_run = BuildRun {
@@ -197,6 +206,7 @@ async fn run_build_steps(
     prune_plans(control, build_id).await;
     control.inner.log_written.notify_waiters();
     tracing::info!(build = %build_id, status = %status, "build finished");
+    status
 }
 
 /// Applies the plan JSON retention to the workspace of a build that just

@@ -322,7 +322,7 @@ impl BuildRun {
         let store = &self.control.inner.store;
         let remembered = abode_guard::protections_after_apply(
             plan,
-            guard_transition(build.transition),
+            guard_transition(build),
             &[],
             memory,
         );
