@@ -19,6 +19,9 @@ use crate::error::or_not_found;
 use crate::lifecycle;
 use crate::names::validate_name;
 use crate::parameters::{check_parameters, CheckKind, ParameterDefinition};
+use crate::presets::{
+    matching_preset, named_preset, stored_presets, with_preset, PresetDefinition,
+};
 use crate::workspaces::validate_parameters;
 use crate::Caller;
 use crate::Control;
@@ -62,6 +65,9 @@ pub enum BuildTarget {
         name: String,
         owner: User,
         template: Template,
+        /// The preset to create it with; `None`: the version's preset whose
+        /// values are exactly the requested ones, if one is.
+        preset: Option<String>,
     },
 }
 
@@ -98,8 +104,9 @@ impl Control {
                 name,
                 owner,
                 template,
+                preset,
             } => {
-                self.request_first_build(&name, &owner, &template, &order)
+                self.request_first_build(&name, &owner, &template, preset.as_deref(), &order)
                     .await?
             }
             BuildTarget::Existing(workspace) => self.request_next_build(&workspace, &order).await?,
@@ -115,6 +122,7 @@ impl Control {
         name: &str,
         owner: &User,
         template: &Template,
+        preset: Option<&str>,
         order: &BuildOrder,
     ) -> Result<Build, ControlError> {
         validate_name("workspace name", name)?;
@@ -124,9 +132,26 @@ impl Control {
             ));
         }
         let version = self.chosen_version(template, None, order.version).await?;
-        let (values, kept) =
-            resolve_parameters(&version, &order.parameters, None, CheckKind::Create)?;
-        let parameters = to_json(&kept)?;
+        let creation = resolve_creation(&version, preset, &order.parameters)?;
+        // A create finds its preset first, then builds: this is where a
+        // ready prebuilt workspace of `creation.preset` will be claimed
+        // instead of building a new one (issue 12).
+        self.build_new_workspace(name, owner, template, version, creation, order)
+            .await
+    }
+
+    /// Records a new workspace and its first build, a start of `version`
+    /// with the values of `creation`.
+    async fn build_new_workspace(
+        &self,
+        name: &str,
+        owner: &User,
+        template: &Template,
+        version: TemplateVersion,
+        creation: Creation,
+        order: &BuildOrder,
+    ) -> Result<Build, ControlError> {
+        let parameters = to_json(&creation.kept)?;
         let workspace_id = abode_store::new_id();
         let created = self
             .inner
@@ -138,7 +163,8 @@ impl Control {
                     name: name.into(),
                     template_id: template.id.clone(),
                     template_version_id: version.id.clone(),
-                    parameters,
+                    parameters: parameters.clone(),
+                    preset_name: creation.preset.map(|preset| preset.name),
                 },
                 &NewBuild {
                     id: abode_store::new_id(),
@@ -147,8 +173,8 @@ impl Control {
                     template_version_id: version.id,
                     initiator_id: order.actor.id().to_string(),
                     reason: order.reason,
-                    parameters: Some(to_json(&values)?),
-                    workspace_parameters: Some(to_json(&kept)?),
+                    parameters: Some(to_json(&creation.values)?),
+                    workspace_parameters: Some(parameters),
                 },
             )
             .await;
@@ -508,6 +534,52 @@ impl Control {
 
 /// Parameter values by name, as builds and workspaces keep them.
 type Values = BTreeMap<String, String>;
+
+/// What a new workspace is created with.
+#[derive(Debug, Clone)]
+pub(crate) struct Creation {
+    /// The preset asked for, or the one whose values are exactly the
+    /// requested ones.
+    pub(crate) preset: Option<PresetDefinition>,
+    /// The first build's values.
+    pub(crate) values: Values,
+    /// What the workspace keeps of them.
+    pub(crate) kept: Values,
+}
+
+/// The preset and values of a create. With `preset`, its values fill those
+/// not given (a given value must agree with it); without, the version's
+/// preset that would build exactly the resolved values (if any) is the
+/// workspace's.
+fn resolve_creation(
+    version: &TemplateVersion,
+    preset: Option<&str>,
+    given: &BTreeMap<String, Value>,
+) -> Result<Creation, ControlError> {
+    let presets = stored_presets(version)?;
+    if let Some(name) = preset {
+        let preset = named_preset(version, &presets, name)?;
+        let given = with_preset(preset, given)?;
+        let (values, kept) = resolve_parameters(version, &given, None, CheckKind::Create)?;
+        return Ok(Creation {
+            preset: Some(preset.clone()),
+            values,
+            kept,
+        });
+    }
+    let (values, kept) = resolve_parameters(version, given, None, CheckKind::Create)?;
+    let candidates = presets.iter().filter_map(|preset| {
+        let given = with_preset(preset, &BTreeMap::new()).ok()?;
+        let (values, _) = resolve_parameters(version, &given, None, CheckKind::Create).ok()?;
+        Some((preset, values))
+    });
+    let preset = matching_preset(candidates, &values).cloned();
+    Ok(Creation {
+        preset,
+        values,
+        kept,
+    })
+}
 
 /// Checks the given values against the version's declarations and resolves
 /// every value of the build: (this build's values, what the workspace keeps

@@ -22,6 +22,7 @@ mod names;
 pub mod notifications;
 pub mod prebuilds;
 pub mod parameters;
+pub mod presets;
 mod provisioner;
 mod recovery;
 mod secrets;

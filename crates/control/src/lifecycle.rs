@@ -312,6 +312,7 @@ mod tests {
             template_version_id: "v1".into(),
             template_version: 1,
             parameters: "{}".into(),
+            preset_name: None,
             deleted,
             created_at: 0,
             updated_at: 0,

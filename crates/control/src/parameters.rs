@@ -1,4 +1,5 @@
-//! A template version's parameters: what it declares, and whether the values
+//! A template version's parameters: what it declares (with its presets,
+//! read from the same plan), and whether the values
 //! a create, start or update gives fit those declarations.
 //!
 //! Declarations are read once, at push, from a plan of the template in the
@@ -15,5 +16,8 @@ mod import;
 
 pub use abode_contract::parameters::ParameterDefinition;
 pub use check::{check_parameters, CheckKind, ParameterProblem, ResolvedParameters};
-pub use declarations::{declarations_from_plan, DeclarationError};
+pub(crate) use declarations::ImportPlan;
+pub use declarations::{
+    declarations_from_plan, template_declarations_from_plan, DeclarationError, TemplateDeclarations,
+};
 pub use import::{declarations_from_template, ImportError};

@@ -1,6 +1,6 @@
 //! Templates and their immutable versions: who may push, what a pushed
 //! archive must pass (safe unpacking, `terraform init` and `validate`) and
-//! which version new workspaces get.
+//! which version new workspaces get, and the presets a version offers.
 
 use std::path::Path;
 
@@ -12,6 +12,7 @@ use crate::authz::Action;
 use crate::error::or_not_found;
 use crate::names::validate_name;
 use crate::parameters::declarations_from_template;
+use crate::presets::{stored_presets, PresetDefinition};
 use crate::secrets;
 use crate::workdir::{self, TEMPLATE_SUBDIR};
 use crate::Caller;
@@ -80,6 +81,7 @@ impl Control {
                 validation_ok: true,
                 validation_message: validated.message,
                 parameters: Some(validated.parameters),
+                presets: Some(validated.presets),
                 activate,
             })
             .await?;
@@ -144,6 +146,35 @@ impl Control {
             .await?)
     }
 
+    /// The presets of version `number` of a template (default: the active
+    /// version), with that version: what `abode create --preset` offers.
+    pub async fn template_presets(
+        &self,
+        caller: &Caller,
+        name: &str,
+        number: Option<i64>,
+    ) -> Result<(TemplateVersion, Vec<PresetDefinition>), ControlError> {
+        caller.authorize(Action::TemplateRead, None)?;
+        let template = self.template(name).await?;
+        let version = match (number, template.active_version_id.as_deref()) {
+            (Some(number), _) => or_not_found(
+                self.inner
+                    .store
+                    .template_version(&template.id, number)
+                    .await,
+                || format!("template \"{name}\" has no version {number}"),
+            )?,
+            (None, Some(active)) => self.inner.store.template_version_by_id(active).await?,
+            (None, None) => {
+                return Err(ControlError::Conflict(format!(
+                    "template \"{name}\" has no active version"
+                )))
+            }
+        };
+        let presets = stored_presets(&version)?;
+        Ok((version, presets))
+    }
+
     pub async fn activate_template_version(
         &self,
         caller: &Caller,
@@ -179,18 +210,21 @@ impl Control {
     }
 }
 
-/// What a pushed template passed, and the parameters it declares.
+/// What a pushed template passed, and the parameters and presets it declares.
 pub(crate) struct Validated {
     /// Terraform's validation message.
     pub(crate) message: String,
     /// The parameter declarations read from a template-import plan, as the
     /// JSON the version keeps.
     pub(crate) parameters: String,
+    /// The presets read from the same plan, as the JSON the version keeps.
+    pub(crate) presets: String,
 }
 
 /// Checks a pushed template: safe to unpack, `terraform init` and
 /// `terraform validate` pass, and a template-import plan reads its parameter
-/// declarations (which the door checks every build's values against).
+/// declarations (which the door checks every build's values against) and
+/// its presets (checked against those declarations).
 pub(crate) async fn validate_template(
     control: &Control,
     archive_bytes: &[u8],
@@ -262,10 +296,12 @@ async fn validate_in(
         .unwrap_or("The configuration is valid.")
         .to_string();
     let declarations = declarations_from_template(&template_dir, &env, dir).await?;
-    let parameters = serde_json::to_string(&declarations)
-        .map_err(|error| ControlError::Internal(error.to_string()))?;
+    let as_json = |value: Result<String, serde_json::Error>| {
+        value.map_err(|error| ControlError::Internal(error.to_string()))
+    };
     Ok(Validated {
         message,
-        parameters,
+        parameters: as_json(serde_json::to_string(&declarations.parameters))?,
+        presets: as_json(serde_json::to_string(&declarations.presets))?,
     })
 }

@@ -59,13 +59,16 @@ pub struct Orphaned {
 }
 
 impl Control {
-    /// A person's new workspace on a template's active version; its first
-    /// build goes through the door.
+    /// A person's new workspace on a template's active version, with one of
+    /// its presets if `preset` names one (else the preset whose values are
+    /// exactly the requested ones, if any); its first build goes through the
+    /// door.
     pub async fn create_workspace(
         &self,
         caller: &Caller,
         name: &str,
         template_name: &str,
+        preset: Option<&str>,
         parameters: BTreeMap<String, serde_json::Value>,
     ) -> Result<(WorkspaceView, Build), ControlError> {
         caller.authorize(Action::WorkspaceCreate, Some(&caller.user.id))?;
@@ -77,6 +80,7 @@ impl Control {
                     name: name.to_string(),
                     owner: caller.user.clone(),
                     template,
+                    preset: preset.map(str::to_string),
                 },
                 BuildOrder {
                     actor: Actor::User(caller.user.clone()),

@@ -130,6 +130,7 @@ async fn setup() -> Setup {
         validation_ok: true,
         validation_message: "ok".into(),
         parameters: Some("[]".into()),
+        presets: None,
         activate: true,
     };
     let (_, first) = store.create_template_version(&version(1)).await.unwrap();
@@ -167,6 +168,7 @@ async fn workspace_in(setup: &Setup, name: &str, state: State) -> Workspace {
                 template_id: setup.template.id.clone(),
                 template_version_id: setup.first_version.clone(),
                 parameters: "{}".into(),
+                preset_name: None,
             },
             &build(&id, Transition::Start),
         )
@@ -313,6 +315,7 @@ async fn a_new_workspace_and_its_first_build_come_through_the_door_together() {
         name: name.into(),
         owner: setup.alice.clone(),
         template: setup.template.clone(),
+        preset: None,
     };
     let mut first = order(&Actor::System(SystemActor::Prebuilds), Start);
     first.reason = BuildReason::Prebuild;

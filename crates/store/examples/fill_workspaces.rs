@@ -58,6 +58,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
             validation_ok: true,
             validation_message: String::new(),
             parameters: None,
+            presets: None,
             activate: true,
         })
         .await?;
@@ -87,6 +88,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                     template_id: template.id.clone(),
                     template_version_id: version.id.clone(),
                     parameters: "{}".into(),
+                    preset_name: None,
                 },
                 &NewBuild {
                     id: build_id.clone(),

@@ -57,6 +57,10 @@ pub struct TemplateVersion {
     /// `abode_contract::parameters::ParameterDefinition`), read at push;
     /// `None` for a version pushed before they were read.
     pub parameters: Option<String>,
+    /// The presets the version declares (a JSON array of
+    /// `abode_contract::presets::PresetDefinition`), read at push; `None`
+    /// for a version pushed before they were read (it offers none).
+    pub presets: Option<String>,
     pub created_at: i64,
 }
 
@@ -71,6 +75,8 @@ pub struct NewTemplateVersion {
     pub validation_message: String,
     /// See [`TemplateVersion::parameters`].
     pub parameters: Option<String>,
+    /// See [`TemplateVersion::presets`].
+    pub presets: Option<String>,
     pub activate: bool,
 }
 
@@ -87,6 +93,8 @@ pub struct Workspace {
     pub template_version: i64,
     /// JSON object of parameter values (strings).
     pub parameters: String,
+    /// The preset the workspace was created with, if any.
+    pub preset_name: Option<String>,
     pub deleted: bool,
     pub created_at: i64,
     pub updated_at: i64,
@@ -100,6 +108,8 @@ pub struct NewWorkspace {
     pub template_id: String,
     pub template_version_id: String,
     pub parameters: String,
+    /// See [`Workspace::preset_name`].
+    pub preset_name: Option<String>,
 }
 
 /// Where a build is in its life. Final: succeeded, failed, canceled.

@@ -10,7 +10,7 @@ pub(crate) const TEMPLATE_SELECT: &str =
 pub(crate) const VERSION_SELECT: &str =
     "SELECT v.id, v.template_id, t.name AS template_name, v.number, \
      COALESCE(t.active_version_id = v.id, FALSE) AS active, v.message, u.username AS created_by, \
-     v.archive_sha256, v.validation_ok, v.validation_message, v.parameters, v.created_at \
+     v.archive_sha256, v.validation_ok, v.validation_message, v.parameters, v.presets, v.created_at \
      FROM template_versions v \
      JOIN templates t ON t.id = v.template_id \
      JOIN users u ON u.id = v.created_by";
@@ -66,8 +66,8 @@ macro_rules! template_queries {
         let version_id = new_id();
         sqlx::query(
             &sql("INSERT INTO template_versions (id, template_id, number, archive, archive_sha256, \
-             message, created_by, validation_ok, validation_message, parameters, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+             message, created_by, validation_ok, validation_message, parameters, presets, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
         )
         .bind(&version_id)
         .bind(&template_id)
@@ -79,6 +79,7 @@ macro_rules! template_queries {
         .bind(version.validation_ok)
         .bind(&version.validation_message)
         .bind(&version.parameters)
+        .bind(&version.presets)
         .bind(now)
         .execute(&mut *tx)
         .await

@@ -11,7 +11,7 @@ use crate::records::{
 pub(crate) const WORKSPACE_SELECT: &str =
     "SELECT w.id, w.name, w.owner_id, u.username AS owner_name, \
      u.email AS owner_email, w.template_id, t.name AS template_name, w.template_version_id, \
-     v.number AS template_version, w.parameters, w.deleted, w.created_at, w.updated_at \
+     v.number AS template_version, w.parameters, w.preset_name, w.deleted, w.created_at, w.updated_at \
      FROM workspaces w \
      JOIN users u ON u.id = w.owner_id \
      JOIN templates t ON t.id = w.template_id \
@@ -205,7 +205,7 @@ pub(crate) fn workspace_page_sql(filter: &WorkspaceFilter, cursor: bool, limit: 
 const WORKSPACE_PAGE_ROWS: &str = "page AS (\
      SELECT w.id, w.name, w.owner_id, u.username AS owner_name, u.email AS owner_email, \
      w.template_id, t.name AS template_name, w.template_version_id, v.number AS template_version, \
-     w.parameters, w.deleted, w.created_at, w.updated_at, \
+     w.parameters, w.preset_name, w.deleted, w.created_at, w.updated_at, \
      lb.id AS b_id, lb.number AS b_number, lb.transition AS b_transition, lb.status AS b_status, \
      lb.template_version_id AS b_template_version_id, bv.number AS b_template_version, \
      lb.initiator_id AS b_initiator_id, i.username AS b_initiator_name, lb.reason AS b_reason, lb.parameters AS b_parameters, \
@@ -247,7 +247,8 @@ macro_rules! workspace_queries {
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         sqlx::query(
             &sql("INSERT INTO workspaces (id, owner_id, name, template_id, template_version_id, \
-             parameters, deleted, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, FALSE, ?, ?)"),
+             parameters, preset_name, deleted, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, FALSE, ?, ?)"),
         )
         .bind(&workspace.id)
         .bind(&workspace.owner_id)
@@ -255,6 +256,7 @@ macro_rules! workspace_queries {
         .bind(&workspace.template_id)
         .bind(&workspace.template_version_id)
         .bind(&workspace.parameters)
+        .bind(&workspace.preset_name)
         .bind(now)
         .bind(now)
         .execute(&mut *tx)

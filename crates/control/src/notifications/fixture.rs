@@ -51,6 +51,7 @@ pub(super) async fn platform(dir: &Path) -> Platform {
             validation_ok: true,
             validation_message: "ok".into(),
             parameters: None,
+            presets: None,
             activate: true,
         })
         .await
@@ -71,6 +72,7 @@ pub(super) async fn platform(dir: &Path) -> Platform {
                         template_id: template.id.clone(),
                         template_version_id: version.id.clone(),
                         parameters: "{}".into(),
+                        preset_name: None,
                     },
                     &NewBuild {
                         id: new_id(),

@@ -1,4 +1,6 @@
-//! Reads `abode_parameter` declarations out of `terraform show -json`.
+//! Reads a template's declarations out of `terraform show -json`: the plan
+//! walking every declaring data source shares ([`ImportPlan`]), and the
+//! `abode_parameter`s (the presets are read in `crate::presets`).
 //!
 //! A data source Terraform could read while planning is in the plan's
 //! `prior_state` (`values.root_module`, and below it `child_modules`, for
@@ -11,9 +13,14 @@
 use std::collections::BTreeMap;
 
 use abode_contract::parameters::ParameterDefinition;
+use abode_contract::presets::PresetDefinition;
 use serde::Deserialize;
 
 const PARAMETER_TYPE: &str = "abode_parameter";
+
+/// What a deferred `abode_parameter` would have had to know at plan time.
+const PARAMETER_NEEDS: &str =
+    "a parameter's name, type, default, options and validation must be known when the template is planned";
 
 /// Why a plan's declarations cannot be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -22,8 +29,12 @@ pub enum DeclarationError {
     NotAPlan(String),
     #[error("{address}: the declaration cannot be read: {reason}")]
     Unreadable { address: String, reason: String },
-    #[error("{address}: the declaration depends on values known only after apply; a parameter's name, type, default, options and validation must be known when the template is planned")]
-    Deferred { address: String },
+    #[error("{address}: the declaration depends on values known only after apply; {needs}")]
+    Deferred {
+        address: String,
+        /// What must be known at plan time, for the kind of declaration.
+        needs: &'static str,
+    },
     #[error("{address}: {message}")]
     Invalid { address: String, message: String },
     #[error("parameter `{name}` is declared twice, differently ({first} and {second})")]
@@ -32,6 +43,22 @@ pub enum DeclarationError {
         first: String,
         second: String,
     },
+    #[error(
+        "preset `{name}` is declared twice ({first} and {second}); preset names must be unique"
+    )]
+    PresetTwice {
+        name: String,
+        first: String,
+        second: String,
+    },
+}
+
+/// Everything a template declares, read from one template-import plan.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TemplateDeclarations {
+    pub parameters: Vec<ParameterDefinition>,
+    /// Checked against `parameters` (names and values).
+    pub presets: Vec<PresetDefinition>,
 }
 
 #[derive(Deserialize)]
@@ -157,33 +184,94 @@ impl ParameterValues {
 pub fn declarations_from_plan(
     plan_json: &[u8],
 ) -> Result<Vec<ParameterDefinition>, DeclarationError> {
-    let plan: PlanJson = serde_json::from_slice(plan_json)
-        .map_err(|error| DeclarationError::NotAPlan(error.to_string()))?;
-    if plan.format_version.is_none() {
-        return Err(DeclarationError::NotAPlan(
-            "it has no format_version".to_string(),
-        ));
+    parameters_of(&ImportPlan::parse(plan_json)?)
+}
+
+/// Every parameter and preset a plan declares (see
+/// [`declarations_from_plan`] and `crate::presets::presets_of`).
+pub fn template_declarations_from_plan(
+    plan_json: &[u8],
+) -> Result<TemplateDeclarations, DeclarationError> {
+    let plan = ImportPlan::parse(plan_json)?;
+    let parameters = parameters_of(&plan)?;
+    let presets = crate::presets::presets_of(&plan, &parameters)?;
+    Ok(TemplateDeclarations {
+        parameters,
+        presets,
+    })
+}
+
+/// A template-import plan, parsed once; the declarations of each kind are
+/// its read data sources of that kind.
+pub(crate) struct ImportPlan {
+    resource_changes: Vec<ChangeJson>,
+    /// Every data source read during plan, root module first, depth first.
+    read: Vec<ResourceJson>,
+}
+
+/// One read data source: where it is and the attributes the provider returned.
+pub(crate) struct ReadDataSource {
+    pub(crate) address: String,
+    pub(crate) values: serde_json::Value,
+}
+
+impl ImportPlan {
+    pub(crate) fn parse(plan_json: &[u8]) -> Result<Self, DeclarationError> {
+        let plan: PlanJson = serde_json::from_slice(plan_json)
+            .map_err(|error| DeclarationError::NotAPlan(error.to_string()))?;
+        if plan.format_version.is_none() {
+            return Err(DeclarationError::NotAPlan(
+                "it has no format_version".to_string(),
+            ));
+        }
+        let mut read = Vec::new();
+        if let Some(root) = plan
+            .prior_state
+            .and_then(|state| state.values)
+            .and_then(|values| values.root_module)
+        {
+            collect(root, &mut read);
+        }
+        Ok(ImportPlan {
+            resource_changes: plan.resource_changes,
+            read,
+        })
     }
-    if let Some(change) = plan.resource_changes.iter().find(|change| {
-        change.mode == "data"
-            && change.kind == PARAMETER_TYPE
-            && change.change.actions.iter().any(|action| action == "read")
-    }) {
-        return Err(DeclarationError::Deferred {
-            address: change.address.clone(),
-        });
+
+    /// The read data sources of type `kind`, in plan order. One Terraform
+    /// could not read while planning is an error saying what `needs` to be
+    /// known then.
+    pub(crate) fn data_sources(
+        &self,
+        kind: &str,
+        needs: &'static str,
+    ) -> Result<Vec<ReadDataSource>, DeclarationError> {
+        if let Some(change) = self.resource_changes.iter().find(|change| {
+            change.mode == "data"
+                && change.kind == kind
+                && change.change.actions.iter().any(|action| action == "read")
+        }) {
+            return Err(DeclarationError::Deferred {
+                address: change.address.clone(),
+                needs,
+            });
+        }
+        Ok(self
+            .read
+            .iter()
+            .filter(|resource| resource.kind == kind)
+            .map(|resource| ReadDataSource {
+                address: resource.address.clone(),
+                values: resource.values.clone(),
+            })
+            .collect())
     }
-    let mut read = Vec::new();
-    if let Some(root) = plan
-        .prior_state
-        .and_then(|state| state.values)
-        .and_then(|values| values.root_module)
-    {
-        collect(root, &mut read);
-    }
+}
+
+fn parameters_of(plan: &ImportPlan) -> Result<Vec<ParameterDefinition>, DeclarationError> {
     let mut declarations: Vec<ParameterDefinition> = Vec::new();
     let mut declared_at: BTreeMap<String, String> = BTreeMap::new();
-    for resource in read {
+    for resource in plan.data_sources(PARAMETER_TYPE, PARAMETER_NEEDS)? {
         let values: ParameterValues = serde_json::from_value(resource.values).map_err(|error| {
             DeclarationError::Unreadable {
                 address: resource.address.clone(),
@@ -221,13 +309,13 @@ pub fn declarations_from_plan(
     Ok(declarations)
 }
 
-/// The read `abode_parameter`s of a module and its children, depth first.
+/// The read data sources of a module and its children, depth first.
 fn collect(module: ModuleJson, out: &mut Vec<ResourceJson>) {
     out.extend(
         module
             .resources
             .into_iter()
-            .filter(|resource| resource.mode == "data" && resource.kind == PARAMETER_TYPE),
+            .filter(|resource| resource.mode == "data"),
     );
     for child in module.child_modules {
         collect(child, out);

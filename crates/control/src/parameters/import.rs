@@ -1,7 +1,7 @@
 //! Reads a pushed template's declarations by planning it as a template import
 //! (the environment contract's import mode: no workspace, placeholders for
 //! the workspace and its owner and for required parameters) and reading the
-//! plan's `abode_parameter`s.
+//! plan's `abode_parameter`s and `abode_workspace_preset`s.
 //!
 //! The plan is never applied: it only reads data sources and plans changes.
 //! Its saved plan goes to the caller's scratch dir, and so do the volumes and
@@ -11,11 +11,12 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use abode_contract::parameters::ParameterDefinition;
 use abode_contract::BuildContext;
 use abode_terraform::run::{self, Invocation, RunError};
 
-use super::declarations::{declarations_from_plan, DeclarationError};
+use super::declarations::{
+    template_declarations_from_plan, DeclarationError, TemplateDeclarations,
+};
 use crate::error::ControlError;
 
 /// The saved plan's file name in the scratch dir.
@@ -46,7 +47,7 @@ impl From<ImportError> for ControlError {
     }
 }
 
-/// The parameters `template_dir` declares. `terraform init` must already have
+/// The parameters and presets `template_dir` declares. `terraform init` must already have
 /// run there with `env` (the push's Terraform environment: the operator's
 /// passed variables, `TF_CLI_CONFIG_FILE`); `scratch_dir` is an absolute
 /// directory of this push alone. The import's `ABODE_*` variables are added
@@ -55,7 +56,7 @@ pub async fn declarations_from_template(
     template_dir: &Path,
     env: &[(String, String)],
     scratch_dir: &Path,
-) -> Result<Vec<ParameterDefinition>, ImportError> {
+) -> Result<TemplateDeclarations, ImportError> {
     let mut context = BuildContext::template_import(scratch_dir);
     context.volumes_dir = scratch_dir.join("volumes");
     context.process_logs_dir = scratch_dir.join("process-logs");
@@ -99,7 +100,7 @@ pub async fn declarations_from_template(
     ))
     .await
     .map_err(step("show"))?;
-    Ok(declarations_from_plan(&plan_json)?)
+    Ok(template_declarations_from_plan(&plan_json)?)
 }
 
 #[cfg(test)]
@@ -117,7 +118,7 @@ mod tests {
             .collect()
     }
 
-    async fn import(main_tf: &str) -> Result<Vec<ParameterDefinition>, ImportError> {
+    async fn import(main_tf: &str) -> Result<TemplateDeclarations, ImportError> {
         let scratch = tempfile::tempdir().unwrap();
         let template = scratch.path().join("template");
         std::fs::create_dir(&template).unwrap();
@@ -137,7 +138,7 @@ mod tests {
         let declarations = import("resource \"terraform_data\" \"a\" {\n  input = \"x\"\n}\n")
             .await
             .unwrap();
-        assert_eq!(declarations, vec![]);
+        assert_eq!(declarations, TemplateDeclarations::default());
     }
 
     #[tokio::test]

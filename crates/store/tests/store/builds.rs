@@ -66,6 +66,7 @@ async fn concurrent_claimers_never_share_a_job(store: Store) {
             validation_ok: true,
             validation_message: String::new(),
             parameters: None,
+            presets: None,
             activate: true,
         })
         .await
@@ -84,6 +85,7 @@ async fn concurrent_claimers_never_share_a_job(store: Store) {
                     template_id: template.id.clone(),
                     template_version_id: version.id.clone(),
                     parameters: "{}".into(),
+                    preset_name: None,
                 },
                 &NewBuild {
                     id: build_id,

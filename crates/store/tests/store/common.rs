@@ -93,6 +93,7 @@ pub(crate) async fn seeded(store: &Store) -> (User, Workspace, Build) {
             validation_ok: true,
             validation_message: "ok".into(),
             parameters: None,
+            presets: None,
             activate: false,
         })
         .await
@@ -107,6 +108,7 @@ pub(crate) async fn seeded(store: &Store) -> (User, Workspace, Build) {
                 template_id: template.id.clone(),
                 template_version_id: version.id.clone(),
                 parameters: "{}".into(),
+                preset_name: None,
             },
             &NewBuild {
                 id: new_id(),

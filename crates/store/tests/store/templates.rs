@@ -15,6 +15,7 @@ async fn first_template_version_is_active_and_later_ones_on_request(store: Store
         validation_ok: true,
         validation_message: "ok".into(),
         parameters: None,
+        presets: None,
         activate,
     };
     let (template, v2) = store.create_template_version(&push(false)).await.unwrap();
@@ -44,4 +45,37 @@ async fn first_template_version_is_active_and_later_ones_on_request(store: Store
     );
 }
 
-on_every_backend!(first_template_version_is_active_and_later_ones_on_request,);
+/// A version keeps the presets read at push; one pushed without them has none.
+async fn a_version_keeps_its_presets(store: Store) {
+    let (user, _, _) = seeded(&store).await;
+    let presets = r#"[{"name":"small","parameters":{"cpus":"1"}}]"#;
+    let push = |presets: Option<&str>| NewTemplateVersion {
+        template_name: "base".into(),
+        archive: vec![1],
+        archive_sha256: "abc".into(),
+        message: String::new(),
+        created_by: user.id.clone(),
+        validation_ok: true,
+        validation_message: "ok".into(),
+        parameters: Some("[]".into()),
+        presets: presets.map(str::to_string),
+        activate: false,
+    };
+    let (template, with) = store
+        .create_template_version(&push(Some(presets)))
+        .await
+        .unwrap();
+    let (_, without) = store.create_template_version(&push(None)).await.unwrap();
+    assert_eq!(with.presets.as_deref(), Some(presets));
+    assert_eq!(without.presets, None);
+    let read = store
+        .template_version(&template.id, with.number)
+        .await
+        .unwrap();
+    assert_eq!(read.presets.as_deref(), Some(presets));
+}
+
+on_every_backend!(
+    first_template_version_is_active_and_later_ones_on_request,
+    a_version_keeps_its_presets,
+);

@@ -134,6 +134,7 @@ async fn a_workspace_moves_to_a_version_only_when_a_build_of_it_succeeds(store: 
             validation_ok: true,
             validation_message: "ok".into(),
             parameters: None,
+            presets: None,
             activate: true,
         })
         .await
@@ -176,6 +177,7 @@ async fn another_workspace(store: &Store, owner: &User, like: &Workspace, name: 
                 template_id: like.template_id.clone(),
                 template_version_id: like.template_version_id.clone(),
                 parameters: "{}".into(),
+                preset_name: None,
             },
             &NewBuild {
                 id: new_id(),
@@ -411,8 +413,75 @@ async fn workspace_pages_follow_their_cursor_and_filters(store: Store) {
     assert_eq!(page_size(Some(1_000_000)), MAX_PAGE_SIZE);
 }
 
+/// A workspace keeps the preset it was created with, and every read of it
+/// (by id, by name, in a page) says which.
+async fn a_workspace_keeps_its_preset(store: Store) {
+    let (user, workspace, _) = seeded(&store).await;
+    assert_eq!(workspace.preset_name, None);
+    let id = new_id();
+    let (created, _) = store
+        .create_workspace(
+            &NewWorkspace {
+                id: id.clone(),
+                preset_name: Some("big box".into()),
+                name: "preset".into(),
+                ..new_workspace_like(&workspace, &user)
+            },
+            &NewBuild {
+                workspace_id: id.clone(),
+                ..next_build(&workspace, &user, "start")
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.preset_name.as_deref(), Some("big box"));
+    let by_name = store
+        .workspace_by_owner_and_name(&user.id, "preset")
+        .await
+        .unwrap();
+    assert_eq!(by_name.preset_name.as_deref(), Some("big box"));
+    let page = store
+        .list_workspace_page(&WorkspaceFilter {
+            limit: 10,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let presets: Vec<(String, Option<String>)> = page
+        .items
+        .iter()
+        .map(|summary| {
+            (
+                summary.workspace.name.clone(),
+                summary.workspace.preset_name.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        presets,
+        vec![
+            ("dev".to_string(), None),
+            ("preset".to_string(), Some("big box".to_string()))
+        ]
+    );
+}
+
+/// The fields of a new workspace of `owner` on the template and version of `like`.
+fn new_workspace_like(like: &Workspace, owner: &User) -> NewWorkspace {
+    NewWorkspace {
+        id: new_id(),
+        owner_id: owner.id.clone(),
+        name: "other".into(),
+        template_id: like.template_id.clone(),
+        template_version_id: like.template_version_id.clone(),
+        parameters: "{}".into(),
+        preset_name: None,
+    }
+}
+
 on_every_backend!(
     deleted_workspace_frees_its_name_and_stays_readable,
+    a_workspace_keeps_its_preset,
     workspace_pages_follow_their_cursor_and_filters,
     a_workspace_moves_to_another_owner_with_its_history_and_next_build,
     a_workspace_moves_to_a_version_only_when_a_build_of_it_succeeds,
