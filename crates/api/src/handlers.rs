@@ -18,8 +18,8 @@ use abode_control::{AuditQuery as ControlAuditQuery, BuildRequest, WorkspaceQuer
 use abode_store::{BuildStatus, Role, Roles};
 
 use crate::views::{
-    AuditEventJson, BuildJson, LogLineJson, ProtectionJson, TemplateJson, UserJson, VersionJson,
-    WorkspaceJson,
+    AuditEventJson, BuildJson, LogLineJson, PresetJson, ProtectionJson, TemplateJson, UserJson,
+    VersionJson, WorkspaceJson,
 };
 use crate::{request_id_layer, ApiError, AppState, Authenticated, AuthenticatedAgent, RequestId};
 
@@ -45,6 +45,7 @@ pub fn router(state: AppState) -> Router {
         .route("/users/:name/roles", post(change_user_roles))
         .route("/templates", get(list_templates))
         .route("/templates/:name", get(get_template))
+        .route("/templates/:name/presets", get(list_presets))
         .route(
             "/templates/:name/versions",
             get(list_versions)
@@ -485,6 +486,36 @@ async fn list_versions(
 }
 
 #[derive(Deserialize)]
+struct PresetsQuery {
+    #[serde(default)]
+    version: Option<i64>,
+}
+
+async fn list_presets(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    query: Result<Query<PresetsQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    if let Some(number) = query.version.filter(|number| *number < 1) {
+        return Err(ApiError::bad_request(format!(
+            "invalid version `{number}`: use a positive number"
+        )));
+    }
+    let (version, presets) = state
+        .control
+        .template_presets(&caller, &name, query.version)
+        .await?;
+    let presets: Vec<PresetJson> = presets.iter().map(PresetJson::from).collect();
+    ok(
+        StatusCode::OK,
+        json!({"template": version.template_name, "version": version.number, "presets": presets}),
+    )
+}
+
+#[derive(Deserialize)]
 struct PushQuery {
     #[serde(default)]
     activate: Option<bool>,
@@ -555,6 +586,9 @@ async fn activate_version(
 struct NewWorkspaceBody {
     name: String,
     template: String,
+    /// A preset of the template's active version.
+    #[serde(default)]
+    preset: Option<String>,
     #[serde(default)]
     parameters: BTreeMap<String, Value>,
 }
@@ -588,7 +622,13 @@ async fn create_workspace(
     let parameters = body.parameters;
     let (view, build) = state
         .control
-        .create_workspace(&caller, &body.name, &body.template, parameters)
+        .create_workspace(
+            &caller,
+            &body.name,
+            &body.template,
+            body.preset.as_deref(),
+            parameters,
+        )
         .await?;
     ok(
         StatusCode::CREATED,

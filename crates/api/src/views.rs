@@ -2,6 +2,7 @@
 //! Nothing secret is ever a field here: no password hash, no token hash, no
 //! plan, no state.
 
+use abode_control::presets::PresetDefinition;
 use abode_control::{AgentHealth, WorkspaceView};
 use abode_store::{
     AuditEvent, Build, LogLine, Protection, Role, Roles, Template, TemplateVersion, User,
@@ -88,6 +89,64 @@ impl From<&TemplateVersion> for VersionJson {
                 ok: version.validation_ok,
                 message: version.validation_message.clone(),
             },
+        }
+    }
+}
+
+/// A preset of a template version (`GET /templates/{name}/presets`).
+#[derive(Serialize)]
+pub struct PresetJson {
+    pub name: String,
+    /// Parameter values by name, as strings.
+    pub parameters: std::collections::BTreeMap<String, String>,
+    /// The pool of prebuilt workspaces; `null`: none.
+    pub prebuilds: Option<PrebuildsJson>,
+}
+
+#[derive(Serialize)]
+pub struct PrebuildsJson {
+    pub instances: i64,
+    /// Seconds an unclaimed prebuilt workspace lives; 0: forever.
+    pub ttl_seconds: i64,
+    /// `null`: `instances` at every hour.
+    pub scheduling: Option<SchedulingJson>,
+}
+
+#[derive(Serialize)]
+pub struct SchedulingJson {
+    pub timezone: String,
+    pub schedules: Vec<ScheduleJson>,
+}
+
+#[derive(Serialize)]
+pub struct ScheduleJson {
+    pub cron: String,
+    pub instances: i64,
+}
+
+impl From<&PresetDefinition> for PresetJson {
+    fn from(preset: &PresetDefinition) -> Self {
+        PresetJson {
+            name: preset.name.clone(),
+            parameters: preset.parameters.clone(),
+            prebuilds: preset.prebuilds.as_ref().map(|prebuilds| PrebuildsJson {
+                instances: prebuilds.instances,
+                ttl_seconds: prebuilds.ttl_seconds,
+                scheduling: prebuilds
+                    .scheduling
+                    .as_ref()
+                    .map(|scheduling| SchedulingJson {
+                        timezone: scheduling.timezone.clone(),
+                        schedules: scheduling
+                            .schedules
+                            .iter()
+                            .map(|schedule| ScheduleJson {
+                                cron: schedule.cron.clone(),
+                                instances: schedule.instances,
+                            })
+                            .collect(),
+                    }),
+            }),
         }
     }
 }
@@ -181,6 +240,8 @@ pub struct WorkspaceJson {
     pub template: String,
     pub template_version: i64,
     pub parameters: Value,
+    /// The preset the workspace was created with, if any.
+    pub preset: Option<String>,
     pub status: abode_control::WorkspaceStatus,
     pub created_at: String,
     pub updated_at: String,
@@ -200,6 +261,7 @@ impl From<&WorkspaceView> for WorkspaceJson {
             template_version: workspace.template_version,
             parameters: serde_json::from_str(&workspace.parameters)
                 .unwrap_or_else(|_| Value::Object(Default::default())),
+            preset: workspace.preset_name.clone(),
             status: view.status,
             created_at: rfc3339(workspace.created_at),
             updated_at: rfc3339(workspace.updated_at),

@@ -14,8 +14,8 @@ use serde_json::json;
 use crate::error::ClientError;
 use crate::types::{
     AgentHeartbeat, AgentMe, PrebuildPool, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification, LogPage,
-    LoginResponse, Notification, NotificationSetting, Protection, Template, TemplateVersion,
-    TemplateVersionResponse, Transition, User, Workspace,
+    LoginResponse, Notification, NotificationSetting, Protection, Template, TemplatePresets,
+    TemplateVersion, TemplateVersionResponse, Transition, User, Workspace,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -396,6 +396,19 @@ impl Client {
         Ok(body.versions)
     }
 
+    /// The presets of version `version` of a template (default: the active one).
+    pub fn template_presets(
+        &self,
+        name: &str,
+        version: Option<u64>,
+    ) -> Result<TemplatePresets, ClientError> {
+        let mut path = format!("/templates/{}/presets", workspace_segment(name));
+        if let Some(version) = version {
+            path.push_str(&format!("?version={version}"));
+        }
+        self.finish("GET template presets", self.request("GET", &path).call())
+    }
+
     /// Makes version `number` the one new workspaces and updates use.
     pub fn activate_version(
         &self,
@@ -409,14 +422,20 @@ impl Client {
         self.finish("activate version", self.request("POST", &path).call())
     }
 
-    /// Creates a workspace and its first (start) build.
+    /// Creates a workspace and its first (start) build, with `preset`'s
+    /// values if given (else the server records the preset whose values are
+    /// exactly the requested ones, if any).
     pub fn create_workspace(
         &self,
         name: &str,
         template: &str,
+        preset: Option<&str>,
         parameters: &BTreeMap<String, String>,
     ) -> Result<CreatedWorkspace, ClientError> {
-        let body = json!({"name": name, "template": template, "parameters": parameters});
+        let mut body = json!({"name": name, "template": template, "parameters": parameters});
+        if let Some(preset) = preset {
+            body["preset"] = json!(preset);
+        }
         self.finish(
             "POST /workspaces",
             self.request("POST", "/workspaces").send_json(body),

@@ -82,6 +82,49 @@ pub struct TemplateVersion {
     pub validation: Validation,
 }
 
+/// A template version's presets (`GET /templates/{name}/presets`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TemplatePresets {
+    pub template: String,
+    pub version: u64,
+    pub presets: Vec<Preset>,
+}
+
+/// A named set of parameter values, and optionally a pool of prebuilt
+/// workspaces of it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Preset {
+    pub name: String,
+    #[serde(default)]
+    pub parameters: BTreeMap<String, String>,
+    #[serde(default)]
+    pub prebuilds: Option<PresetPrebuilds>,
+}
+
+/// How many prebuilt workspaces of a preset to keep, when, for how long.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PresetPrebuilds {
+    pub instances: i64,
+    /// 0: they never expire.
+    #[serde(default)]
+    pub ttl_seconds: i64,
+    #[serde(default)]
+    pub scheduling: Option<PresetScheduling>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PresetScheduling {
+    pub timezone: String,
+    #[serde(default)]
+    pub schedules: Vec<PresetSchedule>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PresetSchedule {
+    pub cron: String,
+    pub instances: i64,
+}
+
 /// Answer to a push or an activation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TemplateVersionResponse {
@@ -127,6 +170,9 @@ pub struct Workspace {
     pub template_version: u64,
     #[serde(default)]
     pub parameters: BTreeMap<String, String>,
+    /// The preset the workspace was created with, if any.
+    #[serde(default)]
+    pub preset: Option<String>,
     pub status: String,
     #[serde(default)]
     pub created_at: Option<String>,

@@ -1,4 +1,5 @@
-//! `abode templates`: push a template folder as a new version, list, activate.
+//! `abode templates`: push a template folder as a new version, list, activate,
+//! and list a version's presets.
 
 use std::path::PathBuf;
 
@@ -18,6 +19,19 @@ pub enum TemplatesCommand {
     /// List or activate template versions.
     #[command(subcommand)]
     Versions(VersionsCommand),
+    /// List the presets of a template version (default: the active one).
+    Presets(PresetsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PresetsArgs {
+    /// The template's name.
+    pub name: String,
+    /// The version whose presets to list (default: the active version).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub version: Option<u64>,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -76,6 +90,7 @@ pub fn run(command: TemplatesCommand) -> anyhow::Result<u8> {
         TemplatesCommand::List(args) => list(args),
         TemplatesCommand::Versions(VersionsCommand::List(args)) => versions(args),
         TemplatesCommand::Versions(VersionsCommand::Activate(args)) => activate(args),
+        TemplatesCommand::Presets(args) => presets(args),
     }
 }
 
@@ -166,6 +181,88 @@ fn versions(args: VersionsListArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(EXIT_OK)
+}
+
+fn presets(args: PresetsArgs) -> anyhow::Result<u8> {
+    let answer = session_client()?
+        .template_presets(&args.name, args.version)
+        .with_context(|| format!("the presets of template {:?} were not read", args.name))?;
+    match args.output.output {
+        OutputFormat::Json => output::print_json(&answer.presets)?,
+        OutputFormat::Text => {
+            let rows: Vec<Vec<String>> = answer
+                .presets
+                .iter()
+                .map(|preset| {
+                    let parameters: Vec<String> = preset
+                        .parameters
+                        .iter()
+                        .map(|(name, value)| format!("{name}={value}"))
+                        .collect();
+                    vec![
+                        preset.name.clone(),
+                        if parameters.is_empty() {
+                            "-".into()
+                        } else {
+                            parameters.join(", ")
+                        },
+                        preset
+                            .prebuilds
+                            .as_ref()
+                            .map_or_else(|| "-".into(), prebuilds_summary),
+                    ]
+                })
+                .collect();
+            output::print_table(
+                &["NAME", "PARAMETERS", "PREBUILDS"],
+                &rows,
+                &format!(
+                    "Version {} of template {} has no presets.",
+                    answer.version,
+                    visible(&answer.template)
+                ),
+            );
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// One cell: instances, lifetime and schedules, e.g.
+/// `1 instance, ttl 1d, 2 schedules (Europe/Paris): * 8-18 * * 1-5 -> 3; ...`.
+fn prebuilds_summary(prebuilds: &abode_client::types::PresetPrebuilds) -> String {
+    let mut summary = format!(
+        "{} instance{}",
+        prebuilds.instances,
+        if prebuilds.instances == 1 { "" } else { "s" }
+    );
+    if prebuilds.ttl_seconds > 0 {
+        summary.push_str(&format!(", ttl {}", duration(prebuilds.ttl_seconds)));
+    }
+    if let Some(scheduling) = &prebuilds.scheduling {
+        let schedules: Vec<String> = scheduling
+            .schedules
+            .iter()
+            .map(|schedule| format!("{} -> {}", schedule.cron, schedule.instances))
+            .collect();
+        summary.push_str(&format!(
+            ", {} schedule{} ({}): {}",
+            schedules.len(),
+            if schedules.len() == 1 { "" } else { "s" },
+            scheduling.timezone,
+            schedules.join("; ")
+        ));
+    }
+    summary
+}
+
+/// Seconds in the largest whole unit: `1d`, `12h`, `90m`, `45s`.
+fn duration(seconds: i64) -> String {
+    match seconds {
+        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s % 3_600 == 0 => format!("{}h", s / 3_600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
 }
 
 fn activate(args: ActivateArgs) -> anyhow::Result<u8> {

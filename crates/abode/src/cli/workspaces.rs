@@ -60,6 +60,10 @@ pub struct CreateArgs {
     /// A template parameter value, `name=value` (repeatable).
     #[arg(long = "parameter", short = 'p', value_name = "NAME=VALUE", value_parser = parse_parameter)]
     pub parameters: Vec<(String, String)>,
+    /// Use the parameter values of this preset of the template
+    /// (`abode templates presets TEMPLATE` lists them).
+    #[arg(long)]
+    pub preset: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -116,10 +120,19 @@ pub fn create(args: CreateArgs) -> anyhow::Result<u8> {
         }
     }
     let created = client
-        .create_workspace(&args.workspace, &args.template, &parameters)
+        .create_workspace(
+            &args.workspace,
+            &args.template,
+            args.preset.as_deref(),
+            &parameters,
+        )
         .with_context(|| format!("workspace {:?} was not created", args.workspace))?;
+    let preset = match &created.workspace.preset {
+        Some(preset) => format!(" with preset {}", visible(preset)),
+        None => String::new(),
+    };
     eprintln!(
-        "Created workspace {} from template {} version {}",
+        "Created workspace {} from template {} version {}{preset}",
         visible(&created.workspace.name),
         visible(&created.workspace.template),
         created.workspace.template_version
@@ -361,6 +374,9 @@ fn describe(workspace: &Workspace) -> String {
             .map(|(name, value)| format!("{name}={value}"))
             .collect();
         lines.push(format!("Parameters:  {}", parameters.join(", ")));
+    }
+    if let Some(preset) = &workspace.preset {
+        lines.push(format!("Preset:      {preset}"));
     }
     if let Some(build) = &workspace.latest_build {
         lines.push(format!(
