@@ -532,6 +532,9 @@ mod tests {
         );
     }
 
+    /// A preset and the values a create with it would build.
+    type Candidate<'a> = (&'a PresetDefinition, BTreeMap<String, String>);
+
     #[test]
     fn the_matching_preset_builds_exactly_the_requested_values() {
         let values = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
@@ -545,10 +548,7 @@ mod tests {
         let also_one = preset("also one cpu", &[("cpus", "1")]);
         let both = preset("one cpu in us", &[("cpus", "1"), ("region", "us")]);
         let requested = values(&[("cpus", "1"), ("region", "us")]);
-        let cases: Vec<(
-            Vec<(&PresetDefinition, BTreeMap<String, String>)>,
-            Option<&str>,
-        )> = vec![
+        let cases: Vec<(Vec<Candidate>, Option<&str>)> = vec![
             (vec![], None),
             (
                 vec![(&empty, values(&[("cpus", "2"), ("region", "us")]))],
