@@ -541,6 +541,12 @@ pub(crate) struct Creation {
     /// The preset asked for, or the one whose values are exactly the
     /// requested ones.
     pub(crate) preset: Option<PresetDefinition>,
+    /// Whether `values` are exactly what the preset builds alone (its values
+    /// and the defaults, as a prebuilt workspace of it has): only then can
+    /// a prebuilt workspace stand for this one.
+    // Read by the claim of a prebuilt workspace (issue 12), which comes next.
+    #[allow(dead_code)]
+    pub(crate) exact: bool,
     /// The first build's values.
     pub(crate) values: Values,
     /// What the workspace keeps of them.
@@ -549,32 +555,41 @@ pub(crate) struct Creation {
 
 /// The preset and values of a create. With `preset`, its values fill those
 /// not given (a given value must agree with it); without, the version's
-/// preset that would build exactly the resolved values (if any) is the
-/// workspace's.
+/// preset that builds exactly the requested values (the given ones and the
+/// defaults), if one does, is the workspace's.
 fn resolve_creation(
     version: &TemplateVersion,
     preset: Option<&str>,
     given: &BTreeMap<String, Value>,
 ) -> Result<Creation, ControlError> {
     let presets = stored_presets(version)?;
+    // What each preset builds alone (its values and the defaults): what a
+    // prebuilt workspace of it has. A preset leaving a required parameter
+    // unset builds nothing alone.
+    let built_alone = |preset: &PresetDefinition| {
+        let values = with_preset(preset, &BTreeMap::new()).ok()?;
+        let (values, _) = resolve_parameters(version, &values, None, CheckKind::Create).ok()?;
+        Some(values)
+    };
     if let Some(name) = preset {
         let preset = named_preset(version, &presets, name)?;
         let given = with_preset(preset, given)?;
         let (values, kept) = resolve_parameters(version, &given, None, CheckKind::Create)?;
+        let exact = built_alone(preset).as_ref() == Some(&values);
         return Ok(Creation {
             preset: Some(preset.clone()),
+            exact,
             values,
             kept,
         });
     }
     let (values, kept) = resolve_parameters(version, given, None, CheckKind::Create)?;
-    let candidates = presets.iter().filter_map(|preset| {
-        let given = with_preset(preset, &BTreeMap::new()).ok()?;
-        let (values, _) = resolve_parameters(version, &given, None, CheckKind::Create).ok()?;
-        Some((preset, values))
-    });
+    let candidates = presets
+        .iter()
+        .filter_map(|preset| Some((preset, built_alone(preset)?)));
     let preset = matching_preset(candidates, &values).cloned();
     Ok(Creation {
+        exact: preset.is_some(),
         preset,
         values,
         kept,
@@ -639,4 +654,72 @@ fn resolve_parameters(
 
 fn to_json(values: &BTreeMap<String, String>) -> Result<String, ControlError> {
     serde_json::to_string(values).map_err(|error| ControlError::Internal(error.to_string()))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    //! The create path's choice of preset (the door's answers are in
+    //! tests/presets.rs): whether a create is exactly what a prebuilt
+    //! workspace of its preset has.
+    use super::*;
+
+    #[test]
+    fn a_create_is_exact_when_its_values_are_the_preset_s_alone() {
+        let declarations = crate::parameters::template_declarations_from_plan(include_bytes!(
+            "../tests/fixtures/template-import/plan.json"
+        ))
+        .unwrap();
+        let version = TemplateVersion {
+            id: "v".into(),
+            template_id: "t".into(),
+            template_name: "base".into(),
+            number: 1,
+            active: true,
+            message: String::new(),
+            created_by: "u".into(),
+            archive_sha256: String::new(),
+            validation_ok: true,
+            validation_message: String::new(),
+            parameters: Some(serde_json::to_string(&declarations.parameters).unwrap()),
+            presets: Some(serde_json::to_string(&declarations.presets).unwrap()),
+            created_at: 0,
+        };
+        let given =
+            |value: Value| -> BTreeMap<String, Value> { serde_json::from_value(value).unwrap() };
+        let cases = [
+            (
+                Some("small"),
+                given(serde_json::json!({})),
+                Some("small"),
+                true,
+            ),
+            (
+                Some("small"),
+                given(serde_json::json!({"debug": "true"})),
+                Some("small"),
+                false,
+            ),
+            (
+                None,
+                given(serde_json::json!({"project": "demo", "replicas": 1})),
+                Some("small"),
+                true,
+            ),
+            (
+                None,
+                given(serde_json::json!({"project": "x", "replicas": 1})),
+                None,
+                false,
+            ),
+        ];
+        for (asked, given, preset, exact) in cases {
+            let creation = resolve_creation(&version, asked, &given).unwrap();
+            assert_eq!(
+                (creation.preset.map(|p| p.name).as_deref(), creation.exact),
+                (preset, exact),
+                "{asked:?} {given:?}"
+            );
+        }
+    }
 }

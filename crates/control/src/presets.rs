@@ -284,8 +284,8 @@ pub(crate) fn with_preset(
     Ok(values)
 }
 
-/// Among `candidates` (each preset with the values a create with it would
-/// build), the one whose values are exactly `values`: the one setting the
+/// Among `candidates` (each preset with the values it builds alone: its own
+/// and the defaults), the one whose values are exactly `values`: the one setting the
 /// most parameters, the first declared on a tie.
 pub(crate) fn matching_preset<'a>(
     candidates: impl IntoIterator<Item = (&'a PresetDefinition, BTreeMap<String, String>)>,
@@ -351,9 +351,14 @@ mod tests {
         let expected = vec![
             PresetDefinition {
                 name: "office hours".into(),
-                parameters: [("project", "demo"), ("cpus", "4"), ("region", "us")]
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .into(),
+                parameters: [
+                    ("project", "demo"),
+                    ("cpus", "4"),
+                    ("region", "us"),
+                    ("replicas", "1"),
+                ]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .into(),
                 prebuilds: Some(PrebuildSettings {
                     instances: 1,
                     ttl_seconds: 86400,
@@ -374,7 +379,7 @@ mod tests {
             },
             PresetDefinition {
                 name: "small".into(),
-                parameters: [("project", "demo"), ("cpus", "2")]
+                parameters: [("project", "demo"), ("cpus", "2"), ("replicas", "1")]
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .into(),
                 prebuilds: None,
