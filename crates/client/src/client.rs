@@ -13,9 +13,9 @@ use serde_json::json;
 
 use crate::error::ClientError;
 use crate::types::{
-    AgentHeartbeat, AgentMe, PrebuildPool, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification, LogPage,
-    LoginResponse, Notification, NotificationSetting, Protection, Template, TemplatePresets,
-    TemplateVersion, TemplateVersionResponse, Transition, User, Workspace,
+    AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification,
+    LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool, Protection, Template,
+    TemplatePresets, TemplateVersion, TemplateVersionResponse, Transition, User, Workspace,
 };
 
 /// The largest page the server serves; the client asks for no more.
