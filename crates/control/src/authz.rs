@@ -583,6 +583,9 @@ mod tests {
         (Action::ProtectionRelease, "yy...", "y...."),
         (Action::WorkspaceOrphan, "y....", "y...."),
         (Action::WorkspaceStateRead, "y....", "y...."),
+        (Action::PrebuildsRead, "yy...", "yy..."),
+        (Action::PrebuildsPause, "y....", "y...."),
+        (Action::PrebuiltWorkspaceDelete, "yy...", "yy..."),
         (Action::AuditRead, "yyyyy", "y..y."),
     ];
 

@@ -133,11 +133,54 @@ impl Control {
         }
         let version = self.chosen_version(template, None, order.version).await?;
         let creation = resolve_creation(&version, preset, &order.parameters)?;
-        // A create finds its preset first, then builds: this is where a
-        // ready prebuilt workspace of `creation.preset` will be claimed
-        // instead of building a new one (issue 12).
-        self.build_new_workspace(name, owner, template, version, creation, order)
-            .await
+        // A create finds its preset first, then builds. A person's create
+        // whose values are exactly a pool's (its preset alone, the active
+        // version) takes a ready prebuilt workspace of it when there is one.
+        let pool = creation
+            .preset
+            .as_ref()
+            .filter(|preset| {
+                preset.prebuilds.is_some()
+                    && creation.exact
+                    && order.reason == BuildReason::Initiator
+                    && template.active_version_id.as_deref() == Some(version.id.as_str())
+            })
+            .map(|preset| preset.name.clone());
+        if let Some(pool) = &pool {
+            let claimed = self
+                .claim_prebuild(&order.actor, owner, name, &version, pool)
+                .await
+                .map_err(|error| name_taken(error, name, owner, order))?;
+            if let Some(build) = claimed {
+                self.note(
+                    &build.id,
+                    "setup",
+                    "info",
+                    &format!(
+                        "claimed a prebuilt workspace of preset \"{pool}\": it is already \
+                         running; this build hands it over"
+                    ),
+                )
+                .await;
+                return Ok(build);
+            }
+        }
+        let build = self
+            .build_new_workspace(name, owner, template, version, creation, order)
+            .await?;
+        if let Some(pool) = &pool {
+            self.note(
+                &build.id,
+                "setup",
+                "info",
+                &format!(
+                    "no prebuilt workspace of preset \"{pool}\" was ready: this workspace is \
+                     built from scratch"
+                ),
+            )
+            .await;
+        }
+        Ok(build)
     }
 
     /// Records a new workspace and its first build, a start of `version`
@@ -180,15 +223,7 @@ impl Control {
             .await;
         match created {
             Ok((_, build)) => Ok(build),
-            Err(StoreError::Conflict(_)) => Err(ControlError::Conflict(format!(
-                "{} already has a workspace named \"{name}\"",
-                if order.actor.id() == owner.id {
-                    "you".to_string()
-                } else {
-                    format!("user \"{}\"", owner.username)
-                }
-            ))),
-            Err(other) => Err(other.into()),
+            Err(error) => Err(name_taken(error, name, owner, order)),
         }
     }
 
@@ -529,6 +564,22 @@ impl Control {
             .await?;
         self.inner.log_written.notify_waiters();
         Ok(())
+    }
+}
+
+/// A new workspace's name taken by another of the owner's (the store's
+/// `Conflict`), said as the person sees it; other errors as they are.
+fn name_taken(error: StoreError, name: &str, owner: &User, order: &BuildOrder) -> ControlError {
+    match error {
+        StoreError::Conflict(_) => ControlError::Conflict(format!(
+            "{} already has a workspace named \"{name}\"",
+            if order.actor.id() == owner.id {
+                "you".to_string()
+            } else {
+                format!("user \"{}\"", owner.username)
+            }
+        )),
+        other => other.into(),
     }
 }
 

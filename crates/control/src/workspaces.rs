@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 
 use abode_store::{
-    page_size, Agent, Build, BuildReason, BuildStatus, Page, StoreError, Transition, Workspace,
+    page_size, Agent, Build, BuildReason, BuildStatus, Page, StoreError, SystemActor, Transition,
+    Workspace,
     WorkspaceFilter, WorkspaceSummary,
 };
 
@@ -117,6 +118,14 @@ impl Control {
             None => (caller.user.username.as_str(), reference),
         };
         let not_found = || ControlError::NotFound(format!("workspace \"{reference}\" not found"));
+        // A pool's workspace is nobody's data: deleting it is a permission
+        // of its own, granted without the right to delete people's.
+        let action = if owner == SystemActor::Prebuilds.username() && action == Action::WorkspaceDelete
+        {
+            Action::PrebuiltWorkspaceDelete
+        } else {
+            action
+        };
         let owner_id = if owner == caller.user.username {
             caller.user.id.clone()
         } else {
@@ -174,6 +183,9 @@ impl Control {
                 template: query.template.clone(),
                 latest_build: query.status.map(lifecycle::latest_build_for),
                 include_deleted: query.include_deleted,
+                // Prebuilt workspaces are the platform's, not people's:
+                // listed only when their owner is asked for by name.
+                exclude_system_owners: query.owner.is_none(),
                 after: query.after.clone(),
                 limit: page_size(query.limit),
             })

@@ -98,6 +98,8 @@ pub struct WorkspaceFilter {
     /// this transition (the domain maps its workspace statuses onto these).
     pub latest_build: Option<(BuildStatus, Option<Transition>)>,
     pub include_deleted: bool,
+    /// Leave out the workspaces of system users (the `prebuilds` pool's).
+    pub exclude_system_owners: bool,
     pub after: Option<String>,
     pub limit: i64,
 }

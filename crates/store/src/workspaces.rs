@@ -164,6 +164,9 @@ pub(crate) fn workspace_page_sql(filter: &WorkspaceFilter, cursor: bool, limit: 
     if filter.owner_name.is_some() {
         text.push_str(" AND u.username = ?");
     }
+    if filter.exclude_system_owners {
+        text.push_str(" AND u.system = FALSE");
+    }
     if filter.template.is_some() {
         text.push_str(
             " AND EXISTS (SELECT 1 FROM templates ft \

@@ -8,20 +8,10 @@
 //! `ABODE_IS_PREBUILD_CLAIM=true` and goes through the guard as a claim:
 //! what it replaces is allowed, recorded and reported (`provisioner/`).
 
-use abode_store::{Build, PrebuildClaim, SystemActor, TemplateVersion, User};
+use abode_store::{Build, PrebuildClaim, StoreError, SystemActor, TemplateVersion, User};
 
 use crate::actors::Actor;
-use crate::{Control, ControlError};
-
-/// What a create with a preset got.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClaimOutcome {
-    /// A ready prebuild was handed over; its claim build is queued.
-    Claimed,
-    /// The preset keeps no pool, or none of its prebuilds was ready: the
-    /// workspace is built from scratch.
-    NoneReady,
-}
+use crate::Control;
 
 impl Control {
     /// Hands a ready prebuild of `version` (the active one) and `preset` to
@@ -34,7 +24,7 @@ impl Control {
         name: &str,
         version: &TemplateVersion,
         preset: &str,
-    ) -> Result<Option<Build>, ControlError> {
+    ) -> Result<Option<Build>, StoreError> {
         let now = self.now_ms();
         let heartbeat = self.inner.config.agent_timeouts.heartbeat;
         let heartbeat_ms = i64::try_from(heartbeat.as_millis()).unwrap_or(i64::MAX);
@@ -48,6 +38,6 @@ impl Control {
             heartbeat_before: now.saturating_sub(heartbeat_ms),
             build_id: abode_store::new_id(),
         };
-        Ok(self.inner.store.claim_prebuild(&claim).await?)
+        self.inner.store.claim_prebuild(&claim).await
     }
 }

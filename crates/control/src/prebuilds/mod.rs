@@ -28,7 +28,6 @@ use crate::authz::Action as Permission;
 use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
 use crate::{Caller, Control, ControlError};
 
-pub use claim::ClaimOutcome;
 pub use snapshot::PoolStatus;
 
 /// The lease that makes one server the reconciler.
@@ -171,9 +170,9 @@ impl Control {
                     .await
                     .map(|()| report.canceled += 1),
                 Action::NotifyHardLimited {
-                    template_id,
                     version_id,
                     preset_name,
+                    ..
                 } => {
                     let key = (version_id.clone(), preset_name.clone());
                     let first = told
@@ -181,7 +180,7 @@ impl Control {
                         .map(|mut told| told.insert(key))
                         .unwrap_or(true);
                     if first {
-                        self.tell_hard_limited(template_id, preset_name)
+                        self.tell_hard_limited(version_id, preset_name)
                             .await
                             .map(|()| report.notified += 1)
                     } else {
@@ -205,7 +204,7 @@ impl Control {
             .store
             .user_by_id(SystemActor::Prebuilds.user_id())
             .await?;
-        let preset = snapshot::presets_of(&version)?
+        let preset = crate::presets::stored_presets(&version)?
             .into_iter()
             .find(|preset| preset.name == preset_name)
             .ok_or_else(|| {
@@ -279,8 +278,9 @@ impl Control {
         Ok(())
     }
 
-    async fn tell_hard_limited(&self, template_id: &str, preset_name: &str) -> Result<(), ControlError> {
-        let template = self.inner.store.template_by_id(template_id).await?;
+    async fn tell_hard_limited(&self, version_id: &str, preset_name: &str) -> Result<(), ControlError> {
+        let version = self.inner.store.template_version_by_id(version_id).await?;
+        let template = self.template(&version.template_name).await?;
         let limit = self.inner.config.prebuilds.failure_hard_limit;
         self.notify_preset_hard_limited(
             &template,
@@ -322,13 +322,18 @@ impl Control {
             .store
             .set_platform_setting(PREBUILDS_PAUSED, if paused { "true" } else { "false" })
             .await?;
-        self.record_as(
-            &Actor::User(caller.user.clone()),
-            abode_store::NewAuditEvent::new(
-                if paused { "prebuilds.pause" } else { "prebuilds.resume" },
-                "prebuilds",
-                "prebuilds",
-            ),
+        self.audit(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            if paused {
+                "prebuilds.pause"
+            } else {
+                "prebuilds.resume"
+            },
+            "prebuilds",
+            "prebuilds",
+            "success",
+            None,
         )
         .await;
         Ok(())

@@ -11,7 +11,7 @@ use abode_contract::presets::PresetDefinition;
 use abode_prebuilds::{
     FailureHistory, PrebuildState, PrebuiltWorkspace, PresetSnapshot, PresetStatus, Snapshot,
 };
-use abode_store::{BuildStatus, PrebuildRow, PrebuildSnapshot, TemplateVersion, Transition};
+use abode_store::{BuildStatus, PrebuildRow, PrebuildSnapshot, Transition};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -24,20 +24,6 @@ pub(crate) fn utc(ms: i64) -> DateTime<Utc> {
 
 fn unreadable(what: &str, error: serde_json::Error) -> ControlError {
     ControlError::Internal(format!("the stored presets of {what} are not readable: {error}"))
-}
-
-/// The presets a version declared at push (none for a version pushed before
-/// presets were read).
-pub(crate) fn presets_of(version: &TemplateVersion) -> Result<Vec<PresetDefinition>, ControlError> {
-    match version.presets.as_deref() {
-        None => Ok(Vec::new()),
-        Some(text) => serde_json::from_str(text).map_err(|error| {
-            unreadable(
-                &format!("version {} of template \"{}\"", version.number, version.template_name),
-                error,
-            )
-        }),
-    }
 }
 
 /// The decision's input from the store's snapshot.

@@ -15,6 +15,7 @@ mod lists;
 mod notifications;
 mod opening;
 mod platform;
+mod prebuilds;
 mod roles;
 mod templates;
 mod tokens;
