@@ -98,6 +98,13 @@ impl Control {
             )),
         )
         .await;
+        // A new version starts its pools with a fresh failure history: a
+        // preset's next hard limit is told again.
+        for preset in crate::presets::stored_presets(&version)? {
+            if let Err(error) = self.preset_recovered(&template, &preset.name).await {
+                tracing::error!(%error, "cannot clear a preset's hard-limit notice");
+            }
+        }
         Ok((template, version))
     }
 

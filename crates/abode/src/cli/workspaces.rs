@@ -131,12 +131,21 @@ pub fn create(args: CreateArgs) -> anyhow::Result<u8> {
         Some(preset) => format!(" with preset {}", visible(preset)),
         None => String::new(),
     };
-    eprintln!(
-        "Created workspace {} from template {} version {}{preset}",
-        visible(&created.workspace.name),
-        visible(&created.workspace.template),
-        created.workspace.template_version
-    );
+    if created.build.reason.as_deref() == Some("prebuild_claim") {
+        eprintln!(
+            "Claimed a prebuilt workspace as {} (template {} version {}{preset}): it is already running, handing it over",
+            visible(&created.workspace.name),
+            visible(&created.workspace.template),
+            created.workspace.template_version
+        );
+    } else {
+        eprintln!(
+            "Created workspace {} from template {} version {}{preset}",
+            visible(&created.workspace.name),
+            visible(&created.workspace.template),
+            created.workspace.template_version
+        );
+    }
     follow_build(&client, &args.workspace, &created.build)
 }
 
