@@ -145,7 +145,7 @@ fn a_pool_of_the_example_template_converges_is_claimed_and_refills() {
     let shown = platform.wait_for_agent("mine", "ready", Duration::from_secs(30));
     let id = shown["id"].as_str().unwrap().to_string();
     assert!(pooled.contains(&id), "the claimed workspace is one of the pool's: {id} {pooled:?}");
-    assert_eq!(shown["owner"], "admin", "{shown:#}");
+    assert_eq!(shown["owner"], "alice", "{shown:#}");
     assert_eq!(shown["latest_build"]["reason"], "prebuild_claim", "{shown:#}");
     assert!(
         platform.volumes_dir().join(format!("home-{id}")).is_dir(),
@@ -217,7 +217,7 @@ fn a_claim_that_replaces_a_protected_volume_is_allowed_logged_and_notified() {
         .collect();
     assert_eq!(replaced.len(), 1, "{notifications:#}");
     let payload = &replaced[0]["payload"];
-    assert_eq!(payload["claimant"]["name"], "admin", "{payload:#}");
+    assert_eq!(payload["claimant"]["name"], "alice", "{payload:#}");
     assert_eq!(payload["replaced"][0]["address"], "abode_volume.home", "{payload:#}");
     assert_eq!(payload["replaced"][0]["paths"][0], "name", "{payload:#}");
 
@@ -241,7 +241,7 @@ fn a_claim_that_replaces_a_protected_volume_is_allowed_logged_and_notified() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(text, "admin mine\n");
+    assert_eq!(text, "alice mine\n");
 }
 
 #[test]
