@@ -122,9 +122,13 @@ fn a_pool_of_the_example_template_converges_is_claimed_and_refills() {
         .json();
     assert_eq!(presets[0]["name"], "small", "{presets:#}");
 
-    wait_for_pool(&platform, "small", Duration::from_secs(180), "2 ready", |pool| {
-        ready(pool, 2)
-    });
+    wait_for_pool(
+        &platform,
+        "small",
+        Duration::from_secs(180),
+        "2 ready",
+        |pool| ready(pool, 2),
+    );
     let pooled = prebuild_ids(&platform);
     assert_eq!(pooled.len(), 2, "{pooled:?}");
     let listed_by_owner = platform
@@ -136,7 +140,14 @@ fn a_pool_of_the_example_template_converges_is_claimed_and_refills() {
         "prebuilt workspaces are not in everyone's list: {listed_by_owner:#}"
     );
 
-    let claimed = platform.run(&["create", "mine", "--template", "example", "--preset", "small"]);
+    let claimed = platform.run(&[
+        "create",
+        "mine",
+        "--template",
+        "example",
+        "--preset",
+        "small",
+    ]);
     let claimed = claimed.ok();
     assert!(
         claimed.stderr.contains("prebuilt"),
@@ -144,18 +155,28 @@ fn a_pool_of_the_example_template_converges_is_claimed_and_refills() {
     );
     let shown = platform.wait_for_agent("mine", "ready", Duration::from_secs(30));
     let id = shown["id"].as_str().unwrap().to_string();
-    assert!(pooled.contains(&id), "the claimed workspace is one of the pool's: {id} {pooled:?}");
+    assert!(
+        pooled.contains(&id),
+        "the claimed workspace is one of the pool's: {id} {pooled:?}"
+    );
     assert_eq!(shown["owner"], "alice", "{shown:#}");
-    assert_eq!(shown["latest_build"]["reason"], "prebuild_claim", "{shown:#}");
+    assert_eq!(
+        shown["latest_build"]["reason"], "prebuild_claim",
+        "{shown:#}"
+    );
     assert!(
         platform.volumes_dir().join(format!("home-{id}")).is_dir(),
         "the prebuild's volume is the workspace's"
     );
 
     // The pool builds a replacement for the claimed one.
-    wait_for_pool(&platform, "small", Duration::from_secs(180), "refilled", |pool| {
-        ready(pool, 2)
-    });
+    wait_for_pool(
+        &platform,
+        "small",
+        Duration::from_secs(180),
+        "refilled",
+        |pool| ready(pool, 2),
+    );
     let refilled = prebuild_ids(&platform);
     assert!(!refilled.contains(&id), "{refilled:?}");
 
@@ -178,7 +199,10 @@ fn a_pool_of_the_example_template_converges_is_claimed_and_refills() {
     let two = platform.show("two");
     assert_ne!(one["id"], two["id"]);
     for shown in [&one, &two] {
-        assert!(refilled.contains(&shown["id"].as_str().unwrap().to_string()), "{shown:#}");
+        assert!(
+            refilled.contains(&shown["id"].as_str().unwrap().to_string()),
+            "{shown:#}"
+        );
     }
 }
 
@@ -188,19 +212,36 @@ fn a_claim_that_replaces_a_protected_volume_is_allowed_logged_and_notified() {
     let platform = Platform::start_with(FAST);
     platform.login_owner();
     push(&platform, "by-owner", &fixture("prebuild-owner-volume"));
-    wait_for_pool(&platform, "solo", Duration::from_secs(180), "1 ready", |pool| {
-        ready(pool, 1)
-    });
+    wait_for_pool(
+        &platform,
+        "solo",
+        Duration::from_secs(180),
+        "1 ready",
+        |pool| ready(pool, 1),
+    );
     let id = prebuild_ids(&platform).remove(0);
 
     platform
-        .run(&["create", "mine", "--template", "by-owner", "--preset", "solo"])
+        .run(&[
+            "create",
+            "mine",
+            "--template",
+            "by-owner",
+            "--preset",
+            "solo",
+        ])
         .ok();
     let shown = platform.show("mine");
     assert_eq!(shown["id"], id.as_str());
     assert_eq!(shown["latest_build"]["status"], "succeeded", "{shown:#}");
-    let number = shown["latest_build"]["number"].as_i64().unwrap().to_string();
-    let log = platform.run(&["builds", "logs", "mine", &number]).ok().stdout;
+    let number = shown["latest_build"]["number"]
+        .as_i64()
+        .unwrap()
+        .to_string();
+    let log = platform
+        .run(&["builds", "logs", "mine", &number])
+        .ok()
+        .stdout;
     assert!(
         log.contains("-/+ abode_volume.home (replaced on claim: name)"),
         "{log}"
@@ -218,11 +259,17 @@ fn a_claim_that_replaces_a_protected_volume_is_allowed_logged_and_notified() {
     assert_eq!(replaced.len(), 1, "{notifications:#}");
     let payload = &replaced[0]["payload"];
     assert_eq!(payload["claimant"]["name"], "alice", "{payload:#}");
-    assert_eq!(payload["replaced"][0]["address"], "abode_volume.home", "{payload:#}");
+    assert_eq!(
+        payload["replaced"][0]["address"], "abode_volume.home",
+        "{payload:#}"
+    );
     assert_eq!(payload["replaced"][0]["paths"][0], "name", "{payload:#}");
 
     // The agent kept running through the claim and ran its claim script.
-    let marker = platform.volumes_dir().join(format!("work-{id}")).join("claimed-by");
+    let marker = platform
+        .volumes_dir()
+        .join(format!("work-{id}"))
+        .join("claimed-by");
     let deadline = Instant::now() + Duration::from_secs(30);
     while !marker.exists() {
         assert!(

@@ -737,7 +737,10 @@ impl Client {
     }
 
     /// The pools of prebuilt workspaces, of every template or of one.
-    pub fn prebuild_status(&self, template: Option<&str>) -> Result<Vec<PrebuildPool>, ClientError> {
+    pub fn prebuild_status(
+        &self,
+        template: Option<&str>,
+    ) -> Result<Vec<PrebuildPool>, ClientError> {
         let mut request = self.request("GET", "/prebuilds");
         if let Some(template) = template {
             request = request.query("template", template);

@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 
 use abode_store::{
     page_size, Agent, Build, BuildReason, BuildStatus, Page, StoreError, SystemActor, Transition,
-    Workspace,
-    WorkspaceFilter, WorkspaceSummary,
+    Workspace, WorkspaceFilter, WorkspaceSummary,
 };
 
 use crate::actors::Actor;
@@ -120,12 +119,12 @@ impl Control {
         let not_found = || ControlError::NotFound(format!("workspace \"{reference}\" not found"));
         // A pool's workspace is nobody's data: deleting it is a permission
         // of its own, granted without the right to delete people's.
-        let action = if owner == SystemActor::Prebuilds.username() && action == Action::WorkspaceDelete
-        {
-            Action::PrebuiltWorkspaceDelete
-        } else {
-            action
-        };
+        let action =
+            if owner == SystemActor::Prebuilds.username() && action == Action::WorkspaceDelete {
+                Action::PrebuiltWorkspaceDelete
+            } else {
+                action
+            };
         let owner_id = if owner == caller.user.username {
             caller.user.id.clone()
         } else {

@@ -367,7 +367,10 @@ impl Metrics {
             let labels = preset_labels(&pool.template_name, &pool.preset_name);
             inner.pools_desired.get_or_create(&labels).set(pool.desired);
             inner.pools_running.get_or_create(&labels).set(pool.running);
-            inner.pools_eligible.get_or_create(&labels).set(pool.eligible);
+            inner
+                .pools_eligible
+                .get_or_create(&labels)
+                .set(pool.eligible);
             inner
                 .pools_hard_limited
                 .get_or_create(&labels)

@@ -119,7 +119,8 @@ impl Control {
     /// The decision on the pools as they are now (read, not carried out).
     pub(crate) async fn prebuild_decision(&self) -> Result<Decision, ControlError> {
         let now = self.now_ms();
-        let heartbeat_before = now.saturating_sub(millis(self.inner.config.agent_timeouts.heartbeat));
+        let heartbeat_before =
+            now.saturating_sub(millis(self.inner.config.agent_timeouts.heartbeat));
         let rows = self
             .inner
             .store
@@ -175,10 +176,7 @@ impl Control {
                     ..
                 } => {
                     let key = (version_id.clone(), preset_name.clone());
-                    let first = told
-                        .lock()
-                        .map(|mut told| told.insert(key))
-                        .unwrap_or(true);
+                    let first = told.lock().map(|mut told| told.insert(key)).unwrap_or(true);
                     if first {
                         self.tell_hard_limited(version_id, preset_name)
                             .await
@@ -196,7 +194,11 @@ impl Control {
         Ok(report)
     }
 
-    async fn create_prebuild(&self, version_id: &str, preset_name: &str) -> Result<(), ControlError> {
+    async fn create_prebuild(
+        &self,
+        version_id: &str,
+        preset_name: &str,
+    ) -> Result<(), ControlError> {
         let version = self.inner.store.template_version_by_id(version_id).await?;
         let template = self.template(&version.template_name).await?;
         let owner = self
@@ -257,13 +259,20 @@ impl Control {
             &build.id,
             "setup",
             "info",
-            &format!("deleting a prebuilt workspace of its pool: {}", why.replace('_', " ")),
+            &format!(
+                "deleting a prebuilt workspace of its pool: {}",
+                why.replace('_', " ")
+            ),
         )
         .await;
         Ok(())
     }
 
-    async fn cancel_prebuild_build(&self, build_id: &str, workspace_id: &str) -> Result<(), ControlError> {
+    async fn cancel_prebuild_build(
+        &self,
+        build_id: &str,
+        workspace_id: &str,
+    ) -> Result<(), ControlError> {
         let message = "canceled by prebuilds: its template version is no longer active";
         if self
             .inner
@@ -278,7 +287,11 @@ impl Control {
         Ok(())
     }
 
-    async fn tell_hard_limited(&self, version_id: &str, preset_name: &str) -> Result<(), ControlError> {
+    async fn tell_hard_limited(
+        &self,
+        version_id: &str,
+        preset_name: &str,
+    ) -> Result<(), ControlError> {
         let version = self.inner.store.template_version_by_id(version_id).await?;
         let template = self.template(&version.template_name).await?;
         let limit = self.inner.config.prebuilds.failure_hard_limit;

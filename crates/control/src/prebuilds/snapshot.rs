@@ -23,7 +23,9 @@ pub(crate) fn utc(ms: i64) -> DateTime<Utc> {
 }
 
 fn unreadable(what: &str, error: serde_json::Error) -> ControlError {
-    ControlError::Internal(format!("the stored presets of {what} are not readable: {error}"))
+    ControlError::Internal(format!(
+        "the stored presets of {what} are not readable: {error}"
+    ))
 }
 
 /// The decision's input from the store's snapshot.

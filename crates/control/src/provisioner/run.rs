@@ -320,12 +320,8 @@ impl BuildRun {
         memory: &[RememberedProtection],
     ) -> Result<(), Failure> {
         let store = &self.control.inner.store;
-        let remembered = abode_guard::protections_after_apply(
-            plan,
-            guard_transition(build),
-            &[],
-            memory,
-        );
+        let remembered =
+            abode_guard::protections_after_apply(plan, guard_transition(build), &[], memory);
         let remembered: Vec<NewProtection> = remembered
             .into_iter()
             .map(|protection| NewProtection {
