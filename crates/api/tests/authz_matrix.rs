@@ -150,6 +150,10 @@ fn table() -> Vec<Row> {
         ("DELETE", "/workspaces/{ws}/protections?address=terraform_data.home", Body::None,                 [200, 403, 403, 403, 403, 403, 401, 401]),
         ("GET", "/workspaces/{ws}/state", Body::None,                                                      [200, 403, 403, 403, 403, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/orphan", Body::None,                                                    [409, 403, 403, 403, 403, 403, 401, 401]),
+        // ---- prebuild pools ----
+        ("GET", "/prebuilds", Body::None,                                                                  [200, 200, 403, 403, 403, 403, 401, 401]),
+        ("POST", "/prebuilds/pause", Body::None,                                                           [200, 403, 403, 403, 403, 403, 401, 401]),
+        ("POST", "/prebuilds/resume", Body::None,                                                          [200, 403, 403, 403, 403, 403, 401, 401]),
         // ---- audit ----
         ("GET", "/audit", Body::None,                                                                      [200, 200, 200, 200, 200, 200, 401, 401]),
         ("GET", "/audit?workspace={ws}", Body::None,                                                       [200, 200, 403, 200, 200, 403, 401, 401]),

@@ -784,10 +784,11 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
     assert_eq!(status, 204);
     hand.advance(Duration::from_millis(2500));
     assert_eq!(agent_status().await, ("disconnected".to_string(), false));
-    let (status, _) = harness
+    let (status, answer) = harness
         .call("POST", "/agent/heartbeat", Some(agent_token), None)
         .await;
-    assert_eq!(status, 204);
+    assert_eq!(status, 200);
+    assert_eq!(answer["owner"], "alice", "the heartbeat says who owns it now");
     assert_eq!(agent_status().await, ("ready".to_string(), true));
 
     // An exit status is what a shell can report.
