@@ -10,39 +10,11 @@
 mod util;
 
 use std::fs;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::{abode_bin, printed_digest, repo_root, require_terraform, Platform};
-
-/// A free loopback port for the metrics listener.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// `GET /metrics` on the metrics listener; the body.
-fn scrape(port: u16) -> String {
-    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    assert!(
-        head.to_ascii_lowercase()
-            .contains("content-type: text/plain; version=0.0.4"),
-        "{head}"
-    );
-    body.to_string()
-}
+use util::{abode_bin, free_port, printed_digest, repo_root, require_terraform, scrape, Platform};
 
 /// The value of one series (`name{labels}`) in a scrape.
 fn value(text: &str, series: &str) -> Option<f64> {

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use util::{copy_dir, fixture, repo_root, require_terraform, Platform};
+use util::{copy_dir, fixture, free_port, repo_root, require_terraform, scrape, Platform};
 
 /// Reconcile every second, agents heartbeat every second: the test waits for
 /// builds, never for a minute-long interval.
@@ -112,7 +112,16 @@ fn ready(pool: &Value, count: u64) -> bool {
 #[test]
 fn a_pool_of_the_example_template_converges_is_claimed_and_refills() {
     require_terraform();
-    let platform = Platform::start_with(FAST);
+    let metrics_port = free_port();
+    let metrics_address = format!("127.0.0.1:{metrics_port}");
+    let mut flags = FAST.to_vec();
+    flags.extend([
+        "--prometheus-address",
+        &metrics_address,
+        "--metrics-refresh-interval",
+        "1",
+    ]);
+    let platform = Platform::start_with(&flags);
     platform.login_owner();
     let template = example_with_pool(&platform);
     push(&platform, "example", &template);
@@ -179,6 +188,31 @@ fn a_pool_of_the_example_template_converges_is_claimed_and_refills() {
     );
     let refilled = prebuild_ids(&platform);
     assert!(!refilled.contains(&id), "{refilled:?}");
+    let labels = r#"{template_name="example",preset_name="small"}"#;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = scrape(metrics_port);
+        let sample = |name: &str| {
+            let series = format!("{name}{labels} ");
+            text.lines()
+                .find_map(|line| line.strip_prefix(&series).map(str::to_string))
+        };
+        let seen = [
+            sample("abode_prebuilt_workspaces_created_total"),
+            sample("abode_prebuilt_workspaces_claimed_total"),
+            sample("abode_prebuilt_workspaces_resource_replacements_total"),
+            sample("abode_prebuilt_workspaces_claim_duration_seconds_count"),
+            sample("abode_prebuilt_workspaces_desired"),
+            sample("abode_prebuilt_workspaces_eligible"),
+            sample("abode_prebuilt_workspaces_paused"),
+        ];
+        let expected = ["3", "1", "0", "1", "2", "2", "0"].map(|value| Some(value.to_string()));
+        if seen == expected {
+            break;
+        }
+        assert!(Instant::now() < deadline, "metrics: {seen:?}\n{text}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
 
     // Two claims at once take two different prebuilds.
     let claims: Vec<std::process::Child> = ["one", "two"]

@@ -788,7 +788,10 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
         .call("POST", "/agent/heartbeat", Some(agent_token), None)
         .await;
     assert_eq!(status, 200);
-    assert_eq!(answer["owner"], "alice", "the heartbeat says who owns it now");
+    assert_eq!(
+        answer["owner"], "alice",
+        "the heartbeat says who owns it now"
+    );
     assert_eq!(agent_status().await, ("ready".to_string(), true));
 
     // An exit status is what a shell can report.
