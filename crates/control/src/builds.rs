@@ -145,7 +145,7 @@ impl Control {
                     && order.reason == BuildReason::Initiator
                     && template.active_version_id.as_deref() == Some(version.id.as_str())
             })
-            .map(|preset| preset.name.clone());
+            .cloned();
         if let Some(pool) = &pool {
             let claimed = self
                 .claim_prebuild(&order.actor, owner, name, &version, pool)
@@ -157,8 +157,9 @@ impl Control {
                     "setup",
                     "info",
                     &format!(
-                        "claimed a prebuilt workspace of preset \"{pool}\": it is already \
-                         running; this build hands it over"
+                        "claimed a prebuilt workspace of preset \"{}\": it is already \
+                         running; this build hands it over",
+                        pool.name
                     ),
                 )
                 .await;
@@ -174,8 +175,9 @@ impl Control {
                 "setup",
                 "info",
                 &format!(
-                    "no prebuilt workspace of preset \"{pool}\" was ready: this workspace is \
-                     built from scratch"
+                    "no prebuilt workspace of preset \"{}\" was ready: this workspace is \
+                     built from scratch",
+                    pool.name
                 ),
             )
             .await;

@@ -80,6 +80,9 @@ pub struct PrebuildClaim {
     pub initiator_id: String,
     /// An agent heard from before this (Unix ms) is not ready.
     pub heartbeat_before: i64,
+    /// Only prebuilds created after this (Unix ms): older ones have
+    /// expired (the preset's ttl) and are the reconciliation's to replace.
+    pub created_after: i64,
     /// The claim build's id.
     pub build_id: String,
 }
@@ -186,7 +189,8 @@ macro_rules! prebuild_queries {
              JOIN builds lb ON lb.workspace_id = w.id AND lb.number = ( \
                  SELECT MAX(mb.number) FROM builds mb WHERE mb.workspace_id = w.id) \
              WHERE w.owner_id = ? AND w.template_version_id = ? AND w.preset_name = ? \
-                 AND w.deleted = FALSE AND lb.status = 'succeeded' AND lb.transition = 'start' \
+                 AND w.deleted = FALSE AND w.created_at > ? \
+                 AND lb.status = 'succeeded' AND lb.transition = 'start' \
                  AND NOT EXISTS (SELECT 1 FROM agents a WHERE a.workspace_id = w.id \
                      AND (a.lifecycle IS NULL OR a.lifecycle <> 'ready' \
                           OR a.last_heartbeat_at IS NULL OR a.last_heartbeat_at < ?)) \
@@ -196,6 +200,7 @@ macro_rules! prebuild_queries {
         .bind(&claim.pool_owner_id)
         .bind(&claim.version_id)
         .bind(&claim.preset_name)
+        .bind(claim.created_after)
         .bind(claim.heartbeat_before)
         .fetch_optional(&mut *tx)
         .await

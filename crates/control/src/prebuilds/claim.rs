@@ -8,22 +8,23 @@
 //! `ABODE_IS_PREBUILD_CLAIM=true` and goes through the guard as a claim:
 //! what it replaces is allowed, recorded and reported (`provisioner/`).
 
+use abode_contract::presets::PresetDefinition;
 use abode_store::{Build, PrebuildClaim, StoreError, SystemActor, TemplateVersion, User};
 
 use crate::actors::Actor;
 use crate::Control;
 
 impl Control {
-    /// Hands a ready prebuild of `version` (the active one) and `preset` to
-    /// `owner` as `name`, with its claim build queued; `None` when none is
-    /// ready.
+    /// Hands a ready, unexpired prebuild of `version` (the active one) and
+    /// `preset` to `owner` as `name`, with its claim build queued; `None`
+    /// when none is ready.
     pub(crate) async fn claim_prebuild(
         &self,
         actor: &Actor,
         owner: &User,
         name: &str,
         version: &TemplateVersion,
-        preset: &str,
+        preset: &PresetDefinition,
     ) -> Result<Option<Build>, StoreError> {
         let now = self.now_ms();
         let heartbeat = self.inner.config.agent_timeouts.heartbeat;
@@ -31,11 +32,15 @@ impl Control {
         let claim = PrebuildClaim {
             pool_owner_id: SystemActor::Prebuilds.user_id().to_string(),
             version_id: version.id.clone(),
-            preset_name: preset.to_string(),
+            preset_name: preset.name.clone(),
             claimant_id: owner.id.clone(),
             name: name.to_string(),
             initiator_id: actor.id().to_string(),
             heartbeat_before: now.saturating_sub(heartbeat_ms),
+            created_after: match preset.prebuilds.as_ref().map(|pool| pool.ttl_seconds) {
+                Some(ttl) if ttl > 0 => now.saturating_sub(ttl.saturating_mul(1000)),
+                _ => i64::MIN,
+            },
             build_id: abode_store::new_id(),
         };
         self.inner.store.claim_prebuild(&claim).await

@@ -276,8 +276,16 @@ async fn a_claim_takes_the_oldest_ready_prebuild_once(store: Store) {
         name: name.into(),
         initiator_id: owner.id.clone(),
         heartbeat_before: 0,
+        created_after: i64::MIN,
         build_id: new_id(),
     };
+
+    // Prebuilds created at or before the ttl's cutoff have expired.
+    let expired = PrebuildClaim {
+        created_after: second.created_at,
+        ..claim("late")
+    };
+    assert!(store.claim_prebuild(&expired).await.unwrap().is_none());
 
     let build = store.claim_prebuild(&claim("mine")).await.unwrap().unwrap();
     assert_eq!(build.workspace_id, first.id, "the oldest ready one");
@@ -338,6 +346,7 @@ async fn concurrent_claims_get_different_prebuilds(store: Store) {
                 name: format!("mine-{index}"),
                 initiator_id: owner.id.clone(),
                 heartbeat_before: 0,
+                created_after: i64::MIN,
                 build_id: new_id(),
             };
             tokio::spawn(async move { store.claim_prebuild(&claim).await })
