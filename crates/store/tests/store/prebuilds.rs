@@ -9,81 +9,101 @@ use abode_store::*;
 
 use crate::common::*;
 
-/// The store on a manual clock, so that each prebuild is a second younger
-/// than the one before (the snapshot orders and counts failures by time).
-fn on_manual_clock(store: Store) -> (Store, ManualClock) {
-    let (clock, hand) = Clock::manual(1_700_000_000_000);
-    (store.with_clock(clock), hand)
-}
-
 const PRESETS: &str =
     r#"[{"name":"small","parameters":{},"prebuilds":{"instances":2,"ttl_seconds":0}}]"#;
 
-/// An owner, a template whose active version offers the `small` preset,
-/// and the `prebuilds` system user.
-async fn pool(store: &Store) -> (User, Template, TemplateVersion) {
-    let owner = store.create_first_user(&new_user("alice")).await.unwrap();
-    store.ensure_system_users().await.unwrap();
-    let (template, version) = store
-        .create_template_version(&NewTemplateVersion {
-            template_name: "base".into(),
-            archive: vec![1],
-            archive_sha256: "abc".into(),
-            message: "first".into(),
-            created_by: owner.id.clone(),
-            validation_ok: true,
-            validation_message: "ok".into(),
-            parameters: Some("[]".into()),
-            presets: Some(PRESETS.into()),
-            activate: true,
-        })
-        .await
-        .unwrap();
-    (owner, template, version)
+/// A template whose active version offers the `small` preset, its owner,
+/// and the store on a manual clock: each prebuild added is a second younger
+/// than the one before (the snapshot orders and counts failures by time).
+struct Pool {
+    store: Store,
+    hand: ManualClock,
+    owner: User,
+    template: Template,
+    version: TemplateVersion,
 }
 
-fn pool_owner() -> String {
-    SystemActor::Prebuilds.user_id().to_string()
+/// Where a prebuild's first build ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// Succeeded, its agent ready.
+    Ready,
+    /// Succeeded, its agent not ready yet.
+    Starting,
+    Failed,
+    /// Not picked up by a worker yet.
+    Pending,
 }
 
-/// A prebuilt workspace of `small` whose first build ended `status`, with
-/// one agent that is ready (heartbeat now) when `ready`.
-async fn prebuild(
-    (store, hand): (&Store, &ManualClock),
-    template: &Template,
-    version: &TemplateVersion,
-    name: &str,
-    status: Option<BuildStatus>,
-    ready: bool,
-) -> (Workspace, Build) {
-    hand.advance(Duration::from_secs(1));
-    let workspace_id = new_id();
-    let (workspace, build) = store
-        .create_workspace(
-            &NewWorkspace {
-                id: workspace_id.clone(),
-                owner_id: pool_owner(),
-                name: name.into(),
-                template_id: template.id.clone(),
-                template_version_id: version.id.clone(),
-                parameters: "{}".into(),
-                preset_name: Some("small".into()),
-            },
-            &NewBuild {
-                id: new_id(),
-                workspace_id,
-                transition: Transition::Start,
-                template_version_id: version.id.clone(),
-                initiator_id: pool_owner(),
-                reason: BuildReason::Prebuild,
-                parameters: None,
-                workspace_parameters: None,
-            },
-        )
-        .await
-        .unwrap();
-    if let Some(status) = status {
+impl Pool {
+    async fn new(store: Store) -> Pool {
+        let (clock, hand) = Clock::manual(1_700_000_000_000);
+        let store = store.with_clock(clock);
+        let owner = store.create_first_user(&new_user("alice")).await.unwrap();
+        store.ensure_system_users().await.unwrap();
+        let (template, version) = store
+            .create_template_version(&NewTemplateVersion {
+                template_name: "base".into(),
+                archive: vec![1],
+                archive_sha256: "abc".into(),
+                message: "first".into(),
+                created_by: owner.id.clone(),
+                validation_ok: true,
+                validation_message: "ok".into(),
+                parameters: Some("[]".into()),
+                presets: Some(PRESETS.into()),
+                activate: true,
+            })
+            .await
+            .unwrap();
+        Pool {
+            store,
+            hand,
+            owner,
+            template,
+            version,
+        }
+    }
+
+    /// A prebuilt workspace of `small` whose first build ended as `end`
+    /// (with one agent when it succeeded).
+    async fn add(&self, name: &str, end: End) -> (Workspace, Build) {
+        let store = &self.store;
+        self.hand.advance(Duration::from_secs(1));
+        let workspace_id = new_id();
+        let (workspace, build) = store
+            .create_workspace(
+                &NewWorkspace {
+                    id: workspace_id.clone(),
+                    owner_id: pool_owner(),
+                    name: name.into(),
+                    template_id: self.template.id.clone(),
+                    template_version_id: self.version.id.clone(),
+                    parameters: "{}".into(),
+                    preset_name: Some("small".into()),
+                },
+                &NewBuild {
+                    id: new_id(),
+                    workspace_id,
+                    transition: Transition::Start,
+                    template_version_id: self.version.id.clone(),
+                    initiator_id: pool_owner(),
+                    reason: BuildReason::Prebuild,
+                    parameters: None,
+                    workspace_parameters: None,
+                },
+            )
+            .await
+            .unwrap();
+        if end == End::Pending {
+            return (workspace, build);
+        }
         store.claim_job("worker").await.unwrap();
+        let status = if end == End::Failed {
+            BuildStatus::Failed
+        } else {
+            BuildStatus::Succeeded
+        };
         assert!(store.finish_build(&build.id, status, None).await.unwrap());
         if status == BuildStatus::Succeeded {
             let hash = format!("hash-{name}");
@@ -102,7 +122,7 @@ async fn prebuild(
                 )
                 .await
                 .unwrap();
-            if ready {
+            if end == End::Ready {
                 let agent = store.agent_by_token_hash(&hash).await.unwrap();
                 store
                     .agent_heartbeat(&agent.id, Some(AgentLifecycle::Ready))
@@ -110,49 +130,36 @@ async fn prebuild(
                     .unwrap();
             }
         }
+        (workspace, build)
     }
-    (workspace, build)
+
+    /// A claim of a `small` prebuild by the owner, as `name`.
+    fn claim(&self, name: &str) -> PrebuildClaim {
+        PrebuildClaim {
+            pool_owner_id: pool_owner(),
+            version_id: self.version.id.clone(),
+            preset_name: "small".into(),
+            claimant_id: self.owner.id.clone(),
+            name: name.into(),
+            initiator_id: self.owner.id.clone(),
+            heartbeat_before: 0,
+            created_after: i64::MIN,
+            build_id: new_id(),
+        }
+    }
+}
+
+fn pool_owner() -> String {
+    SystemActor::Prebuilds.user_id().to_string()
 }
 
 async fn the_snapshot_reads_pools_workspaces_failures_and_the_pause(store: Store) {
-    let (store, hand) = on_manual_clock(store);
-    let (_, template, version) = pool(&store).await;
-    let (ready, _) = prebuild(
-        (&store, &hand),
-        &template,
-        &version,
-        "p-ready",
-        Some(BuildStatus::Succeeded),
-        true,
-    )
-    .await;
-    let (starting, _) = prebuild(
-        (&store, &hand),
-        &template,
-        &version,
-        "p-starting",
-        Some(BuildStatus::Succeeded),
-        false,
-    )
-    .await;
-    prebuild(
-        (&store, &hand),
-        &template,
-        &version,
-        "p-failed",
-        Some(BuildStatus::Failed),
-        false,
-    )
-    .await;
-    let (pending, pending_build) = prebuild(
-        (&store, &hand),
-        &template,
-        &version,
-        "p-pending",
-        None,
-        false,
-    )
-    .await;
+    let pool = Pool::new(store).await;
+    let (store, template, version) = (&pool.store, &pool.template, &pool.version);
+    let (ready, _) = pool.add("p-ready", End::Ready).await;
+    let (starting, _) = pool.add("p-starting", End::Starting).await;
+    pool.add("p-failed", End::Failed).await;
+    let (pending, pending_build) = pool.add("p-pending", End::Pending).await;
 
     let snapshot = store.prebuild_snapshot(&pool_owner(), 0).await.unwrap();
     assert_eq!(
@@ -239,46 +246,12 @@ async fn the_snapshot_reads_pools_workspaces_failures_and_the_pause(store: Store
 }
 
 async fn a_claim_takes_the_oldest_ready_prebuild_once(store: Store) {
-    let (store, hand) = on_manual_clock(store);
-    let (owner, template, version) = pool(&store).await;
-    prebuild(
-        (&store, &hand),
-        &template,
-        &version,
-        "p-starting",
-        Some(BuildStatus::Succeeded),
-        false,
-    )
-    .await;
-    let (first, _) = prebuild(
-        (&store, &hand),
-        &template,
-        &version,
-        "p-first",
-        Some(BuildStatus::Succeeded),
-        true,
-    )
-    .await;
-    let (second, _) = prebuild(
-        (&store, &hand),
-        &template,
-        &version,
-        "p-second",
-        Some(BuildStatus::Succeeded),
-        true,
-    )
-    .await;
-    let claim = |name: &str| PrebuildClaim {
-        pool_owner_id: pool_owner(),
-        version_id: version.id.clone(),
-        preset_name: "small".into(),
-        claimant_id: owner.id.clone(),
-        name: name.into(),
-        initiator_id: owner.id.clone(),
-        heartbeat_before: 0,
-        created_after: i64::MIN,
-        build_id: new_id(),
-    };
+    let pool = Pool::new(store).await;
+    let (store, owner) = (&pool.store, &pool.owner);
+    pool.add("p-starting", End::Starting).await;
+    let (first, _) = pool.add("p-first", End::Ready).await;
+    let (second, _) = pool.add("p-second", End::Ready).await;
+    let claim = |name: &str| pool.claim(name);
 
     // Prebuilds created at or before the ttl's cutoff have expired.
     let expired = PrebuildClaim {
@@ -322,33 +295,14 @@ async fn a_claim_takes_the_oldest_ready_prebuild_once(store: Store) {
 }
 
 async fn concurrent_claims_get_different_prebuilds(store: Store) {
-    let (store, hand) = on_manual_clock(store);
-    let (owner, template, version) = pool(&store).await;
+    let pool = Pool::new(store).await;
     for index in 0..4 {
-        prebuild(
-            (&store, &hand),
-            &template,
-            &version,
-            &format!("p-{index}"),
-            Some(BuildStatus::Succeeded),
-            true,
-        )
-        .await;
+        pool.add(&format!("p-{index}"), End::Ready).await;
     }
     let claims: Vec<_> = (0..6)
         .map(|index| {
-            let store = store.clone();
-            let claim = PrebuildClaim {
-                pool_owner_id: pool_owner(),
-                version_id: version.id.clone(),
-                preset_name: "small".into(),
-                claimant_id: owner.id.clone(),
-                name: format!("mine-{index}"),
-                initiator_id: owner.id.clone(),
-                heartbeat_before: 0,
-                created_after: i64::MIN,
-                build_id: new_id(),
-            };
+            let store = pool.store.clone();
+            let claim = pool.claim(&format!("mine-{index}"));
             tokio::spawn(async move { store.claim_prebuild(&claim).await })
         })
         .collect();
