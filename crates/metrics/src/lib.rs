@@ -365,20 +365,16 @@ impl Metrics {
         }
         for pool in pools {
             let labels = preset_labels(&pool.template_name, &pool.preset_name);
-            inner.pools_desired.get_or_create(&labels).set(pool.desired);
-            inner.pools_running.get_or_create(&labels).set(pool.running);
-            inner
-                .pools_eligible
-                .get_or_create(&labels)
-                .set(pool.eligible);
-            inner
-                .pools_hard_limited
-                .get_or_create(&labels)
-                .set(i64::from(pool.hard_limited));
-            inner
-                .pools_paused
-                .get_or_create(&labels)
-                .set(i64::from(pool.paused));
+            let values = [
+                pool.desired,
+                pool.running,
+                pool.eligible,
+                i64::from(pool.hard_limited),
+                i64::from(pool.paused),
+            ];
+            for (family, value) in families.iter().zip(values) {
+                family.get_or_create(&labels).set(value);
+            }
         }
     }
 
