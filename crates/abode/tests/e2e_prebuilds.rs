@@ -238,6 +238,27 @@ fn a_pool_of_the_example_template_converges_is_claimed_and_refills() {
             "{shown:#}"
         );
     }
+
+    // A template admin may delete a prebuilt workspace, not a person's.
+    wait_for_pool(
+        &platform,
+        "small",
+        Duration::from_secs(180),
+        "refilled again",
+        |pool| ready(pool, 2),
+    );
+    let admin = platform.login_new_user("tina", "template-admin");
+    let listed = platform
+        .run(&["list", "--all", "--owner", "prebuilds", "--output", "json"])
+        .ok()
+        .json();
+    let name = listed[0]["name"].as_str().unwrap().to_string();
+    platform
+        .run_as(&admin, &["delete", &format!("prebuilds/{name}")], None)
+        .ok();
+    platform
+        .run_as(&admin, &["delete", "alice/mine"], None)
+        .fails_with(1, &["delete"]);
 }
 
 #[test]

@@ -46,7 +46,9 @@ pub struct PrebuildRow {
 }
 
 /// The prebuild start builds of one pool (a version and a preset) since its
-/// last success.
+/// last success. Only pools of active versions: the others create nothing,
+/// and their history must not make every round read every build a pool ever
+/// ran.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct PoolFailures {
     pub version_id: String,
@@ -125,11 +127,13 @@ pub(crate) const SNAPSHOT_FAILURES: &str = "SELECT b.template_version_id AS vers
              MAX(sb.created_at) AS last_ok \
          FROM builds sb JOIN workspaces sw ON sw.id = sb.workspace_id \
          WHERE sb.initiator_id = ? AND sb.reason = 'prebuild' AND sb.transition = 'start' \
-             AND sb.status = 'succeeded' \
+             AND sb.status = 'succeeded' AND sb.template_version_id IN ( \
+                 SELECT at.active_version_id FROM templates at) \
          GROUP BY sb.template_version_id, sw.preset_name) ok \
        ON ok.version_id = b.template_version_id AND ok.preset_name = w.preset_name \
      WHERE b.initiator_id = ? AND b.reason = 'prebuild' AND b.transition = 'start' \
-         AND w.preset_name IS NOT NULL \
+         AND w.preset_name IS NOT NULL AND b.template_version_id IN ( \
+             SELECT at.active_version_id FROM templates at) \
      GROUP BY b.template_version_id, w.preset_name \
      ORDER BY b.template_version_id, w.preset_name";
 
