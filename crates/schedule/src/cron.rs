@@ -18,9 +18,11 @@ use croner::Cron;
 /// Why a schedule cannot be used; the message is one line, fit for the CLI.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ScheduleError {
-    #[error("cron `{cron}` has {fields} fields; expected 5: minute hour day-of-month month day-of-week")]
+    #[error(
+        "cron `{cron}` has {fields} fields; expected 5: minute hour day-of-month month day-of-week"
+    )]
     Fields { cron: String, fields: usize },
-    #[error("cron `{cron}` is not valid: {reason}")]
+    #[error("cron `{cron}`: {reason}")]
     Cron { cron: String, reason: String },
     #[error("unknown time zone `{0}`: expected an IANA name such as Europe/Paris or UTC")]
     Timezone(String),
@@ -50,15 +52,10 @@ impl Schedule {
         }
         let timezone =
             Tz::from_str(timezone).map_err(|_| ScheduleError::Timezone(timezone.to_string()))?;
-        let cron_pattern = CronParser::builder()
-            .seconds(Seconds::Disallowed)
-            .year(Year::Disallowed)
-            .build()
-            .parse(cron)
-            .map_err(|error| ScheduleError::Cron {
-                cron: cron.to_string(),
-                reason: one_line(&error.to_string()),
-            })?;
+        let cron_pattern = parse(cron).map_err(|error| ScheduleError::Cron {
+            cron: cron.to_string(),
+            reason: explain(cron, &error),
+        })?;
         Ok(Schedule {
             cron: cron_pattern,
             timezone,
@@ -77,6 +74,38 @@ impl Schedule {
             .find_next_occurrence(&local, false)
             .ok()
             .map(|next| next.with_timezone(&Utc))
+    }
+}
+
+fn parse(cron: &str) -> Result<Cron, croner::errors::CronError> {
+    CronParser::builder()
+        .seconds(Seconds::Disallowed)
+        .year(Year::Disallowed)
+        .build()
+        .parse(cron)
+}
+
+const FIELDS: [(&str, &str); 5] = [
+    ("minute", "0-59"),
+    ("hour", "0-23"),
+    ("day-of-month", "1-31"),
+    ("month", "1-12 or jan-dec"),
+    ("day-of-week", "0-7 or sun-sat"),
+];
+
+/// Names the field `croner` refused, which its messages do not say: the first
+/// field that fails on its own, every other field `*`.
+fn explain(cron: &str, error: &croner::errors::CronError) -> String {
+    let fields: Vec<&str> = cron.split_whitespace().collect();
+    let culprit = (0..fields.len()).find(|&i| {
+        let alone: Vec<&str> = (0..fields.len())
+            .map(|j| if i == j { fields[j] } else { "*" })
+            .collect();
+        parse(&alone.join(" ")).is_err()
+    });
+    match culprit.and_then(|i| Some((fields.get(i)?, FIELDS.get(i)?))) {
+        Some((text, (name, range))) => format!("the {name} field `{text}` is not valid ({range})"),
+        None => one_line(&error.to_string()),
     }
 }
 

@@ -65,7 +65,10 @@ pub(crate) fn after(at: DateTime<Utc>, duration: Duration) -> Option<DateTime<Ut
     if duration.is_zero() {
         return None;
     }
-    Some(at.checked_add_signed(delta(duration)).unwrap_or(DateTime::<Utc>::MAX_UTC))
+    Some(
+        at.checked_add_signed(delta(duration))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC),
+    )
 }
 
 /// A std duration as a chrono delta, saturating.

@@ -133,7 +133,9 @@ fn rules(
         && !policy.autostart_days.is_empty()
     {
         if let Some(autostart) = &workspace.autostart {
-            let schedule = schedules.get(autostart).map_err(|error| error.to_string())?;
+            let schedule = schedules
+                .get(autostart)
+                .map_err(|error| error.to_string())?;
             let since = tick.previous.max(build.created_at);
             if due_between(schedule, policy, since, now) {
                 return Ok(Some(Action::Start {
@@ -190,7 +192,9 @@ fn rules(
         };
         let due = delete_at.max(notified_at + notice);
         let retry_wait_over = match state {
-            State::DeleteFailed(failed_at) => failed_at + delta(tick.settings.deletion_retry) <= now,
+            State::DeleteFailed(failed_at) => {
+                failed_at + delta(tick.settings.deletion_retry) <= now
+            }
             _ => true,
         };
         if due <= now && retry_wait_over {
@@ -237,10 +241,10 @@ fn due_between(
         };
         let midnight = tomorrow.and_time(NaiveTime::MIN);
         // Where midnight falls in a daylight-saving gap, the day starts at 01:00.
-        let start = zone
-            .from_local_datetime(&midnight)
-            .earliest()
-            .or_else(|| zone.from_local_datetime(&(midnight + TimeDelta::hours(1))).earliest());
+        let start = zone.from_local_datetime(&midnight).earliest().or_else(|| {
+            zone.from_local_datetime(&(midnight + TimeDelta::hours(1)))
+                .earliest()
+        });
         let Some(start) = start else {
             return false;
         };
