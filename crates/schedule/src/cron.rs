@@ -77,12 +77,18 @@ impl Schedule {
     }
 }
 
+/// The years a schedule can fire in. `croner` always has a year field and
+/// reads a missing one as its whole range (5,000 years, set one by one: most
+/// of a parse's time), so Abode hands it this range instead, with the
+/// seconds field (always 0) around the owner's five fields.
+const YEARS: &str = "2000-2199";
+
 fn parse(cron: &str) -> Result<Cron, croner::errors::CronError> {
     CronParser::builder()
-        .seconds(Seconds::Disallowed)
-        .year(Year::Disallowed)
+        .seconds(Seconds::Required)
+        .year(Year::Required)
         .build()
-        .parse(cron)
+        .parse(&format!("0 {cron} {YEARS}"))
 }
 
 const FIELDS: [(&str, &str); 5] = [

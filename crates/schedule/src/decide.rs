@@ -6,21 +6,27 @@ use std::collections::HashMap;
 use abode_contract::Transition;
 use chrono::{DateTime, Datelike, Days, NaiveTime, TimeDelta, TimeZone, Utc};
 
-use crate::cron::{Schedule, ScheduleError};
+use crate::cron::Schedule;
 use crate::deadline::{after, delta};
 use crate::{
-    Action, AutostartSchedule, BuildReason, BuildStatus, Decision, LatestBuild, OwnerStatus,
-    Problem, Snapshot, StopReason, TemplatePolicy, Tick, Workspace,
+    Action, BuildReason, BuildStatus, Decision, LatestBuild, OwnerStatus, Problem, ScheduleCache,
+    Snapshot, StopReason, TemplatePolicy, Tick, Workspace,
 };
 
 /// Decides the tick for every workspace of the snapshot.
 pub fn decide(snapshot: &Snapshot, tick: &Tick) -> Decision {
+    decide_with(snapshot, tick, &mut ScheduleCache::default())
+}
+
+/// [`decide`], reusing the schedules a previous tick parsed (the tick loop
+/// keeps one [`ScheduleCache`]); the decision is the same.
+pub fn decide_with(snapshot: &Snapshot, tick: &Tick, schedules: &mut ScheduleCache) -> Decision {
+    schedules.begin();
     let policies: HashMap<&str, &TemplatePolicy> = snapshot
         .templates
         .iter()
         .map(|policy| (policy.template_id.as_str(), policy))
         .collect();
-    let mut schedules = Schedules::default();
     let mut decision = Decision::default();
     for workspace in &snapshot.workspaces {
         let Some(policy) = policies.get(workspace.template_id.as_str()) else {
@@ -30,7 +36,7 @@ pub fn decide(snapshot: &Snapshot, tick: &Tick) -> Decision {
             });
             continue;
         };
-        match rules(workspace, policy, tick, &mut schedules) {
+        match rules(workspace, policy, tick, schedules) {
             Ok(Some(action)) => decision.actions.push(action),
             Ok(None) => {}
             Err(message) => decision.problems.push(Problem {
@@ -39,6 +45,7 @@ pub fn decide(snapshot: &Snapshot, tick: &Tick) -> Decision {
             }),
         }
     }
+    schedules.end();
     decision
 }
 
@@ -49,7 +56,7 @@ pub fn decide_workspace(
     policy: &TemplatePolicy,
     tick: &Tick,
 ) -> Result<Option<Action>, String> {
-    rules(workspace, policy, tick, &mut Schedules::default())
+    rules(workspace, policy, tick, &mut ScheduleCache::default())
 }
 
 /// Where the latest build left the workspace, as far as the rules care.
@@ -107,7 +114,7 @@ fn rules(
     workspace: &Workspace,
     policy: &TemplatePolicy,
     tick: &Tick,
-    schedules: &mut Schedules,
+    schedules: &mut ScheduleCache,
 ) -> Result<Option<Action>, String> {
     if workspace.prebuilt {
         return Ok(None);
@@ -251,20 +258,4 @@ fn due_between(
         cursor = (start.with_timezone(&Utc) - TimeDelta::seconds(1)).max(next);
     }
     false
-}
-
-/// The schedules parsed during one tick, by their stored text: many
-/// workspaces share a schedule, and parsing is the costly part of a tick.
-#[derive(Default)]
-struct Schedules {
-    parsed: HashMap<AutostartSchedule, Result<Schedule, ScheduleError>>,
-}
-
-impl Schedules {
-    fn get(&mut self, autostart: &AutostartSchedule) -> Result<&Schedule, &ScheduleError> {
-        self.parsed
-            .entry(autostart.clone())
-            .or_insert_with(|| Schedule::parse(&autostart.cron, &autostart.timezone))
-            .as_ref()
-    }
 }

@@ -6,7 +6,9 @@
 //! [`Action`]s through the door as the `scheduler` actor, with the reason
 //! [`Action::build_reason`] names. [`deadlines_at_start`] and [`bump`] say
 //! when a run's autostop is due, [`validate_schedule`] checks an owner's
-//! autostart schedule the way the tick reads it.
+//! autostart schedule the way the tick reads it. A tick loop that keeps a
+//! [`ScheduleCache`] and calls [`decide_with`] parses each schedule once
+//! instead of every tick; the decision is the same.
 //!
 //! # Rules
 //!
@@ -58,6 +60,7 @@
 //! is set). The decision of a workspace depends only on its own facts, its
 //! template's policy and the [`Tick`].
 
+mod cache;
 mod cron;
 mod deadline;
 mod decide;
@@ -69,9 +72,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+pub use cache::ScheduleCache;
 pub use cron::{validate_schedule, Schedule, ScheduleError};
 pub use deadline::{bump, deadlines_at_start, Deadlines};
-pub use decide::{decide, decide_workspace};
+pub use decide::{decide, decide_with, decide_workspace};
 pub use decision::{Action, Decision, Problem, StopReason};
 pub use facts::{
     AutostartSchedule, BuildReason, BuildStatus, Dormancy, LatestBuild, OwnerStatus, Snapshot,
