@@ -24,6 +24,8 @@ pub enum ScheduleError {
     Fields { cron: String, fields: usize },
     #[error("cron `{cron}`: {reason}")]
     Cron { cron: String, reason: String },
+    #[error("cron `{0}` never fires")]
+    Never(String),
     #[error("unknown time zone `{0}`: expected an IANA name such as Europe/Paris or UTC")]
     Timezone(String),
 }
@@ -56,10 +58,16 @@ impl Schedule {
             cron: cron.to_string(),
             reason: explain(cron, &error),
         })?;
-        Ok(Schedule {
+        let schedule = Schedule {
             cron: cron_pattern,
             timezone,
-        })
+        };
+        // From a fixed time, so that the answer does not depend on the clock.
+        let since_2000 = DateTime::<Utc>::from_timestamp(946_684_800, 0).unwrap_or_default();
+        if schedule.next_after(since_2000).is_none() {
+            return Err(ScheduleError::Never(cron.to_string()));
+        }
+        Ok(schedule)
     }
 
     pub fn timezone(&self) -> Tz {

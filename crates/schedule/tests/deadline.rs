@@ -264,6 +264,12 @@ fn schedule_validation() {
                 reason: "the month field `13` is not valid (1-12 or jan-dec)".into(),
             }),
         ),
+        ("0 9 29 2 *", "UTC", Ok(())),
+        (
+            "0 9 31 2 *",
+            "UTC",
+            Err(ScheduleError::Never("0 9 31 2 *".into())),
+        ),
         (
             "0 9 * * funday",
             "UTC",
@@ -285,6 +291,12 @@ fn schedule_validation() {
             .unwrap_err()
             .to_string(),
         "cron `60 9 * * *`: the minute field `60` is not valid (0-59)"
+    );
+    assert_eq!(
+        validate_schedule("0 9 31 2 *", "UTC")
+            .unwrap_err()
+            .to_string(),
+        "cron `0 9 31 2 *` never fires"
     );
     assert_eq!(
         fields("0 9 * *", 4).unwrap_err().to_string(),

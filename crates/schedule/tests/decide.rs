@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use abode_contract::Transition;
 use abode_schedule::{
-    decide, Action, AutostartSchedule, BuildReason, BuildStatus, Decision, Dormancy, LatestBuild,
-    OwnerStatus, Problem, Settings, Snapshot, StopReason, TemplatePolicy, Tick, Weekdays,
-    Workspace,
+    decide, decide_with, Action, AutostartSchedule, BuildReason, BuildStatus, Decision, Dormancy,
+    LatestBuild, OwnerStatus, Problem, ScheduleCache, Settings, Snapshot, StopReason,
+    TemplatePolicy, Tick, Weekdays, Workspace,
 };
 use chrono::{DateTime, Utc, Weekday};
 
@@ -1358,4 +1358,50 @@ fn one_tick_over_many_workspaces() {
             }],
         }
     );
+}
+
+#[test]
+fn a_schedule_cache_changes_no_decision_and_keeps_only_schedules_in_use() {
+    let mut nine = with_schedule(stopped(), "0 9 * * *", "UTC");
+    nine.id = "nine".into();
+    let mut ten = with_schedule(stopped(), "0 10 * * *", "Europe/Paris");
+    ten.id = "ten".into();
+    let mut broken = with_schedule(stopped(), "0 9 * *", "UTC");
+    broken.id = "broken".into();
+    let both = Snapshot {
+        templates: vec![policy()],
+        workspaces: vec![nine.clone(), ten, broken],
+    };
+    let only_nine = Snapshot {
+        templates: vec![policy()],
+        workspaces: vec![nine],
+    };
+    let mut cache = ScheduleCache::default();
+    for now in [
+        "2026-06-01T08:00:00Z",
+        "2026-06-01T09:00:00Z",
+        "2026-06-02T08:00:00Z",
+    ] {
+        let tick = Tick {
+            previous: at(now) - chrono::TimeDelta::hours(1),
+            now: at(now),
+            settings: Settings::default(),
+        };
+        assert_eq!(
+            decide_with(&both, &tick, &mut cache),
+            decide(&both, &tick),
+            "{now}"
+        );
+        assert_eq!(cache.len(), 3, "{now}");
+    }
+    let tick = Tick {
+        previous: at("2026-06-02T08:00:00Z"),
+        now: at("2026-06-02T09:00:00Z"),
+        settings: Settings::default(),
+    };
+    assert_eq!(
+        decide_with(&only_nine, &tick, &mut cache),
+        decide(&only_nine, &tick)
+    );
+    assert_eq!(cache.len(), 1);
 }
