@@ -71,7 +71,19 @@ pub(crate) fn after(at: DateTime<Utc>, duration: Duration) -> Option<DateTime<Ut
     )
 }
 
+/// `at + duration`, saturating at the latest representable time.
+pub(crate) fn later(at: DateTime<Utc>, duration: Duration) -> DateTime<Utc> {
+    at.checked_add_signed(delta(duration))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+/// `at - duration`, saturating at the earliest representable time.
+pub(crate) fn earlier(at: DateTime<Utc>, duration: Duration) -> DateTime<Utc> {
+    at.checked_sub_signed(delta(duration))
+        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+}
+
 /// A std duration as a chrono delta, saturating.
-pub(crate) fn delta(duration: Duration) -> TimeDelta {
+fn delta(duration: Duration) -> TimeDelta {
     TimeDelta::from_std(duration).unwrap_or(TimeDelta::MAX)
 }

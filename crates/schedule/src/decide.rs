@@ -7,7 +7,7 @@ use abode_contract::Transition;
 use chrono::{DateTime, Datelike, Days, NaiveTime, TimeDelta, TimeZone, Utc};
 
 use crate::cron::Schedule;
-use crate::deadline::{after, delta};
+use crate::deadline::{after, earlier, later};
 use crate::{
     Action, BuildReason, BuildStatus, Decision, LatestBuild, OwnerStatus, Problem, ScheduleCache,
     Snapshot, StopReason, TemplatePolicy, Tick, Workspace,
@@ -139,11 +139,11 @@ fn rules(
         && policy.allow_user_autostart
         && !policy.autostart_days.is_empty()
     {
-        if let Some(autostart) = &workspace.autostart {
+        let since = tick.previous.max(build.created_at);
+        if let (Some(autostart), true) = (&workspace.autostart, since < now) {
             let schedule = schedules
                 .get(autostart)
                 .map_err(|error| error.to_string())?;
-            let since = tick.previous.max(build.created_at);
             if due_between(schedule, policy, since, now) {
                 return Ok(Some(Action::Start {
                     workspace_id: id(),
@@ -177,31 +177,27 @@ fn rules(
         }));
     }
 
-    if let Some(dormancy) = &workspace.dormancy {
-        let deletable = judged || matches!(state, State::DeleteFailed(_));
+    let deletable = judged || matches!(state, State::DeleteFailed(_));
+    if let (Some(dormancy), true) = (&workspace.dormancy, deletable) {
+        // Turning auto-deletion off stops every deletion, even stored ones.
         let Some(policy_delete_at) = after(dormancy.dormant_at, policy.dormancy_auto_deletion)
         else {
             return Ok(None);
         };
-        if !deletable {
-            return Ok(None);
-        }
         let delete_at = dormancy.deleting_at.unwrap_or(policy_delete_at);
-        let notice = delta(tick.settings.deletion_notice);
+        let notice = tick.settings.deletion_notice;
         let Some(notified_at) = dormancy.deletion_notified_at else {
-            if now >= delete_at - notice {
+            if now >= earlier(delete_at, notice) {
                 return Ok(Some(Action::NotifyDeletionScheduled {
                     workspace_id: id(),
-                    at: delete_at.max(now + notice),
+                    at: delete_at.max(later(now, notice)),
                 }));
             }
             return Ok(None);
         };
-        let due = delete_at.max(notified_at + notice);
+        let due = delete_at.max(later(notified_at, notice));
         let retry_wait_over = match state {
-            State::DeleteFailed(failed_at) => {
-                failed_at + delta(tick.settings.deletion_retry) <= now
-            }
+            State::DeleteFailed(failed_at) => later(failed_at, tick.settings.deletion_retry) <= now,
             _ => true,
         };
         if due <= now && retry_wait_over {

@@ -323,3 +323,62 @@ fn weekday_lists() {
     assert_eq!(Weekdays::of(&[Sun, Mon]).to_string(), "mon,sun");
     assert_eq!(Weekdays::ALL.to_string(), "mon,tue,wed,thu,fri,sat,sun");
 }
+
+/// Durations beyond the calendar's range (a typo in a flag) saturate
+/// instead of panicking: the rule is then never due.
+#[test]
+fn huge_durations_never_panic() {
+    let huge = Duration::MAX;
+    let policy = TemplatePolicy {
+        default_ttl: huge,
+        activity_bump: huge,
+        max_ttl: huge,
+        failure_ttl: huge,
+        dormancy_threshold: huge,
+        dormancy_auto_deletion: huge,
+        ..TemplatePolicy::new("tpl")
+    };
+    let now = at("2026-06-01T08:00:00Z");
+    let deadlines = deadlines_at_start(now, &policy, Some(huge));
+    assert_eq!(deadlines.deadline, Some(DateTime::<Utc>::MAX_UTC));
+    assert_eq!(
+        bump(deadlines.deadline, deadlines.max_deadline, now, huge),
+        Some(DateTime::<Utc>::MAX_UTC)
+    );
+    let mut workspace = Workspace {
+        id: "ws".into(),
+        template_id: "tpl".into(),
+        owner: OwnerStatus::Active,
+        prebuilt: false,
+        latest_build: Some(LatestBuild {
+            transition: Transition::Delete,
+            status: BuildStatus::Failed,
+            reason: BuildReason::Autodelete,
+            blocked: false,
+            created_at: now,
+            finished_at: Some(now),
+        }),
+        on_active_version: true,
+        autostart: None,
+        ttl: None,
+        deadline: deadlines.deadline,
+        max_deadline: deadlines.max_deadline,
+        last_used_at: now,
+        dormancy: Some(abode_schedule::Dormancy {
+            dormant_at: now,
+            deleting_at: Some(now),
+            deletion_notified_at: Some(now),
+        }),
+    };
+    let tick = Tick {
+        previous: now,
+        now,
+        settings: Settings {
+            deletion_notice: huge,
+            deletion_retry: huge,
+        },
+    };
+    assert_eq!(decide_workspace(&workspace, &policy, &tick), Ok(None));
+    workspace.dormancy = None;
+    assert_eq!(decide_workspace(&workspace, &policy, &tick), Ok(None));
+}
