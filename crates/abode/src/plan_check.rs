@@ -2,7 +2,7 @@
 //! Terraform pipeline can ask whether a plan destroys protected resources.
 
 use crate::exit;
-use abode_guard::{Address, Mode, Origin, Plan, Rule, Transition};
+use abode_guard::{Address, Initiator, Mode, Origin, Plan, Rule, Transition};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
@@ -15,11 +15,17 @@ pub struct PlanCheckArgs {
     /// binary plan file from `terraform plan -out` (converted with `terraform show -json`
     /// in the current directory).
     pub plan: PathBuf,
-    /// The build's transition; only `delete` and `claim` (the first build of a
+    /// The build's transition; only `delete` (a person's) and `claim` (the first build of a
     /// claimed prebuilt workspace, which held no one's data) may destroy
     /// protected resources; a claim lists everything it destroys.
     #[arg(long, value_enum, default_value_t = TransitionArg::Start)]
     pub transition: TransitionArg,
+    /// Who asked for the build: a person, or the system on its own (a scheduled
+    /// autostart, autostop or dormant deletion). A delete the system started
+    /// destroys no protected resource without a person: it is held for a
+    /// confirmation or blocked, as the rules' mode says.
+    #[arg(long, value_enum, default_value_t = InitiatorArg::Person)]
+    pub initiator: InitiatorArg,
     /// Protect a resource (all its instances) or one instance, e.g.
     /// `module.home.docker_volume.this`, `docker_volume.home[0]`, `x.vols["b"]`. Repeatable.
     #[arg(long = "protect", value_name = "ADDRESS", value_parser = parse_address)]
@@ -41,6 +47,12 @@ pub enum TransitionArg {
     Stop,
     Delete,
     Claim,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum InitiatorArg {
+    Person,
+    System,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -70,6 +82,10 @@ pub fn run(args: PlanCheckArgs) -> Result<ExitCode> {
         TransitionArg::Delete => Transition::Delete,
         TransitionArg::Claim => Transition::Claim,
     };
+    let initiator = match args.initiator {
+        InitiatorArg::Person => Initiator::Person,
+        InitiatorArg::System => Initiator::System,
+    };
     let mode = match args.mode {
         ModeArg::Confirm => Mode::Confirm,
         ModeArg::Block => Mode::Block,
@@ -84,7 +100,7 @@ pub fn run(args: PlanCheckArgs) -> Result<ExitCode> {
             .iter()
             .map(|t| Rule::resource_type(t, mode, Origin::Caller)),
     );
-    let report = abode_guard::evaluate(&plan, transition, &rules);
+    let report = abode_guard::evaluate_as(&plan, transition, initiator, &rules);
     let output = match args.format {
         FormatArg::Json => report.to_json() + "\n",
         FormatArg::Text => {

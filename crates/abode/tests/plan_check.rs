@@ -167,6 +167,115 @@ fn a_claim_is_allowed_and_lists_its_replacements() {
     }
 }
 
+/// A delete the system started (a dormant deletion) destroys no protected
+/// resource without a person: the rules' mode holds or blocks it, with the
+/// matching exit status, where a person's delete of the same plan is allowed.
+/// Other transitions are judged alike whoever asks.
+#[test]
+fn a_delete_the_system_started_is_held_or_blocked() {
+    let plan = fixture("fixtures/destroy-delete/plan.json");
+    let plan = plan.to_str().unwrap();
+    let protect = ["--protect", "terraform_data.home"];
+    for (transition, initiator, mode, format, status, expect) in [
+        (
+            "delete",
+            "person",
+            "confirm",
+            "text",
+            0,
+            "delete build: allowed",
+        ),
+        (
+            "delete",
+            "system",
+            "confirm",
+            "text",
+            3,
+            "delete build (started by the system): CONFIRMATION REQUIRED",
+        ),
+        (
+            "delete",
+            "system",
+            "confirm",
+            "text",
+            3,
+            "The system started this delete, not a person",
+        ),
+        ("delete", "system", "block", "text", 4, "BLOCKED"),
+        (
+            "delete",
+            "system",
+            "block",
+            "text",
+            4,
+            "a person can delete the workspace, or release the protection",
+        ),
+        (
+            "delete",
+            "system",
+            "block",
+            "json",
+            4,
+            "\"initiator\": \"system\"",
+        ),
+        (
+            "delete",
+            "system",
+            "block",
+            "json",
+            4,
+            "\"outcome\": \"block\"",
+        ),
+        (
+            "start",
+            "system",
+            "confirm",
+            "text",
+            3,
+            "CONFIRMATION REQUIRED",
+        ),
+        ("start", "person", "block", "text", 4, "BLOCKED"),
+    ] {
+        let mut args = vec!["plan", "check", "--transition", transition];
+        args.extend(["--initiator", initiator, "--mode", mode, "--format", format]);
+        args.extend(protect);
+        args.push(plan);
+        check(&args, None, status, expect);
+    }
+    // Unprotected destroys are allowed whoever asks.
+    for initiator in ["person", "system"] {
+        check(
+            &[
+                "plan",
+                "check",
+                "--transition",
+                "delete",
+                "--initiator",
+                initiator,
+                plan,
+            ],
+            None,
+            0,
+            "Decision: allow. No protected resource is destroyed or replaced.",
+        );
+    }
+    // The default is a person, whose JSON report has no `initiator`.
+    let out = abode(
+        &[
+            "plan",
+            "check",
+            "--transition",
+            "delete",
+            "--format",
+            "json",
+            plan,
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("initiator"));
+}
+
 #[test]
 fn reads_standard_input() {
     let bytes = std::fs::read(fixture("fixtures/annotation-block/plan.json")).unwrap();
@@ -215,6 +324,12 @@ fn usage_errors_exit_2() {
     );
     check(
         &["plan", "check", "--transition", "restart", "p.json"],
+        None,
+        2,
+        "invalid value",
+    );
+    check(
+        &["plan", "check", "--initiator", "scheduler", "p.json"],
         None,
         2,
         "invalid value",

@@ -11,7 +11,8 @@ use std::fmt;
 /// The version of the JSON report; bumped only on purpose (see docs/plan-check.md).
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
 
-/// Why the build runs. Only `delete` and `claim` may destroy protected resources.
+/// Why the build runs. Only `delete` (a person's: see [`Initiator`]) and `claim`
+/// may destroy protected resources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Transition {
@@ -46,6 +47,49 @@ impl Transition {
 }
 
 impl fmt::Display for Transition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who asked for the build: a person, or the system on its own (the lifecycle
+/// scheduler's autostart, autostop and dormant deletion).
+///
+/// It matters only for `delete`: a person's delete is the intent to destroy the
+/// workspace with its data, but a delete nobody asked for is not, so protected
+/// resources are judged as in a `start` (their rules' mode decides) and none is
+/// destroyed without a person. Every other transition is judged alike whoever asks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Initiator {
+    #[default]
+    Person,
+    System,
+}
+
+impl Initiator {
+    pub fn parse(s: &str) -> Option<Initiator> {
+        match s {
+            "person" => Some(Initiator::Person),
+            "system" => Some(Initiator::System),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Initiator::Person => "person",
+            Initiator::System => "system",
+        }
+    }
+
+    /// Whether a person asked (the JSON report leaves `initiator` out then).
+    pub fn is_person(&self) -> bool {
+        *self == Initiator::Person
+    }
+}
+
+impl fmt::Display for Initiator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -227,6 +271,10 @@ pub struct Report {
     pub schema_version: u32,
     pub decision: Decision,
     pub transition: Transition,
+    /// Who asked for the build. Absent from the JSON when a person did, so
+    /// reports of builds people start read as before.
+    #[serde(skip_serializing_if = "Initiator::is_person")]
+    pub initiator: Initiator,
     pub terraform_version: Option<String>,
     /// Set only for plans older than format 1.x: the explanations their format
     /// cannot give. Absent from the JSON otherwise, so reports on current plans
@@ -252,9 +300,23 @@ impl Report {
     }
 }
 
-/// Decides on a plan. `rules` are the caller's; the template's `abode_protect`
-/// annotations are read from the plan and added to them.
+/// Decides on a plan of a build a person asked for. `rules` are the caller's;
+/// the template's `abode_protect` annotations are read from the plan and added
+/// to them.
 pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
+    evaluate_as(plan, transition, Initiator::Person, rules)
+}
+
+/// Decides on a plan of a build that `initiator` asked for: as [`evaluate`],
+/// except that a `delete` the system started does not destroy protected
+/// resources unless a person confirms (or, under a `block` rule, deletes the
+/// workspace themselves).
+pub fn evaluate_as(
+    plan: &Plan,
+    transition: Transition,
+    initiator: Initiator,
+    rules: &[Rule],
+) -> Report {
     let annotations = rules::annotations(plan);
     let mut all_rules: Vec<Rule> = rules.to_vec();
     all_rules.extend(annotations.rules);
@@ -322,7 +384,8 @@ pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
             continue;
         }
         let outcome = match transition {
-            Transition::Delete => Decision::Allow,
+            // Only a person's delete means to destroy the workspace's data.
+            Transition::Delete if initiator == Initiator::Person => Decision::Allow,
             // The data is already gone; a confirmation acknowledges that the
             // new object will be empty. Blocking would leave no way forward.
             _ if recreated_after_drift => Decision::Confirm,
@@ -360,6 +423,7 @@ pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
         schema_version: REPORT_SCHEMA_VERSION,
         decision,
         transition,
+        initiator,
         terraform_version: plan.terraform_version.clone(),
         older_plan_format: older_plan_format(plan),
         summary,

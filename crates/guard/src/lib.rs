@@ -28,8 +28,9 @@ mod value;
 
 pub use address::{Address, AddressError, InstanceKey, ModuleStep};
 pub use decision::{
-    evaluate, Action, ClaimReplacement, Decision, DriftReport, ProtectedChange, Protection, Report,
-    Summary, Transition, UnprotectedChange, REPORT_SCHEMA_VERSION,
+    evaluate, evaluate_as, Action, ClaimReplacement, Decision, DriftReport, Initiator,
+    ProtectedChange, Protection, Report, Summary, Transition, UnprotectedChange,
+    REPORT_SCHEMA_VERSION,
 };
 pub use format::{MissingExplanation, OlderPlanFormat, PlanFormat};
 pub use memory::{protections_after_apply, remembered_rules, RememberedProtection};

@@ -1,7 +1,9 @@
 //! The human-readable report, written to read like Terraform's own plan output
 //! (`-/+`, `# forces replacement`) so operators recognise it at a glance.
 
-use crate::decision::{Action, ClaimReplacement, Decision, ProtectedChange, Report, Transition};
+use crate::decision::{
+    Action, ClaimReplacement, Decision, Initiator, ProtectedChange, Report, Transition,
+};
 use std::fmt::Write;
 
 struct Style {
@@ -59,12 +61,24 @@ pub fn render_text(report: &Report, color: bool) -> String {
         Decision::Confirm => style.yellow("CONFIRMATION REQUIRED"),
         Decision::Block => style.red("BLOCKED"),
     };
+    let by_system = report.initiator == Initiator::System;
+    let started_by = if by_system {
+        " (started by the system)"
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
-        "{} {} build: {verdict}",
+        "{} {} build{started_by}: {verdict}",
         style.bold("Abode plan guard:"),
         report.transition
     );
+    if by_system && report.transition == Transition::Delete {
+        let _ = writeln!(
+            out,
+            "A delete the system started (not a person's) destroys no protected resource without a person: its rules hold the delete for a confirmation or block it."
+        );
+    }
 
     for change in &report.protected_changes {
         out.push('\n');
@@ -190,6 +204,7 @@ pub fn render_text(report: &Report, color: bool) -> String {
         .iter()
         .filter(|c| c.protected)
         .count();
+    let system_delete = by_system && report.transition == Transition::Delete;
     let conclusion = match (report.decision, report.transition) {
         (Decision::Allow, Transition::Claim) if claimed > 0 => format!(
             "Decision: allow. This is a prebuild claim: {claimed} resource(s) of the prebuilt workspace will be replaced or deleted, {claimed_protected} of them protected; no one's data is lost."
@@ -201,6 +216,12 @@ pub fn render_text(report: &Report, color: bool) -> String {
             "Decision: allow. This is a workspace deletion: {protected} protected resource(s) will be destroyed as intended."
         ),
         (Decision::Allow, _) => "Decision: allow. No protected resource is destroyed or replaced.".into(),
+        (Decision::Confirm, Transition::Delete) if system_delete => format!(
+            "Decision: confirm. The system started this delete, not a person: {protected} protected resource(s) would be destroyed; a person must confirm this exact plan."
+        ),
+        (Decision::Block, Transition::Delete) if system_delete => format!(
+            "Decision: block. The system started this delete, not a person: {protected} protected resource(s) would be destroyed, and a block rule forbids it without a person; a person can delete the workspace, or release the protection."
+        ),
         (Decision::Confirm, _) => format!(
             "Decision: confirm. {protected} protected resource(s) would be destroyed, replaced or re-created empty; this exact plan needs an explicit confirmation."
         ),

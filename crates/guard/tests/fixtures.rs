@@ -2,14 +2,15 @@
 //! plan (`plan.json`, real Terraform output unless its README says otherwise), the
 //! rules to check it with (`check-args`, the same flags as `abode plan check`), and
 //! the expected reports (`expected.txt`, `expected.json`), and optionally the
-//! decisions the same plan and rules get in other builds (`other-transitions`).
+//! decisions the same plan and rules get in other builds (`other-transitions`,
+//! which may also name who asks: a person or the system).
 //!
 //! `UPDATE_EXPECT=1 cargo test -p abode-guard --test fixtures` rewrites the
 //! snapshots; review the diff before committing it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use abode_guard::{Address, Decision, Mode, Origin, Rule, Transition};
+use abode_guard::{Address, Decision, Initiator, Mode, Origin, Rule, Transition};
 use std::path::{Path, PathBuf};
 
 /// Marker that every fixture secret contains; it must never reach any output.
@@ -19,9 +20,10 @@ fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
 }
 
-fn parse_check_args(text: &str) -> (Transition, Vec<Rule>) {
+fn parse_check_args(text: &str) -> (Transition, Initiator, Vec<Rule>) {
     let words: Vec<&str> = text.split_whitespace().collect();
     let mut transition = Transition::Start;
+    let mut initiator = Initiator::Person;
     let mut mode = Mode::Confirm;
     let mut addresses = Vec::new();
     let mut types = Vec::new();
@@ -30,6 +32,7 @@ fn parse_check_args(text: &str) -> (Transition, Vec<Rule>) {
         let value = words.get(i + 1).copied().unwrap_or_default();
         match words[i] {
             "--transition" => transition = Transition::parse(value).expect("transition"),
+            "--initiator" => initiator = Initiator::parse(value).expect("initiator"),
             "--mode" => mode = Mode::parse(value).expect("mode"),
             "--protect" => addresses.push(Address::parse(value).expect("address")),
             "--protect-type" => types.push(value.to_string()),
@@ -46,7 +49,7 @@ fn parse_check_args(text: &str) -> (Transition, Vec<Rule>) {
             .iter()
             .map(|t| Rule::resource_type(t, mode, Origin::Caller)),
     );
-    (transition, rules)
+    (transition, initiator, rules)
 }
 
 /// Every 6-character piece of the string values of the plan's sensitive root
@@ -116,14 +119,17 @@ fn expect_file(path: &Path, actual: &str) -> Result<(), String> {
 fn check(case: &Path) -> Result<(), String> {
     let bytes = std::fs::read(case.join("plan.json")).map_err(|e| e.to_string())?;
     let args = std::fs::read_to_string(case.join("check-args")).unwrap_or_default();
-    let (transition, rules) = parse_check_args(&args);
+    let (transition, initiator, rules) = parse_check_args(&args);
     let plan =
         abode_guard::read_plan_slice(&bytes).map_err(|e| format!("{}: {e}", case.display()))?;
     // Reading in tiny pieces (every chunk boundary inside strings, escapes and
     // numbers) must give the same plan as reading at once.
     let streamed = abode_guard::read_plan(Trickle(&bytes)).map_err(|e| e.to_string())?;
-    let report = abode_guard::evaluate(&plan, transition, &rules);
-    assert_eq!(report, abode_guard::evaluate(&streamed, transition, &rules));
+    let report = abode_guard::evaluate_as(&plan, transition, initiator, &rules);
+    assert_eq!(
+        report,
+        abode_guard::evaluate_as(&streamed, transition, initiator, &rules)
+    );
     let text = abode_guard::render_text(&report, false);
     let json = report.to_json() + "\n";
     for output in [&text, &json] {
@@ -148,8 +154,10 @@ fn check(case: &Path) -> Result<(), String> {
     expect_file(&case.join("expected.json"), &json)
 }
 
-/// `other-transitions`: one `TRANSITION DECISION` a line, the decision the same
-/// plan and rules get in another build (a claim's plan in a `start` build).
+/// `other-transitions`: one `TRANSITION [INITIATOR] DECISION` a line, the
+/// decision the same plan and rules get in another build (a claim's plan in a
+/// `start` build, a delete the system started: `delete system confirm`). A line
+/// without an initiator is a person's build, whatever `check-args` says.
 fn check_other_transitions(
     case: &Path,
     plan: &abode_guard::Plan,
@@ -160,15 +168,18 @@ fn check_other_transitions(
     };
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let words: Vec<&str> = line.split_whitespace().collect();
-        let [transition, decision] = words.as_slice() else {
-            panic!("{}: bad other-transitions line {line:?}", case.display());
+        let (transition, initiator, decision) = match words.as_slice() {
+            [transition, decision] => (transition, "person", decision),
+            [transition, initiator, decision] => (transition, *initiator, decision),
+            _ => panic!("{}: bad other-transitions line {line:?}", case.display()),
         };
         let transition = Transition::parse(transition).expect("transition");
+        let initiator = Initiator::parse(initiator).expect("initiator");
         let want = Decision::parse(decision).expect("decision");
-        let got = abode_guard::evaluate(plan, transition, rules).decision;
+        let got = abode_guard::evaluate_as(plan, transition, initiator, rules).decision;
         if got != want {
             return Err(format!(
-                "{}: a {transition} build of the same plan decides {}, other-transitions says {}",
+                "{}: a {transition} build of the same plan asked for by the {initiator} decides {}, other-transitions says {}",
                 case.display(),
                 got.as_str(),
                 want.as_str()
@@ -196,7 +207,7 @@ fn a_claim_allows_and_lists_what_a_start_build_judges() {
     for case in cases() {
         let bytes = std::fs::read(case.join("plan.json")).unwrap();
         let args = std::fs::read_to_string(case.join("check-args")).unwrap_or_default();
-        let (_, rules) = parse_check_args(&args);
+        let (_, _, rules) = parse_check_args(&args);
         let plan = abode_guard::read_plan_slice(&bytes).unwrap();
         let start = abode_guard::evaluate(&plan, Transition::Start, &rules);
         let claim = abode_guard::evaluate(&plan, Transition::Claim, &rules);
@@ -237,6 +248,65 @@ fn a_claim_allows_and_lists_what_a_start_build_judges() {
         }
         assert_eq!(claim.summary, start.summary, "{name}");
         assert_eq!(claim.warnings, start.warnings, "{name}");
+    }
+}
+
+/// A delete the system started judges every protected resource of any fixture
+/// plan as a `start` build of it does (the rules' mode decides; nothing protected
+/// is allowed), lists the same unprotected destroys, and says who asked; the
+/// person's delete of the same plan allows it all. Other transitions are judged
+/// alike whoever asks.
+#[test]
+fn a_system_delete_judges_protected_resources_as_a_start_build() {
+    for case in cases() {
+        let bytes = std::fs::read(case.join("plan.json")).unwrap();
+        let args = std::fs::read_to_string(case.join("check-args")).unwrap_or_default();
+        let (_, _, rules) = parse_check_args(&args);
+        let plan = abode_guard::read_plan_slice(&bytes).unwrap();
+        let name = case.display();
+        let start = abode_guard::evaluate(&plan, Transition::Start, &rules);
+        let person = abode_guard::evaluate(&plan, Transition::Delete, &rules);
+        let system = abode_guard::evaluate_as(&plan, Transition::Delete, Initiator::System, &rules);
+        let outcomes = |report: &abode_guard::Report| -> Vec<(String, Decision)> {
+            report
+                .protected_changes
+                .iter()
+                .map(|c| (c.address.clone(), c.outcome))
+                .collect()
+        };
+        assert_eq!(outcomes(&system), outcomes(&start), "{name}");
+        assert_eq!(system.decision, start.decision, "{name}");
+        assert_eq!(person.decision, Decision::Allow, "{name}");
+        let addresses = |report: &abode_guard::Report| -> Vec<String> {
+            report
+                .protected_changes
+                .iter()
+                .map(|c| c.address.clone())
+                .collect()
+        };
+        assert_eq!(addresses(&system), addresses(&person), "{name}");
+        assert_eq!(
+            system.unprotected_destroys, person.unprotected_destroys,
+            "{name}"
+        );
+        assert_eq!(system.initiator, Initiator::System, "{name}");
+        assert!(
+            system.to_json().contains("\"initiator\": \"system\""),
+            "{name}"
+        );
+        assert!(!person.to_json().contains("\"initiator\""), "{name}");
+        for transition in [Transition::Start, Transition::Stop, Transition::Claim] {
+            let by_person = abode_guard::evaluate(&plan, transition, &rules);
+            let by_system = abode_guard::evaluate_as(&plan, transition, Initiator::System, &rules);
+            assert_eq!(
+                abode_guard::Report {
+                    initiator: Initiator::Person,
+                    ..by_system
+                },
+                by_person,
+                "{name}: {transition}"
+            );
+        }
     }
 }
 
@@ -322,8 +392,10 @@ fn peer_plans_are_readable() {
             Transition::Delete,
             Transition::Claim,
         ] {
-            let report = abode_guard::evaluate(&plan, transition, &every_type);
-            abode_guard::render_text(&report, true);
+            for initiator in [Initiator::Person, Initiator::System] {
+                let report = abode_guard::evaluate_as(&plan, transition, initiator, &every_type);
+                abode_guard::render_text(&report, true);
+            }
         }
         read += 1;
     }

@@ -1,5 +1,6 @@
 //! Properties that must hold for every plan, not just the fixtures: the guard's
-//! decision on every transition is exactly what docs/plan-check.md says, and no
+//! decision on every transition, whoever asked for it, is exactly what
+//! docs/plan-check.md says, and no
 //! secret reaches any output, whatever its characters, length, place and marks,
 //! in every plan format the guard reads (0.1 and 0.2 of Terraform 0.12 to 1.0,
 //! and 1.x), each with only the fields its format has.
@@ -12,7 +13,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use abode_guard::{Address, Decision, Mode, Origin, Rule, Transition};
+use abode_guard::{Address, Decision, Initiator, Mode, Origin, Rule, Transition};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -790,22 +791,31 @@ fn destroyed(model: &Model, format: Format) -> Vec<(String, bool, Option<Mode>)>
 }
 
 /// The documented decision for each instance that the report must list, with
-/// its outcome (docs/plan-check.md, "Decision"), in a plan of `format`. A claim
-/// lists none: everything it destroys is allowed (see [`expected_claim`]).
-fn expected(model: &Model, format: Format, transition: Transition) -> BTreeMap<String, Decision> {
+/// its outcome (docs/plan-check.md, "Decision"), in a plan of `format` built at
+/// `initiator`'s request. A claim lists none: everything it destroys is allowed
+/// (see [`expected_claim`]).
+fn expected(
+    model: &Model,
+    format: Format,
+    transition: Transition,
+    initiator: Initiator,
+) -> BTreeMap<String, Decision> {
     let mut out = BTreeMap::new();
     if transition == Transition::Claim {
         return out;
     }
+    // Only a person's delete means to destroy protected data; a delete the
+    // system started is held or blocked by the same rules as a start.
+    let intended_delete = transition == Transition::Delete && initiator == Initiator::Person;
     for (address, recreated, strictest) in destroyed(model, format) {
         let Some(strictest) = strictest else {
             continue;
         };
-        let outcome = match (transition, recreated, strictest) {
-            (Transition::Delete, _, _) => Decision::Allow,
-            (_, true, _) => Decision::Confirm,
-            (_, false, Mode::Confirm) => Decision::Confirm,
-            (_, false, Mode::Block) => Decision::Block,
+        let outcome = match (intended_delete, recreated, strictest) {
+            (true, _, _) => Decision::Allow,
+            (false, true, _) => Decision::Confirm,
+            (false, false, Mode::Confirm) => Decision::Confirm,
+            (false, false, Mode::Block) => Decision::Block,
         };
         out.insert(address, outcome);
     }
@@ -973,7 +983,12 @@ fn secret_plan(
 }
 
 /// Every output the guard gives for a plan: text, coloured text, JSON.
-fn outputs(plan: &[(&str, Value)], transition: Transition, rules: &[Rule]) -> Vec<String> {
+fn outputs(
+    plan: &[(&str, Value)],
+    transition: Transition,
+    initiator: Initiator,
+    rules: &[Rule],
+) -> Vec<String> {
     // serde_json's map sorts its keys; the top level is written by hand to
     // keep Terraform's order.
     let body: Vec<String> = plan
@@ -982,7 +997,7 @@ fn outputs(plan: &[(&str, Value)], transition: Transition, rules: &[Rule]) -> Ve
         .collect();
     let bytes = format!("{{{}}}", body.join(","));
     let plan = abode_guard::read_plan_slice(bytes.as_bytes()).unwrap();
-    let report = abode_guard::evaluate(&plan, transition, rules);
+    let report = abode_guard::evaluate_as(&plan, transition, initiator, rules);
     vec![
         abode_guard::render_text(&report, false),
         abode_guard::render_text(&report, true),
@@ -1093,9 +1108,24 @@ proptest! {
         let bytes = serde_json::to_vec(&plan_json(&model, format)).unwrap();
         let plan = abode_guard::read_plan_slice(&bytes).unwrap();
         let rules = guard_rules(&model);
-        for transition in [Transition::Start, Transition::Stop, Transition::Delete, Transition::Claim] {
-            let report = abode_guard::evaluate(&plan, transition, &rules);
-            check_older_plan_format(format, &report.to_json(), &abode_guard::render_text(&report, false))?;
+        let builds = [Transition::Start, Transition::Stop, Transition::Delete, Transition::Claim]
+            .into_iter()
+            .flat_map(|t| [(t, Initiator::Person), (t, Initiator::System)]);
+        for (transition, initiator) in builds {
+            let report = if initiator == Initiator::Person {
+                abode_guard::evaluate(&plan, transition, &rules)
+            } else {
+                abode_guard::evaluate_as(&plan, transition, initiator, &rules)
+            };
+            let json_report = report.to_json();
+            check_older_plan_format(format, &json_report, &abode_guard::render_text(&report, false))?;
+            // Who asked is in the JSON only when it was the system (docs/plan-check.md).
+            let said: Value = serde_json::from_str(&json_report).unwrap();
+            let want_said = match initiator {
+                Initiator::Person => None,
+                Initiator::System => Some(&json!("system")),
+            };
+            prop_assert_eq!(said.get("initiator"), want_said);
             let mut claimed: Vec<(String, bool)> = report
                 .claim_replacements
                 .iter()
@@ -1107,19 +1137,19 @@ proptest! {
             } else {
                 Vec::new()
             };
-            prop_assert_eq!(&claimed, &want_claimed, "{} build", transition);
+            prop_assert_eq!(&claimed, &want_claimed, "{} build by the {}", transition, initiator);
             if transition == Transition::Claim {
                 prop_assert!(report.unprotected_destroys.is_empty());
             }
-            let want = expected(&model, format, transition);
+            let want = expected(&model, format, transition, initiator);
             let got: BTreeMap<String, Decision> = report
                 .protected_changes
                 .iter()
                 .map(|c| (c.address.clone(), c.outcome))
                 .collect();
-            prop_assert_eq!(&got, &want, "{} build", transition);
+            prop_assert_eq!(&got, &want, "{} build by the {}", transition, initiator);
             let overall = want.values().copied().max().unwrap_or(Decision::Allow);
-            prop_assert_eq!(report.decision, overall, "{} build", transition);
+            prop_assert_eq!(report.decision, overall, "{} build by the {}", transition, initiator);
         }
     }
 }
@@ -1134,6 +1164,7 @@ proptest! {
         place in prop::sample::select(vec![Place::Whole, Place::Inside, Place::MapKey, Place::ListElement]),
         marks in prop::sample::select(vec![Marks::Before, Marks::After, Marks::Both, Marks::RootVariable]),
         transition in prop::sample::select(vec![Transition::Start, Transition::Stop, Transition::Delete, Transition::Claim]),
+        initiator in prop::sample::select(vec![Initiator::Person, Initiator::System]),
         format in format(),
         values_kept in any::<bool>(),
     ) {
@@ -1148,9 +1179,9 @@ proptest! {
         model.instances.insert(0, carrier);
         let mut rules = guard_rules(&model);
         rules.push(Rule::resource_type("terraform_data", Mode::Confirm, Origin::Caller));
-        let shown = outputs(&secret_plan(&model, &secret, place, marks, writing), transition, &rules);
+        let shown = outputs(&secret_plan(&model, &secret, place, marks, writing), transition, initiator, &rules);
         let filler = filler_for(&secret);
-        let twin = outputs(&secret_plan(&model, &filler, place, marks, writing), transition, &rules);
+        let twin = outputs(&secret_plan(&model, &filler, place, marks, writing), transition, initiator, &rules);
         prop_assert!(shown[0].contains("terraform_data.disk"), "the carrier is not reported:\n{}", shown[0]);
         check_older_plan_format(format, &shown[2], &shown[0])?;
         if let Some(piece) = leaks(&secret, &shown, &twin) {
