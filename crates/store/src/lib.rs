@@ -6,7 +6,7 @@
 //! its own migrations folder. The queries they share are written once, by
 //! domain, each file a macro expanded inside each backend's `impl`:
 //! `users.rs`, `tokens.rs`, `templates.rs`, `workspaces.rs`, `builds.rs`,
-//! `held.rs`, `agents.rs`, `platform.rs`, `prebuilds.rs`, `audit.rs`. Their text is a portable dialect (`?`
+//! `held.rs`, `agents.rs`, `platform.rs`, `prebuilds.rs`, `lifecycle.rs`, `audit.rs`. Their text is a portable dialect (`?`
 //! placeholders, `TRUE`/`FALSE`, `RETURNING`, `ON CONFLICT`) that each
 //! backend's `sql()` adapts (PostgreSQL numbers its placeholders);
 //! backend-specific statements (opening, migrations, the job claim) stay in
@@ -22,6 +22,7 @@ mod agents;
 mod audit;
 mod builds;
 mod held;
+mod lifecycle;
 mod notifications;
 mod pages;
 mod platform;
@@ -39,6 +40,7 @@ use std::path::Path;
 
 use abode_clock::Clock;
 
+pub use lifecycle::{TemplatePolicy, WorkspaceLifecycle};
 pub use notifications::{
     Channel, FailedNotification, InboxFilter, NewNotification, Notification, NotificationKind,
     NotificationStatus, UnknownChannel, UnknownNotificationKind, UnknownNotificationStatus,
@@ -440,6 +442,34 @@ storage_interface! {
     /// Takes or renews the lease `name` for `ttl_ms` unless another holder's
     /// lease is unexpired; whether `holder` holds it now.
     fn try_lease(&self, name: &str, holder: &str, ttl_ms: i64) -> bool;
+}
+
+// ---- lifecycle settings (lifecycle.rs) ----
+
+storage_interface! {
+    /// `NotFound("template")` when there is no such template.
+    fn template_policy(&self, template_id: &str) -> TemplatePolicy;
+    fn set_template_policy(&self, policy: &TemplatePolicy) -> ();
+    /// `NotFound("workspace")` when there is no such workspace.
+    fn workspace_lifecycle(&self, workspace_id: &str) -> WorkspaceLifecycle;
+    /// The autostart schedule (both `None`: none).
+    fn set_workspace_autostart(&self, workspace_id: &str, cron: Option<&str>, timezone: Option<&str>) -> ();
+    /// The owner's autostop ttl (`None`: the template's default).
+    fn set_workspace_ttl(&self, workspace_id: &str, ttl_ms: Option<i64>) -> ();
+    fn set_workspace_deadlines(&self, workspace_id: &str, deadline: Option<i64>, max_deadline: Option<i64>) -> ();
+    /// Sets the deadline only if it is still `expected` (what the caller
+    /// read); whether it was set.
+    fn push_workspace_deadline(&self, workspace_id: &str, expected: Option<i64>, deadline: i64) -> bool;
+    /// Sets `last_used_at` to `at` only when it is unset or before
+    /// `older_than`, so that frequent use writes once per interval; whether
+    /// it was written.
+    fn record_workspace_use(&self, workspace_id: &str, at: i64, older_than: i64) -> bool;
+    /// Marks a workspace dormant (unless it is already), with its deletion
+    /// date; whether it was marked.
+    fn mark_workspace_dormant(&self, workspace_id: &str, dormant_at: i64, deleting_at: Option<i64>) -> bool;
+    /// Wakes a dormant workspace: dormancy and deletion dates cleared, used
+    /// at `at`; whether it was dormant.
+    fn wake_workspace(&self, workspace_id: &str, at: i64) -> bool;
 }
 
 // ---- the audit log (audit.rs) ----

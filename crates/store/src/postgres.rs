@@ -13,6 +13,7 @@ use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
+use crate::lifecycle::*;
 use crate::notifications::*;
 use crate::pages::*;
 use crate::platform::*;
@@ -102,6 +103,7 @@ impl PostgresBackend {
     agent_queries!();
     platform_queries!();
     prebuild_queries!("FOR UPDATE OF w SKIP LOCKED");
+    lifecycle_queries!();
     audit_queries!(sqlx::Postgres);
     // Role changes wait for each other: each counts the owners left.
     role_queries!(

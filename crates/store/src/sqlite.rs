@@ -18,6 +18,7 @@ use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
+use crate::lifecycle::*;
 use crate::notifications::*;
 use crate::pages::*;
 use crate::platform::*;
@@ -103,6 +104,7 @@ impl SqliteBackend {
     agent_queries!();
     platform_queries!();
     prebuild_queries!("");
+    lifecycle_queries!();
     audit_queries!(sqlx::Sqlite);
     role_queries!(sqlx::Sqlite, None);
 

@@ -11,6 +11,7 @@ mod agents;
 mod builds;
 mod clock;
 mod held;
+mod lifecycle;
 mod lists;
 mod notifications;
 mod opening;
