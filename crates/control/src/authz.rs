@@ -77,6 +77,9 @@ pub enum Action {
     TemplatePush,
     /// `POST /templates/{name}/versions/{n}/activate`.
     TemplateActivate,
+    /// `PATCH /templates/{name}/policy`: the template's lifecycle policy
+    /// (autostop, autostart days, dormancy).
+    TemplatePolicyEdit,
 
     // ---- workspaces ----
     /// A workspace's status, builds, logs and remembered protections.
@@ -97,6 +100,9 @@ pub enum Action {
     BuildConfirm,
     /// Releasing a remembered protection.
     ProtectionRelease,
+    /// A workspace's schedule (`PUT /workspaces/{ws}/schedule`), extending
+    /// its deadline and waking it from dormancy.
+    WorkspaceScheduleEdit,
     /// Removing a workspace without running Terraform.
     WorkspaceOrphan,
     /// Reading the Terraform state (it holds every secret of the workspace).
@@ -118,7 +124,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 28] = [
+    pub const ALL: [Action; 30] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -132,6 +138,7 @@ impl Action {
         Action::TemplateRead,
         Action::TemplatePush,
         Action::TemplateActivate,
+        Action::TemplatePolicyEdit,
         Action::WorkspaceRead,
         Action::WorkspaceCreate,
         Action::WorkspaceStart,
@@ -141,6 +148,7 @@ impl Action {
         Action::BuildCancel,
         Action::BuildConfirm,
         Action::ProtectionRelease,
+        Action::WorkspaceScheduleEdit,
         Action::WorkspaceOrphan,
         Action::WorkspaceStateRead,
         Action::PrebuildsRead,
@@ -165,6 +173,7 @@ impl Action {
             Action::TemplateRead => "template.read",
             Action::TemplatePush => "template.push",
             Action::TemplateActivate => "template.activate",
+            Action::TemplatePolicyEdit => "template.policy_edit",
             Action::WorkspaceRead => "workspace.read",
             Action::WorkspaceCreate => "workspace.create",
             Action::WorkspaceStart => "workspace.start",
@@ -174,6 +183,7 @@ impl Action {
             Action::BuildCancel => "build.cancel",
             Action::BuildConfirm => "build.confirm",
             Action::ProtectionRelease => "protection.release",
+            Action::WorkspaceScheduleEdit => "workspace.schedule_edit",
             Action::WorkspaceOrphan => "workspace.orphan",
             Action::WorkspaceStateRead => "workspace.state_read",
             Action::PrebuildsRead => "prebuilds.read",
@@ -201,6 +211,11 @@ impl Action {
             Action::TemplateRead => ("read", "templates", "templates"),
             Action::TemplatePush => ("push", "templates", "templates"),
             Action::TemplateActivate => ("activate", "template versions", "template versions"),
+            Action::TemplatePolicyEdit => (
+                "edit",
+                "templates' lifecycle policy",
+                "templates' lifecycle policies",
+            ),
             Action::WorkspaceRead => ("read", "a workspace", "workspaces"),
             Action::WorkspaceCreate => ("create", "a workspace", "workspaces"),
             Action::WorkspaceStart => ("start", "a workspace", "workspaces"),
@@ -210,6 +225,9 @@ impl Action {
             Action::BuildCancel => ("cancel", "a build", "builds"),
             Action::BuildConfirm => ("confirm", "a held build", "held builds"),
             Action::ProtectionRelease => ("release", "a protection", "protections"),
+            Action::WorkspaceScheduleEdit => {
+                ("change the schedule of", "a workspace", "workspaces")
+            }
             Action::WorkspaceOrphan => ("remove without Terraform", "a workspace", "workspaces"),
             Action::WorkspaceStateRead => {
                 ("read the Terraform state of", "a workspace", "workspaces")
@@ -240,6 +258,7 @@ impl Action {
                 | Action::TemplateRead
                 | Action::TemplatePush
                 | Action::TemplateActivate
+                | Action::TemplatePolicyEdit
                 | Action::PrebuildsRead
                 | Action::PrebuildsPause
         )
@@ -324,6 +343,7 @@ const OWN_WORKSPACES: &[Action] = &[
     WorkspaceDelete,
     BuildCancel,
     BuildConfirm,
+    WorkspaceScheduleEdit,
 ];
 
 /// The whole policy. A subject may do an action on an object when a row
@@ -346,6 +366,7 @@ pub const POLICY: &[Grant] = &[
         actions: &[
             TemplatePush,
             TemplateActivate,
+            TemplatePolicyEdit,
             WorkspaceRead,
             PrebuildsRead,
             PrebuiltWorkspaceDelete,
@@ -572,6 +593,7 @@ mod tests {
         (Action::TemplateRead, "yyyyy", "yyyyy"),
         (Action::TemplatePush, "yy...", "yy..."),
         (Action::TemplateActivate, "yy...", "yy..."),
+        (Action::TemplatePolicyEdit, "yy...", "yy..."),
         (Action::WorkspaceRead, "yy.yy", "yy.y."),
         (Action::WorkspaceCreate, "y...y", "y...."),
         (Action::WorkspaceStart, "y...y", "y...."),
@@ -581,6 +603,7 @@ mod tests {
         (Action::BuildCancel, "y...y", "y...."),
         (Action::BuildConfirm, "y...y", "y...."),
         (Action::ProtectionRelease, "yy...", "y...."),
+        (Action::WorkspaceScheduleEdit, "y...y", "y...."),
         (Action::WorkspaceOrphan, "y....", "y...."),
         (Action::WorkspaceStateRead, "y....", "y...."),
         (Action::PrebuildsRead, "yy...", "yy..."),

@@ -25,6 +25,7 @@ pub mod prebuilds;
 pub mod presets;
 mod provisioner;
 mod recovery;
+pub mod schedules;
 mod secrets;
 mod state;
 mod templates;
@@ -55,6 +56,7 @@ pub use names::validate_name;
 pub use notifications::{NotificationsConfig, ReplacedResource};
 pub use prebuilds::{PoolStatus, PrebuildsConfig};
 pub use recovery::Recovered;
+pub use schedules::{Autostart, PolicyPatch, PolicyView, ScheduleSpec, ScheduleView};
 pub use secrets::token_hash;
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, MAX_PARAMETERS_BYTES};
 
