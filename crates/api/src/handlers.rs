@@ -88,6 +88,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::identity::routes())
         .merge(crate::notifications::routes())
         .merge(crate::prebuilds::routes())
+        .merge(crate::schedules::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .layer(axum::middleware::from_fn(refuse_oversized_json));
     let metrics = state.control.config().metrics.clone();
@@ -109,7 +110,9 @@ async fn not_found() -> ApiError {
 }
 
 /// Parses a JSON body with a one-line error (axum's own rejection is not JSON).
-fn parse_json<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+pub(crate) fn parse_json<T: DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, ApiError> {
     let bytes = body.map_err(body_error)?;
     let bytes: &[u8] = if bytes.is_empty() { b"{}" } else { &bytes };
     serde_json::from_slice(bytes)

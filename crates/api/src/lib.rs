@@ -11,6 +11,7 @@ mod identity;
 mod notifications;
 mod prebuilds;
 mod prometheus;
+mod schedules;
 mod server;
 pub mod views;
 

@@ -126,6 +126,8 @@ fn table() -> Vec<Row> {
         ("GET", "/templates/quick/presets?version=1", Body::None,                                          [200, 200, 200, 200, 200, 200, 401, 401]),
         ("POST", "/templates/quick/versions", Body::Archive,                                               [201, 201, 403, 403, 403, 403, 401, 401]),
         ("POST", "/templates/quick/versions/1/activate", Body::None,                                       [200, 200, 403, 403, 403, 403, 401, 401]),
+        ("GET", "/templates/quick/policy", Body::None,                                                     [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("PATCH", "/templates/quick/policy", Body::Json(r#"{"activity_bump_ms":3600000}"#),              [200, 200, 403, 403, 403, 403, 401, 401]),
         // ---- workspaces: reading ----
         ("GET", "/workspaces", Body::None,                                                                 [200, 200, 403, 200, 200, 200, 401, 401]),
         ("GET", "/workspaces?all=true", Body::None,                                                        [200, 200, 403, 200, 200, 200, 401, 401]),
@@ -137,6 +139,7 @@ fn table() -> Vec<Row> {
         ("GET", "/workspaces/{ws}/builds/1", Body::None,                                                   [200, 200, 403, 200, 200, 403, 401, 401]),
         ("GET", "/workspaces/{ws}/builds/1/logs", Body::None,                                              [200, 200, 403, 200, 200, 403, 401, 401]),
         ("GET", "/workspaces/{ws}/protections", Body::None,                                                [200, 200, 403, 200, 200, 403, 401, 401]),
+        ("GET", "/workspaces/{ws}/schedule", Body::None,                                                   [200, 200, 403, 200, 200, 403, 401, 401]),
         // ---- workspaces: acting (409: allowed, refused for the pending build) ----
         ("POST", "/workspaces", Body::Json(r#"{"name":"new-{col}","template":"quick"}"#),                [201, 403, 403, 403, 201, 201, 401, 401]),
         ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"start"}"#),                     [409, 403, 403, 403, 409, 403, 401, 401]),
@@ -150,6 +153,10 @@ fn table() -> Vec<Row> {
         ("DELETE", "/workspaces/{ws}/protections?address=terraform_data.home", Body::None,                 [200, 403, 403, 403, 403, 403, 401, 401]),
         ("GET", "/workspaces/{ws}/state", Body::None,                                                      [200, 403, 403, 403, 403, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/orphan", Body::None,                                                    [409, 403, 403, 403, 403, 403, 401, 401]),
+        // ---- lifecycle settings (409: allowed, but not running / not dormant) ----
+        ("PUT", "/workspaces/{ws}/schedule", Body::Json(r#"{"ttl_ms":3600000}"#),                        [200, 403, 403, 403, 200, 403, 401, 401]),
+        ("POST", "/workspaces/{ws}/extend", Body::Json(r#"{"duration_ms":60000}"#),                      [409, 403, 403, 403, 409, 403, 401, 401]),
+        ("POST", "/workspaces/{ws}/wake", Body::None,                                                      [409, 403, 403, 403, 409, 403, 401, 401]),
         // ---- prebuild pools ----
         ("GET", "/prebuilds", Body::None,                                                                  [200, 200, 403, 403, 403, 403, 401, 401]),
         ("POST", "/prebuilds/pause", Body::None,                                                           [200, 403, 403, 403, 403, 403, 401, 401]),
@@ -161,6 +168,7 @@ fn table() -> Vec<Row> {
         ("GET", "/agent/me", Body::None,                                                                   [401, 401, 401, 401, 401, 401, 401, 200]),
         ("POST", "/agent/heartbeat", Body::None,                                                           [401, 401, 401, 401, 401, 401, 401, 200]),
         ("POST", "/agent/lifecycle", Body::Json(r#"{"state":"starting"}"#),                              [401, 401, 401, 401, 401, 401, 401, 204]),
+        ("POST", "/agent/activity", Body::None,                                                            [401, 401, 401, 401, 401, 401, 401, 204]),
         // ---- last: it ends the session each column used ----
         ("POST", "/logout", Body::None,                                                                    [204, 204, 204, 204, 204, 204, 401, 401]),
     ]
