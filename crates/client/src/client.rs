@@ -14,8 +14,9 @@ use serde_json::json;
 use crate::error::ClientError;
 use crate::types::{
     AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification,
-    LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool, Protection, Template,
-    TemplatePresets, TemplateVersion, TemplateVersionResponse, Transition, User, Workspace,
+    LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool, Protection,
+    ScheduleSpec, Template, TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion,
+    TemplateVersionResponse, Transition, User, Workspace, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -69,6 +70,16 @@ struct ErrorDetail {
 struct UserBody {
     user: User,
 }
+#[derive(Deserialize)]
+struct PolicyBody {
+    policy: TemplatePolicy,
+}
+
+#[derive(Deserialize)]
+struct ScheduleBody {
+    schedule: WorkspaceSchedule,
+}
+
 #[derive(Deserialize)]
 struct TemplateBody {
     template: Template,
@@ -756,6 +767,79 @@ impl Client {
             "/prebuilds/resume"
         };
         self.check(self.request("POST", path).send_json(json!({})))
+            .map(drop)
+    }
+
+    /// A template's lifecycle policy.
+    pub fn template_policy(&self, name: &str) -> Result<TemplatePolicy, ClientError> {
+        let path = format!("/templates/{}/policy", workspace_segment(name));
+        let body: PolicyBody =
+            self.finish("GET template policy", self.request("GET", &path).call())?;
+        Ok(body.policy)
+    }
+
+    /// Changes a template's lifecycle policy (template admins); the policy
+    /// after.
+    pub fn edit_template_policy(
+        &self,
+        name: &str,
+        patch: &TemplatePolicyPatch,
+    ) -> Result<TemplatePolicy, ClientError> {
+        let path = format!("/templates/{}/policy", workspace_segment(name));
+        let body: PolicyBody = self.finish(
+            "PATCH template policy",
+            self.request("PATCH", &path).send_json(patch),
+        )?;
+        Ok(body.policy)
+    }
+
+    /// A workspace's schedule and lifecycle times.
+    pub fn workspace_schedule(&self, workspace: &str) -> Result<WorkspaceSchedule, ClientError> {
+        let path = format!("/workspaces/{}/schedule", workspace_segment(workspace));
+        let body: ScheduleBody = self.finish("GET schedule", self.request("GET", &path).call())?;
+        Ok(body.schedule)
+    }
+
+    /// Sets a workspace's whole schedule (its owner).
+    pub fn set_workspace_schedule(
+        &self,
+        workspace: &str,
+        spec: &ScheduleSpec,
+    ) -> Result<WorkspaceSchedule, ClientError> {
+        let path = format!("/workspaces/{}/schedule", workspace_segment(workspace));
+        let body: ScheduleBody =
+            self.finish("PUT schedule", self.request("PUT", &path).send_json(spec))?;
+        Ok(body.schedule)
+    }
+
+    /// Moves a running workspace's deadline to now + `duration_ms`.
+    pub fn extend_workspace(
+        &self,
+        workspace: &str,
+        duration_ms: u64,
+    ) -> Result<WorkspaceSchedule, ClientError> {
+        let path = format!("/workspaces/{}/extend", workspace_segment(workspace));
+        let body: ScheduleBody = self.finish(
+            "extend workspace",
+            self.request("POST", &path)
+                .send_json(json!({ "duration_ms": duration_ms })),
+        )?;
+        Ok(body.schedule)
+    }
+
+    /// Wakes a dormant workspace.
+    pub fn wake_workspace(&self, workspace: &str) -> Result<WorkspaceSchedule, ClientError> {
+        let path = format!("/workspaces/{}/wake", workspace_segment(workspace));
+        let body: ScheduleBody = self.finish(
+            "wake workspace",
+            self.request("POST", &path).send_json(json!({})),
+        )?;
+        Ok(body.schedule)
+    }
+
+    /// Agent: something in the workspace is in use.
+    pub fn agent_activity(&self) -> Result<(), ClientError> {
+        self.check(self.request("POST", "/agent/activity").send_json(json!({})))
             .map(drop)
     }
 

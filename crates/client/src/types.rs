@@ -415,3 +415,103 @@ pub struct PrebuildPool {
     pub backing_off_until: Option<i64>,
     pub problem: Option<String>,
 }
+
+/// A template's lifecycle policy (`GET|PATCH /api/v1/templates/{name}/policy`).
+/// Durations are milliseconds; 0 turns a rule off.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TemplatePolicy {
+    pub template: String,
+    pub default_ttl_ms: u64,
+    pub activity_bump_ms: u64,
+    pub max_ttl_ms: u64,
+    /// `mon,tue,...`.
+    pub autostart_days: String,
+    pub allow_user_autostart: bool,
+    pub allow_user_autostop: bool,
+    pub failure_ttl_ms: u64,
+    pub dormancy_threshold_ms: u64,
+    pub dormancy_auto_deletion_ms: u64,
+    pub require_active_version: bool,
+}
+
+/// A change of a template's policy: the fields given are set.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TemplatePolicyPatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_ttl_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activity_bump_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ttl_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autostart_days: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_user_autostart: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_user_autostop: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_ttl_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dormancy_threshold_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dormancy_auto_deletion_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_active_version: Option<bool>,
+}
+
+impl TemplatePolicyPatch {
+    /// Whether the patch changes nothing.
+    pub fn is_empty(&self) -> bool {
+        *self == TemplatePolicyPatch::default()
+    }
+}
+
+/// An autostart schedule: a five-field cron in an IANA time zone.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Autostart {
+    pub cron: String,
+    pub timezone: String,
+}
+
+/// A workspace's schedule as its owner sets it (`PUT
+/// /api/v1/workspaces/{ws}/schedule`: the whole of it).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ScheduleSpec {
+    pub autostart: Option<Autostart>,
+    /// `None`: the template's default ttl; 0: no autostop.
+    pub ttl_ms: Option<u64>,
+}
+
+/// A workspace's schedule and lifecycle times (`GET
+/// /api/v1/workspaces/{ws}/schedule`); times are Unix ms.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WorkspaceSchedule {
+    pub workspace: String,
+    pub autostart: Option<Autostart>,
+    pub ttl_ms: Option<u64>,
+    pub allow_user_autostart: bool,
+    pub allow_user_autostop: bool,
+    pub template_default_ttl_ms: u64,
+    pub template_max_ttl_ms: u64,
+    pub autostart_days: String,
+    #[serde(default)]
+    pub deadline: Option<i64>,
+    #[serde(default)]
+    pub max_deadline: Option<i64>,
+    #[serde(default)]
+    pub last_used_at: Option<i64>,
+    #[serde(default)]
+    pub dormant_at: Option<i64>,
+    #[serde(default)]
+    pub deleting_at: Option<i64>,
+}
+
+impl WorkspaceSchedule {
+    /// The part of it its owner sets.
+    pub fn spec(&self) -> ScheduleSpec {
+        ScheduleSpec {
+            autostart: self.autostart.clone(),
+            ttl_ms: self.ttl_ms,
+        }
+    }
+}
