@@ -45,6 +45,17 @@ pub struct AgentArgs {
     /// temporary directory).
     #[arg(long, env = "ABODE_AGENT_LOG_DIR")]
     pub log_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Option<AgentCommand>,
+}
+
+/// What a process inside the workspace asks the agent's server (with the
+/// agent's token and URL from the environment), instead of running the agent.
+#[derive(Debug, clap::Subcommand)]
+pub enum AgentCommand {
+    /// Report that the workspace is in use: it counts as used now and its
+    /// autostop deadline is pushed by the template's activity bump.
+    Activity,
 }
 
 /// Parses `N` (seconds), `Ns` or `Nms`.
@@ -66,9 +77,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_millis(value.saturating_mul(unit_ms)))
 }
 
-/// Runs the agent until it is told to stop.
+/// Runs the agent until it is told to stop (or, with a subcommand, does
+/// that once).
 pub fn run(args: AgentArgs) -> ExitCode {
-    match run_agent(args) {
+    let result = match args.command {
+        Some(AgentCommand::Activity) => report_activity(&args.url),
+        None => run_agent(args),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("abode agent: error: {err:#}");
@@ -77,8 +93,16 @@ pub fn run(args: AgentArgs) -> ExitCode {
     }
 }
 
-fn run_agent(args: AgentArgs) -> anyhow::Result<()> {
-    let token = std::env::var(abode_contract::AGENT_TOKEN)
+/// `abode agent activity`: one report, no retries (a hook may call it
+/// often; the next call reports again).
+fn report_activity(url: &str) -> anyhow::Result<()> {
+    let client = Client::new(url, Some(agent_token()?));
+    client.agent_activity().context("activity not reported")?;
+    Ok(())
+}
+
+fn agent_token() -> anyhow::Result<String> {
+    std::env::var(abode_contract::AGENT_TOKEN)
         .ok()
         .filter(|token| !token.trim().is_empty())
         .with_context(|| {
@@ -86,7 +110,11 @@ fn run_agent(args: AgentArgs) -> anyhow::Result<()> {
                 "{} is not set: the agent needs the abode_agent token",
                 abode_contract::AGENT_TOKEN
             )
-        })?;
+        })
+}
+
+fn run_agent(args: AgentArgs) -> anyhow::Result<()> {
+    let token = agent_token()?;
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
         signal_hook::flag::register(signal, Arc::clone(&stop))

@@ -13,6 +13,7 @@ mod guard;
 mod notifications;
 mod output;
 mod prebuilds;
+mod schedule;
 mod templates;
 mod tokens;
 mod workspaces;
@@ -77,6 +78,9 @@ pub enum UserCommand {
     /// Pools of prebuilt workspaces: their status; pause and resume them.
     #[command(subcommand)]
     Prebuilds(prebuilds::PrebuildsCommand),
+    /// A workspace's autostart schedule, autostop ttl and deadline.
+    #[command(subcommand)]
+    Schedule(schedule::ScheduleCommand),
 }
 
 /// How list and show commands print.
@@ -127,6 +131,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Tokens(command) => tokens::run(command),
         UserCommand::Notifications(command) => notifications::run(command),
         UserCommand::Prebuilds(command) => prebuilds::run(command),
+        UserCommand::Schedule(command) => schedule::run(command),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -21,6 +21,11 @@ pub enum TemplatesCommand {
     Versions(VersionsCommand),
     /// List the presets of a template version (default: the active one).
     Presets(PresetsArgs),
+    /// Change a template's lifecycle policy: autostop, autostart days,
+    /// failure cleanup, dormancy (template admins).
+    Edit(super::schedule::EditPolicyArgs),
+    /// Show a template's lifecycle policy.
+    Policy(super::schedule::PolicyArgs),
 }
 
 #[derive(Debug, Args)]
@@ -91,6 +96,8 @@ pub fn run(command: TemplatesCommand) -> anyhow::Result<u8> {
         TemplatesCommand::Versions(VersionsCommand::List(args)) => versions(args),
         TemplatesCommand::Versions(VersionsCommand::Activate(args)) => activate(args),
         TemplatesCommand::Presets(args) => presets(args),
+        TemplatesCommand::Edit(args) => super::schedule::edit_policy(args),
+        TemplatesCommand::Policy(args) => super::schedule::show_policy(args),
     }
 }
 

@@ -21,6 +21,8 @@ pub enum WorkspacesCommand {
     /// Write the workspace's last Terraform state to a new file (owners;
     /// audited; it holds the workspace's secrets).
     State(StateArgs),
+    /// `--off`: wake a dormant workspace (no longer due for deletion).
+    Dormant(super::schedule::DormantArgs),
 }
 
 #[derive(Debug, Args)]
@@ -232,6 +234,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
 pub fn protections(command: WorkspacesCommand) -> anyhow::Result<u8> {
     let client = session_client()?;
     match command {
+        WorkspacesCommand::Dormant(args) => return super::schedule::wake(args),
         WorkspacesCommand::Protections(args) => {
             let protections = client.protections(&args.workspace)?;
             match args.output.output {
