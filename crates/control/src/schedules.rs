@@ -526,7 +526,8 @@ mod tests {
             require_active_version: false,
         };
         // (patch, Ok(expected changes) or Err(part of the message))
-        let cases: Vec<(PolicyPatch, Result<fn(&mut TemplatePolicy), &str>)> = vec![
+        type Expected = Result<fn(&mut TemplatePolicy), &'static str>;
+        let cases: Vec<(PolicyPatch, Expected)> = vec![
             (PolicyPatch::default(), Ok(|_| {})),
             (
                 PolicyPatch {
