@@ -89,6 +89,18 @@ async fn a_workspace_schedule_and_deadlines_are_kept_and_cleared(store: Store) {
     assert_eq!(cleared.autostart_cron, None);
     assert_eq!(cleared.ttl_ms, None);
     assert_eq!((cleared.deadline, cleared.max_deadline), (None, None));
+    assert!(!store
+        .push_workspace_deadline(id, Some(2_000), 3_000)
+        .await
+        .unwrap());
+    assert!(store
+        .push_workspace_deadline(id, None, 3_000)
+        .await
+        .unwrap());
+    assert_eq!(
+        store.workspace_lifecycle(id).await.unwrap().deadline,
+        Some(3_000)
+    );
 
     let unknown = new_id();
     for result in [
