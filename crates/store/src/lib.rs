@@ -29,6 +29,7 @@ mod postgres;
 mod prebuilds;
 mod records;
 mod roles;
+mod schedule_tick;
 mod sqlite;
 mod templates;
 mod tokens;
@@ -53,6 +54,7 @@ pub use prebuilds::{
 };
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
+pub use schedule_tick::{PolicyRow, TickRow, TickSnapshot};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 
 /// Why a storage operation failed.
@@ -440,6 +442,25 @@ storage_interface! {
     /// Takes or renews the lease `name` for `ttl_ms` unless another holder's
     /// lease is unexpired; whether `holder` holds it now.
     fn try_lease(&self, name: &str, holder: &str, ttl_ms: i64) -> bool;
+}
+
+// ---- the lifecycle scheduler's tick (schedule_tick.rs) ----
+
+storage_interface! {
+    /// Every template's policy and every live workspace with its latest
+    /// build, schedule, deadlines, use and dormancy, in one transaction.
+    fn schedule_tick_snapshot(&self) -> TickSnapshot;
+    /// The autostop deadlines of a workspace's current run (`None`: none).
+    fn set_deadlines(&self, workspace_id: &str, deadline: Option<i64>, max_deadline: Option<i64>) -> ();
+    /// Marks a workspace dormant since `dormant_at`, to be deleted at
+    /// `deleting_at`; false if it already was (or is deleted).
+    fn mark_dormant(&self, workspace_id: &str, dormant_at: i64, deleting_at: Option<i64>) -> bool;
+    /// The owner was told at `at` of the coming deletion.
+    fn deletion_notified(&self, workspace_id: &str, at: i64) -> ();
+    /// One template's lifecycle policy.
+    fn template_policy_row(&self, template_id: &str) -> PolicyRow;
+    /// The workspace's own autostop ttl (`None`: the template's default).
+    fn workspace_ttl_ms(&self, workspace_id: &str) -> Option<i64>;
 }
 
 // ---- the audit log (audit.rs) ----

@@ -19,6 +19,7 @@ use crate::platform::*;
 use crate::prebuilds::*;
 use crate::records::*;
 use crate::roles::*;
+use crate::schedule_tick::*;
 use crate::templates::*;
 use crate::tokens::*;
 use crate::users::*;
@@ -102,6 +103,7 @@ impl PostgresBackend {
     agent_queries!();
     platform_queries!();
     prebuild_queries!("FOR UPDATE OF w SKIP LOCKED");
+    schedule_tick_queries!();
     audit_queries!(sqlx::Postgres);
     // Role changes wait for each other: each counts the owners left.
     role_queries!(

@@ -24,6 +24,7 @@ use crate::platform::*;
 use crate::prebuilds::*;
 use crate::records::*;
 use crate::roles::*;
+use crate::schedule_tick::*;
 use crate::templates::*;
 use crate::tokens::*;
 use crate::users::*;
@@ -103,6 +104,7 @@ impl SqliteBackend {
     agent_queries!();
     platform_queries!();
     prebuild_queries!("");
+    schedule_tick_queries!();
     audit_queries!(sqlx::Sqlite);
     role_queries!(sqlx::Sqlite, None);
 
