@@ -172,3 +172,42 @@ fn an_autostart_schedule_starts_a_stopped_workspace() {
         "{started:#}"
     );
 }
+
+#[test]
+fn two_servers_on_one_postgres_database_stop_a_workspace_once() {
+    require_terraform();
+    let database = util::FreshDatabase::create();
+    let ticking = &["--autobuild-poll-interval", "1"];
+    let first = Platform::start_on(Some(&database.url), ticking);
+    // The second server builds nothing (its data dir holds no volume), but
+    // ticks like the first: the lease must keep them from both acting.
+    let second = Platform::start_on(
+        Some(&database.url),
+        &["--autobuild-poll-interval", "1", "--provisioners", "0"],
+    );
+    first.login_owner();
+    example(&first);
+    util::psql(
+        &database.url,
+        "UPDATE templates SET default_ttl_ms = 3600000 WHERE name = 'example'",
+    )
+    .unwrap();
+    first.run(&["create", "dev", "--template", "example"]).ok();
+    wait_for(&first, "dev", "running", |shown| {
+        shown["status"] == "running"
+    });
+    for platform in [&first, &second] {
+        platform.advance_clock(Duration::from_secs(61 * 60));
+    }
+    wait_for(&first, "dev", "stopped", |shown| {
+        shown["status"] == "stopped"
+    });
+    // A few more ticks on both servers: still one stop.
+    std::thread::sleep(Duration::from_secs(3));
+    let builds = util::psql(
+        &database.url,
+        "SELECT string_agg(transition || ':' || reason, ',' ORDER BY number) FROM builds",
+    )
+    .unwrap();
+    assert_eq!(builds, "start:initiator,stop:autostop");
+}
