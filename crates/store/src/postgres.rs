@@ -5,9 +5,10 @@
 //! neither share a job nor wait on each other).
 
 use std::borrow::Cow;
+use std::time::Duration;
 
 use sqlx::postgres::PgPoolOptions;
-use sqlx::{PgPool, Row};
+use sqlx::{Connection, PgPool, Row};
 
 use crate::agents::*;
 use crate::audit::*;
@@ -61,6 +62,14 @@ const FIRST_USER_LOCK: Option<&str> = Some("LOCK TABLE users IN SHARE ROW EXCLUS
 /// PostgreSQL's row locks make a plain BEGIN enough.
 const BEGIN_WRITE: &str = "BEGIN";
 
+/// A pooled connection idle at least this long is pinged before it is
+/// handed out. sqlx pings every connection at every acquire by default: one
+/// more round trip to the server per query, which on a list page (token,
+/// then page) was two of its four. A connection in steady use has just
+/// answered; one that sat idle may have been dropped by a restart or a
+/// proxy's idle timeout, and is replaced instead of failing a request.
+const PING_IDLE_AFTER: Duration = Duration::from_secs(10);
+
 #[derive(Clone)]
 pub(crate) struct PostgresBackend {
     pool: PgPool,
@@ -72,6 +81,15 @@ impl PostgresBackend {
     pub(crate) async fn open(url: &str) -> Result<Self, StoreError> {
         let pool = PgPoolOptions::new()
             .max_connections(8)
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= PING_IDLE_AFTER {
+                        conn.ping().await?;
+                    }
+                    Ok(true)
+                })
+            })
             .connect(url)
             .await
             .map_err(StoreError::Database)?;
