@@ -13,10 +13,13 @@
 -- COLLATE "C" too: compared with these, a column of the database's default
 -- collation compares as "C" (results stay right), but an index on it could
 -- not serve that comparison. Indexes on these columns are rebuilt; rows are
--- not rewritten (the storage is the same).
+-- not rewritten (the storage is the same). A column whose type changes
+-- loses its statistics, which autovacuum would not gather again (no row
+-- changed) and the planner needs: each table is analyzed again.
 DO $$
 DECLARE
     col record;
+    tab text;
 BEGIN
     FOR col IN
         SELECT c.table_name, c.column_name
@@ -31,6 +34,18 @@ BEGIN
     LOOP
         EXECUTE format('ALTER TABLE %I ALTER COLUMN %I TYPE text COLLATE "C"',
                        col.table_name, col.column_name);
+    END LOOP;
+    FOR tab IN
+        SELECT DISTINCT c.table_name
+        FROM information_schema.columns c
+        JOIN information_schema.tables t
+          ON t.table_schema = c.table_schema AND t.table_name = c.table_name
+        WHERE c.table_schema = current_schema()
+          AND t.table_type = 'BASE TABLE'
+          AND c.data_type = 'text'
+          AND c.table_name <> '_sqlx_migrations'
+    LOOP
+        EXECUTE format('ANALYZE %I', tab);
     END LOOP;
 END
 $$;
