@@ -194,7 +194,7 @@ pub(crate) fn workspace_page_sql(
         PageDialect::Postgres => {
             "WITH keys AS (SELECT w.id, w.name, w.owner_id, u.username AS owner_name, \
              u.email AS owner_email, w.template_id, w.template_version_id, w.parameters, \
-             w.deleted, w.created_at, w.updated_at"
+             w.preset_name, w.deleted, w.created_at, w.updated_at"
         }
     });
     text.push_str(" FROM users u CROSS JOIN workspaces w WHERE w.owner_id = u.id");
@@ -312,7 +312,7 @@ const WORKSPACE_PAGE_ROWS_POSTGRES: &str = "page AS MATERIALIZED (\
           ORDER BY sb.number DESC LIMIT 1) s ON TRUE) \
      SELECT p.id, p.name, p.owner_id, p.owner_name, p.owner_email, p.template_id, \
      t.name AS template_name, p.template_version_id, v.number AS template_version, \
-     p.parameters, p.deleted, p.created_at, p.updated_at, \
+     p.parameters, p.preset_name, p.deleted, p.created_at, p.updated_at, \
      p.b_id, p.b_number, p.b_transition, p.b_status, p.b_template_version_id, \
      bv.number AS b_template_version, p.b_initiator_id, i.username AS b_initiator_name, \
      p.b_reason, p.b_parameters, p.b_error, p.b_guard_report, p.b_created_at, \
