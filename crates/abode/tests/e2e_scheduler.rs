@@ -142,6 +142,16 @@ fn a_dormant_workspace_s_deletion_is_held_when_it_would_destroy_the_protected_vo
     );
     assert!(notified("workspace_deletion_scheduled") >= 1);
     assert!(notified("build_held") >= 1);
+
+    // The owner is never locked out by a held automated build: they cancel
+    // it and start the workspace by hand.
+    let number = held["latest_build"]["number"].as_i64().unwrap().to_string();
+    platform.run(&["builds", "cancel", "dev", &number]).ok();
+    platform.run(&["start", "dev"]).ok();
+    let running = wait_for(&platform, "dev", "running again", |shown| {
+        shown["status"] == "running"
+    });
+    assert_eq!(running["latest_build"]["reason"], "initiator", "{running:#}");
 }
 
 #[test]
