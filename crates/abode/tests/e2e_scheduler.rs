@@ -151,7 +151,10 @@ fn a_dormant_workspace_s_deletion_is_held_when_it_would_destroy_the_protected_vo
     let running = wait_for(&platform, "dev", "running again", |shown| {
         shown["status"] == "running"
     });
-    assert_eq!(running["latest_build"]["reason"], "initiator", "{running:#}");
+    assert_eq!(
+        running["latest_build"]["reason"], "initiator",
+        "{running:#}"
+    );
 }
 
 #[test]
@@ -220,4 +223,69 @@ fn two_servers_on_one_postgres_database_stop_a_workspace_once() {
     )
     .unwrap();
     assert_eq!(builds, "start:initiator,stop:autostop");
+}
+
+#[test]
+fn an_autostart_that_would_replace_the_protected_volume_is_held_and_told() {
+    require_terraform();
+    let platform = Platform::start_with(&["--autobuild-poll-interval", "1"]);
+    platform.login_owner();
+    example(&platform);
+    platform
+        .run(&["create", "dev", "--template", "example"])
+        .ok();
+    wait_for(&platform, "dev", "running", |shown| {
+        shown["status"] == "running"
+    });
+    platform.run(&["stop", "dev"]).ok();
+    // Version 2 renames the home volume: a start on it would replace it.
+    let renamed = platform.root().join("renamed");
+    util::copy_dir(&repo_root().join("examples/local-workspace"), &renamed);
+    let main_tf = renamed.join("main.tf");
+    let text = std::fs::read_to_string(&main_tf).unwrap();
+    assert!(text.contains("name = \"home-"));
+    std::fs::write(&main_tf, text.replace("name = \"home-", "name = \"house-")).unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "example",
+            "-d",
+            renamed.to_str().unwrap(),
+            "--activate",
+        ])
+        .ok();
+    sqlite_execute(
+        &platform,
+        "UPDATE templates SET require_active_version = TRUE WHERE name = 'example'",
+    );
+    sqlite_execute(
+        &platform,
+        "UPDATE workspaces SET autostart_cron = '*/10 * * * *', \
+         autostart_timezone = 'America/New_York' WHERE name = 'dev'",
+    );
+    platform.advance_clock(Duration::from_secs(11 * 60));
+    let held = wait_for(&platform, "dev", "a held autostart", |shown| {
+        shown["latest_build"]["status"] == "awaiting_confirmation"
+    });
+    let build = &held["latest_build"];
+    assert_eq!(build["reason"], "autostart", "{held:#}");
+    assert_eq!(build["initiator"], "scheduler", "{held:#}");
+    assert_eq!(build["template_version"], 2, "{held:#}");
+    let notifications = platform
+        .run(&["notifications", "list", "--output", "json"])
+        .ok()
+        .json();
+    let told = notifications
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|message| message["kind"] == "build_held")
+        .unwrap_or_else(|| panic!("no build_held: {notifications:#}"));
+    assert_eq!(told["payload"]["initiator"]["name"], "scheduler", "{told:#}");
+    assert_eq!(told["payload"]["initiator"]["system"], true, "{told:#}");
+    // Nothing retried it meanwhile: the held build is still the third
+    // (create, stop, autostart).
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(platform.show("dev")["latest_build"]["number"], 3);
 }
