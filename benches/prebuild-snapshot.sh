@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The prebuild reconciliation's database snapshot (issue 12): one
+# The prebuild reconciliation's database snapshot (issue 12) and the lifecycle
+# scheduler's tick snapshot (issue 13): one
 # transaction over 1,000 presets and 10,000 prebuilt workspaces, timed on
 # SQLite and on PostgreSQL (crates/store/examples/prebuild_snapshot.rs fills
 # the database through the store and prints the median of 21 reads). The

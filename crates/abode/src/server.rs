@@ -143,6 +143,10 @@ pub struct ServerArgs {
     /// nothing more (template admins are told); 0 turns the limit off.
     #[arg(long, env = "ABODE_PREBUILDS_FAILURE_HARD_LIMIT", default_value_t = 3)]
     prebuilds_failure_hard_limit: u32,
+    /// How often the lifecycle scheduler looks for workspaces to stop, start,
+    /// mark dormant or delete (one server at a time does it).
+    #[arg(long, env = "ABODE_AUTOBUILD_POLL_INTERVAL", default_value = "1m", value_parser = crate::duration::parse)]
+    autobuild_poll_interval: Duration,
     /// For tests only (hidden): the server's clock runs ahead of the system's
     /// by the milliseconds written in this file, read at every use, so that
     /// a test of the binary moves time instead of sleeping for it.
@@ -242,6 +246,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.prebuilds.reconcile_interval = args.prebuilds_reconcile_interval;
     options.prebuilds.backoff = args.prebuilds_backoff;
     options.prebuilds.failure_hard_limit = args.prebuilds_failure_hard_limit;
+    options.scheduler.poll_interval = args.autobuild_poll_interval;
     if let Some(file) = args.clock_offset_file {
         // The server warns at start that its clock is not the system's.
         options.clock = abode_clock::Clock::with_offset_file(absolute(file)?);

@@ -55,6 +55,8 @@ pub struct ServerOptions {
     pub notifications: abode_control::NotificationsConfig,
     /// How the prebuild pools are reconciled.
     pub prebuilds: abode_control::PrebuildsConfig,
+    /// How the lifecycle scheduler ticks.
+    pub scheduler: abode_control::SchedulerConfig,
 }
 
 impl ServerOptions {
@@ -83,6 +85,7 @@ impl ServerOptions {
             metrics_refresh_interval: Duration::from_secs(15),
             notifications: abode_control::NotificationsConfig::default(),
             prebuilds: abode_control::PrebuildsConfig::default(),
+            scheduler: abode_control::SchedulerConfig::default(),
         }
     }
 }
@@ -175,6 +178,7 @@ impl Server {
         config.login_failures_per_minute = options.login_failures_per_minute;
         config.notifications = options.notifications.clone();
         config.prebuilds = options.prebuilds.clone();
+        config.scheduler = options.scheduler.clone();
         // Builds and template pushes need Terraform: say so at start rather
         // than at the first build.
         match tokio::task::spawn_blocking(abode_terraform::version).await {

@@ -25,6 +25,7 @@ pub mod prebuilds;
 pub mod presets;
 mod provisioner;
 mod recovery;
+pub mod scheduler;
 pub mod schedules;
 mod secrets;
 mod state;
@@ -56,6 +57,7 @@ pub use names::validate_name;
 pub use notifications::{NotificationsConfig, ReplacedResource};
 pub use prebuilds::{PoolStatus, PrebuildsConfig};
 pub use recovery::Recovered;
+pub use scheduler::SchedulerConfig;
 pub use schedules::{Autostart, PolicyPatch, PolicyView, ScheduleSpec, ScheduleView};
 pub use secrets::token_hash;
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, MAX_PARAMETERS_BYTES};
@@ -111,6 +113,8 @@ pub struct Config {
     pub notifications: NotificationsConfig,
     /// How the prebuild pools are reconciled.
     pub prebuilds: PrebuildsConfig,
+    /// How the lifecycle scheduler ticks.
+    pub scheduler: SchedulerConfig,
 }
 
 impl Config {
@@ -139,6 +143,7 @@ impl Config {
             metrics: Metrics::new(),
             notifications: NotificationsConfig::default(),
             prebuilds: PrebuildsConfig::default(),
+            scheduler: SchedulerConfig::default(),
         }
     }
 
@@ -271,6 +276,10 @@ impl Control {
             shutdown.clone(),
         )));
         handles.push(tokio::spawn(prebuilds::reconciler(
+            self.clone(),
+            shutdown.clone(),
+        )));
+        handles.push(tokio::spawn(scheduler::ticker(
             self.clone(),
             shutdown.clone(),
         )));

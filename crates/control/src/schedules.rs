@@ -263,7 +263,7 @@ impl Control {
         }
         self.inner
             .store
-            .set_workspace_deadlines(&workspace.id, Some(deadline), stored.max_deadline)
+            .set_deadlines(&workspace.id, Some(deadline), stored.max_deadline)
             .await?;
         self.audit_workspace(
             caller,

@@ -86,7 +86,7 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
     // A run whose deadline is in 30 minutes and hard deadline in 2 hours;
     // the template's activity bump is the default hour.
     store
-        .set_workspace_deadlines(
+        .set_deadlines(
             &workspace.id,
             Some(T0 + 30 * MINUTE),
             Some(T0 + 120 * MINUTE),

@@ -1,6 +1,8 @@
 //! Times the prebuild reconciliation's snapshot (`Store::prebuild_snapshot`,
-//! one transaction) over 1,000 presets and 10,000 prebuilt workspaces, on
-//! SQLite or PostgreSQL (benches/prebuild-snapshot.sh runs both).
+//! one transaction) over 1,000 presets and 10,000 prebuilt workspaces, and
+//! the lifecycle scheduler's tick snapshot (`Store::schedule_tick_snapshot`)
+//! over the same workspaces, on SQLite or PostgreSQL
+//! (benches/prebuild-snapshot.sh runs both).
 //!
 //! The database is filled through the store itself: 100 templates whose
 //! active version declares 10 presets each, and 10 prebuilt workspaces per
@@ -154,6 +156,25 @@ async fn main() -> Result<(), Box<dyn Error>> {
         counts.0,
         counts.1,
         counts.2,
+        times[times.len() / 2],
+        times[0],
+        times[times.len() - 1]
+    );
+    // The lifecycle scheduler's tick reads every live workspace the same
+    // way (issue 13): timed on the same 10,000.
+    let mut times = Vec::with_capacity(runs);
+    let mut counts = (0, 0);
+    for _ in 0..runs {
+        let start = Instant::now();
+        let snapshot = store.schedule_tick_snapshot().await?;
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+        counts = (snapshot.policies.len(), snapshot.workspaces.len());
+    }
+    times.sort_by(f64::total_cmp);
+    println!(
+        "scheduler tick snapshot: {} policies, {} workspaces: median {:.1} ms, min {:.1} ms, max {:.1} ms over {runs} runs",
+        counts.0,
+        counts.1,
         times[times.len() / 2],
         times[0],
         times[times.len() - 1]

@@ -30,6 +30,7 @@ mod postgres;
 mod prebuilds;
 mod records;
 mod roles;
+mod schedule_tick;
 mod sqlite;
 mod templates;
 mod tokens;
@@ -55,6 +56,7 @@ pub use prebuilds::{
 };
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
+pub use schedule_tick::{PolicyRow, TickRow, TickSnapshot};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 
 /// Why a storage operation failed.
@@ -456,7 +458,6 @@ storage_interface! {
     fn set_workspace_autostart(&self, workspace_id: &str, cron: Option<&str>, timezone: Option<&str>) -> ();
     /// The owner's autostop ttl (`None`: the template's default).
     fn set_workspace_ttl(&self, workspace_id: &str, ttl_ms: Option<i64>) -> ();
-    fn set_workspace_deadlines(&self, workspace_id: &str, deadline: Option<i64>, max_deadline: Option<i64>) -> ();
     /// Sets the deadline only if it is still `expected` (what the caller
     /// read); whether it was set.
     fn push_workspace_deadline(&self, workspace_id: &str, expected: Option<i64>, deadline: i64) -> bool;
@@ -464,12 +465,28 @@ storage_interface! {
     /// `older_than`, so that frequent use writes once per interval; whether
     /// it was written.
     fn record_workspace_use(&self, workspace_id: &str, at: i64, older_than: i64) -> bool;
-    /// Marks a workspace dormant (unless it is already), with its deletion
-    /// date; whether it was marked.
-    fn mark_workspace_dormant(&self, workspace_id: &str, dormant_at: i64, deleting_at: Option<i64>) -> bool;
     /// Wakes a dormant workspace: dormancy and deletion dates cleared, used
     /// at `at`; whether it was dormant.
     fn wake_workspace(&self, workspace_id: &str, at: i64) -> bool;
+}
+
+// ---- the lifecycle scheduler's tick (schedule_tick.rs) ----
+
+storage_interface! {
+    /// Every template's policy and every live workspace with its latest
+    /// build, schedule, deadlines, use and dormancy, in one transaction.
+    fn schedule_tick_snapshot(&self) -> TickSnapshot;
+    /// The autostop deadlines of a workspace's current run (`None`: none).
+    fn set_deadlines(&self, workspace_id: &str, deadline: Option<i64>, max_deadline: Option<i64>) -> ();
+    /// Marks a workspace dormant since `dormant_at`, to be deleted at
+    /// `deleting_at`; false if it already was (or is deleted).
+    fn mark_dormant(&self, workspace_id: &str, dormant_at: i64, deleting_at: Option<i64>) -> bool;
+    /// The owner was told at `at` of the coming deletion.
+    fn deletion_notified(&self, workspace_id: &str, at: i64) -> ();
+    /// One template's lifecycle policy.
+    fn template_policy_row(&self, template_id: &str) -> PolicyRow;
+    /// The workspace's own autostop ttl (`None`: the template's default).
+    fn workspace_ttl_ms(&self, workspace_id: &str) -> Option<i64>;
 }
 
 // ---- the audit log (audit.rs) ----

@@ -25,6 +25,7 @@ use crate::platform::*;
 use crate::prebuilds::*;
 use crate::records::*;
 use crate::roles::*;
+use crate::schedule_tick::*;
 use crate::templates::*;
 use crate::tokens::*;
 use crate::users::*;
@@ -105,6 +106,7 @@ impl SqliteBackend {
     platform_queries!();
     prebuild_queries!("");
     lifecycle_queries!();
+    schedule_tick_queries!();
     audit_queries!(sqlx::Sqlite);
     role_queries!(sqlx::Sqlite, None);
 

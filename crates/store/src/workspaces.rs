@@ -131,16 +131,50 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
     summaries
 }
 
+/// Which form of the page statement a backend runs (see
+/// [`workspace_page_sql`]); it follows from the pool's type, so that the
+/// shared query macro needs no argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PageDialect {
+    Sqlite,
+    Postgres,
+}
+
+/// The page dialect of a backend's pool.
+pub(crate) trait PagePool {
+    const DIALECT: PageDialect;
+}
+
+impl PagePool for sqlx::SqlitePool {
+    const DIALECT: PageDialect = PageDialect::Sqlite;
+}
+
+impl PagePool for sqlx::PgPool {
+    const DIALECT: PageDialect = PageDialect::Postgres;
+}
+
+/// The dialect of the pool given (the backends call it with `&self.pool`).
+pub(crate) fn page_dialect<P: PagePool>(_pool: &P) -> PageDialect {
+    P::DIALECT
+}
+
 /// A page of workspaces in one statement, its text built for the filters
 /// present (`workspace_page_sql`). First the page's keys, from users and
 /// workspaces alone (filters, cursor, limit): SQLite walks users in
 /// username order (`CROSS JOIN` fixes its join order; PostgreSQL plans it as
 /// an inner join) and each one's workspaces by `workspaces_owner_list`, and
-/// stops after `limit` rows; PostgreSQL sorts bare keys. Only then are the
+/// stops after `limit` rows; PostgreSQL sorts the keys. Only then are the
 /// page's rows joined with names, their latest build, their newest finished
 /// build and their agents, the keys leading (`CROSS JOIN` again: SQLite
 /// 3.46 otherwise flattens the CTEs and scans every workspace). (At 10,000 workspaces, joining first and sorting
 /// after took 80 ms on SQLite and 100 ms on PostgreSQL.)
+///
+/// The rows are joined in each backend's own form (the results are the
+/// same): SQLite's keys are bare ids ([`WORKSPACE_PAGE_ROWS`]);
+/// PostgreSQL's carry the workspace and owner columns they have read
+/// anyway and find each latest build with one backward index step
+/// ([`WORKSPACE_PAGE_ROWS_POSTGRES`]). Index descents are most of what a
+/// page costs PostgreSQL: there it is 6 per workspace instead of 11.
 ///
 /// The text holds only the conditions of the filters given, never
 /// `? IS NULL OR ...`: PostgreSQL can then keep one generic plan per
@@ -148,13 +182,22 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
 /// planned anew cost 3-5 ms of planning a page, more than running it), and
 /// each plan uses the indexes its real predicates allow. Placeholders are
 /// bound in the order they appear.
-pub(crate) fn workspace_page_sql(filter: &WorkspaceFilter, cursor: bool, limit: i64) -> String {
-    let mut text = String::with_capacity(3_600);
-    text.push_str(
-        "WITH keys AS (\
-         SELECT w.id AS key_id FROM users u CROSS JOIN workspaces w \
-         WHERE w.owner_id = u.id",
-    );
+pub(crate) fn workspace_page_sql(
+    filter: &WorkspaceFilter,
+    cursor: bool,
+    limit: i64,
+    dialect: PageDialect,
+) -> String {
+    let mut text = String::with_capacity(4_000);
+    text.push_str(match dialect {
+        PageDialect::Sqlite => "WITH keys AS (SELECT w.id AS key_id",
+        PageDialect::Postgres => {
+            "WITH keys AS (SELECT w.id, w.name, w.owner_id, u.username AS owner_name, \
+             u.email AS owner_email, w.template_id, w.template_version_id, w.parameters, \
+             w.preset_name, w.deleted, w.created_at, w.updated_at"
+        }
+    });
+    text.push_str(" FROM users u CROSS JOIN workspaces w WHERE w.owner_id = u.id");
     if filter.owner_id.is_some() {
         text.push_str(" AND w.owner_id = ?");
     }
@@ -198,7 +241,10 @@ pub(crate) fn workspace_page_sql(filter: &WorkspaceFilter, cursor: bool, limit: 
     text.push_str(" ORDER BY u.username, w.name, w.created_at, w.id LIMIT ");
     text.push_str(&limit.to_string());
     text.push_str("), ");
-    text.push_str(WORKSPACE_PAGE_ROWS);
+    text.push_str(match dialect {
+        PageDialect::Sqlite => WORKSPACE_PAGE_ROWS,
+        PageDialect::Postgres => WORKSPACE_PAGE_ROWS_POSTGRES,
+    });
     text
 }
 
@@ -236,6 +282,55 @@ const WORKSPACE_PAGE_ROWS: &str = "page AS (\
           AND sb.status IN ('succeeded', 'failed', 'canceled')) \
      LEFT JOIN agents a ON a.workspace_id = page.id \
      ORDER BY page.owner_name, page.name, page.created_at, page.id, a.name";
+
+/// PostgreSQL's page rows once its keys are chosen (see
+/// [`workspace_page_sql`]): the keys already hold the workspace and its
+/// owner; the latest build and the newest finished one are each one
+/// backward step on `(workspace_id, number)` (`LATERAL ... LIMIT 1`, where
+/// `number = (SELECT MAX(...))` took a second descent to fetch the row).
+/// The `page` CTE is `MATERIALIZED` so that the names are joined to 51
+/// rows only once they are chosen: flattened, the planner hashed the users
+/// table again for every workspace. Like SQLite's, the page leaves out an
+/// agent's startup script, dir and env.
+const WORKSPACE_PAGE_ROWS_POSTGRES: &str = "page AS MATERIALIZED (\
+     SELECT k.*, lb.id AS b_id, lb.number AS b_number, lb.transition AS b_transition, \
+     lb.status AS b_status, lb.template_version_id AS b_template_version_id, \
+     lb.initiator_id AS b_initiator_id, lb.reason AS b_reason, lb.parameters AS b_parameters, \
+     lb.error AS b_error, lb.guard_report AS b_guard_report, lb.created_at AS b_created_at, \
+     lb.started_at AS b_started_at, lb.finished_at AS b_finished_at, \
+     lb.plan_digest AS b_plan_digest, lb.expires_at AS b_expires_at, \
+     lb.confirmed_by AS b_confirmed_by_id, lb.confirmed_at AS b_confirmed_at, \
+     s.status AS s_status, s.transition AS s_transition, s.finished_at AS s_finished_at \
+     FROM keys k \
+     CROSS JOIN LATERAL (SELECT b.id, b.number, b.transition, b.status, b.template_version_id, \
+          b.initiator_id, b.reason, b.parameters, b.error, b.guard_report, b.created_at, \
+          b.started_at, b.finished_at, b.plan_digest, b.expires_at, b.confirmed_by, \
+          b.confirmed_at FROM builds b WHERE b.workspace_id = k.id \
+          ORDER BY b.number DESC LIMIT 1) lb \
+     LEFT JOIN LATERAL (SELECT sb.status, sb.transition, sb.finished_at FROM builds sb \
+          WHERE sb.workspace_id = k.id AND sb.status IN ('succeeded', 'failed', 'canceled') \
+          ORDER BY sb.number DESC LIMIT 1) s ON TRUE) \
+     SELECT p.id, p.name, p.owner_id, p.owner_name, p.owner_email, p.template_id, \
+     t.name AS template_name, p.template_version_id, v.number AS template_version, \
+     p.parameters, p.preset_name, p.deleted, p.created_at, p.updated_at, \
+     p.b_id, p.b_number, p.b_transition, p.b_status, p.b_template_version_id, \
+     bv.number AS b_template_version, p.b_initiator_id, i.username AS b_initiator_name, \
+     p.b_reason, p.b_parameters, p.b_error, p.b_guard_report, p.b_created_at, \
+     p.b_started_at, p.b_finished_at, p.b_plan_digest, p.b_expires_at, \
+     c.username AS b_confirmed_by, p.b_confirmed_at, \
+     p.s_status, p.s_transition, p.s_finished_at, \
+     a.id AS a_id, a.build_id AS a_build_id, a.name AS a_name, a.lifecycle AS a_lifecycle, \
+     a.connected_at AS a_connected_at, a.last_heartbeat_at AS a_last_heartbeat_at, \
+     a.created_at AS a_created_at, NULL AS a_startup_script, NULL AS a_dir, '{}' AS a_env, \
+     a.exit_status AS a_exit_status \
+     FROM page p \
+     JOIN templates t ON t.id = p.template_id \
+     JOIN template_versions v ON v.id = p.template_version_id \
+     JOIN template_versions bv ON bv.id = p.b_template_version_id \
+     JOIN users i ON i.id = p.b_initiator_id \
+     LEFT JOIN users c ON c.id = p.b_confirmed_by_id \
+     LEFT JOIN agents a ON a.workspace_id = p.id \
+     ORDER BY p.owner_name, p.name, p.created_at, p.id, a.name";
 
 /// The workspace methods of [`crate::Store`]; expanded inside each
 /// backend's `impl`.
@@ -381,7 +476,12 @@ macro_rules! workspace_queries {
             None => (None, None),
         };
         // One more than asked: whether a next page exists.
-        let text = workspace_page_sql(filter, after.is_some(), filter.limit + 1);
+        let text = workspace_page_sql(
+            filter,
+            after.is_some(),
+            filter.limit + 1,
+            page_dialect(&self.pool),
+        );
         let text = sql(&text);
         let mut query = sqlx::query_as::<_, WorkspacePageRow>(&text);
         // In the order of the text's placeholders.

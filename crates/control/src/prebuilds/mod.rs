@@ -28,6 +28,7 @@ use crate::authz::Action as Permission;
 use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
 use crate::{Caller, Control, ControlError};
 
+pub(crate) use snapshot::utc;
 pub use snapshot::PoolStatus;
 
 /// The lease that makes one server the reconciler.

@@ -42,8 +42,19 @@ impl BuildRun {
             .remembered(&workspace.id)
             .await
             .map_err(internal)?;
-        let report =
-            abode_guard::evaluate(&plan, transition, &abode_guard::remembered_rules(&memory));
+        // The scheduler's builds are the system's: a delete it starts (a
+        // dormant deletion) destroys no protected resource without a person.
+        let initiator = if crate::scheduler::is_scheduler_reason(build.reason) {
+            abode_guard::Initiator::System
+        } else {
+            abode_guard::Initiator::Person
+        };
+        let report = abode_guard::evaluate_as(
+            &plan,
+            transition,
+            initiator,
+            &abode_guard::remembered_rules(&memory),
+        );
         self.control
             .inner
             .config

@@ -93,6 +93,9 @@ async fn run_build(
     if pool_build {
         control.prebuild_build_ended(build_id, status).await;
     }
+    if let Some(build) = &build {
+        control.lifecycle_build_ended(build, status).await;
+    }
 }
 
 /// The span every log line of a build is written in (its workspace as

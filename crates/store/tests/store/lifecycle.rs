@@ -59,7 +59,7 @@ async fn a_workspace_schedule_and_deadlines_are_kept_and_cleared(store: Store) {
         .unwrap();
     store.set_workspace_ttl(id, Some(7_200_000)).await.unwrap();
     store
-        .set_workspace_deadlines(id, Some(1_000), Some(5_000))
+        .set_deadlines(id, Some(1_000), Some(5_000))
         .await
         .unwrap();
     let set = store.workspace_lifecycle(id).await.unwrap();
@@ -84,7 +84,7 @@ async fn a_workspace_schedule_and_deadlines_are_kept_and_cleared(store: Store) {
 
     store.set_workspace_autostart(id, None, None).await.unwrap();
     store.set_workspace_ttl(id, None).await.unwrap();
-    store.set_workspace_deadlines(id, None, None).await.unwrap();
+    store.set_deadlines(id, None, None).await.unwrap();
     let cleared = store.workspace_lifecycle(id).await.unwrap();
     assert_eq!(cleared.autostart_cron, None);
     assert_eq!(cleared.ttl_ms, None);
@@ -106,7 +106,6 @@ async fn a_workspace_schedule_and_deadlines_are_kept_and_cleared(store: Store) {
     for result in [
         store.set_workspace_ttl(&unknown, None).await,
         store.set_workspace_autostart(&unknown, None, None).await,
-        store.set_workspace_deadlines(&unknown, None, None).await,
     ] {
         assert!(matches!(result, Err(StoreError::NotFound("workspace"))));
     }
@@ -142,11 +141,8 @@ async fn a_dormant_workspace_wakes_once(store: Store) {
     let (_, workspace, _) = seeded(&store).await;
     let id = &workspace.id;
     assert!(!store.wake_workspace(id, 1).await.unwrap());
-    assert!(store
-        .mark_workspace_dormant(id, 100, Some(900))
-        .await
-        .unwrap());
-    assert!(!store.mark_workspace_dormant(id, 200, None).await.unwrap());
+    assert!(store.mark_dormant(id, 100, Some(900)).await.unwrap());
+    assert!(!store.mark_dormant(id, 200, None).await.unwrap());
     let dormant = store.workspace_lifecycle(id).await.unwrap();
     assert_eq!(
         (dormant.dormant_at, dormant.deleting_at),

@@ -1,0 +1,138 @@
+//! From stored rows to the scheduler decision's facts. The store keeps
+//! milliseconds, names and the guard's report; the decision wants
+//! durations, times, its own enums and whether the guard refused a plan.
+
+use std::time::Duration;
+
+use abode_schedule::{
+    AutostartSchedule, Dormancy, LatestBuild, OwnerStatus, Snapshot, TemplatePolicy, Weekdays,
+    Workspace,
+};
+use abode_store::{BuildReason, BuildStatus, PolicyRow, TickRow, TickSnapshot};
+
+use crate::prebuilds::utc;
+
+fn duration(ms: i64) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+/// Whether the scheduler asked for a build with this reason (its builds are
+/// the system's to the guard).
+pub(crate) fn is_scheduler_reason(reason: BuildReason) -> bool {
+    matches!(
+        reason,
+        BuildReason::Autostart
+            | BuildReason::Autostop
+            | BuildReason::FailureTtl
+            | BuildReason::Dormancy
+            | BuildReason::Autodelete
+    )
+}
+
+/// A template's stored policy. Days that do not parse (a value written by
+/// hand) read as every day, with a warning: a policy is never dropped.
+pub(crate) fn policy(row: PolicyRow) -> TemplatePolicy {
+    let autostart_days = Weekdays::parse(&row.autostart_days).unwrap_or_else(|error| {
+        tracing::warn!(template = %row.template_id, %error, "autostart days unreadable; every day is allowed");
+        Weekdays::ALL
+    });
+    TemplatePolicy {
+        template_id: row.template_id,
+        default_ttl: duration(row.default_ttl_ms),
+        activity_bump: duration(row.activity_bump_ms),
+        max_ttl: duration(row.max_ttl_ms),
+        autostart_days,
+        allow_user_autostart: row.allow_user_autostart,
+        allow_user_autostop: row.allow_user_autostop,
+        failure_ttl: duration(row.failure_ttl_ms),
+        dormancy_threshold: duration(row.dormancy_threshold_ms),
+        dormancy_auto_deletion: duration(row.dormancy_auto_deletion_ms),
+        require_active_version: row.require_active_version,
+    }
+}
+
+fn status(status: BuildStatus) -> abode_schedule::BuildStatus {
+    match status {
+        BuildStatus::Pending => abode_schedule::BuildStatus::Pending,
+        BuildStatus::Running => abode_schedule::BuildStatus::Running,
+        BuildStatus::AwaitingConfirmation => abode_schedule::BuildStatus::AwaitingConfirmation,
+        BuildStatus::Succeeded => abode_schedule::BuildStatus::Succeeded,
+        BuildStatus::Failed => abode_schedule::BuildStatus::Failed,
+        BuildStatus::Canceled => abode_schedule::BuildStatus::Canceled,
+    }
+}
+
+fn reason(reason: BuildReason) -> abode_schedule::BuildReason {
+    match reason {
+        BuildReason::Initiator => abode_schedule::BuildReason::Initiator,
+        BuildReason::Autostart => abode_schedule::BuildReason::Autostart,
+        BuildReason::Autostop => abode_schedule::BuildReason::Autostop,
+        BuildReason::FailureTtl => abode_schedule::BuildReason::FailureTtl,
+        BuildReason::Dormancy => abode_schedule::BuildReason::Dormancy,
+        BuildReason::Autodelete => abode_schedule::BuildReason::Autodelete,
+        BuildReason::Prebuild => abode_schedule::BuildReason::Prebuild,
+        BuildReason::PrebuildClaim => abode_schedule::BuildReason::PrebuildClaim,
+        BuildReason::PrebuildExpired => abode_schedule::BuildReason::PrebuildExpired,
+    }
+}
+
+/// Whether a failed build's stored guard report says the guard blocked it.
+fn blocked(report: Option<&str>) -> bool {
+    report
+        .and_then(|report| serde_json::from_str::<serde_json::Value>(report).ok())
+        .and_then(|report| report.get("decision")?.as_str().map(str::to_string))
+        .is_some_and(|decision| decision == abode_guard::Decision::Block.as_str())
+}
+
+fn workspace(row: TickRow, active_version: Option<&str>) -> Workspace {
+    let autostart = match (row.autostart_cron, row.autostart_timezone) {
+        (Some(cron), Some(timezone)) => Some(AutostartSchedule { cron, timezone }),
+        _ => None,
+    };
+    Workspace {
+        on_active_version: active_version == Some(row.template_version_id.as_str()),
+        id: row.workspace_id,
+        template_id: row.template_id,
+        owner: OwnerStatus::Active,
+        prebuilt: row.system_owner,
+        latest_build: Some(LatestBuild {
+            transition: row.build_transition,
+            status: status(row.build_status),
+            reason: reason(row.build_reason),
+            blocked: blocked(row.failed_guard_report.as_deref()),
+            created_at: utc(row.build_created_at),
+            finished_at: row.build_finished_at.map(utc),
+        }),
+        autostart,
+        ttl: row.ttl_ms.map(duration),
+        deadline: row.deadline.map(utc),
+        max_deadline: row.max_deadline.map(utc),
+        last_used_at: utc(row.last_used_at.unwrap_or(row.created_at)),
+        dormancy: row.dormant_at.map(|dormant_at| Dormancy {
+            dormant_at: utc(dormant_at),
+            deleting_at: row.deleting_at.map(utc),
+            deletion_notified_at: row.deletion_notified_at.map(utc),
+        }),
+    }
+}
+
+/// The decision's snapshot from the store's.
+pub(crate) fn snapshot(rows: TickSnapshot) -> Snapshot {
+    let active: std::collections::HashMap<String, Option<String>> = rows
+        .policies
+        .iter()
+        .map(|row| (row.template_id.clone(), row.active_version_id.clone()))
+        .collect();
+    let workspaces = rows
+        .workspaces
+        .into_iter()
+        .map(|row| {
+            let active_version = active.get(&row.template_id).cloned().flatten();
+            workspace(row, active_version.as_deref())
+        })
+        .collect();
+    Snapshot {
+        templates: rows.policies.into_iter().map(policy).collect(),
+        workspaces,
+    }
+}

@@ -1,0 +1,281 @@
+//! The lifecycle scheduler: autostop, autostart, failure cleanup, dormancy
+//! and dormant deletion, on a tick.
+//!
+//! Each tick runs on one server (the holder of the `scheduler.tick` lease):
+//! it reads one snapshot (`abode_store::TickSnapshot`), hands it to the pure
+//! decision (`abode_schedule::decide_with`) and carries out each action
+//! through the door as the `scheduler` system actor with the matching
+//! reason. Every build it asks for goes through the guard like anyone's; a
+//! delete it starts is the system's (`abode_guard::Initiator::System`), so
+//! a protected resource is not destroyed without a person's confirmation.
+//! `facts.rs` turns stored rows into the decision's facts.
+
+mod facts;
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use abode_schedule::{Action, ScheduleCache, StopReason, Tick};
+use abode_store::{Build, BuildReason, BuildStatus, SystemActor, Transition};
+use tokio::sync::watch;
+
+use crate::actors::Actor;
+use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
+use crate::{Control, ControlError};
+
+pub(crate) use facts::{is_scheduler_reason, policy};
+
+/// The lease that makes one server the ticking one.
+const TICK_LEASE: &str = "scheduler.tick";
+/// When the previous tick decided (Unix ms), whichever server ran it.
+const PREVIOUS_TICK: &str = "scheduler.previous_tick";
+
+/// How the scheduler runs (`abode server --autobuild-poll-interval`).
+#[derive(Debug, Clone)]
+pub struct SchedulerConfig {
+    pub poll_interval: Duration,
+    pub settings: abode_schedule::Settings,
+    /// Who this server is when it takes the tick's lease.
+    pub server_id: String,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            poll_interval: Duration::from_secs(60),
+            settings: abode_schedule::Settings::default(),
+            server_id: abode_store::new_id(),
+        }
+    }
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TickReport {
+    pub builds: usize,
+    pub dormant: usize,
+    pub notified: usize,
+    /// Actions the door refused or that failed (logged one by one).
+    pub failed: usize,
+}
+
+/// The loop: a tick every `poll_interval`, on the lease holder only.
+pub(crate) async fn ticker(control: Control, mut shutdown: watch::Receiver<bool>) {
+    let config = control.inner.config.scheduler.clone();
+    let cache = Mutex::new(ScheduleCache::default());
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        let lease =
+            i64::try_from(config.poll_interval.saturating_mul(3).as_millis()).unwrap_or(i64::MAX);
+        match control
+            .inner
+            .store
+            .try_lease(TICK_LEASE, &config.server_id, lease)
+            .await
+        {
+            Ok(true) => {
+                if let Err(error) = control.tick_with(&cache).await {
+                    tracing::error!(%error, "the scheduler's tick failed");
+                }
+            }
+            Ok(false) => tracing::debug!("another server runs the scheduler"),
+            Err(error) => tracing::error!(%error, "cannot take the scheduler's lease"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(config.poll_interval) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+impl Control {
+    /// One tick, now (the loop's tick; tests call it instead of waiting).
+    pub async fn scheduler_tick(&self) -> Result<TickReport, ControlError> {
+        self.tick_with(&Mutex::new(ScheduleCache::default())).await
+    }
+
+    async fn tick_with(&self, cache: &Mutex<ScheduleCache>) -> Result<TickReport, ControlError> {
+        let config = &self.inner.config.scheduler;
+        let now = self.now_ms();
+        let interval = i64::try_from(config.poll_interval.as_millis()).unwrap_or(i64::MAX);
+        let previous = match self.inner.store.platform_setting(PREVIOUS_TICK).await? {
+            Some(text) => text.parse::<i64>().unwrap_or(now - interval),
+            None => now - interval,
+        };
+        let rows = self.inner.store.schedule_tick_snapshot().await?;
+        let snapshot = facts::snapshot(rows);
+        let tick = Tick {
+            now: crate::prebuilds::utc(now),
+            previous: crate::prebuilds::utc(previous.min(now)),
+            settings: config.settings,
+        };
+        let decision = match cache.lock() {
+            Ok(mut cache) => abode_schedule::decide_with(&snapshot, &tick, &mut cache),
+            Err(_) => abode_schedule::decide(&snapshot, &tick),
+        };
+        self.inner
+            .store
+            .set_platform_setting(PREVIOUS_TICK, &now.to_string())
+            .await?;
+        for problem in &decision.problems {
+            tracing::warn!(workspace = %problem.workspace_id, "{}", problem.message);
+        }
+        let mut report = TickReport::default();
+        for action in &decision.actions {
+            if let Err(error) = self.carry_out(action, now, &mut report).await {
+                report.failed += 1;
+                tracing::warn!(?action, %error, "a scheduler action failed");
+            }
+        }
+        Ok(report)
+    }
+
+    async fn carry_out(
+        &self,
+        action: &Action,
+        now: i64,
+        report: &mut TickReport,
+    ) -> Result<(), ControlError> {
+        let workspace = self
+            .inner
+            .store
+            .workspace_by_id(action.workspace_id())
+            .await?;
+        match action {
+            Action::Stop { reason, .. } => {
+                let reason = match reason {
+                    StopReason::Autostop => BuildReason::Autostop,
+                    StopReason::FailureTtl => BuildReason::FailureTtl,
+                };
+                self.scheduled_build(workspace, Transition::Stop, VersionChoice::Current, reason)
+                    .await?;
+                report.builds += 1;
+            }
+            Action::Start { update, .. } => {
+                let version = if *update {
+                    VersionChoice::Active
+                } else {
+                    VersionChoice::Current
+                };
+                self.scheduled_build(
+                    workspace,
+                    Transition::Start,
+                    version,
+                    BuildReason::Autostart,
+                )
+                .await?;
+                report.builds += 1;
+            }
+            Action::MarkDormant {
+                stop_too,
+                delete_at,
+                ..
+            } => {
+                let delete_at = delete_at.map(|at| at.timestamp_millis());
+                if self
+                    .inner
+                    .store
+                    .mark_dormant(&workspace.id, now, delete_at)
+                    .await?
+                {
+                    report.dormant += 1;
+                    self.notify_workspace_dormant(&workspace, now, delete_at)
+                        .await?;
+                    if *stop_too {
+                        self.scheduled_build(
+                            workspace,
+                            Transition::Stop,
+                            VersionChoice::Current,
+                            BuildReason::Dormancy,
+                        )
+                        .await?;
+                        report.builds += 1;
+                    }
+                }
+            }
+            Action::NotifyDeletionScheduled { at, .. } => {
+                self.notify_workspace_deletion_scheduled(&workspace, at.timestamp_millis())
+                    .await?;
+                self.inner
+                    .store
+                    .deletion_notified(&workspace.id, now)
+                    .await?;
+                report.notified += 1;
+            }
+            Action::Delete { .. } => {
+                self.scheduled_build(
+                    workspace,
+                    Transition::Delete,
+                    VersionChoice::Current,
+                    BuildReason::Autodelete,
+                )
+                .await?;
+                report.builds += 1;
+            }
+        }
+        Ok(())
+    }
+
+    async fn scheduled_build(
+        &self,
+        workspace: abode_store::Workspace,
+        transition: Transition,
+        version: VersionChoice,
+        reason: BuildReason,
+    ) -> Result<Build, ControlError> {
+        self.request_build(
+            BuildTarget::Existing(workspace),
+            BuildOrder {
+                actor: Actor::System(SystemActor::Scheduler),
+                request_id: None,
+                transition,
+                version,
+                reason,
+                parameters: BTreeMap::new(),
+            },
+        )
+        .await
+    }
+
+    /// After a build ended: a succeeded start sets the run's autostop
+    /// deadlines from the template's policy and the workspace's ttl; a
+    /// succeeded stop or delete clears them. A prebuild pool's own builds set
+    /// none (a claim's does: the workspace is a person's from then on).
+    pub(crate) async fn lifecycle_build_ended(&self, build: &Build, status: BuildStatus) {
+        if status != BuildStatus::Succeeded || build.reason == BuildReason::Prebuild {
+            return;
+        }
+        if let Err(error) = self.set_run_deadlines(build).await {
+            tracing::error!(build = %build.id, %error, "cannot set the workspace's autostop deadline");
+        }
+    }
+
+    async fn set_run_deadlines(&self, build: &Build) -> Result<(), ControlError> {
+        let store = &self.inner.store;
+        let (deadline, max_deadline) = match build.transition {
+            Transition::Start => {
+                let workspace = store.workspace_by_id(&build.workspace_id).await?;
+                let policy = policy(store.template_policy_row(&workspace.template_id).await?);
+                let ttl = store
+                    .workspace_ttl_ms(&workspace.id)
+                    .await?
+                    .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
+                let started =
+                    crate::prebuilds::utc(build.finished_at.unwrap_or_else(|| self.now_ms()));
+                let deadlines = abode_schedule::deadlines_at_start(started, &policy, ttl);
+                (
+                    deadlines.deadline.map(|at| at.timestamp_millis()),
+                    deadlines.max_deadline.map(|at| at.timestamp_millis()),
+                )
+            }
+            Transition::Stop | Transition::Delete => (None, None),
+        };
+        store
+            .set_deadlines(&build.workspace_id, deadline, max_deadline)
+            .await?;
+        Ok(())
+    }
+}
