@@ -2,7 +2,7 @@
 //! them: a template's policy (template admins), a workspace's schedule
 //! (its owner, within what the template allows), extending a running
 //! workspace's deadline, waking a dormant one, and activity (the owner's
-//! requests about a workspace and its agent's reports), which records when
+//! requests acting on a workspace and its agent's reports), which records when
 //! the workspace was last used and pushes its deadline. The scheduler's
 //! tick reads what is written here; every change is audited.
 //!
@@ -315,10 +315,21 @@ impl Control {
         self.record_activity(&agent.workspace_id).await
     }
 
-    /// The owner's request about their workspace counts as use. Bookkeeping
-    /// must not fail the request: an error is logged.
-    pub(crate) async fn note_owner_use(&self, caller: &Caller, workspace: &Workspace) {
-        if caller.user.id != workspace.owner_id {
+    /// The owner's request acting on their workspace (a build, a cancel, a
+    /// schedule change...) counts as use. Reading it does not: a dashboard
+    /// or a script polling `abode show` would otherwise keep every
+    /// workspace running and never dormant, which is what the lifecycle
+    /// exists to prevent; being in the workspace is reported by its agent.
+    /// Bookkeeping must not fail the request: an error is logged.
+    pub(crate) async fn note_owner_use(
+        &self,
+        caller: &Caller,
+        workspace: &Workspace,
+        action: Action,
+    ) {
+        if caller.user.id != workspace.owner_id
+            || matches!(action, Action::WorkspaceRead | Action::WorkspaceStateRead)
+        {
             return;
         }
         if let Err(error) = self.record_activity(&workspace.id).await {

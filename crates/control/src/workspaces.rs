@@ -144,8 +144,8 @@ impl Control {
             || format!("workspace \"{reference}\" not found"),
         )?;
         caller.authorize(action, Some(&workspace.owner_id))?;
-        // Its owner asking about it is using it (the lifecycle's activity).
-        self.note_owner_use(caller, &workspace).await;
+        // Its owner acting on it is using it (the lifecycle's activity).
+        self.note_owner_use(caller, &workspace, action).await;
         Ok(workspace)
     }
 

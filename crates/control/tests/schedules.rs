@@ -1,13 +1,13 @@
-//! Activity (`schedules.rs`): an owner's requests about their running
+//! Activity (`schedules.rs`): an owner's requests acting on their running
 //! workspace record its use at most once a minute and push its deadline by
-//! the template's activity bump, never past the hard deadline; other
-//! people's requests are not its owner's use. A real (SQLite) store on the
+//! the template's activity bump, never past the hard deadline; reading it,
+//! and other people's requests, are not use. A real (SQLite) store on the
 //! control plane's manual clock; no Terraform runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
-use abode_control::{Caller, Clock, Config, Control};
+use abode_control::{Caller, Clock, Config, Control, ScheduleSpec};
 use abode_store::*;
 
 const T0: i64 = 1_700_000_000_000;
@@ -101,15 +101,18 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
     let owner = as_caller(&alice, Roles::from([Role::Member]));
     let admin = as_caller(&tess, Roles::from([Role::TemplateAdmin]));
 
-    // (minutes after T0 — in ms —, who reads, last_used_at, deadline after)
-    let steps: [(i64, &Caller, &str, Option<i64>, i64); 5] = [
-        (0, &admin, "alice/dev", None, T0 + 30 * MINUTE),
-        (0, &owner, "dev", Some(T0), T0 + 60 * MINUTE),
-        (MINUTE / 2, &owner, "dev", Some(T0), T0 + 60 * MINUTE),
+    // (ms after T0, who, on which reference, acts (else reads),
+    //  last_used_at, deadline after)
+    let steps: [(i64, &Caller, &str, bool, Option<i64>, i64); 6] = [
+        (0, &admin, "alice/dev", false, None, T0 + 30 * MINUTE),
+        (0, &owner, "dev", false, None, T0 + 30 * MINUTE),
+        (0, &owner, "dev", true, Some(T0), T0 + 60 * MINUTE),
+        (MINUTE / 2, &owner, "dev", true, Some(T0), T0 + 60 * MINUTE),
         (
             MINUTE + 1_000,
             &owner,
             "dev",
+            true,
             Some(T0 + MINUTE + 1_000),
             T0 + 61 * MINUTE + 1_000,
         ),
@@ -117,23 +120,25 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
             90 * MINUTE,
             &owner,
             "dev",
+            true,
             Some(T0 + 90 * MINUTE),
             T0 + 120 * MINUTE,
         ),
     ];
-    for (at, caller, reference, used, deadline) in steps {
+    for (at, caller, reference, acts, used, deadline) in steps {
         hand.set(T0 + at);
-        control.workspace(caller, reference).await.unwrap();
-        let schedule = control
-            .workspace_schedule(&admin, "alice/dev")
-            .await
-            .unwrap();
-        assert_eq!(schedule.last_used_at, used, "at +{at} ms by {reference}");
-        assert_eq!(
-            schedule.deadline,
-            Some(deadline),
-            "at +{at} ms by {reference}"
-        );
+        if acts {
+            control
+                .set_workspace_schedule(caller, reference, &ScheduleSpec::default())
+                .await
+                .unwrap();
+        } else {
+            control.workspace(caller, reference).await.unwrap();
+        }
+        let schedule = control.workspace_schedule(&owner, "dev").await.unwrap();
+        let step = format!("at +{at} ms by {reference}, acting: {acts}");
+        assert_eq!(schedule.last_used_at, used, "{step}");
+        assert_eq!(schedule.deadline, Some(deadline), "{step}");
     }
 
     // Extending: up to the hard deadline, not past it.
