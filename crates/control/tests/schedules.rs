@@ -103,7 +103,8 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
 
     // (ms after T0, who, on which reference, acts (else reads),
     //  last_used_at, deadline after)
-    let steps: [(i64, &Caller, &str, bool, Option<i64>, i64); 6] = [
+    type Step<'a> = (i64, &'a Caller, &'a str, bool, Option<i64>, i64);
+    let steps: [Step; 6] = [
         (0, &admin, "alice/dev", false, None, T0 + 30 * MINUTE),
         (0, &owner, "dev", false, None, T0 + 30 * MINUTE),
         (0, &owner, "dev", true, Some(T0), T0 + 60 * MINUTE),
