@@ -282,7 +282,10 @@ fn an_autostart_that_would_replace_the_protected_volume_is_held_and_told() {
         .iter()
         .find(|message| message["kind"] == "build_held")
         .unwrap_or_else(|| panic!("no build_held: {notifications:#}"));
-    assert_eq!(told["payload"]["initiator"]["name"], "scheduler", "{told:#}");
+    assert_eq!(
+        told["payload"]["initiator"]["name"], "scheduler",
+        "{told:#}"
+    );
     assert_eq!(told["payload"]["initiator"]["system"], true, "{told:#}");
     // Nothing retried it meanwhile: the held build is still the third
     // (create, stop, autostart).
