@@ -56,7 +56,7 @@ pub use prebuilds::{
 };
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
-pub use schedule_tick::{PolicyRow, TickRow, TickSnapshot};
+pub use schedule_tick::{TickRow, TickSnapshot};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 
 /// Why a storage operation failed.
@@ -483,10 +483,6 @@ storage_interface! {
     fn mark_dormant(&self, workspace_id: &str, dormant_at: i64, deleting_at: Option<i64>) -> bool;
     /// The owner was told at `at` of the coming deletion.
     fn deletion_notified(&self, workspace_id: &str, at: i64) -> ();
-    /// One template's lifecycle policy.
-    fn template_policy_row(&self, template_id: &str) -> PolicyRow;
-    /// The workspace's own autostop ttl (`None`: the template's default).
-    fn workspace_ttl_ms(&self, workspace_id: &str) -> Option<i64>;
 }
 
 // ---- the audit log (audit.rs) ----

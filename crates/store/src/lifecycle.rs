@@ -26,6 +26,12 @@ pub struct TemplatePolicy {
     pub require_active_version: bool,
 }
 
+/// The columns of [`TemplatePolicy`], from `templates`.
+pub(crate) const POLICY_SELECT: &str = "SELECT id AS template_id, default_ttl_ms, \
+     activity_bump_ms, max_ttl_ms, autostart_days, allow_user_autostart, allow_user_autostop, \
+     failure_ttl_ms, dormancy_threshold_ms, dormancy_auto_deletion_ms, require_active_version \
+     FROM templates";
+
 /// A workspace's schedule and lifecycle times as stored.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct WorkspaceLifecycle {
@@ -51,12 +57,10 @@ macro_rules! lifecycle_queries {
             &self,
             template_id: &str,
         ) -> Result<TemplatePolicy, StoreError> {
-            sqlx::query_as(&sql(
-                "SELECT id AS template_id, default_ttl_ms, activity_bump_ms, max_ttl_ms, \
-             autostart_days, allow_user_autostart, allow_user_autostop, failure_ttl_ms, \
-             dormancy_threshold_ms, dormancy_auto_deletion_ms, require_active_version \
-             FROM templates WHERE id = ?",
-            ))
+            sqlx::query_as(&sql(&format!(
+                "{} WHERE id = ?",
+                $crate::lifecycle::POLICY_SELECT
+            )))
             .bind(template_id)
             .fetch_one(&self.pool)
             .await

@@ -8,7 +8,7 @@ use abode_schedule::{
     AutostartSchedule, Dormancy, LatestBuild, OwnerStatus, Snapshot, TemplatePolicy, Weekdays,
     Workspace,
 };
-use abode_store::{BuildReason, BuildStatus, PolicyRow, TickRow, TickSnapshot};
+use abode_store::{BuildReason, BuildStatus, TickRow, TickSnapshot};
 
 use crate::prebuilds::utc;
 
@@ -31,7 +31,7 @@ pub(crate) fn is_scheduler_reason(reason: BuildReason) -> bool {
 
 /// A template's stored policy. Days that do not parse (a value written by
 /// hand) read as every day, with a warning: a policy is never dropped.
-pub(crate) fn policy(row: PolicyRow) -> TemplatePolicy {
+pub(crate) fn policy(row: abode_store::TemplatePolicy) -> TemplatePolicy {
     let autostart_days = Weekdays::parse(&row.autostart_days).unwrap_or_else(|error| {
         tracing::warn!(template = %row.template_id, %error, "autostart days unreadable; every day is allowed");
         Weekdays::ALL
@@ -84,13 +84,14 @@ fn blocked(report: Option<&str>) -> bool {
         .is_some_and(|decision| decision == abode_guard::Decision::Block.as_str())
 }
 
-fn workspace(row: TickRow, active_version: Option<&str>) -> Workspace {
+fn workspace(row: TickRow) -> Workspace {
     let autostart = match (row.autostart_cron, row.autostart_timezone) {
         (Some(cron), Some(timezone)) => Some(AutostartSchedule { cron, timezone }),
         _ => None,
     };
     Workspace {
-        on_active_version: active_version == Some(row.template_version_id.as_str()),
+        on_active_version: row.active_version_id.as_deref()
+            == Some(row.template_version_id.as_str()),
         id: row.workspace_id,
         template_id: row.template_id,
         owner: OwnerStatus::Active,
@@ -118,21 +119,8 @@ fn workspace(row: TickRow, active_version: Option<&str>) -> Workspace {
 
 /// The decision's snapshot from the store's.
 pub(crate) fn snapshot(rows: TickSnapshot) -> Snapshot {
-    let active: std::collections::HashMap<String, Option<String>> = rows
-        .policies
-        .iter()
-        .map(|row| (row.template_id.clone(), row.active_version_id.clone()))
-        .collect();
-    let workspaces = rows
-        .workspaces
-        .into_iter()
-        .map(|row| {
-            let active_version = active.get(&row.template_id).cloned().flatten();
-            workspace(row, active_version.as_deref())
-        })
-        .collect();
     Snapshot {
         templates: rows.policies.into_iter().map(policy).collect(),
-        workspaces,
+        workspaces: rows.workspaces.into_iter().map(workspace).collect(),
     }
 }

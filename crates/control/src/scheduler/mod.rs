@@ -258,10 +258,11 @@ impl Control {
         let (deadline, max_deadline) = match build.transition {
             Transition::Start => {
                 let workspace = store.workspace_by_id(&build.workspace_id).await?;
-                let policy = policy(store.template_policy_row(&workspace.template_id).await?);
+                let policy = policy(store.template_policy(&workspace.template_id).await?);
                 let ttl = store
-                    .workspace_ttl_ms(&workspace.id)
+                    .workspace_lifecycle(&workspace.id)
                     .await?
+                    .ttl_ms
                     .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
                 let started =
                     crate::prebuilds::utc(build.finished_at.unwrap_or_else(|| self.now_ms()));
