@@ -342,21 +342,13 @@ impl From<&LogLine> for LogLineJson {
 /// Unix milliseconds as RFC 3339 in UTC with milliseconds,
 /// e.g. `2026-11-29T17:40:00.123Z`.
 pub fn rfc3339(ms: i64) -> String {
-    let seconds = ms.div_euclid(1000);
-    let millis = ms.rem_euclid(1000);
-    let days = seconds.div_euclid(86_400);
-    let of_day = seconds.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
+    let t = abode_clock::UtcTime::from_ms(ms);
     format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        of_day / 3600,
-        of_day % 3600 / 60,
-        of_day % 60
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year, t.month, t.day, t.hour, t.minute, t.second, t.millis
     )
 }
 
-/// Days since 1970-01-01 to a proleptic Gregorian date (the well-known
-/// era-based conversion: 400-year eras of 146,097 days).
 /// Unix milliseconds of an RFC 3339 time (`2024-05-01T12:00:00Z`, optional
 /// fraction, `Z` or `+HH:MM`); `None` if it is not one.
 pub fn parse_rfc3339(text: &str) -> Option<i64> {
@@ -416,39 +408,9 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
         }
         _ => return None,
     };
-    let days = days_from_civil(year, month, day);
+    let days = abode_clock::days_from_civil(year, month, day);
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
     Some(seconds * 1000 + millis)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (the inverse of
-/// `civil_from_days`).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year.rem_euclid(400);
-    let shifted_month = if month > 2 { month - 3 } else { month + 9 };
-    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 #[cfg(test)]

@@ -118,6 +118,69 @@ pub fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX / 2)
 }
 
+/// A Unix-ms time's UTC calendar fields (proleptic Gregorian), for the
+/// places that print or read times as text: one calendar for the API, the
+/// CLI and notifications.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UtcTime {
+    pub year: i64,
+    pub month: i64,
+    pub day: i64,
+    pub hour: i64,
+    pub minute: i64,
+    pub second: i64,
+    pub millis: i64,
+}
+
+impl UtcTime {
+    pub fn from_ms(ms: i64) -> UtcTime {
+        let seconds = ms.div_euclid(1000);
+        let of_day = seconds.rem_euclid(86_400);
+        let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
+        UtcTime {
+            year,
+            month,
+            day,
+            hour: of_day / 3600,
+            minute: of_day % 3600 / 60,
+            second: of_day % 60,
+            millis: ms.rem_euclid(1000),
+        }
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (the inverse of
+/// `civil_from_days`).
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year.rem_euclid(400);
+    let shifted_month = if month > 2 { month - 3 } else { month + 9 };
+    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+/// The date `days` after 1970-01-01, counting in 400-year eras (146,097
+/// days) that start on March 1st.
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let shifted_month = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+    let month = if shifted_month < 10 {
+        shifted_month + 3
+    } else {
+        shifted_month - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
 fn system_ms() -> i64 {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
