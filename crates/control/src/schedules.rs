@@ -13,11 +13,12 @@ use std::time::Duration;
 
 use abode_schedule::{validate_schedule, Weekdays};
 use abode_store::{Agent, TemplatePolicy, Workspace, WorkspaceLifecycle};
-use chrono::{DateTime, Datelike, Timelike};
+use chrono::DateTime;
 use serde::{Deserialize, Serialize};
 
 use crate::authz::Action;
 use crate::lifecycle::{workspace_status, WorkspaceStatus};
+use crate::notifications::utc;
 use crate::{Caller, Control, ControlError};
 
 /// How often activity writes `last_used_at` (and bumps the deadline): once
@@ -258,7 +259,7 @@ impl Control {
         if let Some(max) = stored.max_deadline.filter(|max| deadline > *max) {
             return Err(ControlError::Conflict(format!(
                 "cannot extend workspace \"{reference}\" past its template's max ttl: at most until {}",
-                rfc3339(max)
+                utc(max)
             )));
         }
         self.inner
@@ -271,7 +272,7 @@ impl Control {
             "workspace.extend",
             reference,
             "success",
-            Some(format!("deadline={}", rfc3339(deadline))),
+            Some(format!("deadline={}", utc(deadline))),
         )
         .await;
         self.schedule_view(reference, &workspace).await
@@ -499,21 +500,6 @@ fn duration_ms(duration: Duration) -> u64 {
 
 fn show_ms(ms: i64) -> String {
     format!("{}m", ms / 60_000)
-}
-
-fn rfc3339(ms: i64) -> String {
-    match DateTime::from_timestamp_millis(ms) {
-        Some(time) => format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-            time.year(),
-            time.month(),
-            time.day(),
-            time.hour(),
-            time.minute(),
-            time.second()
-        ),
-        None => ms.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -271,7 +271,7 @@ fn build_payload(build: &Build) -> Value {
 }
 
 /// Unix ms as `YYYY-MM-DDTHH:MM:SSZ` (UTC), for people.
-pub(super) fn utc(ms: i64) -> String {
+pub(crate) fn utc(ms: i64) -> String {
     let t = abode_clock::UtcTime::from_ms(ms);
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",

@@ -14,6 +14,7 @@
 mod dispatcher;
 mod email;
 mod events;
+pub(crate) use events::utc;
 #[cfg(test)]
 mod fixture;
 mod inbox;
