@@ -4,13 +4,15 @@
 //! transaction of two queries; and the few facts the tick records
 //! (deadlines after a start, dormancy, a deletion notice).
 
-use crate::lifecycle::TemplatePolicy;
+use crate::lifecycle::{TemplatePolicy, WorkspaceLifecycle};
 use crate::records::{BuildReason, BuildStatus, Transition};
 
 /// A live workspace as the scheduler sees it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct TickRow {
-    pub workspace_id: String,
+    /// Its schedule, deadlines, use and dormancy (with its id).
+    #[sqlx(flatten)]
+    pub lifecycle: WorkspaceLifecycle,
     pub template_id: String,
     pub template_version_id: String,
     /// The template's active version.
@@ -18,15 +20,6 @@ pub struct TickRow {
     /// Owned by a system user (a prebuild pool's).
     pub system_owner: bool,
     pub created_at: i64,
-    pub autostart_cron: Option<String>,
-    pub autostart_timezone: Option<String>,
-    pub ttl_ms: Option<i64>,
-    pub deadline: Option<i64>,
-    pub max_deadline: Option<i64>,
-    pub last_used_at: Option<i64>,
-    pub dormant_at: Option<i64>,
-    pub deleting_at: Option<i64>,
-    pub deletion_notified_at: Option<i64>,
     pub build_transition: Transition,
     pub build_status: BuildStatus,
     pub build_reason: BuildReason,

@@ -85,14 +85,15 @@ fn blocked(report: Option<&str>) -> bool {
 }
 
 fn workspace(row: TickRow) -> Workspace {
-    let autostart = match (row.autostart_cron, row.autostart_timezone) {
+    let lifecycle = row.lifecycle;
+    let autostart = match (lifecycle.autostart_cron, lifecycle.autostart_timezone) {
         (Some(cron), Some(timezone)) => Some(AutostartSchedule { cron, timezone }),
         _ => None,
     };
     Workspace {
         on_active_version: row.active_version_id.as_deref()
             == Some(row.template_version_id.as_str()),
-        id: row.workspace_id,
+        id: lifecycle.workspace_id,
         template_id: row.template_id,
         owner: OwnerStatus::Active,
         prebuilt: row.system_owner,
@@ -105,14 +106,14 @@ fn workspace(row: TickRow) -> Workspace {
             finished_at: row.build_finished_at.map(utc),
         }),
         autostart,
-        ttl: row.ttl_ms.map(duration),
-        deadline: row.deadline.map(utc),
-        max_deadline: row.max_deadline.map(utc),
-        last_used_at: utc(row.last_used_at.unwrap_or(row.created_at)),
-        dormancy: row.dormant_at.map(|dormant_at| Dormancy {
+        ttl: lifecycle.ttl_ms.map(duration),
+        deadline: lifecycle.deadline.map(utc),
+        max_deadline: lifecycle.max_deadline.map(utc),
+        last_used_at: utc(lifecycle.last_used_at.unwrap_or(row.created_at)),
+        dormancy: lifecycle.dormant_at.map(|dormant_at| Dormancy {
             dormant_at: utc(dormant_at),
-            deleting_at: row.deleting_at.map(utc),
-            deletion_notified_at: row.deletion_notified_at.map(utc),
+            deleting_at: lifecycle.deleting_at.map(utc),
+            deletion_notified_at: lifecycle.deletion_notified_at.map(utc),
         }),
     }
 }
