@@ -11,9 +11,6 @@ use abode_terraform::mirror::{Mirror, PROVIDER_FILE_PREFIX, PROVIDER_VERSION};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-/// Set by Terraform (go-plugin) for every plugin it starts.
-const MAGIC_COOKIE: &str = "TF_PLUGIN_MAGIC_COOKIE";
-
 /// True when Terraform started us as the provider: argv[0]'s file name is the
 /// provider's, and there are no arguments (Terraform passes none). With
 /// arguments the mirror's copy is still the whole CLI, so an `init_script`
@@ -31,12 +28,6 @@ pub fn invoked_as_provider() -> bool {
 
 /// Serves the provider until Terraform stops it.
 pub fn serve() -> ExitCode {
-    if std::env::var_os(MAGIC_COOKIE).is_none() {
-        eprintln!(
-            "error: this is the abode Terraform provider; Terraform starts it (run `abode provider install` and use the CLI configuration it prints)"
-        );
-        return ExitCode::FAILURE;
-    }
     match abode_provider::serve() {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -81,6 +72,27 @@ fn absolute(path: PathBuf) -> anyhow::Result<PathBuf> {
         .join(path))
 }
 
+/// The file name of the provider-only executable, built and installed beside `abode`.
+const PROVIDER_ONLY_EXECUTABLE: &str = "terraform-provider-abode";
+
+/// The executable to install as the provider: the small provider-only one beside
+/// this `abode` when it is there, else `abode` itself (which serves the provider
+/// too, but Terraform hashes the whole file at every command: about 20 ms for the
+/// full binary against a few for the small one).
+/// The second value is a note for the person when it falls back.
+pub fn provider_executable() -> anyhow::Result<(PathBuf, Option<String>)> {
+    let abode = std::env::current_exe().context("cannot locate the abode executable")?;
+    let provider_only = abode.with_file_name(PROVIDER_ONLY_EXECUTABLE);
+    if provider_only.is_file() {
+        return Ok((provider_only, None));
+    }
+    let note = format!(
+        "{PROVIDER_ONLY_EXECUTABLE} is not beside {}: installing abode itself as the provider (it works; Terraform hashes the larger file at every command)",
+        abode.display()
+    );
+    Ok((abode, Some(note)))
+}
+
 pub fn run(command: ProviderCommand) -> anyhow::Result<ExitCode> {
     match command {
         ProviderCommand::Install(args) => install(args),
@@ -99,7 +111,10 @@ fn install(args: InstallArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(&mirror_dir)
             .join("terraform.rc"),
     };
-    let executable = std::env::current_exe().context("cannot locate the abode executable")?;
+    let (executable, note) = provider_executable()?;
+    if let Some(note) = note {
+        eprintln!("note: {note}");
+    }
     let mirror = Mirror::new(&mirror_dir)?;
     let installed = mirror
         .install(&executable, PROVIDER_VERSION)

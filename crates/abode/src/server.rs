@@ -218,8 +218,12 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
         None => data_dir.join("provider-mirror"),
     };
     let executable = std::env::current_exe().context("cannot locate the abode executable")?;
+    let (provider_executable, note) = crate::provider::provider_executable()?;
+    if let Some(note) = note {
+        tracing::warn!("{note}");
+    }
     Mirror::new(&mirror_dir)?
-        .install(&executable, PROVIDER_VERSION)
+        .install(&provider_executable, PROVIDER_VERSION)
         .context("cannot install the abode provider into the mirror")?;
 
     let mut options = ServerOptions::new(args.address, data_dir);

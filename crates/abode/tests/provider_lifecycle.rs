@@ -258,8 +258,8 @@ fn example_template_lifecycle() {
     workdir.set("FAKE_AGENT_RECORD", record.to_str().unwrap());
     let home = volumes.join(format!("home-{}", abode_contract::DEV_WORKSPACE_ID));
 
-    // The mirror's copy serves the provider only when started without arguments:
-    // with some it is the whole CLI, so an init_script pointing at it runs the agent.
+    // The mirror holds the provider-only executable: it serves the provider when
+    // Terraform starts it, tells its version, and is nothing else (no CLI).
     let mirror_copy = std::fs::read_dir(root.join("mirror/registry.terraform.io/abode/abode"))
         .unwrap()
         .flatten()
@@ -274,15 +274,18 @@ fn example_template_lifecycle() {
                 .starts_with("terraform-provider-abode_v")
         })
         .expect("the provider in the mirror");
-    let help = Command::new(&mirror_copy)
-        .args(["agent", "--help"])
-        .output()
-        .unwrap();
-    assert!(help.status.success(), "{}", text(&help));
+    let version = Command::new(&mirror_copy).arg("--version").output().unwrap();
+    assert!(version.status.success(), "{}", text(&version));
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("terraform-provider-abode {}", env!("CARGO_PKG_VERSION"))
+    );
+    let agent = Command::new(&mirror_copy).args(["agent", "--help"]).output().unwrap();
+    assert_eq!(agent.status.code(), Some(2), "{}", text(&agent));
     assert!(
-        String::from_utf8_lossy(&help.stdout).contains("--url"),
+        String::from_utf8_lossy(&agent.stderr).contains("takes no arguments"),
         "{}",
-        text(&help)
+        text(&agent)
     );
     let bare = Command::new(&mirror_copy).output().unwrap();
     assert!(!bare.status.success());

@@ -64,7 +64,8 @@ fn agent_binary(context: &abode_contract::BuildContext) -> String {
     context
         .agent_binary
         .clone()
-        .or_else(|| std::env::current_exe().ok())
+        // The provider's own executable is the provider-only binary: it cannot
+        // run the agent, so without the platform's answer `abode` comes from PATH.
         .unwrap_or_else(|| PathBuf::from("abode"))
         .display()
         .to_string()
@@ -155,8 +156,8 @@ impl Resource for AgentResource {
                         computed(
                             string(),
                             "A sh script that runs `abode agent --url <ABODE_AGENT_URL>`; the \
-                             abode binary is ABODE_AGENT_BINARY when set, else the provider's \
-                             own executable. It holds no secret.",
+                             abode binary is ABODE_AGENT_BINARY when set, else `abode` from PATH. \
+                             It holds no secret.",
                         ),
                     ),
                 ],

@@ -11,7 +11,6 @@
 
 mod agent;
 mod metadata;
-mod nodelay;
 mod parameter;
 mod preset;
 mod process;
@@ -35,12 +34,16 @@ pub use parameter::{check_parameter_value, ParameterDefinition};
 pub const PROVIDER_NAME: &str = "abode";
 
 const LIB_BACKTRACE: &str = "RUST_LIB_BACKTRACE";
+/// Set by Terraform (go-plugin) for every plugin it starts.
+const MAGIC_COOKIE: &str = "TF_PLUGIN_MAGIC_COOKIE";
 /// Set when [`serve`] added RUST_LIB_BACKTRACE, so processes it starts do not inherit it.
 static BACKTRACE_SILENCED: AtomicBool = AtomicBool::new(false);
 
 /// Why the provider could not be served.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
+    #[error("this is the abode Terraform provider; Terraform starts it (run `abode provider install` and use the CLI configuration it prints)")]
+    NotStartedByTerraform,
     #[error("cannot start the provider's async runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error("the provider's plugin server failed: {0}")]
@@ -48,8 +51,15 @@ pub enum ServeError {
 }
 
 /// Serves the provider over Terraform's plugin protocol until Terraform stops it.
-/// Prints the plugin handshake on stdout: call it only when started by Terraform.
+///
+/// The plugin listens on a unix socket in a directory only this user can enter
+/// (the patched tf-provider in `third_party/`): while a build runs, no other local
+/// user can call the provider's RPCs. Refuses to start outside Terraform, whose
+/// handshake it prints on stdout.
 pub fn serve() -> Result<(), ServeError> {
+    if std::env::var_os(MAGIC_COOKIE).is_none() {
+        return Err(ServeError::NotStartedByTerraform);
+    }
     // tf-provider appends a backtrace to every diagnostic when backtraces are on
     // (RUST_BACKTRACE in a developer's shell): template authors need the message.
     if std::env::var_os(LIB_BACKTRACE).is_none() {
@@ -60,7 +70,6 @@ pub fn serve() -> Result<(), ServeError> {
         .enable_all()
         .build()
         .map_err(ServeError::Runtime)?;
-    runtime.spawn(nodelay::keep_sockets_nodelay());
     runtime
         .block_on(tf_provider::serve(PROVIDER_NAME, AbodeProvider))
         .map_err(|err| ServeError::Server(format!("{err:#}")))

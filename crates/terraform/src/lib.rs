@@ -50,11 +50,19 @@ pub fn command() -> Command {
 }
 
 /// What every Terraform run gets: no checkpoint calls to the network, no
-/// prompts, output meant for automation.
+/// prompts, output meant for automation, and plugins without TLS.
+///
+/// Plugin TLS is off because it protects nothing here: every provider listens on
+/// a unix socket in a directory only Abode's user can enter (go-plugin's own
+/// providers, and ours through the patched tf-provider), and a process running as
+/// that user can already replace the mirror's provider or edit the state. It cost
+/// about 32 ms per plan (certificates generated at every provider start, two
+/// handshakes).
 pub(crate) const AUTOMATION_ENV: &[(&str, &str)] = &[
     ("CHECKPOINT_DISABLE", "1"),
     ("TF_IN_AUTOMATION", "1"),
     ("TF_INPUT", "0"),
+    ("TF_DISABLE_PLUGIN_TLS", "1"),
 ];
 
 /// `terraform version`, as one line, or a clear error when Terraform is missing.

@@ -19,7 +19,8 @@
 use std::collections::HashMap;
 use std::env;
 use std::fs::File;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, Result};
@@ -28,7 +29,7 @@ use futures::TryFutureExt;
 use rcgen::{BasicConstraints, IsCa};
 use time::ext::NumericalDuration;
 use tokio::try_join;
-use tokio_stream::wrappers::TcpListenerStream;
+use tokio_stream::wrappers::UnixListenerStream;
 use tokio_util::sync::CancellationToken;
 use tonic::transport::{Identity, ServerTlsConfig};
 use tower_http::trace::TraceLayer;
@@ -191,8 +192,11 @@ pub async fn serve<U: ToString, V: DynamicProvider>(name: U, provider: V) -> Res
 /// [`serve`]
 pub async fn serve_dynamic(name: String, provider: Box<dyn DynamicProvider>) -> Result<()> {
     let server = Arc::new(Server::new(name, provider));
-    let addrs = SockAddrIter::new()?;
-    let (tcp_stream, endpoint) = listen(addrs)?;
+    // ABODE PATCH (private socket): a unix socket in a directory only this user can
+    // enter, instead of TCP on 127.0.0.1 where any local user could call the RPCs.
+    let mut socket = PrivateSocket::bind()?;
+    let endpoint = socket.path.to_string_lossy().into_owned();
+    let incoming = socket.incoming()?;
 
     if let Ok(path) = env::var("PLUGIN_LOG_FILE") {
         let log_file = File::create(path)?;
@@ -212,11 +216,11 @@ pub async fn serve_dynamic(name: String, provider: Box<dyn DynamicProvider>) -> 
         .add_service(GrpcControllerServer::new(server.clone()))
         .add_service(GrpcStdioServer::new(server.clone()))
         .add_service(ProviderServer::new(server.clone()))
-        .serve_with_incoming_shutdown(tcp_stream, server.cancellation_token.cancelled());
+        .serve_with_incoming_shutdown(incoming, server.cancellation_token.cancelled());
 
     async fn info(endpoint: &str, der: &[u8]) -> Result<()> {
         println!(
-            "{}|6|tcp|{}|grpc|{}",
+            "{}|6|unix|{}|grpc|{}",
             CORE_PROTOCOL_VERSION,
             endpoint,
             base64::engine::general_purpose::STANDARD_NO_PAD.encode(der),
@@ -224,74 +228,97 @@ pub async fn serve_dynamic(name: String, provider: Box<dyn DynamicProvider>) -> 
         Ok(())
     }
 
-    try_join!(
+    let served = try_join!(
         serve.map_err(|e| anyhow!(e)),
         info(&endpoint, tls_config.cert.as_slice()),
-    )?;
+    );
+    drop(socket);
+    served?;
 
     Ok(())
 }
 
-#[derive(Copy, Clone)]
-struct SockAddrIter {
-    ip: IpAddr,
-    port: u16,
-    port_max: u16,
+/// ABODE PATCH (private socket): the plugin's listening socket and the private
+/// directory that holds it, both removed when the server stops.
+///
+/// The directory is created with mode 0700 under `PLUGIN_UNIX_SOCKET_DIR` (the
+/// variable go-plugin uses for the same purpose) or the temporary directory, so
+/// only this user (and root) can reach the socket; the socket itself is 0600.
+struct PrivateSocket {
+    dir: PathBuf,
+    path: PathBuf,
+    listener: Option<std::os::unix::net::UnixListener>,
 }
 
-impl SockAddrIter {
-    fn new_with_ip(ip: IpAddr) -> Result<Self> {
-        let port_min = if let Ok(port) = env::var("PLUGIN_MIN_PORT") {
-            port.parse()?
-        } else {
-            1025_u16
-        };
-        let port_max = if let Ok(port) = env::var("PLUGIN_MAX_PORT") {
-            port.parse()?
-        } else {
-            65535_u16
-        };
-
-        Ok(Self {
-            ip,
-            port: std::cmp::min(port_min, port_max),
-            port_max: std::cmp::max(port_min, port_max),
-        })
-    }
-    fn new() -> Result<Self> {
-        Self::new_with_ip(IpAddr::V4(Ipv4Addr::new(127, 0, 0, 1)))
-    }
-}
-
-impl Iterator for SockAddrIter {
-    type Item = SocketAddr;
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.port_max == 0 {
-            return None;
+impl PrivateSocket {
+    fn bind() -> Result<Self> {
+        let parent = env::var_os("PLUGIN_UNIX_SOCKET_DIR")
+            .filter(|dir| !dir.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(env::temp_dir);
+        let dir = Self::create_private_dir(&parent)?;
+        let path = dir.join("plugin.sock");
+        let bound = std::os::unix::net::UnixListener::bind(&path).and_then(|listener| {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+            listener.set_nonblocking(true)?;
+            Ok(listener)
+        });
+        match bound {
+            Ok(listener) => Ok(Self {
+                dir,
+                path,
+                listener: Some(listener),
+            }),
+            Err(err) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                Err(anyhow!("cannot listen on {}: {err}", path.display()))
+            }
         }
-        let port = self.port;
-        if self.port == self.port_max {
-            self.port_max = 0;
-        } else {
-            self.port += 1;
+    }
+
+    fn create_private_dir(parent: &std::path::Path) -> Result<PathBuf> {
+        let mut builder = std::fs::DirBuilder::new();
+        builder.mode(0o700);
+        let pid = std::process::id();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|elapsed| elapsed.subsec_nanos())
+            .unwrap_or_default();
+        for attempt in 0..100u32 {
+            let dir = parent.join(format!("tf-provider-{pid}-{nanos:x}-{attempt}"));
+            match builder.create(&dir) {
+                Ok(()) => return Ok(dir),
+                Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(err) => {
+                    return Err(anyhow!(
+                        "cannot create the plugin socket directory {}: {err}",
+                        dir.display()
+                    ))
+                }
+            }
         }
-        Some(SocketAddr::new(self.ip, port))
+        Err(anyhow!(
+            "cannot create a plugin socket directory in {}",
+            parent.display()
+        ))
+    }
+
+    fn incoming(&mut self) -> Result<UnixListenerStream> {
+        let listener = self
+            .listener
+            .take()
+            .ok_or_else(|| anyhow!("the plugin socket is already served"))?;
+        Ok(UnixListenerStream::new(tokio::net::UnixListener::from_std(
+            listener,
+        )?))
     }
 }
 
-impl std::net::ToSocketAddrs for SockAddrIter {
-    type Iter = Self;
-    fn to_socket_addrs(&self) -> std::io::Result<Self::Iter> {
-        Ok(*self)
+impl Drop for PrivateSocket {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = std::fs::remove_dir(&self.dir);
     }
-}
-
-fn listen(addrs: SockAddrIter) -> Result<(TcpListenerStream, String)> {
-    let listener = std::net::TcpListener::bind(addrs)?;
-    listener.set_nonblocking(true)?;
-    let endpoint = listener.local_addr()?.to_string();
-    let listener = tokio::net::TcpListener::from_std(listener)?;
-    Ok((TcpListenerStream::new(listener), endpoint))
 }
 
 struct TlsConfig {
@@ -333,8 +360,10 @@ impl TlsConfig {
         ];
         cp.key_identifier_method = rcgen::KeyIdMethod::Sha512;
 
-        // Generate the server certificate and its keys
-        let keypair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384)?;
+        // Generate the server certificate and its keys.
+        // ABODE PATCH (cheaper certificate): P-256 instead of P-384, generated at
+        // every start of the provider, which Terraform starts several times a build.
+        let keypair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256)?;
         let server_cert = cp.self_signed(&keypair)?;
 
         let tls_config = ServerTlsConfig::new()

@@ -54,7 +54,8 @@ impl tf::provider_server::Provider for Arc<Server> {
         Ok(tonic::Response::new(tf::get_metadata::Response {
             server_capabilities: Some(tf::ServerCapabilities {
                 plan_destroy: true,
-                get_provider_schema_optional: false,
+                // ABODE PATCH (schema cache): Terraform may answer from its cache.
+                get_provider_schema_optional: true,
                 move_resource_state: false,
             }),
             diagnostics: self.init_diags.clone().into(),
@@ -93,7 +94,8 @@ impl tf::provider_server::Provider for Arc<Server> {
             provider_meta: meta_schema,
             server_capabilities: Some(tf::ServerCapabilities {
                 plan_destroy: true,
-                get_provider_schema_optional: false,
+                // ABODE PATCH (schema cache): Terraform may answer from its cache.
+                get_provider_schema_optional: true,
                 move_resource_state: false,
             }),
             functions,
