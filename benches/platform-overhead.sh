@@ -57,7 +57,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0
+# As Abode runs Terraform (crates/terraform AUTOMATION_ENV), so the two sides differ
+# only by what the platform does around it.
+export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0 TF_DISABLE_PLUGIN_TLS=1
 
 # --- The platform side: a server, a user, the template, a stopped workspace.
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Provider start-up cost (issue 3): the wall time of `terraform plan` on the example
-# template (examples/local-workspace, abode provider) against the same shape written
-# with Terraform's built-in `terraform_data` only (no provider to start), side by side
-# in one hyperfine run. Both directories are applied first, so each plan refreshes a
-# real state (the common case: the plans of stop and start builds).
+# Provider start-up cost (issues 3 and 17): the wall time of `terraform plan` on the
+# example template (examples/local-workspace, abode provider) against the same shape
+# written with Terraform's built-in `terraform_data` only (no provider to start), side
+# by side in one hyperfine run. Both directories are applied first, so each plan
+# refreshes a real state (the common case: the plans of stop and start builds).
+#
+# The abode template is planned three ways:
+#   - as Abode runs it: the provider-only executable, TF_DISABLE_PLUGIN_TLS=1;
+#   - with plugin TLS (Terraform's default when run by hand);
+#   - with the whole `abode` binary in the mirror and plugin TLS (how it was before
+#     issue 17: Terraform hashes the larger file at every command).
 #
 # Usage: benches/provider-startup.sh [--runs N] [--bin PATH]
 #   --runs N    hyperfine runs per command (default 10)
@@ -39,11 +45,14 @@ mkdir -p "$abode_dir" "$data_dir"
 
 cleanup() {
     (cd "$abode_dir" && terraform apply -destroy -auto-approve -no-color >/dev/null 2>&1) || true
+    (cd "$work/abode-whole" 2>/dev/null && TF_CLI_CONFIG_FILE="$work/whole.rc" ABODE_VOLUMES_DIR="$work/whole-volumes" \
+        terraform apply -destroy -auto-approve -no-color >/dev/null 2>&1) || true
     rm -rf "$work"
 }
 trap cleanup EXIT
 
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0
+unset TF_DISABLE_PLUGIN_TLS
 export TF_CLI_CONFIG_FILE="$work/terraform.rc"
 export ABODE_VOLUMES_DIR="$work/volumes"
 # A stand-in agent that just stays up: the benchmark measures Terraform and the
@@ -52,8 +61,19 @@ printf '#!/bin/sh\nexec sleep 3600\n' >"$work/fake-abode"
 chmod +x "$work/fake-abode"
 export ABODE_AGENT_BINARY="$work/fake-abode"
 
+provider_only="$(dirname "$bin")/terraform-provider-abode"
+if [ ! -x "$provider_only" ]; then
+    echo "provider-startup.sh: $provider_only is missing (cargo build --release -p abode builds it)" >&2
+    exit 1
+fi
 "$bin" provider install --mirror "$work/mirror" --cli-config "$TF_CLI_CONFIG_FILE" >/dev/null
 cp "$root/examples/local-workspace/main.tf" "$abode_dir/main.tf"
+# The same template with `abode` alone installed (no provider-only file beside it).
+whole_dir="$work/abode-whole"
+mkdir -p "$whole_dir" "$work/whole-bin"
+cp "$bin" "$work/whole-bin/abode"
+"$work/whole-bin/abode" provider install --mirror "$work/whole-mirror" --cli-config "$work/whole.rc" >/dev/null 2>&1
+cp "$root/examples/local-workspace/main.tf" "$whole_dir/main.tf"
 
 # The same graph with terraform_data: two "data sources" as locals, and the five
 # resources with the same dependencies and counts.
@@ -89,13 +109,21 @@ HCL
 for dir in "$abode_dir" "$data_dir"; do
     (cd "$dir" && terraform init -no-color >/dev/null && terraform apply -auto-approve -no-color >/dev/null)
 done
+(cd "$whole_dir" && TF_CLI_CONFIG_FILE="$work/whole.rc" ABODE_VOLUMES_DIR="$work/whole-volumes" \
+    terraform init -no-color >/dev/null && TF_CLI_CONFIG_FILE="$work/whole.rc" \
+    ABODE_VOLUMES_DIR="$work/whole-volumes" terraform apply -auto-approve -no-color >/dev/null)
 
+plan="terraform plan -no-color -lock=false >/dev/null"
 hyperfine --warmup 2 --runs "$runs" --export-json "$work/results.json" \
-    -n "abode provider" "cd '$abode_dir' && terraform plan -no-color -lock=false >/dev/null" \
-    -n "terraform_data only" "cd '$data_dir' && terraform plan -no-color -lock=false >/dev/null"
+    -n "abode provider, as Abode runs it" "cd '$abode_dir' && TF_DISABLE_PLUGIN_TLS=1 $plan" \
+    -n "abode provider, plugin TLS" "cd '$abode_dir' && $plan" \
+    -n "whole abode binary, plugin TLS (before)" \
+    "cd '$whole_dir' && TF_CLI_CONFIG_FILE='$work/whole.rc' ABODE_VOLUMES_DIR='$work/whole-volumes' $plan" \
+    -n "terraform_data only" "cd '$data_dir' && TF_DISABLE_PLUGIN_TLS=1 $plan"
 
+ls -l "$bin" "$provider_only" | awk '{ printf "%s: %.1f MB\n", $NF, $5 / 1e6 }'
 jq -r '
-  (.results[] | select(.command == "abode provider") | .mean) as $abode |
   (.results[] | select(.command == "terraform_data only") | .mean) as $data |
-  "terraform plan, mean: abode provider \($abode * 1000 | floor) ms, terraform_data only \($data * 1000 | floor) ms, ratio \($abode / $data * 100 | floor / 100)x, provider overhead \(($abode - $data) * 1000 | floor) ms"
+  .results[] |
+  "\(.command): \(.mean * 1000 | floor) ms, \(.mean / $data * 100 | floor / 100)x terraform_data only"
 ' "$work/results.json"
