@@ -12,10 +12,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     if let Some(argument) = std::env::args().nth(1) {
         if argument == "--version" || argument == "-V" {
-            println!(
-                "terraform-provider-abode {}",
-                env!("CARGO_PKG_VERSION")
-            );
+            println!("terraform-provider-abode {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
         eprintln!(

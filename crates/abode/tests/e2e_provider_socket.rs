@@ -32,7 +32,13 @@ fn another_user_cannot_reach_the_provider_of_a_running_build() {
     platform.login_owner();
     let template = fixture("provider-busy");
     platform
-        .run(&["templates", "push", "busy", "-d", template.to_str().unwrap()])
+        .run(&[
+            "templates",
+            "push",
+            "busy",
+            "-d",
+            template.to_str().unwrap(),
+        ])
         .ok();
     let create = platform
         .cmd(&["create", "dev", "--template", "busy"])
@@ -53,15 +59,30 @@ fn another_user_cannot_reach_the_provider_of_a_running_build() {
     let uid = std::fs::metadata("/proc/self").unwrap().uid();
     for (path, mode) in [(&dir, 0o700), (&socket, 0o600)] {
         let meta = std::fs::metadata(path).unwrap();
-        assert_eq!(meta.permissions().mode() & 0o777, mode, "{}", path.display());
-        assert_eq!(meta.uid(), uid, "{} belongs to the server's user", path.display());
+        assert_eq!(
+            meta.permissions().mode() & 0o777,
+            mode,
+            "{}",
+            path.display()
+        );
+        assert_eq!(
+            meta.uid(),
+            uid,
+            "{} belongs to the server's user",
+            path.display()
+        );
     }
 
     // The socket is live: the server's own user reaches it.
     std::os::unix::net::UnixStream::connect(&socket).unwrap();
     if uid == 0 {
         let refused = connect_as(NOBODY, &socket);
-        assert_eq!(refused, "PermissionError", "uid {NOBODY} connecting to {}", socket.display());
+        assert_eq!(
+            refused,
+            "PermissionError",
+            "uid {NOBODY} connecting to {}",
+            socket.display()
+        );
     } else {
         eprintln!(
             "running as uid {uid}, not root: a connection from another uid was not tried (the directory's mode 0700 was checked)"

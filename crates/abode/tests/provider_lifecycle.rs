@@ -65,11 +65,16 @@ struct Workdir {
 
 impl Workdir {
     fn new(root: &Path, main_tf: &str) -> Self {
+        Self::installed_by(Path::new(ABODE), root, main_tf)
+    }
+
+    /// With the mirror laid out by the `abode` executable at `abode`.
+    fn installed_by(abode: &Path, root: &Path, main_tf: &str) -> Self {
         let dir = root.join("template");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("main.tf"), main_tf).unwrap();
         let cli_config = root.join("terraform.rc");
-        let output = Command::new(ABODE)
+        let output = Command::new(abode)
             .args(["provider", "install", "--mirror"])
             .arg(root.join("mirror"))
             .arg("--cli-config")
@@ -274,13 +279,19 @@ fn example_template_lifecycle() {
                 .starts_with("terraform-provider-abode_v")
         })
         .expect("the provider in the mirror");
-    let version = Command::new(&mirror_copy).arg("--version").output().unwrap();
+    let version = Command::new(&mirror_copy)
+        .arg("--version")
+        .output()
+        .unwrap();
     assert!(version.status.success(), "{}", text(&version));
     assert_eq!(
         String::from_utf8_lossy(&version.stdout).trim(),
         format!("terraform-provider-abode {}", env!("CARGO_PKG_VERSION"))
     );
-    let agent = Command::new(&mirror_copy).args(["agent", "--help"]).output().unwrap();
+    let agent = Command::new(&mirror_copy)
+        .args(["agent", "--help"])
+        .output()
+        .unwrap();
     assert_eq!(agent.status.code(), Some(2), "{}", text(&agent));
     assert!(
         String::from_utf8_lossy(&agent.stderr).contains("takes no arguments"),
@@ -596,4 +607,39 @@ fn check_documented(path: &str, block: &Value, undocumented: &mut Vec<String>) {
     for (name, nested) in block["block_types"].as_object().into_iter().flatten() {
         check_documented(&format!("{path}.{name}"), &nested["block"], undocumented);
     }
+}
+
+/// `abode` copied somewhere alone (no `terraform-provider-abode` beside it)
+/// installs itself as the provider, says so, and Terraform can use it.
+#[test]
+fn abode_alone_installs_itself_as_the_provider() {
+    require_terraform();
+    let scratch = Scratch::new("alone");
+    let root = &scratch.0;
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let abode = bin.join("abode");
+    std::fs::copy(ABODE, &abode).unwrap();
+    let install = Command::new(&abode)
+        .args(["provider", "install", "--mirror"])
+        .arg(root.join("probe-mirror"))
+        .arg("--cli-config")
+        .arg(root.join("probe.rc"))
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{}", text(&install));
+    assert!(
+        String::from_utf8_lossy(&install.stderr).contains("installing abode itself"),
+        "{}",
+        text(&install)
+    );
+    let workdir = Workdir::installed_by(
+        &abode,
+        root,
+        "terraform {\n  required_providers {\n    abode = { source = \"abode/abode\" }\n  }\n}\n\
+         data \"abode_workspace\" \"me\" {}\n\
+         output \"transition\" { value = data.abode_workspace.me.transition }\n",
+    );
+    let plan = workdir.ok(&["plan", "-no-color"]);
+    assert!(plan.contains("transition = \"start\""), "{plan}");
 }
