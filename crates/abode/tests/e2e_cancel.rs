@@ -12,7 +12,9 @@ mod util;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use util::{assert_no_processes_left, fixture, require_terraform, sqlite_execute, Platform};
+use util::{
+    assert_no_processes_left, finish, fixture, require_terraform, sqlite_execute, Platform,
+};
 
 /// One provisioner, so that a second build waits; a short grace after SIGINT.
 fn platform() -> Platform {
@@ -38,27 +40,6 @@ fn create(platform: &Platform, workspace: &str) -> Child {
 }
 
 #[track_caller]
-fn wait_for_status(platform: &Platform, workspace: &str, status: &str) -> serde_json::Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        // The workspace may not exist yet: `create` runs beside the test.
-        let shown = platform.run(&["show", workspace, "--output", "json"]);
-        let build = match shown.code {
-            Some(0) => shown.json()["latest_build"].clone(),
-            _ => serde_json::Value::Null,
-        };
-        if build["status"] == status {
-            return build;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "build of {workspace} never became {status}: {build:#}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-#[track_caller]
 fn wait_for_apply(platform: &Platform, workspace: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -74,18 +55,13 @@ fn wait_for_apply(platform: &Platform, workspace: &str) {
     }
 }
 
-fn finish(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
 #[test]
 fn pending_and_running_builds_are_canceled() {
     let platform = platform();
     let first = create(&platform, "one");
     wait_for_apply(&platform, "one");
     let second = create(&platform, "two");
-    wait_for_status(&platform, "two", "pending");
+    platform.wait_for_build_status("two", "pending");
 
     // Pending: canceled at once, no worker ever runs it.
     platform.run(&["builds", "cancel", "two", "1"]).ok();
@@ -95,7 +71,7 @@ fn pending_and_running_builds_are_canceled() {
     // Running: Terraform is interrupted. Asked twice, it is one cancel.
     platform.run(&["builds", "cancel", "one", "1"]).ok();
     let _ = platform.run(&["builds", "cancel", "one", "1"]);
-    let build = wait_for_status(&platform, "one", "canceled");
+    let build = platform.wait_for_build_status("one", "canceled");
     let audit = platform
         .run(&["audit", "--workspace", "one", "--output", "json"])
         .ok()
@@ -127,7 +103,7 @@ fn a_cancel_recorded_only_in_the_database_is_honoured() {
     // As another server process (or a cancel that arrived between the claim
     // and the run) would leave it: the flag, and no signal to this process.
     sqlite_execute(&platform, "UPDATE jobs SET cancel_requested = TRUE");
-    let build = wait_for_status(&platform, "one", "canceled");
+    let build = platform.wait_for_build_status("one", "canceled");
     assert!(
         build["error"]
             .as_str()

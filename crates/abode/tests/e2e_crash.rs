@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use util::{assert_no_processes_left, printed_digest, require_terraform, Platform};
+use util::{assert_no_processes_left, finish, printed_digest, require_terraform, Platform};
 
 /// A workspace whose apply records each step in `ledger`: `fast-G`, then
 /// `slow-start-G`, 6 s, `slow-G` (G the generation), with a protected volume
@@ -158,11 +158,6 @@ fn spawn(platform: &Platform, args: &[&str]) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
-}
-
-fn finish(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 fn no_terraform_left(platform: &Platform) {

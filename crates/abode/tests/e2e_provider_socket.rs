@@ -15,10 +15,10 @@ use std::collections::HashSet;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::{assert_no_processes_left, fixture, require_terraform, Platform};
+use util::{assert_no_processes_left, finish, fixture, require_terraform, Platform};
 
 /// The unprivileged account the other caller runs as.
 const NOBODY: u32 = 65534;
@@ -90,7 +90,7 @@ fn another_user_cannot_reach_the_provider_of_a_running_build() {
     }
 
     platform.run(&["builds", "cancel", "dev", "1"]).ok();
-    wait_for_status(&platform, "dev", "canceled");
+    platform.wait_for_build_status("dev", "canceled");
     finish(create);
     assert_no_processes_left(&platform, "after the cancel");
     assert!(!dir.exists(), "the provider left {} behind", dir.display());
@@ -184,25 +184,4 @@ fn connect_as(uid: u32, socket: &Path) -> String {
         .expect("/usr/bin/python3 (installed by scripts/bootstrap.sh) runs the probe");
     assert!(output.status.success(), "{output:?}");
     String::from_utf8_lossy(&output.stdout).trim().to_owned()
-}
-
-#[track_caller]
-fn wait_for_status(platform: &Platform, workspace: &str, status: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let build = platform.show(workspace)["latest_build"].clone();
-        if build["status"] == status {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "build of {workspace} never became {status}: {build:#}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn finish(mut child: Child) {
-    let _ = child.kill();
-    let _ = child.wait();
 }

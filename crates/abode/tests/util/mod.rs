@@ -507,6 +507,29 @@ impl Platform {
     }
 
     /// `abode show WS -o json`, parsed.
+    /// Waits (up to a minute) until the workspace's latest build has `status`,
+    /// and returns that build. The workspace may not exist yet: a `create` may
+    /// run beside the test.
+    #[track_caller]
+    pub fn wait_for_build_status(&self, workspace: &str, status: &str) -> serde_json::Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let shown = self.run(&["show", workspace, "--output", "json"]);
+            let build = match shown.code {
+                Some(0) => shown.json()["latest_build"].clone(),
+                _ => serde_json::Value::Null,
+            };
+            if build["status"] == status {
+                return build;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "build of {workspace} never became {status}: {build:#}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     pub fn show(&self, workspace: &str) -> serde_json::Value {
         self.run(&["show", workspace, "--output", "json"])
             .ok()
@@ -813,4 +836,10 @@ pub fn scrape(port: u16) -> String {
         "{head}"
     );
     body.to_string()
+}
+
+/// Ends a CLI command the test started beside it (its outcome is not the point).
+pub fn finish(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
 }
