@@ -12,12 +12,12 @@
 #     issue 17: Terraform hashes the larger file at every command).
 #
 # Usage: benches/provider-startup.sh [--runs N] [--bin PATH]
-#   --runs N    hyperfine runs per command (default 10)
+#   --runs N    interleaved rounds, every variant once per round (default 20)
 #   --bin PATH  the abode binary (default: target/release/abode, built if missing)
-# Needs: cargo, terraform, hyperfine, jq.
+# Needs: cargo, terraform.
 set -euo pipefail
 
-runs=10
+runs=20
 bin=""
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     *) echo "provider-startup.sh: unknown argument $1 (see the header of this script)" >&2; exit 2 ;;
     esac
 done
-for tool in terraform hyperfine jq; do
+for tool in terraform; do
     if ! command -v "$tool" >/dev/null 2>&1; then
         echo "provider-startup.sh: $tool is not on PATH" >&2
         exit 1
@@ -113,17 +113,39 @@ done
     terraform init -no-color >/dev/null && TF_CLI_CONFIG_FILE="$work/whole.rc" \
     ABODE_VOLUMES_DIR="$work/whole-volumes" terraform apply -auto-approve -no-color >/dev/null)
 
-plan="terraform plan -no-color -lock=false >/dev/null"
-hyperfine --warmup 2 --runs "$runs" --export-json "$work/results.json" \
-    -n "abode provider, as Abode runs it" "cd '$abode_dir' && TF_DISABLE_PLUGIN_TLS=1 $plan" \
-    -n "abode provider, plugin TLS" "cd '$abode_dir' && $plan" \
-    -n "whole abode binary, plugin TLS (before)" \
-    "cd '$whole_dir' && TF_CLI_CONFIG_FILE='$work/whole.rc' ABODE_VOLUMES_DIR='$work/whole-volumes' $plan" \
-    -n "terraform_data only" "cd '$data_dir' && TF_DISABLE_PLUGIN_TLS=1 $plan"
+# Interleaved rounds (each round runs every variant once, in turn) and medians:
+# on a shared machine, load that comes and goes then weighs on every variant
+# alike, where hyperfine's runs of one command after the other would not.
+names=("abode provider, as Abode runs it" "abode provider, plugin TLS"
+    "whole abode binary, plugin TLS (before)" "terraform_data only")
+plan_variant() {
+    case "$1" in
+    0) (cd "$abode_dir" && TF_DISABLE_PLUGIN_TLS=1 terraform plan -no-color -lock=false >/dev/null) ;;
+    1) (cd "$abode_dir" && terraform plan -no-color -lock=false >/dev/null) ;;
+    2) (cd "$whole_dir" && TF_CLI_CONFIG_FILE="$work/whole.rc" ABODE_VOLUMES_DIR="$work/whole-volumes" \
+        terraform plan -no-color -lock=false >/dev/null) ;;
+    3) (cd "$data_dir" && TF_DISABLE_PLUGIN_TLS=1 terraform plan -no-color -lock=false >/dev/null) ;;
+    esac
+}
+for round in $(seq 0 "$runs"); do
+    for variant in 0 1 2 3; do
+        start=$(date +%s%N)
+        plan_variant "$variant"
+        end=$(date +%s%N)
+        # Round 0 warms caches and is not counted.
+        [ "$round" -gt 0 ] && echo "$variant $(((end - start) / 1000))" >>"$work/times"
+    done
+done
 
 ls -l "$bin" "$provider_only" | awk '{ printf "%s: %.1f MB\n", $NF, $5 / 1e6 }'
-jq -r '
-  (.results[] | select(.command == "terraform_data only") | .mean) as $data |
-  .results[] |
-  "\(.command): \(.mean * 1000 | floor) ms, \(.mean / $data * 100 | floor / 100)x terraform_data only"
-' "$work/results.json"
+echo "terraform plan, median of $runs interleaved rounds:"
+for variant in 0 1 2 3; do
+    awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | sort -n |
+        awk '{ t[NR] = $1 } END { print (NR % 2 ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2) }' \
+        >"$work/median.$variant"
+done
+data_median=$(cat "$work/median.3")
+for variant in 0 1 2 3; do
+    awk -v name="${names[$variant]}" -v m="$(cat "$work/median.$variant")" -v d="$data_median" \
+        'BEGIN { printf "  %-42s %6.1f ms  %.2fx terraform_data only\n", name ":", m / 1000, m / d }'
+done

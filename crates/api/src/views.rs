@@ -8,7 +8,7 @@ use abode_store::{
     AuditEvent, Build, LogLine, Protection, Role, Roles, Template, TemplateVersion, User,
 };
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 #[derive(Serialize)]
 pub struct UserJson {
@@ -151,123 +151,149 @@ impl From<&PresetDefinition> for PresetJson {
     }
 }
 
+/// A build as docs/api.md shows it. It borrows from the stored record: a page
+/// of builds or workspaces is serialized without copying its strings.
 #[derive(Serialize)]
-pub struct BuildJson {
-    pub id: String,
-    pub workspace: String,
-    pub owner: String,
+pub struct BuildJson<'a> {
+    pub id: &'a str,
+    pub workspace: &'a str,
+    pub owner: &'a str,
     pub number: i64,
-    pub transition: String,
-    pub status: String,
+    pub transition: &'static str,
+    pub status: &'static str,
     pub template_version: i64,
     /// Who asked for the build: a username, or a system actor's name.
-    pub initiator: String,
+    pub initiator: &'a str,
     /// `user`, or `system` for the server, the scheduler or prebuilds.
     pub initiator_type: &'static str,
-    pub reason: String,
-    pub error: Option<String>,
-    pub created_at: String,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
+    pub reason: &'static str,
+    pub error: Option<&'a str>,
+    pub created_at: Rfc3339,
+    pub started_at: Option<Rfc3339>,
+    pub finished_at: Option<Rfc3339>,
     /// The guard's report (documented schema), or null before the plan:
     /// the stored JSON passed through as it is (a list of builds does not
     /// parse and re-print every report).
-    pub guard: Option<Box<serde_json::value::RawValue>>,
-    pub plan_digest: Option<String>,
-    pub expires_at: Option<String>,
-    pub confirmed_by: Option<String>,
-    pub confirmed_at: Option<String>,
+    pub guard: Option<&'a RawValue>,
+    pub plan_digest: Option<&'a str>,
+    pub expires_at: Option<Rfc3339>,
+    pub confirmed_by: Option<&'a str>,
+    pub confirmed_at: Option<Rfc3339>,
 }
 
-impl From<&Build> for BuildJson {
-    fn from(build: &Build) -> Self {
+impl<'a> From<&'a Build> for BuildJson<'a> {
+    fn from(build: &'a Build) -> Self {
         BuildJson {
-            id: build.id.clone(),
-            workspace: build.workspace_name.clone(),
-            owner: build.owner_name.clone(),
+            id: &build.id,
+            workspace: &build.workspace_name,
+            owner: &build.owner_name,
             number: build.number,
-            transition: build.transition.to_string(),
-            status: build.status.to_string(),
+            transition: build.transition.as_str(),
+            status: build.status.as_str(),
             template_version: build.template_version,
-            initiator: build.initiator_name.clone(),
+            initiator: &build.initiator_name,
             initiator_type: if abode_store::SystemActor::by_user_id(&build.initiator_id).is_some() {
                 "system"
             } else {
                 "user"
             },
-            reason: build.reason.to_string(),
-            error: build.error.clone(),
-            created_at: rfc3339(build.created_at),
-            started_at: build.started_at.map(rfc3339),
-            finished_at: build.finished_at.map(rfc3339),
-            guard: build.guard_report.as_deref().and_then(|report| {
-                serde_json::value::RawValue::from_string(report.to_string()).ok()
-            }),
-            plan_digest: build.plan_digest.clone(),
-            expires_at: build.expires_at.map(rfc3339),
-            confirmed_by: build.confirmed_by.clone(),
-            confirmed_at: build.confirmed_at.map(rfc3339),
+            reason: build.reason.as_str(),
+            error: build.error.as_deref(),
+            created_at: Rfc3339(build.created_at),
+            started_at: build.started_at.map(Rfc3339),
+            finished_at: build.finished_at.map(Rfc3339),
+            guard: build
+                .guard_report
+                .as_deref()
+                .and_then(|report| serde_json::from_str(report).ok()),
+            plan_digest: build.plan_digest.as_deref(),
+            expires_at: build.expires_at.map(Rfc3339),
+            confirmed_by: build.confirmed_by.as_deref(),
+            confirmed_at: build.confirmed_at.map(Rfc3339),
         }
     }
 }
 
 #[derive(Serialize)]
-pub struct AgentJson {
+pub struct AgentJson<'a> {
     pub status: abode_control::AgentStatus,
-    pub lifecycle: Option<String>,
-    pub last_heartbeat_at: Option<String>,
-    pub connected_at: Option<String>,
-    pub reason: Option<String>,
+    pub lifecycle: Option<&'a str>,
+    pub last_heartbeat_at: Option<Rfc3339>,
+    pub connected_at: Option<Rfc3339>,
+    pub reason: Option<&'a str>,
 }
 
-impl From<&AgentHealth> for AgentJson {
-    fn from(health: &AgentHealth) -> Self {
+impl<'a> From<&'a AgentHealth> for AgentJson<'a> {
+    fn from(health: &'a AgentHealth) -> Self {
         AgentJson {
             status: health.status,
-            lifecycle: health.lifecycle.clone(),
-            last_heartbeat_at: health.last_heartbeat_at.map(rfc3339),
-            connected_at: health.connected_at.map(rfc3339),
-            reason: health.reason.clone(),
+            lifecycle: health.lifecycle.as_deref(),
+            last_heartbeat_at: health.last_heartbeat_at.map(Rfc3339),
+            connected_at: health.connected_at.map(Rfc3339),
+            reason: health.reason.as_deref(),
         }
     }
 }
 
+/// A workspace as docs/api.md shows it, borrowed from its view (see [`BuildJson`]).
 #[derive(Serialize)]
-pub struct WorkspaceJson {
-    pub id: String,
-    pub name: String,
-    pub owner: String,
-    pub template: String,
+pub struct WorkspaceJson<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub owner: &'a str,
+    pub template: &'a str,
     pub template_version: i64,
-    pub parameters: Value,
+    pub parameters: StoredObject<'a>,
     /// The preset the workspace was created with, if any.
-    pub preset: Option<String>,
+    pub preset: Option<&'a str>,
     pub status: abode_control::WorkspaceStatus,
-    pub created_at: String,
-    pub updated_at: String,
-    pub latest_build: BuildJson,
-    pub agent: AgentJson,
+    pub created_at: Rfc3339,
+    pub updated_at: Rfc3339,
+    pub latest_build: BuildJson<'a>,
+    pub agent: AgentJson<'a>,
     pub healthy: bool,
 }
 
-impl From<&WorkspaceView> for WorkspaceJson {
-    fn from(view: &WorkspaceView) -> Self {
+impl<'a> From<&'a WorkspaceView> for WorkspaceJson<'a> {
+    fn from(view: &'a WorkspaceView) -> Self {
         let workspace = &view.workspace;
         WorkspaceJson {
-            id: workspace.id.clone(),
-            name: workspace.name.clone(),
-            owner: workspace.owner_name.clone(),
-            template: workspace.template_name.clone(),
+            id: &workspace.id,
+            name: &workspace.name,
+            owner: &workspace.owner_name,
+            template: &workspace.template_name,
             template_version: workspace.template_version,
-            parameters: serde_json::from_str(&workspace.parameters)
-                .unwrap_or_else(|_| Value::Object(Default::default())),
-            preset: workspace.preset_name.clone(),
+            parameters: StoredObject::read(&workspace.parameters),
+            preset: workspace.preset_name.as_deref(),
             status: view.status,
-            created_at: rfc3339(workspace.created_at),
-            updated_at: rfc3339(workspace.updated_at),
+            created_at: Rfc3339(workspace.created_at),
+            updated_at: Rfc3339(workspace.updated_at),
             latest_build: BuildJson::from(&view.latest_build),
             agent: AgentJson::from(&view.agent),
             healthy: view.healthy,
+        }
+    }
+}
+
+/// A JSON object the store keeps as text, passed through as it is; one that
+/// does not read shows as `{}`.
+pub enum StoredObject<'a> {
+    Raw(&'a RawValue),
+    Empty,
+}
+
+impl<'a> StoredObject<'a> {
+    fn read(text: &'a str) -> Self {
+        serde_json::from_str(text).map_or(StoredObject::Empty, StoredObject::Raw)
+    }
+}
+
+impl Serialize for StoredObject<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            StoredObject::Raw(raw) => raw.serialize(serializer),
+            StoredObject::Empty => serializer.serialize_map(Some(0))?.end(),
         }
     }
 }
@@ -342,11 +368,29 @@ impl From<&LogLine> for LogLineJson {
 /// Unix milliseconds as RFC 3339 in UTC with milliseconds,
 /// e.g. `2026-11-29T17:40:00.123Z`.
 pub fn rfc3339(ms: i64) -> String {
-    let t = abode_clock::UtcTime::from_ms(ms);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
-        t.year, t.month, t.day, t.hour, t.minute, t.second, t.millis
-    )
+    Rfc3339(ms).to_string()
+}
+
+/// Unix milliseconds that serialize as [`rfc3339`] text, written straight into
+/// the answer (a page has hundreds of times).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rfc3339(pub i64);
+
+impl std::fmt::Display for Rfc3339 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let t = abode_clock::UtcTime::from_ms(self.0);
+        write!(
+            f,
+            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+            t.year, t.month, t.day, t.hour, t.minute, t.second, t.millis
+        )
+    }
+}
+
+impl Serialize for Rfc3339 {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// Unix milliseconds of an RFC 3339 time (`2024-05-01T12:00:00Z`, optional
