@@ -16,6 +16,7 @@ mod error;
 mod hashing;
 mod held;
 mod identity;
+mod job_leases;
 pub mod lifecycle;
 mod metrics;
 mod names;
@@ -115,6 +116,14 @@ pub struct Config {
     pub prebuilds: PrebuildsConfig,
     /// How the lifecycle scheduler ticks.
     pub scheduler: SchedulerConfig,
+    /// This server among those sharing the database: it holds the jobs it
+    /// claims and the leases of the loops that run once (stable across
+    /// restarts of one data dir, so that a restarted server takes back its own).
+    pub server_id: String,
+    /// How long a claimed job stays this server's without a renewal; the
+    /// server renews every quarter of it. Another server fails the build once
+    /// it has run out (`job_leases.rs`).
+    pub job_lease: Duration,
 }
 
 impl Config {
@@ -144,6 +153,8 @@ impl Config {
             notifications: NotificationsConfig::default(),
             prebuilds: PrebuildsConfig::default(),
             scheduler: SchedulerConfig::default(),
+            server_id: abode_store::new_id(),
+            job_lease: Duration::from_secs(60),
         }
     }
 
@@ -271,6 +282,10 @@ impl Control {
                 ))
             })
             .collect();
+        handles.push(tokio::spawn(job_leases::keeper(
+            self.clone(),
+            shutdown.clone(),
+        )));
         handles.push(tokio::spawn(held::expiry_sweeper(
             self.clone(),
             shutdown.clone(),

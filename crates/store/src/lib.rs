@@ -22,6 +22,7 @@ mod agents;
 mod audit;
 mod builds;
 mod held;
+mod job_leases;
 mod lifecycle;
 mod notifications;
 mod pages;
@@ -41,6 +42,7 @@ use std::path::Path;
 
 use abode_clock::Clock;
 
+pub use job_leases::ExpiredJobLease;
 pub use lifecycle::{TemplatePolicy, WorkspaceLifecycle};
 pub use notifications::{
     Channel, FailedNotification, InboxFilter, NewNotification, Notification, NotificationKind,
@@ -357,11 +359,9 @@ storage_interface! {
     /// Cancels a build that no worker has claimed yet, or one held for
     /// confirmation (discarding its saved plan); false otherwise.
     fn cancel_pending_build(&self, build_id: &str, error: &str) -> bool;
-    /// Builds marked running, oldest first: at start, those a server that died
-    /// left behind (it alone ran them: embedded provisioners only).
-    fn running_builds(&self) -> Vec<String>;
-    /// Atomically claims the oldest queued job and marks its build running.
-    fn claim_job(&self, worker: &str) -> Option<ClaimedJob>;
+    /// Atomically claims the oldest queued job for `worker` of server
+    /// `holder`, under a lease of `lease_ms`, and marks its build running.
+    fn claim_job(&self, worker: &str, holder: &str, lease_ms: i64) -> Option<ClaimedJob>;
     fn request_cancel(&self, build_id: &str) -> ();
     fn cancel_requested(&self, build_id: &str) -> bool;
     fn append_log(&self, build_id: &str, line: &NewLogLine) -> i64;
@@ -370,6 +370,23 @@ storage_interface! {
     fn state(&self, workspace_id: &str) -> Option<Vec<u8>>;
     /// A workspace's builds, newest first.
     fn list_build_page(&self, workspace_id: &str, status: Option<BuildStatus>, after: Option<&str>, limit: i64) -> Page<Build>;
+}
+
+// ---- who runs each claimed job (job_leases.rs) ----
+
+storage_interface! {
+    /// Extends the lease of every job `holder` has claimed and not finished
+    /// to now + `ttl_ms`; how many.
+    fn renew_job_leases(&self, holder: &str, ttl_ms: i64) -> u64;
+    /// Builds marked running whose job `holder` claimed (or that no server
+    /// held: from before leases), oldest first: at start, those this server
+    /// left behind when it died.
+    fn running_builds_of(&self, holder: &str) -> Vec<String>;
+    /// Running builds whose job's lease, held by another server than
+    /// `holder`, has expired.
+    fn expired_job_leases(&self, holder: &str) -> Vec<ExpiredJobLease>;
+    /// The server that claimed a build's job, if any did.
+    fn job_lease_holder(&self, build_id: &str) -> Option<String>;
 }
 
 // ---- held builds, saved plans and protections (held.rs) ----

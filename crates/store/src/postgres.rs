@@ -14,6 +14,7 @@ use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
+use crate::job_leases::*;
 use crate::lifecycle::*;
 use crate::notifications::*;
 use crate::pages::*;
@@ -134,6 +135,7 @@ impl PostgresBackend {
     notification_queries!(sqlx::Postgres, "FOR UPDATE SKIP LOCKED");
     agent_queries!();
     platform_queries!();
+    job_lease_queries!();
     prebuild_queries!("FOR UPDATE OF w SKIP LOCKED");
     lifecycle_queries!();
     schedule_tick_queries!();
@@ -146,7 +148,12 @@ impl PostgresBackend {
 
     // ---- the job queue ----
 
-    pub(crate) async fn claim_job(&self, worker: &str) -> Result<Option<ClaimedJob>, StoreError> {
+    pub(crate) async fn claim_job(
+        &self,
+        worker: &str,
+        holder: &str,
+        lease_ms: i64,
+    ) -> Result<Option<ClaimedJob>, StoreError> {
         let now = self.now_ms();
         let mut tx = self
             .pool
@@ -154,13 +161,16 @@ impl PostgresBackend {
             .await
             .map_err(StoreError::Database)?;
         let claimed: Option<ClaimedJob> = sqlx::query_as(
-            "UPDATE jobs SET status = 'claimed', worker = $1, claimed_at = $2 \
+            "UPDATE jobs SET status = 'claimed', worker = $1, claimed_at = $2, lease_holder = $3, \
+             lease_expires_at = $4 \
              WHERE id = (SELECT id FROM jobs WHERE status = 'queued' \
              ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
              RETURNING id AS job_id, build_id, kind",
         )
         .bind(worker)
         .bind(now)
+        .bind(holder)
+        .bind(now.saturating_add(lease_ms))
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_error("job"))?;

@@ -11,6 +11,7 @@ mod agents;
 mod builds;
 mod clock;
 mod held;
+mod job_leases;
 mod lifecycle;
 mod lists;
 mod notifications;

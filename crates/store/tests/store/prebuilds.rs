@@ -98,7 +98,7 @@ impl Pool {
         if end == End::Pending {
             return (workspace, build);
         }
-        store.claim_job("worker").await.unwrap();
+        store.claim_job("worker", "server", 60_000).await.unwrap();
         let status = if end == End::Failed {
             BuildStatus::Failed
         } else {

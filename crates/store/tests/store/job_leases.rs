@@ -1,0 +1,82 @@
+//! Job leases: a claimed job is held by one server, renewed while it lives;
+//! at start a server finds only the running builds it held, and the builds of
+//! a server that stopped renewing show once their lease has run out.
+
+use std::time::Duration;
+
+use abode_clock::Clock;
+use abode_store::*;
+
+use crate::common::*;
+
+async fn a_job_is_held_by_the_server_that_claimed_it_until_its_lease_runs_out(store: Store) {
+    let start = 1_000_000_000_000;
+    let (clock, hand) = Clock::manual(start);
+    let store = store.with_clock(clock);
+    let (_, _, build) = seeded(&store).await;
+    assert_eq!(store.job_lease_holder(&build.id).await.unwrap(), None);
+
+    store
+        .claim_job("embedded-0", "server-a", 30_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store.job_lease_holder(&build.id).await.unwrap().as_deref(),
+        Some("server-a")
+    );
+    assert_eq!(
+        store.running_builds_of("server-a").await.unwrap(),
+        std::slice::from_ref(&build.id)
+    );
+    assert!(store
+        .running_builds_of("server-b")
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Renewed, it never expires; only other servers see it expire.
+    hand.advance(Duration::from_secs(20));
+    assert_eq!(store.renew_job_leases("server-a", 30_000).await.unwrap(), 1);
+    assert_eq!(store.renew_job_leases("server-b", 30_000).await.unwrap(), 0);
+    hand.advance(Duration::from_secs(20));
+    assert!(store
+        .expired_job_leases("server-b")
+        .await
+        .unwrap()
+        .is_empty());
+    hand.advance(Duration::from_secs(11));
+    let expired = store.expired_job_leases("server-b").await.unwrap();
+    assert_eq!(
+        expired,
+        [ExpiredJobLease {
+            build_id: build.id.clone(),
+            holder: "server-a".into(),
+            expires_at: start + 50_000,
+        }]
+    );
+    assert!(store
+        .expired_job_leases("server-a")
+        .await
+        .unwrap()
+        .is_empty());
+
+    // A finished build's job is no longer renewed nor expired.
+    store
+        .finish_build(&build.id, BuildStatus::Failed, Some("salvaged"))
+        .await
+        .unwrap();
+    assert_eq!(store.renew_job_leases("server-a", 30_000).await.unwrap(), 0);
+    assert!(store
+        .expired_job_leases("server-b")
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .running_builds_of("server-a")
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+on_every_backend!(a_job_is_held_by_the_server_that_claimed_it_until_its_lease_runs_out);
