@@ -1,0 +1,86 @@
+//! Inputs no template should have: each gives a report or one clear error,
+//! never a panic.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use abode_lint::{lint_files, LintError, Options, SourceFile};
+
+fn lint(files: &[(&str, &str)]) -> Result<abode_lint::Report, LintError> {
+    let files: Vec<SourceFile> = files.iter().map(|(p, t)| SourceFile::new(*p, *t)).collect();
+    lint_files(&files, &Options::default())
+}
+
+#[test]
+fn syntax_errors_are_one_line_with_a_position() {
+    let cases = [
+        "resource \"abode_volume\" \"a\" {\n  name = \n}\n",
+        "resource {",
+        "\u{0}\u{1}\u{2}",
+        "x = \"unterminated",
+        "x = <<EOT\nno end\n",
+        "resource \"a\" \"b\" { x = ${} }",
+        &"(".repeat(10_000),
+        &format!("x = {}", "[".repeat(5_000)),
+        &format!("x = {}1", "1 + ".repeat(5_000)),
+    ];
+    for text in cases {
+        match lint(&[("main.tf", text)]) {
+            Err(error @ LintError::Syntax { .. }) => {
+                let line = error.to_string();
+                assert!(line.starts_with("main.tf:"), "{line}");
+                assert!(!line.contains('\n'), "{line}");
+            }
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn odd_but_valid_inputs_are_linted() {
+    let cases: &[&[(&str, &str)]] = &[
+        &[("main.tf", "")],
+        &[("main.tf", "# only a comment\n")],
+        // A module that calls itself, and one that climbs out of the template.
+        &[("main.tf", "module \"me\" {\n  source = \"./\"\n}\nmodule \"out\" {\n  source = \"../../etc\"\n}\n")],
+        // A module folder without files, a registry module.
+        &[("main.tf", "module \"a\" {\n  source = \"./nothing\"\n}\nmodule \"b\" {\n  source = \"abode/x/y\"\n}\n")],
+        // Locals that refer to each other in a cycle.
+        &[("main.tf", "locals {\n  a = local.b\n  b = local.a\n}\nresource \"abode_volume\" \"v\" {\n  name = local.a\n}\n")],
+        // Files only in a subfolder: no root module.
+        &[("modules/x/main.tf", "resource \"abode_volume\" \"v\" {\n  name = \"v\"\n}\n")],
+        // A long traversal.
+        &[("main.tf", &format!("x = a{}\n", ".b".repeat(20_000)))],
+    ];
+    for files in cases {
+        assert!(lint(files).is_ok(), "{files:?}");
+    }
+}
+
+#[test]
+fn a_folder_that_is_not_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("main.tf");
+    std::fs::write(&file, "").unwrap();
+    let error = abode_lint::lint_dir(&file, &Options::default()).unwrap_err();
+    assert!(error.to_string().ends_with("is not a folder"), "{error}");
+    let empty = tempfile::tempdir().unwrap();
+    let error = abode_lint::lint_dir(empty.path(), &Options::default()).unwrap_err();
+    assert!(error.to_string().ends_with("holds no .tf files"), "{error}");
+    std::fs::write(empty.path().join("bad.tf"), [0xff, 0xfe, 0x00]).unwrap();
+    let error = abode_lint::lint_dir(empty.path(), &Options::default()).unwrap_err();
+    assert_eq!(error.to_string(), "bad.tf is not UTF-8 text");
+}
+
+#[test]
+fn persistent_type_specs_are_checked() {
+    let mut types = abode_lint::PersistentTypes::default();
+    for bad in ["", "a b", "x=", "x=a b", "x=,,", "=name", "x=a..b"] {
+        assert!(types.add(bad).is_err(), "{bad:?}");
+    }
+    for good in ["lxc_disk", "my_disk=name,spec.size", " y = a , b "] {
+        types.add(good).unwrap();
+    }
+    assert_eq!(types.identity("lxc_disk").unwrap(), ["name"]);
+    assert_eq!(types.identity("my_disk").unwrap(), ["name", "spec.size"]);
+    assert_eq!(types.identity("y").unwrap(), ["a", "b"]);
+}
