@@ -125,7 +125,8 @@ pub struct Report {
 }
 
 impl Report {
-    pub(crate) fn new(mut findings: Vec<Finding>) -> Report {
+    /// The report of these findings: sorted, deduplicated, counted.
+    pub fn new(mut findings: Vec<Finding>) -> Report {
         findings.sort_by(|a, b| {
             (&a.file, a.line, a.column, a.rule, &a.resource).cmp(&(
                 &b.file,

@@ -22,6 +22,7 @@ mod rules;
 mod source;
 mod taint;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
 pub use finding::{summary, Finding, Report, Rule, Severity, SCHEMA_VERSION};
@@ -72,13 +73,10 @@ pub fn lint_dir(dir: &Path, options: &Options) -> Result<Report, LintError> {
 
 /// Lints a template given as its files (paths relative to the template's
 /// folder). The root module is the files at the top; local modules are
-/// followed through their `source = "./..."`.
+/// followed through their `source = "./..."`. Files in other folders are not
+/// read, so a broken file nothing calls does not stop the lint.
 pub fn lint_files(files: &[SourceFile], options: &Options) -> Result<Report, LintError> {
-    let parsed = files
-        .iter()
-        .filter(|f| f.path.ends_with(".tf"))
-        .map(Parsed::parse)
-        .collect::<Result<Vec<_>, _>>()?;
+    let parsed = parse_reachable(files)?;
     let context = Context::new(&parsed, &options.persistent_types);
     let Some(root_module) = context.modules.get("") else {
         return Ok(Report::new(Vec::new()));
@@ -88,4 +86,33 @@ pub fn lint_files(files: &[SourceFile], options: &Options) -> Result<Report, Lin
     let mut findings = rules::check_template(&context, &root.records);
     findings.append(&mut root.findings);
     Ok(Report::new(findings))
+}
+
+/// Parses the root folder's `.tf` files, then those of every local module
+/// folder they (transitively) call.
+fn parse_reachable(files: &[SourceFile]) -> Result<Vec<Parsed>, LintError> {
+    let mut parsed = Vec::new();
+    let mut seen = BTreeSet::from([String::new()]);
+    let mut queue = vec![String::new()];
+    while let Some(dir) = queue.pop() {
+        for file in files
+            .iter()
+            .filter(|f| f.path.ends_with(".tf") && f.dir() == dir)
+        {
+            let file = Parsed::parse(file)?;
+            for block in file.body.blocks().filter(|b| b.ident.as_str() == "module") {
+                let source = block
+                    .body
+                    .get_attribute("source")
+                    .and_then(|a| model::literal_string(&a.value));
+                if let Some(child) = source.and_then(|s| model::module_dir(&dir, &s)) {
+                    if seen.insert(child.clone()) {
+                        queue.push(child);
+                    }
+                }
+            }
+            parsed.push(file);
+        }
+    }
+    Ok(parsed)
 }
