@@ -18,6 +18,10 @@ use crate::taint::{self, Origin, Taint, Taints};
 
 /// Modules nest at most this deep; deeper calls are not followed.
 const MAX_MODULE_DEPTH: usize = 16;
+/// References (a local naming a local naming a local...) are followed at
+/// most this deep; a deeper chain is refused (`LintError::TooDeep`) rather
+/// than read with a stack that could overflow or judged half-read.
+pub(crate) const MAX_REFERENCE_DEPTH: usize = 128;
 
 /// Non-persistent resources that are replaced when these attributes change;
 /// a value read from them changes with what they derive from.
@@ -105,6 +109,10 @@ pub(crate) struct Instance<'a, 'c> {
     locals: BTreeMap<String, Option<Taints>>,
     triggers: BTreeMap<String, Option<Taints>>,
     children: BTreeMap<String, Option<BTreeMap<String, Taints>>>,
+    /// How many references deep the current evaluation is.
+    nesting: usize,
+    /// Set when a chain of references went past [`MAX_REFERENCE_DEPTH`].
+    pub too_deep: bool,
     pub records: Vec<Record>,
     pub findings: Vec<Finding>,
 }
@@ -123,6 +131,8 @@ impl<'a, 'c> Instance<'a, 'c> {
             locals: BTreeMap::new(),
             triggers: BTreeMap::new(),
             children: BTreeMap::new(),
+            nesting: 0,
+            too_deep: false,
             records: Vec::new(),
             findings: Vec::new(),
         }
@@ -209,8 +219,12 @@ impl<'a, 'c> Instance<'a, 'c> {
         let Some(local) = module.locals.get(name) else {
             return Taints::new();
         };
+        if !self.deeper() {
+            return Taints::new();
+        }
         self.locals.insert(name.to_string(), None);
         let out = self.eval(&local.value, None);
+        self.nesting -= 1;
         self.locals.insert(name.to_string(), Some(out.clone()));
         out
     }
@@ -228,6 +242,9 @@ impl<'a, 'c> Instance<'a, 'c> {
             Some(None) => return Taints::new(),
             None => {}
         }
+        if !self.deeper() {
+            return Taints::new();
+        }
         self.triggers.insert(key.clone(), None);
         let mut out = Taints::new();
         for trigger in triggers {
@@ -239,8 +256,19 @@ impl<'a, 'c> Instance<'a, 'c> {
                 );
             }
         }
+        self.nesting -= 1;
         self.triggers.insert(key, Some(out.clone()));
         out
+    }
+
+    /// Goes one reference deeper, unless that is too deep (then records it).
+    fn deeper(&mut self) -> bool {
+        if self.nesting >= MAX_REFERENCE_DEPTH {
+            self.too_deep = true;
+            return false;
+        }
+        self.nesting += 1;
+        true
     }
 
     /// The outputs of module call `name`, analysing its module (once) the
@@ -302,6 +330,8 @@ impl<'a, 'c> Instance<'a, 'c> {
             locals: BTreeMap::new(),
             triggers: BTreeMap::new(),
             children: BTreeMap::new(),
+            nesting: self.nesting + 1,
+            too_deep: false,
             records: Vec::new(),
             findings: Vec::new(),
         };
@@ -311,6 +341,7 @@ impl<'a, 'c> Instance<'a, 'c> {
             let taints = child.eval(&at.value, None);
             outputs.insert(output.clone(), taints);
         }
+        self.too_deep |= child.too_deep;
         self.records.append(&mut child.records);
         self.findings.append(&mut child.findings);
         outputs

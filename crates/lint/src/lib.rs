@@ -56,6 +56,8 @@ pub enum LintError {
     NotUtf8(String),
     #[error("the template is too large to lint (at most {files} .tf files and {bytes} bytes)")]
     TooLarge { files: usize, bytes: u64 },
+    #[error("references nest more than {0} deep (a local naming a local ...): the lint does not follow them")]
+    TooDeep(usize),
     #[error("--persistent-type {spec:?}: {why}")]
     PersistentType { spec: String, why: String },
 }
@@ -83,6 +85,9 @@ pub fn lint_files(files: &[SourceFile], options: &Options) -> Result<Report, Lin
     };
     let mut root = Instance::root(&context, root_module);
     root.run();
+    if root.too_deep {
+        return Err(LintError::TooDeep(analysis::MAX_REFERENCE_DEPTH));
+    }
     let mut findings = rules::check_template(&context, &root.records);
     findings.append(&mut root.findings);
     Ok(Report::new(findings))

@@ -56,6 +56,28 @@ fn odd_but_valid_inputs_are_linted() {
     }
 }
 
+/// A chain of locals far deeper than any template's is refused in one line,
+/// not followed down a stack that could overflow; a modest one is followed.
+#[test]
+fn reference_chains_are_bounded() {
+    let chain = |n: usize| {
+        let mut text = String::from("data \"abode_workspace_owner\" \"me\" {}\nlocals {\n  l0 = data.abode_workspace_owner.me.name\n");
+        for i in 1..n {
+            text.push_str(&format!("  l{i} = local.l{}\n", i - 1));
+        }
+        text.push_str(&format!(
+            "}}\nresource \"abode_volume\" \"v\" {{\n  name = local.l{}\n}}\n",
+            n - 1
+        ));
+        text
+    };
+    let report = lint(&[("main.tf", &chain(100))]).unwrap();
+    assert_eq!(report.errors, 1, "{report}");
+    let error = lint(&[("main.tf", &chain(50_000))]).unwrap_err();
+    assert!(matches!(error, LintError::TooDeep(_)), "{error}");
+    assert!(!error.to_string().contains('\n'));
+}
+
 #[test]
 fn a_folder_that_is_not_one_is_refused() {
     let dir = tempfile::tempdir().unwrap();
