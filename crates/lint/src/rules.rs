@@ -114,7 +114,13 @@ fn check_persistent(
                 .to_string(),
         ));
     }
+    // What `ignore_changes` covers never replaces the resource.
+    let ignored = ignored_by(&resource.block.body);
     for path in identity {
+        let top = path.split('.').next().unwrap_or(path);
+        if ignored.covers(top) {
+            continue;
+        }
         for attribute in attributes_at(&resource.block.body, path) {
             let taints = instance.eval(&attribute.value, Some(own_count));
             let span = attribute.key.span();
@@ -284,6 +290,29 @@ fn check_agent_use(
 enum Ignored {
     All,
     Names(BTreeSet<String>),
+}
+
+impl Ignored {
+    fn covers(&self, name: &str) -> bool {
+        match self {
+            Ignored::All => true,
+            Ignored::Names(names) => names.contains(name),
+        }
+    }
+}
+
+/// What a resource's `lifecycle { ignore_changes = ... }` blocks cover.
+fn ignored_by(body: &Body) -> Ignored {
+    let mut names = BTreeSet::new();
+    for lifecycle in body.get_blocks("lifecycle") {
+        if let Some(attribute) = lifecycle.body.get_attribute("ignore_changes") {
+            match ignored_names(&attribute.value) {
+                Ignored::All => return Ignored::All,
+                Ignored::Names(more) => names.extend(more),
+            }
+        }
+    }
+    Ignored::Names(names)
 }
 
 fn ignored_names(value: &Expression) -> Ignored {
