@@ -22,6 +22,11 @@ const MAX_MODULE_DEPTH: usize = 16;
 /// most this deep; a deeper chain is refused (`LintError::TooDeep`) rather
 /// than read with a stack that could overflow or judged half-read.
 pub(crate) const MAX_REFERENCE_DEPTH: usize = 128;
+/// At most this many module instances in all: calls multiply (a module
+/// calling another twice, sixteen deep, is 65,536 instances), and a template
+/// with more is refused (`LintError::TooManyModules`) rather than read for
+/// ever.
+pub(crate) const MAX_MODULE_INSTANCES: usize = 1_000;
 
 /// Non-persistent resources that are replaced when these attributes change;
 /// a value read from them changes with what they derive from.
@@ -39,6 +44,10 @@ pub(crate) struct Context<'a> {
     pub files: &'a [Parsed],
     pub modules: BTreeMap<String, Module<'a>>,
     pub types: &'a PersistentTypes,
+    /// Module instances analysed so far (the root not counted).
+    instances: std::cell::Cell<usize>,
+    /// Set when a call was not followed because of [`MAX_MODULE_INSTANCES`].
+    pub too_many_instances: std::cell::Cell<bool>,
 }
 
 impl<'a> Context<'a> {
@@ -53,6 +62,8 @@ impl<'a> Context<'a> {
             files,
             modules,
             types,
+            instances: std::cell::Cell::new(0),
+            too_many_instances: std::cell::Cell::new(false),
         }
     }
 
@@ -301,6 +312,11 @@ impl<'a, 'c> Instance<'a, 'c> {
         if self.stack.len() >= MAX_MODULE_DEPTH || self.stack.contains(&dir) {
             return BTreeMap::new();
         }
+        if ctx.instances.get() >= MAX_MODULE_INSTANCES {
+            ctx.too_many_instances.set(true);
+            return BTreeMap::new();
+        }
+        ctx.instances.set(ctx.instances.get() + 1);
         let mut inputs = BTreeMap::new();
         let mut count = self.inherited_count.clone();
         for attribute in call.block.body.attributes() {

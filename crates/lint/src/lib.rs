@@ -58,6 +58,8 @@ pub enum LintError {
     TooLarge { files: usize, bytes: u64 },
     #[error("references nest more than {0} deep (a local naming a local ...): the lint does not follow them")]
     TooDeep(usize),
+    #[error("the template's module calls make more than {0} module instances: the lint does not read them all")]
+    TooManyModules(usize),
     #[error("--persistent-type {spec:?}: {why}")]
     PersistentType { spec: String, why: String },
 }
@@ -87,6 +89,9 @@ pub fn lint_files(files: &[SourceFile], options: &Options) -> Result<Report, Lin
     root.run();
     if root.too_deep {
         return Err(LintError::TooDeep(analysis::MAX_REFERENCE_DEPTH));
+    }
+    if context.too_many_instances.get() {
+        return Err(LintError::TooManyModules(analysis::MAX_MODULE_INSTANCES));
     }
     let mut findings = rules::check_template(&context, &root.records);
     findings.append(&mut root.findings);

@@ -28,6 +28,9 @@ pub(crate) struct Call<'a> {
 #[derive(Default)]
 pub(crate) struct Module<'a> {
     pub resources: Vec<Resource<'a>>,
+    /// Index into `resources` by `(type, name)`: references are resolved
+    /// for every attribute, so this lookup must not scan.
+    by_address: BTreeMap<(String, String), usize>,
     /// `abode_parameter` data sources by label: whether they are mutable.
     pub parameters: BTreeMap<String, bool>,
     pub locals: BTreeMap<String, &'a Attribute>,
@@ -53,12 +56,17 @@ impl<'a> Module<'a> {
     fn add(&mut self, file: usize, block: &'a Block) {
         let labels: Vec<&str> = block.labels.iter().map(|l| l.as_str()).collect();
         match (block.ident.as_str(), labels.as_slice()) {
-            ("resource", [kind, name]) => self.resources.push(Resource {
-                kind: (*kind).to_string(),
-                name: (*name).to_string(),
-                file,
-                block,
-            }),
+            ("resource", [kind, name]) => {
+                self.by_address
+                    .entry(((*kind).to_string(), (*name).to_string()))
+                    .or_insert(self.resources.len());
+                self.resources.push(Resource {
+                    kind: (*kind).to_string(),
+                    name: (*name).to_string(),
+                    file,
+                    block,
+                });
+            }
             ("data", ["abode_parameter", name]) => {
                 let flag = |key: &str| block.body.get_attribute(key).map(|a| &a.value);
                 // Anything but an absent or literal `false` flag may be true.
@@ -92,9 +100,9 @@ impl<'a> Module<'a> {
     }
 
     pub(crate) fn resource(&self, kind: &str, name: &str) -> Option<&Resource<'a>> {
-        self.resources
-            .iter()
-            .find(|r| r.kind == kind && r.name == name)
+        self.by_address
+            .get(&(kind.to_string(), name.to_string()))
+            .and_then(|&index| self.resources.get(index))
     }
 
     pub(crate) fn call(&self, name: &str) -> Option<&Call<'a>> {

@@ -78,6 +78,47 @@ fn reference_chains_are_bounded() {
     assert!(!error.to_string().contains('\n'));
 }
 
+/// Module calls that multiply (each folder calling the next one ten times,
+/// sixteen deep) are refused in one line instead of read for ever; a
+/// template of a few modules called a few times each is read.
+#[test]
+fn module_instances_are_bounded() {
+    let fan_out = |calls: usize, depth: usize| {
+        let mut files = Vec::new();
+        for level in 0..depth {
+            let dir = if level == 0 {
+                String::new()
+            } else {
+                format!("m{level}/")
+            };
+            let mut text = String::from("resource \"abode_volume\" \"v\" {\n  name = \"v\"\n}\n");
+            if level + 1 < depth {
+                let up = if level == 0 { "./" } else { "../" };
+                for call in 0..calls {
+                    text.push_str(&format!(
+                        "module \"c{call}\" {{\n  source = \"{up}m{}\"\n}}\n",
+                        level + 1
+                    ));
+                }
+            }
+            files.push((format!("{dir}main.tf"), text));
+        }
+        files
+    };
+    let small = fan_out(3, 4);
+    let small: Vec<(&str, &str)> = small
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    let report = lint(&small).unwrap();
+    // 1 + 3 + 9 + 27 instances, each with an unprotected volume.
+    assert_eq!(report.warnings, 40, "{report}");
+    let huge = fan_out(10, 16);
+    let huge: Vec<(&str, &str)> = huge.iter().map(|(p, t)| (p.as_str(), t.as_str())).collect();
+    let error = lint(&huge).unwrap_err();
+    assert!(matches!(error, LintError::TooManyModules(_)), "{error}");
+}
+
 #[test]
 fn a_folder_that_is_not_one_is_refused() {
     let dir = tempfile::tempdir().unwrap();
