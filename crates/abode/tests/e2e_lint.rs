@@ -211,4 +211,19 @@ fn push_lints_strict_refuses_and_the_version_keeps_its_findings() {
     platform
         .run(&["templates", "versions", "show", "home", "3"])
         .fails_with(1, &["has no version 3"]);
+
+    // Activating a version with findings reminds of them; a clean one does not.
+    let activated = platform
+        .run(&["templates", "versions", "activate", "home", "1"])
+        .ok();
+    assert!(
+        activated
+            .stderr
+            .contains("warning: version 1 has lint findings: 1 error"),
+        "{activated}"
+    );
+    let activated = platform
+        .run(&["templates", "versions", "activate", "home", "2"])
+        .ok();
+    assert!(!activated.stderr.contains("warning"), "{activated}");
 }

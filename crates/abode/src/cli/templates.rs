@@ -428,7 +428,8 @@ fn duration(seconds: i64) -> String {
 }
 
 fn activate(args: ActivateArgs) -> anyhow::Result<u8> {
-    let answer = session_client()?
+    let client = session_client()?;
+    let answer = client
         .activate_version(&args.name, args.version)
         .with_context(|| {
             format!(
@@ -441,5 +442,18 @@ fn activate(args: ActivateArgs) -> anyhow::Result<u8> {
         visible(&answer.template.name),
         answer.version.number
     );
+    // A reminder, not a refusal: the version was pushed with these findings.
+    // (A server that cannot say has nothing to remind of.)
+    if let Ok(detail) = client.template_version(&args.name, args.version) {
+        if let Some(lint) = detail.lint.filter(|l| l.errors + l.warnings > 0) {
+            eprintln!(
+                "warning: version {} has lint findings: {}; `abode templates versions show {} {}` lists them",
+                args.version,
+                lint_summary(&lint),
+                visible(&answer.template.name),
+                args.version
+            );
+        }
+    }
     Ok(EXIT_OK)
 }
