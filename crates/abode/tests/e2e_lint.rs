@@ -164,6 +164,29 @@ fn push_lints_strict_refuses_and_the_version_keeps_its_findings() {
         .run(&["templates", "versions", "list", "home"])
         .fails_with(1, &["not found"]);
 
+    // A template the lint cannot read is refused too, with the lint's line,
+    // before Terraform runs.
+    let broken = platform.root().join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(
+        broken.join("main.tf"),
+        "resource \"abode_volume\" \"v\" {\n  name = [\n}\n",
+    )
+    .unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "broken",
+            "-d",
+            broken.to_str().unwrap(),
+            "--strict",
+        ])
+        .fails_with(
+            1,
+            &["strict push needs a lint", "main.tf:3:1: syntax error"],
+        );
+
     // Without it: pushed, the findings printed.
     let pushed = platform
         .run(&["templates", "push", "home", "-d", bad_dir])

@@ -299,7 +299,7 @@ pub struct VersionLint {
     pub report: abode_lint::Report,
     /// Why the lint could not read the files (its report is then empty);
     /// Terraform's own checks still decide whether the push passes.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
 }
 
