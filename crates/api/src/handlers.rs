@@ -52,6 +52,7 @@ pub fn router(state: AppState) -> Router {
                 .post(push_version)
                 .layer(DefaultBodyLimit::disable()),
         )
+        .route("/templates/:name/versions/:number", get(get_version))
         .route(
             "/templates/:name/versions/:number/activate",
             post(activate_version),
@@ -524,6 +525,9 @@ struct PushQuery {
     activate: Option<bool>,
     #[serde(default)]
     message: Option<String>,
+    /// Refuse the version when the lint finds an error-level hazard.
+    #[serde(default)]
+    strict: Option<bool>,
 }
 
 async fn push_version(
@@ -550,19 +554,41 @@ async fn push_version(
             "the request body is empty: send the template folder as a .tar.gz archive",
         ));
     }
-    let (template, version) = state
+    let options = abode_control::PushOptions {
+        activate: query.activate.unwrap_or(false),
+        message: message.to_string(),
+        strict: query.strict.unwrap_or(false),
+    };
+    let (template, version, lint) = state
         .control
-        .push_template(
-            &caller,
-            &name,
-            archive.to_vec(),
-            query.activate.unwrap_or(false),
-            query.message.as_deref().unwrap_or(""),
-        )
+        .push_template_with(&caller, &name, archive.to_vec(), &options)
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"template": TemplateJson::from(&template), "version": VersionJson::from(&version)}),
+        json!({
+            "template": TemplateJson::from(&template),
+            "version": VersionJson::from(&version),
+            "lint": lint,
+        }),
+    )
+}
+
+/// One version with the lint's findings it keeps (`null`: pushed before
+/// the lint existed).
+async fn get_version(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((name, number)): Path<(String, String)>,
+) -> ApiResult {
+    let number = parse_number(&number, "version")?
+        .ok_or_else(|| ApiError::bad_request("give a version number"))?;
+    let (version, lint) = state
+        .control
+        .template_version_detail(&caller, &name, number)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!({"version": VersionJson::from(&version), "lint": lint}),
     )
 }
 

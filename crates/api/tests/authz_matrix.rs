@@ -123,6 +123,7 @@ fn table() -> Vec<Row> {
         ("GET", "/templates", Body::None,                                                                  [200, 200, 200, 200, 200, 200, 401, 401]),
         ("GET", "/templates/quick", Body::None,                                                            [200, 200, 200, 200, 200, 200, 401, 401]),
         ("GET", "/templates/quick/versions", Body::None,                                                   [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("GET", "/templates/quick/versions/1", Body::None,                                                 [200, 200, 200, 200, 200, 200, 401, 401]),
         ("GET", "/templates/quick/presets?version=1", Body::None,                                          [200, 200, 200, 200, 200, 200, 401, 401]),
         ("POST", "/templates/quick/versions", Body::Archive,                                               [201, 201, 403, 403, 403, 403, 401, 401]),
         ("POST", "/templates/quick/versions/1/activate", Body::None,                                       [200, 200, 403, 403, 403, 403, 401, 401]),

@@ -16,7 +16,7 @@ use crate::types::{
     AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification,
     LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool, Protection,
     ScheduleSpec, Template, TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion,
-    TemplateVersionResponse, Transition, User, Workspace, WorkspaceSchedule,
+    TemplateVersionDetail, TemplateVersionResponse, Transition, User, Workspace, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -326,6 +326,19 @@ impl Client {
         activate: bool,
         message: Option<&str>,
     ) -> Result<TemplateVersionResponse, ClientError> {
+        self.push_template_with(name, archive, activate, message, false)
+    }
+
+    /// Pushes a version; `strict` asks the server to refuse it when its lint
+    /// finds an error-level hazard.
+    pub fn push_template_with(
+        &self,
+        name: &str,
+        archive: &[u8],
+        activate: bool,
+        message: Option<&str>,
+        strict: bool,
+    ) -> Result<TemplateVersionResponse, ClientError> {
         let path = format!("/templates/{}/versions", workspace_segment(name));
         let mut request = self
             .request("POST", &path)
@@ -334,7 +347,20 @@ impl Client {
         if let Some(message) = message {
             request = request.query("message", message);
         }
+        if strict {
+            request = request.query("strict", "true");
+        }
         self.finish("template push", request.send_bytes(archive))
+    }
+
+    /// One version of a template with the lint's findings it keeps.
+    pub fn template_version(
+        &self,
+        name: &str,
+        number: u64,
+    ) -> Result<TemplateVersionDetail, ClientError> {
+        let path = format!("/templates/{}/versions/{number}", workspace_segment(name));
+        self.finish("GET template version", self.request("GET", &path).call())
     }
 
     /// Every template, by name.

@@ -61,6 +61,7 @@ pub use recovery::Recovered;
 pub use scheduler::SchedulerConfig;
 pub use schedules::{Autostart, PolicyPatch, PolicyView, ScheduleSpec, ScheduleView};
 pub use secrets::token_hash;
+pub use templates::{PushOptions, VersionLint};
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, MAX_PARAMETERS_BYTES};
 
 const MIN_PASSWORD_LENGTH: usize = 8;

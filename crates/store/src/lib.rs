@@ -295,10 +295,15 @@ storage_interface! {
     /// Stores a new immutable version, creating the template on its first push
     /// (whose first version is always active).
     fn create_template_version(&self, version: &NewTemplateVersion) -> (Template, TemplateVersion);
+    /// The same, keeping the lint's findings (JSON, docs/lint.md) with it.
+    fn create_linted_template_version(&self, version: &NewTemplateVersion, lint: Option<&str>) -> (Template, TemplateVersion);
     fn list_template_versions(&self, template_id: &str) -> Vec<TemplateVersion>;
     fn template_version(&self, template_id: &str, number: i64) -> TemplateVersion;
     fn template_version_by_id(&self, version_id: &str) -> TemplateVersion;
     fn template_version_archive(&self, version_id: &str) -> Vec<u8>;
+    /// The lint's findings kept with a version (JSON); `None` for a version
+    /// pushed before the lint existed.
+    fn template_version_lint(&self, version_id: &str) -> Option<String>;
     fn activate_template_version(&self, template_id: &str, version_id: &str) -> ();
     /// Templates by name.
     fn list_template_page(&self, after: Option<&str>, limit: i64) -> Page<Template>;
