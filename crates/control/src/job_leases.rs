@@ -16,6 +16,11 @@
 //!
 //! The builds a server held itself are taken back at its start by
 //! `recovery.rs` (`running_builds_of`), never by another server.
+//!
+//! A queued job wakes an idle worker of this server at once, and, on
+//! PostgreSQL, every other server's through `NOTIFY` ([`announcements`]);
+//! workers also look at the queue every 2 s, for what a lost notification
+//! would miss.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -75,7 +80,53 @@ fn unchanged_since_last_round(
     (salvage, remembered)
 }
 
+/// Wakes an idle worker of this server whenever any server announces a
+/// queued job (PostgreSQL only; on SQLite there is one server).
+pub(crate) async fn announcements(control: Control, mut shutdown: watch::Receiver<bool>) {
+    let mut failures: u32 = 0;
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let subscribed = control.inner.store.job_announcements().await;
+        let mut announcements = match subscribed {
+            Ok(Some(announcements)) => announcements,
+            Ok(None) => return,
+            Err(error) => {
+                failures = failures.saturating_add(1);
+                tracing::warn!(%error, "cannot listen for jobs queued by other servers; retrying");
+                let backoff = Duration::from_secs(u64::from(failures.min(30)));
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => continue,
+                    _ = shutdown.changed() => return,
+                }
+            }
+        };
+        failures = 0;
+        loop {
+            tokio::select! {
+                announced = announcements.next() => match announced {
+                    Ok(()) => control.inner.jobs_queued.notify_one(),
+                    Err(error) => {
+                        tracing::warn!(%error, "lost the job announcements; listening again");
+                        break;
+                    }
+                },
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+}
+
 impl Control {
+    /// A job was queued: wakes an idle worker here and tells the other servers.
+    pub(crate) async fn job_queued(&self) {
+        self.inner.jobs_queued.notify_one();
+        if let Err(error) = self.inner.store.announce_job_queued().await {
+            tracing::warn!(%error, "cannot tell other servers of a queued job (their workers look every 2 s)");
+        }
+    }
+
     /// Fails a running build whose server stopped renewing its lease.
     async fn salvage_build(&self, lease: &ExpiredJobLease) {
         let message = format!(

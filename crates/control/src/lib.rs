@@ -287,6 +287,12 @@ impl Control {
             self.clone(),
             shutdown.clone(),
         )));
+        if count > 0 {
+            handles.push(tokio::spawn(job_leases::announcements(
+                self.clone(),
+                shutdown.clone(),
+            )));
+        }
         handles.push(tokio::spawn(held::expiry_sweeper(
             self.clone(),
             shutdown.clone(),

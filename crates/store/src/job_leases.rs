@@ -16,6 +16,28 @@ pub struct ExpiredJobLease {
     pub expires_at: i64,
 }
 
+/// Announcements that a job was queued, from any server on the database
+/// (PostgreSQL `LISTEN abode_jobs`). A lost connection is made again by the
+/// next [`JobAnnouncements::next`]; what was announced meanwhile is found by
+/// the workers' periodic look at the queue.
+pub struct JobAnnouncements {
+    pub(crate) listener: sqlx::postgres::PgListener,
+}
+
+/// The channel of job announcements.
+pub(crate) const JOB_CHANNEL: &str = "abode_jobs";
+
+impl JobAnnouncements {
+    /// Waits for the next announcement.
+    pub async fn next(&mut self) -> Result<(), crate::StoreError> {
+        self.listener
+            .recv()
+            .await
+            .map(|_| ())
+            .map_err(crate::StoreError::Database)
+    }
+}
+
 /// The job-lease queries of [`crate::Store`]; expanded inside each backend's
 /// `impl`.
 macro_rules! job_lease_queries {

@@ -42,7 +42,7 @@ use std::path::Path;
 
 use abode_clock::Clock;
 
-pub use job_leases::ExpiredJobLease;
+pub use job_leases::{ExpiredJobLease, JobAnnouncements};
 pub use lifecycle::{TemplatePolicy, WorkspaceLifecycle};
 pub use notifications::{
     Channel, FailedNotification, InboxFilter, NewNotification, Notification, NotificationKind,
@@ -215,6 +215,25 @@ impl Store {
         match &self.backend {
             Backend::Sqlite(backend) => &backend.clock,
             Backend::Postgres(backend) => &backend.clock,
+        }
+    }
+
+    /// Tells the idle workers of every server on this database that a job was
+    /// queued (PostgreSQL `NOTIFY`); nothing on SQLite, whose one server wakes
+    /// its own workers.
+    pub async fn announce_job_queued(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(()),
+            Backend::Postgres(backend) => backend.announce_job_queued().await,
+        }
+    }
+
+    /// A subscription to [`Store::announce_job_queued`] from any server
+    /// (PostgreSQL `LISTEN`); `None` on SQLite.
+    pub async fn job_announcements(&self) -> Result<Option<JobAnnouncements>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(backend) => backend.job_announcements().await.map(Some),
         }
     }
 

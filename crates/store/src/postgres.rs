@@ -148,6 +148,26 @@ impl PostgresBackend {
 
     // ---- the job queue ----
 
+    pub(crate) async fn announce_job_queued(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT pg_notify($1, '')")
+            .bind(JOB_CHANNEL)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("job"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn job_announcements(&self) -> Result<JobAnnouncements, StoreError> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool)
+            .await
+            .map_err(StoreError::Database)?;
+        listener
+            .listen(JOB_CHANNEL)
+            .await
+            .map_err(StoreError::Database)?;
+        Ok(JobAnnouncements { listener })
+    }
+
     pub(crate) async fn claim_job(
         &self,
         worker: &str,

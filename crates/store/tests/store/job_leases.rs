@@ -79,4 +79,22 @@ async fn a_job_is_held_by_the_server_that_claimed_it_until_its_lease_runs_out(st
         .is_empty());
 }
 
-on_every_backend!(a_job_is_held_by_the_server_that_claimed_it_until_its_lease_runs_out);
+
+/// A job queued through one connection wakes a listener on another (every
+/// server, on PostgreSQL); SQLite, with one server, has no announcements.
+async fn queued_jobs_are_announced_to_every_listener(store: Store) {
+    let Some(mut announcements) = store.job_announcements().await.unwrap() else {
+        assert!(store.announce_job_queued().await.is_ok());
+        return;
+    };
+    store.announce_job_queued().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), announcements.next())
+        .await
+        .expect("announced within 10 s")
+        .unwrap();
+}
+
+on_every_backend!(
+    a_job_is_held_by_the_server_that_claimed_it_until_its_lease_runs_out,
+    queued_jobs_are_announced_to_every_listener,
+);
