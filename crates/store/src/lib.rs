@@ -383,8 +383,9 @@ storage_interface! {
     /// Cancels a build that no worker has claimed yet, or one held for
     /// confirmation (discarding its saved plan); false otherwise.
     fn cancel_pending_build(&self, build_id: &str, error: &str) -> bool;
-    /// Atomically claims the oldest queued job for `worker` of server
-    /// `holder`, under a lease of `lease_ms`, and marks its build running.
+    /// Atomically claims the next queued job for `worker` of server `holder`,
+    /// under a lease of `lease_ms`, and marks its build running: people's
+    /// builds before the system's (scheduler, prebuilds), oldest first.
     fn claim_job(&self, worker: &str, holder: &str, lease_ms: i64) -> Option<ClaimedJob>;
     fn request_cancel(&self, build_id: &str) -> ();
     fn cancel_requested(&self, build_id: &str) -> bool;

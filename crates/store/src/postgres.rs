@@ -183,8 +183,10 @@ impl PostgresBackend {
         let claimed: Option<ClaimedJob> = sqlx::query_as(
             "UPDATE jobs SET status = 'claimed', worker = $1, claimed_at = $2, lease_holder = $3, \
              lease_expires_at = $4 \
-             WHERE id = (SELECT id FROM jobs WHERE status = 'queued' \
-             ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+             WHERE id = (SELECT j.id FROM jobs j \
+             JOIN builds b ON b.id = j.build_id JOIN users u ON u.id = b.initiator_id \
+             WHERE j.status = 'queued' ORDER BY u.system, j.created_at, j.id LIMIT 1 \
+             FOR UPDATE OF j SKIP LOCKED) \
              RETURNING id AS job_id, build_id, kind",
         )
         .bind(worker)

@@ -129,8 +129,10 @@ impl SqliteBackend {
         let claimed: Option<ClaimedJob> = sqlx::query_as(&sql(
             "UPDATE jobs SET status = 'claimed', worker = ?, claimed_at = ?, lease_holder = ?, \
              lease_expires_at = ? \
-             WHERE status = 'queued' AND id = (SELECT id FROM jobs WHERE status = 'queued' \
-             ORDER BY created_at, rowid LIMIT 1) RETURNING id AS job_id, build_id, kind",
+             WHERE status = 'queued' AND id = (SELECT j.id FROM jobs j \
+             JOIN builds b ON b.id = j.build_id JOIN users u ON u.id = b.initiator_id \
+             WHERE j.status = 'queued' ORDER BY u.system, j.created_at, j.rowid LIMIT 1) \
+             RETURNING id AS job_id, build_id, kind",
         ))
         .bind(worker)
         .bind(now)

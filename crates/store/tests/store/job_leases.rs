@@ -79,7 +79,6 @@ async fn a_job_is_held_by_the_server_that_claimed_it_until_its_lease_runs_out(st
         .is_empty());
 }
 
-
 /// A job queued through one connection wakes a listener on another (every
 /// server, on PostgreSQL); SQLite, with one server, has no announcements.
 async fn queued_jobs_are_announced_to_every_listener(store: Store) {
@@ -94,7 +93,62 @@ async fn queued_jobs_are_announced_to_every_listener(store: Store) {
         .unwrap();
 }
 
+/// People's builds are claimed before the system's, each kind oldest first.
+async fn people_s_jobs_are_claimed_before_the_system_s(store: Store) {
+    let start = 1_000_000_000_000;
+    let (clock, hand) = Clock::manual(start);
+    let store = store.with_clock(clock);
+    store.ensure_system_users().await.unwrap();
+    let (user, workspace, person_first) = seeded(&store).await;
+    store
+        .cancel_pending_build(&person_first.id, "not this one")
+        .await
+        .unwrap();
+    // Oldest first: the scheduler's, then a person's, then the scheduler's.
+    let mut queued = Vec::new();
+    for (index, initiator) in [
+        SystemActor::Scheduler.user_id(),
+        &user.id,
+        SystemActor::Scheduler.user_id(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        hand.advance(Duration::from_secs(1));
+        let workspace_id = new_id();
+        let other = store
+            .create_workspace(
+                &NewWorkspace {
+                    id: workspace_id.clone(),
+                    owner_id: user.id.clone(),
+                    name: format!("w{index}"),
+                    template_id: workspace.template_id.clone(),
+                    template_version_id: workspace.template_version_id.clone(),
+                    parameters: "{}".into(),
+                    preset_name: None,
+                },
+                &NewBuild {
+                    workspace_id,
+                    initiator_id: initiator.to_owned(),
+                    ..next_build(&workspace, &user, "start")
+                },
+            )
+            .await;
+        let (_, build) = other.unwrap();
+        queued.push(build.id);
+    }
+    let mut claimed = Vec::new();
+    while let Some(job) = store.claim_job("w", "server", 60_000).await.unwrap() {
+        claimed.push(job.build_id);
+    }
+    assert_eq!(
+        claimed,
+        [queued[1].clone(), queued[0].clone(), queued[2].clone()]
+    );
+}
+
 on_every_backend!(
     a_job_is_held_by_the_server_that_claimed_it_until_its_lease_runs_out,
     queued_jobs_are_announced_to_every_listener,
+    people_s_jobs_are_claimed_before_the_system_s,
 );
