@@ -218,9 +218,9 @@ fn ok(status: StatusCode, body: Value) -> ApiResult {
 }
 
 /// The query string of a list, with a one-line 400 when it does not parse.
-type ListQueryResult<T> = Result<Query<T>, axum::extract::rejection::QueryRejection>;
+pub(crate) type ListQueryResult<T> = Result<Query<T>, axum::extract::rejection::QueryRejection>;
 
-fn list_query<T>(query: ListQueryResult<T>) -> Result<T, ApiError> {
+pub(crate) fn list_query<T>(query: ListQueryResult<T>) -> Result<T, ApiError> {
     query
         .map(|Query(query)| query)
         .map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))
@@ -228,7 +228,11 @@ fn list_query<T>(query: ListQueryResult<T>) -> Result<T, ApiError> {
 
 /// A list page's answer: its rows under `key`, and `next`, the cursor of the
 /// next page (null on the last).
-fn page_answer<T: serde::Serialize>(key: &str, items: Vec<T>, next: Option<String>) -> ApiResult {
+pub(crate) fn page_answer<T: serde::Serialize>(
+    key: &str,
+    items: Vec<T>,
+    next: Option<String>,
+) -> ApiResult {
     // Written straight from the rows' views: a page of workspaces never
     // becomes a tree of JSON values first.
     struct PageBody<'a, T> {
@@ -267,11 +271,11 @@ fn parse_time(raw: Option<&str>, what: &str) -> Result<Option<i64>, ApiError> {
 
 /// Pagination parameters every list takes.
 #[derive(Deserialize)]
-struct PageQuery {
+pub(crate) struct PageQuery {
     #[serde(default)]
-    after: Option<String>,
+    pub(crate) after: Option<String>,
     #[serde(default)]
-    limit: Option<i64>,
+    pub(crate) limit: Option<i64>,
 }
 
 fn parse_number(raw: &str, what: &str) -> Result<Option<i64>, ApiError> {

@@ -111,10 +111,6 @@ struct ReleasedBody {
     released: Protection,
 }
 #[derive(Deserialize)]
-struct TokensBody {
-    tokens: Vec<ApiToken>,
-}
-#[derive(Deserialize)]
 struct NotificationBody {
     notification: Notification,
 }
@@ -265,8 +261,7 @@ impl Client {
 
     /// The caller's API tokens that are not revoked, by name.
     pub fn api_tokens(&self) -> Result<Vec<ApiToken>, ClientError> {
-        let body: TokensBody = self.finish("GET /tokens", self.request("GET", "/tokens").call())?;
-        Ok(body.tokens)
+        self.pages("GET /tokens", "/tokens", "tokens", &[], None)
     }
 
     /// Revokes the caller's API token `name`.

@@ -301,7 +301,7 @@ storage_interface! {
     /// `Conflict("token name")` if the user has a live token of that name.
     fn create_api_token(&self, token: &NewApiToken) -> TokenRecord;
     /// The user's API tokens that are not revoked (expired ones included), by name.
-    fn list_api_tokens(&self, user_id: &str) -> Vec<TokenRecord>;
+    fn list_api_token_page(&self, user_id: &str, after: Option<&str>, limit: i64) -> Page<TokenRecord>;
     /// Revokes the user's live API token of that name; `NotFound("token")` if none.
     fn revoke_api_token(&self, user_id: &str, name: &str, now: i64) -> TokenRecord;
 }
