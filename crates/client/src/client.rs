@@ -499,18 +499,23 @@ impl Client {
         Ok(body.workspace)
     }
 
-    /// Queues a build of the workspace.
+    /// Queues a build of the workspace; `parameters` (a start or an update
+    /// only) are new values of its mutable parameters.
     pub fn start_build(
         &self,
         workspace: &str,
         transition: Transition,
+        parameters: &BTreeMap<String, String>,
     ) -> Result<Build, ClientError> {
-        let body = match transition {
+        let mut body = match transition {
             Transition::Start => json!({"transition": "start"}),
             Transition::Stop => json!({"transition": "stop"}),
             Transition::Delete => json!({"transition": "delete"}),
             Transition::Update => json!({"transition": "start", "update": true}),
         };
+        if !parameters.is_empty() {
+            body["parameters"] = json!(parameters);
+        }
         let path = format!("/workspaces/{}/builds", workspace_segment(workspace));
         let body: BuildBody =
             self.finish("POST builds", self.request("POST", &path).send_json(body))?;
@@ -943,7 +948,9 @@ mod tests {
             r#"{"error":{"code":"conflict","message":"workspace \"dev\" is already running"}}"#,
         );
         let client = Client::new(&url, Some("tok".into()));
-        let err = client.start_build("dev", Transition::Start).unwrap_err();
+        let err = client
+            .start_build("dev", Transition::Start, &BTreeMap::new())
+            .unwrap_err();
         assert_eq!(err.to_string(), "workspace \"dev\" is already running");
         assert_eq!(err.code(), Some("conflict"));
         assert_eq!(err.status(), Some(409));

@@ -53,13 +53,13 @@ pub enum UserCommand {
     /// Create a workspace from a template and start it.
     Create(workspaces::CreateArgs),
     /// Start a stopped workspace.
-    Start(workspaces::BuildArgs),
+    Start(workspaces::ChangeArgs),
     /// Stop a running workspace (persistent resources stay).
     Stop(workspaces::BuildArgs),
     /// Delete a workspace and everything its template created.
     Delete(workspaces::DeleteArgs),
     /// Start a workspace on its template's active version.
-    Update(workspaces::BuildArgs),
+    Update(workspaces::ChangeArgs),
     /// List workspaces.
     List(workspaces::ListArgs),
     /// Show a workspace: build status, agent status and health.
@@ -110,19 +110,23 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Users(command) => auth::users(command),
         UserCommand::Templates(command) => templates::run(command),
         UserCommand::Create(args) => workspaces::create(args),
-        UserCommand::Start(args) => {
-            workspaces::transition(args, abode_client::types::Transition::Start)
-        }
+        UserCommand::Start(args) => workspaces::transition(
+            args.build,
+            abode_client::types::Transition::Start,
+            &args.parameters,
+        ),
         UserCommand::Stop(args) => {
-            workspaces::transition(args, abode_client::types::Transition::Stop)
+            workspaces::transition(args, abode_client::types::Transition::Stop, &[])
         }
         UserCommand::Delete(args) if args.orphan => workspaces::orphan(args.build),
         UserCommand::Delete(args) => {
-            workspaces::transition(args.build, abode_client::types::Transition::Delete)
+            workspaces::transition(args.build, abode_client::types::Transition::Delete, &[])
         }
-        UserCommand::Update(args) => {
-            workspaces::transition(args, abode_client::types::Transition::Update)
-        }
+        UserCommand::Update(args) => workspaces::transition(
+            args.build,
+            abode_client::types::Transition::Update,
+            &args.parameters,
+        ),
         UserCommand::List(args) => workspaces::list(args),
         UserCommand::Show(args) => workspaces::show(args),
         UserCommand::Builds(command) => builds::run(command),
