@@ -63,3 +63,55 @@ pub async fn dial(base_url: &str, path: &str, token: &str) -> Result<Socket, Dia
         Err(error) => Err(connect_error(error.to_string())),
     }
 }
+
+/// A person's connection as an ordinary byte stream: binary messages carry
+/// the bytes, an empty one says "no more from this side" (both ways).
+pub fn into_stream(socket: Socket) -> tokio::io::DuplexStream {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let (user_end, our_end) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        let (mut read, mut write) = tokio::io::split(our_end);
+        let (mut sink, mut source) = socket.split();
+        let upstream = async {
+            let mut buffer = vec![0u8; 32 * 1024];
+            loop {
+                match read.read(&mut buffer).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if sink
+                            .send(Message::Binary(buffer[..n].to_vec()))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+            }
+            let _ = sink.send(Message::Binary(Vec::new())).await;
+        };
+        let downstream = async {
+            while let Some(Ok(message)) = source.next().await {
+                match message {
+                    Message::Binary(bytes) if bytes.is_empty() => break,
+                    Message::Binary(bytes) => {
+                        if write.write_all(&bytes).await.is_err() {
+                            break;
+                        }
+                    }
+                    Message::Close(_) => break,
+                    _ => {}
+                }
+            }
+            let _ = write.shutdown().await;
+        };
+        tokio::join!(upstream, downstream);
+        if let Ok(mut socket) = sink.reunite(source) {
+            let _ = socket.close(None).await;
+        }
+    });
+    user_end
+}
