@@ -124,6 +124,16 @@ fn ssh_openssh_port_forward_authorization_audit_and_activity() {
     let run = platform.run(&["ssh", "dev", "--", "cat", "file.txt"]).ok();
     assert_eq!(run.stdout, "from the volume\n");
 
+    // On a terminal, `-t`: a real PTY on the other side, and its command's
+    // exit status.
+    let run = platform.run_on_terminal(&["ssh", "-t", "dev", "--", "sh", "-c", "tty; exit 5"], "");
+    assert_eq!(run.code, Some(5), "{run:?}");
+    assert!(run.stdout.contains("/dev/pts/"), "{run:?}");
+    // An interactive shell, with what was typed before it started.
+    let run = platform.run_on_terminal(&["ssh", "dev"], "tty; exit 6\n");
+    assert_eq!(run.code, Some(6), "{run:?}");
+    assert!(run.stdout.contains("/dev/pts/"), "{run:?}");
+
     // OpenSSH through `abode config-ssh`: one block, however often it runs.
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("ssh_config");

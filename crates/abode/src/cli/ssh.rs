@@ -142,7 +142,7 @@ impl RawMode {
         let saved = rustix::termios::tcgetattr(&stdin).ok()?;
         let mut raw = saved.clone();
         raw.make_raw();
-        rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Flush, &raw).ok()?;
+        rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Drain, &raw).ok()?;
         Some(RawMode { saved })
     }
 }
@@ -151,7 +151,7 @@ impl Drop for RawMode {
     fn drop(&mut self) {
         let _ = rustix::termios::tcsetattr(
             std::io::stdin(),
-            rustix::termios::OptionalActions::Flush,
+            rustix::termios::OptionalActions::Drain,
             &self.saved,
         );
     }
