@@ -97,7 +97,7 @@ fn last_used(platform: &Platform) -> i64 {
 #[test]
 fn ssh_openssh_port_forward_authorization_audit_and_activity() {
     require_terraform();
-    let platform = Platform::start();
+    let mut platform = Platform::start();
     platform.login_owner();
     let example = repo_root().join("examples/local-workspace");
     platform
@@ -162,6 +162,49 @@ fn ssh_openssh_port_forward_authorization_audit_and_activity() {
     assert_eq!(ssh.status.code(), Some(0));
     let known = std::fs::read_to_string(dir.path().join("known_hosts")).unwrap();
     assert!(known.contains("ssh-ed25519"), "{known}");
+
+    // scp (its classic protocol: the remote `scp` over exec) in and out.
+    let local_file = dir.path().join("upload.txt");
+    std::fs::write(&local_file, "copied in\n").unwrap();
+    let scp = |from: &str, to: &str| {
+        let output = Command::new("scp")
+            .arg("-O")
+            .arg("-F")
+            .arg(&config)
+            .arg("-o")
+            .arg(format!(
+                "UserKnownHostsFile={}",
+                dir.path().join("known_hosts").display()
+            ))
+            .args([
+                "-o",
+                "StrictHostKeyChecking=yes",
+                "-o",
+                "BatchMode=yes",
+                from,
+                to,
+            ])
+            .env("ABODE_CONFIG_DIR", platform.config_dir())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "scp {from} {to}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    scp(local_file.to_str().unwrap(), "abode.dev:uploaded.txt");
+    assert_eq!(
+        std::fs::read_to_string(home.join("uploaded.txt")).unwrap(),
+        "copied in\n"
+    );
+    let downloaded = dir.path().join("downloaded.txt");
+    scp("abode.dev:file.txt", downloaded.to_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(&downloaded).unwrap(),
+        "from the volume\n"
+    );
 
     // OpenSSH's -W: a direct-tcpip channel to a port inside the workspace.
     let echo = echo_server();
@@ -288,6 +331,11 @@ fn ssh_openssh_port_forward_authorization_audit_and_activity() {
     platform.run(&["ssh", "dev", "--", "true"]).ok();
     let after = last_used(&platform);
     assert!(after >= before + 600_000, "{before} -> {after}");
+
+    // The agent's tunnel comes back after a server restart, without a build.
+    platform.restart_server();
+    let run = platform.run(&["ssh", "dev", "--", "echo", "back"]).ok();
+    assert_eq!(run.stdout, "back\n");
 
     // The host key survives a stop and a start: strict checking passes.
     platform.run(&["stop", "dev"]).ok();
