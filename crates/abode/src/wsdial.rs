@@ -98,7 +98,8 @@ pub fn into_stream(socket: Socket) -> tokio::io::DuplexStream {
                 match message {
                     Message::Binary(bytes) if bytes.is_empty() => break,
                     Message::Binary(bytes) => {
-                        if write.write_all(&bytes).await.is_err() {
+                        let written = write.write_all(&bytes).await;
+                        if written.is_err() {
                             break;
                         }
                     }

@@ -161,7 +161,8 @@ async fn pipe(socket: WebSocket, stream: DuplexStream) {
                     break;
                 }
                 Message::Binary(bytes) => {
-                    if write.write_all(&bytes).await.is_err() {
+                    let written = write.write_all(&bytes).await;
+                    if written.is_err() {
                         break;
                     }
                 }
