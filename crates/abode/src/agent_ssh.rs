@@ -551,3 +551,40 @@ async fn run_on_pty(
     let status = status.map_err(|_| std::io::Error::other("the session's process was lost"))??;
     Ok(exit_code(status))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_key_is_the_seed_s_and_nothing_else_is_a_key() {
+        let seed = "11".repeat(32);
+        let once = host_key(&seed).unwrap();
+        let again = host_key(&seed).unwrap();
+        assert_eq!(once.public_key(), again.public_key());
+        assert_eq!(once.algorithm(), russh::keys::Algorithm::Ed25519);
+        assert_ne!(
+            host_key(&"22".repeat(32)).unwrap().public_key(),
+            once.public_key()
+        );
+        for bad in ["", "zz", &"11".repeat(31), &"11".repeat(33)] {
+            assert!(host_key(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn clients_set_only_locale_and_colour_variables() {
+        let cases = [
+            ("LANG", true),
+            ("LC_ALL", true),
+            ("COLORTERM", true),
+            ("PATH", false),
+            ("LD_PRELOAD", false),
+            ("ABODE_AGENT_TOKEN", false),
+        ];
+        for (name, expected) in cases {
+            assert_eq!(accepted_env(name), expected, "{name}");
+        }
+    }
+}

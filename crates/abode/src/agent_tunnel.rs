@@ -23,7 +23,9 @@ use crate::wsdial::{dial, DialError};
 
 const FIRST_RETRY: Duration = Duration::from_millis(250);
 const MAX_RETRY: Duration = Duration::from_secs(5);
-/// The server pings every 15 s: a tunnel silent for longer than this is dead.
+/// Both sides ping every 15 s: a tunnel silent for longer than this is dead
+/// (a cut network shows no close).
+const PING: Duration = Duration::from_secs(15);
 const SILENCE: Duration = Duration::from_secs(60);
 
 /// Runs the tunnel on a thread of its own until `stop` is set.
@@ -94,18 +96,30 @@ async fn serve(socket: crate::wsdial::Socket, settings: &Arc<SessionSettings>, s
     let (_mux, mut accept, _task): (Mux, _, _) = Mux::start(Side::Agent, incoming, outgoing);
     let (mut sink, mut source) = socket.split();
     let mut check_stop = tokio::time::interval(Duration::from_millis(250));
+    let mut ping = tokio::time::interval(PING);
+    let mut last_heard = tokio::time::Instant::now();
     loop {
         tokio::select! {
-            message = tokio::time::timeout(SILENCE, source.next()) => match message {
-                Ok(Some(Ok(Message::Binary(bytes)))) => {
-                    if from_server.send(bytes).await.is_err() {
-                        break;
+            message = source.next() => {
+                last_heard = tokio::time::Instant::now();
+                match message {
+                    Some(Ok(Message::Binary(bytes))) => {
+                        if from_server.send(bytes).await.is_err() {
+                            break;
+                        }
                     }
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                    // Pings are answered by the socket itself.
+                    Some(Ok(_)) => {}
                 }
-                Ok(Some(Ok(Message::Close(_)))) | Ok(Some(Err(_))) | Ok(None) | Err(_) => break,
-                // Pings are answered by the socket itself.
-                Ok(Some(Ok(_))) => {}
             },
+            _ = ping.tick() => {
+                if last_heard.elapsed() > SILENCE
+                    || sink.send(Message::Ping(Vec::new())).await.is_err()
+                {
+                    break;
+                }
+            }
             frame = to_server.recv() => match frame {
                 Some(frame) => {
                     if sink.send(Message::Binary(frame)).await.is_err() {

@@ -93,14 +93,20 @@ pub fn into_stream(socket: Socket) -> tokio::io::DuplexStream {
             }
             let _ = sink.send(Message::Binary(Vec::new())).await;
         };
+        // Reads until the server closes, so that its pings are answered
+        // (by the socket itself) after its side has ended too.
         let downstream = async {
+            let mut open = true;
             while let Some(Ok(message)) = source.next().await {
                 match message {
-                    Message::Binary(bytes) if bytes.is_empty() => break,
-                    Message::Binary(bytes) => {
+                    Message::Binary(bytes) if open && bytes.is_empty() => {
+                        open = false;
+                        let _ = write.shutdown().await;
+                    }
+                    Message::Binary(bytes) if open => {
                         let written = write.write_all(&bytes).await;
                         if written.is_err() {
-                            break;
+                            open = false;
                         }
                     }
                     Message::Close(_) => break,

@@ -124,6 +124,27 @@ fn ssh_openssh_port_forward_authorization_audit_and_activity() {
     let run = platform.run(&["ssh", "dev", "--", "cat", "file.txt"]).ok();
     assert_eq!(run.stdout, "from the volume\n");
 
+    // Several sessions at once: the first waits for what the second does.
+    let waiting = platform
+        .cmd(&[
+            "ssh",
+            "dev",
+            "--",
+            "sh",
+            "-c",
+            "while [ ! -f go ]; do sleep 0.1; done; echo first",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = platform
+        .run(&["ssh", "dev", "--", "sh", "-c", "touch go; echo second"])
+        .ok();
+    assert_eq!(run.stdout, "second\n");
+    let first = waiting.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&first.stdout), "first\n");
+    assert!(first.status.success());
+
     // On a terminal, `-t`: a real PTY on the other side, and its command's
     // exit status.
     let run = platform.run_on_terminal(&["ssh", "-t", "dev", "--", "sh", "-c", "tty; exit 5"], "");

@@ -31,8 +31,9 @@ use abode_tunnel::{Mux, Side, StreamKind};
 
 use crate::{ApiError, AppState, Authenticated, AuthenticatedAgent};
 
-/// How often the server pings an agent's tunnel; a tunnel silent for
-/// [`AGENT_SILENCE`] is dropped (the agent reconnects).
+/// How often the server pings an agent's tunnel (and a person's
+/// connection); one silent for [`AGENT_SILENCE`] is dropped (an agent then
+/// reconnects).
 const AGENT_PING: Duration = Duration::from_secs(15);
 const AGENT_SILENCE: Duration = Duration::from_secs(60);
 /// Largest message accepted on either socket: a tunnel frame (32 KiB of
@@ -69,16 +70,22 @@ async fn agent_connect(
             tracing::info!(agent = %agent.name, workspace = %agent.workspace_id, "agent tunnel up");
             let (mut sink, mut source) = socket.split();
             let mut ping = tokio::time::interval(AGENT_PING);
+            // Any message counts (the agent pings too): a connection that
+            // went silent without closing (a cut network) is dropped.
+            let mut last_heard = tokio::time::Instant::now();
             loop {
                 tokio::select! {
-                    message = tokio::time::timeout(AGENT_SILENCE, source.next()) => match message {
-                        Ok(Some(Ok(Message::Binary(bytes)))) => {
-                            if from_agent.send(bytes).await.is_err() {
-                                break;
+                    message = source.next() => {
+                        last_heard = tokio::time::Instant::now();
+                        match message {
+                            Some(Ok(Message::Binary(bytes))) => {
+                                if from_agent.send(bytes).await.is_err() {
+                                    break;
+                                }
                             }
+                            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                            Some(Ok(_)) => {}
                         }
-                        Ok(Some(Ok(Message::Close(_)))) | Ok(Some(Err(_))) | Ok(None) | Err(_) => break,
-                        Ok(Some(Ok(_))) => {}
                     },
                     frame = to_agent.recv() => match frame {
                         Some(frame) => {
@@ -89,7 +96,9 @@ async fn agent_connect(
                         None => break,
                     },
                     _ = ping.tick() => {
-                        if sink.send(Message::Ping(Vec::new())).await.is_err() {
+                        if last_heard.elapsed() > AGENT_SILENCE
+                            || sink.send(Message::Ping(Vec::new())).await.is_err()
+                        {
                             break;
                         }
                     }
@@ -147,62 +156,56 @@ async fn workspace_connect(
 }
 
 /// Moves bytes between a person's socket and the stream to the agent until
-/// both sides are done, or the person's socket is gone.
+/// both sides are done, the person's socket closes, or it stays silent (no
+/// answer to the pings) for [`AGENT_SILENCE`]: a client that vanished does
+/// not keep its connection, nor the workspace's activity, alive.
 async fn pipe(socket: WebSocket, stream: DuplexStream) {
     let (mut read, mut write) = tokio::io::split(stream);
     let (mut sink, mut source) = socket.split();
-    // True when the client is gone (closed, failed), false at its half-close.
-    let upstream = async {
-        let mut gone = true;
-        while let Some(Ok(message)) = source.next().await {
-            match message {
-                Message::Binary(bytes) if bytes.is_empty() => {
-                    gone = false;
-                    break;
+    let mut ping = tokio::time::interval(AGENT_PING);
+    let mut last_heard = tokio::time::Instant::now();
+    let mut buffer = vec![0u8; 32 * 1024];
+    // Whether each direction still carries bytes: from the person, to them.
+    let (mut upstream, mut downstream) = (true, true);
+    while upstream || downstream {
+        tokio::select! {
+            message = source.next() => {
+                last_heard = tokio::time::Instant::now();
+                match message {
+                    Some(Ok(Message::Binary(bytes))) if upstream => {
+                        if bytes.is_empty() {
+                            upstream = false;
+                            let _ = write.shutdown().await;
+                        } else if write.write_all(&bytes).await.is_err() {
+                            upstream = false;
+                        }
+                    }
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                    Some(Ok(_)) => {}
                 }
-                Message::Binary(bytes) => {
-                    let written = write.write_all(&bytes).await;
-                    if written.is_err() {
+            }
+            read = read.read(&mut buffer), if downstream => match read {
+                Ok(0) | Err(_) => {
+                    downstream = false;
+                    // "No more from here"; the person says when they are done.
+                    if sink.send(Message::Binary(Vec::new())).await.is_err() {
                         break;
                     }
                 }
-                Message::Close(_) => break,
-                _ => {}
-            }
-        }
-        let _ = write.shutdown().await;
-        gone
-    };
-    let downstream = async {
-        let mut buffer = vec![0u8; 32 * 1024];
-        loop {
-            match read.read(&mut buffer).await {
-                Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    if sink
-                        .send(Message::Binary(buffer[..n].to_vec()))
-                        .await
-                        .is_err()
-                    {
-                        return;
+                    if sink.send(Message::Binary(buffer[..n].to_vec())).await.is_err() {
+                        break;
                     }
+                }
+            },
+            _ = ping.tick() => {
+                if last_heard.elapsed() > AGENT_SILENCE
+                    || sink.send(Message::Ping(Vec::new())).await.is_err()
+                {
+                    break;
                 }
             }
         }
-        // "No more from here"; the client closes the socket when it is
-        // done with its own direction.
-        let _ = sink.send(Message::Binary(Vec::new())).await;
-    };
-    let mut upstream = std::pin::pin!(upstream);
-    let mut downstream = std::pin::pin!(downstream);
-    tokio::select! {
-        gone = &mut upstream => {
-            if !gone {
-                downstream.await;
-            }
-        }
-        () = &mut downstream => {
-            upstream.await;
-        }
     }
+    let _ = write.shutdown().await;
 }
