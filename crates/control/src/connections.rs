@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use abode_store::{Agent, Workspace};
+use abode_store::{Agent, Transition, Workspace};
 use abode_tunnel::{Mux, StreamKind, StreamRequest};
 use rand::RngCore;
 use tokio::io::DuplexStream;
@@ -241,6 +241,19 @@ impl Control {
         let workspace = self
             .resolve_workspace(caller, reference, Action::WorkspaceConnect)
             .await?;
+        // An agent that outlived its workspace's stop (a template whose
+        // machine is not destroyed) is not a way in.
+        let started = self
+            .inner
+            .store
+            .latest_succeeded_build(&workspace.id)
+            .await?
+            .is_some_and(|build| build.transition == Transition::Start);
+        if !started {
+            return Err(ControlError::Conflict(
+                "the workspace is not running: start it first".into(),
+            ));
+        }
         let mux = self.live_agent(&workspace, request.agent.as_deref())?;
         Ok((workspace, mux, port))
     }

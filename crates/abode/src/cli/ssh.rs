@@ -46,7 +46,8 @@ pub struct SshArgs {
 }
 
 /// Opens a connection of `kind` into `workspace` with the CLI's session,
-/// waiting a while for an agent that is not connected yet.
+/// waiting a while for the agent of a workspace that is running or starting
+/// but whose agent is not connected yet.
 pub(crate) async fn connect(
     workspace: &str,
     kind: &str,
@@ -62,7 +63,7 @@ pub(crate) async fn connect(
             Err(DialError::Refused {
                 status: 409,
                 message,
-            }) if Instant::now() < deadline => {
+            }) if Instant::now() < deadline && coming_up(&session, workspace).await => {
                 if !told {
                     eprintln!("abode: {}; waiting…", super::output::visible(&message));
                     told = true;
@@ -74,6 +75,18 @@ pub(crate) async fn connect(
             }
         }
     }
+}
+
+/// Whether the workspace is running or on its way there (so its agent may
+/// connect soon), as the API says.
+async fn coming_up(session: &abode_client::config::Session, workspace: &str) -> bool {
+    let client = abode_client::Client::new(&session.url, Some(session.token.clone()));
+    let workspace = workspace.to_string();
+    tokio::task::spawn_blocking(move || client.workspace(&workspace))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .is_some_and(|shown| matches!(shown.status.as_str(), "running" | "starting" | "pending"))
 }
 
 pub fn run(args: SshArgs) -> anyhow::Result<u8> {
