@@ -362,7 +362,10 @@ fn ssh_openssh_port_forward_authorization_audit_and_activity() {
     platform.run(&["stop", "dev"]).ok();
     let run = platform.run(&["ssh", "dev", "--", "true"]);
     assert_eq!(run.code, Some(1), "{run:?}");
-    assert!(run.stderr.contains("the workspace is not running"), "{run:?}");
+    assert!(
+        run.stderr.contains("the workspace is not running"),
+        "{run:?}"
+    );
     platform.run(&["start", "dev"]).ok();
     platform.wait_for_agent("dev", "ready", Duration::from_secs(60));
     let ssh = openssh(

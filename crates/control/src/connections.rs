@@ -85,8 +85,9 @@ pub struct ConnectRequest {
     pub agent: Option<String>,
 }
 
-/// The bookkeeping of an open connection into a workspace, which ends with
-/// it ([`ConnectionEnd::ended`]).
+/// The bookkeeping of an open connection into a workspace. Its end is
+/// audited when it is dropped (the connection ended, or its upgrade never
+/// happened), or awaited with [`ConnectionEnd::ended`].
 pub struct ConnectionEnd {
     control: Control,
     caller: Caller,
@@ -95,34 +96,65 @@ pub struct ConnectionEnd {
     details: String,
     started: Instant,
     activity: JoinHandle<()>,
+    audited: bool,
 }
 
 impl ConnectionEnd {
     /// Audits the end of the connection (`workspace.disconnect`, with how
     /// long it lasted) and stops reporting activity.
-    pub async fn ended(&self) {
+    pub async fn ended(mut self) {
+        self.audited = true;
         self.activity.abort();
+        let (control, caller, workspace_id, target, details) = self.disconnect_event();
+        control
+            .audit_workspace(
+                &caller,
+                &workspace_id,
+                "workspace.disconnect",
+                &target,
+                "success",
+                Some(details),
+            )
+            .await;
+    }
+
+    fn disconnect_event(&self) -> (Control, Caller, String, String, String) {
         let details = format!(
             "{} duration_ms={}",
             self.details,
             self.started.elapsed().as_millis()
         );
-        self.control
-            .audit_workspace(
-                &self.caller,
-                &self.workspace_id,
-                "workspace.disconnect",
-                &self.target,
-                "success",
-                Some(details),
-            )
-            .await;
+        (
+            self.control.clone(),
+            self.caller.clone(),
+            self.workspace_id.clone(),
+            self.target.clone(),
+            details,
+        )
     }
 }
 
 impl Drop for ConnectionEnd {
     fn drop(&mut self) {
         self.activity.abort();
+        if self.audited {
+            return;
+        }
+        let (control, caller, workspace_id, target, details) = self.disconnect_event();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                control
+                    .audit_workspace(
+                        &caller,
+                        &workspace_id,
+                        "workspace.disconnect",
+                        &target,
+                        "success",
+                        Some(details),
+                    )
+                    .await;
+            });
+        }
     }
 }
 
@@ -212,6 +244,7 @@ impl Control {
             details,
             started: Instant::now(),
             activity: self.spawn_activity(workspace.id.clone()),
+            audited: false,
         };
         Ok((stream, end))
     }
