@@ -94,9 +94,26 @@ fn last_used(platform: &Platform) -> i64 {
     run.json()["last_used_at"].as_i64().unwrap_or(0)
 }
 
+/// OpenSSH's client is never optional here (scripts/bootstrap.sh installs it).
+fn require_openssh() {
+    for tool in ["ssh", "scp"] {
+        let found = Command::new(tool)
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok();
+        assert!(
+            found,
+            "{tool} is not on PATH: install Debian's openssh-client (scripts/bootstrap.sh does)"
+        );
+    }
+}
+
 #[test]
 fn ssh_openssh_port_forward_authorization_audit_and_activity() {
     require_terraform();
+    require_openssh();
     let mut platform = Platform::start();
     platform.login_owner();
     let example = repo_root().join("examples/local-workspace");
