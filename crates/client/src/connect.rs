@@ -22,14 +22,24 @@ pub fn websocket_url(base_url: &str, path: &str) -> Result<String, ConnectUrlErr
 }
 
 /// The path of a person's connection into `workspace` (`name` or
-/// `owner/name`): `kind` is `ssh` or `port-forward` (with `port`).
-pub fn workspace_connect_path(workspace: &str, kind: &str, port: Option<u16>) -> String {
+/// `owner/name`): `kind` is `ssh` or `port-forward` (with `port`), to the
+/// agent named `agent` (by default the workspace's first).
+pub fn workspace_connect_path(
+    workspace: &str,
+    kind: &str,
+    port: Option<u16>,
+    agent: Option<&str>,
+) -> String {
     let mut path = format!(
         "/workspaces/{}/connect?kind={kind}",
         workspace_segment(workspace)
     );
     if let Some(port) = port {
         path.push_str(&format!("&port={port}"));
+    }
+    if let Some(agent) = agent {
+        // The same percent-encoding as a path segment suits a query value.
+        path.push_str(&format!("&agent={}", workspace_segment(agent)));
     }
     path
 }
@@ -47,14 +57,18 @@ mod tests {
         assert_eq!(
             websocket_url(
                 "http://127.0.0.1:7080/",
-                &workspace_connect_path("bob/dev", "ssh", None)
+                &workspace_connect_path("bob/dev", "ssh", None, None)
             )
             .unwrap(),
             "ws://127.0.0.1:7080/api/v1/workspaces/bob%2Fdev/connect?kind=ssh"
         );
         assert_eq!(
-            workspace_connect_path("dev", "port-forward", Some(8080)),
+            workspace_connect_path("dev", "port-forward", Some(8080), None),
             "/workspaces/dev/connect?kind=port-forward&port=8080"
+        );
+        assert_eq!(
+            workspace_connect_path("dev", "ssh", None, Some("module.m.extra[\"a&b\"]")),
+            "/workspaces/dev/connect?kind=ssh&agent=module.m.extra%5B%22a%26b%22%5D"
         );
         assert!(websocket_url("https://abode.example", AGENT_CONNECT_PATH).is_err());
     }

@@ -20,6 +20,9 @@ pub struct PortForwardArgs {
     /// the workspace (repeatable; `PORT` alone is `PORT:PORT`).
     #[arg(long = "tcp", value_name = "LOCAL:REMOTE", required = true)]
     pub tcp: Vec<Forward>,
+    /// Which agent, in a workspace with several (its name in `abode show`).
+    #[arg(long)]
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,14 +87,18 @@ async fn forward_all(args: PortForwardArgs) -> anyhow::Result<u8> {
     let mut tasks = tokio::task::JoinSet::new();
     for (listener, forward) in listeners {
         let workspace = args.workspace.clone();
+        let agent = args.agent.clone();
         tasks.spawn(async move {
             loop {
                 let Ok((tcp, _)) = listener.accept().await else {
                     continue;
                 };
                 let workspace = workspace.clone();
+                let agent = agent.clone();
                 tokio::spawn(async move {
-                    if let Err(error) = forward_one(tcp, &workspace, forward.remote).await {
+                    if let Err(error) =
+                        forward_one(tcp, &workspace, forward.remote, agent.as_deref()).await
+                    {
                         eprintln!(
                             "abode: port {} -> {}: {}",
                             forward.local,
@@ -110,9 +117,14 @@ async fn forward_all(args: PortForwardArgs) -> anyhow::Result<u8> {
     Ok(super::EXIT_OK)
 }
 
-async fn forward_one(mut tcp: TcpStream, workspace: &str, port: u16) -> anyhow::Result<()> {
+async fn forward_one(
+    mut tcp: TcpStream,
+    workspace: &str,
+    port: u16,
+    agent: Option<&str>,
+) -> anyhow::Result<()> {
     let _ = tcp.set_nodelay(true);
-    let socket = super::ssh::connect(workspace, "port-forward", Some(port)).await?;
+    let socket = super::ssh::connect(workspace, "port-forward", Some(port), agent).await?;
     let mut stream = into_stream(socket);
     let _ = tokio::io::copy_bidirectional(&mut tcp, &mut stream).await;
     Ok(())

@@ -40,6 +40,9 @@ pub struct SshArgs {
     /// Ask for a terminal even for a command (as `ssh -t`).
     #[arg(short = 't', long)]
     pub tty: bool,
+    /// Which agent, in a workspace with several (its name in `abode show`).
+    #[arg(long)]
+    pub agent: Option<String>,
     /// The command to run instead of a shell (after `--`).
     #[arg(last = true)]
     pub command: Vec<String>,
@@ -52,9 +55,10 @@ pub(crate) async fn connect(
     workspace: &str,
     kind: &str,
     port: Option<u16>,
+    agent: Option<&str>,
 ) -> anyhow::Result<Socket> {
     let session = super::current_session()?.ok_or(abode_client::ClientError::NotLoggedIn)?;
-    let path = abode_client::connect::workspace_connect_path(workspace, kind, port);
+    let path = abode_client::connect::workspace_connect_path(workspace, kind, port, agent);
     let deadline = Instant::now() + AGENT_WAIT;
     let mut told = false;
     loop {
@@ -96,7 +100,7 @@ pub fn run(args: SshArgs) -> anyhow::Result<u8> {
         .build()
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
-        let socket = connect(&args.workspace, "ssh", None).await?;
+        let socket = connect(&args.workspace, "ssh", None, args.agent.as_deref()).await?;
         if args.stdio {
             stdio(socket).await.map(|()| 0)
         } else {
