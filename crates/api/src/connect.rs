@@ -65,7 +65,9 @@ async fn agent_connect(
         .on_upgrade(move |socket| async move {
             let (outgoing, mut to_agent) = mpsc::channel::<Vec<u8>>(64);
             let (from_agent, incoming) = mpsc::channel::<Vec<u8>>(64);
-            let (mux, _accept, task) = Mux::start(Side::Server, incoming, outgoing);
+            let (mux, accept, task) = Mux::start(Side::Server, incoming, outgoing);
+            // Only the server opens streams: one the agent opens is reset.
+            drop(accept);
             let registered = state.control.agent_tunnel_up(&agent, mux);
             tracing::info!(agent = %agent.name, workspace = %agent.workspace_id, "agent tunnel up");
             let (mut sink, mut source) = socket.split();

@@ -40,6 +40,11 @@ pub enum MuxError {
     BadFrame(#[from] BadFrame),
     #[error("the other side reused stream id {0}")]
     DuplicateStream(u32),
+    /// The other side sent more than it was granted, or granted more than
+    /// a window: it does not follow the protocol (or means harm), and its
+    /// connection ends rather than this side's memory.
+    #[error("the other side broke the flow control of stream {0}")]
+    FlowControl(u32),
 }
 
 /// A stream the other side opened.
@@ -51,6 +56,8 @@ pub struct Incoming {
 struct Entry {
     /// What arrives for the stream; `None` once the other side sent EOF.
     inbound: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    /// Bytes received and not yet granted back: never more than [`WINDOW`].
+    unacknowledged: Arc<AtomicU32>,
     /// The credit the other side granted us for sending.
     credit: Arc<Semaphore>,
 }
@@ -156,13 +163,18 @@ async fn read_loop(
                     }
                 }
                 Frame::Data { id, bytes } => {
-                    let sender = shared
-                        .streams()
-                        .get(&id)
-                        .and_then(|entry| entry.inbound.clone());
+                    let target = shared.streams().get(&id).and_then(|entry| {
+                        let sender = entry.inbound.clone()?;
+                        Some((sender, Arc::clone(&entry.unacknowledged)))
+                    });
                     // Data for a stream already gone is dropped: the Reset
                     // that said so crossed it on the way.
-                    if let Some(sender) = sender {
+                    if let Some((sender, unacknowledged)) = target {
+                        // `bytes` is at most MAX_DATA (decode checked it).
+                        let before = unacknowledged.fetch_add(bytes.len() as u32, Ordering::SeqCst);
+                        if before + bytes.len() as u32 > WINDOW {
+                            return Err(MuxError::FlowControl(id));
+                        }
                         let _ = sender.send(bytes);
                     }
                 }
@@ -178,6 +190,11 @@ async fn read_loop(
                 }
                 Frame::Grant { id, credit } => {
                     if let Some(entry) = shared.streams().get(&id) {
+                        // Only what was sent comes back: never past a window.
+                        let granted = entry.credit.available_permits() + credit as usize;
+                        if granted > WINDOW as usize {
+                            return Err(MuxError::FlowControl(id));
+                        }
                         entry.credit.add_permits(credit as usize);
                     }
                 }
@@ -199,10 +216,12 @@ fn register(shared: &Arc<Shared>, id: u32) -> DuplexStream {
     let (user_end, our_end) = tokio::io::duplex(PIPE_BYTES);
     let (inbound, arriving) = mpsc::unbounded_channel();
     let credit = Arc::new(Semaphore::new(WINDOW as usize));
+    let unacknowledged = Arc::new(AtomicU32::new(0));
     shared.streams().insert(
         id,
         Entry {
             inbound: Some(inbound),
+            unacknowledged: Arc::clone(&unacknowledged),
             credit: Arc::clone(&credit),
         },
     );
@@ -210,7 +229,7 @@ fn register(shared: &Arc<Shared>, id: u32) -> DuplexStream {
     let shared = Arc::clone(shared);
     tokio::spawn(async move {
         let sending = send_side(&shared, id, reader, &credit);
-        let receiving = receive_side(&shared, id, writer, arriving);
+        let receiving = receive_side(&shared, id, writer, arriving, &unacknowledged);
         let (sent, received) = tokio::join!(sending, receiving);
         let reset = !(sent && received);
         if shared.streams().remove(&id).is_some() && reset {
@@ -258,12 +277,14 @@ async fn receive_side(
     id: u32,
     mut writer: tokio::io::WriteHalf<DuplexStream>,
     mut arriving: mpsc::UnboundedReceiver<Vec<u8>>,
+    unacknowledged: &AtomicU32,
 ) -> bool {
     while let Some(bytes) = arriving.recv().await {
         if writer.write_all(&bytes).await.is_err() {
             return false;
         }
         let credit = bytes.len() as u32;
+        unacknowledged.fetch_sub(credit, Ordering::SeqCst);
         if credit > 0 && shared.send(Frame::Grant { id, credit }).await.is_err() {
             return false;
         }

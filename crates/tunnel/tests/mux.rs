@@ -112,3 +112,56 @@ async fn a_lost_connection_ends_every_stream() {
     task.await.unwrap().unwrap();
     assert_eq!(server.stream_count(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_side_that_breaks_the_flow_control_loses_its_connection() {
+    use abode_tunnel::frame::{Frame, MAX_DATA, WINDOW};
+    let cases = [
+        // More data than the window, never granted back (nobody reads).
+        (
+            // (the stream's pipe takes a little first, then nothing more).
+            (0..2 * (WINDOW as usize / MAX_DATA))
+                .map(|_| Frame::Data {
+                    id: 1,
+                    bytes: vec![0; MAX_DATA],
+                })
+                .collect::<Vec<_>>(),
+            "more than granted",
+        ),
+        // Credit for bytes never sent.
+        (
+            vec![Frame::Grant {
+                id: 1,
+                credit: u32::MAX,
+            }],
+            "a grant past the window",
+        ),
+    ];
+    for (frames, what) in cases {
+        let (to_server, server_in) = mpsc::channel(1024);
+        let (to_agent, _agent_in) = mpsc::channel(1024);
+        let (_server, mut accept, task) = Mux::start(Side::Server, server_in, to_agent);
+        to_server
+            .send(
+                Frame::Open {
+                    id: 1,
+                    header: Vec::new(),
+                }
+                .encode(),
+            )
+            .await
+            .unwrap();
+        // Accepted, and never read.
+        let _stream = accept.recv().await.unwrap();
+        for frame in frames {
+            if to_server.send(frame.encode()).await.is_err() {
+                break;
+            }
+        }
+        let ended = task.await.unwrap();
+        assert!(
+            matches!(ended, Err(abode_tunnel::MuxError::FlowControl(1))),
+            "{what}: {ended:?}"
+        );
+    }
+}
