@@ -278,6 +278,41 @@ fn ssh_openssh_port_forward_authorization_audit_and_activity() {
         String::from_utf8_lossy(&output.stderr)
     );
 
+    // OpenSSH's -L: a local port forwarded over the SSH connection.
+    let local_l = util::free_port();
+    let mut tunnel = Command::new("ssh")
+        .arg("-F")
+        .arg(&config)
+        .arg("-o")
+        .arg(format!(
+            "UserKnownHostsFile={}",
+            dir.path().join("known_hosts").display()
+        ))
+        .args(["-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes"])
+        .args(["-o", "ExitOnForwardFailure=yes", "-N", "-L"])
+        .arg(format!("{local_l}:127.0.0.1:{echo}"))
+        .arg("abode.dev")
+        .env("ABODE_CONFIG_DIR", platform.config_dir())
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut through_l = loop {
+        if let Ok(stream) = TcpStream::connect(("127.0.0.1", local_l)) {
+            break stream;
+        }
+        assert!(Instant::now() < deadline, "ssh -L never listened");
+        assert!(tunnel.try_wait().unwrap().is_none(), "ssh -L exited");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    through_l.write_all(b"through ssh -L").unwrap();
+    let mut got = [0u8; 14];
+    through_l.read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"through ssh -L");
+    drop(through_l);
+    tunnel.kill().unwrap();
+    tunnel.wait().unwrap();
+
     // abode port-forward, two connections at once.
     let local = util::free_port();
     let mut forward = platform
@@ -336,7 +371,7 @@ fn ssh_openssh_port_forward_authorization_audit_and_activity() {
                 })
                 .count()
         };
-        // 2 abode ssh + 2 OpenSSH (echo, -W) ssh; 2 forwarded connections.
+        // abode ssh and OpenSSH (echo, scp, -W, -L); 2 forwarded connections.
         if count("workspace.disconnect", "kind=ssh") >= 4
             && count("workspace.disconnect", "kind=port-forward") >= 2
         {
