@@ -68,6 +68,46 @@ fn openssh(platform: &Platform, dir: &Path, strict: &str, args: &[&str]) -> std:
         .unwrap()
 }
 
+/// Drives `abode ssh WS` on a pseudo-terminal of 30x100 (Python's `pty`):
+/// waits for each expected text before typing the next line, resizes the
+/// terminal to 40x120 on the way (the kernel sends SIGWINCH), and exits
+/// with the session's status. Prints what the terminal showed.
+const TERMINAL_DRIVER: &str = r#"
+import fcntl, os, pty, select, struct, sys, termios, time
+def size(fd, rows, cols):
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+pid, fd = pty.fork()
+if pid == 0:
+    size(0, 30, 100)
+    os.execvp(sys.argv[1], sys.argv[1:])
+seen = b""
+def expect(text):
+    global seen
+    deadline = time.time() + 30
+    while text.encode() not in seen:
+        if time.time() > deadline:
+            sys.stdout.write(seen.decode(errors="replace"))
+            sys.exit(90)
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    seen = seen.split(text.encode(), 1)[1]
+def type_line(line):
+    os.write(fd, line.encode() + b"\r")
+type_line("echo term=$TERM; stty size | sed 's/ /x/'")
+expect("term=xterm-256color")
+expect("30x100")
+size(fd, 40, 120)
+type_line("stty size | sed 's/ /x/'")
+expect("40x120")
+type_line("exit 7")
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+
 /// A raw `GET` of a connect URL: the status line's code.
 fn http_status(url: &str, path: &str, token: Option<&str>) -> u16 {
     let address = url.trim_start_matches("http://").trim_end_matches('/');
@@ -171,6 +211,24 @@ fn ssh_openssh_port_forward_authorization_audit_and_activity() {
     let run = platform.run_on_terminal(&["ssh", "dev"], "tty; exit 6\n");
     assert_eq!(run.code, Some(6), "{run:?}");
     assert!(run.stdout.contains("/dev/pts/"), "{run:?}");
+
+    // An interactive shell: the client's TERM, the window's size, and its
+    // changes.
+    let driven = Command::new("python3")
+        .args(["-c", TERMINAL_DRIVER, util::abode_bin(), "ssh", "dev"])
+        .env("ABODE_CONFIG_DIR", platform.config_dir())
+        .env("TERM", "xterm-256color")
+        .env_remove("ABODE_URL")
+        .env_remove("ABODE_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(
+        driven.status.code(),
+        Some(7),
+        "{}{}",
+        String::from_utf8_lossy(&driven.stdout),
+        String::from_utf8_lossy(&driven.stderr)
+    );
 
     // OpenSSH through `abode config-ssh`: one block, however often it runs.
     let dir = tempfile::tempdir().unwrap();
