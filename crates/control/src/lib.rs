@@ -12,6 +12,7 @@ mod archive;
 mod audit;
 pub mod authz;
 mod builds;
+pub mod connections;
 mod error;
 mod hashing;
 mod held;
@@ -219,6 +220,8 @@ struct Inner {
     throttle: identity::LoginThrottle,
     /// Where passwords are hashed and checked, a few at a time.
     hashing: hashing::HashingPool,
+    /// The agents' tunnels up in this process.
+    tunnels: connections::Tunnels,
 }
 
 impl Control {
@@ -235,6 +238,7 @@ impl Control {
                 jobs_queued: Notify::new(),
                 running: Mutex::new(HashMap::new()),
                 log_written: Notify::new(),
+                tunnels: connections::Tunnels::default(),
             }),
         }
     }

@@ -22,6 +22,7 @@ mod agents;
 mod audit;
 mod builds;
 mod held;
+mod host_keys;
 mod job_leases;
 mod lifecycle;
 mod notifications;
@@ -486,6 +487,14 @@ storage_interface! {
     /// Takes or renews the lease `name` for `ttl_ms` unless another holder's
     /// lease is unexpired; whether `holder` holds it now.
     fn try_lease(&self, name: &str, holder: &str, ttl_ms: i64) -> bool;
+}
+
+// ---- SSH host keys (host_keys.rs) ----
+
+storage_interface! {
+    /// The workspace's SSH host key seed: the stored one, or `new_seed`
+    /// stored now when it has none (the first connection's key wins).
+    fn workspace_host_key(&self, workspace_id: &str, new_seed: &str) -> String;
 }
 
 // ---- lifecycle settings (lifecycle.rs) ----

@@ -14,6 +14,7 @@ use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
+use crate::host_keys::*;
 use crate::job_leases::*;
 use crate::lifecycle::*;
 use crate::notifications::*;
@@ -134,6 +135,7 @@ impl PostgresBackend {
     held_queries!();
     notification_queries!(sqlx::Postgres, "FOR UPDATE SKIP LOCKED");
     agent_queries!();
+    host_key_queries!();
     platform_queries!();
     job_lease_queries!();
     prebuild_queries!("FOR UPDATE OF w SKIP LOCKED");

@@ -18,6 +18,7 @@ use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
+use crate::host_keys::*;
 use crate::job_leases::*;
 use crate::lifecycle::*;
 use crate::notifications::*;
@@ -104,6 +105,7 @@ impl SqliteBackend {
     held_queries!();
     notification_queries!(sqlx::Sqlite, "");
     agent_queries!();
+    host_key_queries!();
     platform_queries!();
     job_lease_queries!();
     prebuild_queries!("");

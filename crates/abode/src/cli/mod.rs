@@ -9,11 +9,14 @@
 mod audit;
 mod auth;
 mod builds;
+mod config_ssh;
 mod guard;
 mod notifications;
 mod output;
+mod port_forward;
 mod prebuilds;
 mod schedule;
+mod ssh;
 mod templates;
 mod tokens;
 mod workspaces;
@@ -81,6 +84,12 @@ pub enum UserCommand {
     /// A workspace's autostart schedule, autostop ttl and deadline.
     #[command(subcommand)]
     Schedule(schedule::ScheduleCommand),
+    /// Open a shell or run a command in a workspace over SSH (docs/ssh.md).
+    Ssh(ssh::SshArgs),
+    /// Add a `Host abode.WS` entry per workspace to ~/.ssh/config.
+    ConfigSsh(config_ssh::ConfigSshArgs),
+    /// Forward local TCP ports to ports inside a workspace.
+    PortForward(port_forward::PortForwardArgs),
 }
 
 /// How list and show commands print.
@@ -136,6 +145,9 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Notifications(command) => notifications::run(command),
         UserCommand::Prebuilds(command) => prebuilds::run(command),
         UserCommand::Schedule(command) => schedule::run(command),
+        UserCommand::Ssh(args) => ssh::run(args),
+        UserCommand::ConfigSsh(args) => config_ssh::run(args),
+        UserCommand::PortForward(args) => port_forward::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -11,6 +11,7 @@ mod agents;
 mod builds;
 mod clock;
 mod held;
+mod host_keys;
 mod job_leases;
 mod lifecycle;
 mod lists;
