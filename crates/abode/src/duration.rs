@@ -45,7 +45,7 @@ pub fn format(duration: Duration) -> String {
         return "0".into();
     }
     for (unit, size) in UNITS.iter().rev() {
-        if seconds > 0 && seconds % size == 0 {
+        if seconds > 0 && seconds.is_multiple_of(*size) {
             return format!("{}{unit}", seconds / size);
         }
     }
