@@ -25,7 +25,7 @@ const HOSTILE: &str = "<img src=x id=injected onerror=\"document.title='pwned'\"
 // ---- a small WebDriver client (plain HTTP to chromedriver) ----
 
 /// The W3C WebDriver element key.
-const ELEMENT: &str = "element-6066-11e4-a52f-4d6a3d4b7f3c";
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
 struct Browser {
     driver: Child,
@@ -125,7 +125,10 @@ impl Browser {
             "/element",
             Some(json!({"using": "css selector", "value": css})),
         );
-        found[ELEMENT].as_str().unwrap().to_string()
+        found[ELEMENT]
+            .as_str()
+            .unwrap_or_else(|| panic!("no element {css}: {found}"))
+            .to_string()
     }
 
     fn count(&self, css: &str) -> usize {
@@ -149,7 +152,11 @@ impl Browser {
 
     fn click(&self, css: &str) {
         let element = self.find(css);
-        self.call("POST", &format!("/element/{element}/click"), Some(json!({})));
+        self.call(
+            "POST",
+            &format!("/element/{element}/click"),
+            Some(json!({})),
+        );
     }
 
     fn text(&self, css: &str) -> String {
@@ -311,7 +318,10 @@ fn cookie_pair(answer: &Answer, name: &str) -> String {
 
 /// The CSRF token of the page's first form.
 fn csrf_of(body: &str) -> String {
-    let start = body.find("name=\"csrf\" value=\"").expect("a form with a token") + 19;
+    let start = body
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with a token")
+        + 19;
     body[start..start + body[start..].find('"').unwrap()].to_string()
 }
 

@@ -19,7 +19,7 @@ use maud::{html, Markup};
 use serde::Deserialize;
 
 use abode_control::{Caller, Control};
-use abode_store::{Build, BuildStatus, SystemActor};
+use abode_store::{Build, BuildReason, BuildStatus, SystemActor};
 
 use crate::html::{self, badge, page as whole_page, respond, time, words};
 use crate::report;
@@ -171,7 +171,11 @@ async fn render(
                 (build.template_version)
                 @if let Some(message) = &version_message { ": " span class="version-message" { (message) } }
             }
-            dt { "Started by" } dd { (started_by) " (" (build.reason.as_str()) ")" }
+            dt { "Started by" } dd {
+                (started_by)
+                // `initiator`: the person asked; any other reason is the system's.
+                @if build.reason != BuildReason::Initiator { " (reason: " (words(build.reason.as_str())) ")" }
+            }
             dt { "Created" } dd { (time(build.created_at)) }
             @if let Some(expires) = build.expires_at.filter(|_| held) {
                 dt { "Expires" } dd { (time(expires)) " (canceled if nobody confirms it by then)" }
