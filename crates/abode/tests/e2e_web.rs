@@ -496,6 +496,25 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     assert!(refused.contains("canceled"), "{refused}");
     assert_eq!(platform.show("dev")["template_version"], 2);
 
+    // The other pages: templates (the message escaped there too), inbox,
+    // audit log, users, prebuild pools.
+    browser.go(&format!("{base}/templates/local"));
+    let template = browser.wait_for_text("Template local");
+    assert!(template.contains("Activate version 2"), "{template}");
+    assert!(template.contains(HOSTILE), "{template}");
+    assert_eq!(browser.count("#injected"), 0);
+    browser.go(&format!("{base}/notifications"));
+    let inbox = browser.wait_for_text("Inbox");
+    assert!(inbox.contains("alice/dev"), "{inbox}");
+    assert!(inbox.contains("build #2"), "{inbox}");
+    browser.go(&format!("{base}/audit"));
+    let audit = browser.wait_for_text("Audit log");
+    assert!(audit.contains("build.confirm"), "{audit}");
+    browser.go(&format!("{base}/users"));
+    assert!(browser.wait_for_text("Users").contains("alice@example.com"));
+    browser.go(&format!("{base}/prebuilds"));
+    browser.wait_for_text("Prebuild pools");
+
     // A member cannot open another's workspace or build by URL.
     platform.login_new_user("bob", "member");
     let bob = sign_in_http(&base, "bob", "bob-password");
@@ -510,6 +529,13 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     }
     // ... nor act on it, even with a good token of his own.
     let list = get(&format!("{base}/workspaces"), &bob);
+    // The user list is not a member's: not in his navigation, refused by
+    // URL; his audit log has his own events only (the policy's `own`).
+    assert!(!list.body.contains("href=\"/users\""), "{}", list.body);
+    assert_eq!(get(&format!("{base}/users"), &bob).status, 403);
+    let audit = get(&format!("{base}/audit"), &bob);
+    assert_eq!(audit.status, 200);
+    assert!(!audit.body.contains("alice/dev"), "{}", audit.body);
     let stopped = post(
         &format!("{base}/workspaces/alice/dev/actions/stop"),
         &bob,

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use axum::extract::{ConnectInfo, State};
 use axum::http::header::{self, HeaderMap, HeaderValue};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use axum::Form;
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -65,7 +65,7 @@ pub(crate) struct LoginForm {
 /// A successful sign-in: the session cookie replaces the pre-session one.
 fn signed_in(state: &WebState, token: &str) -> Response {
     let lifetime = state.control.config().session_max_lifetime.as_secs();
-    let mut response = Redirect::to("/workspaces").into_response();
+    let mut response = html::see_other("/workspaces");
     let cookies = [
         set_cookie(SESSION_COOKIE, token, lifetime, state.secure_cookies),
         clear_cookie(PRESESSION_COOKIE, state.secure_cookies),
@@ -175,7 +175,7 @@ pub(crate) async fn logout(State(state): State<WebState>, headers: HeaderMap) ->
             tracing::debug!(%error, "sign-out of a session that had ended");
         }
     }
-    let mut response = Redirect::to("/login").into_response();
+    let mut response = html::see_other("/login");
     if let Ok(value) = HeaderValue::from_str(&clear_cookie(SESSION_COOKIE, state.secure_cookies)) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use axum::Form;
 use futures_util::stream::{self, Stream};
 use maud::{html, Markup};
@@ -264,7 +264,7 @@ pub(crate) async fn confirm(
         .confirm_build(&viewer.caller, &reference, Some(build_number), &form.digest)
         .await
     {
-        Ok(_) => Redirect::to(&workspace_url(&owner, &name)).into_response(),
+        Ok(_) => html::see_other(&workspace_url(&owner, &name)),
         Err(error) => {
             let problem = (
                 html::status_of(&error),
@@ -293,7 +293,7 @@ pub(crate) async fn cancel(
         .cancel_build(&viewer.caller, &reference, Some(build_number))
         .await
     {
-        Ok(_) => Redirect::to(&workspace_url(&owner, &name)).into_response(),
+        Ok(_) => html::see_other(&workspace_url(&owner, &name)),
         Err(error) => html::control_error(error),
     }
 }

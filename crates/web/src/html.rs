@@ -10,11 +10,12 @@ use abode_control::ControlError;
 
 use crate::session::CSRF_FIELD;
 
-/// Who is signed in, for the header: name and the CSRF token of the
-/// sign-out form.
+/// Who is signed in, for the header: name, the CSRF token of the sign-out
+/// form, and the pages of the navigation (those the policy lets them open).
 pub(crate) struct Header<'a> {
     pub(crate) username: &'a str,
     pub(crate) csrf: &'a str,
+    pub(crate) nav: Vec<(&'static str, &'static str)>,
 }
 
 /// A whole page: `title` is text, `body` markup this crate built.
@@ -35,7 +36,10 @@ pub(crate) fn page(title: &str, header: Option<Header<'_>>, body: Markup) -> Mar
                     a class="brand" href="/" { "Abode" }
                     @if let Some(header) = header {
                         nav aria-label="Main" {
-                            a href="/workspaces" { "Workspaces" }
+                            @for (href, label) in &header.nav {
+                                a href=(href) { (label) }
+                                " "
+                            }
                         }
                         form class="signout" method="post" action="/logout" {
                             input type="hidden" name=(CSRF_FIELD) value=(header.csrf);
@@ -73,6 +77,20 @@ pub(crate) fn error_page(status: StatusCode, message: &str) -> Response {
             },
         ),
     )
+}
+
+/// A 303 to `location` (a path this crate built). Unlike axum's `Redirect`,
+/// a path that is not a valid header (a name from the request with a control
+/// character) answers 400 instead of panicking.
+pub(crate) fn see_other(location: &str) -> Response {
+    match axum::http::HeaderValue::from_str(location) {
+        Ok(value) => (
+            StatusCode::SEE_OTHER,
+            [(axum::http::header::LOCATION, value)],
+        )
+            .into_response(),
+        Err(_) => error_page(StatusCode::BAD_REQUEST, "That address is not valid."),
+    }
 }
 
 /// The HTTP status the API gives the same error (docs/api.md).

@@ -13,12 +13,15 @@
 //! in an HttpOnly cookie; every state-changing request carries a CSRF token
 //! derived from that session (`session.rs`), checked before any handler runs.
 
+mod admin;
 mod assets;
 mod auth;
 mod builds;
 mod html;
+mod inbox;
 mod report;
 mod session;
+mod templates;
 mod workspaces;
 
 use axum::extract::Request;
@@ -81,6 +84,18 @@ pub fn router(control: Control) -> Router {
             "/workspaces/:owner/:name/builds/:number/cancel",
             post(builds::cancel),
         )
+        .route("/templates", get(templates::list))
+        .route("/templates/:name", get(templates::page))
+        .route(
+            "/templates/:name/versions/:number/activate",
+            post(templates::activate),
+        )
+        .route("/notifications", get(inbox::list))
+        .route("/notifications/read-all", post(inbox::read_all))
+        .route("/notifications/:id/read", post(inbox::read))
+        .route("/audit", get(admin::audit))
+        .route("/users", get(admin::users))
+        .route("/prebuilds", get(admin::prebuilds))
         .route("/assets/app.js", get(assets::script))
         .route("/assets/app.css", get(assets::stylesheet))
         .layer(axum::middleware::from_fn_with_state(

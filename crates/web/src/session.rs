@@ -18,7 +18,7 @@ use axum::http::header::{self, HeaderMap, HeaderValue};
 use axum::http::request::Parts;
 use axum::http::{Method, StatusCode};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
@@ -172,7 +172,7 @@ pub(crate) struct SignIn {
 
 impl IntoResponse for SignIn {
     fn into_response(self) -> Response {
-        let mut response = Redirect::to("/login").into_response();
+        let mut response = html::see_other("/login");
         if let Ok(value) = HeaderValue::from_str(&clear_cookie(SESSION_COOKIE, self.secure)) {
             response.headers_mut().append(header::SET_COOKIE, value);
         }

@@ -7,11 +7,12 @@ use std::collections::BTreeMap;
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::Response;
 use axum::Form;
 use maud::{html, Markup};
 use serde::Deserialize;
 
+use abode_control::authz::{self, Action};
 use abode_control::{BuildRequest, WorkspaceQuery, WorkspaceStatus, WorkspaceView};
 use abode_store::{Build, BuildStatus, Transition};
 
@@ -27,15 +28,33 @@ const HISTORY: i64 = 20;
 
 pub(crate) async fn home(viewer: Result<Viewer, Response>) -> Response {
     match viewer {
-        Ok(_) => Redirect::to("/workspaces").into_response(),
-        Err(_) => Redirect::to("/login").into_response(),
+        Ok(_) => html::see_other("/workspaces"),
+        Err(_) => html::see_other("/login"),
     }
 }
 
+/// The page header of `viewer`: the navigation lists the pages the
+/// authorization policy lets them open (the pages themselves still ask the
+/// door).
 pub(crate) fn header(viewer: &Viewer) -> Header<'_> {
+    let subject = viewer.caller.subject();
+    let may = |action: Action| authz::widest_scope(&subject, action).is_some();
+    let pages = [
+        ("/workspaces", "Workspaces", Action::WorkspaceRead),
+        ("/templates", "Templates", Action::TemplateRead),
+        ("/prebuilds", "Prebuilds", Action::PrebuildsRead),
+        ("/notifications", "Inbox", Action::NotificationRead),
+        ("/audit", "Audit log", Action::AuditRead),
+        ("/users", "Users", Action::UserList),
+    ];
     Header {
         username: &viewer.caller.user.username,
         csrf: &viewer.csrf,
+        nav: pages
+            .into_iter()
+            .filter(|(_, _, action)| may(*action))
+            .map(|(href, label, _)| (href, label))
+            .collect(),
     }
 }
 
@@ -441,7 +460,7 @@ pub(crate) async fn act(
         .start_build(&viewer.caller, &reference, &request)
         .await
     {
-        Ok(_) => Redirect::to(&workspace_url(&owner, &name)).into_response(),
+        Ok(_) => html::see_other(&workspace_url(&owner, &name)),
         Err(error) => html::control_error(error),
     }
 }
