@@ -570,6 +570,27 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     assert_eq!(stopped.status, 303, "{}", stopped.body);
     platform.wait_for_build_status("dev", "succeeded");
     assert_eq!(platform.show("dev")["status"], "stopped");
+
+    // A blocked build shows its report, and no Confirm.
+    push(
+        &platform,
+        4,
+        &example_with(&[
+            ("name = \"home-${", "name = \"home4-${"),
+            ("mode        = \"confirm\"", "mode        = \"block\""),
+        ]),
+        "blocked",
+    );
+    let blocked = platform.run(&["update", "dev"]);
+    assert_eq!(blocked.code, Some(4), "{blocked}");
+    let number = platform.show("dev")["latest_build"]["number"]
+        .as_i64()
+        .unwrap();
+    browser.go(&format!("{base}/workspaces/alice/dev/builds/{number}"));
+    let page = browser.wait_for_text("blocked by the plan guard");
+    assert!(page.contains("abode_volume.home"), "{page}");
+    assert_eq!(browser.count("form[action$='/confirm']"), 0);
+    assert_eq!(browser.count("form[action$='/cancel']"), 0);
 }
 
 #[test]

@@ -147,7 +147,9 @@ async fn render(
         })
         .filter(|message| !message.is_empty());
     let held = build.status == BuildStatus::AwaitingConfirmation;
-    let confirmable = held && report.as_ref().and_then(report::decision) == Some("confirm");
+    let decision = report.as_ref().and_then(report::decision);
+    let blocked = decision == Some("block");
+    let confirmable = held && decision == Some("confirm");
     let started_by = if SystemActor::by_user_id(&build.initiator_id).is_some() {
         format!("{} (the system)", build.initiator_name)
     } else {
@@ -184,16 +186,15 @@ async fn render(
                 dt { "Confirmed by" } dd { (by) @if let Some(at) = build.confirmed_at { " at " (time(at)) } }
             }
         }
-        @if held {
-            @if confirmable {
-                p class="notice" role="status" {
-                    "This build is held: its plan would destroy or replace a protected resource. "
-                    "Confirm applies exactly the plan shown below; if it changed since this page was shown, the confirmation is refused."
-                }
-            } @else {
-                p class="error" role="status" {
-                    "This build is blocked: a rule forbids what its plan does. It cannot be confirmed; cancel it, or change the template or the protection."
-                }
+        @if blocked {
+            p class="error" role="status" {
+                "This build was blocked by the plan guard: a rule forbids what its plan does to a protected resource, so it can never be confirmed. "
+                "Change the template, or release the protection, then start again."
+            }
+        } @else if confirmable {
+            p class="notice" role="status" {
+                "This build is held: its plan would destroy or replace a protected resource. "
+                "Confirm applies exactly the plan shown below; if it changed since this page was shown, the confirmation is refused."
             }
         }
         @if let Some(report) = &report {
