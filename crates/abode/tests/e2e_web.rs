@@ -24,6 +24,10 @@ const HOSTILE: &str = "<img src=x id=injected onerror=\"document.title='pwned'\"
 
 // ---- a small WebDriver client (plain HTTP to chromedriver) ----
 
+/// WebDriver's key codes.
+const TAB: &str = "\u{E004}";
+const ENTER: &str = "\u{E007}";
+
 /// The W3C WebDriver element key.
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
@@ -198,6 +202,31 @@ impl Browser {
             );
             std::thread::sleep(Duration::from_millis(250));
         }
+    }
+
+    /// Presses and releases one key (a WebDriver key code such as Tab).
+    fn press(&self, key: &str) {
+        let actions = json!({"actions": [{"type": "key", "id": "keyboard", "actions": [
+            {"type": "keyDown", "value": key}, {"type": "keyUp", "value": key},
+        ]}]});
+        self.call("POST", "/actions", Some(actions));
+    }
+
+    /// Moves the focus with Tab, as a keyboard user would, until the element
+    /// matching `css` has it; fails if it is never reached.
+    #[track_caller]
+    fn tab_to(&self, css: &str) {
+        let check = format!(
+            "return document.activeElement === document.querySelector({});",
+            serde_json::to_string(css).unwrap()
+        );
+        for _ in 0..80 {
+            if self.script(&check) == true {
+                return;
+            }
+            self.press(TAB);
+        }
+        panic!("{css} is not reachable with the keyboard");
     }
 
     /// Saves a screenshot of the page as PNG under `path`.
@@ -470,8 +499,10 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     assert_ne!(browser.script("return document.title;"), "pwned");
     screenshot(&browser, "held-build");
 
-    // Confirm: the plan the page was rendered with is applied.
-    browser.click("form[action$='/confirm'] button");
+    // Confirm, with the keyboard only: the plan the page was rendered with
+    // is applied.
+    browser.tab_to("form[action$='/confirm'] button");
+    browser.press(ENTER);
     browser.wait_for_text("Workspace dev");
     platform.wait_for_build_status("dev", "succeeded");
     browser.go(&format!("{base}/workspaces/alice/dev"));

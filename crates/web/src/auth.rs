@@ -14,8 +14,8 @@ use serde::Deserialize;
 
 use crate::html::{self, page, respond};
 use crate::session::{
-    clear_cookie, cookie, csrf_key, csrf_token, set_cookie, CSRF_FIELD, PRESESSION_COOKIE,
-    SESSION_COOKIE,
+    clear_cookie, cookie, csrf_key, csrf_token, request_id, set_cookie, CSRF_FIELD,
+    PRESESSION_COOKIE, SESSION_COOKIE,
 };
 use crate::WebState;
 
@@ -89,7 +89,7 @@ pub(crate) async fn login(
     let client = peer.map(|ConnectInfo(address)| address.ip());
     match state
         .control
-        .login_from(&form.username, &form.password, client, None)
+        .login_from(&form.username, &form.password, client, request_id(&headers))
         .await
     {
         Ok((_, token)) => signed_in(&state, &token),
@@ -152,7 +152,12 @@ pub(crate) async fn setup(
 ) -> Response {
     match state
         .control
-        .create_first_user(&form.username, &form.email, &form.password, None)
+        .create_first_user(
+            &form.username,
+            &form.email,
+            &form.password,
+            request_id(&headers),
+        )
         .await
     {
         Ok((_, token)) => signed_in(&state, &token),
@@ -171,7 +176,7 @@ pub(crate) async fn setup(
 pub(crate) async fn logout(State(state): State<WebState>, headers: HeaderMap) -> Response {
     if let Some(token) = cookie(&headers, SESSION_COOKIE) {
         // An already-ended session has nothing left to end.
-        if let Err(error) = state.control.logout(&token, None).await {
+        if let Err(error) = state.control.logout(&token, request_id(&headers)).await {
             tracing::debug!(%error, "sign-out of a session that had ended");
         }
     }

@@ -158,6 +158,15 @@ async fn with_presession(mut request: Request, next: Next, secure: bool) -> Resp
     response
 }
 
+/// The request's id, for the audit log: the API's request-id layer, which
+/// runs before the dashboard, sets the header to the id it chose.
+pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("x-request-id")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_string)
+}
+
 /// The signed-in person of a page, and the CSRF token its forms carry.
 pub(crate) struct Viewer {
     pub(crate) caller: Caller,
@@ -194,7 +203,11 @@ impl FromRequestParts<WebState> for Viewer {
         let Some(token) = cookie(&parts.headers, SESSION_COOKIE) else {
             return Err(sign_in());
         };
-        match state.control.authenticate_caller(&token, None).await {
+        match state
+            .control
+            .authenticate_caller(&token, request_id(&parts.headers))
+            .await
+        {
             Ok(caller) => Ok(Viewer {
                 caller,
                 csrf: csrf_token(&token),
