@@ -154,6 +154,15 @@ impl Browser {
         );
     }
 
+    fn clear(&self, css: &str) {
+        let element = self.find(css);
+        self.call(
+            "POST",
+            &format!("/element/{element}/clear"),
+            Some(json!({})),
+        );
+    }
+
     fn click(&self, css: &str) {
         let element = self.find(css);
         self.call(
@@ -453,7 +462,16 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     // protected volume, with a message that would be script if it were markup.
     cli_login(&platform);
     push(&platform, 1, &example_with(&[]), "first");
-    platform.run(&["create", "dev", "--template", "local"]).ok();
+
+    // Create the workspace in the browser and watch its log to success.
+    browser.go(&format!("{base}/workspaces"));
+    browser.click("a[href='/workspaces/new']");
+    browser.click("form.filters button");
+    browser.type_into("#name", "dev");
+    browser.click("button.primary");
+    browser.wait_for_text("Workspace dev");
+    browser.wait_for_text("Build #1 (start): succeeded");
+    assert_eq!(platform.show("dev")["status"], "running");
     push(
         &platform,
         2,
@@ -602,6 +620,21 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     platform.wait_for_build_status("dev", "succeeded");
     assert_eq!(platform.show("dev")["status"], "stopped");
 
+    // The build log as server-sent events: every line, then the end.
+    let events = get(
+        &format!("{base}/workspaces/alice/dev/builds/1/events"),
+        &alice,
+    );
+    assert_eq!(events.status, 200);
+    assert!(events.header["content-type"].starts_with("text/event-stream"));
+    assert!(events.body.contains("event: line"), "{}", events.body);
+    assert!(
+        events.body.contains("\"stage\":\"apply\""),
+        "{}",
+        events.body
+    );
+    assert!(events.body.contains("\"done\":true"), "{}", events.body);
+
     // A blocked build shows its report, and no Confirm.
     push(
         &platform,
@@ -622,6 +655,35 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     assert!(page.contains("abode_volume.home"), "{page}");
     assert_eq!(browser.count("form[action$='/confirm']"), 0);
     assert_eq!(browser.count("form[action$='/cancel']"), 0);
+
+    // A parameter value that is markup: the door's refusal quotes it, the
+    // workspace page shows it, both as text.
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "echo",
+            "-d",
+            util::fixture("parameter-echo").to_str().unwrap(),
+            "--activate",
+        ])
+        .ok();
+    browser.go(&format!("{base}/workspaces/new?template=echo"));
+    browser.type_into("#name", "echo");
+    let markup = "<b id=injected>bold</b>";
+    browser.type_into("#parameter-motd", &format!("{markup}!"));
+    browser.click("button.primary");
+    let refused = browser.wait_for_text("Not created:");
+    assert!(refused.contains(&format!("not {markup}!")), "{refused}");
+    assert_eq!(browser.count("#injected"), 0);
+    browser.clear("#parameter-motd");
+    browser.type_into("#parameter-motd", markup);
+    browser.click("button.primary");
+    browser.wait_for_text("Workspace echo");
+    platform.wait_for_build_status("echo", "succeeded");
+    let shown = browser.wait_for_text(markup);
+    assert!(shown.contains("motd"), "{shown}");
+    assert_eq!(browser.count("#injected"), 0);
 }
 
 #[test]

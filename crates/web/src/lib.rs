@@ -17,6 +17,7 @@ mod admin;
 mod assets;
 mod auth;
 mod builds;
+mod create;
 mod html;
 mod inbox;
 mod report;
@@ -66,6 +67,7 @@ pub fn router(control: Control) -> Router {
         .route("/setup", get(auth::setup_page).post(auth::setup))
         .route("/logout", post(auth::logout))
         .route("/workspaces", get(workspaces::list))
+        .route("/workspaces/new", get(create::page).post(create::create))
         .route("/workspaces/:owner/:name", get(workspaces::page))
         .route(
             "/workspaces/:owner/:name/actions/:action",

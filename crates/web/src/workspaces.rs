@@ -164,6 +164,7 @@ pub(crate) async fn list(
     });
     let body = html! {
         h1 { "Workspaces" }
+        p { a href="/workspaces/new" { "New workspace" } }
         form class="filters" method="get" action="/workspaces" role="search" aria-label="Filter workspaces" {
             div {
                 label for="filter-template" { "Template" }
@@ -187,7 +188,7 @@ pub(crate) async fn list(
             div { button type="submit" { "Filter" } }
         }
         @if workspaces.items.is_empty() {
-            p { "No workspace matches. Create one with " code { "abode create NAME --template TEMPLATE" } "." }
+            p { "No workspace matches. " a href="/workspaces/new" { "Create one" } " (or " code { "abode create NAME --template TEMPLATE" } ")." }
         } @else {
             table {
                 caption class="muted" { "Workspaces you may see" }
