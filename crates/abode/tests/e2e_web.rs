@@ -238,6 +238,17 @@ impl Browser {
         panic!("{css} is not reachable with the keyboard");
     }
 
+    /// Waits (up to a minute) until an element matches `css`: the page a
+    /// click navigated to has loaded.
+    #[track_caller]
+    fn wait_for_element(&self, css: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.count(css) == 0 {
+            assert!(Instant::now() < deadline, "no {css} on the page");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Saves a screenshot of the page as PNG under `path`.
     fn screenshot(&self, path: &Path) {
         let encoded = self.call("GET", "/screenshot", None);
@@ -466,7 +477,9 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     // Create the workspace in the browser and watch its log to success.
     browser.go(&format!("{base}/workspaces"));
     browser.click("a[href='/workspaces/new']");
-    browser.click("form.filters button");
+    browser.wait_for_element("#choose-template");
+    browser.click("#choose-template");
+    browser.wait_for_element("#name");
     browser.type_into("#name", "dev");
     browser.click("button.primary");
     browser.wait_for_text("Workspace dev");
@@ -521,7 +534,7 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     // is applied.
     browser.tab_to("form[action$='/confirm'] button");
     browser.press(ENTER);
-    browser.wait_for_text("Workspace dev");
+    browser.wait_for_element("form[action$='/actions/update']");
     platform.wait_for_build_status("dev", "succeeded");
     browser.go(&format!("{base}/workspaces/alice/dev"));
     let after = browser.wait_for_text("succeeded");
@@ -577,7 +590,14 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
         assert!(!refused.body.contains("abode_volume"), "{}", refused.body);
     }
     // ... nor act on it, even with a good token of his own.
-    let list = get(&format!("{base}/workspaces"), &bob);
+    let list = get(&format!("{base}/workspaces?all=on"), &bob);
+    // His list has his own workspaces only, even asking for everyone's.
+    assert!(
+        !list.body.contains("/workspaces/alice/dev"),
+        "{}",
+        list.body
+    );
+    assert!(!list.body.contains("filter-all"), "{}", list.body);
     // The user list is not a member's: not in his navigation, refused by
     // URL; his audit log has his own events only (the policy's `own`).
     assert!(!list.body.contains("href=\"/users\""), "{}", list.body);

@@ -87,7 +87,7 @@ async fn render(
                     }
                 }
             }
-            div { button type="submit" { "Choose" } }
+            div { button id="choose-template" type="submit" { "Choose" } }
         }
         @match (&chosen, template) {
             (Some(Ok((presets, parameters))), Some(template)) => {

@@ -162,6 +162,10 @@ pub(crate) async fn list(
             serde_urlencoded::to_string(&pairs).unwrap_or_default()
         )
     });
+    // Offered to those the policy lets read everyone's workspaces; the
+    // list itself is the door's answer either way.
+    let may_see_all = authz::widest_scope(&viewer.caller.subject(), Action::WorkspaceRead)
+        == Some(authz::Scope::Any);
     let body = html! {
         h1 { "Workspaces" }
         p { a href="/workspaces/new" { "New workspace" } }
@@ -179,10 +183,12 @@ pub(crate) async fn list(
                     }
                 }
             }
-            div {
-                label for="filter-all" {
-                    input id="filter-all" name="all" type="checkbox" checked[all];
-                    " Everyone's (if you may see them)"
+            @if may_see_all {
+                div {
+                    label for="filter-all" {
+                        input id="filter-all" name="all" type="checkbox" checked[all];
+                        " Everyone's"
+                    }
                 }
             }
             div { button type="submit" { "Filter" } }
