@@ -779,3 +779,37 @@ fn pages_carry_the_security_headers_and_cookies() {
     assert_eq!(health.status, 200);
     assert!(health.body.contains("\"ok\""));
 }
+
+#[test]
+fn cookies_are_secure_when_the_server_is_reached_over_tls() {
+    // A TLS-terminating proxy in front: the access URL says https.
+    let platform = Platform::start_with(&["--access-url", "https://abode.example.test"]);
+    let base = platform.url.trim_end_matches('/').to_string();
+    let setup = get(&format!("{base}/setup"), "");
+    let presession = setup
+        .set_cookies
+        .iter()
+        .find(|cookie| cookie.starts_with("abode_presession="))
+        .unwrap();
+    assert!(presession.ends_with("; Secure"), "{presession}");
+    let token = csrf_of(&setup.body);
+    let created = post(
+        &format!("{base}/setup"),
+        &cookie_pair(&setup, "abode_presession"),
+        &[
+            ("csrf", token.as_str()),
+            ("username", "alice"),
+            ("email", "alice@example.com"),
+            ("password", PASSWORD),
+        ],
+    );
+    assert_eq!(created.status, 303, "{}", created.body);
+    let session = created
+        .set_cookies
+        .iter()
+        .find(|cookie| cookie.starts_with("abode_session="))
+        .unwrap();
+    for expected in ["HttpOnly", "SameSite=Lax", "Secure"] {
+        assert!(session.contains(expected), "{session}");
+    }
+}

@@ -27,6 +27,10 @@ use crate::session::{Viewer, CSRF_FIELD};
 use crate::workspaces::{build_url, header, workspace_url};
 use crate::WebState;
 
+/// How many lines of a settled build's log a page shows (one page of the
+/// log, as the API reads it).
+const SHOWN_LINES: usize = 1000;
+
 /// How long one wait for new log lines lasts before the stream asks again.
 const LOG_WAIT: Duration = Duration::from_secs(20);
 
@@ -53,7 +57,8 @@ pub(crate) async fn log_panel(
     build: &Build,
 ) -> Markup {
     let summary = html! {
-        p {
+        // Announced as it changes; the lines themselves are not (too many).
+        p aria-live="polite" {
             "Build #" (build.number) " (" (build.transition.as_str()) "): "
             strong data-status { (words(build.status.as_str())) }
             " · stage: " span data-stage { "—" }
@@ -79,11 +84,14 @@ pub(crate) async fn log_panel(
                     p class="error" { (error) }
                 }
                 pre class="log" aria-label="Build log" tabindex="0" { (log_lines(&lines)) }
+                @if lines.len() >= SHOWN_LINES {
+                    p class="muted" { "The first " (SHOWN_LINES) " lines; " code { "abode builds logs" } " prints all of them." }
+                }
             }
         };
     }
     html! {
-        div class="build-log" data-stream=(format!("{}/events", build_url(build))) aria-live="polite" {
+        div class="build-log" data-stream=(format!("{}/events", build_url(build))) {
             (summary)
             pre class="log" aria-label="Build log (live)" tabindex="0" {}
         }
