@@ -472,7 +472,38 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     // A workspace from the example, then a version that renames the
     // protected volume, with a message that would be script if it were markup.
     cli_login(&platform);
-    push(&platform, 1, &example_with(&[]), "first");
+
+    // The first version is uploaded in the browser as a folder archive; a
+    // file that is not one is refused with the door's reason.
+    let folder = platform.root().join("templates/local-v1");
+    fs::create_dir_all(&folder).unwrap();
+    fs::write(folder.join("main.tf"), example_with(&[])).unwrap();
+    let archive = platform.root().join("local-v1.tar.gz");
+    let tar = Command::new("tar")
+        .arg("czf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&folder)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let not_an_archive = platform.root().join("notes.tar.gz");
+    fs::write(&not_an_archive, "just text").unwrap();
+    browser.go(&format!("{base}/templates"));
+    browser.type_into("#upload-name", "local");
+    browser.type_into("#upload-archive", not_an_archive.to_str().unwrap());
+    browser.click("form[data-upload] button");
+    let refused = browser.wait_for_text("Not pushed:");
+    assert!(refused.contains("not a tar.gz archive"), "{refused}");
+    browser.clear("#upload-archive");
+    browser.type_into("#upload-archive", archive.to_str().unwrap());
+    browser.type_into("#upload-message", "first");
+    browser.click("#upload-activate");
+    browser.click("form[data-upload] button");
+    browser.wait_for_text("Template local");
+    let template = browser.wait_for_text("Active version: 1");
+    assert!(template.contains("first"), "{template}");
 
     // Create the workspace in the browser and watch its log to success.
     browser.go(&format!("{base}/workspaces"));

@@ -47,7 +47,44 @@ function guardDelete(form) {
   check();
 }
 
+// A template version from a folder archive: the file is the request's body
+// (no multipart), the form's token goes in a header.
+function upload(form) {
+  const status = form.querySelector("[data-upload-status]");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const file = form.querySelector("input[type=file]").files[0];
+    const named = form.querySelector("input[name=template]");
+    const template = form.dataset.template || (named ? named.value : "");
+    if (!file || !template) return;
+    const query = new URLSearchParams();
+    query.set("message", form.querySelector("input[name=message]").value);
+    if (form.querySelector("input[name=activate]").checked) query.set("activate", "on");
+    const button = form.querySelector("button[type=submit]");
+    button.disabled = true;
+    status.textContent = "Uploading; the server validates the template with Terraform…";
+    try {
+      const response = await fetch("/templates/" + encodeURIComponent(template) + "/upload?" + query, {
+        method: "POST",
+        headers: { "x-csrf-token": form.dataset.csrf, "content-type": "application/gzip" },
+        body: file,
+      });
+      if (response.ok) {
+        window.location.assign(response.url);
+        return;
+      }
+      const page = new DOMParser().parseFromString(await response.text(), "text/html");
+      const error = page.querySelector(".error");
+      status.textContent = "Not pushed: " + (error ? error.textContent : "the server answered " + response.status);
+    } catch (error) {
+      status.textContent = "Not pushed: " + error;
+    }
+    button.disabled = false;
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll("form[data-upload]").forEach(upload);
   document.querySelectorAll("[data-stream]").forEach(followLog);
   document.querySelectorAll("form[data-name]").forEach(guardDelete);
 });

@@ -92,6 +92,7 @@ pub fn router(control: Control) -> Router {
             "/templates/:name/versions/:number/activate",
             post(templates::activate),
         )
+        .route("/templates/:name/upload", post(templates::upload))
         .route("/notifications", get(inbox::list))
         .route("/notifications/read-all", post(inbox::read_all))
         .route("/notifications/:id/read", post(inbox::read))

@@ -31,6 +31,9 @@ pub(crate) const SESSION_COOKIE: &str = "abode_session";
 pub(crate) const PRESESSION_COOKIE: &str = "abode_presession";
 /// The form field that carries the token.
 pub(crate) const CSRF_FIELD: &str = "csrf";
+/// The header that carries it on a script's request whose body is not a
+/// form (a template upload); a page of another origin cannot set it.
+pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
 /// What the token is an HMAC of: a label, so the key is used for nothing else.
 const CSRF_LABEL: &[u8] = b"abode-web csrf v1";
 /// Largest form body the dashboard reads (its forms are a few fields).
@@ -95,7 +98,8 @@ fn new_secret() -> String {
 }
 
 /// Refuses every request that changes something (anything but GET and HEAD)
-/// without the form's CSRF token; gives a first-time visitor the
+/// without the form's CSRF token (or, from the page's script, the same
+/// token in the `x-csrf-token` header); gives a first-time visitor the
 /// pre-session cookie that the login form's token is derived from.
 pub(crate) async fn require_csrf(
     State(state): State<WebState>,
@@ -105,10 +109,17 @@ pub(crate) async fn require_csrf(
     if matches!(*request.method(), Method::GET | Method::HEAD) {
         return with_presession(request, next, state.secure_cookies).await;
     }
-    let (parts, body) = request.into_parts();
-    let Some(key) = csrf_key(&parts.headers) else {
+    let Some(key) = csrf_key(request.headers()) else {
         return refused_form();
     };
+    if let Some(given) = request.headers().get(CSRF_HEADER) {
+        // The body is not a form (an upload): it is left unread here.
+        return match given.to_str() {
+            Ok(given) if csrf_matches(&key, given) => next.run(request).await,
+            _ => refused_form(),
+        };
+    }
+    let (parts, body) = request.into_parts();
     let bytes = match axum::body::to_bytes(body, MAX_FORM_BYTES).await {
         Ok(bytes) => bytes,
         Err(_) => {

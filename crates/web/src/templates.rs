@@ -68,6 +68,10 @@ pub(crate) async fn list(
         @if let Some(next) = &templates.next {
             p { a rel="next" href=(format!("/templates?{}", serde_urlencoded::to_string([("after", next)]).unwrap_or_default())) { "Next page" } }
         }
+        @if authz::authorize(&viewer.caller.subject(), Action::TemplatePush, None).is_ok() {
+            h2 { "New template" }
+            (upload_form(&viewer.csrf, None))
+        }
     };
     respond(
         StatusCode::OK,
@@ -105,6 +109,7 @@ async fn render(
     versions.sort_by_key(|version| std::cmp::Reverse(version.number));
     let may_activate =
         authz::authorize(&viewer.caller.subject(), Action::TemplateActivate, None).is_ok();
+    let may_push = authz::authorize(&viewer.caller.subject(), Action::TemplatePush, None).is_ok();
     let status = problem
         .as_ref()
         .map_or(StatusCode::OK, |(status, _)| *status);
@@ -155,6 +160,10 @@ async fn render(
                 }
             }
         }
+        @if may_push {
+            h2 { "Push a new version" }
+            (upload_form(&viewer.csrf, Some(&template.name)))
+        }
     };
     respond(
         status,
@@ -164,6 +173,81 @@ async fn render(
             body,
         ),
     )
+}
+
+/// Largest template archive the dashboard accepts (the API's limit).
+const MAX_ARCHIVE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The form that pushes a version: the page's script sends the archive as
+/// the request body (`upload`), with the form's token in a header. For a new
+/// template, the name is a field of the form.
+fn upload_form(csrf: &str, template: Option<&str>) -> maud::Markup {
+    html! {
+        form class="upload" data-upload data-csrf=(csrf) data-template=(template.unwrap_or("")) {
+            @if template.is_none() {
+                label for="upload-name" { "Template name" }
+                input id="upload-name" name="template" type="text" required pattern="[a-z0-9][a-z0-9-]{0,63}";
+            }
+            label for="upload-archive" { "The template's folder as a .tar.gz archive" }
+            input id="upload-archive" name="archive" type="file" accept=".tar.gz,.tgz,application/gzip" required
+                aria-describedby="upload-help";
+            p id="upload-help" class="muted" { "For example " code { "tar czf template.tar.gz -C my-template ." } }
+            label for="upload-message" { "Message (optional)" }
+            input id="upload-message" name="message" type="text";
+            label for="upload-activate" { input id="upload-activate" name="activate" type="checkbox"; " Make it the active version" }
+            p { button class="primary" type="submit" { "Push the new version" } }
+            p data-upload-status role="status" aria-live="polite" {}
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct UploadQuery {
+    #[serde(default)]
+    activate: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// Pushes a version from an uploaded archive (`Control::push_template`, as
+/// `POST /api/v1/templates/{name}/versions`); the archive is read only once
+/// the door has said the caller may push.
+pub(crate) async fn upload(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    Path(name): Path<String>,
+    Query(query): Query<UploadQuery>,
+    body: axum::body::Body,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let message = query.message.unwrap_or_default();
+    let control = &state.control;
+    if let Err(error) = control.may_push_template(&viewer.caller, &name, &message) {
+        return html::control_error(error);
+    }
+    let Ok(archive) = axum::body::to_bytes(body, MAX_ARCHIVE_BYTES).await else {
+        return html::error_page(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "The archive is over the limit of 32 MiB.",
+        );
+    };
+    if archive.is_empty() {
+        return html::error_page(
+            StatusCode::BAD_REQUEST,
+            "Choose the template folder's .tar.gz archive.",
+        );
+    }
+    let activate = query.activate.as_deref() == Some("on");
+    match control
+        .push_template(&viewer.caller, &name, archive.to_vec(), activate, &message)
+        .await
+    {
+        Ok((template, _)) => html::see_other(&format!("/templates/{}", template.name)),
+        Err(error) => html::control_error(error),
+    }
 }
 
 pub(crate) async fn activate(

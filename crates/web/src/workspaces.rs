@@ -328,6 +328,12 @@ pub(crate) async fn page(
         @if !workspace.deleted {
             h2 { "Actions" }
             div class="actions" {
+                @if matches!(latest.status, BuildStatus::Pending | BuildStatus::Running) {
+                    form method="post" action=(format!("{}/cancel", build_url(latest))) {
+                        input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
+                        button type="submit" { "Cancel build #" (latest.number) }
+                    }
+                }
                 @for (action, label) in [("start", "Start"), ("stop", "Stop"), ("update", "Update to the active version")] {
                     form method="post" action=(format!("{url}/actions/{action}")) {
                         input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
