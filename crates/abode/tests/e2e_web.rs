@@ -685,6 +685,22 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
         events.body
     );
     assert!(events.body.contains("\"done\":true"), "{}", events.body);
+    // A browser that reconnects says the last line it has, and gets the rest.
+    let ids = |body: &str| -> Vec<i64> {
+        body.lines()
+            .filter_map(|line| line.strip_prefix("id: ")?.parse().ok())
+            .collect()
+    };
+    let all = ids(&events.body);
+    assert!(all.len() > 3, "{}", events.body);
+    let resumed = answer(
+        agent()
+            .get(&format!("{base}/workspaces/alice/dev/builds/1/events"))
+            .set("Cookie", &alice)
+            .set("Last-Event-ID", &all[2].to_string())
+            .call(),
+    );
+    assert_eq!(ids(&resumed.body), all[3..].to_vec());
 
     // A blocked build shows its report, and no Confirm.
     push(

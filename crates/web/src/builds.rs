@@ -7,10 +7,10 @@
 //! the page says so.
 
 use std::convert::Infallible;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Form;
@@ -33,6 +33,12 @@ const SHOWN_LINES: usize = 1000;
 
 /// How long one wait for new log lines lasts before the stream asks again.
 const LOG_WAIT: Duration = Duration::from_secs(20);
+/// How long one event stream lasts: the browser reconnects on its own and
+/// resumes after the last line it has (`Last-Event-ID`), so a stream never
+/// holds a server's graceful shutdown longer than an API long-poll would.
+const STREAM_LIFETIME: Duration = Duration::from_secs(30);
+/// How soon the browser reconnects after a stream ends.
+const RECONNECT: Duration = Duration::from_secs(1);
 
 /// Whether a build's log can still grow (a held build writes nothing until
 /// someone confirms it).
@@ -315,15 +321,19 @@ struct Follow {
     number: i64,
     after: i64,
     finished: bool,
+    ends_at: Instant,
 }
 
 /// The build's log as server-sent events: `line` events (JSON: seq, stage,
-/// level, text) as lines arrive, a `status` event (JSON: status, done) after
-/// each batch; the stream ends once the build has settled.
+/// level, text; the event id is the line's seq) as lines arrive, a `status`
+/// event (JSON: status, done) after each batch. The stream ends once the
+/// build has settled, or after [`STREAM_LIFETIME`]; a reconnecting browser
+/// sends the last id it saw and gets the lines after it.
 pub(crate) async fn events(
     State(state): State<WebState>,
     viewer: Result<Viewer, Response>,
     Path((owner, name, number)): Path<(String, String, String)>,
+    headers: HeaderMap,
 ) -> Response {
     let viewer = match viewer {
         Ok(viewer) => viewer,
@@ -346,10 +356,17 @@ pub(crate) async fn events(
         caller: viewer.caller,
         reference,
         number,
-        after: 0,
+        after: headers
+            .get("last-event-id")
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<i64>().ok())
+            .unwrap_or(0)
+            .max(0),
         finished: false,
+        ends_at: Instant::now() + STREAM_LIFETIME,
     };
-    Sse::new(log_stream(follow))
+    let retry = stream::iter([Ok::<_, Infallible>(Event::default().retry(RECONNECT))]);
+    Sse::new(futures_util::StreamExt::chain(retry, log_stream(follow)))
         .keep_alive(KeepAlive::default())
         .into_response()
 }
@@ -357,7 +374,8 @@ pub(crate) async fn events(
 fn log_stream(follow: Follow) -> impl Stream<Item = Result<Event, Infallible>> {
     use futures_util::StreamExt;
     stream::unfold(follow, |mut follow| async move {
-        if follow.finished {
+        let left = follow.ends_at.saturating_duration_since(Instant::now());
+        if follow.finished || left.is_zero() {
             return None;
         }
         let page = follow
@@ -367,7 +385,7 @@ fn log_stream(follow: Follow) -> impl Stream<Item = Result<Event, Infallible>> {
                 &follow.reference,
                 Some(follow.number),
                 follow.after,
-                LOG_WAIT,
+                LOG_WAIT.min(left),
             )
             .await;
         let mut events = Vec::new();
@@ -378,7 +396,12 @@ fn log_stream(follow: Follow) -> impl Stream<Item = Result<Event, Infallible>> {
                     let data = serde_json::json!({
                         "seq": line.seq, "stage": line.stage, "level": line.level, "text": line.text,
                     });
-                    events.push(Event::default().event("line").data(data.to_string()));
+                    events.push(
+                        Event::default()
+                            .event("line")
+                            .id(line.seq.to_string())
+                            .data(data.to_string()),
+                    );
                 }
                 let status = serde_json::json!({"status": page.status.as_str(), "done": page.done});
                 events.push(Event::default().event("status").data(status.to_string()));
