@@ -751,6 +751,31 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     let shown = browser.wait_for_text(markup);
     assert!(shown.contains("motd"), "{shown}");
     assert_eq!(browser.count("#injected"), 0);
+
+    // Delete asks for the name: refused without it (by the server, whatever
+    // the script does), disabled until it is typed, then done.
+    let page = get(&format!("{base}/workspaces/alice/echo"), &alice);
+    let refused = post(
+        &format!("{base}/workspaces/alice/echo/actions/delete"),
+        &alice,
+        &[("csrf", &csrf_of(&page.body)), ("confirm_name", "dev")],
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    let disabled = "return document.querySelector('form[data-name] button').disabled;";
+    browser.go(&format!("{base}/workspaces/alice/echo"));
+    browser.wait_for_element("#confirm-name");
+    assert_eq!(browser.script(disabled), true);
+    browser.type_into("#confirm-name", "echo");
+    assert_eq!(browser.script(disabled), false);
+    browser.click("form[data-name] button");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while get(&format!("{base}/workspaces"), &alice)
+        .body
+        .contains("/workspaces/alice/echo")
+    {
+        assert!(Instant::now() < deadline, "echo was never deleted");
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 #[test]
