@@ -52,24 +52,26 @@ pub(crate) fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
         .filter(|value| !value.is_empty())
 }
 
-fn mac(key: &str) -> Hmac<Sha256> {
-    // HMAC takes a key of any length: this cannot fail.
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes())
-        .unwrap_or_else(|_| unreachable!("HMAC accepts keys of every length"));
+/// The MAC of the label under `key`; HMAC takes keys of every length, so
+/// `None` never happens in practice (and would make every token refused).
+fn mac(key: &str) -> Option<Hmac<Sha256>> {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes()).ok()?;
     mac.update(CSRF_LABEL);
-    mac
+    Some(mac)
 }
 
 /// The CSRF token of forms made for the holder of `key`.
 pub(crate) fn csrf_token(key: &str) -> String {
-    hex::encode(mac(key).finalize().into_bytes())
+    mac(key)
+        .map(|mac| hex::encode(mac.finalize().into_bytes()))
+        .unwrap_or_default()
 }
 
 /// Whether `given` is the token of `key` (compared in constant time).
 pub(crate) fn csrf_matches(key: &str, given: &str) -> bool {
-    match hex::decode(given) {
-        Ok(bytes) => mac(key).verify_slice(&bytes).is_ok(),
-        Err(_) => false,
+    match (mac(key), hex::decode(given)) {
+        (Some(mac), Ok(bytes)) => mac.verify_slice(&bytes).is_ok(),
+        _ => false,
     }
 }
 
