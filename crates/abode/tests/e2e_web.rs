@@ -22,6 +22,27 @@ const PASSWORD: &str = "correct horse battery";
 /// A template version message that would run script if it were markup.
 const HOSTILE: &str = "<img src=x id=injected onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>";
 
+/// A template whose plan fails with an error that quotes a parameter: the
+/// build log then carries whatever text the workspace's creator gave.
+const HTML_LOG_TEMPLATE: &str = r#"
+terraform {
+  required_providers {
+    abode = {
+      source = "abode/abode"
+    }
+  }
+}
+
+data "abode_parameter" "path" {
+  name    = "path"
+  default = ""
+}
+
+resource "terraform_data" "file" {
+  input = data.abode_parameter.path.value == "" ? "" : file(data.abode_parameter.path.value)
+}
+"#;
+
 // ---- a small WebDriver client (plain HTTP to chromedriver) ----
 
 /// WebDriver's key codes.
@@ -750,6 +771,30 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     platform.wait_for_build_status("echo", "succeeded");
     let shown = browser.wait_for_text(markup);
     assert!(shown.contains("motd"), "{shown}");
+    assert_eq!(browser.count("#injected"), 0);
+
+    // A log line with markup in it (Terraform's error quotes the value) is
+    // text, live and once the build has settled.
+    let folder = platform.root().join("templates/html-log");
+    fs::create_dir_all(&folder).unwrap();
+    fs::write(folder.join("main.tf"), HTML_LOG_TEMPLATE).unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "htmllog",
+            "-d",
+            folder.to_str().unwrap(),
+            "--activate",
+        ])
+        .ok();
+    browser.go(&format!("{base}/workspaces/new?template=htmllog"));
+    browser.type_into("#name", "htmllog");
+    browser.type_into("#parameter-path", "<i id=injected>nofile</i>");
+    browser.click("button.primary");
+    browser.wait_for_text("Workspace htmllog");
+    let failed = browser.wait_for_text("Build #1 (start): failed");
+    assert!(failed.contains("<i id=injected>nofile</i>"), "{failed}");
     assert_eq!(browser.count("#injected"), 0);
 
     // Delete asks for the name: refused without it (by the server, whatever
