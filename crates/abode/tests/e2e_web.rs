@@ -586,7 +586,7 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     // is applied.
     browser.tab_to("form[action$='/confirm'] button");
     browser.press(ENTER);
-    browser.wait_for_element("form[action$='/actions/update']");
+    browser.wait_for_element("#confirm-name");
     platform.wait_for_build_status("dev", "succeeded");
     browser.go(&format!("{base}/workspaces/alice/dev"));
     let after = browser.wait_for_text("succeeded");

@@ -307,6 +307,13 @@ pub(crate) async fn page(
     let parameters: BTreeMap<String, serde_json::Value> =
         serde_json::from_str(&workspace.parameters).unwrap_or_default();
     let latest = &view.latest_build;
+    // The template's active version, for "update" (none if it cannot be read).
+    let active_version = control
+        .read_template(&viewer.caller, &workspace.template_name)
+        .await
+        .ok()
+        .and_then(|template| template.active_version);
+    let offered = offered_actions(view.status, active_version, workspace.template_version);
     let body = html! {
         h1 { "Workspace " (workspace.name) }
         dl class="facts" {
@@ -334,7 +341,7 @@ pub(crate) async fn page(
                         button type="submit" { "Cancel build #" (latest.number) }
                     }
                 }
-                @for (action, label) in [("start", "Start"), ("stop", "Stop"), ("update", "Update to the active version")] {
+                @for (action, label) in &offered {
                     form method="post" action=(format!("{url}/actions/{action}")) {
                         input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
                         button type="submit" { (label) }
@@ -420,6 +427,33 @@ pub(crate) async fn page(
     )
 }
 
+/// The builds worth offering in `status`: what the door would refuse now (a
+/// start of a running workspace, anything while a build is active or held)
+/// is not offered; the door still decides what is allowed.
+fn offered_actions(
+    status: WorkspaceStatus,
+    active_version: Option<i64>,
+    version: i64,
+) -> Vec<(&'static str, String)> {
+    let (start, stop) = match status {
+        WorkspaceStatus::Running => (false, true),
+        WorkspaceStatus::Stopped => (true, false),
+        WorkspaceStatus::Failed | WorkspaceStatus::Canceled => (true, true),
+        _ => return Vec::new(),
+    };
+    let mut offered = Vec::new();
+    if start {
+        offered.push(("start", "Start".to_string()));
+    }
+    if stop {
+        offered.push(("stop", "Stop".to_string()));
+    }
+    if let Some(active) = active_version.filter(|active| *active != version) {
+        offered.push(("update", format!("Update to version {active}")));
+    }
+    offered
+}
+
 /// Milliseconds as a short duration (`8h`, `90m`).
 fn duration(ms: u64) -> String {
     let minutes = ms / 60_000;
@@ -475,5 +509,36 @@ pub(crate) async fn act(
     {
         Ok(_) => html::see_other(&workspace_url(&owner, &name)),
         Err(error) => html::control_error(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_builds_a_status_allows_are_offered() {
+        let names = |status, active| -> Vec<&'static str> {
+            offered_actions(status, active, 1)
+                .into_iter()
+                .map(|(action, _)| action)
+                .collect()
+        };
+        let cases: [(WorkspaceStatus, Option<i64>, &[&str]); 7] = [
+            (WorkspaceStatus::Running, Some(1), &["stop"]),
+            (WorkspaceStatus::Running, Some(2), &["stop", "update"]),
+            (WorkspaceStatus::Stopped, Some(1), &["start"]),
+            (WorkspaceStatus::Failed, None, &["start", "stop"]),
+            (
+                WorkspaceStatus::Canceled,
+                Some(3),
+                &["start", "stop", "update"],
+            ),
+            (WorkspaceStatus::AwaitingConfirmation, Some(2), &[]),
+            (WorkspaceStatus::Starting, Some(2), &[]),
+        ];
+        for (status, active, expected) in cases {
+            assert_eq!(names(status, active), expected, "{status:?} {active:?}");
+        }
     }
 }
