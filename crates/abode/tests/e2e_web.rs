@@ -101,7 +101,7 @@ impl Browser {
             "goog:chromeOptions": {
                 "binary": "/usr/bin/chromium",
                 "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                         "--disable-dev-shm-usage", "--window-size=1280,1000",
+                         "--disable-dev-shm-usage", "--window-size=1280,1800",
                          format!("--user-data-dir={}", profile.path().display())],
             }
         }}});

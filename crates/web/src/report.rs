@@ -38,6 +38,17 @@ fn action_words(action: &str, drift_deleted: bool) -> &'static str {
     }
 }
 
+/// What happens to a resource nobody protects, in a word or two.
+fn short_action_words(action: &str) -> &'static str {
+    match action {
+        "replace" => "replaced",
+        "replace_create_before_destroy" => "replaced (the new one created first)",
+        "delete" => "deleted",
+        "forget" => "forgotten by Terraform",
+        _ => "destroyed",
+    }
+}
+
 /// The decision of a report, `None` when it has none.
 pub(crate) fn decision(report: &Value) -> Option<&str> {
     report.get("decision").and_then(Value::as_str)
@@ -77,7 +88,7 @@ pub(crate) fn render(report: &Value) -> Markup {
                     @for other in others {
                         li {
                             span class="mono" { (text(other, "address")) }
-                            " — " (action_words(text(other, "action"), false))
+                            " — " (short_action_words(text(other, "action")))
                             @if !text(other, "reason").is_empty() {
                                 ": " (text(other, "reason"))
                             }
