@@ -890,6 +890,7 @@ fn pages_carry_the_security_headers_and_cookies() {
     let script = get(&format!("{base}/assets/app.js"), "");
     assert_eq!(script.status, 200);
     assert!(script.header["content-type"].starts_with("text/javascript"));
+    assert!(script.set_cookies.is_empty(), "{:?}", script.set_cookies);
     assert!(!page.body.contains("https://"), "no outside asset");
     // The API is still where it was.
     let health = get(&format!("{base}/api/v1/health"), "");

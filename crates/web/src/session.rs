@@ -152,7 +152,8 @@ fn refused_form() -> Response {
 }
 
 async fn with_presession(mut request: Request, next: Next, secure: bool) -> Response {
-    if csrf_key(request.headers()).is_some() {
+    // Assets are cacheable and carry no form: never a cookie with them.
+    if csrf_key(request.headers()).is_some() || request.uri().path().starts_with("/assets/") {
         return next.run(request).await;
     }
     let secret = new_secret();
