@@ -626,6 +626,12 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     assert!(audit.contains("build.confirm"), "{audit}");
     browser.go(&format!("{base}/users"));
     assert!(browser.wait_for_text("Users").contains("alice@example.com"));
+    browser.type_into("#new-username", "carol");
+    browser.type_into("#new-email", "carol@example.com");
+    browser.type_into("#new-password", "carol's password");
+    browser.click("form[action='/users'] button");
+    browser.wait_for_text("carol@example.com");
+    sign_in_http(&base, "carol", "carol's password");
     browser.go(&format!("{base}/prebuilds"));
     browser.wait_for_text("Prebuild pools");
 
@@ -654,6 +660,18 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     // URL; his audit log has his own events only (the policy's `own`).
     assert!(!list.body.contains("href=\"/users\""), "{}", list.body);
     assert_eq!(get(&format!("{base}/users"), &bob).status, 403);
+    let made = post(
+        &format!("{base}/users"),
+        &bob,
+        &[
+            ("csrf", &csrf_of(&list.body)),
+            ("username", "mallory"),
+            ("email", "mallory@example.com"),
+            ("password", "mallory's password"),
+            ("role", "owner"),
+        ],
+    );
+    assert_eq!(made.status, 403, "{}", made.body);
     let audit = get(&format!("{base}/audit"), &bob);
     assert_eq!(audit.status, 200);
     assert!(!audit.body.contains("alice/dev"), "{}", audit.body);

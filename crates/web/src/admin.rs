@@ -6,13 +6,16 @@
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use axum::Form;
 use maud::html;
 use serde::Deserialize;
 
+use abode_control::authz::{self, Action};
 use abode_control::AuditQuery;
+use abode_store::{Role, Roles};
 
 use crate::html::{self, page as whole_page, respond, time};
-use crate::session::Viewer;
+use crate::session::{Viewer, CSRF_FIELD};
 use crate::workspaces::header;
 use crate::WebState;
 
@@ -146,6 +149,16 @@ pub(crate) async fn users(
         Err(sign_in) => return sign_in,
     };
     let after = query.and_then(|Query(query)| non_empty(query.after));
+    render_users(&state, &viewer, after, None).await
+}
+
+/// The users page, with the door's refusal of a new user if any.
+async fn render_users(
+    state: &WebState,
+    viewer: &Viewer,
+    after: Option<String>,
+    problem: Option<(StatusCode, String)>,
+) -> Response {
     let users = match state
         .control
         .list_users(&viewer.caller, after.as_deref(), Some(100))
@@ -154,9 +167,16 @@ pub(crate) async fn users(
         Ok(users) => users,
         Err(error) => return html::control_error(error),
     };
+    let may_create = authz::authorize(&viewer.caller.subject(), Action::UserCreate, None).is_ok();
+    let status = problem
+        .as_ref()
+        .map_or(StatusCode::OK, |(status, _)| *status);
     let body = html! {
         h1 { "Users" }
-        p class="muted" { "Create users and change roles with " code { "abode users" } "." }
+        @if let Some((_, message)) = &problem {
+            p class="error" role="alert" { (message) }
+        }
+        p class="muted" { "Change roles with " code { "abode users roles" } "." }
         table {
             thead { tr {
                 th scope="col" { "Username" }
@@ -178,11 +198,82 @@ pub(crate) async fn users(
         @if let Some(next) = &users.next {
             p { a rel="next" href=(next_link("/users", &[("after", next.clone())])) { "Next page" } }
         }
+        @if may_create {
+            h2 { "New user" }
+            form class="card" method="post" action="/users" {
+                input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
+                label for="new-username" { "Username" }
+                input id="new-username" name="username" type="text" required autocomplete="off";
+                label for="new-email" { "Email" }
+                input id="new-email" name="email" type="email" required autocomplete="off";
+                label for="new-password" { "Initial password" }
+                input id="new-password" name="password" type="password" required autocomplete="new-password";
+                fieldset {
+                    legend { "Roles" }
+                    @for role in Role::ALL {
+                        label for=(format!("role-{}", role.as_str())) {
+                            input id=(format!("role-{}", role.as_str())) name="role" type="checkbox"
+                                value=(role.as_str()) checked[role == Role::Member];
+                            " " (role.as_str())
+                        }
+                    }
+                }
+                p { button class="primary" type="submit" { "Create the user" } }
+            }
+        }
     };
-    respond(
-        StatusCode::OK,
-        whole_page("Users", Some(header(&viewer)), body),
-    )
+    respond(status, whole_page("Users", Some(header(viewer)), body))
+}
+
+/// A new user (`Control::create_user`, as `POST /api/v1/users`): the door
+/// decides who may create whom with which roles.
+pub(crate) async fn create_user(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let field = |name: &str| -> &str {
+        fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map_or("", |(_, value)| value.as_str())
+    };
+    let refused = |error: String| (StatusCode::BAD_REQUEST, format!("Not created: {error}"));
+    let roles = match Roles::parse_each(
+        fields
+            .iter()
+            .filter(|(key, _)| key == "role")
+            .map(|(_, value)| value.as_str()),
+    ) {
+        Ok(roles) => roles,
+        Err(unknown) => {
+            return render_users(&state, &viewer, None, Some(refused(unknown.to_string()))).await
+        }
+    };
+    match state
+        .control
+        .create_user(
+            &viewer.caller,
+            field("username").trim(),
+            field("email").trim(),
+            field("password"),
+            &roles,
+        )
+        .await
+    {
+        Ok(_) => html::see_other("/users"),
+        Err(error) => {
+            let problem = (
+                html::status_of(&error),
+                format!("Not created: {}", html::message_of(&error)),
+            );
+            render_users(&state, &viewer, None, Some(problem)).await
+        }
+    }
 }
 
 pub(crate) async fn prebuilds(

@@ -97,7 +97,7 @@ pub fn router(control: Control) -> Router {
         .route("/notifications/read-all", post(inbox::read_all))
         .route("/notifications/:id/read", post(inbox::read))
         .route("/audit", get(admin::audit))
-        .route("/users", get(admin::users))
+        .route("/users", get(admin::users).post(admin::create_user))
         .route("/prebuilds", get(admin::prebuilds))
         .route("/assets/app.js", get(assets::script))
         .route("/assets/app.css", get(assets::stylesheet))
