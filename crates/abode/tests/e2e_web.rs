@@ -63,17 +63,19 @@ impl Browser {
     /// Starts chromedriver and a headless Chromium session; fails with one
     /// line when they are not installed.
     fn start() -> Browser {
-        for program in ["chromedriver", "chromium"] {
+        let path_of = |program: &str| -> String {
             let found = Command::new("sh")
                 .args(["-c", &format!("command -v {program}")])
                 .output()
-                .map(|output| output.status.success())
-                .unwrap_or(false);
-            assert!(
-                found,
+                .ok()
+                .filter(|output| output.status.success())
+                .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string());
+            found.unwrap_or_else(|| panic!(
                 "{program} is not on PATH: the web dashboard's browser tests need Debian's chromium and chromium-driver (source scripts/bootstrap.sh)"
-            );
-        }
+            ))
+        };
+        path_of("chromedriver");
+        let chromium = path_of("chromium");
         let port = free_port();
         let driver = Command::new("chromedriver")
             .arg(format!("--port={port}"))
@@ -99,7 +101,7 @@ impl Browser {
         let capabilities = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
             "goog:chromeOptions": {
-                "binary": "/usr/bin/chromium",
+                "binary": chromium,
                 "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
                          "--disable-dev-shm-usage", "--window-size=1280,1800",
                          format!("--user-data-dir={}", profile.path().display())],
