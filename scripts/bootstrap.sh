@@ -49,6 +49,13 @@ if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null
     || { echo "error: cannot install Debian's chromium and chromium-driver (the web dashboard's browser tests need them)" >&2; exit 1; }
 fi
 
+# The connection tests (e2e_ssh) drive OpenSSH's client: ssh, scp.
+if ! command -v ssh >/dev/null 2>&1 || ! command -v scp >/dev/null 2>&1; then
+  echo "bootstrap: installing the OpenSSH client (Debian openssh-client)" >&2
+  abode_need_root apt-get update -qq || exit 1
+  abode_need_root apt-get install -y -qq openssh-client >/dev/null || exit 1
+fi
+
 # Terraform must never reach the network or prompt, and must not read a user's
 # ~/.terraformrc; Abode writes its own CLI configuration for every run.
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0

@@ -12,6 +12,10 @@
 //! from the Terraform state once the apply that started the agent finished),
 //! and it may be down or restarting: every call is retried with a capped
 //! exponential backoff instead of giving up.
+//!
+//! Once it knows its settings, the agent also keeps its tunnel to the server
+//! (`agent_tunnel.rs`), through which people reach the workspace with
+//! `abode ssh`, OpenSSH and `abode port-forward` (docs/ssh.md).
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -120,10 +124,11 @@ fn run_agent(args: AgentArgs) -> anyhow::Result<()> {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .context("cannot install the signal handler")?;
     }
-    let client = Client::new(&args.url, Some(token));
+    let client = Client::new(&args.url, Some(token.clone()));
     let agent = Agent {
         client,
         stop,
+        token,
         url: args.url,
         log_dir: args.log_dir.unwrap_or_else(std::env::temp_dir),
     };
@@ -140,6 +145,7 @@ struct Agent {
     client: Client,
     stop: Arc<AtomicBool>,
     url: String,
+    token: String,
     log_dir: PathBuf,
 }
 
@@ -228,6 +234,20 @@ impl Agent {
             })
             .unwrap_or(DEFAULT_HEARTBEAT);
         log(&format!("heartbeat every {} ms", interval.as_millis()));
+        let settings = crate::agent_ssh::SessionSettings {
+            dir: me.dir.as_deref().map(expand_home),
+            env: me.env.clone(),
+        };
+        if let Err(error) = crate::agent_tunnel::spawn(
+            self.url.clone(),
+            self.token.clone(),
+            settings,
+            Arc::clone(&self.stop),
+        ) {
+            log(&format!(
+                "cannot start the tunnel; the workspace accepts no connections: {error}"
+            ));
+        }
         std::thread::scope(|scope| {
             scope.spawn(|| self.heartbeats(interval, &me));
             let (state, exit_status) = match self.startup(&me) {

@@ -4,12 +4,15 @@
 //! installing Abode is copying one file.
 
 mod agent;
+mod agent_ssh;
+mod agent_tunnel;
 mod cli;
 mod duration;
 mod exit;
 mod plan_check;
 mod provider;
 mod server;
+mod wsdial;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

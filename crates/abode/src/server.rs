@@ -24,7 +24,8 @@ pub struct ServerArgs {
     /// Where the database, volumes and work dirs live.
     #[arg(long, env = "ABODE_DATA_DIR", default_value = "./.abode")]
     data_dir: PathBuf,
-    /// Number of embedded provisioner workers (builds run in parallel).
+    /// Number of embedded provisioner workers (builds run in parallel); 0: an
+    /// API-only server (other servers on the same PostgreSQL run the builds).
     #[arg(long, env = "ABODE_PROVISIONERS", default_value_t = 3)]
     provisioners: usize,
     /// The URL workspace agents use to reach this server [default: http://ADDRESS].
@@ -59,6 +60,11 @@ pub struct ServerArgs {
     /// Seconds a canceled Terraform run gets after SIGINT before it is killed.
     #[arg(long, env = "ABODE_CANCEL_GRACE", default_value_t = 30)]
     cancel_grace: u64,
+    /// Seconds a build this server runs stays its own without a renewal (it
+    /// renews four times as often); past it, another server on the same
+    /// database fails the build as its server's.
+    #[arg(long, env = "ABODE_JOB_LEASE", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    job_lease: u64,
     /// Keep the data in PostgreSQL (postgres://USER@HOST/DB) instead of SQLite in the data dir.
     #[arg(long, env = "ABODE_DATABASE_URL")]
     database_url: Option<String>,
@@ -238,6 +244,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.agent_heartbeat_timeout = Duration::from_secs(args.agent_heartbeat_timeout);
     options.agent_heartbeat_interval = Duration::from_secs(args.agent_heartbeat_interval);
     options.cancel_grace = Duration::from_secs(args.cancel_grace);
+    options.job_lease = Duration::from_secs(args.job_lease);
     options.confirmation_timeout = Duration::from_secs(args.confirmation_timeout);
     options.database_url = args.database_url;
     options.session_idle_timeout = args.session_idle_timeout;

@@ -211,3 +211,47 @@ fn presets_are_read_at_push_listed_and_used_by_create() {
         .json();
     assert_eq!(versions.as_array().unwrap().len(), 1, "{versions}");
 }
+
+/// `abode start` and `abode update` take new values of mutable parameters
+/// (`--parameter`); the others keep theirs, and an immutable one is refused.
+#[test]
+fn start_and_update_change_mutable_parameters_only() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let template = fixture("presets");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "pool",
+            "-d",
+            template.to_str().unwrap(),
+        ])
+        .ok();
+    platform
+        .run(&["create", "dev", "--template", "pool", "-p", "cpus=2"])
+        .ok();
+    platform.run(&["stop", "dev"]).ok();
+    platform.run(&["start", "dev", "-p", "cpus=3"]).ok();
+    let shown = platform.show("dev");
+    assert_eq!(
+        shown["parameters"],
+        json!({"cpus": "3", "region": "eu"}),
+        "{shown:#}"
+    );
+    platform.run(&["stop", "dev"]).ok();
+    platform
+        .run(&["update", "dev", "--parameter", "cpus=5"])
+        .ok();
+    assert_eq!(platform.show("dev")["parameters"]["cpus"], "5");
+
+    platform.run(&["stop", "dev"]).ok();
+    let refused = platform.run(&["start", "dev", "-p", "region=us"]);
+    assert_eq!(refused.code, Some(1), "{refused}");
+    assert!(refused.stderr.contains("region"), "{refused}");
+    assert_eq!(platform.show("dev")["parameters"]["region"], "eu");
+    platform
+        .run(&["start", "dev", "-p", "novalue"])
+        .fails_with(2, &["NAME=VALUE"]);
+}

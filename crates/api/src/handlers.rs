@@ -52,6 +52,7 @@ pub fn router(state: AppState) -> Router {
                 .post(push_version)
                 .layer(DefaultBodyLimit::disable()),
         )
+        .route("/templates/:name/versions/:number", get(get_version))
         .route(
             "/templates/:name/versions/:number/activate",
             post(activate_version),
@@ -89,6 +90,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::notifications::routes())
         .merge(crate::prebuilds::routes())
         .merge(crate::schedules::routes())
+        .merge(crate::connect::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .layer(axum::middleware::from_fn(refuse_oversized_json));
     let metrics = state.control.config().metrics.clone();
@@ -221,9 +223,9 @@ fn ok(status: StatusCode, body: Value) -> ApiResult {
 }
 
 /// The query string of a list, with a one-line 400 when it does not parse.
-type ListQueryResult<T> = Result<Query<T>, axum::extract::rejection::QueryRejection>;
+pub(crate) type ListQueryResult<T> = Result<Query<T>, axum::extract::rejection::QueryRejection>;
 
-fn list_query<T>(query: ListQueryResult<T>) -> Result<T, ApiError> {
+pub(crate) fn list_query<T>(query: ListQueryResult<T>) -> Result<T, ApiError> {
     query
         .map(|Query(query)| query)
         .map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))
@@ -231,7 +233,11 @@ fn list_query<T>(query: ListQueryResult<T>) -> Result<T, ApiError> {
 
 /// A list page's answer: its rows under `key`, and `next`, the cursor of the
 /// next page (null on the last).
-fn page_answer<T: serde::Serialize>(key: &str, items: Vec<T>, next: Option<String>) -> ApiResult {
+pub(crate) fn page_answer<T: serde::Serialize>(
+    key: &str,
+    items: Vec<T>,
+    next: Option<String>,
+) -> ApiResult {
     // Written straight from the rows' views: a page of workspaces never
     // becomes a tree of JSON values first.
     struct PageBody<'a, T> {
@@ -270,11 +276,11 @@ fn parse_time(raw: Option<&str>, what: &str) -> Result<Option<i64>, ApiError> {
 
 /// Pagination parameters every list takes.
 #[derive(Deserialize)]
-struct PageQuery {
+pub(crate) struct PageQuery {
     #[serde(default)]
-    after: Option<String>,
+    pub(crate) after: Option<String>,
     #[serde(default)]
-    limit: Option<i64>,
+    pub(crate) limit: Option<i64>,
 }
 
 fn parse_number(raw: &str, what: &str) -> Result<Option<i64>, ApiError> {
@@ -528,6 +534,9 @@ struct PushQuery {
     activate: Option<bool>,
     #[serde(default)]
     message: Option<String>,
+    /// Refuse the version when the lint finds an error-level hazard.
+    #[serde(default)]
+    strict: Option<bool>,
 }
 
 async fn push_version(
@@ -554,19 +563,41 @@ async fn push_version(
             "the request body is empty: send the template folder as a .tar.gz archive",
         ));
     }
-    let (template, version) = state
+    let options = abode_control::PushOptions {
+        activate: query.activate.unwrap_or(false),
+        message: message.to_string(),
+        strict: query.strict.unwrap_or(false),
+    };
+    let (template, version, lint) = state
         .control
-        .push_template(
-            &caller,
-            &name,
-            archive.to_vec(),
-            query.activate.unwrap_or(false),
-            query.message.as_deref().unwrap_or(""),
-        )
+        .push_template_with(&caller, &name, archive.to_vec(), &options)
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"template": TemplateJson::from(&template), "version": VersionJson::from(&version)}),
+        json!({
+            "template": TemplateJson::from(&template),
+            "version": VersionJson::from(&version),
+            "lint": lint,
+        }),
+    )
+}
+
+/// One version with the lint's findings it keeps (`null`: pushed before
+/// the lint existed).
+async fn get_version(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((name, number)): Path<(String, String)>,
+) -> ApiResult {
+    let number = parse_number(&number, "version")?
+        .ok_or_else(|| ApiError::bad_request("give a version number"))?;
+    let (version, lint) = state
+        .control
+        .template_version_detail(&caller, &name, number)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!({"version": VersionJson::from(&version), "lint": lint}),
     )
 }
 

@@ -120,10 +120,15 @@ async fn create_token(
 async fn list_tokens(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
+    query: crate::handlers::ListQueryResult<crate::handlers::PageQuery>,
 ) -> Result<axum::response::Response, ApiError> {
-    let tokens = state.control.api_tokens(&caller).await?;
-    let tokens: Vec<ApiTokenJson> = tokens.iter().map(ApiTokenJson::from).collect();
-    Ok(Json(json!({"tokens": tokens})).into_response())
+    let query = crate::handlers::list_query(query)?;
+    let page = state
+        .control
+        .api_tokens(&caller, query.after.as_deref(), query.limit)
+        .await?;
+    let tokens: Vec<ApiTokenJson> = page.items.iter().map(ApiTokenJson::from).collect();
+    crate::handlers::page_answer("tokens", tokens, page.next)
 }
 
 async fn revoke_token(

@@ -6,6 +6,7 @@
 //! its answer (or its typed error) into JSON. Every response carries an
 //! `x-request-id`, which is also on every server log line of that request.
 
+mod connect;
 mod handlers;
 mod identity;
 mod notifications;

@@ -57,6 +57,8 @@ pub struct ServerOptions {
     pub prebuilds: abode_control::PrebuildsConfig,
     /// How the lifecycle scheduler ticks.
     pub scheduler: abode_control::SchedulerConfig,
+    /// How long a claimed job stays this server's without a renewal.
+    pub job_lease: Duration,
 }
 
 impl ServerOptions {
@@ -86,6 +88,7 @@ impl ServerOptions {
             notifications: abode_control::NotificationsConfig::default(),
             prebuilds: abode_control::PrebuildsConfig::default(),
             scheduler: abode_control::SchedulerConfig::default(),
+            job_lease: Duration::from_secs(60),
         }
     }
 }
@@ -98,6 +101,12 @@ pub enum ServerError {
     Store(#[from] abode_store::StoreError),
     #[error("cannot recover from the previous run: {0}")]
     Recover(#[source] abode_control::ControlError),
+    #[error("cannot read or create this server's id in {path}: {source}")]
+    ServerId {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot listen on {address}: {source}")]
     Bind {
         address: SocketAddr,
@@ -119,8 +128,8 @@ pub struct Server {
 }
 
 impl Server {
-    /// Opens the database, marks builds of a dead previous server failed,
-    /// starts the provisioners and listens.
+    /// Opens the database, takes over the builds this server (this data dir)
+    /// left running when it died, starts the provisioners and listens.
     pub async fn start(options: ServerOptions) -> Result<Server, ServerError> {
         if !options.data_dir.is_absolute() {
             return Err(ServerError::RelativeDataDir {
@@ -179,6 +188,8 @@ impl Server {
         config.notifications = options.notifications.clone();
         config.prebuilds = options.prebuilds.clone();
         config.scheduler = options.scheduler.clone();
+        config.server_id = server_identity(&options.data_dir)?;
+        config.job_lease = options.job_lease;
         // Builds and template pushes need Terraform: say so at start rather
         // than at the first build.
         match tokio::task::spawn_blocking(abode_terraform::version).await {
@@ -202,8 +213,7 @@ impl Server {
                 "taking over builds the previous run left running"
             );
         }
-        let mut workers =
-            control.start_provisioners(options.provisioners.max(1), shutdown_rx.clone());
+        let mut workers = control.start_provisioners(options.provisioners, shutdown_rx.clone());
         workers.extend(recovered.followers);
         let app = crate::router(AppState {
             control: control.clone(),
@@ -314,4 +324,38 @@ async fn bind(address: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAdd
         .map_err(bind_error)?;
     let local = listener.local_addr().map_err(bind_error)?;
     Ok((listener, local))
+}
+
+/// The file in the data dir that names this server among those sharing a
+/// database.
+const SERVER_ID_FILE: &str = "server-id";
+
+/// This server's id: read from the data dir, created there at the first start,
+/// so that a server restarted on its data dir takes back the builds it ran.
+fn server_identity(data_dir: &std::path::Path) -> Result<String, ServerError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = data_dir.join(SERVER_ID_FILE);
+    let error = |source| ServerError::ServerId {
+        path: path.display().to_string(),
+        source,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(text) if !text.trim().is_empty() => return Ok(text.trim().to_owned()),
+        Ok(_) => {}
+        Err(source) if source.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => return Err(error(source)),
+    }
+    let id = format!("server-{}", abode_store::new_id());
+    std::fs::create_dir_all(data_dir).map_err(error)?;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)
+        .map_err(error)?;
+    file.write_all(format!("{id}\n").as_bytes())
+        .map_err(error)?;
+    Ok(id)
 }

@@ -123,6 +123,7 @@ fn table() -> Vec<Row> {
         ("GET", "/templates", Body::None,                                                                  [200, 200, 200, 200, 200, 200, 401, 401]),
         ("GET", "/templates/quick", Body::None,                                                            [200, 200, 200, 200, 200, 200, 401, 401]),
         ("GET", "/templates/quick/versions", Body::None,                                                   [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("GET", "/templates/quick/versions/1", Body::None,                                                 [200, 200, 200, 200, 200, 200, 401, 401]),
         ("GET", "/templates/quick/presets?version=1", Body::None,                                          [200, 200, 200, 200, 200, 200, 401, 401]),
         ("POST", "/templates/quick/versions", Body::Archive,                                               [201, 201, 403, 403, 403, 403, 401, 401]),
         ("POST", "/templates/quick/versions/1/activate", Body::None,                                       [200, 200, 403, 403, 403, 403, 401, 401]),
@@ -157,6 +158,9 @@ fn table() -> Vec<Row> {
         ("PUT", "/workspaces/{ws}/schedule", Body::Json(r#"{"ttl_ms":3600000}"#),                        [200, 403, 403, 403, 200, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/extend", Body::Json(r#"{"duration_ms":60000}"#),                      [409, 403, 403, 403, 409, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/wake", Body::None,                                                      [409, 403, 403, 403, 409, 403, 401, 401]),
+        // ---- connections (409: allowed, but no agent is connected) ----
+        ("GET", "/workspaces/{ws}/connect?kind=ssh", Body::None,                                           [409, 403, 403, 403, 409, 403, 401, 401]),
+        ("GET", "/workspaces/{ws}/connect?kind=port-forward&port=8080", Body::None,                        [409, 403, 403, 403, 409, 403, 401, 401]),
         // ---- prebuild pools ----
         ("GET", "/prebuilds", Body::None,                                                                  [200, 200, 403, 403, 403, 403, 401, 401]),
         ("POST", "/prebuilds/pause", Body::None,                                                           [200, 403, 403, 403, 403, 403, 401, 401]),
@@ -169,6 +173,8 @@ fn table() -> Vec<Row> {
         ("POST", "/agent/heartbeat", Body::None,                                                           [401, 401, 401, 401, 401, 401, 401, 200]),
         ("POST", "/agent/lifecycle", Body::Json(r#"{"state":"starting"}"#),                              [401, 401, 401, 401, 401, 401, 401, 204]),
         ("POST", "/agent/activity", Body::None,                                                            [401, 401, 401, 401, 401, 401, 401, 204]),
+        // Not a WebSocket request: 426 once the agent is known.
+        ("GET", "/agent/connect", Body::None,                                                              [401, 401, 401, 401, 401, 401, 401, 426]),
         // ---- last: it ends the session each column used ----
         ("POST", "/logout", Body::None,                                                                    [204, 204, 204, 204, 204, 204, 401, 401]),
     ]

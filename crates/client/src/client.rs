@@ -16,7 +16,7 @@ use crate::types::{
     AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification,
     LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool, Protection,
     ScheduleSpec, Template, TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion,
-    TemplateVersionResponse, Transition, User, Workspace, WorkspaceSchedule,
+    TemplateVersionDetail, TemplateVersionResponse, Transition, User, Workspace, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -109,10 +109,6 @@ pub struct Orphaned {
 #[derive(Deserialize)]
 struct ReleasedBody {
     released: Protection,
-}
-#[derive(Deserialize)]
-struct TokensBody {
-    tokens: Vec<ApiToken>,
 }
 #[derive(Deserialize)]
 struct NotificationBody {
@@ -265,8 +261,7 @@ impl Client {
 
     /// The caller's API tokens that are not revoked, by name.
     pub fn api_tokens(&self) -> Result<Vec<ApiToken>, ClientError> {
-        let body: TokensBody = self.finish("GET /tokens", self.request("GET", "/tokens").call())?;
-        Ok(body.tokens)
+        self.pages("GET /tokens", "/tokens", "tokens", &[], None)
     }
 
     /// Revokes the caller's API token `name`.
@@ -326,6 +321,19 @@ impl Client {
         activate: bool,
         message: Option<&str>,
     ) -> Result<TemplateVersionResponse, ClientError> {
+        self.push_template_with(name, archive, activate, message, false)
+    }
+
+    /// Pushes a version; `strict` asks the server to refuse it when its lint
+    /// finds an error-level hazard.
+    pub fn push_template_with(
+        &self,
+        name: &str,
+        archive: &[u8],
+        activate: bool,
+        message: Option<&str>,
+        strict: bool,
+    ) -> Result<TemplateVersionResponse, ClientError> {
         let path = format!("/templates/{}/versions", workspace_segment(name));
         let mut request = self
             .request("POST", &path)
@@ -334,7 +342,20 @@ impl Client {
         if let Some(message) = message {
             request = request.query("message", message);
         }
+        if strict {
+            request = request.query("strict", "true");
+        }
         self.finish("template push", request.send_bytes(archive))
+    }
+
+    /// One version of a template with the lint's findings it keeps.
+    pub fn template_version(
+        &self,
+        name: &str,
+        number: u64,
+    ) -> Result<TemplateVersionDetail, ClientError> {
+        let path = format!("/templates/{}/versions/{number}", workspace_segment(name));
+        self.finish("GET template version", self.request("GET", &path).call())
     }
 
     /// Every template, by name.
@@ -478,18 +499,23 @@ impl Client {
         Ok(body.workspace)
     }
 
-    /// Queues a build of the workspace.
+    /// Queues a build of the workspace; `parameters` (a start or an update
+    /// only) are new values of its mutable parameters.
     pub fn start_build(
         &self,
         workspace: &str,
         transition: Transition,
+        parameters: &BTreeMap<String, String>,
     ) -> Result<Build, ClientError> {
-        let body = match transition {
+        let mut body = match transition {
             Transition::Start => json!({"transition": "start"}),
             Transition::Stop => json!({"transition": "stop"}),
             Transition::Delete => json!({"transition": "delete"}),
             Transition::Update => json!({"transition": "start", "update": true}),
         };
+        if !parameters.is_empty() {
+            body["parameters"] = json!(parameters);
+        }
         let path = format!("/workspaces/{}/builds", workspace_segment(workspace));
         let body: BuildBody =
             self.finish("POST builds", self.request("POST", &path).send_json(body))?;
@@ -922,7 +948,9 @@ mod tests {
             r#"{"error":{"code":"conflict","message":"workspace \"dev\" is already running"}}"#,
         );
         let client = Client::new(&url, Some("tok".into()));
-        let err = client.start_build("dev", Transition::Start).unwrap_err();
+        let err = client
+            .start_build("dev", Transition::Start, &BTreeMap::new())
+            .unwrap_err();
         assert_eq!(err.to_string(), "workspace \"dev\" is already running");
         assert_eq!(err.code(), Some("conflict"));
         assert_eq!(err.status(), Some(409));

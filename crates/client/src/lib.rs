@@ -7,6 +7,7 @@
 pub mod archive;
 mod client;
 pub mod config;
+pub mod connect;
 mod error;
 pub mod types;
 

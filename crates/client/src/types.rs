@@ -130,6 +130,48 @@ pub struct PresetSchedule {
 pub struct TemplateVersionResponse {
     pub template: Template,
     pub version: TemplateVersion,
+    /// The lint's findings on the pushed files (a push's answer only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lint: Option<LintReport>,
+}
+
+/// One version with the lint's findings it keeps
+/// (`GET /templates/{name}/versions/{number}`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TemplateVersionDetail {
+    pub version: TemplateVersion,
+    /// `None`: pushed before the lint existed, never linted.
+    #[serde(default)]
+    pub lint: Option<LintReport>,
+}
+
+/// The template lint's report (docs/lint.md, `schema_version` 1).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LintReport {
+    pub schema_version: u32,
+    pub errors: usize,
+    pub warnings: usize,
+    pub findings: Vec<LintFinding>,
+    /// Why the server's lint could not read the files (then no findings).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+/// One hazard the lint found.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LintFinding {
+    /// The rule's id, e.g. `persistent-identity-mutable`.
+    pub rule: String,
+    /// `error` or `warning`.
+    pub severity: String,
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    pub resource: String,
+    #[serde(default)]
+    pub attribute: Option<String>,
+    pub message: String,
+    pub fix: String,
 }
 
 /// What the platform knows about a workspace's agent, apart from its builds.

@@ -107,6 +107,9 @@ pub enum Action {
     WorkspaceOrphan,
     /// Reading the Terraform state (it holds every secret of the workspace).
     WorkspaceStateRead,
+    /// Opening a connection into a running workspace (`abode ssh`,
+    /// `abode port-forward`): a shell as the workspace's user.
+    WorkspaceConnect,
 
     // ---- prebuilt workspaces (the `prebuilds` system user owns them) ----
     /// `abode prebuilds status`: every pool's counts.
@@ -124,7 +127,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 30] = [
+    pub const ALL: [Action; 31] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -151,6 +154,7 @@ impl Action {
         Action::WorkspaceScheduleEdit,
         Action::WorkspaceOrphan,
         Action::WorkspaceStateRead,
+        Action::WorkspaceConnect,
         Action::PrebuildsRead,
         Action::PrebuildsPause,
         Action::PrebuiltWorkspaceDelete,
@@ -186,6 +190,7 @@ impl Action {
             Action::WorkspaceScheduleEdit => "workspace.schedule_edit",
             Action::WorkspaceOrphan => "workspace.orphan",
             Action::WorkspaceStateRead => "workspace.state_read",
+            Action::WorkspaceConnect => "workspace.connect",
             Action::PrebuildsRead => "prebuilds.read",
             Action::PrebuildsPause => "prebuilds.pause",
             Action::PrebuiltWorkspaceDelete => "prebuilt_workspace.delete",
@@ -232,6 +237,7 @@ impl Action {
             Action::WorkspaceStateRead => {
                 ("read the Terraform state of", "a workspace", "workspaces")
             }
+            Action::WorkspaceConnect => ("connect to", "a workspace", "workspaces"),
             Action::PrebuildsRead => ("read", "the prebuild pools", "prebuild pools"),
             Action::PrebuildsPause => (
                 "pause or resume",
@@ -344,6 +350,7 @@ const OWN_WORKSPACES: &[Action] = &[
     BuildCancel,
     BuildConfirm,
     WorkspaceScheduleEdit,
+    WorkspaceConnect,
 ];
 
 /// The whole policy. A subject may do an action on an object when a row
@@ -606,6 +613,7 @@ mod tests {
         (Action::WorkspaceScheduleEdit, "y...y", "y...."),
         (Action::WorkspaceOrphan, "y....", "y...."),
         (Action::WorkspaceStateRead, "y....", "y...."),
+        (Action::WorkspaceConnect, "y...y", "y...."),
         (Action::PrebuildsRead, "yy...", "yy..."),
         (Action::PrebuildsPause, "y....", "y...."),
         (Action::PrebuiltWorkspaceDelete, "yy...", "yy..."),

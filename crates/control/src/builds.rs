@@ -111,7 +111,7 @@ impl Control {
             }
             BuildTarget::Existing(workspace) => self.request_next_build(&workspace, &order).await?,
         };
-        self.inner.jobs_queued.notify_one();
+        self.job_queued().await;
         self.audit_build(&order.actor, order.request_id.clone(), &build)
             .await;
         Ok(build)

@@ -113,7 +113,7 @@ impl Control {
         .await;
         match result {
             Ok(digest) => {
-                self.inner.jobs_queued.notify_one();
+                self.job_queued().await;
                 self.note(
                     &build.id,
                     "guard",

@@ -20,7 +20,9 @@ use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use abode_store::{Credential, NewApiToken, StoreError, TokenKind, TokenRecord, User};
+use abode_store::{
+    page_size, Credential, NewApiToken, Page, StoreError, TokenKind, TokenRecord, User,
+};
 
 use crate::authz::Action;
 use crate::{secrets, validate_name, Caller, Control, ControlError};
@@ -508,9 +510,18 @@ impl Control {
 
     /// The caller's API tokens that are not revoked (expired ones included),
     /// by name.
-    pub async fn api_tokens(&self, caller: &Caller) -> Result<Vec<TokenRecord>, ControlError> {
+    pub async fn api_tokens(
+        &self,
+        caller: &Caller,
+        after: Option<&str>,
+        limit: Option<i64>,
+    ) -> Result<Page<TokenRecord>, ControlError> {
         caller.authorize(Action::TokenList, Some(&caller.user.id))?;
-        Ok(self.inner.store.list_api_tokens(&caller.user.id).await?)
+        Ok(self
+            .inner
+            .store
+            .list_api_token_page(&caller.user.id, after, page_size(limit))
+            .await?)
     }
 
     /// Revokes the caller's API token `name`: from now on it gets 401.

@@ -12,10 +12,12 @@ mod archive;
 mod audit;
 pub mod authz;
 mod builds;
+pub mod connections;
 mod error;
 mod hashing;
 mod held;
 mod identity;
+mod job_leases;
 pub mod lifecycle;
 mod metrics;
 mod names;
@@ -60,6 +62,7 @@ pub use recovery::Recovered;
 pub use scheduler::SchedulerConfig;
 pub use schedules::{Autostart, PolicyPatch, PolicyView, ScheduleSpec, ScheduleView};
 pub use secrets::token_hash;
+pub use templates::{PushOptions, VersionLint};
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, MAX_PARAMETERS_BYTES};
 
 const MIN_PASSWORD_LENGTH: usize = 8;
@@ -115,6 +118,14 @@ pub struct Config {
     pub prebuilds: PrebuildsConfig,
     /// How the lifecycle scheduler ticks.
     pub scheduler: SchedulerConfig,
+    /// This server among those sharing the database: it holds the jobs it
+    /// claims and the leases of the loops that run once (stable across
+    /// restarts of one data dir, so that a restarted server takes back its own).
+    pub server_id: String,
+    /// How long a claimed job stays this server's without a renewal; the
+    /// server renews every quarter of it. Another server fails the build once
+    /// it has run out (`job_leases.rs`).
+    pub job_lease: Duration,
 }
 
 impl Config {
@@ -144,6 +155,8 @@ impl Config {
             notifications: NotificationsConfig::default(),
             prebuilds: PrebuildsConfig::default(),
             scheduler: SchedulerConfig::default(),
+            server_id: abode_store::new_id(),
+            job_lease: Duration::from_secs(60),
         }
     }
 
@@ -207,6 +220,8 @@ struct Inner {
     throttle: identity::LoginThrottle,
     /// Where passwords are hashed and checked, a few at a time.
     hashing: hashing::HashingPool,
+    /// The agents' tunnels up in this process.
+    tunnels: connections::Tunnels,
 }
 
 impl Control {
@@ -223,6 +238,7 @@ impl Control {
                 jobs_queued: Notify::new(),
                 running: Mutex::new(HashMap::new()),
                 log_written: Notify::new(),
+                tunnels: connections::Tunnels::default(),
             }),
         }
     }
@@ -271,6 +287,16 @@ impl Control {
                 ))
             })
             .collect();
+        handles.push(tokio::spawn(job_leases::keeper(
+            self.clone(),
+            shutdown.clone(),
+        )));
+        if count > 0 {
+            handles.push(tokio::spawn(job_leases::announcements(
+                self.clone(),
+                shutdown.clone(),
+            )));
+        }
         handles.push(tokio::spawn(held::expiry_sweeper(
             self.clone(),
             shutdown.clone(),

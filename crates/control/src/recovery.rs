@@ -40,8 +40,29 @@ pub(crate) async fn recover(
     control: &Control,
     shutdown: watch::Receiver<bool>,
 ) -> Result<Recovered, ControlError> {
-    let interrupted = control.inner.store.running_builds().await?;
+    let server = &control.inner.config.server_id;
+    // Only this server's builds: another server's are its own, or, once its
+    // lease runs out, failed by the others (`job_leases.rs`).
+    let mut interrupted = control.inner.store.running_builds_of(server).await?;
     let base = control.inner.config.work_dir();
+    // A build of this server that another one failed while this one was down
+    // still has its work dir here, maybe with a newer state: followed alike.
+    for build_id in leftover_build_dirs(&base) {
+        if interrupted.contains(&build_id)
+            || control
+                .inner
+                .store
+                .job_lease_holder(&build_id)
+                .await?
+                .as_deref()
+                != Some(server.as_str())
+        {
+            continue;
+        }
+        if control.inner.store.build_by_id(&build_id).await?.status == BuildStatus::Failed {
+            interrupted.push(build_id);
+        }
+    }
     let keep: Vec<PathBuf> = interrupted.iter().map(|id| base.join(id)).collect();
     workdir::clear_all_except(&base, &keep);
     let followers = interrupted
@@ -52,6 +73,18 @@ pub(crate) async fn recover(
         interrupted,
         followers,
     })
+}
+
+/// The names of the work dirs left under `base` (a build's is its id).
+fn leftover_build_dirs(base: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| entry.path().is_dir())
+        .filter_map(|entry| entry.file_name().into_string().ok())
+        .collect()
 }
 
 /// What became of a build's Terraform after the restart.

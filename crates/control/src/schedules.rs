@@ -340,7 +340,7 @@ impl Control {
 
     /// Records use now (at most once per [`ACTIVITY_THROTTLE`]) and, when
     /// it did, pushes the deadline by the template's activity bump.
-    async fn record_activity(&self, workspace_id: &str) -> Result<(), ControlError> {
+    pub(crate) async fn record_activity(&self, workspace_id: &str) -> Result<(), ControlError> {
         let now = self.now_ms();
         let older_than = now.saturating_sub(duration_ms(ACTIVITY_THROTTLE) as i64);
         let store = &self.inner.store;

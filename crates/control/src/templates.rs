@@ -1,6 +1,7 @@
 //! Templates and their immutable versions: who may push, what a pushed
-//! archive must pass (safe unpacking, `terraform init` and `validate`) and
-//! which version new workspaces get, and the presets a version offers.
+//! archive must pass (safe unpacking, `terraform init` and `validate`), the
+//! lint's findings a version keeps (and a strict push's refusal), which
+//! version new workspaces get, and the presets a version offers.
 
 use std::path::Path;
 
@@ -51,8 +52,30 @@ impl Control {
         activate: bool,
         message: &str,
     ) -> Result<(Template, TemplateVersion), ControlError> {
+        let options = PushOptions {
+            activate,
+            message: message.to_string(),
+            strict: false,
+        };
+        let (template, version, _) = self
+            .push_template_with(caller, name, archive_bytes, &options)
+            .await?;
+        Ok((template, version))
+    }
+
+    /// Pushes a version and returns it with the lint's findings, which it
+    /// keeps; a strict push with an error-level finding is refused (and
+    /// audited) before Terraform runs.
+    pub async fn push_template_with(
+        &self,
+        caller: &Caller,
+        name: &str,
+        archive_bytes: Vec<u8>,
+        options: &PushOptions,
+    ) -> Result<(Template, TemplateVersion, VersionLint), ControlError> {
+        let (activate, message) = (options.activate, options.message.as_str());
         self.may_push_template(caller, name, message)?;
-        let validation = validate_template(self, &archive_bytes).await;
+        let validation = validate_template(self, &archive_bytes, options.strict).await;
         let validated = match validation {
             Ok(validated) => validated,
             Err(error) => {
@@ -69,21 +92,26 @@ impl Control {
                 return Err(error);
             }
         };
+        let lint_json = serde_json::to_string(&validated.lint)
+            .map_err(|error| ControlError::Internal(error.to_string()))?;
         let (template, version) = self
             .inner
             .store
-            .create_template_version(&NewTemplateVersion {
-                template_name: name.into(),
-                archive_sha256: secrets::sha256_hex(&archive_bytes),
-                archive: archive_bytes,
-                message: message.into(),
-                created_by: caller.user.id.clone(),
-                validation_ok: true,
-                validation_message: validated.message,
-                parameters: Some(validated.parameters),
-                presets: Some(validated.presets),
-                activate,
-            })
+            .create_linted_template_version(
+                &NewTemplateVersion {
+                    template_name: name.into(),
+                    archive_sha256: secrets::sha256_hex(&archive_bytes),
+                    archive: archive_bytes,
+                    message: message.into(),
+                    created_by: caller.user.id.clone(),
+                    validation_ok: true,
+                    validation_message: validated.message,
+                    parameters: Some(validated.parameters),
+                    presets: Some(validated.presets),
+                    activate,
+                },
+                Some(&lint_json),
+            )
             .await?;
         self.audit(
             Some(&caller.user),
@@ -93,8 +121,10 @@ impl Control {
             name,
             "success",
             Some(format!(
-                "version={} active={}",
-                version.number, version.active
+                "version={} active={} lint=\"{}\"",
+                version.number,
+                version.active,
+                validated.lint.summary()
             )),
         )
         .await;
@@ -105,7 +135,40 @@ impl Control {
                 tracing::error!(%error, "cannot clear a preset's hard-limit notice");
             }
         }
-        Ok((template, version))
+        Ok((template, version, validated.lint))
+    }
+
+    /// Version `number` of a template with the lint's findings it keeps
+    /// (`None`: pushed before the lint existed).
+    pub async fn template_version_detail(
+        &self,
+        caller: &Caller,
+        name: &str,
+        number: i64,
+    ) -> Result<(TemplateVersion, Option<VersionLint>), ControlError> {
+        caller.authorize(Action::TemplateRead, None)?;
+        let template = self.template(name).await?;
+        let version = or_not_found(
+            self.inner
+                .store
+                .template_version(&template.id, number)
+                .await,
+            || format!("template \"{name}\" has no version {number}"),
+        )?;
+        let lint = self
+            .inner
+            .store
+            .template_version_lint(&version.id)
+            .await?
+            .map(|json| {
+                serde_json::from_str::<VersionLint>(&json).map_err(|error| {
+                    ControlError::Internal(format!(
+                        "the lint kept with version {number} of template \"{name}\" is unreadable: {error}"
+                    ))
+                })
+            })
+            .transpose()?;
+        Ok((version, lint))
     }
 
     /// One page of templates, by name.
@@ -217,6 +280,83 @@ impl Control {
     }
 }
 
+/// How a version is pushed.
+#[derive(Debug, Clone, Default)]
+pub struct PushOptions {
+    /// Make it the active version.
+    pub activate: bool,
+    /// The note kept with it.
+    pub message: String,
+    /// Refuse it when the lint finds an error-level hazard (or cannot read it).
+    pub strict: bool,
+}
+
+/// What the lint said about a version's files, as the version keeps it
+/// (docs/lint.md): the report, or why the lint could not read them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct VersionLint {
+    #[serde(flatten)]
+    pub report: abode_lint::Report,
+    /// Why the lint could not read the files (its report is then empty);
+    /// Terraform's own checks still decide whether the push passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+impl VersionLint {
+    /// `1 error, 2 warnings`, `no findings`, or `not linted: <why>`.
+    pub fn summary(&self) -> String {
+        match &self.failure {
+            Some(failure) => format!("not linted: {failure}"),
+            None => self.report.summary(),
+        }
+    }
+
+    /// Why a strict push refuses this version, if it does.
+    fn strict_refusal(&self) -> Option<String> {
+        if let Some(failure) = &self.failure {
+            return Some(format!(
+                "a strict push needs a lint, and the lint could not read the template: {failure}"
+            ));
+        }
+        let first = self
+            .report
+            .findings
+            .iter()
+            .find(|f| f.severity == abode_lint::Severity::Error)?;
+        Some(format!(
+            "a strict push refuses templates with lint errors, and this one has {} (first: {}:{}:{} {} {}); \
+             `abode templates lint DIR` lists them",
+            self.report.summary(),
+            first.file,
+            first.line,
+            first.column,
+            first.rule,
+            first.resource
+        ))
+    }
+}
+
+/// Lints an unpacked template with the built-in persistent types.
+async fn lint_template(template_dir: &Path) -> Result<VersionLint, ControlError> {
+    let dir = template_dir.to_path_buf();
+    let result = tokio::task::spawn_blocking(move || {
+        abode_lint::lint_dir(&dir, &abode_lint::Options::default())
+    })
+    .await
+    .map_err(|error| ControlError::Internal(format!("lint task failed: {error}")))?;
+    Ok(match result {
+        Ok(report) => VersionLint {
+            report,
+            failure: None,
+        },
+        Err(error) => VersionLint {
+            report: abode_lint::Report::new(Vec::new()),
+            failure: Some(error.to_string()),
+        },
+    })
+}
+
 /// What a pushed template passed, and the parameters and presets it declares.
 pub(crate) struct Validated {
     /// Terraform's validation message.
@@ -226,6 +366,8 @@ pub(crate) struct Validated {
     pub(crate) parameters: String,
     /// The presets read from the same plan, as the JSON the version keeps.
     pub(crate) presets: String,
+    /// The lint's findings.
+    pub(crate) lint: VersionLint,
 }
 
 /// Checks a pushed template: safe to unpack, `terraform init` and
@@ -235,6 +377,7 @@ pub(crate) struct Validated {
 pub(crate) async fn validate_template(
     control: &Control,
     archive_bytes: &[u8],
+    strict: bool,
 ) -> Result<Validated, ControlError> {
     let config = &control.inner.config;
     let dir = workdir::create(
@@ -242,7 +385,7 @@ pub(crate) async fn validate_template(
         &format!("push-{}", abode_store::new_id()),
     )
     .map_err(|error| ControlError::Internal(format!("cannot create a work dir: {error}")))?;
-    let result = validate_in(control, archive_bytes, &dir).await;
+    let result = validate_in(control, archive_bytes, &dir, strict).await;
     workdir::remove_off_runtime(dir).await;
     result
 }
@@ -251,6 +394,7 @@ async fn validate_in(
     control: &Control,
     archive_bytes: &[u8],
     dir: &Path,
+    strict: bool,
 ) -> Result<Validated, ControlError> {
     let template_dir = dir.join(TEMPLATE_SUBDIR);
     let bytes = archive_bytes.to_vec();
@@ -258,6 +402,12 @@ async fn validate_in(
     tokio::task::spawn_blocking(move || archive::unpack(&bytes, &target))
         .await
         .map_err(|error| ControlError::Internal(format!("unpack task failed: {error}")))??;
+    // The lint reads the files before Terraform touches the folder, and a
+    // strict push it refuses costs no Terraform run.
+    let lint = lint_template(&template_dir).await?;
+    if let Some(refusal) = lint.strict_refusal().filter(|_| strict) {
+        return Err(ControlError::InvalidTemplate(refusal));
+    }
     let mirror = control.inner.config.provider_mirror.clone();
     let (config_dir, lock_dir) = (dir.to_path_buf(), template_dir.clone());
     let cli_config = tokio::task::spawn_blocking(move || {
@@ -310,5 +460,6 @@ async fn validate_in(
         message,
         parameters: as_json(serde_json::to_string(&declarations.parameters))?,
         presets: as_json(serde_json::to_string(&declarations.presets))?,
+        lint,
     })
 }

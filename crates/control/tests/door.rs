@@ -180,7 +180,11 @@ async fn workspace_in(setup: &Setup, name: &str, state: State) -> Workspace {
     if matches!(state, Pending) {
         return workspace;
     }
-    let claimed = store.claim_job("door-test").await.unwrap().unwrap();
+    let claimed = store
+        .claim_job("door-test", "server", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(claimed.build_id, first.id);
     match state {
         Building => {}
@@ -205,7 +209,11 @@ async fn workspace_in(setup: &Setup, name: &str, state: State) -> Workspace {
                 .create_build(&build(&workspace.id, then))
                 .await
                 .unwrap();
-            store.claim_job("door-test").await.unwrap().unwrap();
+            store
+                .claim_job("door-test", "server", 60_000)
+                .await
+                .unwrap()
+                .unwrap();
             finish(next.id, BuildStatus::Succeeded).await;
             if matches!(state, Deleted) {
                 store.mark_workspace_deleted(&workspace.id).await.unwrap();

@@ -78,7 +78,11 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
         )
         .await
         .unwrap();
-    store.claim_job("test").await.unwrap().unwrap();
+    store
+        .claim_job("test", "server", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     store
         .finish_build(&first.id, BuildStatus::Succeeded, None)
         .await

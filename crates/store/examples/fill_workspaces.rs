@@ -102,7 +102,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 },
             )
             .await?;
-        store.claim_job("bench").await?;
+        store.claim_job("bench", "bench", 60_000).await?;
         store
             .finish_build(&build_id, BuildStatus::Succeeded, None)
             .await?;

@@ -100,7 +100,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                         },
                     )
                     .await?;
-                store.claim_job("bench").await?;
+                store.claim_job("bench", "bench", 60_000).await?;
                 // One preset in ten has a failed prebuild among its own.
                 let status = if p == 0 && w == 0 {
                     BuildStatus::Failed

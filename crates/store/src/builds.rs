@@ -249,16 +249,6 @@ macro_rules! build_queries {
         Ok(result.rows_affected() > 0)
     }
 
-    pub(crate) async fn running_builds(&self) -> Result<Vec<String>, StoreError> {
-        let rows = sqlx::query(&sql("SELECT id FROM builds WHERE status = 'running' ORDER BY created_at"))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db_error("build"))?;
-        rows.iter()
-            .map(|row| row.try_get("id").map_err(StoreError::Database))
-            .collect()
-    }
-
     // ---- the job queue ----
 
     pub(crate) async fn request_cancel(&self, build_id: &str) -> Result<(), StoreError> {

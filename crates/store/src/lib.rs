@@ -22,6 +22,8 @@ mod agents;
 mod audit;
 mod builds;
 mod held;
+mod host_keys;
+mod job_leases;
 mod lifecycle;
 mod notifications;
 mod pages;
@@ -41,6 +43,7 @@ use std::path::Path;
 
 use abode_clock::Clock;
 
+pub use job_leases::{ExpiredJobLease, JobAnnouncements};
 pub use lifecycle::{TemplatePolicy, WorkspaceLifecycle};
 pub use notifications::{
     Channel, FailedNotification, InboxFilter, NewNotification, Notification, NotificationKind,
@@ -216,6 +219,25 @@ impl Store {
         }
     }
 
+    /// Tells the idle workers of every server on this database that a job was
+    /// queued (PostgreSQL `NOTIFY`); nothing on SQLite, whose one server wakes
+    /// its own workers.
+    pub async fn announce_job_queued(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(()),
+            Backend::Postgres(backend) => backend.announce_job_queued().await,
+        }
+    }
+
+    /// A subscription to [`Store::announce_job_queued`] from any server
+    /// (PostgreSQL `LISTEN`); `None` on SQLite.
+    pub async fn job_announcements(&self) -> Result<Option<JobAnnouncements>, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(_) => Ok(None),
+            Backend::Postgres(backend) => backend.job_announcements().await.map(Some),
+        }
+    }
+
     /// Closes the pool, waiting for connections to be returned.
     pub async fn close(&self) {
         match &self.backend {
@@ -280,7 +302,7 @@ storage_interface! {
     /// `Conflict("token name")` if the user has a live token of that name.
     fn create_api_token(&self, token: &NewApiToken) -> TokenRecord;
     /// The user's API tokens that are not revoked (expired ones included), by name.
-    fn list_api_tokens(&self, user_id: &str) -> Vec<TokenRecord>;
+    fn list_api_token_page(&self, user_id: &str, after: Option<&str>, limit: i64) -> Page<TokenRecord>;
     /// Revokes the user's live API token of that name; `NotFound("token")` if none.
     fn revoke_api_token(&self, user_id: &str, name: &str, now: i64) -> TokenRecord;
 }
@@ -293,10 +315,15 @@ storage_interface! {
     /// Stores a new immutable version, creating the template on its first push
     /// (whose first version is always active).
     fn create_template_version(&self, version: &NewTemplateVersion) -> (Template, TemplateVersion);
+    /// The same, keeping the lint's findings (JSON, docs/lint.md) with it.
+    fn create_linted_template_version(&self, version: &NewTemplateVersion, lint: Option<&str>) -> (Template, TemplateVersion);
     fn list_template_versions(&self, template_id: &str) -> Vec<TemplateVersion>;
     fn template_version(&self, template_id: &str, number: i64) -> TemplateVersion;
     fn template_version_by_id(&self, version_id: &str) -> TemplateVersion;
     fn template_version_archive(&self, version_id: &str) -> Vec<u8>;
+    /// The lint's findings kept with a version (JSON); `None` for a version
+    /// pushed before the lint existed.
+    fn template_version_lint(&self, version_id: &str) -> Option<String>;
     fn activate_template_version(&self, template_id: &str, version_id: &str) -> ();
     /// Templates by name.
     fn list_template_page(&self, after: Option<&str>, limit: i64) -> Page<Template>;
@@ -357,11 +384,10 @@ storage_interface! {
     /// Cancels a build that no worker has claimed yet, or one held for
     /// confirmation (discarding its saved plan); false otherwise.
     fn cancel_pending_build(&self, build_id: &str, error: &str) -> bool;
-    /// Builds marked running, oldest first: at start, those a server that died
-    /// left behind (it alone ran them: embedded provisioners only).
-    fn running_builds(&self) -> Vec<String>;
-    /// Atomically claims the oldest queued job and marks its build running.
-    fn claim_job(&self, worker: &str) -> Option<ClaimedJob>;
+    /// Atomically claims the next queued job for `worker` of server `holder`,
+    /// under a lease of `lease_ms`, and marks its build running: people's
+    /// builds before the system's (scheduler, prebuilds), oldest first.
+    fn claim_job(&self, worker: &str, holder: &str, lease_ms: i64) -> Option<ClaimedJob>;
     fn request_cancel(&self, build_id: &str) -> ();
     fn cancel_requested(&self, build_id: &str) -> bool;
     fn append_log(&self, build_id: &str, line: &NewLogLine) -> i64;
@@ -370,6 +396,23 @@ storage_interface! {
     fn state(&self, workspace_id: &str) -> Option<Vec<u8>>;
     /// A workspace's builds, newest first.
     fn list_build_page(&self, workspace_id: &str, status: Option<BuildStatus>, after: Option<&str>, limit: i64) -> Page<Build>;
+}
+
+// ---- who runs each claimed job (job_leases.rs) ----
+
+storage_interface! {
+    /// Extends the lease of every job `holder` has claimed and not finished
+    /// to now + `ttl_ms`; how many.
+    fn renew_job_leases(&self, holder: &str, ttl_ms: i64) -> u64;
+    /// Builds marked running whose job `holder` claimed (or that no server
+    /// held: from before leases), oldest first: at start, those this server
+    /// left behind when it died.
+    fn running_builds_of(&self, holder: &str) -> Vec<String>;
+    /// Running builds whose job's lease, held by another server than
+    /// `holder`, has expired.
+    fn expired_job_leases(&self, holder: &str) -> Vec<ExpiredJobLease>;
+    /// The server that claimed a build's job, if any did.
+    fn job_lease_holder(&self, build_id: &str) -> Option<String>;
 }
 
 // ---- held builds, saved plans and protections (held.rs) ----
@@ -444,6 +487,14 @@ storage_interface! {
     /// Takes or renews the lease `name` for `ttl_ms` unless another holder's
     /// lease is unexpired; whether `holder` holds it now.
     fn try_lease(&self, name: &str, holder: &str, ttl_ms: i64) -> bool;
+}
+
+// ---- SSH host keys (host_keys.rs) ----
+
+storage_interface! {
+    /// The workspace's SSH host key seed: the stored one, or `new_seed`
+    /// stored now when it has none (the first connection's key wins).
+    fn workspace_host_key(&self, workspace_id: &str, new_seed: &str) -> String;
 }
 
 // ---- lifecycle settings (lifecycle.rs) ----

@@ -143,6 +143,7 @@ pub(crate) const BUILD_CURSOR: &str = "b1";
 pub(crate) const AUDIT_CURSOR: &str = "a1";
 pub(crate) const TEMPLATE_CURSOR: &str = "t1";
 pub(crate) const USER_CURSOR: &str = "u1";
+pub(crate) const TOKEN_CURSOR: &str = "k1";
 
 #[cfg(test)]
 mod tests {

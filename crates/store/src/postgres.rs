@@ -14,6 +14,8 @@ use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
+use crate::host_keys::*;
+use crate::job_leases::*;
 use crate::lifecycle::*;
 use crate::notifications::*;
 use crate::pages::*;
@@ -133,7 +135,9 @@ impl PostgresBackend {
     held_queries!();
     notification_queries!(sqlx::Postgres, "FOR UPDATE SKIP LOCKED");
     agent_queries!();
+    host_key_queries!();
     platform_queries!();
+    job_lease_queries!();
     prebuild_queries!("FOR UPDATE OF w SKIP LOCKED");
     lifecycle_queries!();
     schedule_tick_queries!();
@@ -146,7 +150,32 @@ impl PostgresBackend {
 
     // ---- the job queue ----
 
-    pub(crate) async fn claim_job(&self, worker: &str) -> Result<Option<ClaimedJob>, StoreError> {
+    pub(crate) async fn announce_job_queued(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT pg_notify($1, '')")
+            .bind(JOB_CHANNEL)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("job"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn job_announcements(&self) -> Result<JobAnnouncements, StoreError> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool)
+            .await
+            .map_err(StoreError::Database)?;
+        listener
+            .listen(JOB_CHANNEL)
+            .await
+            .map_err(StoreError::Database)?;
+        Ok(JobAnnouncements { listener })
+    }
+
+    pub(crate) async fn claim_job(
+        &self,
+        worker: &str,
+        holder: &str,
+        lease_ms: i64,
+    ) -> Result<Option<ClaimedJob>, StoreError> {
         let now = self.now_ms();
         let mut tx = self
             .pool
@@ -154,13 +183,18 @@ impl PostgresBackend {
             .await
             .map_err(StoreError::Database)?;
         let claimed: Option<ClaimedJob> = sqlx::query_as(
-            "UPDATE jobs SET status = 'claimed', worker = $1, claimed_at = $2 \
-             WHERE id = (SELECT id FROM jobs WHERE status = 'queued' \
-             ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED) \
+            "UPDATE jobs SET status = 'claimed', worker = $1, claimed_at = $2, lease_holder = $3, \
+             lease_expires_at = $4 \
+             WHERE id = (SELECT j.id FROM jobs j \
+             JOIN builds b ON b.id = j.build_id JOIN users u ON u.id = b.initiator_id \
+             WHERE j.status = 'queued' ORDER BY u.system, j.created_at, j.id LIMIT 1 \
+             FOR UPDATE OF j SKIP LOCKED) \
              RETURNING id AS job_id, build_id, kind",
         )
         .bind(worker)
         .bind(now)
+        .bind(holder)
+        .bind(now.saturating_add(lease_ms))
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_error("job"))?;

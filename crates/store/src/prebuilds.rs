@@ -174,11 +174,25 @@ macro_rules! prebuild_queries {
                 .await
                 .map_err(db_error("platform setting"))?;
         tx.commit().await.map_err(StoreError::Database)?;
+        // Typed at the boundary: a value nobody wrote is an error, not "not paused".
+        let paused = match paused.as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(StoreError::Database(sqlx::Error::Decode(
+                    format!(
+                        "platform setting {} is {other:?}, neither \"true\" nor \"false\"",
+                        $crate::prebuilds::PREBUILDS_PAUSED
+                    )
+                    .into(),
+                )))
+            }
+        };
         Ok(PrebuildSnapshot {
             versions,
             workspaces,
             failures,
-            paused: paused.as_deref() == Some("true"),
+            paused,
         })
     }
 

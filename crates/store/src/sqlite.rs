@@ -18,6 +18,8 @@ use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
+use crate::host_keys::*;
+use crate::job_leases::*;
 use crate::lifecycle::*;
 use crate::notifications::*;
 use crate::pages::*;
@@ -103,7 +105,9 @@ impl SqliteBackend {
     held_queries!();
     notification_queries!(sqlx::Sqlite, "");
     agent_queries!();
+    host_key_queries!();
     platform_queries!();
+    job_lease_queries!();
     prebuild_queries!("");
     lifecycle_queries!();
     schedule_tick_queries!();
@@ -112,7 +116,12 @@ impl SqliteBackend {
 
     // ---- the job queue ----
 
-    pub(crate) async fn claim_job(&self, worker: &str) -> Result<Option<ClaimedJob>, StoreError> {
+    pub(crate) async fn claim_job(
+        &self,
+        worker: &str,
+        holder: &str,
+        lease_ms: i64,
+    ) -> Result<Option<ClaimedJob>, StoreError> {
         let now = self.now_ms();
         let mut tx = self
             .pool
@@ -120,12 +129,17 @@ impl SqliteBackend {
             .await
             .map_err(StoreError::Database)?;
         let claimed: Option<ClaimedJob> = sqlx::query_as(&sql(
-            "UPDATE jobs SET status = 'claimed', worker = ?, claimed_at = ? \
-             WHERE status = 'queued' AND id = (SELECT id FROM jobs WHERE status = 'queued' \
-             ORDER BY created_at, rowid LIMIT 1) RETURNING id AS job_id, build_id, kind",
+            "UPDATE jobs SET status = 'claimed', worker = ?, claimed_at = ?, lease_holder = ?, \
+             lease_expires_at = ? \
+             WHERE status = 'queued' AND id = (SELECT j.id FROM jobs j \
+             JOIN builds b ON b.id = j.build_id JOIN users u ON u.id = b.initiator_id \
+             WHERE j.status = 'queued' ORDER BY u.system, j.created_at, j.rowid LIMIT 1) \
+             RETURNING id AS job_id, build_id, kind",
         ))
         .bind(worker)
         .bind(now)
+        .bind(holder)
+        .bind(now.saturating_add(lease_ms))
         .fetch_optional(&mut *tx)
         .await
         .map_err(db_error("job"))?;

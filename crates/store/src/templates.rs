@@ -38,6 +38,14 @@ macro_rules! template_queries {
         &self,
         version: &NewTemplateVersion,
     ) -> Result<(Template, TemplateVersion), StoreError> {
+        self.create_linted_template_version(version, None).await
+    }
+
+    pub(crate) async fn create_linted_template_version(
+        &self,
+        version: &NewTemplateVersion,
+        lint: Option<&str>,
+    ) -> Result<(Template, TemplateVersion), StoreError> {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         // The upsert comes first: it takes the write lock (see the module doc).
@@ -66,8 +74,8 @@ macro_rules! template_queries {
         let version_id = new_id();
         sqlx::query(
             &sql("INSERT INTO template_versions (id, template_id, number, archive, archive_sha256, \
-             message, created_by, validation_ok, validation_message, parameters, presets, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+             message, created_by, validation_ok, validation_message, parameters, presets, created_at, \
+             lint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
         )
         .bind(&version_id)
         .bind(&template_id)
@@ -81,6 +89,7 @@ macro_rules! template_queries {
         .bind(&version.parameters)
         .bind(&version.presets)
         .bind(now)
+        .bind(lint)
         .execute(&mut *tx)
         .await
         .map_err(db_error("template version"))?;
@@ -147,6 +156,19 @@ macro_rules! template_queries {
             .await
             .map_err(db_error("template version"))?
             .try_get("archive")
+            .map_err(StoreError::Database)
+    }
+
+    pub(crate) async fn template_version_lint(
+        &self,
+        version_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        sqlx::query(&sql("SELECT lint FROM template_versions WHERE id = ?"))
+            .bind(version_id)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db_error("template version"))?
+            .try_get("lint")
             .map_err(StoreError::Database)
     }
 

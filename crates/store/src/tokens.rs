@@ -200,18 +200,31 @@ macro_rules! token_queries {
         .map_err(db_error("token"))
     }
 
-    pub(crate) async fn list_api_tokens(
+    pub(crate) async fn list_api_token_page(
         &self,
         user_id: &str,
-    ) -> Result<Vec<TokenRecord>, StoreError> {
-        sqlx::query_as(&sql(&format!(
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Page<TokenRecord>, StoreError> {
+        let after = after
+            .map(|cursor| decode_cursor(TOKEN_CURSOR, cursor, 1))
+            .transpose()?;
+        let after = after.as_ref().map(|key| key[0].as_str());
+        let rows: Vec<TokenRecord> = sqlx::query_as(&sql(&format!(
             "SELECT {TOKEN_COLUMNS} FROM api_tokens \
-             WHERE user_id = ? AND kind = 'api' AND revoked_at IS NULL ORDER BY name"
+             WHERE user_id = ?1 AND kind = 'api' AND revoked_at IS NULL \
+             AND (?2 IS NULL OR name > ?2) ORDER BY name LIMIT ?3"
         )))
         .bind(user_id)
+        .bind(after)
+        .bind(limit + 1)
         .fetch_all(&self.pool)
         .await
-        .map_err(db_error("token"))
+        .map_err(db_error("token"))?;
+        let name = |token: &TokenRecord| token.name.clone().unwrap_or_default();
+        Ok(paged(rows, limit, |token| {
+            encode_cursor(TOKEN_CURSOR, &[&name(token)])
+        }))
     }
 
     pub(crate) async fn revoke_api_token(

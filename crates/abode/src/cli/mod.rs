@@ -9,11 +9,14 @@
 mod audit;
 mod auth;
 mod builds;
+mod config_ssh;
 mod guard;
 mod notifications;
 mod output;
+mod port_forward;
 mod prebuilds;
 mod schedule;
+mod ssh;
 mod templates;
 mod tokens;
 mod workspaces;
@@ -53,13 +56,13 @@ pub enum UserCommand {
     /// Create a workspace from a template and start it.
     Create(workspaces::CreateArgs),
     /// Start a stopped workspace.
-    Start(workspaces::BuildArgs),
+    Start(workspaces::ChangeArgs),
     /// Stop a running workspace (persistent resources stay).
     Stop(workspaces::BuildArgs),
     /// Delete a workspace and everything its template created.
     Delete(workspaces::DeleteArgs),
     /// Start a workspace on its template's active version.
-    Update(workspaces::BuildArgs),
+    Update(workspaces::ChangeArgs),
     /// List workspaces.
     List(workspaces::ListArgs),
     /// Show a workspace: build status, agent status and health.
@@ -81,6 +84,12 @@ pub enum UserCommand {
     /// A workspace's autostart schedule, autostop ttl and deadline.
     #[command(subcommand)]
     Schedule(schedule::ScheduleCommand),
+    /// Open a shell or run a command in a workspace over SSH (docs/ssh.md).
+    Ssh(ssh::SshArgs),
+    /// Add a `Host abode.WS` entry per workspace to ~/.ssh/config.
+    ConfigSsh(config_ssh::ConfigSshArgs),
+    /// Forward local TCP ports to ports inside a workspace.
+    PortForward(port_forward::PortForwardArgs),
 }
 
 /// How list and show commands print.
@@ -110,19 +119,23 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Users(command) => auth::users(command),
         UserCommand::Templates(command) => templates::run(command),
         UserCommand::Create(args) => workspaces::create(args),
-        UserCommand::Start(args) => {
-            workspaces::transition(args, abode_client::types::Transition::Start)
-        }
+        UserCommand::Start(args) => workspaces::transition(
+            args.build,
+            abode_client::types::Transition::Start,
+            &args.parameters,
+        ),
         UserCommand::Stop(args) => {
-            workspaces::transition(args, abode_client::types::Transition::Stop)
+            workspaces::transition(args, abode_client::types::Transition::Stop, &[])
         }
         UserCommand::Delete(args) if args.orphan => workspaces::orphan(args.build),
         UserCommand::Delete(args) => {
-            workspaces::transition(args.build, abode_client::types::Transition::Delete)
+            workspaces::transition(args.build, abode_client::types::Transition::Delete, &[])
         }
-        UserCommand::Update(args) => {
-            workspaces::transition(args, abode_client::types::Transition::Update)
-        }
+        UserCommand::Update(args) => workspaces::transition(
+            args.build,
+            abode_client::types::Transition::Update,
+            &args.parameters,
+        ),
         UserCommand::List(args) => workspaces::list(args),
         UserCommand::Show(args) => workspaces::show(args),
         UserCommand::Builds(command) => builds::run(command),
@@ -132,6 +145,9 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Notifications(command) => notifications::run(command),
         UserCommand::Prebuilds(command) => prebuilds::run(command),
         UserCommand::Schedule(command) => schedule::run(command),
+        UserCommand::Ssh(args) => ssh::run(args),
+        UserCommand::ConfigSsh(args) => config_ssh::run(args),
+        UserCommand::PortForward(args) => port_forward::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -1,9 +1,11 @@
-//! `abode templates`: push a template folder as a new version, list, activate,
-//! and list a version's presets.
+//! `abode templates`: lint a template folder, push it as a new version (with
+//! the server's lint findings, refused by `--strict` on an error), list,
+//! show a version with its findings, activate, and list a version's presets.
 
 use std::path::PathBuf;
 
 use abode_client::archive;
+use abode_client::types::{LintFinding, LintReport};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
@@ -12,6 +14,9 @@ use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
 
 #[derive(Debug, Subcommand)]
 pub enum TemplatesCommand {
+    /// Check a template folder for hazards to workspaces' data (exit 0 clean
+    /// or warnings only, 1 errors found, 2 unreadable input; docs/lint.md).
+    Lint(LintArgs),
     /// Upload a template folder as a new version (the first version is active).
     Push(PushArgs),
     /// List templates.
@@ -52,6 +57,34 @@ pub struct PushArgs {
     /// A note kept with the version.
     #[arg(long, short = 'm')]
     pub message: Option<String>,
+    /// Refuse the push when the server's lint finds an error-level hazard.
+    #[arg(long)]
+    pub strict: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// The folder holding the template's .tf files (local modules are followed).
+    #[arg(default_value = ".")]
+    pub directory: PathBuf,
+    /// Also treat a resource type as persistent, with the attributes that
+    /// decide its identity (default `name`; dotted paths go through nested
+    /// blocks). Repeatable.
+    #[arg(long = "persistent-type", value_name = "TYPE[=ATTR,...]")]
+    pub persistent_types: Vec<String>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct VersionShowArgs {
+    /// The template's name.
+    pub name: String,
+    /// The version number.
+    #[arg(value_parser = clap::value_parser!(u64).range(1..))]
+    pub version: u64,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -60,6 +93,8 @@ pub struct PushArgs {
 pub enum VersionsCommand {
     /// List the versions of a template.
     List(VersionsListArgs),
+    /// Show a version with the lint's findings on it.
+    Show(VersionShowArgs),
     /// Make a version the active one.
     Activate(ActivateArgs),
 }
@@ -91,9 +126,11 @@ pub struct ActivateArgs {
 
 pub fn run(command: TemplatesCommand) -> anyhow::Result<u8> {
     match command {
+        TemplatesCommand::Lint(args) => lint(args),
         TemplatesCommand::Push(args) => push(args),
         TemplatesCommand::List(args) => list(args),
         TemplatesCommand::Versions(VersionsCommand::List(args)) => versions(args),
+        TemplatesCommand::Versions(VersionsCommand::Show(args)) => show_version(args),
         TemplatesCommand::Versions(VersionsCommand::Activate(args)) => activate(args),
         TemplatesCommand::Presets(args) => presets(args),
         TemplatesCommand::Edit(args) => super::schedule::edit_policy(args),
@@ -112,7 +149,13 @@ fn push(args: PushArgs) -> anyhow::Result<u8> {
         );
     }
     let pushed = client
-        .push_template(&args.name, &bytes, args.activate, args.message.as_deref())
+        .push_template_with(
+            &args.name,
+            &bytes,
+            args.activate,
+            args.message.as_deref(),
+            args.strict,
+        )
         .with_context(|| format!("template {:?} was not pushed", args.name))?;
     match args.output.output {
         OutputFormat::Json => output::print_json(&pushed)?,
@@ -131,9 +174,121 @@ fn push(args: PushArgs) -> anyhow::Result<u8> {
             for line in pushed.version.validation.message.lines() {
                 println!("Validation: {}", visible(line));
             }
+            if let Some(lint) = &pushed.lint {
+                print_findings(&lint.findings);
+                println!("Lint: {}", lint_summary(lint));
+            }
         }
     }
     Ok(EXIT_OK)
+}
+
+/// `abode templates lint DIR`: the lint on a local folder, no server needed.
+fn lint(args: LintArgs) -> anyhow::Result<u8> {
+    let mut options = abode_lint::Options::default();
+    let report = args
+        .persistent_types
+        .iter()
+        .try_for_each(|spec| options.persistent_types.add(spec))
+        .and_then(|()| abode_lint::lint_dir(&args.directory, &options));
+    let report = match report {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("error: {}", visible(&error.to_string()));
+            return Ok(crate::exit::USAGE);
+        }
+    };
+    match args.output.output {
+        OutputFormat::Json => output::print_json(&report)?,
+        OutputFormat::Text => {
+            let shown: LintReport = serde_json::from_value(serde_json::to_value(&report)?)?;
+            print_findings(&shown.findings);
+            println!(
+                "{}: {}",
+                visible(&args.directory.display().to_string()),
+                report.summary()
+            );
+        }
+    }
+    Ok(if report.has_errors() {
+        crate::exit::FAILURE
+    } else {
+        EXIT_OK
+    })
+}
+
+fn show_version(args: VersionShowArgs) -> anyhow::Result<u8> {
+    let detail = session_client()?
+        .template_version(&args.name, args.version)
+        .with_context(|| {
+            format!(
+                "version {} of template {:?} was not read",
+                args.version, args.name
+            )
+        })?;
+    match args.output.output {
+        OutputFormat::Json => output::print_json(&detail)?,
+        OutputFormat::Text => {
+            let version = &detail.version;
+            println!("Template:   {}", visible(&version.template));
+            println!(
+                "Version:    {}{}",
+                version.number,
+                if version.active { " (active)" } else { "" }
+            );
+            println!(
+                "Created by: {}",
+                visible(&or_dash(version.created_by.as_deref()))
+            );
+            println!("Created:    {}", time(version.created_at.as_deref()));
+            println!(
+                "Message:    {}",
+                visible(&or_dash(version.message.as_deref()))
+            );
+            for line in version.validation.message.lines() {
+                println!("Validation: {}", visible(line));
+            }
+            match &detail.lint {
+                Some(lint) => {
+                    println!("Lint:       {}", lint_summary(lint));
+                    print_findings(&lint.findings);
+                }
+                None => println!("Lint:       not linted (pushed before the lint existed)"),
+            }
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// Each finding as three lines (where and what, why, how to fix), every
+/// part made visible: file names and HCL text are the template author's.
+fn print_findings(findings: &[LintFinding]) {
+    for finding in findings {
+        let attribute = finding
+            .attribute
+            .as_deref()
+            .map(|a| format!(" ({})", visible(a)))
+            .unwrap_or_default();
+        println!(
+            "{}:{}:{}: {} {}: {}{attribute}",
+            visible(&finding.file),
+            finding.line,
+            finding.column,
+            visible(&finding.severity),
+            visible(&finding.rule),
+            visible(&finding.resource),
+        );
+        println!("  why: {}", visible(&finding.message));
+        println!("  fix: {}", visible(&finding.fix));
+    }
+}
+
+/// `1 error, 2 warnings`, `no findings`, or why the server could not lint.
+fn lint_summary(lint: &LintReport) -> String {
+    match &lint.failure {
+        Some(failure) => format!("not linted: {}", visible(failure)),
+        None => abode_lint::summary(lint.errors, lint.warnings),
+    }
 }
 
 fn list(args: ListArgs) -> anyhow::Result<u8> {
@@ -273,7 +428,8 @@ fn duration(seconds: i64) -> String {
 }
 
 fn activate(args: ActivateArgs) -> anyhow::Result<u8> {
-    let answer = session_client()?
+    let client = session_client()?;
+    let answer = client
         .activate_version(&args.name, args.version)
         .with_context(|| {
             format!(
@@ -286,5 +442,18 @@ fn activate(args: ActivateArgs) -> anyhow::Result<u8> {
         visible(&answer.template.name),
         answer.version.number
     );
+    // A reminder, not a refusal: the version was pushed with these findings.
+    // (A server that cannot say has nothing to remind of.)
+    if let Ok(detail) = client.template_version(&args.name, args.version) {
+        if let Some(lint) = detail.lint.filter(|l| l.errors + l.warnings > 0) {
+            eprintln!(
+                "warning: version {} has lint findings: {}; `abode templates versions show {} {}` lists them",
+                args.version,
+                lint_summary(&lint),
+                visible(&answer.template.name),
+                args.version
+            );
+        }
+    }
     Ok(EXIT_OK)
 }

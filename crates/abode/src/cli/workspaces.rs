@@ -74,6 +74,17 @@ pub struct BuildArgs {
     pub workspace: String,
 }
 
+/// A start or an update, which may change the workspace's mutable parameters.
+#[derive(Debug, Args)]
+pub struct ChangeArgs {
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// A new value of a mutable template parameter, `name=value` (repeatable);
+    /// the others keep the workspace's values.
+    #[arg(long = "parameter", short = 'p', value_name = "NAME=VALUE", value_parser = parse_parameter)]
+    pub parameters: Vec<(String, String)>,
+}
+
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Every user's workspaces (owners and template-admins).
@@ -151,7 +162,11 @@ pub fn create(args: CreateArgs) -> anyhow::Result<u8> {
     follow_build(&client, &args.workspace, &created.build)
 }
 
-pub fn transition(args: BuildArgs, transition: Transition) -> anyhow::Result<u8> {
+pub fn transition(
+    args: BuildArgs,
+    transition: Transition,
+    parameters: &[(String, String)],
+) -> anyhow::Result<u8> {
     let client = session_client()?;
     let verb = match transition {
         Transition::Start => "started",
@@ -159,8 +174,10 @@ pub fn transition(args: BuildArgs, transition: Transition) -> anyhow::Result<u8>
         Transition::Delete => "deleted",
         Transition::Update => "updated",
     };
+    let parameters: std::collections::BTreeMap<String, String> =
+        parameters.iter().cloned().collect();
     let build = client
-        .start_build(&args.workspace, transition)
+        .start_build(&args.workspace, transition, &parameters)
         .with_context(|| format!("workspace {:?} was not {verb}", args.workspace))?;
     follow_build(&client, &args.workspace, &build)
 }

@@ -462,6 +462,23 @@ impl Platform {
         .ok();
     }
 
+    /// Logs the default session in as `alice`, the owner [`Platform::login_owner`]
+    /// created through another server on the same database.
+    pub fn login_existing_owner(&self) {
+        self.run_as(
+            &self.config_dir(),
+            &[
+                "login",
+                &self.url,
+                "--username",
+                "alice",
+                "--password-stdin",
+            ],
+            Some("correct horse battery\n"),
+        )
+        .ok();
+    }
+
     /// Creates a user with `role` (as the owner) and returns the config dir
     /// holding that user's session.
     pub fn login_new_user(&self, username: &str, role: &str) -> PathBuf {

@@ -44,8 +44,6 @@ pub struct PrebuildsConfig {
     /// Consecutive failures after which a preset creates nothing more; 0:
     /// no limit.
     pub failure_hard_limit: u32,
-    /// Who this server is when it takes the reconciler lease.
-    pub server_id: String,
 }
 
 impl Default for PrebuildsConfig {
@@ -54,7 +52,6 @@ impl Default for PrebuildsConfig {
             reconcile_interval: Duration::from_secs(60),
             backoff: Duration::from_secs(60),
             failure_hard_limit: 3,
-            server_id: abode_store::new_id(),
         }
     }
 }
@@ -82,7 +79,7 @@ pub(crate) async fn reconciler(control: Control, mut shutdown: watch::Receiver<b
             break;
         }
         let lease = millis(interval.saturating_mul(3));
-        let server = control.inner.config.prebuilds.server_id.clone();
+        let server = control.inner.config.server_id.clone();
         match control
             .inner
             .store

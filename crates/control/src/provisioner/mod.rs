@@ -41,7 +41,14 @@ pub(crate) async fn worker(control: Control, name: String, mut shutdown: watch::
         if *shutdown.borrow() {
             break;
         }
-        match control.inner.store.claim_job(&name).await {
+        let lease_ms =
+            i64::try_from(control.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
+        let claimed = control
+            .inner
+            .store
+            .claim_job(&name, &control.inner.config.server_id, lease_ms)
+            .await;
+        match claimed {
             Ok(Some(job)) => {
                 run_build(&control, &name, &job.build_id, job.kind, shutdown.clone()).await;
             }

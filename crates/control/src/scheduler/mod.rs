@@ -36,8 +36,6 @@ const PREVIOUS_TICK: &str = "scheduler.previous_tick";
 pub struct SchedulerConfig {
     pub poll_interval: Duration,
     pub settings: abode_schedule::Settings,
-    /// Who this server is when it takes the tick's lease.
-    pub server_id: String,
 }
 
 impl Default for SchedulerConfig {
@@ -45,7 +43,6 @@ impl Default for SchedulerConfig {
         SchedulerConfig {
             poll_interval: Duration::from_secs(60),
             settings: abode_schedule::Settings::default(),
-            server_id: abode_store::new_id(),
         }
     }
 }
@@ -73,7 +70,7 @@ pub(crate) async fn ticker(control: Control, mut shutdown: watch::Receiver<bool>
         match control
             .inner
             .store
-            .try_lease(TICK_LEASE, &config.server_id, lease)
+            .try_lease(TICK_LEASE, &control.inner.config.server_id, lease)
             .await
         {
             Ok(true) => {

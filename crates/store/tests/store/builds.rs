@@ -105,7 +105,11 @@ async fn concurrent_claimers_never_share_a_job(store: Store) {
         let store = store.clone();
         tokio::spawn(async move {
             let mut mine = Vec::new();
-            while let Some(job) = store.claim_job(&format!("w{worker}")).await.unwrap() {
+            while let Some(job) = store
+                .claim_job(&format!("w{worker}"), "server", 60_000)
+                .await
+                .unwrap()
+            {
                 mine.push(job.build_id);
             }
             mine
@@ -129,12 +133,16 @@ async fn cancel_of_pending_build_removes_its_job_and_restart_fails_running_ones(
         .cancel_pending_build(&first.id, "canceled")
         .await
         .unwrap());
-    assert_eq!(store.claim_job("w").await.unwrap(), None);
+    assert_eq!(store.claim_job("w", "server", 60_000).await.unwrap(), None);
     let second = store
         .create_build(&next_build(&workspace, &user, "start"))
         .await
         .unwrap();
-    let job = store.claim_job("w").await.unwrap().unwrap();
+    let job = store
+        .claim_job("w", "server", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(job.build_id, second.id);
     assert!(!store
         .cancel_pending_build(&second.id, "late")
@@ -145,14 +153,14 @@ async fn cancel_of_pending_build_removes_its_job_and_restart_fails_running_ones(
         .await
         .unwrap();
     assert_eq!(
-        store.running_builds().await.unwrap(),
+        store.running_builds_of("server").await.unwrap(),
         vec![second.id.clone()]
     );
     assert!(store
         .finish_build(&second.id, BuildStatus::Failed, Some("server died"))
         .await
         .unwrap());
-    assert!(store.running_builds().await.unwrap().is_empty());
+    assert!(store.running_builds_of("server").await.unwrap().is_empty());
     let build = store.build_by_id(&second.id).await.unwrap();
     assert_eq!(
         (build.status.as_str(), build.error.as_deref()),
@@ -210,7 +218,11 @@ async fn concurrent_log_writers_get_distinct_sequence_numbers(store: Store) {
 async fn plan_json_is_kept_for_the_newest_builds_and_held_ones(store: Store) {
     let (user, workspace, first) = seeded(&store).await;
     let mut ids = vec![first.id.clone()];
-    store.claim_job("w").await.unwrap().unwrap();
+    store
+        .claim_job("w", "server", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     store
         .set_build_plan(&first.id, "{\"n\":1}", "{}")
         .await
@@ -224,7 +236,11 @@ async fn plan_json_is_kept_for_the_newest_builds_and_held_ones(store: Store) {
             .create_build(&next_build(&workspace, &user, "start"))
             .await
             .unwrap();
-        store.claim_job("w").await.unwrap().unwrap();
+        store
+            .claim_job("w", "server", 60_000)
+            .await
+            .unwrap()
+            .unwrap();
         store
             .set_build_plan(&build.id, &format!("{{\"n\":{n}}}"), "{}")
             .await

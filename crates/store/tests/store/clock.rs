@@ -20,7 +20,11 @@ async fn every_stored_time_comes_from_the_stores_clock(store: Store) {
     assert_eq!((workspace.created_at, build.created_at), (start, start));
 
     hand.advance(Duration::from_secs(60));
-    store.claim_job("w").await.unwrap().unwrap();
+    store
+        .claim_job("w", "server", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     store
         .append_log(
             &build.id,

@@ -7,7 +7,11 @@ use crate::common::*;
 
 async fn a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise(store: Store) {
     let (user, workspace, first) = seeded(&store).await;
-    store.claim_job("w").await.unwrap().unwrap();
+    store
+        .claim_job("w", "server", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     let plan = SavedPlan {
         plan: b"binary plan".to_vec(),
         digest: "d1".into(),
@@ -71,7 +75,11 @@ async fn a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise(st
             .unwrap(),
         "single use"
     );
-    let job = store.claim_job("w").await.unwrap().unwrap();
+    let job = store
+        .claim_job("w", "server", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (job.build_id.as_str(), job.kind),
         (first.id.as_str(), JobKind::ApplySavedPlan)
@@ -95,7 +103,11 @@ async fn a_held_build_is_confirmed_once_with_its_digest_and_expires_otherwise(st
         .create_build(&next_build(&workspace, &user, "stop"))
         .await
         .unwrap();
-    store.claim_job("w").await.unwrap().unwrap();
+    store
+        .claim_job("w", "server", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(store.hold_build(&second.id, &plan, 1_000).await.unwrap());
     assert_eq!(
         store.expire_held_builds(999, "expired").await.unwrap(),

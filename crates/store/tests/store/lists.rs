@@ -9,7 +9,11 @@ use crate::common::*;
 /// first, one page at a time, with their filters.
 async fn other_lists_page_by_cursor(store: Store) {
     let (user, workspace, first) = seeded(&store).await;
-    store.claim_job("w").await.unwrap().unwrap();
+    store
+        .claim_job("w", "server", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     store
         .finish_build(&first.id, BuildStatus::Failed, Some("x"))
         .await
@@ -19,7 +23,11 @@ async fn other_lists_page_by_cursor(store: Store) {
             .create_build(&next_build(&workspace, &user, "start"))
             .await
             .unwrap();
-        store.claim_job("w").await.unwrap().unwrap();
+        store
+            .claim_job("w", "server", 60_000)
+            .await
+            .unwrap()
+            .unwrap();
         store
             .finish_build(&build.id, BuildStatus::Succeeded, None)
             .await

@@ -11,6 +11,8 @@ mod agents;
 mod builds;
 mod clock;
 mod held;
+mod host_keys;
+mod job_leases;
 mod lifecycle;
 mod lists;
 mod notifications;

@@ -50,7 +50,11 @@ async fn messages_are_written_with_the_change_that_causes_them(store: Store) {
         store.notification_by_id(&held[0].id).await,
         Err(StoreError::NotFound("notification"))
     ));
-    store.claim_job("w").await.unwrap().unwrap();
+    store
+        .claim_job("w", "server", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(store
         .hold_build_notifying(&first.id, &plan(), 5_000, &held)
         .await
@@ -119,7 +123,11 @@ async fn messages_are_written_with_the_change_that_causes_them(store: Store) {
         .create_build(&next_build(&workspace, &user, "stop"))
         .await
         .unwrap();
-    store.claim_job("w").await.unwrap().unwrap();
+    store
+        .claim_job("w", "server", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     let failed = [notice(
         &user.id,
         Channel::Inbox,

@@ -98,7 +98,7 @@ impl Pool {
         if end == End::Pending {
             return (workspace, build);
         }
-        store.claim_job("worker").await.unwrap();
+        store.claim_job("worker", "server", 60_000).await.unwrap();
         let status = if end == End::Failed {
             BuildStatus::Failed
         } else {
@@ -243,6 +243,17 @@ async fn the_snapshot_reads_pools_workspaces_failures_and_the_pause(store: Store
             .unwrap()
             .paused
     );
+    // A value nobody writes is an error naming it, never "not paused".
+    store
+        .set_platform_setting(PREBUILDS_PAUSED, "yes")
+        .await
+        .unwrap();
+    let error = store
+        .prebuild_snapshot(&pool_owner(), 0)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("\"yes\""), "{error}");
 }
 
 async fn a_claim_takes_the_oldest_ready_prebuild_once(store: Store) {

@@ -75,7 +75,48 @@ async fn a_version_keeps_its_presets(store: Store) {
     assert_eq!(read.presets.as_deref(), Some(presets));
 }
 
+/// A version keeps the lint's findings given at push; one pushed without
+/// them (before the lint existed) reads as never linted, not as clean.
+async fn a_version_keeps_its_lint(store: Store) {
+    let (user, _, _) = seeded(&store).await;
+    let push = NewTemplateVersion {
+        template_name: "base".into(),
+        archive: vec![1],
+        archive_sha256: "abc".into(),
+        message: String::new(),
+        created_by: user.id.clone(),
+        validation_ok: true,
+        validation_message: "ok".into(),
+        parameters: Some("[]".into()),
+        presets: None,
+        activate: false,
+    };
+    let lint = r#"{"schema_version":1,"errors":0,"warnings":0,"findings":[],"note":"é"}"#;
+    let (_, linted) = store
+        .create_linted_template_version(&push, Some(lint))
+        .await
+        .unwrap();
+    let (_, unlinted) = store.create_template_version(&push).await.unwrap();
+    assert_eq!(
+        store
+            .template_version_lint(&linted.id)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(lint)
+    );
+    assert_eq!(
+        store.template_version_lint(&unlinted.id).await.unwrap(),
+        None
+    );
+    assert!(matches!(
+        store.template_version_lint("no-such-version").await,
+        Err(StoreError::NotFound(_))
+    ));
+}
+
 on_every_backend!(
     first_template_version_is_active_and_later_ones_on_request,
     a_version_keeps_its_presets,
+    a_version_keeps_its_lint,
 );

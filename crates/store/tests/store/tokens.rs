@@ -86,14 +86,35 @@ async fn sessions_and_api_tokens_are_found_touched_and_revoked(store: Store) {
         .await
         .unwrap();
 
-    let names = |tokens: Vec<TokenRecord>| -> Vec<String> {
-        tokens.into_iter().filter_map(|token| token.name).collect()
+    let names = |tokens: Page<TokenRecord>| -> Vec<String> {
+        tokens
+            .items
+            .into_iter()
+            .filter_map(|token| token.name)
+            .collect()
     };
-    // Sessions are not listed; the list is by name.
+    let all = |user_id: String| {
+        let store = store.clone();
+        async move { store.list_api_token_page(&user_id, None, 50).await }
+    };
+    // Sessions are not listed; the list is by name, a page at a time.
     assert_eq!(
-        names(store.list_api_tokens(&alice.id).await.unwrap()),
+        names(all(alice.id.clone()).await.unwrap()),
         ["backup", "ci"]
     );
+    let first = store.list_api_token_page(&alice.id, None, 1).await.unwrap();
+    let next = first.next.clone().expect("a second page");
+    assert_eq!(names(first), ["backup"]);
+    let second = store
+        .list_api_token_page(&alice.id, Some(&next), 1)
+        .await
+        .unwrap();
+    assert_eq!(second.next, None);
+    assert_eq!(names(second), ["ci"]);
+    assert!(store
+        .list_api_token_page(&alice.id, Some("not-a-cursor"), 1)
+        .await
+        .is_err());
 
     // Revoking by name: only the caller's own, once; the name is then free.
     let revoked = store
@@ -108,11 +129,8 @@ async fn sessions_and_api_tokens_are_found_touched_and_revoked(store: Store) {
         store.revoke_api_token(&alice.id, "ci", 11_000).await,
         Err(StoreError::NotFound("token"))
     ));
-    assert_eq!(
-        names(store.list_api_tokens(&alice.id).await.unwrap()),
-        ["backup"]
-    );
-    assert_eq!(names(store.list_api_tokens(&bob.id).await.unwrap()), ["ci"]);
+    assert_eq!(names(all(alice.id.clone()).await.unwrap()), ["backup"]);
+    assert_eq!(names(all(bob.id.clone()).await.unwrap()), ["ci"]);
     assert_eq!(
         store.token_by_hash("h-ci").await.unwrap().revoked_at,
         Some(10_000)

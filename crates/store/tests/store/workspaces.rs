@@ -316,7 +316,11 @@ async fn workspace_pages_follow_their_cursor_and_filters(store: Store) {
     .is_empty());
 
     // The latest build, the settled one and the agents come with the row.
-    let job = store.claim_job("w").await.unwrap().unwrap();
+    let job = store
+        .claim_job("w", "server", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
     let build = store.build_by_id(&job.build_id).await.unwrap();
     store
         .finish_build(&build.id, BuildStatus::Succeeded, None)

@@ -1,0 +1,182 @@
+//! The agent's tunnel: one long-lived WebSocket to the server (the access
+//! URL the agent already uses, `/api/v1/agent/connect`, with its agent
+//! token), reconnected with a capped exponential backoff whenever it drops
+//! (a server restart, a network cut). A reconnect needs no new build: the
+//! token stays valid while the workspace is started.
+//!
+//! Over it the server opens one stream per person's connection
+//! ([`abode_tunnel`]); each stream's header says what it is for: SSH (served
+//! by [`crate::agent_ssh`]) or a TCP port inside the workspace.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use abode_tunnel::{Incoming, Mux, Side, StreamKind, StreamRequest};
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::agent_ssh::SessionSettings;
+use crate::wsdial::{dial, DialError};
+
+const FIRST_RETRY: Duration = Duration::from_millis(250);
+const MAX_RETRY: Duration = Duration::from_secs(5);
+/// Both sides ping every 15 s: a tunnel silent for longer than this is dead
+/// (a cut network shows no close).
+const PING: Duration = Duration::from_secs(15);
+const SILENCE: Duration = Duration::from_secs(60);
+
+/// Runs the tunnel on a thread of its own until `stop` is set.
+pub fn spawn(
+    url: String,
+    token: String,
+    settings: SessionSettings,
+    stop: Arc<AtomicBool>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("abode-tunnel".into())
+        .spawn(move || {
+            runtime.block_on(run(url, token, Arc::new(settings), stop));
+            runtime.shutdown_background();
+        })
+}
+
+fn log(message: &str) {
+    eprintln!("abode agent: {message}");
+}
+
+async fn run(url: String, token: String, settings: Arc<SessionSettings>, stop: Arc<AtomicBool>) {
+    let mut delay = FIRST_RETRY;
+    let mut last_error = String::new();
+    while !stop.load(Ordering::SeqCst) {
+        match dial(&url, abode_client::connect::AGENT_CONNECT_PATH, &token).await {
+            Ok(socket) => {
+                log("tunnel connected: the workspace accepts connections");
+                last_error.clear();
+                delay = FIRST_RETRY;
+                serve(socket, &settings, &stop).await;
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                log("tunnel lost, reconnecting");
+            }
+            Err(error) => {
+                let text = match &error {
+                    DialError::Refused { status: 401, .. } => {
+                        format!("the server does not accept this agent's token (yet): {error}")
+                    }
+                    other => other.to_string(),
+                };
+                // The same failure every 5 s would drown the output.
+                if text != last_error {
+                    log(&format!("tunnel failed, retrying: {text}"));
+                    last_error = text;
+                }
+            }
+        }
+        let mut slept = Duration::ZERO;
+        while slept < delay && !stop.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            slept += Duration::from_millis(50);
+        }
+        delay = (delay * 2).min(MAX_RETRY);
+    }
+}
+
+/// Carries the tunnel until the socket drops or the agent stops.
+async fn serve(socket: crate::wsdial::Socket, settings: &Arc<SessionSettings>, stop: &AtomicBool) {
+    let (outgoing, mut to_server) = mpsc::channel::<Vec<u8>>(64);
+    let (from_server, incoming) = mpsc::channel::<Vec<u8>>(64);
+    let (_mux, mut accept, _task): (Mux, _, _) = Mux::start(Side::Agent, incoming, outgoing);
+    let (mut sink, mut source) = socket.split();
+    let mut check_stop = tokio::time::interval(Duration::from_millis(250));
+    let mut ping = tokio::time::interval(PING);
+    let mut last_heard = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            message = source.next() => {
+                last_heard = tokio::time::Instant::now();
+                match message {
+                    Some(Ok(Message::Binary(bytes))) => {
+                        if from_server.send(bytes).await.is_err() {
+                            break;
+                        }
+                    }
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                    // Pings are answered by the socket itself.
+                    Some(Ok(_)) => {}
+                }
+            },
+            _ = ping.tick() => {
+                if last_heard.elapsed() > SILENCE
+                    || sink.send(Message::Ping(Vec::new())).await.is_err()
+                {
+                    break;
+                }
+            }
+            frame = to_server.recv() => match frame {
+                Some(frame) => {
+                    if sink.send(Message::Binary(frame)).await.is_err() {
+                        break;
+                    }
+                }
+                None => break,
+            },
+            stream = accept.recv() => match stream {
+                Some(incoming) => {
+                    tokio::spawn(handle_stream(incoming, Arc::clone(settings)));
+                }
+                None => break,
+            },
+            _ = check_stop.tick() => {
+                if stop.load(Ordering::SeqCst) {
+                    let _ = sink.send(Message::Close(None)).await;
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Serves one stream the server opened, as its header says.
+async fn handle_stream(incoming: Incoming, settings: Arc<SessionSettings>) {
+    let request: StreamRequest = match serde_json::from_slice(&incoming.header) {
+        Ok(request) => request,
+        Err(error) => {
+            log(&format!(
+                "refusing a stream with an unreadable header: {error}"
+            ));
+            return;
+        }
+    };
+    match (request.kind, request.port, request.host_key.as_deref()) {
+        (StreamKind::Ssh, _, Some(seed)) => {
+            if let Err(error) = crate::agent_ssh::serve(incoming.stream, seed, settings).await {
+                log(&format!("ssh session of {} ended: {error}", request.user));
+            }
+        }
+        (StreamKind::PortForward, Some(port), _) => {
+            let mut stream = incoming.stream;
+            match TcpStream::connect(("localhost", port)).await {
+                Ok(mut tcp) => {
+                    let _ = tcp.set_nodelay(true);
+                    let _ = tokio::io::copy_bidirectional(&mut stream, &mut tcp).await;
+                }
+                Err(error) => log(&format!(
+                    "port-forward of {} to port {port}: {error}",
+                    request.user
+                )),
+            }
+        }
+        (kind, _, _) => log(&format!(
+            "refusing a {} stream without what it needs",
+            kind.as_str()
+        )),
+    }
+}

@@ -1,0 +1,327 @@
+//! `abode ssh WS [-- COMMAND...]` and `abode ssh --stdio WS` (docs/ssh.md).
+//!
+//! Both open a connection of kind `ssh` into the workspace (a WebSocket
+//! the server authorizes, audits and pipes to the workspace's agent, which
+//! serves SSH on it). `--stdio` hands the raw SSH bytes to standard input
+//! and output, for OpenSSH's `ProxyCommand`; without it, this command is
+//! the SSH client: an interactive shell on a real terminal (raw mode, the
+//! local `TERM`, window-size changes), or a command whose output and exit
+//! status are the remote command's.
+//!
+//! The host key is not checked here: the bytes travel over the platform's
+//! own authenticated connection to the workspace's agent, which holds the
+//! key the platform gave it. OpenSSH users keep `known_hosts` checking (the
+//! key is stable per workspace).
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use russh::client;
+use russh::ChannelMsg;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::wsdial::{dial, into_stream, DialError, Socket};
+
+/// How long a connection waits for the workspace's agent to come up (a
+/// workspace just started).
+const AGENT_WAIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Args)]
+pub struct SshArgs {
+    /// The workspace (`name`, or `owner/name`).
+    pub workspace: String,
+    /// Connect standard input and output to the workspace's SSH server (for
+    /// OpenSSH's ProxyCommand; `abode config-ssh` writes it).
+    #[arg(long, conflicts_with_all = ["tty", "command"])]
+    pub stdio: bool,
+    /// Ask for a terminal even for a command (as `ssh -t`).
+    #[arg(short = 't', long)]
+    pub tty: bool,
+    /// Which agent, in a workspace with several (its name in `abode show`).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The command to run instead of a shell (after `--`).
+    #[arg(last = true)]
+    pub command: Vec<String>,
+}
+
+/// Opens a connection of `kind` into `workspace` with the CLI's session,
+/// waiting a while for the agent of a workspace that is running or starting
+/// but whose agent is not connected yet.
+pub(crate) async fn connect(
+    workspace: &str,
+    kind: &str,
+    port: Option<u16>,
+    agent: Option<&str>,
+) -> anyhow::Result<Socket> {
+    let session = super::current_session()?.ok_or(abode_client::ClientError::NotLoggedIn)?;
+    let path = abode_client::connect::workspace_connect_path(workspace, kind, port, agent);
+    let deadline = Instant::now() + AGENT_WAIT;
+    let mut told = false;
+    loop {
+        match dial(&session.url, &path, &session.token).await {
+            Ok(socket) => return Ok(socket),
+            Err(DialError::Refused {
+                status: 409,
+                message,
+            }) if Instant::now() < deadline && coming_up(&session, workspace).await => {
+                if !told {
+                    eprintln!("abode: {}; waiting…", super::output::visible(&message));
+                    told = true;
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(error) => {
+                return Err(error).with_context(|| format!("cannot connect to {workspace}"))
+            }
+        }
+    }
+}
+
+/// Whether the workspace is running or on its way there (so its agent may
+/// connect soon), as the API says.
+async fn coming_up(session: &abode_client::config::Session, workspace: &str) -> bool {
+    let client = abode_client::Client::new(&session.url, Some(session.token.clone()));
+    let workspace = workspace.to_string();
+    tokio::task::spawn_blocking(move || client.workspace(&workspace))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .is_some_and(|shown| matches!(shown.status.as_str(), "running" | "starting" | "pending"))
+}
+
+pub fn run(args: SshArgs) -> anyhow::Result<u8> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(async {
+        let socket = connect(&args.workspace, "ssh", None, args.agent.as_deref()).await?;
+        if args.stdio {
+            stdio(socket).await.map(|()| 0)
+        } else {
+            session(socket, &args).await
+        }
+    });
+    // Standard input is read on a blocking thread that may never return.
+    runtime.shutdown_background();
+    result
+}
+
+/// `--stdio`: bytes between standard input/output and the connection.
+async fn stdio(socket: Socket) -> anyhow::Result<()> {
+    let stream = into_stream(socket);
+    let (mut from_remote, mut to_remote) = tokio::io::split(stream);
+    let upstream = async {
+        let mut stdin = tokio::io::stdin();
+        let _ = tokio::io::copy(&mut stdin, &mut to_remote).await;
+        let _ = to_remote.shutdown().await;
+    };
+    let downstream = async {
+        let mut stdout = tokio::io::stdout();
+        let copied = tokio::io::copy(&mut from_remote, &mut stdout).await;
+        let _ = stdout.flush().await;
+        copied
+    };
+    // Done when the remote side is: OpenSSH may keep our stdin open.
+    tokio::select! {
+        copied = downstream => { copied.context("cannot write to standard output")?; }
+        () = async { upstream.await; std::future::pending::<()>().await } => {}
+    }
+    Ok(())
+}
+
+struct AcceptPlatformKey;
+
+impl client::Handler for AcceptPlatformKey {
+    type Error = russh::Error;
+
+    async fn check_server_key(
+        &mut self,
+        _key: &russh::keys::PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        Ok(true)
+    }
+}
+
+/// Puts the terminal in raw mode until dropped.
+struct RawMode {
+    saved: rustix::termios::Termios,
+}
+
+impl RawMode {
+    fn enter() -> Option<RawMode> {
+        let stdin = std::io::stdin();
+        let saved = rustix::termios::tcgetattr(&stdin).ok()?;
+        let mut raw = saved.clone();
+        raw.make_raw();
+        rustix::termios::tcsetattr(&stdin, rustix::termios::OptionalActions::Drain, &raw).ok()?;
+        Some(RawMode { saved })
+    }
+}
+
+impl Drop for RawMode {
+    fn drop(&mut self) {
+        let _ = rustix::termios::tcsetattr(
+            std::io::stdin(),
+            rustix::termios::OptionalActions::Drain,
+            &self.saved,
+        );
+    }
+}
+
+fn window_size() -> (u32, u32) {
+    rustix::termios::tcgetwinsize(std::io::stdout())
+        .map(|size| (u32::from(size.ws_col), u32::from(size.ws_row)))
+        .ok()
+        .filter(|(cols, rows)| *cols > 0 && *rows > 0)
+        .unwrap_or((80, 24))
+}
+
+/// Shell words joined as one command line (SSH carries a string).
+fn command_line(words: &[String]) -> String {
+    if let [one] = words {
+        return one.clone();
+    }
+    words
+        .iter()
+        .map(|word| {
+            if !word.is_empty()
+                && word
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+            {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The SSH client: a shell or a command, its exit status.
+async fn session(socket: Socket, args: &SshArgs) -> anyhow::Result<u8> {
+    let config = Arc::new(client::Config {
+        inactivity_timeout: None,
+        ..Default::default()
+    });
+    let mut handle = client::connect_stream(config, into_stream(socket), AcceptPlatformKey)
+        .await
+        .context("the SSH handshake with the workspace's agent failed")?;
+    let user = std::env::var("USER").unwrap_or_else(|_| "abode".into());
+    let auth = handle
+        .authenticate_none(user)
+        .await
+        .context("SSH authentication failed")?;
+    if !auth.success() {
+        anyhow::bail!("the workspace's agent refused the SSH session");
+    }
+    let mut channel = handle
+        .channel_open_session()
+        .await
+        .context("cannot open an SSH session")?;
+    let on_terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let want_tty = args.tty || (args.command.is_empty() && on_terminal);
+    let mut raw = None;
+    if want_tty {
+        let term = std::env::var("TERM").unwrap_or_else(|_| "xterm-256color".into());
+        let (cols, rows) = window_size();
+        channel
+            .request_pty(false, &term, cols, rows, 0, 0, &[])
+            .await
+            .context("cannot request a terminal")?;
+        if on_terminal {
+            raw = RawMode::enter();
+        }
+    }
+    for name in ["LANG", "LC_ALL", "LC_CTYPE", "COLORTERM"] {
+        if let Ok(value) = std::env::var(name) {
+            let _ = channel.set_env(false, name, value).await;
+        }
+    }
+    if args.command.is_empty() {
+        channel.request_shell(true).await?;
+    } else {
+        channel.exec(true, command_line(&args.command)).await?;
+    }
+    let mut window_changes =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::window_change())
+            .context("cannot watch the terminal's size")?;
+    let mut stdin = tokio::io::stdin();
+    let mut stdout = tokio::io::stdout();
+    let mut stderr = tokio::io::stderr();
+    let mut buffer = vec![0u8; 32 * 1024];
+    let mut stdin_open = true;
+    let mut code: Option<u32> = None;
+    loop {
+        tokio::select! {
+            read = stdin.read(&mut buffer), if stdin_open => match read {
+                Ok(0) | Err(_) => {
+                    stdin_open = false;
+                    let _ = channel.eof().await;
+                }
+                Ok(n) => {
+                    if channel.data(&buffer[..n]).await.is_err() {
+                        stdin_open = false;
+                    }
+                }
+            },
+            _ = window_changes.recv(), if want_tty => {
+                let (cols, rows) = window_size();
+                let _ = channel.window_change(cols, rows, 0, 0).await;
+            }
+            message = channel.wait() => match message {
+                Some(ChannelMsg::Data { data }) => {
+                    stdout.write_all(&data).await?;
+                    stdout.flush().await?;
+                }
+                Some(ChannelMsg::ExtendedData { data, .. }) => {
+                    stderr.write_all(&data).await?;
+                    stderr.flush().await?;
+                }
+                Some(ChannelMsg::ExitStatus { exit_status }) => code = Some(exit_status),
+                Some(ChannelMsg::ExitSignal { .. }) => code = code.or(Some(255)),
+                Some(ChannelMsg::Close) | None => break,
+                Some(_) => {}
+            },
+        }
+    }
+    drop(raw);
+    let _ = handle
+        .disconnect(russh::Disconnect::ByApplication, "", "en")
+        .await;
+    match code {
+        Some(code) => Ok(u8::try_from(code).unwrap_or(255)),
+        None => {
+            eprintln!(
+                "abode: the connection to {} ended without an exit status",
+                args.workspace
+            );
+            Ok(255)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_are_quoted_as_a_shell_reads_them() {
+        let cases: [(&[&str], &str); 4] = [
+            (&["sh -c 'echo hi'"], "sh -c 'echo hi'"),
+            (&["echo", "hello world"], "echo 'hello world'"),
+            (&["printf", "%s", "it's"], "printf %s 'it'\\''s'"),
+            (&["true", ""], "true ''"),
+        ];
+        for (words, expected) in cases {
+            let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+            assert_eq!(command_line(&words), expected);
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Opening the WebSockets of docs/ssh.md (the agent's tunnel, a person's
+//! connection into a workspace), with the bearer token in the request's
+//! header, never in the URL. A refusal before the upgrade is the server's
+//! JSON error, returned as its one-line message.
+
+use abode_client::connect::websocket_url;
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::http::{header, HeaderValue};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+pub type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// Largest message taken from the server (a tunnel frame or a chunk).
+const MAX_MESSAGE: usize = 64 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DialError {
+    /// The server answered, and refused (status and its message).
+    #[error("{message}")]
+    Refused { status: u16, message: String },
+    #[error(transparent)]
+    Url(#[from] abode_client::connect::ConnectUrlError),
+    #[error("cannot connect to {url}: {reason}")]
+    Connect { url: String, reason: String },
+}
+
+/// Opens the WebSocket of `path` on the server at `base_url` as `token`.
+pub async fn dial(base_url: &str, path: &str, token: &str) -> Result<Socket, DialError> {
+    let url = websocket_url(base_url, path)?;
+    let connect_error = |reason: String| DialError::Connect {
+        url: url.clone(),
+        reason,
+    };
+    let mut request = url
+        .as_str()
+        .into_client_request()
+        .map_err(|error| connect_error(error.to_string()))?;
+    let bearer = HeaderValue::from_str(&format!("Bearer {token}"))
+        .map_err(|_| connect_error("the token is not a valid header value".into()))?;
+    request.headers_mut().insert(header::AUTHORIZATION, bearer);
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+        max_message_size: Some(MAX_MESSAGE),
+        max_frame_size: Some(MAX_MESSAGE),
+        ..Default::default()
+    };
+    match tokio_tungstenite::connect_async_with_config(request, Some(config), true).await {
+        Ok((socket, _)) => Ok(socket),
+        Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
+            let status = response.status().as_u16();
+            let message = response
+                .body()
+                .as_deref()
+                .and_then(|body| serde_json::from_slice::<serde_json::Value>(body).ok())
+                .and_then(|body| {
+                    body.pointer("/error/message")
+                        .and_then(|m| m.as_str())
+                        .map(str::to_string)
+                })
+                .unwrap_or_else(|| format!("the server refused the connection ({status})"));
+            Err(DialError::Refused { status, message })
+        }
+        Err(error) => Err(connect_error(error.to_string())),
+    }
+}
+
+/// A person's connection as an ordinary byte stream: binary messages carry
+/// the bytes, an empty one says "no more from this side" (both ways).
+pub fn into_stream(socket: Socket) -> tokio::io::DuplexStream {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let (user_end, our_end) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(async move {
+        let (mut read, mut write) = tokio::io::split(our_end);
+        let (mut sink, mut source) = socket.split();
+        let upstream = async {
+            let mut buffer = vec![0u8; 32 * 1024];
+            loop {
+                match read.read(&mut buffer).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if sink
+                            .send(Message::Binary(buffer[..n].to_vec()))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+            }
+            let _ = sink.send(Message::Binary(Vec::new())).await;
+        };
+        // Reads until the server closes, so that its pings are answered
+        // (by the socket itself) after its side has ended too.
+        let downstream = async {
+            let mut open = true;
+            while let Some(Ok(message)) = source.next().await {
+                match message {
+                    Message::Binary(bytes) if open && bytes.is_empty() => {
+                        open = false;
+                        let _ = write.shutdown().await;
+                    }
+                    Message::Binary(bytes) if open => {
+                        let written = write.write_all(&bytes).await;
+                        if written.is_err() {
+                            open = false;
+                        }
+                    }
+                    Message::Close(_) => break,
+                    _ => {}
+                }
+            }
+            let _ = write.shutdown().await;
+        };
+        tokio::join!(upstream, downstream);
+        if let Ok(mut socket) = sink.reunite(source) {
+            let _ = socket.close(None).await;
+        }
+    });
+    user_end
+}

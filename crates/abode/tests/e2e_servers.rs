@@ -1,0 +1,158 @@
+//! Several servers on one PostgreSQL database (issue 15): each running build
+//! belongs to the server that claimed it, under a lease that server renews.
+//! A server that restarts takes back only its own builds, never another live
+//! server's; a server that dies has its builds failed by the others once its
+//! lease runs out, and on its return stores the state its Terraform finished
+//! with. Cancels and logs reach a build through any server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod util;
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use util::{finish, fixture, require_terraform, FreshDatabase, Platform};
+
+/// Short leases so that a dead server's lease runs out within seconds (the
+/// keeper's rounds are real time: a quarter of the lease).
+const LEASE: &[&str] = &["--job-lease", "2"];
+
+fn server(database: &FreshDatabase, extra: &[&str]) -> Platform {
+    let mut flags = util::FAST_AGENT_FLAGS.to_vec();
+    flags.extend(LEASE);
+    flags.extend(["--cancel-grace", "5"]);
+    flags.extend(extra);
+    Platform::start_on(Some(&database.url), &flags)
+}
+
+fn create(front: &Platform, workspace: &str, seconds: u32) -> Child {
+    front
+        .cmd(&[
+            "create",
+            workspace,
+            "--template",
+            "sleepy",
+            "--parameter",
+            &format!("seconds={seconds}"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until the build's log, read through `platform`, shows the apply's
+/// local-exec: the build runs on the other server.
+#[track_caller]
+fn wait_for_apply(platform: &Platform, workspace: &str) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let log = platform.run(&["builds", "logs", workspace, "1"]);
+        if log.stdout.contains("slow: Provisioning with 'local-exec'") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the apply never started:\n{log}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn server_id(platform: &Platform) -> String {
+    std::fs::read_to_string(platform.data_dir().join("server-id"))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn servers_keep_their_own_builds_and_take_over_a_dead_ones() {
+    require_terraform();
+    let database = FreshDatabase::create();
+    // The builder runs every build; the front runs none (API only).
+    let mut builder = server(&database, &["--provisioners", "1"]);
+    let mut front = server(&database, &["--provisioners", "0"]);
+    builder.login_owner();
+    front.login_existing_owner();
+    let sleepy = fixture("sleepy");
+    front
+        .run(&[
+            "templates",
+            "push",
+            "sleepy",
+            "-d",
+            sleepy.to_str().unwrap(),
+        ])
+        .ok();
+
+    // A build asked of the front runs on the builder; its log reaches the front.
+    let first = create(&front, "one", 60);
+    wait_for_apply(&front, "one");
+
+    // The front dies and comes back: the builder's build is not its own to
+    // fail. Both clocks jump past the lease: the builder, alive, renews it.
+    front.kill_server();
+    front.start_server_again();
+    for platform in [&builder, &front] {
+        platform.advance_clock(Duration::from_secs(600));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let build = front.show("one")["latest_build"].clone();
+    assert_eq!(build["status"], "running", "{build:#}");
+
+    // A cancel through the front reaches the builder's Terraform.
+    front.run(&["builds", "cancel", "one", "1"]).ok();
+    front.wait_for_build_status("one", "canceled");
+    finish(first);
+
+    // The builder dies in the middle of an apply: once its lease runs out,
+    // the front fails the build, naming it.
+    let second = create(&front, "two", 8);
+    wait_for_apply(&front, "two");
+    let builder_id = server_id(&builder);
+    builder.kill_server();
+    front.advance_clock(Duration::from_secs(60));
+    let build = front.wait_for_build_status("two", "failed");
+    let error = build["error"].as_str().unwrap();
+    assert!(
+        error.contains(&format!(
+            "the server {builder_id} running this build stopped renewing its lease"
+        )),
+        "{build:#}"
+    );
+    finish(second);
+    let audit = front
+        .run(&["audit", "--workspace", "two", "--output", "json"])
+        .ok()
+        .json();
+    assert!(
+        audit
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|event| event["action"] == "build.salvage"),
+        "{audit:#}"
+    );
+
+    // The builder comes back: it follows the Terraform it left running to its
+    // end and stores the state it finished with; nothing of it is lost.
+    builder.start_server_again();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let stored = util::psql(
+            &database.url,
+            "SELECT count(*) FROM workspace_states s JOIN workspaces w ON w.id = s.workspace_id \
+             WHERE w.name = 'two' AND position('terraform_data' in convert_from(s.state, 'UTF8')) > 0",
+        )
+        .unwrap();
+        if stored == "1" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the state of the salvaged build never arrived:\n{}",
+            builder.server_log()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert_eq!(front.show("two")["latest_build"]["status"], "failed");
+}

@@ -1,0 +1,213 @@
+//! Several servers on one database: each keeps the jobs it runs, and fails the
+//! builds of a server that died only once that server's lease has run out.
+//!
+//! A server claims a job under its id (`Config::server_id`) with a lease of
+//! `Config::job_lease`, and this keeper renews every lease the server holds in
+//! one statement, four times per lease. Each round it also looks for running
+//! builds of *other* servers whose lease has expired. One look is not enough
+//! to fail a build: the clock can jump (tests move it; so can an operator),
+//! so a build is salvaged only when its expired lease is also the same as at
+//! the previous round, which a living holder, renewing every round, never
+//! leaves it. Salvaging fails the build with a message naming the server,
+//! drops its saved plan (a confirmed plan is never applied twice) and keeps
+//! the state stored last; the holder, if it ever starts again on its data dir,
+//! finds its work dir and stores a newer state from it if one is there
+//! (`recovery.rs`).
+//!
+//! The builds a server held itself are taken back at its start by
+//! `recovery.rs` (`running_builds_of`), never by another server.
+//!
+//! A queued job wakes an idle worker of this server at once, and, on
+//! PostgreSQL, every other server's through `NOTIFY` ([`announcements`]);
+//! workers also look at the queue every 2 s, for what a lost notification
+//! would miss.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use abode_store::{BuildStatus, ExpiredJobLease};
+use tokio::sync::watch;
+
+use crate::Control;
+
+/// The keeper's loop: renew this server's leases, salvage expired ones.
+pub(crate) async fn keeper(control: Control, mut shutdown: watch::Receiver<bool>) {
+    let lease = control.inner.config.job_lease;
+    let round = (lease / 4).max(Duration::from_millis(100));
+    let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
+    let mut seen_expired: HashMap<String, i64> = HashMap::new();
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        let server = &control.inner.config.server_id;
+        if let Err(error) = control.inner.store.renew_job_leases(server, lease_ms).await {
+            tracing::error!(%error, "cannot renew this server's job leases");
+        }
+        match control.inner.store.expired_job_leases(server).await {
+            Ok(expired) => {
+                let (salvage, still) = unchanged_since_last_round(&seen_expired, expired);
+                seen_expired = still;
+                for lease in salvage {
+                    control.salvage_build(&lease).await;
+                }
+            }
+            Err(error) => tracing::error!(%error, "cannot read expired job leases"),
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(round) => {}
+            _ = shutdown.changed() => {}
+        }
+    }
+}
+
+/// Splits this round's expired leases into those to salvage (expired with the
+/// same expiry at the previous round: nobody renewed them in between) and the
+/// rest, remembered for the next round.
+fn unchanged_since_last_round(
+    previous: &HashMap<String, i64>,
+    expired: Vec<ExpiredJobLease>,
+) -> (Vec<ExpiredJobLease>, HashMap<String, i64>) {
+    let mut salvage = Vec::new();
+    let mut remembered = HashMap::new();
+    for lease in expired {
+        if previous.get(&lease.build_id) == Some(&lease.expires_at) {
+            salvage.push(lease);
+        } else {
+            remembered.insert(lease.build_id.clone(), lease.expires_at);
+        }
+    }
+    (salvage, remembered)
+}
+
+/// Wakes an idle worker of this server whenever any server announces a
+/// queued job (PostgreSQL only; on SQLite there is one server).
+pub(crate) async fn announcements(control: Control, mut shutdown: watch::Receiver<bool>) {
+    let mut failures: u32 = 0;
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let subscribed = control.inner.store.job_announcements().await;
+        let mut announcements = match subscribed {
+            Ok(Some(announcements)) => announcements,
+            Ok(None) => return,
+            Err(error) => {
+                failures = failures.saturating_add(1);
+                tracing::warn!(%error, "cannot listen for jobs queued by other servers; retrying");
+                let backoff = Duration::from_secs(u64::from(failures.min(30)));
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => continue,
+                    _ = shutdown.changed() => return,
+                }
+            }
+        };
+        failures = 0;
+        loop {
+            tokio::select! {
+                announced = announcements.next() => match announced {
+                    Ok(()) => control.inner.jobs_queued.notify_one(),
+                    Err(error) => {
+                        tracing::warn!(%error, "lost the job announcements; listening again");
+                        break;
+                    }
+                },
+                _ = shutdown.changed() => return,
+            }
+        }
+    }
+}
+
+impl Control {
+    /// A job was queued: wakes an idle worker here and tells the other servers.
+    pub(crate) async fn job_queued(&self) {
+        self.inner.jobs_queued.notify_one();
+        if let Err(error) = self.inner.store.announce_job_queued().await {
+            tracing::warn!(%error, "cannot tell other servers of a queued job (their workers look every 2 s)");
+        }
+    }
+
+    /// Fails a running build whose server stopped renewing its lease.
+    async fn salvage_build(&self, lease: &ExpiredJobLease) {
+        let message = format!(
+            "the server {} running this build stopped renewing its lease (it ran out at {}); \
+             the build is failed, the state stored last is kept, and that server stores a \
+             newer state from its work dir if it starts again",
+            lease.holder,
+            crate::notifications::utc(lease.expires_at),
+        );
+        let build_id = &lease.build_id;
+        if let Err(error) = self.inner.store.delete_saved_plan(build_id).await {
+            tracing::error!(build = %build_id, %error, "cannot delete the saved plan of a salvaged build");
+        }
+        let notices = self
+            .end_notices_of(build_id, BuildStatus::Failed, Some(&message))
+            .await;
+        match self
+            .inner
+            .store
+            .finish_build_notifying(build_id, BuildStatus::Failed, Some(&message), &notices)
+            .await
+        {
+            // Another server salvaged it first, or it ended meanwhile.
+            Ok(false) => {}
+            Ok(true) => {
+                self.note(build_id, "cleanup", "error", &message).await;
+                if let Ok(build) = self.inner.store.build_by_id(build_id).await {
+                    self.audit_system(
+                        "build.salvage",
+                        &build,
+                        Some(format!("build={} server={}", build.number, lease.holder)),
+                    )
+                    .await;
+                }
+                self.inner.log_written.notify_waiters();
+                tracing::warn!(build = %build_id, holder = %lease.holder, "salvaged a build whose server stopped renewing its lease");
+            }
+            Err(error) => {
+                tracing::error!(build = %build_id, %error, "cannot fail a build whose server's lease expired")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(build_id: &str, expires_at: i64) -> ExpiredJobLease {
+        ExpiredJobLease {
+            build_id: build_id.into(),
+            holder: "other".into(),
+            expires_at,
+        }
+    }
+
+    /// Build ids with their lease's expiry.
+    type Leases = &'static [(&'static str, i64)];
+
+    #[test]
+    fn only_leases_expired_alike_on_two_rounds_are_salvaged() {
+        // (previous round, this round) -> salvaged builds
+        let cases: [(Leases, Leases, &[&str]); 4] = [
+            (&[], &[("a", 10)], &[]),
+            (&[("a", 10)], &[("a", 10)], &["a"]),
+            // Renewed in between (a clock jump made it look expired).
+            (&[("a", 10)], &[("a", 20)], &[]),
+            (&[("a", 10), ("b", 5)], &[("b", 5)], &["b"]),
+        ];
+        for (previous, now, expected) in cases {
+            let previous: HashMap<String, i64> = previous
+                .iter()
+                .map(|(id, at)| (id.to_string(), *at))
+                .collect();
+            let now = now.iter().map(|(id, at)| lease(id, *at)).collect();
+            let (salvage, remembered) = unchanged_since_last_round(&previous, now);
+            let salvaged: Vec<&str> = salvage.iter().map(|l| l.build_id.as_str()).collect();
+            assert_eq!(salvaged, expected);
+            assert!(salvage
+                .iter()
+                .all(|l| !remembered.contains_key(&l.build_id)));
+        }
+    }
+}

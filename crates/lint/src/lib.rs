@@ -1,0 +1,128 @@
+//! Abode's template lint: the persistence hazards a template's HCL shows
+//! before any workspace builds it.
+//!
+//! The guard judges one build's plan at the moment of the build; a template
+//! admin wants to know before pushing that a volume is named after its owner
+//! (renaming the owner replaces it), counted by `start_count` (every stop
+//! deletes it), left unprotected, or that the agent's token ends up on a
+//! command line. The lint reads the `.tf` files (with `hcl-edit`, which keeps
+//! spans, so each finding has its `file:line:column`), follows references
+//! through locals, variables, local modules and outputs, and reports each
+//! hazard with its rule, severity, resource, why and how to fix it.
+//!
+//! Pure apart from [`lint_dir`] reading the folder: no network, no processes,
+//! no clock. Anything it cannot read becomes a [`LintError`] with a one-line
+//! message, never a panic. The rules and the JSON schema are in docs/lint.md.
+
+mod analysis;
+mod finding;
+mod model;
+mod persistent;
+mod rules;
+mod source;
+mod taint;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+pub use finding::{summary, Finding, Report, Rule, Severity, SCHEMA_VERSION};
+pub use persistent::PersistentTypes;
+pub use source::{read_dir, SourceFile, MAX_FILES, MAX_TOTAL_BYTES};
+
+use analysis::{Context, Instance};
+use source::Parsed;
+
+/// Why a folder could not be linted (each one line).
+#[derive(Debug, thiserror::Error)]
+pub enum LintError {
+    #[error("{file}:{line}:{column}: syntax error: {message}")]
+    Syntax {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0} is not a folder")]
+    NotAFolder(String),
+    #[error("{0} holds no .tf files")]
+    NoFiles(String),
+    #[error("{0} is not UTF-8 text")]
+    NotUtf8(String),
+    #[error("the template is too large to lint (at most {files} .tf files and {bytes} bytes)")]
+    TooLarge { files: usize, bytes: u64 },
+    #[error("references nest more than {0} deep (a local naming a local ...): the lint does not follow them")]
+    TooDeep(usize),
+    #[error("the template's module calls make more than {0} module instances: the lint does not read them all")]
+    TooManyModules(usize),
+    #[error("--persistent-type {spec:?}: {why}")]
+    PersistentType { spec: String, why: String },
+}
+
+/// What a lint run knows beyond the files.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    pub persistent_types: PersistentTypes,
+}
+
+/// Lints the `.tf` files under `dir` (local modules included).
+pub fn lint_dir(dir: &Path, options: &Options) -> Result<Report, LintError> {
+    lint_files(&read_dir(dir)?, options)
+}
+
+/// Lints a template given as its files (paths relative to the template's
+/// folder). The root module is the files at the top; local modules are
+/// followed through their `source = "./..."`. Files in other folders are not
+/// read, so a broken file nothing calls does not stop the lint.
+pub fn lint_files(files: &[SourceFile], options: &Options) -> Result<Report, LintError> {
+    let parsed = parse_reachable(files)?;
+    let context = Context::new(&parsed, &options.persistent_types);
+    let Some(root_module) = context.modules.get("") else {
+        return Ok(Report::new(Vec::new()));
+    };
+    let mut root = Instance::root(&context, root_module);
+    root.run();
+    if root.too_deep {
+        return Err(LintError::TooDeep(analysis::MAX_REFERENCE_DEPTH));
+    }
+    if context.too_many_instances.get() {
+        return Err(LintError::TooManyModules(analysis::MAX_MODULE_INSTANCES));
+    }
+    let mut findings = rules::check_template(&context, &root.records);
+    findings.append(&mut root.findings);
+    Ok(Report::new(findings))
+}
+
+/// Parses the root folder's `.tf` files, then those of every local module
+/// folder they (transitively) call.
+fn parse_reachable(files: &[SourceFile]) -> Result<Vec<Parsed>, LintError> {
+    let mut parsed = Vec::new();
+    let mut seen = BTreeSet::from([String::new()]);
+    let mut queue = vec![String::new()];
+    while let Some(dir) = queue.pop() {
+        for file in files
+            .iter()
+            .filter(|f| f.path.ends_with(".tf") && f.dir() == dir)
+        {
+            let file = Parsed::parse(file)?;
+            for block in file.body.blocks().filter(|b| b.ident.as_str() == "module") {
+                let source = block
+                    .body
+                    .get_attribute("source")
+                    .and_then(|a| model::literal_string(&a.value));
+                if let Some(child) = source.and_then(|s| model::module_dir(&dir, &s)) {
+                    if seen.insert(child.clone()) {
+                        queue.push(child);
+                    }
+                }
+            }
+            parsed.push(file);
+        }
+    }
+    Ok(parsed)
+}

@@ -1,0 +1,108 @@
+//! Who runs each claimed job, for several servers on one database.
+//!
+//! A server claims a job under its own id (`lease_holder`) and keeps renewing
+//! the lease of every job it holds in one statement while it lives. The
+//! queries here are what the control plane's lease keeper and its start-up
+//! recovery need: renew mine, find the builds I held, find the builds whose
+//! holder stopped renewing.
+
+/// A running build whose server stopped renewing its job's lease.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ExpiredJobLease {
+    pub build_id: String,
+    /// The server id that held it.
+    pub holder: String,
+    /// When the lease ran out (Unix ms).
+    pub expires_at: i64,
+}
+
+/// Announcements that a job was queued, from any server on the database
+/// (PostgreSQL `LISTEN abode_jobs`). A lost connection is made again by the
+/// next [`JobAnnouncements::next`]; what was announced meanwhile is found by
+/// the workers' periodic look at the queue.
+pub struct JobAnnouncements {
+    pub(crate) listener: sqlx::postgres::PgListener,
+}
+
+/// The channel of job announcements.
+pub(crate) const JOB_CHANNEL: &str = "abode_jobs";
+
+impl JobAnnouncements {
+    /// Waits for the next announcement.
+    pub async fn next(&mut self) -> Result<(), crate::StoreError> {
+        self.listener
+            .recv()
+            .await
+            .map(|_| ())
+            .map_err(crate::StoreError::Database)
+    }
+}
+
+/// The job-lease queries of [`crate::Store`]; expanded inside each backend's
+/// `impl`.
+macro_rules! job_lease_queries {
+    () => {
+    pub(crate) async fn renew_job_leases(
+        &self,
+        holder: &str,
+        ttl_ms: i64,
+    ) -> Result<u64, StoreError> {
+        let until = self.now_ms().saturating_add(ttl_ms);
+        let renewed = sqlx::query(&sql(
+            "UPDATE jobs SET lease_expires_at = ? WHERE status = 'claimed' AND lease_holder = ?",
+        ))
+        .bind(until)
+        .bind(holder)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("job"))?;
+        Ok(renewed.rows_affected())
+    }
+
+    pub(crate) async fn running_builds_of(&self, holder: &str) -> Result<Vec<String>, StoreError> {
+        let rows = sqlx::query(&sql(
+            "SELECT b.id FROM builds b JOIN jobs j ON j.build_id = b.id \
+             WHERE b.status = 'running' AND (j.lease_holder = ? OR j.lease_holder IS NULL) \
+             ORDER BY b.created_at, b.id",
+        ))
+        .bind(holder)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("build"))?;
+        rows.iter()
+            .map(|row| row.try_get("id").map_err(StoreError::Database))
+            .collect()
+    }
+
+    pub(crate) async fn expired_job_leases(
+        &self,
+        holder: &str,
+    ) -> Result<Vec<ExpiredJobLease>, StoreError> {
+        sqlx::query_as(&sql(
+            "SELECT b.id AS build_id, j.lease_holder AS holder, j.lease_expires_at AS expires_at \
+             FROM jobs j JOIN builds b ON b.id = j.build_id \
+             WHERE j.status = 'claimed' AND j.lease_expires_at < ? AND j.lease_holder <> ? \
+             AND b.status = 'running' ORDER BY j.lease_expires_at, b.id",
+        ))
+        .bind(self.now_ms())
+        .bind(holder)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("job"))
+    }
+
+    pub(crate) async fn job_lease_holder(&self, build_id: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query(&sql("SELECT lease_holder FROM jobs WHERE build_id = ?"))
+            .bind(build_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error("job"))?;
+        match row {
+            Some(row) => row.try_get("lease_holder").map_err(StoreError::Database),
+            None => Ok(None),
+        }
+    }
+    };
+}
+
+pub(crate) use job_lease_queries;

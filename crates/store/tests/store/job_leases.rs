@@ -1,0 +1,154 @@
+//! Job leases: a claimed job is held by one server, renewed while it lives;
+//! at start a server finds only the running builds it held, and the builds of
+//! a server that stopped renewing show once their lease has run out.
+
+use std::time::Duration;
+
+use abode_clock::Clock;
+use abode_store::*;
+
+use crate::common::*;
+
+async fn a_job_is_held_by_the_server_that_claimed_it_until_its_lease_runs_out(store: Store) {
+    let start = 1_000_000_000_000;
+    let (clock, hand) = Clock::manual(start);
+    let store = store.with_clock(clock);
+    let (_, _, build) = seeded(&store).await;
+    assert_eq!(store.job_lease_holder(&build.id).await.unwrap(), None);
+
+    store
+        .claim_job("embedded-0", "server-a", 30_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store.job_lease_holder(&build.id).await.unwrap().as_deref(),
+        Some("server-a")
+    );
+    assert_eq!(
+        store.running_builds_of("server-a").await.unwrap(),
+        std::slice::from_ref(&build.id)
+    );
+    assert!(store
+        .running_builds_of("server-b")
+        .await
+        .unwrap()
+        .is_empty());
+
+    // Renewed, it never expires; only other servers see it expire.
+    hand.advance(Duration::from_secs(20));
+    assert_eq!(store.renew_job_leases("server-a", 30_000).await.unwrap(), 1);
+    assert_eq!(store.renew_job_leases("server-b", 30_000).await.unwrap(), 0);
+    hand.advance(Duration::from_secs(20));
+    assert!(store
+        .expired_job_leases("server-b")
+        .await
+        .unwrap()
+        .is_empty());
+    hand.advance(Duration::from_secs(11));
+    let expired = store.expired_job_leases("server-b").await.unwrap();
+    assert_eq!(
+        expired,
+        [ExpiredJobLease {
+            build_id: build.id.clone(),
+            holder: "server-a".into(),
+            expires_at: start + 50_000,
+        }]
+    );
+    assert!(store
+        .expired_job_leases("server-a")
+        .await
+        .unwrap()
+        .is_empty());
+
+    // A finished build's job is no longer renewed nor expired.
+    store
+        .finish_build(&build.id, BuildStatus::Failed, Some("salvaged"))
+        .await
+        .unwrap();
+    assert_eq!(store.renew_job_leases("server-a", 30_000).await.unwrap(), 0);
+    assert!(store
+        .expired_job_leases("server-b")
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store
+        .running_builds_of("server-a")
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+/// A job queued through one connection wakes a listener on another (every
+/// server, on PostgreSQL); SQLite, with one server, has no announcements.
+async fn queued_jobs_are_announced_to_every_listener(store: Store) {
+    let Some(mut announcements) = store.job_announcements().await.unwrap() else {
+        assert!(store.announce_job_queued().await.is_ok());
+        return;
+    };
+    store.announce_job_queued().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), announcements.next())
+        .await
+        .expect("announced within 10 s")
+        .unwrap();
+}
+
+/// People's builds are claimed before the system's, each kind oldest first.
+async fn people_s_jobs_are_claimed_before_the_system_s(store: Store) {
+    let start = 1_000_000_000_000;
+    let (clock, hand) = Clock::manual(start);
+    let store = store.with_clock(clock);
+    store.ensure_system_users().await.unwrap();
+    let (user, workspace, person_first) = seeded(&store).await;
+    store
+        .cancel_pending_build(&person_first.id, "not this one")
+        .await
+        .unwrap();
+    // Oldest first: the scheduler's, then a person's, then the scheduler's.
+    let mut queued = Vec::new();
+    for (index, initiator) in [
+        SystemActor::Scheduler.user_id(),
+        &user.id,
+        SystemActor::Scheduler.user_id(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        hand.advance(Duration::from_secs(1));
+        let workspace_id = new_id();
+        let other = store
+            .create_workspace(
+                &NewWorkspace {
+                    id: workspace_id.clone(),
+                    owner_id: user.id.clone(),
+                    name: format!("w{index}"),
+                    template_id: workspace.template_id.clone(),
+                    template_version_id: workspace.template_version_id.clone(),
+                    parameters: "{}".into(),
+                    preset_name: None,
+                },
+                &NewBuild {
+                    workspace_id,
+                    initiator_id: initiator.to_owned(),
+                    ..next_build(&workspace, &user, "start")
+                },
+            )
+            .await;
+        let (_, build) = other.unwrap();
+        queued.push(build.id);
+    }
+    let mut claimed = Vec::new();
+    while let Some(job) = store.claim_job("w", "server", 60_000).await.unwrap() {
+        claimed.push(job.build_id);
+    }
+    assert_eq!(
+        claimed,
+        [queued[1].clone(), queued[0].clone(), queued[2].clone()]
+    );
+}
+
+on_every_backend!(
+    a_job_is_held_by_the_server_that_claimed_it_until_its_lease_runs_out,
+    queued_jobs_are_announced_to_every_listener,
+    people_s_jobs_are_claimed_before_the_system_s,
+);

@@ -1,0 +1,295 @@
+//! Streams over one message transport.
+//!
+//! [`Mux::start`] takes the transport as two channels of whole messages (what
+//! arrives, what to send) and runs the connection on a task. Either side may
+//! open streams (the server's ids are even, the agent's odd, so they never
+//! collide); each stream is handed to its user as a [`DuplexStream`], an
+//! ordinary `AsyncRead + AsyncWrite`. Behind it, two small tasks per stream
+//! move bytes: one sends what the user writes, within the credit the other
+//! side granted; the other writes what arrives and grants credit back once
+//! the user's end took it. So at most [`WINDOW`] bytes of a stream are ever
+//! queued on the receiving side, and the connection's reader never waits
+//! for a slow stream.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+use tokio::sync::{mpsc, Semaphore};
+use tokio::task::JoinHandle;
+
+use crate::frame::{BadFrame, Frame, MAX_DATA, WINDOW};
+
+/// Buffer of the in-process pipe between a stream's user and its tasks.
+const PIPE_BYTES: usize = 64 * 1024;
+
+/// Which end of the connection this is (it decides the parity of the ids
+/// it opens streams with).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Server,
+    Agent,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MuxError {
+    #[error("the tunnel is closed")]
+    Closed,
+    #[error(transparent)]
+    BadFrame(#[from] BadFrame),
+    #[error("the other side reused stream id {0}")]
+    DuplicateStream(u32),
+    /// The other side sent more than it was granted, or granted more than
+    /// a window: it does not follow the protocol (or means harm), and its
+    /// connection ends rather than this side's memory.
+    #[error("the other side broke the flow control of stream {0}")]
+    FlowControl(u32),
+}
+
+/// A stream the other side opened.
+pub struct Incoming {
+    pub header: Vec<u8>,
+    pub stream: DuplexStream,
+}
+
+struct Entry {
+    /// What arrives for the stream; `None` once the other side sent EOF.
+    inbound: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    /// Bytes received and not yet granted back: never more than [`WINDOW`].
+    unacknowledged: Arc<AtomicU32>,
+    /// The credit the other side granted us for sending.
+    credit: Arc<Semaphore>,
+}
+
+struct Shared {
+    streams: Mutex<HashMap<u32, Entry>>,
+    next_id: AtomicU32,
+    outgoing: mpsc::Sender<Vec<u8>>,
+}
+
+impl Shared {
+    fn streams(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Entry>> {
+        // A panic while holding the map leaves it usable: every change to it
+        // is a single insert or remove.
+        self.streams
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    async fn send(&self, frame: Frame) -> Result<(), MuxError> {
+        self.outgoing
+            .send(frame.encode())
+            .await
+            .map_err(|_| MuxError::Closed)
+    }
+}
+
+/// A handle on a running connection: opens streams. Cheap to clone.
+#[derive(Clone)]
+pub struct Mux {
+    shared: Arc<Shared>,
+}
+
+impl Mux {
+    /// Runs the connection over `incoming`/`outgoing` on a task. Streams the
+    /// other side opens arrive on the returned receiver; the task ends (with
+    /// why) when `incoming` closes or a malformed frame arrives, and then
+    /// every stream ends too.
+    pub fn start(
+        side: Side,
+        incoming: mpsc::Receiver<Vec<u8>>,
+        outgoing: mpsc::Sender<Vec<u8>>,
+    ) -> (
+        Mux,
+        mpsc::Receiver<Incoming>,
+        JoinHandle<Result<(), MuxError>>,
+    ) {
+        let shared = Arc::new(Shared {
+            streams: Mutex::new(HashMap::new()),
+            next_id: AtomicU32::new(match side {
+                Side::Server => 2,
+                Side::Agent => 1,
+            }),
+            outgoing,
+        });
+        let (accepted, accept) = mpsc::channel(16);
+        let task = tokio::spawn(read_loop(Arc::clone(&shared), incoming, accepted));
+        (Mux { shared }, accept, task)
+    }
+
+    /// Opens a stream whose `Open` frame carries `header`.
+    pub async fn open(&self, header: Vec<u8>) -> Result<DuplexStream, MuxError> {
+        if self.shared.outgoing.is_closed() {
+            return Err(MuxError::Closed);
+        }
+        let id = self.shared.next_id.fetch_add(2, Ordering::Relaxed);
+        let user_end = register(&self.shared, id);
+        if let Err(error) = self.shared.send(Frame::Open { id, header }).await {
+            self.shared.streams().remove(&id);
+            return Err(error);
+        }
+        Ok(user_end)
+    }
+
+    /// Whether the connection is still up.
+    pub fn is_open(&self) -> bool {
+        !self.shared.outgoing.is_closed()
+    }
+
+    /// How many streams are open now.
+    pub fn stream_count(&self) -> usize {
+        self.shared.streams().len()
+    }
+}
+
+async fn read_loop(
+    shared: Arc<Shared>,
+    mut incoming: mpsc::Receiver<Vec<u8>>,
+    accepted: mpsc::Sender<Incoming>,
+) -> Result<(), MuxError> {
+    let result = async {
+        while let Some(message) = incoming.recv().await {
+            match Frame::decode(&message)? {
+                Frame::Open { id, header } => {
+                    if shared.streams().contains_key(&id) {
+                        return Err(MuxError::DuplicateStream(id));
+                    }
+                    let stream = register(&shared, id);
+                    if accepted.send(Incoming { header, stream }).await.is_err() {
+                        // Nobody accepts streams on this side: refuse it.
+                        shared.streams().remove(&id);
+                        shared.send(Frame::Reset { id }).await?;
+                    }
+                }
+                Frame::Data { id, bytes } => {
+                    let target = shared.streams().get(&id).and_then(|entry| {
+                        let sender = entry.inbound.clone()?;
+                        Some((sender, Arc::clone(&entry.unacknowledged)))
+                    });
+                    // Data for a stream already gone is dropped: the Reset
+                    // that said so crossed it on the way.
+                    if let Some((sender, unacknowledged)) = target {
+                        // `bytes` is at most MAX_DATA (decode checked it).
+                        let before = unacknowledged.fetch_add(bytes.len() as u32, Ordering::SeqCst);
+                        if before + bytes.len() as u32 > WINDOW {
+                            return Err(MuxError::FlowControl(id));
+                        }
+                        let _ = sender.send(bytes);
+                    }
+                }
+                Frame::Eof { id } => {
+                    if let Some(entry) = shared.streams().get_mut(&id) {
+                        entry.inbound = None;
+                    }
+                }
+                Frame::Reset { id } => {
+                    if let Some(entry) = shared.streams().remove(&id) {
+                        entry.credit.close();
+                    }
+                }
+                Frame::Grant { id, credit } => {
+                    if let Some(entry) = shared.streams().get(&id) {
+                        // Only what was sent comes back: never past a window.
+                        let granted = entry.credit.available_permits() + credit as usize;
+                        if granted > WINDOW as usize {
+                            return Err(MuxError::FlowControl(id));
+                        }
+                        entry.credit.add_permits(credit as usize);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+    .await;
+    // The connection is gone: every stream ends (its user reads EOF, its
+    // writes fail).
+    for (_, entry) in shared.streams().drain() {
+        entry.credit.close();
+    }
+    result
+}
+
+/// Records stream `id` and starts its tasks; the user's end of its pipe.
+fn register(shared: &Arc<Shared>, id: u32) -> DuplexStream {
+    let (user_end, our_end) = tokio::io::duplex(PIPE_BYTES);
+    let (inbound, arriving) = mpsc::unbounded_channel();
+    let credit = Arc::new(Semaphore::new(WINDOW as usize));
+    let unacknowledged = Arc::new(AtomicU32::new(0));
+    shared.streams().insert(
+        id,
+        Entry {
+            inbound: Some(inbound),
+            unacknowledged: Arc::clone(&unacknowledged),
+            credit: Arc::clone(&credit),
+        },
+    );
+    let (reader, writer) = tokio::io::split(our_end);
+    let shared = Arc::clone(shared);
+    tokio::spawn(async move {
+        let sending = send_side(&shared, id, reader, &credit);
+        let receiving = receive_side(&shared, id, writer, arriving, &unacknowledged);
+        let (sent, received) = tokio::join!(sending, receiving);
+        let reset = !(sent && received);
+        if shared.streams().remove(&id).is_some() && reset {
+            let _ = shared.send(Frame::Reset { id }).await;
+        }
+    });
+    user_end
+}
+
+/// Sends what the user writes, within the granted credit; EOF when the user
+/// shuts its end down. False when the stream was cut short.
+async fn send_side(
+    shared: &Shared,
+    id: u32,
+    mut reader: tokio::io::ReadHalf<DuplexStream>,
+    credit: &Semaphore,
+) -> bool {
+    let mut buffer = vec![0u8; MAX_DATA];
+    loop {
+        let read = match reader.read(&mut buffer).await {
+            Ok(0) => return shared.send(Frame::Eof { id }).await.is_ok(),
+            Ok(read) => read,
+            Err(_) => return false,
+        };
+        // `read` <= MAX_DATA, far below u32::MAX.
+        match credit.acquire_many(read as u32).await {
+            Ok(permit) => permit.forget(),
+            Err(_) => return false,
+        }
+        let frame = Frame::Data {
+            id,
+            bytes: buffer[..read].to_vec(),
+        };
+        if shared.send(frame).await.is_err() {
+            return false;
+        }
+    }
+}
+
+/// Writes what arrives to the user's end and grants the credit back once
+/// written; shuts the user's end down at the other side's EOF. False when
+/// the user's end is gone or the stream was reset.
+async fn receive_side(
+    shared: &Shared,
+    id: u32,
+    mut writer: tokio::io::WriteHalf<DuplexStream>,
+    mut arriving: mpsc::UnboundedReceiver<Vec<u8>>,
+    unacknowledged: &AtomicU32,
+) -> bool {
+    while let Some(bytes) = arriving.recv().await {
+        if writer.write_all(&bytes).await.is_err() {
+            return false;
+        }
+        let credit = bytes.len() as u32;
+        unacknowledged.fetch_sub(credit, Ordering::SeqCst);
+        if credit > 0 && shared.send(Frame::Grant { id, credit }).await.is_err() {
+            return false;
+        }
+    }
+    let _ = writer.shutdown().await;
+    // The sender is dropped at EOF (entry kept) or at reset (entry removed).
+    shared.streams().contains_key(&id)
+}

@@ -1,0 +1,167 @@
+//! Two ends of a tunnel joined by channels: streams both ways, EOF, flow
+//! control that keeps a stalled stream from holding up another, and the end
+//! of the connection ending every stream.
+#![allow(clippy::unwrap_used)]
+
+use abode_tunnel::{Incoming, Mux, Side};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+/// A server end and an agent end; the agent's accepted streams come back.
+fn pair() -> (Mux, Mux, mpsc::Receiver<Incoming>, mpsc::Sender<Vec<u8>>) {
+    let (to_agent, agent_in) = mpsc::channel(8);
+    let (to_server, server_in) = mpsc::channel(8);
+    let (server, _server_accept, _) = Mux::start(Side::Server, server_in, to_agent.clone());
+    let (agent, agent_accept, _) = Mux::start(Side::Agent, agent_in, to_server);
+    (server, agent, agent_accept, to_agent)
+}
+
+/// Echoes every accepted stream back, with its header first.
+fn echo(mut accept: mpsc::Receiver<Incoming>) {
+    tokio::spawn(async move {
+        while let Some(Incoming { header, stream }) = accept.recv().await {
+            tokio::spawn(async move {
+                let (mut read, mut write) = tokio::io::split(stream);
+                write.write_all(&header).await.unwrap();
+                tokio::io::copy(&mut read, &mut write).await.unwrap();
+                write.shutdown().await.unwrap();
+            });
+        }
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_carry_bytes_both_ways_until_eof() {
+    let (server, _agent, accept, _) = pair();
+    echo(accept);
+    let sizes = [0usize, 1, 40_000, 3 * 1024 * 1024];
+    let mut tasks = Vec::new();
+    for (n, size) in sizes.into_iter().enumerate() {
+        let server = server.clone();
+        tasks.push(tokio::spawn(async move {
+            let header = format!("h{n}:").into_bytes();
+            let stream = server.open(header.clone()).await.unwrap();
+            let (mut read, mut write) = tokio::io::split(stream);
+            let payload: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            let sent = payload.clone();
+            let writer = tokio::spawn(async move {
+                write.write_all(&sent).await.unwrap();
+                write.shutdown().await.unwrap();
+            });
+            let mut got = Vec::new();
+            read.read_to_end(&mut got).await.unwrap();
+            writer.await.unwrap();
+            let mut expected = header;
+            expected.extend_from_slice(&payload);
+            assert_eq!(got.len(), expected.len(), "stream {n}");
+            assert!(got == expected, "stream {n}");
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_nobody_reads_does_not_stall_another() {
+    let (server, _agent, mut accept, _) = pair();
+    let stalled = server.open(b"stalled".to_vec()).await.unwrap();
+    let kept = accept.recv().await.unwrap();
+    assert_eq!(kept.header, b"stalled");
+    // Fill the stalled stream far past its window; nobody reads it.
+    let (_stalled_read, mut stalled_write) = tokio::io::split(stalled);
+    tokio::spawn(async move {
+        let chunk = vec![7u8; 64 * 1024];
+        loop {
+            if stalled_write.write_all(&chunk).await.is_err() {
+                break;
+            }
+        }
+    });
+    echo(accept);
+    let stream = server.open(Vec::new()).await.unwrap();
+    let (mut read, mut write) = tokio::io::split(stream);
+    write.write_all(b"still moving").await.unwrap();
+    write.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    read.read_to_end(&mut got).await.unwrap();
+    assert_eq!(got, b"still moving");
+    drop(kept);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_connection_ends_every_stream() {
+    // The other side is played by hand: it sees the Open frame, then the
+    // transport goes away (the socket's reader closes the channel).
+    let (to_agent, mut agent_in) = mpsc::channel(8);
+    let (to_server, server_in) = mpsc::channel(8);
+    let (server, _accept, task) = Mux::start(Side::Server, server_in, to_agent);
+    let mut stream = server.open(b"x".to_vec()).await.unwrap();
+    let open = agent_in.recv().await.unwrap();
+    assert_eq!(
+        abode_tunnel::frame::Frame::decode(&open).unwrap(),
+        abode_tunnel::frame::Frame::Open {
+            id: 2,
+            header: b"x".to_vec()
+        }
+    );
+    drop(to_server);
+    let mut got = Vec::new();
+    stream.read_to_end(&mut got).await.unwrap();
+    assert!(got.is_empty());
+    task.await.unwrap().unwrap();
+    assert_eq!(server.stream_count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_side_that_breaks_the_flow_control_loses_its_connection() {
+    use abode_tunnel::frame::{Frame, MAX_DATA, WINDOW};
+    let cases = [
+        // More data than the window, never granted back (nobody reads).
+        (
+            // (the stream's pipe takes a little first, then nothing more).
+            (0..2 * (WINDOW as usize / MAX_DATA))
+                .map(|_| Frame::Data {
+                    id: 1,
+                    bytes: vec![0; MAX_DATA],
+                })
+                .collect::<Vec<_>>(),
+            "more than granted",
+        ),
+        // Credit for bytes never sent.
+        (
+            vec![Frame::Grant {
+                id: 1,
+                credit: u32::MAX,
+            }],
+            "a grant past the window",
+        ),
+    ];
+    for (frames, what) in cases {
+        let (to_server, server_in) = mpsc::channel(1024);
+        let (to_agent, _agent_in) = mpsc::channel(1024);
+        let (_server, mut accept, task) = Mux::start(Side::Server, server_in, to_agent);
+        to_server
+            .send(
+                Frame::Open {
+                    id: 1,
+                    header: Vec::new(),
+                }
+                .encode(),
+            )
+            .await
+            .unwrap();
+        // Accepted, and never read.
+        let _stream = accept.recv().await.unwrap();
+        for frame in frames {
+            if to_server.send(frame.encode()).await.is_err() {
+                break;
+            }
+        }
+        let ended = task.await.unwrap();
+        assert!(
+            matches!(ended, Err(abode_tunnel::MuxError::FlowControl(1))),
+            "{what}: {ended:?}"
+        );
+    }
+}
