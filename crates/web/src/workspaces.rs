@@ -457,7 +457,7 @@ fn offered_actions(
 /// Milliseconds as a short duration (`8h`, `90m`).
 fn duration(ms: u64) -> String {
     let minutes = ms / 60_000;
-    if minutes >= 60 && minutes % 60 == 0 {
+    if minutes >= 60 && minutes.is_multiple_of(60) {
         format!("{}h", minutes / 60)
     } else {
         format!("{minutes}m")
