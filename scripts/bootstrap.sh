@@ -40,6 +40,15 @@ if ! /usr/bin/python3 -c 'import aiosmtpd' >/dev/null 2>&1; then
   abode_need_root apt-get install -y -qq python3-aiosmtpd >/dev/null || exit 1
 fi
 
+# The web dashboard's browser tests drive Debian's headless Chromium through
+# its WebDriver (chromedriver).
+if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
+  echo "bootstrap: installing Chromium and its WebDriver (Debian chromium, chromium-driver)" >&2
+  abode_need_root apt-get update -qq || exit 1
+  abode_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null \
+    || { echo "error: cannot install Debian's chromium and chromium-driver (the web dashboard's browser tests need them)" >&2; exit 1; }
+fi
+
 # The connection tests (e2e_ssh) drive OpenSSH's client: ssh, scp.
 if ! command -v ssh >/dev/null 2>&1 || ! command -v scp >/dev/null 2>&1; then
   echo "bootstrap: installing the OpenSSH client (Debian openssh-client)" >&2

@@ -94,6 +94,9 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .layer(axum::middleware::from_fn(refuse_oversized_json));
     let metrics = state.control.config().metrics.clone();
+    // The web dashboard (crates/web) at `/`: its own pages and layers, merged
+    // after the API's JSON layers so that its HTML answers stay HTML.
+    let web = abode_web::router(state.control.clone());
     Router::new()
         .nest("/api/v1", api)
         .fallback(not_found)
@@ -104,6 +107,7 @@ pub fn router(state: AppState) -> Router {
             crate::prometheus::record,
         ))
         .layer(axum::middleware::from_fn(crate::json_errors))
+        .merge(web)
         .layer(axum::middleware::from_fn(request_id_layer))
 }
 

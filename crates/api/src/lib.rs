@@ -217,6 +217,11 @@ pub async fn request_id_layer(mut request: Request, next: Next) -> Response {
         .map(str::to_string)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     request.extensions_mut().insert(RequestId(id.clone()));
+    // The dashboard (crates/web) reads the id from the header: the one it
+    // audits with is this one, never a client's unchecked value.
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        request.headers_mut().insert(REQUEST_ID_HEADER, value);
+    }
     let method = request.method().clone();
     // The path only: query strings are not logged.
     let path = request.uri().path().to_string();

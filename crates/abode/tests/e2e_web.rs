@@ -1,0 +1,953 @@
+//! The web dashboard through a real browser: headless Chromium driven over
+//! WebDriver (Debian's `chromium` and `chromium-driver`, installed by
+//! scripts/bootstrap.sh) against the real binary, server, Terraform and the
+//! example template. First-user setup, sign-out and sign-in, the list, a
+//! held update reviewed and confirmed on its page, escaping of other
+//! people's text; then plain HTTP for what a browser would hide: CSRF
+//! refusals, another member's workspace, and the security headers.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod util;
+
+use std::fs;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use util::{free_port, repo_root, require_terraform, Platform};
+
+const PASSWORD: &str = "correct horse battery";
+/// A template version message that would run script if it were markup.
+const HOSTILE: &str = "<img src=x id=injected onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>";
+
+/// A template whose plan fails with an error that quotes a parameter: the
+/// build log then carries whatever text the workspace's creator gave.
+const HTML_LOG_TEMPLATE: &str = r#"
+terraform {
+  required_providers {
+    abode = {
+      source = "abode/abode"
+    }
+  }
+}
+
+data "abode_parameter" "path" {
+  name    = "path"
+  default = ""
+}
+
+resource "terraform_data" "file" {
+  input = data.abode_parameter.path.value == "" ? "" : file(data.abode_parameter.path.value)
+}
+"#;
+
+// ---- a small WebDriver client (plain HTTP to chromedriver) ----
+
+/// WebDriver's key codes.
+const TAB: &str = "\u{E004}";
+const ENTER: &str = "\u{E007}";
+
+/// The W3C WebDriver element key.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+
+struct Browser {
+    driver: Child,
+    base: String,
+    session: String,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    /// Starts chromedriver and a headless Chromium session; fails with one
+    /// line when they are not installed.
+    fn start() -> Browser {
+        let path_of = |program: &str| -> String {
+            let found = Command::new("sh")
+                .args(["-c", &format!("command -v {program}")])
+                .output()
+                .ok()
+                .filter(|output| output.status.success())
+                .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string());
+            found.unwrap_or_else(|| panic!(
+                "{program} is not on PATH: the web dashboard's browser tests need Debian's chromium and chromium-driver (source scripts/bootstrap.sh)"
+            ))
+        };
+        path_of("chromedriver");
+        let chromium = path_of("chromium");
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let base = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ready = ureq::get(&format!("{base}/status"))
+                .call()
+                .ok()
+                .and_then(|response| response.into_json::<Value>().ok())
+                .is_some_and(|status| status["value"]["ready"] == true);
+            if ready {
+                break;
+            }
+            assert!(Instant::now() < deadline, "chromedriver never became ready");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": chromium,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", "--window-size=1280,1800",
+                         format!("--user-data-dir={}", profile.path().display())],
+            }
+        }}});
+        let answer: Value = ureq::post(&format!("{base}/session"))
+            .send_json(capabilities)
+            .unwrap()
+            .into_json()
+            .unwrap();
+        let session = answer["value"]["sessionId"].as_str().unwrap().to_string();
+        Browser {
+            driver,
+            base,
+            session,
+            _profile: profile,
+        }
+    }
+
+    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let url = format!("{}/session/{}{}", self.base, self.session, path);
+        let request = ureq::request(method, &url);
+        let result = match body {
+            Some(body) => request.send_json(body),
+            None => request.call(),
+        };
+        match result {
+            Ok(response) => response.into_json::<Value>().unwrap()["value"].clone(),
+            Err(ureq::Error::Status(code, response)) => {
+                let text = response.into_string().unwrap_or_default();
+                panic!("WebDriver {method} {path}: {code} {text}")
+            }
+            Err(other) => panic!("WebDriver {method} {path}: {other}"),
+        }
+    }
+
+    fn go(&self, url: &str) {
+        self.call("POST", "/url", Some(json!({ "url": url })));
+    }
+
+    fn url(&self) -> String {
+        self.call("GET", "/url", None).as_str().unwrap().to_string()
+    }
+
+    fn find(&self, css: &str) -> String {
+        let found = self.call(
+            "POST",
+            "/element",
+            Some(json!({"using": "css selector", "value": css})),
+        );
+        found[ELEMENT]
+            .as_str()
+            .unwrap_or_else(|| panic!("no element {css}: {found}"))
+            .to_string()
+    }
+
+    fn count(&self, css: &str) -> usize {
+        self.call(
+            "POST",
+            "/elements",
+            Some(json!({"using": "css selector", "value": css})),
+        )
+        .as_array()
+        .map_or(0, Vec::len)
+    }
+
+    fn type_into(&self, css: &str, text: &str) {
+        let element = self.find(css);
+        self.call(
+            "POST",
+            &format!("/element/{element}/value"),
+            Some(json!({ "text": text })),
+        );
+    }
+
+    fn clear(&self, css: &str) {
+        let element = self.find(css);
+        self.call(
+            "POST",
+            &format!("/element/{element}/clear"),
+            Some(json!({})),
+        );
+    }
+
+    fn click(&self, css: &str) {
+        let element = self.find(css);
+        self.call(
+            "POST",
+            &format!("/element/{element}/click"),
+            Some(json!({})),
+        );
+    }
+
+    fn text(&self, css: &str) -> String {
+        let element = self.find(css);
+        self.call("GET", &format!("/element/{element}/text"), None)
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    fn script(&self, script: &str) -> Value {
+        self.call(
+            "POST",
+            "/execute/sync",
+            Some(json!({"script": script, "args": []})),
+        )
+    }
+
+    /// The visible text of the whole page.
+    fn page_text(&self) -> String {
+        self.script("return document.body.innerText;")
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Waits (up to two minutes) until the page's text contains `needle`.
+    #[track_caller]
+    fn wait_for_text(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let text = self.page_text();
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the page never showed {needle:?}; it shows:\n{text}"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// Presses and releases one key (a WebDriver key code such as Tab).
+    fn press(&self, key: &str) {
+        let actions = json!({"actions": [{"type": "key", "id": "keyboard", "actions": [
+            {"type": "keyDown", "value": key}, {"type": "keyUp", "value": key},
+        ]}]});
+        self.call("POST", "/actions", Some(actions));
+    }
+
+    /// Moves the focus with Tab, as a keyboard user would, until the element
+    /// matching `css` has it; fails if it is never reached.
+    #[track_caller]
+    fn tab_to(&self, css: &str) {
+        let check = format!(
+            "return document.activeElement === document.querySelector({});",
+            serde_json::to_string(css).unwrap()
+        );
+        for _ in 0..80 {
+            if self.script(&check) == true {
+                return;
+            }
+            self.press(TAB);
+        }
+        panic!("{css} is not reachable with the keyboard");
+    }
+
+    /// Waits (up to a minute) until an element matches `css`: the page a
+    /// click navigated to has loaded.
+    #[track_caller]
+    fn wait_for_element(&self, css: &str) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.count(css) == 0 {
+            assert!(Instant::now() < deadline, "no {css} on the page");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Saves a screenshot of the page as PNG under `path`.
+    fn screenshot(&self, path: &Path) {
+        let encoded = self.call("GET", "/screenshot", None);
+        let bytes = base64_decode(encoded.as_str().unwrap());
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, bytes).unwrap();
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = ureq::delete(&format!("{}/session/{}", self.base, self.session)).call();
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// Standard base64 (the screenshot's encoding) to bytes.
+fn base64_decode(text: &str) -> Vec<u8> {
+    let value = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    };
+    let digits: Vec<u32> = text.bytes().filter_map(value).collect();
+    let mut bytes = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let mut n = 0u32;
+        for (i, digit) in chunk.iter().enumerate() {
+            n |= digit << (18 - 6 * i);
+        }
+        let produced = chunk.len().saturating_sub(1);
+        for i in 0..produced {
+            bytes.push((n >> (16 - 8 * i)) as u8);
+        }
+    }
+    bytes
+}
+
+/// Where the tests put the screenshots the README links to; only written
+/// when `ABODE_UI_SCREENSHOTS` is set, so a test run leaves the tree as it was.
+fn screenshot(browser: &Browser, name: &str) {
+    if std::env::var_os("ABODE_UI_SCREENSHOTS").is_some() {
+        browser.screenshot(&repo_root().join(format!("docs/ui/{name}.png")));
+    }
+}
+
+// ---- plain HTTP with cookies ----
+
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new().redirects(0).build()
+}
+
+/// Status, headers we look at, and body of a response (errors included).
+struct Answer {
+    status: u16,
+    set_cookies: Vec<String>,
+    header: std::collections::BTreeMap<String, String>,
+    body: String,
+}
+
+fn answer(result: Result<ureq::Response, ureq::Error>) -> Answer {
+    let response = match result {
+        Ok(response) => response,
+        Err(ureq::Error::Status(_, response)) => response,
+        Err(other) => panic!("{other}"),
+    };
+    let status = response.status();
+    let set_cookies = response
+        .all("set-cookie")
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    let header = response
+        .headers_names()
+        .into_iter()
+        .filter_map(|name| {
+            let value = response.header(&name)?.to_string();
+            Some((name.to_ascii_lowercase(), value))
+        })
+        .collect();
+    let body = response.into_string().unwrap_or_default();
+    Answer {
+        status,
+        set_cookies,
+        header,
+        body,
+    }
+}
+
+fn get(url: &str, cookie: &str) -> Answer {
+    answer(agent().get(url).set("Cookie", cookie).call())
+}
+
+fn post(url: &str, cookie: &str, form: &[(&str, &str)]) -> Answer {
+    answer(agent().post(url).set("Cookie", cookie).send_form(form))
+}
+
+/// `name=value` of the Set-Cookie that sets `name`.
+fn cookie_pair(answer: &Answer, name: &str) -> String {
+    answer
+        .set_cookies
+        .iter()
+        .find(|cookie| cookie.starts_with(&format!("{name}=")))
+        .unwrap_or_else(|| panic!("no {name} cookie in {:?}", answer.set_cookies))
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string()
+}
+
+/// The CSRF token of the page's first form.
+fn csrf_of(body: &str) -> String {
+    let start = body
+        .find("name=\"csrf\" value=\"")
+        .expect("a form with a token")
+        + 19;
+    body[start..start + body[start..].find('"').unwrap()].to_string()
+}
+
+/// Signs in through the login form over plain HTTP; returns the session
+/// cookie (`abode_session=...`).
+fn sign_in_http(base: &str, username: &str, password: &str) -> String {
+    let page = get(&format!("{base}/login"), "");
+    let presession = cookie_pair(&page, "abode_presession");
+    let signed = post(
+        &format!("{base}/login"),
+        &presession,
+        &[
+            ("csrf", &csrf_of(&page.body)),
+            ("username", username),
+            ("password", password),
+        ],
+    );
+    assert_eq!(signed.status, 303, "{}", signed.body);
+    cookie_pair(&signed, "abode_session")
+}
+
+// ---- the template ----
+
+fn example_with(edits: &[(&str, &str)]) -> String {
+    let mut text =
+        fs::read_to_string(repo_root().join("examples/local-workspace/main.tf")).unwrap();
+    for (from, to) in edits {
+        assert!(text.contains(from), "the example no longer has {from:?}");
+        text = text.replace(from, to);
+    }
+    text
+}
+
+fn push(platform: &Platform, version: u32, main_tf: &str, message: &str) {
+    let dir = platform.root().join(format!("templates/local-v{version}"));
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("main.tf"), main_tf).unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            dir.to_str().unwrap(),
+            "--activate",
+            "--message",
+            message,
+        ])
+        .ok();
+}
+
+/// Logs the CLI in as alice (made in the browser).
+fn cli_login(platform: &Platform) {
+    platform
+        .run_as(
+            &platform.config_dir(),
+            &[
+                "login",
+                &platform.url,
+                "--username",
+                "alice",
+                "--password-stdin",
+            ],
+            Some(&format!("{PASSWORD}\n")),
+        )
+        .ok();
+}
+
+#[test]
+fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
+    require_terraform();
+    let platform = Platform::start();
+    let base = platform.url.trim_end_matches('/').to_string();
+    let browser = Browser::start();
+
+    // First-user setup in the browser signs the owner in.
+    browser.go(&format!("{base}/"));
+    browser.wait_for_text("Sign in");
+    screenshot(&browser, "sign-in");
+    browser.go(&format!("{base}/setup"));
+    browser.type_into("#username", "alice");
+    browser.type_into("#email", "alice@example.com");
+    browser.type_into("#password", PASSWORD);
+    browser.click("button[type=submit].primary");
+    browser.wait_for_text("Signed in as alice");
+    assert!(browser.url().ends_with("/workspaces"), "{}", browser.url());
+
+    // Sign out, then sign in with the form.
+    browser.click("form.signout button");
+    browser.wait_for_text("Sign in");
+    browser.type_into("#username", "alice");
+    browser.type_into("#password", "wrong password!");
+    browser.click("button[type=submit].primary");
+    browser.wait_for_text("wrong username or password");
+    browser.type_into("#password", PASSWORD);
+    browser.click("button[type=submit].primary");
+    browser.wait_for_text("Signed in as alice");
+
+    // A workspace from the example, then a version that renames the
+    // protected volume, with a message that would be script if it were markup.
+    cli_login(&platform);
+
+    // The first version is uploaded in the browser as a folder archive; a
+    // file that is not one is refused with the door's reason.
+    let folder = platform.root().join("templates/local-v1");
+    fs::create_dir_all(&folder).unwrap();
+    fs::write(folder.join("main.tf"), example_with(&[])).unwrap();
+    let archive = platform.root().join("local-v1.tar.gz");
+    let tar = Command::new("tar")
+        .arg("czf")
+        .arg(&archive)
+        .arg("-C")
+        .arg(&folder)
+        .arg(".")
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let not_an_archive = platform.root().join("notes.tar.gz");
+    fs::write(&not_an_archive, "just text").unwrap();
+    browser.go(&format!("{base}/templates"));
+    browser.type_into("#upload-name", "local");
+    browser.type_into("#upload-archive", not_an_archive.to_str().unwrap());
+    browser.click("form[data-upload] button");
+    let refused = browser.wait_for_text("Not pushed:");
+    assert!(refused.contains("not a tar.gz archive"), "{refused}");
+    browser.clear("#upload-archive");
+    browser.type_into("#upload-archive", archive.to_str().unwrap());
+    browser.type_into("#upload-message", "first");
+    browser.click("#upload-activate");
+    browser.click("form[data-upload] button");
+    browser.wait_for_text("Template local");
+    let template = browser.wait_for_text("Active version: 1");
+    assert!(template.contains("first"), "{template}");
+
+    // Create the workspace in the browser and watch its log to success.
+    browser.go(&format!("{base}/workspaces"));
+    browser.click("a[href='/workspaces/new']");
+    browser.wait_for_element("#choose-template");
+    browser.click("#choose-template");
+    browser.wait_for_element("#name");
+    browser.type_into("#name", "dev");
+    browser.click("button.primary");
+    browser.wait_for_text("Workspace dev");
+    browser.wait_for_text("Build #1 (start): succeeded");
+    assert_eq!(platform.show("dev")["status"], "running");
+    push(
+        &platform,
+        2,
+        &example_with(&[("name = \"home-${", "name = \"home2-${")]),
+        HOSTILE,
+    );
+
+    // The list: name, template and version, status in words, outdated.
+    browser.go(&format!("{base}/workspaces"));
+    let list = browser.wait_for_text("dev");
+    for expected in ["local v1", "outdated", "running", "#1 start"] {
+        assert!(list.contains(expected), "{expected:?} not in:\n{list}");
+    }
+    screenshot(&browser, "workspaces");
+
+    // Update from the workspace page: the build is held by the guard.
+    browser.click("a[href='/workspaces/alice/dev']");
+    browser.wait_for_text("Workspace dev");
+    browser.click("form[action$='/actions/update'] button");
+    browser.wait_for_text("is held by the plan guard");
+    screenshot(&browser, "workspace");
+    browser.click("p.notice a");
+
+    // The held page: what happens, why, the attribute, the rule, who, expiry.
+    let held = browser.wait_for_text("Confirm this plan");
+    for expected in [
+        "abode_volume.home",
+        "replaced: destroyed, then created again empty",
+        "replaced because `name` cannot be updated in place",
+        "Attributes that force the replacement",
+        "abode_protect.home",
+        "Started by",
+        "alice",
+        "Expires",
+        "awaiting confirmation",
+    ] {
+        assert!(held.contains(expected), "{expected:?} not in:\n{held}");
+    }
+    // The version message is text, not markup: nothing of it ran or rendered.
+    assert_eq!(browser.text(".version-message"), HOSTILE);
+    assert_eq!(browser.count("#injected"), 0);
+    assert_eq!(browser.count("main script"), 0);
+    assert_ne!(browser.script("return document.title;"), "pwned");
+    screenshot(&browser, "held-build");
+
+    // Confirm, with the keyboard only: the plan the page was rendered with
+    // is applied.
+    browser.tab_to("form[action$='/confirm'] button");
+    browser.press(ENTER);
+    browser.wait_for_element("#confirm-name");
+    platform.wait_for_build_status("dev", "succeeded");
+    browser.go(&format!("{base}/workspaces/alice/dev"));
+    let after = browser.wait_for_text("succeeded");
+    assert!(after.contains("local version 2"), "{after}");
+    assert_eq!(platform.show("dev")["template_version"], 2);
+
+    // A stale held page: the build was canceled elsewhere, Confirm is refused.
+    push(
+        &platform,
+        3,
+        &example_with(&[("name = \"home-${", "name = \"home3-${")]),
+        "third",
+    );
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    browser.go(&format!("{base}/workspaces/alice/dev/builds/3"));
+    browser.wait_for_text("Confirm this plan");
+    platform.run(&["builds", "cancel", "dev", "3"]).ok();
+    browser.click("form[action$='/confirm'] button");
+    let refused = browser.wait_for_text("Not confirmed:");
+    assert!(refused.contains("canceled"), "{refused}");
+    assert_eq!(platform.show("dev")["template_version"], 2);
+
+    // The other pages: templates (the message escaped there too), inbox,
+    // audit log, users, prebuild pools.
+    browser.go(&format!("{base}/templates/local"));
+    let template = browser.wait_for_text("Template local");
+    assert!(template.contains("Activate version 2"), "{template}");
+    assert!(template.contains(HOSTILE), "{template}");
+    assert_eq!(browser.count("#injected"), 0);
+    browser.go(&format!("{base}/notifications"));
+    let inbox = browser.wait_for_text("Inbox");
+    assert!(inbox.contains("alice/dev"), "{inbox}");
+    assert!(inbox.contains("build #2"), "{inbox}");
+    browser.go(&format!("{base}/audit"));
+    let audit = browser.wait_for_text("Audit log");
+    assert!(audit.contains("build.confirm"), "{audit}");
+    browser.go(&format!("{base}/users"));
+    assert!(browser.wait_for_text("Users").contains("alice@example.com"));
+    browser.type_into("#new-username", "carol");
+    browser.type_into("#new-email", "carol@example.com");
+    browser.type_into("#new-password", "carol's password");
+    browser.click("form[action='/users'] button");
+    browser.wait_for_text("carol@example.com");
+    sign_in_http(&base, "carol", "carol's password");
+    browser.go(&format!("{base}/prebuilds"));
+    browser.wait_for_text("Prebuild pools");
+
+    // A member cannot open another's workspace or build by URL.
+    platform.login_new_user("bob", "member");
+    let bob = sign_in_http(&base, "bob", "bob-password");
+    for path in ["/workspaces/alice/dev", "/workspaces/alice/dev/builds/2"] {
+        let refused = get(&format!("{base}{path}"), &bob);
+        assert!(
+            [403, 404].contains(&refused.status),
+            "{path}: {}",
+            refused.status
+        );
+        assert!(!refused.body.contains("abode_volume"), "{}", refused.body);
+    }
+    // ... nor act on it, even with a good token of his own.
+    let list = get(&format!("{base}/workspaces?all=on"), &bob);
+    // His list has his own workspaces only, even asking for everyone's.
+    assert!(
+        !list.body.contains("/workspaces/alice/dev"),
+        "{}",
+        list.body
+    );
+    assert!(!list.body.contains("filter-all"), "{}", list.body);
+    // The user list is not a member's: not in his navigation, refused by
+    // URL; his audit log has his own events only (the policy's `own`).
+    assert!(!list.body.contains("href=\"/users\""), "{}", list.body);
+    assert_eq!(get(&format!("{base}/users"), &bob).status, 403);
+    let made = post(
+        &format!("{base}/users"),
+        &bob,
+        &[
+            ("csrf", &csrf_of(&list.body)),
+            ("username", "mallory"),
+            ("email", "mallory@example.com"),
+            ("password", "mallory's password"),
+            ("role", "owner"),
+        ],
+    );
+    assert_eq!(made.status, 403, "{}", made.body);
+    let audit = get(&format!("{base}/audit"), &bob);
+    assert_eq!(audit.status, 200);
+    assert!(!audit.body.contains("alice/dev"), "{}", audit.body);
+    let stopped = post(
+        &format!("{base}/workspaces/alice/dev/actions/stop"),
+        &bob,
+        &[("csrf", &csrf_of(&list.body))],
+    );
+    assert_eq!(stopped.status, 403, "{}", stopped.body);
+
+    // A form without the session's token is refused, whoever sends it.
+    let alice = sign_in_http(&base, "alice", PASSWORD);
+    let alice_page = get(&format!("{base}/workspaces"), &alice);
+    let bob_token = csrf_of(&list.body);
+    let cases: [(&str, Vec<(&str, &str)>); 3] = [
+        ("no token", vec![]),
+        ("a wrong token", vec![("csrf", "00")]),
+        ("bob's token", vec![("csrf", &bob_token)]),
+    ];
+    for (what, form) in cases {
+        let refused = post(
+            &format!("{base}/workspaces/alice/dev/actions/stop"),
+            &alice,
+            &form,
+        );
+        assert_eq!(refused.status, 403, "{what}: {}", refused.body);
+    }
+    assert_eq!(platform.show("dev")["status"], "canceled");
+    // With it, the same form is done.
+    let stopped = post(
+        &format!("{base}/workspaces/alice/dev/actions/stop"),
+        &alice,
+        &[("csrf", &csrf_of(&alice_page.body))],
+    );
+    assert_eq!(stopped.status, 303, "{}", stopped.body);
+    platform.wait_for_build_status("dev", "succeeded");
+    assert_eq!(platform.show("dev")["status"], "stopped");
+
+    // The build log as server-sent events: every line, then the end.
+    let events = get(
+        &format!("{base}/workspaces/alice/dev/builds/1/events"),
+        &alice,
+    );
+    assert_eq!(events.status, 200);
+    assert!(events.header["content-type"].starts_with("text/event-stream"));
+    assert!(events.body.contains("event: line"), "{}", events.body);
+    assert!(
+        events.body.contains("\"stage\":\"apply\""),
+        "{}",
+        events.body
+    );
+    assert!(events.body.contains("\"done\":true"), "{}", events.body);
+    // A browser that reconnects says the last line it has, and gets the rest.
+    let ids = |body: &str| -> Vec<i64> {
+        body.lines()
+            .filter_map(|line| line.strip_prefix("id: ")?.parse().ok())
+            .collect()
+    };
+    let all = ids(&events.body);
+    assert!(all.len() > 3, "{}", events.body);
+    let resumed = answer(
+        agent()
+            .get(&format!("{base}/workspaces/alice/dev/builds/1/events"))
+            .set("Cookie", &alice)
+            .set("Last-Event-ID", &all[2].to_string())
+            .call(),
+    );
+    assert_eq!(ids(&resumed.body), all[3..].to_vec());
+
+    // A blocked build shows its report, and no Confirm.
+    push(
+        &platform,
+        4,
+        &example_with(&[
+            ("name = \"home-${", "name = \"home4-${"),
+            ("mode        = \"confirm\"", "mode        = \"block\""),
+        ]),
+        "blocked",
+    );
+    let blocked = platform.run(&["update", "dev"]);
+    assert_eq!(blocked.code, Some(4), "{blocked}");
+    let number = platform.show("dev")["latest_build"]["number"]
+        .as_i64()
+        .unwrap();
+    browser.go(&format!("{base}/workspaces/alice/dev/builds/{number}"));
+    let page = browser.wait_for_text("blocked by the plan guard");
+    assert!(page.contains("abode_volume.home"), "{page}");
+    assert_eq!(browser.count("form[action$='/confirm']"), 0);
+    assert_eq!(browser.count("form[action$='/cancel']"), 0);
+
+    // A parameter value that is markup: the door's refusal quotes it, the
+    // workspace page shows it, both as text.
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "echo",
+            "-d",
+            util::fixture("parameter-echo").to_str().unwrap(),
+            "--activate",
+        ])
+        .ok();
+    browser.go(&format!("{base}/workspaces/new?template=echo"));
+    browser.type_into("#name", "echo");
+    let markup = "<b id=injected>bold</b>";
+    browser.type_into("#parameter-motd", &format!("{markup}!"));
+    browser.click("button.primary");
+    let refused = browser.wait_for_text("Not created:");
+    assert!(refused.contains(&format!("not {markup}!")), "{refused}");
+    assert_eq!(browser.count("#injected"), 0);
+    browser.clear("#parameter-motd");
+    browser.type_into("#parameter-motd", markup);
+    browser.click("button.primary");
+    browser.wait_for_text("Workspace echo");
+    platform.wait_for_build_status("echo", "succeeded");
+    let shown = browser.wait_for_text(markup);
+    assert!(shown.contains("motd"), "{shown}");
+    assert_eq!(browser.count("#injected"), 0);
+
+    // A log line with markup in it (Terraform's error quotes the value) is
+    // text, live and once the build has settled.
+    let folder = platform.root().join("templates/html-log");
+    fs::create_dir_all(&folder).unwrap();
+    fs::write(folder.join("main.tf"), HTML_LOG_TEMPLATE).unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "htmllog",
+            "-d",
+            folder.to_str().unwrap(),
+            "--activate",
+        ])
+        .ok();
+    browser.go(&format!("{base}/workspaces/new?template=htmllog"));
+    browser.type_into("#name", "htmllog");
+    browser.type_into("#parameter-path", "<i id=injected>nofile</i>");
+    browser.click("button.primary");
+    browser.wait_for_text("Workspace htmllog");
+    let failed = browser.wait_for_text("Build #1 (start): failed");
+    assert!(failed.contains("<i id=injected>nofile</i>"), "{failed}");
+    assert_eq!(browser.count("#injected"), 0);
+
+    // Delete asks for the name: refused without it (by the server, whatever
+    // the script does), disabled until it is typed, then done.
+    let page = get(&format!("{base}/workspaces/alice/echo"), &alice);
+    let refused = post(
+        &format!("{base}/workspaces/alice/echo/actions/delete"),
+        &alice,
+        &[("csrf", &csrf_of(&page.body)), ("confirm_name", "dev")],
+    );
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    let disabled = "return document.querySelector('form[data-name] button').disabled;";
+    browser.go(&format!("{base}/workspaces/alice/echo"));
+    browser.wait_for_element("#confirm-name");
+    assert_eq!(browser.script(disabled), true);
+    browser.type_into("#confirm-name", "echo");
+    assert_eq!(browser.script(disabled), false);
+    browser.click("form[data-name] button");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while get(&format!("{base}/workspaces"), &alice)
+        .body
+        .contains("/workspaces/alice/echo")
+    {
+        assert!(Instant::now() < deadline, "echo was never deleted");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn pages_carry_the_security_headers_and_cookies() {
+    let platform = Platform::start();
+    let base = platform.url.trim_end_matches('/').to_string();
+    let login = get(&format!("{base}/login"), "");
+    assert_eq!(login.status, 200);
+    let csp = &login.header["content-security-policy"];
+    for expected in [
+        "script-src 'self'",
+        "frame-ancestors 'none'",
+        "default-src 'none'",
+    ] {
+        assert!(csp.contains(expected), "{expected} not in {csp}");
+    }
+    assert!(!csp.contains("unsafe-inline"), "{csp}");
+    assert_eq!(login.header["x-frame-options"], "DENY");
+    assert_eq!(login.header["x-content-type-options"], "nosniff");
+    assert!(!login.body.contains("<script>"), "no inline script");
+    let presession = login
+        .set_cookies
+        .iter()
+        .find(|cookie| cookie.starts_with("abode_presession="))
+        .unwrap();
+    assert!(presession.contains("HttpOnly") && presession.contains("SameSite=Lax"));
+
+    // A page that needs a session sends the browser to sign in.
+    let listed = get(&format!("{base}/workspaces"), "");
+    assert_eq!(listed.status, 303);
+    assert_eq!(listed.header["location"], "/login");
+
+    // First-user setup without the token is refused; with it, the owner is
+    // signed in with an HttpOnly session cookie (no Secure over plain HTTP).
+    let setup = get(&format!("{base}/setup"), "");
+    let presession = cookie_pair(&setup, "abode_presession");
+    let form = [
+        ("username", "alice"),
+        ("email", "alice@example.com"),
+        ("password", PASSWORD),
+    ];
+    let refused = post(&format!("{base}/setup"), &presession, &form);
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    let refused = post(&format!("{base}/setup"), "", &form);
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    let mut with_token = form.to_vec();
+    let token = csrf_of(&setup.body);
+    with_token.push(("csrf", &token));
+    let created = post(&format!("{base}/setup"), &presession, &with_token);
+    assert_eq!(created.status, 303, "{}", created.body);
+    let session = created
+        .set_cookies
+        .iter()
+        .find(|cookie| cookie.starts_with("abode_session="))
+        .unwrap();
+    for expected in ["HttpOnly", "SameSite=Lax", "Path=/"] {
+        assert!(session.contains(expected), "{session}");
+    }
+    assert!(!session.contains("Secure"), "{session}");
+    // Sign-out without the token is refused too.
+    let session = cookie_pair(&created, "abode_session");
+    let refused = post(&format!("{base}/logout"), &session, &[]);
+    assert_eq!(refused.status, 403);
+    let page = get(&format!("{base}/workspaces"), &session);
+    assert_eq!(page.status, 200);
+    // The assets are the binary's own, with no CDN anywhere.
+    let script = get(&format!("{base}/assets/app.js"), "");
+    assert_eq!(script.status, 200);
+    assert!(script.header["content-type"].starts_with("text/javascript"));
+    assert!(script.set_cookies.is_empty(), "{:?}", script.set_cookies);
+    assert!(!page.body.contains("https://"), "no outside asset");
+    // The API is still where it was.
+    let health = get(&format!("{base}/api/v1/health"), "");
+    assert_eq!(health.status, 200);
+    assert!(health.body.contains("\"ok\""));
+}
+
+#[test]
+fn cookies_are_secure_when_the_server_is_reached_over_tls() {
+    // A TLS-terminating proxy in front: the access URL says https.
+    let platform = Platform::start_with(&["--access-url", "https://abode.example.test"]);
+    let base = platform.url.trim_end_matches('/').to_string();
+    let setup = get(&format!("{base}/setup"), "");
+    let presession = setup
+        .set_cookies
+        .iter()
+        .find(|cookie| cookie.starts_with("abode_presession="))
+        .unwrap();
+    assert!(presession.ends_with("; Secure"), "{presession}");
+    let token = csrf_of(&setup.body);
+    let created = post(
+        &format!("{base}/setup"),
+        &cookie_pair(&setup, "abode_presession"),
+        &[
+            ("csrf", token.as_str()),
+            ("username", "alice"),
+            ("email", "alice@example.com"),
+            ("password", PASSWORD),
+        ],
+    );
+    assert_eq!(created.status, 303, "{}", created.body);
+    let session = created
+        .set_cookies
+        .iter()
+        .find(|cookie| cookie.starts_with("abode_session="))
+        .unwrap();
+    for expected in ["HttpOnly", "SameSite=Lax", "Secure"] {
+        assert!(session.contains(expected), "{session}");
+    }
+}

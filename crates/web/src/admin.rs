@@ -1,0 +1,334 @@
+//! The pages of the platform's people: the audit log (owners and auditors),
+//! the users (owners and user admins) and the prebuild pools. The API's
+//! `audit_events`, `list_users` and `prebuild_status`; who may open them is
+//! the door's answer.
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::Form;
+use maud::html;
+use serde::Deserialize;
+
+use abode_control::authz::{self, Action};
+use abode_control::AuditQuery;
+use abode_store::{Role, Roles};
+
+use crate::html::{self, page as whole_page, respond, time};
+use crate::session::{Viewer, CSRF_FIELD};
+use crate::workspaces::header;
+use crate::WebState;
+
+fn non_empty(value: Option<String>) -> Option<String> {
+    value
+        .map(|value| value.trim().to_string())
+        .filter(|value| !value.is_empty())
+}
+
+fn next_link(path: &str, pairs: &[(&str, String)]) -> String {
+    format!(
+        "{path}?{}",
+        serde_urlencoded::to_string(pairs).unwrap_or_default()
+    )
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct AuditFilters {
+    #[serde(default)]
+    workspace: Option<String>,
+    #[serde(default)]
+    actor: Option<String>,
+    #[serde(default)]
+    action: Option<String>,
+    #[serde(default)]
+    after: Option<String>,
+}
+
+pub(crate) async fn audit(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    query: Option<Query<AuditFilters>>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let filters = query.map(|Query(query)| query).unwrap_or_default();
+    let workspace = non_empty(filters.workspace);
+    let actor = non_empty(filters.actor);
+    let action = non_empty(filters.action);
+    let events = match state
+        .control
+        .audit_events(
+            &viewer.caller,
+            &AuditQuery {
+                workspace: workspace.clone(),
+                target: None,
+                actor: actor.clone(),
+                action: action.clone(),
+                since: None,
+                until: None,
+                after: non_empty(filters.after),
+                limit: Some(100),
+            },
+        )
+        .await
+    {
+        Ok(events) => events,
+        Err(error) => return html::control_error(error),
+    };
+    let next = events.next.as_ref().map(|next| {
+        let mut pairs = vec![("after", next.clone())];
+        for (key, value) in [
+            ("workspace", &workspace),
+            ("actor", &actor),
+            ("action", &action),
+        ] {
+            if let Some(value) = value {
+                pairs.push((key, value.clone()));
+            }
+        }
+        next_link("/audit", &pairs)
+    });
+    let body = html! {
+        h1 { "Audit log" }
+        form class="filters" method="get" action="/audit" role="search" aria-label="Filter the audit log" {
+            div { label for="audit-workspace" { "Workspace (owner/name)" }
+                  input id="audit-workspace" name="workspace" type="text" value=(workspace.as_deref().unwrap_or("")); }
+            div { label for="audit-actor" { "Actor" }
+                  input id="audit-actor" name="actor" type="text" value=(actor.as_deref().unwrap_or("")); }
+            div { label for="audit-action" { "Action" }
+                  input id="audit-action" name="action" type="text" value=(action.as_deref().unwrap_or("")); }
+            div { button type="submit" { "Filter" } }
+        }
+        table {
+            thead { tr {
+                th scope="col" { "Time" }
+                th scope="col" { "Actor" }
+                th scope="col" { "Action" }
+                th scope="col" { "Target" }
+                th scope="col" { "Outcome" }
+                th scope="col" { "Details" }
+            } }
+            tbody {
+                @for event in &events.items {
+                    tr {
+                        td { (time(event.time)) }
+                        td { (event.actor_name.as_deref().unwrap_or("—")) }
+                        td class="mono" { (event.action) }
+                        td { (event.target_type) " " span class="mono" { (event.target) } }
+                        td { (event.outcome) }
+                        td { (event.details.as_deref().unwrap_or("")) }
+                    }
+                }
+            }
+        }
+        @if let Some(next) = next {
+            p { a rel="next" href=(next) { "Older events" } }
+        }
+    };
+    respond(
+        StatusCode::OK,
+        whole_page("Audit log", Some(header(&viewer)), body),
+    )
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct PageQuery {
+    #[serde(default)]
+    after: Option<String>,
+}
+
+pub(crate) async fn users(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    query: Option<Query<PageQuery>>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let after = query.and_then(|Query(query)| non_empty(query.after));
+    render_users(&state, &viewer, after, None).await
+}
+
+/// The users page, with the door's refusal of a new user if any.
+async fn render_users(
+    state: &WebState,
+    viewer: &Viewer,
+    after: Option<String>,
+    problem: Option<(StatusCode, String)>,
+) -> Response {
+    let users = match state
+        .control
+        .list_users(&viewer.caller, after.as_deref(), Some(100))
+        .await
+    {
+        Ok(users) => users,
+        Err(error) => return html::control_error(error),
+    };
+    let may_create = authz::authorize(&viewer.caller.subject(), Action::UserCreate, None).is_ok();
+    let status = problem
+        .as_ref()
+        .map_or(StatusCode::OK, |(status, _)| *status);
+    let body = html! {
+        h1 { "Users" }
+        @if let Some((_, message)) = &problem {
+            p class="error" role="alert" { (message) }
+        }
+        p class="muted" { "Change roles with " code { "abode users roles" } "." }
+        table {
+            thead { tr {
+                th scope="col" { "Username" }
+                th scope="col" { "Email" }
+                th scope="col" { "Roles" }
+                th scope="col" { "Created" }
+            } }
+            tbody {
+                @for (user, roles) in &users.items {
+                    tr {
+                        td { (user.username) }
+                        td { (user.email) }
+                        td { (roles.iter().map(|role| role.as_str()).collect::<Vec<_>>().join(", ")) }
+                        td { (time(user.created_at)) }
+                    }
+                }
+            }
+        }
+        @if let Some(next) = &users.next {
+            p { a rel="next" href=(next_link("/users", &[("after", next.clone())])) { "Next page" } }
+        }
+        @if may_create {
+            h2 { "New user" }
+            form class="card" method="post" action="/users" {
+                input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
+                label for="new-username" { "Username" }
+                input id="new-username" name="username" type="text" required autocomplete="off";
+                label for="new-email" { "Email" }
+                input id="new-email" name="email" type="email" required autocomplete="off";
+                label for="new-password" { "Initial password" }
+                input id="new-password" name="password" type="password" required autocomplete="new-password";
+                fieldset {
+                    legend { "Roles" }
+                    @for role in Role::ALL {
+                        label for=(format!("role-{}", role.as_str())) {
+                            input id=(format!("role-{}", role.as_str())) name="role" type="checkbox"
+                                value=(role.as_str()) checked[role == Role::Member];
+                            " " (role.as_str())
+                        }
+                    }
+                }
+                p { button class="primary" type="submit" { "Create the user" } }
+            }
+        }
+    };
+    respond(status, whole_page("Users", Some(header(viewer)), body))
+}
+
+/// A new user (`Control::create_user`, as `POST /api/v1/users`): the door
+/// decides who may create whom with which roles.
+pub(crate) async fn create_user(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let field = |name: &str| -> &str {
+        fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map_or("", |(_, value)| value.as_str())
+    };
+    let refused = |error: String| (StatusCode::BAD_REQUEST, format!("Not created: {error}"));
+    let roles = match Roles::parse_each(
+        fields
+            .iter()
+            .filter(|(key, _)| key == "role")
+            .map(|(_, value)| value.as_str()),
+    ) {
+        Ok(roles) => roles,
+        Err(unknown) => {
+            return render_users(&state, &viewer, None, Some(refused(unknown.to_string()))).await
+        }
+    };
+    match state
+        .control
+        .create_user(
+            &viewer.caller,
+            field("username").trim(),
+            field("email").trim(),
+            field("password"),
+            &roles,
+        )
+        .await
+    {
+        Ok(_) => html::see_other("/users"),
+        Err(error) => {
+            let problem = (
+                html::status_of(&error),
+                format!("Not created: {}", html::message_of(&error)),
+            );
+            render_users(&state, &viewer, None, Some(problem)).await
+        }
+    }
+}
+
+pub(crate) async fn prebuilds(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let pools = match state.control.prebuild_status(&viewer.caller, None).await {
+        Ok(pools) => pools,
+        Err(error) => return html::control_error(error),
+    };
+    let body = html! {
+        h1 { "Prebuild pools" }
+        @if pools.is_empty() {
+            p { "No preset of an active template version asks for prebuilt workspaces." }
+        } @else {
+            table {
+                thead { tr {
+                    th scope="col" { "Template" }
+                    th scope="col" { "Preset" }
+                    th scope="col" { "Desired" }
+                    th scope="col" { "Ready" }
+                    th scope="col" { "Running" }
+                    th scope="col" { "In progress" }
+                    th scope="col" { "Failed" }
+                    th scope="col" { "State" }
+                } }
+                tbody {
+                    @for pool in &pools {
+                        tr {
+                            td { a href=(format!("/templates/{}", pool.template)) { (pool.template) } }
+                            td { (pool.preset) }
+                            td { (pool.desired) }
+                            td { (pool.ready) }
+                            td { (pool.running) }
+                            td { (pool.in_progress) }
+                            td { (pool.failed) }
+                            td {
+                                @if pool.paused { "paused" }
+                                @else if pool.hard_limited { span class="badge bad" { "stopped after repeated failures" } }
+                                @else if let Some(until) = pool.backing_off_until { "backing off until " (time(until)) }
+                                @else { "reconciling" }
+                                @if let Some(problem) = &pool.problem { br; span class="muted" { (problem) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    respond(
+        StatusCode::OK,
+        whole_page("Prebuild pools", Some(header(&viewer)), body),
+    )
+}

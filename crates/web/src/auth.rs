@@ -1,0 +1,188 @@
+//! Sign-in, first-user setup and sign-out: the CLI's login, logout and
+//! first user (`Control::login_from`, `logout`, `create_first_user`), with
+//! the session token kept in a cookie instead of a file.
+
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, State};
+use axum::http::header::{self, HeaderMap, HeaderValue};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::Form;
+use maud::{html, Markup};
+use serde::Deserialize;
+
+use crate::html::{self, page, respond};
+use crate::session::{
+    clear_cookie, cookie, csrf_key, csrf_token, request_id, set_cookie, CSRF_FIELD,
+    PRESESSION_COOKIE, SESSION_COOKIE,
+};
+use crate::WebState;
+
+fn form_token(headers: &HeaderMap) -> String {
+    csrf_key(headers)
+        .map(|key| csrf_token(&key))
+        .unwrap_or_default()
+}
+
+fn login_form(csrf: &str, username: &str, error: Option<&str>) -> Markup {
+    html! {
+        div class="card" {
+            h1 { "Sign in" }
+            @if let Some(error) = error {
+                p class="error" role="alert" { (error) }
+            }
+            form method="post" action="/login" {
+                input type="hidden" name=(CSRF_FIELD) value=(csrf);
+                label for="username" { "Username" }
+                input id="username" name="username" type="text" autocomplete="username" required autofocus value=(username);
+                label for="password" { "Password" }
+                input id="password" name="password" type="password" autocomplete="current-password" required;
+                p { button class="primary" type="submit" { "Sign in" } }
+            }
+            p class="muted" {
+                "New server with no user yet? "
+                a href="/setup" { "Set up the first user" }
+                "."
+            }
+        }
+    }
+}
+
+pub(crate) async fn login_page(headers: HeaderMap) -> Response {
+    respond(
+        StatusCode::OK,
+        page("Sign in", None, login_form(&form_token(&headers), "", None)),
+    )
+}
+
+#[derive(Deserialize)]
+pub(crate) struct LoginForm {
+    username: String,
+    password: String,
+}
+
+/// A successful sign-in: the session cookie replaces the pre-session one.
+fn signed_in(state: &WebState, token: &str) -> Response {
+    let lifetime = state.control.config().session_max_lifetime.as_secs();
+    let mut response = html::see_other("/workspaces");
+    let cookies = [
+        set_cookie(SESSION_COOKIE, token, lifetime, state.secure_cookies),
+        clear_cookie(PRESESSION_COOKIE, state.secure_cookies),
+    ];
+    for value in cookies {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+    response
+}
+
+pub(crate) async fn login(
+    State(state): State<WebState>,
+    headers: HeaderMap,
+    // The socket's peer, never a forwarded-for header: the throttle counts
+    // failures per client address, as for the API's login.
+    peer: Option<ConnectInfo<SocketAddr>>,
+    Form(form): Form<LoginForm>,
+) -> Response {
+    let client = peer.map(|ConnectInfo(address)| address.ip());
+    match state
+        .control
+        .login_from(&form.username, &form.password, client, request_id(&headers))
+        .await
+    {
+        Ok((_, token)) => signed_in(&state, &token),
+        Err(error) => respond(
+            html::status_of(&error),
+            page(
+                "Sign in",
+                None,
+                login_form(
+                    &form_token(&headers),
+                    &form.username,
+                    Some(&html::message_of(&error)),
+                ),
+            ),
+        ),
+    }
+}
+
+fn setup_form(csrf: &str, error: Option<&str>) -> Markup {
+    html! {
+        div class="card" {
+            h1 { "Set up the first user" }
+            p { "The first user of a new server becomes its owner. Once a user exists, this page refuses." }
+            @if let Some(error) = error {
+                p class="error" role="alert" { (error) }
+            }
+            form method="post" action="/setup" {
+                input type="hidden" name=(CSRF_FIELD) value=(csrf);
+                label for="username" { "Username" }
+                input id="username" name="username" type="text" autocomplete="username" required autofocus;
+                label for="email" { "Email" }
+                input id="email" name="email" type="email" autocomplete="email" required;
+                label for="password" { "Password" }
+                input id="password" name="password" type="password" autocomplete="new-password" required;
+                p { button class="primary" type="submit" { "Create the owner and sign in" } }
+            }
+            p class="muted" { a href="/login" { "Sign in instead" } }
+        }
+    }
+}
+
+pub(crate) async fn setup_page(headers: HeaderMap) -> Response {
+    respond(
+        StatusCode::OK,
+        page("First user", None, setup_form(&form_token(&headers), None)),
+    )
+}
+
+#[derive(Deserialize)]
+pub(crate) struct SetupForm {
+    username: String,
+    email: String,
+    password: String,
+}
+
+pub(crate) async fn setup(
+    State(state): State<WebState>,
+    headers: HeaderMap,
+    Form(form): Form<SetupForm>,
+) -> Response {
+    match state
+        .control
+        .create_first_user(
+            &form.username,
+            &form.email,
+            &form.password,
+            request_id(&headers),
+        )
+        .await
+    {
+        Ok((_, token)) => signed_in(&state, &token),
+        Err(error) => respond(
+            html::status_of(&error),
+            page(
+                "First user",
+                None,
+                setup_form(&form_token(&headers), Some(&html::message_of(&error))),
+            ),
+        ),
+    }
+}
+
+/// Ends the session (the same logout as `abode logout`) and forgets the cookie.
+pub(crate) async fn logout(State(state): State<WebState>, headers: HeaderMap) -> Response {
+    if let Some(token) = cookie(&headers, SESSION_COOKIE) {
+        // An already-ended session has nothing left to end.
+        if let Err(error) = state.control.logout(&token, request_id(&headers)).await {
+            tracing::debug!(%error, "sign-out of a session that had ended");
+        }
+    }
+    let mut response = html::see_other("/login");
+    if let Ok(value) = HeaderValue::from_str(&clear_cookie(SESSION_COOKIE, state.secure_cookies)) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    response
+}

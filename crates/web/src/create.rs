@@ -1,0 +1,240 @@
+//! A new workspace: pick a template, then name the workspace and fill in
+//! the parameters its active version declares (or choose a preset). The
+//! API's `create_workspace`: the door checks every value against the
+//! version's declarations and the page shows what it refused.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::Form;
+use maud::{html, Markup};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::html::{self, page as whole_page, respond};
+use crate::session::{Viewer, CSRF_FIELD};
+use crate::workspaces::{header, workspace_url};
+use crate::WebState;
+
+/// Parameter fields are named with this prefix, apart from the form's own.
+const PARAMETER_PREFIX: &str = "parameter.";
+
+#[derive(Deserialize, Default)]
+pub(crate) struct NewQuery {
+    #[serde(default)]
+    template: Option<String>,
+}
+
+pub(crate) async fn page(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    query: Option<Query<NewQuery>>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let template = query
+        .and_then(|Query(query)| query.template)
+        .filter(|template| !template.is_empty());
+    render(&state, &viewer, template.as_deref(), &[], None).await
+}
+
+/// The form, with the values given so far and the door's refusal if any.
+async fn render(
+    state: &WebState,
+    viewer: &Viewer,
+    template: Option<&str>,
+    given: &[(String, String)],
+    problem: Option<(StatusCode, String)>,
+) -> Response {
+    let control = &state.control;
+    let templates = match control
+        .list_templates(&viewer.caller, None, Some(200))
+        .await
+    {
+        Ok(templates) => templates.items,
+        Err(error) => return html::control_error(error),
+    };
+    let value_of = |name: &str| -> String {
+        given
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+            .unwrap_or_default()
+    };
+    let chosen = match template {
+        Some(name) => Some(details(state, viewer, name).await),
+        None => None,
+    };
+    let status = problem
+        .as_ref()
+        .map_or(StatusCode::OK, |(status, _)| *status);
+    let body = html! {
+        p { a href="/workspaces" { "← Workspaces" } }
+        h1 { "New workspace" }
+        @if let Some((_, message)) = &problem {
+            p class="error" role="alert" { (message) }
+        }
+        form class="filters" method="get" action="/workspaces/new" {
+            div {
+                label for="template" { "Template" }
+                select id="template" name="template" {
+                    @for candidate in templates.iter().filter(|candidate| candidate.active_version.is_some()) {
+                        option value=(candidate.name) selected[Some(candidate.name.as_str()) == template] { (candidate.name) }
+                    }
+                }
+            }
+            div { button id="choose-template" type="submit" { "Choose" } }
+        }
+        @match (&chosen, template) {
+            (Some(Ok((presets, parameters))), Some(template)) => {
+                form method="post" action="/workspaces/new" {
+                    input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
+                    input type="hidden" name="template" value=(template);
+                    label for="name" { "Name" }
+                    input id="name" name="name" type="text" required pattern="[a-z0-9][a-z0-9-]{0,63}"
+                        aria-describedby="name-help" value=(value_of("name"));
+                    p id="name-help" class="muted" { "Lowercase letters, digits and '-', starting with a letter or digit." }
+                    @if !presets.is_empty() {
+                        label for="preset" { "Preset" }
+                        select id="preset" name="preset" {
+                            option value="" { "none" }
+                            @for preset in presets {
+                                option value=(preset) selected[value_of("preset") == *preset] { (preset) }
+                            }
+                        }
+                    }
+                    @for parameter in parameters {
+                        (parameter_input(parameter, &value_of(&format!("{PARAMETER_PREFIX}{}", text(parameter, "name")))))
+                    }
+                    p { button class="primary" type="submit" { "Create and start" } }
+                }
+            }
+            (Some(Err(message)), _) => { p class="error" role="alert" { (message) } }
+            _ => {}
+        }
+    };
+    respond(
+        status,
+        whole_page("New workspace", Some(header(viewer)), body),
+    )
+}
+
+fn text<'a>(value: &'a Value, key: &str) -> &'a str {
+    value.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// One declared parameter as a labelled input (a select when it lists its
+/// options); left empty, the declaration's default applies.
+fn parameter_input(parameter: &Value, given: &str) -> Markup {
+    let name = text(parameter, "name");
+    let id = format!("parameter-{name}");
+    let label = parameter
+        .get("display_name")
+        .and_then(Value::as_str)
+        .unwrap_or(name);
+    let default = parameter.get("default").and_then(Value::as_str);
+    let options: Vec<&str> = parameter
+        .get("options")
+        .and_then(Value::as_array)
+        .map(|options| options.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let help_id = format!("{id}-help");
+    let field = format!("{PARAMETER_PREFIX}{name}");
+    html! {
+        label for=(id) { (label) " " span class="muted" { "(" (text(parameter, "type")) ")" } }
+        @if options.is_empty() {
+            input id=(id) name=(field) type="text" value=(given) placeholder=(default.unwrap_or(""))
+                required[default.is_none()] aria-describedby=(help_id);
+        } @else {
+            select id=(id) name=(field) aria-describedby=(help_id) {
+                @if default.is_some() { option value="" { "default (" (default.unwrap_or("")) ")" } }
+                @for option in &options {
+                    option value=(option) selected[given == *option] { (option) }
+                }
+            }
+        }
+        p id=(help_id) class="muted" {
+            @if let Some(description) = parameter.get("description").and_then(Value::as_str) { (description) " " }
+            @match default {
+                Some(default) => { "Default: " span class="mono" { (default) } "." }
+                None => { "Required." }
+            }
+        }
+    }
+}
+
+/// The presets and parameter declarations of the template's active version.
+async fn details(
+    state: &WebState,
+    viewer: &Viewer,
+    template: &str,
+) -> Result<(Vec<String>, Vec<Value>), String> {
+    let control = &state.control;
+    let versions = control
+        .template_versions(&viewer.caller, template)
+        .await
+        .map_err(|error| html::message_of(&error))?;
+    let Some(active) = versions.into_iter().find(|version| version.active) else {
+        return Err(format!("template \"{template}\" has no active version"));
+    };
+    let parameters: Vec<Value> = active
+        .parameters
+        .as_deref()
+        .and_then(|text| serde_json::from_str(text).ok())
+        .unwrap_or_default();
+    let presets = control
+        .template_presets(&viewer.caller, template, Some(active.number))
+        .await
+        .map(|(_, presets)| presets.into_iter().map(|preset| preset.name).collect())
+        .unwrap_or_default();
+    Ok((presets, parameters))
+}
+
+pub(crate) async fn create(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let field = |name: &str| -> String {
+        fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.trim().to_string())
+            .unwrap_or_default()
+    };
+    let (name, template, preset) = (field("name"), field("template"), field("preset"));
+    // An empty field means "the default": it is not sent to the door.
+    let parameters: BTreeMap<String, Value> = fields
+        .iter()
+        .filter_map(|(key, value)| {
+            let name = key.strip_prefix(PARAMETER_PREFIX)?;
+            (!value.is_empty()).then(|| (name.to_string(), Value::String(value.clone())))
+        })
+        .collect();
+    let preset = (!preset.is_empty()).then_some(preset.as_str());
+    match state
+        .control
+        .create_workspace(&viewer.caller, &name, &template, preset, parameters)
+        .await
+    {
+        Ok((view, _)) => html::see_other(&workspace_url(
+            &view.workspace.owner_name,
+            &view.workspace.name,
+        )),
+        Err(error) => {
+            let problem = (
+                html::status_of(&error),
+                format!("Not created: {}", html::message_of(&error)),
+            );
+            render(&state, &viewer, Some(&template), &fields, Some(problem)).await
+        }
+    }
+}

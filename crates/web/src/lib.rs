@@ -1,0 +1,134 @@
+//! Abode's web dashboard, served by `abode server` at `/` (docs/web.md).
+//!
+//! Pages are rendered on the server with `maud`, which escapes every value
+//! it interpolates: a user's string can only become markup through
+//! `PreEscaped`, which this crate never applies to anything but its own
+//! constants. One small script and one stylesheet are compiled into the
+//! binary; no page has inline script, so the Content-Security-Policy allows
+//! scripts from this origin only.
+//!
+//! Every page calls the same [`Control`] functions as the JSON API, with the
+//! same [`abode_control::Caller`]: authorization is the door's, never the
+//! dashboard's. The session is the CLI's (a login's session token), carried
+//! in an HttpOnly cookie; every state-changing request carries a CSRF token
+//! derived from that session (`session.rs`), checked before any handler runs.
+
+mod admin;
+mod assets;
+mod auth;
+mod builds;
+mod create;
+mod html;
+mod inbox;
+mod report;
+mod session;
+mod templates;
+mod workspaces;
+
+use axum::extract::Request;
+use axum::http::header::{self, HeaderName, HeaderValue};
+use axum::middleware::Next;
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+
+use abode_control::Control;
+
+/// What every handler of the dashboard shares.
+#[derive(Clone)]
+pub(crate) struct WebState {
+    pub(crate) control: Control,
+    /// Cookies get `Secure`: the server is reached over TLS (its access URL
+    /// is `https://`, typically through a TLS-terminating proxy).
+    pub(crate) secure_cookies: bool,
+}
+
+/// The policy of every dashboard answer: scripts, styles and connections
+/// from this origin only, no inline script, never framed.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+     style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; \
+     frame-ancestors 'none'; base-uri 'none'";
+
+/// The dashboard's routes, with their own state and layers, ready to be
+/// merged beside `/api/v1` (whose paths it never uses).
+pub fn router(control: Control) -> Router {
+    let secure_cookies = control
+        .config()
+        .access_url
+        .to_ascii_lowercase()
+        .starts_with("https://");
+    let state = WebState {
+        control,
+        secure_cookies,
+    };
+    Router::new()
+        .route("/", get(workspaces::home))
+        .route("/login", get(auth::login_page).post(auth::login))
+        .route("/setup", get(auth::setup_page).post(auth::setup))
+        .route("/logout", post(auth::logout))
+        .route("/workspaces", get(workspaces::list))
+        .route("/workspaces/new", get(create::page).post(create::create))
+        .route("/workspaces/:owner/:name", get(workspaces::page))
+        .route(
+            "/workspaces/:owner/:name/actions/:action",
+            post(workspaces::act),
+        )
+        .route("/workspaces/:owner/:name/builds/:number", get(builds::page))
+        .route(
+            "/workspaces/:owner/:name/builds/:number/events",
+            get(builds::events),
+        )
+        .route(
+            "/workspaces/:owner/:name/builds/:number/confirm",
+            post(builds::confirm),
+        )
+        .route(
+            "/workspaces/:owner/:name/builds/:number/cancel",
+            post(builds::cancel),
+        )
+        .route("/templates", get(templates::list))
+        .route("/templates/:name", get(templates::page))
+        .route(
+            "/templates/:name/versions/:number/activate",
+            post(templates::activate),
+        )
+        .route("/templates/:name/upload", post(templates::upload))
+        .route("/notifications", get(inbox::list))
+        .route("/notifications/read-all", post(inbox::read_all))
+        .route("/notifications/:id/read", post(inbox::read))
+        .route("/audit", get(admin::audit))
+        .route("/users", get(admin::users).post(admin::create_user))
+        .route("/prebuilds", get(admin::prebuilds))
+        .route("/assets/app.js", get(assets::script))
+        .route("/assets/app.css", get(assets::stylesheet))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            session::require_csrf,
+        ))
+        .layer(axum::middleware::from_fn(security_headers))
+        .with_state(state)
+}
+
+/// Headers every dashboard answer carries, whatever produced it.
+async fn security_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let headers = response.headers_mut();
+    let fixed: [(HeaderName, &'static str); 5] = [
+        (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "same-origin"),
+        (
+            HeaderName::from_static("cross-origin-opener-policy"),
+            "same-origin",
+        ),
+    ];
+    for (name, value) in fixed {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    // Pages show one person's data: never kept by a shared cache.
+    if !headers.contains_key(header::CACHE_CONTROL) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    }
+    response
+}

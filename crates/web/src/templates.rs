@@ -1,0 +1,279 @@
+//! Templates: the list, and a template's versions with the active one and
+//! each version's validation; template admins activate a version. The
+//! API's `list_templates`, `read_template`, `template_versions` and
+//! `activate_template_version`.
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use maud::html;
+use serde::Deserialize;
+
+use abode_control::authz::{self, Action};
+
+use crate::html::{self, page as whole_page, respond, time};
+use crate::session::{Viewer, CSRF_FIELD};
+use crate::workspaces::header;
+use crate::WebState;
+
+#[derive(Deserialize, Default)]
+pub(crate) struct PageQuery {
+    #[serde(default)]
+    after: Option<String>,
+}
+
+pub(crate) async fn list(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    query: Option<Query<PageQuery>>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let after = query.and_then(|Query(query)| query.after);
+    let templates = match state
+        .control
+        .list_templates(&viewer.caller, after.as_deref(), Some(50))
+        .await
+    {
+        Ok(templates) => templates,
+        Err(error) => return html::control_error(error),
+    };
+    let body = html! {
+        h1 { "Templates" }
+        @if templates.items.is_empty() {
+            p { "No template yet. Push one with " code { "abode templates push NAME --directory DIR" } "." }
+        } @else {
+            table {
+                thead { tr {
+                    th scope="col" { "Name" }
+                    th scope="col" { "Active version" }
+                    th scope="col" { "Updated" }
+                } }
+                tbody {
+                    @for template in &templates.items {
+                        tr {
+                            td { a href=(format!("/templates/{}", template.name)) { (template.name) } }
+                            td { @match template.active_version {
+                                Some(number) => { "version " (number) }
+                                None => { "none active" }
+                            } }
+                            td { (time(template.updated_at)) }
+                        }
+                    }
+                }
+            }
+        }
+        @if let Some(next) = &templates.next {
+            p { a rel="next" href=(format!("/templates?{}", serde_urlencoded::to_string([("after", next)]).unwrap_or_default())) { "Next page" } }
+        }
+        @if authz::authorize(&viewer.caller.subject(), Action::TemplatePush, None).is_ok() {
+            h2 { "New template" }
+            (upload_form(&viewer.csrf, None))
+        }
+    };
+    respond(
+        StatusCode::OK,
+        whole_page("Templates", Some(header(&viewer)), body),
+    )
+}
+
+pub(crate) async fn page(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    Path(name): Path<String>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    render(&state, &viewer, &name, None).await
+}
+
+async fn render(
+    state: &WebState,
+    viewer: &Viewer,
+    name: &str,
+    problem: Option<(StatusCode, String)>,
+) -> Response {
+    let control = &state.control;
+    let template = match control.read_template(&viewer.caller, name).await {
+        Ok(template) => template,
+        Err(error) => return html::control_error(error),
+    };
+    let mut versions = match control.template_versions(&viewer.caller, name).await {
+        Ok(versions) => versions,
+        Err(error) => return html::control_error(error),
+    };
+    versions.sort_by_key(|version| std::cmp::Reverse(version.number));
+    let may_activate =
+        authz::authorize(&viewer.caller.subject(), Action::TemplateActivate, None).is_ok();
+    let may_push = authz::authorize(&viewer.caller.subject(), Action::TemplatePush, None).is_ok();
+    let status = problem
+        .as_ref()
+        .map_or(StatusCode::OK, |(status, _)| *status);
+    let body = html! {
+        p { a href="/templates" { "← Templates" } }
+        h1 { "Template " (template.name) }
+        @if let Some((_, message)) = &problem {
+            p class="error" role="alert" { (message) }
+        }
+        p { "Active version: " @match template.active_version {
+            Some(number) => { strong { (number) } }
+            None => { "none" }
+        } }
+        h2 { "Versions" }
+        table {
+            thead { tr {
+                th scope="col" { "Version" }
+                th scope="col" { "Active" }
+                th scope="col" { "Message" }
+                th scope="col" { "Pushed by" }
+                th scope="col" { "Pushed" }
+                th scope="col" { "Validation" }
+                @if may_activate { th scope="col" { span class="muted" { "Action" } } }
+            } }
+            tbody {
+                @for version in &versions {
+                    tr {
+                        td { (version.number) }
+                        td { @if version.active { strong { "active" } } @else { "—" } }
+                        td { (version.message) }
+                        td { (version.created_by) }
+                        td { (time(version.created_at)) }
+                        td {
+                            @if version.validation_ok { "passed" } @else { span class="badge bad" { "failed" } }
+                            @if !version.validation_ok && !version.validation_message.is_empty() {
+                                pre class="log" { (version.validation_message) }
+                            }
+                        }
+                        @if may_activate {
+                            td { @if !version.active && version.validation_ok {
+                                form method="post" action=(format!("/templates/{}/versions/{}/activate", template.name, version.number)) {
+                                    input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
+                                    button type="submit" { "Activate version " (version.number) }
+                                }
+                            } }
+                        }
+                    }
+                }
+            }
+        }
+        @if may_push {
+            h2 { "Push a new version" }
+            (upload_form(&viewer.csrf, Some(&template.name)))
+        }
+    };
+    respond(
+        status,
+        whole_page(
+            &format!("Template {}", template.name),
+            Some(header(viewer)),
+            body,
+        ),
+    )
+}
+
+/// Largest template archive the dashboard accepts (the API's limit).
+const MAX_ARCHIVE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The form that pushes a version: the page's script sends the archive as
+/// the request body (`upload`), with the form's token in a header. For a new
+/// template, the name is a field of the form.
+fn upload_form(csrf: &str, template: Option<&str>) -> maud::Markup {
+    html! {
+        form class="upload" data-upload data-csrf=(csrf) data-template=(template.unwrap_or("")) {
+            @if template.is_none() {
+                label for="upload-name" { "Template name" }
+                input id="upload-name" name="template" type="text" required pattern="[a-z0-9][a-z0-9-]{0,63}";
+            }
+            label for="upload-archive" { "The template's folder as a .tar.gz archive" }
+            input id="upload-archive" name="archive" type="file" accept=".tar.gz,.tgz,application/gzip" required
+                aria-describedby="upload-help";
+            p id="upload-help" class="muted" { "For example " code { "tar czf template.tar.gz -C my-template ." } }
+            label for="upload-message" { "Message (optional)" }
+            input id="upload-message" name="message" type="text";
+            label for="upload-activate" { input id="upload-activate" name="activate" type="checkbox"; " Make it the active version" }
+            p { button class="primary" type="submit" { "Push the new version" } }
+            p data-upload-status role="status" aria-live="polite" {}
+        }
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct UploadQuery {
+    #[serde(default)]
+    activate: Option<String>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+/// Pushes a version from an uploaded archive (`Control::push_template`, as
+/// `POST /api/v1/templates/{name}/versions`); the archive is read only once
+/// the door has said the caller may push.
+pub(crate) async fn upload(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    Path(name): Path<String>,
+    Query(query): Query<UploadQuery>,
+    body: axum::body::Body,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let message = query.message.unwrap_or_default();
+    let control = &state.control;
+    if let Err(error) = control.may_push_template(&viewer.caller, &name, &message) {
+        return html::control_error(error);
+    }
+    let Ok(archive) = axum::body::to_bytes(body, MAX_ARCHIVE_BYTES).await else {
+        return html::error_page(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "The archive is over the limit of 32 MiB.",
+        );
+    };
+    if archive.is_empty() {
+        return html::error_page(
+            StatusCode::BAD_REQUEST,
+            "Choose the template folder's .tar.gz archive.",
+        );
+    }
+    let activate = query.activate.as_deref() == Some("on");
+    match control
+        .push_template(&viewer.caller, &name, archive.to_vec(), activate, &message)
+        .await
+    {
+        Ok((template, _)) => html::see_other(&format!("/templates/{}", template.name)),
+        Err(error) => html::control_error(error),
+    }
+}
+
+pub(crate) async fn activate(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    Path((name, number)): Path<(String, String)>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let Some(number) = number.parse::<i64>().ok().filter(|number| *number > 0) else {
+        return html::error_page(StatusCode::NOT_FOUND, "No such template version.");
+    };
+    match state
+        .control
+        .activate_template_version(&viewer.caller, &name, number)
+        .await
+    {
+        Ok(_) => html::see_other(&format!("/templates/{name}")),
+        Err(error) => {
+            let problem = (
+                html::status_of(&error),
+                format!("Not activated: {}", html::message_of(&error)),
+            );
+            render(&state, &viewer, &name, Some(problem)).await
+        }
+    }
+}

@@ -1,0 +1,544 @@
+//! The workspaces list and a workspace's page, and its start, stop, update
+//! and delete: the API's list, view, builds and schedule, through the same
+//! control-plane calls (`Control::list_workspaces`, `workspace`, `builds`,
+//! `workspace_schedule`, `start_build`).
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::Form;
+use maud::{html, Markup};
+use serde::Deserialize;
+
+use abode_control::authz::{self, Action};
+use abode_control::{BuildRequest, WorkspaceQuery, WorkspaceStatus, WorkspaceView};
+use abode_store::{Build, BuildStatus, Transition};
+
+use crate::builds::log_panel;
+use crate::html::{self, badge, page as whole_page, respond, time, words, Header};
+use crate::session::{Viewer, CSRF_FIELD};
+use crate::WebState;
+
+/// How many workspaces one page of the list shows.
+const PAGE_SIZE: i64 = 50;
+/// How many builds the history shows.
+const HISTORY: i64 = 20;
+
+pub(crate) async fn home(viewer: Result<Viewer, Response>) -> Response {
+    match viewer {
+        Ok(_) => html::see_other("/workspaces"),
+        Err(_) => html::see_other("/login"),
+    }
+}
+
+/// The page header of `viewer`: the navigation lists the pages the
+/// authorization policy lets them open (the pages themselves still ask the
+/// door).
+pub(crate) fn header(viewer: &Viewer) -> Header<'_> {
+    let subject = viewer.caller.subject();
+    let may = |action: Action| authz::widest_scope(&subject, action).is_some();
+    let pages = [
+        ("/workspaces", "Workspaces", Action::WorkspaceRead),
+        ("/templates", "Templates", Action::TemplateRead),
+        ("/prebuilds", "Prebuilds", Action::PrebuildsRead),
+        ("/notifications", "Inbox", Action::NotificationRead),
+        ("/audit", "Audit log", Action::AuditRead),
+        ("/users", "Users", Action::UserList),
+    ];
+    Header {
+        username: &viewer.caller.user.username,
+        csrf: &viewer.csrf,
+        nav: pages
+            .into_iter()
+            .filter(|(_, _, action)| may(*action))
+            .map(|(href, label, _)| (href, label))
+            .collect(),
+    }
+}
+
+/// A workspace's page address.
+pub(crate) fn workspace_url(owner: &str, name: &str) -> String {
+    format!("/workspaces/{owner}/{name}")
+}
+
+#[derive(Deserialize, Default)]
+pub(crate) struct ListQuery {
+    #[serde(default)]
+    all: Option<String>,
+    #[serde(default)]
+    template: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    after: Option<String>,
+}
+
+fn non_empty(value: &Option<String>) -> Option<String> {
+    value
+        .as_deref()
+        .map(str::trim)
+        .filter(|value| !value.is_empty())
+        .map(str::to_string)
+}
+
+const STATUSES: [WorkspaceStatus; 10] = [
+    WorkspaceStatus::Running,
+    WorkspaceStatus::Stopped,
+    WorkspaceStatus::Starting,
+    WorkspaceStatus::Stopping,
+    WorkspaceStatus::Pending,
+    WorkspaceStatus::AwaitingConfirmation,
+    WorkspaceStatus::Failed,
+    WorkspaceStatus::Canceled,
+    WorkspaceStatus::Deleting,
+    WorkspaceStatus::Deleted,
+];
+
+pub(crate) async fn list(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    query: Option<Query<ListQuery>>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let query = query.map(|Query(query)| query).unwrap_or_default();
+    let all = query.all.as_deref() == Some("on");
+    let template = non_empty(&query.template);
+    let status_name = non_empty(&query.status);
+    let status = match status_name.as_deref().map(str::parse::<WorkspaceStatus>) {
+        Some(Ok(status)) => Some(status),
+        Some(Err(error)) => return html::control_error(error),
+        None => None,
+    };
+    let control = &state.control;
+    let page_of = control
+        .list_workspaces(
+            &viewer.caller,
+            &WorkspaceQuery {
+                all,
+                include_deleted: false,
+                owner: None,
+                template: template.clone(),
+                status,
+                after: non_empty(&query.after),
+                limit: Some(PAGE_SIZE),
+            },
+        )
+        .await;
+    let workspaces = match page_of {
+        Ok(workspaces) => workspaces,
+        Err(error) => return html::control_error(error),
+    };
+    // One read of the templates for the page (not one per row): which
+    // version each template has active, for "outdated".
+    let active: BTreeMap<String, i64> = match control
+        .list_templates(&viewer.caller, None, Some(200))
+        .await
+    {
+        Ok(templates) => templates
+            .items
+            .into_iter()
+            .filter_map(|template| Some((template.name, template.active_version?)))
+            .collect(),
+        Err(_) => BTreeMap::new(),
+    };
+    let next_url = workspaces.next.as_ref().map(|next| {
+        let mut pairs = vec![("after", next.clone())];
+        if all {
+            pairs.push(("all", "on".into()));
+        }
+        if let Some(template) = &template {
+            pairs.push(("template", template.clone()));
+        }
+        if let Some(status) = &status_name {
+            pairs.push(("status", status.clone()));
+        }
+        format!(
+            "/workspaces?{}",
+            serde_urlencoded::to_string(&pairs).unwrap_or_default()
+        )
+    });
+    // Offered to those the policy lets read everyone's workspaces; the
+    // list itself is the door's answer either way.
+    let may_see_all = authz::widest_scope(&viewer.caller.subject(), Action::WorkspaceRead)
+        == Some(authz::Scope::Any);
+    let body = html! {
+        h1 { "Workspaces" }
+        p { a href="/workspaces/new" { "New workspace" } }
+        form class="filters" method="get" action="/workspaces" role="search" aria-label="Filter workspaces" {
+            div {
+                label for="filter-template" { "Template" }
+                input id="filter-template" name="template" type="text" value=(template.as_deref().unwrap_or(""));
+            }
+            div {
+                label for="filter-status" { "Status" }
+                select id="filter-status" name="status" {
+                    option value="" { "any" }
+                    @for candidate in STATUSES {
+                        option value=(candidate.as_str()) selected[status == Some(candidate)] { (words(candidate.as_str())) }
+                    }
+                }
+            }
+            @if may_see_all {
+                div {
+                    label for="filter-all" {
+                        input id="filter-all" name="all" type="checkbox" checked[all];
+                        " Everyone's"
+                    }
+                }
+            }
+            div { button type="submit" { "Filter" } }
+        }
+        @if workspaces.items.is_empty() {
+            p { "No workspace matches. " a href="/workspaces/new" { "Create one" } " (or " code { "abode create NAME --template TEMPLATE" } ")." }
+        } @else {
+            table {
+                caption class="muted" { "Workspaces you may see" }
+                thead { tr {
+                    th scope="col" { "Name" }
+                    th scope="col" { "Owner" }
+                    th scope="col" { "Template" }
+                    th scope="col" { "Status" }
+                    th scope="col" { "Agent" }
+                    th scope="col" { "Last build" }
+                } }
+                tbody {
+                    @for view in &workspaces.items {
+                        (row(view, &active))
+                    }
+                }
+            }
+        }
+        @if let Some(next_url) = next_url {
+            p { a href=(next_url) rel="next" { "Next page" } }
+        }
+    };
+    respond(
+        StatusCode::OK,
+        whole_page("Workspaces", Some(header(&viewer)), body),
+    )
+}
+
+fn row(view: &WorkspaceView, active: &BTreeMap<String, i64>) -> Markup {
+    let workspace = &view.workspace;
+    let build = &view.latest_build;
+    let newer = active
+        .get(&workspace.template_name)
+        .copied()
+        .filter(|active| *active > workspace.template_version);
+    html! {
+        tr {
+            td { a href=(workspace_url(&workspace.owner_name, &workspace.name)) { (workspace.name) } }
+            td { (workspace.owner_name) }
+            td {
+                (workspace.template_name) " v" (workspace.template_version)
+                @if let Some(newer) = newer {
+                    " " span class="badge warn" title=(format!("version {newer} is active")) { "outdated" }
+                }
+            }
+            td { (badge(view.status.as_str())) }
+            td { (agent_text(view)) }
+            td {
+                a href=(build_url(build)) {
+                    "#" (build.number) " " (build.transition.as_str())
+                }
+                " " (words(build.status.as_str()))
+                br;
+                span class="muted" { (time(build.finished_at.unwrap_or(build.created_at))) }
+            }
+        }
+    }
+}
+
+fn agent_text(view: &WorkspaceView) -> Markup {
+    let status = serde_json::to_value(view.agent.status)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_string))
+        .unwrap_or_default();
+    html! {
+        (badge(&status))
+        @if let Some(reason) = &view.agent.reason {
+            br; span class="muted" { (reason) }
+        }
+    }
+}
+
+pub(crate) fn build_url(build: &Build) -> String {
+    format!(
+        "{}/builds/{}",
+        workspace_url(&build.owner_name, &build.workspace_name),
+        build.number
+    )
+}
+
+pub(crate) async fn page(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    Path((owner, name)): Path<(String, String)>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let reference = format!("{owner}/{name}");
+    let control = &state.control;
+    let view = match control.workspace(&viewer.caller, &reference).await {
+        Ok(view) => view,
+        Err(error) => return html::control_error(error),
+    };
+    let history = match control
+        .builds(&viewer.caller, &reference, None, None, Some(HISTORY))
+        .await
+    {
+        Ok(page) => page.items,
+        Err(error) => return html::control_error(error),
+    };
+    let schedule = control
+        .workspace_schedule(&viewer.caller, &reference)
+        .await
+        .ok();
+    let log = log_panel(control, &viewer.caller, &reference, &view.latest_build).await;
+    let workspace = &view.workspace;
+    let url = workspace_url(&workspace.owner_name, &workspace.name);
+    let parameters: BTreeMap<String, serde_json::Value> =
+        serde_json::from_str(&workspace.parameters).unwrap_or_default();
+    let latest = &view.latest_build;
+    // The template's active version, for "update" (none if it cannot be read).
+    let active_version = control
+        .read_template(&viewer.caller, &workspace.template_name)
+        .await
+        .ok()
+        .and_then(|template| template.active_version);
+    let offered = offered_actions(view.status, active_version, workspace.template_version);
+    let body = html! {
+        h1 { "Workspace " (workspace.name) }
+        dl class="facts" {
+            dt { "Owner" } dd { (workspace.owner_name) }
+            dt { "Template" } dd { (workspace.template_name) " version " (workspace.template_version) }
+            dt { "Status" } dd { (badge(view.status.as_str())) }
+            dt { "Agent" } dd { (agent_text(&view)) }
+            @if let Some(preset) = &workspace.preset_name {
+                dt { "Preset" } dd { (preset) }
+            }
+        }
+        @if latest.status == BuildStatus::AwaitingConfirmation {
+            p class="notice" role="status" {
+                "Build #" (latest.number) " is held by the plan guard: it would destroy or replace a protected resource. "
+                a href=(build_url(latest)) { "Review the plan and confirm or cancel it" }
+                "."
+            }
+        }
+        @if !workspace.deleted {
+            h2 { "Actions" }
+            div class="actions" {
+                @if matches!(latest.status, BuildStatus::Pending | BuildStatus::Running) {
+                    form method="post" action=(format!("{}/cancel", build_url(latest))) {
+                        input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
+                        button type="submit" { "Cancel build #" (latest.number) }
+                    }
+                }
+                @for (action, label) in &offered {
+                    form method="post" action=(format!("{url}/actions/{action}")) {
+                        input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
+                        button type="submit" { (label) }
+                    }
+                }
+                form method="post" action=(format!("{url}/actions/delete")) data-name=(workspace.name) {
+                    input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
+                    label for="confirm-name" { "Type " span class="mono" { (workspace.name) } " to delete" }
+                    input id="confirm-name" name="confirm_name" type="text" autocomplete="off" required;
+                    " "
+                    button class="danger" type="submit" { "Delete" }
+                }
+            }
+        }
+        h2 { "Parameters" }
+        @if parameters.is_empty() {
+            p class="muted" { "None." }
+        } @else {
+            dl class="facts" {
+                @for (key, value) in &parameters {
+                    dt class="mono" { (key) }
+                    dd { (value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string())) }
+                }
+            }
+        }
+        h2 { "Schedule" }
+        @match &schedule {
+            Some(schedule) => {
+                dl class="facts" {
+                    dt { "Autostart" }
+                    dd { @match &schedule.autostart {
+                        Some(autostart) => { span class="mono" { (autostart.cron) } " (" (autostart.timezone) ")" }
+                        None => { "off" }
+                    } }
+                    dt { "Autostop after" }
+                    dd { @match schedule.ttl_ms {
+                        Some(ms) if ms > 0 => { (duration(ms)) " without use" }
+                        _ => { "never" }
+                    } }
+                    @if let Some(deadline) = schedule.deadline {
+                        dt { "Stops at" } dd { (time(deadline)) }
+                    }
+                    @if let Some(deleting) = schedule.deleting_at {
+                        dt { "Deleted at" } dd { (time(deleting)) }
+                    }
+                }
+            }
+            None => { p class="muted" { "Not available." } }
+        }
+        h2 { "Current build" }
+        (log)
+        h2 { "Build history" }
+        table {
+            thead { tr {
+                th scope="col" { "Build" }
+                th scope="col" { "Transition" }
+                th scope="col" { "Status" }
+                th scope="col" { "Version" }
+                th scope="col" { "Started by" }
+                th scope="col" { "Created" }
+            } }
+            tbody {
+                @for build in &history {
+                    tr {
+                        td { a href=(build_url(build)) { "#" (build.number) } }
+                        td { (build.transition.as_str()) }
+                        td { (badge(build.status.as_str())) }
+                        td { "v" (build.template_version) }
+                        td { (build.initiator_name) }
+                        td { (time(build.created_at)) }
+                    }
+                }
+            }
+        }
+    };
+    respond(
+        StatusCode::OK,
+        whole_page(
+            &format!("Workspace {}", workspace.name),
+            Some(header(&viewer)),
+            body,
+        ),
+    )
+}
+
+/// The builds worth offering in `status`: what the door would refuse now (a
+/// start of a running workspace, anything while a build is active or held)
+/// is not offered; the door still decides what is allowed.
+fn offered_actions(
+    status: WorkspaceStatus,
+    active_version: Option<i64>,
+    version: i64,
+) -> Vec<(&'static str, String)> {
+    let (start, stop) = match status {
+        WorkspaceStatus::Running => (false, true),
+        WorkspaceStatus::Stopped => (true, false),
+        WorkspaceStatus::Failed | WorkspaceStatus::Canceled => (true, true),
+        _ => return Vec::new(),
+    };
+    let mut offered = Vec::new();
+    if start {
+        offered.push(("start", "Start".to_string()));
+    }
+    if stop {
+        offered.push(("stop", "Stop".to_string()));
+    }
+    if let Some(active) = active_version.filter(|active| *active != version) {
+        offered.push(("update", format!("Update to version {active}")));
+    }
+    offered
+}
+
+/// Milliseconds as a short duration (`8h`, `90m`).
+fn duration(ms: u64) -> String {
+    let minutes = ms / 60_000;
+    if minutes >= 60 && minutes.is_multiple_of(60) {
+        format!("{}h", minutes / 60)
+    } else {
+        format!("{minutes}m")
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ActionForm {
+    #[serde(default)]
+    confirm_name: Option<String>,
+}
+
+/// Start, stop, update or delete: a build requested through the door, as
+/// `POST /api/v1/workspaces/{ws}/builds` does.
+pub(crate) async fn act(
+    State(state): State<WebState>,
+    viewer: Result<Viewer, Response>,
+    Path((owner, name, action)): Path<(String, String, String)>,
+    Form(form): Form<ActionForm>,
+) -> Response {
+    let viewer = match viewer {
+        Ok(viewer) => viewer,
+        Err(sign_in) => return sign_in,
+    };
+    let (transition, update) = match action.as_str() {
+        "start" => (Transition::Start, false),
+        "stop" => (Transition::Stop, false),
+        "update" => (Transition::Start, true),
+        "delete" => (Transition::Delete, false),
+        _ => return html::error_page(StatusCode::NOT_FOUND, "No such workspace action."),
+    };
+    if transition == Transition::Delete && form.confirm_name.as_deref() != Some(name.as_str()) {
+        return html::error_page(
+            StatusCode::BAD_REQUEST,
+            "The workspace was not deleted: type its name exactly to confirm.",
+        );
+    }
+    let reference = format!("{owner}/{name}");
+    let request = BuildRequest {
+        transition,
+        template_version: None,
+        update,
+        parameters: BTreeMap::new(),
+    };
+    match state
+        .control
+        .start_build(&viewer.caller, &reference, &request)
+        .await
+    {
+        Ok(_) => html::see_other(&workspace_url(&owner, &name)),
+        Err(error) => html::control_error(error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_builds_a_status_allows_are_offered() {
+        let names = |status, active| -> Vec<&'static str> {
+            offered_actions(status, active, 1)
+                .into_iter()
+                .map(|(action, _)| action)
+                .collect()
+        };
+        let cases: [(WorkspaceStatus, Option<i64>, &[&str]); 7] = [
+            (WorkspaceStatus::Running, Some(1), &["stop"]),
+            (WorkspaceStatus::Running, Some(2), &["stop", "update"]),
+            (WorkspaceStatus::Stopped, Some(1), &["start"]),
+            (WorkspaceStatus::Failed, None, &["start", "stop"]),
+            (
+                WorkspaceStatus::Canceled,
+                Some(3),
+                &["start", "stop", "update"],
+            ),
+            (WorkspaceStatus::AwaitingConfirmation, Some(2), &[]),
+            (WorkspaceStatus::Starting, Some(2), &[]),
+        ];
+        for (status, active, expected) in cases {
+            assert_eq!(names(status, active), expected, "{status:?} {active:?}");
+        }
+    }
+}
