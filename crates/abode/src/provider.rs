@@ -83,12 +83,32 @@ const PROVIDER_ONLY_EXECUTABLE: &str = "terraform-provider-abode";
 pub fn provider_executable() -> anyhow::Result<(PathBuf, Option<String>)> {
     let abode = std::env::current_exe().context("cannot locate the abode executable")?;
     let provider_only = abode.with_file_name(PROVIDER_ONLY_EXECUTABLE);
-    if provider_only.is_file() {
-        return Ok((provider_only, None));
-    }
+    let why_not = if provider_only.is_file() {
+        // A copy left from another release would be installed under this
+        // release's version: only the same version serves.
+        let expected = format!("{PROVIDER_ONLY_EXECUTABLE} {PROVIDER_VERSION}");
+        match std::process::Command::new(&provider_only)
+            .arg("--version")
+            .output()
+        {
+            Ok(output) if String::from_utf8_lossy(&output.stdout).trim() == expected => {
+                return Ok((provider_only, None));
+            }
+            Ok(output) => format!(
+                "{} is not version {PROVIDER_VERSION} ({:?})",
+                provider_only.display(),
+                String::from_utf8_lossy(&output.stdout).trim()
+            ),
+            Err(error) => format!("{} does not run: {error}", provider_only.display()),
+        }
+    } else {
+        format!(
+            "{PROVIDER_ONLY_EXECUTABLE} is not beside {}",
+            abode.display()
+        )
+    };
     let note = format!(
-        "{PROVIDER_ONLY_EXECUTABLE} is not beside {}: installing abode itself as the provider (it works; Terraform hashes the larger file at every command)",
-        abode.display()
+        "{why_not}: installing abode itself as the provider (it works; Terraform hashes the larger file at every command)"
     );
     Ok((abode, Some(note)))
 }

@@ -633,6 +633,26 @@ fn abode_alone_installs_itself_as_the_provider() {
         "{}",
         text(&install)
     );
+    // A provider-only file of another release beside it is not installed.
+    let stale = bin.join("terraform-provider-abode");
+    std::fs::write(&stale, "#!/bin/sh\necho terraform-provider-abode 0.0.1\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&stale, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let install = Command::new(&abode)
+        .args(["provider", "install", "--mirror"])
+        .arg(root.join("stale-mirror"))
+        .arg("--cli-config")
+        .arg(root.join("stale.rc"))
+        .output()
+        .unwrap();
+    assert!(install.status.success(), "{}", text(&install));
+    assert!(
+        String::from_utf8_lossy(&install.stderr).contains("is not version"),
+        "{}",
+        text(&install)
+    );
+    std::fs::remove_file(&stale).unwrap();
+
     let workdir = Workdir::installed_by(
         &abode,
         root,

@@ -213,6 +213,13 @@ impl Server {
                 "taking over builds the previous run left running"
             );
         }
+        if options.provisioners == 0 {
+            if options.database_url.is_none() {
+                tracing::warn!("--provisioners 0 on SQLite: no server can share this database, so builds are queued and never run");
+            } else {
+                tracing::info!("API only: builds run on the other servers of this database that have provisioners");
+            }
+        }
         let mut workers = control.start_provisioners(options.provisioners, shutdown_rx.clone());
         workers.extend(recovered.followers);
         let app = crate::router(AppState {

@@ -4,14 +4,17 @@
 //! A server claims a job under its id (`Config::server_id`) with a lease of
 //! `Config::job_lease`, and this keeper renews every lease the server holds in
 //! one statement, four times per lease. Each round it also looks for running
-//! builds of *other* servers whose lease has expired. One look is not enough
-//! to fail a build: the clock can jump (tests move it; so can an operator),
-//! so a build is salvaged only when its expired lease is also the same as at
-//! the previous round, which a living holder, renewing every round, never
-//! leaves it. Salvaging fails the build with a message naming the server,
-//! drops its saved plan (a confirmed plan is never applied twice) and keeps
-//! the state stored last; the holder, if it ever starts again on its data dir,
-//! finds its work dir and stores a newer state from it if one is there
+//! builds of *other* servers whose lease has expired by this server's clock.
+//! That is not enough to fail a build: clocks can jump or disagree (tests move
+//! them; so can an operator or a bad NTP), so a build is salvaged only when its
+//! lease has stayed exactly the same for [`UNCHANGED_ROUNDS`] of this server's
+//! rounds, more than a whole lease, which a living holder, renewing four times
+//! per lease, never leaves it, whatever the clocks say. Salvaging
+//! (`Store::salvage_build`) fails the build in one transaction only if its
+//! lease is still the one seen, with a message naming the server, drops its
+//! saved plan (a confirmed plan is never applied twice) and keeps the state
+//! stored last; the holder, if it ever starts again on its data dir, finds its
+//! work dir and stores a newer state from it if no newer build has run since
 //! (`recovery.rs`).
 //!
 //! The builds a server held itself are taken back at its start by
@@ -30,12 +33,17 @@ use tokio::sync::watch;
 
 use crate::Control;
 
+/// How many of this server's rounds (a quarter of a lease each) another
+/// server's expired lease must stay unchanged before its build is failed:
+/// more than a lease, so that its holder had four chances to renew it.
+const UNCHANGED_ROUNDS: u32 = 5;
+
 /// The keeper's loop: renew this server's leases, salvage expired ones.
 pub(crate) async fn keeper(control: Control, mut shutdown: watch::Receiver<bool>) {
     let lease = control.inner.config.job_lease;
     let round = (lease / 4).max(Duration::from_millis(100));
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
-    let mut seen_expired: HashMap<String, i64> = HashMap::new();
+    let mut seen_expired: HashMap<String, (i64, u32)> = HashMap::new();
     loop {
         if *shutdown.borrow() {
             break;
@@ -61,20 +69,24 @@ pub(crate) async fn keeper(control: Control, mut shutdown: watch::Receiver<bool>
     }
 }
 
-/// Splits this round's expired leases into those to salvage (expired with the
-/// same expiry at the previous round: nobody renewed them in between) and the
-/// rest, remembered for the next round.
+/// Splits this round's expired leases into those to salvage (seen with the
+/// same expiry for [`UNCHANGED_ROUNDS`] rounds: nobody renewed them) and the
+/// rest, remembered with how many rounds they have stayed the same.
 fn unchanged_since_last_round(
-    previous: &HashMap<String, i64>,
+    previous: &HashMap<String, (i64, u32)>,
     expired: Vec<ExpiredJobLease>,
-) -> (Vec<ExpiredJobLease>, HashMap<String, i64>) {
+) -> (Vec<ExpiredJobLease>, HashMap<String, (i64, u32)>) {
     let mut salvage = Vec::new();
     let mut remembered = HashMap::new();
     for lease in expired {
-        if previous.get(&lease.build_id) == Some(&lease.expires_at) {
+        let rounds = match previous.get(&lease.build_id) {
+            Some((expires_at, rounds)) if *expires_at == lease.expires_at => rounds + 1,
+            _ => 1,
+        };
+        if rounds >= UNCHANGED_ROUNDS {
             salvage.push(lease);
         } else {
-            remembered.insert(lease.build_id.clone(), lease.expires_at);
+            remembered.insert(lease.build_id.clone(), (lease.expires_at, rounds));
         }
     }
     (salvage, remembered)
@@ -137,19 +149,17 @@ impl Control {
             crate::notifications::utc(lease.expires_at),
         );
         let build_id = &lease.build_id;
-        if let Err(error) = self.inner.store.delete_saved_plan(build_id).await {
-            tracing::error!(build = %build_id, %error, "cannot delete the saved plan of a salvaged build");
-        }
         let notices = self
             .end_notices_of(build_id, BuildStatus::Failed, Some(&message))
             .await;
         match self
             .inner
             .store
-            .finish_build_notifying(build_id, BuildStatus::Failed, Some(&message), &notices)
+            .salvage_build(lease, &message, &notices)
             .await
         {
-            // Another server salvaged it first, or it ended meanwhile.
+            // Renewed, claimed again or ended since it was seen, or another
+            // server salvaged it first.
             Ok(false) => {}
             Ok(true) => {
                 self.note(build_id, "cleanup", "error", &message).await;
@@ -187,27 +197,26 @@ mod tests {
     type Leases = &'static [(&'static str, i64)];
 
     #[test]
-    fn only_leases_expired_alike_on_two_rounds_are_salvaged() {
-        // (previous round, this round) -> salvaged builds
-        let cases: [(Leases, Leases, &[&str]); 4] = [
-            (&[], &[("a", 10)], &[]),
-            (&[("a", 10)], &[("a", 10)], &["a"]),
-            // Renewed in between (a clock jump made it look expired).
-            (&[("a", 10)], &[("a", 20)], &[]),
-            (&[("a", 10), ("b", 5)], &[("b", 5)], &["b"]),
+    fn only_leases_unchanged_for_enough_rounds_are_salvaged() {
+        // Each round's expired leases (build, expiry) -> salvaged that round.
+        let rounds: [(Leases, &[&str]); 7] = [
+            (&[("a", 10), ("b", 10)], &[]),
+            (&[("a", 10), ("b", 10)], &[]),
+            // Renewed in between (a clock ahead made it look expired): anew.
+            (&[("a", 10), ("b", 20)], &[]),
+            (&[("a", 10), ("b", 20)], &[]),
+            (&[("a", 10), ("b", 20)], &["a"]),
+            // Gone from the list (ended, or renewed past the clock): forgotten.
+            (&[], &[]),
+            (&[("b", 20)], &[]),
         ];
-        for (previous, now, expected) in cases {
-            let previous: HashMap<String, i64> = previous
-                .iter()
-                .map(|(id, at)| (id.to_string(), *at))
-                .collect();
-            let now = now.iter().map(|(id, at)| lease(id, *at)).collect();
-            let (salvage, remembered) = unchanged_since_last_round(&previous, now);
+        let mut seen = HashMap::new();
+        for (number, (expired, expected)) in rounds.into_iter().enumerate() {
+            let expired = expired.iter().map(|(id, at)| lease(id, *at)).collect();
+            let (salvage, remembered) = unchanged_since_last_round(&seen, expired);
             let salvaged: Vec<&str> = salvage.iter().map(|l| l.build_id.as_str()).collect();
-            assert_eq!(salvaged, expected);
-            assert!(salvage
-                .iter()
-                .all(|l| !remembered.contains_key(&l.build_id)));
+            assert_eq!(salvaged, expected, "round {number}");
+            seen = remembered;
         }
     }
 }

@@ -306,6 +306,19 @@ pub(crate) async fn keep_state(control: &Control, build_id: &str, work_dir: &Pat
         Ok(build) => build,
         Err(error) => return StateKept::Refused(format!("storage error: {error}")),
     };
+    // A build that ended without this server (another one failed it when its
+    // lease ran out) may have been followed by newer builds: their state is
+    // the workspace's now, and this one's is kept aside, never stored over it.
+    match store.latest_build(&build.workspace_id).await {
+        Ok(latest) if latest.number > build.number => {
+            return StateKept::Refused(format!(
+                "build #{} of this workspace came after this one; its state is not replaced by this build's",
+                latest.number
+            ))
+        }
+        Ok(_) => {}
+        Err(error) => return StateKept::Refused(format!("storage error: {error}")),
+    }
     let stored = match store.state(&build.workspace_id).await {
         Ok(stored) => stored,
         Err(error) => return StateKept::Refused(format!("storage error: {error}")),

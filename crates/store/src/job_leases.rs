@@ -91,6 +91,52 @@ macro_rules! job_lease_queries {
         .map_err(db_error("job"))
     }
 
+    pub(crate) async fn salvage_build(
+        &self,
+        lease: &ExpiredJobLease,
+        error: &str,
+        notices: &[NewNotification],
+    ) -> Result<bool, StoreError> {
+        let now = self.now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        // Only the lease as it was seen: renewed, re-claimed or ended since,
+        // the build is not this salvage's to fail.
+        let failed = sqlx::query(&sql(
+            "UPDATE builds SET status = 'failed', error = ?, finished_at = ? \
+             WHERE id = ? AND status = 'running' AND EXISTS (SELECT 1 FROM jobs j \
+             WHERE j.build_id = ? AND j.status = 'claimed' AND j.lease_holder = ? \
+             AND j.lease_expires_at = ?)",
+        ))
+        .bind(error)
+        .bind(now)
+        .bind(&lease.build_id)
+        .bind(&lease.build_id)
+        .bind(&lease.holder)
+        .bind(lease.expires_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if failed.rows_affected() == 0 {
+            tx.rollback().await.map_err(StoreError::Database)?;
+            return Ok(false);
+        }
+        sqlx::query(&sql("UPDATE jobs SET status = 'done', finished_at = ? WHERE build_id = ?"))
+            .bind(now)
+            .bind(&lease.build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("job"))?;
+        // A confirmed plan is never applied twice.
+        sqlx::query(&sql("DELETE FROM saved_plans WHERE build_id = ?"))
+            .bind(&lease.build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("saved plan"))?;
+        self.insert_notifications(&mut tx, notices).await?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(true)
+    }
+
     pub(crate) async fn job_lease_holder(&self, build_id: &str) -> Result<Option<String>, StoreError> {
         let row = sqlx::query(&sql("SELECT lease_holder FROM jobs WHERE build_id = ?"))
             .bind(build_id)

@@ -413,6 +413,10 @@ storage_interface! {
     fn expired_job_leases(&self, holder: &str) -> Vec<ExpiredJobLease>;
     /// The server that claimed a build's job, if any did.
     fn job_lease_holder(&self, build_id: &str) -> Option<String>;
+    /// Fails a running build whose job's lease is still exactly `lease` (not
+    /// renewed nor claimed again since it was seen), ends its job, drops its
+    /// saved plan and queues `notices`, in one transaction; whether it did.
+    fn salvage_build(&self, lease: &ExpiredJobLease, error: &str, notices: &[NewNotification]) -> bool;
 }
 
 // ---- held builds, saved plans and protections (held.rs) ----

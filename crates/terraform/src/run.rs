@@ -148,6 +148,9 @@ impl Invocation {
             .envs(crate::AUTOMATION_ENV.iter().copied())
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null());
+        if let Some(dir) = crate::plugin_socket_dir() {
+            command.env(crate::PLUGIN_SOCKET_DIR_ENV, dir);
+        }
         command
     }
 }

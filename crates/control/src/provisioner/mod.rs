@@ -164,7 +164,7 @@ async fn run_build_steps(
     } else {
         build_run.execute().await
     };
-    build_run.save_state().await;
+    let state_stored = build_run.save_state().await;
     if kind == JobKind::ApplySavedPlan {
         // Single use: whatever the apply did, this plan is never applied again.
         if let Err(error) = control.inner.store.delete_saved_plan(build_id).await {
@@ -184,7 +184,9 @@ async fn run_build_steps(
             (failure.status, Some(failure.message), None)
         }
     };
-    workdir::remove_off_runtime(build_run.work_dir.clone()).await;
+    if state_stored {
+        workdir::remove_off_runtime(build_run.work_dir.clone()).await;
+    }
     interruptions.end();
     count_end(status);
     match held {

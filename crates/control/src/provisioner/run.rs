@@ -376,21 +376,28 @@ impl BuildRun {
 
     /// Stores the state Terraform left in the work dir, whatever the outcome:
     /// a failed or canceled apply may already have created or destroyed things.
-    pub(super) async fn save_state(&self) {
+    /// Stores the state Terraform left; false when it could not, and the work
+    /// dir, which holds it, must be kept.
+    pub(super) async fn save_state(&self) -> bool {
         match recovery::keep_state(&self.control, &self.build_id, &self.work_dir).await {
-            StateKept::Missing | StateKept::Unchanged => {}
+            StateKept::Missing | StateKept::Unchanged => true,
             StateKept::Saved => {
                 self.log("cleanup", "info", "saved the Terraform state")
-                    .await
+                    .await;
+                true
             }
             StateKept::Refused(reason) => {
                 tracing::error!(build = %self.build_id, %reason, "cannot save the Terraform state");
                 self.log(
                     "cleanup",
                     "error",
-                    &format!("cannot save the Terraform state: {reason}"),
+                    &format!(
+                        "cannot save the Terraform state: {reason}; it is kept in {}",
+                        self.work_dir.display()
+                    ),
                 )
                 .await;
+                false
             }
         }
     }
