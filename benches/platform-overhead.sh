@@ -96,6 +96,8 @@ export ABODE_WORKSPACE_TRANSITION="\$1"
 export ABODE_VOLUMES_DIR="$work/hand/volumes"
 export ABODE_PROCESS_LOGS_DIR="$work/hand/process-logs"
 export ABODE_AGENT_URL="$url"
+# As the server does: agents run this abode (the mirror holds the provider alone).
+export ABODE_AGENT_BINARY="$bin"
 terraform init -input=false -json >/dev/null
 terraform plan -input=false -json -out plan.tfplan >/dev/null
 terraform show -json plan.tfplan >plan.json
