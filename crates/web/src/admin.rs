@@ -46,13 +46,9 @@ pub(crate) struct AuditFilters {
 
 pub(crate) async fn audit(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     query: Option<Query<AuditFilters>>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let filters = query.map(|Query(query)| query).unwrap_or_default();
     let workspace = non_empty(filters.workspace);
     let actor = non_empty(filters.actor);
@@ -133,21 +129,18 @@ pub(crate) async fn audit(
     )
 }
 
+/// The cursor of a paged list (`?after=`).
 #[derive(Deserialize, Default)]
 pub(crate) struct PageQuery {
     #[serde(default)]
-    after: Option<String>,
+    pub(crate) after: Option<String>,
 }
 
 pub(crate) async fn users(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     query: Option<Query<PageQuery>>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let after = query.and_then(|Query(query)| non_empty(query.after));
     render_users(&state, &viewer, after, None).await
 }
@@ -229,13 +222,9 @@ async fn render_users(
 /// decides who may create whom with which roles.
 pub(crate) async fn create_user(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     Form(fields): Form<Vec<(String, String)>>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let field = |name: &str| -> &str {
         fields
             .iter()
@@ -276,14 +265,7 @@ pub(crate) async fn create_user(
     }
 }
 
-pub(crate) async fn prebuilds(
-    State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
-) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
+pub(crate) async fn prebuilds(State(state): State<WebState>, viewer: Viewer) -> Response {
     let pools = match state.control.prebuild_status(&viewer.caller, None).await {
         Ok(pools) => pools,
         Err(error) => return html::control_error(error),

@@ -110,13 +110,9 @@ fn parse_number(raw: &str) -> Option<i64> {
 
 pub(crate) async fn page(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     Path((owner, name, number)): Path<(String, String, String)>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     render(&state, &viewer, &owner, &name, &number, None).await
 }
 
@@ -262,14 +258,10 @@ pub(crate) struct ConfirmForm {
 
 pub(crate) async fn confirm(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     Path((owner, name, number)): Path<(String, String, String)>,
     Form(form): Form<ConfirmForm>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let Some(build_number) = parse_number(&number) else {
         return html::error_page(StatusCode::NOT_FOUND, "No such build.");
     };
@@ -292,13 +284,9 @@ pub(crate) async fn confirm(
 
 pub(crate) async fn cancel(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     Path((owner, name, number)): Path<(String, String, String)>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let Some(build_number) = parse_number(&number) else {
         return html::error_page(StatusCode::NOT_FOUND, "No such build.");
     };
@@ -331,14 +319,10 @@ struct Follow {
 /// sends the last id it saw and gets the lines after it.
 pub(crate) async fn events(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     Path((owner, name, number)): Path<(String, String, String)>,
     headers: HeaderMap,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let Some(number) = parse_number(&number) else {
         return html::error_page(StatusCode::NOT_FOUND, "No such build.");
     };

@@ -29,13 +29,9 @@ pub(crate) struct NewQuery {
 
 pub(crate) async fn page(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     query: Option<Query<NewQuery>>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let template = query
         .and_then(|Query(query)| query.template)
         .filter(|template| !template.is_empty());
@@ -196,13 +192,9 @@ async fn details(
 
 pub(crate) async fn create(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     Form(fields): Form<Vec<(String, String)>>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let field = |name: &str| -> String {
         fields
             .iter()

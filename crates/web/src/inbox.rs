@@ -25,13 +25,9 @@ pub(crate) struct InboxQuery {
 
 pub(crate) async fn list(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     query: Option<Query<InboxQuery>>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let query = query.map(|Query(query)| query).unwrap_or_default();
     let unread = query.unread.as_deref() == Some("on");
     let messages = match state
@@ -111,27 +107,16 @@ pub(crate) async fn list(
 
 pub(crate) async fn read(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     Path(id): Path<String>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     match state.control.read_notification(&viewer.caller, &id).await {
         Ok(_) => html::see_other("/notifications"),
         Err(error) => html::control_error(error),
     }
 }
 
-pub(crate) async fn read_all(
-    State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
-) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
+pub(crate) async fn read_all(State(state): State<WebState>, viewer: Viewer) -> Response {
     match state.control.read_all_notifications(&viewer.caller).await {
         Ok(_) => html::see_other("/notifications"),
         Err(error) => html::control_error(error),

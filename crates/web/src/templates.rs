@@ -16,21 +16,13 @@ use crate::session::{Viewer, CSRF_FIELD};
 use crate::workspaces::header;
 use crate::WebState;
 
-#[derive(Deserialize, Default)]
-pub(crate) struct PageQuery {
-    #[serde(default)]
-    after: Option<String>,
-}
+use crate::admin::PageQuery;
 
 pub(crate) async fn list(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     query: Option<Query<PageQuery>>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let after = query.and_then(|Query(query)| query.after);
     let templates = match state
         .control
@@ -81,13 +73,9 @@ pub(crate) async fn list(
 
 pub(crate) async fn page(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     Path(name): Path<String>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     render(&state, &viewer, &name, None).await
 }
 
@@ -214,15 +202,11 @@ pub(crate) struct UploadQuery {
 /// the door has said the caller may push.
 pub(crate) async fn upload(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     Path(name): Path<String>,
     Query(query): Query<UploadQuery>,
     body: axum::body::Body,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let message = query.message.unwrap_or_default();
     let control = &state.control;
     if let Err(error) = control.may_push_template(&viewer.caller, &name, &message) {
@@ -252,13 +236,9 @@ pub(crate) async fn upload(
 
 pub(crate) async fn activate(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     Path((name, number)): Path<(String, String)>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let Some(number) = number.parse::<i64>().ok().filter(|number| *number > 0) else {
         return html::error_page(StatusCode::NOT_FOUND, "No such template version.");
     };

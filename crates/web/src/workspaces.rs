@@ -98,13 +98,9 @@ const STATUSES: [WorkspaceStatus; 10] = [
 
 pub(crate) async fn list(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     query: Option<Query<ListQuery>>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let query = query.map(|Query(query)| query).unwrap_or_default();
     let all = query.all.as_deref() == Some("on");
     let template = non_empty(&query.template);
@@ -277,13 +273,9 @@ pub(crate) fn build_url(build: &Build) -> String {
 
 pub(crate) async fn page(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     Path((owner, name)): Path<(String, String)>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let reference = format!("{owner}/{name}");
     let control = &state.control;
     let view = match control.workspace(&viewer.caller, &reference).await {
@@ -474,14 +466,10 @@ pub(crate) struct ActionForm {
 /// `POST /api/v1/workspaces/{ws}/builds` does.
 pub(crate) async fn act(
     State(state): State<WebState>,
-    viewer: Result<Viewer, Response>,
+    viewer: Viewer,
     Path((owner, name, action)): Path<(String, String, String)>,
     Form(form): Form<ActionForm>,
 ) -> Response {
-    let viewer = match viewer {
-        Ok(viewer) => viewer,
-        Err(sign_in) => return sign_in,
-    };
     let (transition, update) = match action.as_str() {
         "start" => (Transition::Start, false),
         "stop" => (Transition::Stop, false),
