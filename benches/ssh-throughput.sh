@@ -96,6 +96,8 @@ cmp -s "$work/payload" "$work/payload.back" || { echo "ssh-throughput.sh: the co
 sshd="$(command -v sshd || true)"
 [ -z "$sshd" ] && [ -x /usr/sbin/sshd ] && sshd=/usr/sbin/sshd
 if [ -n "$sshd" ]; then
+    # Debian's sshd refuses to start without its privilege separation directory.
+    [ -d /run/sshd ] || mkdir -p /run/sshd 2>/dev/null || true
     sshd_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
     ssh-keygen -q -t ed25519 -N "" -f "$work/host_key"
     ssh-keygen -q -t ed25519 -N "" -f "$work/user_key"
