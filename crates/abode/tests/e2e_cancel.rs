@@ -9,7 +9,7 @@
 
 mod util;
 
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use util::{
@@ -31,12 +31,7 @@ fn platform() -> Platform {
 }
 
 fn create(platform: &Platform, workspace: &str) -> Child {
-    platform
-        .cmd(&["create", workspace, "--template", "slow"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+    platform.spawn(&["create", workspace, "--template", "slow"])
 }
 
 #[track_caller]

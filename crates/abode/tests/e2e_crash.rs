@@ -12,7 +12,6 @@ mod util;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use util::{assert_no_processes_left, finish, printed_digest, require_terraform, Platform};
@@ -149,17 +148,6 @@ fn wait_until_final(platform: &Platform, number: u64) -> serde_json::Value {
     }
 }
 
-/// Starts `abode ARGS` without waiting for it (it follows a build that the
-/// test will interrupt by killing the server).
-fn spawn(platform: &Platform, args: &[&str]) -> Child {
-    platform
-        .cmd(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
 fn no_terraform_left(platform: &Platform) {
     assert_no_processes_left(platform, "after the interrupted build ended");
 }
@@ -176,7 +164,7 @@ fn setup() -> (Platform, PathBuf) {
 fn a_server_killed_mid_apply_leaves_terraform_to_finish_and_stores_what_it_created() {
     let (mut platform, ledger) = setup();
     push(&platform, 1, &template(&ledger, 1, "home", None));
-    let create = spawn(&platform, &["create", "dev", "--template", "crash"]);
+    let create = platform.spawn(&["create", "dev", "--template", "crash"]);
     wait_for_ledger(&platform, &ledger, "slow-start-1");
 
     platform.kill_server();
@@ -225,7 +213,7 @@ fn a_server_killed_mid_plan_applies_nothing_and_the_workspace_builds_again() {
         .status()
         .unwrap();
     assert!(made.success());
-    let create = spawn(&platform, &["create", "dev", "--template", "crash"]);
+    let create = platform.spawn(&["create", "dev", "--template", "crash"]);
     wait_for_log(
         &platform,
         "1",
@@ -314,10 +302,7 @@ fn a_held_build_survives_a_crash_and_its_confirmed_apply_survives_another() {
     no_terraform_left(&platform);
 
     // Killed during the apply of the confirmed plan.
-    let confirm = spawn(
-        &platform,
-        &["builds", "confirm", "dev", "2", "--digest", &digest],
-    );
+    let confirm = platform.spawn(&["builds", "confirm", "dev", "2", "--digest", &digest]);
     wait_for_ledger(&platform, &ledger, "slow-start-2");
     platform.kill_server();
     platform.start_server_again();

@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use util::{assert_no_processes_left, finish, fixture, require_terraform, Platform};
@@ -40,12 +40,7 @@ fn another_user_cannot_reach_the_provider_of_a_running_build() {
             template.to_str().unwrap(),
         ])
         .ok();
-    let create = platform
-        .cmd(&["create", "dev", "--template", "busy"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let create = platform.spawn(&["create", "dev", "--template", "busy"]);
 
     let provider = wait_for_provider_during_apply(&platform);
     let sockets = socket_inodes(provider);

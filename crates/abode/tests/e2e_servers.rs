@@ -9,7 +9,7 @@
 
 mod util;
 
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use util::{finish, fixture, require_terraform, FreshDatabase, Platform};
@@ -27,19 +27,14 @@ fn server(database: &FreshDatabase, extra: &[&str]) -> Platform {
 }
 
 fn create(front: &Platform, workspace: &str, seconds: u32) -> Child {
-    front
-        .cmd(&[
-            "create",
-            workspace,
-            "--template",
-            "sleepy",
-            "--parameter",
-            &format!("seconds={seconds}"),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+    front.spawn(&[
+        "create",
+        workspace,
+        "--template",
+        "sleepy",
+        "--parameter",
+        &format!("seconds={seconds}"),
+    ])
 }
 
 /// Waits until the build's log, read through `platform`, shows the apply's

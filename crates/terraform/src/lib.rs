@@ -45,11 +45,18 @@ pub enum TerraformError {
 /// checkpoint calls, no prompts, automation-friendly output.
 pub fn command() -> Command {
     let mut cmd = Command::new("terraform");
-    cmd.envs(AUTOMATION_ENV.iter().copied());
-    if let Some(dir) = plugin_socket_dir() {
-        cmd.env(PLUGIN_SOCKET_DIR_ENV, dir);
-    }
+    cmd.envs(automation_env());
     cmd
+}
+
+/// What every Terraform run of Abode's gets in its environment:
+/// [`AUTOMATION_ENV`] and the private [`plugin_socket_dir`].
+pub(crate) fn automation_env() -> impl Iterator<Item = (&'static str, &'static std::ffi::OsStr)> {
+    let automation = AUTOMATION_ENV
+        .iter()
+        .map(|(name, value)| (*name, std::ffi::OsStr::new(*value)));
+    let plugins = plugin_socket_dir().map(|dir| (PLUGIN_SOCKET_DIR_ENV, dir.as_os_str()));
+    automation.chain(plugins)
 }
 
 /// go-plugin's variable for where plugins put their unix sockets.

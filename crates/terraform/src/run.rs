@@ -145,12 +145,10 @@ impl Invocation {
             .env_clear()
             .args(&self.args)
             .current_dir(&self.dir)
-            .envs(crate::AUTOMATION_ENV.iter().copied())
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null());
-        if let Some(dir) = crate::plugin_socket_dir() {
-            command.env(crate::PLUGIN_SOCKET_DIR_ENV, dir);
-        }
+        // Last, so that nothing passed on can undo it.
+        command.envs(crate::automation_env());
         command
     }
 }

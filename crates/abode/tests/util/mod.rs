@@ -523,6 +523,17 @@ impl Platform {
         abode_client::Client::new(&session.url, Some(session.token))
     }
 
+    /// Starts `abode ARGS` beside the test without waiting for it (a command
+    /// that follows a build the test interrupts or watches); end it with
+    /// [`finish`].
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
     /// `abode show WS -o json`, parsed.
     /// Waits (up to a minute) until the workspace's latest build has `status`,
     /// and returns that build. The workspace may not exist yet: a `create` may
