@@ -30,6 +30,7 @@ mod pages;
 mod platform;
 mod postgres;
 mod prebuilds;
+mod previews;
 mod records;
 mod roles;
 mod schedule_tick;
@@ -56,6 +57,10 @@ pub use pages::{
 pub use platform::{AgentCutoffs, PlatformCounts};
 pub use prebuilds::{
     PoolFailures, PrebuildClaim, PrebuildRow, PrebuildSnapshot, VersionPresets, PREBUILDS_PAUSED,
+};
+pub use previews::{
+    ClaimedPreview, NewPreview, Preview, PreviewOutcome, PreviewResult, PreviewStatus,
+    UnknownPreviewStatus,
 };
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
@@ -327,6 +332,26 @@ storage_interface! {
     fn activate_template_version(&self, template_id: &str, version_id: &str) -> ();
     /// Templates by name.
     fn list_template_page(&self, after: Option<&str>, limit: i64) -> Page<Template>;
+}
+
+// ---- fleet previews (previews.rs) ----
+
+storage_interface! {
+    /// Records a preview with a queued result per workspace it covers (the
+    /// live workspaces of the template not on the version, or the named
+    /// ones), ordered by owner and name, in one transaction.
+    fn create_preview(&self, preview: &NewPreview) -> Preview;
+    fn preview_by_id(&self, id: &str) -> Preview;
+    /// The newest preview of a version, with its counts.
+    fn latest_preview(&self, template_version_id: &str) -> Option<Preview>;
+    /// Takes the oldest queued result (or one whose lease ran out) for
+    /// server `holder` under a lease of `lease_ms`.
+    fn claim_preview(&self, holder: &str, lease_ms: i64) -> Option<ClaimedPreview>;
+    /// Records how a claimed result ended; false if `holder` no longer
+    /// holds it (its lease ran out and another worker took it).
+    fn finish_preview(&self, result_id: &str, holder: &str, outcome: &PreviewOutcome) -> bool;
+    /// A preview's results in the report's order.
+    fn list_preview_result_page(&self, preview_id: &str, after: Option<&str>, limit: i64) -> Page<PreviewResult>;
 }
 
 // ---- workspaces (workspaces.rs) ----

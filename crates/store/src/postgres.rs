@@ -21,6 +21,7 @@ use crate::notifications::*;
 use crate::pages::*;
 use crate::platform::*;
 use crate::prebuilds::*;
+use crate::previews::*;
 use crate::records::*;
 use crate::roles::*;
 use crate::schedule_tick::*;
@@ -139,6 +140,7 @@ impl PostgresBackend {
     platform_queries!();
     job_lease_queries!();
     prebuild_queries!("FOR UPDATE OF w SKIP LOCKED");
+    preview_queries!();
     lifecycle_queries!();
     schedule_tick_queries!();
     audit_queries!(sqlx::Postgres);

@@ -25,6 +25,7 @@ use crate::notifications::*;
 use crate::pages::*;
 use crate::platform::*;
 use crate::prebuilds::*;
+use crate::previews::*;
 use crate::records::*;
 use crate::roles::*;
 use crate::schedule_tick::*;
@@ -109,6 +110,7 @@ impl SqliteBackend {
     platform_queries!();
     job_lease_queries!();
     prebuild_queries!("");
+    preview_queries!();
     lifecycle_queries!();
     schedule_tick_queries!();
     audit_queries!(sqlx::Sqlite);

@@ -19,6 +19,7 @@ mod notifications;
 mod opening;
 mod platform;
 mod prebuilds;
+mod previews;
 mod roles;
 mod templates;
 mod tokens;
