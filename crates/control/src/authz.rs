@@ -77,6 +77,10 @@ pub enum Action {
     TemplatePush,
     /// `POST /templates/{name}/versions/{n}/activate`.
     TemplateActivate,
+    /// `POST /templates/{name}/versions/{n}/previews` and reading previews:
+    /// a version planned against every workspace of the template (their
+    /// names and what the guard would say), never applied.
+    TemplatePreview,
     /// `PATCH /templates/{name}/policy`: the template's lifecycle policy
     /// (autostop, autostart days, dormancy).
     TemplatePolicyEdit,
@@ -127,7 +131,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 31] = [
+    pub const ALL: [Action; 32] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -141,6 +145,7 @@ impl Action {
         Action::TemplateRead,
         Action::TemplatePush,
         Action::TemplateActivate,
+        Action::TemplatePreview,
         Action::TemplatePolicyEdit,
         Action::WorkspaceRead,
         Action::WorkspaceCreate,
@@ -177,6 +182,7 @@ impl Action {
             Action::TemplateRead => "template.read",
             Action::TemplatePush => "template.push",
             Action::TemplateActivate => "template.activate",
+            Action::TemplatePreview => "template.preview",
             Action::TemplatePolicyEdit => "template.policy_edit",
             Action::WorkspaceRead => "workspace.read",
             Action::WorkspaceCreate => "workspace.create",
@@ -216,6 +222,7 @@ impl Action {
             Action::TemplateRead => ("read", "templates", "templates"),
             Action::TemplatePush => ("push", "templates", "templates"),
             Action::TemplateActivate => ("activate", "template versions", "template versions"),
+            Action::TemplatePreview => ("preview", "template versions", "template versions"),
             Action::TemplatePolicyEdit => (
                 "edit",
                 "templates' lifecycle policy",
@@ -264,6 +271,7 @@ impl Action {
                 | Action::TemplateRead
                 | Action::TemplatePush
                 | Action::TemplateActivate
+                | Action::TemplatePreview
                 | Action::TemplatePolicyEdit
                 | Action::PrebuildsRead
                 | Action::PrebuildsPause
@@ -373,6 +381,7 @@ pub const POLICY: &[Grant] = &[
         actions: &[
             TemplatePush,
             TemplateActivate,
+            TemplatePreview,
             TemplatePolicyEdit,
             WorkspaceRead,
             PrebuildsRead,
@@ -600,6 +609,7 @@ mod tests {
         (Action::TemplateRead, "yyyyy", "yyyyy"),
         (Action::TemplatePush, "yy...", "yy..."),
         (Action::TemplateActivate, "yy...", "yy..."),
+        (Action::TemplatePreview, "yy...", "yy..."),
         (Action::TemplatePolicyEdit, "yy...", "yy..."),
         (Action::WorkspaceRead, "yy.yy", "yy.y."),
         (Action::WorkspaceCreate, "y...y", "y...."),

@@ -654,7 +654,7 @@ fn resolve_creation(
 /// of them). All problems are told at once, in one line. A version pushed
 /// before declarations were read has none: its values are taken as given,
 /// on top of the workspace's.
-fn resolve_parameters(
+pub(crate) fn resolve_parameters(
     version: &TemplateVersion,
     given: &BTreeMap<String, Value>,
     previous: Option<&BTreeMap<String, String>>,

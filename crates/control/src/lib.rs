@@ -25,6 +25,7 @@ pub mod notifications;
 pub mod parameters;
 pub mod prebuilds;
 pub mod presets;
+pub mod previews;
 mod provisioner;
 mod recovery;
 pub mod scheduler;
@@ -283,6 +284,7 @@ impl Control {
                 tokio::spawn(provisioner::worker(
                     control,
                     format!("embedded-{index}"),
+                    count == 1 || index > 0,
                     shutdown,
                 ))
             })

@@ -144,7 +144,13 @@ async fn follow_to_end(
             let (sender, receiver) = mpsc::unbounded_channel();
             let grace = control.inner.config.cancel_grace;
             let following = supervise::follow(&record, sender, cancel, grace);
-            let logging = log_output(&control, &build_id, &run.command, receiver, already_logged);
+            let logging = log_output(
+                &control,
+                Some(&build_id),
+                &run.command,
+                receiver,
+                already_logged,
+            );
             let (followed, error) = tokio::join!(following, logging);
             match followed {
                 Followed::Ended(run) => Aftermath::RanOn {

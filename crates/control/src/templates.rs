@@ -147,27 +147,8 @@ impl Control {
         number: i64,
     ) -> Result<(TemplateVersion, Option<VersionLint>), ControlError> {
         caller.authorize(Action::TemplateRead, None)?;
-        let template = self.template(name).await?;
-        let version = or_not_found(
-            self.inner
-                .store
-                .template_version(&template.id, number)
-                .await,
-            || format!("template \"{name}\" has no version {number}"),
-        )?;
-        let lint = self
-            .inner
-            .store
-            .template_version_lint(&version.id)
-            .await?
-            .map(|json| {
-                serde_json::from_str::<VersionLint>(&json).map_err(|error| {
-                    ControlError::Internal(format!(
-                        "the lint kept with version {number} of template \"{name}\" is unreadable: {error}"
-                    ))
-                })
-            })
-            .transpose()?;
+        let (_, version) = self.version_of(name, number).await?;
+        let lint = self.stored_lint(&version).await?;
         Ok((version, lint))
     }
 
@@ -245,38 +226,17 @@ impl Control {
         Ok((version, presets))
     }
 
+    /// Activates version `number` without acknowledging a preview: refused
+    /// when its latest preview would hold or block workspaces
+    /// ([`Control::activate_previewed_version`]).
     pub async fn activate_template_version(
         &self,
         caller: &Caller,
         name: &str,
         number: i64,
     ) -> Result<(Template, TemplateVersion), ControlError> {
-        caller.authorize(Action::TemplateActivate, None)?;
-        let template = self.template(name).await?;
-        let version = or_not_found(
-            self.inner
-                .store
-                .template_version(&template.id, number)
-                .await,
-            || format!("template \"{name}\" has no version {number}"),
-        )?;
-        self.inner
-            .store
-            .activate_template_version(&template.id, &version.id)
-            .await?;
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
-            "template.activate",
-            "template",
-            name,
-            "success",
-            Some(format!("version={number}")),
-        )
-        .await;
-        let template = self.template(name).await?;
-        let version = self.inner.store.template_version_by_id(&version.id).await?;
-        Ok((template, version))
+        self.activate_previewed_version(caller, name, number, None)
+            .await
     }
 }
 

@@ -21,27 +21,6 @@ impl BuildRun {
         workspace: &Workspace,
         plan_file: &Path,
     ) -> Result<(Plan, Report, Vec<RememberedProtection>), Failure> {
-        let show = Invocation::new(
-            self.template_dir(),
-            [
-                "show",
-                "-json",
-                "-no-color",
-                &plan_file.display().to_string(),
-            ],
-            &self.env,
-        );
-        let plan_json = run::capture(&show)
-            .await
-            .map_err(|error| Failure::failed(error.to_string()))?;
-        let plan = abode_guard::read_plan_slice(&plan_json)
-            .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
-        let transition = guard_transition(build);
-        let memory = self
-            .control
-            .remembered(&workspace.id)
-            .await
-            .map_err(internal)?;
         // The scheduler's builds are the system's: a delete it starts (a
         // dormant deletion) destroys no protected resource without a person.
         let initiator = if crate::scheduler::is_scheduler_reason(build.reason) {
@@ -49,12 +28,21 @@ impl BuildRun {
         } else {
             abode_guard::Initiator::Person
         };
-        let report = abode_guard::evaluate_as(
-            &plan,
-            transition,
+        let Judged {
+            plan,
+            plan_json,
+            report,
+            memory,
+        } = judge_plan(
+            &self.control,
+            &self.template_dir(),
+            &self.env,
+            plan_file,
+            &workspace.id,
+            guard_transition(build),
             initiator,
-            &abode_guard::remembered_rules(&memory),
-        );
+        )
+        .await?;
         self.control
             .inner
             .config
@@ -78,6 +66,58 @@ impl BuildRun {
         }
         Ok((plan, report, memory))
     }
+}
+
+/// A saved plan as the guard judged it.
+pub(super) struct Judged {
+    pub(super) plan: Plan,
+    /// `terraform show -json` of it, as Terraform printed it.
+    pub(super) plan_json: Vec<u8>,
+    pub(super) report: Report,
+    /// The workspace's remembered protections the guard applied.
+    pub(super) memory: Vec<RememberedProtection>,
+}
+
+/// `terraform show -json` of the saved plan in `template_dir`, then the
+/// guard with the template's annotations and the workspace's remembered
+/// protections: the same judgement for a build and for a preview.
+pub(super) async fn judge_plan(
+    control: &crate::Control,
+    template_dir: &Path,
+    env: &[(String, String)],
+    plan_file: &Path,
+    workspace_id: &str,
+    transition: abode_guard::Transition,
+    initiator: abode_guard::Initiator,
+) -> Result<Judged, Failure> {
+    let show = Invocation::new(
+        template_dir,
+        [
+            "show",
+            "-json",
+            "-no-color",
+            &plan_file.display().to_string(),
+        ],
+        env,
+    );
+    let plan_json = run::capture(&show)
+        .await
+        .map_err(|error| Failure::failed(error.to_string()))?;
+    let plan = abode_guard::read_plan_slice(&plan_json)
+        .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
+    let memory = control.remembered(workspace_id).await.map_err(internal)?;
+    let report = abode_guard::evaluate_as(
+        &plan,
+        transition,
+        initiator,
+        &abode_guard::remembered_rules(&memory),
+    );
+    Ok(Judged {
+        plan,
+        plan_json,
+        report,
+        memory,
+    })
 }
 
 /// The guard is pure and has its own transition type; every stored build

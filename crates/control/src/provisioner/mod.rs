@@ -17,6 +17,7 @@
 mod guard_step;
 mod interruptions;
 mod output;
+mod preview;
 mod run;
 
 use std::time::Duration;
@@ -36,7 +37,21 @@ use run::{BuildRun, Ended, Failure};
 /// without a wake-up (jobs queued by another process).
 const IDLE_POLL: Duration = Duration::from_secs(2);
 
-pub(crate) async fn worker(control: Control, name: String, mut shutdown: watch::Receiver<bool>) {
+/// How long a worker holds a preview's result before another may plan it
+/// again: longer than any plan should take (a preview never applies, so a
+/// plan run twice costs only time).
+const PREVIEW_LEASE: Duration = Duration::from_secs(15 * 60);
+
+/// A worker: claims build jobs, people's first, and when none waits and it
+/// `takes_previews`, fleet previews' plans (so a preview never delays a
+/// build that is queued: with more than one worker, the first keeps itself
+/// for builds).
+pub(crate) async fn worker(
+    control: Control,
+    name: String,
+    takes_previews: bool,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         if *shutdown.borrow() {
             break;
@@ -53,6 +68,9 @@ pub(crate) async fn worker(control: Control, name: String, mut shutdown: watch::
                 run_build(&control, &name, &job.build_id, job.kind, shutdown.clone()).await;
             }
             Ok(None) => {
+                if takes_previews && claim_and_run_preview(&control, &shutdown).await {
+                    continue;
+                }
                 tokio::select! {
                     _ = control.inner.jobs_queued.notified() => {}
                     _ = tokio::time::sleep(IDLE_POLL) => {}
@@ -63,6 +81,28 @@ pub(crate) async fn worker(control: Control, name: String, mut shutdown: watch::
                 tracing::error!(worker = %name, %error, "cannot claim a job");
                 tokio::time::sleep(IDLE_POLL).await;
             }
+        }
+    }
+}
+
+/// Plans one waiting preview result, if there is one; false when none waits.
+async fn claim_and_run_preview(control: &Control, shutdown: &watch::Receiver<bool>) -> bool {
+    let lease_ms = i64::try_from(PREVIEW_LEASE.as_millis()).unwrap_or(i64::MAX);
+    match control
+        .inner
+        .store
+        .claim_preview(&control.inner.config.server_id, lease_ms)
+        .await
+    {
+        Ok(Some(claimed)) => {
+            let _busy = control.inner.config.metrics.provisioner_busy();
+            preview::run_preview(control, &claimed, shutdown.clone()).await;
+            true
+        }
+        Ok(None) => false,
+        Err(error) => {
+            tracing::error!(%error, "cannot claim a preview");
+            false
         }
     }
 }

@@ -68,10 +68,11 @@ pub(crate) struct TerraformError {
 
 /// Writes Terraform's output lines into a build's log as they come, skipping
 /// the first `skip` rendered lines (already logged by a server that died);
-/// returns the last error, for the build's one-line error.
+/// returns the last error, for the build's one-line error. Without a build
+/// (a preview's plan, which has no log) only the last error is kept.
 pub(crate) async fn log_output(
     control: &Control,
-    build_id: &str,
+    build_id: Option<&str>,
     stage: &str,
     mut receiver: mpsc::UnboundedReceiver<OutputLine>,
     skip: usize,
@@ -89,9 +90,9 @@ pub(crate) async fn log_output(
                 summary: diagnostic_summary(&line),
             });
         }
-        if seen <= skip {
+        let Some(build_id) = build_id.filter(|_| seen > skip) else {
             continue;
-        }
+        };
         if let Err(error) = control.log(build_id, stage, level, &text).await {
             tracing::error!(build = %build_id, %error, "cannot write a build log line");
         }

@@ -55,13 +55,15 @@ pub(super) enum Ended {
 const STALE_PLAN_MESSAGE: &str =
     "the workspace changed since this plan was made; start the build again";
 
-/// What a build's work dir is made of, laid out off the async runtime.
-struct WorkDirLayout {
-    base: PathBuf,
-    build_id: String,
-    archive: Vec<u8>,
-    state: Option<Vec<u8>>,
-    provider_mirror: Option<PathBuf>,
+/// What a build's (or a preview's) work dir is made of, laid out off the
+/// async runtime.
+pub(super) struct WorkDirLayout {
+    pub(super) base: PathBuf,
+    /// The work dir's name under `base`.
+    pub(super) build_id: String,
+    pub(super) archive: Vec<u8>,
+    pub(super) state: Option<Vec<u8>>,
+    pub(super) provider_mirror: Option<PathBuf>,
 }
 
 impl WorkDirLayout {
@@ -69,7 +71,7 @@ impl WorkDirLayout {
     /// CLI configuration and a complete provider lock (so that `terraform
     /// init` neither warns about nor re-hashes the mirrored provider); returns
     /// the work dir and the CLI configuration's path.
-    fn lay_out(self) -> Result<(PathBuf, PathBuf), Failure> {
+    pub(super) fn lay_out(self) -> Result<(PathBuf, PathBuf), Failure> {
         let work_dir = workdir::create(&self.base, &self.build_id)
             .map_err(|error| Failure::failed(format!("cannot create the work dir: {error}")))?;
         let template_dir = work_dir.join(TEMPLATE_SUBDIR);
@@ -84,6 +86,14 @@ impl WorkDirLayout {
         workdir::write_provider_lock(&template_dir, self.provider_mirror.as_deref())
             .map_err(Failure::failed)?;
         Ok((work_dir, cli_config))
+    }
+
+    /// [`WorkDirLayout::lay_out`] on a blocking thread: unpacking up to
+    /// 64 MiB and hashing the provider are blocking work.
+    pub(super) async fn lay_out_off_runtime(self) -> Result<(PathBuf, PathBuf), Failure> {
+        tokio::task::spawn_blocking(move || self.lay_out())
+            .await
+            .map_err(|error| Failure::failed(format!("preparing the work dir failed: {error}")))?
     }
 }
 
@@ -156,14 +166,10 @@ impl BuildRun {
             state,
             provider_mirror: config.provider_mirror.clone(),
         };
-        // Unpacking up to 64 MiB and hashing the provider are blocking work.
-        let (work_dir, cli_config) = tokio::task::spawn_blocking(move || layout.lay_out())
-            .await
-            .map_err(|error| {
-                Failure::failed(format!("preparing the work dir failed: {error}"))
-            })??;
+        let (work_dir, cli_config) = layout.lay_out_off_runtime().await?;
         self.work_dir = work_dir;
-        self.env = build_env(config, &build, &workspace, &cli_config)?;
+        let context = build_context(config, &build, &workspace)?;
+        self.env = contract_env(config, context, &cli_config);
         Ok((build, workspace))
     }
 
@@ -404,12 +410,40 @@ impl BuildRun {
 
     /// Runs one Terraform command, streaming its lines into the log.
     pub(super) async fn terraform(&self, stage: &str, args: &[&str]) -> Result<(), Failure> {
-        let invocation = Invocation::new(self.template_dir(), args.iter().copied(), &self.env);
+        let command = TerraformCommand {
+            control: &self.control,
+            work_dir: &self.work_dir,
+            env: &self.env,
+            cancel: self.cancel.clone(),
+            build_id: Some(&self.build_id),
+        };
+        command.run(stage, args).await
+    }
+}
+
+/// One Terraform command of a build or a preview, in the template dir of
+/// `work_dir`, its lines written to the build's log (a preview keeps only
+/// the last error), stopped by `cancel`.
+pub(super) struct TerraformCommand<'a> {
+    pub(super) control: &'a Control,
+    pub(super) work_dir: &'a Path,
+    pub(super) env: &'a [(String, String)],
+    pub(super) cancel: watch::Receiver<bool>,
+    pub(super) build_id: Option<&'a str>,
+}
+
+impl TerraformCommand<'_> {
+    pub(super) async fn run(self, stage: &str, args: &[&str]) -> Result<(), Failure> {
+        let invocation = Invocation::new(
+            self.work_dir.join(TEMPLATE_SUBDIR),
+            args.iter().copied(),
+            self.env,
+        );
         let (sender, receiver) = mpsc::unbounded_channel::<OutputLine>();
         let grace = self.control.inner.config.cancel_grace;
-        let record = RunRecord::in_dir(&self.work_dir);
-        let runner = supervise::stream(&invocation, &record, sender, self.cancel.clone(), grace);
-        let logger = log_output(&self.control, &self.build_id, stage, receiver, 0);
+        let record = RunRecord::in_dir(self.work_dir);
+        let runner = supervise::stream(&invocation, &record, sender, self.cancel, grace);
+        let logger = log_output(self.control, self.build_id, stage, receiver, 0);
         let (outcome, last_error) = tokio::join!(runner, logger);
         match outcome {
             Ok(Outcome::Exited { success: true, .. }) => Ok(()),
@@ -449,21 +483,20 @@ pub(super) fn internal(error: ControlError) -> Failure {
     Failure::failed(error.to_string())
 }
 
-/// The environment of a build's Terraform runs: the environment contract
-/// plus the CLI configuration.
-fn build_env(
+/// The environment contract of a build: the workspace, the build and its
+/// parameter values.
+fn build_context(
     config: &crate::Config,
     build: &Build,
     workspace: &Workspace,
-    cli_config: &Path,
-) -> Result<Vec<(String, String)>, Failure> {
+) -> Result<BuildContext, Failure> {
     let given = build.parameters.as_deref().unwrap_or(&workspace.parameters);
     let parameters: BTreeMap<String, String> = serde_json::from_str(given).map_err(|error| {
         Failure::failed(format!(
             "the workspace's stored parameters are not an object of strings: {error}"
         ))
     })?;
-    let context = BuildContext {
+    Ok(BuildContext {
         workspace_id: workspace.id.clone(),
         workspace_name: workspace.name.clone(),
         transition: build.transition,
@@ -489,7 +522,17 @@ fn build_env(
         parameters,
         development: false,
         template_import: false,
-    };
+    })
+}
+
+/// The environment of a build's (or a preview's) Terraform runs: the
+/// server's Terraform environment, the environment contract and the CLI
+/// configuration.
+pub(super) fn contract_env(
+    config: &crate::Config,
+    context: BuildContext,
+    cli_config: &Path,
+) -> Vec<(String, String)> {
     let mut env = config.terraform_env.clone();
     env.extend(
         context
@@ -501,5 +544,5 @@ fn build_env(
         "TF_CLI_CONFIG_FILE".into(),
         cli_config.display().to_string(),
     ));
-    Ok(env)
+    env
 }

@@ -1,0 +1,286 @@
+//! One workspace's fleet preview: the version planned with the workspace's
+//! own state, parameters and transition, judged by the guard exactly as a
+//! build of that version would be, and **never applied**.
+//!
+//! It shares the build's steps (work dir, environment contract, `init`,
+//! `plan -out`, the guard's judgement) but none of a build's records: no
+//! build row, no log, no saved plan, no state written back. The work dir is
+//! private and removed at the end; the stored state is only ever read.
+
+use std::collections::BTreeMap;
+
+use abode_contract::BuildContext;
+use abode_store::{
+    ClaimedPreview, PreviewOutcome, PreviewStatus, SystemActor, Transition, Workspace,
+};
+use tokio::sync::watch;
+use tracing::Instrument;
+
+use super::guard_step::{judge_plan, Judged};
+use super::run::{contract_env, storage, Failure, TerraformCommand, WorkDirLayout};
+use crate::builds::resolve_parameters;
+use crate::parameters::CheckKind;
+use crate::workdir::{self, PLAN_FILE, TEMPLATE_SUBDIR};
+use crate::Control;
+
+/// Plans and judges one claimed result and records how it ended.
+pub(crate) async fn run_preview(
+    control: &Control,
+    claimed: &ClaimedPreview,
+    shutdown: watch::Receiver<bool>,
+) {
+    let span = tracing::info_span!(
+        "preview",
+        preview_id = %claimed.preview_id,
+        workspace_id = %claimed.workspace_id,
+    );
+    run_preview_steps(control, claimed, shutdown)
+        .instrument(span)
+        .await;
+}
+
+async fn run_preview_steps(
+    control: &Control,
+    claimed: &ClaimedPreview,
+    shutdown: watch::Receiver<bool>,
+) {
+    let work_dir = control
+        .inner
+        .config
+        .work_dir()
+        .join(preview_dir_name(&claimed.result_id));
+    let outcome = match plan_and_judge(control, claimed, shutdown).await {
+        Ok(outcome) => outcome,
+        Err(failure) => PreviewOutcome {
+            status: PreviewStatus::Failed,
+            transition: failure.transition,
+            decision: None,
+            report: None,
+            error: Some(failure.message),
+        },
+    };
+    workdir::remove_off_runtime(work_dir).await;
+    let holder = &control.inner.config.server_id;
+    match control
+        .inner
+        .store
+        .finish_preview(&claimed.result_id, holder, &outcome)
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => tracing::warn!(
+            "a preview outlived its lease and was taken by another worker; its result is theirs"
+        ),
+        Err(error) => tracing::error!(%error, "cannot record a preview's result"),
+    }
+}
+
+/// A preview's work dir, beside the builds' (cleared with theirs at start).
+fn preview_dir_name(result_id: &str) -> String {
+    format!("preview-{result_id}")
+}
+
+/// Why a preview has no decision, and the transition it was planned as if
+/// it got that far.
+struct PreviewFailure {
+    transition: Option<Transition>,
+    message: String,
+}
+
+impl PreviewFailure {
+    fn at(transition: Transition) -> impl Fn(Failure) -> PreviewFailure {
+        move |failure| PreviewFailure {
+            transition: Some(transition),
+            message: failure.message,
+        }
+    }
+}
+
+async fn plan_and_judge(
+    control: &Control,
+    claimed: &ClaimedPreview,
+    shutdown: watch::Receiver<bool>,
+) -> Result<PreviewOutcome, PreviewFailure> {
+    let store = &control.inner.store;
+    let early = |failure: Failure| PreviewFailure {
+        transition: None,
+        message: failure.message,
+    };
+    let preview = store
+        .preview_by_id(&claimed.preview_id)
+        .await
+        .map_err(storage)
+        .map_err(early)?;
+    let workspace = store
+        .workspace_by_id(&claimed.workspace_id)
+        .await
+        .map_err(storage)
+        .map_err(early)?;
+    if workspace.deleted {
+        return Ok(skipped("the workspace was deleted before its turn"));
+    }
+    // Previewed as what its next build would be: a running workspace as a
+    // start, a stopped one as a stop (one that never built as a start).
+    let transition = match store
+        .latest_succeeded_build(&workspace.id)
+        .await
+        .map_err(storage)
+        .map_err(early)?
+    {
+        Some(build) if build.transition == Transition::Stop => Transition::Stop,
+        Some(build) if build.transition == Transition::Delete => {
+            return Ok(skipped("the workspace was deleted before its turn"))
+        }
+        _ => Transition::Start,
+    };
+    let failed = PreviewFailure::at(transition);
+    let version = store
+        .template_version_by_id(&preview.template_version_id)
+        .await
+        .map_err(storage)
+        .map_err(&failed)?;
+    let previous: BTreeMap<String, String> =
+        serde_json::from_str(&workspace.parameters).map_err(|error| {
+            failed(Failure::failed(format!(
+                "the workspace's stored parameters are not an object of strings: {error}"
+            )))
+        })?;
+    // The workspace's values against the version's declarations, as an
+    // update to it would check them: a value the version refuses, or a new
+    // required parameter, is this workspace's error.
+    let (values, _) = resolve_parameters(
+        &version,
+        &BTreeMap::new(),
+        Some(&previous),
+        CheckKind::Update,
+    )
+    .map_err(|error| failed(Failure::failed(error.to_string())))?;
+    let archive = store
+        .template_version_archive(&version.id)
+        .await
+        .map_err(storage)
+        .map_err(&failed)?;
+    let state = store
+        .state(&workspace.id)
+        .await
+        .map_err(storage)
+        .map_err(&failed)?;
+    let config = &control.inner.config;
+    let (work_dir, cli_config) = WorkDirLayout {
+        base: config.work_dir(),
+        build_id: preview_dir_name(&claimed.result_id),
+        archive,
+        state,
+        provider_mirror: config.provider_mirror.clone(),
+    }
+    .lay_out_off_runtime()
+    .await
+    .map_err(&failed)?;
+    let context = preview_context(
+        config,
+        &workspace,
+        transition,
+        &claimed.result_id,
+        version.number,
+        values,
+    );
+    let env = contract_env(config, context, &cli_config);
+    let terraform = |stage: &'static str, args: Vec<String>| {
+        let command = TerraformCommand {
+            control,
+            work_dir: &work_dir,
+            env: &env,
+            cancel: shutdown.clone(),
+            build_id: None,
+        };
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            command.run(stage, &args).await
+        }
+    };
+    terraform("init", to_args(&["init", "-input=false", "-json"]))
+        .await
+        .map_err(&failed)?;
+    let plan_file = work_dir.join(PLAN_FILE);
+    let plan_arg = format!("-out={}", plan_file.display());
+    terraform(
+        "plan",
+        to_args(&["plan", "-input=false", "-json", &plan_arg]),
+    )
+    .await
+    .map_err(&failed)?;
+    let guard_transition = match transition {
+        Transition::Stop => abode_guard::Transition::Stop,
+        _ => abode_guard::Transition::Start,
+    };
+    let Judged { report, .. } = judge_plan(
+        control,
+        &work_dir.join(TEMPLATE_SUBDIR),
+        &env,
+        &plan_file,
+        &workspace.id,
+        guard_transition,
+        abode_guard::Initiator::Person,
+    )
+    .await
+    .map_err(&failed)?;
+    Ok(PreviewOutcome {
+        status: PreviewStatus::Planned,
+        transition: Some(transition),
+        decision: Some(report.decision.as_str()),
+        report: Some(report.to_json()),
+        error: None,
+    })
+}
+
+fn to_args(args: &[&str]) -> Vec<String> {
+    args.iter().map(|arg| arg.to_string()).collect()
+}
+
+fn skipped(why: &str) -> PreviewOutcome {
+    PreviewOutcome {
+        status: PreviewStatus::Skipped,
+        transition: None,
+        decision: None,
+        report: None,
+        error: Some(why.to_string()),
+    }
+}
+
+/// The environment contract of a preview: the workspace's, as its next
+/// build of the previewed version would see it. A preview has no build: the
+/// result's id stands for the build's.
+fn preview_context(
+    config: &crate::Config,
+    workspace: &Workspace,
+    transition: Transition,
+    result_id: &str,
+    version: i64,
+    parameters: BTreeMap<String, String>,
+) -> BuildContext {
+    BuildContext {
+        workspace_id: workspace.id.clone(),
+        workspace_name: workspace.name.clone(),
+        transition,
+        build_id: result_id.to_string(),
+        owner_id: workspace.owner_id.clone(),
+        owner_name: workspace.owner_name.clone(),
+        owner_email: workspace.owner_email.clone(),
+        owner_full_name: String::new(),
+        owner_groups: Vec::new(),
+        template_id: workspace.template_id.clone(),
+        template_name: workspace.template_name.clone(),
+        template_version: version.to_string(),
+        // A pool's workspace would be rebuilt by the pool as a prebuild.
+        is_prebuild: workspace.owner_name == SystemActor::Prebuilds.username(),
+        is_prebuild_claim: false,
+        agent_url: config.access_url.clone(),
+        agent_token: None,
+        agent_binary: config.agent_binary.clone(),
+        volumes_dir: config.volumes_dir(),
+        process_logs_dir: config.process_logs_dir(),
+        parameters,
+        development: false,
+        template_import: false,
+    }
+}
