@@ -18,8 +18,8 @@ use abode_control::{AuditQuery as ControlAuditQuery, BuildRequest, WorkspaceQuer
 use abode_store::{BuildStatus, Role, Roles};
 
 use crate::views::{
-    AuditEventJson, BuildJson, LogLineJson, PresetJson, ProtectionJson, TemplateJson, UserJson,
-    VersionJson, WorkspaceJson,
+    AuditEventJson, BuildJson, LogLineJson, PresetJson, PreviewJson, ProtectionJson, TemplateJson,
+    UserJson, VersionJson, WorkspaceJson,
 };
 use crate::{request_id_layer, ApiError, AppState, Authenticated, AuthenticatedAgent, RequestId};
 
@@ -89,6 +89,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::identity::routes())
         .merge(crate::notifications::routes())
         .merge(crate::prebuilds::routes())
+        .merge(crate::previews::routes())
         .merge(crate::schedules::routes())
         .merge(crate::connect::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
@@ -218,7 +219,7 @@ async fn read_upload(mut body: axum::body::Body) -> Result<Vec<u8>, ApiError> {
     Ok(data)
 }
 
-fn ok(status: StatusCode, body: Value) -> ApiResult {
+pub(crate) fn ok(status: StatusCode, body: Value) -> ApiResult {
     Ok((status, Json(body)).into_response())
 }
 
@@ -283,7 +284,7 @@ pub(crate) struct PageQuery {
     pub(crate) limit: Option<i64>,
 }
 
-fn parse_number(raw: &str, what: &str) -> Result<Option<i64>, ApiError> {
+pub(crate) fn parse_number(raw: &str, what: &str) -> Result<Option<i64>, ApiError> {
     if raw == "latest" {
         return Ok(None);
     }
@@ -595,22 +596,35 @@ async fn get_version(
         .control
         .template_version_detail(&caller, &name, number)
         .await?;
+    let gate = state.control.preview_gate(&caller, &name, number).await?;
+    let preview = gate.as_ref().map(|gate| PreviewJson::from(&gate.preview));
     ok(
         StatusCode::OK,
-        json!({"version": VersionJson::from(&version), "lint": lint}),
+        json!({"version": VersionJson::from(&version), "lint": lint, "preview": preview}),
     )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActivateBody {
+    /// The id of the version's latest preview, acknowledged: needed when
+    /// that preview would hold or block workspaces or has not finished.
+    #[serde(default)]
+    acknowledge_preview: Option<String>,
 }
 
 async fn activate_version(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
     Path((name, number)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
+    let body: ActivateBody = parse_json(body)?;
     let number = parse_number(&number, "version")?
         .ok_or_else(|| ApiError::bad_request("give a version number to activate"))?;
     let (template, version) = state
         .control
-        .activate_template_version(&caller, &name, number)
+        .activate_previewed_version(&caller, &name, number, body.acknowledge_preview.as_deref())
         .await?;
     ok(
         StatusCode::OK,

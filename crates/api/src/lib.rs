@@ -11,6 +11,7 @@ mod handlers;
 mod identity;
 mod notifications;
 mod prebuilds;
+mod previews;
 mod prometheus;
 mod schedules;
 mod server;

@@ -9,6 +9,7 @@ use abode_store::{
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
+use serde_json::Value;
 
 #[derive(Serialize)]
 pub struct UserJson {
@@ -491,6 +492,89 @@ mod tests {
         ];
         for (ms, expected) in cases {
             assert_eq!(rfc3339(ms), expected, "{ms}");
+        }
+    }
+}
+
+/// A fleet preview's summary (`GET /templates/{name}/versions/{n}/previews/latest`).
+#[derive(Serialize)]
+pub struct PreviewJson<'a> {
+    pub id: &'a str,
+    pub template: &'a str,
+    pub version: i64,
+    pub requested_by: &'a str,
+    pub created_at: Rfc3339,
+    /// Every workspace planned (or skipped): the counts are final.
+    pub done: bool,
+    pub finished_at: Option<Rfc3339>,
+    pub total: i64,
+    pub pending: i64,
+    pub allowed: i64,
+    pub held: i64,
+    pub blocked: i64,
+    pub failed: i64,
+    pub skipped: i64,
+    /// Why activating the version asks for confirmation; null when it does not.
+    pub activation_concern: Option<String>,
+}
+
+impl<'a> From<&'a abode_store::Preview> for PreviewJson<'a> {
+    fn from(preview: &'a abode_store::Preview) -> Self {
+        PreviewJson {
+            id: &preview.id,
+            template: &preview.template_name,
+            version: preview.version,
+            requested_by: &preview.requested_by,
+            created_at: Rfc3339(preview.created_at),
+            done: preview.pending == 0,
+            finished_at: preview
+                .finished_at
+                .filter(|_| preview.pending == 0)
+                .map(Rfc3339),
+            total: preview.total,
+            pending: preview.pending,
+            allowed: preview.allowed,
+            held: preview.held,
+            blocked: preview.blocked,
+            failed: preview.failed,
+            skipped: preview.skipped,
+            activation_concern: abode_control::previews::activation_concern(preview),
+        }
+    }
+}
+
+/// One workspace's preview: what the guard would decide for a build of the
+/// version, with its report (sensitive values hidden as in every report).
+#[derive(Serialize)]
+pub struct PreviewResultJson<'a> {
+    /// `owner/name`.
+    pub workspace: String,
+    pub status: &'static str,
+    pub transition: Option<&'static str>,
+    pub decision: Option<&'static str>,
+    /// Why there is no decision: the plan's error, or why it was skipped.
+    pub error: Option<&'a str>,
+    /// The guard's report (`abode plan check --format json`).
+    pub report: Option<&'a Value>,
+    /// Lint findings on the resources of its protected changes.
+    pub lint: &'a [abode_control::previews::LintLink],
+    pub started_at: Option<Rfc3339>,
+    pub finished_at: Option<Rfc3339>,
+}
+
+impl<'a> From<&'a abode_control::previews::PreviewEntry> for PreviewResultJson<'a> {
+    fn from(entry: &'a abode_control::previews::PreviewEntry) -> Self {
+        let result = &entry.result;
+        PreviewResultJson {
+            workspace: format!("{}/{}", result.owner_name, result.workspace_name),
+            status: result.status.as_str(),
+            transition: result.transition.map(|transition| transition.as_str()),
+            decision: entry.decision.map(|decision| decision.as_str()),
+            error: result.error.as_deref(),
+            report: entry.report.as_ref(),
+            lint: &entry.lint,
+            started_at: result.started_at.map(Rfc3339),
+            finished_at: result.finished_at.map(Rfc3339),
         }
     }
 }

@@ -62,20 +62,26 @@ pub struct PreviewGate {
 
 impl PreviewGate {
     fn of(preview: Preview) -> PreviewGate {
-        let concern = if preview.pending > 0 {
-            Some(format!(
-                "its preview has not finished ({} of {} workspaces still to plan)",
-                preview.pending, preview.total
-            ))
-        } else if preview.held + preview.blocked > 0 {
-            Some(format!(
-                "its preview would hold {} and block {} of {} workspaces",
-                preview.held, preview.blocked, preview.total
-            ))
-        } else {
-            None
-        };
+        let concern = activation_concern(&preview);
         PreviewGate { preview, concern }
+    }
+}
+
+/// Why activating the version of `preview` needs it acknowledged: it would
+/// hold or block workspaces, or has not finished; `None` otherwise.
+pub fn activation_concern(preview: &Preview) -> Option<String> {
+    if preview.pending > 0 {
+        Some(format!(
+            "its preview has not finished ({} of {} workspaces still to plan)",
+            preview.pending, preview.total
+        ))
+    } else if preview.held + preview.blocked > 0 {
+        Some(format!(
+            "its preview would hold {} and block {} of {} workspaces",
+            preview.held, preview.blocked, preview.total
+        ))
+    } else {
+        None
     }
 }
 

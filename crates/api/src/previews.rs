@@ -1,0 +1,96 @@
+//! Routes of fleet previews (docs/api.md, "Fleet previews"): starting a
+//! preview of a template version and reading its latest report. Activation
+//! itself stays with the template routes; it takes the acknowledged
+//! preview's id.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::handlers::{list_query, ok, parse_json, parse_number, ListQueryResult, PageQuery};
+use crate::views::{PreviewJson, PreviewResultJson};
+use crate::{ApiError, AppState, Authenticated};
+
+/// The routes of this module, merged into `/api/v1`.
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/templates/:name/versions/:number/previews",
+            post(start_preview),
+        )
+        .route(
+            "/templates/:name/versions/:number/previews/latest",
+            get(latest_preview),
+        )
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PreviewBody {
+    /// `name` or `owner/name`; none: every live workspace not on the version.
+    #[serde(default)]
+    workspaces: Vec<String>,
+}
+
+async fn start_preview(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((name, number)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    let body: PreviewBody = parse_json(body)?;
+    let number = parse_version(&number)?;
+    let preview = state
+        .control
+        .start_preview(&caller, &name, number, &body.workspaces)
+        .await?;
+    ok(
+        StatusCode::CREATED,
+        json!({"preview": PreviewJson::from(&preview)}),
+    )
+}
+
+/// The latest preview with a page of its results; `preview` is null when
+/// the version was never previewed.
+async fn latest_preview(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((name, number)): Path<(String, String)>,
+    query: ListQueryResult<PageQuery>,
+) -> Result<axum::response::Response, ApiError> {
+    let query = list_query(query)?;
+    let number = parse_version(&number)?;
+    let report = state
+        .control
+        .preview_report(&caller, &name, number, query.after.as_deref(), query.limit)
+        .await?;
+    let Some(report) = report else {
+        return ok(
+            StatusCode::OK,
+            json!({"preview": null, "results": [], "next": null}),
+        );
+    };
+    let results: Vec<PreviewResultJson> = report
+        .results
+        .items
+        .iter()
+        .map(PreviewResultJson::from)
+        .collect();
+    ok(
+        StatusCode::OK,
+        json!({
+            "preview": PreviewJson::from(&report.preview),
+            "results": results,
+            "next": report.results.next,
+        }),
+    )
+}
+
+fn parse_version(raw: &str) -> Result<i64, ApiError> {
+    parse_number(raw, "version")?.ok_or_else(|| ApiError::bad_request("give a version number"))
+}
