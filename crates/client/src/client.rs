@@ -14,9 +14,10 @@ use serde_json::json;
 use crate::error::ClientError;
 use crate::types::{
     AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification,
-    LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool, Protection,
-    ScheduleSpec, Template, TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion,
-    TemplateVersionDetail, TemplateVersionResponse, Transition, User, Workspace, WorkspaceSchedule,
+    LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool, Preview,
+    PreviewReport, PreviewResult, Protection, ScheduleSpec, Template, TemplatePolicy,
+    TemplatePolicyPatch, TemplatePresets, TemplateVersion, TemplateVersionDetail,
+    TemplateVersionResponse, Transition, User, Workspace, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -83,6 +84,18 @@ struct ScheduleBody {
 #[derive(Deserialize)]
 struct TemplateBody {
     template: Template,
+}
+#[derive(Deserialize)]
+struct PreviewBody {
+    preview: Preview,
+}
+#[derive(Deserialize)]
+struct PreviewPage {
+    preview: Option<Preview>,
+    #[serde(default)]
+    results: Vec<PreviewResult>,
+    #[serde(default)]
+    next: Option<String>,
 }
 #[derive(Deserialize)]
 struct VersionsBody {
@@ -447,11 +460,80 @@ impl Client {
         name: &str,
         number: u64,
     ) -> Result<TemplateVersionResponse, ClientError> {
+        self.activate_version_acknowledging(name, number, None)
+    }
+
+    /// Activates version `number`, acknowledging its latest preview (the
+    /// server refuses an activation whose preview would hold or block
+    /// workspaces without it).
+    pub fn activate_version_acknowledging(
+        &self,
+        name: &str,
+        number: u64,
+        preview: Option<&str>,
+    ) -> Result<TemplateVersionResponse, ClientError> {
         let path = format!(
             "/templates/{}/versions/{number}/activate",
             workspace_segment(name)
         );
-        self.finish("activate version", self.request("POST", &path).call())
+        self.finish(
+            "activate version",
+            self.request("POST", &path)
+                .send_json(json!({"acknowledge_preview": preview})),
+        )
+    }
+
+    /// Starts a fleet preview of version `number` of template `name`, of the
+    /// named workspaces or (none named) every live one not on it.
+    pub fn start_preview(
+        &self,
+        name: &str,
+        number: u64,
+        workspaces: &[String],
+    ) -> Result<Preview, ClientError> {
+        let path = format!(
+            "/templates/{}/versions/{number}/previews",
+            workspace_segment(name)
+        );
+        let body: PreviewBody = self.finish(
+            "start preview",
+            self.request("POST", &path)
+                .send_json(json!({"workspaces": workspaces})),
+        )?;
+        Ok(body.preview)
+    }
+
+    /// The latest preview of version `number` with every result, read page
+    /// by page (`None`: never previewed).
+    pub fn latest_preview(
+        &self,
+        name: &str,
+        number: u64,
+    ) -> Result<Option<PreviewReport>, ClientError> {
+        let path = format!(
+            "/templates/{}/versions/{number}/previews/latest",
+            workspace_segment(name)
+        );
+        let mut results = Vec::new();
+        let mut after: Option<String> = None;
+        loop {
+            let mut request = self
+                .request("GET", &path)
+                .query("limit", &MAX_PAGE.to_string());
+            if let Some(after) = &after {
+                request = request.query("after", after);
+            }
+            let page: PreviewPage = self.finish("GET latest preview", request.call())?;
+            let Some(preview) = page.preview else {
+                return Ok(None);
+            };
+            let empty = page.results.is_empty();
+            results.extend(page.results);
+            match page.next {
+                Some(next) if !empty => after = Some(next),
+                _ => return Ok(Some(PreviewReport { preview, results })),
+            }
+        }
     }
 
     /// Creates a workspace and its first (start) build, with `preset`'s

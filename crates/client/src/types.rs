@@ -143,6 +143,71 @@ pub struct TemplateVersionDetail {
     /// `None`: pushed before the lint existed, never linted.
     #[serde(default)]
     pub lint: Option<LintReport>,
+    /// The version's latest fleet preview (`None`: never previewed).
+    #[serde(default)]
+    pub preview: Option<Preview>,
+}
+
+/// A fleet preview's summary (docs/api.md, "Fleet previews").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Preview {
+    pub id: String,
+    pub template: String,
+    pub version: u64,
+    pub requested_by: String,
+    pub created_at: String,
+    pub done: bool,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+    pub total: u64,
+    pub pending: u64,
+    pub allowed: u64,
+    pub held: u64,
+    pub blocked: u64,
+    pub failed: u64,
+    pub skipped: u64,
+    /// Why activating the version asks for confirmation (`None`: it does not).
+    #[serde(default)]
+    pub activation_concern: Option<String>,
+}
+
+/// One workspace's preview.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PreviewResult {
+    /// `owner/name`.
+    pub workspace: String,
+    pub status: String,
+    #[serde(default)]
+    pub transition: Option<String>,
+    #[serde(default)]
+    pub decision: Option<String>,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The guard's report (docs/plan-check.md).
+    #[serde(default)]
+    pub report: Option<serde_json::Value>,
+    #[serde(default)]
+    pub lint: Vec<PreviewLintLink>,
+    #[serde(default)]
+    pub started_at: Option<String>,
+    #[serde(default)]
+    pub finished_at: Option<String>,
+}
+
+/// A lint finding on the resource of a preview's protected change.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PreviewLintLink {
+    pub address: String,
+    pub rule: String,
+    #[serde(default)]
+    pub attribute: Option<String>,
+}
+
+/// A preview with all its results.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PreviewReport {
+    pub preview: Preview,
+    pub results: Vec<PreviewResult>,
 }
 
 /// The template lint's report (docs/lint.md, `schema_version` 1).

@@ -111,7 +111,7 @@ pub fn parse_digest(text: &str) -> Result<String, String> {
 /// Whether someone is there to read the plan and answer: both standard input
 /// and standard output are terminals (the review goes to stdout, so that it
 /// is on the screen of whoever types the answer).
-fn interactive() -> bool {
+pub(super) fn interactive() -> bool {
     use std::io::IsTerminal;
     std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
 }
@@ -133,7 +133,10 @@ fn confirm(args: ConfirmArgs) -> anyhow::Result<u8> {
                 );
                 return Ok(crate::exit::USAGE);
             }
-            if !ask_yes(&guard::review_message(&args.workspace, &held, &digest))? {
+            if !ask_yes(
+                &guard::review_message(&args.workspace, &held, &digest),
+                "Type yes to apply exactly this plan (anything else applies nothing): ",
+            )? {
                 eprintln!(
                     "error: build #{} of workspace {} was not confirmed (the answer was not `yes`); nothing was applied",
                     held.number,
@@ -196,13 +199,10 @@ fn held_plan(client: &Client, workspace: &str, number: u64) -> anyhow::Result<(B
 /// Shows `review` on stdout, asks for `yes` and reads one line of standard
 /// input; only exactly `yes` (surrounding blanks aside) counts, and the end
 /// of the input counts as no.
-fn ask_yes(review: &str) -> anyhow::Result<bool> {
+pub(super) fn ask_yes(review: &str, prompt: &str) -> anyhow::Result<bool> {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{review}")?;
-    write!(
-        stdout,
-        "Type yes to apply exactly this plan (anything else applies nothing): "
-    )?;
+    write!(stdout, "{prompt}")?;
     stdout.flush()?;
     drop(stdout);
     let mut answer = String::new();

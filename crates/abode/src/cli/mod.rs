@@ -15,6 +15,7 @@ mod notifications;
 mod output;
 mod port_forward;
 mod prebuilds;
+mod previews;
 mod schedule;
 mod ssh;
 mod templates;

@@ -60,6 +60,10 @@ pub struct PushArgs {
     /// Refuse the push when the server's lint finds an error-level hazard.
     #[arg(long)]
     pub strict: bool,
+    /// Start a fleet preview of the new version on every live workspace of
+    /// the template (`abode templates versions show` prints its report).
+    #[arg(long)]
+    pub preview: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -93,9 +97,14 @@ pub struct VersionShowArgs {
 pub enum VersionsCommand {
     /// List the versions of a template.
     List(VersionsListArgs),
-    /// Show a version with the lint's findings on it.
+    /// Show a version with the lint's findings and its latest fleet preview.
     Show(VersionShowArgs),
-    /// Make a version the active one.
+    /// Plan a version against the template's workspaces, never applying,
+    /// and report what the guard would say for each (exit 0 all allowed, 3
+    /// some would be held, 4 some blocked, 1 some failed to plan).
+    Preview(super::previews::PreviewArgs),
+    /// Make a version the active one (asks first when its latest preview
+    /// would hold or block workspaces).
     Activate(ActivateArgs),
 }
 
@@ -122,6 +131,10 @@ pub struct ActivateArgs {
     pub name: String,
     /// The version number to activate.
     pub version: u64,
+    /// Activate even though the version's latest preview would hold or
+    /// block workspaces (needed off a terminal; recorded in the audit log).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 pub fn run(command: TemplatesCommand) -> anyhow::Result<u8> {
@@ -131,6 +144,9 @@ pub fn run(command: TemplatesCommand) -> anyhow::Result<u8> {
         TemplatesCommand::List(args) => list(args),
         TemplatesCommand::Versions(VersionsCommand::List(args)) => versions(args),
         TemplatesCommand::Versions(VersionsCommand::Show(args)) => show_version(args),
+        TemplatesCommand::Versions(VersionsCommand::Preview(args)) => {
+            super::previews::preview(args)
+        }
         TemplatesCommand::Versions(VersionsCommand::Activate(args)) => activate(args),
         TemplatesCommand::Presets(args) => presets(args),
         TemplatesCommand::Edit(args) => super::schedule::edit_policy(args),
@@ -180,6 +196,23 @@ fn push(args: PushArgs) -> anyhow::Result<u8> {
             }
         }
     }
+    if args.preview {
+        let preview = client
+            .start_preview(&args.name, pushed.version.number, &[])
+            .with_context(|| {
+                format!(
+                    "version {} was pushed, but its preview was not started",
+                    pushed.version.number
+                )
+            })?;
+        eprintln!(
+            "Preview {} started on {} workspace(s); `abode templates versions show {} {}` prints its report",
+            preview.id,
+            preview.total,
+            visible(&args.name),
+            pushed.version.number
+        );
+    }
     Ok(EXIT_OK)
 }
 
@@ -218,7 +251,8 @@ fn lint(args: LintArgs) -> anyhow::Result<u8> {
 }
 
 fn show_version(args: VersionShowArgs) -> anyhow::Result<u8> {
-    let detail = session_client()?
+    let client = session_client()?;
+    let detail = client
         .template_version(&args.name, args.version)
         .with_context(|| {
             format!(
@@ -254,6 +288,17 @@ fn show_version(args: VersionShowArgs) -> anyhow::Result<u8> {
                     print_findings(&lint.findings);
                 }
                 None => println!("Lint:       not linted (pushed before the lint existed)"),
+            }
+            match &detail.preview {
+                // Who may not read previews' workspaces sees the counts.
+                Some(preview) => match client.latest_preview(&args.name, args.version) {
+                    Ok(Some(report)) if report.preview.id == preview.id => {
+                        println!();
+                        super::previews::print_report(&report);
+                    }
+                    _ => println!("Preview:    {}", super::previews::summary_line(preview)),
+                },
+                None => println!("Preview:    none (`abode templates versions preview` makes one)"),
             }
         }
     }
@@ -429,8 +474,23 @@ fn duration(seconds: i64) -> String {
 
 fn activate(args: ActivateArgs) -> anyhow::Result<u8> {
     let client = session_client()?;
+    let acknowledged = match super::previews::activation_acknowledgement(
+        &client,
+        &args.name,
+        args.version,
+        args.yes,
+    )
+    .with_context(|| {
+        format!(
+            "version {} of template {:?} was not activated",
+            args.version, args.name
+        )
+    })? {
+        Ok(acknowledged) => acknowledged,
+        Err(status) => return Ok(status),
+    };
     let answer = client
-        .activate_version(&args.name, args.version)
+        .activate_version_acknowledging(&args.name, args.version, acknowledged.as_deref())
         .with_context(|| {
             format!(
                 "version {} of template {:?} was not activated",
