@@ -243,4 +243,13 @@ fn a_preview_names_exactly_the_workspaces_a_version_would_hold_and_applies_nothi
         .run(&["audit", "--action", "template.activate", "-o", "json"])
         .ok();
     assert!(audit.stdout.contains("acknowledged=true"), "{audit}");
+
+    // A parameter change is a build like any other: on version 2 a small
+    // workspace made large would get a new, empty volume, and is held.
+    let held = platform.run(&["update", "small-run", "-p", "tier=large"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    assert!(held.stderr.contains("abode_volume.home"), "{held}");
+    platform
+        .run(&["update", "small-run", "-p", "tier=medium"])
+        .fails_with(1, &["tier is small or large"]);
 }
