@@ -193,6 +193,14 @@ fn push(args: PushArgs) -> anyhow::Result<u8> {
             if let Some(lint) = &pushed.lint {
                 print_findings(&lint.findings);
                 println!("Lint: {}", lint_summary(lint));
+                // The findings say what could go wrong; the preview, to whom.
+                if lint.errors + lint.warnings > 0 && !args.preview {
+                    println!(
+                        "Which workspaces a finding would reach: abode templates versions preview {} {}",
+                        visible(&pushed.template.name),
+                        pushed.version.number
+                    );
+                }
             }
         }
     }
