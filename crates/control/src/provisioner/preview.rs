@@ -9,15 +9,16 @@
 
 use std::collections::BTreeMap;
 
-use abode_contract::BuildContext;
 use abode_store::{
-    ClaimedPreview, PreviewOutcome, PreviewStatus, SystemActor, Transition, Workspace,
+    ClaimedPreview, PreviewOutcome, PreviewStatus, SystemActor, Transition,
 };
 use tokio::sync::watch;
 use tracing::Instrument;
 
 use super::guard_step::{judge_plan, Judged};
-use super::run::{contract_env, storage, Failure, TerraformCommand, WorkDirLayout};
+use super::run::{
+    contract_env, storage, workspace_context, Failure, RunOf, TerraformCommand, WorkDirLayout,
+};
 use crate::builds::resolve_parameters;
 use crate::parameters::CheckKind;
 use crate::workdir::{self, PLAN_FILE, TEMPLATE_SUBDIR};
@@ -176,13 +177,19 @@ async fn plan_and_judge(
     .lay_out_off_runtime()
     .await
     .map_err(&failed)?;
-    let context = preview_context(
+    // A preview has no build: the result's id stands for the build's. A
+    // pool's workspace would be rebuilt by the pool, as a prebuild.
+    let context = workspace_context(
         config,
         &workspace,
-        transition,
-        &claimed.result_id,
-        version.number,
-        values,
+        RunOf {
+            transition,
+            id: &claimed.result_id,
+            template_version: version.number,
+            is_prebuild: workspace.owner_name == SystemActor::Prebuilds.username(),
+            is_prebuild_claim: false,
+            parameters: values,
+        },
     );
     let env = contract_env(config, context, &cli_config);
     let terraform = |stage: &'static str, args: Vec<String>| {
@@ -244,43 +251,5 @@ fn skipped(why: &str) -> PreviewOutcome {
         decision: None,
         report: None,
         error: Some(why.to_string()),
-    }
-}
-
-/// The environment contract of a preview: the workspace's, as its next
-/// build of the previewed version would see it. A preview has no build: the
-/// result's id stands for the build's.
-fn preview_context(
-    config: &crate::Config,
-    workspace: &Workspace,
-    transition: Transition,
-    result_id: &str,
-    version: i64,
-    parameters: BTreeMap<String, String>,
-) -> BuildContext {
-    BuildContext {
-        workspace_id: workspace.id.clone(),
-        workspace_name: workspace.name.clone(),
-        transition,
-        build_id: result_id.to_string(),
-        owner_id: workspace.owner_id.clone(),
-        owner_name: workspace.owner_name.clone(),
-        owner_email: workspace.owner_email.clone(),
-        owner_full_name: String::new(),
-        owner_groups: Vec::new(),
-        template_id: workspace.template_id.clone(),
-        template_name: workspace.template_name.clone(),
-        template_version: version.to_string(),
-        // A pool's workspace would be rebuilt by the pool as a prebuild.
-        is_prebuild: workspace.owner_name == SystemActor::Prebuilds.username(),
-        is_prebuild_claim: false,
-        agent_url: config.access_url.clone(),
-        agent_token: None,
-        agent_binary: config.agent_binary.clone(),
-        volumes_dir: config.volumes_dir(),
-        process_logs_dir: config.process_logs_dir(),
-        parameters,
-        development: false,
-        template_import: false,
     }
 }

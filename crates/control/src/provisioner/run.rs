@@ -496,11 +496,46 @@ fn build_context(
             "the workspace's stored parameters are not an object of strings: {error}"
         ))
     })?;
-    Ok(BuildContext {
+    Ok(workspace_context(
+        config,
+        workspace,
+        RunOf {
+            transition: build.transition,
+            id: &build.id,
+            template_version: build.template_version,
+            // A pool's own builds (made, replaced, deleted by the `prebuilds`
+            // actor) run as prebuilds; the claim build is the one that hands
+            // the workspace to its person.
+            is_prebuild: build.reason == BuildReason::Prebuild,
+            is_prebuild_claim: build.reason == BuildReason::PrebuildClaim,
+            parameters,
+        },
+    ))
+}
+
+/// What a run of Terraform on a workspace is, for its environment contract.
+pub(super) struct RunOf<'a> {
+    pub(super) transition: Transition,
+    /// The build's id (a preview's result id stands for it).
+    pub(super) id: &'a str,
+    pub(super) template_version: i64,
+    pub(super) is_prebuild: bool,
+    pub(super) is_prebuild_claim: bool,
+    pub(super) parameters: BTreeMap<String, String>,
+}
+
+/// The environment contract of a run on `workspace`: the same for a build
+/// and for a preview of one.
+pub(super) fn workspace_context(
+    config: &crate::Config,
+    workspace: &Workspace,
+    run: RunOf<'_>,
+) -> BuildContext {
+    BuildContext {
         workspace_id: workspace.id.clone(),
         workspace_name: workspace.name.clone(),
-        transition: build.transition,
-        build_id: build.id.clone(),
+        transition: run.transition,
+        build_id: run.id.to_string(),
         owner_id: workspace.owner_id.clone(),
         owner_name: workspace.owner_name.clone(),
         owner_email: workspace.owner_email.clone(),
@@ -508,21 +543,18 @@ fn build_context(
         owner_groups: Vec::new(),
         template_id: workspace.template_id.clone(),
         template_name: workspace.template_name.clone(),
-        template_version: build.template_version.to_string(),
-        // A pool's own builds (made, replaced, deleted by the `prebuilds`
-        // actor) run as prebuilds; the claim build is the one that hands the
-        // workspace to its person.
-        is_prebuild: build.reason == BuildReason::Prebuild,
-        is_prebuild_claim: build.reason == BuildReason::PrebuildClaim,
+        template_version: run.template_version.to_string(),
+        is_prebuild: run.is_prebuild,
+        is_prebuild_claim: run.is_prebuild_claim,
         agent_url: config.access_url.clone(),
         agent_token: None,
         agent_binary: config.agent_binary.clone(),
         volumes_dir: config.volumes_dir(),
         process_logs_dir: config.process_logs_dir(),
-        parameters,
+        parameters: run.parameters,
         development: false,
         template_import: false,
-    })
+    }
 }
 
 /// The environment of a build's (or a preview's) Terraform runs: the
