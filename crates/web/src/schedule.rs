@@ -141,7 +141,7 @@ pub(crate) fn section(
                 } @else if schedule.autostart_days != "mon,tue,wed,thu,fri,sat,sun" {
                     p class="muted" { "The template allows autostart on " (schedule.autostart_days) " only." }
                 }
-                label for="schedule-ttl" { "Autostop after (e.g. 8h, 90m; 0: never; empty: the template's " (default_ttl) ")" }
+                label for="schedule-ttl" { "Autostop after (e.g. 8h, 90m; 0: never; empty: the template's default, " (default_ttl) ")" }
                 input id="schedule-ttl" name="ttl" type="text" value=(ttl)
                     autocomplete="off" readonly[!schedule.allow_user_autostop];
                 @if !schedule.allow_user_autostop {
