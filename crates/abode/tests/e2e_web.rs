@@ -56,6 +56,8 @@ resource "terraform_data" "file" {
 struct Browser {
     client: Client,
     driver: Child,
+    /// The session was ended by `close` (the scenario got to its end).
+    closed: bool,
     _profile: tempfile::TempDir,
 }
 
@@ -122,6 +124,7 @@ impl Browser {
         Browser {
             client,
             driver,
+            closed: false,
             _profile: profile,
         }
     }
@@ -247,8 +250,7 @@ impl Browser {
     /// Ends the session (Chromium quits), then chromedriver.
     async fn close(mut self) {
         done(self.client.clone().close().await, "closing the session");
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
+        self.closed = true;
     }
 }
 
@@ -257,18 +259,20 @@ impl Drop for Browser {
         // A scenario that failed never reached `close`: end the session from
         // a thread of its own (this one may be inside the test's runtime,
         // whose workers still run the session), so that Chromium quits
-        // with chromedriver; a closed session answers at once.
-        let client = self.client.clone();
-        let closing = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-                .unwrap();
-            runtime.block_on(async {
-                let _ = tokio::time::timeout(Duration::from_secs(10), client.close()).await;
+        // before chromedriver is killed.
+        if !self.closed {
+            let client = self.client.clone();
+            let closing = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async {
+                    let _ = tokio::time::timeout(Duration::from_secs(10), client.close()).await;
+                });
             });
-        });
-        let _ = closing.join();
+            let _ = closing.join();
+        }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
