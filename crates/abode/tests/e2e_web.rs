@@ -627,6 +627,24 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     assert!(after.contains("local version 2"), "{after}");
     assert_eq!(platform.show("dev")["template_version"], 2);
 
+    // That build started under the schedule set above: it stops 1h30m after
+    // its start, and the page extends that deadline.
+    browser.wait_for_text("Stops at").await;
+    let deadline = |platform: &Platform| {
+        platform
+            .run(&["schedule", "show", "dev", "--output", "json"])
+            .ok()
+            .json()["deadline"]
+            .as_i64()
+            .unwrap()
+    };
+    let before = deadline(&platform);
+    browser.clear("#extend-by").await;
+    browser.type_into("#extend-by", "5h").await;
+    browser.click("form[action$='/extend'] button").await;
+    let deadline_now = || async { deadline(&platform) > before + 3 * 3_600_000 };
+    wait_until(deadline_now).await;
+
     // A stale held page: the build was canceled elsewhere, Confirm is refused.
     push(
         &platform,

@@ -77,6 +77,8 @@ pub fn router(control: Control) -> Router {
             post(workspaces::act),
         )
         .route("/workspaces/:owner/:name/schedule", post(schedule::save))
+        .route("/workspaces/:owner/:name/extend", post(schedule::extend))
+        .route("/workspaces/:owner/:name/wake", post(schedule::wake))
         .route("/workspaces/:owner/:name/builds/:number", get(builds::page))
         .route(
             "/workspaces/:owner/:name/builds/:number/events",

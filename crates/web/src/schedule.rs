@@ -1,8 +1,12 @@
 //! A workspace's schedule on its page: what the scheduler will do (autostart
-//! cron, autostop after inactivity, the current deadline), and the form
-//! that sets it. The API's `workspace_schedule` and `set_workspace_schedule`
-//! (`PUT /api/v1/workspaces/{ws}/schedule`: the whole schedule at once), so
-//! the template's policy and the owner's right are the door's.
+//! cron, autostop after inactivity, the current deadline), the form that
+//! sets it, and extending the deadline or waking a dormant workspace. The
+//! API's `workspace_schedule`, `set_workspace_schedule` (`PUT
+//! /api/v1/workspaces/{ws}/schedule`: the whole schedule at once),
+//! `extend_workspace` and `wake_workspace`, so the template's policy and the
+//! owner's right are the door's.
+
+use std::time::Duration;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -18,18 +22,25 @@ use crate::session::{Viewer, CSRF_FIELD};
 use crate::workspaces::workspace_url;
 use crate::WebState;
 
-/// Milliseconds as a short duration (`8h`, `90m`, `1h30m`, `2d`).
+/// Milliseconds as a short duration (`8h`, `90m` as `1h30m`, `2d`, `45s`),
+/// to the second: what the form shows reads back as the same value (a ttl
+/// set through the API to the millisecond is the only loss).
 pub(crate) fn duration(ms: u64) -> String {
-    let minutes = ms / 60_000;
-    let (days, hours, minutes) = (minutes / 1440, minutes / 60 % 24, minutes % 60);
+    let seconds = ms / 1000;
+    let parts = [
+        (seconds / 86_400, "d"),
+        (seconds / 3600 % 24, "h"),
+        (seconds / 60 % 60, "m"),
+        (seconds % 60, "s"),
+    ];
     let mut text = String::new();
-    for (value, unit) in [(days, "d"), (hours, "h"), (minutes, "m")] {
+    for (value, unit) in parts {
         if value > 0 {
             text.push_str(&format!("{value}{unit}"));
         }
     }
     if text.is_empty() {
-        "0m".to_string()
+        "0s".to_string()
     } else {
         text
     }
@@ -37,7 +48,7 @@ pub(crate) fn duration(ms: u64) -> String {
 
 /// The autostop field: empty is the template's default (`None`), `0` or
 /// `never` no autostop (`Some(0)`), otherwise days, hours and minutes
-/// (`8h`, `90m`, `1h30m`, `2d`), in milliseconds.
+/// and seconds (`8h`, `90m`, `1h30m`, `2d`, `45s`), in milliseconds.
 fn parse_ttl(text: &str) -> Result<Option<u64>, String> {
     let text = text.trim().to_ascii_lowercase();
     if text.is_empty() {
@@ -63,6 +74,7 @@ fn parse_ttl(text: &str) -> Result<Option<u64>, String> {
             'd' => 86_400_000,
             'h' => 3_600_000,
             'm' => 60_000,
+            's' => 1000,
             _ => return Err(refused()),
         };
         let value: u64 = digits.parse().map_err(|_| refused())?;
@@ -149,6 +161,21 @@ pub(crate) fn section(
                 }
                 p { button type="submit" { "Save the schedule" } }
             }
+            @if schedule.deadline.is_some() {
+                form class="card" method="post" action=(format!("{url}/extend")) aria-label="Extend the deadline" {
+                    input type="hidden" name=(CSRF_FIELD) value=(csrf);
+                    label for="extend-by" { "Keep it running for (from now, e.g. 2h)" }
+                    input id="extend-by" name="by" type="text" value="1h" autocomplete="off";
+                    " "
+                    button type="submit" { "Extend" }
+                }
+            }
+            @if schedule.dormant_at.is_some() {
+                form method="post" action=(format!("{url}/wake")) {
+                    input type="hidden" name=(CSRF_FIELD) value=(csrf);
+                    button type="submit" { "Wake: no longer dormant" }
+                }
+            }
         }
     }
 }
@@ -189,16 +216,76 @@ pub(crate) async fn save(
             .control
             .set_workspace_schedule(&viewer.caller, &reference, &spec)
             .await
+            .map(|_| ())
             .map_err(|error| (html::status_of(&error), html::message_of(&error))),
         Err(message) => Err((StatusCode::BAD_REQUEST, message)),
     };
+    after(&state, &viewer, &owner, &name, result).await
+}
+
+/// The page after a change of the schedule: the schedule section on
+/// success, else the page with the door's refusal beside the form.
+async fn after(
+    state: &WebState,
+    viewer: &Viewer,
+    owner: &str,
+    name: &str,
+    result: Result<(), (StatusCode, String)>,
+) -> Response {
     match result {
-        Ok(_) => html::see_other(&format!("{}#schedule", workspace_url(&owner, &name))),
+        Ok(()) => html::see_other(&format!("{}#schedule", workspace_url(owner, name))),
         Err((status, message)) => {
             let problem = format!("Schedule not saved: {message}");
-            crate::workspaces::render(&state, &viewer, &owner, &name, Some((status, problem))).await
+            crate::workspaces::render(state, viewer, owner, name, Some((status, problem))).await
         }
     }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct ExtendForm {
+    #[serde(default)]
+    by: String,
+}
+
+/// Extend a running workspace's deadline (`Control::extend_workspace`, as
+/// `POST /api/v1/workspaces/{ws}/extend`).
+pub(crate) async fn extend(
+    State(state): State<WebState>,
+    viewer: Viewer,
+    Path((owner, name)): Path<(String, String)>,
+    Form(form): Form<ExtendForm>,
+) -> Response {
+    let reference = format!("{owner}/{name}");
+    let result = match parse_ttl(&form.by) {
+        Ok(Some(ms)) if ms > 0 => state
+            .control
+            .extend_workspace(&viewer.caller, &reference, Duration::from_millis(ms))
+            .await
+            .map(|_| ())
+            .map_err(|error| (html::status_of(&error), html::message_of(&error))),
+        _ => Err((
+            StatusCode::BAD_REQUEST,
+            "extend by a duration such as 2h or 30m".to_string(),
+        )),
+    };
+    after(&state, &viewer, &owner, &name, result).await
+}
+
+/// Wake a dormant workspace (`Control::wake_workspace`, as
+/// `POST /api/v1/workspaces/{ws}/wake`).
+pub(crate) async fn wake(
+    State(state): State<WebState>,
+    viewer: Viewer,
+    Path((owner, name)): Path<(String, String)>,
+) -> Response {
+    let reference = format!("{owner}/{name}");
+    let result = state
+        .control
+        .wake_workspace(&viewer.caller, &reference)
+        .await
+        .map(|_| ())
+        .map_err(|error| (html::status_of(&error), html::message_of(&error)));
+    after(&state, &viewer, &owner, &name, result).await
 }
 
 #[cfg(test)]
@@ -208,8 +295,9 @@ mod tests {
     #[test]
     fn autostop_reads_as_people_write_it() {
         let hour = 3_600_000;
-        let cases: [(&str, Result<Option<u64>, ()>); 12] = [
+        let cases: [(&str, Result<Option<u64>, ()>); 13] = [
             ("", Ok(None)),
+            ("1m30s", Ok(Some(90_000))),
             ("  ", Ok(None)),
             ("0", Ok(Some(0))),
             ("never", Ok(Some(0))),
@@ -229,7 +317,14 @@ mod tests {
 
     #[test]
     fn durations_read_back_as_they_are_written() {
-        for ms in [60_000, 90 * 60_000, 8 * 3_600_000, 86_400_000 + 3_600_000] {
+        for ms in [
+            1000,
+            60_000,
+            90 * 60_000,
+            8 * 3_600_000,
+            86_400_000 + 3_600_000,
+            3_600_000 + 45_000,
+        ] {
             assert_eq!(parse_ttl(&duration(ms)), Ok(Some(ms)), "{ms}");
         }
         assert_eq!(duration(8 * 3_600_000), "8h");
@@ -287,6 +382,22 @@ mod tests {
             "{locked}"
         );
         assert_eq!(locked.matches("readonly").count(), 2, "{locked}");
+        assert!(!open.contains("/extend"), "{open}");
+        assert!(!open.contains("/wake"), "{open}");
+        let mut running = view(true);
+        running.deadline = Some(1_800_000_000_000);
+        running.dormant_at = Some(1_700_000_000_000);
+        let running = section(&running, "/w", "tok", true, None).into_string();
+        for expected in [
+            "action=\"/w/extend\"",
+            "label for=\"extend-by\"",
+            "id=\"extend-by\"",
+            "action=\"/w/wake\"",
+            "Stops at",
+            "Dormant since",
+        ] {
+            assert!(running.contains(expected), "{expected} not in {running}");
+        }
         let read_only = section(&view(true), "/w", "tok", false, None).into_string();
         assert!(!read_only.contains("<form"), "{read_only}");
     }
