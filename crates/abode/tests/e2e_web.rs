@@ -533,7 +533,7 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     browser.type_into("#schedule-ttl", "soon").await;
     browser.click("form[action$='/schedule'] button").await;
     let refused = browser.wait_for_text("Schedule not saved:").await;
-    assert!(refused.contains("autostop must be a duration"), "{refused}");
+    assert!(refused.contains("autostop: expected a duration"), "{refused}");
     browser.clear("#schedule-cron").await;
     browser.type_into("#schedule-cron", "30 7 * * 1-5").await;
     browser.clear("#schedule-timezone").await;
@@ -671,6 +671,27 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     assert!(template.contains("Activate version 2"), "{template}");
     assert!(template.contains(HOSTILE), "{template}");
     assert_eq!(browser.count("#injected").await, 0);
+
+    // The template's lifecycle policy, changed on its page by a template
+    // admin (here the owner): a wrong duration names its field; a good form
+    // is the whole policy.
+    browser.clear("#policy-max_ttl").await;
+    browser.type_into("#policy-max_ttl", "soon").await;
+    browser.click("form#policy button").await;
+    let refused = browser.wait_for_text("Policy not saved:").await;
+    assert!(refused.contains("max_ttl: expected a duration"), "{refused}");
+    browser.clear("#policy-max_ttl").await;
+    browser.type_into("#policy-max_ttl", "12h").await;
+    browser.click("#policy-require_active_version").await;
+    browser.click("form#policy button").await;
+    let policy = || async {
+        let shown = platform
+            .run(&["templates", "policy", "local", "--output", "json"])
+            .ok()
+            .json();
+        shown["max_ttl_ms"] == 12 * 3_600_000 && shown["require_active_version"] == true
+    };
+    wait_until(policy).await;
     browser.go(&format!("{base}/notifications")).await;
     let inbox = browser.wait_for_text("Inbox").await;
     assert!(inbox.contains("alice/dev"), "{inbox}");

@@ -20,6 +20,7 @@ mod builds;
 mod create;
 mod html;
 mod inbox;
+mod policy;
 mod preferences;
 mod report;
 mod schedule;
@@ -99,6 +100,7 @@ pub fn router(control: Control) -> Router {
             post(templates::activate),
         )
         .route("/templates/:name/upload", post(templates::upload))
+        .route("/templates/:name/policy", post(policy::save))
         .route("/notifications", get(inbox::list))
         .route("/notifications/read-all", post(inbox::read_all))
         .route("/notifications/:id/read", post(inbox::read))

@@ -46,20 +46,21 @@ pub(crate) fn duration(ms: u64) -> String {
     }
 }
 
-/// The autostop field: empty is the template's default (`None`), `0` or
-/// `never` no autostop (`Some(0)`), otherwise days, hours and minutes
-/// and seconds (`8h`, `90m`, `1h30m`, `2d`, `45s`), in milliseconds.
-fn parse_ttl(text: &str) -> Result<Option<u64>, String> {
+/// A duration field of the dashboard's forms: empty is "not given"
+/// (`None`: the template's default, or unchanged), `0`, `never` or `off` is
+/// 0 (no autostop, a rule turned off), otherwise days, hours, minutes and
+/// seconds (`8h`, `90m`, `1h30m`, `2d`, `45s`), in milliseconds.
+pub(crate) fn parse_duration(text: &str) -> Result<Option<u64>, String> {
     let text = text.trim().to_ascii_lowercase();
     if text.is_empty() {
         return Ok(None);
     }
-    if text == "0" || text == "never" {
+    if text == "0" || text == "never" || text == "off" {
         return Ok(Some(0));
     }
     let refused = || {
         format!(
-            "autostop must be a duration such as 8h, 90m or 1h30m, 0 for never, or empty for the template's default (not \"{}\")",
+            "expected a duration such as 8h, 90m or 1h30m, or 0 for never (not \"{}\")",
             text.chars().take(32).collect::<String>()
         )
     };
@@ -200,7 +201,7 @@ fn spec_of(form: &ScheduleForm) -> Result<ScheduleSpec, String> {
     });
     Ok(ScheduleSpec {
         autostart,
-        ttl_ms: parse_ttl(&form.ttl)?,
+        ttl_ms: parse_duration(&form.ttl).map_err(|error| format!("autostop: {error}"))?,
     })
 }
 
@@ -256,7 +257,7 @@ pub(crate) async fn extend(
     Form(form): Form<ExtendForm>,
 ) -> Response {
     let reference = format!("{owner}/{name}");
-    let result = match parse_ttl(&form.by) {
+    let result = match parse_duration(&form.by) {
         Ok(Some(ms)) if ms > 0 => state
             .control
             .extend_workspace(&viewer.caller, &reference, Duration::from_millis(ms))
@@ -311,7 +312,7 @@ mod tests {
             ("8 hours", Err(())),
         ];
         for (given, expected) in cases {
-            assert_eq!(parse_ttl(given).map_err(|_| ()), expected, "{given:?}");
+            assert_eq!(parse_duration(given).map_err(|_| ()), expected, "{given:?}");
         }
     }
 
@@ -325,7 +326,7 @@ mod tests {
             86_400_000 + 3_600_000,
             3_600_000 + 45_000,
         ] {
-            assert_eq!(parse_ttl(&duration(ms)), Ok(Some(ms)), "{ms}");
+            assert_eq!(parse_duration(&duration(ms)), Ok(Some(ms)), "{ms}");
         }
         assert_eq!(duration(8 * 3_600_000), "8h");
         assert_eq!(duration(90 * 60_000), "1h30m");
