@@ -533,7 +533,10 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     browser.type_into("#schedule-ttl", "soon").await;
     browser.click("form[action$='/schedule'] button").await;
     let refused = browser.wait_for_text("Schedule not saved:").await;
-    assert!(refused.contains("autostop: expected a duration"), "{refused}");
+    assert!(
+        refused.contains("autostop: expected a duration"),
+        "{refused}"
+    );
     browser.clear("#schedule-cron").await;
     browser.type_into("#schedule-cron", "30 7 * * 1-5").await;
     browser.clear("#schedule-timezone").await;
@@ -679,7 +682,10 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     browser.type_into("#policy-max_ttl", "soon").await;
     browser.click("form#policy button").await;
     let refused = browser.wait_for_text("Policy not saved:").await;
-    assert!(refused.contains("max_ttl: expected a duration"), "{refused}");
+    assert!(
+        refused.contains("max_ttl: expected a duration"),
+        "{refused}"
+    );
     browser.clear("#policy-max_ttl").await;
     browser.type_into("#policy-max_ttl", "12h").await;
     browser.click("#policy-require_active_version").await;
