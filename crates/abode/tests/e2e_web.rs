@@ -1,7 +1,7 @@
 //! The web dashboard through a real browser: headless Chromium driven over
-//! WebDriver (Debian's `chromium` and `chromium-driver`, installed by
-//! scripts/bootstrap.sh) against the real binary, server, Terraform and the
-//! example template. First-user setup, sign-out and sign-in, the list, a
+//! WebDriver with the fantoccini client (Debian's `chromium` and
+//! `chromium-driver`, installed by scripts/bootstrap.sh) against the real
+//! binary, server, Terraform and the example template. First-user setup, sign-out and sign-in, the list, a
 //! held update reviewed and confirmed on its page, escaping of other
 //! people's text; then plain HTTP for what a browser would hide: CSRF
 //! refusals, another member's workspace, and the security headers.
@@ -15,6 +15,12 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+use fantoccini::elements::Element;
+use fantoccini::error::CmdError;
+use fantoccini::key::Key;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{json, Value};
 use util::{free_port, repo_root, require_terraform, Platform};
 
@@ -43,26 +49,28 @@ resource "terraform_data" "file" {
 }
 "#;
 
-// ---- a small WebDriver client (plain HTTP to chromedriver) ----
+// ---- the browser: chromedriver and fantoccini ----
 
-/// WebDriver's key codes.
-const TAB: &str = "\u{E004}";
-const ENTER: &str = "\u{E007}";
-
-/// The W3C WebDriver element key.
-const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
-
+/// Headless Chromium behind its own chromedriver, driven with fantoccini;
+/// the methods are the steps the scenarios are written in.
 struct Browser {
+    client: Client,
     driver: Child,
-    base: String,
-    session: String,
+    /// The session was ended by `close` (the scenario got to its end).
+    closed: bool,
     _profile: tempfile::TempDir,
+}
+
+/// A step the browser must do; a failure names the step.
+#[track_caller]
+fn done<T>(result: Result<T, CmdError>, step: &str) -> T {
+    result.unwrap_or_else(|error| panic!("WebDriver: {step}: {error}"))
 }
 
 impl Browser {
     /// Starts chromedriver and a headless Chromium session; fails with one
     /// line when they are not installed.
-    fn start() -> Browser {
+    async fn start() -> Browser {
         let path_of = |program: &str| -> String {
             let found = Command::new("sh")
                 .args(["-c", &format!("command -v {program}")])
@@ -83,22 +91,8 @@ impl Browser {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let base = format!("http://127.0.0.1:{port}");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let ready = ureq::get(&format!("{base}/status"))
-                .call()
-                .ok()
-                .and_then(|response| response.into_json::<Value>().ok())
-                .is_some_and(|status| status["value"]["ready"] == true);
-            if ready {
-                break;
-            }
-            assert!(Instant::now() < deadline, "chromedriver never became ready");
-            std::thread::sleep(Duration::from_millis(100));
-        }
         let profile = tempfile::tempdir().unwrap();
-        let capabilities = json!({"capabilities": {"alwaysMatch": {
+        let capabilities = json!({
             "browserName": "chrome",
             "goog:chromeOptions": {
                 "binary": chromium,
@@ -106,125 +100,100 @@ impl Browser {
                          "--disable-dev-shm-usage", "--window-size=1280,1800",
                          format!("--user-data-dir={}", profile.path().display())],
             }
-        }}});
-        let answer: Value = ureq::post(&format!("{base}/session"))
-            .send_json(capabilities)
-            .unwrap()
-            .into_json()
-            .unwrap();
-        let session = answer["value"]["sessionId"].as_str().unwrap().to_string();
+        });
+        let Value::Object(capabilities) = capabilities else {
+            unreachable!()
+        };
+        // chromedriver is on loopback: plain HTTP, no TLS connector.
+        let mut builder = ClientBuilder::new(HttpConnector::new());
+        builder.capabilities(capabilities);
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let client = loop {
+            match builder.connect(&url).await {
+                Ok(client) => break client,
+                Err(error) => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "chromedriver never started a session: {error}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        };
         Browser {
+            client,
             driver,
-            base,
-            session,
+            closed: false,
             _profile: profile,
         }
     }
 
-    fn call(&self, method: &str, path: &str, body: Option<Value>) -> Value {
-        let url = format!("{}/session/{}{}", self.base, self.session, path);
-        let request = ureq::request(method, &url);
-        let result = match body {
-            Some(body) => request.send_json(body),
-            None => request.call(),
-        };
-        match result {
-            Ok(response) => response.into_json::<Value>().unwrap()["value"].clone(),
-            Err(ureq::Error::Status(code, response)) => {
-                let text = response.into_string().unwrap_or_default();
-                panic!("WebDriver {method} {path}: {code} {text}")
-            }
-            Err(other) => panic!("WebDriver {method} {path}: {other}"),
-        }
+    async fn go(&self, url: &str) {
+        done(self.client.goto(url).await, url);
     }
 
-    fn go(&self, url: &str) {
-        self.call("POST", "/url", Some(json!({ "url": url })));
+    async fn url(&self) -> String {
+        done(self.client.current_url().await, "current url").to_string()
     }
 
-    fn url(&self) -> String {
-        self.call("GET", "/url", None).as_str().unwrap().to_string()
+    async fn find(&self, css: &str) -> Element {
+        done(self.client.find(Locator::Css(css)).await, css)
     }
 
-    fn find(&self, css: &str) -> String {
-        let found = self.call(
-            "POST",
-            "/element",
-            Some(json!({"using": "css selector", "value": css})),
-        );
-        found[ELEMENT]
-            .as_str()
-            .unwrap_or_else(|| panic!("no element {css}: {found}"))
-            .to_string()
+    async fn count(&self, css: &str) -> usize {
+        done(self.client.find_all(Locator::Css(css)).await, css).len()
     }
 
-    fn count(&self, css: &str) -> usize {
-        self.call(
-            "POST",
-            "/elements",
-            Some(json!({"using": "css selector", "value": css})),
-        )
-        .as_array()
-        .map_or(0, Vec::len)
+    async fn type_into(&self, css: &str, text: &str) {
+        done(self.find(css).await.send_keys(text).await, css);
     }
 
-    fn type_into(&self, css: &str, text: &str) {
-        let element = self.find(css);
-        self.call(
-            "POST",
-            &format!("/element/{element}/value"),
-            Some(json!({ "text": text })),
-        );
+    async fn clear(&self, css: &str) {
+        done(self.find(css).await.clear().await, css);
     }
 
-    fn clear(&self, css: &str) {
-        let element = self.find(css);
-        self.call(
-            "POST",
-            &format!("/element/{element}/clear"),
-            Some(json!({})),
-        );
+    async fn click(&self, css: &str) {
+        done(self.find(css).await.click().await, css);
     }
 
-    fn click(&self, css: &str) {
-        let element = self.find(css);
-        self.call(
-            "POST",
-            &format!("/element/{element}/click"),
-            Some(json!({})),
-        );
+    async fn text(&self, css: &str) -> String {
+        done(self.find(css).await.text().await, css)
     }
 
-    fn text(&self, css: &str) -> String {
-        let element = self.find(css);
-        self.call("GET", &format!("/element/{element}/text"), None)
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
+    /// The `value` of the field matching `css`.
+    async fn value(&self, css: &str) -> String {
+        done(self.find(css).await.prop("value").await, css).unwrap_or_default()
     }
 
-    fn script(&self, script: &str) -> Value {
-        self.call(
-            "POST",
-            "/execute/sync",
-            Some(json!({"script": script, "args": []})),
-        )
+    /// Whether the checkbox matching `css` is checked.
+    async fn checked(&self, css: &str) -> bool {
+        done(self.find(css).await.is_selected().await, css)
+    }
+
+    /// Whether the field matching `css` is enabled.
+    async fn enabled(&self, css: &str) -> bool {
+        done(self.find(css).await.is_enabled().await, css)
+    }
+
+    async fn script(&self, script: &str) -> Value {
+        done(self.client.execute(script, Vec::new()).await, script)
     }
 
     /// The visible text of the whole page.
-    fn page_text(&self) -> String {
+    async fn page_text(&self) -> String {
         self.script("return document.body.innerText;")
+            .await
             .as_str()
             .unwrap_or_default()
             .to_string()
     }
 
     /// Waits (up to two minutes) until the page's text contains `needle`.
-    #[track_caller]
-    fn wait_for_text(&self, needle: &str) -> String {
+    async fn wait_for_text(&self, needle: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
-            let text = self.page_text();
+            let text = self.page_text().await;
             if text.contains(needle) {
                 return text;
             }
@@ -232,95 +201,104 @@ impl Browser {
                 Instant::now() < deadline,
                 "the page never showed {needle:?}; it shows:\n{text}"
             );
-            std::thread::sleep(Duration::from_millis(250));
+            tokio::time::sleep(Duration::from_millis(250)).await;
         }
     }
 
-    /// Presses and releases one key (a WebDriver key code such as Tab).
-    fn press(&self, key: &str) {
-        let actions = json!({"actions": [{"type": "key", "id": "keyboard", "actions": [
-            {"type": "keyDown", "value": key}, {"type": "keyUp", "value": key},
-        ]}]});
-        self.call("POST", "/actions", Some(actions));
+    /// Presses and releases one key, as a keyboard user would.
+    async fn press(&self, key: Key) {
+        let key = char::from(key);
+        let keys = KeyActions::new("keyboard".to_string())
+            .then(KeyAction::Down { value: key })
+            .then(KeyAction::Up { value: key });
+        done(self.client.perform_actions(keys).await, "a key press");
     }
 
     /// Moves the focus with Tab, as a keyboard user would, until the element
     /// matching `css` has it; fails if it is never reached.
-    #[track_caller]
-    fn tab_to(&self, css: &str) {
+    async fn tab_to(&self, css: &str) {
         let check = format!(
             "return document.activeElement === document.querySelector({});",
             serde_json::to_string(css).unwrap()
         );
         for _ in 0..80 {
-            if self.script(&check) == true {
+            if self.script(&check).await == true {
                 return;
             }
-            self.press(TAB);
+            self.press(Key::Tab).await;
         }
         panic!("{css} is not reachable with the keyboard");
     }
 
     /// Waits (up to a minute) until an element matches `css`: the page a
     /// click navigated to has loaded.
-    #[track_caller]
-    fn wait_for_element(&self, css: &str) {
+    async fn wait_for_element(&self, css: &str) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        while self.count(css) == 0 {
+        while self.count(css).await == 0 {
             assert!(Instant::now() < deadline, "no {css} on the page");
-            std::thread::sleep(Duration::from_millis(100));
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
 
     /// Saves a screenshot of the page as PNG under `path`.
-    fn screenshot(&self, path: &Path) {
-        let encoded = self.call("GET", "/screenshot", None);
-        let bytes = base64_decode(encoded.as_str().unwrap());
+    async fn screenshot(&self, path: &Path) {
+        let png = done(self.client.screenshot().await, "screenshot");
         fs::create_dir_all(path.parent().unwrap()).unwrap();
-        fs::write(path, bytes).unwrap();
+        fs::write(path, png).unwrap();
+    }
+
+    /// Ends the session (Chromium quits), then chromedriver.
+    async fn close(mut self) {
+        done(self.client.clone().close().await, "closing the session");
+        self.closed = true;
     }
 }
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        let _ = ureq::delete(&format!("{}/session/{}", self.base, self.session)).call();
+        // A scenario that failed never reached `close`: end the session from
+        // a thread of its own (this one may be inside the test's runtime,
+        // whose workers still run the session), so that Chromium quits
+        // before chromedriver is killed.
+        if !self.closed {
+            let client = self.client.clone();
+            let closing = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .unwrap();
+                runtime.block_on(async {
+                    let _ = tokio::time::timeout(Duration::from_secs(10), client.close()).await;
+                });
+            });
+            let _ = closing.join();
+        }
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
 }
 
-/// Standard base64 (the screenshot's encoding) to bytes.
-fn base64_decode(text: &str) -> Vec<u8> {
-    let value = |c: u8| -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    };
-    let digits: Vec<u32> = text.bytes().filter_map(value).collect();
-    let mut bytes = Vec::with_capacity(digits.len() * 3 / 4);
-    for chunk in digits.chunks(4) {
-        let mut n = 0u32;
-        for (i, digit) in chunk.iter().enumerate() {
-            n |= digit << (18 - 6 * i);
-        }
-        let produced = chunk.len().saturating_sub(1);
-        for i in 0..produced {
-            bytes.push((n >> (16 - 8 * i)) as u8);
-        }
+/// Waits (up to a minute) until `done` says so: a form posted with a click
+/// has been handled (its answer reloads the same page, so no text tells).
+async fn wait_until<F, R>(mut done: F)
+where
+    F: FnMut() -> R,
+    R: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done().await {
+        assert!(Instant::now() < deadline, "the form's change never showed");
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    bytes
 }
 
 /// Where the tests put the screenshots the README links to; only written
 /// when `ABODE_UI_SCREENSHOTS` is set, so a test run leaves the tree as it was.
-fn screenshot(browser: &Browser, name: &str) {
+async fn screenshot(browser: &Browser, name: &str) {
     if std::env::var_os("ABODE_UI_SCREENSHOTS").is_some() {
-        browser.screenshot(&repo_root().join(format!("docs/ui/{name}.png")));
+        browser
+            .screenshot(&repo_root().join(format!("docs/ui/{name}.png")))
+            .await;
     }
 }
 
@@ -462,35 +440,39 @@ fn cli_login(platform: &Platform) {
         .ok();
 }
 
-#[test]
-fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     require_terraform();
     let platform = Platform::start();
     let base = platform.url.trim_end_matches('/').to_string();
-    let browser = Browser::start();
+    let browser = Browser::start().await;
 
     // First-user setup in the browser signs the owner in.
-    browser.go(&format!("{base}/"));
-    browser.wait_for_text("Sign in");
-    screenshot(&browser, "sign-in");
-    browser.go(&format!("{base}/setup"));
-    browser.type_into("#username", "alice");
-    browser.type_into("#email", "alice@example.com");
-    browser.type_into("#password", PASSWORD);
-    browser.click("button[type=submit].primary");
-    browser.wait_for_text("Signed in as alice");
-    assert!(browser.url().ends_with("/workspaces"), "{}", browser.url());
+    browser.go(&format!("{base}/")).await;
+    browser.wait_for_text("Sign in").await;
+    screenshot(&browser, "sign-in").await;
+    browser.go(&format!("{base}/setup")).await;
+    browser.type_into("#username", "alice").await;
+    browser.type_into("#email", "alice@example.com").await;
+    browser.type_into("#password", PASSWORD).await;
+    browser.click("button[type=submit].primary").await;
+    browser.wait_for_text("Signed in as alice").await;
+    assert!(
+        browser.url().await.ends_with("/workspaces"),
+        "{}",
+        browser.url().await
+    );
 
     // Sign out, then sign in with the form.
-    browser.click("form.signout button");
-    browser.wait_for_text("Sign in");
-    browser.type_into("#username", "alice");
-    browser.type_into("#password", "wrong password!");
-    browser.click("button[type=submit].primary");
-    browser.wait_for_text("wrong username or password");
-    browser.type_into("#password", PASSWORD);
-    browser.click("button[type=submit].primary");
-    browser.wait_for_text("Signed in as alice");
+    browser.click("form.signout button").await;
+    browser.wait_for_text("Sign in").await;
+    browser.type_into("#username", "alice").await;
+    browser.type_into("#password", "wrong password!").await;
+    browser.click("button[type=submit].primary").await;
+    browser.wait_for_text("wrong username or password").await;
+    browser.type_into("#password", PASSWORD).await;
+    browser.click("button[type=submit].primary").await;
+    browser.wait_for_text("Signed in as alice").await;
 
     // A workspace from the example, then a version that renames the
     // protected volume, with a message that would be script if it were markup.
@@ -513,32 +495,83 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     assert!(tar.success());
     let not_an_archive = platform.root().join("notes.tar.gz");
     fs::write(&not_an_archive, "just text").unwrap();
-    browser.go(&format!("{base}/templates"));
-    browser.type_into("#upload-name", "local");
-    browser.type_into("#upload-archive", not_an_archive.to_str().unwrap());
-    browser.click("form[data-upload] button");
-    let refused = browser.wait_for_text("Not pushed:");
+    browser.go(&format!("{base}/templates")).await;
+    browser.type_into("#upload-name", "local").await;
+    browser
+        .type_into("#upload-archive", not_an_archive.to_str().unwrap())
+        .await;
+    browser.click("form[data-upload] button").await;
+    let refused = browser.wait_for_text("Not pushed:").await;
     assert!(refused.contains("not a tar.gz archive"), "{refused}");
-    browser.clear("#upload-archive");
-    browser.type_into("#upload-archive", archive.to_str().unwrap());
-    browser.type_into("#upload-message", "first");
-    browser.click("#upload-activate");
-    browser.click("form[data-upload] button");
-    browser.wait_for_text("Template local");
-    let template = browser.wait_for_text("Active version: 1");
+    browser.clear("#upload-archive").await;
+    browser
+        .type_into("#upload-archive", archive.to_str().unwrap())
+        .await;
+    browser.type_into("#upload-message", "first").await;
+    browser.click("#upload-activate").await;
+    browser.click("form[data-upload] button").await;
+    browser.wait_for_text("Template local").await;
+    let template = browser.wait_for_text("Active version: 1").await;
     assert!(template.contains("first"), "{template}");
 
     // Create the workspace in the browser and watch its log to success.
-    browser.go(&format!("{base}/workspaces"));
-    browser.click("a[href='/workspaces/new']");
-    browser.wait_for_element("#choose-template");
-    browser.click("#choose-template");
-    browser.wait_for_element("#name");
-    browser.type_into("#name", "dev");
-    browser.click("button.primary");
-    browser.wait_for_text("Workspace dev");
-    browser.wait_for_text("Build #1 (start): succeeded");
+    browser.go(&format!("{base}/workspaces")).await;
+    browser.click("a[href='/workspaces/new']").await;
+    browser.wait_for_element("#choose-template").await;
+    browser.click("#choose-template").await;
+    browser.wait_for_element("#name").await;
+    browser.type_into("#name", "dev").await;
+    browser.click("button.primary").await;
+    browser.wait_for_text("Workspace dev").await;
+    browser.wait_for_text("Build #1 (start): succeeded").await;
     assert_eq!(platform.show("dev")["status"], "running");
+
+    // The schedule, set with the workspace page's form: a duration that is
+    // not one is refused beside the form with the reason; a good one is
+    // saved (submitted with the keyboard), shown, and what the API reads.
+    browser.wait_for_text("Autostop after").await;
+    browser.type_into("#schedule-ttl", "soon").await;
+    browser.click("form[action$='/schedule'] button").await;
+    let refused = browser.wait_for_text("Schedule not saved:").await;
+    assert!(
+        refused.contains("autostop: expected a duration"),
+        "{refused}"
+    );
+    browser.clear("#schedule-cron").await;
+    browser.type_into("#schedule-cron", "30 7 * * 1-5").await;
+    browser.clear("#schedule-timezone").await;
+    browser
+        .type_into("#schedule-timezone", "Europe/Paris")
+        .await;
+    browser.clear("#schedule-ttl").await;
+    browser.type_into("#schedule-ttl", "1h30m").await;
+    browser.tab_to("form[action$='/schedule'] button").await;
+    browser.press(Key::Enter).await;
+    let shown = browser.wait_for_text("30 7 * * 1-5 (Europe/Paris)").await;
+    assert!(shown.contains("1h30m without use"), "{shown}");
+    assert!(!shown.contains("Schedule not saved"), "{shown}");
+    let schedule = platform
+        .run(&["schedule", "show", "dev", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(schedule["autostart"]["cron"], "30 7 * * 1-5", "{schedule}");
+    assert_eq!(schedule["autostart"]["timezone"], "Europe/Paris");
+    assert_eq!(schedule["ttl_ms"], 90 * 60 * 1000, "{schedule}");
+    // A cron that is not one is the door's refusal, quoted as text.
+    browser.clear("#schedule-cron").await;
+    browser
+        .type_into("#schedule-cron", "<b id=injected>x</b>")
+        .await;
+    browser.click("form[action$='/schedule'] button").await;
+    browser.wait_for_text("Schedule not saved:").await;
+    assert_eq!(browser.count("#injected").await, 0);
+    assert_eq!(
+        platform
+            .run(&["schedule", "show", "dev", "--output", "json"])
+            .ok()
+            .json()["autostart"]["cron"],
+        "30 7 * * 1-5"
+    );
     push(
         &platform,
         2,
@@ -547,23 +580,25 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     );
 
     // The list: name, template and version, status in words, outdated.
-    browser.go(&format!("{base}/workspaces"));
-    let list = browser.wait_for_text("dev");
+    browser.go(&format!("{base}/workspaces")).await;
+    let list = browser.wait_for_text("dev").await;
     for expected in ["local v1", "outdated", "running", "#1 start"] {
         assert!(list.contains(expected), "{expected:?} not in:\n{list}");
     }
-    screenshot(&browser, "workspaces");
+    screenshot(&browser, "workspaces").await;
 
     // Update from the workspace page: the build is held by the guard.
-    browser.click("a[href='/workspaces/alice/dev']");
-    browser.wait_for_text("Workspace dev");
-    browser.click("form[action$='/actions/update'] button");
-    browser.wait_for_text("is held by the plan guard");
-    screenshot(&browser, "workspace");
-    browser.click("p.notice a");
+    browser.click("a[href='/workspaces/alice/dev']").await;
+    browser.wait_for_text("Workspace dev").await;
+    browser
+        .click("form[action$='/actions/update'] button")
+        .await;
+    browser.wait_for_text("is held by the plan guard").await;
+    screenshot(&browser, "workspace").await;
+    browser.click("p.notice a").await;
 
     // The held page: what happens, why, the attribute, the rule, who, expiry.
-    let held = browser.wait_for_text("Confirm this plan");
+    let held = browser.wait_for_text("Confirm this plan").await;
     for expected in [
         "abode_volume.home",
         "replaced: destroyed, then created again empty",
@@ -578,22 +613,40 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
         assert!(held.contains(expected), "{expected:?} not in:\n{held}");
     }
     // The version message is text, not markup: nothing of it ran or rendered.
-    assert_eq!(browser.text(".version-message"), HOSTILE);
-    assert_eq!(browser.count("#injected"), 0);
-    assert_eq!(browser.count("main script"), 0);
-    assert_ne!(browser.script("return document.title;"), "pwned");
-    screenshot(&browser, "held-build");
+    assert_eq!(browser.text(".version-message").await, HOSTILE);
+    assert_eq!(browser.count("#injected").await, 0);
+    assert_eq!(browser.count("main script").await, 0);
+    assert_ne!(browser.script("return document.title;").await, "pwned");
+    screenshot(&browser, "held-build").await;
 
     // Confirm, with the keyboard only: the plan the page was rendered with
     // is applied.
-    browser.tab_to("form[action$='/confirm'] button");
-    browser.press(ENTER);
-    browser.wait_for_element("#confirm-name");
+    browser.tab_to("form[action$='/confirm'] button").await;
+    browser.press(Key::Enter).await;
+    browser.wait_for_element("#confirm-name").await;
     platform.wait_for_build_status("dev", "succeeded");
-    browser.go(&format!("{base}/workspaces/alice/dev"));
-    let after = browser.wait_for_text("succeeded");
+    browser.go(&format!("{base}/workspaces/alice/dev")).await;
+    let after = browser.wait_for_text("succeeded").await;
     assert!(after.contains("local version 2"), "{after}");
     assert_eq!(platform.show("dev")["template_version"], 2);
+
+    // That build started under the schedule set above: it stops 1h30m after
+    // its start, and the page extends that deadline.
+    browser.wait_for_text("Stops at").await;
+    let deadline = |platform: &Platform| {
+        platform
+            .run(&["schedule", "show", "dev", "--output", "json"])
+            .ok()
+            .json()["deadline"]
+            .as_i64()
+            .unwrap()
+    };
+    let before = deadline(&platform);
+    browser.clear("#extend-by").await;
+    browser.type_into("#extend-by", "5h").await;
+    browser.click("form[action$='/extend'] button").await;
+    let deadline_now = || async { deadline(&platform) > before + 3 * 3_600_000 };
+    wait_until(deadline_now).await;
 
     // A stale held page: the build was canceled elsewhere, Confirm is refused.
     push(
@@ -604,38 +657,165 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     );
     let held = platform.run(&["update", "dev"]);
     assert_eq!(held.code, Some(3), "{held}");
-    browser.go(&format!("{base}/workspaces/alice/dev/builds/3"));
-    browser.wait_for_text("Confirm this plan");
+    browser
+        .go(&format!("{base}/workspaces/alice/dev/builds/3"))
+        .await;
+    browser.wait_for_text("Confirm this plan").await;
     platform.run(&["builds", "cancel", "dev", "3"]).ok();
-    browser.click("form[action$='/confirm'] button");
-    let refused = browser.wait_for_text("Not confirmed:");
+    browser.click("form[action$='/confirm'] button").await;
+    let refused = browser.wait_for_text("Not confirmed:").await;
     assert!(refused.contains("canceled"), "{refused}");
     assert_eq!(platform.show("dev")["template_version"], 2);
 
     // The other pages: templates (the message escaped there too), inbox,
     // audit log, users, prebuild pools.
-    browser.go(&format!("{base}/templates/local"));
-    let template = browser.wait_for_text("Template local");
+    browser.go(&format!("{base}/templates/local")).await;
+    let template = browser.wait_for_text("Template local").await;
     assert!(template.contains("Activate version 2"), "{template}");
     assert!(template.contains(HOSTILE), "{template}");
-    assert_eq!(browser.count("#injected"), 0);
-    browser.go(&format!("{base}/notifications"));
-    let inbox = browser.wait_for_text("Inbox");
+    assert_eq!(browser.count("#injected").await, 0);
+
+    // The template's lifecycle policy, changed on its page by a template
+    // admin (here the owner): a wrong duration names its field; a good form
+    // is the whole policy.
+    browser.clear("#policy-max_ttl").await;
+    browser.type_into("#policy-max_ttl", "soon").await;
+    browser.click("form#policy button").await;
+    let refused = browser.wait_for_text("Policy not saved:").await;
+    assert!(
+        refused.contains("max_ttl: expected a duration"),
+        "{refused}"
+    );
+    browser.clear("#policy-max_ttl").await;
+    browser.type_into("#policy-max_ttl", "12h").await;
+    browser.click("#policy-require_active_version").await;
+    browser.click("form#policy button").await;
+    let policy = || async {
+        let shown = platform
+            .run(&["templates", "policy", "local", "--output", "json"])
+            .ok()
+            .json();
+        shown["max_ttl_ms"] == 12 * 3_600_000 && shown["require_active_version"] == true
+    };
+    wait_until(policy).await;
+    browser.go(&format!("{base}/notifications")).await;
+    let inbox = browser.wait_for_text("Inbox").await;
     assert!(inbox.contains("alice/dev"), "{inbox}");
     assert!(inbox.contains("build #2"), "{inbox}");
-    browser.go(&format!("{base}/audit"));
-    let audit = browser.wait_for_text("Audit log");
+    browser.go(&format!("{base}/audit")).await;
+    let audit = browser.wait_for_text("Audit log").await;
     assert!(audit.contains("build.confirm"), "{audit}");
-    browser.go(&format!("{base}/users"));
-    assert!(browser.wait_for_text("Users").contains("alice@example.com"));
-    browser.type_into("#new-username", "carol");
-    browser.type_into("#new-email", "carol@example.com");
-    browser.type_into("#new-password", "carol's password");
-    browser.click("form[action='/users'] button");
-    browser.wait_for_text("carol@example.com");
+    browser.go(&format!("{base}/users")).await;
+    assert!(browser
+        .wait_for_text("Users")
+        .await
+        .contains("alice@example.com"));
+    browser.type_into("#new-username", "carol").await;
+    browser.type_into("#new-email", "carol@example.com").await;
+    browser.type_into("#new-password", "carol's password").await;
+    browser.click("form[action='/users'] button").await;
+    browser.wait_for_text("carol@example.com").await;
     sign_in_http(&base, "carol", "carol's password");
-    browser.go(&format!("{base}/prebuilds"));
-    browser.wait_for_text("Prebuild pools");
+
+    // Roles, changed by the owner on the users page: the boxes checked are
+    // the roles held; a change that would leave no role is the door's
+    // refusal, shown on the page.
+    assert!(browser.checked("#roles-carol-member").await);
+    assert!(!browser.checked("#roles-carol-template-admin").await);
+    browser.click("#roles-carol-template-admin").await;
+    browser
+        .click("form[action='/users/carol/roles'] button")
+        .await;
+    wait_until(|| async {
+        browser.go(&format!("{base}/users")).await;
+        browser
+            .wait_for_element("#roles-carol-template-admin")
+            .await;
+        browser.checked("#roles-carol-template-admin").await
+    })
+    .await;
+    assert!(browser.checked("#roles-carol-member").await);
+    screenshot(&browser, "users").await;
+    let audit = platform.run(&["audit", "--action", "user.roles"]).ok();
+    assert!(audit.stdout.contains("carol"), "{audit}");
+    browser.click("#roles-carol-template-admin").await;
+    browser.click("#roles-carol-member").await;
+    browser
+        .click("form[action='/users/carol/roles'] button")
+        .await;
+    let refused = browser.wait_for_text("Roles of carol not changed:").await;
+    assert!(refused.contains("would hold no role"), "{refused}");
+
+    // An API token: made on its page and shown once, listed (never its
+    // secret again), working against the API, then revoked with its form.
+    browser.go(&format!("{base}/tokens")).await;
+    browser.wait_for_text("You have no API token").await;
+    browser.type_into("#token-name", "ci").await;
+    browser.type_into("#token-days", "7").await;
+    browser.click("form[action='/tokens'] button").await;
+    browser.wait_for_text("Copy it now").await;
+    let token = browser.value("#new-token").await;
+    assert!(token.len() > 20, "{token}");
+    let bearer = |token: &str| {
+        answer(
+            agent()
+                .get(&format!("{base}/api/v1/users/me"))
+                .set("Authorization", &format!("Bearer {token}"))
+                .call(),
+        )
+    };
+    assert_eq!(bearer(&token).status, 200);
+    browser.go(&format!("{base}/tokens")).await;
+    let listed = browser.wait_for_text("Revoke").await;
+    assert!(listed.contains("ci"), "{listed}");
+    assert_eq!(browser.count("#new-token").await, 0);
+    let html = browser
+        .script("return document.documentElement.outerHTML;")
+        .await;
+    assert!(
+        !html.as_str().unwrap().contains(&token),
+        "the secret is shown again"
+    );
+    browser
+        .click("form[action='/tokens/ci/revoke'] button")
+        .await;
+    browser.wait_for_text("You have no API token").await;
+    assert_eq!(bearer(&token).status, 401);
+
+    // Notification preferences: a kind turned off stays off; a kind the
+    // owner makes mandatory cannot be turned off.
+    browser.go(&format!("{base}/notifications")).await;
+    browser.click("a[href='/notifications/settings']").await;
+    browser.wait_for_text("Send me these notifications").await;
+    assert!(browser.checked("#kind-workspace_dormant").await);
+    browser.click("#kind-workspace_dormant").await;
+    browser
+        .click("form[action='/notifications/settings'] button")
+        .await;
+    wait_until(|| async {
+        browser.go(&format!("{base}/notifications/settings")).await;
+        browser.wait_for_element("#kind-workspace_dormant").await;
+        !browser.checked("#kind-workspace_dormant").await
+    })
+    .await;
+    browser
+        .click("form[action='/notifications/mandatory']:has(input[value='build_held']) button")
+        .await;
+    browser
+        .wait_for_text("build held (mandatory on this server)")
+        .await;
+    assert!(!browser.enabled("#kind-build_held").await);
+    browser
+        .click("form[action='/notifications/mandatory']:has(input[value='build_held']) button")
+        .await;
+    wait_until(|| async {
+        browser.go(&format!("{base}/notifications/settings")).await;
+        browser.wait_for_element("#kind-build_held").await;
+        browser.enabled("#kind-build_held").await
+    })
+    .await;
+    browser.go(&format!("{base}/prebuilds")).await;
+    browser.wait_for_text("Prebuild pools").await;
 
     // A member cannot open another's workspace or build by URL.
     platform.login_new_user("bob", "member");
@@ -674,6 +854,19 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
         ],
     );
     assert_eq!(made.status, 403, "{}", made.body);
+    let promoted = post(
+        &format!("{base}/users/bob/roles"),
+        &bob,
+        &[("csrf", &csrf_of(&list.body)), ("role", "owner")],
+    );
+    assert_eq!(promoted.status, 403, "{}", promoted.body);
+    // A member's schedule form is refused on another's workspace.
+    let scheduled = post(
+        &format!("{base}/workspaces/alice/dev/schedule"),
+        &bob,
+        &[("csrf", &csrf_of(&list.body)), ("ttl", "0")],
+    );
+    assert!([403, 404].contains(&scheduled.status), "{}", scheduled.body);
     let audit = get(&format!("{base}/audit"), &bob);
     assert_eq!(audit.status, 200);
     assert!(!audit.body.contains("alice/dev"), "{}", audit.body);
@@ -758,11 +951,13 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     let number = platform.show("dev")["latest_build"]["number"]
         .as_i64()
         .unwrap();
-    browser.go(&format!("{base}/workspaces/alice/dev/builds/{number}"));
-    let page = browser.wait_for_text("blocked by the plan guard");
+    browser
+        .go(&format!("{base}/workspaces/alice/dev/builds/{number}"))
+        .await;
+    let page = browser.wait_for_text("blocked by the plan guard").await;
     assert!(page.contains("abode_volume.home"), "{page}");
-    assert_eq!(browser.count("form[action$='/confirm']"), 0);
-    assert_eq!(browser.count("form[action$='/cancel']"), 0);
+    assert_eq!(browser.count("form[action$='/confirm']").await, 0);
+    assert_eq!(browser.count("form[action$='/cancel']").await, 0);
 
     // A parameter value that is markup: the door's refusal quotes it, the
     // workspace page shows it, both as text.
@@ -776,22 +971,26 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
             "--activate",
         ])
         .ok();
-    browser.go(&format!("{base}/workspaces/new?template=echo"));
-    browser.type_into("#name", "echo");
+    browser
+        .go(&format!("{base}/workspaces/new?template=echo"))
+        .await;
+    browser.type_into("#name", "echo").await;
     let markup = "<b id=injected>bold</b>";
-    browser.type_into("#parameter-motd", &format!("{markup}!"));
-    browser.click("button.primary");
-    let refused = browser.wait_for_text("Not created:");
+    browser
+        .type_into("#parameter-motd", &format!("{markup}!"))
+        .await;
+    browser.click("button.primary").await;
+    let refused = browser.wait_for_text("Not created:").await;
     assert!(refused.contains(&format!("not {markup}!")), "{refused}");
-    assert_eq!(browser.count("#injected"), 0);
-    browser.clear("#parameter-motd");
-    browser.type_into("#parameter-motd", markup);
-    browser.click("button.primary");
-    browser.wait_for_text("Workspace echo");
+    assert_eq!(browser.count("#injected").await, 0);
+    browser.clear("#parameter-motd").await;
+    browser.type_into("#parameter-motd", markup).await;
+    browser.click("button.primary").await;
+    browser.wait_for_text("Workspace echo").await;
     platform.wait_for_build_status("echo", "succeeded");
-    let shown = browser.wait_for_text(markup);
+    let shown = browser.wait_for_text(markup).await;
     assert!(shown.contains("motd"), "{shown}");
-    assert_eq!(browser.count("#injected"), 0);
+    assert_eq!(browser.count("#injected").await, 0);
 
     // A log line with markup in it (Terraform's error quotes the value) is
     // text, live and once the build has settled.
@@ -808,14 +1007,18 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
             "--activate",
         ])
         .ok();
-    browser.go(&format!("{base}/workspaces/new?template=htmllog"));
-    browser.type_into("#name", "htmllog");
-    browser.type_into("#parameter-path", "<i id=injected>nofile</i>");
-    browser.click("button.primary");
-    browser.wait_for_text("Workspace htmllog");
-    let failed = browser.wait_for_text("Build #1 (start): failed");
+    browser
+        .go(&format!("{base}/workspaces/new?template=htmllog"))
+        .await;
+    browser.type_into("#name", "htmllog").await;
+    browser
+        .type_into("#parameter-path", "<i id=injected>nofile</i>")
+        .await;
+    browser.click("button.primary").await;
+    browser.wait_for_text("Workspace htmllog").await;
+    let failed = browser.wait_for_text("Build #1 (start): failed").await;
     assert!(failed.contains("<i id=injected>nofile</i>"), "{failed}");
-    assert_eq!(browser.count("#injected"), 0);
+    assert_eq!(browser.count("#injected").await, 0);
 
     // Delete asks for the name: refused without it (by the server, whatever
     // the script does), disabled until it is typed, then done.
@@ -827,12 +1030,12 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     );
     assert_eq!(refused.status, 400, "{}", refused.body);
     let disabled = "return document.querySelector('form[data-name] button').disabled;";
-    browser.go(&format!("{base}/workspaces/alice/echo"));
-    browser.wait_for_element("#confirm-name");
-    assert_eq!(browser.script(disabled), true);
-    browser.type_into("#confirm-name", "echo");
-    assert_eq!(browser.script(disabled), false);
-    browser.click("form[data-name] button");
+    browser.go(&format!("{base}/workspaces/alice/echo")).await;
+    browser.wait_for_element("#confirm-name").await;
+    assert_eq!(browser.script(disabled).await, true);
+    browser.type_into("#confirm-name", "echo").await;
+    assert_eq!(browser.script(disabled).await, false);
+    browser.click("form[data-name] button").await;
     let deadline = Instant::now() + Duration::from_secs(120);
     while get(&format!("{base}/workspaces"), &alice)
         .body
@@ -841,6 +1044,7 @@ fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
         assert!(Instant::now() < deadline, "echo was never deleted");
         std::thread::sleep(Duration::from_millis(250));
     }
+    browser.close().await;
 }
 
 #[test]

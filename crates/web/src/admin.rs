@@ -1,20 +1,21 @@
 //! The pages of the platform's people: the audit log (owners and auditors),
-//! the users (owners and user admins) and the prebuild pools. The API's
-//! `audit_events`, `list_users` and `prebuild_status`; who may open them is
-//! the door's answer.
+//! the users (owners and user admins) with a new user's form and each
+//! user's roles (owners) and the prebuild pools. The API's `audit_events`,
+//! `list_users`, `create_user`, `change_user_roles` and `prebuild_status`;
+//! who may open them and use the forms is the door's answer.
 
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Form;
-use maud::html;
+use maud::{html, Markup};
 use serde::Deserialize;
 
 use abode_control::authz::{self, Action};
 use abode_control::AuditQuery;
 use abode_store::{Role, Roles};
 
-use crate::html::{self, page as whole_page, respond, time};
+use crate::html::{self, page as whole_page, path_segment, respond, time};
 use crate::session::{Viewer, CSRF_FIELD};
 use crate::workspaces::header;
 use crate::WebState;
@@ -161,6 +162,8 @@ async fn render_users(
         Err(error) => return html::control_error(error),
     };
     let may_create = authz::authorize(&viewer.caller.subject(), Action::UserCreate, None).is_ok();
+    let may_change_roles =
+        authz::authorize(&viewer.caller.subject(), Action::UserChangeRoles, None).is_ok();
     let status = problem
         .as_ref()
         .map_or(StatusCode::OK, |(status, _)| *status);
@@ -169,7 +172,6 @@ async fn render_users(
         @if let Some((_, message)) = &problem {
             p class="error" role="alert" { (message) }
         }
-        p class="muted" { "Change roles with " code { "abode users roles" } "." }
         table {
             thead { tr {
                 th scope="col" { "Username" }
@@ -182,7 +184,13 @@ async fn render_users(
                     tr {
                         td { (user.username) }
                         td { (user.email) }
-                        td { (roles.iter().map(|role| role.as_str()).collect::<Vec<_>>().join(", ")) }
+                        td {
+                            @if may_change_roles && !user.system {
+                                (roles_form(&user.username, roles, &viewer.csrf))
+                            } @else {
+                                (roles.iter().map(|role| role.as_str()).collect::<Vec<_>>().join(", "))
+                            }
+                        }
                         td { (time(user.created_at)) }
                     }
                 }
@@ -216,6 +224,95 @@ async fn render_users(
         }
     };
     respond(status, whole_page("Users", Some(header(viewer)), body))
+}
+
+/// A user's roles as a form: one box per role, the set checked is the set
+/// they will hold (`Control::change_user_roles`, as
+/// `POST /api/v1/users/{name}/roles`).
+fn roles_form(username: &str, roles: &Roles, csrf: &str) -> Markup {
+    let slug = username_slug(username);
+    html! {
+        form class="roles" method="post" action=(format!("/users/{}/roles", path_segment(username))) {
+            input type="hidden" name=(CSRF_FIELD) value=(csrf);
+            fieldset {
+                legend class="skip" { "Roles of " (username) }
+                @for role in Role::ALL {
+                    @let id = format!("roles-{slug}-{}", role.as_str());
+                    label for=(id) {
+                        input id=(id) name="role" type="checkbox" value=(role.as_str()) checked[roles.contains(role)];
+                        " " (role.as_str())
+                    }
+                }
+            }
+            button type="submit" aria-label=(format!("Save the roles of {username}")) { "Save roles" }
+        }
+    }
+}
+
+/// A username as an id fragment: letters, digits and dashes kept, anything
+/// else as its code, so two names never share ids.
+fn username_slug(username: &str) -> String {
+    username
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c.to_string()
+            } else {
+                format!("_{:x}", u32::from(c))
+            }
+        })
+        .collect()
+}
+
+/// What the roles form asks: the boxes checked are added, every other role
+/// removed (adding wins in the store, so the two never fight).
+fn role_change(checked: &Roles) -> (Roles, Roles) {
+    let remove = Role::ALL
+        .into_iter()
+        .filter(|role| !checked.contains(*role))
+        .collect();
+    (checked.clone(), remove)
+}
+
+pub(crate) async fn change_roles(
+    State(state): State<WebState>,
+    viewer: Viewer,
+    Path(username): Path<String>,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Response {
+    let checked = Roles::parse_each(
+        fields
+            .iter()
+            .filter(|(key, _)| key == "role")
+            .map(|(_, value)| value.as_str()),
+    );
+    let problem = match checked {
+        Err(unknown) => Some((
+            StatusCode::BAD_REQUEST,
+            format!("Roles of {username} not changed: {unknown}"),
+        )),
+        Ok(checked) => {
+            let (add, remove) = role_change(&checked);
+            match state
+                .control
+                .change_user_roles(&viewer.caller, &username, &add, &remove)
+                .await
+            {
+                Ok(_) => None,
+                Err(error) => Some((
+                    html::status_of(&error),
+                    format!(
+                        "Roles of {username} not changed: {}",
+                        html::message_of(&error)
+                    ),
+                )),
+            }
+        }
+    };
+    match problem {
+        None => html::see_other("/users"),
+        Some(problem) => render_users(&state, &viewer, None, Some(problem)).await,
+    }
 }
 
 /// A new user (`Control::create_user`, as `POST /api/v1/users`): the door
@@ -313,4 +410,45 @@ pub(crate) async fn prebuilds(State(state): State<WebState>, viewer: Viewer) -> 
         StatusCode::OK,
         whole_page("Prebuild pools", Some(header(&viewer)), body),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checked_roles_are_the_roles_held() {
+        let cases: [&[Role]; 3] = [&[Role::Member], &[Role::Owner, Role::Member], &[]];
+        for checked in cases {
+            let checked: Roles = checked.iter().copied().collect();
+            let (add, remove) = role_change(&checked);
+            let after = Roles::new().changed(&add, &remove);
+            assert_eq!(after, checked);
+            let everything: Roles = Role::ALL.into_iter().collect();
+            assert_eq!(everything.changed(&add, &remove), checked);
+        }
+    }
+
+    #[test]
+    fn the_roles_form_is_labelled_and_escaped() {
+        let roles: Roles = [Role::Member].into();
+        let form = roles_form("<b>o'k</b>", &roles, "tok").into_string();
+        assert!(!form.contains("<b>"), "{form}");
+        assert!(form.contains("Roles of &lt;b&gt;o'k&lt;/b&gt;"), "{form}");
+        assert!(
+            form.contains("action=\"/users/%3Cb%3Eo%27k%3C%2Fb%3E/roles\""),
+            "{form}"
+        );
+        assert!(form.contains("name=\"csrf\" value=\"tok\""), "{form}");
+        for role in Role::ALL {
+            let id = format!("roles-_3cb_3eo_27k_3c_2fb_3e-{}", role.as_str());
+            assert!(
+                form.contains(&format!("label for=\"{id}\"")),
+                "{id}: {form}"
+            );
+            assert!(form.contains(&format!("id=\"{id}\"")), "{id}: {form}");
+        }
+        assert!(form.contains("value=\"member\" checked"), "{form}");
+        assert!(!form.contains("value=\"owner\" checked"), "{form}");
+    }
 }

@@ -93,6 +93,20 @@ pub(crate) fn see_other(location: &str) -> Response {
     }
 }
 
+/// A name from the store (a username, a token's name) as one path segment
+/// of a form's address, whatever characters it has.
+pub(crate) fn path_segment(name: &str) -> String {
+    name.bytes()
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
+                (byte as char).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect()
+}
+
 /// The HTTP status the API gives the same error (docs/api.md).
 pub(crate) fn status_of(error: &ControlError) -> StatusCode {
     match error {
@@ -175,6 +189,17 @@ mod tests {
         ] {
             assert_eq!(words(name), expected);
             assert!(badge(name).into_string().contains(expected));
+        }
+    }
+
+    #[test]
+    fn names_are_one_path_segment() {
+        for (name, expected) in [
+            ("ci-token", "ci-token"),
+            ("a/b", "a%2Fb"),
+            ("x y?", "x%20y%3F"),
+        ] {
+            assert_eq!(path_segment(name), expected);
         }
     }
 }

@@ -40,6 +40,7 @@ pub(crate) async fn list(
     };
     let body = html! {
         h1 { "Inbox" }
+        p { a href="/notifications/settings" { "Notification settings" } }
         div class="actions" {
             form method="get" action="/notifications" {
                 label for="unread" { input id="unread" name="unread" type="checkbox" checked[unread]; " Unread only" }

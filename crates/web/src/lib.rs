@@ -20,9 +20,13 @@ mod builds;
 mod create;
 mod html;
 mod inbox;
+mod policy;
+mod preferences;
 mod report;
+mod schedule;
 mod session;
 mod templates;
+mod tokens;
 mod workspaces;
 
 use axum::extract::Request;
@@ -73,6 +77,9 @@ pub fn router(control: Control) -> Router {
             "/workspaces/:owner/:name/actions/:action",
             post(workspaces::act),
         )
+        .route("/workspaces/:owner/:name/schedule", post(schedule::save))
+        .route("/workspaces/:owner/:name/extend", post(schedule::extend))
+        .route("/workspaces/:owner/:name/wake", post(schedule::wake))
         .route("/workspaces/:owner/:name/builds/:number", get(builds::page))
         .route(
             "/workspaces/:owner/:name/builds/:number/events",
@@ -93,11 +100,20 @@ pub fn router(control: Control) -> Router {
             post(templates::activate),
         )
         .route("/templates/:name/upload", post(templates::upload))
+        .route("/templates/:name/policy", post(policy::save))
         .route("/notifications", get(inbox::list))
         .route("/notifications/read-all", post(inbox::read_all))
         .route("/notifications/:id/read", post(inbox::read))
+        .route(
+            "/notifications/settings",
+            get(preferences::page).post(preferences::save),
+        )
+        .route("/notifications/mandatory", post(preferences::mandatory))
+        .route("/tokens", get(tokens::list).post(tokens::create))
+        .route("/tokens/:name/revoke", post(tokens::revoke))
         .route("/audit", get(admin::audit))
         .route("/users", get(admin::users).post(admin::create_user))
+        .route("/users/:name/roles", post(admin::change_roles))
         .route("/prebuilds", get(admin::prebuilds))
         .route("/assets/app.js", get(assets::script))
         .route("/assets/app.css", get(assets::stylesheet))

@@ -185,6 +185,10 @@ pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
 pub(crate) struct Viewer {
     pub(crate) caller: Caller,
     pub(crate) csrf: String,
+    /// The session token itself: what `Control::create_api_token` takes, as
+    /// the API's handler passes its bearer token (only a session may make
+    /// API tokens).
+    pub(crate) session: String,
 }
 
 /// A page's answer to a request without a good session: the login page,
@@ -225,6 +229,7 @@ impl FromRequestParts<WebState> for Viewer {
             Ok(caller) => Ok(Viewer {
                 caller,
                 csrf: csrf_token(&token),
+                session: token,
             }),
             Err(ControlError::Unauthorized(_)) => Err(sign_in()),
             Err(other) => Err(html::control_error(other)),

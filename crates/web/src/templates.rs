@@ -1,7 +1,7 @@
 //! Templates: the list, and a template's versions with the active one and
-//! each version's validation; template admins activate a version. The
-//! API's `list_templates`, `read_template`, `template_versions` and
-//! `activate_template_version`.
+//! each version's validation, and its lifecycle policy (`policy.rs`);
+//! template admins activate a version. The API's `list_templates`,
+//! `read_template`, `template_versions` and `activate_template_version`.
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -12,6 +12,7 @@ use serde::Deserialize;
 use abode_control::authz::{self, Action};
 
 use crate::html::{self, page as whole_page, respond, time};
+use crate::policy;
 use crate::session::{Viewer, CSRF_FIELD};
 use crate::workspaces::header;
 use crate::WebState;
@@ -79,7 +80,7 @@ pub(crate) async fn page(
     render(&state, &viewer, &name, None).await
 }
 
-async fn render(
+pub(crate) async fn render(
     state: &WebState,
     viewer: &Viewer,
     name: &str,
@@ -98,6 +99,9 @@ async fn render(
     let may_activate =
         authz::authorize(&viewer.caller.subject(), Action::TemplateActivate, None).is_ok();
     let may_push = authz::authorize(&viewer.caller.subject(), Action::TemplatePush, None).is_ok();
+    let may_edit_policy =
+        authz::authorize(&viewer.caller.subject(), Action::TemplatePolicyEdit, None).is_ok();
+    let policy = control.template_policy(&viewer.caller, name).await.ok();
     let status = problem
         .as_ref()
         .map_or(StatusCode::OK, |(status, _)| *status);
@@ -147,6 +151,10 @@ async fn render(
                     }
                 }
             }
+        }
+        @if let Some(policy) = &policy {
+            h2 { "Lifecycle policy" }
+            (policy::section(policy, &viewer.csrf, may_edit_policy))
         }
         @if may_push {
             h2 { "Push a new version" }

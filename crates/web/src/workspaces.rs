@@ -1,7 +1,8 @@
 //! The workspaces list and a workspace's page, and its start, stop, update
 //! and delete: the API's list, view, builds and schedule, through the same
 //! control-plane calls (`Control::list_workspaces`, `workspace`, `builds`,
-//! `workspace_schedule`, `start_build`).
+//! `workspace_schedule`, `start_build`); the schedule's form is
+//! `schedule.rs`.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,7 @@ use abode_store::{Build, BuildStatus, Transition};
 
 use crate::builds::log_panel;
 use crate::html::{self, badge, page as whole_page, respond, time, words, Header};
+use crate::schedule;
 use crate::session::{Viewer, CSRF_FIELD};
 use crate::WebState;
 
@@ -46,6 +48,7 @@ pub(crate) fn header(viewer: &Viewer) -> Header<'_> {
         ("/notifications", "Inbox", Action::NotificationRead),
         ("/audit", "Audit log", Action::AuditRead),
         ("/users", "Users", Action::UserList),
+        ("/tokens", "API tokens", Action::TokenList),
     ];
     Header {
         username: &viewer.caller.user.username,
@@ -276,6 +279,18 @@ pub(crate) async fn page(
     viewer: Viewer,
     Path((owner, name)): Path<(String, String)>,
 ) -> Response {
+    render(&state, &viewer, &owner, &name, None).await
+}
+
+/// The workspace's page; `problem` is the door's refusal of a form on it
+/// (the schedule), shown beside that form, with the refusal's status.
+pub(crate) async fn render(
+    state: &WebState,
+    viewer: &Viewer,
+    owner: &str,
+    name: &str,
+    problem: Option<(StatusCode, String)>,
+) -> Response {
     let reference = format!("{owner}/{name}");
     let control = &state.control;
     let view = match control.workspace(&viewer.caller, &reference).await {
@@ -306,6 +321,19 @@ pub(crate) async fn page(
         .ok()
         .and_then(|template| template.active_version);
     let offered = offered_actions(view.status, active_version, workspace.template_version);
+    // The form is offered to whoever the policy lets change this
+    // workspace's schedule; the door still decides, with the template's
+    // policy.
+    let may_schedule = !workspace.deleted
+        && authz::authorize(
+            &viewer.caller.subject(),
+            Action::WorkspaceScheduleEdit,
+            Some(&workspace.owner_id),
+        )
+        .is_ok();
+    let status = problem
+        .as_ref()
+        .map_or(StatusCode::OK, |(status, _)| *status);
     let body = html! {
         h1 { "Workspace " (workspace.name) }
         dl class="facts" {
@@ -361,26 +389,7 @@ pub(crate) async fn page(
         }
         h2 { "Schedule" }
         @match &schedule {
-            Some(schedule) => {
-                dl class="facts" {
-                    dt { "Autostart" }
-                    dd { @match &schedule.autostart {
-                        Some(autostart) => { span class="mono" { (autostart.cron) } " (" (autostart.timezone) ")" }
-                        None => { "off" }
-                    } }
-                    dt { "Autostop after" }
-                    dd { @match schedule.ttl_ms {
-                        Some(ms) if ms > 0 => { (duration(ms)) " without use" }
-                        _ => { "never" }
-                    } }
-                    @if let Some(deadline) = schedule.deadline {
-                        dt { "Stops at" } dd { (time(deadline)) }
-                    }
-                    @if let Some(deleting) = schedule.deleting_at {
-                        dt { "Deleted at" } dd { (time(deleting)) }
-                    }
-                }
-            }
+            Some(schedule) => { (schedule::section(schedule, &url, &viewer.csrf, may_schedule, problem.as_ref().map(|(_, message)| message.as_str()))) }
             None => { p class="muted" { "Not available." } }
         }
         h2 { "Current build" }
@@ -410,10 +419,10 @@ pub(crate) async fn page(
         }
     };
     respond(
-        StatusCode::OK,
+        status,
         whole_page(
             &format!("Workspace {}", workspace.name),
-            Some(header(&viewer)),
+            Some(header(viewer)),
             body,
         ),
     )
@@ -444,16 +453,6 @@ fn offered_actions(
         offered.push(("update", format!("Update to version {active}")));
     }
     offered
-}
-
-/// Milliseconds as a short duration (`8h`, `90m`).
-fn duration(ms: u64) -> String {
-    let minutes = ms / 60_000;
-    if minutes >= 60 && minutes.is_multiple_of(60) {
-        format!("{}h", minutes / 60)
-    } else {
-        format!("{minutes}m")
-    }
 }
 
 #[derive(Deserialize)]
