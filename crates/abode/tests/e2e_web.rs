@@ -671,9 +671,39 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     // audit log, users, prebuild pools.
     browser.go(&format!("{base}/templates/local")).await;
     let template = browser.wait_for_text("Template local").await;
-    assert!(template.contains("Activate version 2"), "{template}");
     assert!(template.contains(HOSTILE), "{template}");
     assert_eq!(browser.count("#injected").await, 0);
+
+    // A version's page: its lint, and a fleet preview started from it. dev
+    // is on version 2; version 1 names the volume as before, so a build of
+    // it would replace dev's volume: held. Activating it then needs the
+    // preview acknowledged.
+    browser
+        .go(&format!("{base}/templates/local/versions/1"))
+        .await;
+    browser.wait_for_text("never previewed").await;
+    browser.click("form[action$='/preview'] button").await;
+    let previewed = loop {
+        browser
+            .go(&format!("{base}/templates/local/versions/1"))
+            .await;
+        let text = browser.wait_for_text("Latest preview").await;
+        if !text.contains("still to plan") {
+            break text;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert!(previewed.contains("1 would be held"), "{previewed}");
+    assert!(
+        previewed.contains("alice/dev: held for confirmation"),
+        "{previewed}"
+    );
+    assert!(previewed.contains("abode_volume.home"), "{previewed}");
+    assert_eq!(browser.count("#acknowledge").await, 1);
+    screenshot(&browser, "template-version").await;
+    assert_eq!(platform.show("dev")["template_version"], 2);
+    browser.go(&format!("{base}/templates/local")).await;
+    browser.wait_for_text("Template local").await;
 
     // The template's lifecycle policy, changed on its page by a template
     // admin (here the owner): a wrong duration names its field; a good form

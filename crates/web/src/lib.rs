@@ -22,6 +22,7 @@ mod html;
 mod inbox;
 mod policy;
 mod preferences;
+mod previews;
 mod report;
 mod schedule;
 mod session;
@@ -95,9 +96,14 @@ pub fn router(control: Control) -> Router {
         )
         .route("/templates", get(templates::list))
         .route("/templates/:name", get(templates::page))
+        .route("/templates/:name/versions/:number", get(previews::page))
         .route(
             "/templates/:name/versions/:number/activate",
-            post(templates::activate),
+            post(previews::activate),
+        )
+        .route(
+            "/templates/:name/versions/:number/preview",
+            post(previews::start),
         )
         .route("/templates/:name/upload", post(templates::upload))
         .route("/templates/:name/policy", post(policy::save))

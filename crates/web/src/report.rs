@@ -108,7 +108,7 @@ pub(crate) fn render(report: &Value) -> Markup {
     }
 }
 
-fn protected_change(change: &Value) -> Markup {
+pub(crate) fn protected_change(change: &Value) -> Markup {
     let drift = change.get("drift").filter(|drift| !drift.is_null());
     let drift_deleted = drift
         .and_then(|drift| drift.get("deleted"))

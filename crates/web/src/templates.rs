@@ -13,7 +13,7 @@ use abode_control::authz::{self, Action};
 
 use crate::html::{self, page as whole_page, respond, time};
 use crate::policy;
-use crate::session::{Viewer, CSRF_FIELD};
+use crate::session::Viewer;
 use crate::workspaces::header;
 use crate::WebState;
 
@@ -129,7 +129,7 @@ pub(crate) async fn render(
             tbody {
                 @for version in &versions {
                     tr {
-                        td { (version.number) }
+                        td { a href=(format!("/templates/{}/versions/{}", html::path_segment(&template.name), version.number)) { "Version " (version.number) } }
                         td { @if version.active { strong { "active" } } @else { "—" } }
                         td { (version.message) }
                         td { (version.created_by) }
@@ -142,10 +142,8 @@ pub(crate) async fn render(
                         }
                         @if may_activate {
                             td { @if !version.active && version.validation_ok {
-                                form method="post" action=(format!("/templates/{}/versions/{}/activate", template.name, version.number)) {
-                                    input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
-                                    button type="submit" { "Activate version " (version.number) }
-                                }
+                                // Activation reads the version's preview first: on its page.
+                                a href=(format!("/templates/{}/versions/{}#activate", html::path_segment(&template.name), version.number)) { "Review and activate version " (version.number) }
                             } }
                         }
                     }
@@ -239,29 +237,5 @@ pub(crate) async fn upload(
     {
         Ok((template, _)) => html::see_other(&format!("/templates/{}", template.name)),
         Err(error) => html::control_error(error),
-    }
-}
-
-pub(crate) async fn activate(
-    State(state): State<WebState>,
-    viewer: Viewer,
-    Path((name, number)): Path<(String, String)>,
-) -> Response {
-    let Some(number) = number.parse::<i64>().ok().filter(|number| *number > 0) else {
-        return html::error_page(StatusCode::NOT_FOUND, "No such template version.");
-    };
-    match state
-        .control
-        .activate_template_version(&viewer.caller, &name, number)
-        .await
-    {
-        Ok(_) => html::see_other(&format!("/templates/{name}")),
-        Err(error) => {
-            let problem = (
-                html::status_of(&error),
-                format!("Not activated: {}", html::message_of(&error)),
-            );
-            render(&state, &viewer, &name, Some(problem)).await
-        }
     }
 }

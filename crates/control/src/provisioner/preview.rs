@@ -9,9 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use abode_store::{
-    ClaimedPreview, PreviewOutcome, PreviewStatus, SystemActor, Transition,
-};
+use abode_store::{ClaimedPreview, PreviewOutcome, PreviewStatus, SystemActor, Transition};
 use tokio::sync::watch;
 use tracing::Instrument;
 
