@@ -63,6 +63,9 @@ pub(crate) async fn recover(
             interrupted.push(build_id);
         }
     }
+    // A preview this server was planning when it died is planned again
+    // (a plan never applies: nothing of it needs following).
+    control.inner.store.requeue_previews(server, None).await?;
     let keep: Vec<PathBuf> = interrupted.iter().map(|id| base.join(id)).collect();
     workdir::clear_all_except(&base, &keep);
     let followers = interrupted

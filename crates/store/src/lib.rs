@@ -350,6 +350,10 @@ storage_interface! {
     /// Records how a claimed result ended; false if `holder` no longer
     /// holds it (its lease ran out and another worker took it).
     fn finish_preview(&self, result_id: &str, holder: &str, outcome: &PreviewOutcome) -> bool;
+    /// Gives back to the queue the results `holder` is planning (only
+    /// `result_id`, when given): a server that stops or starts again leaves
+    /// nothing waiting for a lease to run out.
+    fn requeue_previews(&self, holder: &str, result_id: Option<&str>) -> u64;
     /// A preview's results in the report's order.
     fn list_preview_result_page(&self, preview_id: &str, after: Option<&str>, limit: i64) -> Page<PreviewResult>;
 }

@@ -257,6 +257,24 @@ macro_rules! preview_queries {
         Ok(done.rows_affected() == 1)
     }
 
+    pub(crate) async fn requeue_previews(
+        &self,
+        holder: &str,
+        result_id: Option<&str>,
+    ) -> Result<u64, StoreError> {
+        let done = sqlx::query(&sql(
+            "UPDATE preview_results SET status = 'queued', lease_holder = NULL, \
+             lease_expires_at = NULL, started_at = NULL \
+             WHERE status = 'running' AND lease_holder = ?1 AND (?2 IS NULL OR id = ?2)",
+        ))
+        .bind(holder)
+        .bind(result_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("preview"))?;
+        Ok(done.rows_affected())
+    }
+
     pub(crate) async fn list_preview_result_page(
         &self,
         preview_id: &str,

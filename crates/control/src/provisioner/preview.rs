@@ -48,7 +48,7 @@ async fn run_preview_steps(
         .config
         .work_dir()
         .join(preview_dir_name(&claimed.result_id));
-    let outcome = match plan_and_judge(control, claimed, shutdown).await {
+    let outcome = match plan_and_judge(control, claimed, shutdown.clone()).await {
         Ok(outcome) => outcome,
         Err(failure) => PreviewOutcome {
             status: PreviewStatus::Failed,
@@ -60,6 +60,19 @@ async fn run_preview_steps(
     };
     workdir::remove_off_runtime(work_dir).await;
     let holder = &control.inner.config.server_id;
+    if *shutdown.borrow() {
+        // Interrupted by the server's shutdown, not failed: planned again
+        // by whichever server takes it next.
+        if let Err(error) = control
+            .inner
+            .store
+            .requeue_previews(holder, Some(&claimed.result_id))
+            .await
+        {
+            tracing::error!(%error, "cannot give a preview back to the queue");
+        }
+        return;
+    }
     match control
         .inner
         .store

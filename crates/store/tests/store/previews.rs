@@ -208,7 +208,40 @@ async fn preview_results_are_claimed_once_and_again_after_their_lease(store: Sto
     );
 }
 
+async fn a_stopping_server_gives_its_previews_back(store: Store) {
+    let (alice, dev, v2, _) = fleet(&store).await;
+    store
+        .create_preview(&NewPreview {
+            id: new_id(),
+            template_id: dev.template_id.clone(),
+            template_version_id: v2.id.clone(),
+            requested_by: alice.id.clone(),
+            workspace_ids: None,
+        })
+        .await
+        .unwrap();
+    let first = store.claim_preview("a", 600_000).await.unwrap().unwrap();
+    let second = store.claim_preview("a", 600_000).await.unwrap().unwrap();
+    // One result given back, then the rest; another server's are kept.
+    assert_eq!(
+        store
+            .requeue_previews("a", Some(&first.result_id))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(store.requeue_previews("b", None).await.unwrap(), 0);
+    let again = store.claim_preview("b", 600_000).await.unwrap().unwrap();
+    assert_eq!(again.result_id, first.result_id);
+    assert_eq!(store.requeue_previews("a", None).await.unwrap(), 1);
+    let last = store.claim_preview("c", 600_000).await.unwrap().unwrap();
+    assert_eq!(last.result_id, second.result_id);
+    let preview = store.latest_preview(&v2.id).await.unwrap().unwrap();
+    assert_eq!(preview.pending, 2);
+}
+
 on_every_backend!(
     a_preview_covers_the_live_workspaces_not_on_its_version,
     preview_results_are_claimed_once_and_again_after_their_lease,
+    a_stopping_server_gives_its_previews_back,
 );
