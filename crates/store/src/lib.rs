@@ -31,6 +31,7 @@ mod platform;
 mod postgres;
 mod prebuilds;
 mod previews;
+mod provisioners;
 mod records;
 mod roles;
 mod schedule_tick;
@@ -62,6 +63,7 @@ pub use previews::{
     ClaimedPreview, NewPreview, Preview, PreviewOutcome, PreviewResult, PreviewStatus,
     UnknownPreviewStatus,
 };
+pub use provisioners::{ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 pub use schedule_tick::{TickRow, TickSnapshot};
@@ -345,8 +347,8 @@ storage_interface! {
     /// The newest preview of a version, with its counts.
     fn latest_preview(&self, template_version_id: &str) -> Option<Preview>;
     /// Takes the oldest queued result (or one whose lease ran out) for
-    /// server `holder` under a lease of `lease_ms`.
-    fn claim_preview(&self, holder: &str, lease_ms: i64) -> Option<ClaimedPreview>;
+    /// `worker` of server `holder` under a lease of `lease_ms`.
+    fn claim_preview(&self, worker: &str, holder: &str, lease_ms: i64) -> Option<ClaimedPreview>;
     /// Records how a claimed result ended; false if `holder` no longer
     /// holds it (its lease ran out and another worker took it).
     fn finish_preview(&self, result_id: &str, holder: &str, outcome: &PreviewOutcome) -> bool;
@@ -356,6 +358,20 @@ storage_interface! {
     fn requeue_previews(&self, holder: &str, result_id: Option<&str>) -> u64;
     /// A preview's results in the report's order.
     fn list_preview_result_page(&self, preview_id: &str, after: Option<&str>, limit: i64) -> Page<PreviewResult>;
+}
+
+// ---- provisioners (provisioners.rs) ----
+
+storage_interface! {
+    /// Records that `names`, the workers of server `server_id`, are alive
+    /// (running `version`), and forgets every row whose last heartbeat is
+    /// older than `forget_before`.
+    fn beat_provisioners(&self, server_id: &str, names: &[String], version: &str, forget_before: i64) -> ();
+    /// Removes a stopping server's rows.
+    fn forget_provisioners(&self, server_id: &str) -> ();
+    /// Every server's provisioners by server and name, each with the job it
+    /// holds now.
+    fn list_provisioner_page(&self, after: Option<&str>, limit: i64) -> Page<ProvisionerRow>;
 }
 
 // ---- workspaces (workspaces.rs) ----

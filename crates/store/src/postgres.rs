@@ -22,6 +22,7 @@ use crate::pages::*;
 use crate::platform::*;
 use crate::prebuilds::*;
 use crate::previews::*;
+use crate::provisioners::*;
 use crate::records::*;
 use crate::roles::*;
 use crate::schedule_tick::*;
@@ -141,6 +142,7 @@ impl PostgresBackend {
     job_lease_queries!();
     prebuild_queries!("FOR UPDATE OF w SKIP LOCKED");
     preview_queries!();
+    provisioner_queries!();
     lifecycle_queries!();
     schedule_tick_queries!();
     audit_queries!(sqlx::Postgres);

@@ -208,6 +208,7 @@ macro_rules! preview_queries {
 
     pub(crate) async fn claim_preview(
         &self,
+        worker: &str,
         holder: &str,
         lease_ms: i64,
     ) -> Result<Option<ClaimedPreview>, StoreError> {
@@ -215,12 +216,13 @@ macro_rules! preview_queries {
         // The condition is checked again by the update itself: of two
         // servers that picked the same row, one takes it, the other none.
         sqlx::query_as(&sql(&format!(
-            "UPDATE preview_results SET status = 'running', lease_holder = ?, \
+            "UPDATE preview_results SET status = 'running', worker = ?, lease_holder = ?, \
              lease_expires_at = ?, started_at = ? \
              WHERE id = (SELECT id FROM preview_results WHERE {PREVIEW_CLAIMABLE} \
              ORDER BY created_at, position LIMIT 1) AND {PREVIEW_CLAIMABLE} \
              RETURNING id AS result_id, preview_id, workspace_id"
         )))
+        .bind(worker)
         .bind(holder)
         .bind(now.saturating_add(lease_ms))
         .bind(now)

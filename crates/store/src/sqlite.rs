@@ -26,6 +26,7 @@ use crate::pages::*;
 use crate::platform::*;
 use crate::prebuilds::*;
 use crate::previews::*;
+use crate::provisioners::*;
 use crate::records::*;
 use crate::roles::*;
 use crate::schedule_tick::*;
@@ -111,6 +112,7 @@ impl SqliteBackend {
     job_lease_queries!();
     prebuild_queries!("");
     preview_queries!();
+    provisioner_queries!();
     lifecycle_queries!();
     schedule_tick_queries!();
     audit_queries!(sqlx::Sqlite);

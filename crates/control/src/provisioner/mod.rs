@@ -68,7 +68,7 @@ pub(crate) async fn worker(
                 run_build(&control, &name, &job.build_id, job.kind, shutdown.clone()).await;
             }
             Ok(None) => {
-                if takes_previews && claim_and_run_preview(&control, &shutdown).await {
+                if takes_previews && claim_and_run_preview(&control, &name, &shutdown).await {
                     continue;
                 }
                 tokio::select! {
@@ -86,12 +86,16 @@ pub(crate) async fn worker(
 }
 
 /// Plans one waiting preview result, if there is one; false when none waits.
-async fn claim_and_run_preview(control: &Control, shutdown: &watch::Receiver<bool>) -> bool {
+async fn claim_and_run_preview(
+    control: &Control,
+    worker: &str,
+    shutdown: &watch::Receiver<bool>,
+) -> bool {
     let lease_ms = i64::try_from(PREVIEW_LEASE.as_millis()).unwrap_or(i64::MAX);
     match control
         .inner
         .store
-        .claim_preview(&control.inner.config.server_id, lease_ms)
+        .claim_preview(worker, &control.inner.config.server_id, lease_ms)
         .await
     {
         Ok(Some(claimed)) => {

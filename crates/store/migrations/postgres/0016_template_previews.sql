@@ -26,6 +26,8 @@ CREATE TABLE preview_results (
     report           TEXT COLLATE "C",
     error            TEXT COLLATE "C",
     lease_holder     TEXT COLLATE "C",
+    -- The worker of `lease_holder` planning it (`abode provisioner list`).
+    worker           TEXT COLLATE "C",
     lease_expires_at BIGINT,
     created_at       BIGINT NOT NULL,
     started_at       BIGINT,

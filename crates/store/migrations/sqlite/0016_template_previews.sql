@@ -26,6 +26,8 @@ CREATE TABLE preview_results (
     report           TEXT,
     error            TEXT,
     lease_holder     TEXT,
+    -- The worker of `lease_holder` planning it (`abode provisioner list`).
+    worker           TEXT,
     lease_expires_at INTEGER,
     created_at       INTEGER NOT NULL,
     started_at       INTEGER,

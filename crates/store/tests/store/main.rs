@@ -20,6 +20,7 @@ mod opening;
 mod platform;
 mod prebuilds;
 mod previews;
+mod provisioners;
 mod roles;
 mod templates;
 mod tokens;

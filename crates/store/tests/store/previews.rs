@@ -131,11 +131,19 @@ async fn preview_results_are_claimed_once_and_again_after_their_lease(store: Sto
         })
         .await
         .unwrap();
-    let first = store.claim_preview("a", 10_000).await.unwrap().unwrap();
-    let second = store.claim_preview("b", 10_000).await.unwrap().unwrap();
+    let first = store
+        .claim_preview("w", "a", 10_000)
+        .await
+        .unwrap()
+        .unwrap();
+    let second = store
+        .claim_preview("w", "b", 10_000)
+        .await
+        .unwrap()
+        .unwrap();
     assert_ne!(first.result_id, second.result_id);
     assert_eq!(first.preview_id, preview.id);
-    assert_eq!(store.claim_preview("c", 10_000).await.unwrap(), None);
+    assert_eq!(store.claim_preview("w", "c", 10_000).await.unwrap(), None);
 
     let planned = PreviewOutcome {
         status: PreviewStatus::Planned,
@@ -160,7 +168,11 @@ async fn preview_results_are_claimed_once_and_again_after_their_lease(store: Sto
 
     // b died: its result is taken again once its lease has run out.
     hand.advance(Duration::from_secs(11));
-    let again = store.claim_preview("c", 10_000).await.unwrap().unwrap();
+    let again = store
+        .claim_preview("w", "c", 10_000)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(again.result_id, second.result_id);
     assert!(!store
         .finish_preview(&second.result_id, "b", &planned)
@@ -220,8 +232,16 @@ async fn a_stopping_server_gives_its_previews_back(store: Store) {
         })
         .await
         .unwrap();
-    let first = store.claim_preview("a", 600_000).await.unwrap().unwrap();
-    let second = store.claim_preview("a", 600_000).await.unwrap().unwrap();
+    let first = store
+        .claim_preview("w", "a", 600_000)
+        .await
+        .unwrap()
+        .unwrap();
+    let second = store
+        .claim_preview("w", "a", 600_000)
+        .await
+        .unwrap()
+        .unwrap();
     // One result given back, then the rest; another server's are kept.
     assert_eq!(
         store
@@ -231,10 +251,18 @@ async fn a_stopping_server_gives_its_previews_back(store: Store) {
         1
     );
     assert_eq!(store.requeue_previews("b", None).await.unwrap(), 0);
-    let again = store.claim_preview("b", 600_000).await.unwrap().unwrap();
+    let again = store
+        .claim_preview("w", "b", 600_000)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(again.result_id, first.result_id);
     assert_eq!(store.requeue_previews("a", None).await.unwrap(), 1);
-    let last = store.claim_preview("c", 600_000).await.unwrap().unwrap();
+    let last = store
+        .claim_preview("w", "c", 600_000)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(last.result_id, second.result_id);
     let preview = store.latest_preview(&v2.id).await.unwrap().unwrap();
     assert_eq!(preview.pending, 2);

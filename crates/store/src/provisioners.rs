@@ -1,0 +1,136 @@
+//! The provisioners of every server on the database, as their heartbeats
+//! last told: what `abode provisioner list` shows an operator running
+//! several servers. Each row names the job its worker holds now (a build's
+//! job, or a preview's plan), read in the same query.
+
+use crate::records::Transition;
+
+/// Where a provisioner runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProvisionerKind {
+    /// A worker inside `abode server`.
+    Embedded,
+}
+
+/// A stored provisioner kind none of [`ProvisionerKind`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown provisioner kind `{0}`")]
+pub struct UnknownProvisionerKind(pub String);
+
+crate::named!(ProvisionerKind, UnknownProvisionerKind, {
+    Embedded => "embedded",
+});
+
+/// A provisioner as listed.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ProvisionerRow {
+    pub server_id: String,
+    pub name: String,
+    pub kind: ProvisionerKind,
+    /// A JSON object of tags.
+    pub tags: String,
+    pub version: String,
+    pub started_at: i64,
+    pub last_beat_at: i64,
+    /// The build it runs now, if any.
+    pub build_number: Option<i64>,
+    pub build_transition: Option<Transition>,
+    /// `owner/name` of the workspace of the build, or of the preview it plans.
+    pub build_workspace: Option<String>,
+    pub preview_workspace: Option<String>,
+}
+
+pub(crate) const PROVISIONER_CURSOR: &str = "provisioners";
+
+/// The provisioner methods of [`crate::Store`]; expanded inside each
+/// backend's `impl`.
+macro_rules! provisioner_queries {
+    () => {
+    pub(crate) async fn beat_provisioners(
+        &self,
+        server_id: &str,
+        names: &[String],
+        version: &str,
+        forget_before: i64,
+    ) -> Result<(), StoreError> {
+        let now = self.now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        for name in names {
+            sqlx::query(&sql(
+                "INSERT INTO provisioners (server_id, name, kind, tags, version, started_at, last_beat_at) \
+                 VALUES (?, ?, 'embedded', '{}', ?, ?, ?) \
+                 ON CONFLICT (server_id, name) DO UPDATE SET version = excluded.version, \
+                 last_beat_at = excluded.last_beat_at",
+            ))
+            .bind(server_id)
+            .bind(name)
+            .bind(version)
+            .bind(now)
+            .bind(now)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("provisioner"))?;
+        }
+        sqlx::query(&sql("DELETE FROM provisioners WHERE last_beat_at < ?"))
+            .bind(forget_before)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("provisioner"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(())
+    }
+
+    pub(crate) async fn forget_provisioners(&self, server_id: &str) -> Result<(), StoreError> {
+        sqlx::query(&sql("DELETE FROM provisioners WHERE server_id = ?"))
+            .bind(server_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("provisioner"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn list_provisioner_page(
+        &self,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Page<ProvisionerRow>, StoreError> {
+        let after = after
+            .map(|cursor| decode_cursor(PROVISIONER_CURSOR, cursor, 2))
+            .transpose()?;
+        let (after_server, after_name) = match &after {
+            Some(key) => (Some(key[0].as_str()), Some(key[1].as_str())),
+            None => (None, None),
+        };
+        let rows: Vec<ProvisionerRow> = sqlx::query_as(&sql(
+            "SELECT p.server_id, p.name, p.kind, p.tags, p.version, p.started_at, p.last_beat_at, \
+             b.number AS build_number, b.transition AS build_transition, \
+             bu.username || '/' || bw.name AS build_workspace, \
+             pu.username || '/' || pw.name AS preview_workspace \
+             FROM provisioners p \
+             LEFT JOIN jobs j ON j.id = (SELECT id FROM jobs WHERE lease_holder = p.server_id \
+                 AND worker = p.name AND status = 'claimed' ORDER BY claimed_at DESC LIMIT 1) \
+             LEFT JOIN builds b ON b.id = j.build_id \
+             LEFT JOIN workspaces bw ON bw.id = b.workspace_id \
+             LEFT JOIN users bu ON bu.id = bw.owner_id \
+             LEFT JOIN preview_results r ON r.id = (SELECT id FROM preview_results \
+                 WHERE lease_holder = p.server_id AND worker = p.name AND status = 'running' \
+                 ORDER BY started_at DESC LIMIT 1) \
+             LEFT JOIN workspaces pw ON pw.id = r.workspace_id \
+             LEFT JOIN users pu ON pu.id = pw.owner_id \
+             WHERE (?1 IS NULL OR p.server_id > ?1 OR (p.server_id = ?1 AND p.name > ?2)) \
+             ORDER BY p.server_id, p.name LIMIT ?3",
+        ))
+        .bind(after_server)
+        .bind(after_name)
+        .bind(limit + 1)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("provisioner"))?;
+        Ok(paged(rows, limit, |row| {
+            encode_cursor(PROVISIONER_CURSOR, &[&row.server_id, &row.name])
+        }))
+    }
+    };
+}
+
+pub(crate) use provisioner_queries;

@@ -1,0 +1,76 @@
+//! Provisioners' heartbeats: each server's workers listed with the job each
+//! holds now (a build's, or a preview's plan), a stopping server's rows
+//! removed, a dead server's forgotten once a day old.
+
+use std::time::Duration;
+
+use abode_clock::Clock;
+use abode_store::*;
+
+use crate::common::*;
+
+async fn provisioners_are_listed_with_the_job_they_hold(store: Store) {
+    let start = 1_000_000_000_000;
+    let (clock, hand) = Clock::manual(start);
+    let store = store.with_clock(clock);
+    let (_, _, build) = seeded(&store).await;
+    let workers = ["embedded-0".to_string(), "embedded-1".to_string()];
+    store
+        .beat_provisioners("server-a", &workers, "0.1.0", 0)
+        .await
+        .unwrap();
+    store
+        .beat_provisioners("server-b", &workers[..1], "0.1.0", 0)
+        .await
+        .unwrap();
+    store
+        .claim_job("embedded-1", "server-a", 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+
+    let first = store.list_provisioner_page(None, 2).await.unwrap();
+    let names: Vec<(&str, &str)> = first
+        .items
+        .iter()
+        .map(|row| (row.server_id.as_str(), row.name.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [("server-a", "embedded-0"), ("server-a", "embedded-1")]
+    );
+    assert_eq!(first.items[0].build_number, None);
+    assert_eq!(first.items[1].build_number, Some(build.number));
+    assert_eq!(first.items[1].build_workspace.as_deref(), Some("alice/dev"));
+    assert_eq!(first.items[1].kind, ProvisionerKind::Embedded);
+    let rest = store
+        .list_provisioner_page(first.next.as_deref(), 10)
+        .await
+        .unwrap();
+    assert_eq!(rest.items.len(), 1);
+    assert_eq!(rest.items[0].server_id, "server-b");
+    assert_eq!(rest.next, None);
+
+    // A later heartbeat moves only the time; server-b, silent for a day, is
+    // forgotten; a stopping server removes its own.
+    hand.advance(Duration::from_secs(86_401));
+    let now = start + 86_401_000;
+    store
+        .beat_provisioners("server-a", &workers, "0.2.0", now - 86_400_000)
+        .await
+        .unwrap();
+    let all = store.list_provisioner_page(None, 10).await.unwrap().items;
+    assert_eq!(all.len(), 2);
+    assert!(all
+        .iter()
+        .all(|row| row.version == "0.2.0" && row.last_beat_at == now && row.started_at == start));
+    store.forget_provisioners("server-a").await.unwrap();
+    assert!(store
+        .list_provisioner_page(None, 10)
+        .await
+        .unwrap()
+        .items
+        .is_empty());
+}
+
+on_every_backend!(provisioners_are_listed_with_the_job_they_hold,);
