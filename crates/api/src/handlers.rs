@@ -90,6 +90,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::notifications::routes())
         .merge(crate::prebuilds::routes())
         .merge(crate::previews::routes())
+        .merge(crate::provisioners::routes())
         .merge(crate::schedules::routes())
         .merge(crate::connect::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))

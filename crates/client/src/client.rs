@@ -15,7 +15,7 @@ use crate::error::ClientError;
 use crate::types::{
     AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification,
     LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool, Preview,
-    PreviewReport, PreviewResult, Protection, ScheduleSpec, Template, TemplatePolicy,
+    PreviewReport, PreviewResult, Protection, Provisioner, ScheduleSpec, Template, TemplatePolicy,
     TemplatePolicyPatch, TemplatePresets, TemplateVersion, TemplateVersionDetail,
     TemplateVersionResponse, Transition, User, Workspace, WorkspaceSchedule,
 };
@@ -369,6 +369,17 @@ impl Client {
     ) -> Result<TemplateVersionDetail, ClientError> {
         let path = format!("/templates/{}/versions/{number}", workspace_segment(name));
         self.finish("GET template version", self.request("GET", &path).call())
+    }
+
+    /// Every server's provisioners, by server and name.
+    pub fn provisioners(&self) -> Result<Vec<Provisioner>, ClientError> {
+        self.pages(
+            "GET /provisioners",
+            "/provisioners",
+            "provisioners",
+            &[],
+            None,
+        )
     }
 
     /// Every template, by name.

@@ -148,6 +148,35 @@ pub struct TemplateVersionDetail {
     pub preview: Option<Preview>,
 }
 
+/// A provisioner of one of the servers (`GET /provisioners`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Provisioner {
+    pub server: String,
+    pub name: String,
+    pub kind: String,
+    #[serde(default)]
+    pub tags: BTreeMap<String, String>,
+    pub version: String,
+    pub started_at: String,
+    pub last_heartbeat_at: String,
+    /// `connected` or `stale`.
+    pub status: String,
+    #[serde(default)]
+    pub current_job: Option<ProvisionerJob>,
+}
+
+/// What a provisioner runs now.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProvisionerJob {
+    /// `build` or `preview`.
+    pub kind: String,
+    pub workspace: String,
+    #[serde(default)]
+    pub build_number: Option<u64>,
+    #[serde(default)]
+    pub transition: Option<String>,
+}
+
 /// A fleet preview's summary (docs/api.md, "Fleet previews").
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Preview {

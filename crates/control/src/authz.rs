@@ -81,6 +81,9 @@ pub enum Action {
     /// a version planned against every workspace of the template (their
     /// names and what the guard would say), never applied.
     TemplatePreview,
+    /// `GET /provisioners`: every server's provisioners, their heartbeat and
+    /// the job each runs (which names workspaces).
+    ProvisionerList,
     /// `PATCH /templates/{name}/policy`: the template's lifecycle policy
     /// (autostop, autostart days, dormancy).
     TemplatePolicyEdit,
@@ -131,7 +134,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 32] = [
+    pub const ALL: [Action; 33] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -146,6 +149,7 @@ impl Action {
         Action::TemplatePush,
         Action::TemplateActivate,
         Action::TemplatePreview,
+        Action::ProvisionerList,
         Action::TemplatePolicyEdit,
         Action::WorkspaceRead,
         Action::WorkspaceCreate,
@@ -183,6 +187,7 @@ impl Action {
             Action::TemplatePush => "template.push",
             Action::TemplateActivate => "template.activate",
             Action::TemplatePreview => "template.preview",
+            Action::ProvisionerList => "provisioner.list",
             Action::TemplatePolicyEdit => "template.policy_edit",
             Action::WorkspaceRead => "workspace.read",
             Action::WorkspaceCreate => "workspace.create",
@@ -223,6 +228,7 @@ impl Action {
             Action::TemplatePush => ("push", "templates", "templates"),
             Action::TemplateActivate => ("activate", "template versions", "template versions"),
             Action::TemplatePreview => ("preview", "template versions", "template versions"),
+            Action::ProvisionerList => ("list", "provisioners", "provisioners"),
             Action::TemplatePolicyEdit => (
                 "edit",
                 "templates' lifecycle policy",
@@ -272,6 +278,7 @@ impl Action {
                 | Action::TemplatePush
                 | Action::TemplateActivate
                 | Action::TemplatePreview
+                | Action::ProvisionerList
                 | Action::TemplatePolicyEdit
                 | Action::PrebuildsRead
                 | Action::PrebuildsPause
@@ -382,6 +389,7 @@ pub const POLICY: &[Grant] = &[
             TemplatePush,
             TemplateActivate,
             TemplatePreview,
+            ProvisionerList,
             TemplatePolicyEdit,
             WorkspaceRead,
             PrebuildsRead,
@@ -610,6 +618,7 @@ mod tests {
         (Action::TemplatePush, "yy...", "yy..."),
         (Action::TemplateActivate, "yy...", "yy..."),
         (Action::TemplatePreview, "yy...", "yy..."),
+        (Action::ProvisionerList, "yy...", "yy..."),
         (Action::TemplatePolicyEdit, "yy...", "yy..."),
         (Action::WorkspaceRead, "yy.yy", "yy.y."),
         (Action::WorkspaceCreate, "y...y", "y...."),

@@ -38,8 +38,18 @@ use crate::Control;
 /// more than a lease, so that its holder had four chances to renew it.
 const UNCHANGED_ROUNDS: u32 = 5;
 
-/// The keeper's loop: renew this server's leases, salvage expired ones.
-pub(crate) async fn keeper(control: Control, mut shutdown: watch::Receiver<bool>) {
+/// How long a dead server's provisioners stay listed after their last
+/// heartbeat.
+const FORGET_PROVISIONERS_AFTER: Duration = Duration::from_secs(24 * 3600);
+
+/// The keeper's loop: renew this server's leases, salvage expired ones, and
+/// tell that `workers` (this server's provisioners) are alive; at shutdown
+/// their rows go.
+pub(crate) async fn keeper(
+    control: Control,
+    workers: Vec<String>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let lease = control.inner.config.job_lease;
     let round = (lease / 4).max(Duration::from_millis(100));
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
@@ -51,6 +61,17 @@ pub(crate) async fn keeper(control: Control, mut shutdown: watch::Receiver<bool>
         let server = &control.inner.config.server_id;
         if let Err(error) = control.inner.store.renew_job_leases(server, lease_ms).await {
             tracing::error!(%error, "cannot renew this server's job leases");
+        }
+        let forget_before = control.now_ms().saturating_sub(
+            i64::try_from(FORGET_PROVISIONERS_AFTER.as_millis()).unwrap_or(i64::MAX),
+        );
+        if let Err(error) = control
+            .inner
+            .store
+            .beat_provisioners(server, &workers, env!("CARGO_PKG_VERSION"), forget_before)
+            .await
+        {
+            tracing::error!(%error, "cannot record this server's provisioners' heartbeat");
         }
         match control.inner.store.expired_job_leases(server).await {
             Ok(expired) => {
@@ -66,6 +87,14 @@ pub(crate) async fn keeper(control: Control, mut shutdown: watch::Receiver<bool>
             _ = tokio::time::sleep(round) => {}
             _ = shutdown.changed() => {}
         }
+    }
+    if let Err(error) = control
+        .inner
+        .store
+        .forget_provisioners(&control.inner.config.server_id)
+        .await
+    {
+        tracing::warn!(%error, "cannot remove this server's provisioners from the list");
     }
 }
 

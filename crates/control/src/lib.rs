@@ -27,6 +27,7 @@ pub mod prebuilds;
 pub mod presets;
 pub mod previews;
 mod provisioner;
+pub mod provisioners;
 mod recovery;
 pub mod scheduler;
 pub mod schedules;
@@ -277,13 +278,18 @@ impl Control {
         shutdown: watch::Receiver<bool>,
     ) -> Vec<tokio::task::JoinHandle<()>> {
         self.inner.config.metrics.provisioners_started(count);
-        let mut handles: Vec<tokio::task::JoinHandle<()>> = (0..count)
-            .map(|index| {
+        let names: Vec<String> = (0..count)
+            .map(|index| format!("embedded-{index}"))
+            .collect();
+        let mut handles: Vec<tokio::task::JoinHandle<()>> = names
+            .iter()
+            .enumerate()
+            .map(|(index, name)| {
                 let control = self.clone();
                 let shutdown = shutdown.clone();
                 tokio::spawn(provisioner::worker(
                     control,
-                    format!("embedded-{index}"),
+                    name.clone(),
                     count == 1 || index > 0,
                     shutdown,
                 ))
@@ -291,6 +297,7 @@ impl Control {
             .collect();
         handles.push(tokio::spawn(job_leases::keeper(
             self.clone(),
+            names,
             shutdown.clone(),
         )));
         if count > 0 {

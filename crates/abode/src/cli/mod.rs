@@ -16,6 +16,7 @@ mod output;
 mod port_forward;
 mod prebuilds;
 mod previews;
+mod provisioners;
 mod schedule;
 mod ssh;
 mod templates;
@@ -85,6 +86,9 @@ pub enum UserCommand {
     /// A workspace's autostart schedule, autostop ttl and deadline.
     #[command(subcommand)]
     Schedule(schedule::ScheduleCommand),
+    /// The provisioners of every server: their heartbeat and current job.
+    #[command(subcommand)]
+    Provisioner(provisioners::ProvisionerCommand),
     /// Open a shell or run a command in a workspace over SSH (docs/ssh.md).
     Ssh(ssh::SshArgs),
     /// Add a `Host abode.WS` entry per workspace to ~/.ssh/config.
@@ -146,6 +150,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Notifications(command) => notifications::run(command),
         UserCommand::Prebuilds(command) => prebuilds::run(command),
         UserCommand::Schedule(command) => schedule::run(command),
+        UserCommand::Provisioner(command) => provisioners::run(command),
         UserCommand::Ssh(args) => ssh::run(args),
         UserCommand::ConfigSsh(args) => config_ssh::run(args),
         UserCommand::PortForward(args) => port_forward::run(args),

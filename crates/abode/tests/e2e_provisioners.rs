@@ -1,0 +1,84 @@
+//! `abode provisioner list` against a real server: its embedded
+//! provisioners with their heartbeat and the job each runs now; a server
+//! killed leaves them listed as stale once its lease has passed, and its
+//! restart makes them connected again; members may not list them.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod util;
+
+use std::time::{Duration, Instant};
+
+use util::{finish, fixture, require_terraform, Platform};
+
+fn provisioners(platform: &Platform) -> Vec<serde_json::Value> {
+    platform
+        .run(&["provisioner", "list", "-o", "json"])
+        .ok()
+        .json()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn provisioners_are_listed_with_their_job_and_heartbeat() {
+    require_terraform();
+    let mut platform = Platform::start_with(&["--provisioners", "2", "--job-lease", "4"]);
+    platform.login_owner();
+    let slow = fixture("slow");
+    platform
+        .run(&["templates", "push", "slow", "-d", slow.to_str().unwrap()])
+        .ok();
+    let create = platform.spawn(&["create", "one", "--template", "slow"]);
+
+    // The build's worker names it; the other is idle.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let listed = loop {
+        let listed = provisioners(&platform);
+        if listed.iter().any(|p| !p["current_job"].is_null()) {
+            break listed;
+        }
+        assert!(Instant::now() < deadline, "no job ever listed: {listed:#?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(listed.len(), 2, "{listed:#?}");
+    let server = listed[0]["server"].as_str().unwrap().to_string();
+    for provisioner in &listed {
+        assert_eq!(provisioner["server"], server.as_str());
+        assert_eq!(provisioner["kind"], "embedded");
+        assert_eq!(provisioner["status"], "connected");
+    }
+    let busy = listed
+        .iter()
+        .find(|p| !p["current_job"].is_null())
+        .unwrap();
+    assert_eq!(busy["current_job"]["kind"], "build");
+    assert_eq!(busy["current_job"]["workspace"], "alice/one");
+    assert_eq!(busy["current_job"]["build_number"], 1);
+    let text = platform.run(&["provisioner", "list"]).ok();
+    assert!(text.stdout.contains("build #1 (start) of alice/one"), "{text}");
+
+    // Members may not list them.
+    let bob = platform.login_new_user("bob", "member");
+    let refused = platform.run_as(&bob, &["provisioner", "list"], None);
+    assert_eq!(refused.code, Some(1), "{refused}");
+    assert!(refused.stderr.contains("provisioners"), "{refused}");
+
+    // Killed, the server says nothing more: once a lease has passed its
+    // provisioners are stale. Started again, they are connected.
+    platform.kill_server();
+    finish(create);
+    platform.advance_clock(Duration::from_secs(10));
+    platform.start_server_again();
+    // Until the restarted server's first round, the old heartbeats show.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = provisioners(&platform);
+        if listed.len() == 2 && listed.iter().all(|p| p["status"] == "connected") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never connected again: {listed:#?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

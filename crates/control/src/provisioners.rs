@@ -1,0 +1,48 @@
+//! The provisioners of every server on the database, for operators
+//! (`abode provisioner list`): each with its tags, version, the job it runs
+//! now and its last heartbeat, and whether that heartbeat is recent enough
+//! for the server to be alive.
+
+use abode_store::{page_size, Page, ProvisionerRow};
+
+use crate::authz::Action;
+use crate::{Caller, Control, ControlError};
+
+/// A provisioner as listed.
+#[derive(Debug, Clone)]
+pub struct ProvisionerView {
+    pub row: ProvisionerRow,
+    /// No heartbeat for more than a job lease: its server stopped answering
+    /// (its builds are salvaged once their leases run out).
+    pub stale: bool,
+}
+
+impl Control {
+    /// One page of every server's provisioners, by server and name.
+    pub async fn list_provisioners(
+        &self,
+        caller: &Caller,
+        after: Option<&str>,
+        limit: Option<i64>,
+    ) -> Result<Page<ProvisionerView>, ControlError> {
+        caller.authorize(Action::ProvisionerList, None)?;
+        let page = self
+            .inner
+            .store
+            .list_provisioner_page(after, page_size(limit))
+            .await?;
+        let lease_ms = i64::try_from(self.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
+        let now = self.now_ms();
+        Ok(Page {
+            items: page
+                .items
+                .into_iter()
+                .map(|row| ProvisionerView {
+                    stale: now.saturating_sub(row.last_beat_at) > lease_ms,
+                    row,
+                })
+                .collect(),
+            next: page.next,
+        })
+    }
+}
