@@ -49,15 +49,15 @@ fn provisioners_are_listed_with_their_job_and_heartbeat() {
         assert_eq!(provisioner["kind"], "embedded");
         assert_eq!(provisioner["status"], "connected");
     }
-    let busy = listed
-        .iter()
-        .find(|p| !p["current_job"].is_null())
-        .unwrap();
+    let busy = listed.iter().find(|p| !p["current_job"].is_null()).unwrap();
     assert_eq!(busy["current_job"]["kind"], "build");
     assert_eq!(busy["current_job"]["workspace"], "alice/one");
     assert_eq!(busy["current_job"]["build_number"], 1);
     let text = platform.run(&["provisioner", "list"]).ok();
-    assert!(text.stdout.contains("build #1 (start) of alice/one"), "{text}");
+    assert!(
+        text.stdout.contains("build #1 (start) of alice/one"),
+        "{text}"
+    );
 
     // Members may not list them.
     let bob = platform.login_new_user("bob", "member");
@@ -78,7 +78,10 @@ fn provisioners_are_listed_with_their_job_and_heartbeat() {
         if listed.len() == 2 && listed.iter().all(|p| p["status"] == "connected") {
             break;
         }
-        assert!(Instant::now() < deadline, "never connected again: {listed:#?}");
+        assert!(
+            Instant::now() < deadline,
+            "never connected again: {listed:#?}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }

@@ -104,9 +104,25 @@ fn servers_keep_their_own_builds_and_take_over_a_dead_ones() {
     let second = create(&front, "two", 8);
     wait_for_apply(&front, "two");
     let builder_id = server_id(&builder);
+    // Listed through the front (which has none): the builder's provisioner,
+    // connected, running that build.
+    let builder_row = |front: &Platform| {
+        let listed = front
+            .run(&["provisioner", "list", "-o", "json"])
+            .ok()
+            .json();
+        let rows = listed.as_array().unwrap().clone();
+        assert_eq!(rows.len(), 1, "{listed:#}");
+        assert_eq!(rows[0]["server"], builder_id.as_str(), "{listed:#}");
+        rows[0].clone()
+    };
+    let row = builder_row(&front);
+    assert_eq!(row["status"], "connected", "{row:#}");
+    assert_eq!(row["current_job"]["workspace"], "alice/two", "{row:#}");
     builder.kill_server();
     front.advance_clock(Duration::from_secs(60));
     let build = front.wait_for_build_status("two", "failed");
+    assert_eq!(builder_row(&front)["status"], "stale");
     let error = build["error"].as_str().unwrap();
     assert!(
         error.contains(&format!(
