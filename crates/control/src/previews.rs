@@ -137,11 +137,9 @@ impl Control {
                 workspace_ids,
             })
             .await?;
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
+        self.audit_template(
+            caller,
             "template.preview",
-            "template",
             name,
             "success",
             Some(format!(
@@ -243,11 +241,9 @@ impl Control {
                          acknowledging preview {} (abode templates versions activate {name} {number} --yes)",
                         preview.id
                     );
-                    self.audit(
-                        Some(&caller.user),
-                        caller.request_id.clone(),
+                    self.audit_template(
+                        caller,
                         "template.activate",
-                        "template",
                         name,
                         "failure",
                         Some(format!("{details} acknowledged=false")),
@@ -262,16 +258,8 @@ impl Control {
             .store
             .activate_template_version(&template.id, &version.id)
             .await?;
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
-            "template.activate",
-            "template",
-            name,
-            "success",
-            Some(details),
-        )
-        .await;
+        self.audit_template(caller, "template.activate", name, "success", Some(details))
+            .await;
         let template = self.template(name).await?;
         let version = self.inner.store.template_version_by_id(&version.id).await?;
         Ok((template, version))

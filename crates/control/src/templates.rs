@@ -79,11 +79,9 @@ impl Control {
         let validated = match validation {
             Ok(validated) => validated,
             Err(error) => {
-                self.audit(
-                    Some(&caller.user),
-                    caller.request_id.clone(),
+                self.audit_template(
+                    caller,
                     "template.push",
-                    "template",
                     name,
                     "failure",
                     Some(error.to_string()),
@@ -113,11 +111,9 @@ impl Control {
                 Some(&lint_json),
             )
             .await?;
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
+        self.audit_template(
+            caller,
             "template.push",
-            "template",
             name,
             "success",
             Some(format!(

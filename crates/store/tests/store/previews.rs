@@ -62,18 +62,23 @@ async fn fleet(store: &Store) -> (User, Workspace, TemplateVersion, Vec<String>)
     (alice, dev, v2, ids)
 }
 
-async fn a_preview_covers_the_live_workspaces_not_on_its_version(store: Store) {
-    let (alice, dev, v2, ids) = fleet(&store).await;
-    let preview = store
+/// A preview of `v2` on every live workspace of the template not on it.
+async fn preview_all(store: &Store, by: &User, dev: &Workspace, v2: &TemplateVersion) -> Preview {
+    store
         .create_preview(&NewPreview {
             id: new_id(),
             template_id: dev.template_id.clone(),
             template_version_id: v2.id.clone(),
-            requested_by: alice.id.clone(),
+            requested_by: by.id.clone(),
             workspace_ids: None,
         })
         .await
-        .unwrap();
+        .unwrap()
+}
+
+async fn a_preview_covers_the_live_workspaces_not_on_its_version(store: Store) {
+    let (alice, dev, v2, ids) = fleet(&store).await;
+    let preview = preview_all(&store, &alice, &dev, &v2).await;
     assert_eq!((preview.total, preview.pending), (2, 2));
     assert_eq!(
         (preview.template_name.as_str(), preview.version),
@@ -121,16 +126,7 @@ async fn preview_results_are_claimed_once_and_again_after_their_lease(store: Sto
     let (clock, hand) = Clock::manual(start);
     let store = store.with_clock(clock);
     let (alice, dev, v2, _) = fleet(&store).await;
-    let preview = store
-        .create_preview(&NewPreview {
-            id: new_id(),
-            template_id: dev.template_id.clone(),
-            template_version_id: v2.id.clone(),
-            requested_by: alice.id.clone(),
-            workspace_ids: None,
-        })
-        .await
-        .unwrap();
+    let preview = preview_all(&store, &alice, &dev, &v2).await;
     let first = store
         .claim_preview("w", "a", 10_000)
         .await
@@ -222,16 +218,7 @@ async fn preview_results_are_claimed_once_and_again_after_their_lease(store: Sto
 
 async fn a_stopping_server_gives_its_previews_back(store: Store) {
     let (alice, dev, v2, _) = fleet(&store).await;
-    store
-        .create_preview(&NewPreview {
-            id: new_id(),
-            template_id: dev.template_id.clone(),
-            template_version_id: v2.id.clone(),
-            requested_by: alice.id.clone(),
-            workspace_ids: None,
-        })
-        .await
-        .unwrap();
+    preview_all(&store, &alice, &dev, &v2).await;
     let first = store
         .claim_preview("w", "a", 600_000)
         .await
