@@ -65,6 +65,16 @@ pub struct ServerArgs {
     /// database fails the build as its server's.
     #[arg(long, env = "ABODE_JOB_LEASE", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     job_lease: u64,
+    /// A tag this server's provisioners offer (`key=value`, repeatable): they
+    /// take the jobs of template versions whose tags are all among theirs
+    /// (untagged versions' jobs go to any provisioner).
+    #[arg(
+        long = "provisioner-tag",
+        env = "ABODE_PROVISIONER_TAGS",
+        value_delimiter = ',',
+        value_name = "KEY=VALUE"
+    )]
+    provisioner_tags: Vec<String>,
     /// Keep the data in PostgreSQL (postgres://USER@HOST/DB) instead of SQLite in the data dir.
     #[arg(long, env = "ABODE_DATABASE_URL")]
     database_url: Option<String>,
@@ -245,6 +255,8 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.agent_heartbeat_interval = Duration::from_secs(args.agent_heartbeat_interval);
     options.cancel_grace = Duration::from_secs(args.cancel_grace);
     options.job_lease = Duration::from_secs(args.job_lease);
+    options.provisioner_tags = abode_api::parse_provisioner_tags(&args.provisioner_tags)
+        .map_err(|error| anyhow::anyhow!("--provisioner-tag: {error}"))?;
     options.confirmation_timeout = Duration::from_secs(args.confirmation_timeout);
     options.database_url = args.database_url;
     options.session_idle_timeout = args.session_idle_timeout;

@@ -85,3 +85,61 @@ fn provisioners_are_listed_with_their_job_and_heartbeat() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn a_version_s_jobs_go_only_to_provisioners_with_its_tags() {
+    require_terraform();
+    let platform = Platform::start_with(&["--provisioner-tag", "cloud=a,zone=1"]);
+    platform.login_owner();
+    let minimal = fixture("minimal");
+    let push = |name: &str, tags: &[&str]| {
+        let mut args = vec!["templates", "push", name, "-d", minimal.to_str().unwrap()];
+        for tag in tags {
+            args.extend(["--provisioner-tag", tag]);
+        }
+        platform.run(&args)
+    };
+    push("plain", &[]).ok();
+    push("on-a", &["cloud=a"]).ok();
+    push("on-b", &["zone=1", "cloud=b"]).ok();
+    push("bad", &["cloud"]).fails_with(1, &["provisioner tag `cloud` is not key=value"]);
+    let shown = platform
+        .run(&["templates", "versions", "show", "on-b", "1", "-o", "json"])
+        .ok()
+        .json();
+    assert_eq!(
+        shown["provisioner_tags"],
+        serde_json::json!(["cloud=b", "zone=1"])
+    );
+
+    // Untagged and covered versions build here; the other waits for a
+    // provisioner that offers cloud=b.
+    platform.run(&["create", "p", "-t", "plain"]).ok();
+    platform.run(&["create", "a", "-t", "on-a"]).ok();
+    let waiting = platform.spawn(&["create", "b", "-t", "on-b"]);
+    platform.wait_for_build_status("b", "pending");
+    // Longer than the workers' idle look at the queue (2 s).
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(platform.show("b")["latest_build"]["status"], "pending");
+    finish(waiting);
+    let listed = provisioners(&platform);
+    assert!(
+        listed
+            .iter()
+            .all(|p| p["tags"] == serde_json::json!({"cloud": "a", "zone": "1"})),
+        "{listed:#?}"
+    );
+
+    // A server whose tag is not one refuses to start, in one line.
+    let refused = std::process::Command::new(util::abode_bin())
+        .args(["server", "--provisioner-tag", "cloud", "--data-dir"])
+        .arg(platform.root().join("other"))
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--provisioner-tag: provisioner tag `cloud` is not key=value"),
+        "{stderr}"
+    );
+}

@@ -539,6 +539,9 @@ struct PushQuery {
     /// Refuse the version when the lint finds an error-level hazard.
     #[serde(default)]
     strict: Option<bool>,
+    /// The provisioner tags its builds need, `key=value` separated by commas.
+    #[serde(default)]
+    provisioner_tags: Option<String>,
 }
 
 async fn push_version(
@@ -569,17 +572,29 @@ async fn push_version(
         activate: query.activate.unwrap_or(false),
         message: message.to_string(),
         strict: query.strict.unwrap_or(false),
+        provisioner_tags: query
+            .provisioner_tags
+            .as_deref()
+            .map(|tags| {
+                tags.split(',')
+                    .filter(|tag| !tag.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
     };
     let (template, version, lint) = state
         .control
         .push_template_with(&caller, &name, archive.to_vec(), &options)
         .await?;
+    let provisioner_tags = state.control.provisioner_tags_of(&version).await?;
     ok(
         StatusCode::CREATED,
         json!({
             "template": TemplateJson::from(&template),
             "version": VersionJson::from(&version),
             "lint": lint,
+            "provisioner_tags": provisioner_tags,
         }),
     )
 }
@@ -599,9 +614,15 @@ async fn get_version(
         .await?;
     let gate = state.control.preview_gate(&caller, &name, number).await?;
     let preview = gate.as_ref().map(|gate| PreviewJson::from(&gate.preview));
+    let provisioner_tags = state.control.provisioner_tags_of(&version).await?;
     ok(
         StatusCode::OK,
-        json!({"version": VersionJson::from(&version), "lint": lint, "preview": preview}),
+        json!({
+            "version": VersionJson::from(&version),
+            "lint": lint,
+            "preview": preview,
+            "provisioner_tags": provisioner_tags,
+        }),
     )
 }
 

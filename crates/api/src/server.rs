@@ -59,6 +59,9 @@ pub struct ServerOptions {
     pub scheduler: abode_control::SchedulerConfig,
     /// How long a claimed job stays this server's without a renewal.
     pub job_lease: Duration,
+    /// The provisioner tags this server's provisioners offer (`key=value`,
+    /// checked with [`parse_provisioner_tags`](crate::parse_provisioner_tags)).
+    pub provisioner_tags: Vec<String>,
 }
 
 impl ServerOptions {
@@ -89,6 +92,7 @@ impl ServerOptions {
             prebuilds: abode_control::PrebuildsConfig::default(),
             scheduler: abode_control::SchedulerConfig::default(),
             job_lease: Duration::from_secs(60),
+            provisioner_tags: Vec::new(),
         }
     }
 }
@@ -190,6 +194,7 @@ impl Server {
         config.scheduler = options.scheduler.clone();
         config.server_id = server_identity(&options.data_dir)?;
         config.job_lease = options.job_lease;
+        config.provisioner_tags = options.provisioner_tags.clone();
         // Builds and template pushes need Terraform: say so at start rather
         // than at the first build.
         match tokio::task::spawn_blocking(abode_terraform::version).await {

@@ -334,7 +334,7 @@ impl Client {
         activate: bool,
         message: Option<&str>,
     ) -> Result<TemplateVersionResponse, ClientError> {
-        self.push_template_with(name, archive, activate, message, false)
+        self.push_template_with(name, archive, activate, message, false, &[])
     }
 
     /// Pushes a version; `strict` asks the server to refuse it when its lint
@@ -346,6 +346,7 @@ impl Client {
         activate: bool,
         message: Option<&str>,
         strict: bool,
+        provisioner_tags: &[String],
     ) -> Result<TemplateVersionResponse, ClientError> {
         let path = format!("/templates/{}/versions", workspace_segment(name));
         let mut request = self
@@ -357,6 +358,9 @@ impl Client {
         }
         if strict {
             request = request.query("strict", "true");
+        }
+        if !provisioner_tags.is_empty() {
+            request = request.query("provisioner_tags", &provisioner_tags.join(","));
         }
         self.finish("template push", request.send_bytes(archive))
     }

@@ -133,6 +133,9 @@ pub struct TemplateVersionResponse {
     /// The lint's findings on the pushed files (a push's answer only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lint: Option<LintReport>,
+    /// The provisioner tags its builds need (`key=value`).
+    #[serde(default)]
+    pub provisioner_tags: Vec<String>,
 }
 
 /// One version with the lint's findings it keeps
@@ -146,6 +149,9 @@ pub struct TemplateVersionDetail {
     /// The version's latest fleet preview (`None`: never previewed).
     #[serde(default)]
     pub preview: Option<Preview>,
+    /// The provisioner tags its builds need (`key=value`).
+    #[serde(default)]
+    pub provisioner_tags: Vec<String>,
 }
 
 /// A provisioner of one of the servers (`GET /provisioners`).

@@ -68,7 +68,13 @@ pub(crate) async fn keeper(
         if let Err(error) = control
             .inner
             .store
-            .beat_provisioners(server, &workers, env!("CARGO_PKG_VERSION"), forget_before)
+            .beat_provisioners(
+                server,
+                &workers,
+                &crate::tags::tags_json(&control.inner.config.provisioner_tags),
+                env!("CARGO_PKG_VERSION"),
+                forget_before,
+            )
             .await
         {
             tracing::error!(%error, "cannot record this server's provisioners' heartbeat");

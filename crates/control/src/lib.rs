@@ -33,6 +33,7 @@ pub mod scheduler;
 pub mod schedules;
 mod secrets;
 mod state;
+pub mod tags;
 mod templates;
 mod users;
 mod workdir;
@@ -128,6 +129,10 @@ pub struct Config {
     /// server renews every quarter of it. Another server fails the build once
     /// it has run out (`job_leases.rs`).
     pub job_lease: Duration,
+    /// The provisioner tags this server's provisioners offer (`key=value`,
+    /// checked by [`tags::parse_tags`]): they take the jobs of versions
+    /// whose tags are all among them (`tags.rs`).
+    pub provisioner_tags: Vec<String>,
 }
 
 impl Config {
@@ -159,6 +164,7 @@ impl Config {
             scheduler: SchedulerConfig::default(),
             server_id: abode_store::new_id(),
             job_lease: Duration::from_secs(60),
+            provisioner_tags: Vec::new(),
         }
     }
 

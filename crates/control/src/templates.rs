@@ -56,6 +56,7 @@ impl Control {
             activate,
             message: message.to_string(),
             strict: false,
+            provisioner_tags: Vec::new(),
         };
         let (template, version, _) = self
             .push_template_with(caller, name, archive_bytes, &options)
@@ -75,6 +76,8 @@ impl Control {
     ) -> Result<(Template, TemplateVersion, VersionLint), ControlError> {
         let (activate, message) = (options.activate, options.message.as_str());
         self.may_push_template(caller, name, message)?;
+        let provisioner_tags =
+            crate::tags::parse_tags(&options.provisioner_tags).map_err(ControlError::BadRequest)?;
         let validation = validate_template(self, &archive_bytes, options.strict).await;
         let validated = match validation {
             Ok(validated) => validated,
@@ -109,6 +112,7 @@ impl Control {
                     activate,
                 },
                 Some(&lint_json),
+                &provisioner_tags,
             )
             .await?;
         self.audit_template(
@@ -146,6 +150,14 @@ impl Control {
         let (_, version) = self.version_of(name, number).await?;
         let lint = self.stored_lint(&version).await?;
         Ok((version, lint))
+    }
+
+    /// The provisioner tags a version's builds need (`key=value`, sorted).
+    pub async fn provisioner_tags_of(
+        &self,
+        version: &TemplateVersion,
+    ) -> Result<Vec<String>, ControlError> {
+        Ok(self.inner.store.template_version_tags(&version.id).await?)
     }
 
     /// One page of templates, by name.
@@ -245,6 +257,8 @@ pub struct PushOptions {
     pub message: String,
     /// Refuse it when the lint finds an error-level hazard (or cannot read it).
     pub strict: bool,
+    /// The provisioner tags its builds need (`key=value`; checked at push).
+    pub provisioner_tags: Vec<String>,
 }
 
 /// What the lint said about a version's files, as the version keeps it

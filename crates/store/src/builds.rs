@@ -438,3 +438,18 @@ macro_rules! build_queries {
 }
 
 pub(crate) use build_queries;
+
+/// The condition a claimed job's build meets for a provisioner with
+/// `count` tags (bound after the statement's other parameters, in order):
+/// every tag its version needs is one of them.
+pub(crate) fn tags_covered(count: usize) -> String {
+    let outside = if count == 0 {
+        String::new()
+    } else {
+        format!(" AND t.tag NOT IN ({})", vec!["?"; count].join(", "))
+    };
+    format!(
+        "NOT EXISTS (SELECT 1 FROM template_version_tags t \
+         WHERE t.template_version_id = b.template_version_id{outside})"
+    )
+}

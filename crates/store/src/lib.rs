@@ -322,8 +322,11 @@ storage_interface! {
     /// Stores a new immutable version, creating the template on its first push
     /// (whose first version is always active).
     fn create_template_version(&self, version: &NewTemplateVersion) -> (Template, TemplateVersion);
-    /// The same, keeping the lint's findings (JSON, docs/lint.md) with it.
-    fn create_linted_template_version(&self, version: &NewTemplateVersion, lint: Option<&str>) -> (Template, TemplateVersion);
+    /// The same, keeping the lint's findings (JSON, docs/lint.md) and the
+    /// provisioner tags its builds need (`key=value`) with it.
+    fn create_linted_template_version(&self, version: &NewTemplateVersion, lint: Option<&str>, provisioner_tags: &[String]) -> (Template, TemplateVersion);
+    /// The provisioner tags a version's builds need, sorted.
+    fn template_version_tags(&self, version_id: &str) -> Vec<String>;
     fn list_template_versions(&self, template_id: &str) -> Vec<TemplateVersion>;
     fn template_version(&self, template_id: &str, number: i64) -> TemplateVersion;
     fn template_version_by_id(&self, version_id: &str) -> TemplateVersion;
@@ -366,7 +369,8 @@ storage_interface! {
     /// Records that `names`, the workers of server `server_id`, are alive
     /// (running `version`), and forgets every row whose last heartbeat is
     /// older than `forget_before`.
-    fn beat_provisioners(&self, server_id: &str, names: &[String], version: &str, forget_before: i64) -> ();
+    /// `tags`: the JSON object of the tags they offer.
+    fn beat_provisioners(&self, server_id: &str, names: &[String], tags: &str, version: &str, forget_before: i64) -> ();
     /// Removes a stopping server's rows.
     fn forget_provisioners(&self, server_id: &str) -> ();
     /// Every server's provisioners by server and name, each with the job it
@@ -431,8 +435,12 @@ storage_interface! {
     fn cancel_pending_build(&self, build_id: &str, error: &str) -> bool;
     /// Atomically claims the next queued job for `worker` of server `holder`,
     /// under a lease of `lease_ms`, and marks its build running: people's
-    /// builds before the system's (scheduler, prebuilds), oldest first.
+    /// builds before the system's (scheduler, prebuilds), oldest first. Only
+    /// jobs whose version needs no provisioner tag.
     fn claim_job(&self, worker: &str, holder: &str, lease_ms: i64) -> Option<ClaimedJob>;
+    /// [`Store::claim_job`] for a provisioner with `tags` (`key=value`): only
+    /// jobs whose version's tags are all among them.
+    fn claim_tagged_job(&self, worker: &str, holder: &str, lease_ms: i64, tags: &[String]) -> Option<ClaimedJob>;
     fn request_cancel(&self, build_id: &str) -> ();
     fn cancel_requested(&self, build_id: &str) -> bool;
     fn append_log(&self, build_id: &str, line: &NewLogLine) -> i64;

@@ -180,28 +180,46 @@ impl PostgresBackend {
         holder: &str,
         lease_ms: i64,
     ) -> Result<Option<ClaimedJob>, StoreError> {
+        self.claim_tagged_job(worker, holder, lease_ms, &[]).await
+    }
+
+    pub(crate) async fn claim_tagged_job(
+        &self,
+        worker: &str,
+        holder: &str,
+        lease_ms: i64,
+        tags: &[String],
+    ) -> Result<Option<ClaimedJob>, StoreError> {
         let now = self.now_ms();
         let mut tx = self
             .pool
             .begin_with(BEGIN_WRITE)
             .await
             .map_err(StoreError::Database)?;
-        let claimed: Option<ClaimedJob> = sqlx::query_as(
-            "UPDATE jobs SET status = 'claimed', worker = $1, claimed_at = $2, lease_holder = $3, \
-             lease_expires_at = $4 \
+        let statement = sql(&format!(
+            "UPDATE jobs SET status = 'claimed', worker = ?, claimed_at = ?, lease_holder = ?, \
+             lease_expires_at = ? \
              WHERE id = (SELECT j.id FROM jobs j \
              JOIN builds b ON b.id = j.build_id JOIN users u ON u.id = b.initiator_id \
-             WHERE j.status = 'queued' ORDER BY u.system, j.created_at, j.id LIMIT 1 \
+             WHERE j.status = 'queued' AND {} \
+             ORDER BY u.system, j.created_at, j.id LIMIT 1 \
              FOR UPDATE OF j SKIP LOCKED) \
              RETURNING id AS job_id, build_id, kind",
-        )
-        .bind(worker)
-        .bind(now)
-        .bind(holder)
-        .bind(now.saturating_add(lease_ms))
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error("job"))?;
+            tags_covered(tags.len())
+        ))
+        .into_owned();
+        let mut claim = sqlx::query_as(&statement)
+            .bind(worker)
+            .bind(now)
+            .bind(holder)
+            .bind(now.saturating_add(lease_ms));
+        for tag in tags {
+            claim = claim.bind(tag);
+        }
+        let claimed: Option<ClaimedJob> = claim
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error("job"))?;
         if let Some(job) = &claimed {
             sqlx::query(
                 "UPDATE builds SET status = 'running', started_at = $1 WHERE id = $2 AND status = 'pending'",

@@ -50,6 +50,7 @@ macro_rules! provisioner_queries {
         &self,
         server_id: &str,
         names: &[String],
+        tags: &str,
         version: &str,
         forget_before: i64,
     ) -> Result<(), StoreError> {
@@ -58,12 +59,13 @@ macro_rules! provisioner_queries {
         for name in names {
             sqlx::query(&sql(
                 "INSERT INTO provisioners (server_id, name, kind, tags, version, started_at, last_beat_at) \
-                 VALUES (?, ?, 'embedded', '{}', ?, ?, ?) \
+                 VALUES (?, ?, 'embedded', ?, ?, ?, ?) \
                  ON CONFLICT (server_id, name) DO UPDATE SET version = excluded.version, \
-                 last_beat_at = excluded.last_beat_at",
+                 tags = excluded.tags, last_beat_at = excluded.last_beat_at",
             ))
             .bind(server_id)
             .bind(name)
+            .bind(tags)
             .bind(version)
             .bind(now)
             .bind(now)

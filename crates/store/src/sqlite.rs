@@ -126,27 +126,44 @@ impl SqliteBackend {
         holder: &str,
         lease_ms: i64,
     ) -> Result<Option<ClaimedJob>, StoreError> {
+        self.claim_tagged_job(worker, holder, lease_ms, &[]).await
+    }
+
+    pub(crate) async fn claim_tagged_job(
+        &self,
+        worker: &str,
+        holder: &str,
+        lease_ms: i64,
+        tags: &[String],
+    ) -> Result<Option<ClaimedJob>, StoreError> {
         let now = self.now_ms();
         let mut tx = self
             .pool
             .begin_with(BEGIN_WRITE)
             .await
             .map_err(StoreError::Database)?;
-        let claimed: Option<ClaimedJob> = sqlx::query_as(&sql(
+        let statement = format!(
             "UPDATE jobs SET status = 'claimed', worker = ?, claimed_at = ?, lease_holder = ?, \
              lease_expires_at = ? \
              WHERE status = 'queued' AND id = (SELECT j.id FROM jobs j \
              JOIN builds b ON b.id = j.build_id JOIN users u ON u.id = b.initiator_id \
-             WHERE j.status = 'queued' ORDER BY u.system, j.created_at, j.rowid LIMIT 1) \
+             WHERE j.status = 'queued' AND {} \
+             ORDER BY u.system, j.created_at, j.rowid LIMIT 1) \
              RETURNING id AS job_id, build_id, kind",
-        ))
-        .bind(worker)
-        .bind(now)
-        .bind(holder)
-        .bind(now.saturating_add(lease_ms))
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error("job"))?;
+            tags_covered(tags.len())
+        );
+        let mut claim = sqlx::query_as(&statement)
+            .bind(worker)
+            .bind(now)
+            .bind(holder)
+            .bind(now.saturating_add(lease_ms));
+        for tag in tags {
+            claim = claim.bind(tag);
+        }
+        let claimed: Option<ClaimedJob> = claim
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error("job"))?;
         if let Some(job) = &claimed {
             sqlx::query(
                 &sql("UPDATE builds SET status = 'running', started_at = ? WHERE id = ? AND status = 'pending'"),

@@ -38,13 +38,14 @@ macro_rules! template_queries {
         &self,
         version: &NewTemplateVersion,
     ) -> Result<(Template, TemplateVersion), StoreError> {
-        self.create_linted_template_version(version, None).await
+        self.create_linted_template_version(version, None, &[]).await
     }
 
     pub(crate) async fn create_linted_template_version(
         &self,
         version: &NewTemplateVersion,
         lint: Option<&str>,
+        provisioner_tags: &[String],
     ) -> Result<(Template, TemplateVersion), StoreError> {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
@@ -93,6 +94,17 @@ macro_rules! template_queries {
         .execute(&mut *tx)
         .await
         .map_err(db_error("template version"))?;
+        for tag in provisioner_tags {
+            sqlx::query(&sql(
+                "INSERT INTO template_version_tags (template_version_id, tag) VALUES (?, ?) \
+                 ON CONFLICT DO NOTHING",
+            ))
+            .bind(&version_id)
+            .bind(tag)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("template version"))?;
+        }
         if version.activate || number == 1 {
             sqlx::query(&sql("UPDATE templates SET active_version_id = ? WHERE id = ?"))
                 .bind(&version_id)
@@ -105,6 +117,19 @@ macro_rules! template_queries {
         let template = self.template_by_name(&version.template_name).await?;
         let stored = self.template_version_by_id(&version_id).await?;
         Ok((template, stored))
+    }
+
+    pub(crate) async fn template_version_tags(
+        &self,
+        version_id: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar(&sql(
+            "SELECT tag FROM template_version_tags WHERE template_version_id = ? ORDER BY tag",
+        ))
+        .bind(version_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("template version"))
     }
 
     pub(crate) async fn list_template_versions(

@@ -60,6 +60,10 @@ pub struct PushArgs {
     /// Refuse the push when the server's lint finds an error-level hazard.
     #[arg(long)]
     pub strict: bool,
+    /// A provisioner tag its builds need (`key=value`, repeatable): only
+    /// provisioners that offer every one take its jobs (docs/deployment.md).
+    #[arg(long = "provisioner-tag", value_name = "KEY=VALUE")]
+    pub provisioner_tags: Vec<String>,
     /// Start a fleet preview of the new version on every live workspace of
     /// the template (`abode templates versions show` prints its report).
     #[arg(long)]
@@ -171,6 +175,7 @@ fn push(args: PushArgs) -> anyhow::Result<u8> {
             args.activate,
             args.message.as_deref(),
             args.strict,
+            &args.provisioner_tags,
         )
         .with_context(|| format!("template {:?} was not pushed", args.name))?;
     match args.output.output {
@@ -289,6 +294,12 @@ fn show_version(args: VersionShowArgs) -> anyhow::Result<u8> {
             );
             for line in version.validation.message.lines() {
                 println!("Validation: {}", visible(line));
+            }
+            if !detail.provisioner_tags.is_empty() {
+                println!(
+                    "Provisioner tags: {}",
+                    visible(&detail.provisioner_tags.join(", "))
+                );
             }
             match &detail.lint {
                 Some(lint) => {

@@ -61,7 +61,12 @@ pub(crate) async fn worker(
         let claimed = control
             .inner
             .store
-            .claim_job(&name, &control.inner.config.server_id, lease_ms)
+            .claim_tagged_job(
+                &name,
+                &control.inner.config.server_id,
+                lease_ms,
+                &control.inner.config.provisioner_tags,
+            )
             .await;
         match claimed {
             Ok(Some(job)) => {

@@ -16,11 +16,11 @@ async fn provisioners_are_listed_with_the_job_they_hold(store: Store) {
     let (_, _, build) = seeded(&store).await;
     let workers = ["embedded-0".to_string(), "embedded-1".to_string()];
     store
-        .beat_provisioners("server-a", &workers, "0.1.0", 0)
+        .beat_provisioners("server-a", &workers, r#"{"cloud":"a"}"#, "0.1.0", 0)
         .await
         .unwrap();
     store
-        .beat_provisioners("server-b", &workers[..1], "0.1.0", 0)
+        .beat_provisioners("server-b", &workers[..1], "{}", "0.1.0", 0)
         .await
         .unwrap();
     store
@@ -43,6 +43,7 @@ async fn provisioners_are_listed_with_the_job_they_hold(store: Store) {
     assert_eq!(first.items[1].build_number, Some(build.number));
     assert_eq!(first.items[1].build_workspace.as_deref(), Some("alice/dev"));
     assert_eq!(first.items[1].kind, ProvisionerKind::Embedded);
+    assert_eq!(first.items[1].tags, r#"{"cloud":"a"}"#);
     let rest = store
         .list_provisioner_page(first.next.as_deref(), 10)
         .await
@@ -56,7 +57,7 @@ async fn provisioners_are_listed_with_the_job_they_hold(store: Store) {
     hand.advance(Duration::from_secs(86_401));
     let now = start + 86_401_000;
     store
-        .beat_provisioners("server-a", &workers, "0.2.0", now - 86_400_000)
+        .beat_provisioners("server-a", &workers, "{}", "0.2.0", now - 86_400_000)
         .await
         .unwrap();
     let all = store.list_provisioner_page(None, 10).await.unwrap().items;
@@ -73,4 +74,72 @@ async fn provisioners_are_listed_with_the_job_they_hold(store: Store) {
         .is_empty());
 }
 
-on_every_backend!(provisioners_are_listed_with_the_job_they_hold,);
+async fn a_job_goes_only_to_a_provisioner_with_every_tag_of_its_version(store: Store) {
+    let (alice, dev, first) = seeded(&store).await;
+    let (_, tagged) = store
+        .create_linted_template_version(
+            &NewTemplateVersion {
+                template_name: "tagged".into(),
+                archive: vec![1],
+                archive_sha256: "t".into(),
+                message: "".into(),
+                created_by: alice.id.clone(),
+                validation_ok: true,
+                validation_message: "ok".into(),
+                parameters: None,
+                presets: None,
+                activate: true,
+            },
+            None,
+            &["cloud=a".into(), "zone=1".into()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store.template_version_tags(&tagged.id).await.unwrap(),
+        ["cloud=a", "zone=1"]
+    );
+    let workspace_id = new_id();
+    let (_, build) = store
+        .create_workspace(
+            &NewWorkspace {
+                id: workspace_id.clone(),
+                owner_id: alice.id.clone(),
+                name: "tagged".into(),
+                template_id: tagged.template_id.clone(),
+                template_version_id: tagged.id.clone(),
+                parameters: "{}".into(),
+                preset_name: None,
+            },
+            &NewBuild {
+                workspace_id,
+                template_version_id: tagged.id.clone(),
+                ..next_build(&dev, &alice, "start")
+            },
+        )
+        .await
+        .unwrap();
+    let claim = |tags: &'static [&'static str]| {
+        let store = store.clone();
+        async move {
+            let tags: Vec<String> = tags.iter().map(|tag| tag.to_string()).collect();
+            store
+                .claim_tagged_job("w", "server", 60_000, &tags)
+                .await
+                .unwrap()
+                .map(|job| job.build_id)
+        }
+    };
+    // The untagged build goes to anyone; the tagged one only to a
+    // provisioner with both of its tags (more are fine).
+    assert_eq!(claim(&["cloud=b"]).await, Some(first.id.clone()));
+    assert_eq!(store.claim_job("w", "server", 60_000).await.unwrap(), None);
+    assert_eq!(claim(&["cloud=a"]).await, None);
+    assert_eq!(claim(&["cloud=a", "zone=2"]).await, None);
+    assert_eq!(claim(&["x=y", "zone=1", "cloud=a"]).await, Some(build.id));
+}
+
+on_every_backend!(
+    provisioners_are_listed_with_the_job_they_hold,
+    a_job_goes_only_to_a_provisioner_with_every_tag_of_its_version,
+);
