@@ -89,7 +89,8 @@ fn provisioners_are_listed_with_their_job_and_heartbeat() {
 #[test]
 fn a_version_s_jobs_go_only_to_provisioners_with_its_tags() {
     require_terraform();
-    let platform = Platform::start_with(&["--provisioner-tag", "cloud=a,zone=1"]);
+    let platform =
+        Platform::start_with(&["--provisioner-tag", "cloud=a,zone=1", "--job-lease", "4"]);
     platform.login_owner();
     let minimal = fixture("minimal");
     let push = |name: &str, tags: &[&str]| {
@@ -120,6 +121,19 @@ fn a_version_s_jobs_go_only_to_provisioners_with_its_tags() {
     platform.wait_for_build_status("b", "pending");
     // Longer than the workers' idle look at the queue (2 s).
     std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(platform.show("b")["latest_build"]["status"], "pending");
+    // Half a minute later its log says why it waits.
+    platform.advance_clock(Duration::from_secs(31));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let log = platform.run(&["builds", "logs", "b", "1"]);
+        if log.stdout.contains("no connected provisioner offers") {
+            assert!(log.stdout.contains("(cloud=b, zone=1)"), "{log}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the wait was never told: {log}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     assert_eq!(platform.show("b")["latest_build"]["status"], "pending");
     finish(waiting);
     let listed = provisioners(&platform);

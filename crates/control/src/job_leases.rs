@@ -25,7 +25,7 @@
 //! workers also look at the queue every 2 s, for what a lost notification
 //! would miss.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use abode_store::{BuildStatus, ExpiredJobLease};
@@ -54,6 +54,7 @@ pub(crate) async fn keeper(
     let round = (lease / 4).max(Duration::from_millis(100));
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
     let mut seen_expired: HashMap<String, (i64, u32)> = HashMap::new();
+    let mut told_waiting: HashSet<String> = HashSet::new();
     loop {
         if *shutdown.borrow() {
             break;
@@ -79,6 +80,7 @@ pub(crate) async fn keeper(
         {
             tracing::error!(%error, "cannot record this server's provisioners' heartbeat");
         }
+        control.tell_unserved_jobs(&mut told_waiting).await;
         match control.inner.store.expired_job_leases(server).await {
             Ok(expired) => {
                 let (salvage, still) = unchanged_since_last_round(&seen_expired, expired);
@@ -165,7 +167,69 @@ pub(crate) async fn announcements(control: Control, mut shutdown: watch::Receive
     }
 }
 
+/// How long a job whose tags no connected provisioner offers waits before
+/// its log says so.
+const UNSERVED_AFTER: Duration = Duration::from_secs(30);
+
 impl Control {
+    /// Says in the log of each job queued for a while whose version needs
+    /// tags that no connected provisioner offers (once per build and
+    /// server), so that nobody waits on it silently.
+    async fn tell_unserved_jobs(&self, told: &mut HashSet<String>) {
+        let now = self.now_ms();
+        let store = &self.inner.store;
+        let waiting_ms = i64::try_from(UNSERVED_AFTER.as_millis()).unwrap_or(i64::MAX);
+        let lease_ms = i64::try_from(self.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
+        let (waiting, offered) = match (
+            store
+                .waiting_tagged_jobs(now.saturating_sub(waiting_ms))
+                .await,
+            store
+                .live_provisioner_tags(now.saturating_sub(lease_ms))
+                .await,
+        ) {
+            (Ok(waiting), Ok(offered)) => (waiting, offered),
+            (Err(error), _) | (_, Err(error)) => {
+                tracing::error!(%error, "cannot read the jobs waiting for tagged provisioners");
+                return;
+            }
+        };
+        let offered: Vec<HashSet<String>> = offered
+            .iter()
+            .map(|json| {
+                serde_json::from_str::<BTreeMap<String, String>>(json)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(key, value)| format!("{key}={value}"))
+                    .collect()
+            })
+            .collect();
+        let mut needs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (build_id, tag) in waiting {
+            needs.entry(build_id).or_default().push(tag);
+        }
+        told.retain(|build_id| needs.contains_key(build_id));
+        for (build_id, tags) in needs {
+            let served = offered
+                .iter()
+                .any(|offer| tags.iter().all(|tag| offer.contains(tag)));
+            if served || !told.insert(build_id.clone()) {
+                continue;
+            }
+            self.note(
+                &build_id,
+                "setup",
+                "warn",
+                &format!(
+                    "waiting: no connected provisioner offers the tags this template version needs ({}); \
+                     the build starts when one does (`abode provisioner list` shows what each offers)",
+                    tags.join(", ")
+                ),
+            )
+            .await;
+        }
+    }
+
     /// A job was queued: wakes an idle worker here and tells the other servers.
     pub(crate) async fn job_queued(&self) {
         self.inner.jobs_queued.notify_one();

@@ -371,6 +371,12 @@ storage_interface! {
     /// older than `forget_before`.
     /// `tags`: the JSON object of the tags they offer.
     fn beat_provisioners(&self, server_id: &str, names: &[String], tags: &str, version: &str, forget_before: i64) -> ();
+    /// The tags (`key=value`) of every job queued before `queued_before`
+    /// whose version needs tags, as (build id, tag) rows.
+    fn waiting_tagged_jobs(&self, queued_before: i64) -> Vec<(String, String)>;
+    /// The tag sets (JSON objects) of the provisioners heard from since
+    /// `beat_since`.
+    fn live_provisioner_tags(&self, beat_since: i64) -> Vec<String>;
     /// Removes a stopping server's rows.
     fn forget_provisioners(&self, server_id: &str) -> ();
     /// Every server's provisioners by server and name, each with the job it

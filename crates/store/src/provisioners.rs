@@ -82,6 +82,38 @@ macro_rules! provisioner_queries {
         Ok(())
     }
 
+    pub(crate) async fn waiting_tagged_jobs(
+        &self,
+        queued_before: i64,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query(&sql(
+            "SELECT j.build_id, t.tag FROM jobs j JOIN builds b ON b.id = j.build_id \
+             JOIN template_version_tags t ON t.template_version_id = b.template_version_id \
+             WHERE j.status = 'queued' AND j.created_at < ? ORDER BY j.build_id, t.tag",
+        ))
+        .bind(queued_before)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("job"))?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("build_id")?, row.try_get("tag")?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(StoreError::Database)
+    }
+
+    pub(crate) async fn live_provisioner_tags(
+        &self,
+        beat_since: i64,
+    ) -> Result<Vec<String>, StoreError> {
+        sqlx::query_scalar(&sql(
+            "SELECT DISTINCT tags FROM provisioners WHERE last_beat_at >= ?",
+        ))
+        .bind(beat_since)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("provisioner"))
+    }
+
     pub(crate) async fn forget_provisioners(&self, server_id: &str) -> Result<(), StoreError> {
         sqlx::query(&sql("DELETE FROM provisioners WHERE server_id = ?"))
             .bind(server_id)
