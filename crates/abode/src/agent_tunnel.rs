@@ -27,6 +27,8 @@ const MAX_RETRY: Duration = Duration::from_secs(5);
 /// (a cut network shows no close).
 const PING: Duration = Duration::from_secs(15);
 const SILENCE: Duration = Duration::from_secs(60);
+/// At most this many queued frames after the first go out in one write.
+const BATCH: usize = 32;
 
 /// Runs the tunnel on a thread of its own until `stop` is set.
 pub fn spawn(
@@ -122,7 +124,7 @@ async fn serve(socket: crate::wsdial::Socket, settings: &Arc<SessionSettings>, s
             }
             frame = to_server.recv() => match frame {
                 Some(frame) => {
-                    if sink.send(Message::Binary(frame)).await.is_err() {
+                    if send_queued(&mut sink, frame, &mut to_server).await.is_err() {
                         break;
                     }
                 }
@@ -142,6 +144,28 @@ async fn serve(socket: crate::wsdial::Socket, settings: &Arc<SessionSettings>, s
             }
         }
     }
+}
+
+/// Frames queued together leave in one write: `frame`, then whatever else
+/// is already waiting (up to a bound, so pings and the stop check still get
+/// their turn), then one flush. A bulk copy otherwise pays a system call
+/// and a wake-up of the server per frame.
+async fn send_queued<S>(
+    sink: &mut S,
+    frame: Vec<u8>,
+    queue: &mut mpsc::Receiver<Vec<u8>>,
+) -> Result<(), S::Error>
+where
+    S: futures_util::Sink<Message> + Unpin,
+{
+    sink.feed(Message::Binary(frame)).await?;
+    for _ in 0..BATCH {
+        match queue.try_recv() {
+            Ok(frame) => sink.feed(Message::Binary(frame)).await?,
+            Err(_) => break,
+        }
+    }
+    sink.flush().await
 }
 
 /// Serves one stream the server opened, as its header says.
@@ -166,7 +190,9 @@ async fn handle_stream(incoming: Incoming, settings: Arc<SessionSettings>) {
             match TcpStream::connect(("localhost", port)).await {
                 Ok(mut tcp) => {
                     let _ = tcp.set_nodelay(true);
-                    let _ = tokio::io::copy_bidirectional(&mut stream, &mut tcp).await;
+                    let chunk = abode_tunnel::frame::MAX_DATA;
+                    let _ = tokio::io::copy_bidirectional_with_sizes(&mut stream, &mut tcp, chunk, chunk)
+                        .await;
                 }
                 Err(error) => log(&format!(
                     "port-forward of {} to port {port}: {error}",

@@ -12,7 +12,9 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 pub type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// Largest message taken from the server (a tunnel frame or a chunk).
-const MAX_MESSAGE: usize = 64 * 1024;
+const MAX_MESSAGE: usize = abode_tunnel::frame::HEADER + abode_tunnel::frame::MAX_DATA;
+/// The bytes of a person's connection go in messages of at most this much.
+pub const CHUNK: usize = abode_tunnel::frame::MAX_DATA;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DialError {
@@ -71,12 +73,12 @@ pub fn into_stream(socket: Socket) -> tokio::io::DuplexStream {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio_tungstenite::tungstenite::Message;
 
-    let (user_end, our_end) = tokio::io::duplex(64 * 1024);
+    let (user_end, our_end) = tokio::io::duplex(4 * CHUNK);
     tokio::spawn(async move {
         let (mut read, mut write) = tokio::io::split(our_end);
         let (mut sink, mut source) = socket.split();
         let upstream = async {
-            let mut buffer = vec![0u8; 32 * 1024];
+            let mut buffer = vec![0u8; CHUNK];
             loop {
                 match read.read(&mut buffer).await {
                     Ok(0) | Err(_) => break,

@@ -27,7 +27,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::mpsc;
 
 use abode_control::connections::ConnectRequest;
-use abode_tunnel::{Mux, Side, StreamKind};
+use abode_tunnel::{frame, Mux, Side, StreamKind};
 
 use crate::{ApiError, AppState, Authenticated, AuthenticatedAgent};
 
@@ -36,9 +36,11 @@ use crate::{ApiError, AppState, Authenticated, AuthenticatedAgent};
 /// reconnects).
 const AGENT_PING: Duration = Duration::from_secs(15);
 const AGENT_SILENCE: Duration = Duration::from_secs(60);
-/// Largest message accepted on either socket: a tunnel frame (32 KiB of
-/// data plus its header) or a chunk of a person's bytes.
-const MAX_MESSAGE: usize = 64 * 1024;
+/// Largest message accepted on either socket: a tunnel frame (its data
+/// plus its header) or a chunk of a person's bytes.
+const MAX_MESSAGE: usize = frame::HEADER + frame::MAX_DATA;
+/// At most this many queued frames after the first go out in one write.
+const BATCH: usize = 32;
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
@@ -91,7 +93,7 @@ async fn agent_connect(
                     },
                     frame = to_agent.recv() => match frame {
                         Some(frame) => {
-                            if sink.send(Message::Binary(frame)).await.is_err() {
+                            if send_queued(&mut sink, frame, &mut to_agent).await.is_err() {
                                 break;
                             }
                         }
@@ -113,6 +115,28 @@ async fn agent_connect(
             }
             tracing::info!(agent = %agent.name, workspace = %agent.workspace_id, "agent tunnel down");
         }))
+}
+
+/// Frames queued together leave in one write: `frame`, then whatever else
+/// is already waiting (up to a bound, so the pings still get their turn),
+/// then one flush. A bulk copy otherwise pays a system call and a wake-up
+/// of the agent per frame.
+async fn send_queued<S>(
+    sink: &mut S,
+    frame: Vec<u8>,
+    queue: &mut mpsc::Receiver<Vec<u8>>,
+) -> Result<(), S::Error>
+where
+    S: futures_util::Sink<Message> + Unpin,
+{
+    sink.feed(Message::Binary(frame)).await?;
+    for _ in 0..BATCH {
+        match queue.try_recv() {
+            Ok(frame) => sink.feed(Message::Binary(frame)).await?,
+            Err(_) => break,
+        }
+    }
+    sink.flush().await
 }
 
 #[derive(Deserialize)]
@@ -166,7 +190,7 @@ async fn pipe(socket: WebSocket, stream: DuplexStream) {
     let (mut sink, mut source) = socket.split();
     let mut ping = tokio::time::interval(AGENT_PING);
     let mut last_heard = tokio::time::Instant::now();
-    let mut buffer = vec![0u8; 32 * 1024];
+    let mut buffer = vec![0u8; frame::MAX_DATA];
     // Whether each direction still carries bytes: from the person, to them.
     let (mut upstream, mut downstream) = (true, true);
     while upstream || downstream {

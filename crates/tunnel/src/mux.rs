@@ -9,7 +9,10 @@
 //! side granted; the other writes what arrives and grants credit back once
 //! the user's end took it. So at most [`WINDOW`] bytes of a stream are ever
 //! queued on the receiving side, and the connection's reader never waits
-//! for a slow stream.
+//! for a slow stream. Credit goes back in batches of [`GRANT_BATCH`] (a
+//! grant per data frame would double the messages of a bulk copy); the
+//! credit held back is always less than a window minus a frame, so a sender
+//! never waits on it (nor does an interactive session's next keystroke).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -21,8 +24,14 @@ use tokio::task::JoinHandle;
 
 use crate::frame::{BadFrame, Frame, MAX_DATA, WINDOW};
 
-/// Buffer of the in-process pipe between a stream's user and its tasks.
-const PIPE_BYTES: usize = 64 * 1024;
+/// Buffer of the in-process pipe between a stream's user and its tasks:
+/// room for a few whole frames, so a writer's bytes leave in full frames.
+const PIPE_BYTES: usize = 4 * MAX_DATA;
+/// Consumed bytes are granted back once this many add up. Any value up to
+/// `WINDOW - MAX_DATA` keeps a sender from waiting forever on credit the
+/// receiver holds back.
+pub const GRANT_BATCH: u32 = WINDOW / 4;
+const _: () = assert!(GRANT_BATCH as usize + MAX_DATA <= WINDOW as usize);
 
 /// Which end of the connection this is (it decides the parity of the ids
 /// it opens streams with).
@@ -150,7 +159,7 @@ async fn read_loop(
 ) -> Result<(), MuxError> {
     let result = async {
         while let Some(message) = incoming.recv().await {
-            match Frame::decode(&message)? {
+            match Frame::decode(message)? {
                 Frame::Open { id, header } => {
                     if shared.streams().contains_key(&id) {
                         return Err(MuxError::DuplicateStream(id));
@@ -259,11 +268,8 @@ async fn send_side(
             Ok(permit) => permit.forget(),
             Err(_) => return false,
         }
-        let frame = Frame::Data {
-            id,
-            bytes: buffer[..read].to_vec(),
-        };
-        if shared.send(frame).await.is_err() {
+        let message = Frame::data_message(id, &buffer[..read]);
+        if shared.outgoing.send(message).await.is_err() {
             return false;
         }
     }
@@ -279,14 +285,21 @@ async fn receive_side(
     mut arriving: mpsc::UnboundedReceiver<Vec<u8>>,
     unacknowledged: &AtomicU32,
 ) -> bool {
+    // Written to the user's end and not granted back yet.
+    let mut consumed: u32 = 0;
     while let Some(bytes) = arriving.recv().await {
         if writer.write_all(&bytes).await.is_err() {
             return false;
         }
-        let credit = bytes.len() as u32;
-        unacknowledged.fetch_sub(credit, Ordering::SeqCst);
-        if credit > 0 && shared.send(Frame::Grant { id, credit }).await.is_err() {
-            return false;
+        consumed += bytes.len() as u32;
+        if consumed >= GRANT_BATCH {
+            // Counted off before the grant leaves: the sender's next bytes
+            // may arrive as soon as it has it.
+            unacknowledged.fetch_sub(consumed, Ordering::SeqCst);
+            let credit = std::mem::take(&mut consumed);
+            if shared.send(Frame::Grant { id, credit }).await.is_err() {
+                return false;
+            }
         }
     }
     let _ = writer.shutdown().await;

@@ -99,7 +99,7 @@ async fn a_lost_connection_ends_every_stream() {
     let mut stream = server.open(b"x".to_vec()).await.unwrap();
     let open = agent_in.recv().await.unwrap();
     assert_eq!(
-        abode_tunnel::frame::Frame::decode(&open).unwrap(),
+        abode_tunnel::frame::Frame::decode(open).unwrap(),
         abode_tunnel::frame::Frame::Open {
             id: 2,
             header: b"x".to_vec()
