@@ -37,8 +37,12 @@ pub fn spawn(
     settings: SessionSettings,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread for the tunnel, every stream and every SSH session: each
+    // byte of a copy passes through several tasks (socket, tunnel, SSH
+    // server, process), and a hand-over between threads costs a wake-up of
+    // the other thread, which on a busy machine is the latency that bounds
+    // a copy (an SSH client's window of 2 MiB per round trip).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     std::thread::Builder::new()
@@ -62,11 +66,23 @@ async fn run(url: String, token: String, settings: Arc<SessionSettings>, stop: A
                 log("tunnel connected: the workspace accepts connections");
                 last_error.clear();
                 delay = FIRST_RETRY;
-                serve(socket, &settings, &stop).await;
+                let closed = serve(socket, &settings, &stop).await;
                 if stop.load(Ordering::SeqCst) {
                     return;
                 }
-                log("tunnel lost, reconnecting");
+                match closed {
+                    Some(code) if code == abode_tunnel::CLOSE_REPLACED => {
+                        // Two live processes with one token would take the
+                        // tunnel from each other as fast as they reconnect.
+                        log("the server took a newer tunnel with this agent's token (is another agent running with it?); reconnecting in a while");
+                        delay = MAX_RETRY;
+                    }
+                    Some(code) if code == abode_tunnel::CLOSE_GONE => {
+                        log("the server says this agent is no longer its workspace's; retrying in a while");
+                        delay = MAX_RETRY;
+                    }
+                    _ => log("tunnel lost, reconnecting"),
+                }
             }
             Err(error) => {
                 let text = match &error {
@@ -91,8 +107,13 @@ async fn run(url: String, token: String, settings: Arc<SessionSettings>, stop: A
     }
 }
 
-/// Carries the tunnel until the socket drops or the agent stops.
-async fn serve(socket: crate::wsdial::Socket, settings: &Arc<SessionSettings>, stop: &AtomicBool) {
+/// Carries the tunnel until the socket drops or the agent stops; the close
+/// code the server ended it with, if it said one.
+async fn serve(
+    socket: crate::wsdial::Socket,
+    settings: &Arc<SessionSettings>,
+    stop: &AtomicBool,
+) -> Option<u16> {
     let (outgoing, mut to_server) = mpsc::channel::<Vec<u8>>(64);
     let (from_server, incoming) = mpsc::channel::<Vec<u8>>(64);
     let (_mux, mut accept, _task): (Mux, _, _) = Mux::start(Side::Agent, incoming, outgoing);
@@ -110,7 +131,10 @@ async fn serve(socket: crate::wsdial::Socket, settings: &Arc<SessionSettings>, s
                             break;
                         }
                     }
-                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                    Some(Ok(Message::Close(frame))) => {
+                        return frame.map(|frame| u16::from(frame.code));
+                    }
+                    Some(Err(_)) | None => break,
                     // Pings are answered by the socket itself.
                     Some(Ok(_)) => {}
                 }
@@ -144,6 +168,7 @@ async fn serve(socket: crate::wsdial::Socket, settings: &Arc<SessionSettings>, s
             }
         }
     }
+    None
 }
 
 /// Frames queued together leave in one write: `frame`, then whatever else

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 
 use crate::frame::{BadFrame, Frame, MAX_DATA, WINDOW};
+use crate::messages::{MessageReceiver, MessageSender};
 
 /// Buffer of the in-process pipe between a stream's user and its tasks:
 /// room for a few whole frames, so a writer's bytes leave in full frames.
@@ -62,7 +63,7 @@ pub struct Incoming {
     pub stream: DuplexStream,
 }
 
-struct Entry {
+pub(crate) struct Entry {
     /// What arrives for the stream; `None` once the other side sent EOF.
     inbound: Option<mpsc::UnboundedSender<Vec<u8>>>,
     /// Bytes received and not yet granted back: never more than [`WINDOW`].
@@ -71,14 +72,14 @@ struct Entry {
     credit: Arc<Semaphore>,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     streams: Mutex<HashMap<u32, Entry>>,
     next_id: AtomicU32,
-    outgoing: mpsc::Sender<Vec<u8>>,
+    pub(crate) outgoing: mpsc::Sender<Vec<u8>>,
 }
 
 impl Shared {
-    fn streams(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Entry>> {
+    pub(crate) fn streams(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Entry>> {
         // A panic while holding the map leaves it usable: every change to it
         // is a single insert or remove.
         self.streams
@@ -86,7 +87,7 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    async fn send(&self, frame: Frame) -> Result<(), MuxError> {
+    pub(crate) async fn send(&self, frame: Frame) -> Result<(), MuxError> {
         self.outgoing
             .send(frame.encode())
             .await
@@ -139,6 +140,26 @@ impl Mux {
             return Err(error);
         }
         Ok(user_end)
+    }
+
+    /// Opens a stream whose `Open` frame carries `header`, as whole
+    /// messages instead of a byte pipe: for a relay whose other side is
+    /// messages too (the server between a person's WebSocket and the
+    /// agent's tunnel), with no pipe, copy or task between.
+    pub async fn open_messages(
+        &self,
+        header: Vec<u8>,
+    ) -> Result<(MessageSender, MessageReceiver), MuxError> {
+        if self.shared.outgoing.is_closed() {
+            return Err(MuxError::Closed);
+        }
+        let id = self.shared.next_id.fetch_add(2, Ordering::Relaxed);
+        let registered = register_entry(&self.shared, id);
+        if let Err(error) = self.shared.send(Frame::Open { id, header }).await {
+            self.shared.streams().remove(&id);
+            return Err(error);
+        }
+        Ok(crate::messages::split(Arc::clone(&self.shared), id, registered))
     }
 
     /// Whether the connection is still up.
@@ -220,9 +241,16 @@ async fn read_loop(
     result
 }
 
-/// Records stream `id` and starts its tasks; the user's end of its pipe.
-fn register(shared: &Arc<Shared>, id: u32) -> DuplexStream {
-    let (user_end, our_end) = tokio::io::duplex(PIPE_BYTES);
+/// What a stream's own end holds: what arrives, the count of bytes
+/// received and not granted back, and the credit to send with.
+pub(crate) struct Registered {
+    pub(crate) arriving: mpsc::UnboundedReceiver<Vec<u8>>,
+    pub(crate) unacknowledged: Arc<AtomicU32>,
+    pub(crate) credit: Arc<Semaphore>,
+}
+
+/// Records stream `id`.
+pub(crate) fn register_entry(shared: &Shared, id: u32) -> Registered {
     let (inbound, arriving) = mpsc::unbounded_channel();
     let credit = Arc::new(Semaphore::new(WINDOW as usize));
     let unacknowledged = Arc::new(AtomicU32::new(0));
@@ -234,6 +262,21 @@ fn register(shared: &Arc<Shared>, id: u32) -> DuplexStream {
             credit: Arc::clone(&credit),
         },
     );
+    Registered {
+        arriving,
+        unacknowledged,
+        credit,
+    }
+}
+
+/// Records stream `id` and starts its tasks; the user's end of its pipe.
+fn register(shared: &Arc<Shared>, id: u32) -> DuplexStream {
+    let (user_end, our_end) = tokio::io::duplex(PIPE_BYTES);
+    let Registered {
+        arriving,
+        unacknowledged,
+        credit,
+    } = register_entry(shared, id);
     let (reader, writer) = tokio::io::split(our_end);
     let shared = Arc::clone(shared);
     tokio::spawn(async move {

@@ -165,3 +165,55 @@ async fn a_side_that_breaks_the_flow_control_loses_its_connection() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_streams_carry_bytes_both_ways_until_eof() {
+    let (server, agent, accept, _) = pair();
+    echo(accept);
+    for size in [0usize, 1, 70_000, 3 * 1024 * 1024] {
+        let (mut sender, mut receiver) = server.open_messages(b"m:".to_vec()).await.unwrap();
+        let payload: Vec<u8> = (0..size).map(|i| (i % 253) as u8).collect();
+        let sent = payload.clone();
+        // Chunks of odd sizes, some above a frame's limit.
+        let writer = tokio::spawn(async move {
+            for chunk in sent.chunks(100_003) {
+                sender.send(chunk).await.unwrap();
+            }
+            sender.finish().await.unwrap();
+        });
+        let mut got = Vec::new();
+        while let Some(bytes) = receiver.recv().await {
+            assert!(bytes.len() <= abode_tunnel::frame::MAX_DATA);
+            got.extend_from_slice(&bytes);
+        }
+        writer.await.unwrap();
+        let mut expected = b"m:".to_vec();
+        expected.extend_from_slice(&payload);
+        assert_eq!(got.len(), expected.len(), "size {size}");
+        assert!(got == expected, "size {size}");
+        drop(receiver);
+    }
+    // Every stream ended cleanly: none is left on either side.
+    for _ in 0..100 {
+        if server.stream_count() == 0 && agent.stream_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!((server.stream_count(), agent.stream_count()), (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_stream_dropped_early_is_reset_on_the_other_side() {
+    let (server, agent, mut accept, _) = pair();
+    let (sender, receiver) = server.open_messages(Vec::new()).await.unwrap();
+    let Incoming { stream, .. } = accept.recv().await.unwrap();
+    drop((sender, receiver));
+    // The other side's reads end (its stream is gone) rather than hang.
+    let (mut read, _write) = tokio::io::split(stream);
+    let mut got = Vec::new();
+    read.read_to_end(&mut got).await.unwrap();
+    assert!(got.is_empty());
+    assert_eq!(server.stream_count(), 0);
+    let _ = agent;
+}

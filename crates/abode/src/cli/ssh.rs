@@ -94,8 +94,9 @@ async fn coming_up(session: &abode_client::config::Session, workspace: &str) -> 
 }
 
 pub fn run(args: SshArgs) -> anyhow::Result<u8> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: the bytes go from a task to the next without waking
+    // another thread (standard input and output of `--stdio` have theirs).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
