@@ -53,10 +53,7 @@ const SFTP_SERVERS: [&str; 3] = [
 /// time, OpenSSH through OpenSSL), which makes a bulk copy markedly cheaper
 /// than chacha20-poly1305; every OpenSSH since 6.2 (2013), PuTTY since 0.76
 /// and russh speak it.
-const CIPHERS: &[russh::cipher::Name] = &[
-    russh::cipher::AES_128_GCM,
-    russh::cipher::AES_256_GCM,
-];
+const CIPHERS: &[russh::cipher::Name] = &[russh::cipher::AES_128_GCM, russh::cipher::AES_256_GCM];
 
 /// How much of a process's output is read (and sent) at once: a whole SSH
 /// packet or more, not the 8 KiB of `tokio::io::copy`, which made a

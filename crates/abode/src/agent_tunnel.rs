@@ -216,8 +216,13 @@ async fn handle_stream(incoming: Incoming, settings: Arc<SessionSettings>) {
                 Ok(mut tcp) => {
                     let _ = tcp.set_nodelay(true);
                     let chunk = abode_tunnel::frame::MAX_DATA;
-                    let _ = tokio::io::copy_bidirectional_with_sizes(&mut stream, &mut tcp, chunk, chunk)
-                        .await;
+                    let _ = tokio::io::copy_bidirectional_with_sizes(
+                        &mut stream,
+                        &mut tcp,
+                        chunk,
+                        chunk,
+                    )
+                    .await;
                 }
                 Err(error) => log(&format!(
                     "port-forward of {} to port {port}: {error}",

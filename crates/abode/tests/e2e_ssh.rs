@@ -505,10 +505,9 @@ fn ssh_openssh_port_forward_authorization_audit_and_activity() {
     )
     .unwrap();
     let mut request = url.into_client_request().unwrap();
-    request.headers_mut().insert(
-        "authorization",
-        format!("Bearer {token}").parse().unwrap(),
-    );
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
     let (mut second, _) = tungstenite::connect(request).unwrap();
     if let tungstenite::stream::MaybeTlsStream::Plain(stream) = second.get_mut() {
         stream
@@ -523,8 +522,14 @@ fn ssh_openssh_port_forward_authorization_audit_and_activity() {
         }
     };
     let closed = closed.expect("a close frame with a code");
-    assert_eq!(u16::from(closed.code), abode_tunnel::CLOSE_REPLACED, "{closed:?}");
-    let run = platform.run(&["ssh", "dev", "--", "echo", "taken back"]).ok();
+    assert_eq!(
+        u16::from(closed.code),
+        abode_tunnel::CLOSE_REPLACED,
+        "{closed:?}"
+    );
+    let run = platform
+        .run(&["ssh", "dev", "--", "echo", "taken back"])
+        .ok();
     assert_eq!(run.stdout, "taken back\n");
     let log = platform.server_log();
     assert!(

@@ -134,7 +134,8 @@ impl MessageReceiver {
 impl Drop for StreamEnd {
     fn drop(&mut self) {
         let id = self.id;
-        let clean = self.sent_eof.load(Ordering::SeqCst) && self.received_eof.load(Ordering::SeqCst);
+        let clean =
+            self.sent_eof.load(Ordering::SeqCst) && self.received_eof.load(Ordering::SeqCst);
         if self.shared.streams().remove(&id).is_none() || clean {
             return;
         }

@@ -159,7 +159,11 @@ impl Mux {
             self.shared.streams().remove(&id);
             return Err(error);
         }
-        Ok(crate::messages::split(Arc::clone(&self.shared), id, registered))
+        Ok(crate::messages::split(
+            Arc::clone(&self.shared),
+            id,
+            registered,
+        ))
     }
 
     /// Whether the connection is still up.
