@@ -153,16 +153,14 @@ async fn stdio(socket: Socket) -> anyhow::Result<()> {
     };
     let downstream = async {
         while let Some(Ok(message)) = source.next().await {
-            match message {
-                // The remote side is done.
-                Message::Binary(bytes) if bytes.is_empty() => break,
-                Message::Binary(bytes) => {
-                    if to_stdout.send(bytes).await.is_err() {
-                        break;
-                    }
-                }
-                Message::Close(_) => break,
-                _ => {}
+            let bytes = match message {
+                // An empty message: the remote side is done.
+                Message::Binary(bytes) if !bytes.is_empty() => bytes,
+                Message::Binary(_) | Message::Close(_) => break,
+                _ => continue,
+            };
+            if to_stdout.send(bytes).await.is_err() {
+                break;
             }
         }
         drop(to_stdout);
