@@ -12,12 +12,16 @@
 # the median of the rounds and the load average before and after.
 #
 # Usage: benches/ssh-throughput.sh [--size-mb N] [--rounds N] [--runs N] [--bin PATH]
+#                                  [--sshd-cipher NAME]
 #   --size-mb N  the copied file's size (default 200)
 #   --rounds N   interleaved rounds of copies (default 3)
 #   --runs N     round trips of `abode ssh WS -- true` (default 10)
 #   --bin PATH   the abode binary (default: $ABODE_BIN, else
 #                $CARGO_TARGET_DIR/release/abode or target/release/abode,
 #                built if missing)
+#   --sshd-cipher NAME  the cipher of the copies to the local sshd (default:
+#                OpenSSH's own choice, chacha20-poly1305; abode's agent offers
+#                AES-GCM only, so `aes128-gcm@openssh.com` compares like with like)
 # Needs: cargo, terraform, ssh, scp, curl, python3; sshd for the comparison.
 set -euo pipefail
 
@@ -25,12 +29,14 @@ size_mb=200
 rounds=3
 runs=10
 bin="${ABODE_BIN:-}"
+sshd_cipher=""
 while [ $# -gt 0 ]; do
     case "$1" in
     --size-mb) size_mb="$2"; shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
     --runs) runs="$2"; shift 2 ;;
     --bin) bin="$2"; shift 2 ;;
+    --sshd-cipher) sshd_cipher="$2"; shift 2 ;;
     *) echo "ssh-throughput.sh: unknown argument $1 (see the header of this script)" >&2; exit 2 ;;
     esac
 done
@@ -116,6 +122,8 @@ if [ -n "$sshd" ]; then
     sleep 0.5
     plain=(-P "$sshd_port" -i "$work/user_key" -o "UserKnownHostsFile=$work/known_hosts_plain"
         -o StrictHostKeyChecking=accept-new -o BatchMode=yes)
+    [ -n "$sshd_cipher" ] && plain+=(-c "$sshd_cipher")
+    echo "cipher of the copies to sshd: ${sshd_cipher:-the OpenSSH default}"
 else
     echo "scp to a local sshd:          (no sshd installed: abode's figures only)"
 fi
