@@ -291,16 +291,30 @@ async fn pipe(socket: WebSocket, (mut to_agent, mut from_agent): AgentStream) {
             }
             tokio::select! {
                 bytes = from_agent.recv(), if !agent_done => {
-                    let message = match bytes {
-                        Some(bytes) => bytes,
+                    let sent = match bytes {
+                        // What else arrived already leaves in the same write.
+                        Some(bytes) => {
+                            let mut fed = sink.feed(Message::Binary(bytes)).await;
+                            for _ in 0..BATCH {
+                                let Some(bytes) = from_agent.try_recv().await else { break };
+                                if fed.is_err() {
+                                    break;
+                                }
+                                fed = sink.feed(Message::Binary(bytes)).await;
+                            }
+                            match fed {
+                                Ok(()) => sink.flush().await,
+                                Err(error) => Err(error),
+                            }
+                        }
                         None => {
                             agent_done = true;
                             // "No more from here"; the person says when
                             // they are done.
-                            Vec::new()
+                            sink.send(Message::Binary(Vec::new())).await
                         }
                     };
-                    if sink.send(Message::Binary(message)).await.is_err() {
+                    if sent.is_err() {
                         return;
                     }
                 }

@@ -111,6 +111,18 @@ impl MessageReceiver {
             }
             return None;
         };
+        self.took(bytes).await
+    }
+
+    /// The next bytes if some arrived already (never their end: `recv`
+    /// tells that).
+    pub async fn try_recv(&mut self) -> Option<Vec<u8>> {
+        let bytes = self.arriving.try_recv().ok()?;
+        self.took(bytes).await
+    }
+
+    /// Counts `bytes` as taken, granting credit back by the batch.
+    async fn took(&mut self, bytes: Vec<u8>) -> Option<Vec<u8>> {
         self.consumed += bytes.len() as u32;
         if self.consumed >= GRANT_BATCH {
             // Counted off before the grant leaves: the sender's next bytes
