@@ -206,6 +206,9 @@ fn write_stdout(mut from_remote: tokio::sync::mpsc::Receiver<Vec<u8>>) -> std::i
             match rustix::io::write(&stdout, rest) {
                 Ok(n) => rest = &rest[n..],
                 Err(rustix::io::Errno::INTR) => {}
+                // The SSH client is gone (it exited, or was killed): the
+                // end of the connection, not an error of ours.
+                Err(rustix::io::Errno::PIPE) => return Ok(()),
                 Err(error) => return Err(error.into()),
             }
         }
