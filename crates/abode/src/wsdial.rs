@@ -29,6 +29,19 @@ pub enum DialError {
 
 /// Opens the WebSocket of `path` on the server at `base_url` as `token`.
 pub async fn dial(base_url: &str, path: &str, token: &str) -> Result<Socket, DialError> {
+    dial_tunnel(base_url, path, token)
+        .await
+        .map(|(socket, _)| socket)
+}
+
+/// [`dial`], saying the largest tunnel frame this side takes; with the
+/// largest data payload the server takes in turn (a server from before
+/// larger frames says nothing: [`abode_tunnel::frame::LEGACY_MAX_DATA`]).
+pub async fn dial_tunnel(
+    base_url: &str,
+    path: &str,
+    token: &str,
+) -> Result<(Socket, usize), DialError> {
     let url = websocket_url(base_url, path)?;
     let connect_error = |reason: String| DialError::Connect {
         url: url.clone(),
@@ -41,13 +54,25 @@ pub async fn dial(base_url: &str, path: &str, token: &str) -> Result<Socket, Dia
     let bearer = HeaderValue::from_str(&format!("Bearer {token}"))
         .map_err(|_| connect_error("the token is not a valid header value".into()))?;
     request.headers_mut().insert(header::AUTHORIZATION, bearer);
+    request.headers_mut().insert(
+        abode_tunnel::frame::MAX_DATA_HEADER,
+        HeaderValue::from(abode_tunnel::frame::MAX_DATA),
+    );
     let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
         max_message_size: Some(MAX_MESSAGE),
         max_frame_size: Some(MAX_MESSAGE),
         ..Default::default()
     };
     match tokio_tungstenite::connect_async_with_config(request, Some(config), true).await {
-        Ok((socket, _)) => Ok(socket),
+        Ok((socket, response)) => {
+            let server_max_data = abode_tunnel::frame::peer_max_data(
+                response
+                    .headers()
+                    .get(abode_tunnel::frame::MAX_DATA_HEADER)
+                    .and_then(|value| value.to_str().ok()),
+            );
+            Ok((socket, server_max_data))
+        }
         Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
             let status = response.status().as_u16();
             let message = response

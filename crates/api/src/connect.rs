@@ -22,7 +22,7 @@ use std::time::Duration;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -91,15 +91,24 @@ impl FromRequestParts<AppState> for AgentWithToken {
 async fn agent_connect(
     State(state): State<AppState>,
     AgentWithToken { agent, token }: AgentWithToken,
+    headers: HeaderMap,
     upgrade: Option<WebSocketUpgrade>,
 ) -> Result<Response, ApiError> {
     let upgrade = upgrade.ok_or_else(|| upgrade_required("/agent/connect"))?;
-    Ok(upgrade
+    // An agent from before larger frames says nothing, and gets the frames
+    // it takes.
+    let agent_max_data = frame::peer_max_data(
+        headers
+            .get(frame::MAX_DATA_HEADER)
+            .and_then(|value| value.to_str().ok()),
+    );
+    let mut response = upgrade
         .max_message_size(MAX_MESSAGE)
         .on_upgrade(move |socket| async move {
             let (outgoing, mut to_agent) = mpsc::channel::<Vec<u8>>(64);
             let (from_agent, incoming) = mpsc::channel::<Vec<u8>>(64);
-            let (mux, accept, task) = Mux::start(Side::Server, incoming, outgoing);
+            let (mux, accept, task) =
+                Mux::start_with_peer_limit(Side::Server, agent_max_data, incoming, outgoing);
             // Only the server opens streams: one the agent opens is reset.
             drop(accept);
             let mut registered = state.control.agent_tunnel_up(&agent, &token, mux);
@@ -176,7 +185,12 @@ async fn agent_connect(
                 tracing::warn!(%error, agent = %agent.name, "agent tunnel ended with an error");
             }
             tracing::info!(agent = %agent.name, workspace = %agent.workspace_id, "agent tunnel down");
-        }))
+        });
+    // What this server takes, for the agent to send as much.
+    response
+        .headers_mut()
+        .insert(frame::MAX_DATA_HEADER, HeaderValue::from(frame::MAX_DATA));
+    Ok(response)
 }
 
 /// Frames queued together leave in one write: `frame`, then whatever else

@@ -10,6 +10,26 @@ pub const WINDOW: u32 = 1024 * 1024;
 /// The largest data payload of one frame: two SSH packets of OpenSSH's
 /// 32 KiB with their framing, so one packet is never cut across two frames.
 pub const MAX_DATA: usize = 64 * 1024;
+/// The largest data payload a peer that does not say otherwise accepts:
+/// agents and servers from before frames of [`MAX_DATA`] refuse more.
+pub const LEGACY_MAX_DATA: usize = 32 * 1024;
+/// The HTTP header (on the agent's connect request, and on the server's
+/// `101` answer) in which each side says the largest data payload it
+/// accepts; a side that does not say it gets frames of
+/// [`LEGACY_MAX_DATA`], so that mixed versions keep working during an
+/// upgrade.
+pub const MAX_DATA_HEADER: &str = "x-abode-tunnel-max-data";
+
+/// What a peer's [`MAX_DATA_HEADER`] value allows this side to send:
+/// [`LEGACY_MAX_DATA`] when it said nothing (or nonsense), never more than
+/// [`MAX_DATA`].
+pub fn peer_max_data(value: Option<&str>) -> usize {
+    value
+        .and_then(|value| value.trim().parse::<usize>().ok())
+        .filter(|limit| *limit > 0)
+        .map_or(LEGACY_MAX_DATA, |limit| limit.min(MAX_DATA))
+}
+
 /// The size of a frame's header (kind and stream id).
 pub const HEADER: usize = 5;
 
@@ -163,6 +183,21 @@ mod tests {
                 assert_eq!(Frame::data_message(*id, bytes), frame.encode());
             }
             assert_eq!(Frame::decode(frame.encode()).unwrap(), frame);
+        }
+    }
+
+    #[test]
+    fn a_peer_gets_the_frames_it_said_it_takes() {
+        let cases = [
+            (None, LEGACY_MAX_DATA),
+            (Some("65536"), MAX_DATA),
+            (Some(" 1000 "), 1000),
+            (Some("99999999"), MAX_DATA),
+            (Some("0"), LEGACY_MAX_DATA),
+            (Some("lots"), LEGACY_MAX_DATA),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(peer_max_data(value), expected, "{value:?}");
         }
     }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::frame::{Frame, MAX_DATA};
+use crate::frame::Frame;
 use crate::mux::{MuxError, Registered, Shared, GRANT_BATCH};
 
 /// Sends on a stream; its end (EOF) with [`MessageSender::finish`].
@@ -69,11 +69,11 @@ pub(crate) fn split(
 }
 
 impl MessageSender {
-    /// Sends `bytes` (in frames of at most [`MAX_DATA`]) once the other
+    /// Sends `bytes` (in frames the other side takes) once the other
     /// side granted the credit. An error when the stream or the connection
     /// is gone.
     pub async fn send(&mut self, bytes: &[u8]) -> Result<(), MuxError> {
-        for chunk in bytes.chunks(MAX_DATA) {
+        for chunk in bytes.chunks(self.end.shared.max_send) {
             // `chunk` is at most MAX_DATA, far below u32::MAX.
             match self.credit.acquire_many(chunk.len() as u32).await {
                 Ok(permit) => permit.forget(),

@@ -75,6 +75,8 @@ pub(crate) struct Entry {
 pub(crate) struct Shared {
     streams: Mutex<HashMap<u32, Entry>>,
     next_id: AtomicU32,
+    /// The largest data payload the other side takes.
+    pub(crate) max_send: usize,
     pub(crate) outgoing: mpsc::Sender<Vec<u8>>,
 }
 
@@ -115,12 +117,29 @@ impl Mux {
         mpsc::Receiver<Incoming>,
         JoinHandle<Result<(), MuxError>>,
     ) {
+        Mux::start_with_peer_limit(side, MAX_DATA, incoming, outgoing)
+    }
+
+    /// [`Mux::start`] with a peer that takes data frames of at most
+    /// `peer_max_data` bytes (see [`crate::frame::peer_max_data`]); this
+    /// side still takes frames of up to [`MAX_DATA`].
+    pub fn start_with_peer_limit(
+        side: Side,
+        peer_max_data: usize,
+        incoming: mpsc::Receiver<Vec<u8>>,
+        outgoing: mpsc::Sender<Vec<u8>>,
+    ) -> (
+        Mux,
+        mpsc::Receiver<Incoming>,
+        JoinHandle<Result<(), MuxError>>,
+    ) {
         let shared = Arc::new(Shared {
             streams: Mutex::new(HashMap::new()),
             next_id: AtomicU32::new(match side {
                 Side::Server => 2,
                 Side::Agent => 1,
             }),
+            max_send: peer_max_data.clamp(1, MAX_DATA),
             outgoing,
         });
         let (accepted, accept) = mpsc::channel(16);
@@ -303,7 +322,7 @@ async fn send_side(
     mut reader: tokio::io::ReadHalf<DuplexStream>,
     credit: &Semaphore,
 ) -> bool {
-    let mut buffer = vec![0u8; MAX_DATA];
+    let mut buffer = vec![0u8; shared.max_send];
     loop {
         let read = match reader.read(&mut buffer).await {
             Ok(0) => return shared.send(Frame::Eof { id }).await.is_ok(),

@@ -217,3 +217,29 @@ async fn a_message_stream_dropped_early_is_reset_on_the_other_side() {
     assert_eq!(server.stream_count(), 0);
     let _ = agent;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_never_exceed_what_the_peer_takes() {
+    use abode_tunnel::frame::Frame;
+    // The other side is played by hand: it takes frames of 1000 bytes.
+    let (to_agent, mut agent_in) = mpsc::channel(64);
+    let (_to_server, server_in) = mpsc::channel(8);
+    let (server, _accept, _task) =
+        Mux::start_with_peer_limit(Side::Server, 1000, server_in, to_agent);
+    let stream = server.open(Vec::new()).await.unwrap();
+    let (mut sender, _receiver) = server.open_messages(Vec::new()).await.unwrap();
+    let (_read, mut write) = tokio::io::split(stream);
+    write.write_all(&[1u8; 5000]).await.unwrap();
+    sender.send(&[2u8; 5000]).await.unwrap();
+    let mut data = 0;
+    while data < 10_000 {
+        match Frame::decode(agent_in.recv().await.unwrap()).unwrap() {
+            Frame::Data { bytes, .. } => {
+                assert!(bytes.len() <= 1000, "{}", bytes.len());
+                data += bytes.len();
+            }
+            Frame::Open { .. } => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
