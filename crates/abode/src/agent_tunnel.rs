@@ -62,11 +62,11 @@ async fn run(url: String, token: String, settings: Arc<SessionSettings>, stop: A
     let mut last_error = String::new();
     while !stop.load(Ordering::SeqCst) {
         match dial_tunnel(&url, abode_client::connect::AGENT_CONNECT_PATH, &token).await {
-            Ok((socket, server_max_data)) => {
+            Ok((socket, server_limits)) => {
                 log("tunnel connected: the workspace accepts connections");
                 last_error.clear();
                 delay = FIRST_RETRY;
-                let closed = serve(socket, server_max_data, &settings, &stop).await;
+                let closed = serve(socket, server_limits, &settings, &stop).await;
                 if stop.load(Ordering::SeqCst) {
                     return;
                 }
@@ -111,14 +111,14 @@ async fn run(url: String, token: String, settings: Arc<SessionSettings>, stop: A
 /// code the server ended it with, if it said one.
 async fn serve(
     socket: crate::wsdial::Socket,
-    server_max_data: usize,
+    server_limits: abode_tunnel::frame::PeerLimits,
     settings: &Arc<SessionSettings>,
     stop: &AtomicBool,
 ) -> Option<u16> {
     let (outgoing, mut to_server) = mpsc::channel::<Vec<u8>>(64);
     let (from_server, incoming) = mpsc::channel::<Vec<u8>>(64);
     let (_mux, mut accept, _task): (Mux, _, _) =
-        Mux::start_with_peer_limit(Side::Agent, server_max_data, incoming, outgoing);
+        Mux::start_with_peer(Side::Agent, server_limits, incoming, outgoing);
     let (mut sink, mut source) = socket.split();
     let mut check_stop = tokio::time::interval(Duration::from_millis(250));
     let mut ping = tokio::time::interval(PING);

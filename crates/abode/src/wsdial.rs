@@ -34,14 +34,14 @@ pub async fn dial(base_url: &str, path: &str, token: &str) -> Result<Socket, Dia
         .map(|(socket, _)| socket)
 }
 
-/// [`dial`], saying the largest tunnel frame this side takes; with the
-/// largest data payload the server takes in turn (a server from before
-/// larger frames says nothing: [`abode_tunnel::frame::LEGACY_MAX_DATA`]).
+/// [`dial`], saying the largest tunnel frame this side takes; with what
+/// the server takes in turn (a server from before larger frames says
+/// nothing: [`abode_tunnel::frame::PeerLimits::LEGACY`]).
 pub async fn dial_tunnel(
     base_url: &str,
     path: &str,
     token: &str,
-) -> Result<(Socket, usize), DialError> {
+) -> Result<(Socket, abode_tunnel::frame::PeerLimits), DialError> {
     let url = websocket_url(base_url, path)?;
     let connect_error = |reason: String| DialError::Connect {
         url: url.clone(),
@@ -65,13 +65,13 @@ pub async fn dial_tunnel(
     };
     match tokio_tungstenite::connect_async_with_config(request, Some(config), true).await {
         Ok((socket, response)) => {
-            let server_max_data = abode_tunnel::frame::peer_max_data(
+            let server_limits = abode_tunnel::frame::PeerLimits::from_header(
                 response
                     .headers()
                     .get(abode_tunnel::frame::MAX_DATA_HEADER)
                     .and_then(|value| value.to_str().ok()),
             );
-            Ok((socket, server_max_data))
+            Ok((socket, server_limits))
         }
         Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
             let status = response.status().as_u16();

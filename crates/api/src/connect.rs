@@ -95,9 +95,9 @@ async fn agent_connect(
     upgrade: Option<WebSocketUpgrade>,
 ) -> Result<Response, ApiError> {
     let upgrade = upgrade.ok_or_else(|| upgrade_required("/agent/connect"))?;
-    // An agent from before larger frames says nothing, and gets the frames
-    // it takes.
-    let agent_max_data = frame::peer_max_data(
+    // An agent from before larger frames and windows says nothing, and
+    // gets the frames and window it takes.
+    let agent_limits = frame::PeerLimits::from_header(
         headers
             .get(frame::MAX_DATA_HEADER)
             .and_then(|value| value.to_str().ok()),
@@ -108,7 +108,7 @@ async fn agent_connect(
             let (outgoing, mut to_agent) = mpsc::channel::<Vec<u8>>(64);
             let (from_agent, incoming) = mpsc::channel::<Vec<u8>>(64);
             let (mux, accept, task) =
-                Mux::start_with_peer_limit(Side::Server, agent_max_data, incoming, outgoing);
+                Mux::start_with_peer(Side::Server, agent_limits, incoming, outgoing);
             // Only the server opens streams: one the agent opens is reset.
             drop(accept);
             let mut registered = state.control.agent_tunnel_up(&agent, &token, mux);

@@ -10,25 +10,63 @@ pub const WINDOW: u32 = 1024 * 1024;
 /// The largest data payload of one frame: two SSH packets of OpenSSH's
 /// 32 KiB with their framing, so one packet is never cut across two frames.
 pub const MAX_DATA: usize = 64 * 1024;
-/// The largest data payload a peer that does not say otherwise accepts:
-/// agents and servers from before frames of [`MAX_DATA`] refuse more.
+/// The largest data payload, and the window, of a peer from before frames
+/// of [`MAX_DATA`] (it does not send [`MAX_DATA_HEADER`]): it refuses larger
+/// frames, and credit past its window.
 pub const LEGACY_MAX_DATA: usize = 32 * 1024;
+pub const LEGACY_WINDOW: u32 = 256 * 1024;
 /// The HTTP header (on the agent's connect request, and on the server's
 /// `101` answer) in which each side says the largest data payload it
-/// accepts; a side that does not say it gets frames of
-/// [`LEGACY_MAX_DATA`], so that mixed versions keep working during an
-/// upgrade.
+/// accepts, and so that it speaks this version's window. A side that does
+/// not say it is a [`PeerLimits::LEGACY`] one, so that mixed versions keep
+/// working during an upgrade.
 pub const MAX_DATA_HEADER: &str = "x-abode-tunnel-max-data";
 
-/// What a peer's [`MAX_DATA_HEADER`] value allows this side to send:
-/// [`LEGACY_MAX_DATA`] when it said nothing (or nonsense), never more than
-/// [`MAX_DATA`].
-pub fn peer_max_data(value: Option<&str>) -> usize {
-    value
-        .and_then(|value| value.trim().parse::<usize>().ok())
-        .filter(|limit| *limit > 0)
-        .map_or(LEGACY_MAX_DATA, |limit| limit.min(MAX_DATA))
+/// What the other side of a connection takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerLimits {
+    /// The largest data payload of a frame sent to it.
+    pub max_data: usize,
+    /// The credit of a stream before it grants more (and the most it will
+    /// ever have granted).
+    pub window: u32,
 }
+
+impl PeerLimits {
+    pub const CURRENT: PeerLimits = PeerLimits {
+        max_data: MAX_DATA,
+        window: WINDOW,
+    };
+    pub const LEGACY: PeerLimits = PeerLimits {
+        max_data: LEGACY_MAX_DATA,
+        window: LEGACY_WINDOW,
+    };
+
+    /// The peer's limits from its [`MAX_DATA_HEADER`] value: legacy when it
+    /// said nothing (or nonsense), never frames above [`MAX_DATA`].
+    pub fn from_header(value: Option<&str>) -> PeerLimits {
+        match value
+            .and_then(|value| value.trim().parse::<usize>().ok())
+            .filter(|limit| *limit > 0)
+        {
+            Some(limit) => PeerLimits {
+                max_data: limit.min(MAX_DATA),
+                window: WINDOW,
+            },
+            None => PeerLimits::LEGACY,
+        }
+    }
+
+    /// Consumed bytes are granted back to the peer once this many add up: a
+    /// quarter of its window, which with its largest frame stays within the
+    /// window, so the peer never waits forever on credit held back.
+    pub fn grant_batch(self) -> u32 {
+        self.window / 4
+    }
+}
+
+const _: () = assert!(WINDOW / 4 + MAX_DATA as u32 <= WINDOW);
+const _: () = assert!(LEGACY_WINDOW / 4 + LEGACY_MAX_DATA as u32 <= LEGACY_WINDOW);
 
 /// The size of a frame's header (kind and stream id).
 pub const HEADER: usize = 5;
@@ -187,17 +225,21 @@ mod tests {
     }
 
     #[test]
-    fn a_peer_gets_the_frames_it_said_it_takes() {
+    fn a_peer_gets_the_frames_and_window_it_said_it_takes() {
+        let current = |max_data| PeerLimits {
+            max_data,
+            window: WINDOW,
+        };
         let cases = [
-            (None, LEGACY_MAX_DATA),
-            (Some("65536"), MAX_DATA),
-            (Some(" 1000 "), 1000),
-            (Some("99999999"), MAX_DATA),
-            (Some("0"), LEGACY_MAX_DATA),
-            (Some("lots"), LEGACY_MAX_DATA),
+            (None, PeerLimits::LEGACY),
+            (Some("65536"), PeerLimits::CURRENT),
+            (Some(" 1000 "), current(1000)),
+            (Some("99999999"), PeerLimits::CURRENT),
+            (Some("0"), PeerLimits::LEGACY),
+            (Some("lots"), PeerLimits::LEGACY),
         ];
         for (value, expected) in cases {
-            assert_eq!(peer_max_data(value), expected, "{value:?}");
+            assert_eq!(PeerLimits::from_header(value), expected, "{value:?}");
         }
     }
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::frame::Frame;
-use crate::mux::{MuxError, Registered, Shared, GRANT_BATCH};
+use crate::mux::{MuxError, Registered, Shared};
 
 /// Sends on a stream; its end (EOF) with [`MessageSender::finish`].
 pub struct MessageSender {
@@ -73,7 +73,7 @@ impl MessageSender {
     /// side granted the credit. An error when the stream or the connection
     /// is gone.
     pub async fn send(&mut self, bytes: &[u8]) -> Result<(), MuxError> {
-        for chunk in bytes.chunks(self.end.shared.max_send) {
+        for chunk in bytes.chunks(self.end.shared.peer.max_data) {
             // `chunk` is at most MAX_DATA, far below u32::MAX.
             match self.credit.acquire_many(chunk.len() as u32).await {
                 Ok(permit) => permit.forget(),
@@ -124,7 +124,7 @@ impl MessageReceiver {
     /// Counts `bytes` as taken, granting credit back by the batch.
     async fn took(&mut self, bytes: Vec<u8>) -> Option<Vec<u8>> {
         self.consumed += bytes.len() as u32;
-        if self.consumed >= GRANT_BATCH {
+        if self.consumed >= self.end.shared.peer.grant_batch() {
             // Counted off before the grant leaves: the sender's next bytes
             // may arrive as soon as it has it.
             self.unacknowledged

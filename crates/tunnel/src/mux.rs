@@ -9,7 +9,7 @@
 //! side granted; the other writes what arrives and grants credit back once
 //! the user's end took it. So at most [`WINDOW`] bytes of a stream are ever
 //! queued on the receiving side, and the connection's reader never waits
-//! for a slow stream. Credit goes back in batches of [`GRANT_BATCH`] (a
+//! for a slow stream. Credit goes back in batches of a quarter window (a
 //! grant per data frame would double the messages of a bulk copy); the
 //! credit held back is always less than a window minus a frame, so a sender
 //! never waits on it (nor does an interactive session's next keystroke).
@@ -22,17 +22,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 
-use crate::frame::{BadFrame, Frame, MAX_DATA, WINDOW};
+use crate::frame::{BadFrame, Frame, PeerLimits, MAX_DATA, WINDOW};
 use crate::messages::{MessageReceiver, MessageSender};
 
 /// Buffer of the in-process pipe between a stream's user and its tasks:
 /// room for a few whole frames, so a writer's bytes leave in full frames.
 const PIPE_BYTES: usize = 4 * MAX_DATA;
-/// Consumed bytes are granted back once this many add up. Any value up to
-/// `WINDOW - MAX_DATA` keeps a sender from waiting forever on credit the
-/// receiver holds back.
-pub const GRANT_BATCH: u32 = WINDOW / 4;
-const _: () = assert!(GRANT_BATCH as usize + MAX_DATA <= WINDOW as usize);
 
 /// Which end of the connection this is (it decides the parity of the ids
 /// it opens streams with).
@@ -75,8 +70,8 @@ pub(crate) struct Entry {
 pub(crate) struct Shared {
     streams: Mutex<HashMap<u32, Entry>>,
     next_id: AtomicU32,
-    /// The largest data payload the other side takes.
-    pub(crate) max_send: usize,
+    /// What the other side takes (frames, window).
+    pub(crate) peer: PeerLimits,
     pub(crate) outgoing: mpsc::Sender<Vec<u8>>,
 }
 
@@ -117,15 +112,15 @@ impl Mux {
         mpsc::Receiver<Incoming>,
         JoinHandle<Result<(), MuxError>>,
     ) {
-        Mux::start_with_peer_limit(side, MAX_DATA, incoming, outgoing)
+        Mux::start_with_peer(side, PeerLimits::CURRENT, incoming, outgoing)
     }
 
-    /// [`Mux::start`] with a peer that takes data frames of at most
-    /// `peer_max_data` bytes (see [`crate::frame::peer_max_data`]); this
-    /// side still takes frames of up to [`MAX_DATA`].
-    pub fn start_with_peer_limit(
+    /// [`Mux::start`] with a peer that takes what `peer` says (see
+    /// [`PeerLimits::from_header`]); this side still takes frames of up to
+    /// [`MAX_DATA`] and a window of [`WINDOW`].
+    pub fn start_with_peer(
         side: Side,
-        peer_max_data: usize,
+        peer: PeerLimits,
         incoming: mpsc::Receiver<Vec<u8>>,
         outgoing: mpsc::Sender<Vec<u8>>,
     ) -> (
@@ -139,7 +134,10 @@ impl Mux {
                 Side::Server => 2,
                 Side::Agent => 1,
             }),
-            max_send: peer_max_data.clamp(1, MAX_DATA),
+            peer: PeerLimits {
+                max_data: peer.max_data.clamp(1, MAX_DATA),
+                window: peer.window,
+            },
             outgoing,
         });
         let (accepted, accept) = mpsc::channel(16);
@@ -245,7 +243,7 @@ async fn read_loop(
                     if let Some(entry) = shared.streams().get(&id) {
                         // Only what was sent comes back: never past a window.
                         let granted = entry.credit.available_permits() + credit as usize;
-                        if granted > WINDOW as usize {
+                        if granted > shared.peer.window as usize {
                             return Err(MuxError::FlowControl(id));
                         }
                         entry.credit.add_permits(credit as usize);
@@ -275,7 +273,7 @@ pub(crate) struct Registered {
 /// Records stream `id`.
 pub(crate) fn register_entry(shared: &Shared, id: u32) -> Registered {
     let (inbound, arriving) = mpsc::unbounded_channel();
-    let credit = Arc::new(Semaphore::new(WINDOW as usize));
+    let credit = Arc::new(Semaphore::new(shared.peer.window as usize));
     let unacknowledged = Arc::new(AtomicU32::new(0));
     shared.streams().insert(
         id,
@@ -322,7 +320,7 @@ async fn send_side(
     mut reader: tokio::io::ReadHalf<DuplexStream>,
     credit: &Semaphore,
 ) -> bool {
-    let mut buffer = vec![0u8; shared.max_send];
+    let mut buffer = vec![0u8; shared.peer.max_data];
     loop {
         let read = match reader.read(&mut buffer).await {
             Ok(0) => return shared.send(Frame::Eof { id }).await.is_ok(),
@@ -358,7 +356,7 @@ async fn receive_side(
             return false;
         }
         consumed += bytes.len() as u32;
-        if consumed >= GRANT_BATCH {
+        if consumed >= shared.peer.grant_batch() {
             // Counted off before the grant leaves: the sender's next bytes
             // may arrive as soon as it has it.
             unacknowledged.fetch_sub(consumed, Ordering::SeqCst);

@@ -224,8 +224,15 @@ async fn frames_never_exceed_what_the_peer_takes() {
     // The other side is played by hand: it takes frames of 1000 bytes.
     let (to_agent, mut agent_in) = mpsc::channel(64);
     let (_to_server, server_in) = mpsc::channel(8);
-    let (server, _accept, _task) =
-        Mux::start_with_peer_limit(Side::Server, 1000, server_in, to_agent);
+    let (server, _accept, _task) = Mux::start_with_peer(
+        Side::Server,
+        abode_tunnel::frame::PeerLimits {
+            max_data: 1000,
+            window: abode_tunnel::frame::WINDOW,
+        },
+        server_in,
+        to_agent,
+    );
     let stream = server.open(Vec::new()).await.unwrap();
     let (mut sender, _receiver) = server.open_messages(Vec::new()).await.unwrap();
     let (_read, mut write) = tokio::io::split(stream);
@@ -242,4 +249,29 @@ async fn frames_never_exceed_what_the_peer_takes() {
             other => panic!("unexpected {other:?}"),
         }
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_peer_gets_its_frames_and_never_more_than_its_window() {
+    use abode_tunnel::frame::{Frame, PeerLimits, LEGACY_MAX_DATA, LEGACY_WINDOW};
+    // An agent from before: 32 KiB frames, a 256 KiB window, played by hand
+    // (it never grants).
+    let (to_agent, mut agent_in) = mpsc::channel(64);
+    let (_to_server, server_in) = mpsc::channel(8);
+    let (server, _accept, _task) =
+        Mux::start_with_peer(Side::Server, PeerLimits::LEGACY, server_in, to_agent);
+    let (mut sender, _receiver) = server.open_messages(Vec::new()).await.unwrap();
+    tokio::spawn(async move {
+        let _ = sender.send(&vec![3u8; 2 * LEGACY_WINDOW as usize]).await;
+    });
+    let mut data = 0;
+    loop {
+        let next = tokio::time::timeout(std::time::Duration::from_millis(500), agent_in.recv());
+        let Ok(Some(message)) = next.await else { break };
+        if let Frame::Data { bytes, .. } = Frame::decode(message).unwrap() {
+            assert!(bytes.len() <= LEGACY_MAX_DATA);
+            data += bytes.len();
+        }
+    }
+    assert_eq!(data, LEGACY_WINDOW as usize);
 }
