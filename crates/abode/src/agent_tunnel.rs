@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::agent_ssh::SessionSettings;
-use crate::wsdial::{dial, DialError};
+use crate::wsdial::{dial_tunnel, DialError};
 
 const FIRST_RETRY: Duration = Duration::from_millis(250);
 const MAX_RETRY: Duration = Duration::from_secs(5);
@@ -27,6 +27,8 @@ const MAX_RETRY: Duration = Duration::from_secs(5);
 /// (a cut network shows no close).
 const PING: Duration = Duration::from_secs(15);
 const SILENCE: Duration = Duration::from_secs(60);
+/// At most this many queued frames after the first go out in one write.
+const BATCH: usize = 32;
 
 /// Runs the tunnel on a thread of its own until `stop` is set.
 pub fn spawn(
@@ -35,8 +37,12 @@ pub fn spawn(
     settings: SessionSettings,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread for the tunnel, every stream and every SSH session: each
+    // byte of a copy passes through several tasks (socket, tunnel, SSH
+    // server, process), and a hand-over between threads costs a wake-up of
+    // the other thread, which on a busy machine is the latency that bounds
+    // a copy (an SSH client's window of 2 MiB per round trip).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     std::thread::Builder::new()
@@ -55,16 +61,28 @@ async fn run(url: String, token: String, settings: Arc<SessionSettings>, stop: A
     let mut delay = FIRST_RETRY;
     let mut last_error = String::new();
     while !stop.load(Ordering::SeqCst) {
-        match dial(&url, abode_client::connect::AGENT_CONNECT_PATH, &token).await {
-            Ok(socket) => {
+        match dial_tunnel(&url, abode_client::connect::AGENT_CONNECT_PATH, &token).await {
+            Ok((socket, server_limits)) => {
                 log("tunnel connected: the workspace accepts connections");
                 last_error.clear();
                 delay = FIRST_RETRY;
-                serve(socket, &settings, &stop).await;
+                let closed = serve(socket, server_limits, &settings, &stop).await;
                 if stop.load(Ordering::SeqCst) {
                     return;
                 }
-                log("tunnel lost, reconnecting");
+                match closed {
+                    Some(code) if code == abode_tunnel::CLOSE_REPLACED => {
+                        // Two live processes with one token would take the
+                        // tunnel from each other as fast as they reconnect.
+                        log("the server took a newer tunnel with this agent's token (is another agent running with it?); reconnecting in a while");
+                        delay = MAX_RETRY;
+                    }
+                    Some(code) if code == abode_tunnel::CLOSE_GONE => {
+                        log("the server says this agent is no longer its workspace's; retrying in a while");
+                        delay = MAX_RETRY;
+                    }
+                    _ => log("tunnel lost, reconnecting"),
+                }
             }
             Err(error) => {
                 let text = match &error {
@@ -89,11 +107,18 @@ async fn run(url: String, token: String, settings: Arc<SessionSettings>, stop: A
     }
 }
 
-/// Carries the tunnel until the socket drops or the agent stops.
-async fn serve(socket: crate::wsdial::Socket, settings: &Arc<SessionSettings>, stop: &AtomicBool) {
+/// Carries the tunnel until the socket drops or the agent stops; the close
+/// code the server ended it with, if it said one.
+async fn serve(
+    socket: crate::wsdial::Socket,
+    server_limits: abode_tunnel::frame::PeerLimits,
+    settings: &Arc<SessionSettings>,
+    stop: &AtomicBool,
+) -> Option<u16> {
     let (outgoing, mut to_server) = mpsc::channel::<Vec<u8>>(64);
     let (from_server, incoming) = mpsc::channel::<Vec<u8>>(64);
-    let (_mux, mut accept, _task): (Mux, _, _) = Mux::start(Side::Agent, incoming, outgoing);
+    let (_mux, mut accept, _task): (Mux, _, _) =
+        Mux::start_with_peer(Side::Agent, server_limits, incoming, outgoing);
     let (mut sink, mut source) = socket.split();
     let mut check_stop = tokio::time::interval(Duration::from_millis(250));
     let mut ping = tokio::time::interval(PING);
@@ -108,7 +133,10 @@ async fn serve(socket: crate::wsdial::Socket, settings: &Arc<SessionSettings>, s
                             break;
                         }
                     }
-                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                    Some(Ok(Message::Close(frame))) => {
+                        return frame.map(|frame| u16::from(frame.code));
+                    }
+                    Some(Err(_)) | None => break,
                     // Pings are answered by the socket itself.
                     Some(Ok(_)) => {}
                 }
@@ -122,7 +150,7 @@ async fn serve(socket: crate::wsdial::Socket, settings: &Arc<SessionSettings>, s
             }
             frame = to_server.recv() => match frame {
                 Some(frame) => {
-                    if sink.send(Message::Binary(frame)).await.is_err() {
+                    if send_queued(&mut sink, frame, &mut to_server).await.is_err() {
                         break;
                     }
                 }
@@ -142,6 +170,29 @@ async fn serve(socket: crate::wsdial::Socket, settings: &Arc<SessionSettings>, s
             }
         }
     }
+    None
+}
+
+/// Frames queued together leave in one write: `frame`, then whatever else
+/// is already waiting (up to a bound, so pings and the stop check still get
+/// their turn), then one flush. A bulk copy otherwise pays a system call
+/// and a wake-up of the server per frame.
+async fn send_queued<S>(
+    sink: &mut S,
+    frame: Vec<u8>,
+    queue: &mut mpsc::Receiver<Vec<u8>>,
+) -> Result<(), S::Error>
+where
+    S: futures_util::Sink<Message> + Unpin,
+{
+    sink.feed(Message::Binary(frame)).await?;
+    for _ in 0..BATCH {
+        match queue.try_recv() {
+            Ok(frame) => sink.feed(Message::Binary(frame)).await?,
+            Err(_) => break,
+        }
+    }
+    sink.flush().await
 }
 
 /// Serves one stream the server opened, as its header says.
@@ -166,7 +217,14 @@ async fn handle_stream(incoming: Incoming, settings: Arc<SessionSettings>) {
             match TcpStream::connect(("localhost", port)).await {
                 Ok(mut tcp) => {
                     let _ = tcp.set_nodelay(true);
-                    let _ = tokio::io::copy_bidirectional(&mut stream, &mut tcp).await;
+                    let chunk = abode_tunnel::frame::MAX_DATA;
+                    let _ = tokio::io::copy_bidirectional_with_sizes(
+                        &mut stream,
+                        &mut tcp,
+                        chunk,
+                        chunk,
+                    )
+                    .await;
                 }
                 Err(error) => log(&format!(
                     "port-forward of {} to port {port}: {error}",

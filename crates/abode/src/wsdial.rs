@@ -12,7 +12,9 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 pub type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// Largest message taken from the server (a tunnel frame or a chunk).
-const MAX_MESSAGE: usize = 64 * 1024;
+const MAX_MESSAGE: usize = abode_tunnel::frame::HEADER + abode_tunnel::frame::MAX_DATA;
+/// The bytes of a person's connection go in messages of at most this much.
+pub const CHUNK: usize = abode_tunnel::frame::MAX_DATA;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DialError {
@@ -27,6 +29,19 @@ pub enum DialError {
 
 /// Opens the WebSocket of `path` on the server at `base_url` as `token`.
 pub async fn dial(base_url: &str, path: &str, token: &str) -> Result<Socket, DialError> {
+    dial_tunnel(base_url, path, token)
+        .await
+        .map(|(socket, _)| socket)
+}
+
+/// [`dial`], saying the largest tunnel frame this side takes; with what
+/// the server takes in turn (a server from before larger frames says
+/// nothing: [`abode_tunnel::frame::PeerLimits::LEGACY`]).
+pub async fn dial_tunnel(
+    base_url: &str,
+    path: &str,
+    token: &str,
+) -> Result<(Socket, abode_tunnel::frame::PeerLimits), DialError> {
     let url = websocket_url(base_url, path)?;
     let connect_error = |reason: String| DialError::Connect {
         url: url.clone(),
@@ -39,13 +54,25 @@ pub async fn dial(base_url: &str, path: &str, token: &str) -> Result<Socket, Dia
     let bearer = HeaderValue::from_str(&format!("Bearer {token}"))
         .map_err(|_| connect_error("the token is not a valid header value".into()))?;
     request.headers_mut().insert(header::AUTHORIZATION, bearer);
+    request.headers_mut().insert(
+        abode_tunnel::frame::MAX_DATA_HEADER,
+        HeaderValue::from(abode_tunnel::frame::MAX_DATA),
+    );
     let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
         max_message_size: Some(MAX_MESSAGE),
         max_frame_size: Some(MAX_MESSAGE),
         ..Default::default()
     };
     match tokio_tungstenite::connect_async_with_config(request, Some(config), true).await {
-        Ok((socket, _)) => Ok(socket),
+        Ok((socket, response)) => {
+            let server_limits = abode_tunnel::frame::PeerLimits::from_header(
+                response
+                    .headers()
+                    .get(abode_tunnel::frame::MAX_DATA_HEADER)
+                    .and_then(|value| value.to_str().ok()),
+            );
+            Ok((socket, server_limits))
+        }
         Err(tokio_tungstenite::tungstenite::Error::Http(response)) => {
             let status = response.status().as_u16();
             let message = response
@@ -71,12 +98,12 @@ pub fn into_stream(socket: Socket) -> tokio::io::DuplexStream {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio_tungstenite::tungstenite::Message;
 
-    let (user_end, our_end) = tokio::io::duplex(64 * 1024);
+    let (user_end, our_end) = tokio::io::duplex(4 * CHUNK);
     tokio::spawn(async move {
         let (mut read, mut write) = tokio::io::split(our_end);
         let (mut sink, mut source) = socket.split();
         let upstream = async {
-            let mut buffer = vec![0u8; 32 * 1024];
+            let mut buffer = vec![0u8; CHUNK];
             loop {
                 match read.read(&mut buffer).await {
                     Ok(0) | Err(_) => break,

@@ -5,7 +5,8 @@
 //! after a stop and a start; `abode port-forward` and OpenSSH's `-W` reach
 //! a TCP server inside the workspace; a member is refused on another's
 //! workspace (403) and no token gets 401; the audit log has each connection
-//! and its end; a connection moves the workspace's last use.
+//! and its end; a connection moves the workspace's last use; a second
+//! tunnel with an agent's token replaces the first, which is closed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -17,6 +18,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use tokio_tungstenite::tungstenite;
+use tungstenite::client::IntoClientRequest;
 use util::{repo_root, require_terraform, Platform};
 
 /// A TCP echo server "inside the workspace" (the example template's
@@ -43,6 +46,29 @@ fn echo_server() -> u16 {
         }
     });
     port
+}
+
+/// The agent token of the workspace whose home is `home`, from the
+/// environment of its agent's process.
+fn agent_token(home: &Path) -> String {
+    let home = format!("HOME={}", home.display());
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let vars: Vec<String> = environ
+            .split(|b| *b == 0)
+            .map(|var| String::from_utf8_lossy(var).into_owned())
+            .collect();
+        if !vars.contains(&home) {
+            continue;
+        }
+        let prefix = format!("{}=", abode_contract::AGENT_TOKEN);
+        if let Some(token) = vars.iter().find_map(|var| var.strip_prefix(&prefix)) {
+            return token.to_string();
+        }
+    }
+    panic!("no agent process with {home}");
 }
 
 /// Runs OpenSSH with the generated configuration and its own known_hosts.
@@ -467,6 +493,51 @@ fn ssh_openssh_port_forward_authorization_audit_and_activity() {
     platform.restart_server();
     let run = platform.run(&["ssh", "dev", "--", "echo", "back"]).ok();
     assert_eq!(run.stdout, "back\n");
+
+    // One tunnel per agent token, the newest wins: a second connection with
+    // the agent's token takes the tunnel; the agent's own reconnect takes it
+    // back and the other is closed cleanly (code 4001); both are logged,
+    // and sessions work again.
+    let token = agent_token(&home);
+    let url = abode_client::connect::websocket_url(
+        &platform.url,
+        abode_client::connect::AGENT_CONNECT_PATH,
+    )
+    .unwrap();
+    let mut request = url.into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    let (mut second, _) = tungstenite::connect(request).unwrap();
+    if let tungstenite::stream::MaybeTlsStream::Plain(stream) = second.get_mut() {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+    }
+    let closed = loop {
+        match second.read() {
+            Ok(tungstenite::Message::Close(frame)) => break frame,
+            Ok(_) => continue,
+            Err(error) => panic!("the replaced tunnel was not closed: {error}"),
+        }
+    };
+    let closed = closed.expect("a close frame with a code");
+    assert_eq!(
+        u16::from(closed.code),
+        abode_tunnel::CLOSE_REPLACED,
+        "{closed:?}"
+    );
+    let run = platform
+        .run(&["ssh", "dev", "--", "echo", "taken back"])
+        .ok();
+    assert_eq!(run.stdout, "taken back\n");
+    let log = platform.server_log();
+    assert!(
+        log.matches("replacing an older connection with the same agent token")
+            .count()
+            >= 2,
+        "{log}"
+    );
 
     // The host key survives a stop and a start: strict checking passes.
     platform.run(&["stop", "dev"]).ok();

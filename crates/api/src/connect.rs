@@ -2,7 +2,10 @@
 //!
 //! - `GET /agent/connect`: a running agent's long-lived tunnel (agent
 //!   token). Its messages are [`abode_tunnel`] frames; the server opens a
-//!   stream on it for each person's connection.
+//!   stream on it for each person's connection. One tunnel per agent token:
+//!   a newer connection wins and the older one is closed (close code
+//!   [`abode_tunnel::CLOSE_REPLACED`]); a tunnel whose agent is no longer
+//!   its workspace's is closed too ([`abode_tunnel::CLOSE_GONE`]).
 //! - `GET /workspaces/{ws}/connect?kind=ssh|port-forward[&port=N][&agent=NAME]`:
 //!   a person's connection (session or API token), authorized, audited and
 //!   piped to one stream of the workspace's agent. Binary messages carry the
@@ -13,32 +16,39 @@
 //! to the agent is opened first, so a client never sees a 101 for a
 //! connection that cannot work.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::mpsc;
 
-use abode_control::connections::ConnectRequest;
-use abode_tunnel::{Mux, Side, StreamKind};
+use abode_control::connections::{AgentStream, ConnectRequest, Eviction};
+use abode_tunnel::{frame, Mux, Side, StreamKind};
 
-use crate::{ApiError, AppState, Authenticated, AuthenticatedAgent};
+use crate::{ApiError, AppState, Authenticated};
 
 /// How often the server pings an agent's tunnel (and a person's
 /// connection); one silent for [`AGENT_SILENCE`] is dropped (an agent then
 /// reconnects).
 const AGENT_PING: Duration = Duration::from_secs(15);
 const AGENT_SILENCE: Duration = Duration::from_secs(60);
-/// Largest message accepted on either socket: a tunnel frame (32 KiB of
-/// data plus its header) or a chunk of a person's bytes.
-const MAX_MESSAGE: usize = 64 * 1024;
+/// How often an agent's tunnel is checked against the store: a tunnel whose
+/// agent is no longer its workspace's (the workspace stopped, a build
+/// replaced the agent) is closed even when nobody tries to connect.
+const AGENT_CHECK: Duration = Duration::from_secs(30);
+/// Largest message accepted on either socket: a tunnel frame (its data
+/// plus its header) or a chunk of a person's bytes.
+const MAX_MESSAGE: usize = frame::HEADER + frame::MAX_DATA;
+/// At most this many queued frames after the first go out in one write.
+const BATCH: usize = 32;
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
@@ -54,57 +64,120 @@ fn upgrade_required(what: &str) -> ApiError {
     )
 }
 
+/// An agent authenticated by its token, with the token (its tunnel is
+/// registered under it: the same token connecting again replaces it).
+struct AgentWithToken {
+    agent: abode_store::Agent,
+    token: String,
+}
+
+#[axum::async_trait]
+impl FromRequestParts<AppState> for AgentWithToken {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = crate::bearer(parts).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing agent token",
+            )
+        })?;
+        let agent = state.control.authenticate_agent(&token).await?;
+        Ok(AgentWithToken { agent, token })
+    }
+}
+
 async fn agent_connect(
     State(state): State<AppState>,
-    AuthenticatedAgent(agent): AuthenticatedAgent,
+    AgentWithToken { agent, token }: AgentWithToken,
+    headers: HeaderMap,
     upgrade: Option<WebSocketUpgrade>,
 ) -> Result<Response, ApiError> {
     let upgrade = upgrade.ok_or_else(|| upgrade_required("/agent/connect"))?;
-    Ok(upgrade
+    // An agent from before larger frames and windows says nothing, and
+    // gets the frames and window it takes.
+    let agent_limits = frame::PeerLimits::from_header(
+        headers
+            .get(frame::MAX_DATA_HEADER)
+            .and_then(|value| value.to_str().ok()),
+    );
+    let mut response = upgrade
         .max_message_size(MAX_MESSAGE)
         .on_upgrade(move |socket| async move {
             let (outgoing, mut to_agent) = mpsc::channel::<Vec<u8>>(64);
             let (from_agent, incoming) = mpsc::channel::<Vec<u8>>(64);
-            let (mux, accept, task) = Mux::start(Side::Server, incoming, outgoing);
+            let (mux, accept, task) =
+                Mux::start_with_peer(Side::Server, agent_limits, incoming, outgoing);
             // Only the server opens streams: one the agent opens is reset.
             drop(accept);
-            let registered = state.control.agent_tunnel_up(&agent, mux);
-            tracing::info!(agent = %agent.name, workspace = %agent.workspace_id, "agent tunnel up");
+            let mut registered = state.control.agent_tunnel_up(&agent, &token, mux);
+            drop(token);
+            if registered.replaced_another() {
+                tracing::warn!(
+                    agent = %agent.name,
+                    workspace = %agent.workspace_id,
+                    "agent tunnel up, replacing an older connection with the same agent token (closing it)"
+                );
+            } else {
+                tracing::info!(agent = %agent.name, workspace = %agent.workspace_id, "agent tunnel up");
+            }
             let (mut sink, mut source) = socket.split();
             let mut ping = tokio::time::interval(AGENT_PING);
+            let mut check = tokio::time::interval(AGENT_CHECK);
+            check.reset();
             // Any message counts (the agent pings too): a connection that
             // went silent without closing (a cut network) is dropped.
             let mut last_heard = tokio::time::Instant::now();
-            loop {
+            let eviction = loop {
                 tokio::select! {
                     message = source.next() => {
                         last_heard = tokio::time::Instant::now();
                         match message {
                             Some(Ok(Message::Binary(bytes))) => {
                                 if from_agent.send(bytes).await.is_err() {
-                                    break;
+                                    break None;
                                 }
                             }
-                            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break None,
                             Some(Ok(_)) => {}
                         }
                     },
                     frame = to_agent.recv() => match frame {
                         Some(frame) => {
-                            if sink.send(Message::Binary(frame)).await.is_err() {
-                                break;
+                            if send_queued(&mut sink, frame, &mut to_agent).await.is_err() {
+                                break None;
                             }
                         }
-                        None => break,
+                        None => break None,
                     },
                     _ = ping.tick() => {
                         if last_heard.elapsed() > AGENT_SILENCE
                             || sink.send(Message::Ping(Vec::new())).await.is_err()
                         {
-                            break;
+                            break None;
                         }
                     }
+                    _ = check.tick() => {
+                        if !registered.still_current(&agent.workspace_id).await {
+                            break Some(Eviction::Gone);
+                        }
+                    }
+                    why = registered.evicted() => break Some(why),
                 }
+            };
+            if let Some(why) = eviction {
+                tracing::warn!(
+                    agent = %agent.name,
+                    workspace = %agent.workspace_id,
+                    reason = why.reason(),
+                    "closing an agent tunnel"
+                );
+                let close = CloseFrame {
+                    code: why.close_code(),
+                    reason: why.reason().into(),
+                };
+                let _ = sink.send(Message::Close(Some(close))).await;
             }
             drop(registered);
             drop(from_agent);
@@ -112,7 +185,34 @@ async fn agent_connect(
                 tracing::warn!(%error, agent = %agent.name, "agent tunnel ended with an error");
             }
             tracing::info!(agent = %agent.name, workspace = %agent.workspace_id, "agent tunnel down");
-        }))
+        });
+    // What this server takes, for the agent to send as much.
+    response
+        .headers_mut()
+        .insert(frame::MAX_DATA_HEADER, HeaderValue::from(frame::MAX_DATA));
+    Ok(response)
+}
+
+/// Frames queued together leave in one write: `frame`, then whatever else
+/// is already waiting (up to a bound, so the pings still get their turn),
+/// then one flush. A bulk copy otherwise pays a system call and a wake-up
+/// of the agent per frame.
+async fn send_queued<S>(
+    sink: &mut S,
+    frame: Vec<u8>,
+    queue: &mut mpsc::Receiver<Vec<u8>>,
+) -> Result<(), S::Error>
+where
+    S: futures_util::Sink<Message> + Unpin,
+{
+    sink.feed(Message::Binary(frame)).await?;
+    for _ in 0..BATCH {
+        match queue.try_recv() {
+            Ok(frame) => sink.feed(Message::Binary(frame)).await?,
+            Err(_) => break,
+        }
+    }
+    sink.flush().await
 }
 
 #[derive(Deserialize)]
@@ -161,53 +261,95 @@ async fn workspace_connect(
 /// both sides are done, the person's socket closes, or it stays silent (no
 /// answer to the pings) for [`AGENT_SILENCE`]: a client that vanished does
 /// not keep its connection, nor the workspace's activity, alive.
-async fn pipe(socket: WebSocket, stream: DuplexStream) {
-    let (mut read, mut write) = tokio::io::split(stream);
+///
+/// The person's messages go to the tunnel as they are, and the tunnel's
+/// frames to the person: no pipe between. The two directions are separate
+/// futures, so one waiting for the agent's credit never stops the other
+/// (an SSH server blocked on its output would otherwise never read the
+/// input that unblocks it).
+async fn pipe(socket: WebSocket, (mut to_agent, mut from_agent): AgentStream) {
     let (mut sink, mut source) = socket.split();
-    let mut ping = tokio::time::interval(AGENT_PING);
-    let mut last_heard = tokio::time::Instant::now();
-    let mut buffer = vec![0u8; 32 * 1024];
-    // Whether each direction still carries bytes: from the person, to them.
-    let (mut upstream, mut downstream) = (true, true);
-    while upstream || downstream {
-        tokio::select! {
-            message = source.next() => {
-                last_heard = tokio::time::Instant::now();
-                match message {
-                    Some(Ok(Message::Binary(bytes))) if upstream => {
-                        if bytes.is_empty() {
-                            upstream = false;
-                            let _ = write.shutdown().await;
-                        } else if write.write_all(&bytes).await.is_err() {
-                            upstream = false;
-                        }
+    let started = tokio::time::Instant::now();
+    // When the person was last heard from (ms after `started`).
+    let last_heard = AtomicU64::new(0);
+    let (person_done, mut person_done_seen) = tokio::sync::watch::channel(false);
+    // Ends when the person's socket does.
+    let upstream = async {
+        let mut forwarding = true;
+        while let Some(Ok(message)) = source.next().await {
+            let heard = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            last_heard.store(heard, Ordering::Relaxed);
+            match message {
+                Message::Binary(bytes) if forwarding => {
+                    if bytes.is_empty() {
+                        forwarding = false;
+                        let _ = to_agent.finish().await;
+                        let _ = person_done.send(true);
+                    } else if to_agent.send(&bytes).await.is_err() {
+                        forwarding = false;
+                        let _ = person_done.send(true);
                     }
-                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
-                    Some(Ok(_)) => {}
                 }
+                Message::Close(_) => break,
+                _ => {}
             }
-            read = read.read(&mut buffer), if downstream => match read {
-                Ok(0) | Err(_) => {
-                    downstream = false;
-                    // "No more from here"; the person says when they are done.
-                    if sink.send(Message::Binary(Vec::new())).await.is_err() {
-                        break;
+        }
+    };
+    // Ends when both sides are done, or the person went silent.
+    let downstream = async {
+        let mut ping = tokio::time::interval(AGENT_PING);
+        let mut agent_done = false;
+        loop {
+            if agent_done && *person_done_seen.borrow() {
+                return;
+            }
+            tokio::select! {
+                bytes = from_agent.recv(), if !agent_done => {
+                    let sent = match bytes {
+                        // What else arrived already leaves in the same write.
+                        Some(bytes) => {
+                            let mut fed = sink.feed(Message::Binary(bytes)).await;
+                            for _ in 0..BATCH {
+                                let Some(bytes) = from_agent.try_recv().await else { break };
+                                if fed.is_err() {
+                                    break;
+                                }
+                                fed = sink.feed(Message::Binary(bytes)).await;
+                            }
+                            match fed {
+                                Ok(()) => sink.flush().await,
+                                Err(error) => Err(error),
+                            }
+                        }
+                        None => {
+                            agent_done = true;
+                            // "No more from here"; the person says when
+                            // they are done.
+                            sink.send(Message::Binary(Vec::new())).await
+                        }
+                    };
+                    if sent.is_err() {
+                        return;
                     }
                 }
-                Ok(n) => {
-                    if sink.send(Message::Binary(buffer[..n].to_vec())).await.is_err() {
-                        break;
+                changed = person_done_seen.changed() => {
+                    if changed.is_err() {
+                        return;
                     }
                 }
-            },
-            _ = ping.tick() => {
-                if last_heard.elapsed() > AGENT_SILENCE
-                    || sink.send(Message::Ping(Vec::new())).await.is_err()
-                {
-                    break;
+                _ = ping.tick() => {
+                    let heard = Duration::from_millis(last_heard.load(Ordering::Relaxed));
+                    if started.elapsed().saturating_sub(heard) > AGENT_SILENCE
+                        || sink.send(Message::Ping(Vec::new())).await.is_err()
+                    {
+                        return;
+                    }
                 }
             }
         }
+    };
+    tokio::select! {
+        () = upstream => {}
+        () = downstream => {}
     }
-    let _ = write.shutdown().await;
 }

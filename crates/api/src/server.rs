@@ -238,6 +238,11 @@ impl Server {
                 listener,
                 app.into_make_service_with_connect_info::<SocketAddr>(),
             )
+            // Small writes leave at once: a WebSocket relaying SSH carries
+            // window updates and tunnel grants of a few dozen bytes, which
+            // Nagle's algorithm would hold until the peer's delayed ACK
+            // (tens of milliseconds, the round trip that bounds a copy).
+            .tcp_nodelay(true)
             .with_graceful_shutdown(async move {
                 while !*http_shutdown.borrow_and_update() {
                     if http_shutdown.changed().await.is_err() {

@@ -21,17 +21,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use abode_store::{Agent, Transition, Workspace};
-use abode_tunnel::{Mux, StreamKind, StreamRequest};
+use abode_store::{Agent, StoreError, Transition, Workspace};
+use abode_tunnel::{MessageReceiver, MessageSender, Mux, StreamKind, StreamRequest};
 use rand::RngCore;
-use tokio::io::DuplexStream;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::authz::Action;
 use crate::schedules::ACTIVITY_THROTTLE;
-use crate::{Caller, Control, ControlError};
+use crate::{secrets, Caller, Control, ControlError};
 
-/// The agents whose tunnel is up in this process, by agent id.
+/// The agents' tunnels up in this process, by the hash of the agent's
+/// token: the one thing that names an agent across builds (a start build
+/// that keeps an agent, same token and process, gives it a new id).
 #[derive(Default)]
 pub(crate) struct Tunnels {
     agents: Mutex<HashMap<String, LiveAgent>>,
@@ -45,6 +47,37 @@ struct LiveAgent {
     /// entry, and the old connection's end must not remove the new one.
     generation: u64,
     mux: Mux,
+    /// Tells the connection's task to close it.
+    evict: oneshot::Sender<Eviction>,
+}
+
+/// Why the server closes an agent's tunnel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// The same agent (its token) connected again: the newest connection
+    /// wins (the old one is most likely dead and not noticed yet).
+    Replaced,
+    /// The agent is not one of its workspace's agents any more (a stop, or a
+    /// start build that replaced it): nothing may reach it through the
+    /// platform.
+    Gone,
+}
+
+impl Eviction {
+    /// The WebSocket close code the agent is told (private-use range).
+    pub fn close_code(self) -> u16 {
+        match self {
+            Eviction::Replaced => abode_tunnel::CLOSE_REPLACED,
+            Eviction::Gone => abode_tunnel::CLOSE_GONE,
+        }
+    }
+
+    pub fn reason(self) -> &'static str {
+        match self {
+            Eviction::Replaced => "replaced by a newer connection with this agent's token",
+            Eviction::Gone => "this agent is no longer one of its workspace's agents",
+        }
+    }
 }
 
 impl Tunnels {
@@ -53,27 +86,122 @@ impl Tunnels {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// Records a connection of the agent whose token hashes to `key`; an
+    /// older connection of the same agent is told to close. Its generation
+    /// and where its own eviction arrives.
+    fn register(
+        &self,
+        key: &str,
+        workspace_id: &str,
+        name: &str,
+        mux: Mux,
+    ) -> (u64, oneshot::Receiver<Eviction>, bool) {
+        let generation = self.generation.fetch_add(1, Ordering::Relaxed);
+        let (evict, evicted) = oneshot::channel();
+        let live = LiveAgent {
+            workspace_id: workspace_id.to_string(),
+            name: name.to_string(),
+            generation,
+            mux,
+            evict,
+        };
+        let replaced = match self.agents().insert(key.to_string(), live) {
+            Some(old) => {
+                let _ = old.evict.send(Eviction::Replaced);
+                true
+            }
+            None => false,
+        };
+        (generation, evicted, replaced)
+    }
+
+    /// Forgets connection `generation` of `key`, unless a newer one took
+    /// its place.
+    fn unregister(&self, key: &str, generation: u64) {
+        let mut agents = self.agents();
+        if agents
+            .get(key)
+            .is_some_and(|live| live.generation == generation)
+        {
+            agents.remove(key);
+        }
+    }
+
+    /// Closes the tunnel of `key` (the agent is gone).
+    fn evict(&self, key: &str, why: Eviction) {
+        if let Some(live) = self.agents().remove(key) {
+            let _ = live.evict.send(why);
+        }
+    }
+
+    /// The open tunnels of a workspace's agents (named `name` if given), by
+    /// agent name: their keys and handles.
+    fn of_workspace(&self, workspace_id: &str, name: Option<&str>) -> Vec<(String, String, Mux)> {
+        let mut found: Vec<(String, String, Mux)> = self
+            .agents()
+            .iter()
+            .filter(|(_, live)| live.workspace_id == workspace_id && live.mux.is_open())
+            .filter(|(_, live)| name.is_none_or(|name| live.name == name))
+            .map(|(key, live)| (key.clone(), live.name.clone(), live.mux.clone()))
+            .collect();
+        found.sort_by(|a, b| a.1.cmp(&b.1));
+        found
+    }
 }
 
 /// Keeps an agent's tunnel registered; dropping it (the connection ended)
 /// unregisters it.
 pub struct AgentTunnel {
     control: Control,
-    agent_id: String,
+    key: String,
     generation: u64,
+    evicted: oneshot::Receiver<Eviction>,
+    replaced: bool,
+}
+
+impl AgentTunnel {
+    /// Whether this connection took the place of an older one of the same
+    /// agent (which is being closed).
+    pub fn replaced_another(&self) -> bool {
+        self.replaced
+    }
+
+    /// Resolves when the server wants this connection closed, and why.
+    pub async fn evicted(&mut self) -> Eviction {
+        // A sender dropped without a word means the entry is gone: nothing
+        // routes here any more either.
+        (&mut self.evicted).await.unwrap_or(Eviction::Gone)
+    }
+
+    /// Whether the agent behind this tunnel is still one of its
+    /// workspace's agents, in a started workspace (checked now and then by
+    /// the connection's task, so that a tunnel outliving its agent goes
+    /// away without waiting for someone to connect). A store error answers
+    /// yes: a database hiccup does not cut tunnels.
+    pub async fn still_current(&self, workspace_id: &str) -> bool {
+        match self.control.current_agent(&self.key, workspace_id).await {
+            Ok(current) => current.is_some(),
+            Err(error) => {
+                tracing::warn!(%error, "cannot check an agent's tunnel against the store");
+                true
+            }
+        }
+    }
 }
 
 impl Drop for AgentTunnel {
     fn drop(&mut self) {
-        let mut agents = self.control.inner.tunnels.agents();
-        if agents
-            .get(&self.agent_id)
-            .is_some_and(|live| live.generation == self.generation)
-        {
-            agents.remove(&self.agent_id);
-        }
+        self.control
+            .inner
+            .tunnels
+            .unregister(&self.key, self.generation);
     }
 }
+
+/// A stream to a workspace's agent, as messages (the server relays it to a
+/// person's WebSocket): what to send, what arrives.
+pub type AgentStream = (MessageSender, MessageReceiver);
 
 /// What a person asks to connect to.
 #[derive(Debug, Clone)]
@@ -159,26 +287,45 @@ impl Drop for ConnectionEnd {
 }
 
 impl Control {
-    /// Registers an agent's tunnel; streams to its workspace go through
-    /// `mux` until the returned guard is dropped. A newer connection of the
-    /// same agent replaces an older one.
-    pub fn agent_tunnel_up(&self, agent: &Agent, mux: Mux) -> AgentTunnel {
-        let tunnels = &self.inner.tunnels;
-        let generation = tunnels.generation.fetch_add(1, Ordering::Relaxed);
-        tunnels.agents().insert(
-            agent.id.clone(),
-            LiveAgent {
-                workspace_id: agent.workspace_id.clone(),
-                name: agent.name.clone(),
-                generation,
-                mux,
-            },
-        );
+    /// Registers an agent's tunnel (the agent authenticated with `token`);
+    /// streams to its workspace go through `mux` until the returned guard
+    /// is dropped. A newer connection with the same token replaces an older
+    /// one, which is told to close ([`AgentTunnel::evicted`]).
+    pub fn agent_tunnel_up(&self, agent: &Agent, token: &str, mux: Mux) -> AgentTunnel {
+        let key = secrets::token_hash(token);
+        let (generation, evicted, replaced) =
+            self.inner
+                .tunnels
+                .register(&key, &agent.workspace_id, &agent.name, mux);
         AgentTunnel {
             control: self.clone(),
-            agent_id: agent.id.clone(),
+            key,
             generation,
+            evicted,
+            replaced,
         }
+    }
+
+    /// The agent whose token hashes to `key`, if it is one of the agents of
+    /// workspace `workspace_id` now and that workspace is started (what
+    /// authenticating the token would say).
+    async fn current_agent(
+        &self,
+        key: &str,
+        workspace_id: &str,
+    ) -> Result<Option<Agent>, ControlError> {
+        let agent = match self.inner.store.agent_by_token_hash(key).await {
+            Ok(agent) if agent.workspace_id == workspace_id => agent,
+            Ok(_) | Err(StoreError::NotFound(_)) => return Ok(None),
+            Err(error) => return Err(error.into()),
+        };
+        let started = self
+            .inner
+            .store
+            .latest_succeeded_build(workspace_id)
+            .await?
+            .is_some_and(|build| build.transition == Transition::Start);
+        Ok(started.then_some(agent))
     }
 
     /// What [`Control::connect_workspace`] would refuse, without
@@ -203,7 +350,7 @@ impl Control {
         caller: &Caller,
         reference: &str,
         request: &ConnectRequest,
-    ) -> Result<(DuplexStream, ConnectionEnd), ControlError> {
+    ) -> Result<(AgentStream, ConnectionEnd), ControlError> {
         let (workspace, mux, port) = self.prepare_connection(caller, reference, request).await?;
         let host_key = match request.kind {
             StreamKind::Ssh => Some(self.host_key(&workspace.id).await?),
@@ -217,7 +364,10 @@ impl Control {
         };
         let header = serde_json::to_vec(&header)
             .map_err(|error| ControlError::Internal(format!("stream header: {error}")))?;
-        let stream = mux.open(header).await.map_err(|_| agent_not_connected())?;
+        let stream = mux
+            .open_messages(header)
+            .await
+            .map_err(|_| agent_not_connected())?;
         let target = format!("{}/{}", workspace.owner_name, workspace.name);
         let mut details = format!("kind={}", request.kind.as_str());
         if let Some(port) = port {
@@ -287,29 +437,40 @@ impl Control {
                 "the workspace is not running: start it first".into(),
             ));
         }
-        let mux = self.live_agent(&workspace, request.agent.as_deref())?;
+        let mux = self
+            .live_agent(&workspace, request.agent.as_deref())
+            .await?;
         Ok((workspace, mux, port))
     }
 
     /// The tunnel of the workspace's agent (the one named, or the first by
-    /// name) if it is up.
-    fn live_agent(&self, workspace: &Workspace, name: Option<&str>) -> Result<Mux, ControlError> {
-        let agents = self.inner.tunnels.agents();
-        let mut candidates: Vec<&LiveAgent> = agents
-            .values()
-            .filter(|live| live.workspace_id == workspace.id && live.mux.is_open())
-            .filter(|live| name.is_none_or(|name| live.name == name))
-            .collect();
-        candidates.sort_by(|a, b| a.name.cmp(&b.name));
-        candidates
-            .first()
-            .map(|live| live.mux.clone())
-            .ok_or_else(|| match name {
-                Some(name) => ControlError::Conflict(format!(
-                    "agent \"{name}\" of this workspace is not connected (is the workspace started, and is that its agent's name?)"
-                )),
-                None => agent_not_connected(),
-            })
+    /// name) if it is up and its agent is one of the workspace's agents now.
+    /// A tunnel whose agent is not (an agent process that outlived a stop,
+    /// or a start build that replaced its token) is closed on the way: it is
+    /// never a way in.
+    async fn live_agent(
+        &self,
+        workspace: &Workspace,
+        name: Option<&str>,
+    ) -> Result<Mux, ControlError> {
+        let tunnels = &self.inner.tunnels;
+        for (key, agent_name, mux) in tunnels.of_workspace(&workspace.id, name) {
+            if self.current_agent(&key, &workspace.id).await?.is_some() {
+                return Ok(mux);
+            }
+            tracing::info!(
+                agent = %agent_name,
+                workspace = %workspace.id,
+                "closing the tunnel of an agent that is no longer the workspace's"
+            );
+            tunnels.evict(&key, Eviction::Gone);
+        }
+        Err(match name {
+            Some(name) => ControlError::Conflict(format!(
+                "agent \"{name}\" of this workspace is not connected (is the workspace started, and is that its agent's name?)"
+            )),
+            None => agent_not_connected(),
+        })
     }
 
     /// The workspace's SSH host key seed (hex), created on first use.
@@ -345,4 +506,64 @@ fn agent_not_connected() -> ControlError {
         "the workspace's agent is not connected: start the workspace, or wait until its agent is up"
             .into(),
     )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use abode_tunnel::Side;
+    use tokio::sync::mpsc;
+
+    /// A tunnel handle whose other side is kept open by the returned
+    /// channels.
+    fn mux() -> (Mux, mpsc::Sender<Vec<u8>>, mpsc::Receiver<Vec<u8>>) {
+        let (to_us, incoming) = mpsc::channel(8);
+        let (outgoing, from_us) = mpsc::channel(8);
+        let (mux, _accept, _task) = Mux::start(Side::Server, incoming, outgoing);
+        (mux, to_us, from_us)
+    }
+
+    #[tokio::test]
+    async fn the_newest_connection_of_an_agent_wins_and_the_old_one_is_told() {
+        let tunnels = Tunnels::default();
+        let (first_mux, _a, _b) = mux();
+        let (second_mux, _c, _d) = mux();
+        let (first, mut first_evicted, replaced) = tunnels.register("tok", "ws", "main", first_mux);
+        assert!(!replaced);
+        assert!(first_evicted.try_recv().is_err(), "nothing happened yet");
+        let (second, mut second_evicted, replaced) =
+            tunnels.register("tok", "ws", "main", second_mux);
+        assert!(replaced);
+        assert_eq!(first_evicted.try_recv().unwrap(), Eviction::Replaced);
+        // The old connection's end does not unregister the new one.
+        tunnels.unregister("tok", first);
+        assert_eq!(tunnels.of_workspace("ws", None).len(), 1);
+        assert!(second_evicted.try_recv().is_err());
+        tunnels.unregister("tok", second);
+        assert!(tunnels.of_workspace("ws", None).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_gone_agent_is_closed_and_tunnels_are_found_by_workspace_and_name() {
+        let tunnels = Tunnels::default();
+        let (a, _a1, _a2) = mux();
+        let (b, _b1, _b2) = mux();
+        let (c, _c1, _c2) = mux();
+        let (_, mut a_evicted, _) = tunnels.register("ka", "ws", "zeta", a);
+        tunnels.register("kb", "ws", "alpha", b);
+        tunnels.register("kc", "other", "alpha", c);
+        let names = |name: Option<&str>| {
+            tunnels
+                .of_workspace("ws", name)
+                .into_iter()
+                .map(|(key, name, _)| format!("{key}:{name}"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(None), ["kb:alpha", "ka:zeta"]);
+        assert_eq!(names(Some("zeta")), ["ka:zeta"]);
+        tunnels.evict("ka", Eviction::Gone);
+        assert_eq!(a_evicted.try_recv().unwrap(), Eviction::Gone);
+        assert_eq!(names(None), ["kb:alpha"]);
+    }
 }

@@ -13,8 +13,17 @@
 //! others nor makes the other side buffer without bound.
 
 pub mod frame;
+pub mod messages;
 pub mod mux;
 pub mod request;
 
+pub use messages::{MessageReceiver, MessageSender};
 pub use mux::{Incoming, Mux, MuxError, Side};
 pub use request::{StreamKind, StreamRequest};
+
+/// The WebSocket close code of an agent's tunnel that a newer connection
+/// with the same agent token replaced (the private-use range of RFC 6455).
+pub const CLOSE_REPLACED: u16 = 4001;
+/// The WebSocket close code of an agent's tunnel whose agent is no longer
+/// one of its workspace's agents.
+pub const CLOSE_GONE: u16 = 4002;

@@ -9,7 +9,10 @@
 //! side granted; the other writes what arrives and grants credit back once
 //! the user's end took it. So at most [`WINDOW`] bytes of a stream are ever
 //! queued on the receiving side, and the connection's reader never waits
-//! for a slow stream.
+//! for a slow stream. Credit goes back in batches of a quarter window (a
+//! grant per data frame would double the messages of a bulk copy); the
+//! credit held back is always less than a window minus a frame, so a sender
+//! never waits on it (nor does an interactive session's next keystroke).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -19,10 +22,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 
-use crate::frame::{BadFrame, Frame, MAX_DATA, WINDOW};
+use crate::frame::{BadFrame, Frame, PeerLimits, MAX_DATA, WINDOW};
+use crate::messages::{MessageReceiver, MessageSender};
 
-/// Buffer of the in-process pipe between a stream's user and its tasks.
-const PIPE_BYTES: usize = 64 * 1024;
+/// Buffer of the in-process pipe between a stream's user and its tasks:
+/// room for a few whole frames, so a writer's bytes leave in full frames.
+const PIPE_BYTES: usize = 4 * MAX_DATA;
 
 /// Which end of the connection this is (it decides the parity of the ids
 /// it opens streams with).
@@ -53,7 +58,7 @@ pub struct Incoming {
     pub stream: DuplexStream,
 }
 
-struct Entry {
+pub(crate) struct Entry {
     /// What arrives for the stream; `None` once the other side sent EOF.
     inbound: Option<mpsc::UnboundedSender<Vec<u8>>>,
     /// Bytes received and not yet granted back: never more than [`WINDOW`].
@@ -62,14 +67,16 @@ struct Entry {
     credit: Arc<Semaphore>,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     streams: Mutex<HashMap<u32, Entry>>,
     next_id: AtomicU32,
-    outgoing: mpsc::Sender<Vec<u8>>,
+    /// What the other side takes (frames, window).
+    pub(crate) peer: PeerLimits,
+    pub(crate) outgoing: mpsc::Sender<Vec<u8>>,
 }
 
 impl Shared {
-    fn streams(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Entry>> {
+    pub(crate) fn streams(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Entry>> {
         // A panic while holding the map leaves it usable: every change to it
         // is a single insert or remove.
         self.streams
@@ -77,7 +84,7 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    async fn send(&self, frame: Frame) -> Result<(), MuxError> {
+    pub(crate) async fn send(&self, frame: Frame) -> Result<(), MuxError> {
         self.outgoing
             .send(frame.encode())
             .await
@@ -105,12 +112,32 @@ impl Mux {
         mpsc::Receiver<Incoming>,
         JoinHandle<Result<(), MuxError>>,
     ) {
+        Mux::start_with_peer(side, PeerLimits::CURRENT, incoming, outgoing)
+    }
+
+    /// [`Mux::start`] with a peer that takes what `peer` says (see
+    /// [`PeerLimits::from_header`]); this side still takes frames of up to
+    /// [`MAX_DATA`] and a window of [`WINDOW`].
+    pub fn start_with_peer(
+        side: Side,
+        peer: PeerLimits,
+        incoming: mpsc::Receiver<Vec<u8>>,
+        outgoing: mpsc::Sender<Vec<u8>>,
+    ) -> (
+        Mux,
+        mpsc::Receiver<Incoming>,
+        JoinHandle<Result<(), MuxError>>,
+    ) {
         let shared = Arc::new(Shared {
             streams: Mutex::new(HashMap::new()),
             next_id: AtomicU32::new(match side {
                 Side::Server => 2,
                 Side::Agent => 1,
             }),
+            peer: PeerLimits {
+                max_data: peer.max_data.clamp(1, MAX_DATA),
+                window: peer.window,
+            },
             outgoing,
         });
         let (accepted, accept) = mpsc::channel(16);
@@ -132,6 +159,30 @@ impl Mux {
         Ok(user_end)
     }
 
+    /// Opens a stream whose `Open` frame carries `header`, as whole
+    /// messages instead of a byte pipe: for a relay whose other side is
+    /// messages too (the server between a person's WebSocket and the
+    /// agent's tunnel), with no pipe, copy or task between.
+    pub async fn open_messages(
+        &self,
+        header: Vec<u8>,
+    ) -> Result<(MessageSender, MessageReceiver), MuxError> {
+        if self.shared.outgoing.is_closed() {
+            return Err(MuxError::Closed);
+        }
+        let id = self.shared.next_id.fetch_add(2, Ordering::Relaxed);
+        let registered = register_entry(&self.shared, id);
+        if let Err(error) = self.shared.send(Frame::Open { id, header }).await {
+            self.shared.streams().remove(&id);
+            return Err(error);
+        }
+        Ok(crate::messages::split(
+            Arc::clone(&self.shared),
+            id,
+            registered,
+        ))
+    }
+
     /// Whether the connection is still up.
     pub fn is_open(&self) -> bool {
         !self.shared.outgoing.is_closed()
@@ -150,7 +201,7 @@ async fn read_loop(
 ) -> Result<(), MuxError> {
     let result = async {
         while let Some(message) = incoming.recv().await {
-            match Frame::decode(&message)? {
+            match Frame::decode(message)? {
                 Frame::Open { id, header } => {
                     if shared.streams().contains_key(&id) {
                         return Err(MuxError::DuplicateStream(id));
@@ -192,7 +243,7 @@ async fn read_loop(
                     if let Some(entry) = shared.streams().get(&id) {
                         // Only what was sent comes back: never past a window.
                         let granted = entry.credit.available_permits() + credit as usize;
-                        if granted > WINDOW as usize {
+                        if granted > shared.peer.window as usize {
                             return Err(MuxError::FlowControl(id));
                         }
                         entry.credit.add_permits(credit as usize);
@@ -211,11 +262,18 @@ async fn read_loop(
     result
 }
 
-/// Records stream `id` and starts its tasks; the user's end of its pipe.
-fn register(shared: &Arc<Shared>, id: u32) -> DuplexStream {
-    let (user_end, our_end) = tokio::io::duplex(PIPE_BYTES);
+/// What a stream's own end holds: what arrives, the count of bytes
+/// received and not granted back, and the credit to send with.
+pub(crate) struct Registered {
+    pub(crate) arriving: mpsc::UnboundedReceiver<Vec<u8>>,
+    pub(crate) unacknowledged: Arc<AtomicU32>,
+    pub(crate) credit: Arc<Semaphore>,
+}
+
+/// Records stream `id`.
+pub(crate) fn register_entry(shared: &Shared, id: u32) -> Registered {
     let (inbound, arriving) = mpsc::unbounded_channel();
-    let credit = Arc::new(Semaphore::new(WINDOW as usize));
+    let credit = Arc::new(Semaphore::new(shared.peer.window as usize));
     let unacknowledged = Arc::new(AtomicU32::new(0));
     shared.streams().insert(
         id,
@@ -225,6 +283,21 @@ fn register(shared: &Arc<Shared>, id: u32) -> DuplexStream {
             credit: Arc::clone(&credit),
         },
     );
+    Registered {
+        arriving,
+        unacknowledged,
+        credit,
+    }
+}
+
+/// Records stream `id` and starts its tasks; the user's end of its pipe.
+fn register(shared: &Arc<Shared>, id: u32) -> DuplexStream {
+    let (user_end, our_end) = tokio::io::duplex(PIPE_BYTES);
+    let Registered {
+        arriving,
+        unacknowledged,
+        credit,
+    } = register_entry(shared, id);
     let (reader, writer) = tokio::io::split(our_end);
     let shared = Arc::clone(shared);
     tokio::spawn(async move {
@@ -247,7 +320,7 @@ async fn send_side(
     mut reader: tokio::io::ReadHalf<DuplexStream>,
     credit: &Semaphore,
 ) -> bool {
-    let mut buffer = vec![0u8; MAX_DATA];
+    let mut buffer = vec![0u8; shared.peer.max_data];
     loop {
         let read = match reader.read(&mut buffer).await {
             Ok(0) => return shared.send(Frame::Eof { id }).await.is_ok(),
@@ -259,11 +332,8 @@ async fn send_side(
             Ok(permit) => permit.forget(),
             Err(_) => return false,
         }
-        let frame = Frame::Data {
-            id,
-            bytes: buffer[..read].to_vec(),
-        };
-        if shared.send(frame).await.is_err() {
+        let message = Frame::data_message(id, &buffer[..read]);
+        if shared.outgoing.send(message).await.is_err() {
             return false;
         }
     }
@@ -279,14 +349,21 @@ async fn receive_side(
     mut arriving: mpsc::UnboundedReceiver<Vec<u8>>,
     unacknowledged: &AtomicU32,
 ) -> bool {
+    // Written to the user's end and not granted back yet.
+    let mut consumed: u32 = 0;
     while let Some(bytes) = arriving.recv().await {
         if writer.write_all(&bytes).await.is_err() {
             return false;
         }
-        let credit = bytes.len() as u32;
-        unacknowledged.fetch_sub(credit, Ordering::SeqCst);
-        if credit > 0 && shared.send(Frame::Grant { id, credit }).await.is_err() {
-            return false;
+        consumed += bytes.len() as u32;
+        if consumed >= shared.peer.grant_batch() {
+            // Counted off before the grant leaves: the sender's next bytes
+            // may arrive as soon as it has it.
+            unacknowledged.fetch_sub(consumed, Ordering::SeqCst);
+            let credit = std::mem::take(&mut consumed);
+            if shared.send(Frame::Grant { id, credit }).await.is_err() {
+                return false;
+            }
         }
     }
     let _ = writer.shutdown().await;

@@ -99,7 +99,7 @@ async fn a_lost_connection_ends_every_stream() {
     let mut stream = server.open(b"x".to_vec()).await.unwrap();
     let open = agent_in.recv().await.unwrap();
     assert_eq!(
-        abode_tunnel::frame::Frame::decode(&open).unwrap(),
+        abode_tunnel::frame::Frame::decode(open).unwrap(),
         abode_tunnel::frame::Frame::Open {
             id: 2,
             header: b"x".to_vec()
@@ -164,4 +164,114 @@ async fn a_side_that_breaks_the_flow_control_loses_its_connection() {
             "{what}: {ended:?}"
         );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_streams_carry_bytes_both_ways_until_eof() {
+    let (server, agent, accept, _) = pair();
+    echo(accept);
+    for size in [0usize, 1, 70_000, 3 * 1024 * 1024] {
+        let (mut sender, mut receiver) = server.open_messages(b"m:".to_vec()).await.unwrap();
+        let payload: Vec<u8> = (0..size).map(|i| (i % 253) as u8).collect();
+        let sent = payload.clone();
+        // Chunks of odd sizes, some above a frame's limit.
+        let writer = tokio::spawn(async move {
+            for chunk in sent.chunks(100_003) {
+                sender.send(chunk).await.unwrap();
+            }
+            sender.finish().await.unwrap();
+        });
+        let mut got = Vec::new();
+        while let Some(bytes) = receiver.recv().await {
+            assert!(bytes.len() <= abode_tunnel::frame::MAX_DATA);
+            got.extend_from_slice(&bytes);
+        }
+        writer.await.unwrap();
+        let mut expected = b"m:".to_vec();
+        expected.extend_from_slice(&payload);
+        assert_eq!(got.len(), expected.len(), "size {size}");
+        assert!(got == expected, "size {size}");
+        drop(receiver);
+    }
+    // Every stream ended cleanly: none is left on either side.
+    for _ in 0..100 {
+        if server.stream_count() == 0 && agent.stream_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!((server.stream_count(), agent.stream_count()), (0, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_stream_dropped_early_is_reset_on_the_other_side() {
+    let (server, agent, mut accept, _) = pair();
+    let (sender, receiver) = server.open_messages(Vec::new()).await.unwrap();
+    let Incoming { stream, .. } = accept.recv().await.unwrap();
+    drop((sender, receiver));
+    // The other side's reads end (its stream is gone) rather than hang.
+    let (mut read, _write) = tokio::io::split(stream);
+    let mut got = Vec::new();
+    read.read_to_end(&mut got).await.unwrap();
+    assert!(got.is_empty());
+    assert_eq!(server.stream_count(), 0);
+    let _ = agent;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_never_exceed_what_the_peer_takes() {
+    use abode_tunnel::frame::Frame;
+    // The other side is played by hand: it takes frames of 1000 bytes.
+    let (to_agent, mut agent_in) = mpsc::channel(64);
+    let (_to_server, server_in) = mpsc::channel(8);
+    let (server, _accept, _task) = Mux::start_with_peer(
+        Side::Server,
+        abode_tunnel::frame::PeerLimits {
+            max_data: 1000,
+            window: abode_tunnel::frame::WINDOW,
+        },
+        server_in,
+        to_agent,
+    );
+    let stream = server.open(Vec::new()).await.unwrap();
+    let (mut sender, _receiver) = server.open_messages(Vec::new()).await.unwrap();
+    let (_read, mut write) = tokio::io::split(stream);
+    write.write_all(&[1u8; 5000]).await.unwrap();
+    sender.send(&[2u8; 5000]).await.unwrap();
+    let mut data = 0;
+    while data < 10_000 {
+        match Frame::decode(agent_in.recv().await.unwrap()).unwrap() {
+            Frame::Data { bytes, .. } => {
+                assert!(bytes.len() <= 1000, "{}", bytes.len());
+                data += bytes.len();
+            }
+            Frame::Open { .. } => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_peer_gets_its_frames_and_never_more_than_its_window() {
+    use abode_tunnel::frame::{Frame, PeerLimits, LEGACY_MAX_DATA, LEGACY_WINDOW};
+    // An agent from before: 32 KiB frames, a 256 KiB window, played by hand
+    // (it never grants).
+    let (to_agent, mut agent_in) = mpsc::channel(64);
+    let (_to_server, server_in) = mpsc::channel(8);
+    let (server, _accept, _task) =
+        Mux::start_with_peer(Side::Server, PeerLimits::LEGACY, server_in, to_agent);
+    let (mut sender, _receiver) = server.open_messages(Vec::new()).await.unwrap();
+    tokio::spawn(async move {
+        let _ = sender.send(&vec![3u8; 2 * LEGACY_WINDOW as usize]).await;
+    });
+    let mut data = 0;
+    loop {
+        let next = tokio::time::timeout(std::time::Duration::from_millis(500), agent_in.recv());
+        let Ok(Some(message)) = next.await else { break };
+        if let Frame::Data { bytes, .. } = Frame::decode(message).unwrap() {
+            assert!(bytes.len() <= LEGACY_MAX_DATA);
+            data += bytes.len();
+        }
+    }
+    assert_eq!(data, LEGACY_WINDOW as usize);
 }

@@ -126,7 +126,8 @@ async fn forward_one(
     let _ = tcp.set_nodelay(true);
     let socket = super::ssh::connect(workspace, "port-forward", Some(port), agent).await?;
     let mut stream = into_stream(socket);
-    let _ = tokio::io::copy_bidirectional(&mut tcp, &mut stream).await;
+    let chunk = abode_tunnel::frame::MAX_DATA;
+    let _ = tokio::io::copy_bidirectional_with_sizes(&mut tcp, &mut stream, chunk, chunk).await;
     Ok(())
 }
 

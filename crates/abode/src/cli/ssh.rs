@@ -94,8 +94,9 @@ async fn coming_up(session: &abode_client::config::Session, workspace: &str) -> 
 }
 
 pub fn run(args: SshArgs) -> anyhow::Result<u8> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: the bytes go from a task to the next without waking
+    // another thread (standard input and output of `--stdio` have theirs).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
@@ -113,24 +114,104 @@ pub fn run(args: SshArgs) -> anyhow::Result<u8> {
 }
 
 /// `--stdio`: bytes between standard input/output and the connection.
+///
+/// Standard input and output are read and written by a thread each, in
+/// chunks of a whole message: tokio's own `stdin()`/`stdout()` hand every
+/// 8 KiB to a blocking task of their own, a thread wake-up per 8 KiB that
+/// held a copy through OpenSSH's `ProxyCommand` to half the throughput.
 async fn stdio(socket: Socket) -> anyhow::Result<()> {
-    let stream = into_stream(socket);
-    let (mut from_remote, mut to_remote) = tokio::io::split(stream);
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let (mut sink, mut source) = socket.split();
+    let (to_remote, mut from_stdin) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
+    std::thread::Builder::new()
+        .name("abode-stdin".into())
+        .spawn(move || read_stdin(&to_remote))
+        .context("cannot start reading standard input")?;
+    let (to_stdout, from_remote) = tokio::sync::mpsc::channel::<Vec<u8>>(8);
+    let writer = std::thread::Builder::new()
+        .name("abode-stdout".into())
+        .spawn(move || write_stdout(from_remote))
+        .context("cannot start writing standard output")?;
     let upstream = async {
-        let mut stdin = tokio::io::stdin();
-        let _ = tokio::io::copy(&mut stdin, &mut to_remote).await;
-        let _ = to_remote.shutdown().await;
+        while let Some(chunk) = from_stdin.recv().await {
+            // What is already queued leaves in the same write.
+            let mut sent = sink.feed(Message::Binary(chunk)).await;
+            while sent.is_ok() {
+                match from_stdin.try_recv() {
+                    Ok(chunk) => sent = sink.feed(Message::Binary(chunk)).await,
+                    Err(_) => break,
+                }
+            }
+            if sent.is_err() || sink.flush().await.is_err() {
+                return;
+            }
+        }
+        // "No more from this side".
+        let _ = sink.send(Message::Binary(Vec::new())).await;
     };
     let downstream = async {
-        let mut stdout = tokio::io::stdout();
-        let copied = tokio::io::copy(&mut from_remote, &mut stdout).await;
-        let _ = stdout.flush().await;
-        copied
+        while let Some(Ok(message)) = source.next().await {
+            let bytes = match message {
+                // An empty message: the remote side is done.
+                Message::Binary(bytes) if !bytes.is_empty() => bytes,
+                Message::Binary(_) | Message::Close(_) => break,
+                _ => continue,
+            };
+            if to_stdout.send(bytes).await.is_err() {
+                break;
+            }
+        }
+        drop(to_stdout);
     };
     // Done when the remote side is: OpenSSH may keep our stdin open.
     tokio::select! {
-        copied = downstream => { copied.context("cannot write to standard output")?; }
+        () = downstream => {}
         () = async { upstream.await; std::future::pending::<()>().await } => {}
+    }
+    tokio::task::spawn_blocking(move || writer.join())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| Err(std::io::Error::other("the output thread failed")))
+        .context("cannot write to standard output")
+}
+
+/// Reads standard input until its end, a chunk at a time.
+fn read_stdin(to_remote: &tokio::sync::mpsc::Sender<Vec<u8>>) {
+    let stdin = std::io::stdin();
+    let mut buffer = vec![0u8; crate::wsdial::CHUNK];
+    loop {
+        match rustix::io::read(&stdin, &mut buffer[..]) {
+            Ok(0) => return,
+            Ok(n) => {
+                if to_remote.blocking_send(buffer[..n].to_vec()).is_err() {
+                    return;
+                }
+            }
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Writes what arrives to standard output, unbuffered (std's `Stdout` is
+/// line-buffered: it would split binary data at its last newline).
+fn write_stdout(mut from_remote: tokio::sync::mpsc::Receiver<Vec<u8>>) -> std::io::Result<()> {
+    let stdout = std::io::stdout();
+    while let Some(bytes) = from_remote.blocking_recv() {
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            match rustix::io::write(&stdout, rest) {
+                Ok(n) => rest = &rest[n..],
+                Err(rustix::io::Errno::INTR) => {}
+                // The SSH client is gone (it exited, or was killed): the
+                // end of the connection, not an error of ours.
+                Err(rustix::io::Errno::PIPE) => return Ok(()),
+                Err(error) => return Err(error.into()),
+            }
+        }
     }
     Ok(())
 }
