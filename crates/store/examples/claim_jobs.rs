@@ -93,9 +93,9 @@ async fn main() -> Result<(), Box<dyn Error>> {
     }
     let mut claims = Vec::with_capacity(rounds);
     let mut reads = Vec::with_capacity(rounds);
-    for round in 0..rounds {
+    for build_id in build_ids.iter().take(rounds) {
         let started = Instant::now();
-        store.build_by_id(&build_ids[round]).await?;
+        store.build_by_id(build_id).await?;
         reads.push(started.elapsed());
         let started = Instant::now();
         store
