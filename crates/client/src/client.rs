@@ -518,6 +518,24 @@ impl Client {
         Ok(body.preview)
     }
 
+    /// The latest preview of version `number`, of the fleet or of named
+    /// workspaces, without its results (`None`: never previewed).
+    pub fn latest_preview_summary(
+        &self,
+        name: &str,
+        number: u64,
+    ) -> Result<Option<Preview>, ClientError> {
+        let path = format!(
+            "/templates/{}/versions/{number}/previews/latest",
+            workspace_segment(name)
+        );
+        let page: PreviewPage = self.finish(
+            "GET latest preview",
+            self.request("GET", &path).query("limit", "1").call(),
+        )?;
+        Ok(page.preview)
+    }
+
     /// The latest preview of version `number` with every result, read page
     /// by page (`None`: never previewed).
     pub fn latest_preview(

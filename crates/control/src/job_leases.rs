@@ -63,6 +63,14 @@ pub(crate) async fn keeper(
         if let Err(error) = control.inner.store.renew_job_leases(server, lease_ms).await {
             tracing::error!(%error, "cannot renew this server's job leases");
         }
+        if let Err(error) = control
+            .inner
+            .store
+            .renew_preview_leases(server, lease_ms)
+            .await
+        {
+            tracing::error!(%error, "cannot renew this server's preview leases");
+        }
         let forget_before = control.now_ms().saturating_sub(
             i64::try_from(FORGET_PROVISIONERS_AFTER.as_millis()).unwrap_or(i64::MAX),
         );

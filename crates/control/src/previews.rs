@@ -67,19 +67,25 @@ impl PreviewGate {
     }
 }
 
-/// Why activating the version of `preview` needs it acknowledged: it would
-/// hold or block workspaces, or has not finished; `None` otherwise.
+/// Why activating the version of `preview` (its latest preview of the whole
+/// fleet) needs it acknowledged: it would hold or block workspaces, some
+/// could not be planned (their fate is unknown), or it has not finished;
+/// `None` otherwise.
 pub fn activation_concern(preview: &Preview) -> Option<String> {
     if preview.pending > 0 {
         Some(format!(
             "its preview has not finished ({} of {} workspaces still to plan)",
             preview.pending, preview.total
         ))
-    } else if preview.held + preview.blocked > 0 {
-        Some(format!(
+    } else if preview.held + preview.blocked + preview.failed > 0 {
+        let mut concern = format!(
             "its preview would hold {} and block {} of {} workspaces",
             preview.held, preview.blocked, preview.total
-        ))
+        );
+        if preview.failed > 0 {
+            concern.push_str(&format!(", and could not plan {}", preview.failed));
+        }
+        Some(concern)
     } else {
         None
     }
@@ -166,7 +172,7 @@ impl Control {
     ) -> Result<Option<PreviewReport>, ControlError> {
         caller.authorize(Action::TemplatePreview, None)?;
         let (_, version) = self.version_of(name, number).await?;
-        let Some(preview) = self.inner.store.latest_preview(&version.id).await? else {
+        let Some(preview) = self.inner.store.latest_preview(&version.id, false).await? else {
             return Ok(None);
         };
         let page = self
@@ -189,9 +195,10 @@ impl Control {
         }))
     }
 
-    /// The latest preview of a version as activation weighs it (`None`:
-    /// never previewed). Read by anyone who may read templates: the
-    /// counts name no workspace.
+    /// The latest preview of the whole fleet of a version, as activation
+    /// weighs it (`None`: never previewed; a preview of named workspaces
+    /// does not stand for the fleet). Read by anyone who may read
+    /// templates: the counts name no workspace.
     pub async fn preview_gate(
         &self,
         caller: &Caller,
@@ -203,7 +210,7 @@ impl Control {
         Ok(self
             .inner
             .store
-            .latest_preview(&version.id)
+            .latest_preview(&version.id, true)
             .await?
             .map(PreviewGate::of))
     }
@@ -223,7 +230,7 @@ impl Control {
         let gate = self
             .inner
             .store
-            .latest_preview(&version.id)
+            .latest_preview(&version.id, true)
             .await?
             .map(PreviewGate::of);
         let mut details = format!("version={number}");

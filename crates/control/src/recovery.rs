@@ -66,6 +66,8 @@ pub(crate) async fn recover(
     // A preview this server was planning when it died is planned again
     // (a plan never applies: nothing of it needs following).
     control.inner.store.requeue_previews(server, None).await?;
+    // Its provisioners are listed again from this process's first heartbeat.
+    control.inner.store.forget_provisioners(server).await?;
     let keep: Vec<PathBuf> = interrupted.iter().map(|id| base.join(id)).collect();
     workdir::clear_all_except(&base, &keep);
     let followers = interrupted

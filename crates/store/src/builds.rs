@@ -440,9 +440,14 @@ macro_rules! build_queries {
 pub(crate) use build_queries;
 
 /// The condition a claimed job's build meets for a provisioner with
-/// `count` tags (bound after the statement's other parameters, in order):
-/// every tag its version needs is one of them.
+/// `count` tags (bound in order where the condition stands): every tag its
+/// version (`b.template_version_id`) needs is one of them.
 pub(crate) fn tags_covered(count: usize) -> String {
+    version_tags_covered("b.template_version_id", count)
+}
+
+/// [`tags_covered`] for the version in column `version`.
+pub(crate) fn version_tags_covered(version: &str, count: usize) -> String {
     let outside = if count == 0 {
         String::new()
     } else {
@@ -450,6 +455,6 @@ pub(crate) fn tags_covered(count: usize) -> String {
     };
     format!(
         "NOT EXISTS (SELECT 1 FROM template_version_tags t \
-         WHERE t.template_version_id = b.template_version_id{outside})"
+         WHERE t.template_version_id = {version}{outside})"
     )
 }

@@ -347,11 +347,15 @@ storage_interface! {
     /// ones), ordered by owner and name, in one transaction.
     fn create_preview(&self, preview: &NewPreview) -> Preview;
     fn preview_by_id(&self, id: &str) -> Preview;
-    /// The newest preview of a version, with its counts.
-    fn latest_preview(&self, template_version_id: &str) -> Option<Preview>;
+    /// The newest preview of a version, with its counts; `whole_fleet`:
+    /// the newest that covered every workspace (not named ones).
+    fn latest_preview(&self, template_version_id: &str, whole_fleet: bool) -> Option<Preview>;
     /// Takes the oldest queued result (or one whose lease ran out) for
-    /// `worker` of server `holder` under a lease of `lease_ms`.
-    fn claim_preview(&self, worker: &str, holder: &str, lease_ms: i64) -> Option<ClaimedPreview>;
+    /// `worker` of server `holder` under a lease of `lease_ms`: only of a
+    /// version whose provisioner tags are all among `tags`.
+    fn claim_preview(&self, worker: &str, holder: &str, lease_ms: i64, tags: &[String]) -> Option<ClaimedPreview>;
+    /// Renews the leases of the results server `holder` is planning.
+    fn renew_preview_leases(&self, holder: &str, lease_ms: i64) -> u64;
     /// Records how a claimed result ended; false if `holder` no longer
     /// holds it (its lease ran out and another worker took it).
     fn finish_preview(&self, result_id: &str, holder: &str, outcome: &PreviewOutcome) -> bool;

@@ -51,6 +51,8 @@ pub struct NewPreview {
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct Preview {
     pub id: String,
+    /// It covers named workspaces only, not the whole fleet.
+    pub named: bool,
     pub template_version_id: String,
     pub template_name: String,
     pub version: i64,
@@ -110,7 +112,7 @@ pub struct PreviewOutcome {
 
 pub(crate) const PREVIEW_RESULT_CURSOR: &str = "preview-results";
 
-pub(crate) const PREVIEW_SELECT: &str = "SELECT p.id, p.template_version_id, \
+pub(crate) const PREVIEW_SELECT: &str = "SELECT p.id, p.named, p.template_version_id, \
      t.name AS template_name, v.number AS version, u.username AS requested_by, p.created_at, \
      COUNT(r.id) AS total, \
      COALESCE(SUM(CASE WHEN r.status IN ('queued', 'running') THEN 1 ELSE 0 END), 0) AS pending, \
@@ -127,11 +129,12 @@ pub(crate) const PREVIEW_SELECT: &str = "SELECT p.id, p.template_version_id, \
      LEFT JOIN preview_results r ON r.preview_id = p.id";
 
 pub(crate) const PREVIEW_GROUP: &str =
-    "GROUP BY p.id, p.template_version_id, t.name, v.number, u.username, p.created_at";
+    "GROUP BY p.id, p.named, p.template_version_id, t.name, v.number, u.username, p.created_at";
 
-/// A result a worker may take: queued, or running under a lease that ran out.
+/// A result a worker may take: queued, or running under a lease that ran
+/// out (its server stopped renewing it).
 pub(crate) const PREVIEW_CLAIMABLE: &str =
-    "(status = 'queued' OR (status = 'running' AND lease_expires_at < ?))";
+    "(r.status = 'queued' OR (r.status = 'running' AND r.lease_expires_at < ?))";
 
 /// The preview methods of [`crate::Store`]; expanded inside each backend's
 /// `impl`.
@@ -141,13 +144,14 @@ macro_rules! preview_queries {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         sqlx::query(&sql(
-            "INSERT INTO template_previews (id, template_version_id, requested_by, created_at) \
-             VALUES (?, ?, ?, ?)",
+            "INSERT INTO template_previews (id, template_version_id, requested_by, created_at, named) \
+             VALUES (?, ?, ?, ?, ?)",
         ))
         .bind(&preview.id)
         .bind(&preview.template_version_id)
         .bind(&preview.requested_by)
         .bind(now)
+        .bind(preview.workspace_ids.is_some())
         .execute(&mut *tx)
         .await
         .map_err(db_error("template version"))?;
@@ -195,12 +199,15 @@ macro_rules! preview_queries {
     pub(crate) async fn latest_preview(
         &self,
         template_version_id: &str,
+        whole_fleet: bool,
     ) -> Result<Option<Preview>, StoreError> {
         sqlx::query_as(&sql(&format!(
             "{PREVIEW_SELECT} WHERE p.id = (SELECT id FROM template_previews \
-             WHERE template_version_id = ? ORDER BY created_at DESC, id DESC LIMIT 1) {PREVIEW_GROUP}"
+             WHERE template_version_id = ?1 AND (NOT ?2 OR named = FALSE) \
+             ORDER BY created_at DESC, id DESC LIMIT 1) {PREVIEW_GROUP}"
         )))
         .bind(template_version_id)
+        .bind(whole_fleet)
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error("preview"))
@@ -211,26 +218,55 @@ macro_rules! preview_queries {
         worker: &str,
         holder: &str,
         lease_ms: i64,
+        tags: &[String],
     ) -> Result<Option<ClaimedPreview>, StoreError> {
         let now = self.now_ms();
         // The condition is checked again by the update itself: of two
         // servers that picked the same row, one takes it, the other none.
-        sqlx::query_as(&sql(&format!(
-            "UPDATE preview_results SET status = 'running', worker = ?, lease_holder = ?, \
+        // A preview's plan needs the tags of its version, as its builds do.
+        let statement = sql(&format!(
+            "UPDATE preview_results AS r SET status = 'running', worker = ?, lease_holder = ?, \
              lease_expires_at = ?, started_at = ? \
-             WHERE id = (SELECT id FROM preview_results WHERE {PREVIEW_CLAIMABLE} \
-             ORDER BY created_at, position LIMIT 1) AND {PREVIEW_CLAIMABLE} \
-             RETURNING id AS result_id, preview_id, workspace_id"
-        )))
-        .bind(worker)
-        .bind(holder)
+             WHERE r.id = (SELECT r.id FROM preview_results r \
+             JOIN template_previews p ON p.id = r.preview_id \
+             WHERE {PREVIEW_CLAIMABLE} AND {} \
+             ORDER BY r.created_at, r.position LIMIT 1) AND {PREVIEW_CLAIMABLE} \
+             RETURNING id AS result_id, preview_id, workspace_id",
+            version_tags_covered("p.template_version_id", tags.len())
+        ))
+        .into_owned();
+        let mut claim = sqlx::query_as(&statement)
+            .bind(worker)
+            .bind(holder)
+            .bind(now.saturating_add(lease_ms))
+            .bind(now)
+            .bind(now);
+        for tag in tags {
+            claim = claim.bind(tag);
+        }
+        claim
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error("preview"))
+    }
+
+    pub(crate) async fn renew_preview_leases(
+        &self,
+        holder: &str,
+        lease_ms: i64,
+    ) -> Result<u64, StoreError> {
+        let now = self.now_ms();
+        let renewed = sqlx::query(&sql(
+            "UPDATE preview_results SET lease_expires_at = ? \
+             WHERE status = 'running' AND lease_holder = ?",
+        ))
         .bind(now.saturating_add(lease_ms))
-        .bind(now)
-        .bind(now)
-        .bind(now)
-        .fetch_optional(&self.pool)
+        .bind(holder)
+        .execute(&self.pool)
         .await
-        .map_err(db_error("preview"))
+        .map_err(db_error("preview"))?;
+        Ok(renewed.rows_affected())
     }
 
     pub(crate) async fn finish_preview(
@@ -283,11 +319,18 @@ macro_rules! preview_queries {
         after: Option<&str>,
         limit: i64,
     ) -> Result<Page<PreviewResult>, StoreError> {
-        let after = after
-            .map(|cursor| decode_cursor(PREVIEW_RESULT_CURSOR, cursor, 1))
-            .transpose()?
-            .map(|key| parse_i64(&key[0]))
-            .transpose()?;
+        // The cursor names its preview: a page of another (a newer preview
+        // started between two pages) is refused, not mixed in.
+        let after = match after {
+            Some(cursor) => {
+                let key = decode_cursor(PREVIEW_RESULT_CURSOR, cursor, 2)?;
+                if key[0] != preview_id {
+                    return Err(BadCursor.into());
+                }
+                Some(parse_i64(&key[1])?)
+            }
+            None => None,
+        };
         let rows: Vec<PreviewResult> = sqlx::query_as(&sql(
             "SELECT r.id, r.position, r.workspace_id, w.name AS workspace_name, \
              u.username AS owner_name, r.status, r.transition, r.decision, r.report, r.error, \
@@ -304,7 +347,7 @@ macro_rules! preview_queries {
         .await
         .map_err(db_error("preview"))?;
         Ok(paged(rows, limit, |result| {
-            encode_cursor(PREVIEW_RESULT_CURSOR, &[&result.position.to_string()])
+            encode_cursor(PREVIEW_RESULT_CURSOR, &[preview_id, &result.position.to_string()])
         }))
     }
     };

@@ -91,9 +91,8 @@ fn wait_for(
 ) -> anyhow::Result<PreviewReport> {
     let mut told = None;
     loop {
-        let detail = client.template_version(name, version)?;
-        let preview = detail
-            .preview
+        let preview = client
+            .latest_preview_summary(name, version)?
             .filter(|preview| preview.id == id)
             .ok_or_else(|| {
                 anyhow::anyhow!("a newer preview of version {version} of template {name:?} replaced this one; `abode templates versions show` prints it")

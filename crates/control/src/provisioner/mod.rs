@@ -37,11 +37,6 @@ use run::{BuildRun, Ended, Failure};
 /// without a wake-up (jobs queued by another process).
 const IDLE_POLL: Duration = Duration::from_secs(2);
 
-/// How long a worker holds a preview's result before another may plan it
-/// again: longer than any plan should take (a preview never applies, so a
-/// plan run twice costs only time).
-const PREVIEW_LEASE: Duration = Duration::from_secs(15 * 60);
-
 /// A worker: claims build jobs, people's first, and when none waits and it
 /// `takes_previews`, fleet previews' plans (so a preview never delays a
 /// build that is queued: with more than one worker, the first keeps itself
@@ -96,11 +91,17 @@ async fn claim_and_run_preview(
     worker: &str,
     shutdown: &watch::Receiver<bool>,
 ) -> bool {
-    let lease_ms = i64::try_from(PREVIEW_LEASE.as_millis()).unwrap_or(i64::MAX);
+    // Under the job lease, which the keeper renews while this server lives.
+    let lease_ms = i64::try_from(control.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
     match control
         .inner
         .store
-        .claim_preview(worker, &control.inner.config.server_id, lease_ms)
+        .claim_preview(
+            worker,
+            &control.inner.config.server_id,
+            lease_ms,
+            &control.inner.config.provisioner_tags,
+        )
         .await
     {
         Ok(Some(claimed)) => {

@@ -7,6 +7,9 @@ CREATE TABLE template_previews (
     id                  TEXT COLLATE "C" PRIMARY KEY,
     template_version_id TEXT COLLATE "C" NOT NULL REFERENCES template_versions (id) ON DELETE CASCADE,
     requested_by        TEXT COLLATE "C" NOT NULL REFERENCES users (id),
+    -- Whether it covers named workspaces only (activation weighs the latest
+    -- preview of the whole fleet).
+    named               BOOLEAN NOT NULL DEFAULT FALSE,
     created_at          BIGINT NOT NULL
 );
 CREATE INDEX template_previews_version ON template_previews (template_version_id, created_at);

@@ -128,18 +128,21 @@ async fn preview_results_are_claimed_once_and_again_after_their_lease(store: Sto
     let (alice, dev, v2, _) = fleet(&store).await;
     let preview = preview_all(&store, &alice, &dev, &v2).await;
     let first = store
-        .claim_preview("w", "a", 10_000)
+        .claim_preview("w", "a", 10_000, &[])
         .await
         .unwrap()
         .unwrap();
     let second = store
-        .claim_preview("w", "b", 10_000)
+        .claim_preview("w", "b", 10_000, &[])
         .await
         .unwrap()
         .unwrap();
     assert_ne!(first.result_id, second.result_id);
     assert_eq!(first.preview_id, preview.id);
-    assert_eq!(store.claim_preview("w", "c", 10_000).await.unwrap(), None);
+    assert_eq!(
+        store.claim_preview("w", "c", 10_000, &[]).await.unwrap(),
+        None
+    );
 
     let planned = PreviewOutcome {
         status: PreviewStatus::Planned,
@@ -165,7 +168,7 @@ async fn preview_results_are_claimed_once_and_again_after_their_lease(store: Sto
     // b died: its result is taken again once its lease has run out.
     hand.advance(Duration::from_secs(11));
     let again = store
-        .claim_preview("w", "c", 10_000)
+        .claim_preview("w", "c", 10_000, &[])
         .await
         .unwrap()
         .unwrap();
@@ -186,7 +189,7 @@ async fn preview_results_are_claimed_once_and_again_after_their_lease(store: Sto
         .await
         .unwrap());
 
-    let done = store.latest_preview(&v2.id).await.unwrap().unwrap();
+    let done = store.latest_preview(&v2.id, false).await.unwrap().unwrap();
     assert_eq!(
         (
             done.total,
@@ -209,7 +212,7 @@ async fn preview_results_are_claimed_once_and_again_after_their_lease(store: Sto
     );
     assert_eq!(
         store
-            .latest_preview(&dev.template_version_id)
+            .latest_preview(&dev.template_version_id, false)
             .await
             .unwrap(),
         None
@@ -220,12 +223,12 @@ async fn a_stopping_server_gives_its_previews_back(store: Store) {
     let (alice, dev, v2, _) = fleet(&store).await;
     preview_all(&store, &alice, &dev, &v2).await;
     let first = store
-        .claim_preview("w", "a", 600_000)
+        .claim_preview("w", "a", 600_000, &[])
         .await
         .unwrap()
         .unwrap();
     let second = store
-        .claim_preview("w", "a", 600_000)
+        .claim_preview("w", "a", 600_000, &[])
         .await
         .unwrap()
         .unwrap();
@@ -239,24 +242,126 @@ async fn a_stopping_server_gives_its_previews_back(store: Store) {
     );
     assert_eq!(store.requeue_previews("b", None).await.unwrap(), 0);
     let again = store
-        .claim_preview("w", "b", 600_000)
+        .claim_preview("w", "b", 600_000, &[])
         .await
         .unwrap()
         .unwrap();
     assert_eq!(again.result_id, first.result_id);
     assert_eq!(store.requeue_previews("a", None).await.unwrap(), 1);
     let last = store
-        .claim_preview("w", "c", 600_000)
+        .claim_preview("w", "c", 600_000, &[])
         .await
         .unwrap()
         .unwrap();
     assert_eq!(last.result_id, second.result_id);
-    let preview = store.latest_preview(&v2.id).await.unwrap().unwrap();
+    let preview = store.latest_preview(&v2.id, false).await.unwrap().unwrap();
     assert_eq!(preview.pending, 2);
+}
+
+async fn the_fleet_preview_stands_until_a_newer_fleet_preview(store: Store) {
+    let (alice, dev, v2, ids) = fleet(&store).await;
+    let whole = preview_all(&store, &alice, &dev, &v2).await;
+    assert!(!whole.named);
+    let named = store
+        .create_preview(&NewPreview {
+            id: new_id(),
+            template_id: dev.template_id.clone(),
+            template_version_id: v2.id.clone(),
+            requested_by: alice.id.clone(),
+            workspace_ids: Some(vec![ids[0].clone()]),
+        })
+        .await
+        .unwrap();
+    assert!(named.named);
+    let latest = |fleet| {
+        let store = store.clone();
+        let version = v2.id.clone();
+        async move {
+            store
+                .latest_preview(&version, fleet)
+                .await
+                .unwrap()
+                .unwrap()
+                .id
+        }
+    };
+    assert_eq!(latest(false).await, named.id);
+    assert_eq!(latest(true).await, whole.id);
+    // A page's cursor belongs to its preview.
+    let page = store
+        .list_preview_result_page(&whole.id, None, 1)
+        .await
+        .unwrap();
+    let cursor = page.next.unwrap();
+    assert!(matches!(
+        store
+            .list_preview_result_page(&named.id, Some(&cursor), 1)
+            .await,
+        Err(StoreError::BadCursor(_))
+    ));
+}
+
+async fn a_preview_s_plans_need_its_version_s_tags(store: Store) {
+    let start = 1_000_000_000_000;
+    let (clock, hand) = Clock::manual(start);
+    let store = store.with_clock(clock);
+    let (alice, dev, _) = seeded(&store).await;
+    let (_, tagged) = store
+        .create_linted_template_version(
+            &NewTemplateVersion {
+                template_name: "base".into(),
+                archive: vec![5],
+                archive_sha256: "tagged".into(),
+                message: "".into(),
+                created_by: alice.id.clone(),
+                validation_ok: true,
+                validation_message: "ok".into(),
+                parameters: None,
+                presets: None,
+                activate: false,
+            },
+            None,
+            &["cloud=a".into()],
+        )
+        .await
+        .unwrap();
+    preview_all(&store, &alice, &dev, &tagged).await;
+    assert_eq!(
+        store.claim_preview("w", "s", 10_000, &[]).await.unwrap(),
+        None
+    );
+    let offered = ["cloud=a".to_string()];
+    let claimed = store
+        .claim_preview("w", "s", 10_000, &offered)
+        .await
+        .unwrap()
+        .unwrap();
+    // Renewed while its server lives, it is nobody else's.
+    hand.advance(Duration::from_secs(8));
+    assert_eq!(store.renew_preview_leases("s", 10_000).await.unwrap(), 1);
+    hand.advance(Duration::from_secs(8));
+    assert_eq!(
+        store
+            .claim_preview("w", "t", 10_000, &offered)
+            .await
+            .unwrap(),
+        None
+    );
+    hand.advance(Duration::from_secs(3));
+    assert_eq!(
+        store
+            .claim_preview("w", "t", 10_000, &offered)
+            .await
+            .unwrap()
+            .map(|again| again.result_id),
+        Some(claimed.result_id)
+    );
 }
 
 on_every_backend!(
     a_preview_covers_the_live_workspaces_not_on_its_version,
     preview_results_are_claimed_once_and_again_after_their_lease,
     a_stopping_server_gives_its_previews_back,
+    the_fleet_preview_stands_until_a_newer_fleet_preview,
+    a_preview_s_plans_need_its_version_s_tags,
 );
