@@ -339,23 +339,38 @@ async fn session(socket: Socket, args: &SshArgs) -> anyhow::Result<u8> {
     let mut buffer = vec![0u8; 32 * 1024];
     let mut stdin_open = true;
     let mut code: Option<u32> = None;
+    // The size the other side last heard of: a resize is told before any
+    // keystroke typed after it, even when the signal is seen after the
+    // keystroke (a command typed right after a resize sees the new size).
+    let mut told_size = window_size();
     loop {
         tokio::select! {
+            biased;
+            _ = window_changes.recv(), if want_tty => {
+                let size = window_size();
+                if size != told_size {
+                    told_size = size;
+                    let _ = channel.window_change(size.0, size.1, 0, 0).await;
+                }
+            }
             read = stdin.read(&mut buffer), if stdin_open => match read {
                 Ok(0) | Err(_) => {
                     stdin_open = false;
                     let _ = channel.eof().await;
                 }
                 Ok(n) => {
+                    if want_tty {
+                        let size = window_size();
+                        if size != told_size {
+                            told_size = size;
+                            let _ = channel.window_change(size.0, size.1, 0, 0).await;
+                        }
+                    }
                     if channel.data(&buffer[..n]).await.is_err() {
                         stdin_open = false;
                     }
                 }
             },
-            _ = window_changes.recv(), if want_tty => {
-                let (cols, rows) = window_size();
-                let _ = channel.window_change(cols, rows, 0, 0).await;
-            }
             message = channel.wait() => match message {
                 Some(ChannelMsg::Data { data }) => {
                     stdout.write_all(&data).await?;
