@@ -233,32 +233,31 @@ impl ConnectionEnd {
     pub async fn ended(mut self) {
         self.audited = true;
         self.activity.abort();
-        let (control, caller, workspace_id, target, details) = self.disconnect_event();
-        control
-            .audit_workspace(
-                &caller,
-                &workspace_id,
-                "workspace.disconnect",
-                &target,
-                "success",
-                Some(details),
-            )
-            .await;
+        self.disconnect_audit().await;
     }
 
-    fn disconnect_event(&self) -> (Control, Caller, String, String, String) {
+    /// The `workspace.disconnect` event, with how long the connection
+    /// lasted, ready to record (now, or on a task when dropped).
+    fn disconnect_audit(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let details = format!(
             "{} duration_ms={}",
             self.details,
             self.started.elapsed().as_millis()
         );
-        (
-            self.control.clone(),
-            self.caller.clone(),
-            self.workspace_id.clone(),
-            self.target.clone(),
-            details,
-        )
+        let (control, caller) = (self.control.clone(), self.caller.clone());
+        let (workspace_id, target) = (self.workspace_id.clone(), self.target.clone());
+        async move {
+            control
+                .audit_workspace(
+                    &caller,
+                    &workspace_id,
+                    "workspace.disconnect",
+                    &target,
+                    "success",
+                    Some(details),
+                )
+                .await;
+        }
     }
 }
 
@@ -268,20 +267,8 @@ impl Drop for ConnectionEnd {
         if self.audited {
             return;
         }
-        let (control, caller, workspace_id, target, details) = self.disconnect_event();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                control
-                    .audit_workspace(
-                        &caller,
-                        &workspace_id,
-                        "workspace.disconnect",
-                        &target,
-                        "success",
-                        Some(details),
-                    )
-                    .await;
-            });
+            runtime.spawn(self.disconnect_audit());
         }
     }
 }

@@ -245,6 +245,17 @@ impl Store {
         }
     }
 
+    /// [`Store::claim_tagged_job`] for a provisioner without tags: only jobs
+    /// whose version needs none.
+    pub async fn claim_job(
+        &self,
+        worker: &str,
+        holder: &str,
+        lease_ms: i64,
+    ) -> Result<Option<ClaimedJob>, StoreError> {
+        self.claim_tagged_job(worker, holder, lease_ms, &[]).await
+    }
+
     /// Closes the pool, waiting for connections to be returned.
     pub async fn close(&self) {
         match &self.backend {
@@ -443,13 +454,11 @@ storage_interface! {
     /// Cancels a build that no worker has claimed yet, or one held for
     /// confirmation (discarding its saved plan); false otherwise.
     fn cancel_pending_build(&self, build_id: &str, error: &str) -> bool;
-    /// Atomically claims the next queued job for `worker` of server `holder`,
-    /// under a lease of `lease_ms`, and marks its build running: people's
-    /// builds before the system's (scheduler, prebuilds), oldest first. Only
-    /// jobs whose version needs no provisioner tag.
-    fn claim_job(&self, worker: &str, holder: &str, lease_ms: i64) -> Option<ClaimedJob>;
-    /// [`Store::claim_job`] for a provisioner with `tags` (`key=value`): only
-    /// jobs whose version's tags are all among them.
+    /// Atomically claims the next queued job for `worker` of server `holder`
+    /// offering provisioner `tags` (`key=value`), under a lease of
+    /// `lease_ms`, and marks its build running: people's builds before the
+    /// system's (scheduler, prebuilds), oldest first, only jobs whose
+    /// version's tags are all among `tags`.
     fn claim_tagged_job(&self, worker: &str, holder: &str, lease_ms: i64, tags: &[String]) -> Option<ClaimedJob>;
     fn request_cancel(&self, build_id: &str) -> ();
     fn cancel_requested(&self, build_id: &str) -> bool;

@@ -120,15 +120,6 @@ impl SqliteBackend {
 
     // ---- the job queue ----
 
-    pub(crate) async fn claim_job(
-        &self,
-        worker: &str,
-        holder: &str,
-        lease_ms: i64,
-    ) -> Result<Option<ClaimedJob>, StoreError> {
-        self.claim_tagged_job(worker, holder, lease_ms, &[]).await
-    }
-
     pub(crate) async fn claim_tagged_job(
         &self,
         worker: &str,

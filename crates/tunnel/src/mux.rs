@@ -147,16 +147,28 @@ impl Mux {
 
     /// Opens a stream whose `Open` frame carries `header`.
     pub async fn open(&self, header: Vec<u8>) -> Result<DuplexStream, MuxError> {
+        let id = self.next_stream_id()?;
+        let user_end = register(&self.shared, id);
+        self.announce(id, header).await?;
+        Ok(user_end)
+    }
+
+    /// The id of a stream this side opens, while the connection is up.
+    fn next_stream_id(&self) -> Result<u32, MuxError> {
         if self.shared.outgoing.is_closed() {
             return Err(MuxError::Closed);
         }
-        let id = self.shared.next_id.fetch_add(2, Ordering::Relaxed);
-        let user_end = register(&self.shared, id);
+        Ok(self.shared.next_id.fetch_add(2, Ordering::Relaxed))
+    }
+
+    /// Sends the `Open` frame of registered stream `id`; a stream the peer
+    /// never heard of is unregistered again.
+    async fn announce(&self, id: u32, header: Vec<u8>) -> Result<(), MuxError> {
         if let Err(error) = self.shared.send(Frame::Open { id, header }).await {
             self.shared.streams().remove(&id);
             return Err(error);
         }
-        Ok(user_end)
+        Ok(())
     }
 
     /// Opens a stream whose `Open` frame carries `header`, as whole
@@ -167,15 +179,9 @@ impl Mux {
         &self,
         header: Vec<u8>,
     ) -> Result<(MessageSender, MessageReceiver), MuxError> {
-        if self.shared.outgoing.is_closed() {
-            return Err(MuxError::Closed);
-        }
-        let id = self.shared.next_id.fetch_add(2, Ordering::Relaxed);
+        let id = self.next_stream_id()?;
         let registered = register_entry(&self.shared, id);
-        if let Err(error) = self.shared.send(Frame::Open { id, header }).await {
-            self.shared.streams().remove(&id);
-            return Err(error);
-        }
+        self.announce(id, header).await?;
         Ok(crate::messages::split(
             Arc::clone(&self.shared),
             id,
