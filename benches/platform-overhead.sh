@@ -14,7 +14,7 @@
 # Usage: benches/platform-overhead.sh [--runs N] [--bin PATH]
 #   --runs N    hyperfine runs per command (default 10)
 #   --bin PATH  the abode binary (default: target/release/abode, built if missing)
-# Needs: cargo, terraform, hyperfine, jq.
+# Needs: cargo, terraform, hyperfine, jq, curl, python3 (benches/lib.sh).
 set -euo pipefail
 
 runs=10
@@ -26,18 +26,11 @@ while [ $# -gt 0 ]; do
     *) echo "platform-overhead.sh: unknown argument $1 (see the header of this script)" >&2; exit 2 ;;
     esac
 done
-for tool in terraform hyperfine jq; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "platform-overhead.sh: $tool is not on PATH" >&2
-        exit 1
-    fi
-done
-
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-if [ -z "$bin" ]; then
-    bin="$root/target/release/abode"
-    [ -x "$bin" ] || (cd "$root" && cargo build --release -p abode)
-fi
+bench=platform-overhead.sh
+. "$root/benches/lib.sh"
+bench_require terraform hyperfine jq curl python3
+bin="$(bench_binary "$root" "$bin")"
 template="$root/examples/local-workspace"
 work="$(mktemp -d)"
 server_pid=""
@@ -62,19 +55,8 @@ trap cleanup EXIT
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0 TF_DISABLE_PLUGIN_TLS=1
 
 # --- The platform side: a server, a user, the template, a stopped workspace.
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-url="http://127.0.0.1:$port"
-export ABODE_CONFIG_DIR="$work/config"
-unset ABODE_URL ABODE_TOKEN
-"$bin" server --address "127.0.0.1:$port" --data-dir "$work/data" --provisioners 1 \
-    >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 100); do
-    curl -fsS "$url/api/v1/health" >/dev/null 2>&1 && break
-    sleep 0.1
-done
-echo "bench-password" | "$bin" login "$url" --first-user --username bench \
-    --email bench@example.com --password-stdin >/dev/null
+bench_start_server "$bin" "$work" 1
+url="$server_url"
 "$bin" templates push local --directory "$template" >/dev/null 2>&1
 # Left running: each timed run is preceded by an (untimed) stop.
 "$bin" create ws --template local >/dev/null 2>&1
