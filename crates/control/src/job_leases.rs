@@ -202,16 +202,23 @@ impl Control {
                 return;
             }
         };
-        let offered: Vec<HashSet<String>> = offered
+        let offered: Vec<HashSet<String>> = match offered
             .iter()
             .map(|json| {
-                serde_json::from_str::<BTreeMap<String, String>>(json)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(key, value)| format!("{key}={value}"))
-                    .collect()
+                crate::tags::tags_of_json(json).map(|tags| {
+                    tags.into_iter()
+                        .map(|(key, value)| format!("{key}={value}"))
+                        .collect()
+                })
             })
-            .collect();
+            .collect::<Result<_, _>>()
+        {
+            Ok(offered) => offered,
+            Err(error) => {
+                tracing::error!(%error, "cannot read the provisioners' tags");
+                return;
+            }
+        };
         let mut needs: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (build_id, tag) in waiting {
             needs.entry(build_id).or_default().push(tag);

@@ -12,6 +12,8 @@ use crate::{Caller, Control, ControlError};
 #[derive(Debug, Clone)]
 pub struct ProvisionerView {
     pub row: ProvisionerRow,
+    /// The tags it offers, as a JSON object's entries.
+    pub tags: std::collections::BTreeMap<String, String>,
     /// No heartbeat for more than a job lease: its server stopped answering
     /// (its builds are salvaged once their leases run out).
     pub stale: bool,
@@ -33,15 +35,20 @@ impl Control {
             .await?;
         let lease_ms = i64::try_from(self.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
         let now = self.now_ms();
-        Ok(Page {
-            items: page
-                .items
-                .into_iter()
-                .map(|row| ProvisionerView {
+        let items = page
+            .items
+            .into_iter()
+            .map(|row| {
+                let tags = crate::tags::tags_of_json(&row.tags).map_err(ControlError::Internal)?;
+                Ok(ProvisionerView {
                     stale: now.saturating_sub(row.last_beat_at) > lease_ms,
+                    tags,
                     row,
                 })
-                .collect(),
+            })
+            .collect::<Result<Vec<_>, ControlError>>()?;
+        Ok(Page {
+            items,
             next: page.next,
         })
     }

@@ -50,6 +50,13 @@ pub fn parse_tags<S: AsRef<str>>(given: &[S]) -> Result<Vec<String>, String> {
         .collect())
 }
 
+/// A stored JSON object of tags read back; anything else is an error
+/// naming it, never an empty set.
+pub fn tags_of_json(json: &str) -> Result<BTreeMap<String, String>, String> {
+    serde_json::from_str(json)
+        .map_err(|error| format!("stored provisioner tags are not an object of strings: {error}"))
+}
+
 /// Tags as a JSON object (`{"cloud":"aws"}`), for listings.
 pub fn tags_json(tags: &[String]) -> String {
     let object: BTreeMap<&str, &str> = tags.iter().filter_map(|tag| tag.split_once('=')).collect();
