@@ -25,7 +25,7 @@ use serde::Deserialize;
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
-use crate::provisioner::{self, log_output, Interruptions};
+use crate::provisioner::{self, log_output, BuildLog, Interruptions};
 use crate::workdir::{self, STATE_FILE, TEMPLATE_SUBDIR};
 use crate::{Control, ControlError};
 
@@ -149,13 +149,11 @@ async fn follow_to_end(
             let (sender, receiver) = mpsc::unbounded_channel();
             let grace = control.inner.config.cancel_grace;
             let following = supervise::follow(&record, sender, cancel, grace);
-            let logging = log_output(
-                &control,
-                Some(&build_id),
-                &run.command,
-                receiver,
-                already_logged,
-            );
+            let sink = BuildLog {
+                control: &control,
+                build_id: &build_id,
+            };
+            let logging = log_output(Some(&sink), &run.command, receiver, already_logged);
             let (followed, error) = tokio::join!(following, logging);
             match followed {
                 Followed::Ended(run) => Aftermath::RanOn {
@@ -280,7 +278,7 @@ async fn logged_lines(control: &Control, build_id: &str, stage: &str) -> usize {
 
 /// What storing a work dir's Terraform state came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum StateKept {
+pub enum StateKept {
     /// The work dir has no state file (nothing was ever written).
     Missing,
     /// The stored state is byte for byte the same.
@@ -312,6 +310,16 @@ pub(crate) async fn keep_state(control: &Control, build_id: &str, work_dir: &Pat
         Ok(Err(error)) => return StateKept::Refused(format!("cannot read it: {error}")),
         Err(error) => return StateKept::Refused(format!("cannot read it: {error}")),
     };
+    keep_state_bytes(control, build_id, state).await
+}
+
+/// Stores `state`, written by a run of `build_id`, as its workspace's state
+/// if it can only be newer (see [`keep_state`]).
+pub(crate) async fn keep_state_bytes(
+    control: &Control,
+    build_id: &str,
+    state: Vec<u8>,
+) -> StateKept {
     let store = &control.inner.store;
     let build = match store.build_by_id(build_id).await {
         Ok(build) => build,

@@ -16,22 +16,25 @@
 
 mod guard_step;
 mod interruptions;
+mod on_server;
 mod output;
 mod preview;
 mod run;
+pub mod runner;
 
 use std::time::Duration;
 
-use abode_store::{Build, BuildReason, BuildStatus, JobKind};
+use abode_store::{Build, BuildStatus, JobKind};
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use crate::workdir;
 use crate::Control;
 
 pub(crate) use interruptions::Interruptions;
-pub(crate) use output::log_output;
-use run::{BuildRun, Ended, Failure};
+pub use on_server::ServerJob;
+pub(crate) use output::{log_output, BuildLog};
+pub use run::{Ended, Failure};
+use runner::RunnerConfig;
 
 /// How long an idle worker sleeps before looking at the queue again even
 /// without a wake-up (jobs queued by another process).
@@ -118,8 +121,7 @@ async fn claim_and_run_preview(
 }
 
 /// Runs a claimed build inside a span naming its workspace and number, so
-/// that every log line of the build carries them, and records its end in
-/// the metrics.
+/// that every log line of the build carries them.
 async fn run_build(
     control: &Control,
     worker: &str,
@@ -128,31 +130,11 @@ async fn run_build(
     shutdown: watch::Receiver<bool>,
 ) {
     let _busy = control.inner.config.metrics.provisioner_busy();
-    let started = control.now_ms();
-    let (span, build) = build_span(control, build_id).await;
+    let (span, _) = build_span(control, build_id).await;
     span.in_scope(|| tracing::info!(worker = %worker, kind = %kind, "claimed a job"));
-    // Counted just before the end is recorded, so that whoever sees the
-    // build ended also finds it in the metrics.
-    let count_end = |status: BuildStatus| {
-        if let Some(build) = &build {
-            count_build_end(control, build, status, started);
-        }
-    };
-    let status = run_build_steps(control, build_id, kind, shutdown, count_end)
+    run_build_steps(control, build_id, kind, shutdown)
         .instrument(span)
         .await;
-    let pool_build = build.as_ref().is_some_and(|build| {
-        matches!(
-            build.reason,
-            BuildReason::Prebuild | BuildReason::PrebuildClaim
-        )
-    });
-    if pool_build {
-        control.prebuild_build_ended(build_id, status).await;
-    }
-    if let Some(build) = &build {
-        control.lifecycle_build_ended(build, status).await;
-    }
 }
 
 /// The span every log line of a build is written in (its workspace as
@@ -190,85 +172,62 @@ pub(crate) fn count_build_end(control: &Control, build: &Build, status: BuildSta
     );
 }
 
-/// The steps of one claimed build, to its recorded end (returned);
-/// `count_end` is told how it ended just before the end is recorded.
+/// The steps of one claimed build, to its recorded end.
 async fn run_build_steps(
     control: &Control,
     build_id: &str,
     kind: JobKind,
     shutdown: watch::Receiver<bool>,
-    count_end: impl FnOnce(BuildStatus),
-) -> BuildStatus {
+) {
     let (interruptions, cancel) = Interruptions::start(control, build_id, shutdown);
-
-    let mut build_run = BuildRun {
-        control: control.clone(),
-        build_id: build_id.to_string(),
-        work_dir: control.inner.config.work_dir().join(build_id),
-        cancel,
-        env: Vec::new(),
-        state_digest: String::new(),
-    };
-    let result = if kind == JobKind::ApplySavedPlan {
-        build_run.apply_saved_plan().await
-    } else {
-        build_run.execute().await
-    };
-    let state_stored = build_run.save_state().await;
-    if kind == JobKind::ApplySavedPlan {
-        // Single use: whatever the apply did, this plan is never applied again.
-        if let Err(error) = control.inner.store.delete_saved_plan(build_id).await {
-            tracing::error!(build = %build_id, %error, "cannot delete a saved plan");
-        }
-    }
-    let (status, error, held) = match result {
-        Ok(Ended::Applied) => (BuildStatus::Succeeded, None, None),
-        Ok(Ended::Held(plan)) => (BuildStatus::AwaitingConfirmation, None, Some(plan)),
-        Err(mut failure) => {
-            if failure.status == BuildStatus::Canceled && interruptions.by_shutdown() {
-                failure = Failure::failed(
-                    "interrupted by a server shutdown; the Terraform state was kept",
-                );
-            }
-            build_run.log("cleanup", "error", &failure.message).await;
-            (failure.status, Some(failure.message), None)
-        }
-    };
-    if state_stored {
-        workdir::remove_off_runtime(build_run.work_dir.clone()).await;
-    }
-    interruptions.end();
-    count_end(status);
-    match held {
-        Some(plan) => control.hold_build(build_id, plan).await,
-        None => {
-            let done = match status {
-                BuildStatus::Succeeded => "build succeeded".to_string(),
-                other => format!("build {other}"),
-            };
-            let level = if status == BuildStatus::Succeeded {
-                "info"
-            } else {
-                "error"
-            };
-            build_run.log("cleanup", level, &done).await;
-            let notices = control
-                .end_notices_of(build_id, status, error.as_deref())
+    let job = match ServerJob::load(control, build_id).await {
+        Ok(job) => job,
+        Err(failure) => {
+            interruptions.end();
+            control
+                .note(build_id, "cleanup", "error", &failure.message)
                 .await;
             if let Err(error) = control
                 .inner
                 .store
-                .finish_build_notifying(build_id, status, error.as_deref(), &notices)
+                .finish_build(build_id, BuildStatus::Failed, Some(&failure.message))
                 .await
             {
                 tracing::error!(build = %build_id, %error, "cannot record the end of a build");
             }
+            return;
         }
+    };
+    let result = match job.inputs(kind).await {
+        Ok(inputs) => {
+            runner::run_job(&runner_config(&control.inner.config), &job, inputs, cancel)
+                .await
+                .result
+        }
+        Err(failure) => Err(failure),
+    };
+    let result = result.map_err(|failure| {
+        if failure.status == BuildStatus::Canceled && interruptions.by_shutdown() {
+            Failure::failed("interrupted by a server shutdown; the Terraform state was kept")
+        } else {
+            failure
+        }
+    });
+    interruptions.end();
+    job.finish(kind, result).await;
+}
+
+/// The embedded provisioners' machine: the server's own data dir.
+pub(crate) fn runner_config(config: &crate::Config) -> RunnerConfig {
+    RunnerConfig {
+        work_dir: config.work_dir(),
+        volumes_dir: config.volumes_dir(),
+        process_logs_dir: config.process_logs_dir(),
+        provider_mirror: config.provider_mirror.clone(),
+        agent_binary: config.agent_binary.clone(),
+        terraform_env: config.terraform_env.clone(),
+        cancel_grace: config.cancel_grace,
     }
-    prune_plans(control, build_id).await;
-    control.inner.log_written.notify_waiters();
-    tracing::info!(build = %build_id, status = %status, "build finished");
-    status
 }
 
 /// Applies the plan JSON retention to the workspace of a build that just

@@ -5,7 +5,20 @@
 use abode_terraform::run::{OutputLine, Stream};
 use tokio::sync::mpsc;
 
+use super::runner::LogSink;
 use crate::Control;
+
+/// The log of a build this server records itself.
+pub(crate) struct BuildLog<'a> {
+    pub(crate) control: &'a Control,
+    pub(crate) build_id: &'a str,
+}
+
+impl LogSink for BuildLog<'_> {
+    async fn log(&self, stage: &str, level: &str, text: &str) {
+        self.control.note(self.build_id, stage, level, text).await;
+    }
+}
 
 /// A Terraform output line as the build log shows it: the `@message` of a
 /// `-json` line with its level (plus a diagnostic's detail), or the raw text.
@@ -68,11 +81,10 @@ pub(crate) struct TerraformError {
 
 /// Writes Terraform's output lines into a build's log as they come, skipping
 /// the first `skip` rendered lines (already logged by a server that died);
-/// returns the last error, for the build's one-line error. Without a build
+/// returns the last error, for the build's one-line error. Without a sink
 /// (a preview's plan, which has no log) only the last error is kept.
-pub(crate) async fn log_output(
-    control: &Control,
-    build_id: Option<&str>,
+pub(crate) async fn log_output<S: LogSink>(
+    sink: Option<&S>,
     stage: &str,
     mut receiver: mpsc::UnboundedReceiver<OutputLine>,
     skip: usize,
@@ -90,12 +102,10 @@ pub(crate) async fn log_output(
                 summary: diagnostic_summary(&line),
             });
         }
-        let Some(build_id) = build_id.filter(|_| seen > skip) else {
+        let Some(sink) = sink.filter(|_| seen > skip) else {
             continue;
         };
-        if let Err(error) = control.log(build_id, stage, level, &text).await {
-            tracing::error!(build = %build_id, %error, "cannot write a build log line");
-        }
+        sink.log(stage, level, &text).await;
     }
     last_error
 }

@@ -13,7 +13,8 @@ use abode_store::{ClaimedPreview, PreviewOutcome, PreviewStatus, SystemActor, Tr
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use super::guard_step::{judge_plan, Judged};
+use super::guard_step::{judge_plan, show_plan, Judged};
+use super::output::BuildLog;
 use super::run::{
     contract_env, storage, workspace_context, Failure, RunOf, TerraformCommand, WorkDirLayout,
 };
@@ -202,14 +203,14 @@ async fn plan_and_judge(
             parameters: values,
         },
     );
-    let env = contract_env(config, context, &cli_config);
+    let env = contract_env(&config.terraform_env, context, &cli_config);
     let terraform = |stage: &'static str, args: Vec<String>| {
-        let command = TerraformCommand {
-            control,
+        let command = TerraformCommand::<BuildLog> {
+            sink: None,
+            grace: config.cancel_grace,
             work_dir: &work_dir,
             env: &env,
             cancel: shutdown.clone(),
-            build_id: None,
         };
         async move {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -231,11 +232,12 @@ async fn plan_and_judge(
         Transition::Stop => abode_guard::Transition::Stop,
         _ => abode_guard::Transition::Start,
     };
+    let plan_json = show_plan(&work_dir.join(TEMPLATE_SUBDIR), &env, &plan_file)
+        .await
+        .map_err(&failed)?;
     let Judged { report, .. } = judge_plan(
         control,
-        &work_dir.join(TEMPLATE_SUBDIR),
-        &env,
-        &plan_file,
+        plan_json,
         &workspace.id,
         guard_transition,
         abode_guard::Initiator::Person,

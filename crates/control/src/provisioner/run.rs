@@ -1,38 +1,33 @@
-//! One build's run: the work dir laid out, the environment contract, and
-//! the steps of a build (prepare, init, plan, guard, apply or hold, the
-//! state stored) as methods of [`BuildRun`].
+//! The pieces a build's run and a preview's plan share: the work dir laid
+//! out, one Terraform command with its output logged, the environment
+//! contract, and how a run that did not succeed is told.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use abode_contract::BuildContext;
-use abode_guard::{Decision, Plan, RememberedProtection};
-use abode_store::{
-    Build, BuildReason, BuildStatus, NewLogLine, NewProtection, SavedPlan, StoreError, Transition,
-    Workspace,
-};
+use abode_store::{Build, BuildReason, BuildStatus, SavedPlan, StoreError, Transition, Workspace};
 use abode_terraform::run::{Invocation, Outcome, OutputLine};
 use abode_terraform::supervise::{self, RunRecord};
 use tokio::sync::{mpsc, watch};
 
-use super::guard_step::{describe_changes, guard_transition};
 use super::output::log_output;
-use crate::agents::agents_in_state;
-use crate::recovery::{self, StateKept};
-use crate::workdir::{self, PLAN_FILE, STATE_FILE, TEMPLATE_SUBDIR};
-use crate::{archive, secrets, Control, ControlError};
+use super::runner::LogSink;
+use crate::workdir::{self, STATE_FILE, TEMPLATE_SUBDIR};
+use crate::{archive, ControlError};
 
 /// Why a build did not succeed: the status it ends in and the one-line reason.
-pub(super) struct Failure {
-    pub(super) status: BuildStatus,
-    pub(super) message: String,
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub status: BuildStatus,
+    pub message: String,
     /// The summary of the last error diagnostic Terraform printed, as it
     /// printed it, when a Terraform run failed.
-    pub(super) diagnostic: Option<String>,
+    pub diagnostic: Option<String>,
 }
 
 impl Failure {
-    pub(super) fn failed(message: impl Into<String>) -> Failure {
+    pub fn failed(message: impl Into<String>) -> Failure {
         Failure {
             status: BuildStatus::Failed,
             message: message.into(),
@@ -41,19 +36,12 @@ impl Failure {
     }
 }
 
-/// Terraform's own refusal of a saved plan made on another state (its
-/// diagnostic summary, matched whole).
-const TERRAFORM_STALE_PLAN: &str = "Saved plan is stale";
-
 /// How a build that did not fail ended.
-pub(super) enum Ended {
+pub enum Ended {
     Applied,
     /// The guard asks for confirmation: nothing applied, the plan is saved.
     Held(SavedPlan),
 }
-
-const STALE_PLAN_MESSAGE: &str =
-    "the workspace changed since this plan was made; start the build again";
 
 /// What a build's (or a preview's) work dir is made of, laid out off the
 /// async runtime.
@@ -97,342 +85,20 @@ impl WorkDirLayout {
     }
 }
 
-pub(super) struct BuildRun {
-    pub(super) control: Control,
-    pub(super) build_id: String,
-    pub(super) work_dir: PathBuf,
-    pub(super) cancel: watch::Receiver<bool>,
-    pub(super) env: Vec<(String, String)>,
-    /// SHA-256 of the state the build started from (a saved plan is only
-    /// valid on that state).
-    pub(super) state_digest: String,
-}
-
-impl BuildRun {
-    pub(super) fn template_dir(&self) -> PathBuf {
-        self.work_dir.join(TEMPLATE_SUBDIR)
-    }
-
-    pub(super) async fn log(&self, stage: &str, level: &str, text: &str) {
-        let line = NewLogLine {
-            stage: stage.into(),
-            level: level.into(),
-            text: text.into(),
-        };
-        if let Err(error) = self
-            .control
-            .inner
-            .store
-            .append_log(&self.build_id, &line)
-            .await
-        {
-            tracing::error!(build = %self.build_id, %error, "cannot write a build log line");
-        }
-        self.control.inner.log_written.notify_waiters();
-    }
-
-    pub(super) fn canceled(&self) -> Result<(), Failure> {
-        if *self.cancel.borrow() {
-            return Err(Failure {
-                status: BuildStatus::Canceled,
-                message: "the build was canceled".into(),
-                diagnostic: None,
-            });
-        }
-        Ok(())
-    }
-
-    /// Everything before `terraform init`: the template unpacked in a private
-    /// work dir, the workspace's state written, the CLI configuration and the
-    /// environment contract.
-    pub(super) async fn prepare(&mut self) -> Result<(Build, Workspace), Failure> {
-        let store = &self.control.inner.store;
-        let config = &self.control.inner.config;
-        let build = store.build_by_id(&self.build_id).await.map_err(storage)?;
-        let workspace = store
-            .workspace_by_id(&build.workspace_id)
-            .await
-            .map_err(storage)?;
-        let archive_bytes = store
-            .template_version_archive(&build.template_version_id)
-            .await
-            .map_err(storage)?;
-        let state = store.state(&workspace.id).await.map_err(storage)?;
-        self.state_digest = secrets::sha256_hex(state.as_deref().unwrap_or_default());
-        let layout = WorkDirLayout {
-            base: config.work_dir(),
-            build_id: self.build_id.clone(),
-            archive: archive_bytes,
-            state,
-            provider_mirror: config.provider_mirror.clone(),
-        };
-        let (work_dir, cli_config) = layout.lay_out_off_runtime().await?;
-        self.work_dir = work_dir;
-        let context = build_context(config, &build, &workspace)?;
-        self.env = contract_env(config, context, &cli_config);
-        Ok((build, workspace))
-    }
-
-    pub(super) async fn execute(&mut self) -> Result<Ended, Failure> {
-        let (build, workspace) = self.prepare().await?;
-        self.log(
-            "setup",
-            "info",
-            &format!(
-                "build #{} ({}) of {}/{} on template {} version {}",
-                build.number,
-                build.transition,
-                build.owner_name,
-                build.workspace_name,
-                workspace.template_name,
-                build.template_version
-            ),
-        )
-        .await;
-        self.canceled()?;
-
-        self.terraform("init", &["init", "-input=false", "-json"])
-            .await?;
-        self.canceled()?;
-
-        let plan_file = self.work_dir.join(PLAN_FILE);
-        let plan_arg = format!("-out={}", plan_file.display());
-        let mut plan_args = vec!["plan", "-input=false", "-json", plan_arg.as_str()];
-        if build.transition == Transition::Delete {
-            plan_args.push("-destroy");
-        }
-        self.terraform("plan", &plan_args).await?;
-        self.canceled()?;
-
-        let (plan, report, memory) = self.check_plan(&build, &workspace, &plan_file).await?;
-        match report.decision {
-            Decision::Allow => {}
-            Decision::Block => {
-                let message = format!(
-                    "blocked by the plan guard: {}",
-                    describe_changes(&report, Decision::Block)
-                );
-                self.control
-                    .audit_system("build.blocked", &build, Some(message.clone()))
-                    .await;
-                return Err(Failure::failed(message));
-            }
-            Decision::Confirm => {
-                let bytes = tokio::fs::read(&plan_file).await.map_err(|error| {
-                    Failure::failed(format!("cannot read the saved plan: {error}"))
-                })?;
-                let digest = secrets::sha256_hex(&bytes);
-                self.log(
-                    "guard",
-                    "warn",
-                    &format!(
-                        "held for confirmation: {}; nothing was applied. Review, then confirm with: abode builds confirm {}/{} {} --digest {digest}",
-                        describe_changes(&report, Decision::Confirm),
-                        build.owner_name,
-                        build.workspace_name,
-                        build.number
-                    ),
-                )
-                .await;
-                return Ok(Ended::Held(SavedPlan {
-                    plan: bytes,
-                    digest,
-                    state_digest: self.state_digest.clone(),
-                }));
-            }
-        }
-        self.canceled()?;
-
-        let plan_path = plan_file.display().to_string();
-        self.terraform(
-            "apply",
-            &["apply", "-input=false", "-json", plan_path.as_str()],
-        )
-        .await?;
-
-        self.after_apply(&build, &workspace, &plan, &memory).await?;
-        Ok(Ended::Applied)
-    }
-
-    /// Applies the confirmed, saved plan of a held build, exactly as it was
-    /// shown: no new plan is made.
-    pub(super) async fn apply_saved_plan(&mut self) -> Result<Ended, Failure> {
-        let (build, workspace) = self.prepare().await?;
-        let store = &self.control.inner.store;
-        let saved = store
-            .saved_plan(&self.build_id)
-            .await
-            .map_err(storage)?
-            .ok_or_else(|| Failure::failed("the saved plan of this build is gone"))?;
-        self.log(
-            "setup",
-            "info",
-            &format!(
-                "applying the saved plan {} confirmed by {}",
-                saved.digest,
-                build.confirmed_by.as_deref().unwrap_or("someone")
-            ),
-        )
-        .await;
-        if saved.state_digest != self.state_digest {
-            return Err(Failure::failed(STALE_PLAN_MESSAGE));
-        }
-        self.canceled()?;
-        self.terraform("init", &["init", "-input=false", "-json"])
-            .await?;
-        self.canceled()?;
-        let plan_file = self.work_dir.join(PLAN_FILE);
-        let (path, plan) = (plan_file.clone(), saved.plan.clone());
-        tokio::task::spawn_blocking(move || workdir::write_private(&path, &plan))
-            .await
-            .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?
-            .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?;
-        let plan_path = plan_file.display().to_string();
-        let applied = self
-            .terraform(
-                "apply",
-                &["apply", "-input=false", "-json", plan_path.as_str()],
-            )
-            .await;
-        if let Err(failure) = applied {
-            let stale = failure.diagnostic.as_deref() == Some(TERRAFORM_STALE_PLAN);
-            return Err(if stale {
-                Failure::failed(STALE_PLAN_MESSAGE)
-            } else {
-                failure
-            });
-        }
-        let plan_json = store
-            .build_plan_json(&self.build_id)
-            .await
-            .map_err(storage)?
-            .unwrap_or_default();
-        let plan = abode_guard::read_plan_slice(plan_json.as_bytes())
-            .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
-        let memory = self
-            .control
-            .remembered(&workspace.id)
-            .await
-            .map_err(internal)?;
-        self.after_apply(&build, &workspace, &plan, &memory).await?;
-        Ok(Ended::Applied)
-    }
-
-    pub(super) async fn after_apply(
-        &self,
-        build: &Build,
-        workspace: &Workspace,
-        plan: &Plan,
-        memory: &[RememberedProtection],
-    ) -> Result<(), Failure> {
-        let store = &self.control.inner.store;
-        let remembered =
-            abode_guard::protections_after_apply(plan, guard_transition(build), &[], memory);
-        let remembered: Vec<NewProtection> = remembered
-            .into_iter()
-            .map(|protection| NewProtection {
-                address: protection.address,
-                mode: protection.mode.as_str().to_string(),
-            })
-            .collect();
-        store
-            .replace_protections(&workspace.id, &build.id, &remembered)
-            .await
-            .map_err(storage)?;
-        match build.transition {
-            Transition::Start => {
-                // The state was just stored from this file; unreadable now, the
-                // workspace would silently lose its agents.
-                let state = tokio::fs::read(self.template_dir().join(STATE_FILE))
-                    .await
-                    .map_err(|error| {
-                        Failure::failed(format!("cannot read the state after apply: {error}"))
-                    })?;
-                let agents = agents_in_state(&state).map_err(|error| {
-                    Failure::failed(format!("the state after apply is not valid JSON: {error}"))
-                })?;
-                if !agents.is_empty() {
-                    let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
-                    self.log(
-                        "apply",
-                        "info",
-                        &format!("workspace agent(s): {}", names.join(", ")),
-                    )
-                    .await;
-                }
-                store
-                    .replace_agents(&workspace.id, &build.id, &agents)
-                    .await
-                    .map_err(storage)?;
-            }
-            Transition::Delete => {
-                store
-                    .replace_agents(&workspace.id, &build.id, &[])
-                    .await
-                    .map_err(storage)?;
-                store
-                    .mark_workspace_deleted(&workspace.id)
-                    .await
-                    .map_err(storage)?;
-            }
-            Transition::Stop => {}
-        }
-        Ok(())
-    }
-
-    /// Stores the state Terraform left in the work dir, whatever the outcome:
-    /// a failed or canceled apply may already have created or destroyed things.
-    /// Stores the state Terraform left; false when it could not, and the work
-    /// dir, which holds it, must be kept.
-    pub(super) async fn save_state(&self) -> bool {
-        match recovery::keep_state(&self.control, &self.build_id, &self.work_dir).await {
-            StateKept::Missing | StateKept::Unchanged => true,
-            StateKept::Saved => {
-                self.log("cleanup", "info", "saved the Terraform state")
-                    .await;
-                true
-            }
-            StateKept::Refused(reason) => {
-                tracing::error!(build = %self.build_id, %reason, "cannot save the Terraform state");
-                self.log(
-                    "cleanup",
-                    "error",
-                    &format!(
-                        "cannot save the Terraform state: {reason}; it is kept in {}",
-                        self.work_dir.display()
-                    ),
-                )
-                .await;
-                false
-            }
-        }
-    }
-
-    /// Runs one Terraform command, streaming its lines into the log.
-    pub(super) async fn terraform(&self, stage: &str, args: &[&str]) -> Result<(), Failure> {
-        let command = TerraformCommand {
-            control: &self.control,
-            work_dir: &self.work_dir,
-            env: &self.env,
-            cancel: self.cancel.clone(),
-            build_id: Some(&self.build_id),
-        };
-        command.run(stage, args).await
-    }
-}
-
 /// One Terraform command of a build or a preview, in the template dir of
 /// `work_dir`, its lines written to the build's log (a preview keeps only
 /// the last error), stopped by `cancel`.
-pub(super) struct TerraformCommand<'a> {
-    pub(super) control: &'a Control,
+pub(super) struct TerraformCommand<'a, S> {
+    /// Where its lines go; none for a preview's plan, which has no log.
+    pub(super) sink: Option<&'a S>,
+    /// How long Terraform has to stop after an interrupt.
+    pub(super) grace: std::time::Duration,
     pub(super) work_dir: &'a Path,
     pub(super) env: &'a [(String, String)],
     pub(super) cancel: watch::Receiver<bool>,
-    pub(super) build_id: Option<&'a str>,
 }
 
-impl TerraformCommand<'_> {
+impl<S: LogSink> TerraformCommand<'_, S> {
     pub(super) async fn run(self, stage: &str, args: &[&str]) -> Result<(), Failure> {
         let invocation = Invocation::new(
             self.work_dir.join(TEMPLATE_SUBDIR),
@@ -440,10 +106,9 @@ impl TerraformCommand<'_> {
             self.env,
         );
         let (sender, receiver) = mpsc::unbounded_channel::<OutputLine>();
-        let grace = self.control.inner.config.cancel_grace;
         let record = RunRecord::in_dir(self.work_dir);
-        let runner = supervise::stream(&invocation, &record, sender, self.cancel, grace);
-        let logger = log_output(self.control, self.build_id, stage, receiver, 0);
+        let runner = supervise::stream(&invocation, &record, sender, self.cancel, self.grace);
+        let logger = log_output(self.sink, stage, receiver, 0);
         let (outcome, last_error) = tokio::join!(runner, logger);
         match outcome {
             Ok(Outcome::Exited { success: true, .. }) => Ok(()),
@@ -485,7 +150,7 @@ pub(super) fn internal(error: ControlError) -> Failure {
 
 /// The environment contract of a build: the workspace, the build and its
 /// parameter values.
-fn build_context(
+pub(super) fn build_context(
     config: &crate::Config,
     build: &Build,
     workspace: &Workspace,
@@ -561,11 +226,11 @@ pub(super) fn workspace_context(
 /// server's Terraform environment, the environment contract and the CLI
 /// configuration.
 pub(super) fn contract_env(
-    config: &crate::Config,
+    terraform_env: &[(String, String)],
     context: BuildContext,
     cli_config: &Path,
 ) -> Vec<(String, String)> {
-    let mut env = config.terraform_env.clone();
+    let mut env = terraform_env.to_vec();
     env.extend(
         context
             .to_env()

@@ -1,0 +1,351 @@
+//! A build's job as the server sees it, wherever its Terraform runs.
+//!
+//! [`ServerJob`] is the server's half of every build: it hands out the job's
+//! inputs, writes its log, judges its plan with the guard, keeps its state
+//! (only a successor of the stored one), records what an apply made, and
+//! records the end. An embedded worker uses it directly as its
+//! [`BuildHost`]; an external daemon reaches the same methods through the
+//! provisioner daemon routes (`abode-api`), so a build is judged and recorded
+//! the same way whichever provisioner ran it.
+
+use abode_guard::Decision;
+use abode_store::{
+    Build, BuildReason, BuildStatus, JobKind, NewProtection, SavedPlan, Transition, Workspace,
+};
+
+use super::guard_step::{describe_changes, guard_transition, judge_plan, Judged};
+use super::run::{build_context, internal, storage, Ended, Failure};
+use super::runner::{BuildHost, JobInputs, LogSink, Verdict, STALE_PLAN_MESSAGE};
+use crate::agents::agents_in_state;
+use crate::recovery::{self, StateKept};
+use crate::{secrets, Control};
+
+/// One claimed build's job, on the server.
+pub struct ServerJob {
+    control: Control,
+    build: Build,
+    workspace: Workspace,
+}
+
+impl ServerJob {
+    pub(crate) async fn load(control: &Control, build_id: &str) -> Result<ServerJob, Failure> {
+        let store = &control.inner.store;
+        let build = store.build_by_id(build_id).await.map_err(storage)?;
+        let workspace = store
+            .workspace_by_id(&build.workspace_id)
+            .await
+            .map_err(storage)?;
+        Ok(ServerJob {
+            control: control.clone(),
+            build,
+            workspace,
+        })
+    }
+
+    pub fn build(&self) -> &Build {
+        &self.build
+    }
+
+    /// What a runner needs to run the job; the build's first log line is
+    /// written. A confirmed plan is handed out only for the state it was
+    /// made from.
+    pub async fn inputs(&self, kind: JobKind) -> Result<JobInputs, Failure> {
+        let store = &self.control.inner.store;
+        let (build, workspace) = (&self.build, &self.workspace);
+        let archive = store
+            .template_version_archive(&build.template_version_id)
+            .await
+            .map_err(storage)?;
+        let state = store.state(&workspace.id).await.map_err(storage)?;
+        let context = build_context(&self.control.inner.config, build, workspace)?;
+        let saved_plan = match kind {
+            JobKind::Build => {
+                self.log(
+                    "setup",
+                    "info",
+                    &format!(
+                        "build #{} ({}) of {}/{} on template {} version {}",
+                        build.number,
+                        build.transition,
+                        build.owner_name,
+                        build.workspace_name,
+                        workspace.template_name,
+                        build.template_version
+                    ),
+                )
+                .await;
+                None
+            }
+            JobKind::ApplySavedPlan => {
+                let saved = store
+                    .saved_plan(&build.id)
+                    .await
+                    .map_err(storage)?
+                    .ok_or_else(|| Failure::failed("the saved plan of this build is gone"))?;
+                self.log(
+                    "setup",
+                    "info",
+                    &format!(
+                        "applying the saved plan {} confirmed by {}",
+                        saved.digest,
+                        build.confirmed_by.as_deref().unwrap_or("someone")
+                    ),
+                )
+                .await;
+                let state_digest = secrets::sha256_hex(state.as_deref().unwrap_or_default());
+                if saved.state_digest != state_digest {
+                    return Err(Failure::failed(STALE_PLAN_MESSAGE));
+                }
+                Some(saved.plan)
+            }
+        };
+        Ok(JobInputs {
+            build_id: build.id.clone(),
+            kind,
+            transition: build.transition,
+            archive,
+            state,
+            context,
+            saved_plan,
+        })
+    }
+
+    /// Records how the run ended (held, or finished with its status, its
+    /// notices and the plan retention), counts it, and tells the prebuild
+    /// pools and the lifecycle scheduler; the status it ended in.
+    pub async fn finish(&self, kind: JobKind, result: Result<Ended, Failure>) -> BuildStatus {
+        let control = &self.control;
+        let build_id = self.build.id.as_str();
+        if kind == JobKind::ApplySavedPlan {
+            // Single use: whatever the apply did, this plan is never applied again.
+            if let Err(error) = control.inner.store.delete_saved_plan(build_id).await {
+                tracing::error!(build = %build_id, %error, "cannot delete a saved plan");
+            }
+        }
+        let (status, error, held) = match result {
+            Ok(Ended::Applied) => (BuildStatus::Succeeded, None, None),
+            Ok(Ended::Held(plan)) => (BuildStatus::AwaitingConfirmation, None, Some(plan)),
+            Err(failure) => {
+                self.log("cleanup", "error", &failure.message).await;
+                (failure.status, Some(failure.message), None)
+            }
+        };
+        let started = self.build.started_at.unwrap_or(self.build.created_at);
+        super::count_build_end(control, &self.build, status, started);
+        match held {
+            Some(plan) => control.hold_build(build_id, plan).await,
+            None => {
+                let done = match status {
+                    BuildStatus::Succeeded => "build succeeded".to_string(),
+                    other => format!("build {other}"),
+                };
+                let level = if status == BuildStatus::Succeeded {
+                    "info"
+                } else {
+                    "error"
+                };
+                self.log("cleanup", level, &done).await;
+                let notices = control
+                    .end_notices_of(build_id, status, error.as_deref())
+                    .await;
+                if let Err(error) = control
+                    .inner
+                    .store
+                    .finish_build_notifying(build_id, status, error.as_deref(), &notices)
+                    .await
+                {
+                    tracing::error!(build = %build_id, %error, "cannot record the end of a build");
+                }
+            }
+        }
+        super::prune_plans(control, build_id).await;
+        control.inner.log_written.notify_waiters();
+        tracing::info!(build = %build_id, status = %status, "build finished");
+        if matches!(
+            self.build.reason,
+            BuildReason::Prebuild | BuildReason::PrebuildClaim
+        ) {
+            control.prebuild_build_ended(build_id, status).await;
+        }
+        control.lifecycle_build_ended(&self.build, status).await;
+        status
+    }
+
+    /// A held build's saved plan as a runner sent it back, with the digests
+    /// computed here: the plan's own, and the stored state's it was made on.
+    pub async fn held_plan(&self, plan: Vec<u8>) -> Result<SavedPlan, Failure> {
+        let state = self
+            .control
+            .inner
+            .store
+            .state(&self.workspace.id)
+            .await
+            .map_err(storage)?;
+        Ok(SavedPlan {
+            digest: secrets::sha256_hex(&plan),
+            state_digest: secrets::sha256_hex(state.as_deref().unwrap_or_default()),
+            plan,
+        })
+    }
+
+    /// The state as stored now, for what an apply made.
+    pub async fn stored_state(&self) -> Result<Vec<u8>, Failure> {
+        self.control
+            .inner
+            .store
+            .state(&self.workspace.id)
+            .await
+            .map_err(storage)?
+            .ok_or_else(|| Failure::failed("no state was stored after the apply"))
+    }
+}
+
+impl LogSink for ServerJob {
+    async fn log(&self, stage: &str, level: &str, text: &str) {
+        self.control.note(&self.build.id, stage, level, text).await;
+    }
+}
+
+impl BuildHost for ServerJob {
+    /// The guard with the template's annotations and the workspace's
+    /// remembered protections; the plan JSON and the report are kept with
+    /// the build and the report is written to the log.
+    async fn judge(&self, plan_json: Vec<u8>, plan: Vec<u8>) -> Result<Verdict, Failure> {
+        let (build, control) = (&self.build, &self.control);
+        // The scheduler's builds are the system's: a delete it starts (a
+        // dormant deletion) destroys no protected resource without a person.
+        let initiator = if crate::scheduler::is_scheduler_reason(build.reason) {
+            abode_guard::Initiator::System
+        } else {
+            abode_guard::Initiator::Person
+        };
+        let Judged {
+            plan_json, report, ..
+        } = judge_plan(
+            control,
+            plan_json,
+            &self.workspace.id,
+            guard_transition(build),
+            initiator,
+        )
+        .await?;
+        control
+            .inner
+            .config
+            .metrics
+            .guard_decision(report.decision.as_str());
+        let plan_text = String::from_utf8_lossy(&plan_json);
+        control
+            .inner
+            .store
+            .set_build_plan(&build.id, &plan_text, &report.to_json())
+            .await
+            .map_err(storage)?;
+        let level = match report.decision {
+            Decision::Allow => "info",
+            _ => "warn",
+        };
+        for line in abode_guard::render_text(&report, false).lines() {
+            if !line.trim().is_empty() {
+                self.log("guard", level, line).await;
+            }
+        }
+        match report.decision {
+            Decision::Allow => Ok(Verdict::Apply),
+            Decision::Block => {
+                let message = format!(
+                    "blocked by the plan guard: {}",
+                    describe_changes(&report, Decision::Block)
+                );
+                control
+                    .audit_system("build.blocked", build, Some(message.clone()))
+                    .await;
+                Ok(Verdict::Block(message))
+            }
+            Decision::Confirm => {
+                let digest = secrets::sha256_hex(&plan);
+                self.log(
+                    "guard",
+                    "warn",
+                    &format!(
+                        "held for confirmation: {}; nothing was applied. Review, then confirm with: abode builds confirm {}/{} {} --digest {digest}",
+                        describe_changes(&report, Decision::Confirm),
+                        build.owner_name,
+                        build.workspace_name,
+                        build.number
+                    ),
+                )
+                .await;
+                Ok(Verdict::Hold)
+            }
+        }
+    }
+
+    async fn keep_state(&self, state: Vec<u8>, _last: bool) -> StateKept {
+        recovery::keep_state_bytes(&self.control, &self.build.id, state).await
+    }
+
+    /// Protections remembered from the applied plan; a start's agents read
+    /// from its state; a delete's workspace marked deleted.
+    async fn applied(&self, state: Vec<u8>) -> Result<(), Failure> {
+        let (build, workspace) = (&self.build, &self.workspace);
+        let store = &self.control.inner.store;
+        let plan_json = store
+            .build_plan_json(&build.id)
+            .await
+            .map_err(storage)?
+            .unwrap_or_default();
+        let plan = abode_guard::read_plan_slice(plan_json.as_bytes())
+            .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
+        let memory = self
+            .control
+            .remembered(&workspace.id)
+            .await
+            .map_err(internal)?;
+        let remembered =
+            abode_guard::protections_after_apply(&plan, guard_transition(build), &[], &memory);
+        let remembered: Vec<NewProtection> = remembered
+            .into_iter()
+            .map(|protection| NewProtection {
+                address: protection.address,
+                mode: protection.mode.as_str().to_string(),
+            })
+            .collect();
+        store
+            .replace_protections(&workspace.id, &build.id, &remembered)
+            .await
+            .map_err(storage)?;
+        match build.transition {
+            Transition::Start => {
+                let agents = agents_in_state(&state).map_err(|error| {
+                    Failure::failed(format!("the state after apply is not valid JSON: {error}"))
+                })?;
+                if !agents.is_empty() {
+                    let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
+                    self.log(
+                        "apply",
+                        "info",
+                        &format!("workspace agent(s): {}", names.join(", ")),
+                    )
+                    .await;
+                }
+                store
+                    .replace_agents(&workspace.id, &build.id, &agents)
+                    .await
+                    .map_err(storage)?;
+            }
+            Transition::Delete => {
+                store
+                    .replace_agents(&workspace.id, &build.id, &[])
+                    .await
+                    .map_err(storage)?;
+                store
+                    .mark_workspace_deleted(&workspace.id)
+                    .await
+                    .map_err(storage)?;
+            }
+            Transition::Stop => {}
+        }
+        Ok(())
+    }
+}
