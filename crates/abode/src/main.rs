@@ -11,6 +11,7 @@ mod duration;
 mod exit;
 mod plan_check;
 mod provider;
+mod provisioner_daemon;
 mod server;
 mod wsdial;
 

@@ -234,13 +234,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
         None => data_dir.join("provider-mirror"),
     };
     let executable = std::env::current_exe().context("cannot locate the abode executable")?;
-    let (provider_executable, note) = crate::provider::provider_executable()?;
-    if let Some(note) = note {
-        tracing::warn!("{note}");
-    }
-    Mirror::new(&mirror_dir)?
-        .install(&provider_executable, PROVIDER_VERSION)
-        .context("cannot install the abode provider into the mirror")?;
+    install_provider_mirror(&mirror_dir)?;
 
     let mut options = ServerOptions::new(args.address, data_dir);
     options.provisioners = args.provisioners;
@@ -293,7 +287,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
+pub(crate) async fn wait_for_signal() -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut terminate =
         signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
@@ -309,7 +303,20 @@ async fn wait_for_signal() -> anyhow::Result<()> {
 /// Logs go to standard error, filtered like RUST_LOG; as text (colours only
 /// on a terminal) or one JSON object per line with the fields of the spans
 /// an event is in (a build's workspace and number, a request's id).
-fn init_logging(format: LogFormat, filter: &str) -> anyhow::Result<()> {
+/// Installs this binary's provider into the mirror Terraform runs use (a
+/// server's embedded provisioners and an external daemon alike).
+pub(crate) fn install_provider_mirror(mirror_dir: &std::path::Path) -> anyhow::Result<()> {
+    let (provider_executable, note) = crate::provider::provider_executable()?;
+    if let Some(note) = note {
+        tracing::warn!("{note}");
+    }
+    Mirror::new(mirror_dir)?
+        .install(&provider_executable, PROVIDER_VERSION)
+        .context("cannot install the abode provider into the mirror")?;
+    Ok(())
+}
+
+pub(crate) fn init_logging(format: LogFormat, filter: &str) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::builder()
         .parse(filter)
         .with_context(|| format!("--log-filter (RUST_LOG) {filter:?} is not a log filter"))?;
@@ -332,7 +339,7 @@ fn init_logging(format: LogFormat, filter: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn absolute(path: PathBuf) -> anyhow::Result<PathBuf> {
+pub(crate) fn absolute(path: PathBuf) -> anyhow::Result<PathBuf> {
     if path.is_absolute() {
         return Ok(path);
     }

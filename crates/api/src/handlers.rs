@@ -91,6 +91,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::prebuilds::routes())
         .merge(crate::previews::routes())
         .merge(crate::provisioners::routes())
+        .merge(crate::provisionerd::routes())
         .merge(crate::schedules::routes())
         .merge(crate::connect::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
@@ -159,7 +160,10 @@ async fn refuse_oversized_json(
     let upload = request
         .extensions()
         .get::<axum::extract::MatchedPath>()
-        .is_some_and(|path| path.as_str().ends_with("/templates/:name/versions"));
+        .is_some_and(|path| {
+            path.as_str().ends_with("/templates/:name/versions")
+                || crate::provisionerd::is_daemon_path(path.as_str())
+        });
     let declared = request
         .headers()
         .get(axum::http::header::CONTENT_LENGTH)

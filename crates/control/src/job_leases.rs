@@ -79,6 +79,7 @@ pub(crate) async fn keeper(
             .store
             .beat_provisioners(
                 server,
+                abode_store::ProvisionerKind::Embedded,
                 &workers,
                 &crate::tags::tags_json(&control.inner.config.provisioner_tags),
                 env!("CARGO_PKG_VERSION"),
@@ -256,10 +257,10 @@ impl Control {
     /// Fails a running build whose server stopped renewing its lease.
     async fn salvage_build(&self, lease: &ExpiredJobLease) {
         let message = format!(
-            "the server {} running this build stopped renewing its lease (it ran out at {}); \
-             the build is failed, the state stored last is kept, and that server stores a \
-             newer state from its work dir if it starts again",
-            lease.holder,
+            "{} running this build stopped renewing its lease (it ran out at {}); \
+             the build is failed, the state stored last is kept, and a newer state from its \
+             work dir is stored if it starts again",
+            crate::daemon_jobs::describe_holder(&lease.holder),
             crate::notifications::utc(lease.expires_at),
         );
         let build_id = &lease.build_id;

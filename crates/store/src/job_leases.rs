@@ -137,6 +137,41 @@ macro_rules! job_lease_queries {
         Ok(true)
     }
 
+    pub(crate) async fn renew_job_lease(
+        &self,
+        build_id: &str,
+        holder: &str,
+        ttl_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let until = self.now_ms().saturating_add(ttl_ms);
+        let renewed = sqlx::query(&sql(
+            "UPDATE jobs SET lease_expires_at = ? \
+             WHERE build_id = ? AND status = 'claimed' AND lease_holder = ?",
+        ))
+        .bind(until)
+        .bind(build_id)
+        .bind(holder)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("job"))?;
+        Ok(renewed.rows_affected() > 0)
+    }
+
+    pub(crate) async fn claimed_job_kind(
+        &self,
+        build_id: &str,
+        holder: &str,
+    ) -> Result<Option<JobKind>, StoreError> {
+        sqlx::query_scalar(&sql(
+            "SELECT kind FROM jobs WHERE build_id = ? AND status = 'claimed' AND lease_holder = ?",
+        ))
+        .bind(build_id)
+        .bind(holder)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error("job"))
+    }
+
     pub(crate) async fn job_lease_holder(&self, build_id: &str) -> Result<Option<String>, StoreError> {
         let row = sqlx::query(&sql("SELECT lease_holder FROM jobs WHERE build_id = ?"))
             .bind(build_id)

@@ -385,7 +385,7 @@ storage_interface! {
     /// (running `version`), and forgets every row whose last heartbeat is
     /// older than `forget_before`.
     /// `tags`: the JSON object of the tags they offer.
-    fn beat_provisioners(&self, server_id: &str, names: &[String], tags: &str, version: &str, forget_before: i64) -> ();
+    fn beat_provisioners(&self, server_id: &str, kind: ProvisionerKind, names: &[String], tags: &str, version: &str, forget_before: i64) -> ();
     /// The tags (`key=value`) of every job queued before `queued_before`
     /// whose version needs tags, as (build id, tag) rows.
     fn waiting_tagged_jobs(&self, queued_before: i64) -> Vec<(String, String)>;
@@ -485,6 +485,10 @@ storage_interface! {
     fn expired_job_leases(&self, holder: &str) -> Vec<ExpiredJobLease>;
     /// The server that claimed a build's job, if any did.
     fn job_lease_holder(&self, build_id: &str) -> Option<String>;
+    /// Renews one job's lease if `holder` still holds it.
+    fn renew_job_lease(&self, build_id: &str, holder: &str, ttl_ms: i64) -> bool;
+    /// The kind of a build's job while `holder` holds it.
+    fn claimed_job_kind(&self, build_id: &str, holder: &str) -> Option<JobKind>;
     /// Fails a running build whose job's lease is still exactly `lease` (not
     /// renewed nor claimed again since it was seen), ends its job, drops its
     /// saved plan and queues `notices`, in one transaction; whether it did.

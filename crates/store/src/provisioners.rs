@@ -10,6 +10,8 @@ use crate::records::Transition;
 pub enum ProvisionerKind {
     /// A worker inside `abode server`.
     Embedded,
+    /// A slot of an `abode provisioner start` daemon.
+    External,
 }
 
 /// A stored provisioner kind none of [`ProvisionerKind`] names.
@@ -19,6 +21,7 @@ pub struct UnknownProvisionerKind(pub String);
 
 crate::named!(ProvisionerKind, UnknownProvisionerKind, {
     Embedded => "embedded",
+    External => "external",
 });
 
 /// A provisioner as listed.
@@ -49,6 +52,7 @@ macro_rules! provisioner_queries {
     pub(crate) async fn beat_provisioners(
         &self,
         server_id: &str,
+        kind: ProvisionerKind,
         names: &[String],
         tags: &str,
         version: &str,
@@ -59,12 +63,13 @@ macro_rules! provisioner_queries {
         for name in names {
             sqlx::query(&sql(
                 "INSERT INTO provisioners (server_id, name, kind, tags, version, started_at, last_beat_at) \
-                 VALUES (?, ?, 'embedded', ?, ?, ?, ?) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?) \
                  ON CONFLICT (server_id, name) DO UPDATE SET version = excluded.version, \
                  tags = excluded.tags, last_beat_at = excluded.last_beat_at",
             ))
             .bind(server_id)
             .bind(name)
+            .bind(kind.as_str())
             .bind(tags)
             .bind(version)
             .bind(now)

@@ -11,11 +11,18 @@ use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
 pub enum ProvisionerCommand {
     /// List every server's provisioners (owners and template admins).
     List(OutputArgs),
+    /// Run an external provisioner daemon: builds run here, with this
+    /// machine's credentials, judged by the server (docs/deployment.md).
+    Start(crate::provisioner_daemon::StartArgs),
 }
 
 pub fn run(command: ProvisionerCommand) -> anyhow::Result<u8> {
     match command {
         ProvisionerCommand::List(args) => list(args),
+        ProvisionerCommand::Start(args) => {
+            crate::provisioner_daemon::run(args)?;
+            Ok(EXIT_OK)
+        }
     }
 }
 

@@ -16,11 +16,25 @@ async fn provisioners_are_listed_with_the_job_they_hold(store: Store) {
     let (_, _, build) = seeded(&store).await;
     let workers = ["embedded-0".to_string(), "embedded-1".to_string()];
     store
-        .beat_provisioners("server-a", &workers, r#"{"cloud":"a"}"#, "0.1.0", 0)
+        .beat_provisioners(
+            "server-a",
+            ProvisionerKind::Embedded,
+            &workers,
+            r#"{"cloud":"a"}"#,
+            "0.1.0",
+            0,
+        )
         .await
         .unwrap();
     store
-        .beat_provisioners("server-b", &workers[..1], "{}", "0.1.0", 0)
+        .beat_provisioners(
+            "server-b",
+            ProvisionerKind::Embedded,
+            &workers[..1],
+            "{}",
+            "0.1.0",
+            0,
+        )
         .await
         .unwrap();
     store
@@ -57,7 +71,14 @@ async fn provisioners_are_listed_with_the_job_they_hold(store: Store) {
     hand.advance(Duration::from_secs(86_401));
     let now = start + 86_401_000;
     store
-        .beat_provisioners("server-a", &workers, "{}", "0.2.0", now - 86_400_000)
+        .beat_provisioners(
+            "server-a",
+            ProvisionerKind::Embedded,
+            &workers,
+            "{}",
+            "0.2.0",
+            now - 86_400_000,
+        )
         .await
         .unwrap();
     let all = store.list_provisioner_page(None, 10).await.unwrap().items;

@@ -1,0 +1,160 @@
+//! `abode provisioner start`: an external provisioner daemon (the work is
+//! `abode-provisionerd`'s; this is its flags, its files and its signals).
+
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::server::{absolute, init_logging, install_provider_mirror, LogFormat};
+
+#[derive(Debug, clap::Args)]
+pub struct StartArgs {
+    /// The URL of an Abode server (any of several, or their load balancer).
+    #[arg(long, env = "ABODE_PROVISIONER_URL", value_name = "URL")]
+    url: String,
+    /// The file holding this provisioner's key (`abode provisioner keys create`).
+    #[arg(long, env = "ABODE_PROVISIONER_KEY_FILE", value_name = "FILE")]
+    key_file: PathBuf,
+    /// A tag this provisioner offers (`key=value`, repeatable): they must be
+    /// its key's tags, which it offers anyway when none is given.
+    #[arg(
+        long = "tag",
+        env = "ABODE_PROVISIONER_TAGS",
+        value_delimiter = ',',
+        value_name = "KEY=VALUE"
+    )]
+    tags: Vec<String>,
+    /// How many builds it runs at once.
+    #[arg(long, env = "ABODE_PROVISIONER_CONCURRENCY", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    concurrency: u16,
+    /// Where its id, work dirs and provider mirror live.
+    #[arg(
+        long,
+        env = "ABODE_PROVISIONER_DATA_DIR",
+        default_value = "./.abode-provisioner"
+    )]
+    data_dir: PathBuf,
+    /// Where local `abode_volume` resources live [default: DATA_DIR/volumes];
+    /// provisioners serving the same local template share it.
+    #[arg(long, env = "ABODE_PROVISIONER_VOLUMES_DIR")]
+    volumes_dir: Option<PathBuf>,
+    /// The provider mirror to install into and use [default: DATA_DIR/provider-mirror].
+    #[arg(long, env = "ABODE_PROVIDER_MIRROR")]
+    provider_mirror: Option<PathBuf>,
+    /// Pass this variable of the daemon's environment to Terraform runs (e.g.
+    /// cloud credentials); NAME or PREFIX_* (repeatable), as `abode server`'s.
+    #[arg(
+        long = "terraform-env",
+        value_name = "NAME",
+        env = "ABODE_TERRAFORM_ENV",
+        value_delimiter = ','
+    )]
+    terraform_env: Vec<String>,
+    /// Seconds a canceled Terraform run gets after SIGINT before it is killed.
+    #[arg(long, env = "ABODE_CANCEL_GRACE", default_value_t = 30)]
+    cancel_grace: u64,
+    /// The name its id starts with, shown by `abode provisioner list` [default: the host name].
+    #[arg(long, env = "ABODE_PROVISIONER_NAME")]
+    name: Option<String>,
+    /// How log lines are written to standard error.
+    #[arg(long, env = "ABODE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    log_format: LogFormat,
+    /// Which log lines to write, in RUST_LOG syntax.
+    #[arg(long, env = "RUST_LOG", value_name = "FILTER", default_value = "info")]
+    log_filter: String,
+}
+
+pub fn run(args: StartArgs) -> anyhow::Result<ExitCode> {
+    init_logging(args.log_format, &args.log_filter)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(start(args))
+}
+
+async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
+    if !(args.url.starts_with("http://") || args.url.starts_with("https://")) {
+        anyhow::bail!(
+            "--url must be an http:// or https:// URL, not {:?}",
+            args.url
+        );
+    }
+    let key = std::fs::read_to_string(&args.key_file)
+        .with_context(|| format!("cannot read the key file {}", args.key_file.display()))?;
+    let key = key.trim().to_string();
+    if key.is_empty() {
+        anyhow::bail!("the key file {} is empty", args.key_file.display());
+    }
+    let tags = abode_api::parse_provisioner_tags(&args.tags)
+        .map_err(|error| anyhow::anyhow!("--tag: {error}"))?;
+    let passed_env =
+        abode_terraform::run::PassedEnv::new(&args.terraform_env).context("--terraform-env")?;
+    let data_dir = absolute(args.data_dir)?;
+    // Work dirs hold states and plans: readable by the daemon's user only.
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&data_dir)
+        .and_then(|()| std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700)))
+        .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
+    let mirror_dir = match args.provider_mirror {
+        Some(dir) => absolute(dir)?,
+        None => data_dir.join("provider-mirror"),
+    };
+    install_provider_mirror(&mirror_dir)?;
+    let volumes_dir = match args.volumes_dir {
+        Some(dir) => absolute(dir)?,
+        None => data_dir.join("volumes"),
+    };
+    let name = args.name.unwrap_or_else(host_name);
+    let config = abode_provisionerd::DaemonConfig {
+        url: args.url,
+        key,
+        tags,
+        concurrency: usize::from(args.concurrency),
+        data_dir: data_dir.clone(),
+        name,
+        runner: abode_provisionerd::RunnerConfig {
+            work_dir: data_dir.join("work"),
+            volumes_dir,
+            process_logs_dir: data_dir.join("process-logs"),
+            provider_mirror: Some(mirror_dir),
+            // Agents run this same executable (`abode agent`).
+            agent_binary: Some(
+                std::env::current_exe().context("cannot locate the abode executable")?,
+            ),
+            terraform_env: passed_env.from_process(),
+            cancel_grace: Duration::from_secs(args.cancel_grace),
+        },
+    };
+    let (shutdown, stopping) = tokio::sync::watch::channel(false);
+    let daemon = tokio::spawn(abode_provisionerd::run(config, stopping));
+    tokio::pin!(daemon);
+    tokio::select! {
+        ended = &mut daemon => {
+            ended.context("the provisioner stopped unexpectedly")??;
+            return Ok(ExitCode::SUCCESS);
+        }
+        signal = crate::server::wait_for_signal() => signal?,
+    }
+    tracing::info!("shutting down: interrupting running builds");
+    let _ = shutdown.send(true);
+    daemon
+        .await
+        .context("the provisioner stopped unexpectedly")??;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// This machine's name, for the daemon's id.
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|name| name.trim().to_string())
+        .ok()
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "provisioner".to_string())
+}

@@ -1,0 +1,269 @@
+//! The routes external provisioner daemons call (`/provisionerd/...`,
+//! docs/api.md, "Provisioner daemons"), authenticated by a provisioner key
+//! (`Authorization: Bearer <key>`), never by a person's token.
+//!
+//! Each route is a thin translation: the work is the control plane's
+//! (`daemon_jobs.rs`: claim, lease, the daemon's ownership of a job) and
+//! the build's own [`abode_control::ServerJob`] (log, guard, state, end), so
+//! a daemon's build is judged and recorded exactly as an embedded one.
+
+use std::time::Duration;
+
+use abode_control::daemon_wire::{
+    self, AcquireRequest, CompleteRequest, DaemonHello, HeartbeatAnswer, JobWire, JudgeRequest,
+    LogUpload, Outcome, StateAnswer, StateUpload, VerdictWire,
+};
+use abode_control::runner::{BuildHost, LogSink};
+use abode_control::{DaemonCaller, Ended};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, State};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::de::DeserializeOwned;
+
+use crate::{bearer, ApiError, AppState};
+
+/// A job's upload: a plan, a state or a template archive of up to 64 MiB,
+/// base64 in JSON.
+const MAX_DAEMON_BODY: usize = 96 * 1024 * 1024;
+
+/// The routes of this module, merged into `/api/v1`.
+pub(crate) fn routes() -> Router<AppState> {
+    let limit = || DefaultBodyLimit::max(MAX_DAEMON_BODY);
+    Router::new()
+        .route("/provisionerd/acquire", post(acquire).layer(limit()))
+        .route(
+            "/provisionerd/jobs/:build/heartbeat",
+            post(heartbeat).layer(limit()),
+        )
+        .route("/provisionerd/jobs/:build/logs", post(logs).layer(limit()))
+        .route(
+            "/provisionerd/jobs/:build/judge",
+            post(judge).layer(limit()),
+        )
+        .route(
+            "/provisionerd/jobs/:build/state",
+            post(state).layer(limit()),
+        )
+        .route(
+            "/provisionerd/jobs/:build/applied",
+            post(applied).layer(limit()),
+        )
+        .route(
+            "/provisionerd/jobs/:build/complete",
+            post(complete).layer(limit()),
+        )
+}
+
+/// Whether a request is a daemon's (its body has this module's limit).
+pub(crate) fn is_daemon_path(path: &str) -> bool {
+    path.contains("/provisionerd/")
+}
+
+/// The key a daemon authenticated with.
+pub(crate) struct DaemonKey(abode_control::ProvisionerKey);
+
+#[axum::async_trait]
+impl FromRequestParts<AppState> for DaemonKey {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let secret = bearer(parts).ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "missing provisioner key (Authorization: Bearer <key>)",
+            )
+        })?;
+        Ok(DaemonKey(
+            state.control.provisioner_key_for_secret(&secret).await?,
+        ))
+    }
+}
+
+impl DaemonKey {
+    fn caller(&self, hello: &DaemonHello) -> Result<DaemonCaller, ApiError> {
+        check_id("daemon_id", &hello.daemon_id)?;
+        check_id("slot", &hello.slot)?;
+        Ok(DaemonCaller {
+            key_name: self.0.name.clone(),
+            tags: self.0.tags.clone(),
+            daemon_id: hello.daemon_id.clone(),
+        })
+    }
+}
+
+/// A daemon's id or slot name: what `abode provisioner list` shows.
+fn check_id(field: &str, value: &str) -> Result<(), ApiError> {
+    let fine = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'));
+    if fine {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "{field} must be 1-64 of a-z A-Z 0-9 - _ ."
+        )))
+    }
+}
+
+fn body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
+    let bytes =
+        body.map_err(|error| ApiError::bad_request(format!("cannot read the body: {error}")))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))
+}
+
+fn failure(failure: abode_control::Failure) -> ApiError {
+    ApiError::new(StatusCode::CONFLICT, "failed", failure.message)
+}
+
+async fn acquire(
+    State(state): State<AppState>,
+    key: DaemonKey,
+    request: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: AcquireRequest = body(request)?;
+    let caller = key.caller(&request.hello)?;
+    let mut offered = request.tags.clone();
+    offered.sort();
+    if !request.tags.is_empty() && offered != caller.tags {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "this provisioner offers the tags {} but its key {} has {}; start it without --tag, or with its key's tags",
+                shown(&offered),
+                caller.key_name,
+                shown(&caller.tags)
+            ),
+        ));
+    }
+    let wait = Duration::from_secs(request.wait_seconds.unwrap_or(0));
+    let acquired = state
+        .control
+        .acquire_daemon_job(&caller, &request.hello.slot, &request.hello.version, wait)
+        .await?;
+    Ok(match acquired {
+        Some(job) => Json(JobWire::from_inputs(job.kind, job.inputs)).into_response(),
+        None => StatusCode::NO_CONTENT.into_response(),
+    })
+}
+
+fn shown(tags: &[String]) -> String {
+    if tags.is_empty() {
+        "(none)".into()
+    } else {
+        tags.join(",")
+    }
+}
+
+async fn heartbeat(
+    State(state): State<AppState>,
+    key: DaemonKey,
+    Path(build): Path<String>,
+    request: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let hello: DaemonHello = body(request)?;
+    let caller = key.caller(&hello)?;
+    let canceled = state
+        .control
+        .daemon_heartbeat(&caller, &build, &hello.slot, &hello.version)
+        .await?;
+    Ok(Json(HeartbeatAnswer { canceled }).into_response())
+}
+
+async fn logs(
+    State(state): State<AppState>,
+    key: DaemonKey,
+    Path(build): Path<String>,
+    request: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let upload: LogUpload = body(request)?;
+    let caller = key.caller(&upload.hello)?;
+    let (job, _) = state.control.daemon_job(&caller, &build).await?;
+    for line in &upload.lines {
+        let level = match line.level.as_str() {
+            level @ ("debug" | "info" | "warn" | "error") => level,
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "unknown log level `{other}`"
+                )))
+            }
+        };
+        job.log(&line.stage, level, &line.text).await;
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn judge(
+    State(state): State<AppState>,
+    key: DaemonKey,
+    Path(build): Path<String>,
+    request: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: JudgeRequest = body(request)?;
+    let caller = key.caller(&request.hello)?;
+    let plan_json =
+        daemon_wire::decode("plan_json", &request.plan_json).map_err(ApiError::bad_request)?;
+    let plan = daemon_wire::decode("plan", &request.plan).map_err(ApiError::bad_request)?;
+    let (job, _) = state.control.daemon_job(&caller, &build).await?;
+    let verdict = job.judge(plan_json, plan).await.map_err(failure)?;
+    Ok(Json(VerdictWire::from(&verdict)).into_response())
+}
+
+async fn state(
+    State(state): State<AppState>,
+    key: DaemonKey,
+    Path(build): Path<String>,
+    request: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let upload: StateUpload = body(request)?;
+    let caller = key.caller(&upload.hello)?;
+    let bytes = daemon_wire::decode("state", &upload.state).map_err(ApiError::bad_request)?;
+    let kept = state
+        .control
+        .daemon_keep_state(&caller, &build, bytes)
+        .await?;
+    Ok(Json(StateAnswer::from(&kept)).into_response())
+}
+
+async fn applied(
+    State(state): State<AppState>,
+    key: DaemonKey,
+    Path(build): Path<String>,
+    request: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let hello: DaemonHello = body(request)?;
+    let caller = key.caller(&hello)?;
+    let (job, _) = state.control.daemon_job(&caller, &build).await?;
+    // What the apply made is read from the state the daemon uploaded.
+    let stored = job.stored_state().await.map_err(failure)?;
+    job.applied(stored).await.map_err(failure)?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn complete(
+    State(state): State<AppState>,
+    key: DaemonKey,
+    Path(build): Path<String>,
+    request: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request: CompleteRequest = body(request)?;
+    let caller = key.caller(&request.hello)?;
+    let outcome = request.outcome().map_err(ApiError::bad_request)?;
+    let (job, kind) = state.control.daemon_job(&caller, &build).await?;
+    let result = match outcome {
+        Outcome::Applied => Ok(Ended::Applied),
+        Outcome::Held(plan) => Ok(Ended::Held(job.held_plan(plan).await.map_err(failure)?)),
+        Outcome::Failed(failure) => Err(failure),
+    };
+    let status = job.finish(kind, result).await;
+    Ok(Json(serde_json::json!({ "status": status.as_str() })).into_response())
+}

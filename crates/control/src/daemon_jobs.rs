@@ -1,0 +1,248 @@
+//! Jobs handed to external provisioner daemons (`abode provisioner start`).
+//!
+//! A daemon authenticates with a provisioner key (`provisioner_keys.rs`) and
+//! offers that key's tags. It claims a job with the same claim as an
+//! embedded worker (people's jobs first, `SKIP LOCKED`, the tag rule), under
+//! a lease held by [`daemon_holder`], which it renews with every heartbeat.
+//! Every later call names the build and is answered only while that daemon
+//! still holds the build's lease: a daemon whose lease ran out (and whose
+//! build another server failed) is told so and stops. What the daemon
+//! reports goes through the same [`ServerJob`] as an embedded worker's run,
+//! so the server judges every plan and keeps only successor states.
+//!
+//! A daemon dies like a server: its lease stops being renewed and any
+//! server's keeper fails the build after it (`job_leases.rs`), keeping the
+//! state the daemon uploaded last.
+
+use std::time::Duration;
+
+use abode_store::{JobKind, ProvisionerKind};
+
+use crate::provisioner::runner::JobInputs;
+use crate::recovery::{self, StateKept};
+use crate::{Control, ControlError, ServerJob};
+
+/// The longest a daemon's acquire waits for a job before it is answered
+/// with none (it asks again at once).
+pub const MAX_ACQUIRE_WAIT: Duration = Duration::from_secs(20);
+
+/// How often a waiting acquire looks at the queue without a wake-up.
+const ACQUIRE_POLL: Duration = Duration::from_secs(1);
+
+/// The prefix of a daemon's lease holder, beside servers' ids.
+const DAEMON_HOLDER_PREFIX: &str = "provisioner:";
+
+/// A daemon as it introduces itself on each call.
+#[derive(Debug, Clone)]
+pub struct DaemonCaller {
+    /// The key it authenticated with (its name).
+    pub key_name: String,
+    /// The key's tags, which are the daemon's.
+    pub tags: Vec<String>,
+    /// The daemon's own id (stable across its restarts on one data dir).
+    pub daemon_id: String,
+}
+
+/// The lease holder of a daemon's jobs: its key's name and its own id.
+pub fn daemon_holder(caller: &DaemonCaller) -> String {
+    format!(
+        "{DAEMON_HOLDER_PREFIX}{}/{}",
+        caller.key_name, caller.daemon_id
+    )
+}
+
+/// How a lease holder is named in a message: a server, or an external
+/// provisioner daemon.
+pub(crate) fn describe_holder(holder: &str) -> String {
+    match holder.strip_prefix(DAEMON_HOLDER_PREFIX) {
+        Some(daemon) => format!("the external provisioner {daemon}"),
+        None => format!("the server {holder}"),
+    }
+}
+
+/// A job handed to a daemon: its kind and inputs.
+pub struct AcquiredJob {
+    pub kind: JobKind,
+    pub inputs: JobInputs,
+}
+
+impl Control {
+    /// Claims a job for the daemon's `slot`, waiting up to `wait` for one;
+    /// `None` when none came. The daemon's slot is listed as alive.
+    pub async fn acquire_daemon_job(
+        &self,
+        caller: &DaemonCaller,
+        slot: &str,
+        version: &str,
+        wait: Duration,
+    ) -> Result<Option<AcquiredJob>, ControlError> {
+        let holder = daemon_holder(caller);
+        let deadline = tokio::time::Instant::now() + wait.min(MAX_ACQUIRE_WAIT);
+        let lease_ms = i64::try_from(self.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
+        loop {
+            self.beat_daemon(caller, slot, version).await?;
+            let claimed = self
+                .inner
+                .store
+                .claim_tagged_job(slot, &holder, lease_ms, &caller.tags)
+                .await?;
+            if let Some(claimed) = claimed {
+                let job = match ServerJob::load(self, &claimed.build_id).await {
+                    Ok(job) => job,
+                    Err(failure) => {
+                        self.fail_unstarted(&claimed.build_id, &failure.message)
+                            .await;
+                        continue;
+                    }
+                };
+                tracing::info!(build = %claimed.build_id, provisioner = %holder, "an external provisioner claimed a job");
+                self.note(
+                    &claimed.build_id,
+                    "setup",
+                    "info",
+                    &format!("claimed by {}", describe_holder(&holder)),
+                )
+                .await;
+                match job.inputs(claimed.kind).await {
+                    Ok(inputs) => {
+                        return Ok(Some(AcquiredJob {
+                            kind: claimed.kind,
+                            inputs,
+                        }))
+                    }
+                    Err(failure) => {
+                        job.finish(claimed.kind, Err(failure)).await;
+                        continue;
+                    }
+                }
+            }
+            let now = tokio::time::Instant::now();
+            if now >= deadline {
+                return Ok(None);
+            }
+            let nap = ACQUIRE_POLL.min(deadline - now);
+            tokio::select! {
+                _ = self.inner.jobs_queued.notified() => {}
+                _ = tokio::time::sleep(nap) => {}
+            }
+        }
+    }
+
+    /// The job of `build_id` while this daemon holds it; a conflict once it
+    /// does not (its lease ran out and the build was failed, or it ended).
+    pub async fn daemon_job(
+        &self,
+        caller: &DaemonCaller,
+        build_id: &str,
+    ) -> Result<(ServerJob, JobKind), ControlError> {
+        let holder = daemon_holder(caller);
+        let kind = self
+            .inner
+            .store
+            .claimed_job_kind(build_id, &holder)
+            .await?
+            .ok_or_else(|| lost_job(build_id))?;
+        let job = ServerJob::load(self, build_id)
+            .await
+            .map_err(|failure| ControlError::Internal(failure.message))?;
+        Ok((job, kind))
+    }
+
+    /// Renews the daemon's lease on `build_id`; true when a cancel of the
+    /// build was asked (through any server).
+    pub async fn daemon_heartbeat(
+        &self,
+        caller: &DaemonCaller,
+        build_id: &str,
+        slot: &str,
+        version: &str,
+    ) -> Result<bool, ControlError> {
+        let holder = daemon_holder(caller);
+        let lease_ms = i64::try_from(self.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
+        if !self
+            .inner
+            .store
+            .renew_job_lease(build_id, &holder, lease_ms)
+            .await?
+        {
+            return Err(lost_job(build_id));
+        }
+        self.beat_daemon(caller, slot, version).await?;
+        Ok(self.inner.store.cancel_requested(build_id).await?)
+    }
+
+    /// Keeps a state a daemon's run of `build_id` wrote, while the run goes
+    /// on or after it (a daemon that was cut off, or killed and started
+    /// again): only a build this daemon ran, and only a successor of the
+    /// stored state that no newer build has replaced.
+    pub async fn daemon_keep_state(
+        &self,
+        caller: &DaemonCaller,
+        build_id: &str,
+        state: Vec<u8>,
+    ) -> Result<StateKept, ControlError> {
+        let holder = daemon_holder(caller);
+        let held = self.inner.store.job_lease_holder(build_id).await?;
+        if held.as_deref() != Some(holder.as_str()) {
+            return Err(ControlError::Forbidden(format!(
+                "build {build_id} was not run by this provisioner"
+            )));
+        }
+        let kept = recovery::keep_state_bytes(self, build_id, state).await;
+        let build = self.inner.store.build_by_id(build_id).await?;
+        if kept == StateKept::Saved && build.status != abode_store::BuildStatus::Running {
+            self.note(
+                build_id,
+                "cleanup",
+                "info",
+                &format!(
+                    "{} stored the state its run of this build left after the build ended",
+                    describe_holder(&holder)
+                ),
+            )
+            .await;
+        }
+        Ok(kept)
+    }
+
+    /// Lists the daemon's slot as alive (`abode provisioner list`).
+    async fn beat_daemon(
+        &self,
+        caller: &DaemonCaller,
+        slot: &str,
+        version: &str,
+    ) -> Result<(), ControlError> {
+        let forget_before = self.now_ms().saturating_sub(24 * 3600 * 1000);
+        self.inner
+            .store
+            .beat_provisioners(
+                &daemon_holder(caller),
+                ProvisionerKind::External,
+                &[slot.to_string()],
+                &crate::tags::tags_json(&caller.tags),
+                version,
+                forget_before,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Fails a claimed build that could not even be read.
+    async fn fail_unstarted(&self, build_id: &str, message: &str) {
+        self.note(build_id, "cleanup", "error", message).await;
+        if let Err(error) = self
+            .inner
+            .store
+            .finish_build(build_id, abode_store::BuildStatus::Failed, Some(message))
+            .await
+        {
+            tracing::error!(build = %build_id, %error, "cannot record the end of a build");
+        }
+    }
+}
+
+fn lost_job(build_id: &str) -> ControlError {
+    ControlError::Conflict(format!(
+        "build {build_id} is not this provisioner's job any more (its lease ran out, or it ended)"
+    ))
+}

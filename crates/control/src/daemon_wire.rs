@@ -1,0 +1,338 @@
+//! The JSON a provisioner daemon and the server exchange (docs/api.md,
+//! "Provisioner daemons"), defined once for both sides: the server's routes
+//! (`abode-api`) and the daemon's client (`abode-provisionerd`).
+//!
+//! Binary payloads (a template archive, a state, a plan) travel as base64
+//! strings; kinds and transitions as their stored names, parsed at the
+//! boundary (an unknown one is an error, never a default).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use abode_contract::BuildContext;
+use abode_store::{BuildStatus, JobKind, Transition};
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+use crate::provisioner::runner::{JobInputs, Verdict};
+use crate::recovery::StateKept;
+use crate::Failure;
+
+/// Encodes bytes for the wire.
+pub fn encode(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Decodes a base64 field, naming it in the error.
+pub fn decode(field: &str, text: &str) -> Result<Vec<u8>, String> {
+    base64::engine::general_purpose::STANDARD
+        .decode(text)
+        .map_err(|error| format!("{field} is not base64: {error}"))
+}
+
+/// Who calls: the daemon's own id and the slot (one of its `--concurrency`
+/// workers) that makes the call.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DaemonHello {
+    pub daemon_id: String,
+    pub slot: String,
+    pub version: String,
+}
+
+/// `POST /provisionerd/acquire`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AcquireRequest {
+    #[serde(flatten)]
+    pub hello: DaemonHello,
+    /// The tags the daemon was started with; they must be its key's.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// How long to wait for a job (at most 20 s).
+    #[serde(default)]
+    pub wait_seconds: Option<u64>,
+}
+
+/// A job handed to a daemon.
+#[derive(Serialize, Deserialize)]
+pub struct JobWire {
+    pub build_id: String,
+    pub kind: String,
+    pub transition: String,
+    pub archive: String,
+    pub state: Option<String>,
+    pub saved_plan: Option<String>,
+    pub context: ContextWire,
+}
+
+/// The environment contract but for the daemon's own directories and
+/// agent binary (see `runner::RunnerConfig`).
+#[derive(Serialize, Deserialize)]
+pub struct ContextWire {
+    pub workspace_id: String,
+    pub workspace_name: String,
+    pub owner_id: String,
+    pub owner_name: String,
+    pub owner_email: String,
+    pub owner_full_name: String,
+    pub owner_groups: Vec<String>,
+    pub template_id: String,
+    pub template_name: String,
+    pub template_version: String,
+    pub is_prebuild: bool,
+    pub is_prebuild_claim: bool,
+    pub agent_url: String,
+    pub parameters: BTreeMap<String, String>,
+}
+
+impl JobWire {
+    pub fn from_inputs(kind: JobKind, inputs: JobInputs) -> JobWire {
+        let context = inputs.context;
+        JobWire {
+            build_id: inputs.build_id,
+            kind: kind.as_str().to_string(),
+            transition: inputs.transition.as_str().to_string(),
+            archive: encode(&inputs.archive),
+            state: inputs.state.as_deref().map(encode),
+            saved_plan: inputs.saved_plan.as_deref().map(encode),
+            context: ContextWire {
+                workspace_id: context.workspace_id,
+                workspace_name: context.workspace_name,
+                owner_id: context.owner_id,
+                owner_name: context.owner_name,
+                owner_email: context.owner_email,
+                owner_full_name: context.owner_full_name,
+                owner_groups: context.owner_groups,
+                template_id: context.template_id,
+                template_name: context.template_name,
+                template_version: context.template_version,
+                is_prebuild: context.is_prebuild,
+                is_prebuild_claim: context.is_prebuild_claim,
+                agent_url: context.agent_url,
+                parameters: context.parameters,
+            },
+        }
+    }
+
+    /// The job's inputs, every field checked.
+    pub fn into_inputs(self) -> Result<JobInputs, String> {
+        let kind: JobKind = self.kind.parse().map_err(|error| format!("{error}"))?;
+        let transition: Transition = self
+            .transition
+            .parse()
+            .map_err(|error| format!("{error}"))?;
+        let context = self.context;
+        Ok(JobInputs {
+            archive: decode("archive", &self.archive)?,
+            state: self
+                .state
+                .map(|state| decode("state", &state))
+                .transpose()?,
+            saved_plan: self
+                .saved_plan
+                .map(|plan| decode("saved_plan", &plan))
+                .transpose()?,
+            kind,
+            transition,
+            context: BuildContext {
+                workspace_id: context.workspace_id,
+                workspace_name: context.workspace_name,
+                transition,
+                build_id: self.build_id.clone(),
+                owner_id: context.owner_id,
+                owner_name: context.owner_name,
+                owner_email: context.owner_email,
+                owner_full_name: context.owner_full_name,
+                owner_groups: context.owner_groups,
+                template_id: context.template_id,
+                template_name: context.template_name,
+                template_version: context.template_version,
+                is_prebuild: context.is_prebuild,
+                is_prebuild_claim: context.is_prebuild_claim,
+                agent_url: context.agent_url,
+                agent_token: None,
+                // The runner's own (its `RunnerConfig`).
+                agent_binary: None,
+                volumes_dir: PathBuf::new(),
+                process_logs_dir: PathBuf::new(),
+                parameters: context.parameters,
+                development: false,
+                template_import: false,
+            },
+            build_id: self.build_id,
+        })
+    }
+}
+
+/// `POST /provisionerd/jobs/{build}/heartbeat`'s answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct HeartbeatAnswer {
+    /// A cancel of the build was asked: interrupt Terraform.
+    pub canceled: bool,
+}
+
+/// `POST /provisionerd/jobs/{build}/logs`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LogUpload {
+    #[serde(flatten)]
+    pub hello: DaemonHello,
+    pub lines: Vec<LogLineWire>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LogLineWire {
+    pub stage: String,
+    pub level: String,
+    pub text: String,
+}
+
+/// `POST /provisionerd/jobs/{build}/judge`: `terraform show -json` of the
+/// saved plan and the binary plan, both base64.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JudgeRequest {
+    #[serde(flatten)]
+    pub hello: DaemonHello,
+    pub plan_json: String,
+    pub plan: String,
+}
+
+/// The server's verdict on a plan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VerdictWire {
+    /// `apply`, `hold` or `block`.
+    pub verdict: String,
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl From<&Verdict> for VerdictWire {
+    fn from(verdict: &Verdict) -> VerdictWire {
+        let (name, message) = match verdict {
+            Verdict::Apply => ("apply", None),
+            Verdict::Hold => ("hold", None),
+            Verdict::Block(message) => ("block", Some(message.clone())),
+        };
+        VerdictWire {
+            verdict: name.to_string(),
+            message,
+        }
+    }
+}
+
+impl VerdictWire {
+    pub fn parse(self) -> Result<Verdict, String> {
+        match (self.verdict.as_str(), self.message) {
+            ("apply", _) => Ok(Verdict::Apply),
+            ("hold", _) => Ok(Verdict::Hold),
+            ("block", Some(message)) => Ok(Verdict::Block(message)),
+            ("block", None) => Ok(Verdict::Block("blocked by the plan guard".into())),
+            (other, _) => Err(format!("unknown verdict `{other}`")),
+        }
+    }
+}
+
+/// `POST /provisionerd/jobs/{build}/state`: the state Terraform wrote.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StateUpload {
+    #[serde(flatten)]
+    pub hello: DaemonHello,
+    pub state: String,
+    /// After the run's last Terraform command.
+    pub last: bool,
+}
+
+/// What became of an uploaded state.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StateAnswer {
+    /// `saved`, `unchanged`, `missing` or `refused`.
+    pub kept: String,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl From<&StateKept> for StateAnswer {
+    fn from(kept: &StateKept) -> StateAnswer {
+        let (name, reason) = match kept {
+            StateKept::Missing => ("missing", None),
+            StateKept::Unchanged => ("unchanged", None),
+            StateKept::Saved => ("saved", None),
+            StateKept::Refused(reason) => ("refused", Some(reason.clone())),
+        };
+        StateAnswer {
+            kept: name.to_string(),
+            reason,
+        }
+    }
+}
+
+impl StateAnswer {
+    pub fn parse(self) -> Result<StateKept, String> {
+        match self.kept.as_str() {
+            "missing" => Ok(StateKept::Missing),
+            "unchanged" => Ok(StateKept::Unchanged),
+            "saved" => Ok(StateKept::Saved),
+            "refused" => Ok(StateKept::Refused(
+                self.reason
+                    .unwrap_or_else(|| "refused by the server".into()),
+            )),
+            other => Err(format!("unknown state answer `{other}`")),
+        }
+    }
+}
+
+/// `POST /provisionerd/jobs/{build}/complete`: how the run ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CompleteRequest {
+    #[serde(flatten)]
+    pub hello: DaemonHello,
+    /// `applied`, `held` (with `plan`), `failed` or `canceled` (with `message`).
+    pub outcome: String,
+    #[serde(default)]
+    pub message: Option<String>,
+    /// The held plan, base64.
+    #[serde(default)]
+    pub plan: Option<String>,
+}
+
+/// A run's end as a daemon tells it.
+pub enum Outcome {
+    Applied,
+    Held(Vec<u8>),
+    Failed(Failure),
+}
+
+impl CompleteRequest {
+    pub fn new(hello: DaemonHello, outcome: &Result<crate::Ended, Failure>) -> CompleteRequest {
+        let (outcome, message, plan) = match outcome {
+            Ok(crate::Ended::Applied) => ("applied", None, None),
+            Ok(crate::Ended::Held(saved)) => ("held", None, Some(encode(&saved.plan))),
+            Err(failure) => (failure.status.as_str(), Some(failure.message.clone()), None),
+        };
+        CompleteRequest {
+            hello,
+            outcome: outcome.to_string(),
+            message,
+            plan,
+        }
+    }
+
+    pub fn outcome(&self) -> Result<Outcome, String> {
+        let message = || self.message.clone().unwrap_or_default();
+        match self.outcome.as_str() {
+            "applied" => Ok(Outcome::Applied),
+            "held" => {
+                let plan = self.plan.as_deref().ok_or("a held run needs its plan")?;
+                Ok(Outcome::Held(decode("plan", plan)?))
+            }
+            other => match other.parse::<BuildStatus>() {
+                Ok(status @ (BuildStatus::Failed | BuildStatus::Canceled)) => {
+                    Ok(Outcome::Failed(Failure {
+                        status,
+                        message: message(),
+                        diagnostic: None,
+                    }))
+                }
+                _ => Err(format!("unknown outcome `{other}`")),
+            },
+        }
+    }
+}

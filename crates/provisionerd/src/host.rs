@@ -1,0 +1,167 @@
+//! A daemon's [`BuildHost`]: the runner's questions sent to the server.
+//!
+//! The server decides (the guard's verdict), records (log, state, end) and
+//! may be briefly unreachable: a restart, a network cut. Each call says how
+//! long it is worth waiting for. A log line is worth a few seconds; a plan's
+//! verdict a few minutes (nothing has been applied, so giving up is safe);
+//! the state after Terraform has run is worth waiting for without end, since
+//! it is the one thing that would be lost.
+
+use std::time::Duration;
+
+use abode_control::daemon_wire::{
+    self, DaemonHello, JudgeRequest, LogLineWire, LogUpload, StateAnswer, StateUpload, VerdictWire,
+};
+use abode_control::runner::{BuildHost, LogSink, Verdict};
+use abode_control::{Failure, StateKept};
+
+use crate::client::{CallError, ServerClient};
+
+/// How long a plan's verdict is waited for while the server is unreachable.
+const JUDGE_PATIENCE: Duration = Duration::from_secs(300);
+/// How long a log line is.
+const LOG_PATIENCE: Duration = Duration::from_secs(5);
+/// The longest pause between two tries.
+const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// One job's host on the daemon.
+pub(crate) struct RemoteHost {
+    pub(crate) client: ServerClient,
+    pub(crate) build_id: String,
+    pub(crate) hello: DaemonHello,
+}
+
+impl RemoteHost {
+    fn path(&self, call: &str) -> String {
+        format!("jobs/{}/{call}", self.build_id)
+    }
+
+    /// Calls until the server answers, for at most `patience` (`None`:
+    /// without end) while it cannot be reached.
+    pub(crate) async fn call<B, T>(
+        &self,
+        call: &str,
+        body: &B,
+        patience: Option<Duration>,
+    ) -> Result<Option<T>, CallError>
+    where
+        B: serde::Serialize + ?Sized,
+        T: serde::de::DeserializeOwned + Send + 'static,
+    {
+        let path = self.path(call);
+        patiently(patience, || self.client.post(&path, body)).await
+    }
+
+    async fn upload_state(&self, state: &[u8], last: bool) -> StateKept {
+        let upload = StateUpload {
+            hello: self.hello.clone(),
+            state: daemon_wire::encode(state),
+            last,
+        };
+        // A state written halfway is offered once; the next one follows.
+        let patience = if last { None } else { Some(Duration::ZERO) };
+        match self
+            .call::<_, StateAnswer>("state", &upload, patience)
+            .await
+        {
+            Ok(Some(answer)) => answer.parse().unwrap_or_else(StateKept::Refused),
+            Ok(None) => StateKept::Refused("the server said nothing of the state".into()),
+            Err(error) => StateKept::Refused(error.to_string()),
+        }
+    }
+}
+
+/// Tries `attempt` until it is answered, pausing longer each time while the
+/// server cannot be reached, for at most `patience` (`None`: without end).
+pub(crate) async fn patiently<T, F, Fut>(
+    patience: Option<Duration>,
+    mut attempt: F,
+) -> Result<T, CallError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, CallError>>,
+{
+    let started = tokio::time::Instant::now();
+    let mut backoff = Duration::from_millis(250);
+    let mut told = false;
+    loop {
+        match attempt().await {
+            Err(CallError::Unreachable(reason)) => {
+                if patience.is_some_and(|patience| started.elapsed() >= patience) {
+                    return Err(CallError::Unreachable(reason));
+                }
+                if !told {
+                    tracing::warn!(%reason, "the server cannot be reached; trying again");
+                    told = true;
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            answered => {
+                if told {
+                    tracing::info!("the server answers again");
+                }
+                return answered;
+            }
+        }
+    }
+}
+
+impl LogSink for RemoteHost {
+    async fn log(&self, stage: &str, level: &str, text: &str) {
+        let upload = LogUpload {
+            hello: self.hello.clone(),
+            lines: vec![LogLineWire {
+                stage: stage.into(),
+                level: level.into(),
+                text: text.into(),
+            }],
+        };
+        if let Err(error) = self
+            .call::<_, serde_json::Value>("logs", &upload, Some(LOG_PATIENCE))
+            .await
+        {
+            tracing::warn!(build = %self.build_id, %error, "a build log line was not delivered");
+        }
+    }
+}
+
+impl BuildHost for RemoteHost {
+    async fn judge(&self, plan_json: Vec<u8>, plan: Vec<u8>) -> Result<Verdict, Failure> {
+        let request = JudgeRequest {
+            hello: self.hello.clone(),
+            plan_json: daemon_wire::encode(&plan_json),
+            plan: daemon_wire::encode(&plan),
+        };
+        match self
+            .call::<_, VerdictWire>("judge", &request, Some(JUDGE_PATIENCE))
+            .await
+        {
+            Ok(Some(verdict)) => verdict.parse().map_err(Failure::failed),
+            Ok(None) => Err(Failure::failed("the server gave no verdict on the plan")),
+            Err(error) => Err(Failure::failed(format!(
+                "no verdict on the plan, so nothing was applied: {error}"
+            ))),
+        }
+    }
+
+    async fn keep_state(&self, state: Vec<u8>, last: bool) -> StateKept {
+        self.upload_state(&state, last).await
+    }
+
+    async fn applied(&self, state: Vec<u8>) -> Result<(), Failure> {
+        if let StateKept::Refused(reason) = self.upload_state(&state, true).await {
+            return Err(Failure::failed(format!(
+                "the state after the apply was not stored: {reason}"
+            )));
+        }
+        self.call::<_, serde_json::Value>("applied", &self.hello, None)
+            .await
+            .map(|_| ())
+            .map_err(|error| Failure::failed(error.to_string()))
+    }
+
+    fn keeps_state_as_written(&self) -> bool {
+        true
+    }
+}

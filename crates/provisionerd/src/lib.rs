@@ -1,0 +1,383 @@
+//! The external provisioner daemon (`abode provisioner start`): builds run
+//! outside the servers, on machines that hold the cloud credentials.
+//!
+//! Each of its `--concurrency` slots long-polls a server for a job its key's
+//! tags cover, runs it with the embedded provisioners' runner
+//! (`abode_control::runner`: the same work dir, environment contract,
+//! provider mirror and Terraform commands), and reports to the server through
+//! [`host::RemoteHost`]; the server judges every plan. While a job runs, a
+//! heartbeat renews its lease each second and brings back a cancel asked of
+//! any server.
+//!
+//! Faults: an unreachable server is waited for (the state after a run
+//! without end); a deleted key stops the daemon; a daemon killed in the
+//! middle of a run leaves its work dir, whose Terraform may still be
+//! running: at its next start, it waits for that Terraform to end and
+//! offers the state left behind (the server keeps it only if no newer build
+//! of the workspace has run).
+
+mod client;
+mod host;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use abode_control::daemon_wire::{
+    self, AcquireRequest, CompleteRequest, DaemonHello, HeartbeatAnswer, JobWire, StateAnswer,
+    StateUpload,
+};
+use abode_control::runner;
+use abode_control::{Failure, StateKept};
+use abode_store::BuildStatus;
+use abode_terraform::supervise::RunRecord;
+use tokio::sync::{mpsc, watch};
+
+pub use abode_control::runner::RunnerConfig;
+pub use client::CallError;
+use client::ServerClient;
+use host::{patiently, RemoteHost};
+
+/// How often a running job's lease is renewed (and a cancel looked for).
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How long one acquire waits on the server for a job.
+const ACQUIRE_WAIT_SECONDS: u64 = 20;
+/// The file in the data dir holding the daemon's id.
+const ID_FILE: &str = "provisioner-id";
+
+/// Why the daemon stopped on its own.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error("the server refused this provisioner: {0}")]
+    Refused(String),
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// What a daemon is started with.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// The server's URL (`http://host:port`).
+    pub url: String,
+    /// The provisioner key's secret.
+    pub key: String,
+    /// The tags given with `--tag`; when given, they must be the key's.
+    pub tags: Vec<String>,
+    pub concurrency: usize,
+    /// Where its id and work dirs live.
+    pub data_dir: PathBuf,
+    /// A name for its id and slots (the host name by default).
+    pub name: String,
+    pub runner: RunnerConfig,
+}
+
+/// Runs the daemon until `shutdown` turns true (running jobs are
+/// interrupted, their state uploaded and their end told) or the server
+/// refuses it.
+pub async fn run(config: DaemonConfig, shutdown: watch::Receiver<bool>) -> Result<(), DaemonError> {
+    let daemon_id = daemon_id(&config.data_dir, &config.name)?;
+    let client = ServerClient::new(&config.url, &config.key);
+    tracing::info!(id = %daemon_id, url = %config.url, slots = config.concurrency, "provisioner started");
+    let (fatal, mut fatal_told) = mpsc::channel::<String>(1);
+    let daemon = Arc::new(Daemon {
+        client,
+        config,
+        daemon_id,
+    });
+    // Listed before any slot lays out a new work dir.
+    let left = leftover_dirs(&daemon.config.runner.work_dir);
+    let leftovers = tokio::spawn(offer_leftovers(daemon.clone(), left));
+    let mut slots = Vec::new();
+    for index in 1..=daemon.config.concurrency.max(1) {
+        let slot = format!("{}-{index}", daemon.daemon_id);
+        slots.push(tokio::spawn(slot_loop(
+            daemon.clone(),
+            slot,
+            shutdown.clone(),
+            fatal.clone(),
+        )));
+    }
+    drop(fatal);
+    let mut shutdown_seen = shutdown.clone();
+    let refused = tokio::select! {
+        message = fatal_told.recv() => message,
+        _ = async { while !*shutdown_seen.borrow_and_update() { if shutdown_seen.changed().await.is_err() { break; } } } => None,
+    };
+    if let Some(message) = refused {
+        leftovers.abort();
+        for slot in &slots {
+            slot.abort();
+        }
+        return Err(DaemonError::Refused(message));
+    }
+    for slot in slots {
+        let _ = slot.await;
+    }
+    leftovers.abort();
+    Ok(())
+}
+
+struct Daemon {
+    client: ServerClient,
+    config: DaemonConfig,
+    daemon_id: String,
+}
+
+impl Daemon {
+    fn hello(&self, slot: &str) -> DaemonHello {
+        DaemonHello {
+            daemon_id: self.daemon_id.clone(),
+            slot: slot.to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// The daemon's id, kept in its data dir so that a restarted daemon is the
+/// same provisioner (and may offer the states its last run left).
+fn daemon_id(data_dir: &Path, name: &str) -> Result<String, DaemonError> {
+    let path = data_dir.join(ID_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(id) if !id.trim().is_empty() => return Ok(id.trim().to_string()),
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(DaemonError::Setup(format!(
+                "cannot read {}: {error}",
+                path.display()
+            )))
+        }
+    }
+    let name: String = name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .take(40)
+        .collect();
+    let name = if name.is_empty() {
+        "provisioner".into()
+    } else {
+        name
+    };
+    let suffix = uuid::Uuid::new_v4().simple().to_string();
+    let id = format!("{name}-{}", &suffix[..8]);
+    std::fs::write(&path, format!("{id}\n"))
+        .map_err(|error| DaemonError::Setup(format!("cannot write {}: {error}", path.display())))?;
+    Ok(id)
+}
+
+/// One slot: acquire, run, tell the end; again until shutdown.
+async fn slot_loop(
+    daemon: Arc<Daemon>,
+    slot: String,
+    mut shutdown: watch::Receiver<bool>,
+    fatal: mpsc::Sender<String>,
+) {
+    let request = AcquireRequest {
+        hello: daemon.hello(&slot),
+        tags: daemon.config.tags.clone(),
+        wait_seconds: Some(ACQUIRE_WAIT_SECONDS),
+    };
+    let mut backoff = Duration::from_millis(500);
+    let mut unreachable_told = false;
+    loop {
+        if *shutdown.borrow() {
+            return;
+        }
+        let acquired = tokio::select! {
+            acquired = daemon.client.post::<_, JobWire>("acquire", &request) => acquired,
+            _ = shutdown.changed() => return,
+        };
+        match acquired {
+            Ok(Some(job)) => {
+                backoff = Duration::from_millis(500);
+                unreachable_told = false;
+                run_one(&daemon, &slot, job, shutdown.clone()).await;
+            }
+            Ok(None) => {
+                backoff = Duration::from_millis(500);
+                if unreachable_told {
+                    tracing::info!(slot = %slot, "the server answers again");
+                    unreachable_told = false;
+                }
+            }
+            Err(
+                error @ CallError::Refused {
+                    status: 401 | 403, ..
+                },
+            ) => {
+                let _ = fatal.send(error.to_string()).await;
+                return;
+            }
+            Err(error) => {
+                if !unreachable_told {
+                    tracing::warn!(slot = %slot, %error, "cannot acquire a job; trying again");
+                    unreachable_told = true;
+                }
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = shutdown.changed() => return,
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}
+
+/// Runs one acquired job to its told end.
+async fn run_one(daemon: &Daemon, slot: &str, job: JobWire, mut shutdown: watch::Receiver<bool>) {
+    let build_id = job.build_id.clone();
+    let host = RemoteHost {
+        client: daemon.client.clone(),
+        build_id: build_id.clone(),
+        hello: daemon.hello(slot),
+    };
+    let inputs = match job.into_inputs() {
+        Ok(inputs) => inputs,
+        Err(reason) => {
+            let failure = Failure::failed(format!("the job could not be read: {reason}"));
+            complete(&host, &Err(failure)).await;
+            return;
+        }
+    };
+    tracing::info!(build = %build_id, slot = %slot, kind = %inputs.kind, "running a job");
+    let (cancel_switch, cancel) = watch::channel(false);
+    let heartbeat = heartbeat(&host, &cancel_switch);
+    let by_shutdown = async {
+        while !*shutdown.borrow_and_update() {
+            if shutdown.changed().await.is_err() {
+                return std::future::pending::<()>().await;
+            }
+        }
+        let _ = cancel_switch.send(true);
+        std::future::pending::<()>().await
+    };
+    let running = runner::run_job(&daemon.config.runner, &host, inputs, cancel);
+    let end = tokio::select! {
+        end = running => end,
+        _ = heartbeat => unreachable_end(),
+        _ = by_shutdown => unreachable_end(),
+    };
+    let result = end.result.map_err(|failure| {
+        if failure.status == BuildStatus::Canceled && *shutdown.borrow() {
+            Failure::failed("interrupted by a provisioner shutdown; the Terraform state was kept")
+        } else {
+            failure
+        }
+    });
+    complete(&host, &result).await;
+    tracing::info!(build = %build_id, "job ended");
+}
+
+/// The heartbeat and the shutdown watch never end by themselves.
+fn unreachable_end() -> runner::RunEnd {
+    runner::RunEnd {
+        result: Err(Failure::failed("the run was abandoned")),
+        state_kept: false,
+        work_dir: PathBuf::new(),
+    }
+}
+
+/// Renews the job's lease every second and turns the cancel switch when a
+/// cancel was asked; runs until dropped.
+async fn heartbeat(host: &RemoteHost, cancel: &watch::Sender<bool>) {
+    let mut lost_told = false;
+    loop {
+        tokio::time::sleep(HEARTBEAT).await;
+        match host
+            .client
+            .post::<_, HeartbeatAnswer>(&format!("jobs/{}/heartbeat", host.build_id), &host.hello)
+            .await
+        {
+            Ok(Some(answer)) if answer.canceled => {
+                let _ = cancel.send(true);
+            }
+            Ok(_) => {}
+            // Cut off: Terraform goes on; the state waits on disk.
+            Err(CallError::Unreachable(_)) => {}
+            Err(error) => {
+                // Lost (its lease ran out and a server failed the build): a
+                // half-done apply is worse than a finished one, so it runs
+                // on; its state is still offered at the end.
+                if !lost_told {
+                    tracing::warn!(build = %host.build_id, %error, "this job's lease was lost");
+                    lost_told = true;
+                }
+            }
+        }
+    }
+}
+
+/// Tells the server how the run ended, until it has heard it.
+async fn complete(host: &RemoteHost, result: &Result<abode_control::Ended, Failure>) {
+    let request = CompleteRequest::new(host.hello.clone(), result);
+    match host
+        .call::<_, serde_json::Value>("complete", &request, None)
+        .await
+    {
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(build = %host.build_id, %error, "the server did not record this job's end")
+        }
+    }
+}
+
+/// Offers the states a killed run of this daemon left in its work dirs,
+/// once no Terraform of theirs runs any more.
+async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
+    for (build_id, dir) in dirs {
+        let record = RunRecord::in_dir(&dir);
+        if let Some(run) = record.running() {
+            tracing::warn!(build = %build_id, pid = run.identity.pid, command = %run.command,
+                "a Terraform this provisioner started before it stopped still runs; its state is offered when it ends");
+            while record.running().is_some() {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+        let state_file = dir.join("template").join("terraform.tfstate");
+        let kept = match tokio::fs::read(&state_file).await {
+            Ok(state) => offer_leftover_state(&daemon, &build_id, state).await,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => StateKept::Missing,
+            Err(error) => StateKept::Refused(format!("cannot read it: {error}")),
+        };
+        match kept {
+            StateKept::Refused(reason) => {
+                tracing::warn!(build = %build_id, dir = %dir.display(), %reason,
+                "the state a stopped run left was not stored; its work dir is kept")
+            }
+            kept => {
+                tracing::info!(build = %build_id, ?kept, "offered the state a stopped run left");
+                let _ = tokio::fs::remove_dir_all(&dir).await;
+            }
+        }
+    }
+}
+
+/// The work dirs a previous run of the daemon left, by build id.
+fn leftover_dirs(base: &Path) -> Vec<(String, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| entry.path().is_dir())
+        .filter_map(|entry| Some((entry.file_name().into_string().ok()?, entry.path())))
+        .collect()
+}
+
+async fn offer_leftover_state(daemon: &Daemon, build_id: &str, state: Vec<u8>) -> StateKept {
+    let upload = StateUpload {
+        hello: daemon.hello(&format!("{}-1", daemon.daemon_id)),
+        state: daemon_wire::encode(&state),
+        last: true,
+    };
+    let path = format!("jobs/{build_id}/state");
+    match patiently(None, || {
+        daemon.client.post::<_, StateAnswer>(&path, &upload)
+    })
+    .await
+    {
+        Ok(Some(answer)) => answer.parse().unwrap_or_else(StateKept::Refused),
+        Ok(None) => StateKept::Refused("the server said nothing of the state".into()),
+        Err(error) => StateKept::Refused(error.to_string()),
+    }
+}
