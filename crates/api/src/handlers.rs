@@ -91,6 +91,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::prebuilds::routes())
         .merge(crate::previews::routes())
         .merge(crate::provisioners::routes())
+        .merge(crate::provisioner_keys::routes())
         .merge(crate::schedules::routes())
         .merge(crate::connect::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))

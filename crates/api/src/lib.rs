@@ -13,6 +13,7 @@ mod notifications;
 mod prebuilds;
 mod previews;
 mod prometheus;
+mod provisioner_keys;
 mod provisioners;
 mod schedules;
 mod server;
