@@ -134,7 +134,7 @@ async fn a_key_stands_for_itself_until_deleted_and_only_owners_manage_keys() {
         .list_provisioner_keys(&owner, None, None)
         .await
         .unwrap();
-    assert_eq!(listed.items, [key.clone()]);
+    assert_eq!(listed.items, std::slice::from_ref(&key));
 
     // Deleted: the secret no longer authenticates, a second delete is 404.
     assert_eq!(

@@ -53,7 +53,7 @@ async fn keys_are_unique_by_name_listed_by_name_and_found_by_hash(store: Store) 
         .list_provisioner_key_page(first.next.as_deref(), 2)
         .await
         .unwrap();
-    assert_eq!(rest.items, [created.clone()]);
+    assert_eq!(rest.items, std::slice::from_ref(&created));
     assert_eq!(rest.next, None);
     assert!(matches!(
         store.list_provisioner_key_page(Some("bogus"), 2).await,
