@@ -92,6 +92,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::previews::routes())
         .merge(crate::provisioners::routes())
         .merge(crate::provisionerd::routes())
+        .merge(crate::provisioner_keys::routes())
         .merge(crate::schedules::routes())
         .merge(crate::connect::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))

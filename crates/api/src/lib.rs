@@ -13,6 +13,7 @@ mod notifications;
 mod prebuilds;
 mod previews;
 mod prometheus;
+mod provisioner_keys;
 mod provisionerd;
 mod provisioners;
 mod schedules;

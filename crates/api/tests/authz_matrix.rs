@@ -130,6 +130,9 @@ fn table() -> Vec<Row> {
         ("POST", "/templates/quick/versions/1/previews", Body::Json("{}"),                                 [201, 201, 403, 403, 403, 403, 401, 401]),
         ("GET", "/templates/quick/versions/1/previews/latest", Body::None,                                 [200, 200, 403, 403, 403, 403, 401, 401]),
         ("GET", "/provisioners", Body::None,                                                               [200, 200, 403, 403, 403, 403, 401, 401]),
+        ("POST", "/provisioner-keys", Body::Json(r#"{"name":"k-{col}","tags":["cloud=a"]}"#),           [201, 403, 403, 403, 403, 403, 401, 401]),
+        ("GET", "/provisioner-keys", Body::None,                                                           [200, 403, 403, 403, 403, 403, 401, 401]),
+        ("DELETE", "/provisioner-keys/k-owner", Body::None,                                                [204, 403, 403, 403, 403, 403, 401, 401]),
         ("GET", "/templates/quick/policy", Body::None,                                                     [200, 200, 200, 200, 200, 200, 401, 401]),
         ("PATCH", "/templates/quick/policy", Body::Json(r#"{"activity_bump_ms":3600000}"#),              [200, 200, 403, 403, 403, 403, 401, 401]),
         // ---- workspaces: reading ----

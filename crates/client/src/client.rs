@@ -13,11 +13,11 @@ use serde_json::json;
 
 use crate::error::ClientError;
 use crate::types::{
-    AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, FailedNotification,
-    LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool, Preview,
-    PreviewReport, PreviewResult, Protection, Provisioner, ScheduleSpec, Template, TemplatePolicy,
-    TemplatePolicyPatch, TemplatePresets, TemplateVersion, TemplateVersionDetail,
-    TemplateVersionResponse, Transition, User, Workspace, WorkspaceSchedule,
+    AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, CreatedProvisionerKey,
+    FailedNotification, LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool,
+    Preview, PreviewReport, PreviewResult, Protection, Provisioner, ProvisionerKey, ScheduleSpec,
+    Template, TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion,
+    TemplateVersionDetail, TemplateVersionResponse, Transition, User, Workspace, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -384,6 +384,39 @@ impl Client {
             &[],
             None,
         )
+    }
+
+    /// Creates a provisioner key (owners) whose daemons offer `tags`
+    /// (`key=value`); the answer holds the secret, which the server never
+    /// shows again.
+    pub fn create_provisioner_key(
+        &self,
+        name: &str,
+        tags: &[String],
+    ) -> Result<CreatedProvisionerKey, ClientError> {
+        self.finish(
+            "POST /provisioner-keys",
+            self.request("POST", "/provisioner-keys")
+                .send_json(json!({"name": name, "tags": tags})),
+        )
+    }
+
+    /// Every provisioner key, by name (owners).
+    pub fn provisioner_keys(&self) -> Result<Vec<ProvisionerKey>, ClientError> {
+        self.pages(
+            "GET /provisioner-keys",
+            "/provisioner-keys",
+            "provisioner_keys",
+            &[],
+            None,
+        )
+    }
+
+    /// Deletes the provisioner key `name` (owners): daemons using it are
+    /// refused from then on.
+    pub fn delete_provisioner_key(&self, name: &str) -> Result<(), ClientError> {
+        let path = format!("/provisioner-keys/{}", workspace_segment(name));
+        self.check(self.request("DELETE", &path).call()).map(drop)
     }
 
     /// Every template, by name.

@@ -183,6 +183,26 @@ pub struct ProvisionerJob {
     pub transition: Option<String>,
 }
 
+/// A provisioner key as listed (`GET /provisioner-keys`): never its secret.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ProvisionerKey {
+    pub name: String,
+    /// `key=value`, sorted.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    pub created_at: String,
+    /// The username of the owner who made it.
+    pub created_by: String,
+}
+
+/// Answer to a provisioner key's creation. Not `Serialize` nor `Debug`: it
+/// holds the secret.
+#[derive(Deserialize)]
+pub struct CreatedProvisionerKey {
+    pub key: ProvisionerKey,
+    pub secret: String,
+}
+
 /// A fleet preview's summary (docs/api.md, "Fleet previews").
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Preview {

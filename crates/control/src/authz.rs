@@ -84,6 +84,13 @@ pub enum Action {
     /// `GET /provisioners`: every server's provisioners, their heartbeat and
     /// the job each runs (which names workspaces).
     ProvisionerList,
+    /// `POST /provisioner-keys`: a key an external provisioner daemon
+    /// authenticates with, whose tags decide which builds it takes.
+    ProvisionerKeyCreate,
+    /// `GET /provisioner-keys`.
+    ProvisionerKeyList,
+    /// `DELETE /provisioner-keys/{name}`.
+    ProvisionerKeyDelete,
     /// `PATCH /templates/{name}/policy`: the template's lifecycle policy
     /// (autostop, autostart days, dormancy).
     TemplatePolicyEdit,
@@ -134,7 +141,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 33] = [
+    pub const ALL: [Action; 36] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -150,6 +157,9 @@ impl Action {
         Action::TemplateActivate,
         Action::TemplatePreview,
         Action::ProvisionerList,
+        Action::ProvisionerKeyCreate,
+        Action::ProvisionerKeyList,
+        Action::ProvisionerKeyDelete,
         Action::TemplatePolicyEdit,
         Action::WorkspaceRead,
         Action::WorkspaceCreate,
@@ -188,6 +198,9 @@ impl Action {
             Action::TemplateActivate => "template.activate",
             Action::TemplatePreview => "template.preview",
             Action::ProvisionerList => "provisioner.list",
+            Action::ProvisionerKeyCreate => "provisioner_key.create",
+            Action::ProvisionerKeyList => "provisioner_key.list",
+            Action::ProvisionerKeyDelete => "provisioner_key.delete",
             Action::TemplatePolicyEdit => "template.policy_edit",
             Action::WorkspaceRead => "workspace.read",
             Action::WorkspaceCreate => "workspace.create",
@@ -229,6 +242,9 @@ impl Action {
             Action::TemplateActivate => ("activate", "template versions", "template versions"),
             Action::TemplatePreview => ("preview", "template versions", "template versions"),
             Action::ProvisionerList => ("list", "provisioners", "provisioners"),
+            Action::ProvisionerKeyCreate => ("create", "provisioner keys", "provisioner keys"),
+            Action::ProvisionerKeyList => ("list", "provisioner keys", "provisioner keys"),
+            Action::ProvisionerKeyDelete => ("delete", "provisioner keys", "provisioner keys"),
             Action::TemplatePolicyEdit => (
                 "edit",
                 "templates' lifecycle policy",
@@ -279,6 +295,9 @@ impl Action {
                 | Action::TemplateActivate
                 | Action::TemplatePreview
                 | Action::ProvisionerList
+                | Action::ProvisionerKeyCreate
+                | Action::ProvisionerKeyList
+                | Action::ProvisionerKeyDelete
                 | Action::TemplatePolicyEdit
                 | Action::PrebuildsRead
                 | Action::PrebuildsPause
@@ -619,6 +638,9 @@ mod tests {
         (Action::TemplateActivate, "yy...", "yy..."),
         (Action::TemplatePreview, "yy...", "yy..."),
         (Action::ProvisionerList, "yy...", "yy..."),
+        (Action::ProvisionerKeyCreate, "y....", "y...."),
+        (Action::ProvisionerKeyList, "y....", "y...."),
+        (Action::ProvisionerKeyDelete, "y....", "y...."),
         (Action::TemplatePolicyEdit, "yy...", "yy..."),
         (Action::WorkspaceRead, "yy.yy", "yy.y."),
         (Action::WorkspaceCreate, "y...y", "y...."),
@@ -823,6 +845,10 @@ mod tests {
             (
                 authorize(&auditor, Action::WorkspaceStop, Some("a")),
                 "you may not stop a workspace: that needs one of the roles owner, member (your roles: auditor)",
+            ),
+            (
+                authorize(&member, Action::ProvisionerKeyCreate, None),
+                "you may not create provisioner keys: that needs the owner role (your roles: member)",
             ),
             (
                 authorize(&member, Action::TemplatePush, None),

@@ -18,6 +18,9 @@ const SESSION_TOKEN_PREFIX: &str = "abode_";
 /// Prefix of API tokens: tells them from sessions at a glance (and in a scan).
 const API_TOKEN_PREFIX: &str = "abode_api_";
 
+/// Prefix of provisioner keys (`abode provisioner keys create`).
+const PROVISIONER_KEY_PREFIX: &str = "abode_pk_";
+
 /// An argon2id hash with the default parameters (those every stored password
 /// is hashed with) of no password anyone knows. A login for an unknown user
 /// checks the password against it, so that it costs what a real check costs
@@ -120,6 +123,13 @@ pub fn new_api_token() -> String {
     format!("{API_TOKEN_PREFIX}{}", hex(&bytes))
 }
 
+/// A new provisioner key: like an API token, with its own prefix.
+pub fn new_provisioner_key() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    format!("{PROVISIONER_KEY_PREFIX}{}", hex(&bytes))
+}
+
 /// A new session token: 32 random bytes, hex, with a recognisable prefix.
 pub fn new_session_token() -> String {
     let mut bytes = [0u8; 32];
@@ -216,6 +226,9 @@ mod tests {
         assert_eq!(token_hash(&a), token_hash(&a));
         let api = new_api_token();
         assert!(api.starts_with("abode_api_") && api.len() == 10 + 64);
+        let key = new_provisioner_key();
+        assert!(key.starts_with("abode_pk_") && key.len() == 9 + 64);
+        assert_ne!(key, new_provisioner_key());
         assert_eq!(
             token_hash("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

@@ -31,6 +31,7 @@ mod platform;
 mod postgres;
 mod prebuilds;
 mod previews;
+mod provisioner_keys;
 mod provisioners;
 mod records;
 mod roles;
@@ -63,6 +64,7 @@ pub use previews::{
     ClaimedPreview, NewPreview, Preview, PreviewOutcome, PreviewResult, PreviewStatus,
     UnknownPreviewStatus,
 };
+pub use provisioner_keys::{NewProvisionerKey, ProvisionerKeyRow};
 pub use provisioners::{ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
@@ -397,6 +399,21 @@ storage_interface! {
     /// Every server's provisioners by server and name, each with the job it
     /// holds now.
     fn list_provisioner_page(&self, after: Option<&str>, limit: i64) -> Page<ProvisionerRow>;
+}
+
+// ---- provisioner keys (provisioner_keys.rs) ----
+
+storage_interface! {
+    /// `Conflict("provisioner key name")` if a key of that name exists.
+    fn create_provisioner_key(&self, key: &NewProvisionerKey) -> ProvisionerKeyRow;
+    /// Keys by name.
+    fn list_provisioner_key_page(&self, after: Option<&str>, limit: i64) -> Page<ProvisionerKeyRow>;
+    /// Removes the key of that name (its secret finds nothing from now
+    /// on); `NotFound("provisioner key")` if none.
+    fn delete_provisioner_key(&self, name: &str) -> ProvisionerKeyRow;
+    /// The key whose secret has this SHA-256; `NotFound("provisioner key")`
+    /// if none.
+    fn provisioner_key_by_hash(&self, secret_hash: &str) -> ProvisionerKeyRow;
 }
 
 // ---- workspaces (workspaces.rs) ----

@@ -22,6 +22,7 @@ use crate::pages::*;
 use crate::platform::*;
 use crate::prebuilds::*;
 use crate::previews::*;
+use crate::provisioner_keys::*;
 use crate::provisioners::*;
 use crate::records::*;
 use crate::roles::*;
@@ -143,6 +144,7 @@ impl PostgresBackend {
     prebuild_queries!("FOR UPDATE OF w SKIP LOCKED");
     preview_queries!();
     provisioner_queries!();
+    provisioner_key_queries!();
     lifecycle_queries!();
     schedule_tick_queries!();
     audit_queries!(sqlx::Postgres);

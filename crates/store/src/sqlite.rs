@@ -26,6 +26,7 @@ use crate::pages::*;
 use crate::platform::*;
 use crate::prebuilds::*;
 use crate::previews::*;
+use crate::provisioner_keys::*;
 use crate::provisioners::*;
 use crate::records::*;
 use crate::roles::*;
@@ -113,6 +114,7 @@ impl SqliteBackend {
     prebuild_queries!("");
     preview_queries!();
     provisioner_queries!();
+    provisioner_key_queries!();
     lifecycle_queries!();
     schedule_tick_queries!();
     audit_queries!(sqlx::Sqlite);

@@ -20,6 +20,7 @@ mod opening;
 mod platform;
 mod prebuilds;
 mod previews;
+mod provisioner_keys;
 mod provisioners;
 mod roles;
 mod templates;
