@@ -1,0 +1,350 @@
+//! External provisioner daemons (`abode provisioner start`) against a real
+//! API-only server, real Terraform and the real provider: the daemon runs
+//! the builds, the server judges their plans (a held plan is confirmed and
+//! applied exactly, by a daemon), a cancel reaches the daemon, a key's tags
+//! bind its daemons, a deleted key stops them, and a daemon killed in the
+//! middle of an apply loses nothing: the state it wrote halfway was already
+//! uploaded, its build is failed naming it, and its restart stores what the
+//! orphaned Terraform finished.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod util;
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use util::{abode_bin, fixture, printed_digest, repo_root, require_terraform, Platform};
+
+/// An API-only server: every build must go to a daemon.
+const API_ONLY: &[&str] = &["--provisioners", "0", "--job-lease", "3"];
+
+/// A daemon process and where it keeps its things.
+struct Daemon {
+    child: Child,
+    data_dir: PathBuf,
+    log: PathBuf,
+}
+
+impl Daemon {
+    fn start(platform: &Platform, name: &str, key_file: &Path, extra: &[&str]) -> Daemon {
+        let data_dir = platform.root().join(name);
+        fs::create_dir_all(&data_dir).unwrap();
+        let log = platform.root().join(format!("{name}.log"));
+        let out = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
+        let child = Command::new(abode_bin())
+            .args(["provisioner", "start", "--url", &platform.url, "--key-file"])
+            .arg(key_file)
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .args(["--name", name])
+            .args(extra)
+            .env("CHECKPOINT_DISABLE", "1")
+            .env("TF_IN_AUTOMATION", "1")
+            .env_remove("ABODE_URL")
+            .env_remove("ABODE_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        Daemon {
+            child,
+            data_dir,
+            log,
+        }
+    }
+
+    fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn volumes(&self) -> Vec<String> {
+        names_in(&self.data_dir.join("volumes"))
+    }
+
+    /// Waits for the daemon to exit by itself; its status.
+    fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the daemon did not stop:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| entry.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Creates a provisioner key and writes it to a file only its user reads.
+fn create_key(platform: &Platform, name: &str, tags: &[&str]) -> PathBuf {
+    let mut args = vec!["provisioner", "keys", "create", name];
+    for tag in tags {
+        args.extend(["--tag", tag]);
+    }
+    let created = platform.run(&args).ok();
+    let secret = created.stdout.trim_end_matches('\n');
+    assert!(
+        secret.starts_with("abode_pk_") && !secret.contains('\n'),
+        "{created}"
+    );
+    let file = platform.root().join(format!("{name}.key"));
+    fs::write(&file, format!("{secret}\n")).unwrap();
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+    file
+}
+
+fn push(platform: &Platform, name: &str, dir: &Path, extra: &[&str]) {
+    let mut args = vec!["templates", "push", name, "-d", dir.to_str().unwrap()];
+    args.extend(extra);
+    platform.run(&args).ok();
+}
+
+fn stored_state(platform: &Platform, workspace: &str) -> String {
+    let client = platform.client_for(&platform.config_dir());
+    String::from_utf8(client.workspace_state(workspace).unwrap_or_default()).unwrap()
+}
+
+/// A build's log so far (empty while the build does not exist yet).
+fn build_log(platform: &Platform, workspace: &str, number: &str) -> String {
+    platform.run(&["builds", "logs", workspace, number]).stdout
+}
+
+fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} did not happen in time");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_daemon_runs_the_builds_and_the_server_judges_them() {
+    require_terraform();
+    let platform = Platform::start_with(API_ONLY);
+    platform.login_owner();
+    let key = create_key(&platform, "builders", &[]);
+    let mut daemon = Daemon::start(&platform, "d1", &key, &["--concurrency", "2"]);
+    push(
+        &platform,
+        "local",
+        &repo_root().join("examples/local-workspace"),
+        &[],
+    );
+
+    // The build runs on the daemon: the volume is under its volumes dir,
+    // none under the server's.
+    platform.run(&["create", "dev", "--template", "local"]).ok();
+    assert_eq!(daemon.volumes().len(), 1, "{}", daemon.log());
+    assert!(daemon.volumes()[0].starts_with("home-"));
+    assert!(names_in(&platform.volumes_dir()).is_empty());
+    let log = build_log(&platform, "dev", "1");
+    assert!(
+        log.contains("claimed by the external provisioner builders/d1-"),
+        "{log}"
+    );
+    assert!(log.contains("workspace agent(s): main[0]"), "{log}");
+
+    // Listed with its two slots.
+    let listed = platform
+        .run(&["provisioner", "list", "-o", "json"])
+        .ok()
+        .json();
+    let external: Vec<&serde_json::Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "external")
+        .collect();
+    assert_eq!(external.len(), 2, "{listed:#}");
+    assert!(external.iter().all(|p| p["status"] == "connected"));
+    assert!(external[0]["server"]
+        .as_str()
+        .unwrap()
+        .starts_with("provisioner:builders/d1-"));
+
+    // A version that replaces the protected volume: the server holds the
+    // plan the daemon made; confirmed, a daemon applies exactly that plan.
+    let renamed = platform.root().join("renamed");
+    util::copy_dir(&repo_root().join("examples/local-workspace"), &renamed);
+    let main_tf = fs::read_to_string(renamed.join("main.tf")).unwrap();
+    fs::write(
+        renamed.join("main.tf"),
+        main_tf.replace("name = \"home-${", "name = \"home2-${"),
+    )
+    .unwrap();
+    push(&platform, "local", &renamed, &["--activate"]);
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    assert!(held.stderr.contains("Nothing was applied"), "{held}");
+    assert!(daemon.volumes()[0].starts_with("home-"));
+    let digest = printed_digest(&held);
+    platform
+        .run(&["builds", "confirm", "dev", "2", "--digest", &digest])
+        .ok();
+    assert_eq!(daemon.volumes().len(), 1);
+    assert!(
+        daemon.volumes()[0].starts_with("home2-"),
+        "{:?}",
+        daemon.volumes()
+    );
+    let log = build_log(&platform, "dev", "2");
+    assert!(log.contains("applying the saved plan"), "{log}");
+
+    // A cancel reaches the daemon's Terraform.
+    push(&platform, "slow", &fixture("slow"), &[]);
+    let create = platform.spawn(&["create", "lazy", "--template", "slow"]);
+    wait_until("the slow apply", Duration::from_secs(60), || {
+        build_log(&platform, "lazy", "1").contains("Provisioning with 'local-exec'")
+    });
+    platform.run(&["builds", "cancel", "lazy", "1"]).ok();
+    let canceled = platform.wait_for_build_status("lazy", "canceled");
+    assert!(
+        canceled["error"]
+            .as_str()
+            .unwrap()
+            .contains("canceled during terraform apply"),
+        "{canceled:#}"
+    );
+    util::finish(create);
+
+    // The key deleted, its daemon is refused and stops with one line.
+    platform
+        .run(&["provisioner", "keys", "delete", "builders"])
+        .ok();
+    let status = daemon.wait_exit(Duration::from_secs(60));
+    assert!(!status.success());
+    let log = daemon.log();
+    let last = log.lines().last().unwrap_or_default();
+    assert!(
+        last.contains("the server refused this provisioner: invalid provisioner key"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_keys_tags_bind_its_daemons() {
+    require_terraform();
+    let platform = Platform::start_with(API_ONLY);
+    platform.login_owner();
+    let key = create_key(&platform, "cloud-a", &["cloud=a"]);
+
+    // Started with other tags than its key's, a daemon is refused at once.
+    let mut wrong = Daemon::start(&platform, "wrong", &key, &["--tag", "cloud=b"]);
+    assert!(!wrong.wait_exit(Duration::from_secs(30)).success());
+    assert!(
+        wrong.log().contains("its key cloud-a has cloud=a"),
+        "{}",
+        wrong.log()
+    );
+
+    // Without --tag it offers its key's: a template tagged cloud=a is built
+    // by it; one tagged cloud=b waits, and says so.
+    let _daemon = Daemon::start(&platform, "right", &key, &[]);
+    push(
+        &platform,
+        "a",
+        &fixture("minimal"),
+        &["--provisioner-tag", "cloud=a"],
+    );
+    push(
+        &platform,
+        "b",
+        &fixture("minimal"),
+        &["--provisioner-tag", "cloud=b"],
+    );
+    platform.run(&["create", "on-a", "--template", "a"]).ok();
+    let waiting = platform.spawn(&["create", "on-b", "--template", "b"]);
+    platform.advance_clock(Duration::from_secs(40));
+    wait_until(
+        "the notice of no provisioner",
+        Duration::from_secs(30),
+        || build_log(&platform, "on-b", "1").contains("cloud=b"),
+    );
+    assert_eq!(platform.show("on-b")["latest_build"]["status"], "pending");
+    platform.run(&["builds", "cancel", "on-b", "1"]).ok();
+    util::finish(waiting);
+}
+
+#[test]
+fn a_daemon_killed_mid_apply_loses_no_state() {
+    require_terraform();
+    let platform = Platform::start_with(API_ONLY);
+    platform.login_owner();
+    let key = create_key(&platform, "builders", &[]);
+    let mut daemon = Daemon::start(&platform, "d1", &key, &[]);
+    push(&platform, "half", &fixture("half-apply"), &[]);
+    let create = platform.spawn(&["create", "h", "--template", "half"]);
+
+    // The state Terraform wrote halfway reaches the server while it runs.
+    wait_until("the half-way state upload", Duration::from_secs(60), || {
+        stored_state(&platform, "h").contains("\"first\"")
+    });
+    assert!(!stored_state(&platform, "h").contains("\"second\""));
+    daemon.kill();
+    util::finish(create);
+
+    // Its lease runs out: the build is failed, naming the daemon, and the
+    // half-way state stays.
+    platform.advance_clock(Duration::from_secs(30));
+    let failed = platform.wait_for_build_status("h", "failed");
+    let error = failed["error"].as_str().unwrap();
+    assert!(
+        error.contains("the external provisioner builders/d1-") && error.contains("lease"),
+        "{failed:#}"
+    );
+    assert!(stored_state(&platform, "h").contains("\"first\""));
+
+    // Started again on its data dir, the daemon waits for the orphaned
+    // Terraform to finish and stores the state it left.
+    let restarted = Daemon::start(&platform, "d1", &key, &[]);
+    wait_until("the leftover state", Duration::from_secs(60), || {
+        stored_state(&platform, "h").contains("\"second\"")
+    });
+    let log = build_log(&platform, "h", "1");
+    assert!(
+        log.contains("stored the state its run of this build left after the build ended"),
+        "{log}\n{}",
+        restarted.log()
+    );
+    assert!(names_in(&restarted.data_dir.join("work")).is_empty());
+
+    // The workspace builds again, on the full state: nothing to redo.
+    let started = platform.run(&["start", "h"]).ok();
+    assert!(started.stdout.contains("0 added"), "{started}");
+}
