@@ -305,6 +305,7 @@ impl Server {
     /// Stops accepting requests, interrupts running builds (their state is
     /// saved and they end failed), waits for everything, closes the database.
     pub async fn shutdown(self) {
+        self.control.stop_long_polls();
         let _ = self.shutdown.send(true);
         for worker in self.workers {
             let _ = worker.await;

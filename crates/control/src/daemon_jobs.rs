@@ -78,9 +78,13 @@ impl Control {
     ) -> Result<Option<AcquiredJob>, ControlError> {
         let holder = daemon_holder(caller);
         let deadline = tokio::time::Instant::now() + wait.min(MAX_ACQUIRE_WAIT);
+        let mut stopping = self.inner.stopping.subscribe();
         let lease_ms = i64::try_from(self.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
         loop {
             self.beat_daemon(caller, slot, version).await?;
+            if *stopping.borrow() {
+                return Ok(None);
+            }
             let claimed = self
                 .inner
                 .store
@@ -117,13 +121,14 @@ impl Control {
                 }
             }
             let now = tokio::time::Instant::now();
-            if now >= deadline {
+            if now >= deadline || *stopping.borrow() {
                 return Ok(None);
             }
             let nap = ACQUIRE_POLL.min(deadline - now);
             tokio::select! {
                 _ = self.inner.jobs_queued.notified() => {}
                 _ = tokio::time::sleep(nap) => {}
+                _ = stopping.changed() => {}
             }
         }
     }

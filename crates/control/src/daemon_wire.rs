@@ -336,3 +336,158 @@ impl CompleteRequest {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// Values as hostile as real ones: quotes, backslashes, newlines,
+    /// unicode, long, and bytes that are not UTF-8.
+    fn hostile() -> Vec<String> {
+        vec![
+            String::new(),
+            "plain".into(),
+            "quote \" and back\\slash".into(),
+            "line\nbreak\ttab\u{0}nul".into(),
+            "ünïcødé 工作区 🚀 \u{202e}rtl".into(),
+            "x".repeat(70_000),
+        ]
+    }
+
+    fn context(value: &str) -> BuildContext {
+        let mut context = BuildContext::development(std::path::Path::new("/base"));
+        context.development = false;
+        context.workspace_name = value.into();
+        context.owner_email = value.into();
+        context.owner_groups = vec![value.into(), "second".into()];
+        context.template_version = value.into();
+        context.is_prebuild_claim = true;
+        context.parameters = BTreeMap::from([
+            (value.to_string(), value.to_string()),
+            ("other".to_string(), "[\"a\",\"b\"]".to_string()),
+        ]);
+        context
+    }
+
+    /// A job sent as JSON reads back the same, but for what the runner
+    /// sets itself (directories, agent binary) and the agent token, which
+    /// never travels.
+    #[test]
+    fn a_job_crosses_the_wire_unchanged() {
+        let binary: Vec<u8> = (0..=255).collect();
+        for value in hostile() {
+            for kind in [JobKind::Build, JobKind::ApplySavedPlan] {
+                let mut sent = context(&value);
+                sent.agent_token = Some("secret".into());
+                let inputs = JobInputs {
+                    build_id: format!("build-{}", value.len()),
+                    kind,
+                    transition: Transition::Delete,
+                    archive: binary.clone(),
+                    state: (kind == JobKind::Build).then(|| value.as_bytes().to_vec()),
+                    saved_plan: (kind == JobKind::ApplySavedPlan).then(|| binary.clone()),
+                    context: sent.clone(),
+                };
+                let text = serde_json::to_string(&JobWire::from_inputs(kind, inputs)).unwrap();
+                assert!(!text.contains("secret"));
+                let back: JobWire = serde_json::from_str(&text).unwrap();
+                let back = back.into_inputs().unwrap();
+                assert_eq!(back.kind, kind);
+                assert_eq!(back.transition, Transition::Delete);
+                assert_eq!(back.build_id, format!("build-{}", value.len()));
+                assert_eq!(back.archive, binary);
+                assert_eq!(
+                    back.state,
+                    (kind == JobKind::Build).then(|| value.as_bytes().to_vec())
+                );
+                assert_eq!(
+                    back.saved_plan,
+                    (kind == JobKind::ApplySavedPlan).then(|| binary.clone())
+                );
+                let expected = BuildContext {
+                    transition: Transition::Delete,
+                    build_id: format!("build-{}", value.len()),
+                    agent_token: None,
+                    agent_binary: None,
+                    volumes_dir: PathBuf::new(),
+                    process_logs_dir: PathBuf::new(),
+                    ..sent
+                };
+                assert_eq!(back.context, expected);
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_names_on_the_wire_are_errors() {
+        let mut wire = JobWire::from_inputs(
+            JobKind::Build,
+            JobInputs {
+                build_id: "b".into(),
+                kind: JobKind::Build,
+                transition: Transition::Start,
+                archive: Vec::new(),
+                state: None,
+                saved_plan: None,
+                context: context("v"),
+            },
+        );
+        wire.kind = "rebuild".into();
+        assert!(wire.into_inputs().unwrap_err().contains("rebuild"));
+        let verdict = VerdictWire {
+            verdict: "maybe".into(),
+            message: None,
+        };
+        assert!(verdict.parse().unwrap_err().contains("maybe"));
+        let kept = StateAnswer {
+            kept: "lost".into(),
+            reason: None,
+        };
+        assert!(kept.parse().unwrap_err().contains("lost"));
+        let hello = DaemonHello {
+            daemon_id: "d".into(),
+            slot: "s".into(),
+            version: "0".into(),
+        };
+        for outcome in ["succeeded", "running", "awaiting_confirmation", "bogus"] {
+            let request = CompleteRequest {
+                hello: hello.clone(),
+                outcome: outcome.into(),
+                message: None,
+                plan: None,
+            };
+            assert!(request.outcome().is_err(), "{outcome}");
+        }
+        let held = CompleteRequest {
+            hello,
+            outcome: "held".into(),
+            message: None,
+            plan: Some("not base64!".into()),
+        };
+        assert!(held.outcome().is_err());
+    }
+
+    #[test]
+    fn verdicts_and_state_answers_read_back() {
+        for verdict in [
+            Verdict::Apply,
+            Verdict::Hold,
+            Verdict::Block("blocked: \"x\"\n".into()),
+        ] {
+            let text = serde_json::to_string(&VerdictWire::from(&verdict)).unwrap();
+            let back: VerdictWire = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.parse().unwrap(), verdict);
+        }
+        for kept in [
+            StateKept::Missing,
+            StateKept::Unchanged,
+            StateKept::Saved,
+            StateKept::Refused("its serial 3 is older".into()),
+        ] {
+            let text = serde_json::to_string(&StateAnswer::from(&kept)).unwrap();
+            let back: StateAnswer = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.parse().unwrap(), kept);
+        }
+    }
+}

@@ -237,6 +237,8 @@ struct Inner {
     hashing: hashing::HashingPool,
     /// The agents' tunnels up in this process.
     tunnels: connections::Tunnels,
+    /// Turns true when the server stops: long-polls answer at once.
+    stopping: watch::Sender<bool>,
 }
 
 impl Control {
@@ -254,8 +256,15 @@ impl Control {
                 running: Mutex::new(HashMap::new()),
                 log_written: Notify::new(),
                 tunnels: connections::Tunnels::default(),
+                stopping: watch::channel(false).0,
             }),
         }
+    }
+
+    /// Ends the waits of long-polls (a daemon's acquire) so that the
+    /// server's graceful stop does not wait for them.
+    pub fn stop_long_polls(&self) {
+        self.inner.stopping.send_replace(true);
     }
 
     pub fn config(&self) -> &Config {

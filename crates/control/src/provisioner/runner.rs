@@ -88,6 +88,20 @@ pub struct JobInputs {
     pub saved_plan: Option<Vec<u8>>,
 }
 
+/// Only sizes: a state and a plan may hold secrets.
+impl std::fmt::Debug for JobInputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobInputs")
+            .field("build_id", &self.build_id)
+            .field("kind", &self.kind)
+            .field("transition", &self.transition)
+            .field("archive_bytes", &self.archive.len())
+            .field("state_bytes", &self.state.as_ref().map(Vec::len))
+            .field("saved_plan_bytes", &self.saved_plan.as_ref().map(Vec::len))
+            .finish_non_exhaustive()
+    }
+}
+
 /// The machine a runner runs on: where work dirs, volumes and the provider
 /// mirror are, and what of its environment Terraform gets.
 #[derive(Debug, Clone)]

@@ -147,7 +147,85 @@ async fn people_s_jobs_are_claimed_before_the_system_s(store: Store) {
     );
 }
 
+/// A daemon renews the lease of each of its jobs on its own, and learns
+/// the job's kind only while it holds it.
+async fn one_job_s_lease_is_renewed_only_by_its_holder(store: Store) {
+    let start = 1_000_000_000_000;
+    let (clock, hand) = Clock::manual(start);
+    let store = store.with_clock(clock);
+    let (_, _, build) = seeded(&store).await;
+    let daemon = "provisioner:k/d-1";
+    assert_eq!(
+        store.claimed_job_kind(&build.id, daemon).await.unwrap(),
+        None
+    );
+    assert!(!store
+        .renew_job_lease(&build.id, daemon, 3_000)
+        .await
+        .unwrap());
+    store
+        .claim_job("d-1-1", daemon, 3_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store.claimed_job_kind(&build.id, daemon).await.unwrap(),
+        Some(JobKind::Build)
+    );
+    assert_eq!(
+        store
+            .claimed_job_kind(&build.id, "provisioner:k/other")
+            .await
+            .unwrap(),
+        None
+    );
+
+    hand.advance(Duration::from_secs(2));
+    assert!(store
+        .renew_job_lease(&build.id, daemon, 3_000)
+        .await
+        .unwrap());
+    assert!(!store
+        .renew_job_lease(&build.id, "provisioner:k/other", 3_000)
+        .await
+        .unwrap());
+    hand.advance(Duration::from_secs(2));
+    assert!(store
+        .expired_job_leases("server-a")
+        .await
+        .unwrap()
+        .is_empty());
+    hand.advance(Duration::from_secs(2));
+    assert_eq!(
+        store.expired_job_leases("server-a").await.unwrap(),
+        [ExpiredJobLease {
+            build_id: build.id.clone(),
+            holder: daemon.into(),
+            expires_at: start + 5_000,
+        }]
+    );
+
+    // Ended, the job is nobody's to renew or read.
+    store
+        .finish_build(&build.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap();
+    assert!(!store
+        .renew_job_lease(&build.id, daemon, 3_000)
+        .await
+        .unwrap());
+    assert_eq!(
+        store.claimed_job_kind(&build.id, daemon).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        store.job_lease_holder(&build.id).await.unwrap().as_deref(),
+        Some(daemon)
+    );
+}
+
 on_every_backend!(
+    one_job_s_lease_is_renewed_only_by_its_holder,
     a_job_is_held_by_the_server_that_claimed_it_until_its_lease_runs_out,
     queued_jobs_are_announced_to_every_listener,
     people_s_jobs_are_claimed_before_the_system_s,
