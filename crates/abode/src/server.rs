@@ -31,6 +31,12 @@ pub struct ServerArgs {
     /// The URL workspace agents use to reach this server [default: http://ADDRESS].
     #[arg(long, env = "ABODE_ACCESS_URL")]
     access_url: Option<String>,
+    /// The URL the other servers on the same database reach this one at:
+    /// a person's connection (`abode ssh`, port forwarding) that reaches
+    /// another server is relayed here when this server holds the agent's
+    /// tunnel [default: http://ADDRESS, none when ADDRESS is 0.0.0.0 or ::].
+    #[arg(long, env = "ABODE_RELAY_URL", value_name = "URL")]
+    relay_url: Option<String>,
     /// The provider mirror to install into and use [default: DATA_DIR/provider-mirror].
     #[arg(long, env = "ABODE_PROVIDER_MIRROR")]
     provider_mirror: Option<PathBuf>,
@@ -239,6 +245,13 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     let mut options = ServerOptions::new(args.address, data_dir);
     options.provisioners = args.provisioners;
     options.access_url = args.access_url;
+    if let Some(url) = &args.relay_url {
+        // Servers relay to each other in plain HTTP, inside the deployment.
+        if !url.starts_with("http://") {
+            anyhow::bail!("--relay-url must be an http:// URL, not {url:?}");
+        }
+    }
+    options.relay_url = args.relay_url;
     options.provider_mirror = Some(mirror_dir);
     options.terraform_env = Some(passed_env.from_process());
     options.plan_retention = args.plan_retention;

@@ -167,3 +167,56 @@ fn servers_keep_their_own_builds_and_take_over_a_dead_ones() {
     }
     assert_eq!(front.show("two")["latest_build"]["status"], "failed");
 }
+
+/// An agent keeps its tunnel to one server; a person's `abode ssh` through
+/// another server is relayed to it, authorized and audited once, by the
+/// server holding the tunnel; a person without access is refused by both.
+#[test]
+fn a_connection_through_any_server_reaches_the_agent() {
+    require_terraform();
+    let database = FreshDatabase::create();
+    // The agent connects to the builder (its access URL); people use the front.
+    let builder = server(&database, &["--provisioners", "1"]);
+    let front = server(&database, &["--provisioners", "0"]);
+    builder.login_owner();
+    front.login_existing_owner();
+    let example = util::repo_root().join("examples/local-workspace");
+    front
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ])
+        .ok();
+    front.run(&["create", "dev", "--template", "local"]).ok();
+    front.wait_for_agent("dev", "ready", Duration::from_secs(60));
+
+    // Through the front, relayed: output and exit status come back.
+    let run = front.run(&["ssh", "dev", "--", "sh", "-c", "echo relayed; exit 3"]);
+    assert_eq!(run.code, Some(3), "{run}");
+    assert_eq!(run.stdout, "relayed\n", "{run}");
+    let log = front.server_log();
+    assert!(
+        log.contains("relaying a connection to the server that holds the agent's tunnel"),
+        "{log}"
+    );
+    let audit = front
+        .run(&["audit", "--action", "workspace.connect", "-o", "json"])
+        .ok()
+        .json();
+    assert_eq!(audit.as_array().unwrap().len(), 1, "{audit:#}");
+
+    // A member who may not connect is refused, with the holding server's
+    // answer relayed or the front's own.
+    let bob = front.login_new_user("bob", "member");
+    let refused = front.run_as(&bob, &["ssh", "alice/dev", "--", "true"], None);
+    assert_eq!(refused.code, Some(1), "{refused}");
+    assert!(
+        refused.stderr.contains("not found")
+            || refused.stderr.contains("forbidden")
+            || refused.stderr.contains("may not"),
+        "{refused}"
+    );
+}

@@ -30,7 +30,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use tokio::sync::mpsc;
 
-use abode_control::connections::{AgentStream, ConnectRequest, Eviction};
+use abode_control::connections::{AgentStream, ConnectRequest, Connection, Eviction};
 use abode_tunnel::{frame, Mux, Side, StreamKind};
 
 use crate::{ApiError, AppState, Authenticated};
@@ -228,14 +228,16 @@ async fn workspace_connect(
     Authenticated(caller): Authenticated,
     Path(workspace): Path<String>,
     Query(query): Query<ConnectQuery>,
+    headers: HeaderMap,
     upgrade: Option<WebSocketUpgrade>,
 ) -> Result<Response, ApiError> {
     let kind: StreamKind = query.kind.parse().map_err(ApiError::bad_request)?;
     let request = ConnectRequest {
         kind,
         port: query.port,
-        agent: query.agent,
+        agent: query.agent.clone(),
     };
+    let may_relay = !crate::relay::is_relayed(&headers);
     let Some(upgrade) = upgrade else {
         // Everything a connection would be refused for, then the 426.
         state
@@ -244,17 +246,30 @@ async fn workspace_connect(
             .await?;
         return Err(upgrade_required("/workspaces/{ws}/connect"));
     };
-    let (stream, end) = state
+    let connection = state
         .control
-        .connect_workspace(&caller, &workspace, &request)
+        .connect_workspace(&caller, &workspace, &request, may_relay)
         .await?;
-    Ok(upgrade
-        .max_message_size(MAX_MESSAGE)
-        .on_upgrade(move |socket| async move {
+    let upgrade = upgrade.max_message_size(MAX_MESSAGE);
+    Ok(match connection {
+        Connection::Here(stream, end) => upgrade.on_upgrade(move |socket| async move {
             pipe(socket, stream).await;
             end.ended().await;
-        })
-        .into_response())
+        }),
+        Connection::Elsewhere(relay_url) => {
+            let target = crate::relay::RelayTarget {
+                relay_url: &relay_url,
+                workspace: &workspace,
+                kind: kind.as_str(),
+                port: query.port,
+                agent: query.agent.as_deref(),
+            };
+            // Opened before the upgrade: a refusal there is answered here.
+            let upstream = crate::relay::open(&target, &headers).await?;
+            upgrade.on_upgrade(move |socket| crate::relay::pipe(socket, upstream))
+        }
+    }
+    .into_response())
 }
 
 /// Moves bytes between a person's socket and the stream to the agent until

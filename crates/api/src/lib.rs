@@ -16,6 +16,7 @@ mod prometheus;
 mod provisioner_keys;
 mod provisionerd;
 mod provisioners;
+mod relay;
 mod schedules;
 mod server;
 pub mod views;

@@ -23,6 +23,10 @@ pub struct ServerOptions {
     pub provisioners: usize,
     /// The URL agents call back; default `http://<bound address>`.
     pub access_url: Option<String>,
+    /// The URL other servers reach this one at (relayed connections to the
+    /// agents' tunnels it holds) [default: http://ADDRESS unless ADDRESS is
+    /// unspecified, e.g. 0.0.0.0, then none].
+    pub relay_url: Option<String>,
     pub provider_mirror: Option<PathBuf>,
     /// What Terraform runs get of the server's environment (resolved from
     /// the operator's `--terraform-env` patterns); `None`: only the base.
@@ -71,6 +75,7 @@ impl ServerOptions {
             data_dir,
             provisioners: 3,
             access_url: None,
+            relay_url: None,
             provider_mirror: None,
             terraform_env: None,
             plan_retention: 20,
@@ -171,6 +176,9 @@ impl Server {
             );
         }
         let mut config = Config::new(options.data_dir.clone(), access_url.clone());
+        config.relay_url = options.relay_url.clone().or_else(|| {
+            (!local_addr.ip().is_unspecified()).then(|| format!("http://{local_addr}"))
+        });
         config.clock = options.clock.clone();
         config.provider_mirror = options.provider_mirror.clone();
         config.agent_binary = options.agent_binary.clone();

@@ -12,9 +12,11 @@
 //! workspace counts as used (its last use and autostop deadline move, once
 //! per activity interval, never per byte).
 //!
-//! Limit: the registry lives in this process. With several servers, a
-//! person's connection must reach the server that holds the agent's tunnel
-//! (a later issue: forward between servers or route by workspace).
+//! The registry lives in this process; with several servers, each records
+//! the tunnels it holds in the database with the URL the others reach it at
+//! (`Config::relay_url`), and a connection reaching a server without the
+//! tunnel is relayed to the one with it (`abode-api`), which authorizes and
+//! audits it as its own.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -118,14 +120,16 @@ impl Tunnels {
 
     /// Forgets connection `generation` of `key`, unless a newer one took
     /// its place.
-    fn unregister(&self, key: &str, generation: u64) {
+    fn unregister(&self, key: &str, generation: u64) -> bool {
         let mut agents = self.agents();
         if agents
             .get(key)
             .is_some_and(|live| live.generation == generation)
         {
             agents.remove(key);
+            return true;
         }
+        false
     }
 
     /// Closes the tunnel of `key` (the agent is gone).
@@ -192,11 +196,35 @@ impl AgentTunnel {
 
 impl Drop for AgentTunnel {
     fn drop(&mut self) {
-        self.control
+        let gone = self
+            .control
             .inner
             .tunnels
             .unregister(&self.key, self.generation);
+        // Another connection of the same agent to this server keeps the
+        // record; one to another server has replaced it already.
+        if gone {
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                let (control, key) = (self.control.clone(), self.key.clone());
+                runtime.spawn(async move {
+                    let server = &control.inner.config.server_id;
+                    if let Err(error) = control.inner.store.delete_agent_tunnel(&key, server).await
+                    {
+                        tracing::warn!(%error, "cannot remove an agent tunnel's record");
+                    }
+                });
+            }
+        }
     }
+}
+
+/// Where a person's connection goes: a stream to the agent's tunnel on this
+/// server, or the server that holds the tunnel.
+pub enum Connection {
+    Here(AgentStream, ConnectionEnd),
+    /// Relay the connection to the server at this URL (`Config::relay_url`
+    /// of the server holding the tunnel), which authorizes it again.
+    Elsewhere(String),
 }
 
 /// A stream to a workspace's agent, as messages (the server relays it to a
@@ -284,6 +312,23 @@ impl Control {
             self.inner
                 .tunnels
                 .register(&key, &agent.workspace_id, &agent.name, mux);
+        // Told to the other servers, so that a connection reaching them is
+        // relayed here.
+        if let Some(relay_url) = self.inner.config.relay_url.clone() {
+            let (control, key) = (self.clone(), key.clone());
+            let (workspace_id, name) = (agent.workspace_id.clone(), agent.name.clone());
+            tokio::spawn(async move {
+                let server = &control.inner.config.server_id;
+                if let Err(error) = control
+                    .inner
+                    .store
+                    .put_agent_tunnel(&key, &workspace_id, &name, server, &relay_url)
+                    .await
+                {
+                    tracing::warn!(%error, "cannot record an agent's tunnel for the other servers");
+                }
+            });
+        }
         AgentTunnel {
             control: self.clone(),
             key,
@@ -323,22 +368,30 @@ impl Control {
         reference: &str,
         request: &ConnectRequest,
     ) -> Result<(), ControlError> {
-        self.prepare_connection(caller, reference, request)
+        self.prepare_connection(caller, reference, request, true)
             .await
             .map(|_| ())
     }
 
     /// Opens a connection into a workspace for `caller` (`GET
-    /// /workspaces/{ws}/connect`): authorized as `workspace.connect`, refused
-    /// while the workspace's agent has no tunnel to this server, audited.
-    /// The stream to the agent, and what to call when it ends.
+    /// /workspaces/{ws}/connect`): authorized as `workspace.connect`, audited
+    /// when the agent's tunnel is on this server; when it is on another
+    /// (and `may_relay`: the request was not relayed already), where to
+    /// relay it. Refused while no server has the agent's tunnel.
     pub async fn connect_workspace(
         &self,
         caller: &Caller,
         reference: &str,
         request: &ConnectRequest,
-    ) -> Result<(AgentStream, ConnectionEnd), ControlError> {
-        let (workspace, mux, port) = self.prepare_connection(caller, reference, request).await?;
+        may_relay: bool,
+    ) -> Result<Connection, ControlError> {
+        let (workspace, mux, port) = match self
+            .prepare_connection(caller, reference, request, may_relay)
+            .await?
+        {
+            Prepared::Here(workspace, mux, port) => (workspace, mux, port),
+            Prepared::Elsewhere(url) => return Ok(Connection::Elsewhere(url)),
+        };
         let host_key = match request.kind {
             StreamKind::Ssh => Some(self.host_key(&workspace.id).await?),
             StreamKind::PortForward => None,
@@ -383,7 +436,7 @@ impl Control {
             activity: self.spawn_activity(workspace.id.clone()),
             audited: false,
         };
-        Ok((stream, end))
+        Ok(Connection::Here(stream, end))
     }
 
     /// The checks of a connection: the request's shape, the authorization,
@@ -393,7 +446,8 @@ impl Control {
         caller: &Caller,
         reference: &str,
         request: &ConnectRequest,
-    ) -> Result<(Workspace, Mux, Option<u16>), ControlError> {
+        may_relay: bool,
+    ) -> Result<Prepared, ControlError> {
         let port = match (request.kind, request.port) {
             (StreamKind::PortForward, Some(0)) | (StreamKind::PortForward, None) => {
                 return Err(ControlError::BadRequest(
@@ -424,10 +478,49 @@ impl Control {
                 "the workspace is not running: start it first".into(),
             ));
         }
-        let mux = self
-            .live_agent(&workspace, request.agent.as_deref())
+        let name = request.agent.as_deref();
+        if let Some(mux) = self.live_agent(&workspace, name).await? {
+            return Ok(Prepared::Here(workspace, mux, port));
+        }
+        if may_relay {
+            if let Some(url) = self.remote_agent(&workspace, name).await? {
+                return Ok(Prepared::Elsewhere(url));
+            }
+        }
+        Err(match name {
+            Some(name) => ControlError::Conflict(format!(
+                "agent \"{name}\" of this workspace is not connected (is the workspace started, and is that its agent's name?)"
+            )),
+            None => agent_not_connected(),
+        })
+    }
+
+    /// The relay URL of another server holding a tunnel of one of the
+    /// workspace's current agents (named `name` if given).
+    async fn remote_agent(
+        &self,
+        workspace: &Workspace,
+        name: Option<&str>,
+    ) -> Result<Option<String>, ControlError> {
+        let server = &self.inner.config.server_id;
+        let tunnels = self
+            .inner
+            .store
+            .remote_agent_tunnels(&workspace.id, server)
             .await?;
-        Ok((workspace, mux, port))
+        for tunnel in tunnels {
+            if name.is_some_and(|name| tunnel.agent_name != name) {
+                continue;
+            }
+            if self
+                .current_agent(&tunnel.token_hash, &workspace.id)
+                .await?
+                .is_some()
+            {
+                return Ok(Some(tunnel.relay_url));
+            }
+        }
+        Ok(None)
     }
 
     /// The tunnel of the workspace's agent (the one named, or the first by
@@ -439,11 +532,11 @@ impl Control {
         &self,
         workspace: &Workspace,
         name: Option<&str>,
-    ) -> Result<Mux, ControlError> {
+    ) -> Result<Option<Mux>, ControlError> {
         let tunnels = &self.inner.tunnels;
         for (key, agent_name, mux) in tunnels.of_workspace(&workspace.id, name) {
             if self.current_agent(&key, &workspace.id).await?.is_some() {
-                return Ok(mux);
+                return Ok(Some(mux));
             }
             tracing::info!(
                 agent = %agent_name,
@@ -452,12 +545,7 @@ impl Control {
             );
             tunnels.evict(&key, Eviction::Gone);
         }
-        Err(match name {
-            Some(name) => ControlError::Conflict(format!(
-                "agent \"{name}\" of this workspace is not connected (is the workspace started, and is that its agent's name?)"
-            )),
-            None => agent_not_connected(),
-        })
+        Ok(None)
     }
 
     /// The workspace's SSH host key seed (hex), created on first use.
@@ -486,6 +574,12 @@ impl Control {
             }
         })
     }
+}
+
+/// A connection's checks passed: where its agent's tunnel is.
+enum Prepared {
+    Here(Workspace, Mux, Option<u16>),
+    Elsewhere(String),
 }
 
 fn agent_not_connected() -> ControlError {

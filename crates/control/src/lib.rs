@@ -85,6 +85,10 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// The URL agents call back (`ABODE_AGENT_URL` in builds).
     pub access_url: String,
+    /// The URL other servers on the same database reach this one at, to
+    /// relay connections to the agents' tunnels it holds; none: it holds
+    /// tunnels only for connections that reach it.
+    pub relay_url: Option<String>,
     /// The filesystem mirror holding the abode provider, if installed.
     pub provider_mirror: Option<PathBuf>,
     /// The program `abode_agent.init_script` starts; `None`: the provider's own.
@@ -147,6 +151,7 @@ impl Config {
         Config {
             data_dir,
             access_url,
+            relay_url: None,
             provider_mirror: None,
             agent_binary: None,
             agent_timeouts: AgentTimeouts {

@@ -68,6 +68,8 @@ pub(crate) async fn recover(
     control.inner.store.requeue_previews(server, None).await?;
     // Its provisioners are listed again from this process's first heartbeat.
     control.inner.store.forget_provisioners(server).await?;
+    // Its tunnels ended with the process; the agents connect again.
+    control.inner.store.forget_agent_tunnels(server).await?;
     let keep: Vec<PathBuf> = interrupted.iter().map(|id| base.join(id)).collect();
     workdir::clear_all_except(&base, &keep);
     let followers = interrupted

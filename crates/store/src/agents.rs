@@ -18,6 +18,15 @@ pub(crate) struct AgentConnection {
 
 /// The agent methods of [`crate::Store`]; expanded inside each backend's
 /// `impl`.
+/// An agent's tunnel held by some server, as recorded for the others.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct AgentTunnelRow {
+    pub token_hash: String,
+    pub agent_name: String,
+    pub server_id: String,
+    pub relay_url: String,
+}
+
 macro_rules! agent_queries {
     () => {
     pub(crate) async fn replace_agents(
@@ -93,6 +102,72 @@ macro_rules! agent_queries {
         .fetch_one(&self.pool)
         .await
         .map_err(db_error("agent"))
+    }
+
+    pub(crate) async fn put_agent_tunnel(
+        &self,
+        token_hash: &str,
+        workspace_id: &str,
+        agent_name: &str,
+        server_id: &str,
+        relay_url: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&sql(
+            "INSERT INTO agent_tunnels (token_hash, workspace_id, agent_name, server_id, relay_url, connected_at) \
+             VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (token_hash) DO UPDATE SET \
+             workspace_id = excluded.workspace_id, agent_name = excluded.agent_name, \
+             server_id = excluded.server_id, relay_url = excluded.relay_url, \
+             connected_at = excluded.connected_at",
+        ))
+        .bind(token_hash)
+        .bind(workspace_id)
+        .bind(agent_name)
+        .bind(server_id)
+        .bind(relay_url)
+        .bind(self.now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("agent tunnel"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn delete_agent_tunnel(
+        &self,
+        token_hash: &str,
+        server_id: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&sql("DELETE FROM agent_tunnels WHERE token_hash = ? AND server_id = ?"))
+            .bind(token_hash)
+            .bind(server_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("agent tunnel"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn forget_agent_tunnels(&self, server_id: &str) -> Result<(), StoreError> {
+        sqlx::query(&sql("DELETE FROM agent_tunnels WHERE server_id = ?"))
+            .bind(server_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("agent tunnel"))?;
+        Ok(())
+    }
+
+    pub(crate) async fn remote_agent_tunnels(
+        &self,
+        workspace_id: &str,
+        server_id: &str,
+    ) -> Result<Vec<AgentTunnelRow>, StoreError> {
+        sqlx::query_as(&sql(
+            "SELECT token_hash, agent_name, server_id, relay_url FROM agent_tunnels \
+             WHERE workspace_id = ? AND server_id <> ? ORDER BY agent_name, connected_at DESC",
+        ))
+        .bind(workspace_id)
+        .bind(server_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("agent tunnel"))
     }
 
     pub(crate) async fn agent_claim_script(&self, agent_id: &str) -> Result<Option<String>, StoreError> {

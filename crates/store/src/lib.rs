@@ -46,6 +46,7 @@ use std::path::Path;
 
 use abode_clock::Clock;
 
+pub use agents::AgentTunnelRow;
 pub use job_leases::{ExpiredJobLease, JobAnnouncements};
 pub use lifecycle::{TemplatePolicy, WorkspaceLifecycle};
 pub use notifications::{
@@ -549,6 +550,14 @@ storage_interface! {
     fn replace_agents(&self, workspace_id: &str, build_id: &str, agents: &[NewAgent]) -> ();
     fn agents_of_workspace(&self, workspace_id: &str) -> Vec<Agent>;
     fn agent_by_token_hash(&self, token_hash: &str) -> Agent;
+    /// Records that `server_id` holds an agent's tunnel, reachable at `relay_url`.
+    fn put_agent_tunnel(&self, token_hash: &str, workspace_id: &str, agent_name: &str, server_id: &str, relay_url: &str) -> ();
+    /// Removes the record if `server_id` still holds the tunnel.
+    fn delete_agent_tunnel(&self, token_hash: &str, server_id: &str) -> ();
+    /// Removes every tunnel record of a (restarted) server.
+    fn forget_agent_tunnels(&self, server_id: &str) -> ();
+    /// The workspace's agents' tunnels held by other servers than `server_id`.
+    fn remote_agent_tunnels(&self, workspace_id: &str, server_id: &str) -> Vec<AgentTunnelRow>;
     /// The `abode_agent`'s `claim_script`, handed to the agent only (kept
     /// out of [`Agent`], which workspace views carry).
     fn agent_claim_script(&self, agent_id: &str) -> Option<String>;

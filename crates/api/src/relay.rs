@@ -1,0 +1,182 @@
+//! Relaying a person's connection into a workspace to the server that holds
+//! the workspace agent's tunnel (several servers on one database): the
+//! agent is connected to one server, a person may reach any.
+//!
+//! The relaying server has authorized the request already; it opens the same
+//! request on the holding server (found in the database with the URL it
+//! gave, `Config::relay_url`) with the person's own credentials, so that
+//! server authorizes and audits the connection as its own, and a relayed
+//! request is never relayed again (the [`RELAYED_HEADER`]). A refusal there
+//! is answered here as it was given, before any upgrade.
+
+use axum::extract::ws::{Message, WebSocket};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use futures_util::{SinkExt, StreamExt};
+use tokio_tungstenite::tungstenite;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+use crate::ApiError;
+
+/// Marks a request relayed by another server.
+pub(crate) const RELAYED_HEADER: &str = "x-abode-relayed";
+
+/// The open connection to the holding server.
+pub(crate) type Upstream =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// What is relayed: the workspace as the person named it, and the query.
+pub(crate) struct RelayTarget<'a> {
+    pub(crate) relay_url: &'a str,
+    pub(crate) workspace: &'a str,
+    pub(crate) kind: &'a str,
+    pub(crate) port: Option<u16>,
+    pub(crate) agent: Option<&'a str>,
+}
+
+/// Percent-encodes a path segment or query value.
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+impl RelayTarget<'_> {
+    fn url(&self) -> Result<String, ApiError> {
+        let base = self
+            .relay_url
+            .strip_prefix("http://")
+            .ok_or_else(|| unreachable_server(self.relay_url, "not an http:// URL"))?
+            .trim_end_matches('/');
+        let mut url = format!(
+            "ws://{base}/api/v1/workspaces/{}/connect?kind={}",
+            encode(self.workspace),
+            encode(self.kind)
+        );
+        if let Some(port) = self.port {
+            url.push_str(&format!("&port={port}"));
+        }
+        if let Some(agent) = self.agent {
+            url.push_str(&format!("&agent={}", encode(agent)));
+        }
+        Ok(url)
+    }
+}
+
+fn unreachable_server(url: &str, why: impl std::fmt::Display) -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        format!(
+            "the workspace's agent is connected to another server ({url}), which cannot be reached now: {why}; try again"
+        ),
+    )
+}
+
+/// Opens the person's request on the holding server, with their credentials.
+pub(crate) async fn open(
+    target: &RelayTarget<'_>,
+    headers: &HeaderMap,
+) -> Result<Upstream, ApiError> {
+    let mut request = target
+        .url()?
+        .into_client_request()
+        .map_err(|error| unreachable_server(target.relay_url, error))?;
+    if let Some(authorization) = headers.get(axum::http::header::AUTHORIZATION) {
+        request.headers_mut().insert(
+            tungstenite::http::header::AUTHORIZATION,
+            tungstenite::http::HeaderValue::from_bytes(authorization.as_bytes())
+                .map_err(|error| ApiError::bad_request(format!("bad Authorization: {error}")))?,
+        );
+    }
+    request.headers_mut().insert(
+        RELAYED_HEADER,
+        tungstenite::http::HeaderValue::from_static("1"),
+    );
+    match tokio_tungstenite::connect_async(request).await {
+        Ok((upstream, _)) => {
+            tracing::info!(server = %target.relay_url, workspace = %target.workspace,
+                "relaying a connection to the server that holds the agent's tunnel");
+            Ok(upstream)
+        }
+        Err(tungstenite::Error::Http(response)) => Err(refusal(
+            response.status().as_u16(),
+            response.body().as_deref().unwrap_or_default(),
+        )),
+        Err(error) => Err(unreachable_server(target.relay_url, error)),
+    }
+}
+
+/// The holding server's refusal, as this server answers it.
+fn refusal(status: u16, body: &[u8]) -> ApiError {
+    let (code, message) = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .and_then(|body| {
+            let error = body.get("error")?;
+            Some((
+                error.get("code")?.as_str()?.to_string(),
+                error.get("message")?.as_str()?.to_string(),
+            ))
+        })
+        .unwrap_or_else(|| (String::new(), format!("the other server answered {status}")));
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    // The codes are a fixed set (docs/api.md, Errors).
+    let code = match code.as_str() {
+        "bad_request" => "bad_request",
+        "unauthorized" => "unauthorized",
+        "forbidden" => "forbidden",
+        "not_found" => "not_found",
+        "conflict" => "conflict",
+        "too_many_requests" => "too_many_requests",
+        _ => "bad_gateway",
+    };
+    ApiError::new(status, code, message)
+}
+
+/// Moves messages between the person's socket and the holding server's
+/// until either side closes. The bytes are the holding server's stream
+/// messages as they are (an empty binary message is still a half-close).
+pub(crate) async fn pipe(socket: WebSocket, upstream: Upstream) {
+    let (mut to_person, mut from_person) = socket.split();
+    let (mut to_server, mut from_server) = upstream.split();
+    let up = async {
+        while let Some(Ok(message)) = from_person.next().await {
+            let relayed = match message {
+                Message::Binary(bytes) => tungstenite::Message::Binary(bytes),
+                Message::Close(_) => break,
+                _ => continue,
+            };
+            if to_server.send(relayed).await.is_err() {
+                return;
+            }
+        }
+        let _ = to_server.send(tungstenite::Message::Close(None)).await;
+    };
+    let down = async {
+        while let Some(Ok(message)) = from_server.next().await {
+            let relayed = match message {
+                tungstenite::Message::Binary(bytes) => Message::Binary(bytes),
+                tungstenite::Message::Close(_) => break,
+                _ => continue,
+            };
+            if to_person.send(relayed).await.is_err() {
+                return;
+            }
+        }
+        let _ = to_person.send(Message::Close(None)).await;
+    };
+    tokio::select! {
+        () = up => {}
+        () = down => {}
+    }
+}
+
+/// Whether a request came relayed from another server.
+pub(crate) fn is_relayed(headers: &HeaderMap) -> bool {
+    headers.get(RELAYED_HEADER) == Some(&HeaderValue::from_static("1"))
+}
