@@ -221,7 +221,7 @@ impl Drop for AgentTunnel {
 /// Where a person's connection goes: a stream to the agent's tunnel on this
 /// server, or the server that holds the tunnel.
 pub enum Connection {
-    Here(AgentStream, ConnectionEnd),
+    Here(AgentStream, Box<ConnectionEnd>),
     /// Relay the connection to the server at this URL (`Config::relay_url`
     /// of the server holding the tunnel), which authorizes it again.
     Elsewhere(String),
@@ -389,7 +389,7 @@ impl Control {
             .prepare_connection(caller, reference, request, may_relay)
             .await?
         {
-            Prepared::Here(workspace, mux, port) => (workspace, mux, port),
+            Prepared::Here(workspace, mux, port) => (*workspace, mux, port),
             Prepared::Elsewhere(url) => return Ok(Connection::Elsewhere(url)),
         };
         let host_key = match request.kind {
@@ -436,7 +436,7 @@ impl Control {
             activity: self.spawn_activity(workspace.id.clone()),
             audited: false,
         };
-        Ok(Connection::Here(stream, end))
+        Ok(Connection::Here(stream, Box::new(end)))
     }
 
     /// The checks of a connection: the request's shape, the authorization,
@@ -480,7 +480,7 @@ impl Control {
         }
         let name = request.agent.as_deref();
         if let Some(mux) = self.live_agent(&workspace, name).await? {
-            return Ok(Prepared::Here(workspace, mux, port));
+            return Ok(Prepared::Here(Box::new(workspace), mux, port));
         }
         if may_relay {
             if let Some(url) = self.remote_agent(&workspace, name).await? {
@@ -578,7 +578,7 @@ impl Control {
 
 /// A connection's checks passed: where its agent's tunnel is.
 enum Prepared {
-    Here(Workspace, Mux, Option<u16>),
+    Here(Box<Workspace>, Mux, Option<u16>),
     Elsewhere(String),
 }
 
