@@ -14,7 +14,9 @@ use abode_control::daemon_wire::{
     LogUpload, Outcome, StateAnswer, StateUpload, VerdictWire,
 };
 use abode_control::runner::{BuildHost, LogSink};
-use abode_control::{DaemonCaller, Ended};
+use abode_control::{DaemonCaller, Ended, ServerJob};
+use abode_guard::Decision;
+use abode_store::JobKind;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, State};
@@ -65,7 +67,7 @@ pub(crate) fn is_daemon_path(path: &str) -> bool {
 }
 
 /// The key a daemon authenticated with.
-pub(crate) struct DaemonKey(abode_control::ProvisionerKey);
+pub(crate) struct DaemonKey(abode_control::ProvisionerKey, String);
 
 #[axum::async_trait]
 impl FromRequestParts<AppState> for DaemonKey {
@@ -81,6 +83,7 @@ impl FromRequestParts<AppState> for DaemonKey {
         })?;
         Ok(DaemonKey(
             state.control.provisioner_key_for_secret(&secret).await?,
+            abode_control::token_hash(&secret),
         ))
     }
 }
@@ -89,7 +92,11 @@ impl DaemonKey {
     fn caller(&self, hello: &DaemonHello) -> Result<DaemonCaller, ApiError> {
         check_id("daemon_id", &hello.daemon_id)?;
         check_id("slot", &hello.slot)?;
+        if hello.version.is_empty() || hello.version.len() > 64 {
+            return Err(ApiError::bad_request("version must be 1-64 characters"));
+        }
         Ok(DaemonCaller {
+            key_hash: self.1.clone(),
             key_name: self.0.name.clone(),
             tags: self.0.tags.clone(),
             daemon_id: hello.daemon_id.clone(),
@@ -156,6 +163,30 @@ async fn acquire(
     })
 }
 
+/// The server decides: an apply is reported only for a plan it judged
+/// `allow`, or for a confirmed plan.
+fn allowed_to_apply(job: &ServerJob, kind: JobKind) -> Result<(), ApiError> {
+    if kind == JobKind::ApplySavedPlan || job.decision()? == Some(Decision::Allow) {
+        return Ok(());
+    }
+    Err(verdict_refusal("applied", job)?)
+}
+
+fn verdict_refusal(outcome: &str, job: &ServerJob) -> Result<ApiError, ApiError> {
+    let decision = match job.decision()? {
+        Some(decision) => decision.as_str().to_string(),
+        None => "none yet".to_string(),
+    };
+    Ok(ApiError::new(
+        StatusCode::CONFLICT,
+        "conflict",
+        format!(
+            "build #{} cannot end `{outcome}`: the server's decision on its plan is {decision}",
+            job.build().number
+        ),
+    ))
+}
+
 fn shown(tags: &[String]) -> String {
     if tags.is_empty() {
         "(none)".into()
@@ -189,6 +220,11 @@ async fn logs(
     let caller = key.caller(&upload.hello)?;
     let (job, _) = state.control.daemon_job(&caller, &build).await?;
     for line in &upload.lines {
+        if line.stage.is_empty() || line.stage.len() > 32 {
+            return Err(ApiError::bad_request(
+                "a log line's stage must be 1-32 characters",
+            ));
+        }
         let level = match line.level.as_str() {
             level @ ("debug" | "info" | "warn" | "error") => level,
             other => {
@@ -213,7 +249,14 @@ async fn judge(
     let plan_json =
         daemon_wire::decode("plan_json", &request.plan_json).map_err(ApiError::bad_request)?;
     let plan = daemon_wire::decode("plan", &request.plan).map_err(ApiError::bad_request)?;
-    let (job, _) = state.control.daemon_job(&caller, &build).await?;
+    let (job, kind) = state.control.daemon_job(&caller, &build).await?;
+    if kind != JobKind::Build {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "conflict",
+            "a confirmed plan is applied as it was confirmed: it is not judged again",
+        ));
+    }
     let verdict = job.judge(plan_json, plan).await.map_err(failure)?;
     Ok(Json(VerdictWire::from(&verdict)).into_response())
 }
@@ -242,7 +285,8 @@ async fn applied(
 ) -> Result<Response, ApiError> {
     let hello: DaemonHello = body(request)?;
     let caller = key.caller(&hello)?;
-    let (job, _) = state.control.daemon_job(&caller, &build).await?;
+    let (job, kind) = state.control.daemon_job(&caller, &build).await?;
+    allowed_to_apply(&job, kind)?;
     // What the apply made is read from the state the daemon uploaded.
     let stored = job.stored_state().await.map_err(failure)?;
     job.applied(stored).await.map_err(failure)?;
@@ -260,10 +304,18 @@ async fn complete(
     let outcome = request.outcome().map_err(ApiError::bad_request)?;
     let (job, kind) = state.control.daemon_job(&caller, &build).await?;
     let result = match outcome {
-        Outcome::Applied => Ok(Ended::Applied),
-        Outcome::Held(plan) => Ok(Ended::Held(job.held_plan(plan).await.map_err(failure)?)),
+        Outcome::Applied => {
+            allowed_to_apply(&job, kind)?;
+            Ok(Ended::Applied)
+        }
+        Outcome::Held(plan) => {
+            if kind != JobKind::Build || job.decision()? != Some(Decision::Confirm) {
+                return Err(verdict_refusal("held", &job)?);
+            }
+            Ok(Ended::Held(job.held_plan(plan).await.map_err(failure)?))
+        }
         Outcome::Failed(failure) => Err(failure),
     };
-    let status = job.finish(kind, result).await;
+    let status = job.finish(kind, result).await?;
     Ok(Json(serde_json::json!({ "status": status.as_str() })).into_response())
 }

@@ -35,6 +35,9 @@ const DAEMON_HOLDER_PREFIX: &str = "provisioner:";
 /// A daemon as it introduces itself on each call.
 #[derive(Debug, Clone)]
 pub struct DaemonCaller {
+    /// The SHA-256 of its key: a key deleted during a long-poll claims
+    /// nothing more.
+    pub key_hash: String,
     /// The key it authenticated with (its name).
     pub key_name: String,
     /// The key's tags, which are the daemon's.
@@ -85,6 +88,20 @@ impl Control {
             if *stopping.borrow() {
                 return Ok(None);
             }
+            match self
+                .inner
+                .store
+                .provisioner_key_by_hash(&caller.key_hash)
+                .await
+            {
+                Ok(_) => {}
+                Err(abode_store::StoreError::NotFound(_)) => {
+                    return Err(ControlError::Unauthorized(
+                        "this provisioner's key was deleted".into(),
+                    ))
+                }
+                Err(error) => return Err(error.into()),
+            }
             let claimed = self
                 .inner
                 .store
@@ -115,7 +132,7 @@ impl Control {
                         }))
                     }
                     Err(failure) => {
-                        job.finish(claimed.kind, Err(failure)).await;
+                        let _ = job.finish(claimed.kind, Err(failure)).await;
                         continue;
                     }
                 }
@@ -194,6 +211,12 @@ impl Control {
             )));
         }
         let kept = recovery::keep_state_bytes(self, build_id, state).await;
+        if let StateKept::Unavailable(reason) = &kept {
+            // Answered as an error, which the daemon tries again.
+            return Err(ControlError::Internal(format!(
+                "the state could not be stored now: {reason}"
+            )));
+        }
         let build = self.inner.store.build_by_id(build_id).await?;
         if kept == StateKept::Saved && build.status != abode_store::BuildStatus::Running {
             self.note(

@@ -187,7 +187,8 @@ pub struct LogLineWire {
 
 /// `POST /provisionerd/jobs/{build}/judge`: `terraform show -json` of the
 /// saved plan and the binary plan, both base64.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+// No `Debug`: it carries a plan or a state.
+#[derive(Clone, Serialize, Deserialize)]
 pub struct JudgeRequest {
     #[serde(flatten)]
     pub hello: DaemonHello,
@@ -231,7 +232,8 @@ impl VerdictWire {
 }
 
 /// `POST /provisionerd/jobs/{build}/state`: the state Terraform wrote.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+// No `Debug`: it carries a plan or a state.
+#[derive(Clone, Serialize, Deserialize)]
 pub struct StateUpload {
     #[serde(flatten)]
     pub hello: DaemonHello,
@@ -255,7 +257,9 @@ impl From<&StateKept> for StateAnswer {
             StateKept::Missing => ("missing", None),
             StateKept::Unchanged => ("unchanged", None),
             StateKept::Saved => ("saved", None),
-            StateKept::Refused(reason) => ("refused", Some(reason.clone())),
+            StateKept::Refused(reason) | StateKept::Unavailable(reason) => {
+                ("refused", Some(reason.clone()))
+            }
         };
         StateAnswer {
             kept: name.to_string(),
@@ -280,7 +284,8 @@ impl StateAnswer {
 }
 
 /// `POST /provisionerd/jobs/{build}/complete`: how the run ended.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+// No `Debug`: it carries a plan or a state.
+#[derive(Clone, Serialize, Deserialize)]
 pub struct CompleteRequest {
     #[serde(flatten)]
     pub hello: DaemonHello,

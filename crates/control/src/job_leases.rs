@@ -9,8 +9,11 @@
 //! them; so can an operator or a bad NTP), so a build is salvaged only when its
 //! lease has stayed exactly the same for [`UNCHANGED_ROUNDS`] of this server's
 //! rounds, more than a whole lease, which a living holder, renewing four times
-//! per lease, never leaves it, whatever the clocks say. Salvaging
-//! (`Store::salvage_build`) fails the build in one transaction only if its
+//! per lease, never leaves it, whatever the clocks say. A build whose plan
+//! was never judged goes back to the queue (`Store::requeue_unjudged_job`:
+//! nothing of it can have been applied, so another provisioner runs it);
+//! any other is salvaged: `Store::salvage_build` fails the build in one
+//! transaction only if its
 //! lease is still the one seen, with a message naming the server, drops its
 //! saved plan (a confirmed plan is never applied twice) and keeps the state
 //! stored last; the holder, if it ever starts again on its data dir, finds its
@@ -256,6 +259,27 @@ impl Control {
 
     /// Fails a running build whose server stopped renewing its lease.
     async fn salvage_build(&self, lease: &ExpiredJobLease) {
+        // Never judged, nothing of it was applied: another provisioner
+        // runs it, instead of a developer finding it failed.
+        match self.inner.store.requeue_unjudged_job(lease).await {
+            Ok(true) => {
+                let message = format!(
+                    "{} stopped renewing its lease before this build's plan was judged; nothing \
+                     was applied, and the build waits for another provisioner",
+                    crate::daemon_jobs::describe_holder(&lease.holder)
+                );
+                self.note(&lease.build_id, "setup", "warn", &message).await;
+                self.inner.jobs_queued.notify_waiters();
+                self.inner.log_written.notify_waiters();
+                tracing::warn!(build = %lease.build_id, holder = %lease.holder, "requeued a build whose holder stopped renewing its lease before its plan was judged");
+                return;
+            }
+            Ok(false) => {}
+            Err(error) => {
+                tracing::error!(build = %lease.build_id, %error, "cannot requeue a build whose holder's lease expired");
+                return;
+            }
+        }
         let message = format!(
             "{} running this build stopped renewing its lease (it ran out at {}); \
              the build is failed, the state stored last is kept, and a newer state from its \

@@ -198,7 +198,7 @@ async fn follow_to_end(
             tracing::error!(build = %build_id, %error, "cannot record the end of an interrupted build")
         }
     }
-    if !matches!(kept, StateKept::Refused(_)) {
+    if !matches!(kept, StateKept::Refused(_) | StateKept::Unavailable(_)) {
         workdir::remove_off_runtime(work_dir.clone()).await;
     }
     interruptions.end();
@@ -213,7 +213,7 @@ fn describe(aftermath: &Aftermath, kept: &StateKept, work_dir: &Path) -> (BuildS
         StateKept::Unchanged | StateKept::Missing => {
             "the stored state was already up to date".to_string()
         }
-        StateKept::Refused(reason) => format!(
+        StateKept::Refused(reason) | StateKept::Unavailable(reason) => format!(
             "its state was NOT stored ({reason}); the work dir is kept at {}",
             work_dir.display()
         ),
@@ -289,6 +289,8 @@ pub enum StateKept {
     /// Not stored, with the reason: unreadable, or not a successor of the
     /// stored state (another lineage, an older serial).
     Refused(String),
+    /// Not stored now (the database failed): worth offering again.
+    Unavailable(String),
 }
 
 /// The two fields that say whether one Terraform state follows another.
@@ -325,7 +327,7 @@ pub(crate) async fn keep_state_bytes(
     let store = &control.inner.store;
     let build = match store.build_by_id(build_id).await {
         Ok(build) => build,
-        Err(error) => return StateKept::Refused(format!("storage error: {error}")),
+        Err(error) => return StateKept::Unavailable(format!("storage error: {error}")),
     };
     // A build that ended without this server (another one failed it when its
     // lease ran out) may have been followed by newer builds: their state is
@@ -338,11 +340,11 @@ pub(crate) async fn keep_state_bytes(
             ))
         }
         Ok(_) => {}
-        Err(error) => return StateKept::Refused(format!("storage error: {error}")),
+        Err(error) => return StateKept::Unavailable(format!("storage error: {error}")),
     }
     let stored = match store.state(&build.workspace_id).await {
         Ok(stored) => stored,
-        Err(error) => return StateKept::Refused(format!("storage error: {error}")),
+        Err(error) => return StateKept::Unavailable(format!("storage error: {error}")),
     };
     if let Err(reason) = successor(stored.as_deref(), &state) {
         return StateKept::Refused(reason);
@@ -352,7 +354,7 @@ pub(crate) async fn keep_state_bytes(
     }
     match store.put_state(&build.workspace_id, build_id, &state).await {
         Ok(()) => StateKept::Saved,
-        Err(error) => StateKept::Refused(format!("storage error: {error}")),
+        Err(error) => StateKept::Unavailable(format!("storage error: {error}")),
     }
 }
 

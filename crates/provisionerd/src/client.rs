@@ -104,9 +104,9 @@ impl ServerClient {
                             .map(str::to_string)
                     })
                     .unwrap_or_else(|| format!("the server answered {status}"));
-                // A proxy's or a restarting server's refusal is not the
-                // server's answer: try again.
-                if matches!(status, 502..=504) {
+                // A proxy's, a restarting server's or a failing database's
+                // refusal is not the server's answer: try again.
+                if matches!(status, 429 | 500..=599) {
                     return Err(CallError::Unreachable(message));
                 }
                 Err(CallError::Refused { status, message })

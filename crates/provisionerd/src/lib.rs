@@ -55,7 +55,7 @@ pub enum DaemonError {
 }
 
 /// What a daemon is started with.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct DaemonConfig {
     /// The server's URL (`http://host:port`).
     pub url: String,
@@ -69,6 +69,22 @@ pub struct DaemonConfig {
     /// A name for its id and slots (the host name by default).
     pub name: String,
     pub runner: RunnerConfig,
+}
+
+/// Without the key and the environment passed to Terraform (credentials).
+impl std::fmt::Debug for DaemonConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DaemonConfig")
+            .field("url", &self.url)
+            .field("key", &"(hidden)")
+            .field("tags", &self.tags)
+            .field("concurrency", &self.concurrency)
+            .field("data_dir", &self.data_dir)
+            .field("name", &self.name)
+            .field("work_dir", &self.runner.work_dir)
+            .field("volumes_dir", &self.runner.volumes_dir)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Runs the daemon until `shutdown` turns true (running jobs are
@@ -322,15 +338,45 @@ async fn complete(host: &RemoteHost, result: &Result<abode_control::Ended, Failu
 }
 
 /// Offers the states a killed run of this daemon left in its work dirs,
-/// once no Terraform of theirs runs any more.
+/// once no Terraform of theirs runs any more, and tells each build's end if
+/// it is still this daemon's (a quick restart: its lease had not run out,
+/// and the heartbeat keeps it while the orphaned Terraform finishes).
 async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
     for (build_id, dir) in dirs {
+        let host = RemoteHost {
+            client: daemon.client.clone(),
+            build_id: build_id.clone(),
+            hello: daemon.hello(&format!("{}-1", daemon.daemon_id)),
+        };
         let record = RunRecord::in_dir(&dir);
-        if let Some(run) = record.running() {
+        let running = record.running();
+        let command = match &running {
+            Some(run) => Some(run.command.clone()),
+            None => record.read().map(|run| run.command),
+        };
+        // Only an apply's build is this daemon's to keep and to end: one
+        // stopped before its plan was judged goes back to the queue when its
+        // lease runs out (and may be this daemon's again by then).
+        let applying = command.as_deref() == Some("apply");
+        if let Some(run) = running {
             tracing::warn!(build = %build_id, pid = run.identity.pid, command = %run.command,
                 "a Terraform this provisioner started before it stopped still runs; its state is offered when it ends");
-            while record.running().is_some() {
-                tokio::time::sleep(Duration::from_secs(1)).await;
+            let (switch, _unused) = watch::channel(false);
+            let ended = async {
+                while record.running().is_some() {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            };
+            let keeping = async {
+                if applying {
+                    heartbeat(&host, &switch).await;
+                } else {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                () = ended => {}
+                () = keeping => {}
             }
         }
         let state_file = dir.join("template").join("terraform.tfstate");
@@ -339,8 +385,31 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => StateKept::Missing,
             Err(error) => StateKept::Refused(format!("cannot read it: {error}")),
         };
+        let state = match &kept {
+            StateKept::Saved => "its state was stored".to_string(),
+            StateKept::Missing | StateKept::Unchanged => {
+                "the stored state was already up to date".to_string()
+            }
+            StateKept::Refused(reason) | StateKept::Unavailable(reason) => {
+                format!("its state was NOT stored ({reason})")
+            }
+        };
+        let during = match &command {
+            Some(command) => format!("during terraform {command}; Terraform ran on and ended"),
+            None => "while this build ran".to_string(),
+        };
+        let message =
+            format!("the provisioner stopped {during}; {state}; run the build again to finish it");
+        // Only if the build is still this daemon's: otherwise (409) a server
+        // has failed it already.
+        if applying {
+            let request = CompleteRequest::new(host.hello.clone(), &Err(Failure::failed(message)));
+            let _ = host
+                .call::<_, serde_json::Value>("complete", &request, Some(Duration::from_secs(60)))
+                .await;
+        }
         match kept {
-            StateKept::Refused(reason) => {
+            StateKept::Refused(reason) | StateKept::Unavailable(reason) => {
                 tracing::warn!(build = %build_id, dir = %dir.display(), %reason,
                 "the state a stopped run left was not stored; its work dir is kept")
             }

@@ -137,6 +137,43 @@ macro_rules! job_lease_queries {
         Ok(true)
     }
 
+    pub(crate) async fn requeue_unjudged_job(
+        &self,
+        lease: &ExpiredJobLease,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        // Only a whole build's job whose plan was never judged: nothing of
+        // it can have been applied (an apply follows a verdict, and a
+        // confirmed plan's job applies at once, so it is never requeued).
+        let requeued = sqlx::query(&sql(
+            "UPDATE builds SET status = 'pending', started_at = NULL \
+             WHERE id = ? AND status = 'running' AND plan_json IS NULL AND EXISTS (SELECT 1 FROM jobs j \
+             WHERE j.build_id = ? AND j.status = 'claimed' AND j.kind = 'build' \
+             AND j.lease_holder = ? AND j.lease_expires_at = ?)",
+        ))
+        .bind(&lease.build_id)
+        .bind(&lease.build_id)
+        .bind(&lease.holder)
+        .bind(lease.expires_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if requeued.rows_affected() == 0 {
+            tx.rollback().await.map_err(StoreError::Database)?;
+            return Ok(false);
+        }
+        sqlx::query(&sql(
+            "UPDATE jobs SET status = 'queued', worker = NULL, claimed_at = NULL, \
+             lease_holder = NULL, lease_expires_at = NULL WHERE build_id = ?",
+        ))
+        .bind(&lease.build_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("job"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(true)
+    }
+
     pub(crate) async fn renew_job_lease(
         &self,
         build_id: &str,

@@ -503,6 +503,9 @@ storage_interface! {
     fn expired_job_leases(&self, holder: &str) -> Vec<ExpiredJobLease>;
     /// The server that claimed a build's job, if any did.
     fn job_lease_holder(&self, build_id: &str) -> Option<String>;
+    /// Gives back to the queue a build whose holder's lease ran out before
+    /// its plan was judged; false when it was judged (or renewed, or ended).
+    fn requeue_unjudged_job(&self, lease: &ExpiredJobLease) -> bool;
     /// Renews one job's lease if `holder` still holds it.
     fn renew_job_lease(&self, build_id: &str, holder: &str, ttl_ms: i64) -> bool;
     /// The kind of a build's job while `holder` holds it.

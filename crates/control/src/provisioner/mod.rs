@@ -214,7 +214,9 @@ async fn run_build_steps(
         }
     });
     interruptions.end();
-    job.finish(kind, result).await;
+    // An end that could not be recorded is logged; the lease runs out and
+    // another server fails the build.
+    let _ = job.finish(kind, result).await;
 }
 
 /// The embedded provisioners' machine: the server's own data dir.

@@ -18,7 +18,7 @@ use super::run::{build_context, internal, storage, Ended, Failure};
 use super::runner::{BuildHost, JobInputs, LogSink, Verdict, STALE_PLAN_MESSAGE};
 use crate::agents::agents_in_state;
 use crate::recovery::{self, StateKept};
-use crate::{secrets, Control};
+use crate::{secrets, Control, ControlError};
 
 /// One claimed build's job, on the server.
 pub struct ServerJob {
@@ -112,8 +112,14 @@ impl ServerJob {
 
     /// Records how the run ended (held, or finished with its status, its
     /// notices and the plan retention), counts it, and tells the prebuild
-    /// pools and the lifecycle scheduler; the status it ended in.
-    pub async fn finish(&self, kind: JobKind, result: Result<Ended, Failure>) -> BuildStatus {
+    /// pools and the lifecycle scheduler; the status it ended in, or the
+    /// error that kept its end from being recorded (the job is still held:
+    /// a daemon tells it again).
+    pub async fn finish(
+        &self,
+        kind: JobKind,
+        result: Result<Ended, Failure>,
+    ) -> Result<BuildStatus, ControlError> {
         let control = &self.control;
         let build_id = self.build.id.as_str();
         if kind == JobKind::ApplySavedPlan {
@@ -155,6 +161,7 @@ impl ServerJob {
                     .await
                 {
                     tracing::error!(build = %build_id, %error, "cannot record the end of a build");
+                    return Err(error.into());
                 }
             }
         }
@@ -168,7 +175,12 @@ impl ServerJob {
             control.prebuild_build_ended(build_id, status).await;
         }
         control.lifecycle_build_ended(&self.build, status).await;
-        status
+        Ok(status)
+    }
+
+    /// The guard's decision on this build's plan, if it was judged.
+    pub fn decision(&self) -> Result<Option<Decision>, ControlError> {
+        crate::held::guard_decision(&self.build)
     }
 
     /// A held build's saved plan as a runner sent it back, with the digests

@@ -104,7 +104,7 @@ impl std::fmt::Debug for JobInputs {
 
 /// The machine a runner runs on: where work dirs, volumes and the provider
 /// mirror are, and what of its environment Terraform gets.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RunnerConfig {
     pub work_dir: PathBuf,
     pub volumes_dir: PathBuf,
@@ -113,6 +113,26 @@ pub struct RunnerConfig {
     pub agent_binary: Option<PathBuf>,
     pub terraform_env: Vec<(String, String)>,
     pub cancel_grace: Duration,
+}
+
+/// The environment's names only: its values may be credentials.
+impl std::fmt::Debug for RunnerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self
+            .terraform_env
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect();
+        f.debug_struct("RunnerConfig")
+            .field("work_dir", &self.work_dir)
+            .field("volumes_dir", &self.volumes_dir)
+            .field("process_logs_dir", &self.process_logs_dir)
+            .field("provider_mirror", &self.provider_mirror)
+            .field("agent_binary", &self.agent_binary)
+            .field("terraform_env", &names)
+            .field("cancel_grace", &self.cancel_grace)
+            .finish()
+    }
 }
 
 /// How a run ended: the outcome, and whether its last state was kept
@@ -347,7 +367,7 @@ impl<H: BuildHost> Run<'_, H> {
                     .await;
                 true
             }
-            StateKept::Refused(reason) => {
+            StateKept::Refused(reason) | StateKept::Unavailable(reason) => {
                 self.refused(&reason).await;
                 false
             }

@@ -224,7 +224,48 @@ async fn one_job_s_lease_is_renewed_only_by_its_holder(store: Store) {
     );
 }
 
+/// A build whose holder died before its plan was judged goes back to the
+/// queue (nothing of it was applied); once judged, it never does.
+async fn an_unjudged_build_of_a_dead_holder_is_queued_again(store: Store) {
+    let start = 1_000_000_000_000;
+    let (clock, hand) = Clock::manual(start);
+    let store = store.with_clock(clock);
+    let (_, _, build) = seeded(&store).await;
+    store
+        .claim_job("w", "provisioner:k/dead", 3_000)
+        .await
+        .unwrap()
+        .unwrap();
+    hand.advance(Duration::from_secs(5));
+    let expired = store.expired_job_leases("server-a").await.unwrap();
+    assert_eq!(expired.len(), 1);
+    assert!(store.requeue_unjudged_job(&expired[0]).await.unwrap());
+    let again = store.build_by_id(&build.id).await.unwrap();
+    assert_eq!(again.status, BuildStatus::Pending);
+    assert_eq!(store.job_lease_holder(&build.id).await.unwrap(), None);
+    // The same lease seen again changes nothing.
+    assert!(!store.requeue_unjudged_job(&expired[0]).await.unwrap());
+
+    // Claimed again and judged, its holder dying fails it instead.
+    let claimed = store
+        .claim_job("w", "server-b", 3_000)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.build_id, build.id);
+    store.set_build_plan(&build.id, "{}", "{}").await.unwrap();
+    hand.advance(Duration::from_secs(5));
+    let expired = store.expired_job_leases("server-a").await.unwrap();
+    assert_eq!(expired.len(), 1);
+    assert!(!store.requeue_unjudged_job(&expired[0]).await.unwrap());
+    assert_eq!(
+        store.build_by_id(&build.id).await.unwrap().status,
+        BuildStatus::Running
+    );
+}
+
 on_every_backend!(
+    an_unjudged_build_of_a_dead_holder_is_queued_again,
     one_job_s_lease_is_renewed_only_by_its_holder,
     a_job_is_held_by_the_server_that_claimed_it_until_its_lease_runs_out,
     queued_jobs_are_announced_to_every_listener,
