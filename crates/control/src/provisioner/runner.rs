@@ -331,8 +331,9 @@ impl<H: BuildHost> Run<'_, H> {
         self.after_apply().await
     }
 
-    /// The state after a successful apply is offered first, so that what the
-    /// host records of it (agents, protections) is of a stored state.
+    /// The host records what a successful apply made (agents, protections)
+    /// from the state Terraform wrote; a remote host uploads it first, so
+    /// that the server reads it from its own store.
     async fn after_apply(&self) -> Result<Ended, Failure> {
         let state = tokio::fs::read(self.state_file()).await.map_err(|error| {
             Failure::failed(format!("cannot read the state after apply: {error}"))
