@@ -24,14 +24,67 @@ const LOG_PATIENCE: Duration = Duration::from_secs(5);
 /// The longest pause between two tries.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
+/// Lines are sent in batches: when this many wait, or at the next tick of
+/// [`RemoteHost::flush_now_and_then`], and before anything that must follow
+/// them in the log (the guard's verdict, the end).
+const LOG_BATCH: usize = 100;
+const LOG_TICK: Duration = Duration::from_millis(200);
+
 /// One job's host on the daemon.
 pub(crate) struct RemoteHost {
     pub(crate) client: ServerClient,
     pub(crate) build_id: String,
     pub(crate) hello: DaemonHello,
+    /// Lines not sent yet.
+    pending: std::sync::Mutex<Vec<LogLineWire>>,
+    /// Held while a batch is sent, so that batches arrive in order.
+    sending: tokio::sync::Mutex<()>,
 }
 
 impl RemoteHost {
+    pub(crate) fn new(client: ServerClient, build_id: String, hello: DaemonHello) -> RemoteHost {
+        RemoteHost {
+            client,
+            build_id,
+            hello,
+            pending: std::sync::Mutex::new(Vec::new()),
+            sending: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<LogLineWire>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Sends the lines written so far.
+    pub(crate) async fn flush(&self) {
+        let _sending = self.sending.lock().await;
+        let lines = std::mem::take(&mut *self.pending());
+        if lines.is_empty() {
+            return;
+        }
+        let upload = LogUpload {
+            hello: self.hello.clone(),
+            lines,
+        };
+        if let Err(error) = self
+            .call::<_, serde_json::Value>("logs", &upload, Some(LOG_PATIENCE))
+            .await
+        {
+            tracing::warn!(build = %self.build_id, %error, lines = upload.lines.len(), "build log lines were not delivered");
+        }
+    }
+
+    /// Sends waiting lines every tick, so that a line printed alone reaches
+    /// the server's log followers at once; runs until dropped.
+    pub(crate) async fn flush_now_and_then(&self) {
+        loop {
+            tokio::time::sleep(LOG_TICK).await;
+            self.flush().await;
+        }
+    }
     fn path(&self, call: &str) -> String {
         format!("jobs/{}/{call}", self.build_id)
     }
@@ -109,25 +162,25 @@ where
 
 impl LogSink for RemoteHost {
     async fn log(&self, stage: &str, level: &str, text: &str) {
-        let upload = LogUpload {
-            hello: self.hello.clone(),
-            lines: vec![LogLineWire {
+        let waiting = {
+            let mut pending = self.pending();
+            pending.push(LogLineWire {
                 stage: stage.into(),
                 level: level.into(),
                 text: text.into(),
-            }],
+            });
+            pending.len()
         };
-        if let Err(error) = self
-            .call::<_, serde_json::Value>("logs", &upload, Some(LOG_PATIENCE))
-            .await
-        {
-            tracing::warn!(build = %self.build_id, %error, "a build log line was not delivered");
+        if waiting >= LOG_BATCH {
+            self.flush().await;
         }
     }
 }
 
 impl BuildHost for RemoteHost {
     async fn judge(&self, plan_json: Vec<u8>, plan: Vec<u8>) -> Result<Verdict, Failure> {
+        // The plan's lines before the guard's.
+        self.flush().await;
         let request = JudgeRequest {
             hello: self.hello.clone(),
             plan_json: daemon_wire::encode(&plan_json),
@@ -146,10 +199,14 @@ impl BuildHost for RemoteHost {
     }
 
     async fn keep_state(&self, state: Vec<u8>, last: bool) -> StateKept {
+        if last {
+            self.flush().await;
+        }
         self.upload_state(&state, last).await
     }
 
     async fn applied(&self, state: Vec<u8>) -> Result<(), Failure> {
+        self.flush().await;
         if let StateKept::Refused(reason) = self.upload_state(&state, true).await {
             return Err(Failure::failed(format!(
                 "the state after the apply was not stored: {reason}"

@@ -242,11 +242,7 @@ async fn slot_loop(
 /// Runs one acquired job to its told end.
 async fn run_one(daemon: &Daemon, slot: &str, job: JobWire, mut shutdown: watch::Receiver<bool>) {
     let build_id = job.build_id.clone();
-    let host = RemoteHost {
-        client: daemon.client.clone(),
-        build_id: build_id.clone(),
-        hello: daemon.hello(slot),
-    };
+    let host = RemoteHost::new(daemon.client.clone(), build_id.clone(), daemon.hello(slot));
     let inputs = match job.into_inputs() {
         Ok(inputs) => inputs,
         Err(reason) => {
@@ -272,6 +268,7 @@ async fn run_one(daemon: &Daemon, slot: &str, job: JobWire, mut shutdown: watch:
         end = running => end,
         _ = heartbeat => unreachable_end(),
         _ = by_shutdown => unreachable_end(),
+        _ = host.flush_now_and_then() => unreachable_end(),
     };
     let result = end.result.map_err(|failure| {
         if failure.status == BuildStatus::Canceled && *shutdown.borrow() {
@@ -325,6 +322,7 @@ async fn heartbeat(host: &RemoteHost, cancel: &watch::Sender<bool>) {
 
 /// Tells the server how the run ended, until it has heard it.
 async fn complete(host: &RemoteHost, result: &Result<abode_control::Ended, Failure>) {
+    host.flush().await;
     let request = CompleteRequest::new(host.hello.clone(), result);
     match host
         .call::<_, serde_json::Value>("complete", &request, None)
@@ -343,11 +341,11 @@ async fn complete(host: &RemoteHost, result: &Result<abode_control::Ended, Failu
 /// and the heartbeat keeps it while the orphaned Terraform finishes).
 async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
     for (build_id, dir) in dirs {
-        let host = RemoteHost {
-            client: daemon.client.clone(),
-            build_id: build_id.clone(),
-            hello: daemon.hello(&format!("{}-1", daemon.daemon_id)),
-        };
+        let host = RemoteHost::new(
+            daemon.client.clone(),
+            build_id.clone(),
+            daemon.hello(&format!("{}-1", daemon.daemon_id)),
+        );
         let record = RunRecord::in_dir(&dir);
         let running = record.running();
         let command = match &running {
