@@ -351,3 +351,68 @@ fn a_daemon_killed_mid_apply_loses_no_state() {
     let started = platform.run(&["start", "h"]).ok();
     assert!(started.stdout.contains("0 added"), "{started}");
 }
+
+/// The daemons' routes refuse what is not a daemon's, with one line each:
+/// no key, a person's token, a bad id, a body that is not JSON, a build
+/// the daemon does not hold.
+#[test]
+fn the_daemon_routes_refuse_bad_callers_and_bodies() {
+    require_terraform();
+    let platform = Platform::start_with(API_ONLY);
+    platform.login_owner();
+    let key = fs::read_to_string(create_key(&platform, "k", &[])).unwrap();
+    let key = key.trim();
+    let post = |path: &str, token: Option<&str>, body: &str| -> (u16, String) {
+        let mut request = ureq::post(&format!("{}/api/v1/provisionerd/{path}", platform.url))
+            .set("Content-Type", "application/json");
+        if let Some(token) = token {
+            request = request.set("Authorization", &format!("Bearer {token}"));
+        }
+        match request.send_string(body) {
+            Ok(response) => (response.status(), response.into_string().unwrap()),
+            Err(ureq::Error::Status(status, response)) => (status, response.into_string().unwrap()),
+            Err(error) => panic!("{error}"),
+        }
+    };
+    let hello = r#"{"daemon_id":"d-1","slot":"d-1-1","version":"0.1.0"}"#;
+    let cases: [(&str, Option<&str>, &str, u16, &str); 6] = [
+        ("acquire", None, hello, 401, "missing provisioner key"),
+        ("acquire", Some("abode_pk_nope"), hello, 401, "unauthorized"),
+        (
+            "acquire",
+            Some(key),
+            r#"{"daemon_id":"../etc","slot":"s","version":"1"}"#,
+            400,
+            "daemon_id must be",
+        ),
+        ("acquire", Some(key), "not json", 400, "invalid JSON body"),
+        (
+            "jobs/some-build/heartbeat",
+            Some(key),
+            hello,
+            409,
+            "not this provisioner's job",
+        ),
+        (
+            "jobs/some-build/complete",
+            Some(key),
+            r#"{"daemon_id":"d-1","slot":"d-1-1","version":"0.1.0","outcome":"succeeded"}"#,
+            400,
+            "unknown outcome",
+        ),
+    ];
+    for (path, token, body, status, needle) in cases {
+        let (got, answer) = post(path, token, body);
+        assert_eq!(got, status, "{path}: {answer}");
+        assert!(answer.contains(needle), "{path}: {answer}");
+        assert!(!answer.contains(key), "{path}: {answer}");
+    }
+    // A person's session is not a provisioner key.
+    let session: serde_json::Value = serde_json::from_str(
+        &fs::read_to_string(platform.config_dir().join("session.json")).unwrap(),
+    )
+    .unwrap();
+    let token = session["token"].as_str().unwrap();
+    let (got, answer) = post("acquire", Some(token), hello);
+    assert_eq!(got, 401, "{answer}");
+}

@@ -120,11 +120,63 @@ fn check_id(field: &str, value: &str) -> Result<(), ApiError> {
     }
 }
 
-fn body<T: DeserializeOwned>(body: Result<Bytes, BytesRejection>) -> Result<T, ApiError> {
-    let bytes =
-        body.map_err(|error| ApiError::bad_request(format!("cannot read the body: {error}")))?;
-    serde_json::from_slice(&bytes)
-        .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))
+/// A daemon's call: its key, the caller it introduces itself as, and the
+/// JSON body, read and checked in one place for every route.
+pub(crate) struct DaemonCall<T> {
+    caller: DaemonCaller,
+    body: T,
+}
+
+/// A request body that says who calls.
+trait Introduced {
+    fn hello(&self) -> &DaemonHello;
+}
+
+macro_rules! introduced {
+    ($($type:ty => |$this:ident| $hello:expr),* $(,)?) => {
+        $(impl Introduced for $type {
+            fn hello(&self) -> &DaemonHello {
+                let $this = self;
+                $hello
+            }
+        })*
+    };
+}
+
+introduced!(
+    DaemonHello => |this| this,
+    AcquireRequest => |this| &this.hello,
+    LogUpload => |this| &this.hello,
+    JudgeRequest => |this| &this.hello,
+    StateUpload => |this| &this.hello,
+    CompleteRequest => |this| &this.hello,
+);
+
+#[axum::async_trait]
+impl<T> axum::extract::FromRequest<AppState> for DaemonCall<T>
+where
+    T: DeserializeOwned + Introduced + Send,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(
+        request: axum::extract::Request,
+        state: &AppState,
+    ) -> Result<Self, ApiError> {
+        let (mut parts, body) = request.into_parts();
+        let key = DaemonKey::from_request_parts(&mut parts, state).await?;
+        let request = axum::extract::Request::from_parts(parts, body);
+        let bytes =
+            Bytes::from_request(request, state)
+                .await
+                .map_err(|error: BytesRejection| {
+                    ApiError::bad_request(format!("cannot read the body: {error}"))
+                })?;
+        let body: T = serde_json::from_slice(&bytes)
+            .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))?;
+        let caller = key.caller(body.hello())?;
+        Ok(DaemonCall { caller, body })
+    }
 }
 
 fn failure(failure: abode_control::Failure) -> ApiError {
@@ -133,11 +185,11 @@ fn failure(failure: abode_control::Failure) -> ApiError {
 
 async fn acquire(
     State(state): State<AppState>,
-    key: DaemonKey,
-    request: Result<Bytes, BytesRejection>,
+    DaemonCall {
+        caller,
+        body: request,
+    }: DaemonCall<AcquireRequest>,
 ) -> Result<Response, ApiError> {
-    let request: AcquireRequest = body(request)?;
-    let caller = key.caller(&request.hello)?;
     let mut offered = request.tags.clone();
     offered.sort();
     if !request.tags.is_empty() && offered != caller.tags {
@@ -197,12 +249,12 @@ fn shown(tags: &[String]) -> String {
 
 async fn heartbeat(
     State(state): State<AppState>,
-    key: DaemonKey,
     Path(build): Path<String>,
-    request: Result<Bytes, BytesRejection>,
+    DaemonCall {
+        caller,
+        body: hello,
+    }: DaemonCall<DaemonHello>,
 ) -> Result<Response, ApiError> {
-    let hello: DaemonHello = body(request)?;
-    let caller = key.caller(&hello)?;
     let canceled = state
         .control
         .daemon_heartbeat(&caller, &build, &hello.slot, &hello.version)
@@ -212,12 +264,12 @@ async fn heartbeat(
 
 async fn logs(
     State(state): State<AppState>,
-    key: DaemonKey,
     Path(build): Path<String>,
-    request: Result<Bytes, BytesRejection>,
+    DaemonCall {
+        caller,
+        body: upload,
+    }: DaemonCall<LogUpload>,
 ) -> Result<Response, ApiError> {
-    let upload: LogUpload = body(request)?;
-    let caller = key.caller(&upload.hello)?;
     let (job, _) = state.control.daemon_job(&caller, &build).await?;
     for line in &upload.lines {
         if line.stage.is_empty() || line.stage.len() > 32 {
@@ -240,12 +292,12 @@ async fn logs(
 
 async fn judge(
     State(state): State<AppState>,
-    key: DaemonKey,
     Path(build): Path<String>,
-    request: Result<Bytes, BytesRejection>,
+    DaemonCall {
+        caller,
+        body: request,
+    }: DaemonCall<JudgeRequest>,
 ) -> Result<Response, ApiError> {
-    let request: JudgeRequest = body(request)?;
-    let caller = key.caller(&request.hello)?;
     let plan_json =
         daemon_wire::decode("plan_json", &request.plan_json).map_err(ApiError::bad_request)?;
     let plan = daemon_wire::decode("plan", &request.plan).map_err(ApiError::bad_request)?;
@@ -263,12 +315,12 @@ async fn judge(
 
 async fn state(
     State(state): State<AppState>,
-    key: DaemonKey,
     Path(build): Path<String>,
-    request: Result<Bytes, BytesRejection>,
+    DaemonCall {
+        caller,
+        body: upload,
+    }: DaemonCall<StateUpload>,
 ) -> Result<Response, ApiError> {
-    let upload: StateUpload = body(request)?;
-    let caller = key.caller(&upload.hello)?;
     let bytes = daemon_wire::decode("state", &upload.state).map_err(ApiError::bad_request)?;
     let kept = state
         .control
@@ -279,12 +331,9 @@ async fn state(
 
 async fn applied(
     State(state): State<AppState>,
-    key: DaemonKey,
     Path(build): Path<String>,
-    request: Result<Bytes, BytesRejection>,
+    DaemonCall { caller, .. }: DaemonCall<DaemonHello>,
 ) -> Result<Response, ApiError> {
-    let hello: DaemonHello = body(request)?;
-    let caller = key.caller(&hello)?;
     let (job, kind) = state.control.daemon_job(&caller, &build).await?;
     allowed_to_apply(&job, kind)?;
     // What the apply made is read from the state the daemon uploaded.
@@ -295,12 +344,12 @@ async fn applied(
 
 async fn complete(
     State(state): State<AppState>,
-    key: DaemonKey,
     Path(build): Path<String>,
-    request: Result<Bytes, BytesRejection>,
+    DaemonCall {
+        caller,
+        body: request,
+    }: DaemonCall<CompleteRequest>,
 ) -> Result<Response, ApiError> {
-    let request: CompleteRequest = body(request)?;
-    let caller = key.caller(&request.hello)?;
     let outcome = request.outcome().map_err(ApiError::bad_request)?;
     let (job, kind) = state.control.daemon_job(&caller, &build).await?;
     let result = match outcome {
