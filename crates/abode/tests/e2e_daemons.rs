@@ -274,9 +274,23 @@ fn a_keys_tags_bind_its_daemons() {
         wrong.log()
     );
 
-    // Without --tag it offers its key's: a template tagged cloud=a is built
-    // by it; one tagged cloud=b waits, and says so.
+    // With no provisioner at all, a build waits and says so.
+    push(&platform, "free", &fixture("minimal"), &[]);
+    let free = platform.spawn(&["create", "free-1", "--template", "free"]);
+    platform.wait_for_build_status("free-1", "pending");
+    platform.advance_clock(Duration::from_secs(40));
+    wait_until(
+        "the notice of no provisioner",
+        Duration::from_secs(30),
+        || build_log(&platform, "free-1", "1").contains("no provisioner is connected"),
+    );
+
+    // Without --tag it offers its key's: the waiting untagged build goes
+    // to it, as does a template tagged cloud=a; one tagged cloud=b waits,
+    // and says so.
     let _daemon = Daemon::start(&platform, "right", &key, &[]);
+    util::finish(free);
+    platform.wait_for_build_status("free-1", "succeeded");
     push(
         &platform,
         "a",

@@ -193,9 +193,7 @@ impl Control {
         let waiting_ms = i64::try_from(UNSERVED_AFTER.as_millis()).unwrap_or(i64::MAX);
         let lease_ms = i64::try_from(self.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
         let (waiting, offered) = match (
-            store
-                .waiting_tagged_jobs(now.saturating_sub(waiting_ms))
-                .await,
+            store.waiting_job_tags(now.saturating_sub(waiting_ms)).await,
             store
                 .live_provisioner_tags(now.saturating_sub(lease_ms))
                 .await,
@@ -225,7 +223,8 @@ impl Control {
         };
         let mut needs: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (build_id, tag) in waiting {
-            needs.entry(build_id).or_default().push(tag);
+            let tags = needs.entry(build_id).or_default();
+            tags.extend(tag);
         }
         told.retain(|build_id| needs.contains_key(build_id));
         for (build_id, tags) in needs {
@@ -235,17 +234,18 @@ impl Control {
             if served || !told.insert(build_id.clone()) {
                 continue;
             }
-            self.note(
-                &build_id,
-                "setup",
-                "warn",
-                &format!(
+            let notice = if tags.is_empty() {
+                "waiting: no provisioner is connected (embedded in a server or an external \
+                 daemon); the build starts when one is (`abode provisioner list`)"
+                    .to_string()
+            } else {
+                format!(
                     "waiting: no connected provisioner offers the tags this template version needs ({}); \
                      the build starts when one does (`abode provisioner list` shows what each offers)",
                     tags.join(", ")
-                ),
-            )
-            .await;
+                )
+            };
+            self.note(&build_id, "setup", "warn", &notice).await;
         }
     }
 

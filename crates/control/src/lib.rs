@@ -327,12 +327,11 @@ impl Control {
             names,
             shutdown.clone(),
         )));
-        if count > 0 {
-            handles.push(tokio::spawn(job_leases::announcements(
-                self.clone(),
-                shutdown.clone(),
-            )));
-        }
+        // Also with no worker here: external daemons long-poll this server.
+        handles.push(tokio::spawn(job_leases::announcements(
+            self.clone(),
+            shutdown.clone(),
+        )));
         handles.push(tokio::spawn(held::expiry_sweeper(
             self.clone(),
             shutdown.clone(),

@@ -391,7 +391,7 @@ storage_interface! {
     fn beat_provisioners(&self, server_id: &str, kind: ProvisionerKind, names: &[String], tags: &str, version: &str, forget_before: i64) -> ();
     /// The tags (`key=value`) of every job queued before `queued_before`
     /// whose version needs tags, as (build id, tag) rows.
-    fn waiting_tagged_jobs(&self, queued_before: i64) -> Vec<(String, String)>;
+    fn waiting_job_tags(&self, queued_before: i64) -> Vec<(String, Option<String>)>;
     /// The tag sets (JSON objects) of the provisioners heard from since
     /// `beat_since`.
     fn live_provisioner_tags(&self, beat_since: i64) -> Vec<String>;

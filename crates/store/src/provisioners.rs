@@ -87,13 +87,13 @@ macro_rules! provisioner_queries {
         Ok(())
     }
 
-    pub(crate) async fn waiting_tagged_jobs(
+    pub(crate) async fn waiting_job_tags(
         &self,
         queued_before: i64,
-    ) -> Result<Vec<(String, String)>, StoreError> {
+    ) -> Result<Vec<(String, Option<String>)>, StoreError> {
         let rows = sqlx::query(&sql(
             "SELECT j.build_id, t.tag FROM jobs j JOIN builds b ON b.id = j.build_id \
-             JOIN template_version_tags t ON t.template_version_id = b.template_version_id \
+             LEFT JOIN template_version_tags t ON t.template_version_id = b.template_version_id \
              WHERE j.status = 'queued' AND j.created_at < ? ORDER BY j.build_id, t.tag",
         ))
         .bind(queued_before)
