@@ -231,6 +231,13 @@ fn wait_for_apply(budget: &Budget, client: &Client, workspace: &str, number: u64
     });
 }
 
+fn wait_for_status(budget: &Budget, client: &Client, workspace: &str, number: u64, status: &str) {
+    budget.wait_for(&format!("{workspace} #{number} {status}"), || {
+        let build = client.build(workspace, Some(number)).ok()?;
+        (build.status == status).then_some(())
+    });
+}
+
 fn wait_final(budget: &Budget, client: &Client, workspace: &str, number: u64) -> Build {
     budget.wait_for(&format!("the end of {workspace} #{number}"), || {
         client
@@ -305,31 +312,41 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     fs::write(&key_file, format!("{key}\n")).unwrap();
     let volumes = back.root().join("volumes");
 
-    // Two daemons poll the server that lives, one the server that will die.
-    let mut daemons = vec![
-        Daemon::start(&back, "d1", &back.url, &key_file, &volumes),
-        Daemon::start(&back, "d2", &back.url, &key_file, &volumes),
-        Daemon::start(&back, "d3", &front.url, &key_file, &volumes),
-    ];
     let to_front = front.client_for(&front.config_dir());
     let to_back = back.client_for(&back.config_dir());
     let listed = |client: &Client| client.provisioners().unwrap_or_default();
-    budget.wait_for("three daemons listed, two slots each", || {
-        let rows = listed(&to_back);
-        let connected = rows
+    let connected_slots = |client: &Client| {
+        listed(client)
             .iter()
             .filter(|p| p.kind == "external" && p.status == "connected")
-            .count();
-        (connected == 6).then_some(())
+            .count()
+    };
+
+    // The daemon to be killed starts alone and takes KILLED's long build;
+    // then the two others: one polls the back, which lives, one the front,
+    // which will die.
+    let mut daemons = vec![Daemon::start(&back, "d1", &back.url, &key_file, &volumes)];
+    budget.wait_for("d1 listed", || {
+        (connected_slots(&to_back) == 2).then_some(())
+    });
+    let mut first: BTreeMap<String, Build> = BTreeMap::new();
+    first.insert(
+        KILLED.into(),
+        ask(&to_front, KILLED, &Ask::Create { seconds: 10 }),
+    );
+    wait_for_status(&budget, &to_back, KILLED, 1, "running");
+    daemons.push(Daemon::start(&back, "d2", &back.url, &key_file, &volumes));
+    daemons.push(Daemon::start(&back, "d3", &front.url, &key_file, &volumes));
+    budget.wait_for("three daemons listed, two slots each", || {
+        (connected_slots(&to_back) == 6).then_some(())
     });
 
-    // First wave: 30 creates. The three watched ones first, through the
-    // front; then the rest through both servers at once.
-    let mut first: BTreeMap<String, Build> = BTreeMap::new();
-    for (workspace, seconds) in [(KILLED, 8), (CANCELED, 60), (FOLLOWED, 3)] {
-        let build = ask(&to_front, workspace, &Ask::Create { seconds });
-        first.insert(workspace.to_string(), build);
-    }
+    // First wave: the rest of the 30 creates, through both servers at once
+    // (CANCELED's comes later).
+    first.insert(
+        FOLLOWED.into(),
+        ask(&to_front, FOLLOWED, &Ask::Create { seconds: 3 }),
+    );
     // Followed through the back from before its apply to its end.
     let mut follower = back
         .cmd(&["builds", "logs", FOLLOWED, "1", "--follow"])
@@ -362,28 +379,27 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     for build in ask_at_once(rest) {
         first.insert(build.workspace.clone(), build);
     }
-    assert_eq!(first.len(), WORKSPACES);
 
-    // The daemon running KILLED's apply dies (SIGKILL) in its middle; its
-    // Terraform runs on. (Its other slot's build, if any, dies with it.)
+    // d1 dies (SIGKILL) in the middle of KILLED's apply; its Terraform runs
+    // on. (Its other slot's build, if any, dies with it.)
     wait_for_apply(&budget, &to_back, KILLED, 1);
-    let holder = budget.wait_for("the daemon running the killed build", || {
-        listed(&to_back)
-            .into_iter()
-            .find(|p| {
-                p.current_job
-                    .as_ref()
-                    .is_some_and(|job| job.workspace == format!("alice/{KILLED}"))
-            })
-            .map(|p| p.server)
+    let victim = 0;
+    let holder = daemons[victim].holder();
+    let running = listed(&to_back).into_iter().any(|p| {
+        p.server == holder
+            && p.current_job
+                .as_ref()
+                .is_some_and(|job| job.workspace == format!("alice/{KILLED}"))
     });
-    let victim = daemons
-        .iter()
-        .position(|daemon| daemon.holder() == holder)
-        .unwrap_or_else(|| panic!("{holder} is none of the daemons"));
+    assert!(running, "{KILLED} is not d1's");
     daemons[victim].kill();
     let victim_name = holder.strip_prefix("provisioner:").unwrap().to_string();
     let victim_build = first[KILLED].id.clone();
+    assert_eq!(
+        to_back.build(KILLED, Some(1)).unwrap().status,
+        "running",
+        "{KILLED} ended before d1 was killed"
+    );
     // The runs it left (by build id), which it offers when it starts again.
     let left: Vec<String> = fs::read_dir(daemons[victim].data_dir.join("work"))
         .unwrap()
@@ -391,13 +407,19 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
         .collect();
     assert!(left.contains(&victim_build), "{left:?}");
 
-    // The front dies too (SIGKILL) and comes back; d3, which polls it,
-    // rejoins it by itself.
+    // The front dies too (SIGKILL) while d3 works for it, and comes back;
+    // d3 rejoins it by itself.
     front.kill_server();
     thread::sleep(Duration::from_millis(500));
     front.start_server_again();
+    let front_back_at = daemons[2].log().len();
 
     // A cancel through the back reaches the daemon running the front's build.
+    first.insert(
+        CANCELED.into(),
+        ask(&to_front, CANCELED, &Ask::Create { seconds: 60 }),
+    );
+    assert_eq!(first.len(), WORKSPACES);
     wait_for_apply(&budget, &to_back, CANCELED, 1);
     to_back.cancel_build(CANCELED, 1).unwrap();
 
@@ -459,7 +481,10 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     }
     let follow_status = follower.wait().unwrap();
     reader.join().unwrap();
-    assert!(follow_status.success(), "following ended with {follow_status}");
+    assert!(
+        follow_status.success(),
+        "following ended with {follow_status}"
+    );
     let followed = followed.lock().unwrap().clone();
     let text: Vec<&str> = followed.iter().map(|(line, _)| line.as_str()).collect();
     assert!(
@@ -496,13 +521,23 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     assert_eq!(second.len(), WORKSPACES);
     let mut second_ended = Vec::new();
     for build in &second {
-        second_ended.push(wait_final(&budget, &to_back, &build.workspace, build.number));
+        second_ended.push(wait_final(
+            &budget,
+            &to_back,
+            &build.workspace,
+            build.number,
+        ));
     }
 
-    // The restarted daemon took part in the second wave.
+    // The restarted daemon took part in the second wave, and so did d3
+    // after the front it polls came back.
     assert!(
         daemons[victim].log()[restarted_at..].contains("running a job"),
         "the restarted daemon ran nothing"
+    );
+    assert!(
+        daemons[2].log()[front_back_at..].contains("running a job"),
+        "d3 ran nothing once the front came back"
     );
 
     // The ledger: every build ended; only the killed and the canceled did
@@ -558,10 +593,12 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
         let data = instances(&state, "terraform_data", "apply");
         assert_eq!(data.len(), 1, "{workspace}: {state:#}");
         let last = lines.last().unwrap();
+        // `input` is dynamic: kept as its value and type.
+        let input = &data[0]["input"];
         assert_eq!(
-            data[0]["input"].as_str(),
+            input["value"].as_str().or(input.as_str()),
             Some(last.planned_at.as_str()),
-            "{workspace}: the stored state is not its last apply ({last:?})"
+            "{workspace}: the stored state is not its last apply ({last:?}): {input}"
         );
         let in_state: BTreeSet<PathBuf> = ["home", "scratch"]
             .iter()
