@@ -543,6 +543,7 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     // The ledger: every build ended; only the killed and the canceled did
     // not succeed, each with its reason.
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    let mut unsuccessful = Vec::new();
     let mut applied_lines = 0;
     for index in 0..WORKSPACES {
         let workspace = name(index);
@@ -577,6 +578,16 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
                 .find(|build| build.id == line.build)
                 .unwrap_or_else(|| panic!("{workspace}: an apply of no build: {line:?}"));
             assert_eq!(build.transition, line.transition, "{workspace}: {line:?}");
+        }
+        for build in builds.iter().filter(|build| build.status != "succeeded") {
+            let error = build.error.as_deref().unwrap_or("").lines().next();
+            unsuccessful.push(format!(
+                "{workspace} #{} {} (applied: {}): {}",
+                build.number,
+                build.status,
+                seen.contains(&build.id),
+                error.unwrap_or("")
+            ));
         }
         for build in builds.iter().filter(|build| build.status == "succeeded") {
             assert!(
@@ -621,6 +632,15 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
         daemons[victim].name,
         budget.0.elapsed()
     );
+    for line in &unsuccessful {
+        eprintln!("  {line}");
+    }
+    // What the daemons noticed of the faults.
+    for daemon in &daemons {
+        for line in daemon.log().lines().filter(|line| !line.contains(" INFO ")) {
+            eprintln!("  {}: {line}", daemon.name);
+        }
+    }
     for daemon in &mut daemons {
         if let Some(child) = daemon.child.take() {
             finish(child);
