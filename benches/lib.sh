@@ -24,18 +24,20 @@ bench_binary() {
     echo "$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 }
 
-# bench_start_server BIN WORK PROVISIONERS: `abode server` on a free port
-# with its data in WORK/data and its log in WORK/server.log, and the first
-# user `bench` signed in (ABODE_CONFIG_DIR=WORK/config). Sets server_url and
-# server_pid (for the caller's cleanup).
+# bench_start_server BIN WORK PROVISIONERS [FLAG...]: `abode server` on a
+# free port with its data in WORK/data, its log in WORK/server.log and the
+# extra server flags given, and the first user `bench` signed in
+# (ABODE_CONFIG_DIR=WORK/config). Sets server_url and server_pid (for the
+# caller's cleanup).
 bench_start_server() {
     local bin="$1" work="$2" provisioners="$3" port
+    shift 3
     port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
     server_url="http://127.0.0.1:$port"
     export ABODE_CONFIG_DIR="$work/config"
     unset ABODE_URL ABODE_TOKEN
     "$bin" server --address "127.0.0.1:$port" --data-dir "$work/data" \
-        --provisioners "$provisioners" >"$work/server.log" 2>&1 &
+        --provisioners "$provisioners" "$@" >"$work/server.log" 2>&1 &
     server_pid=$!
     for _ in $(seq 1 100); do
         curl -fsS "$server_url/api/v1/health" >/dev/null 2>&1 && break
