@@ -37,7 +37,7 @@ const KEY: &str = "chaos";
 /// a lease of real time; see `job_leases.rs`).
 const LEASE_SECONDS: &str = "3";
 /// The whole test's budget: every wait below ends by then.
-const BUDGET: Duration = Duration::from_secs(300);
+const BUDGET: Duration = Duration::from_secs(180);
 
 /// The workspace whose provisioner is killed in the middle of its apply.
 const KILLED: &str = "w00";
@@ -372,7 +372,11 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     };
     let rest: Vec<(Client, String, Ask)> = (3..WORKSPACES)
         .map(|index| {
-            let client = if index % 2 == 0 { &to_front } else { &to_back };
+            let client = if index.is_multiple_of(2) {
+                &to_front
+            } else {
+                &to_back
+            };
             (client.clone(), name(index), Ask::Create { seconds: 1 })
         })
         .collect();
@@ -501,8 +505,8 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     );
 
     // Second wave: each workspace stopped if its start succeeded, else
-    // started again (quickly), through the other server than the first
-    // wave's, both at once.
+    // started again (quickly), each through the server its first build was
+    // not asked of (CANCELED's aside), both at once.
     let second_asks: Vec<(Client, String, Ask)> = first
         .iter()
         .map(|(workspace, build)| {
@@ -513,20 +517,18 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
                 Ask::Start { seconds: 1 }
             };
             let index: usize = workspace[1..].parse().unwrap();
-            let client = if index % 2 == 0 { &to_back } else { &to_front };
+            let client = if index.is_multiple_of(2) {
+                &to_back
+            } else {
+                &to_front
+            };
             (client.clone(), workspace.clone(), what)
         })
         .collect();
     let second = ask_at_once(second_asks);
     assert_eq!(second.len(), WORKSPACES);
-    let mut second_ended = Vec::new();
     for build in &second {
-        second_ended.push(wait_final(
-            &budget,
-            &to_back,
-            &build.workspace,
-            build.number,
-        ));
+        wait_final(&budget, &to_back, &build.workspace, build.number);
     }
 
     // The restarted daemon took part in the second wave, and so did d3
