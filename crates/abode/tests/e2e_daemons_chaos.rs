@@ -283,6 +283,17 @@ fn instances(state: &serde_json::Value, type_: &str, name: &str) -> Vec<serde_js
         .collect()
 }
 
+/// The plan time the state's `terraform_data.apply` keeps (its `input`,
+/// dynamic: kept as its value and type).
+fn planned_at(state: &serde_json::Value) -> Option<String> {
+    let data = instances(state, "terraform_data", "apply");
+    let input = &data.first()?["input"];
+    input["value"]
+        .as_str()
+        .or(input.as_str())
+        .map(str::to_string)
+}
+
 #[test]
 fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     require_terraform();
@@ -477,6 +488,19 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
         .find(|line| line.contains(&victim_build))
         .unwrap();
     assert!(offered.contains("kept=Saved"), "{offered}");
+    // What was stored is what the killed run's Terraform finished with.
+    let killed_id = to_back.workspace(KILLED).unwrap().id;
+    let orphan = applies(&volumes.join(format!("home-{killed_id}/applies")))
+        .into_iter()
+        .find(|line| line.build == victim_build)
+        .expect("the killed run's apply went on without its daemon");
+    let state: serde_json::Value =
+        serde_json::from_slice(&to_front.workspace_state(KILLED).unwrap()).unwrap();
+    assert_eq!(
+        planned_at(&state),
+        Some(orphan.planned_at.clone()),
+        "the state the killed run left was not stored"
+    );
 
     // Every build of the first wave ends; the followed one's log arrived
     // through the back while it ran.
@@ -606,12 +630,10 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
         let data = instances(&state, "terraform_data", "apply");
         assert_eq!(data.len(), 1, "{workspace}: {state:#}");
         let last = lines.last().unwrap();
-        // `input` is dynamic: kept as its value and type.
-        let input = &data[0]["input"];
         assert_eq!(
-            input["value"].as_str().or(input.as_str()),
-            Some(last.planned_at.as_str()),
-            "{workspace}: the stored state is not its last apply ({last:?}): {input}"
+            planned_at(&state),
+            Some(last.planned_at.clone()),
+            "{workspace}: the stored state is not its last apply ({last:?}): {state:#}"
         );
         let in_state: BTreeSet<PathBuf> = ["home", "scratch"]
             .iter()
