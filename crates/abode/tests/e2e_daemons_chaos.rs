@@ -353,34 +353,8 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     });
 
     // First wave: the rest of the 30 creates, through both servers at once
-    // (CANCELED's comes later).
-    first.insert(
-        FOLLOWED.into(),
-        ask(&to_front, FOLLOWED, &Ask::Create { seconds: 3 }),
-    );
-    // Followed through the back from before its apply to its end.
-    let mut follower = back
-        .cmd(&["builds", "logs", FOLLOWED, "1", "--follow"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let follower_out = follower.stdout.take().unwrap();
-    let followed: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let reader = {
-        let followed = followed.clone();
-        let client = to_back.clone();
-        thread::spawn(move || {
-            for line in BufReader::new(follower_out).lines() {
-                let line = line.unwrap();
-                // What the build was when this line arrived.
-                let status = client
-                    .build(FOLLOWED, Some(1))
-                    .map_or_else(|err| err.to_string(), |build| build.status);
-                followed.lock().unwrap().push((line, status));
-            }
-        })
-    };
+    // (CANCELED's and FOLLOWED's come once d1 is dead, so that nothing but
+    // the faults decides how they end).
     let rest: Vec<(Client, String, Ask)> = (3..WORKSPACES)
         .map(|index| {
             let client = if index.is_multiple_of(2) {
@@ -428,6 +402,35 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     thread::sleep(Duration::from_millis(500));
     front.start_server_again();
     let front_back_at = daemons[2].log().len();
+
+    first.insert(
+        FOLLOWED.into(),
+        ask(&to_front, FOLLOWED, &Ask::Create { seconds: 3 }),
+    );
+    // Asked of the restarted front, followed through the back from before
+    // its apply to its end.
+    let mut follower = back
+        .cmd(&["builds", "logs", FOLLOWED, "1", "--follow"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let follower_out = follower.stdout.take().unwrap();
+    let followed: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let reader = {
+        let followed = followed.clone();
+        let client = to_back.clone();
+        thread::spawn(move || {
+            for line in BufReader::new(follower_out).lines() {
+                let line = line.unwrap();
+                // What the build was when this line arrived.
+                let status = client
+                    .build(FOLLOWED, Some(1))
+                    .map_or_else(|err| err.to_string(), |build| build.status);
+                followed.lock().unwrap().push((line, status));
+            }
+        })
+    };
 
     // A cancel through the back reaches the daemon running the front's build.
     first.insert(
