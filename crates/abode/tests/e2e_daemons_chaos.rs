@@ -573,6 +573,7 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     // not succeed, each with its reason.
     let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
     let mut unsuccessful = Vec::new();
+    let mut requeued = Vec::new();
     let mut applied_lines = 0;
     for index in 0..WORKSPACES {
         let workspace = name(index);
@@ -580,7 +581,8 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
         assert_eq!(builds.len(), 2, "{workspace}: {builds:#?}");
         for build in &builds {
             *outcomes.entry(build.status.clone()).or_default() += 1;
-            // The killed daemon's other slot may have held a build too.
+            // The killed daemon's other slot may have held a build too:
+            // failed if its plan was judged, else run again elsewhere.
             let ended_as_expected = match (workspace.as_str(), build.number) {
                 (KILLED, 1) => salvaged(build),
                 (CANCELED, 1) => build.status == "canceled",
@@ -607,6 +609,18 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
                 .find(|build| build.id == line.build)
                 .unwrap_or_else(|| panic!("{workspace}: an apply of no build: {line:?}"));
             assert_eq!(build.transition, line.transition, "{workspace}: {line:?}");
+        }
+        // A build of the killed daemon whose plan was not judged yet ran
+        // again elsewhere: nothing of it had been applied.
+        for build in &builds {
+            let log = to_back.build_logs(&workspace, build.number, 0, 0).unwrap();
+            let note = format!(
+                "the external provisioner {victim_name} stopped renewing its lease before this \
+                 build's plan was judged"
+            );
+            if log.lines.iter().any(|line| line.text.contains(&note)) {
+                requeued.push(format!("{workspace} #{} {}", build.number, build.status));
+            }
         }
         for build in builds.iter().filter(|build| build.status != "succeeded") {
             let error = build.error.as_deref().unwrap_or("").lines().next();
@@ -662,6 +676,7 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     for line in &unsuccessful {
         eprintln!("  {line}");
     }
+    eprintln!("  queued again (the killed daemon had not had their plan judged): {requeued:?}");
     // What the daemons noticed of the faults.
     for daemon in &daemons {
         for line in daemon.log().lines().filter(|line| !line.contains(" INFO ")) {
