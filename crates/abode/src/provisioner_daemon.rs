@@ -74,7 +74,11 @@ pub fn run(args: StartArgs) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    runtime.block_on(start(args))
+    let ended = runtime.block_on(start(args));
+    // An idle slot's long-poll (up to 20 s) is a blocking call that nobody
+    // waits for any more: the daemon stops without it.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    ended
 }
 
 async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
