@@ -170,7 +170,18 @@ where
             Bytes::from_request(request, state)
                 .await
                 .map_err(|error: BytesRejection| {
-                    ApiError::bad_request(format!("cannot read the body: {error}"))
+                    if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                        ApiError::new(
+                            StatusCode::PAYLOAD_TOO_LARGE,
+                            "payload_too_large",
+                            format!(
+                                "the request body is over this endpoint's limit of {} MiB",
+                                MAX_DAEMON_BODY / 1024 / 1024
+                            ),
+                        )
+                    } else {
+                        ApiError::bad_request(format!("cannot read the body: {error}"))
+                    }
                 })?;
         let body: T = serde_json::from_slice(&bytes)
             .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))?;
@@ -180,7 +191,7 @@ where
 }
 
 fn failure(failure: abode_control::Failure) -> ApiError {
-    ApiError::new(StatusCode::CONFLICT, "failed", failure.message)
+    ApiError::new(StatusCode::CONFLICT, "conflict", failure.message)
 }
 
 async fn acquire(

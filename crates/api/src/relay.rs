@@ -124,7 +124,7 @@ fn refusal(status: u16, body: &[u8]) -> ApiError {
             ))
         })
         .unwrap_or_else(|| (String::new(), format!("the other server answered {status}")));
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     // The codes are a fixed set (docs/api.md, Errors).
     let code = match code.as_str() {
         "bad_request" => "bad_request",
@@ -133,7 +133,8 @@ fn refusal(status: u16, body: &[u8]) -> ApiError {
         "not_found" => "not_found",
         "conflict" => "conflict",
         "too_many_requests" => "too_many_requests",
-        _ => "bad_gateway",
+        "unavailable" => "unavailable",
+        _ => "internal",
     };
     ApiError::new(status, code, message)
 }
