@@ -342,21 +342,36 @@ pub(crate) async fn keep_state_bytes(
         Ok(_) => {}
         Err(error) => return StateKept::Unavailable(format!("storage error: {error}")),
     }
-    let stored = match store.state(&build.workspace_id).await {
-        Ok(stored) => stored,
-        Err(error) => return StateKept::Unavailable(format!("storage error: {error}")),
-    };
-    if let Err(reason) = successor(stored.as_deref(), &state) {
-        return StateKept::Refused(reason);
+    // Compared and written as one step: two writes of the same build's
+    // state (a half-way one and the last, on two servers) cannot both pass
+    // the comparison and leave the older one stored.
+    for _ in 0..STATE_WRITE_ATTEMPTS {
+        let stored = match store.state(&build.workspace_id).await {
+            Ok(stored) => stored,
+            Err(error) => return StateKept::Unavailable(format!("storage error: {error}")),
+        };
+        if let Err(reason) = successor(stored.as_deref(), &state) {
+            return StateKept::Refused(reason);
+        }
+        if stored.as_deref() == Some(state.as_slice()) {
+            return StateKept::Unchanged;
+        }
+        match store
+            .put_state_replacing(&build.workspace_id, build_id, &state, stored.as_deref())
+            .await
+        {
+            Ok(true) => return StateKept::Saved,
+            // Another write came first: compared again with it.
+            Ok(false) => continue,
+            Err(error) => return StateKept::Unavailable(format!("storage error: {error}")),
+        }
     }
-    if stored.as_deref() == Some(state.as_slice()) {
-        return StateKept::Unchanged;
-    }
-    match store.put_state(&build.workspace_id, build_id, &state).await {
-        Ok(()) => StateKept::Saved,
-        Err(error) => StateKept::Unavailable(format!("storage error: {error}")),
-    }
+    StateKept::Unavailable("the stored state kept changing while this one was compared".into())
 }
+
+/// How many times a state is compared again when another write came
+/// between its comparison and its own.
+const STATE_WRITE_ATTEMPTS: usize = 3;
 
 /// Whether `new` may replace `stored`: a whole state of the same lineage
 /// whose serial is not lower.

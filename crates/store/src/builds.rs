@@ -343,6 +343,40 @@ macro_rules! build_queries {
         Ok(())
     }
 
+    pub(crate) async fn put_state_replacing(
+        &self,
+        workspace_id: &str,
+        build_id: &str,
+        state: &[u8],
+        previous: Option<&[u8]>,
+    ) -> Result<bool, StoreError> {
+        let written = match previous {
+            None => sqlx::query(&sql(
+                "INSERT INTO workspace_states (workspace_id, build_id, state, updated_at) \
+                 VALUES (?, ?, ?, ?) ON CONFLICT (workspace_id) DO NOTHING",
+            ))
+            .bind(workspace_id)
+            .bind(build_id)
+            .bind(state)
+            .bind(self.now_ms())
+            .execute(&self.pool)
+            .await,
+            Some(previous) => sqlx::query(&sql(
+                "UPDATE workspace_states SET build_id = ?, state = ?, updated_at = ? \
+                 WHERE workspace_id = ? AND state = ?",
+            ))
+            .bind(build_id)
+            .bind(state)
+            .bind(self.now_ms())
+            .bind(workspace_id)
+            .bind(previous)
+            .execute(&self.pool)
+            .await,
+        }
+        .map_err(db_error("workspace state"))?;
+        Ok(written.rows_affected() > 0)
+    }
+
     pub(crate) async fn state(&self, workspace_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let row = sqlx::query(&sql("SELECT state FROM workspace_states WHERE workspace_id = ?"))
             .bind(workspace_id)

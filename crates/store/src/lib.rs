@@ -483,6 +483,9 @@ storage_interface! {
     fn append_log(&self, build_id: &str, line: &NewLogLine) -> i64;
     fn logs_after(&self, build_id: &str, after: i64, limit: i64) -> Vec<LogLine>;
     fn put_state(&self, workspace_id: &str, build_id: &str, state: &[u8]) -> ();
+    /// Stores `state` only if the stored state is still `previous` (none:
+    /// there is none yet); false when another write came first.
+    fn put_state_replacing(&self, workspace_id: &str, build_id: &str, state: &[u8], previous: Option<&[u8]>) -> bool;
     fn state(&self, workspace_id: &str) -> Option<Vec<u8>>;
     /// A workspace's builds, newest first.
     fn list_build_page(&self, workspace_id: &str, status: Option<BuildStatus>, after: Option<&str>, limit: i64) -> Page<Build>;

@@ -318,7 +318,33 @@ async fn unknown_stored_states_fail_the_read_naming_the_value() {
     assert!(store.build_by_id(&build.id).await.is_ok());
 }
 
+/// A state is written over exactly the one it was compared with.
+async fn a_state_replaces_only_the_one_it_was_compared_with(store: Store) {
+    let (_, workspace, build) = seeded(&store).await;
+    let put = |state: &'static [u8], previous: Option<&'static [u8]>| {
+        let store = store.clone();
+        let (workspace, build) = (workspace.id.clone(), build.id.clone());
+        async move {
+            store
+                .put_state_replacing(&workspace, &build, state, previous)
+                .await
+                .unwrap()
+        }
+    };
+    assert!(put(b"one", None).await);
+    assert!(!put(b"two", None).await, "there is one already");
+    assert!(!put(b"two", Some(b"zero")).await, "not the stored one");
+    assert_eq!(store.state(&workspace.id).await.unwrap().unwrap(), b"one");
+    assert!(put(b"two", Some(b"one")).await);
+    assert!(
+        !put(b"three", Some(b"one")).await,
+        "another write came first"
+    );
+    assert_eq!(store.state(&workspace.id).await.unwrap().unwrap(), b"two");
+}
+
 on_every_backend!(
+    a_state_replaces_only_the_one_it_was_compared_with,
     plan_json_is_kept_for_the_newest_builds_and_held_ones,
     one_active_build_per_workspace,
     concurrent_build_creation_accepts_exactly_one,
