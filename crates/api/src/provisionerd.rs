@@ -13,7 +13,7 @@ use abode_control::daemon_wire::{
     self, AcquireRequest, CompleteRequest, DaemonHello, HeartbeatAnswer, JobWire, JudgeRequest,
     LogUpload, Outcome, StateAnswer, StateUpload, VerdictWire,
 };
-use abode_control::runner::{BuildHost, LogSink};
+use abode_control::runner::{BuildHost, LogSink, Verdict};
 use abode_control::{DaemonCaller, Ended, ServerJob};
 use abode_guard::Decision;
 use abode_store::JobKind;
@@ -320,7 +320,10 @@ async fn judge(
             "a confirmed plan is applied as it was confirmed: it is not judged again",
         ));
     }
-    let verdict = job.judge(plan_json, plan).await.map_err(failure)?;
+    let verdict = job.judge(plan_json, plan.clone()).await.map_err(failure)?;
+    if verdict == Verdict::Hold {
+        job.keep_judged_plan(plan).await.map_err(failure)?;
+    }
     Ok(Json(VerdictWire::from(&verdict)).into_response())
 }
 
@@ -368,11 +371,12 @@ async fn complete(
             allowed_to_apply(&job, kind)?;
             Ok(Ended::Applied)
         }
-        Outcome::Held(plan) => {
+        Outcome::Held => {
             if kind != JobKind::Build || job.decision()? != Some(Decision::Confirm) {
                 return Err(verdict_refusal("held", &job)?);
             }
-            Ok(Ended::Held(job.held_plan(plan).await.map_err(failure)?))
+            // The plan the server judged, never one sent now.
+            Ok(Ended::Held(job.judged_plan().await.map_err(failure)?))
         }
         Outcome::Failed(failure) => Err(failure),
     };

@@ -284,39 +284,36 @@ impl StateAnswer {
 }
 
 /// `POST /provisionerd/jobs/{build}/complete`: how the run ended.
-// No `Debug`: it carries a plan or a state.
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CompleteRequest {
     #[serde(flatten)]
     pub hello: DaemonHello,
-    /// `applied`, `held` (with `plan`), `failed` or `canceled` (with `message`).
+    /// `applied`, `held`, `failed` or `canceled` (with `message`). A held
+    /// run's plan is the one the server kept when it judged it.
     pub outcome: String,
     #[serde(default)]
     pub message: Option<String>,
-    /// The held plan, base64.
-    #[serde(default)]
-    pub plan: Option<String>,
 }
 
 /// A run's end as a daemon tells it.
+#[derive(Debug)]
 pub enum Outcome {
     Applied,
-    Held(Vec<u8>),
+    Held,
     Failed(Failure),
 }
 
 impl CompleteRequest {
     pub fn new(hello: DaemonHello, outcome: &Result<crate::Ended, Failure>) -> CompleteRequest {
-        let (outcome, message, plan) = match outcome {
-            Ok(crate::Ended::Applied) => ("applied", None, None),
-            Ok(crate::Ended::Held(saved)) => ("held", None, Some(encode(&saved.plan))),
-            Err(failure) => (failure.status.as_str(), Some(failure.message.clone()), None),
+        let (outcome, message) = match outcome {
+            Ok(crate::Ended::Applied) => ("applied", None),
+            Ok(crate::Ended::Held(_)) => ("held", None),
+            Err(failure) => (failure.status.as_str(), Some(failure.message.clone())),
         };
         CompleteRequest {
             hello,
             outcome: outcome.to_string(),
             message,
-            plan,
         }
     }
 
@@ -324,10 +321,7 @@ impl CompleteRequest {
         let message = || self.message.clone().unwrap_or_default();
         match self.outcome.as_str() {
             "applied" => Ok(Outcome::Applied),
-            "held" => {
-                let plan = self.plan.as_deref().ok_or("a held run needs its plan")?;
-                Ok(Outcome::Held(decode("plan", plan)?))
-            }
+            "held" => Ok(Outcome::Held),
             other => match other.parse::<BuildStatus>() {
                 Ok(status @ (BuildStatus::Failed | BuildStatus::Canceled)) => {
                     Ok(Outcome::Failed(Failure {
@@ -460,17 +454,9 @@ mod tests {
                 hello: hello.clone(),
                 outcome: outcome.into(),
                 message: None,
-                plan: None,
             };
             assert!(request.outcome().is_err(), "{outcome}");
         }
-        let held = CompleteRequest {
-            hello,
-            outcome: "held".into(),
-            message: None,
-            plan: Some("not base64!".into()),
-        };
-        assert!(held.outcome().is_err());
     }
 
     #[test]

@@ -107,6 +107,27 @@ macro_rules! held_queries {
             .map_err(db_error("saved plan"))
     }
 
+    pub(crate) async fn put_saved_plan(
+        &self,
+        build_id: &str,
+        plan: &SavedPlan,
+    ) -> Result<(), StoreError> {
+        sqlx::query(&sql(
+            "INSERT INTO saved_plans (build_id, plan, digest, state_digest, created_at) \
+             VALUES (?, ?, ?, ?, ?) ON CONFLICT (build_id) DO UPDATE SET plan = excluded.plan, \
+             digest = excluded.digest, state_digest = excluded.state_digest",
+        ))
+        .bind(build_id)
+        .bind(&plan.plan)
+        .bind(&plan.digest)
+        .bind(&plan.state_digest)
+        .bind(self.now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("saved plan"))?;
+        Ok(())
+    }
+
     pub(crate) async fn delete_saved_plan(&self, build_id: &str) -> Result<(), StoreError> {
         sqlx::query(&sql("DELETE FROM saved_plans WHERE build_id = ?"))
             .bind(build_id)

@@ -532,6 +532,8 @@ storage_interface! {
     /// transaction (no confirmation goes unaudited); false otherwise.
     fn confirm_build(&self, build_id: &str, digest: &str, confirmer_id: &str, audit: &NewAuditEvent) -> bool;
     fn saved_plan(&self, build_id: &str) -> Option<SavedPlan>;
+    /// Keeps a plan the guard held, before its build is recorded as held.
+    fn put_saved_plan(&self, build_id: &str, plan: &SavedPlan) -> ();
     fn delete_saved_plan(&self, build_id: &str) -> ();
     /// Held builds whose time ran out: canceled, plans deleted.
     fn expire_held_builds(&self, now: i64, error: &str) -> Vec<String>;

@@ -183,21 +183,31 @@ impl ServerJob {
         crate::held::guard_decision(&self.build)
     }
 
-    /// A held build's saved plan as a runner sent it back, with the digests
-    /// computed here: the plan's own, and the stored state's it was made on.
-    pub async fn held_plan(&self, plan: Vec<u8>) -> Result<SavedPlan, Failure> {
-        let state = self
-            .control
-            .inner
-            .store
-            .state(&self.workspace.id)
-            .await
-            .map_err(storage)?;
-        Ok(SavedPlan {
+    /// Keeps the plan a daemon sent to be judged when the guard held it:
+    /// the plan held is the one judged, whatever the daemon says later.
+    pub async fn keep_judged_plan(&self, plan: Vec<u8>) -> Result<(), Failure> {
+        let store = &self.control.inner.store;
+        let state = store.state(&self.workspace.id).await.map_err(storage)?;
+        let saved = SavedPlan {
             digest: secrets::sha256_hex(&plan),
             state_digest: secrets::sha256_hex(state.as_deref().unwrap_or_default()),
             plan,
-        })
+        };
+        store
+            .put_saved_plan(&self.build.id, &saved)
+            .await
+            .map_err(storage)
+    }
+
+    /// The plan kept when the guard held it (`keep_judged_plan`).
+    pub async fn judged_plan(&self) -> Result<SavedPlan, Failure> {
+        self.control
+            .inner
+            .store
+            .saved_plan(&self.build.id)
+            .await
+            .map_err(storage)?
+            .ok_or_else(|| Failure::failed("the plan the guard held is gone"))
     }
 
     /// The state as stored now, for what an apply made.
