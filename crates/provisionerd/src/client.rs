@@ -10,6 +10,8 @@ use serde::Serialize;
 /// Longer than the longest acquire wait the daemon asks for.
 const READ_TIMEOUT: Duration = Duration::from_secs(120);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Well within a job lease (60 s by default; renewed every second).
+const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Why a call did not succeed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -83,9 +85,16 @@ impl ServerClient {
         url: &str,
         body: &[u8],
     ) -> Result<Option<T>, CallError> {
+        // A heartbeat that hangs must not outlive the lease it renews.
+        let timeout = if url.ends_with("/heartbeat") {
+            HEARTBEAT_TIMEOUT
+        } else {
+            READ_TIMEOUT
+        };
         let answer = self
             .http
             .post(url)
+            .timeout(timeout)
             .set("Authorization", &format!("Bearer {}", self.key))
             .set("Content-Type", "application/json")
             .send_bytes(body);
