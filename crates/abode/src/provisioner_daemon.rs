@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::server::{absolute, init_logging, install_provider_mirror, LogFormat};
+use crate::server::{absolute, init_logging, install_provider_mirror, LogFlags, TerraformFlags};
 
 #[derive(Debug, clap::Args)]
 pub struct StartArgs {
@@ -42,34 +42,17 @@ pub struct StartArgs {
     /// provisioners serving the same local template share it.
     #[arg(long, env = "ABODE_PROVISIONER_VOLUMES_DIR")]
     volumes_dir: Option<PathBuf>,
-    /// The provider mirror to install into and use [default: DATA_DIR/provider-mirror].
-    #[arg(long, env = "ABODE_PROVIDER_MIRROR")]
-    provider_mirror: Option<PathBuf>,
-    /// Pass this variable of the daemon's environment to Terraform runs (e.g.
-    /// cloud credentials); NAME or PREFIX_* (repeatable), as `abode server`'s.
-    #[arg(
-        long = "terraform-env",
-        value_name = "NAME",
-        env = "ABODE_TERRAFORM_ENV",
-        value_delimiter = ','
-    )]
-    terraform_env: Vec<String>,
-    /// Seconds a canceled Terraform run gets after SIGINT before it is killed.
-    #[arg(long, env = "ABODE_CANCEL_GRACE", default_value_t = 30)]
-    cancel_grace: u64,
+    #[command(flatten)]
+    terraform: TerraformFlags,
+    #[command(flatten)]
+    logging: LogFlags,
     /// The name its id starts with, shown by `abode provisioner list` [default: the host name].
     #[arg(long, env = "ABODE_PROVISIONER_NAME")]
     name: Option<String>,
-    /// How log lines are written to standard error.
-    #[arg(long, env = "ABODE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
-    /// Which log lines to write, in RUST_LOG syntax.
-    #[arg(long, env = "RUST_LOG", value_name = "FILTER", default_value = "info")]
-    log_filter: String,
 }
 
 pub fn run(args: StartArgs) -> anyhow::Result<ExitCode> {
-    init_logging(args.log_format, &args.log_filter)?;
+    init_logging(args.logging.log_format, &args.logging.log_filter)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -96,8 +79,8 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
     }
     let tags = abode_api::parse_provisioner_tags(&args.tags)
         .map_err(|error| anyhow::anyhow!("--tag: {error}"))?;
-    let passed_env =
-        abode_terraform::run::PassedEnv::new(&args.terraform_env).context("--terraform-env")?;
+    let passed_env = abode_terraform::run::PassedEnv::new(&args.terraform.terraform_env)
+        .context("--terraform-env")?;
     let data_dir = absolute(args.data_dir)?;
     // Work dirs hold states and plans: readable by the daemon's user only.
     std::fs::DirBuilder::new()
@@ -106,7 +89,7 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
         .create(&data_dir)
         .and_then(|()| std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700)))
         .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
-    let mirror_dir = match args.provider_mirror {
+    let mirror_dir = match args.terraform.provider_mirror {
         Some(dir) => absolute(dir)?,
         None => data_dir.join("provider-mirror"),
     };
@@ -133,7 +116,7 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
                 std::env::current_exe().context("cannot locate the abode executable")?,
             ),
             terraform_env: passed_env.from_process(),
-            cancel_grace: Duration::from_secs(args.cancel_grace),
+            cancel_grace: Duration::from_secs(args.terraform.cancel_grace),
         },
     };
     let (shutdown, stopping) = tokio::sync::watch::channel(false);

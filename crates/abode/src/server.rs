@@ -28,6 +28,10 @@ pub struct ServerArgs {
     /// API-only server (other servers on the same PostgreSQL run the builds).
     #[arg(long, env = "ABODE_PROVISIONERS", default_value_t = 3)]
     provisioners: usize,
+    #[command(flatten)]
+    terraform: TerraformFlags,
+    #[command(flatten)]
+    logging: LogFlags,
     /// The URL workspace agents use to reach this server [default: http://ADDRESS].
     #[arg(long, env = "ABODE_ACCESS_URL")]
     access_url: Option<String>,
@@ -37,20 +41,6 @@ pub struct ServerArgs {
     /// tunnel [default: http://ADDRESS, none when ADDRESS is 0.0.0.0 or ::].
     #[arg(long, env = "ABODE_RELAY_URL", value_name = "URL")]
     relay_url: Option<String>,
-    /// The provider mirror to install into and use [default: DATA_DIR/provider-mirror].
-    #[arg(long, env = "ABODE_PROVIDER_MIRROR")]
-    provider_mirror: Option<PathBuf>,
-    /// Pass this variable of the server's environment to Terraform runs (and
-    /// so to providers and templates), e.g. cloud credentials; NAME or
-    /// PREFIX_* (repeatable). Only PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ
-    /// and TMPDIR pass otherwise; ABODE_* and TF_* never do.
-    #[arg(
-        long = "terraform-env",
-        value_name = "NAME",
-        env = "ABODE_TERRAFORM_ENV",
-        value_delimiter = ','
-    )]
-    terraform_env: Vec<String>,
     /// How many of each workspace's newest builds keep their plan JSON (held builds always do).
     #[arg(long, env = "ABODE_PLAN_RETENTION", default_value_t = 20)]
     plan_retention: usize,
@@ -63,9 +53,6 @@ pub struct ServerArgs {
     /// Seconds between agent heartbeats (told to agents).
     #[arg(long, env = "ABODE_AGENT_HEARTBEAT_INTERVAL", default_value_t = 5)]
     agent_heartbeat_interval: u64,
-    /// Seconds a canceled Terraform run gets after SIGINT before it is killed.
-    #[arg(long, env = "ABODE_CANCEL_GRACE", default_value_t = 30)]
-    cancel_grace: u64,
     /// Seconds a build this server runs stays its own without a renewal (it
     /// renews four times as often); past it, another server on the same
     /// database fails the build as its server's.
@@ -107,14 +94,6 @@ pub struct ServerArgs {
     /// How often the metrics that need the database are read (90m, 24h, 30d, or seconds).
     #[arg(long, env = "ABODE_METRICS_REFRESH_INTERVAL", default_value = "15", value_parser = crate::duration::parse)]
     metrics_refresh_interval: Duration,
-    /// How log lines are written to standard error: `text` for people,
-    /// `json` (one object per line) for log collectors.
-    #[arg(long, env = "ABODE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
-    /// Which log lines to write, in RUST_LOG syntax (`info`,
-    /// `warn,abode_control=debug`, ...).
-    #[arg(long, env = "RUST_LOG", value_name = "FILTER", default_value = "info")]
-    log_filter: String,
     /// POST every notification to this http(s) URL (signed JSON,
     /// docs/notifications.md).
     #[arg(long, env = "ABODE_NOTIFICATIONS_WEBHOOK_URL", value_name = "URL")]
@@ -176,6 +155,42 @@ pub struct ServerArgs {
     clock_offset_file: Option<PathBuf>,
 }
 
+/// How Terraform runs here: flags shared by `abode server` and `abode
+/// provisioner start`, which run builds alike.
+#[derive(Debug, clap::Args)]
+pub struct TerraformFlags {
+    /// The provider mirror to install into and use [default: DATA_DIR/provider-mirror].
+    #[arg(long, env = "ABODE_PROVIDER_MIRROR")]
+    pub provider_mirror: Option<PathBuf>,
+    /// Pass this variable of this process's environment to Terraform runs
+    /// (and so to providers and templates), e.g. cloud credentials; NAME or
+    /// PREFIX_* (repeatable). Only PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ
+    /// and TMPDIR pass otherwise; ABODE_* and TF_* never do.
+    #[arg(
+        long = "terraform-env",
+        value_name = "NAME",
+        env = "ABODE_TERRAFORM_ENV",
+        value_delimiter = ','
+    )]
+    pub terraform_env: Vec<String>,
+    /// Seconds a canceled Terraform run gets after SIGINT before it is killed.
+    #[arg(long, env = "ABODE_CANCEL_GRACE", default_value_t = 30)]
+    pub cancel_grace: u64,
+}
+
+/// Where and how log lines go: shared by the long-running commands.
+#[derive(Debug, clap::Args)]
+pub struct LogFlags {
+    /// How log lines are written to standard error: `text` for people,
+    /// `json` (one object per line) for log collectors.
+    #[arg(long, env = "ABODE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Which log lines to write, in RUST_LOG syntax (`info`,
+    /// `warn,abode_control=debug`, ...).
+    #[arg(long, env = "RUST_LOG", value_name = "FILTER", default_value = "info")]
+    pub log_filter: String,
+}
+
 /// The formats of `--log-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -184,7 +199,7 @@ pub enum LogFormat {
 }
 
 pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
-    init_logging(args.log_format, &args.log_filter)?;
+    init_logging(args.logging.log_format, &args.logging.log_filter)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -193,8 +208,8 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
 }
 
 async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
-    let passed_env =
-        abode_terraform::run::PassedEnv::new(&args.terraform_env).context("--terraform-env")?;
+    let passed_env = abode_terraform::run::PassedEnv::new(&args.terraform.terraform_env)
+        .context("--terraform-env")?;
     let mut notifications = abode_api::NotificationsConfig {
         max_attempts: args.notifications_max_attempts,
         ..Default::default()
@@ -235,7 +250,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
         .create(&data_dir)
         .and_then(|()| std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700)))
         .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
-    let mirror_dir = match args.provider_mirror {
+    let mirror_dir = match args.terraform.provider_mirror {
         Some(dir) => absolute(dir)?,
         None => data_dir.join("provider-mirror"),
     };
@@ -260,7 +275,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.agent_connect_timeout = Duration::from_secs(args.agent_connect_timeout);
     options.agent_heartbeat_timeout = Duration::from_secs(args.agent_heartbeat_timeout);
     options.agent_heartbeat_interval = Duration::from_secs(args.agent_heartbeat_interval);
-    options.cancel_grace = Duration::from_secs(args.cancel_grace);
+    options.cancel_grace = Duration::from_secs(args.terraform.cancel_grace);
     options.job_lease = Duration::from_secs(args.job_lease);
     options.provisioner_tags = abode_api::parse_provisioner_tags(&args.provisioner_tags)
         .map_err(|error| anyhow::anyhow!("--provisioner-tag: {error}"))?;
@@ -284,7 +299,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     let server = Server::start(options)
         .await
         .context("cannot start abode server")?;
-    if args.log_format == LogFormat::Text {
+    if args.logging.log_format == LogFormat::Text {
         eprintln!(
             "abode server listening on http://{} (agents use {})",
             server.local_addr(),
