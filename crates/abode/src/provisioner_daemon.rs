@@ -1,14 +1,13 @@
 //! `abode provisioner start`: an external provisioner daemon (the work is
 //! `abode-provisionerd`'s; this is its flags, its files and its signals).
 
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::server::{absolute, init_logging, install_provider_mirror, LogFlags, TerraformFlags};
+use crate::server::{absolute, init_logging, prepare_data_dir, LogFlags, TerraformFlags};
 
 #[derive(Debug, clap::Args)]
 pub struct StartArgs {
@@ -81,19 +80,8 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
         .map_err(|error| anyhow::anyhow!("--tag: {error}"))?;
     let passed_env = abode_terraform::run::PassedEnv::new(&args.terraform.terraform_env)
         .context("--terraform-env")?;
-    let data_dir = absolute(args.data_dir)?;
-    // Work dirs hold states and plans: readable by the daemon's user only.
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&data_dir)
-        .and_then(|()| std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700)))
-        .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
-    let mirror_dir = match args.terraform.provider_mirror {
-        Some(dir) => absolute(dir)?,
-        None => data_dir.join("provider-mirror"),
-    };
-    install_provider_mirror(&mirror_dir)?;
+    // Its work dirs hold states and plans.
+    let (data_dir, mirror_dir) = prepare_data_dir(args.data_dir, args.terraform.provider_mirror)?;
     let volumes_dir = match args.volumes_dir {
         Some(dir) => absolute(dir)?,
         None => data_dir.join("volumes"),

@@ -241,21 +241,9 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
             "the --notifications-email-* flags need --notifications-email-smarthost HOST:PORT"
         );
     }
-    let data_dir = absolute(args.data_dir)?;
-    // Volumes (home disks), process logs and the database live here: readable
-    // by the server's user only, also when the directory already existed.
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&data_dir)
-        .and_then(|()| std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700)))
-        .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
-    let mirror_dir = match args.terraform.provider_mirror {
-        Some(dir) => absolute(dir)?,
-        None => data_dir.join("provider-mirror"),
-    };
+    // Volumes (home disks), process logs and the database live here.
+    let (data_dir, mirror_dir) = prepare_data_dir(args.data_dir, args.terraform.provider_mirror)?;
     let executable = std::env::current_exe().context("cannot locate the abode executable")?;
-    install_provider_mirror(&mirror_dir)?;
 
     let mut options = ServerOptions::new(args.address, data_dir);
     options.provisioners = args.provisioners;
@@ -331,9 +319,32 @@ pub(crate) async fn wait_for_signal() -> anyhow::Result<()> {
 /// Logs go to standard error, filtered like RUST_LOG; as text (colours only
 /// on a terminal) or one JSON object per line with the fields of the spans
 /// an event is in (a build's workspace and number, a request's id).
+/// The data dir of a process that runs builds (a server, a provisioner
+/// daemon), made absolute and private to its user (0700, also when it
+/// already existed: it holds states, plans and volumes), and the provider
+/// mirror (given, or under it) with this binary's provider installed.
+pub(crate) fn prepare_data_dir(
+    data_dir: PathBuf,
+    provider_mirror: Option<PathBuf>,
+) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let data_dir = absolute(data_dir)?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&data_dir)
+        .and_then(|()| std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700)))
+        .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
+    let mirror_dir = match provider_mirror {
+        Some(dir) => absolute(dir)?,
+        None => data_dir.join("provider-mirror"),
+    };
+    install_provider_mirror(&mirror_dir)?;
+    Ok((data_dir, mirror_dir))
+}
+
 /// Installs this binary's provider into the mirror Terraform runs use (a
 /// server's embedded provisioners and an external daemon alike).
-pub(crate) fn install_provider_mirror(mirror_dir: &std::path::Path) -> anyhow::Result<()> {
+fn install_provider_mirror(mirror_dir: &std::path::Path) -> anyhow::Result<()> {
     let (provider_executable, note) = crate::provider::provider_executable()?;
     if let Some(note) = note {
         tracing::warn!("{note}");

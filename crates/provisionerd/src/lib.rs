@@ -264,13 +264,16 @@ async fn run_one(daemon: &Daemon, slot: &str, job: JobWire, mut shutdown: watch:
         std::future::pending::<()>().await
     };
     let running = runner::run_job(&daemon.config.runner, &host, inputs, cancel);
-    let end = tokio::select! {
-        end = running => end,
-        _ = heartbeat => unreachable_end(),
-        _ = by_shutdown => unreachable_end(),
-        _ = host.flush_now_and_then() => unreachable_end(),
+    // The heartbeat, the shutdown watch and the log flusher never end by
+    // themselves: the run's end is the only way out.
+    let abandoned = || Err(Failure::failed("the run was abandoned"));
+    let result = tokio::select! {
+        result = running => result,
+        _ = heartbeat => abandoned(),
+        _ = by_shutdown => abandoned(),
+        _ = host.flush_now_and_then() => abandoned(),
     };
-    let result = end.result.map_err(|failure| {
+    let result = result.map_err(|failure| {
         if failure.status == BuildStatus::Canceled && *shutdown.borrow() {
             Failure::failed("interrupted by a provisioner shutdown; the Terraform state was kept")
         } else {
@@ -279,15 +282,6 @@ async fn run_one(daemon: &Daemon, slot: &str, job: JobWire, mut shutdown: watch:
     });
     complete(&host, &result).await;
     tracing::info!(build = %build_id, "job ended");
-}
-
-/// The heartbeat and the shutdown watch never end by themselves.
-fn unreachable_end() -> runner::RunEnd {
-    runner::RunEnd {
-        result: Err(Failure::failed("the run was abandoned")),
-        state_kept: false,
-        work_dir: PathBuf::new(),
-    }
 }
 
 /// Renews the job's lease every second and turns the cancel switch when a

@@ -200,9 +200,7 @@ async fn run_build_steps(
     };
     let result = match job.inputs(kind).await {
         Ok(inputs) => {
-            runner::run_job(&runner_config(&control.inner.config), &job, inputs, cancel)
-                .await
-                .result
+            runner::run_job(&runner_config(&control.inner.config), &job, inputs, cancel).await
         }
         Err(failure) => Err(failure),
     };

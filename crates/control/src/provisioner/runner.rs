@@ -135,24 +135,17 @@ impl std::fmt::Debug for RunnerConfig {
     }
 }
 
-/// How a run ended: the outcome, and whether its last state was kept
-/// (when it was not, the work dir, which holds it, stays).
-pub struct RunEnd {
-    pub result: Result<Ended, Failure>,
-    pub state_kept: bool,
-    pub work_dir: PathBuf,
-}
-
 /// Runs one job to its end on this machine: the work dir laid out, `init`,
 /// `plan`, the host's verdict, `apply`; or, for a confirmed plan, `init` and
 /// `apply` of exactly that plan. Whatever happened, the state Terraform left
-/// is offered to the host and the work dir removed once it was kept.
+/// is offered to the host and the work dir removed once it was kept (a
+/// state not kept stays in it, and the log says where).
 pub async fn run_job<H: BuildHost>(
     config: &RunnerConfig,
     host: &H,
     mut inputs: JobInputs,
     cancel: watch::Receiver<bool>,
-) -> RunEnd {
+) -> Result<Ended, Failure> {
     let state_digest = secrets::sha256_hex(inputs.state.as_deref().unwrap_or_default());
     let work_dir = config.work_dir.join(&inputs.build_id);
     let saved_plan = inputs.saved_plan.take();
@@ -187,15 +180,10 @@ pub async fn run_job<H: BuildHost>(
             }
         }
     };
-    let state_kept = run.offer_last_state().await;
-    if state_kept {
-        workdir::remove_off_runtime(work_dir.clone()).await;
+    if run.offer_last_state().await {
+        workdir::remove_off_runtime(work_dir).await;
     }
-    RunEnd {
-        result,
-        state_kept,
-        work_dir,
-    }
+    result
 }
 
 /// The contract with this machine's directories and agent binary.
