@@ -106,11 +106,7 @@ impl DaemonKey {
 
 /// A daemon's id or slot name: what `abode provisioner list` shows.
 fn check_id(field: &str, value: &str) -> Result<(), ApiError> {
-    let fine = !value.is_empty()
-        && value.len() <= 64
-        && value
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.'));
+    let fine = abode_control::tags::is_label(value);
     if fine {
         Ok(())
     } else {

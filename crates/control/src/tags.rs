@@ -12,6 +12,13 @@ pub const MAX_TAGS: usize = 16;
 /// The longest key or value.
 const MAX_PART_CHARS: usize = 64;
 
+/// Whether `part` is 1 to 64 of `a-z A-Z 0-9 - _ .`: a tag's key or value,
+/// and the names a provisioner daemon gives itself and its slots.
+pub fn is_label(part: &str) -> bool {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    !part.is_empty() && part.chars().count() <= MAX_PART_CHARS && part.chars().all(allowed)
+}
+
 /// `key=value` tags, checked and sorted, duplicates dropped; a one-line
 /// error naming the first bad one.
 pub fn parse_tags<S: AsRef<str>>(given: &[S]) -> Result<Vec<String>, String> {
@@ -23,11 +30,7 @@ pub fn parse_tags<S: AsRef<str>>(given: &[S]) -> Result<Vec<String>, String> {
             .split_once('=')
             .ok_or_else(|| format!("provisioner tag `{shown}` is not key=value"))?;
         for (part, what) in [(key, "key"), (value, "value")] {
-            let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-            if part.is_empty()
-                || part.chars().count() > MAX_PART_CHARS
-                || !part.chars().all(allowed)
-            {
+            if !is_label(part) {
                 return Err(format!(
                     "provisioner tag `{shown}`: its {what} must be 1 to {MAX_PART_CHARS} of a-z, A-Z, 0-9, '-', '_', '.'"
                 ));
