@@ -95,6 +95,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::provisioner_keys::routes())
         .merge(crate::schedules::routes())
         .merge(crate::connect::routes())
+        .merge(crate::state_backend::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .layer(axum::middleware::from_fn(refuse_oversized_json));
     let metrics = state.control.config().metrics.clone();
@@ -164,6 +165,7 @@ async fn refuse_oversized_json(
         .is_some_and(|path| {
             path.as_str().ends_with("/templates/:name/versions")
                 || crate::provisionerd::is_daemon_path(path.as_str())
+                || crate::state_backend::is_state_path(path.as_str())
         });
     let declared = request
         .headers()

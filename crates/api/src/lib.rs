@@ -19,6 +19,7 @@ mod provisioners;
 mod relay;
 mod schedules;
 mod server;
+mod state_backend;
 pub mod views;
 
 use axum::extract::{FromRequestParts, Request};

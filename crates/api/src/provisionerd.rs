@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use abode_control::daemon_wire::{
     self, AcquireRequest, CompleteRequest, DaemonHello, HeartbeatAnswer, JobWire, JudgeRequest,
-    LogUpload, Outcome, StateAnswer, StateUpload, VerdictWire,
+    LogUpload, Outcome, ReleaseRequest, StateAnswer, StateUpload, VerdictWire,
 };
 use abode_control::runner::{BuildHost, LogSink, Verdict};
 use abode_control::{DaemonCaller, Ended, ServerJob};
@@ -58,6 +58,10 @@ pub(crate) fn routes() -> Router<AppState> {
         .route(
             "/provisionerd/jobs/:build/complete",
             post(complete).layer(limit()),
+        )
+        .route(
+            "/provisionerd/jobs/:build/release",
+            post(release).layer(limit()),
         )
 }
 
@@ -146,6 +150,7 @@ introduced!(
     JudgeRequest => |this| &this.hello,
     StateUpload => |this| &this.hello,
     CompleteRequest => |this| &this.hello,
+    ReleaseRequest => |this| &this.hello,
 );
 
 #[axum::async_trait]
@@ -346,10 +351,25 @@ async fn applied(
 ) -> Result<Response, ApiError> {
     let (job, kind) = state.control.daemon_job(&caller, &build).await?;
     allowed_to_apply(&job, kind)?;
-    // What the apply made is read from the state the daemon uploaded.
+    // What the apply made is read from the state its Terraform stored
+    // through the state backend.
     let stored = job.stored_state().await.map_err(failure)?;
-    job.applied(stored).await.map_err(failure)?;
+    job.record_applied(stored).await.map_err(failure)?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// The run's Terraform ended: its state lock goes, whether or not the
+/// daemon still holds the build's lease (the run's secret is the proof).
+async fn release(
+    State(state): State<AppState>,
+    Path(build): Path<String>,
+    DaemonCall { body: request, .. }: DaemonCall<ReleaseRequest>,
+) -> Result<Response, ApiError> {
+    let released = state
+        .control
+        .release_state_lock(&build, &request.secret)
+        .await?;
+    Ok(Json(serde_json::json!({ "released": released })).into_response())
 }
 
 async fn complete(

@@ -179,6 +179,7 @@ impl Server {
         config.relay_url = options.relay_url.clone().or_else(|| {
             (!local_addr.ip().is_unspecified()).then(|| format!("http://{local_addr}"))
         });
+        config.state_backend_url = state_backend_url(local_addr);
         config.clock = options.clock.clone();
         config.provider_mirror = options.provider_mirror.clone();
         config.agent_binary = options.agent_binary.clone();
@@ -343,6 +344,17 @@ impl Server {
 }
 
 /// Binds a listener and reads back its address (port 0 picks one).
+/// Where this server's own builds' Terraform reaches its state backend:
+/// the listener itself, on loopback when it listens on every address.
+fn state_backend_url(local_addr: SocketAddr) -> String {
+    let ip = match local_addr.ip() {
+        ip if !ip.is_unspecified() => ip,
+        std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+        std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+    };
+    format!("http://{}", SocketAddr::new(ip, local_addr.port()))
+}
+
 async fn bind(address: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), ServerError> {
     let bind_error = |source| ServerError::Bind { address, source };
     let listener = tokio::net::TcpListener::bind(address)

@@ -119,6 +119,10 @@ pub enum Action {
     WorkspaceScheduleEdit,
     /// Removing a workspace without running Terraform.
     WorkspaceOrphan,
+    /// Releasing a workspace's state lock held by a build whose holder was
+    /// lost (`abode workspaces unlock`), after checking that its Terraform
+    /// no longer runs.
+    WorkspaceUnlock,
     /// Reading the Terraform state (it holds every secret of the workspace).
     WorkspaceStateRead,
     /// Opening a connection into a running workspace (`abode ssh`,
@@ -141,7 +145,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 36] = [
+    pub const ALL: [Action; 37] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -172,6 +176,7 @@ impl Action {
         Action::ProtectionRelease,
         Action::WorkspaceScheduleEdit,
         Action::WorkspaceOrphan,
+        Action::WorkspaceUnlock,
         Action::WorkspaceStateRead,
         Action::WorkspaceConnect,
         Action::PrebuildsRead,
@@ -213,6 +218,7 @@ impl Action {
             Action::ProtectionRelease => "protection.release",
             Action::WorkspaceScheduleEdit => "workspace.schedule_edit",
             Action::WorkspaceOrphan => "workspace.orphan",
+            Action::WorkspaceUnlock => "workspace.unlock",
             Action::WorkspaceStateRead => "workspace.state_read",
             Action::WorkspaceConnect => "workspace.connect",
             Action::PrebuildsRead => "prebuilds.read",
@@ -263,6 +269,7 @@ impl Action {
                 ("change the schedule of", "a workspace", "workspaces")
             }
             Action::WorkspaceOrphan => ("remove without Terraform", "a workspace", "workspaces"),
+            Action::WorkspaceUnlock => ("unlock the state of", "a workspace", "workspaces"),
             Action::WorkspaceStateRead => {
                 ("read the Terraform state of", "a workspace", "workspaces")
             }
@@ -411,6 +418,7 @@ pub const POLICY: &[Grant] = &[
             ProvisionerList,
             TemplatePolicyEdit,
             WorkspaceRead,
+            WorkspaceUnlock,
             PrebuildsRead,
             PrebuiltWorkspaceDelete,
         ],
@@ -653,6 +661,7 @@ mod tests {
         (Action::ProtectionRelease, "yy...", "y...."),
         (Action::WorkspaceScheduleEdit, "y...y", "y...."),
         (Action::WorkspaceOrphan, "y....", "y...."),
+        (Action::WorkspaceUnlock, "yy...", "yy..."),
         (Action::WorkspaceStateRead, "y....", "y...."),
         (Action::WorkspaceConnect, "y...y", "y...."),
         (Action::PrebuildsRead, "yy...", "yy..."),

@@ -124,7 +124,7 @@ impl Control {
                     &format!("claimed by {}", describe_holder(&holder)),
                 )
                 .await;
-                match job.inputs(claimed.kind).await {
+                match job.inputs(claimed.kind, &holder).await {
                     Ok(inputs) => {
                         return Ok(Some(AcquiredJob {
                             kind: claimed.kind,

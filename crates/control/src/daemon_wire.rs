@@ -62,6 +62,9 @@ pub struct JobWire {
     pub state: Option<String>,
     pub saved_plan: Option<String>,
     pub context: ContextWire,
+    /// The run's state backend secret (`state_backend.rs`): its Terraform
+    /// reaches the server's state backend with it.
+    pub state_secret: String,
 }
 
 /// The environment contract but for the daemon's own directories and
@@ -94,6 +97,7 @@ impl JobWire {
             archive: encode(&inputs.archive),
             state: inputs.state.as_deref().map(encode),
             saved_plan: inputs.saved_plan.as_deref().map(encode),
+            state_secret: inputs.state_backend.secret,
             context: ContextWire {
                 workspace_id: context.workspace_id,
                 workspace_name: context.workspace_name,
@@ -113,8 +117,9 @@ impl JobWire {
         }
     }
 
-    /// The job's inputs, every field checked.
-    pub fn into_inputs(self) -> Result<JobInputs, String> {
+    /// The job's inputs, every field checked; its Terraform reaches the
+    /// state backend at `server_url`, as the daemon does.
+    pub fn into_inputs(self, server_url: &str) -> Result<JobInputs, String> {
         let kind: JobKind = self.kind.parse().map_err(|error| format!("{error}"))?;
         let transition: Transition = self
             .transition
@@ -157,6 +162,11 @@ impl JobWire {
                 parameters: context.parameters,
                 development: false,
                 template_import: false,
+            },
+            state_backend: crate::state_backend::StateBackend {
+                url: server_url.to_string(),
+                build_id: self.build_id.clone(),
+                secret: self.state_secret,
             },
             build_id: self.build_id,
         })
@@ -240,6 +250,17 @@ pub struct StateUpload {
     pub state: String,
     /// After the run's last Terraform command.
     pub last: bool,
+}
+
+/// `POST /provisionerd/jobs/{build}/release`: the run's Terraform ended, its
+/// state lock goes. Answered whether or not the daemon still holds the
+/// build's lease: the secret is the run's.
+// No `Debug`: it carries the run's secret.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct ReleaseRequest {
+    #[serde(flatten)]
+    pub hello: DaemonHello,
+    pub secret: String,
 }
 
 /// What became of an uploaded state.
@@ -387,12 +408,20 @@ mod tests {
                     state: (kind == JobKind::Build).then(|| value.as_bytes().to_vec()),
                     saved_plan: (kind == JobKind::ApplySavedPlan).then(|| binary.clone()),
                     context: sent.clone(),
+                    state_backend: crate::state_backend::StateBackend {
+                        url: "http://server-seen-by-the-server".into(),
+                        build_id: format!("build-{}", value.len()),
+                        secret: format!("run-{}", value.len()),
+                    },
                 };
                 let text = serde_json::to_string(&JobWire::from_inputs(kind, inputs)).unwrap();
                 assert!(!text.contains("secret"));
                 let back: JobWire = serde_json::from_str(&text).unwrap();
-                let back = back.into_inputs().unwrap();
+                let back = back.into_inputs("http://server-seen-by-the-daemon").unwrap();
                 assert_eq!(back.kind, kind);
+                // The daemon's Terraform reaches the server as the daemon does.
+                assert_eq!(back.state_backend.url, "http://server-seen-by-the-daemon");
+                assert_eq!(back.state_backend.secret, format!("run-{}", value.len()));
                 assert_eq!(back.transition, Transition::Delete);
                 assert_eq!(back.build_id, format!("build-{}", value.len()));
                 assert_eq!(back.archive, binary);
@@ -430,10 +459,15 @@ mod tests {
                 state: None,
                 saved_plan: None,
                 context: context("v"),
+                state_backend: crate::state_backend::StateBackend {
+                    url: "http://server".into(),
+                    build_id: "b".into(),
+                    secret: "s".into(),
+                },
             },
         );
         wire.kind = "rebuild".into();
-        assert!(wire.into_inputs().unwrap_err().contains("rebuild"));
+        assert!(wire.into_inputs("http://server").unwrap_err().contains("rebuild"));
         let verdict = VerdictWire {
             verdict: "maybe".into(),
             message: None,

@@ -36,6 +36,7 @@ pub mod scheduler;
 pub mod schedules;
 mod secrets;
 mod state;
+pub mod state_backend;
 pub mod tags;
 mod templates;
 mod users;
@@ -89,6 +90,10 @@ pub struct Config {
     /// relay connections to the agents' tunnels it holds; none: it holds
     /// tunnels only for connections that reach it.
     pub relay_url: Option<String>,
+    /// The URL this server's own builds' Terraform reaches its state
+    /// backend at: the server's listener, on loopback when it listens on
+    /// every address (`state_backend.rs`).
+    pub state_backend_url: String,
     /// The filesystem mirror holding the abode provider, if installed.
     pub provider_mirror: Option<PathBuf>,
     /// The program `abode_agent.init_script` starts; `None`: the provider's own.
@@ -150,6 +155,7 @@ impl Config {
     pub fn new(data_dir: PathBuf, access_url: String) -> Config {
         Config {
             data_dir,
+            state_backend_url: access_url.clone(),
             access_url,
             relay_url: None,
             provider_mirror: None,

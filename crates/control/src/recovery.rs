@@ -26,7 +26,8 @@ use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
 use crate::provisioner::{self, log_output, BuildLog, Interruptions};
-use crate::workdir::{self, STATE_FILE, TEMPLATE_SUBDIR};
+use crate::state_backend::StateBackend;
+use crate::workdir::{self, ERRORED_STATE_FILE, STATE_FILE, TEMPLATE_SUBDIR};
 use crate::{Control, ControlError};
 
 /// The builds a dead server left running, each followed by a task that ends
@@ -135,7 +136,7 @@ async fn follow_to_end(
     let work_dir = control.inner.config.work_dir().join(&build_id);
     let record = RunRecord::in_dir(&work_dir);
     // A cancel asked of the dead server (recorded in the database) still holds.
-    let (interruptions, cancel) = Interruptions::start(&control, &build_id, shutdown);
+    let (interruptions, cancel) = Interruptions::start(&control, &build_id, shutdown, None);
 
     let aftermath = match record.running() {
         Some(run) => {
@@ -179,6 +180,13 @@ async fn follow_to_end(
     };
 
     let kept = keep_state(&control, &build_id, &work_dir).await;
+    // No Terraform of the build runs any more: its state lock goes (a run
+    // whose lock was taken from it releases nothing).
+    if let Some(secret) = StateBackend::secret_in(&work_dir) {
+        if let Err(error) = control.release_state_lock(&build_id, &secret).await {
+            tracing::error!(build = %build_id, %error, "cannot release the workspace's state lock");
+        }
+    }
     let (status, message) = describe(&aftermath, &kept, &work_dir);
     control.note(&build_id, "cleanup", "error", &message).await;
     if let Err(error) = control.inner.store.delete_saved_plan(&build_id).await {
@@ -304,7 +312,16 @@ struct StateHeader {
 /// if it can only be newer: a state file cut short by a crash, or one from
 /// another lineage, never replaces a good stored state.
 pub(crate) async fn keep_state(control: &Control, build_id: &str, work_dir: &Path) -> StateKept {
-    let path = work_dir.join(TEMPLATE_SUBDIR).join(STATE_FILE);
+    // The state backend has what Terraform handed it; what it could not
+    // hand over is in `errored.tfstate` (a work dir of a release before the
+    // backend has its state in `terraform.tfstate`).
+    let template = work_dir.join(TEMPLATE_SUBDIR);
+    let errored = template.join(ERRORED_STATE_FILE);
+    let path = if errored.exists() {
+        errored
+    } else {
+        template.join(STATE_FILE)
+    };
     let read = tokio::task::spawn_blocking(move || std::fs::read(path)).await;
     let state = match read {
         Ok(Ok(state)) => state,
@@ -375,7 +392,7 @@ const STATE_WRITE_ATTEMPTS: usize = 3;
 
 /// Whether `new` may replace `stored`: a whole state of the same lineage
 /// whose serial is not lower.
-fn successor(stored: Option<&[u8]>, new: &[u8]) -> Result<(), String> {
+pub(crate) fn successor(stored: Option<&[u8]>, new: &[u8]) -> Result<(), String> {
     let new: StateHeader = serde_json::from_slice(new)
         .map_err(|_| "the state file is not a whole Terraform state".to_string())?;
     let Some(stored) = stored else {

@@ -17,6 +17,9 @@ pub const TEMPLATE_SUBDIR: &str = "template";
 pub const CLI_CONFIG_FILE: &str = "terraform.tfrc";
 pub const PLAN_FILE: &str = "build.tfplan";
 pub const STATE_FILE: &str = "terraform.tfstate";
+/// What Terraform writes in its working directory when the state backend
+/// refused or could not take the state at the end of a command.
+pub const ERRORED_STATE_FILE: &str = "errored.tfstate";
 
 /// Creates `base/name` (and `base/name/template`), private to this user.
 pub fn create(base: &Path, name: &str) -> io::Result<PathBuf> {

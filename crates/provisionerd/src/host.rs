@@ -10,9 +10,11 @@
 use std::time::Duration;
 
 use abode_control::daemon_wire::{
-    self, DaemonHello, JudgeRequest, LogLineWire, LogUpload, StateAnswer, StateUpload, VerdictWire,
+    self, DaemonHello, HeartbeatAnswer, JudgeRequest, LogLineWire, LogUpload, ReleaseRequest,
+    StateAnswer, StateUpload, VerdictWire,
 };
 use abode_control::runner::{BuildHost, LogSink, Verdict};
+use abode_control::state_backend::StateBackend;
 use abode_control::{Failure, StateKept};
 
 use crate::client::{CallError, ServerClient};
@@ -205,20 +207,54 @@ impl BuildHost for RemoteHost {
         self.upload_state(&state, last).await
     }
 
-    async fn applied(&self, state: Vec<u8>) -> Result<(), Failure> {
+    /// Terraform stored the state through the server's state backend.
+    async fn applied(&self) -> Result<(), Failure> {
         self.flush().await;
-        if let StateKept::Refused(reason) = self.upload_state(&state, true).await {
-            return Err(Failure::failed(format!(
-                "the state after the apply was not stored: {reason}"
-            )));
-        }
         self.call::<_, serde_json::Value>("applied", &self.hello, None)
             .await
             .map(|_| ())
             .map_err(|error| Failure::failed(error.to_string()))
     }
 
-    fn keeps_state_as_written(&self) -> bool {
-        true
+    /// Asked of the server before the verdict and before the apply: a
+    /// daemon that was frozen past its lease does neither.
+    async fn holds_lease(&self) -> bool {
+        match self
+            .client
+            .post::<_, HeartbeatAnswer>(&self.path("heartbeat"), &self.hello)
+            .await
+        {
+            Ok(_) => true,
+            // Cut off: the server answers the verdict itself only to the
+            // holder, and the state backend only to the lock's run.
+            Err(CallError::Unreachable(_)) => true,
+            Err(_) => false,
+        }
+    }
+
+    async fn release_state_lock(&self, backend: &StateBackend) {
+        release_state_lock(&self.client, &self.build_id, &self.hello, &backend.secret).await;
+    }
+}
+
+/// Tells the server that the run's Terraform ended, until it has heard it
+/// (the workspace stays locked until then).
+pub(crate) async fn release_state_lock(
+    client: &ServerClient,
+    build_id: &str,
+    hello: &DaemonHello,
+    secret: &str,
+) {
+    let request = ReleaseRequest {
+        hello: hello.clone(),
+        secret: secret.to_string(),
+    };
+    let path = format!("jobs/{build_id}/release");
+    if let Err(error) = patiently(None, || {
+        client.post::<_, serde_json::Value>(&path, &request)
+    })
+    .await
+    {
+        tracing::warn!(build = %build_id, %error, "the server did not take back the workspace's state lock");
     }
 }

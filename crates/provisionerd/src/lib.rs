@@ -243,7 +243,7 @@ async fn slot_loop(
 async fn run_one(daemon: &Daemon, slot: &str, job: JobWire, mut shutdown: watch::Receiver<bool>) {
     let build_id = job.build_id.clone();
     let host = RemoteHost::new(daemon.client.clone(), build_id.clone(), daemon.hello(slot));
-    let inputs = match job.into_inputs() {
+    let inputs = match job.into_inputs(&daemon.config.url) {
         Ok(inputs) => inputs,
         Err(reason) => {
             let failure = Failure::failed(format!("the job could not be read: {reason}"));
@@ -371,7 +371,14 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
                 () = keeping => {}
             }
         }
-        let state_file = dir.join("template").join("terraform.tfstate");
+        // What Terraform could not hand to the state backend (a work dir of
+        // a release before the backend keeps it in `terraform.tfstate`).
+        let errored = dir.join("template").join("errored.tfstate");
+        let state_file = if errored.exists() {
+            errored
+        } else {
+            dir.join("template").join("terraform.tfstate")
+        };
         let kept = match tokio::fs::read(&state_file).await {
             Ok(state) => offer_leftover_state(&daemon, &build_id, state).await,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => StateKept::Missing,
@@ -392,6 +399,10 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
         };
         let message =
             format!("the provisioner stopped {during}; {state}; run the build again to finish it");
+        // No Terraform of the run runs any more: its state lock goes.
+        if let Some(secret) = abode_control::state_backend::StateBackend::secret_in(&dir) {
+            host::release_state_lock(&daemon.client, &build_id, &host.hello, &secret).await;
+        }
         // Only if the build is still this daemon's: otherwise (409) a server
         // has failed it already.
         if applying {

@@ -126,6 +126,15 @@ macro_rules! job_lease_queries {
             .execute(&mut *tx)
             .await
             .map_err(db_error("job"))?;
+        // Its holder may still be running Terraform: the workspace stays
+        // locked by it until it reports its Terraform ended or a person
+        // unlocks the workspace.
+        sqlx::query(&sql("UPDATE state_locks SET lost_at = ? WHERE build_id = ?"))
+            .bind(now)
+            .bind(&lease.build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("state lock"))?;
         // A confirmed plan is never applied twice.
         sqlx::query(&sql("DELETE FROM saved_plans WHERE build_id = ?"))
             .bind(&lease.build_id)
@@ -170,6 +179,13 @@ macro_rules! job_lease_queries {
         .execute(&mut *tx)
         .await
         .map_err(db_error("job"))?;
+        // Its plan changed nothing: the run that claims it next takes the
+        // state lock anew, and the old run's secret opens nothing.
+        sqlx::query(&sql("DELETE FROM state_locks WHERE build_id = ?"))
+            .bind(&lease.build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("state lock"))?;
         tx.commit().await.map_err(StoreError::Database)?;
         Ok(true)
     }

@@ -37,6 +37,7 @@ mod records;
 mod roles;
 mod schedule_tick;
 mod sqlite;
+mod state_locks;
 mod templates;
 mod tokens;
 mod users;
@@ -70,6 +71,7 @@ pub use provisioners::{ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 pub use schedule_tick::{TickRow, TickSnapshot};
+pub use state_locks::{FencedWrite, StateLock};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 
 /// Why a storage operation failed.
@@ -575,6 +577,28 @@ storage_interface! {
     /// A new lifecycle state with the startup script's exit status (kept only
     /// for `start_error`; any other state clears it), counting as a heartbeat.
     fn agent_lifecycle(&self, agent_id: &str, lifecycle: AgentLifecycle, exit_status: Option<i64>) -> ();
+}
+
+// ---- the fence of each workspace's state (state_locks.rs) ----
+
+storage_interface! {
+    /// Takes the workspace's state lock for a run of `build_id`; false when
+    /// another lock is there.
+    fn take_state_lock(&self, workspace_id: &str, build_id: &str, holder: &str, secret_hash: &str) -> bool;
+    fn state_lock_of_workspace(&self, workspace_id: &str) -> Option<StateLock>;
+    fn state_lock_of_build(&self, build_id: &str) -> Option<StateLock>;
+    /// Records Terraform's lock under the run's lock; false when the run
+    /// does not hold it or another Terraform lock is held.
+    fn set_terraform_lock(&self, build_id: &str, secret_hash: &str, lock_id: &str, info: &str) -> bool;
+    /// False when that Terraform lock is not held under the run's lock.
+    fn clear_terraform_lock(&self, build_id: &str, secret_hash: &str, lock_id: &str) -> bool;
+    /// The run's Terraform ended: its lock goes; false if it was not there.
+    fn release_state_lock(&self, build_id: &str, secret_hash: &str) -> bool;
+    /// A person's unlock; false if that build did not hold the lock.
+    fn force_release_state_lock(&self, workspace_id: &str, build_id: &str) -> bool;
+    /// Writes the state only while the run holds the lock (and the named
+    /// Terraform lock), over `previous` as stored now.
+    fn put_state_fenced(&self, workspace_id: &str, build_id: &str, secret_hash: &str, terraform_lock_id: Option<&str>, state: &[u8], previous: Option<&[u8]>) -> FencedWrite;
 }
 
 // ---- the platform's counts for metrics (platform.rs) ----

@@ -14,6 +14,7 @@ use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
+use crate::state_locks::*;
 use crate::host_keys::*;
 use crate::job_leases::*;
 use crate::lifecycle::*;
@@ -147,6 +148,7 @@ impl PostgresBackend {
     provisioner_key_queries!();
     lifecycle_queries!();
     schedule_tick_queries!();
+    state_lock_queries!(" FOR UPDATE");
     audit_queries!(sqlx::Postgres);
     // Role changes wait for each other: each counts the owners left.
     role_queries!(
@@ -195,6 +197,8 @@ impl PostgresBackend {
              WHERE id = (SELECT j.id FROM jobs j \
              JOIN builds b ON b.id = j.build_id JOIN users u ON u.id = b.initiator_id \
              WHERE j.status = 'queued' AND {} \
+             AND NOT EXISTS (SELECT 1 FROM state_locks l \
+             WHERE l.workspace_id = b.workspace_id AND l.build_id <> b.id) \
              ORDER BY u.system, j.created_at, j.id LIMIT 1 \
              FOR UPDATE OF j SKIP LOCKED) \
              RETURNING id AS job_id, build_id, kind",

@@ -18,6 +18,7 @@ use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::held::*;
+use crate::state_locks::*;
 use crate::host_keys::*;
 use crate::job_leases::*;
 use crate::lifecycle::*;
@@ -117,6 +118,7 @@ impl SqliteBackend {
     provisioner_key_queries!();
     lifecycle_queries!();
     schedule_tick_queries!();
+    state_lock_queries!("");
     audit_queries!(sqlx::Sqlite);
     role_queries!(sqlx::Sqlite, None);
 
@@ -141,6 +143,8 @@ impl SqliteBackend {
              WHERE status = 'queued' AND id = (SELECT j.id FROM jobs j \
              JOIN builds b ON b.id = j.build_id JOIN users u ON u.id = b.initiator_id \
              WHERE j.status = 'queued' AND {} \
+             AND NOT EXISTS (SELECT 1 FROM state_locks l \
+             WHERE l.workspace_id = b.workspace_id AND l.build_id <> b.id) \
              ORDER BY u.system, j.created_at, j.rowid LIMIT 1) \
              RETURNING id AS job_id, build_id, kind",
             tags_covered(tags.len())

@@ -1,5 +1,7 @@
 //! What interrupts a running build: a cancel asked of this process, a cancel
-//! recorded in the database by anyone, or this server shutting down.
+//! recorded in the database by anyone, this server shutting down, or this
+//! server finding that it no longer holds the build's lease (it was frozen,
+//! and another server queued the build again or failed it).
 
 use std::time::Duration;
 
@@ -20,15 +22,19 @@ pub(crate) struct Interruptions {
     build_id: String,
     shutdown_watch: tokio::task::JoinHandle<()>,
     request_watch: tokio::task::JoinHandle<()>,
+    lease_lost: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Interruptions {
     /// Registers the build's cancel switch and starts watching; the receiver
     /// turns true when the build must stop.
+    /// With `lease_holder`, the build is also interrupted once that holder
+    /// no longer holds its job's lease.
     pub(crate) fn start(
         control: &Control,
         build_id: &str,
         mut shutdown: watch::Receiver<bool>,
+        lease_holder: Option<String>,
     ) -> (Interruptions, watch::Receiver<bool>) {
         let (switch, cancel) = watch::channel(false);
         if let Ok(mut running) = control.inner.running.lock() {
@@ -47,8 +53,19 @@ impl Interruptions {
             .in_current_span(),
         );
         let (store, id) = (control.inner.store.clone(), build_id.to_string());
+        let lease_lost = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let lost = lease_lost.clone();
         let request_watch = tokio::spawn(async move {
             loop {
+                if let Some(holder) = &lease_holder {
+                    // An error is not a loss: the database may be away a moment.
+                    if let Ok(None) = store.claimed_job_kind(&id, holder).await {
+                        tracing::warn!(build = %id, "this server no longer holds the build's lease: its Terraform is interrupted");
+                        lost.store(true, std::sync::atomic::Ordering::SeqCst);
+                        let _ = switch.send(true);
+                        return;
+                    }
+                }
                 match store.cancel_requested(&id).await {
                     Ok(true) => {
                         let _ = switch.send(true);
@@ -67,6 +84,7 @@ impl Interruptions {
             build_id: build_id.to_string(),
             shutdown_watch,
             request_watch,
+            lease_lost,
         };
         (interruptions, cancel)
     }
@@ -74,6 +92,11 @@ impl Interruptions {
     /// Whether it was this server's shutdown that interrupted the build.
     pub(crate) fn by_shutdown(&self) -> bool {
         self.shutdown_watch.is_finished()
+    }
+
+    /// Whether the build was interrupted because this server lost its lease.
+    pub(crate) fn by_lost_lease(&self) -> bool {
+        self.lease_lost.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub(crate) fn end(self) {

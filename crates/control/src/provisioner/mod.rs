@@ -179,7 +179,9 @@ async fn run_build_steps(
     kind: JobKind,
     shutdown: watch::Receiver<bool>,
 ) {
-    let (interruptions, cancel) = Interruptions::start(control, build_id, shutdown);
+    let server = control.inner.config.server_id.clone();
+    let (interruptions, cancel) =
+        Interruptions::start(control, build_id, shutdown, Some(server.clone()));
     let job = match ServerJob::load(control, build_id).await {
         Ok(job) => job,
         Err(failure) => {
@@ -198,7 +200,7 @@ async fn run_build_steps(
             return;
         }
     };
-    let result = match job.inputs(kind).await {
+    let result = match job.inputs(kind, &control.inner.config.server_id).await {
         Ok(inputs) => {
             runner::run_job(&runner_config(&control.inner.config), &job, inputs, cancel).await
         }
@@ -211,7 +213,29 @@ async fn run_build_steps(
             failure
         }
     });
+    let lease_lost = interruptions.by_lost_lease()
+        || matches!(&result, Err(failure) if failure.message.starts_with(runner::LEASE_LOST));
     interruptions.end();
+    if lease_lost {
+        // The build is another provisioner's now, or was failed by another
+        // server: its end is theirs to record. What this server did is told.
+        let what = match &result {
+            Ok(_) => "its Terraform ended".to_string(),
+            Err(failure) => failure.message.clone(),
+        };
+        control
+            .note(
+                build_id,
+                "cleanup",
+                "warn",
+                &format!(
+                    "the server {server} lost its lease on this build while running it ({what});                      its Terraform no longer runs and its state lock is released"
+                ),
+            )
+            .await;
+        tracing::warn!(build = %build_id, "lost the lease on a build; its end is not recorded by this server");
+        return;
+    }
     // An end that could not be recorded is logged; the lease runs out and
     // another server fails the build.
     let _ = job.finish(kind, result).await;

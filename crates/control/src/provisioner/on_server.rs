@@ -18,6 +18,7 @@ use super::run::{build_context, internal, storage, Ended, Failure};
 use super::runner::{BuildHost, JobInputs, LogSink, Verdict, STALE_PLAN_MESSAGE};
 use crate::agents::agents_in_state;
 use crate::recovery::{self, StateKept};
+use crate::state_backend::StateBackend;
 use crate::{secrets, Control, ControlError};
 
 /// One claimed build's job, on the server.
@@ -48,8 +49,10 @@ impl ServerJob {
 
     /// What a runner needs to run the job; the build's first log line is
     /// written. A confirmed plan is handed out only for the state it was
-    /// made from.
-    pub async fn inputs(&self, kind: JobKind) -> Result<JobInputs, Failure> {
+    /// made from. The workspace's state lock is taken for the run of
+    /// `holder` (`state_backend.rs`), last, so that nothing else can fail
+    /// once it is taken.
+    pub async fn inputs(&self, kind: JobKind, holder: &str) -> Result<JobInputs, Failure> {
         let store = &self.control.inner.store;
         let (build, workspace) = (&self.build, &self.workspace);
         let archive = store
@@ -99,6 +102,11 @@ impl ServerJob {
                 Some(saved.plan)
             }
         };
+        let state_backend = self
+            .control
+            .take_state_lock(build, holder)
+            .await
+            .map_err(internal)?;
         Ok(JobInputs {
             build_id: build.id.clone(),
             kind,
@@ -107,6 +115,7 @@ impl ServerJob {
             state,
             context,
             saved_plan,
+            state_backend,
         })
     }
 
@@ -307,9 +316,44 @@ impl BuildHost for ServerJob {
         recovery::keep_state_bytes(&self.control, &self.build.id, state).await
     }
 
+    async fn applied(&self) -> Result<(), Failure> {
+        let state = self.stored_state().await?;
+        self.record_applied(state).await
+    }
+
+    async fn holds_lease(&self) -> bool {
+        let server = &self.control.inner.config.server_id;
+        match self
+            .control
+            .inner
+            .store
+            .claimed_job_kind(&self.build.id, server)
+            .await
+        {
+            Ok(kind) => kind.is_some(),
+            // Unknown is not held: nothing is judged or applied on a guess.
+            Err(error) => {
+                tracing::error!(build = %self.build.id, %error, "cannot read whether this server still holds the build's lease");
+                false
+            }
+        }
+    }
+
+    async fn release_state_lock(&self, backend: &StateBackend) {
+        if let Err(error) = self
+            .control
+            .release_state_lock(&backend.build_id, &backend.secret)
+            .await
+        {
+            tracing::error!(build = %self.build.id, %error, "cannot release the workspace's state lock; an owner can (`abode workspaces unlock`)");
+        }
+    }
+}
+
+impl ServerJob {
     /// Protections remembered from the applied plan; a start's agents read
     /// from its state; a delete's workspace marked deleted.
-    async fn applied(&self, state: Vec<u8>) -> Result<(), Failure> {
+    pub async fn record_applied(&self, state: Vec<u8>) -> Result<(), Failure> {
         let (build, workspace) = (&self.build, &self.workspace);
         let store = &self.control.inner.store;
         let plan_json = store

@@ -11,7 +11,7 @@
 //! [`Verdict`] says so.
 
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use abode_contract::BuildContext;
@@ -22,7 +22,8 @@ use super::guard_step::show_plan;
 use super::run::{contract_env, Ended, Failure, TerraformCommand, WorkDirLayout};
 use crate::recovery::StateKept;
 use crate::secrets;
-use crate::workdir::{self, PLAN_FILE, STATE_FILE, TEMPLATE_SUBDIR};
+use crate::state_backend::StateBackend;
+use crate::workdir::{self, ERRORED_STATE_FILE, PLAN_FILE, TEMPLATE_SUBDIR};
 
 /// Terraform's own refusal of a saved plan made on another state (its
 /// diagnostic summary, matched whole).
@@ -31,10 +32,6 @@ const TERRAFORM_STALE_PLAN: &str = "Saved plan is stale";
 /// What a build whose saved plan no longer fits the workspace ends with.
 pub const STALE_PLAN_MESSAGE: &str =
     "the workspace changed since this plan was made; start the build again";
-
-/// How often the state file is looked at while Terraform may write it, for
-/// a host that keeps states as they are written.
-const STATE_WATCH: Duration = Duration::from_millis(500);
 
 /// Where a build's log lines go.
 pub trait LogSink: Send + Sync {
@@ -50,16 +47,30 @@ pub trait BuildHost: LogSink {
         plan_json: Vec<u8>,
         plan: Vec<u8>,
     ) -> impl Future<Output = Result<Verdict, Failure>> + Send;
-    /// Offers the state Terraform wrote; `last`: after the last command.
+    /// Offers a state Terraform could not hand to the state backend (its
+    /// `errored.tfstate`, written when the server stayed unreachable).
     fn keep_state(&self, state: Vec<u8>, last: bool) -> impl Future<Output = StateKept> + Send;
-    /// The apply succeeded and its state was offered: record what it made
-    /// (protections remembered, agents, a deleted workspace).
-    fn applied(&self, state: Vec<u8>) -> impl Future<Output = Result<(), Failure>> + Send;
-    /// Whether states are offered while Terraform writes them, not only at
-    /// the end: a daemon's machine may die with its disk.
-    fn keeps_state_as_written(&self) -> bool {
-        false
+    /// The apply succeeded and Terraform stored its state through the
+    /// backend: record what it made (protections remembered, agents, a
+    /// deleted workspace) from the stored state.
+    fn applied(&self) -> impl Future<Output = Result<(), Failure>> + Send;
+    /// Whether this provisioner still holds the build's lease: looked at
+    /// before the plan is judged and before it is applied, so that a holder
+    /// that was frozen and woke up after another took the build over does
+    /// neither.
+    fn holds_lease(&self) -> impl Future<Output = bool> + Send {
+        std::future::ready(true)
     }
+    /// The run's Terraform ended: the workspace's state lock, taken for this
+    /// run, is given back (`state_backend.rs`).
+    fn release_state_lock(&self, backend: &StateBackend) -> impl Future<Output = ()> + Send;
+}
+
+/// What a build whose provisioner lost its lease ends with, before `step`.
+pub const LEASE_LOST: &str = "this provisioner lost its lease on the build";
+
+fn lease_lost(step: &str) -> Failure {
+    Failure::failed(format!("{LEASE_LOST} before {step}; nothing was applied"))
 }
 
 /// What the host decided about a plan.
@@ -86,6 +97,8 @@ pub struct JobInputs {
     pub context: BuildContext,
     /// The confirmed plan of an [`JobKind::ApplySavedPlan`] job.
     pub saved_plan: Option<Vec<u8>>,
+    /// How its Terraform reaches the state backend, with the run's secret.
+    pub state_backend: StateBackend,
 }
 
 /// Only sizes: a state and a plan may hold secrets.
@@ -149,13 +162,15 @@ pub async fn run_job<H: BuildHost>(
     let state_digest = secrets::sha256_hex(inputs.state.as_deref().unwrap_or_default());
     let work_dir = config.work_dir.join(&inputs.build_id);
     let saved_plan = inputs.saved_plan.take();
+    // The state is the backend's: none is written into the work dir.
     let layout = WorkDirLayout {
         base: config.work_dir.clone(),
         build_id: inputs.build_id.clone(),
         archive: std::mem::take(&mut inputs.archive),
-        state: inputs.state.take(),
+        state: None,
         provider_mirror: config.provider_mirror.clone(),
     };
+    let backend = inputs.state_backend.clone();
     let mut run = Run {
         config,
         host,
@@ -163,14 +178,24 @@ pub async fn run_job<H: BuildHost>(
         env: Vec::new(),
         cancel,
     };
-    let result = match layout.lay_out_off_runtime().await {
+    let laid_out = match layout.lay_out_off_runtime().await {
+        Ok((dir, cli_config)) => backend
+            .write(&dir, &dir.join(TEMPLATE_SUBDIR))
+            .map(|()| cli_config)
+            .map_err(|error| {
+                Failure::failed(format!("cannot write the state backend's settings: {error}"))
+            }),
         Err(failure) => Err(failure),
-        Ok((_, cli_config)) => {
+    };
+    let result = match laid_out {
+        Err(failure) => Err(failure),
+        Ok(cli_config) => {
             run.env = contract_env(
                 &config.terraform_env,
                 local_context(config, inputs.context),
                 &cli_config,
             );
+            run.env.extend(backend.terraform_env());
             match (inputs.kind, saved_plan) {
                 (JobKind::ApplySavedPlan, Some(plan)) => run.apply_saved(plan).await,
                 (JobKind::ApplySavedPlan, None) => {
@@ -180,7 +205,10 @@ pub async fn run_job<H: BuildHost>(
             }
         }
     };
-    if run.offer_last_state().await {
+    let kept = run.offer_last_state().await;
+    // Whatever happened, no Terraform of this run runs any more.
+    host.release_state_lock(&backend).await;
+    if kept {
         workdir::remove_off_runtime(work_dir).await;
     }
     result
@@ -207,8 +235,9 @@ impl<H: BuildHost> Run<'_, H> {
         self.work_dir.join(TEMPLATE_SUBDIR)
     }
 
-    fn state_file(&self) -> PathBuf {
-        self.template_dir().join(STATE_FILE)
+    /// Where Terraform writes the state it could not hand to the backend.
+    fn errored_state_file(&self) -> PathBuf {
+        self.template_dir().join(ERRORED_STATE_FILE)
     }
 
     fn canceled(&self) -> Result<(), Failure> {
@@ -230,18 +259,7 @@ impl<H: BuildHost> Run<'_, H> {
             env: &self.env,
             cancel: self.cancel.clone(),
         };
-        if !self.host.keeps_state_as_written() {
-            return command.run(stage, args).await;
-        }
-        let (stop, stopped) = watch::channel(false);
-        let watching = watch_state(self.host, self.state_file(), stopped);
-        let running = async {
-            let result = command.run(stage, args).await;
-            let _ = stop.send(true);
-            result
-        };
-        let (result, ()) = tokio::join!(running, watching);
-        result
+        command.run(stage, args).await
     }
 
     async fn plan_and_apply(
@@ -265,6 +283,9 @@ impl<H: BuildHost> Run<'_, H> {
         let plan = tokio::fs::read(&plan_file)
             .await
             .map_err(|error| Failure::failed(format!("cannot read the saved plan: {error}")))?;
+        if !self.host.holds_lease().await {
+            return Err(lease_lost("its plan was judged"));
+        }
         match self.host.judge(plan_json, plan.clone()).await? {
             Verdict::Block(message) => Err(Failure::failed(message)),
             Verdict::Hold => {
@@ -277,6 +298,9 @@ impl<H: BuildHost> Run<'_, H> {
             }
             Verdict::Apply => {
                 self.canceled()?;
+                if !self.host.holds_lease().await {
+                    return Err(lease_lost("its plan was applied"));
+                }
                 let plan_path = plan_file.display().to_string();
                 self.terraform(
                     "apply",
@@ -301,6 +325,9 @@ impl<H: BuildHost> Run<'_, H> {
             .await
             .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?
             .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?;
+        if !self.host.holds_lease().await {
+            return Err(lease_lost("the confirmed plan was applied"));
+        }
         let plan_path = plan_file.display().to_string();
         let applied = self
             .terraform(
@@ -320,21 +347,18 @@ impl<H: BuildHost> Run<'_, H> {
     }
 
     /// The host records what a successful apply made (agents, protections)
-    /// from the state Terraform wrote; a remote host uploads it first, so
-    /// that the server reads it from its own store.
+    /// from the state Terraform stored through the backend.
     async fn after_apply(&self) -> Result<Ended, Failure> {
-        let state = tokio::fs::read(self.state_file()).await.map_err(|error| {
-            Failure::failed(format!("cannot read the state after apply: {error}"))
-        })?;
-        self.host.applied(state).await?;
+        self.host.applied().await?;
         Ok(Ended::Applied)
     }
 
-    /// Offers the state Terraform left in the work dir, whatever the outcome:
-    /// a failed or canceled apply may already have created or destroyed
-    /// things. False when it was not kept (the work dir must stay).
+    /// Offers the state Terraform could not hand to the backend, if it left
+    /// one (a failed or canceled apply may already have created or
+    /// destroyed things). False when it was not kept (the work dir must
+    /// stay).
     async fn offer_last_state(&self) -> bool {
-        let path = self.state_file();
+        let path = self.errored_state_file();
         let read = tokio::task::spawn_blocking(move || std::fs::read(path)).await;
         let state = match read {
             Ok(Ok(state)) => state,
@@ -376,34 +400,4 @@ impl<H: BuildHost> Run<'_, H> {
             )
             .await;
     }
-}
-
-/// Offers the state file to the host each time it changes, until `stop`:
-/// Terraform rewrites it as resources are made, so a machine that dies in
-/// the middle of an apply has still handed over what was made.
-async fn watch_state<H: BuildHost>(host: &H, path: PathBuf, mut stop: watch::Receiver<bool>) {
-    let mut offered: Option<Vec<u8>> = read_whole_state(&path).await;
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(STATE_WATCH) => {}
-            _ = stop.changed() => return,
-        }
-        let Some(state) = read_whole_state(&path).await else {
-            continue;
-        };
-        if offered.as_ref() == Some(&state) {
-            continue;
-        }
-        // A refusal (an older serial, say) is not retried: the last offer,
-        // after the run, is the one that tells.
-        let _ = host.keep_state(state.clone(), false).await;
-        offered = Some(state);
-    }
-}
-
-/// The state file if it is whole JSON (Terraform may be writing it).
-async fn read_whole_state(path: &Path) -> Option<Vec<u8>> {
-    let bytes = tokio::fs::read(path).await.ok()?;
-    serde_json::from_slice::<serde_json::Value>(&bytes).ok()?;
-    Some(bytes)
 }

@@ -1,0 +1,488 @@
+//! Abode is the state backend of every build's Terraform, and its lock is
+//! the fence that keeps one Terraform per workspace.
+//!
+//! Leases decide who *should* run a build; they cannot stop a holder that
+//! was frozen (a paused VM, a stopped process) and wakes up after another
+//! took over. So every build's Terraform keeps its state through Terraform's
+//! own `http` backend, served by the server (`/api/v1/builds/{id}/state`),
+//! with a secret that only that run knows. The run takes its workspace's
+//! state lock when it starts (`state_locks` in the store); Terraform's lock,
+//! every state read and every state write is answered only for the run that
+//! holds it. A run whose lock was taken from it (its unjudged build queued
+//! again, or a person's unlock) cannot lock, read or write the state, so
+//! Terraform itself refuses to plan or apply beside another.
+//!
+//! A lock is released only when the run reports that its Terraform ended
+//! (or by a person, audited): a build failed because its holder stopped
+//! renewing its lease keeps it, and the workspace is *locked by a lost
+//! holder* until then; new builds of it wait.
+
+use std::path::Path;
+
+use abode_store::{Build, FencedWrite, StateLock};
+use serde::Deserialize;
+
+use crate::authz::Action;
+use crate::Caller;
+use crate::recovery::successor;
+use crate::{secrets, Control, ControlError};
+
+/// The file Abode writes into a build's template dir: Terraform merges it
+/// over the template's own `terraform` block, so the build's state is
+/// Abode's whatever the template says (a template declaring a backend is
+/// refused at push).
+pub const OVERRIDE_FILE: &str = "abode_state_backend_override.tf";
+const OVERRIDE: &str = "# Written by Abode: the workspace's state is kept by the Abode server.\n\
+                        terraform {\n  backend \"http\" {}\n}\n";
+
+/// The file in a build's work dir (beside `template/`) that keeps the run's
+/// secret, so that a restarted server or daemon can release the lock once
+/// the Terraform it left has ended. Private like the rest of the work dir.
+const SECRET_FILE: &str = "state-backend.secret";
+
+/// How many times Terraform tries a state call that could not reach the
+/// server (or that the server could not answer), and the longest pause
+/// between tries: an orphaned Terraform keeps trying through a restart.
+const RETRY_MAX: &str = "720";
+const RETRY_WAIT_MAX_SECONDS: &str = "5";
+
+/// How a run's Terraform reaches the state backend.
+#[derive(Clone)]
+pub struct StateBackend {
+    /// The server's URL as this machine reaches it (`http://host:port`).
+    pub url: String,
+    pub build_id: String,
+    /// The run's secret: the state and its lock open only with it.
+    pub secret: String,
+}
+
+/// Without the secret.
+impl std::fmt::Debug for StateBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateBackend")
+            .field("url", &self.url)
+            .field("build_id", &self.build_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StateBackend {
+    fn address(&self, tail: &str) -> String {
+        format!(
+            "{}/api/v1/builds/{}/state{tail}",
+            self.url.trim_end_matches('/'),
+            self.build_id
+        )
+    }
+
+    /// Terraform's `http` backend settings, all from the environment, so
+    /// that no file of the work dir, nor the saved plan, holds the secret.
+    pub fn terraform_env(&self) -> Vec<(String, String)> {
+        [
+            ("TF_HTTP_ADDRESS", self.address("")),
+            ("TF_HTTP_LOCK_ADDRESS", self.address("/lock")),
+            ("TF_HTTP_UNLOCK_ADDRESS", self.address("/unlock")),
+            ("TF_HTTP_LOCK_METHOD", "POST".into()),
+            ("TF_HTTP_UNLOCK_METHOD", "POST".into()),
+            ("TF_HTTP_USERNAME", self.build_id.clone()),
+            ("TF_HTTP_PASSWORD", self.secret.clone()),
+            ("TF_HTTP_RETRY_MAX", RETRY_MAX.into()),
+            ("TF_HTTP_RETRY_WAIT_MIN", "1".into()),
+            ("TF_HTTP_RETRY_WAIT_MAX", RETRY_WAIT_MAX_SECONDS.into()),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
+        .collect()
+    }
+
+    /// Writes the backend override into the template dir and the secret
+    /// into the work dir.
+    pub(crate) fn write(&self, work_dir: &Path, template_dir: &Path) -> std::io::Result<()> {
+        crate::workdir::write_private(&template_dir.join(OVERRIDE_FILE), OVERRIDE.as_bytes())?;
+        crate::workdir::write_private(&work_dir.join(SECRET_FILE), self.secret.as_bytes())
+    }
+
+    /// The secret a run left in its work dir, if any.
+    pub fn secret_in(work_dir: &Path) -> Option<String> {
+        let secret = std::fs::read_to_string(work_dir.join(SECRET_FILE)).ok()?;
+        let secret = secret.trim();
+        (!secret.is_empty()).then(|| secret.to_string())
+    }
+}
+
+/// A new run secret.
+fn new_secret() -> String {
+    secrets::new_session_token()
+}
+
+/// Terraform's lock information, as its `http` backend sends and reads it.
+#[derive(Debug, Deserialize)]
+struct LockInfo {
+    #[serde(rename = "ID")]
+    id: String,
+}
+
+/// What a lock request came to.
+#[derive(Debug)]
+pub enum LockAnswer {
+    Locked,
+    /// Held by another: Terraform's lock information of the holder (JSON),
+    /// which Terraform prints.
+    Held(String),
+}
+
+/// What a lock looks like to people: `abode show`, the API, the dashboard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockView {
+    pub build_id: String,
+    pub build_number: i64,
+    pub holder: String,
+    pub taken_at: i64,
+    /// Set when the holder was found gone and its build failed.
+    pub lost_at: Option<i64>,
+}
+
+impl From<StateLock> for LockView {
+    fn from(lock: StateLock) -> LockView {
+        LockView {
+            build_id: lock.build_id,
+            build_number: lock.build_number,
+            holder: lock.holder,
+            taken_at: lock.taken_at,
+            lost_at: lock.lost_at,
+        }
+    }
+}
+
+impl Control {
+    /// Takes the workspace's state lock for a run of `build` by `holder`;
+    /// the run's backend settings. A conflict when another build holds it
+    /// (the claim leaves such jobs queued, so this is a race lost).
+    pub(crate) async fn take_state_lock(
+        &self,
+        build: &Build,
+        holder: &str,
+    ) -> Result<StateBackend, ControlError> {
+        let secret = new_secret();
+        let store = &self.inner.store;
+        let taken = store
+            .take_state_lock(
+                &build.workspace_id,
+                &build.id,
+                holder,
+                &secrets::token_hash(&secret),
+            )
+            .await?;
+        if !taken {
+            let held = store.state_lock_of_workspace(&build.workspace_id).await?;
+            return Err(ControlError::Conflict(match held {
+                Some(lock) => format!(
+                    "the workspace's state is locked by build #{} ({})",
+                    lock.build_number,
+                    crate::daemon_jobs::describe_holder(&lock.holder)
+                ),
+                None => "the workspace's state lock could not be taken".into(),
+            }));
+        }
+        Ok(StateBackend {
+            url: self.inner.config.state_backend_url.clone(),
+            build_id: build.id.clone(),
+            secret,
+        })
+    }
+
+    /// The lock of `build_id` if the run's secret opens it; otherwise a
+    /// conflict saying who holds the workspace's state now.
+    async fn held_lock(&self, build_id: &str, secret: &str) -> Result<StateLock, ControlError> {
+        let store = &self.inner.store;
+        let lock = store.state_lock_of_build(build_id).await?;
+        if let Some(lock) = lock {
+            if lock.secret_hash == secrets::token_hash(secret) {
+                return Ok(lock);
+            }
+        }
+        Err(ControlError::Conflict(self.not_holding(build_id).await))
+    }
+
+    /// Why a run of `build_id` may not touch its workspace's state.
+    async fn not_holding(&self, build_id: &str) -> String {
+        let store = &self.inner.store;
+        let Ok(build) = store.build_by_id(build_id).await else {
+            return format!("build {build_id} does not hold a state lock");
+        };
+        match store.state_lock_of_workspace(&build.workspace_id).await {
+            Ok(Some(lock)) if lock.build_id == build.id => format!(
+                "this run of build #{} no longer holds the workspace's state lock: {} runs it now",
+                build.number,
+                crate::daemon_jobs::describe_holder(&lock.holder)
+            ),
+            Ok(Some(lock)) => format!(
+                "build #{} no longer holds the workspace's state lock: build #{} holds it",
+                build.number, lock.build_number
+            ),
+            _ => format!(
+                "build #{} no longer holds the workspace's state lock (it was unlocked, or the build was queued again)",
+                build.number
+            ),
+        }
+    }
+
+    /// The stored state, for the run holding the lock.
+    pub async fn backend_state(
+        &self,
+        build_id: &str,
+        secret: &str,
+    ) -> Result<Option<Vec<u8>>, ControlError> {
+        let lock = self.held_lock(build_id, secret).await?;
+        Ok(self.inner.store.state(&lock.workspace_id).await?)
+    }
+
+    /// Stores a state Terraform wrote, for the run holding the lock (and,
+    /// when Terraform names its lock, holding that one), only if it follows
+    /// the stored state (same lineage, serial not lower).
+    pub async fn backend_put_state(
+        &self,
+        build_id: &str,
+        secret: &str,
+        terraform_lock_id: Option<&str>,
+        state: Vec<u8>,
+    ) -> Result<(), ControlError> {
+        let lock = self.held_lock(build_id, secret).await?;
+        let store = &self.inner.store;
+        for _ in 0..3 {
+            let stored = store.state(&lock.workspace_id).await?;
+            successor(stored.as_deref(), &state).map_err(|reason| {
+                ControlError::Conflict(format!("the state was not stored: {reason}"))
+            })?;
+            if stored.as_deref() == Some(state.as_slice()) {
+                return Ok(());
+            }
+            match store
+                .put_state_fenced(
+                    &lock.workspace_id,
+                    build_id,
+                    &lock.secret_hash,
+                    terraform_lock_id,
+                    &state,
+                    stored.as_deref(),
+                )
+                .await?
+            {
+                FencedWrite::Written => return Ok(()),
+                FencedWrite::Raced => continue,
+                FencedWrite::Fenced => {
+                    return Err(ControlError::Conflict(self.not_holding(build_id).await))
+                }
+            }
+        }
+        Err(ControlError::Internal(
+            "the stored state kept changing while this one was compared".into(),
+        ))
+    }
+
+    /// Terraform's lock, under the run's state lock.
+    pub async fn backend_lock(
+        &self,
+        build_id: &str,
+        secret: &str,
+        info: &[u8],
+    ) -> Result<LockAnswer, ControlError> {
+        let parsed: LockInfo = serde_json::from_slice(info).map_err(|error| {
+            ControlError::BadRequest(format!("not Terraform's lock information: {error}"))
+        })?;
+        let info_text = String::from_utf8_lossy(info).into_owned();
+        let store = &self.inner.store;
+        let lock = match self.held_lock(build_id, secret).await {
+            Ok(lock) => lock,
+            Err(ControlError::Conflict(reason)) => {
+                return Ok(LockAnswer::Held(self.holder_info(build_id, &reason).await))
+            }
+            Err(error) => return Err(error),
+        };
+        if store
+            .set_terraform_lock(build_id, &lock.secret_hash, &parsed.id, &info_text)
+            .await?
+        {
+            return Ok(LockAnswer::Locked);
+        }
+        let held = store.state_lock_of_build(build_id).await?;
+        Ok(LockAnswer::Held(
+            held.and_then(|lock| lock.terraform_lock_info)
+                .unwrap_or_else(|| {
+                    lock_info_json(
+                        build_id,
+                        &lock.holder,
+                        "another Terraform of this build holds the lock",
+                    )
+                }),
+        ))
+    }
+
+    /// Releases Terraform's lock; a conflict if the run does not hold it.
+    pub async fn backend_unlock(
+        &self,
+        build_id: &str,
+        secret: &str,
+        info: &[u8],
+    ) -> Result<(), ControlError> {
+        let parsed: LockInfo = serde_json::from_slice(info).map_err(|error| {
+            ControlError::BadRequest(format!("not Terraform's lock information: {error}"))
+        })?;
+        let lock = self.held_lock(build_id, secret).await?;
+        if self
+            .inner
+            .store
+            .clear_terraform_lock(build_id, &lock.secret_hash, &parsed.id)
+            .await?
+            || lock.terraform_lock_id.is_none()
+        {
+            return Ok(());
+        }
+        Err(ControlError::Conflict(format!(
+            "the lock {} is not the one held",
+            parsed.id
+        )))
+    }
+
+    /// The run's Terraform ended: its state lock goes, and the workspace's
+    /// next build may run. False when the run no longer held it.
+    pub async fn release_state_lock(
+        &self,
+        build_id: &str,
+        secret: &str,
+    ) -> Result<bool, ControlError> {
+        let store = &self.inner.store;
+        let lock = store.state_lock_of_build(build_id).await?;
+        let released = store
+            .release_state_lock(build_id, &secrets::token_hash(secret))
+            .await?;
+        if released {
+            if let Some(lock) = lock.filter(|lock| lock.lost_at.is_some()) {
+                self.note(
+                    build_id,
+                    "cleanup",
+                    "info",
+                    &format!(
+                        "{} reported that its Terraform of this build ended; the workspace's state lock is released",
+                        crate::daemon_jobs::describe_holder(&lock.holder)
+                    ),
+                )
+                .await;
+            }
+            self.inner.jobs_queued.notify_waiters();
+            if let Err(error) = store.announce_job_queued().await {
+                tracing::warn!(%error, "cannot tell other servers that a workspace was unlocked");
+            }
+        }
+        Ok(released)
+    }
+
+    /// The workspace's state lock, if a build holds it.
+    pub async fn state_lock(&self, workspace_id: &str) -> Result<Option<LockView>, ControlError> {
+        Ok(self
+            .inner
+            .store
+            .state_lock_of_workspace(workspace_id)
+            .await?
+            .map(LockView::from))
+    }
+
+    /// A person's unlock (`abode workspaces unlock WS --build N`), after
+    /// checking that the holder's Terraform no longer runs: audited like a
+    /// confirmation. Only the lock of the build named, and only once that
+    /// build has ended: a running build's lock is its own.
+    pub async fn unlock_workspace(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        build_number: i64,
+    ) -> Result<LockView, ControlError> {
+        let workspace = self
+            .resolve_workspace(caller, reference, Action::WorkspaceUnlock)
+            .await?;
+        let store = &self.inner.store;
+        let lock = store
+            .state_lock_of_workspace(&workspace.id)
+            .await?
+            .ok_or_else(|| {
+                ControlError::Conflict(format!("workspace \"{reference}\" is not locked"))
+            })?;
+        if lock.build_number != build_number {
+            return Err(ControlError::Conflict(format!(
+                "workspace \"{reference}\" is locked by build #{}, not #{build_number}",
+                lock.build_number
+            )));
+        }
+        let build = store.build_by_id(&lock.build_id).await?;
+        if !build.status.is_final() {
+            return Err(ControlError::Conflict(format!(
+                "build #{} is still {}: cancel it instead; its lock goes when its Terraform ends",
+                build.number, build.status
+            )));
+        }
+        if !store
+            .force_release_state_lock(&workspace.id, &lock.build_id)
+            .await?
+        {
+            return Err(ControlError::Conflict(format!(
+                "workspace \"{reference}\" is no longer locked by build #{build_number}"
+            )));
+        }
+        self.audit_workspace(
+            caller,
+            &workspace.id,
+            "workspace.unlock",
+            &format!("{}/{}", workspace.owner_name, workspace.name),
+            "success",
+            Some(format!(
+                "build={} holder={} lost_at={}",
+                lock.build_number,
+                lock.holder,
+                lock.lost_at.map_or("-".into(), crate::notifications::utc)
+            )),
+        )
+        .await;
+        self.note(
+            &lock.build_id,
+            "cleanup",
+            "warn",
+            &format!(
+                "{} unlocked the workspace's state; whatever this build's Terraform still writes is refused",
+                caller.user.username
+            ),
+        )
+        .await;
+        self.inner.jobs_queued.notify_waiters();
+        if let Err(error) = store.announce_job_queued().await {
+            tracing::warn!(%error, "cannot tell other servers that a workspace was unlocked");
+        }
+        Ok(lock.into())
+    }
+
+    /// Terraform's lock information naming who holds the workspace's state
+    /// instead of the run asking.
+    async fn holder_info(&self, build_id: &str, reason: &str) -> String {
+        let store = &self.inner.store;
+        let holder = match store.build_by_id(build_id).await {
+            Ok(build) => match store.state_lock_of_workspace(&build.workspace_id).await {
+                Ok(Some(lock)) => lock.holder,
+                _ => "nobody".to_string(),
+            },
+            Err(_) => "nobody".to_string(),
+        };
+        lock_info_json(build_id, &holder, reason)
+    }
+}
+
+fn lock_info_json(build_id: &str, holder: &str, reason: &str) -> String {
+    serde_json::json!({
+        "ID": format!("abode-{build_id}"),
+        "Operation": "abode",
+        "Who": holder,
+        "Info": reason,
+        "Version": "",
+        "Created": "",
+        "Path": "",
+    })
+    .to_string()
+}
