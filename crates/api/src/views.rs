@@ -253,6 +253,20 @@ pub struct WorkspaceJson<'a> {
     pub latest_build: BuildJson<'a>,
     pub agent: AgentJson<'a>,
     pub healthy: bool,
+    /// Present when a build whose provisioner was lost still holds the
+    /// workspace's state lock: new builds wait until it reports its
+    /// Terraform ended, or an owner or template admin unlocks it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locked_by_lost_holder: Option<LostLockJson<'a>>,
+}
+
+/// A state lock kept by a lost holder.
+#[derive(Serialize)]
+pub struct LostLockJson<'a> {
+    pub build_number: i64,
+    pub holder: &'a str,
+    pub taken_at: Rfc3339,
+    pub lost_at: Rfc3339,
 }
 
 impl<'a> From<&'a WorkspaceView> for WorkspaceJson<'a> {
@@ -272,6 +286,14 @@ impl<'a> From<&'a WorkspaceView> for WorkspaceJson<'a> {
             latest_build: BuildJson::from(&view.latest_build),
             agent: AgentJson::from(&view.agent),
             healthy: view.healthy,
+            locked_by_lost_holder: view.locked_by_lost_holder.as_ref().and_then(|lock| {
+                Some(LostLockJson {
+                    build_number: lock.build_number,
+                    holder: &lock.holder,
+                    taken_at: Rfc3339(lock.taken_at),
+                    lost_at: Rfc3339(lock.lost_at?),
+                })
+            }),
         }
     }
 }

@@ -17,7 +17,8 @@ use crate::types::{
     FailedNotification, LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool,
     Preview, PreviewReport, PreviewResult, Protection, Provisioner, ProvisionerKey, ScheduleSpec,
     Template, TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion,
-    TemplateVersionDetail, TemplateVersionResponse, Transition, User, Workspace, WorkspaceSchedule,
+    TemplateVersionDetail, TemplateVersionResponse, Transition, Unlocked, User, Workspace,
+    WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -768,6 +769,22 @@ impl Client {
                 .call(),
         )?;
         Ok(body.released)
+    }
+
+    /// Releases the state lock a lost holder's build keeps (owners and
+    /// template admins; audited).
+    pub fn unlock_workspace(&self, workspace: &str, build: u64) -> Result<Unlocked, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct UnlockedBody {
+            unlocked: Unlocked,
+        }
+        let path = format!("/workspaces/{}/unlock", workspace_segment(workspace));
+        let body: UnlockedBody = self.finish(
+            "unlock workspace",
+            self.request("POST", &path)
+                .send_json(serde_json::json!({ "build": build })),
+        )?;
+        Ok(body.unlocked)
     }
 
     /// Removes a workspace without running Terraform (owners).

@@ -346,6 +346,27 @@ pub struct Workspace {
     pub agent: AgentInfo,
     #[serde(default)]
     pub healthy: bool,
+    /// A build whose provisioner was lost still holds the state lock.
+    #[serde(default)]
+    pub locked_by_lost_holder: Option<LostLock>,
+}
+
+/// The state lock a lost holder keeps (`abode workspaces unlock`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LostLock {
+    pub build_number: i64,
+    pub holder: String,
+    #[serde(default)]
+    pub taken_at: Option<String>,
+    #[serde(default)]
+    pub lost_at: Option<String>,
+}
+
+/// `POST /workspaces/{ws}/unlock`'s answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Unlocked {
+    pub build_number: i64,
+    pub holder: String,
 }
 
 /// One start, stop or delete run of a workspace.

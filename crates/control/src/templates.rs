@@ -360,6 +360,28 @@ pub(crate) async fn validate_template(
     result
 }
 
+/// Abode keeps every build's state, and its lock is what keeps one
+/// Terraform per workspace: a template with a backend of its own is refused
+/// (`state_backend.rs`).
+async fn refuse_own_backend(template_dir: &Path) -> Result<(), ControlError> {
+    let dir = template_dir.to_path_buf();
+    let declared = tokio::task::spawn_blocking(move || {
+        abode_lint::read_dir(&dir)
+            .ok()
+            .and_then(|files| abode_lint::declared_backend(&files))
+    })
+    .await
+    .map_err(|error| ControlError::Internal(format!("backend check failed: {error}")))?;
+    match declared {
+        Some(backend) => Err(ControlError::InvalidTemplate(format!(
+            "{}:{}:{}: the template declares its own state backend ({}); Abode keeps every \
+             workspace's state itself and locks it for one Terraform at a time: remove the block",
+            backend.file, backend.line, backend.column, backend.what
+        ))),
+        None => Ok(()),
+    }
+}
+
 async fn validate_in(
     control: &Control,
     archive_bytes: &[u8],
@@ -372,6 +394,7 @@ async fn validate_in(
     tokio::task::spawn_blocking(move || archive::unpack(&bytes, &target))
         .await
         .map_err(|error| ControlError::Internal(format!("unpack task failed: {error}")))??;
+    refuse_own_backend(&template_dir).await?;
     // The lint reads the files before Terraform touches the folder, and a
     // strict push it refuses costs no Terraform run.
     let lint = lint_template(&template_dir).await?;

@@ -32,6 +32,9 @@ pub struct WorkspaceView {
     pub status: WorkspaceStatus,
     pub agent: AgentHealth,
     pub healthy: bool,
+    /// The workspace's state lock when a build whose holder was lost keeps
+    /// it (new builds wait); read for one workspace's view, not in lists.
+    pub locked_by_lost_holder: Option<crate::state_backend::LockView>,
 }
 
 /// Which workspaces a list page shows (docs/api.md, `GET /workspaces`).
@@ -236,6 +239,7 @@ impl Control {
             status,
             agent,
             healthy,
+            locked_by_lost_holder: None,
         }
     }
 
@@ -264,12 +268,17 @@ impl Control {
         );
         let healthy = status == WorkspaceStatus::Running
             && matches!(agent.status, AgentStatus::Ready | AgentStatus::None);
+        let locked_by_lost_holder = self
+            .state_lock(&workspace.id)
+            .await?
+            .filter(|lock| lock.lost_at.is_some());
         Ok(WorkspaceView {
             workspace,
             latest_build,
             status,
             agent,
             healthy,
+            locked_by_lost_holder,
         })
     }
 

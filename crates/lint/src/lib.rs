@@ -25,6 +25,8 @@ mod taint;
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use hcl_edit::Span;
+
 pub use finding::{summary, Finding, Report, Rule, Severity, SCHEMA_VERSION};
 pub use persistent::PersistentTypes;
 pub use source::{read_dir, SourceFile, MAX_FILES, MAX_TOTAL_BYTES};
@@ -125,4 +127,102 @@ fn parse_reachable(files: &[SourceFile]) -> Result<Vec<Parsed>, LintError> {
         }
     }
     Ok(parsed)
+}
+
+/// Where a template declares its own state backend: a `backend` or `cloud`
+/// block inside a `terraform` block of a root-module file. Abode is every
+/// build's state backend (its lock is what keeps one Terraform per
+/// workspace), so the server refuses such a template at push.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeclaredBackend {
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    /// `backend "s3"`, `cloud`.
+    pub what: String,
+}
+
+/// The first backend a template's root module declares (see
+/// [`DeclaredBackend`]); files that do not parse are the lint's and
+/// Terraform's to report.
+pub fn declared_backend(files: &[SourceFile]) -> Option<DeclaredBackend> {
+    files
+        .iter()
+        .filter(|file| file.dir().is_empty())
+        .filter_map(|file| source::Parsed::parse(file).ok())
+        .find_map(|parsed| {
+            parsed
+                .body
+                .blocks()
+                .filter(|block| block.ident.as_str() == "terraform")
+                .flat_map(|block| block.body.blocks())
+                .find_map(|inner| {
+                    let what = match inner.ident.as_str() {
+                        "backend" => format!(
+                            "backend \"{}\"",
+                            inner
+                                .labels
+                                .first()
+                                .map(|label| label.as_str().to_string())
+                                .unwrap_or_default()
+                        ),
+                        "cloud" => "cloud".to_string(),
+                        _ => return None,
+                    };
+                    let (line, column) = parsed.position(inner.ident.span());
+                    Some(DeclaredBackend {
+                        file: parsed.path.clone(),
+                        line,
+                        column,
+                        what,
+                    })
+                })
+        })
+}
+
+#[cfg(test)]
+mod backend_tests {
+    use super::*;
+
+    #[test]
+    fn a_root_module_backend_or_cloud_block_is_found_with_its_position() {
+        // (files, expected "file:line:column what" or none)
+        let cases: &[(&[(&str, &str)], Option<&str>)] = &[
+            (&[("main.tf", "resource \"a\" \"b\" {}\n")], None),
+            (
+                &[("main.tf", "terraform {\n  required_version = \">= 1\"\n}\n")],
+                None,
+            ),
+            (
+                &[(
+                    "main.tf",
+                    "terraform {\n  backend \"s3\" {\n    bucket = \"x\"\n  }\n}\n",
+                )],
+                Some("main.tf:2:3 backend \"s3\""),
+            ),
+            (
+                &[("b.tf", "terraform {\n cloud {}\n}\n"), ("a.tf", "locals {}\n")],
+                Some("b.tf:2:2 cloud"),
+            ),
+            // A module's backend is ignored by Terraform, and by us.
+            (
+                &[(
+                    "modules/disk/main.tf",
+                    "terraform {\n  backend \"local\" {}\n}\n",
+                )],
+                None,
+            ),
+            // Broken files are for the lint and Terraform to report.
+            (&[("main.tf", "terraform {\n  backend \"s3\" {\n")], None),
+        ];
+        for (files, expected) in cases {
+            let files: Vec<SourceFile> = files
+                .iter()
+                .map(|(path, text)| SourceFile::new(*path, *text))
+                .collect();
+            let found = declared_backend(&files)
+                .map(|b| format!("{}:{}:{} {}", b.file, b.line, b.column, b.what));
+            assert_eq!(found.as_deref(), *expected, "{files:?}");
+        }
+    }
 }

@@ -23,6 +23,19 @@ pub enum WorkspacesCommand {
     State(StateArgs),
     /// `--off`: wake a dormant workspace (no longer due for deletion).
     Dormant(super::schedule::DormantArgs),
+    /// Release the state lock a build whose provisioner was lost still
+    /// holds, once you have checked that its Terraform no longer runs
+    /// (owners and template-admins; audited). Terraform's `force-unlock`.
+    Unlock(UnlockArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UnlockArgs {
+    /// The workspace (`name`, or `owner/name`).
+    pub workspace: String,
+    /// The build whose lock is released (as `abode show` names it).
+    #[arg(long, value_name = "NUMBER")]
+    pub build: u64,
 }
 
 #[derive(Debug, Args)]
@@ -252,6 +265,15 @@ pub fn protections(command: WorkspacesCommand) -> anyhow::Result<u8> {
     let client = session_client()?;
     match command {
         WorkspacesCommand::Dormant(args) => return super::schedule::wake(args),
+        WorkspacesCommand::Unlock(args) => {
+            let unlocked = client.unlock_workspace(&args.workspace, args.build)?;
+            println!(
+                "Unlocked {}: build #{} ({}) no longer holds its state; whatever its Terraform still writes is refused",
+                visible(&args.workspace),
+                unlocked.build_number,
+                visible(&unlocked.holder)
+            );
+        }
         WorkspacesCommand::Protections(args) => {
             let protections = client.protections(&args.workspace)?;
             match args.output.output {
@@ -395,6 +417,18 @@ fn describe(workspace: &Workspace) -> String {
     ));
     if let Some(hint) = agent_hint(&workspace.agent) {
         lines.push(format!("             {hint}"));
+    }
+    if let Some(lock) = &workspace.locked_by_lost_holder {
+        lines.push(format!(
+            "Locked:      by build #{} of {}, lost since {}: new builds wait until it reports its Terraform ended",
+            lock.build_number,
+            visible(&lock.holder),
+            time(lock.lost_at.as_deref())
+        ));
+        lines.push(format!(
+            "             once its Terraform no longer runs: abode workspaces unlock {}/{} --build {}",
+            workspace.owner, workspace.name, lock.build_number
+        ));
     }
     if !workspace.parameters.is_empty() {
         let parameters: Vec<String> = workspace
