@@ -328,16 +328,16 @@ fn a_daemon_killed_mid_apply_loses_no_state() {
     push(&platform, "half", &fixture("half-apply"), &[]);
     let create = platform.spawn(&["create", "h", "--template", "half"]);
 
-    // The state Terraform wrote halfway reaches the server while it runs.
-    wait_until("the half-way state upload", Duration::from_secs(60), || {
-        stored_state(&platform, "h").contains("\"first\"")
+    // Killed while its Terraform applies (`second` sleeps 8 s).
+    wait_until("the apply's local-exec", Duration::from_secs(60), || {
+        build_log(&platform, "h", "1").contains("Provisioning with 'local-exec'")
     });
     assert!(!stored_state(&platform, "h").contains("\"second\""));
     daemon.kill();
     util::finish(create);
 
-    // Its lease runs out: the build is failed, naming the daemon, and the
-    // half-way state stays.
+    // Its lease runs out: the build is failed, naming the daemon; the
+    // workspace stays locked by it (its Terraform may still run).
     platform.advance_clock(Duration::from_secs(30));
     let failed = platform.wait_for_build_status("h", "failed");
     let error = failed["error"].as_str().unwrap();
@@ -345,21 +345,29 @@ fn a_daemon_killed_mid_apply_loses_no_state() {
         error.contains("the external provisioner builders/d1-") && error.contains("lease"),
         "{failed:#}"
     );
-    assert!(stored_state(&platform, "h").contains("\"first\""));
+    assert_eq!(
+        platform.show("h")["locked_by_lost_holder"]["build_number"],
+        1
+    );
 
-    // Started again on its data dir, the daemon waits for the orphaned
-    // Terraform to finish and stores the state it left.
-    let restarted = Daemon::start(&platform, "d1", &key, &[]);
-    wait_until("the leftover state", Duration::from_secs(60), || {
+    // The orphaned Terraform stores what it made itself, through the state
+    // backend, without the daemon that started it.
+    wait_until("the orphan's state", Duration::from_secs(60), || {
         stored_state(&platform, "h").contains("\"second\"")
     });
-    let log = build_log(&platform, "h", "1");
-    assert!(
-        log.contains("stored the state its run of this build left after the build ended"),
-        "{log}\n{}",
-        restarted.log()
+
+    // Started again on its data dir, the daemon finds that Terraform ended
+    // and gives the workspace's lock back.
+    let restarted = Daemon::start(&platform, "d1", &key, &[]);
+    wait_until("the lock given back", Duration::from_secs(60), || {
+        build_log(&platform, "h", "1").contains("reported that its Terraform of this build ended")
+    });
+    assert!(platform.show("h").get("locked_by_lost_holder").is_none());
+    wait_until(
+        "the leftover work dir removed",
+        Duration::from_secs(30),
+        || names_in(&restarted.data_dir.join("work")).is_empty(),
     );
-    assert!(names_in(&restarted.data_dir.join("work")).is_empty());
 
     // The workspace builds again, on the full state: nothing to redo.
     let started = platform.run(&["start", "h"]).ok();

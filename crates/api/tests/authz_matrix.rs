@@ -160,6 +160,11 @@ fn table() -> Vec<Row> {
         ("DELETE", "/workspaces/{ws}/protections?address=terraform_data.home", Body::None,                 [200, 403, 403, 403, 403, 403, 401, 401]),
         ("GET", "/workspaces/{ws}/state", Body::None,                                                      [200, 403, 403, 403, 403, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/orphan", Body::None,                                                    [409, 403, 403, 403, 403, 403, 401, 401]),
+        // 409: allowed, but not locked by a lost holder.
+        ("POST", "/workspaces/{ws}/unlock", Body::Json(r#"{"build":1}"#),                                 [409, 409, 403, 403, 403, 403, 401, 401]),
+        // The state backend is Terraform's: no person's or agent's token opens it.
+        ("GET", "/builds/b-{col}/state", Body::None,                                                       [401, 401, 401, 401, 401, 401, 401, 401]),
+        ("POST", "/builds/b-{col}/state/lock", Body::Json(r#"{"ID":"x"}"#),                              [401, 401, 401, 401, 401, 401, 401, 401]),
         // ---- lifecycle settings (409: allowed, but not running / not dormant) ----
         ("PUT", "/workspaces/{ws}/schedule", Body::Json(r#"{"ttl_ms":3600000}"#),                        [200, 403, 403, 403, 200, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/extend", Body::Json(r#"{"duration_ms":60000}"#),                      [409, 403, 403, 403, 409, 403, 401, 401]),

@@ -347,7 +347,7 @@ pub struct Workspace {
     #[serde(default)]
     pub healthy: bool,
     /// A build whose provisioner was lost still holds the state lock.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locked_by_lost_holder: Option<LostLock>,
 }
 

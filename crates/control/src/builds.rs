@@ -111,10 +111,39 @@ impl Control {
             }
             BuildTarget::Existing(workspace) => self.request_next_build(&workspace, &order).await?,
         };
+        self.tell_if_locked(&build).await;
         self.job_queued().await;
         self.audit_build(&order.actor, order.request_id.clone(), &build)
             .await;
         Ok(build)
+    }
+
+    /// Says in the new build's log, before it waits, that a lost holder's
+    /// build keeps the workspace locked: the build runs once that holder
+    /// reports its Terraform ended, or a person unlocks it.
+    async fn tell_if_locked(&self, build: &Build) {
+        let lock = match self.state_lock(&build.workspace_id).await {
+            Ok(Some(lock)) if lock.build_id != build.id => lock,
+            Ok(_) => return,
+            Err(error) => {
+                tracing::warn!(build = %build.id, %error, "cannot read the workspace's state lock");
+                return;
+            }
+        };
+        let since = lock.lost_at.unwrap_or(lock.taken_at);
+        let notice = format!(
+            "waiting: the workspace is locked by build #{} ({}{} since {}); this build runs \
+             once that Terraform reports it ended, or after an owner or template admin checks that \
+             it no longer runs and unlocks it: abode workspaces unlock {}/{} --build {}",
+            lock.build_number,
+            crate::daemon_jobs::describe_holder(&lock.holder),
+            if lock.lost_at.is_some() { ", lost" } else { "" },
+            crate::notifications::utc(since),
+            build.owner_name,
+            build.workspace_name,
+            lock.build_number,
+        );
+        self.note(&build.id, "setup", "warn", &notice).await;
     }
 
     async fn request_first_build(

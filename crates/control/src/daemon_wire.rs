@@ -64,7 +64,10 @@ pub struct JobWire {
     pub context: ContextWire,
     /// The run's state backend secret (`state_backend.rs`): its Terraform
     /// reaches the server's state backend with it.
-    pub state_secret: String,
+    pub state_backend_key: String,
+    /// A confirmed plan held before Abode was the state backend.
+    #[serde(default)]
+    pub local_state: bool,
 }
 
 /// The environment contract but for the daemon's own directories and
@@ -97,7 +100,8 @@ impl JobWire {
             archive: encode(&inputs.archive),
             state: inputs.state.as_deref().map(encode),
             saved_plan: inputs.saved_plan.as_deref().map(encode),
-            state_secret: inputs.state_backend.secret,
+            state_backend_key: inputs.state_backend.secret,
+            local_state: inputs.local_state,
             context: ContextWire {
                 workspace_id: context.workspace_id,
                 workspace_name: context.workspace_name,
@@ -166,8 +170,9 @@ impl JobWire {
             state_backend: crate::state_backend::StateBackend {
                 url: server_url.to_string(),
                 build_id: self.build_id.clone(),
-                secret: self.state_secret,
+                secret: self.state_backend_key,
             },
+            local_state: self.local_state,
             build_id: self.build_id,
         })
     }
@@ -413,11 +418,14 @@ mod tests {
                         build_id: format!("build-{}", value.len()),
                         secret: format!("run-{}", value.len()),
                     },
+                    local_state: false,
                 };
                 let text = serde_json::to_string(&JobWire::from_inputs(kind, inputs)).unwrap();
                 assert!(!text.contains("secret"));
                 let back: JobWire = serde_json::from_str(&text).unwrap();
-                let back = back.into_inputs("http://server-seen-by-the-daemon").unwrap();
+                let back = back
+                    .into_inputs("http://server-seen-by-the-daemon")
+                    .unwrap();
                 assert_eq!(back.kind, kind);
                 // The daemon's Terraform reaches the server as the daemon does.
                 assert_eq!(back.state_backend.url, "http://server-seen-by-the-daemon");
@@ -464,10 +472,14 @@ mod tests {
                     build_id: "b".into(),
                     secret: "s".into(),
                 },
+                local_state: false,
             },
         );
         wire.kind = "rebuild".into();
-        assert!(wire.into_inputs("http://server").unwrap_err().contains("rebuild"));
+        assert!(wire
+            .into_inputs("http://server")
+            .unwrap_err()
+            .contains("rebuild"));
         let verdict = VerdictWire {
             verdict: "maybe".into(),
             message: None,

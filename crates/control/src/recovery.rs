@@ -218,9 +218,9 @@ async fn follow_to_end(
 fn describe(aftermath: &Aftermath, kept: &StateKept, work_dir: &Path) -> (BuildStatus, String) {
     let state = match kept {
         StateKept::Saved => "its state was saved".to_string(),
-        StateKept::Unchanged | StateKept::Missing => {
-            "the stored state was already up to date".to_string()
-        }
+        // Everything Terraform wrote reached the state backend as it went.
+        StateKept::Missing => "its state was saved by Terraform itself".to_string(),
+        StateKept::Unchanged => "the stored state was already up to date".to_string(),
         StateKept::Refused(reason) | StateKept::Unavailable(reason) => format!(
             "its state was NOT stored ({reason}); the work dir is kept at {}",
             work_dir.display()

@@ -23,8 +23,8 @@ use abode_store::{Build, FencedWrite, StateLock};
 use serde::Deserialize;
 
 use crate::authz::Action;
-use crate::Caller;
 use crate::recovery::successor;
+use crate::Caller;
 use crate::{secrets, Control, ControlError};
 
 /// The file Abode writes into a build's template dir: Terraform merges it

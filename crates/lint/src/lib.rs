@@ -201,7 +201,10 @@ mod backend_tests {
                 Some("main.tf:2:3 backend \"s3\""),
             ),
             (
-                &[("b.tf", "terraform {\n cloud {}\n}\n"), ("a.tf", "locals {}\n")],
+                &[
+                    ("b.tf", "terraform {\n cloud {}\n}\n"),
+                    ("a.tf", "locals {}\n"),
+                ],
                 Some("b.tf:2:2 cloud"),
             ),
             // A module's backend is ignored by Terraform, and by us.

@@ -253,7 +253,8 @@ async fn run_one(daemon: &Daemon, slot: &str, job: JobWire, mut shutdown: watch:
     };
     tracing::info!(build = %build_id, slot = %slot, kind = %inputs.kind, "running a job");
     let (cancel_switch, cancel) = watch::channel(false);
-    let heartbeat = heartbeat(&host, &cancel_switch);
+    let (lost_switch, lease_lost) = watch::channel(false);
+    let heartbeat = heartbeat(&host, &cancel_switch, Some(&lost_switch));
     let by_shutdown = async {
         while !*shutdown.borrow_and_update() {
             if shutdown.changed().await.is_err() {
@@ -263,7 +264,8 @@ async fn run_one(daemon: &Daemon, slot: &str, job: JobWire, mut shutdown: watch:
         let _ = cancel_switch.send(true);
         std::future::pending::<()>().await
     };
-    let running = runner::run_job(&daemon.config.runner, &host, inputs, cancel);
+    let interrupts = runner::Interrupts { cancel, lease_lost };
+    let running = runner::run_job(&daemon.config.runner, &host, inputs, interrupts);
     // The heartbeat, the shutdown watch and the log flusher never end by
     // themselves: the run's end is the only way out.
     let abandoned = || Err(Failure::failed("the run was abandoned"));
@@ -286,7 +288,11 @@ async fn run_one(daemon: &Daemon, slot: &str, job: JobWire, mut shutdown: watch:
 
 /// Renews the job's lease every second and turns the cancel switch when a
 /// cancel was asked; runs until dropped.
-async fn heartbeat(host: &RemoteHost, cancel: &watch::Sender<bool>) {
+async fn heartbeat(
+    host: &RemoteHost,
+    cancel: &watch::Sender<bool>,
+    lease_lost: Option<&watch::Sender<bool>>,
+) {
     let mut lost_told = false;
     loop {
         tokio::time::sleep(HEARTBEAT).await;
@@ -302,12 +308,18 @@ async fn heartbeat(host: &RemoteHost, cancel: &watch::Sender<bool>) {
             // Cut off: Terraform goes on; the state waits on disk.
             Err(CallError::Unreachable(_)) => {}
             Err(error) => {
-                // Lost (its lease ran out and a server failed the build): a
-                // half-done apply is worse than a finished one, so it runs
-                // on; its state is still offered at the end.
+                // Lost (its lease ran out and a server queued the build again
+                // or failed it): no apply starts, and an `init` or `plan` is
+                // stopped; a half-done apply is worse than a finished one, so
+                // an apply runs on under the state lock the run still holds.
                 if !lost_told {
                     tracing::warn!(build = %host.build_id, %error, "this job's lease was lost");
                     lost_told = true;
+                }
+                if error.is_lost() {
+                    if let Some(lost) = lease_lost {
+                        let _ = lost.send(true);
+                    }
                 }
             }
         }
@@ -361,7 +373,7 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
             };
             let keeping = async {
                 if applying {
-                    heartbeat(&host, &switch).await;
+                    heartbeat(&host, &switch, None).await;
                 } else {
                     std::future::pending::<()>().await;
                 }

@@ -39,9 +39,9 @@ macro_rules! held_queries {
             return Ok(false);
         }
         sqlx::query(
-            &sql("INSERT INTO saved_plans (build_id, plan, digest, state_digest, created_at) \
-             VALUES (?, ?, ?, ?, ?) ON CONFLICT (build_id) DO UPDATE SET plan = excluded.plan, \
-             digest = excluded.digest, state_digest = excluded.state_digest"),
+            &sql("INSERT INTO saved_plans (build_id, plan, digest, state_digest, created_at, state_backend) \
+             VALUES (?, ?, ?, ?, ?, 'abode') ON CONFLICT (build_id) DO UPDATE SET plan = excluded.plan, \
+             digest = excluded.digest, state_digest = excluded.state_digest, state_backend = 'abode'"),
         )
         .bind(build_id)
         .bind(&plan.plan)
@@ -107,15 +107,26 @@ macro_rules! held_queries {
             .map_err(db_error("saved plan"))
     }
 
+    pub(crate) async fn saved_plan_on_local_state(&self, build_id: &str) -> Result<bool, StoreError> {
+        let backend: Option<String> = sqlx::query_scalar(&sql(
+            "SELECT state_backend FROM saved_plans WHERE build_id = ?",
+        ))
+        .bind(build_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error("saved plan"))?;
+        Ok(backend.as_deref() == Some("local"))
+    }
+
     pub(crate) async fn put_saved_plan(
         &self,
         build_id: &str,
         plan: &SavedPlan,
     ) -> Result<(), StoreError> {
         sqlx::query(&sql(
-            "INSERT INTO saved_plans (build_id, plan, digest, state_digest, created_at) \
-             VALUES (?, ?, ?, ?, ?) ON CONFLICT (build_id) DO UPDATE SET plan = excluded.plan, \
-             digest = excluded.digest, state_digest = excluded.state_digest",
+            "INSERT INTO saved_plans (build_id, plan, digest, state_digest, created_at, state_backend) \
+             VALUES (?, ?, ?, ?, ?, 'abode') ON CONFLICT (build_id) DO UPDATE SET plan = excluded.plan, \
+             digest = excluded.digest, state_digest = excluded.state_digest, state_backend = 'abode'",
         ))
         .bind(build_id)
         .bind(&plan.plan)

@@ -536,6 +536,9 @@ storage_interface! {
     fn saved_plan(&self, build_id: &str) -> Option<SavedPlan>;
     /// Keeps a plan the guard held, before its build is recorded as held.
     fn put_saved_plan(&self, build_id: &str, plan: &SavedPlan) -> ();
+    /// Whether the saved plan was made before Abode was the state backend
+    /// (it is applied against the stored state laid out in the work dir).
+    fn saved_plan_on_local_state(&self, build_id: &str) -> bool;
     fn delete_saved_plan(&self, build_id: &str) -> ();
     /// Held builds whose time ran out: canceled, plans deleted.
     fn expire_held_builds(&self, now: i64, error: &str) -> Vec<String>;

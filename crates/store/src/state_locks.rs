@@ -55,187 +55,196 @@ pub(crate) const STATE_LOCK_SELECT: &str =
 /// PostgreSQL; SQLite's write transactions are serial).
 macro_rules! state_lock_queries {
     ($for_update:expr) => {
-    pub(crate) async fn take_state_lock(
-        &self,
-        workspace_id: &str,
-        build_id: &str,
-        holder: &str,
-        secret_hash: &str,
-    ) -> Result<bool, StoreError> {
-        let taken = sqlx::query(&sql(
-            "INSERT INTO state_locks (workspace_id, build_id, holder, secret_hash, taken_at) \
+        pub(crate) async fn take_state_lock(
+            &self,
+            workspace_id: &str,
+            build_id: &str,
+            holder: &str,
+            secret_hash: &str,
+        ) -> Result<bool, StoreError> {
+            let taken = sqlx::query(&sql(
+                "INSERT INTO state_locks (workspace_id, build_id, holder, secret_hash, taken_at) \
              VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace_id) DO NOTHING",
-        ))
-        .bind(workspace_id)
-        .bind(build_id)
-        .bind(holder)
-        .bind(secret_hash)
-        .bind(self.now_ms())
-        .execute(&self.pool)
-        .await
-        .map_err(db_error("state lock"))?;
-        Ok(taken.rows_affected() > 0)
-    }
+            ))
+            .bind(workspace_id)
+            .bind(build_id)
+            .bind(holder)
+            .bind(secret_hash)
+            .bind(self.now_ms())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("state lock"))?;
+            Ok(taken.rows_affected() > 0)
+        }
 
-    pub(crate) async fn state_lock_of_workspace(
-        &self,
-        workspace_id: &str,
-    ) -> Result<Option<StateLock>, StoreError> {
-        sqlx::query_as(&sql(&format!("{STATE_LOCK_SELECT} WHERE l.workspace_id = ?")))
+        pub(crate) async fn state_lock_of_workspace(
+            &self,
+            workspace_id: &str,
+        ) -> Result<Option<StateLock>, StoreError> {
+            sqlx::query_as(&sql(&format!(
+                "{STATE_LOCK_SELECT} WHERE l.workspace_id = ?"
+            )))
             .bind(workspace_id)
             .fetch_optional(&self.pool)
             .await
             .map_err(db_error("state lock"))
-    }
+        }
 
-    pub(crate) async fn state_lock_of_build(
-        &self,
-        build_id: &str,
-    ) -> Result<Option<StateLock>, StoreError> {
-        sqlx::query_as(&sql(&format!("{STATE_LOCK_SELECT} WHERE l.build_id = ?")))
-            .bind(build_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error("state lock"))
-    }
+        pub(crate) async fn state_lock_of_build(
+            &self,
+            build_id: &str,
+        ) -> Result<Option<StateLock>, StoreError> {
+            sqlx::query_as(&sql(&format!("{STATE_LOCK_SELECT} WHERE l.build_id = ?")))
+                .bind(build_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_error("state lock"))
+        }
 
-    pub(crate) async fn set_terraform_lock(
-        &self,
-        build_id: &str,
-        secret_hash: &str,
-        lock_id: &str,
-        info: &str,
-    ) -> Result<bool, StoreError> {
-        let set = sqlx::query(&sql(
-            "UPDATE state_locks SET terraform_lock_id = ?, terraform_lock_info = ? \
+        pub(crate) async fn set_terraform_lock(
+            &self,
+            build_id: &str,
+            secret_hash: &str,
+            lock_id: &str,
+            info: &str,
+        ) -> Result<bool, StoreError> {
+            let set = sqlx::query(&sql(
+                "UPDATE state_locks SET terraform_lock_id = ?, terraform_lock_info = ? \
              WHERE build_id = ? AND secret_hash = ? \
              AND (terraform_lock_id IS NULL OR terraform_lock_id = ?)",
-        ))
-        .bind(lock_id)
-        .bind(info)
-        .bind(build_id)
-        .bind(secret_hash)
-        .bind(lock_id)
-        .execute(&self.pool)
-        .await
-        .map_err(db_error("state lock"))?;
-        Ok(set.rows_affected() > 0)
-    }
+            ))
+            .bind(lock_id)
+            .bind(info)
+            .bind(build_id)
+            .bind(secret_hash)
+            .bind(lock_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("state lock"))?;
+            Ok(set.rows_affected() > 0)
+        }
 
-    pub(crate) async fn clear_terraform_lock(
-        &self,
-        build_id: &str,
-        secret_hash: &str,
-        lock_id: &str,
-    ) -> Result<bool, StoreError> {
-        let cleared = sqlx::query(&sql(
-            "UPDATE state_locks SET terraform_lock_id = NULL, terraform_lock_info = NULL \
+        pub(crate) async fn clear_terraform_lock(
+            &self,
+            build_id: &str,
+            secret_hash: &str,
+            lock_id: &str,
+        ) -> Result<bool, StoreError> {
+            let cleared = sqlx::query(&sql(
+                "UPDATE state_locks SET terraform_lock_id = NULL, terraform_lock_info = NULL \
              WHERE build_id = ? AND secret_hash = ? AND terraform_lock_id = ?",
-        ))
-        .bind(build_id)
-        .bind(secret_hash)
-        .bind(lock_id)
-        .execute(&self.pool)
-        .await
-        .map_err(db_error("state lock"))?;
-        Ok(cleared.rows_affected() > 0)
-    }
+            ))
+            .bind(build_id)
+            .bind(secret_hash)
+            .bind(lock_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("state lock"))?;
+            Ok(cleared.rows_affected() > 0)
+        }
 
-    pub(crate) async fn release_state_lock(
-        &self,
-        build_id: &str,
-        secret_hash: &str,
-    ) -> Result<bool, StoreError> {
-        let released = sqlx::query(&sql(
-            "DELETE FROM state_locks WHERE build_id = ? AND secret_hash = ?",
-        ))
-        .bind(build_id)
-        .bind(secret_hash)
-        .execute(&self.pool)
-        .await
-        .map_err(db_error("state lock"))?;
-        Ok(released.rows_affected() > 0)
-    }
+        pub(crate) async fn release_state_lock(
+            &self,
+            build_id: &str,
+            secret_hash: &str,
+        ) -> Result<bool, StoreError> {
+            let released = sqlx::query(&sql(
+                "DELETE FROM state_locks WHERE build_id = ? AND secret_hash = ?",
+            ))
+            .bind(build_id)
+            .bind(secret_hash)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("state lock"))?;
+            Ok(released.rows_affected() > 0)
+        }
 
-    pub(crate) async fn force_release_state_lock(
-        &self,
-        workspace_id: &str,
-        build_id: &str,
-    ) -> Result<bool, StoreError> {
-        let released = sqlx::query(&sql(
-            "DELETE FROM state_locks WHERE workspace_id = ? AND build_id = ?",
-        ))
-        .bind(workspace_id)
-        .bind(build_id)
-        .execute(&self.pool)
-        .await
-        .map_err(db_error("state lock"))?;
-        Ok(released.rows_affected() > 0)
-    }
+        pub(crate) async fn force_release_state_lock(
+            &self,
+            workspace_id: &str,
+            build_id: &str,
+        ) -> Result<bool, StoreError> {
+            let released = sqlx::query(&sql(
+                "DELETE FROM state_locks WHERE workspace_id = ? AND build_id = ?",
+            ))
+            .bind(workspace_id)
+            .bind(build_id)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("state lock"))?;
+            Ok(released.rows_affected() > 0)
+        }
 
-    pub(crate) async fn put_state_fenced(
-        &self,
-        workspace_id: &str,
-        build_id: &str,
-        secret_hash: &str,
-        terraform_lock_id: Option<&str>,
-        state: &[u8],
-        previous: Option<&[u8]>,
-    ) -> Result<FencedWrite, StoreError> {
-        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
-        // The lock row is held until the write commits: an unlock waits
-        // for it, and a write after the unlock finds no row.
-        let holds: Option<Option<String>> = sqlx::query_scalar(&sql(&format!(
-            "SELECT terraform_lock_id FROM state_locks \
+        pub(crate) async fn put_state_fenced(
+            &self,
+            workspace_id: &str,
+            build_id: &str,
+            secret_hash: &str,
+            terraform_lock_id: Option<&str>,
+            state: &[u8],
+            previous: Option<&[u8]>,
+        ) -> Result<FencedWrite, StoreError> {
+            let mut tx = self
+                .pool
+                .begin_with(BEGIN_WRITE)
+                .await
+                .map_err(StoreError::Database)?;
+            // The lock row is held until the write commits: an unlock waits
+            // for it, and a write after the unlock finds no row.
+            let holds: Option<Option<String>> = sqlx::query_scalar(&sql(&format!(
+                "SELECT terraform_lock_id FROM state_locks \
              WHERE workspace_id = ? AND build_id = ? AND secret_hash = ?{}",
-            $for_update
-        )))
-        .bind(workspace_id)
-        .bind(build_id)
-        .bind(secret_hash)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(db_error("state lock"))?;
-        let fenced = match (holds, terraform_lock_id) {
-            (None, _) => true,
-            (Some(held), Some(named)) => held.as_deref() != Some(named),
-            (Some(_), None) => false,
-        };
-        if fenced {
-            tx.rollback().await.map_err(StoreError::Database)?;
-            return Ok(FencedWrite::Fenced);
-        }
-        let written = match previous {
-            None => sqlx::query(&sql(
-                "INSERT INTO workspace_states (workspace_id, build_id, state, updated_at) \
+                $for_update
+            )))
+            .bind(workspace_id)
+            .bind(build_id)
+            .bind(secret_hash)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db_error("state lock"))?;
+            let fenced = match (holds, terraform_lock_id) {
+                (None, _) => true,
+                (Some(held), Some(named)) => held.as_deref() != Some(named),
+                (Some(_), None) => false,
+            };
+            if fenced {
+                tx.rollback().await.map_err(StoreError::Database)?;
+                return Ok(FencedWrite::Fenced);
+            }
+            let written =
+                match previous {
+                    None => sqlx::query(&sql(
+                        "INSERT INTO workspace_states (workspace_id, build_id, state, updated_at) \
                  VALUES (?, ?, ?, ?) ON CONFLICT (workspace_id) DO NOTHING",
-            ))
-            .bind(workspace_id)
-            .bind(build_id)
-            .bind(state)
-            .bind(self.now_ms())
-            .execute(&mut *tx)
-            .await,
-            Some(previous) => sqlx::query(&sql(
-                "UPDATE workspace_states SET build_id = ?, state = ?, updated_at = ? \
+                    ))
+                    .bind(workspace_id)
+                    .bind(build_id)
+                    .bind(state)
+                    .bind(self.now_ms())
+                    .execute(&mut *tx)
+                    .await,
+                    Some(previous) => {
+                        sqlx::query(&sql(
+                            "UPDATE workspace_states SET build_id = ?, state = ?, updated_at = ? \
                  WHERE workspace_id = ? AND state = ?",
-            ))
-            .bind(build_id)
-            .bind(state)
-            .bind(self.now_ms())
-            .bind(workspace_id)
-            .bind(previous)
-            .execute(&mut *tx)
-            .await,
+                        ))
+                        .bind(build_id)
+                        .bind(state)
+                        .bind(self.now_ms())
+                        .bind(workspace_id)
+                        .bind(previous)
+                        .execute(&mut *tx)
+                        .await
+                    }
+                }
+                .map_err(db_error("workspace state"))?;
+            if written.rows_affected() == 0 {
+                tx.rollback().await.map_err(StoreError::Database)?;
+                return Ok(FencedWrite::Raced);
+            }
+            tx.commit().await.map_err(StoreError::Database)?;
+            Ok(FencedWrite::Written)
         }
-        .map_err(db_error("workspace state"))?;
-        if written.rows_affected() == 0 {
-            tx.rollback().await.map_err(StoreError::Database)?;
-            return Ok(FencedWrite::Raced);
-        }
-        tx.commit().await.map_err(StoreError::Database)?;
-        Ok(FencedWrite::Written)
-    }
     };
 }
 

@@ -275,6 +275,30 @@ impl Platform {
         }
     }
 
+    /// Freezes the server (SIGSTOP), as a paused VM or a long stop of the
+    /// process would: it answers nothing and renews nothing until
+    /// [`Platform::thaw_server`]. What it started runs on.
+    pub fn freeze_server(&self) {
+        if let Some(server) = &self.server {
+            signal(server.id(), "STOP");
+        }
+    }
+
+    /// Lets a frozen server go on (SIGCONT) where it stopped.
+    pub fn thaw_server(&self) {
+        if let Some(server) = &self.server {
+            signal(server.id(), "CONT");
+        }
+    }
+
+    /// The server's id (its data dir's `server-id`).
+    pub fn server_id(&self) -> String {
+        fs::read_to_string(self.data_dir().join("server-id"))
+            .unwrap()
+            .trim()
+            .to_owned()
+    }
+
     /// Starts the server again on the same address and data dir (after
     /// [`Platform::kill_server`]).
     pub fn start_server_again(&mut self) {
@@ -285,6 +309,7 @@ impl Platform {
 
     fn stop_server(&mut self) {
         if let Some(mut server) = self.server.take() {
+            signal(server.id(), "CONT");
             signal(server.id(), "TERM");
             let deadline = Instant::now() + Duration::from_secs(5);
             while Instant::now() < deadline {

@@ -22,14 +22,16 @@ pub(crate) struct Interruptions {
     build_id: String,
     shutdown_watch: tokio::task::JoinHandle<()>,
     request_watch: tokio::task::JoinHandle<()>,
-    lease_lost: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    lease_lost: watch::Receiver<bool>,
 }
 
 impl Interruptions {
     /// Registers the build's cancel switch and starts watching; the receiver
     /// turns true when the build must stop.
-    /// With `lease_holder`, the build is also interrupted once that holder
-    /// no longer holds its job's lease.
+    /// With `lease_holder`, [`Interruptions::lease_lost`] turns true once
+    /// that holder no longer holds the job's lease (the runner stops its
+    /// Terraform then, unless it is applying: a half-done apply is worse
+    /// than a finished one, and the state lock it still holds is the fence).
     pub(crate) fn start(
         control: &Control,
         build_id: &str,
@@ -53,16 +55,14 @@ impl Interruptions {
             .in_current_span(),
         );
         let (store, id) = (control.inner.store.clone(), build_id.to_string());
-        let lease_lost = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let lost = lease_lost.clone();
+        let (lost, lease_lost) = watch::channel(false);
         let request_watch = tokio::spawn(async move {
             loop {
                 if let Some(holder) = &lease_holder {
                     // An error is not a loss: the database may be away a moment.
                     if let Ok(None) = store.claimed_job_kind(&id, holder).await {
-                        tracing::warn!(build = %id, "this server no longer holds the build's lease: its Terraform is interrupted");
-                        lost.store(true, std::sync::atomic::Ordering::SeqCst);
-                        let _ = switch.send(true);
+                        tracing::warn!(build = %id, "this server no longer holds the build's lease");
+                        let _ = lost.send(true);
                         return;
                     }
                 }
@@ -94,9 +94,14 @@ impl Interruptions {
         self.shutdown_watch.is_finished()
     }
 
-    /// Whether the build was interrupted because this server lost its lease.
+    /// Turns true when this server lost the build's lease.
+    pub(crate) fn lease_lost(&self) -> watch::Receiver<bool> {
+        self.lease_lost.clone()
+    }
+
+    /// Whether this server lost the build's lease.
     pub(crate) fn by_lost_lease(&self) -> bool {
-        self.lease_lost.load(std::sync::atomic::Ordering::SeqCst)
+        *self.lease_lost.borrow()
     }
 
     pub(crate) fn end(self) {

@@ -202,7 +202,17 @@ async fn run_build_steps(
     };
     let result = match job.inputs(kind, &control.inner.config.server_id).await {
         Ok(inputs) => {
-            runner::run_job(&runner_config(&control.inner.config), &job, inputs, cancel).await
+            let interrupts = runner::Interrupts {
+                cancel,
+                lease_lost: interruptions.lease_lost(),
+            };
+            runner::run_job(
+                &runner_config(&control.inner.config),
+                &job,
+                inputs,
+                interrupts,
+            )
+            .await
         }
         Err(failure) => Err(failure),
     };
@@ -220,8 +230,9 @@ async fn run_build_steps(
         // The build is another provisioner's now, or was failed by another
         // server: its end is theirs to record. What this server did is told.
         let what = match &result {
-            Ok(_) => "its Terraform ended".to_string(),
-            Err(failure) => failure.message.clone(),
+            Ok(_) => "its apply ran to its end".to_string(),
+            // Terraform's own message can run long: its first sentence.
+            Err(failure) => first_sentence(&failure.message),
         };
         control
             .note(
@@ -229,7 +240,9 @@ async fn run_build_steps(
                 "cleanup",
                 "warn",
                 &format!(
-                    "the server {server} lost its lease on this build while running it ({what});                      its Terraform no longer runs and its state lock is released"
+                    "the server {server} lost its lease on this build while running it ({what}); \
+                     its Terraform no longer runs, and the workspace's state lock is released if \
+                     this run still held it"
                 ),
             )
             .await;
@@ -239,6 +252,13 @@ async fn run_build_steps(
     // An end that could not be recorded is logged; the lease runs out and
     // another server fails the build.
     let _ = job.finish(kind, result).await;
+}
+
+/// The first sentence of a message (up to its first ". "), at most 300
+/// characters.
+fn first_sentence(message: &str) -> String {
+    let sentence = message.split(". ").next().unwrap_or(message);
+    sentence.chars().take(300).collect()
 }
 
 /// The embedded provisioners' machine: the server's own data dir.

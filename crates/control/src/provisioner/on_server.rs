@@ -102,6 +102,11 @@ impl ServerJob {
                 Some(saved.plan)
             }
         };
+        let local_state = kind == JobKind::ApplySavedPlan
+            && store
+                .saved_plan_on_local_state(&build.id)
+                .await
+                .map_err(storage)?;
         let state_backend = self
             .control
             .take_state_lock(build, holder)
@@ -116,6 +121,7 @@ impl ServerJob {
             context,
             saved_plan,
             state_backend,
+            local_state,
         })
     }
 

@@ -23,7 +23,7 @@ use super::run::{contract_env, Ended, Failure, TerraformCommand, WorkDirLayout};
 use crate::recovery::StateKept;
 use crate::secrets;
 use crate::state_backend::StateBackend;
-use crate::workdir::{self, ERRORED_STATE_FILE, PLAN_FILE, TEMPLATE_SUBDIR};
+use crate::workdir::{self, ERRORED_STATE_FILE, PLAN_FILE, STATE_FILE, TEMPLATE_SUBDIR};
 
 /// Terraform's own refusal of a saved plan made on another state (its
 /// diagnostic summary, matched whole).
@@ -99,6 +99,9 @@ pub struct JobInputs {
     pub saved_plan: Option<Vec<u8>>,
     /// How its Terraform reaches the state backend, with the run's secret.
     pub state_backend: StateBackend,
+    /// A confirmed plan held before Abode was the state backend: applied
+    /// against the stored state laid out in the work dir, as it was planned.
+    pub local_state: bool,
 }
 
 /// Only sizes: a state and a plan may hold secrets.
@@ -148,6 +151,15 @@ impl std::fmt::Debug for RunnerConfig {
     }
 }
 
+/// What stops a run: a cancel (or a shutdown) stops any Terraform command;
+/// a lost lease stops `init` and `plan`, and no apply starts after it, but
+/// an apply under way runs to its end (a half-done apply is worse than a
+/// finished one, and the state lock the run still holds is the fence).
+pub struct Interrupts {
+    pub cancel: watch::Receiver<bool>,
+    pub lease_lost: watch::Receiver<bool>,
+}
+
 /// Runs one job to its end on this machine: the work dir laid out, `init`,
 /// `plan`, the host's verdict, `apply`; or, for a confirmed plan, `init` and
 /// `apply` of exactly that plan. Whatever happened, the state Terraform left
@@ -157,17 +169,23 @@ pub async fn run_job<H: BuildHost>(
     config: &RunnerConfig,
     host: &H,
     mut inputs: JobInputs,
-    cancel: watch::Receiver<bool>,
+    interrupts: Interrupts,
 ) -> Result<Ended, Failure> {
     let state_digest = secrets::sha256_hex(inputs.state.as_deref().unwrap_or_default());
     let work_dir = config.work_dir.join(&inputs.build_id);
     let saved_plan = inputs.saved_plan.take();
-    // The state is the backend's: none is written into the work dir.
+    // The state is the backend's: none is written into the work dir (but
+    // for a plan made before there was one).
+    let local_state = inputs.local_state;
     let layout = WorkDirLayout {
         base: config.work_dir.clone(),
         build_id: inputs.build_id.clone(),
         archive: std::mem::take(&mut inputs.archive),
-        state: None,
+        state: if local_state {
+            inputs.state.take()
+        } else {
+            None
+        },
         provider_mirror: config.provider_mirror.clone(),
     };
     let backend = inputs.state_backend.clone();
@@ -176,14 +194,19 @@ pub async fn run_job<H: BuildHost>(
         host,
         work_dir: work_dir.clone(),
         env: Vec::new(),
-        cancel,
+        cancel: interrupts.cancel,
+        lease_lost: interrupts.lease_lost,
+        local_state,
     };
     let laid_out = match layout.lay_out_off_runtime().await {
+        Ok((_, cli_config)) if local_state => Ok(cli_config),
         Ok((dir, cli_config)) => backend
             .write(&dir, &dir.join(TEMPLATE_SUBDIR))
             .map(|()| cli_config)
             .map_err(|error| {
-                Failure::failed(format!("cannot write the state backend's settings: {error}"))
+                Failure::failed(format!(
+                    "cannot write the state backend's settings: {error}"
+                ))
             }),
         Err(failure) => Err(failure),
     };
@@ -195,7 +218,9 @@ pub async fn run_job<H: BuildHost>(
                 local_context(config, inputs.context),
                 &cli_config,
             );
-            run.env.extend(backend.terraform_env());
+            if !local_state {
+                run.env.extend(backend.terraform_env());
+            }
             match (inputs.kind, saved_plan) {
                 (JobKind::ApplySavedPlan, Some(plan)) => run.apply_saved(plan).await,
                 (JobKind::ApplySavedPlan, None) => {
@@ -228,6 +253,8 @@ struct Run<'a, H> {
     work_dir: PathBuf,
     env: Vec<(String, String)>,
     cancel: watch::Receiver<bool>,
+    lease_lost: watch::Receiver<bool>,
+    local_state: bool,
 }
 
 impl<H: BuildHost> Run<'_, H> {
@@ -235,9 +262,15 @@ impl<H: BuildHost> Run<'_, H> {
         self.work_dir.join(TEMPLATE_SUBDIR)
     }
 
-    /// Where Terraform writes the state it could not hand to the backend.
+    /// Where Terraform writes the state it could not hand to the backend
+    /// (or, for a plan made before there was one, all of it).
     fn errored_state_file(&self) -> PathBuf {
-        self.template_dir().join(ERRORED_STATE_FILE)
+        let name = if self.local_state {
+            STATE_FILE
+        } else {
+            ERRORED_STATE_FILE
+        };
+        self.template_dir().join(name)
     }
 
     fn canceled(&self) -> Result<(), Failure> {
@@ -252,14 +285,47 @@ impl<H: BuildHost> Run<'_, H> {
     }
 
     async fn terraform(&self, stage: &str, args: &[&str]) -> Result<(), Failure> {
+        if stage == "apply" {
+            let command = TerraformCommand {
+                sink: Some(self.host),
+                grace: self.config.cancel_grace,
+                work_dir: &self.work_dir,
+                env: &self.env,
+                cancel: self.cancel.clone(),
+            };
+            return command.run(stage, args).await;
+        }
+        // Before an apply, a lost lease stops Terraform like a cancel.
+        let (switch, either) = watch::channel(*self.cancel.borrow() || *self.lease_lost.borrow());
+        let (mut cancel, mut lost) = (self.cancel.clone(), self.lease_lost.clone());
+        let forward = tokio::spawn(async move {
+            loop {
+                let changed = tokio::select! {
+                    changed = cancel.changed() => changed,
+                    changed = lost.changed() => changed,
+                };
+                if changed.is_err() {
+                    return;
+                }
+                if *cancel.borrow() || *lost.borrow() {
+                    let _ = switch.send(true);
+                    return;
+                }
+            }
+        });
         let command = TerraformCommand {
             sink: Some(self.host),
             grace: self.config.cancel_grace,
             work_dir: &self.work_dir,
             env: &self.env,
-            cancel: self.cancel.clone(),
+            cancel: either,
         };
-        command.run(stage, args).await
+        let result = command.run(stage, args).await;
+        forward.abort();
+        if *self.lease_lost.borrow() && !*self.cancel.borrow() {
+            return Err(lease_lost(&format!("terraform {stage} ended")));
+        }
+        result
     }
 
     async fn plan_and_apply(
@@ -268,7 +334,7 @@ impl<H: BuildHost> Run<'_, H> {
         state_digest: String,
     ) -> Result<Ended, Failure> {
         self.canceled()?;
-        self.terraform("init", &["init", "-input=false", "-json"])
+        self.terraform("init", &["init", "-input=false", "-json", "-no-color"])
             .await?;
         self.canceled()?;
         let plan_file = self.work_dir.join(PLAN_FILE);
@@ -316,7 +382,7 @@ impl<H: BuildHost> Run<'_, H> {
     /// shown: no new plan is made.
     async fn apply_saved(&mut self, plan: Vec<u8>) -> Result<Ended, Failure> {
         self.canceled()?;
-        self.terraform("init", &["init", "-input=false", "-json"])
+        self.terraform("init", &["init", "-input=false", "-json", "-no-color"])
             .await?;
         self.canceled()?;
         let plan_file = self.work_dir.join(PLAN_FILE);
@@ -349,6 +415,21 @@ impl<H: BuildHost> Run<'_, H> {
     /// The host records what a successful apply made (agents, protections)
     /// from the state Terraform stored through the backend.
     async fn after_apply(&self) -> Result<Ended, Failure> {
+        if self.local_state {
+            // The state is in the work dir: stored first, then read back.
+            let state = tokio::fs::read(self.errored_state_file())
+                .await
+                .map_err(|error| {
+                    Failure::failed(format!("cannot read the state after apply: {error}"))
+                })?;
+            if let StateKept::Refused(reason) | StateKept::Unavailable(reason) =
+                self.host.keep_state(state, true).await
+            {
+                return Err(Failure::failed(format!(
+                    "the state after the apply was not stored: {reason}"
+                )));
+            }
+        }
         self.host.applied().await?;
         Ok(Ended::Applied)
     }

@@ -19,3 +19,8 @@ CREATE TABLE state_locks (
     lost_at             INTEGER
 );
 CREATE INDEX state_locks_by_build ON state_locks (build_id);
+
+-- Which state a saved plan was made against: 'local' (a plan held before
+-- Abode was the state backend, applied with the stored state laid out in
+-- the work dir as it was planned) or 'abode' (the state backend).
+ALTER TABLE saved_plans ADD COLUMN state_backend TEXT NOT NULL DEFAULT 'local';

@@ -1,0 +1,341 @@
+//! One Terraform per workspace, ever (issue 26): Abode is every build's
+//! state backend and its lock is the fence. Two servers on one PostgreSQL
+//! database with a short job lease, and a template whose every creation and
+//! destruction appends to a ledger outside the workspace. A server is
+//! frozen (SIGSTOP, as a paused VM is) at the worst moments; the ledger, not
+//! the stored state, says whether anything was created twice or left
+//! behind.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod util;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use util::{fixture, psql, require_terraform, FreshDatabase, Platform};
+
+fn server(database: &FreshDatabase, provisioners: &str) -> Platform {
+    Platform::start_on(
+        Some(&database.url),
+        &[
+            "--job-lease",
+            "2",
+            "--cancel-grace",
+            "5",
+            "--provisioners",
+            provisioners,
+        ],
+    )
+}
+
+fn push_ledger(platform: &Platform) {
+    let template = fixture("ledger");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "ledger",
+            "-d",
+            template.to_str().unwrap(),
+        ])
+        .ok();
+}
+
+fn create(
+    platform: &Platform,
+    workspace: &str,
+    ledger: &Path,
+    seconds: u32,
+) -> std::process::Child {
+    platform.spawn(&[
+        "create",
+        workspace,
+        "--template",
+        "ledger",
+        "--parameter",
+        &format!("ledger={}", ledger.display()),
+        "--parameter",
+        &format!("seconds={seconds}"),
+    ])
+}
+
+/// The lease holder of a workspace's build, once a provisioner claimed it,
+/// and whether its plan was judged yet.
+fn claimed(database: &FreshDatabase, workspace: &str, number: u32) -> Option<(String, bool)> {
+    let row = psql(
+        &database.url,
+        &format!(
+            "SELECT j.lease_holder || '|' || (b.plan_json IS NOT NULL)::text FROM jobs j \
+             JOIN builds b ON b.id = j.build_id JOIN workspaces w ON w.id = b.workspace_id \
+             WHERE w.name = '{workspace}' AND b.number = {number} AND j.status = 'claimed'"
+        ),
+    )
+    .unwrap();
+    let (holder, judged) = row.split_once('|')?;
+    Some((holder.to_string(), judged == "true"))
+}
+
+#[track_caller]
+fn wait_until<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(found) = probe() {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "{what}: not within {timeout:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn log_of(platform: &Platform, workspace: &str, number: u32) -> String {
+    platform
+        .run(&["builds", "logs", workspace, &number.to_string()])
+        .stdout
+}
+
+#[track_caller]
+fn wait_for_log(platform: &Platform, workspace: &str, number: u32, needle: &str) -> String {
+    wait_until(
+        &format!("build #{number} of {workspace} logging {needle:?}"),
+        Duration::from_secs(120),
+        || {
+            let log = log_of(platform, workspace, number);
+            log.contains(needle).then_some(log)
+        },
+    )
+}
+
+/// Each resource's (creations, destructions), by the id Terraform gave it.
+fn ledger(path: &Path) -> BTreeMap<String, (u32, u32)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut counts: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(kind), Some(_name), Some(id)) = (words.next(), words.next(), words.next()) else {
+            panic!("a ledger line that is not `kind name id`: {line:?}");
+        };
+        let entry = counts.entry(id.to_string()).or_default();
+        match kind {
+            "create" => entry.0 += 1,
+            "destroy" => entry.1 += 1,
+            other => panic!("unknown ledger entry {other:?}"),
+        }
+    }
+    counts
+}
+
+/// The `terraform_data.thing` instances the stored state has.
+fn stored_things(platform: &Platform, workspace: &str) -> usize {
+    let file = platform
+        .root()
+        .join(format!("{workspace}-{}.tfstate", rand_suffix()));
+    platform
+        .run(&[
+            "workspaces",
+            "state",
+            workspace,
+            "-f",
+            file.to_str().unwrap(),
+        ])
+        .ok();
+    let state: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    state["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|resource| resource["type"] == "terraform_data")
+        .map(|resource| resource["instances"].as_array().unwrap().len())
+        .sum()
+}
+
+fn rand_suffix() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+#[test]
+fn a_server_frozen_while_it_plans_never_applies_the_build_another_took_over() {
+    require_terraform();
+    let database = FreshDatabase::create();
+    let a = server(&database, "1");
+    a.login_owner();
+    push_ledger(&a);
+    let ledger_file: PathBuf = a.root().join("ledger");
+    let a_id = a.server_id();
+
+    // A claims the build and is frozen before its plan is judged (if it was
+    // quicker than the freeze, the try is let go and made again).
+    let mut workspace = String::new();
+    for attempt in 0..5 {
+        workspace = format!("one-{attempt}");
+        let _create = create(&a, &workspace, &ledger_file, 0);
+        let (holder, _) = wait_until("a claim", Duration::from_secs(60), || {
+            claimed(&database, &workspace, 1)
+        });
+        assert_eq!(holder, a_id);
+        a.freeze_server();
+        let (_, judged) = claimed(&database, &workspace, 1).unwrap();
+        if !judged {
+            break;
+        }
+        a.thaw_server();
+        a.wait_for_build_status(&workspace, "succeeded");
+        assert!(attempt < 4, "A judged every plan before it could be frozen");
+    }
+
+    // B takes the build over once A's lease ran out, and runs it to its end.
+    let b = server(&database, "1");
+    b.login_existing_owner();
+    let build = b.wait_for_build_status(&workspace, "succeeded");
+    assert_eq!(build["number"], 1, "{build:#}");
+    let log = log_of(&b, &workspace, 1);
+    assert!(
+        log.contains("stopped renewing its lease before this build's plan was judged"),
+        "{log}"
+    );
+
+    // A wakes up where it stopped: it finds its lease gone and says so.
+    a.thaw_server();
+    let log = wait_for_log(&b, &workspace, 1, "lost its lease on this build");
+    assert!(log.contains(&a_id), "{log}");
+
+    // Every resource was created once, and the stored state has them all.
+    let created = ledger(&ledger_file);
+    let mine: Vec<_> = created.values().collect();
+    assert_eq!(mine.len(), 3, "{created:?}");
+    assert!(mine.iter().all(|&&counts| counts == (1, 0)), "{created:?}");
+    assert_eq!(stored_things(&b, &workspace), 3);
+    // A recorded no end over B's.
+    let build = b.show(&workspace)["latest_build"].clone();
+    assert_eq!(build["status"], "succeeded", "{build:#}");
+}
+
+#[test]
+fn a_holder_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports_or_a_person_unlocks() {
+    require_terraform();
+    let database = FreshDatabase::create();
+    let first = server(&database, "1");
+    let second = server(&database, "1");
+    first.login_owner();
+    second.login_existing_owner();
+    push_ledger(&first);
+    let servers = [&first, &second];
+    let other_than = |id: &str| -> (&Platform, &Platform) {
+        if first.server_id() == id {
+            (&first, &second)
+        } else {
+            (&second, &first)
+        }
+    };
+
+    // (2) Frozen mid-apply; the build is failed by the other server, whose
+    // stop waits; the frozen one resumes, its apply finishes under its lock,
+    // and the stop then destroys everything.
+    let ledger_two = first.root().join("ledger-two");
+    let _create = create(&first, "two", &ledger_two, 6);
+    let (holder, _) = wait_until("a claim", Duration::from_secs(60), || {
+        claimed(&database, "two", 1)
+    });
+    let (frozen, awake) = other_than(&holder);
+    wait_for_log(awake, "two", 1, "Provisioning with 'local-exec'");
+    frozen.freeze_server();
+    awake.wait_for_build_status("two", "failed");
+    let shown = awake.show("two");
+    assert_eq!(
+        shown["locked_by_lost_holder"]["build_number"], 1,
+        "{shown:#}"
+    );
+    assert_eq!(
+        shown["locked_by_lost_holder"]["holder"], holder,
+        "{shown:#}"
+    );
+    let text = awake.run(&["show", "two"]).ok().stdout;
+    assert!(text.contains("Locked:"), "{text}");
+    assert!(text.contains("abode workspaces unlock"), "{text}");
+
+    let _stop = awake.spawn(&["stop", "two"]);
+    wait_for_log(
+        awake,
+        "two",
+        2,
+        "waiting: the workspace is locked by build #1",
+    );
+    frozen.thaw_server();
+    wait_for_log(
+        awake,
+        "two",
+        1,
+        "reported that its Terraform of this build ended",
+    );
+    awake.wait_for_build_status("two", "succeeded");
+    let entries = ledger(&ledger_two);
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    assert!(
+        entries.values().all(|&counts| counts == (1, 1)),
+        "every resource created once and destroyed once: {entries:?}"
+    );
+    assert_eq!(stored_things(awake, "two"), 0);
+
+    // (3) Frozen mid-apply again; this time an owner unlocks (audited), the
+    // next build runs, and the frozen holder's late state write is refused.
+    let ledger_three = first.root().join("ledger-three");
+    let _create = create(&first, "three", &ledger_three, 6);
+    let (holder, _) = wait_until("a claim", Duration::from_secs(60), || {
+        claimed(&database, "three", 1)
+    });
+    let (frozen, awake) = other_than(&holder);
+    wait_for_log(awake, "three", 1, "Provisioning with 'local-exec'");
+    frozen.freeze_server();
+    awake.wait_for_build_status("three", "failed");
+    // Not the lock of another build, nor of one that is not locked.
+    awake
+        .run(&["workspaces", "unlock", "three", "--build", "2"])
+        .fails_with(1, &["locked by build #1, not #2"]);
+    let _stop = awake.spawn(&["stop", "three"]);
+    wait_for_log(
+        awake,
+        "three",
+        2,
+        "waiting: the workspace is locked by build #1",
+    );
+    awake
+        .run(&["workspaces", "unlock", "three", "--build", "1"])
+        .ok();
+    let audited = psql(
+        &database.url,
+        "SELECT count(*) FROM audit_events WHERE action = 'workspace.unlock'",
+    )
+    .unwrap();
+    assert_eq!(audited, "1");
+    awake.wait_for_build_status("three", "succeeded");
+    frozen.thaw_server();
+    let log = wait_for_log(awake, "three", 1, "lost its lease on this build");
+    assert!(
+        log.contains("Failed to save state") && log.contains("response code 409"),
+        "the late state write is refused:\n{log}"
+    );
+    // What it made is kept in its work dir, never stored over the newer
+    // build's state.
+    assert!(
+        log.contains(
+            "cannot save the Terraform state: build #2 of this workspace came after this one"
+        ),
+        "{log}"
+    );
+    // The stop ran on the state stored before the freeze: what the frozen
+    // apply made afterwards is in no stored state (the person who unlocked
+    // took that on), and nothing was created twice.
+    assert_eq!(stored_things(awake, "three"), 0);
+    let entries = ledger(&ledger_three);
+    assert!(
+        entries.values().all(|&(created, _)| created == 1),
+        "{entries:?}"
+    );
+    for platform in servers {
+        platform.thaw_server();
+    }
+}
