@@ -40,6 +40,7 @@ enum Command {
     #[command(subcommand)]
     Provider(provider::ProviderCommand),
     /// Run the Abode server (HTTP API, embedded SQLite, built-in provisioners).
+    #[command(args_conflicts_with_subcommands = true)]
     Server(Box<server::ServerArgs>),
     #[command(flatten)]
     User(cli::UserCommand),

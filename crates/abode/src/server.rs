@@ -18,6 +18,8 @@ use abode_terraform::mirror::{Mirror, PROVIDER_VERSION};
 
 #[derive(Debug, clap::Args)]
 pub struct ServerArgs {
+    #[command(subcommand)]
+    action: Option<ServerAction>,
     /// Address to listen on.
     #[arg(long, env = "ABODE_ADDRESS", default_value = "127.0.0.1:7080")]
     address: SocketAddr,
@@ -198,7 +200,26 @@ pub enum LogFormat {
     Json,
 }
 
+/// What `abode server` does besides serving.
+#[derive(Debug, clap::Subcommand)]
+enum ServerAction {
+    /// Give a data dir a new server id: a copy of another server's data dir
+    /// (a restore beside the original, a cloned machine) becomes a server
+    /// of its own. Prints the new id.
+    NewId {
+        /// The copied data dir.
+        #[arg(long, env = "ABODE_DATA_DIR", default_value = "./.abode")]
+        data_dir: PathBuf,
+    },
+}
+
 pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
+    if let Some(ServerAction::NewId { data_dir }) = &args.action {
+        let id = abode_api::new_server_identity(data_dir)
+            .with_context(|| format!("cannot give {} a new server id", data_dir.display()))?;
+        println!("{id}");
+        return Ok(ExitCode::SUCCESS);
+    }
     init_logging(args.logging.log_format, &args.logging.log_filter)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -308,15 +308,14 @@ fn a_held_build_survives_a_crash_and_its_confirmed_apply_survives_another() {
     platform.start_server_again();
     finish(confirm);
 
+    // Its Terraform ran on to success: the build succeeds (recovered) and
+    // the workspace is on the confirmed version, as if the server had not
+    // died.
     let build = wait_until_final(&platform, 2);
-    assert_eq!(build["status"], "failed", "{build:#}");
-    assert!(
-        build["error"]
-            .as_str()
-            .unwrap()
-            .starts_with("the server stopped during terraform apply; Terraform ran on"),
-        "{build:#}"
-    );
+    assert_eq!(build["status"], "succeeded", "{build:#}");
+    let log = platform.run(&["builds", "logs", "dev", "2"]).ok().stdout;
+    assert!(log.contains("the build succeeded (recovered)"), "{log}");
+    assert_eq!(platform.show("dev")["template_version"], 2);
     let applied = [
         "fast-1",
         "slow-start-1",
@@ -332,10 +331,9 @@ fn a_held_build_survives_a_crash_and_its_confirmed_apply_survives_another() {
         .fails_with(1, &[]);
     no_terraform_left(&platform);
 
-    // The replacement reached the stored state: a start on version 2 plans no
-    // replacement (no hold) and runs nothing again. (The interrupted build
-    // ended failed, so the workspace is still on version 1 until a build of
-    // version 2 succeeds: the update asks for version 2.)
-    platform.run(&["update", "dev"]).ok();
+    // The next plain stop is not held: it does not plan to undo what was
+    // confirmed (the replacement is in the stored state, and the version is
+    // the confirmed one), and it runs nothing of the update again.
+    platform.run(&["stop", "dev"]).ok();
     assert_eq!(ledger_lines(&ledger), applied);
 }

@@ -709,3 +709,71 @@ fn numbered(statement: &str) -> String {
     }
     out
 }
+
+/// A database a newer release migrated is refused with one line naming
+/// both migrations, and left as it is (an older binary started by mistake,
+/// or a restore of the binary without the database).
+#[test]
+fn a_database_of_a_newer_release_is_refused_and_left_as_it_is() {
+    require_terraform();
+    let mut platform = Platform::start_with(FAST_AGENT_FLAGS);
+    platform.login_owner();
+    platform.kill_server();
+    util::sqlite_execute(
+        &platform,
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (99990101, 'from the future', 1, X'00', 1)",
+    );
+    let before = applied_migrations(&platform);
+    let output = Command::new(util::abode_bin())
+        .args(["server", "--address", "127.0.0.1:0", "--data-dir"])
+        .arg(platform.data_dir())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!(
+            "migration 99990101, newer than this abode's (migration {})",
+            newest_shipped_migration()
+        ))
+            && last.contains("restore a backup or run the newer release"),
+        "{stderr}"
+    );
+    assert_eq!(applied_migrations(&platform), before, "the database changed");
+}
+
+/// The number of the newest migration this build carries.
+fn newest_shipped_migration() -> u32 {
+    fs::read_dir(util::repo_root().join("crates/store/migrations/sqlite"))
+        .unwrap()
+        .filter_map(|entry| {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            name.split('_').next()?.parse::<u32>().ok()
+        })
+        .max()
+        .unwrap()
+}
+
+/// The migrations recorded in the platform's SQLite database, in order.
+fn applied_migrations(platform: &Platform) -> Vec<i64> {
+    use sqlx::ConnectOptions;
+    let path = platform.data_dir().join("abode.db");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut connection = sqlx::sqlite::SqliteConnectOptions::new()
+            .filename(&path)
+            .connect()
+            .await
+            .unwrap();
+        sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
+            .fetch_all(&mut connection)
+            .await
+            .unwrap()
+    })
+}

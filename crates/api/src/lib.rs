@@ -35,7 +35,7 @@ use abode_control::{Caller, Control, ControlError};
 /// What `abode server` configures notifications with.
 pub use abode_control::notifications::{EmailConfig, NotificationsConfig, WebhookConfig};
 pub use abode_control::tags::parse_tags as parse_provisioner_tags;
-pub use server::{Server, ServerError, ServerOptions};
+pub use server::{new_server_identity, Server, ServerError, ServerOptions};
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 

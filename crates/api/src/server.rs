@@ -110,6 +110,8 @@ pub enum ServerError {
     Store(#[from] abode_store::StoreError),
     #[error("cannot recover from the previous run: {0}")]
     Recover(#[source] abode_control::ControlError),
+    #[error("{0}")]
+    Identity(#[source] abode_control::ControlError),
     #[error("cannot read or create this server's id in {path}: {source}")]
     ServerId {
         path: String,
@@ -131,6 +133,8 @@ pub struct Server {
     access_url: String,
     control: Control,
     shutdown: watch::Sender<bool>,
+    /// Stops the API, once the workers (and their Terraform) have ended.
+    http_stop: watch::Sender<bool>,
     http: JoinHandle<std::io::Result<()>>,
     prometheus: Option<JoinHandle<std::io::Result<()>>>,
     workers: Vec<JoinHandle<()>>,
@@ -212,6 +216,10 @@ impl Server {
             Err(error) => tracing::warn!(%error, "cannot check the terraform version"),
         }
         let control = Control::new(store, config);
+        control
+            .claim_server_identity()
+            .await
+            .map_err(ServerError::Identity)?;
         let (shutdown, shutdown_rx) = watch::channel(false);
         control
             .ensure_system_actors()
@@ -239,7 +247,10 @@ impl Server {
         let app = crate::router(AppState {
             control: control.clone(),
         });
-        let mut http_shutdown = shutdown_rx;
+        // The API outlives the workers at shutdown: an interrupted build's
+        // Terraform stores its state through it on its way out.
+        let (http_stop, mut http_shutdown) = watch::channel(false);
+        drop(shutdown_rx);
         let http = tokio::spawn(async move {
             // The peer address reaches handlers as ConnectInfo (the login
             // throttle counts failures per client address).
@@ -289,6 +300,7 @@ impl Server {
             access_url,
             control,
             shutdown,
+            http_stop,
             http,
             workers,
         })
@@ -319,6 +331,7 @@ impl Server {
         for worker in self.workers {
             let _ = worker.await;
         }
+        let _ = self.http_stop.send(true);
         let listeners = std::iter::once(self.http).chain(self.prometheus);
         for listener in listeners {
             match listener.await {
@@ -343,7 +356,6 @@ impl Server {
     }
 }
 
-/// Binds a listener and reads back its address (port 0 picks one).
 /// Where this server's own builds' Terraform reaches its state backend:
 /// the listener itself, on loopback when it listens on every address.
 fn state_backend_url(local_addr: SocketAddr) -> String {
@@ -355,6 +367,7 @@ fn state_backend_url(local_addr: SocketAddr) -> String {
     format!("http://{}", SocketAddr::new(ip, local_addr.port()))
 }
 
+/// Binds a listener and reads back its address (port 0 picks one).
 async fn bind(address: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), ServerError> {
     let bind_error = |source| ServerError::Bind { address, source };
     let listener = tokio::net::TcpListener::bind(address)
@@ -367,6 +380,26 @@ async fn bind(address: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAdd
 /// The file in the data dir that names this server among those sharing a
 /// database.
 const SERVER_ID_FILE: &str = "server-id";
+
+/// Gives the data dir a new server id (`abode server new-id`): a copied data
+/// dir is then a server of its own. The new id.
+pub fn new_server_identity(data_dir: &std::path::Path) -> Result<String, ServerError> {
+    let path = data_dir.join(SERVER_ID_FILE);
+    if !path.exists() {
+        return Err(ServerError::ServerId {
+            path: path.display().to_string(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no server id here: is this a server's data dir?",
+            ),
+        });
+    }
+    std::fs::remove_file(&path).map_err(|source| ServerError::ServerId {
+        path: path.display().to_string(),
+        source,
+    })?;
+    server_identity(data_dir)
+}
 
 /// This server's id: read from the data dir, created there at the first start,
 /// so that a server restarted on its data dir takes back the builds it ran.

@@ -63,6 +63,7 @@ pub(crate) async fn keeper(
             break;
         }
         let server = &control.inner.config.server_id;
+        control.beat_server_identity().await;
         if let Err(error) = control.inner.store.renew_job_leases(server, lease_ms).await {
             tracing::error!(%error, "cannot renew this server's job leases");
         }
@@ -116,6 +117,7 @@ pub(crate) async fn keeper(
     {
         tracing::warn!(%error, "cannot remove this server's provisioners from the list");
     }
+    control.forget_server_identity().await;
 }
 
 /// Splits this round's expired leases into those to salvage (seen with the

@@ -35,6 +35,7 @@ mod recovery;
 pub mod scheduler;
 pub mod schedules;
 mod secrets;
+mod server_identity;
 mod state;
 pub mod state_backend;
 pub mod tags;

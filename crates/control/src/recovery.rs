@@ -187,18 +187,42 @@ async fn follow_to_end(
             tracing::error!(build = %build_id, %error, "cannot release the workspace's state lock");
         }
     }
-    let (status, message) = describe(&aftermath, &kept, &work_dir);
-    control.note(&build_id, "cleanup", "error", &message).await;
+    let (mut status, mut message) = describe(&aftermath, &kept, &work_dir);
+    // A confirmed plan whose apply ran to success is the person's
+    // confirmation carried out: the build succeeds, and the workspace moves
+    // to the confirmed version and parameters, as if the server had not died
+    // (otherwise its next build would plan to undo what they confirmed).
+    if confirmed_apply_succeeded(&control, &build_id, &aftermath, &kept).await {
+        match record_recovered_apply(&control, &build_id).await {
+            Ok(()) => {
+                status = BuildStatus::Succeeded;
+                message = "the server stopped during terraform apply of the confirmed plan; \
+                           Terraform ran on and ended without error and its state was saved: \
+                           the build succeeded (recovered)"
+                    .to_string();
+            }
+            Err(reason) => {
+                tracing::error!(build = %build_id, %reason, "cannot record what a recovered apply made");
+            }
+        }
+    }
+    let level = if status == BuildStatus::Succeeded {
+        "info"
+    } else {
+        "error"
+    };
+    control.note(&build_id, "cleanup", level, &message).await;
     if let Err(error) = control.inner.store.delete_saved_plan(&build_id).await {
         tracing::error!(build = %build_id, %error, "cannot delete the saved plan of an interrupted build");
     }
     let notices = control
         .end_notices_of(&build_id, status, Some(&message))
         .await;
+    let error = (status != BuildStatus::Succeeded).then_some(message.as_str());
     match control
         .inner
         .store
-        .finish_build_notifying(&build_id, status, Some(&message), &notices)
+        .finish_build_notifying(&build_id, status, error, &notices)
         .await
     {
         Ok(_) => {}
@@ -213,6 +237,41 @@ async fn follow_to_end(
     control.inner.log_written.notify_waiters();
     tracing::warn!(build = %build_id, status = %status, "interrupted build ended: {message}");
     status
+}
+
+/// Whether the followed Terraform was the apply of a confirmed plan this
+/// server still holds, that ran on and ended without error, with its state
+/// stored.
+async fn confirmed_apply_succeeded(
+    control: &Control,
+    build_id: &str,
+    aftermath: &Aftermath,
+    kept: &StateKept,
+) -> bool {
+    let ran_to_success = matches!(
+        aftermath,
+        Aftermath::RanOn { command, error: None } if command == "apply"
+    );
+    if !ran_to_success || matches!(kept, StateKept::Refused(_) | StateKept::Unavailable(_)) {
+        return false;
+    }
+    let server = &control.inner.config.server_id;
+    matches!(
+        control.inner.store.claimed_job_kind(build_id, server).await,
+        Ok(Some(abode_store::JobKind::ApplySavedPlan))
+    )
+}
+
+/// Records what the recovered apply made, from the stored state (as a live
+/// run's host does after its apply).
+async fn record_recovered_apply(control: &Control, build_id: &str) -> Result<(), String> {
+    let job = provisioner::ServerJob::load(control, build_id)
+        .await
+        .map_err(|failure| failure.message)?;
+    let state = job.stored_state().await.map_err(|failure| failure.message)?;
+    job.record_applied(state)
+        .await
+        .map_err(|failure| failure.message)
 }
 
 fn describe(aftermath: &Aftermath, kept: &StateKept, work_dir: &Path) -> (BuildStatus, String) {

@@ -36,6 +36,7 @@ mod provisioners;
 mod records;
 mod roles;
 mod schedule_tick;
+mod server_instances;
 mod sqlite;
 mod state_locks;
 mod templates;
@@ -71,6 +72,7 @@ pub use provisioners::{ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 pub use schedule_tick::{TickRow, TickSnapshot};
+pub use server_instances::ServerInstance;
 pub use state_locks::{FencedWrite, StateLock};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 
@@ -90,12 +92,34 @@ pub enum StoreError {
     Database(#[source] sqlx::Error),
     #[error("database migration failed: {0}")]
     Migrate(#[source] sqlx::migrate::MigrateError),
+    /// The database was migrated by a newer release: nothing was changed.
+    #[error(
+        "the database's schema is at migration {database}, newer than this abode's \
+         (migration {binary}): restore a backup or run the newer release"
+    )]
+    NewerSchema { database: i64, binary: i64 },
     #[error("cannot prepare the database file or directory {path}: {source}")]
     Directory {
         path: String,
         #[source]
         source: std::io::Error,
     },
+}
+
+/// A migration refused because the database has one this binary does not
+/// know is a newer release's schema; sqlx checks that before it applies
+/// anything.
+pub(crate) fn migration_error(
+    migrator: &sqlx::migrate::Migrator,
+    error: sqlx::migrate::MigrateError,
+) -> StoreError {
+    match error {
+        sqlx::migrate::MigrateError::VersionMissing(database) => StoreError::NewerSchema {
+            database,
+            binary: migrator.iter().map(|m| m.version).max().unwrap_or(0),
+        },
+        other => StoreError::Migrate(other),
+    }
 }
 
 /// The one mapping from driver errors to typed errors: a missing row becomes
@@ -580,6 +604,18 @@ storage_interface! {
     /// A new lifecycle state with the startup script's exit status (kept only
     /// for `start_error`; any other state clears it), counting as a heartbeat.
     fn agent_lifecycle(&self, agent_id: &str, lifecycle: AgentLifecycle, exit_status: Option<i64>) -> ();
+}
+
+// ---- which process runs as each server id (server_instances.rs) ----
+
+storage_interface! {
+    fn server_instance(&self, server_id: &str) -> Option<ServerInstance>;
+    /// Records this process as the server id's, beating now.
+    fn put_server_instance(&self, server_id: &str, host: &str, data_dir: &str, pid: i64) -> ();
+    /// Beats now; false when the id's row is another process's (or gone).
+    fn beat_server_instance(&self, server_id: &str, host: &str, data_dir: &str, pid: i64) -> bool;
+    /// At shutdown, if the row is still this process's.
+    fn forget_server_instance(&self, server_id: &str, host: &str, data_dir: &str, pid: i64) -> ();
 }
 
 // ---- the fence of each workspace's state (state_locks.rs) ----

@@ -27,6 +27,7 @@ use crate::provisioners::*;
 use crate::records::*;
 use crate::roles::*;
 use crate::schedule_tick::*;
+use crate::server_instances::*;
 use crate::state_locks::*;
 use crate::templates::*;
 use crate::tokens::*;
@@ -114,7 +115,10 @@ impl PostgresBackend {
             .connect(url)
             .await
             .map_err(StoreError::Database)?;
-        MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
+        MIGRATOR
+            .run(&pool)
+            .await
+            .map_err(|error| crate::migration_error(&MIGRATOR, error))?;
         Ok(PostgresBackend {
             pool,
             clock: Clock::system(),
@@ -148,6 +152,7 @@ impl PostgresBackend {
     provisioner_key_queries!();
     lifecycle_queries!();
     schedule_tick_queries!();
+    server_instance_queries!();
     state_lock_queries!(" FOR UPDATE");
     audit_queries!(sqlx::Postgres);
     // Role changes wait for each other: each counts the owners left.

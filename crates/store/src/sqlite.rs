@@ -31,6 +31,7 @@ use crate::provisioners::*;
 use crate::records::*;
 use crate::roles::*;
 use crate::schedule_tick::*;
+use crate::server_instances::*;
 use crate::state_locks::*;
 use crate::templates::*;
 use crate::tokens::*;
@@ -83,7 +84,10 @@ impl SqliteBackend {
             .connect_with(options)
             .await
             .map_err(StoreError::Database)?;
-        MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
+        MIGRATOR
+            .run(&pool)
+            .await
+            .map_err(|error| crate::migration_error(&MIGRATOR, error))?;
         restrict_permissions(path)?;
         Ok(SqliteBackend {
             pool,
@@ -118,6 +122,7 @@ impl SqliteBackend {
     provisioner_key_queries!();
     lifecycle_queries!();
     schedule_tick_queries!();
+    server_instance_queries!();
     state_lock_queries!("");
     audit_queries!(sqlx::Sqlite);
     role_queries!(sqlx::Sqlite, None);
