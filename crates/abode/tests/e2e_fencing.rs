@@ -339,3 +339,82 @@ fn a_holder_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports_or_a_pe
         platform.thaw_server();
     }
 }
+
+/// The workspace's home volume (`home-<id>`) under the platform's volumes dir.
+fn home_volume(platform: &Platform) -> PathBuf {
+    std::fs::read_dir(platform.volumes_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with("home-"))
+        })
+        .expect("a home volume")
+}
+
+/// A data dir copied beside its original (a restore tried out, a cloned
+/// machine) carries the original's server id and a state whose volumes name
+/// the original's paths. Started as it is, it is refused; with a new id, its
+/// delete removes its own volume and nothing under the original's volumes
+/// dir.
+#[test]
+fn a_copied_data_dir_is_refused_and_with_a_new_id_touches_only_its_own_volumes() {
+    require_terraform();
+    let mut original = Platform::start();
+    original.login_owner();
+    let template = fixture("append-apply");
+    original
+        .run(&["templates", "push", "app", "-d", template.to_str().unwrap()])
+        .ok();
+    original.run(&["create", "dev", "--template", "app"]).ok();
+    let home = home_volume(&original);
+    assert!(home.join("applies").is_file());
+    // A copy made the way people make them: the files, the server stopped.
+    original.kill_server();
+    let copied = tempfile::tempdir().unwrap();
+    let copy_dir = copied.path().join("data");
+    util::copy_dir(&original.data_dir(), &copy_dir);
+    original.start_server_again();
+
+    // Started as it is, beside the original: refused in one line.
+    let refused = std::process::Command::new(util::abode_bin())
+        .args(["server", "--address", "127.0.0.1:0", "--data-dir"])
+        .arg(&copy_dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    let line = stderr.lines().last().unwrap_or_default();
+    assert!(
+        line.contains("is live in the database as another server")
+            && line.contains("abode server new-id --data-dir"),
+        "{stderr}"
+    );
+
+    // Given an id of its own, it starts, and its delete removes its own
+    // copy of the volume, never the original's.
+    let copy = Platform::start_prepared(None, util::FAST_AGENT_FLAGS, |data_dir| {
+        util::copy_dir(&copy_dir, data_dir);
+        let new_id = std::process::Command::new(util::abode_bin())
+            .args(["server", "new-id", "--data-dir"])
+            .arg(data_dir)
+            .output()
+            .unwrap();
+        assert!(new_id.status.success(), "{new_id:?}");
+        assert!(String::from_utf8_lossy(&new_id.stdout).starts_with("server-"));
+    });
+    assert_ne!(copy.server_id(), original.server_id());
+    copy.login_existing_owner();
+    let copied_home = home_volume(&copy);
+    copy.run(&["delete", "dev"]).ok();
+    assert!(!copied_home.exists(), "the copy's own volume is deleted");
+    assert!(
+        home.join("applies").is_file(),
+        "the original's volume is untouched"
+    );
+    // The original still has its workspace, and builds it.
+    original.run(&["stop", "dev"]).ok();
+    assert!(home.join("applies").is_file());
+}

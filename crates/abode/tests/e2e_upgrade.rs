@@ -738,11 +738,14 @@ fn a_database_of_a_newer_release_is_refused_and_left_as_it_is() {
         last.contains(&format!(
             "migration 99990101, newer than this abode's (migration {})",
             newest_shipped_migration()
-        ))
-            && last.contains("restore a backup or run the newer release"),
+        )) && last.contains("restore a backup or run the newer release"),
         "{stderr}"
     );
-    assert_eq!(applied_migrations(&platform), before, "the database changed");
+    assert_eq!(
+        applied_migrations(&platform),
+        before,
+        "the database changed"
+    );
 }
 
 /// The number of the newest migration this build carries.

@@ -268,7 +268,10 @@ async fn record_recovered_apply(control: &Control, build_id: &str) -> Result<(),
     let job = provisioner::ServerJob::load(control, build_id)
         .await
         .map_err(|failure| failure.message)?;
-    let state = job.stored_state().await.map_err(|failure| failure.message)?;
+    let state = job
+        .stored_state()
+        .await
+        .map_err(|failure| failure.message)?;
     job.record_applied(state)
         .await
         .map_err(|failure| failure.message)

@@ -49,8 +49,8 @@ impl Control {
         let server = &self.inner.config.server_id;
         let store = &self.inner.store;
         let live_for = self.inner.config.job_lease * LIVE_FOR_LEASES;
-        let live_ms = i64::try_from(live_for.max(Duration::from_secs(1)).as_millis())
-            .unwrap_or(i64::MAX);
+        let live_ms =
+            i64::try_from(live_for.max(Duration::from_secs(1)).as_millis()).unwrap_or(i64::MAX);
         if let Some(other) = store.server_instance(server).await? {
             let elsewhere = other.host != me.host || other.data_dir != me.data_dir;
             let live = other.beat_at >= self.now_ms().saturating_sub(live_ms);
@@ -97,12 +97,7 @@ impl Control {
         if let Err(error) = self
             .inner
             .store
-            .forget_server_instance(
-                &self.inner.config.server_id,
-                &me.host,
-                &me.data_dir,
-                me.pid,
-            )
+            .forget_server_instance(&self.inner.config.server_id, &me.host, &me.data_dir, me.pid)
             .await
         {
             tracing::warn!(%error, "cannot remove this server's process record");

@@ -3,8 +3,15 @@
 //! lose by accident, so it behaves like a real disk: a new `name` is a new disk
 //! (replacement), a directory removed by hand reads as gone (the plan shows the
 //! drift), and only a destroy removes the data.
+//!
+//! A volume is its `name` under the volumes dir of the machine that runs the
+//! build: `path` is worked out from them at every read, plan and destroy,
+//! never taken from the state. A data dir copied to another place (a
+//! restore beside the original) then manages the copy's volumes, never the
+//! original's, and an absolute path an older state kept is brought up to
+//! date at the next refresh. Nothing outside the volumes dir is touched.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -47,6 +54,19 @@ pub(crate) fn check_volume_name(name: &str) -> Result<(), String> {
             name.chars().count()
         ))
     }
+}
+
+/// The volume's directory on this machine: its name under the volumes dir
+/// of the build's environment contract; `None` (with an error) when the
+/// name or the contract is missing or bad.
+fn volume_path(diags: &mut Diagnostics, state: &VolumeState) -> Option<PathBuf> {
+    let name = known(&state.name)?;
+    if let Err(message) = check_volume_name(name) {
+        attribute_error(diags, "name", message);
+        return None;
+    }
+    let context = build_context(diags)?;
+    Some(context.volumes_dir.join(name))
 }
 
 fn check_name(diags: &mut Diagnostics, state: &VolumeState) -> bool {
@@ -113,14 +133,16 @@ impl Resource for VolumeResource {
 
     async fn read<'a>(
         &self,
-        _diags: &mut Diagnostics,
+        diags: &mut Diagnostics,
         state: Self::State<'a>,
         private_state: Self::PrivateState<'a>,
         _provider_meta_state: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        let mut state = state;
         // Gone (None) makes Terraform record the deletion as drift.
-        let path = known(&state.path)?;
-        if Path::new(path).is_dir() {
+        let path = volume_path(diags, &state)?;
+        if path.is_dir() {
+            state.path = path.display().to_string().into();
             Some((state, private_state))
         } else {
             None
@@ -164,9 +186,12 @@ impl Resource for VolumeResource {
             state.id = Value::Unknown;
             state.path = Value::Unknown;
         } else {
-            // The data stays where it is even if ABODE_VOLUMES_DIR changed since.
+            // Where this machine keeps it (`read` brought it up to date).
             state.id = prior_state.id;
-            state.path = prior_state.path;
+            state.path = match volume_path(diags, &state) {
+                Some(path) => path.display().to_string().into(),
+                None => prior_state.path,
+            };
         }
         Some((state, prior_private_state, replace))
     }
@@ -190,7 +215,8 @@ impl Resource for VolumeResource {
         _provider_meta_state: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let mut state = planned_state;
-        let path = PathBuf::from(known(&state.path)?);
+        let path = volume_path(diags, &state)?;
+        state.path = path.display().to_string().into();
         if let Some(parent) = path.parent() {
             if let Err(err) = std::fs::create_dir_all(parent) {
                 diags.root_error(
@@ -243,10 +269,13 @@ impl Resource for VolumeResource {
         _planned_private_state: Self::PrivateState<'a>,
         _provider_meta_state: Self::ProviderMetaState<'a>,
     ) -> Option<()> {
-        let Some(path) = known(&prior_state.path) else {
+        if known(&prior_state.name).is_none() {
             return Some(());
-        };
-        match std::fs::remove_dir_all(path) {
+        }
+        // This machine's volume of that name, whatever path the state kept.
+        let path = volume_path(diags, &prior_state)?;
+        let path = path.display().to_string();
+        match std::fs::remove_dir_all(&path) {
             Ok(()) => Some(()),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(()),
             Err(err) => {
