@@ -169,10 +169,11 @@ fn a_server_frozen_while_it_plans_never_applies_the_build_another_took_over() {
 
     // A claims the build and is frozen before its plan is judged (if it was
     // quicker than the freeze, the try is let go and made again).
+    let mut spawned = Vec::new();
     let mut workspace = String::new();
     for attempt in 0..5 {
         workspace = format!("one-{attempt}");
-        let _create = create(&a, &workspace, &ledger_file, 0);
+        spawned.push(create(&a, &workspace, &ledger_file, 0));
         let (holder, _) = wait_until("a claim", Duration::from_secs(60), || {
             claimed(&database, &workspace, 1)
         });
@@ -212,6 +213,7 @@ fn a_server_frozen_while_it_plans_never_applies_the_build_another_took_over() {
     // A recorded no end over B's.
     let build = b.show(&workspace)["latest_build"].clone();
     assert_eq!(build["status"], "succeeded", "{build:#}");
+    spawned.into_iter().for_each(util::finish);
 }
 
 #[test]
@@ -236,7 +238,7 @@ fn a_holder_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports_or_a_pe
     // stop waits; the frozen one resumes, its apply finishes under its lock,
     // and the stop then destroys everything.
     let ledger_two = first.root().join("ledger-two");
-    let _create = create(&first, "two", &ledger_two, 6);
+    let mut spawned = vec![create(&first, "two", &ledger_two, 6)];
     let (holder, _) = wait_until("a claim", Duration::from_secs(60), || {
         claimed(&database, "two", 1)
     });
@@ -257,7 +259,7 @@ fn a_holder_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports_or_a_pe
     assert!(text.contains("Locked:"), "{text}");
     assert!(text.contains("abode workspaces unlock"), "{text}");
 
-    let _stop = awake.spawn(&["stop", "two"]);
+    spawned.push(awake.spawn(&["stop", "two"]));
     wait_for_log(
         awake,
         "two",
@@ -283,7 +285,7 @@ fn a_holder_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports_or_a_pe
     // (3) Frozen mid-apply again; this time an owner unlocks (audited), the
     // next build runs, and the frozen holder's late state write is refused.
     let ledger_three = first.root().join("ledger-three");
-    let _create = create(&first, "three", &ledger_three, 6);
+    spawned.push(create(&first, "three", &ledger_three, 6));
     let (holder, _) = wait_until("a claim", Duration::from_secs(60), || {
         claimed(&database, "three", 1)
     });
@@ -295,7 +297,7 @@ fn a_holder_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports_or_a_pe
     awake
         .run(&["workspaces", "unlock", "three", "--build", "2"])
         .fails_with(1, &["locked by build #1, not #2"]);
-    let _stop = awake.spawn(&["stop", "three"]);
+    spawned.push(awake.spawn(&["stop", "three"]));
     wait_for_log(
         awake,
         "three",
@@ -338,6 +340,7 @@ fn a_holder_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports_or_a_pe
     for platform in servers {
         platform.thaw_server();
     }
+    spawned.into_iter().for_each(util::finish);
 }
 
 /// The workspace's home volume (`home-<id>`) under the platform's volumes dir.

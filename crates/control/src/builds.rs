@@ -569,32 +569,20 @@ impl Control {
 
     /// [`Control::log`] where the caller goes on whatever happens: a line that
     /// cannot be written is reported in the server's log instead.
+    /// Writes a build log line; one the database does not take now (it is
+    /// unreachable, or its disk is full) is kept in order with the lines
+    /// after it and written when it takes them again (`log_backlog.rs`).
     pub(crate) async fn note(&self, build_id: &str, stage: &str, level: &str, text: &str) {
-        if let Err(error) = self.log(build_id, stage, level, text).await {
-            tracing::error!(build = %build_id, %error, "cannot write a build log line");
-        }
-    }
-
-    pub(crate) async fn log(
-        &self,
-        build_id: &str,
-        stage: &str,
-        level: &str,
-        text: &str,
-    ) -> Result<(), ControlError> {
+        let line = abode_store::NewLogLine {
+            stage: stage.into(),
+            level: level.into(),
+            text: text.into(),
+        };
         self.inner
-            .store
-            .append_log(
-                build_id,
-                &abode_store::NewLogLine {
-                    stage: stage.into(),
-                    level: level.into(),
-                    text: text.into(),
-                },
-            )
-            .await?;
+            .log_backlog
+            .write(&self.inner.store, build_id, line)
+            .await;
         self.inner.log_written.notify_waiters();
-        Ok(())
     }
 }
 

@@ -64,6 +64,7 @@ pub(crate) async fn keeper(
         }
         let server = &control.inner.config.server_id;
         control.beat_server_identity().await;
+        control.inner.log_backlog.flush(&control.inner.store).await;
         if let Err(error) = control.inner.store.renew_job_leases(server, lease_ms).await {
             tracing::error!(%error, "cannot renew this server's job leases");
         }

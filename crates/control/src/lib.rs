@@ -21,6 +21,7 @@ mod held;
 mod identity;
 mod job_leases;
 pub mod lifecycle;
+mod log_backlog;
 mod metrics;
 mod names;
 pub mod notifications;
@@ -251,6 +252,8 @@ struct Inner {
     tunnels: connections::Tunnels,
     /// Turns true when the server stops: long-polls answer at once.
     stopping: watch::Sender<bool>,
+    /// Build log lines the database did not take yet, in order.
+    log_backlog: log_backlog::LogBacklog,
 }
 
 impl Control {
@@ -269,6 +272,7 @@ impl Control {
                 log_written: Notify::new(),
                 tunnels: connections::Tunnels::default(),
                 stopping: watch::channel(false).0,
+                log_backlog: log_backlog::LogBacklog::default(),
             }),
         }
     }

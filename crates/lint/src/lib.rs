@@ -184,10 +184,15 @@ pub fn declared_backend(files: &[SourceFile]) -> Option<DeclaredBackend> {
 mod backend_tests {
     use super::*;
 
+    /// Files (path, text) and the backend expected (`file:line:column what`).
+    type Case = (
+        &'static [(&'static str, &'static str)],
+        Option<&'static str>,
+    );
+
     #[test]
     fn a_root_module_backend_or_cloud_block_is_found_with_its_position() {
-        // (files, expected "file:line:column what" or none)
-        let cases: &[(&[(&str, &str)], Option<&str>)] = &[
+        let cases: &[Case] = &[
             (&[("main.tf", "resource \"a\" \"b\" {}\n")], None),
             (
                 &[("main.tf", "terraform {\n  required_version = \">= 1\"\n}\n")],

@@ -106,6 +106,41 @@ pub enum StoreError {
     },
 }
 
+impl StoreError {
+    /// Whether trying again later may succeed: the database could not be
+    /// reached or could not write now (a restart, a full disk, a lock held
+    /// too long), as opposed to refusing what was asked.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            StoreError::Database(error) => match error {
+                sqlx::Error::Io(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::WorkerCrashed
+                | sqlx::Error::Tls(_)
+                | sqlx::Error::Protocol(_) => true,
+                sqlx::Error::Database(db) => db.code().is_some_and(|code| transient_code(&code)),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+}
+
+/// SQLite's result codes (numbers: busy, locked, I/O error, full, cannot
+/// open) and PostgreSQL's SQLSTATE classes (connection, resources, operator
+/// intervention, system error, transaction rollback) that pass.
+fn transient_code(code: &str) -> bool {
+    // A SQLSTATE is five characters; SQLite's codes have at most four digits.
+    if code.len() == 5 {
+        return ["08", "40", "53", "57", "58"]
+            .iter()
+            .any(|class| code.starts_with(class));
+    }
+    code.parse::<i64>()
+        .is_ok_and(|sqlite| matches!(sqlite & 0xff, 5 | 6 | 10 | 13 | 14))
+}
+
 /// A migration refused because the database has one this binary does not
 /// know is a newer release's schema; sqlx checks that before it applies
 /// anything.
@@ -777,4 +812,32 @@ storage_interface! {
 /// A fresh random id.
 pub fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+#[cfg(test)]
+mod transient_tests {
+    use super::transient_code;
+
+    #[test]
+    fn only_codes_that_pass_are_transient() {
+        // (code, transient): SQLite result codes (extended ones included)
+        // and PostgreSQL SQLSTATEs.
+        let cases = [
+            ("5", true),     // SQLITE_BUSY
+            ("13", true),    // SQLITE_FULL
+            ("778", true),   // SQLITE_IOERR_WRITE
+            ("2067", false), // SQLITE_CONSTRAINT_UNIQUE
+            ("19", false),   // SQLITE_CONSTRAINT
+            ("08006", true), // connection failure
+            ("53100", true), // disk full
+            ("57P01", true), // admin shutdown
+            ("40001", true), // serialization failure
+            ("23505", false),
+            ("22021", false), // a character the encoding does not take (NUL)
+            ("", false),
+        ];
+        for (code, transient) in cases {
+            assert_eq!(transient_code(code), transient, "{code:?}");
+        }
+    }
 }
