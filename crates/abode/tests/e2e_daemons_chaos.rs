@@ -3,7 +3,9 @@
 //! volumes dir) run 60 builds over 30 workspaces, asked through both servers
 //! at once, while one daemon is killed in the middle of an apply, one server
 //! is killed, a build is canceled through the server that did not create it
-//! and another's log is followed through the other server.
+//! and another's log is followed through the other server; then, in the
+//! second wave, a daemon and a server are frozen (SIGSTOP, as a paused VM
+//! is) for longer than a lease and let go again (issue 26).
 //!
 //! Every apply of the `append-apply` fixture appends `BUILD TRANSITION
 //! PLAN-TIME` to a file in the workspace's home volume, and its state keeps
@@ -27,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use abode_client::types::{Build, Transition};
 use abode_client::Client;
-use util::{finish, fixture, require_terraform, FreshDatabase, Platform};
+use util::{finish, fixture, require_terraform, signal, FreshDatabase, Platform};
 
 const WORKSPACES: usize = 30;
 const TEMPLATE: &str = "append";
@@ -138,6 +140,16 @@ impl Daemon {
         let mut child = self.child.take().expect("the daemon runs");
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    /// SIGSTOP: it answers nothing and renews nothing; its Terraform runs on.
+    fn freeze(&self) {
+        signal(self.child.as_ref().expect("the daemon runs").id(), "STOP");
+    }
+
+    /// SIGCONT: it goes on where it stopped.
+    fn thaw(&self) {
+        signal(self.child.as_ref().expect("the daemon runs").id(), "CONT");
     }
 
     /// Its id, as `provisioner list` names it (`provisioner:KEY/ID`).
@@ -560,9 +572,53 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
         .collect();
     let second = ask_at_once(second_asks);
     assert_eq!(second.len(), WORKSPACES);
+
+    // d2 is frozen while it runs a build of the second wave, and the front
+    // (which d3 polls) with it, for longer than a lease: the back takes
+    // d2's build from it (queued again if its plan was not judged, failed
+    // otherwise, the workspace then locked by d2 until it wakes and reports
+    // that its Terraform ended).
+    let frozen_holder = daemons[1].holder();
+    let frozen_job = budget.wait_for("d2 running a build of the second wave", || {
+        listed(&to_back)
+            .into_iter()
+            .find(|p| p.server == frozen_holder)
+            .and_then(|p| p.current_job)
+            .filter(|job| job.kind == "build")
+    });
+    daemons[1].freeze();
+    front.freeze_server();
+    let frozen_number = frozen_job.build_number.unwrap();
+    budget.wait_for("the frozen daemon's build taken from it", || {
+        let log = to_back
+            .build_logs(&frozen_job.workspace, frozen_number, 0, 0)
+            .ok()?;
+        log.lines
+            .iter()
+            .any(|line| line.text.contains("stopped renewing its lease"))
+            .then_some(())
+    });
+    daemons[1].thaw();
+    front.thaw_server();
     for build in &second {
         wait_final(&budget, &to_back, &build.workspace, build.number);
     }
+    // Every frozen holder woke and reported its Terraform ended: no
+    // workspace is left locked, and every state is the one it finished with.
+    for build in &second {
+        budget.wait_for("no workspace locked by a lost holder", || {
+            let shown = to_back.workspace(&build.workspace).ok()?;
+            shown.locked_by_lost_holder.is_none().then_some(())
+        });
+    }
+    let frozen_salvaged = |build: &Build| {
+        build.status == "failed"
+            && build.error.as_deref().is_some_and(|error| {
+                error.contains("stopped renewing its lease")
+                    && (error.contains(&frozen_holder["provisioner:".len()..])
+                        || error.contains(&format!("{KEY}/")))
+            })
+    };
 
     // The restarted daemon took part in the second wave, and so did d3
     // after the front it polls came back.
@@ -593,7 +649,9 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
                 (KILLED, 1) => salvaged(build),
                 (CANCELED, 1) => build.status == "canceled",
                 (_, 1) => build.status == "succeeded" || salvaged(build),
-                _ => build.status == "succeeded",
+                // A second-wave build of a frozen daemon (d2, or d3 cut off
+                // with the frozen front) whose plan was judged is failed.
+                _ => build.status == "succeeded" || frozen_salvaged(build),
             };
             assert!(ended_as_expected, "{workspace}: {build:#?}");
         }
@@ -674,9 +732,12 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     }
     eprintln!(
         "chaos: {} builds over {WORKSPACES} workspaces: {outcomes:?}; {applied_lines} applies; \
-         killed {} ({victim_build}) mid-apply and the front server; {:.0?}",
+         killed {} ({victim_build}) mid-apply and the front server; froze d2 (running {} #{}) \
+         and the front; {:.0?}",
         2 * WORKSPACES,
         daemons[victim].name,
+        frozen_job.workspace,
+        frozen_number,
         budget.0.elapsed()
     );
     for line in &unsuccessful {

@@ -421,3 +421,58 @@ fn a_copied_data_dir_is_refused_and_with_a_new_id_touches_only_its_own_volumes()
     original.run(&["stop", "dev"]).ok();
     assert!(home.join("applies").is_file());
 }
+
+/// (4) The same with an external daemon frozen mid-apply: the build is
+/// failed when its lease runs out, the workspace stays locked by the lost
+/// daemon, its Terraform stores what it made through the state backend, and
+/// once the daemon wakes and reports that Terraform ended, the waiting stop
+/// destroys everything.
+#[test]
+fn a_daemon_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports() {
+    require_terraform();
+    let platform = Platform::start_with(&["--provisioners", "0", "--job-lease", "3"]);
+    platform.login_owner();
+    let key = util::create_key(&platform, "builders", &[]);
+    let daemon = util::Daemon::start(&platform, "d1", &key, &[]);
+    push_ledger(&platform);
+    let ledger_file = platform.root().join("ledger");
+    let mut spawned = vec![create(&platform, "four", &ledger_file, 6)];
+    wait_for_log(&platform, "four", 1, "Provisioning with 'local-exec'");
+    daemon.freeze();
+
+    platform.wait_for_build_status("four", "failed");
+    let shown = platform.show("four");
+    let lock = &shown["locked_by_lost_holder"];
+    assert_eq!(lock["build_number"], 1, "{shown:#}");
+    assert!(
+        lock["holder"]
+            .as_str()
+            .unwrap()
+            .starts_with("provisioner:builders/"),
+        "{shown:#}"
+    );
+    spawned.push(platform.spawn(&["stop", "four"]));
+    wait_for_log(
+        &platform,
+        "four",
+        2,
+        "waiting: the workspace is locked by build #1",
+    );
+
+    daemon.thaw();
+    wait_for_log(
+        &platform,
+        "four",
+        1,
+        "reported that its Terraform of this build ended",
+    );
+    let stop = platform.wait_for_build_status("four", "succeeded");
+    assert_eq!(stop["number"], 2, "{stop:#}");
+    let entries = ledger(&ledger_file);
+    assert_eq!(entries.len(), 3, "{entries:?}");
+    assert!(
+        entries.values().all(|&counts| counts == (1, 1)),
+        "every resource created once and destroyed once: {entries:?}"
+    );
+    spawned.into_iter().for_each(util::finish);
+}

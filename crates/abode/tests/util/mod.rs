@@ -12,6 +12,7 @@
 use std::fs;
 use std::io::Write;
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -655,7 +656,7 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-fn signal(pid: u32, name: &str) {
+pub fn signal(pid: u32, name: &str) {
     let _ = Command::new("kill")
         .arg(format!("-{name}"))
         .arg(pid.to_string())
@@ -895,4 +896,123 @@ pub fn scrape(port: u16) -> String {
 pub fn finish(mut child: Child) {
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// A daemon process and where it keeps its things.
+pub struct Daemon {
+    child: Child,
+    pub data_dir: PathBuf,
+    log: PathBuf,
+}
+
+impl Daemon {
+    pub fn start(platform: &Platform, name: &str, key_file: &Path, extra: &[&str]) -> Daemon {
+        let data_dir = platform.root().join(name);
+        fs::create_dir_all(&data_dir).unwrap();
+        let log = platform.root().join(format!("{name}.log"));
+        let out = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .unwrap();
+        let child = Command::new(abode_bin())
+            .args(["provisioner", "start", "--url", &platform.url, "--key-file"])
+            .arg(key_file)
+            .arg("--data-dir")
+            .arg(&data_dir)
+            .args(["--name", name])
+            .args(extra)
+            .env("CHECKPOINT_DISABLE", "1")
+            .env("TF_IN_AUTOMATION", "1")
+            .env_remove("ABODE_URL")
+            .env_remove("ABODE_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+        Daemon {
+            child,
+            data_dir,
+            log,
+        }
+    }
+
+    pub fn log(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn volumes(&self) -> Vec<String> {
+        names_in(&self.data_dir.join("volumes"))
+    }
+
+    /// Waits for the daemon to exit by itself; its status.
+    pub fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the daemon did not stop:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn kill(&mut self) {
+        signal(self.child.id(), "CONT");
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Freezes the daemon (SIGSTOP), as a paused VM would; what it started
+    /// runs on.
+    pub fn freeze(&self) {
+        signal(self.child.id(), "STOP");
+    }
+
+    /// Lets a frozen daemon go on (SIGCONT).
+    pub fn thaw(&self) {
+        signal(self.child.id(), "CONT");
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|entry| entry.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// Creates a provisioner key and writes it to a file only its user reads.
+pub fn create_key(platform: &Platform, name: &str, tags: &[&str]) -> PathBuf {
+    let mut args = vec!["provisioner", "keys", "create", name];
+    for tag in tags {
+        args.extend(["--tag", tag]);
+    }
+    let created = platform.run(&args).ok();
+    let secret = created.stdout.trim_end_matches('\n');
+    assert!(
+        secret.starts_with("abode_pk_") && !secret.contains('\n'),
+        "{created}"
+    );
+    let file = platform.root().join(format!("{name}.key"));
+    fs::write(&file, format!("{secret}\n")).unwrap();
+    fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
+    file
 }
