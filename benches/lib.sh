@@ -12,6 +12,19 @@ bench_require() {
     done
 }
 
+# bench_install_debian COMMAND PACKAGE: installs Debian's PACKAGE when
+# COMMAND is not on PATH (as root, or through password-less sudo).
+bench_install_debian() {
+    local command="$1" package="$2"
+    command -v "$command" >/dev/null 2>&1 && return 0
+    echo "$bench: installing $package (Debian)" >&2
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo -n"
+    $sudo apt-get update -qq >&2 && $sudo env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "$package" >/dev/null \
+        || { echo "$bench: cannot install $package; install it yourself" >&2; exit 1; }
+}
+
 # bench_binary ROOT [BIN]: BIN, else the release abode (built if missing),
 # as an absolute path (the scripts run it from other directories).
 bench_binary() {

@@ -13,6 +13,7 @@ mod plan_check;
 mod provider;
 mod provisioner_daemon;
 mod server;
+mod size;
 mod wsdial;
 
 use clap::{Parser, Subcommand};

@@ -60,6 +60,11 @@ pub struct ServerArgs {
     /// database fails the build as its server's.
     #[arg(long, env = "ABODE_JOB_LEASE", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     job_lease: u64,
+    /// Below this much free space in the data dir (`256MiB`, `2GiB`, bytes;
+    /// `0`: no minimum), this server warns and starts no build until space
+    /// returns (docs/metrics.md, `abode_data_dir_low`).
+    #[arg(long, env = "ABODE_MIN_FREE_DISK", default_value = "256MiB", value_parser = crate::size::parse)]
+    min_free_disk: u64,
     /// A tag this server's provisioners offer (`key=value`, repeatable): they
     /// take the jobs of template versions whose tags are all among theirs
     /// (untagged versions' jobs go to any provisioner).
@@ -286,6 +291,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.agent_heartbeat_interval = Duration::from_secs(args.agent_heartbeat_interval);
     options.cancel_grace = Duration::from_secs(args.terraform.cancel_grace);
     options.job_lease = Duration::from_secs(args.job_lease);
+    options.min_free_disk = args.min_free_disk;
     options.provisioner_tags = abode_api::parse_provisioner_tags(&args.provisioner_tags)
         .map_err(|error| anyhow::anyhow!("--provisioner-tag: {error}"))?;
     options.confirmation_timeout = Duration::from_secs(args.confirmation_timeout);

@@ -63,6 +63,9 @@ pub struct ServerOptions {
     pub scheduler: abode_control::SchedulerConfig,
     /// How long a claimed job stays this server's without a renewal.
     pub job_lease: Duration,
+    /// Below this much free space in the data dir (bytes; 0: no minimum),
+    /// this server starts no build.
+    pub min_free_disk: u64,
     /// The provisioner tags this server's provisioners offer (`key=value`,
     /// checked with [`parse_provisioner_tags`](crate::parse_provisioner_tags)).
     pub provisioner_tags: Vec<String>,
@@ -97,6 +100,7 @@ impl ServerOptions {
             prebuilds: abode_control::PrebuildsConfig::default(),
             scheduler: abode_control::SchedulerConfig::default(),
             job_lease: Duration::from_secs(60),
+            min_free_disk: 256 * 1024 * 1024,
             provisioner_tags: Vec::new(),
         }
     }
@@ -207,6 +211,7 @@ impl Server {
         config.scheduler = options.scheduler.clone();
         config.server_id = server_identity(&options.data_dir)?;
         config.job_lease = options.job_lease;
+        config.min_free_disk = options.min_free_disk;
         config.provisioner_tags = options.provisioner_tags.clone();
         // Builds and template pushes need Terraform: say so at start rather
         // than at the first build.

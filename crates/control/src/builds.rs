@@ -529,6 +529,14 @@ impl Control {
                 build.number, build.workspace_name, build.status
             )));
         }
+        // A build this process runs is interrupted first, so that a cancel
+        // is acted on even when the database cannot record it now (a full
+        // disk); another server's learns it from the record.
+        if let Ok(running) = self.inner.running.lock() {
+            if let Some(switch) = running.get(&build.id) {
+                let _ = switch.send(true);
+            }
+        }
         if self
             .inner
             .store
@@ -549,11 +557,6 @@ impl Control {
                 &format!("{message}; interrupting Terraform"),
             )
             .await;
-            if let Ok(running) = self.inner.running.lock() {
-                if let Some(switch) = running.get(&build.id) {
-                    let _ = switch.send(true);
-                }
-            }
         }
         self.audit_workspace(
             caller,
@@ -567,8 +570,6 @@ impl Control {
         Ok(self.inner.store.build_by_id(&build.id).await?)
     }
 
-    /// [`Control::log`] where the caller goes on whatever happens: a line that
-    /// cannot be written is reported in the server's log instead.
     /// Writes a build log line; one the database does not take now (it is
     /// unreachable, or its disk is full) is kept in order with the lines
     /// after it and written when it takes them again (`log_backlog.rs`).

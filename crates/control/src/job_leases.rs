@@ -58,6 +58,7 @@ pub(crate) async fn keeper(
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
     let mut seen_expired: HashMap<String, (i64, u32)> = HashMap::new();
     let mut told_waiting: HashSet<String> = HashSet::new();
+    let mut told_low_on_disk: HashSet<String> = HashSet::new();
     loop {
         if *shutdown.borrow() {
             break;
@@ -65,6 +66,7 @@ pub(crate) async fn keeper(
         let server = &control.inner.config.server_id;
         control.beat_server_identity().await;
         control.inner.log_backlog.flush(&control.inner.store).await;
+        control.check_free_disk(&mut told_low_on_disk).await;
         if let Err(error) = control.inner.store.renew_job_leases(server, lease_ms).await {
             tracing::error!(%error, "cannot renew this server's job leases");
         }

@@ -16,6 +16,7 @@ pub mod connections;
 mod daemon_jobs;
 pub mod daemon_wire;
 mod error;
+mod free_disk;
 mod hashing;
 mod held;
 mod identity;
@@ -147,6 +148,9 @@ pub struct Config {
     /// server renews every quarter of it. Another server fails the build once
     /// it has run out (`job_leases.rs`).
     pub job_lease: Duration,
+    /// Below this much free space in the data dir (bytes; 0: no minimum),
+    /// this server starts no build (`free_disk.rs`).
+    pub min_free_disk: u64,
     /// The provisioner tags this server's provisioners offer (`key=value`,
     /// checked by [`tags::parse_tags`]): they take the jobs of versions
     /// whose tags are all among them (`tags.rs`).
@@ -184,6 +188,7 @@ impl Config {
             scheduler: SchedulerConfig::default(),
             server_id: abode_store::new_id(),
             job_lease: Duration::from_secs(60),
+            min_free_disk: 256 * 1024 * 1024,
             provisioner_tags: Vec::new(),
         }
     }
@@ -254,6 +259,8 @@ struct Inner {
     stopping: watch::Sender<bool>,
     /// Build log lines the database did not take yet, in order.
     log_backlog: log_backlog::LogBacklog,
+    /// Set while the data dir has less than `Config::min_free_disk` free.
+    low_on_disk: std::sync::atomic::AtomicBool,
 }
 
 impl Control {
@@ -273,6 +280,7 @@ impl Control {
                 tunnels: connections::Tunnels::default(),
                 stopping: watch::channel(false).0,
                 log_backlog: log_backlog::LogBacklog::default(),
+                low_on_disk: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }

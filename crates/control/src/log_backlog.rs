@@ -27,6 +27,7 @@ pub(crate) struct LogBacklog {
 impl LogBacklog {
     /// Writes the line, or keeps it behind those that wait.
     pub(crate) async fn write(&self, store: &Store, build_id: &str, line: NewLogLine) {
+        let mut why = None;
         if !self.waiting.load(Ordering::SeqCst) {
             match store.append_log(build_id, &line).await {
                 Ok(_) => return,
@@ -36,10 +37,31 @@ impl LogBacklog {
                 }
                 Err(error) => {
                     tracing::warn!(build = %build_id, %error, "cannot write a build log line now; it is kept and written when the database takes it");
+                    why = Some(if error.is_disk_full() {
+                        "disk full"
+                    } else {
+                        "the database was unreachable"
+                    });
                 }
             }
         }
         let mut lines = self.lines.lock().await;
+        // Where the gap began, the log says why (written with the lines).
+        let first_of_build = !lines.iter().any(|(id, _)| id == build_id);
+        if first_of_build {
+            let why = why.unwrap_or("the database was unreachable");
+            lines.push_back((
+                build_id.to_string(),
+                NewLogLine {
+                    stage: line.stage.clone(),
+                    level: "warn".into(),
+                    text: format!(
+                        "{why}: the server could not write this log from here; the lines below were \
+                         kept and written once it could"
+                    ),
+                },
+            ));
+        }
         if lines.len() >= MAX_BACKLOG {
             lines.pop_front();
             tracing::error!("the build log backlog is full: its oldest line was dropped");

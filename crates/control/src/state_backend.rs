@@ -110,6 +110,11 @@ impl StateBackend {
     }
 }
 
+/// Why a run may not touch its workspace's state: the same words whoever
+/// asks (anyone who knows a build's id can), naming no build or holder.
+const NOT_HOLDING: &str = "this run does not hold the workspace's state lock: another run of \
+     the build took it over, a person unlocked the workspace, or the build was queued again";
+
 /// A new run secret.
 fn new_secret() -> String {
     secrets::new_session_token()
@@ -201,30 +206,7 @@ impl Control {
                 return Ok(lock);
             }
         }
-        Err(ControlError::Conflict(self.not_holding(build_id).await))
-    }
-
-    /// Why a run of `build_id` may not touch its workspace's state.
-    async fn not_holding(&self, build_id: &str) -> String {
-        let store = &self.inner.store;
-        let Ok(build) = store.build_by_id(build_id).await else {
-            return format!("build {build_id} does not hold a state lock");
-        };
-        match store.state_lock_of_workspace(&build.workspace_id).await {
-            Ok(Some(lock)) if lock.build_id == build.id => format!(
-                "this run of build #{} no longer holds the workspace's state lock: {} runs it now",
-                build.number,
-                crate::daemon_jobs::describe_holder(&lock.holder)
-            ),
-            Ok(Some(lock)) => format!(
-                "build #{} no longer holds the workspace's state lock: build #{} holds it",
-                build.number, lock.build_number
-            ),
-            _ => format!(
-                "build #{} no longer holds the workspace's state lock (it was unlocked, or the build was queued again)",
-                build.number
-            ),
-        }
+        Err(ControlError::Conflict(NOT_HOLDING.to_string()))
     }
 
     /// The stored state, for the run holding the lock.
@@ -257,7 +239,7 @@ impl Control {
             if stored.as_deref() == Some(state.as_slice()) {
                 return Ok(());
             }
-            match store
+            let written = store
                 .put_state_fenced(
                     &lock.workspace_id,
                     build_id,
@@ -266,13 +248,36 @@ impl Control {
                     &state,
                     stored.as_deref(),
                 )
-                .await?
-            {
+                .await;
+            let written = match written {
+                Ok(written) => written,
+                // Answered as an error Terraform tries again (it keeps the
+                // state meanwhile); the log says why, once it can be written.
+                Err(error) if error.is_transient() => {
+                    let why = if error.is_disk_full() {
+                        "disk full"
+                    } else {
+                        "the database is unreachable"
+                    };
+                    tracing::warn!(build = %build_id, %error, "cannot store a state now ({why}); Terraform keeps it and tries again");
+                    self.note(
+                        build_id,
+                        "apply",
+                        "warn",
+                        &format!(
+                            "{why}: the server cannot store the state now ({error}); Terraform keeps \
+                             it and tries again"
+                        ),
+                    )
+                    .await;
+                    return Err(error.into());
+                }
+                Err(error) => return Err(error.into()),
+            };
+            match written {
                 FencedWrite::Written => return Ok(()),
                 FencedWrite::Raced => continue,
-                FencedWrite::Fenced => {
-                    return Err(ControlError::Conflict(self.not_holding(build_id).await))
-                }
+                FencedWrite::Fenced => return Err(ControlError::Conflict(NOT_HOLDING.to_string())),
             }
         }
         Err(ControlError::Internal(
@@ -295,7 +300,11 @@ impl Control {
         let lock = match self.held_lock(build_id, secret).await {
             Ok(lock) => lock,
             Err(ControlError::Conflict(reason)) => {
-                return Ok(LockAnswer::Held(self.holder_info(build_id, &reason).await))
+                return Ok(LockAnswer::Held(lock_info_json(
+                    build_id,
+                    "another run",
+                    &reason,
+                )))
             }
             Err(error) => return Err(error),
         };
@@ -457,20 +466,6 @@ impl Control {
             tracing::warn!(%error, "cannot tell other servers that a workspace was unlocked");
         }
         Ok(lock.into())
-    }
-
-    /// Terraform's lock information naming who holds the workspace's state
-    /// instead of the run asking.
-    async fn holder_info(&self, build_id: &str, reason: &str) -> String {
-        let store = &self.inner.store;
-        let holder = match store.build_by_id(build_id).await {
-            Ok(build) => match store.state_lock_of_workspace(&build.workspace_id).await {
-                Ok(Some(lock)) => lock.holder,
-                _ => "nobody".to_string(),
-            },
-            Err(_) => "nobody".to_string(),
-        };
-        lock_info_json(build_id, &holder, reason)
     }
 }
 

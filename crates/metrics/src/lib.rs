@@ -169,6 +169,8 @@ struct Inner {
     pools_eligible: Family<PresetLabels, Gauge>,
     pools_hard_limited: Family<PresetLabels, Gauge>,
     pools_paused: Family<PresetLabels, Gauge>,
+    data_dir_free: Gauge,
+    data_dir_low: Gauge,
 }
 
 /// Registers `metric` under `name` and hands it back to be kept in a field.
@@ -209,11 +211,21 @@ impl Metrics {
             pools_eligible: register(reg, "abode_prebuilt_workspaces_eligible", "Prebuilt workspaces ready to be claimed, by template and preset (refreshed)", Family::default()),
             pools_hard_limited: register(reg, "abode_prebuilt_workspaces_hard_limited", "1 when a preset's pool hit the failure hard limit, by template and preset (refreshed)", Family::default()),
             pools_paused: register(reg, "abode_prebuilt_workspaces_paused", "1 when prebuild reconciliation is paused, by template and preset (refreshed)", Family::default()),
+            data_dir_free: register(reg, "abode_data_dir_free_bytes", "Free space of this server's data dir (its database on SQLite, work dirs, volumes), in bytes", Gauge::default()),
+            data_dir_low: register(reg, "abode_data_dir_low", "1 while this server's data dir has less free space than --min-free-disk: it starts no build", Gauge::default()),
             registry: r,
         };
         Metrics {
             inner: Arc::new(inner),
         }
+    }
+
+    /// The data dir's free space, and whether it is below the minimum.
+    pub fn data_dir_free(&self, bytes: u64, low: bool) {
+        self.inner
+            .data_dir_free
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        self.inner.data_dir_low.set(i64::from(low));
     }
 
     /// One HTTP request answered. `route` is the route template

@@ -292,12 +292,17 @@ macro_rules! build_queries {
             .bind(&line.stage)
             .bind(&line.level)
             .bind(&line.text)
-            .fetch_one(&self.pool)
+            // Run to its end, so that a commit that fails is seen (`returned_row`).
+            .fetch_all(&self.pool)
             .await
             .map_err(db_error("build log"));
             match inserted {
                 Err(StoreError::Conflict(_)) if attempts < 20 => attempts += 1,
-                other => return other?.try_get("seq").map_err(StoreError::Database),
+                other => {
+                    return crate::returned_row(other?, "build log")?
+                        .try_get("seq")
+                        .map_err(StoreError::Database)
+                }
             }
         }
     }

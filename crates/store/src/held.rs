@@ -283,9 +283,10 @@ macro_rules! held_queries {
         )
         .bind(workspace_id)
         .bind(address)
-        .fetch_one(&self.pool)
+        .fetch_all(&self.pool)
         .await
         .map_err(db_error("protection"))
+        .and_then(|rows| crate::returned_row(rows, "protection"))
     }
     };
 }

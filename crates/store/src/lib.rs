@@ -127,6 +127,20 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// Whether the database could not write because its disk is full
+    /// (SQLite's `SQLITE_FULL`, PostgreSQL's `disk_full`).
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            StoreError::Database(sqlx::Error::Database(db)) => db.code().is_some_and(|code| {
+                code == "53100"
+                    || (code.len() < 5 && code.parse::<i64>().is_ok_and(|c| c & 0xff == 13))
+            }),
+            _ => false,
+        }
+    }
+}
+
 /// SQLite's result codes (numbers: busy, locked, I/O error, full, cannot
 /// open) and PostgreSQL's SQLSTATE classes (connection, resources, operator
 /// intervention, system error, transaction rollback) that pass.
@@ -155,6 +169,15 @@ pub(crate) fn migration_error(
         },
         other => StoreError::Migrate(other),
     }
+}
+
+/// The one row a write's `RETURNING` gives, read with `fetch_all`: SQLite
+/// commits a statement outside a transaction only when it has run to its
+/// end, and a `fetch_one` stops at the first row, so a commit that fails (a
+/// full disk) would go unseen and the write be lost while reported done.
+/// `NotFound(what)` when it returned no row.
+pub(crate) fn returned_row<T>(rows: Vec<T>, what: &'static str) -> Result<T, StoreError> {
+    rows.into_iter().next().ok_or(StoreError::NotFound(what))
 }
 
 /// The one mapping from driver errors to typed errors: a missing row becomes

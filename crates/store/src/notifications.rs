@@ -375,9 +375,10 @@ macro_rules! notification_queries {
         .bind(self.now_ms())
         .bind(id)
         .bind(recipient_id)
-        .fetch_one(&self.pool)
+        .fetch_all(&self.pool)
         .await
         .map_err(db_error("notification"))
+        .and_then(|rows| crate::returned_row(rows, "notification"))
     }
 
     pub(crate) async fn mark_all_notifications_read(

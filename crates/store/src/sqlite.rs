@@ -81,6 +81,24 @@ impl SqliteBackend {
             .busy_timeout(Duration::from_secs(10));
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            // SQLite rolls a transaction back by itself when a write fails
+            // with a full disk or an I/O error; the ROLLBACK sqlx then sends
+            // fails, its count of open transactions stays at one, and every
+            // later BEGIN on that connection would be refused ("non-zero
+            // transaction depth") until a restart. Such a connection is
+            // closed when it comes back instead of being handed out again.
+            // The ping runs after the rollback a dropped transaction queued.
+            .after_release(|conn, _| {
+                Box::pin(async move {
+                    use sqlx::{Connection, TransactionManager};
+                    conn.ping().await?;
+                    Ok(
+                        <sqlx::Sqlite as sqlx::Database>::TransactionManager::get_transaction_depth(
+                            conn,
+                        ) == 0,
+                    )
+                })
+            })
             .connect_with(options)
             .await
             .map_err(StoreError::Database)?;

@@ -241,9 +241,10 @@ macro_rules! token_queries {
         .bind(now)
         .bind(user_id)
         .bind(name)
-        .fetch_one(&self.pool)
+        .fetch_all(&self.pool)
         .await
         .map_err(db_error("token"))
+        .and_then(|rows| crate::returned_row(rows, "token"))
     }
     };
 }

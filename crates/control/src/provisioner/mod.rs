@@ -54,6 +54,15 @@ pub(crate) async fn worker(
         if *shutdown.borrow() {
             break;
         }
+        // A data dir low on space takes no new build (`free_disk.rs`).
+        if control.low_on_disk() {
+            tokio::select! {
+                _ = control.inner.jobs_queued.notified() => {}
+                _ = tokio::time::sleep(IDLE_POLL) => {}
+                _ = shutdown.changed() => {}
+            }
+            continue;
+        }
         let lease_ms =
             i64::try_from(control.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
         let claimed = control
