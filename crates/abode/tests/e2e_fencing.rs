@@ -258,6 +258,8 @@ fn a_holder_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports_or_a_pe
     let text = awake.run(&["show", "two"]).ok().stdout;
     assert!(text.contains("Locked:"), "{text}");
     assert!(text.contains("abode workspaces unlock"), "{text}");
+    let listed = awake.run(&["list"]).ok().stdout;
+    assert!(listed.contains("(locked by #1)"), "{listed}");
 
     spawned.push(awake.spawn(&["stop", "two"]));
     wait_for_log(

@@ -102,6 +102,12 @@ impl StateBackend {
         crate::workdir::write_private(&work_dir.join(SECRET_FILE), self.secret.as_bytes())
     }
 
+    /// Whether `work_dir` is this run's (a later run of the same build, queued
+    /// again, lays out a work dir of the same name with its own secret).
+    pub fn is_run_of(&self, work_dir: &Path) -> bool {
+        StateBackend::secret_in(work_dir).is_none_or(|secret| secret == self.secret)
+    }
+
     /// The secret a run left in its work dir, if any.
     pub fn secret_in(work_dir: &Path) -> Option<String> {
         let secret = std::fs::read_to_string(work_dir.join(SECRET_FILE)).ok()?;

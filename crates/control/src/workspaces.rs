@@ -33,7 +33,7 @@ pub struct WorkspaceView {
     pub agent: AgentHealth,
     pub healthy: bool,
     /// The workspace's state lock when a build whose holder was lost keeps
-    /// it (new builds wait); read for one workspace's view, not in lists.
+    /// it (new builds wait).
     pub locked_by_lost_holder: Option<crate::state_backend::LockView>,
 }
 
@@ -213,6 +213,7 @@ impl Control {
             latest_build,
             settled,
             agents,
+            lost_lock,
         } = summary;
         let status = lifecycle::workspace_status(&latest_build);
         // As in `view`: the newest finished build speaks for the agents
@@ -239,7 +240,13 @@ impl Control {
             status,
             agent,
             healthy,
-            locked_by_lost_holder: None,
+            locked_by_lost_holder: lost_lock.map(|lock| crate::state_backend::LockView {
+                build_id: String::new(),
+                build_number: lock.build_number,
+                holder: lock.holder,
+                taken_at: lock.taken_at,
+                lost_at: Some(lock.lost_at),
+            }),
         }
     }
 

@@ -353,6 +353,9 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
             daemon.hello(&format!("{}-1", daemon.daemon_id)),
         );
         let record = RunRecord::in_dir(&dir);
+        // Which run left it: a slot may lay out a new run of the same build
+        // (queued again) in a work dir of the same name meanwhile.
+        let left_by = abode_control::state_backend::StateBackend::secret_in(&dir);
         let running = record.running();
         let command = match &running {
             Some(run) => Some(run.command.clone()),
@@ -412,8 +415,8 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
         let message =
             format!("the provisioner stopped {during}; {state}; run the build again to finish it");
         // No Terraform of the run runs any more: its state lock goes.
-        if let Some(secret) = abode_control::state_backend::StateBackend::secret_in(&dir) {
-            host::release_state_lock(&daemon.client, &build_id, &host.hello, &secret).await;
+        if let Some(secret) = &left_by {
+            host::release_state_lock(&daemon.client, &build_id, &host.hello, secret).await;
         }
         // Only if the build is still this daemon's: otherwise (409) a server
         // has failed it already.
@@ -430,7 +433,9 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
             }
             kept => {
                 tracing::info!(build = %build_id, ?kept, "offered the state a stopped run left");
-                let _ = tokio::fs::remove_dir_all(&dir).await;
+                if abode_control::state_backend::StateBackend::secret_in(&dir) == left_by {
+                    let _ = tokio::fs::remove_dir_all(&dir).await;
+                }
             }
         }
     }

@@ -56,8 +56,8 @@ pub use notifications::{
     NotificationStatus, UnknownChannel, UnknownNotificationKind, UnknownNotificationStatus,
 };
 pub use pages::{
-    page_size, BadCursor, Page, SettledBuild, WorkspaceFilter, WorkspaceSummary, DEFAULT_PAGE_SIZE,
-    MAX_PAGE_SIZE,
+    page_size, BadCursor, LostLock, Page, SettledBuild, WorkspaceFilter, WorkspaceSummary,
+    DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
 };
 pub use platform::{AgentCutoffs, PlatformCounts};
 pub use prebuilds::{

@@ -122,6 +122,18 @@ pub struct WorkspaceSummary {
     pub settled: Option<SettledBuild>,
     /// By name.
     pub agents: Vec<Agent>,
+    /// The state lock a build whose holder was lost keeps, if any.
+    pub lost_lock: Option<LostLock>,
+}
+
+/// A workspace's state lock kept by a build whose holder was lost (a list's
+/// view of [`crate::StateLock`]). Times are Unix ms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LostLock {
+    pub build_number: i64,
+    pub holder: String,
+    pub taken_at: i64,
+    pub lost_at: i64,
 }
 
 pub(crate) const WORKSPACE_CURSOR: &str = "w1";

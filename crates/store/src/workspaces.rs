@@ -58,6 +58,10 @@ pub(crate) struct WorkspacePageRow {
     pub(crate) a_dir: Option<String>,
     pub(crate) a_env: Option<String>,
     pub(crate) a_exit_status: Option<i64>,
+    pub(crate) l_build_number: Option<i64>,
+    pub(crate) l_holder: Option<String>,
+    pub(crate) l_taken_at: Option<i64>,
+    pub(crate) l_lost_at: Option<i64>,
 }
 
 /// Folds a page's rows (one per workspace and agent, in page order) into
@@ -96,6 +100,22 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
             }),
             _ => None,
         };
+        let lost_lock = match (
+            row.l_build_number,
+            row.l_holder,
+            row.l_taken_at,
+            row.l_lost_at,
+        ) {
+            (Some(build_number), Some(holder), Some(taken_at), Some(lost_at)) => {
+                Some(crate::LostLock {
+                    build_number,
+                    holder,
+                    taken_at,
+                    lost_at,
+                })
+            }
+            _ => None,
+        };
         let workspace = row.workspace;
         let latest_build = Build {
             id: row.b_id,
@@ -126,6 +146,7 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
             latest_build,
             settled,
             agents: agent.into_iter().collect(),
+            lost_lock,
         });
     }
     summaries
@@ -275,8 +296,12 @@ const WORKSPACE_PAGE_ROWS: &str = "page AS (\
      a.lifecycle AS a_lifecycle, a.connected_at AS a_connected_at, \
      a.last_heartbeat_at AS a_last_heartbeat_at, a.created_at AS a_created_at, \
      NULL AS a_startup_script, NULL AS a_dir, '{}' AS a_env, \
-     a.exit_status AS a_exit_status \
+     a.exit_status AS a_exit_status, \
+     lb2.number AS l_build_number, sl.holder AS l_holder, sl.taken_at AS l_taken_at, \
+     sl.lost_at AS l_lost_at \
      FROM page \
+     LEFT JOIN state_locks sl ON sl.workspace_id = page.id AND sl.lost_at IS NOT NULL \
+     LEFT JOIN builds lb2 ON lb2.id = sl.build_id \
      LEFT JOIN builds s ON s.workspace_id = page.id AND s.number = (SELECT MAX(sb.number) \
           FROM builds sb WHERE sb.workspace_id = page.id \
           AND sb.status IN ('succeeded', 'failed', 'canceled')) \
@@ -322,13 +347,17 @@ const WORKSPACE_PAGE_ROWS_POSTGRES: &str = "page AS MATERIALIZED (\
      a.id AS a_id, a.build_id AS a_build_id, a.name AS a_name, a.lifecycle AS a_lifecycle, \
      a.connected_at AS a_connected_at, a.last_heartbeat_at AS a_last_heartbeat_at, \
      a.created_at AS a_created_at, NULL AS a_startup_script, NULL AS a_dir, '{}' AS a_env, \
-     a.exit_status AS a_exit_status \
+     a.exit_status AS a_exit_status, \
+     lb2.number AS l_build_number, sl.holder AS l_holder, sl.taken_at AS l_taken_at, \
+     sl.lost_at AS l_lost_at \
      FROM page p \
      JOIN templates t ON t.id = p.template_id \
      JOIN template_versions v ON v.id = p.template_version_id \
      JOIN template_versions bv ON bv.id = p.b_template_version_id \
      JOIN users i ON i.id = p.b_initiator_id \
      LEFT JOIN users c ON c.id = p.b_confirmed_by_id \
+     LEFT JOIN state_locks sl ON sl.workspace_id = p.id AND sl.lost_at IS NOT NULL \
+     LEFT JOIN builds lb2 ON lb2.id = sl.build_id \
      LEFT JOIN agents a ON a.workspace_id = p.id \
      ORDER BY p.owner_name, p.name, p.created_at, p.id, a.name";
 

@@ -225,10 +225,17 @@ pub fn list(args: ListArgs) -> anyhow::Result<u8> {
                         || "-".to_string(),
                         |build| format!("#{} {} {}", build.number, build.transition, build.status),
                     );
+                    // A lost holder's lock: new builds wait (`abode show` says why).
+                    let status = match &workspace.locked_by_lost_holder {
+                        Some(lock) => {
+                            format!("{} (locked by #{})", workspace.status, lock.build_number)
+                        }
+                        None => workspace.status.clone(),
+                    };
                     vec![
                         name,
                         format!("{}@{}", workspace.template, workspace.template_version),
-                        workspace.status.clone(),
+                        status,
                         workspace.agent.status.clone(),
                         if workspace.healthy { "yes" } else { "no" }.to_string(),
                         last_build,

@@ -233,7 +233,9 @@ pub async fn run_job<H: BuildHost>(
     let kept = run.offer_last_state().await;
     // Whatever happened, no Terraform of this run runs any more.
     host.release_state_lock(&backend).await;
-    if kept {
+    // Only this run's: a build queued again (its plan never judged) may be
+    // running here again already, in a work dir of the same name.
+    if kept && backend.is_run_of(&work_dir) {
         workdir::remove_off_runtime(work_dir).await;
     }
     result
