@@ -478,3 +478,72 @@ fn a_daemon_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports() {
     );
     spawned.into_iter().for_each(util::finish);
 }
+
+/// A template may not keep its state anywhere but Abode: a backend block is
+/// refused at push with where it is; one that gets past the push (a JSON
+/// override file, which the push does not read) fails the build after
+/// `init`, before anything is planned.
+#[test]
+fn a_template_with_its_own_backend_is_refused() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let template = |files: &[(&str, &str)]| {
+        let dir = platform.root().join(format!("template-{}", rand_suffix()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, text) in files {
+            std::fs::write(dir.join(name), text).unwrap();
+        }
+        dir
+    };
+    let main_tf = "terraform {\n  required_providers {\n    abode = {\n      source = \"abode/abode\"\n    }\n  }\n}\n\nresource \"terraform_data\" \"x\" {}\n";
+    let declared = template(&[
+        ("main.tf", main_tf),
+        (
+            "state.tf",
+            "terraform {\n  backend \"s3\" {\n    bucket = \"b\"\n  }\n}\n",
+        ),
+    ]);
+    platform
+        .run(&["templates", "push", "own", "-d", declared.to_str().unwrap()])
+        .fails_with(
+            1,
+            &[
+                "state.tf:2:3",
+                "declares its own state backend (backend \"s3\")",
+            ],
+        );
+
+    let sneaked = template(&[
+        ("main.tf", main_tf),
+        (
+            "zz_override.tf.json",
+            r#"{"terraform": {"backend": {"local": {"path": "elsewhere.tfstate"}}}}"#,
+        ),
+    ]);
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "sneaky",
+            "-d",
+            sneaked.to_str().unwrap(),
+        ])
+        .ok();
+    let created = platform.run(&["create", "dev", "--template", "sneaky"]);
+    assert_eq!(created.code, Some(1), "{created}");
+    let build = platform.show("dev")["latest_build"].clone();
+    assert_eq!(build["status"], "failed", "{build:#}");
+    let error = build["error"].as_str().unwrap();
+    assert!(
+        error.contains("the template replaces Abode's state backend (local)"),
+        "{error}"
+    );
+    assert!(
+        !platform
+            .run(&["builds", "logs", "dev", "1"])
+            .stdout
+            .contains("[plan]"),
+        "nothing was planned"
+    );
+}

@@ -339,7 +339,7 @@ async fn state(
     let bytes = daemon_wire::decode("state", &upload.state).map_err(ApiError::bad_request)?;
     let kept = state
         .control
-        .daemon_keep_state(&caller, &build, bytes)
+        .daemon_keep_state(&caller, &build, bytes, upload.secret.as_deref())
         .await?;
     Ok(Json(StateAnswer::from(&kept)).into_response())
 }
@@ -363,11 +363,14 @@ async fn applied(
 async fn release(
     State(state): State<AppState>,
     Path(build): Path<String>,
-    DaemonCall { body: request, .. }: DaemonCall<ReleaseRequest>,
+    DaemonCall {
+        caller,
+        body: request,
+    }: DaemonCall<ReleaseRequest>,
 ) -> Result<Response, ApiError> {
     let released = state
         .control
-        .release_state_lock(&build, &request.secret)
+        .daemon_release_state_lock(&caller, &build, request.secret.as_deref())
         .await?;
     Ok(Json(serde_json::json!({ "released": released })).into_response())
 }

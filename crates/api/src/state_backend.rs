@@ -11,7 +11,8 @@ use std::collections::HashMap;
 
 use abode_control::state_backend::LockAnswer;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -23,17 +24,44 @@ use crate::{ApiError, AppState, Authenticated};
 
 /// A state, like a daemon's upload: up to 64 MiB of JSON, and some room.
 const MAX_STATE_BODY: usize = 96 * 1024 * 1024;
+/// Terraform's lock information: a few hundred bytes.
+const MAX_LOCK_BODY: usize = 64 * 1024;
 
 pub(crate) fn routes() -> Router<AppState> {
-    let limit = || DefaultBodyLimit::max(MAX_STATE_BODY);
     Router::new()
         .route(
             "/builds/:build/state",
-            get(read_state).post(write_state).layer(limit()),
+            get(read_state)
+                .post(write_state)
+                .layer(DefaultBodyLimit::max(MAX_STATE_BODY)),
         )
-        .route("/builds/:build/state/lock", post(lock).layer(limit()))
-        .route("/builds/:build/state/unlock", post(unlock).layer(limit()))
+        .route(
+            "/builds/:build/state/lock",
+            post(lock).layer(DefaultBodyLimit::max(MAX_LOCK_BODY)),
+        )
+        .route(
+            "/builds/:build/state/unlock",
+            post(unlock).layer(DefaultBodyLimit::max(MAX_LOCK_BODY)),
+        )
         .route("/workspaces/:workspace/unlock", post(unlock_workspace))
+}
+
+/// The run's secret, checked against its build's state lock before any
+/// body is read: a caller who is not that run is answered at once.
+struct HeldBy(String);
+
+#[axum::async_trait]
+impl FromRequestParts<AppState> for HeldBy {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Path(build) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| ApiError::bad_request("not a build's state"))?;
+        let secret = run_secret(&parts.headers, &build)?;
+        state.control.holds_state_lock(&build, &secret).await?;
+        Ok(HeldBy(secret))
+    }
 }
 
 /// Whether a request is Terraform's (its body has this module's limit).
@@ -91,10 +119,9 @@ async fn write_state(
     State(state): State<AppState>,
     Path(build): Path<String>,
     Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
+    HeldBy(secret): HeldBy,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let secret = run_secret(&headers, &build)?;
     let lock_id = query.get("ID").map(String::as_str);
     state
         .control
@@ -109,6 +136,8 @@ async fn lock(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    // Not `HeldBy`: a run refused a lock is told who holds it (423); the
+    // body is a few hundred bytes at most.
     let secret = run_secret(&headers, &build)?;
     match state.control.backend_lock(&build, &secret, &body).await? {
         LockAnswer::Locked => Ok(StatusCode::OK.into_response()),
@@ -124,10 +153,9 @@ async fn lock(
 async fn unlock(
     State(state): State<AppState>,
     Path(build): Path<String>,
-    headers: HeaderMap,
+    HeldBy(secret): HeldBy,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    let secret = run_secret(&headers, &build)?;
     state.control.backend_unlock(&build, &secret, &body).await?;
     Ok(StatusCode::OK.into_response())
 }

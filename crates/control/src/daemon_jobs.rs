@@ -108,7 +108,7 @@ impl Control {
                 .claim_tagged_job(slot, &holder, lease_ms, &caller.tags)
                 .await?;
             if let Some(claimed) = claimed {
-                let job = match ServerJob::load(self, &claimed.build_id).await {
+                let job = match ServerJob::load(self, &claimed.build_id, &holder).await {
                     Ok(job) => job,
                     Err(failure) => {
                         self.fail_unstarted(&claimed.build_id, &failure.message)
@@ -124,7 +124,7 @@ impl Control {
                     &format!("claimed by {}", describe_holder(&holder)),
                 )
                 .await;
-                match job.inputs(claimed.kind, &holder).await {
+                match job.inputs(claimed.kind).await {
                     Ok(inputs) => {
                         return Ok(Some(AcquiredJob {
                             kind: claimed.kind,
@@ -164,7 +164,7 @@ impl Control {
             .claimed_job_kind(build_id, &holder)
             .await?
             .ok_or_else(|| lost_job(build_id))?;
-        let job = ServerJob::load(self, build_id)
+        let job = ServerJob::load(self, build_id, &holder)
             .await
             .map_err(|failure| ControlError::Internal(failure.message))?;
         Ok((job, kind))
@@ -202,6 +202,7 @@ impl Control {
         caller: &DaemonCaller,
         build_id: &str,
         state: Vec<u8>,
+        secret: Option<&str>,
     ) -> Result<StateKept, ControlError> {
         let holder = daemon_holder(caller);
         let held = self.inner.store.job_lease_holder(build_id).await?;
@@ -210,7 +211,7 @@ impl Control {
                 "build {build_id} was not run by this provisioner"
             )));
         }
-        let kept = recovery::keep_state_bytes(self, build_id, state).await;
+        let kept = recovery::keep_state_bytes(self, build_id, state, secret).await;
         if let StateKept::Unavailable(reason) = &kept {
             // Answered as an error, which the daemon tries again.
             return Err(ControlError::Internal(format!(
@@ -231,6 +232,25 @@ impl Control {
             .await;
         }
         Ok(kept)
+    }
+
+    /// A daemon's run of `build_id` ended: its state lock goes. With the
+    /// run's secret, that run's lock; without (its work dir had none), any
+    /// lock this daemon's runs took of the build, none of which is left.
+    pub async fn daemon_release_state_lock(
+        &self,
+        caller: &DaemonCaller,
+        build_id: &str,
+        secret: Option<&str>,
+    ) -> Result<bool, ControlError> {
+        match secret {
+            Some(secret) => self.release_state_lock(build_id, secret).await,
+            None => Ok(self
+                .inner
+                .store
+                .release_state_lock_of_holder(build_id, &daemon_holder(caller))
+                .await?),
+        }
     }
 
     /// Lists the daemon's slot as alive (`abode provisioner list`).

@@ -255,6 +255,10 @@ pub struct StateUpload {
     pub state: String,
     /// After the run's last Terraform command.
     pub last: bool,
+    /// The run's state backend secret: the state is stored only while the
+    /// run holds the workspace's state lock (none: a run of an older release).
+    #[serde(default)]
+    pub secret: Option<String>,
 }
 
 /// `POST /provisionerd/jobs/{build}/release`: the run's Terraform ended, its
@@ -265,7 +269,10 @@ pub struct StateUpload {
 pub struct ReleaseRequest {
     #[serde(flatten)]
     pub hello: DaemonHello,
-    pub secret: String,
+    /// The run's secret; none: the daemon found a work dir of the build
+    /// without one, and none of its runs of that build is left.
+    #[serde(default)]
+    pub secret: Option<String>,
 }
 
 /// What became of an uploaded state.

@@ -67,6 +67,7 @@ pub(crate) async fn keeper(
         control.beat_server_identity().await;
         control.inner.log_backlog.flush(&control.inner.store).await;
         control.check_free_disk(&mut told_low_on_disk).await;
+        control.release_abandoned_locks().await;
         if let Err(error) = control.inner.store.renew_job_leases(server, lease_ms).await {
             tracing::error!(%error, "cannot renew this server's job leases");
         }

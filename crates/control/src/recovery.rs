@@ -73,6 +73,16 @@ pub(crate) async fn recover(
     control.inner.store.forget_agent_tunnels(server).await?;
     let keep: Vec<PathBuf> = interrupted.iter().map(|id| base.join(id)).collect();
     workdir::clear_all_except(&base, &keep);
+    // Listed as running here before any follower starts (each then puts its
+    // own cancel switch in place): the keeper never takes a followed
+    // build's state lock for one that nothing runs.
+    if let Ok(mut running) = control.inner.running.lock() {
+        for build_id in &interrupted {
+            running
+                .entry(build_id.clone())
+                .or_insert_with(|| watch::channel(false).0);
+        }
+    }
     let followers = interrupted
         .iter()
         .map(|build_id| tokio::spawn(adopt(control.clone(), build_id.clone(), shutdown.clone())))
@@ -181,11 +191,20 @@ async fn follow_to_end(
 
     let kept = keep_state(&control, &build_id, &work_dir).await;
     // No Terraform of the build runs any more: its state lock goes (a run
-    // whose lock was taken from it releases nothing).
-    if let Some(secret) = StateBackend::secret_in(&work_dir) {
-        if let Err(error) = control.release_state_lock(&build_id, &secret).await {
-            tracing::error!(build = %build_id, %error, "cannot release the workspace's state lock");
-        }
+    // whose lock was taken from it releases nothing). Without the secret
+    // (the server died before writing it), this server's lock of the build
+    // is its own to release: no run of it is left here.
+    let released = match StateBackend::secret_in(&work_dir) {
+        Some(secret) => control.release_state_lock(&build_id, &secret).await,
+        None => control
+            .inner
+            .store
+            .release_state_lock_of_holder(&build_id, &control.inner.config.server_id)
+            .await
+            .map_err(Into::into),
+    };
+    if let Err(error) = released {
+        tracing::error!(build = %build_id, %error, "cannot release the workspace's state lock; the keeper tries again");
     }
     let (mut status, mut message) = describe(&aftermath, &kept, &work_dir);
     // A confirmed plan whose apply ran to success is the person's
@@ -265,7 +284,7 @@ async fn confirmed_apply_succeeded(
 /// Records what the recovered apply made, from the stored state (as a live
 /// run's host does after its apply).
 async fn record_recovered_apply(control: &Control, build_id: &str) -> Result<(), String> {
-    let job = provisioner::ServerJob::load(control, build_id)
+    let job = provisioner::ServerJob::load(control, build_id, &control.inner.config.server_id)
         .await
         .map_err(|failure| failure.message)?;
     let state = job
@@ -393,15 +412,21 @@ pub(crate) async fn keep_state(control: &Control, build_id: &str, work_dir: &Pat
         Ok(Err(error)) => return StateKept::Refused(format!("cannot read it: {error}")),
         Err(error) => return StateKept::Refused(format!("cannot read it: {error}")),
     };
-    keep_state_bytes(control, build_id, state).await
+    let secret = StateBackend::secret_in(work_dir);
+    keep_state_bytes(control, build_id, state, secret.as_deref()).await
 }
 
 /// Stores `state`, written by a run of `build_id`, as its workspace's state
-/// if it can only be newer (see [`keep_state`]).
+/// if it can only be newer (see [`keep_state`]). A run of the state backend
+/// (`secret`) stores it only while it still holds the workspace's state lock,
+/// in the write's own transaction: after a person's unlock, what a lost
+/// holder's Terraform left is kept in its work dir, never stored. A run of
+/// an older release (no secret) is judged by the builds that came after it.
 pub(crate) async fn keep_state_bytes(
     control: &Control,
     build_id: &str,
     state: Vec<u8>,
+    secret: Option<&str>,
 ) -> StateKept {
     let store = &control.inner.store;
     let build = match store.build_by_id(build_id).await {
@@ -435,10 +460,37 @@ pub(crate) async fn keep_state_bytes(
         if stored.as_deref() == Some(state.as_slice()) {
             return StateKept::Unchanged;
         }
-        match store
-            .put_state_replacing(&build.workspace_id, build_id, &state, stored.as_deref())
-            .await
-        {
+        let written = match secret {
+            Some(secret) => store
+                .put_state_fenced(
+                    &build.workspace_id,
+                    build_id,
+                    &crate::secrets::token_hash(secret),
+                    None,
+                    &state,
+                    stored.as_deref(),
+                )
+                .await
+                .map(|written| match written {
+                    abode_store::FencedWrite::Written => Some(true),
+                    abode_store::FencedWrite::Raced => Some(false),
+                    abode_store::FencedWrite::Fenced => None,
+                }),
+            None => store
+                .put_state_replacing(&build.workspace_id, build_id, &state, stored.as_deref())
+                .await
+                .map(Some),
+        };
+        let written = match written {
+            Ok(Some(written)) => Ok(written),
+            Ok(None) => {
+                return StateKept::Refused(
+                    "this run no longer holds the workspace's state lock (it was unlocked)".into(),
+                )
+            }
+            Err(error) => Err(error),
+        };
+        match written {
             Ok(true) => return StateKept::Saved,
             // Another write came first: compared again with it.
             Ok(false) => continue,

@@ -95,11 +95,21 @@ impl StateBackend {
         .collect()
     }
 
-    /// Writes the backend override into the template dir and the secret
-    /// into the work dir.
-    pub(crate) fn write(&self, work_dir: &Path, template_dir: &Path) -> std::io::Result<()> {
-        crate::workdir::write_private(&template_dir.join(OVERRIDE_FILE), OVERRIDE.as_bytes())?;
-        crate::workdir::write_private(&work_dir.join(SECRET_FILE), self.secret.as_bytes())
+    /// Writes the run's secret into the work dir (first: whoever finds the
+    /// work dir left behind releases the lock with it) and, unless the run
+    /// applies a plan made before Abode kept states, the backend override
+    /// into the template dir.
+    pub(crate) fn write(
+        &self,
+        work_dir: &Path,
+        template_dir: &Path,
+        override_backend: bool,
+    ) -> std::io::Result<()> {
+        crate::workdir::write_private(&work_dir.join(SECRET_FILE), self.secret.as_bytes())?;
+        if override_backend {
+            crate::workdir::write_private(&template_dir.join(OVERRIDE_FILE), OVERRIDE.as_bytes())?;
+        }
+        Ok(())
     }
 
     /// Whether `work_dir` is this run's (a later run of the same build, queued
@@ -213,6 +223,13 @@ impl Control {
             }
         }
         Err(ControlError::Conflict(NOT_HOLDING.to_string()))
+    }
+
+    /// Whether `secret` is the run's that holds `build_id`'s lock: asked
+    /// before a request's body is read, so that nobody else makes the
+    /// server take in a state-sized body.
+    pub async fn holds_state_lock(&self, build_id: &str, secret: &str) -> Result<(), ControlError> {
+        self.held_lock(build_id, secret).await.map(|_| ())
     }
 
     /// The stored state, for the run holding the lock.
@@ -390,6 +407,46 @@ impl Control {
             }
         }
         Ok(released)
+    }
+
+    /// Releases the locks this server's runs took and none of which runs in
+    /// this process any more (a release that failed, a crash between the
+    /// lock and the work dir): the keeper's round, so that no workspace
+    /// stays locked by a server that is alive and runs nothing of it.
+    pub(crate) async fn release_abandoned_locks(&self) {
+        let server = &self.inner.config.server_id;
+        let store = &self.inner.store;
+        let locks = match store.state_locks_of_holder(server).await {
+            Ok(locks) => locks,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read this server's state locks");
+                return;
+            }
+        };
+        for lock in locks {
+            let running = self
+                .inner
+                .running
+                .lock()
+                .map(|running| running.contains_key(&lock.build_id))
+                .unwrap_or(true);
+            if running {
+                continue;
+            }
+            match store
+                .release_state_lock_of_holder(&lock.build_id, server)
+                .await
+            {
+                Ok(true) => {
+                    tracing::warn!(build = %lock.build_id, "released a state lock this server held with no run of it left");
+                    self.inner.jobs_queued.notify_waiters();
+                }
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!(build = %lock.build_id, %error, "cannot release a state lock")
+                }
+            }
+        }
     }
 
     /// The workspace's state lock, if a build holds it.

@@ -107,11 +107,12 @@ impl RemoteHost {
         patiently(patience, || self.client.post(&path, body)).await
     }
 
-    async fn upload_state(&self, state: &[u8], last: bool) -> StateKept {
+    async fn upload_state(&self, state: &[u8], last: bool, secret: &str) -> StateKept {
         let upload = StateUpload {
             hello: self.hello.clone(),
             state: daemon_wire::encode(state),
             last,
+            secret: Some(secret.to_string()),
         };
         // A state written halfway is offered once; the next one follows.
         let patience = if last { None } else { Some(Duration::ZERO) };
@@ -200,11 +201,11 @@ impl BuildHost for RemoteHost {
         }
     }
 
-    async fn keep_state(&self, state: Vec<u8>, last: bool) -> StateKept {
+    async fn keep_state(&self, state: Vec<u8>, last: bool, secret: &str) -> StateKept {
         if last {
             self.flush().await;
         }
-        self.upload_state(&state, last).await
+        self.upload_state(&state, last, secret).await
     }
 
     /// Terraform stored the state through the server's state backend.
@@ -233,7 +234,13 @@ impl BuildHost for RemoteHost {
     }
 
     async fn release_state_lock(&self, backend: &StateBackend) {
-        release_state_lock(&self.client, &self.build_id, &self.hello, &backend.secret).await;
+        release_state_lock(
+            &self.client,
+            &self.build_id,
+            &self.hello,
+            Some(&backend.secret),
+        )
+        .await;
     }
 }
 
@@ -243,11 +250,11 @@ pub(crate) async fn release_state_lock(
     client: &ServerClient,
     build_id: &str,
     hello: &DaemonHello,
-    secret: &str,
+    secret: Option<&str>,
 ) {
     let request = ReleaseRequest {
         hello: hello.clone(),
-        secret: secret.to_string(),
+        secret: secret.map(str::to_string),
     };
     let path = format!("jobs/{build_id}/release");
     if let Err(error) = patiently(None, || {

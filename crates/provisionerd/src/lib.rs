@@ -395,7 +395,7 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
             dir.join("template").join("terraform.tfstate")
         };
         let kept = match tokio::fs::read(&state_file).await {
-            Ok(state) => offer_leftover_state(&daemon, &build_id, state).await,
+            Ok(state) => offer_leftover_state(&daemon, &build_id, state, left_by.clone()).await,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => StateKept::Missing,
             Err(error) => StateKept::Refused(format!("cannot read it: {error}")),
         };
@@ -414,10 +414,9 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
         };
         let message =
             format!("the provisioner stopped {during}; {state}; run the build again to finish it");
-        // No Terraform of the run runs any more: its state lock goes.
-        if let Some(secret) = &left_by {
-            host::release_state_lock(&daemon.client, &build_id, &host.hello, secret).await;
-        }
+        // No Terraform of the run runs any more: its state lock goes (by
+        // the run's secret; without one, this daemon's lock of the build).
+        host::release_state_lock(&daemon.client, &build_id, &host.hello, left_by.as_deref()).await;
         // Only if the build is still this daemon's: otherwise (409) a server
         // has failed it already.
         if applying {
@@ -453,11 +452,17 @@ fn leftover_dirs(base: &Path) -> Vec<(String, PathBuf)> {
         .collect()
 }
 
-async fn offer_leftover_state(daemon: &Daemon, build_id: &str, state: Vec<u8>) -> StateKept {
+async fn offer_leftover_state(
+    daemon: &Daemon,
+    build_id: &str,
+    state: Vec<u8>,
+    secret: Option<String>,
+) -> StateKept {
     let upload = StateUpload {
         hello: daemon.hello(&format!("{}-1", daemon.daemon_id)),
         state: daemon_wire::encode(&state),
         last: true,
+        secret,
     };
     let path = format!("jobs/{build_id}/state");
     match patiently(None, || {

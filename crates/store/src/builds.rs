@@ -115,6 +115,28 @@ macro_rules! build_queries {
         Ok(())
     }
 
+    pub(crate) async fn set_judged_plan(
+        &self,
+        build_id: &str,
+        holder: &str,
+        plan_json: &str,
+        guard_report: &str,
+    ) -> Result<bool, StoreError> {
+        let set = sqlx::query(&sql(
+            "UPDATE builds SET plan_json = ?, guard_report = ? WHERE id = ? AND EXISTS \
+             (SELECT 1 FROM jobs j WHERE j.build_id = ? AND j.status = 'claimed' AND j.lease_holder = ?)",
+        ))
+        .bind(plan_json)
+        .bind(guard_report)
+        .bind(build_id)
+        .bind(build_id)
+        .bind(holder)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("build"))?;
+        Ok(set.rows_affected() > 0)
+    }
+
     pub(crate) async fn prune_plan_json(
         &self,
         workspace_id: &str,

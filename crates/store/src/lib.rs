@@ -542,6 +542,10 @@ storage_interface! {
     /// Records the plan JSON (may hold secrets: never returned with the build)
     /// and the guard's report.
     fn set_build_plan(&self, build_id: &str, plan_json: &str, guard_report: &str) -> ();
+    /// Like `set_build_plan`, only while `holder` holds the build's claimed
+    /// job: a holder that lost it (its build queued again, or failed)
+    /// writes no plan over the new run's. Whether it was written.
+    fn set_judged_plan(&self, build_id: &str, holder: &str, plan_json: &str, guard_report: &str) -> bool;
     fn build_plan_json(&self, build_id: &str) -> Option<String>;
     /// Removes the plan JSON of the workspace's finished builds older than its
     /// newest `keep` builds (held and running builds keep theirs); returns the
@@ -691,6 +695,11 @@ storage_interface! {
     fn clear_terraform_lock(&self, build_id: &str, secret_hash: &str, lock_id: &str) -> bool;
     /// The run's Terraform ended: its lock goes; false if it was not there.
     fn release_state_lock(&self, build_id: &str, secret_hash: &str) -> bool;
+    /// The locks runs of `holder` took.
+    fn state_locks_of_holder(&self, holder: &str) -> Vec<StateLock>;
+    /// The lock of `build_id` if `holder`'s run took it (that holder knows
+    /// none of its runs is left); false if it did not.
+    fn release_state_lock_of_holder(&self, build_id: &str, holder: &str) -> bool;
     /// A person's unlock; false if that build did not hold the lock.
     fn force_release_state_lock(&self, workspace_id: &str, build_id: &str) -> bool;
     /// Writes the state only while the run holds the lock (and the named

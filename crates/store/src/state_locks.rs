@@ -108,9 +108,12 @@ macro_rules! state_lock_queries {
             lock_id: &str,
             info: &str,
         ) -> Result<bool, StoreError> {
+            // A lost holder's lock lets the Terraform that holds it finish and
+            // write, but no new Terraform (an apply about to start when its
+            // holder froze) takes it.
             let set = sqlx::query(&sql(
                 "UPDATE state_locks SET terraform_lock_id = ?, terraform_lock_info = ? \
-             WHERE build_id = ? AND secret_hash = ? \
+             WHERE build_id = ? AND secret_hash = ? AND lost_at IS NULL \
              AND (terraform_lock_id IS NULL OR terraform_lock_id = ?)",
             ))
             .bind(lock_id)
@@ -153,6 +156,33 @@ macro_rules! state_lock_queries {
             ))
             .bind(build_id)
             .bind(secret_hash)
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("state lock"))?;
+            Ok(released.rows_affected() > 0)
+        }
+
+        pub(crate) async fn state_locks_of_holder(
+            &self,
+            holder: &str,
+        ) -> Result<Vec<StateLock>, StoreError> {
+            sqlx::query_as(&sql(&format!("{STATE_LOCK_SELECT} WHERE l.holder = ?")))
+                .bind(holder)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db_error("state lock"))
+        }
+
+        pub(crate) async fn release_state_lock_of_holder(
+            &self,
+            build_id: &str,
+            holder: &str,
+        ) -> Result<bool, StoreError> {
+            let released = sqlx::query(&sql(
+                "DELETE FROM state_locks WHERE build_id = ? AND holder = ?",
+            ))
+            .bind(build_id)
+            .bind(holder)
             .execute(&self.pool)
             .await
             .map_err(db_error("state lock"))?;

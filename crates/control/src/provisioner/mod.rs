@@ -191,7 +191,7 @@ async fn run_build_steps(
     let server = control.inner.config.server_id.clone();
     let (interruptions, cancel) =
         Interruptions::start(control, build_id, shutdown, Some(server.clone()));
-    let job = match ServerJob::load(control, build_id).await {
+    let job = match ServerJob::load(control, build_id, &server).await {
         Ok(job) => job,
         Err(failure) => {
             interruptions.end();
@@ -209,7 +209,7 @@ async fn run_build_steps(
             return;
         }
     };
-    let result = match job.inputs(kind, &control.inner.config.server_id).await {
+    let result = match job.inputs(kind).await {
         Ok(inputs) => {
             let interrupts = runner::Interrupts {
                 cancel,

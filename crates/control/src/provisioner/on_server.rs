@@ -26,10 +26,16 @@ pub struct ServerJob {
     control: Control,
     build: Build,
     workspace: Workspace,
+    /// The lease holder running it (this server, or `provisioner:KEY/ID`).
+    holder: String,
 }
 
 impl ServerJob {
-    pub(crate) async fn load(control: &Control, build_id: &str) -> Result<ServerJob, Failure> {
+    pub(crate) async fn load(
+        control: &Control,
+        build_id: &str,
+        holder: &str,
+    ) -> Result<ServerJob, Failure> {
         let store = &control.inner.store;
         let build = store.build_by_id(build_id).await.map_err(storage)?;
         let workspace = store
@@ -40,6 +46,7 @@ impl ServerJob {
             control: control.clone(),
             build,
             workspace,
+            holder: holder.to_string(),
         })
     }
 
@@ -52,7 +59,8 @@ impl ServerJob {
     /// made from. The workspace's state lock is taken for the run of
     /// `holder` (`state_backend.rs`), last, so that nothing else can fail
     /// once it is taken.
-    pub async fn inputs(&self, kind: JobKind, holder: &str) -> Result<JobInputs, Failure> {
+    pub async fn inputs(&self, kind: JobKind) -> Result<JobInputs, Failure> {
+        let holder = self.holder.as_str();
         let store = &self.control.inner.store;
         let (build, workspace) = (&self.build, &self.workspace);
         let archive = store
@@ -272,12 +280,21 @@ impl BuildHost for ServerJob {
             .metrics
             .guard_decision(report.decision.as_str());
         let plan_text = String::from_utf8_lossy(&plan_json);
-        control
+        // Only while this holder still runs the build: a run that lost it
+        // (frozen, then queued again elsewhere) writes nothing over the new
+        // run's plan, and applies nothing.
+        if !control
             .inner
             .store
-            .set_build_plan(&build.id, &plan_text, &report.to_json())
+            .set_judged_plan(&build.id, &self.holder, &plan_text, &report.to_json())
             .await
-            .map_err(storage)?;
+            .map_err(storage)?
+        {
+            return Err(Failure::failed(format!(
+                "{} before its plan was judged; nothing was applied",
+                super::runner::LEASE_LOST
+            )));
+        }
         let level = match report.decision {
             Decision::Allow => "info",
             _ => "warn",
@@ -318,8 +335,8 @@ impl BuildHost for ServerJob {
         }
     }
 
-    async fn keep_state(&self, state: Vec<u8>, _last: bool) -> StateKept {
-        recovery::keep_state_bytes(&self.control, &self.build.id, state).await
+    async fn keep_state(&self, state: Vec<u8>, _last: bool, secret: &str) -> StateKept {
+        recovery::keep_state_bytes(&self.control, &self.build.id, state, Some(secret)).await
     }
 
     async fn applied(&self) -> Result<(), Failure> {
@@ -328,12 +345,11 @@ impl BuildHost for ServerJob {
     }
 
     async fn holds_lease(&self) -> bool {
-        let server = &self.control.inner.config.server_id;
         match self
             .control
             .inner
             .store
-            .claimed_job_kind(&self.build.id, server)
+            .claimed_job_kind(&self.build.id, &self.holder)
             .await
         {
             Ok(kind) => kind.is_some(),

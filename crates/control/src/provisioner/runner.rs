@@ -49,7 +49,14 @@ pub trait BuildHost: LogSink {
     ) -> impl Future<Output = Result<Verdict, Failure>> + Send;
     /// Offers a state Terraform could not hand to the state backend (its
     /// `errored.tfstate`, written when the server stayed unreachable).
-    fn keep_state(&self, state: Vec<u8>, last: bool) -> impl Future<Output = StateKept> + Send;
+    /// `secret` is the run's: the state is stored only while the run holds
+    /// the workspace's state lock.
+    fn keep_state(
+        &self,
+        state: Vec<u8>,
+        last: bool,
+        secret: &str,
+    ) -> impl Future<Output = StateKept> + Send;
     /// The apply succeeded and Terraform stored its state through the
     /// backend: record what it made (protections remembered, agents, a
     /// deleted workspace) from the stored state.
@@ -197,11 +204,11 @@ pub async fn run_job<H: BuildHost>(
         cancel: interrupts.cancel,
         lease_lost: interrupts.lease_lost,
         local_state,
+        secret: inputs.state_backend.secret.clone(),
     };
     let laid_out = match layout.lay_out_off_runtime().await {
-        Ok((_, cli_config)) if local_state => Ok(cli_config),
         Ok((dir, cli_config)) => backend
-            .write(&dir, &dir.join(TEMPLATE_SUBDIR))
+            .write(&dir, &dir.join(TEMPLATE_SUBDIR), !local_state)
             .map(|()| cli_config)
             .map_err(|error| {
                 Failure::failed(format!(
@@ -257,6 +264,8 @@ struct Run<'a, H> {
     cancel: watch::Receiver<bool>,
     lease_lost: watch::Receiver<bool>,
     local_state: bool,
+    /// The run's state backend secret.
+    secret: String,
 }
 
 impl<H: BuildHost> Run<'_, H> {
@@ -284,6 +293,35 @@ impl<H: BuildHost> Run<'_, H> {
             });
         }
         Ok(())
+    }
+
+    /// After `init`: the state backend Terraform set up is Abode's. A
+    /// template that brought its own (a `.tf.json` file, an override file of
+    /// its own, a version pushed before backends were refused) would keep
+    /// the state where Abode never sees it: the build fails, nothing applied.
+    async fn check_backend(&self) -> Result<(), Failure> {
+        if self.local_state {
+            return Ok(());
+        }
+        let path = self.template_dir().join(".terraform").join(STATE_FILE);
+        let kind = tokio::fs::read(&path)
+            .await
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+            .and_then(|value| {
+                value
+                    .pointer("/backend/type")
+                    .and_then(|kind| kind.as_str())
+                    .map(str::to_string)
+            });
+        match kind.as_deref() {
+            Some("http") => Ok(()),
+            other => Err(Failure::failed(format!(
+                "the template replaces Abode's state backend ({}): Abode keeps every workspace's \
+                 state itself; remove the template's backend or cloud block",
+                other.unwrap_or("none set up")
+            ))),
+        }
     }
 
     async fn terraform(&self, stage: &str, args: &[&str]) -> Result<(), Failure> {
@@ -338,6 +376,7 @@ impl<H: BuildHost> Run<'_, H> {
         self.canceled()?;
         self.terraform("init", &["init", "-input=false", "-json", "-no-color"])
             .await?;
+        self.check_backend().await?;
         self.canceled()?;
         let plan_file = self.work_dir.join(PLAN_FILE);
         let plan_arg = format!("-out={}", plan_file.display());
@@ -386,6 +425,7 @@ impl<H: BuildHost> Run<'_, H> {
         self.canceled()?;
         self.terraform("init", &["init", "-input=false", "-json", "-no-color"])
             .await?;
+        self.check_backend().await?;
         self.canceled()?;
         let plan_file = self.work_dir.join(PLAN_FILE);
         let path = plan_file.clone();
@@ -425,7 +465,7 @@ impl<H: BuildHost> Run<'_, H> {
                     Failure::failed(format!("cannot read the state after apply: {error}"))
                 })?;
             if let StateKept::Refused(reason) | StateKept::Unavailable(reason) =
-                self.host.keep_state(state, true).await
+                self.host.keep_state(state, true, &self.secret).await
             {
                 return Err(Failure::failed(format!(
                     "the state after the apply was not stored: {reason}"
@@ -455,7 +495,7 @@ impl<H: BuildHost> Run<'_, H> {
                 return false;
             }
         };
-        match self.host.keep_state(state, true).await {
+        match self.host.keep_state(state, true, &self.secret).await {
             StateKept::Missing | StateKept::Unchanged => true,
             StateKept::Saved => {
                 self.host

@@ -112,6 +112,11 @@ async fn a_lost_holders_lock_stays_and_keeps_other_builds_waiting(store: Store) 
         .take_state_lock(&workspace.id, &build.id, "server-a", "run-1")
         .await
         .unwrap());
+    // Its apply holds Terraform's lock.
+    assert!(store
+        .set_terraform_lock(&build.id, "run-1", "tf-apply", "{}")
+        .await
+        .unwrap());
     // Its plan was judged; its holder stops renewing: the build is failed,
     // the lock kept and marked lost.
     store.set_build_plan(&build.id, "{}", "{}").await.unwrap();
@@ -125,6 +130,30 @@ async fn a_lost_holders_lock_stays_and_keeps_other_builds_waiting(store: Store) 
         .unwrap()
         .unwrap();
     assert!(lock.lost_at.is_some());
+    // The apply under way still writes under its lock; no new Terraform of
+    // the lost run (an apply about to start when it froze) takes one.
+    assert_eq!(
+        store
+            .put_state_fenced(
+                &workspace.id,
+                &build.id,
+                "run-1",
+                Some("tf-apply"),
+                &state(1),
+                None
+            )
+            .await
+            .unwrap(),
+        FencedWrite::Written
+    );
+    assert!(store
+        .clear_terraform_lock(&build.id, "run-1", "tf-apply")
+        .await
+        .unwrap());
+    assert!(!store
+        .set_terraform_lock(&build.id, "run-1", "tf-late", "{}")
+        .await
+        .unwrap());
 
     // The next build of the workspace waits while that lock is there.
     let next = store
