@@ -5,8 +5,9 @@
 # releases side by side in one hyperfine run, each with its own server on
 # SQLite and the same template (benches/state-backend/main.tf):
 #
-#   1. a no-op `abode start` of a started workspace (init, plan, show, the
-#      guard, an apply of nothing; goal: at most 1.10x the base);
+#   1. a no-op `abode start` (init, plan, show, the guard, an apply of
+#      nothing: the workspace has only its volume, which a stop keeps; each
+#      run after an untimed no-op stop; goal: at most 1.10x the base);
 #   2. a start that creates 200 resources (each run after an untimed stop
 #      that destroys them; goal: at most 1.10x).
 #
@@ -52,7 +53,7 @@ cleanup() {
 trap cleanup EXIT
 
 # One server per release, each with a user, the template and two
-# workspaces: `noop` (started, one resource) and `many` (200 while started).
+# workspaces: `noop` (its volume only) and `many` (200 more while started).
 for side in base new; do
     side_bin="$bin"
     [ "$side" = base ] && side_bin="$base"
@@ -60,17 +61,13 @@ for side in base new; do
     bench_start_server "$side_bin" "$work/$side" 1
     pids+=("$server_pid")
     "$side_bin" templates push bench --directory "$template" >/dev/null 2>&1
-    "$side_bin" create noop --template bench >/dev/null 2>&1
+    "$side_bin" create noop --template bench --parameter count=0 >/dev/null 2>&1
     "$side_bin" create many --template bench --parameter count=200 >/dev/null 2>&1
-    "$side_bin" stop many >/dev/null 2>&1
 done
 
 for what in noop many; do
-    prepare=()
-    if [ "$what" = many ]; then
-        prepare=(--prepare "env ABODE_CONFIG_DIR=$work/base/config $base stop many"
-                 --prepare "env ABODE_CONFIG_DIR=$work/new/config $bin stop many")
-    fi
+    prepare=(--prepare "env ABODE_CONFIG_DIR=$work/base/config $base stop $what"
+             --prepare "env ABODE_CONFIG_DIR=$work/new/config $bin stop $what")
     echo "== abode start $what"
     hyperfine --runs "$runs" --warmup 1 -N "${prepare[@]}" \
         -n base "env ABODE_CONFIG_DIR=$work/base/config $base start $what" \

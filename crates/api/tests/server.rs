@@ -580,17 +580,9 @@ async fn a_build_whose_server_died_is_followed_after_restart_and_can_be_canceled
             .starts_with("canceled during terraform apply after a server restart"),
         "{build}"
     );
-    let (_, body) = harness
-        .call("GET", "/workspaces/dev", Some(&token), None)
-        .await;
-    let workspace_id = body["workspace"]["id"].as_str().unwrap().to_string();
     let state = harness
-        .server()
-        .control()
-        .store()
-        .state(&workspace_id)
+        .stored_state(&token, "dev")
         .await
-        .unwrap()
         .expect("state salvaged");
     assert!(String::from_utf8_lossy(&state).contains("\"home\""));
     // The workspace can be built again.
@@ -864,17 +856,9 @@ async fn a_graceful_shutdown_interrupts_running_builds_and_keeps_their_state() {
     );
     // Interrupted, Terraform stored what it had made through the state
     // backend before the server stopped.
-    let (_, body) = harness
-        .call("GET", "/workspaces/dev", Some(&token), None)
-        .await;
-    let workspace_id = body["workspace"]["id"].as_str().unwrap().to_string();
     let state = harness
-        .server()
-        .control()
-        .store()
-        .state(&workspace_id)
+        .stored_state(&token, "dev")
         .await
-        .unwrap()
         .expect("the state Terraform stored");
     assert!(String::from_utf8_lossy(&state).contains("\"home\""));
     harness.stop().await;

@@ -377,6 +377,22 @@ macro_rules! build_queries {
         state: &[u8],
         previous: Option<&[u8]>,
     ) -> Result<bool, StoreError> {
+        let mut connection = self.pool.acquire().await.map_err(StoreError::Database)?;
+        self.write_state_on(&mut connection, workspace_id, build_id, state, previous)
+            .await
+    }
+
+    /// Writes `state` as the workspace's over `previous` (`None`: as its
+    /// first), on `connection` (a transaction's, for a fenced write); false
+    /// when the stored state was not `previous`.
+    pub(crate) async fn write_state_on(
+        &self,
+        connection: &mut <$db as sqlx::Database>::Connection,
+        workspace_id: &str,
+        build_id: &str,
+        state: &[u8],
+        previous: Option<&[u8]>,
+    ) -> Result<bool, StoreError> {
         let written = match previous {
             None => sqlx::query(&sql(
                 "INSERT INTO workspace_states (workspace_id, build_id, state, updated_at) \
@@ -386,7 +402,7 @@ macro_rules! build_queries {
             .bind(build_id)
             .bind(state)
             .bind(self.now_ms())
-            .execute(&self.pool)
+            .execute(&mut *connection)
             .await,
             Some(previous) => sqlx::query(&sql(
                 "UPDATE workspace_states SET build_id = ?, state = ?, updated_at = ? \
@@ -397,7 +413,7 @@ macro_rules! build_queries {
             .bind(self.now_ms())
             .bind(workspace_id)
             .bind(previous)
-            .execute(&self.pool)
+            .execute(&mut *connection)
             .await,
         }
         .map_err(db_error("workspace state"))?;

@@ -241,34 +241,10 @@ macro_rules! state_lock_queries {
                 tx.rollback().await.map_err(StoreError::Database)?;
                 return Ok(FencedWrite::Fenced);
             }
-            let written =
-                match previous {
-                    None => sqlx::query(&sql(
-                        "INSERT INTO workspace_states (workspace_id, build_id, state, updated_at) \
-                 VALUES (?, ?, ?, ?) ON CONFLICT (workspace_id) DO NOTHING",
-                    ))
-                    .bind(workspace_id)
-                    .bind(build_id)
-                    .bind(state)
-                    .bind(self.now_ms())
-                    .execute(&mut *tx)
-                    .await,
-                    Some(previous) => {
-                        sqlx::query(&sql(
-                            "UPDATE workspace_states SET build_id = ?, state = ?, updated_at = ? \
-                 WHERE workspace_id = ? AND state = ?",
-                        ))
-                        .bind(build_id)
-                        .bind(state)
-                        .bind(self.now_ms())
-                        .bind(workspace_id)
-                        .bind(previous)
-                        .execute(&mut *tx)
-                        .await
-                    }
-                }
-                .map_err(db_error("workspace state"))?;
-            if written.rows_affected() == 0 {
+            let written = self
+                .write_state_on(&mut tx, workspace_id, build_id, state, previous)
+                .await?;
+            if !written {
                 tx.rollback().await.map_err(StoreError::Database)?;
                 return Ok(FencedWrite::Raced);
             }

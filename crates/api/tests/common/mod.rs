@@ -239,6 +239,25 @@ impl Harness {
         }
     }
 
+    /// The workspace's stored Terraform state, read from the store.
+    pub async fn stored_state(&self, token: &str, workspace: &str) -> Option<Vec<u8>> {
+        let (_, body) = self
+            .call(
+                "GET",
+                &format!("/workspaces/{workspace}"),
+                Some(token),
+                None,
+            )
+            .await;
+        let workspace_id = body["workspace"]["id"].as_str().unwrap().to_string();
+        self.server()
+            .control()
+            .store()
+            .state(&workspace_id)
+            .await
+            .unwrap()
+    }
+
     pub async fn log_text(&self, token: &str, workspace: &str, number: i64) -> String {
         let (status, body) = self
             .call(
