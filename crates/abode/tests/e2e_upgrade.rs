@@ -762,18 +762,7 @@ fn newest_shipped_migration() -> u32 {
 
 /// The migrations recorded in the platform's SQLite database, in order.
 fn applied_migrations(platform: &Platform) -> Vec<i64> {
-    use sqlx::ConnectOptions;
-    let path = platform.data_dir().join("abode.db");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let mut connection = sqlx::sqlite::SqliteConnectOptions::new()
-            .filename(&path)
-            .connect()
-            .await
-            .unwrap();
+    util::on_sqlite(platform, |mut connection| async move {
         sqlx::query_scalar("SELECT version FROM _sqlx_migrations ORDER BY version")
             .fetch_all(&mut connection)
             .await

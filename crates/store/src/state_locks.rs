@@ -151,15 +151,8 @@ macro_rules! state_lock_queries {
             build_id: &str,
             secret_hash: &str,
         ) -> Result<bool, StoreError> {
-            let released = sqlx::query(&sql(
-                "DELETE FROM state_locks WHERE build_id = ? AND secret_hash = ?",
-            ))
-            .bind(build_id)
-            .bind(secret_hash)
-            .execute(&self.pool)
-            .await
-            .map_err(db_error("state lock"))?;
-            Ok(released.rows_affected() > 0)
+            self.delete_state_lock("build_id", build_id, "secret_hash", secret_hash)
+                .await
         }
 
         pub(crate) async fn state_locks_of_holder(
@@ -178,15 +171,8 @@ macro_rules! state_lock_queries {
             build_id: &str,
             holder: &str,
         ) -> Result<bool, StoreError> {
-            let released = sqlx::query(&sql(
-                "DELETE FROM state_locks WHERE build_id = ? AND holder = ?",
-            ))
-            .bind(build_id)
-            .bind(holder)
-            .execute(&self.pool)
-            .await
-            .map_err(db_error("state lock"))?;
-            Ok(released.rows_affected() > 0)
+            self.delete_state_lock("build_id", build_id, "holder", holder)
+                .await
         }
 
         pub(crate) async fn force_release_state_lock(
@@ -194,11 +180,24 @@ macro_rules! state_lock_queries {
             workspace_id: &str,
             build_id: &str,
         ) -> Result<bool, StoreError> {
-            let released = sqlx::query(&sql(
-                "DELETE FROM state_locks WHERE workspace_id = ? AND build_id = ?",
-            ))
-            .bind(workspace_id)
-            .bind(build_id)
+            self.delete_state_lock("workspace_id", workspace_id, "build_id", build_id)
+                .await
+        }
+
+        /// Deletes the lock row whose two columns (names from this file, never
+        /// input) have these values; whether there was one.
+        async fn delete_state_lock(
+            &self,
+            first: &str,
+            first_value: &str,
+            second: &str,
+            second_value: &str,
+        ) -> Result<bool, StoreError> {
+            let released = sqlx::query(&sql(&format!(
+                "DELETE FROM state_locks WHERE {first} = ? AND {second} = ?"
+            )))
+            .bind(first_value)
+            .bind(second_value)
             .execute(&self.pool)
             .await
             .map_err(db_error("state lock"))?;

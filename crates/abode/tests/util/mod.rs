@@ -748,6 +748,22 @@ pub fn assert_no_processes_left(platform: &Platform, when: &str) {
 /// Runs one SQL statement on the server's SQLite database (`abode.db` in the
 /// data dir) behind the server's back, as a restore or a manual repair would.
 pub fn sqlite_execute(platform: &Platform, statement: &str) {
+    on_sqlite(platform, |mut connection| async move {
+        let done = sqlx::query(statement)
+            .execute(&mut connection)
+            .await
+            .unwrap_or_else(|err| panic!("{statement}: {err}"));
+        assert!(done.rows_affected() > 0, "{statement} changed nothing");
+    });
+}
+
+/// Runs `work` on a connection to the server's SQLite database (`abode.db`
+/// in the data dir), behind the server's back.
+pub fn on_sqlite<T, F, Fut>(platform: &Platform, work: F) -> T
+where
+    F: FnOnce(sqlx::SqliteConnection) -> Fut,
+    Fut: std::future::Future<Output = T>,
+{
     use sqlx::ConnectOptions;
     let path = platform.data_dir().join("abode.db");
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -755,18 +771,14 @@ pub fn sqlite_execute(platform: &Platform, statement: &str) {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let mut connection = sqlx::sqlite::SqliteConnectOptions::new()
+        let connection = sqlx::sqlite::SqliteConnectOptions::new()
             .filename(&path)
             .busy_timeout(Duration::from_secs(10))
             .connect()
             .await
             .unwrap_or_else(|err| panic!("cannot open {}: {err}", path.display()));
-        let done = sqlx::query(statement)
-            .execute(&mut connection)
-            .await
-            .unwrap_or_else(|err| panic!("{statement}: {err}"));
-        assert!(done.rows_affected() > 0, "{statement} changed nothing");
-    });
+        work(connection).await
+    })
 }
 
 /// The digest in the confirm command a held build printed.
