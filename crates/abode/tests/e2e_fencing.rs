@@ -547,3 +547,42 @@ fn a_template_with_its_own_backend_is_refused() {
         "nothing was planned"
     );
 }
+
+/// During a long apply, Terraform hands the state to the server as it goes
+/// (when a resource is made at least 20 s after the last save): a server, a
+/// disk or a work dir lost in the middle loses at most that, never the
+/// whole apply.
+#[test]
+fn a_long_apply_saves_its_state_to_the_server_as_it_goes() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let template = fixture("long-apply");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "long",
+            "-d",
+            template.to_str().unwrap(),
+        ])
+        .ok();
+    let create = platform.spawn(&["create", "dev", "--template", "long"]);
+    let stored = || {
+        let file = platform.root().join(format!("state-{}", rand_suffix()));
+        let run = platform.run(&["workspaces", "state", "dev", "-f", file.to_str().unwrap()]);
+        (run.code == Some(0)).then(|| std::fs::read_to_string(&file).unwrap())
+    };
+    // `first` reaches the stored state while `second` is still being made.
+    let state = wait_until(
+        "a state saved during the apply",
+        Duration::from_secs(60),
+        || stored().filter(|state| state.contains("\"first\"")),
+    );
+    assert!(!state.contains("\"second\""), "{state}");
+    let build = platform.show("dev")["latest_build"].clone();
+    assert_eq!(build["status"], "running", "{build:#}");
+    platform.wait_for_build_status("dev", "succeeded");
+    assert!(stored().unwrap().contains("\"second\""));
+    util::finish(create);
+}
