@@ -586,3 +586,36 @@ fn a_long_apply_saves_its_state_to_the_server_as_it_goes() {
     assert!(stored().unwrap().contains("\"second\""));
     util::finish(create);
 }
+
+/// A second server process started on a data dir a live server uses (same
+/// host, same id) is refused in one line; the first one goes on.
+#[test]
+fn a_second_server_on_a_live_data_dir_is_refused() {
+    require_terraform();
+    let database = FreshDatabase::create();
+    let first = server(&database, "1");
+    let second = std::process::Command::new(util::abode_bin())
+        .args([
+            "server",
+            "--address",
+            "127.0.0.1:0",
+            "--database-url",
+            &database.url,
+        ])
+        .arg("--data-dir")
+        .arg(first.data_dir())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .contains("already runs on this data dir"),
+        "{stderr}"
+    );
+    first.login_owner();
+}

@@ -9,7 +9,8 @@
 //! finds its id beating recently from another host or data dir is refused,
 //! with the way out: give the copy an id of its own (`abode server new-id`).
 //! The same host and data dir is this server restarted (after a crash, its
-//! row still looks alive).
+//! row still looks alive), unless the process the row names still runs as
+//! an abode server: then a second process was started on the data dir.
 
 use std::time::Duration;
 
@@ -24,6 +25,17 @@ struct ThisProcess {
     host: String,
     data_dir: String,
     pid: i64,
+}
+
+/// Whether `pid` is a running `abode server` on this host (its command line
+/// says so): a pid reused by another program is not.
+fn runs_as_abode_server(pid: i64) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let mut words = cmdline.split(|byte| *byte == 0);
+    let program = words.next().unwrap_or_default();
+    String::from_utf8_lossy(program).ends_with("abode") && words.any(|word| word == b"server")
 }
 
 fn this_process(control: &Control) -> ThisProcess {
@@ -54,6 +66,13 @@ impl Control {
         if let Some(other) = store.server_instance(server).await? {
             let elsewhere = other.host != me.host || other.data_dir != me.data_dir;
             let live = other.beat_at >= self.now_ms().saturating_sub(live_ms);
+            if !elsewhere && other.pid != me.pid && live && runs_as_abode_server(other.pid) {
+                return Err(ControlError::Conflict(format!(
+                    "another abode server (pid {}) already runs on this data dir as {server}: \
+                     stop it first, or give this one a data dir of its own",
+                    other.pid
+                )));
+            }
             if elsewhere && live {
                 return Err(ControlError::Conflict(format!(
                     "this data dir's server id {server} is live in the database as another server \
