@@ -286,14 +286,15 @@ impl<'a> From<&'a WorkspaceView> for WorkspaceJson<'a> {
             latest_build: BuildJson::from(&view.latest_build),
             agent: AgentJson::from(&view.agent),
             healthy: view.healthy,
-            locked_by_lost_holder: view.locked_by_lost_holder.as_ref().and_then(|lock| {
-                Some(LostLockJson {
+            locked_by_lost_holder: view
+                .locked_by_lost_holder
+                .as_ref()
+                .map(|lock| LostLockJson {
                     build_number: lock.build_number,
                     holder: &lock.holder,
                     taken_at: Rfc3339(lock.taken_at),
-                    lost_at: Rfc3339(lock.lost_at?),
-                })
-            }),
+                    lost_at: Rfc3339(lock.lost_at),
+                }),
         }
     }
 }

@@ -122,7 +122,12 @@ impl Control {
     /// build keeps the workspace locked: the build runs once that holder
     /// reports its Terraform ended, or a person unlocks it.
     async fn tell_if_locked(&self, build: &Build) {
-        let lock = match self.state_lock(&build.workspace_id).await {
+        let lock = match self
+            .inner
+            .store
+            .state_lock_of_workspace(&build.workspace_id)
+            .await
+        {
             Ok(Some(lock)) if lock.build_id != build.id => lock,
             Ok(_) => return,
             Err(error) => {

@@ -446,28 +446,85 @@ pub(crate) async fn keep_state_bytes(
         Ok(_) => {}
         Err(error) => return StateKept::Unavailable(format!("storage error: {error}")),
     }
-    // Compared and written as one step: two writes of the same build's
-    // state (a half-way one and the last, on two servers) cannot both pass
-    // the comparison and leave the older one stored.
+    let fence = secret.map(|secret| Fence {
+        secret_hash: crate::secrets::token_hash(secret),
+        terraform_lock_id: None,
+    });
+    match write_successor(
+        control,
+        &build.workspace_id,
+        build_id,
+        &state,
+        fence.as_ref(),
+    )
+    .await
+    {
+        Written::Saved => StateKept::Saved,
+        Written::Unchanged => StateKept::Unchanged,
+        Written::NotSuccessor(reason) => StateKept::Refused(reason),
+        Written::Fenced => StateKept::Refused(
+            "this run no longer holds the workspace's state lock (it was unlocked)".into(),
+        ),
+        Written::Failed(error) => StateKept::Unavailable(format!("storage error: {error}")),
+        Written::KeptChanging => StateKept::Unavailable(
+            "the stored state kept changing while this one was compared".into(),
+        ),
+    }
+}
+
+/// The lock a state write must be made under: the run's (the SHA-256 of its
+/// secret) and, when Terraform names one, its Terraform lock.
+pub(crate) struct Fence<'a> {
+    pub(crate) secret_hash: String,
+    pub(crate) terraform_lock_id: Option<&'a str>,
+}
+
+/// What writing a state that must follow the stored one came to.
+pub(crate) enum Written {
+    Saved,
+    /// The stored state is byte for byte the same.
+    Unchanged,
+    /// Not of the stored state's lineage, an older serial, or not a state.
+    NotSuccessor(String),
+    /// The run does not hold the lock it was to be written under.
+    Fenced,
+    Failed(abode_store::StoreError),
+    /// Other writes kept coming between the comparison and this one.
+    KeptChanging,
+}
+
+/// Stores `state` as the workspace's if it follows the stored one (a whole
+/// state of the same lineage, serial not lower), under `fence` when given.
+/// Compared and written as one step: two writes of the same build's state
+/// (a half-way one and the last, on two servers) cannot both pass the
+/// comparison and leave the older one stored.
+pub(crate) async fn write_successor(
+    control: &Control,
+    workspace_id: &str,
+    build_id: &str,
+    state: &[u8],
+    fence: Option<&Fence<'_>>,
+) -> Written {
+    let store = &control.inner.store;
     for _ in 0..STATE_WRITE_ATTEMPTS {
-        let stored = match store.state(&build.workspace_id).await {
+        let stored = match store.state(workspace_id).await {
             Ok(stored) => stored,
-            Err(error) => return StateKept::Unavailable(format!("storage error: {error}")),
+            Err(error) => return Written::Failed(error),
         };
-        if let Err(reason) = successor(stored.as_deref(), &state) {
-            return StateKept::Refused(reason);
+        if let Err(reason) = successor(stored.as_deref(), state) {
+            return Written::NotSuccessor(reason);
         }
-        if stored.as_deref() == Some(state.as_slice()) {
-            return StateKept::Unchanged;
+        if stored.as_deref() == Some(state) {
+            return Written::Unchanged;
         }
-        let written = match secret {
-            Some(secret) => store
+        let written = match fence {
+            Some(fence) => store
                 .put_state_fenced(
-                    &build.workspace_id,
+                    workspace_id,
                     build_id,
-                    &crate::secrets::token_hash(secret),
-                    None,
-                    &state,
+                    &fence.secret_hash,
+                    fence.terraform_lock_id,
+                    state,
                     stored.as_deref(),
                 )
                 .await
@@ -477,27 +534,19 @@ pub(crate) async fn keep_state_bytes(
                     abode_store::FencedWrite::Fenced => None,
                 }),
             None => store
-                .put_state_replacing(&build.workspace_id, build_id, &state, stored.as_deref())
+                .put_state_replacing(workspace_id, build_id, state, stored.as_deref())
                 .await
                 .map(Some),
         };
-        let written = match written {
-            Ok(Some(written)) => Ok(written),
-            Ok(None) => {
-                return StateKept::Refused(
-                    "this run no longer holds the workspace's state lock (it was unlocked)".into(),
-                )
-            }
-            Err(error) => Err(error),
-        };
         match written {
-            Ok(true) => return StateKept::Saved,
+            Ok(Some(true)) => return Written::Saved,
             // Another write came first: compared again with it.
-            Ok(false) => continue,
-            Err(error) => return StateKept::Unavailable(format!("storage error: {error}")),
+            Ok(Some(false)) => continue,
+            Ok(None) => return Written::Fenced,
+            Err(error) => return Written::Failed(error),
         }
     }
-    StateKept::Unavailable("the stored state kept changing while this one was compared".into())
+    Written::KeptChanging
 }
 
 /// How many times a state is compared again when another write came
@@ -506,7 +555,7 @@ const STATE_WRITE_ATTEMPTS: usize = 3;
 
 /// Whether `new` may replace `stored`: a whole state of the same lineage
 /// whose serial is not lower.
-pub(crate) fn successor(stored: Option<&[u8]>, new: &[u8]) -> Result<(), String> {
+fn successor(stored: Option<&[u8]>, new: &[u8]) -> Result<(), String> {
     let new: StateHeader = serde_json::from_slice(new)
         .map_err(|_| "the state file is not a whole Terraform state".to_string())?;
     let Some(stored) = stored else {

@@ -19,11 +19,11 @@
 
 use std::path::Path;
 
-use abode_store::{Build, FencedWrite, StateLock};
+use abode_store::{Build, StateLock};
 use serde::Deserialize;
 
 use crate::authz::Action;
-use crate::recovery::successor;
+use crate::recovery::{write_successor, Fence, Written};
 use crate::Caller;
 use crate::{secrets, Control, ControlError};
 
@@ -152,10 +152,9 @@ pub enum LockAnswer {
     Held(String),
 }
 
-/// What a lock looks like to people: `abode show`, the API, the dashboard.
+/// A lock a person released (`abode workspaces unlock`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockView {
-    pub build_id: String,
     pub build_number: i64,
     pub holder: String,
     pub taken_at: i64,
@@ -166,7 +165,6 @@ pub struct LockView {
 impl From<StateLock> for LockView {
     fn from(lock: StateLock) -> LockView {
         LockView {
-            build_id: lock.build_id,
             build_number: lock.build_number,
             holder: lock.holder,
             taken_at: lock.taken_at,
@@ -253,59 +251,42 @@ impl Control {
         state: Vec<u8>,
     ) -> Result<(), ControlError> {
         let lock = self.held_lock(build_id, secret).await?;
-        let store = &self.inner.store;
-        for _ in 0..3 {
-            let stored = store.state(&lock.workspace_id).await?;
-            successor(stored.as_deref(), &state).map_err(|reason| {
-                ControlError::Conflict(format!("the state was not stored: {reason}"))
-            })?;
-            if stored.as_deref() == Some(state.as_slice()) {
-                return Ok(());
-            }
-            let written = store
-                .put_state_fenced(
-                    &lock.workspace_id,
+        let fence = Fence {
+            secret_hash: lock.secret_hash,
+            terraform_lock_id,
+        };
+        match write_successor(self, &lock.workspace_id, build_id, &state, Some(&fence)).await {
+            Written::Saved | Written::Unchanged => Ok(()),
+            Written::NotSuccessor(reason) => Err(ControlError::Conflict(format!(
+                "the state was not stored: {reason}"
+            ))),
+            Written::Fenced => Err(ControlError::Conflict(NOT_HOLDING.to_string())),
+            // Answered as an error Terraform tries again (it keeps the state
+            // meanwhile); the log says why, once it can be written.
+            Written::Failed(error) if error.is_transient() => {
+                let why = if error.is_disk_full() {
+                    "disk full"
+                } else {
+                    "the database is unreachable"
+                };
+                tracing::warn!(build = %build_id, %error, "cannot store a state now ({why}); Terraform keeps it and tries again");
+                self.note(
                     build_id,
-                    &lock.secret_hash,
-                    terraform_lock_id,
-                    &state,
-                    stored.as_deref(),
+                    "apply",
+                    "warn",
+                    &format!(
+                        "{why}: the server cannot store the state now ({error}); Terraform keeps \
+                         it and tries again"
+                    ),
                 )
                 .await;
-            let written = match written {
-                Ok(written) => written,
-                // Answered as an error Terraform tries again (it keeps the
-                // state meanwhile); the log says why, once it can be written.
-                Err(error) if error.is_transient() => {
-                    let why = if error.is_disk_full() {
-                        "disk full"
-                    } else {
-                        "the database is unreachable"
-                    };
-                    tracing::warn!(build = %build_id, %error, "cannot store a state now ({why}); Terraform keeps it and tries again");
-                    self.note(
-                        build_id,
-                        "apply",
-                        "warn",
-                        &format!(
-                            "{why}: the server cannot store the state now ({error}); Terraform keeps \
-                             it and tries again"
-                        ),
-                    )
-                    .await;
-                    return Err(error.into());
-                }
-                Err(error) => return Err(error.into()),
-            };
-            match written {
-                FencedWrite::Written => return Ok(()),
-                FencedWrite::Raced => continue,
-                FencedWrite::Fenced => return Err(ControlError::Conflict(NOT_HOLDING.to_string())),
+                Err(error.into())
             }
+            Written::Failed(error) => Err(error.into()),
+            Written::KeptChanging => Err(ControlError::Internal(
+                "the stored state kept changing while this one was compared".into(),
+            )),
         }
-        Err(ControlError::Internal(
-            "the stored state kept changing while this one was compared".into(),
-        ))
     }
 
     /// Terraform's lock, under the run's state lock.
@@ -447,16 +428,6 @@ impl Control {
                 }
             }
         }
-    }
-
-    /// The workspace's state lock, if a build holds it.
-    pub async fn state_lock(&self, workspace_id: &str) -> Result<Option<LockView>, ControlError> {
-        Ok(self
-            .inner
-            .store
-            .state_lock_of_workspace(workspace_id)
-            .await?
-            .map(LockView::from))
     }
 
     /// A person's unlock (`abode workspaces unlock WS --build N`), after

@@ -34,7 +34,7 @@ pub struct WorkspaceView {
     pub healthy: bool,
     /// The workspace's state lock when a build whose holder was lost keeps
     /// it (new builds wait).
-    pub locked_by_lost_holder: Option<crate::state_backend::LockView>,
+    pub locked_by_lost_holder: Option<abode_store::LostLock>,
 }
 
 /// Which workspaces a list page shows (docs/api.md, `GET /workspaces`).
@@ -240,13 +240,7 @@ impl Control {
             status,
             agent,
             healthy,
-            locked_by_lost_holder: lost_lock.map(|lock| crate::state_backend::LockView {
-                build_id: String::new(),
-                build_number: lock.build_number,
-                holder: lock.holder,
-                taken_at: lock.taken_at,
-                lost_at: Some(lock.lost_at),
-            }),
+            locked_by_lost_holder: lost_lock,
         }
     }
 
@@ -276,9 +270,11 @@ impl Control {
         let healthy = status == WorkspaceStatus::Running
             && matches!(agent.status, AgentStatus::Ready | AgentStatus::None);
         let locked_by_lost_holder = self
-            .state_lock(&workspace.id)
+            .inner
+            .store
+            .state_lock_of_workspace(&workspace.id)
             .await?
-            .filter(|lock| lock.lost_at.is_some());
+            .and_then(|lock| lock.lost());
         Ok(WorkspaceView {
             workspace,
             latest_build,

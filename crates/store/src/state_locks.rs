@@ -34,6 +34,18 @@ pub struct StateLock {
     pub lost_at: Option<i64>,
 }
 
+impl StateLock {
+    /// The lock as a list shows it, when its holder was lost.
+    pub fn lost(&self) -> Option<crate::LostLock> {
+        Some(crate::LostLock {
+            build_number: self.build_number,
+            holder: self.holder.clone(),
+            taken_at: self.taken_at,
+            lost_at: self.lost_at?,
+        })
+    }
+}
+
 /// What a fenced state write came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FencedWrite {

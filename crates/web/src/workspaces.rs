@@ -348,10 +348,7 @@ pub(crate) async fn render(
         @if let Some(lock) = &view.locked_by_lost_holder {
             p class="notice" role="status" {
                 "Locked: build #" (lock.build_number) " of " span class="mono" { (lock.holder) }
-                " was lost"
-                @if let Some(lost_at) = lock.lost_at {
-                    " at " (time(lost_at))
-                }
+                " was lost at " (time(lock.lost_at))
                 " while its Terraform could still run; new builds wait until it reports that its Terraform ended. \
                  Once you have checked that it no longer runs: "
                 code { "abode workspaces unlock " (workspace.owner_name) "/" (workspace.name) " --build " (lock.build_number) }
