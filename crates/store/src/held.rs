@@ -3,6 +3,24 @@
 //! the same transaction), saved plans, expiry of held builds, and the
 //! protections a workspace remembers.
 
+/// Which state a saved plan was made against (`saved_plans.state_backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SavedPlanState {
+    /// Laid out in the work dir: a plan held before Abode was the state backend.
+    Local,
+    /// Abode's state backend.
+    Abode,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown saved plan state backend `{0}`")]
+pub struct UnknownSavedPlanState(pub String);
+
+crate::named!(SavedPlanState, UnknownSavedPlanState, {
+    Local => "local",
+    Abode => "abode",
+});
+
 /// The held-build and protection methods of [`crate::Store`]; expanded
 /// inside each backend's `impl`.
 macro_rules! held_queries {
@@ -108,14 +126,14 @@ macro_rules! held_queries {
     }
 
     pub(crate) async fn saved_plan_on_local_state(&self, build_id: &str) -> Result<bool, StoreError> {
-        let backend: Option<String> = sqlx::query_scalar(&sql(
+        let backend: Option<SavedPlanState> = sqlx::query_scalar(&sql(
             "SELECT state_backend FROM saved_plans WHERE build_id = ?",
         ))
         .bind(build_id)
         .fetch_optional(&self.pool)
         .await
         .map_err(db_error("saved plan"))?;
-        Ok(backend.as_deref() == Some("local"))
+        Ok(backend == Some(SavedPlanState::Local))
     }
 
     pub(crate) async fn put_saved_plan(

@@ -49,6 +49,7 @@ use std::path::Path;
 use abode_clock::Clock;
 
 pub use agents::AgentTunnelRow;
+pub use held::{SavedPlanState, UnknownSavedPlanState};
 pub use job_leases::{ExpiredJobLease, JobAnnouncements};
 pub use lifecycle::{TemplatePolicy, WorkspaceLifecycle};
 pub use notifications::{

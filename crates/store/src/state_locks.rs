@@ -171,11 +171,15 @@ macro_rules! state_lock_queries {
             &self,
             holder: &str,
         ) -> Result<Vec<StateLock>, StoreError> {
-            sqlx::query_as(&sql(&format!("{STATE_LOCK_SELECT} WHERE l.holder = ?")))
-                .bind(holder)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db_error("state lock"))
+            // A page at a time: the keeper takes the rest at its next round.
+            sqlx::query_as(&sql(&format!(
+                "{STATE_LOCK_SELECT} WHERE l.holder = ? ORDER BY l.taken_at LIMIT {}",
+                crate::MAX_PAGE_SIZE
+            )))
+            .bind(holder)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error("state lock"))
         }
 
         pub(crate) async fn release_state_lock_of_holder(
