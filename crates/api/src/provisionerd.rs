@@ -2,21 +2,19 @@
 //! docs/api.md, "Provisioner daemons"), authenticated by a provisioner key
 //! (`Authorization: Bearer <key>`), never by a person's token.
 //!
-//! Each route is a thin translation: the work is the control plane's
-//! (`daemon_jobs.rs`: claim, lease, the daemon's ownership of a job) and
-//! the build's own [`abode_control::ServerJob`] (log, guard, state, end), so
-//! a daemon's build is judged and recorded exactly as an embedded one.
+//! Each route is a thin translation of the wire (`abode-protocol`): the
+//! work and every rule are the control plane's (`daemon_jobs.rs`: claim,
+//! lease, the daemon's ownership of a job, and the build's own
+//! [`abode_control::ServerJob`]: log, guard, state, end), so a daemon's
+//! build is judged and recorded exactly as an embedded one.
 
 use std::time::Duration;
 
-use abode_control::daemon_wire::{
-    self, AcquireRequest, CompleteRequest, DaemonHello, HeartbeatAnswer, JobWire, JudgeRequest,
-    LogUpload, Outcome, ReleaseRequest, StateAnswer, StateUpload, VerdictWire,
+use abode_control::DaemonCaller;
+use abode_protocol::{
+    AcquireRequest, CompleteRequest, DaemonHello, HeartbeatAnswer, JobWire, JudgeRequest,
+    LogUpload, ReleaseRequest, StateAnswer, StateUpload, VerdictWire,
 };
-use abode_control::runner::{BuildHost, LogSink, Verdict};
-use abode_control::{DaemonCaller, Ended, ServerJob};
-use abode_guard::Decision;
-use abode_store::JobKind;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, State};
@@ -191,10 +189,6 @@ where
     }
 }
 
-fn failure(failure: abode_control::Failure) -> ApiError {
-    ApiError::new(StatusCode::CONFLICT, "conflict", failure.message)
-}
-
 async fn acquire(
     State(state): State<AppState>,
     DaemonCall {
@@ -202,61 +196,21 @@ async fn acquire(
         body: request,
     }: DaemonCall<AcquireRequest>,
 ) -> Result<Response, ApiError> {
-    let mut offered = request.tags.clone();
-    offered.sort();
-    if !request.tags.is_empty() && offered != caller.tags {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            format!(
-                "this provisioner offers the tags {} but its key {} has {}; start it without --tag, or with its key's tags",
-                shown(&offered),
-                caller.key_name,
-                shown(&caller.tags)
-            ),
-        ));
-    }
     let wait = Duration::from_secs(request.wait_seconds.unwrap_or(0));
     let acquired = state
         .control
-        .acquire_daemon_job(&caller, &request.hello.slot, &request.hello.version, wait)
+        .acquire_daemon_job(
+            &caller,
+            &request.tags,
+            &request.hello.slot,
+            &request.hello.version,
+            wait,
+        )
         .await?;
     Ok(match acquired {
         Some(job) => Json(JobWire::from_inputs(job.kind, job.inputs)).into_response(),
         None => StatusCode::NO_CONTENT.into_response(),
     })
-}
-
-/// The server decides: an apply is reported only for a plan it judged
-/// `allow`, or for a confirmed plan.
-fn allowed_to_apply(job: &ServerJob, kind: JobKind) -> Result<(), ApiError> {
-    if kind == JobKind::ApplySavedPlan || job.decision()? == Some(Decision::Allow) {
-        return Ok(());
-    }
-    Err(verdict_refusal("applied", job)?)
-}
-
-fn verdict_refusal(outcome: &str, job: &ServerJob) -> Result<ApiError, ApiError> {
-    let decision = match job.decision()? {
-        Some(decision) => decision.as_str().to_string(),
-        None => "none yet".to_string(),
-    };
-    Ok(ApiError::new(
-        StatusCode::CONFLICT,
-        "conflict",
-        format!(
-            "build #{} cannot end `{outcome}`: the server's decision on its plan is {decision}",
-            job.build().number
-        ),
-    ))
-}
-
-fn shown(tags: &[String]) -> String {
-    if tags.is_empty() {
-        "(none)".into()
-    } else {
-        tags.join(",")
-    }
 }
 
 async fn heartbeat(
@@ -282,23 +236,10 @@ async fn logs(
         body: upload,
     }: DaemonCall<LogUpload>,
 ) -> Result<Response, ApiError> {
-    let (job, _) = state.control.daemon_job(&caller, &build).await?;
-    for line in &upload.lines {
-        if line.stage.is_empty() || line.stage.len() > 32 {
-            return Err(ApiError::bad_request(
-                "a log line's stage must be 1-32 characters",
-            ));
-        }
-        let level = match line.level.as_str() {
-            level @ ("debug" | "info" | "warn" | "error") => level,
-            other => {
-                return Err(ApiError::bad_request(format!(
-                    "unknown log level `{other}`"
-                )))
-            }
-        };
-        job.log(&line.stage, level, &line.text).await;
-    }
+    state
+        .control
+        .daemon_log(&caller, &build, &upload.lines)
+        .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -311,20 +252,12 @@ async fn judge(
     }: DaemonCall<JudgeRequest>,
 ) -> Result<Response, ApiError> {
     let plan_json =
-        daemon_wire::decode("plan_json", &request.plan_json).map_err(ApiError::bad_request)?;
-    let plan = daemon_wire::decode("plan", &request.plan).map_err(ApiError::bad_request)?;
-    let (job, kind) = state.control.daemon_job(&caller, &build).await?;
-    if kind != JobKind::Build {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "conflict",
-            "a confirmed plan is applied as it was confirmed: it is not judged again",
-        ));
-    }
-    let verdict = job.judge(plan_json, plan.clone()).await.map_err(failure)?;
-    if verdict == Verdict::Hold {
-        job.keep_judged_plan(plan).await.map_err(failure)?;
-    }
+        abode_protocol::decode("plan_json", &request.plan_json).map_err(ApiError::bad_request)?;
+    let plan = abode_protocol::decode("plan", &request.plan).map_err(ApiError::bad_request)?;
+    let verdict = state
+        .control
+        .daemon_judge(&caller, &build, plan_json, plan)
+        .await?;
     Ok(Json(VerdictWire::from(&verdict)).into_response())
 }
 
@@ -336,7 +269,7 @@ async fn state(
         body: upload,
     }: DaemonCall<StateUpload>,
 ) -> Result<Response, ApiError> {
-    let bytes = daemon_wire::decode("state", &upload.state).map_err(ApiError::bad_request)?;
+    let bytes = abode_protocol::decode("state", &upload.state).map_err(ApiError::bad_request)?;
     let kept = state
         .control
         .daemon_keep_state(&caller, &build, bytes, upload.secret.as_deref())
@@ -349,12 +282,7 @@ async fn applied(
     Path(build): Path<String>,
     DaemonCall { caller, .. }: DaemonCall<DaemonHello>,
 ) -> Result<Response, ApiError> {
-    let (job, kind) = state.control.daemon_job(&caller, &build).await?;
-    allowed_to_apply(&job, kind)?;
-    // What the apply made is read from the state its Terraform stored
-    // through the state backend.
-    let stored = job.stored_state().await.map_err(failure)?;
-    job.record_applied(stored).await.map_err(failure)?;
+    state.control.daemon_applied(&caller, &build).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -384,21 +312,9 @@ async fn complete(
     }: DaemonCall<CompleteRequest>,
 ) -> Result<Response, ApiError> {
     let outcome = request.outcome().map_err(ApiError::bad_request)?;
-    let (job, kind) = state.control.daemon_job(&caller, &build).await?;
-    let result = match outcome {
-        Outcome::Applied => {
-            allowed_to_apply(&job, kind)?;
-            Ok(Ended::Applied)
-        }
-        Outcome::Held => {
-            if kind != JobKind::Build || job.decision()? != Some(Decision::Confirm) {
-                return Err(verdict_refusal("held", &job)?);
-            }
-            // The plan the server judged, never one sent now.
-            Ok(Ended::Held(job.judged_plan().await.map_err(failure)?))
-        }
-        Outcome::Failed(failure) => Err(failure),
-    };
-    let status = job.finish(kind, result).await?;
+    let status = state
+        .control
+        .daemon_complete(&caller, &build, outcome)
+        .await?;
     Ok(Json(serde_json::json!({ "status": status.as_str() })).into_response())
 }

@@ -16,10 +16,12 @@
 
 use std::time::Duration;
 
-use abode_store::{JobKind, ProvisionerKind};
+use abode_protocol::{LogLineWire, Outcome};
+use abode_runner::{BuildHost, JobInputs, JobKind, LogSink, StateKept, Verdict};
+use abode_store::{BuildStatus, ProvisionerKind};
 
-use crate::provisioner::runner::JobInputs;
-use crate::recovery::{self, StateKept};
+use crate::provisioner::run_kind;
+use crate::recovery;
 use crate::{Control, ControlError, ServerJob};
 
 /// The longest a daemon's acquire waits for a job before it is answered
@@ -72,13 +74,27 @@ pub struct AcquiredJob {
 impl Control {
     /// Claims a job for the daemon's `slot`, waiting up to `wait` for one;
     /// `None` when none came. The daemon's slot is listed as alive.
+    ///
+    /// A daemon that offers tags offers exactly its key's (sorted or not):
+    /// the key decides which jobs it may run.
     pub async fn acquire_daemon_job(
         &self,
         caller: &DaemonCaller,
+        offered_tags: &[String],
         slot: &str,
         version: &str,
         wait: Duration,
     ) -> Result<Option<AcquiredJob>, ControlError> {
+        let mut offered = offered_tags.to_vec();
+        offered.sort();
+        if !offered.is_empty() && offered != caller.tags {
+            return Err(ControlError::Forbidden(format!(
+                "this provisioner offers the tags {} but its key {} has {}; start it without --tag, or with its key's tags",
+                shown(&offered),
+                caller.key_name,
+                shown(&caller.tags)
+            )));
+        }
         let holder = daemon_holder(caller);
         let deadline = tokio::time::Instant::now() + wait.min(MAX_ACQUIRE_WAIT);
         let mut stopping = self.inner.stopping.subscribe();
@@ -108,14 +124,15 @@ impl Control {
                 .claim_tagged_job(slot, &holder, lease_ms, &caller.tags)
                 .await?;
             if let Some(claimed) = claimed {
-                let job = match ServerJob::load(self, &claimed.build_id, &holder).await {
-                    Ok(job) => job,
-                    Err(failure) => {
-                        self.fail_unstarted(&claimed.build_id, &failure.message)
-                            .await;
-                        continue;
-                    }
-                };
+                let job =
+                    match ServerJob::load(self, &claimed.build_id, &holder, claimed.kind).await {
+                        Ok(job) => job,
+                        Err(failure) => {
+                            self.fail_unstarted(&claimed.build_id, &failure.message)
+                                .await;
+                            continue;
+                        }
+                    };
                 tracing::info!(build = %claimed.build_id, provisioner = %holder, "an external provisioner claimed a job");
                 self.note(
                     &claimed.build_id,
@@ -124,15 +141,15 @@ impl Control {
                     &format!("claimed by {}", describe_holder(&holder)),
                 )
                 .await;
-                match job.inputs(claimed.kind).await {
+                match job.inputs().await {
                     Ok(inputs) => {
                         return Ok(Some(AcquiredJob {
-                            kind: claimed.kind,
+                            kind: run_kind(claimed.kind),
                             inputs,
                         }))
                     }
                     Err(failure) => {
-                        let _ = job.finish(claimed.kind, Err(failure)).await;
+                        let _ = job.finish(Outcome::Failed(failure)).await;
                         continue;
                     }
                 }
@@ -152,11 +169,11 @@ impl Control {
 
     /// The job of `build_id` while this daemon holds it; a conflict once it
     /// does not (its lease ran out and the build was failed, or it ended).
-    pub async fn daemon_job(
+    async fn daemon_job(
         &self,
         caller: &DaemonCaller,
         build_id: &str,
-    ) -> Result<(ServerJob, JobKind), ControlError> {
+    ) -> Result<ServerJob, ControlError> {
         let holder = daemon_holder(caller);
         let kind = self
             .inner
@@ -164,10 +181,83 @@ impl Control {
             .claimed_job_kind(build_id, &holder)
             .await?
             .ok_or_else(|| lost_job(build_id))?;
-        let job = ServerJob::load(self, build_id, &holder)
+        ServerJob::load(self, build_id, &holder, kind)
             .await
-            .map_err(|failure| ControlError::Internal(failure.message))?;
-        Ok((job, kind))
+            .map_err(|failure| ControlError::Internal(failure.message))
+    }
+
+    /// Writes a daemon's log lines into its build's log: each with a stage
+    /// of 1-32 characters and a known level, or none of them.
+    pub async fn daemon_log(
+        &self,
+        caller: &DaemonCaller,
+        build_id: &str,
+        lines: &[LogLineWire],
+    ) -> Result<(), ControlError> {
+        let job = self.daemon_job(caller, build_id).await?;
+        for line in lines {
+            if line.stage.is_empty() || line.stage.len() > 32 {
+                return Err(ControlError::BadRequest(
+                    "a log line's stage must be 1-32 characters".into(),
+                ));
+            }
+            if !matches!(line.level.as_str(), "debug" | "info" | "warn" | "error") {
+                return Err(ControlError::BadRequest(format!(
+                    "unknown log level `{}`",
+                    line.level
+                )));
+            }
+        }
+        for line in lines {
+            job.log(&line.stage, &line.level, &line.text).await;
+        }
+        Ok(())
+    }
+
+    /// The server's verdict on the plan a daemon's run made: judged exactly
+    /// as an embedded run's ([`ServerJob`]'s `judge`).
+    pub async fn daemon_judge(
+        &self,
+        caller: &DaemonCaller,
+        build_id: &str,
+        plan_json: Vec<u8>,
+        plan: Vec<u8>,
+    ) -> Result<Verdict, ControlError> {
+        let job = self.daemon_job(caller, build_id).await?;
+        job.judge(plan_json, plan)
+            .await
+            .map_err(|failure| ControlError::Conflict(failure.message))
+    }
+
+    /// A daemon's apply succeeded: what it made is read from the state its
+    /// Terraform stored through the state backend, only for a plan the
+    /// server allowed (or a confirmed one).
+    pub async fn daemon_applied(
+        &self,
+        caller: &DaemonCaller,
+        build_id: &str,
+    ) -> Result<(), ControlError> {
+        let job = self.daemon_job(caller, build_id).await?;
+        job.may_end_applied().await?;
+        let stored = job
+            .stored_state()
+            .await
+            .map_err(|failure| ControlError::Conflict(failure.message))?;
+        job.record_applied(stored)
+            .await
+            .map_err(|failure| ControlError::Conflict(failure.message))
+    }
+
+    /// How a daemon's run ended, checked and recorded as an embedded run's
+    /// end is; the status the build ended in.
+    pub async fn daemon_complete(
+        &self,
+        caller: &DaemonCaller,
+        build_id: &str,
+        told: Outcome,
+    ) -> Result<BuildStatus, ControlError> {
+        let job = self.daemon_job(caller, build_id).await?;
+        job.finish(told).await
     }
 
     /// Renews the daemon's lease on `build_id`; true when a cancel of the
@@ -286,6 +376,14 @@ impl Control {
         {
             tracing::error!(build = %build_id, %error, "cannot record the end of a build");
         }
+    }
+}
+
+fn shown(tags: &[String]) -> String {
+    if tags.is_empty() {
+        "(none)".into()
+    } else {
+        tags.join(",")
     }
 }
 

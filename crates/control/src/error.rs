@@ -96,3 +96,9 @@ pub(crate) fn or_not_found<T>(
         Err(other) => Err(other.into()),
     }
 }
+
+impl From<abode_runner::archive::InvalidArchive> for ControlError {
+    fn from(error: abode_runner::archive::InvalidArchive) -> Self {
+        ControlError::InvalidArchive(error.0)
+    }
+}

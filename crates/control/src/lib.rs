@@ -8,13 +8,11 @@
 
 mod actors;
 mod agents;
-mod archive;
 mod audit;
 pub mod authz;
 mod builds;
 pub mod connections;
 mod daemon_jobs;
-pub mod daemon_wire;
 mod error;
 mod free_disk;
 mod hashing;
@@ -43,7 +41,6 @@ pub mod state_backend;
 pub mod tags;
 mod templates;
 mod users;
-mod workdir;
 mod workspaces;
 
 use std::collections::HashMap;
@@ -56,8 +53,8 @@ pub use abode_metrics::Metrics;
 use abode_store::{Store, User};
 use tokio::sync::{watch, Notify};
 
+pub use abode_runner::archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 pub use actors::Actor;
-pub use archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 pub use audit::AuditQuery;
 pub use builds::{BuildOrder, BuildRequest, BuildTarget, LogPage, VersionChoice};
 pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, MAX_ACQUIRE_WAIT};
@@ -69,10 +66,9 @@ pub use lifecycle::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
 pub use names::validate_name;
 pub use notifications::{NotificationsConfig, ReplacedResource};
 pub use prebuilds::{PoolStatus, PrebuildsConfig};
-pub use provisioner::runner;
-pub use provisioner::{Ended, Failure, ServerJob};
+pub use provisioner::ServerJob;
 pub use provisioner_keys::ProvisionerKey;
-pub use recovery::{Recovered, StateKept};
+pub use recovery::Recovered;
 pub use scheduler::SchedulerConfig;
 pub use schedules::{Autostart, PolicyPatch, PolicyView, ScheduleSpec, ScheduleView};
 pub use secrets::token_hash;

@@ -26,9 +26,10 @@ use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
 use crate::provisioner::{self, log_output, BuildLog, Interruptions};
-use crate::state_backend::StateBackend;
-use crate::workdir::{self, ERRORED_STATE_FILE, STATE_FILE, TEMPLATE_SUBDIR};
 use crate::{Control, ControlError};
+use abode_runner::workdir::{self, ERRORED_STATE_FILE, STATE_FILE, TEMPLATE_SUBDIR};
+use abode_runner::StateBackend;
+use abode_runner::StateKept;
 
 /// The builds a dead server left running, each followed by a task that ends
 /// when nothing of that build runs any more.
@@ -284,7 +285,13 @@ async fn confirmed_apply_succeeded(
 /// Records what the recovered apply made, from the stored state (as a live
 /// run's host does after its apply).
 async fn record_recovered_apply(control: &Control, build_id: &str) -> Result<(), String> {
-    let job = provisioner::ServerJob::load(control, build_id, &control.inner.config.server_id)
+    let server = &control.inner.config.server_id;
+    let kind = match control.inner.store.claimed_job_kind(build_id, server).await {
+        Ok(Some(kind)) => kind,
+        Ok(None) => abode_store::JobKind::Build,
+        Err(error) => return Err(error.to_string()),
+    };
+    let job = provisioner::ServerJob::load(control, build_id, server, kind)
         .await
         .map_err(|failure| failure.message)?;
     let state = job
@@ -365,21 +372,6 @@ async fn logged_lines(control: &Control, build_id: &str, stage: &str) -> usize {
             _ => return count,
         }
     }
-}
-
-/// What storing a work dir's Terraform state came to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StateKept {
-    /// The work dir has no state file (nothing was ever written).
-    Missing,
-    /// The stored state is byte for byte the same.
-    Unchanged,
-    Saved,
-    /// Not stored, with the reason: unreadable, or not a successor of the
-    /// stored state (another lineage, an older serial).
-    Refused(String),
-    /// Not stored now (the database failed): worth offering again.
-    Unavailable(String),
 }
 
 /// The two fields that say whether one Terraform state follows another.

@@ -15,10 +15,11 @@ use crate::names::validate_name;
 use crate::parameters::declarations_from_template;
 use crate::presets::{stored_presets, PresetDefinition};
 use crate::secrets;
-use crate::workdir::{self, TEMPLATE_SUBDIR};
 use crate::Caller;
+use crate::Control;
 use crate::ControlError;
-use crate::{archive, Control};
+use abode_runner::archive;
+use abode_runner::workdir::{self, TEMPLATE_SUBDIR};
 
 impl Control {
     /// The longest message a template version keeps.

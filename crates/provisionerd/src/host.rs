@@ -9,13 +9,13 @@
 
 use std::time::Duration;
 
-use abode_control::daemon_wire::{
+use abode_protocol::{
     self, DaemonHello, HeartbeatAnswer, JudgeRequest, LogLineWire, LogUpload, ReleaseRequest,
     StateAnswer, StateUpload, VerdictWire,
 };
-use abode_control::runner::{BuildHost, LogSink, Verdict};
-use abode_control::state_backend::StateBackend;
-use abode_control::{Failure, StateKept};
+use abode_runner::StateBackend;
+use abode_runner::{BuildHost, LogSink, Verdict};
+use abode_runner::{Failure, StateKept};
 
 use crate::client::{CallError, ServerClient};
 
@@ -110,7 +110,7 @@ impl RemoteHost {
     async fn upload_state(&self, state: &[u8], last: bool, secret: &str) -> StateKept {
         let upload = StateUpload {
             hello: self.hello.clone(),
-            state: daemon_wire::encode(state),
+            state: abode_protocol::encode(state),
             last,
             secret: Some(secret.to_string()),
         };
@@ -186,8 +186,8 @@ impl BuildHost for RemoteHost {
         self.flush().await;
         let request = JudgeRequest {
             hello: self.hello.clone(),
-            plan_json: daemon_wire::encode(&plan_json),
-            plan: daemon_wire::encode(&plan),
+            plan_json: abode_protocol::encode(&plan_json),
+            plan: abode_protocol::encode(&plan),
         };
         match self
             .call::<_, VerdictWire>("judge", &request, Some(JUDGE_PATIENCE))

@@ -3,7 +3,7 @@
 //!
 //! Each of its `--concurrency` slots long-polls a server for a job its key's
 //! tags cover, runs it with the embedded provisioners' runner
-//! (`abode_control::runner`: the same work dir, environment contract,
+//! (`abode_runner`: the same work dir, environment contract,
 //! provider mirror and Terraform commands), and reports to the server through
 //! [`host::RemoteHost`]; the server judges every plan. While a job runs, a
 //! heartbeat renews its lease each second and brings back a cancel asked of
@@ -23,17 +23,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use abode_control::daemon_wire::{
+use abode_protocol::{
     self, AcquireRequest, CompleteRequest, DaemonHello, HeartbeatAnswer, JobWire, StateAnswer,
     StateUpload,
 };
-use abode_control::runner;
-use abode_control::{Failure, StateKept};
-use abode_store::BuildStatus;
+use abode_runner as runner;
+use abode_runner::{Failure, FailureKind, StateKept};
 use abode_terraform::supervise::RunRecord;
 use tokio::sync::{mpsc, watch};
 
-pub use abode_control::runner::RunnerConfig;
+pub use abode_runner::RunnerConfig;
 pub use client::CallError;
 use client::ServerClient;
 use host::{patiently, RemoteHost};
@@ -276,7 +275,7 @@ async fn run_one(daemon: &Daemon, slot: &str, job: JobWire, mut shutdown: watch:
         _ = host.flush_now_and_then() => abandoned(),
     };
     let result = result.map_err(|failure| {
-        if failure.status == BuildStatus::Canceled && *shutdown.borrow() {
+        if failure.kind == FailureKind::Canceled && *shutdown.borrow() {
             Failure::failed("interrupted by a provisioner shutdown; the Terraform state was kept")
         } else {
             failure
@@ -327,7 +326,7 @@ async fn heartbeat(
 }
 
 /// Tells the server how the run ended, until it has heard it.
-async fn complete(host: &RemoteHost, result: &Result<abode_control::Ended, Failure>) {
+async fn complete(host: &RemoteHost, result: &Result<abode_runner::Ended, Failure>) {
     host.flush().await;
     let request = CompleteRequest::new(host.hello.clone(), result);
     match host
@@ -355,7 +354,7 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
         let record = RunRecord::in_dir(&dir);
         // Which run left it: a slot may lay out a new run of the same build
         // (queued again) in a work dir of the same name meanwhile.
-        let left_by = abode_control::state_backend::StateBackend::secret_in(&dir);
+        let left_by = abode_runner::StateBackend::secret_in(&dir);
         let running = record.running();
         let command = match &running {
             Some(run) => Some(run.command.clone()),
@@ -432,7 +431,7 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
             }
             kept => {
                 tracing::info!(build = %build_id, ?kept, "offered the state a stopped run left");
-                if abode_control::state_backend::StateBackend::secret_in(&dir) == left_by {
+                if abode_runner::StateBackend::secret_in(&dir) == left_by {
                     let _ = tokio::fs::remove_dir_all(&dir).await;
                 }
             }
@@ -460,7 +459,7 @@ async fn offer_leftover_state(
 ) -> StateKept {
     let upload = StateUpload {
         hello: daemon.hello(&format!("{}-1", daemon.daemon_id)),
-        state: daemon_wire::encode(&state),
+        state: abode_protocol::encode(&state),
         last: true,
         secret,
     };

@@ -3,40 +3,18 @@
 //! the workspace's remembered protections (on the server), and how the
 //! decision is told.
 
-use std::path::Path;
-
 use abode_guard::{Decision, Report};
 use abode_store::{Build, BuildReason, Transition};
-use abode_terraform::run::{self, Invocation};
 
-use super::run::{internal, Failure};
+use abode_runner::Failure;
+
+use super::run::internal;
 
 /// A saved plan as the guard judged it.
 pub(super) struct Judged {
     /// `terraform show -json` of it, as Terraform printed it.
     pub(super) plan_json: Vec<u8>,
     pub(super) report: Report,
-}
-
-/// `terraform show -json` of the saved plan in `template_dir`.
-pub(super) async fn show_plan(
-    template_dir: &Path,
-    env: &[(String, String)],
-    plan_file: &Path,
-) -> Result<Vec<u8>, Failure> {
-    let show = Invocation::new(
-        template_dir,
-        [
-            "show",
-            "-json",
-            "-no-color",
-            &plan_file.display().to_string(),
-        ],
-        env,
-    );
-    run::capture(&show)
-        .await
-        .map_err(|error| Failure::failed(error.to_string()))
 }
 
 /// The guard on a plan's JSON with the template's annotations and the

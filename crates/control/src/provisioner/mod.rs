@@ -17,10 +17,8 @@
 mod guard_step;
 mod interruptions;
 mod on_server;
-mod output;
 mod preview;
 mod run;
-pub mod runner;
 
 use std::time::Duration;
 
@@ -30,11 +28,23 @@ use tracing::Instrument;
 
 use crate::Control;
 
+pub(crate) use abode_runner::output::log_output;
+use abode_runner::{LogSink, RunnerConfig};
 pub(crate) use interruptions::Interruptions;
 pub use on_server::ServerJob;
-pub(crate) use output::{log_output, BuildLog};
-pub use run::{Ended, Failure};
-use runner::RunnerConfig;
+pub(crate) use run::run_kind;
+
+/// The log of a build this server records itself.
+pub(crate) struct BuildLog<'a> {
+    pub(crate) control: &'a Control,
+    pub(crate) build_id: &'a str,
+}
+
+impl LogSink for BuildLog<'_> {
+    async fn log(&self, stage: &str, level: &str, text: &str) {
+        self.control.note(self.build_id, stage, level, text).await;
+    }
+}
 
 /// How long an idle worker sleeps before looking at the queue again even
 /// without a wake-up (jobs queued by another process).
@@ -191,7 +201,7 @@ async fn run_build_steps(
     let server = control.inner.config.server_id.clone();
     let (interruptions, cancel) =
         Interruptions::start(control, build_id, shutdown, Some(server.clone()));
-    let job = match ServerJob::load(control, build_id, &server).await {
+    let job = match ServerJob::load(control, build_id, &server, kind).await {
         Ok(job) => job,
         Err(failure) => {
             interruptions.end();
@@ -209,13 +219,13 @@ async fn run_build_steps(
             return;
         }
     };
-    let result = match job.inputs(kind).await {
+    let result = match job.inputs().await {
         Ok(inputs) => {
-            let interrupts = runner::Interrupts {
+            let interrupts = abode_runner::Interrupts {
                 cancel,
                 lease_lost: interruptions.lease_lost(),
             };
-            runner::run_job(
+            abode_runner::run_job(
                 &runner_config(&control.inner.config),
                 &job,
                 inputs,
@@ -226,14 +236,16 @@ async fn run_build_steps(
         Err(failure) => Err(failure),
     };
     let result = result.map_err(|failure| {
-        if failure.status == BuildStatus::Canceled && interruptions.by_shutdown() {
-            Failure::failed("interrupted by a server shutdown; the Terraform state was kept")
+        if failure.kind == abode_runner::FailureKind::Canceled && interruptions.by_shutdown() {
+            abode_runner::Failure::failed(
+                "interrupted by a server shutdown; the Terraform state was kept",
+            )
         } else {
             failure
         }
     });
     let lease_lost = interruptions.by_lost_lease()
-        || matches!(&result, Err(failure) if failure.message.starts_with(runner::LEASE_LOST));
+        || matches!(&result, Err(failure) if failure.message.starts_with(abode_runner::LEASE_LOST));
     interruptions.end();
     if lease_lost {
         // The build is another provisioner's now, or was failed by another
@@ -260,7 +272,7 @@ async fn run_build_steps(
     }
     // An end that could not be recorded is logged; the lease runs out and
     // another server fails the build.
-    let _ = job.finish(kind, result).await;
+    let _ = job.finish(abode_protocol::Outcome::of(result)).await;
 }
 
 /// The first sentence of a message (up to its first ". "), at most 300

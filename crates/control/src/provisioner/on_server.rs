@@ -5,20 +5,27 @@
 //! (only a successor of the stored one), records what an apply made, and
 //! records the end. An embedded worker uses it directly as its
 //! [`BuildHost`]; an external daemon reaches the same methods through the
-//! provisioner daemon routes (`abode-api`), so a build is judged and recorded
-//! the same way whichever provisioner ran it.
+//! provisioner daemon routes (`abode-api`, `daemon_jobs.rs`), so a build is
+//! judged and recorded the same way whichever provisioner ran it. The rules
+//! that keep a runner from deciding for the server are here, once, for both:
+//! a confirmed plan is never judged again, the plan held is the one the
+//! guard judged (kept at the verdict), and a run may end `applied` only
+//! after an `allow` (or a confirmation) and `held` only after a `confirm`.
 
 use abode_guard::Decision;
 use abode_store::{
     Build, BuildReason, BuildStatus, JobKind, NewProtection, SavedPlan, Transition, Workspace,
 };
 
+use abode_protocol::Outcome;
+use abode_runner::{
+    BuildHost, Failure, JobInputs, LogSink, StateBackend, StateKept, Verdict, STALE_PLAN_MESSAGE,
+};
+
 use super::guard_step::{describe_changes, guard_transition, judge_plan, Judged};
-use super::run::{build_context, internal, storage, Ended, Failure};
-use super::runner::{BuildHost, JobInputs, LogSink, Verdict, STALE_PLAN_MESSAGE};
+use super::run::{build_context, internal, storage};
 use crate::agents::agents_in_state;
-use crate::recovery::{self, StateKept};
-use crate::state_backend::StateBackend;
+use crate::recovery;
 use crate::{secrets, Control, ControlError};
 
 /// One claimed build's job, on the server.
@@ -28,6 +35,14 @@ pub struct ServerJob {
     workspace: Workspace,
     /// The lease holder running it (this server, or `provisioner:KEY/ID`).
     holder: String,
+    kind: JobKind,
+}
+
+/// How a run ended, as the server records it: a held build keeps the plan
+/// its guard judged.
+enum Recorded {
+    Applied,
+    Held(SavedPlan),
 }
 
 impl ServerJob {
@@ -35,6 +50,7 @@ impl ServerJob {
         control: &Control,
         build_id: &str,
         holder: &str,
+        kind: JobKind,
     ) -> Result<ServerJob, Failure> {
         let store = &control.inner.store;
         let build = store.build_by_id(build_id).await.map_err(storage)?;
@@ -47,6 +63,7 @@ impl ServerJob {
             build,
             workspace,
             holder: holder.to_string(),
+            kind,
         })
     }
 
@@ -59,7 +76,8 @@ impl ServerJob {
     /// made from. The workspace's state lock is taken for the run of
     /// `holder` (`state_backend.rs`), last, so that nothing else can fail
     /// once it is taken.
-    pub async fn inputs(&self, kind: JobKind) -> Result<JobInputs, Failure> {
+    pub async fn inputs(&self) -> Result<JobInputs, Failure> {
+        let kind = self.kind;
         let holder = self.holder.as_str();
         let store = &self.control.inner.store;
         let (build, workspace) = (&self.build, &self.workspace);
@@ -122,7 +140,7 @@ impl ServerJob {
             .map_err(internal)?;
         Ok(JobInputs {
             build_id: build.id.clone(),
-            kind,
+            kind: super::run::run_kind(kind),
             transition: build.transition,
             archive,
             state,
@@ -138,25 +156,66 @@ impl ServerJob {
     /// pools and the lifecycle scheduler; the status it ended in, or the
     /// error that kept its end from being recorded (the job is still held:
     /// a daemon tells it again).
-    pub async fn finish(
+    ///
+    /// What the runner tells is checked against the server's own decisions
+    /// first: a refused end is a conflict, and nothing is recorded.
+    pub async fn finish(&self, told: Outcome) -> Result<BuildStatus, ControlError> {
+        let result = match told {
+            Outcome::Applied => {
+                self.may_end_applied().await?;
+                Ok(Recorded::Applied)
+            }
+            Outcome::Held => {
+                let decision = self.decision().await?;
+                if self.kind != JobKind::Build || decision != Some(Decision::Confirm) {
+                    return Err(refused_end(&self.build, "held", decision));
+                }
+                // The plan the server judged, never one told now.
+                let plan = self
+                    .judged_plan()
+                    .await
+                    .map_err(|failure| ControlError::Conflict(failure.message))?;
+                Ok(Recorded::Held(plan))
+            }
+            Outcome::Failed(failure) => Err(failure),
+        };
+        self.record_end(result).await
+    }
+
+    /// A run may end `applied` only after the server judged its plan
+    /// `allow`, or for a confirmed plan.
+    pub async fn may_end_applied(&self) -> Result<(), ControlError> {
+        if self.kind == JobKind::ApplySavedPlan {
+            return Ok(());
+        }
+        match self.decision().await? {
+            Some(Decision::Allow) => Ok(()),
+            other => Err(refused_end(&self.build, "applied", other)),
+        }
+    }
+
+    async fn record_end(
         &self,
-        kind: JobKind,
-        result: Result<Ended, Failure>,
+        result: Result<Recorded, Failure>,
     ) -> Result<BuildStatus, ControlError> {
         let control = &self.control;
         let build_id = self.build.id.as_str();
-        if kind == JobKind::ApplySavedPlan {
+        if self.kind == JobKind::ApplySavedPlan {
             // Single use: whatever the apply did, this plan is never applied again.
             if let Err(error) = control.inner.store.delete_saved_plan(build_id).await {
                 tracing::error!(build = %build_id, %error, "cannot delete a saved plan");
             }
         }
         let (status, error, held) = match result {
-            Ok(Ended::Applied) => (BuildStatus::Succeeded, None, None),
-            Ok(Ended::Held(plan)) => (BuildStatus::AwaitingConfirmation, None, Some(plan)),
+            Ok(Recorded::Applied) => (BuildStatus::Succeeded, None, None),
+            Ok(Recorded::Held(plan)) => (BuildStatus::AwaitingConfirmation, None, Some(plan)),
             Err(failure) => {
                 self.log("cleanup", "error", &failure.message).await;
-                (failure.status, Some(failure.message), None)
+                (
+                    super::run::failed_status(failure.kind),
+                    Some(failure.message),
+                    None,
+                )
             }
         };
         let started = self.build.started_at.unwrap_or(self.build.created_at);
@@ -201,14 +260,16 @@ impl ServerJob {
         Ok(status)
     }
 
-    /// The guard's decision on this build's plan, if it was judged.
-    pub fn decision(&self) -> Result<Option<Decision>, ControlError> {
-        crate::held::guard_decision(&self.build)
+    /// The guard's decision on this build's plan as stored now, if it was
+    /// judged (the job may have been loaded before).
+    async fn decision(&self) -> Result<Option<Decision>, ControlError> {
+        let build = self.control.inner.store.build_by_id(&self.build.id).await?;
+        crate::held::guard_decision(&build)
     }
 
-    /// Keeps the plan a daemon sent to be judged when the guard held it:
-    /// the plan held is the one judged, whatever the daemon says later.
-    pub async fn keep_judged_plan(&self, plan: Vec<u8>) -> Result<(), Failure> {
+    /// Keeps the plan sent to be judged when the guard held it: the plan
+    /// held is the one judged, whatever the runner says later.
+    async fn keep_judged_plan(&self, plan: Vec<u8>) -> Result<(), Failure> {
         let store = &self.control.inner.store;
         let state = store.state(&self.workspace.id).await.map_err(storage)?;
         let saved = SavedPlan {
@@ -223,7 +284,7 @@ impl ServerJob {
     }
 
     /// The plan kept when the guard held it (`keep_judged_plan`).
-    pub async fn judged_plan(&self) -> Result<SavedPlan, Failure> {
+    async fn judged_plan(&self) -> Result<SavedPlan, Failure> {
         self.control
             .inner
             .store
@@ -245,6 +306,18 @@ impl ServerJob {
     }
 }
 
+/// Why a run may not end as it told.
+fn refused_end(build: &Build, outcome: &str, decision: Option<Decision>) -> ControlError {
+    let decision = match decision {
+        Some(decision) => decision.as_str(),
+        None => "none yet",
+    };
+    ControlError::Conflict(format!(
+        "build #{} cannot end `{outcome}`: the server's decision on its plan is {decision}",
+        build.number
+    ))
+}
+
 impl LogSink for ServerJob {
     async fn log(&self, stage: &str, level: &str, text: &str) {
         self.control.note(&self.build.id, stage, level, text).await;
@@ -257,6 +330,11 @@ impl BuildHost for ServerJob {
     /// the build and the report is written to the log.
     async fn judge(&self, plan_json: Vec<u8>, plan: Vec<u8>) -> Result<Verdict, Failure> {
         let (build, control) = (&self.build, &self.control);
+        if self.kind != JobKind::Build {
+            return Err(Failure::failed(
+                "a confirmed plan is applied as it was confirmed: it is not judged again",
+            ));
+        }
         // The scheduler's builds are the system's: a delete it starts (a
         // dormant deletion) destroys no protected resource without a person.
         let initiator = if crate::scheduler::is_scheduler_reason(build.reason) {
@@ -292,7 +370,7 @@ impl BuildHost for ServerJob {
         {
             return Err(Failure::failed(format!(
                 "{} before its plan was judged; nothing was applied",
-                super::runner::LEASE_LOST
+                abode_runner::LEASE_LOST
             )));
         }
         let level = match report.decision {
@@ -330,6 +408,7 @@ impl BuildHost for ServerJob {
                     ),
                 )
                 .await;
+                self.keep_judged_plan(plan).await?;
                 Ok(Verdict::Hold)
             }
         }
@@ -340,6 +419,7 @@ impl BuildHost for ServerJob {
     }
 
     async fn applied(&self) -> Result<(), Failure> {
+        self.may_end_applied().await.map_err(internal)?;
         let state = self.stored_state().await?;
         self.record_applied(state).await
     }

@@ -13,14 +13,15 @@ use abode_store::{ClaimedPreview, PreviewOutcome, PreviewStatus, SystemActor, Tr
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use super::guard_step::{judge_plan, show_plan, Judged};
-use super::output::BuildLog;
-use super::run::{
-    contract_env, storage, workspace_context, Failure, RunOf, TerraformCommand, WorkDirLayout,
-};
+use abode_runner::command::{contract_env, show_plan, TerraformCommand, WorkDirLayout};
+use abode_runner::workdir::{self, PLAN_FILE, TEMPLATE_SUBDIR};
+use abode_runner::Failure;
+
+use super::guard_step::{judge_plan, Judged};
+use super::run::{storage, workspace_context, RunOf};
+use super::BuildLog;
 use crate::builds::resolve_parameters;
 use crate::parameters::CheckKind;
-use crate::workdir::{self, PLAN_FILE, TEMPLATE_SUBDIR};
 use crate::Control;
 
 /// Plans and judges one claimed result and records how it ended.

@@ -11,17 +11,21 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
-use crate::ControlError;
+/// Why an archive was not unpacked: the uploader's mistake, said in words
+/// (never the archive's own bytes).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidArchive(pub String);
 
 pub const MAX_UNPACKED_BYTES: u64 = 64 * 1024 * 1024;
 pub const MAX_ENTRIES: usize = 10_000;
 
-fn invalid(message: impl Into<String>) -> ControlError {
-    ControlError::InvalidArchive(message.into())
+fn invalid(message: impl Into<String>) -> InvalidArchive {
+    InvalidArchive(message.into())
 }
 
 /// Unpacks a `.tar.gz` archive into `root` (an existing, empty directory).
-pub fn unpack(archive: &[u8], root: &Path) -> Result<(), ControlError> {
+pub fn unpack(archive: &[u8], root: &Path) -> Result<(), InvalidArchive> {
     // The tar stream itself is capped too, so a gzip bomb stops early.
     let stream_cap = MAX_UNPACKED_BYTES + (MAX_ENTRIES as u64 + 16) * 1024;
     let decoder = flate2::read::GzDecoder::new(archive).take(stream_cap);
@@ -134,7 +138,7 @@ pub fn unpack(archive: &[u8], root: &Path) -> Result<(), ControlError> {
 }
 
 /// A path from the archive, as a relative path with no `..`; refused otherwise.
-fn safe_relative(path: &Path) -> Result<PathBuf, ControlError> {
+fn safe_relative(path: &Path) -> Result<PathBuf, InvalidArchive> {
     let mut clean = PathBuf::new();
     for component in path.components() {
         match component {
@@ -175,7 +179,7 @@ fn escapes(link: &Path, target: &Path) -> bool {
     false
 }
 
-fn create_links(root: &Path, links: &[(PathBuf, PathBuf)]) -> Result<(), ControlError> {
+fn create_links(root: &Path, links: &[(PathBuf, PathBuf)]) -> Result<(), InvalidArchive> {
     let canonical_root = fs::canonicalize(root).map_err(io_error(root))?;
     for (relative, target) in links {
         let path = root.join(relative);
@@ -224,7 +228,7 @@ fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
     fs::set_permissions(path, fs::Permissions::from_mode(mode))
 }
 
-fn io_error(relative: &Path) -> impl Fn(io::Error) -> ControlError + '_ {
+fn io_error(relative: &Path) -> impl Fn(io::Error) -> InvalidArchive + '_ {
     move |error| {
         // Conflicting entries (a file where a directory is needed) land here.
         invalid(format!("cannot unpack {}: {error}", relative.display()))
@@ -351,7 +355,7 @@ mod tests {
             let result = unpack(&archive(&entries), root.path());
             match (refusal, result) {
                 (None, Ok(())) => {}
-                (Some(expected), Err(ControlError::InvalidArchive(message))) => {
+                (Some(expected), Err(InvalidArchive(message))) => {
                     assert!(message.starts_with(expected), "{name}: {message}")
                 }
                 (expected, got) => panic!("{name}: expected {expected:?}, got {got:?}"),
@@ -374,10 +378,7 @@ mod tests {
             Entry::Link("s/outside/l", "."),
         ];
         let result = unpack(&archive(&entries), &root);
-        assert!(
-            matches!(result, Err(ControlError::InvalidArchive(_))),
-            "{result:?}"
-        );
+        assert!(matches!(result, Err(InvalidArchive(_))), "{result:?}");
         let names: Vec<String> = fs::read_dir(base.path())
             .unwrap()
             .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())

@@ -9,14 +9,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use abode_contract::BuildContext;
-use abode_store::{BuildStatus, JobKind, Transition};
+use abode_contract::{BuildContext, Transition};
+use abode_runner::{Ended, Failure, FailureKind, JobInputs, JobKind, StateKept, Verdict};
 use base64::Engine;
 use serde::{Deserialize, Serialize};
-
-use crate::provisioner::runner::{JobInputs, Verdict};
-use crate::recovery::StateKept;
-use crate::Failure;
 
 /// Encodes bytes for the wire.
 pub fn encode(bytes: &[u8]) -> String {
@@ -167,7 +163,7 @@ impl JobWire {
                 development: false,
                 template_import: false,
             },
-            state_backend: crate::state_backend::StateBackend {
+            state_backend: abode_runner::StateBackend {
                 url: server_url.to_string(),
                 build_id: self.build_id.clone(),
                 secret: self.state_backend_key,
@@ -336,12 +332,23 @@ pub enum Outcome {
     Failed(Failure),
 }
 
+impl Outcome {
+    /// How a run's result is told.
+    pub fn of(result: Result<Ended, Failure>) -> Outcome {
+        match result {
+            Ok(Ended::Applied) => Outcome::Applied,
+            Ok(Ended::Held(_)) => Outcome::Held,
+            Err(failure) => Outcome::Failed(failure),
+        }
+    }
+}
+
 impl CompleteRequest {
-    pub fn new(hello: DaemonHello, outcome: &Result<crate::Ended, Failure>) -> CompleteRequest {
+    pub fn new(hello: DaemonHello, outcome: &Result<Ended, Failure>) -> CompleteRequest {
         let (outcome, message) = match outcome {
-            Ok(crate::Ended::Applied) => ("applied", None),
-            Ok(crate::Ended::Held(_)) => ("held", None),
-            Err(failure) => (failure.status.as_str(), Some(failure.message.clone())),
+            Ok(Ended::Applied) => ("applied", None),
+            Ok(Ended::Held(_)) => ("held", None),
+            Err(failure) => (failure.kind.as_str(), Some(failure.message.clone())),
         };
         CompleteRequest {
             hello,
@@ -355,15 +362,13 @@ impl CompleteRequest {
         match self.outcome.as_str() {
             "applied" => Ok(Outcome::Applied),
             "held" => Ok(Outcome::Held),
-            other => match other.parse::<BuildStatus>() {
-                Ok(status @ (BuildStatus::Failed | BuildStatus::Canceled)) => {
-                    Ok(Outcome::Failed(Failure {
-                        status,
-                        message: message(),
-                        diagnostic: None,
-                    }))
-                }
-                _ => Err(format!("unknown outcome `{other}`")),
+            other => match FailureKind::named(other) {
+                Some(kind) => Ok(Outcome::Failed(Failure {
+                    kind,
+                    message: message(),
+                    diagnostic: None,
+                })),
+                None => Err(format!("unknown outcome `{other}`")),
             },
         }
     }
@@ -420,7 +425,7 @@ mod tests {
                     state: (kind == JobKind::Build).then(|| value.as_bytes().to_vec()),
                     saved_plan: (kind == JobKind::ApplySavedPlan).then(|| binary.clone()),
                     context: sent.clone(),
-                    state_backend: crate::state_backend::StateBackend {
+                    state_backend: abode_runner::StateBackend {
                         url: "http://server-seen-by-the-server".into(),
                         build_id: format!("build-{}", value.len()),
                         secret: format!("run-{}", value.len()),
@@ -474,7 +479,7 @@ mod tests {
                 state: None,
                 saved_plan: None,
                 context: context("v"),
-                state_backend: crate::state_backend::StateBackend {
+                state_backend: abode_runner::StateBackend {
                     url: "http://server".into(),
                     build_id: "b".into(),
                     secret: "s".into(),

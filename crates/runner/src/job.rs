@@ -14,14 +14,13 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use abode_contract::BuildContext;
-use abode_store::{JobKind, SavedPlan, Transition};
+use abode_contract::{BuildContext, Transition};
+use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
-use super::guard_step::show_plan;
-use super::run::{contract_env, Ended, Failure, TerraformCommand, WorkDirLayout};
-use crate::recovery::StateKept;
-use crate::secrets;
+use crate::command::{
+    contract_env, show_plan, Ended, Failure, FailureKind, TerraformCommand, WorkDirLayout,
+};
 use crate::state_backend::StateBackend;
 use crate::workdir::{self, ERRORED_STATE_FILE, PLAN_FILE, STATE_FILE, TEMPLATE_SUBDIR};
 
@@ -32,6 +31,87 @@ const TERRAFORM_STALE_PLAN: &str = "Saved plan is stale";
 /// What a build whose saved plan no longer fits the workspace ends with.
 pub const STALE_PLAN_MESSAGE: &str =
     "the workspace changed since this plan was made; start the build again";
+
+/// What a job does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    /// A whole build: plan, guard, apply.
+    Build,
+    /// The apply of the confirmed, saved plan of a held build.
+    ApplySavedPlan,
+}
+
+impl JobKind {
+    /// Its name where it is stored and on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Build => "build",
+            JobKind::ApplySavedPlan => "apply_saved_plan",
+        }
+    }
+}
+
+impl std::fmt::Display for JobKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A job kind none of [`JobKind`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown job kind `{0}`")]
+pub struct UnknownJobKind(pub String);
+
+impl std::str::FromStr for JobKind {
+    type Err = UnknownJobKind;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        [JobKind::Build, JobKind::ApplySavedPlan]
+            .into_iter()
+            .find(|kind| kind.as_str() == value)
+            .ok_or_else(|| UnknownJobKind(value.chars().take(64).collect()))
+    }
+}
+
+/// The saved binary plan of a build the guard held. Secret: it leaves the
+/// machine only for the server that judged it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HeldPlan {
+    pub plan: Vec<u8>,
+    /// SHA-256 of `plan`.
+    pub digest: String,
+    /// SHA-256 of the workspace state the plan was made from.
+    pub state_digest: String,
+}
+
+impl std::fmt::Debug for HeldPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldPlan")
+            .field("digest", &self.digest)
+            .field("state_digest", &self.state_digest)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What became of a state a run offered its host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateKept {
+    /// The work dir has no state file (nothing was ever written).
+    Missing,
+    /// The stored state is byte for byte the same.
+    Unchanged,
+    Saved,
+    /// Not stored, with the reason: unreadable, or not a successor of the
+    /// stored state (another lineage, an older serial).
+    Refused(String),
+    /// Not stored now (the host could not store it): worth offering again.
+    Unavailable(String),
+}
+
+/// Lowercase hex SHA-256 of `bytes`: how plans and states are named.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
 
 /// Where a build's log lines go.
 pub trait LogSink: Send + Sync {
@@ -178,7 +258,7 @@ pub async fn run_job<H: BuildHost>(
     mut inputs: JobInputs,
     interrupts: Interrupts,
 ) -> Result<Ended, Failure> {
-    let state_digest = secrets::sha256_hex(inputs.state.as_deref().unwrap_or_default());
+    let state_digest = sha256_hex(inputs.state.as_deref().unwrap_or_default());
     let work_dir = config.work_dir.join(&inputs.build_id);
     let saved_plan = inputs.saved_plan.take();
     // The state is the backend's: none is written into the work dir (but
@@ -287,7 +367,7 @@ impl<H: BuildHost> Run<'_, H> {
     fn canceled(&self) -> Result<(), Failure> {
         if *self.cancel.borrow() {
             return Err(Failure {
-                status: abode_store::BuildStatus::Canceled,
+                kind: FailureKind::Canceled,
                 message: "the build was canceled".into(),
                 diagnostic: None,
             });
@@ -396,8 +476,8 @@ impl<H: BuildHost> Run<'_, H> {
         match self.host.judge(plan_json, plan.clone()).await? {
             Verdict::Block(message) => Err(Failure::failed(message)),
             Verdict::Hold => {
-                let digest = secrets::sha256_hex(&plan);
-                Ok(Ended::Held(SavedPlan {
+                let digest = sha256_hex(&plan);
+                Ok(Ended::Held(HeldPlan {
                     plan,
                     digest,
                     state_digest,

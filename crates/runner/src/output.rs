@@ -5,24 +5,11 @@
 use abode_terraform::run::{OutputLine, Stream};
 use tokio::sync::mpsc;
 
-use super::runner::LogSink;
-use crate::Control;
-
-/// The log of a build this server records itself.
-pub(crate) struct BuildLog<'a> {
-    pub(crate) control: &'a Control,
-    pub(crate) build_id: &'a str,
-}
-
-impl LogSink for BuildLog<'_> {
-    async fn log(&self, stage: &str, level: &str, text: &str) {
-        self.control.note(self.build_id, stage, level, text).await;
-    }
-}
+use crate::job::LogSink;
 
 /// A Terraform output line as the build log shows it: the `@message` of a
 /// `-json` line with its level (plus a diagnostic's detail), or the raw text.
-pub(crate) fn render_line(line: &OutputLine) -> Option<(&'static str, String)> {
+pub fn render_line(line: &OutputLine) -> Option<(&'static str, String)> {
     let text = line.text.trim_end();
     if text.trim().is_empty() {
         return None;
@@ -72,7 +59,7 @@ fn diagnostic_summary(line: &OutputLine) -> Option<String> {
 }
 
 /// The last error a Terraform run printed.
-pub(crate) struct TerraformError {
+pub struct TerraformError {
     /// As the build log shows it: the build's one-line error.
     pub text: String,
     /// The diagnostic's summary, when it was a `-json` diagnostic.
@@ -83,7 +70,7 @@ pub(crate) struct TerraformError {
 /// the first `skip` rendered lines (already logged by a server that died);
 /// returns the last error, for the build's one-line error. Without a sink
 /// (a preview's plan, which has no log) only the last error is kept.
-pub(crate) async fn log_output<S: LogSink>(
+pub async fn log_output<S: LogSink>(
     sink: Option<&S>,
     stage: &str,
     mut receiver: mpsc::UnboundedReceiver<OutputLine>,

@@ -1,0 +1,208 @@
+//! The pieces a build's run and a preview's plan share: the work dir laid
+//! out, one Terraform command with its output logged, `terraform show` of a
+//! saved plan, the environment contract, and how a run that did not succeed
+//! is told.
+
+use std::path::{Path, PathBuf};
+
+use abode_contract::BuildContext;
+use abode_terraform::run::{self, Invocation, Outcome, OutputLine};
+use abode_terraform::supervise::{self, RunRecord};
+use tokio::sync::{mpsc, watch};
+
+use crate::archive;
+use crate::job::{HeldPlan, LogSink};
+use crate::output::log_output;
+use crate::workdir::{self, STATE_FILE, TEMPLATE_SUBDIR};
+
+/// How a build that did not succeed ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    Failed,
+    /// Stopped by a cancel (or a shutdown) before it ended.
+    Canceled,
+}
+
+impl FailureKind {
+    /// Its name: the status the build ends in.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Failed => "failed",
+            FailureKind::Canceled => "canceled",
+        }
+    }
+
+    /// The kind named `name`; none for any other name.
+    pub fn named(name: &str) -> Option<FailureKind> {
+        [FailureKind::Failed, FailureKind::Canceled]
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
+}
+
+/// Why a build did not succeed: how it ends and the one-line reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub message: String,
+    /// The summary of the last error diagnostic Terraform printed, as it
+    /// printed it, when a Terraform run failed.
+    pub diagnostic: Option<String>,
+}
+
+impl Failure {
+    pub fn failed(message: impl Into<String>) -> Failure {
+        Failure {
+            kind: FailureKind::Failed,
+            message: message.into(),
+            diagnostic: None,
+        }
+    }
+}
+
+/// How a build that did not fail ended.
+pub enum Ended {
+    Applied,
+    /// The guard asks for confirmation: nothing applied, the plan is saved.
+    Held(HeldPlan),
+}
+
+/// What a build's (or a preview's) work dir is made of, laid out off the
+/// async runtime.
+pub struct WorkDirLayout {
+    pub base: PathBuf,
+    /// The work dir's name under `base`.
+    pub build_id: String,
+    pub archive: Vec<u8>,
+    pub state: Option<Vec<u8>>,
+    pub provider_mirror: Option<PathBuf>,
+}
+
+impl WorkDirLayout {
+    /// The private work dir with the unpacked template, the stored state, the
+    /// CLI configuration and a complete provider lock (so that `terraform
+    /// init` neither warns about nor re-hashes the mirrored provider); returns
+    /// the work dir and the CLI configuration's path.
+    pub fn lay_out(self) -> Result<(PathBuf, PathBuf), Failure> {
+        let work_dir = workdir::create(&self.base, &self.build_id)
+            .map_err(|error| Failure::failed(format!("cannot create the work dir: {error}")))?;
+        let template_dir = work_dir.join(TEMPLATE_SUBDIR);
+        archive::unpack(&self.archive, &template_dir)
+            .map_err(|error| Failure::failed(format!("cannot unpack the template: {error}")))?;
+        if let Some(state) = &self.state {
+            workdir::write_private(&template_dir.join(STATE_FILE), state)
+                .map_err(|error| Failure::failed(format!("cannot write the state: {error}")))?;
+        }
+        let cli_config = workdir::write_cli_config(&work_dir, self.provider_mirror.as_deref())
+            .map_err(Failure::failed)?;
+        workdir::write_provider_lock(&template_dir, self.provider_mirror.as_deref())
+            .map_err(Failure::failed)?;
+        Ok((work_dir, cli_config))
+    }
+
+    /// [`WorkDirLayout::lay_out`] on a blocking thread: unpacking up to
+    /// 64 MiB and hashing the provider are blocking work.
+    pub async fn lay_out_off_runtime(self) -> Result<(PathBuf, PathBuf), Failure> {
+        tokio::task::spawn_blocking(move || self.lay_out())
+            .await
+            .map_err(|error| Failure::failed(format!("preparing the work dir failed: {error}")))?
+    }
+}
+
+/// One Terraform command of a build or a preview, in the template dir of
+/// `work_dir`, its lines written to the build's log (a preview keeps only
+/// the last error), stopped by `cancel`.
+pub struct TerraformCommand<'a, S> {
+    /// Where its lines go; none for a preview's plan, which has no log.
+    pub sink: Option<&'a S>,
+    /// How long Terraform has to stop after an interrupt.
+    pub grace: std::time::Duration,
+    pub work_dir: &'a Path,
+    pub env: &'a [(String, String)],
+    pub cancel: watch::Receiver<bool>,
+}
+
+impl<S: LogSink> TerraformCommand<'_, S> {
+    pub async fn run(self, stage: &str, args: &[&str]) -> Result<(), Failure> {
+        let invocation = Invocation::new(
+            self.work_dir.join(TEMPLATE_SUBDIR),
+            args.iter().copied(),
+            self.env,
+        );
+        let (sender, receiver) = mpsc::unbounded_channel::<OutputLine>();
+        let record = RunRecord::in_dir(self.work_dir);
+        let runner = supervise::stream(&invocation, &record, sender, self.cancel, self.grace);
+        let logger = log_output(self.sink, stage, receiver, 0);
+        let (outcome, last_error) = tokio::join!(runner, logger);
+        match outcome {
+            Ok(Outcome::Exited { success: true, .. }) => Ok(()),
+            Ok(Outcome::Exited { code, .. }) => {
+                let reason = match &last_error {
+                    Some(error) => error.text.clone(),
+                    None => format!(
+                        "exit status {}",
+                        code.map_or("unknown".into(), |c| c.to_string())
+                    ),
+                };
+                Err(Failure {
+                    kind: FailureKind::Failed,
+                    message: format!("terraform {stage} failed: {reason}"),
+                    diagnostic: last_error.and_then(|error| error.summary),
+                })
+            }
+            Ok(Outcome::Canceled { killed }) => Err(Failure {
+                diagnostic: None,
+                kind: FailureKind::Canceled,
+                message: if killed {
+                    format!("canceled during terraform {stage}; Terraform did not stop in time and was killed")
+                } else {
+                    format!("canceled during terraform {stage}")
+                },
+            }),
+            Err(error) => Err(Failure::failed(error.to_string())),
+        }
+    }
+}
+
+/// The environment of a build's (or a preview's) Terraform runs: the
+/// server's Terraform environment, the environment contract and the CLI
+/// configuration.
+pub fn contract_env(
+    terraform_env: &[(String, String)],
+    context: BuildContext,
+    cli_config: &Path,
+) -> Vec<(String, String)> {
+    let mut env = terraform_env.to_vec();
+    env.extend(
+        context
+            .to_env()
+            .into_iter()
+            .map(|(key, value)| (key.to_string(), value)),
+    );
+    env.push((
+        "TF_CLI_CONFIG_FILE".into(),
+        cli_config.display().to_string(),
+    ));
+    env
+}
+
+/// `terraform show -json` of the saved plan in `template_dir`.
+pub async fn show_plan(
+    template_dir: &Path,
+    env: &[(String, String)],
+    plan_file: &Path,
+) -> Result<Vec<u8>, Failure> {
+    let show = Invocation::new(
+        template_dir,
+        [
+            "show",
+            "-json",
+            "-no-color",
+            &plan_file.display().to_string(),
+        ],
+        env,
+    );
+    run::capture(&show)
+        .await
+        .map_err(|error| Failure::failed(error.to_string()))
+}
