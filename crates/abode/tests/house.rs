@@ -62,6 +62,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
         &["sqlx", "abode-store", "abode-control", "abode-guard"],
     ),
     ("abode-protocol", &["sqlx", "abode-store", "abode-control"]),
+    // Delivery reaches the outbox, not the domain.
+    ("abode-delivery", &["abode-control"]),
     // The pure crates stay pure.
     ("abode-guard", &["sqlx", "abode-store", "tokio"]),
     ("abode-schedule", &["sqlx", "abode-store", "tokio"]),

@@ -359,10 +359,13 @@ impl Control {
             self.clone(),
             shutdown.clone(),
         )));
-        handles.push(tokio::spawn(notifications::dispatcher(
-            self.clone(),
-            shutdown,
-        )));
+        let dispatcher = abode_delivery::Dispatcher {
+            outbox: self.inner.store.clone(),
+            config: self.inner.config.notifications.clone(),
+            clock: self.inner.config.clock.clone(),
+            metrics: self.inner.config.metrics.clone(),
+        };
+        handles.push(tokio::spawn(dispatcher.run(shutdown)));
         handles
     }
 }

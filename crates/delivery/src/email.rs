@@ -1,5 +1,5 @@
 //! The email channel: each message rendered as plain text and HTML from the
-//! templates kept in `crates/control/templates/email/` (one pair per kind,
+//! templates kept in `crates/delivery/templates/email/` (one pair per kind,
 //! `default` for kinds without their own), and sent through the operator's
 //! smarthost with a real SMTP client (lettre), optionally with STARTTLS and
 //! credentials read from a file.
@@ -117,8 +117,8 @@ fn template(kind: NotificationKind) -> Template {
     macro_rules! pair {
         ($name:literal) => {
             Template {
-                text: include_str!(concat!("../../templates/email/", $name, ".txt")),
-                html: include_str!(concat!("../../templates/email/", $name, ".html")),
+                text: include_str!(concat!("../templates/email/", $name, ".txt")),
+                html: include_str!(concat!("../templates/email/", $name, ".html")),
             }
         };
     }
