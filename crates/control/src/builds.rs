@@ -743,7 +743,7 @@ mod tests {
     #[test]
     fn a_create_is_exact_when_its_values_are_the_preset_s_alone() {
         let declarations = crate::parameters::template_declarations_from_plan(include_bytes!(
-            "../tests/fixtures/template-import/plan.json"
+            "../../parameters/tests/fixtures/template-import/plan.json"
         ))
         .unwrap();
         let version = TemplateVersion {

@@ -102,3 +102,52 @@ impl From<abode_runner::archive::InvalidArchive> for ControlError {
         ControlError::InvalidArchive(error.0)
     }
 }
+
+impl From<abode_parameters::ImportError> for ControlError {
+    fn from(error: abode_parameters::ImportError) -> Self {
+        use abode_parameters::ImportError;
+        match error {
+            ImportError::Template { .. } | ImportError::Declarations(_) => {
+                ControlError::InvalidTemplate(error.to_string())
+            }
+            ImportError::Run(error) => ControlError::Internal(error.to_string()),
+        }
+    }
+}
+
+impl From<abode_parameters::presets::PresetError> for ControlError {
+    fn from(error: abode_parameters::presets::PresetError) -> Self {
+        use abode_parameters::presets::PresetError;
+        match error {
+            PresetError::Refused(message) => ControlError::BadRequest(message),
+            PresetError::Unreadable(message) => ControlError::Internal(message),
+        }
+    }
+}
+
+impl From<crate::authz::Denied> for ControlError {
+    fn from(denied: crate::authz::Denied) -> Self {
+        ControlError::Forbidden(denied.reason)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::authz::{authorize, Action, Role, Roles, Subject};
+
+    #[test]
+    fn a_refusal_is_a_forbidden_answer() {
+        let denied = authorize(
+            &Subject::user("m", Roles::from([Role::Member])),
+            Action::UserList,
+            None,
+        )
+        .unwrap_err();
+        assert!(matches!(
+            ControlError::from(denied),
+            ControlError::Forbidden(message) if message.starts_with("you may not list users")
+        ));
+    }
+}

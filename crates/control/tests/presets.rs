@@ -13,7 +13,7 @@ use abode_control::{Actor, BuildOrder, BuildTarget, Config, Control, ControlErro
 use abode_store::*;
 use serde_json::{json, Value};
 
-const PLAN: &[u8] = include_bytes!("fixtures/template-import/plan.json");
+const PLAN: &[u8] = include_bytes!("../../parameters/tests/fixtures/template-import/plan.json");
 
 /// The answer: a workspace with this preset and these of its values, or a
 /// 400 whose message contains this.

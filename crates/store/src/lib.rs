@@ -812,8 +812,9 @@ storage_interface! {
     /// the next message with such a key is written again. How many were
     /// released; an empty prefix releases nothing.
     fn release_notification_dedupe(&self, prefix: &str) -> u64;
-    /// People who hold `owner` or `template-admin`, by username.
-    fn template_admins(&self) -> Vec<User>;
+    /// People (never a system actor) who hold any of `roles`, by username:
+    /// which roles is the caller's (the policy table's) to say.
+    fn users_with_any_role(&self, roles: &[Role]) -> Vec<User>;
     fn notification_by_id(&self, id: &str) -> Notification;
     /// Claims up to `limit` due messages (pending and due, or delivering
     /// with an expired lease) for `owner` until `lease_until`, counting an

@@ -232,15 +232,28 @@ macro_rules! notification_queries {
         Ok(result.rows_affected())
     }
 
-    pub(crate) async fn template_admins(&self) -> Result<Vec<User>, StoreError> {
-        sqlx::query_as(&sql(&format!(
+    pub(crate) async fn users_with_any_role(
+        &self,
+        roles: &[crate::Role],
+    ) -> Result<Vec<User>, StoreError> {
+        if roles.is_empty() {
+            return Ok(Vec::new());
+        }
+        let placeholders = vec!["?"; roles.len()].join(", ");
+        let text = format!(
             "SELECT {USER_COLUMNS} FROM users WHERE system = FALSE AND id IN \
-             (SELECT user_id FROM user_roles WHERE role IN ('owner', 'template-admin')) \
+             (SELECT user_id FROM user_roles WHERE role IN ({placeholders})) \
              ORDER BY username"
-        )))
-        .fetch_all(&self.pool)
-        .await
-        .map_err(db_error("user"))
+        );
+        let text = sql(&text);
+        let mut query = sqlx::query_as(&text);
+        for role in roles {
+            query = query.bind(role.as_str());
+        }
+        query
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error("user"))
     }
 
     pub(crate) async fn notification_by_id(&self, id: &str) -> Result<Notification, StoreError> {

@@ -10,6 +10,7 @@ use abode_store::{
     SystemActor,
 };
 
+use super::template_admin_roles;
 use crate::secrets::sha256_hex;
 use crate::Control;
 
@@ -186,7 +187,12 @@ impl Control {
             }
         }
         if matches!(recipients, Recipients::OwnerAndTemplateAdmins) {
-            match self.inner.store.template_admins().await {
+            match self
+                .inner
+                .store
+                .users_with_any_role(&template_admin_roles())
+                .await
+            {
                 Ok(admins) => people.extend(admins.into_iter().map(|user| user.id)),
                 Err(error) => {
                     tracing::error!(%error, "cannot read the template admins to notify")

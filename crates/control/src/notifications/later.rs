@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use abode_store::{NewNotification, NotificationKind, SystemActor, Template, User, Workspace};
 
 use super::events::{utc, Once};
+use super::template_admin_roles;
 use crate::{Control, ControlError};
 
 /// A resource a prebuild claim replaced, with the attribute paths that
@@ -48,7 +49,12 @@ fn put_time(payload: &mut Value, name: &str, ms: Option<i64>) {
 impl Control {
     /// Template admins (owners and template-admins; never a system actor).
     async fn template_admin_ids(&self) -> Vec<String> {
-        match self.inner.store.template_admins().await {
+        match self
+            .inner
+            .store
+            .users_with_any_role(&template_admin_roles())
+            .await
+        {
             Ok(admins) => admins.into_iter().map(|user| user.id).collect(),
             Err(error) => {
                 tracing::error!(%error, "cannot read the template admins to notify");

@@ -24,3 +24,10 @@ pub use abode_delivery::{
 };
 pub use later::ReplacedResource;
 pub use settings::{parse_kind, KindSetting};
+
+/// Who is told, beside a workspace's owner, of what template admins act on:
+/// whoever may push templates, by the policy table (owners and
+/// template-admins today); nothing here names a role.
+pub(crate) fn template_admin_roles() -> Vec<crate::authz::Role> {
+    crate::authz::roles_granted_any(crate::authz::Action::TemplatePush)
+}

@@ -392,7 +392,7 @@ async fn the_inbox_is_paged_and_read_by_its_owner_only(store: Store) {
     assert_eq!(store.mark_all_notifications_read(&bob.id).await.unwrap(), 1);
 }
 
-async fn template_admins_are_owners_and_template_admins(store: Store) {
+async fn people_with_any_of_some_roles_are_found_by_username(store: Store) {
     let (alice, _, _) = seeded(&store).await;
     let roles = [
         ("bob", Roles::from([Role::TemplateAdmin])),
@@ -409,14 +409,24 @@ async fn template_admins_are_owners_and_template_admins(store: Store) {
             .unwrap();
     }
     store.ensure_system_users().await.unwrap();
-    let names: Vec<String> = store
-        .template_admins()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|u| u.username)
-        .collect();
-    assert_eq!(names, vec![alice.username, "bob".to_string()]);
+    let names = |roles: &'static [Role]| {
+        let store = store.clone();
+        async move {
+            store
+                .users_with_any_role(roles)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|u| u.username)
+                .collect::<Vec<String>>()
+        }
+    };
+    assert_eq!(
+        names(&[Role::Owner, Role::TemplateAdmin]).await,
+        vec![alice.username.clone(), "bob".to_string()]
+    );
+    assert_eq!(names(&[Role::Auditor]).await, vec!["dave".to_string()]);
+    assert!(names(&[]).await.is_empty());
 }
 
 async fn people_opt_out_of_kinds_unless_they_are_mandatory(store: Store) {
@@ -575,7 +585,7 @@ on_every_backend!(
     deliveries_are_claimed_with_a_lease_retried_and_given_up,
     concurrent_dispatchers_never_share_a_message,
     the_inbox_is_paged_and_read_by_its_owner_only,
-    template_admins_are_owners_and_template_admins,
+    people_with_any_of_some_roles_are_found_by_username,
     people_opt_out_of_kinds_unless_they_are_mandatory,
     released_keys_let_their_message_be_written_again,
 );

@@ -8,7 +8,7 @@
 //! One whose configuration depends on values known only after apply is not
 //! read: it is a `read` in `resource_changes` and its declaration is unknown,
 //! which is an error here (the platform cannot check values against it).
-//! crates/control/tests/fixtures/template-import holds a real plan.
+//! crates/parameters/tests/fixtures/template-import holds a real plan.
 
 use std::collections::BTreeMap;
 
@@ -327,9 +327,8 @@ fn collect(module: ModuleJson, out: &mut Vec<ResourceJson>) {
 mod tests {
     use super::*;
 
-    const PLAN: &[u8] = include_bytes!("../../tests/fixtures/template-import/plan.json");
-    const DEFERRED: &[u8] =
-        include_bytes!("../../tests/fixtures/template-import/plan-deferred.json");
+    const PLAN: &[u8] = include_bytes!("../tests/fixtures/template-import/plan.json");
+    const DEFERRED: &[u8] = include_bytes!("../tests/fixtures/template-import/plan-deferred.json");
 
     fn declaration(name: &str, kind: &str) -> ParameterDefinition {
         ParameterDefinition {

@@ -17,7 +17,6 @@ use abode_terraform::run::{self, Invocation, RunError};
 use super::declarations::{
     template_declarations_from_plan, DeclarationError, TemplateDeclarations,
 };
-use crate::error::ControlError;
 
 /// The saved plan's file name in the scratch dir.
 const PLAN_FILE: &str = "template-import.tfplan";
@@ -34,17 +33,6 @@ pub enum ImportError {
     /// Terraform could not be run at all (the server's fault).
     #[error(transparent)]
     Run(RunError),
-}
-
-impl From<ImportError> for ControlError {
-    fn from(error: ImportError) -> Self {
-        match error {
-            ImportError::Template { .. } | ImportError::Declarations(_) => {
-                ControlError::InvalidTemplate(error.to_string())
-            }
-            ImportError::Run(error) => ControlError::Internal(error.to_string()),
-        }
-    }
 }
 
 /// The parameters and presets `template_dir` declares. `terraform init` must already have
@@ -150,7 +138,7 @@ mod tests {
             matches!(error, ImportError::Template { step: "plan", .. }),
             "{error}"
         );
-        let message = ControlError::from(error).to_string();
+        let message = error.to_string();
         assert!(
             message.contains("Reference to undeclared input variable"),
             "{message}"

@@ -17,8 +17,18 @@ use abode_store::TemplateVersion;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::parameters::{DeclarationError, ImportPlan};
-use crate::ControlError;
+use crate::{DeclarationError, ImportPlan};
+
+/// Why a preset could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PresetError {
+    /// The request does not fit the version's presets (the caller's fault).
+    #[error("{0}")]
+    Refused(String),
+    /// What the version stored cannot be read (the server's fault).
+    #[error("{0}")]
+    Unreadable(String),
+}
 
 const PRESET_TYPE: &str = "abode_workspace_preset";
 
@@ -207,11 +217,11 @@ fn check_against(
 
 /// The presets a version keeps; none for a version pushed before presets
 /// were read.
-pub fn stored_presets(version: &TemplateVersion) -> Result<Vec<PresetDefinition>, ControlError> {
+pub fn stored_presets(version: &TemplateVersion) -> Result<Vec<PresetDefinition>, PresetError> {
     match version.presets.as_deref() {
         None => Ok(Vec::new()),
         Some(json) => serde_json::from_str(json).map_err(|error| {
-            ControlError::Internal(format!(
+            PresetError::Unreadable(format!(
                 "the stored presets of version {} of template \"{}\" are unreadable: {error}",
                 version.number, version.template_name
             ))
@@ -221,11 +231,11 @@ pub fn stored_presets(version: &TemplateVersion) -> Result<Vec<PresetDefinition>
 
 /// The preset named `name` among a version's, or a one-line refusal naming
 /// the ones it has.
-pub(crate) fn named_preset<'a>(
+pub fn named_preset<'a>(
     version: &TemplateVersion,
     presets: &'a [PresetDefinition],
     name: &str,
-) -> Result<&'a PresetDefinition, ControlError> {
+) -> Result<&'a PresetDefinition, PresetError> {
     if let Some(preset) = presets.iter().find(|preset| preset.name == name) {
         return Ok(preset);
     }
@@ -237,7 +247,7 @@ pub(crate) fn named_preset<'a>(
     if presets.len() > LISTED_PRESETS {
         names.push(format!("and {} more", presets.len() - LISTED_PRESETS));
     }
-    Err(ControlError::BadRequest(format!(
+    Err(PresetError::Refused(format!(
         "template \"{}\" (version {}) has no preset \"{}\"; {}",
         version.template_name,
         version.number,
@@ -253,10 +263,10 @@ pub(crate) fn named_preset<'a>(
 /// The request's values with the preset's added: a value given for a
 /// parameter the preset sets must be the preset's (in its text form), else
 /// the request contradicts the preset.
-pub(crate) fn with_preset(
+pub fn with_preset(
     preset: &PresetDefinition,
     given: &BTreeMap<String, Value>,
-) -> Result<BTreeMap<String, Value>, ControlError> {
+) -> Result<BTreeMap<String, Value>, PresetError> {
     let mut values = given.clone();
     for (name, value) in &preset.parameters {
         match given.get(name) {
@@ -269,7 +279,7 @@ pub(crate) fn with_preset(
                     other => other.to_string(),
                 };
                 if &text != value {
-                    return Err(ControlError::BadRequest(format!(
+                    return Err(PresetError::Refused(format!(
                         "parameter `{}` is given as `{}`, but preset \"{}\" sets it to `{}`: \
                          leave it out, or create without the preset",
                         shown(name),
@@ -287,7 +297,7 @@ pub(crate) fn with_preset(
 /// Among `candidates` (each preset with the values it builds alone: its own
 /// and the defaults), the one whose values are exactly `values`: the one setting the
 /// most parameters, the first declared on a tie.
-pub(crate) fn matching_preset<'a>(
+pub fn matching_preset<'a>(
     candidates: impl IntoIterator<Item = (&'a PresetDefinition, BTreeMap<String, String>)>,
     values: &BTreeMap<String, String>,
 ) -> Option<&'a PresetDefinition> {
@@ -345,7 +355,7 @@ mod tests {
     #[test]
     fn a_real_import_plan_declares_every_preset() {
         let plan = ImportPlan::parse(PLAN).unwrap();
-        let parameters = crate::parameters::declarations_from_plan(PLAN).unwrap();
+        let parameters = crate::declarations_from_plan(PLAN).unwrap();
         let presets = presets_of(&plan, &parameters).unwrap();
         // Terraform orders a module's resources by address.
         let expected = vec![

@@ -36,8 +36,6 @@ pub use abode_store::{check_role_change, Role, RoleChange, RoleRefusal, Roles, U
 
 pub use abode_store::SystemActor;
 
-use crate::ControlError;
-
 /// Everything a subject can ask to do through the API (or, for system
 /// actors, from inside the server).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -507,12 +505,6 @@ pub struct Denied {
     pub reason: String,
 }
 
-impl From<Denied> for ControlError {
-    fn from(denied: Denied) -> Self {
-        ControlError::Forbidden(denied.reason)
-    }
-}
-
 /// Whether `actor` may do `action` on an object owned by the user whose id is
 /// `object_owner`. `None` is an object nobody owns (a template) or a request
 /// that covers everyone's objects (every workspace, the whole audit log):
@@ -546,6 +538,24 @@ pub fn widest_scope(actor: &Subject, action: Action) -> Option<Scope> {
     } else {
         None
     }
+}
+
+/// The roles that may do `action` on any object, in the table's order:
+/// whom to tell about what only they can act on (a held build of anyone's
+/// workspace, a template's pool).
+pub fn roles_granted_any(action: Action) -> Vec<Role> {
+    let mut roles = Vec::new();
+    for grant in POLICY {
+        if let Grantee::Role(role) = grant.who {
+            if grant.scope == Scope::Any
+                && grant.actions.contains(&action)
+                && !roles.contains(&role)
+            {
+                roles.push(role);
+            }
+        }
+    }
+    roles
 }
 
 /// Whether `actor` may create a user holding `roles`: user-admins create
@@ -887,17 +897,15 @@ mod tests {
     }
 
     #[test]
-    fn a_refusal_is_a_forbidden_answer() {
-        let denied = authorize(
-            &Subject::user("m", Roles::from([Role::Member])),
-            Action::UserList,
-            None,
-        )
-        .unwrap_err();
-        assert!(matches!(
-            ControlError::from(denied),
-            ControlError::Forbidden(message) if message.starts_with("you may not list users")
-        ));
+    fn template_admins_are_whoever_may_push_templates() {
+        assert_eq!(
+            roles_granted_any(Action::TemplatePush),
+            vec![Role::Owner, Role::TemplateAdmin]
+        );
+        assert_eq!(
+            roles_granted_any(Action::UserChangeRoles),
+            vec![Role::Owner]
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@
 mod check;
 mod declarations;
 mod import;
+pub mod presets;
 
 pub use abode_contract::parameters::ParameterDefinition;
 pub use check::{check_parameters, CheckKind, ParameterProblem, ResolvedParameters};
