@@ -23,6 +23,7 @@ pub(crate) async fn dispatcher(control: Control, mut shutdown: watch::Receiver<b
             break;
         }
         let delivered = control.deliver_due_notifications(&owner).await;
+        control.background_pass(abode_metrics::PASS_NOTIFICATIONS);
         if delivered > 0 {
             continue;
         }
