@@ -200,6 +200,16 @@ impl Platform {
         Platform::start_inner(database_url, extra, false, prepare)
     }
 
+    /// [`Platform::start_prepared`] with a metrics listener, as
+    /// [`Platform::start_with_metrics`].
+    pub fn start_prepared_with_metrics(
+        database_url: Option<&str>,
+        extra: &[&str],
+        prepare: impl FnOnce(&Path),
+    ) -> Platform {
+        Platform::start_inner(database_url, extra, true, prepare)
+    }
+
     fn start_inner(
         database_url: Option<&str>,
         extra: &[&str],
