@@ -19,8 +19,11 @@ use util::{
     create_key, fixture, names_in, printed_digest, repo_root, require_terraform, Daemon, Platform,
 };
 
-/// An API-only server: every build must go to a daemon.
-const API_ONLY: &[&str] = &["--provisioners", "0", "--job-lease", "3"];
+/// An API-only server: every build must go to a daemon. The lease is long
+/// enough that a daemon whose heartbeat stalls for a few seconds on a
+/// loaded machine keeps its build; where a lease must run out, the test
+/// moves the server's clock past it.
+const API_ONLY: &[&str] = &["--provisioners", "0", "--job-lease", "10"];
 
 fn push(platform: &Platform, name: &str, dir: &Path, extra: &[&str]) {
     let mut args = vec!["templates", "push", name, "-d", dir.to_str().unwrap()];

@@ -323,17 +323,9 @@ fn below_the_minimum_free_space_no_build_starts_until_space_returns() {
     require_terraform();
     let mounted = Tmpfs(Default::default());
     let cell = mounted.0.clone();
-    let metrics_port = util::free_port();
-    let platform = Platform::start_prepared(
+    let platform = Platform::start_prepared_with_metrics(
         None,
-        &[
-            "--min-free-disk",
-            "64MiB",
-            "--job-lease",
-            "2",
-            "--prometheus-address",
-            &format!("127.0.0.1:{metrics_port}"),
-        ],
+        &["--min-free-disk", "64MiB", "--job-lease", "2"],
         |data_dir| {
             mount_tmpfs(data_dir, "192m");
             *cell.borrow_mut() = Some(data_dir.to_path_buf());
@@ -345,7 +337,7 @@ fn below_the_minimum_free_space_no_build_starts_until_space_returns() {
         .run(&["templates", "push", "minimal", "-d", dir.to_str().unwrap()])
         .ok();
     wait_until("the free space measured", || {
-        gauge(&util::scrape(metrics_port), "abode_data_dir_low") == Some(0.0)
+        gauge(&platform.scrape(), "abode_data_dir_low") == Some(0.0)
     });
 
     // Filled to 32 MiB free: the server says so.
@@ -359,7 +351,7 @@ fn below_the_minimum_free_space_no_build_starts_until_space_returns() {
         .unwrap();
     assert!(filled.success());
     wait_until("the server noticing", || {
-        gauge(&util::scrape(metrics_port), "abode_data_dir_low") == Some(1.0)
+        gauge(&platform.scrape(), "abode_data_dir_low") == Some(1.0)
     });
     assert!(platform
         .server_log()
@@ -379,9 +371,6 @@ fn below_the_minimum_free_space_no_build_starts_until_space_returns() {
     // Space returns: the build starts and succeeds.
     std::fs::remove_file(&filler).unwrap();
     platform.wait_for_build_status("dev", "succeeded");
-    assert_eq!(
-        gauge(&util::scrape(metrics_port), "abode_data_dir_low"),
-        Some(0.0)
-    );
+    assert_eq!(gauge(&platform.scrape(), "abode_data_dir_low"), Some(0.0));
     util::finish(create);
 }

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use util::{only_subdir, printed_digest, repo_root, require_terraform, Platform};
+use util::{only_subdir, printed_digest, repo_root, require_terraform, Platform, ReservedPort};
 
 const SECRET: &str = "webhook shared secret";
 
@@ -45,8 +45,7 @@ struct Receiver {
 }
 
 impl Receiver {
-    fn start(port: u16, deliveries: Arc<Mutex<Vec<Delivery>>>, hang: bool) -> Receiver {
-        let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
+    fn start(listener: TcpListener, deliveries: Arc<Mutex<Vec<Delivery>>>, hang: bool) -> Receiver {
         let port = listener.local_addr().unwrap().port();
         let hang = Arc::new(AtomicBool::new(hang));
         let stop = Arc::new(AtomicBool::new(false));
@@ -167,14 +166,6 @@ fn wait_for_log(platform: &Platform, needle: &str) {
     }
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn secret_file(dir: &Path) -> String {
     let file = dir.join("webhook-secret");
     fs::write(&file, format!("{SECRET}\n")).unwrap();
@@ -215,9 +206,10 @@ fn hold_a_build(platform: &Platform) -> String {
 fn a_held_build_reaches_owner_and_template_admins_signed_even_after_the_receiver_was_down() {
     require_terraform();
     let secrets = tempfile::tempdir().unwrap();
-    let port = free_port();
+    // Down: the port is held, not listened on, until the receiver starts.
+    let reserved = ReservedPort::new();
     let deliveries = Arc::new(Mutex::new(Vec::new()));
-    let url = format!("http://127.0.0.1:{port}/hook");
+    let url = format!("http://127.0.0.1:{}/hook", reserved.port);
     let secret = secret_file(secrets.path());
     let platform = Platform::start_with(&[
         "--notifications-webhook-url",
@@ -235,7 +227,7 @@ fn a_held_build_reaches_owner_and_template_admins_signed_even_after_the_receiver
     assert!(deliveries.lock().unwrap().is_empty());
 
     // Back up: the next attempt (the clock moved past any backoff) delivers.
-    let receiver = Receiver::start(port, deliveries.clone(), false);
+    let receiver = Receiver::start(reserved.listen(), deliveries.clone(), false);
     assert_eq!(receiver.url(), url);
     platform.advance_clock(Duration::from_secs(2 * 60 * 60));
     let held = wait_for(&deliveries, "build_held", 2);
@@ -393,10 +385,11 @@ fn killed_during_a_delivery(database_url: Option<&str>) {
     let secrets = tempfile::tempdir().unwrap();
     let deliveries = Arc::new(Mutex::new(Vec::new()));
     // It takes the request and never answers.
-    let receiver = Receiver::start(0, deliveries.clone(), true);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let receiver = Receiver::start(listener, deliveries.clone(), true);
     let secret = secret_file(secrets.path());
     let url = receiver.url();
-    let mut platform = Platform::start_on(
+    let mut platform = Platform::start_with_metrics(
         database_url,
         &[
             "--notifications-webhook-url",
@@ -415,8 +408,9 @@ fn killed_during_a_delivery(database_url: Option<&str>) {
     platform.kill_server();
     receiver.hang.store(false, Ordering::SeqCst);
     platform.start_server_again();
-    // Nothing is sent again while the dead server's lease runs...
-    std::thread::sleep(Duration::from_secs(2));
+    // Nothing is sent again while the dead server's lease runs, though the
+    // restarted server's dispatcher looked for due messages...
+    platform.wait_for_passes("notifications", 2);
     assert_eq!(deliveries.lock().unwrap().len(), 1);
     // ...and once it ran out, the message is delivered again, same id.
     platform.advance_clock(Duration::from_secs(60 * 60));
@@ -479,27 +473,40 @@ impl SmtpServer {
             has_aiosmtpd,
             "Debian's python3-aiosmtpd is missing: source scripts/bootstrap.sh installs it"
         );
-        let port = free_port();
         let maildir = dir.join("maildir");
-        let child = std::process::Command::new(python)
-            .args(["-m", "aiosmtpd", "-n", "-l"])
-            .arg(format!("127.0.0.1:{port}"))
-            .args(["-c", "aiosmtpd.handlers.Mailbox"])
-            .arg(&maildir)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "aiosmtpd did not listen");
-            std::thread::sleep(Duration::from_millis(100));
+        // The port is free when picked; should another process take it
+        // before aiosmtpd binds it, aiosmtpd exits and starts again on
+        // another.
+        for _ in 0..10 {
+            let port = util::free_port();
+            let mut child = std::process::Command::new(python)
+                .args(["-m", "aiosmtpd", "-n", "-l"])
+                .arg(format!("127.0.0.1:{port}"))
+                .args(["-c", "aiosmtpd.handlers.Mailbox"])
+                .arg(&maildir)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok()
+                    && child.try_wait().unwrap().is_none()
+                {
+                    return SmtpServer {
+                        child,
+                        port,
+                        maildir,
+                    };
+                }
+                assert!(Instant::now() < deadline, "aiosmtpd did not listen");
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
-        SmtpServer {
-            child,
-            port,
-            maildir,
-        }
+        panic!("aiosmtpd exited ten times before listening")
     }
 
     /// The raw messages received so far.
@@ -541,12 +548,15 @@ fn a_held_build_is_mailed_to_the_owner_and_the_template_admins() {
     let dir = tempfile::tempdir().unwrap();
     let smtp = SmtpServer::start(dir.path());
     let smarthost = format!("127.0.0.1:{}", smtp.port);
-    let platform = Platform::start_with(&[
-        "--notifications-email-smarthost",
-        &smarthost,
-        "--notifications-email-from",
-        "Abode <abode@example.com>",
-    ]);
+    let platform = Platform::start_with_metrics(
+        None,
+        &[
+            "--notifications-email-smarthost",
+            &smarthost,
+            "--notifications-email-from",
+            "Abode <abode@example.com>",
+        ],
+    );
     platform.login_owner();
     let bob = platform.login_new_user("bob", "template-admin");
     platform.login_new_user("carol", "member");
@@ -617,8 +627,9 @@ fn a_held_build_is_mailed_to_the_owner_and_the_template_admins() {
 
     let digest = hold_a_build(&platform);
     let messages = smtp.wait_for(3);
-    // Let a wrongly addressed fourth one show up, if there were one.
-    std::thread::sleep(Duration::from_secs(2));
+    // Let a wrongly addressed fourth one show up, if there were one: the
+    // dispatcher looked for due messages again after the third arrived.
+    platform.wait_for_passes("notifications", 2);
     let messages = if smtp.messages().len() > 3 {
         smtp.messages()
     } else {
@@ -667,8 +678,9 @@ fn a_held_build_is_mailed_to_the_owner_and_the_template_admins() {
 fn a_delivery_that_keeps_failing_is_marked_failed_with_its_last_error_for_owners_to_see() {
     require_terraform();
     let secrets = tempfile::tempdir().unwrap();
-    // Nobody listens there.
-    let url = format!("http://127.0.0.1:{}/hook", free_port());
+    // Nobody listens there, and nobody can meanwhile.
+    let nobody = ReservedPort::new();
+    let url = format!("http://127.0.0.1:{}/hook", nobody.port);
     let secret = secret_file(secrets.path());
     let platform = Platform::start_with(&[
         "--notifications-webhook-url",

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use util::{copy_dir, fixture, free_port, repo_root, require_terraform, scrape, Platform};
+use util::{copy_dir, fixture, repo_root, require_terraform, Platform};
 
 /// Reconcile every second, agents heartbeat every second: the test waits for
 /// builds, never for a minute-long interval.
@@ -112,16 +112,9 @@ fn ready(pool: &Value, count: u64) -> bool {
 #[test]
 fn a_pool_of_the_example_template_converges_is_claimed_and_refills() {
     require_terraform();
-    let metrics_port = free_port();
-    let metrics_address = format!("127.0.0.1:{metrics_port}");
     let mut flags = FAST.to_vec();
-    flags.extend([
-        "--prometheus-address",
-        &metrics_address,
-        "--metrics-refresh-interval",
-        "1",
-    ]);
-    let platform = Platform::start_with(&flags);
+    flags.extend(["--metrics-refresh-interval", "1"]);
+    let platform = Platform::start_with_metrics(None, &flags);
     platform.login_owner();
     let template = example_with_pool(&platform);
     push(&platform, "example", &template);
@@ -191,7 +184,7 @@ fn a_pool_of_the_example_template_converges_is_claimed_and_refills() {
     let labels = r#"{template_name="example",preset_name="small"}"#;
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let text = scrape(metrics_port);
+        let text = platform.scrape();
         let sample = |name: &str| {
             let series = format!("{name}{labels} ");
             text.lines()
@@ -349,14 +342,17 @@ fn a_claim_that_replaces_a_protected_volume_is_allowed_logged_and_notified() {
 #[test]
 fn a_failing_template_hits_the_hard_limit_once_and_notifies_once() {
     require_terraform();
-    let platform = Platform::start_with(&[
-        "--prebuilds-reconcile-interval",
-        "1",
-        "--prebuilds-backoff",
-        "1",
-        "--prebuilds-failure-hard-limit",
-        "2",
-    ]);
+    let platform = Platform::start_with_metrics(
+        None,
+        &[
+            "--prebuilds-reconcile-interval",
+            "1",
+            "--prebuilds-backoff",
+            "1",
+            "--prebuilds-failure-hard-limit",
+            "2",
+        ],
+    );
     platform.login_owner();
     push(&platform, "broken", &fixture("prebuild-fails"));
     let limited = wait_for_pool(
@@ -367,8 +363,10 @@ fn a_failing_template_hits_the_hard_limit_once_and_notifies_once() {
         |pool| pool["hard_limited"] == true,
     );
     assert_eq!(limited["consecutive_failures"], 2, "{limited:#}");
-    // More rounds change nothing: no new build, no second notification.
-    std::thread::sleep(Duration::from_secs(3));
+    // More rounds change nothing: no new build, no second notification
+    // (in the inbox once the dispatcher looked again).
+    platform.wait_for_passes("prebuilds", 2);
+    platform.wait_for_passes("notifications", 2);
     let still = pool(&platform, "broken");
     assert_eq!(still["consecutive_failures"], 2, "{still:#}");
     assert_eq!(still["in_progress"], 0, "{still:#}");

@@ -89,8 +89,10 @@ fn provisioners_are_listed_with_their_job_and_heartbeat() {
 #[test]
 fn a_version_s_jobs_go_only_to_provisioners_with_its_tags() {
     require_terraform();
-    let platform =
-        Platform::start_with(&["--provisioner-tag", "cloud=a,zone=1", "--job-lease", "4"]);
+    let platform = Platform::start_with_metrics(
+        None,
+        &["--provisioner-tag", "cloud=a,zone=1", "--job-lease", "4"],
+    );
     platform.login_owner();
     let minimal = fixture("minimal");
     let push = |name: &str, tags: &[&str]| {
@@ -119,8 +121,10 @@ fn a_version_s_jobs_go_only_to_provisioners_with_its_tags() {
     platform.run(&["create", "a", "-t", "on-a"]).ok();
     let waiting = platform.spawn(&["create", "b", "-t", "on-b"]);
     platform.wait_for_build_status("b", "pending");
-    // Longer than the workers' idle look at the queue (2 s).
-    std::thread::sleep(Duration::from_secs(3));
+    // The server's three workers looked at the queue since (four looks: one
+    // worker looked twice, the second time after the build was queued) and
+    // left it.
+    platform.wait_for_passes("provisioner", 4);
     assert_eq!(platform.show("b")["latest_build"]["status"], "pending");
     // Half a minute later its log says why it waits.
     platform.advance_clock(Duration::from_secs(31));

@@ -5,6 +5,11 @@
 //! whose template deletes dormant workspaces is stopped, its owner told, and
 //! its deletion, which would destroy the protected home volume, is held for
 //! a person instead of applied.
+//!
+//! Where a test asserts that the scheduler did nothing, it first sees the
+//! scheduler tick (`abode_background_passes_total{task="scheduler"}` in
+//! the server's metrics) after the moment that matters: a check that only
+//! waited would pass on a machine too slow to tick at all.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -48,7 +53,7 @@ fn example(platform: &Platform) {
 #[test]
 fn a_workspace_past_its_ttl_is_stopped_by_the_scheduler() {
     require_terraform();
-    let platform = Platform::start_with(&["--autobuild-poll-interval", "1"]);
+    let platform = Platform::start_with_metrics(None, &["--autobuild-poll-interval", "1"]);
     platform.login_owner();
     example(&platform);
     sqlite_execute(
@@ -63,7 +68,7 @@ fn a_workspace_past_its_ttl_is_stopped_by_the_scheduler() {
     });
     // Not yet: nothing happens before the deadline.
     platform.advance_clock(Duration::from_secs(30));
-    std::thread::sleep(Duration::from_secs(2));
+    platform.wait_for_passes("scheduler", 2);
     assert_eq!(platform.show("dev")["status"], "running");
     platform.advance_clock(Duration::from_secs(31));
     let stopped = wait_for(&platform, "dev", "stopped", |shown| {
@@ -82,7 +87,7 @@ fn a_workspace_past_its_ttl_is_stopped_by_the_scheduler() {
 #[test]
 fn a_dormant_workspace_s_deletion_is_held_when_it_would_destroy_the_protected_volume() {
     require_terraform();
-    let platform = Platform::start_with(&["--autobuild-poll-interval", "1"]);
+    let platform = Platform::start_with_metrics(None, &["--autobuild-poll-interval", "1"]);
     platform.login_owner();
     example(&platform);
     platform
@@ -128,7 +133,7 @@ fn a_dormant_workspace_s_deletion_is_held_when_it_would_destroy_the_protected_vo
     for _ in 0..3 {
         platform.advance_clock(Duration::from_secs(12 * 3600 + 60));
         platform.run(&["users", "me"]).ok();
-        std::thread::sleep(Duration::from_secs(2));
+        platform.wait_for_passes("scheduler", 2);
     }
     let held = wait_for(&platform, "dev", "a held deletion", |shown| {
         shown["latest_build"]["transition"] == "delete"
@@ -160,7 +165,7 @@ fn a_dormant_workspace_s_deletion_is_held_when_it_would_destroy_the_protected_vo
 #[test]
 fn an_autostart_schedule_starts_a_stopped_workspace() {
     require_terraform();
-    let platform = Platform::start_with(&["--autobuild-poll-interval", "1"]);
+    let platform = Platform::start_with_metrics(None, &["--autobuild-poll-interval", "1"]);
     platform.login_owner();
     example(&platform);
     platform
@@ -191,10 +196,10 @@ fn two_servers_on_one_postgres_database_stop_a_workspace_once() {
     require_terraform();
     let database = util::FreshDatabase::create();
     let ticking = &["--autobuild-poll-interval", "1"];
-    let first = Platform::start_on(Some(&database.url), ticking);
+    let first = Platform::start_with_metrics(Some(&database.url), ticking);
     // The second server builds nothing (its data dir holds no volume), but
     // ticks like the first: the lease must keep them from both acting.
-    let second = Platform::start_on(
+    let second = Platform::start_with_metrics(
         Some(&database.url),
         &["--autobuild-poll-interval", "1", "--provisioners", "0"],
     );
@@ -215,8 +220,23 @@ fn two_servers_on_one_postgres_database_stop_a_workspace_once() {
     wait_for(&first, "dev", "stopped", |shown| {
         shown["status"] == "stopped"
     });
-    // A few more ticks on both servers: still one stop.
-    std::thread::sleep(Duration::from_secs(3));
+    // A few more ticks on both servers (each server counts its own), and
+    // between them one stop asked for: the other server ticked and did
+    // nothing, and nothing was refused.
+    for platform in [&first, &second] {
+        platform.wait_for_passes("scheduler", 2);
+    }
+    let actions = |action: &str| {
+        let series = format!("abode_scheduler_actions_total{{action=\"{action}\"}}");
+        [&first, &second].map(|platform| platform.metric(&series) as u64)
+    };
+    let asked = actions("build");
+    assert_eq!(
+        asked.iter().sum::<u64>(),
+        1,
+        "builds asked by each server: {asked:?}"
+    );
+    assert_eq!(actions("failed"), [0, 0]);
     let builds = util::psql(
         &database.url,
         "SELECT string_agg(transition || ':' || reason, ',' ORDER BY number) FROM builds",
@@ -228,7 +248,7 @@ fn two_servers_on_one_postgres_database_stop_a_workspace_once() {
 #[test]
 fn an_autostart_that_would_replace_the_protected_volume_is_held_and_told() {
     require_terraform();
-    let platform = Platform::start_with(&["--autobuild-poll-interval", "1"]);
+    let platform = Platform::start_with_metrics(None, &["--autobuild-poll-interval", "1"]);
     platform.login_owner();
     example(&platform);
     platform
@@ -289,6 +309,6 @@ fn an_autostart_that_would_replace_the_protected_volume_is_held_and_told() {
     assert_eq!(told["payload"]["initiator"]["system"], true, "{told:#}");
     // Nothing retried it meanwhile: the held build is still the third
     // (create, stop, autostart).
-    std::thread::sleep(Duration::from_secs(2));
+    platform.wait_for_passes("scheduler", 2);
     assert_eq!(platform.show("dev")["latest_build"]["number"], 3);
 }

@@ -14,16 +14,23 @@ use std::time::{Duration, Instant};
 
 use util::{finish, fixture, require_terraform, FreshDatabase, Platform};
 
-/// Short leases so that a dead server's lease runs out within seconds (the
-/// keeper's rounds are real time: a quarter of the lease).
-const LEASE: &[&str] = &["--job-lease", "2"];
+/// Leases run out by the servers' clocks, which the test moves; the keeper's
+/// rounds are real time (a quarter of the lease) and a lease is salvaged
+/// only once it stayed expired and unchanged for five of them. Six seconds
+/// keep a live server's lease through a stall of several seconds on a
+/// loaded machine while a dead one's is salvaged within seconds.
+const LEASE: &[&str] = &["--job-lease", "6"];
+
+/// Keeper rounds after which an expired lease nobody renews is salvaged
+/// (`UNCHANGED_ROUNDS` in `job_leases.rs`), and one more.
+const SALVAGE_ROUNDS: u64 = 6;
 
 fn server(database: &FreshDatabase, extra: &[&str]) -> Platform {
     let mut flags = util::FAST_AGENT_FLAGS.to_vec();
     flags.extend(LEASE);
     flags.extend(["--cancel-grace", "5"]);
     flags.extend(extra);
-    Platform::start_on(Some(&database.url), &flags)
+    Platform::start_with_metrics(Some(&database.url), &flags)
 }
 
 fn create(front: &Platform, workspace: &str, seconds: u32) -> Child {
@@ -90,7 +97,9 @@ fn servers_keep_their_own_builds_and_take_over_a_dead_ones() {
     for platform in [&builder, &front] {
         platform.advance_clock(Duration::from_secs(600));
     }
-    std::thread::sleep(Duration::from_secs(3));
+    // Enough of the front's keeper rounds to have salvaged the build were
+    // its lease not renewed: still running.
+    front.wait_for_passes("keeper", SALVAGE_ROUNDS);
     let build = front.show("one")["latest_build"].clone();
     assert_eq!(build["status"], "running", "{build:#}");
 

@@ -108,6 +108,7 @@ pub(crate) async fn keeper(
             }
             Err(error) => tracing::error!(%error, "cannot read expired job leases"),
         }
+        control.background_pass(abode_metrics::PASS_KEEPER);
         tokio::select! {
             _ = tokio::time::sleep(round) => {}
             _ = shutdown.changed() => {}

@@ -67,6 +67,13 @@ fn gauges(counts: PlatformCounts, now_ms: i64) -> PlatformGauges {
 }
 
 impl Control {
+    /// One pass of the background loop `task` ended
+    /// (`abode_background_passes_total`): what shows that a loop ran, in a
+    /// scrape and to the tests that prove it did nothing.
+    pub(crate) fn background_pass(&self, task: &str) {
+        self.inner.config.metrics.background_pass(task);
+    }
+
     /// Reads the platform's counts once and sets the refreshed gauges.
     pub async fn refresh_metrics(&self) -> Result<(), ControlError> {
         let config = &self.inner.config;

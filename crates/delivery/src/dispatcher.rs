@@ -92,6 +92,8 @@ impl<O: Outbox> Dispatcher<O> {
                 break;
             }
             let delivered = self.deliver_due(&owner).await;
+            self.metrics
+                .background_pass(abode_metrics::PASS_NOTIFICATIONS);
             if delivered > 0 {
                 continue;
             }

@@ -82,6 +82,23 @@ struct DeliveryLabels {
     outcome: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TaskLabels {
+    task: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ActionLabels {
+    action: String,
+}
+
+/// Background loops of `abode_background_passes_total{task}`.
+pub const PASS_SCHEDULER: &str = "scheduler";
+pub const PASS_PREBUILDS: &str = "prebuilds";
+pub const PASS_NOTIFICATIONS: &str = "notifications";
+pub const PASS_KEEPER: &str = "keeper";
+pub const PASS_PROVISIONER: &str = "provisioner";
+
 /// Outcomes of `abode_notifications_total{outcome}`: delivered, failed
 /// but to be tried again, or given up on.
 pub const NOTIFICATION_SENT: &str = "sent";
@@ -171,6 +188,8 @@ struct Inner {
     pools_paused: Family<PresetLabels, Gauge>,
     data_dir_free: Gauge,
     data_dir_low: Gauge,
+    background_passes: Family<TaskLabels, Counter>,
+    scheduler_actions: Family<ActionLabels, Counter>,
 }
 
 /// Registers `metric` under `name` and hands it back to be kept in a field.
@@ -213,6 +232,8 @@ impl Metrics {
             pools_paused: register(reg, "abode_prebuilt_workspaces_paused", "1 when prebuild reconciliation is paused, by template and preset (refreshed)", Family::default()),
             data_dir_free: register(reg, "abode_data_dir_free_bytes", "Free space of this server's data dir (its database on SQLite, work dirs, volumes), in bytes", Gauge::default()),
             data_dir_low: register(reg, "abode_data_dir_low", "1 while this server's data dir has less free space than --min-free-disk: it starts no build", Gauge::default()),
+            background_passes: register(reg, "abode_background_passes", "Passes of this server's background loops (scheduler, prebuilds, notifications, keeper, provisioner), counted as each pass ends", Family::default()),
+            scheduler_actions: register(reg, "abode_scheduler_actions", "What this server's scheduler ticks did: builds asked for, workspaces marked dormant, deletions notified, actions that failed", Family::default()),
             registry: r,
         };
         Metrics {
@@ -313,6 +334,30 @@ impl Metrics {
                 outcome: outcome.to_string(),
             })
             .inc();
+    }
+
+    /// One pass of the background loop `task` ([`PASS_SCHEDULER`],
+    /// [`PASS_PREBUILDS`], [`PASS_NOTIFICATIONS`], [`PASS_KEEPER`],
+    /// [`PASS_PROVISIONER`]) ended, whether or not it found work (or, for a
+    /// loop under a lease, held it).
+    pub fn background_pass(&self, task: &str) {
+        self.inner
+            .background_passes
+            .get_or_create(&TaskLabels {
+                task: task.to_string(),
+            })
+            .inc();
+    }
+
+    /// A scheduler tick of this server did `count` things of `action`
+    /// (`build`, `dormant`, `notified`, `failed`).
+    pub fn scheduler_actions(&self, action: &str, count: u64) {
+        self.inner
+            .scheduler_actions
+            .get_or_create(&ActionLabels {
+                action: action.to_string(),
+            })
+            .inc_by(count);
     }
 
     /// The gauges read from the database by one refresh.
@@ -462,6 +507,9 @@ mod tests {
             notifications_pending: 5,
             updated_at_seconds: 1_700_000_000.0,
         });
+        metrics.background_pass(PASS_KEEPER);
+        metrics.background_pass(PASS_KEEPER);
+        metrics.scheduler_actions("build", 2);
         metrics.prebuild_ended("base", "small", true);
         metrics.prebuild_ended("base", "small", false);
         metrics.prebuild_claimed("base", "small", 1.5, 2);
@@ -539,6 +587,8 @@ mod tests {
                 r#"abode_prebuilt_workspaces_paused{template_name="base",preset_name="small"}"#,
                 "1",
             ),
+            (r#"abode_background_passes_total{task="keeper"}"#, "2"),
+            (r#"abode_scheduler_actions_total{action="build"}"#, "2"),
             ("abode_builds_held", "1"),
             ("abode_jobs_pending", "2"),
             ("abode_job_queue_oldest_seconds", "1.5"),

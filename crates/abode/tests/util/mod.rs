@@ -132,6 +132,8 @@ pub struct Platform {
     server: Option<Child>,
     marker: String,
     port: u16,
+    /// The port of the server's `--prometheus-address`, when it has one.
+    metrics_port: Option<u16>,
     extra: Vec<String>,
     /// `--database-url` for the server; None keeps the embedded SQLite store.
     database_url: Option<String>,
@@ -170,9 +172,15 @@ impl Platform {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        platform.spawn_server();
-        platform.wait_until_ready();
+        platform.spawn_until_ready(true);
         platform
+    }
+
+    /// Starts a server with extra flags (on the database at `database_url`
+    /// when given) that serves its Prometheus metrics on a port of its own
+    /// ([`Platform::scrape`], [`Platform::wait_for_passes`]).
+    pub fn start_with_metrics(database_url: Option<&str>, extra: &[&str]) -> Platform {
+        Platform::start_inner(database_url, extra, true, |_| {})
     }
 
     /// Starts a server with extra flags, keeping its data in the database at
@@ -189,6 +197,25 @@ impl Platform {
         extra: &[&str],
         prepare: impl FnOnce(&Path),
     ) -> Platform {
+        Platform::start_inner(database_url, extra, false, prepare)
+    }
+
+    /// [`Platform::start_prepared`] with a metrics listener, as
+    /// [`Platform::start_with_metrics`].
+    pub fn start_prepared_with_metrics(
+        database_url: Option<&str>,
+        extra: &[&str],
+        prepare: impl FnOnce(&Path),
+    ) -> Platform {
+        Platform::start_inner(database_url, extra, true, prepare)
+    }
+
+    fn start_inner(
+        database_url: Option<&str>,
+        extra: &[&str],
+        metrics: bool,
+        prepare: impl FnOnce(&Path),
+    ) -> Platform {
         let root = tempfile::Builder::new()
             .prefix("abode-e2e-")
             .tempdir()
@@ -202,14 +229,46 @@ impl Platform {
             server: None,
             marker,
             port,
+            metrics_port: metrics.then(free_port),
             extra: extra.iter().map(|arg| arg.to_string()).collect(),
             database_url: database_url.map(str::to_string),
             server_env: Vec::new(),
         };
         prepare(&platform.data_dir());
-        platform.spawn_server();
-        platform.wait_until_ready();
+        platform.spawn_until_ready(true);
         platform
+    }
+
+    /// Starts the server and waits until it answers. A free port is only
+    /// free until someone binds it: when the server could not listen
+    /// because another process took its port meanwhile, it is started again,
+    /// on new ports if `may_move` (nothing knows its address yet), else on
+    /// the same ones a little later.
+    fn spawn_until_ready(&mut self, may_move: bool) {
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let log_start = self.server_log().len();
+            self.spawn_server();
+            let Err(status) = self.wait_until_ready() else {
+                return;
+            };
+            let log = self.server_log();
+            let this_run = log.get(log_start..).unwrap_or(&log);
+            let port_taken = this_run.contains("Address already in use");
+            assert!(
+                port_taken && attempts < 10,
+                "abode server exited with {status} before answering:\n{log}"
+            );
+            eprintln!("abode server could not listen (a port was taken), starting it again");
+            if may_move {
+                self.port = free_port();
+                self.url = format!("http://127.0.0.1:{}", self.port);
+                self.metrics_port = self.metrics_port.map(|_| free_port());
+            } else {
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        }
     }
 
     fn spawn_server(&mut self) {
@@ -227,6 +286,12 @@ impl Platform {
             .arg("--data-dir")
             .arg(root.path().join("data"))
             .args(&self.extra)
+            .args(self.metrics_port.iter().flat_map(|port| {
+                [
+                    "--prometheus-address".to_string(),
+                    format!("127.0.0.1:{port}"),
+                ]
+            }))
             // Time-dependent tests move this clock instead of sleeping.
             .arg("--clock-offset-file")
             .arg(self.clock_offset_file())
@@ -262,8 +327,7 @@ impl Platform {
     /// and data dir; workspace processes keep running meanwhile.
     pub fn restart_server(&mut self) {
         self.stop_server();
-        self.spawn_server();
-        self.wait_until_ready();
+        self.spawn_until_ready(false);
     }
 
     /// Kills the server with SIGKILL, as a crash or the OOM killer would:
@@ -304,8 +368,7 @@ impl Platform {
     /// [`Platform::kill_server`]).
     pub fn start_server_again(&mut self) {
         assert!(self.server.is_none(), "the server still runs");
-        self.spawn_server();
-        self.wait_until_ready();
+        self.spawn_until_ready(false);
     }
 
     fn stop_server(&mut self) {
@@ -324,24 +387,69 @@ impl Platform {
         }
     }
 
-    fn wait_until_ready(&mut self) {
+    /// Waits until the server answers; how it exited if it did first.
+    fn wait_until_ready(&mut self) -> Result<(), std::process::ExitStatus> {
         let client = abode_client::Client::new(&self.url, None);
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if client.health().is_ok() {
-                return;
+                return Ok(());
             }
             if let Some(server) = self.server.as_mut() {
                 if let Ok(Some(status)) = server.try_wait() {
-                    panic!(
-                        "abode server exited with {status} before answering:\n{}",
-                        self.server_log()
-                    );
+                    self.server = None;
+                    return Err(status);
                 }
             }
             assert!(
                 Instant::now() < deadline,
                 "abode server did not answer within 60 s:\n{}",
+                self.server_log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The port of the server's metrics listener (started with
+    /// [`Platform::start_with_metrics`]).
+    pub fn metrics_port(&self) -> u16 {
+        self.metrics_port
+            .expect("the server was started without --prometheus-address")
+    }
+
+    /// `GET /metrics` on the server's metrics listener; the body.
+    pub fn scrape(&self) -> String {
+        scrape(self.metrics_port())
+    }
+
+    /// The value of one series (`name{labels}` as the exposition writes it)
+    /// in a scrape now; 0 when the series is not there yet.
+    pub fn metric(&self, series: &str) -> f64 {
+        sample(&self.scrape(), series).unwrap_or(0.0)
+    }
+
+    /// How many passes of the background loop `task` ended on this server
+    /// (`abode_background_passes_total{task}`).
+    pub fn passes(&self, task: &str) -> u64 {
+        self.metric(&format!("abode_background_passes_total{{task=\"{task}\"}}")) as u64
+    }
+
+    /// Waits (a minute at most) until `count` more passes of `task` ended
+    /// than when called. With `count` of 2 or more (one more than the
+    /// loop's concurrent workers), a whole pass ran after the call: what
+    /// the test asserts next was seen by the loop, not merely waited for.
+    pub fn wait_for_passes(&self, task: &str, count: u64) {
+        let from = self.passes(task);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let now = self.passes(task);
+            if now >= from + count {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the {task} loop did not run {count} passes within a minute \
+                 ({from} then {now})\nserver log:\n{}",
                 self.server_log()
             );
             std::thread::sleep(Duration::from_millis(100));
@@ -647,7 +755,43 @@ fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
-/// A free loopback port (a server's or its metrics listener's).
+/// A loopback port bound but not listening: a connection to it is refused,
+/// and no other process can take it meanwhile (as it could a port from
+/// [`free_port`]), until [`ReservedPort::listen`] hands it to a listener
+/// in this process.
+pub struct ReservedPort {
+    socket: tokio::net::TcpSocket,
+    pub port: u16,
+}
+
+impl ReservedPort {
+    pub fn new() -> ReservedPort {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let port = socket.local_addr().unwrap().port();
+        ReservedPort { socket, port }
+    }
+
+    /// Starts listening on the port: a blocking listener.
+    pub fn listen(self) -> TcpListener {
+        // tokio's listener registers with a reactor, which it leaves again
+        // when made a std one.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()
+            .unwrap();
+        let _entered = runtime.enter();
+        let listener = self.socket.listen(128).unwrap().into_std().unwrap();
+        listener.set_nonblocking(false).unwrap();
+        listener
+    }
+}
+
+/// A free loopback port (a server's or its metrics listener's) for a child
+/// process to bind: another process may take it first, so the child's
+/// start is retried on new ports when it cannot listen (see
+/// `Platform::spawn_until_ready`). In this process, bind port 0 or use a
+/// [`ReservedPort`] instead.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -902,6 +1046,13 @@ pub fn scrape(port: u16) -> String {
         "{head}"
     );
     body.to_string()
+}
+
+/// The value of `series` (`name{labels}` exactly as written) in a scrape.
+pub fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .map(|value| value.trim().parse().unwrap())
 }
 
 /// Ends a CLI command the test started beside it (its outcome is not the point).

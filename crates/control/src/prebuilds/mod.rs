@@ -94,6 +94,7 @@ pub(crate) async fn reconciler(control: Control, mut shutdown: watch::Receiver<b
             Ok(false) => tracing::debug!("another server reconciles the prebuilds"),
             Err(error) => tracing::error!(%error, "cannot take the prebuilds lease"),
         }
+        control.background_pass(abode_metrics::PASS_PREBUILDS);
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
             _ = shutdown.changed() => {}

@@ -85,6 +85,7 @@ pub(crate) async fn worker(
                 &control.inner.config.provisioner_tags,
             )
             .await;
+        control.background_pass(abode_metrics::PASS_PROVISIONER);
         match claimed {
             Ok(Some(job)) => {
                 run_build(&control, &name, &job.build_id, job.kind, shutdown.clone()).await;

@@ -73,18 +73,30 @@ pub(crate) async fn ticker(control: Control, mut shutdown: watch::Receiver<bool>
             .try_lease(TICK_LEASE, &control.inner.config.server_id, lease)
             .await
         {
-            Ok(true) => {
-                if let Err(error) = control.tick_with(&cache).await {
-                    tracing::error!(%error, "the scheduler's tick failed");
-                }
-            }
+            Ok(true) => match control.tick_with(&cache).await {
+                Ok(report) => count_actions(&control.inner.config.metrics, &report),
+                Err(error) => tracing::error!(%error, "the scheduler's tick failed"),
+            },
             Ok(false) => tracing::debug!("another server runs the scheduler"),
             Err(error) => tracing::error!(%error, "cannot take the scheduler's lease"),
         }
+        control.background_pass(abode_metrics::PASS_SCHEDULER);
         tokio::select! {
             _ = tokio::time::sleep(config.poll_interval) => {}
             _ = shutdown.changed() => {}
         }
+    }
+}
+
+/// What one tick did, into `abode_scheduler_actions_total`.
+fn count_actions(metrics: &abode_metrics::Metrics, report: &TickReport) {
+    for (action, count) in [
+        ("build", report.builds),
+        ("dormant", report.dormant),
+        ("notified", report.notified),
+        ("failed", report.failed),
+    ] {
+        metrics.scheduler_actions(action, u64::try_from(count).unwrap_or(u64::MAX));
     }
 }
 
