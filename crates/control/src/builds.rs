@@ -22,7 +22,6 @@ use crate::parameters::{check_parameters, CheckKind, ParameterDefinition};
 use crate::presets::{
     matching_preset, named_preset, stored_presets, with_preset, PresetDefinition,
 };
-use crate::workspaces::validate_parameters;
 use crate::Caller;
 use crate::Control;
 use crate::ControlError;
@@ -141,9 +140,9 @@ impl Control {
              once that Terraform reports it ended, or after an owner or template admin checks that \
              it no longer runs and unlocks it: abode workspaces unlock {}/{} --build {}",
             lock.build_number,
-            crate::daemon_jobs::describe_holder(&lock.holder),
+            crate::holders::describe_holder(&lock.holder),
             if lock.lost_at.is_some() { ", lost" } else { "" },
-            crate::notifications::utc(since),
+            crate::times::utc_text(since),
             build.owner_name,
             build.workspace_name,
             lock.build_number,
@@ -730,6 +729,40 @@ pub(crate) fn resolve_parameters(
 
 fn to_json(values: &BTreeMap<String, String>) -> Result<String, ControlError> {
     serde_json::to_string(values).map_err(|error| ControlError::Internal(error.to_string()))
+}
+
+/// The most a workspace's parameters may hold, names and values together.
+/// They reach every build of the workspace (its delete included) through one
+/// environment variable, which the kernel caps at 128 KiB: a workspace whose
+/// parameters do not fit could never be built, nor deleted, again.
+pub const MAX_PARAMETERS_BYTES: usize = 64 * 1024;
+
+fn validate_parameters(parameters: &BTreeMap<String, String>) -> Result<(), ControlError> {
+    for name in parameters.keys() {
+        let valid =
+            !name.is_empty() && name.chars().count() <= 128 && !name.chars().any(char::is_control);
+        if !valid {
+            return Err(ControlError::BadRequest(format!(
+                "parameter name `{}` must be 1 to 128 characters without control characters",
+                name.chars()
+                    .filter(|c| !c.is_control())
+                    .take(64)
+                    .collect::<String>()
+            )));
+        }
+    }
+    let total: usize = parameters
+        .iter()
+        .map(|(name, value)| name.len() + value.len())
+        .sum();
+    if total > MAX_PARAMETERS_BYTES {
+        return Err(ControlError::BadRequest(format!(
+            "the parameters hold {} KiB; at most {} KiB (names and values together) can reach a build",
+            total.div_ceil(1024),
+            MAX_PARAMETERS_BYTES / 1024
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -20,8 +20,9 @@ use abode_protocol::{LogLineWire, Outcome};
 use abode_runner::{BuildHost, JobInputs, JobKind, LogSink, StateKept, Verdict};
 use abode_store::{BuildStatus, ProvisionerKind};
 
+use crate::holders::{describe_holder, DAEMON_HOLDER_PREFIX};
 use crate::provisioner::run_kind;
-use crate::recovery;
+use crate::states;
 use crate::{Control, ControlError, ServerJob};
 
 /// The longest a daemon's acquire waits for a job before it is answered
@@ -30,9 +31,6 @@ pub const MAX_ACQUIRE_WAIT: Duration = Duration::from_secs(20);
 
 /// How often a waiting acquire looks at the queue without a wake-up.
 const ACQUIRE_POLL: Duration = Duration::from_secs(1);
-
-/// The prefix of a daemon's lease holder, beside servers' ids.
-const DAEMON_HOLDER_PREFIX: &str = "provisioner:";
 
 /// A daemon as it introduces itself on each call.
 #[derive(Debug, Clone)]
@@ -54,15 +52,6 @@ pub fn daemon_holder(caller: &DaemonCaller) -> String {
         "{DAEMON_HOLDER_PREFIX}{}/{}",
         caller.key_name, caller.daemon_id
     )
-}
-
-/// How a lease holder is named in a message: a server, or an external
-/// provisioner daemon.
-pub(crate) fn describe_holder(holder: &str) -> String {
-    match holder.strip_prefix(DAEMON_HOLDER_PREFIX) {
-        Some(daemon) => format!("the external provisioner {daemon}"),
-        None => format!("the server {holder}"),
-    }
 }
 
 /// A job handed to a daemon: its kind and inputs.
@@ -301,7 +290,7 @@ impl Control {
                 "build {build_id} was not run by this provisioner"
             )));
         }
-        let kept = recovery::keep_state_bytes(self, build_id, state, secret).await;
+        let kept = states::keep_state_bytes(self, build_id, state, secret).await;
         if let StateKept::Unavailable(reason) = &kept {
             // Answered as an error, which the daemon tries again.
             return Err(ControlError::Internal(format!(

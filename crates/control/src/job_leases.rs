@@ -273,7 +273,7 @@ impl Control {
                 let message = format!(
                     "{} stopped renewing its lease before this build's plan was judged; nothing \
                      was applied, and the build waits for another provisioner",
-                    crate::daemon_jobs::describe_holder(&lease.holder)
+                    crate::holders::describe_holder(&lease.holder)
                 );
                 self.note(&lease.build_id, "setup", "warn", &message).await;
                 self.inner.jobs_queued.notify_waiters();
@@ -291,8 +291,8 @@ impl Control {
             "{} running this build stopped renewing its lease (it ran out at {}); \
              the build is failed, the state stored last is kept, and a newer state from its \
              work dir is stored if it starts again",
-            crate::daemon_jobs::describe_holder(&lease.holder),
-            crate::notifications::utc(lease.expires_at),
+            crate::holders::describe_holder(&lease.holder),
+            crate::times::utc_text(lease.expires_at),
         );
         let build_id = &lease.build_id;
         let notices = self

@@ -17,6 +17,7 @@ mod error;
 mod free_disk;
 mod hashing;
 mod held;
+mod holders;
 mod identity;
 mod job_leases;
 pub mod lifecycle;
@@ -38,8 +39,10 @@ mod secrets;
 mod server_identity;
 mod state;
 pub mod state_backend;
+mod states;
 pub mod tags;
 mod templates;
+mod times;
 mod users;
 mod workspaces;
 
@@ -56,6 +59,7 @@ use tokio::sync::{watch, Notify};
 pub use abode_runner::archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 pub use actors::Actor;
 pub use audit::AuditQuery;
+pub use builds::MAX_PARAMETERS_BYTES;
 pub use builds::{BuildOrder, BuildRequest, BuildTarget, LogPage, VersionChoice};
 pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, MAX_ACQUIRE_WAIT};
 pub use error::ControlError;
@@ -73,7 +77,7 @@ pub use scheduler::SchedulerConfig;
 pub use schedules::{Autostart, PolicyPatch, PolicyView, ScheduleSpec, ScheduleView};
 pub use secrets::token_hash;
 pub use templates::{PushOptions, VersionLint};
-pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, MAX_PARAMETERS_BYTES};
+pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView};
 
 const MIN_PASSWORD_LENGTH: usize = 8;
 

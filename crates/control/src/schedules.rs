@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::authz::Action;
 use crate::lifecycle::{workspace_status, WorkspaceStatus};
-use crate::notifications::utc;
+use crate::times::utc_text as utc;
 use crate::{Caller, Control, ControlError};
 
 /// How often activity writes `last_used_at` (and bumps the deadline): once

@@ -81,7 +81,7 @@ impl Control {
                     other.host,
                     other.data_dir,
                     other.pid,
-                    crate::notifications::utc(other.beat_at),
+                    crate::times::utc_text(other.beat_at),
                     me.data_dir,
                 )));
             }

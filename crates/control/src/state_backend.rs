@@ -23,7 +23,7 @@ use serde::Deserialize;
 use abode_runner::state_backend::StateBackend;
 
 use crate::authz::Action;
-use crate::recovery::{write_successor, Fence, Written};
+use crate::states::{write_successor, Fence, Written};
 use crate::Caller;
 use crate::{secrets, Control, ControlError};
 
@@ -99,7 +99,7 @@ impl Control {
                 Some(lock) => format!(
                     "the workspace's state is locked by build #{} ({})",
                     lock.build_number,
-                    crate::daemon_jobs::describe_holder(&lock.holder)
+                    crate::holders::describe_holder(&lock.holder)
                 ),
                 None => "the workspace's state lock could not be taken".into(),
             }));
@@ -278,7 +278,7 @@ impl Control {
                     "info",
                     &format!(
                         "{} reported that its Terraform of this build ended; the workspace's state lock is released",
-                        crate::daemon_jobs::describe_holder(&lock.holder)
+                        crate::holders::describe_holder(&lock.holder)
                     ),
                 )
                 .await;
@@ -382,7 +382,7 @@ impl Control {
                 "build={} holder={} lost_at={}",
                 lock.build_number,
                 lock.holder,
-                lock.lost_at.map_or("-".into(), crate::notifications::utc)
+                lock.lost_at.map_or("-".into(), crate::times::utc_text)
             )),
         )
         .await;

@@ -395,39 +395,3 @@ fn managed_resources(state: &[u8]) -> Result<Vec<String>, serde_json::Error> {
         .map(state::Instance::address)
         .collect())
 }
-
-/// The most a workspace's parameters may hold, names and values together.
-/// They reach every build of the workspace (its delete included) through one
-/// environment variable, which the kernel caps at 128 KiB: a workspace whose
-/// parameters do not fit could never be built, nor deleted, again.
-pub const MAX_PARAMETERS_BYTES: usize = 64 * 1024;
-
-pub(crate) fn validate_parameters(
-    parameters: &BTreeMap<String, String>,
-) -> Result<(), ControlError> {
-    for name in parameters.keys() {
-        let valid =
-            !name.is_empty() && name.chars().count() <= 128 && !name.chars().any(char::is_control);
-        if !valid {
-            return Err(ControlError::BadRequest(format!(
-                "parameter name `{}` must be 1 to 128 characters without control characters",
-                name.chars()
-                    .filter(|c| !c.is_control())
-                    .take(64)
-                    .collect::<String>()
-            )));
-        }
-    }
-    let total: usize = parameters
-        .iter()
-        .map(|(name, value)| name.len() + value.len())
-        .sum();
-    if total > MAX_PARAMETERS_BYTES {
-        return Err(ControlError::BadRequest(format!(
-            "the parameters hold {} KiB; at most {} KiB (names and values together) can reach a build",
-            total.div_ceil(1024),
-            MAX_PARAMETERS_BYTES / 1024
-        )));
-    }
-    Ok(())
-}

@@ -11,61 +11,9 @@ use abode_terraform::supervise::{self, RunRecord};
 use tokio::sync::{mpsc, watch};
 
 use crate::archive;
-use crate::job::{HeldPlan, LogSink};
+use crate::host::{Failure, FailureKind, LogSink};
 use crate::output::log_output;
 use crate::workdir::{self, STATE_FILE, TEMPLATE_SUBDIR};
-
-/// How a build that did not succeed ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FailureKind {
-    Failed,
-    /// Stopped by a cancel (or a shutdown) before it ended.
-    Canceled,
-}
-
-impl FailureKind {
-    /// Its name: the status the build ends in.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailureKind::Failed => "failed",
-            FailureKind::Canceled => "canceled",
-        }
-    }
-
-    /// The kind named `name`; none for any other name.
-    pub fn named(name: &str) -> Option<FailureKind> {
-        [FailureKind::Failed, FailureKind::Canceled]
-            .into_iter()
-            .find(|kind| kind.as_str() == name)
-    }
-}
-
-/// Why a build did not succeed: how it ends and the one-line reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    pub kind: FailureKind,
-    pub message: String,
-    /// The summary of the last error diagnostic Terraform printed, as it
-    /// printed it, when a Terraform run failed.
-    pub diagnostic: Option<String>,
-}
-
-impl Failure {
-    pub fn failed(message: impl Into<String>) -> Failure {
-        Failure {
-            kind: FailureKind::Failed,
-            message: message.into(),
-            diagnostic: None,
-        }
-    }
-}
-
-/// How a build that did not fail ended.
-pub enum Ended {
-    Applied,
-    /// The guard asks for confirmation: nothing applied, the plan is saved.
-    Held(HeldPlan),
-}
 
 /// What a build's (or a preview's) work dir is made of, laid out off the
 /// async runtime.

@@ -15,14 +15,15 @@
 
 pub mod archive;
 pub mod command;
+mod host;
 mod job;
 pub mod output;
 pub mod state_backend;
 pub mod workdir;
 
-pub use command::{Ended, Failure, FailureKind};
-pub use job::{
-    run_job, sha256_hex, BuildHost, HeldPlan, Interrupts, JobInputs, JobKind, LogSink,
-    RunnerConfig, StateKept, UnknownJobKind, Verdict, LEASE_LOST, STALE_PLAN_MESSAGE,
+pub use host::{
+    sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogSink,
+    StateKept, UnknownJobKind, Verdict,
 };
+pub use job::{run_job, Interrupts, RunnerConfig, LEASE_LOST, STALE_PLAN_MESSAGE};
 pub use state_backend::StateBackend;

@@ -5,7 +5,7 @@
 use abode_terraform::run::{OutputLine, Stream};
 use tokio::sync::mpsc;
 
-use crate::job::LogSink;
+use crate::host::LogSink;
 
 /// A Terraform output line as the build log shows it: the `@message` of a
 /// `-json` line with its level (plus a diagnostic's detail), or the raw text.

@@ -12,6 +12,7 @@ use abode_store::{
 
 use super::template_admin_roles;
 use crate::secrets::sha256_hex;
+use crate::times::utc_text as utc;
 use crate::Control;
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
@@ -276,15 +277,6 @@ fn build_payload(build: &Build) -> Value {
     })
 }
 
-/// Unix ms as `YYYY-MM-DDTHH:MM:SSZ` (UTC), for people.
-pub(crate) fn utc(ms: i64) -> String {
-    let t = abode_clock::UtcTime::from_ms(ms);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
-        t.year, t.month, t.day, t.hour, t.minute, t.second
-    )
-}
-
 /// The exact command that applies the held plan.
 fn confirm_command(build: &Build, digest: &str) -> String {
     format!(
@@ -503,7 +495,7 @@ mod tests {
             (-1_000, "1969-12-31T23:59:59Z"),
         ];
         for (ms, expected) in cases {
-            assert_eq!(super::utc(ms), expected);
+            assert_eq!(crate::times::utc_text(ms), expected);
         }
     }
 }

@@ -8,8 +8,9 @@ use serde_json::{json, Value};
 
 use abode_store::{NewNotification, NotificationKind, SystemActor, Template, User, Workspace};
 
-use super::events::{utc, Once};
+use super::events::Once;
 use super::template_admin_roles;
+use crate::times::utc_text as utc;
 use crate::{Control, ControlError};
 
 /// A resource a prebuild claim replaced, with the attribute paths that

@@ -11,7 +11,6 @@
 //! to skip a backoff or a lease.
 
 mod events;
-pub(crate) use events::utc;
 #[cfg(test)]
 mod fixture;
 mod inbox;

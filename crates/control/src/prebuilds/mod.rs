@@ -28,7 +28,6 @@ use crate::authz::Action as Permission;
 use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
 use crate::{Caller, Control, ControlError};
 
-pub(crate) use snapshot::utc;
 pub use snapshot::PoolStatus;
 
 /// The lease that makes one server the reconciler.
@@ -129,7 +128,7 @@ impl Control {
         Ok(abode_prebuilds::decide(
             &snapshot,
             &self.prebuild_settings(),
-            snapshot::utc(now),
+            crate::times::utc_datetime(now),
         ))
     }
 

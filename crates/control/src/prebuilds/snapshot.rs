@@ -7,20 +7,15 @@
 
 use std::collections::HashMap;
 
+use crate::times::utc_datetime as utc;
 use abode_contract::presets::PresetDefinition;
 use abode_prebuilds::{
     FailureHistory, PrebuildState, PrebuiltWorkspace, PresetSnapshot, PresetStatus, Snapshot,
 };
 use abode_store::{BuildStatus, PrebuildRow, PrebuildSnapshot, Transition};
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::ControlError;
-
-/// Unix ms as a UTC time (out of range: the epoch, never a panic).
-pub(crate) fn utc(ms: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(ms).unwrap_or_default()
-}
 
 fn unreadable(what: &str, error: serde_json::Error) -> ControlError {
     ControlError::Internal(format!(

@@ -25,7 +25,7 @@ use abode_runner::{
 use super::guard_step::{describe_changes, guard_transition, judge_plan, Judged};
 use super::run::{build_context, internal, storage};
 use crate::agents::agents_in_state;
-use crate::recovery;
+use crate::states;
 use crate::{secrets, Control, ControlError};
 
 /// One claimed build's job, on the server.
@@ -415,7 +415,7 @@ impl BuildHost for ServerJob {
     }
 
     async fn keep_state(&self, state: Vec<u8>, _last: bool, secret: &str) -> StateKept {
-        recovery::keep_state_bytes(&self.control, &self.build.id, state, Some(secret)).await
+        states::keep_state_bytes(&self.control, &self.build.id, state, Some(secret)).await
     }
 
     async fn applied(&self) -> Result<(), Failure> {

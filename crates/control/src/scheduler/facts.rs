@@ -10,7 +10,7 @@ use abode_schedule::{
 };
 use abode_store::{BuildReason, BuildStatus, TickRow, TickSnapshot};
 
-use crate::prebuilds::utc;
+use crate::times::utc_datetime as utc;
 
 fn duration(ms: i64) -> Duration {
     Duration::from_millis(u64::try_from(ms).unwrap_or(0))

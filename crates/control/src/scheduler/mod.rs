@@ -117,8 +117,8 @@ impl Control {
         let rows = self.inner.store.schedule_tick_snapshot().await?;
         let snapshot = facts::snapshot(rows);
         let tick = Tick {
-            now: crate::prebuilds::utc(now),
-            previous: crate::prebuilds::utc(previous.min(now)),
+            now: crate::times::utc_datetime(now),
+            previous: crate::times::utc_datetime(previous.min(now)),
             settings: config.settings,
         };
         let decision = match cache.lock() {
@@ -274,7 +274,7 @@ impl Control {
                     .ttl_ms
                     .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
                 let started =
-                    crate::prebuilds::utc(build.finished_at.unwrap_or_else(|| self.now_ms()));
+                    crate::times::utc_datetime(build.finished_at.unwrap_or_else(|| self.now_ms()));
                 let deadlines = abode_schedule::deadlines_at_start(started, &policy, ttl);
                 (
                     deadlines.deadline.map(|at| at.timestamp_millis()),

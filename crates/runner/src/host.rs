@@ -1,0 +1,230 @@
+//! What a run and its host say to each other: the [`BuildHost`] a run is
+//! written against (log, judge, keep state, applied, lease, release), the
+//! job's inputs, the verdict, what became of a state, and how a run ended.
+//! The embedded worker's host is the server's control plane; a daemon's is
+//! an HTTP client of the server speaking `abode-protocol`.
+
+use std::future::Future;
+
+use abode_contract::{BuildContext, Transition};
+use sha2::{Digest, Sha256};
+
+use crate::state_backend::StateBackend;
+
+/// What a job does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JobKind {
+    /// A whole build: plan, guard, apply.
+    Build,
+    /// The apply of the confirmed, saved plan of a held build.
+    ApplySavedPlan,
+}
+
+impl JobKind {
+    /// Its name where it is stored and on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobKind::Build => "build",
+            JobKind::ApplySavedPlan => "apply_saved_plan",
+        }
+    }
+}
+
+impl std::fmt::Display for JobKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A job kind none of [`JobKind`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown job kind `{0}`")]
+pub struct UnknownJobKind(pub String);
+
+impl std::str::FromStr for JobKind {
+    type Err = UnknownJobKind;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        [JobKind::Build, JobKind::ApplySavedPlan]
+            .into_iter()
+            .find(|kind| kind.as_str() == value)
+            .ok_or_else(|| UnknownJobKind(value.chars().take(64).collect()))
+    }
+}
+
+/// The saved binary plan of a build the guard held. Secret: it leaves the
+/// machine only for the server that judged it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HeldPlan {
+    pub plan: Vec<u8>,
+    /// SHA-256 of `plan`.
+    pub digest: String,
+    /// SHA-256 of the workspace state the plan was made from.
+    pub state_digest: String,
+}
+
+impl std::fmt::Debug for HeldPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HeldPlan")
+            .field("digest", &self.digest)
+            .field("state_digest", &self.state_digest)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What became of a state a run offered its host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateKept {
+    /// The work dir has no state file (nothing was ever written).
+    Missing,
+    /// The stored state is byte for byte the same.
+    Unchanged,
+    Saved,
+    /// Not stored, with the reason: unreadable, or not a successor of the
+    /// stored state (another lineage, an older serial).
+    Refused(String),
+    /// Not stored now (the host could not store it): worth offering again.
+    Unavailable(String),
+}
+
+/// Lowercase hex SHA-256 of `bytes`: how plans and states are named.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Where a build's log lines go.
+pub trait LogSink: Send + Sync {
+    fn log(&self, stage: &str, level: &str, text: &str) -> impl Future<Output = ()> + Send;
+}
+
+/// The side of a build that keeps its records and makes its decisions.
+pub trait BuildHost: LogSink {
+    /// The guard's verdict on the saved plan (`plan_json` is `terraform show
+    /// -json` of it, `plan` the binary plan file).
+    fn judge(
+        &self,
+        plan_json: Vec<u8>,
+        plan: Vec<u8>,
+    ) -> impl Future<Output = Result<Verdict, Failure>> + Send;
+    /// Offers a state Terraform could not hand to the state backend (its
+    /// `errored.tfstate`, written when the server stayed unreachable).
+    /// `secret` is the run's: the state is stored only while the run holds
+    /// the workspace's state lock.
+    fn keep_state(
+        &self,
+        state: Vec<u8>,
+        last: bool,
+        secret: &str,
+    ) -> impl Future<Output = StateKept> + Send;
+    /// The apply succeeded and Terraform stored its state through the
+    /// backend: record what it made (protections remembered, agents, a
+    /// deleted workspace) from the stored state.
+    fn applied(&self) -> impl Future<Output = Result<(), Failure>> + Send;
+    /// Whether this provisioner still holds the build's lease: looked at
+    /// before the plan is judged and before it is applied, so that a holder
+    /// that was frozen and woke up after another took the build over does
+    /// neither.
+    fn holds_lease(&self) -> impl Future<Output = bool> + Send {
+        std::future::ready(true)
+    }
+    /// The run's Terraform ended: the workspace's state lock, taken for this
+    /// run, is given back (`state_backend.rs`).
+    fn release_state_lock(&self, backend: &StateBackend) -> impl Future<Output = ()> + Send;
+}
+
+/// What the host decided about a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Apply,
+    /// Nothing applied; the plan waits for a person's confirmation.
+    Hold,
+    /// The build fails with this message.
+    Block(String),
+}
+
+/// Everything a run needs from the job, fetched by the host.
+pub struct JobInputs {
+    pub build_id: String,
+    pub kind: JobKind,
+    pub transition: Transition,
+    /// The template version's archive.
+    pub archive: Vec<u8>,
+    /// The workspace's stored state.
+    pub state: Option<Vec<u8>>,
+    /// The environment contract; its directories and agent binary are the
+    /// runner's own ([`RunnerConfig`]).
+    pub context: BuildContext,
+    /// The confirmed plan of an [`JobKind::ApplySavedPlan`] job.
+    pub saved_plan: Option<Vec<u8>>,
+    /// How its Terraform reaches the state backend, with the run's secret.
+    pub state_backend: StateBackend,
+    /// A confirmed plan held before Abode was the state backend: applied
+    /// against the stored state laid out in the work dir, as it was planned.
+    pub local_state: bool,
+}
+
+/// Only sizes: a state and a plan may hold secrets.
+impl std::fmt::Debug for JobInputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobInputs")
+            .field("build_id", &self.build_id)
+            .field("kind", &self.kind)
+            .field("transition", &self.transition)
+            .field("archive_bytes", &self.archive.len())
+            .field("state_bytes", &self.state.as_ref().map(Vec::len))
+            .field("saved_plan_bytes", &self.saved_plan.as_ref().map(Vec::len))
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a build that did not succeed ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    Failed,
+    /// Stopped by a cancel (or a shutdown) before it ended.
+    Canceled,
+}
+
+impl FailureKind {
+    /// Its name: the status the build ends in.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Failed => "failed",
+            FailureKind::Canceled => "canceled",
+        }
+    }
+
+    /// The kind named `name`; none for any other name.
+    pub fn named(name: &str) -> Option<FailureKind> {
+        [FailureKind::Failed, FailureKind::Canceled]
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+    }
+}
+
+/// Why a build did not succeed: how it ends and the one-line reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub message: String,
+    /// The summary of the last error diagnostic Terraform printed, as it
+    /// printed it, when a Terraform run failed.
+    pub diagnostic: Option<String>,
+}
+
+impl Failure {
+    pub fn failed(message: impl Into<String>) -> Failure {
+        Failure {
+            kind: FailureKind::Failed,
+            message: message.into(),
+            diagnostic: None,
+        }
+    }
+}
+
+/// How a build that did not fail ended.
+pub enum Ended {
+    Applied,
+    /// The guard asks for confirmation: nothing applied, the plan is saved.
+    Held(HeldPlan),
+}
