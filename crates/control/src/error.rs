@@ -125,6 +125,22 @@ impl From<abode_parameters::presets::PresetError> for ControlError {
     }
 }
 
+impl From<abode_credentials::CredentialError> for ControlError {
+    fn from(error: abode_credentials::CredentialError) -> Self {
+        use abode_credentials::CredentialError;
+        match error {
+            CredentialError::Busy {
+                message,
+                retry_after_seconds,
+            } => ControlError::Busy {
+                message,
+                retry_after_seconds,
+            },
+            CredentialError::Internal(message) => ControlError::Internal(message),
+        }
+    }
+}
+
 impl From<crate::authz::Denied> for ControlError {
     fn from(denied: crate::authz::Denied) -> Self {
         ControlError::Forbidden(denied.reason)

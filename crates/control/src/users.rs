@@ -59,10 +59,12 @@ impl Control {
     /// Hashes a new password on the bounded hashing pool.
     async fn hash_password(&self, password: &str) -> Result<String, ControlError> {
         let password = password.to_string();
-        self.inner
+        let hash = self
+            .inner
             .hashing
             .run(move |memory| secrets::hash_password(&password, memory))
-            .await?
+            .await??;
+        Ok(hash)
     }
 
     /// Makes sure the system actors' reserved accounts exist; a person who

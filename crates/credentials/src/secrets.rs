@@ -10,7 +10,7 @@ use argon2::Argon2;
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
-use crate::ControlError;
+use crate::CredentialError;
 
 /// Prefix of session tokens, so that a leaked one is recognisable in a scan.
 const SESSION_TOKEN_PREFIX: &str = "abode_";
@@ -25,13 +25,13 @@ const PROVISIONER_KEY_PREFIX: &str = "abode_pk_";
 /// is hashed with) of no password anyone knows. A login for an unknown user
 /// checks the password against it, so that it costs what a real check costs
 /// and timing does not tell which usernames exist.
-pub(crate) const DUMMY_PASSWORD_HASH: &str =
+pub const DUMMY_PASSWORD_HASH: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$YWJvZGVkdW1teXNhbHQwMQ$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 
 /// Argon2's working memory (~19 MiB with the default parameters). Each
 /// hashing thread keeps one and reuses it for every hash: allocating it per
 /// hash let glibc's arenas fragment and grow by a multiple of it under load.
-pub(crate) type Memory = Vec<argon2::Block>;
+pub type Memory = Vec<argon2::Block>;
 
 /// `memory` sized for `argon2`'s parameters (grown once, then reused).
 fn blocks<'m>(argon2: &Argon2<'_>, memory: &'m mut Memory) -> &'m mut [argon2::Block] {
@@ -44,9 +44,9 @@ fn blocks<'m>(argon2: &Argon2<'_>, memory: &'m mut Memory) -> &'m mut [argon2::B
 
 /// Hashes a password with the default parameters into a PHC string
 /// (blocking: call it on the hashing pool, with that thread's memory).
-pub(crate) fn hash_password(password: &str, memory: &mut Memory) -> Result<String, ControlError> {
+pub fn hash_password(password: &str, memory: &mut Memory) -> Result<String, CredentialError> {
     let failed = |error: &dyn std::fmt::Display| {
-        ControlError::Internal(format!("cannot hash a password: {error}"))
+        CredentialError::Internal(format!("cannot hash a password: {error}"))
     };
     let argon2 = Argon2::default();
     let salt = SaltString::generate(&mut OsRng);
@@ -77,7 +77,7 @@ pub(crate) fn hash_password(password: &str, memory: &mut Memory) -> Result<Strin
 /// Checks a password against a stored PHC hash (blocking: call it on the
 /// hashing pool, with that thread's memory). An unreadable stored hash never
 /// matches.
-pub(crate) fn verify_password(password: &str, stored_hash: &str, memory: &mut Memory) -> bool {
+pub fn verify_password(password: &str, stored_hash: &str, memory: &mut Memory) -> bool {
     let Ok(parsed) = PasswordHash::new(stored_hash) else {
         return false;
     };

@@ -23,14 +23,14 @@ use std::time::Duration;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::secrets::Memory;
-use crate::ControlError;
+use crate::CredentialError;
 
 type Job = Box<dyn FnOnce(&mut Memory) + Send + 'static>;
 
 /// How long a refused request should wait before trying again.
 const BUSY_RETRY_AFTER_SECONDS: u64 = 1;
 
-pub(crate) struct HashingPool {
+pub struct HashingPool {
     /// One permit per thread: a job is queued only with a permit, so the
     /// queue never holds more than there are threads.
     permits: Arc<Semaphore>,
@@ -41,7 +41,7 @@ pub(crate) struct HashingPool {
 impl HashingPool {
     /// Starts `threads` hashing threads (at least one). They end when the
     /// pool is dropped.
-    pub(crate) fn new(threads: usize, wait: Duration) -> HashingPool {
+    pub fn new(threads: usize, wait: Duration) -> HashingPool {
         let threads = threads.max(1);
         let (jobs, queue) = mpsc::sync_channel::<Job>(threads);
         let queue = Arc::new(Mutex::new(queue));
@@ -65,7 +65,7 @@ impl HashingPool {
 
     /// Runs `job` on a hashing thread; `Busy` when none is free within the
     /// pool's wait.
-    pub(crate) async fn run<T, F>(&self, job: F) -> Result<T, ControlError>
+    pub async fn run<T, F>(&self, job: F) -> Result<T, CredentialError>
     where
         T: Send + 'static,
         F: FnOnce(&mut Memory) -> T + Send + 'static,
@@ -87,7 +87,7 @@ impl HashingPool {
         }
         let result = answered
             .await
-            .map_err(|_| ControlError::Internal("a password hashing job failed".into()));
+            .map_err(|_| CredentialError::Internal("a password hashing job failed".into()));
         drop(permit);
         result
     }
@@ -112,8 +112,8 @@ fn work(queue: &Mutex<mpsc::Receiver<Job>>) {
     }
 }
 
-fn busy() -> ControlError {
-    ControlError::Busy {
+fn busy() -> CredentialError {
+    CredentialError::Busy {
         message: "the server is busy checking passwords; try again in a moment".into(),
         retry_after_seconds: BUSY_RETRY_AFTER_SECONDS,
     }
@@ -159,7 +159,7 @@ mod tests {
         for task in tasks {
             match task.await.unwrap() {
                 Ok(()) => done += 1,
-                Err(ControlError::Busy {
+                Err(CredentialError::Busy {
                     retry_after_seconds,
                     ..
                 }) => {
@@ -180,7 +180,7 @@ mod tests {
     async fn a_panicking_job_is_an_error_and_the_thread_lives_on() {
         let pool = HashingPool::new(1, Duration::from_secs(5));
         let result: Result<(), _> = pool.run(|_| panic!("boom")).await;
-        assert!(matches!(result, Err(ControlError::Internal(_))));
+        assert!(matches!(result, Err(CredentialError::Internal(_))));
         assert_eq!(pool.run(|_| 7).await.unwrap(), 7);
     }
 }
