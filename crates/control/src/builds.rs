@@ -16,12 +16,12 @@ use serde_json::Value;
 use crate::actors::Actor;
 use crate::authz::Action;
 use crate::error::or_not_found;
-use crate::lifecycle;
 use crate::names::validate_name;
 use crate::parameters::{check_parameters, CheckKind, ParameterDefinition};
 use crate::presets::{
     matching_preset, named_preset, stored_presets, with_preset, PresetDefinition,
 };
+use crate::workspace_status;
 use crate::Caller;
 use crate::Control;
 use crate::ControlError;
@@ -322,7 +322,7 @@ impl Control {
             _ => (None, None),
         };
         let latest = self.inner.store.latest_build(&workspace.id).await?;
-        lifecycle::check_new_build(workspace, &latest, order.transition, &version_id)?;
+        workspace_status::check_new_build(workspace, &latest, order.transition, &version_id)?;
         let created = self
             .inner
             .store

@@ -30,7 +30,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::authz::Action;
-use crate::schedules::ACTIVITY_THROTTLE;
+use crate::schedule_settings::ACTIVITY_THROTTLE;
 use crate::{secrets, Caller, Control, ControlError};
 
 /// The agents' tunnels up in this process, by the hash of the agent's

@@ -79,7 +79,7 @@ impl Control {
         let config = &self.inner.config;
         let now = self.now_ms();
         // The same judgement as a workspace view's agent health
-        // (`lifecycle::agent_health`): the store counts the agents of
+        // (`workspace_status::agent_health`): the store counts the agents of
         // running workspaces against these moments.
         let cutoffs = AgentCutoffs {
             connect_before: now.saturating_sub(millis(config.agent_timeouts.connect)),

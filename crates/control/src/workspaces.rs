@@ -14,9 +14,9 @@ use crate::actors::Actor;
 use crate::authz::{self, Action, Scope};
 use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
 use crate::error::or_not_found;
-use crate::lifecycle;
 use crate::names::validate_name;
 use crate::state;
+use crate::workspace_status;
 use crate::AgentHealth;
 use crate::AgentStatus;
 use crate::Caller;
@@ -185,7 +185,7 @@ impl Control {
                 owner_id,
                 owner_name: query.owner.clone(),
                 template: query.template.clone(),
-                latest_build: query.status.map(lifecycle::latest_build_for),
+                latest_build: query.status.map(workspace_status::latest_build_for),
                 include_deleted: query.include_deleted,
                 // Prebuilt workspaces are the platform's, not people's:
                 // listed only when their owner is asked for by name.
@@ -215,17 +215,17 @@ impl Control {
             agents,
             lost_lock,
         } = summary;
-        let status = lifecycle::workspace_status(&latest_build);
+        let status = workspace_status::workspace_status(&latest_build);
         // As in `view`: the newest finished build speaks for the agents
         // (the latest one when none has finished).
         let (settled_status, finished_at) = match settled {
             Some(settled) if !latest_build.status.is_final() => (
-                lifecycle::status_of(settled.status, settled.transition),
+                workspace_status::status_of(settled.status, settled.transition),
                 settled.finished_at,
             ),
             _ => (status, latest_build.finished_at),
         };
-        let agent = lifecycle::agent_health_after(
+        let agent = workspace_status::agent_health_after(
             settled_status,
             finished_at,
             &agents,
@@ -247,7 +247,7 @@ impl Control {
     async fn view(&self, workspace: Workspace) -> Result<WorkspaceView, ControlError> {
         let latest_build = self.inner.store.latest_build(&workspace.id).await?;
         let agents: Vec<Agent> = self.inner.store.agents_of_workspace(&workspace.id).await?;
-        let status = lifecycle::workspace_status(&latest_build);
+        let status = workspace_status::workspace_status(&latest_build);
         // While a build is queued, running or held, the infrastructure is still
         // what the last finished build left: its agent speaks for it.
         let settled = if latest_build.status.is_final() {
@@ -261,7 +261,7 @@ impl Control {
                 .find(|build| build.status.is_final())
                 .unwrap_or_else(|| latest_build.clone())
         };
-        let agent = lifecycle::agent_health(
+        let agent = workspace_status::agent_health(
             &settled,
             &agents,
             self.now_ms(),

@@ -1,6 +1,6 @@
 //! Times the prebuild reconciliation's snapshot (`Store::prebuild_snapshot`,
 //! one transaction) over 1,000 presets and 10,000 prebuilt workspaces, and
-//! the lifecycle scheduler's tick snapshot (`Store::schedule_tick_snapshot`)
+//! the lifecycle scheduler's tick snapshot (`Store::scheduler_tick_snapshot`)
 //! over the same workspaces, on SQLite or PostgreSQL
 //! (benches/prebuild-snapshot.sh runs both).
 //!
@@ -166,7 +166,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     let mut counts = (0, 0);
     for _ in 0..runs {
         let start = Instant::now();
-        let snapshot = store.schedule_tick_snapshot().await?;
+        let snapshot = store.scheduler_tick_snapshot().await?;
         times.push(start.elapsed().as_secs_f64() * 1000.0);
         counts = (snapshot.policies.len(), snapshot.workspaces.len());
     }

@@ -6,7 +6,7 @@
 //! its own migrations folder. The queries they share are written once, by
 //! domain, each file a macro expanded inside each backend's `impl`:
 //! `users.rs`, `tokens.rs`, `templates.rs`, `workspaces.rs`, `builds.rs`,
-//! `held.rs`, `agents.rs`, `platform.rs`, `prebuilds.rs`, `lifecycle.rs`, `audit.rs`. Their text is a portable dialect (`?`
+//! `held.rs`, `agents.rs`, `platform.rs`, `prebuilds.rs`, `schedule_settings.rs`, `audit.rs`. Their text is a portable dialect (`?`
 //! placeholders, `TRUE`/`FALSE`, `RETURNING`, `ON CONFLICT`) that each
 //! backend's `sql()` adapts (PostgreSQL numbers its placeholders);
 //! backend-specific statements (opening, migrations, the job claim) stay in
@@ -24,7 +24,6 @@ mod builds;
 mod held;
 mod host_keys;
 mod job_leases;
-mod lifecycle;
 mod notifications;
 mod pages;
 mod platform;
@@ -35,7 +34,8 @@ mod provisioner_keys;
 mod provisioners;
 mod records;
 mod roles;
-mod schedule_tick;
+mod schedule_settings;
+mod scheduler_tick;
 mod server_instances;
 mod sqlite;
 mod state_locks;
@@ -51,7 +51,6 @@ use abode_clock::Clock;
 pub use agents::AgentTunnelRow;
 pub use held::{SavedPlanState, UnknownSavedPlanState};
 pub use job_leases::{ExpiredJobLease, JobAnnouncements};
-pub use lifecycle::{TemplatePolicy, WorkspaceLifecycle};
 pub use notifications::{
     Channel, FailedNotification, InboxFilter, NewNotification, Notification, NotificationKind,
     NotificationStatus, UnknownChannel, UnknownNotificationKind, UnknownNotificationStatus,
@@ -72,7 +71,8 @@ pub use provisioner_keys::{NewProvisionerKey, ProvisionerKeyRow};
 pub use provisioners::{ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
 pub use records::*;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
-pub use schedule_tick::{TickRow, TickSnapshot};
+pub use schedule_settings::{TemplatePolicy, WorkspaceLifecycle};
+pub use scheduler_tick::{TickRow, TickSnapshot};
 pub use server_instances::ServerInstance;
 pub use state_locks::{FencedWrite, StateLock};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
@@ -742,7 +742,7 @@ storage_interface! {
     fn workspace_host_key(&self, workspace_id: &str, new_seed: &str) -> String;
 }
 
-// ---- lifecycle settings (lifecycle.rs) ----
+// ---- the scheduler's settings (schedule_settings.rs) ----
 
 storage_interface! {
     /// `NotFound("template")` when there is no such template.
@@ -766,12 +766,12 @@ storage_interface! {
     fn wake_workspace(&self, workspace_id: &str, at: i64) -> bool;
 }
 
-// ---- the lifecycle scheduler's tick (schedule_tick.rs) ----
+// ---- the lifecycle scheduler's tick (scheduler_tick.rs) ----
 
 storage_interface! {
     /// Every template's policy and every live workspace with its latest
     /// build, schedule, deadlines, use and dormancy, in one transaction.
-    fn schedule_tick_snapshot(&self) -> TickSnapshot;
+    fn scheduler_tick_snapshot(&self) -> TickSnapshot;
     /// The autostop deadlines of a workspace's current run (`None`: none).
     fn set_deadlines(&self, workspace_id: &str, deadline: Option<i64>, max_deadline: Option<i64>) -> ();
     /// Marks a workspace dormant since `dormant_at`, to be deleted at

@@ -4,7 +4,7 @@
 
 /// What [`crate::Store::platform_counts`] counted. Agents are those of
 /// running workspaces (whose newest finished build is a succeeded start),
-/// judged as a workspace view judges them (`abode_control::lifecycle`).
+/// judged as a workspace view judges them (`abode_control::workspace_status`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PlatformCounts {
     /// Builds awaiting confirmation.

@@ -114,7 +114,7 @@ impl Control {
             Some(text) => text.parse::<i64>().unwrap_or(now - interval),
             None => now - interval,
         };
-        let rows = self.inner.store.schedule_tick_snapshot().await?;
+        let rows = self.inner.store.scheduler_tick_snapshot().await?;
         let snapshot = facts::snapshot(rows);
         let tick = Tick {
             now: crate::times::utc_datetime(now),

@@ -17,8 +17,8 @@ use chrono::DateTime;
 use serde::{Deserialize, Serialize};
 
 use crate::authz::Action;
-use crate::lifecycle::{workspace_status, WorkspaceStatus};
 use crate::times::utc_text as utc;
+use crate::workspace_status::{workspace_status, WorkspaceStatus};
 use crate::{Caller, Control, ControlError};
 
 /// How often activity writes `last_used_at` (and bumps the deadline): once

@@ -3,9 +3,9 @@
 //! its dormancy. The columns come from migration 0012; they are read and
 //! written here rather than through the template and workspace records so
 //! that those records (and their list queries) stay as they are, and so
-//! that the scheduler's own tick (`schedule_tick.rs`) and these settings
+//! that the scheduler's own tick (`scheduler_tick.rs`) and these settings
 //! share one meaning of each column (the tick's own writes, deadlines at a
-//! start and marking dormant, are in `schedule_tick.rs`). Durations and
+//! start and marking dormant, are in `scheduler_tick.rs`). Durations and
 //! times are milliseconds.
 
 /// A template's lifecycle policy as stored (see `abode_schedule::TemplatePolicy`
@@ -59,7 +59,7 @@ macro_rules! lifecycle_queries {
         ) -> Result<TemplatePolicy, StoreError> {
             sqlx::query_as(&sql(&format!(
                 "{} WHERE id = ?",
-                $crate::lifecycle::POLICY_SELECT
+                $crate::schedule_settings::POLICY_SELECT
             )))
             .bind(template_id)
             .fetch_one(&self.pool)

@@ -4,8 +4,8 @@
 //! transaction of two queries; and the few facts the tick records
 //! (deadlines after a start, dormancy, a deletion notice).
 
-use crate::lifecycle::{TemplatePolicy, WorkspaceLifecycle};
 use crate::records::{BuildReason, BuildStatus, Transition};
+use crate::schedule_settings::{TemplatePolicy, WorkspaceLifecycle};
 
 /// A live workspace as the scheduler sees it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -52,14 +52,14 @@ pub(crate) const TICK_WORKSPACES: &str = "SELECT w.id AS workspace_id, w.templat
 
 /// The scheduler's queries of [`crate::Store`]; expanded inside each
 /// backend's `impl`.
-macro_rules! schedule_tick_queries {
+macro_rules! scheduler_tick_queries {
     () => {
-    pub(crate) async fn schedule_tick_snapshot(&self) -> Result<TickSnapshot, StoreError> {
-        use $crate::schedule_tick::TICK_WORKSPACES;
+    pub(crate) async fn scheduler_tick_snapshot(&self) -> Result<TickSnapshot, StoreError> {
+        use $crate::scheduler_tick::TICK_WORKSPACES;
         let mut tx = self.pool.begin().await.map_err(StoreError::Database)?;
         let policies = sqlx::query_as(&sql(&format!(
             "{} ORDER BY id",
-            $crate::lifecycle::POLICY_SELECT
+            $crate::schedule_settings::POLICY_SELECT
         )))
             .fetch_all(&mut *tx)
             .await
@@ -129,4 +129,4 @@ macro_rules! schedule_tick_queries {
     };
 }
 
-pub(crate) use schedule_tick_queries;
+pub(crate) use scheduler_tick_queries;
