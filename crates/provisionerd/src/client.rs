@@ -124,3 +124,155 @@ impl ServerClient {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::net::TcpListener;
+
+    use super::*;
+
+    /// Answers one request with `answer` (a whole HTTP response) and hands
+    /// back what the request's head said.
+    fn answer_once(answer: &'static str) -> (String, std::thread::JoinHandle<String>) {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let served = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut head = String::new();
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap();
+                }
+                head.push_str(&line);
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut body = vec![0u8; length];
+            reader.read_exact(&mut body).unwrap();
+            let mut stream = stream;
+            stream.write_all(answer.as_bytes()).unwrap();
+            head
+        });
+        (url, served)
+    }
+
+    #[derive(Debug, serde::Deserialize, PartialEq)]
+    struct Answer {
+        canceled: bool,
+    }
+
+    /// What the daemon does next depends on this one distinction: a refusal
+    /// it must not retry, or no answer it must (a proxy's or a failing
+    /// server's 5xx and a 429 are no answer).
+    #[tokio::test]
+    async fn each_answer_is_told_as_the_daemon_acts_on_it() {
+        let json = |status: &str, body: &str| -> &'static str {
+            Box::leak(
+                format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+                .into_boxed_str(),
+            )
+        };
+        let refusal = r#"{"error":{"code":"conflict","message":"build 7 is not this provisioner's job any more"}}"#;
+        let cases: Vec<(&'static str, Result<Option<Answer>, (Option<u16>, &str)>)> = vec![
+            (
+                "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n",
+                Ok(None),
+            ),
+            (
+                json("200 OK", r#"{"canceled":true}"#),
+                Ok(Some(Answer { canceled: true })),
+            ),
+            (
+                json("409 Conflict", refusal),
+                Err((Some(409), "build 7 is not this provisioner's job any more")),
+            ),
+            (
+                json("401 Unauthorized", r#"{"error":{"message":"unknown key"}}"#),
+                Err((Some(401), "unknown key")),
+            ),
+            (
+                json("403 Forbidden", "not json"),
+                Err((Some(403), "the server answered 403")),
+            ),
+            (
+                json("503 Service Unavailable", r#"{"error":{"message":"busy"}}"#),
+                Err((None, "busy")),
+            ),
+            (
+                json("429 Too Many Requests", "{}"),
+                Err((None, "the server answered 429")),
+            ),
+            (
+                json("200 OK", "half an answer"),
+                Err((None, "cannot read the server's answer")),
+            ),
+        ];
+        for (answer, expected) in cases {
+            let (url, served) = answer_once(answer);
+            let client = ServerClient::new(&format!("{url}/"), "abode_pk_secret");
+            let result = client
+                .post::<_, Answer>("jobs/b/heartbeat", &serde_json::json!({"slot": "s"}))
+                .await;
+            let head = served.join().unwrap();
+            assert!(
+                head.starts_with("POST /api/v1/provisionerd/jobs/b/heartbeat HTTP/1.1"),
+                "{head}"
+            );
+            assert!(
+                head.contains("authorization: Bearer abode_pk_secret")
+                    || head.contains("Authorization: Bearer abode_pk_secret"),
+                "{head}"
+            );
+            match (result, expected) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{answer}"),
+                (Err(CallError::Refused { status, message }), Err((Some(want), text))) => {
+                    assert_eq!(status, want, "{answer}");
+                    assert_eq!(message, text, "{answer}");
+                }
+                (Err(CallError::Unreachable(message)), Err((None, text))) => {
+                    assert!(message.contains(text), "{answer}: {message}");
+                }
+                (got, want) => panic!("{answer}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_cut_off_mid_call_is_unreachable_and_the_key_is_never_shown() {
+        // It takes the connection and closes it without a word.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let cut = std::thread::spawn(move || drop(listener.accept().unwrap()));
+        let client = ServerClient::new(&url, "abode_pk_secret");
+        let result = client
+            .post::<_, Answer>("acquire", &serde_json::json!({}))
+            .await;
+        cut.join().unwrap();
+        assert!(
+            matches!(result, Err(CallError::Unreachable(_))),
+            "{result:?}"
+        );
+        assert!(!format!("{client:?}").contains("abode_pk_secret"));
+        assert!(CallError::Refused {
+            status: 401,
+            message: String::new()
+        }
+        .is_unauthorized());
+        assert!(CallError::Refused {
+            status: 409,
+            message: String::new()
+        }
+        .is_lost());
+        assert!(!CallError::Unreachable(String::new()).is_lost());
+    }
+}

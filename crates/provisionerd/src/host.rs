@@ -265,3 +265,68 @@ pub(crate) async fn release_state_lock(
         tracing::warn!(build = %build_id, %error, "the server did not take back the workspace's state lock");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+
+    fn unreachable() -> CallError {
+        CallError::Unreachable("connection refused".into())
+    }
+
+    /// Calls that fail `failures` times without an answer, then answer.
+    async fn answered_after(
+        failures: u32,
+        patience: Option<Duration>,
+    ) -> (Result<u32, CallError>, u32) {
+        let calls = AtomicU32::new(0);
+        let result = patiently(patience, || {
+            let call = calls.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if call < failures {
+                    Err(unreachable())
+                } else {
+                    Ok(call)
+                }
+            }
+        })
+        .await;
+        (result, calls.load(Ordering::SeqCst))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unreachable_server_is_tried_again_until_it_answers() {
+        let started = tokio::time::Instant::now();
+        let (result, calls) = answered_after(6, None).await;
+        assert_eq!(result.unwrap(), 6);
+        assert_eq!(calls, 7);
+        // 0.25 + 0.5 + 1 + 2 + 4 + 8 (capped at 10 s after): backing off.
+        assert_eq!(started.elapsed(), Duration::from_millis(15_750));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn patience_ends_and_a_refusal_is_never_tried_again() {
+        let (result, calls) = answered_after(u32::MAX, Some(Duration::from_secs(60))).await;
+        assert!(matches!(result, Err(CallError::Unreachable(_))));
+        assert!(calls > 1 && calls < 20, "{calls}");
+        let calls = AtomicU32::new(0);
+        let refused = patiently(None, || {
+            calls.fetch_add(1, Ordering::SeqCst);
+            async {
+                Err::<(), _>(CallError::Refused {
+                    status: 409,
+                    message: "not yours".into(),
+                })
+            }
+        })
+        .await;
+        assert!(matches!(
+            refused,
+            Err(CallError::Refused { status: 409, .. })
+        ));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+}

@@ -474,3 +474,59 @@ async fn offer_leftover_state(
         Err(error) => StateKept::Refused(error.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// A restarted daemon is the same provisioner (its leftovers are its
+    /// own to offer); its name is kept to what a lease holder may hold.
+    #[test]
+    fn the_daemon_id_is_made_once_from_a_clean_name_and_kept() {
+        let cases = [
+            ("builder-1", "builder-1-"),
+            ("a b/c\n\"d\"", "abcd-"),
+            ("", "provisioner-"),
+            ("../../etc", "....etc-"),
+            ("工作区", "provisioner-"),
+        ];
+        for (name, prefix) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let id = daemon_id(dir.path(), name).unwrap();
+            assert!(id.starts_with(prefix), "{name:?}: {id}");
+            assert_eq!(id.len(), prefix.len() + 8, "{id}");
+            assert_eq!(daemon_id(dir.path(), "another name").unwrap(), id);
+        }
+        let long = "x".repeat(100);
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(daemon_id(dir.path(), &long).unwrap().len(), 40 + 1 + 8);
+    }
+
+    #[test]
+    fn an_unreadable_id_file_is_one_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(ID_FILE)).unwrap();
+        let error = daemon_id(dir.path(), "d").unwrap_err().to_string();
+        assert!(error.contains(ID_FILE), "{error}");
+        assert!(!error.contains('\n'), "{error}");
+    }
+
+    #[test]
+    fn leftovers_are_the_work_dirs_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("build-a")).unwrap();
+        std::fs::create_dir(dir.path().join("build-b")).unwrap();
+        std::fs::write(dir.path().join("stray-file"), b"x").unwrap();
+        let mut found: Vec<String> = leftover_dirs(dir.path())
+            .into_iter()
+            .map(|(id, path)| {
+                assert_eq!(path, dir.path().join(&id));
+                id
+            })
+            .collect();
+        found.sort();
+        assert_eq!(found, ["build-a", "build-b"]);
+        assert!(leftover_dirs(&dir.path().join("missing")).is_empty());
+    }
+}
