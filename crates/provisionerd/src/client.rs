@@ -168,6 +168,10 @@ mod tests {
         canceled: bool,
     }
 
+    /// What a call comes to: an answer, or a refusal's status (none: no
+    /// answer) and words.
+    type Expected = Result<Option<Answer>, (Option<u16>, &'static str)>;
+
     /// What the daemon does next depends on this one distinction: a refusal
     /// it must not retry, or no answer it must (a proxy's or a failing
     /// server's 5xx and a 429 are no answer).
@@ -183,7 +187,7 @@ mod tests {
             )
         };
         let refusal = r#"{"error":{"code":"conflict","message":"build 7 is not this provisioner's job any more"}}"#;
-        let cases: Vec<(&'static str, Result<Option<Answer>, (Option<u16>, &str)>)> = vec![
+        let cases: Vec<(&'static str, Expected)> = vec![
             (
                 "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n",
                 Ok(None),
