@@ -172,10 +172,8 @@ pub struct BuildJson<'a> {
     pub created_at: Rfc3339,
     pub started_at: Option<Rfc3339>,
     pub finished_at: Option<Rfc3339>,
-    /// The guard's report (documented schema), or null before the plan:
-    /// the stored JSON passed through as it is (a list of builds does not
-    /// parse and re-print every report).
-    pub guard: Option<&'a RawValue>,
+    /// The guard's report (documented schema), or null before the plan.
+    pub guard: Option<&'a abode_guard::Report>,
     pub plan_digest: Option<&'a str>,
     pub expires_at: Option<Rfc3339>,
     pub confirmed_by: Option<&'a str>,
@@ -203,10 +201,7 @@ impl<'a> From<&'a Build> for BuildJson<'a> {
             created_at: Rfc3339(build.created_at),
             started_at: build.started_at.map(Rfc3339),
             finished_at: build.finished_at.map(Rfc3339),
-            guard: build
-                .guard_report
-                .as_deref()
-                .and_then(|report| serde_json::from_str(report).ok()),
+            guard: build.guard_report.as_ref(),
             plan_digest: build.plan_digest.as_deref(),
             expires_at: build.expires_at.map(Rfc3339),
             confirmed_by: build.confirmed_by.as_deref(),

@@ -147,7 +147,8 @@ crate::named!(BuildStatus, UnknownBuildStatus, {
     Canceled => "canceled",
 });
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+/// Read from a row through `builds::BuildRow`, which reads its guard report.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Build {
     pub id: String,
     pub workspace_id: String,
@@ -164,7 +165,8 @@ pub struct Build {
     /// Parameter values given with this build (see [`NewBuild::parameters`]).
     pub parameters: Option<String>,
     pub error: Option<String>,
-    pub guard_report: Option<String>,
+    /// The guard's report on the build's plan; `None` before the plan.
+    pub guard_report: Option<abode_guard::Report>,
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,

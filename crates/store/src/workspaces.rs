@@ -65,8 +65,11 @@ pub(crate) struct WorkspacePageRow {
 }
 
 /// Folds a page's rows (one per workspace and agent, in page order) into
-/// one summary per workspace.
-pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceSummary> {
+/// one summary per workspace; `Corrupt` when a latest build's guard report
+/// does not read.
+pub(crate) fn workspace_summaries(
+    rows: Vec<WorkspacePageRow>,
+) -> Result<Vec<WorkspaceSummary>, crate::Corrupt> {
     let mut summaries: Vec<WorkspaceSummary> = Vec::new();
     for row in rows {
         let agent = match (row.a_id, row.a_build_id, row.a_name, row.a_created_at) {
@@ -117,6 +120,7 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
             _ => None,
         };
         let workspace = row.workspace;
+        let guard_report = crate::stored::guard_report(&row.b_id, row.b_guard_report)?;
         let latest_build = Build {
             id: row.b_id,
             workspace_id: workspace.id.clone(),
@@ -132,7 +136,7 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
             reason: row.b_reason,
             parameters: row.b_parameters,
             error: row.b_error,
-            guard_report: row.b_guard_report,
+            guard_report,
             created_at: row.b_created_at,
             started_at: row.b_started_at,
             finished_at: row.b_finished_at,
@@ -149,7 +153,7 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
             lost_lock,
         });
     }
-    summaries
+    Ok(summaries)
 }
 
 /// Which form of the page statement a backend runs (see
@@ -541,7 +545,7 @@ macro_rules! workspace_queries {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error("workspace"))?;
-        Ok(paged(workspace_summaries(rows), filter.limit, workspace_cursor))
+        Ok(paged(workspace_summaries(rows)?, filter.limit, workspace_cursor))
     }
     };
 }

@@ -203,7 +203,7 @@ impl ServerJob {
 
     /// The guard's decision on this build's plan, if it was judged.
     pub fn decision(&self) -> Result<Option<Decision>, ControlError> {
-        crate::held::guard_decision(&self.build)
+        Ok(crate::held::guard_decision(&self.build))
     }
 
     /// Keeps the plan a daemon sent to be judged when the guard held it:
@@ -286,7 +286,7 @@ impl BuildHost for ServerJob {
         if !control
             .inner
             .store
-            .set_judged_plan(&build.id, &self.holder, &plan_text, &report.to_json())
+            .set_judged_plan(&build.id, &self.holder, &plan_text, &report)
             .await
             .map_err(storage)?
         {

@@ -253,7 +253,10 @@ async fn an_unjudged_build_of_a_dead_holder_is_queued_again(store: Store) {
         .unwrap()
         .unwrap();
     assert_eq!(claimed.build_id, build.id);
-    store.set_build_plan(&build.id, "{}", "{}").await.unwrap();
+    store
+        .set_build_plan(&build.id, "{}", &report(abode_guard::Decision::Allow))
+        .await
+        .unwrap();
     hand.advance(Duration::from_secs(5));
     let expired = store.expired_job_leases("server-a").await.unwrap();
     assert_eq!(expired.len(), 1);
