@@ -36,7 +36,9 @@ pub(crate) struct BuildRow {
     reason: BuildReason,
     parameters: Option<String>,
     error: Option<String>,
-    guard_report: Option<String>,
+    /// The report's JSON text: only `stored::guard_report` reads it.
+    #[sqlx(rename = "guard_report")]
+    report_json: Option<String>,
     created_at: i64,
     started_at: Option<i64>,
     finished_at: Option<i64>,
@@ -52,7 +54,7 @@ where
 {
     fn from_row(row: &'r R) -> Result<Build, sqlx::Error> {
         let row = BuildRow::from_row(row)?;
-        let guard_report = crate::stored::guard_report(&row.id, row.guard_report)?;
+        let guard_report = crate::stored::guard_report(&row.id, row.report_json)?;
         Ok(Build {
             id: row.id,
             workspace_id: row.workspace_id,

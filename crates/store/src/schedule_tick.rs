@@ -49,7 +49,9 @@ pub(crate) struct TickRowText {
     build_reason: BuildReason,
     build_created_at: i64,
     build_finished_at: Option<i64>,
-    failed_guard_report: Option<String>,
+    /// The report's JSON text: only `stored::guard_report` reads it.
+    #[sqlx(rename = "failed_guard_report")]
+    failed_report_json: Option<String>,
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for TickRow
@@ -59,7 +61,7 @@ where
     fn from_row(row: &'r R) -> Result<TickRow, sqlx::Error> {
         let row = TickRowText::from_row(row)?;
         let failed_guard_report =
-            crate::stored::guard_report(&row.build_id, row.failed_guard_report)?;
+            crate::stored::guard_report(&row.build_id, row.failed_report_json)?;
         Ok(TickRow {
             lifecycle: row.lifecycle,
             template_id: row.template_id,

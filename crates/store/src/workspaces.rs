@@ -36,7 +36,9 @@ pub(crate) struct WorkspacePageRow {
     pub(crate) b_reason: BuildReason,
     pub(crate) b_parameters: Option<String>,
     pub(crate) b_error: Option<String>,
-    pub(crate) b_guard_report: Option<String>,
+    /// The report's JSON text: only `stored::guard_report` reads it.
+    #[sqlx(rename = "b_guard_report")]
+    pub(crate) b_report_json: Option<String>,
     pub(crate) b_created_at: i64,
     pub(crate) b_started_at: Option<i64>,
     pub(crate) b_finished_at: Option<i64>,
@@ -120,7 +122,7 @@ pub(crate) fn workspace_summaries(
             _ => None,
         };
         let workspace = row.workspace;
-        let guard_report = crate::stored::guard_report(&row.b_id, row.b_guard_report)?;
+        let guard_report = crate::stored::guard_report(&row.b_id, row.b_report_json)?;
         let latest_build = Build {
             id: row.b_id,
             workspace_id: workspace.id.clone(),
