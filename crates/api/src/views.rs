@@ -8,7 +8,6 @@ use abode_store::{
     AuditEvent, Build, LogLine, Protection, Role, Roles, Template, TemplateVersion, User,
 };
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 #[derive(Serialize)]
@@ -239,7 +238,7 @@ pub struct WorkspaceJson<'a> {
     pub owner: &'a str,
     pub template: &'a str,
     pub template_version: i64,
-    pub parameters: StoredObject<'a>,
+    pub parameters: &'a abode_store::Parameters,
     /// The preset the workspace was created with, if any.
     pub preset: Option<&'a str>,
     pub status: abode_control::WorkspaceStatus,
@@ -273,7 +272,7 @@ impl<'a> From<&'a WorkspaceView> for WorkspaceJson<'a> {
             owner: &workspace.owner_name,
             template: &workspace.template_name,
             template_version: workspace.template_version,
-            parameters: StoredObject::read(&workspace.parameters),
+            parameters: &workspace.parameters,
             preset: workspace.preset_name.as_deref(),
             status: view.status,
             created_at: Rfc3339(workspace.created_at),
@@ -290,29 +289,6 @@ impl<'a> From<&'a WorkspaceView> for WorkspaceJson<'a> {
                     taken_at: Rfc3339(lock.taken_at),
                     lost_at: Rfc3339(lock.lost_at),
                 }),
-        }
-    }
-}
-
-/// A JSON object the store keeps as text, passed through as it is; one that
-/// does not read shows as `{}`.
-pub enum StoredObject<'a> {
-    Raw(&'a RawValue),
-    Empty,
-}
-
-impl<'a> StoredObject<'a> {
-    fn read(text: &'a str) -> Self {
-        serde_json::from_str(text).map_or(StoredObject::Empty, StoredObject::Raw)
-    }
-}
-
-impl Serialize for StoredObject<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        match self {
-            StoredObject::Raw(raw) => raw.serialize(serializer),
-            StoredObject::Empty => serializer.serialize_map(Some(0))?.end(),
         }
     }
 }

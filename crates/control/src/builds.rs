@@ -230,7 +230,7 @@ impl Control {
         creation: Creation,
         order: &BuildOrder,
     ) -> Result<Build, ControlError> {
-        let parameters = to_json(&creation.kept)?;
+        let parameters = creation.kept;
         let workspace_id = abode_store::new_id();
         let created = self
             .inner
@@ -252,7 +252,7 @@ impl Control {
                     template_version_id: version.id,
                     initiator_id: order.actor.id().to_string(),
                     reason: order.reason,
-                    parameters: Some(to_json(&creation.values)?),
+                    parameters: Some(creation.values),
                     workspace_parameters: Some(parameters),
                 },
             )
@@ -299,20 +299,18 @@ impl Control {
         // if the build succeeds. Stop and delete run on what the workspace has.
         let (parameters, workspace_parameters) = match order.transition {
             Transition::Start => {
-                let previous: BTreeMap<String, String> =
-                    serde_json::from_str(&workspace.parameters).map_err(|error| {
-                        ControlError::Internal(format!(
-                        "the workspace's stored parameters are not an object of strings: {error}"
-                    ))
-                    })?;
                 let kind = if version.id == workspace.template_version_id {
                     CheckKind::Start
                 } else {
                     CheckKind::Update
                 };
-                let (values, kept) =
-                    resolve_parameters(&version, &order.parameters, Some(&previous), kind)?;
-                (Some(to_json(&values)?), Some(to_json(&kept)?))
+                let (values, kept) = resolve_parameters(
+                    &version,
+                    &order.parameters,
+                    Some(&workspace.parameters),
+                    kind,
+                )?;
+                (Some(values), Some(kept))
             }
             _ if !order.parameters.is_empty() => {
                 return Err(ControlError::BadRequest(format!(
@@ -726,10 +724,6 @@ pub(crate) fn resolve_parameters(
     };
     validate_parameters(&values)?;
     Ok((values, kept))
-}
-
-fn to_json(values: &BTreeMap<String, String>) -> Result<String, ControlError> {
-    serde_json::to_string(values).map_err(|error| ControlError::Internal(error.to_string()))
 }
 
 #[cfg(test)]

@@ -34,7 +34,9 @@ pub(crate) struct BuildRow {
     initiator_id: String,
     initiator_name: String,
     reason: BuildReason,
-    parameters: Option<String>,
+    /// The parameters' JSON text: only `stored::build_parameters` reads it.
+    #[sqlx(rename = "parameters")]
+    parameters_json: Option<String>,
     error: Option<String>,
     /// The report's JSON text: only `stored::guard_report` reads it.
     #[sqlx(rename = "guard_report")]
@@ -55,6 +57,7 @@ where
     fn from_row(row: &'r R) -> Result<Build, sqlx::Error> {
         let row = BuildRow::from_row(row)?;
         let guard_report = crate::stored::guard_report(&row.id, row.report_json)?;
+        let parameters = crate::stored::build_parameters(&row.id, row.parameters_json)?;
         Ok(Build {
             id: row.id,
             workspace_id: row.workspace_id,
@@ -68,7 +71,7 @@ where
             initiator_id: row.initiator_id,
             initiator_name: row.initiator_name,
             reason: row.reason,
-            parameters: row.parameters,
+            parameters,
             error: row.error,
             guard_report,
             created_at: row.created_at,
@@ -562,8 +565,8 @@ macro_rules! build_queries {
         .bind(&build.template_version_id)
         .bind(&build.initiator_id)
         .bind(build.reason.as_str())
-        .bind(&build.parameters)
-        .bind(&build.workspace_parameters)
+        .bind(build.parameters.as_ref().map($crate::stored::parameters_text))
+        .bind(build.workspace_parameters.as_ref().map($crate::stored::parameters_text))
         .bind(now)
         .execute(&mut **tx)
         .await

@@ -1,6 +1,7 @@
 //! The rows the store hands out and takes in, independent of the database that
 //! keeps them. Times are Unix milliseconds.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 pub use abode_contract::Transition;
@@ -80,7 +81,13 @@ pub struct NewTemplateVersion {
     pub activate: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+/// Parameter values by name, as a workspace keeps them and a build is given
+/// them; stored as a JSON object of strings.
+pub type Parameters = BTreeMap<String, String>;
+
+/// Read from a row through `workspaces::WorkspaceRow`, which reads its
+/// parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workspace {
     pub id: String,
     pub name: String,
@@ -91,8 +98,7 @@ pub struct Workspace {
     pub template_name: String,
     pub template_version_id: String,
     pub template_version: i64,
-    /// JSON object of parameter values (strings).
-    pub parameters: String,
+    pub parameters: Parameters,
     /// The preset the workspace was created with, if any.
     pub preset_name: Option<String>,
     pub deleted: bool,
@@ -107,7 +113,7 @@ pub struct NewWorkspace {
     pub name: String,
     pub template_id: String,
     pub template_version_id: String,
-    pub parameters: String,
+    pub parameters: Parameters,
     /// See [`Workspace::preset_name`].
     pub preset_name: Option<String>,
 }
@@ -163,7 +169,7 @@ pub struct Build {
     pub initiator_name: String,
     pub reason: BuildReason,
     /// Parameter values given with this build (see [`NewBuild::parameters`]).
-    pub parameters: Option<String>,
+    pub parameters: Option<Parameters>,
     pub error: Option<String>,
     /// The guard's report on the build's plan; `None` before the plan.
     pub guard_report: Option<abode_guard::Report>,
@@ -186,12 +192,11 @@ pub struct NewBuild {
     pub template_version_id: String,
     pub initiator_id: String,
     pub reason: BuildReason,
-    /// Parameter values for this build (a JSON object of strings); `None`:
-    /// the workspace's.
-    pub parameters: Option<String>,
+    /// Parameter values for this build; `None`: the workspace's.
+    pub parameters: Option<Parameters>,
     /// What the workspace keeps of them when the build succeeds (ephemeral
     /// values left out); `None`: `parameters`.
-    pub workspace_parameters: Option<String>,
+    pub workspace_parameters: Option<Parameters>,
 }
 
 /// Why a build was requested: by the person who asked (`initiator`) or by a

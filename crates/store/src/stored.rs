@@ -4,6 +4,8 @@
 
 use abode_guard::Report;
 
+use crate::records::Parameters;
+
 /// A stored value that does not read as its type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the stored {what} of {of} is unreadable: {reason}")]
@@ -43,4 +45,33 @@ pub(crate) fn guard_report(
 /// `abode plan check --format json` prints it.
 pub(crate) fn guard_report_text(report: &Report) -> String {
     report.to_json()
+}
+
+/// Parameter values (`workspaces.parameters`, `builds.parameters`,
+/// `builds.workspace_parameters`: a JSON object of strings) of `of`, e.g.
+/// `workspace 4f1c...`.
+pub(crate) fn parameters(of: impl FnOnce() -> String, text: &str) -> Result<Parameters, Corrupt> {
+    serde_json::from_str(text).map_err(|error| Corrupt {
+        what: "parameters",
+        of: of(),
+        reason: error.to_string(),
+    })
+}
+
+/// A build's parameters, when it was given any.
+pub(crate) fn build_parameters(
+    build_id: &str,
+    text: Option<String>,
+) -> Result<Option<Parameters>, Corrupt> {
+    text.map(|text| parameters(|| format!("build {build_id}"), &text))
+        .transpose()
+}
+
+/// Parameter values as they are stored: a JSON object of strings.
+pub(crate) fn parameters_text(parameters: &Parameters) -> String {
+    let object: serde_json::Map<String, serde_json::Value> = parameters
+        .iter()
+        .map(|(name, value)| (name.clone(), serde_json::Value::String(value.clone())))
+        .collect();
+    serde_json::Value::Object(object).to_string()
 }

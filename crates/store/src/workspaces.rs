@@ -17,6 +17,55 @@ pub(crate) const WORKSPACE_SELECT: &str =
      JOIN templates t ON t.id = w.template_id \
      JOIN template_versions v ON v.id = w.template_version_id";
 
+/// A workspace as [`WORKSPACE_SELECT`] reads it, its parameters still text;
+/// it becomes a [`Workspace`] only when they read.
+#[derive(sqlx::FromRow)]
+pub(crate) struct WorkspaceRow {
+    id: String,
+    name: String,
+    owner_id: String,
+    owner_name: String,
+    owner_email: String,
+    template_id: String,
+    template_name: String,
+    template_version_id: String,
+    template_version: i64,
+    /// The parameters' JSON text: only `stored::parameters` reads it.
+    #[sqlx(rename = "parameters")]
+    parameters_json: String,
+    preset_name: Option<String>,
+    deleted: bool,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Workspace
+where
+    WorkspaceRow: sqlx::FromRow<'r, R>,
+{
+    fn from_row(row: &'r R) -> Result<Workspace, sqlx::Error> {
+        let row = WorkspaceRow::from_row(row)?;
+        let parameters =
+            crate::stored::parameters(|| format!("workspace {}", row.id), &row.parameters_json)?;
+        Ok(Workspace {
+            id: row.id,
+            name: row.name,
+            owner_id: row.owner_id,
+            owner_name: row.owner_name,
+            owner_email: row.owner_email,
+            template_id: row.template_id,
+            template_name: row.template_name,
+            template_version_id: row.template_version_id,
+            template_version: row.template_version,
+            parameters,
+            preset_name: row.preset_name,
+            deleted: row.deleted,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+}
+
 /// One row of a workspace page: the workspace, its latest build (columns
 /// `b_*`), its newest finished build (`s_*`) and one of its agents (`a_*`,
 /// absent when it has none); a workspace with several agents spans as many
@@ -34,7 +83,9 @@ pub(crate) struct WorkspacePageRow {
     pub(crate) b_initiator_id: String,
     pub(crate) b_initiator_name: String,
     pub(crate) b_reason: BuildReason,
-    pub(crate) b_parameters: Option<String>,
+    /// The parameters' JSON text: only `stored::build_parameters` reads it.
+    #[sqlx(rename = "b_parameters")]
+    pub(crate) b_parameters_json: Option<String>,
     pub(crate) b_error: Option<String>,
     /// The report's JSON text: only `stored::guard_report` reads it.
     #[sqlx(rename = "b_guard_report")]
@@ -123,6 +174,7 @@ pub(crate) fn workspace_summaries(
         };
         let workspace = row.workspace;
         let guard_report = crate::stored::guard_report(&row.b_id, row.b_report_json)?;
+        let parameters = crate::stored::build_parameters(&row.b_id, row.b_parameters_json)?;
         let latest_build = Build {
             id: row.b_id,
             workspace_id: workspace.id.clone(),
@@ -136,7 +188,7 @@ pub(crate) fn workspace_summaries(
             initiator_id: row.b_initiator_id,
             initiator_name: row.b_initiator_name,
             reason: row.b_reason,
-            parameters: row.b_parameters,
+            parameters,
             error: row.b_error,
             guard_report,
             created_at: row.b_created_at,
@@ -388,7 +440,7 @@ macro_rules! workspace_queries {
         .bind(&workspace.name)
         .bind(&workspace.template_id)
         .bind(&workspace.template_version_id)
-        .bind(&workspace.parameters)
+        .bind($crate::stored::parameters_text(&workspace.parameters))
         .bind(&workspace.preset_name)
         .bind(now)
         .bind(now)

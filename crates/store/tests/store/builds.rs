@@ -85,7 +85,7 @@ async fn concurrent_claimers_never_share_a_job(store: Store) {
                     name: format!("ws{index}"),
                     template_id: template.id.clone(),
                     template_version_id: version.id.clone(),
-                    parameters: "{}".into(),
+                    parameters: Parameters::new(),
                     preset_name: None,
                 },
                 &NewBuild {
@@ -396,6 +396,59 @@ async fn an_unreadable_guard_report_fails_the_read_naming_it() {
             let message = corrupt.to_string();
             assert!(message.contains("guard report"), "{message}");
         }
+    }
+}
+
+/// Stored parameters that are not an object of strings fail the read of
+/// their workspace or build with an error naming them and the row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unreadable_parameters_fail_the_read_naming_them() {
+    let (dir, store) = open().await;
+    let (_, workspace, build) = seeded(&store).await;
+    use sqlx::Connection;
+    let mut connection = sqlx::SqliteConnection::connect(&format!(
+        "sqlite://{}",
+        dir.path().join("abode.db").display()
+    ))
+    .await
+    .unwrap();
+    let corrupt = |error: Result<(), StoreError>| match error {
+        Err(StoreError::Corrupt(corrupt)) => corrupt,
+        other => panic!("{other:?}"),
+    };
+    sqlx::query("UPDATE builds SET parameters = '{\"size\": 9}'")
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    let error = corrupt(store.build_by_id(&build.id).await.map(drop));
+    assert_eq!(
+        (error.what, error.of),
+        ("parameters", format!("build {}", build.id))
+    );
+    sqlx::query("UPDATE builds SET parameters = NULL")
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!(store.build_by_id(&build.id).await.unwrap().parameters, None);
+    sqlx::query("UPDATE workspaces SET parameters = '[]'")
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    for error in [
+        store.workspace_by_id(&workspace.id).await.map(drop),
+        store
+            .list_workspace_page(&WorkspaceFilter {
+                limit: 50,
+                ..WorkspaceFilter::default()
+            })
+            .await
+            .map(drop),
+    ] {
+        let error = corrupt(error);
+        assert_eq!(
+            (error.what, error.of),
+            ("parameters", format!("workspace {}", workspace.id))
+        );
     }
 }
 

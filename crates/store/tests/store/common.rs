@@ -107,7 +107,7 @@ pub(crate) async fn seeded(store: &Store) -> (User, Workspace, Build) {
                 name: "dev".into(),
                 template_id: template.id.clone(),
                 template_version_id: version.id.clone(),
-                parameters: "{}".into(),
+                parameters: Parameters::new(),
                 preset_name: None,
             },
             &NewBuild {

@@ -124,7 +124,7 @@ async fn people_s_jobs_are_claimed_before_the_system_s(store: Store) {
                     name: format!("w{index}"),
                     template_id: workspace.template_id.clone(),
                     template_version_id: workspace.template_version_id.clone(),
-                    parameters: "{}".into(),
+                    parameters: Parameters::new(),
                     preset_name: None,
                 },
                 &NewBuild {

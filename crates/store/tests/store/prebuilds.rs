@@ -79,7 +79,7 @@ impl Pool {
                     name: name.into(),
                     template_id: self.template.id.clone(),
                     template_version_id: self.version.id.clone(),
-                    parameters: "{}".into(),
+                    parameters: Parameters::new(),
                     preset_name: Some("small".into()),
                 },
                 &NewBuild {
