@@ -18,7 +18,7 @@ use crate::authz::Action;
 use crate::error::or_not_found;
 use crate::lifecycle;
 use crate::names::validate_name;
-use crate::parameters::{check_parameters, CheckKind, ParameterDefinition};
+use crate::parameters::{check_parameters, CheckKind};
 use crate::presets::{
     matching_preset, named_preset, stored_presets, with_preset, PresetDefinition,
 };
@@ -682,16 +682,9 @@ pub(crate) fn resolve_parameters(
     kind: CheckKind,
 ) -> Result<(Values, Values), ControlError> {
     let (values, kept) = match version.parameters.as_deref() {
-        Some(declared) => {
-            let declarations: Vec<ParameterDefinition> =
-                serde_json::from_str(declared).map_err(|error| {
-                    ControlError::Internal(format!(
-                        "the stored parameter declarations of version {} are unreadable: {error}",
-                        version.number
-                    ))
-                })?;
+        Some(declarations) => {
             let resolved =
-                check_parameters(&declarations, given, previous, kind).map_err(|problems| {
+                check_parameters(declarations, given, previous, kind).map_err(|problems| {
                     let told: Vec<String> =
                         problems.iter().map(|problem| problem.to_string()).collect();
                     ControlError::BadRequest(format!("invalid parameters: {}", told.join("; ")))
@@ -751,7 +744,7 @@ mod tests {
             archive_sha256: String::new(),
             validation_ok: true,
             validation_message: String::new(),
-            parameters: Some(serde_json::to_string(&declarations.parameters).unwrap()),
+            parameters: Some(declarations.parameters),
             presets: Some(serde_json::to_string(&declarations.presets).unwrap()),
             created_at: 0,
         };

@@ -129,7 +129,7 @@ async fn setup() -> Setup {
         created_by: alice.id.clone(),
         validation_ok: true,
         validation_message: "ok".into(),
-        parameters: Some("[]".into()),
+        parameters: Some(Vec::new()),
         presets: None,
         activate: true,
     };

@@ -122,7 +122,7 @@ async fn a_create_gets_its_preset_through_the_door() {
             created_by: alice.id.clone(),
             validation_ok: true,
             validation_message: "ok".into(),
-            parameters: Some(serde_json::to_string(&declarations.parameters).unwrap()),
+            parameters: Some(declarations.parameters),
             presets: Some(serde_json::to_string(&declarations.presets).unwrap()),
             activate: true,
         })

@@ -68,7 +68,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 created_by: owner.id.clone(),
                 validation_ok: true,
                 validation_message: String::new(),
-                parameters: Some("[]".into()),
+                parameters: Some(Vec::new()),
                 presets: Some(presets.clone()),
                 activate: true,
             })

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub use abode_contract::parameters::ParameterDefinition;
 pub use abode_contract::Transition;
 
 use crate::roles::Roles;
@@ -42,7 +43,9 @@ pub struct Template {
     pub updated_at: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+/// Read from a row through `templates::TemplateVersionRow`, which reads its
+/// parameter declarations.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TemplateVersion {
     pub id: String,
     pub template_id: String,
@@ -54,10 +57,9 @@ pub struct TemplateVersion {
     pub archive_sha256: String,
     pub validation_ok: bool,
     pub validation_message: String,
-    /// The parameters the version declares (a JSON array of
-    /// `abode_contract::parameters::ParameterDefinition`), read at push;
-    /// `None` for a version pushed before they were read.
-    pub parameters: Option<String>,
+    /// The parameters the version declares, read at push; `None` for a
+    /// version pushed before they were read.
+    pub parameters: Option<Vec<ParameterDefinition>>,
     /// The presets the version declares (a JSON array of
     /// `abode_contract::presets::PresetDefinition`), read at push; `None`
     /// for a version pushed before they were read (it offers none).
@@ -75,7 +77,7 @@ pub struct NewTemplateVersion {
     pub validation_ok: bool,
     pub validation_message: String,
     /// See [`TemplateVersion::parameters`].
-    pub parameters: Option<String>,
+    pub parameters: Option<Vec<ParameterDefinition>>,
     /// See [`TemplateVersion::presets`].
     pub presets: Option<String>,
     pub activate: bool,

@@ -4,7 +4,7 @@
 
 use abode_guard::Report;
 
-use crate::records::Parameters;
+use crate::records::{ParameterDefinition, Parameters};
 
 /// A stored value that does not read as its type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -74,4 +74,28 @@ pub(crate) fn parameters_text(parameters: &Parameters) -> String {
         .map(|(name, value)| (name.clone(), serde_json::Value::String(value.clone())))
         .collect();
     serde_json::Value::Object(object).to_string()
+}
+
+/// A template version's parameter declarations
+/// (`template_versions.parameters`, a JSON array), when it has them.
+pub(crate) fn declarations(
+    version_id: &str,
+    text: Option<String>,
+) -> Result<Option<Vec<ParameterDefinition>>, Corrupt> {
+    text.map(|text| {
+        serde_json::from_str(&text).map_err(|error| Corrupt {
+            what: "parameter declarations",
+            of: format!("template version {version_id}"),
+            reason: error.to_string(),
+        })
+    })
+    .transpose()
+}
+
+/// Parameter declarations as they are stored: a JSON array.
+pub(crate) fn declarations_text(
+    declarations: &[ParameterDefinition],
+) -> Result<String, crate::StoreError> {
+    serde_json::to_string(declarations)
+        .map_err(|error| crate::StoreError::Database(sqlx::Error::Encode(Box::new(error))))
 }

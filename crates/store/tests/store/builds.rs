@@ -399,8 +399,9 @@ async fn an_unreadable_guard_report_fails_the_read_naming_it() {
     }
 }
 
-/// Stored parameters that are not an object of strings fail the read of
-/// their workspace or build with an error naming them and the row.
+/// Stored parameters that are not an object of strings, and declarations
+/// that are not a list of declarations, fail the read of their workspace,
+/// build or version with an error naming them and the row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn unreadable_parameters_fail_the_read_naming_them() {
     let (dir, store) = open().await;
@@ -450,6 +451,19 @@ async fn unreadable_parameters_fail_the_read_naming_them() {
             ("parameters", format!("workspace {}", workspace.id))
         );
     }
+    sqlx::query("UPDATE template_versions SET parameters = '[{\"name\": 1}]'")
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    let version = &workspace.template_version_id;
+    let error = corrupt(store.template_version_by_id(version).await.map(drop));
+    assert_eq!(
+        (error.what, error.of),
+        (
+            "parameter declarations",
+            format!("template version {version}")
+        )
+    );
 }
 
 /// A state is written over exactly the one it was compared with.

@@ -50,7 +50,7 @@ impl Pool {
                 created_by: owner.id.clone(),
                 validation_ok: true,
                 validation_message: "ok".into(),
-                parameters: Some("[]".into()),
+                parameters: Some(Vec::new()),
                 presets: Some(PRESETS.into()),
                 activate: true,
             })
