@@ -325,7 +325,7 @@ mod tests {
         &'a str,
         BuildReason,
         BuildStatus,
-        Option<&'a str>,
+        Option<&'a abode_guard::Report>,
         &'a [&'a str],
         &'a str,
     );
@@ -349,7 +349,7 @@ mod tests {
             store,
             Config::new(dir.path().to_path_buf(), "http://127.0.0.1:1".into()),
         );
-        let blocked_report = r#"{"schema_version":1,"decision":"block","transition":"start","protected_changes":[{"address":"abode_volume.home","resource_type":"abode_volume","action":"replace","outcome":"block","reason":"name changed","replace_paths":[{"path":"name","before":"a","after":"b"}]}]}"#;
+        let blocked_report: abode_guard::Report = serde_json::from_str(r#"{"schema_version":1,"decision":"block","transition":"start","protected_changes":[{"address":"abode_volume.home","resource_type":"abode_volume","action":"replace","outcome":"block","reason":"name changed","replace_paths":[{"path":"name","before":"a","after":"b"}]}]}"#).unwrap();
         let scheduler = SystemActor::Scheduler.user_id();
         let cases: [Case; 9] = [
             (
@@ -393,7 +393,7 @@ mod tests {
                 &alice.id,
                 BuildReason::Initiator,
                 BuildStatus::Failed,
-                Some(blocked_report),
+                Some(&blocked_report),
                 &["bob"],
                 "build_blocked",
             ),
@@ -402,7 +402,7 @@ mod tests {
                 &bob.id,
                 BuildReason::Initiator,
                 BuildStatus::Failed,
-                Some(blocked_report),
+                Some(&blocked_report),
                 &[],
                 "-",
             ),
@@ -438,7 +438,7 @@ mod tests {
             let build = Build {
                 initiator_id: initiator.to_string(),
                 reason,
-                guard_report: report.map(|text| serde_json::from_str(text).unwrap()),
+                guard_report: report.cloned(),
                 ..build.clone()
             };
             let notices = control.end_notices(&build, status, Some("boom")).await;
