@@ -8,7 +8,6 @@ use abode_store::{
     AuditEvent, Build, LogLine, Protection, Role, Roles, Template, TemplateVersion, User,
 };
 use serde::Serialize;
-use serde_json::value::RawValue;
 use serde_json::Value;
 
 #[derive(Serialize)]
@@ -172,10 +171,8 @@ pub struct BuildJson<'a> {
     pub created_at: Rfc3339,
     pub started_at: Option<Rfc3339>,
     pub finished_at: Option<Rfc3339>,
-    /// The guard's report (documented schema), or null before the plan:
-    /// the stored JSON passed through as it is (a list of builds does not
-    /// parse and re-print every report).
-    pub guard: Option<&'a RawValue>,
+    /// The guard's report (documented schema), or null before the plan.
+    pub guard: Option<&'a abode_guard::Report>,
     pub plan_digest: Option<&'a str>,
     pub expires_at: Option<Rfc3339>,
     pub confirmed_by: Option<&'a str>,
@@ -203,10 +200,7 @@ impl<'a> From<&'a Build> for BuildJson<'a> {
             created_at: Rfc3339(build.created_at),
             started_at: build.started_at.map(Rfc3339),
             finished_at: build.finished_at.map(Rfc3339),
-            guard: build
-                .guard_report
-                .as_deref()
-                .and_then(|report| serde_json::from_str(report).ok()),
+            guard: build.guard_report.as_ref(),
             plan_digest: build.plan_digest.as_deref(),
             expires_at: build.expires_at.map(Rfc3339),
             confirmed_by: build.confirmed_by.as_deref(),
@@ -244,7 +238,7 @@ pub struct WorkspaceJson<'a> {
     pub owner: &'a str,
     pub template: &'a str,
     pub template_version: i64,
-    pub parameters: StoredObject<'a>,
+    pub parameters: &'a abode_store::Parameters,
     /// The preset the workspace was created with, if any.
     pub preset: Option<&'a str>,
     pub status: abode_control::WorkspaceStatus,
@@ -278,7 +272,7 @@ impl<'a> From<&'a WorkspaceView> for WorkspaceJson<'a> {
             owner: &workspace.owner_name,
             template: &workspace.template_name,
             template_version: workspace.template_version,
-            parameters: StoredObject::read(&workspace.parameters),
+            parameters: &workspace.parameters,
             preset: workspace.preset_name.as_deref(),
             status: view.status,
             created_at: Rfc3339(workspace.created_at),
@@ -295,29 +289,6 @@ impl<'a> From<&'a WorkspaceView> for WorkspaceJson<'a> {
                     taken_at: Rfc3339(lock.taken_at),
                     lost_at: Rfc3339(lock.lost_at),
                 }),
-        }
-    }
-}
-
-/// A JSON object the store keeps as text, passed through as it is; one that
-/// does not read shows as `{}`.
-pub enum StoredObject<'a> {
-    Raw(&'a RawValue),
-    Empty,
-}
-
-impl<'a> StoredObject<'a> {
-    fn read(text: &'a str) -> Self {
-        serde_json::from_str(text).map_or(StoredObject::Empty, StoredObject::Raw)
-    }
-}
-
-impl Serialize for StoredObject<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        match self {
-            StoredObject::Raw(raw) => raw.serialize(serializer),
-            StoredObject::Empty => serializer.serialize_map(Some(0))?.end(),
         }
     }
 }

@@ -17,7 +17,7 @@ use crate::actors::Actor;
 use crate::authz::Action;
 use crate::error::or_not_found;
 use crate::names::validate_name;
-use crate::parameters::{check_parameters, CheckKind, ParameterDefinition};
+use crate::parameters::{check_parameters, CheckKind};
 use crate::presets::{
     matching_preset, named_preset, stored_presets, with_preset, PresetDefinition,
 };
@@ -229,7 +229,7 @@ impl Control {
         creation: Creation,
         order: &BuildOrder,
     ) -> Result<Build, ControlError> {
-        let parameters = to_json(&creation.kept)?;
+        let parameters = creation.kept;
         let workspace_id = abode_store::new_id();
         let created = self
             .inner
@@ -251,7 +251,7 @@ impl Control {
                     template_version_id: version.id,
                     initiator_id: order.actor.id().to_string(),
                     reason: order.reason,
-                    parameters: Some(to_json(&creation.values)?),
+                    parameters: Some(creation.values),
                     workspace_parameters: Some(parameters),
                 },
             )
@@ -298,20 +298,18 @@ impl Control {
         // if the build succeeds. Stop and delete run on what the workspace has.
         let (parameters, workspace_parameters) = match order.transition {
             Transition::Start => {
-                let previous: BTreeMap<String, String> =
-                    serde_json::from_str(&workspace.parameters).map_err(|error| {
-                        ControlError::Internal(format!(
-                        "the workspace's stored parameters are not an object of strings: {error}"
-                    ))
-                    })?;
                 let kind = if version.id == workspace.template_version_id {
                     CheckKind::Start
                 } else {
                     CheckKind::Update
                 };
-                let (values, kept) =
-                    resolve_parameters(&version, &order.parameters, Some(&previous), kind)?;
-                (Some(to_json(&values)?), Some(to_json(&kept)?))
+                let (values, kept) = resolve_parameters(
+                    &version,
+                    &order.parameters,
+                    Some(&workspace.parameters),
+                    kind,
+                )?;
+                (Some(values), Some(kept))
             }
             _ if !order.parameters.is_empty() => {
                 return Err(ControlError::BadRequest(format!(
@@ -683,16 +681,9 @@ pub(crate) fn resolve_parameters(
     kind: CheckKind,
 ) -> Result<(Values, Values), ControlError> {
     let (values, kept) = match version.parameters.as_deref() {
-        Some(declared) => {
-            let declarations: Vec<ParameterDefinition> =
-                serde_json::from_str(declared).map_err(|error| {
-                    ControlError::Internal(format!(
-                        "the stored parameter declarations of version {} are unreadable: {error}",
-                        version.number
-                    ))
-                })?;
+        Some(declarations) => {
             let resolved =
-                check_parameters(&declarations, given, previous, kind).map_err(|problems| {
+                check_parameters(declarations, given, previous, kind).map_err(|problems| {
                     let told: Vec<String> =
                         problems.iter().map(|problem| problem.to_string()).collect();
                     ControlError::BadRequest(format!("invalid parameters: {}", told.join("; ")))
@@ -725,10 +716,6 @@ pub(crate) fn resolve_parameters(
     };
     validate_parameters(&values)?;
     Ok((values, kept))
-}
-
-fn to_json(values: &BTreeMap<String, String>) -> Result<String, ControlError> {
-    serde_json::to_string(values).map_err(|error| ControlError::Internal(error.to_string()))
 }
 
 /// The most a workspace's parameters may hold, names and values together.
@@ -790,7 +777,7 @@ mod tests {
             archive_sha256: String::new(),
             validation_ok: true,
             validation_message: String::new(),
-            parameters: Some(serde_json::to_string(&declarations.parameters).unwrap()),
+            parameters: Some(declarations.parameters),
             presets: Some(serde_json::to_string(&declarations.presets).unwrap()),
             created_at: 0,
         };

@@ -7,7 +7,9 @@ use std::path::Path;
 
 use abode_terraform::run::{self, Invocation, RunError};
 
-use abode_store::{page_size, NewTemplateVersion, Page, Template, TemplateVersion};
+use abode_store::{
+    page_size, NewTemplateVersion, Page, ParameterDefinition, Template, TemplateVersion,
+};
 
 use crate::authz::Action;
 use crate::error::or_not_found;
@@ -332,9 +334,8 @@ async fn lint_template(template_dir: &Path) -> Result<VersionLint, ControlError>
 pub(crate) struct Validated {
     /// Terraform's validation message.
     pub(crate) message: String,
-    /// The parameter declarations read from a template-import plan, as the
-    /// JSON the version keeps.
-    pub(crate) parameters: String,
+    /// The parameter declarations read from a template-import plan.
+    pub(crate) parameters: Vec<ParameterDefinition>,
     /// The presets read from the same plan, as the JSON the version keeps.
     pub(crate) presets: String,
     /// The lint's findings.
@@ -452,7 +453,7 @@ async fn validate_in(
     };
     Ok(Validated {
         message,
-        parameters: as_json(serde_json::to_string(&declarations.parameters))?,
+        parameters: declarations.parameters,
         presets: as_json(serde_json::to_string(&declarations.presets))?,
         lint,
     })

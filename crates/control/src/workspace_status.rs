@@ -311,7 +311,7 @@ mod tests {
             template_name: "base".into(),
             template_version_id: "v1".into(),
             template_version: 1,
-            parameters: "{}".into(),
+            parameters: abode_store::Parameters::new(),
             preset_name: None,
             deleted,
             created_at: 0,

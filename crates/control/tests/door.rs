@@ -129,7 +129,7 @@ async fn setup() -> Setup {
         created_by: alice.id.clone(),
         validation_ok: true,
         validation_message: "ok".into(),
-        parameters: Some("[]".into()),
+        parameters: Some(Vec::new()),
         presets: None,
         activate: true,
     };
@@ -167,7 +167,7 @@ async fn workspace_in(setup: &Setup, name: &str, state: State) -> Workspace {
                 name: name.into(),
                 template_id: setup.template.id.clone(),
                 template_version_id: setup.first_version.clone(),
-                parameters: "{}".into(),
+                parameters: Parameters::new(),
                 preset_name: None,
             },
             &build(&id, Transition::Start),

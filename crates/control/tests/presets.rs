@@ -122,7 +122,7 @@ async fn a_create_gets_its_preset_through_the_door() {
             created_by: alice.id.clone(),
             validation_ok: true,
             validation_message: "ok".into(),
-            parameters: Some(serde_json::to_string(&declarations.parameters).unwrap()),
+            parameters: Some(declarations.parameters),
             presets: Some(serde_json::to_string(&declarations.presets).unwrap()),
             activate: true,
         })
@@ -160,8 +160,7 @@ async fn a_create_gets_its_preset_through_the_door() {
                         workspace.preset_name
                     ));
                 }
-                let kept: BTreeMap<String, String> =
-                    serde_json::from_str(&workspace.parameters).unwrap();
+                let kept = &workspace.parameters;
                 for (parameter, value) in values {
                     if kept.get(*parameter).map(String::as_str) != Some(*value) {
                         wrong.push(format!(

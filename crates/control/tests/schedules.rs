@@ -47,7 +47,7 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
             created_by: alice.id.clone(),
             validation_ok: true,
             validation_message: "ok".into(),
-            parameters: Some("[]".into()),
+            parameters: Some(Vec::new()),
             presets: None,
             activate: true,
         })
@@ -62,7 +62,7 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
                 name: "dev".into(),
                 template_id: template.id.clone(),
                 template_version_id: version.id.clone(),
-                parameters: "{}".into(),
+                parameters: Parameters::new(),
                 preset_name: None,
             },
             &NewBuild {

@@ -177,7 +177,8 @@ impl Action {
 }
 
 /// Counts of every change in the plan, protected or not.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Summary {
     pub create: usize,
     pub update: usize,
@@ -189,7 +190,7 @@ pub struct Summary {
 }
 
 /// Why a protected resource is in the report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Protection {
     /// Who protects it, e.g. `abode_protect.home on abode_volume.home`.
     pub by: String,
@@ -197,21 +198,23 @@ pub struct Protection {
 }
 
 /// A change outside Terraform that Terraform noticed while planning.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DriftReport {
     /// The object was deleted outside Terraform.
     pub deleted: bool,
+    #[serde(default)]
     pub attributes: Vec<AttributeChange>,
 }
 
 /// One protected resource that the plan destroys, replaces or re-creates.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProtectedChange {
     pub address: String,
     pub previous_address: Option<String>,
     pub resource_type: String,
     pub action: Action,
     /// Terraform's raw action list, e.g. `["delete","create"]`.
+    #[serde(default)]
     pub actions: Vec<String>,
     /// Set when the change is to a deposed object of the resource.
     pub deposed: Option<String>,
@@ -219,14 +222,16 @@ pub struct ProtectedChange {
     pub action_reason: Option<String>,
     /// The reason in plain words.
     pub reason: String,
+    #[serde(default)]
     pub replace_paths: Vec<AttributeChange>,
     pub drift: Option<DriftReport>,
+    #[serde(default)]
     pub protected_by: Vec<Protection>,
     pub outcome: Decision,
 }
 
 /// A destructive change to a resource nobody protected, listed for context.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct UnprotectedChange {
     pub address: String,
     pub action: Action,
@@ -237,7 +242,6 @@ pub struct UnprotectedChange {
 /// because the workspace never held anyone's data, and recorded so that template
 /// admins learn that their template does not survive a claim unchanged (a volume
 /// named after its owner is replaced on every claim, which defeats the prebuild).
-/// Deserialisable so that a stored report's `claim_replacements` can be read back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClaimReplacement {
     pub address: String,
@@ -248,6 +252,7 @@ pub struct ClaimReplacement {
     /// rendered like [`AttributeChange::path`], e.g. `name`, `labels.owner`,
     /// `labels["team name"]`, a sensitive key as `tags[(sensitive value)]`);
     /// empty when Terraform does not say (deletes, `replace_triggered_by`, `-replace`).
+    #[serde(default)]
     pub replace_paths: Vec<String>,
     /// Why Terraform destroys it, in plain words (as [`ProtectedChange::reason`]).
     pub reason: String,
@@ -265,30 +270,36 @@ impl ClaimReplacement {
     }
 }
 
-/// The guard's answer for one plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// The guard's answer for one plan. Deserialisable so that a stored report
+/// is read back as this type: the fields a report may leave out (those added
+/// within schema 1, and those absent when empty) read as their defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Report {
     pub schema_version: u32,
     pub decision: Decision,
     pub transition: Transition,
     /// Who asked for the build. Absent from the JSON when a person did, so
     /// reports of builds people start read as before.
-    #[serde(skip_serializing_if = "Initiator::is_person")]
+    #[serde(default, skip_serializing_if = "Initiator::is_person")]
     pub initiator: Initiator,
     pub terraform_version: Option<String>,
     /// Set only for plans older than format 1.x: the explanations their format
     /// cannot give. Absent from the JSON otherwise, so reports on current plans
     /// read as before.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub older_plan_format: Option<OlderPlanFormat>,
+    #[serde(default)]
     pub summary: Summary,
+    #[serde(default)]
     pub protected_changes: Vec<ProtectedChange>,
+    #[serde(default)]
     pub unprotected_destroys: Vec<UnprotectedChange>,
     /// Only in a `claim` build, which lists every destroy here instead of in
     /// `protected_changes` and `unprotected_destroys`. Absent from the JSON when
     /// empty, so reports of other builds read as before.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claim_replacements: Vec<ClaimReplacement>,
+    #[serde(default)]
     pub warnings: Vec<String>,
 }
 

@@ -13,7 +13,7 @@
 //! silent. Any other `format_version` (a newer major version, an unknown minor
 //! 0.x) may change what the fields mean, so it is refused rather than guessed at.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A `format_version` family the reader knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +89,7 @@ impl PlanFormat {
 }
 
 /// One explanation a plan's format cannot give.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MissingExplanation {
     /// The plan field that later formats carry, e.g. `action_reason`.
     pub field: String,
@@ -98,11 +98,12 @@ pub struct MissingExplanation {
 }
 
 /// In a report on a plan older than format 1.x: what its format cannot say.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OlderPlanFormat {
     pub format_version: String,
     /// e.g. `Terraform 1.0`.
     pub written_by: String,
+    #[serde(default)]
     pub missing: Vec<MissingExplanation>,
 }
 

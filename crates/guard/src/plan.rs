@@ -68,7 +68,7 @@ pub enum ResourceMode {
 }
 
 /// An attribute shown in a report, with values already rendered and redacted.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AttributeChange {
     pub path: String,
     pub before: String,

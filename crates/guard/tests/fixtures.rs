@@ -132,6 +132,10 @@ fn check(case: &Path) -> Result<(), String> {
     );
     let text = abode_guard::render_text(&report, false);
     let json = report.to_json() + "\n";
+    // A stored report is read back as the type: it must read as it was.
+    let read_back: abode_guard::Report =
+        serde_json::from_str(&json).map_err(|e| format!("{}: {e}", case.display()))?;
+    assert_eq!(read_back, report, "{}", case.display());
     for output in [&text, &json] {
         if output.contains(SECRET_MARKER) {
             return Err(format!(

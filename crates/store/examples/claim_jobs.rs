@@ -14,8 +14,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use abode_store::{
-    new_id, BuildReason, NewBuild, NewTemplateVersion, NewUser, NewWorkspace, Role, Roles, Store,
-    Transition,
+    new_id, BuildReason, NewBuild, NewTemplateVersion, NewUser, NewWorkspace, Parameters, Role,
+    Roles, Store, Transition,
 };
 
 #[tokio::main]
@@ -74,7 +74,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                     name: format!("w{index}"),
                     template_id: template.id.clone(),
                     template_version_id: version.id.clone(),
-                    parameters: "{}".into(),
+                    parameters: Parameters::new(),
                     preset_name: None,
                 },
                 &NewBuild {

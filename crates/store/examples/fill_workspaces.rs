@@ -15,7 +15,7 @@ use std::path::Path;
 
 use abode_store::{
     new_id, BuildReason, BuildStatus, NewAgent, NewBuild, NewTemplateVersion, NewUser,
-    NewWorkspace, Store, Transition,
+    NewWorkspace, Parameters, Store, Transition,
 };
 
 #[tokio::main]
@@ -87,7 +87,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                     name: format!("ws-{n:05}"),
                     template_id: template.id.clone(),
                     template_version_id: version.id.clone(),
-                    parameters: "{}".into(),
+                    parameters: Parameters::new(),
                     preset_name: None,
                 },
                 &NewBuild {

@@ -19,7 +19,7 @@ use std::time::Instant;
 
 use abode_store::{
     new_id, AgentLifecycle, BuildReason, BuildStatus, NewAgent, NewBuild, NewTemplateVersion,
-    NewUser, NewWorkspace, Role, Roles, Store, SystemActor, Transition,
+    NewUser, NewWorkspace, Parameters, Role, Roles, Store, SystemActor, Transition,
 };
 
 const TEMPLATES: usize = 100;
@@ -68,7 +68,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 created_by: owner.id.clone(),
                 validation_ok: true,
                 validation_message: String::new(),
-                parameters: Some("[]".into()),
+                parameters: Some(Vec::new()),
                 presets: Some(presets.clone()),
                 activate: true,
             })
@@ -85,7 +85,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                             name: format!("prebuild-{t:03}-{p}-{w}"),
                             template_id: template.id.clone(),
                             template_version_id: version.id.clone(),
-                            parameters: format!(r#"{{"size":"{p}"}}"#),
+                            parameters: Parameters::from([("size".to_string(), p.to_string())]),
                             preset_name: Some(format!("preset-{p}")),
                         },
                         &NewBuild {

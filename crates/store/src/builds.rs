@@ -4,6 +4,8 @@
 //! (the claim itself differs per backend and lives in `sqlite.rs` and
 //! `postgres.rs`), build logs, the Terraform state, and the build page.
 
+use crate::records::{Build, BuildReason, BuildStatus, Transition};
+
 pub(crate) const BUILD_SELECT: &str = "SELECT b.id, b.workspace_id, w.name AS workspace_name, \
      o.username AS owner_name, b.number, b.transition, b.status, b.template_version_id, \
      v.number AS template_version, b.initiator_id, i.username AS initiator_name, b.reason, b.parameters, \
@@ -15,6 +17,73 @@ pub(crate) const BUILD_SELECT: &str = "SELECT b.id, b.workspace_id, w.name AS wo
      JOIN template_versions v ON v.id = b.template_version_id \
      JOIN users i ON i.id = b.initiator_id \
      LEFT JOIN users c ON c.id = b.confirmed_by";
+
+/// A build as [`BUILD_SELECT`] reads it, its guard report still text; it
+/// becomes a [`Build`] only when the report reads.
+#[derive(sqlx::FromRow)]
+pub(crate) struct BuildRow {
+    id: String,
+    workspace_id: String,
+    workspace_name: String,
+    owner_name: String,
+    number: i64,
+    transition: Transition,
+    status: BuildStatus,
+    template_version_id: String,
+    template_version: i64,
+    initiator_id: String,
+    initiator_name: String,
+    reason: BuildReason,
+    /// The parameters' JSON text: only `stored::build_parameters` reads it.
+    #[sqlx(rename = "parameters")]
+    parameters_json: Option<String>,
+    error: Option<String>,
+    /// The report's JSON text: only `stored::guard_report` reads it.
+    #[sqlx(rename = "guard_report")]
+    report_json: Option<String>,
+    created_at: i64,
+    started_at: Option<i64>,
+    finished_at: Option<i64>,
+    plan_digest: Option<String>,
+    expires_at: Option<i64>,
+    confirmed_by: Option<String>,
+    confirmed_at: Option<i64>,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Build
+where
+    BuildRow: sqlx::FromRow<'r, R>,
+{
+    fn from_row(row: &'r R) -> Result<Build, sqlx::Error> {
+        let row = BuildRow::from_row(row)?;
+        let guard_report = crate::stored::guard_report(&row.id, row.report_json)?;
+        let parameters = crate::stored::build_parameters(&row.id, row.parameters_json)?;
+        Ok(Build {
+            id: row.id,
+            workspace_id: row.workspace_id,
+            workspace_name: row.workspace_name,
+            owner_name: row.owner_name,
+            number: row.number,
+            transition: row.transition,
+            status: row.status,
+            template_version_id: row.template_version_id,
+            template_version: row.template_version,
+            initiator_id: row.initiator_id,
+            initiator_name: row.initiator_name,
+            reason: row.reason,
+            parameters,
+            error: row.error,
+            guard_report,
+            created_at: row.created_at,
+            started_at: row.started_at,
+            finished_at: row.finished_at,
+            plan_digest: row.plan_digest,
+            expires_at: row.expires_at,
+            confirmed_by: row.confirmed_by,
+            confirmed_at: row.confirmed_at,
+        })
+    }
+}
 
 /// The build, job, log and state methods of [`crate::Store`]; expanded
 /// inside each backend's `impl` with its database type.
@@ -103,11 +172,11 @@ macro_rules! build_queries {
         &self,
         build_id: &str,
         plan_json: &str,
-        guard_report: &str,
+        guard_report: &abode_guard::Report,
     ) -> Result<(), StoreError> {
         sqlx::query(&sql("UPDATE builds SET plan_json = ?, guard_report = ? WHERE id = ?"))
             .bind(plan_json)
-            .bind(guard_report)
+            .bind($crate::stored::guard_report_text(guard_report))
             .bind(build_id)
             .execute(&self.pool)
             .await
@@ -120,14 +189,14 @@ macro_rules! build_queries {
         build_id: &str,
         holder: &str,
         plan_json: &str,
-        guard_report: &str,
+        guard_report: &abode_guard::Report,
     ) -> Result<bool, StoreError> {
         let set = sqlx::query(&sql(
             "UPDATE builds SET plan_json = ?, guard_report = ? WHERE id = ? AND EXISTS \
              (SELECT 1 FROM jobs j WHERE j.build_id = ? AND j.status = 'claimed' AND j.lease_holder = ?)",
         ))
         .bind(plan_json)
-        .bind(guard_report)
+        .bind($crate::stored::guard_report_text(guard_report))
         .bind(build_id)
         .bind(build_id)
         .bind(holder)
@@ -496,8 +565,8 @@ macro_rules! build_queries {
         .bind(&build.template_version_id)
         .bind(&build.initiator_id)
         .bind(build.reason.as_str())
-        .bind(&build.parameters)
-        .bind(&build.workspace_parameters)
+        .bind(build.parameters.as_ref().map($crate::stored::parameters_text))
+        .bind(build.workspace_parameters.as_ref().map($crate::stored::parameters_text))
         .bind(now)
         .execute(&mut **tx)
         .await

@@ -39,6 +39,7 @@ mod scheduler_tick;
 mod server_instances;
 mod sqlite;
 mod state_locks;
+mod stored;
 mod templates;
 mod tokens;
 mod users;
@@ -75,6 +76,7 @@ pub use schedule_settings::{TemplatePolicy, WorkspaceLifecycle};
 pub use scheduler_tick::{TickRow, TickSnapshot};
 pub use server_instances::ServerInstance;
 pub use state_locks::{FencedWrite, StateLock};
+pub use stored::Corrupt;
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 
 /// Why a storage operation failed.
@@ -99,6 +101,10 @@ pub enum StoreError {
          (migration {binary}): restore a backup or run the newer release"
     )]
     NewerSchema { database: i64, binary: i64 },
+    /// A stored value that does not read as its type: the row is left as it
+    /// is and the read fails, naming the value and its row.
+    #[error(transparent)]
+    Corrupt(#[from] Corrupt),
     #[error("cannot prepare the database file or directory {path}: {source}")]
     Directory {
         path: String,
@@ -182,11 +188,16 @@ pub(crate) fn returned_row<T>(rows: Vec<T>, what: &'static str) -> Result<T, Sto
 }
 
 /// The one mapping from driver errors to typed errors: a missing row becomes
-/// `NotFound(what)`, a violated unique index becomes `Conflict(what)`.
+/// `NotFound(what)`, a violated unique index becomes `Conflict(what)`, and a
+/// row whose stored value did not read as its type `Corrupt`.
 pub(crate) fn db_error(what: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
     move |error| match error {
         sqlx::Error::RowNotFound => StoreError::NotFound(what),
         sqlx::Error::Database(ref db) if db.is_unique_violation() => StoreError::Conflict(what),
+        sqlx::Error::Decode(source) => match source.downcast::<Corrupt>() {
+            Ok(corrupt) => StoreError::Corrupt(*corrupt),
+            Err(other) => StoreError::Database(sqlx::Error::Decode(other)),
+        },
         other => StoreError::Database(other),
     }
 }
@@ -542,11 +553,11 @@ storage_interface! {
     fn list_builds(&self, workspace_id: &str) -> Vec<Build>;
     /// Records the plan JSON (may hold secrets: never returned with the build)
     /// and the guard's report.
-    fn set_build_plan(&self, build_id: &str, plan_json: &str, guard_report: &str) -> ();
+    fn set_build_plan(&self, build_id: &str, plan_json: &str, guard_report: &abode_guard::Report) -> ();
     /// Like `set_build_plan`, only while `holder` holds the build's claimed
     /// job: a holder that lost it (its build queued again, or failed)
     /// writes no plan over the new run's. Whether it was written.
-    fn set_judged_plan(&self, build_id: &str, holder: &str, plan_json: &str, guard_report: &str) -> bool;
+    fn set_judged_plan(&self, build_id: &str, holder: &str, plan_json: &str, guard_report: &abode_guard::Report) -> bool;
     fn build_plan_json(&self, build_id: &str) -> Option<String>;
     /// Removes the plan JSON of the workspace's finished builds older than its
     /// newest `keep` builds (held and running builds keep theirs); returns the

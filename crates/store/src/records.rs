@@ -1,8 +1,10 @@
 //! The rows the store hands out and takes in, independent of the database that
 //! keeps them. Times are Unix milliseconds.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
+pub use abode_contract::parameters::ParameterDefinition;
 pub use abode_contract::Transition;
 
 use crate::roles::Roles;
@@ -41,7 +43,9 @@ pub struct Template {
     pub updated_at: i64,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+/// Read from a row through `templates::TemplateVersionRow`, which reads its
+/// parameter declarations.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TemplateVersion {
     pub id: String,
     pub template_id: String,
@@ -53,10 +57,9 @@ pub struct TemplateVersion {
     pub archive_sha256: String,
     pub validation_ok: bool,
     pub validation_message: String,
-    /// The parameters the version declares (a JSON array of
-    /// `abode_contract::parameters::ParameterDefinition`), read at push;
-    /// `None` for a version pushed before they were read.
-    pub parameters: Option<String>,
+    /// The parameters the version declares, read at push; `None` for a
+    /// version pushed before they were read.
+    pub parameters: Option<Vec<ParameterDefinition>>,
     /// The presets the version declares (a JSON array of
     /// `abode_contract::presets::PresetDefinition`), read at push; `None`
     /// for a version pushed before they were read (it offers none).
@@ -74,13 +77,19 @@ pub struct NewTemplateVersion {
     pub validation_ok: bool,
     pub validation_message: String,
     /// See [`TemplateVersion::parameters`].
-    pub parameters: Option<String>,
+    pub parameters: Option<Vec<ParameterDefinition>>,
     /// See [`TemplateVersion::presets`].
     pub presets: Option<String>,
     pub activate: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+/// Parameter values by name, as a workspace keeps them and a build is given
+/// them; stored as a JSON object of strings.
+pub type Parameters = BTreeMap<String, String>;
+
+/// Read from a row through `workspaces::WorkspaceRow`, which reads its
+/// parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Workspace {
     pub id: String,
     pub name: String,
@@ -91,8 +100,7 @@ pub struct Workspace {
     pub template_name: String,
     pub template_version_id: String,
     pub template_version: i64,
-    /// JSON object of parameter values (strings).
-    pub parameters: String,
+    pub parameters: Parameters,
     /// The preset the workspace was created with, if any.
     pub preset_name: Option<String>,
     pub deleted: bool,
@@ -107,7 +115,7 @@ pub struct NewWorkspace {
     pub name: String,
     pub template_id: String,
     pub template_version_id: String,
-    pub parameters: String,
+    pub parameters: Parameters,
     /// See [`Workspace::preset_name`].
     pub preset_name: Option<String>,
 }
@@ -147,7 +155,8 @@ crate::named!(BuildStatus, UnknownBuildStatus, {
     Canceled => "canceled",
 });
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+/// Read from a row through `builds::BuildRow`, which reads its guard report.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Build {
     pub id: String,
     pub workspace_id: String,
@@ -162,9 +171,10 @@ pub struct Build {
     pub initiator_name: String,
     pub reason: BuildReason,
     /// Parameter values given with this build (see [`NewBuild::parameters`]).
-    pub parameters: Option<String>,
+    pub parameters: Option<Parameters>,
     pub error: Option<String>,
-    pub guard_report: Option<String>,
+    /// The guard's report on the build's plan; `None` before the plan.
+    pub guard_report: Option<abode_guard::Report>,
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub finished_at: Option<i64>,
@@ -184,12 +194,11 @@ pub struct NewBuild {
     pub template_version_id: String,
     pub initiator_id: String,
     pub reason: BuildReason,
-    /// Parameter values for this build (a JSON object of strings); `None`:
-    /// the workspace's.
-    pub parameters: Option<String>,
+    /// Parameter values for this build; `None`: the workspace's.
+    pub parameters: Option<Parameters>,
     /// What the workspace keeps of them when the build succeeds (ephemeral
     /// values left out); `None`: `parameters`.
-    pub workspace_parameters: Option<String>,
+    pub workspace_parameters: Option<Parameters>,
 }
 
 /// Why a build was requested: by the person who asked (`initiator`) or by a

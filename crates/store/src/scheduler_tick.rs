@@ -4,14 +4,16 @@
 //! transaction of two queries; and the few facts the tick records
 //! (deadlines after a start, dormancy, a deletion notice).
 
+use abode_guard::Report;
+
 use crate::records::{BuildReason, BuildStatus, Transition};
 use crate::schedule_settings::{TemplatePolicy, WorkspaceLifecycle};
 
-/// A live workspace as the scheduler sees it.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+/// A live workspace as the scheduler sees it; read from a row through
+/// [`TickRowText`], which reads its guard report.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TickRow {
     /// Its schedule, deadlines, use and dormancy (with its id).
-    #[sqlx(flatten)]
     pub lifecycle: WorkspaceLifecycle,
     pub template_id: String,
     pub template_version_id: String,
@@ -27,7 +29,54 @@ pub struct TickRow {
     pub build_finished_at: Option<i64>,
     /// The guard report of the latest build when it failed (to tell a
     /// blocked plan from a failed run); `None` otherwise.
-    pub failed_guard_report: Option<String>,
+    pub failed_guard_report: Option<Report>,
+}
+
+/// A [`TickRow`] as [`TICK_WORKSPACES`] reads it, its guard report still
+/// text (with the build's id, to name it when it does not read).
+#[derive(sqlx::FromRow)]
+pub(crate) struct TickRowText {
+    #[sqlx(flatten)]
+    lifecycle: WorkspaceLifecycle,
+    template_id: String,
+    template_version_id: String,
+    active_version_id: Option<String>,
+    system_owner: bool,
+    created_at: i64,
+    build_id: String,
+    build_transition: Transition,
+    build_status: BuildStatus,
+    build_reason: BuildReason,
+    build_created_at: i64,
+    build_finished_at: Option<i64>,
+    /// The report's JSON text: only `stored::guard_report` reads it.
+    #[sqlx(rename = "failed_guard_report")]
+    failed_report_json: Option<String>,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for TickRow
+where
+    TickRowText: sqlx::FromRow<'r, R>,
+{
+    fn from_row(row: &'r R) -> Result<TickRow, sqlx::Error> {
+        let row = TickRowText::from_row(row)?;
+        let failed_guard_report =
+            crate::stored::guard_report(&row.build_id, row.failed_report_json)?;
+        Ok(TickRow {
+            lifecycle: row.lifecycle,
+            template_id: row.template_id,
+            template_version_id: row.template_version_id,
+            active_version_id: row.active_version_id,
+            system_owner: row.system_owner,
+            created_at: row.created_at,
+            build_transition: row.build_transition,
+            build_status: row.build_status,
+            build_reason: row.build_reason,
+            build_created_at: row.build_created_at,
+            build_finished_at: row.build_finished_at,
+            failed_guard_report,
+        })
+    }
 }
 
 /// One tick's facts.
@@ -40,7 +89,7 @@ pub struct TickSnapshot {
 pub(crate) const TICK_WORKSPACES: &str = "SELECT w.id AS workspace_id, w.template_id, \
      w.template_version_id, t.active_version_id, u.system AS system_owner, w.created_at, w.autostart_cron, \
      w.autostart_timezone, w.ttl_ms, w.deadline, w.max_deadline, w.last_used_at, w.dormant_at, \
-     w.deleting_at, w.deletion_notified_at, lb.transition AS build_transition, \
+     w.deleting_at, w.deletion_notified_at, lb.id AS build_id, lb.transition AS build_transition, \
      lb.status AS build_status, lb.reason AS build_reason, lb.created_at AS build_created_at, \
      lb.finished_at AS build_finished_at, \
      CASE WHEN lb.status = 'failed' THEN lb.guard_report END AS failed_guard_report \

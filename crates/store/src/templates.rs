@@ -2,6 +2,8 @@
 //! template on its first push), reading versions and archives, choosing the
 //! active version, and the template page by name.
 
+use crate::records::TemplateVersion;
+
 pub(crate) const TEMPLATE_SELECT: &str =
     "SELECT t.id, t.name, t.active_version_id, v.number AS active_version, \
      t.created_at, t.updated_at \
@@ -14,6 +16,52 @@ pub(crate) const VERSION_SELECT: &str =
      FROM template_versions v \
      JOIN templates t ON t.id = v.template_id \
      JOIN users u ON u.id = v.created_by";
+
+/// A version as [`VERSION_SELECT`] reads it, its parameter declarations
+/// still text; it becomes a [`TemplateVersion`] only when they read.
+#[derive(sqlx::FromRow)]
+pub(crate) struct TemplateVersionRow {
+    id: String,
+    template_id: String,
+    template_name: String,
+    number: i64,
+    active: bool,
+    message: String,
+    created_by: String,
+    archive_sha256: String,
+    validation_ok: bool,
+    validation_message: String,
+    /// The declarations' JSON text: only `stored::declarations` reads it.
+    #[sqlx(rename = "parameters")]
+    parameters_json: Option<String>,
+    presets: Option<String>,
+    created_at: i64,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for TemplateVersion
+where
+    TemplateVersionRow: sqlx::FromRow<'r, R>,
+{
+    fn from_row(row: &'r R) -> Result<TemplateVersion, sqlx::Error> {
+        let row = TemplateVersionRow::from_row(row)?;
+        let parameters = crate::stored::declarations(&row.id, row.parameters_json)?;
+        Ok(TemplateVersion {
+            id: row.id,
+            template_id: row.template_id,
+            template_name: row.template_name,
+            number: row.number,
+            active: row.active,
+            message: row.message,
+            created_by: row.created_by,
+            archive_sha256: row.archive_sha256,
+            validation_ok: row.validation_ok,
+            validation_message: row.validation_message,
+            parameters,
+            presets: row.presets,
+            created_at: row.created_at,
+        })
+    }
+}
 
 /// The template and version methods of [`crate::Store`]; expanded inside
 /// each backend's `impl`.
@@ -87,7 +135,13 @@ macro_rules! template_queries {
         .bind(&version.created_by)
         .bind(version.validation_ok)
         .bind(&version.validation_message)
-        .bind(&version.parameters)
+        .bind(
+            version
+                .parameters
+                .as_deref()
+                .map($crate::stored::declarations_text)
+                .transpose()?,
+        )
         .bind(&version.presets)
         .bind(now)
         .bind(lint)

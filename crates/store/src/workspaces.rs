@@ -17,6 +17,55 @@ pub(crate) const WORKSPACE_SELECT: &str =
      JOIN templates t ON t.id = w.template_id \
      JOIN template_versions v ON v.id = w.template_version_id";
 
+/// A workspace as [`WORKSPACE_SELECT`] reads it, its parameters still text;
+/// it becomes a [`Workspace`] only when they read.
+#[derive(sqlx::FromRow)]
+pub(crate) struct WorkspaceRow {
+    id: String,
+    name: String,
+    owner_id: String,
+    owner_name: String,
+    owner_email: String,
+    template_id: String,
+    template_name: String,
+    template_version_id: String,
+    template_version: i64,
+    /// The parameters' JSON text: only `stored::parameters` reads it.
+    #[sqlx(rename = "parameters")]
+    parameters_json: String,
+    preset_name: Option<String>,
+    deleted: bool,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Workspace
+where
+    WorkspaceRow: sqlx::FromRow<'r, R>,
+{
+    fn from_row(row: &'r R) -> Result<Workspace, sqlx::Error> {
+        let row = WorkspaceRow::from_row(row)?;
+        let parameters =
+            crate::stored::parameters(|| format!("workspace {}", row.id), &row.parameters_json)?;
+        Ok(Workspace {
+            id: row.id,
+            name: row.name,
+            owner_id: row.owner_id,
+            owner_name: row.owner_name,
+            owner_email: row.owner_email,
+            template_id: row.template_id,
+            template_name: row.template_name,
+            template_version_id: row.template_version_id,
+            template_version: row.template_version,
+            parameters,
+            preset_name: row.preset_name,
+            deleted: row.deleted,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+}
+
 /// One row of a workspace page: the workspace, its latest build (columns
 /// `b_*`), its newest finished build (`s_*`) and one of its agents (`a_*`,
 /// absent when it has none); a workspace with several agents spans as many
@@ -34,9 +83,13 @@ pub(crate) struct WorkspacePageRow {
     pub(crate) b_initiator_id: String,
     pub(crate) b_initiator_name: String,
     pub(crate) b_reason: BuildReason,
-    pub(crate) b_parameters: Option<String>,
+    /// The parameters' JSON text: only `stored::build_parameters` reads it.
+    #[sqlx(rename = "b_parameters")]
+    pub(crate) b_parameters_json: Option<String>,
     pub(crate) b_error: Option<String>,
-    pub(crate) b_guard_report: Option<String>,
+    /// The report's JSON text: only `stored::guard_report` reads it.
+    #[sqlx(rename = "b_guard_report")]
+    pub(crate) b_report_json: Option<String>,
     pub(crate) b_created_at: i64,
     pub(crate) b_started_at: Option<i64>,
     pub(crate) b_finished_at: Option<i64>,
@@ -65,8 +118,11 @@ pub(crate) struct WorkspacePageRow {
 }
 
 /// Folds a page's rows (one per workspace and agent, in page order) into
-/// one summary per workspace.
-pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceSummary> {
+/// one summary per workspace; `Corrupt` when a latest build's guard report
+/// does not read.
+pub(crate) fn workspace_summaries(
+    rows: Vec<WorkspacePageRow>,
+) -> Result<Vec<WorkspaceSummary>, crate::Corrupt> {
     let mut summaries: Vec<WorkspaceSummary> = Vec::new();
     for row in rows {
         let agent = match (row.a_id, row.a_build_id, row.a_name, row.a_created_at) {
@@ -117,6 +173,8 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
             _ => None,
         };
         let workspace = row.workspace;
+        let guard_report = crate::stored::guard_report(&row.b_id, row.b_report_json)?;
+        let parameters = crate::stored::build_parameters(&row.b_id, row.b_parameters_json)?;
         let latest_build = Build {
             id: row.b_id,
             workspace_id: workspace.id.clone(),
@@ -130,9 +188,9 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
             initiator_id: row.b_initiator_id,
             initiator_name: row.b_initiator_name,
             reason: row.b_reason,
-            parameters: row.b_parameters,
+            parameters,
             error: row.b_error,
-            guard_report: row.b_guard_report,
+            guard_report,
             created_at: row.b_created_at,
             started_at: row.b_started_at,
             finished_at: row.b_finished_at,
@@ -149,7 +207,7 @@ pub(crate) fn workspace_summaries(rows: Vec<WorkspacePageRow>) -> Vec<WorkspaceS
             lost_lock,
         });
     }
-    summaries
+    Ok(summaries)
 }
 
 /// Which form of the page statement a backend runs (see
@@ -382,7 +440,7 @@ macro_rules! workspace_queries {
         .bind(&workspace.name)
         .bind(&workspace.template_id)
         .bind(&workspace.template_version_id)
-        .bind(&workspace.parameters)
+        .bind($crate::stored::parameters_text(&workspace.parameters))
         .bind(&workspace.preset_name)
         .bind(now)
         .bind(now)
@@ -541,7 +599,7 @@ macro_rules! workspace_queries {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error("workspace"))?;
-        Ok(paged(workspace_summaries(rows), filter.limit, workspace_cursor))
+        Ok(paged(workspace_summaries(rows)?, filter.limit, workspace_cursor))
     }
     };
 }

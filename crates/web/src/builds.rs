@@ -137,10 +137,21 @@ async fn render(
         Ok(build) => build,
         Err(error) => return html::control_error(error),
     };
-    let report: Option<serde_json::Value> = build
+    // The page shows a report as JSON values, as it shows a preview's.
+    let report = match build
         .guard_report
-        .as_deref()
-        .and_then(|text| serde_json::from_str(text).ok());
+        .as_ref()
+        .map(serde_json::to_value)
+        .transpose()
+    {
+        Ok(report) => report,
+        Err(error) => {
+            return html::error_page(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("The build's guard report cannot be shown: {error}"),
+            )
+        }
+    };
     // The version's message says what changed (a template admin's words).
     let version_message = control
         .template_versions(

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use abode_store::ParameterDefinition;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -104,7 +105,7 @@ async fn render(
                         }
                     }
                     @for parameter in parameters {
-                        (parameter_input(parameter, &value_of(&format!("{PARAMETER_PREFIX}{}", text(parameter, "name")))))
+                        (parameter_input(parameter, &value_of(&format!("{PARAMETER_PREFIX}{}", parameter.name))))
                     }
                     p { button class="primary" type="submit" { "Create and start" } }
                 }
@@ -119,29 +120,18 @@ async fn render(
     )
 }
 
-fn text<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
 /// One declared parameter as a labelled input (a select when it lists its
 /// options); left empty, the declaration's default applies.
-fn parameter_input(parameter: &Value, given: &str) -> Markup {
-    let name = text(parameter, "name");
+fn parameter_input(parameter: &ParameterDefinition, given: &str) -> Markup {
+    let name = parameter.name.as_str();
     let id = format!("parameter-{name}");
-    let label = parameter
-        .get("display_name")
-        .and_then(Value::as_str)
-        .unwrap_or(name);
-    let default = parameter.get("default").and_then(Value::as_str);
-    let options: Vec<&str> = parameter
-        .get("options")
-        .and_then(Value::as_array)
-        .map(|options| options.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let label = parameter.display_name.as_deref().unwrap_or(name);
+    let default = parameter.default.as_deref();
+    let options: Vec<&str> = parameter.options.iter().map(String::as_str).collect();
     let help_id = format!("{id}-help");
     let field = format!("{PARAMETER_PREFIX}{name}");
     html! {
-        label for=(id) { (label) " " span class="muted" { "(" (text(parameter, "type")) ")" } }
+        label for=(id) { (label) " " span class="muted" { "(" (parameter.kind) ")" } }
         @if options.is_empty() {
             input id=(id) name=(field) type="text" value=(given) placeholder=(default.unwrap_or(""))
                 required[default.is_none()] aria-describedby=(help_id);
@@ -154,7 +144,7 @@ fn parameter_input(parameter: &Value, given: &str) -> Markup {
             }
         }
         p id=(help_id) class="muted" {
-            @if let Some(description) = parameter.get("description").and_then(Value::as_str) { (description) " " }
+            @if let Some(description) = &parameter.description { (description) " " }
             @match default {
                 Some(default) => { "Default: " span class="mono" { (default) } "." }
                 None => { "Required." }
@@ -168,7 +158,7 @@ async fn details(
     state: &WebState,
     viewer: &Viewer,
     template: &str,
-) -> Result<(Vec<String>, Vec<Value>), String> {
+) -> Result<(Vec<String>, Vec<ParameterDefinition>), String> {
     let control = &state.control;
     let versions = control
         .template_versions(&viewer.caller, template)
@@ -177,11 +167,7 @@ async fn details(
     let Some(active) = versions.into_iter().find(|version| version.active) else {
         return Err(format!("template \"{template}\" has no active version"));
     };
-    let parameters: Vec<Value> = active
-        .parameters
-        .as_deref()
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or_default();
+    let parameters = active.parameters.unwrap_or_default();
     let presets = control
         .template_presets(&viewer.caller, template, Some(active.number))
         .await

@@ -311,8 +311,7 @@ pub(crate) async fn render(
     let log = log_panel(control, &viewer.caller, &reference, &view.latest_build).await;
     let workspace = &view.workspace;
     let url = workspace_url(&workspace.owner_name, &workspace.name);
-    let parameters: BTreeMap<String, serde_json::Value> =
-        serde_json::from_str(&workspace.parameters).unwrap_or_default();
+    let parameters = &workspace.parameters;
     let latest = &view.latest_build;
     // The template's active version, for "update" (none if it cannot be read).
     let active_version = control
@@ -391,9 +390,9 @@ pub(crate) async fn render(
             p class="muted" { "None." }
         } @else {
             dl class="facts" {
-                @for (key, value) in &parameters {
+                @for (key, value) in parameters {
                     dt class="mono" { (key) }
-                    dd { (value.as_str().map(str::to_string).unwrap_or_else(|| value.to_string())) }
+                    dd { (value) }
                 }
             }
         }

@@ -71,8 +71,7 @@ impl Control {
         if status != BuildStatus::Failed {
             return Vec::new();
         }
-        let blocked =
-            crate::held::guard_decision(build).ok().flatten() == Some(abode_guard::Decision::Block);
+        let blocked = crate::held::guard_decision(build) == Some(abode_guard::Decision::Block);
         let kind = if blocked {
             NotificationKind::BuildBlocked
         } else {
@@ -288,39 +287,25 @@ fn confirm_command(build: &Build, digest: &str) -> String {
 /// Each protected change of the build's guard report with its reason and
 /// the attribute paths that force it (no values: they may be secrets).
 fn protected_changes(build: &Build) -> Value {
-    let report: Value = build
+    let changes = build
         .guard_report
-        .as_deref()
-        .and_then(|text| serde_json::from_str(text).ok())
-        .unwrap_or(Value::Null);
-    let changes = report
-        .get("protected_changes")
-        .and_then(Value::as_array)
-        .map(|changes| {
-            changes
+        .iter()
+        .flat_map(|report| &report.protected_changes)
+        .map(|change| {
+            let paths: Vec<&str> = change
+                .replace_paths
                 .iter()
-                .map(|change| {
-                    let paths: Vec<Value> = change
-                        .get("replace_paths")
-                        .and_then(Value::as_array)
-                        .map(|paths| {
-                            paths
-                                .iter()
-                                .filter_map(|p| p.get("path").cloned())
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    json!({
-                        "address": change.get("address"),
-                        "action": change.get("action"),
-                        "outcome": change.get("outcome"),
-                        "reason": change.get("reason"),
-                        "paths": paths,
-                    })
-                })
-                .collect::<Vec<_>>()
+                .map(|path| path.path.as_str())
+                .collect();
+            json!({
+                "address": change.address,
+                "action": change.action,
+                "outcome": change.outcome,
+                "reason": change.reason,
+                "paths": paths,
+            })
         })
-        .unwrap_or_default();
+        .collect();
     Value::Array(changes)
 }
 
@@ -338,7 +323,7 @@ mod tests {
         &'a str,
         BuildReason,
         BuildStatus,
-        Option<&'a str>,
+        Option<&'a abode_guard::Report>,
         &'a [&'a str],
         &'a str,
     );
@@ -362,7 +347,7 @@ mod tests {
             store,
             Config::new(dir.path().to_path_buf(), "http://127.0.0.1:1".into()),
         );
-        let blocked_report = r#"{"decision":"block","protected_changes":[{"address":"abode_volume.home","action":"replace","outcome":"block","reason":"name changed","replace_paths":[{"path":"name","before":"a","after":"b"}]}]}"#;
+        let blocked_report: abode_guard::Report = serde_json::from_str(r#"{"schema_version":1,"decision":"block","transition":"start","protected_changes":[{"address":"abode_volume.home","resource_type":"abode_volume","action":"replace","outcome":"block","reason":"name changed","replace_paths":[{"path":"name","before":"a","after":"b"}]}]}"#).unwrap();
         let scheduler = SystemActor::Scheduler.user_id();
         let cases: [Case; 9] = [
             (
@@ -406,7 +391,7 @@ mod tests {
                 &alice.id,
                 BuildReason::Initiator,
                 BuildStatus::Failed,
-                Some(blocked_report),
+                Some(&blocked_report),
                 &["bob"],
                 "build_blocked",
             ),
@@ -415,7 +400,7 @@ mod tests {
                 &bob.id,
                 BuildReason::Initiator,
                 BuildStatus::Failed,
-                Some(blocked_report),
+                Some(&blocked_report),
                 &[],
                 "-",
             ),
@@ -451,7 +436,7 @@ mod tests {
             let build = Build {
                 initiator_id: initiator.to_string(),
                 reason,
-                guard_report: report.map(str::to_string),
+                guard_report: report.cloned(),
                 ..build.clone()
             };
             let notices = control.end_notices(&build, status, Some("boom")).await;

@@ -71,7 +71,7 @@ pub(super) async fn platform(dir: &Path) -> Platform {
                         name: name.into(),
                         template_id: template.id.clone(),
                         template_version_id: version.id.clone(),
-                        parameters: "{}".into(),
+                        parameters: Parameters::new(),
                         preset_name: None,
                     },
                     &NewBuild {

@@ -3,43 +3,21 @@
 //! replaced.
 
 use abode_store::{Build, BuildReason, BuildStatus, Transition};
-use serde::Deserialize;
 
 use crate::notifications::ReplacedResource;
 use crate::Control;
-
-/// The part of a stored guard report a claim reads (the documented
-/// `abode plan check --format json` schema).
-#[derive(Deserialize)]
-struct ClaimReport {
-    #[serde(default)]
-    claim_replacements: Vec<ClaimReplacement>,
-}
-
-#[derive(Deserialize)]
-struct ClaimReplacement {
-    address: String,
-    #[serde(default)]
-    replace_paths: Vec<String>,
-}
 
 /// What a claim build's guard report says it replaced or deleted.
 pub(crate) fn claim_replacements(build: &Build) -> Vec<ReplacedResource> {
     build
         .guard_report
-        .as_deref()
-        .and_then(|report| serde_json::from_str::<ClaimReport>(report).ok())
-        .map(|report| {
-            report
-                .claim_replacements
-                .into_iter()
-                .map(|replaced| ReplacedResource {
-                    address: replaced.address,
-                    paths: replaced.replace_paths,
-                })
-                .collect()
+        .iter()
+        .flat_map(|report| &report.claim_replacements)
+        .map(|replaced| ReplacedResource {
+            address: replaced.address.clone(),
+            paths: replaced.replace_paths.clone(),
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 impl Control {

@@ -264,7 +264,7 @@ impl ServerJob {
     /// judged (the job may have been loaded before).
     async fn decision(&self) -> Result<Option<Decision>, ControlError> {
         let build = self.control.inner.store.build_by_id(&self.build.id).await?;
-        crate::held::guard_decision(&build)
+        Ok(crate::held::guard_decision(&build))
     }
 
     /// Keeps the plan sent to be judged when the guard held it: the plan
@@ -364,7 +364,7 @@ impl BuildHost for ServerJob {
         if !control
             .inner
             .store
-            .set_judged_plan(&build.id, &self.holder, &plan_text, &report.to_json())
+            .set_judged_plan(&build.id, &self.holder, &plan_text, &report)
             .await
             .map_err(storage)?
         {

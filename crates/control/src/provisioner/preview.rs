@@ -153,19 +153,14 @@ async fn plan_and_judge(
         .await
         .map_err(storage)
         .map_err(&failed)?;
-    let previous: BTreeMap<String, String> =
-        serde_json::from_str(&workspace.parameters).map_err(|error| {
-            failed(Failure::failed(format!(
-                "the workspace's stored parameters are not an object of strings: {error}"
-            )))
-        })?;
+    let previous = &workspace.parameters;
     // The workspace's values against the version's declarations, as an
     // update to it would check them: a value the version refuses, or a new
     // required parameter, is this workspace's error.
     let (values, _) = resolve_parameters(
         &version,
         &BTreeMap::new(),
-        Some(&previous),
+        Some(previous),
         CheckKind::Update,
     )
     .map_err(|error| failed(Failure::failed(error.to_string())))?;

@@ -25,12 +25,11 @@ pub(super) fn build_context(
     build: &Build,
     workspace: &Workspace,
 ) -> Result<BuildContext, Failure> {
-    let given = build.parameters.as_deref().unwrap_or(&workspace.parameters);
-    let parameters: BTreeMap<String, String> = serde_json::from_str(given).map_err(|error| {
-        Failure::failed(format!(
-            "the workspace's stored parameters are not an object of strings: {error}"
-        ))
-    })?;
+    let parameters = build
+        .parameters
+        .as_ref()
+        .unwrap_or(&workspace.parameters)
+        .clone();
     Ok(workspace_context(
         config,
         workspace,

@@ -76,12 +76,9 @@ fn reason(reason: BuildReason) -> abode_schedule::BuildReason {
     }
 }
 
-/// Whether a failed build's stored guard report says the guard blocked it.
-fn blocked(report: Option<&str>) -> bool {
-    report
-        .and_then(|report| serde_json::from_str::<serde_json::Value>(report).ok())
-        .and_then(|report| report.get("decision")?.as_str().map(str::to_string))
-        .is_some_and(|decision| decision == abode_guard::Decision::Block.as_str())
+/// Whether a failed build's guard report says the guard blocked it.
+fn blocked(report: Option<&abode_guard::Report>) -> bool {
+    report.is_some_and(|report| report.decision == abode_guard::Decision::Block)
 }
 
 fn workspace(row: TickRow) -> Workspace {
@@ -101,7 +98,7 @@ fn workspace(row: TickRow) -> Workspace {
             transition: row.build_transition,
             status: status(row.build_status),
             reason: reason(row.build_reason),
-            blocked: blocked(row.failed_guard_report.as_deref()),
+            blocked: blocked(row.failed_guard_report.as_ref()),
             created_at: utc(row.build_created_at),
             finished_at: row.build_finished_at.map(utc),
         }),

@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 
+use abode_guard::Decision;
 use abode_store::*;
 
 use crate::common::*;
@@ -84,7 +85,7 @@ async fn concurrent_claimers_never_share_a_job(store: Store) {
                     name: format!("ws{index}"),
                     template_id: template.id.clone(),
                     template_version_id: version.id.clone(),
-                    parameters: "{}".into(),
+                    parameters: Parameters::new(),
                     preset_name: None,
                 },
                 &NewBuild {
@@ -224,7 +225,7 @@ async fn plan_json_is_kept_for_the_newest_builds_and_held_ones(store: Store) {
         .unwrap()
         .unwrap();
     store
-        .set_build_plan(&first.id, "{\"n\":1}", "{}")
+        .set_build_plan(&first.id, "{\"n\":1}", &report(Decision::Allow))
         .await
         .unwrap();
     store
@@ -242,7 +243,11 @@ async fn plan_json_is_kept_for_the_newest_builds_and_held_ones(store: Store) {
             .unwrap()
             .unwrap();
         store
-            .set_build_plan(&build.id, &format!("{{\"n\":{n}}}"), "{}")
+            .set_build_plan(
+                &build.id,
+                &format!("{{\"n\":{n}}}"),
+                &report(Decision::Confirm),
+            )
             .await
             .unwrap();
         if n == 5 {
@@ -318,6 +323,149 @@ async fn unknown_stored_states_fail_the_read_naming_the_value() {
     assert!(store.build_by_id(&build.id).await.is_ok());
 }
 
+/// A guard report is stored as the guard's JSON report and read back as the
+/// same report, wherever a build is read.
+async fn a_guard_report_reads_back_as_it_was_written(store: Store) {
+    let (_, workspace, build) = seeded(&store).await;
+    assert_eq!(
+        store.build_by_id(&build.id).await.unwrap().guard_report,
+        None
+    );
+    let mut written = report(Decision::Block);
+    written.initiator = abode_guard::Initiator::System;
+    written.summary.delete = 2;
+    store
+        .set_build_plan(&build.id, "{}", &written)
+        .await
+        .unwrap();
+    let read = store.build_by_id(&build.id).await.unwrap();
+    assert_eq!(read.guard_report.as_ref(), Some(&written));
+    let page = store
+        .list_workspace_page(&WorkspaceFilter {
+            limit: 50,
+            ..WorkspaceFilter::default()
+        })
+        .await
+        .unwrap();
+    let summary = page
+        .items
+        .iter()
+        .find(|summary| summary.workspace.id == workspace.id)
+        .unwrap();
+    assert_eq!(summary.latest_build.guard_report.as_ref(), Some(&written));
+}
+
+/// A stored guard report that does not read as a report (written by hand,
+/// damaged, or by a release with another schema) fails every read of its
+/// build with an error naming it and the build; it is never read as none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_unreadable_guard_report_fails_the_read_naming_it() {
+    let (dir, store) = open().await;
+    let (_, workspace, build) = seeded(&store).await;
+    use sqlx::Connection;
+    let mut connection = sqlx::SqliteConnection::connect(&format!(
+        "sqlite://{}",
+        dir.path().join("abode.db").display()
+    ))
+    .await
+    .unwrap();
+    for text in ["not json", "{\"decision\": \"maybe\"}"] {
+        sqlx::query("UPDATE builds SET guard_report = ?, status = 'failed'")
+            .bind(text)
+            .execute(&mut connection)
+            .await
+            .unwrap();
+        let errors = [
+            store.build_by_id(&build.id).await.map(drop),
+            store.list_builds(&workspace.id).await.map(drop),
+            store
+                .list_workspace_page(&WorkspaceFilter {
+                    limit: 50,
+                    ..WorkspaceFilter::default()
+                })
+                .await
+                .map(drop),
+            store.scheduler_tick_snapshot().await.map(drop),
+        ];
+        for error in errors {
+            let Err(StoreError::Corrupt(corrupt)) = error else {
+                panic!("{text}: {error:?}");
+            };
+            assert_eq!(corrupt.what, "guard report");
+            assert_eq!(corrupt.of, format!("build {}", build.id));
+            let message = corrupt.to_string();
+            assert!(message.contains("guard report"), "{message}");
+        }
+    }
+}
+
+/// Stored parameters that are not an object of strings, and declarations
+/// that are not a list of declarations, fail the read of their workspace,
+/// build or version with an error naming them and the row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unreadable_parameters_fail_the_read_naming_them() {
+    let (dir, store) = open().await;
+    let (_, workspace, build) = seeded(&store).await;
+    use sqlx::Connection;
+    let mut connection = sqlx::SqliteConnection::connect(&format!(
+        "sqlite://{}",
+        dir.path().join("abode.db").display()
+    ))
+    .await
+    .unwrap();
+    let corrupt = |error: Result<(), StoreError>| match error {
+        Err(StoreError::Corrupt(corrupt)) => corrupt,
+        other => panic!("{other:?}"),
+    };
+    sqlx::query("UPDATE builds SET parameters = '{\"size\": 9}'")
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    let error = corrupt(store.build_by_id(&build.id).await.map(drop));
+    assert_eq!(
+        (error.what, error.of),
+        ("parameters", format!("build {}", build.id))
+    );
+    sqlx::query("UPDATE builds SET parameters = NULL")
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    assert_eq!(store.build_by_id(&build.id).await.unwrap().parameters, None);
+    sqlx::query("UPDATE workspaces SET parameters = '[]'")
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    for error in [
+        store.workspace_by_id(&workspace.id).await.map(drop),
+        store
+            .list_workspace_page(&WorkspaceFilter {
+                limit: 50,
+                ..WorkspaceFilter::default()
+            })
+            .await
+            .map(drop),
+    ] {
+        let error = corrupt(error);
+        assert_eq!(
+            (error.what, error.of),
+            ("parameters", format!("workspace {}", workspace.id))
+        );
+    }
+    sqlx::query("UPDATE template_versions SET parameters = '[{\"name\": 1}]'")
+        .execute(&mut connection)
+        .await
+        .unwrap();
+    let version = &workspace.template_version_id;
+    let error = corrupt(store.template_version_by_id(version).await.map(drop));
+    assert_eq!(
+        (error.what, error.of),
+        (
+            "parameter declarations",
+            format!("template version {version}")
+        )
+    );
+}
+
 /// A state is written over exactly the one it was compared with.
 async fn a_state_replaces_only_the_one_it_was_compared_with(store: Store) {
     let (_, workspace, build) = seeded(&store).await;
@@ -344,6 +492,7 @@ async fn a_state_replaces_only_the_one_it_was_compared_with(store: Store) {
 }
 
 on_every_backend!(
+    a_guard_report_reads_back_as_it_was_written,
     a_state_replaces_only_the_one_it_was_compared_with,
     plan_json_is_kept_for_the_newest_builds_and_held_ones,
     one_active_build_per_workspace,

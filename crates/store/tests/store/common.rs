@@ -107,7 +107,7 @@ pub(crate) async fn seeded(store: &Store) -> (User, Workspace, Build) {
                 name: "dev".into(),
                 template_id: template.id.clone(),
                 template_version_id: version.id.clone(),
-                parameters: "{}".into(),
+                parameters: Parameters::new(),
                 preset_name: None,
             },
             &NewBuild {
@@ -167,3 +167,20 @@ macro_rules! on_every_backend {
 }
 
 pub(crate) use on_every_backend;
+
+/// A guard report as the guard writes it, with `decision` and no changes.
+pub(crate) fn report(decision: abode_guard::Decision) -> abode_guard::Report {
+    abode_guard::Report {
+        schema_version: abode_guard::REPORT_SCHEMA_VERSION,
+        decision,
+        transition: abode_guard::Transition::Start,
+        initiator: abode_guard::Initiator::Person,
+        terraform_version: Some("1.9.0".into()),
+        older_plan_format: None,
+        summary: abode_guard::Summary::default(),
+        protected_changes: Vec::new(),
+        unprotected_destroys: Vec::new(),
+        claim_replacements: Vec::new(),
+        warnings: vec!["a warning".into()],
+    }
+}

@@ -124,7 +124,7 @@ async fn people_s_jobs_are_claimed_before_the_system_s(store: Store) {
                     name: format!("w{index}"),
                     template_id: workspace.template_id.clone(),
                     template_version_id: workspace.template_version_id.clone(),
-                    parameters: "{}".into(),
+                    parameters: Parameters::new(),
                     preset_name: None,
                 },
                 &NewBuild {
@@ -253,7 +253,10 @@ async fn an_unjudged_build_of_a_dead_holder_is_queued_again(store: Store) {
         .unwrap()
         .unwrap();
     assert_eq!(claimed.build_id, build.id);
-    store.set_build_plan(&build.id, "{}", "{}").await.unwrap();
+    store
+        .set_build_plan(&build.id, "{}", &report(abode_guard::Decision::Allow))
+        .await
+        .unwrap();
     hand.advance(Duration::from_secs(5));
     let expired = store.expired_job_leases("server-a").await.unwrap();
     assert_eq!(expired.len(), 1);

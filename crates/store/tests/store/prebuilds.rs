@@ -50,7 +50,7 @@ impl Pool {
                 created_by: owner.id.clone(),
                 validation_ok: true,
                 validation_message: "ok".into(),
-                parameters: Some("[]".into()),
+                parameters: Some(Vec::new()),
                 presets: Some(PRESETS.into()),
                 activate: true,
             })
@@ -79,7 +79,7 @@ impl Pool {
                     name: name.into(),
                     template_id: self.template.id.clone(),
                     template_version_id: self.version.id.clone(),
-                    parameters: "{}".into(),
+                    parameters: Parameters::new(),
                     preset_name: Some("small".into()),
                 },
                 &NewBuild {

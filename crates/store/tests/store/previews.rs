@@ -45,7 +45,7 @@ async fn fleet(store: &Store) -> (User, Workspace, TemplateVersion, Vec<String>)
                     name: name.into(),
                     template_id: dev.template_id.clone(),
                     template_version_id: version.clone(),
-                    parameters: "{}".into(),
+                    parameters: Parameters::new(),
                     preset_name: None,
                 },
                 &NewBuild {

@@ -129,7 +129,7 @@ async fn a_job_goes_only_to_a_provisioner_with_every_tag_of_its_version(store: S
                 name: "tagged".into(),
                 template_id: tagged.template_id.clone(),
                 template_version_id: tagged.id.clone(),
-                parameters: "{}".into(),
+                parameters: Parameters::new(),
                 preset_name: None,
             },
             &NewBuild {

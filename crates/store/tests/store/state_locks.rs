@@ -119,7 +119,10 @@ async fn a_lost_holders_lock_stays_and_keeps_other_builds_waiting(store: Store) 
         .unwrap());
     // Its plan was judged; its holder stops renewing: the build is failed,
     // the lock kept and marked lost.
-    store.set_build_plan(&build.id, "{}", "{}").await.unwrap();
+    store
+        .set_build_plan(&build.id, "{}", &report(abode_guard::Decision::Allow))
+        .await
+        .unwrap();
     hand.advance(std::time::Duration::from_secs(11));
     let expired = store.expired_job_leases("server-b").await.unwrap();
     assert!(!store.requeue_unjudged_job(&expired[0]).await.unwrap());

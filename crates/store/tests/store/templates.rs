@@ -57,7 +57,7 @@ async fn a_version_keeps_its_presets(store: Store) {
         created_by: user.id.clone(),
         validation_ok: true,
         validation_message: "ok".into(),
-        parameters: Some("[]".into()),
+        parameters: Some(Vec::new()),
         presets: presets.map(str::to_string),
         activate: false,
     };
@@ -87,7 +87,7 @@ async fn a_version_keeps_its_lint(store: Store) {
         created_by: user.id.clone(),
         validation_ok: true,
         validation_message: "ok".into(),
-        parameters: Some("[]".into()),
+        parameters: Some(Vec::new()),
         presets: None,
         activate: false,
     };

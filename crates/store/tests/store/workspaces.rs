@@ -140,9 +140,10 @@ async fn a_workspace_moves_to_a_version_only_when_a_build_of_it_succeeds(store: 
         .await
         .unwrap();
     let second = template.active_version_id.clone().unwrap();
-    let update = |parameters: &str| NewBuild {
+    let size_9 = Parameters::from([("size".to_string(), "9".to_string())]);
+    let update = |parameters: &Parameters| NewBuild {
         template_version_id: second.clone(),
-        parameters: Some(parameters.to_string()),
+        parameters: Some(parameters.clone()),
         ..next_build(&workspace, &user, "start")
     };
     for (end, moves) in [
@@ -150,16 +151,13 @@ async fn a_workspace_moves_to_a_version_only_when_a_build_of_it_succeeds(store: 
         (BuildStatus::Failed, false),
         (BuildStatus::Succeeded, true),
     ] {
-        let build = store
-            .create_build(&update(r#"{"size":"9"}"#))
-            .await
-            .unwrap();
+        let build = store.create_build(&update(&size_9)).await.unwrap();
         let queued = store.workspace_by_id(&workspace.id).await.unwrap();
         assert_eq!(queued.template_version_id, workspace.template_version_id);
         store.finish_build(&build.id, end, None).await.unwrap();
         let after = store.workspace_by_id(&workspace.id).await.unwrap();
         assert_eq!(after.template_version_id == second, moves, "{end}");
-        assert_eq!(after.parameters == r#"{"size":"9"}"#, moves, "{end}");
+        assert_eq!(after.parameters == size_9, moves, "{end}");
     }
 }
 
@@ -176,7 +174,7 @@ async fn another_workspace(store: &Store, owner: &User, like: &Workspace, name: 
                 name: name.into(),
                 template_id: like.template_id.clone(),
                 template_version_id: like.template_version_id.clone(),
-                parameters: "{}".into(),
+                parameters: Parameters::new(),
                 preset_name: None,
             },
             &NewBuild {
@@ -478,7 +476,7 @@ fn new_workspace_like(like: &Workspace, owner: &User) -> NewWorkspace {
         name: "other".into(),
         template_id: like.template_id.clone(),
         template_version_id: like.template_version_id.clone(),
-        parameters: "{}".into(),
+        parameters: Parameters::new(),
         preset_name: None,
     }
 }
