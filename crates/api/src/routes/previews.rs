@@ -12,7 +12,8 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::handlers::{list_query, ok, parse_json, parse_number, ListQueryResult, PageQuery};
+use crate::extract::{list_query, parse_json, parse_number, ListQueryResult};
+use crate::pages::{ok, PageQuery};
 use crate::views::{PreviewJson, PreviewResultJson};
 use crate::{ApiError, AppState, Authenticated};
 

@@ -17,7 +17,7 @@ use serde_json::json;
 
 use abode_control::{PolicyPatch, ScheduleSpec};
 
-use crate::handlers::parse_json;
+use crate::extract::parse_json;
 use crate::{ApiError, AppState, Authenticated, AuthenticatedAgent};
 
 type ApiResult = Result<axum::response::Response, ApiError>;

@@ -1,6 +1,6 @@
 //! Routes of sessions and API tokens: logout and `/tokens` (docs/api.md,
-//! "Users and sessions"). Kept apart from `handlers.rs` so that the session
-//! work and the build routes change in different files.
+//! "Users and sessions"). Kept apart from `users.rs`: these act on the
+//! token a request carries rather than on accounts.
 //!
 //! Logout and token creation take the bearer token itself rather than the
 //! authenticated user: logout revokes exactly that token, and only a session
@@ -120,15 +120,15 @@ async fn create_token(
 async fn list_tokens(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
-    query: crate::handlers::ListQueryResult<crate::handlers::PageQuery>,
+    query: crate::extract::ListQueryResult<crate::pages::PageQuery>,
 ) -> Result<axum::response::Response, ApiError> {
-    let query = crate::handlers::list_query(query)?;
+    let query = crate::extract::list_query(query)?;
     let page = state
         .control
         .api_tokens(&caller, query.after.as_deref(), query.limit)
         .await?;
     let tokens: Vec<ApiTokenJson> = page.items.iter().map(ApiTokenJson::from).collect();
-    crate::handlers::page_answer("tokens", tokens, page.next)
+    crate::pages::page_answer("tokens", tokens, page.next)
 }
 
 async fn revoke_token(

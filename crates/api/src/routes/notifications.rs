@@ -1,7 +1,5 @@
 //! Routes of the in-app inbox (docs/api.md, "Notifications"): a person's
-//! own messages, one page at a time, and marking them read. Kept apart from
-//! `handlers.rs` so that the build routes and these change in different
-//! files.
+//! own messages, one page at a time, and marking them read.
 
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;

@@ -14,7 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use abode_control::ProvisionerKey;
 
-use crate::handlers::{list_query, page_answer, parse_json, ListQueryResult, PageQuery};
+use crate::extract::{list_query, parse_json, ListQueryResult};
+use crate::pages::{page_answer, PageQuery};
 use crate::views::Rfc3339;
 use crate::{ApiError, AppState, Authenticated};
 
