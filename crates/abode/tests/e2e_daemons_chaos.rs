@@ -27,8 +27,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use abode_client::types::{Build, Transition};
 use abode_client::Client;
+use abode_sdk::{Build, Transition};
 use util::{finish, fixture, require_terraform, signal, FreshDatabase, Platform};
 
 const WORKSPACES: usize = 30;

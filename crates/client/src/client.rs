@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::error::ClientError;
-use crate::types::{
+use abode_sdk::{
     AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, CreatedProvisionerKey,
     FailedNotification, LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool,
     Preview, PreviewReport, PreviewResult, Protection, Provisioner, ProvisionerKey, ScheduleSpec,
@@ -648,20 +648,38 @@ impl Client {
         Ok(body.workspace)
     }
 
-    /// Queues a build of the workspace; `parameters` (a start or an update
-    /// only) are new values of its mutable parameters.
+    /// Queues a build of the workspace; `parameters` (a start only) are new
+    /// values of its mutable parameters.
     pub fn start_build(
         &self,
         workspace: &str,
         transition: Transition,
         parameters: &BTreeMap<String, String>,
     ) -> Result<Build, ClientError> {
-        let mut body = match transition {
-            Transition::Start => json!({"transition": "start"}),
-            Transition::Stop => json!({"transition": "stop"}),
-            Transition::Delete => json!({"transition": "delete"}),
-            Transition::Update => json!({"transition": "start", "update": true}),
-        };
+        self.post_build(workspace, transition, false, parameters)
+    }
+
+    /// Queues a start of the workspace on its template's active version;
+    /// `parameters` are new values of its mutable parameters.
+    pub fn update_workspace(
+        &self,
+        workspace: &str,
+        parameters: &BTreeMap<String, String>,
+    ) -> Result<Build, ClientError> {
+        self.post_build(workspace, Transition::Start, true, parameters)
+    }
+
+    fn post_build(
+        &self,
+        workspace: &str,
+        transition: Transition,
+        update: bool,
+        parameters: &BTreeMap<String, String>,
+    ) -> Result<Build, ClientError> {
+        let mut body = json!({ "transition": transition });
+        if update {
+            body["update"] = json!(true);
+        }
         if !parameters.is_empty() {
             body["parameters"] = json!(parameters);
         }

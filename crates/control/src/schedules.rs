@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use abode_schedule::{validate_schedule, Weekdays};
+use abode_sdk::TemplatePolicyPatch;
 use abode_store::{Agent, TemplatePolicy, Workspace, WorkspaceLifecycle};
 use chrono::DateTime;
 use serde::{Deserialize, Serialize};
@@ -40,33 +41,6 @@ pub struct PolicyView {
     pub dormancy_threshold_ms: u64,
     pub dormancy_auto_deletion_ms: u64,
     pub require_active_version: bool,
-}
-
-/// A change of a template's policy: the fields given are set, the others
-/// kept.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyPatch {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default_ttl_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub activity_bump_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_ttl_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub autostart_days: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_user_autostart: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_user_autostop: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_ttl_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dormancy_threshold_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dormancy_auto_deletion_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub require_active_version: Option<bool>,
 }
 
 /// An autostart schedule: a five-field cron in an IANA time zone.
@@ -128,7 +102,7 @@ impl Control {
         &self,
         caller: &Caller,
         name: &str,
-        patch: &PolicyPatch,
+        patch: &TemplatePolicyPatch,
     ) -> Result<PolicyView, ControlError> {
         caller.authorize(Action::TemplatePolicyEdit, None)?;
         let template = self.template(name).await?;
@@ -433,7 +407,7 @@ fn policy_view(name: &str, policy: &TemplatePolicy) -> PolicyView {
 /// durations that fit, and a default ttl within the max ttl.
 fn patched(
     mut policy: TemplatePolicy,
-    patch: &PolicyPatch,
+    patch: &TemplatePolicyPatch,
 ) -> Result<TemplatePolicy, ControlError> {
     let durations = [
         (&mut policy.default_ttl_ms, patch.default_ttl_ms),
@@ -524,13 +498,13 @@ mod tests {
         };
         // (patch, Ok(expected changes) or Err(part of the message))
         type Expected = Result<fn(&mut TemplatePolicy), &'static str>;
-        let cases: Vec<(PolicyPatch, Expected)> = vec![
-            (PolicyPatch::default(), Ok(|_| {})),
+        let cases: Vec<(TemplatePolicyPatch, Expected)> = vec![
+            (TemplatePolicyPatch::default(), Ok(|_| {})),
             (
-                PolicyPatch {
+                TemplatePolicyPatch {
                     default_ttl_ms: Some(8 * 3_600_000),
                     max_ttl_ms: Some(24 * 3_600_000),
-                    ..PolicyPatch::default()
+                    ..TemplatePolicyPatch::default()
                 },
                 Ok(|p| {
                     p.default_ttl_ms = 8 * 3_600_000;
@@ -538,11 +512,11 @@ mod tests {
                 }),
             ),
             (
-                PolicyPatch {
+                TemplatePolicyPatch {
                     autostart_days: Some("Friday, mon".into()),
                     allow_user_autostart: Some(false),
                     require_active_version: Some(true),
-                    ..PolicyPatch::default()
+                    ..TemplatePolicyPatch::default()
                 },
                 Ok(|p| {
                     p.autostart_days = "mon,fri".into();
@@ -551,24 +525,24 @@ mod tests {
                 }),
             ),
             (
-                PolicyPatch {
+                TemplatePolicyPatch {
                     autostart_days: Some("mon,funday".into()),
-                    ..PolicyPatch::default()
+                    ..TemplatePolicyPatch::default()
                 },
                 Err("funday"),
             ),
             (
-                PolicyPatch {
+                TemplatePolicyPatch {
                     default_ttl_ms: Some(2 * 3_600_000),
                     max_ttl_ms: Some(3_600_000),
-                    ..PolicyPatch::default()
+                    ..TemplatePolicyPatch::default()
                 },
                 Err("longer than the max ttl"),
             ),
             (
-                PolicyPatch {
+                TemplatePolicyPatch {
                     failure_ttl_ms: Some(u64::MAX),
-                    ..PolicyPatch::default()
+                    ..TemplatePolicyPatch::default()
                 },
                 Err("too long"),
             ),

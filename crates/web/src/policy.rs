@@ -10,7 +10,8 @@ use axum::response::Response;
 use axum::Form;
 use maud::{html, Markup};
 
-use abode_control::{PolicyPatch, PolicyView};
+use abode_control::PolicyView;
+use abode_sdk::TemplatePolicyPatch;
 
 use crate::html::{self, path_segment};
 use crate::schedule::{duration, parse_duration};
@@ -124,7 +125,7 @@ pub(crate) fn section(policy: &PolicyView, csrf: &str, editable: bool) -> Markup
 }
 
 /// The whole policy from the form's fields, or which field is wrong.
-fn patch_of(fields: &[(String, String)]) -> Result<PolicyPatch, String> {
+fn patch_of(fields: &[(String, String)]) -> Result<TemplatePolicyPatch, String> {
     let field = |name: &str| {
         fields
             .iter()
@@ -135,7 +136,7 @@ fn patch_of(fields: &[(String, String)]) -> Result<PolicyPatch, String> {
         parse_duration(field(name).unwrap_or("")).map_err(|error| format!("{name}: {error}"))
     };
     let on = |name: &str| Some(field(name) == Some("on"));
-    Ok(PolicyPatch {
+    Ok(TemplatePolicyPatch {
         default_ttl_ms: ms("default_ttl")?,
         activity_bump_ms: ms("activity_bump")?,
         max_ttl_ms: ms("max_ttl")?,

@@ -4,8 +4,8 @@
 use std::io::Write;
 use std::time::Duration;
 
-use abode_client::types::{Build, LogLine};
 use abode_client::{Client, ClientError};
+use abode_sdk::{Build, BuildStatus, LogLine};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
@@ -349,7 +349,7 @@ fn stream_log(client: &Client, workspace: &str, number: u64, from: u64) -> anyho
                 after = print_lines(&page.lines, after)?;
                 // A held build's log is not done (a confirmation continues it),
                 // but nothing more comes until someone acts.
-                let held = page.status == "awaiting_confirmation" && quiet;
+                let held = page.status == BuildStatus::AwaitingConfirmation && quiet;
                 if page.done || held {
                     return Ok(());
                 }

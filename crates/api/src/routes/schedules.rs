@@ -15,7 +15,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
-use abode_control::{PolicyPatch, ScheduleSpec};
+use abode_control::ScheduleSpec;
+use abode_sdk::TemplatePolicyPatch;
 
 use crate::extract::parse_json;
 use crate::{ApiError, AppState, Authenticated, AuthenticatedAgent};
@@ -53,7 +54,7 @@ async fn edit_template_policy(
     Path(name): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let patch: PolicyPatch = parse_json(body)?;
+    let patch: TemplatePolicyPatch = parse_json(body)?;
     let policy = state
         .control
         .edit_template_policy(&caller, &name, &patch)

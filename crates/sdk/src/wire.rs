@@ -1,13 +1,11 @@
-//! The JSON shapes of Abode's API (docs/api.md), as the client reads them.
-//!
-//! Fields the server may add later are ignored, and fields a client can live
-//! without default, so a newer server does not break an older CLI. The same
-//! types serialise the CLI's `--output json`, which keeps that output a stable,
-//! documented subset (docs/cli.md).
+//! The JSON shapes of docs/api.md, as the server writes them and every
+//! client reads them.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+use crate::BuildStatus;
 
 /// A user account.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -412,16 +410,10 @@ pub struct Build {
 impl Build {
     /// True once the build will not change any more.
     pub fn is_final(&self) -> bool {
-        is_final_status(&self.status)
+        self.status
+            .parse::<BuildStatus>()
+            .is_ok_and(BuildStatus::is_final)
     }
-}
-
-/// Build statuses after which nothing more happens (or the user must act).
-pub fn is_final_status(status: &str) -> bool {
-    matches!(
-        status,
-        "succeeded" | "failed" | "canceled" | "awaiting_confirmation"
-    )
 }
 
 /// One line of a build's log.
@@ -441,18 +433,9 @@ pub struct LogLine {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LogPage {
     pub lines: Vec<LogLine>,
-    pub status: String,
+    /// The build's status when the page was read.
+    pub status: BuildStatus,
     pub done: bool,
-}
-
-/// Which build a `POST .../builds` asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transition {
-    Start,
-    Stop,
-    Delete,
-    /// A start on the template's active version.
-    Update,
 }
 
 /// What an agent learns about itself from the server.
@@ -617,8 +600,10 @@ pub struct TemplatePolicy {
     pub require_active_version: bool,
 }
 
-/// A change of a template's policy: the fields given are set.
+/// A change of a template's policy (`PATCH /api/v1/templates/{name}/policy`):
+/// the fields given are set, the others kept; an unknown field is refused.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct TemplatePolicyPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_ttl_ms: Option<u64>,
