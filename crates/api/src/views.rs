@@ -4,6 +4,7 @@
 
 use abode_control::presets::PresetDefinition;
 use abode_control::{AgentHealth, WorkspaceView};
+use abode_sdk as sdk;
 use abode_store::{
     AuditEvent, Build, LogLine, Protection, Role, Roles, Template, TemplateVersion, User,
 };
@@ -11,144 +12,80 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-#[derive(Serialize)]
-pub struct UserJson {
-    pub id: String,
-    pub username: String,
-    pub email: String,
-    /// Every role the user holds, widest first.
-    pub roles: Vec<&'static str>,
-    /// The widest of the first schema's three roles they hold (`owner`,
-    /// `template-admin` or `member`), for clients from before `roles`.
-    pub role: &'static str,
-    pub created_at: String,
+/// A count or number the store keeps signed, as the wire's unsigned one (the
+/// store never holds a negative one).
+fn unsigned(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
 }
 
-impl UserJson {
-    pub fn new(user: &User, roles: &Roles) -> Self {
-        UserJson {
-            id: user.id.clone(),
-            username: user.username.clone(),
-            email: user.email.clone(),
-            roles: roles.iter().map(Role::as_str).collect(),
-            role: roles.legacy_role(),
-            created_at: rfc3339(user.created_at),
-        }
+pub fn user_view(user: &User, roles: &Roles) -> sdk::User {
+    sdk::User {
+        id: user.id.clone(),
+        username: user.username.clone(),
+        email: user.email.clone(),
+        // Every role the user holds, widest first, and the widest of the
+        // first schema's three roles (for clients from before `roles`).
+        roles: roles
+            .iter()
+            .map(|role| Role::as_str(role).to_string())
+            .collect(),
+        role: roles.legacy_role().to_string(),
+        created_at: Some(rfc3339(user.created_at)),
     }
 }
 
-#[derive(Serialize)]
-pub struct TemplateJson {
-    pub id: String,
-    pub name: String,
-    pub active_version: Option<i64>,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-impl From<&Template> for TemplateJson {
-    fn from(template: &Template) -> Self {
-        TemplateJson {
-            id: template.id.clone(),
-            name: template.name.clone(),
-            active_version: template.active_version,
-            created_at: rfc3339(template.created_at),
-            updated_at: rfc3339(template.updated_at),
-        }
+pub fn template_view(template: &Template) -> sdk::Template {
+    sdk::Template {
+        id: template.id.clone(),
+        name: template.name.clone(),
+        active_version: template.active_version.map(unsigned),
+        created_at: Some(rfc3339(template.created_at)),
+        updated_at: Some(rfc3339(template.updated_at)),
     }
 }
 
-#[derive(Serialize)]
-pub struct ValidationJson {
-    pub ok: bool,
-    pub message: String,
-}
-
-#[derive(Serialize)]
-pub struct VersionJson {
-    pub id: String,
-    pub template: String,
-    pub number: i64,
-    pub active: bool,
-    pub message: String,
-    pub created_by: String,
-    pub created_at: String,
-    pub validation: ValidationJson,
-}
-
-impl From<&TemplateVersion> for VersionJson {
-    fn from(version: &TemplateVersion) -> Self {
-        VersionJson {
-            id: version.id.clone(),
-            template: version.template_name.clone(),
-            number: version.number,
-            active: version.active,
-            message: version.message.clone(),
-            created_by: version.created_by.clone(),
-            created_at: rfc3339(version.created_at),
-            validation: ValidationJson {
-                ok: version.validation_ok,
-                message: version.validation_message.clone(),
-            },
-        }
+pub fn version_view(version: &TemplateVersion) -> sdk::TemplateVersion {
+    sdk::TemplateVersion {
+        id: version.id.clone(),
+        template: version.template_name.clone(),
+        number: unsigned(version.number),
+        active: version.active,
+        message: Some(version.message.clone()),
+        created_by: Some(version.created_by.clone()),
+        created_at: Some(rfc3339(version.created_at)),
+        validation: sdk::Validation {
+            ok: version.validation_ok,
+            message: version.validation_message.clone(),
+        },
     }
 }
 
 /// A preset of a template version (`GET /templates/{name}/presets`).
-#[derive(Serialize)]
-pub struct PresetJson {
-    pub name: String,
-    /// Parameter values by name, as strings.
-    pub parameters: std::collections::BTreeMap<String, String>,
-    /// The pool of prebuilt workspaces; `null`: none.
-    pub prebuilds: Option<PrebuildsJson>,
-}
-
-#[derive(Serialize)]
-pub struct PrebuildsJson {
-    pub instances: i64,
-    /// Seconds an unclaimed prebuilt workspace lives; 0: forever.
-    pub ttl_seconds: i64,
-    /// `null`: `instances` at every hour.
-    pub scheduling: Option<SchedulingJson>,
-}
-
-#[derive(Serialize)]
-pub struct SchedulingJson {
-    pub timezone: String,
-    pub schedules: Vec<ScheduleJson>,
-}
-
-#[derive(Serialize)]
-pub struct ScheduleJson {
-    pub cron: String,
-    pub instances: i64,
-}
-
-impl From<&PresetDefinition> for PresetJson {
-    fn from(preset: &PresetDefinition) -> Self {
-        PresetJson {
-            name: preset.name.clone(),
-            parameters: preset.parameters.clone(),
-            prebuilds: preset.prebuilds.as_ref().map(|prebuilds| PrebuildsJson {
+pub fn preset_view(preset: &PresetDefinition) -> sdk::Preset {
+    sdk::Preset {
+        name: preset.name.clone(),
+        parameters: preset.parameters.clone(),
+        prebuilds: preset
+            .prebuilds
+            .as_ref()
+            .map(|prebuilds| sdk::PresetPrebuilds {
                 instances: prebuilds.instances,
                 ttl_seconds: prebuilds.ttl_seconds,
                 scheduling: prebuilds
                     .scheduling
                     .as_ref()
-                    .map(|scheduling| SchedulingJson {
+                    .map(|scheduling| sdk::PresetScheduling {
                         timezone: scheduling.timezone.clone(),
                         schedules: scheduling
                             .schedules
                             .iter()
-                            .map(|schedule| ScheduleJson {
+                            .map(|schedule| sdk::PresetSchedule {
                                 cron: schedule.cron.clone(),
                                 instances: schedule.instances,
                             })
                             .collect(),
                     }),
             }),
-        }
     }
 }
 
@@ -322,70 +259,48 @@ impl Serialize for StoredObject<'_> {
     }
 }
 
-#[derive(Serialize)]
-pub struct ProtectionJson {
-    pub address: String,
-    pub mode: String,
-    pub updated_at: String,
-}
-
-impl From<&Protection> for ProtectionJson {
-    fn from(protection: &Protection) -> Self {
-        ProtectionJson {
-            address: protection.address.clone(),
-            mode: protection.mode.clone(),
-            updated_at: rfc3339(protection.updated_at),
-        }
+pub fn protection_view(protection: &Protection) -> sdk::Protection {
+    sdk::Protection {
+        address: protection.address.clone(),
+        mode: protection.mode.clone(),
+        updated_at: Some(rfc3339(protection.updated_at)),
     }
 }
 
-#[derive(Serialize)]
-pub struct AuditEventJson {
-    pub id: i64,
-    pub time: String,
-    pub actor: Option<String>,
-    pub action: String,
-    pub target_type: String,
-    pub target: String,
-    pub outcome: String,
-    pub request_id: Option<String>,
-    pub details: Option<String>,
-}
-
-impl From<&AuditEvent> for AuditEventJson {
-    fn from(event: &AuditEvent) -> Self {
-        AuditEventJson {
-            id: event.id,
-            time: rfc3339(event.time),
-            actor: event.actor_name.clone(),
-            action: event.action.clone(),
-            target_type: event.target_type.clone(),
-            target: event.target.clone(),
-            outcome: event.outcome.clone(),
-            request_id: event.request_id.clone(),
-            details: event.details.clone(),
-        }
+pub fn audit_event_view(event: &AuditEvent) -> sdk::AuditEvent {
+    sdk::AuditEvent {
+        id: Value::from(event.id),
+        time: Some(rfc3339(event.time)),
+        actor: event.actor_name.clone(),
+        action: event.action.clone(),
+        target_type: Some(event.target_type.clone()),
+        target: Some(event.target.clone()),
+        outcome: Some(event.outcome.clone()),
+        request_id: event.request_id.clone(),
+        details: event.details.clone(),
     }
 }
 
-#[derive(Serialize)]
-pub struct LogLineJson {
-    pub seq: i64,
-    pub time: String,
-    pub stage: String,
-    pub level: String,
-    pub text: String,
+pub fn log_line_view(line: &LogLine) -> sdk::LogLine {
+    sdk::LogLine {
+        seq: unsigned(line.seq),
+        time: Some(rfc3339(line.time)),
+        stage: line.stage.clone(),
+        level: line.level.clone(),
+        text: line.text.clone(),
+    }
 }
 
-impl From<&LogLine> for LogLineJson {
-    fn from(line: &LogLine) -> Self {
-        LogLineJson {
-            seq: line.seq,
-            time: rfc3339(line.time),
-            stage: line.stage.clone(),
-            level: line.level.clone(),
-            text: line.text.clone(),
-        }
+/// A build status of the store as the wire's.
+pub fn build_status(status: abode_store::BuildStatus) -> sdk::BuildStatus {
+    use abode_store::BuildStatus as Stored;
+    match status {
+        Stored::Pending => sdk::BuildStatus::Pending,
+        Stored::Running => sdk::BuildStatus::Running,
+        Stored::AwaitingConfirmation => sdk::BuildStatus::AwaitingConfirmation,
+        Stored::Succeeded => sdk::BuildStatus::Succeeded,
+        Stored::Failed => sdk::BuildStatus::Failed,
+        Stored::Canceled => sdk::BuildStatus::Canceled,
     }
 }
 

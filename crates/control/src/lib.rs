@@ -74,7 +74,6 @@ pub use provisioner::{Ended, Failure, ServerJob};
 pub use provisioner_keys::ProvisionerKey;
 pub use recovery::{Recovered, StateKept};
 pub use scheduler::SchedulerConfig;
-pub use schedules::{Autostart, PolicyView, ScheduleSpec, ScheduleView};
 pub use secrets::token_hash;
 pub use templates::{PushOptions, VersionLint};
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, MAX_PARAMETERS_BYTES};

@@ -12,10 +12,14 @@
 use std::time::Duration;
 
 use abode_schedule::{validate_schedule, Weekdays};
-use abode_sdk::TemplatePolicyPatch;
+// The wire's types; `PolicyView` and `ScheduleView` say which
+// `TemplatePolicy` this is beside the store's.
+use abode_sdk::{
+    Autostart, ScheduleSpec, TemplatePolicy as PolicyView, TemplatePolicyPatch,
+    WorkspaceSchedule as ScheduleView,
+};
 use abode_store::{Agent, TemplatePolicy, Workspace, WorkspaceLifecycle};
 use chrono::DateTime;
-use serde::{Deserialize, Serialize};
 
 use crate::authz::Action;
 use crate::lifecycle::{workspace_status, WorkspaceStatus};
@@ -25,64 +29,6 @@ use crate::{Caller, Control, ControlError};
 /// How often activity writes `last_used_at` (and bumps the deadline): once
 /// a minute at most, so that reading a workspace does not write each time.
 pub const ACTIVITY_THROTTLE: Duration = Duration::from_secs(60);
-
-/// A template's lifecycle policy, as the API shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PolicyView {
-    pub template: String,
-    pub default_ttl_ms: u64,
-    pub activity_bump_ms: u64,
-    pub max_ttl_ms: u64,
-    /// `mon,tue,...`.
-    pub autostart_days: String,
-    pub allow_user_autostart: bool,
-    pub allow_user_autostop: bool,
-    pub failure_ttl_ms: u64,
-    pub dormancy_threshold_ms: u64,
-    pub dormancy_auto_deletion_ms: u64,
-    pub require_active_version: bool,
-}
-
-/// An autostart schedule: a five-field cron in an IANA time zone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Autostart {
-    pub cron: String,
-    pub timezone: String,
-}
-
-/// A workspace's schedule as its owner sets it (`PUT`: the whole of it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScheduleSpec {
-    /// `None`: no autostart.
-    #[serde(default)]
-    pub autostart: Option<Autostart>,
-    /// The workspace's autostop ttl; `None`: the template's default; 0: no
-    /// autostop (a max ttl still applies).
-    #[serde(default)]
-    pub ttl_ms: Option<u64>,
-}
-
-/// A workspace's schedule and lifecycle times, as the API shows them
-/// (times are Unix milliseconds).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ScheduleView {
-    pub workspace: String,
-    pub autostart: Option<Autostart>,
-    pub ttl_ms: Option<u64>,
-    /// What the template allows and defaults to.
-    pub allow_user_autostart: bool,
-    pub allow_user_autostop: bool,
-    pub template_default_ttl_ms: u64,
-    pub template_max_ttl_ms: u64,
-    pub autostart_days: String,
-    pub deadline: Option<i64>,
-    pub max_deadline: Option<i64>,
-    pub last_used_at: Option<i64>,
-    pub dormant_at: Option<i64>,
-    pub deleting_at: Option<i64>,
-}
 
 impl Control {
     /// `GET /templates/{name}/policy`: anyone who reads templates.

@@ -634,8 +634,10 @@ impl TemplatePolicyPatch {
     }
 }
 
-/// An autostart schedule: a five-field cron in an IANA time zone.
+/// An autostart schedule: a five-field cron in an IANA time zone (an
+/// unknown field is refused: it is also part of a request).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct Autostart {
     pub cron: String,
     pub timezone: String,
@@ -644,9 +646,14 @@ pub struct Autostart {
 /// A workspace's schedule as its owner sets it (`PUT
 /// /api/v1/workspaces/{ws}/schedule`: the whole of it).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct ScheduleSpec {
+    /// `None`: no autostart.
+    #[serde(default)]
     pub autostart: Option<Autostart>,
-    /// `None`: the template's default ttl; 0: no autostop.
+    /// `None`: the template's default ttl; 0: no autostop (a max ttl still
+    /// applies).
+    #[serde(default)]
     pub ttl_ms: Option<u64>,
 }
 

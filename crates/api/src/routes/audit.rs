@@ -9,7 +9,7 @@ use abode_control::AuditQuery as ControlAuditQuery;
 
 use crate::extract::parse_time;
 use crate::pages::{page_answer, ApiResult};
-use crate::views::AuditEventJson;
+use crate::views::audit_event_view;
 use crate::{ApiError, AppState, Authenticated};
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -61,6 +61,6 @@ async fn audit(
             },
         )
         .await?;
-    let events: Vec<AuditEventJson> = page.items.iter().map(AuditEventJson::from).collect();
+    let events: Vec<abode_sdk::AuditEvent> = page.items.iter().map(audit_event_view).collect();
     page_answer("events", events, page.next)
 }

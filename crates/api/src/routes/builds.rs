@@ -18,7 +18,7 @@ use abode_store::BuildStatus;
 
 use crate::extract::{list_query, parse_json, parse_number, ListQueryResult};
 use crate::pages::{ok, page_answer, ApiResult};
-use crate::views::{BuildJson, LogLineJson};
+use crate::views::{build_status, log_line_view, BuildJson};
 use crate::{ApiError, AppState, Authenticated};
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -162,11 +162,12 @@ async fn build_logs(
         .control
         .build_logs(&caller, &workspace, number, query.after.unwrap_or(0), wait)
         .await?;
-    let lines: Vec<LogLineJson> = page.lines.iter().map(LogLineJson::from).collect();
-    ok(
-        StatusCode::OK,
-        json!({"lines": lines, "status": page.status.as_str(), "done": page.done}),
-    )
+    let page = abode_sdk::LogPage {
+        lines: page.lines.iter().map(log_line_view).collect(),
+        status: build_status(page.status),
+        done: page.done,
+    };
+    ok(StatusCode::OK, json!(page))
 }
 
 async fn cancel_build(

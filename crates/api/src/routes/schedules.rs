@@ -15,7 +15,7 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::json;
 
-use abode_control::ScheduleSpec;
+use abode_sdk::ScheduleSpec;
 use abode_sdk::TemplatePolicyPatch;
 
 use crate::extract::parse_json;

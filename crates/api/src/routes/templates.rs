@@ -14,7 +14,7 @@ use crate::extract::{
     discard_upload, list_query, parse_json, parse_number, read_upload, ListQueryResult,
 };
 use crate::pages::{ok, page_answer, ApiResult, PageQuery};
-use crate::views::{PresetJson, PreviewJson, TemplateJson, VersionJson};
+use crate::views::{preset_view, template_view, version_view, PreviewJson};
 use crate::{ApiError, AppState, Authenticated};
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -45,7 +45,7 @@ async fn list_templates(
         .control
         .list_templates(&caller, query.after.as_deref(), query.limit)
         .await?;
-    let templates: Vec<TemplateJson> = page.items.iter().map(TemplateJson::from).collect();
+    let templates: Vec<abode_sdk::Template> = page.items.iter().map(template_view).collect();
     page_answer("templates", templates, page.next)
 }
 
@@ -57,7 +57,7 @@ async fn get_template(
     let template = state.control.read_template(&caller, &name).await?;
     ok(
         StatusCode::OK,
-        json!({"template": TemplateJson::from(&template)}),
+        json!({"template": template_view(&template)}),
     )
 }
 
@@ -67,7 +67,7 @@ async fn list_versions(
     Path(name): Path<String>,
 ) -> ApiResult {
     let versions = state.control.template_versions(&caller, &name).await?;
-    let versions: Vec<VersionJson> = versions.iter().map(VersionJson::from).collect();
+    let versions: Vec<abode_sdk::TemplateVersion> = versions.iter().map(version_view).collect();
     ok(StatusCode::OK, json!({"versions": versions}))
 }
 
@@ -94,7 +94,7 @@ async fn list_presets(
         .control
         .template_presets(&caller, &name, query.version)
         .await?;
-    let presets: Vec<PresetJson> = presets.iter().map(PresetJson::from).collect();
+    let presets: Vec<abode_sdk::Preset> = presets.iter().map(preset_view).collect();
     ok(
         StatusCode::OK,
         json!({"template": version.template_name, "version": version.number, "presets": presets}),
@@ -162,8 +162,8 @@ async fn push_version(
     ok(
         StatusCode::CREATED,
         json!({
-            "template": TemplateJson::from(&template),
-            "version": VersionJson::from(&version),
+            "template": template_view(&template),
+            "version": version_view(&version),
             "lint": lint,
             "provisioner_tags": provisioner_tags,
         }),
@@ -189,7 +189,7 @@ async fn get_version(
     ok(
         StatusCode::OK,
         json!({
-            "version": VersionJson::from(&version),
+            "version": version_view(&version),
             "lint": lint,
             "preview": preview,
             "provisioner_tags": provisioner_tags,
@@ -221,6 +221,6 @@ async fn activate_version(
         .await?;
     ok(
         StatusCode::OK,
-        json!({"template": TemplateJson::from(&template), "version": VersionJson::from(&version)}),
+        json!({"template": template_view(&template), "version": version_view(&version)}),
     )
 }

@@ -14,7 +14,7 @@ use abode_store::{Role, Roles};
 
 use crate::extract::{list_query, parse_json, ListQueryResult};
 use crate::pages::{ok, page_answer, ApiResult, PageQuery};
-use crate::views::UserJson;
+use crate::views::user_view;
 use crate::{ApiError, AppState, Authenticated, RequestId};
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -93,7 +93,7 @@ async fn create_first_user(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"user": UserJson::new(&user, &state.control.roles_of(&user.id).await?), "token": token}),
+        json!({"user": user_view(&user, &state.control.roles_of(&user.id).await?), "token": token}),
     )
 }
 
@@ -114,14 +114,14 @@ async fn login(
     let roles = state.control.roles_of(&user.id).await?;
     ok(
         StatusCode::OK,
-        json!({"user": UserJson::new(&user, &roles), "token": token}),
+        json!({"user": user_view(&user, &roles), "token": token}),
     )
 }
 
 async fn me(Authenticated(caller): Authenticated) -> ApiResult {
     ok(
         StatusCode::OK,
-        json!({"user": UserJson::new(&caller.user, &caller.roles)}),
+        json!({"user": user_view(&caller.user, &caller.roles)}),
     )
 }
 
@@ -138,7 +138,7 @@ async fn create_user(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"user": UserJson::new(&user, &roles)}),
+        json!({"user": user_view(&user, &roles)}),
     )
 }
 
@@ -157,7 +157,7 @@ async fn change_user_roles(
         .await?;
     ok(
         StatusCode::OK,
-        json!({"user": UserJson::new(&user, &change.after)}),
+        json!({"user": user_view(&user, &change.after)}),
     )
 }
 
@@ -171,10 +171,10 @@ async fn list_users(
         .control
         .list_users(&caller, query.after.as_deref(), query.limit)
         .await?;
-    let users: Vec<UserJson> = page
+    let users: Vec<abode_sdk::User> = page
         .items
         .iter()
-        .map(|(user, roles)| UserJson::new(user, roles))
+        .map(|(user, roles)| user_view(user, roles))
         .collect();
     page_answer("users", users, page.next)
 }

@@ -17,7 +17,7 @@ use abode_control::WorkspaceQuery;
 
 use crate::extract::parse_json;
 use crate::pages::{ok, page_answer, ApiResult};
-use crate::views::{BuildJson, ProtectionJson, WorkspaceJson};
+use crate::views::{protection_view, BuildJson, WorkspaceJson};
 use crate::{ApiError, AppState, Authenticated};
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -135,7 +135,7 @@ async fn list_protections(
     Path(workspace): Path<String>,
 ) -> ApiResult {
     let protections = state.control.protections(&caller, &workspace).await?;
-    let protections: Vec<ProtectionJson> = protections.iter().map(ProtectionJson::from).collect();
+    let protections: Vec<abode_sdk::Protection> = protections.iter().map(protection_view).collect();
     ok(StatusCode::OK, json!({"protections": protections}))
 }
 
@@ -195,6 +195,6 @@ async fn release_protection(
         .await?;
     ok(
         StatusCode::OK,
-        json!({"released": ProtectionJson::from(&released)}),
+        json!({"released": protection_view(&released)}),
     )
 }
