@@ -16,7 +16,7 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{delete, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 
 use abode_store::TokenRecord;
@@ -53,24 +53,13 @@ impl FromRequestParts<AppState> for Bearer {
 }
 
 /// An API token as the API shows it: never the token, never its hash.
-#[derive(Serialize)]
-pub struct ApiTokenJson {
-    pub id: String,
-    pub name: String,
-    pub created_at: String,
-    pub last_used_at: Option<String>,
-    pub expires_at: Option<String>,
-}
-
-impl From<&TokenRecord> for ApiTokenJson {
-    fn from(token: &TokenRecord) -> Self {
-        ApiTokenJson {
-            id: token.id.clone(),
-            name: token.name.clone().unwrap_or_default(),
-            created_at: rfc3339(token.created_at),
-            last_used_at: token.last_used_at.map(rfc3339),
-            expires_at: token.expires_at.map(rfc3339),
-        }
+fn api_token_view(token: &TokenRecord) -> abode_sdk::ApiToken {
+    abode_sdk::ApiToken {
+        id: token.id.clone(),
+        name: token.name.clone().unwrap_or_default(),
+        created_at: Some(rfc3339(token.created_at)),
+        last_used_at: token.last_used_at.map(rfc3339),
+        expires_at: token.expires_at.map(rfc3339),
     }
 }
 
@@ -112,7 +101,7 @@ async fn create_token(
     // The one answer that carries a token: it is never shown again.
     Ok((
         StatusCode::CREATED,
-        Json(json!({"api_token": ApiTokenJson::from(&record), "token": token})),
+        Json(json!({"api_token": api_token_view(&record), "token": token})),
     )
         .into_response())
 }
@@ -127,7 +116,7 @@ async fn list_tokens(
         .control
         .api_tokens(&caller, query.after.as_deref(), query.limit)
         .await?;
-    let tokens: Vec<ApiTokenJson> = page.items.iter().map(ApiTokenJson::from).collect();
+    let tokens: Vec<abode_sdk::ApiToken> = page.items.iter().map(api_token_view).collect();
     crate::pages::page_answer("tokens", tokens, page.next)
 }
 
@@ -137,5 +126,5 @@ async fn revoke_token(
     Path(name): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
     let revoked = state.control.revoke_api_token(&caller, &name).await?;
-    Ok(Json(json!({"revoked": ApiTokenJson::from(&revoked)})).into_response())
+    Ok(Json(json!({"revoked": api_token_view(&revoked)})).into_response())
 }

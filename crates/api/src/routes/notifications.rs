@@ -5,7 +5,7 @@ use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use abode_store::Notification;
@@ -28,14 +28,12 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 fn settings_json(settings: &[abode_control::notifications::KindSetting]) -> Value {
-    let settings: Vec<Value> = settings
+    let settings: Vec<abode_sdk::NotificationSetting> = settings
         .iter()
-        .map(|setting| {
-            json!({
-                "kind": setting.kind.as_str(),
-                "enabled": setting.enabled,
-                "mandatory": setting.mandatory,
-            })
+        .map(|setting| abode_sdk::NotificationSetting {
+            kind: setting.kind.as_str().to_string(),
+            enabled: setting.enabled,
+            mandatory: setting.mandatory,
         })
         .collect();
     json!({ "settings": settings })
@@ -104,27 +102,15 @@ async fn mandatory(
 }
 
 /// One inbox message as the API shows it.
-#[derive(Serialize)]
-pub struct NotificationJson {
-    pub id: String,
-    pub kind: String,
-    pub created_at: String,
-    pub read: bool,
-    pub read_at: Option<String>,
-    /// The event's fields (docs/notifications.md).
-    pub payload: Value,
-}
-
-impl From<&Notification> for NotificationJson {
-    fn from(message: &Notification) -> Self {
-        NotificationJson {
-            id: message.id.clone(),
-            kind: message.kind.as_str().to_string(),
-            created_at: rfc3339(message.created_at),
-            read: message.read_at.is_some(),
-            read_at: message.read_at.map(rfc3339),
-            payload: serde_json::from_str(&message.payload).unwrap_or(Value::Null),
-        }
+fn notification_view(message: &Notification) -> abode_sdk::Notification {
+    abode_sdk::Notification {
+        id: message.id.clone(),
+        kind: message.kind.as_str().to_string(),
+        created_at: Some(rfc3339(message.created_at)),
+        read: message.read_at.is_some(),
+        read_at: message.read_at.map(rfc3339),
+        // The event's fields (docs/notifications.md).
+        payload: serde_json::from_str(&message.payload).unwrap_or(Value::Null),
     }
 }
 
@@ -154,7 +140,7 @@ async fn list(
             query.limit,
         )
         .await?;
-    let items: Vec<NotificationJson> = page.items.iter().map(NotificationJson::from).collect();
+    let items: Vec<abode_sdk::Notification> = page.items.iter().map(notification_view).collect();
     Ok(Json(json!({"notifications": items, "next": page.next})).into_response())
 }
 
@@ -178,21 +164,21 @@ async fn failed(
         .control
         .failed_notifications(&caller, query.after, query.limit)
         .await?;
-    let items: Vec<Value> = page
+    let items: Vec<abode_sdk::FailedNotification> = page
         .items
         .iter()
         .map(|failed| {
             let message = &failed.notification;
-            json!({
-                "id": message.id,
-                "kind": message.kind.as_str(),
-                "recipient": failed.recipient_name,
-                "channel": message.channel.as_str(),
-                "attempts": message.attempts,
-                "last_error": message.last_error,
-                "created_at": rfc3339(message.created_at),
-                "payload": serde_json::from_str::<Value>(&message.payload).unwrap_or(Value::Null),
-            })
+            abode_sdk::FailedNotification {
+                id: message.id.clone(),
+                kind: message.kind.as_str().to_string(),
+                recipient: failed.recipient_name.clone(),
+                channel: message.channel.as_str().to_string(),
+                attempts: message.attempts,
+                last_error: message.last_error.clone(),
+                created_at: Some(rfc3339(message.created_at)),
+                payload: serde_json::from_str::<Value>(&message.payload).unwrap_or(Value::Null),
+            }
         })
         .collect();
     Ok(Json(json!({"notifications": items, "next": page.next})).into_response())
@@ -204,7 +190,7 @@ async fn read(
     Path(id): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
     let message = state.control.read_notification(&caller, &id).await?;
-    Ok(Json(json!({"notification": NotificationJson::from(&message)})).into_response())
+    Ok(Json(json!({"notification": notification_view(&message)})).into_response())
 }
 
 async fn read_all(
