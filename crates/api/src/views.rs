@@ -3,7 +3,7 @@
 //! plan, no state.
 
 use abode_control::presets::PresetDefinition;
-use abode_control::{AgentHealth, WorkspaceView};
+use abode_control::{AgentHealth, AgentStatus, WorkspaceView as ControlWorkspaceView};
 use abode_sdk as sdk;
 use abode_store::{
     AuditEvent, Build, LogLine, Protection, Role, Roles, Template, TemplateVersion, User,
@@ -89,172 +89,122 @@ pub fn preset_view(preset: &PresetDefinition) -> sdk::Preset {
     }
 }
 
-/// A build as docs/api.md shows it. It borrows from the stored record: a page
-/// of builds or workspaces is serialized without copying its strings.
-#[derive(Serialize)]
-pub struct BuildJson<'a> {
-    pub id: &'a str,
-    pub workspace: &'a str,
-    pub owner: &'a str,
-    pub number: i64,
-    pub transition: &'static str,
-    pub status: &'static str,
-    pub template_version: i64,
-    /// Who asked for the build: a username, or a system actor's name.
-    pub initiator: &'a str,
-    /// `user`, or `system` for the server, the scheduler or prebuilds.
-    pub initiator_type: &'static str,
-    pub reason: &'static str,
-    pub error: Option<&'a str>,
-    pub created_at: Rfc3339,
-    pub started_at: Option<Rfc3339>,
-    pub finished_at: Option<Rfc3339>,
-    /// The guard's report (documented schema), or null before the plan:
-    /// the stored JSON passed through as it is (a list of builds does not
-    /// parse and re-print every report).
-    pub guard: Option<&'a RawValue>,
-    pub plan_digest: Option<&'a str>,
-    pub expires_at: Option<Rfc3339>,
-    pub confirmed_by: Option<&'a str>,
-    pub confirmed_at: Option<Rfc3339>,
-}
+/// A build as docs/api.md shows it: its guard report, stored as JSON text,
+/// is passed through as it is (a list of builds does not parse and re-print
+/// every report).
+pub type BuildView = sdk::Build<Box<RawValue>>;
 
-impl<'a> From<&'a Build> for BuildJson<'a> {
-    fn from(build: &'a Build) -> Self {
-        BuildJson {
-            id: &build.id,
-            workspace: &build.workspace_name,
-            owner: &build.owner_name,
-            number: build.number,
-            transition: build.transition.as_str(),
-            status: build.status.as_str(),
-            template_version: build.template_version,
-            initiator: &build.initiator_name,
-            initiator_type: if abode_store::SystemActor::by_user_id(&build.initiator_id).is_some() {
+/// A workspace as docs/api.md shows it: its latest build's report and its
+/// parameters are the stored JSON, passed through.
+pub type WorkspaceView = sdk::Workspace<Box<RawValue>, StoredObject>;
+
+pub fn build_view(build: &Build) -> BuildView {
+    sdk::Build {
+        id: build.id.clone(),
+        workspace: build.workspace_name.clone(),
+        owner: build.owner_name.clone(),
+        number: unsigned(build.number),
+        transition: build.transition.as_str().to_string(),
+        status: build.status.as_str().to_string(),
+        template_version: unsigned(build.template_version),
+        // Who asked for the build: a username, or a system actor's name.
+        initiator: Some(build.initiator_name.clone()),
+        // `user`, or `system` for the server, the scheduler or prebuilds.
+        initiator_type: Some(
+            if abode_store::SystemActor::by_user_id(&build.initiator_id).is_some() {
                 "system"
             } else {
                 "user"
-            },
-            reason: build.reason.as_str(),
-            error: build.error.as_deref(),
-            created_at: Rfc3339(build.created_at),
-            started_at: build.started_at.map(Rfc3339),
-            finished_at: build.finished_at.map(Rfc3339),
-            guard: build
-                .guard_report
-                .as_deref()
-                .and_then(|report| serde_json::from_str(report).ok()),
-            plan_digest: build.plan_digest.as_deref(),
-            expires_at: build.expires_at.map(Rfc3339),
-            confirmed_by: build.confirmed_by.as_deref(),
-            confirmed_at: build.confirmed_at.map(Rfc3339),
-        }
+            }
+            .to_string(),
+        ),
+        reason: Some(build.reason.as_str().to_string()),
+        error: build.error.clone(),
+        created_at: Some(rfc3339(build.created_at)),
+        started_at: build.started_at.map(rfc3339),
+        finished_at: build.finished_at.map(rfc3339),
+        guard: build
+            .guard_report
+            .as_deref()
+            .and_then(|report| serde_json::from_str(report).ok()),
+        plan_digest: build.plan_digest.clone(),
+        expires_at: build.expires_at.map(rfc3339),
+        confirmed_by: build.confirmed_by.clone(),
+        confirmed_at: build.confirmed_at.map(rfc3339),
     }
 }
 
-#[derive(Serialize)]
-pub struct AgentJson<'a> {
-    pub status: abode_control::AgentStatus,
-    pub lifecycle: Option<&'a str>,
-    pub last_heartbeat_at: Option<Rfc3339>,
-    pub connected_at: Option<Rfc3339>,
-    pub reason: Option<&'a str>,
-}
-
-impl<'a> From<&'a AgentHealth> for AgentJson<'a> {
-    fn from(health: &'a AgentHealth) -> Self {
-        AgentJson {
-            status: health.status,
-            lifecycle: health.lifecycle.as_deref(),
-            last_heartbeat_at: health.last_heartbeat_at.map(Rfc3339),
-            connected_at: health.connected_at.map(Rfc3339),
-            reason: health.reason.as_deref(),
-        }
+fn agent_status(status: AgentStatus) -> &'static str {
+    match status {
+        AgentStatus::None => "none",
+        AgentStatus::Connecting => "connecting",
+        AgentStatus::Starting => "starting",
+        AgentStatus::Ready => "ready",
+        AgentStatus::StartError => "start_error",
+        AgentStatus::Unhealthy => "unhealthy",
+        AgentStatus::Disconnected => "disconnected",
     }
 }
 
-/// A workspace as docs/api.md shows it, borrowed from its view (see [`BuildJson`]).
-#[derive(Serialize)]
-pub struct WorkspaceJson<'a> {
-    pub id: &'a str,
-    pub name: &'a str,
-    pub owner: &'a str,
-    pub template: &'a str,
-    pub template_version: i64,
-    pub parameters: StoredObject<'a>,
-    /// The preset the workspace was created with, if any.
-    pub preset: Option<&'a str>,
-    pub status: abode_control::WorkspaceStatus,
-    pub created_at: Rfc3339,
-    pub updated_at: Rfc3339,
-    pub latest_build: BuildJson<'a>,
-    pub agent: AgentJson<'a>,
-    pub healthy: bool,
-    /// Present when a build whose provisioner was lost still holds the
-    /// workspace's state lock: new builds wait until it reports its
-    /// Terraform ended, or an owner or template admin unlocks it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub locked_by_lost_holder: Option<LostLockJson<'a>>,
+pub fn agent_view(health: &AgentHealth) -> sdk::AgentInfo {
+    sdk::AgentInfo {
+        status: agent_status(health.status).to_string(),
+        lifecycle: health.lifecycle.clone(),
+        last_heartbeat_at: health.last_heartbeat_at.map(rfc3339),
+        connected_at: health.connected_at.map(rfc3339),
+        reason: health.reason.clone(),
+    }
 }
 
-/// A state lock kept by a lost holder.
-#[derive(Serialize)]
-pub struct LostLockJson<'a> {
-    pub build_number: i64,
-    pub holder: &'a str,
-    pub taken_at: Rfc3339,
-    pub lost_at: Rfc3339,
-}
-
-impl<'a> From<&'a WorkspaceView> for WorkspaceJson<'a> {
-    fn from(view: &'a WorkspaceView) -> Self {
-        let workspace = &view.workspace;
-        WorkspaceJson {
-            id: &workspace.id,
-            name: &workspace.name,
-            owner: &workspace.owner_name,
-            template: &workspace.template_name,
-            template_version: workspace.template_version,
-            parameters: StoredObject::read(&workspace.parameters),
-            preset: workspace.preset_name.as_deref(),
-            status: view.status,
-            created_at: Rfc3339(workspace.created_at),
-            updated_at: Rfc3339(workspace.updated_at),
-            latest_build: BuildJson::from(&view.latest_build),
-            agent: AgentJson::from(&view.agent),
-            healthy: view.healthy,
-            locked_by_lost_holder: view
-                .locked_by_lost_holder
-                .as_ref()
-                .map(|lock| LostLockJson {
-                    build_number: lock.build_number,
-                    holder: &lock.holder,
-                    taken_at: Rfc3339(lock.taken_at),
-                    lost_at: Rfc3339(lock.lost_at),
-                }),
-        }
+pub fn workspace_view(view: &ControlWorkspaceView) -> WorkspaceView {
+    let workspace = &view.workspace;
+    sdk::Workspace {
+        id: workspace.id.clone(),
+        name: workspace.name.clone(),
+        owner: workspace.owner_name.clone(),
+        template: workspace.template_name.clone(),
+        template_version: unsigned(workspace.template_version),
+        parameters: StoredObject::read(&workspace.parameters),
+        // The preset the workspace was created with, if any.
+        preset: workspace.preset_name.clone(),
+        status: view.status.as_str().to_string(),
+        created_at: Some(rfc3339(workspace.created_at)),
+        updated_at: Some(rfc3339(workspace.updated_at)),
+        latest_build: Some(build_view(&view.latest_build)),
+        agent: agent_view(&view.agent),
+        healthy: view.healthy,
+        // Present when a build whose provisioner was lost still holds the
+        // workspace's state lock: new builds wait until it reports its
+        // Terraform ended, or an owner or template admin unlocks it.
+        locked_by_lost_holder: view
+            .locked_by_lost_holder
+            .as_ref()
+            .map(|lock| sdk::LostLock {
+                build_number: lock.build_number,
+                holder: lock.holder.clone(),
+                taken_at: Some(rfc3339(lock.taken_at)),
+                lost_at: Some(rfc3339(lock.lost_at)),
+            }),
     }
 }
 
 /// A JSON object the store keeps as text, passed through as it is; one that
 /// does not read shows as `{}`.
-pub enum StoredObject<'a> {
-    Raw(&'a RawValue),
-    Empty,
-}
+#[derive(Debug, Clone)]
+pub struct StoredObject(Option<Box<RawValue>>);
 
-impl<'a> StoredObject<'a> {
-    fn read(text: &'a str) -> Self {
-        serde_json::from_str(text).map_or(StoredObject::Empty, StoredObject::Raw)
+impl StoredObject {
+    fn read(text: &str) -> Self {
+        StoredObject(serde_json::from_str(text).ok())
     }
 }
 
-impl Serialize for StoredObject<'_> {
+impl Serialize for StoredObject {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        match self {
-            StoredObject::Raw(raw) => raw.serialize(serializer),
-            StoredObject::Empty => serializer.serialize_map(Some(0))?.end(),
+        match &self.0 {
+            Some(raw) => raw.serialize(serializer),
+            None => serializer.serialize_map(Some(0))?.end(),
         }
     }
 }

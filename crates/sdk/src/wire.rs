@@ -321,15 +321,20 @@ impl Default for AgentInfo {
 }
 
 /// A workspace and its latest build.
+///
+/// `Report` is how its latest build's guard report is held and `Parameters`
+/// how its parameters are: a client reads them as values
+/// (`serde_json::Value`, strings by name); the server writes the JSON it
+/// stores as it is (`Box<RawValue>`), without parsing and printing it again.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Workspace {
+pub struct Workspace<Report = serde_json::Value, Parameters = BTreeMap<String, String>> {
     pub id: String,
     pub name: String,
     pub owner: String,
     pub template: String,
     pub template_version: u64,
     #[serde(default)]
-    pub parameters: BTreeMap<String, String>,
+    pub parameters: Parameters,
     /// The preset the workspace was created with, if any.
     #[serde(default)]
     pub preset: Option<String>,
@@ -339,7 +344,7 @@ pub struct Workspace {
     #[serde(default)]
     pub updated_at: Option<String>,
     #[serde(default)]
-    pub latest_build: Option<Build>,
+    pub latest_build: Option<Build<Report>>,
     #[serde(default)]
     pub agent: AgentInfo,
     #[serde(default)]
@@ -367,9 +372,10 @@ pub struct Unlocked {
     pub holder: String,
 }
 
-/// One start, stop or delete run of a workspace.
+/// One start, stop or delete run of a workspace; `Report` is how its guard
+/// report is held (see [`Workspace`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Build {
+pub struct Build<Report = serde_json::Value> {
     pub id: String,
     pub workspace: String,
     #[serde(default)]
@@ -393,9 +399,9 @@ pub struct Build {
     pub started_at: Option<String>,
     #[serde(default)]
     pub finished_at: Option<String>,
-    /// The plan guard's report, passed through as the server gives it.
+    /// The plan guard's report (docs/plan-check.md), or null before the plan.
     #[serde(default)]
-    pub guard: Option<serde_json::Value>,
+    pub guard: Option<Report>,
     /// SHA-256 of the saved plan of a held build: what a confirmation binds to.
     #[serde(default)]
     pub plan_digest: Option<String>,
@@ -407,7 +413,7 @@ pub struct Build {
     pub confirmed_at: Option<String>,
 }
 
-impl Build {
+impl<Report> Build<Report> {
     /// True once the build will not change any more.
     pub fn is_final(&self) -> bool {
         self.status

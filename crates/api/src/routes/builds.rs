@@ -18,7 +18,7 @@ use abode_store::BuildStatus;
 
 use crate::extract::{list_query, parse_json, parse_number, ListQueryResult};
 use crate::pages::{ok, page_answer, ApiResult};
-use crate::views::{build_status, log_line_view, BuildJson};
+use crate::views::{build_status, build_view, log_line_view, BuildView};
 use crate::{ApiError, AppState, Authenticated};
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -88,10 +88,7 @@ async fn create_build(
         .control
         .start_build(&caller, &workspace, &request)
         .await?;
-    ok(
-        StatusCode::CREATED,
-        json!({"build": BuildJson::from(&build)}),
-    )
+    ok(StatusCode::CREATED, json!({"build": build_view(&build)}))
 }
 
 #[derive(Deserialize)]
@@ -134,7 +131,7 @@ async fn list_builds(
             query.limit,
         )
         .await?;
-    let builds: Vec<BuildJson> = page.items.iter().map(BuildJson::from).collect();
+    let builds: Vec<BuildView> = page.items.iter().map(build_view).collect();
     page_answer("builds", builds, page.next)
 }
 
@@ -145,7 +142,7 @@ async fn get_build(
 ) -> ApiResult {
     let number = parse_number(&number, "build number")?;
     let build = state.control.build(&caller, &workspace, number).await?;
-    ok(StatusCode::OK, json!({"build": BuildJson::from(&build)}))
+    ok(StatusCode::OK, json!({"build": build_view(&build)}))
 }
 
 async fn build_logs(
@@ -180,7 +177,7 @@ async fn cancel_build(
         .control
         .cancel_build(&caller, &workspace, number)
         .await?;
-    ok(StatusCode::OK, json!({"build": BuildJson::from(&build)}))
+    ok(StatusCode::OK, json!({"build": build_view(&build)}))
 }
 
 // ---- guarded builds ----
@@ -208,5 +205,5 @@ async fn confirm_build(
             body.digest.as_deref().unwrap_or(""),
         )
         .await?;
-    ok(StatusCode::OK, json!({"build": BuildJson::from(&build)}))
+    ok(StatusCode::OK, json!({"build": build_view(&build)}))
 }

@@ -17,7 +17,7 @@ use abode_control::WorkspaceQuery;
 
 use crate::extract::parse_json;
 use crate::pages::{ok, page_answer, ApiResult};
-use crate::views::{protection_view, BuildJson, WorkspaceJson};
+use crate::views::{build_view, protection_view, workspace_view, WorkspaceView};
 use crate::{ApiError, AppState, Authenticated};
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -82,7 +82,7 @@ async fn create_workspace(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"workspace": WorkspaceJson::from(&view), "build": BuildJson::from(&build)}),
+        json!({"workspace": workspace_view(&view), "build": build_view(&build)}),
     )
 }
 
@@ -113,7 +113,7 @@ async fn list_workspaces(
             },
         )
         .await?;
-    let workspaces: Vec<WorkspaceJson> = page.items.iter().map(WorkspaceJson::from).collect();
+    let workspaces: Vec<WorkspaceView> = page.items.iter().map(workspace_view).collect();
     page_answer("workspaces", workspaces, page.next)
 }
 
@@ -123,10 +123,7 @@ async fn get_workspace(
     Path(workspace): Path<String>,
 ) -> ApiResult {
     let view = state.control.workspace(&caller, &workspace).await?;
-    ok(
-        StatusCode::OK,
-        json!({"workspace": WorkspaceJson::from(&view)}),
-    )
+    ok(StatusCode::OK, json!({"workspace": workspace_view(&view)}))
 }
 
 async fn list_protections(
