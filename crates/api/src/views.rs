@@ -14,7 +14,7 @@ use serde_json::Value;
 
 /// A count or number the store keeps signed, as the wire's unsigned one (the
 /// store never holds a negative one).
-fn unsigned(n: i64) -> u64 {
+pub(crate) fn unsigned(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
@@ -384,50 +384,30 @@ mod tests {
     }
 }
 
-/// A fleet preview's summary (`GET /templates/{name}/versions/{n}/previews/latest`).
-#[derive(Serialize)]
-pub struct PreviewJson<'a> {
-    pub id: &'a str,
-    pub template: &'a str,
-    pub version: i64,
-    pub requested_by: &'a str,
-    pub created_at: Rfc3339,
-    /// Every workspace planned (or skipped): the counts are final.
-    pub done: bool,
-    pub finished_at: Option<Rfc3339>,
-    pub total: i64,
-    pub pending: i64,
-    pub allowed: i64,
-    pub held: i64,
-    pub blocked: i64,
-    pub failed: i64,
-    pub skipped: i64,
-    /// Why activating the version asks for confirmation; null when it does not.
-    pub activation_concern: Option<String>,
-}
-
-impl<'a> From<&'a abode_store::Preview> for PreviewJson<'a> {
-    fn from(preview: &'a abode_store::Preview) -> Self {
-        PreviewJson {
-            id: &preview.id,
-            template: &preview.template_name,
-            version: preview.version,
-            requested_by: &preview.requested_by,
-            created_at: Rfc3339(preview.created_at),
-            done: preview.pending == 0,
-            finished_at: preview
-                .finished_at
-                .filter(|_| preview.pending == 0)
-                .map(Rfc3339),
-            total: preview.total,
-            pending: preview.pending,
-            allowed: preview.allowed,
-            held: preview.held,
-            blocked: preview.blocked,
-            failed: preview.failed,
-            skipped: preview.skipped,
-            activation_concern: abode_control::previews::activation_concern(preview),
-        }
+/// A fleet preview's summary (`GET /templates/{name}/versions/{n}/previews/latest`):
+/// `done` once every workspace is planned (or skipped) and the counts are
+/// final; `activation_concern` says why activating the version asks for
+/// confirmation (null when it does not).
+pub fn preview_view(preview: &abode_store::Preview) -> sdk::Preview {
+    sdk::Preview {
+        id: preview.id.clone(),
+        template: preview.template_name.clone(),
+        version: unsigned(preview.version),
+        requested_by: preview.requested_by.clone(),
+        created_at: rfc3339(preview.created_at),
+        done: preview.pending == 0,
+        finished_at: preview
+            .finished_at
+            .filter(|_| preview.pending == 0)
+            .map(rfc3339),
+        total: unsigned(preview.total),
+        pending: unsigned(preview.pending),
+        allowed: unsigned(preview.allowed),
+        held: unsigned(preview.held),
+        blocked: unsigned(preview.blocked),
+        failed: unsigned(preview.failed),
+        skipped: unsigned(preview.skipped),
+        activation_concern: abode_control::previews::activation_concern(preview),
     }
 }
 

@@ -14,11 +14,11 @@ use serde_json::json;
 use crate::error::ClientError;
 use abode_sdk::{
     AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, CreatedProvisionerKey,
-    FailedNotification, LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool,
-    Preview, PreviewReport, PreviewResult, Protection, Provisioner, ProvisionerKey, ScheduleSpec,
-    Template, TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion,
-    TemplateVersionDetail, TemplateVersionResponse, Transition, Unlocked, User, Workspace,
-    WorkspaceSchedule,
+    CreatedWorkspace, FailedNotification, LogPage, LoginResponse, Notification,
+    NotificationSetting, Orphaned, PrebuildPool, Preview, PreviewReport, PreviewResult, Protection,
+    Provisioner, ProvisionerKey, ScheduleSpec, Template, TemplatePolicy, TemplatePolicyPatch,
+    TemplatePresets, TemplateVersion, TemplateVersionDetail, TemplateVersionResponse, Transition,
+    Unlocked, User, Workspace, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -114,12 +114,6 @@ struct BuildBody {
 struct ProtectionsBody {
     protections: Vec<Protection>,
 }
-/// `POST /workspaces/{ws}/orphan`: the workspace removed without Terraform
-/// and the resources its last state names.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Orphaned {
-    pub resources: Vec<String>,
-}
 #[derive(Deserialize)]
 struct ReleasedBody {
     released: Protection,
@@ -139,13 +133,6 @@ struct MarkedBody {
 #[derive(Deserialize)]
 struct RevokedTokenBody {
     revoked: ApiToken,
-}
-
-/// Answer to a workspace creation: the workspace and its first build.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
-pub struct CreatedWorkspace {
-    pub workspace: Workspace,
-    pub build: Build,
 }
 
 impl Client {

@@ -11,5 +11,5 @@ pub mod config;
 pub mod connect;
 mod error;
 
-pub use client::{workspace_segment, Client, CreatedWorkspace, Orphaned};
+pub use client::{workspace_segment, Client};
 pub use error::{ArchiveError, ClientError, ConfigError};

@@ -327,6 +327,7 @@ impl Default for AgentInfo {
 /// (`serde_json::Value`, strings by name); the server writes the JSON it
 /// stores as it is (`Box<RawValue>`), without parsing and printing it again.
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(bound(deserialize = "Report: Deserialize<'de>, Parameters: Deserialize<'de> + Default"))]
 pub struct Workspace<Report = serde_json::Value, Parameters = BTreeMap<String, String>> {
     pub id: String,
     pub name: String,
@@ -354,6 +355,33 @@ pub struct Workspace<Report = serde_json::Value, Parameters = BTreeMap<String, S
     pub locked_by_lost_holder: Option<LostLock>,
 }
 
+/// Answer to a workspace creation: the workspace and its first build
+/// (`Report` and `Parameters` as in [`Workspace`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(bound(deserialize = "Report: Deserialize<'de>, Parameters: Deserialize<'de> + Default"))]
+pub struct CreatedWorkspace<Report = serde_json::Value, Parameters = BTreeMap<String, String>> {
+    pub workspace: Workspace<Report, Parameters>,
+    pub build: Build<Report>,
+}
+
+/// `POST /workspaces/{ws}/orphan`: the workspace removed without Terraform
+/// and the resources its last state names.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Orphaned {
+    #[serde(default)]
+    pub workspace: OrphanedWorkspace,
+    pub resources: Vec<String>,
+}
+
+/// The workspace an orphaning removed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OrphanedWorkspace {
+    pub id: String,
+    pub name: String,
+    pub owner: String,
+    pub deleted: bool,
+}
+
 /// The state lock a lost holder keeps (`abode workspaces unlock`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LostLock {
@@ -375,6 +403,7 @@ pub struct Unlocked {
 /// One start, stop or delete run of a workspace; `Report` is how its guard
 /// report is held (see [`Workspace`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(bound(deserialize = "Report: Deserialize<'de>"))]
 pub struct Build<Report = serde_json::Value> {
     pub id: String,
     pub workspace: String,

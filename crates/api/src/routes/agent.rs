@@ -50,7 +50,10 @@ async fn agent_heartbeat(
     let workspace = state.control.agent_heartbeat(&agent).await?;
     ok(
         StatusCode::OK,
-        json!({ "workspace": workspace.name, "owner": workspace.owner_name }),
+        json!(abode_sdk::AgentHeartbeat {
+            workspace: workspace.name,
+            owner: workspace.owner_name,
+        }),
     )
 }
 

@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::extract::{list_query, parse_json, parse_number, ListQueryResult};
 use crate::pages::{ok, PageQuery};
-use crate::views::{PreviewJson, PreviewResultJson};
+use crate::views::{preview_view, PreviewResultJson};
 use crate::{ApiError, AppState, Authenticated};
 
 /// The routes of this module, merged into `/api/v1`.
@@ -52,7 +52,7 @@ async fn start_preview(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"preview": PreviewJson::from(&preview)}),
+        json!({"preview": preview_view(&preview)}),
     )
 }
 
@@ -85,7 +85,7 @@ async fn latest_preview(
     ok(
         StatusCode::OK,
         json!({
-            "preview": PreviewJson::from(&report.preview),
+            "preview": preview_view(&report.preview),
             "results": results,
             "next": report.results.next,
         }),

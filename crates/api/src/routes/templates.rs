@@ -14,7 +14,7 @@ use crate::extract::{
     discard_upload, list_query, parse_json, parse_number, read_upload, ListQueryResult,
 };
 use crate::pages::{ok, page_answer, ApiResult, PageQuery};
-use crate::views::{preset_view, template_view, version_view, PreviewJson};
+use crate::views::{preset_view, preview_view, template_view, unsigned, version_view};
 use crate::{ApiError, AppState, Authenticated};
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -94,10 +94,13 @@ async fn list_presets(
         .control
         .template_presets(&caller, &name, query.version)
         .await?;
-    let presets: Vec<abode_sdk::Preset> = presets.iter().map(preset_view).collect();
     ok(
         StatusCode::OK,
-        json!({"template": version.template_name, "version": version.number, "presets": presets}),
+        json!(abode_sdk::TemplatePresets {
+            template: version.template_name,
+            version: unsigned(version.number),
+            presets: presets.iter().map(preset_view).collect(),
+        }),
     )
 }
 
@@ -184,7 +187,7 @@ async fn get_version(
         .template_version_detail(&caller, &name, number)
         .await?;
     let gate = state.control.preview_gate(&caller, &name, number).await?;
-    let preview = gate.as_ref().map(|gate| PreviewJson::from(&gate.preview));
+    let preview = gate.as_ref().map(|gate| preview_view(&gate.preview));
     let provisioner_tags = state.control.provisioner_tags_of(&version).await?;
     ok(
         StatusCode::OK,

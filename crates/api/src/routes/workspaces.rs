@@ -82,7 +82,10 @@ async fn create_workspace(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"workspace": workspace_view(&view), "build": build_view(&build)}),
+        json!(abode_sdk::CreatedWorkspace {
+            workspace: workspace_view(&view),
+            build: build_view(&build),
+        }),
     )
 }
 
@@ -150,10 +153,14 @@ async fn orphan_workspace(
     let orphaned = state.control.orphan_workspace(&caller, &workspace).await?;
     ok(
         StatusCode::OK,
-        json!({
-            "workspace": {"id": orphaned.workspace.id, "name": orphaned.workspace.name,
-                          "owner": orphaned.workspace.owner_name, "deleted": orphaned.workspace.deleted},
-            "resources": orphaned.resources,
+        json!(abode_sdk::Orphaned {
+            workspace: abode_sdk::OrphanedWorkspace {
+                id: orphaned.workspace.id,
+                name: orphaned.workspace.name,
+                owner: orphaned.workspace.owner_name,
+                deleted: orphaned.workspace.deleted,
+            },
+            resources: orphaned.resources,
         }),
     )
 }
