@@ -13,12 +13,12 @@ use serde_json::json;
 
 use crate::error::ClientError;
 use abode_sdk::{
-    AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, CreatedProvisionerKey,
-    CreatedWorkspace, FailedNotification, LogPage, LoginResponse, Notification,
-    NotificationSetting, Orphaned, PrebuildPool, Preview, PreviewReport, PreviewResult, Protection,
-    Provisioner, ProvisionerKey, ScheduleSpec, Template, TemplatePolicy, TemplatePolicyPatch,
-    TemplatePresets, TemplateVersion, TemplateVersionDetail, TemplateVersionResponse, Transition,
-    Unlocked, User, Workspace, WorkspaceSchedule,
+    requests, AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken,
+    CreatedProvisionerKey, CreatedWorkspace, FailedNotification, LogPage, LoginResponse,
+    Notification, NotificationSetting, Orphaned, PrebuildPool, Preview, PreviewReport,
+    PreviewResult, Protection, Provisioner, ProvisionerKey, ScheduleSpec, Template, TemplatePolicy,
+    TemplatePolicyPatch, TemplatePresets, TemplateVersion, TemplateVersionDetail,
+    TemplateVersionResponse, Transition, Unlocked, User, Workspace, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -220,7 +220,13 @@ impl Client {
         email: &str,
         password: &str,
     ) -> Result<LoginResponse, ClientError> {
-        let body = json!({"username": username, "email": email, "password": password});
+        let body = json!(requests::NewUser {
+            username: username.to_string(),
+            email: email.to_string(),
+            password: password.to_string(),
+            roles: None,
+            role: None,
+        });
         self.finish(
             "POST /users/first",
             self.request("POST", "/users/first").send_json(body),
@@ -229,7 +235,10 @@ impl Client {
 
     /// Logs in with a password and returns a new session token.
     pub fn login(&self, username: &str, password: &str) -> Result<LoginResponse, ClientError> {
-        let body = json!({"username": username, "password": password});
+        let body = json!(requests::Login {
+            username: username.to_string(),
+            password: password.to_string(),
+        });
         self.finish(
             "POST /login",
             self.request("POST", "/login").send_json(body),
@@ -288,8 +297,13 @@ impl Client {
         password: &str,
         roles: &[String],
     ) -> Result<User, ClientError> {
-        let body =
-            json!({"username": username, "email": email, "password": password, "roles": roles});
+        let body = json!(requests::NewUser {
+            username: username.to_string(),
+            email: email.to_string(),
+            password: password.to_string(),
+            roles: Some(roles.to_vec()),
+            role: None,
+        });
         let body: UserBody = self.finish(
             "POST /users",
             self.request("POST", "/users").send_json(body),
@@ -309,7 +323,10 @@ impl Client {
         let body: UserBody = self.finish(
             "POST /users/{name}/roles",
             self.request("POST", &path)
-                .send_json(json!({"add": add, "remove": remove})),
+                .send_json(json!(requests::RoleChange {
+                    add: add.to_vec(),
+                    remove: remove.to_vec(),
+                })),
         )?;
         Ok(body.user)
     }
@@ -515,7 +532,9 @@ impl Client {
         self.finish(
             "activate version",
             self.request("POST", &path)
-                .send_json(json!({"acknowledge_preview": preview})),
+                .send_json(json!(requests::ActivateVersion {
+                    acknowledge_preview: preview.map(str::to_string),
+                })),
         )
     }
 
@@ -747,7 +766,9 @@ impl Client {
         let body: BuildBody = self.finish(
             "confirm build",
             self.request("POST", &path)
-                .send_json(json!({"digest": digest})),
+                .send_json(json!(requests::ConfirmBuild {
+                    digest: Some(digest.to_string()),
+                })),
         )?;
         Ok(body.build)
     }
@@ -1018,7 +1039,7 @@ impl Client {
         let body: ScheduleBody = self.finish(
             "extend workspace",
             self.request("POST", &path)
-                .send_json(json!({ "duration_ms": duration_ms })),
+                .send_json(json!(requests::ExtendWorkspace { duration_ms })),
         )?;
         Ok(body.schedule)
     }

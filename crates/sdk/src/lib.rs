@@ -13,6 +13,7 @@
 //! parsing of its enums.
 
 mod enums;
+pub mod requests;
 mod wire;
 
 pub use enums::{BuildStatus, Transition, UnknownValue};

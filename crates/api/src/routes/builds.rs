@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use abode_control::BuildRequest;
+use abode_sdk::requests::ConfirmBuild;
 use abode_store::BuildStatus;
 
 use crate::extract::{list_query, parse_json, parse_number, ListQueryResult};
@@ -182,19 +183,13 @@ async fn cancel_build(
 
 // ---- guarded builds ----
 
-#[derive(Deserialize)]
-struct ConfirmBody {
-    #[serde(default)]
-    digest: Option<String>,
-}
-
 async fn confirm_build(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
     Path((workspace, number)): Path<(String, String)>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: ConfirmBody = parse_json(body)?;
+    let body: ConfirmBuild = parse_json(body)?;
     let number = parse_number(&number, "build number")?;
     let build = state
         .control

@@ -12,9 +12,9 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
 use serde_json::json;
 
+use abode_sdk::requests::ExtendWorkspace;
 use abode_sdk::ScheduleSpec;
 use abode_sdk::TemplatePolicyPatch;
 
@@ -88,20 +88,13 @@ async fn set_workspace_schedule(
     Ok(Json(json!({ "schedule": schedule })).into_response())
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExtendBody {
-    /// The new deadline is now + this.
-    duration_ms: u64,
-}
-
 async fn extend_workspace(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
     Path(workspace): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: ExtendBody = parse_json(body)?;
+    let body: ExtendWorkspace = parse_json(body)?;
     if body.duration_ms == 0 {
         return Err(ApiError::bad_request("duration_ms must be more than 0"));
     }

@@ -10,6 +10,8 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::json;
 
+use abode_sdk::requests::ActivateVersion;
+
 use crate::extract::{
     discard_upload, list_query, parse_json, parse_number, read_upload, ListQueryResult,
 };
@@ -200,22 +202,13 @@ async fn get_version(
     )
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ActivateBody {
-    /// The id of the version's latest preview, acknowledged: needed when
-    /// that preview would hold or block workspaces or has not finished.
-    #[serde(default)]
-    acknowledge_preview: Option<String>,
-}
-
 async fn activate_version(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
     Path((name, number)): Path<(String, String)>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: ActivateBody = parse_json(body)?;
+    let body: ActivateVersion = parse_json(body)?;
     let number = parse_number(&number, "version")?
         .ok_or_else(|| ApiError::bad_request("give a version number to activate"))?;
     let (template, version) = state

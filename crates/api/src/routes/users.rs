@@ -7,9 +7,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
-use serde::Deserialize;
 use serde_json::json;
 
+use abode_sdk::requests::{Login, NewUser, RoleChange};
 use abode_store::{Role, Roles};
 
 use crate::extract::{list_query, parse_json, ListQueryResult};
@@ -26,33 +26,20 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/users/:name/roles", post(change_user_roles))
 }
 
-#[derive(Deserialize)]
-struct NewUserBody {
-    username: String,
-    email: String,
-    password: String,
-    /// The new user's roles; the single `role` of older clients is a list
-    /// of one. Neither: `member`.
-    #[serde(default)]
-    roles: Option<Vec<String>>,
-    #[serde(default)]
-    role: Option<String>,
-}
-
-impl NewUserBody {
-    fn roles(&self) -> Result<Roles, ApiError> {
-        let names: Vec<&str> = match (&self.roles, &self.role) {
-            (Some(roles), None) => roles.iter().map(String::as_str).collect(),
-            (None, Some(role)) => vec![role.as_str()],
-            (None, None) => vec![Role::Member.as_str()],
-            (Some(_), Some(_)) => {
-                return Err(ApiError::bad_request(
-                    "give `roles` (a list) or the older `role`, not both",
-                ))
-            }
-        };
-        parse_roles(names)
-    }
+/// The new user's roles: `roles`, or the single `role` of older clients;
+/// neither: `member`.
+fn new_user_roles(body: &NewUser) -> Result<Roles, ApiError> {
+    let names: Vec<&str> = match (&body.roles, &body.role) {
+        (Some(roles), None) => roles.iter().map(String::as_str).collect(),
+        (None, Some(role)) => vec![role.as_str()],
+        (None, None) => vec![Role::Member.as_str()],
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "give `roles` (a list) or the older `role`, not both",
+            ))
+        }
+    };
+    parse_roles(names)
 }
 
 /// Role names from a request; an unknown one is a 400 naming it and the
@@ -61,27 +48,12 @@ fn parse_roles<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Roles, Ap
     Roles::parse_each(names).map_err(|unknown| ApiError::bad_request(unknown.to_string()))
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RoleChangeBody {
-    #[serde(default)]
-    add: Vec<String>,
-    #[serde(default)]
-    remove: Vec<String>,
-}
-
-#[derive(Deserialize)]
-struct LoginBody {
-    username: String,
-    password: String,
-}
-
 async fn create_first_user(
     State(state): State<AppState>,
     axum::Extension(request_id): axum::Extension<RequestId>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: NewUserBody = parse_json(body)?;
+    let body: NewUser = parse_json(body)?;
     let (user, token) = state
         .control
         .create_first_user(
@@ -105,7 +77,7 @@ async fn login(
     peer: Option<axum::extract::ConnectInfo<std::net::SocketAddr>>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: LoginBody = parse_json(body)?;
+    let body: Login = parse_json(body)?;
     let client = peer.map(|axum::extract::ConnectInfo(address)| address.ip());
     let (user, token) = state
         .control
@@ -130,8 +102,8 @@ async fn create_user(
     Authenticated(caller): Authenticated,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: NewUserBody = parse_json(body)?;
-    let roles = body.roles()?;
+    let body: NewUser = parse_json(body)?;
+    let roles = new_user_roles(&body)?;
     let user = state
         .control
         .create_user(&caller, &body.username, &body.email, &body.password, &roles)
@@ -148,7 +120,7 @@ async fn change_user_roles(
     Path(username): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: RoleChangeBody = parse_json(body)?;
+    let body: RoleChange = parse_json(body)?;
     let add = parse_roles(body.add.iter().map(String::as_str))?;
     let remove = parse_roles(body.remove.iter().map(String::as_str))?;
     let (user, change) = state

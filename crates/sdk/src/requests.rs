@@ -1,0 +1,60 @@
+//! The bodies of the API's requests, as the client writes them and the
+//! server reads them. What the server refuses (an unknown field, where a
+//! body says so) is part of the type, so both sides see the same contract.
+
+use serde::{Deserialize, Serialize};
+
+/// `POST /login`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Login {
+    pub username: String,
+    pub password: String,
+}
+
+/// `POST /users` and `POST /users/first`: a new account. Its roles are
+/// `roles`, or the single `role` of older clients; neither: `member`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewUser {
+    pub username: String,
+    pub email: String,
+    pub password: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+}
+
+/// `POST /users/{name}/roles`: roles to add and to remove.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleChange {
+    #[serde(default)]
+    pub add: Vec<String>,
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+/// `POST /templates/{name}/versions/{n}/activate`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActivateVersion {
+    /// The id of the version's latest preview, acknowledged: needed when
+    /// that preview would hold or block workspaces or has not finished.
+    #[serde(default)]
+    pub acknowledge_preview: Option<String>,
+}
+
+/// `POST /workspaces/{ws}/builds/{n}/confirm`: the digest of the held plan
+/// the confirmation binds to.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ConfirmBuild {
+    #[serde(default)]
+    pub digest: Option<String>,
+}
+
+/// `POST /workspaces/{ws}/extend`: the new deadline is now + `duration_ms`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendWorkspace {
+    pub duration_ms: u64,
+}
