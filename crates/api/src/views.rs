@@ -1,4 +1,5 @@
-//! The JSON shapes of docs/api.md, built from the control plane's records.
+//! The answers of docs/api.md, built from the control plane's records as
+//! `abode-sdk` types (one definition of the wire, shared with the client).
 //! Nothing secret is ever a field here: no password hash, no token hash, no
 //! plan, no state.
 
@@ -348,7 +349,62 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_rfc3339, rfc3339};
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::{build_view, parse_rfc3339, rfc3339, StoredObject};
+
+    /// The wire of a build, byte for byte: the fields in docs/api.md's
+    /// order, the stored guard report passed through as it is (its own key
+    /// order and spacing), and a client reads it back.
+    #[test]
+    fn a_build_is_written_as_before_and_its_report_passed_through() {
+        let report = r#"{"schema_version":1, "decision":"allow","changes":[]}"#;
+        let build = abode_store::Build {
+            id: "b1".into(),
+            workspace_id: "w1".into(),
+            workspace_name: "dev".into(),
+            owner_name: "alice".into(),
+            number: 2,
+            transition: abode_store::Transition::Start,
+            status: abode_store::BuildStatus::Succeeded,
+            template_version_id: "v1".into(),
+            template_version: 3,
+            initiator_id: "u1".into(),
+            initiator_name: "alice".into(),
+            reason: abode_store::BuildReason::Initiator,
+            parameters: None,
+            error: None,
+            guard_report: Some(report.into()),
+            created_at: 0,
+            started_at: Some(1),
+            finished_at: None,
+            plan_digest: None,
+            expires_at: None,
+            confirmed_by: None,
+            confirmed_at: None,
+        };
+        let json = serde_json::to_string(&build_view(&build)).unwrap();
+        assert_eq!(
+            json,
+            concat!(
+                r#"{"id":"b1","workspace":"dev","owner":"alice","number":2,"transition":"start","#,
+                r#""status":"succeeded","template_version":3,"initiator":"alice","initiator_type":"user","#,
+                r#""reason":"initiator","error":null,"created_at":"1970-01-01T00:00:00.000Z","#,
+                r#""started_at":"1970-01-01T00:00:00.001Z","finished_at":null,"#,
+                r#""guard":{"schema_version":1, "decision":"allow","changes":[]},"#,
+                r#""plan_digest":null,"expires_at":null,"confirmed_by":null,"confirmed_at":null}"#
+            )
+        );
+        let read: abode_sdk::Build = serde_json::from_str(&json).unwrap();
+        assert!(read.is_final());
+        assert_eq!(read.guard.unwrap()["decision"], "allow");
+    }
+
+    #[test]
+    fn stored_parameters_pass_through_and_unreadable_ones_are_empty() {
+        let json = |text: &str| serde_json::to_string(&StoredObject::read(text)).unwrap();
+        assert_eq!(json(r#"{"b":"1", "a":"2"}"#), r#"{"b":"1", "a":"2"}"#);
+        assert_eq!(json("not json"), "{}");
+    }
 
     #[test]
     fn rfc3339_times_parse_back() {
