@@ -808,7 +808,10 @@ impl Client {
         let body: UnlockedBody = self.finish(
             "unlock workspace",
             self.request("POST", &path)
-                .send_json(serde_json::json!({ "build": build })),
+                .send_json(json!(requests::Unlock {
+                    // No build has a number past i64's: the server answers 404.
+                    build: i64::try_from(build).unwrap_or(i64::MAX),
+                })),
         )?;
         Ok(body.unlocked)
     }

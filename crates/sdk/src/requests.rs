@@ -58,3 +58,9 @@ pub struct ConfirmBuild {
 pub struct ExtendWorkspace {
     pub duration_ms: u64,
 }
+
+/// `POST /workspaces/{ws}/unlock`: the build whose lost lock is released.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Unlock {
+    pub build: i64,
+}

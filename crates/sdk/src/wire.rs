@@ -398,6 +398,11 @@ pub struct LostLock {
 pub struct Unlocked {
     pub build_number: i64,
     pub holder: String,
+    /// When the lock was taken and when its holder was lost (Unix ms).
+    #[serde(default)]
+    pub taken_at: Option<i64>,
+    #[serde(default)]
+    pub lost_at: Option<i64>,
 }
 
 /// One start, stop or delete run of a workspace; `Report` is how its guard
