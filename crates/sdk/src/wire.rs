@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::BuildStatus;
+use crate::{BuildStatus, Transition};
 
 /// A user account.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -415,7 +415,7 @@ pub struct Build<Report = serde_json::Value> {
     #[serde(default)]
     pub owner: String,
     pub number: u64,
-    pub transition: String,
+    pub transition: Transition,
     pub status: String,
     pub template_version: u64,
     #[serde(default)]
