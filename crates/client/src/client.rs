@@ -259,10 +259,10 @@ impl Client {
         name: &str,
         lifetime_seconds: Option<u64>,
     ) -> Result<CreatedApiToken, ClientError> {
-        let mut body = json!({"name": name});
-        if let Some(seconds) = lifetime_seconds {
-            body["lifetime_seconds"] = json!(seconds);
-        }
+        let body = json!(requests::NewApiToken {
+            name: name.to_string(),
+            lifetime_seconds,
+        });
         self.finish(
             "POST /tokens",
             self.request("POST", "/tokens").send_json(body),
@@ -401,8 +401,12 @@ impl Client {
     ) -> Result<CreatedProvisionerKey, ClientError> {
         self.finish(
             "POST /provisioner-keys",
-            self.request("POST", "/provisioner-keys")
-                .send_json(json!({"name": name, "tags": tags})),
+            self.request("POST", "/provisioner-keys").send_json(json!(
+                requests::NewProvisionerKey {
+                    name: name.to_string(),
+                    tags: tags.to_vec(),
+                }
+            )),
         )
     }
 
@@ -922,7 +926,10 @@ impl Client {
             self.finish(
                 "POST /notifications/settings",
                 self.request("POST", "/notifications/settings")
-                    .send_json(json!({"disable": disable, "enable": enable})),
+                    .send_json(json!(requests::NotificationSettingsChange {
+                        disable: disable.to_vec(),
+                        enable: enable.to_vec(),
+                    })),
             )?
         };
         Ok(body.settings)
@@ -937,7 +944,10 @@ impl Client {
         let body: SettingsBody = self.finish(
             "POST /notifications/mandatory",
             self.request("POST", "/notifications/mandatory")
-                .send_json(json!({"kind": kind, "mandatory": mandatory})),
+                .send_json(json!(requests::MandatoryKind {
+                    kind: kind.to_string(),
+                    mandatory,
+                })),
         )?;
         Ok(body.settings)
     }
@@ -959,10 +969,10 @@ impl Client {
         state: &str,
         exit_status: Option<i32>,
     ) -> Result<(), ClientError> {
-        let body = match exit_status {
-            Some(code) => json!({"state": state, "exit_status": code}),
-            None => json!({"state": state}),
-        };
+        let body = json!(requests::AgentLifecycle {
+            state: state.to_string(),
+            exit_status: exit_status.map(i64::from),
+        });
         self.check(self.request("POST", "/agent/lifecycle").send_json(body))
             .map(drop)
     }

@@ -64,3 +64,48 @@ pub struct ExtendWorkspace {
 pub struct Unlock {
     pub build: i64,
 }
+
+/// `POST /tokens`: a named API token, for `lifetime_seconds` or the
+/// server's default.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewApiToken {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime_seconds: Option<u64>,
+}
+
+/// `POST /provisioner-keys`: a key for daemons with these tags
+/// (`key=value`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewProvisionerKey {
+    pub name: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// `POST /notifications/settings`: kinds to turn off and on for the caller.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct NotificationSettingsChange {
+    #[serde(default)]
+    pub disable: Vec<String>,
+    #[serde(default)]
+    pub enable: Vec<String>,
+}
+
+/// `POST /notifications/mandatory`: a kind made mandatory or optional.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MandatoryKind {
+    pub kind: String,
+    pub mandatory: bool,
+}
+
+/// `POST /agent/lifecycle`: the agent's state, and with `start_error` the
+/// startup script's exit status.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentLifecycle {
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i64>,
+}

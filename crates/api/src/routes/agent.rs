@@ -8,7 +8,6 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::Router;
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::extract::parse_json;
@@ -22,20 +21,12 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/agent/me", get(agent_me))
 }
 
-#[derive(Deserialize)]
-struct LifecycleBody {
-    state: String,
-    /// With `start_error`: the startup script's exit status.
-    #[serde(default)]
-    exit_status: Option<i64>,
-}
-
 async fn agent_lifecycle(
     State(state): State<AppState>,
     AuthenticatedAgent(agent): AuthenticatedAgent,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: LifecycleBody = parse_json(body)?;
+    let body: abode_sdk::requests::AgentLifecycle = parse_json(body)?;
     state
         .control
         .agent_lifecycle(&agent, &body.state, body.exit_status)

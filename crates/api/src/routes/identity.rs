@@ -16,7 +16,6 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{delete, post};
 use axum::{Json, Router};
-use serde::Deserialize;
 use serde_json::json;
 
 use abode_store::TokenRecord;
@@ -63,14 +62,6 @@ fn api_token_view(token: &TokenRecord) -> abode_sdk::ApiToken {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewTokenBody {
-    name: String,
-    #[serde(default)]
-    lifetime_seconds: Option<u64>,
-}
-
 async fn logout(State(state): State<AppState>, bearer: Bearer) -> Result<StatusCode, ApiError> {
     state
         .control
@@ -87,7 +78,7 @@ async fn create_token(
     let bytes = body.map_err(|rejection| {
         ApiError::bad_request(format!("cannot read the request body: {rejection}"))
     })?;
-    let body: NewTokenBody = serde_json::from_slice(&bytes)
+    let body: abode_sdk::requests::NewApiToken = serde_json::from_slice(&bytes)
         .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))?;
     let (record, token) = state
         .control

@@ -54,18 +54,13 @@ async fn settings(
     Ok(Json(settings_json(&settings)).into_response())
 }
 
-#[derive(Deserialize)]
-struct SettingsBody {
-    #[serde(default)]
-    disable: Vec<String>,
-    #[serde(default)]
-    enable: Vec<String>,
-}
-
 async fn change_settings(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
-    body: Result<Json<SettingsBody>, axum::extract::rejection::JsonRejection>,
+    body: Result<
+        Json<abode_sdk::requests::NotificationSettingsChange>,
+        axum::extract::rejection::JsonRejection,
+    >,
 ) -> Result<axum::response::Response, ApiError> {
     let Json(body) =
         body.map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
@@ -76,12 +71,6 @@ async fn change_settings(
     Ok(Json(settings_json(&settings)).into_response())
 }
 
-#[derive(Deserialize)]
-struct MandatoryBody {
-    kind: String,
-    mandatory: bool,
-}
-
 async fn mandatory(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
@@ -90,7 +79,7 @@ async fn mandatory(
     // Refused before the body is read.
     state.control.may_set_notification_policy(&caller)?;
     let body = body.map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
-    let body: MandatoryBody = serde_json::from_slice(&body)
+    let body: abode_sdk::requests::MandatoryKind = serde_json::from_slice(&body)
         .map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
     let kind = abode_control::notifications::parse_kind(&body.kind)?;
     state

@@ -10,7 +10,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{delete, get};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use abode_control::ProvisionerKey;
 
@@ -36,14 +36,6 @@ fn key_view(key: &ProvisionerKey) -> abode_sdk::ProvisionerKey {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewKeyBody {
-    name: String,
-    #[serde(default)]
-    tags: Vec<String>,
-}
-
 /// The one answer that carries a key's secret.
 #[derive(Serialize)]
 struct CreatedKey<'a> {
@@ -58,7 +50,7 @@ async fn create(
 ) -> Result<axum::response::Response, ApiError> {
     // Refused before the body is read.
     state.control.may_create_provisioner_key(&caller)?;
-    let body: NewKeyBody = parse_json(body)?;
+    let body: abode_sdk::requests::NewProvisionerKey = parse_json(body)?;
     let (key, secret) = state
         .control
         .create_provisioner_key(&caller, &body.name, &body.tags)
