@@ -13,12 +13,13 @@ use serde_json::json;
 
 use crate::error::ClientError;
 use abode_sdk::{
-    requests, AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken,
+    requests, AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, BuildAnswer, CreatedApiToken,
     CreatedProvisionerKey, CreatedWorkspace, FailedNotification, LogPage, LoginResponse,
-    Notification, NotificationSetting, Orphaned, PrebuildPool, Preview, PreviewReport,
-    PreviewResult, Protection, Provisioner, ProvisionerKey, ScheduleSpec, Template, TemplatePolicy,
-    TemplatePolicyPatch, TemplatePresets, TemplateVersion, TemplateVersionDetail,
-    TemplateVersionResponse, Transition, Unlocked, User, Workspace, WorkspaceSchedule,
+    Notification, NotificationSetting, Orphaned, PolicyAnswer, PrebuildPool, Preview,
+    PreviewReport, PreviewResult, Protection, Provisioner, ProvisionerKey, ScheduleAnswer,
+    ScheduleSpec, Template, TemplateAnswer, TemplatePolicy, TemplatePolicyPatch, TemplatePresets,
+    TemplateVersion, TemplateVersionDetail, TemplateVersionResponse, Transition, Unlocked, User,
+    UserAnswer, Workspace, WorkspaceAnswer, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -69,24 +70,6 @@ struct ErrorDetail {
 }
 
 #[derive(Deserialize)]
-struct UserBody {
-    user: User,
-}
-#[derive(Deserialize)]
-struct PolicyBody {
-    policy: TemplatePolicy,
-}
-
-#[derive(Deserialize)]
-struct ScheduleBody {
-    schedule: WorkspaceSchedule,
-}
-
-#[derive(Deserialize)]
-struct TemplateBody {
-    template: Template,
-}
-#[derive(Deserialize)]
 struct PreviewBody {
     preview: Preview,
 }
@@ -101,14 +84,6 @@ struct PreviewPage {
 #[derive(Deserialize)]
 struct VersionsBody {
     versions: Vec<TemplateVersion>,
-}
-#[derive(Deserialize)]
-struct WorkspaceBody {
-    workspace: Workspace,
-}
-#[derive(Deserialize)]
-struct BuildBody {
-    build: Build,
 }
 #[derive(Deserialize)]
 struct ProtectionsBody {
@@ -284,7 +259,7 @@ impl Client {
 
     /// The user the token belongs to.
     pub fn me(&self) -> Result<User, ClientError> {
-        let body: UserBody =
+        let body: UserAnswer =
             self.finish("GET /users/me", self.request("GET", "/users/me").call())?;
         Ok(body.user)
     }
@@ -304,7 +279,7 @@ impl Client {
             roles: Some(roles.to_vec()),
             role: None,
         });
-        let body: UserBody = self.finish(
+        let body: UserAnswer = self.finish(
             "POST /users",
             self.request("POST", "/users").send_json(body),
         )?;
@@ -320,7 +295,7 @@ impl Client {
         remove: &[String],
     ) -> Result<User, ClientError> {
         let path = format!("/users/{}/roles", workspace_segment(username));
-        let body: UserBody = self.finish(
+        let body: UserAnswer = self.finish(
             "POST /users/{name}/roles",
             self.request("POST", &path)
                 .send_json(json!(requests::RoleChange {
@@ -486,7 +461,8 @@ impl Client {
     /// One template.
     pub fn template(&self, name: &str) -> Result<Template, ClientError> {
         let path = format!("/templates/{}", workspace_segment(name));
-        let body: TemplateBody = self.finish("GET template", self.request("GET", &path).call())?;
+        let body: TemplateAnswer =
+            self.finish("GET template", self.request("GET", &path).call())?;
         Ok(body.template)
     }
 
@@ -653,7 +629,7 @@ impl Client {
     /// One workspace, by name or `owner/name`.
     pub fn workspace(&self, workspace: &str) -> Result<Workspace, ClientError> {
         let path = format!("/workspaces/{}", workspace_segment(workspace));
-        let body: WorkspaceBody =
+        let body: WorkspaceAnswer =
             self.finish("GET workspace", self.request("GET", &path).call())?;
         Ok(body.workspace)
     }
@@ -694,7 +670,7 @@ impl Client {
             body["parameters"] = json!(parameters);
         }
         let path = format!("/workspaces/{}/builds", workspace_segment(workspace));
-        let body: BuildBody =
+        let body: BuildAnswer =
             self.finish("POST builds", self.request("POST", &path).send_json(body))?;
         Ok(body.build)
     }
@@ -722,7 +698,7 @@ impl Client {
             "/workspaces/{}/builds/{number}",
             workspace_segment(workspace)
         );
-        let body: BuildBody = self.finish("GET build", self.request("GET", &path).call())?;
+        let body: BuildAnswer = self.finish("GET build", self.request("GET", &path).call())?;
         Ok(body.build)
     }
 
@@ -751,7 +727,7 @@ impl Client {
             "/workspaces/{}/builds/{number}/cancel",
             workspace_segment(workspace)
         );
-        let body: BuildBody = self.finish("cancel build", self.request("POST", &path).call())?;
+        let body: BuildAnswer = self.finish("cancel build", self.request("POST", &path).call())?;
         Ok(body.build)
     }
 
@@ -767,7 +743,7 @@ impl Client {
             "/workspaces/{}/builds/{number}/confirm",
             workspace_segment(workspace)
         );
-        let body: BuildBody = self.finish(
+        let body: BuildAnswer = self.finish(
             "confirm build",
             self.request("POST", &path)
                 .send_json(json!(requests::ConfirmBuild {
@@ -1003,7 +979,7 @@ impl Client {
     /// A template's lifecycle policy.
     pub fn template_policy(&self, name: &str) -> Result<TemplatePolicy, ClientError> {
         let path = format!("/templates/{}/policy", workspace_segment(name));
-        let body: PolicyBody =
+        let body: PolicyAnswer =
             self.finish("GET template policy", self.request("GET", &path).call())?;
         Ok(body.policy)
     }
@@ -1016,7 +992,7 @@ impl Client {
         patch: &TemplatePolicyPatch,
     ) -> Result<TemplatePolicy, ClientError> {
         let path = format!("/templates/{}/policy", workspace_segment(name));
-        let body: PolicyBody = self.finish(
+        let body: PolicyAnswer = self.finish(
             "PATCH template policy",
             self.request("PATCH", &path).send_json(patch),
         )?;
@@ -1026,7 +1002,8 @@ impl Client {
     /// A workspace's schedule and lifecycle times.
     pub fn workspace_schedule(&self, workspace: &str) -> Result<WorkspaceSchedule, ClientError> {
         let path = format!("/workspaces/{}/schedule", workspace_segment(workspace));
-        let body: ScheduleBody = self.finish("GET schedule", self.request("GET", &path).call())?;
+        let body: ScheduleAnswer =
+            self.finish("GET schedule", self.request("GET", &path).call())?;
         Ok(body.schedule)
     }
 
@@ -1037,7 +1014,7 @@ impl Client {
         spec: &ScheduleSpec,
     ) -> Result<WorkspaceSchedule, ClientError> {
         let path = format!("/workspaces/{}/schedule", workspace_segment(workspace));
-        let body: ScheduleBody =
+        let body: ScheduleAnswer =
             self.finish("PUT schedule", self.request("PUT", &path).send_json(spec))?;
         Ok(body.schedule)
     }
@@ -1049,7 +1026,7 @@ impl Client {
         duration_ms: u64,
     ) -> Result<WorkspaceSchedule, ClientError> {
         let path = format!("/workspaces/{}/extend", workspace_segment(workspace));
-        let body: ScheduleBody = self.finish(
+        let body: ScheduleAnswer = self.finish(
             "extend workspace",
             self.request("POST", &path)
                 .send_json(json!(requests::ExtendWorkspace { duration_ms })),
@@ -1060,7 +1037,7 @@ impl Client {
     /// Wakes a dormant workspace.
     pub fn wake_workspace(&self, workspace: &str) -> Result<WorkspaceSchedule, ClientError> {
         let path = format!("/workspaces/{}/wake", workspace_segment(workspace));
-        let body: ScheduleBody = self.finish(
+        let body: ScheduleAnswer = self.finish(
             "wake workspace",
             self.request("POST", &path).send_json(json!({})),
         )?;

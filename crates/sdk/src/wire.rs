@@ -730,3 +730,41 @@ impl WorkspaceSchedule {
         }
     }
 }
+
+/// `{"user": ...}`: `GET /users/me`, a user's creation, a role change.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UserAnswer {
+    pub user: User,
+}
+
+/// `{"template": ...}`: `GET /templates/{name}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TemplateAnswer {
+    pub template: Template,
+}
+
+/// `{"workspace": ...}`: `GET /workspaces/{ws}` (`Report` and `Parameters`
+/// as in [`Workspace`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(bound(deserialize = "Report: Deserialize<'de>, Parameters: Deserialize<'de> + Default"))]
+pub struct WorkspaceAnswer<Report = serde_json::Value, Parameters = BTreeMap<String, String>> {
+    pub workspace: Workspace<Report, Parameters>,
+}
+
+/// `{"build": ...}`: a build's start, reading, cancel or confirmation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BuildAnswer<Report = serde_json::Value> {
+    pub build: Build<Report>,
+}
+
+/// `{"policy": ...}`: a template's lifecycle policy, read or changed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PolicyAnswer {
+    pub policy: TemplatePolicy,
+}
+
+/// `{"schedule": ...}`: a workspace's schedule, read or changed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScheduleAnswer {
+    pub schedule: WorkspaceSchedule,
+}

@@ -89,7 +89,12 @@ async fn create_build(
         .control
         .start_build(&caller, &workspace, &request)
         .await?;
-    ok(StatusCode::CREATED, json!({"build": build_view(&build)}))
+    ok(
+        StatusCode::CREATED,
+        json!(abode_sdk::BuildAnswer {
+            build: build_view(&build)
+        }),
+    )
 }
 
 #[derive(Deserialize)]
@@ -143,7 +148,12 @@ async fn get_build(
 ) -> ApiResult {
     let number = parse_number(&number, "build number")?;
     let build = state.control.build(&caller, &workspace, number).await?;
-    ok(StatusCode::OK, json!({"build": build_view(&build)}))
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::BuildAnswer {
+            build: build_view(&build)
+        }),
+    )
 }
 
 async fn build_logs(
@@ -178,7 +188,12 @@ async fn cancel_build(
         .control
         .cancel_build(&caller, &workspace, number)
         .await?;
-    ok(StatusCode::OK, json!({"build": build_view(&build)}))
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::BuildAnswer {
+            build: build_view(&build)
+        }),
+    )
 }
 
 // ---- guarded builds ----
@@ -200,5 +215,10 @@ async fn confirm_build(
             body.digest.as_deref().unwrap_or(""),
         )
         .await?;
-    ok(StatusCode::OK, json!({"build": build_view(&build)}))
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::BuildAnswer {
+            build: build_view(&build)
+        }),
+    )
 }

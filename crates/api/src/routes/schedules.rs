@@ -45,7 +45,7 @@ async fn template_policy(
     Path(name): Path<String>,
 ) -> ApiResult {
     let policy = state.control.template_policy(&caller, &name).await?;
-    Ok(Json(json!({ "policy": policy })).into_response())
+    Ok(Json(json!(abode_sdk::PolicyAnswer { policy })).into_response())
 }
 
 async fn edit_template_policy(
@@ -59,7 +59,7 @@ async fn edit_template_policy(
         .control
         .edit_template_policy(&caller, &name, &patch)
         .await?;
-    Ok(Json(json!({ "policy": policy })).into_response())
+    Ok(Json(json!(abode_sdk::PolicyAnswer { policy })).into_response())
 }
 
 async fn workspace_schedule(
@@ -71,7 +71,7 @@ async fn workspace_schedule(
         .control
         .workspace_schedule(&caller, &workspace)
         .await?;
-    Ok(Json(json!({ "schedule": schedule })).into_response())
+    Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
 }
 
 async fn set_workspace_schedule(
@@ -85,7 +85,7 @@ async fn set_workspace_schedule(
         .control
         .set_workspace_schedule(&caller, &workspace, &spec)
         .await?;
-    Ok(Json(json!({ "schedule": schedule })).into_response())
+    Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
 }
 
 async fn extend_workspace(
@@ -102,7 +102,7 @@ async fn extend_workspace(
         .control
         .extend_workspace(&caller, &workspace, Duration::from_millis(body.duration_ms))
         .await?;
-    Ok(Json(json!({ "schedule": schedule })).into_response())
+    Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
 }
 
 async fn wake_workspace(
@@ -111,7 +111,7 @@ async fn wake_workspace(
     Path(workspace): Path<String>,
 ) -> ApiResult {
     let schedule = state.control.wake_workspace(&caller, &workspace).await?;
-    Ok(Json(json!({ "schedule": schedule })).into_response())
+    Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
 }
 
 async fn agent_activity(

@@ -59,7 +59,9 @@ async fn get_template(
     let template = state.control.read_template(&caller, &name).await?;
     ok(
         StatusCode::OK,
-        json!({"template": template_view(&template)}),
+        json!(abode_sdk::TemplateAnswer {
+            template: template_view(&template)
+        }),
     )
 }
 

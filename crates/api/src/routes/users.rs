@@ -93,7 +93,9 @@ async fn login(
 async fn me(Authenticated(caller): Authenticated) -> ApiResult {
     ok(
         StatusCode::OK,
-        json!({"user": user_view(&caller.user, &caller.roles)}),
+        json!(abode_sdk::UserAnswer {
+            user: user_view(&caller.user, &caller.roles)
+        }),
     )
 }
 
@@ -110,7 +112,9 @@ async fn create_user(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"user": user_view(&user, &roles)}),
+        json!(abode_sdk::UserAnswer {
+            user: user_view(&user, &roles)
+        }),
     )
 }
 
@@ -129,7 +133,9 @@ async fn change_user_roles(
         .await?;
     ok(
         StatusCode::OK,
-        json!({"user": user_view(&user, &change.after)}),
+        json!(abode_sdk::UserAnswer {
+            user: user_view(&user, &change.after)
+        }),
     )
 }
 

@@ -126,7 +126,12 @@ async fn get_workspace(
     Path(workspace): Path<String>,
 ) -> ApiResult {
     let view = state.control.workspace(&caller, &workspace).await?;
-    ok(StatusCode::OK, json!({"workspace": workspace_view(&view)}))
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::WorkspaceAnswer {
+            workspace: workspace_view(&view)
+        }),
+    )
 }
 
 async fn list_protections(
