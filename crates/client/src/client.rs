@@ -15,11 +15,13 @@ use crate::error::ClientError;
 use abode_sdk::{
     requests, AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, BuildAnswer, CreatedApiToken,
     CreatedProvisionerKey, CreatedWorkspace, FailedNotification, LogPage, LoginResponse,
-    Notification, NotificationSetting, Orphaned, PolicyAnswer, PrebuildPool, Preview,
-    PreviewReport, PreviewResult, Protection, Provisioner, ProvisionerKey, ScheduleAnswer,
-    ScheduleSpec, Template, TemplateAnswer, TemplatePolicy, TemplatePolicyPatch, TemplatePresets,
-    TemplateVersion, TemplateVersionDetail, TemplateVersionResponse, Transition, Unlocked, User,
-    UserAnswer, Workspace, WorkspaceAnswer, WorkspaceSchedule,
+    MarkedAnswer, Notification, NotificationAnswer, NotificationSetting,
+    NotificationSettingsAnswer, Orphaned, PolicyAnswer, PrebuildPool, Preview, PreviewAnswer,
+    PreviewReport, PreviewResult, Protection, ProtectionsAnswer, Provisioner, ProvisionerKey,
+    ReleasedAnswer, RevokedTokenAnswer, ScheduleAnswer, ScheduleSpec, Template, TemplateAnswer,
+    TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion, TemplateVersionDetail,
+    TemplateVersionResponse, Transition, Unlocked, User, UserAnswer, VersionsAnswer, Workspace,
+    WorkspaceAnswer, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -70,44 +72,12 @@ struct ErrorDetail {
 }
 
 #[derive(Deserialize)]
-struct PreviewBody {
-    preview: Preview,
-}
-#[derive(Deserialize)]
 struct PreviewPage {
     preview: Option<Preview>,
     #[serde(default)]
     results: Vec<PreviewResult>,
     #[serde(default)]
     next: Option<String>,
-}
-#[derive(Deserialize)]
-struct VersionsBody {
-    versions: Vec<TemplateVersion>,
-}
-#[derive(Deserialize)]
-struct ProtectionsBody {
-    protections: Vec<Protection>,
-}
-#[derive(Deserialize)]
-struct ReleasedBody {
-    released: Protection,
-}
-#[derive(Deserialize)]
-struct NotificationBody {
-    notification: Notification,
-}
-#[derive(Deserialize)]
-struct SettingsBody {
-    settings: Vec<NotificationSetting>,
-}
-#[derive(Deserialize)]
-struct MarkedBody {
-    marked: u64,
-}
-#[derive(Deserialize)]
-struct RevokedTokenBody {
-    revoked: ApiToken,
 }
 
 impl Client {
@@ -252,7 +222,7 @@ impl Client {
     /// Revokes the caller's API token `name`.
     pub fn revoke_api_token(&self, name: &str) -> Result<ApiToken, ClientError> {
         let path = format!("/tokens/{}", workspace_segment(name));
-        let body: RevokedTokenBody =
+        let body: RevokedTokenAnswer =
             self.finish("DELETE /tokens", self.request("DELETE", &path).call())?;
         Ok(body.revoked)
     }
@@ -469,7 +439,7 @@ impl Client {
     /// The versions of a template, by number.
     pub fn template_versions(&self, name: &str) -> Result<Vec<TemplateVersion>, ClientError> {
         let path = format!("/templates/{}/versions", workspace_segment(name));
-        let body: VersionsBody =
+        let body: VersionsAnswer =
             self.finish("GET template versions", self.request("GET", &path).call())?;
         Ok(body.versions)
     }
@@ -530,7 +500,7 @@ impl Client {
             "/templates/{}/versions/{number}/previews",
             workspace_segment(name)
         );
-        let body: PreviewBody = self.finish(
+        let body: PreviewAnswer = self.finish(
             "start preview",
             self.request("POST", &path)
                 .send_json(json!({"workspaces": workspaces})),
@@ -756,7 +726,7 @@ impl Client {
     /// The protections a workspace remembers, by address.
     pub fn protections(&self, workspace: &str) -> Result<Vec<Protection>, ClientError> {
         let path = format!("/workspaces/{}/protections", workspace_segment(workspace));
-        let body: ProtectionsBody =
+        let body: ProtectionsAnswer =
             self.finish("GET protections", self.request("GET", &path).call())?;
         Ok(body.protections)
     }
@@ -768,7 +738,7 @@ impl Client {
         address: &str,
     ) -> Result<Protection, ClientError> {
         let path = format!("/workspaces/{}/protections", workspace_segment(workspace));
-        let body: ReleasedBody = self.finish(
+        let body: ReleasedAnswer = self.finish(
             "release protection",
             self.request("DELETE", &path)
                 .query("address", address)
@@ -869,7 +839,7 @@ impl Client {
     /// Marks one of the caller's messages read.
     pub fn read_notification(&self, id: &str) -> Result<Notification, ClientError> {
         let path = format!("/notifications/{}/read", workspace_segment(id));
-        let body: NotificationBody = self.finish(
+        let body: NotificationAnswer = self.finish(
             "POST /notifications/{id}/read",
             self.request("POST", &path).send_json(json!({})),
         )?;
@@ -878,7 +848,7 @@ impl Client {
 
     /// Marks every message of the caller read; how many were unread.
     pub fn read_all_notifications(&self) -> Result<u64, ClientError> {
-        let body: MarkedBody = self.finish(
+        let body: MarkedAnswer = self.finish(
             "POST /notifications/read-all",
             self.request("POST", "/notifications/read-all")
                 .send_json(json!({})),
@@ -893,7 +863,7 @@ impl Client {
         disable: &[String],
         enable: &[String],
     ) -> Result<Vec<NotificationSetting>, ClientError> {
-        let body: SettingsBody = if disable.is_empty() && enable.is_empty() {
+        let body: NotificationSettingsAnswer = if disable.is_empty() && enable.is_empty() {
             self.finish(
                 "GET /notifications/settings",
                 self.request("GET", "/notifications/settings").call(),
@@ -917,7 +887,7 @@ impl Client {
         kind: &str,
         mandatory: bool,
     ) -> Result<Vec<NotificationSetting>, ClientError> {
-        let body: SettingsBody = self.finish(
+        let body: NotificationSettingsAnswer = self.finish(
             "POST /notifications/mandatory",
             self.request("POST", "/notifications/mandatory")
                 .send_json(json!(requests::MandatoryKind {

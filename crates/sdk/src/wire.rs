@@ -768,3 +768,51 @@ pub struct PolicyAnswer {
 pub struct ScheduleAnswer {
     pub schedule: WorkspaceSchedule,
 }
+
+/// `{"preview": ...}`: a fleet preview started.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PreviewAnswer {
+    pub preview: Preview,
+}
+
+/// `{"versions": [...]}`: `GET /templates/{name}/versions`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VersionsAnswer {
+    pub versions: Vec<TemplateVersion>,
+}
+
+/// `{"protections": [...]}`: what a workspace keeps protected.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProtectionsAnswer {
+    pub protections: Vec<Protection>,
+}
+
+/// `{"released": ...}`: a protection released.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReleasedAnswer {
+    pub released: Protection,
+}
+
+/// `{"notification": ...}`: a message marked read.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NotificationAnswer {
+    pub notification: Notification,
+}
+
+/// `{"settings": [...]}`: the caller's notification settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NotificationSettingsAnswer {
+    pub settings: Vec<NotificationSetting>,
+}
+
+/// `{"marked": n}`: how many messages were marked read.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MarkedAnswer {
+    pub marked: u64,
+}
+
+/// `{"revoked": ...}`: an API token revoked.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RevokedTokenAnswer {
+    pub revoked: ApiToken,
+}

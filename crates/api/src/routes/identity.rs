@@ -117,5 +117,8 @@ async fn revoke_token(
     Path(name): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
     let revoked = state.control.revoke_api_token(&caller, &name).await?;
-    Ok(Json(json!({"revoked": api_token_view(&revoked)})).into_response())
+    Ok(Json(json!(abode_sdk::RevokedTokenAnswer {
+        revoked: api_token_view(&revoked)
+    }))
+    .into_response())
 }

@@ -36,7 +36,7 @@ fn settings_json(settings: &[abode_control::notifications::KindSetting]) -> Valu
             mandatory: setting.mandatory,
         })
         .collect();
-    json!({ "settings": settings })
+    json!(abode_sdk::NotificationSettingsAnswer { settings })
 }
 
 fn kinds(names: &[String]) -> Result<Vec<abode_store::NotificationKind>, ApiError> {
@@ -179,7 +179,10 @@ async fn read(
     Path(id): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
     let message = state.control.read_notification(&caller, &id).await?;
-    Ok(Json(json!({"notification": notification_view(&message)})).into_response())
+    Ok(Json(json!(abode_sdk::NotificationAnswer {
+        notification: notification_view(&message)
+    }))
+    .into_response())
 }
 
 async fn read_all(
@@ -187,5 +190,5 @@ async fn read_all(
     Authenticated(caller): Authenticated,
 ) -> Result<axum::response::Response, ApiError> {
     let marked = state.control.read_all_notifications(&caller).await?;
-    Ok(Json(json!({"marked": marked})).into_response())
+    Ok(Json(json!(abode_sdk::MarkedAnswer { marked })).into_response())
 }

@@ -52,7 +52,9 @@ async fn start_preview(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"preview": preview_view(&preview)}),
+        json!(abode_sdk::PreviewAnswer {
+            preview: preview_view(&preview)
+        }),
     )
 }
 

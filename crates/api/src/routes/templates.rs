@@ -72,7 +72,10 @@ async fn list_versions(
 ) -> ApiResult {
     let versions = state.control.template_versions(&caller, &name).await?;
     let versions: Vec<abode_sdk::TemplateVersion> = versions.iter().map(version_view).collect();
-    ok(StatusCode::OK, json!({"versions": versions}))
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::VersionsAnswer { versions }),
+    )
 }
 
 #[derive(Deserialize)]

@@ -141,7 +141,10 @@ async fn list_protections(
 ) -> ApiResult {
     let protections = state.control.protections(&caller, &workspace).await?;
     let protections: Vec<abode_sdk::Protection> = protections.iter().map(protection_view).collect();
-    ok(StatusCode::OK, json!({"protections": protections}))
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::ProtectionsAnswer { protections }),
+    )
 }
 
 #[derive(Deserialize)]
@@ -204,6 +207,8 @@ async fn release_protection(
         .await?;
     ok(
         StatusCode::OK,
-        json!({"released": protection_view(&released)}),
+        json!(abode_sdk::ReleasedAnswer {
+            released: protection_view(&released)
+        }),
     )
 }
