@@ -28,8 +28,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use abode_client::types::{AgentHeartbeat, AgentMe};
 use abode_client::{Client, ClientError};
+use abode_sdk::{AgentHeartbeat, AgentMe};
 use anyhow::Context;
 use clap::Args;
 

@@ -27,8 +27,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use abode_client::types::{Build, Transition};
 use abode_client::Client;
+use abode_sdk::{Build, Transition};
 use util::{finish, fixture, require_terraform, signal, FreshDatabase, Platform};
 
 const WORKSPACES: usize = 30;
@@ -679,7 +679,11 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
                 .iter()
                 .find(|build| build.id == line.build)
                 .unwrap_or_else(|| panic!("{workspace}: an apply of no build: {line:?}"));
-            assert_eq!(build.transition, line.transition, "{workspace}: {line:?}");
+            assert_eq!(
+                build.transition.as_str(),
+                line.transition,
+                "{workspace}: {line:?}"
+            );
         }
         // A build of the killed daemon whose plan was not judged yet ran
         // again elsewhere: nothing of it had been applied.
@@ -734,7 +738,7 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
             .filter(|path| path.to_str().unwrap().ends_with(&shown.id))
             .collect();
         assert_eq!(in_state, on_disk, "{workspace}: {state:#}");
-        let started = builds[0].transition == "start";
+        let started = builds[0].transition == Transition::Start;
         assert_eq!(on_disk.len(), if started { 2 } else { 1 }, "{workspace}");
     }
     eprintln!(

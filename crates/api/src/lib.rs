@@ -6,35 +6,29 @@
 //! its answer (or its typed error) into JSON. Every response carries an
 //! `x-request-id`, which is also on every server log line of that request.
 
-mod connect;
-mod handlers;
-mod identity;
-mod notifications;
-mod prebuilds;
-mod previews;
+mod extract;
+mod pages;
 mod prometheus;
-mod provisioner_keys;
 mod provisionerd;
-mod provisioners;
 mod relay;
-mod schedules;
+mod routes;
 mod server;
-mod state_backend;
 pub mod views;
 
-use axum::extract::{FromRequestParts, Request};
-use axum::http::request::Parts;
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use tracing::Instrument;
 
-use abode_control::{Caller, Control, ControlError};
+use abode_control::{Control, ControlError};
 
 /// What `abode server` configures notifications with.
 pub use abode_control::notifications::{EmailConfig, NotificationsConfig, WebhookConfig};
 pub use abode_control::tags::parse_tags as parse_provisioner_tags;
+pub(crate) use extract::{bearer, request_id, session_bearer};
+pub use extract::{Authenticated, AuthenticatedAgent};
 pub use server::{new_server_identity, Server, ServerError, ServerOptions};
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
@@ -140,73 +134,6 @@ impl IntoResponse for ApiError {
     }
 }
 
-/// The authenticated user of a request.
-pub struct Authenticated(pub Caller);
-
-pub(crate) fn bearer(parts: &Parts) -> Option<String> {
-    let value = parts
-        .headers
-        .get(axum::http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
-    let token = value
-        .strip_prefix("Bearer ")
-        .or_else(|| value.strip_prefix("bearer "))?;
-    let token = token.trim();
-    (!token.is_empty()).then(|| token.to_string())
-}
-
-/// The session or API token of a request, or the 401 that says it is missing.
-pub(crate) fn session_bearer(parts: &Parts) -> Result<String, ApiError> {
-    bearer(parts).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "missing session token: log in first (Authorization: Bearer <token>)",
-        )
-    })
-}
-
-pub(crate) fn request_id(parts: &Parts) -> Option<String> {
-    parts.extensions.get::<RequestId>().map(|id| id.0.clone())
-}
-
-#[axum::async_trait]
-impl FromRequestParts<AppState> for Authenticated {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = session_bearer(parts)?;
-        Ok(Authenticated(
-            state
-                .control
-                .authenticate_caller(&token, request_id(parts))
-                .await?,
-        ))
-    }
-}
-
-/// The workspace agent of a request (authenticated by its agent token).
-pub struct AuthenticatedAgent(pub abode_store::Agent);
-
-#[axum::async_trait]
-impl FromRequestParts<AppState> for AuthenticatedAgent {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(parts).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "missing agent token",
-            )
-        })?;
-        Ok(AuthenticatedAgent(
-            state.control.authenticate_agent(&token).await?,
-        ))
-    }
-}
-
 /// Gives every request an id (the client's when it is sane), logs the request
 /// under it, and returns it in the `x-request-id` header.
 pub async fn request_id_layer(mut request: Request, next: Next) -> Response {
@@ -291,4 +218,4 @@ pub async fn json_errors(request: Request, next: Next) -> Response {
     rewritten
 }
 
-pub use handlers::router;
+pub use routes::router;

@@ -1,362 +1,241 @@
-//! The JSON shapes of docs/api.md, built from the control plane's records.
+//! The answers of docs/api.md, built from the control plane's records as
+//! `abode-sdk` types (one definition of the wire, shared with the client).
 //! Nothing secret is ever a field here: no password hash, no token hash, no
 //! plan, no state.
 
 use abode_control::presets::PresetDefinition;
-use abode_control::{AgentHealth, WorkspaceView};
+use abode_control::{AgentHealth, AgentStatus, WorkspaceView as ControlWorkspaceView};
+use abode_sdk as sdk;
 use abode_store::{
     AuditEvent, Build, LogLine, Protection, Role, Roles, Template, TemplateVersion, User,
 };
 use serde::Serialize;
 use serde_json::Value;
 
-#[derive(Serialize)]
-pub struct UserJson {
-    pub id: String,
-    pub username: String,
-    pub email: String,
-    /// Every role the user holds, widest first.
-    pub roles: Vec<&'static str>,
-    /// The widest of the first schema's three roles they hold (`owner`,
-    /// `template-admin` or `member`), for clients from before `roles`.
-    pub role: &'static str,
-    pub created_at: String,
+/// A count or number the store keeps signed, as the wire's unsigned one (the
+/// store never holds a negative one).
+pub(crate) fn unsigned(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
 }
 
-impl UserJson {
-    pub fn new(user: &User, roles: &Roles) -> Self {
-        UserJson {
-            id: user.id.clone(),
-            username: user.username.clone(),
-            email: user.email.clone(),
-            roles: roles.iter().map(Role::as_str).collect(),
-            role: roles.legacy_role(),
-            created_at: rfc3339(user.created_at),
-        }
+pub fn user_view(user: &User, roles: &Roles) -> sdk::User {
+    sdk::User {
+        id: user.id.clone(),
+        username: user.username.clone(),
+        email: user.email.clone(),
+        // Every role the user holds, widest first, and the widest of the
+        // first schema's three roles (for clients from before `roles`).
+        roles: roles
+            .iter()
+            .map(|role| Role::as_str(role).to_string())
+            .collect(),
+        role: roles.legacy_role().to_string(),
+        created_at: Some(rfc3339(user.created_at)),
     }
 }
 
-#[derive(Serialize)]
-pub struct TemplateJson {
-    pub id: String,
-    pub name: String,
-    pub active_version: Option<i64>,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-impl From<&Template> for TemplateJson {
-    fn from(template: &Template) -> Self {
-        TemplateJson {
-            id: template.id.clone(),
-            name: template.name.clone(),
-            active_version: template.active_version,
-            created_at: rfc3339(template.created_at),
-            updated_at: rfc3339(template.updated_at),
-        }
+pub fn template_view(template: &Template) -> sdk::Template {
+    sdk::Template {
+        id: template.id.clone(),
+        name: template.name.clone(),
+        active_version: template.active_version.map(unsigned),
+        created_at: Some(rfc3339(template.created_at)),
+        updated_at: Some(rfc3339(template.updated_at)),
     }
 }
 
-#[derive(Serialize)]
-pub struct ValidationJson {
-    pub ok: bool,
-    pub message: String,
-}
-
-#[derive(Serialize)]
-pub struct VersionJson {
-    pub id: String,
-    pub template: String,
-    pub number: i64,
-    pub active: bool,
-    pub message: String,
-    pub created_by: String,
-    pub created_at: String,
-    pub validation: ValidationJson,
-}
-
-impl From<&TemplateVersion> for VersionJson {
-    fn from(version: &TemplateVersion) -> Self {
-        VersionJson {
-            id: version.id.clone(),
-            template: version.template_name.clone(),
-            number: version.number,
-            active: version.active,
-            message: version.message.clone(),
-            created_by: version.created_by.clone(),
-            created_at: rfc3339(version.created_at),
-            validation: ValidationJson {
-                ok: version.validation_ok,
-                message: version.validation_message.clone(),
-            },
-        }
+pub fn version_view(version: &TemplateVersion) -> sdk::TemplateVersion {
+    sdk::TemplateVersion {
+        id: version.id.clone(),
+        template: version.template_name.clone(),
+        number: unsigned(version.number),
+        active: version.active,
+        message: Some(version.message.clone()),
+        created_by: Some(version.created_by.clone()),
+        created_at: Some(rfc3339(version.created_at)),
+        validation: sdk::Validation {
+            ok: version.validation_ok,
+            message: version.validation_message.clone(),
+        },
     }
 }
 
 /// A preset of a template version (`GET /templates/{name}/presets`).
-#[derive(Serialize)]
-pub struct PresetJson {
-    pub name: String,
-    /// Parameter values by name, as strings.
-    pub parameters: std::collections::BTreeMap<String, String>,
-    /// The pool of prebuilt workspaces; `null`: none.
-    pub prebuilds: Option<PrebuildsJson>,
-}
-
-#[derive(Serialize)]
-pub struct PrebuildsJson {
-    pub instances: i64,
-    /// Seconds an unclaimed prebuilt workspace lives; 0: forever.
-    pub ttl_seconds: i64,
-    /// `null`: `instances` at every hour.
-    pub scheduling: Option<SchedulingJson>,
-}
-
-#[derive(Serialize)]
-pub struct SchedulingJson {
-    pub timezone: String,
-    pub schedules: Vec<ScheduleJson>,
-}
-
-#[derive(Serialize)]
-pub struct ScheduleJson {
-    pub cron: String,
-    pub instances: i64,
-}
-
-impl From<&PresetDefinition> for PresetJson {
-    fn from(preset: &PresetDefinition) -> Self {
-        PresetJson {
-            name: preset.name.clone(),
-            parameters: preset.parameters.clone(),
-            prebuilds: preset.prebuilds.as_ref().map(|prebuilds| PrebuildsJson {
+pub fn preset_view(preset: &PresetDefinition) -> sdk::Preset {
+    sdk::Preset {
+        name: preset.name.clone(),
+        parameters: preset.parameters.clone(),
+        prebuilds: preset
+            .prebuilds
+            .as_ref()
+            .map(|prebuilds| sdk::PresetPrebuilds {
                 instances: prebuilds.instances,
                 ttl_seconds: prebuilds.ttl_seconds,
                 scheduling: prebuilds
                     .scheduling
                     .as_ref()
-                    .map(|scheduling| SchedulingJson {
+                    .map(|scheduling| sdk::PresetScheduling {
                         timezone: scheduling.timezone.clone(),
                         schedules: scheduling
                             .schedules
                             .iter()
-                            .map(|schedule| ScheduleJson {
+                            .map(|schedule| sdk::PresetSchedule {
                                 cron: schedule.cron.clone(),
                                 instances: schedule.instances,
                             })
                             .collect(),
                     }),
             }),
-        }
     }
 }
 
-/// A build as docs/api.md shows it. It borrows from the stored record: a page
-/// of builds or workspaces is serialized without copying its strings.
-#[derive(Serialize)]
-pub struct BuildJson<'a> {
-    pub id: &'a str,
-    pub workspace: &'a str,
-    pub owner: &'a str,
-    pub number: i64,
-    pub transition: &'static str,
-    pub status: &'static str,
-    pub template_version: i64,
-    /// Who asked for the build: a username, or a system actor's name.
-    pub initiator: &'a str,
-    /// `user`, or `system` for the server, the scheduler or prebuilds.
-    pub initiator_type: &'static str,
-    pub reason: &'static str,
-    pub error: Option<&'a str>,
-    pub created_at: Rfc3339,
-    pub started_at: Option<Rfc3339>,
-    pub finished_at: Option<Rfc3339>,
-    /// The guard's report (documented schema), or null before the plan.
-    pub guard: Option<&'a abode_guard::Report>,
-    pub plan_digest: Option<&'a str>,
-    pub expires_at: Option<Rfc3339>,
-    pub confirmed_by: Option<&'a str>,
-    pub confirmed_at: Option<Rfc3339>,
-}
+/// A build as docs/api.md shows it, with the guard's report the store
+/// decoded.
+pub type BuildView = sdk::Build<abode_guard::Report>;
 
-impl<'a> From<&'a Build> for BuildJson<'a> {
-    fn from(build: &'a Build) -> Self {
-        BuildJson {
-            id: &build.id,
-            workspace: &build.workspace_name,
-            owner: &build.owner_name,
-            number: build.number,
-            transition: build.transition.as_str(),
-            status: build.status.as_str(),
-            template_version: build.template_version,
-            initiator: &build.initiator_name,
-            initiator_type: if abode_store::SystemActor::by_user_id(&build.initiator_id).is_some() {
+/// A workspace as docs/api.md shows it, with its parameters and its latest
+/// build's report as the store decoded them.
+pub type WorkspaceView = sdk::Workspace<abode_guard::Report>;
+
+pub fn build_view(build: &Build) -> BuildView {
+    sdk::Build {
+        id: build.id.clone(),
+        workspace: build.workspace_name.clone(),
+        owner: build.owner_name.clone(),
+        number: unsigned(build.number),
+        transition: transition(build.transition),
+        status: build.status.as_str().to_string(),
+        template_version: unsigned(build.template_version),
+        // Who asked for the build: a username, or a system actor's name.
+        initiator: Some(build.initiator_name.clone()),
+        // `user`, or `system` for the server, the scheduler or prebuilds.
+        initiator_type: Some(
+            if abode_store::SystemActor::by_user_id(&build.initiator_id).is_some() {
                 "system"
             } else {
                 "user"
-            },
-            reason: build.reason.as_str(),
-            error: build.error.as_deref(),
-            created_at: Rfc3339(build.created_at),
-            started_at: build.started_at.map(Rfc3339),
-            finished_at: build.finished_at.map(Rfc3339),
-            guard: build.guard_report.as_ref(),
-            plan_digest: build.plan_digest.as_deref(),
-            expires_at: build.expires_at.map(Rfc3339),
-            confirmed_by: build.confirmed_by.as_deref(),
-            confirmed_at: build.confirmed_at.map(Rfc3339),
-        }
+            }
+            .to_string(),
+        ),
+        reason: Some(build.reason.as_str().to_string()),
+        error: build.error.clone(),
+        created_at: Some(rfc3339(build.created_at)),
+        started_at: build.started_at.map(rfc3339),
+        finished_at: build.finished_at.map(rfc3339),
+        guard: build.guard_report.clone(),
+        plan_digest: build.plan_digest.clone(),
+        expires_at: build.expires_at.map(rfc3339),
+        confirmed_by: build.confirmed_by.clone(),
+        confirmed_at: build.confirmed_at.map(rfc3339),
     }
 }
 
-#[derive(Serialize)]
-pub struct AgentJson<'a> {
-    pub status: abode_control::AgentStatus,
-    pub lifecycle: Option<&'a str>,
-    pub last_heartbeat_at: Option<Rfc3339>,
-    pub connected_at: Option<Rfc3339>,
-    pub reason: Option<&'a str>,
-}
-
-impl<'a> From<&'a AgentHealth> for AgentJson<'a> {
-    fn from(health: &'a AgentHealth) -> Self {
-        AgentJson {
-            status: health.status,
-            lifecycle: health.lifecycle.as_deref(),
-            last_heartbeat_at: health.last_heartbeat_at.map(Rfc3339),
-            connected_at: health.connected_at.map(Rfc3339),
-            reason: health.reason.as_deref(),
-        }
+fn agent_status(status: AgentStatus) -> &'static str {
+    match status {
+        AgentStatus::None => "none",
+        AgentStatus::Connecting => "connecting",
+        AgentStatus::Starting => "starting",
+        AgentStatus::Ready => "ready",
+        AgentStatus::StartError => "start_error",
+        AgentStatus::Unhealthy => "unhealthy",
+        AgentStatus::Disconnected => "disconnected",
     }
 }
 
-/// A workspace as docs/api.md shows it, borrowed from its view (see [`BuildJson`]).
-#[derive(Serialize)]
-pub struct WorkspaceJson<'a> {
-    pub id: &'a str,
-    pub name: &'a str,
-    pub owner: &'a str,
-    pub template: &'a str,
-    pub template_version: i64,
-    pub parameters: &'a abode_store::Parameters,
-    /// The preset the workspace was created with, if any.
-    pub preset: Option<&'a str>,
-    pub status: abode_control::WorkspaceStatus,
-    pub created_at: Rfc3339,
-    pub updated_at: Rfc3339,
-    pub latest_build: BuildJson<'a>,
-    pub agent: AgentJson<'a>,
-    pub healthy: bool,
-    /// Present when a build whose provisioner was lost still holds the
-    /// workspace's state lock: new builds wait until it reports its
-    /// Terraform ended, or an owner or template admin unlocks it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub locked_by_lost_holder: Option<LostLockJson<'a>>,
-}
-
-/// A state lock kept by a lost holder.
-#[derive(Serialize)]
-pub struct LostLockJson<'a> {
-    pub build_number: i64,
-    pub holder: &'a str,
-    pub taken_at: Rfc3339,
-    pub lost_at: Rfc3339,
-}
-
-impl<'a> From<&'a WorkspaceView> for WorkspaceJson<'a> {
-    fn from(view: &'a WorkspaceView) -> Self {
-        let workspace = &view.workspace;
-        WorkspaceJson {
-            id: &workspace.id,
-            name: &workspace.name,
-            owner: &workspace.owner_name,
-            template: &workspace.template_name,
-            template_version: workspace.template_version,
-            parameters: &workspace.parameters,
-            preset: workspace.preset_name.as_deref(),
-            status: view.status,
-            created_at: Rfc3339(workspace.created_at),
-            updated_at: Rfc3339(workspace.updated_at),
-            latest_build: BuildJson::from(&view.latest_build),
-            agent: AgentJson::from(&view.agent),
-            healthy: view.healthy,
-            locked_by_lost_holder: view
-                .locked_by_lost_holder
-                .as_ref()
-                .map(|lock| LostLockJson {
-                    build_number: lock.build_number,
-                    holder: &lock.holder,
-                    taken_at: Rfc3339(lock.taken_at),
-                    lost_at: Rfc3339(lock.lost_at),
-                }),
-        }
+pub fn agent_view(health: &AgentHealth) -> sdk::AgentInfo {
+    sdk::AgentInfo {
+        status: agent_status(health.status).to_string(),
+        lifecycle: health.lifecycle.clone(),
+        last_heartbeat_at: health.last_heartbeat_at.map(rfc3339),
+        connected_at: health.connected_at.map(rfc3339),
+        reason: health.reason.clone(),
     }
 }
 
-#[derive(Serialize)]
-pub struct ProtectionJson {
-    pub address: String,
-    pub mode: String,
-    pub updated_at: String,
-}
-
-impl From<&Protection> for ProtectionJson {
-    fn from(protection: &Protection) -> Self {
-        ProtectionJson {
-            address: protection.address.clone(),
-            mode: protection.mode.clone(),
-            updated_at: rfc3339(protection.updated_at),
-        }
+pub fn workspace_view(view: &ControlWorkspaceView) -> WorkspaceView {
+    let workspace = &view.workspace;
+    sdk::Workspace {
+        id: workspace.id.clone(),
+        name: workspace.name.clone(),
+        owner: workspace.owner_name.clone(),
+        template: workspace.template_name.clone(),
+        template_version: unsigned(workspace.template_version),
+        parameters: workspace.parameters.clone(),
+        // The preset the workspace was created with, if any.
+        preset: workspace.preset_name.clone(),
+        status: view.status.as_str().to_string(),
+        created_at: Some(rfc3339(workspace.created_at)),
+        updated_at: Some(rfc3339(workspace.updated_at)),
+        latest_build: Some(build_view(&view.latest_build)),
+        agent: agent_view(&view.agent),
+        healthy: view.healthy,
+        // Present when a build whose provisioner was lost still holds the
+        // workspace's state lock: new builds wait until it reports its
+        // Terraform ended, or an owner or template admin unlocks it.
+        locked_by_lost_holder: view
+            .locked_by_lost_holder
+            .as_ref()
+            .map(|lock| sdk::LostLock {
+                build_number: lock.build_number,
+                holder: lock.holder.clone(),
+                taken_at: Some(rfc3339(lock.taken_at)),
+                lost_at: Some(rfc3339(lock.lost_at)),
+            }),
     }
 }
 
-#[derive(Serialize)]
-pub struct AuditEventJson {
-    pub id: i64,
-    pub time: String,
-    pub actor: Option<String>,
-    pub action: String,
-    pub target_type: String,
-    pub target: String,
-    pub outcome: String,
-    pub request_id: Option<String>,
-    pub details: Option<String>,
-}
-
-impl From<&AuditEvent> for AuditEventJson {
-    fn from(event: &AuditEvent) -> Self {
-        AuditEventJson {
-            id: event.id,
-            time: rfc3339(event.time),
-            actor: event.actor_name.clone(),
-            action: event.action.clone(),
-            target_type: event.target_type.clone(),
-            target: event.target.clone(),
-            outcome: event.outcome.clone(),
-            request_id: event.request_id.clone(),
-            details: event.details.clone(),
-        }
+pub fn protection_view(protection: &Protection) -> sdk::Protection {
+    sdk::Protection {
+        address: protection.address.clone(),
+        mode: protection.mode.clone(),
+        updated_at: Some(rfc3339(protection.updated_at)),
     }
 }
 
-#[derive(Serialize)]
-pub struct LogLineJson {
-    pub seq: i64,
-    pub time: String,
-    pub stage: String,
-    pub level: String,
-    pub text: String,
+pub fn audit_event_view(event: &AuditEvent) -> sdk::AuditEvent {
+    sdk::AuditEvent {
+        id: Value::from(event.id),
+        time: Some(rfc3339(event.time)),
+        actor: event.actor_name.clone(),
+        action: event.action.clone(),
+        target_type: Some(event.target_type.clone()),
+        target: Some(event.target.clone()),
+        outcome: Some(event.outcome.clone()),
+        request_id: event.request_id.clone(),
+        details: event.details.clone(),
+    }
 }
 
-impl From<&LogLine> for LogLineJson {
-    fn from(line: &LogLine) -> Self {
-        LogLineJson {
-            seq: line.seq,
-            time: rfc3339(line.time),
-            stage: line.stage.clone(),
-            level: line.level.clone(),
-            text: line.text.clone(),
-        }
+pub fn log_line_view(line: &LogLine) -> sdk::LogLine {
+    sdk::LogLine {
+        seq: unsigned(line.seq),
+        time: Some(rfc3339(line.time)),
+        stage: line.stage.clone(),
+        level: line.level.clone(),
+        text: line.text.clone(),
+    }
+}
+
+/// A transition of the domain as the wire's.
+pub fn transition(transition: abode_store::Transition) -> sdk::Transition {
+    use abode_store::Transition as Domain;
+    match transition {
+        Domain::Start => sdk::Transition::Start,
+        Domain::Stop => sdk::Transition::Stop,
+        Domain::Delete => sdk::Transition::Delete,
+    }
+}
+
+/// A build status of the store as the wire's.
+pub fn build_status(status: abode_store::BuildStatus) -> sdk::BuildStatus {
+    use abode_store::BuildStatus as Stored;
+    match status {
+        Stored::Pending => sdk::BuildStatus::Pending,
+        Stored::Running => sdk::BuildStatus::Running,
+        Stored::AwaitingConfirmation => sdk::BuildStatus::AwaitingConfirmation,
+        Stored::Succeeded => sdk::BuildStatus::Succeeded,
+        Stored::Failed => sdk::BuildStatus::Failed,
+        Stored::Canceled => sdk::BuildStatus::Canceled,
     }
 }
 
@@ -454,7 +333,59 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{parse_rfc3339, rfc3339};
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::{build_view, parse_rfc3339, rfc3339};
+
+    /// The wire of a build, byte for byte: the fields in docs/api.md's
+    /// order, the guard's report as the guard writes it, and a client reads
+    /// it back.
+    #[test]
+    fn a_build_is_written_as_before_with_its_report() {
+        let report: abode_guard::Report =
+            serde_json::from_str(r#"{"schema_version":1,"decision":"allow","changes":[]}"#)
+                .unwrap();
+        let report_json = serde_json::to_string(&report).unwrap();
+        let build = abode_store::Build {
+            id: "b1".into(),
+            workspace_id: "w1".into(),
+            workspace_name: "dev".into(),
+            owner_name: "alice".into(),
+            number: 2,
+            transition: abode_store::Transition::Start,
+            status: abode_store::BuildStatus::Succeeded,
+            template_version_id: "v1".into(),
+            template_version: 3,
+            initiator_id: "u1".into(),
+            initiator_name: "alice".into(),
+            reason: abode_store::BuildReason::Initiator,
+            parameters: None,
+            error: None,
+            guard_report: Some(report),
+            created_at: 0,
+            started_at: Some(1),
+            finished_at: None,
+            plan_digest: None,
+            expires_at: None,
+            confirmed_by: None,
+            confirmed_at: None,
+        };
+        let json = serde_json::to_string(&build_view(&build)).unwrap();
+        assert_eq!(
+            json,
+            concat!(
+                r#"{"id":"b1","workspace":"dev","owner":"alice","number":2,"transition":"start","#,
+                r#""status":"succeeded","template_version":3,"initiator":"alice","initiator_type":"user","#,
+                r#""reason":"initiator","error":null,"created_at":"1970-01-01T00:00:00.000Z","#,
+                r#""started_at":"1970-01-01T00:00:00.001Z","finished_at":null,"#,
+                r#""guard":REPORT,"#,
+                r#""plan_digest":null,"expires_at":null,"confirmed_by":null,"confirmed_at":null}"#
+            )
+            .replace("REPORT", &report_json)
+        );
+        let read: abode_sdk::Build = serde_json::from_str(&json).unwrap();
+        assert!(read.is_final());
+        assert_eq!(read.guard.unwrap()["decision"], "allow");
+    }
 
     #[test]
     fn rfc3339_times_parse_back() {
@@ -490,50 +421,30 @@ mod tests {
     }
 }
 
-/// A fleet preview's summary (`GET /templates/{name}/versions/{n}/previews/latest`).
-#[derive(Serialize)]
-pub struct PreviewJson<'a> {
-    pub id: &'a str,
-    pub template: &'a str,
-    pub version: i64,
-    pub requested_by: &'a str,
-    pub created_at: Rfc3339,
-    /// Every workspace planned (or skipped): the counts are final.
-    pub done: bool,
-    pub finished_at: Option<Rfc3339>,
-    pub total: i64,
-    pub pending: i64,
-    pub allowed: i64,
-    pub held: i64,
-    pub blocked: i64,
-    pub failed: i64,
-    pub skipped: i64,
-    /// Why activating the version asks for confirmation; null when it does not.
-    pub activation_concern: Option<String>,
-}
-
-impl<'a> From<&'a abode_store::Preview> for PreviewJson<'a> {
-    fn from(preview: &'a abode_store::Preview) -> Self {
-        PreviewJson {
-            id: &preview.id,
-            template: &preview.template_name,
-            version: preview.version,
-            requested_by: &preview.requested_by,
-            created_at: Rfc3339(preview.created_at),
-            done: preview.pending == 0,
-            finished_at: preview
-                .finished_at
-                .filter(|_| preview.pending == 0)
-                .map(Rfc3339),
-            total: preview.total,
-            pending: preview.pending,
-            allowed: preview.allowed,
-            held: preview.held,
-            blocked: preview.blocked,
-            failed: preview.failed,
-            skipped: preview.skipped,
-            activation_concern: abode_control::previews::activation_concern(preview),
-        }
+/// A fleet preview's summary (`GET /templates/{name}/versions/{n}/previews/latest`):
+/// `done` once every workspace is planned (or skipped) and the counts are
+/// final; `activation_concern` says why activating the version asks for
+/// confirmation (null when it does not).
+pub fn preview_view(preview: &abode_store::Preview) -> sdk::Preview {
+    sdk::Preview {
+        id: preview.id.clone(),
+        template: preview.template_name.clone(),
+        version: unsigned(preview.version),
+        requested_by: preview.requested_by.clone(),
+        created_at: rfc3339(preview.created_at),
+        done: preview.pending == 0,
+        finished_at: preview
+            .finished_at
+            .filter(|_| preview.pending == 0)
+            .map(rfc3339),
+        total: unsigned(preview.total),
+        pending: unsigned(preview.pending),
+        allowed: unsigned(preview.allowed),
+        held: unsigned(preview.held),
+        blocked: unsigned(preview.blocked),
+        failed: unsigned(preview.failed),
+        skipped: unsigned(preview.skipped),
+        activation_concern: abode_control::previews::activation_concern(preview),
     }
 }
 

@@ -12,13 +12,16 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::error::ClientError;
-use crate::types::{
-    AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, CreatedApiToken, CreatedProvisionerKey,
-    FailedNotification, LogPage, LoginResponse, Notification, NotificationSetting, PrebuildPool,
-    Preview, PreviewReport, PreviewResult, Protection, Provisioner, ProvisionerKey, ScheduleSpec,
-    Template, TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion,
-    TemplateVersionDetail, TemplateVersionResponse, Transition, Unlocked, User, Workspace,
-    WorkspaceSchedule,
+use abode_sdk::{
+    requests, AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, BuildAnswer, CreatedApiToken,
+    CreatedProvisionerKey, CreatedWorkspace, FailedNotification, LogPage, LoginResponse,
+    MarkedAnswer, Notification, NotificationAnswer, NotificationSetting,
+    NotificationSettingsAnswer, Orphaned, PolicyAnswer, PrebuildPool, Preview, PreviewAnswer,
+    PreviewReport, PreviewResult, Protection, ProtectionsAnswer, Provisioner, ProvisionerKey,
+    ReleasedAnswer, RevokedTokenAnswer, ScheduleAnswer, ScheduleSpec, Template, TemplateAnswer,
+    TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion, TemplateVersionDetail,
+    TemplateVersionResponse, Transition, Unlocked, User, UserAnswer, VersionsAnswer, Workspace,
+    WorkspaceAnswer, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -69,83 +72,12 @@ struct ErrorDetail {
 }
 
 #[derive(Deserialize)]
-struct UserBody {
-    user: User,
-}
-#[derive(Deserialize)]
-struct PolicyBody {
-    policy: TemplatePolicy,
-}
-
-#[derive(Deserialize)]
-struct ScheduleBody {
-    schedule: WorkspaceSchedule,
-}
-
-#[derive(Deserialize)]
-struct TemplateBody {
-    template: Template,
-}
-#[derive(Deserialize)]
-struct PreviewBody {
-    preview: Preview,
-}
-#[derive(Deserialize)]
 struct PreviewPage {
     preview: Option<Preview>,
     #[serde(default)]
     results: Vec<PreviewResult>,
     #[serde(default)]
     next: Option<String>,
-}
-#[derive(Deserialize)]
-struct VersionsBody {
-    versions: Vec<TemplateVersion>,
-}
-#[derive(Deserialize)]
-struct WorkspaceBody {
-    workspace: Workspace,
-}
-#[derive(Deserialize)]
-struct BuildBody {
-    build: Build,
-}
-#[derive(Deserialize)]
-struct ProtectionsBody {
-    protections: Vec<Protection>,
-}
-/// `POST /workspaces/{ws}/orphan`: the workspace removed without Terraform
-/// and the resources its last state names.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Orphaned {
-    pub resources: Vec<String>,
-}
-#[derive(Deserialize)]
-struct ReleasedBody {
-    released: Protection,
-}
-#[derive(Deserialize)]
-struct NotificationBody {
-    notification: Notification,
-}
-#[derive(Deserialize)]
-struct SettingsBody {
-    settings: Vec<NotificationSetting>,
-}
-#[derive(Deserialize)]
-struct MarkedBody {
-    marked: u64,
-}
-#[derive(Deserialize)]
-struct RevokedTokenBody {
-    revoked: ApiToken,
-}
-
-/// Answer to a workspace creation: the workspace and its first build.
-#[derive(Debug, Clone, Deserialize, serde::Serialize)]
-pub struct CreatedWorkspace {
-    pub workspace: Workspace,
-    pub build: Build,
 }
 
 impl Client {
@@ -233,7 +165,13 @@ impl Client {
         email: &str,
         password: &str,
     ) -> Result<LoginResponse, ClientError> {
-        let body = json!({"username": username, "email": email, "password": password});
+        let body = json!(requests::NewUser {
+            username: username.to_string(),
+            email: email.to_string(),
+            password: password.to_string(),
+            roles: None,
+            role: None,
+        });
         self.finish(
             "POST /users/first",
             self.request("POST", "/users/first").send_json(body),
@@ -242,7 +180,10 @@ impl Client {
 
     /// Logs in with a password and returns a new session token.
     pub fn login(&self, username: &str, password: &str) -> Result<LoginResponse, ClientError> {
-        let body = json!({"username": username, "password": password});
+        let body = json!(requests::Login {
+            username: username.to_string(),
+            password: password.to_string(),
+        });
         self.finish(
             "POST /login",
             self.request("POST", "/login").send_json(body),
@@ -263,10 +204,10 @@ impl Client {
         name: &str,
         lifetime_seconds: Option<u64>,
     ) -> Result<CreatedApiToken, ClientError> {
-        let mut body = json!({"name": name});
-        if let Some(seconds) = lifetime_seconds {
-            body["lifetime_seconds"] = json!(seconds);
-        }
+        let body = json!(requests::NewApiToken {
+            name: name.to_string(),
+            lifetime_seconds,
+        });
         self.finish(
             "POST /tokens",
             self.request("POST", "/tokens").send_json(body),
@@ -281,14 +222,14 @@ impl Client {
     /// Revokes the caller's API token `name`.
     pub fn revoke_api_token(&self, name: &str) -> Result<ApiToken, ClientError> {
         let path = format!("/tokens/{}", workspace_segment(name));
-        let body: RevokedTokenBody =
+        let body: RevokedTokenAnswer =
             self.finish("DELETE /tokens", self.request("DELETE", &path).call())?;
         Ok(body.revoked)
     }
 
     /// The user the token belongs to.
     pub fn me(&self) -> Result<User, ClientError> {
-        let body: UserBody =
+        let body: UserAnswer =
             self.finish("GET /users/me", self.request("GET", "/users/me").call())?;
         Ok(body.user)
     }
@@ -301,9 +242,14 @@ impl Client {
         password: &str,
         roles: &[String],
     ) -> Result<User, ClientError> {
-        let body =
-            json!({"username": username, "email": email, "password": password, "roles": roles});
-        let body: UserBody = self.finish(
+        let body = json!(requests::NewUser {
+            username: username.to_string(),
+            email: email.to_string(),
+            password: password.to_string(),
+            roles: Some(roles.to_vec()),
+            role: None,
+        });
+        let body: UserAnswer = self.finish(
             "POST /users",
             self.request("POST", "/users").send_json(body),
         )?;
@@ -319,10 +265,13 @@ impl Client {
         remove: &[String],
     ) -> Result<User, ClientError> {
         let path = format!("/users/{}/roles", workspace_segment(username));
-        let body: UserBody = self.finish(
+        let body: UserAnswer = self.finish(
             "POST /users/{name}/roles",
             self.request("POST", &path)
-                .send_json(json!({"add": add, "remove": remove})),
+                .send_json(json!(requests::RoleChange {
+                    add: add.to_vec(),
+                    remove: remove.to_vec(),
+                })),
         )?;
         Ok(body.user)
     }
@@ -397,8 +346,12 @@ impl Client {
     ) -> Result<CreatedProvisionerKey, ClientError> {
         self.finish(
             "POST /provisioner-keys",
-            self.request("POST", "/provisioner-keys")
-                .send_json(json!({"name": name, "tags": tags})),
+            self.request("POST", "/provisioner-keys").send_json(json!(
+                requests::NewProvisionerKey {
+                    name: name.to_string(),
+                    tags: tags.to_vec(),
+                }
+            )),
         )
     }
 
@@ -478,14 +431,15 @@ impl Client {
     /// One template.
     pub fn template(&self, name: &str) -> Result<Template, ClientError> {
         let path = format!("/templates/{}", workspace_segment(name));
-        let body: TemplateBody = self.finish("GET template", self.request("GET", &path).call())?;
+        let body: TemplateAnswer =
+            self.finish("GET template", self.request("GET", &path).call())?;
         Ok(body.template)
     }
 
     /// The versions of a template, by number.
     pub fn template_versions(&self, name: &str) -> Result<Vec<TemplateVersion>, ClientError> {
         let path = format!("/templates/{}/versions", workspace_segment(name));
-        let body: VersionsBody =
+        let body: VersionsAnswer =
             self.finish("GET template versions", self.request("GET", &path).call())?;
         Ok(body.versions)
     }
@@ -528,7 +482,9 @@ impl Client {
         self.finish(
             "activate version",
             self.request("POST", &path)
-                .send_json(json!({"acknowledge_preview": preview})),
+                .send_json(json!(requests::ActivateVersion {
+                    acknowledge_preview: preview.map(str::to_string),
+                })),
         )
     }
 
@@ -544,7 +500,7 @@ impl Client {
             "/templates/{}/versions/{number}/previews",
             workspace_segment(name)
         );
-        let body: PreviewBody = self.finish(
+        let body: PreviewAnswer = self.finish(
             "start preview",
             self.request("POST", &path)
                 .send_json(json!({"workspaces": workspaces})),
@@ -643,30 +599,48 @@ impl Client {
     /// One workspace, by name or `owner/name`.
     pub fn workspace(&self, workspace: &str) -> Result<Workspace, ClientError> {
         let path = format!("/workspaces/{}", workspace_segment(workspace));
-        let body: WorkspaceBody =
+        let body: WorkspaceAnswer =
             self.finish("GET workspace", self.request("GET", &path).call())?;
         Ok(body.workspace)
     }
 
-    /// Queues a build of the workspace; `parameters` (a start or an update
-    /// only) are new values of its mutable parameters.
+    /// Queues a build of the workspace; `parameters` (a start only) are new
+    /// values of its mutable parameters.
     pub fn start_build(
         &self,
         workspace: &str,
         transition: Transition,
         parameters: &BTreeMap<String, String>,
     ) -> Result<Build, ClientError> {
-        let mut body = match transition {
-            Transition::Start => json!({"transition": "start"}),
-            Transition::Stop => json!({"transition": "stop"}),
-            Transition::Delete => json!({"transition": "delete"}),
-            Transition::Update => json!({"transition": "start", "update": true}),
-        };
+        self.post_build(workspace, transition, false, parameters)
+    }
+
+    /// Queues a start of the workspace on its template's active version;
+    /// `parameters` are new values of its mutable parameters.
+    pub fn update_workspace(
+        &self,
+        workspace: &str,
+        parameters: &BTreeMap<String, String>,
+    ) -> Result<Build, ClientError> {
+        self.post_build(workspace, Transition::Start, true, parameters)
+    }
+
+    fn post_build(
+        &self,
+        workspace: &str,
+        transition: Transition,
+        update: bool,
+        parameters: &BTreeMap<String, String>,
+    ) -> Result<Build, ClientError> {
+        let mut body = json!({ "transition": transition });
+        if update {
+            body["update"] = json!(true);
+        }
         if !parameters.is_empty() {
             body["parameters"] = json!(parameters);
         }
         let path = format!("/workspaces/{}/builds", workspace_segment(workspace));
-        let body: BuildBody =
+        let body: BuildAnswer =
             self.finish("POST builds", self.request("POST", &path).send_json(body))?;
         Ok(body.build)
     }
@@ -694,7 +668,7 @@ impl Client {
             "/workspaces/{}/builds/{number}",
             workspace_segment(workspace)
         );
-        let body: BuildBody = self.finish("GET build", self.request("GET", &path).call())?;
+        let body: BuildAnswer = self.finish("GET build", self.request("GET", &path).call())?;
         Ok(body.build)
     }
 
@@ -723,7 +697,7 @@ impl Client {
             "/workspaces/{}/builds/{number}/cancel",
             workspace_segment(workspace)
         );
-        let body: BuildBody = self.finish("cancel build", self.request("POST", &path).call())?;
+        let body: BuildAnswer = self.finish("cancel build", self.request("POST", &path).call())?;
         Ok(body.build)
     }
 
@@ -739,10 +713,12 @@ impl Client {
             "/workspaces/{}/builds/{number}/confirm",
             workspace_segment(workspace)
         );
-        let body: BuildBody = self.finish(
+        let body: BuildAnswer = self.finish(
             "confirm build",
             self.request("POST", &path)
-                .send_json(json!({"digest": digest})),
+                .send_json(json!(requests::ConfirmBuild {
+                    digest: Some(digest.to_string()),
+                })),
         )?;
         Ok(body.build)
     }
@@ -750,7 +726,7 @@ impl Client {
     /// The protections a workspace remembers, by address.
     pub fn protections(&self, workspace: &str) -> Result<Vec<Protection>, ClientError> {
         let path = format!("/workspaces/{}/protections", workspace_segment(workspace));
-        let body: ProtectionsBody =
+        let body: ProtectionsAnswer =
             self.finish("GET protections", self.request("GET", &path).call())?;
         Ok(body.protections)
     }
@@ -762,7 +738,7 @@ impl Client {
         address: &str,
     ) -> Result<Protection, ClientError> {
         let path = format!("/workspaces/{}/protections", workspace_segment(workspace));
-        let body: ReleasedBody = self.finish(
+        let body: ReleasedAnswer = self.finish(
             "release protection",
             self.request("DELETE", &path)
                 .query("address", address)
@@ -782,7 +758,10 @@ impl Client {
         let body: UnlockedBody = self.finish(
             "unlock workspace",
             self.request("POST", &path)
-                .send_json(serde_json::json!({ "build": build })),
+                .send_json(json!(requests::Unlock {
+                    // No build has a number past i64's: the server answers 404.
+                    build: i64::try_from(build).unwrap_or(i64::MAX),
+                })),
         )?;
         Ok(body.unlocked)
     }
@@ -860,7 +839,7 @@ impl Client {
     /// Marks one of the caller's messages read.
     pub fn read_notification(&self, id: &str) -> Result<Notification, ClientError> {
         let path = format!("/notifications/{}/read", workspace_segment(id));
-        let body: NotificationBody = self.finish(
+        let body: NotificationAnswer = self.finish(
             "POST /notifications/{id}/read",
             self.request("POST", &path).send_json(json!({})),
         )?;
@@ -869,7 +848,7 @@ impl Client {
 
     /// Marks every message of the caller read; how many were unread.
     pub fn read_all_notifications(&self) -> Result<u64, ClientError> {
-        let body: MarkedBody = self.finish(
+        let body: MarkedAnswer = self.finish(
             "POST /notifications/read-all",
             self.request("POST", "/notifications/read-all")
                 .send_json(json!({})),
@@ -884,7 +863,7 @@ impl Client {
         disable: &[String],
         enable: &[String],
     ) -> Result<Vec<NotificationSetting>, ClientError> {
-        let body: SettingsBody = if disable.is_empty() && enable.is_empty() {
+        let body: NotificationSettingsAnswer = if disable.is_empty() && enable.is_empty() {
             self.finish(
                 "GET /notifications/settings",
                 self.request("GET", "/notifications/settings").call(),
@@ -893,7 +872,10 @@ impl Client {
             self.finish(
                 "POST /notifications/settings",
                 self.request("POST", "/notifications/settings")
-                    .send_json(json!({"disable": disable, "enable": enable})),
+                    .send_json(json!(requests::NotificationSettingsChange {
+                        disable: disable.to_vec(),
+                        enable: enable.to_vec(),
+                    })),
             )?
         };
         Ok(body.settings)
@@ -905,10 +887,13 @@ impl Client {
         kind: &str,
         mandatory: bool,
     ) -> Result<Vec<NotificationSetting>, ClientError> {
-        let body: SettingsBody = self.finish(
+        let body: NotificationSettingsAnswer = self.finish(
             "POST /notifications/mandatory",
             self.request("POST", "/notifications/mandatory")
-                .send_json(json!({"kind": kind, "mandatory": mandatory})),
+                .send_json(json!(requests::MandatoryKind {
+                    kind: kind.to_string(),
+                    mandatory,
+                })),
         )?;
         Ok(body.settings)
     }
@@ -930,10 +915,10 @@ impl Client {
         state: &str,
         exit_status: Option<i32>,
     ) -> Result<(), ClientError> {
-        let body = match exit_status {
-            Some(code) => json!({"state": state, "exit_status": code}),
-            None => json!({"state": state}),
-        };
+        let body = json!(requests::AgentLifecycle {
+            state: state.to_string(),
+            exit_status: exit_status.map(i64::from),
+        });
         self.check(self.request("POST", "/agent/lifecycle").send_json(body))
             .map(drop)
     }
@@ -964,7 +949,7 @@ impl Client {
     /// A template's lifecycle policy.
     pub fn template_policy(&self, name: &str) -> Result<TemplatePolicy, ClientError> {
         let path = format!("/templates/{}/policy", workspace_segment(name));
-        let body: PolicyBody =
+        let body: PolicyAnswer =
             self.finish("GET template policy", self.request("GET", &path).call())?;
         Ok(body.policy)
     }
@@ -977,7 +962,7 @@ impl Client {
         patch: &TemplatePolicyPatch,
     ) -> Result<TemplatePolicy, ClientError> {
         let path = format!("/templates/{}/policy", workspace_segment(name));
-        let body: PolicyBody = self.finish(
+        let body: PolicyAnswer = self.finish(
             "PATCH template policy",
             self.request("PATCH", &path).send_json(patch),
         )?;
@@ -987,7 +972,8 @@ impl Client {
     /// A workspace's schedule and lifecycle times.
     pub fn workspace_schedule(&self, workspace: &str) -> Result<WorkspaceSchedule, ClientError> {
         let path = format!("/workspaces/{}/schedule", workspace_segment(workspace));
-        let body: ScheduleBody = self.finish("GET schedule", self.request("GET", &path).call())?;
+        let body: ScheduleAnswer =
+            self.finish("GET schedule", self.request("GET", &path).call())?;
         Ok(body.schedule)
     }
 
@@ -998,7 +984,7 @@ impl Client {
         spec: &ScheduleSpec,
     ) -> Result<WorkspaceSchedule, ClientError> {
         let path = format!("/workspaces/{}/schedule", workspace_segment(workspace));
-        let body: ScheduleBody =
+        let body: ScheduleAnswer =
             self.finish("PUT schedule", self.request("PUT", &path).send_json(spec))?;
         Ok(body.schedule)
     }
@@ -1010,10 +996,10 @@ impl Client {
         duration_ms: u64,
     ) -> Result<WorkspaceSchedule, ClientError> {
         let path = format!("/workspaces/{}/extend", workspace_segment(workspace));
-        let body: ScheduleBody = self.finish(
+        let body: ScheduleAnswer = self.finish(
             "extend workspace",
             self.request("POST", &path)
-                .send_json(json!({ "duration_ms": duration_ms })),
+                .send_json(json!(requests::ExtendWorkspace { duration_ms })),
         )?;
         Ok(body.schedule)
     }
@@ -1021,7 +1007,7 @@ impl Client {
     /// Wakes a dormant workspace.
     pub fn wake_workspace(&self, workspace: &str) -> Result<WorkspaceSchedule, ClientError> {
         let path = format!("/workspaces/{}/wake", workspace_segment(workspace));
-        let body: ScheduleBody = self.finish(
+        let body: ScheduleAnswer = self.finish(
             "wake workspace",
             self.request("POST", &path).send_json(json!({})),
         )?;

@@ -2,14 +2,14 @@
 //!
 //! It keeps three things the binary should not have to know about: how to talk
 //! to the server ([`Client`]), where the CLI session lives ([`config`]), and how
-//! a template folder is packed for upload ([`archive`]).
+//! a template folder is packed for upload ([`archive`]). The request and
+//! answer types are the server's own, from `abode-sdk`.
 
 pub mod archive;
 mod client;
 pub mod config;
 pub mod connect;
 mod error;
-pub mod types;
 
-pub use client::{workspace_segment, Client, CreatedWorkspace, Orphaned};
+pub use client::{workspace_segment, Client};
 pub use error::{ArchiveError, ClientError, ConfigError};

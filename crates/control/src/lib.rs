@@ -71,7 +71,6 @@ pub use prebuilds::{PoolStatus, PrebuildsConfig};
 pub use provisioner::ServerJob;
 pub use provisioner_keys::ProvisionerKey;
 pub use recovery::Recovered;
-pub use schedule_settings::{Autostart, PolicyPatch, PolicyView, ScheduleSpec, ScheduleView};
 pub use scheduler::SchedulerConfig;
 pub use secrets::token_hash;
 pub use templates::{PushOptions, VersionLint};

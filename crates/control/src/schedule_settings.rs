@@ -12,9 +12,14 @@
 use std::time::Duration;
 
 use abode_schedule::{validate_schedule, Weekdays};
+// The wire's types; `PolicyView` and `ScheduleView` say which
+// `TemplatePolicy` this is beside the store's.
+use abode_sdk::{
+    Autostart, ScheduleSpec, TemplatePolicy as PolicyView, TemplatePolicyPatch,
+    WorkspaceSchedule as ScheduleView,
+};
 use abode_store::{Agent, TemplatePolicy, Workspace, WorkspaceLifecycle};
 use chrono::DateTime;
-use serde::{Deserialize, Serialize};
 
 use crate::authz::Action;
 use crate::times::utc_text as utc;
@@ -24,91 +29,6 @@ use crate::{Caller, Control, ControlError};
 /// How often activity writes `last_used_at` (and bumps the deadline): once
 /// a minute at most, so that reading a workspace does not write each time.
 pub const ACTIVITY_THROTTLE: Duration = Duration::from_secs(60);
-
-/// A template's lifecycle policy, as the API shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PolicyView {
-    pub template: String,
-    pub default_ttl_ms: u64,
-    pub activity_bump_ms: u64,
-    pub max_ttl_ms: u64,
-    /// `mon,tue,...`.
-    pub autostart_days: String,
-    pub allow_user_autostart: bool,
-    pub allow_user_autostop: bool,
-    pub failure_ttl_ms: u64,
-    pub dormancy_threshold_ms: u64,
-    pub dormancy_auto_deletion_ms: u64,
-    pub require_active_version: bool,
-}
-
-/// A change of a template's policy: the fields given are set, the others
-/// kept.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyPatch {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default_ttl_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub activity_bump_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_ttl_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub autostart_days: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_user_autostart: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_user_autostop: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failure_ttl_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dormancy_threshold_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dormancy_auto_deletion_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub require_active_version: Option<bool>,
-}
-
-/// An autostart schedule: a five-field cron in an IANA time zone.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Autostart {
-    pub cron: String,
-    pub timezone: String,
-}
-
-/// A workspace's schedule as its owner sets it (`PUT`: the whole of it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ScheduleSpec {
-    /// `None`: no autostart.
-    #[serde(default)]
-    pub autostart: Option<Autostart>,
-    /// The workspace's autostop ttl; `None`: the template's default; 0: no
-    /// autostop (a max ttl still applies).
-    #[serde(default)]
-    pub ttl_ms: Option<u64>,
-}
-
-/// A workspace's schedule and lifecycle times, as the API shows them
-/// (times are Unix milliseconds).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ScheduleView {
-    pub workspace: String,
-    pub autostart: Option<Autostart>,
-    pub ttl_ms: Option<u64>,
-    /// What the template allows and defaults to.
-    pub allow_user_autostart: bool,
-    pub allow_user_autostop: bool,
-    pub template_default_ttl_ms: u64,
-    pub template_max_ttl_ms: u64,
-    pub autostart_days: String,
-    pub deadline: Option<i64>,
-    pub max_deadline: Option<i64>,
-    pub last_used_at: Option<i64>,
-    pub dormant_at: Option<i64>,
-    pub deleting_at: Option<i64>,
-}
 
 impl Control {
     /// `GET /templates/{name}/policy`: anyone who reads templates.
@@ -128,7 +48,7 @@ impl Control {
         &self,
         caller: &Caller,
         name: &str,
-        patch: &PolicyPatch,
+        patch: &TemplatePolicyPatch,
     ) -> Result<PolicyView, ControlError> {
         caller.authorize(Action::TemplatePolicyEdit, None)?;
         let template = self.template(name).await?;
@@ -433,7 +353,7 @@ fn policy_view(name: &str, policy: &TemplatePolicy) -> PolicyView {
 /// durations that fit, and a default ttl within the max ttl.
 fn patched(
     mut policy: TemplatePolicy,
-    patch: &PolicyPatch,
+    patch: &TemplatePolicyPatch,
 ) -> Result<TemplatePolicy, ControlError> {
     let durations = [
         (&mut policy.default_ttl_ms, patch.default_ttl_ms),
@@ -524,13 +444,13 @@ mod tests {
         };
         // (patch, Ok(expected changes) or Err(part of the message))
         type Expected = Result<fn(&mut TemplatePolicy), &'static str>;
-        let cases: Vec<(PolicyPatch, Expected)> = vec![
-            (PolicyPatch::default(), Ok(|_| {})),
+        let cases: Vec<(TemplatePolicyPatch, Expected)> = vec![
+            (TemplatePolicyPatch::default(), Ok(|_| {})),
             (
-                PolicyPatch {
+                TemplatePolicyPatch {
                     default_ttl_ms: Some(8 * 3_600_000),
                     max_ttl_ms: Some(24 * 3_600_000),
-                    ..PolicyPatch::default()
+                    ..TemplatePolicyPatch::default()
                 },
                 Ok(|p| {
                     p.default_ttl_ms = 8 * 3_600_000;
@@ -538,11 +458,11 @@ mod tests {
                 }),
             ),
             (
-                PolicyPatch {
+                TemplatePolicyPatch {
                     autostart_days: Some("Friday, mon".into()),
                     allow_user_autostart: Some(false),
                     require_active_version: Some(true),
-                    ..PolicyPatch::default()
+                    ..TemplatePolicyPatch::default()
                 },
                 Ok(|p| {
                     p.autostart_days = "mon,fri".into();
@@ -551,24 +471,24 @@ mod tests {
                 }),
             ),
             (
-                PolicyPatch {
+                TemplatePolicyPatch {
                     autostart_days: Some("mon,funday".into()),
-                    ..PolicyPatch::default()
+                    ..TemplatePolicyPatch::default()
                 },
                 Err("funday"),
             ),
             (
-                PolicyPatch {
+                TemplatePolicyPatch {
                     default_ttl_ms: Some(2 * 3_600_000),
                     max_ttl_ms: Some(3_600_000),
-                    ..PolicyPatch::default()
+                    ..TemplatePolicyPatch::default()
                 },
                 Err("longer than the max ttl"),
             ),
             (
-                PolicyPatch {
+                TemplatePolicyPatch {
                     failure_ttl_ms: Some(u64::MAX),
-                    ..PolicyPatch::default()
+                    ..TemplatePolicyPatch::default()
                 },
                 Err("too long"),
             ),

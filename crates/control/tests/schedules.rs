@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use abode_control::{Caller, Clock, Config, Control, ScheduleSpec};
+use abode_control::{Caller, Clock, Config, Control};
+use abode_sdk::ScheduleSpec;
 use abode_store::*;
 
 const T0: i64 = 1_700_000_000_000;

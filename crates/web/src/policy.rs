@@ -10,7 +10,8 @@ use axum::response::Response;
 use axum::Form;
 use maud::{html, Markup};
 
-use abode_control::{PolicyPatch, PolicyView};
+use abode_sdk::TemplatePolicy;
+use abode_sdk::TemplatePolicyPatch;
 
 use crate::html::{self, path_segment};
 use crate::schedule::{duration, parse_duration};
@@ -18,7 +19,7 @@ use crate::session::{Viewer, CSRF_FIELD};
 use crate::WebState;
 
 /// The duration fields: form name, label, what 0 means, and the value.
-fn durations(policy: &PolicyView) -> [(&'static str, &'static str, &'static str, u64); 6] {
+fn durations(policy: &TemplatePolicy) -> [(&'static str, &'static str, &'static str, u64); 6] {
     [
         (
             "default_ttl",
@@ -60,7 +61,7 @@ fn durations(policy: &PolicyView) -> [(&'static str, &'static str, &'static str,
 }
 
 /// The checkbox fields: form name, label, and the value.
-fn switches(policy: &PolicyView) -> [(&'static str, &'static str, bool); 3] {
+fn switches(policy: &TemplatePolicy) -> [(&'static str, &'static str, bool); 3] {
     [
         (
             "allow_user_autostart",
@@ -89,7 +90,7 @@ fn shown(ms: u64, zero: &str) -> String {
 }
 
 /// The policy's facts, or for those who may change it, its form.
-pub(crate) fn section(policy: &PolicyView, csrf: &str, editable: bool) -> Markup {
+pub(crate) fn section(policy: &TemplatePolicy, csrf: &str, editable: bool) -> Markup {
     html! {
         @if editable {
             form class="card" id="policy" method="post" action=(format!("/templates/{}/policy", path_segment(&policy.template))) aria-label="Change the lifecycle policy" {
@@ -124,7 +125,7 @@ pub(crate) fn section(policy: &PolicyView, csrf: &str, editable: bool) -> Markup
 }
 
 /// The whole policy from the form's fields, or which field is wrong.
-fn patch_of(fields: &[(String, String)]) -> Result<PolicyPatch, String> {
+fn patch_of(fields: &[(String, String)]) -> Result<TemplatePolicyPatch, String> {
     let field = |name: &str| {
         fields
             .iter()
@@ -135,7 +136,7 @@ fn patch_of(fields: &[(String, String)]) -> Result<PolicyPatch, String> {
         parse_duration(field(name).unwrap_or("")).map_err(|error| format!("{name}: {error}"))
     };
     let on = |name: &str| Some(field(name) == Some("on"));
-    Ok(PolicyPatch {
+    Ok(TemplatePolicyPatch {
         default_ttl_ms: ms("default_ttl")?,
         activity_bump_ms: ms("activity_bump")?,
         max_ttl_ms: ms("max_ttl")?,
@@ -180,8 +181,8 @@ pub(crate) async fn save(
 mod tests {
     use super::*;
 
-    fn view() -> PolicyView {
-        PolicyView {
+    fn view() -> TemplatePolicy {
+        TemplatePolicy {
             template: "<i>t</i>".into(),
             default_ttl_ms: 8 * 3_600_000,
             activity_bump_ms: 3_600_000,

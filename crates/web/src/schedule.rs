@@ -15,7 +15,7 @@ use axum::Form;
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use abode_control::{Autostart, ScheduleSpec, ScheduleView};
+use abode_sdk::{Autostart, ScheduleSpec, WorkspaceSchedule};
 
 use crate::html::{self, time};
 use crate::session::{Viewer, CSRF_FIELD};
@@ -91,7 +91,7 @@ pub(crate) fn parse_duration(text: &str) -> Result<Option<u64>, String> {
 /// The schedule's facts and, for whoever may change it, its form. `problem`
 /// is the door's refusal of the last change.
 pub(crate) fn section(
-    schedule: &ScheduleView,
+    schedule: &WorkspaceSchedule,
     url: &str,
     csrf: &str,
     editable: bool,
@@ -332,8 +332,8 @@ mod tests {
         assert_eq!(duration(90 * 60_000), "1h30m");
     }
 
-    fn view(allow: bool) -> ScheduleView {
-        ScheduleView {
+    fn view(allow: bool) -> WorkspaceSchedule {
+        WorkspaceSchedule {
             workspace: "alice/dev".into(),
             autostart: Some(Autostart {
                 cron: "0 8 * * 1-5".into(),

@@ -4,8 +4,8 @@
 use std::io::Write;
 use std::time::Duration;
 
-use abode_client::types::{Build, LogLine};
 use abode_client::{Client, ClientError};
+use abode_sdk::{Build, BuildStatus, LogLine, Transition};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
@@ -160,7 +160,7 @@ fn confirm(args: ConfirmArgs) -> anyhow::Result<u8> {
     eprintln!(
         "Build #{} ({}) of workspace {} confirmed; following its log...",
         build.number,
-        visible(&build.transition),
+        visible(build.transition.as_str()),
         visible(&args.workspace)
     );
     follow_build_from(&client, &args.workspace, &build, seen)
@@ -229,7 +229,7 @@ fn cancel(args: BuildRefArgs) -> anyhow::Result<u8> {
     println!(
         "Build #{} ({}) of workspace {} is {}",
         build.number,
-        visible(&build.transition),
+        visible(build.transition.as_str()),
         visible(&args.workspace),
         visible(&build.status.replace('_', " "))
     );
@@ -250,7 +250,7 @@ fn list(args: ListArgs) -> anyhow::Result<u8> {
                 .map(|build| {
                     vec![
                         build.number.to_string(),
-                        build.transition.clone(),
+                        build.transition.to_string(),
                         build.status.clone(),
                         build.template_version.to_string(),
                         initiator(build),
@@ -349,7 +349,7 @@ fn stream_log(client: &Client, workspace: &str, number: u64, from: u64) -> anyho
                 after = print_lines(&page.lines, after)?;
                 // A held build's log is not done (a confirmation continues it),
                 // but nothing more comes until someone acts.
-                let held = page.status == "awaiting_confirmation" && quiet;
+                let held = page.status == BuildStatus::AwaitingConfirmation && quiet;
                 if page.done || held {
                     return Ok(());
                 }
@@ -370,7 +370,7 @@ pub fn follow_build(client: &Client, workspace: &str, build: &Build) -> anyhow::
     eprintln!(
         "Build #{} ({}) of workspace {} queued; following its log...",
         build.number,
-        visible(&build.transition),
+        visible(build.transition.as_str()),
         visible(workspace)
     );
     follow_build_from(client, workspace, build, 0)
@@ -401,7 +401,7 @@ fn follow_build_from(
     let summary = format!(
         "Build #{} ({}) of workspace {} {}",
         finished.number,
-        visible(&finished.transition),
+        visible(finished.transition.as_str()),
         visible(workspace),
         visible(&finished.status.replace('_', " "))
     );
@@ -420,7 +420,7 @@ fn follow_build_from(
         ),
         _ => eprintln!("error: {summary}"),
     }
-    if code == EXIT_OK && finished.transition == "start" {
+    if code == EXIT_OK && finished.transition == Transition::Start {
         // The build is done, the agent may still be on its way: say where to look.
         if let Ok(shown) = client.workspace(workspace) {
             if matches!(shown.agent.status.as_str(), "connecting" | "starting") {

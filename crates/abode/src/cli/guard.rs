@@ -8,7 +8,7 @@
 //! (other people's text), so every line is passed through
 //! [`visible`](super::output::visible) before anyone prints it.
 
-use abode_client::types::Build;
+use abode_sdk::Build;
 use serde_json::Value;
 
 use super::output::{time, visible};

@@ -124,23 +124,17 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Users(command) => auth::users(command),
         UserCommand::Templates(command) => templates::run(command),
         UserCommand::Create(args) => workspaces::create(args),
-        UserCommand::Start(args) => workspaces::transition(
-            args.build,
-            abode_client::types::Transition::Start,
-            &args.parameters,
-        ),
-        UserCommand::Stop(args) => {
-            workspaces::transition(args, abode_client::types::Transition::Stop, &[])
+        UserCommand::Start(args) => {
+            workspaces::transition(args.build, workspaces::Action::Start, &args.parameters)
         }
+        UserCommand::Stop(args) => workspaces::transition(args, workspaces::Action::Stop, &[]),
         UserCommand::Delete(args) if args.orphan => workspaces::orphan(args.build),
         UserCommand::Delete(args) => {
-            workspaces::transition(args.build, abode_client::types::Transition::Delete, &[])
+            workspaces::transition(args.build, workspaces::Action::Delete, &[])
         }
-        UserCommand::Update(args) => workspaces::transition(
-            args.build,
-            abode_client::types::Transition::Update,
-            &args.parameters,
-        ),
+        UserCommand::Update(args) => {
+            workspaces::transition(args.build, workspaces::Action::Update, &args.parameters)
+        }
         UserCommand::List(args) => workspaces::list(args),
         UserCommand::Show(args) => workspaces::show(args),
         UserCommand::Builds(command) => builds::run(command),

@@ -76,15 +76,14 @@ pub fn run(command: NotificationsCommand) -> anyhow::Result<u8> {
             match args.output {
                 OutputFormat::Json => output::print_json(&messages)?,
                 OutputFormat::Text => {
-                    let field =
-                        |message: &abode_client::types::Notification, key: &str| match message
-                            .payload
-                            .get(key)
-                        {
-                            Some(serde_json::Value::String(text)) => text.clone(),
-                            Some(serde_json::Value::Null) | None => "-".to_string(),
-                            Some(other) => other.to_string(),
-                        };
+                    let field = |message: &abode_sdk::Notification, key: &str| match message
+                        .payload
+                        .get(key)
+                    {
+                        Some(serde_json::Value::String(text)) => text.clone(),
+                        Some(serde_json::Value::Null) | None => "-".to_string(),
+                        Some(other) => other.to_string(),
+                    };
                     let rows: Vec<Vec<String>> = messages
                         .iter()
                         .map(|message| {

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use abode_client::types::{Preview, PreviewReport, PreviewResult};
 use abode_client::Client;
+use abode_sdk::{Preview, PreviewReport, PreviewResult};
 use anyhow::Context;
 use clap::Args;
 use serde_json::Value;

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use abode_client::types::{Autostart, TemplatePolicy, TemplatePolicyPatch, WorkspaceSchedule};
+use abode_sdk::{Autostart, TemplatePolicy, TemplatePolicyPatch, WorkspaceSchedule};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 

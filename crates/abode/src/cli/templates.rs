@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use abode_client::archive;
-use abode_client::types::{LintFinding, LintReport};
+use abode_sdk::{LintFinding, LintReport};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
@@ -455,7 +455,7 @@ fn presets(args: PresetsArgs) -> anyhow::Result<u8> {
 
 /// One cell: instances, lifetime and schedules, e.g.
 /// `1 instance, ttl 1d, 2 schedules (Europe/Paris): * 8-18 * * 1-5 -> 3; ...`.
-fn prebuilds_summary(prebuilds: &abode_client::types::PresetPrebuilds) -> String {
+fn prebuilds_summary(prebuilds: &abode_sdk::PresetPrebuilds) -> String {
     let mut summary = format!(
         "{} instance{}",
         prebuilds.instances,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use abode_client::types::{AgentInfo, Transition, Workspace};
+use abode_sdk::{AgentInfo, Transition, Workspace};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
@@ -175,23 +175,37 @@ pub fn create(args: CreateArgs) -> anyhow::Result<u8> {
     follow_build(&client, &args.workspace, &created.build)
 }
 
+/// What `abode start|stop|delete|update` asks of a workspace: a build's
+/// transition, or a start on the template's active version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Start,
+    Stop,
+    Delete,
+    Update,
+}
+
 pub fn transition(
     args: BuildArgs,
-    transition: Transition,
+    action: Action,
     parameters: &[(String, String)],
 ) -> anyhow::Result<u8> {
     let client = session_client()?;
-    let verb = match transition {
-        Transition::Start => "started",
-        Transition::Stop => "stopped",
-        Transition::Delete => "deleted",
-        Transition::Update => "updated",
+    let verb = match action {
+        Action::Start => "started",
+        Action::Stop => "stopped",
+        Action::Delete => "deleted",
+        Action::Update => "updated",
     };
     let parameters: std::collections::BTreeMap<String, String> =
         parameters.iter().cloned().collect();
-    let build = client
-        .start_build(&args.workspace, transition, &parameters)
-        .with_context(|| format!("workspace {:?} was not {verb}", args.workspace))?;
+    let build = match action {
+        Action::Start => client.start_build(&args.workspace, Transition::Start, &parameters),
+        Action::Stop => client.start_build(&args.workspace, Transition::Stop, &parameters),
+        Action::Delete => client.start_build(&args.workspace, Transition::Delete, &parameters),
+        Action::Update => client.update_workspace(&args.workspace, &parameters),
+    }
+    .with_context(|| format!("workspace {:?} was not {verb}", args.workspace))?;
     follow_build(&client, &args.workspace, &build)
 }
 

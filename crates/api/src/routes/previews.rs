@@ -12,8 +12,9 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::handlers::{list_query, ok, parse_json, parse_number, ListQueryResult, PageQuery};
-use crate::views::{PreviewJson, PreviewResultJson};
+use crate::extract::{list_query, parse_json, parse_number, ListQueryResult};
+use crate::pages::{ok, PageQuery};
+use crate::views::{preview_view, PreviewResultJson};
 use crate::{ApiError, AppState, Authenticated};
 
 /// The routes of this module, merged into `/api/v1`.
@@ -51,7 +52,9 @@ async fn start_preview(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"preview": PreviewJson::from(&preview)}),
+        json!(abode_sdk::PreviewAnswer {
+            preview: preview_view(&preview)
+        }),
     )
 }
 
@@ -84,7 +87,7 @@ async fn latest_preview(
     ok(
         StatusCode::OK,
         json!({
-            "preview": PreviewJson::from(&report.preview),
+            "preview": preview_view(&report.preview),
             "results": results,
             "next": report.results.next,
         }),

@@ -1,13 +1,11 @@
-//! The JSON shapes of Abode's API (docs/api.md), as the client reads them.
-//!
-//! Fields the server may add later are ignored, and fields a client can live
-//! without default, so a newer server does not break an older CLI. The same
-//! types serialise the CLI's `--output json`, which keeps that output a stable,
-//! documented subset (docs/cli.md).
+//! The JSON shapes of docs/api.md, as the server writes them and every
+//! client reads them.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+use crate::{BuildStatus, Transition};
 
 /// A user account.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -323,15 +321,21 @@ impl Default for AgentInfo {
 }
 
 /// A workspace and its latest build.
+///
+/// `Report` is how its latest build's guard report is held and `Parameters`
+/// how its parameters are: a client reads them as values
+/// (`serde_json::Value`, strings by name); the server writes the JSON it
+/// stores as it is (`Box<RawValue>`), without parsing and printing it again.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Workspace {
+#[serde(bound(deserialize = "Report: Deserialize<'de>, Parameters: Deserialize<'de> + Default"))]
+pub struct Workspace<Report = serde_json::Value, Parameters = BTreeMap<String, String>> {
     pub id: String,
     pub name: String,
     pub owner: String,
     pub template: String,
     pub template_version: u64,
     #[serde(default)]
-    pub parameters: BTreeMap<String, String>,
+    pub parameters: Parameters,
     /// The preset the workspace was created with, if any.
     #[serde(default)]
     pub preset: Option<String>,
@@ -341,7 +345,7 @@ pub struct Workspace {
     #[serde(default)]
     pub updated_at: Option<String>,
     #[serde(default)]
-    pub latest_build: Option<Build>,
+    pub latest_build: Option<Build<Report>>,
     #[serde(default)]
     pub agent: AgentInfo,
     #[serde(default)]
@@ -349,6 +353,33 @@ pub struct Workspace {
     /// A build whose provisioner was lost still holds the state lock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locked_by_lost_holder: Option<LostLock>,
+}
+
+/// Answer to a workspace creation: the workspace and its first build
+/// (`Report` and `Parameters` as in [`Workspace`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(bound(deserialize = "Report: Deserialize<'de>, Parameters: Deserialize<'de> + Default"))]
+pub struct CreatedWorkspace<Report = serde_json::Value, Parameters = BTreeMap<String, String>> {
+    pub workspace: Workspace<Report, Parameters>,
+    pub build: Build<Report>,
+}
+
+/// `POST /workspaces/{ws}/orphan`: the workspace removed without Terraform
+/// and the resources its last state names.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Orphaned {
+    #[serde(default)]
+    pub workspace: OrphanedWorkspace,
+    pub resources: Vec<String>,
+}
+
+/// The workspace an orphaning removed.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OrphanedWorkspace {
+    pub id: String,
+    pub name: String,
+    pub owner: String,
+    pub deleted: bool,
 }
 
 /// The state lock a lost holder keeps (`abode workspaces unlock`).
@@ -367,17 +398,24 @@ pub struct LostLock {
 pub struct Unlocked {
     pub build_number: i64,
     pub holder: String,
+    /// When the lock was taken and when its holder was lost (Unix ms).
+    #[serde(default)]
+    pub taken_at: Option<i64>,
+    #[serde(default)]
+    pub lost_at: Option<i64>,
 }
 
-/// One start, stop or delete run of a workspace.
+/// One start, stop or delete run of a workspace; `Report` is how its guard
+/// report is held (see [`Workspace`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Build {
+#[serde(bound(deserialize = "Report: Deserialize<'de>"))]
+pub struct Build<Report = serde_json::Value> {
     pub id: String,
     pub workspace: String,
     #[serde(default)]
     pub owner: String,
     pub number: u64,
-    pub transition: String,
+    pub transition: Transition,
     pub status: String,
     pub template_version: u64,
     #[serde(default)]
@@ -395,9 +433,9 @@ pub struct Build {
     pub started_at: Option<String>,
     #[serde(default)]
     pub finished_at: Option<String>,
-    /// The plan guard's report, passed through as the server gives it.
+    /// The plan guard's report (docs/plan-check.md), or null before the plan.
     #[serde(default)]
-    pub guard: Option<serde_json::Value>,
+    pub guard: Option<Report>,
     /// SHA-256 of the saved plan of a held build: what a confirmation binds to.
     #[serde(default)]
     pub plan_digest: Option<String>,
@@ -409,19 +447,13 @@ pub struct Build {
     pub confirmed_at: Option<String>,
 }
 
-impl Build {
+impl<Report> Build<Report> {
     /// True once the build will not change any more.
     pub fn is_final(&self) -> bool {
-        is_final_status(&self.status)
+        self.status
+            .parse::<BuildStatus>()
+            .is_ok_and(BuildStatus::is_final)
     }
-}
-
-/// Build statuses after which nothing more happens (or the user must act).
-pub fn is_final_status(status: &str) -> bool {
-    matches!(
-        status,
-        "succeeded" | "failed" | "canceled" | "awaiting_confirmation"
-    )
 }
 
 /// One line of a build's log.
@@ -441,18 +473,9 @@ pub struct LogLine {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LogPage {
     pub lines: Vec<LogLine>,
-    pub status: String,
+    /// The build's status when the page was read.
+    pub status: BuildStatus,
     pub done: bool,
-}
-
-/// Which build a `POST .../builds` asks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transition {
-    Start,
-    Stop,
-    Delete,
-    /// A start on the template's active version.
-    Update,
 }
 
 /// What an agent learns about itself from the server.
@@ -617,8 +640,10 @@ pub struct TemplatePolicy {
     pub require_active_version: bool,
 }
 
-/// A change of a template's policy: the fields given are set.
+/// A change of a template's policy (`PATCH /api/v1/templates/{name}/policy`):
+/// the fields given are set, the others kept; an unknown field is refused.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct TemplatePolicyPatch {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_ttl_ms: Option<u64>,
@@ -649,8 +674,10 @@ impl TemplatePolicyPatch {
     }
 }
 
-/// An autostart schedule: a five-field cron in an IANA time zone.
+/// An autostart schedule: a five-field cron in an IANA time zone (an
+/// unknown field is refused: it is also part of a request).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct Autostart {
     pub cron: String,
     pub timezone: String,
@@ -659,9 +686,14 @@ pub struct Autostart {
 /// A workspace's schedule as its owner sets it (`PUT
 /// /api/v1/workspaces/{ws}/schedule`: the whole of it).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct ScheduleSpec {
+    /// `None`: no autostart.
+    #[serde(default)]
     pub autostart: Option<Autostart>,
-    /// `None`: the template's default ttl; 0: no autostop.
+    /// `None`: the template's default ttl; 0: no autostop (a max ttl still
+    /// applies).
+    #[serde(default)]
     pub ttl_ms: Option<u64>,
 }
 
@@ -697,4 +729,90 @@ impl WorkspaceSchedule {
             ttl_ms: self.ttl_ms,
         }
     }
+}
+
+/// `{"user": ...}`: `GET /users/me`, a user's creation, a role change.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UserAnswer {
+    pub user: User,
+}
+
+/// `{"template": ...}`: `GET /templates/{name}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TemplateAnswer {
+    pub template: Template,
+}
+
+/// `{"workspace": ...}`: `GET /workspaces/{ws}` (`Report` and `Parameters`
+/// as in [`Workspace`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(bound(deserialize = "Report: Deserialize<'de>, Parameters: Deserialize<'de> + Default"))]
+pub struct WorkspaceAnswer<Report = serde_json::Value, Parameters = BTreeMap<String, String>> {
+    pub workspace: Workspace<Report, Parameters>,
+}
+
+/// `{"build": ...}`: a build's start, reading, cancel or confirmation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BuildAnswer<Report = serde_json::Value> {
+    pub build: Build<Report>,
+}
+
+/// `{"policy": ...}`: a template's lifecycle policy, read or changed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PolicyAnswer {
+    pub policy: TemplatePolicy,
+}
+
+/// `{"schedule": ...}`: a workspace's schedule, read or changed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScheduleAnswer {
+    pub schedule: WorkspaceSchedule,
+}
+
+/// `{"preview": ...}`: a fleet preview started.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PreviewAnswer {
+    pub preview: Preview,
+}
+
+/// `{"versions": [...]}`: `GET /templates/{name}/versions`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VersionsAnswer {
+    pub versions: Vec<TemplateVersion>,
+}
+
+/// `{"protections": [...]}`: what a workspace keeps protected.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProtectionsAnswer {
+    pub protections: Vec<Protection>,
+}
+
+/// `{"released": ...}`: a protection released.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReleasedAnswer {
+    pub released: Protection,
+}
+
+/// `{"notification": ...}`: a message marked read.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NotificationAnswer {
+    pub notification: Notification,
+}
+
+/// `{"settings": [...]}`: the caller's notification settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NotificationSettingsAnswer {
+    pub settings: Vec<NotificationSetting>,
+}
+
+/// `{"marked": n}`: how many messages were marked read.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MarkedAnswer {
+    pub marked: u64,
+}
+
+/// `{"revoked": ...}`: an API token revoked.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RevokedTokenAnswer {
+    pub revoked: ApiToken,
 }

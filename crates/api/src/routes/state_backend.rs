@@ -18,7 +18,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
-use serde::Deserialize;
 
 use crate::{ApiError, AppState, Authenticated};
 
@@ -160,28 +159,22 @@ async fn unlock(
     Ok(StatusCode::OK.into_response())
 }
 
-#[derive(Deserialize)]
-struct UnlockRequest {
-    /// The number of the build whose lock is released.
-    build: i64,
-}
-
 async fn unlock_workspace(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
     Path(workspace): Path<String>,
-    Json(request): Json<UnlockRequest>,
+    Json(request): Json<abode_sdk::requests::Unlock>,
 ) -> Result<Response, ApiError> {
     let lock = state
         .control
         .unlock_workspace(&caller, &workspace, request.build)
         .await?;
     Ok(Json(serde_json::json!({
-        "unlocked": {
-            "build_number": lock.build_number,
-            "holder": lock.holder,
-            "taken_at": lock.taken_at,
-            "lost_at": lock.lost_at,
+        "unlocked": abode_sdk::Unlocked {
+            build_number: lock.build_number,
+            holder: lock.holder,
+            taken_at: Some(lock.taken_at),
+            lost_at: lock.lost_at,
         }
     }))
     .into_response())

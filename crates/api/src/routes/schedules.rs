@@ -12,12 +12,13 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
 use serde_json::json;
 
-use abode_control::{PolicyPatch, ScheduleSpec};
+use abode_sdk::requests::ExtendWorkspace;
+use abode_sdk::ScheduleSpec;
+use abode_sdk::TemplatePolicyPatch;
 
-use crate::handlers::parse_json;
+use crate::extract::parse_json;
 use crate::{ApiError, AppState, Authenticated, AuthenticatedAgent};
 
 type ApiResult = Result<axum::response::Response, ApiError>;
@@ -44,7 +45,7 @@ async fn template_policy(
     Path(name): Path<String>,
 ) -> ApiResult {
     let policy = state.control.template_policy(&caller, &name).await?;
-    Ok(Json(json!({ "policy": policy })).into_response())
+    Ok(Json(json!(abode_sdk::PolicyAnswer { policy })).into_response())
 }
 
 async fn edit_template_policy(
@@ -53,12 +54,12 @@ async fn edit_template_policy(
     Path(name): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let patch: PolicyPatch = parse_json(body)?;
+    let patch: TemplatePolicyPatch = parse_json(body)?;
     let policy = state
         .control
         .edit_template_policy(&caller, &name, &patch)
         .await?;
-    Ok(Json(json!({ "policy": policy })).into_response())
+    Ok(Json(json!(abode_sdk::PolicyAnswer { policy })).into_response())
 }
 
 async fn workspace_schedule(
@@ -70,7 +71,7 @@ async fn workspace_schedule(
         .control
         .workspace_schedule(&caller, &workspace)
         .await?;
-    Ok(Json(json!({ "schedule": schedule })).into_response())
+    Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
 }
 
 async fn set_workspace_schedule(
@@ -84,14 +85,7 @@ async fn set_workspace_schedule(
         .control
         .set_workspace_schedule(&caller, &workspace, &spec)
         .await?;
-    Ok(Json(json!({ "schedule": schedule })).into_response())
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExtendBody {
-    /// The new deadline is now + this.
-    duration_ms: u64,
+    Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
 }
 
 async fn extend_workspace(
@@ -100,7 +94,7 @@ async fn extend_workspace(
     Path(workspace): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: ExtendBody = parse_json(body)?;
+    let body: ExtendWorkspace = parse_json(body)?;
     if body.duration_ms == 0 {
         return Err(ApiError::bad_request("duration_ms must be more than 0"));
     }
@@ -108,7 +102,7 @@ async fn extend_workspace(
         .control
         .extend_workspace(&caller, &workspace, Duration::from_millis(body.duration_ms))
         .await?;
-    Ok(Json(json!({ "schedule": schedule })).into_response())
+    Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
 }
 
 async fn wake_workspace(
@@ -117,7 +111,7 @@ async fn wake_workspace(
     Path(workspace): Path<String>,
 ) -> ApiResult {
     let schedule = state.control.wake_workspace(&caller, &workspace).await?;
-    Ok(Json(json!({ "schedule": schedule })).into_response())
+    Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
 }
 
 async fn agent_activity(

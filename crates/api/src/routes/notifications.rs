@@ -1,13 +1,11 @@
 //! Routes of the in-app inbox (docs/api.md, "Notifications"): a person's
-//! own messages, one page at a time, and marking them read. Kept apart from
-//! `handlers.rs` so that the build routes and these change in different
-//! files.
+//! own messages, one page at a time, and marking them read.
 
 use axum::extract::{Path, Query, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use abode_store::Notification;
@@ -30,17 +28,15 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 fn settings_json(settings: &[abode_control::notifications::KindSetting]) -> Value {
-    let settings: Vec<Value> = settings
+    let settings: Vec<abode_sdk::NotificationSetting> = settings
         .iter()
-        .map(|setting| {
-            json!({
-                "kind": setting.kind.as_str(),
-                "enabled": setting.enabled,
-                "mandatory": setting.mandatory,
-            })
+        .map(|setting| abode_sdk::NotificationSetting {
+            kind: setting.kind.as_str().to_string(),
+            enabled: setting.enabled,
+            mandatory: setting.mandatory,
         })
         .collect();
-    json!({ "settings": settings })
+    json!(abode_sdk::NotificationSettingsAnswer { settings })
 }
 
 fn kinds(names: &[String]) -> Result<Vec<abode_store::NotificationKind>, ApiError> {
@@ -58,18 +54,13 @@ async fn settings(
     Ok(Json(settings_json(&settings)).into_response())
 }
 
-#[derive(Deserialize)]
-struct SettingsBody {
-    #[serde(default)]
-    disable: Vec<String>,
-    #[serde(default)]
-    enable: Vec<String>,
-}
-
 async fn change_settings(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
-    body: Result<Json<SettingsBody>, axum::extract::rejection::JsonRejection>,
+    body: Result<
+        Json<abode_sdk::requests::NotificationSettingsChange>,
+        axum::extract::rejection::JsonRejection,
+    >,
 ) -> Result<axum::response::Response, ApiError> {
     let Json(body) =
         body.map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
@@ -80,12 +71,6 @@ async fn change_settings(
     Ok(Json(settings_json(&settings)).into_response())
 }
 
-#[derive(Deserialize)]
-struct MandatoryBody {
-    kind: String,
-    mandatory: bool,
-}
-
 async fn mandatory(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
@@ -94,7 +79,7 @@ async fn mandatory(
     // Refused before the body is read.
     state.control.may_set_notification_policy(&caller)?;
     let body = body.map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
-    let body: MandatoryBody = serde_json::from_slice(&body)
+    let body: abode_sdk::requests::MandatoryKind = serde_json::from_slice(&body)
         .map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
     let kind = abode_control::notifications::parse_kind(&body.kind)?;
     state
@@ -106,27 +91,15 @@ async fn mandatory(
 }
 
 /// One inbox message as the API shows it.
-#[derive(Serialize)]
-pub struct NotificationJson {
-    pub id: String,
-    pub kind: String,
-    pub created_at: String,
-    pub read: bool,
-    pub read_at: Option<String>,
-    /// The event's fields (docs/notifications.md).
-    pub payload: Value,
-}
-
-impl From<&Notification> for NotificationJson {
-    fn from(message: &Notification) -> Self {
-        NotificationJson {
-            id: message.id.clone(),
-            kind: message.kind.as_str().to_string(),
-            created_at: rfc3339(message.created_at),
-            read: message.read_at.is_some(),
-            read_at: message.read_at.map(rfc3339),
-            payload: serde_json::from_str(&message.payload).unwrap_or(Value::Null),
-        }
+fn notification_view(message: &Notification) -> abode_sdk::Notification {
+    abode_sdk::Notification {
+        id: message.id.clone(),
+        kind: message.kind.as_str().to_string(),
+        created_at: Some(rfc3339(message.created_at)),
+        read: message.read_at.is_some(),
+        read_at: message.read_at.map(rfc3339),
+        // The event's fields (docs/notifications.md).
+        payload: serde_json::from_str(&message.payload).unwrap_or(Value::Null),
     }
 }
 
@@ -156,7 +129,7 @@ async fn list(
             query.limit,
         )
         .await?;
-    let items: Vec<NotificationJson> = page.items.iter().map(NotificationJson::from).collect();
+    let items: Vec<abode_sdk::Notification> = page.items.iter().map(notification_view).collect();
     Ok(Json(json!({"notifications": items, "next": page.next})).into_response())
 }
 
@@ -180,21 +153,21 @@ async fn failed(
         .control
         .failed_notifications(&caller, query.after, query.limit)
         .await?;
-    let items: Vec<Value> = page
+    let items: Vec<abode_sdk::FailedNotification> = page
         .items
         .iter()
         .map(|failed| {
             let message = &failed.notification;
-            json!({
-                "id": message.id,
-                "kind": message.kind.as_str(),
-                "recipient": failed.recipient_name,
-                "channel": message.channel.as_str(),
-                "attempts": message.attempts,
-                "last_error": message.last_error,
-                "created_at": rfc3339(message.created_at),
-                "payload": serde_json::from_str::<Value>(&message.payload).unwrap_or(Value::Null),
-            })
+            abode_sdk::FailedNotification {
+                id: message.id.clone(),
+                kind: message.kind.as_str().to_string(),
+                recipient: failed.recipient_name.clone(),
+                channel: message.channel.as_str().to_string(),
+                attempts: message.attempts,
+                last_error: message.last_error.clone(),
+                created_at: Some(rfc3339(message.created_at)),
+                payload: serde_json::from_str::<Value>(&message.payload).unwrap_or(Value::Null),
+            }
         })
         .collect();
     Ok(Json(json!({"notifications": items, "next": page.next})).into_response())
@@ -206,7 +179,10 @@ async fn read(
     Path(id): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
     let message = state.control.read_notification(&caller, &id).await?;
-    Ok(Json(json!({"notification": NotificationJson::from(&message)})).into_response())
+    Ok(Json(json!(abode_sdk::NotificationAnswer {
+        notification: notification_view(&message)
+    }))
+    .into_response())
 }
 
 async fn read_all(
@@ -214,5 +190,5 @@ async fn read_all(
     Authenticated(caller): Authenticated,
 ) -> Result<axum::response::Response, ApiError> {
     let marked = state.control.read_all_notifications(&caller).await?;
-    Ok(Json(json!({"marked": marked})).into_response())
+    Ok(Json(json!(abode_sdk::MarkedAnswer { marked })).into_response())
 }

@@ -6,7 +6,8 @@ use axum::routing::get;
 use axum::Router;
 use serde::Serialize;
 
-use crate::handlers::{list_query, page_answer, ListQueryResult, PageQuery};
+use crate::extract::{list_query, ListQueryResult};
+use crate::pages::{page_answer, PageQuery};
 use crate::views::Rfc3339;
 use crate::{ApiError, AppState, Authenticated};
 

@@ -10,12 +10,13 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{delete, get};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use abode_control::ProvisionerKey;
 
-use crate::handlers::{list_query, page_answer, parse_json, ListQueryResult, PageQuery};
-use crate::views::Rfc3339;
+use crate::extract::{list_query, parse_json, ListQueryResult};
+use crate::pages::{page_answer, PageQuery};
+use crate::views::rfc3339;
 use crate::{ApiError, AppState, Authenticated};
 
 /// The routes of this module, merged into `/api/v1`.
@@ -26,39 +27,19 @@ pub(crate) fn routes() -> Router<AppState> {
 }
 
 /// A provisioner key, never with its secret (docs/api.md).
-#[derive(Serialize)]
-struct ProvisionerKeyJson<'a> {
-    name: &'a str,
-    /// `key=value`, sorted.
-    tags: &'a [String],
-    created_at: Rfc3339,
-    /// The username of the owner who made it.
-    created_by: &'a str,
-}
-
-impl<'a> From<&'a ProvisionerKey> for ProvisionerKeyJson<'a> {
-    fn from(key: &'a ProvisionerKey) -> Self {
-        ProvisionerKeyJson {
-            name: &key.name,
-            tags: &key.tags,
-            created_at: Rfc3339(key.created_at),
-            created_by: &key.created_by,
-        }
+fn key_view(key: &ProvisionerKey) -> abode_sdk::ProvisionerKey {
+    abode_sdk::ProvisionerKey {
+        name: key.name.clone(),
+        tags: key.tags.clone(),
+        created_at: rfc3339(key.created_at),
+        created_by: key.created_by.clone(),
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewKeyBody {
-    name: String,
-    #[serde(default)]
-    tags: Vec<String>,
 }
 
 /// The one answer that carries a key's secret.
 #[derive(Serialize)]
 struct CreatedKey<'a> {
-    key: ProvisionerKeyJson<'a>,
+    key: abode_sdk::ProvisionerKey,
     secret: &'a str,
 }
 
@@ -69,7 +50,7 @@ async fn create(
 ) -> Result<axum::response::Response, ApiError> {
     // Refused before the body is read.
     state.control.may_create_provisioner_key(&caller)?;
-    let body: NewKeyBody = parse_json(body)?;
+    let body: abode_sdk::requests::NewProvisionerKey = parse_json(body)?;
     let (key, secret) = state
         .control
         .create_provisioner_key(&caller, &body.name, &body.tags)
@@ -77,7 +58,7 @@ async fn create(
     let mut answer = (
         StatusCode::CREATED,
         Json(CreatedKey {
-            key: ProvisionerKeyJson::from(&key),
+            key: key_view(&key),
             secret: &secret,
         }),
     )
@@ -98,7 +79,7 @@ async fn list(
         .control
         .list_provisioner_keys(&caller, query.after.as_deref(), query.limit)
         .await?;
-    let items: Vec<ProvisionerKeyJson> = page.items.iter().map(ProvisionerKeyJson::from).collect();
+    let items: Vec<abode_sdk::ProvisionerKey> = page.items.iter().map(key_view).collect();
     page_answer("provisioner_keys", items, page.next)
 }
 

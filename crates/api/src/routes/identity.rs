@@ -1,6 +1,6 @@
 //! Routes of sessions and API tokens: logout and `/tokens` (docs/api.md,
-//! "Users and sessions"). Kept apart from `handlers.rs` so that the session
-//! work and the build routes change in different files.
+//! "Users and sessions"). Kept apart from `users.rs`: these act on the
+//! token a request carries rather than on accounts.
 //!
 //! Logout and token creation take the bearer token itself rather than the
 //! authenticated user: logout revokes exactly that token, and only a session
@@ -16,7 +16,6 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{delete, post};
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use abode_store::TokenRecord;
@@ -53,33 +52,14 @@ impl FromRequestParts<AppState> for Bearer {
 }
 
 /// An API token as the API shows it: never the token, never its hash.
-#[derive(Serialize)]
-pub struct ApiTokenJson {
-    pub id: String,
-    pub name: String,
-    pub created_at: String,
-    pub last_used_at: Option<String>,
-    pub expires_at: Option<String>,
-}
-
-impl From<&TokenRecord> for ApiTokenJson {
-    fn from(token: &TokenRecord) -> Self {
-        ApiTokenJson {
-            id: token.id.clone(),
-            name: token.name.clone().unwrap_or_default(),
-            created_at: rfc3339(token.created_at),
-            last_used_at: token.last_used_at.map(rfc3339),
-            expires_at: token.expires_at.map(rfc3339),
-        }
+fn api_token_view(token: &TokenRecord) -> abode_sdk::ApiToken {
+    abode_sdk::ApiToken {
+        id: token.id.clone(),
+        name: token.name.clone().unwrap_or_default(),
+        created_at: Some(rfc3339(token.created_at)),
+        last_used_at: token.last_used_at.map(rfc3339),
+        expires_at: token.expires_at.map(rfc3339),
     }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NewTokenBody {
-    name: String,
-    #[serde(default)]
-    lifetime_seconds: Option<u64>,
 }
 
 async fn logout(State(state): State<AppState>, bearer: Bearer) -> Result<StatusCode, ApiError> {
@@ -98,7 +78,7 @@ async fn create_token(
     let bytes = body.map_err(|rejection| {
         ApiError::bad_request(format!("cannot read the request body: {rejection}"))
     })?;
-    let body: NewTokenBody = serde_json::from_slice(&bytes)
+    let body: abode_sdk::requests::NewApiToken = serde_json::from_slice(&bytes)
         .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))?;
     let (record, token) = state
         .control
@@ -112,7 +92,7 @@ async fn create_token(
     // The one answer that carries a token: it is never shown again.
     Ok((
         StatusCode::CREATED,
-        Json(json!({"api_token": ApiTokenJson::from(&record), "token": token})),
+        Json(json!({"api_token": api_token_view(&record), "token": token})),
     )
         .into_response())
 }
@@ -120,15 +100,15 @@ async fn create_token(
 async fn list_tokens(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
-    query: crate::handlers::ListQueryResult<crate::handlers::PageQuery>,
+    query: crate::extract::ListQueryResult<crate::pages::PageQuery>,
 ) -> Result<axum::response::Response, ApiError> {
-    let query = crate::handlers::list_query(query)?;
+    let query = crate::extract::list_query(query)?;
     let page = state
         .control
         .api_tokens(&caller, query.after.as_deref(), query.limit)
         .await?;
-    let tokens: Vec<ApiTokenJson> = page.items.iter().map(ApiTokenJson::from).collect();
-    crate::handlers::page_answer("tokens", tokens, page.next)
+    let tokens: Vec<abode_sdk::ApiToken> = page.items.iter().map(api_token_view).collect();
+    crate::pages::page_answer("tokens", tokens, page.next)
 }
 
 async fn revoke_token(
@@ -137,5 +117,8 @@ async fn revoke_token(
     Path(name): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
     let revoked = state.control.revoke_api_token(&caller, &name).await?;
-    Ok(Json(json!({"revoked": ApiTokenJson::from(&revoked)})).into_response())
+    Ok(Json(json!(abode_sdk::RevokedTokenAnswer {
+        revoked: api_token_view(&revoked)
+    }))
+    .into_response())
 }

@@ -1,0 +1,77 @@
+//! A workspace agent's own routes, authenticated by its agent token:
+//! lifecycle reports, heartbeats and its configuration.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::json;
+
+use crate::extract::parse_json;
+use crate::pages::{ok, ApiResult};
+use crate::{AppState, AuthenticatedAgent};
+
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/agent/lifecycle", post(agent_lifecycle))
+        .route("/agent/heartbeat", post(agent_heartbeat))
+        .route("/agent/me", get(agent_me))
+}
+
+async fn agent_lifecycle(
+    State(state): State<AppState>,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: abode_sdk::requests::AgentLifecycle = parse_json(body)?;
+    state
+        .control
+        .agent_lifecycle(&agent, &body.state, body.exit_status)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn agent_heartbeat(
+    State(state): State<AppState>,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
+) -> ApiResult {
+    let workspace = state.control.agent_heartbeat(&agent).await?;
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::AgentHeartbeat {
+            workspace: workspace.name,
+            owner: workspace.owner_name,
+        }),
+    )
+}
+
+async fn agent_me(
+    State(state): State<AppState>,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
+) -> ApiResult {
+    let workspace = state.control.agent_workspace(&agent).await?;
+    let claim_script = state.control.agent_claim_script(&agent).await?;
+    let interval = state
+        .control
+        .config()
+        .agent_heartbeat_interval
+        .as_secs()
+        .max(1);
+    ok(
+        StatusCode::OK,
+        json!({
+            "workspace": workspace.name,
+            "owner": workspace.owner_name,
+            "agent": agent.name,
+            "heartbeat_interval_seconds": interval,
+            "startup_script": agent.startup_script,
+            "claim_script": claim_script,
+            "dir": agent.dir,
+            "env": serde_json::from_str::<serde_json::Value>(&agent.env)
+                .unwrap_or_else(|_| json!({})),
+        }),
+    )
+}

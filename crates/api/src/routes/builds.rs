@@ -1,0 +1,224 @@
+//! A workspace's builds: starting one, listing and reading them, their logs
+//! (a long-poll), and cancelling or confirming one.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use abode_control::BuildRequest;
+use abode_sdk::requests::ConfirmBuild;
+use abode_store::BuildStatus;
+
+use crate::extract::{list_query, parse_json, parse_number, ListQueryResult};
+use crate::pages::{ok, page_answer, ApiResult};
+use crate::views::{build_status, build_view, log_line_view, BuildView};
+use crate::{ApiError, AppState, Authenticated};
+
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/workspaces/:workspace/builds",
+            get(list_builds).post(create_build),
+        )
+        .route("/workspaces/:workspace/builds/:number", get(get_build))
+        .route(
+            "/workspaces/:workspace/builds/:number/logs",
+            get(build_logs),
+        )
+        .route(
+            "/workspaces/:workspace/builds/:number/cancel",
+            post(cancel_build),
+        )
+        .route(
+            "/workspaces/:workspace/builds/:number/confirm",
+            post(confirm_build),
+        )
+}
+
+/// Longest log long-poll.
+const MAX_LOG_WAIT_SECONDS: u64 = 30;
+
+#[derive(Deserialize)]
+struct NewBuildBody {
+    transition: String,
+    #[serde(default)]
+    template_version: Option<i64>,
+    #[serde(default)]
+    update: Option<bool>,
+    /// New parameter values for a start or an update.
+    #[serde(default)]
+    parameters: BTreeMap<String, Value>,
+}
+
+#[derive(Deserialize)]
+struct LogsQuery {
+    #[serde(default)]
+    after: Option<i64>,
+    #[serde(default)]
+    wait: Option<u64>,
+}
+
+async fn create_build(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: NewBuildBody = parse_json(body)?;
+    let transition = body.transition.parse().map_err(|_| {
+        ApiError::bad_request(format!(
+            "unknown transition `{}`: use start, stop or delete",
+            body.transition.chars().take(40).collect::<String>()
+        ))
+    })?;
+    let request = BuildRequest {
+        transition,
+        template_version: body.template_version,
+        update: body.update.unwrap_or(false),
+        parameters: body.parameters,
+    };
+    let build = state
+        .control
+        .start_build(&caller, &workspace, &request)
+        .await?;
+    ok(
+        StatusCode::CREATED,
+        json!(abode_sdk::BuildAnswer {
+            build: build_view(&build)
+        }),
+    )
+}
+
+#[derive(Deserialize)]
+struct BuildsQuery {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+async fn list_builds(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+    query: ListQueryResult<BuildsQuery>,
+) -> ApiResult {
+    let query = list_query(query)?;
+    let status = query
+        .status
+        .as_deref()
+        .map(|status| {
+            status.parse::<BuildStatus>().map_err(|_| {
+                ApiError::bad_request(format!(
+                    "unknown build status \"{}\" (one of: pending, running, \
+                     awaiting_confirmation, succeeded, failed, canceled)",
+                    status.escape_debug()
+                ))
+            })
+        })
+        .transpose()?;
+    let page = state
+        .control
+        .builds(
+            &caller,
+            &workspace,
+            status,
+            query.after.as_deref(),
+            query.limit,
+        )
+        .await?;
+    let builds: Vec<BuildView> = page.items.iter().map(build_view).collect();
+    page_answer("builds", builds, page.next)
+}
+
+async fn get_build(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((workspace, number)): Path<(String, String)>,
+) -> ApiResult {
+    let number = parse_number(&number, "build number")?;
+    let build = state.control.build(&caller, &workspace, number).await?;
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::BuildAnswer {
+            build: build_view(&build)
+        }),
+    )
+}
+
+async fn build_logs(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((workspace, number)): Path<(String, String)>,
+    query: Result<Query<LogsQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    let number = parse_number(&number, "build number")?;
+    let wait = Duration::from_secs(query.wait.unwrap_or(0).min(MAX_LOG_WAIT_SECONDS));
+    let page = state
+        .control
+        .build_logs(&caller, &workspace, number, query.after.unwrap_or(0), wait)
+        .await?;
+    let page = abode_sdk::LogPage {
+        lines: page.lines.iter().map(log_line_view).collect(),
+        status: build_status(page.status),
+        done: page.done,
+    };
+    ok(StatusCode::OK, json!(page))
+}
+
+async fn cancel_build(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((workspace, number)): Path<(String, String)>,
+) -> ApiResult {
+    let number = parse_number(&number, "build number")?;
+    let build = state
+        .control
+        .cancel_build(&caller, &workspace, number)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::BuildAnswer {
+            build: build_view(&build)
+        }),
+    )
+}
+
+// ---- guarded builds ----
+
+async fn confirm_build(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((workspace, number)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: ConfirmBuild = parse_json(body)?;
+    let number = parse_number(&number, "build number")?;
+    let build = state
+        .control
+        .confirm_build(
+            &caller,
+            &workspace,
+            number,
+            body.digest.as_deref().unwrap_or(""),
+        )
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::BuildAnswer {
+            build: build_view(&build)
+        }),
+    )
+}

@@ -1,0 +1,113 @@
+//! The router of `/api/v1`: one module per domain, each with its routes, in
+//! the order of docs/api.md; what they share is in `extract` and `pages`,
+//! never in a sibling. The API's JSON layers wrap them all, then the web
+//! dashboard is merged beside them.
+
+mod agent;
+mod audit;
+mod builds;
+mod connect;
+mod identity;
+mod notifications;
+mod prebuilds;
+mod previews;
+mod provisioner_keys;
+mod provisioners;
+mod schedules;
+mod state_backend;
+mod templates;
+mod users;
+mod workspaces;
+
+use axum::extract::DefaultBodyLimit;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use serde_json::json;
+
+use crate::extract::{discard_upload, json_too_large, MAX_JSON_BYTES};
+use crate::pages::{ok, ApiResult};
+use crate::{request_id_layer, ApiError, AppState};
+
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/health", get(health))
+        .merge(users::routes())
+        .merge(templates::routes())
+        .merge(workspaces::routes())
+        .merge(builds::routes())
+        .merge(audit::routes())
+        .merge(agent::routes())
+        .merge(identity::routes())
+        .merge(notifications::routes())
+        .merge(prebuilds::routes())
+        .merge(previews::routes())
+        .merge(provisioners::routes())
+        .merge(crate::provisionerd::routes())
+        .merge(provisioner_keys::routes())
+        .merge(schedules::routes())
+        .merge(connect::routes())
+        .merge(state_backend::routes())
+        .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
+        .layer(axum::middleware::from_fn(refuse_oversized_json));
+    let metrics = state.control.config().metrics.clone();
+    // The web dashboard (crates/web) at `/`: its own pages and layers, merged
+    // after the API's JSON layers so that its HTML answers stay HTML.
+    let web = abode_web::router(state.control.clone());
+    Router::new()
+        .nest("/api/v1", api)
+        .fallback(not_found)
+        .with_state(state)
+        // Innermost, so that it runs inside each route and sees its template.
+        .layer(axum::middleware::from_fn_with_state(
+            metrics,
+            crate::prometheus::record,
+        ))
+        .layer(axum::middleware::from_fn(crate::json_errors))
+        .merge(web)
+        .layer(axum::middleware::from_fn(request_id_layer))
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such API endpoint")
+}
+
+/// A JSON body declared longer than the limit is refused before a handler
+/// sees it, and read to its end (up to [`MAX_DRAINED_BYTES`]) only to be
+/// dropped: a client still writing it then reads the answer instead of a
+/// connection reset under its feet. (A body without a declared length is
+/// cut at the limit by `DefaultBodyLimit`.) Template uploads have their own
+/// limit and refusal.
+async fn refuse_oversized_json(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let upload = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .is_some_and(|path| {
+            path.as_str().ends_with("/templates/:name/versions")
+                || crate::provisionerd::is_daemon_path(path.as_str())
+                || state_backend::is_state_path(path.as_str())
+        });
+    let declared = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<usize>().ok());
+    match declared {
+        Some(length) if !upload && length > MAX_JSON_BYTES => {
+            discard_upload(request.into_body()).await;
+            json_too_large().into_response()
+        }
+        _ => next.run(request).await,
+    }
+}
+
+async fn health() -> ApiResult {
+    ok(
+        StatusCode::OK,
+        json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}),
+    )
+}

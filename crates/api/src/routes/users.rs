@@ -1,0 +1,158 @@
+//! People's accounts: the first user, login, who one is, and the
+//! administration of users and their roles.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::json;
+
+use abode_sdk::requests::{Login, NewUser, RoleChange};
+use abode_store::{Role, Roles};
+
+use crate::extract::{list_query, parse_json, ListQueryResult};
+use crate::pages::{ok, page_answer, ApiResult, PageQuery};
+use crate::views::user_view;
+use crate::{ApiError, AppState, Authenticated, RequestId};
+
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/users/first", post(create_first_user))
+        .route("/login", post(login))
+        .route("/users/me", get(me))
+        .route("/users", get(list_users).post(create_user))
+        .route("/users/:name/roles", post(change_user_roles))
+}
+
+/// The new user's roles: `roles`, or the single `role` of older clients;
+/// neither: `member`.
+fn new_user_roles(body: &NewUser) -> Result<Roles, ApiError> {
+    let names: Vec<&str> = match (&body.roles, &body.role) {
+        (Some(roles), None) => roles.iter().map(String::as_str).collect(),
+        (None, Some(role)) => vec![role.as_str()],
+        (None, None) => vec![Role::Member.as_str()],
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request(
+                "give `roles` (a list) or the older `role`, not both",
+            ))
+        }
+    };
+    parse_roles(names)
+}
+
+/// Role names from a request; an unknown one is a 400 naming it and the
+/// valid ones.
+fn parse_roles<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Roles, ApiError> {
+    Roles::parse_each(names).map_err(|unknown| ApiError::bad_request(unknown.to_string()))
+}
+
+async fn create_first_user(
+    State(state): State<AppState>,
+    axum::Extension(request_id): axum::Extension<RequestId>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: NewUser = parse_json(body)?;
+    let (user, token) = state
+        .control
+        .create_first_user(
+            &body.username,
+            &body.email,
+            &body.password,
+            Some(request_id.0),
+        )
+        .await?;
+    ok(
+        StatusCode::CREATED,
+        json!({"user": user_view(&user, &state.control.roles_of(&user.id).await?), "token": token}),
+    )
+}
+
+async fn login(
+    State(state): State<AppState>,
+    axum::Extension(request_id): axum::Extension<RequestId>,
+    // The socket's peer, never a forwarded-for header (which anyone can
+    // write): the throttle counts failures per client address.
+    peer: Option<axum::extract::ConnectInfo<std::net::SocketAddr>>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: Login = parse_json(body)?;
+    let client = peer.map(|axum::extract::ConnectInfo(address)| address.ip());
+    let (user, token) = state
+        .control
+        .login_from(&body.username, &body.password, client, Some(request_id.0))
+        .await?;
+    let roles = state.control.roles_of(&user.id).await?;
+    ok(
+        StatusCode::OK,
+        json!({"user": user_view(&user, &roles), "token": token}),
+    )
+}
+
+async fn me(Authenticated(caller): Authenticated) -> ApiResult {
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::UserAnswer {
+            user: user_view(&caller.user, &caller.roles)
+        }),
+    )
+}
+
+async fn create_user(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: NewUser = parse_json(body)?;
+    let roles = new_user_roles(&body)?;
+    let user = state
+        .control
+        .create_user(&caller, &body.username, &body.email, &body.password, &roles)
+        .await?;
+    ok(
+        StatusCode::CREATED,
+        json!(abode_sdk::UserAnswer {
+            user: user_view(&user, &roles)
+        }),
+    )
+}
+
+async fn change_user_roles(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(username): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: RoleChange = parse_json(body)?;
+    let add = parse_roles(body.add.iter().map(String::as_str))?;
+    let remove = parse_roles(body.remove.iter().map(String::as_str))?;
+    let (user, change) = state
+        .control
+        .change_user_roles(&caller, &username, &add, &remove)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::UserAnswer {
+            user: user_view(&user, &change.after)
+        }),
+    )
+}
+
+async fn list_users(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    query: ListQueryResult<PageQuery>,
+) -> ApiResult {
+    let query = list_query(query)?;
+    let page = state
+        .control
+        .list_users(&caller, query.after.as_deref(), query.limit)
+        .await?;
+    let users: Vec<abode_sdk::User> = page
+        .items
+        .iter()
+        .map(|(user, roles)| user_view(user, roles))
+        .collect();
+    page_answer("users", users, page.next)
+}

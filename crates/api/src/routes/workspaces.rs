@@ -1,0 +1,214 @@
+//! Workspaces: creating, listing and reading them, their protections, and
+//! what is left of one after `delete --orphan` (its resources, its state).
+
+use std::collections::BTreeMap;
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use abode_control::WorkspaceQuery;
+
+use crate::extract::parse_json;
+use crate::pages::{ok, page_answer, ApiResult};
+use crate::views::{build_view, protection_view, workspace_view, WorkspaceView};
+use crate::{ApiError, AppState, Authenticated};
+
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/workspaces", get(list_workspaces).post(create_workspace))
+        .route("/workspaces/:workspace", get(get_workspace))
+        .route("/workspaces/:workspace/orphan", post(orphan_workspace))
+        .route("/workspaces/:workspace/state", get(workspace_state))
+        .route(
+            "/workspaces/:workspace/protections",
+            get(list_protections).delete(release_protection),
+        )
+}
+
+#[derive(Deserialize)]
+struct NewWorkspaceBody {
+    name: String,
+    template: String,
+    /// A preset of the template's active version.
+    #[serde(default)]
+    preset: Option<String>,
+    #[serde(default)]
+    parameters: BTreeMap<String, Value>,
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    #[serde(default)]
+    all: Option<bool>,
+    #[serde(default)]
+    deleted: Option<bool>,
+    #[serde(default)]
+    owner: Option<String>,
+    #[serde(default)]
+    template: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+async fn create_workspace(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: NewWorkspaceBody = parse_json(body)?;
+    // Values go to the door as received: it checks them against the
+    // template version's declarations and answers every problem at once.
+    let parameters = body.parameters;
+    let (view, build) = state
+        .control
+        .create_workspace(
+            &caller,
+            &body.name,
+            &body.template,
+            body.preset.as_deref(),
+            parameters,
+        )
+        .await?;
+    ok(
+        StatusCode::CREATED,
+        json!(abode_sdk::CreatedWorkspace {
+            workspace: workspace_view(&view),
+            build: build_view(&build),
+        }),
+    )
+}
+
+async fn list_workspaces(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    let status = query
+        .status
+        .as_deref()
+        .map(str::parse::<abode_control::WorkspaceStatus>)
+        .transpose()?;
+    let page = state
+        .control
+        .list_workspaces(
+            &caller,
+            &WorkspaceQuery {
+                all: query.all.unwrap_or(false),
+                include_deleted: query.deleted.unwrap_or(false),
+                owner: query.owner,
+                template: query.template,
+                status,
+                after: query.after,
+                limit: query.limit,
+            },
+        )
+        .await?;
+    let workspaces: Vec<WorkspaceView> = page.items.iter().map(workspace_view).collect();
+    page_answer("workspaces", workspaces, page.next)
+}
+
+async fn get_workspace(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+) -> ApiResult {
+    let view = state.control.workspace(&caller, &workspace).await?;
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::WorkspaceAnswer {
+            workspace: workspace_view(&view)
+        }),
+    )
+}
+
+async fn list_protections(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+) -> ApiResult {
+    let protections = state.control.protections(&caller, &workspace).await?;
+    let protections: Vec<abode_sdk::Protection> = protections.iter().map(protection_view).collect();
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::ProtectionsAnswer { protections }),
+    )
+}
+
+#[derive(Deserialize)]
+struct ReleaseQuery {
+    #[serde(default)]
+    address: Option<String>,
+}
+
+async fn orphan_workspace(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+) -> ApiResult {
+    let orphaned = state.control.orphan_workspace(&caller, &workspace).await?;
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::Orphaned {
+            workspace: abode_sdk::OrphanedWorkspace {
+                id: orphaned.workspace.id,
+                name: orphaned.workspace.name,
+                owner: orphaned.workspace.owner_name,
+                deleted: orphaned.workspace.deleted,
+            },
+            resources: orphaned.resources,
+        }),
+    )
+}
+
+async fn workspace_state(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+) -> ApiResult {
+    let bytes = state.control.workspace_state(&caller, &workspace).await?;
+    Ok((
+        StatusCode::OK,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        bytes,
+    )
+        .into_response())
+}
+
+async fn release_protection(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+    query: Result<Query<ReleaseQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let Query(query) =
+        query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
+    let address = query
+        .address
+        .filter(|address| !address.trim().is_empty())
+        .ok_or_else(|| {
+            ApiError::bad_request("give the resource address to release: ?address=ADDRESS")
+        })?;
+    let released = state
+        .control
+        .release_protection(&caller, &workspace, &address)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::ReleasedAnswer {
+            released: protection_view(&released)
+        }),
+    )
+}

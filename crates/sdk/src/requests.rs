@@ -1,0 +1,111 @@
+//! The bodies of the API's requests, as the client writes them and the
+//! server reads them. What the server refuses (an unknown field, where a
+//! body says so) is part of the type, so both sides see the same contract.
+
+use serde::{Deserialize, Serialize};
+
+/// `POST /login`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Login {
+    pub username: String,
+    pub password: String,
+}
+
+/// `POST /users` and `POST /users/first`: a new account. Its roles are
+/// `roles`, or the single `role` of older clients; neither: `member`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NewUser {
+    pub username: String,
+    pub email: String,
+    pub password: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roles: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+}
+
+/// `POST /users/{name}/roles`: roles to add and to remove.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleChange {
+    #[serde(default)]
+    pub add: Vec<String>,
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+/// `POST /templates/{name}/versions/{n}/activate`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActivateVersion {
+    /// The id of the version's latest preview, acknowledged: needed when
+    /// that preview would hold or block workspaces or has not finished.
+    #[serde(default)]
+    pub acknowledge_preview: Option<String>,
+}
+
+/// `POST /workspaces/{ws}/builds/{n}/confirm`: the digest of the held plan
+/// the confirmation binds to.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ConfirmBuild {
+    #[serde(default)]
+    pub digest: Option<String>,
+}
+
+/// `POST /workspaces/{ws}/extend`: the new deadline is now + `duration_ms`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendWorkspace {
+    pub duration_ms: u64,
+}
+
+/// `POST /workspaces/{ws}/unlock`: the build whose lost lock is released.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Unlock {
+    pub build: i64,
+}
+
+/// `POST /tokens`: a named API token, for `lifetime_seconds` or the
+/// server's default.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewApiToken {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifetime_seconds: Option<u64>,
+}
+
+/// `POST /provisioner-keys`: a key for daemons with these tags
+/// (`key=value`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewProvisionerKey {
+    pub name: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+}
+
+/// `POST /notifications/settings`: kinds to turn off and on for the caller.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct NotificationSettingsChange {
+    #[serde(default)]
+    pub disable: Vec<String>,
+    #[serde(default)]
+    pub enable: Vec<String>,
+}
+
+/// `POST /notifications/mandatory`: a kind made mandatory or optional.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MandatoryKind {
+    pub kind: String,
+    pub mandatory: bool,
+}
+
+/// `POST /agent/lifecycle`: the agent's state, and with `start_error` the
+/// startup script's exit status.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AgentLifecycle {
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i64>,
+}
