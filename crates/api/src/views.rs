@@ -342,7 +342,7 @@ mod tests {
     #[test]
     fn a_build_is_written_as_before_with_its_report() {
         let report: abode_guard::Report =
-            serde_json::from_str(r#"{"schema_version":1,"decision":"allow","changes":[]}"#)
+            serde_json::from_str(r#"{"schema_version":1,"decision":"allow","transition":"start","terraform_version":"1.11.4"}"#)
                 .unwrap();
         let report_json = serde_json::to_string(&report).unwrap();
         let build = abode_store::Build {
