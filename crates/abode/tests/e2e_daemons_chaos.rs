@@ -197,8 +197,10 @@ fn ask(client: &Client, workspace: &str, what: &Ask) -> Build {
         Ask::Create { seconds: s } => client
             .create_workspace(workspace, TEMPLATE, None, &seconds(*s))
             .map(|created| created.build),
-        Ask::Start { seconds: s } => client.start_build(workspace, Transition::Start, &seconds(*s)),
-        Ask::Stop => client.start_build(workspace, Transition::Stop, &BTreeMap::new()),
+        Ask::Start { seconds: s } => {
+            client.transition_workspace(workspace, Transition::Start, &seconds(*s))
+        }
+        Ask::Stop => client.transition_workspace(workspace, Transition::Stop, &BTreeMap::new()),
     };
     asked.unwrap_or_else(|err| panic!("{workspace} through {}: {err}", client.base_url()))
 }

@@ -606,7 +606,7 @@ impl Client {
 
     /// Queues a build of the workspace; `parameters` (a start only) are new
     /// values of its mutable parameters.
-    pub fn start_build(
+    pub fn transition_workspace(
         &self,
         workspace: &str,
         transition: Transition,
@@ -1100,7 +1100,7 @@ mod tests {
         );
         let client = Client::new(&url, Some("tok".into()));
         let err = client
-            .start_build("dev", Transition::Start, &BTreeMap::new())
+            .transition_workspace("dev", Transition::Start, &BTreeMap::new())
             .unwrap_err();
         assert_eq!(err.to_string(), "workspace \"dev\" is already running");
         assert_eq!(err.code(), Some("conflict"));

@@ -391,7 +391,7 @@ impl Control {
     }
 
     /// A person's start, stop, update or delete of a workspace they may act on.
-    pub async fn start_build(
+    pub async fn request_transition(
         &self,
         caller: &Caller,
         reference: &str,

@@ -226,7 +226,7 @@ macro_rules! prebuild_queries {
         let Some(workspace_id) = picked else {
             return Ok(None);
         };
-        sqlx::query(&sql(
+        let renamed = sqlx::query(&sql(
             "UPDATE workspaces SET owner_id = ?, name = ?, updated_at = ? \
              WHERE id = ? AND owner_id = ? AND deleted = FALSE",
         ))
@@ -236,8 +236,14 @@ macro_rules! prebuild_queries {
         .bind(&workspace_id)
         .bind(&claim.pool_owner_id)
         .execute(&mut *tx)
-        .await
-        .map_err(db_error("workspace name"))?;
+        .await;
+        if let Err(error) = renamed {
+            // The picked row is given back now: a dropped transaction is
+            // rolled back only when its connection is next used, and until
+            // then another claim skips the row it still locks.
+            let _ = tx.rollback().await;
+            return Err(db_error("workspace name")(error));
+        }
         let build = NewBuild {
             id: claim.build_id.clone(),
             workspace_id: workspace_id.clone(),
@@ -248,7 +254,10 @@ macro_rules! prebuild_queries {
             parameters: None,
             workspace_parameters: None,
         };
-        Self::insert_next_build(&mut tx, &build, now).await?;
+        if let Err(error) = Self::insert_next_build(&mut tx, &build, now).await {
+            let _ = tx.rollback().await;
+            return Err(error);
+        }
         tx.commit().await.map_err(StoreError::Database)?;
         Ok(Some(self.build_by_id(&build.id).await?))
     }

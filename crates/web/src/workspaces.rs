@@ -1,7 +1,7 @@
 //! The workspaces list and a workspace's page, and its start, stop, update
 //! and delete: the API's list, view, builds and schedule, through the same
 //! control-plane calls (`Control::list_workspaces`, `workspace`, `builds`,
-//! `workspace_schedule`, `start_build`); the schedule's form is
+//! `workspace_schedule`, `request_transition`); the schedule's form is
 //! `schedule.rs`.
 
 use std::collections::BTreeMap;
@@ -500,7 +500,7 @@ pub(crate) async fn act(
     };
     match state
         .control
-        .start_build(&viewer.caller, &reference, &request)
+        .request_transition(&viewer.caller, &reference, &request)
         .await
     {
         Ok(_) => html::see_other(&workspace_url(&owner, &name)),

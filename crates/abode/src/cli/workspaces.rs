@@ -200,9 +200,13 @@ pub fn transition(
     let parameters: std::collections::BTreeMap<String, String> =
         parameters.iter().cloned().collect();
     let build = match action {
-        Action::Start => client.start_build(&args.workspace, Transition::Start, &parameters),
-        Action::Stop => client.start_build(&args.workspace, Transition::Stop, &parameters),
-        Action::Delete => client.start_build(&args.workspace, Transition::Delete, &parameters),
+        Action::Start => {
+            client.transition_workspace(&args.workspace, Transition::Start, &parameters)
+        }
+        Action::Stop => client.transition_workspace(&args.workspace, Transition::Stop, &parameters),
+        Action::Delete => {
+            client.transition_workspace(&args.workspace, Transition::Delete, &parameters)
+        }
         Action::Update => client.update_workspace(&args.workspace, &parameters),
     }
     .with_context(|| format!("workspace {:?} was not {verb}", args.workspace))?;

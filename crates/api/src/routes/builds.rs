@@ -87,7 +87,7 @@ async fn create_build(
     };
     let build = state
         .control
-        .start_build(&caller, &workspace, &request)
+        .request_transition(&caller, &workspace, &request)
         .await?;
     ok(
         StatusCode::CREATED,
