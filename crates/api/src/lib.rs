@@ -9,7 +9,6 @@
 mod extract;
 mod pages;
 mod prometheus;
-mod provisionerd;
 mod relay;
 mod routes;
 mod server;

@@ -12,6 +12,7 @@ mod notifications;
 mod prebuilds;
 mod previews;
 mod provisioner_keys;
+mod provisionerd;
 mod provisioners;
 mod schedules;
 mod state_backend;
@@ -44,7 +45,7 @@ pub fn router(state: AppState) -> Router {
         .merge(prebuilds::routes())
         .merge(previews::routes())
         .merge(provisioners::routes())
-        .merge(crate::provisionerd::routes())
+        .merge(provisionerd::routes())
         .merge(provisioner_keys::routes())
         .merge(schedules::routes())
         .merge(connect::routes())
@@ -88,7 +89,7 @@ async fn refuse_oversized_json(
         .get::<axum::extract::MatchedPath>()
         .is_some_and(|path| {
             path.as_str().ends_with("/templates/:name/versions")
-                || crate::provisionerd::is_daemon_path(path.as_str())
+                || provisionerd::is_daemon_path(path.as_str())
                 || state_backend::is_state_path(path.as_str())
         });
     let declared = request
