@@ -62,6 +62,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
         &["sqlx", "abode-store", "abode-control", "abode-guard"],
     ),
     ("abode-protocol", &["sqlx", "abode-store", "abode-control"]),
+    // The wire is plain data: a client links no server.
+    ("abode-sdk", &["sqlx", "abode-store", "abode-control", "tokio"]),
     // Delivery reaches the outbox, not the domain.
     ("abode-delivery", &["abode-control"]),
     // The pure crates stay pure.

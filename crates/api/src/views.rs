@@ -103,7 +103,7 @@ pub fn build_view(build: &Build) -> BuildView {
         workspace: build.workspace_name.clone(),
         owner: build.owner_name.clone(),
         number: unsigned(build.number),
-        transition: transition(build.transition),
+        transition: build.transition,
         status: build.status.as_str().to_string(),
         template_version: unsigned(build.template_version),
         // Who asked for the build: a username, or a system actor's name.
@@ -213,16 +213,6 @@ pub fn log_line_view(line: &LogLine) -> sdk::LogLine {
         stage: line.stage.clone(),
         level: line.level.clone(),
         text: line.text.clone(),
-    }
-}
-
-/// A transition of the domain as the wire's.
-pub fn transition(transition: abode_store::Transition) -> sdk::Transition {
-    use abode_store::Transition as Domain;
-    match transition {
-        Domain::Start => sdk::Transition::Start,
-        Domain::Stop => sdk::Transition::Stop,
-        Domain::Delete => sdk::Transition::Delete,
     }
 }
 

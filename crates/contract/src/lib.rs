@@ -112,8 +112,10 @@ pub const DEV_VOLUMES_DIR: &str = ".abode/volumes";
 /// The process logs directory's name beside the volumes directory, when not set.
 pub const PROCESS_LOGS_DIR_NAME: &str = "process-logs";
 
-/// Which build the platform is running.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// Which build the platform is running: the one transition of the
+/// environment contract, the store and the API's wire (`abode-sdk`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Transition {
     Start,
     Stop,

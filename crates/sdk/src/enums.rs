@@ -15,46 +15,10 @@ pub struct UnknownValue {
     pub value: String,
 }
 
-/// Which run of a workspace a build is: `start`, `stop` or `delete`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Transition {
-    Start,
-    Stop,
-    Delete,
-}
-
-impl Transition {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Transition::Start => "start",
-            Transition::Stop => "stop",
-            Transition::Delete => "delete",
-        }
-    }
-}
-
-impl fmt::Display for Transition {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Transition {
-    type Err = UnknownValue;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        match value {
-            "start" => Ok(Transition::Start),
-            "stop" => Ok(Transition::Stop),
-            "delete" => Ok(Transition::Delete),
-            other => Err(UnknownValue {
-                what: "transition",
-                value: other.to_string(),
-            }),
-        }
-    }
-}
+/// Which run of a workspace a build is: `start`, `stop` or `delete`; the
+/// contract's, so that the wire, the store and a build's environment say it
+/// with one type.
+pub use abode_contract::Transition;
 
 /// Where a build is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
