@@ -63,7 +63,10 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ),
     ("abode-protocol", &["sqlx", "abode-store", "abode-control"]),
     // The wire is plain data: a client links no server.
-    ("abode-sdk", &["sqlx", "abode-store", "abode-control", "tokio"]),
+    (
+        "abode-sdk",
+        &["sqlx", "abode-store", "abode-control", "tokio"],
+    ),
     // Delivery reaches the outbox, not the domain.
     ("abode-delivery", &["abode-control"]),
     // The pure crates stay pure.
