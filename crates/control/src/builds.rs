@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use std::collections::BTreeMap;
 
+use abode_runner::LogLevel;
 use abode_store::{
     page_size, Build, BuildReason, BuildStatus, LogLine, NewBuild, NewWorkspace, Page, StoreError,
     Template, TemplateVersion, Transition, User, Workspace,
@@ -147,7 +148,7 @@ impl Control {
             build.workspace_name,
             lock.build_number,
         );
-        self.note(&build.id, "setup", "warn", &notice).await;
+        self.note(&build.id, "setup", LogLevel::Warn, &notice).await;
     }
 
     async fn request_first_build(
@@ -188,7 +189,7 @@ impl Control {
                 self.note(
                     &build.id,
                     "setup",
-                    "info",
+                    LogLevel::Info,
                     &format!(
                         "claimed a prebuilt workspace of preset \"{}\": it is already \
                          running; this build hands it over",
@@ -206,7 +207,7 @@ impl Control {
             self.note(
                 &build.id,
                 "setup",
-                "info",
+                LogLevel::Info,
                 &format!(
                     "no prebuilt workspace of preset \"{}\" was ready: this workspace is \
                      built from scratch",
@@ -545,7 +546,8 @@ impl Control {
             .cancel_pending_build(&build.id, &message)
             .await?
         {
-            self.note(&build.id, "setup", "warn", &message).await;
+            self.note(&build.id, "setup", LogLevel::Warn, &message)
+                .await;
             self.inner.log_written.notify_waiters();
         } else if self.inner.store.cancel_requested(&build.id).await? {
             // Asked already: one cancel, one log line, one audit event.
@@ -555,7 +557,7 @@ impl Control {
             self.note(
                 &build.id,
                 "cleanup",
-                "warn",
+                LogLevel::Warn,
                 &format!("{message}; interrupting Terraform"),
             )
             .await;
@@ -575,10 +577,10 @@ impl Control {
     /// Writes a build log line; one the database does not take now (it is
     /// unreachable, or its disk is full) is kept in order with the lines
     /// after it and written when it takes them again (`log_backlog.rs`).
-    pub(crate) async fn note(&self, build_id: &str, stage: &str, level: &str, text: &str) {
+    pub(crate) async fn note(&self, build_id: &str, stage: &str, level: LogLevel, text: &str) {
         let line = abode_store::NewLogLine {
             stage: stage.into(),
-            level: level.into(),
+            level: level.as_str().into(),
             text: text.into(),
         };
         self.inner

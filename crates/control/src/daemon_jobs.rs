@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use abode_protocol::{LogLineWire, Outcome};
-use abode_runner::{BuildHost, JobInputs, JobKind, LogSink, StateKept, Verdict};
+use abode_runner::{BuildHost, JobInputs, JobKind, LogLevel, LogSink, StateKept, Verdict};
 use abode_store::{BuildStatus, ProvisionerKind};
 
 use crate::holders::{describe_holder, DAEMON_HOLDER_PREFIX};
@@ -126,7 +126,7 @@ impl Control {
                 self.note(
                     &claimed.build_id,
                     "setup",
-                    "info",
+                    LogLevel::Info,
                     &format!("claimed by {}", describe_holder(&holder)),
                 )
                 .await;
@@ -184,21 +184,23 @@ impl Control {
         lines: &[LogLineWire],
     ) -> Result<(), ControlError> {
         let job = self.daemon_job(caller, build_id).await?;
+        let mut checked = Vec::with_capacity(lines.len());
         for line in lines {
             if line.stage.is_empty() || line.stage.len() > 32 {
                 return Err(ControlError::BadRequest(
                     "a log line's stage must be 1-32 characters".into(),
                 ));
             }
-            if !matches!(line.level.as_str(), "debug" | "info" | "warn" | "error") {
+            let Some(level) = LogLevel::named(&line.level) else {
                 return Err(ControlError::BadRequest(format!(
                     "unknown log level `{}`",
                     line.level
                 )));
-            }
+            };
+            checked.push((line, level));
         }
-        for line in lines {
-            job.log(&line.stage, &line.level, &line.text).await;
+        for (line, level) in checked {
+            job.log(&line.stage, level, &line.text).await;
         }
         Ok(())
     }
@@ -302,7 +304,7 @@ impl Control {
             self.note(
                 build_id,
                 "cleanup",
-                "info",
+                LogLevel::Info,
                 &format!(
                     "{} stored the state its run of this build left after the build ended",
                     describe_holder(&holder)
@@ -356,7 +358,8 @@ impl Control {
 
     /// Fails a claimed build that could not even be read.
     async fn fail_unstarted(&self, build_id: &str, message: &str) {
-        self.note(build_id, "cleanup", "error", message).await;
+        self.note(build_id, "cleanup", LogLevel::Error, message)
+            .await;
         if let Err(error) = self
             .inner
             .store

@@ -12,6 +12,8 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+use abode_runner::LogLevel;
+
 use crate::Control;
 
 /// The free space (for an unprivileged user) of the filesystem holding
@@ -84,7 +86,7 @@ impl Control {
         );
         for (build_id, _) in waiting {
             if told.insert(build_id.clone()) {
-                self.note(&build_id, "setup", "warn", &notice).await;
+                self.note(&build_id, "setup", LogLevel::Warn, &notice).await;
             }
         }
     }

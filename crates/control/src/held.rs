@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use abode_runner::LogLevel;
 use abode_store::{Build, BuildStatus, Protection, SavedPlan};
 
 use crate::audit::audit_event;
@@ -117,7 +118,7 @@ impl Control {
                 self.note(
                     &build.id,
                     "guard",
-                    "info",
+                    LogLevel::Info,
                     &format!(
                         "confirmed by {}: applying the saved plan {digest}",
                         caller.user.username
@@ -233,7 +234,8 @@ impl Control {
             }
         }
         for build_id in expired {
-            self.note(&build_id, "guard", "warn", &message).await;
+            self.note(&build_id, "guard", LogLevel::Warn, &message)
+                .await;
             if let Ok(build) = self.inner.store.build_by_id(&build_id).await {
                 self.audit_system(
                     "build.expire",

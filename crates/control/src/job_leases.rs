@@ -31,6 +31,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
+use abode_runner::LogLevel;
 use abode_store::{BuildStatus, ExpiredJobLease};
 use tokio::sync::watch;
 
@@ -252,7 +253,7 @@ impl Control {
                     tags.join(", ")
                 )
             };
-            self.note(&build_id, "setup", "warn", &notice).await;
+            self.note(&build_id, "setup", LogLevel::Warn, &notice).await;
         }
     }
 
@@ -275,7 +276,8 @@ impl Control {
                      was applied, and the build waits for another provisioner",
                     crate::holders::describe_holder(&lease.holder)
                 );
-                self.note(&lease.build_id, "setup", "warn", &message).await;
+                self.note(&lease.build_id, "setup", LogLevel::Warn, &message)
+                    .await;
                 self.inner.jobs_queued.notify_waiters();
                 self.inner.log_written.notify_waiters();
                 tracing::warn!(build = %lease.build_id, holder = %lease.holder, "requeued a build whose holder stopped renewing its lease before its plan was judged");
@@ -308,7 +310,8 @@ impl Control {
             // server salvaged it first.
             Ok(false) => {}
             Ok(true) => {
-                self.note(build_id, "cleanup", "error", &message).await;
+                self.note(build_id, "cleanup", LogLevel::Error, &message)
+                    .await;
                 if let Ok(build) = self.inner.store.build_by_id(build_id).await {
                     self.audit_system(
                         "build.salvage",

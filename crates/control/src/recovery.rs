@@ -28,8 +28,8 @@ use crate::provisioner::{self, log_output, BuildLog, Interruptions};
 use crate::states::keep_state;
 use crate::{Control, ControlError};
 use abode_runner::workdir;
-use abode_runner::StateBackend;
 use abode_runner::StateKept;
+use abode_runner::{LogLevel, StateBackend};
 
 /// The builds a dead server left running, each followed by a task that ends
 /// when nothing of that build runs any more.
@@ -151,7 +151,7 @@ async fn follow_to_end(
 
     let aftermath = match record.running() {
         Some(run) => {
-            control.note(&build_id, "cleanup", "error",
+            control.note(&build_id, "cleanup", LogLevel::Error,
                 &format!(
                     "the server stopped while terraform {} of this build was running; \
                      Terraform (pid {}) runs on, and this restarted server follows it until it ends",
@@ -227,9 +227,9 @@ async fn follow_to_end(
         }
     }
     let level = if status == BuildStatus::Succeeded {
-        "info"
+        LogLevel::Info
     } else {
-        "error"
+        LogLevel::Error
     };
     control.note(&build_id, "cleanup", level, &message).await;
     if let Err(error) = control.inner.store.delete_saved_plan(&build_id).await {

@@ -21,6 +21,7 @@ use abode_store::{Build, StateLock};
 use serde::Deserialize;
 
 use abode_runner::state_backend::StateBackend;
+use abode_runner::LogLevel;
 
 use crate::authz::Action;
 use crate::states::{write_successor, Fence, Written};
@@ -174,7 +175,7 @@ impl Control {
                 self.note(
                     build_id,
                     "apply",
-                    "warn",
+                    LogLevel::Warn,
                     &format!(
                         "{why}: the server cannot store the state now ({error}); Terraform keeps \
                          it and tries again"
@@ -275,7 +276,7 @@ impl Control {
                 self.note(
                     build_id,
                     "cleanup",
-                    "info",
+                    LogLevel::Info,
                     &format!(
                         "{} reported that its Terraform of this build ended; the workspace's state lock is released",
                         crate::holders::describe_holder(&lock.holder)
@@ -389,7 +390,7 @@ impl Control {
         self.note(
             &lock.build_id,
             "cleanup",
-            "warn",
+            LogLevel::Warn,
             &format!(
                 "{} unlocked the workspace's state; whatever this build's Terraform still writes is refused",
                 caller.user.username

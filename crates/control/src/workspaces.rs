@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use abode_runner::LogLevel;
 use abode_store::{
     page_size, Agent, Build, BuildReason, BuildStatus, Page, StoreError, SystemActor, Transition,
     Workspace, WorkspaceFilter, WorkspaceSummary,
@@ -315,7 +316,8 @@ impl Control {
                 .store
                 .cancel_pending_build(&latest.id, &message)
                 .await?;
-            self.note(&latest.id, "guard", "warn", &message).await;
+            self.note(&latest.id, "guard", LogLevel::Warn, &message)
+                .await;
         } else if !latest.status.is_final() {
             return Err(ControlError::Conflict(format!(
                 "workspace \"{target}\" has build #{} {}; cancel it first (abode builds cancel {target} {})",

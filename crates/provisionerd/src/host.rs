@@ -14,7 +14,7 @@ use abode_protocol::{
     StateAnswer, StateUpload, VerdictWire,
 };
 use abode_runner::StateBackend;
-use abode_runner::{BuildHost, LogSink, Verdict};
+use abode_runner::{BuildHost, LogLevel, LogSink, Verdict};
 use abode_runner::{Failure, StateKept};
 
 use crate::client::{CallError, ServerClient};
@@ -164,12 +164,12 @@ where
 }
 
 impl LogSink for RemoteHost {
-    async fn log(&self, stage: &str, level: &str, text: &str) {
+    async fn log(&self, stage: &str, level: LogLevel, text: &str) {
         let waiting = {
             let mut pending = self.pending();
             pending.push(LogLineWire {
                 stage: stage.into(),
-                level: level.into(),
+                level: level.as_str().into(),
                 text: text.into(),
             });
             pending.len()

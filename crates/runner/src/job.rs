@@ -18,8 +18,8 @@ use tokio::sync::watch;
 
 use crate::command::{contract_env, show_plan, TerraformCommand, WorkDirLayout};
 use crate::host::{
-    sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, StateKept,
-    Verdict,
+    sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogLevel,
+    StateKept, Verdict,
 };
 use crate::workdir::{self, ERRORED_STATE_FILE, PLAN_FILE, STATE_FILE, TEMPLATE_SUBDIR};
 
@@ -412,7 +412,7 @@ impl<H: BuildHost> Run<'_, H> {
             StateKept::Missing | StateKept::Unchanged => true,
             StateKept::Saved => {
                 self.host
-                    .log("cleanup", "info", "saved the Terraform state")
+                    .log("cleanup", LogLevel::Info, "saved the Terraform state")
                     .await;
                 true
             }
@@ -428,7 +428,7 @@ impl<H: BuildHost> Run<'_, H> {
         self.host
             .log(
                 "cleanup",
-                "error",
+                LogLevel::Error,
                 &format!(
                     "cannot save the Terraform state: {reason}; it is kept in {}",
                     self.work_dir.display()

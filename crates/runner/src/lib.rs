@@ -22,8 +22,8 @@ pub mod state_backend;
 pub mod workdir;
 
 pub use host::{
-    sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogSink,
-    StateKept, UnknownJobKind, Verdict,
+    sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogLevel,
+    LogSink, StateKept, UnknownJobKind, Verdict,
 };
 pub use job::{run_job, Interrupts, RunnerConfig, LEASE_LOST, STALE_PLAN_MESSAGE};
 pub use state_backend::StateBackend;

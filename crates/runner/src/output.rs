@@ -5,11 +5,11 @@
 use abode_terraform::run::{OutputLine, Stream};
 use tokio::sync::mpsc;
 
-use crate::host::LogSink;
+use crate::host::{LogLevel, LogSink};
 
 /// A Terraform output line as the build log shows it: the `@message` of a
 /// `-json` line with its level (plus a diagnostic's detail), or the raw text.
-pub fn render_line(line: &OutputLine) -> Option<(&'static str, String)> {
+pub fn render_line(line: &OutputLine) -> Option<(LogLevel, String)> {
     let text = line.text.trim_end();
     if text.trim().is_empty() {
         return None;
@@ -22,10 +22,10 @@ pub fn render_line(line: &OutputLine) -> Option<(&'static str, String)> {
                 .and_then(|l| l.as_str())
                 .unwrap_or("info")
             {
-                "error" => "error",
-                "warn" => "warn",
-                "trace" | "debug" => "debug",
-                _ => "info",
+                "error" => LogLevel::Error,
+                "warn" => LogLevel::Warn,
+                "trace" | "debug" => LogLevel::Debug,
+                _ => LogLevel::Info,
             };
             let detail = value
                 .pointer("/diagnostic/detail")
@@ -43,8 +43,8 @@ pub fn render_line(line: &OutputLine) -> Option<(&'static str, String)> {
         }
     }
     let level = match line.stream {
-        Stream::Stderr => "error",
-        Stream::Stdout => "info",
+        Stream::Stderr => LogLevel::Error,
+        Stream::Stdout => LogLevel::Info,
     };
     Some((level, text.to_string()))
 }
@@ -83,7 +83,7 @@ pub async fn log_output<S: LogSink>(
             continue;
         };
         seen += 1;
-        if level == "error" {
+        if level == LogLevel::Error {
             last_error = Some(TerraformError {
                 text: text.clone(),
                 summary: diagnostic_summary(&line),
@@ -114,22 +114,22 @@ mod tests {
                     Stream::Stdout,
                     r#"{"@level":"info","@message":"terraform_data.a: Creating...","type":"apply_start"}"#,
                 ),
-                Some(("info", "terraform_data.a: Creating...".to_string())),
+                Some((LogLevel::Info, "terraform_data.a: Creating...".to_string())),
             ),
             (
                 line(
                     Stream::Stdout,
                     r#"{"@level":"error","@message":"Error: boom","type":"diagnostic","diagnostic":{"severity":"error","summary":"boom","detail":"it\nbroke"}}"#,
                 ),
-                Some(("error", "Error: boom: it broke".to_string())),
+                Some((LogLevel::Error, "Error: boom: it broke".to_string())),
             ),
             (
                 line(Stream::Stdout, "plain text"),
-                Some(("info", "plain text".to_string())),
+                Some((LogLevel::Info, "plain text".to_string())),
             ),
             (
                 line(Stream::Stderr, "panic: x"),
-                Some(("error", "panic: x".to_string())),
+                Some((LogLevel::Error, "panic: x".to_string())),
             ),
             (line(Stream::Stdout, "   "), None),
         ];

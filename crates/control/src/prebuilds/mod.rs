@@ -19,6 +19,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use abode_prebuilds::{Action, Decision, Settings};
+use abode_runner::LogLevel;
 use abode_store::{BuildReason, SystemActor, Transition, PREBUILDS_PAUSED};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -256,7 +257,7 @@ impl Control {
         self.note(
             &build.id,
             "setup",
-            "info",
+            LogLevel::Info,
             &format!(
                 "deleting a prebuilt workspace of its pool: {}",
                 why.replace('_', " ")
@@ -278,7 +279,7 @@ impl Control {
             .cancel_pending_build(build_id, message)
             .await?
         {
-            self.note(build_id, "setup", "warn", message).await;
+            self.note(build_id, "setup", LogLevel::Warn, message).await;
             self.inner.log_written.notify_waiters();
             tracing::info!(build = %build_id, workspace = %workspace_id, "{message}");
         }

@@ -29,7 +29,7 @@ use tracing::Instrument;
 use crate::Control;
 
 pub(crate) use abode_runner::output::log_output;
-use abode_runner::{LogSink, RunnerConfig};
+use abode_runner::{LogLevel, LogSink, RunnerConfig};
 pub(crate) use interruptions::Interruptions;
 pub use on_server::ServerJob;
 pub(crate) use run::run_kind;
@@ -41,7 +41,7 @@ pub(crate) struct BuildLog<'a> {
 }
 
 impl LogSink for BuildLog<'_> {
-    async fn log(&self, stage: &str, level: &str, text: &str) {
+    async fn log(&self, stage: &str, level: LogLevel, text: &str) {
         self.control.note(self.build_id, stage, level, text).await;
     }
 }
@@ -207,7 +207,7 @@ async fn run_build_steps(
         Err(failure) => {
             interruptions.end();
             control
-                .note(build_id, "cleanup", "error", &failure.message)
+                .note(build_id, "cleanup", LogLevel::Error, &failure.message)
                 .await;
             if let Err(error) = control
                 .inner
@@ -260,7 +260,7 @@ async fn run_build_steps(
             .note(
                 build_id,
                 "cleanup",
-                "warn",
+                LogLevel::Warn,
                 &format!(
                     "the server {server} lost its lease on this build while running it ({what}); \
                      its Terraform no longer runs, and the workspace's state lock is released if \
@@ -312,7 +312,7 @@ async fn prune_plans(control: &Control, build_id: &str) {
                     .note(
                         &id,
                         "cleanup",
-                        "info",
+                        LogLevel::Info,
                         &format!(
                             "the plan JSON of this build was removed: the server keeps it for the newest {keep} builds of a workspace"
                         ),

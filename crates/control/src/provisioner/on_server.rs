@@ -19,7 +19,8 @@ use abode_store::{
 
 use abode_protocol::Outcome;
 use abode_runner::{
-    BuildHost, Failure, JobInputs, LogSink, StateBackend, StateKept, Verdict, STALE_PLAN_MESSAGE,
+    BuildHost, Failure, JobInputs, LogLevel, LogSink, StateBackend, StateKept, Verdict,
+    STALE_PLAN_MESSAGE,
 };
 
 use super::guard_step::{describe_changes, guard_transition, judge_plan, Judged};
@@ -91,7 +92,7 @@ impl ServerJob {
             JobKind::Build => {
                 self.log(
                     "setup",
-                    "info",
+                    LogLevel::Info,
                     &format!(
                         "build #{} ({}) of {}/{} on template {} version {}",
                         build.number,
@@ -113,7 +114,7 @@ impl ServerJob {
                     .ok_or_else(|| Failure::failed("the saved plan of this build is gone"))?;
                 self.log(
                     "setup",
-                    "info",
+                    LogLevel::Info,
                     &format!(
                         "applying the saved plan {} confirmed by {}",
                         saved.digest,
@@ -210,7 +211,7 @@ impl ServerJob {
             Ok(Recorded::Applied) => (BuildStatus::Succeeded, None, None),
             Ok(Recorded::Held(plan)) => (BuildStatus::AwaitingConfirmation, None, Some(plan)),
             Err(failure) => {
-                self.log("cleanup", "error", &failure.message).await;
+                self.log("cleanup", LogLevel::Error, &failure.message).await;
                 (
                     super::run::failed_status(failure.kind),
                     Some(failure.message),
@@ -228,9 +229,9 @@ impl ServerJob {
                     other => format!("build {other}"),
                 };
                 let level = if status == BuildStatus::Succeeded {
-                    "info"
+                    LogLevel::Info
                 } else {
-                    "error"
+                    LogLevel::Error
                 };
                 self.log("cleanup", level, &done).await;
                 let notices = control
@@ -319,7 +320,7 @@ fn refused_end(build: &Build, outcome: &str, decision: Option<Decision>) -> Cont
 }
 
 impl LogSink for ServerJob {
-    async fn log(&self, stage: &str, level: &str, text: &str) {
+    async fn log(&self, stage: &str, level: LogLevel, text: &str) {
         self.control.note(&self.build.id, stage, level, text).await;
     }
 }
@@ -374,8 +375,8 @@ impl BuildHost for ServerJob {
             )));
         }
         let level = match report.decision {
-            Decision::Allow => "info",
-            _ => "warn",
+            Decision::Allow => LogLevel::Info,
+            _ => LogLevel::Warn,
         };
         for line in abode_guard::render_text(&report, false).lines() {
             if !line.trim().is_empty() {
@@ -398,7 +399,7 @@ impl BuildHost for ServerJob {
                 let digest = secrets::sha256_hex(&plan);
                 self.log(
                     "guard",
-                    "warn",
+                    LogLevel::Warn,
                     &format!(
                         "held for confirmation: {}; nothing was applied. Review, then confirm with: abode builds confirm {}/{} {} --digest {digest}",
                         describe_changes(&report, Decision::Confirm),
@@ -492,7 +493,7 @@ impl ServerJob {
                     let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
                     self.log(
                         "apply",
-                        "info",
+                        LogLevel::Info,
                         &format!("workspace agent(s): {}", names.join(", ")),
                     )
                     .await;
