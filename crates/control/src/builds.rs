@@ -595,14 +595,14 @@ impl Control {
 /// `Conflict`), said as the person sees it; other errors as they are.
 fn name_taken(error: StoreError, name: &str, owner: &User, order: &BuildOrder) -> ControlError {
     match error {
-        StoreError::Conflict(_) => ControlError::Conflict(format!(
-            "{} already has a workspace named \"{name}\"",
-            if order.actor.id() == owner.id {
-                "you".to_string()
-            } else {
-                format!("user \"{}\"", owner.username)
-            }
-        )),
+        StoreError::Conflict(_) => ControlError::Conflict(if order.actor.id() == owner.id {
+            format!("you already have a workspace named \"{name}\"")
+        } else {
+            format!(
+                "user \"{}\" already has a workspace named \"{name}\"",
+                owner.username
+            )
+        }),
         other => other.into(),
     }
 }

@@ -342,7 +342,20 @@ async fn a_new_workspace_and_its_first_build_come_through_the_door_together() {
         .control
         .request_build(new("pool-1"), first.clone())
         .await;
-    assert!(matches!(taken, Err(ControlError::Conflict(_))), "{taken:?}");
+    assert!(
+        matches!(&taken, Err(ControlError::Conflict(message))
+            if message == "user \"alice\" already has a workspace named \"pool-1\""),
+        "{taken:?}"
+    );
+    // Said to the owner themselves in the second person.
+    let mut own = order(&Actor::User(setup.alice.clone()), Start);
+    own.version = VersionChoice::Active;
+    let taken = setup.control.request_build(new("pool-1"), own).await;
+    assert!(
+        matches!(&taken, Err(ControlError::Conflict(message))
+            if message == "you already have a workspace named \"pool-1\""),
+        "{taken:?}"
+    );
     let mut stop = first.clone();
     stop.transition = Transition::Stop;
     assert!(matches!(
