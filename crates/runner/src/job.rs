@@ -21,6 +21,7 @@ use crate::host::{
     sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogLevel,
     StateKept, Verdict,
 };
+use crate::turns;
 use crate::workdir::{self, ERRORED_STATE_FILE, PLAN_FILE, STATE_FILE, TEMPLATE_SUBDIR};
 
 /// Terraform's own refusal of a saved plan made on another state (its
@@ -93,6 +94,30 @@ pub async fn run_job<H: BuildHost>(
 ) -> Result<Ended, Failure> {
     let state_digest = sha256_hex(inputs.state.as_deref().unwrap_or_default());
     let work_dir = config.work_dir.join(&inputs.build_id);
+    let mut cancel = interrupts.cancel.clone();
+    if turns::is_taken(&work_dir) {
+        host.log(
+            "init",
+            LogLevel::Info,
+            "waiting for this machine's earlier run of this build to end (its lease ran out before its plan was judged)",
+        )
+        .await;
+    }
+    let _turn = tokio::select! {
+        turn = turns::take(&work_dir) => turn,
+        () = async {
+            // A cancel switch that is gone can no longer cancel.
+            if cancel.wait_for(|canceled| *canceled).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        } => {
+            return Err(Failure {
+                kind: FailureKind::Canceled,
+                message: "the build was canceled".into(),
+                diagnostic: None,
+            });
+        }
+    };
     let saved_plan = inputs.saved_plan.take();
     // The state is the backend's: none is written into the work dir (but
     // for a plan made before there was one).

@@ -19,6 +19,7 @@ mod host;
 mod job;
 pub mod output;
 pub mod state_backend;
+mod turns;
 pub mod workdir;
 
 pub use host::{
