@@ -44,6 +44,9 @@ pub struct DaemonCaller {
     pub tags: Vec<String>,
     /// The daemon's own id (stable across its restarts on one data dir).
     pub daemon_id: String,
+    /// The slot calling: a job is its claim's slot's (see
+    /// `Store::claimed_job_kind`).
+    pub slot: String,
 }
 
 /// The lease holder of a daemon's jobs: its key's name and its own id.
@@ -113,15 +116,22 @@ impl Control {
                 .claim_tagged_job(slot, &holder, lease_ms, &caller.tags)
                 .await?;
             if let Some(claimed) = claimed {
-                let job =
-                    match ServerJob::load(self, &claimed.build_id, &holder, claimed.kind).await {
-                        Ok(job) => job,
-                        Err(failure) => {
-                            self.fail_unstarted(&claimed.build_id, &failure.message)
-                                .await;
-                            continue;
-                        }
-                    };
+                let job = match ServerJob::load(
+                    self,
+                    &claimed.build_id,
+                    &holder,
+                    Some(slot),
+                    claimed.kind,
+                )
+                .await
+                {
+                    Ok(job) => job,
+                    Err(failure) => {
+                        self.fail_unstarted(&claimed.build_id, &failure.message)
+                            .await;
+                        continue;
+                    }
+                };
                 tracing::info!(build = %claimed.build_id, provisioner = %holder, "an external provisioner claimed a job");
                 self.note(
                     &claimed.build_id,
@@ -167,10 +177,10 @@ impl Control {
         let kind = self
             .inner
             .store
-            .claimed_job_kind(build_id, &holder)
+            .claimed_job_kind(build_id, &holder, Some(&caller.slot))
             .await?
             .ok_or_else(|| lost_job(build_id))?;
-        ServerJob::load(self, build_id, &holder, kind)
+        ServerJob::load(self, build_id, &holder, Some(&caller.slot), kind)
             .await
             .map_err(|failure| ControlError::Internal(failure.message))
     }
@@ -265,7 +275,7 @@ impl Control {
         if !self
             .inner
             .store
-            .renew_job_lease(build_id, &holder, lease_ms)
+            .renew_job_lease(build_id, &holder, Some(slot), lease_ms)
             .await?
         {
             return Err(lost_job(build_id));

@@ -277,7 +277,11 @@ async fn confirmed_apply_succeeded(
     }
     let server = &control.inner.config.server_id;
     matches!(
-        control.inner.store.claimed_job_kind(build_id, server).await,
+        control
+            .inner
+            .store
+            .claimed_job_kind(build_id, server, None)
+            .await,
         Ok(Some(abode_store::JobKind::ApplySavedPlan))
     )
 }
@@ -286,12 +290,17 @@ async fn confirmed_apply_succeeded(
 /// run's host does after its apply).
 async fn record_recovered_apply(control: &Control, build_id: &str) -> Result<(), String> {
     let server = &control.inner.config.server_id;
-    let kind = match control.inner.store.claimed_job_kind(build_id, server).await {
+    let kind = match control
+        .inner
+        .store
+        .claimed_job_kind(build_id, server, None)
+        .await
+    {
         Ok(Some(kind)) => kind,
         Ok(None) => abode_store::JobKind::Build,
         Err(error) => return Err(error.to_string()),
     };
-    let job = provisioner::ServerJob::load(control, build_id, server, kind)
+    let job = provisioner::ServerJob::load(control, build_id, server, None, kind)
         .await
         .map_err(|failure| failure.message)?;
     let state = job

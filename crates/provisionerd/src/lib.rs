@@ -16,6 +16,7 @@
 //! offers the state left behind (the server keeps it only if no newer build
 //! of the workspace has run).
 
+mod claims;
 mod client;
 mod host;
 
@@ -33,6 +34,7 @@ use abode_terraform::supervise::RunRecord;
 use tokio::sync::{mpsc, watch};
 
 pub use abode_runner::RunnerConfig;
+use claims::Claims;
 pub use client::CallError;
 use client::ServerClient;
 use host::{patiently, RemoteHost};
@@ -99,8 +101,16 @@ pub async fn run(config: DaemonConfig, shutdown: watch::Receiver<bool>) -> Resul
         config,
         daemon_id,
     });
-    // Listed before any slot lays out a new work dir.
-    let left = leftover_dirs(&daemon.config.runner.work_dir);
+    // Listed before any slot lays out a new work dir or claims a job.
+    let claims = Claims::in_data_dir(&daemon.config.data_dir);
+    let left: Vec<Leftover> = leftover_dirs(&daemon.config.runner.work_dir)
+        .into_iter()
+        .map(|(build_id, dir)| Leftover {
+            slot: claims.slot_of(&build_id),
+            build_id,
+            dir,
+        })
+        .collect();
     let leftovers = tokio::spawn(offer_leftovers(daemon.clone(), left));
     let mut slots = Vec::new();
     for index in 1..=daemon.config.concurrency.max(1) {
@@ -251,6 +261,8 @@ async fn run_one(daemon: &Daemon, slot: &str, job: JobWire, mut shutdown: watch:
         }
     };
     tracing::info!(build = %build_id, slot = %slot, kind = %inputs.kind, "running a job");
+    let claims = Claims::in_data_dir(&daemon.config.data_dir);
+    claims.record(&build_id, slot);
     let (cancel_switch, cancel) = watch::channel(false);
     let (lost_switch, lease_lost) = watch::channel(false);
     let heartbeat = heartbeat(&host, &cancel_switch, Some(&lost_switch));
@@ -282,6 +294,7 @@ async fn run_one(daemon: &Daemon, slot: &str, job: JobWire, mut shutdown: watch:
         }
     });
     complete(&host, &result).await;
+    claims.forget(&build_id, slot);
     tracing::info!(build = %build_id, "job ended");
 }
 
@@ -344,13 +357,18 @@ async fn complete(host: &RemoteHost, result: &Result<abode_runner::Ended, Failur
 /// once no Terraform of theirs runs any more, and tells each build's end if
 /// it is still this daemon's (a quick restart: its lease had not run out,
 /// and the heartbeat keeps it while the orphaned Terraform finishes).
-async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
-    for (build_id, dir) in dirs {
-        let host = RemoteHost::new(
-            daemon.client.clone(),
-            build_id.clone(),
-            daemon.hello(&format!("{}-1", daemon.daemon_id)),
-        );
+async fn offer_leftovers(daemon: Arc<Daemon>, left: Vec<Leftover>) {
+    let claims = Claims::in_data_dir(&daemon.config.data_dir);
+    for Leftover {
+        build_id,
+        dir,
+        slot,
+    } in left
+    {
+        // The slot that claimed it speaks for it (a work dir of a release
+        // that noted no slot: the first one).
+        let slot = slot.unwrap_or_else(|| format!("{}-1", daemon.daemon_id));
+        let host = RemoteHost::new(daemon.client.clone(), build_id.clone(), daemon.hello(&slot));
         let record = RunRecord::in_dir(&dir);
         // Which run left it: a slot may lay out a new run of the same build
         // (queued again) in a work dir of the same name meanwhile.
@@ -424,6 +442,7 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
                 .call::<_, serde_json::Value>("complete", &request, Some(Duration::from_secs(60)))
                 .await;
         }
+        claims.forget(&build_id, &slot);
         match kept {
             StateKept::Refused(reason) | StateKept::Unavailable(reason) => {
                 tracing::warn!(build = %build_id, dir = %dir.display(), %reason,
@@ -437,6 +456,14 @@ async fn offer_leftovers(daemon: Arc<Daemon>, dirs: Vec<(String, PathBuf)>) {
             }
         }
     }
+}
+
+/// A work dir a previous run of the daemon left.
+struct Leftover {
+    build_id: String,
+    dir: PathBuf,
+    /// The slot that claimed its build, if noted.
+    slot: Option<String>,
 }
 
 /// The work dirs a previous run of the daemon left, by build id.

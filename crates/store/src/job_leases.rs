@@ -38,6 +38,15 @@ impl JobAnnouncements {
     }
 }
 
+/// The condition a job's `worker` meets: any, or the one given (bound
+/// after the query's other parameters).
+pub(crate) fn of_worker(worker: Option<&str>) -> &'static str {
+    match worker {
+        Some(_) => " AND worker = ?",
+        None => "",
+    }
+}
+
 /// The job-lease queries of [`crate::Store`]; expanded inside each backend's
 /// `impl`.
 macro_rules! job_lease_queries {
@@ -194,19 +203,24 @@ macro_rules! job_lease_queries {
         &self,
         build_id: &str,
         holder: &str,
+        worker: Option<&str>,
         ttl_ms: i64,
     ) -> Result<bool, StoreError> {
         let until = self.now_ms().saturating_add(ttl_ms);
-        let renewed = sqlx::query(&sql(
+        let text = format!(
             "UPDATE jobs SET lease_expires_at = ? \
-             WHERE build_id = ? AND status = 'claimed' AND lease_holder = ?",
-        ))
-        .bind(until)
-        .bind(build_id)
-        .bind(holder)
-        .execute(&self.pool)
-        .await
-        .map_err(db_error("job"))?;
+             WHERE build_id = ? AND status = 'claimed' AND lease_holder = ?{}",
+            of_worker(worker)
+        );
+        let text = sql(&text);
+        let mut query = sqlx::query(&text)
+            .bind(until)
+            .bind(build_id)
+            .bind(holder);
+        if let Some(worker) = worker {
+            query = query.bind(worker);
+        }
+        let renewed = query.execute(&self.pool).await.map_err(db_error("job"))?;
         Ok(renewed.rows_affected() > 0)
     }
 
@@ -214,15 +228,21 @@ macro_rules! job_lease_queries {
         &self,
         build_id: &str,
         holder: &str,
+        worker: Option<&str>,
     ) -> Result<Option<JobKind>, StoreError> {
-        sqlx::query_scalar(&sql(
-            "SELECT kind FROM jobs WHERE build_id = ? AND status = 'claimed' AND lease_holder = ?",
-        ))
-        .bind(build_id)
-        .bind(holder)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(db_error("job"))
+        let text = format!(
+            "SELECT kind FROM jobs WHERE build_id = ? AND status = 'claimed' AND lease_holder = ?{}",
+            of_worker(worker)
+        );
+        let text = sql(&text);
+        let mut query = sqlx::query_scalar(&text).bind(build_id).bind(holder);
+        if let Some(worker) = worker {
+            query = query.bind(worker);
+        }
+        query
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error("job"))
     }
 
     pub(crate) async fn job_lease_holder(&self, build_id: &str) -> Result<Option<String>, StoreError> {

@@ -355,6 +355,15 @@ impl Store {
         self.claim_tagged_job(worker, holder, lease_ms, &[]).await
     }
 
+    /// Whether the database answers a query now (the readiness probe's
+    /// question: a server that cannot reach it should get no traffic).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::Sqlite(backend) => backend.ping().await,
+            Backend::Postgres(backend) => backend.ping().await,
+        }
+    }
+
     /// Closes the pool, waiting for connections to be returned.
     pub async fn close(&self) {
         match &self.backend {
@@ -609,10 +618,16 @@ storage_interface! {
     /// Gives back to the queue a build whose holder's lease ran out before
     /// its plan was judged; false when it was judged (or renewed, or ended).
     fn requeue_unjudged_job(&self, lease: &ExpiredJobLease) -> bool;
-    /// Renews one job's lease if `holder` still holds it.
-    fn renew_job_lease(&self, build_id: &str, holder: &str, ttl_ms: i64) -> bool;
-    /// The kind of a build's job while `holder` holds it.
-    fn claimed_job_kind(&self, build_id: &str, holder: &str) -> Option<JobKind>;
+    /// Renews one job's lease if `holder` still holds it (through `worker`,
+    /// when given: see [`Store::claimed_job_kind`]).
+    fn renew_job_lease(&self, build_id: &str, holder: &str, worker: Option<&str>, ttl_ms: i64) -> bool;
+    /// The kind of a build's job while `holder` holds it. With `worker`,
+    /// only while it holds it through that worker: a build queued again
+    /// (its lease ran out before its plan was judged) can be claimed again
+    /// by the same holder through another of its workers while the run that
+    /// lost it still winds down, and that run's calls must not pass for
+    /// the new claim's.
+    fn claimed_job_kind(&self, build_id: &str, holder: &str, worker: Option<&str>) -> Option<JobKind>;
     /// Fails a running build whose job's lease is still exactly `lease` (not
     /// renewed nor claimed again since it was seen), ends its job, drops its
     /// saved plan and queues `notices`, in one transaction; whether it did.

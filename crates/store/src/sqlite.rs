@@ -117,6 +117,14 @@ impl SqliteBackend {
         self.pool.close().await;
     }
 
+    pub(crate) async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(StoreError::Database)
+    }
+
     /// Now, by the store's clock: every time the queries write.
     fn now_ms(&self) -> i64 {
         self.clock.now_ms()

@@ -102,6 +102,7 @@ impl DaemonKey {
             key_name: self.0.name.clone(),
             tags: self.0.tags.clone(),
             daemon_id: hello.daemon_id.clone(),
+            slot: hello.slot.clone(),
         })
     }
 }

@@ -36,7 +36,7 @@ impl Interruptions {
         control: &Control,
         build_id: &str,
         mut shutdown: watch::Receiver<bool>,
-        lease_holder: Option<String>,
+        lease_holder: Option<(String, String)>,
     ) -> (Interruptions, watch::Receiver<bool>) {
         let (switch, cancel) = watch::channel(false);
         if let Ok(mut running) = control.inner.running.lock() {
@@ -58,9 +58,9 @@ impl Interruptions {
         let (lost, lease_lost) = watch::channel(false);
         let request_watch = tokio::spawn(async move {
             loop {
-                if let Some(holder) = &lease_holder {
+                if let Some((holder, worker)) = &lease_holder {
                     // An error is not a loss: the database may be away a moment.
-                    if let Ok(None) = store.claimed_job_kind(&id, holder).await {
+                    if let Ok(None) = store.claimed_job_kind(&id, holder, Some(worker)).await {
                         tracing::warn!(build = %id, "this server no longer holds the build's lease");
                         let _ = lost.send(true);
                         return;

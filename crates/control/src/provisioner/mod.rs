@@ -152,7 +152,7 @@ async fn run_build(
     let _busy = control.inner.config.metrics.provisioner_busy();
     let (span, _) = build_span(control, build_id).await;
     span.in_scope(|| tracing::info!(worker = %worker, kind = %kind, "claimed a job"));
-    run_build_steps(control, build_id, kind, shutdown)
+    run_build_steps(control, worker, build_id, kind, shutdown)
         .instrument(span)
         .await;
 }
@@ -195,14 +195,19 @@ pub(crate) fn count_build_end(control: &Control, build: &Build, status: BuildSta
 /// The steps of one claimed build, to its recorded end.
 async fn run_build_steps(
     control: &Control,
+    worker: &str,
     build_id: &str,
     kind: JobKind,
     shutdown: watch::Receiver<bool>,
 ) {
     let server = control.inner.config.server_id.clone();
-    let (interruptions, cancel) =
-        Interruptions::start(control, build_id, shutdown, Some(server.clone()));
-    let job = match ServerJob::load(control, build_id, &server, kind).await {
+    let (interruptions, cancel) = Interruptions::start(
+        control,
+        build_id,
+        shutdown,
+        Some((server.clone(), worker.to_string())),
+    );
+    let job = match ServerJob::load(control, build_id, &server, Some(worker), kind).await {
         Ok(job) => job,
         Err(failure) => {
             interruptions.end();

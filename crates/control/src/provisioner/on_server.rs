@@ -36,6 +36,9 @@ pub struct ServerJob {
     workspace: Workspace,
     /// The lease holder running it (this server, or `provisioner:KEY/ID`).
     holder: String,
+    /// The holder's worker (a provisioner of this server, a daemon's slot)
+    /// that claimed it, when known: the job is that claim's only.
+    worker: Option<String>,
     kind: JobKind,
 }
 
@@ -51,6 +54,7 @@ impl ServerJob {
         control: &Control,
         build_id: &str,
         holder: &str,
+        worker: Option<&str>,
         kind: JobKind,
     ) -> Result<ServerJob, Failure> {
         let store = &control.inner.store;
@@ -64,6 +68,7 @@ impl ServerJob {
             build,
             workspace,
             holder: holder.to_string(),
+            worker: worker.map(str::to_string),
             kind,
         })
     }
@@ -430,7 +435,7 @@ impl BuildHost for ServerJob {
             .control
             .inner
             .store
-            .claimed_job_kind(&self.build.id, &self.holder)
+            .claimed_job_kind(&self.build.id, &self.holder, self.worker.as_deref())
             .await
         {
             Ok(kind) => kind.is_some(),

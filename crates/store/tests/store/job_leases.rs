@@ -156,11 +156,14 @@ async fn one_job_s_lease_is_renewed_only_by_its_holder(store: Store) {
     let (_, _, build) = seeded(&store).await;
     let daemon = "provisioner:k/d-1";
     assert_eq!(
-        store.claimed_job_kind(&build.id, daemon).await.unwrap(),
+        store
+            .claimed_job_kind(&build.id, daemon, Some("d-1-1"))
+            .await
+            .unwrap(),
         None
     );
     assert!(!store
-        .renew_job_lease(&build.id, daemon, 3_000)
+        .renew_job_lease(&build.id, daemon, Some("d-1-1"), 3_000)
         .await
         .unwrap());
     store
@@ -169,24 +172,48 @@ async fn one_job_s_lease_is_renewed_only_by_its_holder(store: Store) {
         .unwrap()
         .unwrap();
     assert_eq!(
-        store.claimed_job_kind(&build.id, daemon).await.unwrap(),
+        store
+            .claimed_job_kind(&build.id, daemon, Some("d-1-1"))
+            .await
+            .unwrap(),
         Some(JobKind::Build)
     );
     assert_eq!(
         store
-            .claimed_job_kind(&build.id, "provisioner:k/other")
+            .claimed_job_kind(&build.id, "provisioner:k/other", None)
             .await
             .unwrap(),
         None
     );
+    // The same holder through another of its workers (a run of the same
+    // build that lost an earlier claim) does not hold this claim; any
+    // worker of the holder does, when none is named.
+    assert_eq!(
+        store
+            .claimed_job_kind(&build.id, daemon, Some("d-1-2"))
+            .await
+            .unwrap(),
+        None
+    );
+    assert!(!store
+        .renew_job_lease(&build.id, daemon, Some("d-1-2"), 3_000)
+        .await
+        .unwrap());
+    assert_eq!(
+        store
+            .claimed_job_kind(&build.id, daemon, None)
+            .await
+            .unwrap(),
+        Some(JobKind::Build)
+    );
 
     hand.advance(Duration::from_secs(2));
     assert!(store
-        .renew_job_lease(&build.id, daemon, 3_000)
+        .renew_job_lease(&build.id, daemon, Some("d-1-1"), 3_000)
         .await
         .unwrap());
     assert!(!store
-        .renew_job_lease(&build.id, "provisioner:k/other", 3_000)
+        .renew_job_lease(&build.id, "provisioner:k/other", None, 3_000)
         .await
         .unwrap());
     hand.advance(Duration::from_secs(2));
@@ -211,11 +238,14 @@ async fn one_job_s_lease_is_renewed_only_by_its_holder(store: Store) {
         .await
         .unwrap();
     assert!(!store
-        .renew_job_lease(&build.id, daemon, 3_000)
+        .renew_job_lease(&build.id, daemon, Some("d-1-1"), 3_000)
         .await
         .unwrap());
     assert_eq!(
-        store.claimed_job_kind(&build.id, daemon).await.unwrap(),
+        store
+            .claimed_job_kind(&build.id, daemon, Some("d-1-1"))
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(

@@ -1,0 +1,176 @@
+//! A daemon's job is its claim's: the slot that claimed it. A build queued
+//! again (its lease ran out before its plan was judged) can be claimed by
+//! another slot of the same daemon while the run that lost it winds down;
+//! that run's heartbeats, log lines and end must then be refused, not taken
+//! for the new claim's (the chaos test once saw a lost run's "lease lost"
+//! end recorded as the new run's). A real (SQLite) store; no Terraform runs.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use abode_control::{Caller, Config, Control, ControlError, DaemonCaller};
+use abode_protocol::LogLineWire;
+use abode_store::*;
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    store: Store,
+    control: Control,
+    owner: Caller,
+    version_id: String,
+    template_id: String,
+}
+
+async fn setup() -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_sqlite(&dir.path().join("abode.db"))
+        .await
+        .unwrap();
+    let control = Control::new(
+        store.clone(),
+        Config::new(dir.path().join("data"), "http://127.0.0.1:1".into()),
+    );
+    control.ensure_system_actors().await.unwrap();
+    let roles = Roles::from([Role::Owner, Role::Member]);
+    let alice = store
+        .create_first_user(&NewUser {
+            username: "alice".into(),
+            email: "alice@example.com".into(),
+            roles: roles.clone(),
+            password_hash: "x".into(),
+        })
+        .await
+        .unwrap();
+    let (template, version) = store
+        .create_template_version(&NewTemplateVersion {
+            template_name: "base".into(),
+            archive: vec![1],
+            archive_sha256: "1".into(),
+            message: String::new(),
+            created_by: alice.id.clone(),
+            validation_ok: true,
+            validation_message: "ok".into(),
+            parameters: Some(Vec::new()),
+            presets: None,
+            activate: true,
+        })
+        .await
+        .unwrap();
+    Setup {
+        _dir: dir,
+        store,
+        control,
+        owner: Caller {
+            user: alice,
+            roles,
+            request_id: None,
+        },
+        version_id: version.id,
+        template_id: template.id,
+    }
+}
+
+/// A workspace whose first build is queued; that build's id.
+async fn queued_build(setup: &Setup) -> String {
+    let id = new_id();
+    let build_id = new_id();
+    setup
+        .store
+        .create_workspace(
+            &NewWorkspace {
+                id: id.clone(),
+                owner_id: setup.owner.user.id.clone(),
+                name: "ws".into(),
+                template_id: setup.template_id.clone(),
+                template_version_id: setup.version_id.clone(),
+                parameters: Parameters::new(),
+                preset_name: None,
+            },
+            &NewBuild {
+                id: build_id.clone(),
+                workspace_id: id,
+                transition: Transition::Start,
+                template_version_id: setup.version_id.clone(),
+                initiator_id: setup.owner.user.id.clone(),
+                reason: BuildReason::Initiator,
+                parameters: None,
+                workspace_parameters: None,
+            },
+        )
+        .await
+        .unwrap();
+    build_id
+}
+
+fn line(text: &str) -> LogLineWire {
+    LogLineWire {
+        stage: "plan".into(),
+        level: "info".into(),
+        text: text.into(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_slot_that_claimed_a_job_speaks_for_it() {
+    let setup = setup().await;
+    let build_id = queued_build(&setup).await;
+    let (_key, secret) = setup
+        .control
+        .create_provisioner_key(&setup.owner, "k", &[])
+        .await
+        .unwrap();
+    let slot = |slot: &str| DaemonCaller {
+        key_hash: abode_control::token_hash(&secret),
+        key_name: "k".into(),
+        tags: Vec::new(),
+        daemon_id: "d".into(),
+        slot: slot.into(),
+    };
+    let (first, second) = (slot("d-1"), slot("d-2"));
+
+    let acquired = setup
+        .control
+        .acquire_daemon_job(&first, &[], "d-1", "0.1.0", Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("the queued build is claimed");
+    assert_eq!(acquired.inputs.build_id, build_id);
+
+    // The claiming slot speaks for the job.
+    let canceled = setup
+        .control
+        .daemon_heartbeat(&first, &build_id, "d-1", "0.1.0")
+        .await
+        .unwrap();
+    assert!(!canceled);
+    setup
+        .control
+        .daemon_log(&first, &build_id, &[line("from the claim's run")])
+        .await
+        .unwrap();
+
+    // Another slot of the same daemon (same key, same daemon id, so the
+    // same lease holder) does not.
+    let refused = setup
+        .control
+        .daemon_heartbeat(&second, &build_id, "d-2", "0.1.0")
+        .await;
+    assert!(
+        matches!(refused, Err(ControlError::Conflict(_))),
+        "{refused:?}"
+    );
+    let refused = setup
+        .control
+        .daemon_log(&second, &build_id, &[line("from a lost run")])
+        .await;
+    assert!(
+        matches!(refused, Err(ControlError::Conflict(_))),
+        "{refused:?}"
+    );
+    let logged = setup.store.logs_after(&build_id, 0, 100).await.unwrap();
+    let texts: Vec<&str> = logged.iter().map(|l| l.text.as_str()).collect();
+    assert!(texts.contains(&"from the claim's run"), "{texts:?}");
+    assert!(!texts.contains(&"from a lost run"), "{texts:?}");
+    let build = setup.store.build_by_id(&build_id).await.unwrap();
+    assert_eq!(build.status, BuildStatus::Running);
+}
