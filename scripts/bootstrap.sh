@@ -59,3 +59,25 @@ fi
 # Terraform must never reach the network or prompt, and must not read a user's
 # ~/.terraformrc; Abode writes its own CLI configuration for every run.
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0
+
+# The Kubernetes manifests (deploy/kubernetes) are rendered with kubectl's
+# kustomize and checked against Kubernetes' schemas by PyPI's
+# kubernetes-validate, pinned with hashes, in a virtualenv of its own; for
+# the tests only (scripts/run-tests calls this).
+abode_install_deploy_checks() {
+  if ! command -v kubectl >/dev/null 2>&1; then
+    echo "error: kubectl is not on PATH: the deploy tests render deploy/kubernetes with 'kubectl kustomize'" >&2
+    return 1
+  fi
+  abode_tools="${CARGO_TARGET_DIR:-$(pwd)/target}/tools"
+  abode_lock=deploy/kubernetes/validate-requirements.lock
+  abode_validate_venv="$abode_tools/kubernetes-validate-$(sha256sum "$abode_lock" | cut -c1-12)"
+  if [ ! -x "$abode_validate_venv/bin/kubernetes-validate" ]; then
+    echo "bootstrap: installing kubernetes-validate (PyPI, $abode_lock)" >&2
+    rm -rf "$abode_validate_venv"
+    python3 -m venv "$abode_validate_venv" || return 1
+    "$abode_validate_venv/bin/pip" install -q --disable-pip-version-check --require-hashes --no-deps -r "$abode_lock" \
+      || { rm -rf "$abode_validate_venv"; echo "error: cannot install kubernetes-validate from PyPI" >&2; return 1; }
+  fi
+  export ABODE_KUBERNETES_VALIDATE="$abode_validate_venv/bin/kubernetes-validate"
+}

@@ -97,6 +97,7 @@ fn table() -> Vec<Row> {
         //                                                                                               owner tadm uadm audit m-own m-oth none agent
         // ---- before login ----
         ("GET", "/health", Body::None,                                                                     [200, 200, 200, 200, 200, 200, 200, 200]),
+        ("GET", "/ready", Body::None,                                                                      [200, 200, 200, 200, 200, 200, 200, 200]),
         ("POST", "/users/first", Body::Json(r#"{"username":"zed","email":"z@example.com","password":"long enough"}"#),
                                                                                                            [409, 409, 409, 409, 409, 409, 409, 409]),
         ("POST", "/login", Body::Json(r#"{"username":"carol","password":"carols password"}"#),           [200, 200, 200, 200, 200, 200, 200, 200]),

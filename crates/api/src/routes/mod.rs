@@ -20,7 +20,7 @@ mod templates;
 mod users;
 mod workspaces;
 
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
@@ -34,6 +34,7 @@ use crate::{request_id_layer, ApiError, AppState};
 pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .route("/health", get(health))
+        .route("/ready", get(ready))
         .merge(users::routes())
         .merge(templates::routes())
         .merge(workspaces::routes())
@@ -103,6 +104,23 @@ async fn refuse_oversized_json(
             json_too_large().into_response()
         }
         _ => next.run(request).await,
+    }
+}
+
+/// Readiness: this server can serve, because its database answers (a load
+/// balancer or Kubernetes stops sending it traffic while it does not;
+/// `/health` stays the liveness answer, which a database outage must not
+/// turn into a restart).
+async fn ready(State(state): State<AppState>) -> ApiResult {
+    match state.control.store().ping().await {
+        Ok(()) => ok(StatusCode::OK, json!({"status": "ready"})),
+        Err(error) => {
+            tracing::warn!(%error, "not ready: the database does not answer");
+            ok(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"status": "unavailable", "reason": "the database does not answer"}),
+            )
+        }
     }
 }
 
