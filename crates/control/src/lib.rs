@@ -18,7 +18,7 @@ mod error;
 mod free_disk;
 mod held;
 mod holders;
-pub mod identity;
+mod identity;
 mod job_leases;
 mod log_backlog;
 mod metrics;
@@ -241,7 +241,7 @@ impl Control {
     }
 
     /// Who may exist and who is calling: the only part of the control plane
-    /// that checks passwords and tokens.
+    /// that checks people's passwords, sessions and API tokens.
     pub fn identity(&self) -> &Identity {
         &self.inner.identity
     }

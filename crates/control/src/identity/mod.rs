@@ -2,12 +2,13 @@
 //! (`users.rs`), logins, sessions and API tokens (`sessions.rs`), the login
 //! throttle (`throttle.rs`).
 //!
-//! It is a service of its own, not methods on `Control`, so that what
-//! guards the door holds only what it needs (the store, the clock, its
-//! settings, the hashing pool, the throttle, an audit writer) and can grow
+//! It is a service of its own, not methods on `Control`, so that it holds
+//! only what it needs (the store, the clock, its settings, the hashing
+//! pool, the throttle, an audit writer) and can grow
 //! (other ways to log in, groups, suspension) without touching the rest of
-//! the control plane. It alone checks passwords and tokens: every other
-//! domain is handed a [`Caller`] and asks the policy table about it.
+//! the control plane. It alone checks people's passwords, sessions and API
+//! tokens: every other domain is handed a [`Caller`] and asks the policy
+//! table about it.
 
 mod sessions;
 mod throttle;
