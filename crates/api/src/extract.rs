@@ -171,6 +171,7 @@ impl FromRequestParts<AppState> for Authenticated {
         Ok(Authenticated(
             state
                 .control
+                .identity()
                 .authenticate_caller(&token, request_id(parts))
                 .await?,
         ))

@@ -202,10 +202,10 @@ impl Server {
         config.agent_heartbeat_interval = options.agent_heartbeat_interval;
         config.cancel_grace = options.cancel_grace;
         config.confirmation_timeout = options.confirmation_timeout;
-        config.session_idle_timeout = options.session_idle_timeout;
-        config.session_max_lifetime = options.session_max_lifetime;
-        config.api_token_max_lifetime = options.api_token_max_lifetime;
-        config.login_failures_per_minute = options.login_failures_per_minute;
+        config.identity.session_idle_timeout = options.session_idle_timeout;
+        config.identity.session_max_lifetime = options.session_max_lifetime;
+        config.identity.api_token_max_lifetime = options.api_token_max_lifetime;
+        config.identity.login_failures_per_minute = options.login_failures_per_minute;
         config.notifications = options.notifications.clone();
         config.prebuilds = options.prebuilds.clone();
         config.scheduler = options.scheduler.clone();
@@ -227,6 +227,7 @@ impl Server {
             .map_err(ServerError::Identity)?;
         let (shutdown, shutdown_rx) = watch::channel(false);
         control
+            .identity()
             .ensure_system_actors()
             .await
             .map_err(ServerError::Recover)?;

@@ -3,7 +3,7 @@
 //! reads only what concerns them.
 
 use abode_store::{
-    page_size, AuditEvent, AuditFilter, Build, NewAuditEvent, Page, SystemActor, User,
+    page_size, AuditEvent, AuditFilter, Build, NewAuditEvent, Page, Store, SystemActor, User,
 };
 
 use crate::actors::Actor;
@@ -27,6 +27,34 @@ pub struct AuditQuery {
     pub until: Option<i64>,
     pub after: Option<String>,
     pub limit: Option<i64>,
+}
+
+/// Where a domain service writes its audit events: the store and nothing
+/// else, so that a service audits without reaching back into `Control`.
+#[derive(Clone)]
+pub(crate) struct Audit {
+    store: Store,
+}
+
+impl Audit {
+    pub(crate) fn new(store: Store) -> Audit {
+        Audit { store }
+    }
+
+    /// Records `event`; a failure to record is logged, not fatal, so that
+    /// the action the user asked for is not undone by bookkeeping.
+    pub(crate) async fn record(&self, event: &NewAuditEvent) {
+        if let Err(error) = self.store.record_audit(event).await {
+            tracing::error!(%error, action = %event.action, "cannot record an audit event");
+        }
+    }
+
+    /// Records `event` as done by `actor` (a person or a system actor).
+    pub(crate) async fn record_as(&self, actor: &Actor, mut event: NewAuditEvent) {
+        event.actor_id = Some(actor.id().to_string());
+        event.actor_name = Some(actor.name().to_string());
+        self.record(&event).await;
+    }
 }
 
 impl Control {
@@ -88,12 +116,8 @@ impl Control {
     }
 
     /// Records `event` as done by `actor` (a person or a system actor).
-    pub(crate) async fn record_as(&self, actor: &Actor, mut event: NewAuditEvent) {
-        event.actor_id = Some(actor.id().to_string());
-        event.actor_name = Some(actor.name().to_string());
-        if let Err(error) = self.inner.store.record_audit(&event).await {
-            tracing::error!(%error, action = %event.action, "cannot record an audit event");
-        }
+    pub(crate) async fn record_as(&self, actor: &Actor, event: NewAuditEvent) {
+        self.inner.audit.record_as(actor, event).await;
     }
 
     /// The audit event of a build the door accepted: who asked, why, for
@@ -162,13 +186,10 @@ impl Control {
             details,
         );
         event.workspace_id = Some(workspace_id.to_string());
-        if let Err(error) = self.inner.store.record_audit(&event).await {
-            tracing::error!(%error, action, "cannot record an audit event");
-        }
+        self.inner.audit.record(&event).await;
     }
 
-    /// Records an audit event; a failure to record is logged, not fatal, so
-    /// that the action the user asked for is not undone by bookkeeping.
+    /// Records an audit event (see [`Audit::record`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) async fn audit(
         &self,
@@ -189,9 +210,7 @@ impl Control {
             outcome,
             details,
         );
-        if let Err(error) = self.inner.store.record_audit(&event).await {
-            tracing::error!(%error, action, "cannot record an audit event");
-        }
+        self.inner.audit.record(&event).await;
     }
 }
 

@@ -42,7 +42,6 @@ mod states;
 pub mod tags;
 mod templates;
 mod times;
-mod users;
 mod workspaces;
 
 use std::collections::HashMap;
@@ -52,7 +51,7 @@ use std::time::Duration;
 
 pub use abode_clock::{Clock, ManualClock};
 pub use abode_metrics::Metrics;
-use abode_store::{Store, User};
+use abode_store::Store;
 use tokio::sync::{watch, Notify};
 
 pub use abode_runner::archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
@@ -64,7 +63,7 @@ pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, MAX_ACQUIRE_WAIT
 pub use error::ControlError;
 pub use hashing::default_threads as default_hashing_threads;
 pub use held::guard_decision;
-pub use identity::SESSION_EXPIRED;
+pub use identity::{Caller, Identity, IdentityConfig, SESSION_EXPIRED};
 pub use names::validate_name;
 pub use notifications::{NotificationsConfig, ReplacedResource};
 pub use prebuilds::{PoolStatus, PrebuildsConfig};
@@ -76,8 +75,6 @@ pub use secrets::token_hash;
 pub use templates::{PushOptions, VersionLint};
 pub use workspace_status::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView};
-
-const MIN_PASSWORD_LENGTH: usize = 8;
 
 /// How the control plane runs; everything has a default fit for one machine.
 #[derive(Debug, Clone)]
@@ -112,20 +109,8 @@ pub struct Config {
     /// How many of each workspace's newest builds keep their plan JSON (it
     /// can hold secrets, and is large); held builds always keep theirs.
     pub plan_retention: usize,
-    /// A session ends after this long without a request...
-    pub session_idle_timeout: Duration,
-    /// ...and this long after its login, whatever its use.
-    pub session_max_lifetime: Duration,
-    /// The longest (and default) lifetime of an API token.
-    pub api_token_max_lifetime: Duration,
-    /// Failed logins per username or client address within a minute after
-    /// which logins are refused until the minute ends; 0: no limit.
-    pub login_failures_per_minute: u32,
-    /// Threads that hash and check passwords (each uses ~19 MiB while it does).
-    pub hashing_threads: usize,
-    /// How long a password request waits for a hashing thread before it is
-    /// refused as busy.
-    pub hashing_wait: Duration,
+    /// How logins, sessions and API tokens behave.
+    pub identity: IdentityConfig,
     /// Where every part of the control plane reads the time (the store's
     /// timestamps included: give the store the same clock).
     pub clock: Clock,
@@ -173,12 +158,7 @@ impl Config {
             confirmation_timeout: Duration::from_secs(24 * 60 * 60),
             terraform_env: abode_terraform::run::PassedEnv::default().from_process(),
             plan_retention: 20,
-            session_idle_timeout: Duration::from_secs(24 * 60 * 60),
-            session_max_lifetime: Duration::from_secs(30 * 24 * 60 * 60),
-            api_token_max_lifetime: Duration::from_secs(365 * 24 * 60 * 60),
-            login_failures_per_minute: 10,
-            hashing_threads: hashing::default_threads(),
-            hashing_wait: Duration::from_secs(2),
+            identity: IdentityConfig::default(),
             clock: Clock::system(),
             metrics: Metrics::new(),
             notifications: NotificationsConfig::default(),
@@ -205,33 +185,6 @@ impl Config {
     }
 }
 
-/// Who is asking, for permission checks and the audit log: the user and the
-/// roles read when the request authenticated (see
-/// [`Control::authenticate_caller`]).
-#[derive(Debug, Clone)]
-pub struct Caller {
-    pub user: User,
-    pub roles: authz::Roles,
-    pub request_id: Option<String>,
-}
-
-impl Caller {
-    /// What [`authz::authorize`] decides for.
-    pub fn subject(&self) -> authz::Subject {
-        authz::Subject::user(self.user.id.clone(), self.roles.clone())
-    }
-
-    /// Whether the caller may do `action` on an object owned by
-    /// `object_owner` (a user id; `None`: nobody's, or everyone's).
-    pub(crate) fn authorize(
-        &self,
-        action: authz::Action,
-        object_owner: Option<&str>,
-    ) -> Result<(), ControlError> {
-        Ok(authz::authorize(&self.subject(), action, object_owner)?)
-    }
-}
-
 /// The control plane; cheap to clone.
 #[derive(Clone)]
 pub struct Control {
@@ -247,10 +200,10 @@ struct Inner {
     running: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Wakes log followers when a line is written or a build ends.
     log_written: Notify,
-    /// Failed logins per username and client address.
-    throttle: identity::LoginThrottle,
-    /// Where passwords are hashed and checked, a few at a time.
-    hashing: hashing::HashingPool,
+    /// Accounts, roles, logins, sessions and API tokens.
+    identity: Identity,
+    /// Where the control plane's own audit events are written.
+    audit: audit::Audit,
     /// The agents' tunnels up in this process.
     tunnels: connections::Tunnels,
     /// Turns true when the server stops: long-polls answer at once.
@@ -263,13 +216,11 @@ struct Inner {
 
 impl Control {
     pub fn new(store: Store, config: Config) -> Control {
-        let throttle =
-            identity::LoginThrottle::new(config.login_failures_per_minute, Duration::from_secs(60));
-        let hashing = hashing::HashingPool::new(config.hashing_threads, config.hashing_wait);
+        let identity = Identity::new(store.clone(), config.clock.clone(), config.identity.clone());
         Control {
             inner: Arc::new(Inner {
-                throttle,
-                hashing,
+                identity,
+                audit: audit::Audit::new(store.clone()),
                 store,
                 config,
                 jobs_queued: Notify::new(),
@@ -287,6 +238,12 @@ impl Control {
     /// server's graceful stop does not wait for them.
     pub fn stop_long_polls(&self) {
         self.inner.stopping.send_replace(true);
+    }
+
+    /// Who may exist and who is calling: the only part of the control plane
+    /// that checks people's passwords, sessions and API tokens.
+    pub fn identity(&self) -> &Identity {
+        &self.inner.identity
     }
 
     pub fn config(&self) -> &Config {

@@ -102,7 +102,7 @@ async fn a_create_gets_its_preset_through_the_door() {
         store.clone(),
         Config::new(dir.path().join("data"), "http://127.0.0.1:1".into()),
     );
-    control.ensure_system_actors().await.unwrap();
+    control.identity().ensure_system_actors().await.unwrap();
     let alice = store
         .create_first_user(&NewUser {
             username: "alice".into(),

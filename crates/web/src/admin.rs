@@ -155,6 +155,7 @@ async fn render_users(
 ) -> Response {
     let users = match state
         .control
+        .identity()
         .list_users(&viewer.caller, after.as_deref(), Some(100))
         .await
     {
@@ -227,7 +228,7 @@ async fn render_users(
 }
 
 /// A user's roles as a form: one box per role, the set checked is the set
-/// they will hold (`Control::change_user_roles`, as
+/// they will hold (`Identity::change_user_roles`, as
 /// `POST /api/v1/users/{name}/roles`).
 fn roles_form(username: &str, roles: &Roles, csrf: &str) -> Markup {
     let slug = username_slug(username);
@@ -295,6 +296,7 @@ pub(crate) async fn change_roles(
             let (add, remove) = role_change(&checked);
             match state
                 .control
+                .identity()
                 .change_user_roles(&viewer.caller, &username, &add, &remove)
                 .await
             {
@@ -315,7 +317,7 @@ pub(crate) async fn change_roles(
     }
 }
 
-/// A new user (`Control::create_user`, as `POST /api/v1/users`): the door
+/// A new user (`Identity::create_user`, as `POST /api/v1/users`): the door
 /// decides who may create whom with which roles.
 pub(crate) async fn create_user(
     State(state): State<WebState>,
@@ -342,6 +344,7 @@ pub(crate) async fn create_user(
     };
     match state
         .control
+        .identity()
         .create_user(
             &viewer.caller,
             field("username").trim(),

@@ -1,5 +1,5 @@
 //! Sign-in, first-user setup and sign-out: the CLI's login, logout and
-//! first user (`Control::login_from`, `logout`, `create_first_user`), with
+//! first user (`Identity::login_from`, `logout`, `create_first_user`), with
 //! the session token kept in a cookie instead of a file.
 
 use std::net::SocketAddr;
@@ -64,7 +64,12 @@ pub(crate) struct LoginForm {
 
 /// A successful sign-in: the session cookie replaces the pre-session one.
 fn signed_in(state: &WebState, token: &str) -> Response {
-    let lifetime = state.control.config().session_max_lifetime.as_secs();
+    let lifetime = state
+        .control
+        .identity()
+        .config()
+        .session_max_lifetime
+        .as_secs();
     let mut response = html::see_other("/workspaces");
     let cookies = [
         set_cookie(SESSION_COOKIE, token, lifetime, state.secure_cookies),
@@ -89,6 +94,7 @@ pub(crate) async fn login(
     let client = peer.map(|ConnectInfo(address)| address.ip());
     match state
         .control
+        .identity()
         .login_from(&form.username, &form.password, client, request_id(&headers))
         .await
     {
@@ -152,6 +158,7 @@ pub(crate) async fn setup(
 ) -> Response {
     match state
         .control
+        .identity()
         .create_first_user(
             &form.username,
             &form.email,
@@ -176,7 +183,12 @@ pub(crate) async fn setup(
 pub(crate) async fn logout(State(state): State<WebState>, headers: HeaderMap) -> Response {
     if let Some(token) = cookie(&headers, SESSION_COOKIE) {
         // An already-ended session has nothing left to end.
-        if let Err(error) = state.control.logout(&token, request_id(&headers)).await {
+        if let Err(error) = state
+            .control
+            .identity()
+            .logout(&token, request_id(&headers))
+            .await
+        {
             tracing::debug!(%error, "sign-out of a session that had ended");
         }
     }

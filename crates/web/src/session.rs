@@ -1,6 +1,6 @@
 //! The browser's session and the CSRF tokens of its forms.
 //!
-//! The session is the one a login makes for the CLI (`Control::login_from`,
+//! The session is the one a login makes for the CLI (`Identity::login_from`,
 //! with its idle timeout and maximum lifetime), kept in an HttpOnly,
 //! SameSite=Lax cookie (and Secure when the server is reached over TLS), so
 //! no script can read it.
@@ -185,7 +185,7 @@ pub(crate) fn request_id(headers: &HeaderMap) -> Option<String> {
 pub(crate) struct Viewer {
     pub(crate) caller: Caller,
     pub(crate) csrf: String,
-    /// The session token itself: what `Control::create_api_token` takes, as
+    /// The session token itself: what `Identity::create_api_token` takes, as
     /// the API's handler passes its bearer token (only a session may make
     /// API tokens).
     pub(crate) session: String,
@@ -223,6 +223,7 @@ impl FromRequestParts<WebState> for Viewer {
         };
         match state
             .control
+            .identity()
             .authenticate_caller(&token, request_id(&parts.headers))
             .await
         {

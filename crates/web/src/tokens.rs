@@ -34,6 +34,7 @@ pub(crate) async fn list(State(state): State<WebState>, viewer: Viewer) -> Respo
 async fn render(state: &WebState, viewer: &Viewer, outcome: Option<Outcome>) -> Response {
     let tokens = match state
         .control
+        .identity()
         .api_tokens(&viewer.caller, None, Some(200))
         .await
     {
@@ -41,7 +42,13 @@ async fn render(state: &WebState, viewer: &Viewer, outcome: Option<Outcome>) -> 
         Err(error) => return html::control_error(error),
     };
     let now = state.control.now_ms();
-    let cap_days = state.control.config().api_token_max_lifetime.as_secs() / 86_400;
+    let cap_days = state
+        .control
+        .identity()
+        .config()
+        .api_token_max_lifetime
+        .as_secs()
+        / 86_400;
     let status = match &outcome {
         Some(Outcome::Refused(status, _)) => *status,
         _ => StatusCode::OK,
@@ -161,6 +168,7 @@ pub(crate) async fn create(
     let name = form.name.trim();
     let outcome = match state
         .control
+        .identity()
         .create_api_token(&viewer.session, request_id(&headers), name, lifetime)
         .await
     {
@@ -183,7 +191,12 @@ pub(crate) async fn revoke(
     viewer: Viewer,
     Path(name): Path<String>,
 ) -> Response {
-    match state.control.revoke_api_token(&viewer.caller, &name).await {
+    match state
+        .control
+        .identity()
+        .revoke_api_token(&viewer.caller, &name)
+        .await
+    {
         Ok(_) => html::see_other("/tokens"),
         Err(error) => {
             let outcome = Outcome::Refused(

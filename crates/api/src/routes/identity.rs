@@ -65,6 +65,7 @@ fn api_token_view(token: &TokenRecord) -> abode_sdk::ApiToken {
 async fn logout(State(state): State<AppState>, bearer: Bearer) -> Result<StatusCode, ApiError> {
     state
         .control
+        .identity()
         .logout(&bearer.token, bearer.request_id)
         .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -82,6 +83,7 @@ async fn create_token(
         .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))?;
     let (record, token) = state
         .control
+        .identity()
         .create_api_token(
             &bearer.token,
             bearer.request_id,
@@ -105,6 +107,7 @@ async fn list_tokens(
     let query = crate::extract::list_query(query)?;
     let page = state
         .control
+        .identity()
         .api_tokens(&caller, query.after.as_deref(), query.limit)
         .await?;
     let tokens: Vec<abode_sdk::ApiToken> = page.items.iter().map(api_token_view).collect();
@@ -116,7 +119,11 @@ async fn revoke_token(
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
-    let revoked = state.control.revoke_api_token(&caller, &name).await?;
+    let revoked = state
+        .control
+        .identity()
+        .revoke_api_token(&caller, &name)
+        .await?;
     Ok(Json(json!(abode_sdk::RevokedTokenAnswer {
         revoked: api_token_view(&revoked)
     }))

@@ -56,6 +56,7 @@ async fn create_first_user(
     let body: NewUser = parse_json(body)?;
     let (user, token) = state
         .control
+        .identity()
         .create_first_user(
             &body.username,
             &body.email,
@@ -65,7 +66,7 @@ async fn create_first_user(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"user": user_view(&user, &state.control.roles_of(&user.id).await?), "token": token}),
+        json!({"user": user_view(&user, &state.control.identity().roles_of(&user.id).await?), "token": token}),
     )
 }
 
@@ -81,9 +82,10 @@ async fn login(
     let client = peer.map(|axum::extract::ConnectInfo(address)| address.ip());
     let (user, token) = state
         .control
+        .identity()
         .login_from(&body.username, &body.password, client, Some(request_id.0))
         .await?;
-    let roles = state.control.roles_of(&user.id).await?;
+    let roles = state.control.identity().roles_of(&user.id).await?;
     ok(
         StatusCode::OK,
         json!({"user": user_view(&user, &roles), "token": token}),
@@ -108,6 +110,7 @@ async fn create_user(
     let roles = new_user_roles(&body)?;
     let user = state
         .control
+        .identity()
         .create_user(&caller, &body.username, &body.email, &body.password, &roles)
         .await?;
     ok(
@@ -129,6 +132,7 @@ async fn change_user_roles(
     let remove = parse_roles(body.remove.iter().map(String::as_str))?;
     let (user, change) = state
         .control
+        .identity()
         .change_user_roles(&caller, &username, &add, &remove)
         .await?;
     ok(
@@ -147,6 +151,7 @@ async fn list_users(
     let query = list_query(query)?;
     let page = state
         .control
+        .identity()
         .list_users(&caller, query.after.as_deref(), query.limit)
         .await?;
     let users: Vec<abode_sdk::User> = page

@@ -15,17 +15,18 @@
 //! timeout. The policy is applied here at each use, from the stored times, so
 //! a changed flag applies to existing sessions too.
 
-use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use abode_store::{
     page_size, Credential, NewApiToken, Page, StoreError, TokenKind, TokenRecord, User,
 };
 
+use super::throttle::{whole_seconds_up, Refusal, ThrottleKey, INVALID_USERNAME};
+use super::{Caller, Identity};
+use crate::audit::audit_event;
 use crate::authz::Action;
-use crate::{secrets, validate_name, Caller, Control, ControlError};
+use crate::{secrets, validate_name, ControlError};
 
 /// The answer to a request made with an expired session.
 pub const SESSION_EXPIRED: &str = "your session expired; log in again (abode login)";
@@ -34,154 +35,11 @@ pub const SESSION_EXPIRED: &str = "your session expired; log in again (abode log
 /// authenticates, and most requests should stay reads.
 const TOUCH_INTERVAL: Duration = Duration::from_secs(60);
 
-/// How many usernames and addresses the throttle remembers before it drops
-/// the ones whose window has ended.
-const THROTTLE_PRUNE_AT: usize = 100_000;
-
-/// What failed logins are counted by.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum ThrottleKey {
-    /// A valid username; every invalid one shares one key (they cannot log
-    /// in, and an invalid name may be a password: it is not kept).
-    Username(String),
-    /// The client's address as the server's socket saw it.
-    Address(IpAddr),
-}
-
-const INVALID_USERNAME: &str = "(not a valid username)";
-
-impl ThrottleKey {
-    fn username(username: &str) -> ThrottleKey {
-        if validate_name("username", username).is_ok() {
-            ThrottleKey::Username(username.to_string())
-        } else {
-            ThrottleKey::Username(INVALID_USERNAME.to_string())
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Window {
-    /// Unix ms, by the control plane's clock.
-    started: i64,
-    failures: u32,
-    /// The throttling of this window is in the audit log already.
-    audited: bool,
-}
-
-/// A refusal by the throttle.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct Refusal {
-    pub(crate) key: ThrottleKey,
-    pub(crate) retry_after: Duration,
-    /// The first refusal of this window: the one to audit.
-    pub(crate) first: bool,
-}
-
-/// How long from `started` to `now` (Unix ms); never negative, should the
-/// clock be set back.
-fn since(started: i64, now: i64) -> Duration {
-    Duration::from_millis(u64::try_from(now.saturating_sub(started)).unwrap_or(0))
-}
-
-/// Counts failed logins per key in fixed windows that start at a key's first
-/// failure. Once a key has `limit` failures in its window, logins by that key
-/// are refused until the window ends. In memory: a restart forgets it, which
-/// costs an attacker a restart per `limit` guesses.
-pub(crate) struct LoginThrottle {
-    /// 0: no throttling.
-    limit: u32,
-    window: Duration,
-    entries: Mutex<HashMap<ThrottleKey, Window>>,
-}
-
-impl LoginThrottle {
-    pub(crate) fn new(limit: u32, window: Duration) -> LoginThrottle {
-        LoginThrottle {
-            limit,
-            window,
-            entries: Mutex::new(HashMap::new()),
-        }
-    }
-
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<ThrottleKey, Window>> {
-        // The map stays consistent whatever a panicking holder did: each
-        // update is a single assignment.
-        self.entries
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Whether any of `keys` is throttled at `now`.
-    pub(crate) fn check(&self, keys: &[ThrottleKey], now: i64) -> Option<Refusal> {
-        if self.limit == 0 {
-            return None;
-        }
-        let mut entries = self.entries();
-        for key in keys {
-            let Some(window) = entries.get_mut(key) else {
-                continue;
-            };
-            let elapsed = since(window.started, now);
-            if elapsed < self.window && window.failures >= self.limit {
-                let first = !window.audited;
-                window.audited = true;
-                return Some(Refusal {
-                    key: key.clone(),
-                    retry_after: self.window - elapsed,
-                    first,
-                });
-            }
-        }
-        None
-    }
-
-    /// Counts a failed login for each of `keys`.
-    pub(crate) fn failed(&self, keys: &[ThrottleKey], now: i64) {
-        if self.limit == 0 {
-            return;
-        }
-        let mut entries = self.entries();
-        if entries.len() >= THROTTLE_PRUNE_AT {
-            let window = self.window;
-            entries.retain(|_, entry| since(entry.started, now) < window);
-        }
-        for key in keys {
-            let entry = entries.entry(key.clone()).or_insert(Window {
-                started: now,
-                failures: 0,
-                audited: false,
-            });
-            if since(entry.started, now) >= self.window {
-                *entry = Window {
-                    started: now,
-                    failures: 0,
-                    audited: false,
-                };
-            }
-            entry.failures = entry.failures.saturating_add(1);
-        }
-    }
-
-    /// A successful login clears its username's count (not its address's:
-    /// a guesser with an account of their own could clear theirs).
-    pub(crate) fn succeeded(&self, username: &str) {
-        self.entries().remove(&ThrottleKey::username(username));
-    }
-}
-
 fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-/// Whole seconds, rounded up, at least 1: a `Retry-After` of 0 invites a
-/// retry that is still refused.
-fn whole_seconds_up(duration: Duration) -> u64 {
-    let seconds = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
-    seconds.max(1)
-}
-
-impl Control {
+impl Identity {
     /// Logs a user in with a password; `client` is the caller's address for
     /// the throttle (none: only the username is throttled).
     pub async fn login_from(
@@ -193,10 +51,10 @@ impl Control {
     ) -> Result<(User, String), ControlError> {
         let mut keys = vec![ThrottleKey::username(username)];
         keys.extend(client.map(ThrottleKey::Address));
-        if let Some(refusal) = self.inner.throttle.check(&keys, self.now_ms()) {
+        if let Some(refusal) = self.throttle.check(&keys, self.clock.now_ms()) {
             return Err(self.throttled(refusal, request_id).await);
         }
-        let user = match self.inner.store.user_by_name(username).await {
+        let user = match self.store.user_by_name(username).await {
             // A system actor's account is nobody's to log in to.
             Ok(user) if user.system => None,
             Ok(user) => Some(user),
@@ -211,47 +69,48 @@ impl Control {
         );
         let password = password.to_string();
         let matches = self
-            .inner
             .hashing
             .run(move |memory| secrets::verify_password(&password, &stored, memory))
             .await?;
         let user = match user {
             Some(user) if matches => user,
             user => {
-                self.inner.throttle.failed(&keys, self.now_ms());
+                self.throttle.failed(&keys, self.clock.now_ms());
                 // What is not a valid name may be a password typed into the
                 // wrong field: the audit log does not keep it.
                 let target = match &keys[0] {
                     ThrottleKey::Username(name) => name.as_str(),
                     ThrottleKey::Address(_) => INVALID_USERNAME,
                 };
-                self.audit(
-                    user.as_ref(),
-                    request_id,
-                    "login",
-                    "user",
-                    target,
-                    "failure",
-                    None,
-                )
-                .await;
+                self.audit
+                    .record(&audit_event(
+                        user.as_ref(),
+                        request_id,
+                        "login",
+                        "user",
+                        target,
+                        "failure",
+                        None,
+                    ))
+                    .await;
                 return Err(ControlError::Unauthorized(
                     "wrong username or password".into(),
                 ));
             }
         };
-        self.inner.throttle.succeeded(username);
+        self.throttle.succeeded(username);
         let token = self.issue_token(&user, request_id.clone()).await?;
-        self.audit(
-            Some(&user),
-            request_id,
-            "login",
-            "user",
-            username,
-            "success",
-            None,
-        )
-        .await;
+        self.audit
+            .record(&audit_event(
+                Some(&user),
+                request_id,
+                "login",
+                "user",
+                username,
+                "success",
+                None,
+            ))
+            .await;
         Ok((user, token))
     }
 
@@ -273,20 +132,21 @@ impl Control {
             ThrottleKey::Address(address) => ("address", address.to_string(), "from this address"),
         };
         if refusal.first {
-            self.audit(
-                None,
-                request_id,
-                "login.throttle",
-                target_type,
-                &target,
-                "failure",
-                Some(format!(
-                    "{} failed logins within {} s; logins refused for {seconds} s",
-                    self.inner.throttle.limit,
-                    self.inner.throttle.window.as_secs()
-                )),
-            )
-            .await;
+            self.audit
+                .record(&audit_event(
+                    None,
+                    request_id,
+                    "login.throttle",
+                    target_type,
+                    &target,
+                    "failure",
+                    Some(format!(
+                        "{} failed logins within {} s; logins refused for {seconds} s",
+                        self.throttle.limit,
+                        self.throttle.window.as_secs()
+                    )),
+                ))
+                .await;
         }
         ControlError::Throttled {
             message: format!("too many failed logins {whose}; try again in {seconds} s"),
@@ -295,26 +155,26 @@ impl Control {
     }
 
     /// A new session for `user`.
-    pub(crate) async fn issue_token(
+    pub(super) async fn issue_token(
         &self,
         user: &User,
         request_id: Option<String>,
     ) -> Result<String, ControlError> {
         let token = secrets::new_session_token();
-        self.inner
-            .store
+        self.store
             .create_token(&user.id, &secrets::token_hash(&token))
             .await?;
-        self.audit(
-            Some(user),
-            request_id,
-            "token.create",
-            "user",
-            &user.username,
-            "success",
-            None,
-        )
-        .await;
+        self.audit
+            .record(&audit_event(
+                Some(user),
+                request_id,
+                "token.create",
+                "user",
+                &user.username,
+                "success",
+                None,
+            ))
+            .await;
         Ok(token)
     }
 
@@ -349,7 +209,6 @@ impl Control {
     /// revoked or expired token. Records the use.
     async fn credential(&self, token: &str) -> Result<Credential, ControlError> {
         let credential = match self
-            .inner
             .store
             .credential_by_hash(&secrets::token_hash(token))
             .await
@@ -363,8 +222,8 @@ impl Control {
             Err(other) => return Err(other.into()),
         };
         let record = &credential.token;
-        let now = self.now_ms();
-        let config = &self.inner.config;
+        let now = self.clock.now_ms();
+        let config = &self.config;
         let touch_interval = match record.kind {
             TokenKind::Session => {
                 if record.revoked_at.is_some() {
@@ -407,10 +266,7 @@ impl Control {
         // database's one write lock).
         let not_since = now.saturating_sub(millis(touch_interval));
         if record.last_used_at.is_none_or(|used| used < not_since) {
-            self.inner
-                .store
-                .touch_token(&record.id, now, not_since)
-                .await?;
+            self.store.touch_token(&record.id, now, not_since).await?;
         }
         Ok(credential)
     }
@@ -423,20 +279,20 @@ impl Control {
         request_id: Option<String>,
     ) -> Result<(), ControlError> {
         let (record, user) = self.token_owner(token).await?;
-        self.inner
-            .store
-            .revoke_token(&record.id, self.now_ms())
+        self.store
+            .revoke_token(&record.id, self.clock.now_ms())
             .await?;
-        self.audit(
-            Some(&user),
-            request_id,
-            "logout",
-            "user",
-            &user.username,
-            "success",
-            Some(format!("token={}", record.kind)),
-        )
-        .await;
+        self.audit
+            .record(&audit_event(
+                Some(&user),
+                request_id,
+                "logout",
+                "user",
+                &user.username,
+                "success",
+                Some(format!("token={}", record.kind)),
+            ))
+            .await;
         Ok(())
     }
 
@@ -459,7 +315,7 @@ impl Control {
             ));
         }
         validate_name("token name", name)?;
-        let cap = self.inner.config.api_token_max_lifetime;
+        let cap = self.config.api_token_max_lifetime;
         let lifetime = lifetime.unwrap_or(cap);
         if lifetime.is_zero() {
             return Err(ControlError::BadRequest(
@@ -474,13 +330,12 @@ impl Control {
         }
         let secret = secrets::new_api_token();
         let created = match self
-            .inner
             .store
             .create_api_token(&NewApiToken {
                 user_id: user.id.clone(),
                 name: name.to_string(),
                 token_hash: secrets::token_hash(&secret),
-                expires_at: self.now_ms().saturating_add(millis(lifetime)),
+                expires_at: self.clock.now_ms().saturating_add(millis(lifetime)),
             })
             .await
         {
@@ -492,19 +347,20 @@ impl Control {
             }
             Err(other) => return Err(other.into()),
         };
-        self.audit(
-            Some(&user),
-            request_id,
-            "api_token.create",
-            "user",
-            &user.username,
-            "success",
-            Some(format!(
-                "name={name} lifetime_seconds={}",
-                lifetime.as_secs()
-            )),
-        )
-        .await;
+        self.audit
+            .record(&audit_event(
+                Some(&user),
+                request_id,
+                "api_token.create",
+                "user",
+                &user.username,
+                "success",
+                Some(format!(
+                    "name={name} lifetime_seconds={}",
+                    lifetime.as_secs()
+                )),
+            ))
+            .await;
         Ok((created, secret))
     }
 
@@ -518,7 +374,6 @@ impl Control {
     ) -> Result<Page<TokenRecord>, ControlError> {
         caller.authorize(Action::TokenList, Some(&caller.user.id))?;
         Ok(self
-            .inner
             .store
             .list_api_token_page(&caller.user.id, after, page_size(limit))
             .await?)
@@ -532,9 +387,8 @@ impl Control {
     ) -> Result<TokenRecord, ControlError> {
         caller.authorize(Action::TokenRevoke, Some(&caller.user.id))?;
         let revoked = match self
-            .inner
             .store
-            .revoke_api_token(&caller.user.id, name, self.now_ms())
+            .revoke_api_token(&caller.user.id, name, self.clock.now_ms())
             .await
         {
             Ok(revoked) => revoked,
@@ -545,108 +399,17 @@ impl Control {
             }
             Err(other) => return Err(other.into()),
         };
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
-            "api_token.revoke",
-            "user",
-            &caller.user.username,
-            "success",
-            Some(format!("name={name}")),
-        )
-        .await;
+        self.audit
+            .record(&audit_event(
+                Some(&caller.user),
+                caller.request_id.clone(),
+                "api_token.revoke",
+                "user",
+                &caller.user.username,
+                "success",
+                Some(format!("name={name}")),
+            ))
+            .await;
         Ok(revoked)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use super::*;
-
-    fn secs(n: u64) -> i64 {
-        i64::try_from(n * 1000).unwrap()
-    }
-
-    fn keys() -> Vec<ThrottleKey> {
-        vec![
-            ThrottleKey::username("alice"),
-            ThrottleKey::Address(IpAddr::from([127, 0, 0, 1])),
-        ]
-    }
-
-    #[test]
-    fn the_eleventh_try_within_the_window_is_refused_once_audited() {
-        let throttle = LoginThrottle::new(10, Duration::from_secs(60));
-        let start: i64 = 1_000_000;
-        for attempt in 0..10 {
-            let now = start + secs(attempt);
-            assert_eq!(throttle.check(&keys(), now), None, "attempt {attempt}");
-            throttle.failed(&keys(), now);
-        }
-        let at = start + secs(15);
-        let refusal = throttle.check(&keys(), at).unwrap();
-        assert_eq!(refusal.key, ThrottleKey::username("alice"));
-        assert_eq!(refusal.retry_after, Duration::from_secs(45));
-        assert!(refusal.first);
-        // Audited once per window, however many tries follow.
-        assert!(!throttle.check(&keys(), at).unwrap().first);
-        // Another name from another address is not concerned.
-        let other = [
-            ThrottleKey::username("bob"),
-            ThrottleKey::Address(IpAddr::from([10, 0, 0, 2])),
-        ];
-        assert_eq!(throttle.check(&other, at), None);
-        // The window ends a minute after its first failure.
-        assert_eq!(throttle.check(&keys(), start + secs(60)), None);
-        throttle.failed(&keys(), start + secs(61));
-        assert_eq!(throttle.check(&keys(), start + secs(62)), None);
-    }
-
-    #[test]
-    fn an_address_is_throttled_across_usernames_and_success_clears_only_the_name() {
-        let throttle = LoginThrottle::new(3, Duration::from_secs(60));
-        let now: i64 = 1_000_000;
-        let address = ThrottleKey::Address(IpAddr::from([127, 0, 0, 1]));
-        for name in ["a", "b", "c"] {
-            throttle.failed(&[ThrottleKey::username(name), address.clone()], now);
-        }
-        let refusal = throttle
-            .check(&[ThrottleKey::username("d"), address.clone()], now)
-            .unwrap();
-        assert_eq!(refusal.key, address);
-
-        for _ in 0..3 {
-            throttle.failed(&[ThrottleKey::username("carol")], now);
-        }
-        assert!(throttle
-            .check(&[ThrottleKey::username("carol")], now)
-            .is_some());
-        throttle.succeeded("carol");
-        assert!(throttle
-            .check(&[ThrottleKey::username("carol")], now)
-            .is_none());
-        assert!(throttle.check(&[address], now).is_some());
-    }
-
-    #[test]
-    fn invalid_usernames_share_one_key_and_zero_turns_it_off() {
-        assert_eq!(
-            ThrottleKey::username("Hunter2!"),
-            ThrottleKey::username("correct horse battery")
-        );
-        let off = LoginThrottle::new(0, Duration::from_secs(60));
-        let now: i64 = 1_000_000;
-        for _ in 0..100 {
-            off.failed(&keys(), now);
-        }
-        assert_eq!(off.check(&keys(), now), None);
-    }
-
-    #[test]
-    fn retry_after_rounds_up() {
-        assert_eq!(whole_seconds_up(Duration::from_millis(1)), 1);
-        assert_eq!(whole_seconds_up(Duration::from_millis(45_001)), 46);
-        assert_eq!(whole_seconds_up(Duration::from_secs(45)), 45);
     }
 }

@@ -1,6 +1,6 @@
-//! Identity: user accounts. Who may exist (names, addresses, passwords of
-//! a minimum length), the first user, and the user directory. Sessions,
-//! API tokens and the login throttle are in `identity.rs`.
+//! User accounts: who may exist (names, addresses, passwords of a minimum
+//! length), the first user, the system actors' accounts, roles, and the user
+//! directory.
 
 use abode_store::{page_size, NewUser, Page, StoreError, User};
 
@@ -9,12 +9,13 @@ use crate::audit::audit_event;
 use crate::authz::{self, Action, Role, RoleChange, RoleRefusal, Roles};
 use crate::names::validate_name;
 use crate::secrets;
-use crate::Caller;
-use crate::Control;
 use crate::ControlError;
-use crate::MIN_PASSWORD_LENGTH;
 
-impl Control {
+use super::{Caller, Identity};
+
+const MIN_PASSWORD_LENGTH: usize = 8;
+
+impl Identity {
     pub async fn create_first_user(
         &self,
         username: &str,
@@ -25,7 +26,6 @@ impl Control {
         check_new_account(username, email, password)?;
         let password_hash = self.hash_password(password).await?;
         let user = match self
-            .inner
             .store
             .create_first_user(&NewUser {
                 username: username.into(),
@@ -43,16 +43,17 @@ impl Control {
             other => other?,
         };
         let token = self.issue_token(&user, request_id.clone()).await?;
-        self.audit(
-            Some(&user),
-            request_id,
-            "user.create",
-            "user",
-            username,
-            "success",
-            None,
-        )
-        .await;
+        self.audit
+            .record(&audit_event(
+                Some(&user),
+                request_id,
+                "user.create",
+                "user",
+                username,
+                "success",
+                None,
+            ))
+            .await;
         Ok((user, token))
     }
 
@@ -60,7 +61,6 @@ impl Control {
     async fn hash_password(&self, password: &str) -> Result<String, ControlError> {
         let password = password.to_string();
         let hash = self
-            .inner
             .hashing
             .run(move |memory| secrets::hash_password(&password, memory))
             .await??;
@@ -71,7 +71,7 @@ impl Control {
     /// held a reserved name before it was reserved is renamed, said in the
     /// server's log and the audit log.
     pub async fn ensure_system_actors(&self) -> Result<(), ControlError> {
-        for (old, new) in self.inner.store.ensure_system_users().await? {
+        for (old, new) in self.store.ensure_system_users().await? {
             tracing::warn!(
                 "the username \"{old}\" is now reserved for the system: the user who held it is now \"{new}\""
             );
@@ -84,7 +84,8 @@ impl Control {
                 "success",
                 Some(format!("from={old} reason=reserved_name")),
             );
-            self.record_as(&Actor::System(abode_store::SystemActor::Server), event)
+            self.audit
+                .record_as(&Actor::System(abode_store::SystemActor::Server), event)
                 .await;
         }
         Ok(())
@@ -110,7 +111,6 @@ impl Control {
         check_new_account(username, email, password)?;
         let password_hash = self.hash_password(password).await?;
         let user = match self
-            .inner
             .store
             .create_user(&NewUser {
                 username: username.into(),
@@ -127,16 +127,17 @@ impl Control {
             }
             other => other?,
         };
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
-            "user.create",
-            "user",
-            username,
-            "success",
-            Some(format!("roles={}", role_list(roles))),
-        )
-        .await;
+        self.audit
+            .record(&audit_event(
+                Some(&caller.user),
+                caller.request_id.clone(),
+                "user.create",
+                "user",
+                username,
+                "success",
+                Some(format!("roles={}", role_list(roles))),
+            ))
+            .await;
         Ok(user)
     }
 
@@ -152,16 +153,15 @@ impl Control {
         remove: &Roles,
     ) -> Result<(User, RoleChange), ControlError> {
         caller.authorize(Action::UserChangeRoles, None)?;
-        let user =
-            crate::error::or_not_found(self.inner.store.user_by_name(username).await, || {
-                format!("user \"{username}\" not found")
-            })?;
+        let user = crate::error::or_not_found(self.store.user_by_name(username).await, || {
+            format!("user \"{username}\" not found")
+        })?;
         if user.system {
             return Err(ControlError::Conflict(format!(
                 "\"{username}\" is a system actor's account: its rights are fixed"
             )));
         }
-        let change = match self.inner.store.change_roles(&user.id, add, remove).await? {
+        let change = match self.store.change_roles(&user.id, add, remove).await? {
             Ok(change) => change,
             Err(refusal) => {
                 let message = match refusal {
@@ -175,26 +175,27 @@ impl Control {
                 return Err(ControlError::Conflict(message));
             }
         };
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
-            "user.roles",
-            "user",
-            username,
-            "success",
-            Some(format!(
-                "before={} after={}",
-                role_list(&change.before),
-                role_list(&change.after)
-            )),
-        )
-        .await;
+        self.audit
+            .record(&audit_event(
+                Some(&caller.user),
+                caller.request_id.clone(),
+                "user.roles",
+                "user",
+                username,
+                "success",
+                Some(format!(
+                    "before={} after={}",
+                    role_list(&change.before),
+                    role_list(&change.after)
+                )),
+            ))
+            .await;
         Ok((user, change))
     }
 
     /// The roles `user_id` holds now.
     pub async fn roles_of(&self, user_id: &str) -> Result<Roles, ControlError> {
-        Ok(self.inner.store.roles_of(user_id).await?)
+        Ok(self.store.roles_of(user_id).await?)
     }
 
     /// One page of users, by username, with their roles (`user.list`:
@@ -206,11 +207,7 @@ impl Control {
         limit: Option<i64>,
     ) -> Result<Page<(User, Roles)>, ControlError> {
         caller.authorize(Action::UserList, None)?;
-        Ok(self
-            .inner
-            .store
-            .list_user_page(after, page_size(limit))
-            .await?)
+        Ok(self.store.list_user_page(after, page_size(limit)).await?)
     }
 }
 

@@ -1,0 +1,119 @@
+//! Identity: who may exist and who is calling. Accounts and roles
+//! (`users.rs`), logins, sessions and API tokens (`sessions.rs`), the login
+//! throttle (`throttle.rs`).
+//!
+//! It is a service of its own, not methods on `Control`, so that it holds
+//! only what it needs (the store, the clock, its settings, the hashing
+//! pool, the throttle, an audit writer) and can grow
+//! (other ways to log in, groups, suspension) without touching the rest of
+//! the control plane. It alone checks people's passwords, sessions and API
+//! tokens: every other domain is handed a [`Caller`] and asks the policy
+//! table about it.
+
+mod sessions;
+mod throttle;
+mod users;
+
+use std::time::Duration;
+
+use abode_clock::Clock;
+use abode_credentials::hashing::{self, HashingPool};
+use abode_store::{Store, User};
+
+use crate::audit::Audit;
+use crate::{authz, ControlError};
+pub use sessions::SESSION_EXPIRED;
+use throttle::LoginThrottle;
+
+/// How logins, sessions and API tokens behave; the defaults fit one machine.
+#[derive(Debug, Clone)]
+pub struct IdentityConfig {
+    /// A session ends after this long without a request...
+    pub session_idle_timeout: Duration,
+    /// ...and this long after its login, whatever its use.
+    pub session_max_lifetime: Duration,
+    /// The longest (and default) lifetime of an API token.
+    pub api_token_max_lifetime: Duration,
+    /// Failed logins per username or client address within a minute after
+    /// which logins are refused until the minute ends; 0: no limit.
+    pub login_failures_per_minute: u32,
+    /// Threads that hash and check passwords (each uses ~19 MiB while it does).
+    pub hashing_threads: usize,
+    /// How long a password request waits for a hashing thread before it is
+    /// refused as busy.
+    pub hashing_wait: Duration,
+}
+
+impl Default for IdentityConfig {
+    fn default() -> IdentityConfig {
+        IdentityConfig {
+            session_idle_timeout: Duration::from_secs(24 * 60 * 60),
+            session_max_lifetime: Duration::from_secs(30 * 24 * 60 * 60),
+            api_token_max_lifetime: Duration::from_secs(365 * 24 * 60 * 60),
+            login_failures_per_minute: 10,
+            hashing_threads: hashing::default_threads(),
+            hashing_wait: Duration::from_secs(2),
+        }
+    }
+}
+
+/// Accounts, roles, logins, sessions and API tokens.
+pub struct Identity {
+    store: Store,
+    clock: Clock,
+    config: IdentityConfig,
+    audit: Audit,
+    /// Failed logins per username and client address.
+    throttle: LoginThrottle,
+    /// Where passwords are hashed and checked, a few at a time.
+    hashing: HashingPool,
+}
+
+impl Identity {
+    /// `clock` is the one the store stamps with: session times are compared
+    /// with the stored ones.
+    pub fn new(store: Store, clock: Clock, config: IdentityConfig) -> Identity {
+        let throttle =
+            LoginThrottle::new(config.login_failures_per_minute, Duration::from_secs(60));
+        let hashing = HashingPool::new(config.hashing_threads, config.hashing_wait);
+        Identity {
+            audit: Audit::new(store.clone()),
+            store,
+            clock,
+            config,
+            throttle,
+            hashing,
+        }
+    }
+
+    pub fn config(&self) -> &IdentityConfig {
+        &self.config
+    }
+}
+
+/// Who is asking, for permission checks and the audit log: the user and the
+/// roles read when the request authenticated (see
+/// [`Identity::authenticate_caller`]).
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub user: User,
+    pub roles: authz::Roles,
+    pub request_id: Option<String>,
+}
+
+impl Caller {
+    /// What [`authz::authorize`] decides for.
+    pub fn subject(&self) -> authz::Subject {
+        authz::Subject::user(self.user.id.clone(), self.roles.clone())
+    }
+
+    /// Whether the caller may do `action` on an object owned by
+    /// `object_owner` (a user id; `None`: nobody's, or everyone's).
+    pub(crate) fn authorize(
+        &self,
+        action: authz::Action,
+        object_owner: Option<&str>,
+    ) -> Result<(), ControlError> {
+        Ok(authz::authorize(&self.subject(), action, object_owner)?)
+    }
+}
