@@ -30,7 +30,7 @@ async fn setup() -> Setup {
         store.clone(),
         Config::new(dir.path().join("data"), "http://127.0.0.1:1".into()),
     );
-    control.ensure_system_actors().await.unwrap();
+    control.identity().ensure_system_actors().await.unwrap();
     let roles = Roles::from([Role::Owner, Role::Member]);
     let alice = store
         .create_first_user(&NewUser {
