@@ -28,6 +28,11 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Trust the certificate authorities in this PEM file, besides the
+    /// system's, for every TLS connection this command makes (servers with
+    /// a private CA). Verification cannot be turned off.
+    #[arg(long, global = true, env = abode_tls::CA_CERT_ENV, value_name = "FILE")]
+    ca_cert: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -58,6 +63,23 @@ fn main() -> ExitCode {
         return provider::serve();
     }
     let cli = Cli::parse();
+    // An agent trusts what the platform handed it (the environment
+    // contract) unless told otherwise on its own machine.
+    let agent_pem = match (&cli.command, &cli.ca_cert) {
+        (Command::Agent(_), None) => std::env::var(abode_contract::AGENT_CA_CERT)
+            .ok()
+            .filter(|pem| !pem.trim().is_empty()),
+        _ => None,
+    };
+    let added = match (&cli.ca_cert, &agent_pem) {
+        (Some(file), _) => abode_tls::AddedAuthorities::File(file),
+        (None, Some(pem)) => abode_tls::AddedAuthorities::Pem(pem),
+        (None, None) => abode_tls::AddedAuthorities::None,
+    };
+    if let Err(error) = abode_tls::install_trust(added) {
+        eprintln!("error: {error}");
+        return ExitCode::from(exit::FAILURE);
+    }
     let result = match cli.command {
         Command::Plan(PlanCommand::Check(args)) => plan_check::run(args),
         Command::Agent(args) => Ok(agent::run(args)),

@@ -103,6 +103,7 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
             agent_binary: Some(
                 std::env::current_exe().context("cannot locate the abode executable")?,
             ),
+            ca_cert: abode_tls::added_authorities_pem(),
             terraform_env: passed_env.from_process(),
             cancel_grace: Duration::from_secs(args.terraform.cancel_grace),
         },

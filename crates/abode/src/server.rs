@@ -43,6 +43,30 @@ pub struct ServerArgs {
     /// tunnel [default: http://ADDRESS, none when ADDRESS is 0.0.0.0 or ::].
     #[arg(long, env = "ABODE_RELAY_URL", value_name = "URL")]
     relay_url: Option<String>,
+    /// Also serve HTTPS on this address (with --tls-cert-file and --tls-key-file).
+    #[arg(long, env = "ABODE_TLS_ADDRESS", value_name = "ADDR", requires_all = ["tls_cert_file", "tls_key_file"])]
+    tls_address: Option<SocketAddr>,
+    /// The server's certificate (PEM, the chain after it); re-read when it
+    /// changes on disk or on SIGHUP.
+    #[arg(
+        long,
+        env = "ABODE_TLS_CERT_FILE",
+        value_name = "FILE",
+        requires = "tls_address"
+    )]
+    tls_cert_file: Option<PathBuf>,
+    /// The certificate's private key (PEM); must not be readable by other users.
+    #[arg(
+        long,
+        env = "ABODE_TLS_KEY_FILE",
+        value_name = "FILE",
+        requires = "tls_address"
+    )]
+    tls_key_file: Option<PathBuf>,
+    /// Answer plain HTTP on --address with a redirect to the https:// access
+    /// URL (health, readiness and the embedded builds' state backend stay).
+    #[arg(long, env = "ABODE_REDIRECT_TO_ACCESS_URL")]
+    redirect_to_access_url: bool,
     /// How many of each workspace's newest builds keep their plan JSON (held builds always do).
     #[arg(long, env = "ABODE_PLAN_RETENTION", default_value_t = 20)]
     plan_retention: usize,
@@ -275,12 +299,20 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.provisioners = args.provisioners;
     options.access_url = args.access_url;
     if let Some(url) = &args.relay_url {
-        // Servers relay to each other in plain HTTP, inside the deployment.
-        if !url.starts_with("http://") {
-            anyhow::bail!("--relay-url must be an http:// URL, not {url:?}");
+        if !url.starts_with("http://") && !url.starts_with("https://") {
+            anyhow::bail!("--relay-url must be an http:// or https:// URL, not {url:?}");
         }
     }
     options.relay_url = args.relay_url;
+    options.tls = match (args.tls_address, args.tls_cert_file, args.tls_key_file) {
+        (Some(address), Some(certificate_file), Some(key_file)) => Some(abode_api::TlsOptions {
+            address,
+            certificate_file,
+            key_file,
+        }),
+        _ => None,
+    };
+    options.redirect_to_access_url = args.redirect_to_access_url;
     options.provider_mirror = Some(mirror_dir);
     options.terraform_env = Some(passed_env.from_process());
     options.plan_retention = args.plan_retention;

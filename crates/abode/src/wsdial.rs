@@ -25,6 +25,9 @@ pub enum DialError {
     Url(#[from] abode_client::connect::ConnectUrlError),
     #[error("cannot connect to {url}: {reason}")]
     Connect { url: String, reason: String },
+    /// The server's certificate was refused (one line: which, why, the fix).
+    #[error("{0}")]
+    Certificate(String),
 }
 
 /// Opens the WebSocket of `path` on the server at `base_url` as `token`.
@@ -63,7 +66,10 @@ pub async fn dial_tunnel(
         max_frame_size: Some(MAX_MESSAGE),
         ..Default::default()
     };
-    match tokio_tungstenite::connect_async_with_config(request, Some(config), true).await {
+    let tls = tokio_tungstenite::Connector::Rustls(abode_tls::client_config());
+    match tokio_tungstenite::connect_async_tls_with_config(request, Some(config), true, Some(tls))
+        .await
+    {
         Ok((socket, response)) => {
             let server_limits = abode_tunnel::frame::PeerLimits::from_header(
                 response
@@ -87,7 +93,15 @@ pub async fn dial_tunnel(
                 .unwrap_or_else(|| format!("the server refused the connection ({status})"));
             Err(DialError::Refused { status, message })
         }
-        Err(error) => Err(connect_error(error.to_string())),
+        Err(error) => {
+            let server = url.split_once("://").map_or(url.as_str(), |(_, rest)| {
+                rest.split('/').next().unwrap_or(rest)
+            });
+            match abode_tls::explain(&error, server) {
+                Some(line) => Err(DialError::Certificate(line)),
+                None => Err(connect_error(error.to_string())),
+            }
+        }
     }
 }
 

@@ -9,9 +9,11 @@
 mod extract;
 mod pages;
 mod prometheus;
+mod redirect;
 mod relay;
 mod routes;
 mod server;
+mod tls_listener;
 pub mod views;
 
 use axum::extract::Request;
@@ -28,7 +30,7 @@ pub use abode_control::notifications::{EmailConfig, NotificationsConfig, Webhook
 pub use abode_control::tags::parse_tags as parse_provisioner_tags;
 pub(crate) use extract::{bearer, request_id, session_bearer};
 pub use extract::{Authenticated, AuthenticatedAgent};
-pub use server::{new_server_identity, Server, ServerError, ServerOptions};
+pub use server::{new_server_identity, Server, ServerError, ServerOptions, TlsOptions};
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 

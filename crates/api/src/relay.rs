@@ -48,13 +48,19 @@ fn encode(text: &str) -> String {
 
 impl RelayTarget<'_> {
     fn url(&self) -> Result<String, ApiError> {
-        let base = self
-            .relay_url
-            .strip_prefix("http://")
-            .ok_or_else(|| unreachable_server(self.relay_url, "not an http:// URL"))?
-            .trim_end_matches('/');
+        let (scheme, base) = match self.relay_url.split_once("://") {
+            Some(("http", base)) => ("ws", base),
+            Some(("https", base)) => ("wss", base),
+            _ => {
+                return Err(unreachable_server(
+                    self.relay_url,
+                    "neither an http:// nor an https:// URL",
+                ))
+            }
+        };
+        let base = base.trim_end_matches('/');
         let mut url = format!(
-            "ws://{base}/api/v1/workspaces/{}/connect?kind={}",
+            "{scheme}://{base}/api/v1/workspaces/{}/connect?kind={}",
             encode(self.workspace),
             encode(self.kind)
         );
@@ -98,7 +104,9 @@ pub(crate) async fn open(
         RELAYED_HEADER,
         tungstenite::http::HeaderValue::from_static("1"),
     );
-    match tokio_tungstenite::connect_async(request).await {
+    // The servers' trust: the system's authorities and --ca-cert.
+    let tls = tokio_tungstenite::Connector::Rustls(abode_tls::client_config());
+    match tokio_tungstenite::connect_async_tls_with_config(request, None, false, Some(tls)).await {
         Ok((upstream, _)) => {
             tracing::info!(server = %target.relay_url, workspace = %target.workspace,
                 "relaying a connection to the server that holds the agent's tunnel");

@@ -69,6 +69,20 @@ pub struct ServerOptions {
     /// The provisioner tags this server's provisioners offer (`key=value`,
     /// checked with [`parse_provisioner_tags`](crate::parse_provisioner_tags)).
     pub provisioner_tags: Vec<String>,
+    /// Serve HTTPS too (`--tls-address`, `--tls-cert-file`, `--tls-key-file`).
+    pub tls: Option<TlsOptions>,
+    /// Answer plain HTTP with a redirect to the access URL (but for what
+    /// must stay on the plain listener: health, readiness and the embedded
+    /// builds' state backend, reached on loopback).
+    pub redirect_to_access_url: bool,
+}
+
+/// The HTTPS listener: where, and the certificate's files.
+#[derive(Debug, Clone)]
+pub struct TlsOptions {
+    pub address: SocketAddr,
+    pub certificate_file: PathBuf,
+    pub key_file: PathBuf,
 }
 
 impl ServerOptions {
@@ -102,6 +116,8 @@ impl ServerOptions {
             job_lease: Duration::from_secs(60),
             min_free_disk: 256 * 1024 * 1024,
             provisioner_tags: Vec::new(),
+            tls: None,
+            redirect_to_access_url: false,
         }
     }
 }
@@ -122,6 +138,10 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Tls(#[from] abode_tls::TlsError),
+    #[error("--redirect-to-access-url needs an https:// access URL (--access-url), not {0}")]
+    RedirectWithoutHttps(String),
     #[error("cannot listen on {address}: {source}")]
     Bind {
         address: SocketAddr,
@@ -133,6 +153,7 @@ pub enum ServerError {
 /// A running server.
 pub struct Server {
     local_addr: SocketAddr,
+    tls_addr: Option<SocketAddr>,
     prometheus_addr: Option<SocketAddr>,
     access_url: String,
     control: Control,
@@ -141,6 +162,7 @@ pub struct Server {
     http_stop: watch::Sender<bool>,
     http: JoinHandle<std::io::Result<()>>,
     prometheus: Option<JoinHandle<std::io::Result<()>>>,
+    tls: Option<JoinHandle<std::io::Result<()>>>,
     workers: Vec<JoinHandle<()>>,
 }
 
@@ -163,6 +185,21 @@ impl Server {
             address: options.address,
             source,
         })?;
+        // The certificate is read (and its key's mode checked) before
+        // anything else starts: a bad one is one line and nothing changed.
+        let tls = match &options.tls {
+            Some(tls) => {
+                let certificate = abode_tls::server::ServerCertificate::load(
+                    &tls.certificate_file,
+                    &tls.key_file,
+                )?;
+                let config = certificate.server_config()?;
+                let (listener, address) = bind(tls.address).await?;
+                Some((certificate, config, listener, address))
+            }
+            None => None,
+        };
+        let tls_addr = tls.as_ref().map(|(_, _, _, address)| *address);
         let prometheus_listener = match options.prometheus_address {
             Some(address) => Some(bind(address).await?),
             None => None,
@@ -171,7 +208,13 @@ impl Server {
         let access_url = options
             .access_url
             .clone()
-            .unwrap_or_else(|| format!("http://{local_addr}"));
+            .unwrap_or_else(|| match tls_addr {
+                Some(address) => format!("https://{address}"),
+                None => format!("http://{local_addr}"),
+            });
+        if options.redirect_to_access_url && !access_url.starts_with("https://") {
+            return Err(ServerError::RedirectWithoutHttps(access_url));
+        }
         let store = match &options.database_url {
             Some(url) => Store::open_postgres(url).await?,
             None => Store::open_sqlite(&options.data_dir.join(DATABASE_FILE)).await?,
@@ -191,6 +234,8 @@ impl Server {
         config.clock = options.clock.clone();
         config.provider_mirror = options.provider_mirror.clone();
         config.agent_binary = options.agent_binary.clone();
+        // The trust this process was started with (`--ca-cert`).
+        config.ca_cert = abode_tls::added_authorities_pem();
         config.plan_retention = options.plan_retention;
         if let Some(env) = &options.terraform_env {
             config.terraform_env = env.clone();
@@ -253,9 +298,25 @@ impl Server {
         let app = crate::router(AppState {
             control: control.clone(),
         });
+        let tls_app = app.clone();
+        let app = if options.redirect_to_access_url {
+            crate::redirect::to_access_url(app, &access_url)
+        } else {
+            app
+        };
         // The API outlives the workers at shutdown: an interrupted build's
         // Terraform stores its state through it on its way out.
         let (http_stop, mut http_shutdown) = watch::channel(false);
+        let tls_task = tls.map(|(certificate, config, listener, address)| {
+            tokio::spawn(certificate.watch(shutdown.subscribe()));
+            tracing::info!(%address, "serving HTTPS");
+            tokio::spawn(crate::tls_listener::serve(
+                listener,
+                config,
+                tls_app,
+                http_stop.subscribe(),
+            ))
+        });
         drop(shutdown_rx);
         let http = tokio::spawn(async move {
             // The peer address reaches handlers as ConnectInfo (the login
@@ -301,6 +362,8 @@ impl Server {
         tracing::info!(address = %local_addr, %access_url, "abode server listening");
         Ok(Server {
             local_addr,
+            tls_addr,
+            tls: tls_task,
             prometheus_addr,
             prometheus,
             access_url,
@@ -314,6 +377,11 @@ impl Server {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Where HTTPS is served, when it is.
+    pub fn tls_addr(&self) -> Option<SocketAddr> {
+        self.tls_addr
     }
 
     /// Where Prometheus metrics are served, when they are.
@@ -338,7 +406,9 @@ impl Server {
             let _ = worker.await;
         }
         let _ = self.http_stop.send(true);
-        let listeners = std::iter::once(self.http).chain(self.prometheus);
+        let listeners = std::iter::once(self.http)
+            .chain(self.tls)
+            .chain(self.prometheus);
         for listener in listeners {
             match listener.await {
                 Ok(Ok(())) => {}
@@ -353,8 +423,8 @@ impl Server {
     /// the recovery after a dead server).
     pub fn abort(self) {
         self.http.abort();
-        if let Some(prometheus) = self.prometheus {
-            prometheus.abort();
+        for listener in self.prometheus.into_iter().chain(self.tls) {
+            listener.abort();
         }
         for worker in self.workers {
             worker.abort();

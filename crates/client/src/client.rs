@@ -87,6 +87,7 @@ impl Client {
             .timeout_connect(CONNECT_TIMEOUT)
             .timeout_read(READ_TIMEOUT)
             .user_agent(concat!("abode/", env!("CARGO_PKG_VERSION")))
+            .tls_config(abode_tls::client_config())
             .build();
         Client {
             base_url: base_url.trim_end_matches('/').to_string(),
@@ -146,10 +147,19 @@ impl Client {
                     },
                 })
             }
-            Err(ureq::Error::Transport(transport)) => Err(ClientError::Unreachable {
-                url: self.base_url.clone(),
-                reason: transport_reason(&transport),
-            }),
+            Err(ureq::Error::Transport(transport)) => {
+                let server = self
+                    .base_url
+                    .split_once("://")
+                    .map_or(self.base_url.as_str(), |(_, rest)| rest);
+                if let Some(line) = abode_tls::explain(&transport, server) {
+                    return Err(ClientError::Certificate(line));
+                }
+                Err(ClientError::Unreachable {
+                    url: self.base_url.clone(),
+                    reason: transport_reason(&transport),
+                })
+            }
         }
     }
 

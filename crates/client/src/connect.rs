@@ -8,13 +8,17 @@ use crate::client::workspace_segment;
 /// Why a server URL cannot carry a WebSocket.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConnectUrlError {
-    #[error("the server URL {0:?} is not http:// (https:// needs TLS, which connections into workspaces do not support yet)")]
+    #[error("the server URL {0:?} is neither http:// nor https://")]
     Unsupported(String),
 }
 
-/// The WebSocket URL of `path` (under `/api/v1`) on the server at `base_url`.
+/// The WebSocket URL of `path` (under `/api/v1`) on the server at
+/// `base_url`: `ws://` for `http://`, `wss://` for `https://`.
 pub fn websocket_url(base_url: &str, path: &str) -> Result<String, ConnectUrlError> {
     let base = base_url.trim_end_matches('/');
+    if let Some(rest) = base.strip_prefix("https://") {
+        return Ok(format!("wss://{rest}/api/v1{path}"));
+    }
     let rest = base
         .strip_prefix("http://")
         .ok_or_else(|| ConnectUrlError::Unsupported(base.to_string()))?;
@@ -70,6 +74,10 @@ mod tests {
             workspace_connect_path("dev", "ssh", None, Some("module.m.extra[\"a&b\"]")),
             "/workspaces/dev/connect?kind=ssh&agent=module.m.extra%5B%22a%26b%22%5D"
         );
-        assert!(websocket_url("https://abode.example", AGENT_CONNECT_PATH).is_err());
+        assert_eq!(
+            websocket_url("https://abode.example/", AGENT_CONNECT_PATH).unwrap(),
+            "wss://abode.example/api/v1/agent/connect"
+        );
+        assert!(websocket_url("ftp://abode.example", AGENT_CONNECT_PATH).is_err());
     }
 }

@@ -19,6 +19,11 @@ pub enum ClientError {
     /// Nothing answered at the address, or the connection broke.
     #[error("cannot reach the Abode server at {url}: {reason}")]
     Unreachable { url: String, reason: String },
+    /// The server's TLS certificate was refused: which, why and how to pass
+    /// its CA, in one line (`abode_tls::explain`). Not transient: the same
+    /// certificate is refused again.
+    #[error("{0}")]
+    Certificate(String),
     /// The server answered with something that is not the documented JSON.
     #[error("unexpected answer from the Abode server for {what}: {reason}")]
     BadResponse { what: String, reason: String },

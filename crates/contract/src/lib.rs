@@ -49,6 +49,7 @@ pub const IS_PREBUILD_CLAIM: &str = "ABODE_IS_PREBUILD_CLAIM";
 pub const AGENT_URL: &str = "ABODE_AGENT_URL";
 pub const AGENT_TOKEN: &str = "ABODE_AGENT_TOKEN";
 pub const AGENT_BINARY: &str = "ABODE_AGENT_BINARY";
+pub const AGENT_CA_CERT: &str = "ABODE_AGENT_CA_CERT";
 pub const VOLUMES_DIR: &str = "ABODE_VOLUMES_DIR";
 pub const PROCESS_LOGS_DIR: &str = "ABODE_PROCESS_LOGS_DIR";
 pub const PARAMETERS: &str = "ABODE_PARAMETERS";
@@ -73,6 +74,7 @@ pub const ALL_VARIABLES: &[&str] = &[
     AGENT_URL,
     AGENT_TOKEN,
     AGENT_BINARY,
+    AGENT_CA_CERT,
     VOLUMES_DIR,
     PROCESS_LOGS_DIR,
     PARAMETERS,
@@ -245,6 +247,9 @@ pub struct BuildContext {
     pub agent_token: Option<String>,
     /// The program `abode_agent.init_script` starts; `None`: the provider's own binary.
     pub agent_binary: Option<PathBuf>,
+    /// The certificate authorities (PEM) the agent trusts besides its
+    /// machine's, to reach an `https://` agent URL signed by a private CA.
+    pub agent_ca_cert: Option<String>,
     pub volumes_dir: PathBuf,
     pub process_logs_dir: PathBuf,
     /// Parameter values chosen for this build, by parameter name, as strings
@@ -303,6 +308,7 @@ impl BuildContext {
             agent_url: DEV_AGENT_URL.into(),
             agent_token: None,
             agent_binary: None,
+            agent_ca_cert: None,
             volumes_dir,
             process_logs_dir,
             parameters: BTreeMap::new(),
@@ -417,6 +423,7 @@ impl BuildContext {
         }
         context.agent_token = get(AGENT_TOKEN);
         context.agent_binary = get(AGENT_BINARY).map(|value| base_dir.join(value));
+        context.agent_ca_cert = get(AGENT_CA_CERT);
         if let Some(value) = get(VOLUMES_DIR) {
             context.volumes_dir = base_dir.join(value);
             context.process_logs_dir = sibling_logs_dir(&context.volumes_dir);
@@ -480,6 +487,9 @@ impl BuildContext {
         }
         if let Some(binary) = &self.agent_binary {
             vars.push((AGENT_BINARY, binary.display().to_string()));
+        }
+        if let Some(ca) = &self.agent_ca_cert {
+            vars.push((AGENT_CA_CERT, ca.clone()));
         }
         vars
     }

@@ -96,6 +96,9 @@ pub struct Config {
     pub provider_mirror: Option<PathBuf>,
     /// The program `abode_agent.init_script` starts; `None`: the provider's own.
     pub agent_binary: Option<PathBuf>,
+    /// The authorities (PEM) this server trusts besides the system's
+    /// (`--ca-cert`): handed to agents and to Terraform's state backend.
+    pub ca_cert: Option<String>,
     pub agent_timeouts: AgentTimeouts,
     pub agent_heartbeat_interval: Duration,
     /// How long a canceled Terraform gets after SIGINT before it is killed.
@@ -149,6 +152,7 @@ impl Config {
             relay_url: None,
             provider_mirror: None,
             agent_binary: None,
+            ca_cert: None,
             agent_timeouts: AgentTimeouts {
                 connect: Duration::from_secs(30),
                 heartbeat: Duration::from_secs(15),

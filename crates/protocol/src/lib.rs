@@ -157,6 +157,7 @@ impl JobWire {
                 agent_token: None,
                 // The runner's own (its `RunnerConfig`).
                 agent_binary: None,
+                agent_ca_cert: None,
                 volumes_dir: PathBuf::new(),
                 process_logs_dir: PathBuf::new(),
                 parameters: context.parameters,
@@ -458,6 +459,7 @@ mod tests {
                     build_id: format!("build-{}", value.len()),
                     agent_token: None,
                     agent_binary: None,
+                    agent_ca_cert: None,
                     volumes_dir: PathBuf::new(),
                     process_logs_dir: PathBuf::new(),
                     ..sent

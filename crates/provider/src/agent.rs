@@ -25,6 +25,7 @@ pub(crate) const ARCHITECTURES: [&str; 3] = ["amd64", "arm64", "armv7"];
 /// The agent reads its token from this variable (the same name the contract
 /// uses to hand a token back: inside the workspace it means "my token").
 pub const AGENT_TOKEN_ENV: &str = abode_contract::AGENT_TOKEN;
+const AGENT_CA_CERT: &str = abode_contract::AGENT_CA_CERT;
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(crate) struct AgentState {
@@ -47,13 +48,26 @@ fn shell_quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
-/// The script that starts the agent. `binary` is the abode executable.
-pub fn init_script(binary: &str, agent_url: &str) -> String {
+/// The script that starts the agent. `binary` is the abode executable;
+/// `ca_cert`, the certificate authorities (PEM) the agent trusts besides the
+/// workspace machine's, so that a workspace reaches an `https://` URL signed
+/// by a private CA without a change to its image.
+pub fn init_script(binary: &str, agent_url: &str, ca_cert: Option<&str>) -> String {
+    let trust = match ca_cert {
+        Some(pem) => format!(
+            "# The certificate authorities the platform trusts (public certificates).\n\
+             {AGENT_CA_CERT}={}\n\
+             export {AGENT_CA_CERT}\n",
+            shell_quote(pem)
+        ),
+        None => String::new(),
+    };
     format!(
         "#!/bin/sh\n\
          # Starts the Abode agent. Its token comes from the {AGENT_TOKEN_ENV} environment\n\
          # variable (set it to abode_agent.<name>.token), never from the command line.\n\
          : \"${{{AGENT_TOKEN_ENV}:?{AGENT_TOKEN_ENV} must be set to the abode_agent token}}\"\n\
+         {trust}\
          exec {} agent --url {}\n",
         shell_quote(binary),
         shell_quote(agent_url),
@@ -195,7 +209,12 @@ impl Resource for AgentResource {
             Some(token) => token.clone().into(),
             None => Value::Unknown,
         };
-        state.init_script = init_script(&agent_binary(&context), &context.agent_url).into();
+        state.init_script = init_script(
+            &agent_binary(&context),
+            &context.agent_url,
+            context.agent_ca_cert.as_deref(),
+        )
+        .into();
         Some((state, Value::Null))
     }
 
@@ -225,7 +244,12 @@ impl Resource for AgentResource {
             state.id = Value::Unknown;
             state.token = Value::Unknown;
         }
-        state.init_script = init_script(&agent_binary(&context), &context.agent_url).into();
+        state.init_script = init_script(
+            &agent_binary(&context),
+            &context.agent_url,
+            context.agent_ca_cert.as_deref(),
+        )
+        .into();
         Some((state, prior_private_state, replace))
     }
 
@@ -290,8 +314,24 @@ mod tests {
 
     #[test]
     fn init_script_quotes_its_words_and_holds_no_token() {
-        let script = init_script("/opt/it's/abode", "http://127.0.0.1:7080");
+        let script = init_script("/opt/it's/abode", "http://127.0.0.1:7080", None);
         assert!(script.contains("exec '/opt/it'\\''s/abode' agent --url 'http://127.0.0.1:7080'\n"));
         assert!(script.contains("${ABODE_AGENT_TOKEN:?"));
+        assert!(!script.contains("ABODE_AGENT_CA_CERT"));
+    }
+
+    #[test]
+    fn init_script_hands_the_agent_its_ca_as_one_quoted_word() {
+        let pem = "-----BEGIN CERTIFICATE-----\nMIIB'x\n-----END CERTIFICATE-----\n";
+        let script = init_script("abode", "https://abode.example", Some(pem));
+        assert!(script.contains(
+            "ABODE_AGENT_CA_CERT='-----BEGIN CERTIFICATE-----\nMIIB'\\''x\n-----END CERTIFICATE-----\n'\nexport ABODE_AGENT_CA_CERT\n"
+        ), "{script}");
+        // The trust is set before the agent starts.
+        let trust = script
+            .find("export ABODE_AGENT_CA_CERT")
+            .unwrap_or(usize::MAX);
+        let exec = script.find("exec ").unwrap_or(0);
+        assert!(trust < exec, "{script}");
     }
 }

@@ -61,6 +61,7 @@ impl ServerClient {
             http: ureq::AgentBuilder::new()
                 .timeout_connect(CONNECT_TIMEOUT)
                 .timeout_read(READ_TIMEOUT)
+                .tls_config(abode_tls::client_config())
                 .build(),
         }
     }
@@ -120,7 +121,11 @@ impl ServerClient {
                 }
                 Err(CallError::Refused { status, message })
             }
-            Err(error) => Err(CallError::Unreachable(error.to_string())),
+            // A refused certificate is said as such (it is retried, since
+            // a certificate can be fixed at the server while this waits).
+            Err(error) => Err(CallError::Unreachable(
+                abode_tls::explain(&error, &self.base_url).unwrap_or_else(|| error.to_string()),
+            )),
         }
     }
 }

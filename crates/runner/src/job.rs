@@ -48,6 +48,10 @@ pub struct RunnerConfig {
     pub process_logs_dir: PathBuf,
     pub provider_mirror: Option<PathBuf>,
     pub agent_binary: Option<PathBuf>,
+    /// The certificate authorities (PEM) this machine trusts besides the
+    /// system's (`--ca-cert`): handed to the agents it builds and to
+    /// Terraform's state backend client when it speaks `https://`.
+    pub ca_cert: Option<String>,
     pub terraform_env: Vec<(String, String)>,
     pub cancel_grace: Duration,
 }
@@ -165,6 +169,11 @@ pub async fn run_job<H: BuildHost>(
             );
             if !local_state {
                 run.env.extend(backend.terraform_env());
+                // Terraform verifies the backend's certificate itself.
+                if let (true, Some(ca)) = (backend.url.starts_with("https://"), &config.ca_cert) {
+                    run.env
+                        .push(("TF_HTTP_CLIENT_CA_CERTIFICATE_PEM".into(), ca.clone()));
+                }
             }
             match (inputs.kind, saved_plan) {
                 (JobKind::ApplySavedPlan, Some(plan)) => run.apply_saved(plan).await,
@@ -191,6 +200,7 @@ fn local_context(config: &RunnerConfig, mut context: BuildContext) -> BuildConte
     context.volumes_dir = config.volumes_dir.clone();
     context.process_logs_dir = config.process_logs_dir.clone();
     context.agent_binary = config.agent_binary.clone();
+    context.agent_ca_cert = config.ca_cert.clone();
     context
 }
 

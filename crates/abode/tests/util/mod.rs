@@ -64,7 +64,7 @@ pub struct Run {
 }
 
 impl Run {
-    fn from_output(command: String, output: Output) -> Run {
+    pub fn from_output(command: String, output: Output) -> Run {
         Run {
             code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -296,6 +296,7 @@ pub(crate) fn runner_config(config: &crate::Config) -> RunnerConfig {
         process_logs_dir: config.process_logs_dir(),
         provider_mirror: config.provider_mirror.clone(),
         agent_binary: config.agent_binary.clone(),
+        ca_cert: config.ca_cert.clone(),
         terraform_env: config.terraform_env.clone(),
         cancel_grace: config.cancel_grace,
     }

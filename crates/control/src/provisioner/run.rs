@@ -83,6 +83,7 @@ pub(super) fn workspace_context(
         agent_url: config.access_url.clone(),
         agent_token: None,
         agent_binary: config.agent_binary.clone(),
+        agent_ca_cert: config.ca_cert.clone(),
         volumes_dir: config.volumes_dir(),
         process_logs_dir: config.process_logs_dir(),
         parameters: run.parameters,

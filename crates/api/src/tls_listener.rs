@@ -1,0 +1,101 @@
+//! The server's HTTPS listener (`--tls-address`): every connection's TLS
+//! handshake with the certificate current when it starts
+//! ([`abode_tls::server::ServerCertificate`], re-read on change), then the
+//! same router as the plain listener, HTTP/2 or HTTP/1.1 by ALPN, with
+//! WebSocket upgrades (agent tunnels, `abode ssh`, port forwarding).
+//!
+//! axum's own `serve` takes plain TCP only; this is the same loop over
+//! rustls. A handshake that stalls is dropped after [`HANDSHAKE_TIMEOUT`],
+//! so that idle sockets cannot pile up; at shutdown the listener stops
+//! accepting and open connections are asked to end (in-flight requests
+//! finish, for up to [`DRAIN`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::Request;
+use axum::Router;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
+
+/// How long a client has to finish its TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long open connections get to finish at shutdown.
+const DRAIN: Duration = Duration::from_secs(10);
+
+/// Serves `app` over TLS on `listener` until `stop` turns true.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    app: Router,
+    mut stop: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let acceptor = TlsAcceptor::from(config);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        let (socket, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    // Out of file descriptors and the like: a moment later
+                    // may be better; the listener itself is still fine.
+                    tracing::warn!(%error, "cannot accept a TLS connection");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+            _ = stop.changed() => break,
+        };
+        // Small writes leave at once (see the plain listener).
+        let _ = socket.set_nodelay(true);
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let stream =
+                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(socket)).await {
+                    Ok(Ok(stream)) => stream,
+                    Ok(Err(error)) => {
+                        tracing::debug!(%peer, %error, "a TLS handshake failed");
+                        return;
+                    }
+                    Err(_) => {
+                        tracing::debug!(%peer, "a TLS handshake timed out");
+                        return;
+                    }
+                };
+            let service = app.map_request(move |request: Request<Incoming>| {
+                let mut request = request.map(Body::new);
+                // The login throttle and the audit log read the client's
+                // address, as on the plain listener.
+                request.extensions_mut().insert(ConnectInfo(peer));
+                request
+            });
+            let service = TowerToHyperService::new(service);
+            let builder = auto::Builder::new(TokioExecutor::new());
+            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+            if let Err(error) = watcher.watch(connection.into_owned()).await {
+                tracing::debug!(%peer, %error, "a TLS connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    if tokio::time::timeout(DRAIN, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::info!("TLS connections still open at shutdown were closed");
+    }
+    Ok(())
+}
