@@ -153,6 +153,9 @@ pub struct ServerArgs {
     /// Upgrade SMTP connections with STARTTLS (required, not opportunistic).
     #[arg(long, env = "ABODE_NOTIFICATIONS_EMAIL_STARTTLS")]
     notifications_email_starttls: bool,
+    /// Speak TLS to the smarthost from the start (implicit TLS, usually port 465).
+    #[arg(long, env = "ABODE_NOTIFICATIONS_EMAIL_TLS")]
+    notifications_email_tls: bool,
     /// The smarthost's user name (first line) and password (second line).
     #[arg(
         long,
@@ -281,6 +284,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
             smarthost,
             args.notifications_email_from.as_deref(),
             args.notifications_email_starttls,
+            args.notifications_email_tls,
             args.notifications_email_credentials_file.as_deref(),
             Duration::from_secs(30),
         )?);

@@ -441,3 +441,87 @@ fn ssh_goes_over_wss_and_plain_http_redirects_to_the_access_url() {
     run_trusting(&platform, None, &["ssh", "dev", "--", "echo", "ok"], None)
         .fails_with(1, &["does not trust", "--ca-cert"]);
 }
+
+#[test]
+fn an_external_daemon_builds_over_https_and_its_terraform_trusts_the_same_ca() {
+    require_terraform();
+    let dir = tempfile::tempdir().unwrap();
+    let authority = Authority::new(dir.path());
+    let (certificate, key) = authority.sign("server", 0o600);
+    let tls_port = free_port();
+    let https = format!("https://localhost:{tls_port}");
+    let platform = Platform::start_with(&[
+        "--provisioners",
+        "0",
+        "--tls-address",
+        &format!("127.0.0.1:{tls_port}"),
+        "--tls-cert-file",
+        certificate.to_str().unwrap(),
+        "--tls-key-file",
+        key.to_str().unwrap(),
+    ]);
+    platform.login_owner();
+    let example = repo_root().join("examples/local-workspace");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ])
+        .ok();
+    let key_file = util::create_key(&platform, "tls", &[]);
+    let daemon = |name: &str, ca: Option<&Path>| {
+        let log = platform.root().join(format!("{name}.log"));
+        let out = std::fs::File::create(&log).unwrap();
+        let mut command = Command::new(abode_bin());
+        command
+            .args(["provisioner", "start", "--url", &https, "--key-file"])
+            .arg(&key_file)
+            .arg("--data-dir")
+            .arg(platform.root().join(name))
+            .args(["--name", name])
+            .env_remove("ABODE_CA_CERT")
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out);
+        if let Some(ca) = ca {
+            command.env("ABODE_CA_CERT", ca);
+        }
+        (command.spawn().unwrap(), log)
+    };
+
+    // Without the CA, a daemon says why it cannot reach the server (and
+    // keeps trying: a certificate can be fixed while it waits).
+    let (mut untrusting, untrusting_log) = daemon("untrusting", None);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let log = std::fs::read_to_string(&untrusting_log).unwrap_or_default();
+        if log.contains("signed by an authority this machine does not trust") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{log}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    untrusting.kill().unwrap();
+    untrusting.wait().unwrap();
+
+    // With it, the build runs on the daemon, whose Terraform keeps the
+    // state through the server's state backend over https.
+    let (mut trusting, trusting_log) = daemon("trusting", Some(&authority.ca_file()));
+    platform.run(&["create", "dev", "--template", "local"]).ok();
+    let shown = platform.wait_for_build_status("dev", "succeeded");
+    let log = std::fs::read_to_string(&trusting_log).unwrap_or_default();
+    assert!(log.contains("running a job"), "{shown:#}\n{log}");
+    let client = platform.client_for(&platform.config_dir());
+    let state = String::from_utf8(client.workspace_state("dev").unwrap()).unwrap();
+    assert!(state.contains("abode_volume"), "{state}");
+    let build_log = platform.run(&["builds", "logs", "dev", "1"]).stdout;
+    assert!(
+        build_log.contains("claimed by the external provisioner tls/trusting-"),
+        "{build_log}"
+    );
+    trusting.kill().unwrap();
+    trusting.wait().unwrap();
+}

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use lettre::message::{header, Mailbox, MultiPart, SinglePart};
 use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{Message, SmtpTransport, Transport};
 use serde_json::Value;
 
@@ -21,6 +22,8 @@ pub struct EmailConfig {
     pub from: Mailbox,
     /// Upgrade the connection with STARTTLS (and refuse to send without it).
     pub starttls: bool,
+    /// Speak TLS from the first byte (implicit TLS, usually port 465).
+    pub implicit_tls: bool,
     /// User name and password for the smarthost.
     pub credentials: Option<(String, String)>,
     pub timeout: Duration,
@@ -33,6 +36,7 @@ impl std::fmt::Debug for EmailConfig {
             .field("port", &self.port)
             .field("from", &self.from.to_string())
             .field("starttls", &self.starttls)
+            .field("implicit_tls", &self.implicit_tls)
             .finish_non_exhaustive()
     }
 }
@@ -54,6 +58,8 @@ pub enum EmailConfigError {
     },
     #[error("the email credentials file {0} must hold the user name on its first line and the password on its second")]
     CredentialsShape(String),
+    #[error("--notifications-email-starttls and --notifications-email-tls exclude each other: STARTTLS upgrades a plain connection, implicit TLS starts with TLS")]
+    TwoTlsModes,
 }
 
 impl EmailConfig {
@@ -61,9 +67,13 @@ impl EmailConfig {
         smarthost: &str,
         from: Option<&str>,
         starttls: bool,
+        implicit_tls: bool,
         credentials_file: Option<&std::path::Path>,
         timeout: Duration,
     ) -> Result<EmailConfig, EmailConfigError> {
+        if starttls && implicit_tls {
+            return Err(EmailConfigError::TwoTlsModes);
+        }
         let shown: String = smarthost.chars().take(200).collect();
         let (host, port) = smarthost
             .rsplit_once(':')
@@ -101,6 +111,7 @@ impl EmailConfig {
             port,
             from,
             starttls,
+            implicit_tls,
             credentials,
             timeout,
         })
@@ -295,11 +306,17 @@ pub(crate) async fn deliver(
         .map_err(|error| format!("cannot build the email: {error}"))?;
     let config = config.clone();
     tokio::task::spawn_blocking(move || {
-        let builder = if config.starttls {
-            SmtpTransport::starttls_relay(&config.host)
-                .map_err(|error| format!("cannot use STARTTLS with {}: {error}", config.host))?
-        } else {
-            SmtpTransport::builder_dangerous(&config.host)
+        let builder = SmtpTransport::builder_dangerous(&config.host);
+        let builder = match (config.starttls, config.implicit_tls) {
+            (false, false) => builder,
+            (starttls, _) => {
+                let parameters = tls_parameters(&config.host)?;
+                builder.tls(if starttls {
+                    Tls::Required(parameters)
+                } else {
+                    Tls::Wrapper(parameters)
+                })
+            }
         };
         let mut builder = builder.port(config.port).timeout(Some(config.timeout));
         if let Some((user, password)) = &config.credentials {
@@ -316,6 +333,20 @@ pub(crate) async fn deliver(
     })
     .await
     .map_err(|error| format!("the email delivery stopped: {error}"))?
+}
+
+/// TLS to the smarthost, verified with the system's authorities plus the
+/// ones the server was given (`--ca-cert`).
+fn tls_parameters(host: &str) -> Result<TlsParameters, String> {
+    let mut builder = TlsParameters::builder(host.to_string());
+    for der in abode_tls::added_authorities_der() {
+        let certificate = Certificate::from_der(der)
+            .map_err(|error| format!("cannot use a --ca-cert certificate for email: {error}"))?;
+        builder = builder.add_root_certificate(certificate);
+    }
+    builder
+        .build_rustls()
+        .map_err(|error| format!("cannot set up TLS with {host}: {error}"))
 }
 
 #[cfg(test)]
@@ -379,6 +410,7 @@ mod tests {
             "127.0.0.1:2525",
             Some("Abode <abode@example.com>"),
             false,
+            false,
             None,
             timeout,
         )
@@ -392,8 +424,13 @@ mod tests {
             ("mail:25", Some("not an address"), "not an email address"),
         ];
         for (smarthost, from, words) in refused {
-            let error = EmailConfig::from_flags(smarthost, from, false, None, timeout).unwrap_err();
+            let error =
+                EmailConfig::from_flags(smarthost, from, false, false, None, timeout).unwrap_err();
             assert!(error.to_string().contains(words), "{smarthost}: {error}");
         }
+        let both =
+            EmailConfig::from_flags("mail:465", Some("a@example.com"), true, true, None, timeout)
+                .unwrap_err();
+        assert!(both.to_string().contains("exclude each other"), "{both}");
     }
 }

@@ -141,6 +141,8 @@ pub(crate) async fn deliver(
         let agent = ureq::AgentBuilder::new()
             .timeout(timeout)
             .redirects(0)
+            // The system's authorities plus the server's --ca-cert.
+            .tls_config(abode_tls::client_config())
             .build();
         let sent = agent
             .post(&url)
@@ -153,9 +155,10 @@ pub(crate) async fn deliver(
             Ok(response) if (200..300).contains(&response.status()) => Ok(()),
             Ok(response) => Err(format!("the webhook answered HTTP {}", response.status())),
             Err(ureq::Error::Status(code, _)) => Err(format!("the webhook answered HTTP {code}")),
-            Err(ureq::Error::Transport(error)) => {
-                Err(one_line(&format!("cannot reach the webhook: {error}")))
-            }
+            Err(ureq::Error::Transport(error)) => match abode_tls::explain(&error, &url) {
+                Some(line) => Err(one_line(&line)),
+                None => Err(one_line(&format!("cannot reach the webhook: {error}"))),
+            },
         }
     })
     .await

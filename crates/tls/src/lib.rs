@@ -110,6 +110,18 @@ pub fn added_authorities_pem() -> Option<String> {
     ADDED_PEM.get().cloned().flatten()
 }
 
+/// The authorities this process added to the system's, one DER each: for a
+/// library that takes roots one by one (SMTP).
+pub fn added_authorities_der() -> Vec<Vec<u8>> {
+    let Some(pem) = added_authorities_pem() else {
+        return Vec::new();
+    };
+    CertificateDer::pem_slice_iter(pem.as_bytes())
+        .filter_map(Result::ok)
+        .map(|certificate| certificate.to_vec())
+        .collect()
+}
+
 /// The CA file named by [`CA_CERT_ENV`], if any (empty counts as none).
 pub fn ca_file_from_env() -> Option<PathBuf> {
     std::env::var_os(CA_CERT_ENV)
