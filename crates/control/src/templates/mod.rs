@@ -33,7 +33,9 @@ use abode_runner::workdir::{self, TEMPLATE_SUBDIR};
 pub struct TemplatesConfig {
     /// Where a push unpacks and validates its archive (`Config::work_dir`).
     pub work_dir: PathBuf,
+    /// Where `terraform init` finds the abode provider (`Config::provider_mirror`).
     pub provider_mirror: Option<PathBuf>,
+    /// What a push's Terraform gets of the server's environment.
     pub terraform_env: Vec<(String, String)>,
 }
 
@@ -45,6 +47,9 @@ pub struct Templates {
 }
 
 impl Templates {
+    /// The longest message a template version keeps.
+    pub const MAX_VERSION_MESSAGE_CHARS: usize = 1024;
+
     pub fn new(store: Store, config: TemplatesConfig) -> Templates {
         Templates {
             audit: Audit::new(store.clone()),
@@ -68,9 +73,6 @@ impl Templates {
         );
         self.audit.record(&event).await;
     }
-
-    /// The longest message a template version keeps.
-    pub const MAX_VERSION_MESSAGE_CHARS: usize = 1024;
 
     /// Whether `caller` may push version `message` of template `name`,
     /// checked before the upload is read: a caller who may not gets the
