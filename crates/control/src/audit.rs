@@ -144,27 +144,6 @@ impl Control {
         self.record_as(actor, event).await;
     }
 
-    /// Records what a person did to a template (push, preview, activation).
-    pub(crate) async fn audit_template(
-        &self,
-        caller: &Caller,
-        action: &str,
-        template: &str,
-        outcome: &str,
-        details: Option<String>,
-    ) {
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
-            action,
-            "template",
-            template,
-            outcome,
-            details,
-        )
-        .await;
-    }
-
     /// Records what a person did to a workspace, referring to it by id (its
     /// history follows it through renames and transfers).
     pub(crate) async fn audit_workspace(

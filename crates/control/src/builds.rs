@@ -277,7 +277,7 @@ impl Control {
                         order.transition
                     )));
                 }
-                let template = self.template(&workspace.template_name).await?;
+                let template = self.templates().template(&workspace.template_name).await?;
                 Some(
                     self.chosen_version(&template, Some(workspace), choice)
                         .await?,

@@ -72,7 +72,7 @@ pub use provisioner_keys::ProvisionerKey;
 pub use recovery::Recovered;
 pub use scheduler::SchedulerConfig;
 pub use secrets::token_hash;
-pub use templates::{PushOptions, VersionLint};
+pub use templates::{PushOptions, Templates, TemplatesConfig, VersionLint};
 pub use workspace_status::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView};
 
@@ -206,6 +206,8 @@ struct Inner {
     log_written: Notify,
     /// Accounts, roles, logins, sessions and API tokens.
     identity: Identity,
+    /// Templates, their versions, their activation and their presets.
+    templates: Templates,
     /// Where the control plane's own audit events are written.
     audit: audit::Audit,
     /// The agents' tunnels up in this process.
@@ -221,9 +223,18 @@ struct Inner {
 impl Control {
     pub fn new(store: Store, config: Config) -> Control {
         let identity = Identity::new(store.clone(), config.clock.clone(), config.identity.clone());
+        let templates = Templates::new(
+            store.clone(),
+            TemplatesConfig {
+                work_dir: config.work_dir(),
+                provider_mirror: config.provider_mirror.clone(),
+                terraform_env: config.terraform_env.clone(),
+            },
+        );
         Control {
             inner: Arc::new(Inner {
                 identity,
+                templates,
                 audit: audit::Audit::new(store.clone()),
                 store,
                 config,
@@ -248,6 +259,12 @@ impl Control {
     /// that checks people's passwords, sessions and API tokens.
     pub fn identity(&self) -> &Identity {
         &self.inner.identity
+    }
+
+    /// Templates and their versions: the only part that pushes, validates
+    /// and activates them.
+    pub fn templates(&self) -> &Templates {
+        &self.inner.templates
     }
 
     pub fn config(&self) -> &Config {

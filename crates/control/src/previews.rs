@@ -6,16 +6,16 @@
 //! no build is recorded, no workspace is held up (the plans run only when no
 //! build waits, `provisioner/preview.rs`).
 //!
-//! Activation reads the latest preview: a version whose preview would hold
-//! or block workspaces (or has not finished) is activated only when the
-//! request acknowledges that very preview, and the audit log says so.
+//! Activation (`Templates`, `templates/mod.rs`) reads the latest
+//! preview: a version whose preview would hold or block workspaces (or has
+//! not finished) is activated only when the request acknowledges it.
 
 use abode_guard::Decision;
-use abode_store::{page_size, NewPreview, Page, Preview, PreviewResult, TemplateVersion};
+use abode_store::{page_size, NewPreview, Page, Preview, PreviewResult};
 
 use crate::authz::Action;
-use crate::error::or_not_found;
 use crate::templates::VersionLint;
+pub use crate::templates::{activation_concern, PreviewGate};
 use crate::{Caller, Control, ControlError};
 
 /// The most workspaces one preview may name.
@@ -52,45 +52,6 @@ pub struct LintLink {
     pub attribute: Option<String>,
 }
 
-/// Whether activating a version needs its preview acknowledged, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreviewGate {
-    pub preview: Preview,
-    /// Why it needs acknowledging; `None`: nothing would be held or blocked.
-    pub concern: Option<String>,
-}
-
-impl PreviewGate {
-    fn of(preview: Preview) -> PreviewGate {
-        let concern = activation_concern(&preview);
-        PreviewGate { preview, concern }
-    }
-}
-
-/// Why activating the version of `preview` (its latest preview of the whole
-/// fleet) needs it acknowledged: it would hold or block workspaces, some
-/// could not be planned (their fate is unknown), or it has not finished;
-/// `None` otherwise.
-pub fn activation_concern(preview: &Preview) -> Option<String> {
-    if preview.pending > 0 {
-        Some(format!(
-            "its preview has not finished ({} of {} workspaces still to plan)",
-            preview.pending, preview.total
-        ))
-    } else if preview.held + preview.blocked + preview.failed > 0 {
-        let mut concern = format!(
-            "its preview would hold {} and block {} of {} workspaces",
-            preview.held, preview.blocked, preview.total
-        );
-        if preview.failed > 0 {
-            concern.push_str(&format!(", and could not plan {}", preview.failed));
-        }
-        Some(concern)
-    } else {
-        None
-    }
-}
-
 impl Control {
     /// Starts a preview of version `number` of template `name`: of the named
     /// workspaces (`name` or `owner/name`), or of every live workspace of
@@ -108,7 +69,7 @@ impl Control {
                 "a preview names at most {MAX_NAMED_WORKSPACES} workspaces; name none to preview them all"
             )));
         }
-        let (template, version) = self.version_of(name, number).await?;
+        let (template, version) = self.templates().version_of(name, number).await?;
         if !version.validation_ok {
             return Err(ControlError::Conflict(format!(
                 "version {number} of template \"{name}\" did not pass validation: {}",
@@ -143,17 +104,11 @@ impl Control {
                 workspace_ids,
             })
             .await?;
-        self.audit_template(
-            caller,
-            "template.preview",
-            name,
-            "success",
-            Some(format!(
-                "version={number} preview={} workspaces={}",
-                preview.id, preview.total
-            )),
-        )
-        .await;
+        let (id, total) = (&preview.id, preview.total);
+        let details = Some(format!("version={number} preview={id} workspaces={total}"));
+        self.templates()
+            .audit_template(caller, "template.preview", name, "success", details)
+            .await;
         // Every idle worker may take a plan.
         self.inner.jobs_queued.notify_waiters();
         self.job_queued().await;
@@ -171,7 +126,7 @@ impl Control {
         limit: Option<i64>,
     ) -> Result<Option<PreviewReport>, ControlError> {
         caller.authorize(Action::TemplatePreview, None)?;
-        let (_, version) = self.version_of(name, number).await?;
+        let (_, version) = self.templates().version_of(name, number).await?;
         let Some(preview) = self.inner.store.latest_preview(&version.id, false).await? else {
             return Ok(None);
         };
@@ -180,7 +135,7 @@ impl Control {
             .store
             .list_preview_result_page(&preview.id, after, page_size(limit))
             .await?;
-        let lint = self.stored_lint(&version).await?;
+        let lint = self.templates().stored_lint(&version).await?;
         let items = page
             .items
             .into_iter()
@@ -206,87 +161,13 @@ impl Control {
         number: i64,
     ) -> Result<Option<PreviewGate>, ControlError> {
         caller.authorize(Action::TemplateRead, None)?;
-        let (_, version) = self.version_of(name, number).await?;
+        let (_, version) = self.templates().version_of(name, number).await?;
         Ok(self
             .inner
             .store
             .latest_preview(&version.id, true)
             .await?
             .map(PreviewGate::of))
-    }
-
-    /// Activates version `number`; when its latest preview would hold or
-    /// block workspaces (or is unfinished), only if `acknowledged` is that
-    /// preview's id. The audit log records the preview and the decision.
-    pub async fn activate_previewed_version(
-        &self,
-        caller: &Caller,
-        name: &str,
-        number: i64,
-        acknowledged: Option<&str>,
-    ) -> Result<(abode_store::Template, TemplateVersion), ControlError> {
-        caller.authorize(Action::TemplateActivate, None)?;
-        let (template, version) = self.version_of(name, number).await?;
-        let gate = self
-            .inner
-            .store
-            .latest_preview(&version.id, true)
-            .await?
-            .map(PreviewGate::of);
-        let mut details = format!("version={number}");
-        if let Some(gate) = &gate {
-            let preview = &gate.preview;
-            details.push_str(&format!(
-                " preview={} held={} blocked={} failed={} pending={}",
-                preview.id, preview.held, preview.blocked, preview.failed, preview.pending
-            ));
-            if let Some(concern) = &gate.concern {
-                if acknowledged != Some(preview.id.as_str()) {
-                    let message = format!(
-                        "version {number} of template \"{name}\" is not activated: {concern}; \
-                         review it (abode templates versions show {name} {number}) and activate \
-                         acknowledging preview {} (abode templates versions activate {name} {number} --yes)",
-                        preview.id
-                    );
-                    self.audit_template(
-                        caller,
-                        "template.activate",
-                        name,
-                        "failure",
-                        Some(format!("{details} acknowledged=false")),
-                    )
-                    .await;
-                    return Err(ControlError::Conflict(message));
-                }
-                details.push_str(" acknowledged=true");
-            }
-        }
-        self.inner
-            .store
-            .activate_template_version(&template.id, &version.id)
-            .await?;
-        self.audit_template(caller, "template.activate", name, "success", Some(details))
-            .await;
-        let template = self.template(name).await?;
-        let version = self.inner.store.template_version_by_id(&version.id).await?;
-        Ok((template, version))
-    }
-
-    /// A template and its version `number`.
-    pub(crate) async fn version_of(
-        &self,
-        name: &str,
-        number: i64,
-    ) -> Result<(abode_store::Template, TemplateVersion), ControlError> {
-        let template = self.template(name).await?;
-        let version = or_not_found(
-            self.inner
-                .store
-                .template_version(&template.id, number)
-                .await,
-            || format!("template \"{name}\" has no version {number}"),
-        )?;
-        Ok((template, version))
     }
 }
 
@@ -378,28 +259,6 @@ fn without_instance_keys(address: &str) -> String {
         }
     }
     out
-}
-
-impl Control {
-    /// The lint kept with a version, parsed (`None`: pushed before the lint).
-    pub(crate) async fn stored_lint(
-        &self,
-        version: &TemplateVersion,
-    ) -> Result<Option<VersionLint>, ControlError> {
-        self.inner
-            .store
-            .template_version_lint(&version.id)
-            .await?
-            .map(|json| {
-                serde_json::from_str::<VersionLint>(&json).map_err(|error| {
-                    ControlError::Internal(format!(
-                        "the lint kept with version {} of template \"{}\" is unreadable: {error}",
-                        version.number, version.template_name
-                    ))
-                })
-            })
-            .transpose()
-    }
 }
 
 #[cfg(test)]

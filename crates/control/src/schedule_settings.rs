@@ -38,7 +38,7 @@ impl Control {
         name: &str,
     ) -> Result<PolicyView, ControlError> {
         caller.authorize(Action::TemplateRead, None)?;
-        let template = self.template(name).await?;
+        let template = self.templates().template(name).await?;
         let policy = self.inner.store.template_policy(&template.id).await?;
         Ok(policy_view(name, &policy))
     }
@@ -51,7 +51,7 @@ impl Control {
         patch: &TemplatePolicyPatch,
     ) -> Result<PolicyView, ControlError> {
         caller.authorize(Action::TemplatePolicyEdit, None)?;
-        let template = self.template(name).await?;
+        let template = self.templates().template(name).await?;
         let current = self.inner.store.template_policy(&template.id).await?;
         let policy = patched(current, patch)?;
         self.inner.store.set_template_policy(&policy).await?;

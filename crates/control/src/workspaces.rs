@@ -77,7 +77,7 @@ impl Control {
     ) -> Result<(WorkspaceView, Build), ControlError> {
         caller.authorize(Action::WorkspaceCreate, Some(&caller.user.id))?;
         validate_name("workspace name", name)?;
-        let template = self.template(template_name).await?;
+        let template = self.templates().template(template_name).await?;
         let build = self
             .request_build(
                 BuildTarget::New {

@@ -154,6 +154,7 @@ async fn render(
     };
     // The version's message says what changed (a template admin's words).
     let version_message = control
+        .templates()
         .template_versions(
             &viewer.caller,
             &build_template(control, &viewer.caller, &reference).await,

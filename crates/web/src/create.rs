@@ -49,6 +49,7 @@ async fn render(
 ) -> Response {
     let control = &state.control;
     let templates = match control
+        .templates()
         .list_templates(&viewer.caller, None, Some(200))
         .await
     {
@@ -161,6 +162,7 @@ async fn details(
 ) -> Result<(Vec<String>, Vec<ParameterDefinition>), String> {
     let control = &state.control;
     let versions = control
+        .templates()
         .template_versions(&viewer.caller, template)
         .await
         .map_err(|error| html::message_of(&error))?;
@@ -169,6 +171,7 @@ async fn details(
     };
     let parameters = active.parameters.unwrap_or_default();
     let presets = control
+        .templates()
         .template_presets(&viewer.caller, template, Some(active.number))
         .await
         .map(|(_, presets)| presets.into_iter().map(|preset| preset.name).collect())

@@ -52,6 +52,7 @@ pub(crate) async fn render(
 ) -> Response {
     let control = &state.control;
     let (version, lint) = match control
+        .templates()
         .template_version_detail(&viewer.caller, name, number)
         .await
     {
@@ -312,6 +313,7 @@ pub(crate) async fn activate(
         .filter(|_| form.acknowledged.as_deref() == Some("yes"));
     match state
         .control
+        .templates()
         .activate_previewed_version(&viewer.caller, &name, number, acknowledged)
         .await
     {

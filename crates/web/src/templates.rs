@@ -27,6 +27,7 @@ pub(crate) async fn list(
     let after = query.and_then(|Query(query)| query.after);
     let templates = match state
         .control
+        .templates()
         .list_templates(&viewer.caller, after.as_deref(), Some(50))
         .await
     {
@@ -87,11 +88,19 @@ pub(crate) async fn render(
     problem: Option<(StatusCode, String)>,
 ) -> Response {
     let control = &state.control;
-    let template = match control.read_template(&viewer.caller, name).await {
+    let template = match control
+        .templates()
+        .read_template(&viewer.caller, name)
+        .await
+    {
         Ok(template) => template,
         Err(error) => return html::control_error(error),
     };
-    let mut versions = match control.template_versions(&viewer.caller, name).await {
+    let mut versions = match control
+        .templates()
+        .template_versions(&viewer.caller, name)
+        .await
+    {
         Ok(versions) => versions,
         Err(error) => return html::control_error(error),
     };
@@ -203,7 +212,7 @@ pub(crate) struct UploadQuery {
     message: Option<String>,
 }
 
-/// Pushes a version from an uploaded archive (`Control::push_template`, as
+/// Pushes a version from an uploaded archive (`Templates::push_template`, as
 /// `POST /api/v1/templates/{name}/versions`); the archive is read only once
 /// the door has said the caller may push.
 pub(crate) async fn upload(
@@ -215,7 +224,10 @@ pub(crate) async fn upload(
 ) -> Response {
     let message = query.message.unwrap_or_default();
     let control = &state.control;
-    if let Err(error) = control.may_push_template(&viewer.caller, &name, &message) {
+    if let Err(error) = control
+        .templates()
+        .may_push_template(&viewer.caller, &name, &message)
+    {
         return html::control_error(error);
     }
     let Ok(archive) = axum::body::to_bytes(body, MAX_ARCHIVE_BYTES).await else {
@@ -232,6 +244,7 @@ pub(crate) async fn upload(
     }
     let activate = query.activate.as_deref() == Some("on");
     match control
+        .templates()
         .push_template(&viewer.caller, &name, archive.to_vec(), activate, &message)
         .await
     {

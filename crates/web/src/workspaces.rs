@@ -135,6 +135,7 @@ pub(crate) async fn list(
     // One read of the templates for the page (not one per row): which
     // version each template has active, for "outdated".
     let active: BTreeMap<String, i64> = match control
+        .templates()
         .list_templates(&viewer.caller, None, Some(200))
         .await
     {
@@ -315,6 +316,7 @@ pub(crate) async fn render(
     let latest = &view.latest_build;
     // The template's active version, for "update" (none if it cannot be read).
     let active_version = control
+        .templates()
         .read_template(&viewer.caller, &workspace.template_name)
         .await
         .ok()

@@ -45,6 +45,7 @@ async fn list_templates(
     let query = list_query(query)?;
     let page = state
         .control
+        .templates()
         .list_templates(&caller, query.after.as_deref(), query.limit)
         .await?;
     let templates: Vec<abode_sdk::Template> = page.items.iter().map(template_view).collect();
@@ -56,7 +57,11 @@ async fn get_template(
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> ApiResult {
-    let template = state.control.read_template(&caller, &name).await?;
+    let template = state
+        .control
+        .templates()
+        .read_template(&caller, &name)
+        .await?;
     ok(
         StatusCode::OK,
         json!(abode_sdk::TemplateAnswer {
@@ -70,7 +75,11 @@ async fn list_versions(
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> ApiResult {
-    let versions = state.control.template_versions(&caller, &name).await?;
+    let versions = state
+        .control
+        .templates()
+        .template_versions(&caller, &name)
+        .await?;
     let versions: Vec<abode_sdk::TemplateVersion> = versions.iter().map(version_view).collect();
     ok(
         StatusCode::OK,
@@ -99,6 +108,7 @@ async fn list_presets(
     }
     let (version, presets) = state
         .control
+        .templates()
         .template_presets(&caller, &name, query.version)
         .await?;
     ok(
@@ -135,7 +145,11 @@ async fn push_version(
     let Query(query) =
         query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
     let message = query.message.as_deref().unwrap_or("");
-    if let Err(refusal) = state.control.may_push_template(&caller, &name, message) {
+    if let Err(refusal) = state
+        .control
+        .templates()
+        .may_push_template(&caller, &name, message)
+    {
         // Nothing of it is kept; it is read (and dropped) only so that the
         // client, still sending, gets to read why.
         discard_upload(body).await;
@@ -166,9 +180,14 @@ async fn push_version(
     };
     let (template, version, lint) = state
         .control
+        .templates()
         .push_template_with(&caller, &name, archive.to_vec(), &options)
         .await?;
-    let provisioner_tags = state.control.provisioner_tags_of(&version).await?;
+    let provisioner_tags = state
+        .control
+        .templates()
+        .provisioner_tags_of(&version)
+        .await?;
     ok(
         StatusCode::CREATED,
         json!({
@@ -191,11 +210,16 @@ async fn get_version(
         .ok_or_else(|| ApiError::bad_request("give a version number"))?;
     let (version, lint) = state
         .control
+        .templates()
         .template_version_detail(&caller, &name, number)
         .await?;
     let gate = state.control.preview_gate(&caller, &name, number).await?;
     let preview = gate.as_ref().map(|gate| preview_view(&gate.preview));
-    let provisioner_tags = state.control.provisioner_tags_of(&version).await?;
+    let provisioner_tags = state
+        .control
+        .templates()
+        .provisioner_tags_of(&version)
+        .await?;
     ok(
         StatusCode::OK,
         json!({
@@ -218,6 +242,7 @@ async fn activate_version(
         .ok_or_else(|| ApiError::bad_request("give a version number to activate"))?;
     let (template, version) = state
         .control
+        .templates()
         .activate_previewed_version(&caller, &name, number, body.acknowledge_preview.as_deref())
         .await?;
     ok(

@@ -30,6 +30,19 @@ fn preset_prefix(template_id: &str, preset: &str) -> String {
     format!("preset_hard_limited:{scope}:")
 }
 
+/// The preset is no longer hard limited: the next `preset_hard_limited` of
+/// it is sent again. The messages already written stay as they are. Free of
+/// `Control`: a push (`Templates`) tells it too.
+pub(crate) async fn preset_recovered(
+    store: &abode_store::Store,
+    template: &Template,
+    preset: &str,
+) -> Result<(), ControlError> {
+    let prefix = preset_prefix(&template.id, preset);
+    store.release_notification_dedupe(&prefix).await?;
+    Ok(())
+}
+
 /// What the workspace events say about their workspace.
 fn workspace_payload(workspace: &Workspace) -> Value {
     json!({
@@ -114,7 +127,7 @@ impl Control {
 
     /// `preset_hard_limited` to the template admins: the pool of `preset`
     /// of `template` hit its hard limit for `reason`. Sent once per preset
-    /// and person until [`Control::preset_recovered`] clears it, however
+    /// and person until [`preset_recovered`] clears it, however
     /// often it is called meanwhile.
     pub async fn preset_hard_limited_notices(
         &self,
@@ -150,21 +163,6 @@ impl Control {
             .preset_hard_limited_notices(template, preset, reason)
             .await;
         Ok(self.inner.store.enqueue_notifications(&notices).await?)
-    }
-
-    /// The preset is no longer hard limited: the next
-    /// `preset_hard_limited` of it is sent again. The messages already
-    /// written stay as they are.
-    pub async fn preset_recovered(
-        &self,
-        template: &Template,
-        preset: &str,
-    ) -> Result<(), ControlError> {
-        self.inner
-            .store
-            .release_notification_dedupe(&preset_prefix(&template.id, preset))
-            .await?;
-        Ok(())
     }
 
     /// `workspace_dormant` to the workspace's owner: dormant since
@@ -245,7 +243,7 @@ mod tests {
     use abode_store::*;
     use serde_json::Value;
 
-    use super::ReplacedResource;
+    use super::{preset_recovered, ReplacedResource};
     use crate::{Clock, Config, Control};
 
     const DAY: Duration = Duration::from_secs(24 * 60 * 60);
@@ -313,8 +311,7 @@ mod tests {
                     .await
             }
             Call::Recovered => {
-                control
-                    .preset_recovered(&world.template, "small")
+                preset_recovered(control.store(), &world.template, "small")
                     .await
                     .unwrap();
                 Vec::new()

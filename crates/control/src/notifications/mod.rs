@@ -21,6 +21,7 @@ pub use abode_delivery::{
     signature, EmailConfig, EmailConfigError, NotificationsConfig, WebhookConfig,
     WebhookConfigError, WEBHOOK_SCHEMA_VERSION,
 };
+pub(crate) use later::preset_recovered;
 pub use later::ReplacedResource;
 pub use settings::{parse_kind, KindSetting};
 

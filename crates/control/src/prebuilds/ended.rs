@@ -4,7 +4,7 @@
 
 use abode_store::{Build, BuildReason, BuildStatus, Transition};
 
-use crate::notifications::ReplacedResource;
+use crate::notifications::{preset_recovered, ReplacedResource};
 use crate::Control;
 
 /// What a claim build's guard report says it replaced or deleted.
@@ -87,7 +87,7 @@ impl Control {
     /// A pool's build succeeded: its next hard limit is told again.
     async fn pool_recovered(&self, template_name: &str, preset: &str) {
         let recovered = match self.inner.store.template_by_name(template_name).await {
-            Ok(template) => self.preset_recovered(&template, preset).await,
+            Ok(template) => preset_recovered(&self.inner.store, &template, preset).await,
             Err(error) => Err(error.into()),
         };
         if let Err(error) = recovered {

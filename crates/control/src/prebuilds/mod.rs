@@ -199,7 +199,7 @@ impl Control {
         preset_name: &str,
     ) -> Result<(), ControlError> {
         let version = self.inner.store.template_version_by_id(version_id).await?;
-        let template = self.template(&version.template_name).await?;
+        let template = self.templates().template(&version.template_name).await?;
         let owner = self
             .inner
             .store
@@ -292,7 +292,7 @@ impl Control {
         preset_name: &str,
     ) -> Result<(), ControlError> {
         let version = self.inner.store.template_version_by_id(version_id).await?;
-        let template = self.template(&version.template_name).await?;
+        let template = self.templates().template(&version.template_name).await?;
         let limit = self.inner.config.prebuilds.failure_hard_limit;
         self.notify_preset_hard_limited(
             &template,
@@ -311,7 +311,7 @@ impl Control {
     ) -> Result<Vec<PoolStatus>, ControlError> {
         caller.authorize(Permission::PrebuildsRead, None)?;
         if let Some(name) = template {
-            self.template(name).await?;
+            self.templates().template(name).await?;
         }
         let decision = self.prebuild_decision().await?;
         Ok(decision

@@ -1,31 +1,78 @@
 //! Templates and their immutable versions: who may push, what a pushed
 //! archive must pass (safe unpacking, `terraform init` and `validate`), the
 //! lint's findings a version keeps (and a strict push's refusal), which
-//! version new workspaces get, and the presets a version offers.
+//! version new workspaces get (activation, gated by the latest preview),
+//! and the presets a version offers.
+//!
+//! It is a service of its own, not methods on `Control`, so that it holds
+//! only what it needs (the store, an audit writer, the few settings a push
+//! runs Terraform with) and the rest of the control plane reaches templates
+//! through its methods.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use abode_terraform::run::{self, Invocation, RunError};
 
 use abode_store::{
-    page_size, NewTemplateVersion, Page, ParameterDefinition, Template, TemplateVersion,
+    page_size, NewTemplateVersion, Page, ParameterDefinition, Preview, Store, Template,
+    TemplateVersion,
 };
 
+use crate::audit::{audit_event, Audit};
 use crate::authz::Action;
 use crate::error::or_not_found;
 use crate::names::validate_name;
 use crate::parameters::declarations_from_template;
 use crate::presets::{stored_presets, PresetDefinition};
-use crate::secrets;
-use crate::Caller;
-use crate::Control;
-use crate::ControlError;
+use crate::{notifications, secrets, Caller, ControlError};
 use abode_runner::archive;
 use abode_runner::workdir::{self, TEMPLATE_SUBDIR};
 
-impl Control {
+/// What a push runs Terraform with (read from `Config`).
+#[derive(Debug, Clone)]
+pub struct TemplatesConfig {
+    /// Where a push unpacks and validates its archive (`Config::work_dir`).
+    pub work_dir: PathBuf,
+    /// Where `terraform init` finds the abode provider (`Config::provider_mirror`).
+    pub provider_mirror: Option<PathBuf>,
+    /// What a push's Terraform gets of the server's environment.
+    pub terraform_env: Vec<(String, String)>,
+}
+
+/// Templates, their versions, their activation and their presets.
+pub struct Templates {
+    store: Store,
+    config: TemplatesConfig,
+    audit: Audit,
+}
+
+impl Templates {
     /// The longest message a template version keeps.
     pub const MAX_VERSION_MESSAGE_CHARS: usize = 1024;
+
+    pub fn new(store: Store, config: TemplatesConfig) -> Templates {
+        Templates {
+            audit: Audit::new(store.clone()),
+            store,
+            config,
+        }
+    }
+
+    /// Records what a person did to a template (push, preview, activation).
+    pub(crate) async fn audit_template(
+        &self,
+        caller: &Caller,
+        action: &str,
+        template: &str,
+        outcome: &str,
+        details: Option<String>,
+    ) {
+        let (user, request_id) = (Some(&caller.user), caller.request_id.clone());
+        let event = audit_event(
+            user, request_id, action, "template", template, outcome, details,
+        );
+        self.audit.record(&event).await;
+    }
 
     /// Whether `caller` may push version `message` of template `name`,
     /// checked before the upload is read: a caller who may not gets the
@@ -58,8 +105,7 @@ impl Control {
         let options = PushOptions {
             activate,
             message: message.to_string(),
-            strict: false,
-            provisioner_tags: Vec::new(),
+            ..PushOptions::default()
         };
         let (template, version, _) = self
             .push_template_with(caller, name, archive_bytes, &options)
@@ -81,25 +127,19 @@ impl Control {
         self.may_push_template(caller, name, message)?;
         let provisioner_tags =
             crate::tags::parse_tags(&options.provisioner_tags).map_err(ControlError::BadRequest)?;
-        let validation = validate_template(self, &archive_bytes, options.strict).await;
+        let validation = validate_template(&self.config, &archive_bytes, options.strict).await;
         let validated = match validation {
             Ok(validated) => validated,
             Err(error) => {
-                self.audit_template(
-                    caller,
-                    "template.push",
-                    name,
-                    "failure",
-                    Some(error.to_string()),
-                )
-                .await;
+                let details = Some(error.to_string());
+                self.audit_template(caller, "template.push", name, "failure", details)
+                    .await;
                 return Err(error);
             }
         };
         let lint_json = serde_json::to_string(&validated.lint)
             .map_err(|error| ControlError::Internal(error.to_string()))?;
         let (template, version) = self
-            .inner
             .store
             .create_linted_template_version(
                 &NewTemplateVersion {
@@ -118,23 +158,17 @@ impl Control {
                 &provisioner_tags,
             )
             .await?;
-        self.audit_template(
-            caller,
-            "template.push",
-            name,
-            "success",
-            Some(format!(
-                "version={} active={} lint=\"{}\"",
-                version.number,
-                version.active,
-                validated.lint.summary()
-            )),
-        )
-        .await;
+        let (number, active, summary) = (version.number, version.active, validated.lint.summary());
+        let details = Some(format!(
+            "version={number} active={active} lint=\"{summary}\""
+        ));
+        self.audit_template(caller, "template.push", name, "success", details)
+            .await;
         // A new version starts its pools with a fresh failure history: a
         // preset's next hard limit is told again.
-        for preset in crate::presets::stored_presets(&version)? {
-            if let Err(error) = self.preset_recovered(&template, &preset.name).await {
+        for preset in stored_presets(&version)? {
+            let recovered = notifications::preset_recovered(&self.store, &template, &preset.name);
+            if let Err(error) = recovered.await {
                 tracing::error!(%error, "cannot clear a preset's hard-limit notice");
             }
         }
@@ -160,7 +194,7 @@ impl Control {
         &self,
         version: &TemplateVersion,
     ) -> Result<Vec<String>, ControlError> {
-        Ok(self.inner.store.template_version_tags(&version.id).await?)
+        Ok(self.store.template_version_tags(&version.id).await?)
     }
 
     /// One page of templates, by name.
@@ -172,7 +206,6 @@ impl Control {
     ) -> Result<Page<Template>, ControlError> {
         caller.authorize(Action::TemplateRead, None)?;
         Ok(self
-            .inner
             .store
             .list_template_page(after, page_size(limit))
             .await?)
@@ -189,7 +222,7 @@ impl Control {
     }
 
     pub async fn template(&self, name: &str) -> Result<Template, ControlError> {
-        or_not_found(self.inner.store.template_by_name(name).await, || {
+        or_not_found(self.store.template_by_name(name).await, || {
             format!("template \"{name}\" not found")
         })
     }
@@ -201,11 +234,7 @@ impl Control {
     ) -> Result<Vec<TemplateVersion>, ControlError> {
         caller.authorize(Action::TemplateRead, None)?;
         let template = self.template(name).await?;
-        Ok(self
-            .inner
-            .store
-            .list_template_versions(&template.id)
-            .await?)
+        Ok(self.store.list_template_versions(&template.id).await?)
     }
 
     /// The presets of version `number` of a template (default: the active
@@ -220,13 +249,10 @@ impl Control {
         let template = self.template(name).await?;
         let version = match (number, template.active_version_id.as_deref()) {
             (Some(number), _) => or_not_found(
-                self.inner
-                    .store
-                    .template_version(&template.id, number)
-                    .await,
+                self.store.template_version(&template.id, number).await,
                 || format!("template \"{name}\" has no version {number}"),
             )?,
-            (None, Some(active)) => self.inner.store.template_version_by_id(active).await?,
+            (None, Some(active)) => self.store.template_version_by_id(active).await?,
             (None, None) => {
                 return Err(ControlError::Conflict(format!(
                     "template \"{name}\" has no active version"
@@ -237,9 +263,28 @@ impl Control {
         Ok((version, presets))
     }
 
+    /// The lint kept with a version, parsed (`None`: pushed before the lint).
+    pub(crate) async fn stored_lint(
+        &self,
+        version: &TemplateVersion,
+    ) -> Result<Option<VersionLint>, ControlError> {
+        self.store
+            .template_version_lint(&version.id)
+            .await?
+            .map(|json| {
+                serde_json::from_str::<VersionLint>(&json).map_err(|error| {
+                    ControlError::Internal(format!(
+                        "the lint kept with version {} of template \"{}\" is unreadable: {error}",
+                        version.number, version.template_name
+                    ))
+                })
+            })
+            .transpose()
+    }
+
     /// Activates version `number` without acknowledging a preview: refused
     /// when its latest preview would hold or block workspaces
-    /// ([`Control::activate_previewed_version`]).
+    /// ([`Templates::activate_previewed_version`]).
     pub async fn activate_template_version(
         &self,
         caller: &Caller,
@@ -248,6 +293,70 @@ impl Control {
     ) -> Result<(Template, TemplateVersion), ControlError> {
         self.activate_previewed_version(caller, name, number, None)
             .await
+    }
+
+    /// Activates version `number`; when its latest preview would hold or
+    /// block workspaces (or is unfinished), only if `acknowledged` is that
+    /// preview's id. The audit log records the preview and the decision.
+    pub async fn activate_previewed_version(
+        &self,
+        caller: &Caller,
+        name: &str,
+        number: i64,
+        acknowledged: Option<&str>,
+    ) -> Result<(Template, TemplateVersion), ControlError> {
+        caller.authorize(Action::TemplateActivate, None)?;
+        let (template, version) = self.version_of(name, number).await?;
+        let gate = self
+            .store
+            .latest_preview(&version.id, true)
+            .await?
+            .map(PreviewGate::of);
+        let mut details = format!("version={number}");
+        if let Some(gate) = &gate {
+            let preview = &gate.preview;
+            details.push_str(&format!(
+                " preview={} held={} blocked={} failed={} pending={}",
+                preview.id, preview.held, preview.blocked, preview.failed, preview.pending
+            ));
+            if let Some(concern) = &gate.concern {
+                if acknowledged != Some(preview.id.as_str()) {
+                    let message = format!(
+                        "version {number} of template \"{name}\" is not activated: {concern}; \
+                         review it (abode templates versions show {name} {number}) and activate \
+                         acknowledging preview {} (abode templates versions activate {name} {number} --yes)",
+                        preview.id
+                    );
+                    let details = Some(format!("{details} acknowledged=false"));
+                    self.audit_template(caller, "template.activate", name, "failure", details)
+                        .await;
+                    return Err(ControlError::Conflict(message));
+                }
+                details.push_str(" acknowledged=true");
+            }
+        }
+        self.store
+            .activate_template_version(&template.id, &version.id)
+            .await?;
+        self.audit_template(caller, "template.activate", name, "success", Some(details))
+            .await;
+        let template = self.template(name).await?;
+        let version = self.store.template_version_by_id(&version.id).await?;
+        Ok((template, version))
+    }
+
+    /// A template and its version `number`.
+    pub(crate) async fn version_of(
+        &self,
+        name: &str,
+        number: i64,
+    ) -> Result<(Template, TemplateVersion), ControlError> {
+        let template = self.template(name).await?;
+        let version = or_not_found(
+            self.store.template_version(&template.id, number).await,
+            || format!("template \"{name}\" has no version {number}"),
+        )?;
+        Ok((template, version))
     }
 }
 
@@ -310,6 +419,45 @@ impl VersionLint {
     }
 }
 
+/// Whether activating a version needs its preview acknowledged, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviewGate {
+    pub preview: Preview,
+    /// Why it needs acknowledging; `None`: nothing would be held or blocked.
+    pub concern: Option<String>,
+}
+
+impl PreviewGate {
+    pub(crate) fn of(preview: Preview) -> PreviewGate {
+        let concern = activation_concern(&preview);
+        PreviewGate { preview, concern }
+    }
+}
+
+/// Why activating the version of `preview` (its latest preview of the whole
+/// fleet) needs it acknowledged: it would hold or block workspaces, some
+/// could not be planned (their fate is unknown), or it has not finished;
+/// `None` otherwise.
+pub fn activation_concern(preview: &Preview) -> Option<String> {
+    if preview.pending > 0 {
+        Some(format!(
+            "its preview has not finished ({} of {} workspaces still to plan)",
+            preview.pending, preview.total
+        ))
+    } else if preview.held + preview.blocked + preview.failed > 0 {
+        let mut concern = format!(
+            "its preview would hold {} and block {} of {} workspaces",
+            preview.held, preview.blocked, preview.total
+        );
+        if preview.failed > 0 {
+            concern.push_str(&format!(", and could not plan {}", preview.failed));
+        }
+        Some(concern)
+    } else {
+        None
+    }
+}
+
 /// Lints an unpacked template with the built-in persistent types.
 async fn lint_template(template_dir: &Path) -> Result<VersionLint, ControlError> {
     let dir = template_dir.to_path_buf();
@@ -331,33 +479,29 @@ async fn lint_template(template_dir: &Path) -> Result<VersionLint, ControlError>
 }
 
 /// What a pushed template passed, and the parameters and presets it declares.
-pub(crate) struct Validated {
+struct Validated {
     /// Terraform's validation message.
-    pub(crate) message: String,
+    message: String,
     /// The parameter declarations read from a template-import plan.
-    pub(crate) parameters: Vec<ParameterDefinition>,
+    parameters: Vec<ParameterDefinition>,
     /// The presets read from the same plan, as the JSON the version keeps.
-    pub(crate) presets: String,
+    presets: String,
     /// The lint's findings.
-    pub(crate) lint: VersionLint,
+    lint: VersionLint,
 }
 
 /// Checks a pushed template: safe to unpack, `terraform init` and
 /// `terraform validate` pass, and a template-import plan reads its parameter
 /// declarations (which the door checks every build's values against) and
 /// its presets (checked against those declarations).
-pub(crate) async fn validate_template(
-    control: &Control,
+async fn validate_template(
+    config: &TemplatesConfig,
     archive_bytes: &[u8],
     strict: bool,
 ) -> Result<Validated, ControlError> {
-    let config = &control.inner.config;
-    let dir = workdir::create(
-        &config.work_dir(),
-        &format!("push-{}", abode_store::new_id()),
-    )
-    .map_err(|error| ControlError::Internal(format!("cannot create a work dir: {error}")))?;
-    let result = validate_in(control, archive_bytes, &dir, strict).await;
+    let dir = workdir::create(&config.work_dir, &format!("push-{}", abode_store::new_id()))
+        .map_err(|error| ControlError::Internal(format!("cannot create a work dir: {error}")))?;
+    let result = validate_in(config, archive_bytes, &dir, strict).await;
     workdir::remove_off_runtime(dir).await;
     result
 }
@@ -385,7 +529,7 @@ async fn refuse_own_backend(template_dir: &Path) -> Result<(), ControlError> {
 }
 
 async fn validate_in(
-    control: &Control,
+    config: &TemplatesConfig,
     archive_bytes: &[u8],
     dir: &Path,
     strict: bool,
@@ -403,7 +547,7 @@ async fn validate_in(
     if let Some(refusal) = lint.strict_refusal().filter(|_| strict) {
         return Err(ControlError::InvalidTemplate(refusal));
     }
-    let mirror = control.inner.config.provider_mirror.clone();
+    let mirror = config.provider_mirror.clone();
     let (config_dir, lock_dir) = (dir.to_path_buf(), template_dir.clone());
     let cli_config = tokio::task::spawn_blocking(move || {
         let cli_config = workdir::write_cli_config(&config_dir, mirror.as_deref())?;
@@ -413,7 +557,7 @@ async fn validate_in(
     .await
     .map_err(|error| ControlError::Internal(format!("preparing the work dir failed: {error}")))?
     .map_err(ControlError::Internal)?;
-    let mut env = control.inner.config.terraform_env.clone();
+    let mut env = config.terraform_env.clone();
     env.push((
         "TF_CLI_CONFIG_FILE".to_string(),
         cli_config.display().to_string(),
