@@ -20,7 +20,9 @@ use std::time::{Duration, Instant};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use util::{only_subdir, printed_digest, repo_root, require_terraform, Platform, ReservedPort};
+use util::{
+    hold_a_build, only_subdir, printed_digest, repo_root, require_terraform, Platform, ReservedPort,
+};
 
 const SECRET: &str = "webhook shared secret";
 
@@ -170,36 +172,6 @@ fn secret_file(dir: &Path) -> String {
     let file = dir.join("webhook-secret");
     fs::write(&file, format!("{SECRET}\n")).unwrap();
     file.display().to_string()
-}
-
-/// Pushes the example template (renamed volume from version 2 on), creates
-/// `dev` and asks for the update the guard holds; returns the digest.
-fn hold_a_build(platform: &Platform) -> String {
-    let example = fs::read_to_string(repo_root().join("examples/local-workspace/main.tf")).unwrap();
-    let renamed = example.replace("name = \"home-${", "name = \"home2-${");
-    assert_ne!(example, renamed, "the example no longer names its volume");
-    for (version, text) in [(1, &example), (2, &renamed)] {
-        let dir = platform.root().join(format!("templates/local-v{version}"));
-        fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join("main.tf"), text).unwrap();
-        platform
-            .run(&[
-                "templates",
-                "push",
-                "local",
-                "-d",
-                dir.to_str().unwrap(),
-                "--activate",
-            ])
-            .ok();
-        if version == 1 {
-            platform.run(&["create", "dev", "--template", "local"]).ok();
-            only_subdir(&platform.volumes_dir());
-        }
-    }
-    let held = platform.run(&["update", "dev"]);
-    assert_eq!(held.code, Some(3), "{held}");
-    printed_digest(&held)
 }
 
 #[test]

@@ -525,3 +525,92 @@ fn an_external_daemon_builds_over_https_and_its_terraform_trusts_the_same_ca() {
     trusting.kill().unwrap();
     trusting.wait().unwrap();
 }
+
+/// aiosmtpd (Debian's) with a certificate of the test's CA: STARTTLS
+/// required before AUTH, one user, each message stored in a Maildir.
+const SMTP_SERVER: &str = r#"
+import asyncio, ssl, sys, signal
+from aiosmtpd.controller import Controller
+from aiosmtpd.handlers import Mailbox
+from aiosmtpd.smtp import AuthResult, LoginPassword
+
+port, cert, key, maildir = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+context.load_cert_chain(cert, key)
+
+def authenticator(server, session, envelope, mechanism, auth_data):
+    ok = isinstance(auth_data, LoginPassword) and auth_data.login == b"mailer" and auth_data.password == b"mail password"
+    return AuthResult(success=ok)
+
+controller = Controller(Mailbox(maildir), hostname="127.0.0.1", port=port,
+    tls_context=context, require_starttls=True, auth_require_tls=True,
+    authenticator=authenticator, auth_required=True)
+controller.start()
+print("listening", flush=True)
+signal.sigwait([signal.SIGTERM, signal.SIGINT])
+controller.stop()
+"#;
+
+#[test]
+fn email_goes_through_starttls_with_a_login_to_a_server_of_the_private_ca() {
+    require_terraform();
+    let dir = tempfile::tempdir().unwrap();
+    let authority = Authority::new(dir.path());
+    let (certificate, key) = authority.sign("smtp", 0o600);
+    let maildir = dir.path().join("maildir");
+    let smtp_port = free_port();
+    let mut smtp = Command::new("/usr/bin/python3")
+        .args(["-c", SMTP_SERVER, &smtp_port.to_string()])
+        .arg(&certificate)
+        .arg(&key)
+        .arg(&maildir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("Debian's python3 with aiosmtpd (scripts/bootstrap.sh installs it)");
+    let mut ready = [0u8; 9];
+    smtp.stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut ready)
+        .unwrap();
+    assert_eq!(&ready, b"listening");
+    let credentials = dir.path().join("smtp-credentials");
+    std::fs::write(&credentials, "mailer\nmail password\n").unwrap();
+    std::fs::set_permissions(&credentials, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let smarthost = format!("localhost:{smtp_port}");
+    let platform = Platform::start_with_env(
+        &[
+            "--notifications-email-smarthost",
+            &smarthost,
+            "--notifications-email-from",
+            "Abode <abode@example.com>",
+            "--notifications-email-starttls",
+            "--notifications-email-credentials-file",
+            credentials.to_str().unwrap(),
+        ],
+        &[("ABODE_CA_CERT", authority.ca_file().to_str().unwrap())],
+    );
+    platform.login_owner();
+    util::hold_a_build(&platform);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let message = loop {
+        let found = std::fs::read_dir(maildir.join("new"))
+            .ok()
+            .and_then(|mut entries| entries.next())
+            .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap());
+        if let Some(message) = found {
+            break message;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no email arrived:\n{}",
+            platform.server_log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(message.contains("To: alice@example.com"), "{message}");
+    assert!(message.contains("awaits your confirmation"), "{message}");
+    util::signal(smtp.id(), "TERM");
+    smtp.wait().unwrap();
+}

@@ -1179,3 +1179,33 @@ pub fn create_key(platform: &Platform, name: &str, tags: &[&str]) -> PathBuf {
     fs::set_permissions(&file, fs::Permissions::from_mode(0o600)).unwrap();
     file
 }
+
+/// Pushes the example template (renamed volume from version 2 on), creates
+/// `dev` and asks for the update the guard holds; returns the digest.
+pub fn hold_a_build(platform: &Platform) -> String {
+    let example = fs::read_to_string(repo_root().join("examples/local-workspace/main.tf")).unwrap();
+    let renamed = example.replace("name = \"home-${", "name = \"home2-${");
+    assert_ne!(example, renamed, "the example no longer names its volume");
+    for (version, text) in [(1, &example), (2, &renamed)] {
+        let dir = platform.root().join(format!("templates/local-v{version}"));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("main.tf"), text).unwrap();
+        platform
+            .run(&[
+                "templates",
+                "push",
+                "local",
+                "-d",
+                dir.to_str().unwrap(),
+                "--activate",
+            ])
+            .ok();
+        if version == 1 {
+            platform.run(&["create", "dev", "--template", "local"]).ok();
+            only_subdir(&platform.volumes_dir());
+        }
+    }
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    printed_digest(&held)
+}
