@@ -20,9 +20,7 @@ use std::time::{Duration, Instant};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use util::{
-    hold_a_build, only_subdir, printed_digest, repo_root, require_terraform, Platform, ReservedPort,
-};
+use util::{hold_a_build, require_terraform, Platform, ReservedPort};
 
 const SECRET: &str = "webhook shared secret";
 
