@@ -243,14 +243,45 @@ enum ServerAction {
         #[arg(long, env = "ABODE_DATA_DIR", default_value = "./.abode")]
         data_dir: PathBuf,
     },
+    /// Copy the data dir's SQLite database into FILE, consistently, while
+    /// the server runs; prints the copy's SHA-256 and writes it to
+    /// FILE.sha256. (On PostgreSQL: pg_dump, docs/deployment.md.)
+    Backup {
+        /// The server's data dir.
+        #[arg(long, env = "ABODE_DATA_DIR", default_value = "./.abode")]
+        data_dir: PathBuf,
+        /// Where the copy goes; never overwritten.
+        #[arg(long, value_name = "FILE")]
+        to: PathBuf,
+        /// Refused: a backup of PostgreSQL is pg_dump's.
+        #[arg(long, env = "ABODE_DATABASE_URL", hide = true)]
+        database_url: Option<String>,
+    },
+    /// Check a data dir's database before starting a server on it (after a
+    /// restore): integrity, schema version, every stored state readable.
+    /// Changes nothing.
+    Check {
+        /// The data dir.
+        #[arg(long, env = "ABODE_DATA_DIR", default_value = "./.abode")]
+        data_dir: PathBuf,
+    },
 }
 
 pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
-    if let Some(ServerAction::NewId { data_dir }) = &args.action {
-        let id = abode_api::new_server_identity(data_dir)
-            .with_context(|| format!("cannot give {} a new server id", data_dir.display()))?;
-        println!("{id}");
-        return Ok(ExitCode::SUCCESS);
+    match &args.action {
+        Some(ServerAction::NewId { data_dir }) => {
+            let id = abode_api::new_server_identity(data_dir)
+                .with_context(|| format!("cannot give {} a new server id", data_dir.display()))?;
+            println!("{id}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        Some(ServerAction::Backup {
+            data_dir,
+            to,
+            database_url,
+        }) => return backup(data_dir, to, database_url.as_deref()),
+        Some(ServerAction::Check { data_dir }) => return check(data_dir),
+        None => {}
     }
     init_logging(args.logging.log_format, &args.logging.log_filter)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -258,6 +289,61 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(serve(args))
+}
+
+fn small_runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+/// `abode server backup`.
+fn backup(
+    data_dir: &std::path::Path,
+    to: &std::path::Path,
+    database_url: Option<&str>,
+) -> anyhow::Result<ExitCode> {
+    if database_url.is_some_and(|url| !url.is_empty()) {
+        anyhow::bail!(
+            "this server keeps its data in PostgreSQL (ABODE_DATABASE_URL): back it up with pg_dump (docs/deployment.md, \"Backups\")"
+        );
+    }
+    let database = data_dir.join(abode_api::DATABASE_FILE);
+    let done = small_runtime()?.block_on(abode_api::backup::backup_sqlite(&database, to))?;
+    println!("{}  {}", done.sha256, done.file.display());
+    eprintln!(
+        "backed up {} ({} bytes); its SHA-256 is in {}",
+        database.display(),
+        done.bytes,
+        done.digest_file.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `abode server check`.
+fn check(data_dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let database = data_dir.join(abode_api::DATABASE_FILE);
+    let report = small_runtime()?.block_on(abode_api::backup::check_sqlite(&database))?;
+    println!("database: {}", database.display());
+    println!("integrity: {}", report.integrity.join("; "));
+    println!(
+        "schema: migration {} (this abode knows up to {})",
+        report.schema, report.binary_schema
+    );
+    println!(
+        "workspaces: {}, stored states readable: {}",
+        report.workspaces, report.readable_states
+    );
+    let problems = report.problems();
+    if problems.is_empty() {
+        println!("ok");
+        return Ok(ExitCode::SUCCESS);
+    }
+    for problem in &problems[1..] {
+        eprintln!("error: {problem}");
+    }
+    anyhow::bail!("{}", problems[0])
 }
 
 async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {

@@ -28,9 +28,14 @@ use abode_control::{Control, ControlError};
 /// What `abode server` configures notifications with.
 pub use abode_control::notifications::{EmailConfig, NotificationsConfig, WebhookConfig};
 pub use abode_control::tags::parse_tags as parse_provisioner_tags;
+/// Backups and checks of a data dir's database (`abode server backup`,
+/// `abode server check`).
+pub use abode_store::backup;
 pub(crate) use extract::{bearer, request_id, session_bearer};
 pub use extract::{Authenticated, AuthenticatedAgent};
-pub use server::{new_server_identity, Server, ServerError, ServerOptions, TlsOptions};
+pub use server::{
+    new_server_identity, Server, ServerError, ServerOptions, TlsOptions, DATABASE_FILE,
+};
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 

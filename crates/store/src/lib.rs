@@ -20,6 +20,7 @@
 
 mod agents;
 mod audit;
+pub mod backup;
 mod builds;
 mod held;
 mod host_keys;

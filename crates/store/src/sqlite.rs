@@ -42,6 +42,12 @@ use abode_clock::Clock;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
+/// The newest migration this binary knows (what `abode server check`
+/// compares a database's schema with).
+pub(crate) fn newest_migration() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
 /// SQLite takes the shared queries as written.
 fn sql(text: &str) -> Cow<'_, str> {
     Cow::Borrowed(text)
