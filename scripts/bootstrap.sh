@@ -56,6 +56,14 @@ if ! command -v ssh >/dev/null 2>&1 || ! command -v scp >/dev/null 2>&1; then
   abode_need_root apt-get install -y -qq openssh-client >/dev/null || exit 1
 fi
 
+# The proxy tests (e2e_proxy) put Debian's nginx in front of the server,
+# with deploy/nginx/abode.conf as written.
+if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
+  echo "bootstrap: installing nginx (Debian nginx)" >&2
+  abode_need_root apt-get update -qq || exit 1
+  abode_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx >/dev/null || exit 1
+fi
+
 # Terraform must never reach the network or prompt, and must not read a user's
 # ~/.terraformrc; Abode writes its own CLI configuration for every run.
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0

@@ -67,6 +67,16 @@ pub struct ServerArgs {
     /// URL (health, readiness and the embedded builds' state backend stay).
     #[arg(long, env = "ABODE_REDIRECT_TO_ACCESS_URL")]
     redirect_to_access_url: bool,
+    /// Behind a proxy: the proxies' addresses (CIDR ranges, comma-separated
+    /// or repeated) whose X-Forwarded-For and X-Forwarded-Proto are believed;
+    /// from any other peer those headers are ignored.
+    #[arg(
+        long = "trusted-proxies",
+        env = "ABODE_TRUSTED_PROXIES",
+        value_delimiter = ',',
+        value_name = "CIDR"
+    )]
+    trusted_proxies: Vec<String>,
     /// How many of each workspace's newest builds keep their plan JSON (held builds always do).
     #[arg(long, env = "ABODE_PLAN_RETENTION", default_value_t = 20)]
     plan_retention: usize,
@@ -403,6 +413,13 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
         _ => None,
     };
     options.redirect_to_access_url = args.redirect_to_access_url;
+    options.trusted_proxies = args
+        .trusted_proxies
+        .iter()
+        .filter(|range| !range.trim().is_empty())
+        .map(|range| range.parse())
+        .collect::<Result<_, abode_api::CidrError>>()
+        .map_err(|error| anyhow::anyhow!("--trusted-proxies: {error}"))?;
     options.provider_mirror = Some(mirror_dir);
     options.terraform_env = Some(passed_env.from_process());
     options.plan_retention = args.plan_retention;

@@ -6,7 +6,9 @@
 //! that may not speak TLS), and the state backend of the builds this server
 //! runs itself, which their Terraform reaches on loopback
 //! (`/api/v1/builds/{id}/state...`). A redirect is 308, so a client's
-//! method and body are kept.
+//! method and body are kept. A request that a trusted proxy says came over
+//! https (`--trusted-proxies`, `X-Forwarded-Proto`) is served, not sent
+//! back to the proxy in a loop.
 
 use axum::extract::Request;
 use axum::http::{header, StatusCode};
@@ -21,7 +23,13 @@ pub(crate) fn to_access_url(app: Router, access_url: &str) -> Router {
         move |request: Request, next: Next| {
             let base = base.clone();
             async move {
-                if stays_plain(request.uri().path()) {
+                // Already https at a trusted proxy in front of this plain
+                // listener: redirecting would loop.
+                let proxied_https = request
+                    .extensions()
+                    .get::<abode_control::ClientAddress>()
+                    .is_some_and(|client| client.https);
+                if proxied_https || stays_plain(request.uri().path()) {
                     return next.run(request).await;
                 }
                 let target = match request.uri().path_and_query() {

@@ -75,6 +75,10 @@ pub struct ServerOptions {
     /// must stay on the plain listener: health, readiness and the embedded
     /// builds' state backend, reached on loopback).
     pub redirect_to_access_url: bool,
+    /// The proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are
+    /// believed (`--trusted-proxies`); empty: the socket's peer is the
+    /// client, whatever the headers say.
+    pub trusted_proxies: Vec<abode_control::client_address::Cidr>,
 }
 
 /// The HTTPS listener: where, and the certificate's files.
@@ -118,6 +122,7 @@ impl ServerOptions {
             provisioner_tags: Vec::new(),
             tls: None,
             redirect_to_access_url: false,
+            trusted_proxies: Vec::new(),
         }
     }
 }
@@ -258,6 +263,8 @@ impl Server {
         config.job_lease = options.job_lease;
         config.min_free_disk = options.min_free_disk;
         config.provisioner_tags = options.provisioner_tags.clone();
+        config.trusted_proxies =
+            abode_control::client_address::TrustedProxies::new(options.trusted_proxies.clone());
         // Builds and template pushes need Terraform: say so at start rather
         // than at the first build.
         match tokio::task::spawn_blocking(abode_terraform::version).await {
@@ -298,12 +305,14 @@ impl Server {
         let app = crate::router(AppState {
             control: control.clone(),
         });
-        let tls_app = app.clone();
+        let trusted_proxies = control.config().trusted_proxies.clone();
+        let tls_app = crate::client_address::layer(app.clone(), trusted_proxies.clone());
         let app = if options.redirect_to_access_url {
             crate::redirect::to_access_url(app, &access_url)
         } else {
             app
         };
+        let app = crate::client_address::layer(app, trusted_proxies);
         // The API outlives the workers at shutdown: an interrupted build's
         // Terraform stores its state through it on its way out.
         let (http_stop, mut http_shutdown) = watch::channel(false);

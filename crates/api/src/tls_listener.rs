@@ -80,6 +80,10 @@ pub(crate) async fn serve(
                 // The login throttle and the audit log read the client's
                 // address, as on the plain listener.
                 request.extensions_mut().insert(ConnectInfo(peer));
+                // ... and whether it reached us over TLS (cookies get `Secure`).
+                request
+                    .extensions_mut()
+                    .insert(crate::client_address::OverTls);
                 request
             });
             let service = TowerToHyperService::new(service);

@@ -12,6 +12,7 @@ mod audit;
 pub use abode_authz as authz;
 use abode_credentials::{hashing, secrets};
 mod builds;
+pub mod client_address;
 pub mod connections;
 mod daemon_jobs;
 mod error;
@@ -59,6 +60,7 @@ pub use actors::Actor;
 pub use audit::AuditQuery;
 pub use builds::MAX_PARAMETERS_BYTES;
 pub use builds::{BuildOrder, BuildRequest, BuildTarget, LogPage, VersionChoice};
+pub use client_address::ClientAddress;
 pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, MAX_ACQUIRE_WAIT};
 pub use error::ControlError;
 pub use hashing::default_threads as default_hashing_threads;
@@ -99,6 +101,9 @@ pub struct Config {
     /// The authorities (PEM) this server trusts besides the system's
     /// (`--ca-cert`): handed to agents and to Terraform's state backend.
     pub ca_cert: Option<String>,
+    /// The proxies whose `X-Forwarded-For`/`X-Forwarded-Proto` are believed
+    /// (`--trusted-proxies`); none by default.
+    pub trusted_proxies: client_address::TrustedProxies,
     pub agent_timeouts: AgentTimeouts,
     pub agent_heartbeat_interval: Duration,
     /// How long a canceled Terraform gets after SIGINT before it is killed.
@@ -153,6 +158,7 @@ impl Config {
             provider_mirror: None,
             agent_binary: None,
             ca_cert: None,
+            trusted_proxies: client_address::TrustedProxies::default(),
             agent_timeouts: AgentTimeouts {
                 connect: Duration::from_secs(30),
                 heartbeat: Duration::from_secs(15),

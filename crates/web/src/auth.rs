@@ -2,12 +2,12 @@
 //! first user (`Identity::login_from`, `logout`, `create_first_user`), with
 //! the session token kept in a cookie instead of a file.
 
-use std::net::SocketAddr;
-
-use axum::extract::{ConnectInfo, State};
+use abode_control::ClientAddress;
+use axum::extract::State;
 use axum::http::header::{self, HeaderMap, HeaderValue};
 use axum::http::StatusCode;
 use axum::response::Response;
+use axum::Extension;
 use axum::Form;
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -63,7 +63,7 @@ pub(crate) struct LoginForm {
 }
 
 /// A successful sign-in: the session cookie replaces the pre-session one.
-fn signed_in(state: &WebState, token: &str) -> Response {
+fn signed_in(state: &WebState, secure: bool, token: &str) -> Response {
     let lifetime = state
         .control
         .identity()
@@ -72,8 +72,8 @@ fn signed_in(state: &WebState, token: &str) -> Response {
         .as_secs();
     let mut response = html::see_other("/workspaces");
     let cookies = [
-        set_cookie(SESSION_COOKIE, token, lifetime, state.secure_cookies),
-        clear_cookie(PRESESSION_COOKIE, state.secure_cookies),
+        set_cookie(SESSION_COOKIE, token, lifetime, secure),
+        clear_cookie(PRESESSION_COOKIE, secure),
     ];
     for value in cookies {
         if let Ok(value) = HeaderValue::from_str(&value) {
@@ -86,19 +86,22 @@ fn signed_in(state: &WebState, token: &str) -> Response {
 pub(crate) async fn login(
     State(state): State<WebState>,
     headers: HeaderMap,
-    // The socket's peer, never a forwarded-for header: the throttle counts
-    // failures per client address, as for the API's login.
-    peer: Option<ConnectInfo<SocketAddr>>,
+    // The real client, as the API resolves it for every request (the
+    // socket's peer, or whom a trusted proxy forwards for): the throttle
+    // counts failures per client address, as for the API's login.
+    client: Option<Extension<ClientAddress>>,
     Form(form): Form<LoginForm>,
 ) -> Response {
-    let client = peer.map(|ConnectInfo(address)| address.ip());
+    let client = client.map(|Extension(client)| client);
+    let secure = state.secure_for(client.as_ref());
+    let client = client.map(|client| client.ip);
     match state
         .control
         .identity()
         .login_from(&form.username, &form.password, client, request_id(&headers))
         .await
     {
-        Ok((_, token)) => signed_in(&state, &token),
+        Ok((_, token)) => signed_in(&state, secure, &token),
         Err(error) => respond(
             html::status_of(&error),
             page(
@@ -153,9 +156,11 @@ pub(crate) struct SetupForm {
 
 pub(crate) async fn setup(
     State(state): State<WebState>,
+    client: Option<Extension<ClientAddress>>,
     headers: HeaderMap,
     Form(form): Form<SetupForm>,
 ) -> Response {
+    let secure = state.secure_for(client.as_ref().map(|Extension(client)| client));
     match state
         .control
         .identity()
@@ -167,7 +172,7 @@ pub(crate) async fn setup(
         )
         .await
     {
-        Ok((_, token)) => signed_in(&state, &token),
+        Ok((_, token)) => signed_in(&state, secure, &token),
         Err(error) => respond(
             html::status_of(&error),
             page(
@@ -180,7 +185,12 @@ pub(crate) async fn setup(
 }
 
 /// Ends the session (the same logout as `abode logout`) and forgets the cookie.
-pub(crate) async fn logout(State(state): State<WebState>, headers: HeaderMap) -> Response {
+pub(crate) async fn logout(
+    State(state): State<WebState>,
+    client: Option<Extension<ClientAddress>>,
+    headers: HeaderMap,
+) -> Response {
+    let secure = state.secure_for(client.as_ref().map(|Extension(client)| client));
     if let Some(token) = cookie(&headers, SESSION_COOKIE) {
         // An already-ended session has nothing left to end.
         if let Err(error) = state
@@ -193,7 +203,7 @@ pub(crate) async fn logout(State(state): State<WebState>, headers: HeaderMap) ->
         }
     }
     let mut response = html::see_other("/login");
-    if let Ok(value) = HeaderValue::from_str(&clear_cookie(SESSION_COOKIE, state.secure_cookies)) {
+    if let Ok(value) = HeaderValue::from_str(&clear_cookie(SESSION_COOKIE, secure)) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
     response

@@ -48,6 +48,21 @@ pub(crate) struct WebState {
     pub(crate) secure_cookies: bool,
 }
 
+impl WebState {
+    /// Whether this answer's cookies get `Secure`: always with an `https://`
+    /// access URL, and also when this client came over TLS (the HTTPS
+    /// listener, or a trusted proxy's `X-Forwarded-Proto: https`), so that a
+    /// cookie set over TLS is never sent back in the clear.
+    pub(crate) fn secure_for(&self, client: Option<&abode_control::ClientAddress>) -> bool {
+        self.secure_cookies || client.is_some_and(|client| client.https)
+    }
+
+    /// [`secure_for`](Self::secure_for) the client of these extensions.
+    pub(crate) fn secure_for_request(&self, extensions: &axum::http::Extensions) -> bool {
+        self.secure_for(extensions.get::<abode_control::ClientAddress>())
+    }
+}
+
 /// The policy of every dashboard answer: scripts, styles and connections
 /// from this origin only, no inline script, never framed.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \

@@ -109,7 +109,8 @@ pub(crate) async fn require_csrf(
     next: Next,
 ) -> Response {
     if matches!(*request.method(), Method::GET | Method::HEAD) {
-        return with_presession(request, next, state.secure_cookies).await;
+        let secure = state.secure_for_request(request.extensions());
+        return with_presession(request, next, secure).await;
     }
     let Some(key) = csrf_key(request.headers()) else {
         return refused_form();
@@ -214,7 +215,7 @@ impl FromRequestParts<WebState> for Viewer {
     async fn from_request_parts(parts: &mut Parts, state: &WebState) -> Result<Self, Response> {
         let sign_in = || {
             SignIn {
-                secure: state.secure_cookies,
+                secure: state.secure_for_request(&parts.extensions),
             }
             .into_response()
         };

@@ -73,13 +73,14 @@ async fn create_first_user(
 async fn login(
     State(state): State<AppState>,
     axum::Extension(request_id): axum::Extension<RequestId>,
-    // The socket's peer, never a forwarded-for header (which anyone can
-    // write): the throttle counts failures per client address.
-    peer: Option<axum::extract::ConnectInfo<std::net::SocketAddr>>,
+    // The real client (crate::client_address: the socket's peer, or whom a
+    // trusted proxy forwards for): the throttle counts failures per client
+    // address and the audit log records it.
+    client: Option<axum::Extension<abode_control::ClientAddress>>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let body: Login = parse_json(body)?;
-    let client = peer.map(|axum::extract::ConnectInfo(address)| address.ip());
+    let client = client.map(|axum::Extension(client)| client.ip);
     let (user, token) = state
         .control
         .identity()

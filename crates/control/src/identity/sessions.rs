@@ -90,7 +90,7 @@ impl Identity {
                         "user",
                         target,
                         "failure",
-                        None,
+                        from_client(client),
                     ))
                     .await;
                 return Err(ControlError::Unauthorized(
@@ -108,7 +108,7 @@ impl Identity {
                 "user",
                 username,
                 "success",
-                None,
+                from_client(client),
             ))
             .await;
         Ok((user, token))
@@ -412,4 +412,10 @@ impl Identity {
             .await;
         Ok(revoked)
     }
+}
+
+/// A login's audit details: the client's address (behind a trusted proxy,
+/// the one it forwarded for), so that an investigation sees who tried.
+fn from_client(client: Option<IpAddr>) -> Option<String> {
+    client.map(|address| format!("from {address}"))
 }

@@ -1,0 +1,516 @@
+//! Behind a TLS-terminating proxy (issue 28): Debian's nginx runs
+//! deploy/nginx/abode.conf as written (only its placeholders replaced) in
+//! front of `abode server --trusted-proxies`, with a certificate signed by
+//! a private CA made here. Through it: `abode login https://...`, a build's
+//! live log (the CLI's follow and the dashboard's server-sent events),
+//! the agent's tunnel and `abode ssh` (WebSocket upgrades), the dashboard's
+//! sign-in with a `Secure` cookie; and the login throttle and the audit log
+//! keyed on the client nginx forwards for, never on an address a client
+//! wrote itself.
+//!
+//! Clients pick their source address on loopback (curl's `--interface`,
+//! any 127.0.0.0/8 address is local on Linux), so that the proxy
+//! (127.0.0.1), the real client (127.0.0.3) and a spoofed address
+//! (203.0.113.9) are all different and the rule can be seen at work.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod util;
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use util::{free_port, repo_root, require_terraform, Platform, Run, FAST_AGENT_FLAGS};
+
+/// A certificate authority of the test's own (as in e2e_tls), and what it
+/// signs.
+struct Authority {
+    dir: PathBuf,
+    certificate: rcgen::Certificate,
+    key: rcgen::KeyPair,
+}
+
+impl Authority {
+    fn new(dir: &Path) -> Authority {
+        let mut params = rcgen::CertificateParams::new(Vec::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "Abode test CA");
+        let key = rcgen::KeyPair::generate().unwrap();
+        let certificate = params.self_signed(&key).unwrap();
+        std::fs::write(dir.join("ca.pem"), certificate.pem()).unwrap();
+        Authority {
+            dir: dir.to_path_buf(),
+            certificate,
+            key,
+        }
+    }
+
+    fn ca_file(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    /// Signs a certificate for `localhost` into `<name>.crt` and `<name>.key`.
+    fn sign(&self, name: &str) -> (PathBuf, PathBuf) {
+        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let certificate = params
+            .signed_by(&key, &self.certificate, &self.key)
+            .unwrap();
+        let (crt, key_file) = (
+            self.dir.join(format!("{name}.crt")),
+            self.dir.join(format!("{name}.key")),
+        );
+        std::fs::write(&crt, certificate.pem()).unwrap();
+        std::fs::write(&key_file, key.serialize_pem()).unwrap();
+        (crt, key_file)
+    }
+}
+
+/// nginx, not a daemon, as a child of the test, with everything it writes
+/// in its own directory.
+struct Nginx {
+    child: Child,
+    dir: PathBuf,
+    https_port: u16,
+    http_port: u16,
+}
+
+impl Nginx {
+    /// Renders deploy/nginx/abode.conf (only its placeholders replaced),
+    /// includes it in an http block as a Debian site is, and starts nginx.
+    /// HTTPS on `https_port` (the access URL's, chosen before the server
+    /// started); plain HTTP on a port of its own.
+    fn start(dir: &Path, https_port: u16, upstream: &str, certificate: &Path, key: &Path) -> Nginx {
+        let dir = dir.join("nginx");
+        std::fs::create_dir_all(&dir).unwrap();
+        let written = std::fs::read_to_string(repo_root().join("deploy/nginx/abode.conf")).unwrap();
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let http_port = free_port();
+            let site = written
+                .replace("__SERVER_NAME__", "localhost")
+                .replace("__HTTP_LISTEN__", &format!("127.0.0.1:{http_port}"))
+                .replace("__LISTEN__", &format!("127.0.0.1:{https_port}"))
+                .replace("__CERT__", certificate.to_str().unwrap())
+                .replace("__KEY__", key.to_str().unwrap())
+                .replace("__UPSTREAM__", upstream);
+            assert!(!site.contains("__"), "a placeholder is left:\n{site}");
+            std::fs::write(dir.join("abode.conf"), site).unwrap();
+            let d = dir.display();
+            // The main configuration Debian's /etc/nginx/nginx.conf would
+            // be, with every path nginx writes in the test's directory.
+            std::fs::write(
+                dir.join("nginx.conf"),
+                format!(
+                    "error_log {d}/error.log info;\n\
+                     worker_processes 1;\n\
+                     events {{ worker_connections 256; }}\n\
+                     http {{\n\
+                       access_log {d}/access.log;\n\
+                       client_body_temp_path {d}/client_body;\n\
+                       proxy_temp_path {d}/proxy;\n\
+                       fastcgi_temp_path {d}/fastcgi;\n\
+                       uwsgi_temp_path {d}/uwsgi;\n\
+                       scgi_temp_path {d}/scgi;\n\
+                       include {d}/abode.conf;\n\
+                     }}\n"
+                ),
+            )
+            .unwrap();
+            let child = Command::new(nginx_binary())
+                .arg("-p")
+                .arg(&dir)
+                .arg("-c")
+                .arg(dir.join("nginx.conf"))
+                // The log of startup, before the configuration is read
+                // (else /var/log/nginx, which a non-root user cannot open).
+                .arg("-e")
+                .arg(dir.join("error.log"))
+                .arg("-g")
+                .arg(format!("daemon off; pid {d}/nginx.pid;"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(dir.join("stderr.log")).unwrap())
+                .spawn()
+                .expect("the proxy tests need Debian's nginx (scripts/bootstrap.sh installs it)");
+            let mut nginx = Nginx {
+                child,
+                dir: dir.clone(),
+                https_port,
+                http_port,
+            };
+            match nginx.wait_until_listening() {
+                Ok(()) => return nginx,
+                Err(log) if log.contains("Address already in use") && attempts < 5 => {}
+                Err(log) => panic!("nginx did not start:\n{log}"),
+            }
+        }
+    }
+
+    fn wait_until_listening(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!("exit {status}\n{}", self.logs()));
+            }
+            if TcpStream::connect(("127.0.0.1", self.https_port)).is_ok()
+                && TcpStream::connect(("127.0.0.1", self.http_port)).is_ok()
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("not listening after 15 s\n{}", self.logs()));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn logs(&self) -> String {
+        let read = |name: &str| std::fs::read_to_string(self.dir.join(name)).unwrap_or_default();
+        format!(
+            "--- stderr\n{}\n--- error.log\n{}",
+            read("stderr.log"),
+            read("error.log")
+        )
+    }
+
+    fn https(&self) -> String {
+        format!("https://localhost:{}", self.https_port)
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn nginx_binary() -> &'static str {
+    if Path::new("/usr/sbin/nginx").exists() {
+        "/usr/sbin/nginx"
+    } else {
+        "nginx"
+    }
+}
+
+/// `abode ARGS` as `platform`'s default session, trusting `ca`.
+fn run_ca(platform: &Platform, ca: &Path, args: &[&str], stdin: Option<&str>) -> Run {
+    let mut command = platform.cmd(args);
+    command.env("ABODE_CA_CERT", ca);
+    if stdin.is_some() {
+        command.stdin(Stdio::piped());
+    }
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    Run::from_output(
+        format!("abode {}", args.join(" ")),
+        child.wait_with_output().unwrap(),
+    )
+}
+
+/// What curl got: the status, the headers and the body.
+struct Answer {
+    status: u16,
+    headers: String,
+    body: String,
+}
+
+/// curl from the source address `from`, trusting `ca`, with `args`.
+fn curl(from: &str, ca: &Path, args: &[&str]) -> Answer {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let output = Command::new("curl")
+        .args(["-sS", "--max-time", "30", "--interface", from, "--cacert"])
+        .arg(ca)
+        .arg("-D")
+        .arg(out.path())
+        .args(args)
+        .output()
+        .expect("the proxy tests need curl");
+    let headers = std::fs::read_to_string(out.path()).unwrap_or_default();
+    let status = headers
+        .lines()
+        .rev()
+        .find(|line| line.starts_with("HTTP/"))
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "curl {args:?} got no answer: {}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
+    Answer {
+        status,
+        headers,
+        body: String::from_utf8_lossy(&output.stdout).into_owned(),
+    }
+}
+
+/// A failed login of `username` at `url` from `from`, claiming to forward
+/// for `forwarded_for`.
+fn failed_login(from: &str, ca: &Path, url: &str, username: &str, forwarded_for: &str) -> Answer {
+    curl(
+        from,
+        ca,
+        &[
+            "-H",
+            "content-type: application/json",
+            "-H",
+            &format!("x-forwarded-for: {forwarded_for}"),
+            "--data",
+            &format!(r#"{{"username":"{username}","password":"not the password"}}"#),
+            &format!("{url}/api/v1/login"),
+        ],
+    )
+}
+
+#[test]
+fn nginx_as_documented_carries_logins_logs_tunnels_and_ssh_and_the_throttle_sees_the_real_client() {
+    require_terraform();
+    let dir = tempfile::tempdir().unwrap();
+    let authority = Authority::new(dir.path());
+    let ca = authority.ca_file();
+    let (certificate, key) = authority.sign("proxy");
+    // nginx's port is chosen before the server starts: the access URL (what
+    // agents call back) is nginx's.
+    let https_port = free_port();
+    let access_url = format!("https://localhost:{https_port}");
+    let mut flags = FAST_AGENT_FLAGS.to_vec();
+    flags.extend([
+        "--access-url",
+        &access_url,
+        "--trusted-proxies",
+        "127.0.0.1/32",
+        "--login-failures-per-minute",
+        "3",
+    ]);
+    let platform = Platform::start_with_env(&flags, &[("ABODE_CA_CERT", ca.to_str().unwrap())]);
+    let upstream = platform.url.trim_start_matches("http://").to_string();
+    let nginx = Nginx::start(dir.path(), https_port, &upstream, &certificate, &key);
+    let https = nginx.https();
+    assert_eq!(https, access_url);
+
+    // The CLI through the proxy, trusting the private CA.
+    run_ca(
+        &platform,
+        &ca,
+        &[
+            "login",
+            &https,
+            "--first-user",
+            "--username",
+            "alice",
+            "--email",
+            "alice@example.com",
+            "--password-stdin",
+        ],
+        Some("correct horse battery\n"),
+    )
+    .ok();
+    let example = repo_root().join("examples/local-workspace");
+    run_ca(
+        &platform,
+        &ca,
+        &[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ],
+        None,
+    )
+    .ok();
+    // `create` follows the build's live log through the proxy.
+    let created = run_ca(
+        &platform,
+        &ca,
+        &["create", "dev", "--template", "local"],
+        None,
+    )
+    .ok();
+    assert!(created.stdout.contains("[apply]"), "{created}");
+
+    // The agent's tunnel comes in through nginx (a WebSocket upgrade over
+    // TLS) and becomes ready; `abode ssh` goes the same way.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let shown = run_ca(&platform, &ca, &["show", "dev", "--output", "json"], None);
+        if shown.code == Some(0) && shown.json()["agent"]["status"] == "ready" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent never became ready through nginx: {shown}\n{}\n{}",
+            platform.server_log(),
+            nginx.logs()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let ssh = run_ca(&platform, &ca, &["ssh", "dev", "--", "echo", "ok"], None).ok();
+    assert_eq!(ssh.stdout.trim(), "ok", "{ssh}");
+
+    // The dashboard: its cookies are Secure, the sign-in works through the
+    // proxy, and the build's log arrives as server-sent events.
+    let jar = dir.path().join("cookies.txt");
+    let jar = jar.to_str().unwrap();
+    let page = curl("127.0.0.1", &ca, &["-c", jar, &format!("{https}/login")]);
+    assert_eq!(page.status, 200, "{}", page.body);
+    assert!(
+        page.headers.to_ascii_lowercase().contains("; secure"),
+        "{}",
+        page.headers
+    );
+    let csrf = page
+        .body
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("no CSRF token in the login page:\n{}", page.body))
+        .to_string();
+    let signed_in = curl(
+        "127.0.0.1",
+        &ca,
+        &[
+            "-b",
+            jar,
+            "-c",
+            jar,
+            "--data-urlencode",
+            "username=alice",
+            "--data-urlencode",
+            "password=correct horse battery",
+            "--data-urlencode",
+            &format!("csrf={csrf}"),
+            &format!("{https}/login"),
+        ],
+    );
+    assert_eq!(signed_in.status, 303, "{}", signed_in.body);
+    let session = signed_in
+        .headers
+        .lines()
+        .find(|line| line.to_ascii_lowercase().contains("abode_session="))
+        .unwrap_or_else(|| panic!("no session cookie:\n{}", signed_in.headers));
+    assert!(session.contains("Secure"), "{session}");
+    let events = curl(
+        "127.0.0.1",
+        &ca,
+        &[
+            "-N",
+            "-b",
+            jar,
+            &format!("{https}/workspaces/alice/dev/builds/1/events"),
+        ],
+    );
+    assert_eq!(events.status, 200, "{}", events.body);
+    assert!(
+        events.headers.contains("text/event-stream"),
+        "{}",
+        events.headers
+    );
+    assert!(
+        events.body.contains(r#""stage":"apply""#) && events.body.contains("event: status"),
+        "{}",
+        events.body
+    );
+
+    // Plain HTTP at nginx is sent to HTTPS.
+    let plain = curl(
+        "127.0.0.1",
+        &ca,
+        &[&format!("http://127.0.0.1:{}/login?x=1", nginx.http_port)],
+    );
+    assert_eq!(plain.status, 308);
+    assert!(
+        plain.headers.contains("https://127.0.0.1/login?x=1"),
+        "{}",
+        plain.headers
+    );
+
+    // The login throttle (3 failures a minute here) counts the client nginx
+    // forwards for: 127.0.0.3, the right-most address of X-Forwarded-For
+    // that is not the trusted proxy; the 203.0.113.9 it wrote itself is
+    // ignored, and nginx's own 127.0.0.1 is not what is counted.
+    for n in 1..=3 {
+        let refused = failed_login(
+            "127.0.0.3",
+            &ca,
+            &https,
+            &format!("ghost{n}"),
+            "203.0.113.9",
+        );
+        assert_eq!(refused.status, 401, "{}", refused.body);
+    }
+    let throttled = failed_login("127.0.0.3", &ca, &https, "ghost4", "203.0.113.9");
+    assert_eq!(throttled.status, 429, "{}", throttled.body);
+    assert!(
+        throttled.body.contains("from this address"),
+        "{}",
+        throttled.body
+    );
+    // Another client behind the same proxy is not throttled.
+    let other = failed_login("127.0.0.5", &ca, &https, "ghost5", "127.0.0.3");
+    assert_eq!(other.status, 401, "{}", other.body);
+    // Straight to the server from an address that is not a trusted proxy:
+    // the header naming the throttled client is ignored.
+    let direct = failed_login("127.0.0.4", &ca, &platform.url, "ghost6", "127.0.0.3");
+    assert_eq!(direct.status, 401, "{}", direct.body);
+
+    // The audit log records the same client addresses.
+    let audit = run_ca(
+        &platform,
+        &ca,
+        &["audit", "--limit", "200", "--output", "json"],
+        None,
+    )
+    .ok();
+    let events = audit.json();
+    let events = events
+        .as_array()
+        .or_else(|| events["events"].as_array())
+        .unwrap_or_else(|| panic!("no events in {audit}"))
+        .clone();
+    let find = |action: &str, target: &str| {
+        events
+            .iter()
+            .find(|event| event["action"] == action && event["target"] == target)
+            .unwrap_or_else(|| panic!("no {action} of {target} in {audit}"))
+            .clone()
+    };
+    for (target, from) in [
+        ("ghost1", "127.0.0.3"),
+        ("ghost3", "127.0.0.3"),
+        ("ghost5", "127.0.0.5"),
+        ("ghost6", "127.0.0.4"),
+    ] {
+        let event = find("login", target);
+        assert_eq!(event["outcome"], "failure", "{event}");
+        assert_eq!(event["details"], format!("from {from}"), "{event}");
+    }
+    let throttle = find("login.throttle", "127.0.0.3");
+    assert_eq!(throttle["target_type"], "address", "{throttle}");
+    let alice = find("login", "alice");
+    assert_eq!(alice["outcome"], "success", "{alice}");
+    assert_eq!(alice["details"], "from 127.0.0.1", "{alice}");
+}
