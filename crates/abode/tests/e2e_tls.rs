@@ -4,7 +4,9 @@
 //! otherwise; TLS 1.0 and 1.1 refused to `openssl s_client`; a rotated
 //! certificate served to new connections while an open one keeps working;
 //! a key readable by others refused at start; `abode ssh` over `wss://`;
-//! plain HTTP redirected to the access URL, but for what must stay plain.
+//! plain HTTP redirected to the access URL, but for what must stay plain;
+//! an external daemon, a relay between servers, email and a webhook, each
+//! over TLS to a peer of the same private CA.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -613,4 +615,129 @@ fn email_goes_through_starttls_with_a_login_to_a_server_of_the_private_ca() {
     assert!(message.contains("awaits your confirmation"), "{message}");
     util::signal(smtp.id(), "TERM");
     smtp.wait().unwrap();
+}
+
+#[test]
+fn two_servers_relay_an_ssh_session_over_https() {
+    require_terraform();
+    let dir = tempfile::tempdir().unwrap();
+    let authority = Authority::new(dir.path());
+    let (certificate, key) = authority.sign("servers", 0o600);
+    let ca = authority.ca_file();
+    let database = util::FreshDatabase::create();
+    let tls_server = |extra: &[&str]| {
+        let tls_port = free_port();
+        let relay = format!("https://localhost:{tls_port}");
+        let mut flags: Vec<&str> = util::FAST_AGENT_FLAGS.to_vec();
+        flags.extend(extra);
+        let tls_address = format!("127.0.0.1:{tls_port}");
+        let mut with_tls = flags.clone();
+        with_tls.extend([
+            "--tls-address",
+            tls_address.as_str(),
+            "--tls-cert-file",
+            certificate.to_str().unwrap(),
+            "--tls-key-file",
+            key.to_str().unwrap(),
+            "--relay-url",
+            relay.as_str(),
+            "--database-url",
+            database.url.as_str(),
+        ]);
+        Platform::start_with_env(&with_tls, &[("ABODE_CA_CERT", ca.to_str().unwrap())])
+    };
+    // The agent's tunnel goes to the builder (its access URL, https://);
+    // people use the front, which relays to the builder over wss://.
+    let builder = tls_server(&["--provisioners", "1"]);
+    let front = tls_server(&["--provisioners", "0"]);
+    builder.login_owner();
+    front.login_existing_owner();
+    let example = repo_root().join("examples/local-workspace");
+    front
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ])
+        .ok();
+    front.run(&["create", "dev", "--template", "local"]).ok();
+    front.wait_for_agent("dev", "ready", Duration::from_secs(60));
+    let run = front.run(&["ssh", "dev", "--", "sh", "-c", "echo relayed; exit 3"]);
+    assert_eq!(run.code, Some(3), "{run:?}");
+    assert_eq!(run.stdout, "relayed\n", "{run:?}");
+    let log = front.server_log();
+    assert!(
+        log.contains("relaying a connection to the server that holds the agent's tunnel"),
+        "{log}"
+    );
+}
+
+/// An HTTPS webhook receiver (Python's own server with the private CA's
+/// certificate): prints `listening`, then one line per request, its path
+/// and its body's `kind`.
+const WEBHOOK_RECEIVER: &str = r#"
+import http.server, json, ssl, sys
+
+port, cert, key = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        print(self.path, body.get("kind"), flush=True)
+        self.send_response(204)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+
+server = http.server.HTTPServer(("127.0.0.1", port), Hook)
+context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+context.load_cert_chain(cert, key)
+server.socket = context.wrap_socket(server.socket, server_side=True)
+print("listening", flush=True)
+server.serve_forever()
+"#;
+
+#[test]
+fn a_webhook_reaches_an_https_receiver_of_the_private_ca() {
+    require_terraform();
+    let dir = tempfile::tempdir().unwrap();
+    let authority = Authority::new(dir.path());
+    let (certificate, key) = authority.sign("receiver", 0o600);
+    let port = free_port();
+    let mut receiver = Command::new("/usr/bin/python3")
+        .args(["-c", WEBHOOK_RECEIVER, &port.to_string()])
+        .arg(&certificate)
+        .arg(&key)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("python3");
+    let mut lines = std::io::BufReader::new(receiver.stdout.take().unwrap());
+    let mut line = String::new();
+    use std::io::BufRead;
+    lines.read_line(&mut line).unwrap();
+    assert_eq!(line, "listening\n");
+    let secret = dir.path().join("webhook-secret");
+    std::fs::write(&secret, "shared\n").unwrap();
+    let url = format!("https://localhost:{port}/hook");
+    let platform = Platform::start_with_env(
+        &[
+            "--notifications-webhook-url",
+            &url,
+            "--notifications-webhook-secret-file",
+            secret.to_str().unwrap(),
+        ],
+        &[("ABODE_CA_CERT", authority.ca_file().to_str().unwrap())],
+    );
+    platform.login_owner();
+    util::hold_a_build(&platform);
+    // Blocks until the receiver printed the delivery (the test's timeout
+    // bounds it): the negative would be no line at all.
+    line.clear();
+    lines.read_line(&mut line).unwrap();
+    assert_eq!(line, "/hook build_held\n", "{}", platform.server_log());
+    receiver.kill().unwrap();
+    receiver.wait().unwrap();
 }
