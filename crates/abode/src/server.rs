@@ -267,6 +267,35 @@ enum ServerAction {
         #[arg(long, env = "ABODE_DATABASE_URL", hide = true)]
         database_url: Option<String>,
     },
+    /// Create an owner in the server's database: the way back in when no
+    /// owner can sign in. Run on the server's machine (stopped or running);
+    /// the password from the first line of standard input. Audited.
+    CreateAdminUser {
+        /// The new owner's name.
+        #[arg(long)]
+        username: String,
+        /// The new owner's e-mail address.
+        #[arg(long)]
+        email: String,
+        /// Read the password from standard input (the only way: passwords
+        /// never go on the command line).
+        #[arg(long, required = true)]
+        password_stdin: bool,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+    /// Set a person's password in the server's database and end their
+    /// sessions. Run on the server's machine (stopped or running); the
+    /// password from the first line of standard input. Audited.
+    ResetPassword {
+        /// The person whose password is set.
+        username: String,
+        /// Read the password from standard input.
+        #[arg(long, required = true)]
+        password_stdin: bool,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
     /// Check a data dir's database before starting a server on it (after a
     /// restore): integrity, schema version, every stored state readable.
     /// Changes nothing.
@@ -275,6 +304,17 @@ enum ServerAction {
         #[arg(long, env = "ABODE_DATA_DIR", default_value = "./.abode")]
         data_dir: PathBuf,
     },
+}
+
+/// The database a server uses, for the commands run beside it.
+#[derive(Debug, clap::Args)]
+struct DatabaseArgs {
+    /// The server's data dir (its SQLite database).
+    #[arg(long, env = "ABODE_DATA_DIR", default_value = "./.abode")]
+    data_dir: PathBuf,
+    /// The servers' PostgreSQL database instead.
+    #[arg(long, env = "ABODE_DATABASE_URL", hide_env_values = true)]
+    database_url: Option<String>,
 }
 
 pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
@@ -291,6 +331,28 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
             database_url,
         }) => return backup(data_dir, to, database_url.as_deref()),
         Some(ServerAction::Check { data_dir }) => return check(data_dir),
+        Some(ServerAction::CreateAdminUser {
+            username,
+            email,
+            database,
+            ..
+        }) => {
+            let recovery = abode_api::recovery::Recovery::CreateAdminUser {
+                username: username.clone(),
+                email: email.clone(),
+                password: crate::cli::read_password_stdin()?,
+            };
+            return recover(database, recovery);
+        }
+        Some(ServerAction::ResetPassword {
+            username, database, ..
+        }) => {
+            let recovery = abode_api::recovery::Recovery::ResetPassword {
+                username: username.clone(),
+                password: crate::cli::read_password_stdin()?,
+            };
+            return recover(database, recovery);
+        }
         None => {}
     }
     init_logging(args.logging.log_format, &args.logging.log_filter)?;
@@ -328,6 +390,24 @@ fn backup(
         done.bytes,
         done.digest_file.display()
     );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `abode server create-admin-user` and `reset-password`.
+fn recover(
+    database: &DatabaseArgs,
+    recovery: abode_api::recovery::Recovery,
+) -> anyhow::Result<ExitCode> {
+    let url = database
+        .database_url
+        .as_deref()
+        .filter(|url| !url.is_empty());
+    let done = small_runtime()?.block_on(abode_api::recovery::recover(
+        &database.data_dir,
+        url,
+        recovery,
+    ))?;
+    println!("{done}");
     Ok(ExitCode::SUCCESS)
 }
 

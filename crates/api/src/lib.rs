@@ -10,6 +10,7 @@ mod client_address;
 mod extract;
 mod pages;
 mod prometheus;
+pub mod recovery;
 mod redirect;
 mod relay;
 mod routes;

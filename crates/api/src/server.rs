@@ -145,6 +145,8 @@ pub enum ServerError {
     },
     #[error("{0}")]
     Tls(#[from] abode_tls::TlsError),
+    #[error("no database at {0}: is this a server's data dir (--data-dir), or is it on PostgreSQL (--database-url)?")]
+    NoDatabase(String),
     #[error("--redirect-to-access-url needs an https:// access URL (--access-url), not {0}")]
     RedirectWithoutHttps(String),
     #[error("cannot listen on {address}: {source}")]

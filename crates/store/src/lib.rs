@@ -408,6 +408,10 @@ storage_interface! {
     fn ensure_system_users(&self) -> Vec<(String, String)>;
     fn user_by_name(&self, username: &str) -> User;
     fn user_by_id(&self, id: &str) -> User;
+    /// Sets a person's password and ends their sessions, in one
+    /// transaction; how many sessions ended. `NotFound("user")` for a system
+    /// actor's account or an unknown id.
+    fn set_password(&self, user_id: &str, password_hash: &str, now: i64) -> u64;
     fn create_token(&self, user_id: &str, token_hash: &str) -> ();
     /// Users by username.
     fn list_user_page(&self, after: Option<&str>, limit: i64) -> Page<(User, Roles)>;

@@ -109,6 +109,43 @@ macro_rules! user_queries {
             .map_err(db_error("user"))
         }
 
+        pub(crate) async fn set_password(
+            &self,
+            user_id: &str,
+            password_hash: &str,
+            now: i64,
+        ) -> Result<u64, StoreError> {
+            let mut tx = self
+                .pool
+                .begin_with(BEGIN_WRITE)
+                .await
+                .map_err(StoreError::Database)?;
+            let changed = sqlx::query(&sql(
+                "UPDATE users SET password_hash = ? WHERE id = ? AND system = FALSE",
+            ))
+            .bind(password_hash)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("user"))?;
+            if changed.rows_affected() == 0 {
+                return Err(StoreError::NotFound("user"));
+            }
+            // A new password ends every session the old one opened (a
+            // stolen one included); named API tokens are their own grants.
+            let ended = sqlx::query(&sql(
+                "UPDATE api_tokens SET revoked_at = ? \
+                 WHERE user_id = ? AND kind = 'session' AND revoked_at IS NULL",
+            ))
+            .bind(now)
+            .bind(user_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("token"))?;
+            tx.commit().await.map_err(StoreError::Database)?;
+            Ok(ended.rows_affected())
+        }
+
         pub(crate) async fn user_by_id(&self, id: &str) -> Result<User, StoreError> {
             sqlx::query_as(&sql(&format!(
                 "SELECT {USER_COLUMNS} FROM users WHERE id = ?"

@@ -191,7 +191,7 @@ fn current_session() -> anyhow::Result<Option<Session>> {
 }
 
 /// Reads a password from standard input: everything up to the first newline.
-fn read_password_stdin() -> anyhow::Result<String> {
+pub(crate) fn read_password_stdin() -> anyhow::Result<String> {
     let mut input = String::new();
     std::io::stdin()
         .read_line(&mut input)

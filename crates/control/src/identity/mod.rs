@@ -10,6 +10,7 @@
 //! tokens: every other domain is handed a [`Caller`] and asks the policy
 //! table about it.
 
+mod recovery;
 mod sessions;
 mod throttle;
 mod users;

@@ -58,7 +58,7 @@ impl Identity {
     }
 
     /// Hashes a new password on the bounded hashing pool.
-    async fn hash_password(&self, password: &str) -> Result<String, ControlError> {
+    pub(super) async fn hash_password(&self, password: &str) -> Result<String, ControlError> {
         let password = password.to_string();
         let hash = self
             .hashing
@@ -243,7 +243,7 @@ fn validate_email(email: &str) -> Result<(), ControlError> {
     }
 }
 
-fn validate_password(password: &str) -> Result<(), ControlError> {
+pub(super) fn validate_password(password: &str) -> Result<(), ControlError> {
     if password.chars().count() >= MIN_PASSWORD_LENGTH {
         Ok(())
     } else {
@@ -255,7 +255,11 @@ fn validate_password(password: &str) -> Result<(), ControlError> {
 
 /// What a new account must be: a valid, unreserved name, an email address
 /// of the right shape and a long enough password.
-fn check_new_account(username: &str, email: &str, password: &str) -> Result<(), ControlError> {
+pub(super) fn check_new_account(
+    username: &str,
+    email: &str,
+    password: &str,
+) -> Result<(), ControlError> {
     validate_name("username", username)?;
     refuse_reserved(username)?;
     validate_email(email)?;
