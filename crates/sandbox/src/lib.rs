@@ -284,6 +284,13 @@ impl Sandbox {
                 _ => {}
             }
         }
+        // Made by hand: bwrap would make it as private as a 0700 parent.
+        push(&[
+            "--perms".as_ref(),
+            "0755".as_ref(),
+            "--dir".as_ref(),
+            "/etc".as_ref(),
+        ]);
         for file in ETC_FILES {
             push(&["--ro-bind-try".as_ref(), file.as_ref(), file.as_ref()]);
         }
