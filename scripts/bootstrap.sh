@@ -56,6 +56,14 @@ if ! command -v ssh >/dev/null 2>&1 || ! command -v scp >/dev/null 2>&1; then
   abode_need_root apt-get install -y -qq openssh-client >/dev/null || exit 1
 fi
 
+# Every Terraform run and workspace process runs in a bubblewrap sandbox
+# (docs/security.md); setpriv (util-linux) drops root to --terraform-user.
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "bootstrap: installing bubblewrap (Debian bubblewrap)" >&2
+  abode_need_root apt-get update -qq || exit 1
+  abode_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null || exit 1
+fi
+
 # The proxy tests (e2e_proxy) put Debian's nginx in front of the server,
 # with deploy/nginx/abode.conf as written.
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then

@@ -12,6 +12,7 @@ mod exit;
 mod plan_check;
 mod provider;
 mod provisioner_daemon;
+mod sandbox;
 mod server;
 mod size;
 mod wsdial;

@@ -81,12 +81,28 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
     let passed_env = abode_terraform::run::PassedEnv::new(&args.terraform.terraform_env)
         .context("--terraform-env")?;
     // Its work dirs hold states and plans.
-    let (data_dir, mirror_dir) = prepare_data_dir(args.data_dir, args.terraform.provider_mirror)?;
+    let (data_dir, mirror_dir) =
+        prepare_data_dir(args.data_dir, args.terraform.provider_mirror.clone())?;
     let volumes_dir = match args.volumes_dir {
         Some(dir) => absolute(dir)?,
         None => data_dir.join("volumes"),
     };
     let name = args.name.unwrap_or_else(host_name);
+    let terraform_env = passed_env.from_process();
+    let agent_binary = std::env::current_exe().context("cannot locate the abode executable")?;
+    let process_logs_dir = data_dir.join("process-logs");
+    let sandbox = crate::sandbox::set_up(
+        &args.terraform,
+        &crate::sandbox::Machine {
+            data_dir: &data_dir,
+            volumes_dir: &volumes_dir,
+            process_logs_dir: &process_logs_dir,
+            provider_mirror: &mirror_dir,
+            agent_binary: &agent_binary,
+            terraform_env: &terraform_env,
+        },
+    )?;
+    let (isolation, process_supervisor) = sandbox.unzip();
     let config = abode_provisionerd::DaemonConfig {
         url: args.url,
         key,
@@ -97,15 +113,15 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
         runner: abode_provisionerd::RunnerConfig {
             work_dir: data_dir.join("work"),
             volumes_dir,
-            process_logs_dir: data_dir.join("process-logs"),
+            process_logs_dir,
             provider_mirror: Some(mirror_dir),
             // Agents run this same executable (`abode agent`).
-            agent_binary: Some(
-                std::env::current_exe().context("cannot locate the abode executable")?,
-            ),
+            agent_binary: Some(agent_binary),
             ca_cert: abode_tls::added_authorities_pem(),
-            terraform_env: passed_env.from_process(),
+            terraform_env,
             cancel_grace: Duration::from_secs(args.terraform.cancel_grace),
+            isolation,
+            process_supervisor,
         },
     };
     let (shutdown, stopping) = tokio::sync::watch::channel(false);

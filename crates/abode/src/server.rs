@@ -220,6 +220,24 @@ pub struct TerraformFlags {
     /// Seconds a canceled Terraform run gets after SIGINT before it is killed.
     #[arg(long, env = "ABODE_CANCEL_GRACE", default_value_t = 30)]
     pub cancel_grace: u64,
+    /// Run every Terraform run and workspace process in a bubblewrap
+    /// sandbox (docs/security.md); `off` lets templates read this
+    /// process's files, environment and /proc.
+    #[arg(long, env = "ABODE_TERRAFORM_SANDBOX", value_enum, default_value_t = crate::sandbox::OnOff::On)]
+    pub terraform_sandbox: crate::sandbox::OnOff,
+    /// The unprivileged user Terraform and workspace processes run as when
+    /// this process is root [default: nobody]; `root` is allowed, and logged.
+    #[arg(long, env = "ABODE_TERRAFORM_USER", value_name = "USER")]
+    pub terraform_user: Option<String>,
+    /// Also show this path to every Terraform run: SRC, SRC:DST, SRC:ro or
+    /// SRC:DST:ro, absolute paths (repeatable).
+    #[arg(
+        long = "terraform-mount",
+        value_name = "SRC[:DST][:ro]",
+        env = "ABODE_TERRAFORM_MOUNTS",
+        value_delimiter = ','
+    )]
+    pub terraform_mounts: Vec<String>,
 }
 
 /// Where and how log lines go: shared by the long-running commands.
@@ -472,7 +490,8 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
         );
     }
     // Volumes (home disks), process logs and the database live here.
-    let (data_dir, mirror_dir) = prepare_data_dir(args.data_dir, args.terraform.provider_mirror)?;
+    let (data_dir, mirror_dir) =
+        prepare_data_dir(args.data_dir, args.terraform.provider_mirror.clone())?;
     let executable = std::env::current_exe().context("cannot locate the abode executable")?;
 
     let mut options = ServerOptions::new(args.address, data_dir);
@@ -500,8 +519,24 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
         .map(|range| range.parse())
         .collect::<Result<_, abode_api::CidrError>>()
         .map_err(|error| anyhow::anyhow!("--trusted-proxies: {error}"))?;
+    let terraform_env = passed_env.from_process();
+    let sandbox = crate::sandbox::set_up(
+        &args.terraform,
+        &crate::sandbox::Machine {
+            data_dir: &options.data_dir,
+            volumes_dir: &options.data_dir.join("volumes"),
+            process_logs_dir: &options.data_dir.join("process-logs"),
+            provider_mirror: &mirror_dir,
+            agent_binary: &executable,
+            terraform_env: &terraform_env,
+        },
+    )?;
+    if let Some((isolation, socket)) = sandbox {
+        options.terraform_isolation = Some(isolation);
+        options.process_supervisor = Some(socket);
+    }
     options.provider_mirror = Some(mirror_dir);
-    options.terraform_env = Some(passed_env.from_process());
+    options.terraform_env = Some(terraform_env);
     options.plan_retention = args.plan_retention;
     // Agents run this same executable (`abode agent`), not the mirror's copy.
     options.agent_binary = Some(executable);

@@ -156,7 +156,7 @@ fn setup() -> (Platform, PathBuf) {
     require_terraform();
     let platform = Platform::start();
     platform.login_owner();
-    let ledger = platform.root().join("ledger");
+    let ledger = platform.outside().join("ledger");
     (platform, ledger)
 }
 
@@ -202,7 +202,7 @@ fn a_server_killed_mid_apply_leaves_terraform_to_finish_and_stores_what_it_creat
 #[test]
 fn a_server_killed_mid_plan_applies_nothing_and_the_workspace_builds_again() {
     let (mut platform, ledger) = setup();
-    let gates = platform.root().join("gates");
+    let gates = platform.outside().join("gates");
     fs::create_dir_all(&gates).unwrap();
     let fifo = gates.join("dev.fifo");
     fs::write(&fifo, "open").unwrap();

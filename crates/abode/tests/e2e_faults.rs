@@ -127,7 +127,7 @@ fn log_lines_written_while_the_database_is_away_arrive_in_order() {
             template.to_str().unwrap(),
         ])
         .ok();
-    let progress_file = platform.root().join("progress");
+    let progress_file = platform.outside().join("progress");
     let create = platform.spawn(&[
         "create",
         "dev",

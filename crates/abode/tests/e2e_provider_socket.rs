@@ -4,8 +4,11 @@
 //! 127.0.0.1 and accepted TLS clients without a certificate).
 //!
 //! The test catches the real provider process of a real build in the middle of
-//! its apply, looks at its sockets, and has a process of another uid (nobody,
-//! when the test runs as root and can arrange it) try to connect.
+//! its apply, looks at its sockets, and has a process of another uid (one
+//! that is neither the server's nor Terraform's, when the test runs as root
+//! and can arrange it) try to connect. Terraform runs in a sandbox (as
+//! `nobody` when the server is root), whose `/tmp`, where the socket is, no
+//! other process sees: the test looks at it through `/proc/<provider>/root`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -20,8 +23,10 @@ use std::time::{Duration, Instant};
 
 use util::{assert_no_processes_left, finish, fixture, require_terraform, Platform};
 
-/// The unprivileged account the other caller runs as.
+/// The user sandboxed Terraform runs as under a root server (the default).
 const NOBODY: u32 = 65534;
+/// The unprivileged account the other caller runs as.
+const OTHER: u32 = 65533;
 
 #[test]
 fn another_user_cannot_reach_the_provider_of_a_running_build() {
@@ -50,8 +55,11 @@ fn another_user_cannot_reach_the_provider_of_a_running_build() {
     );
     let socket = listening_unix_socket(&sockets)
         .unwrap_or_else(|| panic!("the provider (pid {provider}) listens on no unix socket"));
+    // The socket's path is in the provider's own mount namespace.
+    let socket = PathBuf::from(format!("/proc/{provider}/root{}", socket.display()));
     let dir = socket.parent().unwrap().to_path_buf();
     let uid = std::fs::metadata("/proc/self").unwrap().uid();
+    let owner = if uid == 0 { NOBODY } else { uid };
     for (path, mode) in [(&dir, 0o700), (&socket, 0o600)] {
         let meta = std::fs::metadata(path).unwrap();
         assert_eq!(
@@ -62,8 +70,8 @@ fn another_user_cannot_reach_the_provider_of_a_running_build() {
         );
         assert_eq!(
             meta.uid(),
-            uid,
-            "{} belongs to the server's user",
+            owner,
+            "{} belongs to Terraform's user",
             path.display()
         );
     }
@@ -71,11 +79,11 @@ fn another_user_cannot_reach_the_provider_of_a_running_build() {
     // The socket is live: the server's own user reaches it.
     std::os::unix::net::UnixStream::connect(&socket).unwrap();
     if uid == 0 {
-        let refused = connect_as(NOBODY, &socket);
+        let refused = connect_as(OTHER, &socket);
         assert_eq!(
             refused,
             "PermissionError",
-            "uid {NOBODY} connecting to {}",
+            "uid {OTHER} connecting to {}",
             socket.display()
         );
     } else {

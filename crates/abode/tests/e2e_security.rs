@@ -37,7 +37,7 @@ fn templates_see_only_the_environment_the_operator_passes() {
         ],
     );
     platform.login_owner();
-    let seen = platform.root().join("seen-env");
+    let seen = platform.outside().join("seen-env");
     let dir = platform.root().join("templates/env");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(

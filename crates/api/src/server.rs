@@ -31,6 +31,10 @@ pub struct ServerOptions {
     /// What Terraform runs get of the server's environment (resolved from
     /// the operator's `--terraform-env` patterns); `None`: only the base.
     pub terraform_env: Option<Vec<(String, String)>>,
+    /// The sandbox of every Terraform run; `None`: none (`--terraform-sandbox off`).
+    pub terraform_isolation: Option<std::sync::Arc<abode_terraform::isolation::Isolation>>,
+    /// The process supervisor's socket, given to sandboxed builds.
+    pub process_supervisor: Option<PathBuf>,
     /// How many newest builds of each workspace keep their plan JSON.
     pub plan_retention: usize,
     pub agent_binary: Option<PathBuf>,
@@ -99,6 +103,8 @@ impl ServerOptions {
             relay_url: None,
             provider_mirror: None,
             terraform_env: None,
+            terraform_isolation: None,
+            process_supervisor: None,
             plan_retention: 20,
             agent_binary: None,
             agent_connect_timeout: Duration::from_secs(30),
@@ -247,6 +253,8 @@ impl Server {
         if let Some(env) = &options.terraform_env {
             config.terraform_env = env.clone();
         }
+        config.terraform_isolation = options.terraform_isolation.clone();
+        config.process_supervisor = options.process_supervisor.clone();
         config.agent_timeouts = AgentTimeouts {
             connect: options.agent_connect_timeout,
             heartbeat: options.agent_heartbeat_timeout,

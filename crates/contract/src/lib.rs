@@ -26,6 +26,7 @@
 pub mod cron;
 pub mod parameters;
 pub mod presets;
+pub mod supervisor;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -52,6 +53,7 @@ pub const AGENT_BINARY: &str = "ABODE_AGENT_BINARY";
 pub const AGENT_CA_CERT: &str = "ABODE_AGENT_CA_CERT";
 pub const VOLUMES_DIR: &str = "ABODE_VOLUMES_DIR";
 pub const PROCESS_LOGS_DIR: &str = "ABODE_PROCESS_LOGS_DIR";
+pub const PROCESS_SUPERVISOR: &str = "ABODE_PROCESS_SUPERVISOR";
 pub const PARAMETERS: &str = "ABODE_PARAMETERS";
 pub const TEMPLATE_IMPORT: &str = "ABODE_TEMPLATE_IMPORT";
 
@@ -77,6 +79,7 @@ pub const ALL_VARIABLES: &[&str] = &[
     AGENT_CA_CERT,
     VOLUMES_DIR,
     PROCESS_LOGS_DIR,
+    PROCESS_SUPERVISOR,
     PARAMETERS,
     TEMPLATE_IMPORT,
 ];
@@ -252,6 +255,10 @@ pub struct BuildContext {
     pub agent_ca_cert: Option<String>,
     pub volumes_dir: PathBuf,
     pub process_logs_dir: PathBuf,
+    /// The unix socket of the machine's process supervisor: when set,
+    /// `abode_process` asks it to start, watch and stop processes (a process
+    /// forked inside Terraform's sandbox would die with it).
+    pub process_supervisor: Option<PathBuf>,
     /// Parameter values chosen for this build, by parameter name, as strings
     /// (numbers and bools in their Terraform spelling, lists as JSON arrays).
     pub parameters: BTreeMap<String, String>,
@@ -311,6 +318,7 @@ impl BuildContext {
             agent_ca_cert: None,
             volumes_dir,
             process_logs_dir,
+            process_supervisor: None,
             parameters: BTreeMap::new(),
             development: true,
             template_import: false,
@@ -431,6 +439,7 @@ impl BuildContext {
         if let Some(value) = get(PROCESS_LOGS_DIR) {
             context.process_logs_dir = base_dir.join(value);
         }
+        context.process_supervisor = get(PROCESS_SUPERVISOR).map(|value| base_dir.join(value));
         if let Some(value) = get(PARAMETERS) {
             context.parameters = parse_parameters(&value)?;
         }
@@ -490,6 +499,9 @@ impl BuildContext {
         }
         if let Some(ca) = &self.agent_ca_cert {
             vars.push((AGENT_CA_CERT, ca.clone()));
+        }
+        if let Some(socket) = &self.process_supervisor {
+            vars.push((PROCESS_SUPERVISOR, socket.display().to_string()));
         }
         vars
     }

@@ -114,6 +114,11 @@ pub struct Config {
     /// `abode_terraform::run::PassedEnv`): by default only what Terraform
     /// needs to run; the build's own variables come on top.
     pub terraform_env: Vec<(String, String)>,
+    /// The sandbox every Terraform run (build, preview, push) goes in;
+    /// `None` only when the operator turned it off.
+    pub terraform_isolation: Option<Arc<abode_terraform::isolation::Isolation>>,
+    /// The process supervisor's socket, given to sandboxed builds.
+    pub process_supervisor: Option<PathBuf>,
     /// How many of each workspace's newest builds keep their plan JSON (it
     /// can hold secrets, and is large); held builds always keep theirs.
     pub plan_retention: usize,
@@ -167,6 +172,8 @@ impl Config {
             cancel_grace: Duration::from_secs(30),
             confirmation_timeout: Duration::from_secs(24 * 60 * 60),
             terraform_env: abode_terraform::run::PassedEnv::default().from_process(),
+            terraform_isolation: None,
+            process_supervisor: None,
             plan_retention: 20,
             identity: IdentityConfig::default(),
             clock: Clock::system(),
@@ -235,6 +242,7 @@ impl Control {
                 work_dir: config.work_dir(),
                 provider_mirror: config.provider_mirror.clone(),
                 terraform_env: config.terraform_env.clone(),
+                isolation: config.terraform_isolation.clone(),
             },
         );
         Control {

@@ -44,6 +44,7 @@ pub async fn declarations_from_template(
     template_dir: &Path,
     env: &[(String, String)],
     scratch_dir: &Path,
+    isolation: Option<&std::sync::Arc<abode_terraform::isolation::Isolation>>,
 ) -> Result<TemplateDeclarations, ImportError> {
     let mut context = BuildContext::template_import(scratch_dir);
     context.volumes_dir = scratch_dir.join("volumes");
@@ -63,29 +64,35 @@ pub async fn declarations_from_template(
             other => ImportError::Run(other),
         }
     };
-    run::capture(&Invocation::new(
-        template_dir,
-        [
-            "plan",
-            "-input=false",
-            "-no-color",
-            "-lock=false",
-            plan_arg.as_str(),
-        ],
-        &env,
-    ))
+    run::capture(
+        &Invocation::new(
+            template_dir,
+            [
+                "plan",
+                "-input=false",
+                "-no-color",
+                "-lock=false",
+                plan_arg.as_str(),
+            ],
+            &env,
+        )
+        .isolated(isolation, scratch_dir),
+    )
     .await
     .map_err(step("plan"))?;
-    let plan_json = run::capture(&Invocation::new(
-        template_dir,
-        [
-            OsStr::new("show"),
-            OsStr::new("-json"),
-            OsStr::new("-no-color"),
-            plan_file.as_os_str(),
-        ],
-        &env,
-    ))
+    let plan_json = run::capture(
+        &Invocation::new(
+            template_dir,
+            [
+                OsStr::new("show"),
+                OsStr::new("-json"),
+                OsStr::new("-no-color"),
+                plan_file.as_os_str(),
+            ],
+            &env,
+        )
+        .isolated(isolation, scratch_dir),
+    )
     .await
     .map_err(step("show"))?;
     Ok(template_declarations_from_plan(&plan_json)?)
@@ -118,7 +125,7 @@ mod tests {
         ))
         .await
         .unwrap();
-        declarations_from_template(&template, &env(), scratch.path()).await
+        declarations_from_template(&template, &env(), scratch.path(), None).await
     }
 
     #[tokio::test]

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 pub struct ProcStat {
     /// The one-letter state (`R`, `S`, `D`, `Z`, ...).
     pub state: char,
+    pub parent: i32,
     pub process_group: i32,
     /// Start time in clock ticks after boot: with the pid, a unique identity.
     pub start_ticks: u64,
@@ -34,6 +35,7 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
     let fields: Vec<&str> = rest.split_whitespace().collect();
     Some(ProcStat {
         state: fields.first()?.chars().next()?,
+        parent: fields.get(1)?.parse().ok()?,
         process_group: fields.get(2)?.parse().ok()?,
         start_ticks: fields.get(19)?.parse().ok()?,
     })
@@ -103,6 +105,35 @@ pub fn group_running(group: i32) -> bool {
     processes().any(|(_, stat)| stat.process_group == group && stat.running())
 }
 
+/// The running processes whose parent is `pid`: how the first process of a
+/// sandbox's PID namespace is found from the sandbox's outer process.
+pub fn children(pid: i32) -> Vec<Identity> {
+    processes()
+        .filter(|(_, stat)| stat.parent == pid && stat.running())
+        .map(|(child, stat)| Identity {
+            pid: child,
+            start_ticks: stat.start_ticks,
+        })
+        .collect()
+}
+
+/// The running processes of a process group with their command names.
+pub fn group_members(group: i32) -> Vec<(Identity, String)> {
+    processes()
+        .filter(|(_, stat)| stat.process_group == group && stat.running())
+        .map(|(pid, stat)| {
+            let name = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            (
+                Identity {
+                    pid,
+                    start_ticks: stat.start_ticks,
+                },
+                name.trim().to_string(),
+            )
+        })
+        .collect()
+}
+
 /// Running processes whose working directory is `dir` or lies under it, with
 /// their command names: how a build's Terraform is found when no record of it
 /// was written.
@@ -138,6 +169,7 @@ mod tests {
             parse_stat(line),
             Some(ProcStat {
                 state: 'S',
+                parent: 1,
                 process_group: 4242,
                 start_ticks: 987654,
             })

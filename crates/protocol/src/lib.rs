@@ -160,6 +160,7 @@ impl JobWire {
                 agent_ca_cert: None,
                 volumes_dir: PathBuf::new(),
                 process_logs_dir: PathBuf::new(),
+                process_supervisor: None,
                 parameters: context.parameters,
                 development: false,
                 template_import: false,
@@ -462,6 +463,7 @@ mod tests {
                     agent_ca_cert: None,
                     volumes_dir: PathBuf::new(),
                     process_logs_dir: PathBuf::new(),
+                    process_supervisor: None,
                     ..sent
                 };
                 assert_eq!(back.context, expected);

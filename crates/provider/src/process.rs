@@ -5,12 +5,19 @@
 //! outlives the provider (Terraform stops the provider after each run) and
 //! Terraform never waits on its output. Its identity is its pid *and* its start
 //! time in /proc, because after it dies the pid can be reused by anything.
+//!
+//! When the platform runs Terraform in a sandbox, a process forked here would
+//! die with the sandbox's PID namespace at the end of the apply: the build
+//! then names the machine's process supervisor (`ABODE_PROCESS_SUPERVISOR`),
+//! which starts, watches and stops the process in a sandbox of its own
+//! (`abode_contract::supervisor`). By hand, the provider starts it itself.
 
 use std::fs::OpenOptions;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use abode_contract::supervisor::{self, Reply, Request};
 use async_trait::async_trait;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -45,6 +52,41 @@ pub(crate) struct ProcessState {
 
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct ProcessResource;
+
+/// What a process gets of the provider's environment (Terraform's) before
+/// its own `env`: everything but the build's and Terraform's variables.
+fn inherited_env() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(name, _)| !HIDDEN_ENV_PREFIXES.iter().any(|p| name.starts_with(p)))
+        .filter(|(name, _)| {
+            !(name == crate::LIB_BACKTRACE
+                && crate::BACKTRACE_SILENCED.load(std::sync::atomic::Ordering::Relaxed))
+        })
+        .collect()
+}
+
+/// One call to the process supervisor, off the async runtime.
+async fn ask(
+    socket: std::path::PathBuf,
+    request: Request,
+    timeout: Duration,
+) -> Result<Reply, String> {
+    tokio::task::spawn_blocking(move || supervisor::call(&socket, &request, timeout))
+        .await
+        .map_err(|error| error.to_string())?
+        .map_err(|error| error.to_string())
+}
+
+/// A supervisor's refusal or an unexpected answer, as the resource's error.
+fn supervisor_error(diags: &mut Diagnostics, reply: Result<Reply, String>) {
+    let message = match reply {
+        Ok(Reply::Error { message }) => message,
+        Ok(other) => format!("unexpected answer from the process supervisor: {other:?}"),
+        Err(message) => message,
+    };
+    diags.root_error("The process supervisor refused", message);
+}
 
 /// Is any process of the group still running?
 fn group_running(group: i32) -> bool {
@@ -196,12 +238,24 @@ impl Resource for ProcessResource {
 
     async fn read<'a>(
         &self,
-        _diags: &mut Diagnostics,
+        diags: &mut Diagnostics,
         state: Self::State<'a>,
         private_state: Self::PrivateState<'a>,
         _provider_meta_state: Self::ProviderMetaState<'a>,
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let identity = abode_procfs::Identity::parse(known(&state.id)?)?;
+        let id = known(&state.id)?.clone();
+        if let Some(socket) = build_context(diags)?.process_supervisor {
+            let reply = ask(socket, Request::Status { id }, Duration::from_secs(30)).await;
+            return match reply {
+                Ok(Reply::Status { running: true }) => Some((state, private_state)),
+                Ok(Reply::Status { running: false }) => None,
+                other => {
+                    supervisor_error(diags, other);
+                    None
+                }
+            };
+        }
+        let identity = abode_procfs::Identity::parse(&id)?;
         if identity.is_running() {
             Some((state, private_state))
         } else {
@@ -291,6 +345,31 @@ impl Resource for ProcessResource {
             attribute_error(diags, "command", "abode_process command is empty".into());
             return None;
         };
+        if let Some(socket) = context.process_supervisor.clone() {
+            let dir = known(&state.dir).cloned().unwrap_or_default();
+            let mut full_env = inherited_env();
+            full_env.extend(
+                env.iter()
+                    .map(|(name, value)| (name.clone(), value.clone())),
+            );
+            let request = Request::Start {
+                command: command.to_vec(),
+                env: full_env,
+                dir,
+            };
+            return match ask(socket, request, Duration::from_secs(60)).await {
+                Ok(Reply::Started { id, pid, log_path }) => {
+                    state.id = id.into();
+                    state.pid = pid.into();
+                    state.log_path = log_path.into();
+                    Some((state, planned_private_state))
+                }
+                other => {
+                    supervisor_error(diags, other);
+                    None
+                }
+            };
+        }
         if let Err(err) = std::fs::create_dir_all(&context.process_logs_dir) {
             diags.root_error(
                 "Cannot create the process logs directory",
@@ -403,6 +482,25 @@ impl Resource for ProcessResource {
         _planned_private_state: Self::PrivateState<'a>,
         _provider_meta_state: Self::ProviderMetaState<'a>,
     ) -> Option<()> {
+        let grace_seconds = known(&prior_state.stop_timeout)
+            .copied()
+            .unwrap_or(DEFAULT_STOP_TIMEOUT_SECONDS)
+            .max(0);
+        if let (Some(socket), Some(id)) = (
+            build_context(diags)?.process_supervisor,
+            known(&prior_state.id).cloned(),
+        ) {
+            let grace_seconds = u64::try_from(grace_seconds).unwrap_or(0);
+            let request = Request::Stop { id, grace_seconds };
+            let timeout = Duration::from_secs(grace_seconds + 30);
+            return match ask(socket, request, timeout).await {
+                Ok(Reply::Stopped) => Some(()),
+                other => {
+                    supervisor_error(diags, other);
+                    None
+                }
+            };
+        }
         let Some(identity) =
             known(&prior_state.id).and_then(|id| abode_procfs::Identity::parse(id))
         else {

@@ -4,8 +4,10 @@
 //! is told.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use abode_contract::BuildContext;
+use abode_terraform::isolation::Isolation;
 use abode_terraform::run::{self, Invocation, Outcome, OutputLine};
 use abode_terraform::supervise::{self, RunRecord};
 use tokio::sync::{mpsc, watch};
@@ -24,6 +26,8 @@ pub struct WorkDirLayout {
     pub archive: Vec<u8>,
     pub state: Option<Vec<u8>>,
     pub provider_mirror: Option<PathBuf>,
+    /// The sandbox Terraform will run in: the work dir is handed to its user.
+    pub isolation: Option<Arc<Isolation>>,
 }
 
 impl WorkDirLayout {
@@ -45,6 +49,7 @@ impl WorkDirLayout {
             .map_err(Failure::failed)?;
         workdir::write_provider_lock(&template_dir, self.provider_mirror.as_deref())
             .map_err(Failure::failed)?;
+        hand_over(self.isolation.as_ref(), &work_dir)?;
         Ok((work_dir, cli_config))
     }
 
@@ -54,6 +59,17 @@ impl WorkDirLayout {
         tokio::task::spawn_blocking(move || self.lay_out())
             .await
             .map_err(|error| Failure::failed(format!("preparing the work dir failed: {error}")))?
+    }
+}
+
+/// Gives `path` (and what is in it) to the sandbox's user, who runs
+/// Terraform there; nothing without a sandbox or a user of its own.
+pub fn hand_over(isolation: Option<&Arc<Isolation>>, path: &Path) -> Result<(), Failure> {
+    match isolation {
+        Some(isolation) => isolation
+            .hand_over(path)
+            .map_err(|error| Failure::failed(error.to_string())),
+        None => Ok(()),
     }
 }
 
@@ -68,6 +84,8 @@ pub struct TerraformCommand<'a, S> {
     pub work_dir: &'a Path,
     pub env: &'a [(String, String)],
     pub cancel: watch::Receiver<bool>,
+    /// The sandbox it runs in, if any.
+    pub isolation: Option<&'a Arc<Isolation>>,
 }
 
 impl<S: LogSink> TerraformCommand<'_, S> {
@@ -76,7 +94,8 @@ impl<S: LogSink> TerraformCommand<'_, S> {
             self.work_dir.join(TEMPLATE_SUBDIR),
             args.iter().copied(),
             self.env,
-        );
+        )
+        .isolated(self.isolation, self.work_dir);
         let (sender, receiver) = mpsc::unbounded_channel::<OutputLine>();
         let record = RunRecord::in_dir(self.work_dir);
         let runner = supervise::stream(&invocation, &record, sender, self.cancel, self.grace);
@@ -134,12 +153,14 @@ pub fn contract_env(
     env
 }
 
-/// `terraform show -json` of the saved plan in `template_dir`.
+/// `terraform show -json` of the saved plan in `work_dir`'s template dir.
 pub async fn show_plan(
-    template_dir: &Path,
+    work_dir: &Path,
     env: &[(String, String)],
     plan_file: &Path,
+    isolation: Option<&Arc<Isolation>>,
 ) -> Result<Vec<u8>, Failure> {
+    let template_dir = work_dir.join(TEMPLATE_SUBDIR);
     let show = Invocation::new(
         template_dir,
         [
@@ -149,7 +170,8 @@ pub async fn show_plan(
             &plan_file.display().to_string(),
         ],
         env,
-    );
+    )
+    .isolated(isolation, work_dir);
     run::capture(&show)
         .await
         .map_err(|error| Failure::failed(error.to_string()))

@@ -11,12 +11,15 @@
 //! [`Verdict`] says so.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use abode_contract::{BuildContext, Transition};
 use tokio::sync::watch;
 
-use crate::command::{contract_env, show_plan, TerraformCommand, WorkDirLayout};
+use abode_terraform::isolation::Isolation;
+
+use crate::command::{contract_env, hand_over, show_plan, TerraformCommand, WorkDirLayout};
 use crate::host::{
     sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogLevel,
     StateKept, Verdict,
@@ -54,6 +57,12 @@ pub struct RunnerConfig {
     pub ca_cert: Option<String>,
     pub terraform_env: Vec<(String, String)>,
     pub cancel_grace: Duration,
+    /// The sandbox every Terraform run goes in; `None` only when the
+    /// operator turned it off (`--terraform-sandbox off`).
+    pub isolation: Option<Arc<Isolation>>,
+    /// The process supervisor's socket, handed to the provider
+    /// (`ABODE_PROCESS_SUPERVISOR`) when Terraform runs sandboxed.
+    pub process_supervisor: Option<PathBuf>,
 }
 
 /// The environment's names only: its values may be credentials.
@@ -72,6 +81,8 @@ impl std::fmt::Debug for RunnerConfig {
             .field("agent_binary", &self.agent_binary)
             .field("terraform_env", &names)
             .field("cancel_grace", &self.cancel_grace)
+            .field("sandboxed", &self.isolation.is_some())
+            .field("process_supervisor", &self.process_supervisor)
             .finish()
     }
 }
@@ -136,6 +147,7 @@ pub async fn run_job<H: BuildHost>(
             None
         },
         provider_mirror: config.provider_mirror.clone(),
+        isolation: config.isolation.clone(),
     };
     let backend = inputs.state_backend.clone();
     let mut run = Run {
@@ -151,12 +163,13 @@ pub async fn run_job<H: BuildHost>(
     let laid_out = match layout.lay_out_off_runtime().await {
         Ok((dir, cli_config)) => backend
             .write(&dir, &dir.join(TEMPLATE_SUBDIR), !local_state)
-            .map(|()| cli_config)
             .map_err(|error| {
                 Failure::failed(format!(
                     "cannot write the state backend's settings: {error}"
                 ))
-            }),
+            })
+            .and_then(|()| hand_over(config.isolation.as_ref(), &dir))
+            .map(|()| cli_config),
         Err(failure) => Err(failure),
     };
     let result = match laid_out {
@@ -201,6 +214,7 @@ fn local_context(config: &RunnerConfig, mut context: BuildContext) -> BuildConte
     context.process_logs_dir = config.process_logs_dir.clone();
     context.agent_binary = config.agent_binary.clone();
     context.agent_ca_cert = config.ca_cert.clone();
+    context.process_supervisor = config.process_supervisor.clone();
     context
 }
 
@@ -280,6 +294,7 @@ impl<H: BuildHost> Run<'_, H> {
                 work_dir: &self.work_dir,
                 env: &self.env,
                 cancel: self.cancel.clone(),
+                isolation: self.config.isolation.as_ref(),
             };
             return command.run(stage, args).await;
         }
@@ -307,6 +322,7 @@ impl<H: BuildHost> Run<'_, H> {
             work_dir: &self.work_dir,
             env: &self.env,
             cancel: either,
+            isolation: self.config.isolation.as_ref(),
         };
         let result = command.run(stage, args).await;
         forward.abort();
@@ -334,7 +350,13 @@ impl<H: BuildHost> Run<'_, H> {
         }
         self.terraform("plan", &plan_args).await?;
         self.canceled()?;
-        let plan_json = show_plan(&self.template_dir(), &self.env, &plan_file).await?;
+        let plan_json = show_plan(
+            &self.work_dir,
+            &self.env,
+            &plan_file,
+            self.config.isolation.as_ref(),
+        )
+        .await?;
         let plan = tokio::fs::read(&plan_file)
             .await
             .map_err(|error| Failure::failed(format!("cannot read the saved plan: {error}")))?;
@@ -377,10 +399,21 @@ impl<H: BuildHost> Run<'_, H> {
         self.canceled()?;
         let plan_file = self.work_dir.join(PLAN_FILE);
         let path = plan_file.clone();
-        tokio::task::spawn_blocking(move || workdir::write_private(&path, &plan))
-            .await
-            .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?
-            .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?;
+        let isolation = self.config.isolation.clone();
+        tokio::task::spawn_blocking(move || {
+            workdir::write_private(&path, &plan)?;
+            // Terraform reads it as the sandbox's user.
+            match isolation {
+                Some(isolation) => isolation
+                    .sandbox()
+                    .hand_over_one(&path)
+                    .map_err(std::io::Error::other),
+                None => Ok(()),
+            }
+        })
+        .await
+        .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?
+        .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?;
         if !self.host.holds_lease().await {
             return Err(lease_lost("the confirmed plan was applied"));
         }

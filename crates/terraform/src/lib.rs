@@ -4,6 +4,7 @@
 //! that the environment Terraform sees (its CLI configuration, the offline provider
 //! mirror, automation flags) is decided in one place.
 
+pub mod isolation;
 pub mod mirror;
 pub mod run;
 pub mod supervise;

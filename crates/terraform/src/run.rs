@@ -113,6 +113,9 @@ pub struct Invocation {
     /// The whole environment of the run (see [`PassedEnv`]), on top of
     /// which the automation settings are set.
     pub env: Vec<(String, String)>,
+    /// The sandbox it runs in and the work dir it may write (`None`: the
+    /// operator turned the sandbox off).
+    pub isolation: Option<(std::sync::Arc<crate::isolation::Isolation>, PathBuf)>,
 }
 
 impl Invocation {
@@ -125,7 +128,19 @@ impl Invocation {
             args: args.into_iter().map(Into::into).collect(),
             dir: dir.into(),
             env: env.to_vec(),
+            isolation: None,
         }
+    }
+
+    /// Runs it in `isolation`'s sandbox, seeing `work_dir` (which holds
+    /// its directory) read-write; as it is when `isolation` is `None`.
+    pub fn isolated(
+        mut self,
+        isolation: Option<&std::sync::Arc<crate::isolation::Isolation>>,
+        work_dir: &std::path::Path,
+    ) -> Self {
+        self.isolation = isolation.map(|isolation| (isolation.clone(), work_dir.to_path_buf()));
+        self
     }
 
     /// Terraform's subcommand (`plan`, `apply`, ...), for records and messages.
@@ -140,15 +155,29 @@ impl Invocation {
     /// [`PassedEnv`] for what a caller takes from its own) and the automation
     /// settings; nothing else of this process's environment.
     pub(crate) fn command(&self) -> Command {
-        let mut command = Command::new("terraform");
+        let mut command = match &self.isolation {
+            None => {
+                let mut command = Command::new("terraform");
+                command.args(&self.args);
+                command
+            }
+            Some((isolation, work_dir)) => {
+                let (program, args) = isolation.wrap(work_dir, &self.dir, &self.args);
+                let mut command = Command::new(program);
+                command.args(args);
+                command
+            }
+        };
         command
             .env_clear()
-            .args(&self.args)
             .current_dir(&self.dir)
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null());
         // Last, so that nothing passed on can undo it.
         command.envs(crate::automation_env());
+        if let Some((isolation, _)) = &self.isolation {
+            command.envs(isolation.env());
+        }
         command
     }
 }

@@ -280,7 +280,7 @@ impl Stop {
         match self.interrupted {
             None => {
                 // It may have exited already: then there is nothing to stop.
-                let _ = signal::kill(Pid::from_raw(pid), Signal::SIGINT);
+                interrupt(pid);
                 self.interrupted = Some(Instant::now());
             }
             Some(since) if !self.killed && since.elapsed() >= self.grace => {
@@ -289,6 +289,23 @@ impl Stop {
             }
             Some(_) => {}
         }
+    }
+}
+
+/// SIGINT to the run's Terraform: the process Abode started when it is
+/// Terraform itself, else (a sandbox: bwrap, which would die of it and leave
+/// Terraform running) the processes named `terraform` in its group.
+fn interrupt(group: i32) {
+    let terraforms: Vec<i32> = abode_procfs::group_members(group)
+        .into_iter()
+        .filter(|(_, name)| name == "terraform")
+        .map(|(identity, _)| identity.pid)
+        .collect();
+    if terraforms.is_empty() {
+        let _ = signal::kill(Pid::from_raw(group), Signal::SIGINT);
+    }
+    for pid in terraforms {
+        let _ = signal::kill(Pid::from_raw(pid), Signal::SIGINT);
     }
 }
 

@@ -17,7 +17,7 @@ pub enum ProvisionerCommand {
     List(OutputArgs),
     /// Run an external provisioner daemon: builds run here, with this
     /// machine's credentials, judged by the server (docs/deployment.md).
-    Start(crate::provisioner_daemon::StartArgs),
+    Start(Box<crate::provisioner_daemon::StartArgs>),
     /// The keys external provisioner daemons authenticate with (owners).
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -54,7 +54,7 @@ pub fn run(command: ProvisionerCommand) -> anyhow::Result<u8> {
     match command {
         ProvisionerCommand::List(args) => list(args),
         ProvisionerCommand::Start(args) => {
-            crate::provisioner_daemon::run(args)?;
+            crate::provisioner_daemon::run(*args)?;
             Ok(EXIT_OK)
         }
         ProvisionerCommand::Keys(command) => keys(command),

@@ -235,6 +235,10 @@ impl Platform {
             server_env: Vec::new(),
         };
         prepare(&platform.data_dir());
+        let outside = platform.outside();
+        fs::create_dir_all(&outside).unwrap();
+        // Sandboxed Terraform (nobody) writes its ledgers there.
+        fs::set_permissions(&outside, fs::Permissions::from_mode(0o1777)).unwrap();
         platform.spawn_until_ready(true);
         platform
     }
@@ -300,6 +304,10 @@ impl Platform {
                     .iter()
                     .flat_map(|url| ["--database-url", url.as_str()]),
             )
+            // Templates that leave traces for a test write them here, the one
+            // path of the machine their sandbox shows them.
+            .arg("--terraform-mount")
+            .arg(self.outside())
             // The marker reaches what Terraform starts only because it is passed.
             .arg("--terraform-env")
             .arg(MARKER_VAR)
@@ -354,6 +362,13 @@ impl Platform {
         if let Some(server) = &self.server {
             signal(server.id(), "CONT");
         }
+    }
+
+    /// A directory outside the data dir that every Terraform run of this
+    /// platform (and of its daemons) sees read-write (`--terraform-mount`):
+    /// where templates leave what a test checks (ledgers, gates).
+    pub fn outside(&self) -> PathBuf {
+        self.root.path().join("outside")
     }
 
     /// The server's id (its data dir's `server-id`).
@@ -1084,6 +1099,8 @@ impl Daemon {
             .arg("--data-dir")
             .arg(&data_dir)
             .args(["--name", name])
+            .arg("--terraform-mount")
+            .arg(platform.outside())
             .args(extra)
             .env("CHECKPOINT_DISABLE", "1")
             .env("TF_IN_AUTOMATION", "1")

@@ -299,6 +299,8 @@ pub(crate) fn runner_config(config: &crate::Config) -> RunnerConfig {
         ca_cert: config.ca_cert.clone(),
         terraform_env: config.terraform_env.clone(),
         cancel_grace: config.cancel_grace,
+        isolation: config.terraform_isolation.clone(),
+        process_supervisor: config.process_supervisor.clone(),
     }
 }
 

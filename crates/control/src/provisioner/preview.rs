@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use abode_runner::command::{contract_env, show_plan, TerraformCommand, WorkDirLayout};
-use abode_runner::workdir::{self, PLAN_FILE, TEMPLATE_SUBDIR};
+use abode_runner::workdir::{self, PLAN_FILE};
 use abode_runner::Failure;
 
 use super::guard_step::{judge_plan, Judged};
@@ -181,6 +181,7 @@ async fn plan_and_judge(
         archive,
         state,
         provider_mirror: config.provider_mirror.clone(),
+        isolation: config.terraform_isolation.clone(),
     }
     .lay_out_off_runtime()
     .await
@@ -207,6 +208,7 @@ async fn plan_and_judge(
             work_dir: &work_dir,
             env: &env,
             cancel: shutdown.clone(),
+            isolation: config.terraform_isolation.as_ref(),
         };
         async move {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -228,9 +230,14 @@ async fn plan_and_judge(
         Transition::Stop => abode_guard::Transition::Stop,
         _ => abode_guard::Transition::Start,
     };
-    let plan_json = show_plan(&work_dir.join(TEMPLATE_SUBDIR), &env, &plan_file)
-        .await
-        .map_err(&failed)?;
+    let plan_json = show_plan(
+        &work_dir,
+        &env,
+        &plan_file,
+        config.terraform_isolation.as_ref(),
+    )
+    .await
+    .map_err(&failed)?;
     let Judged { report, .. } = judge_plan(
         control,
         plan_json,

@@ -86,6 +86,7 @@ pub(super) fn workspace_context(
         agent_ca_cert: config.ca_cert.clone(),
         volumes_dir: config.volumes_dir(),
         process_logs_dir: config.process_logs_dir(),
+        process_supervisor: config.process_supervisor.clone(),
         parameters: run.parameters,
         development: false,
         template_import: false,

@@ -37,6 +37,8 @@ pub struct TemplatesConfig {
     pub provider_mirror: Option<PathBuf>,
     /// What a push's Terraform gets of the server's environment.
     pub terraform_env: Vec<(String, String)>,
+    /// The sandbox a push's Terraform runs in (`Config::terraform_isolation`).
+    pub isolation: Option<std::sync::Arc<abode_terraform::isolation::Isolation>>,
 }
 
 /// Templates, their versions, their activation and their presets.
@@ -549,9 +551,16 @@ async fn validate_in(
     }
     let mirror = config.provider_mirror.clone();
     let (config_dir, lock_dir) = (dir.to_path_buf(), template_dir.clone());
+    let isolation = config.isolation.clone();
     let cli_config = tokio::task::spawn_blocking(move || {
         let cli_config = workdir::write_cli_config(&config_dir, mirror.as_deref())?;
         workdir::write_provider_lock(&lock_dir, mirror.as_deref())?;
+        // Terraform writes here as the sandbox's user.
+        if let Some(isolation) = &isolation {
+            isolation
+                .hand_over(&config_dir)
+                .map_err(|error| error.to_string())?;
+        }
         Ok::<_, String>(cli_config)
     })
     .await
@@ -571,18 +580,16 @@ async fn validate_in(
             other => ControlError::Internal(other.to_string()),
         }
     };
-    run::capture(&Invocation::new(
-        &template_dir,
-        ["init", "-input=false", "-no-color"],
-        &env,
-    ))
+    run::capture(
+        &Invocation::new(&template_dir, ["init", "-input=false", "-no-color"], &env)
+            .isolated(config.isolation.as_ref(), dir),
+    )
     .await
     .map_err(as_template_error("init"))?;
-    let output = run::capture(&Invocation::new(
-        &template_dir,
-        ["validate", "-no-color"],
-        &env,
-    ))
+    let output = run::capture(
+        &Invocation::new(&template_dir, ["validate", "-no-color"], &env)
+            .isolated(config.isolation.as_ref(), dir),
+    )
     .await
     .map_err(as_template_error("validate"))?;
     let message = String::from_utf8_lossy(&output)
@@ -591,7 +598,8 @@ async fn validate_in(
         .find(|line| !line.is_empty())
         .unwrap_or("The configuration is valid.")
         .to_string();
-    let declarations = declarations_from_template(&template_dir, &env, dir).await?;
+    let declarations =
+        declarations_from_template(&template_dir, &env, dir, config.isolation.as_ref()).await?;
     let as_json = |value: Result<String, serde_json::Error>| {
         value.map_err(|error| ControlError::Internal(error.to_string()))
     };

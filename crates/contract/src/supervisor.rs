@@ -1,0 +1,122 @@
+//! What the abode provider and the machine's process supervisor say to each
+//! other, over the unix socket named by `ABODE_PROCESS_SUPERVISOR`.
+//!
+//! Terraform runs in a sandbox with its own PID namespace, which dies with
+//! it: a workspace process (`abode_process`) forked there would die at the
+//! end of the apply, and the provider could neither see nor stop one started
+//! by an earlier build. So the provider asks the supervisor of the server (or
+//! daemon) that runs the build, which starts the process in a sandbox of its
+//! own and answers for it later. Both sides use these types, so a field is
+//! never written under one name and read under another.
+//!
+//! One request per connection: a JSON object on one line, answered by one
+//! JSON line.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+/// The largest request or answer line either side reads.
+pub const MAX_LINE: usize = 1024 * 1024;
+
+/// What the provider asks.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Start `command` (program and arguments, no shell) with exactly `env`,
+    /// in `dir`: an `abode_volume`'s directory (or one inside it), which is
+    /// the process's home and the only place it may write.
+    Start {
+        command: Vec<String>,
+        env: Vec<(String, String)>,
+        dir: String,
+    },
+    /// Whether the process `id` (from [`Reply::Started`]) still runs.
+    Status { id: String },
+    /// SIGTERM to the process and everything it started, SIGKILL to what is
+    /// left after `grace_seconds`; its log is removed.
+    Stop { id: String, grace_seconds: u64 },
+}
+
+/// What the supervisor answers.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum Reply {
+    /// `id` is `<pid>-<start time>` of the sandbox's outermost process.
+    Started {
+        id: String,
+        pid: i64,
+        log_path: String,
+    },
+    Status {
+        running: bool,
+    },
+    Stopped,
+    /// A refusal or failure, one line, safe to show in a build's log.
+    Error {
+        message: String,
+    },
+}
+
+/// Why a call to the supervisor failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    #[error("cannot reach the process supervisor at {socket}: {reason}")]
+    Unreachable { socket: String, reason: String },
+    #[error("the process supervisor's answer cannot be read: {0}")]
+    BadReply(String),
+}
+
+/// Sends one request and reads its answer. `timeout` bounds each read and
+/// write (a stop waits for its grace: give it more).
+pub fn call(socket: &Path, request: &Request, timeout: Duration) -> Result<Reply, SupervisorError> {
+    let unreachable = |reason: std::io::Error| SupervisorError::Unreachable {
+        socket: socket.display().to_string(),
+        reason: reason.to_string(),
+    };
+    let mut stream = UnixStream::connect(socket).map_err(unreachable)?;
+    stream
+        .set_read_timeout(Some(timeout))
+        .map_err(unreachable)?;
+    stream
+        .set_write_timeout(Some(timeout))
+        .map_err(unreachable)?;
+    let mut line = serde_json::to_vec(request)
+        .map_err(|error| SupervisorError::BadReply(error.to_string()))?;
+    line.push(b'\n');
+    stream.write_all(&line).map_err(unreachable)?;
+    let mut answer = Vec::new();
+    BufReader::new(stream.take_bounded())
+        .read_until(b'\n', &mut answer)
+        .map_err(unreachable)?;
+    serde_json::from_slice(&answer).map_err(|error| SupervisorError::BadReply(error.to_string()))
+}
+
+/// A stream read no further than [`MAX_LINE`] bytes.
+trait TakeBounded: Sized + std::io::Read {
+    fn take_bounded(self) -> std::io::Take<Self> {
+        self.take(MAX_LINE as u64)
+    }
+}
+
+impl<R: std::io::Read> TakeBounded for R {}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn requests_and_replies_are_tagged_json() {
+        let request = Request::Stop {
+            id: "12-34".into(),
+            grace_seconds: 10,
+        };
+        let text = serde_json::to_string(&request).unwrap();
+        assert_eq!(text, r#"{"op":"stop","id":"12-34","grace_seconds":10}"#);
+        assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), request);
+        let reply: Reply = serde_json::from_str(r#"{"reply":"status","running":true}"#).unwrap();
+        assert_eq!(reply, Reply::Status { running: true });
+    }
+}

@@ -1,0 +1,282 @@
+//! The process supervisor: starts workspace processes (`abode_process`) in
+//! sandboxes of their own when the provider asks, and answers for them
+//! later (are they running, stop them).
+//!
+//! The provider runs inside Terraform's sandbox, whose PID namespace dies
+//! with Terraform: a process it forked would die at the end of the apply,
+//! and it could see no process of an earlier build. The supervisor runs in
+//! the server (or daemon), listens on a private unix socket that only the
+//! sandboxes are given (`ABODE_PROCESS_SUPERVISOR`), and starts each process
+//! with bwrap: its volume as its home and only writable place, the system
+//! read-only, its own PID namespace, the sandbox's unprivileged user. A
+//! process is not a child anyone waits for once the server is gone: it
+//! outlives a restart of the server like any workspace, and is found again
+//! by its record (its pid and start time) under the supervisor's records
+//! directory. Only recorded processes are answered for or stopped, so a
+//! template cannot have the supervisor signal anything else.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use abode_contract::supervisor::{Reply, Request, MAX_LINE};
+use abode_procfs::Identity;
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+
+use crate::{Sandbox, View};
+
+/// How long after its start a process that exited with an error fails the
+/// create (a typo, a missing file) rather than showing as drift later.
+const STARTUP_CHECK: Duration = Duration::from_millis(200);
+const POLL: Duration = Duration::from_millis(50);
+
+/// Where the supervisor keeps things and what its processes may see.
+#[derive(Debug, Clone)]
+pub struct SupervisorConfig {
+    pub sandbox: Sandbox,
+    /// The socket the sandboxes are given.
+    pub socket: PathBuf,
+    /// A process's `dir` must lie in a volume under this directory.
+    pub volumes_dir: PathBuf,
+    /// Where each process's output goes (one file per process).
+    pub logs_dir: PathBuf,
+    /// One record per running process, by identity (private to the server).
+    pub records_dir: PathBuf,
+    /// Bound read-only into every process's sandbox (the agent's binary).
+    pub read_only: Vec<PathBuf>,
+}
+
+/// Why the supervisor could not start listening.
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorStartError {
+    #[error("cannot listen on the process supervisor's socket {path}: {reason}")]
+    Listen { path: String, reason: String },
+    #[error(transparent)]
+    Sandbox(#[from] crate::SandboxError),
+}
+
+/// Starts listening on the config's socket (made anew, 0600, the sandbox
+/// user's) and serves each connection on a thread of its own.
+pub fn start(config: SupervisorConfig) -> Result<(), SupervisorStartError> {
+    let shown = config.socket.display().to_string();
+    let listen_error = |error: std::io::Error| SupervisorStartError::Listen {
+        path: shown.clone(),
+        reason: error.to_string(),
+    };
+    for dir in [&config.logs_dir, &config.records_dir] {
+        fs::create_dir_all(dir).map_err(listen_error)?;
+    }
+    fs::set_permissions(&config.records_dir, fs::Permissions::from_mode(0o700))
+        .map_err(listen_error)?;
+    match fs::remove_file(&config.socket) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(listen_error(error)),
+    }
+    let listener = UnixListener::bind(&config.socket).map_err(listen_error)?;
+    fs::set_permissions(&config.socket, fs::Permissions::from_mode(0o600)).map_err(listen_error)?;
+    config.sandbox.hand_over_one(&config.socket)?;
+    let config = std::sync::Arc::new(config);
+    std::thread::Builder::new()
+        .name("process-supervisor".into())
+        .spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let config = config.clone();
+                let spawned = std::thread::Builder::new()
+                    .name("process-supervisor-call".into())
+                    .spawn(move || serve(&config, stream));
+                if let Err(error) = spawned {
+                    tracing::warn!(%error, "cannot serve a call of the process supervisor");
+                }
+            }
+        })
+        .map_err(listen_error)?;
+    Ok(())
+}
+
+fn serve(config: &SupervisorConfig, stream: UnixStream) {
+    let mut line = Vec::new();
+    let read = BufReader::new((&stream).take(MAX_LINE as u64)).read_until(b'\n', &mut line);
+    let reply = match read {
+        Err(error) => Reply::Error {
+            message: format!("cannot read the request: {error}"),
+        },
+        Ok(_) => match serde_json::from_slice::<Request>(&line) {
+            Err(error) => Reply::Error {
+                message: format!("not a request: {error}"),
+            },
+            Ok(request) => answer(config, request),
+        },
+    };
+    let Ok(mut text) = serde_json::to_vec(&reply) else {
+        return;
+    };
+    text.push(b'\n');
+    // A caller that went away wants no answer.
+    let _ = (&stream).write_all(&text);
+}
+
+/// What a request gets: the one place each operation is decided.
+pub fn answer(config: &SupervisorConfig, request: Request) -> Reply {
+    let result = match request {
+        Request::Start { command, env, dir } => start_process(config, &command, &env, &dir),
+        Request::Status { id } => Ok(Reply::Status {
+            running: recorded(config, &id).is_some_and(|(identity, _)| identity.is_running()),
+        }),
+        Request::Stop { id, grace_seconds } => stop_process(config, &id, grace_seconds),
+    };
+    result.unwrap_or_else(|message| Reply::Error { message })
+}
+
+/// The record of `id`, when the supervisor started it: its identity and log.
+fn recorded(config: &SupervisorConfig, id: &str) -> Option<(Identity, PathBuf)> {
+    let identity = Identity::parse(id)?;
+    let log = fs::read_to_string(config.records_dir.join(identity.to_text())).ok()?;
+    Some((identity, PathBuf::from(log.trim())))
+}
+
+/// The volume that holds `dir`: `<volumes dir>/<name>`, both real paths.
+fn volume_of(config: &SupervisorConfig, dir: &str) -> Result<(PathBuf, PathBuf), String> {
+    let refused = || {
+        format!(
+            "abode_process dir {dir:?} is not in an abode_volume: a sandboxed process's dir is its volume's path (or a directory in it)"
+        )
+    };
+    let volumes = fs::canonicalize(&config.volumes_dir).map_err(|_| refused())?;
+    let dir = fs::canonicalize(dir).map_err(|_| refused())?;
+    let name = dir
+        .strip_prefix(&volumes)
+        .map_err(|_| refused())?
+        .components()
+        .next()
+        .ok_or_else(refused)?;
+    Ok((volumes.join(name), dir))
+}
+
+fn start_process(
+    config: &SupervisorConfig,
+    command: &[String],
+    env: &[(String, String)],
+    dir: &str,
+) -> Result<Reply, String> {
+    let Some((program, args)) = command.split_first() else {
+        return Err("abode_process command is empty".into());
+    };
+    let (volume, dir) = volume_of(config, dir)?;
+    let log_path = config
+        .logs_dir
+        .join(format!("{}.log", uuid::Uuid::new_v4()));
+    let log = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&log_path)
+        .map_err(|error| format!("cannot create the process log: {error}"))?;
+    let log_for_stderr = log
+        .try_clone()
+        .map_err(|error| format!("cannot share the process log: {error}"))?;
+    let view = View {
+        read_only: config.read_only.clone(),
+        read_write: vec![volume],
+        dir: dir.clone(),
+        operator_mounts: false,
+    };
+    let args: Vec<OsString> = args.iter().map(OsString::from).collect();
+    let (bwrap, bwrap_args) = config.sandbox.wrap(&view, Path::new(program), &args);
+    let mut child = Command::new(bwrap)
+        .args(bwrap_args)
+        .env_clear()
+        .envs(env.iter().map(|(name, value)| (name, value)))
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_for_stderr)
+        // Its own group: stopped as one, and no signal meant for the
+        // server's group reaches it.
+        .process_group(0)
+        .spawn()
+        .map_err(|error| format!("cannot start the sandbox of `{program}`: {error}"))?;
+    let pid = i32::try_from(child.id()).map_err(|error| error.to_string())?;
+    let identity = Identity::of(pid);
+    std::thread::sleep(STARTUP_CHECK);
+    if let Ok(Some(status)) = child.try_wait() {
+        if !status.success() {
+            // The log holds the workspace's output (maybe secrets): named, not shown.
+            return Err(format!(
+                "`{program}` exited with {status} right after starting; its output is in {}",
+                log_path.display()
+            ));
+        }
+    }
+    // Reaped here while this server runs; by init once it is gone.
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+    let Some(identity) = identity else {
+        return Err(format!(
+            "the process {pid} ended before its start time could be read"
+        ));
+    };
+    let record = config.records_dir.join(identity.to_text());
+    fs::write(&record, log_path.display().to_string())
+        .map_err(|error| format!("cannot record the process: {error}"))?;
+    Ok(Reply::Started {
+        id: identity.to_text(),
+        pid: i64::from(pid),
+        log_path: log_path.display().to_string(),
+    })
+}
+
+fn stop_process(config: &SupervisorConfig, id: &str, grace_seconds: u64) -> Result<Reply, String> {
+    let Some((identity, log)) = recorded(config, id) else {
+        // Not one of ours (or stopped already): nothing to signal.
+        return Ok(Reply::Stopped);
+    };
+    if identity.is_running() {
+        // The first process of its PID namespace: when it dies, the kernel
+        // kills everything else in the namespace, sessions of their own included.
+        let namespace_init = abode_procfs::children(identity.pid);
+        let group = Pid::from_raw(identity.pid);
+        let _ = killpg(group, Signal::SIGTERM);
+        let gone = || {
+            !abode_procfs::group_running(identity.pid)
+                && namespace_init.iter().all(|init| !init.is_running())
+        };
+        if !wait_until(gone, Duration::from_secs(grace_seconds)) {
+            for init in namespace_init.iter().filter(|init| init.is_running()) {
+                let _ = kill(Pid::from_raw(init.pid), Signal::SIGKILL);
+            }
+            let _ = killpg(group, Signal::SIGKILL);
+            if !wait_until(gone, Duration::from_secs(5)) {
+                return Err(format!(
+                    "process {} is still running after SIGTERM and SIGKILL",
+                    identity.pid
+                ));
+            }
+        }
+    }
+    let _ = fs::remove_file(&log);
+    let _ = fs::remove_file(config.records_dir.join(identity.to_text()));
+    Ok(Reply::Stopped)
+}
+
+fn wait_until(done: impl Fn() -> bool, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(POLL);
+    }
+}
