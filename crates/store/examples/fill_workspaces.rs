@@ -4,14 +4,18 @@
 //! real one does. Run while the server is up with `--provisioners 0`
 //! (nothing else claims the jobs).
 //!
-//! Usage: fill_workspaces DATABASE OWNER COUNT
+//! Usage: fill_workspaces DATABASE OWNER COUNT [TOKENS_FILE]
 //!   DATABASE: a SQLite file or a postgres:// URL
 //!   OWNER: the (existing) user who pushes the template; the workspaces are
 //!          spread over 100 users `bench-NN` created here, plus OWNER.
+//!   TOKENS_FILE: where each agent's token goes, one per line, for a load
+//!          generator that connects as the agents (benches/tls-tunnels.sh).
 #![allow(clippy::print_stdout)]
 
 use std::error::Error;
 use std::path::Path;
+
+use sha2::Digest;
 
 use abode_store::{
     new_id, BuildReason, BuildStatus, NewAgent, NewBuild, NewTemplateVersion, NewUser,
@@ -21,9 +25,12 @@ use abode_store::{
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, database, owner, count] = args.as_slice() else {
-        return Err("usage: fill_workspaces DATABASE OWNER COUNT".into());
+    let (database, owner, count, tokens_file) = match args.as_slice() {
+        [_, database, owner, count] => (database, owner, count, None),
+        [_, database, owner, count, tokens] => (database, owner, count, Some(tokens)),
+        _ => return Err("usage: fill_workspaces DATABASE OWNER COUNT [TOKENS_FILE]".into()),
     };
+    let mut tokens = String::new();
     let count: usize = count.parse()?;
     let store = if database.starts_with("postgres://") {
         Store::open_postgres(database).await?
@@ -103,6 +110,10 @@ async fn main() -> Result<(), Box<dyn Error>> {
             )
             .await?;
         store.claim_job("bench", "bench", 60_000).await?;
+        // Hashed as the control plane hashes agent tokens (SHA-256, hex).
+        let token = format!("bench-agent-{}", new_id());
+        tokens.push_str(&token);
+        tokens.push('\n');
         store
             .finish_build(&build_id, BuildStatus::Succeeded, None)
             .await?;
@@ -112,7 +123,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 &build_id,
                 &[NewAgent {
                     name: "main".into(),
-                    token_hash: format!("{build_id}-agent"),
+                    token_hash: hex::encode(sha2::Sha256::digest(token.as_bytes())),
                     startup_script: None,
                     claim_script: None,
                     dir: None,
@@ -131,5 +142,8 @@ async fn main() -> Result<(), Box<dyn Error>> {
         }
     }
     store.close().await;
+    if let Some(path) = tokens_file {
+        std::fs::write(path, tokens)?;
+    }
     Ok(())
 }
