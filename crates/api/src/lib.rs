@@ -12,6 +12,7 @@ mod pages;
 mod prometheus;
 mod redirect;
 mod relay;
+mod request_checks;
 mod routes;
 mod server;
 mod tls_listener;
