@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use abode_protocol::{LogLineWire, Outcome};
-use abode_runner::{BuildHost, JobInputs, JobKind, LogLevel, LogSink, StateKept, Verdict};
+use abode_runner::{JobInputs, JobKind, LogLevel, LogSink, StateKept, Verdict};
 use abode_store::{BuildStatus, ProvisionerKind};
 
 use crate::holders::{describe_holder, DAEMON_HOLDER_PREFIX};
@@ -225,9 +225,7 @@ impl Control {
         plan: Vec<u8>,
     ) -> Result<Verdict, ControlError> {
         let job = self.daemon_job(caller, build_id).await?;
-        job.judge(plan_json, plan)
-            .await
-            .map_err(|failure| ControlError::Conflict(failure.message))
+        Ok(job.judge_once(plan_json, plan).await?)
     }
 
     /// A daemon's apply succeeded: what it made is read from the state its

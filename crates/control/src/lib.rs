@@ -69,7 +69,7 @@ pub use identity::{Caller, Identity, IdentityConfig, SESSION_EXPIRED};
 pub use names::validate_name;
 pub use notifications::{NotificationsConfig, ReplacedResource};
 pub use prebuilds::{PoolStatus, PrebuildsConfig};
-pub use provisioner::ServerJob;
+pub use provisioner::{JudgeError, ServerJob};
 pub use provisioner_keys::ProvisionerKey;
 pub use recovery::Recovered;
 pub use scheduler::SchedulerConfig;

@@ -3,7 +3,9 @@
 //! another slot of the same daemon while the run that lost it winds down;
 //! that run's heartbeats, log lines and end must then be refused, not taken
 //! for the new claim's (the chaos test once saw a lost run's "lease lost"
-//! end recorded as the new run's). A real (SQLite) store; no Terraform runs.
+//! end recorded as the new run's). And a build's first verdict stands: a
+//! daemon that sends another plan to be judged is refused, so a hold never
+//! turns into an apply. A real (SQLite) store; no Terraform runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
@@ -173,4 +175,71 @@ async fn only_the_slot_that_claimed_a_job_speaks_for_it() {
     assert!(!texts.contains(&"from a lost run"), "{texts:?}");
     let build = setup.store.build_by_id(&build_id).await.unwrap();
     assert_eq!(build.status, BuildStatus::Running);
+}
+
+/// `terraform show -json` of plans the guard holds (a protected resource
+/// replaced, annotated in the plan) and allows (no change) on a start.
+const HELD_PLAN: &[u8] = include_bytes!("../../guard/tests/fixtures/annotation-root/plan.json");
+const HARMLESS_PLAN: &[u8] = include_bytes!("../../guard/tests/fixtures/no-change/plan.json");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_verdict_on_a_build_stands() {
+    let setup = setup().await;
+    let build_id = queued_build(&setup).await;
+    let (_key, secret) = setup
+        .control
+        .create_provisioner_key(&setup.owner, "k", &[])
+        .await
+        .unwrap();
+    let daemon = DaemonCaller {
+        key_hash: abode_control::token_hash(&secret),
+        key_name: "k".into(),
+        tags: Vec::new(),
+        daemon_id: "d".into(),
+        slot: "d-1".into(),
+    };
+    setup
+        .control
+        .acquire_daemon_job(&daemon, &[], "d-1", "0.1.0", Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("the queued build is claimed");
+    let judge = |plan: &'static [u8]| {
+        let (control, daemon, build_id) = (setup.control.clone(), daemon.clone(), build_id.clone());
+        async move {
+            control
+                .daemon_judge(
+                    &daemon,
+                    &build_id,
+                    plan.to_vec(),
+                    b"the saved plan".to_vec(),
+                )
+                .await
+        }
+    };
+    let first = judge(HELD_PLAN).await.unwrap();
+    assert_eq!(first, abode_runner::Verdict::Hold);
+
+    // Another plan, that the guard would allow, is not judged.
+    let second = judge(HARMLESS_PLAN).await;
+    assert!(
+        matches!(second, Err(ControlError::AlreadyJudged(_))),
+        "{second:?}"
+    );
+    // The same plan asked again (an answer lost on the way) gets the same
+    // verdict.
+    assert_eq!(judge(HELD_PLAN).await.unwrap(), abode_runner::Verdict::Hold);
+
+    let build = setup.store.build_by_id(&build_id).await.unwrap();
+    let decision = build.guard_report.map(|report| report.decision);
+    assert_eq!(decision, Some(abode_guard::Decision::Confirm));
+    // And the run may not end as if it had been allowed.
+    let applied = setup
+        .control
+        .daemon_complete(&daemon, &build_id, abode_protocol::Outcome::Applied)
+        .await;
+    assert!(
+        matches!(applied, Err(ControlError::Conflict(_))),
+        "{applied:?}"
+    );
 }

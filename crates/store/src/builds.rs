@@ -192,8 +192,8 @@ macro_rules! build_queries {
         guard_report: &abode_guard::Report,
     ) -> Result<bool, StoreError> {
         let set = sqlx::query(&sql(
-            "UPDATE builds SET plan_json = ?, guard_report = ? WHERE id = ? AND EXISTS \
-             (SELECT 1 FROM jobs j WHERE j.build_id = ? AND j.status = 'claimed' AND j.lease_holder = ?)",
+            "UPDATE builds SET plan_json = ?, guard_report = ? WHERE id = ? AND guard_report IS NULL \
+             AND EXISTS (SELECT 1 FROM jobs j WHERE j.build_id = ? AND j.status = 'claimed' AND j.lease_holder = ?)",
         ))
         .bind(plan_json)
         .bind($crate::stored::guard_report_text(guard_report))

@@ -566,7 +566,8 @@ storage_interface! {
     fn set_build_plan(&self, build_id: &str, plan_json: &str, guard_report: &abode_guard::Report) -> ();
     /// Like `set_build_plan`, only while `holder` holds the build's claimed
     /// job: a holder that lost it (its build queued again, or failed)
-    /// writes no plan over the new run's. Whether it was written.
+    /// writes no plan over the new run's; and only once per build (none
+    /// judged yet): the first verdict stands. Whether it was written.
     fn set_judged_plan(&self, build_id: &str, holder: &str, plan_json: &str, guard_report: &abode_guard::Report) -> bool;
     fn build_plan_json(&self, build_id: &str) -> Option<String>;
     /// Removes the plan JSON of the workspace's finished builds older than its

@@ -31,7 +31,7 @@ use crate::Control;
 pub(crate) use abode_runner::output::log_output;
 use abode_runner::{LogLevel, LogSink, RunnerConfig};
 pub(crate) use interruptions::Interruptions;
-pub use on_server::ServerJob;
+pub use on_server::{JudgeError, ServerJob};
 pub(crate) use run::run_kind;
 
 /// The log of a build this server records itself.

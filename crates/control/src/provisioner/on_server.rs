@@ -330,16 +330,83 @@ impl LogSink for ServerJob {
     }
 }
 
-impl BuildHost for ServerJob {
+/// Why a plan was not judged.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeError {
+    /// The build's plan was judged already, and this is another plan: the
+    /// first verdict stands for a build (a runner that could ask again
+    /// could turn a hold into an apply with a plan that looks harmless).
+    #[error("build #{number}'s plan was judged already ({decision}); the first verdict stands, and another plan is not judged")]
+    AlreadyJudged { number: i64, decision: &'static str },
+    #[error("{}", .0.message)]
+    Failed(Failure),
+}
+
+impl From<Failure> for JudgeError {
+    fn from(failure: Failure) -> Self {
+        JudgeError::Failed(failure)
+    }
+}
+
+impl From<JudgeError> for ControlError {
+    fn from(error: JudgeError) -> Self {
+        match error {
+            already @ JudgeError::AlreadyJudged { .. } => {
+                ControlError::AlreadyJudged(already.to_string())
+            }
+            JudgeError::Failed(failure) => ControlError::Conflict(failure.message),
+        }
+    }
+}
+
+impl ServerJob {
+    /// The verdict a plan already judged for this build still stands for:
+    /// the same plan asked again (a daemon whose first answer was lost
+    /// asks again) gets the first verdict; another plan is refused.
+    async fn standing_verdict(&self, plan_json: &[u8]) -> Result<Option<Verdict>, JudgeError> {
+        let store = &self.control.inner.store;
+        let build = store.build_by_id(&self.build.id).await.map_err(storage)?;
+        let Some(report) = build.guard_report else {
+            return Ok(None);
+        };
+        let judged = store
+            .build_plan_json(&self.build.id)
+            .await
+            .map_err(storage)?;
+        if judged.as_deref().map(str::as_bytes) != Some(plan_json) {
+            return Err(JudgeError::AlreadyJudged {
+                number: build.number,
+                decision: report.decision.as_str(),
+            });
+        }
+        Ok(Some(match report.decision {
+            Decision::Allow => Verdict::Apply,
+            Decision::Confirm => Verdict::Hold,
+            Decision::Block => Verdict::Block(format!(
+                "blocked by the plan guard: {}",
+                describe_changes(&report, Decision::Block)
+            )),
+        }))
+    }
+
     /// The guard with the template's annotations and the workspace's
     /// remembered protections; the plan JSON and the report are kept with
-    /// the build and the report is written to the log.
-    async fn judge(&self, plan_json: Vec<u8>, plan: Vec<u8>) -> Result<Verdict, Failure> {
+    /// the build and the report is written to the log. Once per build: the
+    /// first verdict stands ([`JudgeError::AlreadyJudged`]).
+    pub async fn judge_once(
+        &self,
+        plan_json: Vec<u8>,
+        plan: Vec<u8>,
+    ) -> Result<Verdict, JudgeError> {
         let (build, control) = (&self.build, &self.control);
         if self.kind != JobKind::Build {
             return Err(Failure::failed(
                 "a confirmed plan is applied as it was confirmed: it is not judged again",
-            ));
+            )
+            .into());
+        }
+        if let Some(verdict) = self.standing_verdict(&plan_json).await? {
+            return Ok(verdict);
         }
         // The scheduler's builds are the system's: a delete it starts (a
         // dormant deletion) destroys no protected resource without a person.
@@ -366,7 +433,8 @@ impl BuildHost for ServerJob {
         let plan_text = String::from_utf8_lossy(&plan_json);
         // Only while this holder still runs the build: a run that lost it
         // (frozen, then queued again elsewhere) writes nothing over the new
-        // run's plan, and applies nothing.
+        // run's plan, and applies nothing. And only if no verdict came
+        // first (two judges at once: the store lets one write).
         if !control
             .inner
             .store
@@ -374,10 +442,24 @@ impl BuildHost for ServerJob {
             .await
             .map_err(storage)?
         {
+            let judged = control
+                .inner
+                .store
+                .build_by_id(&build.id)
+                .await
+                .map_err(storage)?
+                .guard_report;
+            if let Some(first) = judged {
+                return Err(JudgeError::AlreadyJudged {
+                    number: build.number,
+                    decision: first.decision.as_str(),
+                });
+            }
             return Err(Failure::failed(format!(
                 "{} before its plan was judged; nothing was applied",
                 abode_runner::LEASE_LOST
-            )));
+            ))
+            .into());
         }
         let level = match report.decision {
             Decision::Allow => LogLevel::Info,
@@ -418,6 +500,17 @@ impl BuildHost for ServerJob {
                 Ok(Verdict::Hold)
             }
         }
+    }
+}
+
+impl BuildHost for ServerJob {
+    async fn judge(&self, plan_json: Vec<u8>, plan: Vec<u8>) -> Result<Verdict, Failure> {
+        self.judge_once(plan_json, plan)
+            .await
+            .map_err(|error| match error {
+                JudgeError::Failed(failure) => failure,
+                already => Failure::failed(already.to_string()),
+            })
     }
 
     async fn keep_state(&self, state: Vec<u8>, _last: bool, secret: &str) -> StateKept {
