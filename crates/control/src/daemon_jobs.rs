@@ -51,10 +51,24 @@ pub struct DaemonCaller {
 
 /// The lease holder of a daemon's jobs: its key's name and its own id.
 pub fn daemon_holder(caller: &DaemonCaller) -> String {
-    format!(
-        "{DAEMON_HOLDER_PREFIX}{}/{}",
-        caller.key_name, caller.daemon_id
-    )
+    format!("{}{}", key_holders(&caller.key_name), caller.daemon_id)
+}
+
+/// The start of the lease holder of every daemon of a key.
+fn key_holders(key_name: &str) -> String {
+    format!("{DAEMON_HOLDER_PREFIX}{key_name}/")
+}
+
+/// What a daemon's call about a build needs, checked before its body is
+/// read ([`Control::daemon_may_call_about`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DaemonNeed {
+    /// The build's job is claimed by a daemon of the key now (a log, a
+    /// verdict, an end, a heartbeat).
+    Holding,
+    /// A daemon of the key claimed it last, whether or not the build still
+    /// runs (a state a run left behind).
+    Held,
 }
 
 /// A job handed to a daemon: its kind and inputs.
@@ -163,6 +177,37 @@ impl Control {
                 _ = tokio::time::sleep(nap) => {}
                 _ = stopping.changed() => {}
             }
+        }
+    }
+
+    /// Refuses a daemon's call about `build_id` that no daemon of its key
+    /// may make now, before the call's body is read: a daemon that lost a
+    /// build (or never had it) is answered at once, whatever it sends. The
+    /// exact check (this daemon, this slot) follows once the body says who
+    /// calls.
+    pub async fn daemon_may_call_about(
+        &self,
+        key_name: &str,
+        build_id: &str,
+        need: DaemonNeed,
+    ) -> Result<(), ControlError> {
+        let store = &self.inner.store;
+        let holder = match need {
+            DaemonNeed::Holding => store.claimed_job_holder(build_id).await,
+            DaemonNeed::Held => store.job_lease_holder(build_id).await,
+        };
+        let holder = match holder {
+            Ok(holder) => holder,
+            Err(abode_store::StoreError::NotFound(_)) => None,
+            Err(error) => return Err(error.into()),
+        };
+        let ours = holder.is_some_and(|holder| holder.starts_with(&key_holders(key_name)));
+        match (ours, need) {
+            (true, _) => Ok(()),
+            (false, DaemonNeed::Holding) => Err(lost_job(build_id)),
+            (false, DaemonNeed::Held) => Err(ControlError::Forbidden(format!(
+                "build {build_id} was not run by this provisioner"
+            ))),
         }
     }
 

@@ -61,7 +61,7 @@ pub use audit::AuditQuery;
 pub use builds::MAX_PARAMETERS_BYTES;
 pub use builds::{BuildOrder, BuildRequest, BuildTarget, LogPage, VersionChoice};
 pub use client_address::ClientAddress;
-pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, MAX_ACQUIRE_WAIT};
+pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, DaemonNeed, MAX_ACQUIRE_WAIT};
 pub use error::ControlError;
 pub use hashing::default_threads as default_hashing_threads;
 pub use held::guard_decision;

@@ -245,6 +245,20 @@ macro_rules! job_lease_queries {
             .map_err(db_error("job"))
     }
 
+    pub(crate) async fn claimed_job_holder(&self, build_id: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query(&sql(
+            "SELECT lease_holder FROM jobs WHERE build_id = ? AND status = 'claimed'",
+        ))
+        .bind(build_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error("job"))?;
+        match row {
+            Some(row) => row.try_get("lease_holder").map_err(StoreError::Database),
+            None => Ok(None),
+        }
+    }
+
     pub(crate) async fn job_lease_holder(&self, build_id: &str) -> Result<Option<String>, StoreError> {
         let row = sqlx::query(&sql("SELECT lease_holder FROM jobs WHERE build_id = ?"))
             .bind(build_id)

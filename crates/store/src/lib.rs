@@ -617,6 +617,8 @@ storage_interface! {
     fn expired_job_leases(&self, holder: &str) -> Vec<ExpiredJobLease>;
     /// The server that claimed a build's job, if any did.
     fn job_lease_holder(&self, build_id: &str) -> Option<String>;
+    /// Who holds a build's job while it is claimed (not once it ended).
+    fn claimed_job_holder(&self, build_id: &str) -> Option<String>;
     /// Gives back to the queue a build whose holder's lease ran out before
     /// its plan was judged; false when it was judged (or renewed, or ended).
     fn requeue_unjudged_job(&self, lease: &ExpiredJobLease) -> bool;
