@@ -470,6 +470,10 @@ storage_interface! {
     /// The newest preview of a version, with its counts; `whole_fleet`:
     /// the newest that covered every workspace (not named ones).
     fn latest_preview(&self, template_version_id: &str, whole_fleet: bool) -> Option<Preview>;
+    /// The newest preview of the whole fleet of any version of a template
+    /// with these very files (its archive's SHA-256): what activating a
+    /// version, or a copy of it pushed again, is weighed by.
+    fn latest_fleet_preview_of_archive(&self, template_id: &str, archive_sha256: &str) -> Option<Preview>;
     /// Takes the oldest queued result (or one whose lease ran out) for
     /// `worker` of server `holder` under a lease of `lease_ms`: only of a
     /// version whose provisioner tags are all among `tags`.
