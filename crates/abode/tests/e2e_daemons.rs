@@ -311,12 +311,14 @@ fn the_daemon_routes_refuse_bad_callers_and_bodies() {
             409,
             "not this provisioner's job",
         ),
+        // The lease is checked before the body is read: a build the key's
+        // daemons do not hold is refused whatever the body says.
         (
             "jobs/some-build/complete",
             Some(key),
             r#"{"daemon_id":"d-1","slot":"d-1-1","version":"0.1.0","outcome":"succeeded"}"#,
-            400,
-            "unknown outcome",
+            409,
+            "not this provisioner's job",
         ),
     ];
     for (path, token, body, status, needle) in cases {
