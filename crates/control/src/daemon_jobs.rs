@@ -38,7 +38,11 @@ pub struct DaemonCaller {
     /// The SHA-256 of its key: a key deleted during a long-poll claims
     /// nothing more.
     pub key_hash: String,
-    /// The key it authenticated with (its name).
+    /// The key it authenticated with: its id, which names the daemon's
+    /// leases (a key made again under a deleted key's name is another key
+    /// and inherits none of its builds)...
+    pub key_id: String,
+    /// ...and its name, for people.
     pub key_name: String,
     /// The key's tags, which are the daemon's.
     pub tags: Vec<String>,
@@ -49,14 +53,22 @@ pub struct DaemonCaller {
     pub slot: String,
 }
 
-/// The lease holder of a daemon's jobs: its key's name and its own id.
+/// The lease holder of a daemon's jobs, `provisioner:KEY_ID/KEY/ID`: its
+/// key's id (what the lease is held by: a key is its id, never its name,
+/// which a deleted key leaves free), its key's name and its own id (what
+/// people read, [`describe_holder`]).
 pub fn daemon_holder(caller: &DaemonCaller) -> String {
-    format!("{}{}", key_holders(&caller.key_name), caller.daemon_id)
+    format!(
+        "{}{}/{}",
+        key_holders(&caller.key_id),
+        caller.key_name,
+        caller.daemon_id
+    )
 }
 
-/// The start of the lease holder of every daemon of a key.
-fn key_holders(key_name: &str) -> String {
-    format!("{DAEMON_HOLDER_PREFIX}{key_name}/")
+/// The start of the lease holder of every daemon of the key `key_id`.
+fn key_holders(key_id: &str) -> String {
+    format!("{DAEMON_HOLDER_PREFIX}{key_id}/")
 }
 
 /// What a daemon's call about a build needs, checked before its body is
@@ -187,7 +199,7 @@ impl Control {
     /// calls.
     pub async fn daemon_may_call_about(
         &self,
-        key_name: &str,
+        key_id: &str,
         build_id: &str,
         need: DaemonNeed,
     ) -> Result<(), ControlError> {
@@ -201,7 +213,7 @@ impl Control {
             Err(abode_store::StoreError::NotFound(_)) => None,
             Err(error) => return Err(error.into()),
         };
-        let ours = holder.is_some_and(|holder| holder.starts_with(&key_holders(key_name)));
+        let ours = holder.is_some_and(|holder| holder.starts_with(&key_holders(key_id)));
         match (ours, need) {
             (true, _) => Ok(()),
             (false, DaemonNeed::Holding) => Err(lost_job(build_id)),

@@ -5,7 +5,9 @@
 //! for the new claim's (the chaos test once saw a lost run's "lease lost"
 //! end recorded as the new run's). And a build's first verdict stands: a
 //! daemon that sends another plan to be judged is refused, so a hold never
-//! turns into an apply. A real (SQLite) store; no Terraform runs.
+//! turns into an apply. A daemon's builds are its key's, by the key's id:
+//! a key made again under a deleted key's name inherits none of them. A
+//! real (SQLite) store; no Terraform runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
@@ -116,13 +118,14 @@ fn line(text: &str) -> LogLineWire {
 async fn only_the_slot_that_claimed_a_job_speaks_for_it() {
     let setup = setup().await;
     let build_id = queued_build(&setup).await;
-    let (_key, secret) = setup
+    let (key, secret) = setup
         .control
         .create_provisioner_key(&setup.owner, "k", &[])
         .await
         .unwrap();
     let slot = |slot: &str| DaemonCaller {
         key_hash: abode_control::token_hash(&secret),
+        key_id: key.id.clone(),
         key_name: "k".into(),
         tags: Vec::new(),
         daemon_id: "d".into(),
@@ -186,13 +189,14 @@ const HARMLESS_PLAN: &[u8] = include_bytes!("../../guard/tests/fixtures/no-chang
 async fn the_first_verdict_on_a_build_stands() {
     let setup = setup().await;
     let build_id = queued_build(&setup).await;
-    let (_key, secret) = setup
+    let (key, secret) = setup
         .control
         .create_provisioner_key(&setup.owner, "k", &[])
         .await
         .unwrap();
     let daemon = DaemonCaller {
         key_hash: abode_control::token_hash(&secret),
+        key_id: key.id.clone(),
         key_name: "k".into(),
         tags: Vec::new(),
         daemon_id: "d".into(),
@@ -242,4 +246,88 @@ async fn the_first_verdict_on_a_build_stands() {
         matches!(applied, Err(ControlError::Conflict(_))),
         "{applied:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_made_again_under_a_deleted_key_s_name_inherits_none_of_its_builds() {
+    let setup = setup().await;
+    let build_id = queued_build(&setup).await;
+    let daemon = |key: &abode_control::ProvisionerKey, secret: &str| DaemonCaller {
+        key_hash: abode_control::token_hash(secret),
+        key_id: key.id.clone(),
+        key_name: key.name.clone(),
+        tags: Vec::new(),
+        // The same daemon (its data dir kept) and slot.
+        daemon_id: "d".into(),
+        slot: "d-1".into(),
+    };
+    let (old_key, old_secret) = setup
+        .control
+        .create_provisioner_key(&setup.owner, "builders", &[])
+        .await
+        .unwrap();
+    let old = daemon(&old_key, &old_secret);
+    setup
+        .control
+        .acquire_daemon_job(&old, &[], "d-1", "0.1.0", Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("the queued build is claimed");
+    setup
+        .control
+        .delete_provisioner_key(&setup.owner, "builders")
+        .await
+        .unwrap();
+    let (new_key, new_secret) = setup
+        .control
+        .create_provisioner_key(&setup.owner, "builders", &[])
+        .await
+        .unwrap();
+    assert_ne!(new_key.id, old_key.id);
+    let new = daemon(&new_key, &new_secret);
+    assert_ne!(
+        abode_control::daemon_holder(&new),
+        abode_control::daemon_holder(&old)
+    );
+
+    // Every call about the old key's build is refused to the new key's
+    // daemon, before and after its body is read.
+    let heartbeat = setup
+        .control
+        .daemon_heartbeat(&new, &build_id, "d-1", "0.1.0")
+        .await;
+    assert!(
+        matches!(heartbeat, Err(ControlError::Conflict(_))),
+        "{heartbeat:?}"
+    );
+    let log = setup
+        .control
+        .daemon_log(&new, &build_id, &[line("from the new key")])
+        .await;
+    assert!(matches!(log, Err(ControlError::Conflict(_))), "{log:?}");
+    let ended = setup
+        .control
+        .daemon_complete(&new, &build_id, abode_protocol::Outcome::Applied)
+        .await;
+    assert!(matches!(ended, Err(ControlError::Conflict(_))), "{ended:?}");
+    let state = setup
+        .control
+        .daemon_keep_state(&new, &build_id, b"{}".to_vec(), None)
+        .await;
+    assert!(
+        matches!(state, Err(ControlError::Forbidden(_))),
+        "{state:?}"
+    );
+    for need in [
+        abode_control::DaemonNeed::Holding,
+        abode_control::DaemonNeed::Held,
+    ] {
+        let early = setup
+            .control
+            .daemon_may_call_about(&new_key.id, &build_id, need)
+            .await;
+        assert!(early.is_err(), "{need:?}");
+    }
+    let build = setup.store.build_by_id(&build_id).await.unwrap();
+    assert_eq!(build.status, BuildStatus::Running);
 }

@@ -123,6 +123,7 @@ impl DaemonKey {
         }
         Ok(DaemonCaller {
             key_hash: self.1.clone(),
+            key_id: self.0.id.clone(),
             key_name: self.0.name.clone(),
             tags: self.0.tags.clone(),
             daemon_id: hello.daemon_id.clone(),
@@ -198,7 +199,7 @@ where
                 .map_err(|_| ApiError::bad_request("not a build's job"))?;
             state
                 .control
-                .daemon_may_call_about(&key.0.name, &build, need)
+                .daemon_may_call_about(&key.0.id, &build, need)
                 .await?;
         }
         // Its turn to be read: the declared length (or the limit, when it

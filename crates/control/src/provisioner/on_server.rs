@@ -34,7 +34,7 @@ pub struct ServerJob {
     control: Control,
     build: Build,
     workspace: Workspace,
-    /// The lease holder running it (this server, or `provisioner:KEY/ID`).
+    /// The lease holder running it (this server, or `provisioner:KEY_ID/KEY/ID`).
     holder: String,
     /// The holder's worker (a provisioner of this server, a daemon's slot)
     /// that claimed it, when known: the job is that claim's only.
