@@ -26,6 +26,7 @@
 pub mod cron;
 pub mod parameters;
 pub mod presets;
+pub mod text;
 
 use std::collections::BTreeMap;
 use std::fmt;
