@@ -111,7 +111,8 @@ macro_rules! job_lease_queries {
         // Only the lease as it was seen: renewed, re-claimed or ended since,
         // the build is not this salvage's to fail.
         let failed = sqlx::query(&sql(
-            "UPDATE builds SET status = 'failed', error = ?, finished_at = ? \
+            "UPDATE builds SET status = 'failed', error = ?, finished_at = ?, \
+             parameters = COALESCE(workspace_parameters, parameters) \
              WHERE id = ? AND status = 'running' AND EXISTS (SELECT 1 FROM jobs j \
              WHERE j.build_id = ? AND j.status = 'claimed' AND j.lease_holder = ? \
              AND j.lease_expires_at = ?)",

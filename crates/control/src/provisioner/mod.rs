@@ -14,6 +14,7 @@
 //! printed (`output.rs`); a cancel or a shutdown interrupts the run
 //! (`interruptions.rs`).
 
+mod ephemeral;
 mod guard_step;
 mod interruptions;
 mod on_server;

@@ -23,6 +23,7 @@ use abode_runner::{
     STALE_PLAN_MESSAGE,
 };
 
+use super::ephemeral::EphemeralValues;
 use super::guard_step::{describe_changes, guard_transition, judge_plan, Judged};
 use super::run::{build_context, internal, storage};
 use crate::agents::agents_in_state;
@@ -40,6 +41,9 @@ pub struct ServerJob {
     /// that claimed it, when known: the job is that claim's only.
     worker: Option<String>,
     kind: JobKind,
+    /// The build's ephemeral parameter values: masked in what the server
+    /// keeps of the run (its log, its plan JSON).
+    ephemeral: EphemeralValues,
 }
 
 /// How a run ended, as the server records it: a held build keeps the plan
@@ -63,6 +67,11 @@ impl ServerJob {
             .workspace_by_id(&build.workspace_id)
             .await
             .map_err(storage)?;
+        let version = store
+            .template_version_by_id(&build.template_version_id)
+            .await
+            .map_err(storage)?;
+        let ephemeral = EphemeralValues::of(&version, &build);
         Ok(ServerJob {
             control: control.clone(),
             build,
@@ -70,6 +79,7 @@ impl ServerJob {
             holder: holder.to_string(),
             worker: worker.map(str::to_string),
             kind,
+            ephemeral,
         })
     }
 
@@ -326,7 +336,8 @@ fn refused_end(build: &Build, outcome: &str, decision: Option<Decision>) -> Cont
 
 impl LogSink for ServerJob {
     async fn log(&self, stage: &str, level: LogLevel, text: &str) {
-        self.control.note(&self.build.id, stage, level, text).await;
+        let text = self.ephemeral.mask(text);
+        self.control.note(&self.build.id, stage, level, &text).await;
     }
 }
 
@@ -363,6 +374,7 @@ impl ServerJob {
     /// The verdict a plan already judged for this build still stands for:
     /// the same plan asked again (a daemon whose first answer was lost
     /// asks again) gets the first verdict; another plan is refused.
+    /// `plan_json` is the plan as the server keeps it (`plan_to_keep`).
     async fn standing_verdict(&self, plan_json: &[u8]) -> Result<Option<Verdict>, JudgeError> {
         let store = &self.control.inner.store;
         let build = store.build_by_id(&self.build.id).await.map_err(storage)?;
@@ -405,7 +417,9 @@ impl ServerJob {
             )
             .into());
         }
-        if let Some(verdict) = self.standing_verdict(&plan_json).await? {
+        // What is kept of the plan: its ephemeral values masked.
+        let kept_plan = self.ephemeral.plan_to_keep(&plan_json);
+        if let Some(verdict) = self.standing_verdict(&kept_plan).await? {
             return Ok(verdict);
         }
         // The scheduler's builds are the system's: a delete it starts (a
@@ -415,11 +429,9 @@ impl ServerJob {
         } else {
             abode_guard::Initiator::Person
         };
-        let Judged {
-            plan_json, report, ..
-        } = judge_plan(
+        let Judged { report } = judge_plan(
             control,
-            plan_json,
+            &plan_json,
             &self.workspace.id,
             guard_transition(build),
             initiator,
@@ -430,7 +442,7 @@ impl ServerJob {
             .config
             .metrics
             .guard_decision(report.decision.as_str());
-        let plan_text = String::from_utf8_lossy(&plan_json);
+        let plan_text = String::from_utf8_lossy(&kept_plan);
         // Only while this holder still runs the build: a run that lost it
         // (frozen, then queued again elsewhere) writes nothing over the new
         // run's plan, and applies nothing. And only if no verdict came

@@ -231,9 +231,9 @@ async fn plan_and_judge(
     let plan_json = show_plan(&work_dir.join(TEMPLATE_SUBDIR), &env, &plan_file)
         .await
         .map_err(&failed)?;
-    let Judged { report, .. } = judge_plan(
+    let Judged { report } = judge_plan(
         control,
-        plan_json,
+        &plan_json,
         &workspace.id,
         guard_transition,
         abode_guard::Initiator::Person,
