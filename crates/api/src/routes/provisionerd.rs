@@ -37,8 +37,11 @@ const MAX_DAEMON_BODY: usize = 96 * 1024 * 1024;
 /// parallel large uploads cannot take the server's memory.
 const DAEMON_BODIES_KIB: usize = 256 * 1024;
 
-/// The daemons' bodies being read, in KiB ([`DAEMON_BODIES_KIB`]). One per
-/// process (a server is one process).
+/// A body up to this size is read at once, without waiting for its turn.
+const SMALL_DAEMON_BODY: usize = 1024 * 1024;
+
+/// The daemons' large bodies being read, in KiB ([`DAEMON_BODIES_KIB`]).
+/// One per process (a server is one process).
 static DAEMON_BODIES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(DAEMON_BODIES_KIB);
 
 /// The routes of this module, merged into `/api/v1`.
@@ -203,7 +206,9 @@ where
                 .await?;
         }
         // Its turn to be read: the declared length (or the limit, when it
-        // is sent in chunks) counts against what all bodies may take.
+        // is sent in chunks) counts against what all large bodies may take.
+        // A small one (a heartbeat, an end, a few log lines) never waits
+        // behind large uploads: a heartbeat that waited could lose a lease.
         let declared = parts
             .headers
             .get(axum::http::header::CONTENT_LENGTH)
@@ -211,14 +216,18 @@ where
             .and_then(|value| value.parse::<usize>().ok())
             .unwrap_or(MAX_DAEMON_BODY)
             .min(MAX_DAEMON_BODY);
-        let kib = u32::try_from(declared.div_ceil(1024).max(1)).unwrap_or(u32::MAX);
-        let _turn = DAEMON_BODIES.acquire_many(kib).await.map_err(|_| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "the server is stopping",
-            )
-        })?;
+        let _turn = if declared > SMALL_DAEMON_BODY {
+            let kib = u32::try_from(declared.div_ceil(1024)).unwrap_or(u32::MAX);
+            Some(DAEMON_BODIES.acquire_many(kib).await.map_err(|_| {
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "the server is stopping",
+                )
+            })?)
+        } else {
+            None
+        };
         let request = axum::extract::Request::from_parts(parts, body);
         let bytes =
             Bytes::from_request(request, state)
