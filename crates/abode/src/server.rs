@@ -34,7 +34,9 @@ pub struct ServerArgs {
     terraform: TerraformFlags,
     #[command(flatten)]
     logging: LogFlags,
-    /// The URL workspace agents use to reach this server [default: http://ADDRESS].
+    /// The URL people and workspace agents use to reach this server
+    /// [default: http://ADDRESS]. The server answers only for its host (and
+    /// loopback): a request naming another host is refused (421).
     #[arg(long, env = "ABODE_ACCESS_URL")]
     access_url: Option<String>,
     /// The URL the other servers on the same database reach this one at:

@@ -89,10 +89,12 @@ fn a_daemon_runs_the_builds_and_the_server_judges_them() {
         .collect();
     assert_eq!(external.len(), 2, "{listed:#}");
     assert!(external.iter().all(|p| p["status"] == "connected"));
-    assert!(external[0]["server"]
-        .as_str()
-        .unwrap()
-        .starts_with("provisioner:builders/d1-"));
+    // `provisioner:KEY_ID/KEY/ID`: the key's id holds the leases.
+    let server = external[0]["server"].as_str().unwrap();
+    assert!(
+        server.starts_with("provisioner:") && server.contains("/builders/d1-"),
+        "{server}"
+    );
 
     // A version that replaces the protected volume: the server holds the
     // plan the daemon made; confirmed, a daemon applies exactly that plan.
@@ -311,12 +313,14 @@ fn the_daemon_routes_refuse_bad_callers_and_bodies() {
             409,
             "not this provisioner's job",
         ),
+        // The lease is checked before the body is read: a build the key's
+        // daemons do not hold is refused whatever the body says.
         (
             "jobs/some-build/complete",
             Some(key),
             r#"{"daemon_id":"d-1","slot":"d-1-1","version":"0.1.0","outcome":"succeeded"}"#,
-            400,
-            "unknown outcome",
+            409,
+            "not this provisioner's job",
         ),
     ];
     for (path, token, body, status, needle) in cases {

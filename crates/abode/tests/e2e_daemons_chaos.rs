@@ -152,7 +152,7 @@ impl Daemon {
         signal(self.child.as_ref().expect("the daemon runs").id(), "CONT");
     }
 
-    /// Its id, as `provisioner list` names it (`provisioner:KEY/ID`).
+    /// Its id, as `provisioner list` names it (`provisioner:KEY_ID/KEY/ID`).
     fn id(&self) -> Option<String> {
         fs::read_to_string(self.data_dir.join("provisioner-id"))
             .ok()
@@ -160,8 +160,14 @@ impl Daemon {
             .filter(|id| !id.is_empty())
     }
 
-    fn holder(&self) -> String {
-        format!("provisioner:{KEY}/{}", self.id().unwrap())
+    /// How messages name it: its key's name and its id.
+    fn name(&self) -> String {
+        format!("{KEY}/{}", self.id().unwrap())
+    }
+
+    /// Whether a lease holder (`provisioner:KEY_ID/KEY/ID`) is this daemon.
+    fn holds(&self, holder: &str) -> bool {
+        holder.starts_with("provisioner:") && holder.ends_with(&format!("/{}", self.name()))
     }
 
     fn log(&self) -> String {
@@ -387,16 +393,15 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     // on. (Its other slot's build, if any, dies with it.)
     wait_for_apply(&budget, &to_back, KILLED, 1);
     let victim = 0;
-    let holder = daemons[victim].holder();
     let running = listed(&to_back).into_iter().any(|p| {
-        p.server == holder
+        daemons[victim].holds(&p.server)
             && p.current_job
                 .as_ref()
                 .is_some_and(|job| job.workspace == format!("alice/{KILLED}"))
     });
     assert!(running, "{KILLED} is not d1's");
     daemons[victim].kill();
-    let victim_name = holder.strip_prefix("provisioner:").unwrap().to_string();
+    let victim_name = daemons[victim].name();
     let victim_build = first[KILLED].id.clone();
     assert_eq!(
         to_back.build(KILLED, Some(1)).unwrap().status,
@@ -473,7 +478,7 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     budget.wait_for("the killed daemon listed stale", || {
         let rows: Vec<_> = listed(&to_back)
             .into_iter()
-            .filter(|p| p.server == holder)
+            .filter(|p| daemons[victim].holds(&p.server))
             .collect();
         (!rows.is_empty() && rows.iter().all(|p| p.status == "stale")).then_some(())
     });
@@ -485,7 +490,7 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     budget.wait_for("the killed daemon connected again", || {
         let rows: Vec<_> = listed(&to_front)
             .into_iter()
-            .filter(|p| p.server == holder)
+            .filter(|p| daemons[victim].holds(&p.server))
             .collect();
         (rows.len() == 2 && rows.iter().all(|p| p.status == "connected")).then_some(())
     });
@@ -580,11 +585,11 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
     // d2's build from it (queued again if its plan was not judged, failed
     // otherwise, the workspace then locked by d2 until it wakes and reports
     // that its Terraform ended).
-    let frozen_holder = daemons[1].holder();
+    let frozen_name = daemons[1].name();
     let frozen_job = budget.wait_for("d2 running a build of the second wave", || {
         listed(&to_back)
             .into_iter()
-            .find(|p| p.server == frozen_holder)
+            .find(|p| daemons[1].holds(&p.server))
             .and_then(|p| p.current_job)
             .filter(|job| job.kind == "build")
     });
@@ -617,8 +622,7 @@ fn daemons_and_servers_die_and_no_build_is_lost_or_applied_twice() {
         build.status == "failed"
             && build.error.as_deref().is_some_and(|error| {
                 error.contains("stopped renewing its lease")
-                    && (error.contains(&frozen_holder["provisioner:".len()..])
-                        || error.contains(&format!("{KEY}/")))
+                    && (error.contains(&frozen_name) || error.contains(&format!("{KEY}/")))
             })
     };
 

@@ -446,11 +446,9 @@ fn a_daemon_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports() {
     let shown = platform.show("four");
     let lock = &shown["locked_by_lost_holder"];
     assert_eq!(lock["build_number"], 1, "{shown:#}");
+    let holder = lock["holder"].as_str().unwrap();
     assert!(
-        lock["holder"]
-            .as_str()
-            .unwrap()
-            .starts_with("provisioner:builders/"),
+        holder.starts_with("provisioner:") && holder.contains("/builders/"),
         "{shown:#}"
     );
     spawned.push(platform.spawn(&["stop", "four"]));

@@ -124,3 +124,97 @@ fn escapes_in_server_text_are_printed_visibly() {
     }
     platform.run(&["delete", "dev"]).ok();
 }
+
+/// The same template with `from` replaced by `to` in its main.tf, and
+/// `extra` files beside it, in a folder of its own.
+fn variant(
+    platform: &Platform,
+    folder: &str,
+    from: &str,
+    to: &str,
+    extra: &[(&str, &str)],
+) -> String {
+    let main = std::fs::read_to_string(fixture("parameter-echo").join("main.tf")).unwrap();
+    assert!(main.contains(from), "{from}");
+    let dir = platform.root().join(folder);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("main.tf"), main.replace(from, to)).unwrap();
+    for (name, text) in extra {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    dir.to_str().unwrap().to_string()
+}
+
+/// Names are refused when they hold a control or bidirectional character
+/// (a right-to-left override makes `txt.exe` read `exe.txt`): a
+/// parameter's name and display name, a preset's name, a file of the
+/// template. The refusal shows the character escaped, and nothing is
+/// stored.
+#[test]
+fn names_with_control_or_bidirectional_characters_are_refused() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let preset = "data \"abode_workspace_preset\" \"p\" {\n  name       = \"small\u{2066}\"\n  parameters = { motd = \"hi\" }\n}\n";
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "parameter name",
+            variant(
+                &platform,
+                "a",
+                "name    = \"motd\"",
+                "name    = \"motd\u{202e}txt\"",
+                &[],
+            ),
+            "\\u{202e}",
+        ),
+        (
+            "display name",
+            variant(
+                &platform,
+                "b",
+                "name    = \"motd\"",
+                "name    = \"motd\"\n  display_name = \"Message\u{1b}[2J\"",
+                &[],
+            ),
+            "\\u{1b}",
+        ),
+        (
+            "preset name",
+            variant(
+                &platform,
+                "c",
+                "resource \"terraform_data\"",
+                &format!("{preset}resource \"terraform_data\""),
+                &[],
+            ),
+            "\\u{2066}",
+        ),
+        (
+            "file name",
+            variant(
+                &platform,
+                "d",
+                "motd",
+                "motd",
+                &[("notes\u{202e}fdp.tf", "# hidden\n")],
+            ),
+            "\\u{202e}",
+        ),
+    ];
+    for (what, dir, shown) in cases {
+        let refused = platform.run(&["templates", "push", "hostile", "-d", &dir]);
+        assert_eq!(refused.code, Some(1), "{what}: {refused}");
+        assert_inert(&refused);
+        assert!(refused.stderr.contains(shown), "{what}: {refused}");
+    }
+    // Nothing was stored.
+    platform
+        .run(&["templates", "versions", "list", "hostile"])
+        .fails_with(1, &["not found"]);
+    // The same template with plain names is pushed.
+    let plain = variant(&platform, "e", "motd", "motd", &[("notes.tf", "# plain\n")]);
+    platform
+        .run(&["templates", "push", "hostile", "-d", &plain])
+        .ok();
+}

@@ -260,3 +260,71 @@ fn a_preview_names_exactly_the_workspaces_a_version_would_hold_and_applies_nothi
         .run(&["update", "small-run", "-p", "tier=medium"])
         .fails_with(1, &["tier is small or large"]);
 }
+
+/// `templates push --activate` is held to the rule of `versions activate`:
+/// the same folder pushed again (a new version, never previewed itself)
+/// once made a previewed version's files active without the
+/// acknowledgement its preview needed. The preview weighed is that of the
+/// files, whichever version it was made for.
+#[test]
+fn pushing_previewed_files_again_does_not_shed_the_preview() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let v1 = fixture("preview-fleet");
+    platform
+        .run(&["templates", "push", "fleet", "-d", v1.to_str().unwrap()])
+        .ok();
+    platform
+        .run(&["create", "large-run", "-t", "fleet", "-p", "tier=large"])
+        .ok();
+    let v2 = second_version(&platform);
+    let v2 = v2.to_str().unwrap();
+    platform.run(&["templates", "push", "fleet", "-d", v2]).ok();
+    let preview = platform.run(&["templates", "versions", "preview", "fleet", "2"]);
+    assert_eq!(preview.code, Some(3), "{preview}");
+
+    let versions = |platform: &Platform| {
+        platform
+            .run(&["templates", "versions", "list", "fleet", "-o", "json"])
+            .ok()
+            .json()
+    };
+    // The same files, activated by the push: refused, nothing stored.
+    platform
+        .run(&["templates", "push", "fleet", "-d", v2, "--activate"])
+        .fails_with(1, &["not pushed", "would hold 1"]);
+    let listed = versions(&platform);
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed:#}");
+    assert_eq!(listed[0]["active"], true, "{listed:#}");
+
+    // Pushed again without --activate, the copy's activation asks as the
+    // original's does, with the original's preview.
+    platform.run(&["templates", "push", "fleet", "-d", v2]).ok();
+    let refused = platform.run(&["templates", "versions", "activate", "fleet", "3"]);
+    assert_eq!(refused.code, Some(3), "{refused}");
+    assert!(refused.stderr.contains("of version 2"), "{refused}");
+    let listed = versions(&platform);
+    assert_eq!(listed[2]["active"], false, "{listed:#}");
+    platform
+        .run(&["templates", "versions", "activate", "fleet", "3", "--yes"])
+        .ok();
+    let listed = versions(&platform);
+    assert_eq!(listed[2]["active"], true, "{listed:#}");
+
+    // Files never previewed are activated by a push as before.
+    let v3 = platform.root().join("preview-fleet-v3");
+    fs::create_dir_all(&v3).unwrap();
+    let main = fs::read_to_string(fixture("preview-fleet").join("main.tf")).unwrap();
+    fs::write(v3.join("main.tf"), format!("{main}\n# another version\n")).unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "fleet",
+            "-d",
+            v3.to_str().unwrap(),
+            "--activate",
+        ])
+        .ok();
+}

@@ -13,6 +13,7 @@ mod prometheus;
 pub mod recovery;
 mod redirect;
 mod relay;
+mod request_checks;
 mod routes;
 mod server;
 mod tls_listener;
@@ -86,7 +87,7 @@ impl From<ControlError> for ApiError {
             ControlError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ControlError::Forbidden(_) => StatusCode::FORBIDDEN,
             ControlError::NotFound(_) => StatusCode::NOT_FOUND,
-            ControlError::Conflict(_) => StatusCode::CONFLICT,
+            ControlError::Conflict(_) | ControlError::AlreadyJudged(_) => StatusCode::CONFLICT,
             ControlError::InvalidTemplate(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ControlError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
             ControlError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,

@@ -86,3 +86,67 @@ async fn requests_are_counted_by_route_template_on_the_metrics_listener() {
     );
     harness.stop().await;
 }
+
+/// Sends one raw HTTP/1.1 request (a method no client library would send)
+/// and reads the answer's status line.
+fn raw_request(address: std::net::SocketAddr, method: &str, path: &str) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {address}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut status = String::new();
+    BufReader::new(stream).read_line(&mut status).unwrap();
+    status
+}
+
+/// A method is whatever token a client sends: labelling it as sent made a
+/// series per invented method, kept for the server's life (7,000 requests
+/// with 4,000-character methods once grew the scrape to 165 MB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn invented_methods_do_not_grow_the_scrape() {
+    let harness = Harness::start_with(tempfile::tempdir().unwrap(), |options| {
+        options.prometheus_address = Some("127.0.0.1:0".parse().unwrap());
+    })
+    .await;
+    let address = harness.server().local_addr();
+    let send = |from: usize, to: usize| {
+        tokio::task::spawn_blocking(move || {
+            for n in from..to {
+                let method = format!("INVENTED{n}{}", "M".repeat(4000));
+                // A route that exists, one that does not, and the web side.
+                for path in ["/api/v1/health", "/api/v1/no/such", "/"] {
+                    let status = raw_request(address, &method, path);
+                    assert!(status.starts_with("HTTP/1.1 "), "{status:?}");
+                }
+            }
+        })
+    };
+    send(0, 2).await.unwrap();
+    let before = scrape(&harness).await;
+    send(2, 200).await.unwrap();
+    let after = scrape(&harness).await;
+    assert!(!after.contains("INVENTED"), "an invented method is a label");
+    assert_eq!(
+        before.lines().count(),
+        after.lines().count(),
+        "the scrape grew with invented methods:\n{after}"
+    );
+    for route in ["/api/v1/health", "unmatched"] {
+        let series = format!(
+            r#"abode_http_requests_total{{route="{route}",method="other",status="405"}} 200"#
+        );
+        let unmatched = format!(
+            r#"abode_http_requests_total{{route="{route}",method="other",status="404"}} 200"#
+        );
+        assert!(
+            after
+                .lines()
+                .any(|line| line == series || line == unmatched),
+            "no `other` series for {route} in\n{after}"
+        );
+    }
+    harness.stop().await;
+}

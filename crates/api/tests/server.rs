@@ -1061,9 +1061,10 @@ async fn hostile_requests_get_json_one_line_answers() {
     let answer = tokio::task::spawn_blocking(move || {
         let mut stream = std::net::TcpStream::connect(&address).unwrap();
         let declared = 8 * 1024 * 1024;
+        // The server's own host: another is refused before anything else.
         write!(
             stream,
-            "POST /api/v1/templates/big/versions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {member}\r\n\
+            "POST /api/v1/templates/big/versions HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {member}\r\n\
              Content-Type: application/gzip\r\nContent-Length: {declared}\r\n\r\n"
         )
         .unwrap();

@@ -27,6 +27,7 @@ pub mod cron;
 pub mod parameters;
 pub mod presets;
 pub mod supervisor;
+pub mod text;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -147,7 +147,15 @@ pub fn typed_value(kind: &str, value: &str) -> Result<TypedValue, String> {
 impl ParameterDefinition {
     /// Problems with the declaration itself, whatever the value.
     pub fn check_declaration(&self) -> Result<(), String> {
+        // First: the messages below quote the name.
+        crate::text::check_name_text("parameter", &self.name)?;
         let name = shown(&self.name);
+        if let Some(display_name) = &self.display_name {
+            crate::text::check_name_text(
+                &format!("parameter `{name}`: display name"),
+                display_name,
+            )?;
+        }
         if !TYPES.contains(&self.kind.as_str()) {
             return Err(format!(
                 "parameter `{name}`: type `{}` is not one of string, number, bool, list(string)",

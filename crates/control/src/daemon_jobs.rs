@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use abode_protocol::{LogLineWire, Outcome};
-use abode_runner::{BuildHost, JobInputs, JobKind, LogLevel, LogSink, StateKept, Verdict};
+use abode_runner::{JobInputs, JobKind, LogLevel, LogSink, StateKept, Verdict};
 use abode_store::{BuildStatus, ProvisionerKind};
 
 use crate::holders::{describe_holder, DAEMON_HOLDER_PREFIX};
@@ -38,7 +38,11 @@ pub struct DaemonCaller {
     /// The SHA-256 of its key: a key deleted during a long-poll claims
     /// nothing more.
     pub key_hash: String,
-    /// The key it authenticated with (its name).
+    /// The key it authenticated with: its id, which names the daemon's
+    /// leases (a key made again under a deleted key's name is another key
+    /// and inherits none of its builds)...
+    pub key_id: String,
+    /// ...and its name, for people.
     pub key_name: String,
     /// The key's tags, which are the daemon's.
     pub tags: Vec<String>,
@@ -49,12 +53,34 @@ pub struct DaemonCaller {
     pub slot: String,
 }
 
-/// The lease holder of a daemon's jobs: its key's name and its own id.
+/// The lease holder of a daemon's jobs, `provisioner:KEY_ID/KEY/ID`: its
+/// key's id (what the lease is held by: a key is its id, never its name,
+/// which a deleted key leaves free), its key's name and its own id (what
+/// people read, [`describe_holder`]).
 pub fn daemon_holder(caller: &DaemonCaller) -> String {
     format!(
-        "{DAEMON_HOLDER_PREFIX}{}/{}",
-        caller.key_name, caller.daemon_id
+        "{}{}/{}",
+        key_holders(&caller.key_id),
+        caller.key_name,
+        caller.daemon_id
     )
+}
+
+/// The start of the lease holder of every daemon of the key `key_id`.
+fn key_holders(key_id: &str) -> String {
+    format!("{DAEMON_HOLDER_PREFIX}{key_id}/")
+}
+
+/// What a daemon's call about a build needs, checked before its body is
+/// read ([`Control::daemon_may_call_about`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DaemonNeed {
+    /// The build's job is claimed by a daemon of the key now (a log, a
+    /// verdict, an end, a heartbeat).
+    Holding,
+    /// A daemon of the key claimed it last, whether or not the build still
+    /// runs (a state a run left behind).
+    Held,
 }
 
 /// A job handed to a daemon: its kind and inputs.
@@ -166,6 +192,37 @@ impl Control {
         }
     }
 
+    /// Refuses a daemon's call about `build_id` that no daemon of its key
+    /// may make now, before the call's body is read: a daemon that lost a
+    /// build (or never had it) is answered at once, whatever it sends. The
+    /// exact check (this daemon, this slot) follows once the body says who
+    /// calls.
+    pub async fn daemon_may_call_about(
+        &self,
+        key_id: &str,
+        build_id: &str,
+        need: DaemonNeed,
+    ) -> Result<(), ControlError> {
+        let store = &self.inner.store;
+        let holder = match need {
+            DaemonNeed::Holding => store.claimed_job_holder(build_id).await,
+            DaemonNeed::Held => store.job_lease_holder(build_id).await,
+        };
+        let holder = match holder {
+            Ok(holder) => holder,
+            Err(abode_store::StoreError::NotFound(_)) => None,
+            Err(error) => return Err(error.into()),
+        };
+        let ours = holder.is_some_and(|holder| holder.starts_with(&key_holders(key_id)));
+        match (ours, need) {
+            (true, _) => Ok(()),
+            (false, DaemonNeed::Holding) => Err(lost_job(build_id)),
+            (false, DaemonNeed::Held) => Err(ControlError::Forbidden(format!(
+                "build {build_id} was not run by this provisioner"
+            ))),
+        }
+    }
+
     /// The job of `build_id` while this daemon holds it; a conflict once it
     /// does not (its lease ran out and the build was failed, or it ended).
     async fn daemon_job(
@@ -225,9 +282,7 @@ impl Control {
         plan: Vec<u8>,
     ) -> Result<Verdict, ControlError> {
         let job = self.daemon_job(caller, build_id).await?;
-        job.judge(plan_json, plan)
-            .await
-            .map_err(|failure| ControlError::Conflict(failure.message))
+        Ok(job.judge_once(plan_json, plan).await?)
     }
 
     /// A daemon's apply succeeded: what it made is read from the state its

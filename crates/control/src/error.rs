@@ -18,6 +18,10 @@ pub enum ControlError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    /// A build's plan was judged already and another was sent: the first
+    /// verdict stands (a conflict, with a code of its own).
+    #[error("{0}")]
+    AlreadyJudged(String),
     #[error("{0}")]
     InvalidTemplate(String),
     /// Too many failed logins for a username or client address: refused
@@ -48,6 +52,7 @@ impl ControlError {
             ControlError::Forbidden(_) => "forbidden",
             ControlError::NotFound(_) => "not_found",
             ControlError::Conflict(_) => "conflict",
+            ControlError::AlreadyJudged(_) => "already_judged",
             ControlError::InvalidTemplate(_) => "invalid_template",
             ControlError::Throttled { .. } => "too_many_requests",
             ControlError::Busy { .. } => "unavailable",

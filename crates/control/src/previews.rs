@@ -161,13 +161,10 @@ impl Control {
         number: i64,
     ) -> Result<Option<PreviewGate>, ControlError> {
         caller.authorize(Action::TemplateRead, None)?;
-        let (_, version) = self.templates().version_of(name, number).await?;
-        Ok(self
-            .inner
-            .store
-            .latest_preview(&version.id, true)
-            .await?
-            .map(PreviewGate::of))
+        let (template, version) = self.templates().version_of(name, number).await?;
+        self.templates()
+            .activation_gate(&template.id, &version.archive_sha256)
+            .await
     }
 }
 

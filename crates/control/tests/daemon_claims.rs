@@ -3,7 +3,11 @@
 //! another slot of the same daemon while the run that lost it winds down;
 //! that run's heartbeats, log lines and end must then be refused, not taken
 //! for the new claim's (the chaos test once saw a lost run's "lease lost"
-//! end recorded as the new run's). A real (SQLite) store; no Terraform runs.
+//! end recorded as the new run's). And a build's first verdict stands: a
+//! daemon that sends another plan to be judged is refused, so a hold never
+//! turns into an apply. A daemon's builds are its key's, by the key's id:
+//! a key made again under a deleted key's name inherits none of them. A
+//! real (SQLite) store; no Terraform runs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
@@ -114,13 +118,14 @@ fn line(text: &str) -> LogLineWire {
 async fn only_the_slot_that_claimed_a_job_speaks_for_it() {
     let setup = setup().await;
     let build_id = queued_build(&setup).await;
-    let (_key, secret) = setup
+    let (key, secret) = setup
         .control
         .create_provisioner_key(&setup.owner, "k", &[])
         .await
         .unwrap();
     let slot = |slot: &str| DaemonCaller {
         key_hash: abode_control::token_hash(&secret),
+        key_id: key.id.clone(),
         key_name: "k".into(),
         tags: Vec::new(),
         daemon_id: "d".into(),
@@ -171,6 +176,158 @@ async fn only_the_slot_that_claimed_a_job_speaks_for_it() {
     let texts: Vec<&str> = logged.iter().map(|l| l.text.as_str()).collect();
     assert!(texts.contains(&"from the claim's run"), "{texts:?}");
     assert!(!texts.contains(&"from a lost run"), "{texts:?}");
+    let build = setup.store.build_by_id(&build_id).await.unwrap();
+    assert_eq!(build.status, BuildStatus::Running);
+}
+
+/// `terraform show -json` of plans the guard holds (a protected resource
+/// replaced, annotated in the plan) and allows (no change) on a start.
+const HELD_PLAN: &[u8] = include_bytes!("../../guard/tests/fixtures/annotation-root/plan.json");
+const HARMLESS_PLAN: &[u8] = include_bytes!("../../guard/tests/fixtures/no-change/plan.json");
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_verdict_on_a_build_stands() {
+    let setup = setup().await;
+    let build_id = queued_build(&setup).await;
+    let (key, secret) = setup
+        .control
+        .create_provisioner_key(&setup.owner, "k", &[])
+        .await
+        .unwrap();
+    let daemon = DaemonCaller {
+        key_hash: abode_control::token_hash(&secret),
+        key_id: key.id.clone(),
+        key_name: "k".into(),
+        tags: Vec::new(),
+        daemon_id: "d".into(),
+        slot: "d-1".into(),
+    };
+    setup
+        .control
+        .acquire_daemon_job(&daemon, &[], "d-1", "0.1.0", Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("the queued build is claimed");
+    let judge = |plan: &'static [u8]| {
+        let (control, daemon, build_id) = (setup.control.clone(), daemon.clone(), build_id.clone());
+        async move {
+            control
+                .daemon_judge(
+                    &daemon,
+                    &build_id,
+                    plan.to_vec(),
+                    b"the saved plan".to_vec(),
+                )
+                .await
+        }
+    };
+    let first = judge(HELD_PLAN).await.unwrap();
+    assert_eq!(first, abode_runner::Verdict::Hold);
+
+    // Another plan, that the guard would allow, is not judged.
+    let second = judge(HARMLESS_PLAN).await;
+    assert!(
+        matches!(second, Err(ControlError::AlreadyJudged(_))),
+        "{second:?}"
+    );
+    // The same plan asked again (an answer lost on the way) gets the same
+    // verdict.
+    assert_eq!(judge(HELD_PLAN).await.unwrap(), abode_runner::Verdict::Hold);
+
+    let build = setup.store.build_by_id(&build_id).await.unwrap();
+    let decision = build.guard_report.map(|report| report.decision);
+    assert_eq!(decision, Some(abode_guard::Decision::Confirm));
+    // And the run may not end as if it had been allowed.
+    let applied = setup
+        .control
+        .daemon_complete(&daemon, &build_id, abode_protocol::Outcome::Applied)
+        .await;
+    assert!(
+        matches!(applied, Err(ControlError::Conflict(_))),
+        "{applied:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_made_again_under_a_deleted_key_s_name_inherits_none_of_its_builds() {
+    let setup = setup().await;
+    let build_id = queued_build(&setup).await;
+    let daemon = |key: &abode_control::ProvisionerKey, secret: &str| DaemonCaller {
+        key_hash: abode_control::token_hash(secret),
+        key_id: key.id.clone(),
+        key_name: key.name.clone(),
+        tags: Vec::new(),
+        // The same daemon (its data dir kept) and slot.
+        daemon_id: "d".into(),
+        slot: "d-1".into(),
+    };
+    let (old_key, old_secret) = setup
+        .control
+        .create_provisioner_key(&setup.owner, "builders", &[])
+        .await
+        .unwrap();
+    let old = daemon(&old_key, &old_secret);
+    setup
+        .control
+        .acquire_daemon_job(&old, &[], "d-1", "0.1.0", Duration::ZERO)
+        .await
+        .unwrap()
+        .expect("the queued build is claimed");
+    setup
+        .control
+        .delete_provisioner_key(&setup.owner, "builders")
+        .await
+        .unwrap();
+    let (new_key, new_secret) = setup
+        .control
+        .create_provisioner_key(&setup.owner, "builders", &[])
+        .await
+        .unwrap();
+    assert_ne!(new_key.id, old_key.id);
+    let new = daemon(&new_key, &new_secret);
+    assert_ne!(
+        abode_control::daemon_holder(&new),
+        abode_control::daemon_holder(&old)
+    );
+
+    // Every call about the old key's build is refused to the new key's
+    // daemon, before and after its body is read.
+    let heartbeat = setup
+        .control
+        .daemon_heartbeat(&new, &build_id, "d-1", "0.1.0")
+        .await;
+    assert!(
+        matches!(heartbeat, Err(ControlError::Conflict(_))),
+        "{heartbeat:?}"
+    );
+    let log = setup
+        .control
+        .daemon_log(&new, &build_id, &[line("from the new key")])
+        .await;
+    assert!(matches!(log, Err(ControlError::Conflict(_))), "{log:?}");
+    let ended = setup
+        .control
+        .daemon_complete(&new, &build_id, abode_protocol::Outcome::Applied)
+        .await;
+    assert!(matches!(ended, Err(ControlError::Conflict(_))), "{ended:?}");
+    let state = setup
+        .control
+        .daemon_keep_state(&new, &build_id, b"{}".to_vec(), None)
+        .await;
+    assert!(
+        matches!(state, Err(ControlError::Forbidden(_))),
+        "{state:?}"
+    );
+    for need in [
+        abode_control::DaemonNeed::Holding,
+        abode_control::DaemonNeed::Held,
+    ] {
+        let early = setup
+            .control
+            .daemon_may_call_about(&new_key.id, &build_id, need)
+            .await;
+        assert!(early.is_err(), "{need:?}");
+    }
     let build = setup.store.build_by_id(&build_id).await.unwrap();
     assert_eq!(build.status, BuildStatus::Running);
 }

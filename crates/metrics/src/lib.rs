@@ -251,9 +251,11 @@ impl Metrics {
 
     /// One HTTP request answered. `route` is the route template
     /// (`/api/v1/workspaces/:workspace`), never the raw path: raw paths would make
-    /// a series per workspace.
+    /// a series per workspace. `method` is whatever the client sent; only the
+    /// standard methods are labels of their own ([`method_label`]).
     pub fn http_request(&self, route: &str, method: &str, status: u16, seconds: f64) {
         let inner = &self.inner;
+        let method = method_label(method);
         inner
             .http_requests
             .get_or_create(&HttpLabels {
@@ -443,6 +445,24 @@ impl Metrics {
     }
 }
 
+/// The `method` label of a request: one of HTTP's standard methods, or
+/// [`OTHER_METHOD`]. A client chooses its method freely (any token, of any
+/// length), and every distinct label value is a series kept for the
+/// server's life: labelling methods as sent let anyone grow the registry,
+/// and every scrape, without bound.
+pub fn method_label(method: &str) -> &'static str {
+    const KNOWN: [&str; 9] = [
+        "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE",
+    ];
+    KNOWN
+        .into_iter()
+        .find(|known| *known == method)
+        .unwrap_or(OTHER_METHOD)
+}
+
+/// The `method` label of every request whose method is not a standard one.
+pub const OTHER_METHOD: &str = "other";
+
 fn preset_labels(template: &str, preset: &str) -> PresetLabels {
     PresetLabels {
         template_name: template.to_string(),
@@ -484,6 +504,37 @@ mod tests {
         text.lines()
             .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
             .map(str::to_string)
+    }
+
+    #[test]
+    fn only_standard_methods_are_labels_of_their_own() {
+        let cases = [
+            ("GET", "GET"),
+            ("DELETE", "DELETE"),
+            ("OPTIONS", "OPTIONS"),
+            // Methods are case-sensitive: `get` is not GET.
+            ("get", OTHER_METHOD),
+            ("PROPFIND", OTHER_METHOD),
+            ("", OTHER_METHOD),
+        ];
+        for (method, label) in cases {
+            assert_eq!(method_label(method), label, "{method:?}");
+        }
+        let metrics = Metrics::new();
+        for n in 0..50 {
+            let invented = format!("X{}", "Y".repeat(n * 80));
+            metrics.http_request("unmatched", &invented, 405, 0.001);
+        }
+        let text = metrics.encode().unwrap();
+        assert!(!text.contains("XY"), "an invented method became a label");
+        assert_eq!(
+            sample(
+                &text,
+                r#"abode_http_requests_total{route="unmatched",method="other",status="405"}"#
+            )
+            .as_deref(),
+            Some("50")
+        );
     }
 
     #[test]

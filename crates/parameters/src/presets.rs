@@ -99,6 +99,12 @@ struct ScheduleValues {
 
 impl PresetValues {
     fn definition(self, address: &str) -> Result<PresetDefinition, DeclarationError> {
+        abode_contract::text::check_name_text("preset", &self.name).map_err(|message| {
+            DeclarationError::Invalid {
+                address: address.to_string(),
+                message,
+            }
+        })?;
         let mut parameters = BTreeMap::new();
         for (name, value) in self.parameters.unwrap_or_default() {
             let value = value.ok_or_else(|| DeclarationError::Invalid {

@@ -101,6 +101,11 @@ pub fn unpack(archive: &[u8], root: &Path) -> Result<(), InvalidArchive> {
                     .map_err(|error| invalid(format!("unreadable link in archive: {error}")))?
                     .ok_or_else(|| invalid(format!("{} is a link without a target", relative.display())))?
                     .into_owned();
+                abode_contract::text::check_name_text(
+                    &format!("the link {}: target", relative.display()),
+                    &link_target.to_string_lossy(),
+                )
+                .map_err(invalid)?;
                 if link_target.is_absolute() {
                     return Err(invalid(format!(
                         "{} links to an absolute path, outside the template",
@@ -137,8 +142,12 @@ pub fn unpack(archive: &[u8], root: &Path) -> Result<(), InvalidArchive> {
     Ok(())
 }
 
-/// A path from the archive, as a relative path with no `..`; refused otherwise.
+/// A path from the archive, as a relative path with no `..` and no
+/// control or bidirectional character (a file name is a name: it reaches
+/// the lint's findings, plans and terminals); refused otherwise.
 fn safe_relative(path: &Path) -> Result<PathBuf, InvalidArchive> {
+    abode_contract::text::check_name_text("archive path", &path.to_string_lossy())
+        .map_err(invalid)?;
     let mut clean = PathBuf::new();
     for component in path.components() {
         match component {
@@ -348,6 +357,26 @@ mod tests {
                 "no terraform",
                 vec![Entry::File("README", b"hi")],
                 Some("the archive holds no .tf file"),
+            ),
+            (
+                "a right-to-left override in a file name",
+                vec![MAIN, Entry::File("notes\u{202e}ft.txt", b"x")],
+                Some("archive path `notes\\u{202e}ft.txt` holds \\u{202e}"),
+            ),
+            (
+                "an isolate in a directory name",
+                vec![MAIN, Entry::File("mod\u{2066}/x.tf", b"")],
+                Some("archive path `mod\\u{2066}/x.tf` holds"),
+            ),
+            (
+                "an escape in a file name",
+                vec![MAIN, Entry::File("a\x1b[2J.tf", b"")],
+                Some("archive path `a\\u{1b}[2J.tf` holds"),
+            ),
+            (
+                "a control character in a link's target",
+                vec![MAIN, Entry::Link("l", "main\u{202e}.tf")],
+                Some("the link l: target `main\\u{202e}.tf` holds"),
             ),
         ];
         for (name, entries, refusal) in cases {

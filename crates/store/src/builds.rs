@@ -192,8 +192,8 @@ macro_rules! build_queries {
         guard_report: &abode_guard::Report,
     ) -> Result<bool, StoreError> {
         let set = sqlx::query(&sql(
-            "UPDATE builds SET plan_json = ?, guard_report = ? WHERE id = ? AND EXISTS \
-             (SELECT 1 FROM jobs j WHERE j.build_id = ? AND j.status = 'claimed' AND j.lease_holder = ?)",
+            "UPDATE builds SET plan_json = ?, guard_report = ? WHERE id = ? AND guard_report IS NULL \
+             AND EXISTS (SELECT 1 FROM jobs j WHERE j.build_id = ? AND j.status = 'claimed' AND j.lease_holder = ?)",
         ))
         .bind(plan_json)
         .bind($crate::stored::guard_report_text(guard_report))
@@ -262,7 +262,8 @@ macro_rules! build_queries {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
-            &sql("UPDATE builds SET status = ?, error = ?, finished_at = ? \
+            &sql("UPDATE builds SET status = ?, error = ?, finished_at = ?, \
+             parameters = COALESCE(workspace_parameters, parameters) \
              WHERE id = ? AND status IN ('pending', 'running')"),
         )
         .bind(status.as_str())
@@ -312,7 +313,8 @@ macro_rules! build_queries {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
-            &sql("UPDATE builds SET status = 'canceled', error = ?, finished_at = ? \
+            &sql("UPDATE builds SET status = 'canceled', error = ?, finished_at = ?, \
+             parameters = COALESCE(workspace_parameters, parameters) \
              WHERE id = ? AND status IN ('pending', 'awaiting_confirmation')"),
         )
         .bind(error)

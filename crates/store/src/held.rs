@@ -44,7 +44,8 @@ macro_rules! held_queries {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let result = sqlx::query(
-            &sql("UPDATE builds SET status = 'awaiting_confirmation', plan_digest = ?, expires_at = ? \
+            &sql("UPDATE builds SET status = 'awaiting_confirmation', plan_digest = ?, expires_at = ?, \
+             parameters = COALESCE(workspace_parameters, parameters) \
              WHERE id = ? AND status = 'running'"),
         )
         .bind(&plan.digest)

@@ -111,7 +111,8 @@ macro_rules! job_lease_queries {
         // Only the lease as it was seen: renewed, re-claimed or ended since,
         // the build is not this salvage's to fail.
         let failed = sqlx::query(&sql(
-            "UPDATE builds SET status = 'failed', error = ?, finished_at = ? \
+            "UPDATE builds SET status = 'failed', error = ?, finished_at = ?, \
+             parameters = COALESCE(workspace_parameters, parameters) \
              WHERE id = ? AND status = 'running' AND EXISTS (SELECT 1 FROM jobs j \
              WHERE j.build_id = ? AND j.status = 'claimed' AND j.lease_holder = ? \
              AND j.lease_expires_at = ?)",
@@ -243,6 +244,20 @@ macro_rules! job_lease_queries {
             .fetch_optional(&self.pool)
             .await
             .map_err(db_error("job"))
+    }
+
+    pub(crate) async fn claimed_job_holder(&self, build_id: &str) -> Result<Option<String>, StoreError> {
+        let row = sqlx::query(&sql(
+            "SELECT lease_holder FROM jobs WHERE build_id = ? AND status = 'claimed'",
+        ))
+        .bind(build_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error("job"))?;
+        match row {
+            Some(row) => row.try_get("lease_holder").map_err(StoreError::Database),
+            None => Ok(None),
+        }
     }
 
     pub(crate) async fn job_lease_holder(&self, build_id: &str) -> Result<Option<String>, StoreError> {

@@ -474,6 +474,10 @@ storage_interface! {
     /// The newest preview of a version, with its counts; `whole_fleet`:
     /// the newest that covered every workspace (not named ones).
     fn latest_preview(&self, template_version_id: &str, whole_fleet: bool) -> Option<Preview>;
+    /// The newest preview of the whole fleet of any version of a template
+    /// with these very files (its archive's SHA-256): what activating a
+    /// version, or a copy of it pushed again, is weighed by.
+    fn latest_fleet_preview_of_archive(&self, template_id: &str, archive_sha256: &str) -> Option<Preview>;
     /// Takes the oldest queued result (or one whose lease ran out) for
     /// `worker` of server `holder` under a lease of `lease_ms`: only of a
     /// version whose provisioner tags are all among `tags`.
@@ -570,7 +574,8 @@ storage_interface! {
     fn set_build_plan(&self, build_id: &str, plan_json: &str, guard_report: &abode_guard::Report) -> ();
     /// Like `set_build_plan`, only while `holder` holds the build's claimed
     /// job: a holder that lost it (its build queued again, or failed)
-    /// writes no plan over the new run's. Whether it was written.
+    /// writes no plan over the new run's; and only once per build (none
+    /// judged yet): the first verdict stands. Whether it was written.
     fn set_judged_plan(&self, build_id: &str, holder: &str, plan_json: &str, guard_report: &abode_guard::Report) -> bool;
     fn build_plan_json(&self, build_id: &str) -> Option<String>;
     /// Removes the plan JSON of the workspace's finished builds older than its
@@ -620,6 +625,8 @@ storage_interface! {
     fn expired_job_leases(&self, holder: &str) -> Vec<ExpiredJobLease>;
     /// The server that claimed a build's job, if any did.
     fn job_lease_holder(&self, build_id: &str) -> Option<String>;
+    /// Who holds a build's job while it is claimed (not once it ended).
+    fn claimed_job_holder(&self, build_id: &str) -> Option<String>;
     /// Gives back to the queue a build whose holder's lease ran out before
     /// its plan was judged; false when it was judged (or renewed, or ended).
     fn requeue_unjudged_job(&self, lease: &ExpiredJobLease) -> bool;

@@ -213,6 +213,24 @@ macro_rules! preview_queries {
         .map_err(db_error("preview"))
     }
 
+    pub(crate) async fn latest_fleet_preview_of_archive(
+        &self,
+        template_id: &str,
+        archive_sha256: &str,
+    ) -> Result<Option<Preview>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{PREVIEW_SELECT} WHERE p.id = (SELECT tp.id FROM template_previews tp \
+             JOIN template_versions tv ON tv.id = tp.template_version_id \
+             WHERE tv.template_id = ?1 AND tv.archive_sha256 = ?2 AND tp.named = FALSE \
+             ORDER BY tp.created_at DESC, tp.id DESC LIMIT 1) {PREVIEW_GROUP}"
+        )))
+        .bind(template_id)
+        .bind(archive_sha256)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error("preview"))
+    }
+
     pub(crate) async fn claim_preview(
         &self,
         worker: &str,

@@ -19,7 +19,7 @@ pub struct StateLock {
     /// The build's number, joined in.
     pub build_number: i64,
     /// The lease holder whose run took it (a server id, or
-    /// `provisioner:KEY/ID`).
+    /// `provisioner:KEY_ID/KEY/ID`).
     pub holder: String,
     /// SHA-256 of the run's secret, hex.
     pub secret_hash: String,

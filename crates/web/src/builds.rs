@@ -317,6 +317,11 @@ pub(crate) async fn cancel(
 struct Follow {
     control: Control,
     caller: Caller,
+    /// The session the stream was opened with: checked again at every
+    /// step, and whenever this server revokes a token, so that a stream
+    /// ends with its session (a sign-out, here or on another server).
+    session: String,
+    revocations: tokio::sync::watch::Receiver<u64>,
     reference: String,
     number: i64,
     after: i64,
@@ -350,6 +355,8 @@ pub(crate) async fn events(
     let follow = Follow {
         control: state.control.clone(),
         caller: viewer.caller,
+        session: viewer.session,
+        revocations: state.control.identity().revocations(),
         reference,
         number,
         after: headers
@@ -374,16 +381,34 @@ fn log_stream(follow: Follow) -> impl Stream<Item = Result<Event, Infallible>> {
         if follow.finished || left.is_zero() {
             return None;
         }
-        let page = follow
+        // The session still stands (and its roles are today's), or the
+        // stream ends: the browser's reconnect then meets the sign-in.
+        follow.revocations.borrow_and_update();
+        match follow
             .control
-            .build_logs(
-                &follow.caller,
-                &follow.reference,
-                Some(follow.number),
-                follow.after,
-                LOG_WAIT.min(left),
-            )
-            .await;
+            .identity()
+            .authenticate_caller(&follow.session, follow.caller.request_id.clone())
+            .await
+        {
+            Ok(caller) => follow.caller = caller,
+            Err(_) => return None,
+        }
+        let wait = follow.control.build_logs(
+            &follow.caller,
+            &follow.reference,
+            Some(follow.number),
+            follow.after,
+            LOG_WAIT.min(left),
+        );
+        let page = tokio::select! {
+            page = wait => Some(page),
+            // A token was revoked meanwhile: look at this one again.
+            _ = follow.revocations.changed() => None,
+        };
+        let Some(page) = page else {
+            let nothing: Vec<Event> = Vec::new();
+            return Some((stream::iter(nothing.into_iter().map(Ok)), follow));
+        };
         let mut events = Vec::new();
         match page {
             Ok(page) => {

@@ -114,7 +114,7 @@ pub(crate) fn status_of(error: &ControlError) -> StatusCode {
         ControlError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         ControlError::Forbidden(_) => StatusCode::FORBIDDEN,
         ControlError::NotFound(_) => StatusCode::NOT_FOUND,
-        ControlError::Conflict(_) => StatusCode::CONFLICT,
+        ControlError::Conflict(_) | ControlError::AlreadyJudged(_) => StatusCode::CONFLICT,
         ControlError::InvalidTemplate(_) => StatusCode::UNPROCESSABLE_ENTITY,
         ControlError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
         ControlError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,

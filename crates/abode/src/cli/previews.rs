@@ -274,11 +274,22 @@ pub fn activation_acknowledgement(
     let Some(preview) = detail.preview else {
         return Ok(Ok(None));
     };
-    eprintln!(
-        "Latest preview of version {version} ({}): {}",
-        preview.id,
-        summary_line(&preview)
-    );
+    // The preview weighed may be of another version with the same files
+    // (the same folder pushed again).
+    if preview.version == version {
+        eprintln!(
+            "Latest preview of version {version} ({}): {}",
+            preview.id,
+            summary_line(&preview)
+        );
+    } else {
+        eprintln!(
+            "Latest preview of version {version}'s files (of version {}, {}): {}",
+            preview.version,
+            preview.id,
+            summary_line(&preview)
+        );
+    }
     let Some(concern) = preview.activation_concern.as_deref() else {
         return Ok(Ok(None));
     };
@@ -295,7 +306,7 @@ pub fn activation_acknowledgement(
         );
         return Ok(Err(crate::exit::CONFIRMATION_REQUIRED));
     }
-    if let Ok(Some(report)) = client.latest_preview(name, version) {
+    if let Ok(Some(report)) = client.latest_preview(name, preview.version) {
         print_report(&report);
     }
     let question = format!(

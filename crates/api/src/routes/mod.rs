@@ -52,8 +52,16 @@ pub fn router(state: AppState) -> Router {
         .merge(connect::routes())
         .merge(state_backend::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
-        .layer(axum::middleware::from_fn(refuse_oversized_json));
+        .layer(axum::middleware::from_fn(refuse_oversized_json))
+        .layer(axum::middleware::from_fn(
+            crate::request_checks::require_json,
+        ));
     let metrics = state.control.config().metrics.clone();
+    let config = state.control.config();
+    let names = std::sync::Arc::new(crate::request_checks::ServerNames::new(
+        &config.access_url,
+        config.relay_url.as_deref(),
+    ));
     // The web dashboard (crates/web) at `/`: its own pages and layers, merged
     // after the API's JSON layers so that its HTML answers stay HTML.
     let web = abode_web::router(state.control.clone());
@@ -68,6 +76,12 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(axum::middleware::from_fn(crate::json_errors))
         .merge(web)
+        // Over the dashboard too: what a page elsewhere can make a browser
+        // send is refused before any route (request_checks.rs).
+        .layer(axum::middleware::from_fn_with_state(
+            names,
+            crate::request_checks::check_host_and_origin,
+        ))
         .layer(axum::middleware::from_fn(request_id_layer))
 }
 

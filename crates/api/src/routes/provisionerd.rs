@@ -10,14 +10,14 @@
 
 use std::time::Duration;
 
-use abode_control::DaemonCaller;
+use abode_control::{DaemonCaller, DaemonNeed};
 use abode_protocol::{
     AcquireRequest, CompleteRequest, DaemonHello, HeartbeatAnswer, JobWire, JudgeRequest,
     LogUpload, ReleaseRequest, StateAnswer, StateUpload, VerdictWire,
 };
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, State};
+use axum::extract::{DefaultBodyLimit, FromRequestParts, MatchedPath, Path, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -30,6 +30,19 @@ use crate::{bearer, ApiError, AppState};
 /// A job's upload: a plan, a state or a template archive of up to 64 MiB,
 /// base64 in JSON.
 const MAX_DAEMON_BODY: usize = 96 * 1024 * 1024;
+
+/// The most memory the daemons' bodies being read at once may take, in
+/// KiB (the permits of [`DAEMON_BODIES`]): 256 MiB, a few of the largest.
+/// Further bodies wait for their turn before they are read, so that
+/// parallel large uploads cannot take the server's memory.
+const DAEMON_BODIES_KIB: usize = 256 * 1024;
+
+/// A body up to this size is read at once, without waiting for its turn.
+const SMALL_DAEMON_BODY: usize = 1024 * 1024;
+
+/// The daemons' large bodies being read, in KiB ([`DAEMON_BODIES_KIB`]).
+/// One per process (a server is one process).
+static DAEMON_BODIES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(DAEMON_BODIES_KIB);
 
 /// The routes of this module, merged into `/api/v1`.
 pub(crate) fn routes() -> Router<AppState> {
@@ -68,6 +81,20 @@ pub(crate) fn is_daemon_path(path: &str) -> bool {
     path.contains("/provisionerd/")
 }
 
+/// What a route's call needs of its build, checked before the body is
+/// read; `None` for the routes that name no build's job, and for `release`
+/// (a run's state lock goes back whoever holds the build now: the run's
+/// secret is the proof).
+fn need_of(parts: &Parts) -> Option<DaemonNeed> {
+    let path = parts.extensions.get::<MatchedPath>()?.as_str();
+    let (_, call) = path.split_once("/provisionerd/jobs/:build/")?;
+    match call {
+        "release" => None,
+        "state" => Some(DaemonNeed::Held),
+        _ => Some(DaemonNeed::Holding),
+    }
+}
+
 /// The key a daemon authenticated with.
 pub(crate) struct DaemonKey(abode_control::ProvisionerKey, String);
 
@@ -99,6 +126,7 @@ impl DaemonKey {
         }
         Ok(DaemonCaller {
             key_hash: self.1.clone(),
+            key_id: self.0.id.clone(),
             key_name: self.0.name.clone(),
             tags: self.0.tags.clone(),
             daemon_id: hello.daemon_id.clone(),
@@ -165,6 +193,41 @@ where
     ) -> Result<Self, ApiError> {
         let (mut parts, body) = request.into_parts();
         let key = DaemonKey::from_request_parts(&mut parts, state).await?;
+        // Whether the key's daemons may speak for the build at all, before
+        // a byte of the body is read (a daemon that lost the build may still
+        // be sending a large log or state).
+        if let Some(need) = need_of(&parts) {
+            let Path(build) = Path::<String>::from_request_parts(&mut parts, state)
+                .await
+                .map_err(|_| ApiError::bad_request("not a build's job"))?;
+            state
+                .control
+                .daemon_may_call_about(&key.0.id, &build, need)
+                .await?;
+        }
+        // Its turn to be read: the declared length (or the limit, when it
+        // is sent in chunks) counts against what all large bodies may take.
+        // A small one (a heartbeat, an end, a few log lines) never waits
+        // behind large uploads: a heartbeat that waited could lose a lease.
+        let declared = parts
+            .headers
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<usize>().ok())
+            .unwrap_or(MAX_DAEMON_BODY)
+            .min(MAX_DAEMON_BODY);
+        let _turn = if declared > SMALL_DAEMON_BODY {
+            let kib = u32::try_from(declared.div_ceil(1024)).unwrap_or(u32::MAX);
+            Some(DAEMON_BODIES.acquire_many(kib).await.map_err(|_| {
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "unavailable",
+                    "the server is stopping",
+                )
+            })?)
+        } else {
+            None
+        };
         let request = axum::extract::Request::from_parts(parts, body);
         let bytes =
             Bytes::from_request(request, state)

@@ -133,6 +133,10 @@ struct PushQuery {
     /// The provisioner tags its builds need, `key=value` separated by commas.
     #[serde(default)]
     provisioner_tags: Option<String>,
+    /// With `activate`: the preview of these files acknowledged, when
+    /// activating them needs one.
+    #[serde(default)]
+    acknowledge_preview: Option<String>,
 }
 
 async fn push_version(
@@ -177,6 +181,7 @@ async fn push_version(
                     .collect()
             })
             .unwrap_or_default(),
+        acknowledge_preview: query.acknowledge_preview,
     };
     let (template, version, lint) = state
         .control

@@ -68,6 +68,11 @@ pub struct Identity {
     throttle: LoginThrottle,
     /// Where passwords are hashed and checked, a few at a time.
     hashing: HashingPool,
+    /// Counts the tokens this process revoked (logouts, revoked API
+    /// tokens): what outlives its request on a token (the dashboard's live
+    /// log) looks again at its token when it moves, instead of running on
+    /// until its own wait ends.
+    revocations: tokio::sync::watch::Sender<u64>,
 }
 
 impl Identity {
@@ -84,7 +89,20 @@ impl Identity {
             config,
             throttle,
             hashing,
+            revocations: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    /// Changes each time this process revokes a token: a long-lived answer
+    /// made for a token checks it again then (and, for a revocation on
+    /// another server, at its own next step).
+    pub fn revocations(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.revocations.subscribe()
+    }
+
+    fn revoked(&self) {
+        self.revocations
+            .send_modify(|count| *count = count.wrapping_add(1));
     }
 
     pub fn config(&self) -> &IdentityConfig {

@@ -282,6 +282,7 @@ impl Identity {
         self.store
             .revoke_token(&record.id, self.clock.now_ms())
             .await?;
+        self.revoked();
         self.audit
             .record(&audit_event(
                 Some(&user),
@@ -399,6 +400,7 @@ impl Identity {
             }
             Err(other) => return Err(other.into()),
         };
+        self.revoked();
         self.audit
             .record(&audit_event(
                 Some(&caller.user),

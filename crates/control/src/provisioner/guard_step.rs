@@ -12,8 +12,6 @@ use super::run::internal;
 
 /// A saved plan as the guard judged it.
 pub(super) struct Judged {
-    /// `terraform show -json` of it, as Terraform printed it.
-    pub(super) plan_json: Vec<u8>,
     pub(super) report: Report,
 }
 
@@ -22,12 +20,12 @@ pub(super) struct Judged {
 /// wherever it ran, and for a preview.
 pub(super) async fn judge_plan(
     control: &crate::Control,
-    plan_json: Vec<u8>,
+    plan_json: &[u8],
     workspace_id: &str,
     transition: abode_guard::Transition,
     initiator: abode_guard::Initiator,
 ) -> Result<Judged, Failure> {
-    let plan = abode_guard::read_plan_slice(&plan_json)
+    let plan = abode_guard::read_plan_slice(plan_json)
         .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
     let memory = control.remembered(workspace_id).await.map_err(internal)?;
     let report = abode_guard::evaluate_as(
@@ -36,7 +34,7 @@ pub(super) async fn judge_plan(
         initiator,
         &abode_guard::remembered_rules(&memory),
     );
-    Ok(Judged { plan_json, report })
+    Ok(Judged { report })
 }
 
 /// The guard is pure and has its own transition type; every stored build

@@ -14,6 +14,7 @@
 //! printed (`output.rs`); a cancel or a shutdown interrupts the run
 //! (`interruptions.rs`).
 
+mod ephemeral;
 mod guard_step;
 mod interruptions;
 mod on_server;
@@ -31,7 +32,7 @@ use crate::Control;
 pub(crate) use abode_runner::output::log_output;
 use abode_runner::{LogLevel, LogSink, RunnerConfig};
 pub(crate) use interruptions::Interruptions;
-pub use on_server::ServerJob;
+pub use on_server::{JudgeError, ServerJob};
 pub(crate) use run::run_kind;
 
 /// The log of a build this server records itself.

@@ -23,6 +23,7 @@ use abode_runner::{
     STALE_PLAN_MESSAGE,
 };
 
+use super::ephemeral::EphemeralValues;
 use super::guard_step::{describe_changes, guard_transition, judge_plan, Judged};
 use super::run::{build_context, internal, storage};
 use crate::agents::agents_in_state;
@@ -34,12 +35,15 @@ pub struct ServerJob {
     control: Control,
     build: Build,
     workspace: Workspace,
-    /// The lease holder running it (this server, or `provisioner:KEY/ID`).
+    /// The lease holder running it (this server, or `provisioner:KEY_ID/KEY/ID`).
     holder: String,
     /// The holder's worker (a provisioner of this server, a daemon's slot)
     /// that claimed it, when known: the job is that claim's only.
     worker: Option<String>,
     kind: JobKind,
+    /// The build's ephemeral parameter values: masked in what the server
+    /// keeps of the run (its log, its plan JSON).
+    ephemeral: EphemeralValues,
 }
 
 /// How a run ended, as the server records it: a held build keeps the plan
@@ -63,6 +67,11 @@ impl ServerJob {
             .workspace_by_id(&build.workspace_id)
             .await
             .map_err(storage)?;
+        let version = store
+            .template_version_by_id(&build.template_version_id)
+            .await
+            .map_err(storage)?;
+        let ephemeral = EphemeralValues::of(&version, &build);
         Ok(ServerJob {
             control: control.clone(),
             build,
@@ -70,6 +79,7 @@ impl ServerJob {
             holder: holder.to_string(),
             worker: worker.map(str::to_string),
             kind,
+            ephemeral,
         })
     }
 
@@ -326,20 +336,91 @@ fn refused_end(build: &Build, outcome: &str, decision: Option<Decision>) -> Cont
 
 impl LogSink for ServerJob {
     async fn log(&self, stage: &str, level: LogLevel, text: &str) {
-        self.control.note(&self.build.id, stage, level, text).await;
+        let text = self.ephemeral.mask(text);
+        self.control.note(&self.build.id, stage, level, &text).await;
     }
 }
 
-impl BuildHost for ServerJob {
+/// Why a plan was not judged.
+#[derive(Debug, thiserror::Error)]
+pub enum JudgeError {
+    /// The build's plan was judged already, and this is another plan: the
+    /// first verdict stands for a build (a runner that could ask again
+    /// could turn a hold into an apply with a plan that looks harmless).
+    #[error("build #{number}'s plan was judged already ({decision}); the first verdict stands, and another plan is not judged")]
+    AlreadyJudged { number: i64, decision: &'static str },
+    #[error("{}", .0.message)]
+    Failed(Failure),
+}
+
+impl From<Failure> for JudgeError {
+    fn from(failure: Failure) -> Self {
+        JudgeError::Failed(failure)
+    }
+}
+
+impl From<JudgeError> for ControlError {
+    fn from(error: JudgeError) -> Self {
+        match error {
+            already @ JudgeError::AlreadyJudged { .. } => {
+                ControlError::AlreadyJudged(already.to_string())
+            }
+            JudgeError::Failed(failure) => ControlError::Conflict(failure.message),
+        }
+    }
+}
+
+impl ServerJob {
+    /// The verdict a plan already judged for this build still stands for:
+    /// the same plan asked again (a daemon whose first answer was lost
+    /// asks again) gets the first verdict; another plan is refused.
+    /// `plan_json` is the plan as the server keeps it (`plan_to_keep`).
+    async fn standing_verdict(&self, plan_json: &[u8]) -> Result<Option<Verdict>, JudgeError> {
+        let store = &self.control.inner.store;
+        let build = store.build_by_id(&self.build.id).await.map_err(storage)?;
+        let Some(report) = build.guard_report else {
+            return Ok(None);
+        };
+        let judged = store
+            .build_plan_json(&self.build.id)
+            .await
+            .map_err(storage)?;
+        if judged.as_deref().map(str::as_bytes) != Some(plan_json) {
+            return Err(JudgeError::AlreadyJudged {
+                number: build.number,
+                decision: report.decision.as_str(),
+            });
+        }
+        Ok(Some(match report.decision {
+            Decision::Allow => Verdict::Apply,
+            Decision::Confirm => Verdict::Hold,
+            Decision::Block => Verdict::Block(format!(
+                "blocked by the plan guard: {}",
+                describe_changes(&report, Decision::Block)
+            )),
+        }))
+    }
+
     /// The guard with the template's annotations and the workspace's
     /// remembered protections; the plan JSON and the report are kept with
-    /// the build and the report is written to the log.
-    async fn judge(&self, plan_json: Vec<u8>, plan: Vec<u8>) -> Result<Verdict, Failure> {
+    /// the build and the report is written to the log. Once per build: the
+    /// first verdict stands ([`JudgeError::AlreadyJudged`]).
+    pub async fn judge_once(
+        &self,
+        plan_json: Vec<u8>,
+        plan: Vec<u8>,
+    ) -> Result<Verdict, JudgeError> {
         let (build, control) = (&self.build, &self.control);
         if self.kind != JobKind::Build {
             return Err(Failure::failed(
                 "a confirmed plan is applied as it was confirmed: it is not judged again",
-            ));
+            )
+            .into());
+        }
+        // What is kept of the plan: its ephemeral values masked.
+        let kept_plan = self.ephemeral.plan_to_keep(&plan_json);
+        if let Some(verdict) = self.standing_verdict(&kept_plan).await? {
+            return Ok(verdict);
         }
         // The scheduler's builds are the system's: a delete it starts (a
         // dormant deletion) destroys no protected resource without a person.
@@ -348,11 +429,9 @@ impl BuildHost for ServerJob {
         } else {
             abode_guard::Initiator::Person
         };
-        let Judged {
-            plan_json, report, ..
-        } = judge_plan(
+        let Judged { report } = judge_plan(
             control,
-            plan_json,
+            &plan_json,
             &self.workspace.id,
             guard_transition(build),
             initiator,
@@ -363,10 +442,11 @@ impl BuildHost for ServerJob {
             .config
             .metrics
             .guard_decision(report.decision.as_str());
-        let plan_text = String::from_utf8_lossy(&plan_json);
+        let plan_text = String::from_utf8_lossy(&kept_plan);
         // Only while this holder still runs the build: a run that lost it
         // (frozen, then queued again elsewhere) writes nothing over the new
-        // run's plan, and applies nothing.
+        // run's plan, and applies nothing. And only if no verdict came
+        // first (two judges at once: the store lets one write).
         if !control
             .inner
             .store
@@ -374,10 +454,24 @@ impl BuildHost for ServerJob {
             .await
             .map_err(storage)?
         {
+            let judged = control
+                .inner
+                .store
+                .build_by_id(&build.id)
+                .await
+                .map_err(storage)?
+                .guard_report;
+            if let Some(first) = judged {
+                return Err(JudgeError::AlreadyJudged {
+                    number: build.number,
+                    decision: first.decision.as_str(),
+                });
+            }
             return Err(Failure::failed(format!(
                 "{} before its plan was judged; nothing was applied",
                 abode_runner::LEASE_LOST
-            )));
+            ))
+            .into());
         }
         let level = match report.decision {
             Decision::Allow => LogLevel::Info,
@@ -418,6 +512,17 @@ impl BuildHost for ServerJob {
                 Ok(Verdict::Hold)
             }
         }
+    }
+}
+
+impl BuildHost for ServerJob {
+    async fn judge(&self, plan_json: Vec<u8>, plan: Vec<u8>) -> Result<Verdict, Failure> {
+        self.judge_once(plan_json, plan)
+            .await
+            .map_err(|error| match error {
+                JudgeError::Failed(failure) => failure,
+                already => Failure::failed(already.to_string()),
+            })
     }
 
     async fn keep_state(&self, state: Vec<u8>, _last: bool, secret: &str) -> StateKept {

@@ -238,9 +238,9 @@ async fn plan_and_judge(
     )
     .await
     .map_err(&failed)?;
-    let Judged { report, .. } = judge_plan(
+    let Judged { report } = judge_plan(
         control,
-        plan_json,
+        &plan_json,
         &workspace.id,
         guard_transition,
         abode_guard::Initiator::Person,

@@ -127,6 +127,10 @@ impl Templates {
     ) -> Result<(Template, TemplateVersion, VersionLint), ControlError> {
         let (activate, message) = (options.activate, options.message.as_str());
         self.may_push_template(caller, name, message)?;
+        if activate {
+            self.may_activate_pushed(caller, name, &archive_bytes, options)
+                .await?;
+        }
         let provisioner_tags =
             crate::tags::parse_tags(&options.provisioner_tags).map_err(ControlError::BadRequest)?;
         let validation = validate_template(&self.config, &archive_bytes, options.strict).await;
@@ -284,6 +288,66 @@ impl Templates {
             .transpose()
     }
 
+    /// What activating a version is weighed by: the newest preview of the
+    /// whole fleet of any version of the template with the same files (a
+    /// copy pushed again plans as the original does: a preview of the one
+    /// stands for the other, so that pushing the same files again does not
+    /// shed a preview's warning). `None`: those files were never previewed.
+    pub async fn activation_gate(
+        &self,
+        template_id: &str,
+        archive_sha256: &str,
+    ) -> Result<Option<PreviewGate>, ControlError> {
+        Ok(self
+            .store
+            .latest_fleet_preview_of_archive(template_id, archive_sha256)
+            .await?
+            .map(PreviewGate::of))
+    }
+
+    /// A push that activates its version is held to the rule of
+    /// [`Templates::activate_previewed_version`]: when these files' preview
+    /// would hold or block workspaces (or is unfinished), only with that
+    /// preview acknowledged; refused (and audited) before anything is
+    /// validated or stored otherwise.
+    async fn may_activate_pushed(
+        &self,
+        caller: &Caller,
+        name: &str,
+        archive: &[u8],
+        options: &PushOptions,
+    ) -> Result<(), ControlError> {
+        caller.authorize(Action::TemplateActivate, None)?;
+        let template = match self.store.template_by_name(name).await {
+            Ok(template) => template,
+            // A new template's first version: nothing was ever previewed.
+            Err(abode_store::StoreError::NotFound(_)) => return Ok(()),
+            Err(error) => return Err(error.into()),
+        };
+        let digest = secrets::sha256_hex(archive);
+        let Some(gate) = self.activation_gate(&template.id, &digest).await? else {
+            return Ok(());
+        };
+        let (Some(concern), preview) = (&gate.concern, &gate.preview) else {
+            return Ok(());
+        };
+        if options.acknowledge_preview.as_deref() == Some(preview.id.as_str()) {
+            return Ok(());
+        }
+        let details = Some(format!(
+            "activate=true preview={} held={} blocked={} failed={} pending={} acknowledged=false",
+            preview.id, preview.held, preview.blocked, preview.failed, preview.pending
+        ));
+        self.audit_template(caller, "template.push", name, "failure", details)
+            .await;
+        Err(ControlError::Conflict(format!(
+            "not pushed: these files are version {}'s of template \"{name}\", and {concern}; \
+             push without --activate, then review and activate the new version \
+             (abode templates versions activate {name} N), which acknowledges preview {}",
+            preview.version, preview.id
+        )))
+    }
+
     /// Activates version `number` without acknowledging a preview: refused
     /// when its latest preview would hold or block workspaces
     /// ([`Templates::activate_previewed_version`]).
@@ -310,10 +374,8 @@ impl Templates {
         caller.authorize(Action::TemplateActivate, None)?;
         let (template, version) = self.version_of(name, number).await?;
         let gate = self
-            .store
-            .latest_preview(&version.id, true)
-            .await?
-            .map(PreviewGate::of);
+            .activation_gate(&template.id, &version.archive_sha256)
+            .await?;
         let mut details = format!("version={number}");
         if let Some(gate) = &gate {
             let preview = &gate.preview;
@@ -373,6 +435,9 @@ pub struct PushOptions {
     pub strict: bool,
     /// The provisioner tags its builds need (`key=value`; checked at push).
     pub provisioner_tags: Vec<String>,
+    /// With `activate`: the preview acknowledged, when activating these
+    /// files needs one ([`Templates::activation_gate`]).
+    pub acknowledge_preview: Option<String>,
 }
 
 /// What the lint said about a version's files, as the version keeps it
