@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 
 use util::{fixture, psql, require_terraform, FreshDatabase, Platform};
 
+/// A server on `database`; its Terraform runs write their ledgers in the
+/// database's shared dir, which every server of it mounts.
 fn server(database: &FreshDatabase, provisioners: &str) -> Platform {
+    let shared = database.shared_dir();
     Platform::start_on(
         Some(&database.url),
         &[
@@ -26,6 +29,8 @@ fn server(database: &FreshDatabase, provisioners: &str) -> Platform {
             "5",
             "--provisioners",
             provisioners,
+            "--terraform-mount",
+            shared.to_str().unwrap(),
         ],
     )
 }
@@ -164,7 +169,7 @@ fn a_server_frozen_while_it_plans_never_applies_the_build_another_took_over() {
     let a = server(&database, "1");
     a.login_owner();
     push_ledger(&a);
-    let ledger_file: PathBuf = a.outside().join("ledger");
+    let ledger_file: PathBuf = database.shared_dir().join("ledger");
     let a_id = a.server_id();
 
     // A claims the build and is frozen before its plan is judged (if it was
@@ -237,7 +242,7 @@ fn a_holder_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports_or_a_pe
     // (2) Frozen mid-apply; the build is failed by the other server, whose
     // stop waits; the frozen one resumes, its apply finishes under its lock,
     // and the stop then destroys everything.
-    let ledger_two = first.outside().join("ledger-two");
+    let ledger_two = database.shared_dir().join("ledger-two");
     let mut spawned = vec![create(&first, "two", &ledger_two, 6)];
     let (holder, _) = wait_until("a claim", Duration::from_secs(60), || {
         claimed(&database, "two", 1)
@@ -286,7 +291,7 @@ fn a_holder_frozen_mid_apply_keeps_the_workspace_locked_until_it_reports_or_a_pe
 
     // (3) Frozen mid-apply again; this time an owner unlocks (audited), the
     // next build runs, and the frozen holder's late state write is refused.
-    let ledger_three = first.outside().join("ledger-three");
+    let ledger_three = database.shared_dir().join("ledger-three");
     spawned.push(create(&first, "three", &ledger_three, 6));
     let (holder, _) = wait_until("a claim", Duration::from_secs(60), || {
         claimed(&database, "three", 1)

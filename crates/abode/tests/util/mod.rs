@@ -12,7 +12,7 @@
 use std::fs;
 use std::io::Write;
 use std::net::TcpListener;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -883,8 +883,12 @@ pub fn copy_dir(from: &Path, dest: &Path) {
                 copy_dir(&entry.path(), &target);
             }
         } else if kind.is_file() {
-            fs::copy(entry.path(), target).unwrap();
+            fs::copy(entry.path(), &target).unwrap();
         }
+        // As `cp -a` copies: a sandboxed Terraform (an unprivileged user)
+        // must still own what it made.
+        let meta = entry.metadata().unwrap();
+        std::os::unix::fs::lchown(&target, Some(meta.uid()), Some(meta.gid())).unwrap();
     }
 }
 
@@ -994,10 +998,21 @@ impl FreshDatabase {
             url,
         }
     }
+
+    /// A directory every server on this database mounts into its Terraform
+    /// runs (`--terraform-mount`), for what their templates write outside
+    /// their work dirs (ledgers). Writable by the sandbox's user.
+    pub fn shared_dir(&self) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("{}-shared", self.name));
+        fs::create_dir_all(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o1777)).unwrap();
+        dir
+    }
 }
 
 impl Drop for FreshDatabase {
     fn drop(&mut self) {
+        let _ = fs::remove_dir_all(std::env::temp_dir().join(format!("{}-shared", self.name)));
         let drop = format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name);
         if let Err(err) = psql(&self.admin_url, &drop) {
             eprintln!(
