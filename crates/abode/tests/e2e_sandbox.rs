@@ -338,7 +338,48 @@ fn the_example_workspace_is_a_light_container_that_a_stop_empties() {
             path.display()
         );
     }
+    // Another workspace's home, with a file its owner wrote: out of reach.
+    let before: std::collections::BTreeSet<_> = std::fs::read_dir(platform.volumes_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    platform
+        .run(&["create", "other", "--template", "local"])
+        .ok();
+    platform.wait_for_agent("other", "ready", std::time::Duration::from_secs(60));
+    platform
+        .run(&[
+            "ssh",
+            "other",
+            "--",
+            "sh",
+            "-c",
+            "echo private > \"$HOME/diary\"",
+        ])
+        .ok();
+    let other_home = std::fs::read_dir(platform.volumes_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .find(|path| !before.contains(path))
+        .expect("the other workspace's volume");
+    assert!(other_home.join("diary").is_file());
+    let diary = other_home.join("diary");
+    for command in [
+        vec!["cat", diary.to_str().unwrap()],
+        vec!["ls", other_home.to_str().unwrap()],
+    ] {
+        let mut args = vec!["ssh", "dev", "--"];
+        args.extend(command);
+        let run = platform.run(&args);
+        assert_ne!(
+            run.code,
+            Some(0),
+            "dev reached the other workspace's home: {run}"
+        );
+        assert!(!run.stdout.contains("private"), "{run}");
+    }
     assert!(!platform.spawned_processes().is_empty());
+    platform.run(&["stop", "other"]).ok();
     platform.run(&["stop", "dev"]).ok();
     util::assert_no_processes_left(&platform, "after the stop");
 }

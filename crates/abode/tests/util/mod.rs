@@ -887,8 +887,10 @@ pub fn copy_dir(from: &Path, dest: &Path) {
         }
         // As `cp -a` copies: a sandboxed Terraform (an unprivileged user)
         // must still own what it made.
-        let meta = entry.metadata().unwrap();
-        std::os::unix::fs::lchown(&target, Some(meta.uid()), Some(meta.gid())).unwrap();
+        if target.exists() {
+            let meta = entry.metadata().unwrap();
+            std::os::unix::fs::lchown(&target, Some(meta.uid()), Some(meta.gid())).unwrap();
+        }
     }
 }
 
