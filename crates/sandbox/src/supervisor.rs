@@ -36,6 +36,8 @@ use crate::{Sandbox, View};
 /// create (a typo, a missing file) rather than showing as drift later.
 const STARTUP_CHECK: Duration = Duration::from_millis(200);
 const POLL: Duration = Duration::from_millis(50);
+/// The only variable `bwrap` and `setpriv` get.
+const SAFE_PATH: &str = "/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// Where the supervisor keeps things and what its processes may see.
 #[derive(Debug, Clone)]
@@ -190,11 +192,16 @@ fn start_process(
         operator_mounts: false,
     };
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-    let (bwrap, bwrap_args) = config.sandbox.wrap(&view, Path::new(program), &args);
+    let (bwrap, bwrap_args) = config
+        .sandbox
+        .wrap_with_env(&view, Path::new(program), &args, env)
+        .map_err(|error| format!("abode_process env: {error}"))?;
     let mut child = Command::new(bwrap)
         .args(bwrap_args)
+        // bwrap and setpriv run privileged: nothing of the template's reaches
+        // them (its variables are set after the drop, by `env -i`).
         .env_clear()
-        .envs(env.iter().map(|(name, value)| (name, value)))
+        .env("PATH", SAFE_PATH)
         .current_dir("/")
         .stdin(Stdio::null())
         .stdout(log)
