@@ -196,6 +196,10 @@ pub struct View {
     pub read_only: Vec<PathBuf>,
     /// Bound read-write at the same path.
     pub read_write: Vec<PathBuf>,
+    /// Directories already open (`O_PATH`, inherited by bwrap), bound
+    /// read-write at the path given: what bwrap binds is what was checked,
+    /// whatever the name points to by then.
+    pub read_write_fds: Vec<(std::os::fd::RawFd, PathBuf)>,
     /// The working directory inside.
     pub dir: PathBuf,
     /// Add the operator's `--terraform-mount`s (Terraform runs, not
@@ -317,6 +321,7 @@ impl Sandbox {
             .read_only
             .iter()
             .chain(&view.read_write)
+            .chain(view.read_write_fds.iter().map(|(_, path)| path))
             .map(PathBuf::as_path)
             .collect();
         if view.operator_mounts {
@@ -345,6 +350,10 @@ impl Sandbox {
         }
         for path in &view.read_write {
             push(&["--bind".as_ref(), path.as_os_str(), path.as_os_str()]);
+        }
+        for (fd, path) in &view.read_write_fds {
+            let fd = fd.to_string();
+            push(&["--bind-fd".as_ref(), fd.as_ref(), path.as_os_str()]);
         }
         if view.operator_mounts {
             for mount in &self.mounts {

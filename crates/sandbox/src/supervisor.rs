@@ -38,6 +38,8 @@ const STARTUP_CHECK: Duration = Duration::from_millis(200);
 const POLL: Duration = Duration::from_millis(50);
 /// The only variable `bwrap` and `setpriv` get.
 const SAFE_PATH: &str = "/usr/sbin:/usr/bin:/sbin:/bin";
+/// Held while a workspace process's sandbox is spawned (see `start_process`).
+static SPAWNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Where the supervisor keeps things and what its processes may see.
 #[derive(Debug, Clone)]
@@ -153,6 +155,17 @@ fn volume_of(config: &SupervisorConfig, dir: &str) -> Result<(PathBuf, PathBuf),
         )
     };
     let volumes = fs::canonicalize(&config.volumes_dir).map_err(|_| refused())?;
+    // The volume the path names, as written: a link inside one volume must
+    // not lead the process into another's.
+    let named = Path::new(dir)
+        .strip_prefix(&config.volumes_dir)
+        .or_else(|_| Path::new(dir).strip_prefix(&volumes))
+        .map_err(|_| refused())?
+        .components()
+        .next()
+        .ok_or_else(refused)?
+        .as_os_str()
+        .to_owned();
     let dir = fs::canonicalize(dir).map_err(|_| refused())?;
     let name = dir
         .strip_prefix(&volumes)
@@ -160,7 +173,40 @@ fn volume_of(config: &SupervisorConfig, dir: &str) -> Result<(PathBuf, PathBuf),
         .components()
         .next()
         .ok_or_else(refused)?;
+    if name.as_os_str() != named {
+        return Err(refused());
+    }
     Ok((volumes.join(name), dir))
+}
+
+/// An open volume, closed when dropped.
+struct VolumeFd(std::os::fd::RawFd);
+
+impl Drop for VolumeFd {
+    fn drop(&mut self) {
+        let _ = nix::unistd::close(self.0);
+    }
+}
+
+/// Opens the volume `path` (a directory, never through a link at its
+/// name) without close-on-exec, for bwrap's `--bind-fd`: a template can
+/// swap the name for a link after the check, never the directory opened.
+fn open_volume(path: &Path) -> Result<VolumeFd, String> {
+    use nix::fcntl::{open, OFlag};
+    let refused = |why: String| format!("cannot open the volume {}: {why}", path.display());
+    let fd = open(
+        path,
+        OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_DIRECTORY,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map(VolumeFd)
+    .map_err(|error| refused(error.to_string()))?;
+    let opened = fs::read_link(format!("/proc/self/fd/{}", fd.0))
+        .map_err(|error| refused(error.to_string()))?;
+    if opened != path {
+        return Err(refused(format!("it is {} now", opened.display())));
+    }
+    Ok(fd)
 }
 
 fn start_process(
@@ -185,9 +231,16 @@ fn start_process(
     let log_for_stderr = log
         .try_clone()
         .map_err(|error| format!("cannot share the process log: {error}"))?;
+    // One start at a time: the volume's descriptor is inheritable while it
+    // is open, and no other workspace's process may inherit it.
+    let one_at_a_time = SPAWNING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let volume_fd = open_volume(&volume)?;
     let view = View {
         read_only: config.read_only.clone(),
-        read_write: vec![volume],
+        read_write: Vec::new(),
+        read_write_fds: vec![(volume_fd.0, volume)],
         dir: dir.clone(),
         operator_mounts: false,
     };
@@ -211,6 +264,8 @@ fn start_process(
         .process_group(0)
         .spawn()
         .map_err(|error| format!("cannot start the sandbox of `{program}`: {error}"))?;
+    drop(volume_fd);
+    drop(one_at_a_time);
     let pid = i32::try_from(child.id()).map_err(|error| error.to_string())?;
     let identity = Identity::of(pid);
     std::thread::sleep(STARTUP_CHECK);
@@ -285,5 +340,54 @@ fn wait_until(done: impl Fn() -> bool, timeout: Duration) -> bool {
             return false;
         }
         std::thread::sleep(POLL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn config(root: &Path) -> SupervisorConfig {
+        SupervisorConfig {
+            sandbox: crate::Sandbox {
+                bwrap: "/usr/bin/bwrap".into(),
+                drop_to: None,
+                as_root: false,
+                mounts: Vec::new(),
+            },
+            socket: root.join("supervisor.sock"),
+            volumes_dir: root.join("volumes"),
+            logs_dir: root.join("logs"),
+            records_dir: root.join("records"),
+            read_only: Vec::new(),
+        }
+    }
+
+    /// A process's dir names its volume; a link in one volume never leads
+    /// it into another's, and a volume that is a link is never opened.
+    #[test]
+    fn a_process_gets_the_volume_its_dir_names_and_nothing_a_link_points_to() {
+        let root = tempfile::tempdir().unwrap();
+        let volumes = root.path().join("volumes");
+        for name in ["mine", "other"] {
+            fs::create_dir_all(volumes.join(name)).unwrap();
+        }
+        fs::create_dir(volumes.join("mine/src")).unwrap();
+        std::os::unix::fs::symlink("../other", volumes.join("mine/code")).unwrap();
+        std::os::unix::fs::symlink(root.path(), volumes.join("swapped")).unwrap();
+        let config = config(root.path());
+        let canonical = fs::canonicalize(&volumes).unwrap();
+        let (volume, _) = volume_of(&config, volumes.join("mine/src").to_str().unwrap()).unwrap();
+        assert_eq!(volume, canonical.join("mine"));
+        for refused in ["mine/code", "swapped", "../logs"] {
+            let dir = volumes.join(refused);
+            assert!(
+                volume_of(&config, dir.to_str().unwrap()).is_err(),
+                "{refused}"
+            );
+        }
+        assert!(open_volume(&canonical.join("mine")).is_ok());
+        assert!(open_volume(&canonical.join("swapped")).is_err());
     }
 }

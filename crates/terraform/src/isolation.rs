@@ -71,6 +71,7 @@ impl Isolation {
         let view = View {
             read_only: self.read_only.clone(),
             read_write,
+            read_write_fds: Vec::new(),
             dir: dir.to_path_buf(),
             operator_mounts: true,
         };
