@@ -100,6 +100,7 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
             provider_mirror: &mirror_dir,
             agent_binary: &agent_binary,
             terraform_env: &terraform_env,
+            secrets: &[args.key_file.as_path()],
         },
     )?;
     let (isolation, process_supervisor) = sandbox.unzip();

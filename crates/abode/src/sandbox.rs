@@ -33,6 +33,31 @@ pub struct Machine<'a> {
     /// What Terraform runs get of this process's environment (its PATH
     /// finds Terraform).
     pub terraform_env: &'a [(String, String)],
+    /// Files no sandbox may see (a TLS key, a provisioner key).
+    pub secrets: &'a [&'a Path],
+}
+
+/// Refuses a data dir or secret under a directory every sandbox shows
+/// read-only (`/usr`, `/opt`, ...): templates could read it there.
+fn refuse_visible(machine: &Machine<'_>) -> anyhow::Result<()> {
+    let private = std::iter::once(("the data dir", machine.data_dir)).chain(
+        machine
+            .secrets
+            .iter()
+            .map(|path| ("the secret file", *path)),
+    );
+    for (what, path) in private {
+        let real = std::fs::canonicalize(path)
+            .or_else(|_| std::path::absolute(path))
+            .unwrap_or_else(|_| path.to_path_buf());
+        if abode_sandbox::under_system_dirs(&real) {
+            anyhow::bail!(
+                "{what} {} is under a system directory every Terraform sandbox shows (/usr, /opt, ...), so templates could read it: keep it elsewhere (e.g. /var/lib/abode)",
+                real.display()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The sandbox of this machine's Terraform runs and its process
@@ -47,6 +72,7 @@ pub fn set_up(
         );
         return Ok(None);
     }
+    refuse_visible(machine)?;
     let mounts = flags
         .terraform_mounts
         .iter()

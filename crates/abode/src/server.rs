@@ -531,6 +531,12 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
             provider_mirror: &mirror_dir,
             agent_binary: &executable,
             terraform_env: &terraform_env,
+            secrets: &options
+                .tls
+                .as_ref()
+                .map(|tls| tls.key_file.as_path())
+                .into_iter()
+                .collect::<Vec<_>>(),
         },
     )?;
     if let Some((isolation, socket)) = sandbox {

@@ -19,7 +19,7 @@
 mod util;
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use util::{repo_root, require_terraform, Platform};
 
@@ -382,4 +382,27 @@ fn the_example_workspace_is_a_light_container_that_a_stop_empties() {
     platform.run(&["stop", "other"]).ok();
     platform.run(&["stop", "dev"]).ok();
     util::assert_no_processes_left(&platform, "after the stop");
+}
+
+/// A data dir under a directory every sandbox shows (`/opt`) would be a
+/// template's to read: refused at start in one line.
+#[test]
+fn a_data_dir_every_sandbox_would_show_is_refused_at_start() {
+    let data_dir = PathBuf::from(format!("/opt/abode-e2e-{}", std::process::id()));
+    let output = std::process::Command::new(util::abode_bin())
+        .args(["server", "--address", "127.0.0.1:0", "--data-dir"])
+        .arg(&data_dir)
+        .env_remove("ABODE_DATABASE_URL")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&data_dir);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(
+        last.contains(&format!("the data dir {}", data_dir.display()))
+            && last.contains("under a system directory every Terraform sandbox shows"),
+        "{stderr}"
+    );
 }
