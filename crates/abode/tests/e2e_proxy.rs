@@ -17,62 +17,13 @@
 
 mod util;
 
-use std::io::Write;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::{free_port, repo_root, require_terraform, Platform, Run, FAST_AGENT_FLAGS};
-
-/// A certificate authority of the test's own (as in e2e_tls), and what it
-/// signs.
-struct Authority {
-    dir: PathBuf,
-    certificate: rcgen::Certificate,
-    key: rcgen::KeyPair,
-}
-
-impl Authority {
-    fn new(dir: &Path) -> Authority {
-        let mut params = rcgen::CertificateParams::new(Vec::new()).unwrap();
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "Abode test CA");
-        let key = rcgen::KeyPair::generate().unwrap();
-        let certificate = params.self_signed(&key).unwrap();
-        std::fs::write(dir.join("ca.pem"), certificate.pem()).unwrap();
-        Authority {
-            dir: dir.to_path_buf(),
-            certificate,
-            key,
-        }
-    }
-
-    fn ca_file(&self) -> PathBuf {
-        self.dir.join("ca.pem")
-    }
-
-    /// Signs a certificate for `localhost` into `<name>.crt` and `<name>.key`.
-    fn sign(&self, name: &str) -> (PathBuf, PathBuf) {
-        let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()]).unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        let key = rcgen::KeyPair::generate().unwrap();
-        let certificate = params
-            .signed_by(&key, &self.certificate, &self.key)
-            .unwrap();
-        let (crt, key_file) = (
-            self.dir.join(format!("{name}.crt")),
-            self.dir.join(format!("{name}.key")),
-        );
-        std::fs::write(&crt, certificate.pem()).unwrap();
-        std::fs::write(&key_file, key.serialize_pem()).unwrap();
-        (crt, key_file)
-    }
-}
+use util::authority::{run_trusting, Authority};
+use util::{free_port, repo_root, require_terraform, Platform, FAST_AGENT_FLAGS};
 
 /// nginx, not a daemon, as a child of the test, with everything it writes
 /// in its own directory.
@@ -203,32 +154,6 @@ fn nginx_binary() -> &'static str {
     }
 }
 
-/// `abode ARGS` as `platform`'s default session, trusting `ca`.
-fn run_ca(platform: &Platform, ca: &Path, args: &[&str], stdin: Option<&str>) -> Run {
-    let mut command = platform.cmd(args);
-    command.env("ABODE_CA_CERT", ca);
-    if stdin.is_some() {
-        command.stdin(Stdio::piped());
-    }
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-    }
-    Run::from_output(
-        format!("abode {}", args.join(" ")),
-        child.wait_with_output().unwrap(),
-    )
-}
-
 /// What curl got: the status, the headers and the body.
 struct Answer {
     status: u16,
@@ -291,7 +216,7 @@ fn nginx_as_documented_carries_logins_logs_tunnels_and_ssh_and_the_throttle_sees
     let dir = tempfile::tempdir().unwrap();
     let authority = Authority::new(dir.path());
     let ca = authority.ca_file();
-    let (certificate, key) = authority.sign("proxy");
+    let (certificate, key) = authority.sign("proxy", 0o600);
     // nginx's port is chosen before the server starts: the access URL (what
     // agents call back) is nginx's.
     let https_port = free_port();
@@ -312,9 +237,9 @@ fn nginx_as_documented_carries_logins_logs_tunnels_and_ssh_and_the_throttle_sees
     assert_eq!(https, access_url);
 
     // The CLI through the proxy, trusting the private CA.
-    run_ca(
+    run_trusting(
         &platform,
-        &ca,
+        Some(&ca),
         &[
             "login",
             &https,
@@ -329,9 +254,9 @@ fn nginx_as_documented_carries_logins_logs_tunnels_and_ssh_and_the_throttle_sees
     )
     .ok();
     let example = repo_root().join("examples/local-workspace");
-    run_ca(
+    run_trusting(
         &platform,
-        &ca,
+        Some(&ca),
         &[
             "templates",
             "push",
@@ -343,9 +268,9 @@ fn nginx_as_documented_carries_logins_logs_tunnels_and_ssh_and_the_throttle_sees
     )
     .ok();
     // `create` follows the build's live log through the proxy.
-    let created = run_ca(
+    let created = run_trusting(
         &platform,
-        &ca,
+        Some(&ca),
         &["create", "dev", "--template", "local"],
         None,
     )
@@ -356,7 +281,12 @@ fn nginx_as_documented_carries_logins_logs_tunnels_and_ssh_and_the_throttle_sees
     // TLS) and becomes ready; `abode ssh` goes the same way.
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
-        let shown = run_ca(&platform, &ca, &["show", "dev", "--output", "json"], None);
+        let shown = run_trusting(
+            &platform,
+            Some(&ca),
+            &["show", "dev", "--output", "json"],
+            None,
+        );
         if shown.code == Some(0) && shown.json()["agent"]["status"] == "ready" {
             break;
         }
@@ -368,7 +298,13 @@ fn nginx_as_documented_carries_logins_logs_tunnels_and_ssh_and_the_throttle_sees
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    let ssh = run_ca(&platform, &ca, &["ssh", "dev", "--", "echo", "ok"], None).ok();
+    let ssh = run_trusting(
+        &platform,
+        Some(&ca),
+        &["ssh", "dev", "--", "echo", "ok"],
+        None,
+    )
+    .ok();
     assert_eq!(ssh.stdout.trim(), "ok", "{ssh}");
 
     // The dashboard: its cookies are Secure, the sign-in works through the
@@ -478,9 +414,9 @@ fn nginx_as_documented_carries_logins_logs_tunnels_and_ssh_and_the_throttle_sees
     assert_eq!(direct.status, 401, "{}", direct.body);
 
     // The audit log records the same client addresses.
-    let audit = run_ca(
+    let audit = run_trusting(
         &platform,
-        &ca,
+        Some(&ca),
         &["audit", "--limit", "200", "--output", "json"],
         None,
     )

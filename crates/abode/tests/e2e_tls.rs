@@ -15,93 +15,13 @@ mod util;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use util::{abode_bin, free_port, repo_root, require_terraform, Platform, Run};
-
-/// A certificate authority of the test's own, and what it signs.
-struct Authority {
-    dir: PathBuf,
-    certificate: rcgen::Certificate,
-    key: rcgen::KeyPair,
-}
-
-impl Authority {
-    fn new(dir: &Path) -> Authority {
-        let mut params = rcgen::CertificateParams::new(Vec::new()).unwrap();
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "Abode test CA");
-        let key = rcgen::KeyPair::generate().unwrap();
-        let certificate = params.self_signed(&key).unwrap();
-        std::fs::write(dir.join("ca.pem"), certificate.pem()).unwrap();
-        Authority {
-            dir: dir.to_path_buf(),
-            certificate,
-            key,
-        }
-    }
-
-    fn ca_file(&self) -> PathBuf {
-        self.dir.join("ca.pem")
-    }
-
-    /// Signs a certificate for `localhost` and 127.0.0.1 into
-    /// `<name>.crt` and `<name>.key` (mode `key_mode`).
-    fn sign(&self, name: &str, key_mode: u32) -> (PathBuf, PathBuf) {
-        let mut params =
-            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-                .unwrap();
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, name);
-        let key = rcgen::KeyPair::generate().unwrap();
-        let certificate = params
-            .signed_by(&key, &self.certificate, &self.key)
-            .unwrap();
-        let (crt, key_file) = (
-            self.dir.join(format!("{name}.crt")),
-            self.dir.join(format!("{name}.key")),
-        );
-        std::fs::write(&crt, certificate.pem()).unwrap();
-        std::fs::write(&key_file, key.serialize_pem()).unwrap();
-        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(key_mode)).unwrap();
-        (crt, key_file)
-    }
-}
-
-/// `abode ARGS` as `platform`'s default session, with `ca` as the trust.
-fn run_trusting(platform: &Platform, ca: Option<&Path>, args: &[&str], stdin: Option<&str>) -> Run {
-    let mut command = platform.cmd(args);
-    command.env_remove("ABODE_CA_CERT");
-    if let Some(ca) = ca {
-        command.env("ABODE_CA_CERT", ca);
-    }
-    if stdin.is_some() {
-        command.stdin(Stdio::piped());
-    }
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    if let Some(input) = stdin {
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-    }
-    Run::from_output(
-        format!("abode {}", args.join(" ")),
-        child.wait_with_output().unwrap(),
-    )
-}
+use util::authority::{run_trusting, Authority};
+use util::{abode_bin, free_port, repo_root, require_terraform, Platform};
 
 fn wait_for_log(platform: &Platform, from: usize, needle: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);

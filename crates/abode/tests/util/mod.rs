@@ -9,6 +9,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod authority;
+
 use std::fs;
 use std::io::Write;
 use std::net::TcpListener;

@@ -1,0 +1,95 @@
+//! A certificate authority of a test's own (rcgen), what it signs, and the
+//! CLI trusting it: for the tests of TLS in the server and behind a proxy.
+
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use super::{Platform, Run};
+
+/// A certificate authority of the test's own, and what it signs.
+pub struct Authority {
+    dir: PathBuf,
+    certificate: rcgen::Certificate,
+    key: rcgen::KeyPair,
+}
+
+impl Authority {
+    pub fn new(dir: &Path) -> Authority {
+        let mut params = rcgen::CertificateParams::new(Vec::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "Abode test CA");
+        let key = rcgen::KeyPair::generate().unwrap();
+        let certificate = params.self_signed(&key).unwrap();
+        std::fs::write(dir.join("ca.pem"), certificate.pem()).unwrap();
+        Authority {
+            dir: dir.to_path_buf(),
+            certificate,
+            key,
+        }
+    }
+
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.join("ca.pem")
+    }
+
+    /// Signs a certificate for `localhost` and 127.0.0.1 into
+    /// `<name>.crt` and `<name>.key` (mode `key_mode`).
+    pub fn sign(&self, name: &str, key_mode: u32) -> (PathBuf, PathBuf) {
+        let mut params =
+            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+                .unwrap();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let certificate = params
+            .signed_by(&key, &self.certificate, &self.key)
+            .unwrap();
+        let (crt, key_file) = (
+            self.dir.join(format!("{name}.crt")),
+            self.dir.join(format!("{name}.key")),
+        );
+        std::fs::write(&crt, certificate.pem()).unwrap();
+        std::fs::write(&key_file, key.serialize_pem()).unwrap();
+        std::fs::set_permissions(&key_file, std::fs::Permissions::from_mode(key_mode)).unwrap();
+        (crt, key_file)
+    }
+}
+
+/// `abode ARGS` as `platform`'s default session, with `ca` as the trust.
+pub fn run_trusting(
+    platform: &Platform,
+    ca: Option<&Path>,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> Run {
+    let mut command = platform.cmd(args);
+    command.env_remove("ABODE_CA_CERT");
+    if let Some(ca) = ca {
+        command.env("ABODE_CA_CERT", ca);
+    }
+    if stdin.is_some() {
+        command.stdin(Stdio::piped());
+    }
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(input) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+    }
+    Run::from_output(
+        format!("abode {}", args.join(" ")),
+        child.wait_with_output().unwrap(),
+    )
+}
