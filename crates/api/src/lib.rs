@@ -78,6 +78,12 @@ impl ApiError {
     }
 }
 
+impl From<abode_control::IdentityError> for ApiError {
+    fn from(error: abode_control::IdentityError) -> Self {
+        ControlError::from(error).into()
+    }
+}
+
 impl From<ControlError> for ApiError {
     fn from(error: ControlError) -> Self {
         let status = match &error {

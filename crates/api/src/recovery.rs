@@ -63,5 +63,5 @@ pub async fn recover(
             .map(|ended| format!("set a new password for {username}; {ended} session(s) ended")),
     };
     store.close().await;
-    done.map_err(ServerError::Identity)
+    done.map_err(|error| ServerError::Identity(error.into()))
 }

@@ -292,7 +292,7 @@ impl Server {
             .identity()
             .ensure_system_actors()
             .await
-            .map_err(ServerError::Recover)?;
+            .map_err(|error| ServerError::Recover(error.into()))?;
         let recovered = control
             .recover(shutdown_rx.clone())
             .await

@@ -3,14 +3,15 @@
 //! reads only what concerns them.
 
 use abode_store::{
-    page_size, AuditEvent, AuditFilter, Build, NewAuditEvent, Page, Store, SystemActor, User,
+    page_size, AuditEvent, AuditFilter, Build, NewAuditEvent, Page, SystemActor, User,
 };
 
-use crate::actors::Actor;
 use crate::authz::{self, Action, Scope};
+use crate::Actor;
 use crate::Caller;
 use crate::Control;
 use crate::ControlError;
+pub(crate) use abode_identity::audit::{audit_event, Audit};
 
 /// Which audit events a page shows (docs/api.md, `GET /audit`).
 #[derive(Debug, Clone, Default)]
@@ -27,34 +28,6 @@ pub struct AuditQuery {
     pub until: Option<i64>,
     pub after: Option<String>,
     pub limit: Option<i64>,
-}
-
-/// Where a domain service writes its audit events: the store and nothing
-/// else, so that a service audits without reaching back into `Control`.
-#[derive(Clone)]
-pub(crate) struct Audit {
-    store: Store,
-}
-
-impl Audit {
-    pub(crate) fn new(store: Store) -> Audit {
-        Audit { store }
-    }
-
-    /// Records `event`; a failure to record is logged, not fatal, so that
-    /// the action the user asked for is not undone by bookkeeping.
-    pub(crate) async fn record(&self, event: &NewAuditEvent) {
-        if let Err(error) = self.store.record_audit(event).await {
-            tracing::error!(%error, action = %event.action, "cannot record an audit event");
-        }
-    }
-
-    /// Records `event` as done by `actor` (a person or a system actor).
-    pub(crate) async fn record_as(&self, actor: &Actor, mut event: NewAuditEvent) {
-        event.actor_id = Some(actor.id().to_string());
-        event.actor_name = Some(actor.name().to_string());
-        self.record(&event).await;
-    }
 }
 
 impl Control {
@@ -190,30 +163,5 @@ impl Control {
             details,
         );
         self.inner.audit.record(&event).await;
-    }
-}
-
-/// One audit event, as [`Control::audit`] records it (and as a store
-/// transaction that must not happen unaudited records it with its write).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn audit_event(
-    actor: Option<&User>,
-    request_id: Option<String>,
-    action: &str,
-    target_type: &str,
-    target: &str,
-    outcome: &str,
-    details: Option<String>,
-) -> NewAuditEvent {
-    NewAuditEvent {
-        actor_id: actor.map(|user| user.id.clone()),
-        actor_name: actor.map(|user| user.username.clone()),
-        action: action.into(),
-        target_type: target_type.into(),
-        target: target.into(),
-        outcome: outcome.into(),
-        request_id,
-        details,
-        workspace_id: None,
     }
 }

@@ -14,15 +14,15 @@ use abode_store::{
 
 use serde_json::Value;
 
-use crate::actors::Actor;
 use crate::authz::Action;
 use crate::error::or_not_found;
-use crate::names::validate_name;
 use crate::parameters::{check_parameters, CheckKind};
 use crate::presets::{
     matching_preset, named_preset, stored_presets, with_preset, PresetDefinition,
 };
+use crate::validate_name;
 use crate::workspace_status;
+use crate::Actor;
 use crate::Caller;
 use crate::Control;
 use crate::ControlError;

@@ -146,6 +146,34 @@ impl From<abode_credentials::CredentialError> for ControlError {
     }
 }
 
+impl From<abode_identity::IdentityError> for ControlError {
+    fn from(error: abode_identity::IdentityError) -> Self {
+        use abode_identity::IdentityError;
+        match error {
+            IdentityError::BadRequest(message) => ControlError::BadRequest(message),
+            IdentityError::Unauthorized(message) => ControlError::Unauthorized(message),
+            IdentityError::Forbidden(message) => ControlError::Forbidden(message),
+            IdentityError::NotFound(message) => ControlError::NotFound(message),
+            IdentityError::Conflict(message) => ControlError::Conflict(message),
+            IdentityError::Throttled {
+                message,
+                retry_after_seconds,
+            } => ControlError::Throttled {
+                message,
+                retry_after_seconds,
+            },
+            IdentityError::Busy {
+                message,
+                retry_after_seconds,
+            } => ControlError::Busy {
+                message,
+                retry_after_seconds,
+            },
+            IdentityError::Internal(message) => ControlError::Internal(message),
+        }
+    }
+}
+
 impl From<crate::authz::Denied> for ControlError {
     fn from(denied: crate::authz::Denied) -> Self {
         ControlError::Forbidden(denied.reason)

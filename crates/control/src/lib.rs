@@ -6,7 +6,6 @@
 //! build may start, what a workspace's status is) lives here, and every byte
 //! stored goes through `abode-store`.
 
-mod actors;
 mod agents;
 mod audit;
 pub use abode_authz as authz;
@@ -19,11 +18,9 @@ mod error;
 mod free_disk;
 mod held;
 mod holders;
-mod identity;
 mod job_leases;
 mod log_backlog;
 mod metrics;
-mod names;
 pub mod notifications;
 pub mod workspace_status;
 pub use abode_parameters as parameters;
@@ -55,8 +52,10 @@ pub use abode_metrics::Metrics;
 use abode_store::Store;
 use tokio::sync::{watch, Notify};
 
+pub use abode_identity::validate_name;
+pub use abode_identity::Actor;
+pub use abode_identity::{Caller, Identity, IdentityConfig, IdentityError, SESSION_EXPIRED};
 pub use abode_runner::archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
-pub use actors::Actor;
 pub use audit::AuditQuery;
 pub use builds::MAX_PARAMETERS_BYTES;
 pub use builds::{BuildOrder, BuildRequest, BuildTarget, LogPage, VersionChoice};
@@ -65,8 +64,6 @@ pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, DaemonNeed, MAX_
 pub use error::ControlError;
 pub use hashing::default_threads as default_hashing_threads;
 pub use held::guard_decision;
-pub use identity::{Caller, Identity, IdentityConfig, SESSION_EXPIRED};
-pub use names::validate_name;
 pub use notifications::{NotificationsConfig, ReplacedResource};
 pub use prebuilds::{PoolStatus, PrebuildsConfig};
 pub use provisioner::{JudgeError, ServerJob};

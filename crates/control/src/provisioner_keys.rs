@@ -55,7 +55,7 @@ impl Control {
     /// Whether the caller may make provisioner keys (asked before a
     /// request's body is read).
     pub fn may_create_provisioner_key(&self, caller: &Caller) -> Result<(), ControlError> {
-        caller.authorize(Action::ProvisionerKeyCreate, None)
+        Ok(caller.authorize(Action::ProvisionerKeyCreate, None)?)
     }
 
     /// Makes a provisioner key named `name` whose daemons offer `tags`

@@ -11,13 +11,13 @@ use abode_store::{
     Workspace, WorkspaceFilter, WorkspaceSummary,
 };
 
-use crate::actors::Actor;
 use crate::authz::{self, Action, Scope};
 use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
 use crate::error::or_not_found;
-use crate::names::validate_name;
 use crate::state;
+use crate::validate_name;
 use crate::workspace_status;
+use crate::Actor;
 use crate::AgentHealth;
 use crate::AgentStatus;
 use crate::Caller;

@@ -4,6 +4,7 @@
 //! `list_users`, `create_user`, `change_user_roles` and `prebuild_status`;
 //! who may open them and use the forms is the door's answer.
 
+use abode_control::ControlError;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -158,6 +159,7 @@ async fn render_users(
         .identity()
         .list_users(&viewer.caller, after.as_deref(), Some(100))
         .await
+        .map_err(ControlError::from)
     {
         Ok(users) => users,
         Err(error) => return html::control_error(error),
@@ -299,6 +301,7 @@ pub(crate) async fn change_roles(
                 .identity()
                 .change_user_roles(&viewer.caller, &username, &add, &remove)
                 .await
+                .map_err(ControlError::from)
             {
                 Ok(_) => None,
                 Err(error) => Some((
@@ -353,6 +356,7 @@ pub(crate) async fn create_user(
             &roles,
         )
         .await
+        .map_err(ControlError::from)
     {
         Ok(_) => html::see_other("/users"),
         Err(error) => {

@@ -3,6 +3,7 @@
 //! the session token kept in a cookie instead of a file.
 
 use abode_control::ClientAddress;
+use abode_control::ControlError;
 use axum::extract::State;
 use axum::http::header::{self, HeaderMap, HeaderValue};
 use axum::http::StatusCode;
@@ -100,6 +101,7 @@ pub(crate) async fn login(
         .identity()
         .login_from(&form.username, &form.password, client, request_id(&headers))
         .await
+        .map_err(ControlError::from)
     {
         Ok((_, token)) => signed_in(&state, secure, &token),
         Err(error) => respond(
@@ -171,6 +173,7 @@ pub(crate) async fn setup(
             request_id(&headers),
         )
         .await
+        .map_err(ControlError::from)
     {
         Ok((_, token)) => signed_in(&state, secure, &token),
         Err(error) => respond(
@@ -198,6 +201,7 @@ pub(crate) async fn logout(
             .identity()
             .logout(&token, request_id(&headers))
             .await
+            .map_err(ControlError::from)
         {
             tracing::debug!(%error, "sign-out of a session that had ended");
         }

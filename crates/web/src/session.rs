@@ -227,6 +227,7 @@ impl FromRequestParts<WebState> for Viewer {
             .identity()
             .authenticate_caller(&token, request_id(&parts.headers))
             .await
+            .map_err(ControlError::from)
         {
             Ok(caller) => Ok(Viewer {
                 caller,

@@ -4,6 +4,7 @@
 //! session token, as the API's handler passes its bearer: only a session may
 //! make tokens) and `revoke_api_token`.
 
+use abode_control::ControlError;
 use std::time::Duration;
 
 use axum::extract::{Path, State};
@@ -37,6 +38,7 @@ async fn render(state: &WebState, viewer: &Viewer, outcome: Option<Outcome>) -> 
         .identity()
         .api_tokens(&viewer.caller, None, Some(200))
         .await
+        .map_err(ControlError::from)
     {
         Ok(tokens) => tokens.items,
         Err(error) => return html::control_error(error),
@@ -171,6 +173,7 @@ pub(crate) async fn create(
         .identity()
         .create_api_token(&viewer.session, request_id(&headers), name, lifetime)
         .await
+        .map_err(ControlError::from)
     {
         Ok((_, secret)) => Outcome::Created {
             name: name.to_string(),
@@ -196,6 +199,7 @@ pub(crate) async fn revoke(
         .identity()
         .revoke_api_token(&viewer.caller, &name)
         .await
+        .map_err(ControlError::from)
     {
         Ok(_) => html::see_other("/tokens"),
         Err(error) => {

@@ -102,7 +102,7 @@ impl Control {
     /// Whether the caller may make kinds mandatory (asked before a
     /// request's body is read).
     pub fn may_set_notification_policy(&self, caller: &Caller) -> Result<(), ControlError> {
-        caller.authorize(Action::NotificationPolicy, None)
+        Ok(caller.authorize(Action::NotificationPolicy, None)?)
     }
 
     /// Makes a kind mandatory (nobody's preference stops it) or optional

@@ -11,7 +11,7 @@
 use abode_contract::presets::PresetDefinition;
 use abode_store::{Build, PrebuildClaim, StoreError, SystemActor, TemplateVersion, User};
 
-use crate::actors::Actor;
+use crate::Actor;
 use crate::Control;
 
 impl Control {

@@ -24,9 +24,9 @@ use abode_store::{BuildReason, SystemActor, Transition, PREBUILDS_PAUSED};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::actors::Actor;
 use crate::authz::Action as Permission;
 use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
+use crate::Actor;
 use crate::{Caller, Control, ControlError};
 
 pub use snapshot::PoolStatus;

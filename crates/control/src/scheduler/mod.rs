@@ -20,8 +20,8 @@ use abode_schedule::{Action, ScheduleCache, StopReason, Tick};
 use abode_store::{Build, BuildReason, BuildStatus, SystemActor, Transition};
 use tokio::sync::watch;
 
-use crate::actors::Actor;
 use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
+use crate::Actor;
 use crate::{Control, ControlError};
 
 pub(crate) use facts::{is_scheduler_reason, policy};

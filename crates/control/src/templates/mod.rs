@@ -21,9 +21,9 @@ use abode_store::{
 use crate::audit::{audit_event, Audit};
 use crate::authz::Action;
 use crate::error::or_not_found;
-use crate::names::validate_name;
 use crate::parameters::declarations_from_template;
 use crate::presets::{stored_presets, PresetDefinition};
+use crate::validate_name;
 use crate::{notifications, secrets, Caller, ControlError};
 use abode_runner::archive;
 use abode_runner::workdir::{self, TEMPLATE_SUBDIR};

@@ -9,7 +9,7 @@ use abode_store::{NewUser, StoreError, SystemActor, User};
 use crate::actors::Actor;
 use crate::audit::audit_event;
 use crate::authz::{Role, Roles};
-use crate::ControlError;
+use crate::IdentityError;
 
 use super::users::check_new_account;
 use super::Identity;
@@ -25,7 +25,7 @@ impl Identity {
         username: &str,
         email: &str,
         password: &str,
-    ) -> Result<User, ControlError> {
+    ) -> Result<User, IdentityError> {
         check_new_account(username, email, password)?;
         let password_hash = self.hash_password(password).await?;
         let user = match self
@@ -39,7 +39,7 @@ impl Identity {
             .await
         {
             Err(StoreError::Conflict(_)) => {
-                return Err(ControlError::Conflict(format!(
+                return Err(IdentityError::Conflict(format!(
                     "username \"{username}\" is taken (abode server reset-password {username} sets a new password)"
                 )))
             }
@@ -66,11 +66,11 @@ impl Identity {
         &self,
         username: &str,
         password: &str,
-    ) -> Result<u64, ControlError> {
+    ) -> Result<u64, IdentityError> {
         let user = match self.store.user_by_name(username).await {
             Ok(user) if !user.system => user,
             Ok(_) | Err(StoreError::NotFound(_)) => {
-                return Err(ControlError::NotFound(format!(
+                return Err(IdentityError::NotFound(format!(
                     "no user named \"{username}\""
                 )))
             }

@@ -26,7 +26,7 @@ use super::throttle::{whole_seconds_up, Refusal, ThrottleKey, INVALID_USERNAME};
 use super::{Caller, Identity};
 use crate::audit::audit_event;
 use crate::authz::Action;
-use crate::{secrets, validate_name, ControlError};
+use crate::{secrets, validate_name, IdentityError};
 
 /// The answer to a request made with an expired session.
 pub const SESSION_EXPIRED: &str = "your session expired; log in again (abode login)";
@@ -48,7 +48,7 @@ impl Identity {
         password: &str,
         client: Option<IpAddr>,
         request_id: Option<String>,
-    ) -> Result<(User, String), ControlError> {
+    ) -> Result<(User, String), IdentityError> {
         let mut keys = vec![ThrottleKey::username(username)];
         keys.extend(client.map(ThrottleKey::Address));
         if let Some(refusal) = self.throttle.check(&keys, self.clock.now_ms()) {
@@ -93,7 +93,7 @@ impl Identity {
                         from_client(client),
                     ))
                     .await;
-                return Err(ControlError::Unauthorized(
+                return Err(IdentityError::Unauthorized(
                     "wrong username or password".into(),
                 ));
             }
@@ -120,12 +120,12 @@ impl Identity {
         username: &str,
         password: &str,
         request_id: Option<String>,
-    ) -> Result<(User, String), ControlError> {
+    ) -> Result<(User, String), IdentityError> {
         self.login_from(username, password, None, request_id).await
     }
 
     /// The refusal of a throttled login, audited once per window and key.
-    async fn throttled(&self, refusal: Refusal, request_id: Option<String>) -> ControlError {
+    async fn throttled(&self, refusal: Refusal, request_id: Option<String>) -> IdentityError {
         let seconds = whole_seconds_up(refusal.retry_after);
         let (target_type, target, whose) = match &refusal.key {
             ThrottleKey::Username(name) => ("user", name.clone(), "for this username"),
@@ -148,7 +148,7 @@ impl Identity {
                 ))
                 .await;
         }
-        ControlError::Throttled {
+        IdentityError::Throttled {
             message: format!("too many failed logins {whose}; try again in {seconds} s"),
             retry_after_seconds: seconds,
         }
@@ -159,7 +159,7 @@ impl Identity {
         &self,
         user: &User,
         request_id: Option<String>,
-    ) -> Result<String, ControlError> {
+    ) -> Result<String, IdentityError> {
         let token = secrets::new_session_token();
         self.store
             .create_token(&user.id, &secrets::token_hash(&token))
@@ -179,7 +179,7 @@ impl Identity {
     }
 
     /// The user a session or API token belongs to, if the token is still good.
-    pub async fn authenticate(&self, token: &str) -> Result<User, ControlError> {
+    pub async fn authenticate(&self, token: &str) -> Result<User, IdentityError> {
         Ok(self.token_owner(token).await?.1)
     }
 
@@ -189,7 +189,7 @@ impl Identity {
         &self,
         token: &str,
         request_id: Option<String>,
-    ) -> Result<Caller, ControlError> {
+    ) -> Result<Caller, IdentityError> {
         let credential = self.credential(token).await?;
         Ok(Caller {
             user: credential.user,
@@ -200,14 +200,14 @@ impl Identity {
 
     /// The token's record and user; 401 for an unknown, revoked or expired
     /// token. Records the use.
-    async fn token_owner(&self, token: &str) -> Result<(TokenRecord, User), ControlError> {
+    async fn token_owner(&self, token: &str) -> Result<(TokenRecord, User), IdentityError> {
         let credential = self.credential(token).await?;
         Ok((credential.token, credential.user))
     }
 
     /// The token's record, user and roles (one query); 401 for an unknown,
     /// revoked or expired token. Records the use.
-    async fn credential(&self, token: &str) -> Result<Credential, ControlError> {
+    async fn credential(&self, token: &str) -> Result<Credential, IdentityError> {
         let credential = match self
             .store
             .credential_by_hash(&secrets::token_hash(token))
@@ -215,7 +215,7 @@ impl Identity {
         {
             Ok(credential) => credential,
             Err(StoreError::NotFound(_)) => {
-                return Err(ControlError::Unauthorized(
+                return Err(IdentityError::Unauthorized(
                     "invalid session token; log in again".into(),
                 ))
             }
@@ -227,7 +227,7 @@ impl Identity {
         let touch_interval = match record.kind {
             TokenKind::Session => {
                 if record.revoked_at.is_some() {
-                    return Err(ControlError::Unauthorized(
+                    return Err(IdentityError::Unauthorized(
                         "this session was logged out; log in again".into(),
                     ));
                 }
@@ -241,7 +241,7 @@ impl Identity {
                         .saturating_add(millis(config.session_max_lifetime));
                 let idle = now >= last_use.saturating_add(millis(config.session_idle_timeout));
                 if too_old || idle {
-                    return Err(ControlError::Unauthorized(SESSION_EXPIRED.into()));
+                    return Err(IdentityError::Unauthorized(SESSION_EXPIRED.into()));
                 }
                 // The idle timeout is measured from the last recorded use:
                 // record it often enough that a short timeout stays accurate.
@@ -249,12 +249,12 @@ impl Identity {
             }
             TokenKind::Api => {
                 if record.revoked_at.is_some() {
-                    return Err(ControlError::Unauthorized(
+                    return Err(IdentityError::Unauthorized(
                         "this API token was revoked".into(),
                     ));
                 }
                 if record.expires_at.is_some_and(|at| now >= at) {
-                    return Err(ControlError::Unauthorized(
+                    return Err(IdentityError::Unauthorized(
                         "this API token expired; create a new one (abode tokens create)".into(),
                     ));
                 }
@@ -277,7 +277,7 @@ impl Identity {
         &self,
         token: &str,
         request_id: Option<String>,
-    ) -> Result<(), ControlError> {
+    ) -> Result<(), IdentityError> {
         let (record, user) = self.token_owner(token).await?;
         self.store
             .revoke_token(&record.id, self.clock.now_ms())
@@ -307,10 +307,10 @@ impl Identity {
         request_id: Option<String>,
         name: &str,
         lifetime: Option<Duration>,
-    ) -> Result<(TokenRecord, String), ControlError> {
+    ) -> Result<(TokenRecord, String), IdentityError> {
         let (record, user) = self.token_owner(token).await?;
         if record.kind != TokenKind::Session {
-            return Err(ControlError::Forbidden(
+            return Err(IdentityError::Forbidden(
                 "an API token cannot create API tokens; log in with your password (abode login)"
                     .into(),
             ));
@@ -319,12 +319,12 @@ impl Identity {
         let cap = self.config.api_token_max_lifetime;
         let lifetime = lifetime.unwrap_or(cap);
         if lifetime.is_zero() {
-            return Err(ControlError::BadRequest(
+            return Err(IdentityError::BadRequest(
                 "the token lifetime must be at least 1 second".into(),
             ));
         }
         if lifetime > cap {
-            return Err(ControlError::BadRequest(format!(
+            return Err(IdentityError::BadRequest(format!(
                 "the token lifetime may be at most {} s on this server (--api-token-max-lifetime)",
                 cap.as_secs()
             )));
@@ -342,7 +342,7 @@ impl Identity {
         {
             Ok(created) => created,
             Err(StoreError::Conflict(_)) => {
-                return Err(ControlError::Conflict(format!(
+                return Err(IdentityError::Conflict(format!(
                     "you already have an API token named \"{name}\"; revoke it or pick another name"
                 )))
             }
@@ -372,7 +372,7 @@ impl Identity {
         caller: &Caller,
         after: Option<&str>,
         limit: Option<i64>,
-    ) -> Result<Page<TokenRecord>, ControlError> {
+    ) -> Result<Page<TokenRecord>, IdentityError> {
         caller.authorize(Action::TokenList, Some(&caller.user.id))?;
         Ok(self
             .store
@@ -385,7 +385,7 @@ impl Identity {
         &self,
         caller: &Caller,
         name: &str,
-    ) -> Result<TokenRecord, ControlError> {
+    ) -> Result<TokenRecord, IdentityError> {
         caller.authorize(Action::TokenRevoke, Some(&caller.user.id))?;
         let revoked = match self
             .store
@@ -394,7 +394,7 @@ impl Identity {
         {
             Ok(revoked) => revoked,
             Err(StoreError::NotFound(_)) => {
-                return Err(ControlError::NotFound(format!(
+                return Err(IdentityError::NotFound(format!(
                     "you have no API token named \"{name}\""
                 )))
             }

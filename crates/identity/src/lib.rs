@@ -10,6 +10,10 @@
 //! tokens: every other domain is handed a [`Caller`] and asks the policy
 //! table about it.
 
+mod actors;
+pub mod audit;
+mod error;
+mod names;
 mod recovery;
 mod sessions;
 mod throttle;
@@ -21,8 +25,12 @@ use abode_clock::Clock;
 use abode_credentials::hashing::{self, HashingPool};
 use abode_store::{Store, User};
 
-use crate::audit::Audit;
-use crate::{authz, ControlError};
+pub use abode_authz as authz;
+use abode_credentials::secrets;
+pub use actors::Actor;
+use audit::Audit;
+pub use error::IdentityError;
+pub use names::validate_name;
 pub use sessions::SESSION_EXPIRED;
 use throttle::LoginThrottle;
 
@@ -128,11 +136,11 @@ impl Caller {
 
     /// Whether the caller may do `action` on an object owned by
     /// `object_owner` (a user id; `None`: nobody's, or everyone's).
-    pub(crate) fn authorize(
+    pub fn authorize(
         &self,
         action: authz::Action,
         object_owner: Option<&str>,
-    ) -> Result<(), ControlError> {
-        Ok(authz::authorize(&self.subject(), action, object_owner)?)
+    ) -> Result<(), authz::Denied> {
+        authz::authorize(&self.subject(), action, object_owner)
     }
 }

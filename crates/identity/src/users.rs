@@ -9,7 +9,7 @@ use crate::audit::audit_event;
 use crate::authz::{self, Action, Role, RoleChange, RoleRefusal, Roles};
 use crate::names::validate_name;
 use crate::secrets;
-use crate::ControlError;
+use crate::IdentityError;
 
 use super::{Caller, Identity};
 
@@ -22,7 +22,7 @@ impl Identity {
         email: &str,
         password: &str,
         request_id: Option<String>,
-    ) -> Result<(User, String), ControlError> {
+    ) -> Result<(User, String), IdentityError> {
         check_new_account(username, email, password)?;
         let password_hash = self.hash_password(password).await?;
         let user = match self
@@ -36,7 +36,7 @@ impl Identity {
             .await
         {
             Err(StoreError::Conflict(_)) => {
-                return Err(ControlError::Conflict(
+                return Err(IdentityError::Conflict(
                     "the first user already exists; log in instead".into(),
                 ))
             }
@@ -58,7 +58,7 @@ impl Identity {
     }
 
     /// Hashes a new password on the bounded hashing pool.
-    pub(super) async fn hash_password(&self, password: &str) -> Result<String, ControlError> {
+    pub(super) async fn hash_password(&self, password: &str) -> Result<String, IdentityError> {
         let password = password.to_string();
         let hash = self
             .hashing
@@ -70,7 +70,7 @@ impl Identity {
     /// Makes sure the system actors' reserved accounts exist; a person who
     /// held a reserved name before it was reserved is renamed, said in the
     /// server's log and the audit log.
-    pub async fn ensure_system_actors(&self) -> Result<(), ControlError> {
+    pub async fn ensure_system_actors(&self) -> Result<(), IdentityError> {
         for (old, new) in self.store.ensure_system_users().await? {
             tracing::warn!(
                 "the username \"{old}\" is now reserved for the system: the user who held it is now \"{new}\""
@@ -101,10 +101,10 @@ impl Identity {
         email: &str,
         password: &str,
         roles: &Roles,
-    ) -> Result<User, ControlError> {
+    ) -> Result<User, IdentityError> {
         authz::authorize_user_create(&caller.subject(), roles)?;
         if roles.is_empty() {
-            return Err(ControlError::BadRequest(
+            return Err(IdentityError::BadRequest(
                 "a user needs at least one role (member: their own workspaces)".into(),
             ));
         }
@@ -121,7 +121,7 @@ impl Identity {
             .await
         {
             Err(StoreError::Conflict(_)) => {
-                return Err(ControlError::Conflict(format!(
+                return Err(IdentityError::Conflict(format!(
                     "username \"{username}\" is taken"
                 )))
             }
@@ -151,13 +151,13 @@ impl Identity {
         username: &str,
         add: &Roles,
         remove: &Roles,
-    ) -> Result<(User, RoleChange), ControlError> {
+    ) -> Result<(User, RoleChange), IdentityError> {
         caller.authorize(Action::UserChangeRoles, None)?;
         let user = crate::error::or_not_found(self.store.user_by_name(username).await, || {
             format!("user \"{username}\" not found")
         })?;
         if user.system {
-            return Err(ControlError::Conflict(format!(
+            return Err(IdentityError::Conflict(format!(
                 "\"{username}\" is a system actor's account: its rights are fixed"
             )));
         }
@@ -172,7 +172,7 @@ impl Identity {
                         "\"{username}\" would hold no role: a user holds at least one (member: their own workspaces)"
                     ),
                 };
-                return Err(ControlError::Conflict(message));
+                return Err(IdentityError::Conflict(message));
             }
         };
         self.audit
@@ -194,7 +194,7 @@ impl Identity {
     }
 
     /// The roles `user_id` holds now.
-    pub async fn roles_of(&self, user_id: &str) -> Result<Roles, ControlError> {
+    pub async fn roles_of(&self, user_id: &str) -> Result<Roles, IdentityError> {
         Ok(self.store.roles_of(user_id).await?)
     }
 
@@ -205,7 +205,7 @@ impl Identity {
         caller: &Caller,
         after: Option<&str>,
         limit: Option<i64>,
-    ) -> Result<Page<(User, Roles)>, ControlError> {
+    ) -> Result<Page<(User, Roles)>, IdentityError> {
         caller.authorize(Action::UserList, None)?;
         Ok(self.store.list_user_page(after, page_size(limit)).await?)
     }
@@ -219,7 +219,7 @@ fn role_list(roles: &Roles) -> String {
 /// `local@domain.tld`: one `@`, a non-empty local part, a dotted domain,
 /// no spaces or control characters, at most 254 bytes. Deliverability is
 /// not checked; shape is, so that nobody stores a paragraph as an address.
-fn validate_email(email: &str) -> Result<(), ControlError> {
+fn validate_email(email: &str) -> Result<(), IdentityError> {
     let shaped = email.len() <= 254
         && !email.chars().any(|c| c.is_whitespace() || c.is_control())
         && match email.split_once('@') {
@@ -237,17 +237,17 @@ fn validate_email(email: &str) -> Result<(), ControlError> {
         Ok(())
     } else {
         // Not echoed: it may be anything, of any length.
-        Err(ControlError::BadRequest(
+        Err(IdentityError::BadRequest(
             "invalid email address: expected name@domain.tld, at most 254 characters".into(),
         ))
     }
 }
 
-pub(super) fn validate_password(password: &str) -> Result<(), ControlError> {
+pub(super) fn validate_password(password: &str) -> Result<(), IdentityError> {
     if password.chars().count() >= MIN_PASSWORD_LENGTH {
         Ok(())
     } else {
-        Err(ControlError::BadRequest(format!(
+        Err(IdentityError::BadRequest(format!(
             "the password must have at least {MIN_PASSWORD_LENGTH} characters"
         )))
     }
@@ -259,7 +259,7 @@ pub(super) fn check_new_account(
     username: &str,
     email: &str,
     password: &str,
-) -> Result<(), ControlError> {
+) -> Result<(), IdentityError> {
     validate_name("username", username)?;
     refuse_reserved(username)?;
     validate_email(email)?;
@@ -267,9 +267,9 @@ pub(super) fn check_new_account(
 }
 
 /// The system actors' names are theirs alone.
-fn refuse_reserved(username: &str) -> Result<(), ControlError> {
+fn refuse_reserved(username: &str) -> Result<(), IdentityError> {
     match abode_store::SystemActor::by_username(username) {
-        Some(actor) => Err(ControlError::Conflict(format!(
+        Some(actor) => Err(IdentityError::Conflict(format!(
             "the username \"{actor}\" is reserved for the system"
         ))),
         None => Ok(()),
