@@ -101,6 +101,11 @@ pub struct ServerArgs {
     /// returns (docs/metrics.md, `abode_data_dir_low`).
     #[arg(long, env = "ABODE_MIN_FREE_DISK", default_value = "256MiB", value_parser = crate::size::parse)]
     min_free_disk: u64,
+    /// What a new template's access list starts with: `use` gives
+    /// `Everyone` the use of it; `none` leaves it to template admins to
+    /// grant (`abode templates permissions`).
+    #[arg(long, env = "ABODE_DEFAULT_TEMPLATE_ACCESS", value_enum, default_value_t = DefaultTemplateAccess::Use)]
+    default_template_access: DefaultTemplateAccess,
     /// A tag this server's provisioners offer (`key=value`, repeatable): they
     /// take the jobs of template versions whose tags are all among theirs
     /// (untagged versions' jobs go to any provisioner).
@@ -554,6 +559,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.cancel_grace = Duration::from_secs(args.terraform.cancel_grace);
     options.job_lease = Duration::from_secs(args.job_lease);
     options.min_free_disk = args.min_free_disk;
+    options.new_templates_for_everyone = args.default_template_access == DefaultTemplateAccess::Use;
     options.provisioner_tags = abode_api::parse_provisioner_tags(&args.provisioner_tags)
         .map_err(|error| anyhow::anyhow!("--provisioner-tag: {error}"))?;
     options.confirmation_timeout = Duration::from_secs(args.confirmation_timeout);
@@ -674,4 +680,13 @@ pub(crate) fn absolute(path: PathBuf) -> anyhow::Result<PathBuf> {
     Ok(std::env::current_dir()
         .context("cannot read the current directory")?
         .join(path))
+}
+
+/// What a new template's access list starts with (`--default-template-access`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DefaultTemplateAccess {
+    /// `Everyone: use`.
+    Use,
+    /// An empty list: only template admins and owners see the template.
+    None,
 }

@@ -70,6 +70,8 @@ pub struct ServerOptions {
     /// Below this much free space in the data dir (bytes; 0: no minimum),
     /// this server starts no build.
     pub min_free_disk: u64,
+    /// Whether a new template's access list starts with `Everyone: use`.
+    pub new_templates_for_everyone: bool,
     /// The provisioner tags this server's provisioners offer (`key=value`,
     /// checked with [`parse_provisioner_tags`](crate::parse_provisioner_tags)).
     pub provisioner_tags: Vec<String>,
@@ -125,6 +127,7 @@ impl ServerOptions {
             scheduler: abode_control::SchedulerConfig::default(),
             job_lease: Duration::from_secs(60),
             min_free_disk: 256 * 1024 * 1024,
+            new_templates_for_everyone: true,
             provisioner_tags: Vec::new(),
             tls: None,
             redirect_to_access_url: false,
@@ -272,6 +275,7 @@ impl Server {
         config.server_id = server_identity(&options.data_dir)?;
         config.job_lease = options.job_lease;
         config.min_free_disk = options.min_free_disk;
+        config.new_templates_for_everyone = options.new_templates_for_everyone;
         config.provisioner_tags = options.provisioner_tags.clone();
         config.trusted_proxies =
             abode_control::client_address::TrustedProxies::new(options.trusted_proxies.clone());

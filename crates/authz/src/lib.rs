@@ -34,7 +34,7 @@ use std::fmt;
 
 pub use abode_store::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 
-pub use abode_store::SystemActor;
+pub use abode_store::{SystemActor, TemplateRole};
 
 /// Everything a subject can ask to do through the API (or, for system
 /// actors, from inside the server).
@@ -68,9 +68,16 @@ pub enum Action {
     /// Changing anyone's roles (`abode users roles`).
     UserChangeRoles,
 
-    // ---- templates (nobody owns a template) ----
-    /// A template, its list, its versions.
+    // ---- templates (nobody owns a template; its access list says who
+    // uses it: see [`authorize_template`]) ----
+    /// A template, its list, its versions. Refused as "not found": a person
+    /// does not learn that a template they may not use exists.
     TemplateRead,
+    /// Creating a workspace from a template, starting or updating one of
+    /// its workspaces, claiming one of its prebuilt workspaces.
+    TemplateUse,
+    /// `PUT /templates/{name}/permissions`: a template's access list.
+    TemplatePermissionsEdit,
     /// `POST /templates/{name}/versions`.
     TemplatePush,
     /// `POST /templates/{name}/versions/{n}/activate`.
@@ -92,6 +99,12 @@ pub enum Action {
     /// `PATCH /templates/{name}/policy`: the template's lifecycle policy
     /// (autostop, autostart days, dormancy).
     TemplatePolicyEdit,
+
+    // ---- groups (nobody owns a group) ----
+    /// `GET /groups`, a group and its members.
+    GroupRead,
+    /// Creating, editing and deleting groups, adding and removing members.
+    GroupManage,
 
     // ---- workspaces ----
     /// A workspace's status, builds, logs and remembered protections.
@@ -143,7 +156,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 37] = [
+    pub const ALL: [Action; 41] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -155,6 +168,8 @@ impl Action {
         Action::UserCreate,
         Action::UserChangeRoles,
         Action::TemplateRead,
+        Action::TemplateUse,
+        Action::TemplatePermissionsEdit,
         Action::TemplatePush,
         Action::TemplateActivate,
         Action::TemplatePreview,
@@ -163,6 +178,8 @@ impl Action {
         Action::ProvisionerKeyList,
         Action::ProvisionerKeyDelete,
         Action::TemplatePolicyEdit,
+        Action::GroupRead,
+        Action::GroupManage,
         Action::WorkspaceRead,
         Action::WorkspaceCreate,
         Action::WorkspaceStart,
@@ -197,6 +214,10 @@ impl Action {
             Action::UserCreate => "user.create",
             Action::UserChangeRoles => "user.change_roles",
             Action::TemplateRead => "template.read",
+            Action::TemplateUse => "template.use",
+            Action::TemplatePermissionsEdit => "template.permissions_edit",
+            Action::GroupRead => "group.read",
+            Action::GroupManage => "group.manage",
             Action::TemplatePush => "template.push",
             Action::TemplateActivate => "template.activate",
             Action::TemplatePreview => "template.preview",
@@ -242,6 +263,12 @@ impl Action {
             Action::UserCreate => ("create", "users", "users"),
             Action::UserChangeRoles => ("change", "users' roles", "roles"),
             Action::TemplateRead => ("read", "templates", "templates"),
+            Action::TemplateUse => ("use", "templates", "templates"),
+            Action::TemplatePermissionsEdit => {
+                ("edit", "templates' access lists", "templates' access lists")
+            }
+            Action::GroupRead => ("read", "groups", "groups"),
+            Action::GroupManage => ("manage", "groups", "groups"),
             Action::TemplatePush => ("push", "templates", "templates"),
             Action::TemplateActivate => ("activate", "template versions", "template versions"),
             Action::TemplatePreview => ("preview", "template versions", "template versions"),
@@ -296,6 +323,10 @@ impl Action {
                 | Action::UserChangeRoles
                 | Action::NotificationPolicy
                 | Action::TemplateRead
+                | Action::TemplateUse
+                | Action::TemplatePermissionsEdit
+                | Action::GroupRead
+                | Action::GroupManage
                 | Action::TemplatePush
                 | Action::TemplateActivate
                 | Action::TemplatePreview
@@ -354,6 +385,10 @@ pub enum Grantee {
     /// Every signed-in user, whatever their roles.
     AnyUser,
     System(SystemActor),
+    /// A user whom a template's access list gives at least this role, for
+    /// that template only ([`authorize_template`]); no plain [`authorize`]
+    /// meets it.
+    Listed(TemplateRole),
 }
 
 impl Grantee {
@@ -362,6 +397,7 @@ impl Grantee {
             (Grantee::Role(role), Subject::User { roles, .. }) => roles.contains(role),
             (Grantee::AnyUser, Subject::User { .. }) => true,
             (Grantee::System(actor), Subject::System(asking)) => actor == *asking,
+            (Grantee::Listed(_), _) => false,
             _ => false,
         }
     }
@@ -402,14 +438,18 @@ pub const POLICY: &[Grant] = &[
         scope: Scope::Any,
         actions: &Action::ALL,
     },
-    // template-admin: templates, and reading every workspace; acting on other
-    // people's workspaces is the owner's. Releasing a protection stays theirs
-    // on their own workspaces (members may not: a release is the way around
-    // the guard).
+    // template-admin: every template, whatever its access list, and reading
+    // every workspace; acting on other people's workspaces is the owner's.
+    // Releasing a protection stays theirs on their own workspaces (members
+    // may not: a release is the way around the guard).
     Grant {
         who: Grantee::Role(Role::TemplateAdmin),
         scope: Scope::Any,
         actions: &[
+            TemplateRead,
+            TemplateUse,
+            TemplatePermissionsEdit,
+            GroupRead,
             TemplatePush,
             TemplateActivate,
             TemplatePreview,
@@ -431,7 +471,7 @@ pub const POLICY: &[Grant] = &[
     Grant {
         who: Grantee::Role(Role::UserAdmin),
         scope: Scope::Any,
-        actions: &[UserList, UserCreate],
+        actions: &[UserList, UserCreate, GroupRead, GroupManage],
     },
     // auditor: reads the audit log and every workspace's status and builds;
     // changes nothing.
@@ -447,7 +487,7 @@ pub const POLICY: &[Grant] = &[
         actions: OWN_WORKSPACES,
     },
     // every signed-in user: their own account, sessions, tokens and audit
-    // events; the templates there are to choose from.
+    // events.
     Grant {
         who: Grantee::AnyUser,
         scope: Scope::Own,
@@ -461,16 +501,30 @@ pub const POLICY: &[Grant] = &[
             AuditRead,
         ],
     },
+    // a template's access list: `use` sees it and builds from it; `admin`
+    // also pushes and activates its versions and edits the list, without
+    // the global template-admin role.
     Grant {
-        who: Grantee::AnyUser,
+        who: Grantee::Listed(TemplateRole::Use),
         scope: Scope::Any,
-        actions: &[TemplateRead],
+        actions: &[TemplateRead, TemplateUse],
+    },
+    Grant {
+        who: Grantee::Listed(TemplateRole::Admin),
+        scope: Scope::Any,
+        actions: &[
+            TemplatePush,
+            TemplateActivate,
+            TemplatePreview,
+            TemplatePermissionsEdit,
+        ],
     },
     // The system, on any workspace, each part within its job.
     Grant {
         who: Grantee::System(SystemActor::Scheduler),
         scope: Scope::Any,
         actions: &[
+            TemplateUse,
             WorkspaceRead,
             WorkspaceStart,
             WorkspaceStop,
@@ -482,6 +536,8 @@ pub const POLICY: &[Grant] = &[
         who: Grantee::System(SystemActor::Prebuilds),
         scope: Scope::Any,
         actions: &[
+            TemplateRead,
+            TemplateUse,
             WorkspaceRead,
             WorkspaceCreate,
             WorkspaceStart,
@@ -538,6 +594,83 @@ pub fn widest_scope(actor: &Subject, action: Action) -> Option<Scope> {
     } else {
         None
     }
+}
+
+/// Whether `actor`, whom the template's access list gives `listed` (`None`:
+/// no entry), may do `action` on that template: a grant of the action on
+/// any object, or a [`Grantee::Listed`] row the entry meets. A person who
+/// may not [`Action::TemplateRead`] it must be told it does not exist
+/// ([`Denied::hides`]).
+pub fn authorize_template(
+    actor: &Subject,
+    action: Action,
+    listed: Option<TemplateRole>,
+) -> Result<(), Denied> {
+    if grants(actor, action, Scope::Any) || listed_grants(actor, action, listed) {
+        return Ok(());
+    }
+    let reason = match (actor, least_listed_role(action)) {
+        // Not told apart from a template that does not exist.
+        (Subject::User { .. }, _) if action == Action::TemplateRead => {
+            "template not found".to_string()
+        }
+        (Subject::User { .. }, Some(role)) => {
+            let (verb, object, _) = action.wording();
+            let entry = match listed {
+                Some(held) => format!("yours: {held}"),
+                None => "you have none".to_string(),
+            };
+            format!(
+                "you may not {verb} {object}: that needs {}, or `{role}` on the template's access list ({entry}; {})",
+                needed_roles(action, Scope::Any),
+                held_by(actor)
+            )
+        }
+        _ => refusal(actor, action, Scope::Any, false),
+    };
+    Err(Denied { action, reason })
+}
+
+/// Which templates a list shows `actor`: every one, or those whose access
+/// list gives them a role (`None`: none at all, for a system actor without
+/// the grant).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TemplateVisibility {
+    All,
+    Listed,
+    None,
+}
+
+/// See [`TemplateVisibility`].
+pub fn template_visibility(actor: &Subject) -> TemplateVisibility {
+    if grants(actor, Action::TemplateRead, Scope::Any) {
+        TemplateVisibility::All
+    } else if matches!(actor, Subject::User { .. }) {
+        TemplateVisibility::Listed
+    } else {
+        TemplateVisibility::None
+    }
+}
+
+/// Whether a [`Grantee::Listed`] row that `listed` meets grants `action` to
+/// a user.
+fn listed_grants(actor: &Subject, action: Action, listed: Option<TemplateRole>) -> bool {
+    let (Subject::User { .. }, Some(held)) = (actor, listed) else {
+        return false;
+    };
+    POLICY.iter().any(|grant| match grant.who {
+        Grantee::Listed(needed) => held >= needed && grant.actions.contains(&action),
+        _ => false,
+    })
+}
+
+/// The least entry of an access list that grants `action`, if any.
+fn least_listed_role(action: Action) -> Option<TemplateRole> {
+    TemplateRole::ALL.into_iter().find(|role| {
+        POLICY
+            .iter()
+            .any(|grant| grant.who == Grantee::Listed(*role) && grant.actions.contains(&action))
+    })
 }
 
 /// The roles that may do `action` on any object, in the table's order:
@@ -601,21 +734,30 @@ fn refusal(actor: &Subject, action: Action, needed: Scope, has_object_owner: boo
     match actor {
         Subject::System(system) => format!("the {system} may not {verb} {object}"),
         Subject::User { .. } => {
-            let allowing: Vec<&str> = Role::ALL
-                .into_iter()
-                .filter(|role| {
-                    let holder = Subject::user("", Roles::from([*role]));
-                    grants(&holder, action, needed)
-                })
-                .map(Role::as_str)
-                .collect();
-            let needs = match allowing.as_slice() {
-                [] => "no role allows it".to_string(),
-                [one] => format!("that needs the {one} role"),
-                many => format!("that needs one of the roles {}", many.join(", ")),
+            let needs = match needed_roles(action, needed).as_str() {
+                "" => "no role allows it".to_string(),
+                roles => format!("that needs {roles}"),
             };
             format!("you may not {what}: {needs} ({})", held_by(actor))
         }
+    }
+}
+
+/// "the owner role", "one of the roles owner, template-admin", or nothing:
+/// the roles whose holders may do `action` on objects of `needed`.
+fn needed_roles(action: Action, needed: Scope) -> String {
+    let allowing: Vec<&str> = Role::ALL
+        .into_iter()
+        .filter(|role| {
+            let holder = Subject::user("", Roles::from([*role]));
+            grants(&holder, action, needed)
+        })
+        .map(Role::as_str)
+        .collect();
+    match allowing.as_slice() {
+        [] => String::new(),
+        [one] => format!("the {one} role"),
+        many => format!("one of the roles {}", many.join(", ")),
     }
 }
 
@@ -651,7 +793,9 @@ mod tests {
         (Action::UserList, "y.y..", "y.y.."),
         (Action::UserCreate, "y.y..", "y.y.."),
         (Action::UserChangeRoles, "y....", "y...."),
-        (Action::TemplateRead, "yyyyy", "yyyyy"),
+        (Action::TemplateRead, "yy...", "yy..."),
+        (Action::TemplateUse, "yy...", "yy..."),
+        (Action::TemplatePermissionsEdit, "yy...", "yy..."),
         (Action::TemplatePush, "yy...", "yy..."),
         (Action::TemplateActivate, "yy...", "yy..."),
         (Action::TemplatePreview, "yy...", "yy..."),
@@ -660,6 +804,8 @@ mod tests {
         (Action::ProvisionerKeyList, "y....", "y...."),
         (Action::ProvisionerKeyDelete, "y....", "y...."),
         (Action::TemplatePolicyEdit, "yy...", "yy..."),
+        (Action::GroupRead, "yyy..", "yyy.."),
+        (Action::GroupManage, "y.y..", "y.y.."),
         (Action::WorkspaceRead, "yy.yy", "yy.y."),
         (Action::WorkspaceCreate, "y...y", "y...."),
         (Action::WorkspaceStart, "y...y", "y...."),
@@ -683,6 +829,8 @@ mod tests {
     /// What each system actor may do (on any workspace), by hand as well.
     /// Columns: scheduler, prebuilds, server.
     const EXPECTED_SYSTEM: &[(Action, &str)] = &[
+        (Action::TemplateRead, ".y."),
+        (Action::TemplateUse, "yy."),
         (Action::WorkspaceRead, "yyy"),
         (Action::WorkspaceCreate, ".y."),
         (Action::WorkspaceStart, "yy."),
@@ -796,7 +944,6 @@ mod tests {
                     | Action::TokenRevoke
                     | Action::NotificationRead
                     | Action::AuditRead
-                    | Action::TemplateRead
             );
             assert_eq!(
                 authorize(&nobody, action, Some("n")).is_ok(),
@@ -804,6 +951,104 @@ mod tests {
                 "{action}"
             );
         }
+    }
+
+    /// Callers of a template's actions, with what its access list gives
+    /// them: the columns of [`EXPECTED_TEMPLATE`].
+    fn template_callers() -> [(Roles, Option<TemplateRole>); 7] {
+        let member = Roles::from([Role::Member]);
+        [
+            (member.clone(), None),
+            (member.clone(), Some(TemplateRole::Use)),
+            (member, Some(TemplateRole::Admin)),
+            (Roles::from([Role::TemplateAdmin]), None),
+            (Roles::from([Role::Owner]), None),
+            (Roles::from([Role::Auditor]), Some(TemplateRole::Use)),
+            (Roles::from([Role::UserAdmin]), None),
+        ]
+    }
+
+    /// By hand: which caller may do each template action on one template.
+    /// Columns: member not listed, member with `use`, member with `admin`,
+    /// template-admin, owner, auditor with `use`, user-admin not listed.
+    const EXPECTED_TEMPLATE: &[(Action, &str)] = &[
+        (Action::TemplateRead, ".yyyyy."),
+        (Action::TemplateUse, ".yyyyy."),
+        (Action::TemplatePush, "..yyy.."),
+        (Action::TemplateActivate, "..yyy.."),
+        (Action::TemplatePreview, "..yyy.."),
+        (Action::TemplatePermissionsEdit, "..yyy.."),
+        (Action::TemplatePolicyEdit, "...yy.."),
+        (Action::ProvisionerList, "...yy.."),
+    ];
+
+    #[test]
+    fn a_template_s_access_list_grants_its_use_and_admin() {
+        for (action, flags) in EXPECTED_TEMPLATE {
+            for (column, (roles, listed)) in template_callers().into_iter().enumerate() {
+                let caller = Subject::user("c", roles.clone());
+                let answer = authorize_template(&caller, *action, listed);
+                assert_eq!(
+                    answer.is_ok(),
+                    allowed(flags, column),
+                    "{roles} listed {listed:?} doing {action}: {answer:?}"
+                );
+            }
+        }
+        // An entry counts for its template only: no plain check meets it.
+        let listed_admin = Subject::user("c", Roles::from([Role::Member]));
+        assert!(authorize(&listed_admin, Action::TemplatePush, None).is_err());
+        // The system builds from every template, within its job.
+        let cases = [
+            (SystemActor::Prebuilds, Action::TemplateUse, true),
+            (SystemActor::Scheduler, Action::TemplateUse, true),
+            (SystemActor::Server, Action::TemplateUse, false),
+            (SystemActor::Prebuilds, Action::TemplatePush, false),
+        ];
+        for (system, action, expected) in cases {
+            let answer = authorize_template(&Subject::System(system), action, None);
+            assert_eq!(answer.is_ok(), expected, "{system} {action}");
+        }
+    }
+
+    #[test]
+    fn a_template_one_may_not_use_is_not_found_and_other_refusals_say_the_entry() {
+        let member = Subject::user("m", Roles::from([Role::Member]));
+        let cases = [
+            (
+                authorize_template(&member, Action::TemplateRead, None),
+                "template not found",
+            ),
+            (
+                authorize_template(&member, Action::TemplatePush, Some(TemplateRole::Use)),
+                "you may not push templates: that needs one of the roles owner, template-admin, or `admin` on the template's access list (yours: use; your roles: member)",
+            ),
+            (
+                authorize_template(&member, Action::TemplateUse, None),
+                "you may not use templates: that needs one of the roles owner, template-admin, or `use` on the template's access list (you have none; your roles: member)",
+            ),
+        ];
+        for (answer, expected) in cases {
+            assert_eq!(answer.unwrap_err().to_string(), expected);
+        }
+    }
+
+    #[test]
+    fn lists_show_every_template_to_template_admins_and_listed_ones_to_others() {
+        let cases = [
+            (Role::Owner, TemplateVisibility::All),
+            (Role::TemplateAdmin, TemplateVisibility::All),
+            (Role::Auditor, TemplateVisibility::Listed),
+            (Role::Member, TemplateVisibility::Listed),
+        ];
+        for (role, expected) in cases {
+            let actor = Subject::user("x", Roles::from([role]));
+            assert_eq!(template_visibility(&actor), expected, "{role}");
+        }
+        let prebuilds = Subject::System(SystemActor::Prebuilds);
+        assert_eq!(template_visibility(&prebuilds), TemplateVisibility::All);
+        let server = Subject::System(SystemActor::Server);
+        assert_eq!(template_visibility(&server), TemplateVisibility::None);
     }
 
     #[test]

@@ -14,14 +14,14 @@ use serde_json::json;
 use crate::error::ClientError;
 use abode_sdk::{
     requests, AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, BuildAnswer, CreatedApiToken,
-    CreatedProvisionerKey, CreatedWorkspace, FailedNotification, LogPage, LoginResponse,
-    MarkedAnswer, Notification, NotificationAnswer, NotificationSetting,
+    CreatedProvisionerKey, CreatedWorkspace, FailedNotification, Group, GroupMember, LogPage,
+    LoginResponse, MarkedAnswer, Notification, NotificationAnswer, NotificationSetting,
     NotificationSettingsAnswer, Orphaned, PolicyAnswer, PrebuildPool, Preview, PreviewAnswer,
     PreviewReport, PreviewResult, Protection, ProtectionsAnswer, Provisioner, ProvisionerKey,
     ReleasedAnswer, RevokedTokenAnswer, ScheduleAnswer, ScheduleSpec, Template, TemplateAnswer,
-    TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion, TemplateVersionDetail,
-    TemplateVersionResponse, Transition, Unlocked, User, UserAnswer, VersionsAnswer, Workspace,
-    WorkspaceAnswer, WorkspaceSchedule,
+    TemplatePermissions, TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion,
+    TemplateVersionDetail, TemplateVersionResponse, Transition, Unlocked, User, UserAnswer,
+    VersionsAnswer, Workspace, WorkspaceAnswer, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -381,6 +381,81 @@ impl Client {
     pub fn delete_provisioner_key(&self, name: &str) -> Result<(), ClientError> {
         let path = format!("/provisioner-keys/{}", workspace_segment(name));
         self.check(self.request("DELETE", &path).call()).map(drop)
+    }
+
+    /// Creates a group (owners, user-admins).
+    pub fn create_group(&self, group: &requests::NewGroup) -> Result<Group, ClientError> {
+        self.finish(
+            "POST /groups",
+            self.request("POST", "/groups").send_json(json!(group)),
+        )
+    }
+
+    /// Every group, by name.
+    pub fn groups(&self) -> Result<Vec<Group>, ClientError> {
+        self.pages("GET /groups", "/groups", "groups", &[], None)
+    }
+
+    /// The group `name`.
+    pub fn group(&self, name: &str) -> Result<Group, ClientError> {
+        let path = format!("/groups/{}", workspace_segment(name));
+        self.finish("GET /groups/{name}", self.request("GET", &path).call())
+    }
+
+    /// Every member of the group `name`, by username.
+    pub fn group_members(&self, name: &str) -> Result<Vec<GroupMember>, ClientError> {
+        let path = format!("/groups/{}/members", workspace_segment(name));
+        self.pages("GET /groups/{name}/members", &path, "members", &[], None)
+    }
+
+    /// Changes the group `name`'s settings.
+    pub fn edit_group(&self, name: &str, edit: &requests::GroupEdit) -> Result<Group, ClientError> {
+        let path = format!("/groups/{}", workspace_segment(name));
+        self.finish(
+            "PATCH /groups/{name}",
+            self.request("PATCH", &path).send_json(json!(edit)),
+        )
+    }
+
+    /// Deletes the group `name`.
+    pub fn delete_group(&self, name: &str) -> Result<(), ClientError> {
+        let path = format!("/groups/{}", workspace_segment(name));
+        self.check(self.request("DELETE", &path).call()).map(drop)
+    }
+
+    /// Adds and removes members of the group `name` (usernames).
+    pub fn change_group_members(
+        &self,
+        name: &str,
+        change: &requests::GroupMembersChange,
+    ) -> Result<Group, ClientError> {
+        let path = format!("/groups/{}/members", workspace_segment(name));
+        self.finish(
+            "PATCH /groups/{name}/members",
+            self.request("PATCH", &path).send_json(json!(change)),
+        )
+    }
+
+    /// The access list of template `name`.
+    pub fn template_permissions(&self, name: &str) -> Result<TemplatePermissions, ClientError> {
+        let path = format!("/templates/{}/permissions", workspace_segment(name));
+        self.finish(
+            "GET /templates/{name}/permissions",
+            self.request("GET", &path).call(),
+        )
+    }
+
+    /// Sets one entry of template `name`'s access list; the list after.
+    pub fn set_template_permission(
+        &self,
+        name: &str,
+        change: &requests::TemplatePermissionChange,
+    ) -> Result<TemplatePermissions, ClientError> {
+        let path = format!("/templates/{}/permissions", workspace_segment(name));
+        self.finish(
+            "PUT /templates/{name}/permissions",
+            self.request("PUT", &path).send_json(json!(change)),
+        )
     }
 
     /// Every template, by name.

@@ -99,6 +99,11 @@ impl Control {
         target: BuildTarget,
         order: BuildOrder,
     ) -> Result<Build, ControlError> {
+        // Whoever asks, a start (create, start, update, a prebuild claim)
+        // is a use of the template: its access list is asked here.
+        if order.transition == Transition::Start {
+            self.may_build_from(&target, &order.actor).await?;
+        }
         let build = match target {
             BuildTarget::New {
                 name,
@@ -116,6 +121,32 @@ impl Control {
         self.audit_build(&order.actor, order.request_id.clone(), &build)
             .await;
         Ok(build)
+    }
+
+    /// Whether `actor` may start a build of `target`'s template (its
+    /// access list, [`crate::templates::Templates::may_build_from`]).
+    async fn may_build_from(
+        &self,
+        target: &BuildTarget,
+        actor: &Actor,
+    ) -> Result<(), ControlError> {
+        let roles = match actor {
+            Actor::User(user) => self.identity().roles_of(&user.id).await?,
+            Actor::System(_) => crate::authz::Roles::new(),
+        };
+        match target {
+            BuildTarget::New { template, .. } => {
+                self.templates()
+                    .may_build_from(actor, &roles, template, true)
+                    .await
+            }
+            BuildTarget::Existing(workspace) => {
+                let template = self.templates().template(&workspace.template_name).await?;
+                self.templates()
+                    .may_build_from(actor, &roles, &template, false)
+                    .await
+            }
+        }
     }
 
     /// Says in the new build's log, before it waits, that a lost holder's

@@ -54,7 +54,9 @@ use tokio::sync::{watch, Notify};
 
 pub use abode_identity::validate_name;
 pub use abode_identity::Actor;
-pub use abode_identity::{Caller, Identity, IdentityConfig, IdentityError, SESSION_EXPIRED};
+pub use abode_identity::{
+    Caller, GroupEdit, Identity, IdentityConfig, IdentityError, SESSION_EXPIRED,
+};
 pub use abode_runner::archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 pub use audit::AuditQuery;
 pub use builds::MAX_PARAMETERS_BYTES;
@@ -71,7 +73,7 @@ pub use provisioner_keys::ProvisionerKey;
 pub use recovery::Recovered;
 pub use scheduler::SchedulerConfig;
 pub use secrets::token_hash;
-pub use templates::{PushOptions, Templates, TemplatesConfig, VersionLint};
+pub use templates::{PermissionSubject, PushOptions, Templates, TemplatesConfig, VersionLint};
 pub use workspace_status::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView};
 
@@ -144,6 +146,9 @@ pub struct Config {
     /// Below this much free space in the data dir (bytes; 0: no minimum),
     /// this server starts no build (`free_disk.rs`).
     pub min_free_disk: u64,
+    /// Whether a new template's access list starts with `Everyone: use`
+    /// (`--default-template-access use`, the default) or empty (`none`).
+    pub new_templates_for_everyone: bool,
     /// The provisioner tags this server's provisioners offer (`key=value`,
     /// checked by [`tags::parse_tags`]): they take the jobs of versions
     /// whose tags are all among them (`tags.rs`).
@@ -181,6 +186,7 @@ impl Config {
             server_id: abode_store::new_id(),
             job_lease: Duration::from_secs(60),
             min_free_disk: 256 * 1024 * 1024,
+            new_templates_for_everyone: true,
             provisioner_tags: Vec::new(),
         }
     }
@@ -240,6 +246,7 @@ impl Control {
                 provider_mirror: config.provider_mirror.clone(),
                 terraform_env: config.terraform_env.clone(),
                 isolation: config.terraform_isolation.clone(),
+                new_templates_for_everyone: config.new_templates_for_everyone,
             },
         );
         Control {

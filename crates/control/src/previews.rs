@@ -63,7 +63,9 @@ impl Control {
         number: i64,
         workspaces: &[String],
     ) -> Result<Preview, ControlError> {
-        caller.authorize(Action::TemplatePreview, None)?;
+        self.templates()
+            .template_for(caller, name, Action::TemplatePreview)
+            .await?;
         if workspaces.len() > MAX_NAMED_WORKSPACES {
             return Err(ControlError::BadRequest(format!(
                 "a preview names at most {MAX_NAMED_WORKSPACES} workspaces; name none to preview them all"
@@ -125,7 +127,9 @@ impl Control {
         after: Option<&str>,
         limit: Option<i64>,
     ) -> Result<Option<PreviewReport>, ControlError> {
-        caller.authorize(Action::TemplatePreview, None)?;
+        self.templates()
+            .template_for(caller, name, Action::TemplatePreview)
+            .await?;
         let (_, version) = self.templates().version_of(name, number).await?;
         let Some(preview) = self.inner.store.latest_preview(&version.id, false).await? else {
             return Ok(None);
@@ -160,7 +164,9 @@ impl Control {
         name: &str,
         number: i64,
     ) -> Result<Option<PreviewGate>, ControlError> {
-        caller.authorize(Action::TemplateRead, None)?;
+        self.templates()
+            .template_for(caller, name, Action::TemplateRead)
+            .await?;
         let (template, version) = self.templates().version_of(name, number).await?;
         self.templates()
             .activation_gate(&template.id, &version.archive_sha256)

@@ -37,8 +37,10 @@ impl Control {
         caller: &Caller,
         name: &str,
     ) -> Result<PolicyView, ControlError> {
-        caller.authorize(Action::TemplateRead, None)?;
-        let template = self.templates().template(name).await?;
+        let template = self
+            .templates()
+            .template_for(caller, name, Action::TemplateRead)
+            .await?;
         let policy = self.inner.store.template_policy(&template.id).await?;
         Ok(policy_view(name, &policy))
     }

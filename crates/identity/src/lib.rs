@@ -1,6 +1,6 @@
 //! Identity: who may exist and who is calling. Accounts and roles
 //! (`users.rs`), logins, sessions and API tokens (`sessions.rs`), the login
-//! throttle (`throttle.rs`).
+//! throttle (`throttle.rs`), groups and their sync (`groups.rs`).
 //!
 //! It is a service of its own, not methods on `Control`, so that it holds
 //! only what it needs (the store, the clock, its settings, the hashing
@@ -13,6 +13,7 @@
 mod actors;
 pub mod audit;
 mod error;
+mod groups;
 mod names;
 mod recovery;
 mod sessions;
@@ -30,6 +31,7 @@ use abode_credentials::secrets;
 pub use actors::Actor;
 use audit::Audit;
 pub use error::IdentityError;
+pub use groups::GroupEdit;
 pub use names::validate_name;
 pub use sessions::SESSION_EXPIRED;
 use throttle::LoginThrottle;

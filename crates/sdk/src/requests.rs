@@ -109,3 +109,53 @@ pub struct AgentLifecycle {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_status: Option<i64>,
 }
+
+/// `POST /groups`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewGroup {
+    pub name: String,
+    #[serde(default)]
+    pub display_name: String,
+    /// `manual` (the default) or `oidc`.
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub quota_allowance: i64,
+}
+
+/// `PATCH /groups/{name}`: what changes; an absent field keeps its value.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupEdit {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_allowance: Option<i64>,
+}
+
+/// `PATCH /groups/{name}/members`: usernames to add and to remove.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupMembersChange {
+    #[serde(default)]
+    pub add: Vec<String>,
+    #[serde(default)]
+    pub remove: Vec<String>,
+}
+
+/// `PUT /templates/{name}/permissions`: one entry, for a user or a group,
+/// with role `use`, `admin` or `none` (removes the entry).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemplatePermissionChange {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    pub role: String,
+}

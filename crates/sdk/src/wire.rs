@@ -816,3 +816,50 @@ pub struct MarkedAnswer {
 pub struct RevokedTokenAnswer {
     pub revoked: ApiToken,
 }
+
+/// A group (`GET /groups`, `GET /groups/{name}`; docs/api.md, "Groups").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Group {
+    pub name: String,
+    #[serde(default)]
+    pub display_name: String,
+    /// `manual` (people keep its members) or `oidc` (group sync does).
+    pub source: String,
+    /// For quotas; 0: none.
+    #[serde(default)]
+    pub quota_allowance: i64,
+    /// How many members it has (`Everyone`: every person).
+    pub members: i64,
+    /// The built-in `Everyone`: every person, not editable.
+    #[serde(default)]
+    pub built_in: bool,
+    pub created_at: String,
+}
+
+/// A member of a group (`GET /groups/{name}/members`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct GroupMember {
+    pub username: String,
+    pub email: String,
+    /// A system actor's account (`prebuilds`).
+    #[serde(default)]
+    pub system: bool,
+}
+
+/// One entry of a template's access list
+/// (`GET /templates/{name}/permissions`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TemplatePermission {
+    /// `user` or `group`.
+    pub kind: String,
+    pub name: String,
+    /// `use` or `admin`.
+    pub role: String,
+}
+
+/// A template's access list.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TemplatePermissions {
+    pub template: String,
+    pub permissions: Vec<TemplatePermission>,
+}

@@ -22,6 +22,7 @@ mod agents;
 mod audit;
 pub mod backup;
 mod builds;
+mod groups;
 mod held;
 mod host_keys;
 mod job_leases;
@@ -51,6 +52,10 @@ use std::path::Path;
 use abode_clock::Clock;
 
 pub use agents::AgentTunnelRow;
+pub use groups::{
+    AccessSubject, Group, GroupMember, GroupSource, GroupSync, NewGroup, TemplateAccessEntry,
+    TemplateRole, UnknownGroupSource, UnknownTemplateRole, EVERYONE_GROUP, EVERYONE_GROUP_ID,
+};
 pub use held::{SavedPlanState, UnknownSavedPlanState};
 pub use job_leases::{ExpiredJobLease, JobAnnouncements};
 pub use notifications::{
@@ -448,7 +453,9 @@ storage_interface! {
     fn create_template_version(&self, version: &NewTemplateVersion) -> (Template, TemplateVersion);
     /// The same, keeping the lint's findings (JSON, docs/lint.md) and the
     /// provisioner tags its builds need (`key=value`) with it.
-    fn create_linted_template_version(&self, version: &NewTemplateVersion, lint: Option<&str>, provisioner_tags: &[String]) -> (Template, TemplateVersion);
+    /// `everyone_may_use`: a template this version creates starts with
+    /// `Everyone: use` on its access list (otherwise an empty list).
+    fn create_linted_template_version(&self, version: &NewTemplateVersion, lint: Option<&str>, provisioner_tags: &[String], everyone_may_use: bool) -> (Template, TemplateVersion);
     /// The provisioner tags a version's builds need, sorted.
     fn template_version_tags(&self, version_id: &str) -> Vec<String>;
     fn list_template_versions(&self, template_id: &str) -> Vec<TemplateVersion>;
@@ -460,7 +467,9 @@ storage_interface! {
     fn template_version_lint(&self, version_id: &str) -> Option<String>;
     fn activate_template_version(&self, template_id: &str, version_id: &str) -> ();
     /// Templates by name.
-    fn list_template_page(&self, after: Option<&str>, limit: i64) -> Page<Template>;
+    /// `usable_by`: only the templates whose access list gives that user
+    /// a role (by name, a group, or `Everyone`); `None`: every template.
+    fn list_template_page(&self, after: Option<&str>, limit: i64, usable_by: Option<&str>) -> Page<Template>;
 }
 
 // ---- fleet previews (previews.rs) ----
@@ -514,6 +523,44 @@ storage_interface! {
     /// Every server's provisioners by server and name, each with the job it
     /// holds now.
     fn list_provisioner_page(&self, after: Option<&str>, limit: i64) -> Page<ProvisionerRow>;
+}
+
+// ---- groups and template access lists (groups.rs) ----
+
+storage_interface! {
+    /// `Conflict("group name")` if a group of that name exists.
+    fn create_group(&self, group: &NewGroup) -> Group;
+    /// `NotFound("group")` if none.
+    fn group_by_name(&self, name: &str) -> Group;
+    /// Groups by name, with their member counts.
+    fn list_group_page(&self, after: Option<&str>, limit: i64) -> Page<Group>;
+    /// New settings of a group other than `Everyone` (`NotFound("group")`);
+    /// `Conflict("group name")` if another group has the new name.
+    fn update_group(&self, group_id: &str, group: &NewGroup) -> Group;
+    /// Removes a group other than `Everyone`, its memberships and its
+    /// entries in access lists; `NotFound("group")` if none.
+    fn delete_group(&self, group_id: &str) -> ();
+    /// The group's members by username (`Everyone`: every person).
+    fn group_member_page(&self, group_id: &str, after: Option<&str>, limit: i64) -> Page<GroupMember>;
+    /// Adds and removes members (user ids) in one transaction; adding a
+    /// member or removing a non-member changes nothing. `NotFound("group")`
+    /// for `Everyone`.
+    fn change_group_members(&self, group_id: &str, add: &[String], remove: &[String]) -> ();
+    /// The names of the groups the user is in, `Everyone` included for a
+    /// person, by name.
+    fn user_group_names(&self, user_id: &str) -> Vec<String>;
+    /// Sets the user's memberships of `oidc` groups to exactly the named
+    /// ones (creating missing ones as `oidc` groups when `auto_create`,
+    /// ignoring unknown and `manual` ones), in one transaction.
+    fn sync_user_groups(&self, user_id: &str, names: &[String], auto_create: bool) -> GroupSync;
+    /// A template's access list, groups then users, by name.
+    fn template_access(&self, template_id: &str) -> Vec<TemplateAccessEntry>;
+    /// Sets (or, with `None`, removes) one entry of a template's access
+    /// list; the role it had before.
+    fn set_template_access(&self, template_id: &str, subject: &AccessSubject, role: Option<TemplateRole>) -> Option<TemplateRole>;
+    /// The widest role the user holds on the template (by name, a group, or
+    /// `Everyone`); `None`: not on its list.
+    fn template_role_of(&self, template_id: &str, user_id: &str) -> Option<TemplateRole>;
 }
 
 // ---- provisioner keys (provisioner_keys.rs) ----

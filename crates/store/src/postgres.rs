@@ -13,6 +13,7 @@ use sqlx::{Connection, PgPool, Row};
 use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
+use crate::groups::*;
 use crate::held::*;
 use crate::host_keys::*;
 use crate::job_leases::*;
@@ -158,6 +159,7 @@ impl PostgresBackend {
     preview_queries!();
     provisioner_queries!();
     provisioner_key_queries!();
+    group_queries!();
     lifecycle_queries!();
     scheduler_tick_queries!();
     server_instance_queries!();

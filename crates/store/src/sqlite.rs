@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
+use crate::groups::*;
 use crate::held::*;
 use crate::host_keys::*;
 use crate::job_leases::*;
@@ -152,6 +153,7 @@ impl SqliteBackend {
     preview_queries!();
     provisioner_queries!();
     provisioner_key_queries!();
+    group_queries!();
     lifecycle_queries!();
     scheduler_tick_queries!();
     server_instance_queries!();

@@ -86,7 +86,7 @@ macro_rules! template_queries {
         &self,
         version: &NewTemplateVersion,
     ) -> Result<(Template, TemplateVersion), StoreError> {
-        self.create_linted_template_version(version, None, &[]).await
+        self.create_linted_template_version(version, None, &[], true).await
     }
 
     pub(crate) async fn create_linted_template_version(
@@ -94,6 +94,7 @@ macro_rules! template_queries {
         version: &NewTemplateVersion,
         lint: Option<&str>,
         provisioner_tags: &[String],
+        everyone_may_use: bool,
     ) -> Result<(Template, TemplateVersion), StoreError> {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
@@ -158,6 +159,18 @@ macro_rules! template_queries {
             .execute(&mut *tx)
             .await
             .map_err(db_error("template version"))?;
+        }
+        // A template's first version is its creation: its access list
+        // starts with `Everyone: use` unless the server says otherwise.
+        if number == 1 && everyone_may_use {
+            sqlx::query(&sql(
+                "INSERT INTO template_access (template_id, group_id, role) \
+                 VALUES (?, 'everyone', 'use') ON CONFLICT DO NOTHING",
+            ))
+            .bind(&template_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("template access"))?;
         }
         if version.activate || number == 1 {
             sqlx::query(&sql("UPDATE templates SET active_version_id = ? WHERE id = ?"))
@@ -280,16 +293,26 @@ macro_rules! template_queries {
         &self,
         after: Option<&str>,
         limit: i64,
+        usable_by: Option<&str>,
     ) -> Result<Page<Template>, StoreError> {
         let after = after
             .map(|cursor| decode_cursor(TEMPLATE_CURSOR, cursor, 1))
             .transpose()?;
         let after = after.as_ref().map(|key| key[0].as_str());
-        let rows: Vec<Template> = sqlx::query_as(&sql(&format!(
-            "{TEMPLATE_SELECT} WHERE (?1 IS NULL OR t.name > ?1) ORDER BY t.name LIMIT ?2"
-        )))
-        .bind(after)
-        .bind(limit + 1)
+        let visible = match usable_by {
+            Some(_) => $crate::groups::may_use_clause(3, false),
+            None => "TRUE".to_string(),
+        };
+        let text = sql(&format!(
+            "{TEMPLATE_SELECT} WHERE (?1 IS NULL OR t.name > ?1) AND {visible} \
+             ORDER BY t.name LIMIT ?2"
+        ))
+        .into_owned();
+        let mut query = sqlx::query_as(&text).bind(after).bind(limit + 1);
+        if let Some(user_id) = usable_by {
+            query = query.bind(user_id);
+        }
+        let rows: Vec<Template> = query
         .fetch_all(&self.pool)
         .await
         .map_err(db_error("template"))?;

@@ -227,6 +227,7 @@ pub(crate) async fn upload(
     if let Err(error) = control
         .templates()
         .may_push_template(&viewer.caller, &name, &message)
+        .await
     {
         return html::control_error(error);
     }

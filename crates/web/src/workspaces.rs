@@ -40,7 +40,14 @@ pub(crate) async fn home(viewer: Result<Viewer, Response>) -> Response {
 /// door).
 pub(crate) fn header(viewer: &Viewer) -> Header<'_> {
     let subject = viewer.caller.subject();
-    let may = |action: Action| authz::widest_scope(&subject, action).is_some();
+    // Templates are listed to everyone who may use one (their access
+    // lists decide which); other pages by the widest scope held.
+    let may = |action: Action| match action {
+        Action::TemplateRead => {
+            authz::template_visibility(&subject) != authz::TemplateVisibility::None
+        }
+        _ => authz::widest_scope(&subject, action).is_some(),
+    };
     let pages = [
         ("/workspaces", "Workspaces", Action::WorkspaceRead),
         ("/templates", "Templates", Action::TemplateRead),

@@ -10,6 +10,7 @@ mod audit;
 mod auth;
 mod builds;
 mod config_ssh;
+mod groups;
 mod guard;
 mod notifications;
 mod output;
@@ -19,6 +20,7 @@ mod previews;
 mod provisioners;
 mod schedule;
 mod ssh;
+mod template_permissions;
 mod templates;
 mod tokens;
 mod workspaces;
@@ -52,6 +54,9 @@ pub enum UserCommand {
     /// Manage user accounts.
     #[command(subcommand)]
     Users(auth::UsersCommand),
+    /// Groups of people that templates' access lists name.
+    #[command(subcommand)]
+    Groups(groups::GroupsCommand),
     /// Push, list and activate templates.
     #[command(subcommand)]
     Templates(templates::TemplatesCommand),
@@ -122,6 +127,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Login(args) => auth::login(args),
         UserCommand::Logout => auth::logout(),
         UserCommand::Users(command) => auth::users(command),
+        UserCommand::Groups(command) => groups::run(command),
         UserCommand::Templates(command) => templates::run(command),
         UserCommand::Create(args) => workspaces::create(args),
         UserCommand::Start(args) => {

@@ -31,6 +31,9 @@ pub enum TemplatesCommand {
     Edit(super::schedule::EditPolicyArgs),
     /// Show a template's lifecycle policy.
     Policy(super::schedule::PolicyArgs),
+    /// Show a template's access list, or set one entry of it
+    /// (`--user U|--group G --role use|admin|none`).
+    Permissions(super::template_permissions::PermissionsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -155,6 +158,7 @@ pub fn run(command: TemplatesCommand) -> anyhow::Result<u8> {
         TemplatesCommand::Presets(args) => presets(args),
         TemplatesCommand::Edit(args) => super::schedule::edit_policy(args),
         TemplatesCommand::Policy(args) => super::schedule::show_policy(args),
+        TemplatesCommand::Permissions(args) => super::template_permissions::run(args),
     }
 }
 

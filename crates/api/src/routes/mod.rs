@@ -7,6 +7,7 @@ mod agent;
 mod audit;
 mod builds;
 mod connect;
+mod groups;
 mod identity;
 mod notifications;
 mod prebuilds;
@@ -36,6 +37,7 @@ pub fn router(state: AppState) -> Router {
         .route("/health", get(health))
         .route("/ready", get(ready))
         .merge(users::routes())
+        .merge(groups::routes())
         .merge(templates::routes())
         .merge(workspaces::routes())
         .merge(builds::routes())

@@ -1,5 +1,5 @@
-//! Templates and their versions: listing, presets, pushing an archive and
-//! activating a version.
+//! Templates and their versions: listing, presets, pushing an archive,
+//! activating a version, and a template's access list.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -35,6 +35,77 @@ pub(crate) fn routes() -> Router<AppState> {
             "/templates/:name/versions/:number/activate",
             post(activate_version),
         )
+        .route(
+            "/templates/:name/permissions",
+            get(get_permissions).put(set_permission),
+        )
+}
+
+/// A template's access list as the wire shows it.
+fn permissions_view(
+    template: &abode_store::Template,
+    entries: &[abode_store::TemplateAccessEntry],
+) -> abode_sdk::TemplatePermissions {
+    abode_sdk::TemplatePermissions {
+        template: template.name.clone(),
+        permissions: entries
+            .iter()
+            .map(|entry| abode_sdk::TemplatePermission {
+                kind: entry.kind.clone(),
+                name: entry.name.clone(),
+                role: entry.role.to_string(),
+            })
+            .collect(),
+    }
+}
+
+async fn get_permissions(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> ApiResult {
+    let (template, entries) = state
+        .control
+        .templates()
+        .template_permissions(&caller, &name)
+        .await?;
+    ok(StatusCode::OK, json!(permissions_view(&template, &entries)))
+}
+
+async fn set_permission(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    // Refused (or not found) before the body is read.
+    state
+        .control
+        .templates()
+        .template_for(
+            &caller,
+            &name,
+            abode_control::authz::Action::TemplatePermissionsEdit,
+        )
+        .await?;
+    let body: abode_sdk::requests::TemplatePermissionChange = parse_json(body)?;
+    let whom = match (body.user, body.group) {
+        (Some(user), None) => abode_control::PermissionSubject::User(user),
+        (None, Some(group)) => abode_control::PermissionSubject::Group(group),
+        _ => return Err(ApiError::bad_request("name one `user` or one `group`")),
+    };
+    let role = match body.role.as_str() {
+        "none" => None,
+        other => Some(other.parse::<abode_store::TemplateRole>().map_err(|_| {
+            ApiError::bad_request(format!("unknown role {other:?} (one of: use, admin, none)"))
+        })?),
+    };
+    let (template, entries) = state
+        .control
+        .templates()
+        .set_template_permission(&caller, &name, &whom, role)
+        .await?;
+    ok(StatusCode::OK, json!(permissions_view(&template, &entries)))
 }
 
 async fn list_templates(
@@ -153,6 +224,7 @@ async fn push_version(
         .control
         .templates()
         .may_push_template(&caller, &name, message)
+        .await
     {
         // Nothing of it is kept; it is read (and dropped) only so that the
         // client, still sending, gets to read why.

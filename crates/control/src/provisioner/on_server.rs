@@ -102,7 +102,13 @@ impl ServerJob {
             .await
             .map_err(storage)?;
         let state = store.state(&workspace.id).await.map_err(storage)?;
-        let context = build_context(&self.control.inner.config, build, workspace)?;
+        let mut context = build_context(&self.control.inner.config, build, workspace)?;
+        // The owner's groups as they are at this build (`Everyone` included
+        // for a person): `abode_workspace_owner.groups`.
+        context.owner_groups = store
+            .user_group_names(&workspace.owner_id)
+            .await
+            .map_err(storage)?;
         let saved_plan = match kind {
             JobKind::Build => {
                 self.log(

@@ -188,7 +188,12 @@ async fn plan_and_judge(
     .map_err(&failed)?;
     // A preview has no build: the result's id stands for the build's. A
     // pool's workspace would be rebuilt by the pool, as a prebuild.
-    let context = workspace_context(
+    let owner_groups = store
+        .user_group_names(&workspace.owner_id)
+        .await
+        .map_err(storage)
+        .map_err(&failed)?;
+    let mut context = workspace_context(
         config,
         &workspace,
         RunOf {
@@ -200,6 +205,7 @@ async fn plan_and_judge(
             parameters: values,
         },
     );
+    context.owner_groups = owner_groups;
     let env = contract_env(&config.terraform_env, context, &cli_config);
     let terraform = |stage: &'static str, args: Vec<String>| {
         let command = TerraformCommand::<BuildLog> {

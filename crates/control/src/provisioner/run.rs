@@ -74,6 +74,7 @@ pub(super) fn workspace_context(
         owner_name: workspace.owner_name.clone(),
         owner_email: workspace.owner_email.clone(),
         owner_full_name: String::new(),
+        // Read from the store by the caller (`ServerJob::inputs`, a preview).
         owner_groups: Vec::new(),
         template_id: workspace.template_id.clone(),
         template_name: workspace.template_name.clone(),

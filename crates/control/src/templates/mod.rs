@@ -9,6 +9,8 @@
 //! runs Terraform with) and the rest of the control plane reaches templates
 //! through its methods.
 
+mod access;
+
 use std::path::{Path, PathBuf};
 
 use abode_terraform::run::{self, Invocation, RunError};
@@ -19,7 +21,7 @@ use abode_store::{
 };
 
 use crate::audit::{audit_event, Audit};
-use crate::authz::Action;
+use crate::authz::{self, Action};
 use crate::error::or_not_found;
 use crate::parameters::declarations_from_template;
 use crate::presets::{stored_presets, PresetDefinition};
@@ -27,6 +29,8 @@ use crate::validate_name;
 use crate::{notifications, secrets, Caller, ControlError};
 use abode_runner::archive;
 use abode_runner::workdir::{self, TEMPLATE_SUBDIR};
+
+pub use access::PermissionSubject;
 
 /// What a push runs Terraform with (read from `Config`).
 #[derive(Debug, Clone)]
@@ -39,6 +43,9 @@ pub struct TemplatesConfig {
     pub terraform_env: Vec<(String, String)>,
     /// The sandbox a push's Terraform runs in (`Config::terraform_isolation`).
     pub isolation: Option<std::sync::Arc<abode_terraform::isolation::Isolation>>,
+    /// Whether a new template's access list starts with `Everyone: use`
+    /// (`Config::new_templates_for_everyone`).
+    pub new_templates_for_everyone: bool,
 }
 
 /// Templates, their versions, their activation and their presets.
@@ -78,15 +85,26 @@ impl Templates {
 
     /// Whether `caller` may push version `message` of template `name`,
     /// checked before the upload is read: a caller who may not gets the
-    /// answer without the server holding their archive.
-    pub fn may_push_template(
+    /// answer without the server holding their archive. A new template
+    /// needs the global grant; an existing one, that or `admin` on its
+    /// access list.
+    pub async fn may_push_template(
         &self,
         caller: &Caller,
         name: &str,
         message: &str,
     ) -> Result<(), ControlError> {
-        caller.authorize(Action::TemplatePush, None)?;
         validate_name("template name", name)?;
+        match self.store.template_by_name(name).await {
+            Ok(template) => {
+                self.authorize_on(&caller.subject(), &template, Action::TemplatePush)
+                    .await?
+            }
+            Err(abode_store::StoreError::NotFound(_)) => {
+                caller.authorize(Action::TemplatePush, None)?
+            }
+            Err(error) => return Err(error.into()),
+        }
         if message.chars().count() > Self::MAX_VERSION_MESSAGE_CHARS {
             return Err(ControlError::BadRequest(format!(
                 "a version message is at most {} characters",
@@ -126,7 +144,7 @@ impl Templates {
         options: &PushOptions,
     ) -> Result<(Template, TemplateVersion, VersionLint), ControlError> {
         let (activate, message) = (options.activate, options.message.as_str());
-        self.may_push_template(caller, name, message)?;
+        self.may_push_template(caller, name, message).await?;
         if activate {
             self.may_activate_pushed(caller, name, &archive_bytes, options)
                 .await?;
@@ -162,6 +180,7 @@ impl Templates {
                 },
                 Some(&lint_json),
                 &provisioner_tags,
+                self.config.new_templates_for_everyone,
             )
             .await?;
         let (number, active, summary) = (version.number, version.active, validated.lint.summary());
@@ -189,7 +208,8 @@ impl Templates {
         name: &str,
         number: i64,
     ) -> Result<(TemplateVersion, Option<VersionLint>), ControlError> {
-        caller.authorize(Action::TemplateRead, None)?;
+        self.template_for(caller, name, Action::TemplateRead)
+            .await?;
         let (_, version) = self.version_of(name, number).await?;
         let lint = self.stored_lint(&version).await?;
         Ok((version, lint))
@@ -210,10 +230,22 @@ impl Templates {
         after: Option<&str>,
         limit: Option<i64>,
     ) -> Result<Page<Template>, ControlError> {
-        caller.authorize(Action::TemplateRead, None)?;
+        let usable_by = match authz::template_visibility(&caller.subject()) {
+            authz::TemplateVisibility::All => None,
+            authz::TemplateVisibility::Listed => Some(caller.user.id.as_str()),
+            authz::TemplateVisibility::None => {
+                return Err(caller
+                    .authorize(Action::TemplateRead, None)
+                    .err()
+                    .map_or_else(
+                        || ControlError::Internal("template list without a grant".into()),
+                        ControlError::from,
+                    ))
+            }
+        };
         Ok(self
             .store
-            .list_template_page(after, page_size(limit))
+            .list_template_page(after, page_size(limit), usable_by)
             .await?)
     }
 
@@ -223,8 +255,7 @@ impl Templates {
         caller: &Caller,
         name: &str,
     ) -> Result<Template, ControlError> {
-        caller.authorize(Action::TemplateRead, None)?;
-        self.template(name).await
+        self.template_for(caller, name, Action::TemplateRead).await
     }
 
     pub async fn template(&self, name: &str) -> Result<Template, ControlError> {
@@ -238,8 +269,9 @@ impl Templates {
         caller: &Caller,
         name: &str,
     ) -> Result<Vec<TemplateVersion>, ControlError> {
-        caller.authorize(Action::TemplateRead, None)?;
-        let template = self.template(name).await?;
+        let template = self
+            .template_for(caller, name, Action::TemplateRead)
+            .await?;
         Ok(self.store.list_template_versions(&template.id).await?)
     }
 
@@ -251,8 +283,9 @@ impl Templates {
         name: &str,
         number: Option<i64>,
     ) -> Result<(TemplateVersion, Vec<PresetDefinition>), ControlError> {
-        caller.authorize(Action::TemplateRead, None)?;
-        let template = self.template(name).await?;
+        let template = self
+            .template_for(caller, name, Action::TemplateRead)
+            .await?;
         let version = match (number, template.active_version_id.as_deref()) {
             (Some(number), _) => or_not_found(
                 self.store.template_version(&template.id, number).await,
@@ -317,11 +350,16 @@ impl Templates {
         archive: &[u8],
         options: &PushOptions,
     ) -> Result<(), ControlError> {
-        caller.authorize(Action::TemplateActivate, None)?;
         let template = match self.store.template_by_name(name).await {
-            Ok(template) => template,
+            Ok(template) => {
+                self.authorize_on(&caller.subject(), &template, Action::TemplateActivate)
+                    .await?;
+                template
+            }
             // A new template's first version: nothing was ever previewed.
-            Err(abode_store::StoreError::NotFound(_)) => return Ok(()),
+            Err(abode_store::StoreError::NotFound(_)) => {
+                return Ok(caller.authorize(Action::TemplateActivate, None)?)
+            }
             Err(error) => return Err(error.into()),
         };
         let digest = secrets::sha256_hex(archive);
@@ -371,7 +409,8 @@ impl Templates {
         number: i64,
         acknowledged: Option<&str>,
     ) -> Result<(Template, TemplateVersion), ControlError> {
-        caller.authorize(Action::TemplateActivate, None)?;
+        self.template_for(caller, name, Action::TemplateActivate)
+            .await?;
         let (template, version) = self.version_of(name, number).await?;
         let gate = self
             .activation_gate(&template.id, &version.archive_sha256)

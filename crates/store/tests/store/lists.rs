@@ -161,7 +161,7 @@ async fn other_lists_page_by_cursor(store: Store) {
         .unwrap();
     assert_eq!(rest.items.len(), 1);
     assert_eq!(rest.next, None);
-    let templates = store.list_template_page(None, 1).await.unwrap();
+    let templates = store.list_template_page(None, 1, None).await.unwrap();
     assert_eq!(templates.items.len(), 1);
     assert_eq!(templates.next, None);
 }
