@@ -352,6 +352,9 @@ async fn every_route_for_every_kind_of_caller() {
             .unwrap();
     }
 
+    // Before the table, whose last row ends the sessions.
+    access_lists(&harness, &owner).await;
+
     let token_of = |column: Column| -> Option<&str> {
         match column {
             Column::Owner => Some(&owner),
@@ -407,4 +410,149 @@ async fn every_route_for_every_kind_of_caller() {
         mismatches.join("\n")
     );
     harness.stop().await;
+}
+
+/// Who asks in [`access_table`], by column: owner, template-admin,
+/// user-admin, auditor, a member not on `locked`'s access list (`mem2`), a
+/// member whose group has `use` on it (`gina`), a member with `admin` on
+/// it (`pat`), no token.
+#[rustfmt::skip]
+fn access_table() -> Vec<(&'static str, &'static str, Body, [u16; 8])> {
+    vec![
+        //                                                                                               owner tadm uadm audit mem gina  pat none
+        // ---- groups ----
+        ("GET", "/groups", Body::None,                                                                     [200, 200, 200, 403, 403, 403, 403, 401]),
+        ("POST", "/groups", Body::Json(r#"{"name":"g-{col}"}"#),                                          [201, 403, 201, 403, 403, 403, 403, 401]),
+        ("GET", "/groups/team", Body::None,                                                                [200, 200, 200, 403, 403, 403, 403, 401]),
+        ("GET", "/groups/team/members", Body::None,                                                        [200, 200, 200, 403, 403, 403, 403, 401]),
+        ("PATCH", "/groups/team", Body::Json(r#"{"display_name":"Team"}"#),                               [200, 403, 200, 403, 403, 403, 403, 401]),
+        ("PATCH", "/groups/team/members", Body::Json(r#"{"add":["carol"]}"#),                             [200, 403, 200, 403, 403, 403, 403, 401]),
+        ("DELETE", "/groups/g-{col}", Body::None,                                                          [204, 403, 204, 403, 403, 403, 403, 401]),
+        ("DELETE", "/groups/Everyone", Body::None,                                                         [400, 403, 400, 403, 403, 403, 403, 401]),
+        // ---- a template whose access list is `team: use`, `pat: admin`:
+        // those who may not read it are told it does not exist ----
+        ("GET", "/templates/locked", Body::None,                                                           [200, 200, 404, 404, 404, 200, 200, 401]),
+        ("GET", "/templates/locked/versions", Body::None,                                                  [200, 200, 404, 404, 404, 200, 200, 401]),
+        ("GET", "/templates/locked/versions/1", Body::None,                                                [200, 200, 404, 404, 404, 200, 200, 401]),
+        ("GET", "/templates/locked/presets?version=1", Body::None,                                         [200, 200, 404, 404, 404, 200, 200, 401]),
+        ("GET", "/templates/locked/policy", Body::None,                                                    [200, 200, 404, 404, 404, 200, 200, 401]),
+        ("GET", "/templates/locked/permissions", Body::None,                                               [200, 200, 404, 404, 404, 403, 200, 401]),
+        ("PUT", "/templates/locked/permissions", Body::Json(r#"{"user":"carol","role":"use"}"#),          [200, 200, 404, 404, 404, 403, 200, 401]),
+        ("POST", "/workspaces", Body::Json(r#"{"name":"l-{col}","template":"locked"}"#),                 [201, 403, 403, 403, 404, 201, 201, 401]),
+        ("POST", "/templates/locked/versions", Body::Archive,                                              [201, 201, 404, 404, 404, 403, 201, 401]),
+        ("POST", "/templates/locked/versions/1/activate", Body::None,                                      [200, 200, 404, 404, 404, 403, 200, 401]),
+        ("POST", "/templates/locked/versions/1/previews", Body::Json("{}"),                                [201, 201, 404, 404, 404, 403, 201, 401]),
+        ("PATCH", "/templates/locked/policy", Body::Json(r#"{"activity_bump_ms":3600000}"#),             [200, 200, 404, 404, 404, 403, 403, 401]),
+    ]
+}
+
+/// Groups and a template's access list, asked by every kind of caller.
+async fn access_lists(harness: &Harness, owner: &str) {
+    let (status, body) = harness
+        .push(
+            owner,
+            "locked",
+            "?activate=true",
+            archive(&quick_template()),
+        )
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let mem2 = user(harness, owner, "mem2", &["member"]).await;
+    let gina = user(harness, owner, "gina", &["member"]).await;
+    let pat = user(harness, owner, "pat", &["member"]).await;
+    let tadmin = login(harness, "tadmin").await;
+    let uadmin = login(harness, "uadmin").await;
+    let auditor = login(harness, "audra").await;
+    let setup = [
+        ("POST", "/groups", json!({"name": "team"})),
+        ("PATCH", "/groups/team/members", json!({"add": ["gina"]})),
+        (
+            "PUT",
+            "/templates/locked/permissions",
+            json!({"group": "Everyone", "role": "none"}),
+        ),
+        (
+            "PUT",
+            "/templates/locked/permissions",
+            json!({"group": "team", "role": "use"}),
+        ),
+        (
+            "PUT",
+            "/templates/locked/permissions",
+            json!({"user": "pat", "role": "admin"}),
+        ),
+    ];
+    for (method, path, body) in setup {
+        let (status, answer) = harness.call(method, path, Some(owner), Some(body)).await;
+        assert!(status < 300, "{method} {path}: {status} {answer}");
+    }
+    let columns: [(&str, Option<&str>); 8] = [
+        ("owner", Some(owner)),
+        ("tadmin", Some(&tadmin)),
+        ("uadmin", Some(&uadmin)),
+        ("auditor", Some(&auditor)),
+        ("mem2", Some(&mem2)),
+        ("gina", Some(&gina)),
+        ("pat", Some(&pat)),
+        ("none", None),
+    ];
+    let mut mismatches = Vec::new();
+    for (method, path, body, expected) in access_table() {
+        for ((slug, token), expected) in columns.into_iter().zip(expected) {
+            let path = &path.replace("{col}", slug);
+            let (status, answer) = match &body {
+                Body::None => harness.call(method, path, token, None).await,
+                Body::Json(text) => {
+                    let json: Value = serde_json::from_str(&text.replace("{col}", slug)).unwrap();
+                    harness.call(method, path, token, Some(json)).await
+                }
+                Body::Archive => match token {
+                    Some(token) => {
+                        harness
+                            .push(token, "locked", "", archive(&quick_template()))
+                            .await
+                    }
+                    None => harness.call(method, path, None, Some(json!({}))).await,
+                },
+            };
+            if status != expected {
+                mismatches.push(format!(
+                    "{method} {path} as {slug}: expected {expected}, got {status}: {answer}"
+                ));
+            }
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} cells differ:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+    // The list shows each person the templates they may use.
+    for (token, expected) in [(&mem2, false), (&gina, true), (&pat, true)] {
+        let (status, body) = harness.call("GET", "/templates", Some(token), None).await;
+        assert_eq!(status, 200, "{body}");
+        let names: Vec<&str> = body["templates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names.contains(&"locked"), expected, "{names:?}");
+        assert!(names.contains(&"quick"), "{names:?}");
+    }
+}
+
+/// A new session of `name`, whose password [`user`] set.
+async fn login(harness: &Harness, name: &str) -> String {
+    let (status, body) = harness
+        .call(
+            "POST",
+            "/login",
+            None,
+            Some(json!({"username": name, "password": format!("{name}s password")})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    body["token"].as_str().unwrap().to_string()
 }

@@ -52,8 +52,10 @@ impl Control {
         name: &str,
         patch: &TemplatePolicyPatch,
     ) -> Result<PolicyView, ControlError> {
-        caller.authorize(Action::TemplatePolicyEdit, None)?;
-        let template = self.templates().template(name).await?;
+        let template = self
+            .templates()
+            .template_for(caller, name, Action::TemplatePolicyEdit)
+            .await?;
         let current = self.inner.store.template_policy(&template.id).await?;
         let policy = patched(current, patch)?;
         self.inner.store.set_template_policy(&policy).await?;
