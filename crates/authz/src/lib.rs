@@ -16,7 +16,12 @@
 //! an account that only audits (`auditor` alone) changes nothing, and a person
 //! who audits and has workspaces holds `auditor` and `member`. What every
 //! signed-in user may do whatever their roles (their own session and tokens,
-//! their own audit events, reading templates) is granted to [`Grantee::AnyUser`].
+//! their own audit events) is granted to [`Grantee::AnyUser`].
+//!
+//! Templates have access lists: an entry (`use` or `admin`, for a user or
+//! one of their groups) grants what the [`Grantee::Listed`] rows say, for
+//! that template only, asked through [`authorize_template`]; a person who
+//! may not read a template is told it does not exist.
 //!
 //! System actors act for the system on any workspace, each within its job:
 //! the `scheduler` (autostart, autostop, dormancy, autodelete) starts, stops,
