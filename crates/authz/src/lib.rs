@@ -67,6 +67,10 @@ pub enum Action {
     UserCreate,
     /// Changing anyone's roles (`abode users roles`).
     UserChangeRoles,
+    /// Suspending, activating or deleting a person (`abode users
+    /// suspend|activate|delete`); never one's own account, never the last
+    /// owner (both checked by identity).
+    UserChangeStatus,
 
     // ---- templates (nobody owns a template) ----
     /// A template, its list, its versions.
@@ -143,7 +147,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 37] = [
+    pub const ALL: [Action; 38] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -154,6 +158,7 @@ impl Action {
         Action::UserList,
         Action::UserCreate,
         Action::UserChangeRoles,
+        Action::UserChangeStatus,
         Action::TemplateRead,
         Action::TemplatePush,
         Action::TemplateActivate,
@@ -196,6 +201,7 @@ impl Action {
             Action::UserList => "user.list",
             Action::UserCreate => "user.create",
             Action::UserChangeRoles => "user.change_roles",
+            Action::UserChangeStatus => "user.change_status",
             Action::TemplateRead => "template.read",
             Action::TemplatePush => "template.push",
             Action::TemplateActivate => "template.activate",
@@ -241,6 +247,7 @@ impl Action {
             Action::UserList => ("list", "users", "users"),
             Action::UserCreate => ("create", "users", "users"),
             Action::UserChangeRoles => ("change", "users' roles", "roles"),
+            Action::UserChangeStatus => ("suspend, activate or delete", "users", "users"),
             Action::TemplateRead => ("read", "templates", "templates"),
             Action::TemplatePush => ("push", "templates", "templates"),
             Action::TemplateActivate => ("activate", "template versions", "template versions"),
@@ -294,6 +301,7 @@ impl Action {
             Action::UserList
                 | Action::UserCreate
                 | Action::UserChangeRoles
+                | Action::UserChangeStatus
                 | Action::NotificationPolicy
                 | Action::TemplateRead
                 | Action::TemplatePush
@@ -431,7 +439,7 @@ pub const POLICY: &[Grant] = &[
     Grant {
         who: Grantee::Role(Role::UserAdmin),
         scope: Scope::Any,
-        actions: &[UserList, UserCreate],
+        actions: &[UserList, UserCreate, UserChangeStatus],
     },
     // auditor: reads the audit log and every workspace's status and builds;
     // changes nothing.
@@ -651,6 +659,7 @@ mod tests {
         (Action::UserList, "y.y..", "y.y.."),
         (Action::UserCreate, "y.y..", "y.y.."),
         (Action::UserChangeRoles, "y....", "y...."),
+        (Action::UserChangeStatus, "y.y..", "y.y.."),
         (Action::TemplateRead, "yyyyy", "yyyyy"),
         (Action::TemplatePush, "yy...", "yy..."),
         (Action::TemplateActivate, "yy...", "yy..."),

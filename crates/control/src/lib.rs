@@ -54,7 +54,9 @@ use tokio::sync::{watch, Notify};
 
 pub use abode_identity::validate_name;
 pub use abode_identity::Actor;
-pub use abode_identity::{Caller, Identity, IdentityConfig, IdentityError, SESSION_EXPIRED};
+pub use abode_identity::{
+    Caller, Identity, IdentityConfig, IdentityError, StatusCommand, SESSION_EXPIRED,
+};
 pub use abode_runner::archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 pub use audit::AuditQuery;
 pub use builds::MAX_PARAMETERS_BYTES;

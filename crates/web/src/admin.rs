@@ -157,7 +157,7 @@ async fn render_users(
     let users = match state
         .control
         .identity()
-        .list_users(&viewer.caller, after.as_deref(), Some(100))
+        .list_users(&viewer.caller, after.as_deref(), Some(100), false)
         .await
         .map_err(ControlError::from)
     {

@@ -216,6 +216,11 @@ impl Control {
     ) -> Vec<NewNotification> {
         people.sort();
         people.dedup();
+        // A suspended or deleted account is told nothing.
+        match self.inner.store.accounts_that_may_not_act().await {
+            Ok(silent) => people.retain(|person| !silent.contains(person)),
+            Err(error) => tracing::error!(%error, "cannot read which accounts are suspended"),
+        }
         // A person's preference, unless the owners made the kind mandatory.
         match self.inner.store.opted_out_of(kind).await {
             Ok(opted_out) => people.retain(|person| !opted_out.contains(person)),
