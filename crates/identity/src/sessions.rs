@@ -240,6 +240,11 @@ impl Identity {
             }
             Err(other) => return Err(other.into()),
         };
+        // The account first: a deleted one's tokens were all revoked, and
+        // it is told why.
+        if !credential.user.status.may_sign_in() {
+            return Err(super::accounts::refused(credential.user.status));
+        }
         let record = &credential.token;
         let now = self.clock.now_ms();
         let config = &self.config;
@@ -283,9 +288,6 @@ impl Identity {
         // Most requests find a recent enough use already recorded: they stay
         // reads (on SQLite a write, even one that changes nothing, takes the
         // database's one write lock).
-        if !credential.user.status.may_sign_in() {
-            return Err(super::accounts::refused(credential.user.status));
-        }
         let not_since = now.saturating_sub(millis(touch_interval));
         if record.last_used_at.is_none_or(|used| used < not_since) {
             self.store.touch_token(&record.id, now, not_since).await?;
