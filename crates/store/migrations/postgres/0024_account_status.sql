@@ -12,5 +12,5 @@ ALTER TABLE users ADD COLUMN last_seen_at BIGINT;
 -- and user agent, and the HTTP status the API answered.
 ALTER TABLE audit_events ADD COLUMN client_ip TEXT;
 ALTER TABLE audit_events ADD COLUMN user_agent TEXT;
-ALTER TABLE audit_events ADD COLUMN status_code INTEGER;
+ALTER TABLE audit_events ADD COLUMN status_code BIGINT;
 CREATE INDEX audit_events_request ON audit_events (request_id);
