@@ -490,7 +490,10 @@ mod tests {
                 .unwrap();
         }
         let told = |notices: Vec<NewNotification>| -> Vec<String> {
-            notices.into_iter().map(|notice| notice.recipient_id).collect()
+            notices
+                .into_iter()
+                .map(|notice| notice.recipient_id)
+                .collect()
         };
         let failed_by_alice = Build {
             initiator_id: alice.id.clone(),
@@ -513,7 +516,10 @@ mod tests {
                 .await,
         );
         assert!(!recipients.is_empty());
-        assert!(recipients.iter().all(|id| id == &alice.id), "{recipients:?}");
+        assert!(
+            recipients.iter().all(|id| id == &alice.id),
+            "{recipients:?}"
+        );
     }
 
     #[test]
