@@ -199,6 +199,11 @@ pub struct ServerArgs {
     /// mark dormant or delete (one server at a time does it).
     #[arg(long, env = "ABODE_AUTOBUILD_POLL_INTERVAL", default_value = "1m", value_parser = crate::duration::parse)]
     autobuild_poll_interval: Duration,
+    /// People not seen (no sign-in, no request) for this long become
+    /// dormant at the scheduler's next tick, and active again at their next
+    /// sign-in (`abode users list` shows it); unset: never.
+    #[arg(long, env = "ABODE_DORMANCY_PERIOD", value_parser = crate::duration::parse)]
+    dormancy_period: Option<Duration>,
     /// For tests only (hidden): the server's clock runs ahead of the system's
     /// by the milliseconds written in this file, read at every use, so that
     /// a test of the binary moves time instead of sleeping for it.
@@ -575,6 +580,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.prebuilds.backoff = args.prebuilds_backoff;
     options.prebuilds.failure_hard_limit = args.prebuilds_failure_hard_limit;
     options.scheduler.poll_interval = args.autobuild_poll_interval;
+    options.scheduler.account_dormancy = args.dormancy_period;
     if let Some(file) = args.clock_offset_file {
         // The server warns at start that its clock is not the system's.
         options.clock = abode_clock::Clock::with_offset_file(absolute(file)?);

@@ -776,6 +776,28 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     let refused = browser.wait_for_text("Roles of carol not changed:").await;
     assert!(refused.contains("would hold no role"), "{refused}");
 
+    // Suspended and activated from the users page: the status shown is the
+    // account's, the button the one that changes it.
+    browser.go(&format!("{base}/users")).await;
+    browser.wait_for_text("Users").await;
+    browser
+        .click("form[action='/users/carol/suspend'] button")
+        .await;
+    browser
+        .wait_for_element("form[action='/users/carol/activate'] button")
+        .await;
+    let suspended = platform
+        .run(&["users", "show", "carol", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(suspended["status"], "suspended", "{suspended:#}");
+    browser
+        .click("form[action='/users/carol/activate'] button")
+        .await;
+    browser
+        .wait_for_element("form[action='/users/carol/suspend'] button")
+        .await;
+
     // An API token: made on its page and shown once, listed (never its
     // secret again), working against the API, then revoked with its form.
     browser.go(&format!("{base}/tokens")).await;

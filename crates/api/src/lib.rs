@@ -19,7 +19,7 @@ mod server;
 mod tls_listener;
 pub mod views;
 
-use axum::extract::Request;
+use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -180,6 +180,65 @@ pub async fn request_id_layer(mut request: Request, next: Next) -> Response {
     span.in_scope(|| tracing::info!(status = response.status().as_u16(), "answered"));
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    }
+    response
+}
+
+/// Completes the audit events a request recorded with its client's
+/// address, its user agent and the status it was answered with (docs/api.md,
+/// "Audit"). Only requests that can change something (and WebSocket
+/// upgrades) are looked at: reads record nothing, and on SQLite even an
+/// update that changes nothing takes the one write lock.
+pub async fn audit_request_layer(
+    State(control): State<abode_control::Control>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let method = request.method().clone();
+    let upgrade = request.headers().contains_key(axum::http::header::UPGRADE);
+    let may_audit = upgrade
+        || !matches!(
+            method,
+            axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+        );
+    if !may_audit {
+        return next.run(request).await;
+    }
+    let request_id = request
+        .extensions()
+        .get::<RequestId>()
+        .map(|id| id.0.clone());
+    let client = request
+        .extensions()
+        .get::<abode_control::ClientAddress>()
+        .map(|client| client.ip.to_string());
+    // Kept short and printable: it is the client's to say anything in.
+    let user_agent = request
+        .headers()
+        .get(axum::http::header::USER_AGENT)
+        .and_then(|value| value.to_str().ok())
+        .map(|agent| {
+            agent
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(256)
+                .collect::<String>()
+        });
+    let response = next.run(request).await;
+    if let Some(request_id) = request_id {
+        let status = i64::from(response.status().as_u16());
+        if let Err(error) = control
+            .store()
+            .complete_audit(
+                &request_id,
+                client.as_deref(),
+                user_agent.as_deref(),
+                status,
+            )
+            .await
+        {
+            tracing::error!(%error, "cannot complete the request's audit events");
+        }
     }
     response
 }

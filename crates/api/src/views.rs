@@ -31,6 +31,8 @@ pub fn user_view(user: &User, roles: &Roles) -> sdk::User {
             .collect(),
         role: roles.legacy_role().to_string(),
         created_at: Some(rfc3339(user.created_at)),
+        status: Some(user.status.to_string()),
+        last_seen_at: user.last_seen_at.map(rfc3339),
     }
 }
 
@@ -203,6 +205,9 @@ pub fn audit_event_view(event: &AuditEvent) -> sdk::AuditEvent {
         outcome: Some(event.outcome.clone()),
         request_id: event.request_id.clone(),
         details: event.details.clone(),
+        client_ip: event.client_ip.clone(),
+        user_agent: event.user_agent.clone(),
+        status_code: event.status_code.and_then(|code| u16::try_from(code).ok()),
     }
 }
 

@@ -120,6 +120,13 @@ fn table() -> Vec<Row> {
         ("POST", "/users", Body::Json(r#"{"username":"aud-{col}","email":"n@example.com","password":"long enough","roles":["auditor"]}"#),
                                                                                                            [201, 403, 403, 403, 403, 403, 401, 401]),
         ("POST", "/users/carol/roles", Body::Json(r#"{"add":["auditor"]}"#),                              [200, 403, 403, 403, 403, 403, 401, 401]),
+        ("GET", "/users/carol", Body::None,                                                                [200, 403, 200, 403, 403, 403, 401, 401]),
+        ("POST", "/users/dave/suspend", Body::None,                                                        [200, 403, 200, 403, 403, 403, 401, 401]),
+        ("POST", "/users/dave/activate", Body::None,                                                       [200, 403, 200, 403, 403, 403, 401, 401]),
+        ("DELETE", "/users/new-{col}", Body::None,                                                         [200, 403, 200, 403, 403, 403, 401, 401]),
+        // 403: allowed, but the current password is wrong.
+        ("PUT", "/users/me/password", Body::Json(r#"{"current_password":"not it","password":"long enough"}"#),
+                                                                                                           [403, 403, 403, 403, 403, 403, 401, 401]),
         // ---- templates ----
         ("GET", "/templates", Body::None,                                                                  [200, 200, 200, 200, 200, 200, 401, 401]),
         ("GET", "/templates/quick", Body::None,                                                            [200, 200, 200, 200, 200, 200, 401, 401]),
@@ -269,6 +276,14 @@ async fn every_route_for_every_kind_of_caller() {
     let mem_again = body["token"].as_str().unwrap().to_string();
     let bob = user(&harness, &owner, "bob", &["member"]).await;
     let carol = user(&harness, &owner, "carol", &["member"]).await;
+    user(&harness, &owner, "dave", &["member"]).await;
+    // A suspended owner: whatever their roles, their token opens nothing
+    // a caller without one could not open.
+    let suspended = user(&harness, &owner, "sus", &["owner", "member"]).await;
+    let (status, body) = harness
+        .call("POST", "/users/sus/suspend", Some(&owner), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
 
     // An agent of carol's started workspace (Terraform made no agent: it is
     // written in as a build with the provider would have).
@@ -400,6 +415,25 @@ async fn every_route_for_every_kind_of_caller() {
                 mismatches.push(format!(
                     "{method} {path} as {column:?}: expected {expected}, got {status}: {answer}"
                 ));
+            }
+            // The suspended owner, asked once per row beside the no-token
+            // column: the same answer.
+            if column == Column::NoToken {
+                let path = path.replace("none", "sus");
+                let (status, answer) = match &body {
+                    Body::Json(text) => {
+                        let json: Value = serde_json::from_str(&fill(text, column)).unwrap();
+                        harness
+                            .call(method, &path, Some(&suspended), Some(json))
+                            .await
+                    }
+                    _ => harness.call(method, &path, Some(&suspended), None).await,
+                };
+                if status != expected {
+                    mismatches.push(format!(
+                        "{method} {path} as a suspended owner: expected {expected}, got {status}: {answer}"
+                    ));
+                }
             }
         }
     }

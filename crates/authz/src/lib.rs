@@ -72,6 +72,10 @@ pub enum Action {
     UserCreate,
     /// Changing anyone's roles (`abode users roles`).
     UserChangeRoles,
+    /// Suspending, activating or deleting a person (`abode users
+    /// suspend|activate|delete`); never one's own account, never the last
+    /// owner (both checked by identity).
+    UserChangeStatus,
 
     // ---- templates (nobody owns a template; its access list says who
     // uses it: see [`authorize_template`]) ----
@@ -161,7 +165,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 41] = [
+    pub const ALL: [Action; 42] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -172,6 +176,7 @@ impl Action {
         Action::UserList,
         Action::UserCreate,
         Action::UserChangeRoles,
+        Action::UserChangeStatus,
         Action::TemplateRead,
         Action::TemplateUse,
         Action::TemplatePermissionsEdit,
@@ -218,6 +223,7 @@ impl Action {
             Action::UserList => "user.list",
             Action::UserCreate => "user.create",
             Action::UserChangeRoles => "user.change_roles",
+            Action::UserChangeStatus => "user.change_status",
             Action::TemplateRead => "template.read",
             Action::TemplateUse => "template.use",
             Action::TemplatePermissionsEdit => "template.permissions_edit",
@@ -267,6 +273,7 @@ impl Action {
             Action::UserList => ("list", "users", "users"),
             Action::UserCreate => ("create", "users", "users"),
             Action::UserChangeRoles => ("change", "users' roles", "roles"),
+            Action::UserChangeStatus => ("suspend, activate or delete", "users", "users"),
             Action::TemplateRead => ("read", "templates", "templates"),
             Action::TemplateUse => ("use", "templates", "templates"),
             Action::TemplatePermissionsEdit => {
@@ -326,6 +333,7 @@ impl Action {
             Action::UserList
                 | Action::UserCreate
                 | Action::UserChangeRoles
+                | Action::UserChangeStatus
                 | Action::NotificationPolicy
                 | Action::TemplateRead
                 | Action::TemplateUse
@@ -476,7 +484,13 @@ pub const POLICY: &[Grant] = &[
     Grant {
         who: Grantee::Role(Role::UserAdmin),
         scope: Scope::Any,
-        actions: &[UserList, UserCreate, GroupRead, GroupManage],
+        actions: &[
+            UserList,
+            UserCreate,
+            UserChangeStatus,
+            GroupRead,
+            GroupManage,
+        ],
     },
     // auditor: reads the audit log and every workspace's status and builds;
     // changes nothing.
@@ -798,6 +812,7 @@ mod tests {
         (Action::UserList, "y.y..", "y.y.."),
         (Action::UserCreate, "y.y..", "y.y.."),
         (Action::UserChangeRoles, "y....", "y...."),
+        (Action::UserChangeStatus, "y.y..", "y.y.."),
         (Action::TemplateRead, "yy...", "yy..."),
         (Action::TemplateUse, "yy...", "yy..."),
         (Action::TemplatePermissionsEdit, "yy...", "yy..."),

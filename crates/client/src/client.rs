@@ -983,9 +983,63 @@ impl Client {
         Ok(body.settings)
     }
 
-    /// Users (owners only), by name, every page.
+    /// Users (owners and user admins), by name, every page; deleted
+    /// accounts only with `deleted`.
     pub fn users(&self, limit: Option<usize>) -> Result<Vec<User>, ClientError> {
-        self.pages("GET /users", "/users", "users", &[], limit)
+        self.users_with(limit, false)
+    }
+
+    /// [`Client::users`], deleted accounts included when `deleted`.
+    pub fn users_with(
+        &self,
+        limit: Option<usize>,
+        deleted: bool,
+    ) -> Result<Vec<User>, ClientError> {
+        let filters: &[(&str, &str)] = if deleted { &[("deleted", "true")] } else { &[] };
+        self.pages("GET /users", "/users", "users", filters, limit)
+    }
+
+    /// One person's account (owners and user admins; anyone their own).
+    pub fn user(&self, username: &str) -> Result<User, ClientError> {
+        let path = format!("/users/{}", workspace_segment(username));
+        let body: UserAnswer =
+            self.finish("GET /users/{name}", self.request("GET", &path).call())?;
+        Ok(body.user)
+    }
+
+    /// Suspends (`suspend`) or activates (`activate`) an account; the
+    /// account as it is afterwards.
+    pub fn set_user_status(&self, username: &str, verb: &str) -> Result<User, ClientError> {
+        let path = format!("/users/{}/{verb}", workspace_segment(username));
+        let body: UserAnswer = self.finish(
+            "POST /users/{name}/{verb}",
+            self.request("POST", &path).send_json(json!({})),
+        )?;
+        Ok(body.user)
+    }
+
+    /// Deletes an account (it must own no workspace); the account as kept.
+    pub fn delete_user(&self, username: &str) -> Result<User, ClientError> {
+        let path = format!("/users/{}", workspace_segment(username));
+        let body: UserAnswer =
+            self.finish("DELETE /users/{name}", self.request("DELETE", &path).call())?;
+        Ok(body.user)
+    }
+
+    /// Changes the caller's own password; how many other sessions ended.
+    pub fn change_password(&self, current: &str, new: &str) -> Result<u64, ClientError> {
+        let body: serde_json::Value = self.finish(
+            "PUT /users/me/password",
+            self.request("PUT", "/users/me/password")
+                .send_json(json!(requests::PasswordChange {
+                    current_password: current.to_string(),
+                    password: new.to_string(),
+                })),
+        )?;
+        Ok(body
+            .get("sessions_ended")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0))
     }
 
     /// Agent: what the server knows about this agent (token-authenticated).

@@ -55,7 +55,7 @@ use tokio::sync::{watch, Notify};
 pub use abode_identity::validate_name;
 pub use abode_identity::Actor;
 pub use abode_identity::{
-    Caller, GroupEdit, Identity, IdentityConfig, IdentityError, SESSION_EXPIRED,
+    Caller, GroupEdit, Identity, IdentityConfig, IdentityError, StatusCommand, SESSION_EXPIRED,
 };
 pub use abode_runner::archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 pub use audit::AuditQuery;

@@ -10,6 +10,7 @@
 //! tokens: every other domain is handed a [`Caller`] and asks the policy
 //! table about it.
 
+mod accounts;
 mod actors;
 pub mod audit;
 mod error;
@@ -28,6 +29,7 @@ use abode_store::{Store, User};
 
 pub use abode_authz as authz;
 use abode_credentials::secrets;
+pub use accounts::StatusCommand;
 pub use actors::Actor;
 use audit::Audit;
 pub use error::IdentityError;

@@ -80,7 +80,7 @@ impl Identity {
         let password_hash = self.hash_password(password).await?;
         let ended = self
             .store
-            .set_password(&user.id, &password_hash, self.clock.now_ms())
+            .set_password(&user.id, &password_hash, self.clock.now_ms(), None)
             .await?;
         let event = audit_event(
             None,

@@ -99,6 +99,25 @@ impl Identity {
             }
         };
         self.throttle.succeeded(username);
+        if !user.status.may_sign_in() {
+            self.audit
+                .record(&audit_event(
+                    Some(&user),
+                    request_id,
+                    "login",
+                    "user",
+                    username,
+                    "failure",
+                    Some(format!(
+                        "{} account={}",
+                        from_client(client).unwrap_or_default(),
+                        user.status
+                    )),
+                ))
+                .await;
+            return Err(super::accounts::refused(user.status));
+        }
+        self.seen(&user).await?;
         let token = self.issue_token(&user, request_id.clone()).await?;
         self.audit
             .record(&audit_event(
@@ -207,7 +226,7 @@ impl Identity {
 
     /// The token's record, user and roles (one query); 401 for an unknown,
     /// revoked or expired token. Records the use.
-    async fn credential(&self, token: &str) -> Result<Credential, IdentityError> {
+    pub(crate) async fn credential(&self, token: &str) -> Result<Credential, IdentityError> {
         let credential = match self
             .store
             .credential_by_hash(&secrets::token_hash(token))
@@ -221,6 +240,11 @@ impl Identity {
             }
             Err(other) => return Err(other.into()),
         };
+        // The account first: a deleted one's tokens were all revoked, and
+        // it is told why.
+        if !credential.user.status.may_sign_in() {
+            return Err(super::accounts::refused(credential.user.status));
+        }
         let record = &credential.token;
         let now = self.clock.now_ms();
         let config = &self.config;
@@ -268,6 +292,7 @@ impl Identity {
         if record.last_used_at.is_none_or(|used| used < not_since) {
             self.store.touch_token(&record.id, now, not_since).await?;
         }
+        self.seen(&credential.user).await?;
         Ok(credential)
     }
 
@@ -418,6 +443,11 @@ impl Identity {
 
 /// A login's audit details: the client's address (behind a trusted proxy,
 /// the one it forwarded for), so that an investigation sees who tried.
+/// The audit details of a password sign-in: its method, and the client's
+/// address when known (the event's own columns keep it too).
 fn from_client(client: Option<IpAddr>) -> Option<String> {
-    client.map(|address| format!("from {address}"))
+    Some(match client {
+        Some(address) => format!("method=password from {address}"),
+        None => "method=password".to_string(),
+    })
 }

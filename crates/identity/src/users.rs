@@ -58,7 +58,7 @@ impl Identity {
     }
 
     /// Hashes a new password on the bounded hashing pool.
-    pub(super) async fn hash_password(&self, password: &str) -> Result<String, IdentityError> {
+    pub(crate) async fn hash_password(&self, password: &str) -> Result<String, IdentityError> {
         let password = password.to_string();
         let hash = self
             .hashing
@@ -205,9 +205,13 @@ impl Identity {
         caller: &Caller,
         after: Option<&str>,
         limit: Option<i64>,
+        include_deleted: bool,
     ) -> Result<Page<(User, Roles)>, IdentityError> {
         caller.authorize(Action::UserList, None)?;
-        Ok(self.store.list_user_page(after, page_size(limit)).await?)
+        Ok(self
+            .store
+            .list_user_page(after, page_size(limit), include_deleted)
+            .await?)
     }
 }
 
@@ -243,7 +247,7 @@ fn validate_email(email: &str) -> Result<(), IdentityError> {
     }
 }
 
-pub(super) fn validate_password(password: &str) -> Result<(), IdentityError> {
+pub(crate) fn validate_password(password: &str) -> Result<(), IdentityError> {
     if password.chars().count() >= MIN_PASSWORD_LENGTH {
         Ok(())
     } else {

@@ -34,6 +34,15 @@ pub struct RoleChange {
     pub remove: Vec<String>,
 }
 
+/// `PUT /users/me/password`: a person's own new password, given the
+/// current one.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PasswordChange {
+    pub current_password: String,
+    pub password: String,
+}
+
 /// `POST /templates/{name}/versions/{n}/activate`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -21,6 +21,13 @@ pub struct User {
     pub role: String,
     #[serde(default)]
     pub created_at: Option<String>,
+    /// `active`, `suspended`, `dormant` or `deleted` (servers from before
+    /// account status send none: active).
+    #[serde(default)]
+    pub status: Option<String>,
+    /// The last sign-in or request seen (at most an hour behind).
+    #[serde(default)]
+    pub last_seen_at: Option<String>,
 }
 
 impl User {
@@ -580,6 +587,14 @@ pub struct AuditEvent {
     pub request_id: Option<String>,
     #[serde(default)]
     pub details: Option<String>,
+    /// The client address and user agent of the request that recorded it.
+    #[serde(default)]
+    pub client_ip: Option<String>,
+    #[serde(default)]
+    pub user_agent: Option<String>,
+    /// The HTTP status the request was answered with.
+    #[serde(default)]
+    pub status_code: Option<u16>,
 }
 
 /// A named API token as listed: never the token itself.

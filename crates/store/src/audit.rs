@@ -11,6 +11,29 @@ macro_rules! audit_queries {
         tx.commit().await.map_err(StoreError::Database)
     }
 
+    /// Completes the events a request recorded with how it came and how it
+    /// ended: the client's address and user agent, and the HTTP status.
+    pub(crate) async fn complete_audit(
+        &self,
+        request_id: &str,
+        client_ip: Option<&str>,
+        user_agent: Option<&str>,
+        status_code: i64,
+    ) -> Result<u64, StoreError> {
+        let done = sqlx::query(&sql(
+            "UPDATE audit_events SET client_ip = ?, user_agent = ?, status_code = ? \
+             WHERE request_id = ? AND status_code IS NULL",
+        ))
+        .bind(client_ip)
+        .bind(user_agent)
+        .bind(status_code)
+        .bind(request_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("audit event"))?;
+        Ok(done.rows_affected())
+    }
+
     pub(crate) async fn list_audit(
         &self,
         filter: &AuditFilter,
@@ -23,7 +46,8 @@ macro_rules! audit_queries {
         let rows: Vec<AuditEvent> = sqlx::query_as(
             &sql("SELECT e.id, e.time, e.actor_id, e.actor_name, e.action, e.target_type, \
              COALESCE(ou.username || '/' || w.name, e.target) AS target, e.outcome, \
-             e.request_id, e.details, e.workspace_id FROM audit_events e \
+             e.request_id, e.details, e.workspace_id, e.client_ip, e.user_agent, \
+             e.status_code FROM audit_events e \
              LEFT JOIN workspaces w ON w.id = e.workspace_id \
              LEFT JOIN users ou ON ou.id = w.owner_id \
              WHERE (?1 IS NULL OR e.workspace_id = ?1) \

@@ -121,10 +121,11 @@ pub(crate) const GROUP_CURSOR: &str = "groups";
 pub(crate) const GROUP_MEMBER_CURSOR: &str = "group-members";
 
 /// The columns of [`Group`], from `groups g`; `Everyone` counts every
-/// person (system actors are in a group only by a row).
+/// person whose account is not deleted (system actors are in a group only
+/// by a row).
 pub(crate) const GROUP_SELECT: &str =
     "SELECT g.id, g.name, g.display_name, g.source, g.quota_allowance, g.created_at, \
-     CASE WHEN g.id = 'everyone' THEN (SELECT COUNT(*) FROM users p WHERE p.system = FALSE) \
+     CASE WHEN g.id = 'everyone' THEN (SELECT COUNT(*) FROM users p WHERE p.system = FALSE AND p.status <> 'deleted') \
      ELSE (SELECT COUNT(*) FROM group_members m WHERE m.group_id = g.id) END AS members \
      FROM groups g";
 
@@ -142,7 +143,7 @@ pub(crate) fn may_use_clause(n: usize, admin_only: bool) -> String {
          (a.user_id = ?{n} \
           OR a.group_id IN (SELECT m.group_id FROM group_members m WHERE m.user_id = ?{n}) \
           OR (a.group_id = 'everyone' AND EXISTS \
-              (SELECT 1 FROM users p WHERE p.id = ?{n} AND p.system = FALSE))))"
+              (SELECT 1 FROM users p WHERE p.id = ?{n} AND p.system = FALSE AND p.status <> 'deleted'))))"
     )
 }
 
@@ -257,7 +258,7 @@ macro_rules! group_queries {
         let after = after.as_ref().map(|key| key[0].as_str());
         let rows: Vec<GroupMember> = sqlx::query_as(&sql(
             "SELECT u.id AS user_id, u.username, u.email, u.system FROM users u \
-             WHERE ((?1 = 'everyone' AND u.system = FALSE) \
+             WHERE u.status <> 'deleted' AND ((?1 = 'everyone' AND u.system = FALSE) \
                     OR EXISTS (SELECT 1 FROM group_members m \
                                WHERE m.group_id = ?1 AND m.user_id = u.id)) \
              AND (?2 IS NULL OR u.username > ?2) ORDER BY u.username LIMIT ?3",
@@ -309,7 +310,7 @@ macro_rules! group_queries {
         let names: Vec<(String,)> = sqlx::query_as(&sql(
             "SELECT g.name FROM groups g \
              WHERE (g.id = 'everyone' AND EXISTS \
-                    (SELECT 1 FROM users p WHERE p.id = ?1 AND p.system = FALSE)) \
+                    (SELECT 1 FROM users p WHERE p.id = ?1 AND p.system = FALSE AND p.status <> 'deleted')) \
              OR EXISTS (SELECT 1 FROM group_members m WHERE m.group_id = g.id AND m.user_id = ?1) \
              ORDER BY g.name",
         ))
@@ -468,7 +469,7 @@ macro_rules! group_queries {
              (a.user_id = ?2 \
               OR a.group_id IN (SELECT m.group_id FROM group_members m WHERE m.user_id = ?2) \
               OR (a.group_id = 'everyone' AND EXISTS \
-                  (SELECT 1 FROM users p WHERE p.id = ?2 AND p.system = FALSE)))",
+                  (SELECT 1 FROM users p WHERE p.id = ?2 AND p.system = FALSE AND p.status <> 'deleted')))",
         ))
         .bind(template_id)
         .bind(user_id)

@@ -18,6 +18,7 @@
 //! present them. Secrets never leave in a general record: the plan JSON and the
 //! Terraform state have their own getters.
 
+mod accounts;
 mod agents;
 mod audit;
 pub mod backup;
@@ -51,6 +52,7 @@ use std::path::Path;
 
 use abode_clock::Clock;
 
+pub use accounts::{StatusChange, StatusRefusal};
 pub use agents::AgentTunnelRow;
 pub use groups::{
     AccessSubject, Group, GroupMember, GroupSource, GroupSync, NewGroup, TemplateAccessEntry,
@@ -416,10 +418,30 @@ storage_interface! {
     /// Sets a person's password and ends their sessions, in one
     /// transaction; how many sessions ended. `NotFound("user")` for a system
     /// actor's account or an unknown id.
-    fn set_password(&self, user_id: &str, password_hash: &str, now: i64) -> u64;
+    /// `keep_session`: the id of a session that stays (a person changing
+    /// their own password keeps the one they did it with).
+    fn set_password(&self, user_id: &str, password_hash: &str, now: i64, keep_session: Option<&str>) -> u64;
     fn create_token(&self, user_id: &str, token_hash: &str) -> ();
-    /// Users by username.
-    fn list_user_page(&self, after: Option<&str>, limit: i64) -> Page<(User, Roles)>;
+    /// Users by username; deleted accounts only with `include_deleted`.
+    fn list_user_page(&self, after: Option<&str>, limit: i64, include_deleted: bool) -> Page<(User, Roles)>;
+}
+
+// ---- account status (accounts.rs) ----
+
+storage_interface! {
+    /// Suspends, activates or deletes a person (`NotFound("user")` for a
+    /// system actor's account or an unknown id), checked and written in one
+    /// transaction: never the last owner who can act, never someone who
+    /// owns workspaces; a deletion revokes every token.
+    fn set_account_status(&self, user_id: &str, status: AccountStatus, now: i64) -> Result<StatusChange, StatusRefusal>;
+    /// Records a sighting at most every `now - not_since`; wakes a dormant
+    /// account (true when it did).
+    fn mark_seen(&self, user_id: &str, now: i64, not_since: i64) -> bool;
+    /// The dormancy sweep: active people unseen since `unseen_since`
+    /// become dormant; their usernames.
+    fn mark_accounts_dormant(&self, unseen_since: i64) -> Vec<String>;
+    /// Suspended and deleted accounts' ids: nothing is sent to them.
+    fn accounts_that_may_not_act(&self) -> Vec<String>;
 }
 
 // ---- sessions and API tokens (tokens.rs) ----
@@ -870,6 +892,9 @@ storage_interface! {
 
 storage_interface! {
     fn record_audit(&self, event: &NewAuditEvent) -> ();
+    /// Fills in the client, user agent and HTTP status of the events a
+    /// request recorded (those not completed yet); how many.
+    fn complete_audit(&self, request_id: &str, client_ip: Option<&str>, user_agent: Option<&str>, status_code: i64) -> u64;
     /// Newest first, one page.
     fn list_audit(&self, filter: &AuditFilter) -> Page<AuditEvent>;
 }

@@ -241,7 +241,7 @@ macro_rules! notification_queries {
         }
         let placeholders = vec!["?"; roles.len()].join(", ");
         let text = format!(
-            "SELECT {USER_COLUMNS} FROM users WHERE system = FALSE AND id IN \
+            "SELECT {USER_COLUMNS} FROM users WHERE system = FALSE AND status IN ('active', 'dormant') AND id IN \
              (SELECT user_id FROM user_roles WHERE role IN ({placeholders})) \
              ORDER BY username"
         );

@@ -10,6 +10,7 @@ use std::time::Duration;
 use sqlx::postgres::PgPoolOptions;
 use sqlx::{Connection, PgPool, Row};
 
+use crate::accounts::*;
 use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
@@ -145,6 +146,7 @@ impl PostgresBackend {
 
     // The shared queries, one macro per domain (see each file).
     user_queries!();
+    account_queries!(Some("LOCK TABLE user_roles IN SHARE ROW EXCLUSIVE MODE"));
     token_queries!();
     template_queries!();
     workspace_queries!();

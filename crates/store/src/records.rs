@@ -21,7 +21,45 @@ pub struct User {
     pub created_at: i64,
     /// A system actor's reserved account ([`SystemActor`]).
     pub system: bool,
+    pub status: AccountStatus,
+    /// The last sign-in, or a request at most an hour before the last one
+    /// seen; `None`: never since the account was created (or before
+    /// accounts were watched).
+    pub last_seen_at: Option<i64>,
 }
+
+/// Whether an account may act.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AccountStatus {
+    Active,
+    /// Suspended by a user admin: every request refused, nothing started
+    /// for it, nothing sent to it; activation restores it as it was.
+    Suspended,
+    /// Not seen for the dormancy period: acts as active and becomes active
+    /// again at its next sign-in or request.
+    Dormant,
+    /// Deleted: kept for the history that names it, refused everywhere.
+    Deleted,
+}
+
+impl AccountStatus {
+    /// Whether the account's sessions and tokens open anything.
+    pub fn may_sign_in(self) -> bool {
+        matches!(self, AccountStatus::Active | AccountStatus::Dormant)
+    }
+}
+
+/// A stored account status none of [`AccountStatus`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown account status `{0}`")]
+pub struct UnknownAccountStatus(pub String);
+
+crate::named!(AccountStatus, UnknownAccountStatus, {
+    Active => "active",
+    Suspended => "suspended",
+    Dormant => "dormant",
+    Deleted => "deleted",
+});
 
 #[derive(Debug, Clone)]
 pub struct NewUser {
@@ -466,6 +504,12 @@ pub struct AuditEvent {
     /// The workspace the event is about; `target` is then its current
     /// `owner/name`.
     pub workspace_id: Option<String>,
+    /// The client of the request that recorded it (behind trusted
+    /// proxies, the one they forward for) and its user agent.
+    pub client_ip: Option<String>,
+    pub user_agent: Option<String>,
+    /// The HTTP status the request was answered with.
+    pub status_code: Option<i64>,
 }
 
 #[derive(Debug, Clone, Default)]

@@ -21,6 +21,9 @@ pub struct TickRow {
     pub active_version_id: Option<String>,
     /// Owned by a system user (a prebuild pool's).
     pub system_owner: bool,
+    /// Whether the owner's account may act (a suspended or deleted one
+    /// gets no autostart).
+    pub owner_status: crate::AccountStatus,
     pub created_at: i64,
     pub build_transition: Transition,
     pub build_status: BuildStatus,
@@ -42,6 +45,7 @@ pub(crate) struct TickRowText {
     template_version_id: String,
     active_version_id: Option<String>,
     system_owner: bool,
+    owner_status: crate::AccountStatus,
     created_at: i64,
     build_id: String,
     build_transition: Transition,
@@ -68,6 +72,7 @@ where
             template_version_id: row.template_version_id,
             active_version_id: row.active_version_id,
             system_owner: row.system_owner,
+            owner_status: row.owner_status,
             created_at: row.created_at,
             build_transition: row.build_transition,
             build_status: row.build_status,
@@ -87,7 +92,7 @@ pub struct TickSnapshot {
 }
 
 pub(crate) const TICK_WORKSPACES: &str = "SELECT w.id AS workspace_id, w.template_id, \
-     w.template_version_id, t.active_version_id, u.system AS system_owner, w.created_at, w.autostart_cron, \
+     w.template_version_id, t.active_version_id, u.system AS system_owner, u.status AS owner_status, w.created_at, w.autostart_cron, \
      w.autostart_timezone, w.ttl_ms, w.deadline, w.max_deadline, w.last_used_at, w.dormant_at, \
      w.deleting_at, w.deletion_notified_at, lb.id AS build_id, lb.transition AS build_transition, \
      lb.status AS build_status, lb.reason AS build_reason, lb.created_at AS build_created_at, \

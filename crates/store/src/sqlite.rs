@@ -14,6 +14,7 @@ use sqlx::{Row, SqlitePool};
 
 use std::borrow::Cow;
 
+use crate::accounts::*;
 use crate::agents::*;
 use crate::audit::*;
 use crate::builds::*;
@@ -139,6 +140,7 @@ impl SqliteBackend {
 
     // The shared queries, one macro per domain (see each file).
     user_queries!();
+    account_queries!(None);
     token_queries!();
     template_queries!();
     workspace_queries!();

@@ -127,7 +127,7 @@ macro_rules! token_queries {
             "SELECT t.id AS t_id, t.user_id AS t_user_id, t.kind AS t_kind, t.name AS t_name, \
              t.created_at AS t_created_at, t.last_used_at AS t_last_used_at, \
              t.expires_at AS t_expires_at, t.revoked_at AS t_revoked_at, \
-             u.id, u.username, u.email, u.role, u.password_hash, u.created_at, u.system, \
+             u.id, u.username, u.email, u.role, u.password_hash, u.created_at, u.system, u.status, u.last_seen_at, \
              r.role AS granted \
              FROM api_tokens t JOIN users u ON u.id = t.user_id \
              LEFT JOIN user_roles r ON r.user_id = u.id \

@@ -4,7 +4,7 @@
 //! row without a kind; the other token queries are in `tokens.rs`).
 
 pub(crate) const USER_COLUMNS: &str =
-    "id, username, email, role, password_hash, created_at, system";
+    "id, username, email, role, password_hash, created_at, system, status, last_seen_at";
 
 /// One row of the user page: a user and one of their roles (none: a user
 /// without roles).
@@ -114,6 +114,7 @@ macro_rules! user_queries {
             user_id: &str,
             password_hash: &str,
             now: i64,
+            keep_session: Option<&str>,
         ) -> Result<u64, StoreError> {
             let mut tx = self
                 .pool
@@ -135,10 +136,11 @@ macro_rules! user_queries {
             // stolen one included); named API tokens are their own grants.
             let ended = sqlx::query(&sql(
                 "UPDATE api_tokens SET revoked_at = ? \
-                 WHERE user_id = ? AND kind = 'session' AND revoked_at IS NULL",
+                 WHERE user_id = ? AND kind = 'session' AND revoked_at IS NULL AND id <> ?",
             ))
             .bind(now)
             .bind(user_id)
+            .bind(keep_session.unwrap_or(""))
             .execute(&mut *tx)
             .await
             .map_err(db_error("token"))?;
@@ -246,6 +248,7 @@ macro_rules! user_queries {
             &self,
             after: Option<&str>,
             limit: i64,
+            include_deleted: bool,
         ) -> Result<Page<(User, Roles)>, StoreError> {
             let after = after
                 .map(|cursor| decode_cursor(USER_CURSOR, cursor, 1))
@@ -256,12 +259,14 @@ macro_rules! user_queries {
             let rows: Vec<UserRoleRow> = sqlx::query_as(&sql(&format!(
                 "SELECT page.*, r.role AS granted FROM (SELECT {USER_COLUMNS} FROM users \
              WHERE system = FALSE AND (?1 IS NULL OR username > ?1) \
+             AND (?3 OR status <> 'deleted') \
              ORDER BY username LIMIT ?2) page \
              LEFT JOIN user_roles r ON r.user_id = page.id \
              ORDER BY page.username"
             )))
             .bind(after)
             .bind(limit + 1)
+            .bind(include_deleted)
             .fetch_all(&self.pool)
             .await
             .map_err(db_error("user"))?;

@@ -4,7 +4,7 @@
 //! `list_users`, `create_user`, `change_user_roles` and `prebuild_status`;
 //! who may open them and use the forms is the door's answer.
 
-use abode_control::ControlError;
+use abode_control::{ControlError, StatusCommand};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use abode_control::authz::{self, Action};
 use abode_control::AuditQuery;
-use abode_store::{Role, Roles};
+use abode_store::{AccountStatus, Role, Roles};
 
 use crate::html::{self, page as whole_page, path_segment, respond, time};
 use crate::session::{Viewer, CSRF_FIELD};
@@ -157,7 +157,7 @@ async fn render_users(
     let users = match state
         .control
         .identity()
-        .list_users(&viewer.caller, after.as_deref(), Some(100))
+        .list_users(&viewer.caller, after.as_deref(), Some(100), false)
         .await
         .map_err(ControlError::from)
     {
@@ -167,6 +167,8 @@ async fn render_users(
     let may_create = authz::authorize(&viewer.caller.subject(), Action::UserCreate, None).is_ok();
     let may_change_roles =
         authz::authorize(&viewer.caller.subject(), Action::UserChangeRoles, None).is_ok();
+    let may_change_status =
+        authz::authorize(&viewer.caller.subject(), Action::UserChangeStatus, None).is_ok();
     let status = problem
         .as_ref()
         .map_or(StatusCode::OK, |(status, _)| *status);
@@ -180,6 +182,7 @@ async fn render_users(
                 th scope="col" { "Username" }
                 th scope="col" { "Email" }
                 th scope="col" { "Roles" }
+                th scope="col" { "Status" }
                 th scope="col" { "Created" }
             } }
             tbody {
@@ -192,6 +195,12 @@ async fn render_users(
                                 (roles_form(&user.username, roles, &viewer.csrf))
                             } @else {
                                 (roles.iter().map(|role| role.as_str()).collect::<Vec<_>>().join(", "))
+                            }
+                        }
+                        td {
+                            (user.status.as_str())
+                            @if may_change_status && !user.system && user.id != viewer.caller.user.id {
+                                (status_form(&user.username, user.status, &viewer.csrf))
                             }
                         }
                         td { (time(user.created_at)) }
@@ -227,6 +236,64 @@ async fn render_users(
         }
     };
     respond(status, whole_page("Users", Some(header(viewer)), body))
+}
+
+/// Suspend (an active or dormant person) or activate (a suspended one), as
+/// `POST /api/v1/users/{name}/suspend|activate`.
+fn status_form(username: &str, status: AccountStatus, csrf: &str) -> Markup {
+    let (verb, label) = match status {
+        AccountStatus::Suspended => ("activate", "Activate"),
+        AccountStatus::Deleted => return html! {},
+        AccountStatus::Active | AccountStatus::Dormant => ("suspend", "Suspend"),
+    };
+    html! {
+        form class="status" method="post" action=(format!("/users/{}/{verb}", path_segment(username))) {
+            input type="hidden" name=(CSRF_FIELD) value=(csrf);
+            button type="submit" aria-label=(format!("{label} {username}")) { (label) }
+        }
+    }
+}
+
+pub(crate) async fn suspend_user(
+    state: State<WebState>,
+    viewer: Viewer,
+    username: Path<String>,
+) -> Response {
+    change_status(state, viewer, username, StatusCommand::Suspend).await
+}
+
+pub(crate) async fn activate_user(
+    state: State<WebState>,
+    viewer: Viewer,
+    username: Path<String>,
+) -> Response {
+    change_status(state, viewer, username, StatusCommand::Activate).await
+}
+
+/// `Identity::set_user_status`, then the users page (with the refusal if
+/// any).
+async fn change_status(
+    State(state): State<WebState>,
+    viewer: Viewer,
+    Path(username): Path<String>,
+    command: StatusCommand,
+) -> Response {
+    match state
+        .control
+        .identity()
+        .set_user_status(&viewer.caller, &username, command)
+        .await
+        .map_err(ControlError::from)
+    {
+        Ok(_) => html::see_other("/users"),
+        Err(error) => {
+            let problem = (
+                html::status_of(&error),
+                format!("{username} not changed: {}", html::message_of(&error)),
+            );
+            render_users(&state, &viewer, None, Some(problem)).await
+        }
+    }
 }
 
 /// A user's roles as a form: one box per role, the set checked is the set

@@ -135,6 +135,8 @@ pub fn router(control: Control) -> Router {
         .route("/audit", get(admin::audit))
         .route("/users", get(admin::users).post(admin::create_user))
         .route("/users/:name/roles", post(admin::change_roles))
+        .route("/users/:name/suspend", post(admin::suspend_user))
+        .route("/users/:name/activate", post(admin::activate_user))
         .route("/prebuilds", get(admin::prebuilds))
         .route("/assets/app.js", get(assets::script))
         .route("/assets/app.css", get(assets::stylesheet))

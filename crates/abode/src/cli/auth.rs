@@ -35,6 +35,55 @@ pub enum UsersCommand {
     Roles(RolesArgs),
     /// Show the logged-in user.
     Me(OutputArgs),
+    /// List users with their roles and status (owners and user-admins).
+    List(ListUsersArgs),
+    /// Show one user: roles, status, when last seen.
+    Show(ShowUserArgs),
+    /// Suspend a user: their sessions and API tokens are refused from the
+    /// next request, their workspaces are not autostarted, nothing is sent
+    /// to them (owners and user-admins; never the last owner).
+    Suspend(StatusArgs),
+    /// Activate a suspended or dormant user: their sessions and tokens work
+    /// again.
+    Activate(StatusArgs),
+    /// Delete a user who owns no workspace: every session and token ends;
+    /// the account stays in the history under its name.
+    Delete(StatusArgs),
+    /// Change your own password: reads the current password, then the new
+    /// one, from the first two lines of standard input. Your other
+    /// sessions end.
+    Password(PasswordArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListUsersArgs {
+    /// Deleted accounts too.
+    #[arg(long)]
+    pub all: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowUserArgs {
+    pub username: String,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    pub username: String,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PasswordArgs {
+    /// Read the current and new passwords from standard input (the only
+    /// way: passwords never go on the command line).
+    #[arg(long, required = true)]
+    pub password_stdin: bool,
 }
 
 #[derive(Debug, Args)]
@@ -156,6 +205,63 @@ pub fn users(command: UsersCommand) -> anyhow::Result<u8> {
                 output::visible(&user.roles_text())
             );
         }
+        UsersCommand::List(args) => {
+            let users = client.users_with(None, args.all)?;
+            match args.output.output {
+                OutputFormat::Json => output::print_json(&users)?,
+                OutputFormat::Text => {
+                    let rows: Vec<Vec<String>> = users
+                        .iter()
+                        .map(|user| {
+                            vec![
+                                user.username.clone(),
+                                user.email.clone(),
+                                user.roles_text(),
+                                status_of(user).to_string(),
+                                user.last_seen_at.clone().unwrap_or_else(|| "-".into()),
+                            ]
+                        })
+                        .collect();
+                    output::print_table(
+                        &["USERNAME", "EMAIL", "ROLES", "STATUS", "LAST SEEN"],
+                        &rows,
+                        "No users.",
+                    );
+                }
+            }
+        }
+        UsersCommand::Show(args) => {
+            let user = client
+                .user(&args.username)
+                .with_context(|| format!("cannot show user {:?}", args.username))?;
+            print_user(&user, args.output.output)?;
+        }
+        UsersCommand::Suspend(args) => {
+            let user = client
+                .set_user_status(&args.username, "suspend")
+                .with_context(|| format!("cannot suspend {:?}", args.username))?;
+            print_status(&user, args.output.output)?;
+        }
+        UsersCommand::Activate(args) => {
+            let user = client
+                .set_user_status(&args.username, "activate")
+                .with_context(|| format!("cannot activate {:?}", args.username))?;
+            print_status(&user, args.output.output)?;
+        }
+        UsersCommand::Delete(args) => {
+            let user = client
+                .delete_user(&args.username)
+                .with_context(|| format!("cannot delete {:?}", args.username))?;
+            print_status(&user, args.output.output)?;
+        }
+        UsersCommand::Password(_) => {
+            let current = read_password_stdin().context("reading the current password")?;
+            let new = read_password_stdin().context("reading the new password")?;
+            let ended = client
+                .change_password(&current, &new)
+                .context("cannot change your password")?;
+            println!("Password changed; {ended} other session(s) ended");
+        }
         UsersCommand::Me(args) => {
             let user = client.me()?;
             match args.output {
@@ -170,4 +276,38 @@ pub fn users(command: UsersCommand) -> anyhow::Result<u8> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// An account's status as the server says it (older servers: active).
+fn status_of(user: &abode_sdk::User) -> &str {
+    user.status.as_deref().unwrap_or("active")
+}
+
+fn print_user(user: &abode_sdk::User, format: OutputFormat) -> anyhow::Result<()> {
+    match format {
+        OutputFormat::Json => output::print_json(user)?,
+        OutputFormat::Text => {
+            println!("username:  {}", output::visible(&user.username));
+            println!("email:     {}", output::visible(&user.email));
+            println!("roles:     {}", output::visible(&user.roles_text()));
+            println!("status:    {}", output::visible(status_of(user)));
+            println!(
+                "last seen: {}",
+                output::visible(user.last_seen_at.as_deref().unwrap_or("-"))
+            );
+        }
+    }
+    Ok(())
+}
+
+fn print_status(user: &abode_sdk::User, format: OutputFormat) -> anyhow::Result<()> {
+    match format {
+        OutputFormat::Json => output::print_json(user)?,
+        OutputFormat::Text => println!(
+            "{} is {}",
+            output::visible(&user.username),
+            output::visible(status_of(user))
+        ),
+    }
+    Ok(())
 }

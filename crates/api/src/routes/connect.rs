@@ -44,6 +44,9 @@ const AGENT_SILENCE: Duration = Duration::from_secs(60);
 /// agent is no longer its workspace's (the workspace stopped, a build
 /// replaced the agent) is closed even when nobody tries to connect.
 const AGENT_CHECK: Duration = Duration::from_secs(30);
+/// How often a person's connection checks its token again when nothing
+/// told this server of a revocation (a suspension on another server).
+const PERSON_CHECK: Duration = Duration::from_secs(15);
 /// Largest message accepted on either socket: a tunnel frame (its data
 /// plus its header) or a chunk of a person's bytes.
 const MAX_MESSAGE: usize = frame::HEADER + frame::MAX_DATA;
@@ -238,6 +241,7 @@ async fn workspace_connect(
         agent: query.agent.clone(),
     };
     let may_relay = !crate::relay::is_relayed(&headers);
+    let token = bearer_of(&headers);
     let Some(upgrade) = upgrade else {
         // Everything a connection would be refused for, then the 426.
         state
@@ -253,7 +257,12 @@ async fn workspace_connect(
     let upgrade = upgrade.max_message_size(MAX_MESSAGE);
     Ok(match connection {
         Connection::Here(stream, end) => upgrade.on_upgrade(move |socket| async move {
-            pipe(socket, stream).await;
+            tokio::select! {
+                () = pipe(socket, stream) => {}
+                () = until_refused(&state, token) => {
+                    tracing::info!(workspace = %workspace, "closing a connection whose credential no longer holds");
+                }
+            }
             end.ended().await;
         }),
         Connection::Elsewhere(relay_url) => {
@@ -266,10 +275,59 @@ async fn workspace_connect(
             };
             // Opened before the upgrade: a refusal there is answered here.
             let upstream = crate::relay::open(&target, &headers).await?;
-            upgrade.on_upgrade(move |socket| crate::relay::pipe(socket, upstream))
+            upgrade.on_upgrade(move |socket| async move {
+                tokio::select! {
+                    () = crate::relay::pipe(socket, upstream) => {}
+                    () = until_refused(&state, token) => {}
+                }
+            })
         }
     }
     .into_response())
+}
+
+/// The bearer token a person's connection was opened with.
+fn bearer_of(headers: &HeaderMap) -> Option<String> {
+    let value = headers
+        .get(axum::http::header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))?
+        .trim();
+    (!token.is_empty()).then(|| token.to_string())
+}
+
+/// Ends when the connection's token stops opening anything: logged out,
+/// revoked, expired, or its account suspended or deleted. Looks again at
+/// each revocation this server makes, and every [`PERSON_CHECK`] for those
+/// made elsewhere. A connection without a bearer token (none today) is
+/// never ended here.
+async fn until_refused(state: &AppState, token: Option<String>) {
+    let Some(token) = token else {
+        return std::future::pending().await;
+    };
+    let identity = state.control.identity();
+    let mut revocations = identity.revocations();
+    let mut check = tokio::time::interval(PERSON_CHECK);
+    check.reset();
+    loop {
+        tokio::select! {
+            changed = revocations.changed() => {
+                if changed.is_err() {
+                    return std::future::pending().await;
+                }
+            }
+            _ = check.tick() => {}
+        }
+        // Only a refusal ends it: a database hiccup does not cut people off.
+        if let Err(abode_control::IdentityError::Unauthorized(_)) =
+            identity.authenticate(&token).await
+        {
+            return;
+        }
+    }
 }
 
 /// Moves bytes between a person's socket and the stream to the agent until

@@ -14,7 +14,7 @@ use axum::extract::{FromRequestParts, Path, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{delete, post};
+use axum::routing::{delete, post, put};
 use axum::{Json, Router};
 use serde_json::json;
 
@@ -29,6 +29,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/logout", post(logout))
         .route("/tokens", post(create_token).get(list_tokens))
         .route("/tokens/:name", delete(revoke_token))
+        .route("/users/me/password", put(change_password))
 }
 
 /// The request's bearer token, unchecked (the handler's control call checks
@@ -69,6 +70,26 @@ async fn logout(State(state): State<AppState>, bearer: Bearer) -> Result<StatusC
         .logout(&bearer.token, bearer.request_id)
         .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// A person's own password; their other sessions end, this one stays.
+async fn change_password(
+    State(state): State<AppState>,
+    bearer: Bearer,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<axum::response::Response, ApiError> {
+    let body: abode_sdk::requests::PasswordChange = crate::extract::parse_json(body)?;
+    let ended = state
+        .control
+        .identity()
+        .change_own_password(
+            &bearer.token,
+            &body.current_password,
+            &body.password,
+            bearer.request_id,
+        )
+        .await?;
+    Ok((StatusCode::OK, Json(json!({ "sessions_ended": ended }))).into_response())
 }
 
 async fn create_token(

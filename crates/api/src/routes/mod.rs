@@ -67,6 +67,7 @@ pub fn router(state: AppState) -> Router {
     // The web dashboard (crates/web) at `/`: its own pages and layers, merged
     // after the API's JSON layers so that its HTML answers stay HTML.
     let web = abode_web::router(state.control.clone());
+    let control = state.control.clone();
     Router::new()
         .nest("/api/v1", api)
         .fallback(not_found)
@@ -83,6 +84,10 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn_with_state(
             names,
             crate::request_checks::check_host_and_origin,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            control,
+            crate::audit_request_layer,
         ))
         .layer(axum::middleware::from_fn(request_id_layer))
 }

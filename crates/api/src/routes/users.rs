@@ -9,11 +9,12 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde_json::json;
 
+use abode_control::StatusCommand;
 use abode_sdk::requests::{Login, NewUser, RoleChange};
 use abode_store::{Role, Roles};
 
 use crate::extract::{list_query, parse_json, ListQueryResult};
-use crate::pages::{ok, page_answer, ApiResult, PageQuery};
+use crate::pages::{ok, page_answer, ApiResult};
 use crate::views::user_view;
 use crate::{ApiError, AppState, Authenticated, RequestId};
 
@@ -24,6 +25,83 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/users/me", get(me))
         .route("/users", get(list_users).post(create_user))
         .route("/users/:name/roles", post(change_user_roles))
+        .route("/users/:name", get(show_user).delete(delete_user))
+        .route("/users/:name/suspend", post(suspend_user))
+        .route("/users/:name/activate", post(activate_user))
+}
+
+/// `GET /users?deleted=true`: deleted accounts too.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserListQuery {
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+    #[serde(default)]
+    deleted: bool,
+}
+
+async fn show_user(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(username): Path<String>,
+) -> ApiResult {
+    let (user, roles) = state
+        .control
+        .identity()
+        .user_named(&caller, &username)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::UserAnswer {
+            user: user_view(&user, &roles)
+        }),
+    )
+}
+
+async fn suspend_user(
+    state: State<AppState>,
+    caller: Authenticated,
+    username: Path<String>,
+) -> ApiResult {
+    set_status(state, caller, username, StatusCommand::Suspend).await
+}
+
+async fn activate_user(
+    state: State<AppState>,
+    caller: Authenticated,
+    username: Path<String>,
+) -> ApiResult {
+    set_status(state, caller, username, StatusCommand::Activate).await
+}
+
+async fn delete_user(
+    state: State<AppState>,
+    caller: Authenticated,
+    username: Path<String>,
+) -> ApiResult {
+    set_status(state, caller, username, StatusCommand::Delete).await
+}
+
+/// Suspends, activates or deletes an account; answers it as it is now.
+async fn set_status(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(username): Path<String>,
+    command: StatusCommand,
+) -> ApiResult {
+    let identity = state.control.identity();
+    identity
+        .set_user_status(&caller, &username, command)
+        .await?;
+    let user = identity.user_named(&caller, &username).await?;
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::UserAnswer {
+            user: user_view(&user.0, &user.1)
+        }),
+    )
 }
 
 /// The new user's roles: `roles`, or the single `role` of older clients;
@@ -147,13 +225,13 @@ async fn change_user_roles(
 async fn list_users(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
-    query: ListQueryResult<PageQuery>,
+    query: ListQueryResult<UserListQuery>,
 ) -> ApiResult {
     let query = list_query(query)?;
     let page = state
         .control
         .identity()
-        .list_users(&caller, query.after.as_deref(), query.limit)
+        .list_users(&caller, query.after.as_deref(), query.limit, query.deleted)
         .await?;
     let users: Vec<abode_sdk::User> = page
         .items

@@ -216,6 +216,11 @@ impl Control {
     ) -> Vec<NewNotification> {
         people.sort();
         people.dedup();
+        // A suspended or deleted account is told nothing.
+        match self.inner.store.accounts_that_may_not_act().await {
+            Ok(silent) => people.retain(|person| !silent.contains(person)),
+            Err(error) => tracing::error!(%error, "cannot read which accounts are suspended"),
+        }
         // A person's preference, unless the owners made the kind mandatory.
         match self.inner.store.opted_out_of(kind).await {
             Ok(opted_out) => people.retain(|person| !opted_out.contains(person)),
@@ -316,6 +321,10 @@ mod tests {
     use abode_store::*;
 
     use crate::{Config, Control};
+
+    async fn store_user(control: &Control, name: &str) -> String {
+        control.store().user_by_name(name).await.unwrap().id
+    }
 
     /// (build, initiator, reason, status, guard report, recipients, kind)
     type Case<'a> = (
@@ -469,6 +478,48 @@ mod tests {
             names.sort();
             assert_eq!(names, expected, "{initiator} {reason} {status} {kind}");
         }
+        // Suspended people are told nothing: bob of his own workspace,
+        // carol as a template admin of a failed prebuild.
+        let carol = store_user(&control, "carol").await;
+        for user in [&bob.id, &carol] {
+            control
+                .store()
+                .set_account_status(user, AccountStatus::Suspended, 0)
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        let told = |notices: Vec<NewNotification>| -> Vec<String> {
+            notices
+                .into_iter()
+                .map(|notice| notice.recipient_id)
+                .collect()
+        };
+        let failed_by_alice = Build {
+            initiator_id: alice.id.clone(),
+            ..bobs.clone()
+        };
+        assert!(told(
+            control
+                .end_notices(&failed_by_alice, BuildStatus::Failed, Some("boom"))
+                .await
+        )
+        .is_empty());
+        let prebuild = Build {
+            initiator_id: prebuilds.to_string(),
+            reason: BuildReason::Prebuild,
+            ..pooled.clone()
+        };
+        let recipients = told(
+            control
+                .end_notices(&prebuild, BuildStatus::Failed, Some("boom"))
+                .await,
+        );
+        assert!(!recipients.is_empty());
+        assert!(
+            recipients.iter().all(|id| id == &alice.id),
+            "{recipients:?}"
+        );
     }
 
     #[test]

@@ -92,7 +92,11 @@ fn workspace(row: TickRow) -> Workspace {
             == Some(row.template_version_id.as_str()),
         id: lifecycle.workspace_id,
         template_id: row.template_id,
-        owner: OwnerStatus::Active,
+        owner: if row.owner_status.may_sign_in() {
+            OwnerStatus::Active
+        } else {
+            OwnerStatus::Suspended
+        },
         prebuilt: row.system_owner,
         latest_build: Some(LatestBuild {
             transition: row.build_transition,

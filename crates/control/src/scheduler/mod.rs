@@ -36,6 +36,9 @@ const PREVIOUS_TICK: &str = "scheduler.previous_tick";
 pub struct SchedulerConfig {
     pub poll_interval: Duration,
     pub settings: abode_schedule::Settings,
+    /// People not seen for this long become dormant at a tick
+    /// (`--dormancy-period`); `None`: never.
+    pub account_dormancy: Option<Duration>,
 }
 
 impl Default for SchedulerConfig {
@@ -43,6 +46,7 @@ impl Default for SchedulerConfig {
         SchedulerConfig {
             poll_interval: Duration::from_secs(60),
             settings: abode_schedule::Settings::default(),
+            account_dormancy: None,
         }
     }
 }
@@ -114,6 +118,14 @@ impl Control {
             Some(text) => text.parse::<i64>().unwrap_or(now - interval),
             None => now - interval,
         };
+        if let Some(period) = config.account_dormancy {
+            let slept = self.inner.identity.mark_dormant_accounts(period).await?;
+            if slept > 0 {
+                tracing::info!(
+                    "{slept} account(s) not seen for the dormancy period are now dormant"
+                );
+            }
+        }
         let rows = self.inner.store.scheduler_tick_snapshot().await?;
         let snapshot = facts::snapshot(rows);
         let tick = Tick {

@@ -146,7 +146,7 @@ async fn other_lists_page_by_cursor(store: Store) {
 
     store.create_user(&new_user("carol")).await.unwrap();
     store.create_user(&new_user("bob")).await.unwrap();
-    let users = store.list_user_page(None, 2).await.unwrap();
+    let users = store.list_user_page(None, 2, false).await.unwrap();
     assert_eq!(
         users
             .items
@@ -156,7 +156,7 @@ async fn other_lists_page_by_cursor(store: Store) {
         ["alice", "bob"]
     );
     let rest = store
-        .list_user_page(users.next.as_deref(), 2)
+        .list_user_page(users.next.as_deref(), 2, false)
         .await
         .unwrap();
     assert_eq!(rest.items.len(), 1);

@@ -7,6 +7,7 @@
 
 mod common;
 
+mod accounts;
 mod agents;
 mod builds;
 mod clock;

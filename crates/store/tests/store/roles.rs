@@ -253,7 +253,12 @@ async fn users_are_created_with_their_roles(store: Store) {
         store.create_user(&taken).await,
         Err(StoreError::Conflict(_))
     ));
-    let users = store.list_user_page(None, 100).await.unwrap().items.len();
+    let users = store
+        .list_user_page(None, 100, false)
+        .await
+        .unwrap()
+        .items
+        .len();
     assert_eq!(users, 3);
 }
 
