@@ -224,6 +224,34 @@ fn groups_and_template_access(database_url: Option<&str>) {
     // A member with `use` only may not push.
     push(&platform, &dev, "open", &open).fails_with(1, &["`admin` on the template's access list"]);
 
+    // Taken off `open`'s list, the member keeps their workspace: it stops
+    // and starts again, and no new one is created from `open`.
+    platform
+        .run(&[
+            "templates",
+            "permissions",
+            "open",
+            "--group",
+            "devs",
+            "--role",
+            "none",
+        ])
+        .ok();
+    platform.wait_for_build_status("dev/work", "succeeded");
+    platform.run_as(&dev, &["stop", "work"], None).ok();
+    assert_eq!(
+        platform.wait_for_build_status("dev/work", "succeeded")["transition"],
+        "stop"
+    );
+    platform.run_as(&dev, &["start", "work"], None).ok();
+    assert_eq!(
+        platform.wait_for_build_status("dev/work", "succeeded")["transition"],
+        "start"
+    );
+    platform
+        .run_as(&dev, &["create", "more", "--template", "open"], None)
+        .fails_with(1, &["template \"open\" not found"]);
+
     // Every change is audited with before and after.
     let audit = platform.run(&["audit", "--output", "json"]).ok().json();
     let text = audit.to_string();

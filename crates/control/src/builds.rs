@@ -99,9 +99,12 @@ impl Control {
         target: BuildTarget,
         order: BuildOrder,
     ) -> Result<Build, ControlError> {
-        // Whoever asks, a start (create, start, update, a prebuild claim)
-        // is a use of the template: its access list is asked here.
-        if order.transition == Transition::Start {
+        // A new workspace (a create, a prebuild claim) is a use of the
+        // template: its access list is asked here. A person's existing
+        // workspace keeps starting and updating after they leave the list,
+        // as the scheduler's autostart does: losing access to a template
+        // never locks anyone out of their own workspace and files.
+        if order.transition == Transition::Start && matches!(target, BuildTarget::New { .. }) {
             self.may_build_from(&target, &order.actor).await?;
         }
         let build = match target {
@@ -123,7 +126,7 @@ impl Control {
         Ok(build)
     }
 
-    /// Whether `actor` may start a build of `target`'s template (its
+    /// Whether `actor` may create a workspace from `target`'s template (its
     /// access list, [`crate::templates::Templates::may_build_from`]).
     async fn may_build_from(
         &self,

@@ -192,10 +192,7 @@ async fn unseen_people_fall_dormant_and_wake_when_seen(store: Store) {
         .iter()
         .all(|name| name != "bob"));
     assert_eq!(status_of(&store, "bob").await, AccountStatus::Suspended);
-    assert_eq!(
-        store.accounts_that_may_not_act().await.unwrap(),
-        [bob.id.clone()]
-    );
+    assert_eq!(store.accounts_that_may_not_act().await.unwrap(), [bob.id]);
 }
 
 on_every_backend!(
