@@ -67,8 +67,14 @@ pub enum SignInError {
     Token(#[from] TokenRefusal),
     #[error("the identity provider's userinfo could not be read: {0}")]
     Userinfo(String),
-    #[error(transparent)]
-    Refused(#[from] Refusal),
+    /// The provider vouched for the person, the configuration refuses
+    /// them; whom it named, so that their account's sessions can end.
+    #[error("{refusal}")]
+    Refused {
+        refusal: Refusal,
+        issuer: String,
+        subject: String,
+    },
 }
 
 impl SignInError {
@@ -83,10 +89,12 @@ impl SignInError {
             SignInError::NoIdToken => "no_id_token",
             SignInError::Token(_) => "id_token",
             SignInError::Userinfo(_) => "userinfo",
-            SignInError::Refused(Refusal::NotInAllowedGroups) => "not_in_allowed_groups",
-            SignInError::Refused(Refusal::DomainNotAllowed(_)) => "email_domain",
-            SignInError::Refused(Refusal::EmailNotVerified(_)) => "email_not_verified",
-            SignInError::Refused(_) => "claims",
+            SignInError::Refused { refusal, .. } => match refusal {
+                Refusal::NotInAllowedGroups => "not_in_allowed_groups",
+                Refusal::DomainNotAllowed(_) => "email_domain",
+                Refusal::EmailNotVerified(_) => "email_not_verified",
+                _ => "claims",
+            },
         }
     }
 }
@@ -266,7 +274,13 @@ impl Provider {
                 all.entry(name).or_insert(value);
             }
         }
-        Ok(admit(&self.config, &claims.issuer, &claims.subject, &all)?)
+        admit(&self.config, &claims.issuer, &claims.subject, &all).map_err(|refusal| {
+            SignInError::Refused {
+                refusal,
+                issuer: claims.issuer.clone(),
+                subject: claims.subject.clone(),
+            }
+        })
     }
 
     /// [`verify_id_token`] with the keys known, and once more with the
