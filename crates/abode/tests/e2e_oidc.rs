@@ -13,7 +13,8 @@
 //! - a replayed callback, and an ID token that expired by the server's
 //!   clock, are refused with a page that says so;
 //! - a person removed from the allowed group at the provider is refused at
-//!   their next sign-in, and the session they had is refused from then on.
+//!   their next sign-in, and the session they had is refused from then on;
+//! - a suspended account is refused whatever the provider says.
 //!
 //! The ID token's forged variants (audience, key, `alg: none`, nonce) are
 //! `abode-oidc`'s table tests (crates/oidc/tests/verify.rs).
@@ -469,6 +470,15 @@ async fn people_sign_in_through_the_provider_from_the_dashboard_and_the_cli() {
     assert!(page.contains("not in a group allowed"), "{page}");
     browser.close().await;
     assert_eq!(me_status(&platform, &ann_session), 401);
+
+    // A suspended account stays out whatever the provider says.
+    platform.run(&["users", "suspend", "bob"]).ok();
+    let browser = Browser::start().await;
+    browser.dashboard_sign_in(&platform, "bob").await;
+    let page = browser.wait_for_text("Sign-in refused").await;
+    assert!(page.contains("your account is suspended"), "{page}");
+    browser.close().await;
+    platform.run(&["users", "activate", "bob"]).ok();
 
     // An ID token that expired by the server's clock (an hour's lifetime,
     // the server two hours ahead) is refused.

@@ -198,6 +198,22 @@ impl Identity {
                 return Err(error);
             }
         };
+        // A suspended (or deleted) account stays out whatever the provider
+        // says; a dormant one wakes.
+        if !user.status.may_sign_in() {
+            let reason = format!("account_{}", user.status);
+            self.audit_sign_in(
+                Some(&user),
+                &user.username,
+                "failure",
+                &reason,
+                client,
+                request_id,
+            )
+            .await;
+            return Err(crate::accounts::refused(user.status));
+        }
+        self.seen(&user).await?;
         self.audit_sign_in(
             Some(&user),
             &user.username,
@@ -254,6 +270,10 @@ impl Identity {
                 )
             })?;
         let user = self.store.user_by_id(&user_id).await?;
+        // Suspended in the minutes since the browser's sign-in: still out.
+        if !user.status.may_sign_in() {
+            return Err(crate::accounts::refused(user.status));
+        }
         let token = self.issue_token(&user, request_id).await?;
         Ok((user, token))
     }
