@@ -5,7 +5,8 @@
 //! headless Chromium fills in (as e2e_web drives the dashboard). Against
 //! the real binary and server:
 //! - a person signs in from the dashboard's "Sign in with ..." and lands on
-//!   the workspaces page, their account made at that first sign-in;
+//!   the workspaces page, their account made at that first sign-in and put
+//!   in the groups of their claim (one mapped, both created);
 //! - `abode login URL` completes through the same provider (the browser it
 //!   opens is this test's, which follows the URL the CLI hands `$BROWSER`),
 //!   back on the CLI's loopback, and its session works;
@@ -338,6 +339,9 @@ async fn people_sign_in_through_the_provider_from_the_dashboard_and_the_cli() {
             "groups",
             "--oidc-allowed-groups",
             "dev",
+            "--oidc-group-mapping",
+            "ops=operators",
+            "--oidc-group-auto-create",
         ],
     );
     platform.login_owner();
@@ -358,6 +362,15 @@ async fn people_sign_in_through_the_provider_from_the_dashboard_and_the_cli() {
     assert!(browser.text().await.contains("ann"));
     let ann_session = browser.session_cookie().await;
     assert_eq!(me_status(&platform, &ann_session), 200);
+    // Group sync: the claim's groups, `ops` under its Abode name, made on
+    // first sight.
+    for group in ["dev", "operators"] {
+        let shown = platform
+            .run(&["groups", "show", group, "--output", "json"])
+            .ok();
+        let members = shown.json()["members"].to_string();
+        assert!(members.contains("\"ann\""), "{group}: {shown}");
+    }
 
     // The same callback again, even with its state cookie: taken once.
     let last = provider.admin("GET", "/admin/last-callback", None);

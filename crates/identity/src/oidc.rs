@@ -214,6 +214,22 @@ impl Identity {
             return Err(crate::accounts::refused(user.status));
         }
         self.seen(&user).await?;
+        // Group sync: the person's groups from the provider are set at each
+        // sign-in (the groups people manage in Abode are left alone).
+        if let (Some(names), Some(sync)) = (&admitted.groups, &oidc.provider.config().groups) {
+            if let Err(error) = self.sync_groups(&user.id, names, sync.auto_create).await {
+                self.audit_sign_in(
+                    Some(&user),
+                    &user.username,
+                    "failure",
+                    "group_sync",
+                    client,
+                    request_id,
+                )
+                .await;
+                return Err(error);
+            }
+        }
         self.audit_sign_in(
             Some(&user),
             &user.username,
