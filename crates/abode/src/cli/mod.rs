@@ -20,6 +20,7 @@ mod previews;
 mod provisioners;
 mod schedule;
 mod ssh;
+mod sso;
 mod template_permissions;
 mod templates;
 mod tokens;
