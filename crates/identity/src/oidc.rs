@@ -73,15 +73,23 @@ pub enum OidcFinished {
     /// The CLI: a one-time code, sent to its loopback or shown to paste.
     Code {
         code: String,
-        loopback: Option<(String, u16)>,
+        /// The CLI's loopback host and port, and its state to echo.
+        loopback: Option<(String, u16, String)>,
     },
 }
 
 /// What the browser asked for, before it goes to the provider.
 #[derive(Debug, Clone)]
 pub enum OidcStart<'a> {
-    Dashboard { redirect: Option<&'a str> },
-    CliLoopback { host: &'a str, port: u16 },
+    Dashboard {
+        redirect: Option<&'a str>,
+    },
+    CliLoopback {
+        host: &'a str,
+        port: u16,
+        /// The CLI's random value, echoed with the code.
+        state: &'a str,
+    },
     CliPaste,
 }
 
@@ -130,15 +138,23 @@ impl Identity {
             OidcStart::Dashboard { redirect } => ReturnTo::Dashboard {
                 path: local_path(redirect),
             },
-            OidcStart::CliLoopback { host, port } => {
+            OidcStart::CliLoopback { host, port, state } => {
                 if !loopback_host(host) || port == 0 {
                     return Err(IdentityError::BadRequest(
                         "the CLI's callback must be on loopback (127.0.0.1, localhost or [::1]) with a port".into(),
                     ));
                 }
+                if !(16..=128).contains(&state.len())
+                    || !state.bytes().all(|b| b.is_ascii_alphanumeric())
+                {
+                    return Err(IdentityError::BadRequest(
+                        "the CLI's state is missing or not 16-128 letters and digits; run abode login again".into(),
+                    ));
+                }
                 ReturnTo::CliLoopback {
                     host: host.to_string(),
                     port,
+                    state: state.to_string(),
                 }
             }
             OidcStart::CliPaste => ReturnTo::CliPaste,
@@ -255,9 +271,9 @@ impl Identity {
                 let token = self.issue_token(&user, request_id).await?;
                 Ok(OidcFinished::Session { user, token, path })
             }
-            ReturnTo::CliLoopback { host, port } => Ok(OidcFinished::Code {
+            ReturnTo::CliLoopback { host, port, state } => Ok(OidcFinished::Code {
                 code: self.issue_code(oidc, &user, now).await?,
-                loopback: Some((host, port)),
+                loopback: Some((host, port, state)),
             }),
             ReturnTo::CliPaste => Ok(OidcFinished::Code {
                 code: self.issue_code(oidc, &user, now).await?,

@@ -30,8 +30,16 @@ pub const CODE_TTL: Duration = Duration::from_secs(5 * 60);
 pub enum ReturnTo {
     /// The dashboard, at a local path (checked by [`local_path`]).
     Dashboard { path: String },
-    /// The CLI's loopback listener: `http://127.0.0.1:PORT/callback?code=`.
-    CliLoopback { host: String, port: u16 },
+    /// The CLI's loopback listener: `http://127.0.0.1:PORT/callback?code=`,
+    /// with the CLI's own random `state` echoed, so that the CLI takes no
+    /// code it did not ask for (a page or a neighbour on this machine
+    /// sending it theirs).
+    CliLoopback {
+        host: String,
+        port: u16,
+        #[serde(default)]
+        state: String,
+    },
     /// The CLI that waits for the person to paste a code shown on a page.
     CliPaste,
 }

@@ -41,6 +41,8 @@ pub(crate) struct LoginQuery {
     /// The CLI's loopback port and host.
     cli_port: Option<String>,
     cli_host: Option<String>,
+    /// The CLI's random value, sent back with the code.
+    cli_state: Option<String>,
     /// `paste`: the CLI waits for the person to paste a code.
     cli: Option<String>,
 }
@@ -63,6 +65,7 @@ pub(crate) async fn login(
             Ok(port) => OidcStart::CliLoopback {
                 host: query.cli_host.as_deref().unwrap_or("127.0.0.1"),
                 port,
+                state: query.cli_state.as_deref().unwrap_or_default(),
             },
             Err(_) => {
                 return refused(
@@ -180,7 +183,7 @@ async fn finish(
         }
         Ok(OidcFinished::Code {
             code,
-            loopback: Some((host, port)),
+            loopback: Some((host, port, cli_state)),
         }) => {
             // Only a loopback host the sign-in was started with (Identity
             // checked it): the code goes to the CLI on this machine.
@@ -189,7 +192,7 @@ async fn finish(
             } else {
                 host
             };
-            let location = format!("http://{host}:{port}/callback?code={code}");
+            let location = format!("http://{host}:{port}/callback?code={code}&state={cli_state}");
             match HeaderValue::from_str(&location) {
                 Ok(value) => (StatusCode::SEE_OTHER, [(header::LOCATION, value)]).into_response(),
                 Err(_) => refused(StatusCode::BAD_REQUEST, "The CLI's address is not valid."),

@@ -42,7 +42,8 @@ pub fn sign_in(client: &Client, url: &str, no_browser: bool) -> anyhow::Result<L
                 .local_addr()
                 .context("cannot read the loopback listener's port")?
                 .port();
-            let address = format!("{start}?cli_port={port}");
+            let cli_state = random_state()?;
+            let address = format!("{start}?cli_port={port}&cli_state={cli_state}");
             if open_browser(&address) {
                 eprintln!(
                     "Opened a browser to sign in with {}. If none appeared, open:\n  {address}",
@@ -54,7 +55,7 @@ pub fn sign_in(client: &Client, url: &str, no_browser: bool) -> anyhow::Result<L
                     oidc.sign_in_text
                 );
             }
-            wait_for_code(&listener)?
+            wait_for_code(&listener, &cli_state)?
         }
         None => {
             let address = format!("{start}?cli=paste");
@@ -86,7 +87,7 @@ fn open_browser(address: &str) -> bool {
 }
 
 /// The code the server's callback sends the browser back with.
-fn wait_for_code(listener: &TcpListener) -> anyhow::Result<String> {
+fn wait_for_code(listener: &TcpListener, cli_state: &str) -> anyhow::Result<String> {
     let deadline = Instant::now() + WAIT;
     listener
         .set_nonblocking(true)
@@ -94,7 +95,7 @@ fn wait_for_code(listener: &TcpListener) -> anyhow::Result<String> {
     loop {
         match listener.accept() {
             Ok((stream, _)) => {
-                if let Some(code) = answer(stream) {
+                if let Some(code) = answer(stream, cli_state) {
                     return Ok(code);
                 }
             }
@@ -109,18 +110,27 @@ fn wait_for_code(listener: &TcpListener) -> anyhow::Result<String> {
     }
 }
 
-/// Reads one request; the code of `GET /callback?code=...`, after telling
-/// the browser it may close the tab. Anything else is answered 404.
-fn answer(mut stream: TcpStream) -> Option<String> {
+/// Reads one request; the code of `GET /callback?code=...&state=...` when
+/// the state is the one this login sent, after telling the browser it may
+/// close the tab. Anything else (a code this CLI did not ask for) is
+/// answered 404 and waited past.
+fn answer(mut stream: TcpStream, cli_state: &str) -> Option<String> {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let mut line = String::new();
     BufReader::new(&stream).read_line(&mut line).ok()?;
     let target = line.split_whitespace().nth(1)?;
-    let code = target
-        .strip_prefix("/callback?")
-        .and_then(|query| query.split('&').find_map(|pair| pair.strip_prefix("code=")))
-        .filter(|code| !code.is_empty() && code.chars().all(|c| c.is_ascii_alphanumeric()));
+    let query = target.strip_prefix("/callback?");
+    let field = |name: &str| {
+        query.and_then(|query| {
+            query
+                .split('&')
+                .find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='))
+        })
+    };
+    let code = field("code")
+        .filter(|code| !code.is_empty() && code.chars().all(|c| c.is_ascii_alphanumeric()))
+        .filter(|_| field("state") == Some(cli_state));
     let (status, body) = match code {
         Some(_) => (
             "200 OK",
@@ -149,4 +159,88 @@ fn read_code() -> anyhow::Result<String> {
         anyhow::bail!("no code was pasted; run abode login again");
     }
     Ok(code)
+}
+
+/// 32 random hexadecimal characters from the system's generator: the value
+/// the server echoes with the code.
+fn random_state() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| std::io::Read::read_exact(&mut random, &mut bytes))
+        .context("cannot read random bytes from /dev/urandom")?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    /// What the loopback listener takes from one request line.
+    fn taken(request_line: &str, cli_state: &str) -> Option<String> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let address = listener.local_addr().unwrap();
+        let line = request_line.to_string();
+        let sender = std::thread::spawn(move || {
+            let mut stream = TcpStream::connect(address).unwrap();
+            write!(stream, "{line}\r\nHost: x\r\n\r\n").unwrap();
+            let mut answer = String::new();
+            let _ = std::io::Read::read_to_string(&mut stream, &mut answer);
+            answer
+        });
+        let (stream, _) = listener.accept().unwrap();
+        let code = answer(stream, cli_state);
+        let answered = sender.join().unwrap();
+        assert_eq!(
+            answered.starts_with("HTTP/1.1 200"),
+            code.is_some(),
+            "{answered}"
+        );
+        code
+    }
+
+    #[test]
+    fn only_a_code_with_this_login_s_state_is_taken() {
+        let state = "0123456789abcdef0123456789abcdef";
+        let cases: [(&str, Option<&str>); 7] = [
+            (
+                "GET /callback?code=abc123&state=0123456789abcdef0123456789abcdef HTTP/1.1",
+                Some("abc123"),
+            ),
+            (
+                "GET /callback?state=0123456789abcdef0123456789abcdef&code=abc123 HTTP/1.1",
+                Some("abc123"),
+            ),
+            // A code someone else sent, without this login's state.
+            ("GET /callback?code=abc123 HTTP/1.1", None),
+            (
+                "GET /callback?code=abc123&state=0123456789abcdef0123456789abcdee HTTP/1.1",
+                None,
+            ),
+            (
+                "GET /callback?code=abc123&xstate=0123456789abcdef0123456789abcdef HTTP/1.1",
+                None,
+            ),
+            (
+                "GET /callback?code=ab%20c&state=0123456789abcdef0123456789abcdef HTTP/1.1",
+                None,
+            ),
+            (
+                "GET /other?code=abc123&state=0123456789abcdef0123456789abcdef HTTP/1.1",
+                None,
+            ),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(taken(line, state).as_deref(), expected, "{line}");
+        }
+    }
+
+    #[test]
+    fn states_are_random_and_hexadecimal() {
+        let (a, b) = (random_state().unwrap(), random_state().unwrap());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 32);
+        assert!(a.bytes().all(|byte| byte.is_ascii_hexdigit()));
+    }
 }
