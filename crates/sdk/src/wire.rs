@@ -452,6 +452,14 @@ pub struct Build<Report = serde_json::Value> {
     pub confirmed_by: Option<String>,
     #[serde(default)]
     pub confirmed_at: Option<String>,
+    /// What the workspace costs a day once this build's plan is applied
+    /// (the `daily_cost` of its `abode_metadata`); absent before the plan
+    /// is judged or when the plan does not tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_cost: Option<i64>,
+    /// Why the build was refused before apply (`quota`), if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
 }
 
 impl<Report> Build<Report> {

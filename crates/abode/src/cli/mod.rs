@@ -40,6 +40,8 @@ pub const EXIT_ERROR: u8 = crate::exit::FAILURE;
 pub const EXIT_AWAITING_CONFIRMATION: u8 = crate::exit::CONFIRMATION_REQUIRED;
 /// Exit status of a build the plan guard blocked.
 pub const EXIT_BLOCKED: u8 = crate::exit::BLOCKED;
+/// Exit status of a build refused before apply by the quota.
+pub const EXIT_QUOTA: u8 = crate::exit::QUOTA;
 
 /// The commands that need (or create) a session with a server.
 #[derive(Debug, Subcommand)]
