@@ -130,6 +130,37 @@ fn quotas_refuse_before_apply(database_url: Option<&str>) {
     assert_eq!(shown["latest_build"]["status"], "failed", "{shown}");
     assert!(shown["latest_build"]["daily_cost"].is_null(), "{shown}");
 
+    // How it adds up, for the person and for an owner; not for another member.
+    let quota = platform
+        .run_as(&dev, &["quota", "show", "--output", "json"], None)
+        .ok()
+        .json();
+    assert_eq!(
+        quota,
+        serde_json::json!({
+            "user": "dev", "enforced": true, "budget": 10, "spent": 10, "remaining": 0,
+            "groups": [{"name": "Everyone", "allowance": 0}, {"name": "payers", "allowance": 10}],
+            "workspaces": [
+                {"name": "one", "build_number": 1, "daily_cost": 5, "reserved": false},
+                {"name": "two", "build_number": 1, "daily_cost": 5, "reserved": false},
+            ],
+        })
+    );
+    let by_owner = platform
+        .run(&["quota", "show", "dev", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(by_owner, quota);
+    let text = platform.run_as(&dev, &["quota", "show"], None).ok().stdout;
+    assert!(
+        text.contains("dev: 10 of 10 a day used, 0 remain"),
+        "{text}"
+    );
+    platform.login_new_user("eve", "member");
+    platform
+        .run_as(&dev, &["quota", "show", "eve"], None)
+        .fails_with(1, &["may not read other users' quotas"]);
+
     // A stop is never refused; the volume stays charged.
     platform.run_as(&dev, &["stop", "one"], None).ok();
     assert_eq!(daily_cost(&platform, &dev, "one"), 1);

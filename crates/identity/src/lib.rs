@@ -16,6 +16,7 @@ pub mod audit;
 mod error;
 mod groups;
 mod names;
+mod quotas;
 mod recovery;
 mod sessions;
 mod throttle;

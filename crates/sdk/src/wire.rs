@@ -859,6 +859,42 @@ pub struct Group {
     pub created_at: String,
 }
 
+/// A person's quota (`GET /users/{name}/quota`; docs/api.md, "Quotas"):
+/// their budget, the sum of their groups' allowances, against what each of
+/// their workspaces costs a day.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Quota {
+    pub user: String,
+    /// Whether the server refuses builds over budget (`--quota-enforce`).
+    pub enforced: bool,
+    /// The sum of `groups[].allowance`.
+    pub budget: i64,
+    /// The sum of `workspaces[].daily_cost`.
+    pub spent: i64,
+    /// `budget - spent` (negative when over, e.g. after an allowance was lowered).
+    pub remaining: i64,
+    pub groups: Vec<QuotaGroup>,
+    pub workspaces: Vec<QuotaWorkspace>,
+}
+
+/// A group's part of a budget.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct QuotaGroup {
+    pub name: String,
+    pub allowance: i64,
+}
+
+/// A workspace's part of what is spent: the daily cost of its newest build
+/// that has one and did not fail or get canceled.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct QuotaWorkspace {
+    pub name: String,
+    pub build_number: i64,
+    pub daily_cost: i64,
+    /// The build is pending or running: its cost is reserved, not applied yet.
+    pub reserved: bool,
+}
+
 /// A member of a group (`GET /groups/{name}/members`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct GroupMember {

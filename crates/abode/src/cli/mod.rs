@@ -18,6 +18,7 @@ mod port_forward;
 mod prebuilds;
 mod previews;
 mod provisioners;
+mod quota;
 mod schedule;
 mod ssh;
 mod template_permissions;
@@ -59,6 +60,9 @@ pub enum UserCommand {
     /// Groups of people that templates' access lists name.
     #[command(subcommand)]
     Groups(groups::GroupsCommand),
+    /// Budgets: what each workspace costs a day against one's groups' allowances.
+    #[command(subcommand)]
+    Quota(quota::QuotaCommand),
     /// Push, list and activate templates.
     #[command(subcommand)]
     Templates(templates::TemplatesCommand),
@@ -130,6 +134,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Logout => auth::logout(),
         UserCommand::Users(command) => auth::users(command),
         UserCommand::Groups(command) => groups::run(command),
+        UserCommand::Quota(command) => quota::run(command),
         UserCommand::Templates(command) => templates::run(command),
         UserCommand::Create(args) => workspaces::create(args),
         UserCommand::Start(args) => {
