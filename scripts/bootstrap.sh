@@ -97,3 +97,21 @@ abode_install_deploy_checks() {
   fi
   export ABODE_KUBERNETES_VALIDATE="$abode_validate_venv/bin/kubernetes-validate"
 }
+
+# The single sign-on tests (e2e_oidc) run a real OpenID provider: the npm
+# package oidc-provider on Node, pinned by crates/abode/tests/oidc's
+# package-lock.json, installed again when the lock file changes.
+abode_oidc_dir="$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")/.." && pwd)/crates/abode/tests/oidc"
+if [ -f "$abode_oidc_dir/package-lock.json" ]; then
+  abode_oidc_lock="$(sha256sum "$abode_oidc_dir/package-lock.json" | cut -c1-16)"
+  if [ "$(cat "$abode_oidc_dir/node_modules/.abode-lock" 2>/dev/null)" != "$abode_oidc_lock" ]; then
+    if ! command -v npm >/dev/null 2>&1; then
+      echo "error: npm is not on PATH: the single sign-on tests run oidc-provider on Node (install Node 20 and npm)" >&2
+      exit 1
+    fi
+    echo "bootstrap: installing the test OpenID provider (npm ci, $abode_oidc_dir)" >&2
+    npm ci --silent --no-audit --no-fund --prefix "$abode_oidc_dir" >/dev/null \
+      || { echo "error: cannot install the test OpenID provider (npm ci in $abode_oidc_dir)" >&2; exit 1; }
+    echo "$abode_oidc_lock" > "$abode_oidc_dir/node_modules/.abode-lock"
+  fi
+fi

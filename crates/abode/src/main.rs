@@ -14,6 +14,7 @@ mod provider;
 mod provisioner_daemon;
 mod sandbox;
 mod server;
+mod sign_in_flags;
 mod size;
 mod wsdial;
 

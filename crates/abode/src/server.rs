@@ -34,6 +34,8 @@ pub struct ServerArgs {
     terraform: TerraformFlags,
     #[command(flatten)]
     logging: LogFlags,
+    #[command(flatten)]
+    sign_in: crate::sign_in_flags::SignInFlags,
     /// The URL people and workspace agents use to reach this server
     /// [default: http://ADDRESS]. The server answers only for its host (and
     /// loopback): a request naming another host is refused (421).
@@ -507,6 +509,21 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
             "the --notifications-email-* flags need --notifications-email-smarthost HOST:PORT"
         );
     }
+    // Every mistake in the sign-in flags, one line each, before anything
+    // starts (the server checks again against the access URL it settles on).
+    let oidc = args.sign_in.oidc();
+    let access_url = args
+        .access_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}", args.address));
+    if let Err(errors) = abode_api::OidcConfig::from_settings(&oidc, &access_url) {
+        if let Some((last, others)) = errors.0.split_last() {
+            for error in others {
+                eprintln!("error: {error}");
+            }
+            anyhow::bail!("{last}");
+        }
+    }
     // Volumes (home disks), process logs and the database live here.
     let (data_dir, mirror_dir) =
         prepare_data_dir(args.data_dir, args.terraform.provider_mirror.clone())?;
@@ -580,6 +597,8 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.session_max_lifetime = args.session_max_lifetime;
     options.api_token_max_lifetime = args.api_token_max_lifetime;
     options.login_failures_per_minute = args.login_failures_per_minute;
+    options.password_login = args.sign_in.password_login();
+    options.oidc = oidc;
     options.prometheus_address = args.prometheus_address;
     options.metrics_refresh_interval = args.metrics_refresh_interval;
     options.notifications = notifications;

@@ -32,6 +32,7 @@ pub use abode_control::client_address::{Cidr, CidrError};
 /// What `abode server` configures notifications with.
 pub use abode_control::notifications::{EmailConfig, NotificationsConfig, WebhookConfig};
 pub use abode_control::tags::parse_tags as parse_provisioner_tags;
+pub use abode_oidc::{OidcConfig, OidcSettings};
 /// Backups and checks of a data dir's database (`abode server backup`,
 /// `abode server check`).
 pub use abode_store::backup;

@@ -51,6 +51,11 @@ pub struct ServerOptions {
     pub api_token_max_lifetime: Duration,
     /// Failed logins per username or client address per minute; 0: no limit.
     pub login_failures_per_minute: u32,
+    /// Password logins are on (`--disable-password-auth` turns them off).
+    pub password_login: bool,
+    /// Single sign-on through an OpenID provider, as the flags give it
+    /// (checked at start against the access URL).
+    pub oidc: abode_oidc::OidcSettings,
     /// The one clock of the server: the control plane's deadlines and the
     /// store's timestamps. The system's, except in tests.
     pub clock: Clock,
@@ -121,6 +126,8 @@ impl ServerOptions {
             session_max_lifetime: Duration::from_secs(30 * 24 * 60 * 60),
             api_token_max_lifetime: Duration::from_secs(365 * 24 * 60 * 60),
             login_failures_per_minute: 10,
+            password_login: true,
+            oidc: abode_oidc::OidcSettings::default(),
             clock: Clock::system(),
             prometheus_address: None,
             metrics_refresh_interval: Duration::from_secs(15),
@@ -161,6 +168,9 @@ pub enum ServerError {
     NoDatabase(String),
     #[error("--redirect-to-access-url needs an https:// access URL (--access-url), not {0}")]
     RedirectWithoutHttps(String),
+    /// Every mistake in the `--oidc-*` flags, one per line.
+    #[error("{0}")]
+    Oidc(#[from] abode_oidc::ConfigErrors),
     #[error("cannot listen on {address}: {source}")]
     Bind {
         address: SocketAddr,
@@ -234,6 +244,7 @@ impl Server {
         if options.redirect_to_access_url && !access_url.starts_with("https://") {
             return Err(ServerError::RedirectWithoutHttps(access_url));
         }
+        let oidc = abode_oidc::OidcConfig::from_settings(&options.oidc, &access_url)?;
         let store = match &options.database_url {
             Some(url) => Store::open_postgres(url).await?,
             None => Store::open_sqlite(&options.data_dir.join(DATABASE_FILE)).await?,
@@ -272,6 +283,8 @@ impl Server {
         config.identity.session_max_lifetime = options.session_max_lifetime;
         config.identity.api_token_max_lifetime = options.api_token_max_lifetime;
         config.identity.login_failures_per_minute = options.login_failures_per_minute;
+        config.identity.password_login = options.password_login;
+        config.identity.oidc = oidc;
         config.notifications = options.notifications.clone();
         config.prebuilds = options.prebuilds.clone();
         config.scheduler = options.scheduler.clone();
@@ -301,6 +314,18 @@ impl Server {
             .ensure_system_actors()
             .await
             .map_err(|error| ServerError::Recover(error.into()))?;
+        // A wrong issuer or an unreachable provider shows in the log now,
+        // not at the first person's sign-in (which tries again).
+        let identity = control.clone();
+        tokio::spawn(async move {
+            match identity.identity().check_oidc_provider().await {
+                Some(Ok(())) => tracing::info!("the OpenID provider's discovery document was read"),
+                Some(Err(error)) => {
+                    tracing::warn!(%error, "single sign-on will fail until the provider answers")
+                }
+                None => {}
+            }
+        });
         let recovered = control
             .recover(shutdown_rx.clone())
             .await

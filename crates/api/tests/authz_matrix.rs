@@ -101,6 +101,9 @@ fn table() -> Vec<Row> {
         ("POST", "/users/first", Body::Json(r#"{"username":"zed","email":"z@example.com","password":"long enough"}"#),
                                                                                                            [409, 409, 409, 409, 409, 409, 409, 409]),
         ("POST", "/login", Body::Json(r#"{"username":"carol","password":"carols password"}"#),           [200, 200, 200, 200, 200, 200, 200, 200]),
+        ("GET", "/sign-in-methods", Body::None,                                                            [200, 200, 200, 200, 200, 200, 200, 200]),
+        // Single sign-on is off on this server: a code is nothing to trade.
+        ("POST", "/oidc/cli-token", Body::Json(r#"{"code":"0000"}"#),                                      [404, 404, 404, 404, 404, 404, 404, 404]),
         // ---- one's own account ----
         ("GET", "/users/me", Body::None,                                                                   [200, 200, 200, 200, 200, 200, 401, 401]),
         // ---- quotas: one's own; owners and user-admins anyone's (a member

@@ -200,6 +200,25 @@ impl Client {
         )
     }
 
+    /// How people sign in to this server (asked without a session).
+    pub fn sign_in_methods(&self) -> Result<abode_sdk::SignInMethods, ClientError> {
+        self.finish(
+            "GET /sign-in-methods",
+            self.request("GET", "/sign-in-methods").call(),
+        )
+    }
+
+    /// Trades the one-time code of a single sign-on for a session.
+    pub fn oidc_cli_token(&self, code: &str) -> Result<LoginResponse, ClientError> {
+        let body = json!(requests::OidcCode {
+            code: code.to_string(),
+        });
+        self.finish(
+            "POST /oidc/cli-token",
+            self.request("POST", "/oidc/cli-token").send_json(body),
+        )
+    }
+
     /// Revokes the token this client sends (the session, or an API token):
     /// the server answers 401 to it from then on.
     pub fn logout(&self) -> Result<(), ClientError> {

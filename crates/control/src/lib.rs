@@ -57,6 +57,7 @@ pub use abode_identity::Actor;
 pub use abode_identity::{
     Caller, GroupEdit, Identity, IdentityConfig, IdentityError, StatusCommand, SESSION_EXPIRED,
 };
+pub use abode_identity::{OidcFinished, OidcStart, SignInMethods};
 pub use abode_runner::archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 pub use audit::AuditQuery;
 pub use builds::MAX_PARAMETERS_BYTES;

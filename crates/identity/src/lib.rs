@@ -16,6 +16,7 @@ pub mod audit;
 mod error;
 mod groups;
 mod names;
+mod oidc;
 mod quotas;
 mod recovery;
 mod sessions;
@@ -36,6 +37,7 @@ use audit::Audit;
 pub use error::IdentityError;
 pub use groups::GroupEdit;
 pub use names::validate_name;
+pub use oidc::{OidcFinished, OidcStart, SignInMethods};
 pub use sessions::SESSION_EXPIRED;
 use throttle::LoginThrottle;
 
@@ -56,6 +58,12 @@ pub struct IdentityConfig {
     /// How long a password request waits for a hashing thread before it is
     /// refused as busy.
     pub hashing_wait: Duration,
+    /// People may sign in with a password (`--disable-password-auth` turns
+    /// it off; the first user and the server's recovery commands still set
+    /// passwords).
+    pub password_login: bool,
+    /// Single sign-on through an OpenID provider (`--oidc-*`).
+    pub oidc: Option<abode_oidc::OidcConfig>,
 }
 
 impl Default for IdentityConfig {
@@ -67,6 +75,8 @@ impl Default for IdentityConfig {
             login_failures_per_minute: 10,
             hashing_threads: hashing::default_threads(),
             hashing_wait: Duration::from_secs(2),
+            password_login: true,
+            oidc: None,
         }
     }
 }
@@ -86,6 +96,8 @@ pub struct Identity {
     /// log) looks again at its token when it moves, instead of running on
     /// until its own wait ends.
     revocations: tokio::sync::watch::Sender<u64>,
+    /// The OpenID provider, when single sign-on is on.
+    oidc: Option<oidc::Oidc>,
 }
 
 impl Identity {
@@ -95,6 +107,10 @@ impl Identity {
         let throttle =
             LoginThrottle::new(config.login_failures_per_minute, Duration::from_secs(60));
         let hashing = HashingPool::new(config.hashing_threads, config.hashing_wait);
+        let oidc = config.oidc.clone().map(|settings| oidc::Oidc {
+            provider: abode_oidc::Provider::new(settings),
+            pending: abode_oidc::Pending::new(oidc::StorePending(store.clone())),
+        });
         Identity {
             audit: Audit::new(store.clone()),
             store,
@@ -103,6 +119,7 @@ impl Identity {
             throttle,
             hashing,
             revocations: tokio::sync::watch::Sender::new(0),
+            oidc,
         }
     }
 

@@ -49,6 +49,15 @@ impl Identity {
         client: Option<IpAddr>,
         request_id: Option<String>,
     ) -> Result<(User, String), IdentityError> {
+        if !self.config.password_login {
+            let instead = match self.sign_in_methods().oidc {
+                Some(text) => format!("sign in with {text} instead (abode login URL opens it)"),
+                None => "ask the server's operator".to_string(),
+            };
+            return Err(IdentityError::Forbidden(format!(
+                "password sign-in is turned off on this server; {instead}"
+            )));
+        }
         let mut keys = vec![ThrottleKey::username(username)];
         keys.extend(client.map(ThrottleKey::Address));
         if let Some(refusal) = self.throttle.check(&keys, self.clock.now_ms()) {

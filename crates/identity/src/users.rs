@@ -223,7 +223,7 @@ fn role_list(roles: &Roles) -> String {
 /// `local@domain.tld`: one `@`, a non-empty local part, a dotted domain,
 /// no spaces or control characters, at most 254 bytes. Deliverability is
 /// not checked; shape is, so that nobody stores a paragraph as an address.
-fn validate_email(email: &str) -> Result<(), IdentityError> {
+pub(crate) fn validate_email(email: &str) -> Result<(), IdentityError> {
     let shaped = email.len() <= 254
         && !email.chars().any(|c| c.is_whitespace() || c.is_control())
         && match email.split_once('@') {

@@ -11,6 +11,19 @@ pub struct Login {
     pub password: String,
 }
 
+/// `POST /oidc/cli-token`: the one-time code a CLI's single sign-on ended
+/// with, traded for a session.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct OidcCode {
+    pub code: String,
+}
+
+impl std::fmt::Debug for OidcCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OidcCode { .. }")
+    }
+}
+
 /// `POST /users` and `POST /users/first`: a new account. Its roles are
 /// `roles`, or the single `role` of older clients; neither: `member`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -48,6 +48,26 @@ pub struct LoginResponse {
     pub token: String,
 }
 
+/// `GET /sign-in-methods` (no authentication): how people sign in to this
+/// server.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SignInMethods {
+    /// `POST /login` with a username and password is on.
+    pub password: bool,
+    /// Single sign-on through an OpenID provider, when it is on.
+    #[serde(default)]
+    pub oidc: Option<OidcMethod>,
+}
+
+/// Single sign-on as `GET /sign-in-methods` describes it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OidcMethod {
+    /// What the sign-in button says after "Sign in with".
+    pub sign_in_text: String,
+    /// Where a browser starts (on this server): `/api/v1/oidc/login`.
+    pub login_path: String,
+}
+
 /// A template: a name with numbered immutable versions, one of them active.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Template {

@@ -28,6 +28,7 @@ mod held;
 mod host_keys;
 mod job_leases;
 mod notifications;
+mod oidc;
 mod pages;
 mod platform;
 mod postgres;
@@ -444,6 +445,25 @@ storage_interface! {
     fn mark_accounts_dormant(&self, unseen_since: i64) -> Vec<String>;
     /// Suspended and deleted accounts' ids: nothing is sent to them.
     fn accounts_that_may_not_act(&self) -> Vec<String>;
+}
+
+// ---- OpenID Connect (oidc.rs) ----
+
+storage_interface! {
+    /// The account linked to the provider's `issuer` and `subject`;
+    /// `NotFound("user")` if none.
+    fn user_by_oidc_subject(&self, issuer: &str, subject: &str) -> User;
+    /// A new user, their roles and their link, in one transaction;
+    /// `Conflict("username")` if the name is taken, `Conflict("oidc link")`
+    /// if the subject is linked already.
+    fn create_oidc_user(&self, user: &NewUser, issuer: &str, subject: &str) -> User;
+    fn set_user_email(&self, user_id: &str, email: &str) -> ();
+    /// Revokes every session and API token of the user; how many.
+    fn end_user_tokens(&self, user_id: &str, now: i64) -> u64;
+    /// Keeps a pending sign-in or one-time code (and drops the expired).
+    fn put_oidc_pending(&self, key_hash: &str, payload: &str, expires_at: i64, now: i64) -> ();
+    /// Removes the entry of `key_hash`; its payload if it had not expired.
+    fn take_oidc_pending(&self, key_hash: &str, now: i64) -> Option<String>;
 }
 
 // ---- sessions and API tokens (tokens.rs) ----

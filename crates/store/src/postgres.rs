@@ -19,6 +19,7 @@ use crate::held::*;
 use crate::host_keys::*;
 use crate::job_leases::*;
 use crate::notifications::*;
+use crate::oidc::*;
 use crate::pages::*;
 use crate::platform::*;
 use crate::prebuilds::*;
@@ -156,6 +157,7 @@ impl PostgresBackend {
     notification_queries!(sqlx::Postgres, "FOR UPDATE SKIP LOCKED");
     agent_queries!();
     host_key_queries!();
+    oidc_queries!();
     platform_queries!();
     job_lease_queries!();
     prebuild_queries!("FOR UPDATE OF w SKIP LOCKED");

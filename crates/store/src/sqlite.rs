@@ -23,6 +23,7 @@ use crate::held::*;
 use crate::host_keys::*;
 use crate::job_leases::*;
 use crate::notifications::*;
+use crate::oidc::*;
 use crate::pages::*;
 use crate::platform::*;
 use crate::prebuilds::*;
@@ -150,6 +151,7 @@ impl SqliteBackend {
     notification_queries!(sqlx::Sqlite, "");
     agent_queries!();
     host_key_queries!();
+    oidc_queries!();
     platform_queries!();
     job_lease_queries!();
     prebuild_queries!("");

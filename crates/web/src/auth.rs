@@ -2,8 +2,8 @@
 //! first user (`Identity::login_from`, `logout`, `create_first_user`), with
 //! the session token kept in a cookie instead of a file.
 
-use abode_control::ClientAddress;
 use abode_control::ControlError;
+use abode_control::{ClientAddress, SignInMethods};
 use axum::extract::State;
 use axum::http::header::{self, HeaderMap, HeaderValue};
 use axum::http::StatusCode;
@@ -26,20 +26,32 @@ fn form_token(headers: &HeaderMap) -> String {
         .unwrap_or_default()
 }
 
-fn login_form(csrf: &str, username: &str, error: Option<&str>) -> Markup {
+fn login_form(csrf: &str, username: &str, error: Option<&str>, methods: &SignInMethods) -> Markup {
     html! {
         div class="card" {
             h1 { "Sign in" }
             @if let Some(error) = error {
                 p class="error" role="alert" { (error) }
             }
-            form method="post" action="/login" {
-                input type="hidden" name=(CSRF_FIELD) value=(csrf);
-                label for="username" { "Username" }
-                input id="username" name="username" type="text" autocomplete="username" required autofocus value=(username);
-                label for="password" { "Password" }
-                input id="password" name="password" type="password" autocomplete="current-password" required;
-                p { button class="primary" type="submit" { "Sign in" } }
+            @if let Some(text) = &methods.oidc {
+                // A link, not a form: the provider's sign-in is a
+                // top-level navigation that starts on this server.
+                p { a class="button primary" id="oidc-sign-in" href="/api/v1/oidc/login" { "Sign in with " (text) } }
+            }
+            @if methods.password {
+                @if methods.oidc.is_some() {
+                    p class="muted" { "Or with a password:" }
+                }
+                form method="post" action="/login" {
+                    input type="hidden" name=(CSRF_FIELD) value=(csrf);
+                    label for="username" { "Username" }
+                    input id="username" name="username" type="text" autocomplete="username" required autofocus value=(username);
+                    label for="password" { "Password" }
+                    input id="password" name="password" type="password" autocomplete="current-password" required;
+                    p { button class="primary" type="submit" { "Sign in" } }
+                }
+            } @else {
+                p class="muted" { "Password sign-in is turned off on this server." }
             }
             p class="muted" {
                 "New server with no user yet? "
@@ -50,10 +62,15 @@ fn login_form(csrf: &str, username: &str, error: Option<&str>) -> Markup {
     }
 }
 
-pub(crate) async fn login_page(headers: HeaderMap) -> Response {
+pub(crate) async fn login_page(State(state): State<WebState>, headers: HeaderMap) -> Response {
+    let methods = state.control.identity().sign_in_methods();
     respond(
         StatusCode::OK,
-        page("Sign in", None, login_form(&form_token(&headers), "", None)),
+        page(
+            "Sign in",
+            None,
+            login_form(&form_token(&headers), "", None, &methods),
+        ),
     )
 }
 
@@ -113,6 +130,7 @@ pub(crate) async fn login(
                     &form_token(&headers),
                     &form.username,
                     Some(&html::message_of(&error)),
+                    &state.control.identity().sign_in_methods(),
                 ),
             ),
         ),

@@ -20,6 +20,7 @@ mod builds;
 mod create;
 mod html;
 mod inbox;
+mod oidc;
 mod policy;
 mod preferences;
 mod previews;
@@ -86,6 +87,8 @@ pub fn router(control: Control) -> Router {
         .route("/login", get(auth::login_page).post(auth::login))
         .route("/setup", get(auth::setup_page).post(auth::setup))
         .route("/logout", post(auth::logout))
+        .route("/api/v1/oidc/login", get(oidc::login))
+        .route(abode_oidc::CALLBACK_PATH, get(oidc::callback))
         .route("/workspaces", get(workspaces::list))
         .route("/workspaces/new", get(create::page).post(create::create))
         .route("/workspaces/:owner/:name", get(workspaces::page))

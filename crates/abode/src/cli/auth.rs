@@ -14,16 +14,25 @@ pub struct LoginArgs {
     /// Create the server's first user (it becomes owner) instead of logging in.
     #[arg(long)]
     pub first_user: bool,
-    /// The user name.
-    #[arg(long)]
-    pub username: String,
+    /// The user name (with a password); without it, sign in through the
+    /// server's single sign-on in a browser.
+    #[arg(
+        long,
+        requires = "password_stdin",
+        required_if_eq("first_user", "true")
+    )]
+    pub username: Option<String>,
     /// The e-mail address (required with --first-user).
     #[arg(long, required_if_eq("first_user", "true"))]
     pub email: Option<String>,
     /// Read the password from the first line of standard input (the only way:
     /// passwords never go on the command line).
-    #[arg(long, required = true)]
+    #[arg(long, requires = "username")]
     pub password_stdin: bool,
+    /// Single sign-on without opening a browser here: print the URL, and
+    /// read the code the page shows from standard input.
+    #[arg(long, conflicts_with = "username")]
+    pub no_browser: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -124,17 +133,20 @@ fn normalise_url(url: &str) -> anyhow::Result<String> {
 
 pub fn login(args: LoginArgs) -> anyhow::Result<u8> {
     let url = normalise_url(&args.url)?;
-    let password = read_password_stdin()?;
     let client = Client::new(&url, None);
-    let answer = if args.first_user {
-        let email = args.email.as_deref().unwrap_or_default();
-        client
-            .create_first_user(&args.username, email, &password)
-            .context("cannot create the first user")?
-    } else {
-        client
-            .login(&args.username, &password)
-            .context("cannot log in")?
+    let answer = match &args.username {
+        Some(username) => {
+            let password = read_password_stdin()?;
+            if args.first_user {
+                let email = args.email.as_deref().unwrap_or_default();
+                client
+                    .create_first_user(username, email, &password)
+                    .context("cannot create the first user")?
+            } else {
+                client.login(username, &password).context("cannot log in")?
+            }
+        }
+        None => super::sso::sign_in(&client, &url, args.no_browser)?,
     };
     let dir = config::config_dir()?;
     let session = config::Session {

@@ -21,6 +21,7 @@ mod provisioners;
 mod quota;
 mod schedule;
 mod ssh;
+mod sso;
 mod template_permissions;
 mod templates;
 mod tokens;

@@ -22,6 +22,8 @@ pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/users/first", post(create_first_user))
         .route("/login", post(login))
+        .route("/sign-in-methods", get(sign_in_methods))
+        .route("/oidc/cli-token", post(oidc_cli_token))
         .route("/users/me", get(me))
         .route("/users/me/quota", get(own_quota))
         .route("/users/:name/quota", get(quota))
@@ -165,6 +167,42 @@ async fn login(
         .control
         .identity()
         .login_from(&body.username, &body.password, client, Some(request_id.0))
+        .await?;
+    let roles = state.control.identity().roles_of(&user.id).await?;
+    ok(
+        StatusCode::OK,
+        json!({"user": user_view(&user, &roles), "token": token}),
+    )
+}
+
+/// How people sign in here; asked before anyone is signed in (the
+/// dashboard's sign-in page, `abode login`).
+async fn sign_in_methods(State(state): State<AppState>) -> ApiResult {
+    let methods = state.control.identity().sign_in_methods();
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::SignInMethods {
+            password: methods.password,
+            oidc: methods.oidc.map(|sign_in_text| abode_sdk::OidcMethod {
+                sign_in_text,
+                login_path: "/api/v1/oidc/login".into(),
+            }),
+        }),
+    )
+}
+
+/// The CLI's one-time code (from its single sign-on) traded for a session,
+/// answered as a password login is.
+async fn oidc_cli_token(
+    State(state): State<AppState>,
+    axum::Extension(request_id): axum::Extension<RequestId>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: abode_sdk::requests::OidcCode = parse_json(body)?;
+    let (user, token) = state
+        .control
+        .identity()
+        .oidc_redeem_code(&body.code, Some(request_id.0))
         .await?;
     let roles = state.control.identity().roles_of(&user.id).await?;
     ok(

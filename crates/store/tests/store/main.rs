@@ -17,6 +17,7 @@ mod host_keys;
 mod job_leases;
 mod lists;
 mod notifications;
+mod oidc;
 mod opening;
 mod platform;
 mod prebuilds;

@@ -1,0 +1,554 @@
+//! Single sign-on through a real OpenID provider: the npm package
+//! oidc-provider on Node (`tests/oidc/provider.mjs`, installed by
+//! scripts/bootstrap.sh), with its own RSA signing key, Abode as its client,
+//! people with a `groups` claim, and its own login and consent pages, which
+//! headless Chromium fills in (as e2e_web drives the dashboard). Against
+//! the real binary and server:
+//! - a person signs in from the dashboard's "Sign in with ..." and lands on
+//!   the workspaces page, their account made at that first sign-in and put
+//!   in the groups of their claim (one mapped, both created);
+//! - `abode login URL` completes through the same provider (the browser it
+//!   opens is this test's, which follows the URL the CLI hands `$BROWSER`),
+//!   back on the CLI's loopback, and its session works;
+//! - the provider's signing key rotated between two sign-ins: both succeed;
+//! - a replayed callback, and an ID token that expired by the server's
+//!   clock, are refused with a page that says so;
+//! - a person removed from the allowed group at the provider is refused at
+//!   their next sign-in, and the session they had is refused from then on;
+//! - a suspended account is refused whatever the provider says.
+//!
+//! The ID token's forged variants (audience, key, `alg: none`, nonce) are
+//! `abode-oidc`'s table tests (crates/oidc/tests/verify.rs).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod util;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::{json, Value};
+use util::{free_port, repo_root, Platform};
+
+const CLIENT_SECRET: &str = "test-client-secret";
+
+// ---- the provider ----
+
+/// The test OpenID provider, a Node process of its own.
+struct Provider {
+    child: Child,
+    issuer: String,
+}
+
+impl Provider {
+    fn start() -> Provider {
+        let dir = repo_root().join("crates/abode/tests/oidc");
+        assert!(
+            dir.join("node_modules/oidc-provider").is_dir(),
+            "the test OpenID provider is not installed: source scripts/bootstrap.sh (npm ci in {})",
+            dir.display()
+        );
+        let mut child = Command::new("node")
+            .arg("provider.mjs")
+            .current_dir(&dir)
+            .env("CLIENT_ID", "abode")
+            .env("CLIENT_SECRET", CLIENT_SECRET)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            // Its warnings and errors go with the test's output.
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!("node is not on PATH (Node 20 runs the test OpenID provider): {error}")
+            });
+        let mut line = String::new();
+        let mut output = BufReader::new(child.stdout.take().unwrap());
+        output.read_line(&mut line).unwrap();
+        // The rest of what it prints is read and dropped: a closed pipe
+        // would end it at its next line.
+        std::thread::spawn(move || std::io::copy(&mut output, &mut std::io::sink()));
+        let started: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|_| panic!("the test OpenID provider did not start: {line:?}"));
+        Provider {
+            child,
+            issuer: started["issuer"].as_str().unwrap().to_string(),
+        }
+    }
+
+    fn admin(&self, method: &str, path: &str, body: Option<Value>) -> Value {
+        let request = ureq::request(method, &format!("{}{path}", self.issuer));
+        let response = match body {
+            Some(body) => request.send_json(body),
+            None => request.call(),
+        };
+        response.unwrap().into_json().unwrap()
+    }
+
+    fn set_user(&self, sub: &str, groups: &[&str]) {
+        self.admin(
+            "PUT",
+            &format!("/admin/users/{sub}"),
+            Some(json!({
+                "email": format!("{sub}@example.com"),
+                "email_verified": true,
+                "preferred_username": sub,
+                "groups": groups,
+            })),
+        );
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+// ---- the browser ----
+
+/// Headless Chromium behind its own chromedriver, a fresh profile each (no
+/// session at the provider from an earlier sign-in).
+struct Browser {
+    client: Client,
+    driver: Child,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        let port = free_port();
+        let driver = Command::new("chromedriver")
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver is not on PATH (source scripts/bootstrap.sh)");
+        let profile = tempfile::tempdir().unwrap();
+        let Value::Object(capabilities) = json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage",
+                         format!("--user-data-dir={}", profile.path().display())],
+            }
+        }) else {
+            unreachable!()
+        };
+        let mut builder = ClientBuilder::new(HttpConnector::new());
+        builder.capabilities(capabilities);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let client = loop {
+            match builder.connect(&format!("http://127.0.0.1:{port}")).await {
+                Ok(client) => break client,
+                Err(error) => {
+                    assert!(
+                        Instant::now() < deadline,
+                        "chromedriver never started: {error}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        };
+        Browser {
+            client,
+            driver,
+            _profile: profile,
+        }
+    }
+
+    async fn go(&self, url: &str) {
+        self.client.goto(url).await.unwrap();
+    }
+
+    async fn text(&self) -> String {
+        self.client
+            .execute(
+                "return document.body ? document.body.innerText : '';",
+                vec![],
+            )
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Waits (up to two minutes on a loaded machine) for `css`.
+    async fn wait_for(&self, css: &str) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if !self
+                .client
+                .find_all(Locator::Css(css))
+                .await
+                .unwrap()
+                .is_empty()
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no {css} on {}: {}",
+                self.client.current_url().await.unwrap(),
+                self.text().await
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Waits for the page's text to contain `needle`.
+    async fn wait_for_text(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let text = self.text().await;
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the page never showed {needle:?}:\n{text}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The provider's own pages: its login form (any password: the login is
+    /// the person) and its consent page.
+    async fn provider_sign_in(&self, login: &str) {
+        self.wait_for("input[name=login]").await;
+        let field = self
+            .client
+            .find(Locator::Css("input[name=login]"))
+            .await
+            .unwrap();
+        field.send_keys(login).await.unwrap();
+        let password = self
+            .client
+            .find(Locator::Css("input[name=password]"))
+            .await
+            .unwrap();
+        password.send_keys("any password").await.unwrap();
+        self.client
+            .find(Locator::Css("button[type=submit]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        // The consent page: its one button.
+        self.wait_for_text("Continue").await;
+        self.client
+            .find(Locator::Css("button[type=submit]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+    }
+
+    /// From the dashboard's sign-in page, through the provider, as `login`.
+    async fn dashboard_sign_in(&self, platform: &Platform, login: &str) {
+        self.go(&format!("{}/login", platform.url)).await;
+        self.wait_for("#oidc-sign-in").await;
+        self.client
+            .find(Locator::Css("#oidc-sign-in"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+        self.provider_sign_in(login).await;
+    }
+
+    async fn session_cookie(&self) -> String {
+        self.client
+            .get_named_cookie("abode_session")
+            .await
+            .unwrap()
+            .value()
+            .to_string()
+    }
+
+    async fn close(self) {
+        let _ = self.client.clone().close().await;
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// `GET /users/me` with `token`: its status.
+fn me_status(platform: &Platform, token: &str) -> u16 {
+    match ureq::get(&format!("{}/api/v1/users/me", platform.url))
+        .set("authorization", &format!("Bearer {token}"))
+        .call()
+    {
+        Ok(response) => response.status(),
+        Err(ureq::Error::Status(code, _)) => code,
+        Err(other) => panic!("{other}"),
+    }
+}
+
+fn start_platform(provider: &Provider, extra: &[&str]) -> Platform {
+    let root = tempfile::tempdir().unwrap();
+    let secret = root.path().join("client-secret");
+    std::fs::write(&secret, format!("{CLIENT_SECRET}\n")).unwrap();
+    let mut flags = vec![
+        "--oidc-issuer-url",
+        &provider.issuer,
+        "--oidc-client-id",
+        "abode",
+        "--oidc-client-secret-file",
+        secret.to_str().unwrap(),
+        "--oidc-scopes",
+        "openid,profile,email,groups",
+        "--oidc-sign-in-text",
+        "Test IdP",
+    ];
+    flags.extend_from_slice(extra);
+    let platform = Platform::start_with(&flags);
+    // The server's port is known now: register its callback.
+    provider.admin(
+        "PUT",
+        "/admin/redirect-uris",
+        Some(json!([format!("{}/api/v1/oidc/callback", platform.url)])),
+    );
+    // The secret file is read at start.
+    drop(root);
+    platform
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn people_sign_in_through_the_provider_from_the_dashboard_and_the_cli() {
+    let provider = Provider::start();
+    provider.set_user("ann", &["dev", "ops"]);
+    provider.set_user("bob", &["dev"]);
+    let platform = start_platform(
+        &provider,
+        &[
+            "--oidc-allow-signups",
+            "--oidc-group-field",
+            "groups",
+            "--oidc-allowed-groups",
+            "dev",
+            "--oidc-group-mapping",
+            "ops=operators",
+            "--oidc-group-auto-create",
+        ],
+    );
+    platform.login_owner();
+
+    // The dashboard: the provider's login and consent, back on the
+    // workspaces page as a new account.
+    let browser = Browser::start().await;
+    browser.go(&format!("{}/login", platform.url)).await;
+    let page = browser.wait_for_text("Sign in with Test IdP").await;
+    assert!(
+        page.contains("Password"),
+        "beside the password form:\n{page}"
+    );
+    browser.dashboard_sign_in(&platform, "ann").await;
+    browser.wait_for_text("Signed in as").await;
+    let url = browser.client.current_url().await.unwrap();
+    assert!(url.path().starts_with("/workspaces"), "{url}");
+    assert!(browser.text().await.contains("ann"));
+    let ann_session = browser.session_cookie().await;
+    assert_eq!(me_status(&platform, &ann_session), 200);
+    // Group sync: the claim's groups, `ops` under its Abode name, made on
+    // first sight.
+    for group in ["dev", "operators"] {
+        let shown = platform
+            .run(&["groups", "show", group, "--output", "json"])
+            .ok();
+        let members = shown.json()["members"].to_string();
+        assert!(members.contains("\"ann\""), "{group}: {shown}");
+    }
+
+    // The same callback again, even with its state cookie: taken once.
+    let last = provider.admin("GET", "/admin/last-callback", None);
+    let callback = last["url"].as_str().unwrap().to_string();
+    let state = callback
+        .split(['?', '&'])
+        .find_map(|pair| pair.strip_prefix("state="))
+        .unwrap()
+        .to_string();
+    let replayed = match ureq::get(&callback)
+        .set("cookie", &format!("abode_oidc_state={state}"))
+        .call()
+    {
+        Err(ureq::Error::Status(code, response)) => (code, response.into_string().unwrap()),
+        other => panic!(
+            "a replayed callback was not refused: {:?}",
+            other.map(|r| r.status())
+        ),
+    };
+    assert_eq!(replayed.0, 400);
+    assert!(
+        replayed.1.contains("unknown, already used or expired"),
+        "{}",
+        replayed.1
+    );
+    // In the browser (whose state cookie the callback cleared), the same.
+    browser.go(&callback).await;
+    browser.wait_for_text("Sign-in refused").await;
+    browser.close().await;
+
+    // The CLI: `abode login URL` hands its address to $BROWSER (here a
+    // script that writes it down); this test's browser follows it.
+    let opened = platform.root().join("opened-url");
+    let script = platform.root().join("browser.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$1\" > {}.tmp && mv {0}.tmp {0}\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let bob_dir = platform.root().join("bob-cli");
+    std::fs::create_dir_all(&bob_dir).unwrap();
+    let cli = Command::new(util::abode_bin())
+        .args(["login", &platform.url])
+        .env("ABODE_CONFIG_DIR", &bob_dir)
+        .env("BROWSER", &script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let address = loop {
+        if let Ok(text) = std::fs::read_to_string(&opened) {
+            break text.trim().to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "abode login never opened a browser"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        address.starts_with(&format!("{}/api/v1/oidc/login?cli_port=", platform.url)),
+        "{address}"
+    );
+    let browser = Browser::start().await;
+    browser.go(&address).await;
+    browser.provider_sign_in("bob").await;
+    browser.wait_for_text("close this tab").await;
+    browser.close().await;
+    let output = cli.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("as bob (member)"), "{stdout}");
+    let me = platform
+        .run_as(&bob_dir, &["users", "me", "--output", "json"], None)
+        .ok();
+    assert_eq!(me.json()["username"], "bob", "{me}");
+
+    // The provider's key rotated: the next sign-in's token names a key the
+    // server has not seen, which it fetches, and the sign-in succeeds.
+    let before = provider.admin("POST", "/admin/rotate", None);
+    assert!(before["kid"].is_string());
+    let browser = Browser::start().await;
+    browser.dashboard_sign_in(&platform, "bob").await;
+    browser.wait_for_text("Signed in as").await;
+    browser.close().await;
+    assert!(
+        platform
+            .server_log()
+            .contains("signing keys were fetched again"),
+        "{}",
+        platform.server_log()
+    );
+
+    // Ann leaves the allowed group at the provider: her next sign-in is
+    // refused with a page that says why, and her session ends.
+    provider.set_user("ann", &["ops"]);
+    let browser = Browser::start().await;
+    browser.dashboard_sign_in(&platform, "ann").await;
+    let page = browser.wait_for_text("Sign-in refused").await;
+    assert!(page.contains("not in a group allowed"), "{page}");
+    browser.close().await;
+    assert_eq!(me_status(&platform, &ann_session), 401);
+
+    // A suspended account stays out whatever the provider says.
+    platform.run(&["users", "suspend", "bob"]).ok();
+    let browser = Browser::start().await;
+    browser.dashboard_sign_in(&platform, "bob").await;
+    let page = browser.wait_for_text("Sign-in refused").await;
+    assert!(page.contains("your account is suspended"), "{page}");
+    browser.close().await;
+    platform.run(&["users", "activate", "bob"]).ok();
+
+    // An ID token that expired by the server's clock (an hour's lifetime,
+    // the server two hours ahead) is refused.
+    platform.advance_clock(Duration::from_secs(2 * 60 * 60));
+    let browser = Browser::start().await;
+    browser.dashboard_sign_in(&platform, "bob").await;
+    let page = browser.wait_for_text("Sign-in refused").await;
+    assert!(page.contains("the ID token has expired"), "{page}");
+    browser.close().await;
+
+    // Each outcome is in the audit log as a login with method=oidc, with
+    // no code, state or token.
+    let audit = platform
+        .run(&["audit", "--output", "json"])
+        .ok()
+        .to_string();
+    assert!(audit.contains("method=oidc"), "{audit}");
+    assert!(audit.contains("reason=not_in_allowed_groups"), "{audit}");
+    assert!(!audit.contains(&state), "the state is in the audit log");
+    assert!(
+        !platform.server_log().contains(&state),
+        "the state is in the server's log"
+    );
+}
+
+#[test]
+fn password_sign_in_can_be_turned_off() {
+    let platform = Platform::start_with(&["--disable-password-auth"]);
+    // The first user's setup still works, and so does the recovery command.
+    platform.login_owner();
+    let refused = platform.run_as(
+        &platform.config_dir(),
+        &[
+            "login",
+            &platform.url,
+            "--username",
+            "alice",
+            "--password-stdin",
+        ],
+        Some("correct horse battery\n"),
+    );
+    refused.fails_with(1, &["password sign-in is turned off"]);
+    let page = ureq::get(&format!("{}/login", platform.url))
+        .call()
+        .unwrap()
+        .into_string()
+        .unwrap();
+    assert!(page.contains("Password sign-in is turned off"), "{page}");
+    assert!(!page.contains("name=\"password\""), "{page}");
+    let methods: Value = ureq::get(&format!("{}/api/v1/sign-in-methods", platform.url))
+        .call()
+        .unwrap()
+        .into_json()
+        .unwrap();
+    assert_eq!(methods, json!({"password": false, "oidc": null}));
+    // `abode login URL` without a username says how this server signs in.
+    platform
+        .run(&["login", &platform.url])
+        .fails_with(1, &["has no single sign-on"]);
+}
