@@ -14,6 +14,14 @@ terraform {
 
 data "abode_workspace" "me" {}
 
+# What the compute costs a day (the test's second version raises it).
+data "abode_parameter" "compute_cost" {
+  name    = "compute_cost"
+  type    = "number"
+  default = 4
+  mutable = true
+}
+
 resource "terraform_data" "compute" {
   count = data.abode_workspace.me.start_count
   input = {
@@ -38,7 +46,7 @@ resource "abode_volume" "home" {
 resource "abode_metadata" "compute" {
   count       = data.abode_workspace.me.start_count
   resource_id = terraform_data.compute[0].id
-  daily_cost  = 4
+  daily_cost  = data.abode_parameter.compute_cost.value
 }
 
 resource "abode_metadata" "home" {
