@@ -7,7 +7,9 @@
 //! CLI line and exit status 5. Stopping one keeps its volume charged
 //! (1 + 5 + 5 = 11 > 10: still refused, the arithmetic in the line);
 //! deleting it frees all (5 + 5 = 10) and the third starts. Bad allowances
-//! are one line and a non-zero status.
+//! are one line and a non-zero status. Raising a running workspace's cost
+//! (a parameter, a version) past the budget is refused the same way, and
+//! `abode_quota_refusals_total{reason="quota"}` counts every refusal.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -46,7 +48,7 @@ fn daily_cost(platform: &Platform, dev: &Path, workspace: &str) -> serde_json::V
 
 fn quotas_refuse_before_apply(database_url: Option<&str>) {
     require_terraform();
-    let platform = Platform::start_on(database_url, &["--quota-enforce"]);
+    let platform = Platform::start_with_metrics(database_url, &["--quota-enforce"]);
     platform.login_owner();
     let dev = platform.login_new_user("dev", "member");
 
