@@ -2,8 +2,8 @@
 //! Terraform: a suspended member's session, API token and running `abode
 //! ssh` connection are refused or closed, the scheduler (seen ticking) does
 //! not autostart their workspace, and activation restores all of it; user
-//! admins' refusals (themselves, the last owner, someone who owns a
-//! workspace) are one line each; dormancy after `--dormancy-period`, woken
+//! admins' refusals (themselves, an owner, someone who owns a workspace;
+//! the last owner is the store's test) are one line each; dormancy after `--dormancy-period`, woken
 //! by a sign-in; a person's own password; audited requests keep client,
 //! user agent and status.
 
@@ -155,6 +155,7 @@ fn a_suspended_member_is_refused_everywhere_until_activated() {
         .cloned()
         .unwrap();
     assert_eq!(row["status"], "suspended", "{listed:#}");
+    assert_eq!(row["groups"], serde_json::json!(["Everyone"]), "{listed:#}");
 
     // Their workspace is not autostarted: the scheduler ticks past the
     // occurrence and does nothing with it.
@@ -227,10 +228,10 @@ fn user_admins_are_refused_in_one_line_where_a_change_would_lose_something() {
         .fails_with(1, &["cannot suspend your own account"]);
     platform
         .run_as(&uma, &["users", "suspend", "alice"], None)
-        .fails_with(1, &["last owner"]);
+        .fails_with(1, &["only an owner changes an owner's account"]);
     platform
         .run_as(&uma, &["users", "delete", "alice"], None)
-        .fails_with(1, &["last owner"]);
+        .fails_with(1, &["only an owner"]);
     platform
         .run_as(&mia, &["users", "suspend", "uma"], None)
         .fails_with(1, &["you may not"]);

@@ -442,11 +442,20 @@ fn nginx_as_documented_carries_logins_logs_tunnels_and_ssh_and_the_throttle_sees
     ] {
         let event = find("login", target);
         assert_eq!(event["outcome"], "failure", "{event}");
-        assert_eq!(event["details"], format!("from {from}"), "{event}");
+        assert_eq!(
+            event["details"],
+            format!("method=password from {from}"),
+            "{event}"
+        );
+        assert_eq!(event["client_ip"], from, "{event}");
+        assert_eq!(event["status_code"], 401, "{event}");
     }
     let throttle = find("login.throttle", "127.0.0.3");
     assert_eq!(throttle["target_type"], "address", "{throttle}");
     let alice = find("login", "alice");
     assert_eq!(alice["outcome"], "success", "{alice}");
-    assert_eq!(alice["details"], "from 127.0.0.1", "{alice}");
+    assert_eq!(
+        alice["details"], "method=password from 127.0.0.1",
+        "{alice}"
+    );
 }

@@ -187,24 +187,15 @@ pub async fn request_id_layer(mut request: Request, next: Next) -> Response {
 
 /// Completes the audit events a request recorded with its client's
 /// address, its user agent and the status it was answered with (docs/api.md,
-/// "Audit"). Only requests that can change something (and WebSocket
-/// upgrades) are looked at: reads record nothing, and on SQLite even an
-/// update that changes nothing takes the one write lock.
+/// "Audit"). Only a request that recorded an event writes anything
+/// (`abode_identity::audit::recording`): on SQLite even an update that
+/// changes nothing takes the one write lock, and no other request may
+/// touch those rows.
 pub async fn audit_request_layer(
     State(control): State<abode_control::Control>,
     request: Request,
     next: Next,
 ) -> Response {
-    let method = request.method().clone();
-    let upgrade = request.headers().contains_key(axum::http::header::UPGRADE);
-    let may_audit = upgrade
-        || !matches!(
-            method,
-            axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
-        );
-    if !may_audit {
-        return next.run(request).await;
-    }
     let request_id = request
         .extensions()
         .get::<RequestId>()
@@ -225,8 +216,8 @@ pub async fn audit_request_layer(
                 .take(256)
                 .collect::<String>()
         });
-    let response = next.run(request).await;
-    if let Some(request_id) = request_id {
+    let (response, recorded) = abode_control::audit_recording(next.run(request)).await;
+    if let (true, Some(request_id)) = (recorded, request_id) {
         let status = i64::from(response.status().as_u16());
         if let Err(error) = control
             .store()

@@ -33,6 +33,16 @@ pub fn user_view(user: &User, roles: &Roles) -> sdk::User {
         created_at: Some(rfc3339(user.created_at)),
         status: Some(user.status.to_string()),
         last_seen_at: user.last_seen_at.map(rfc3339),
+        groups: None,
+    }
+}
+
+/// A person as the user directory shows them: [`user_view`] with their
+/// groups.
+pub fn user_entry_view(entry: &abode_store::UserEntry) -> sdk::User {
+    sdk::User {
+        groups: Some(entry.groups.clone()),
+        ..user_view(&entry.user, &entry.roles)
     }
 }
 

@@ -482,9 +482,12 @@ fn access_table() -> Vec<(&'static str, &'static str, Body, [u16; 8])> {
         ("GET", "/templates/locked/permissions", Body::None,                                               [200, 200, 404, 404, 404, 403, 200, 401]),
         ("PUT", "/templates/locked/permissions", Body::Json(r#"{"user":"carol","role":"use"}"#),          [200, 200, 404, 404, 404, 403, 200, 401]),
         ("POST", "/workspaces", Body::Json(r#"{"name":"l-{col}","template":"locked"}"#),                 [201, 403, 403, 403, 404, 201, 201, 401]),
-        ("POST", "/templates/locked/versions", Body::Archive,                                              [201, 201, 404, 404, 404, 403, 201, 401]),
+        // A push is refused as a push to a new name would be: it tells
+        // nobody whether the template exists.
+        ("POST", "/templates/locked/versions", Body::Archive,                                              [201, 201, 403, 403, 403, 403, 201, 401]),
         ("POST", "/templates/locked/versions/1/activate", Body::None,                                      [200, 200, 404, 404, 404, 403, 200, 401]),
-        ("POST", "/templates/locked/versions/1/previews", Body::Json("{}"),                                [201, 201, 404, 404, 404, 403, 201, 401]),
+        // A fleet preview plans others' workspaces: not a list admin's.
+        ("POST", "/templates/locked/versions/1/previews", Body::Json("{}"),                                [201, 201, 404, 404, 404, 403, 403, 401]),
         ("PATCH", "/templates/locked/policy", Body::Json(r#"{"activity_bump_ms":3600000}"#),             [200, 200, 404, 404, 404, 403, 403, 401]),
     ]
 }

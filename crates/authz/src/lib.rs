@@ -532,7 +532,9 @@ pub const POLICY: &[Grant] = &[
     },
     // a template's access list: `use` sees it and builds from it; `admin`
     // also pushes and activates its versions and edits the list, without
-    // the global template-admin role.
+    // the global template-admin role. A fleet preview is not theirs: it
+    // plans every workspace of the template with its owner's state, whose
+    // errors and reports a list admin may not read.
     Grant {
         who: Grantee::Listed(TemplateRole::Use),
         scope: Scope::Any,
@@ -541,12 +543,7 @@ pub const POLICY: &[Grant] = &[
     Grant {
         who: Grantee::Listed(TemplateRole::Admin),
         scope: Scope::Any,
-        actions: &[
-            TemplatePush,
-            TemplateActivate,
-            TemplatePreview,
-            TemplatePermissionsEdit,
-        ],
+        actions: &[TemplatePush, TemplateActivate, TemplatePermissionsEdit],
     },
     // The system, on any workspace, each part within its job.
     Grant {
@@ -1008,7 +1005,7 @@ mod tests {
         (Action::TemplateUse, ".yyyyy."),
         (Action::TemplatePush, "..yyy.."),
         (Action::TemplateActivate, "..yyy.."),
-        (Action::TemplatePreview, "..yyy.."),
+        (Action::TemplatePreview, "...yy.."),
         (Action::TemplatePermissionsEdit, "..yyy.."),
         (Action::TemplatePolicyEdit, "...yy.."),
         (Action::ProvisionerList, "...yy.."),

@@ -98,6 +98,7 @@ impl Control {
                 Some(format!("build={} digest={}", build.number, saved.digest)),
             );
             audit.workspace_id = Some(build.workspace_id.clone());
+            abode_identity::audit::mark_recorded();
             if !self
                 .inner
                 .store

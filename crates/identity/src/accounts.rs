@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use abode_store::{AccountStatus, StatusChange, StatusRefusal, SystemActor, User};
+use abode_store::{AccountStatus, StatusChange, StatusRefusal, SystemActor, User, UserEntry};
 
 use crate::audit::audit_event;
 use crate::authz::Action;
@@ -47,13 +47,13 @@ impl StatusCommand {
 }
 
 impl Identity {
-    /// One person's account and roles (`user.list`: owners and user
-    /// admins; anyone may read their own).
+    /// One person's account, roles and groups (`user.list`: owners and
+    /// user admins; anyone may read their own).
     pub async fn user_named(
         &self,
         caller: &Caller,
         username: &str,
-    ) -> Result<(User, crate::authz::Roles), IdentityError> {
+    ) -> Result<UserEntry, IdentityError> {
         if caller.user.username != username {
             caller.authorize(Action::UserList, None)?;
         }
@@ -66,7 +66,12 @@ impl Identity {
             )));
         }
         let roles = self.store.roles_of(&user.id).await?;
-        Ok((user, roles))
+        let groups = self.store.user_group_names(&user.id).await?;
+        Ok(UserEntry {
+            user,
+            roles,
+            groups,
+        })
     }
 
     /// Suspends, activates or deletes the person named `username` (owners
@@ -85,6 +90,20 @@ impl Identity {
         if user.system {
             return Err(IdentityError::Conflict(format!(
                 "\"{username}\" is a system actor's account: it cannot be suspended or deleted"
+            )));
+        }
+        // An owner's account is an owner's to suspend or delete: a user
+        // admin manages people, not the ones above them.
+        if !caller.roles.contains(crate::authz::Role::Owner)
+            && self
+                .store
+                .roles_of(&user.id)
+                .await?
+                .contains(crate::authz::Role::Owner)
+        {
+            return Err(IdentityError::Forbidden(format!(
+                "you may not {} \"{username}\": only an owner changes an owner's account",
+                command.verb()
             )));
         }
         if user.id == caller.user.id && command != StatusCommand::Activate {

@@ -3,9 +3,37 @@
 //! Identity writes its own (logins, accounts, tokens); the control plane's
 //! services write theirs through the same writer.
 
+use std::cell::Cell;
+use std::future::Future;
+
 use abode_store::{NewAuditEvent, Store, User};
 
 use crate::actors::Actor;
+
+tokio::task_local! {
+    /// Whether the request this task serves recorded an audit event: the
+    /// API completes those events (client, user agent, status) and leaves
+    /// every other request alone.
+    static RECORDED: Cell<bool>;
+}
+
+/// Runs `future` (a request's handling) and says whether it recorded an
+/// audit event.
+pub async fn recording<F: Future>(future: F) -> (F::Output, bool) {
+    RECORDED
+        .scope(Cell::new(false), async move {
+            let output = future.await;
+            let recorded = RECORDED.try_with(Cell::get).unwrap_or(false);
+            (output, recorded)
+        })
+        .await
+}
+
+/// Notes that this task's request recorded an audit event (written by the
+/// store inside another write's transaction); outside a request, nothing.
+pub fn mark_recorded() {
+    let _ = RECORDED.try_with(|recorded| recorded.set(true));
+}
 
 #[derive(Clone)]
 pub struct Audit {
@@ -20,6 +48,7 @@ impl Audit {
     /// Records `event`; a failure to record is logged, not fatal, so that
     /// the action the user asked for is not undone by bookkeeping.
     pub async fn record(&self, event: &NewAuditEvent) {
+        mark_recorded();
         if let Err(error) = self.store.record_audit(event).await {
             tracing::error!(%error, action = %event.action, "cannot record an audit event");
         }

@@ -27,10 +27,15 @@ impl PendingStore for StorePending {
         expires_at: i64,
         now: i64,
     ) -> Result<(), PendingError> {
-        self.0
+        match self
+            .0
             .put_oidc_pending(&key, &payload, expires_at, now)
             .await
-            .map_err(|error| PendingError::Store(error.to_string()))
+        {
+            Ok(()) => Ok(()),
+            Err(StoreError::Conflict(_)) => Err(PendingError::Full),
+            Err(error) => Err(PendingError::Store(error.to_string())),
+        }
     }
 
     async fn take(&self, key: String, now: i64) -> Result<Option<String>, PendingError> {
@@ -150,7 +155,13 @@ impl Identity {
                 self.clock.now_ms(),
             )
             .await
-            .map_err(|error| IdentityError::Internal(error.to_string()))?;
+            .map_err(|error| match error {
+                PendingError::Full => IdentityError::Busy {
+                    message: error.to_string(),
+                    retry_after_seconds: 60,
+                },
+                other => IdentityError::Internal(other.to_string()),
+            })?;
         Ok((authorization.url, authorization.state))
     }
 

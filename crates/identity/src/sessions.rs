@@ -70,17 +70,22 @@ impl Identity {
             Err(StoreError::NotFound(_)) => None,
             Err(other) => return Err(other.into()),
         };
-        // An unknown user costs a check against the dummy hash: the same
-        // work, in the same bounded pool, as a real one.
-        let stored = user.as_ref().map_or_else(
-            || secrets::DUMMY_PASSWORD_HASH.to_string(),
-            |user| user.password_hash.clone(),
-        );
+        // An unknown user, and an account without a password (single
+        // sign-on's), cost a check against the dummy hash: the same work, in
+        // the same bounded pool, as a real one, so timing tells no username.
+        let has_password = user
+            .as_ref()
+            .is_some_and(|user| !user.password_hash.is_empty());
+        let stored = match &user {
+            Some(user) if has_password => user.password_hash.clone(),
+            _ => secrets::DUMMY_PASSWORD_HASH.to_string(),
+        };
         let password = password.to_string();
-        let matches = self
-            .hashing
-            .run(move |memory| secrets::verify_password(&password, &stored, memory))
-            .await?;
+        let matches = has_password
+            & self
+                .hashing
+                .run(move |memory| secrets::verify_password(&password, &stored, memory))
+                .await?;
         let user = match user {
             Some(user) if matches => user,
             user => {

@@ -2,7 +2,7 @@
 //! length), the first user, the system actors' accounts, roles, and the user
 //! directory.
 
-use abode_store::{page_size, NewUser, Page, StoreError, User};
+use abode_store::{page_size, NewUser, Page, StoreError, User, UserEntry};
 
 use crate::actors::Actor;
 use crate::audit::audit_event;
@@ -206,7 +206,7 @@ impl Identity {
         after: Option<&str>,
         limit: Option<i64>,
         include_deleted: bool,
-    ) -> Result<Page<(User, Roles)>, IdentityError> {
+    ) -> Result<Page<UserEntry>, IdentityError> {
         caller.authorize(Action::UserList, None)?;
         Ok(self
             .store

@@ -63,6 +63,10 @@ struct CodeEntry {
 pub enum PendingError {
     #[error("cannot keep the sign-in's state: {0}")]
     Store(String),
+    /// Too many sign-ins are under way (unexpired entries at the cap): a
+    /// flood of anonymous starts cannot grow the database without bound.
+    #[error("too many sign-ins are under way; try again in a few minutes")]
+    Full,
 }
 
 /// Where pending entries are kept: a put, and a take that removes the

@@ -28,6 +28,10 @@ pub struct User {
     /// The last sign-in or request seen (at most an hour behind).
     #[serde(default)]
     pub last_seen_at: Option<String>,
+    /// The groups the person is a member of, `Everyone` included: in the
+    /// user directory (`GET /users`, `GET /users/{name}`), not elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Vec<String>>,
 }
 
 impl User {

@@ -82,6 +82,10 @@ pub use provisioner_keys::{NewProvisionerKey, ProvisionerKeyRow};
 pub use provisioners::{ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
 pub use quotas::{GroupAllowance, QuotaUsage, Reservation, WorkspaceCost};
 pub use records::*;
+
+/// The most single sign-on entries (sign-ins started, CLI codes) kept
+/// unexpired at once; beyond it a new sign-in is refused as busy.
+pub const MAX_OIDC_PENDING: i64 = 10_000;
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 pub use schedule_settings::{TemplatePolicy, WorkspaceLifecycle};
 pub use scheduler_tick::{TickRow, TickSnapshot};
@@ -426,7 +430,7 @@ storage_interface! {
     fn set_password(&self, user_id: &str, password_hash: &str, now: i64, keep_session: Option<&str>) -> u64;
     fn create_token(&self, user_id: &str, token_hash: &str) -> ();
     /// Users by username; deleted accounts only with `include_deleted`.
-    fn list_user_page(&self, after: Option<&str>, limit: i64, include_deleted: bool) -> Page<(User, Roles)>;
+    fn list_user_page(&self, after: Option<&str>, limit: i64, include_deleted: bool) -> Page<UserEntry>;
 }
 
 // ---- account status (accounts.rs) ----

@@ -118,6 +118,14 @@ macro_rules! oidc_queries {
                 .execute(&mut *tx)
                 .await
                 .map_err(db_error("oidc pending"))?;
+            // Anyone may start a sign-in: the entries under way are capped.
+            let under_way: i64 = sqlx::query_scalar(&sql("SELECT COUNT(*) FROM oidc_pending"))
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db_error("oidc pending"))?;
+            if under_way >= crate::MAX_OIDC_PENDING {
+                return Err(StoreError::Conflict("sign-ins under way"));
+            }
             sqlx::query(&sql(
                 "INSERT INTO oidc_pending (key_hash, payload, expires_at) VALUES (?, ?, ?)",
             ))

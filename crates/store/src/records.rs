@@ -28,6 +28,15 @@ pub struct User {
     pub last_seen_at: Option<i64>,
 }
 
+/// A person as the user directory lists them: their account, roles and
+/// group names (`Everyone` included while the account is not deleted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UserEntry {
+    pub user: User,
+    pub roles: Roles,
+    pub groups: Vec<String>,
+}
+
 /// Whether an account may act.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AccountStatus {

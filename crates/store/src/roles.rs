@@ -248,12 +248,16 @@ macro_rules! role_queries {
             .into_iter()
             .collect();
             let after = edit(&before);
-            let owners: i64 =
-                sqlx::query_scalar(&sql("SELECT COUNT(*) FROM user_roles WHERE role = ?"))
-                    .bind(Role::Owner.as_str())
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(db_error("user roles"))?;
+            // Owners who can act: a suspended or deleted owner keeps the
+            // role but signs nobody in.
+            let owners: i64 = sqlx::query_scalar(&sql(
+                "SELECT COUNT(*) FROM user_roles r JOIN users u ON u.id = r.user_id \
+                 WHERE r.role = ? AND u.status IN ('active', 'dormant')",
+            ))
+            .bind(Role::Owner.as_str())
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(db_error("user roles"))?;
             if let Err(refusal) =
                 check_role_change(&before, &after, u64::try_from(owners).unwrap_or(0))
             {

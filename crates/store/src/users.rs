@@ -6,28 +6,52 @@
 pub(crate) const USER_COLUMNS: &str =
     "id, username, email, role, password_hash, created_at, system, status, last_seen_at";
 
-/// One row of the user page: a user and one of their roles (none: a user
-/// without roles).
+/// One row of the user page: a user, one of their roles (none: a user
+/// without roles) and one of the groups they are a member of (none: no
+/// group but `Everyone`).
 #[derive(sqlx::FromRow)]
 pub(crate) struct UserRoleRow {
     #[sqlx(flatten)]
     user: crate::User,
     granted: Option<crate::Role>,
+    group_name: Option<String>,
 }
 
-/// Folds the rows of consecutive users (one per role) into users with
-/// their roles, in the rows' order.
-pub(crate) fn users_with_roles(rows: Vec<UserRoleRow>) -> Vec<(crate::User, crate::Roles)> {
-    let mut users: Vec<(crate::User, crate::Roles)> = Vec::new();
+/// Folds the rows of consecutive users (one per role and group) into
+/// entries, in the rows' order; every person who is not deleted is in
+/// `Everyone` (which has no member rows).
+pub(crate) fn user_entries(rows: Vec<UserRoleRow>) -> Vec<crate::UserEntry> {
+    let mut users: Vec<crate::UserEntry> = Vec::new();
     for row in rows {
-        match users.last_mut() {
-            Some((user, roles)) if user.id == row.user.id => {
-                if let Some(role) = row.granted {
-                    roles.insert(role);
-                }
-            }
-            _ => users.push((row.user, row.granted.into_iter().collect())),
+        let same = users
+            .last()
+            .is_some_and(|entry| entry.user.id == row.user.id);
+        if !same {
+            let groups = if row.user.status == crate::AccountStatus::Deleted {
+                Vec::new()
+            } else {
+                vec![crate::EVERYONE_GROUP.to_string()]
+            };
+            users.push(crate::UserEntry {
+                user: row.user,
+                roles: crate::Roles::new(),
+                groups,
+            });
         }
+        let Some(entry) = users.last_mut() else {
+            continue;
+        };
+        if let Some(role) = row.granted {
+            entry.roles.insert(role);
+        }
+        if let Some(group) = row.group_name {
+            if !entry.groups.contains(&group) {
+                entry.groups.push(group);
+            }
+        }
+    }
+    for entry in &mut users {
+        entry.groups.sort();
     }
     users
 }
@@ -249,19 +273,23 @@ macro_rules! user_queries {
             after: Option<&str>,
             limit: i64,
             include_deleted: bool,
-        ) -> Result<Page<(User, Roles)>, StoreError> {
+        ) -> Result<Page<UserEntry>, StoreError> {
             let after = after
                 .map(|cursor| decode_cursor(USER_CURSOR, cursor, 1))
                 .transpose()?;
             let after = after.as_ref().map(|key| key[0].as_str());
-            // The page's users first, then their roles joined: one row per
-            // role (or one without), folded back per user.
+            // The page's users first, then their roles and groups joined:
+            // one row per role and group (or one without), folded back per
+            // user.
             let rows: Vec<UserRoleRow> = sqlx::query_as(&sql(&format!(
-                "SELECT page.*, r.role AS granted FROM (SELECT {USER_COLUMNS} FROM users \
+                "SELECT page.*, r.role AS granted, g.name AS group_name FROM \
+             (SELECT {USER_COLUMNS} FROM users \
              WHERE system = FALSE AND (?1 IS NULL OR username > ?1) \
              AND (?3 OR status <> 'deleted') \
              ORDER BY username LIMIT ?2) page \
              LEFT JOIN user_roles r ON r.user_id = page.id \
+             LEFT JOIN group_members m ON m.user_id = page.id \
+             LEFT JOIN groups g ON g.id = m.group_id \
              ORDER BY page.username"
             )))
             .bind(after)
@@ -270,8 +298,8 @@ macro_rules! user_queries {
             .fetch_all(&self.pool)
             .await
             .map_err(db_error("user"))?;
-            Ok(paged(users_with_roles(rows), limit, |(user, _)| {
-                encode_cursor(USER_CURSOR, &[&user.username])
+            Ok(paged(user_entries(rows), limit, |entry| {
+                encode_cursor(USER_CURSOR, &[&entry.user.username])
             }))
         }
     };

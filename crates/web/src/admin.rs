@@ -186,7 +186,8 @@ async fn render_users(
                 th scope="col" { "Created" }
             } }
             tbody {
-                @for (user, roles) in &users.items {
+                @for entry in &users.items {
+                    @let (user, roles) = (&entry.user, &entry.roles);
                     tr {
                         td { (user.username) }
                         td { (user.email) }

@@ -229,13 +229,21 @@ pub fn users(command: UsersCommand) -> anyhow::Result<u8> {
                                 user.username.clone(),
                                 user.email.clone(),
                                 user.roles_text(),
+                                user.groups.as_deref().unwrap_or_default().join(", "),
                                 status_of(user).to_string(),
                                 user.last_seen_at.clone().unwrap_or_else(|| "-".into()),
                             ]
                         })
                         .collect();
                     output::print_table(
-                        &["USERNAME", "EMAIL", "ROLES", "STATUS", "LAST SEEN"],
+                        &[
+                            "USERNAME",
+                            "EMAIL",
+                            "ROLES",
+                            "GROUPS",
+                            "STATUS",
+                            "LAST SEEN",
+                        ],
                         &rows,
                         "No users.",
                     );
@@ -302,6 +310,10 @@ fn print_user(user: &abode_sdk::User, format: OutputFormat) -> anyhow::Result<()
             println!("username:  {}", output::visible(&user.username));
             println!("email:     {}", output::visible(&user.email));
             println!("roles:     {}", output::visible(&user.roles_text()));
+            println!(
+                "groups:    {}",
+                output::visible(&user.groups.as_deref().unwrap_or_default().join(", "))
+            );
             println!("status:    {}", output::visible(status_of(user)));
             println!(
                 "last seen: {}",

@@ -15,7 +15,7 @@ use abode_store::{Role, Roles};
 
 use crate::extract::{list_query, parse_json, ListQueryResult};
 use crate::pages::{ok, page_answer, ApiResult};
-use crate::views::user_view;
+use crate::views::{user_entry_view, user_view};
 use crate::{ApiError, AppState, Authenticated, RequestId};
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -51,7 +51,7 @@ async fn show_user(
     Authenticated(caller): Authenticated,
     Path(username): Path<String>,
 ) -> ApiResult {
-    let (user, roles) = state
+    let entry = state
         .control
         .identity()
         .user_named(&caller, &username)
@@ -59,7 +59,7 @@ async fn show_user(
     ok(
         StatusCode::OK,
         json!(abode_sdk::UserAnswer {
-            user: user_view(&user, &roles)
+            user: user_entry_view(&entry)
         }),
     )
 }
@@ -99,11 +99,11 @@ async fn set_status(
     identity
         .set_user_status(&caller, &username, command)
         .await?;
-    let user = identity.user_named(&caller, &username).await?;
+    let entry = identity.user_named(&caller, &username).await?;
     ok(
         StatusCode::OK,
         json!(abode_sdk::UserAnswer {
-            user: user_view(&user.0, &user.1)
+            user: user_entry_view(&entry)
         }),
     )
 }
@@ -326,10 +326,6 @@ async fn list_users(
         .identity()
         .list_users(&caller, query.after.as_deref(), query.limit, query.deleted)
         .await?;
-    let users: Vec<abode_sdk::User> = page
-        .items
-        .iter()
-        .map(|(user, roles)| user_view(user, roles))
-        .collect();
+    let users: Vec<abode_sdk::User> = page.items.iter().map(user_entry_view).collect();
     page_answer("users", users, page.next)
 }

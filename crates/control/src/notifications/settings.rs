@@ -127,6 +127,7 @@ impl Control {
             "success",
             Some(format!("mandatory={mandatory}")),
         );
+        abode_identity::audit::mark_recorded();
         if let Err(error) = self.inner.store.record_audit(&event).await {
             tracing::error!(%error, "cannot record an audit event");
         }

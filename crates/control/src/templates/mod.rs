@@ -97,8 +97,17 @@ impl Templates {
         validate_name("template name", name)?;
         match self.store.template_by_name(name).await {
             Ok(template) => {
-                self.authorize_on(&caller.subject(), &template, Action::TemplatePush)
-                    .await?
+                if let Err(refusal) = self
+                    .authorize_on(&caller.subject(), &template, Action::TemplatePush)
+                    .await
+                {
+                    // A template they may not see: the answer a new name
+                    // gets, so a push tells nobody whether it exists.
+                    if matches!(refusal, ControlError::NotFound(_)) {
+                        caller.authorize(Action::TemplatePush, None)?;
+                    }
+                    return Err(refusal);
+                }
             }
             Err(abode_store::StoreError::NotFound(_)) => {
                 caller.authorize(Action::TemplatePush, None)?

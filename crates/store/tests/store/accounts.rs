@@ -70,10 +70,10 @@ async fn status_changes_keep_an_owner_and_the_history(store: Store) {
         assert_eq!(status_of(&store, name).await, after, "{name} -> {to}");
     }
     // Deleted accounts leave the list unless asked for, and keep no token.
-    let names = |page: Page<(User, Roles)>| -> Vec<String> {
+    let names = |page: Page<UserEntry>| -> Vec<String> {
         page.items
             .into_iter()
-            .map(|(user, _)| user.username)
+            .map(|entry| entry.user.username)
             .collect()
     };
     assert_eq!(

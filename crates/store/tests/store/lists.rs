@@ -151,7 +151,7 @@ async fn other_lists_page_by_cursor(store: Store) {
         users
             .items
             .iter()
-            .map(|(u, _)| u.username.as_str())
+            .map(|entry| entry.user.username.as_str())
             .collect::<Vec<_>>(),
         ["alice", "bob"]
     );

@@ -65,7 +65,7 @@ async fn system_actors_have_reserved_accounts_nobody_else_can_hold(store: Store)
     }
     // Not listed, and not "a user" for the first-user check.
     let page = store.list_user_page(None, 50, false).await.unwrap();
-    assert!(page.items.iter().all(|(user, _)| !user.system));
+    assert!(page.items.iter().all(|entry| !entry.user.system));
 }
 
 async fn the_first_user_check_ignores_system_accounts(store: Store) {
