@@ -12,6 +12,9 @@ pub const USAGE: u8 = 2;
 pub const CONFIRMATION_REQUIRED: u8 = 3;
 /// The plan (or build) was blocked by a protection rule.
 pub const BLOCKED: u8 = 4;
+/// The build was refused before apply because its plan would take the
+/// owner past their budget (`--quota-enforce`).
+pub const QUOTA: u8 = 5;
 
 pub fn for_decision(decision: Decision) -> ExitCode {
     match decision {

@@ -108,6 +108,12 @@ pub struct ServerArgs {
     /// grant (`abode templates permissions`).
     #[arg(long, env = "ABODE_DEFAULT_TEMPLATE_ACCESS", value_enum, default_value_t = DefaultTemplateAccess::Use)]
     default_template_access: DefaultTemplateAccess,
+    /// Refuse, after its plan and before any apply, a start, create, update
+    /// or claim whose plan's daily cost would take its owner past their
+    /// budget (the sum of their groups' quota allowances). Off: costs are
+    /// still computed, logged and shown.
+    #[arg(long, env = "ABODE_QUOTA_ENFORCE")]
+    quota_enforce: bool,
     /// A tag this server's provisioners offer (`key=value`, repeatable): they
     /// take the jobs of template versions whose tags are all among theirs
     /// (untagged versions' jobs go to any provisioner).
@@ -582,6 +588,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.job_lease = Duration::from_secs(args.job_lease);
     options.min_free_disk = args.min_free_disk;
     options.new_templates_for_everyone = args.default_template_access == DefaultTemplateAccess::Use;
+    options.quota_enforce = args.quota_enforce;
     options.provisioner_tags = abode_api::parse_provisioner_tags(&args.provisioner_tags)
         .map_err(|error| anyhow::anyhow!("--provisioner-tag: {error}"))?;
     options.confirmation_timeout = Duration::from_secs(args.confirmation_timeout);

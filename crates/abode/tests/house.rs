@@ -73,6 +73,7 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("abode-guard", &["sqlx", "abode-store", "tokio"]),
     ("abode-schedule", &["sqlx", "abode-store", "tokio"]),
     ("abode-prebuilds", &["sqlx", "abode-store", "tokio"]),
+    ("abode-cost", &["sqlx", "abode-store", "tokio"]),
 ];
 
 #[test]

@@ -77,6 +77,8 @@ pub struct ServerOptions {
     pub min_free_disk: u64,
     /// Whether a new template's access list starts with `Everyone: use`.
     pub new_templates_for_everyone: bool,
+    /// Whether builds over their owner's budget are refused before apply.
+    pub quota_enforce: bool,
     /// The provisioner tags this server's provisioners offer (`key=value`,
     /// checked with [`parse_provisioner_tags`](crate::parse_provisioner_tags)).
     pub provisioner_tags: Vec<String>,
@@ -135,6 +137,7 @@ impl ServerOptions {
             job_lease: Duration::from_secs(60),
             min_free_disk: 256 * 1024 * 1024,
             new_templates_for_everyone: true,
+            quota_enforce: false,
             provisioner_tags: Vec::new(),
             tls: None,
             redirect_to_access_url: false,
@@ -289,6 +292,7 @@ impl Server {
         config.job_lease = options.job_lease;
         config.min_free_disk = options.min_free_disk;
         config.new_templates_for_everyone = options.new_templates_for_everyone;
+        config.quota_enforce = options.quota_enforce;
         config.provisioner_tags = options.provisioner_tags.clone();
         config.trusted_proxies =
             abode_control::client_address::TrustedProxies::new(options.trusted_proxies.clone());

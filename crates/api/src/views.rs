@@ -139,6 +139,8 @@ pub fn build_view(build: &Build) -> BuildView {
         expires_at: build.expires_at.map(rfc3339),
         confirmed_by: build.confirmed_by.clone(),
         confirmed_at: build.confirmed_at.map(rfc3339),
+        daily_cost: build.daily_cost,
+        refusal: build.refusal.clone(),
     }
 }
 
@@ -373,6 +375,8 @@ mod tests {
             expires_at: None,
             confirmed_by: None,
             confirmed_at: None,
+            daily_cost: None,
+            refusal: None,
         };
         let json = serde_json::to_string(&build_view(&build)).unwrap();
         assert_eq!(

@@ -106,6 +106,12 @@ fn table() -> Vec<Row> {
         ("POST", "/oidc/cli-token", Body::Json(r#"{"code":"0000"}"#),                                      [404, 404, 404, 404, 404, 404, 404, 404]),
         // ---- one's own account ----
         ("GET", "/users/me", Body::None,                                                                   [200, 200, 200, 200, 200, 200, 401, 401]),
+        // ---- quotas: one's own; owners and user-admins anyone's (a member
+        // asking about another is refused before the name is looked up) ----
+        ("GET", "/users/me/quota", Body::None,                                                             [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("GET", "/users/mem/quota", Body::None,                                                            [200, 403, 200, 403, 200, 200, 401, 401]),
+        ("GET", "/users/bob/quota", Body::None,                                                            [200, 403, 200, 403, 403, 403, 401, 401]),
+        ("GET", "/users/nobody-such/quota", Body::None,                                                    [404, 403, 404, 403, 403, 403, 401, 401]),
         ("POST", "/tokens", Body::Json(r#"{"name":"t-{col}"}"#),                                         [201, 201, 201, 201, 201, 201, 401, 401]),
         ("GET", "/tokens", Body::None,                                                                     [200, 200, 200, 200, 200, 200, 401, 401]),
         ("DELETE", "/tokens/t-{col}", Body::None,                                                          [200, 200, 200, 200, 200, 200, 401, 401]),

@@ -115,6 +115,11 @@ pub enum Action {
     /// Creating, editing and deleting groups, adding and removing members.
     GroupManage,
 
+    // ---- quotas ----
+    /// `GET /users/{user}/quota`: a person's budget (their groups'
+    /// allowances) and what each of their workspaces costs a day.
+    QuotaRead,
+
     // ---- workspaces ----
     /// A workspace's status, builds, logs and remembered protections.
     WorkspaceRead,
@@ -165,7 +170,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 42] = [
+    pub const ALL: [Action; 43] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -190,6 +195,7 @@ impl Action {
         Action::TemplatePolicyEdit,
         Action::GroupRead,
         Action::GroupManage,
+        Action::QuotaRead,
         Action::WorkspaceRead,
         Action::WorkspaceCreate,
         Action::WorkspaceStart,
@@ -229,6 +235,7 @@ impl Action {
             Action::TemplatePermissionsEdit => "template.permissions_edit",
             Action::GroupRead => "group.read",
             Action::GroupManage => "group.manage",
+            Action::QuotaRead => "quota.read",
             Action::TemplatePush => "template.push",
             Action::TemplateActivate => "template.activate",
             Action::TemplatePreview => "template.preview",
@@ -281,6 +288,7 @@ impl Action {
             }
             Action::GroupRead => ("read", "groups", "groups"),
             Action::GroupManage => ("manage", "groups", "groups"),
+            Action::QuotaRead => ("read", "a quota", "quotas"),
             Action::TemplatePush => ("push", "templates", "templates"),
             Action::TemplateActivate => ("activate", "template versions", "template versions"),
             Action::TemplatePreview => ("preview", "template versions", "template versions"),
@@ -490,6 +498,7 @@ pub const POLICY: &[Grant] = &[
             UserChangeStatus,
             GroupRead,
             GroupManage,
+            QuotaRead,
         ],
     },
     // auditor: reads the audit log and every workspace's status and builds;
@@ -518,6 +527,7 @@ pub const POLICY: &[Grant] = &[
             TokenRevoke,
             NotificationRead,
             AuditRead,
+            QuotaRead,
         ],
     },
     // a template's access list: `use` sees it and builds from it; `admin`
@@ -823,6 +833,7 @@ mod tests {
         (Action::TemplatePolicyEdit, "yy...", "yy..."),
         (Action::GroupRead, "yyy..", "yyy.."),
         (Action::GroupManage, "y.y..", "y.y.."),
+        (Action::QuotaRead, "yyyyy", "y.y.."),
         (Action::WorkspaceRead, "yy.yy", "yy.y."),
         (Action::WorkspaceCreate, "y...y", "y...."),
         (Action::WorkspaceStart, "y...y", "y...."),
@@ -961,6 +972,7 @@ mod tests {
                     | Action::TokenRevoke
                     | Action::NotificationRead
                     | Action::AuditRead
+                    | Action::QuotaRead
             );
             assert_eq!(
                 authorize(&nobody, action, Some("n")).is_ok(),

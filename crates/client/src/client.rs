@@ -18,10 +18,10 @@ use abode_sdk::{
     LoginResponse, MarkedAnswer, Notification, NotificationAnswer, NotificationSetting,
     NotificationSettingsAnswer, Orphaned, PolicyAnswer, PrebuildPool, Preview, PreviewAnswer,
     PreviewReport, PreviewResult, Protection, ProtectionsAnswer, Provisioner, ProvisionerKey,
-    ReleasedAnswer, RevokedTokenAnswer, ScheduleAnswer, ScheduleSpec, Template, TemplateAnswer,
-    TemplatePermissions, TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion,
-    TemplateVersionDetail, TemplateVersionResponse, Transition, Unlocked, User, UserAnswer,
-    VersionsAnswer, Workspace, WorkspaceAnswer, WorkspaceSchedule,
+    Quota, ReleasedAnswer, RevokedTokenAnswer, ScheduleAnswer, ScheduleSpec, Template,
+    TemplateAnswer, TemplatePermissions, TemplatePolicy, TemplatePolicyPatch, TemplatePresets,
+    TemplateVersion, TemplateVersionDetail, TemplateVersionResponse, Transition, Unlocked, User,
+    UserAnswer, VersionsAnswer, Workspace, WorkspaceAnswer, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -419,6 +419,20 @@ impl Client {
     pub fn group(&self, name: &str) -> Result<Group, ClientError> {
         let path = format!("/groups/{}", workspace_segment(name));
         self.finish("GET /groups/{name}", self.request("GET", &path).call())
+    }
+
+    /// `username`'s quota (`None`: one's own).
+    pub fn quota(&self, username: Option<&str>) -> Result<Quota, ClientError> {
+        match username {
+            None => self.finish(
+                "GET /users/me/quota",
+                self.request("GET", "/users/me/quota").call(),
+            ),
+            Some(name) => {
+                let path = format!("/users/{}/quota", workspace_segment(name));
+                self.finish("GET /users/{name}/quota", self.request("GET", &path).call())
+            }
+        }
     }
 
     /// Every member of the group `name`, by username.

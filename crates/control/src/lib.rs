@@ -155,6 +155,10 @@ pub struct Config {
     /// checked by [`tags::parse_tags`]): they take the jobs of versions
     /// whose tags are all among them (`tags.rs`).
     pub provisioner_tags: Vec<String>,
+    /// Whether a start, create, update or claim whose plan would take its
+    /// owner past their budget is refused before apply (`--quota-enforce`).
+    /// Off: costs are still computed, logged and recorded.
+    pub quota_enforce: bool,
 }
 
 impl Config {
@@ -190,6 +194,7 @@ impl Config {
             min_free_disk: 256 * 1024 * 1024,
             new_templates_for_everyone: true,
             provisioner_tags: Vec::new(),
+            quota_enforce: false,
         }
     }
 

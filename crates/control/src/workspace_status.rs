@@ -297,6 +297,8 @@ mod tests {
             expires_at: None,
             confirmed_by: None,
             confirmed_at: None,
+            daily_cost: None,
+            refusal: None,
         }
     }
 

@@ -17,6 +17,7 @@ mod error;
 mod groups;
 mod names;
 mod oidc;
+mod quotas;
 mod recovery;
 mod sessions;
 mod throttle;

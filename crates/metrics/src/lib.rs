@@ -61,6 +61,11 @@ struct DecisionLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabels {
     state: String,
 }
@@ -168,6 +173,7 @@ struct Inner {
     builds: Family<BuildLabels, Counter>,
     build_duration: HistogramFamily<TransitionLabels>,
     guard_decisions: Family<DecisionLabels, Counter>,
+    quota_refusals: Family<ReasonLabels, Counter>,
     builds_held: Gauge,
     jobs_pending: Gauge,
     job_queue_oldest: FloatGauge,
@@ -212,6 +218,7 @@ impl Metrics {
             builds: register(reg, "abode_builds", "Build runs that ended, by transition, how they ended and why the build was started", Family::default()),
             build_duration: register(reg, "abode_build_duration_seconds", "Time from a worker claiming a build's job to the run's end, by transition", Family::new_with_constructor(build_buckets as fn() -> Histogram)),
             guard_decisions: register(reg, "abode_guard_decisions", "Decisions of the plan guard (allow, confirm, block)", Family::default()),
+            quota_refusals: register(reg, "abode_quota_refusals", "Builds refused before apply because their plan's cost did not fit the owner's budget, by reason (quota: over budget; cost: the plan's cost could not be read)", Family::default()),
             builds_held: register(reg, "abode_builds_held", "Builds held by the guard, awaiting confirmation (refreshed)", Gauge::default()),
             jobs_pending: register(reg, "abode_jobs_pending", "Build jobs queued and not yet claimed by a provisioner (refreshed)", Gauge::default()),
             job_queue_oldest: register(reg, "abode_job_queue_oldest_seconds", "Age of the oldest queued job, 0 when none (refreshed)", FloatGauge::default()),
@@ -299,6 +306,17 @@ impl Metrics {
             .guard_decisions
             .get_or_create(&DecisionLabels {
                 decision: decision.to_string(),
+            })
+            .inc();
+    }
+
+    /// A build was refused before apply by the quota (`quota`: over
+    /// budget; `cost`: its plan's cost could not be read).
+    pub fn quota_refusal(&self, reason: &str) {
+        self.inner
+            .quota_refusals
+            .get_or_create(&ReasonLabels {
+                reason: reason.to_string(),
             })
             .inc();
     }

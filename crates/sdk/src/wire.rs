@@ -476,6 +476,14 @@ pub struct Build<Report = serde_json::Value> {
     pub confirmed_by: Option<String>,
     #[serde(default)]
     pub confirmed_at: Option<String>,
+    /// What the workspace costs a day once this build's plan is applied
+    /// (the `daily_cost` of its `abode_metadata`); absent before the plan
+    /// is judged or when the plan does not tell.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_cost: Option<i64>,
+    /// Why the build was refused before apply (`quota`), if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refusal: Option<String>,
 }
 
 impl<Report> Build<Report> {
@@ -873,6 +881,42 @@ pub struct Group {
     #[serde(default)]
     pub built_in: bool,
     pub created_at: String,
+}
+
+/// A person's quota (`GET /users/{name}/quota`; docs/api.md, "Quotas"):
+/// their budget, the sum of their groups' allowances, against what each of
+/// their workspaces costs a day.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Quota {
+    pub user: String,
+    /// Whether the server refuses builds over budget (`--quota-enforce`).
+    pub enforced: bool,
+    /// The sum of `groups[].allowance`.
+    pub budget: i64,
+    /// The sum of `workspaces[].daily_cost`.
+    pub spent: i64,
+    /// `budget - spent` (negative when over, e.g. after an allowance was lowered).
+    pub remaining: i64,
+    pub groups: Vec<QuotaGroup>,
+    pub workspaces: Vec<QuotaWorkspace>,
+}
+
+/// A group's part of a budget.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct QuotaGroup {
+    pub name: String,
+    pub allowance: i64,
+}
+
+/// A workspace's part of what is spent: the daily cost of its newest build
+/// that has one and did not fail or get canceled.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct QuotaWorkspace {
+    pub name: String,
+    pub build_number: i64,
+    pub daily_cost: i64,
+    /// The build is pending or running: its cost is reserved, not applied yet.
+    pub reserved: bool,
 }
 
 /// A member of a group (`GET /groups/{name}/members`).

@@ -10,7 +10,7 @@ pub(crate) const BUILD_SELECT: &str = "SELECT b.id, b.workspace_id, w.name AS wo
      o.username AS owner_name, b.number, b.transition, b.status, b.template_version_id, \
      v.number AS template_version, b.initiator_id, i.username AS initiator_name, b.reason, b.parameters, \
      b.error, b.guard_report, b.created_at, b.started_at, b.finished_at, b.plan_digest, \
-     b.expires_at, c.username AS confirmed_by, b.confirmed_at \
+     b.expires_at, c.username AS confirmed_by, b.confirmed_at, b.daily_cost, b.refusal \
      FROM builds b \
      JOIN workspaces w ON w.id = b.workspace_id \
      JOIN users o ON o.id = w.owner_id \
@@ -48,6 +48,8 @@ pub(crate) struct BuildRow {
     expires_at: Option<i64>,
     confirmed_by: Option<String>,
     confirmed_at: Option<i64>,
+    daily_cost: Option<i64>,
+    refusal: Option<String>,
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Build
@@ -81,6 +83,8 @@ where
             expires_at: row.expires_at,
             confirmed_by: row.confirmed_by,
             confirmed_at: row.confirmed_at,
+            daily_cost: row.daily_cost,
+            refusal: row.refusal,
         })
     }
 }

@@ -36,6 +36,7 @@ mod prebuilds;
 mod previews;
 mod provisioner_keys;
 mod provisioners;
+mod quotas;
 mod records;
 mod roles;
 mod schedule_settings;
@@ -79,6 +80,7 @@ pub use previews::{
 };
 pub use provisioner_keys::{NewProvisionerKey, ProvisionerKeyRow};
 pub use provisioners::{ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
+pub use quotas::{GroupAllowance, QuotaUsage, Reservation, WorkspaceCost};
 pub use records::*;
 
 /// The most single sign-on entries (sign-ins started, CLI codes) kept
@@ -569,6 +571,19 @@ storage_interface! {
     /// Every server's provisioners by server and name, each with the job it
     /// holds now.
     fn list_provisioner_page(&self, after: Option<&str>, limit: i64) -> Page<ProvisionerRow>;
+}
+
+// ---- quotas (quotas.rs) ----
+
+storage_interface! {
+    /// The user's allowances by group and the counted cost of each of
+    /// their live workspaces (quotas.rs says which build counts).
+    fn quota_usage(&self, user_id: &str) -> QuotaUsage;
+    /// Records a judged build's daily cost while `holder` holds its job.
+    /// With `enforce`, first checks in the same transaction (the owner's
+    /// row locked) that the owner's other workspaces plus `cost` stay
+    /// within the budget, and records nothing when they do not.
+    fn reserve_build_cost(&self, build_id: &str, holder: &str, cost: i64, enforce: bool) -> Reservation;
 }
 
 // ---- groups and template access lists (groups.rs) ----

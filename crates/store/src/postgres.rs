@@ -26,6 +26,7 @@ use crate::prebuilds::*;
 use crate::previews::*;
 use crate::provisioner_keys::*;
 use crate::provisioners::*;
+use crate::quotas::*;
 use crate::records::*;
 use crate::roles::*;
 use crate::schedule_settings::*;
@@ -164,6 +165,7 @@ impl PostgresBackend {
     provisioner_queries!();
     provisioner_key_queries!();
     group_queries!();
+    quota_queries!();
     lifecycle_queries!();
     scheduler_tick_queries!();
     server_instance_queries!();

@@ -231,6 +231,13 @@ pub struct Build {
     /// Username of who confirmed the held plan.
     pub confirmed_by: Option<String>,
     pub confirmed_at: Option<i64>,
+    /// What the workspace costs a day once this build's plan is applied
+    /// (`abode-cost`); `None` before the plan is judged or when the plan
+    /// does not tell. A pending or running build's cost is reserved from
+    /// its owner's budget.
+    pub daily_cost: Option<i64>,
+    /// Why the build was refused before apply (`quota`), if it was.
+    pub refusal: Option<String>,
 }
 
 #[derive(Debug, Clone)]

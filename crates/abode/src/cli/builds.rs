@@ -13,7 +13,7 @@ use super::guard;
 use super::output::{self, or_dash, time, visible};
 use super::{
     session_client, OutputArgs, OutputFormat, EXIT_AWAITING_CONFIRMATION, EXIT_BLOCKED, EXIT_ERROR,
-    EXIT_OK,
+    EXIT_OK, EXIT_QUOTA,
 };
 
 /// Seconds the server may hold a log request open waiting for new lines.
@@ -459,6 +459,7 @@ pub fn exit_code(build: &Build) -> u8 {
         "succeeded" => EXIT_OK,
         "awaiting_confirmation" => EXIT_AWAITING_CONFIRMATION,
         "failed" if guard_decision == Some("block") => EXIT_BLOCKED,
+        "failed" if build.refusal.as_deref() == Some("quota") => EXIT_QUOTA,
         _ => EXIT_ERROR,
     }
 }

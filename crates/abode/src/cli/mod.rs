@@ -18,6 +18,7 @@ mod port_forward;
 mod prebuilds;
 mod previews;
 mod provisioners;
+mod quota;
 mod schedule;
 mod ssh;
 mod sso;
@@ -41,6 +42,8 @@ pub const EXIT_ERROR: u8 = crate::exit::FAILURE;
 pub const EXIT_AWAITING_CONFIRMATION: u8 = crate::exit::CONFIRMATION_REQUIRED;
 /// Exit status of a build the plan guard blocked.
 pub const EXIT_BLOCKED: u8 = crate::exit::BLOCKED;
+/// Exit status of a build refused before apply by the quota.
+pub const EXIT_QUOTA: u8 = crate::exit::QUOTA;
 
 /// The commands that need (or create) a session with a server.
 #[derive(Debug, Subcommand)]
@@ -58,6 +61,9 @@ pub enum UserCommand {
     /// Groups of people that templates' access lists name.
     #[command(subcommand)]
     Groups(groups::GroupsCommand),
+    /// Budgets: what each workspace costs a day against one's groups' allowances.
+    #[command(subcommand)]
+    Quota(quota::QuotaCommand),
     /// Push, list and activate templates.
     #[command(subcommand)]
     Templates(templates::TemplatesCommand),
@@ -129,6 +135,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Logout => auth::logout(),
         UserCommand::Users(command) => auth::users(command),
         UserCommand::Groups(command) => groups::run(command),
+        UserCommand::Quota(command) => quota::run(command),
         UserCommand::Templates(command) => templates::run(command),
         UserCommand::Create(args) => workspaces::create(args),
         UserCommand::Start(args) => {

@@ -475,6 +475,9 @@ fn describe(workspace: &Workspace) -> String {
             or_dash(build.initiator.as_deref()),
             time(build.finished_at.as_deref().or(build.created_at.as_deref()))
         ));
+        if let Some(cost) = build.daily_cost {
+            lines.push(format!("Daily cost:  {cost} (build #{})", build.number));
+        }
         if let Some(error) = build.error.as_deref().filter(|e| !e.is_empty()) {
             // An error may span lines (a guard report); each keeps its own.
             for (index, line) in error.lines().enumerate() {

@@ -25,6 +25,8 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/sign-in-methods", get(sign_in_methods))
         .route("/oidc/cli-token", post(oidc_cli_token))
         .route("/users/me", get(me))
+        .route("/users/me/quota", get(own_quota))
+        .route("/users/:name/quota", get(quota))
         .route("/users", get(list_users).post(create_user))
         .route("/users/:name/roles", post(change_user_roles))
         .route("/users/:name", get(show_user).delete(delete_user))
@@ -214,6 +216,59 @@ async fn me(Authenticated(caller): Authenticated) -> ApiResult {
         StatusCode::OK,
         json!(abode_sdk::UserAnswer {
             user: user_view(&caller.user, &caller.roles)
+        }),
+    )
+}
+
+async fn own_quota(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+) -> ApiResult {
+    quota_answer(&state, &caller, None).await
+}
+
+async fn quota(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> ApiResult {
+    quota_answer(&state, &caller, Some(&name)).await
+}
+
+/// A person's budget and what uses it (a member: only their own).
+async fn quota_answer(
+    state: &AppState,
+    caller: &abode_control::Caller,
+    name: Option<&str>,
+) -> ApiResult {
+    let (user, usage) = state.control.identity().quota(caller, name).await?;
+    let (budget, spent) = (usage.budget(), usage.spent());
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::Quota {
+            user: user.username,
+            enforced: state.control.config().quota_enforce,
+            budget,
+            spent,
+            remaining: budget.saturating_sub(spent),
+            groups: usage
+                .allowances
+                .into_iter()
+                .map(|group| abode_sdk::QuotaGroup {
+                    name: group.group,
+                    allowance: group.allowance,
+                })
+                .collect(),
+            workspaces: usage
+                .workspaces
+                .into_iter()
+                .map(|workspace| abode_sdk::QuotaWorkspace {
+                    name: workspace.workspace_name,
+                    build_number: workspace.build_number,
+                    daily_cost: workspace.daily_cost,
+                    reserved: workspace.reserved,
+                })
+                .collect(),
         }),
     )
 }

@@ -19,6 +19,7 @@ mod guard_step;
 mod interruptions;
 mod on_server;
 mod preview;
+mod quota_step;
 mod run;
 
 use std::time::Duration;

@@ -25,6 +25,7 @@ use abode_runner::{
 
 use super::ephemeral::EphemeralValues;
 use super::guard_step::{describe_changes, guard_transition, judge_plan, Judged};
+use super::quota_step;
 use super::run::{build_context, internal, storage};
 use crate::agents::agents_in_state;
 use crate::states;
@@ -85,6 +86,20 @@ impl ServerJob {
 
     pub fn build(&self) -> &Build {
         &self.build
+    }
+
+    pub(super) fn control(&self) -> &Control {
+        &self.control
+    }
+
+    /// Who runs the build (its claimed job's lease holder).
+    pub(super) fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// A line of the build's log, masked like every other.
+    pub(super) async fn note(&self, stage: &str, level: LogLevel, text: &str) {
+        self.log(stage, level, text).await;
     }
 
     /// What a runner needs to run the job; the build's first log line is
@@ -387,6 +402,13 @@ impl ServerJob {
         let Some(report) = build.guard_report else {
             return Ok(None);
         };
+        if let Some(refusal) = &build.refusal {
+            // Refused before apply (quota_step.rs): the refusal stands too.
+            return Ok(Some(Verdict::Block(format!(
+                "build #{} was refused by {refusal}; nothing was applied",
+                build.number
+            ))));
+        }
         let judged = store
             .build_plan_json(&self.build.id)
             .await
@@ -486,6 +508,15 @@ impl ServerJob {
         for line in abode_guard::render_text(&report, false).lines() {
             if !line.trim().is_empty() {
                 self.log("guard", level, line).await;
+            }
+        }
+        // The cost of what the plan leaves, reserved before any apply (and
+        // refused when it does not fit the owner's budget).
+        if report.decision != Decision::Block {
+            if let quota_step::Charged::Refused(message) =
+                quota_step::charge(self, &plan_json).await?
+            {
+                return Ok(Verdict::Block(message));
             }
         }
         match report.decision {

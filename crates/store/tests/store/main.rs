@@ -24,6 +24,7 @@ mod prebuilds;
 mod previews;
 mod provisioner_keys;
 mod provisioners;
+mod quotas;
 mod roles;
 mod schedule_settings;
 mod state_locks;

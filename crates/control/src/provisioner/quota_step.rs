@@ -1,0 +1,109 @@
+//! The quota step of a build, right after the guard's verdict on the same
+//! plan and before any apply: the plan's daily cost (`abode-cost`) is
+//! written to the log and reserved on the build; with `--quota-enforce`, a
+//! start (create, update, claim) whose cost would take its owner past their
+//! budget is refused here, so nothing is created. A stop or delete is never
+//! refused: it only ever lowers what the owner spends.
+
+use abode_runner::{Failure, LogLevel};
+use abode_store::{BuildReason, Reservation, Transition};
+
+use super::on_server::ServerJob;
+use super::run::storage;
+
+/// What the quota step decided.
+pub(super) enum Charged {
+    /// Go on to the guard's verdict.
+    Proceed,
+    /// Refused before apply: the build ends with this one-line reason.
+    Refused(String),
+}
+
+/// The cost of `plan_json`, logged and reserved for the build.
+pub(super) async fn charge(job: &ServerJob, plan_json: &[u8]) -> Result<Charged, Failure> {
+    let control = job.control();
+    let build = job.build();
+    let enforce = control.inner.config.quota_enforce
+        && build.transition == Transition::Start
+        // A prebuild waiting in its pool is the pool's, whose budget is
+        // not enforced yet; its claim is the claimer's and is.
+        && build.reason != BuildReason::Prebuild;
+    let cost = match abode_cost::daily_cost(plan_json) {
+        Ok(cost) => cost,
+        Err(error) => {
+            if enforce {
+                control.inner.config.metrics.quota_refusal("cost");
+                let message =
+                    format!("refused by quota: the plan's daily cost cannot be told: {error}");
+                job.note("quota", LogLevel::Error, &message).await;
+                return Ok(Charged::Refused(message));
+            }
+            job.note(
+                "quota",
+                LogLevel::Warn,
+                &format!("daily cost unknown: {error}"),
+            )
+            .await;
+            return Ok(Charged::Proceed);
+        }
+    };
+    // abode-cost caps the total at i64::MAX.
+    let total = i64::try_from(cost.total).unwrap_or(i64::MAX);
+    job.note(
+        "quota",
+        LogLevel::Info,
+        &format!("daily cost: {}", cost.describe()),
+    )
+    .await;
+    let reservation = control
+        .inner
+        .store
+        .reserve_build_cost(&build.id, job.holder(), total, enforce)
+        .await
+        .map_err(storage)?;
+    match reservation {
+        Reservation::Reserved => Ok(Charged::Proceed),
+        Reservation::NotHolder => Err(Failure::failed(format!(
+            "{} before its cost was reserved; nothing was applied",
+            abode_runner::LEASE_LOST
+        ))),
+        Reservation::OverBudget { usage, cost } => {
+            control.inner.config.metrics.quota_refusal("quota");
+            let spent = usage.spent();
+            let budget = usage.budget();
+            for workspace in &usage.workspaces {
+                job.note(
+                    "quota",
+                    LogLevel::Warn,
+                    &format!(
+                        "  workspace {} (build #{}{}): {} a day",
+                        workspace.workspace_name,
+                        workspace.build_number,
+                        if workspace.reserved { ", reserved" } else { "" },
+                        workspace.daily_cost
+                    ),
+                )
+                .await;
+            }
+            for group in &usage.allowances {
+                job.note(
+                    "quota",
+                    LogLevel::Warn,
+                    &format!("  group {}: allows {} a day", group.group, group.allowance),
+                )
+                .await;
+            }
+            let message = format!(
+                "refused by quota: {} would cost {cost} a day; {} already uses {spent} of a budget of {budget} ({} remain); nothing was applied",
+                build.workspace_name,
+                build.owner_name,
+                budget.saturating_sub(spent).max(0)
+            );
+            job.note("quota", LogLevel::Error, &message).await;
+            control
+                .audit_system("build.refused", build, Some(message.clone()))
+                .await;
+            Ok(Charged::Refused(message))
+        }
+    }
+}
