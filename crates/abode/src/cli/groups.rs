@@ -122,7 +122,12 @@ pub fn run(command: GroupsCommand) -> anyhow::Result<u8> {
                                 group.source.clone(),
                                 group.members.to_string(),
                                 group.quota_allowance.to_string(),
-                                time(Some(&group.created_at)),
+                                // Everyone was there before anyone made it.
+                                if group.built_in {
+                                    "built in".to_string()
+                                } else {
+                                    time(Some(&group.created_at))
+                                },
                             ]
                         })
                         .collect();
