@@ -130,22 +130,6 @@ impl From<abode_parameters::presets::PresetError> for ControlError {
     }
 }
 
-impl From<abode_credentials::CredentialError> for ControlError {
-    fn from(error: abode_credentials::CredentialError) -> Self {
-        use abode_credentials::CredentialError;
-        match error {
-            CredentialError::Busy {
-                message,
-                retry_after_seconds,
-            } => ControlError::Busy {
-                message,
-                retry_after_seconds,
-            },
-            CredentialError::Internal(message) => ControlError::Internal(message),
-        }
-    }
-}
-
 impl From<abode_identity::IdentityError> for ControlError {
     fn from(error: abode_identity::IdentityError) -> Self {
         use abode_identity::IdentityError;
