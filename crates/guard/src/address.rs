@@ -48,6 +48,28 @@ pub struct Address {
     pub key: Option<InstanceKey>,
 }
 
+impl Address {
+    /// The resource this is an instance of, with every instance key left
+    /// out (`module.a["x"].t.n[0]` is `module.a.t.n`): what Terraform's
+    /// `removed` and `moved` blocks name.
+    pub fn resource(&self) -> Address {
+        Address {
+            module: self
+                .module
+                .iter()
+                .map(|step| ModuleStep {
+                    name: step.name.clone(),
+                    key: None,
+                })
+                .collect(),
+            data: self.data,
+            resource_type: self.resource_type.clone(),
+            name: self.name.clone(),
+            key: None,
+        }
+    }
+}
+
 /// What a reference in an expression points at, as far as the guard cares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reference {

@@ -299,8 +299,20 @@ pub struct Report {
     /// empty, so reports of other builds read as before.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub claim_replacements: Vec<ClaimReplacement>,
+    /// Only in a `delete` that retains: the resources it forgets instead of
+    /// destroying (the platform keeps a record of each). Absent from the
+    /// JSON when empty, so other reports read as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retained: Vec<RetainedResource>,
     #[serde(default)]
     pub warnings: Vec<String>,
+}
+
+/// A resource instance a delete forgets and the platform keeps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RetainedResource {
+    pub address: String,
+    pub resource_type: String,
 }
 
 impl Report {
@@ -328,6 +340,32 @@ pub fn evaluate_as(
     initiator: Initiator,
     rules: &[Rule],
 ) -> Report {
+    judge(plan, transition, initiator, rules, &[])
+}
+
+/// Decides on the plan of a workspace delete that retains the resources
+/// of `retain` (whole resources: every instance of each, as Terraform's
+/// `removed` blocks forget them). Each must be forgotten: a plan that would
+/// destroy one instead is blocked, whoever asked and whatever the rules
+/// say, because the person who asked for the delete asked to keep it. The
+/// rest is judged as [`evaluate_as`] judges a delete.
+pub fn evaluate_delete(
+    plan: &Plan,
+    initiator: Initiator,
+    rules: &[Rule],
+    retain: &[Address],
+) -> Report {
+    let retain: Vec<Address> = retain.iter().map(Address::resource).collect();
+    judge(plan, Transition::Delete, initiator, rules, &retain)
+}
+
+fn judge(
+    plan: &Plan,
+    transition: Transition,
+    initiator: Initiator,
+    rules: &[Rule],
+    retain: &[Address],
+) -> Report {
     let annotations = rules::annotations(plan);
     let mut all_rules: Vec<Rule> = rules.to_vec();
     all_rules.extend(annotations.rules);
@@ -341,6 +379,7 @@ pub fn evaluate_as(
     let mut protected_changes = Vec::new();
     let mut unprotected_destroys = Vec::new();
     let mut claim_replacements = Vec::new();
+    let mut retained = Vec::new();
 
     for change in &plan.changes {
         let action = Action::classify(&change.actions);
@@ -349,6 +388,39 @@ pub fn evaluate_as(
             continue;
         }
         let destroys = action.destroys(&change.actions) || is_deposed_delete(change);
+        let kept = Address::parse(&change.address)
+            .ok()
+            .is_some_and(|address| retain.contains(&address.resource()));
+        if kept && action == Action::Forget && change.deposed.is_none() {
+            retained.push(RetainedResource {
+                address: change.address.clone(),
+                resource_type: change.resource_type.clone(),
+            });
+            continue;
+        }
+        if kept && destroys {
+            protected_changes.push(ProtectedChange {
+                address: change.address.clone(),
+                previous_address: change.previous_address.clone(),
+                resource_type: change.resource_type.clone(),
+                action,
+                actions: change.actions.clone(),
+                deposed: change.deposed.clone(),
+                action_reason: change.action_reason.clone(),
+                reason: format!(
+                    "{}, but this delete retains it: the plan must forget it",
+                    reason(change, action, transition, None, plan.format)
+                ),
+                replace_paths: change.replace_paths.clone(),
+                drift: None,
+                protected_by: vec![Protection {
+                    by: format!("the delete's retention of {}", change.address),
+                    mode: Mode::Block,
+                }],
+                outcome: Decision::Block,
+            });
+            continue;
+        }
         let drift = find_drift(plan, change);
         let recreated_after_drift = action == Action::Create && drift.is_some_and(|d| d.deleted);
         if !destroys && !recreated_after_drift {
@@ -441,6 +513,7 @@ pub fn evaluate_as(
         protected_changes,
         unprotected_destroys,
         claim_replacements,
+        retained,
         warnings,
     }
 }
@@ -558,6 +631,12 @@ fn reason(
         }
         Some("replace_by_triggers") => {
             "replaced because a resource in its replace_triggered_by changed".into()
+        }
+        // A delete that retains plans without the template's resources.
+        Some("delete_because_no_resource_config" | "delete_because_no_module")
+            if transition == Transition::Delete =>
+        {
+            "deleted because the workspace is being deleted".into()
         }
         Some("delete_because_no_resource_config") => {
             "deleted because the resource block was removed from the template".into()

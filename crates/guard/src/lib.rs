@@ -28,12 +28,12 @@ mod value;
 
 pub use address::{Address, AddressError, InstanceKey, ModuleStep};
 pub use decision::{
-    evaluate, evaluate_as, Action, ClaimReplacement, Decision, DriftReport, Initiator,
-    ProtectedChange, Protection, Report, Summary, Transition, UnprotectedChange,
-    REPORT_SCHEMA_VERSION,
+    evaluate, evaluate_as, evaluate_delete, Action, ClaimReplacement, Decision, DriftReport,
+    Initiator, ProtectedChange, Protection, Report, RetainedResource, Summary, Transition,
+    UnprotectedChange, REPORT_SCHEMA_VERSION,
 };
 pub use format::{MissingExplanation, OlderPlanFormat, PlanFormat};
 pub use memory::{protections_after_apply, remembered_rules, RememberedProtection};
 pub use plan::{read_plan, read_plan_slice, AttributeChange, Plan, PlanError, ResourceChange};
 pub use render::render_text;
-pub use rules::{Mode, Origin, Rule, Target, PROTECT_TYPE};
+pub use rules::{parse_retain_for, Expire, Mode, Origin, RetainRule, Rule, Target, PROTECT_TYPE};

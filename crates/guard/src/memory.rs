@@ -8,7 +8,7 @@
 use crate::address::Address;
 use crate::decision::{Action, Transition};
 use crate::plan::{Plan, ResourceMode};
-use crate::rules::{self, Mode, Origin, Rule};
+use crate::rules::{self, Mode, Origin, RetainRule, Rule};
 use serde::{Deserialize, Serialize};
 
 /// One protected resource instance a workspace remembers.
@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 pub struct RememberedProtection {
     pub address: String,
     pub mode: Mode,
+    /// Whether a workspace delete retains it (`on_delete = "retain"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retain: Option<RetainRule>,
 }
 
 /// The remembered protections as rules for [`crate::evaluate`]; entries whose
@@ -24,9 +27,11 @@ pub fn remembered_rules(memory: &[RememberedProtection]) -> Vec<Rule> {
     memory
         .iter()
         .filter_map(|m| {
-            Address::parse(&m.address)
-                .ok()
-                .map(|a| Rule::address(a, m.mode, Origin::Remembered))
+            Address::parse(&m.address).ok().map(|a| {
+                let mut rule = Rule::address(a, m.mode, Origin::Remembered);
+                rule.retain = m.retain;
+                rule
+            })
         })
         .collect()
 }
@@ -69,19 +74,22 @@ pub fn protections_after_apply(
             .chain(change.previous_address.as_ref())
             .filter_map(|a| Address::parse(a).ok())
             .collect();
-        let mode = all_rules
+        let covering: Vec<&Rule> = all_rules
             .iter()
             .filter(|rule| {
                 addresses
                     .iter()
                     .any(|a| rule.covers(Some(a), &change.resource_type))
             })
-            .map(|rule| rule.mode)
-            .max();
-        if let Some(mode) = mode {
+            .collect();
+        // Any rule that retains wins over one that destroys: a delete that
+        // keeps too much is undone with one command, one that destroys is not.
+        let retain = covering.iter().filter_map(|rule| rule.retain).max();
+        if let Some(mode) = covering.iter().map(|rule| rule.mode).max() {
             remembered.push(RememberedProtection {
                 address: change.address.clone(),
                 mode,
+                retain,
             });
         }
     }

@@ -161,6 +161,17 @@ pub fn render_text(report: &Report, color: bool) -> String {
         }
     }
 
+    if !report.retained.is_empty() {
+        out.push('\n');
+        let _ = writeln!(
+            out,
+            "Retained by this delete (forgotten by Terraform, kept by Abode as retained resources):"
+        );
+        for kept in &report.retained {
+            let _ = writeln!(out, "  {} {}", style.green("="), kept.address);
+        }
+    }
+
     if !report.unprotected_destroys.is_empty() {
         out.push('\n');
         let _ = writeln!(out, "Also destroyed by this plan (not protected):");

@@ -81,6 +81,71 @@ pub struct Rule {
     pub target: Target,
     pub mode: Mode,
     pub origin: Origin,
+    /// What an intentional workspace delete does with what the rule covers:
+    /// `None` destroys it (the default), `Some` keeps it as a retained
+    /// resource (`on_delete = "retain"`).
+    pub retain: Option<RetainRule>,
+}
+
+/// An `abode_protect`'s `on_delete = "retain"`: the delete forgets the
+/// resource instead of destroying it, and the platform keeps a record of
+/// it for `retain_for` (for ever when absent), after which `expire` says
+/// whether its destroy is held for a person or applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct RetainRule {
+    /// How long the record stays open, in seconds (`retain_for = "30d"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retain_for_secs: Option<u64>,
+    #[serde(default)]
+    pub expire: Expire,
+}
+
+/// What happens when a retained resource's time is up.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Expire {
+    /// Its destroy is queued and held for a person's confirmation.
+    #[default]
+    Hold,
+    /// Its destroy is queued and applied (the owner was told a week before).
+    Destroy,
+}
+
+impl Expire {
+    pub fn parse(text: &str) -> Option<Expire> {
+        match text {
+            "hold" => Some(Expire::Hold),
+            "destroy" => Some(Expire::Destroy),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Expire::Hold => "hold",
+            Expire::Destroy => "destroy",
+        }
+    }
+}
+
+/// A duration as templates write it: a whole number followed by `d`, `h` or
+/// `m` (`30d`, `12h`, `90m`); `None` for anything else or past ten years.
+pub fn parse_retain_for(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let unit = match text.chars().last()? {
+        'd' => 86_400,
+        'h' => 3_600,
+        'm' => 60,
+        _ => return None,
+    };
+    let number = &text[..text.len() - 1];
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let seconds = number.parse::<u64>().ok()?.checked_mul(unit)?;
+    (seconds > 0 && seconds <= 10 * 366 * 86_400).then_some(seconds)
 }
 
 impl Rule {
@@ -89,6 +154,7 @@ impl Rule {
             target: Target::Address(address),
             mode,
             origin,
+            retain: None,
         }
     }
 
@@ -97,6 +163,7 @@ impl Rule {
             target: Target::Type(resource_type.to_string()),
             mode,
             origin,
+            retain: None,
         }
     }
 
@@ -184,6 +251,7 @@ fn read_annotation(
 ) {
     let name = display_path(prefix, &resource.address);
     let mode = annotation_mode(resource, &name, plan, &mut found.warnings);
+    let retain = annotation_retain(resource, &name, &mut found.warnings);
     let Some(expression) = resource
         .expressions
         .get("resource_id")
@@ -251,12 +319,70 @@ fn read_annotation(
         }
     }
     for target in targets {
-        found.rules.push(Rule::address(
-            target,
-            mode,
-            Origin::Annotation(name.clone()),
-        ));
+        let mut rule = Rule::address(target, mode, Origin::Annotation(name.clone()));
+        rule.retain = retain;
+        found.rules.push(rule);
     }
+}
+
+/// The annotation's delete rule. Only literals are read: what a delete
+/// keeps must be known from the template itself. A value Abode cannot read
+/// retains (keeping too much costs money; destroying by mistake loses data).
+fn annotation_retain(
+    resource: &ConfigResource,
+    name: &str,
+    warnings: &mut Vec<String>,
+) -> Option<RetainRule> {
+    let literal = |attribute: &str| -> Option<Result<String, ()>> {
+        let expression = resource
+            .expressions
+            .get(attribute)
+            .and_then(Expression::from_value)?;
+        Some(match &expression.constant_value {
+            Some(serde_json::Value::String(text)) => Ok(text.clone()),
+            _ => Err(()),
+        })
+    };
+    match literal("on_delete") {
+        None => return None,
+        Some(Ok(text)) if text == "destroy" => return None,
+        Some(Ok(text)) if text == "retain" => {}
+        Some(_) => warnings.push(format!(
+            "{name}: on_delete is not the literal \"retain\" or \"destroy\"; a delete retains it"
+        )),
+    }
+    let retain_for_secs = match literal("retain_for") {
+        None => None,
+        Some(Ok(text)) => match parse_retain_for(&text) {
+            Some(seconds) => Some(seconds),
+            None => {
+                warnings.push(format!(
+                    "{name}: retain_for is not a duration such as \"30d\"; kept until someone destroys it"
+                ));
+                None
+            }
+        },
+        Some(Err(())) => {
+            warnings.push(format!(
+                "{name}: retain_for is not a literal; kept until someone destroys it"
+            ));
+            None
+        }
+    };
+    let expire = match literal("expire") {
+        None => Expire::Hold,
+        Some(Ok(text)) => Expire::parse(&text).unwrap_or_else(|| {
+            warnings.push(format!(
+                "{name}: expire is neither \"hold\" nor \"destroy\"; an expired record's destroy is held"
+            ));
+            Expire::Hold
+        }),
+        Some(Err(())) => Expire::Hold,
+    };
+    Some(RetainRule {
+        retain_for_secs,
+        expire,
+    })
 }
 
 fn annotation_mode(

@@ -16,6 +16,7 @@ fn check(case: &str, transition: Transition, memory: &[(&str, Mode)], expect: &[
         .map(|(a, m)| RememberedProtection {
             address: a.to_string(),
             mode: *m,
+            retain: None,
         })
         .collect();
     let after = abode_guard::protections_after_apply(&plan, transition, &[], &memory);
@@ -115,6 +116,7 @@ fn remembered_protections_hold_in_the_guard() {
     let rules = abode_guard::remembered_rules(&[RememberedProtection {
         address: "terraform_data.home".into(),
         mode: Mode::Confirm,
+        retain: None,
     }]);
     let report = abode_guard::evaluate(&plan, Transition::Stop, &rules);
     assert_eq!(report.decision, abode_guard::Decision::Confirm);
