@@ -26,6 +26,7 @@
 pub mod cron;
 pub mod parameters;
 pub mod presets;
+pub mod retain;
 pub mod supervisor;
 pub mod text;
 

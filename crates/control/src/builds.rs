@@ -43,6 +43,8 @@ pub struct BuildRequest {
     pub update: bool,
     /// New parameter values (a start or an update), as received.
     pub parameters: BTreeMap<String, Value>,
+    /// What a delete retains (`None`: as the template's rules say).
+    pub retention: Option<abode_store::DeleteRetention>,
 }
 
 /// Which template version a build plans.
@@ -84,6 +86,8 @@ pub struct BuildOrder {
     /// checked against the version's declarations (the workspace's own
     /// values stand for those not given).
     pub parameters: BTreeMap<String, Value>,
+    /// What a delete retains (`None`: as the template's rules say).
+    pub retention: Option<abode_store::DeleteRetention>,
 }
 
 impl Control {
@@ -288,6 +292,7 @@ impl Control {
                     reason: order.reason,
                     parameters: Some(creation.values),
                     workspace_parameters: Some(parameters),
+                    retention: None,
                 },
             )
             .await;
@@ -368,6 +373,8 @@ impl Control {
                 reason: order.reason,
                 parameters,
                 workspace_parameters,
+                retention: (order.transition == Transition::Delete)
+                    .then(|| order.retention.unwrap_or_default()),
             })
             .await;
         match created {
@@ -444,6 +451,10 @@ impl Control {
             (Transition::Start, _) => Action::WorkspaceUpdate,
         };
         let workspace = self.resolve_workspace(caller, reference, action).await?;
+        if request.retention == Some(abode_store::DeleteRetention::Nothing) {
+            // Destroying what the template says to keep is an owner's call.
+            caller.authorize(Action::ProtectionRelease, None)?;
+        }
         self.request_build(
             BuildTarget::Existing(workspace),
             BuildOrder {
@@ -453,6 +464,7 @@ impl Control {
                 version,
                 reason: BuildReason::Initiator,
                 parameters: request.parameters.clone(),
+                retention: request.retention,
             },
         )
         .await

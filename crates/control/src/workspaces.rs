@@ -93,6 +93,7 @@ impl Control {
                     version: VersionChoice::Active,
                     reason: BuildReason::Initiator,
                     parameters,
+                    retention: None,
                 },
             )
             .await?;

@@ -99,6 +99,7 @@ async fn queued_build(setup: &Setup) -> String {
                 reason: BuildReason::Initiator,
                 parameters: None,
                 workspace_parameters: None,
+                retention: None,
             },
         )
         .await

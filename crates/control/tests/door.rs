@@ -157,6 +157,7 @@ async fn workspace_in(setup: &Setup, name: &str, state: State) -> Workspace {
         reason: BuildReason::Initiator,
         parameters: None,
         workspace_parameters: None,
+        retention: None,
     };
     let id = new_id();
     let (workspace, first) = store
@@ -243,6 +244,7 @@ fn order(actor: &Actor, ask: Ask) -> BuildOrder {
         version,
         reason,
         parameters: BTreeMap::new(),
+        retention: None,
     }
 }
 

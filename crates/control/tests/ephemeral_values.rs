@@ -119,6 +119,7 @@ async fn an_ephemeral_value_is_kept_in_no_record_of_the_platform() {
                 reason: BuildReason::Initiator,
                 parameters: Some(given),
                 workspace_parameters: Some(kept.clone()),
+                retention: None,
             },
         )
         .await

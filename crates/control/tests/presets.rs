@@ -148,6 +148,7 @@ async fn a_create_gets_its_preset_through_the_door() {
                     version: VersionChoice::Active,
                     reason: BuildReason::Initiator,
                     parameters,
+                    retention: None,
                 },
             )
             .await;

@@ -75,6 +75,7 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
                 reason: BuildReason::Initiator,
                 parameters: None,
                 workspace_parameters: None,
+                retention: None,
             },
         )
         .await

@@ -64,6 +64,12 @@ pub struct JobWire {
     /// A confirmed plan held before Abode was the state backend.
     #[serde(default)]
     pub local_state: bool,
+    /// A workspace delete's retained resources, forgotten, not destroyed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forget: Vec<String>,
+    /// Retained resources the build adopts (imports).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub imports: Vec<abode_runner::retention::ImportTarget>,
 }
 
 /// The environment contract but for the daemon's own directories and
@@ -98,6 +104,8 @@ impl JobWire {
             saved_plan: inputs.saved_plan.as_deref().map(encode),
             state_backend_key: inputs.state_backend.secret,
             local_state: inputs.local_state,
+            forget: inputs.forget,
+            imports: inputs.imports,
             context: ContextWire {
                 workspace_id: context.workspace_id,
                 workspace_name: context.workspace_name,
@@ -171,6 +179,8 @@ impl JobWire {
                 secret: self.state_backend_key,
             },
             local_state: self.local_state,
+            forget: self.forget,
+            imports: self.imports,
             build_id: self.build_id,
         })
     }
@@ -433,6 +443,8 @@ mod tests {
                         secret: format!("run-{}", value.len()),
                     },
                     local_state: false,
+                    forget: Vec::new(),
+                    imports: Vec::new(),
                 };
                 let text = serde_json::to_string(&JobWire::from_inputs(kind, inputs)).unwrap();
                 assert!(!text.contains("secret"));
@@ -489,6 +501,8 @@ mod tests {
                     secret: "s".into(),
                 },
                 local_state: false,
+                    forget: Vec::new(),
+                    imports: Vec::new(),
             },
         );
         wire.kind = "rebuild".into();

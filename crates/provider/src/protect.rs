@@ -9,7 +9,11 @@ use tf_provider::schema::Schema;
 use tf_provider::value::{Value, ValueEmpty};
 use tf_provider::{AttributePath, Diagnostics, Resource};
 
-use crate::schema::{attribute_error, block, computed, known, required, string, with_default};
+use abode_contract::retain;
+
+use crate::schema::{
+    attribute_error, block, computed, known, optional, required, string, with_default,
+};
 
 pub(crate) const MODES: [&str; 2] = ["confirm", "block"];
 const DEFAULT_MODE: &str = "confirm";
@@ -19,6 +23,13 @@ pub(crate) struct ProtectState {
     id: Value<String>,
     resource_id: Value<String>,
     mode: Value<String>,
+    // Absent from states written before retain on delete.
+    #[serde(default)]
+    on_delete: Value<String>,
+    #[serde(default)]
+    retain_for: Value<String>,
+    #[serde(default)]
+    expire: Value<String>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -34,6 +45,48 @@ fn check_mode(diags: &mut Diagnostics, state: &ProtectState) {
             );
         }
     }
+    if let Some(on_delete) = known(&state.on_delete) {
+        if !retain::ON_DELETE.contains(&on_delete.as_str()) {
+            attribute_error(
+                diags,
+                "on_delete",
+                format!("abode_protect on_delete `{on_delete}` is not one of `destroy`, `retain`"),
+            );
+        }
+    }
+    if let Some(expire) = known(&state.expire) {
+        if !retain::EXPIRE.contains(&expire.as_str()) {
+            attribute_error(
+                diags,
+                "expire",
+                format!("abode_protect expire `{expire}` is not one of `hold`, `destroy`"),
+            );
+        }
+    }
+    if let Some(retain_for) = known(&state.retain_for) {
+        if retain::parse_retain_for(retain_for).is_none() {
+            attribute_error(
+                diags,
+                "retain_for",
+                format!(
+                    "abode_protect retain_for `{retain_for}` is not a duration such as `30d`, `12h` or `90m` (at most ten years)"
+                ),
+            );
+        }
+    }
+}
+
+/// The defaults of a rule the template leaves out.
+fn fill_defaults(state: &mut ProtectState, config: &ProtectState) {
+    if config.mode.is_null() {
+        state.mode = DEFAULT_MODE.to_string().into();
+    }
+    if config.on_delete.is_null() {
+        state.on_delete = "destroy".to_string().into();
+    }
+    if config.expire.is_null() {
+        state.expire = "hold".to_string().into();
+    }
 }
 
 #[async_trait]
@@ -48,7 +101,7 @@ impl Resource for ProtectResource {
             block: block(
                 "Marks a resource as protected: Abode's plan guard holds (`confirm`) or fails \
                  (`block`) any start or stop build whose plan would delete or replace it. A \
-                 workspace deletion is always allowed. Creating, reading or deleting this \
+                 workspace deletion destroys it, unless `on_delete = \"retain\"`. Creating, reading or deleting this \
                  annotation touches nothing else.",
                 vec![
                     ("id", computed(string(), "Identifier of this annotation.")),
@@ -67,6 +120,33 @@ impl Resource for ProtectResource {
                             string(),
                             "`confirm` (default): a protected delete or replace waits for an \
                              explicit confirmation. `block`: it fails the build.",
+                        ),
+                    ),
+                    (
+                        "on_delete",
+                        with_default(
+                            string(),
+                            "What an intentional workspace delete does with the resource: \
+                             `destroy` (default) or `retain` (Terraform forgets it, Abode keeps \
+                             a record of it that its owner can adopt into a new workspace, \
+                             assign or destroy: `abode retained`).",
+                        ),
+                    ),
+                    (
+                        "retain_for",
+                        optional(
+                            string(),
+                            "How long a retained resource is kept (`30d`, `12h`, `90m`); \
+                             for ever when left out.",
+                        ),
+                    ),
+                    (
+                        "expire",
+                        with_default(
+                            string(),
+                            "When `retain_for` is up: `hold` (default), its destroy waits for \
+                             a person's confirmation; `destroy`, it is destroyed (the owner is \
+                             told a week before).",
                         ),
                     ),
                 ],
@@ -99,9 +179,8 @@ impl Resource for ProtectResource {
         let mut state = proposed_state;
         check_mode(diags, &state);
         state.id = Value::Unknown;
-        if state.mode.is_null() {
-            state.mode = DEFAULT_MODE.to_string().into();
-        }
+        let config = state.clone();
+        fill_defaults(&mut state, &config);
         Some((state, Value::Null))
     }
 
@@ -117,9 +196,7 @@ impl Resource for ProtectResource {
         let mut state = proposed_state;
         check_mode(diags, &state);
         state.id = prior_state.id;
-        if config_state.mode.is_null() {
-            state.mode = DEFAULT_MODE.to_string().into();
-        }
+        fill_defaults(&mut state, &config_state);
         Some((state, prior_private_state, vec![]))
     }
 

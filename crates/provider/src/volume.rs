@@ -262,6 +262,37 @@ impl Resource for VolumeResource {
         Some((planned_state, planned_private_state))
     }
 
+    /// Imported by its name (`import { to = abode_volume.home, id = "NAME" }`):
+    /// how Abode brings a retained volume back into a workspace. Only a
+    /// directory that is already there is imported; the new state gets an id
+    /// of its own.
+    async fn import<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        id: String,
+    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        if let Err(message) = check_volume_name(&id) {
+            diags.root_error("Cannot import the volume", message);
+            return None;
+        }
+        let context = build_context(diags)?;
+        let path = context.volumes_dir.join(&id);
+        if !path.is_dir() {
+            diags.root_error(
+                "Cannot import the volume",
+                format!("no volume directory {} on this machine", path.display()),
+            );
+            return None;
+        }
+        let state = VolumeState {
+            id: uuid::Uuid::new_v4().to_string().into(),
+            name: id.into(),
+            labels: Value::Null,
+            path: path.display().to_string().into(),
+        };
+        Some((state, Value::Null))
+    }
+
     async fn destroy<'a>(
         &self,
         diags: &mut Diagnostics,

@@ -202,6 +202,11 @@ pub struct JobInputs {
     /// A confirmed plan held before Abode was the state backend: applied
     /// against the stored state laid out in the work dir, as it was planned.
     pub local_state: bool,
+    /// A workspace delete's retained resources (instance addresses): the
+    /// delete forgets them instead of destroying them (`retention.rs`).
+    pub forget: Vec<String>,
+    /// Retained resources this build adopts: imported at their addresses.
+    pub imports: Vec<crate::retention::ImportTarget>,
 }
 
 /// Only sizes: a state and a plan may hold secrets.
@@ -214,6 +219,8 @@ impl std::fmt::Debug for JobInputs {
             .field("archive_bytes", &self.archive.len())
             .field("state_bytes", &self.state.as_ref().map(Vec::len))
             .field("saved_plan_bytes", &self.saved_plan.as_ref().map(Vec::len))
+            .field("forget", &self.forget)
+            .field("imports", &self.imports.len())
             .finish_non_exhaustive()
     }
 }

@@ -160,13 +160,29 @@ pub async fn run_job<H: BuildHost>(
         local_state,
         secret: inputs.state_backend.secret.clone(),
     };
+    // Only a build that plans writes what it forgets or imports; a
+    // confirmed plan carries its own configuration.
+    let forget = if inputs.kind == JobKind::Build && inputs.transition == Transition::Delete {
+        std::mem::take(&mut inputs.forget)
+    } else {
+        Vec::new()
+    };
+    let imports = if inputs.kind == JobKind::Build && inputs.transition == Transition::Start {
+        std::mem::take(&mut inputs.imports)
+    } else {
+        Vec::new()
+    };
+    let retaining = !forget.is_empty();
     let laid_out = match layout.lay_out_off_runtime().await {
-        Ok((dir, cli_config)) => backend
-            .write(&dir, &dir.join(TEMPLATE_SUBDIR), !local_state)
-            .map_err(|error| {
-                Failure::failed(format!(
-                    "cannot write the state backend's settings: {error}"
-                ))
+        Ok((dir, cli_config)) => retention_files(&dir.join(TEMPLATE_SUBDIR), forget, imports)
+            .await
+            .and_then(|()| {
+                backend.write(&dir, &dir.join(TEMPLATE_SUBDIR), !local_state)
+                    .map_err(|error| {
+                        Failure::failed(format!(
+                            "cannot write the state backend's settings: {error}"
+                        ))
+                    })
             })
             .and_then(|()| hand_over(config.isolation.as_ref(), &dir))
             .map(|()| cli_config),
@@ -193,7 +209,10 @@ pub async fn run_job<H: BuildHost>(
                 (JobKind::ApplySavedPlan, None) => {
                     Err(Failure::failed("the saved plan of this build is gone"))
                 }
-                (JobKind::Build, _) => run.plan_and_apply(inputs.transition, state_digest).await,
+                (JobKind::Build, _) => {
+                    run.plan_and_apply(inputs.transition, retaining, state_digest)
+                        .await
+                }
             }
         }
     };
@@ -206,6 +225,30 @@ pub async fn run_job<H: BuildHost>(
         workdir::remove_off_runtime(work_dir).await;
     }
     result
+}
+
+/// A retaining delete's configuration, an adopting build's imports.
+async fn retention_files(
+    template_dir: &std::path::Path,
+    forget: Vec<String>,
+    imports: Vec<crate::retention::ImportTarget>,
+) -> Result<(), Failure> {
+    if forget.is_empty() && imports.is_empty() {
+        return Ok(());
+    }
+    let dir = template_dir.to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        if !forget.is_empty() {
+            crate::retention::write_forgetting_config(&dir, &forget)?;
+        }
+        if !imports.is_empty() {
+            crate::retention::write_imports(&dir, &imports)?;
+        }
+        Ok::<(), crate::retention::RetentionError>(())
+    })
+    .await
+    .map_err(|error| Failure::failed(format!("cannot write the retention settings: {error}")))?
+    .map_err(|error| Failure::failed(error.to_string()))
 }
 
 /// The contract with this machine's directories and agent binary.
@@ -335,6 +378,7 @@ impl<H: BuildHost> Run<'_, H> {
     async fn plan_and_apply(
         &mut self,
         transition: Transition,
+        retaining: bool,
         state_digest: String,
     ) -> Result<Ended, Failure> {
         self.canceled()?;
@@ -345,7 +389,9 @@ impl<H: BuildHost> Run<'_, H> {
         let plan_file = self.work_dir.join(PLAN_FILE);
         let plan_arg = format!("-out={}", plan_file.display());
         let mut plan_args = vec!["plan", "-input=false", "-json", plan_arg.as_str()];
-        if transition == Transition::Delete {
+        // A delete that retains plans in normal mode over a configuration
+        // without resources: `-destroy` would ignore its `removed` blocks.
+        if transition == Transition::Delete && !retaining {
             plan_args.push("-destroy");
         }
         self.terraform("plan", &plan_args).await?;

@@ -18,6 +18,7 @@ pub mod command;
 mod host;
 mod job;
 pub mod output;
+pub mod retention;
 pub mod state_backend;
 mod turns;
 pub mod workdir;

@@ -87,6 +87,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                     reason: BuildReason::Initiator,
                     parameters: None,
                     workspace_parameters: None,
+                    retention: None,
                 },
             )
             .await?;

@@ -97,6 +97,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                             reason: BuildReason::Prebuild,
                             parameters: None,
                             workspace_parameters: None,
+                            retention: None,
                         },
                     )
                     .await?;

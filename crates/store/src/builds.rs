@@ -561,8 +561,8 @@ macro_rules! build_queries {
     ) -> Result<(), StoreError> {
         sqlx::query(
             &sql("INSERT INTO builds (id, workspace_id, number, transition, status, template_version_id, \
-             initiator_id, reason, parameters, workspace_parameters, created_at) \
-             VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?)"),
+             initiator_id, reason, parameters, workspace_parameters, created_at, retention) \
+             VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)"),
         )
         .bind(&build.id)
         .bind(&build.workspace_id)
@@ -574,6 +574,7 @@ macro_rules! build_queries {
         .bind(build.parameters.as_ref().map($crate::stored::parameters_text))
         .bind(build.workspace_parameters.as_ref().map($crate::stored::parameters_text))
         .bind(now)
+        .bind(build.retention.map(|retention| retention.as_str()))
         .execute(&mut **tx)
         .await
         .map_err(db_error("active build"))?;

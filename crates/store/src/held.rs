@@ -251,7 +251,7 @@ macro_rules! held_queries {
         workspace_id: &str,
     ) -> Result<Vec<Protection>, StoreError> {
         sqlx::query_as(
-            &sql("SELECT address, mode, build_id, updated_at FROM workspace_protections \
+            &sql("SELECT address, mode, build_id, updated_at, retain_expire, retain_for_secs FROM workspace_protections \
              WHERE workspace_id = ? ORDER BY address"),
         )
         .bind(workspace_id)
@@ -275,14 +275,16 @@ macro_rules! held_queries {
             .map_err(db_error("protection"))?;
         for protection in protections {
             sqlx::query(
-                &sql("INSERT INTO workspace_protections (workspace_id, address, mode, build_id, updated_at) \
-                 VALUES (?, ?, ?, ?, ?)"),
+                &sql("INSERT INTO workspace_protections (workspace_id, address, mode, build_id, updated_at, \
+                 retain_expire, retain_for_secs) VALUES (?, ?, ?, ?, ?, ?, ?)"),
             )
             .bind(workspace_id)
             .bind(&protection.address)
             .bind(&protection.mode)
             .bind(build_id)
             .bind(now)
+            .bind(&protection.retain_expire)
+            .bind(protection.retain_for_secs)
             .execute(&mut *tx)
             .await
             .map_err(db_error("protection"))?;
@@ -298,7 +300,7 @@ macro_rules! held_queries {
     ) -> Result<Protection, StoreError> {
         sqlx::query_as(
             &sql("DELETE FROM workspace_protections WHERE workspace_id = ? AND address = ? \
-             RETURNING address, mode, build_id, updated_at"),
+             RETURNING address, mode, build_id, updated_at, retain_expire, retain_for_secs"),
         )
         .bind(workspace_id)
         .bind(address)

@@ -38,6 +38,7 @@ mod provisioner_keys;
 mod provisioners;
 mod quotas;
 mod records;
+mod retained;
 mod roles;
 mod schedule_settings;
 mod scheduler_tick;
@@ -86,6 +87,10 @@ pub use records::*;
 /// The most single sign-on entries (sign-ins started, CLI codes) kept
 /// unexpired at once; beyond it a new sign-in is refused as busy.
 pub const MAX_OIDC_PENDING: i64 = 10_000;
+pub use retained::{
+    DeleteRetention, NewRetained, RetainedResource, RetainedStatus, UnknownDeleteRetention,
+    UnknownRetainedStatus,
+};
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 pub use schedule_settings::{TemplatePolicy, WorkspaceLifecycle};
 pub use scheduler_tick::{TickRow, TickSnapshot};
@@ -584,6 +589,35 @@ storage_interface! {
     /// row locked) that the owner's other workspaces plus `cost` stay
     /// within the budget, and records nothing when they do not.
     fn reserve_build_cost(&self, build_id: &str, holder: &str, cost: i64, enforce: bool) -> Reservation;
+}
+
+// ---- retained resources (retained.rs) ----
+
+storage_interface! {
+    /// What a delete build retains (`None`: not a delete); `NotFound("build")`.
+    fn build_retention(&self, build_id: &str) -> Option<DeleteRetention>;
+    /// Records what a delete's judged plan forgets, `pending` until the
+    /// delete ends; a record of the same build and address is kept as it is.
+    fn insert_retained(&self, build_id: &str, retained_by: &str, records: &[NewRetained]) -> ();
+    /// Settles the pending records of a delete that ended: `void` for an
+    /// address still in the workspace's state, `open` otherwise.
+    fn settle_retained(&self, build_id: &str, still_in_state: &[String]) -> Vec<RetainedResource>;
+    /// `NotFound("retained resource")` if none.
+    fn retained_by_id(&self, id: &str) -> RetainedResource;
+    /// Records oldest first: held ones (pending, open) unless `include_closed`;
+    /// only `owner_id`'s when given.
+    fn list_retained_page(&self, owner_id: Option<&str>, include_closed: bool, after: Option<&str>, limit: i64) -> Page<RetainedResource>;
+    /// Hands an open record to another owner; `NotFound("open retained resource")`.
+    fn assign_retained(&self, id: &str, owner_id: &str) -> RetainedResource;
+    /// A new expiry of an open record; `NotFound("open retained resource")`.
+    fn extend_retained(&self, id: &str, expires_at: i64) -> RetainedResource;
+    /// Reserves open records of `owner_id` for the workspace `adopt_for`
+    /// (`OWNER_ID/NAME`) to import, all or none.
+    fn reserve_retained_for(&self, ids: &[String], owner_id: &str, adopt_for: &str) -> Vec<RetainedResource>;
+    /// The open records reserved for `adopt_for`.
+    fn retained_to_adopt(&self, adopt_for: &str) -> Vec<RetainedResource>;
+    /// Closes an open record (adopted, destroyed); false if it was not open.
+    fn close_retained(&self, id: &str, status: RetainedStatus, closed_by: &str, build_id: Option<&str>) -> bool;
 }
 
 // ---- groups and template access lists (groups.rs) ----

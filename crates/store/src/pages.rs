@@ -156,6 +156,7 @@ pub(crate) const AUDIT_CURSOR: &str = "a1";
 pub(crate) const TEMPLATE_CURSOR: &str = "t1";
 pub(crate) const USER_CURSOR: &str = "u1";
 pub(crate) const TOKEN_CURSOR: &str = "k1";
+pub(crate) const RETAINED_CURSOR: &str = "r1";
 
 #[cfg(test)]
 mod tests {

@@ -253,6 +253,7 @@ macro_rules! prebuild_queries {
             reason: BuildReason::PrebuildClaim,
             parameters: None,
             workspace_parameters: None,
+            retention: None,
         };
         if let Err(error) = Self::insert_next_build(&mut tx, &build, now).await {
             let _ = tx.rollback().await;

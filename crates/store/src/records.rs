@@ -253,6 +253,8 @@ pub struct NewBuild {
     /// What the workspace keeps of them when the build succeeds (ephemeral
     /// values left out); `None`: `parameters`.
     pub workspace_parameters: Option<Parameters>,
+    /// What a delete retains (`None` for other transitions).
+    pub retention: Option<crate::DeleteRetention>,
 }
 
 /// Why a build was requested: by the person who asked (`initiator`) or by a
@@ -423,12 +425,18 @@ pub struct Protection {
     pub mode: String,
     pub build_id: String,
     pub updated_at: i64,
+    /// `hold` or `destroy` when a delete retains it; `None`: destroyed.
+    pub retain_expire: Option<String>,
+    pub retain_for_secs: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewProtection {
     pub address: String,
     pub mode: String,
+    /// `hold` or `destroy` when a delete retains it; `None`: destroyed.
+    pub retain_expire: Option<String>,
+    pub retain_for_secs: Option<i64>,
 }
 
 /// Which audit events to list.

@@ -31,6 +31,7 @@ use crate::previews::*;
 use crate::provisioner_keys::*;
 use crate::provisioners::*;
 use crate::quotas::*;
+use crate::retained::*;
 use crate::records::*;
 use crate::roles::*;
 use crate::schedule_settings::*;
@@ -160,6 +161,7 @@ impl SqliteBackend {
     provisioner_key_queries!();
     group_queries!();
     quota_queries!();
+    retained_queries!();
     lifecycle_queries!();
     scheduler_tick_queries!();
     server_instance_queries!();

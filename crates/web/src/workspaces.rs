@@ -506,6 +506,7 @@ pub(crate) async fn act(
         template_version: None,
         update,
         parameters: BTreeMap::new(),
+        retention: None,
     };
     match state
         .control

@@ -56,6 +56,9 @@ struct NewBuildBody {
     /// New parameter values for a start or an update.
     #[serde(default)]
     parameters: BTreeMap<String, Value>,
+    /// What a delete retains: `rules` (default), `all` or `none`.
+    #[serde(default)]
+    retain: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -79,11 +82,24 @@ async fn create_build(
             body.transition.chars().take(40).collect::<String>()
         ))
     })?;
+    let retention = match body.retain.as_deref() {
+        None => None,
+        Some(text) => Some(text.parse::<abode_store::DeleteRetention>().map_err(|_| {
+            ApiError::bad_request(format!(
+                "unknown retain `{}`: use rules, all or none",
+                text.chars().take(40).collect::<String>()
+            ))
+        })?),
+    };
+    if retention.is_some() && transition != abode_store::Transition::Delete {
+        return Err(ApiError::bad_request("retain applies only to a delete"));
+    }
     let request = BuildRequest {
         transition,
         template_version: body.template_version,
         update: body.update.unwrap_or(false),
         parameters: body.parameters,
+        retention,
     };
     let build = state
         .control

@@ -83,6 +83,7 @@ pub(super) async fn platform(dir: &Path) -> Platform {
                         reason: BuildReason::Initiator,
                         parameters: None,
                         workspace_parameters: None,
+                        retention: None,
                     },
                 )
                 .await

@@ -233,6 +233,7 @@ impl Control {
                 version: VersionChoice::Number(version.number),
                 reason: BuildReason::Prebuild,
                 parameters,
+                retention: None,
             },
         )
         .await?;
@@ -251,6 +252,7 @@ impl Control {
                     version: VersionChoice::Current,
                     reason: BuildReason::Prebuild,
                     parameters: BTreeMap::new(),
+                    retention: None,
                 },
             )
             .await?;

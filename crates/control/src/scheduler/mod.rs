@@ -256,6 +256,7 @@ impl Control {
                 version,
                 reason,
                 parameters: BTreeMap::new(),
+                retention: None,
             },
         )
         .await

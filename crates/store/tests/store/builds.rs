@@ -97,6 +97,7 @@ async fn concurrent_claimers_never_share_a_job(store: Store) {
                     reason: BuildReason::Initiator,
                     parameters: None,
                     workspace_parameters: None,
+                    retention: None,
                 },
             )
             .await

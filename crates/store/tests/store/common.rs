@@ -119,6 +119,7 @@ pub(crate) async fn seeded(store: &Store) -> (User, Workspace, Build) {
                 reason: BuildReason::Initiator,
                 parameters: None,
                 workspace_parameters: None,
+                retention: None,
             },
         )
         .await
@@ -136,6 +137,7 @@ pub(crate) fn next_build(workspace: &Workspace, user: &User, transition: &str) -
         reason: BuildReason::Initiator,
         parameters: None,
         workspace_parameters: None,
+        retention: None,
     }
 }
 

@@ -91,6 +91,7 @@ impl Pool {
                     reason: BuildReason::Prebuild,
                     parameters: None,
                     workspace_parameters: None,
+                    retention: None,
                 },
             )
             .await

@@ -45,6 +45,7 @@ async fn another_workspace(store: &Store, like: &Workspace, user: &User, name: &
                 reason: BuildReason::Initiator,
                 parameters: None,
                 workspace_parameters: None,
+                retention: None,
             },
         )
         .await

@@ -186,6 +186,7 @@ async fn another_workspace(store: &Store, owner: &User, like: &Workspace, name: 
                 reason: BuildReason::Initiator,
                 parameters: None,
                 workspace_parameters: None,
+                retention: None,
             },
         )
         .await

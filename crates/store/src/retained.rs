@@ -1,0 +1,364 @@
+//! Retained resources (issue 32): what an intentional workspace delete
+//! forgot instead of destroying, kept as a record the platform still owns
+//! until someone adopts it into a workspace or destroys it.
+//!
+//! A record is written `pending` when the delete's plan is judged, before
+//! anything is applied, and settled when the delete ends: `open` when the
+//! workspace's state no longer holds the resource, `void` when it still
+//! does. So a resource is always in a state or in a record, whatever
+//! moment the server dies at; in both for a while, never in neither.
+
+/// What a workspace delete does with the protected resources whose rule
+/// says `on_delete = "retain"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum DeleteRetention {
+    /// As each resource's rule says.
+    #[default]
+    Rules,
+    /// Every protected resource is retained (`abode delete --retain`).
+    All,
+    /// Nothing is retained (`abode delete --no-retain`, owners only).
+    Nothing,
+}
+
+/// A stored retention none of [`DeleteRetention`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown delete retention `{0}`")]
+pub struct UnknownDeleteRetention(pub String);
+
+crate::named!(DeleteRetention, UnknownDeleteRetention, {
+    Rules => "rules",
+    All => "all",
+    Nothing => "none",
+});
+
+/// Where a retained resource is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RetainedStatus {
+    /// Its delete has not ended.
+    Pending,
+    Open,
+    Adopted,
+    Destroyed,
+    /// Its delete ended with the resource still in the workspace's state.
+    Void,
+}
+
+/// A stored status none of [`RetainedStatus`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown retained resource status `{0}`")]
+pub struct UnknownRetainedStatus(pub String);
+
+crate::named!(RetainedStatus, UnknownRetainedStatus, {
+    Pending => "pending",
+    Open => "open",
+    Adopted => "adopted",
+    Destroyed => "destroyed",
+    Void => "void",
+});
+
+impl RetainedStatus {
+    /// Whether the platform still holds the resource for someone.
+    pub fn is_held(self) -> bool {
+        matches!(self, RetainedStatus::Pending | RetainedStatus::Open)
+    }
+}
+
+/// A retained resource.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct RetainedResource {
+    pub id: String,
+    pub status: RetainedStatus,
+    pub address: String,
+    pub resource_type: String,
+    pub provider: String,
+    /// What its provider imports it by (`abode_volume`: its name).
+    pub import_id: String,
+    /// Its attributes as the delete's plan showed them, sensitive values
+    /// hidden (a JSON object).
+    pub attributes: String,
+    pub workspace_id: String,
+    pub workspace_name: String,
+    pub owner_id: String,
+    pub owner_name: String,
+    pub template_name: String,
+    pub template_version: i64,
+    /// The delete that retained it.
+    pub build_id: String,
+    /// Who asked for that delete.
+    pub retained_by: String,
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    /// `hold` or `destroy`: what its expiry does.
+    pub expire_action: String,
+    /// `OWNER_ID/WORKSPACE` a create with `--adopt` reserved it for.
+    pub adopt_for: Option<String>,
+    pub closed_at: Option<i64>,
+    pub closed_by: Option<String>,
+    pub closed_build_id: Option<String>,
+}
+
+/// A record written when a delete's plan is judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRetained {
+    pub address: String,
+    pub resource_type: String,
+    pub provider: String,
+    pub import_id: String,
+    pub attributes: String,
+    pub expires_at: Option<i64>,
+    pub expire_action: String,
+}
+
+pub(crate) const RETAINED_SELECT: &str = "SELECT r.id, r.status, r.address, r.resource_type, \
+     r.provider, r.import_id, r.attributes, r.workspace_id, r.workspace_name, r.owner_id, \
+     o.username AS owner_name, r.template_name, r.template_version, r.build_id, r.retained_by, \
+     r.created_at, r.expires_at, r.expire_action, r.adopt_for, r.closed_at, r.closed_by, \
+     r.closed_build_id FROM retained_resources r JOIN users o ON o.id = r.owner_id";
+
+/// The retained resource methods of [`crate::Store`]; expanded inside each
+/// backend's `impl`.
+macro_rules! retained_queries {
+    () => {
+    pub(crate) async fn build_retention(
+        &self,
+        build_id: &str,
+    ) -> Result<Option<DeleteRetention>, StoreError> {
+        let row: Option<(Option<DeleteRetention>,)> =
+            sqlx::query_as(&sql("SELECT retention FROM builds WHERE id = ?"))
+                .bind(build_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_error("build"))?;
+        match row {
+            Some((retention,)) => Ok(retention),
+            None => Err(StoreError::NotFound("build")),
+        }
+    }
+
+    pub(crate) async fn insert_retained(
+        &self,
+        build_id: &str,
+        retained_by: &str,
+        records: &[NewRetained],
+    ) -> Result<(), StoreError> {
+        let now = self.now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        for record in records {
+            sqlx::query(&sql(
+                "INSERT INTO retained_resources (id, status, address, resource_type, provider, \
+                 import_id, attributes, workspace_id, workspace_name, owner_id, template_name, \
+                 template_version, build_id, retained_by, created_at, expires_at, expire_action) \
+                 SELECT ?, 'pending', ?, ?, ?, ?, ?, w.id, w.name, w.owner_id, t.name, v.number, \
+                 b.id, ?, ?, ?, ? FROM builds b JOIN workspaces w ON w.id = b.workspace_id \
+                 JOIN templates t ON t.id = w.template_id \
+                 JOIN template_versions v ON v.id = b.template_version_id WHERE b.id = ? \
+                 ON CONFLICT (build_id, address) DO NOTHING",
+            ))
+            .bind(crate::new_id())
+            .bind(&record.address)
+            .bind(&record.resource_type)
+            .bind(&record.provider)
+            .bind(&record.import_id)
+            .bind(&record.attributes)
+            .bind(retained_by)
+            .bind(now)
+            .bind(record.expires_at)
+            .bind(&record.expire_action)
+            .bind(build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("retained resource"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(())
+    }
+
+    pub(crate) async fn settle_retained(
+        &self,
+        build_id: &str,
+        still_in_state: &[String],
+    ) -> Result<Vec<RetainedResource>, StoreError> {
+        let now = self.now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let pending: Vec<(String, String)> = sqlx::query_as(&sql(
+            "SELECT id, address FROM retained_resources WHERE build_id = ? AND status = 'pending'",
+        ))
+        .bind(build_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error("retained resource"))?;
+        for (id, address) in &pending {
+            let void = still_in_state.contains(address);
+            sqlx::query(&sql(
+                "UPDATE retained_resources SET status = ?, closed_at = ? WHERE id = ?",
+            ))
+            .bind(if void { "void" } else { "open" })
+            .bind(if void { Some(now) } else { None })
+            .bind(id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("retained resource"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        let ids: Vec<&String> = pending.iter().map(|(id, _)| id).collect();
+        let mut settled = Vec::new();
+        for id in ids {
+            settled.push(self.retained_by_id(id).await?);
+        }
+        Ok(settled)
+    }
+
+    pub(crate) async fn retained_by_id(&self, id: &str) -> Result<RetainedResource, StoreError> {
+        sqlx::query_as(&sql(&format!("{RETAINED_SELECT} WHERE r.id = ?")))
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error("retained resource"))?
+            .ok_or(StoreError::NotFound("retained resource"))
+    }
+
+    pub(crate) async fn list_retained_page(
+        &self,
+        owner_id: Option<&str>,
+        include_closed: bool,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Page<RetainedResource>, StoreError> {
+        let after = after
+            .map(|cursor| decode_cursor(RETAINED_CURSOR, cursor, 2))
+            .transpose()?;
+        let (after_at, after_id) = match &after {
+            Some(key) => (
+                Some(key[0].parse::<i64>().map_err(|_| StoreError::BadCursor(BadCursor))?),
+                Some(key[1].as_str()),
+            ),
+            None => (None, None),
+        };
+        let rows: Vec<RetainedResource> = sqlx::query_as(&sql(&format!(
+            "{RETAINED_SELECT} WHERE (?1 IS NULL OR r.owner_id = ?1) \
+             AND (?2 OR r.status IN ('pending', 'open')) \
+             AND (?3 IS NULL OR r.created_at > ?3 OR (r.created_at = ?3 AND r.id > ?4)) \
+             ORDER BY r.created_at, r.id LIMIT ?5"
+        )))
+        .bind(owner_id)
+        .bind(include_closed)
+        .bind(after_at)
+        .bind(after_id)
+        .bind(limit + 1)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("retained resource"))?;
+        Ok(paged(rows, limit, |r| {
+            encode_cursor(RETAINED_CURSOR, &[&r.created_at.to_string(), &r.id])
+        }))
+    }
+
+    pub(crate) async fn assign_retained(
+        &self,
+        id: &str,
+        owner_id: &str,
+    ) -> Result<RetainedResource, StoreError> {
+        let changed = sqlx::query(&sql(
+            "UPDATE retained_resources SET owner_id = ?, adopt_for = NULL \
+             WHERE id = ? AND status = 'open'",
+        ))
+        .bind(owner_id)
+        .bind(id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("retained resource"))?;
+        if changed.rows_affected() == 0 {
+            return Err(StoreError::NotFound("open retained resource"));
+        }
+        self.retained_by_id(id).await
+    }
+
+    pub(crate) async fn extend_retained(
+        &self,
+        id: &str,
+        expires_at: i64,
+    ) -> Result<RetainedResource, StoreError> {
+        let changed = sqlx::query(&sql(
+            "UPDATE retained_resources SET expires_at = ? WHERE id = ? AND status = 'open'",
+        ))
+        .bind(expires_at)
+        .bind(id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("retained resource"))?;
+        if changed.rows_affected() == 0 {
+            return Err(StoreError::NotFound("open retained resource"));
+        }
+        self.retained_by_id(id).await
+    }
+
+    pub(crate) async fn reserve_retained_for(
+        &self,
+        ids: &[String],
+        owner_id: &str,
+        adopt_for: &str,
+    ) -> Result<Vec<RetainedResource>, StoreError> {
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        for id in ids {
+            let changed = sqlx::query(&sql(
+                "UPDATE retained_resources SET adopt_for = ? \
+                 WHERE id = ? AND owner_id = ? AND status = 'open'",
+            ))
+            .bind(adopt_for)
+            .bind(id)
+            .bind(owner_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("retained resource"))?;
+            if changed.rows_affected() == 0 {
+                return Err(StoreError::NotFound("open retained resource"));
+            }
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        let mut reserved = Vec::new();
+        for id in ids {
+            reserved.push(self.retained_by_id(id).await?);
+        }
+        Ok(reserved)
+    }
+
+    pub(crate) async fn retained_to_adopt(
+        &self,
+        adopt_for: &str,
+    ) -> Result<Vec<RetainedResource>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{RETAINED_SELECT} WHERE r.adopt_for = ? AND r.status = 'open' ORDER BY r.address"
+        )))
+        .bind(adopt_for)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("retained resource"))
+    }
+
+    pub(crate) async fn close_retained(
+        &self,
+        id: &str,
+        status: RetainedStatus,
+        closed_by: &str,
+        build_id: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let now = self.now_ms();
+        let changed = sqlx::query(&sql(
+            "UPDATE retained_resources SET status = ?, closed_at = ?, closed_by = ?, \
+             closed_build_id = ? WHERE id = ? AND status = 'open'",
+        ))
+        .bind(status.as_str())
+        .bind(now)
+        .bind(closed_by)
+        .bind(build_id)
+        .bind(id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("retained resource"))?;
+        Ok(changed.rows_affected() > 0)
+    }
+    };
+}
+
+pub(crate) use retained_queries;
