@@ -5,7 +5,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{FileType, CWD};
+use rustix::fs::{FileType, Mode, OFlags, CWD};
 
 use crate::fsx::{self, io_err};
 use crate::{ArchiveError, MAX_DEPTH};
@@ -31,7 +31,14 @@ pub struct Orphan {
 /// the server's configuration), nothing under it is.
 pub fn orphans(volumes_dir: &Path, known: &HashSet<String>) -> Result<Vec<Orphan>, ArchiveError> {
     let shown = volumes_dir.display().to_string();
-    let dirfd = fsx::open_dir_at(CWD, volumes_dir).map_err(|e| io_err(&shown, e))?;
+    // Without O_NOFOLLOW: the volumes dir is configuration, not a volume.
+    let dirfd = rustix::fs::openat(
+        CWD,
+        volumes_dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| io_err(&shown, e))?;
     let mut found = Vec::new();
     for name in fsx::list(&dirfd, &shown)? {
         let lossy = String::from_utf8_lossy(name.as_bytes()).into_owned();
