@@ -225,6 +225,15 @@ pub fn verify(input: impl Read) -> Result<VerifyReport, ArchiveError> {
             Some(l) => Some(l),
             None => entry.header().link_name_bytes().map(|l| l.into_owned()),
         };
+        // Every member costs its path and target, whether it becomes a
+        // record or a problem.
+        budget += path.len() as u64 + link.as_ref().map_or(0, |l| l.len() as u64) + RECORD_OVERHEAD;
+        if budget > MAX_MANIFEST_BYTES {
+            return Err(ArchiveError::Limit {
+                what: "the archive's members' paths".to_owned(),
+                max: MAX_MANIFEST_BYTES,
+            });
+        }
         if path.len() > 1 && path.last() == Some(&b'/') {
             path.pop();
         }
@@ -299,14 +308,6 @@ pub fn verify(input: impl Read) -> Result<VerifyReport, ArchiveError> {
             _ => None,
         };
 
-        budget +=
-            rel.len() as u64 + target.as_ref().map_or(0, |t| t.len() as u64) + RECORD_OVERHEAD;
-        if budget > MAX_MANIFEST_BYTES {
-            return Err(ArchiveError::Limit {
-                what: "the archive's members' paths".to_owned(),
-                max: MAX_MANIFEST_BYTES,
-            });
-        }
         if records.contains_key(rel) {
             if duplicates.insert(rel.to_owned()) {
                 problems.push(Problem::Duplicate {
