@@ -284,6 +284,15 @@ impl Control {
             .map(|protection| abode_guard::RememberedProtection {
                 mode: abode_guard::Mode::parse(&protection.mode)
                     .unwrap_or(abode_guard::Mode::Block),
+                retain: protection
+                    .retain_expire
+                    .as_deref()
+                    .map(|expire| abode_guard::RetainRule {
+                        retain_for_secs: protection
+                            .retain_for_secs
+                            .and_then(|secs| u64::try_from(secs).ok()),
+                        expire: abode_guard::Expire::parse(expire).unwrap_or_default(),
+                    }),
                 address: protection.address,
             })
             .collect())

@@ -24,16 +24,19 @@ pub(super) async fn judge_plan(
     workspace_id: &str,
     transition: abode_guard::Transition,
     initiator: abode_guard::Initiator,
+    retain: &[abode_guard::Address],
+    extra_rules: Vec<abode_guard::Rule>,
 ) -> Result<Judged, Failure> {
     let plan = abode_guard::read_plan_slice(plan_json)
         .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
     let memory = control.remembered(workspace_id).await.map_err(internal)?;
-    let report = abode_guard::evaluate_as(
-        &plan,
-        transition,
-        initiator,
-        &abode_guard::remembered_rules(&memory),
-    );
+    let mut rules = abode_guard::remembered_rules(&memory);
+    rules.extend(extra_rules);
+    let report = if transition == abode_guard::Transition::Delete && !retain.is_empty() {
+        abode_guard::evaluate_delete(&plan, initiator, &rules, retain)
+    } else {
+        abode_guard::evaluate_as(&plan, transition, initiator, &rules)
+    };
     Ok(Judged { report })
 }
 

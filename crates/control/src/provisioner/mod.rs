@@ -20,6 +20,7 @@ mod interruptions;
 mod on_server;
 mod preview;
 mod quota_step;
+mod retain_step;
 mod run;
 
 use std::time::Duration;

@@ -26,6 +26,7 @@ use abode_runner::{
 use super::ephemeral::EphemeralValues;
 use super::guard_step::{describe_changes, guard_transition, judge_plan, Judged};
 use super::quota_step;
+use super::retain_step;
 use super::run::{build_context, internal, storage};
 use crate::agents::agents_in_state;
 use crate::states;
@@ -170,6 +171,18 @@ impl ServerJob {
                 .saved_plan_on_local_state(&build.id)
                 .await
                 .map_err(storage)?;
+        let (forget, imports) = match kind {
+            JobKind::Build => {
+                let forget = retain_step::retained_by_delete(&self.control, build)
+                    .await?
+                    .into_iter()
+                    .map(|m| m.address)
+                    .collect::<Vec<_>>();
+                let adopt = retain_step::to_adopt(&self.control, build, workspace).await?;
+                (forget, retain_step::import_targets(&adopt))
+            }
+            JobKind::ApplySavedPlan => (Vec::new(), Vec::new()),
+        };
         let state_backend = self
             .control
             .take_state_lock(build, holder)
@@ -185,6 +198,8 @@ impl ServerJob {
             saved_plan,
             state_backend,
             local_state,
+            forget,
+            imports,
         })
     }
 
@@ -242,6 +257,10 @@ impl ServerJob {
             if let Err(error) = control.inner.store.delete_saved_plan(build_id).await {
                 tracing::error!(build = %build_id, %error, "cannot delete a saved plan");
             }
+        }
+        if self.build.transition == Transition::Delete {
+            // Whatever the delete did, each record is now open or void.
+            retain_step::settle(self, &self.build).await;
         }
         let (status, error, held) = match result {
             Ok(Recorded::Applied) => (BuildStatus::Succeeded, None, None),
@@ -457,12 +476,16 @@ impl ServerJob {
         } else {
             abode_guard::Initiator::Person
         };
+        let retained = retain_step::retained_by_delete(control, build).await?;
+        let adopted = retain_step::to_adopt(control, build, &self.workspace).await?;
         let Judged { report } = judge_plan(
             control,
             &plan_json,
             &self.workspace.id,
             guard_transition(build),
             initiator,
+            &retain_step::addresses(&retained),
+            retain_step::adoption_rules(&adopted),
         )
         .await?;
         control
@@ -509,6 +532,21 @@ impl ServerJob {
             if !line.trim().is_empty() {
                 self.log("guard", level, line).await;
             }
+        }
+        // What the delete forgets is on record before anything is applied.
+        if report.decision != Decision::Block && !report.retained.is_empty() {
+            let records = retain_step::new_records(
+                &plan_json,
+                &report,
+                &retained,
+                control.inner.config.clock.now_ms(),
+            );
+            control
+                .inner
+                .store
+                .insert_retained(&build.id, &build.initiator_name, &records)
+                .await
+                .map_err(storage)?;
         }
         // The cost of what the plan leaves, reserved before any apply (and
         // refused when it does not fit the owner's budget).
@@ -625,6 +663,13 @@ impl ServerJob {
             .map(|protection| NewProtection {
                 address: protection.address,
                 mode: protection.mode.as_str().to_string(),
+                retain_expire: protection
+                    .retain
+                    .map(|rule| rule.expire.as_str().to_string()),
+                retain_for_secs: protection
+                    .retain
+                    .and_then(|rule| rule.retain_for_secs)
+                    .and_then(|secs| i64::try_from(secs).ok()),
             })
             .collect();
         store
@@ -649,6 +694,7 @@ impl ServerJob {
                     .replace_agents(&workspace.id, &build.id, &agents)
                     .await
                     .map_err(storage)?;
+                retain_step::close_adopted(self, build, workspace).await;
             }
             Transition::Delete => {
                 store

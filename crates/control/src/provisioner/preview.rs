@@ -250,6 +250,8 @@ async fn plan_and_judge(
         &workspace.id,
         guard_transition,
         abode_guard::Initiator::Person,
+        &[],
+        Vec::new(),
     )
     .await
     .map_err(&failed)?;

@@ -1,0 +1,289 @@
+//! Retain on delete in a build (issue 32): which resources a workspace
+//! delete forgets instead of destroying, the records written for them when
+//! its plan is judged and settled when it ends, and the retained resources
+//! a workspace's start imports (`abode create --adopt`).
+
+use abode_guard::{Address, Mode, Origin, RememberedProtection, Rule};
+use abode_runner::retention::ImportTarget;
+use abode_store::{
+    Build, DeleteRetention, NewRetained, RetainedResource, RetainedStatus, Transition, Workspace,
+};
+use serde_json::Value;
+
+use super::run::storage;
+use crate::Control;
+use abode_runner::Failure;
+
+/// What the value of a sensitive attribute is shown as.
+const HIDDEN: &str = "(sensitive value)";
+
+/// `OWNER_ID/NAME`: the workspace a `create --adopt` reserved records for
+/// (the workspace does not exist yet when they are reserved).
+pub(crate) fn adopt_key(owner_id: &str, workspace_name: &str) -> String {
+    format!("{owner_id}/{workspace_name}")
+}
+
+/// The remembered protections a delete retains, with their rules.
+pub(super) async fn retained_by_delete(
+    control: &Control,
+    build: &Build,
+) -> Result<Vec<RememberedProtection>, Failure> {
+    if build.transition != Transition::Delete {
+        return Ok(Vec::new());
+    }
+    let retention = control
+        .inner
+        .store
+        .build_retention(&build.id)
+        .await
+        .map_err(storage)?
+        .unwrap_or_default();
+    let memory = control
+        .remembered(&build.workspace_id)
+        .await
+        .map_err(super::run::internal)?;
+    Ok(match retention {
+        DeleteRetention::Nothing => Vec::new(),
+        DeleteRetention::All => memory,
+        DeleteRetention::Rules => memory.into_iter().filter(|m| m.retain.is_some()).collect(),
+    })
+}
+
+/// The retained resources a start of `workspace` imports.
+pub(super) async fn to_adopt(
+    control: &Control,
+    build: &Build,
+    workspace: &Workspace,
+) -> Result<Vec<RetainedResource>, Failure> {
+    if build.transition != Transition::Start {
+        return Ok(Vec::new());
+    }
+    control
+        .inner
+        .store
+        .retained_to_adopt(&adopt_key(&workspace.owner_id, &workspace.name))
+        .await
+        .map_err(storage)
+}
+
+pub(super) fn import_targets(records: &[RetainedResource]) -> Vec<ImportTarget> {
+    records
+        .iter()
+        .map(|record| ImportTarget {
+            address: record.address.clone(),
+            id: record.import_id.clone(),
+        })
+        .collect()
+}
+
+/// An adopted resource is protected in the build that imports it: a plan
+/// that would import and then replace it waits for a person.
+pub(super) fn adoption_rules(records: &[RetainedResource]) -> Vec<Rule> {
+    records
+        .iter()
+        .filter_map(|record| Address::parse(&record.address).ok())
+        .map(|address| Rule::address(address, Mode::Confirm, Origin::Caller))
+        .collect()
+}
+
+pub(super) fn addresses(retained: &[RememberedProtection]) -> Vec<Address> {
+    retained
+        .iter()
+        .filter_map(|m| Address::parse(&m.address).ok())
+        .collect()
+}
+
+/// The records of what a judged delete plan forgets: each forgotten
+/// instance of a retained resource with its provider, import id and
+/// attributes (sensitive values hidden), expiring as its rule says.
+pub(super) fn new_records(
+    plan_json: &[u8],
+    report: &abode_guard::Report,
+    retained: &[RememberedProtection],
+    now_ms: i64,
+) -> Vec<NewRetained> {
+    let plan: Value = match serde_json::from_slice(plan_json) {
+        Ok(plan) => plan,
+        Err(_) => Value::Null,
+    };
+    let changes = plan
+        .get("resource_changes")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    report
+        .retained
+        .iter()
+        .map(|kept| {
+            let change = changes
+                .iter()
+                .find(|c| c.get("address").and_then(Value::as_str) == Some(&kept.address));
+            let text = |field: &str| {
+                change
+                    .and_then(|c| c.get(field))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            let before = change
+                .and_then(|c| c.pointer("/change/before"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let sensitive = change
+                .and_then(|c| c.pointer("/change/before_sensitive"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let attributes = hide_sensitive(before, &sensitive);
+            let import_id = import_id(&kept.resource_type, &attributes);
+            let rule = rule_for(&kept.address, retained);
+            let expires_at = rule
+                .and_then(|r| r.retain_for_secs)
+                .and_then(|secs| i64::try_from(secs).ok())
+                .map(|secs| now_ms.saturating_add(secs.saturating_mul(1000)));
+            NewRetained {
+                address: kept.address.clone(),
+                resource_type: kept.resource_type.clone(),
+                provider: text("provider_name"),
+                import_id,
+                attributes: attributes.to_string(),
+                expires_at,
+                expire_action: rule.map(|r| r.expire).unwrap_or_default().as_str().to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The rule of the remembered protection covering `address` (its resource).
+fn rule_for(address: &str, retained: &[RememberedProtection]) -> Option<abode_guard::RetainRule> {
+    let resource = Address::parse(address).ok()?.resource();
+    retained
+        .iter()
+        .filter(|m| {
+            Address::parse(&m.address)
+                .ok()
+                .is_some_and(|a| a.resource() == resource)
+        })
+        .filter_map(|m| m.retain)
+        .max()
+}
+
+/// What a provider imports a resource by: a volume by its name (its
+/// directory), anything else by its `id`.
+fn import_id(resource_type: &str, attributes: &Value) -> String {
+    let field = if resource_type == "abode_volume" {
+        "name"
+    } else {
+        "id"
+    };
+    attributes
+        .get(field)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `value` with every part `marks` says is sensitive replaced.
+fn hide_sensitive(value: Value, marks: &Value) -> Value {
+    match (value, marks) {
+        (_, Value::Bool(true)) => Value::String(HIDDEN.into()),
+        (Value::Object(map), Value::Object(marks)) => Value::Object(
+            map.into_iter()
+                .map(|(key, inner)| {
+                    let mark = marks.get(&key).cloned().unwrap_or(Value::Null);
+                    (key, hide_sensitive(inner, &mark))
+                })
+                .collect(),
+        ),
+        (Value::Array(items), Value::Array(marks)) => Value::Array(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, inner)| hide_sensitive(inner, marks.get(i).unwrap_or(&Value::Null)))
+                .collect(),
+        ),
+        (value, _) => value,
+    }
+}
+
+/// Settles a delete's pending records against the state it left, and says
+/// in the build log what was retained.
+pub(super) async fn settle(job: &super::ServerJob, build: &Build) {
+    let control = job.control();
+    let state = control
+        .inner
+        .store
+        .state(&build.workspace_id)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let still: Vec<String> = match serde_json::from_slice::<Value>(&state) {
+        Ok(state) => crate::state::managed_instances(&state)
+            .iter()
+            .map(|instance| instance.address())
+            .collect(),
+        // No state (a workspace whose state is gone) holds nothing.
+        Err(_) => Vec::new(),
+    };
+    match control.inner.store.settle_retained(&build.id, &still).await {
+        Ok(settled) => {
+            for record in settled {
+                if record.status != RetainedStatus::Open {
+                    continue;
+                }
+                let until = match record.expires_at {
+                    Some(at) => crate::times::utc_text(at),
+                    None => "someone adopts or destroys it".to_string(),
+                };
+                job.note(
+                    "apply",
+                    abode_runner::LogLevel::Info,
+                    &format!(
+                        "retained: {} (until {until}); record {}: abode retained show {}",
+                        record.address, record.id, record.id
+                    ),
+                )
+                .await;
+            }
+        }
+        Err(error) => {
+            tracing::error!(build = %build.id, %error, "cannot settle a delete's retained resources; they stay pending");
+        }
+    }
+}
+
+/// Closes the records a successful start imported.
+pub(super) async fn close_adopted(job: &super::ServerJob, build: &Build, workspace: &Workspace) {
+    let control = job.control();
+    let records = match to_adopt(control, build, workspace).await {
+        Ok(records) => records,
+        Err(failure) => {
+            tracing::error!(build = %build.id, error = %failure.message, "cannot read the retained resources a build adopted");
+            return;
+        }
+    };
+    for record in records {
+        match control
+            .inner
+            .store
+            .close_retained(&record.id, RetainedStatus::Adopted, &build.initiator_name, Some(&build.id))
+            .await
+        {
+            Ok(true) => {
+                job.note(
+                    "apply",
+                    abode_runner::LogLevel::Info,
+                    &format!(
+                        "adopted: {} (retained record {} is closed)",
+                        record.address, record.id
+                    ),
+                )
+                .await;
+            }
+            Ok(false) => {}
+            Err(error) => {
+                tracing::error!(build = %build.id, %error, "cannot close an adopted retained resource");
+            }
+        }
+    }
+}
