@@ -313,6 +313,12 @@ pub struct Report {
 pub struct RetainedResource {
     pub address: String,
     pub resource_type: String,
+    /// Set when the forgotten object is a deposed object of the instance
+    /// (the old object a failed create_before_destroy replacement left):
+    /// Terraform forgets those of a `removed` resource too, and the object
+    /// exists as much as the current one does. Absent from the JSON otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deposed: Option<String>,
 }
 
 impl Report {
@@ -391,10 +397,14 @@ fn judge(
         let kept = Address::parse(&change.address)
             .ok()
             .is_some_and(|address| retain.contains(&address.resource()));
-        if kept && action == Action::Forget && change.deposed.is_none() {
+        // Deposed objects too: Terraform forgets every object of a resource
+        // a `removed { destroy = false }` names, and one the report left out
+        // would be left running with no record of it anywhere.
+        if kept && action == Action::Forget {
             retained.push(RetainedResource {
                 address: change.address.clone(),
                 resource_type: change.resource_type.clone(),
+                deposed: change.deposed.clone(),
             });
             continue;
         }

@@ -82,9 +82,14 @@ pub fn protections_after_apply(
                     .any(|a| rule.covers(Some(a), &change.resource_type))
             })
             .collect();
-        // Any rule that retains wins over one that destroys: a delete that
-        // keeps too much is undone with one command, one that destroys is not.
-        let retain = covering.iter().filter_map(|rule| rule.retain).max();
+        // Any rule that retains wins over one that destroys, and of several
+        // that retain, what keeps longest: a delete that keeps too much is
+        // undone with one command, one that destroys is not. (Not `max`: the
+        // derived order puts "for ever" first and "destroy" after "hold".)
+        let retain = covering
+            .iter()
+            .filter_map(|rule| rule.retain)
+            .reduce(RetainRule::keeping_longest);
         if let Some(mode) = covering.iter().map(|rule| rule.mode).max() {
             remembered.push(RememberedProtection {
                 address: change.address.clone(),

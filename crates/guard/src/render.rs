@@ -168,7 +168,19 @@ pub fn render_text(report: &Report, color: bool) -> String {
             "Retained by this delete (forgotten by Terraform, kept by Abode as retained resources):"
         );
         for kept in &report.retained {
-            let _ = writeln!(out, "  {} {}", style.green("="), kept.address);
+            match &kept.deposed {
+                Some(deposed) => {
+                    let _ = writeln!(
+                        out,
+                        "  {} {} (deposed object {deposed})",
+                        style.green("="),
+                        kept.address
+                    );
+                }
+                None => {
+                    let _ = writeln!(out, "  {} {}", style.green("="), kept.address);
+                }
+            }
         }
     }
 

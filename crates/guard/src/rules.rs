@@ -91,6 +91,9 @@ pub struct Rule {
 /// resource instead of destroying it, and the platform keeps a record of
 /// it for `retain_for` (for ever when absent), after which `expire` says
 /// whether its destroy is held for a person or applied.
+///
+/// Its order is only for sorting (it puts "for ever" first); several rules on
+/// one resource combine with [`RetainRule::keeping_longest`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct RetainRule {
     /// How long the record stays open, in seconds (`retain_for = "30d"`).
@@ -98,6 +101,25 @@ pub struct RetainRule {
     pub retain_for_secs: Option<u64>,
     #[serde(default)]
     pub expire: Expire,
+}
+
+impl RetainRule {
+    /// What two rules on one resource mean together: whatever keeps it
+    /// longer. For ever (no `retain_for`) if either keeps it for ever, else
+    /// the longer time; and an expired record's destroy held if either holds
+    /// it. Keeping too much is undone with one command; a destroy is not.
+    pub fn keeping_longest(self, other: RetainRule) -> RetainRule {
+        RetainRule {
+            retain_for_secs: match (self.retain_for_secs, other.retain_for_secs) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                _ => None,
+            },
+            expire: match (self.expire, other.expire) {
+                (Expire::Destroy, Expire::Destroy) => Expire::Destroy,
+                _ => Expire::Hold,
+            },
+        }
+    }
 }
 
 /// What happens when a retained resource's time is up.
@@ -377,7 +399,12 @@ fn annotation_retain(
             ));
             Expire::Hold
         }),
-        Some(Err(())) => Expire::Hold,
+        Some(Err(())) => {
+            warnings.push(format!(
+                "{name}: expire is not a literal; an expired record's destroy is held"
+            ));
+            Expire::Hold
+        }
     };
     Some(RetainRule {
         retain_for_secs,

@@ -1,6 +1,7 @@
 //! Properties that must hold for every plan, not just the fixtures: the guard's
 //! decision on every transition, whoever asked for it, is exactly what
-//! docs/plan-check.md says, and no
+//! docs/plan-check.md says; a delete that retains resources never destroys
+//! one of them without blocking, and judges everything else as before; and no
 //! secret reaches any output, whatever its characters, length, place and marks,
 //! in every plan format the guard reads (0.1 and 0.2 of Terraform 0.12 to 1.0,
 //! and 1.x), each with only the fields its format has.
@@ -1212,6 +1213,521 @@ proptest! {
         if let Ok(plan) = abode_guard::read_plan_slice(&bytes) {
             let report = abode_guard::evaluate(&plan, Transition::Start, &[]);
             abode_guard::render_text(&report, false);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Retain on delete: a delete that retains resources (`on_delete = "retain"`)
+// is planned by Abode as a normal plan over a configuration without the
+// template's resources plus `removed { from = R; lifecycle { destroy = false } }`
+// for each retained resource R. Terraform forgets every object of R (its
+// deposed objects too) and deletes everything else. A hostile or broken plan
+// may destroy an object of R instead.
+//
+// What the guard must say, written from the model:
+// - an object of a retained resource that the plan forgets (current or
+//   deposed) is listed once in `retained` and nowhere else;
+// - one that the plan destroys (deleted, replaced either way, or a deposed
+//   object deleted: each ends an object of R that the delete promised to
+//   keep) is a protected change blocked whoever asked, and the delete is
+//   blocked, until a plan that forgets it comes;
+// - everything else is judged exactly as a delete without retain judges it.
+// Retaining is by resource: instance keys, of the resource and of its
+// modules, are left out of the retain list (`removed` cannot name them).
+// Annotation types hold nothing and are never retained in the model.
+// ---------------------------------------------------------------------------
+
+const FORGET: &[&str] = &["forget"];
+
+/// The resource an instance belongs to, as `removed` names it: module name,
+/// type and name, without keys.
+fn resource_of(instance: &Instance) -> (Option<&'static str>, &'static str, &'static str) {
+    (
+        instance.module.map(|(m, _)| MODULES[m].0),
+        instance.resource_type(),
+        RESOURCES[instance.resource].1,
+    )
+}
+
+fn is_annotation(instance: &Instance) -> bool {
+    matches!(instance.resource_type(), "abode_protect" | "abode_metadata")
+}
+
+/// A delete's plan: what it retains, the list Abode hands the guard, and the
+/// entries of the plan (current and deposed objects).
+#[derive(Debug, Clone)]
+struct DeleteCase {
+    model: Model,
+    retained: Vec<(Option<&'static str>, &'static str, &'static str)>,
+    retain_list: Vec<String>,
+    changes: Vec<Instance>,
+    /// Whether the plan may destroy retained objects at all (otherwise it
+    /// forgets every one, as Terraform's would).
+    hostile: bool,
+}
+
+/// Per instance: whether its resource is retained, what a hostile plan does to
+/// it (0 forgets, 1 deletes, 2 and 3 replace), whether it has a deposed
+/// object, and whether the retain list names it with its keys.
+type InstancePick = (bool, u8, bool, bool);
+
+fn delete_case() -> impl Strategy<Value = DeleteCase> {
+    (
+        model(),
+        prop::collection::vec(
+            (
+                prop::bool::weighted(0.5),
+                0u8..4,
+                prop::bool::weighted(0.2),
+                any::<bool>(),
+            ),
+            10,
+        ),
+        prop::bool::weighted(0.4),
+    )
+        .prop_map(|(model, picks, hostile)| delete_case_from(model, &picks, hostile))
+}
+
+fn delete_case_from(model: Model, picks: &[InstancePick], hostile: bool) -> DeleteCase {
+    let mut model = model;
+    for instance in &mut model.instances {
+        // A delete plan has no `moved` blocks and refreshes nothing back to life.
+        instance.moved = false;
+        instance.drift_deleted = false;
+        instance.deposed = false;
+        instance.at_old_name = false;
+    }
+    let mut retained = Vec::new();
+    let mut retain_list = Vec::new();
+    for (instance, &(pick, _, _, with_keys)) in model.instances.iter().zip(picks) {
+        let resource = resource_of(instance);
+        if pick && !is_annotation(instance) && !retained.contains(&resource) {
+            retained.push(resource);
+            retain_list.push(if with_keys {
+                instance.address()
+            } else {
+                let (module, t, n) = resource;
+                let prefix = module.map(|m| format!("module.{m}.")).unwrap_or_default();
+                format!("{prefix}{t}.{n}")
+            });
+        }
+    }
+    let mut changes = Vec::new();
+    for (instance, &(_, fate, deposed, _)) in model.instances.iter().zip(picks) {
+        let kept = retained.contains(&resource_of(instance));
+        let actions = match (kept, hostile, fate) {
+            (false, _, _) => DELETE,
+            (true, false, _) | (true, true, 0) => FORGET,
+            (true, true, 1) => DELETE,
+            (true, true, 2) => &["delete", "create"],
+            (true, true, _) => &["create", "delete"],
+        };
+        changes.push(Instance {
+            actions,
+            ..instance.clone()
+        });
+        if deposed {
+            let actions = if kept && !(hostile && fate == 1) {
+                FORGET
+            } else {
+                DELETE
+            };
+            changes.push(Instance {
+                actions,
+                deposed: true,
+                ..instance.clone()
+            });
+        }
+    }
+    DeleteCase {
+        model,
+        retained,
+        retain_list,
+        changes,
+        hostile,
+    }
+}
+
+impl DeleteCase {
+    fn kept(&self, instance: &Instance) -> bool {
+        self.retained.contains(&resource_of(instance))
+    }
+
+    /// The plan of the delete, as Terraform 1.x writes it: without the
+    /// entries `leave_out` says.
+    fn plan(&self, leave_out: impl Fn(&Instance) -> bool) -> abode_guard::Plan {
+        let changes: Vec<Value> = self
+            .changes
+            .iter()
+            .filter(|i| !leave_out(i))
+            .map(|i| {
+                let mut change = resource_change(i, None);
+                if i.actions == FORGET && !i.deposed {
+                    change["action_reason"] = json!("delete_because_no_resource_config");
+                }
+                change
+            })
+            .collect();
+        let plan = json!({
+            "format_version": Format::V1.version(),
+            "terraform_version": Format::V1.terraform_version(),
+            "planned_values": {"root_module": {}},
+            "resource_changes": changes,
+            "configuration": configuration(&self.model.annotations),
+        });
+        abode_guard::read_plan_slice(&serde_json::to_vec(&plan).unwrap()).unwrap()
+    }
+
+    fn retain(&self) -> Vec<Address> {
+        self.retain_list
+            .iter()
+            .map(|a| Address::parse(a).unwrap())
+            .collect()
+    }
+}
+
+/// The model's rules with what each protects, as [`destroyed`] reads them.
+fn model_rules(model: &Model) -> Vec<(Target, Mode)> {
+    let mut rules: Vec<(Target, Mode)> = model
+        .caller
+        .iter()
+        .map(|r| (r.target.clone(), r.mode))
+        .collect();
+    rules.extend(model.annotations.iter().map(|a| (a.target(), a.mode())));
+    rules
+}
+
+/// What the report of a retaining delete must hold, from the model.
+#[derive(Debug, Default, PartialEq)]
+struct DeleteExpectation {
+    /// (address, deposed) of every protected change, with its outcome.
+    protected: Vec<((String, bool), Decision)>,
+    /// Addresses of the unprotected destroys.
+    unprotected: Vec<String>,
+    /// (address, deposed) of every retained object.
+    retained: Vec<(String, bool)>,
+}
+
+fn expected_delete(case: &DeleteCase, initiator: Initiator) -> DeleteExpectation {
+    let rules = model_rules(&case.model);
+    let mut out = DeleteExpectation::default();
+    for instance in &case.changes {
+        if is_annotation(instance) {
+            continue;
+        }
+        let entry = (instance.address(), instance.deposed);
+        if case.kept(instance) {
+            if instance.actions == FORGET {
+                out.retained.push(entry);
+            } else {
+                out.protected.push((entry, Decision::Block));
+            }
+            continue;
+        }
+        let strictest = rules
+            .iter()
+            .filter(|(target, _)| target.covers(instance, &instance.name()))
+            .map(|(_, mode)| *mode)
+            .max();
+        match (strictest, initiator) {
+            (None, _) => out.unprotected.push(entry.0),
+            // A person's delete means to destroy the workspace's data.
+            (Some(_), Initiator::Person) => out.protected.push((entry, Decision::Allow)),
+            // A delete nobody asked for is held or blocked as a start is.
+            (Some(mode), Initiator::System) => out.protected.push((entry, Decision::from(mode))),
+        }
+    }
+    out.protected.sort();
+    out.unprotected.sort();
+    out.retained.sort();
+    out
+}
+
+fn got_delete(report: &abode_guard::Report) -> DeleteExpectation {
+    let mut got = DeleteExpectation {
+        protected: report
+            .protected_changes
+            .iter()
+            .map(|c| ((c.address.clone(), c.deposed.is_some()), c.outcome))
+            .collect(),
+        unprotected: report
+            .unprotected_destroys
+            .iter()
+            .map(|c| c.address.clone())
+            .collect(),
+        retained: report
+            .retained
+            .iter()
+            .map(|r| (r.address.clone(), r.deposed.is_some()))
+            .collect(),
+    };
+    got.protected.sort();
+    got.unprotected.sort();
+    got.retained.sort();
+    got
+}
+
+// ---------------------------------------------------------------------------
+// `on_delete`, `retain_for` and `expire` on generated annotations: they decide
+// nothing outside a delete's retain list, and reach memory as documented.
+// ---------------------------------------------------------------------------
+
+/// One argument as a template writes it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Arg {
+    Absent,
+    Literal(&'static str),
+    /// An expression of references only (`var.keep`): not a literal.
+    Reference,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct RetainArgs {
+    on_delete: Arg,
+    retain_for: Arg,
+    expire: Arg,
+}
+
+fn arg(literals: &'static [&'static str]) -> impl Strategy<Value = Arg> {
+    prop_oneof![
+        1 => Just(Arg::Absent),
+        3 => prop::sample::select(literals).prop_map(Arg::Literal),
+        1 => Just(Arg::Reference),
+    ]
+}
+
+fn retain_args() -> impl Strategy<Value = RetainArgs> {
+    (
+        arg(&["retain", "destroy", "keep"]),
+        arg(&["30d", "12h", "90m", "soon", "0d"]),
+        arg(&["hold", "destroy", "later"]),
+    )
+        .prop_map(|(on_delete, retain_for, expire)| RetainArgs {
+            on_delete,
+            retain_for,
+            expire,
+        })
+}
+
+impl RetainArgs {
+    /// The annotation's delete rule, per the documentation: a literal
+    /// "destroy" or no `on_delete` destroys, anything else retains; only a
+    /// literal duration ends the record, only a literal "destroy" applies
+    /// its end.
+    fn rule(self) -> Option<(Option<u64>, bool)> {
+        if matches!(self.on_delete, Arg::Absent | Arg::Literal("destroy")) {
+            return None;
+        }
+        let secs = match self.retain_for {
+            Arg::Literal("30d") => Some(30 * 86_400),
+            Arg::Literal("12h") => Some(12 * 3_600),
+            Arg::Literal("90m") => Some(90 * 60),
+            _ => None,
+        };
+        Some((secs, self.expire == Arg::Literal("destroy")))
+    }
+
+    fn add_to(self, expressions: &mut Value) {
+        for (name, arg) in [
+            ("on_delete", self.on_delete),
+            ("retain_for", self.retain_for),
+            ("expire", self.expire),
+        ] {
+            match arg {
+                Arg::Absent => {}
+                Arg::Literal(text) => expressions[name] = json!({"constant_value": text}),
+                Arg::Reference => {
+                    expressions[name] = json!({"references": [format!("var.{name}")]});
+                }
+            }
+        }
+    }
+}
+
+/// `plan` (a plan JSON of the model) with `args[i]` added to annotation `p{i}`.
+fn with_retain_args(plan: &Value, args: &[RetainArgs]) -> Value {
+    let add = |list: &mut Value| {
+        for resource in list.as_array_mut().unwrap() {
+            let name = resource["name"].as_str().unwrap();
+            let i: usize = name.strip_prefix('p').unwrap().parse().unwrap();
+            args[i].add_to(&mut resource["expressions"]);
+        }
+    };
+    let mut plan = plan.clone();
+    let root = &mut plan["configuration"]["root_module"];
+    add(&mut root["resources"]);
+    for call in root["module_calls"].as_object_mut().unwrap().values_mut() {
+        add(&mut call["module"]["resources"]);
+    }
+    plan
+}
+
+fn about_retain(warning: &str) -> bool {
+    ["on_delete", "retain_for", "expire"]
+        .iter()
+        .any(|a| warning.contains(&format!(": {a} ")))
+}
+
+/// Memory's delete rule for an instance covered by annotations with these
+/// rules: none if none retains; otherwise what keeps longest (for ever over
+/// any time, the longer time, a held end over an applied one).
+fn combined(rules: &[(Option<u64>, bool)]) -> Option<abode_guard::RetainRule> {
+    if rules.is_empty() {
+        return None;
+    }
+    let for_ever = rules.iter().any(|(secs, _)| secs.is_none());
+    Some(abode_guard::RetainRule {
+        retain_for_secs: if for_ever {
+            None
+        } else {
+            rules.iter().filter_map(|(secs, _)| *secs).max()
+        },
+        expire: if rules.iter().all(|(_, destroy)| *destroy) {
+            abode_guard::Expire::Destroy
+        } else {
+            abode_guard::Expire::Hold
+        },
+    })
+}
+
+proptest! {
+    // About 4 ms a case.
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn a_retaining_delete_never_destroys_what_it_retains(
+        case in delete_case(),
+        initiator in prop::sample::select(vec![Initiator::Person, Initiator::System]),
+    ) {
+        let plan = case.plan(|_| false);
+        let rules = guard_rules(&case.model);
+        let report = abode_guard::evaluate_delete(&plan, initiator, &rules, &case.retain());
+        let want = expected_delete(&case, initiator);
+        let got = got_delete(&report);
+        prop_assert_eq!(&got, &want, "retaining {:?}", case.retain_list);
+
+        // (a) Blocked iff an object of a retained resource is destroyed, for a
+        // person's delete; in any delete, the rest decides as without retain.
+        let destroys_retained = case
+            .changes
+            .iter()
+            .any(|i| case.kept(i) && i.actions.contains(&"delete"));
+        prop_assert!(case.hostile || !destroys_retained);
+        let overall = want.protected.iter().map(|(_, d)| *d).max().unwrap_or(Decision::Allow);
+        prop_assert_eq!(report.decision, overall);
+        if initiator == Initiator::Person {
+            prop_assert_eq!(report.decision == Decision::Block, destroys_retained);
+        }
+        let rest = case.plan(|i| case.kept(i));
+        let rest_decision =
+            abode_guard::evaluate_as(&rest, Transition::Delete, initiator, &rules).decision;
+        if destroys_retained {
+            prop_assert_eq!(report.decision, Decision::Block);
+        } else {
+            prop_assert_eq!(report.decision, rest_decision);
+        }
+
+        // (b) Each forgotten object once in `retained`, and nowhere else.
+        for kept in &report.retained {
+            prop_assert!(!report.protected_changes.iter().any(|c| c.address == kept.address
+                && c.deposed == kept.deposed));
+            prop_assert!(!report.unprotected_destroys.iter().any(|c| c.address == kept.address
+                && kept.deposed.is_none()));
+        }
+        let text = abode_guard::render_text(&report, false);
+        for (address, _) in &want.retained {
+            prop_assert!(text.contains(&format!("  = {address}")), "{}", text);
+        }
+
+        // (c) Without a retain list, exactly the delete of `evaluate_as`.
+        prop_assert_eq!(
+            abode_guard::evaluate_delete(&plan, initiator, &rules, &[]),
+            abode_guard::evaluate_as(&plan, Transition::Delete, initiator, &rules)
+        );
+    }
+
+    #[test]
+    fn retain_arguments_decide_nothing_else(
+        model in model(),
+        format in format(),
+        args in prop::collection::vec(retain_args(), 6),
+        twins in any::<bool>(),
+    ) {
+        // Two more annotations on a resource the plan keeps, so that memory
+        // often combines two delete rules for one instance.
+        let mut model = model;
+        let kept = model.instances.iter().find(|i| {
+            !is_annotation(i) && !i.deposed && !matches!(i.actions, ["delete"] | ["forget"] | ["read"])
+        });
+        if let (true, Some(kept)) = (twins, kept) {
+            let twin = Annotation {
+                scope: kept.module.map(|(m, _)| m),
+                form: Form::Direct { one_instance: false },
+                resource: kept.resource,
+                pick: false,
+                mode: None,
+            };
+            model.annotations.extend([twin.clone(), twin]);
+        }
+        let plain_json = plan_json(&model, format);
+        let plain = abode_guard::read_plan_slice(&serde_json::to_vec(&plain_json).unwrap()).unwrap();
+        let with_json = with_retain_args(&plain_json, &args);
+        let with = abode_guard::read_plan_slice(&serde_json::to_vec(&with_json).unwrap()).unwrap();
+        let rules = guard_rules(&model);
+
+        // (c) on any plan: no retain list is the delete of `evaluate_as`.
+        for initiator in [Initiator::Person, Initiator::System] {
+            prop_assert_eq!(
+                abode_guard::evaluate_delete(&with, initiator, &rules, &[]),
+                abode_guard::evaluate_as(&with, Transition::Delete, initiator, &rules)
+            );
+        }
+
+        // (d) Every build's report is the same with and without them, but
+        // for the warnings about them.
+        let builds = [Transition::Start, Transition::Stop, Transition::Delete, Transition::Claim]
+            .into_iter()
+            .flat_map(|t| [(t, Initiator::Person), (t, Initiator::System)]);
+        for (transition, initiator) in builds {
+            let before = abode_guard::evaluate_as(&plain, transition, initiator, &rules);
+            let mut after = abode_guard::evaluate_as(&with, transition, initiator, &rules);
+            prop_assert!(!before.warnings.iter().any(|w| about_retain(w)));
+            after.warnings.retain(|w| !about_retain(w));
+            prop_assert_eq!(&after, &before, "{} build by the {}", transition, initiator);
+        }
+
+        // Memory: the same instances with the same modes, now with the
+        // delete rule of the annotations covering each.
+        for transition in [Transition::Start, Transition::Stop] {
+            let before = abode_guard::protections_after_apply(&plain, transition, &rules, &[]);
+            let after = abode_guard::protections_after_apply(&with, transition, &rules, &[]);
+            let strip = |m: &[abode_guard::RememberedProtection]| -> Vec<(String, Mode)> {
+                m.iter().map(|m| (m.address.clone(), m.mode)).collect()
+            };
+            prop_assert_eq!(strip(&after), strip(&before));
+            prop_assert!(before.iter().all(|m| m.retain.is_none()));
+            if format != Format::V1 {
+                continue;
+            }
+            for remembered in &after {
+                let instance = model
+                    .instances
+                    .iter()
+                    .find(|i| i.address() == remembered.address)
+                    .unwrap();
+                let rules: Vec<(Option<u64>, bool)> = model
+                    .annotations
+                    .iter()
+                    .zip(&args)
+                    .filter(|(a, _)| {
+                        a.target().covers(instance, &instance.name())
+                            || (instance.moved && a.target().covers(instance, &instance.old_name()))
+                    })
+                    .filter_map(|(_, args)| args.rule())
+                    .collect();
+                prop_assert_eq!(remembered.retain, combined(&rules), "{}", remembered.address);
+            }
         }
     }
 }
