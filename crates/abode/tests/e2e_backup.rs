@@ -52,7 +52,7 @@ fn a_backup_taken_while_a_build_applies_restores_into_a_server() {
     // Asked through the API: `abode create` would follow the build to its end.
     let seconds = std::collections::BTreeMap::from([("seconds".to_string(), "15".to_string())]);
     client
-        .create_workspace("busy", "append", None, &seconds)
+        .create_workspace("busy", "append", None, &seconds, &[])
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     let applying = || {

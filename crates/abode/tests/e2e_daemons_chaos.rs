@@ -199,7 +199,7 @@ fn ask(client: &Client, workspace: &str, what: &Ask) -> Build {
     let seconds = |s: u32| BTreeMap::from([("seconds".to_string(), s.to_string())]);
     let asked = match what {
         Ask::Create { seconds: s } => client
-            .create_workspace(workspace, TEMPLATE, None, &seconds(*s))
+            .create_workspace(workspace, TEMPLATE, None, &seconds(*s), &[])
             .map(|created| created.build),
         Ask::Start { seconds: s } => {
             client.transition_workspace(workspace, Transition::Start, &seconds(*s))

@@ -370,6 +370,8 @@ async fn every_route_for_every_kind_of_caller() {
                 &[NewProtection {
                     address: "terraform_data.home".into(),
                     mode: "block".into(),
+                    retain_expire: None,
+                    retain_for_secs: None,
                 }],
             )
             .await

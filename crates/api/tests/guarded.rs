@@ -60,6 +60,8 @@ async fn protected_workspace(harness: &Harness, mode: &str) -> String {
             &[NewProtection {
                 address: "terraform_data.home".into(),
                 mode: mode.into(),
+                retain_expire: None,
+                retain_for_secs: None,
             }],
         )
         .await

@@ -421,6 +421,58 @@ impl Client {
         self.finish("GET /groups/{name}", self.request("GET", &path).call())
     }
 
+    /// Retained resources, every page: one's own, or everyone's (`all`);
+    /// open ones, or closed ones too (`closed`).
+    pub fn retained_resources(
+        &self,
+        all: bool,
+        closed: bool,
+        limit: Option<usize>,
+    ) -> Result<Vec<abode_sdk::RetainedResource>, ClientError> {
+        let mut filters = Vec::new();
+        if all {
+            filters.push(("all", "true"));
+        }
+        if closed {
+            filters.push(("closed", "true"));
+        }
+        self.pages("GET /retained", "/retained", "retained", &filters, limit)
+    }
+
+    /// One retained resource.
+    pub fn retained_resource(&self, id: &str) -> Result<abode_sdk::RetainedResource, ClientError> {
+        let path = format!("/retained/{}", workspace_segment(id));
+        self.finish("GET /retained/{id}", self.request("GET", &path).call())
+    }
+
+    /// Hands a retained resource to `user`.
+    pub fn assign_retained(
+        &self,
+        id: &str,
+        user: &str,
+    ) -> Result<abode_sdk::RetainedResource, ClientError> {
+        let path = format!("/retained/{}/assign", workspace_segment(id));
+        let body = abode_sdk::requests::AssignRetained { user: user.into() };
+        self.finish(
+            "POST /retained/{id}/assign",
+            self.request("POST", &path).send_json(body),
+        )
+    }
+
+    /// Keeps a retained resource `by` (`30d`) longer.
+    pub fn extend_retained(
+        &self,
+        id: &str,
+        by: &str,
+    ) -> Result<abode_sdk::RetainedResource, ClientError> {
+        let path = format!("/retained/{}/extend", workspace_segment(id));
+        let body = abode_sdk::requests::ExtendRetained { by: by.into() };
+        self.finish(
+            "POST /retained/{id}/extend",
+            self.request("POST", &path).send_json(body),
+        )
+    }
+
     /// `username`'s quota (`None`: one's own).
     pub fn quota(&self, username: Option<&str>) -> Result<Quota, ClientError> {
         match username {
@@ -686,10 +738,14 @@ impl Client {
         template: &str,
         preset: Option<&str>,
         parameters: &BTreeMap<String, String>,
+        adopt: &[String],
     ) -> Result<CreatedWorkspace, ClientError> {
         let mut body = json!({"name": name, "template": template, "parameters": parameters});
         if let Some(preset) = preset {
             body["preset"] = json!(preset);
+        }
+        if !adopt.is_empty() {
+            body["adopt"] = json!(adopt);
         }
         self.finish(
             "POST /workspaces",
@@ -730,7 +786,24 @@ impl Client {
         transition: Transition,
         parameters: &BTreeMap<String, String>,
     ) -> Result<Build, ClientError> {
-        self.post_build(workspace, transition, false, parameters)
+        self.post_build(workspace, transition, false, parameters, None)
+    }
+
+    /// Queues a delete of the workspace; `retain`: `all` (every protected
+    /// resource is retained) or `none` (nothing is), else as the
+    /// template's rules say.
+    pub fn delete_workspace(
+        &self,
+        workspace: &str,
+        retain: Option<&str>,
+    ) -> Result<Build, ClientError> {
+        self.post_build(
+            workspace,
+            Transition::Delete,
+            false,
+            &BTreeMap::new(),
+            retain,
+        )
     }
 
     /// Queues a start of the workspace on its template's active version;
@@ -740,7 +813,7 @@ impl Client {
         workspace: &str,
         parameters: &BTreeMap<String, String>,
     ) -> Result<Build, ClientError> {
-        self.post_build(workspace, Transition::Start, true, parameters)
+        self.post_build(workspace, Transition::Start, true, parameters, None)
     }
 
     fn post_build(
@@ -749,8 +822,12 @@ impl Client {
         transition: Transition,
         update: bool,
         parameters: &BTreeMap<String, String>,
+        retain: Option<&str>,
     ) -> Result<Build, ClientError> {
         let mut body = json!({ "transition": transition });
+        if let Some(retain) = retain {
+            body["retain"] = json!(retain);
+        }
         if update {
             body["update"] = json!(true);
         }

@@ -218,6 +218,15 @@ impl Control {
                     && template.active_version_id.as_deref() == Some(version.id.as_str())
             })
             .cloned();
+        // A workspace that adopts retained resources is built, never
+        // claimed: a claim's plan may replace anything, an adoption's may not.
+        let adopting = !self
+            .inner
+            .store
+            .retained_to_adopt(&crate::provisioner::adopt_key(&owner.id, name))
+            .await?
+            .is_empty();
+        let pool = pool.filter(|_| !adopting);
         if let Some(pool) = &pool {
             let claimed = self
                 .claim_prebuild(&order.actor, owner, name, &version, pool)

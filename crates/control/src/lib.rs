@@ -31,6 +31,7 @@ mod provisioner;
 mod provisioner_keys;
 pub mod provisioners;
 mod recovery;
+pub mod retained;
 pub mod schedule_settings;
 pub mod scheduler;
 mod server_identity;
@@ -231,6 +232,8 @@ struct Inner {
     identity: Identity,
     /// Templates, their versions, their activation and their presets.
     templates: Templates,
+    /// What workspace deletes retained.
+    retained: retained::Retained,
     /// Where the control plane's own audit events are written.
     audit: audit::Audit,
     /// The agents' tunnels up in this process.
@@ -256,10 +259,12 @@ impl Control {
                 new_templates_for_everyone: config.new_templates_for_everyone,
             },
         );
+        let retained = retained::Retained::new(store.clone(), config.clock.clone());
         Control {
             inner: Arc::new(Inner {
                 identity,
                 templates,
+                retained,
                 audit: audit::Audit::new(store.clone()),
                 store,
                 config,
@@ -290,6 +295,11 @@ impl Control {
     /// and activates them.
     pub fn templates(&self) -> &Templates {
         &self.inner.templates
+    }
+
+    /// Resources workspace deletes retained, as people see and change them.
+    pub fn retained(&self) -> &retained::Retained {
+        &self.inner.retained
     }
 
     pub fn config(&self) -> &Config {

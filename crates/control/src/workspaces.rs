@@ -75,9 +75,46 @@ impl Control {
         preset: Option<&str>,
         parameters: BTreeMap<String, serde_json::Value>,
     ) -> Result<(WorkspaceView, Build), ControlError> {
+        self.create_workspace_adopting(caller, name, template_name, preset, parameters, &[])
+            .await
+    }
+
+    /// A new workspace whose first build imports the caller's retained
+    /// resources `adopt` (record ids) at their addresses (`abode create
+    /// --adopt`).
+    pub async fn create_workspace_adopting(
+        &self,
+        caller: &Caller,
+        name: &str,
+        template_name: &str,
+        preset: Option<&str>,
+        parameters: BTreeMap<String, serde_json::Value>,
+        adopt: &[String],
+    ) -> Result<(WorkspaceView, Build), ControlError> {
         caller.authorize(Action::WorkspaceCreate, Some(&caller.user.id))?;
         validate_name("workspace name", name)?;
         let template = self.templates().template(template_name).await?;
+        if !adopt.is_empty() {
+            // Only a workspace that does not exist yet adopts: an existing
+            // one's next start would import them unasked.
+            match self
+                .inner
+                .store
+                .workspace_by_owner_and_name(&caller.user.id, name)
+                .await
+            {
+                Ok(_) => {
+                    return Err(ControlError::Conflict(format!(
+                        "workspace \"{name}\" already exists; adopt into a new workspace"
+                    )))
+                }
+                Err(StoreError::NotFound(_)) => {}
+                Err(other) => return Err(other.into()),
+            }
+            self.retained()
+                .reserve_for_adoption(caller, adopt, name)
+                .await?;
+        }
         let build = self
             .request_build(
                 BuildTarget::New {

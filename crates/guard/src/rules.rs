@@ -152,23 +152,9 @@ impl Expire {
     }
 }
 
-/// A duration as templates write it: a whole number followed by `d`, `h` or
-/// `m` (`30d`, `12h`, `90m`); `None` for anything else or past ten years.
-pub fn parse_retain_for(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let unit = match text.chars().last()? {
-        'd' => 86_400,
-        'h' => 3_600,
-        'm' => 60,
-        _ => return None,
-    };
-    let number = &text[..text.len() - 1];
-    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let seconds = number.parse::<u64>().ok()?.checked_mul(unit)?;
-    (seconds > 0 && seconds <= 10 * 366 * 86_400).then_some(seconds)
-}
+/// A duration as templates write it (`30d`, `12h`, `90m`), judged as the
+/// provider judges it.
+pub use abode_contract::retain::parse_retain_for;
 
 impl Rule {
     pub fn address(address: Address, mode: Mode, origin: Origin) -> Rule {

@@ -501,8 +501,8 @@ mod tests {
                     secret: "s".into(),
                 },
                 local_state: false,
-                    forget: Vec::new(),
-                    imports: Vec::new(),
+                forget: Vec::new(),
+                imports: Vec::new(),
             },
         );
         wire.kind = "rebuild".into();

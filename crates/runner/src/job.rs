@@ -177,7 +177,8 @@ pub async fn run_job<H: BuildHost>(
         Ok((dir, cli_config)) => retention_files(&dir.join(TEMPLATE_SUBDIR), forget, imports)
             .await
             .and_then(|()| {
-                backend.write(&dir, &dir.join(TEMPLATE_SUBDIR), !local_state)
+                backend
+                    .write(&dir, &dir.join(TEMPLATE_SUBDIR), !local_state)
                     .map_err(|error| {
                         Failure::failed(format!(
                             "cannot write the state backend's settings: {error}"

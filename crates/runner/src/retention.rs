@@ -65,7 +65,10 @@ pub enum RetentionError {
 /// configuration of a delete that forgets the resources of `forget`
 /// (instance addresses: each names its whole resource, as Terraform's
 /// `removed` blocks do).
-pub fn write_forgetting_config(template_dir: &Path, forget: &[String]) -> Result<(), RetentionError> {
+pub fn write_forgetting_config(
+    template_dir: &Path,
+    forget: &[String],
+) -> Result<(), RetentionError> {
     let mut resources = BTreeSet::new();
     for address in forget {
         resources.insert(resource_address(address)?);
@@ -87,10 +90,16 @@ pub fn write_forgetting_config(template_dir: &Path, forget: &[String]) -> Result
         }
         if name.ends_with(".tf") {
             let text = read(&path)?;
-            let body = hcl_edit::parser::parse_body(&text).map_err(|error| RetentionError::Parse {
-                file: name.clone(),
-                message: error.to_string().lines().next().unwrap_or_default().to_string(),
-            })?;
+            let body =
+                hcl_edit::parser::parse_body(&text).map_err(|error| RetentionError::Parse {
+                    file: name.clone(),
+                    message: error
+                        .to_string()
+                        .lines()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string(),
+                })?;
             files.push(TemplateFile::Hcl { path, body });
         } else if name.ends_with(".tf.json") {
             let text = read(&path)?;
@@ -140,8 +149,14 @@ pub fn write_imports(template_dir: &Path, imports: &[ImportTarget]) -> Result<()
 }
 
 enum TemplateFile {
-    Hcl { path: PathBuf, body: Body },
-    Json { path: PathBuf, value: serde_json::Value },
+    Hcl {
+        path: PathBuf,
+        body: Body,
+    },
+    Json {
+        path: PathBuf,
+        value: serde_json::Value,
+    },
 }
 
 /// The template's settings: only the blocks a delete keeps, and only the
@@ -375,7 +390,12 @@ moved {
         .unwrap();
         write_forgetting_config(dir.path(), &["abode_volume.home".into()]).unwrap();
         let main = std::fs::read_to_string(dir.path().join("main.tf")).unwrap();
-        for kept in ["required_providers", "variable \"region\"", "region = var.region", "provider \"abode\""] {
+        for kept in [
+            "required_providers",
+            "variable \"region\"",
+            "region = var.region",
+            "provider \"abode\"",
+        ] {
             assert!(main.contains(kept), "{kept} missing from:\n{main}");
         }
         for dropped in ["resource", "data", "output", "moved", "home   =", "both"] {

@@ -181,3 +181,19 @@ pub struct TemplatePermissionChange {
     pub group: Option<String>,
     pub role: String,
 }
+
+/// `POST /retained/{id}/assign`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AssignRetained {
+    /// The new owner's username.
+    pub user: String,
+}
+
+/// `POST /retained/{id}/extend`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtendRetained {
+    /// How much longer: `30d`, `12h`, `90m`.
+    pub by: String,
+}

@@ -946,3 +946,39 @@ pub struct TemplatePermissions {
     pub template: String,
     pub permissions: Vec<TemplatePermission>,
 }
+
+/// A resource a workspace delete retained (`GET /retained`,
+/// `GET /retained/{id}`; docs/api.md, "Retained resources").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RetainedResource {
+    pub id: String,
+    /// `pending` (its delete has not ended), `open`, `adopted`,
+    /// `destroyed` or `void` (its delete left it in the workspace).
+    pub status: String,
+    pub address: String,
+    pub resource_type: String,
+    #[serde(default)]
+    pub provider: String,
+    /// What its provider imports it by (a volume: its name).
+    #[serde(default)]
+    pub import_id: String,
+    /// Its attributes when it was retained, sensitive values hidden.
+    #[serde(default)]
+    pub attributes: serde_json::Value,
+    pub owner: String,
+    pub workspace: String,
+    pub template: String,
+    pub template_version: i64,
+    /// The delete that retained it.
+    pub build_id: String,
+    pub retained_by: String,
+    pub retained_at: String,
+    #[serde(default)]
+    pub expires_at: Option<String>,
+    /// `hold` or `destroy`: what its expiry does.
+    pub expire_action: String,
+    #[serde(default)]
+    pub closed_at: Option<String>,
+    #[serde(default)]
+    pub closed_by: Option<String>,
+}

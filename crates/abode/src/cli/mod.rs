@@ -19,6 +19,7 @@ mod prebuilds;
 mod previews;
 mod provisioners;
 mod quota;
+mod retained;
 mod schedule;
 mod ssh;
 mod sso;
@@ -73,8 +74,12 @@ pub enum UserCommand {
     Start(workspaces::ChangeArgs),
     /// Stop a running workspace (persistent resources stay).
     Stop(workspaces::BuildArgs),
-    /// Delete a workspace and everything its template created.
+    /// Delete a workspace and everything its template created, but what it
+    /// retains (`--retain`, or the template's `on_delete = "retain"`).
     Delete(workspaces::DeleteArgs),
+    /// What workspace deletes retained: list, show, hand over, keep longer.
+    #[command(subcommand)]
+    Retained(retained::RetainedCommand),
     /// Start a workspace on its template's active version.
     Update(workspaces::ChangeArgs),
     /// List workspaces.
@@ -136,6 +141,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Users(command) => auth::users(command),
         UserCommand::Groups(command) => groups::run(command),
         UserCommand::Quota(command) => quota::run(command),
+        UserCommand::Retained(command) => retained::run(command),
         UserCommand::Templates(command) => templates::run(command),
         UserCommand::Create(args) => workspaces::create(args),
         UserCommand::Start(args) => {
@@ -143,9 +149,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         }
         UserCommand::Stop(args) => workspaces::transition(args, workspaces::Action::Stop, &[]),
         UserCommand::Delete(args) if args.orphan => workspaces::orphan(args.build),
-        UserCommand::Delete(args) => {
-            workspaces::transition(args.build, workspaces::Action::Delete, &[])
-        }
+        UserCommand::Delete(args) => workspaces::delete(args),
         UserCommand::Update(args) => {
             workspaces::transition(args.build, workspaces::Action::Update, &args.parameters)
         }

@@ -53,8 +53,28 @@ pub struct DeleteArgs {
     pub build: BuildArgs,
     /// Remove the workspace without running Terraform (owners), when no build
     /// can delete it any more; its resources may still exist and are listed.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["retain", "no_retain"])]
     pub orphan: bool,
+    /// Retain every protected resource, whatever the template's rule says:
+    /// Terraform forgets it, Abode keeps it as a retained resource that can
+    /// be adopted into a new workspace (`abode retained`).
+    #[arg(long, conflicts_with = "no_retain")]
+    pub retain: bool,
+    /// Destroy every protected resource, even those the template says to
+    /// retain (owners only; audited).
+    #[arg(long)]
+    pub no_retain: bool,
+}
+
+impl DeleteArgs {
+    /// What the delete asks to retain (`None`: the template's rules).
+    pub fn retention(&self) -> Option<&'static str> {
+        match (self.retain, self.no_retain) {
+            (true, _) => Some("all"),
+            (_, true) => Some("none"),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -79,6 +99,10 @@ pub struct CreateArgs {
     /// (`abode templates presets TEMPLATE` lists them).
     #[arg(long)]
     pub preset: Option<String>,
+    /// A retained resource (`abode retained list`) the first build imports
+    /// at its address instead of creating a new one (repeatable).
+    #[arg(long = "adopt", value_name = "ID")]
+    pub adopt: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -151,6 +175,7 @@ pub fn create(args: CreateArgs) -> anyhow::Result<u8> {
             &args.template,
             args.preset.as_deref(),
             &parameters,
+            &args.adopt,
         )
         .with_context(|| format!("workspace {:?} was not created", args.workspace))?;
     let preset = match &created.workspace.preset {
@@ -183,6 +208,18 @@ pub enum Action {
     Stop,
     Delete,
     Update,
+}
+
+/// `abode delete WS [--retain | --no-retain]`.
+pub fn delete(args: DeleteArgs) -> anyhow::Result<u8> {
+    let Some(retention) = args.retention() else {
+        return transition(args.build, Action::Delete, &[]);
+    };
+    let client = session_client()?;
+    let build = client
+        .delete_workspace(&args.build.workspace, Some(retention))
+        .with_context(|| format!("workspace {:?} was not deleted", args.build.workspace))?;
+    follow_build(&client, &args.build.workspace, &build)
 }
 
 pub fn transition(

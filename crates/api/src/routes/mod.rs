@@ -15,6 +15,7 @@ mod previews;
 mod provisioner_keys;
 mod provisionerd;
 mod provisioners;
+mod retained;
 mod schedules;
 mod state_backend;
 mod templates;
@@ -38,6 +39,7 @@ pub fn router(state: AppState) -> Router {
         .route("/ready", get(ready))
         .merge(users::routes())
         .merge(groups::routes())
+        .merge(retained::routes())
         .merge(templates::routes())
         .merge(workspaces::routes())
         .merge(builds::routes())

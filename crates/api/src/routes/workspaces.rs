@@ -41,6 +41,9 @@ struct NewWorkspaceBody {
     preset: Option<String>,
     #[serde(default)]
     parameters: BTreeMap<String, Value>,
+    /// Retained resources (record ids) the first build imports.
+    #[serde(default)]
+    adopt: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -72,12 +75,13 @@ async fn create_workspace(
     let parameters = body.parameters;
     let (view, build) = state
         .control
-        .create_workspace(
+        .create_workspace_adopting(
             &caller,
             &body.name,
             &body.template,
             body.preset.as_deref(),
             parameters,
+            &body.adopt,
         )
         .await?;
     ok(

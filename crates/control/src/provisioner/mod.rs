@@ -21,6 +21,8 @@ mod on_server;
 mod preview;
 mod quota_step;
 mod retain_step;
+
+pub(crate) use retain_step::adopt_key;
 mod run;
 
 use std::time::Duration;

@@ -147,7 +147,11 @@ pub(super) fn new_records(
                 import_id,
                 attributes: attributes.to_string(),
                 expires_at,
-                expire_action: rule.map(|r| r.expire).unwrap_or_default().as_str().to_string(),
+                expire_action: rule
+                    .map(|r| r.expire)
+                    .unwrap_or_default()
+                    .as_str()
+                    .to_string(),
             }
         })
         .collect()
@@ -164,7 +168,7 @@ fn rule_for(address: &str, retained: &[RememberedProtection]) -> Option<abode_gu
                 .is_some_and(|a| a.resource() == resource)
         })
         .filter_map(|m| m.retain)
-        .max()
+        .reduce(abode_guard::RetainRule::keeping_longest)
 }
 
 /// What a provider imports a resource by: a volume by its name (its
@@ -266,7 +270,12 @@ pub(super) async fn close_adopted(job: &super::ServerJob, build: &Build, workspa
         match control
             .inner
             .store
-            .close_retained(&record.id, RetainedStatus::Adopted, &build.initiator_name, Some(&build.id))
+            .close_retained(
+                &record.id,
+                RetainedStatus::Adopted,
+                &build.initiator_name,
+                Some(&build.id),
+            )
             .await
         {
             Ok(true) => {

@@ -183,6 +183,7 @@ pub(crate) fn report(decision: abode_guard::Decision) -> abode_guard::Report {
         protected_changes: Vec::new(),
         unprotected_destroys: Vec::new(),
         claim_replacements: Vec::new(),
+        retained: Vec::new(),
         warnings: vec!["a warning".into()],
     }
 }

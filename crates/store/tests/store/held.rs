@@ -130,10 +130,14 @@ async fn protections_are_replaced_and_released_and_audit_is_filtered(store: Stor
         NewProtection {
             address: "a.b".into(),
             mode: "confirm".into(),
+            retain_expire: None,
+            retain_for_secs: None,
         },
         NewProtection {
             address: "c.d[0]".into(),
             mode: "block".into(),
+            retain_expire: None,
+            retain_for_secs: None,
         },
     ];
     store

@@ -1,0 +1,244 @@
+//! Retain on delete (issue 32) through the real CLI, server, Terraform and
+//! provider: an intentional delete keeps what it retains (Terraform forgets
+//! it, the platform keeps a record), and a new workspace adopts it in place,
+//! or waits for a person when the adoption would replace it.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod util;
+
+use std::fs;
+
+use util::{only_subdir, repo_root, require_terraform, Platform};
+
+/// The example template's text with `edits` (from, to) applied.
+fn example_with(edits: &[(&str, &str)]) -> String {
+    let mut text =
+        fs::read_to_string(repo_root().join("examples/local-workspace/main.tf")).unwrap();
+    for (from, to) in edits {
+        assert!(text.contains(from), "the example no longer has {from:?}");
+        text = text.replace(from, to);
+    }
+    text
+}
+
+/// A volume that keeps the name it was created (or adopted) with, so a
+/// workspace can adopt another workspace's volume in place.
+const KEEPS_ITS_NAME: (&str, &str) = (
+    "resource \"abode_volume\" \"home\" {\n",
+    "resource \"abode_volume\" \"home\" {\n  lifecycle {\n    ignore_changes = [name]\n  }\n",
+);
+
+fn push(platform: &Platform, name: &str, version: u32, main_tf: &str) {
+    let dir = platform.root().join(format!("templates/{name}-v{version}"));
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("main.tf"), main_tf).unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            name,
+            "-d",
+            dir.to_str().unwrap(),
+            "--activate",
+        ])
+        .ok();
+}
+
+fn retained(platform: &Platform, extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["retained", "list", "--output", "json"];
+    args.extend_from_slice(extra);
+    platform.run(&args).ok().json().as_array().unwrap().clone()
+}
+
+fn state_addresses(platform: &Platform, workspace_name: &str) -> Vec<String> {
+    let sql = format!(
+        "SELECT s.state FROM workspace_states s JOIN workspaces w ON w.id = s.workspace_id \
+         WHERE w.name = '{workspace_name}'"
+    );
+    let state: Option<Vec<u8>> = util::on_sqlite(platform, |mut connection| async move {
+        sqlx::query_scalar(&sql)
+            .fetch_optional(&mut connection)
+            .await
+            .unwrap()
+    });
+    let Some(state) = state else {
+        return Vec::new();
+    };
+    let state: serde_json::Value = serde_json::from_slice(&state).unwrap();
+    state["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{}.{}",
+                r["type"].as_str().unwrap(),
+                r["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_retained_home_outlives_its_workspace_and_is_adopted_in_place() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    push(&platform, "local", 1, &example_with(&[]));
+    platform.run(&["create", "dev", "--template", "local"]).ok();
+    let volume = only_subdir(&platform.volumes_dir());
+    fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
+
+    // A plain delete of a template without a retain rule retains nothing;
+    // asking to retain keeps the volume.
+    let deleted = platform.run(&["delete", "dev", "--retain"]).ok();
+    assert!(
+        deleted
+            .stdout
+            .contains("retained: abode_volume.home (until "),
+        "{deleted}"
+    );
+    assert!(deleted.stdout.contains("to forget"), "{deleted}");
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+    let addresses = state_addresses(&platform, "dev");
+    assert!(
+        !addresses.iter().any(|a| a == "abode_volume.home"),
+        "the state still holds the volume: {addresses:?}"
+    );
+    let records = retained(&platform, &[]);
+    assert_eq!(records.len(), 1, "{records:?}");
+    let record = &records[0];
+    assert_eq!(record["address"], "abode_volume.home");
+    assert_eq!(record["status"], "open");
+    assert_eq!(record["workspace"], "dev");
+    assert_eq!(
+        record["import_id"].as_str().unwrap(),
+        volume.file_name().unwrap().to_str().unwrap()
+    );
+    let id = record["id"].as_str().unwrap().to_string();
+    let shown = platform
+        .run(&["retained", "show", &id, "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(shown["id"], id.as_str());
+
+    // Adopted into a new workspace under another name: imported, not created.
+    push(&platform, "local", 2, &example_with(&[KEEPS_ITS_NAME]));
+    let created = platform
+        .run(&["create", "work", "--template", "local", "--adopt", &id])
+        .ok();
+    assert!(
+        created.stdout.contains("adopted: abode_volume.home"),
+        "{created}"
+    );
+    assert!(created.stdout.contains("imported"), "{created}");
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+    assert_eq!(
+        util::names_in(&platform.volumes_dir()),
+        vec![volume.file_name().unwrap().to_str().unwrap().to_string()],
+        "a new volume was created"
+    );
+    assert!(retained(&platform, &[]).is_empty());
+    let closed = retained(&platform, &["--closed"]);
+    assert_eq!(closed[0]["status"], "adopted", "{closed:?}");
+
+    // Adopting a closed record is refused in one line, nothing created.
+    platform
+        .run(&["create", "again", "--template", "local", "--adopt", &id])
+        .fails_with(1, &["only an open record can be adopted"]);
+}
+
+#[test]
+fn an_adoption_that_would_replace_the_volume_waits_for_a_person() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    push(&platform, "local", 1, &example_with(&[]));
+    platform.run(&["create", "dev", "--template", "local"]).ok();
+    let volume = only_subdir(&platform.volumes_dir());
+    fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
+    platform.run(&["delete", "dev", "--retain"]).ok();
+    let id = retained(&platform, &[])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    // The example names its volume after the workspace: a new workspace
+    // would replace the adopted volume, so the build is held.
+    let held = platform.run(&["create", "work", "--template", "local", "--adopt", &id]);
+    assert_eq!(held.code, Some(3), "{held}");
+    assert!(held.stderr.contains("abode_volume.home"), "{held}");
+    assert!(held.stderr.contains("name"), "{held}");
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
+    assert_eq!(retained(&platform, &[])[0]["status"], "open");
+}
+
+#[test]
+fn a_template_rule_retains_on_a_plain_delete_and_no_retain_is_for_owners() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let rule = (
+        "  mode        = \"confirm\"\n",
+        "  mode        = \"confirm\"\n  on_delete   = \"retain\"\n  retain_for  = \"30d\"\n",
+    );
+    push(&platform, "local", 1, &example_with(&[rule]));
+    let bob = platform.login_new_user("bob", "member");
+    platform
+        .run_as(&bob, &["create", "dev", "--template", "local"], None)
+        .ok();
+    platform
+        .run_as(&bob, &["create", "scratch", "--template", "local"], None)
+        .ok();
+
+    // A member may not destroy what the template retains.
+    let refused = platform.run_as(&bob, &["delete", "scratch", "--no-retain"], None);
+    assert_eq!(refused.code, Some(1), "{refused}");
+    assert!(refused.stderr.contains("protection"), "{refused}");
+
+    let deleted = platform.run_as(&bob, &["delete", "dev"], None).ok();
+    assert!(
+        deleted.stdout.contains("retained: abode_volume.home"),
+        "{deleted}"
+    );
+    let mine = platform
+        .run_as(&bob, &["retained", "list", "--output", "json"], None)
+        .ok()
+        .json();
+    assert_eq!(mine.as_array().unwrap().len(), 1, "{mine}");
+    assert!(mine[0]["expires_at"].is_string(), "{mine}");
+
+    // The owner destroys on purpose; nothing is retained.
+    let before = retained(&platform, &["--all"]).len();
+    platform.run(&["delete", "bob/scratch", "--no-retain"]).ok();
+    assert_eq!(retained(&platform, &["--all"]).len(), before);
+
+    // An owner hands bob's record to alice.
+    let id = mine[0]["id"].as_str().unwrap();
+    let assigned = platform
+        .run(&["retained", "assign", id, "alice", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(assigned["owner"], "alice");
+    let extended = platform
+        .run(&["retained", "extend", id, "7d", "--output", "json"])
+        .ok()
+        .json();
+    assert!(extended["expires_at"].as_str().unwrap() > mine[0]["expires_at"].as_str().unwrap());
+    platform
+        .run(&["retained", "extend", id, "soon"])
+        .fails_with(1, &["not a duration"]);
+    platform
+        .run(&["retained", "show", "no-such-record"])
+        .fails_with(1, &["not found"]);
+}

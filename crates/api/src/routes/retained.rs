@@ -1,0 +1,130 @@
+//! `/retained` (docs/api.md, "Retained resources"): what workspace deletes
+//! retained, handed to another owner, kept longer; a record someone may not
+//! read answers 404.
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::json;
+
+use abode_sdk::requests;
+use abode_store::RetainedResource;
+
+use crate::extract::{list_query, parse_json, ListQueryResult};
+use crate::pages::{ok, page_answer, ApiResult};
+use crate::views::rfc3339;
+use crate::{ApiError, AppState, Authenticated};
+
+pub(crate) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/retained", get(list))
+        .route("/retained/:id", get(show))
+        .route("/retained/:id/assign", post(assign))
+        .route("/retained/:id/extend", post(extend))
+}
+
+/// A record as the wire shows it.
+pub(crate) fn retained_view(record: &RetainedResource) -> abode_sdk::RetainedResource {
+    abode_sdk::RetainedResource {
+        id: record.id.clone(),
+        status: record.status.to_string(),
+        address: record.address.clone(),
+        resource_type: record.resource_type.clone(),
+        provider: record.provider.clone(),
+        import_id: record.import_id.clone(),
+        attributes: serde_json::from_str(&record.attributes).unwrap_or(serde_json::Value::Null),
+        owner: record.owner_name.clone(),
+        workspace: record.workspace_name.clone(),
+        template: record.template_name.clone(),
+        template_version: record.template_version,
+        build_id: record.build_id.clone(),
+        retained_by: record.retained_by.clone(),
+        retained_at: rfc3339(record.created_at),
+        expires_at: record.expires_at.map(rfc3339),
+        expire_action: record.expire_action.clone(),
+        closed_at: record.closed_at.map(rfc3339),
+        closed_by: record.closed_by.clone(),
+    }
+}
+
+#[derive(Deserialize)]
+struct RetainedQuery {
+    /// Everyone's records (those who may read every workspace).
+    #[serde(default)]
+    all: Option<bool>,
+    /// Closed records (adopted, destroyed, void) too.
+    #[serde(default)]
+    closed: Option<bool>,
+    #[serde(default)]
+    after: Option<String>,
+    #[serde(default)]
+    limit: Option<i64>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    query: ListQueryResult<RetainedQuery>,
+) -> ApiResult {
+    let query = list_query(query)?;
+    let limit = abode_store::page_size(query.limit);
+    let page = state
+        .control
+        .retained()
+        .list(
+            &caller,
+            query.all.unwrap_or(false),
+            query.closed.unwrap_or(false),
+            query.after.as_deref(),
+            limit,
+        )
+        .await?;
+    let records: Vec<abode_sdk::RetainedResource> = page.items.iter().map(retained_view).collect();
+    page_answer("retained", records, page.next)
+}
+
+async fn show(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let record = state.control.retained().show(&caller, &id).await?;
+    ok(StatusCode::OK, json!(retained_view(&record)))
+}
+
+async fn assign(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: requests::AssignRetained = parse_json(body)?;
+    let record = state
+        .control
+        .retained()
+        .assign(&caller, &id, &body.user)
+        .await?;
+    ok(StatusCode::OK, json!(retained_view(&record)))
+}
+
+async fn extend(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: requests::ExtendRetained = parse_json(body)?;
+    let seconds = abode_guard::parse_retain_for(&body.by).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "`{}` is not a duration such as 30d, 12h or 90m (at most ten years)",
+            body.by.chars().take(40).collect::<String>()
+        ))
+    })?;
+    let by_ms = i64::try_from(seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
+    let record = state.control.retained().extend(&caller, &id, by_ms).await?;
+    ok(StatusCode::OK, json!(retained_view(&record)))
+}
