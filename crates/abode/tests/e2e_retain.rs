@@ -126,6 +126,44 @@ fn a_retained_home_outlives_its_workspace_and_is_adopted_in_place() {
         .json();
     assert_eq!(shown["id"], id.as_str());
 
+    // The volume leaves the platform as a file, checked by its manifest.
+    let export = platform.root().join("home.tar");
+    platform
+        .run(&["retained", "export", &id, "--to", export.to_str().unwrap()])
+        .ok();
+    platform
+        .run(&["retained", "verify", export.to_str().unwrap()])
+        .ok();
+    let mut bytes = fs::read(&export).unwrap();
+    let at = bytes
+        .windows(b"keep me".len())
+        .position(|w| w == b"keep me")
+        .unwrap();
+    bytes[at] ^= 1;
+    let flipped = platform.root().join("flipped.tar");
+    fs::write(&flipped, &bytes).unwrap();
+    let bad = platform
+        .run(&["retained", "verify", flipped.to_str().unwrap()])
+        .fails_with(1, &["1 problem"]);
+    assert!(bad.stdout.contains("notes.txt"), "{bad}");
+    platform
+        .run(&["retained", "export", &id, "--to", export.to_str().unwrap()])
+        .fails_with(1, &["exists"]);
+
+    // What nothing knows is listed; the retained volume is known.
+    let orphans = platform
+        .run(&["volumes", "orphans", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(orphans, serde_json::json!([]));
+    fs::create_dir_all(platform.volumes_dir().join("stray")).unwrap();
+    let orphans = platform
+        .run(&["volumes", "orphans", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(orphans[0]["name"], "stray", "{orphans}");
+    fs::remove_dir(platform.volumes_dir().join("stray")).unwrap();
+
     // Adopted into a new workspace under another name: imported, not created.
     push(&platform, "local", 2, &example_with(&[KEEPS_ITS_NAME]));
     let created = platform

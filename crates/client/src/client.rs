@@ -985,6 +985,34 @@ impl Client {
         Ok(bytes)
     }
 
+    /// Writes the tar of a retained volume (with its manifest) to `out`;
+    /// how many bytes. A body cut short is an error.
+    pub fn export_retained(
+        &self,
+        id: &str,
+        out: &mut dyn std::io::Write,
+    ) -> Result<u64, ClientError> {
+        let path = format!("/retained/{}/export", workspace_segment(id));
+        let response = self.check(self.request("GET", &path).call())?;
+        std::io::copy(&mut response.into_reader(), out).map_err(|err| ClientError::BadResponse {
+            what: "volume export".into(),
+            reason: err.to_string(),
+        })
+    }
+
+    /// The server's orphaned volume directories (owners).
+    pub fn orphan_volumes(&self) -> Result<Vec<abode_sdk::OrphanVolume>, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct Orphans {
+            orphans: Vec<abode_sdk::OrphanVolume>,
+        }
+        let answer: Orphans = self.finish(
+            "GET /volumes/orphans",
+            self.request("GET", "/volumes/orphans").call(),
+        )?;
+        Ok(answer.orphans)
+    }
+
     /// Audit events, newest first, optionally of one workspace.
     /// Audit events, newest first, every page; `filters`: `workspace`,
     /// `target`, `actor`, `action`, `since`, `until` (docs/api.md).

@@ -259,7 +259,8 @@ impl Control {
                 new_templates_for_everyone: config.new_templates_for_everyone,
             },
         );
-        let retained = retained::Retained::new(store.clone(), config.clock.clone());
+        let retained =
+            retained::Retained::new(store.clone(), config.clock.clone(), config.volumes_dir());
         Control {
             inner: Arc::new(Inner {
                 identity,

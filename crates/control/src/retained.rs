@@ -14,6 +14,8 @@ use abode_identity::audit::{audit_event, Audit};
 use abode_identity::Caller;
 use abode_store::{Page, RetainedResource, Store, StoreError};
 
+use std::path::PathBuf;
+
 use crate::{Clock, ControlError};
 
 /// The retained resources service.
@@ -21,6 +23,16 @@ pub struct Retained {
     store: Store,
     clock: Clock,
     audit: Audit,
+    /// This server's volumes dir: where the volumes of builds its embedded
+    /// provisioners ran live.
+    volumes_dir: PathBuf,
+}
+
+/// A retained volume ready to be exported (`abode retained export`).
+pub struct VolumeExport {
+    pub record: RetainedResource,
+    pub dir: PathBuf,
+    pub meta: abode_volume_archive::ExportMeta,
 }
 
 /// The longest a person may extend a record by in one go.
@@ -31,12 +43,117 @@ fn not_found(id: &str) -> ControlError {
 }
 
 impl Retained {
-    pub fn new(store: Store, clock: Clock) -> Retained {
+    pub fn new(store: Store, clock: Clock, volumes_dir: PathBuf) -> Retained {
         Retained {
             audit: Audit::new(store.clone()),
             store,
             clock,
+            volumes_dir,
         }
+    }
+
+    /// The directory of a retained `abode_volume` the caller may read, on
+    /// this server's machine, for an export; audited.
+    pub async fn volume_export(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<VolumeExport, ControlError> {
+        let record = self.show(caller, id).await?;
+        if record.resource_type != "abode_volume" {
+            return Err(ControlError::BadRequest(format!(
+                "retained resource \"{id}\" is {}: only an abode_volume can be exported",
+                record.address
+            )));
+        }
+        if record.status != abode_store::RetainedStatus::Open {
+            return Err(ControlError::Conflict(format!(
+                "retained resource \"{id}\" is {}: only an open record is exported",
+                record.status
+            )));
+        }
+        let name = record.import_id.as_str();
+        let plain = !name.is_empty()
+            && !name.starts_with('.')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        let dir = self.volumes_dir.join(name);
+        if !plain || !dir.is_dir() {
+            return Err(ControlError::NotFound(format!(
+                "the volume of retained resource \"{id}\" is not on this server's machine \
+                 (a build on an external provisioner keeps it on that provisioner's machine)"
+            )));
+        }
+        self.record(caller, "retained.export", id, record.address.clone())
+            .await;
+        let meta = abode_volume_archive::ExportMeta {
+            volume: name.to_string(),
+            retained_id: record.id.clone(),
+            workspace: record.workspace_name.clone(),
+            owner: record.owner_name.clone(),
+            exported_at: crate::times::utc_text(self.clock.now_ms()),
+        };
+        Ok(VolumeExport { record, dir, meta })
+    }
+
+    /// Directories of this server's volumes dir that no workspace's state
+    /// and no held retained record knows (owners: it reads every state).
+    pub async fn orphan_volumes(
+        &self,
+        caller: &Caller,
+    ) -> Result<Vec<abode_volume_archive::Orphan>, ControlError> {
+        caller.authorize(Action::WorkspaceStateRead, None)?;
+        let mut known = std::collections::HashSet::new();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.store.state_page(after.as_deref(), 100).await?;
+            let Some((last, _)) = page.last() else { break };
+            after = Some(last.clone());
+            for (_, state) in &page {
+                let Ok(state) = serde_json::from_slice::<serde_json::Value>(state) else {
+                    continue;
+                };
+                for instance in crate::state::managed_instances(&state) {
+                    if instance.resource_type == "abode_volume" {
+                        if let Some(name) = instance
+                            .object
+                            .pointer("/attributes/name")
+                            .and_then(serde_json::Value::as_str)
+                        {
+                            known.insert(name.to_string());
+                        }
+                    }
+                }
+            }
+        }
+        let mut after: Option<String> = None;
+        loop {
+            let page = self
+                .store
+                .list_retained_page(None, false, after.as_deref(), 500)
+                .await?;
+            for record in &page.items {
+                if record.resource_type == "abode_volume" {
+                    known.insert(record.import_id.clone());
+                }
+            }
+            match page.next {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        let dir = self.volumes_dir.clone();
+        tokio::task::spawn_blocking(move || abode_volume_archive::orphans(&dir, &known))
+            .await
+            .map_err(|error| ControlError::Internal(error.to_string()))?
+            .or_else(|error| match error {
+                // No volumes dir yet: nothing is orphaned.
+                abode_volume_archive::ArchiveError::Io { .. } if !self.volumes_dir.exists() => {
+                    Ok(Vec::new())
+                }
+                other => Err(ControlError::Internal(other.to_string())),
+            })
     }
 
     /// One record the caller may read; anything else is not found.

@@ -982,3 +982,12 @@ pub struct RetainedResource {
     #[serde(default)]
     pub closed_by: Option<String>,
 }
+
+/// A directory of the server's volumes dir that no workspace's state and no
+/// retained record knows (`GET /volumes/orphans`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OrphanVolume {
+    pub name: String,
+    pub size_bytes: u64,
+    pub modified_at: String,
+}

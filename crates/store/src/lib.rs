@@ -616,6 +616,9 @@ storage_interface! {
     fn reserve_retained_for(&self, ids: &[String], owner_id: &str, adopt_for: &str) -> Vec<RetainedResource>;
     /// The open records reserved for `adopt_for`.
     fn retained_to_adopt(&self, adopt_for: &str) -> Vec<RetainedResource>;
+    /// Workspaces' stored states by workspace id, `limit` after `after`
+    /// (every state, deleted workspaces' too: what still exists).
+    fn state_page(&self, after: Option<&str>, limit: i64) -> Vec<(String, Vec<u8>)>;
     /// Closes an open record (adopted, destroyed); false if it was not open.
     fn close_retained(&self, id: &str, status: RetainedStatus, closed_by: &str, build_id: Option<&str>) -> bool;
 }

@@ -336,6 +336,22 @@ macro_rules! retained_queries {
         .map_err(db_error("retained resource"))
     }
 
+    pub(crate) async fn state_page(
+        &self,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        sqlx::query_as(&sql(
+            "SELECT workspace_id, state FROM workspace_states \
+             WHERE (?1 IS NULL OR workspace_id > ?1) ORDER BY workspace_id LIMIT ?2",
+        ))
+        .bind(after)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("state"))
+    }
+
     pub(crate) async fn close_retained(
         &self,
         id: &str,

@@ -26,6 +26,7 @@ mod sso;
 mod template_permissions;
 mod templates;
 mod tokens;
+mod volumes;
 mod workspaces;
 
 use std::process::ExitCode;
@@ -80,6 +81,9 @@ pub enum UserCommand {
     /// What workspace deletes retained: list, show, hand over, keep longer.
     #[command(subcommand)]
     Retained(retained::RetainedCommand),
+    /// The server's volume directories that nothing knows any more.
+    #[command(subcommand)]
+    Volumes(volumes::VolumesCommand),
     /// Start a workspace on its template's active version.
     Update(workspaces::ChangeArgs),
     /// List workspaces.
@@ -142,6 +146,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Groups(command) => groups::run(command),
         UserCommand::Quota(command) => quota::run(command),
         UserCommand::Retained(command) => retained::run(command),
+        UserCommand::Volumes(command) => volumes::run(command),
         UserCommand::Templates(command) => templates::run(command),
         UserCommand::Create(args) => workspaces::create(args),
         UserCommand::Start(args) => {

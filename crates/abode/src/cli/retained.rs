@@ -20,6 +20,27 @@ pub enum RetainedCommand {
     Assign(AssignArgs),
     /// Keep a retained resource longer (`30d`, `12h`, `90m`).
     Extend(ExtendArgs),
+    /// Write a retained volume to a tar file with a manifest of each file's
+    /// SHA-256 (the volume must be on the server's machine).
+    Export(ExportArgs),
+    /// Check an exported volume file against its manifest (no server).
+    Verify(VerifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    pub id: String,
+    /// The file to write (refused if it exists).
+    #[arg(long)]
+    pub to: std::path::PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// A file written by `abode retained export`.
+    pub file: std::path::PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -60,8 +81,15 @@ pub struct ExtendArgs {
 }
 
 pub fn run(command: RetainedCommand) -> anyhow::Result<u8> {
+    // A file is checked without a server.
+    let command = match command {
+        RetainedCommand::Verify(args) => return verify(args),
+        other => other,
+    };
     let client = session_client()?;
     match command {
+        RetainedCommand::Verify(args) => return verify(args),
+        RetainedCommand::Export(args) => export(&client, args)?,
         RetainedCommand::List(args) => {
             let records = client
                 .retained_resources(args.all, args.closed, None)
@@ -118,6 +146,91 @@ pub fn run(command: RetainedCommand) -> anyhow::Result<u8> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// Writes beside the target and renames when whole: a cut export never
+/// looks like a finished one.
+fn export(client: &abode_client::Client, args: ExportArgs) -> anyhow::Result<()> {
+    if args.to.exists() {
+        anyhow::bail!("{} exists; choose another file", args.to.display());
+    }
+    let mut partial = args.to.clone().into_os_string();
+    partial.push(".partial");
+    let partial = std::path::PathBuf::from(partial);
+    let mut file = std::fs::File::create(&partial)
+        .with_context(|| format!("cannot create {}", partial.display()))?;
+    let written = client
+        .export_retained(&args.id, &mut file)
+        .and_then(|bytes| {
+            file.sync_all().map(|()| bytes).map_err(|error| {
+                abode_client::ClientError::BadResponse {
+                    what: "volume export".into(),
+                    reason: error.to_string(),
+                }
+            })
+        });
+    let bytes = match written {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(error)
+                .with_context(|| format!("retained resource {:?} was not exported", args.id));
+        }
+    };
+    std::fs::rename(&partial, &args.to)
+        .with_context(|| format!("cannot move the export to {}", args.to.display()))?;
+    eprintln!(
+        "Exported retained resource {} to {} ({bytes} bytes); check it with: abode retained verify {}",
+        visible(&args.id),
+        args.to.display(),
+        args.to.display()
+    );
+    Ok(())
+}
+
+/// Exit 0 when every file matches its manifest, 1 with one line per
+/// problem otherwise.
+fn verify(args: VerifyArgs) -> anyhow::Result<u8> {
+    let file = std::fs::File::open(&args.file)
+        .with_context(|| format!("cannot open {}", args.file.display()))?;
+    let report = abode_volume_archive::verify(std::io::BufReader::new(file))
+        .with_context(|| format!("{} is not a volume export", args.file.display()))?;
+    match args.output.output {
+        OutputFormat::Json => {
+            let problems: Vec<String> = report.problems.iter().map(ToString::to_string).collect();
+            output::print_json(&serde_json::json!({
+                "ok": report.ok(),
+                "volume": report.meta.volume,
+                "retained_id": report.meta.retained_id,
+                "files": report.files,
+                "bytes": report.bytes,
+                "problems": problems,
+            }))?;
+        }
+        OutputFormat::Text => {
+            for problem in &report.problems {
+                println!("{}", visible(&problem.to_string()));
+            }
+            if report.ok() {
+                eprintln!(
+                    "{}: {} files, {} bytes of volume {} match the manifest",
+                    args.file.display(),
+                    report.files,
+                    report.bytes,
+                    visible(&report.meta.volume)
+                );
+            }
+        }
+    }
+    if report.ok() {
+        Ok(EXIT_OK)
+    } else {
+        anyhow::bail!(
+            "{}: {} problem(s) against its manifest",
+            args.file.display(),
+            report.problems.len()
+        )
+    }
 }
 
 fn print_record(

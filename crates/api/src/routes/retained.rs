@@ -25,6 +25,69 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/retained/:id", get(show))
         .route("/retained/:id/assign", post(assign))
         .route("/retained/:id/extend", post(extend))
+        .route("/retained/:id/export", get(export))
+        .route("/volumes/orphans", get(orphans))
+}
+
+/// Hands what a blocking writer writes to the response body, a chunk at a
+/// time: a 200 MB volume is never held in memory.
+struct ChunkWriter(tokio::sync::mpsc::Sender<Result<Vec<u8>, std::io::Error>>);
+
+impl std::io::Write for ChunkWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .blocking_send(Ok(buf.to_vec()))
+            .map_err(|_| std::io::Error::other("the client went away"))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A tar of a retained volume with its manifest (`abode retained export`).
+/// A failure after the first bytes ends the body early, so the client
+/// never takes a cut archive for a whole one.
+async fn export(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let export = state.control.retained().volume_export(&caller, &id).await?;
+    let (sender, receiver) = tokio::sync::mpsc::channel(16);
+    let writer = ChunkWriter(sender.clone());
+    tokio::task::spawn_blocking(move || {
+        let writer = std::io::BufWriter::with_capacity(256 * 1024, writer);
+        if let Err(error) = abode_volume_archive::export(&export.dir, writer, &export.meta) {
+            tracing::warn!(retained = %export.record.id, %error, "a volume export failed");
+            let _ = sender.blocking_send(Err(std::io::Error::other(error.to_string())));
+        }
+    });
+    let stream = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|chunk| (chunk, receiver))
+    });
+    let response = axum::response::Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "application/x-tar")
+        .body(axum::body::Body::from_stream(stream))
+        .map_err(|error| {
+            ApiError::from(abode_control::ControlError::Internal(error.to_string()))
+        })?;
+    Ok(response)
+}
+
+async fn orphans(State(state): State<AppState>, Authenticated(caller): Authenticated) -> ApiResult {
+    let found = state.control.retained().orphan_volumes(&caller).await?;
+    let orphans: Vec<abode_sdk::OrphanVolume> = found
+        .iter()
+        .map(|orphan| abode_sdk::OrphanVolume {
+            name: orphan.name.clone(),
+            size_bytes: orphan.size_bytes,
+            modified_at: rfc3339(orphan.mtime_unix.saturating_mul(1000)),
+        })
+        .collect();
+    ok(StatusCode::OK, json!({ "orphans": orphans }))
 }
 
 /// A record as the wire shows it.
