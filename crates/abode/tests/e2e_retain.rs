@@ -280,3 +280,84 @@ fn a_template_rule_retains_on_a_plain_delete_and_no_retain_is_for_owners() {
         .run(&["retained", "show", "no-such-record"])
         .fails_with(1, &["not found"]);
 }
+
+/// Waits until `workspace`'s build `number` logged `text`.
+fn wait_for_log(platform: &Platform, workspace: &str, number: &str, text: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let log = platform.run(&["builds", "logs", workspace, number]);
+        if log.stdout.contains(text) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "build {number} never logged {text:?}:\n{log}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_server_killed_mid_delete_never_loses_a_retained_volume() {
+    require_terraform();
+    let mut platform = Platform::start();
+    platform.login_owner();
+    let rule = (
+        "  mode        = \"confirm\"\n",
+        "  mode        = \"confirm\"\n  on_delete   = \"retain\"\n",
+    );
+    push(&platform, "local", 1, &example_with(&[rule]));
+    // Killed once when the plan is judged, once while it is applied.
+    for (workspace, kill_at) in [("one", "[guard]"), ("two", "[apply]")] {
+        platform
+            .run(&["create", workspace, "--template", "local"])
+            .ok();
+        let volume = platform
+            .show(workspace)
+            .get("id")
+            .and_then(|id| id.as_str())
+            .map(|id| platform.volumes_dir().join(format!("home-{id}")))
+            .unwrap();
+        fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
+        let mut delete = platform.spawn(&["delete", workspace]);
+        wait_for_log(&platform, workspace, "2", kill_at);
+        platform.kill_server();
+        let _ = delete.kill();
+        let _ = delete.wait();
+        platform.start_server_again();
+        // The delete ends one way or the other once the server is back.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let builds = platform
+                .run(&["builds", "list", workspace, "--output", "json"])
+                .json();
+            let status = builds[0]["status"].as_str().unwrap_or("").to_string();
+            if !matches!(status.as_str(), "pending" | "running") {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{builds}");
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        assert_eq!(
+            fs::read_to_string(volume.join("notes.txt")).unwrap(),
+            "keep me\n",
+            "the retained volume of {workspace} was destroyed"
+        );
+        let in_state = state_addresses(&platform, workspace)
+            .iter()
+            .any(|a| a == "abode_volume.home");
+        let in_record = retained(&platform, &[])
+            .iter()
+            .any(|r| r["workspace"] == workspace && r["address"] == "abode_volume.home");
+        assert!(
+            in_state || in_record,
+            "{workspace}'s volume is neither in its state nor in a retained record"
+        );
+        // Once the delete has ended, its records are settled.
+        let pending: Vec<serde_json::Value> = retained(&platform, &["--closed"])
+            .into_iter()
+            .filter(|r| r["status"] == "pending")
+            .collect();
+        assert!(pending.is_empty(), "{pending:?}");
+    }
+}

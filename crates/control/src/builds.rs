@@ -603,6 +603,8 @@ impl Control {
         {
             self.note(&build.id, "setup", LogLevel::Warn, &message)
                 .await;
+            // A held delete's records go void: nothing was forgotten.
+            crate::provisioner::settle_retained(self, &build.id).await;
             self.inner.log_written.notify_waiters();
         } else if self.inner.store.cancel_requested(&build.id).await? {
             // Asked already: one cancel, one log line, one audit event.

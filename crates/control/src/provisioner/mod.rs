@@ -22,7 +22,7 @@ mod preview;
 mod quota_step;
 mod retain_step;
 
-pub(crate) use retain_step::adopt_key;
+pub(crate) use retain_step::{adopt_key, settle as settle_retained};
 mod run;
 
 use std::time::Duration;

@@ -209,18 +209,26 @@ fn hide_sensitive(value: Value, marks: &Value) -> Value {
     }
 }
 
-/// Settles a delete's pending records against the state it left, and says
-/// in the build log what was retained.
-pub(super) async fn settle(job: &super::ServerJob, build: &Build) {
-    let control = job.control();
-    let state = control
-        .inner
-        .store
-        .state(&build.workspace_id)
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+/// Settles the pending records of the delete `build_id` against the state
+/// it left, and says in its build log what was retained: how every end of
+/// a delete (a run's, or a restarted server's for a run a dead one left)
+/// leaves each retained resource in a state or in an open record.
+pub(crate) async fn settle(control: &Control, build_id: &str) {
+    let build = match control.inner.store.build_by_id(build_id).await {
+        Ok(build) if build.transition == Transition::Delete => build,
+        Ok(_) => return,
+        Err(error) => {
+            tracing::error!(build = %build_id, %error, "cannot read a delete to settle what it retained; its records stay pending");
+            return;
+        }
+    };
+    let state = match control.inner.store.state(&build.workspace_id).await {
+        Ok(state) => state.unwrap_or_default(),
+        Err(error) => {
+            tracing::error!(build = %build_id, %error, "cannot read the state a delete left; its records stay pending");
+            return;
+        }
+    };
     let still: Vec<String> = match serde_json::from_slice::<Value>(&state) {
         Ok(state) => crate::state::managed_instances(&state)
             .iter()
@@ -229,29 +237,33 @@ pub(super) async fn settle(job: &super::ServerJob, build: &Build) {
         // No state (a workspace whose state is gone) holds nothing.
         Err(_) => Vec::new(),
     };
-    match control.inner.store.settle_retained(&build.id, &still).await {
+    match control.inner.store.settle_retained(build_id, &still).await {
         Ok(settled) => {
             for record in settled {
-                if record.status != RetainedStatus::Open {
-                    continue;
-                }
-                let until = match record.expires_at {
-                    Some(at) => crate::times::utc_text(at),
-                    None => "someone adopts or destroys it".to_string(),
-                };
-                job.note(
-                    "apply",
-                    abode_runner::LogLevel::Info,
-                    &format!(
-                        "retained: {} (until {until}); record {}: abode retained show {}",
+                let text = match (record.status, record.expires_at) {
+                    (RetainedStatus::Open, Some(at)) => format!(
+                        "retained: {} (until {}); record {}: abode retained show {}",
+                        record.address,
+                        crate::times::utc_text(at),
+                        record.id,
+                        record.id
+                    ),
+                    (RetainedStatus::Open, None) => format!(
+                        "retained: {} (until someone adopts or destroys it); record {}: abode retained show {}",
                         record.address, record.id, record.id
                     ),
-                )
-                .await;
+                    _ => format!(
+                        "not retained: {} is still in the workspace's state (the delete did not forget it)",
+                        record.address
+                    ),
+                };
+                control
+                    .note(build_id, "cleanup", abode_runner::LogLevel::Info, &text)
+                    .await;
             }
         }
         Err(error) => {
-            tracing::error!(build = %build.id, %error, "cannot settle a delete's retained resources; they stay pending");
+            tracing::error!(build = %build_id, %error, "cannot settle a delete's retained resources; they stay pending");
         }
     }
 }
