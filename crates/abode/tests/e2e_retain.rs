@@ -361,3 +361,53 @@ fn a_server_killed_mid_delete_never_loses_a_retained_volume() {
         assert!(pending.is_empty(), "{pending:?}");
     }
 }
+
+#[test]
+fn the_owner_is_told_when_retained_a_week_before_expiry_and_at_expiry_once_each() {
+    require_terraform();
+    let platform = Platform::start_with_metrics(None, &["--autobuild-poll-interval", "1"]);
+    platform.login_owner();
+    let rule = (
+        "  mode        = \"confirm\"\n",
+        "  mode        = \"confirm\"\n  on_delete   = \"retain\"\n  retain_for  = \"8d\"\n",
+    );
+    push(&platform, "local", 1, &example_with(&[rule]));
+    platform.run(&["create", "dev", "--template", "local"]).ok();
+    platform.run(&["delete", "dev"]).ok();
+    let told = |kind: &str| {
+        platform
+            .run(&["notifications", "list", "--output", "json"])
+            .ok()
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|message| message["kind"] == kind)
+            .count()
+    };
+    assert_eq!(told("resource_retained"), 1);
+    platform.wait_for_passes("scheduler", 2);
+    assert_eq!(told("retained_expiring"), 0, "told too early");
+
+    // A day and a bit later the record expires within a week.
+    for _ in 0..2 {
+        platform.advance_clock(std::time::Duration::from_secs(12 * 3600 + 60));
+        platform.run(&["users", "me"]).ok();
+    }
+    platform.wait_for_passes("scheduler", 2);
+    assert_eq!(told("retained_expiring"), 1);
+    assert_eq!(told("retained_expired"), 0);
+    platform.wait_for_passes("scheduler", 2);
+    assert_eq!(told("retained_expiring"), 1, "told twice");
+
+    // A week later it has expired: told once, and it is still kept.
+    for _ in 0..14 {
+        platform.advance_clock(std::time::Duration::from_secs(12 * 3600 + 60));
+        platform.run(&["users", "me"]).ok();
+    }
+    platform.wait_for_passes("scheduler", 2);
+    platform.wait_for_passes("scheduler", 2);
+    assert_eq!(told("retained_expired"), 1);
+    assert_eq!(told("retained_expiring"), 1);
+    assert_eq!(retained(&platform, &[])[0]["status"], "open");
+}

@@ -616,6 +616,8 @@ storage_interface! {
     fn reserve_retained_for(&self, ids: &[String], owner_id: &str, adopt_for: &str) -> Vec<RetainedResource>;
     /// The open records reserved for `adopt_for`.
     fn retained_to_adopt(&self, adopt_for: &str) -> Vec<RetainedResource>;
+    /// Open records that expire at or before `before`, soonest first.
+    fn retained_expiring(&self, before: i64, after: Option<&str>, limit: i64) -> Page<RetainedResource>;
     /// Workspaces' stored states by workspace id, `limit` after `after`
     /// (every state, deleted workspaces' too: what still exists).
     fn state_page(&self, after: Option<&str>, limit: i64) -> Vec<(String, Vec<u8>)>;

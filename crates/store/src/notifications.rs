@@ -29,6 +29,12 @@ pub enum NotificationKind {
     WorkspaceDormant,
     /// A workspace's deletion is scheduled.
     WorkspaceDeletionScheduled,
+    /// A workspace delete retained one of the owner's resources.
+    ResourceRetained,
+    /// A retained resource's record expires within a week.
+    RetainedExpiring,
+    /// A retained resource's record expired.
+    RetainedExpired,
 }
 
 /// A notification kind none of [`NotificationKind`] names.
@@ -46,6 +52,9 @@ crate::named!(NotificationKind, UnknownNotificationKind, {
     PresetHardLimited => "preset_hard_limited",
     WorkspaceDormant => "workspace_dormant",
     WorkspaceDeletionScheduled => "workspace_deletion_scheduled",
+    ResourceRetained => "resource_retained",
+    RetainedExpiring => "retained_expiring",
+    RetainedExpired => "retained_expired",
 });
 
 /// Where a notification goes.

@@ -336,6 +336,43 @@ macro_rules! retained_queries {
         .map_err(db_error("retained resource"))
     }
 
+    pub(crate) async fn retained_expiring(
+        &self,
+        before: i64,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Page<RetainedResource>, StoreError> {
+        let after = after
+            .map(|cursor| decode_cursor(RETAINED_CURSOR, cursor, 2))
+            .transpose()?;
+        let (after_at, after_id) = match &after {
+            Some(key) => (
+                Some(key[0].parse::<i64>().map_err(|_| StoreError::BadCursor(BadCursor))?),
+                Some(key[1].as_str()),
+            ),
+            None => (None, None),
+        };
+        let rows: Vec<RetainedResource> = sqlx::query_as(&sql(&format!(
+            "{RETAINED_SELECT} WHERE r.status = 'open' AND r.expires_at IS NOT NULL \
+             AND r.expires_at <= ?1 \
+             AND (?2 IS NULL OR r.expires_at > ?2 OR (r.expires_at = ?2 AND r.id > ?3)) \
+             ORDER BY r.expires_at, r.id LIMIT ?4"
+        )))
+        .bind(before)
+        .bind(after_at)
+        .bind(after_id)
+        .bind(limit + 1)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("retained resource"))?;
+        Ok(paged(rows, limit, |r| {
+            encode_cursor(
+                RETAINED_CURSOR,
+                &[&r.expires_at.unwrap_or_default().to_string(), &r.id],
+            )
+        }))
+    }
+
     pub(crate) async fn state_page(
         &self,
         after: Option<&str>,

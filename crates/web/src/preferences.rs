@@ -36,6 +36,9 @@ fn meaning(kind: NotificationKind) -> &'static str {
         NotificationKind::WorkspaceDeletionScheduled => {
             "a dormant workspace of yours is due for deletion"
         }
+        NotificationKind::ResourceRetained => "a workspace delete retained a resource of yours",
+        NotificationKind::RetainedExpiring => "a retained resource of yours expires within a week",
+        NotificationKind::RetainedExpired => "a retained resource of yours expired",
     }
 }
 

@@ -15,6 +15,7 @@ mod events;
 mod fixture;
 mod inbox;
 mod later;
+mod retained;
 mod settings;
 
 pub use abode_delivery::{

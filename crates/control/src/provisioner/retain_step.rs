@@ -260,6 +260,9 @@ pub(crate) async fn settle(control: &Control, build_id: &str) {
                 control
                     .note(build_id, "cleanup", abode_runner::LogLevel::Info, &text)
                     .await;
+                if record.status == RetainedStatus::Open {
+                    control.notify_retained(&record).await;
+                }
             }
         }
         Err(error) => {

@@ -126,6 +126,10 @@ impl Control {
                 );
             }
         }
+        let told = self.retained_expiry_sweep(now).await?;
+        if told > 0 {
+            tracing::info!("{told} message(s) about retained resources that expire");
+        }
         let rows = self.inner.store.scheduler_tick_snapshot().await?;
         let snapshot = facts::snapshot(rows);
         let tick = Tick {
