@@ -230,6 +230,20 @@ fn a_template_rule_retains_on_a_plain_delete_and_no_retain_is_for_owners() {
         "  mode        = \"confirm\"\n",
         "  mode        = \"confirm\"\n  on_delete   = \"retain\"\n  retain_for  = \"30d\"\n",
     );
+    // A retain rule on what Terraform cannot forget fails the push.
+    let dir = platform.root().join("templates/bad");
+    fs::create_dir_all(&dir).unwrap();
+    let bad = format!(
+        "{}\nresource \"abode_protect\" \"me\" {{\n  resource_id = data.abode_workspace.me.id\n  on_delete   = \"retain\"\n}}\n",
+        example_with(&[])
+    );
+    fs::write(dir.join("main.tf"), bad).unwrap();
+    platform
+        .run(&["templates", "push", "bad", "-d", dir.to_str().unwrap()])
+        .fails_with(
+            1,
+            &["abode_protect.me", "on_delete", "data.abode_workspace.me"],
+        );
     push(&platform, "local", 1, &example_with(&[rule]));
     let bob = platform.login_new_user("bob", "member");
     platform

@@ -36,4 +36,7 @@ pub use format::{MissingExplanation, OlderPlanFormat, PlanFormat};
 pub use memory::{protections_after_apply, remembered_rules, RememberedProtection};
 pub use plan::{read_plan, read_plan_slice, AttributeChange, Plan, PlanError, ResourceChange};
 pub use render::render_text;
-pub use rules::{parse_retain_for, Expire, Mode, Origin, RetainRule, Rule, Target, PROTECT_TYPE};
+pub use rules::{
+    annotations, parse_retain_for, Annotations, Expire, Mode, Origin, RetainRule, Rule, Target,
+    PROTECT_TYPE,
+};

@@ -204,6 +204,11 @@ pub struct Annotations {
     /// (`resource_id = local.home_id`): they protect by the id value instead.
     pub by_id: Vec<IdRule>,
     pub warnings: Vec<String>,
+    /// Annotations that say `on_delete = "retain"` of something Terraform
+    /// cannot forget by address (a data source, nothing Abode can follow,
+    /// a module instance hidden by a computed key): a push refuses them,
+    /// each with its one-line reason.
+    pub unforgettable: Vec<String>,
 }
 
 /// An annotation that protects whatever object has one of `ids` as its `id`.
@@ -293,6 +298,21 @@ fn read_annotation(
             "{name}: resource_id refers to {call} without an output Abode can see \
              (a computed module key hides it), so everything its outputs refer to is protected; \
              use a literal key or for_each = {call} with each.value.OUTPUT"
+        ));
+    }
+    if retain.is_some() && (targets.is_empty() || !notes.whole_modules.is_empty()) {
+        let what = if !notes.whole_modules.is_empty() {
+            format!(
+                "{} through a computed module key",
+                notes.whole_modules.join(", ")
+            )
+        } else if notes.unresolved.is_empty() {
+            "no resource".to_string()
+        } else {
+            notes.unresolved.join(", ")
+        };
+        found.unforgettable.push(format!(
+            "{name}: on_delete = \"retain\" needs a managed resource Terraform can forget by its address, but resource_id refers to {what}"
         ));
     }
     if targets.is_empty() {

@@ -713,6 +713,12 @@ async fn validate_in(
         .to_string();
     let declarations =
         declarations_from_template(&template_dir, &env, dir, config.isolation.as_ref()).await?;
+    // What a delete would retain must be something Terraform can forget.
+    if let Ok(plan) = abode_guard::read_plan_slice(&declarations.plan_json) {
+        if let Some(reason) = abode_guard::annotations(&plan).unforgettable.first() {
+            return Err(ControlError::InvalidTemplate(reason.clone()));
+        }
+    }
     let as_json = |value: Result<String, serde_json::Error>| {
         value.map_err(|error| ControlError::Internal(error.to_string()))
     };
