@@ -423,5 +423,92 @@ fn the_owner_is_told_when_retained_a_week_before_expiry_and_at_expiry_once_each(
     platform.wait_for_passes("scheduler", 2);
     assert_eq!(told("retained_expired"), 1);
     assert_eq!(told("retained_expiring"), 1);
+    // Its expiry queued its destroy as the system, held for a person.
+    let id = retained(&platform, &[])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    let digest = loop {
+        let shown = platform
+            .run(&["retained", "show", &id, "--output", "json"])
+            .ok()
+            .json();
+        if shown["destroy_build"]["status"] == "awaiting_confirmation" {
+            assert_eq!(shown["destroy_build"]["reason"], "retained_expired");
+            break shown["destroy_build"]["plan_digest"]
+                .as_str()
+                .unwrap()
+                .to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "{shown}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
     assert_eq!(retained(&platform, &[])[0]["status"], "open");
+    platform
+        .run(&["retained", "destroy", &id, "--digest", &digest])
+        .ok();
+    assert_eq!(retained(&platform, &["--closed"])[0]["status"], "destroyed");
+}
+
+/// The digest in `abode retained destroy`'s confirm line.
+fn destroy_digest(run: &util::Run) -> String {
+    run.stderr
+        .split("--digest ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no confirm line:\n{run}"))
+        .to_string()
+}
+
+#[test]
+fn a_retained_volume_is_destroyed_only_by_a_confirmed_plan() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    push(&platform, "local", 1, &example_with(&[]));
+    platform.run(&["create", "dev", "--template", "local"]).ok();
+    let volume = only_subdir(&platform.volumes_dir());
+    fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
+    platform.run(&["delete", "dev", "--retain"]).ok();
+    let id = retained(&platform, &[])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let held = platform.run(&["retained", "destroy", &id]);
+    assert_eq!(held.code, Some(3), "{held}");
+    assert!(held.stderr.contains("abode_volume.home"), "{held}");
+    let digest = destroy_digest(&held);
+    assert!(
+        volume.join("notes.txt").exists(),
+        "destroyed before a confirmation"
+    );
+    // A second destroy while one waits is refused; a wrong digest confirms nothing.
+    platform
+        .run(&["retained", "destroy", &id])
+        .fails_with(1, &["being destroyed already"]);
+    platform
+        .run(&["retained", "destroy", &id, "--digest", "00"])
+        .fails_with(1, &["64 hexadecimal"]);
+    platform
+        .run(&["retained", "destroy", &id, "--digest", &"0".repeat(64)])
+        .fails_with(1, &["digest"]);
+    assert!(volume.join("notes.txt").exists());
+
+    platform
+        .run(&["retained", "destroy", &id, "--digest", &digest])
+        .ok();
+    assert!(!volume.exists(), "the volume is still there");
+    let closed = retained(&platform, &["--closed"]);
+    assert_eq!(closed[0]["status"], "destroyed", "{closed:?}");
+    let audit = platform
+        .run(&["audit", "--action", "build.confirm", "--output", "json"])
+        .ok()
+        .json();
+    assert!(audit.to_string().contains(&digest), "{audit}");
+    // A destroyed record is not destroyed again.
+    platform
+        .run(&["retained", "destroy", &id])
+        .fails_with(1, &["only an open record"]);
 }

@@ -459,6 +459,24 @@ impl Client {
         )
     }
 
+    /// Queues the destroy of a retained resource, or with `digest` confirms
+    /// its held plan.
+    pub fn destroy_retained(
+        &self,
+        id: &str,
+        digest: Option<&str>,
+    ) -> Result<abode_sdk::RetainedResource, ClientError> {
+        let path = format!("/retained/{}/destroy", workspace_segment(id));
+        let body = match digest {
+            Some(digest) => json!({ "digest": digest }),
+            None => json!({}),
+        };
+        self.finish(
+            "POST /retained/{id}/destroy",
+            self.request("POST", &path).send_json(body),
+        )
+    }
+
     /// Keeps a retained resource `by` (`30d`) longer.
     pub fn extend_retained(
         &self,

@@ -71,6 +71,13 @@ pub enum BuildTarget {
         /// values are exactly the requested ones, if one is.
         preset: Option<String>,
     },
+    /// The deleted workspace a retained resource came from: its build
+    /// destroys that resource (`abode retained destroy`, or its expiry),
+    /// with a state holding only it.
+    Retained {
+        workspace: Workspace,
+        record: abode_store::RetainedResource,
+    },
 }
 
 /// What the door is asked for.
@@ -122,6 +129,10 @@ impl Control {
                     .await?
             }
             BuildTarget::Existing(workspace) => self.request_next_build(&workspace, &order).await?,
+            BuildTarget::Retained { workspace, record } => {
+                self.request_retained_destroy(&workspace, &record, &order)
+                    .await?
+            }
         };
         self.tell_if_locked(&build).await;
         self.job_queued().await;
@@ -147,7 +158,7 @@ impl Control {
                     .may_build_from(actor, &roles, template, true)
                     .await
             }
-            BuildTarget::Existing(workspace) => {
+            BuildTarget::Existing(workspace) | BuildTarget::Retained { workspace, .. } => {
                 let template = self.templates().template(&workspace.template_name).await?;
                 self.templates()
                     .may_build_from(actor, &roles, &template, false)
@@ -308,6 +319,63 @@ impl Control {
         match created {
             Ok((_, build)) => Ok(build),
             Err(error) => Err(name_taken(error, name, owner, order)),
+        }
+    }
+
+    /// A delete of a retained resource's deleted workspace whose state
+    /// holds only that resource again (its object as it was before the
+    /// workspace's delete, a successor of the stored state): the plan
+    /// destroys exactly it, judged like any destroy of protected data.
+    async fn request_retained_destroy(
+        &self,
+        workspace: &Workspace,
+        record: &abode_store::RetainedResource,
+        order: &BuildOrder,
+    ) -> Result<Build, ControlError> {
+        let fragment = self
+            .inner
+            .store
+            .retained_state_fragment(&record.id)
+            .await?
+            .ok_or_else(|| {
+                ControlError::Conflict(format!(
+                    "retained resource \"{}\" was retained before Abode kept its state; destroy it outside Abode and close it",
+                    record.id
+                ))
+            })?;
+        let stored = self.inner.store.state(&workspace.id).await?;
+        let state = crate::provisioner::state_of_one(stored.as_deref(), &fragment)
+            .map_err(ControlError::Internal)?;
+        let created = self
+            .inner
+            .store
+            .create_retained_destroy_build(
+                &record.id,
+                &NewBuild {
+                    id: abode_store::new_id(),
+                    workspace_id: workspace.id.clone(),
+                    transition: Transition::Delete,
+                    template_version_id: workspace.template_version_id.clone(),
+                    initiator_id: order.actor.id().to_string(),
+                    reason: order.reason,
+                    parameters: None,
+                    workspace_parameters: None,
+                    retention: Some(abode_store::DeleteRetention::Nothing),
+                },
+                &state,
+            )
+            .await;
+        match created {
+            Ok(build) => Ok(build),
+            Err(StoreError::Conflict(_)) => Err(ControlError::Conflict(format!(
+                "retained resource \"{}\" is being destroyed already; confirm or cancel that build first",
+                record.id
+            ))),
+            Err(StoreError::NotFound(_)) => Err(ControlError::Conflict(format!(
+                "retained resource \"{}\" is not open any more",
+                record.id
+            ))),
+            Err(other) => Err(other.into()),
         }
     }
 

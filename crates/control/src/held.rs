@@ -27,24 +27,25 @@ impl Control {
         number: Option<i64>,
         digest: &str,
     ) -> Result<Build, ControlError> {
-        if digest.trim().is_empty() {
-            return Err(ControlError::BadRequest(
-                "give the plan digest you reviewed (the build's plan_digest)".into(),
-            ));
-        }
         // Checked before anything is looked up or audited: what is not a
         // digest (any size, any bytes) is never stored.
-        let digest = digest.trim();
-        if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(ControlError::BadRequest(
-                "a plan digest is 64 hexadecimal characters (the build's plan_digest)".into(),
-            ));
-        }
-        let digest = digest.to_ascii_lowercase();
-        let digest = digest.as_str();
+        let digest = checked_digest(digest)?;
         let build = self
             .build_for(caller, reference, number, Action::BuildConfirm)
             .await?;
+        self.confirm_held_build(caller, build, digest).await
+    }
+
+    /// Confirms `build`'s held plan with `digest` ([`checked_digest`]): the
+    /// caller was allowed to confirm it when the build was found.
+    pub(crate) async fn confirm_held_build(
+        &self,
+        caller: &Caller,
+        build: Build,
+        digest: &str,
+    ) -> Result<Build, ControlError> {
+        let digest = digest.to_ascii_lowercase();
+        let digest = digest.as_str();
         let target = format!("{}/{}", build.owner_name, build.workspace_name);
         let refuse = |message: String| ControlError::Conflict(message);
         let result = async {
@@ -366,4 +367,20 @@ pub(crate) async fn expiry_sweeper(control: Control, mut shutdown: watch::Receiv
             _ = shutdown.changed() => {}
         }
     }
+}
+
+/// A plan digest as a person gives it: 64 hexadecimal characters, trimmed.
+pub(crate) fn checked_digest(digest: &str) -> Result<&str, ControlError> {
+    if digest.trim().is_empty() {
+        return Err(ControlError::BadRequest(
+            "give the plan digest you reviewed (the build's plan_digest)".into(),
+        ));
+    }
+    let digest = digest.trim();
+    if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(ControlError::BadRequest(
+            "a plan digest is 64 hexadecimal characters (the build's plan_digest)".into(),
+        ));
+    }
+    Ok(digest)
 }

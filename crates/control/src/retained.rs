@@ -12,7 +12,13 @@
 use abode_authz::Action;
 use abode_identity::audit::{audit_event, Audit};
 use abode_identity::Caller;
-use abode_store::{Page, RetainedResource, Store, StoreError};
+use abode_store::{
+    Build, BuildReason, Page, RetainedResource, RetainedStatus, Store, StoreError, SystemActor,
+    Transition,
+};
+
+use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
+use abode_identity::Actor;
 
 use std::path::PathBuf;
 
@@ -323,5 +329,103 @@ impl Retained {
             Some(details),
         );
         self.audit.record(&event).await;
+    }
+}
+
+impl crate::Control {
+    /// `abode retained destroy ID`: queues the build that destroys a
+    /// retained resource (held for a person's confirmation of its exact
+    /// plan); with `digest`, confirms that held plan. The build, and the
+    /// record as it is now.
+    pub async fn destroy_retained(
+        &self,
+        caller: &Caller,
+        id: &str,
+        digest: Option<&str>,
+    ) -> Result<(RetainedResource, Build), ControlError> {
+        let record = self.retained().show(caller, id).await?;
+        caller.authorize(Action::WorkspaceDelete, Some(&record.owner_id))?;
+        let build = match digest {
+            Some(digest) => {
+                let digest = crate::held::checked_digest(digest)?;
+                caller.authorize(Action::BuildConfirm, Some(&record.owner_id))?;
+                let building = match &record.destroy_build_id {
+                    Some(build_id) => self.inner.store.build_by_id(build_id).await?,
+                    None => {
+                        return Err(ControlError::Conflict(format!(
+                            "retained resource \"{id}\" has no destroy to confirm: run abode retained destroy {id} first"
+                        )))
+                    }
+                };
+                self.confirm_held_build(caller, building, digest).await?
+            }
+            None => {
+                if record.status != RetainedStatus::Open {
+                    return Err(ControlError::Conflict(format!(
+                        "retained resource \"{id}\" is {}: only an open record is destroyed",
+                        record.status
+                    )));
+                }
+                let workspace = self
+                    .inner
+                    .store
+                    .workspace_by_id(&record.workspace_id)
+                    .await?;
+                self.request_build(
+                    BuildTarget::Retained {
+                        workspace,
+                        record: record.clone(),
+                    },
+                    BuildOrder {
+                        actor: Actor::User(caller.user.clone()),
+                        request_id: caller.request_id.clone(),
+                        transition: Transition::Delete,
+                        version: VersionChoice::Current,
+                        reason: BuildReason::RetainedDestroy,
+                        parameters: Default::default(),
+                        retention: None,
+                    },
+                )
+                .await?
+            }
+        };
+        let record = self.inner.store.retained_by_id(id).await?;
+        Ok((record, build))
+    }
+
+    /// The scheduler's expiry of a retained resource: its destroy, queued
+    /// by the system (held for a person unless the template's rule says
+    /// `expire = "destroy"`), once per expiry.
+    pub(crate) async fn destroy_expired_retained(&self, record: &RetainedResource) {
+        if record.destroy_build_id.is_some() {
+            return;
+        }
+        let workspace = match self.inner.store.workspace_by_id(&record.workspace_id).await {
+            Ok(workspace) => workspace,
+            Err(error) => {
+                tracing::error!(retained = %record.id, %error, "cannot read the workspace of an expired retained resource");
+                return;
+            }
+        };
+        let queued = self
+            .request_build(
+                BuildTarget::Retained {
+                    workspace,
+                    record: record.clone(),
+                },
+                BuildOrder {
+                    actor: Actor::System(SystemActor::Scheduler),
+                    request_id: None,
+                    transition: Transition::Delete,
+                    version: VersionChoice::Current,
+                    reason: BuildReason::RetainedExpired,
+                    parameters: Default::default(),
+                    retention: None,
+                },
+            )
+            .await;
+        if let Err(error) = queued {
+            tracing::warn!(retained = %record.id, %error, "cannot queue the destroy of an expired retained resource");
+        }
     }
 }

@@ -949,7 +949,7 @@ pub struct TemplatePermissions {
 
 /// A resource a workspace delete retained (`GET /retained`,
 /// `GET /retained/{id}`; docs/api.md, "Retained resources").
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RetainedResource {
     pub id: String,
     /// `pending` (its delete has not ended), `open`, `adopted`,
@@ -981,6 +981,10 @@ pub struct RetainedResource {
     pub closed_at: Option<String>,
     #[serde(default)]
     pub closed_by: Option<String>,
+    /// The build destroying it (`abode retained destroy`, or its expiry),
+    /// in `GET /retained/{id}` and the destroy's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destroy_build: Option<Build>,
 }
 
 /// A directory of the server's volumes dir that no workspace's state and no

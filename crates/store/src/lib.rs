@@ -616,6 +616,16 @@ storage_interface! {
     fn reserve_retained_for(&self, ids: &[String], owner_id: &str, adopt_for: &str) -> Vec<RetainedResource>;
     /// The open records reserved for `adopt_for`.
     fn retained_to_adopt(&self, adopt_for: &str) -> Vec<RetainedResource>;
+    /// Queues the build `build` (a delete of the record's deleted
+    /// workspace) that destroys the open record `record_id`, with `state`
+    /// (holding only that resource) as the workspace's state, in one
+    /// transaction. `Conflict` while the workspace has a build that has not
+    /// ended or the record's last destroy has not.
+    fn create_retained_destroy_build(&self, record_id: &str, build: &NewBuild, state: &[u8]) -> Build;
+    /// The record the build `build_id` destroys.
+    fn retained_destroyed_by(&self, build_id: &str) -> Option<RetainedResource>;
+    /// The resource's object as the state held it before its delete.
+    fn retained_state_fragment(&self, id: &str) -> Option<String>;
     /// Open records that expire at or before `before`, soonest first.
     fn retained_expiring(&self, before: i64, after: Option<&str>, limit: i64) -> Page<RetainedResource>;
     /// Workspaces' stored states by workspace id, `limit` after `after`

@@ -273,6 +273,11 @@ pub enum BuildReason {
     Prebuild,
     /// A prebuilt workspace handed to the person who claimed it.
     PrebuildClaim,
+    /// A person's destroy of a retained resource (`abode retained destroy`).
+    RetainedDestroy,
+    /// The destroy of a retained resource whose record expired, queued by
+    /// the scheduler.
+    RetainedExpired,
     /// A prebuilt workspace nobody claimed in time.
     PrebuildExpired,
 }
@@ -292,6 +297,8 @@ crate::named!(BuildReason, UnknownBuildReason, {
     Prebuild => "prebuild",
     PrebuildClaim => "prebuild_claim",
     PrebuildExpired => "prebuild_expired",
+    RetainedDestroy => "retained_destroy",
+    RetainedExpired => "retained_expired",
 });
 
 /// A named part of the system that acts on its own (starts builds, owns

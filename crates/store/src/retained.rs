@@ -96,6 +96,8 @@ pub struct RetainedResource {
     pub closed_at: Option<i64>,
     pub closed_by: Option<String>,
     pub closed_build_id: Option<String>,
+    /// The build destroying it, if one was queued.
+    pub destroy_build_id: Option<String>,
 }
 
 /// A record written when a delete's plan is judged.
@@ -108,13 +110,16 @@ pub struct NewRetained {
     pub attributes: String,
     pub expires_at: Option<i64>,
     pub expire_action: String,
+    /// The resource's object in the state before the delete (JSON).
+    pub state_fragment: Option<String>,
 }
 
 pub(crate) const RETAINED_SELECT: &str = "SELECT r.id, r.status, r.address, r.resource_type, \
      r.provider, r.import_id, r.attributes, r.workspace_id, r.workspace_name, r.owner_id, \
      o.username AS owner_name, r.template_name, r.template_version, r.build_id, r.retained_by, \
      r.created_at, r.expires_at, r.expire_action, r.adopt_for, r.closed_at, r.closed_by, \
-     r.closed_build_id FROM retained_resources r JOIN users o ON o.id = r.owner_id";
+     r.closed_build_id, r.destroy_build_id FROM retained_resources r \
+     JOIN users o ON o.id = r.owner_id";
 
 /// The retained resource methods of [`crate::Store`]; expanded inside each
 /// backend's `impl`.
@@ -148,9 +153,10 @@ macro_rules! retained_queries {
             sqlx::query(&sql(
                 "INSERT INTO retained_resources (id, status, address, resource_type, provider, \
                  import_id, attributes, workspace_id, workspace_name, owner_id, template_name, \
-                 template_version, build_id, retained_by, created_at, expires_at, expire_action) \
+                 template_version, build_id, retained_by, created_at, expires_at, expire_action, \
+                 state_fragment) \
                  SELECT ?, 'pending', ?, ?, ?, ?, ?, w.id, w.name, w.owner_id, t.name, v.number, \
-                 b.id, ?, ?, ?, ? FROM builds b JOIN workspaces w ON w.id = b.workspace_id \
+                 b.id, ?, ?, ?, ?, ? FROM builds b JOIN workspaces w ON w.id = b.workspace_id \
                  JOIN templates t ON t.id = w.template_id \
                  JOIN template_versions v ON v.id = b.template_version_id WHERE b.id = ? \
                  ON CONFLICT (build_id, address) DO NOTHING",
@@ -165,6 +171,7 @@ macro_rules! retained_queries {
             .bind(now)
             .bind(record.expires_at)
             .bind(&record.expire_action)
+            .bind(&record.state_fragment)
             .bind(build_id)
             .execute(&mut *tx)
             .await
@@ -279,8 +286,11 @@ macro_rules! retained_queries {
         id: &str,
         expires_at: i64,
     ) -> Result<RetainedResource, StoreError> {
+        // A new expiry may be acted on again (a destroy it queued ended).
         let changed = sqlx::query(&sql(
-            "UPDATE retained_resources SET expires_at = ? WHERE id = ? AND status = 'open'",
+            "UPDATE retained_resources SET expires_at = ?, destroy_build_id = NULL \
+             WHERE id = ? AND status = 'open' AND (destroy_build_id IS NULL OR destroy_build_id IN \
+             (SELECT id FROM builds WHERE status IN ('succeeded', 'failed', 'canceled')))",
         ))
         .bind(expires_at)
         .bind(id)
@@ -334,6 +344,96 @@ macro_rules! retained_queries {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error("retained resource"))
+    }
+
+    pub(crate) async fn create_retained_destroy_build(
+        &self,
+        record_id: &str,
+        build: &NewBuild,
+        state: &[u8],
+    ) -> Result<Build, StoreError> {
+        let now = self.now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let held: Option<(Option<String>,)> = sqlx::query_as(&sql(
+            "SELECT destroy_build_id FROM retained_resources WHERE id = ? AND status = 'open'",
+        ))
+        .bind(record_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error("retained resource"))?;
+        let Some((destroying,)) = held else {
+            return Err(StoreError::NotFound("open retained resource"));
+        };
+        if let Some(destroying) = destroying {
+            let status: Option<(BuildStatus,)> =
+                sqlx::query_as(&sql("SELECT status FROM builds WHERE id = ?"))
+                    .bind(&destroying)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(db_error("build"))?;
+            if status.is_some_and(|(status,)| !status.is_final()) {
+                return Err(StoreError::Conflict("retained resource destroy"));
+            }
+        }
+        let active: Option<(String,)> = sqlx::query_as(&sql(
+            "SELECT id FROM builds WHERE workspace_id = ? \
+             AND status IN ('pending', 'running', 'awaiting_confirmation')",
+        ))
+        .bind(&build.workspace_id)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if active.is_some() {
+            return Err(StoreError::Conflict("active build"));
+        }
+        Self::insert_next_build(&mut tx, build, now).await?;
+        sqlx::query(&sql(
+            "INSERT INTO workspace_states (workspace_id, build_id, state, updated_at) \
+             VALUES (?, ?, ?, ?) ON CONFLICT (workspace_id) DO UPDATE SET \
+             build_id = excluded.build_id, state = excluded.state, updated_at = excluded.updated_at",
+        ))
+        .bind(&build.workspace_id)
+        .bind(&build.id)
+        .bind(state)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("state"))?;
+        sqlx::query(&sql(
+            "UPDATE retained_resources SET destroy_build_id = ? WHERE id = ?",
+        ))
+        .bind(&build.id)
+        .bind(record_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("retained resource"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        self.build_by_id(&build.id).await
+    }
+
+    pub(crate) async fn retained_destroyed_by(
+        &self,
+        build_id: &str,
+    ) -> Result<Option<RetainedResource>, StoreError> {
+        sqlx::query_as(&sql(&format!("{RETAINED_SELECT} WHERE r.destroy_build_id = ?")))
+            .bind(build_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error("retained resource"))
+    }
+
+    pub(crate) async fn retained_state_fragment(
+        &self,
+        id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let row: Option<(Option<String>,)> = sqlx::query_as(&sql(
+            "SELECT state_fragment FROM retained_resources WHERE id = ?",
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error("retained resource"))?;
+        Ok(row.and_then(|(fragment,)| fragment))
     }
 
     pub(crate) async fn retained_expiring(

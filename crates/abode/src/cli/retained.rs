@@ -25,6 +25,17 @@ pub enum RetainedCommand {
     Export(ExportArgs),
     /// Check an exported volume file against its manifest (no server).
     Verify(VerifyArgs),
+    /// Destroy a retained resource: its plan is held until you confirm it
+    /// with `--digest` (exit 3 while held).
+    Destroy(DestroyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DestroyArgs {
+    pub id: String,
+    /// Confirm the held destroy whose plan has this digest.
+    #[arg(long)]
+    pub digest: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -90,6 +101,7 @@ pub fn run(command: RetainedCommand) -> anyhow::Result<u8> {
     match command {
         RetainedCommand::Verify(args) => return verify(args),
         RetainedCommand::Export(args) => export(&client, args)?,
+        RetainedCommand::Destroy(args) => return destroy(&client, args),
         RetainedCommand::List(args) => {
             let records = client
                 .retained_resources(args.all, args.closed, None)
@@ -186,6 +198,88 @@ fn export(client: &abode_client::Client, args: ExportArgs) -> anyhow::Result<()>
         args.to.display()
     );
     Ok(())
+}
+
+/// Queues (or confirms) the destroy and follows its build until it ends or
+/// is held: 0 destroyed, 3 held (with the confirm command), 4 blocked,
+/// 1 failed.
+fn destroy(client: &abode_client::Client, args: DestroyArgs) -> anyhow::Result<u8> {
+    let mut record = client
+        .destroy_retained(&args.id, args.digest.as_deref())
+        .with_context(|| format!("retained resource {:?} was not destroyed", args.id))?;
+    loop {
+        let status = record
+            .destroy_build
+            .as_ref()
+            .map(|build| build.status.clone())
+            .unwrap_or_default();
+        if !matches!(status.as_str(), "pending" | "running") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        record = client
+            .retained_resource(&args.id)
+            .with_context(|| format!("cannot follow the destroy of {:?}", args.id))?;
+    }
+    let Some(build) = &record.destroy_build else {
+        anyhow::bail!("retained resource {:?} has no destroy build", args.id);
+    };
+    match build.status.as_str() {
+        "succeeded" => {
+            eprintln!(
+                "Destroyed retained resource {} ({})",
+                visible(&record.id),
+                visible(&record.address)
+            );
+            Ok(EXIT_OK)
+        }
+        "awaiting_confirmation" => {
+            eprintln!(
+                "The destroy of retained resource {} ({}) waits for your confirmation: it destroys the resource and its data.",
+                visible(&record.id),
+                visible(&record.address)
+            );
+            if let Some(changes) = build
+                .guard
+                .as_ref()
+                .and_then(|report| report.get("protected_changes"))
+                .and_then(serde_json::Value::as_array)
+            {
+                for change in changes {
+                    eprintln!(
+                        "  - {}: {}",
+                        visible(change["address"].as_str().unwrap_or_default()),
+                        visible(change["reason"].as_str().unwrap_or_default())
+                    );
+                }
+            }
+            eprintln!(
+                "To destroy exactly this plan: abode retained destroy {} --digest {}",
+                record.id,
+                build.plan_digest.as_deref().unwrap_or_default()
+            );
+            Ok(super::EXIT_AWAITING_CONFIRMATION)
+        }
+        other => {
+            let blocked = build
+                .guard
+                .as_ref()
+                .and_then(|report| report.get("decision"))
+                .and_then(serde_json::Value::as_str)
+                == Some("block");
+            eprintln!(
+                "The destroy of retained resource {} {}: {}",
+                visible(&record.id),
+                visible(other),
+                visible(build.error.as_deref().unwrap_or("see the server's log"))
+            );
+            Ok(if blocked {
+                super::EXIT_BLOCKED
+            } else {
+                super::EXIT_ERROR
+            })
+        }
+    }
 }
 
 /// Exit 0 when every file matches its manifest, 1 with one line per

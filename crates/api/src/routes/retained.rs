@@ -26,6 +26,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/retained/:id/assign", post(assign))
         .route("/retained/:id/extend", post(extend))
         .route("/retained/:id/export", get(export))
+        .route("/retained/:id/destroy", post(destroy))
         .route("/volumes/orphans", get(orphans))
 }
 
@@ -111,7 +112,26 @@ pub(crate) fn retained_view(record: &RetainedResource) -> abode_sdk::RetainedRes
         expire_action: record.expire_action.clone(),
         closed_at: record.closed_at.map(rfc3339),
         closed_by: record.closed_by.clone(),
+        destroy_build: None,
     }
+}
+
+/// A record with the build destroying it, if any.
+async fn retained_with_build(
+    state: &AppState,
+    record: &RetainedResource,
+) -> Result<serde_json::Value, ApiError> {
+    let mut view = json!(retained_view(record));
+    if let Some(build_id) = &record.destroy_build_id {
+        let build = state
+            .control
+            .store()
+            .build_by_id(build_id)
+            .await
+            .map_err(abode_control::ControlError::from)?;
+        view["destroy_build"] = json!(crate::views::build_view(&build));
+    }
+    Ok(view)
 }
 
 #[derive(Deserialize)]
@@ -156,7 +176,37 @@ async fn show(
     Path(id): Path<String>,
 ) -> ApiResult {
     let record = state.control.retained().show(&caller, &id).await?;
-    ok(StatusCode::OK, json!(retained_view(&record)))
+    ok(StatusCode::OK, retained_with_build(&state, &record).await?)
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct DestroyBody {
+    /// The digest of the held destroy's plan, to confirm it.
+    #[serde(default)]
+    digest: Option<String>,
+}
+
+/// Queues the destroy of a retained resource, or (with `digest`) confirms
+/// its held plan.
+async fn destroy(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: DestroyBody = match &body {
+        Ok(bytes) if bytes.is_empty() => DestroyBody::default(),
+        _ => parse_json(body)?,
+    };
+    let (record, _) = state
+        .control
+        .destroy_retained(&caller, &id, body.digest.as_deref())
+        .await?;
+    ok(
+        StatusCode::ACCEPTED,
+        retained_with_build(&state, &record).await?,
+    )
 }
 
 async fn assign(

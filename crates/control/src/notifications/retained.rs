@@ -85,6 +85,9 @@ impl Control {
                     .await;
                 written += notices.len();
                 self.inner.store.enqueue_notifications(&notices).await?;
+                if expires_at <= now {
+                    self.destroy_expired_retained(record).await;
+                }
             }
             match page.next {
                 Some(next) => after = Some(next),

@@ -471,13 +471,17 @@ impl ServerJob {
         }
         // The scheduler's builds are the system's: a delete it starts (a
         // dormant deletion) destroys no protected resource without a person.
-        let initiator = if crate::scheduler::is_scheduler_reason(build.reason) {
+        let initiator = if crate::scheduler::is_scheduler_reason(build.reason)
+            || retain_step::destroys_retained(build)
+        {
             abode_guard::Initiator::System
         } else {
             abode_guard::Initiator::Person
         };
         let retained = retain_step::retained_by_delete(control, build).await?;
         let adopted = retain_step::to_adopt(control, build, &self.workspace).await?;
+        let mut extra_rules = retain_step::adoption_rules(&adopted);
+        extra_rules.extend(retain_step::destroy_rules(control, build).await?);
         let Judged { report } = judge_plan(
             control,
             &plan_json,
@@ -485,7 +489,7 @@ impl ServerJob {
             guard_transition(build),
             initiator,
             &retain_step::addresses(&retained),
-            retain_step::adoption_rules(&adopted),
+            extra_rules,
         )
         .await?;
         control
@@ -535,10 +539,17 @@ impl ServerJob {
         }
         // What the delete forgets is on record before anything is applied.
         if report.decision != Decision::Block && !report.retained.is_empty() {
+            let before = control
+                .inner
+                .store
+                .state(&self.workspace.id)
+                .await
+                .map_err(storage)?;
             let records = retain_step::new_records(
                 &plan_json,
                 &report,
                 &retained,
+                before.as_deref(),
                 control.inner.config.clock.now_ms(),
             );
             control
@@ -697,6 +708,7 @@ impl ServerJob {
                 retain_step::close_adopted(self, build, workspace).await;
             }
             Transition::Delete => {
+                retain_step::close_destroyed(self, build).await;
                 store
                     .replace_agents(&workspace.id, &build.id, &[])
                     .await

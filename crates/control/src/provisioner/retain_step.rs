@@ -100,8 +100,12 @@ pub(super) fn new_records(
     plan_json: &[u8],
     report: &abode_guard::Report,
     retained: &[RememberedProtection],
+    state: Option<&[u8]>,
     now_ms: i64,
 ) -> Vec<NewRetained> {
+    let state: Value = state
+        .and_then(|state| serde_json::from_slice(state).ok())
+        .unwrap_or(Value::Null);
     let plan: Value = match serde_json::from_slice(plan_json) {
         Ok(plan) => plan,
         Err(_) => Value::Null,
@@ -141,6 +145,7 @@ pub(super) fn new_records(
                 .and_then(|secs| i64::try_from(secs).ok())
                 .map(|secs| now_ms.saturating_add(secs.saturating_mul(1000)));
             NewRetained {
+                state_fragment: fragment(&state, &kept.address).map(|f| f.to_string()),
                 address: kept.address.clone(),
                 resource_type: kept.resource_type.clone(),
                 provider: text("provider_name"),
@@ -155,6 +160,66 @@ pub(super) fn new_records(
             }
         })
         .collect()
+}
+
+/// The resource object of `state` holding the instance at `address`, with
+/// that instance alone.
+fn fragment(state: &Value, address: &str) -> Option<Value> {
+    let resources = state.get("resources").and_then(Value::as_array)?;
+    for resource in resources {
+        let instances = resource.get("instances").and_then(Value::as_array)?;
+        for instance in instances {
+            let found = crate::state::managed_instances(&serde_json::json!({
+                "resources": [{
+                    "mode": resource.get("mode"),
+                    "module": resource.get("module"),
+                    "type": resource.get("type"),
+                    "name": resource.get("name"),
+                    "instances": [instance],
+                }]
+            }))
+            .first()
+            .map(|i| i.address())
+            .is_some_and(|a| a == address);
+            if found {
+                let mut one = resource.clone();
+                one["instances"] = Value::Array(vec![instance.clone()]);
+                return Some(one);
+            }
+        }
+    }
+    None
+}
+
+/// A state holding only `fragment` (a resource object), a successor of
+/// `stored` (its lineage, the next serial) so the backend takes it and the
+/// build's Terraform writes after it.
+pub(crate) fn state_of_one(stored: Option<&[u8]>, fragment: &str) -> Result<Vec<u8>, String> {
+    let fragment: Value = serde_json::from_str(fragment)
+        .map_err(|error| format!("a retained resource's state is unreadable: {error}"))?;
+    let stored: Value = stored
+        .and_then(|bytes| serde_json::from_slice(bytes).ok())
+        .unwrap_or(Value::Null);
+    let lineage = stored
+        .get("lineage")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or_else(abode_store::new_id);
+    let serial = stored.get("serial").and_then(Value::as_i64).unwrap_or(0) + 1;
+    let terraform_version = stored
+        .get("terraform_version")
+        .cloned()
+        .unwrap_or_else(|| Value::String("1.5.0".into()));
+    serde_json::to_vec(&serde_json::json!({
+        "version": 4,
+        "terraform_version": terraform_version,
+        "serial": serial,
+        "lineage": lineage,
+        "outputs": {},
+        "resources": [fragment],
+        "check_results": null,
+    }))
+    .map_err(|error| error.to_string())
 }
 
 /// The rule of the remembered protection covering `address` (its resource).
@@ -267,6 +332,78 @@ pub(crate) async fn settle(control: &Control, build_id: &str) {
         }
         Err(error) => {
             tracing::error!(build = %build_id, %error, "cannot settle a delete's retained resources; they stay pending");
+        }
+    }
+}
+
+/// Whether the build destroys a retained resource.
+pub(super) fn destroys_retained(build: &Build) -> bool {
+    matches!(
+        build.reason,
+        abode_store::BuildReason::RetainedDestroy | abode_store::BuildReason::RetainedExpired
+    )
+}
+
+/// The record a retained destroy destroys, and the rule the guard judges it
+/// by: held for a person unless it expired under `expire = "destroy"`.
+pub(super) async fn destroy_rules(control: &Control, build: &Build) -> Result<Vec<Rule>, Failure> {
+    if !destroys_retained(build) {
+        return Ok(Vec::new());
+    }
+    let record = control
+        .inner
+        .store
+        .retained_destroyed_by(&build.id)
+        .await
+        .map_err(storage)?
+        .ok_or_else(|| Failure::failed("the retained resource this build destroys is gone"))?;
+    let unattended = build.reason == abode_store::BuildReason::RetainedExpired
+        && record.expire_action == "destroy";
+    if unattended {
+        return Ok(Vec::new());
+    }
+    Ok(Address::parse(&record.address)
+        .ok()
+        .map(|address| Rule::address(address, Mode::Confirm, Origin::Caller))
+        .into_iter()
+        .collect())
+}
+
+/// Closes the record a successful retained destroy destroyed.
+pub(super) async fn close_destroyed(job: &super::ServerJob, build: &Build) {
+    if !destroys_retained(build) {
+        return;
+    }
+    let control = job.control();
+    let Ok(Some(record)) = control.inner.store.retained_destroyed_by(&build.id).await else {
+        tracing::error!(build = %build.id, "cannot find the retained resource a destroy destroyed");
+        return;
+    };
+    match control
+        .inner
+        .store
+        .close_retained(
+            &record.id,
+            RetainedStatus::Destroyed,
+            &build.initiator_name,
+            Some(&build.id),
+        )
+        .await
+    {
+        Ok(true) => {
+            job.note(
+                "apply",
+                abode_runner::LogLevel::Info,
+                &format!(
+                    "destroyed: {} (retained record {} is closed)",
+                    record.address, record.id
+                ),
+            )
+            .await;
+        }
+        Ok(false) => {}
+        Err(error) => {
+            tracing::error!(build = %build.id, %error, "cannot close a destroyed retained resource");
         }
     }
 }

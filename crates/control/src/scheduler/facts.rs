@@ -73,6 +73,10 @@ fn reason(reason: BuildReason) -> abode_schedule::BuildReason {
         BuildReason::Prebuild => abode_schedule::BuildReason::Prebuild,
         BuildReason::PrebuildClaim => abode_schedule::BuildReason::PrebuildClaim,
         BuildReason::PrebuildExpired => abode_schedule::BuildReason::PrebuildExpired,
+        // Builds of deleted workspaces, which no snapshot holds; a
+        // retained resource's destroy is a person's or its expiry's.
+        BuildReason::RetainedDestroy => abode_schedule::BuildReason::Initiator,
+        BuildReason::RetainedExpired => abode_schedule::BuildReason::Autodelete,
     }
 }
 

@@ -34,6 +34,12 @@ CREATE TABLE retained_resources (
     closed_at        INTEGER,
     closed_by        TEXT,
     closed_build_id  TEXT,
+    -- The resource's object as the workspace's state held it before the
+    -- delete (secrets included, like any stored state; never served): what
+    -- a destroy of the record puts back into a state to destroy it.
+    state_fragment   TEXT,
+    -- The build destroying it (abode retained destroy, or its expiry).
+    destroy_build_id TEXT,
     UNIQUE (build_id, address)
 );
 
