@@ -59,9 +59,6 @@ pub struct TemplateDeclarations {
     pub parameters: Vec<ParameterDefinition>,
     /// Checked against `parameters` (names and values).
     pub presets: Vec<PresetDefinition>,
-    /// The import's plan (`terraform show -json`), for what else a push
-    /// checks in it (the guard's reading of `abode_protect`s).
-    pub plan_json: Vec<u8>,
 }
 
 #[derive(Deserialize)]
@@ -201,7 +198,6 @@ pub fn template_declarations_from_plan(
     Ok(TemplateDeclarations {
         parameters,
         presets,
-        plan_json: plan_json.to_vec(),
     })
 }
 

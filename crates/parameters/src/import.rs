@@ -35,6 +35,15 @@ pub enum ImportError {
     Run(RunError),
 }
 
+/// What a template import read: the declarations, and the plan itself
+/// (`terraform show -json`) for what else a push checks in it (the guard's
+/// reading of `abode_protect`s).
+#[derive(Debug, Clone)]
+pub struct ImportedTemplate {
+    pub declarations: TemplateDeclarations,
+    pub plan_json: Vec<u8>,
+}
+
 /// The parameters and presets `template_dir` declares. `terraform init` must already have
 /// run there with `env` (the push's Terraform environment: the operator's
 /// passed variables, `TF_CLI_CONFIG_FILE`); `scratch_dir` is an absolute
@@ -45,7 +54,7 @@ pub async fn declarations_from_template(
     env: &[(String, String)],
     scratch_dir: &Path,
     isolation: Option<&std::sync::Arc<abode_terraform::isolation::Isolation>>,
-) -> Result<TemplateDeclarations, ImportError> {
+) -> Result<ImportedTemplate, ImportError> {
     let mut context = BuildContext::template_import(scratch_dir);
     context.volumes_dir = scratch_dir.join("volumes");
     context.process_logs_dir = scratch_dir.join("process-logs");
@@ -95,7 +104,10 @@ pub async fn declarations_from_template(
     )
     .await
     .map_err(step("show"))?;
-    Ok(template_declarations_from_plan(&plan_json)?)
+    Ok(ImportedTemplate {
+        declarations: template_declarations_from_plan(&plan_json)?,
+        plan_json,
+    })
 }
 
 #[cfg(test)]
@@ -125,7 +137,9 @@ mod tests {
         ))
         .await
         .unwrap();
-        declarations_from_template(&template, &env(), scratch.path(), None).await
+        declarations_from_template(&template, &env(), scratch.path(), None)
+            .await
+            .map(|imported| imported.declarations)
     }
 
     #[tokio::test]

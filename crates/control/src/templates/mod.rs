@@ -711,10 +711,11 @@ async fn validate_in(
         .find(|line| !line.is_empty())
         .unwrap_or("The configuration is valid.")
         .to_string();
-    let declarations =
+    let imported =
         declarations_from_template(&template_dir, &env, dir, config.isolation.as_ref()).await?;
+    let declarations = imported.declarations;
     // What a delete would retain must be something Terraform can forget.
-    if let Ok(plan) = abode_guard::read_plan_slice(&declarations.plan_json) {
+    if let Ok(plan) = abode_guard::read_plan_slice(&imported.plan_json) {
         if let Some(reason) = abode_guard::annotations(&plan).unforgettable.first() {
             return Err(ControlError::InvalidTemplate(reason.clone()));
         }
