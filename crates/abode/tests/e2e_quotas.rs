@@ -10,6 +10,10 @@
 //! are one line and a non-zero status. Raising a running workspace's cost
 //! (a parameter, a version) past the budget is refused the same way, and
 //! `abode_quota_refusals_total{reason="quota"}` counts every refusal.
+//!
+//! Prebuilds under a budget: a claim by a member without room is refused
+//! exactly like a create (exit status 5, the same line) and the pool keeps
+//! its prebuilt workspace for the next claimer, who gets that very one.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -189,4 +193,206 @@ fn quotas_refuse_before_apply(database_url: Option<&str>) {
 
     let text = platform.run_as(&dev, &["show", "three"], None).ok().stdout;
     assert!(text.contains("Daily cost:  5 (build #"), "{text}");
+}
+
+/// Reconcile every second: the prebuild tests wait for builds, not for a
+/// minute-long interval.
+const FAST: &[&str] = &[
+    "--quota-enforce",
+    "--prebuilds-reconcile-interval",
+    "1",
+    "--prebuilds-backoff",
+    "1",
+    "--metrics-refresh-interval",
+    "1",
+];
+
+/// The pool of `preset`, from `abode prebuilds status -o json`.
+fn pool(platform: &Platform, preset: &str) -> serde_json::Value {
+    let pools = platform
+        .run(&["prebuilds", "status", "--output", "json"])
+        .ok()
+        .json();
+    pools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|pool| pool["preset"] == preset)
+        .cloned()
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// Polls the pool of `preset` until `done` holds; panics with the last
+/// status and the server's log after three minutes.
+fn wait_for_pool(
+    platform: &Platform,
+    preset: &str,
+    what: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    loop {
+        let pool = pool(platform, preset);
+        if done(&pool) {
+            return pool;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pool of {preset} never got {what}; last: {pool:#}\nserver log:\n{}",
+            platform.server_log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
+/// The prebuilt workspaces (owned by `prebuilds`), by id.
+fn prebuild_ids(platform: &Platform) -> Vec<String> {
+    let listed = platform
+        .run(&["list", "--all", "--owner", "prebuilds", "--output", "json"])
+        .ok()
+        .json();
+    let mut ids: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|workspace| workspace["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The quota-costs template with a preset `small` whose pool keeps
+/// `instances` prebuilt workspaces, pushed as `costs`; the ledger its
+/// compute writes to.
+fn push_pooled_costs(platform: &Platform, instances: u32) -> std::path::PathBuf {
+    let ledger = platform.outside().join("ledger");
+    let template = platform.root().join("costs");
+    copy_dir(&fixture("quota-costs"), &template);
+    let main = template.join("main.tf");
+    let text = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(&main, text.replace("LEDGER", ledger.to_str().unwrap())).unwrap();
+    std::fs::write(
+        template.join("presets.tf"),
+        format!(
+            "data \"abode_workspace_preset\" \"small\" {{\n  name = \"small\"\n  prebuilds {{\n    instances = {instances}\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "costs",
+            "--directory",
+            template.to_str().unwrap(),
+        ])
+        .ok();
+    ledger
+}
+
+#[test]
+fn a_claim_without_room_is_refused_like_a_create_and_the_pool_keeps_its_prebuild() {
+    require_terraform();
+    let platform = Platform::start_with_metrics(None, FAST);
+    platform.login_owner();
+    let dev = platform.login_new_user("dev", "member");
+    // The pool's budget: one prebuild (5 a day); dev's: one workspace.
+    platform
+        .run(&["groups", "create", "pool", "--quota-allowance", "5"])
+        .ok();
+    platform
+        .run(&["groups", "members", "add", "pool", "prebuilds"])
+        .ok();
+    platform
+        .run(&["groups", "create", "payers", "--quota-allowance", "5"])
+        .ok();
+    platform
+        .run(&["groups", "members", "add", "payers", "dev"])
+        .ok();
+    let ledger = push_pooled_costs(&platform, 1);
+    wait_for_pool(&platform, "small", "1 ready", |pool| {
+        pool["ready"] == 1 && pool["in_progress"] == 0
+    });
+    let first = prebuild_ids(&platform);
+    assert_eq!(first.len(), 1, "{first:?}");
+
+    // A create whose values are the preset's claims the ready prebuild
+    // (5 of dev's 5), and the pool, its budget free again, builds another.
+    platform
+        .run_as(&dev, &["create", "one", "--template", "costs"], None)
+        .ok();
+    let one = platform
+        .run_as(&dev, &["show", "one", "--output", "json"], None)
+        .ok()
+        .json();
+    assert_eq!(one["id"], first[0].as_str(), "claimed: {one}");
+    wait_for_pool(&platform, "small", "1 ready again", |pool| {
+        pool["ready"] == 1 && pool["in_progress"] == 0
+    });
+    let pooled = prebuild_ids(&platform);
+    assert_eq!(pooled.len(), 1, "{pooled:?}");
+    assert_ne!(pooled, first);
+    let before = ledger_lines(&ledger);
+    assert_eq!(before.len(), 2, "{before:?}");
+
+    // dev has no room: the claim takes nothing, and the create is refused
+    // after its plan exactly as one without a preset would be.
+    let refused = platform
+        .run_as(
+            &dev,
+            &["create", "two", "--template", "costs", "--preset", "small"],
+            None,
+        )
+        .fails_with(
+            5,
+            &[
+                "refused by quota",
+                "two would cost 5 a day",
+                "uses 5 of a budget of 5 (0 remain)",
+            ],
+        );
+    let said = format!("{}{}", refused.stdout, refused.stderr);
+    assert!(said.contains("it stays in its pool"), "{refused}");
+    assert_eq!(ledger_lines(&ledger), before, "nothing was applied");
+    assert_eq!(
+        prebuild_ids(&platform),
+        pooled,
+        "the pool kept its prebuild"
+    );
+    let shown = platform
+        .run_as(&dev, &["show", "two", "--output", "json"], None)
+        .ok()
+        .json();
+    assert_ne!(shown["id"], pooled[0].as_str(), "{shown}");
+    assert_eq!(shown["latest_build"]["refusal"], "quota", "{shown}");
+    let status = pool(&platform, "small");
+    assert_eq!(status["ready"], 1, "{status:#}");
+
+    // With room again, the next claimer takes that very prebuild.
+    platform.run_as(&dev, &["delete", "one"], None).ok();
+    platform.run_as(&dev, &["delete", "two"], None).ok();
+    platform
+        .run_as(
+            &dev,
+            &[
+                "create",
+                "three",
+                "--template",
+                "costs",
+                "--preset",
+                "small",
+            ],
+            None,
+        )
+        .ok();
+    let shown = platform
+        .run_as(&dev, &["show", "three", "--output", "json"], None)
+        .ok()
+        .json();
+    assert_eq!(
+        shown["id"],
+        pooled[0].as_str(),
+        "claimed the pool's: {shown}"
+    );
+    assert_eq!(shown["latest_build"]["reason"], "prebuild_claim", "{shown}");
 }

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use abode_runner::LogLevel;
 use abode_store::{
-    page_size, Build, BuildReason, BuildStatus, LogLine, NewBuild, NewWorkspace, Page, StoreError,
-    Template, TemplateVersion, Transition, User, Workspace,
+    page_size, Build, BuildReason, BuildStatus, LogLine, NewBuild, NewWorkspace, Page,
+    PrebuildClaimed, StoreError, Template, TemplateVersion, Transition, User, Workspace,
 };
 
 use serde_json::Value;
@@ -214,41 +214,54 @@ impl Control {
                     && template.active_version_id.as_deref() == Some(version.id.as_str())
             })
             .cloned();
+        // Why a pool's preset is built from scratch, for the build's log.
+        let mut scratch = None;
         if let Some(pool) = &pool {
             let claimed = self
                 .claim_prebuild(&order.actor, owner, name, &version, pool)
                 .await
                 .map_err(|error| name_taken(error, name, owner, order))?;
-            if let Some(build) = claimed {
-                self.note(
-                    &build.id,
-                    "setup",
-                    LogLevel::Info,
-                    &format!(
-                        "claimed a prebuilt workspace of preset \"{}\": it is already \
-                         running; this build hands it over",
+            match claimed {
+                PrebuildClaimed::Claimed(build) => {
+                    self.note(
+                        &build.id,
+                        "setup",
+                        LogLevel::Info,
+                        &format!(
+                            "claimed a prebuilt workspace of preset \"{}\": it is already \
+                             running; this build hands it over",
+                            pool.name
+                        ),
+                    )
+                    .await;
+                    return Ok(*build);
+                }
+                PrebuildClaimed::NoneReady => {
+                    scratch = Some(format!(
+                        "no prebuilt workspace of preset \"{}\" was ready: this workspace is \
+                         built from scratch",
                         pool.name
-                    ),
-                )
-                .await;
-                return Ok(build);
+                    ));
+                }
+                PrebuildClaimed::OverBudget { usage, cost } => {
+                    scratch = Some(format!(
+                        "a prebuilt workspace of preset \"{}\" costs {cost} a day, which {}'s \
+                         budget has no room for ({} of {} used): it stays in its pool; this \
+                         workspace is built from scratch and its plan judged by quota",
+                        pool.name,
+                        owner.username,
+                        usage.spent(),
+                        usage.budget()
+                    ));
+                }
             }
         }
         let build = self
             .build_new_workspace(name, owner, template, version, creation, order)
             .await?;
-        if let Some(pool) = &pool {
-            self.note(
-                &build.id,
-                "setup",
-                LogLevel::Info,
-                &format!(
-                    "no prebuilt workspace of preset \"{}\" was ready: this workspace is \
-                     built from scratch",
-                    pool.name
-                ),
-            )
-            .await;
+        if let Some(scratch) = scratch {
+            self.note(&build.id, "setup", LogLevel::Info, &scratch)
+                .await;
         }
         Ok(build)
     }

@@ -72,7 +72,8 @@ pub use pages::{
 };
 pub use platform::{AgentCutoffs, PlatformCounts};
 pub use prebuilds::{
-    PoolFailures, PrebuildClaim, PrebuildRow, PrebuildSnapshot, VersionPresets, PREBUILDS_PAUSED,
+    PoolFailures, PrebuildClaim, PrebuildClaimed, PrebuildRow, PrebuildSnapshot, VersionPresets,
+    PREBUILDS_PAUSED,
 };
 pub use previews::{
     ClaimedPreview, NewPreview, Preview, PreviewOutcome, PreviewResult, PreviewStatus,
@@ -870,9 +871,11 @@ storage_interface! {
     /// success, and whether reconciliation is paused, in one transaction.
     fn prebuild_snapshot(&self, pool_owner_id: &str, heartbeat_before: i64) -> PrebuildSnapshot;
     /// Hands a ready prebuild of the pool to the claimant under their name
-    /// and queues its claim build, in one transaction; `None` when none is
-    /// ready. `Conflict` if the claimant has a workspace of that name.
-    fn claim_prebuild(&self, claim: &PrebuildClaim) -> Option<Build>;
+    /// and queues its claim build, in one transaction; `NoneReady` when
+    /// none is ready, `OverBudget` (nothing changed) when the claim enforces
+    /// quotas and the prebuild's cost does not fit the claimant's budget.
+    /// `Conflict` if the claimant has a workspace of that name.
+    fn claim_prebuild(&self, claim: &PrebuildClaim) -> PrebuildClaimed;
     fn platform_setting(&self, name: &str) -> Option<String>;
     fn set_platform_setting(&self, name: &str, value: &str) -> ();
     /// Takes or renews the lease `name` for `ttl_ms` unless another holder's

@@ -9,9 +9,13 @@
 //! The claim is one write transaction: pick a ready prebuild (`SKIP LOCKED`
 //! on PostgreSQL, so concurrent claimants on several servers never wait on
 //! or share one), give it to the claimant under the name they asked for and
-//! queue its claim build.
+//! queue its claim build. With quotas enforced, the same transaction first
+//! checks that the prebuild's cost fits the claimant's budget (the
+//! claimant's account row locked, as a build's reservation does): a claim
+//! that would not fit takes nothing, and the prebuild stays in its pool.
 
-use crate::records::{BuildStatus, Transition};
+use crate::quotas::QuotaUsage;
+use crate::records::{Build, BuildStatus, Transition};
 
 /// A template version that offers presets: the active version of every
 /// template, and inactive ones that still have prebuilt workspaces.
@@ -87,6 +91,32 @@ pub struct PrebuildClaim {
     pub created_after: i64,
     /// The claim build's id.
     pub build_id: String,
+    /// `--quota-enforce`: the prebuild's cost (what its newest costed
+    /// build counts) must fit the claimant's budget.
+    pub enforce_quota: bool,
+}
+
+/// What [`claim_prebuild`](crate::Store::claim_prebuild) did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrebuildClaimed {
+    /// The prebuild is the claimant's, its claim build queued.
+    Claimed(Box<Build>),
+    /// No prebuild of the pool is ready (or unexpired).
+    NoneReady,
+    /// A ready prebuild costs `cost` a day, which the claimant's other
+    /// workspaces (`usage`) leave no room for: nothing was changed, the
+    /// prebuild stays in its pool.
+    OverBudget { usage: QuotaUsage, cost: i64 },
+}
+
+impl PrebuildClaimed {
+    /// The claim build, if the claim took a prebuild.
+    pub fn into_build(self) -> Option<Build> {
+        match self {
+            PrebuildClaimed::Claimed(build) => Some(*build),
+            PrebuildClaimed::NoneReady | PrebuildClaimed::OverBudget { .. } => None,
+        }
+    }
 }
 
 /// The setting that pauses the reconciliation (`true` or `false`).
@@ -142,7 +172,7 @@ pub(crate) const SNAPSHOT_FAILURES: &str = "SELECT b.template_version_id AS vers
 /// LOCKED` on PostgreSQL; SQLite's write transaction already excludes other
 /// writers).
 macro_rules! prebuild_queries {
-    ($claim_lock:expr) => {
+    ($db:ty, $claim_lock:expr) => {
     pub(crate) async fn prebuild_snapshot(
         &self,
         pool_owner_id: &str,
@@ -199,7 +229,7 @@ macro_rules! prebuild_queries {
     pub(crate) async fn claim_prebuild(
         &self,
         claim: &PrebuildClaim,
-    ) -> Result<Option<Build>, StoreError> {
+    ) -> Result<PrebuildClaimed, StoreError> {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let picked: Option<String> = sqlx::query_scalar(&sql(&format!(
@@ -224,8 +254,22 @@ macro_rules! prebuild_queries {
         .await
         .map_err(db_error("prebuilt workspace"))?;
         let Some(workspace_id) = picked else {
-            return Ok(None);
+            return Ok(PrebuildClaimed::NoneReady);
         };
+        if claim.enforce_quota {
+            match self.claim_fits_budget(&mut tx, claim, &workspace_id).await {
+                Ok(None) => {}
+                Ok(Some(over)) => {
+                    // Nothing was written: the pick's lock goes back now.
+                    let _ = tx.rollback().await;
+                    return Ok(over);
+                }
+                Err(error) => {
+                    let _ = tx.rollback().await;
+                    return Err(error);
+                }
+            }
+        }
         let renamed = sqlx::query(&sql(
             "UPDATE workspaces SET owner_id = ?, name = ?, updated_at = ? \
              WHERE id = ? AND owner_id = ? AND deleted = FALSE",
@@ -259,7 +303,55 @@ macro_rules! prebuild_queries {
             return Err(error);
         }
         tx.commit().await.map_err(StoreError::Database)?;
-        Ok(Some(self.build_by_id(&build.id).await?))
+        Ok(PrebuildClaimed::Claimed(Box::new(
+            self.build_by_id(&build.id).await?,
+        )))
+    }
+
+    /// Within the claim's transaction: `None` when the picked prebuild's
+    /// counted cost fits the claimant's budget (or is not known: the claim
+    /// build's own plan is judged then), else the refusal. Locks the
+    /// claimant's row first, as `reserve_build_cost` does, so a claim and a
+    /// build of the same person are judged one after the other.
+    async fn claim_fits_budget(
+        &self,
+        tx: &mut sqlx::Transaction<'_, $db>,
+        claim: &PrebuildClaim,
+        workspace_id: &str,
+    ) -> Result<Option<PrebuildClaimed>, StoreError> {
+        use $crate::quotas::{GroupAllowance, WorkspaceCost, ALLOWANCES, WORKSPACE_COSTS};
+        sqlx::query(&sql("UPDATE users SET status = status WHERE id = ?"))
+            .bind(&claim.claimant_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_error("user"))?;
+        let cost: Option<i64> = sqlx::query_scalar(&sql(
+            "SELECT b.daily_cost FROM builds b WHERE b.workspace_id = ? \
+             AND b.daily_cost IS NOT NULL AND b.status NOT IN ('failed', 'canceled') \
+             ORDER BY b.number DESC LIMIT 1",
+        ))
+        .bind(workspace_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_error("build"))?;
+        let Some(cost) = cost else {
+            return Ok(None);
+        };
+        let allowances: Vec<GroupAllowance> = sqlx::query_as(&sql(ALLOWANCES))
+            .bind(&claim.claimant_id)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db_error("group"))?;
+        let workspaces: Vec<WorkspaceCost> = sqlx::query_as(&sql(WORKSPACE_COSTS))
+            .bind(&claim.claimant_id)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db_error("workspace"))?;
+        let usage = QuotaUsage { allowances, workspaces };
+        if usage.spent().saturating_add(cost) > usage.budget() {
+            return Ok(Some(PrebuildClaimed::OverBudget { usage, cost }));
+        }
+        Ok(None)
     }
 
     pub(crate) async fn platform_setting(&self, name: &str) -> Result<Option<String>, StoreError> {

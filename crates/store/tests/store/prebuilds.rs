@@ -68,6 +68,11 @@ impl Pool {
     /// A prebuilt workspace of `small` whose first build ended as `end`
     /// (with one agent when it succeeded).
     async fn add(&self, name: &str, end: End) -> (Workspace, Build) {
+        self.add_costing(name, end, None).await
+    }
+
+    /// [`Pool::add`], its first build costing `cost` a day when it has one.
+    async fn add_costing(&self, name: &str, end: End, cost: Option<i64>) -> (Workspace, Build) {
         let store = &self.store;
         self.hand.advance(Duration::from_secs(1));
         let workspace_id = new_id();
@@ -99,6 +104,13 @@ impl Pool {
             return (workspace, build);
         }
         store.claim_job("worker", "server", 60_000).await.unwrap();
+        if let Some(cost) = cost {
+            let reserved = store
+                .reserve_build_cost(&build.id, "server", cost, false)
+                .await
+                .unwrap();
+            assert_eq!(reserved, Reservation::Reserved);
+        }
         let status = if end == End::Failed {
             BuildStatus::Failed
         } else {
@@ -145,6 +157,7 @@ impl Pool {
             heartbeat_before: 0,
             created_after: i64::MIN,
             build_id: new_id(),
+            enforce_quota: false,
         }
     }
 }
@@ -269,9 +282,19 @@ async fn a_claim_takes_the_oldest_ready_prebuild_once(store: Store) {
         created_after: second.created_at,
         ..claim("late")
     };
-    assert!(store.claim_prebuild(&expired).await.unwrap().is_none());
+    assert!(store
+        .claim_prebuild(&expired)
+        .await
+        .unwrap()
+        .into_build()
+        .is_none());
 
-    let build = store.claim_prebuild(&claim("mine")).await.unwrap().unwrap();
+    let build = store
+        .claim_prebuild(&claim("mine"))
+        .await
+        .unwrap()
+        .into_build()
+        .unwrap();
     assert_eq!(build.workspace_id, first.id, "the oldest ready one");
     assert_eq!(build.reason, BuildReason::PrebuildClaim);
     assert_eq!(build.transition, Transition::Start);
@@ -295,6 +318,7 @@ async fn a_claim_takes_the_oldest_ready_prebuild_once(store: Store) {
         .claim_prebuild(&claim("other"))
         .await
         .unwrap()
+        .into_build()
         .unwrap();
     assert_eq!(build.workspace_id, second.id);
     // Only a prebuild whose agent is not ready is left: none to claim.
@@ -302,6 +326,7 @@ async fn a_claim_takes_the_oldest_ready_prebuild_once(store: Store) {
         .claim_prebuild(&claim("third"))
         .await
         .unwrap()
+        .into_build()
         .is_none());
 }
 
@@ -319,7 +344,7 @@ async fn concurrent_claims_get_different_prebuilds(store: Store) {
         .collect();
     let mut claimed = Vec::new();
     for claim in claims {
-        if let Some(build) = claim.await.unwrap().unwrap() {
+        if let Some(build) = claim.await.unwrap().unwrap().into_build() {
             claimed.push(build.workspace_id);
         }
     }
@@ -328,6 +353,87 @@ async fn concurrent_claims_get_different_prebuilds(store: Store) {
     claimed.dedup();
     assert_eq!(claimed.len(), before, "a prebuild went to two claimants");
     assert_eq!(claimed.len(), 4, "every ready prebuild was claimed once");
+}
+
+/// Quotas enforced: a claim whose prebuild would take the claimant past
+/// their budget changes nothing (the prebuild stays the pool's, under its
+/// name, with no new build); with room, the same prebuild is claimed; a
+/// prebuild whose cost is not known is claimed, for its claim build's plan
+/// to be judged.
+async fn a_claim_over_the_claimants_budget_leaves_the_prebuild_in_its_pool(store: Store) {
+    let pool = Pool::new(store).await;
+    let (store, owner) = (&pool.store, &pool.owner);
+    let (costly, first) = pool.add_costing("p-costly", End::Ready, Some(5)).await;
+    let (unknown, _) = pool.add("p-unknown", End::Ready).await;
+    let payers = store
+        .create_group(&NewGroup {
+            name: "payers".into(),
+            display_name: String::new(),
+            source: GroupSource::Manual,
+            quota_allowance: 4,
+        })
+        .await
+        .unwrap();
+    store
+        .change_group_members(&payers.id, std::slice::from_ref(&owner.id), &[])
+        .await
+        .unwrap();
+    let enforced = |name: &str| PrebuildClaim {
+        enforce_quota: true,
+        ..pool.claim(name)
+    };
+
+    match store.claim_prebuild(&enforced("mine")).await.unwrap() {
+        PrebuildClaimed::OverBudget { usage, cost } => {
+            assert_eq!((cost, usage.spent(), usage.budget()), (5, 0, 4));
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let kept = store.workspace_by_id(&costly.id).await.unwrap();
+    assert_eq!(
+        (kept.owner_id.as_str(), kept.name.as_str()),
+        (pool_owner().as_str(), "p-costly")
+    );
+    let latest = store.latest_build(&costly.id).await.unwrap();
+    assert_eq!(latest.id, first.id, "no claim build was queued");
+    assert!(store
+        .quota_usage(&owner.id)
+        .await
+        .unwrap()
+        .workspaces
+        .is_empty());
+
+    // Not enforced, or with room: the same (oldest) prebuild is claimed.
+    store
+        .update_group(
+            &payers.id,
+            &NewGroup {
+                name: "payers".into(),
+                display_name: String::new(),
+                source: GroupSource::Manual,
+                quota_allowance: 5,
+            },
+        )
+        .await
+        .unwrap();
+    let build = store
+        .claim_prebuild(&enforced("mine"))
+        .await
+        .unwrap()
+        .into_build()
+        .expect("claimed");
+    assert_eq!(build.workspace_id, costly.id);
+    assert_eq!(store.quota_usage(&owner.id).await.unwrap().spent(), 5);
+
+    // The budget is used up, but a prebuild of unknown cost is claimed:
+    // its claim build's own plan is what the quota step judges.
+    let build = store
+        .claim_prebuild(&enforced("next"))
+        .await
+        .unwrap()
+        .into_build()
+        .expect("claimed");
+    assert_eq!(build.workspace_id, unknown.id);
 }
 
 async fn a_lease_is_held_by_one_holder_until_it_expires(store: Store) {
@@ -348,5 +454,6 @@ on_every_backend!(
     the_snapshot_reads_pools_workspaces_failures_and_the_pause,
     a_claim_takes_the_oldest_ready_prebuild_once,
     concurrent_claims_get_different_prebuilds,
+    a_claim_over_the_claimants_budget_leaves_the_prebuild_in_its_pool,
     a_lease_is_held_by_one_holder_until_it_expires,
 );
