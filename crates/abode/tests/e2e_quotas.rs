@@ -396,3 +396,118 @@ fn a_claim_without_room_is_refused_like_a_create_and_the_pool_keeps_its_prebuild
     );
     assert_eq!(shown["latest_build"]["reason"], "prebuild_claim", "{shown}");
 }
+
+/// The owner's messages of `kind` (the owner is a template admin).
+fn messages(platform: &Platform, kind: &str) -> Vec<serde_json::Value> {
+    let listed = platform
+        .run(&["notifications", "list", "--output", "json"])
+        .ok()
+        .json();
+    listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["kind"] == kind)
+        .cloned()
+        .collect()
+}
+
+/// Polls a series until it reads `value` (the gauges are refreshed every
+/// second).
+fn wait_for_metric(platform: &Platform, series: &str, value: f64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while platform.metric(series) != value {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{series} never read {value}:\n{}",
+            platform.scrape()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// A pool of 3 prebuilds of 5 a day under a `prebuilds` budget of 10:
+/// exactly two are built (the first tells the pool's cost, the second
+/// fits, the third does not), the pool says `quota_limited` in text, JSON
+/// and its gauge, and template admins are told once, however many rounds
+/// the reconciler runs. Raising the allowance builds the third and tells
+/// the recovery once.
+#[test]
+fn a_pool_builds_only_what_the_prebuilds_budget_allows_and_tells_admins_once() {
+    require_terraform();
+    let platform = Platform::start_with_metrics(None, FAST);
+    platform.login_owner();
+    platform
+        .run(&["groups", "create", "pool", "--quota-allowance", "10"])
+        .ok();
+    platform
+        .run(&["groups", "members", "add", "pool", "prebuilds"])
+        .ok();
+    let ledger = push_pooled_costs(&platform, 3);
+
+    let limited = wait_for_pool(&platform, "small", "2 running, quota-limited", |pool| {
+        pool["running"] == 2 && pool["in_progress"] == 0 && pool["quota_limited"] == true
+    });
+    assert_eq!(limited["desired"], 3, "{limited:#}");
+    assert_eq!(limited["estimated_cost"], 5, "{limited:#}");
+    // More rounds of the reconciler, seen to run, build nothing more and
+    // tell nothing more.
+    platform.wait_for_passes("prebuilds", 3);
+    platform.wait_for_passes("notifications", 2);
+    assert_eq!(prebuild_ids(&platform).len(), 2);
+    let created: Vec<String> = ledger_lines(&ledger)
+        .into_iter()
+        .filter(|line| line.starts_with("create "))
+        .collect();
+    assert_eq!(created.len(), 2, "{created:?}");
+    let still = pool(&platform, "small");
+    assert_eq!(
+        (
+            &still["running"],
+            &still["in_progress"],
+            &still["quota_limited"]
+        ),
+        (&2.into(), &0.into(), &true.into()),
+        "{still:#}"
+    );
+    assert_eq!(still["consecutive_failures"], 0, "{still:#}");
+    let text = platform.run(&["prebuilds", "status"]).ok().stdout;
+    assert!(
+        text.contains("quota_limited (prebuilds budget, 5 a day each)"),
+        "{text}"
+    );
+    let series =
+        r#"abode_prebuilt_workspaces_quota_limited{template_name="costs",preset_name="small"}"#;
+    wait_for_metric(&platform, series, 1.0);
+    let told = messages(&platform, "preset_quota_limited");
+    assert_eq!(told.len(), 1, "{told:#?}");
+    assert_eq!(told[0]["payload"]["template"], "costs");
+    assert_eq!(told[0]["payload"]["preset"], "small");
+    assert_eq!(told[0]["payload"]["daily_cost"], 5);
+    assert!(messages(&platform, "preset_quota_recovered").is_empty());
+    let budget = platform
+        .run(&["quota", "show", "prebuilds", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(
+        (&budget["budget"], &budget["spent"]),
+        (&10.into(), &10.into()),
+        "{budget}"
+    );
+
+    // Room for the third: it is built, and the recovery told once.
+    platform
+        .run(&["groups", "edit", "pool", "--quota-allowance", "15"])
+        .ok();
+    wait_for_pool(&platform, "small", "3 running", |pool| {
+        pool["running"] == 3 && pool["in_progress"] == 0 && pool["quota_limited"] == false
+    });
+    platform.wait_for_passes("prebuilds", 3);
+    platform.wait_for_passes("notifications", 2);
+    assert_eq!(prebuild_ids(&platform).len(), 3);
+    wait_for_metric(&platform, series, 0.0);
+    assert_eq!(messages(&platform, "preset_quota_limited").len(), 1);
+    let recovered = messages(&platform, "preset_quota_recovered");
+    assert_eq!(recovered.len(), 1, "{recovered:#?}");
+    assert_eq!(recovered[0]["payload"]["preset"], "small");
+}

@@ -72,8 +72,8 @@ pub use pages::{
 };
 pub use platform::{AgentCutoffs, PlatformCounts};
 pub use prebuilds::{
-    PoolFailures, PrebuildClaim, PrebuildClaimed, PrebuildRow, PrebuildSnapshot, VersionPresets,
-    PREBUILDS_PAUSED,
+    PoolCost, PoolFailures, PrebuildClaim, PrebuildClaimed, PrebuildRow, PrebuildSnapshot,
+    QuotaEpisode, VersionPresets, PREBUILDS_PAUSED,
 };
 pub use previews::{
     ClaimedPreview, NewPreview, Preview, PreviewOutcome, PreviewResult, PreviewStatus,
@@ -876,6 +876,11 @@ storage_interface! {
     /// quotas and the prebuild's cost does not fit the claimant's budget.
     /// `Conflict` if the claimant has a workspace of that name.
     fn claim_prebuild(&self, claim: &PrebuildClaim) -> PrebuildClaimed;
+    /// Opens (`open`) or ends the budget episode of a template's preset,
+    /// writing `notices` in the same transaction only when that changed
+    /// something: whether it did (an episode already open, or not open, is
+    /// left as it is, and nothing is written).
+    fn set_prebuild_quota_episode(&self, template_id: &str, preset_name: &str, open: bool, notices: &[NewNotification]) -> bool;
     fn platform_setting(&self, name: &str) -> Option<String>;
     fn set_platform_setting(&self, name: &str, value: &str) -> ();
     /// Takes or renews the lease `name` for `ttl_ms` unless another holder's

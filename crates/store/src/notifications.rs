@@ -29,6 +29,10 @@ pub enum NotificationKind {
     WorkspaceDormant,
     /// A workspace's deletion is scheduled.
     WorkspaceDeletionScheduled,
+    /// The prebuilds budget holds a preset's pool below its desired count.
+    PresetQuotaLimited,
+    /// The prebuilds budget no longer holds a preset's pool back.
+    PresetQuotaRecovered,
 }
 
 /// A notification kind none of [`NotificationKind`] names.
@@ -46,6 +50,8 @@ crate::named!(NotificationKind, UnknownNotificationKind, {
     PresetHardLimited => "preset_hard_limited",
     WorkspaceDormant => "workspace_dormant",
     WorkspaceDeletionScheduled => "workspace_deletion_scheduled",
+    PresetQuotaLimited => "preset_quota_limited",
+    PresetQuotaRecovered => "preset_quota_recovered",
 });
 
 /// Where a notification goes.

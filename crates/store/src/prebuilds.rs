@@ -14,7 +14,7 @@
 //! claimant's account row locked, as a build's reservation does): a claim
 //! that would not fit takes nothing, and the prebuild stays in its pool.
 
-use crate::quotas::QuotaUsage;
+use crate::quotas::{GroupAllowance, QuotaUsage, WorkspaceCost};
 use crate::records::{Build, BuildStatus, Transition};
 
 /// A template version that offers presets: the active version of every
@@ -63,6 +63,26 @@ pub struct PoolFailures {
     pub last_failure_at: Option<i64>,
 }
 
+/// The last known daily cost of one pool (of an active version): that of
+/// the plan of its newest prebuild `start` build whose plan was costed,
+/// reserved (`daily_cost`) or refused by quota (`refused_cost`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PoolCost {
+    pub version_id: String,
+    pub preset_name: String,
+    pub daily_cost: i64,
+}
+
+/// A preset whose pool the prebuilds budget holds below its desired count,
+/// and template admins were told so (`prebuild_quota_episodes`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct QuotaEpisode {
+    pub template_id: String,
+    pub preset_name: String,
+    /// When it was told (Unix ms).
+    pub since: i64,
+}
+
 /// What the reconciliation decides on, read in one transaction.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PrebuildSnapshot {
@@ -70,6 +90,15 @@ pub struct PrebuildSnapshot {
     pub workspaces: Vec<PrebuildRow>,
     pub failures: Vec<PoolFailures>,
     pub paused: bool,
+    /// The pool owner's budget: its groups' allowances.
+    pub allowances: Vec<GroupAllowance>,
+    /// The counted cost of each of the pool owner's workspaces that has one
+    /// (`quotas.rs` says which build counts).
+    pub costs: Vec<WorkspaceCost>,
+    /// Each pool's last known cost.
+    pub pool_costs: Vec<PoolCost>,
+    /// Open budget episodes.
+    pub quota_episodes: Vec<QuotaEpisode>,
 }
 
 /// A person's claim of a ready prebuild of one pool.
@@ -147,10 +176,10 @@ pub(crate) const SNAPSHOT_WORKSPACES: &str = "SELECT w.id AS workspace_id, w.nam
 
 pub(crate) const SNAPSHOT_FAILURES: &str = "SELECT b.template_version_id AS version_id, \
      w.preset_name AS preset_name, \
-     SUM(CASE WHEN b.status = 'failed' AND b.created_at > COALESCE(ok.last_ok, -1) \
-         THEN 1 ELSE 0 END) AS consecutive_failures, \
-     MAX(CASE WHEN b.status = 'failed' AND b.created_at > COALESCE(ok.last_ok, -1) \
-         THEN b.finished_at END) AS last_failure_at \
+     SUM(CASE WHEN b.status = 'failed' AND b.refusal IS NULL \
+         AND b.created_at > COALESCE(ok.last_ok, -1) THEN 1 ELSE 0 END) AS consecutive_failures, \
+     MAX(CASE WHEN b.status = 'failed' AND b.refusal IS NULL \
+         AND b.created_at > COALESCE(ok.last_ok, -1) THEN b.finished_at END) AS last_failure_at \
      FROM builds b JOIN workspaces w ON w.id = b.workspace_id \
      LEFT JOIN ( \
          SELECT sb.template_version_id AS version_id, sw.preset_name AS preset_name, \
@@ -164,6 +193,27 @@ pub(crate) const SNAPSHOT_FAILURES: &str = "SELECT b.template_version_id AS vers
      WHERE b.initiator_id = ? AND b.reason = 'prebuild' AND b.transition = 'start' \
          AND w.preset_name IS NOT NULL AND b.template_version_id IN ( \
              SELECT at.active_version_id FROM templates at) \
+     GROUP BY b.template_version_id, w.preset_name \
+     ORDER BY b.template_version_id, w.preset_name";
+
+/// Each pool's last known cost (see [`PoolCost`]); pools of active
+/// versions only, like the failures. `?1`, `?2`: the pool owner's id.
+pub(crate) const SNAPSHOT_POOL_COSTS: &str = "SELECT b.template_version_id AS version_id, \
+     w.preset_name AS preset_name, MAX(COALESCE(b.daily_cost, b.refused_cost)) AS daily_cost \
+     FROM builds b JOIN workspaces w ON w.id = b.workspace_id \
+     JOIN ( \
+         SELECT sb.template_version_id AS version_id, sw.preset_name AS preset_name, \
+             MAX(sb.created_at) AS newest \
+         FROM builds sb JOIN workspaces sw ON sw.id = sb.workspace_id \
+         WHERE sb.initiator_id = ? AND sb.reason = 'prebuild' AND sb.transition = 'start' \
+             AND (sb.daily_cost IS NOT NULL OR sb.refused_cost IS NOT NULL) \
+             AND sw.preset_name IS NOT NULL AND sb.template_version_id IN ( \
+                 SELECT at.active_version_id FROM templates at) \
+         GROUP BY sb.template_version_id, sw.preset_name) n \
+       ON n.version_id = b.template_version_id AND n.preset_name = w.preset_name \
+         AND n.newest = b.created_at \
+     WHERE b.initiator_id = ? AND b.reason = 'prebuild' AND b.transition = 'start' \
+         AND (b.daily_cost IS NOT NULL OR b.refused_cost IS NOT NULL) \
      GROUP BY b.template_version_id, w.preset_name \
      ORDER BY b.template_version_id, w.preset_name";
 
@@ -203,6 +253,29 @@ macro_rules! prebuild_queries {
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(db_error("platform setting"))?;
+        let allowances = sqlx::query_as(&sql($crate::quotas::ALLOWANCES))
+            .bind(pool_owner_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error("group"))?;
+        let costs = sqlx::query_as(&sql($crate::quotas::WORKSPACE_COSTS))
+            .bind(pool_owner_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error("workspace"))?;
+        let pool_costs = sqlx::query_as(&sql($crate::prebuilds::SNAPSHOT_POOL_COSTS))
+            .bind(pool_owner_id)
+            .bind(pool_owner_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error("prebuild snapshot"))?;
+        let quota_episodes = sqlx::query_as(&sql(
+            "SELECT template_id, preset_name, since FROM prebuild_quota_episodes \
+             ORDER BY template_id, preset_name",
+        ))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error("prebuild snapshot"))?;
         tx.commit().await.map_err(StoreError::Database)?;
         // Typed at the boundary: a value nobody wrote is an error, not "not paused".
         let paused = match paused.as_deref() {
@@ -223,7 +296,48 @@ macro_rules! prebuild_queries {
             workspaces,
             failures,
             paused,
+            allowances,
+            costs,
+            pool_costs,
+            quota_episodes,
         })
+    }
+
+    pub(crate) async fn set_prebuild_quota_episode(
+        &self,
+        template_id: &str,
+        preset_name: &str,
+        open: bool,
+        notices: &[NewNotification],
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let changed = if open {
+            sqlx::query(&sql(
+                "INSERT INTO prebuild_quota_episodes (template_id, preset_name, since) \
+                 VALUES (?, ?, ?) ON CONFLICT (template_id, preset_name) DO NOTHING",
+            ))
+            .bind(template_id)
+            .bind(preset_name)
+            .bind(self.now_ms())
+            .execute(&mut *tx)
+            .await
+        } else {
+            sqlx::query(&sql(
+                "DELETE FROM prebuild_quota_episodes WHERE template_id = ? AND preset_name = ?",
+            ))
+            .bind(template_id)
+            .bind(preset_name)
+            .execute(&mut *tx)
+            .await
+        }
+        .map_err(db_error("prebuild quota episode"))?
+        .rows_affected()
+            == 1;
+        if changed {
+            self.insert_notifications(&mut tx, notices).await?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(changed)
     }
 
     pub(crate) async fn claim_prebuild(

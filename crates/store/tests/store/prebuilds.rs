@@ -436,6 +436,138 @@ async fn a_claim_over_the_claimants_budget_leaves_the_prebuild_in_its_pool(store
     assert_eq!(build.workspace_id, unknown.id);
 }
 
+/// The budget facts of the snapshot: the pool owner's allowances, its
+/// workspaces' counted costs, each pool's last known cost (a refused plan's
+/// included), and the open episodes; a build refused by quota is no
+/// failure of the pool.
+async fn the_snapshot_reads_the_pools_budget_and_a_refusal_is_no_failure(store: Store) {
+    let pool = Pool::new(store).await;
+    let (store, template) = (&pool.store, &pool.template);
+    let group = store
+        .create_group(&NewGroup {
+            name: "pool".into(),
+            display_name: String::new(),
+            source: GroupSource::Manual,
+            quota_allowance: 7,
+        })
+        .await
+        .unwrap();
+    store
+        .change_group_members(&group.id, &[pool_owner()], &[])
+        .await
+        .unwrap();
+    let (costly, _) = pool.add_costing("p-a", End::Ready, Some(5)).await;
+    let (refused, build) = pool.add("p-b", End::Pending).await;
+    store.claim_job("worker", "server", 60_000).await.unwrap();
+    match store
+        .reserve_build_cost(&build.id, "server", 6, true)
+        .await
+        .unwrap()
+    {
+        Reservation::OverBudget { usage, cost } => {
+            assert_eq!((usage.spent(), usage.budget(), cost), (5, 7, 6))
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(store
+        .finish_build(&build.id, BuildStatus::Failed, Some("refused by quota"))
+        .await
+        .unwrap());
+    let refused_build = store.build_by_id(&build.id).await.unwrap();
+    assert_eq!(
+        (refused_build.daily_cost, refused_build.refusal.as_deref()),
+        (None, Some("quota"))
+    );
+
+    let snapshot = store.prebuild_snapshot(&pool_owner(), 0).await.unwrap();
+    let allowances: Vec<(&str, i64)> = snapshot
+        .allowances
+        .iter()
+        .map(|group| (group.group.as_str(), group.allowance))
+        .collect();
+    assert_eq!(allowances, [("pool", 7)], "no Everyone for a system actor");
+    let costs: Vec<(&str, i64)> = snapshot
+        .costs
+        .iter()
+        .map(|cost| (cost.workspace_id.as_str(), cost.daily_cost))
+        .collect();
+    assert_eq!(
+        costs,
+        [(costly.id.as_str(), 5)],
+        "the refused one costs nothing"
+    );
+    assert_ne!(refused.id, costly.id);
+    assert_eq!(
+        snapshot.pool_costs,
+        [PoolCost {
+            version_id: pool.version.id.clone(),
+            preset_name: "small".into(),
+            daily_cost: 6,
+        }],
+        "the newest costed plan: the refused one's"
+    );
+    assert!(
+        snapshot
+            .failures
+            .iter()
+            .all(|pool| pool.consecutive_failures == 0 && pool.last_failure_at.is_none()),
+        "{:?}",
+        snapshot.failures
+    );
+    assert!(snapshot.quota_episodes.is_empty());
+
+    // An episode opens once and ends once; its notices are written only
+    // with the change.
+    let told = |kind| NewNotification {
+        id: new_id(),
+        kind,
+        recipient_id: pool.owner.id.clone(),
+        channel: Channel::Inbox,
+        payload: "{}".into(),
+        dedupe_key: new_id(),
+    };
+    for (open, changed) in [(true, true), (true, false), (false, true), (false, false)] {
+        let kind = if open {
+            NotificationKind::PresetQuotaLimited
+        } else {
+            NotificationKind::PresetQuotaRecovered
+        };
+        let notice = told(kind);
+        assert_eq!(
+            store
+                .set_prebuild_quota_episode(
+                    &template.id,
+                    "small",
+                    open,
+                    std::slice::from_ref(&notice)
+                )
+                .await
+                .unwrap(),
+            changed,
+            "open {open}"
+        );
+        assert_eq!(
+            store.notification_by_id(&notice.id).await.is_ok(),
+            changed,
+            "open {open}"
+        );
+        let episodes = store
+            .prebuild_snapshot(&pool_owner(), 0)
+            .await
+            .unwrap()
+            .quota_episodes;
+        let open_now: Vec<(&str, &str)> = episodes
+            .iter()
+            .map(|episode| (episode.template_id.as_str(), episode.preset_name.as_str()))
+            .collect();
+        if open {
+            assert_eq!(open_now, [(template.id.as_str(), "small")]);
+        } else {
+            assert!(open_now.is_empty());
+        }
+    }
+}
+
 async fn a_lease_is_held_by_one_holder_until_it_expires(store: Store) {
     assert!(store.try_lease("work", "server-a", 60_000).await.unwrap());
     assert!(
@@ -455,5 +587,6 @@ on_every_backend!(
     a_claim_takes_the_oldest_ready_prebuild_once,
     concurrent_claims_get_different_prebuilds,
     a_claim_over_the_claimants_budget_leaves_the_prebuild_in_its_pool,
+    the_snapshot_reads_the_pools_budget_and_a_refusal_is_no_failure,
     a_lease_is_held_by_one_holder_until_it_expires,
 );
