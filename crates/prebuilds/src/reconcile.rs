@@ -68,10 +68,12 @@ pub fn decide(snapshot: &Snapshot, settings: &Settings, now: DateTime<Utc>) -> D
                 preset,
                 prebuilds,
                 &members,
-                settings,
-                snapshot.paused,
+                &Round {
+                    settings,
+                    paused: snapshot.paused,
+                    now,
+                },
                 &mut budget,
-                now,
                 &mut actions,
             )),
             None => {
@@ -200,16 +202,28 @@ struct Counts {
     failed: usize,
 }
 
+/// What every pool of one decision shares.
+struct Round<'a> {
+    settings: &'a Settings,
+    paused: bool,
+    now: DateTime<Utc>,
+}
+
+/// One pool: its deletes, the creations its failures and what is left of
+/// the budget (`budget`, taken from) allow, its notices and its status.
 fn reconcile_pool(
     preset: &PresetSnapshot,
     prebuilds: &PrebuildSettings,
     members: &[&PrebuiltWorkspace],
-    settings: &Settings,
-    paused: bool,
+    round: &Round,
     budget: &mut Option<i64>,
-    now: DateTime<Utc>,
     actions: &mut Vec<Planned>,
 ) -> PresetStatus {
+    let Round {
+        settings,
+        paused,
+        now,
+    } = *round;
     let (desired, problem) = desired_instances(prebuilds, now);
     let restraint = restraint(&preset.failures, settings, now);
     let rule = PoolRule {
