@@ -42,6 +42,76 @@ fn ledger_lines(ledger: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The dashboard's workspace list as `username` (signed in through the
+/// login form over plain HTTP, `login_new_user`'s password): its HTML.
+fn dashboard_list(platform: &Platform, username: &str) -> String {
+    let base = platform.url.trim_end_matches('/').to_string();
+    let agent = ureq::AgentBuilder::new().redirects(0).build();
+    let answer = |result: Result<ureq::Response, ureq::Error>| match result {
+        Ok(response) | Err(ureq::Error::Status(_, response)) => response,
+        Err(other) => panic!("{other}"),
+    };
+    let cookie = |response: &ureq::Response, name: &str| -> String {
+        response
+            .all("set-cookie")
+            .into_iter()
+            .find(|cookie| cookie.starts_with(&format!("{name}=")))
+            .and_then(|cookie| cookie.split(';').next())
+            .unwrap_or_else(|| panic!("no {name} cookie"))
+            .to_string()
+    };
+    let login = answer(agent.get(&format!("{base}/login")).call());
+    let presession = cookie(&login, "abode_presession");
+    let body = login.into_string().unwrap();
+    let start = body.find("name=\"csrf\" value=\"").expect("a form") + 19;
+    let csrf = &body[start..start + body[start..].find('"').unwrap()];
+    let password = format!("{username}-password");
+    let signed = answer(
+        agent
+            .post(&format!("{base}/login"))
+            .set("Cookie", &presession)
+            .send_form(&[
+                ("csrf", csrf),
+                ("username", username),
+                ("password", &password),
+            ]),
+    );
+    assert_eq!(signed.status(), 303, "sign-in as {username}");
+    let session = cookie(&signed, "abode_session");
+    let page = answer(
+        agent
+            .get(&format!("{base}/workspaces"))
+            .set("Cookie", &session)
+            .call(),
+    );
+    assert_eq!(page.status(), 200);
+    page.into_string().unwrap()
+}
+
+/// The text of the cell of the daily cost in the row of `workspace`.
+fn dashboard_cost(page: &str, workspace: &str) -> String {
+    let row = page
+        .split("<tr>")
+        .find(|row| row.contains(&format!(">{workspace}</a>")))
+        .unwrap_or_else(|| panic!("no row of {workspace} in {page}"));
+    let cell = row
+        .split("<td class=\"cost\">")
+        .nth(1)
+        .expect("a cost cell");
+    let cell = &cell[..cell.find("</td>").unwrap()];
+    let mut text = String::new();
+    let mut inside = false;
+    for c in cell.chars() {
+        match c {
+            '<' => inside = true,
+            '>' => inside = false,
+            c if !inside => text.push(c),
+            _ => {}
+        }
+    }
+    text.trim().to_string()
+}
+
 fn daily_cost(platform: &Platform, dev: &Path, workspace: &str) -> serde_json::Value {
     let shown = platform
         .run_as(dev, &["show", workspace, "--output", "json"], None)
@@ -166,6 +236,17 @@ fn quotas_refuse_before_apply(database_url: Option<&str>) {
     platform
         .run_as(&dev, &["quota", "show", "eve"], None)
         .fails_with(1, &["may not read other users' quotas"]);
+
+    // The dashboard's list says the same: each workspace's cost and what
+    // remains (the refused one costs nothing).
+    let page = dashboard_list(&platform, "dev");
+    assert!(
+        page.contains("Your budget: 10 of 10 a day used, 0 remain"),
+        "{page}"
+    );
+    assert_eq!(dashboard_cost(&page, "one"), "5");
+    assert_eq!(dashboard_cost(&page, "two"), "5");
+    assert_eq!(dashboard_cost(&page, "three"), "–");
 
     // A stop is never refused; the volume stays charged.
     platform.run_as(&dev, &["stop", "one"], None).ok();
