@@ -12,8 +12,12 @@
 //! `abode_quota_refusals_total{reason="quota"}` counts every refusal.
 //!
 //! Prebuilds under a budget: a claim by a member without room is refused
-//! exactly like a create (exit status 5, the same line) and the pool keeps
-//! its prebuilt workspace for the next claimer, who gets that very one.
+//! exactly like a create (exit status 5, the same line; here before
+//! anything is built, the pool's last plan making the cost clear) and the
+//! pool keeps its prebuilt workspace for the next claimer, who gets that
+//! very one. A pool builds only what the `prebuilds` budget allows, says
+//! so, and tells template admins once per episode. The dashboard's list
+//! shows each workspace's cost and what remains.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -398,10 +402,18 @@ fn a_claim_without_room_is_refused_like_a_create_and_the_pool_keeps_its_prebuild
     assert_eq!(first.len(), 1, "{first:?}");
 
     // A create whose values are the preset's claims the ready prebuild
-    // (5 of dev's 5), and the pool, its budget free again, builds another.
-    platform
+    // (5 of dev's 5; estimated from the pool's last plan, said in its log),
+    // and the pool, its budget free again, builds another.
+    let created = platform
         .run_as(&dev, &["create", "one", "--template", "costs"], None)
         .ok();
+    assert!(
+        created.stdout.contains(
+            "estimated daily cost: 5 a day (the last prebuild plan of preset \"small\"); \
+             dev uses 0 of a budget of 5"
+        ),
+        "{created}"
+    );
     let one = platform
         .run_as(&dev, &["show", "one", "--output", "json"], None)
         .ok()
@@ -416,8 +428,8 @@ fn a_claim_without_room_is_refused_like_a_create_and_the_pool_keeps_its_prebuild
     let before = ledger_lines(&ledger);
     assert_eq!(before.len(), 2, "{before:?}");
 
-    // dev has no room: the claim takes nothing, and the create is refused
-    // after its plan exactly as one without a preset would be.
+    // dev has no room, and the estimate makes it clear: refused before
+    // anything is claimed or built, with a create's exit status and line.
     let refused = platform
         .run_as(
             &dev,
@@ -432,26 +444,28 @@ fn a_claim_without_room_is_refused_like_a_create_and_the_pool_keeps_its_prebuild
                 "uses 5 of a budget of 5 (0 remain)",
             ],
         );
-    let said = format!("{}{}", refused.stdout, refused.stderr);
-    assert!(said.contains("it stays in its pool"), "{refused}");
+    assert!(
+        refused.stderr.contains("before anything was built") && refused.stderr.lines().count() == 1,
+        "{refused}"
+    );
     assert_eq!(ledger_lines(&ledger), before, "nothing was applied");
     assert_eq!(
         prebuild_ids(&platform),
         pooled,
         "the pool kept its prebuild"
     );
-    let shown = platform
-        .run_as(&dev, &["show", "two", "--output", "json"], None)
-        .ok()
-        .json();
-    assert_ne!(shown["id"], pooled[0].as_str(), "{shown}");
-    assert_eq!(shown["latest_build"]["refusal"], "quota", "{shown}");
+    platform
+        .run_as(&dev, &["show", "two"], None)
+        .fails_with(1, &["not found"]);
     let status = pool(&platform, "small");
     assert_eq!(status["ready"], 1, "{status:#}");
+    assert_eq!(
+        platform.metric(r#"abode_quota_refusals_total{reason="estimate"}"#),
+        1.0
+    );
 
     // With room again, the next claimer takes that very prebuild.
     platform.run_as(&dev, &["delete", "one"], None).ok();
-    platform.run_as(&dev, &["delete", "two"], None).ok();
     platform
         .run_as(
             &dev,

@@ -876,6 +876,9 @@ storage_interface! {
     /// quotas and the prebuild's cost does not fit the claimant's budget.
     /// `Conflict` if the claimant has a workspace of that name.
     fn claim_prebuild(&self, claim: &PrebuildClaim) -> PrebuildClaimed;
+    /// The last known daily cost of one pool (see `PoolCost`), `None` when
+    /// no prebuild plan of it was costed.
+    fn prebuild_pool_cost(&self, pool_owner_id: &str, version_id: &str, preset_name: &str) -> Option<i64>;
     /// Opens (`open`) or ends the budget episode of a template's preset,
     /// writing `notices` in the same transaction only when that changed
     /// something: whether it did (an episode already open, or not open, is

@@ -303,6 +303,28 @@ macro_rules! prebuild_queries {
         })
     }
 
+    pub(crate) async fn prebuild_pool_cost(
+        &self,
+        pool_owner_id: &str,
+        version_id: &str,
+        preset_name: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        sqlx::query_scalar(&sql(
+            "SELECT COALESCE(b.daily_cost, b.refused_cost) FROM builds b \
+             JOIN workspaces w ON w.id = b.workspace_id \
+             WHERE b.initiator_id = ? AND b.reason = 'prebuild' AND b.transition = 'start' \
+                 AND b.template_version_id = ? AND w.preset_name = ? \
+                 AND (b.daily_cost IS NOT NULL OR b.refused_cost IS NOT NULL) \
+             ORDER BY b.created_at DESC, COALESCE(b.daily_cost, b.refused_cost) DESC LIMIT 1",
+        ))
+        .bind(pool_owner_id)
+        .bind(version_id)
+        .bind(preset_name)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error("build"))
+    }
+
     pub(crate) async fn set_prebuild_quota_episode(
         &self,
         template_id: &str,
