@@ -10,6 +10,14 @@
 //! are one line and a non-zero status. Raising a running workspace's cost
 //! (a parameter, a version) past the budget is refused the same way, and
 //! `abode_quota_refusals_total{reason="quota"}` counts every refusal.
+//!
+//! Prebuilds under a budget: a claim by a member without room is refused
+//! exactly like a create (exit status 5, the same line; here before
+//! anything is built, the pool's last plan making the cost clear) and the
+//! pool keeps its prebuilt workspace for the next claimer, who gets that
+//! very one. A pool builds only what the `prebuilds` budget allows, says
+//! so, and tells template admins once per episode. The dashboard's list
+//! shows each workspace's cost and what remains.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -36,6 +44,76 @@ fn ledger_lines(ledger: &Path) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
+}
+
+/// The dashboard's workspace list as `username` (signed in through the
+/// login form over plain HTTP, `login_new_user`'s password): its HTML.
+fn dashboard_list(platform: &Platform, username: &str) -> String {
+    let base = platform.url.trim_end_matches('/').to_string();
+    let agent = ureq::AgentBuilder::new().redirects(0).build();
+    let answer = |result: Result<ureq::Response, ureq::Error>| match result {
+        Ok(response) | Err(ureq::Error::Status(_, response)) => response,
+        Err(other) => panic!("{other}"),
+    };
+    let cookie = |response: &ureq::Response, name: &str| -> String {
+        response
+            .all("set-cookie")
+            .into_iter()
+            .find(|cookie| cookie.starts_with(&format!("{name}=")))
+            .and_then(|cookie| cookie.split(';').next())
+            .unwrap_or_else(|| panic!("no {name} cookie"))
+            .to_string()
+    };
+    let login = answer(agent.get(&format!("{base}/login")).call());
+    let presession = cookie(&login, "abode_presession");
+    let body = login.into_string().unwrap();
+    let start = body.find("name=\"csrf\" value=\"").expect("a form") + 19;
+    let csrf = &body[start..start + body[start..].find('"').unwrap()];
+    let password = format!("{username}-password");
+    let signed = answer(
+        agent
+            .post(&format!("{base}/login"))
+            .set("Cookie", &presession)
+            .send_form(&[
+                ("csrf", csrf),
+                ("username", username),
+                ("password", &password),
+            ]),
+    );
+    assert_eq!(signed.status(), 303, "sign-in as {username}");
+    let session = cookie(&signed, "abode_session");
+    let page = answer(
+        agent
+            .get(&format!("{base}/workspaces"))
+            .set("Cookie", &session)
+            .call(),
+    );
+    assert_eq!(page.status(), 200);
+    page.into_string().unwrap()
+}
+
+/// The text of the cell of the daily cost in the row of `workspace`.
+fn dashboard_cost(page: &str, workspace: &str) -> String {
+    let row = page
+        .split("<tr>")
+        .find(|row| row.contains(&format!(">{workspace}</a>")))
+        .unwrap_or_else(|| panic!("no row of {workspace} in {page}"));
+    let cell = row
+        .split("<td class=\"cost\">")
+        .nth(1)
+        .expect("a cost cell");
+    let cell = &cell[..cell.find("</td>").unwrap()];
+    let mut text = String::new();
+    let mut inside = false;
+    for c in cell.chars() {
+        match c {
+            '<' => inside = true,
+            '>' => inside = false,
+            c if !inside => text.push(c),
+            _ => {}
+        }
+    }
+    text.trim().to_string()
 }
 
 fn daily_cost(platform: &Platform, dev: &Path, workspace: &str) -> serde_json::Value {
@@ -163,6 +241,17 @@ fn quotas_refuse_before_apply(database_url: Option<&str>) {
         .run_as(&dev, &["quota", "show", "eve"], None)
         .fails_with(1, &["may not read other users' quotas"]);
 
+    // The dashboard's list says the same: each workspace's cost and what
+    // remains (the refused one costs nothing).
+    let page = dashboard_list(&platform, "dev");
+    assert!(
+        page.contains("Your budget: 10 of 10 a day used, 0 remain"),
+        "{page}"
+    );
+    assert_eq!(dashboard_cost(&page, "one"), "5");
+    assert_eq!(dashboard_cost(&page, "two"), "5");
+    assert_eq!(dashboard_cost(&page, "three"), "–");
+
     // A stop is never refused; the volume stays charged.
     platform.run_as(&dev, &["stop", "one"], None).ok();
     assert_eq!(daily_cost(&platform, &dev, "one"), 1);
@@ -189,4 +278,331 @@ fn quotas_refuse_before_apply(database_url: Option<&str>) {
 
     let text = platform.run_as(&dev, &["show", "three"], None).ok().stdout;
     assert!(text.contains("Daily cost:  5 (build #"), "{text}");
+}
+
+/// Reconcile every second: the prebuild tests wait for builds, not for a
+/// minute-long interval.
+const FAST: &[&str] = &[
+    "--quota-enforce",
+    "--prebuilds-reconcile-interval",
+    "1",
+    "--prebuilds-backoff",
+    "1",
+    "--metrics-refresh-interval",
+    "1",
+];
+
+/// The pool of `preset`, from `abode prebuilds status -o json`.
+fn pool(platform: &Platform, preset: &str) -> serde_json::Value {
+    let pools = platform
+        .run(&["prebuilds", "status", "--output", "json"])
+        .ok()
+        .json();
+    pools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|pool| pool["preset"] == preset)
+        .cloned()
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// Polls the pool of `preset` until `done` holds; panics with the last
+/// status and the server's log after three minutes.
+fn wait_for_pool(
+    platform: &Platform,
+    preset: &str,
+    what: &str,
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    loop {
+        let pool = pool(platform, preset);
+        if done(&pool) {
+            return pool;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the pool of {preset} never got {what}; last: {pool:#}\nserver log:\n{}",
+            platform.server_log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
+/// The prebuilt workspaces (owned by `prebuilds`), by id.
+fn prebuild_ids(platform: &Platform) -> Vec<String> {
+    let listed = platform
+        .run(&["list", "--all", "--owner", "prebuilds", "--output", "json"])
+        .ok()
+        .json();
+    let mut ids: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|workspace| workspace["id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The quota-costs template with a preset `small` whose pool keeps
+/// `instances` prebuilt workspaces, pushed as `costs`; the ledger its
+/// compute writes to.
+fn push_pooled_costs(platform: &Platform, instances: u32) -> std::path::PathBuf {
+    let ledger = platform.outside().join("ledger");
+    let template = platform.root().join("costs");
+    copy_dir(&fixture("quota-costs"), &template);
+    let main = template.join("main.tf");
+    let text = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(&main, text.replace("LEDGER", ledger.to_str().unwrap())).unwrap();
+    std::fs::write(
+        template.join("presets.tf"),
+        format!(
+            "data \"abode_workspace_preset\" \"small\" {{\n  name = \"small\"\n  prebuilds {{\n    instances = {instances}\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "costs",
+            "--directory",
+            template.to_str().unwrap(),
+        ])
+        .ok();
+    ledger
+}
+
+#[test]
+fn a_claim_without_room_is_refused_like_a_create_and_the_pool_keeps_its_prebuild() {
+    require_terraform();
+    let platform = Platform::start_with_metrics(None, FAST);
+    platform.login_owner();
+    let dev = platform.login_new_user("dev", "member");
+    // The pool's budget: one prebuild (5 a day); dev's: one workspace.
+    platform
+        .run(&["groups", "create", "pool", "--quota-allowance", "5"])
+        .ok();
+    platform
+        .run(&["groups", "members", "add", "pool", "prebuilds"])
+        .ok();
+    platform
+        .run(&["groups", "create", "payers", "--quota-allowance", "5"])
+        .ok();
+    platform
+        .run(&["groups", "members", "add", "payers", "dev"])
+        .ok();
+    let ledger = push_pooled_costs(&platform, 1);
+    wait_for_pool(&platform, "small", "1 ready", |pool| {
+        pool["ready"] == 1 && pool["in_progress"] == 0
+    });
+    let first = prebuild_ids(&platform);
+    assert_eq!(first.len(), 1, "{first:?}");
+
+    // A create whose values are the preset's claims the ready prebuild
+    // (5 of dev's 5; estimated from the pool's last plan, said in its log),
+    // and the pool, its budget free again, builds another.
+    let created = platform
+        .run_as(&dev, &["create", "one", "--template", "costs"], None)
+        .ok();
+    assert!(
+        created.stdout.contains(
+            "estimated daily cost: 5 a day (the last prebuild plan of preset \"small\"); \
+             dev uses 0 of a budget of 5"
+        ),
+        "{created}"
+    );
+    let one = platform
+        .run_as(&dev, &["show", "one", "--output", "json"], None)
+        .ok()
+        .json();
+    assert_eq!(one["id"], first[0].as_str(), "claimed: {one}");
+    wait_for_pool(&platform, "small", "1 ready again", |pool| {
+        pool["ready"] == 1 && pool["in_progress"] == 0
+    });
+    let pooled = prebuild_ids(&platform);
+    assert_eq!(pooled.len(), 1, "{pooled:?}");
+    assert_ne!(pooled, first);
+    let before = ledger_lines(&ledger);
+    assert_eq!(before.len(), 2, "{before:?}");
+
+    // dev has no room, and the estimate makes it clear: refused before
+    // anything is claimed or built, with a create's exit status and line.
+    let refused = platform
+        .run_as(
+            &dev,
+            &["create", "two", "--template", "costs", "--preset", "small"],
+            None,
+        )
+        .fails_with(
+            5,
+            &[
+                "refused by quota",
+                "two would cost 5 a day",
+                "uses 5 of a budget of 5 (0 remain)",
+            ],
+        );
+    assert!(
+        refused.stderr.contains("before anything was built") && refused.stderr.lines().count() == 1,
+        "{refused}"
+    );
+    assert_eq!(ledger_lines(&ledger), before, "nothing was applied");
+    assert_eq!(
+        prebuild_ids(&platform),
+        pooled,
+        "the pool kept its prebuild"
+    );
+    platform
+        .run_as(&dev, &["show", "two"], None)
+        .fails_with(1, &["not found"]);
+    let status = pool(&platform, "small");
+    assert_eq!(status["ready"], 1, "{status:#}");
+    assert_eq!(
+        platform.metric(r#"abode_quota_refusals_total{reason="estimate"}"#),
+        1.0
+    );
+
+    // With room again, the next claimer takes that very prebuild.
+    platform.run_as(&dev, &["delete", "one"], None).ok();
+    platform
+        .run_as(
+            &dev,
+            &[
+                "create",
+                "three",
+                "--template",
+                "costs",
+                "--preset",
+                "small",
+            ],
+            None,
+        )
+        .ok();
+    let shown = platform
+        .run_as(&dev, &["show", "three", "--output", "json"], None)
+        .ok()
+        .json();
+    assert_eq!(
+        shown["id"],
+        pooled[0].as_str(),
+        "claimed the pool's: {shown}"
+    );
+    assert_eq!(shown["latest_build"]["reason"], "prebuild_claim", "{shown}");
+}
+
+/// The owner's messages of `kind` (the owner is a template admin).
+fn messages(platform: &Platform, kind: &str) -> Vec<serde_json::Value> {
+    let listed = platform
+        .run(&["notifications", "list", "--output", "json"])
+        .ok()
+        .json();
+    listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|message| message["kind"] == kind)
+        .cloned()
+        .collect()
+}
+
+/// Polls a series until it reads `value` (the gauges are refreshed every
+/// second).
+fn wait_for_metric(platform: &Platform, series: &str, value: f64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while platform.metric(series) != value {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{series} never read {value}:\n{}",
+            platform.scrape()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// A pool of 3 prebuilds of 5 a day under a `prebuilds` budget of 10:
+/// exactly two are built (the first tells the pool's cost, the second
+/// fits, the third does not), the pool says `quota_limited` in text, JSON
+/// and its gauge, and template admins are told once, however many rounds
+/// the reconciler runs. Raising the allowance builds the third and tells
+/// the recovery once.
+#[test]
+fn a_pool_builds_only_what_the_prebuilds_budget_allows_and_tells_admins_once() {
+    require_terraform();
+    let platform = Platform::start_with_metrics(None, FAST);
+    platform.login_owner();
+    platform
+        .run(&["groups", "create", "pool", "--quota-allowance", "10"])
+        .ok();
+    platform
+        .run(&["groups", "members", "add", "pool", "prebuilds"])
+        .ok();
+    let ledger = push_pooled_costs(&platform, 3);
+
+    let limited = wait_for_pool(&platform, "small", "2 running, quota-limited", |pool| {
+        pool["running"] == 2 && pool["in_progress"] == 0 && pool["quota_limited"] == true
+    });
+    assert_eq!(limited["desired"], 3, "{limited:#}");
+    assert_eq!(limited["estimated_cost"], 5, "{limited:#}");
+    // More rounds of the reconciler, seen to run, build nothing more and
+    // tell nothing more.
+    platform.wait_for_passes("prebuilds", 3);
+    platform.wait_for_passes("notifications", 2);
+    assert_eq!(prebuild_ids(&platform).len(), 2);
+    let created: Vec<String> = ledger_lines(&ledger)
+        .into_iter()
+        .filter(|line| line.starts_with("create "))
+        .collect();
+    assert_eq!(created.len(), 2, "{created:?}");
+    let still = pool(&platform, "small");
+    assert_eq!(
+        (
+            &still["running"],
+            &still["in_progress"],
+            &still["quota_limited"]
+        ),
+        (&2.into(), &0.into(), &true.into()),
+        "{still:#}"
+    );
+    assert_eq!(still["consecutive_failures"], 0, "{still:#}");
+    let text = platform.run(&["prebuilds", "status"]).ok().stdout;
+    assert!(
+        text.contains("quota_limited (prebuilds budget, 5 a day each)"),
+        "{text}"
+    );
+    let series =
+        r#"abode_prebuilt_workspaces_quota_limited{template_name="costs",preset_name="small"}"#;
+    wait_for_metric(&platform, series, 1.0);
+    let told = messages(&platform, "preset_quota_limited");
+    assert_eq!(told.len(), 1, "{told:#?}");
+    assert_eq!(told[0]["payload"]["template"], "costs");
+    assert_eq!(told[0]["payload"]["preset"], "small");
+    assert_eq!(told[0]["payload"]["daily_cost"], 5);
+    assert!(messages(&platform, "preset_quota_recovered").is_empty());
+    let budget = platform
+        .run(&["quota", "show", "prebuilds", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(
+        (&budget["budget"], &budget["spent"]),
+        (&10.into(), &10.into()),
+        "{budget}"
+    );
+
+    // Room for the third: it is built, and the recovery told once.
+    platform
+        .run(&["groups", "edit", "pool", "--quota-allowance", "15"])
+        .ok();
+    wait_for_pool(&platform, "small", "3 running", |pool| {
+        pool["running"] == 3 && pool["in_progress"] == 0 && pool["quota_limited"] == false
+    });
+    platform.wait_for_passes("prebuilds", 3);
+    platform.wait_for_passes("notifications", 2);
+    assert_eq!(prebuild_ids(&platform).len(), 3);
+    wait_for_metric(&platform, series, 0.0);
+    assert_eq!(messages(&platform, "preset_quota_limited").len(), 1);
+    let recovered = messages(&platform, "preset_quota_recovered");
+    assert_eq!(recovered.len(), 1, "{recovered:#?}");
+    assert_eq!(recovered[0]["payload"]["preset"], "small");
 }

@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 
 use abode_runner::LogLevel;
 use abode_store::{
-    page_size, Build, BuildReason, BuildStatus, LogLine, NewBuild, NewWorkspace, Page, StoreError,
-    Template, TemplateVersion, Transition, User, Workspace,
+    page_size, Build, BuildReason, BuildStatus, LogLine, NewBuild, NewWorkspace, Page,
+    PrebuildClaimed, StoreError, SystemActor, Template, TemplateVersion, Transition, User,
+    Workspace,
 };
 
 use serde_json::Value;
@@ -76,7 +77,7 @@ pub enum BuildTarget {
     /// with a state holding only it.
     Retained {
         workspace: Workspace,
-        record: abode_store::RetainedResource,
+        record: Box<abode_store::RetainedResource>,
     },
 }
 
@@ -238,43 +239,113 @@ impl Control {
             .await?
             .is_empty();
         let pool = pool.filter(|_| !adopting);
+        // With quotas enforced, a create whose values are exactly a pool's
+        // preset has a cheap, exact estimate: what the pool's last prebuild
+        // plan cost. One that clearly does not fit is refused now, before
+        // anything is claimed or built.
+        let estimate = match &pool {
+            Some(pool) if self.inner.config.quota_enforce => {
+                self.estimate_pool_create(owner, name, &version, pool)
+                    .await?
+            }
+            _ => None,
+        };
+        // Why a pool's preset is built from scratch, for the build's log.
+        let mut scratch = None;
         if let Some(pool) = &pool {
             let claimed = self
                 .claim_prebuild(&order.actor, owner, name, &version, pool)
                 .await
                 .map_err(|error| name_taken(error, name, owner, order))?;
-            if let Some(build) = claimed {
-                self.note(
-                    &build.id,
-                    "setup",
-                    LogLevel::Info,
-                    &format!(
-                        "claimed a prebuilt workspace of preset \"{}\": it is already \
-                         running; this build hands it over",
+            match claimed {
+                PrebuildClaimed::Claimed(build) => {
+                    if let Some(estimate) = &estimate {
+                        self.note(&build.id, "quota", LogLevel::Info, estimate)
+                            .await;
+                    }
+                    self.note(
+                        &build.id,
+                        "setup",
+                        LogLevel::Info,
+                        &format!(
+                            "claimed a prebuilt workspace of preset \"{}\": it is already \
+                             running; this build hands it over",
+                            pool.name
+                        ),
+                    )
+                    .await;
+                    return Ok(*build);
+                }
+                PrebuildClaimed::NoneReady => {
+                    scratch = Some(format!(
+                        "no prebuilt workspace of preset \"{}\" was ready: this workspace is \
+                         built from scratch",
                         pool.name
-                    ),
-                )
-                .await;
-                return Ok(build);
+                    ));
+                }
+                PrebuildClaimed::OverBudget { usage, cost } => {
+                    scratch = Some(format!(
+                        "a prebuilt workspace of preset \"{}\" costs {cost} a day, which {}'s \
+                         budget has no room for ({} of {} used): it stays in its pool; this \
+                         workspace is built from scratch and its plan judged by quota",
+                        pool.name,
+                        owner.username,
+                        usage.spent(),
+                        usage.budget()
+                    ));
+                }
             }
         }
         let build = self
             .build_new_workspace(name, owner, template, version, creation, order)
             .await?;
-        if let Some(pool) = &pool {
-            self.note(
-                &build.id,
-                "setup",
-                LogLevel::Info,
-                &format!(
-                    "no prebuilt workspace of preset \"{}\" was ready: this workspace is \
-                     built from scratch",
-                    pool.name
-                ),
-            )
-            .await;
+        if let Some(estimate) = &estimate {
+            self.note(&build.id, "quota", LogLevel::Info, estimate)
+                .await;
+        }
+        if let Some(scratch) = scratch {
+            self.note(&build.id, "setup", LogLevel::Info, &scratch)
+                .await;
         }
         Ok(build)
+    }
+
+    /// The estimate of a create of `pool`'s preset on `version` (the active
+    /// one) for `owner`, from the pool's last costed prebuild plan: `None`
+    /// when there is none; the line for the build's log when it fits; a
+    /// refusal (`QuotaExceeded`) when it does not. Advisory: the build's
+    /// plan is still judged, in the reservation's transaction.
+    async fn estimate_pool_create(
+        &self,
+        owner: &User,
+        name: &str,
+        version: &TemplateVersion,
+        pool: &PresetDefinition,
+    ) -> Result<Option<String>, ControlError> {
+        let Some(cost) = self
+            .inner
+            .store
+            .prebuild_pool_cost(SystemActor::Prebuilds.user_id(), &version.id, &pool.name)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let usage = self.inner.store.quota_usage(&owner.id).await?;
+        let (spent, budget) = (usage.spent(), usage.budget());
+        let source = format!("the last prebuild plan of preset \"{}\"", pool.name);
+        if spent.saturating_add(cost) > budget {
+            self.inner.config.metrics.quota_refusal("estimate");
+            return Err(ControlError::QuotaExceeded(format!(
+                "refused by quota before anything was built: {name} would cost {cost} a day \
+                 ({source}); {} already uses {spent} of a budget of {budget} ({} remain)",
+                owner.username,
+                budget.saturating_sub(spent).max(0)
+            )));
+        }
+        Ok(Some(format!(
+            "estimated daily cost: {cost} a day ({source}); {} uses {spent} of a budget of {budget}",
+            owner.username
+        )))
     }
 
     /// Records a new workspace and its first build, a start of `version`

@@ -24,6 +24,10 @@ pub enum ControlError {
     AlreadyJudged(String),
     #[error("{0}")]
     InvalidTemplate(String),
+    /// Refused by quota before anything was built: the create's estimated
+    /// cost already does not fit the owner's budget (`--quota-enforce`).
+    #[error("{0}")]
+    QuotaExceeded(String),
     /// Too many failed logins for a username or client address: refused
     /// without checking the password until the window ends.
     #[error("{message}")]
@@ -54,6 +58,7 @@ impl ControlError {
             ControlError::Conflict(_) => "conflict",
             ControlError::AlreadyJudged(_) => "already_judged",
             ControlError::InvalidTemplate(_) => "invalid_template",
+            ControlError::QuotaExceeded(_) => "quota_exceeded",
             ControlError::Throttled { .. } => "too_many_requests",
             ControlError::Busy { .. } => "unavailable",
             ControlError::Internal(_) => "internal",

@@ -374,7 +374,7 @@ impl crate::Control {
                 self.request_build(
                     BuildTarget::Retained {
                         workspace,
-                        record: record.clone(),
+                        record: Box::new(record.clone()),
                     },
                     BuildOrder {
                         actor: Actor::User(caller.user.clone()),
@@ -411,7 +411,7 @@ impl crate::Control {
             .request_build(
                 BuildTarget::Retained {
                     workspace,
-                    record: record.clone(),
+                    record: Box::new(record.clone()),
                 },
                 BuildOrder {
                     actor: Actor::System(SystemActor::Scheduler),

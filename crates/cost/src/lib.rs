@@ -147,8 +147,11 @@ struct ModuleCall {
 #[derive(Deserialize)]
 struct ResourceConfig {
     address: String,
+    /// Kept raw: an attribute's expression is an object, a nested block's
+    /// a list of them (`prebuilds { ... }`, `ports { ... }`), and only
+    /// `resource_id` is read.
     #[serde(default)]
-    expressions: BTreeMap<String, Expression>,
+    expressions: BTreeMap<String, Box<RawValue>>,
 }
 
 #[derive(Deserialize)]
@@ -283,9 +286,9 @@ fn target_of(config: Option<&Configuration>, change: &Change) -> Option<Target> 
     let module = module_config(root, &config_path(change.module()))?;
     let local = format!("{}.{}", change.resource_type, change.name);
     let resource = module.resources.iter().find(|r| r.address == local)?;
-    resource
-        .expressions
-        .get("resource_id")?
+    let expression: Expression =
+        serde_json::from_str(resource.expressions.get("resource_id")?.get()).ok()?;
+    expression
         .references
         .iter()
         .find_map(|reference| parse_target(reference))

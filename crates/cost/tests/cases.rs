@@ -181,6 +181,35 @@ fn check(case: &str) {
     }
 }
 
+/// Nested blocks (a list of expression objects, as Terraform writes
+/// `prebuilds { ... }` or `ports { ... }`) anywhere in the configuration,
+/// the metadata's own included, are read past (found by a real claim's
+/// plan, which the cost could not read before).
+#[test]
+fn nested_blocks_in_the_configuration_are_read_past() {
+    let mut doc = plan(
+        "terraform_data.compute create\n\
+         abode_metadata.compute create cost=4 -> terraform_data.compute.id terraform_data.compute",
+    );
+    let resources = doc["configuration"]["root_module"]["resources"]
+        .as_array_mut()
+        .unwrap();
+    resources[0]["expressions"]["item"] = json!([{"key": {"constant_value": "size"}}]);
+    resources.push(json!({
+        "address": "data.abode_workspace_preset.small",
+        "mode": "data",
+        "type": "abode_workspace_preset",
+        "name": "small",
+        "expressions": {
+            "name": {"constant_value": "small"},
+            "prebuilds": [{"instances": {"constant_value": 1}}],
+            "empty": [],
+        },
+    }));
+    let cost = abode_cost::daily_cost(&serde_json::to_vec(&doc).unwrap()).unwrap();
+    assert_eq!(cost.total, 4);
+}
+
 #[test]
 fn a_start_charges_compute_and_volume() {
     check(

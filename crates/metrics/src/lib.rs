@@ -139,6 +139,8 @@ pub struct PoolGauges {
     /// Ready to be claimed.
     pub eligible: i64,
     pub hard_limited: bool,
+    /// The `prebuilds` budget holds the pool below its desired count.
+    pub quota_limited: bool,
     pub paused: bool,
 }
 
@@ -191,6 +193,7 @@ struct Inner {
     pools_running: Family<PresetLabels, Gauge>,
     pools_eligible: Family<PresetLabels, Gauge>,
     pools_hard_limited: Family<PresetLabels, Gauge>,
+    pools_quota_limited: Family<PresetLabels, Gauge>,
     pools_paused: Family<PresetLabels, Gauge>,
     data_dir_free: Gauge,
     data_dir_low: Gauge,
@@ -236,6 +239,7 @@ impl Metrics {
             pools_running: register(reg, "abode_prebuilt_workspaces_running", "Prebuilt workspaces running, by template and preset (refreshed)", Family::default()),
             pools_eligible: register(reg, "abode_prebuilt_workspaces_eligible", "Prebuilt workspaces ready to be claimed, by template and preset (refreshed)", Family::default()),
             pools_hard_limited: register(reg, "abode_prebuilt_workspaces_hard_limited", "1 when a preset's pool hit the failure hard limit, by template and preset (refreshed)", Family::default()),
+            pools_quota_limited: register(reg, "abode_prebuilt_workspaces_quota_limited", "1 when the prebuilds budget holds a preset's pool below its desired count, by template and preset (refreshed)", Family::default()),
             pools_paused: register(reg, "abode_prebuilt_workspaces_paused", "1 when prebuild reconciliation is paused, by template and preset (refreshed)", Family::default()),
             data_dir_free: register(reg, "abode_data_dir_free_bytes", "Free space of this server's data dir (its database on SQLite, work dirs, volumes), in bytes", Gauge::default()),
             data_dir_low: register(reg, "abode_data_dir_low", "1 while this server's data dir has less free space than --min-free-disk: it starts no build", Gauge::default()),
@@ -435,6 +439,7 @@ impl Metrics {
             &inner.pools_running,
             &inner.pools_eligible,
             &inner.pools_hard_limited,
+            &inner.pools_quota_limited,
             &inner.pools_paused,
         ];
         for family in families {
@@ -447,6 +452,7 @@ impl Metrics {
                 pool.running,
                 pool.eligible,
                 i64::from(pool.hard_limited),
+                i64::from(pool.quota_limited),
                 i64::from(pool.paused),
             ];
             for (family, value) in families.iter().zip(values) {
@@ -595,6 +601,7 @@ mod tests {
             running: 2,
             eligible: 1,
             hard_limited: false,
+            quota_limited: true,
             paused: true,
         }]);
         let text = metrics.encode().unwrap();
@@ -654,6 +661,10 @@ mod tests {
             ),
             (
                 r#"abode_prebuilt_workspaces_paused{template_name="base",preset_name="small"}"#,
+                "1",
+            ),
+            (
+                r#"abode_prebuilt_workspaces_quota_limited{template_name="base",preset_name="small"}"#,
                 "1",
             ),
             (r#"abode_background_passes_total{task="keeper"}"#, "2"),

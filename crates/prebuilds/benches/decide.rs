@@ -67,6 +67,8 @@ fn snapshot(now: DateTime<Utc>) -> Snapshot {
                     last_failure_at: Some(now - TimeDelta::minutes((i % 7) as i64)),
                     hard_limit_notified: i % 2 == 0,
                 },
+                last_cost: (i % 3 != 0).then_some((i % 4) as i64),
+                quota_limited_notified: i % 6 == 0,
             }
         })
         .collect::<Vec<_>>();
@@ -100,6 +102,7 @@ fn snapshot(now: DateTime<Utc>) -> Snapshot {
                 preset_name: preset.preset.name.clone(),
                 created_at: now - TimeDelta::minutes(((i * 37) % 3000) as i64),
                 state,
+                daily_cost: (i % 4 != 0).then_some((i % 3) as i64),
             }
         })
         .collect();
@@ -107,6 +110,8 @@ fn snapshot(now: DateTime<Utc>) -> Snapshot {
         presets,
         workspaces,
         paused: false,
+        // Room for some of what the pools want, not all.
+        budget: Some(5_000),
     }
 }
 

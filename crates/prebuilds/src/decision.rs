@@ -47,6 +47,25 @@ pub enum Action {
         version_id: String,
         preset_name: String,
     },
+    /// Tell the template's admins that the `prebuilds` budget holds this
+    /// preset's pool below its desired count. Emitted while the pool is
+    /// [`PresetStatus::quota_limited`] and
+    /// [`crate::PresetSnapshot::quota_limited_notified`] is false: the
+    /// caller records the episode with the notification.
+    NotifyQuotaLimited {
+        template_id: String,
+        version_id: String,
+        preset_name: String,
+    },
+    /// Tell the template's admins that the budget no longer holds this
+    /// preset back. Emitted while the pool is not quota-limited (or quotas
+    /// are no longer enforced) and its episode is recorded: the caller ends
+    /// the episode with the notification.
+    NotifyQuotaRecovered {
+        template_id: String,
+        version_id: String,
+        preset_name: String,
+    },
 }
 
 /// Why a prebuilt workspace is deleted, in the order deletes are listed.
@@ -107,6 +126,11 @@ pub struct PresetStatus {
     pub paused: bool,
     /// No creation before this time, after failures.
     pub backing_off_until: Option<DateTime<Utc>>,
+    /// The `prebuilds` budget kept at least one wanted creation back.
+    pub quota_limited: bool,
+    /// What one more prebuild of the pool is expected to cost a day
+    /// ([`crate::PresetSnapshot::last_cost`]).
+    pub estimated_cost: Option<i64>,
     /// Why the preset's schedules were ignored (an unknown time zone or a
     /// cron the provider would refuse), so `desired` fell back to the
     /// preset's `instances`.

@@ -30,6 +30,33 @@
 //!   ([`Action::NotifyHardLimited`] while
 //!   [`FailureHistory::hard_limit_notified`] is false).
 //!
+//! # The `prebuilds` budget
+//!
+//! With quotas enforced ([`Snapshot::budget`] set: the sum of the
+//! `prebuilds` actor's groups' allowances), creations must fit what is left
+//! of it:
+//!
+//! - every workspace of the `prebuilds` actor counts its own cost
+//!   ([`PrebuiltWorkspace::daily_cost`], what the store counts for anyone's
+//!   workspace); a `start` still waiting for its plan counts its pool's
+//!   expected cost, [`PresetSnapshot::last_cost`] (the plan's cost of the
+//!   pool's newest prebuild `start` that was costed, reserved or refused),
+//!   0 when unknown. Deletes decided in the same round free their cost at
+//!   the next one.
+//! - pools take what is left in the order of their statuses (template
+//!   name, template id, preset name, version id), each creation at its
+//!   pool's expected cost. A creation that does not fit is not made, and
+//!   the pool is [`PresetStatus::quota_limited`]. Nothing is deleted for
+//!   the budget: a lowered allowance only stops creations.
+//! - a pool whose cost is not known yet creates one prebuild at a time,
+//!   while none of it is building: that build's plan tells the cost, and
+//!   the server's quota step refuses it before apply if it does not fit.
+//! - template admins are told once per episode: [`Action::NotifyQuotaLimited`]
+//!   when a pool becomes quota-limited and
+//!   [`PresetSnapshot::quota_limited_notified`] is false,
+//!   [`Action::NotifyQuotaRecovered`] when it no longer is (or no budget
+//!   applies any more) and it is true.
+//!
 //! A workspace with a build in progress or held is never deleted. Presets
 //! without a `prebuilds` block are not pools: they have no status, and a
 //! prebuilt workspace of one (or of a preset its version does not declare)

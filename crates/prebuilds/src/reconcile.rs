@@ -32,10 +32,30 @@ pub fn decide(snapshot: &Snapshot, settings: &Settings, now: DateTime<Utc>) -> D
         .map(|preset| preset.version_id.as_str())
         .collect();
 
+    let mut budget = snapshot
+        .budget
+        .map(|allowance| allowance.saturating_sub(committed(snapshot)));
+    // Pools take the budget in the order statuses are listed (a stable
+    // sort: of a preset declared twice, the first declaration still counts).
+    let mut order: Vec<&PresetSnapshot> = snapshot.presets.iter().collect();
+    order.sort_by(|a, b| {
+        (
+            &a.template_name,
+            &a.template_id,
+            &a.preset.name,
+            &a.version_id,
+        )
+            .cmp(&(
+                &b.template_name,
+                &b.template_id,
+                &b.preset.name,
+                &b.version_id,
+            ))
+    });
     let mut actions: Vec<Planned> = Vec::new();
     let mut statuses = Vec::new();
     let mut seen: HashSet<PoolKey> = HashSet::new();
-    for preset in &snapshot.presets {
+    for preset in order {
         let key = (preset.version_id.as_str(), preset.preset.name.as_str());
         // A version cannot declare one preset twice; if a snapshot does, the
         // first declaration counts.
@@ -48,9 +68,12 @@ pub fn decide(snapshot: &Snapshot, settings: &Settings, now: DateTime<Utc>) -> D
                 preset,
                 prebuilds,
                 &members,
-                settings,
-                snapshot.paused,
-                now,
+                &Round {
+                    settings,
+                    paused: snapshot.paused,
+                    now,
+                },
+                &mut budget,
                 &mut actions,
             )),
             None => {
@@ -93,21 +116,79 @@ pub fn decide(snapshot: &Snapshot, settings: &Settings, now: DateTime<Utc>) -> D
     }
 }
 
-/// What a pool wants and may do.
-struct PoolRule<'a> {
+/// What a pool wants.
+struct PoolRule {
     desired: usize,
     ttl_seconds: i64,
-    /// Where creations go, when creation is allowed.
-    create: Option<PoolKey<'a>>,
 }
 
-impl PoolRule<'_> {
+impl PoolRule {
     /// A pool nobody declared (or declared without `prebuilds`): it wants none.
     fn unwanted() -> Self {
         PoolRule {
             desired: 0,
             ttl_seconds: 0,
-            create: None,
+        }
+    }
+}
+
+/// What the `prebuilds` actor's workspaces count against its budget: each
+/// its own cost, and a `start` still waiting for its plan its pool's
+/// expected cost (0 when not known: its plan is judged by the quota step).
+fn committed(snapshot: &Snapshot) -> i64 {
+    let expected: HashMap<PoolKey, i64> = snapshot
+        .presets
+        .iter()
+        .filter_map(|preset| {
+            let key = (preset.version_id.as_str(), preset.preset.name.as_str());
+            preset.last_cost.map(|cost| (key, cost))
+        })
+        .collect();
+    snapshot.workspaces.iter().fold(0i64, |sum, workspace| {
+        let cost = match (&workspace.daily_cost, &workspace.state) {
+            (Some(cost), _) => *cost,
+            (
+                None,
+                PrebuildState::InProgress {
+                    transition: Transition::Start,
+                    ..
+                },
+            ) => expected
+                .get(&(
+                    workspace.version_id.as_str(),
+                    workspace.preset_name.as_str(),
+                ))
+                .copied()
+                .unwrap_or(0),
+            (None, _) => 0,
+        };
+        sum.saturating_add(cost)
+    })
+}
+
+/// How many of `wanted` creations the budget (`remaining`, taken from as
+/// they are granted) allows at `cost` each, and whether it kept any back.
+/// An unknown cost creates one at a time, only while none of the pool is
+/// building: its plan tells the cost, and the quota step refuses it if it
+/// does not fit.
+fn within_budget(
+    wanted: usize,
+    cost: Option<i64>,
+    in_progress: usize,
+    remaining: &mut Option<i64>,
+) -> (usize, bool) {
+    let Some(remaining) = remaining else {
+        return (wanted, false);
+    };
+    match cost {
+        None => (usize::from(wanted > 0 && in_progress == 0), false),
+        Some(cost) => {
+            let mut granted = 0;
+            while granted < wanted && cost <= *remaining {
+                *remaining = remaining.saturating_sub(cost);
+                granted += 1;
+            }
+            (granted, granted < wanted)
         }
     }
 }
@@ -121,31 +202,84 @@ struct Counts {
     failed: usize,
 }
 
+/// What every pool of one decision shares.
+struct Round<'a> {
+    settings: &'a Settings,
+    paused: bool,
+    now: DateTime<Utc>,
+}
+
+/// One pool: its deletes, the creations its failures and what is left of
+/// the budget (`budget`, taken from) allow, its notices and its status.
 fn reconcile_pool(
     preset: &PresetSnapshot,
     prebuilds: &PrebuildSettings,
     members: &[&PrebuiltWorkspace],
-    settings: &Settings,
-    paused: bool,
-    now: DateTime<Utc>,
+    round: &Round,
+    budget: &mut Option<i64>,
     actions: &mut Vec<Planned>,
 ) -> PresetStatus {
+    let Round {
+        settings,
+        paused,
+        now,
+    } = *round;
     let (desired, problem) = desired_instances(prebuilds, now);
     let restraint = restraint(&preset.failures, settings, now);
     let rule = PoolRule {
         desired,
         ttl_seconds: prebuilds.ttl_seconds,
-        create: restraint
-            .may_create()
-            .then_some((preset.version_id.as_str(), preset.preset.name.as_str())),
     };
     let counts = plan_pool(members, &rule, now, actions);
-    if restraint.hard_limited && !preset.failures.hard_limit_notified {
+    let wanted = if restraint.may_create() {
+        desired.saturating_sub(counts.running + counts.in_progress)
+    } else {
+        0
+    };
+    let (creations, quota_limited) =
+        within_budget(wanted, preset.last_cost, counts.in_progress, budget);
+    for _ in 0..creations {
         actions.push(
-            Action::NotifyHardLimited {
-                template_id: preset.template_id.clone(),
+            Action::Create {
                 version_id: preset.version_id.clone(),
                 preset_name: preset.preset.name.clone(),
+            }
+            .into(),
+        );
+    }
+    let ids = || {
+        (
+            preset.template_id.clone(),
+            preset.version_id.clone(),
+            preset.preset.name.clone(),
+        )
+    };
+    if restraint.hard_limited && !preset.failures.hard_limit_notified {
+        let (template_id, version_id, preset_name) = ids();
+        actions.push(
+            Action::NotifyHardLimited {
+                template_id,
+                version_id,
+                preset_name,
+            }
+            .into(),
+        );
+    }
+    if quota_limited != preset.quota_limited_notified {
+        let (template_id, version_id, preset_name) = ids();
+        actions.push(
+            if quota_limited {
+                Action::NotifyQuotaLimited {
+                    template_id,
+                    version_id,
+                    preset_name,
+                }
+            } else {
+                Action::NotifyQuotaRecovered {
+                    template_id,
+                    version_id,
+                    preset_name,
+                }
             }
             .into(),
         );
@@ -165,12 +299,15 @@ fn reconcile_pool(
         hard_limited: restraint.hard_limited,
         paused,
         backing_off_until: restraint.backing_off_until,
+        quota_limited,
+        estimated_cost: preset.last_cost,
         problem,
     }
 }
 
-/// Deletes what the pool cannot use, then brings its running count toward
-/// `desired`: creations for what is missing, deletes of the oldest surplus.
+/// Deletes what the pool cannot use and the oldest surplus beyond
+/// `desired`; the creations of what is missing are the caller's (they
+/// depend on failures and the budget).
 ///
 /// Workspaces with a build in progress or held are never deleted. Starts in
 /// progress count toward `desired` when creating but not when judging a
@@ -220,18 +357,6 @@ fn plan_pool(
         };
         if let Some(reason) = delete {
             actions.push(delete_action(workspace, reason));
-        }
-    }
-    if let Some((version_id, preset_name)) = rule.create {
-        let present = counts.running + counts.in_progress;
-        for _ in present..rule.desired {
-            actions.push(
-                Action::Create {
-                    version_id: version_id.to_string(),
-                    preset_name: preset_name.to_string(),
-                }
-                .into(),
-            );
         }
     }
     if counts.running > rule.desired {
@@ -321,5 +446,15 @@ fn order_key(planned: &Planned) -> OrderKey<'_> {
             preset_name,
             ..
         } => (3, 0, None, version_id, preset_name),
+        Action::NotifyQuotaLimited {
+            version_id,
+            preset_name,
+            ..
+        } => (4, 0, None, version_id, preset_name),
+        Action::NotifyQuotaRecovered {
+            version_id,
+            preset_name,
+            ..
+        } => (5, 0, None, version_id, preset_name),
     }
 }

@@ -20,6 +20,9 @@ pub struct Snapshot {
     pub workspaces: Vec<PrebuiltWorkspace>,
     /// `abode prebuilds pause`: statuses are still computed, nothing is done.
     pub paused: bool,
+    /// The `prebuilds` actor's daily budget (the sum of its groups'
+    /// allowances) when quotas are enforced; `None`: no budget applies.
+    pub budget: Option<i64>,
 }
 
 /// One preset of one template version.
@@ -32,6 +35,16 @@ pub struct PresetSnapshot {
     pub version_active: bool,
     pub preset: PresetDefinition,
     pub failures: FailureHistory,
+    /// What the pool's next prebuild is expected to cost a day: the cost
+    /// of the plan of its newest prebuild `start` build whose plan was
+    /// costed (reserved, or refused by quota); `None` when none was.
+    pub last_cost: Option<i64>,
+    /// Whether template admins were told that the budget holds this preset
+    /// (its template and preset name) below its desired count, in an
+    /// episode not yet over. The caller records it with
+    /// [`crate::Action::NotifyQuotaLimited`] and clears it with
+    /// [`crate::Action::NotifyQuotaRecovered`].
+    pub quota_limited_notified: bool,
 }
 
 /// The prebuild builds of one version and preset that failed since the last
@@ -60,6 +73,10 @@ pub struct PrebuiltWorkspace {
     pub preset_name: String,
     pub created_at: DateTime<Utc>,
     pub state: PrebuildState,
+    /// What it counts against the budget now: the cost of its newest build
+    /// that has one and did not fail or get canceled (the store's rule for
+    /// everyone's workspaces); `None` when no build of it has a cost yet.
+    pub daily_cost: Option<i64>,
 }
 
 /// Where a prebuilt workspace is, from its latest build and its agents.

@@ -69,6 +69,8 @@ fn preset(
             prebuilds,
         },
         failures: FailureHistory::default(),
+        last_cost: None,
+        quota_limited_notified: false,
     }
 }
 
@@ -104,6 +106,7 @@ fn ws(
         preset_name: preset.into(),
         created_at: at(created),
         state,
+        daily_cost: None,
     }
 }
 
@@ -170,6 +173,8 @@ struct Counts {
     hard_limited: bool,
     paused: bool,
     backing_off_until: Option<&'static str>,
+    quota_limited: bool,
+    estimated_cost: Option<i64>,
     problem: Option<&'static str>,
 }
 
@@ -195,6 +200,8 @@ fn status(tpl: &str, version: &str, preset: &str, counts: Counts) -> PresetStatu
             NEVER => DateTime::<Utc>::MAX_UTC,
             until => at(until),
         }),
+        quota_limited: counts.quota_limited,
+        estimated_cost: counts.estimated_cost,
         problem: counts.problem.map(String::from),
     }
 }
@@ -212,6 +219,21 @@ struct Case {
     statuses: Vec<PresetStatus>,
 }
 
+impl Default for Case {
+    fn default() -> Self {
+        Case {
+            name: "",
+            now: NOW,
+            settings: SETTINGS,
+            presets: Vec::new(),
+            workspaces: Vec::new(),
+            paused: false,
+            actions: Vec::new(),
+            statuses: Vec::new(),
+        }
+    }
+}
+
 /// One minute of backoff per failure, hard limit 3 (the server's defaults).
 const SETTINGS: Settings = Settings {
     backoff: Duration::from_secs(60),
@@ -219,10 +241,17 @@ const SETTINGS: Settings = Settings {
 };
 
 fn check(case: Case) {
+    check_with_budget(case, None);
+}
+
+/// [`check`], the `prebuilds` actor's budget `budget` (`None`: quotas not
+/// enforced).
+fn check_with_budget(case: Case, budget: Option<i64>) {
     let snapshot = Snapshot {
         presets: case.presets,
         workspaces: case.workspaces,
         paused: case.paused,
+        budget,
     };
     let decision = decide(&snapshot, &case.settings, at(case.now));
     assert_eq!(decision.actions, case.actions, "{}: actions", case.name);
@@ -1066,6 +1095,333 @@ fn pause_cases() -> Vec<Case> {
             ),
         ],
     }]
+}
+
+// ---- the prebuilds budget ----------------------------------------------
+
+/// A pool's expected cost, and whether its quota episode was told.
+fn costing(mut preset: PresetSnapshot, cost: Option<i64>, notified: bool) -> PresetSnapshot {
+    preset.last_cost = cost;
+    preset.quota_limited_notified = notified;
+    preset
+}
+
+fn costs(mut workspace: PrebuiltWorkspace, cost: i64) -> PrebuiltWorkspace {
+    workspace.daily_cost = Some(cost);
+    workspace
+}
+
+fn quota_notice(limited: bool, tpl: &str, version: &str, preset: &str) -> Action {
+    let (template_id, version_id, preset_name) =
+        (format!("{tpl}-id"), version.to_string(), preset.to_string());
+    if limited {
+        Action::NotifyQuotaLimited {
+            template_id,
+            version_id,
+            preset_name,
+        }
+    } else {
+        Action::NotifyQuotaRecovered {
+            template_id,
+            version_id,
+            preset_name,
+        }
+    }
+}
+
+/// Pool `dev` of `web` v1 wanting 3, at `cost` a day each (when known),
+/// with its episode `notified`.
+fn pool_of_three(cost: Option<i64>, notified: bool) -> Vec<PresetSnapshot> {
+    vec![costing(
+        preset("web", "v1", "dev", Some(pool(3))),
+        cost,
+        notified,
+    )]
+}
+
+/// (case, budget).
+fn budget_cases() -> Vec<(Case, Option<i64>)> {
+    let dev = |counts: Counts| {
+        vec![status(
+            "web",
+            "v1",
+            "dev",
+            Counts {
+                desired: 3,
+                estimated_cost: Some(5),
+                ..counts
+            },
+        )]
+    };
+    let running = |id: &str, cost: i64| costs(ws(id, "v1", "dev", T0, ready()), cost);
+    vec![
+        (
+            Case {
+                name: "a pool of 3 with room for 2: two created, limited, told once",
+                presets: pool_of_three(Some(5), false),
+                actions: vec![
+                    create("v1", "dev"),
+                    create("v1", "dev"),
+                    quota_notice(true, "web", "v1", "dev"),
+                ],
+                statuses: dev(Counts {
+                    quota_limited: true,
+                    ..Counts::default()
+                }),
+                ..Case::default()
+            },
+            Some(10),
+        ),
+        (
+            Case {
+                name: "the two built and told: nothing more, still limited, not told again",
+                presets: pool_of_three(Some(5), true),
+                workspaces: vec![running("a", 5), running("b", 5)],
+                statuses: dev(Counts {
+                    running: 2,
+                    ready: 2,
+                    quota_limited: true,
+                    ..Counts::default()
+                }),
+                ..Case::default()
+            },
+            Some(10),
+        ),
+        (
+            Case {
+                name: "a start waiting for its plan counts the pool's expected cost",
+                presets: pool_of_three(Some(5), true),
+                workspaces: vec![
+                    running("a", 5),
+                    ws(
+                        "b",
+                        "v1",
+                        "dev",
+                        T0,
+                        building("b1", Transition::Start, true),
+                    ),
+                ],
+                statuses: dev(Counts {
+                    running: 1,
+                    ready: 1,
+                    in_progress: 1,
+                    quota_limited: true,
+                    ..Counts::default()
+                }),
+                ..Case::default()
+            },
+            Some(10),
+        ),
+        (
+            Case {
+                name: "the allowance raised: the third is created, recovery told",
+                presets: pool_of_three(Some(5), true),
+                workspaces: vec![running("a", 5), running("b", 5)],
+                actions: vec![create("v1", "dev"), quota_notice(false, "web", "v1", "dev")],
+                statuses: dev(Counts {
+                    running: 2,
+                    ready: 2,
+                    ..Counts::default()
+                }),
+                ..Case::default()
+            },
+            Some(15),
+        ),
+        (
+            Case {
+                name: "recovered and told: nothing to tell",
+                presets: pool_of_three(Some(5), false),
+                workspaces: vec![running("a", 5), running("b", 5), running("c", 5)],
+                statuses: dev(Counts {
+                    running: 3,
+                    ready: 3,
+                    ..Counts::default()
+                }),
+                ..Case::default()
+            },
+            Some(15),
+        ),
+        (
+            Case {
+                name: "an allowance lowered below what runs deletes nothing",
+                presets: pool_of_three(Some(5), false),
+                workspaces: vec![running("a", 5), running("b", 5), running("c", 5)],
+                statuses: dev(Counts {
+                    running: 3,
+                    ready: 3,
+                    ..Counts::default()
+                }),
+                ..Case::default()
+            },
+            Some(0),
+        ),
+        (
+            Case {
+                name: "quotas no longer enforced: every creation, recovery told",
+                presets: pool_of_three(Some(5), true),
+                workspaces: vec![running("a", 5)],
+                actions: vec![
+                    create("v1", "dev"),
+                    create("v1", "dev"),
+                    quota_notice(false, "web", "v1", "dev"),
+                ],
+                statuses: dev(Counts {
+                    running: 1,
+                    ready: 1,
+                    ..Counts::default()
+                }),
+                ..Case::default()
+            },
+            None,
+        ),
+        (
+            Case {
+                name: "a cost of 0 fits a budget of 0",
+                presets: pool_of_three(Some(0), false),
+                actions: vec![
+                    create("v1", "dev"),
+                    create("v1", "dev"),
+                    create("v1", "dev"),
+                ],
+                statuses: vec![status(
+                    "web",
+                    "v1",
+                    "dev",
+                    Counts {
+                        desired: 3,
+                        estimated_cost: Some(0),
+                        ..Counts::default()
+                    },
+                )],
+                ..Case::default()
+            },
+            Some(0),
+        ),
+        (
+            Case {
+                name: "an unknown cost: one at a time, its plan tells",
+                presets: pool_of_three(None, false),
+                actions: vec![create("v1", "dev")],
+                statuses: vec![status(
+                    "web",
+                    "v1",
+                    "dev",
+                    Counts {
+                        desired: 3,
+                        ..Counts::default()
+                    },
+                )],
+                ..Case::default()
+            },
+            Some(10),
+        ),
+        (
+            Case {
+                name: "an unknown cost while one builds: wait for its plan",
+                presets: pool_of_three(None, false),
+                workspaces: vec![ws(
+                    "a",
+                    "v1",
+                    "dev",
+                    T0,
+                    building("a1", Transition::Start, false),
+                )],
+                statuses: vec![status(
+                    "web",
+                    "v1",
+                    "dev",
+                    Counts {
+                        desired: 3,
+                        in_progress: 1,
+                        ..Counts::default()
+                    },
+                )],
+                ..Case::default()
+            },
+            Some(10),
+        ),
+        (
+            Case {
+                name: "an inactive version's workspace still counts until it is gone",
+                presets: vec![
+                    inactive(preset("web", "v0", "dev", Some(pool(3)))),
+                    costing(preset("web", "v1", "dev", Some(pool(3))), Some(5), false),
+                ],
+                workspaces: vec![costs(ws("old", "v0", "dev", T0, ready()), 5)],
+                actions: vec![
+                    delete("old", DeleteReason::InactiveVersion),
+                    create("v1", "dev"),
+                    quota_notice(true, "web", "v1", "dev"),
+                ],
+                statuses: dev(Counts {
+                    quota_limited: true,
+                    ..Counts::default()
+                }),
+                ..Case::default()
+            },
+            Some(10),
+        ),
+        (
+            Case {
+                name: "pools take the budget in status order, not the snapshot's",
+                presets: vec![
+                    costing(preset("beta", "vb", "b", Some(pool(2))), Some(3), false),
+                    costing(preset("alpha", "va", "a", Some(pool(2))), Some(3), false),
+                ],
+                actions: vec![
+                    create("va", "a"),
+                    create("va", "a"),
+                    quota_notice(true, "beta", "vb", "b"),
+                ],
+                statuses: vec![
+                    status(
+                        "alpha",
+                        "va",
+                        "a",
+                        Counts {
+                            desired: 2,
+                            estimated_cost: Some(3),
+                            ..Counts::default()
+                        },
+                    ),
+                    status(
+                        "beta",
+                        "vb",
+                        "b",
+                        Counts {
+                            desired: 2,
+                            quota_limited: true,
+                            estimated_cost: Some(3),
+                            ..Counts::default()
+                        },
+                    ),
+                ],
+                ..Case::default()
+            },
+            Some(8),
+        ),
+        (
+            Case {
+                name: "paused: limited is still said, nothing done or told",
+                presets: pool_of_three(Some(5), false),
+                paused: true,
+                statuses: dev(Counts {
+                    quota_limited: true,
+                    paused: true,
+                    ..Counts::default()
+                }),
+                ..Case::default()
+            },
+            Some(5),
+        ),
+    ]
+}
+
+#[test]
+fn the_prebuilds_budget_limits_creations_and_is_told_once_per_episode() {
+    for (case, budget) in budget_cases() {
+        check_with_budget(case, budget);
+    }
 }
 
 #[test]

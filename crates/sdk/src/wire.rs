@@ -666,6 +666,13 @@ pub struct PrebuildPool {
     pub paused: bool,
     /// Unix ms.
     pub backing_off_until: Option<i64>,
+    /// The `prebuilds` budget holds the pool below `desired`.
+    #[serde(default)]
+    pub quota_limited: bool,
+    /// What one more prebuild is expected to cost a day; unknown until a
+    /// prebuild build of the pool was costed.
+    #[serde(default)]
+    pub estimated_cost: Option<i64>,
     pub problem: Option<String>,
 }
 

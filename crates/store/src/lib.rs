@@ -73,7 +73,8 @@ pub use pages::{
 };
 pub use platform::{AgentCutoffs, PlatformCounts};
 pub use prebuilds::{
-    PoolFailures, PrebuildClaim, PrebuildRow, PrebuildSnapshot, VersionPresets, PREBUILDS_PAUSED,
+    PoolCost, PoolFailures, PrebuildClaim, PrebuildClaimed, PrebuildRow, PrebuildSnapshot,
+    QuotaEpisode, VersionPresets, PREBUILDS_PAUSED,
 };
 pub use previews::{
     ClaimedPreview, NewPreview, Preview, PreviewOutcome, PreviewResult, PreviewStatus,
@@ -919,9 +920,19 @@ storage_interface! {
     /// success, and whether reconciliation is paused, in one transaction.
     fn prebuild_snapshot(&self, pool_owner_id: &str, heartbeat_before: i64) -> PrebuildSnapshot;
     /// Hands a ready prebuild of the pool to the claimant under their name
-    /// and queues its claim build, in one transaction; `None` when none is
-    /// ready. `Conflict` if the claimant has a workspace of that name.
-    fn claim_prebuild(&self, claim: &PrebuildClaim) -> Option<Build>;
+    /// and queues its claim build, in one transaction; `NoneReady` when
+    /// none is ready, `OverBudget` (nothing changed) when the claim enforces
+    /// quotas and the prebuild's cost does not fit the claimant's budget.
+    /// `Conflict` if the claimant has a workspace of that name.
+    fn claim_prebuild(&self, claim: &PrebuildClaim) -> PrebuildClaimed;
+    /// The last known daily cost of one pool (see `PoolCost`), `None` when
+    /// no prebuild plan of it was costed.
+    fn prebuild_pool_cost(&self, pool_owner_id: &str, version_id: &str, preset_name: &str) -> Option<i64>;
+    /// Opens (`open`) or ends the budget episode of a template's preset,
+    /// writing `notices` in the same transaction only when that changed
+    /// something: whether it did (an episode already open, or not open, is
+    /// left as it is, and nothing is written).
+    fn set_prebuild_quota_episode(&self, template_id: &str, preset_name: &str, open: bool, notices: &[NewNotification]) -> bool;
     fn platform_setting(&self, name: &str) -> Option<String>;
     fn set_platform_setting(&self, name: &str, value: &str) -> ();
     /// Takes or renews the lease `name` for `ttl_ms` unless another holder's

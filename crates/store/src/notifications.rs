@@ -35,6 +35,10 @@ pub enum NotificationKind {
     RetainedExpiring,
     /// A retained resource's record expired.
     RetainedExpired,
+    /// The prebuilds budget holds a preset's pool below its desired count.
+    PresetQuotaLimited,
+    /// The prebuilds budget no longer holds a preset's pool back.
+    PresetQuotaRecovered,
 }
 
 /// A notification kind none of [`NotificationKind`] names.
@@ -55,6 +59,8 @@ crate::named!(NotificationKind, UnknownNotificationKind, {
     ResourceRetained => "resource_retained",
     RetainedExpiring => "retained_expiring",
     RetainedExpired => "retained_expired",
+    PresetQuotaLimited => "preset_quota_limited",
+    PresetQuotaRecovered => "preset_quota_recovered",
 });
 
 /// Where a notification goes.

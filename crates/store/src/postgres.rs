@@ -161,7 +161,7 @@ impl PostgresBackend {
     oidc_queries!();
     platform_queries!();
     job_lease_queries!();
-    prebuild_queries!("FOR UPDATE OF w SKIP LOCKED");
+    prebuild_queries!(sqlx::Postgres, "FOR UPDATE OF w SKIP LOCKED");
     preview_queries!();
     provisioner_queries!();
     provisioner_key_queries!();

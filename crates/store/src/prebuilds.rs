@@ -9,9 +9,13 @@
 //! The claim is one write transaction: pick a ready prebuild (`SKIP LOCKED`
 //! on PostgreSQL, so concurrent claimants on several servers never wait on
 //! or share one), give it to the claimant under the name they asked for and
-//! queue its claim build.
+//! queue its claim build. With quotas enforced, the same transaction first
+//! checks that the prebuild's cost fits the claimant's budget (the
+//! claimant's account row locked, as a build's reservation does): a claim
+//! that would not fit takes nothing, and the prebuild stays in its pool.
 
-use crate::records::{BuildStatus, Transition};
+use crate::quotas::{GroupAllowance, QuotaUsage, WorkspaceCost};
+use crate::records::{Build, BuildStatus, Transition};
 
 /// A template version that offers presets: the active version of every
 /// template, and inactive ones that still have prebuilt workspaces.
@@ -59,6 +63,26 @@ pub struct PoolFailures {
     pub last_failure_at: Option<i64>,
 }
 
+/// The last known daily cost of one pool (of an active version): that of
+/// the plan of its newest prebuild `start` build whose plan was costed,
+/// reserved (`daily_cost`) or refused by quota (`refused_cost`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PoolCost {
+    pub version_id: String,
+    pub preset_name: String,
+    pub daily_cost: i64,
+}
+
+/// A preset whose pool the prebuilds budget holds below its desired count,
+/// and template admins were told so (`prebuild_quota_episodes`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct QuotaEpisode {
+    pub template_id: String,
+    pub preset_name: String,
+    /// When it was told (Unix ms).
+    pub since: i64,
+}
+
 /// What the reconciliation decides on, read in one transaction.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PrebuildSnapshot {
@@ -66,6 +90,15 @@ pub struct PrebuildSnapshot {
     pub workspaces: Vec<PrebuildRow>,
     pub failures: Vec<PoolFailures>,
     pub paused: bool,
+    /// The pool owner's budget: its groups' allowances.
+    pub allowances: Vec<GroupAllowance>,
+    /// The counted cost of each of the pool owner's workspaces that has one
+    /// (`quotas.rs` says which build counts).
+    pub costs: Vec<WorkspaceCost>,
+    /// Each pool's last known cost.
+    pub pool_costs: Vec<PoolCost>,
+    /// Open budget episodes.
+    pub quota_episodes: Vec<QuotaEpisode>,
 }
 
 /// A person's claim of a ready prebuild of one pool.
@@ -87,6 +120,32 @@ pub struct PrebuildClaim {
     pub created_after: i64,
     /// The claim build's id.
     pub build_id: String,
+    /// `--quota-enforce`: the prebuild's cost (what its newest costed
+    /// build counts) must fit the claimant's budget.
+    pub enforce_quota: bool,
+}
+
+/// What [`claim_prebuild`](crate::Store::claim_prebuild) did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PrebuildClaimed {
+    /// The prebuild is the claimant's, its claim build queued.
+    Claimed(Box<Build>),
+    /// No prebuild of the pool is ready (or unexpired).
+    NoneReady,
+    /// A ready prebuild costs `cost` a day, which the claimant's other
+    /// workspaces (`usage`) leave no room for: nothing was changed, the
+    /// prebuild stays in its pool.
+    OverBudget { usage: QuotaUsage, cost: i64 },
+}
+
+impl PrebuildClaimed {
+    /// The claim build, if the claim took a prebuild.
+    pub fn into_build(self) -> Option<Build> {
+        match self {
+            PrebuildClaimed::Claimed(build) => Some(*build),
+            PrebuildClaimed::NoneReady | PrebuildClaimed::OverBudget { .. } => None,
+        }
+    }
 }
 
 /// The setting that pauses the reconciliation (`true` or `false`).
@@ -117,10 +176,10 @@ pub(crate) const SNAPSHOT_WORKSPACES: &str = "SELECT w.id AS workspace_id, w.nam
 
 pub(crate) const SNAPSHOT_FAILURES: &str = "SELECT b.template_version_id AS version_id, \
      w.preset_name AS preset_name, \
-     SUM(CASE WHEN b.status = 'failed' AND b.created_at > COALESCE(ok.last_ok, -1) \
-         THEN 1 ELSE 0 END) AS consecutive_failures, \
-     MAX(CASE WHEN b.status = 'failed' AND b.created_at > COALESCE(ok.last_ok, -1) \
-         THEN b.finished_at END) AS last_failure_at \
+     SUM(CASE WHEN b.status = 'failed' AND b.refusal IS NULL \
+         AND b.created_at > COALESCE(ok.last_ok, -1) THEN 1 ELSE 0 END) AS consecutive_failures, \
+     MAX(CASE WHEN b.status = 'failed' AND b.refusal IS NULL \
+         AND b.created_at > COALESCE(ok.last_ok, -1) THEN b.finished_at END) AS last_failure_at \
      FROM builds b JOIN workspaces w ON w.id = b.workspace_id \
      LEFT JOIN ( \
          SELECT sb.template_version_id AS version_id, sw.preset_name AS preset_name, \
@@ -137,12 +196,33 @@ pub(crate) const SNAPSHOT_FAILURES: &str = "SELECT b.template_version_id AS vers
      GROUP BY b.template_version_id, w.preset_name \
      ORDER BY b.template_version_id, w.preset_name";
 
+/// Each pool's last known cost (see [`PoolCost`]); pools of active
+/// versions only, like the failures. `?1`, `?2`: the pool owner's id.
+pub(crate) const SNAPSHOT_POOL_COSTS: &str = "SELECT b.template_version_id AS version_id, \
+     w.preset_name AS preset_name, MAX(COALESCE(b.daily_cost, b.refused_cost)) AS daily_cost \
+     FROM builds b JOIN workspaces w ON w.id = b.workspace_id \
+     JOIN ( \
+         SELECT sb.template_version_id AS version_id, sw.preset_name AS preset_name, \
+             MAX(sb.created_at) AS newest \
+         FROM builds sb JOIN workspaces sw ON sw.id = sb.workspace_id \
+         WHERE sb.initiator_id = ? AND sb.reason = 'prebuild' AND sb.transition = 'start' \
+             AND (sb.daily_cost IS NOT NULL OR sb.refused_cost IS NOT NULL) \
+             AND sw.preset_name IS NOT NULL AND sb.template_version_id IN ( \
+                 SELECT at.active_version_id FROM templates at) \
+         GROUP BY sb.template_version_id, sw.preset_name) n \
+       ON n.version_id = b.template_version_id AND n.preset_name = w.preset_name \
+         AND n.newest = b.created_at \
+     WHERE b.initiator_id = ? AND b.reason = 'prebuild' AND b.transition = 'start' \
+         AND (b.daily_cost IS NOT NULL OR b.refused_cost IS NOT NULL) \
+     GROUP BY b.template_version_id, w.preset_name \
+     ORDER BY b.template_version_id, w.preset_name";
+
 /// The prebuild queries of [`crate::Store`]; expanded inside each backend's
 /// `impl` with its lock clause for the claim's pick (`FOR UPDATE OF w SKIP
 /// LOCKED` on PostgreSQL; SQLite's write transaction already excludes other
 /// writers).
 macro_rules! prebuild_queries {
-    ($claim_lock:expr) => {
+    ($db:ty, $claim_lock:expr) => {
     pub(crate) async fn prebuild_snapshot(
         &self,
         pool_owner_id: &str,
@@ -173,6 +253,29 @@ macro_rules! prebuild_queries {
                 .fetch_optional(&mut *tx)
                 .await
                 .map_err(db_error("platform setting"))?;
+        let allowances = sqlx::query_as(&sql($crate::quotas::ALLOWANCES))
+            .bind(pool_owner_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error("group"))?;
+        let costs = sqlx::query_as(&sql($crate::quotas::WORKSPACE_COSTS))
+            .bind(pool_owner_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error("workspace"))?;
+        let pool_costs = sqlx::query_as(&sql($crate::prebuilds::SNAPSHOT_POOL_COSTS))
+            .bind(pool_owner_id)
+            .bind(pool_owner_id)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_error("prebuild snapshot"))?;
+        let quota_episodes = sqlx::query_as(&sql(
+            "SELECT template_id, preset_name, since FROM prebuild_quota_episodes \
+             ORDER BY template_id, preset_name",
+        ))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error("prebuild snapshot"))?;
         tx.commit().await.map_err(StoreError::Database)?;
         // Typed at the boundary: a value nobody wrote is an error, not "not paused".
         let paused = match paused.as_deref() {
@@ -193,13 +296,76 @@ macro_rules! prebuild_queries {
             workspaces,
             failures,
             paused,
+            allowances,
+            costs,
+            pool_costs,
+            quota_episodes,
         })
+    }
+
+    pub(crate) async fn prebuild_pool_cost(
+        &self,
+        pool_owner_id: &str,
+        version_id: &str,
+        preset_name: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        sqlx::query_scalar(&sql(
+            "SELECT COALESCE(b.daily_cost, b.refused_cost) FROM builds b \
+             JOIN workspaces w ON w.id = b.workspace_id \
+             WHERE b.initiator_id = ? AND b.reason = 'prebuild' AND b.transition = 'start' \
+                 AND b.template_version_id = ? AND w.preset_name = ? \
+                 AND (b.daily_cost IS NOT NULL OR b.refused_cost IS NOT NULL) \
+             ORDER BY b.created_at DESC, COALESCE(b.daily_cost, b.refused_cost) DESC LIMIT 1",
+        ))
+        .bind(pool_owner_id)
+        .bind(version_id)
+        .bind(preset_name)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(db_error("build"))
+    }
+
+    pub(crate) async fn set_prebuild_quota_episode(
+        &self,
+        template_id: &str,
+        preset_name: &str,
+        open: bool,
+        notices: &[NewNotification],
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let changed = if open {
+            sqlx::query(&sql(
+                "INSERT INTO prebuild_quota_episodes (template_id, preset_name, since) \
+                 VALUES (?, ?, ?) ON CONFLICT (template_id, preset_name) DO NOTHING",
+            ))
+            .bind(template_id)
+            .bind(preset_name)
+            .bind(self.now_ms())
+            .execute(&mut *tx)
+            .await
+        } else {
+            sqlx::query(&sql(
+                "DELETE FROM prebuild_quota_episodes WHERE template_id = ? AND preset_name = ?",
+            ))
+            .bind(template_id)
+            .bind(preset_name)
+            .execute(&mut *tx)
+            .await
+        }
+        .map_err(db_error("prebuild quota episode"))?
+        .rows_affected()
+            == 1;
+        if changed {
+            self.insert_notifications(&mut tx, notices).await?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(changed)
     }
 
     pub(crate) async fn claim_prebuild(
         &self,
         claim: &PrebuildClaim,
-    ) -> Result<Option<Build>, StoreError> {
+    ) -> Result<PrebuildClaimed, StoreError> {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         let picked: Option<String> = sqlx::query_scalar(&sql(&format!(
@@ -224,8 +390,22 @@ macro_rules! prebuild_queries {
         .await
         .map_err(db_error("prebuilt workspace"))?;
         let Some(workspace_id) = picked else {
-            return Ok(None);
+            return Ok(PrebuildClaimed::NoneReady);
         };
+        if claim.enforce_quota {
+            match self.claim_fits_budget(&mut tx, claim, &workspace_id).await {
+                Ok(None) => {}
+                Ok(Some(over)) => {
+                    // Nothing was written: the pick's lock goes back now.
+                    let _ = tx.rollback().await;
+                    return Ok(over);
+                }
+                Err(error) => {
+                    let _ = tx.rollback().await;
+                    return Err(error);
+                }
+            }
+        }
         let renamed = sqlx::query(&sql(
             "UPDATE workspaces SET owner_id = ?, name = ?, updated_at = ? \
              WHERE id = ? AND owner_id = ? AND deleted = FALSE",
@@ -260,7 +440,55 @@ macro_rules! prebuild_queries {
             return Err(error);
         }
         tx.commit().await.map_err(StoreError::Database)?;
-        Ok(Some(self.build_by_id(&build.id).await?))
+        Ok(PrebuildClaimed::Claimed(Box::new(
+            self.build_by_id(&build.id).await?,
+        )))
+    }
+
+    /// Within the claim's transaction: `None` when the picked prebuild's
+    /// counted cost fits the claimant's budget (or is not known: the claim
+    /// build's own plan is judged then), else the refusal. Locks the
+    /// claimant's row first, as `reserve_build_cost` does, so a claim and a
+    /// build of the same person are judged one after the other.
+    async fn claim_fits_budget(
+        &self,
+        tx: &mut sqlx::Transaction<'_, $db>,
+        claim: &PrebuildClaim,
+        workspace_id: &str,
+    ) -> Result<Option<PrebuildClaimed>, StoreError> {
+        use $crate::quotas::{GroupAllowance, WorkspaceCost, ALLOWANCES, WORKSPACE_COSTS};
+        sqlx::query(&sql("UPDATE users SET status = status WHERE id = ?"))
+            .bind(&claim.claimant_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(db_error("user"))?;
+        let cost: Option<i64> = sqlx::query_scalar(&sql(
+            "SELECT b.daily_cost FROM builds b WHERE b.workspace_id = ? \
+             AND b.daily_cost IS NOT NULL AND b.status NOT IN ('failed', 'canceled') \
+             ORDER BY b.number DESC LIMIT 1",
+        ))
+        .bind(workspace_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_error("build"))?;
+        let Some(cost) = cost else {
+            return Ok(None);
+        };
+        let allowances: Vec<GroupAllowance> = sqlx::query_as(&sql(ALLOWANCES))
+            .bind(&claim.claimant_id)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db_error("group"))?;
+        let workspaces: Vec<WorkspaceCost> = sqlx::query_as(&sql(WORKSPACE_COSTS))
+            .bind(&claim.claimant_id)
+            .fetch_all(&mut **tx)
+            .await
+            .map_err(db_error("workspace"))?;
+        let usage = QuotaUsage { allowances, workspaces };
+        if usage.spent().saturating_add(cost) > usage.budget() {
+            return Ok(Some(PrebuildClaimed::OverBudget { usage, cost }));
+        }
+        Ok(None)
     }
 
     pub(crate) async fn platform_setting(&self, name: &str) -> Result<Option<String>, StoreError> {

@@ -62,7 +62,8 @@ pub enum Reservation {
     /// The cost is recorded on the build.
     Reserved,
     /// Refused: the owner's other workspaces and this cost exceed the
-    /// budget. Only the refusal (`refusal = 'quota'`) was recorded.
+    /// budget. Only the refusal (`refusal = 'quota'`, and the cost it was
+    /// refused for in `refused_cost`) was recorded.
     OverBudget { usage: QuotaUsage, cost: i64 },
     /// The holder no longer runs the build: nothing was recorded.
     NotHolder,
@@ -159,8 +160,11 @@ macro_rules! quota_queries {
             workspaces.retain(|workspace| workspace.workspace_id != workspace_id);
             let usage = QuotaUsage { allowances, workspaces };
             if usage.spent().saturating_add(cost) > usage.budget() {
-                sqlx::query(&sql("UPDATE builds SET refusal = 'quota' WHERE id = ?"))
-                    .bind(build_id)
+                sqlx::query(&sql(
+                    "UPDATE builds SET refusal = 'quota', refused_cost = ? WHERE id = ?",
+                ))
+                .bind(cost)
+                .bind(build_id)
                     .execute(&mut *tx)
                     .await
                     .map_err(db_error("build"))?;

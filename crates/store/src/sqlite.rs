@@ -155,7 +155,7 @@ impl SqliteBackend {
     oidc_queries!();
     platform_queries!();
     job_lease_queries!();
-    prebuild_queries!("");
+    prebuild_queries!(sqlx::Sqlite, "");
     preview_queries!();
     provisioner_queries!();
     provisioner_key_queries!();

@@ -472,6 +472,7 @@ pub(crate) async fn prebuilds(State(state): State<WebState>, viewer: Viewer) -> 
                                 @if pool.paused { "paused" }
                                 @else if pool.hard_limited { span class="badge bad" { "stopped after repeated failures" } }
                                 @else if let Some(until) = pool.backing_off_until { "backing off until " (time(until)) }
+                                @else if pool.quota_limited { span class="badge bad" { "held back by the prebuilds budget" } }
                                 @else { "reconciling" }
                                 @if let Some(problem) = &pool.problem { br; span class="muted" { (problem) } }
                             }

@@ -33,6 +33,12 @@ fn meaning(kind: NotificationKind) -> &'static str {
             "a preset's prebuild pool stopped after repeated failures"
         }
         NotificationKind::WorkspaceDormant => "a workspace of yours became dormant",
+        NotificationKind::PresetQuotaLimited => {
+            "the prebuilds budget holds a preset's pool below its desired count"
+        }
+        NotificationKind::PresetQuotaRecovered => {
+            "the prebuilds budget no longer holds a preset's pool back"
+        }
         NotificationKind::WorkspaceDeletionScheduled => {
             "a dormant workspace of yours is due for deletion"
         }

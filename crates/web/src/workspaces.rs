@@ -2,9 +2,10 @@
 //! and delete: the API's list, view, builds and schedule, through the same
 //! control-plane calls (`Control::list_workspaces`, `workspace`, `builds`,
 //! `workspace_schedule`, `request_transition`); the schedule's form is
-//! `schedule.rs`.
+//! `schedule.rs`. The list shows each workspace's daily cost and the
+//! viewer's budget from `Identity::quota`, as `abode quota show` does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -15,7 +16,7 @@ use serde::Deserialize;
 
 use abode_control::authz::{self, Action};
 use abode_control::{BuildRequest, WorkspaceQuery, WorkspaceStatus, WorkspaceView};
-use abode_store::{Build, BuildStatus, Transition};
+use abode_store::{Build, BuildStatus, QuotaUsage, Transition};
 
 use crate::builds::log_panel;
 use crate::html::{self, badge, page as whole_page, respond, time, words, Header};
@@ -153,6 +154,8 @@ pub(crate) async fn list(
             .collect(),
         Err(_) => BTreeMap::new(),
     };
+    let costs = costs(&state, &viewer, &workspaces.items).await;
+    let enforced = control.config().quota_enforce;
     let next_url = workspaces.next.as_ref().map(|next| {
         let mut pairs = vec![("after", next.clone())];
         if all {
@@ -175,6 +178,13 @@ pub(crate) async fn list(
         == Some(authz::Scope::Any);
     let body = html! {
         h1 { "Workspaces" }
+        @if let Some(own) = &costs.own {
+            p class="budget" {
+                "Your budget: " (own.spent()) " of " (own.budget()) " a day used, "
+                (own.budget().saturating_sub(own.spent())) " remain"
+                @if !enforced { span class="muted" { " (quotas are not enforced)" } }
+            }
+        }
         p { a href="/workspaces/new" { "New workspace" } }
         form class="filters" method="get" action="/workspaces" role="search" aria-label="Filter workspaces" {
             div {
@@ -211,11 +221,12 @@ pub(crate) async fn list(
                     th scope="col" { "Template" }
                     th scope="col" { "Status" }
                     th scope="col" { "Agent" }
+                    th scope="col" { "Daily cost" }
                     th scope="col" { "Last build" }
                 } }
                 tbody {
                     @for view in &workspaces.items {
-                        (row(view, &active))
+                        (row(view, &active, &costs))
                     }
                 }
             }
@@ -230,7 +241,51 @@ pub(crate) async fn list(
     )
 }
 
-fn row(view: &WorkspaceView, active: &BTreeMap<String, i64>) -> Markup {
+/// What the list knows of costs: each listed workspace's counted daily
+/// cost (and whether its build still reserves it), by owner and name, for
+/// the owners whose quota the viewer may read (their own; owners and
+/// user-admins anyone's), and the viewer's own usage.
+struct Costs {
+    by_workspace: BTreeMap<(String, String), (i64, bool)>,
+    own: Option<QuotaUsage>,
+}
+
+/// One quota read per owner on the page (a page is at most [`PAGE_SIZE`]
+/// rows); an owner whose quota the viewer may not read shows no cost.
+async fn costs(state: &WebState, viewer: &Viewer, items: &[WorkspaceView]) -> Costs {
+    let identity = state.control.identity();
+    let me = viewer.caller.user.username.as_str();
+    let owners: BTreeSet<&str> = items
+        .iter()
+        .map(|view| view.workspace.owner_name.as_str())
+        .filter(|owner| *owner != me)
+        .collect();
+    let own = identity
+        .quota(&viewer.caller, None)
+        .await
+        .ok()
+        .map(|(_, usage)| usage);
+    let mut by_workspace = BTreeMap::new();
+    let mut add = |owner: &str, usage: &QuotaUsage| {
+        for workspace in &usage.workspaces {
+            by_workspace.insert(
+                (owner.to_string(), workspace.workspace_name.clone()),
+                (workspace.daily_cost, workspace.reserved),
+            );
+        }
+    };
+    if let Some(usage) = &own {
+        add(me, usage);
+    }
+    for owner in owners {
+        if let Ok((_, usage)) = identity.quota(&viewer.caller, Some(owner)).await {
+            add(owner, &usage);
+        }
+    }
+    Costs { by_workspace, own }
+}
+
+fn row(view: &WorkspaceView, active: &BTreeMap<String, i64>, costs: &Costs) -> Markup {
     let workspace = &view.workspace;
     let build = &view.latest_build;
     let newer = active
@@ -249,6 +304,15 @@ fn row(view: &WorkspaceView, active: &BTreeMap<String, i64>) -> Markup {
             }
             td { (badge(view.status.as_str())) }
             td { (agent_text(view)) }
+            td class="cost" {
+                @match costs.by_workspace.get(&(workspace.owner_name.clone(), workspace.name.clone())) {
+                    Some((cost, reserved)) => {
+                        (cost)
+                        @if *reserved { " " span class="muted" { "(reserved)" } }
+                    }
+                    None => span class="muted" { "–" },
+                }
+            }
             td {
                 a href=(build_url(build)) {
                     "#" (build.number) " " (build.transition.as_str())

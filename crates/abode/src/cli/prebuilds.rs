@@ -51,6 +51,16 @@ pub fn run(command: PrebuildsCommand) -> anyhow::Result<u8> {
                             } else if pool.backing_off_until.is_some() {
                                 state.push("backing off".to_string());
                             }
+                            if pool.quota_limited {
+                                state.push(match pool.estimated_cost {
+                                    Some(cost) => {
+                                        format!(
+                                            "quota_limited (prebuilds budget, {cost} a day each)"
+                                        )
+                                    }
+                                    None => "quota_limited (prebuilds budget)".to_string(),
+                                });
+                            }
                             if let Some(problem) = &pool.problem {
                                 state.push(problem.clone());
                             }

@@ -169,15 +169,29 @@ pub fn create(args: CreateArgs) -> anyhow::Result<u8> {
             anyhow::bail!("parameter {name:?} is given twice");
         }
     }
-    let created = client
-        .create_workspace(
-            &args.workspace,
-            &args.template,
-            args.preset.as_deref(),
-            &parameters,
-            &args.adopt,
-        )
-        .with_context(|| format!("workspace {:?} was not created", args.workspace))?;
+    let created = match client.create_workspace(
+        &args.workspace,
+        &args.template,
+        args.preset.as_deref(),
+        &parameters,
+        &args.adopt,
+    ) {
+        Ok(created) => created,
+        // Refused by quota before anything was built: the create's estimate
+        // already does not fit; the same status as a build refused by quota.
+        Err(abode_client::ClientError::Api { code, message, .. }) if code == "quota_exceeded" => {
+            eprintln!(
+                "error: workspace {} was not created: {}",
+                visible(&format!("{:?}", args.workspace)),
+                visible(&message)
+            );
+            return Ok(super::EXIT_QUOTA);
+        }
+        Err(error) => {
+            return Err(anyhow::Error::new(error)
+                .context(format!("workspace {:?} was not created", args.workspace)))
+        }
+    };
     let preset = match &created.workspace.preset {
         Some(preset) => format!(" with preset {}", visible(preset)),
         None => String::new(),

@@ -71,6 +71,11 @@ impl Control {
         if status != BuildStatus::Failed {
             return Vec::new();
         }
+        // A prebuild refused by the prebuilds budget is told as the pool's
+        // budget episode (`preset_quota_limited`), not as a failure.
+        if build.reason == BuildReason::Prebuild && build.refusal.is_some() {
+            return Vec::new();
+        }
         let blocked = crate::held::guard_decision(build) == Some(abode_guard::Decision::Block);
         let kind = if blocked {
             NotificationKind::BuildBlocked

@@ -165,6 +165,56 @@ impl Control {
         Ok(self.inner.store.enqueue_notifications(&notices).await?)
     }
 
+    /// `preset_quota_limited` (`limited`) or `preset_quota_recovered` to the
+    /// template admins: the `prebuilds` budget holds the pool of `preset`
+    /// below its `desired` count (`present` running or building, one more
+    /// expected to cost `cost` a day), or no longer does. Not deduplicated
+    /// here: the caller writes them with the episode's change
+    /// (`set_prebuild_quota_episode`), which happens once per episode.
+    pub async fn preset_quota_notices(
+        &self,
+        template: &Template,
+        preset: &str,
+        limited: bool,
+        desired: usize,
+        present: usize,
+        cost: Option<i64>,
+    ) -> Vec<NewNotification> {
+        let (kind, reason) = if limited {
+            (
+                NotificationKind::PresetQuotaLimited,
+                match cost {
+                    Some(cost) => format!(
+                        "the prebuilds budget has no room for another prebuild at {cost} a day \
+                         ({present} of {desired}); raise the allowance of a group of the \
+                         prebuilds actor (abode quota show prebuilds)"
+                    ),
+                    None => {
+                        format!("the prebuilds budget holds the pool at {present} of {desired}")
+                    }
+                },
+            )
+        } else {
+            (
+                NotificationKind::PresetQuotaRecovered,
+                "the prebuilds budget no longer holds the pool back".to_string(),
+            )
+        };
+        let payload = json!({
+            "template": template.name,
+            "template_id": template.id,
+            "preset": preset,
+            "desired": desired,
+            "present": present,
+            "daily_cost": cost,
+            "reason": reason,
+        });
+        let people = self.template_admin_ids().await;
+        // A key of its own: the episode's row is what makes it once.
+        let once = Once::Key(abode_store::new_id());
+        self.notices_to(kind, people, payload, Some(once)).await
+    }
+
     /// `workspace_dormant` to the workspace's owner: dormant since
     /// `dormant_since`, deleted at `delete_at` if the template deletes
     /// dormant workspaces. Once per workspace and `dormant_since` (one

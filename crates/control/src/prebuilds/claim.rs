@@ -7,17 +7,24 @@
 //! `start` build with reason `prebuild_claim`. That build runs with
 //! `ABODE_IS_PREBUILD_CLAIM=true` and goes through the guard as a claim:
 //! what it replaces is allowed, recorded and reported (`provisioner/`).
+//!
+//! With `--quota-enforce` the claim is checked against the claimant's budget
+//! before anything moves, in that same transaction: a prebuild whose cost
+//! (its newest costed build) would take the claimant past their budget is
+//! not handed over and stays in its pool, owned by `prebuilds`. The door
+//! then builds the workspace from scratch, whose own plan the quota step
+//! judges, so the claimant gets exactly a create's refusal.
 
 use abode_contract::presets::PresetDefinition;
-use abode_store::{Build, PrebuildClaim, StoreError, SystemActor, TemplateVersion, User};
+use abode_store::{PrebuildClaim, PrebuildClaimed, StoreError, SystemActor, TemplateVersion, User};
 
 use crate::Actor;
 use crate::Control;
 
 impl Control {
     /// Hands a ready, unexpired prebuild of `version` (the active one) and
-    /// `preset` to `owner` as `name`, with its claim build queued; `None`
-    /// when none is ready.
+    /// `preset` to `owner` as `name`, with its claim build queued, unless
+    /// none is ready or (quotas enforced) it would not fit `owner`'s budget.
     pub(crate) async fn claim_prebuild(
         &self,
         actor: &Actor,
@@ -25,7 +32,7 @@ impl Control {
         name: &str,
         version: &TemplateVersion,
         preset: &PresetDefinition,
-    ) -> Result<Option<Build>, StoreError> {
+    ) -> Result<PrebuildClaimed, StoreError> {
         let now = self.now_ms();
         let heartbeat = self.inner.config.agent_timeouts.heartbeat;
         let heartbeat_ms = i64::try_from(heartbeat.as_millis()).unwrap_or(i64::MAX);
@@ -42,6 +49,7 @@ impl Control {
                 _ => i64::MIN,
             },
             build_id: abode_store::new_id(),
+            enforce_quota: self.inner.config.quota_enforce,
         };
         self.inner.store.claim_prebuild(&claim).await
     }

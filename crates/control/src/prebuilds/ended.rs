@@ -48,6 +48,11 @@ impl Control {
         let preset = workspace.preset_name.clone().unwrap_or_default();
         let metrics = &self.inner.config.metrics;
         if first_start {
+            if build.refusal.is_some() {
+                // Refused by the prebuilds budget before apply: no failure
+                // of the template (the pool's budget episode tells it).
+                return;
+            }
             let succeeded = status == BuildStatus::Succeeded;
             metrics.prebuild_ended(&workspace.template_name, &preset, succeeded);
             if succeeded {

@@ -125,7 +125,7 @@ impl Control {
             .store
             .prebuild_snapshot(SystemActor::Prebuilds.user_id(), heartbeat_before)
             .await?;
-        let snapshot = snapshot::decision_input(rows)?;
+        let snapshot = snapshot::decision_input(rows, self.inner.config.quota_enforce)?;
         Ok(abode_prebuilds::decide(
             &snapshot,
             &self.prebuild_settings(),
@@ -169,6 +169,22 @@ impl Control {
                     .cancel_prebuild_build(build_id, workspace_id)
                     .await
                     .map(|()| report.canceled += 1),
+                Action::NotifyQuotaLimited {
+                    template_id,
+                    version_id,
+                    preset_name,
+                } => self
+                    .tell_quota_episode(&decision, template_id, version_id, preset_name, true)
+                    .await
+                    .map(|told| report.notified += usize::from(told)),
+                Action::NotifyQuotaRecovered {
+                    template_id,
+                    version_id,
+                    preset_name,
+                } => self
+                    .tell_quota_episode(&decision, template_id, version_id, preset_name, false)
+                    .await
+                    .map(|told| report.notified += usize::from(told)),
                 Action::NotifyHardLimited {
                     version_id,
                     preset_name,
@@ -304,6 +320,54 @@ impl Control {
         .await
     }
 
+    /// Opens (`limited`) or ends the budget episode of a preset, telling
+    /// template admins in the same transaction; whether this call did it
+    /// (another server's round may have).
+    async fn tell_quota_episode(
+        &self,
+        decision: &Decision,
+        template_id: &str,
+        version_id: &str,
+        preset_name: &str,
+        limited: bool,
+    ) -> Result<bool, ControlError> {
+        let version = self.inner.store.template_version_by_id(version_id).await?;
+        let template = self.templates().template(&version.template_name).await?;
+        let pool = decision
+            .presets
+            .iter()
+            .find(|pool| pool.version_id == version_id && pool.preset_name == preset_name);
+        let present = pool.map_or(0, |pool| pool.running + pool.in_progress);
+        let desired = pool.map_or(0, |pool| pool.desired);
+        let cost = pool.and_then(|pool| pool.estimated_cost);
+        let notices = self
+            .preset_quota_notices(&template, preset_name, limited, desired, present, cost)
+            .await;
+        let told = self
+            .inner
+            .store
+            .set_prebuild_quota_episode(template_id, preset_name, limited, &notices)
+            .await?;
+        if told {
+            if limited {
+                tracing::warn!(
+                    template = %template.name,
+                    preset = %preset_name,
+                    desired,
+                    present,
+                    "the prebuilds budget holds the pool below its desired count"
+                );
+            } else {
+                tracing::info!(
+                    template = %template.name,
+                    preset = %preset_name,
+                    "the prebuilds budget no longer holds the pool back"
+                );
+            }
+        }
+        Ok(told)
+    }
+
     /// The pools of every template (or of `template`), as `abode prebuilds
     /// status` shows them. Template admins and owners.
     pub async fn prebuild_status(
@@ -366,6 +430,7 @@ impl Control {
                 running: count(pool.running),
                 eligible: count(pool.ready),
                 hard_limited: pool.hard_limited,
+                quota_limited: pool.quota_limited,
                 paused: pool.paused,
             })
             .collect();

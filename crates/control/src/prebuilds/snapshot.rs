@@ -5,7 +5,7 @@
 //! the decision wants them judged into states (in progress, held, running
 //! and ready, stopped, failed). The judgement is here, once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::times::utc_datetime as utc;
 use abode_contract::presets::PresetDefinition;
@@ -23,8 +23,37 @@ fn unreadable(what: &str, error: serde_json::Error) -> ControlError {
     ))
 }
 
-/// The decision's input from the store's snapshot.
-pub(crate) fn decision_input(rows: PrebuildSnapshot) -> Result<Snapshot, ControlError> {
+/// The decision's input from the store's snapshot; `enforce`:
+/// `--quota-enforce`, which gives the pools the `prebuilds` actor's budget.
+pub(crate) fn decision_input(
+    rows: PrebuildSnapshot,
+    enforce: bool,
+) -> Result<Snapshot, ControlError> {
+    let pool_costs: HashMap<(&str, &str), i64> = rows
+        .pool_costs
+        .iter()
+        .map(|pool| {
+            (
+                (pool.version_id.as_str(), pool.preset_name.as_str()),
+                pool.daily_cost,
+            )
+        })
+        .collect();
+    let episodes: HashSet<(&str, &str)> = rows
+        .quota_episodes
+        .iter()
+        .map(|episode| (episode.template_id.as_str(), episode.preset_name.as_str()))
+        .collect();
+    let costs: HashMap<&str, i64> = rows
+        .costs
+        .iter()
+        .map(|cost| (cost.workspace_id.as_str(), cost.daily_cost))
+        .collect();
+    let budget = enforce.then(|| {
+        rows.allowances
+            .iter()
+            .fold(0i64, |sum, group| sum.saturating_add(group.allowance))
+    });
     let failures: HashMap<(&str, &str), FailureHistory> = rows
         .failures
         .iter()
@@ -59,6 +88,11 @@ pub(crate) fn decision_input(rows: PrebuildSnapshot) -> Result<Snapshot, Control
                 .get(&(version.version_id.as_str(), preset.name.as_str()))
                 .cloned()
                 .unwrap_or_default();
+            let last_cost = pool_costs
+                .get(&(version.version_id.as_str(), preset.name.as_str()))
+                .copied();
+            let quota_limited_notified =
+                episodes.contains(&(version.template_id.as_str(), preset.name.as_str()));
             presets.push(PresetSnapshot {
                 template_id: version.template_id.clone(),
                 template_name: version.template_name.clone(),
@@ -66,20 +100,28 @@ pub(crate) fn decision_input(rows: PrebuildSnapshot) -> Result<Snapshot, Control
                 version_active: version.active,
                 preset,
                 failures: history,
+                last_cost,
+                quota_limited_notified,
             });
         }
     }
-    let workspaces = rows.workspaces.iter().filter_map(prebuilt).collect();
+    let workspaces = rows
+        .workspaces
+        .iter()
+        .filter_map(|row| prebuilt(row, costs.get(row.workspace_id.as_str()).copied()))
+        .collect();
     Ok(Snapshot {
         presets,
         workspaces,
         paused: rows.paused,
+        budget,
     })
 }
 
-/// A stored prebuilt workspace as the decision sees it; `None` for one whose
-/// delete already succeeded (it is on its way out of the snapshot).
-fn prebuilt(row: &PrebuildRow) -> Option<PrebuiltWorkspace> {
+/// A stored prebuilt workspace, which counts `daily_cost` against the
+/// budget, as the decision sees it; `None` for one whose delete already
+/// succeeded (it is on its way out of the snapshot).
+fn prebuilt(row: &PrebuildRow, daily_cost: Option<i64>) -> Option<PrebuiltWorkspace> {
     let state = match row.build_status {
         BuildStatus::Pending | BuildStatus::Running => PrebuildState::InProgress {
             build_id: row.build_id.clone(),
@@ -107,6 +149,7 @@ fn prebuilt(row: &PrebuildRow) -> Option<PrebuiltWorkspace> {
         preset_name: row.preset_name.clone().unwrap_or_default(),
         created_at: utc(row.created_at),
         state,
+        daily_cost,
     })
 }
 
@@ -127,6 +170,12 @@ pub struct PoolStatus {
     pub paused: bool,
     /// Unix ms; no creation before it.
     pub backing_off_until: Option<i64>,
+    /// The `prebuilds` budget keeps the pool below `desired`
+    /// (`--quota-enforce`).
+    pub quota_limited: bool,
+    /// What one more prebuild of the pool is expected to cost a day (the
+    /// plan of its newest costed prebuild build); `null` until one is known.
+    pub estimated_cost: Option<i64>,
     /// Why the preset's schedules were ignored, if they were.
     pub problem: Option<String>,
 }
@@ -147,6 +196,8 @@ impl From<&PresetStatus> for PoolStatus {
             hard_limited: pool.hard_limited,
             paused: pool.paused,
             backing_off_until: pool.backing_off_until.map(|time| time.timestamp_millis()),
+            quota_limited: pool.quota_limited,
+            estimated_cost: pool.estimated_cost,
             problem: pool.problem.clone(),
         }
     }

@@ -2,11 +2,12 @@
 //! plan and before any apply: the plan's daily cost (`abode-cost`) is
 //! written to the log and reserved on the build; with `--quota-enforce`, a
 //! start (create, update, claim) whose cost would take its owner past their
-//! budget is refused here, so nothing is created. A stop or delete is never
+//! budget is refused here, so nothing is created; a prebuild's start is
+//! judged against the `prebuilds` actor's budget. A stop or delete is never
 //! refused: it only ever lowers what the owner spends.
 
 use abode_runner::{Failure, LogLevel};
-use abode_store::{BuildReason, Reservation, Transition};
+use abode_store::{Reservation, Transition};
 
 use super::on_server::ServerJob;
 use super::run::storage;
@@ -23,11 +24,10 @@ pub(super) enum Charged {
 pub(super) async fn charge(job: &ServerJob, plan_json: &[u8]) -> Result<Charged, Failure> {
     let control = job.control();
     let build = job.build();
-    let enforce = control.inner.config.quota_enforce
-        && build.transition == Transition::Start
-        // A prebuild waiting in its pool is the pool's, whose budget is
-        // not enforced yet; its claim is the claimer's and is.
-        && build.reason != BuildReason::Prebuild;
+    // Every start, a prebuild's too: a prebuild waiting in its pool is
+    // charged to the `prebuilds` actor's budget (its groups'), a claim to
+    // the claimer's.
+    let enforce = control.inner.config.quota_enforce && build.transition == Transition::Start;
     let cost = match abode_cost::daily_cost(plan_json) {
         Ok(cost) => cost,
         Err(error) => {

@@ -68,6 +68,11 @@ impl Pool {
     /// A prebuilt workspace of `small` whose first build ended as `end`
     /// (with one agent when it succeeded).
     async fn add(&self, name: &str, end: End) -> (Workspace, Build) {
+        self.add_costing(name, end, None).await
+    }
+
+    /// [`Pool::add`], its first build costing `cost` a day when it has one.
+    async fn add_costing(&self, name: &str, end: End, cost: Option<i64>) -> (Workspace, Build) {
         let store = &self.store;
         self.hand.advance(Duration::from_secs(1));
         let workspace_id = new_id();
@@ -100,6 +105,13 @@ impl Pool {
             return (workspace, build);
         }
         store.claim_job("worker", "server", 60_000).await.unwrap();
+        if let Some(cost) = cost {
+            let reserved = store
+                .reserve_build_cost(&build.id, "server", cost, false)
+                .await
+                .unwrap();
+            assert_eq!(reserved, Reservation::Reserved);
+        }
         let status = if end == End::Failed {
             BuildStatus::Failed
         } else {
@@ -146,6 +158,7 @@ impl Pool {
             heartbeat_before: 0,
             created_after: i64::MIN,
             build_id: new_id(),
+            enforce_quota: false,
         }
     }
 }
@@ -270,9 +283,19 @@ async fn a_claim_takes_the_oldest_ready_prebuild_once(store: Store) {
         created_after: second.created_at,
         ..claim("late")
     };
-    assert!(store.claim_prebuild(&expired).await.unwrap().is_none());
+    assert!(store
+        .claim_prebuild(&expired)
+        .await
+        .unwrap()
+        .into_build()
+        .is_none());
 
-    let build = store.claim_prebuild(&claim("mine")).await.unwrap().unwrap();
+    let build = store
+        .claim_prebuild(&claim("mine"))
+        .await
+        .unwrap()
+        .into_build()
+        .unwrap();
     assert_eq!(build.workspace_id, first.id, "the oldest ready one");
     assert_eq!(build.reason, BuildReason::PrebuildClaim);
     assert_eq!(build.transition, Transition::Start);
@@ -296,6 +319,7 @@ async fn a_claim_takes_the_oldest_ready_prebuild_once(store: Store) {
         .claim_prebuild(&claim("other"))
         .await
         .unwrap()
+        .into_build()
         .unwrap();
     assert_eq!(build.workspace_id, second.id);
     // Only a prebuild whose agent is not ready is left: none to claim.
@@ -303,6 +327,7 @@ async fn a_claim_takes_the_oldest_ready_prebuild_once(store: Store) {
         .claim_prebuild(&claim("third"))
         .await
         .unwrap()
+        .into_build()
         .is_none());
 }
 
@@ -320,7 +345,7 @@ async fn concurrent_claims_get_different_prebuilds(store: Store) {
         .collect();
     let mut claimed = Vec::new();
     for claim in claims {
-        if let Some(build) = claim.await.unwrap().unwrap() {
+        if let Some(build) = claim.await.unwrap().unwrap().into_build() {
             claimed.push(build.workspace_id);
         }
     }
@@ -329,6 +354,219 @@ async fn concurrent_claims_get_different_prebuilds(store: Store) {
     claimed.dedup();
     assert_eq!(claimed.len(), before, "a prebuild went to two claimants");
     assert_eq!(claimed.len(), 4, "every ready prebuild was claimed once");
+}
+
+/// Quotas enforced: a claim whose prebuild would take the claimant past
+/// their budget changes nothing (the prebuild stays the pool's, under its
+/// name, with no new build); with room, the same prebuild is claimed; a
+/// prebuild whose cost is not known is claimed, for its claim build's plan
+/// to be judged.
+async fn a_claim_over_the_claimants_budget_leaves_the_prebuild_in_its_pool(store: Store) {
+    let pool = Pool::new(store).await;
+    let (store, owner) = (&pool.store, &pool.owner);
+    let (costly, first) = pool.add_costing("p-costly", End::Ready, Some(5)).await;
+    let (unknown, _) = pool.add("p-unknown", End::Ready).await;
+    let payers = store
+        .create_group(&NewGroup {
+            name: "payers".into(),
+            display_name: String::new(),
+            source: GroupSource::Manual,
+            quota_allowance: 4,
+        })
+        .await
+        .unwrap();
+    store
+        .change_group_members(&payers.id, std::slice::from_ref(&owner.id), &[])
+        .await
+        .unwrap();
+    let enforced = |name: &str| PrebuildClaim {
+        enforce_quota: true,
+        ..pool.claim(name)
+    };
+
+    match store.claim_prebuild(&enforced("mine")).await.unwrap() {
+        PrebuildClaimed::OverBudget { usage, cost } => {
+            assert_eq!((cost, usage.spent(), usage.budget()), (5, 0, 4));
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let kept = store.workspace_by_id(&costly.id).await.unwrap();
+    assert_eq!(
+        (kept.owner_id.as_str(), kept.name.as_str()),
+        (pool_owner().as_str(), "p-costly")
+    );
+    let latest = store.latest_build(&costly.id).await.unwrap();
+    assert_eq!(latest.id, first.id, "no claim build was queued");
+    assert!(store
+        .quota_usage(&owner.id)
+        .await
+        .unwrap()
+        .workspaces
+        .is_empty());
+
+    // Not enforced, or with room: the same (oldest) prebuild is claimed.
+    store
+        .update_group(
+            &payers.id,
+            &NewGroup {
+                name: "payers".into(),
+                display_name: String::new(),
+                source: GroupSource::Manual,
+                quota_allowance: 5,
+            },
+        )
+        .await
+        .unwrap();
+    let build = store
+        .claim_prebuild(&enforced("mine"))
+        .await
+        .unwrap()
+        .into_build()
+        .expect("claimed");
+    assert_eq!(build.workspace_id, costly.id);
+    assert_eq!(store.quota_usage(&owner.id).await.unwrap().spent(), 5);
+
+    // The budget is used up, but a prebuild of unknown cost is claimed:
+    // its claim build's own plan is what the quota step judges.
+    let build = store
+        .claim_prebuild(&enforced("next"))
+        .await
+        .unwrap()
+        .into_build()
+        .expect("claimed");
+    assert_eq!(build.workspace_id, unknown.id);
+}
+
+/// The budget facts of the snapshot: the pool owner's allowances, its
+/// workspaces' counted costs, each pool's last known cost (a refused plan's
+/// included), and the open episodes; a build refused by quota is no
+/// failure of the pool.
+async fn the_snapshot_reads_the_pools_budget_and_a_refusal_is_no_failure(store: Store) {
+    let pool = Pool::new(store).await;
+    let (store, template) = (&pool.store, &pool.template);
+    let group = store
+        .create_group(&NewGroup {
+            name: "pool".into(),
+            display_name: String::new(),
+            source: GroupSource::Manual,
+            quota_allowance: 7,
+        })
+        .await
+        .unwrap();
+    store
+        .change_group_members(&group.id, &[pool_owner()], &[])
+        .await
+        .unwrap();
+    let (costly, _) = pool.add_costing("p-a", End::Ready, Some(5)).await;
+    let (refused, build) = pool.add("p-b", End::Pending).await;
+    store.claim_job("worker", "server", 60_000).await.unwrap();
+    match store
+        .reserve_build_cost(&build.id, "server", 6, true)
+        .await
+        .unwrap()
+    {
+        Reservation::OverBudget { usage, cost } => {
+            assert_eq!((usage.spent(), usage.budget(), cost), (5, 7, 6))
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert!(store
+        .finish_build(&build.id, BuildStatus::Failed, Some("refused by quota"))
+        .await
+        .unwrap());
+    let refused_build = store.build_by_id(&build.id).await.unwrap();
+    assert_eq!(
+        (refused_build.daily_cost, refused_build.refusal.as_deref()),
+        (None, Some("quota"))
+    );
+
+    let snapshot = store.prebuild_snapshot(&pool_owner(), 0).await.unwrap();
+    let allowances: Vec<(&str, i64)> = snapshot
+        .allowances
+        .iter()
+        .map(|group| (group.group.as_str(), group.allowance))
+        .collect();
+    assert_eq!(allowances, [("pool", 7)], "no Everyone for a system actor");
+    let costs: Vec<(&str, i64)> = snapshot
+        .costs
+        .iter()
+        .map(|cost| (cost.workspace_id.as_str(), cost.daily_cost))
+        .collect();
+    assert_eq!(
+        costs,
+        [(costly.id.as_str(), 5)],
+        "the refused one costs nothing"
+    );
+    assert_ne!(refused.id, costly.id);
+    assert_eq!(
+        snapshot.pool_costs,
+        [PoolCost {
+            version_id: pool.version.id.clone(),
+            preset_name: "small".into(),
+            daily_cost: 6,
+        }],
+        "the newest costed plan: the refused one's"
+    );
+    assert!(
+        snapshot
+            .failures
+            .iter()
+            .all(|pool| pool.consecutive_failures == 0 && pool.last_failure_at.is_none()),
+        "{:?}",
+        snapshot.failures
+    );
+    assert!(snapshot.quota_episodes.is_empty());
+
+    // An episode opens once and ends once; its notices are written only
+    // with the change.
+    let told = |kind| NewNotification {
+        id: new_id(),
+        kind,
+        recipient_id: pool.owner.id.clone(),
+        channel: Channel::Inbox,
+        payload: "{}".into(),
+        dedupe_key: new_id(),
+    };
+    for (open, changed) in [(true, true), (true, false), (false, true), (false, false)] {
+        let kind = if open {
+            NotificationKind::PresetQuotaLimited
+        } else {
+            NotificationKind::PresetQuotaRecovered
+        };
+        let notice = told(kind);
+        assert_eq!(
+            store
+                .set_prebuild_quota_episode(
+                    &template.id,
+                    "small",
+                    open,
+                    std::slice::from_ref(&notice)
+                )
+                .await
+                .unwrap(),
+            changed,
+            "open {open}"
+        );
+        assert_eq!(
+            store.notification_by_id(&notice.id).await.is_ok(),
+            changed,
+            "open {open}"
+        );
+        let episodes = store
+            .prebuild_snapshot(&pool_owner(), 0)
+            .await
+            .unwrap()
+            .quota_episodes;
+        let open_now: Vec<(&str, &str)> = episodes
+            .iter()
+            .map(|episode| (episode.template_id.as_str(), episode.preset_name.as_str()))
+            .collect();
+        if open {
+            assert_eq!(open_now, [(template.id.as_str(), "small")]);
+        } else {
+            assert!(open_now.is_empty());
+        }
+    }
 }
 
 async fn a_lease_is_held_by_one_holder_until_it_expires(store: Store) {
@@ -349,5 +587,7 @@ on_every_backend!(
     the_snapshot_reads_pools_workspaces_failures_and_the_pause,
     a_claim_takes_the_oldest_ready_prebuild_once,
     concurrent_claims_get_different_prebuilds,
+    a_claim_over_the_claimants_budget_leaves_the_prebuild_in_its_pool,
+    the_snapshot_reads_the_pools_budget_and_a_refusal_is_no_failure,
     a_lease_is_held_by_one_holder_until_it_expires,
 );
