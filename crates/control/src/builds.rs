@@ -235,7 +235,7 @@ impl Control {
         let adopting = !self
             .inner
             .store
-            .retained_to_adopt(&crate::provisioner::adopt_key(&owner.id, name))
+            .retained_to_adopt(&crate::retention::adopt_key(&owner.id, name))
             .await?
             .is_empty();
         let pool = pool.filter(|_| !adopting);
@@ -415,7 +415,7 @@ impl Control {
                 ))
             })?;
         let stored = self.inner.store.state(&workspace.id).await?;
-        let state = crate::provisioner::state_of_one(stored.as_deref(), &fragment)
+        let state = crate::retention::state_of_one(stored.as_deref(), &fragment)
             .map_err(ControlError::Internal)?;
         let created = self
             .inner
@@ -743,7 +743,7 @@ impl Control {
             self.note(&build.id, "setup", LogLevel::Warn, &message)
                 .await;
             // A held delete's records go void: nothing was forgotten.
-            crate::provisioner::settle_retained(self, &build.id).await;
+            crate::retention::settle(self, &build.id).await;
             self.inner.log_written.notify_waiters();
         } else if self.inner.store.cancel_requested(&build.id).await? {
             // Asked already: one cancel, one log line, one audit event.

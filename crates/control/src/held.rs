@@ -238,7 +238,7 @@ impl Control {
         for build_id in expired {
             self.note(&build_id, "guard", LogLevel::Warn, &message)
                 .await;
-            crate::provisioner::settle_retained(self, &build_id).await;
+            crate::retention::settle(self, &build_id).await;
             if let Ok(build) = self.inner.store.build_by_id(&build_id).await {
                 self.audit_system(
                     "build.expire",

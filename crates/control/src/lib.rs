@@ -32,6 +32,7 @@ mod provisioner_keys;
 pub mod provisioners;
 mod recovery;
 pub mod retained;
+mod retention;
 pub mod schedule_settings;
 pub mod scheduler;
 mod server_identity;

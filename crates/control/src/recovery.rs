@@ -233,7 +233,7 @@ async fn follow_to_end(
     };
     control.note(&build_id, "cleanup", level, &message).await;
     // What a delete retained is on record whichever way it ended.
-    crate::provisioner::settle_retained(&control, &build_id).await;
+    crate::retention::settle(&control, &build_id).await;
     if let Err(error) = control.inner.store.delete_saved_plan(&build_id).await {
         tracing::error!(build = %build_id, %error, "cannot delete the saved plan of an interrupted build");
     }

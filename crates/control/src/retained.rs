@@ -304,7 +304,7 @@ impl Retained {
             }
             addresses.push(&record.address);
         }
-        let key = crate::provisioner::adopt_key(&caller.user.id, workspace_name);
+        let key = crate::retention::adopt_key(&caller.user.id, workspace_name);
         match self
             .store
             .reserve_retained_for(ids, &caller.user.id, &key)

@@ -21,8 +21,6 @@ mod on_server;
 mod preview;
 mod quota_step;
 mod retain_step;
-
-pub(crate) use retain_step::{adopt_key, settle as settle_retained, state_of_one};
 mod run;
 
 use std::time::Duration;

@@ -260,7 +260,7 @@ impl ServerJob {
         }
         if self.build.transition == Transition::Delete {
             // Whatever the delete did, each record is now open or void.
-            retain_step::settle(&self.control, &self.build.id).await;
+            crate::retention::settle(&self.control, &self.build.id).await;
         }
         let (status, error, held) = match result {
             Ok(Recorded::Applied) => (BuildStatus::Succeeded, None, None),
