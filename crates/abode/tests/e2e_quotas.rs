@@ -46,50 +46,10 @@ fn ledger_lines(ledger: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The dashboard's workspace list as `username` (signed in through the
-/// login form over plain HTTP, `login_new_user`'s password): its HTML.
+/// The dashboard's workspace list as `username`: its HTML.
 fn dashboard_list(platform: &Platform, username: &str) -> String {
-    let base = platform.url.trim_end_matches('/').to_string();
-    let agent = ureq::AgentBuilder::new().redirects(0).build();
-    let answer = |result: Result<ureq::Response, ureq::Error>| match result {
-        Ok(response) | Err(ureq::Error::Status(_, response)) => response,
-        Err(other) => panic!("{other}"),
-    };
-    let cookie = |response: &ureq::Response, name: &str| -> String {
-        response
-            .all("set-cookie")
-            .into_iter()
-            .find(|cookie| cookie.starts_with(&format!("{name}=")))
-            .and_then(|cookie| cookie.split(';').next())
-            .unwrap_or_else(|| panic!("no {name} cookie"))
-            .to_string()
-    };
-    let login = answer(agent.get(&format!("{base}/login")).call());
-    let presession = cookie(&login, "abode_presession");
-    let body = login.into_string().unwrap();
-    let start = body.find("name=\"csrf\" value=\"").expect("a form") + 19;
-    let csrf = &body[start..start + body[start..].find('"').unwrap()];
     let password = format!("{username}-password");
-    let signed = answer(
-        agent
-            .post(&format!("{base}/login"))
-            .set("Cookie", &presession)
-            .send_form(&[
-                ("csrf", csrf),
-                ("username", username),
-                ("password", &password),
-            ]),
-    );
-    assert_eq!(signed.status(), 303, "sign-in as {username}");
-    let session = cookie(&signed, "abode_session");
-    let page = answer(
-        agent
-            .get(&format!("{base}/workspaces"))
-            .set("Cookie", &session)
-            .call(),
-    );
-    assert_eq!(page.status(), 200);
-    page.into_string().unwrap()
+    platform.dashboard_page(username, &password, "/workspaces")
 }
 
 /// The text of the cell of the daily cost in the row of `workspace`.

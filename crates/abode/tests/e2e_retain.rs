@@ -274,8 +274,18 @@ fn a_template_rule_retains_on_a_plain_delete_and_no_retain_is_for_owners() {
     let before = retained(&platform, &["--all"]).len();
     platform.run(&["delete", "bob/scratch", "--no-retain"]).ok();
     assert_eq!(retained(&platform, &["--all"]).len(), before);
+    let audit = platform
+        .run(&["audit", "--action", "build.start", "--output", "json"])
+        .ok()
+        .json();
+    assert!(audit.to_string().contains("retain=none"), "{audit}");
 
     // An owner hands bob's record to alice.
+    // The dashboard lists bob's record, with where it came from.
+    let page = platform.dashboard_page("bob", "bob-password", "/retained");
+    assert!(page.contains("abode_volume.home"), "{page}");
+    assert!(page.contains("bob/dev"), "{page}");
+    assert!(page.contains("Extend"), "{page}");
     let id = mine[0]["id"].as_str().unwrap();
     let assigned = platform
         .run(&["retained", "assign", id, "alice", "--output", "json"])

@@ -100,7 +100,16 @@ impl Control {
         actor: &Actor,
         request_id: Option<String>,
         build: &Build,
+        retention: Option<abode_store::DeleteRetention>,
     ) {
+        // A delete that asked to retain everything or nothing says so: the
+        // record of who destroyed what a template said to keep.
+        let retain = match retention {
+            Some(retention) if retention != abode_store::DeleteRetention::Rules => {
+                format!(" retain={retention}")
+            }
+            _ => String::new(),
+        };
         let mut event = audit_event(
             actor.user(),
             request_id,
@@ -109,7 +118,7 @@ impl Control {
             &format!("{}/{}", build.owner_name, build.workspace_name),
             "success",
             Some(format!(
-                "build={} transition={} reason={} version={}",
+                "build={} transition={} reason={} version={}{retain}",
                 build.number, build.transition, build.reason, build.template_version
             )),
         );

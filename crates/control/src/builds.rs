@@ -137,8 +137,13 @@ impl Control {
         };
         self.tell_if_locked(&build).await;
         self.job_queued().await;
-        self.audit_build(&order.actor, order.request_id.clone(), &build)
-            .await;
+        self.audit_build(
+            &order.actor,
+            order.request_id.clone(),
+            &build,
+            order.retention,
+        )
+        .await;
         Ok(build)
     }
 

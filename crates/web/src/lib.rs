@@ -25,6 +25,7 @@ mod policy;
 mod preferences;
 mod previews;
 mod report;
+mod retained;
 mod schedule;
 mod session;
 mod templates;
@@ -141,6 +142,8 @@ pub fn router(control: Control) -> Router {
         .route("/users/:name/suspend", post(admin::suspend_user))
         .route("/users/:name/activate", post(admin::activate_user))
         .route("/prebuilds", get(admin::prebuilds))
+        .route("/retained", get(retained::list))
+        .route("/retained/:id/extend", post(retained::extend))
         .route("/assets/app.js", get(assets::script))
         .route("/assets/app.css", get(assets::stylesheet))
         .layer(axum::middleware::from_fn_with_state(

@@ -53,6 +53,7 @@ pub(crate) fn header(viewer: &Viewer) -> Header<'_> {
         ("/workspaces", "Workspaces", Action::WorkspaceRead),
         ("/templates", "Templates", Action::TemplateRead),
         ("/prebuilds", "Prebuilds", Action::PrebuildsRead),
+        ("/retained", "Retained", Action::WorkspaceRead),
         ("/notifications", "Inbox", Action::NotificationRead),
         ("/audit", "Audit log", Action::AuditRead),
         ("/users", "Users", Action::UserList),

@@ -630,6 +630,51 @@ impl Platform {
         .ok();
     }
 
+    /// The dashboard's page at `path` as `username`, signed in through the
+    /// login form over plain HTTP: its HTML (status 200 asserted).
+    pub fn dashboard_page(&self, username: &str, password: &str, path: &str) -> String {
+        let base = self.url.trim_end_matches('/').to_string();
+        let agent = ureq::AgentBuilder::new().redirects(0).build();
+        let answer = |result: Result<ureq::Response, ureq::Error>| match result {
+            Ok(response) | Err(ureq::Error::Status(_, response)) => response,
+            Err(other) => panic!("{other}"),
+        };
+        let cookie = |response: &ureq::Response, name: &str| -> String {
+            response
+                .all("set-cookie")
+                .into_iter()
+                .find(|cookie| cookie.starts_with(&format!("{name}=")))
+                .and_then(|cookie| cookie.split(';').next())
+                .unwrap_or_else(|| panic!("no {name} cookie"))
+                .to_string()
+        };
+        let login = answer(agent.get(&format!("{base}/login")).call());
+        let presession = cookie(&login, "abode_presession");
+        let body = login.into_string().unwrap();
+        let start = body.find("name=\"csrf\" value=\"").expect("a form") + 19;
+        let csrf = &body[start..start + body[start..].find('"').unwrap()];
+        let signed = answer(
+            agent
+                .post(&format!("{base}/login"))
+                .set("Cookie", &presession)
+                .send_form(&[
+                    ("csrf", csrf),
+                    ("username", username),
+                    ("password", password),
+                ]),
+        );
+        assert_eq!(signed.status(), 303, "sign-in as {username}");
+        let session = cookie(&signed, "abode_session");
+        let page = answer(
+            agent
+                .get(&format!("{base}{path}"))
+                .set("Cookie", &session)
+                .call(),
+        );
+        assert_eq!(page.status(), 200, "{path} as {username}");
+        page.into_string().unwrap()
+    }
+
     /// Creates a user with `role` (as the owner) and returns the config dir
     /// holding that user's session.
     pub fn login_new_user(&self, username: &str, role: &str) -> PathBuf {
