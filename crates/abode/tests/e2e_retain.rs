@@ -219,6 +219,29 @@ fn an_adoption_that_would_replace_the_volume_waits_for_a_person() {
         "keep me\n"
     );
     assert_eq!(retained(&platform, &[])[0]["status"], "open");
+    assert!(
+        held.stderr
+            .contains("protected by the retained resource abode_volume.home"),
+        "{held}"
+    );
+
+    // Discarded, and the workspace deleted: a new workspace of that name
+    // adopts nothing it did not ask for.
+    platform.run(&["builds", "cancel", "work", "1"]).ok();
+    platform.run(&["delete", "work"]).ok();
+    platform
+        .run(&["create", "work", "--template", "local"])
+        .ok();
+    assert_eq!(
+        util::names_in(&platform.volumes_dir()).len(),
+        2,
+        "the new workspace took the retained volume"
+    );
+    assert_eq!(retained(&platform, &[])[0]["status"], "open");
+    assert_eq!(
+        fs::read_to_string(volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
 }
 
 #[test]

@@ -94,23 +94,32 @@ impl Control {
         caller.authorize(Action::WorkspaceCreate, Some(&caller.user.id))?;
         validate_name("workspace name", name)?;
         let template = self.templates().template(template_name).await?;
-        if !adopt.is_empty() {
-            // Only a workspace that does not exist yet adopts: an existing
-            // one's next start would import them unasked.
-            match self
-                .inner
+        // Only a workspace that does not exist yet adopts (an existing one's
+        // next start would import unasked), and a new one adopts only what
+        // its own create asked for: what an earlier workspace of that name
+        // reserved and never imported is released.
+        let exists = match self
+            .inner
+            .store
+            .workspace_by_owner_and_name(&caller.user.id, name)
+            .await
+        {
+            Ok(workspace) => !workspace.deleted,
+            Err(StoreError::NotFound(_)) => false,
+            Err(other) => return Err(other.into()),
+        };
+        if exists && !adopt.is_empty() {
+            return Err(ControlError::Conflict(format!(
+                "workspace \"{name}\" already exists; adopt into a new workspace"
+            )));
+        }
+        if !exists {
+            self.inner
                 .store
-                .workspace_by_owner_and_name(&caller.user.id, name)
-                .await
-            {
-                Ok(_) => {
-                    return Err(ControlError::Conflict(format!(
-                        "workspace \"{name}\" already exists; adopt into a new workspace"
-                    )))
-                }
-                Err(StoreError::NotFound(_)) => {}
-                Err(other) => return Err(other.into()),
-            }
+                .release_adoption(&crate::retention::adopt_key(&caller.user.id, name))
+                .await?;
+        }
+        if !adopt.is_empty() {
             self.retained()
                 .reserve_for_adoption(caller, adopt, name)
                 .await?;

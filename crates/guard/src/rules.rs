@@ -74,6 +74,9 @@ pub enum Origin {
     Annotation(String),
     /// Remembered by the platform from an earlier build of the workspace.
     Remembered,
+    /// A retained resource the platform keeps (`abode retained`), in the
+    /// build that adopts it or destroys it.
+    Retained,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,6 +195,7 @@ impl Rule {
             Origin::Caller => format!("rule for {target}"),
             Origin::Annotation(by) => format!("{by} on {target}"),
             Origin::Remembered => format!("remembered protection of {target}"),
+            Origin::Retained => format!("the retained resource {target}"),
         }
     }
 }

@@ -615,6 +615,9 @@ storage_interface! {
     /// Reserves open records of `owner_id` for the workspace `adopt_for`
     /// (`OWNER_ID/NAME`) to import, all or none.
     fn reserve_retained_for(&self, ids: &[String], owner_id: &str, adopt_for: &str) -> Vec<RetainedResource>;
+    /// Forgets what was reserved for `adopt_for` (a workspace of that name
+    /// that no longer exists must not import it unasked); how many.
+    fn release_adoption(&self, adopt_for: &str) -> u64;
     /// The open records reserved for `adopt_for`.
     fn retained_to_adopt(&self, adopt_for: &str) -> Vec<RetainedResource>;
     /// Queues the build `build` (a delete of the record's deleted

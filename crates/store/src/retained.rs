@@ -333,6 +333,17 @@ macro_rules! retained_queries {
         Ok(reserved)
     }
 
+    pub(crate) async fn release_adoption(&self, adopt_for: &str) -> Result<u64, StoreError> {
+        let released = sqlx::query(&sql(
+            "UPDATE retained_resources SET adopt_for = NULL WHERE adopt_for = ?",
+        ))
+        .bind(adopt_for)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("retained resource"))?;
+        Ok(released.rows_affected())
+    }
+
     pub(crate) async fn retained_to_adopt(
         &self,
         adopt_for: &str,

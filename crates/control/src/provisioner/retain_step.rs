@@ -77,7 +77,7 @@ pub(super) fn adoption_rules(records: &[RetainedResource]) -> Vec<Rule> {
     records
         .iter()
         .filter_map(|record| Address::parse(&record.address).ok())
-        .map(|address| Rule::address(address, Mode::Confirm, Origin::Caller))
+        .map(|address| Rule::address(address, Mode::Confirm, Origin::Retained))
         .collect()
 }
 
@@ -266,7 +266,7 @@ pub(super) async fn destroy_rules(control: &Control, build: &Build) -> Result<Ve
     }
     Ok(Address::parse(&record.address)
         .ok()
-        .map(|address| Rule::address(address, Mode::Confirm, Origin::Caller))
+        .map(|address| Rule::address(address, Mode::Confirm, Origin::Retained))
         .into_iter()
         .collect())
 }
