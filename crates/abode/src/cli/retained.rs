@@ -245,11 +245,12 @@ fn destroy(client: &abode_client::Client, args: DestroyArgs) -> anyhow::Result<u
                 .and_then(|report| report.get("protected_changes"))
                 .and_then(serde_json::Value::as_array)
             {
+                // The guard's reasons speak of a workspace delete; this
+                // one destroys only what the record keeps.
                 for change in changes {
                     eprintln!(
-                        "  - {}: {}",
-                        visible(change["address"].as_str().unwrap_or_default()),
-                        visible(change["reason"].as_str().unwrap_or_default())
+                        "  - {} will be destroyed, with its data",
+                        visible(change["address"].as_str().unwrap_or_default())
                     );
                 }
             }
