@@ -304,6 +304,26 @@ fn a_template_rule_retains_on_a_plain_delete_and_no_retain_is_for_owners() {
     assert!(audit.to_string().contains("retain=none"), "{audit}");
 
     // An owner hands bob's record to alice.
+    // A template admin reads the record but may not take the files away.
+    let carol = platform.login_new_user("carol", "template-admin");
+    let record_id = mine[0]["id"].as_str().unwrap();
+    platform
+        .run_as(&carol, &["retained", "show", record_id], None)
+        .ok();
+    let export = platform.root().join("carol.tar");
+    let refused = platform.run_as(
+        &carol,
+        &[
+            "retained",
+            "export",
+            record_id,
+            "--to",
+            export.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(refused.code, Some(1), "{refused}");
+    assert!(!export.exists());
     // The dashboard lists bob's record, with where it came from.
     let page = platform.dashboard_page("bob", "bob-password", "/retained");
     assert!(page.contains("abode_volume.home"), "{page}");

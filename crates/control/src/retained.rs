@@ -4,7 +4,9 @@
 //! the build's side (`provisioner/retain_step.rs`).
 //!
 //! Who may do what, through the one authorization table: reading a record
-//! is reading a workspace of its owner; keeping it longer is updating one;
+//! is reading a workspace of its owner; exporting a volume's files is
+//! connecting to one (a shell reads the same files); keeping it longer is
+//! updating one;
 //! handing it to someone else is deleting one of the owner's and creating
 //! one for the new owner (so only owners hand records between people); a
 //! record is adopted only by its owner.
@@ -66,6 +68,9 @@ impl Retained {
         id: &str,
     ) -> Result<VolumeExport, ControlError> {
         let record = self.show(caller, id).await?;
+        // A volume's files are what a shell in the workspace would read:
+        // reading a record is not enough to take them away.
+        caller.authorize(Action::WorkspaceConnect, Some(&record.owner_id))?;
         if record.resource_type != "abode_volume" {
             return Err(ControlError::BadRequest(format!(
                 "retained resource \"{id}\" is {}: only an abode_volume can be exported",
