@@ -112,6 +112,17 @@ fn table() -> Vec<Row> {
         ("GET", "/users/mem/quota", Body::None,                                                            [200, 403, 200, 403, 200, 200, 401, 401]),
         ("GET", "/users/bob/quota", Body::None,                                                            [200, 403, 200, 403, 403, 403, 401, 401]),
         ("GET", "/users/nobody-such/quota", Body::None,                                                    [404, 403, 404, 403, 403, 403, 401, 401]),
+        // ---- retained resources: one's own; reading every workspace reads
+        // everyone's; their files only for those who may connect; anything
+        // else of another's is not found ----
+        ("GET", "/retained", Body::None,                                                                   [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("GET", "/retained?all=true", Body::None,                                                          [200, 200, 403, 200, 403, 403, 401, 401]),
+        ("GET", "/retained/{rec}", Body::None,                                                             [200, 200, 404, 200, 200, 404, 401, 401]),
+        ("POST", "/retained/{rec}/extend", Body::Json(r#"{"by":"1d"}"#),                                 [200, 403, 404, 403, 200, 404, 401, 401]),
+        ("POST", "/retained/{rec}/assign", Body::Json(r#"{"user":"mem"}"#),                              [200, 403, 404, 403, 200, 404, 401, 401]),
+        ("GET", "/retained/{rec}/export", Body::None,                                                      [400, 403, 404, 403, 400, 404, 401, 401]),
+        ("POST", "/retained/{rec}/destroy", Body::Json(r#"{}"#),                                          [409, 403, 404, 403, 409, 404, 401, 401]),
+        ("GET", "/volumes/orphans", Body::None,                                                            [200, 403, 403, 403, 403, 403, 401, 401]),
         ("POST", "/tokens", Body::Json(r#"{"name":"t-{col}"}"#),                                         [201, 201, 201, 201, 201, 201, 401, 401]),
         ("GET", "/tokens", Body::None,                                                                     [200, 200, 200, 200, 200, 200, 401, 401]),
         ("DELETE", "/tokens/t-{col}", Body::None,                                                          [200, 200, 200, 200, 200, 200, 401, 401]),
@@ -342,7 +353,8 @@ async fn every_route_for_every_kind_of_caller() {
     harness.wait_status(&owner, "blocker", 1, "running").await;
 
     // Each member: `busy` (build #1 pending for good) and `settled` (build
-    // #1 canceled).
+    // #1 canceled), and a retained resource of theirs.
+    let mut records = Vec::new();
     for token in [&mem, &bob] {
         let busy = workspace(&harness, token, "busy").await;
         workspace(&harness, token, "settled").await;
@@ -376,6 +388,25 @@ async fn every_route_for_every_kind_of_caller() {
             )
             .await
             .unwrap();
+        store
+            .insert_retained(
+                build,
+                "someone",
+                &[abode_store::NewRetained {
+                    address: "terraform_data.kept".into(),
+                    resource_type: "terraform_data".into(),
+                    provider: "terraform.io/builtin/terraform".into(),
+                    import_id: "kept".into(),
+                    attributes: "{}".into(),
+                    expires_at: None,
+                    expire_action: "hold".into(),
+                    state_fragment: None,
+                }],
+            )
+            .await
+            .unwrap();
+        let settled = store.settle_retained(build, &[]).await.unwrap();
+        records.push(settled[0].id.clone());
     }
 
     // Before the table, whose last row ends the sessions.
@@ -400,6 +431,14 @@ async fn every_route_for_every_kind_of_caller() {
             .replace("{missing}", &format!("{prefix}nothing"))
             .replace("{col}", column.slug())
             .replace("{digest}", DIGEST)
+            .replace(
+                "{rec}",
+                if column == Column::MemberOther {
+                    &records[1]
+                } else {
+                    &records[0]
+                },
+            )
     };
 
     let mut mismatches = Vec::new();
