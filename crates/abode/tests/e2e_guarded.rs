@@ -11,22 +11,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use util::{
-    fixture, only_subdir, printed_digest, repo_root, require_terraform, sqlite_execute, Platform,
+    example_with, fixture, only_subdir, printed_digest, push_template as push, require_terraform,
+    sqlite_execute, Platform,
 };
-
-/// The example template's text with `edits` (from, to) applied.
-fn example_with(edits: &[(&str, &str)]) -> String {
-    let mut text =
-        fs::read_to_string(repo_root().join("examples/local-workspace/main.tf")).unwrap();
-    for (from, to) in edits {
-        assert!(
-            text.contains(from),
-            "the example template no longer has {from:?}"
-        );
-        text = text.replace(from, to);
-    }
-    text
-}
 
 const RENAME: (&str, &str) = ("name = \"home-${", "name = \"home2-${");
 const BLOCK: (&str, &str) = ("mode        = \"confirm\"", "mode        = \"block\"");
@@ -37,23 +24,6 @@ fn example_without_protect(edits: &[(&str, &str)]) -> String {
     let start = text.find("resource \"abode_protect\" \"home\"").unwrap();
     let end = start + text[start..].find("\n}\n").unwrap() + 3;
     format!("{}{}", &text[..start], &text[end..])
-}
-
-/// Writes `main_tf` as a template folder and pushes it (activated).
-fn push(platform: &Platform, name: &str, version: u32, main_tf: &str) {
-    let dir = platform.root().join(format!("templates/{name}-v{version}"));
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(dir.join("main.tf"), main_tf).unwrap();
-    platform
-        .run(&[
-            "templates",
-            "push",
-            name,
-            "-d",
-            dir.to_str().unwrap(),
-            "--activate",
-        ])
-        .ok();
 }
 
 fn latest_build(platform: &Platform, workspace: &str) -> serde_json::Value {

@@ -14,7 +14,10 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::{abode_bin, free_port, printed_digest, repo_root, require_terraform, scrape, Platform};
+use util::{
+    abode_bin, free_port, printed_digest, push_template as push, repo_root, require_terraform,
+    scrape, Platform,
+};
 
 /// The value of one series (`name{labels}`) in a scrape.
 fn value(text: &str, series: &str) -> Option<f64> {
@@ -51,23 +54,6 @@ fn promtool_check(text: &str) {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-}
-
-/// Writes `main_tf` as a template folder and pushes it (activated).
-fn push(platform: &Platform, name: &str, version: u32, main_tf: &str) {
-    let dir = platform.root().join(format!("templates/{name}-v{version}"));
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(dir.join("main.tf"), main_tf).unwrap();
-    platform
-        .run(&[
-            "templates",
-            "push",
-            name,
-            "-d",
-            dir.to_str().unwrap(),
-            "--activate",
-        ])
-        .ok();
 }
 
 const MINIMAL: &str = r#"

@@ -9,18 +9,7 @@ mod util;
 
 use std::fs;
 
-use util::{only_subdir, repo_root, require_terraform, Platform};
-
-/// The example template's text with `edits` (from, to) applied.
-fn example_with(edits: &[(&str, &str)]) -> String {
-    let mut text =
-        fs::read_to_string(repo_root().join("examples/local-workspace/main.tf")).unwrap();
-    for (from, to) in edits {
-        assert!(text.contains(from), "the example no longer has {from:?}");
-        text = text.replace(from, to);
-    }
-    text
-}
+use util::{example_with, only_subdir, push_template as push, require_terraform, Platform};
 
 /// A volume that keeps the name it was created (or adopted) with, so a
 /// workspace can adopt another workspace's volume in place.
@@ -29,26 +18,25 @@ const KEEPS_ITS_NAME: (&str, &str) = (
     "resource \"abode_volume\" \"home\" {\n  lifecycle {\n    ignore_changes = [name]\n  }\n",
 );
 
-fn push(platform: &Platform, name: &str, version: u32, main_tf: &str) {
-    let dir = platform.root().join(format!("templates/{name}-v{version}"));
-    fs::create_dir_all(&dir).unwrap();
-    fs::write(dir.join("main.tf"), main_tf).unwrap();
-    platform
-        .run(&[
-            "templates",
-            "push",
-            name,
-            "-d",
-            dir.to_str().unwrap(),
-            "--activate",
-        ])
-        .ok();
-}
-
 fn retained(platform: &Platform, extra: &[&str]) -> Vec<serde_json::Value> {
     let mut args = vec!["retained", "list", "--output", "json"];
     args.extend_from_slice(extra);
     platform.run(&args).ok().json().as_array().unwrap().clone()
+}
+
+/// The example's `dev` with a file in its home, deleted with `--retain`:
+/// the volume's directory and its record's id.
+fn retained_home(platform: &Platform) -> (std::path::PathBuf, String) {
+    push(platform, "local", 1, &example_with(&[]));
+    platform.run(&["create", "dev", "--template", "local"]).ok();
+    let volume = only_subdir(&platform.volumes_dir());
+    fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
+    platform.run(&["delete", "dev", "--retain"]).ok();
+    let id = retained(platform, &[])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (volume, id)
 }
 
 fn state_addresses(platform: &Platform, workspace_name: &str) -> Vec<String> {
@@ -198,15 +186,7 @@ fn an_adoption_that_would_replace_the_volume_waits_for_a_person() {
     require_terraform();
     let platform = Platform::start();
     platform.login_owner();
-    push(&platform, "local", 1, &example_with(&[]));
-    platform.run(&["create", "dev", "--template", "local"]).ok();
-    let volume = only_subdir(&platform.volumes_dir());
-    fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
-    platform.run(&["delete", "dev", "--retain"]).ok();
-    let id = retained(&platform, &[])[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (volume, id) = retained_home(&platform);
 
     // The example names its volume after the workspace: a new workspace
     // would replace the adopted volume, so the build is held.
@@ -519,15 +499,7 @@ fn a_retained_volume_is_destroyed_only_by_a_confirmed_plan() {
     require_terraform();
     let platform = Platform::start();
     platform.login_owner();
-    push(&platform, "local", 1, &example_with(&[]));
-    platform.run(&["create", "dev", "--template", "local"]).ok();
-    let volume = only_subdir(&platform.volumes_dir());
-    fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
-    platform.run(&["delete", "dev", "--retain"]).ok();
-    let id = retained(&platform, &[])[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (volume, id) = retained_home(&platform);
 
     let held = platform.run(&["retained", "destroy", &id]);
     assert_eq!(held.code, Some(3), "{held}");

@@ -22,7 +22,7 @@ use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{json, Value};
-use util::{free_port, repo_root, require_terraform, Platform};
+use util::{example_with, free_port, repo_root, require_terraform, Platform};
 
 const PASSWORD: &str = "correct horse battery";
 /// A template version message that would run script if it were markup.
@@ -394,16 +394,6 @@ fn sign_in_http(base: &str, username: &str, password: &str) -> String {
 }
 
 // ---- the template ----
-
-fn example_with(edits: &[(&str, &str)]) -> String {
-    let mut text =
-        fs::read_to_string(repo_root().join("examples/local-workspace/main.tf")).unwrap();
-    for (from, to) in edits {
-        assert!(text.contains(from), "the example no longer has {from:?}");
-        text = text.replace(from, to);
-    }
-    text
-}
 
 fn push(platform: &Platform, version: u32, main_tf: &str, message: &str) {
     let dir = platform.root().join(format!("templates/local-v{version}"));

@@ -13,6 +13,8 @@ pub(crate) struct Instance<'a> {
     index_key: Option<&'a Value>,
     /// The instance object (`attributes`, `index_key`, ...).
     pub object: &'a Value,
+    /// The resource object it is an instance of (`type`, `provider`, ...).
+    pub resource: &'a Value,
 }
 
 impl Instance<'_> {
@@ -60,6 +62,7 @@ pub(crate) fn managed_instances(state: &Value) -> Vec<Instance<'_>> {
                 name: text(resource, "name").unwrap_or(""),
                 index_key: object.get("index_key"),
                 object,
+                resource,
             });
         }
     }

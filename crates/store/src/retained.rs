@@ -114,12 +114,29 @@ pub struct NewRetained {
     pub state_fragment: Option<String>,
 }
 
+use crate::pages::{decode_cursor, BadCursor, RETAINED_CURSOR};
+use crate::StoreError;
+
 pub(crate) const RETAINED_SELECT: &str = "SELECT r.id, r.status, r.address, r.resource_type, \
      r.provider, r.import_id, r.attributes, r.workspace_id, r.workspace_name, r.owner_id, \
      o.username AS owner_name, r.template_name, r.template_version, r.build_id, r.retained_by, \
      r.created_at, r.expires_at, r.expire_action, r.adopt_for, r.closed_at, r.closed_by, \
      r.closed_build_id, r.destroy_build_id FROM retained_resources r \
      JOIN users o ON o.id = r.owner_id";
+
+/// A retained list's cursor: the time it is ordered by and the id.
+pub(crate) fn retained_cursor(
+    after: Option<&str>,
+) -> Result<(Option<i64>, Option<String>), StoreError> {
+    let Some(cursor) = after else {
+        return Ok((None, None));
+    };
+    let mut key = decode_cursor(RETAINED_CURSOR, cursor, 2)?;
+    let at = key[0]
+        .parse::<i64>()
+        .map_err(|_| StoreError::BadCursor(BadCursor))?;
+    Ok((Some(at), key.pop()))
+}
 
 /// The retained resource methods of [`crate::Store`]; expanded inside each
 /// backend's `impl`.
@@ -232,16 +249,8 @@ macro_rules! retained_queries {
         after: Option<&str>,
         limit: i64,
     ) -> Result<Page<RetainedResource>, StoreError> {
-        let after = after
-            .map(|cursor| decode_cursor(RETAINED_CURSOR, cursor, 2))
-            .transpose()?;
-        let (after_at, after_id) = match &after {
-            Some(key) => (
-                Some(key[0].parse::<i64>().map_err(|_| StoreError::BadCursor(BadCursor))?),
-                Some(key[1].as_str()),
-            ),
-            None => (None, None),
-        };
+        let (after_at, after_id) = retained_cursor(after)?;
+        let after_id = after_id.as_deref();
         let rows: Vec<RetainedResource> = sqlx::query_as(&sql(&format!(
             "{RETAINED_SELECT} WHERE (?1 IS NULL OR r.owner_id = ?1) \
              AND (?2 OR r.status IN ('pending', 'open')) \
@@ -453,16 +462,8 @@ macro_rules! retained_queries {
         after: Option<&str>,
         limit: i64,
     ) -> Result<Page<RetainedResource>, StoreError> {
-        let after = after
-            .map(|cursor| decode_cursor(RETAINED_CURSOR, cursor, 2))
-            .transpose()?;
-        let (after_at, after_id) = match &after {
-            Some(key) => (
-                Some(key[0].parse::<i64>().map_err(|_| StoreError::BadCursor(BadCursor))?),
-                Some(key[1].as_str()),
-            ),
-            None => (None, None),
-        };
+        let (after_at, after_id) = retained_cursor(after)?;
+        let after_id = after_id.as_deref();
         let rows: Vec<RetainedResource> = sqlx::query_as(&sql(&format!(
             "{RETAINED_SELECT} WHERE r.status = 'open' AND r.expires_at IS NOT NULL \
              AND r.expires_at <= ?1 \

@@ -1261,6 +1261,38 @@ pub fn create_key(platform: &Platform, name: &str, tags: &[&str]) -> PathBuf {
     file
 }
 
+/// The example template's text with `edits` (from, to) applied; each
+/// `from` must be in it.
+pub fn example_with(edits: &[(&str, &str)]) -> String {
+    let mut text =
+        fs::read_to_string(repo_root().join("examples/local-workspace/main.tf")).unwrap();
+    for (from, to) in edits {
+        assert!(
+            text.contains(from),
+            "the example template no longer has {from:?}"
+        );
+        text = text.replace(from, to);
+    }
+    text
+}
+
+/// Writes `main_tf` as a template folder and pushes it (activated).
+pub fn push_template(platform: &Platform, name: &str, version: u32, main_tf: &str) {
+    let dir = platform.root().join(format!("templates/{name}-v{version}"));
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join("main.tf"), main_tf).unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            name,
+            "-d",
+            dir.to_str().unwrap(),
+            "--activate",
+        ])
+        .ok();
+}
+
 /// Pushes the example template (renamed volume from version 2 on), creates
 /// `dev` and asks for the update the guard holds; returns the digest.
 pub fn hold_a_build(platform: &Platform) -> String {
@@ -1268,19 +1300,7 @@ pub fn hold_a_build(platform: &Platform) -> String {
     let renamed = example.replace("name = \"home-${", "name = \"home2-${");
     assert_ne!(example, renamed, "the example no longer names its volume");
     for (version, text) in [(1, &example), (2, &renamed)] {
-        let dir = platform.root().join(format!("templates/local-v{version}"));
-        fs::create_dir_all(&dir).unwrap();
-        fs::write(dir.join("main.tf"), text).unwrap();
-        platform
-            .run(&[
-                "templates",
-                "push",
-                "local",
-                "-d",
-                dir.to_str().unwrap(),
-                "--activate",
-            ])
-            .ok();
+        push_template(platform, "local", version, text);
         if version == 1 {
             platform.run(&["create", "dev", "--template", "local"]).ok();
             only_subdir(&platform.volumes_dir());

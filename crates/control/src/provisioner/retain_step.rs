@@ -160,30 +160,12 @@ pub(super) fn new_records(
 /// The resource object of `state` holding the instance at `address`, with
 /// that instance alone.
 fn fragment(state: &Value, address: &str) -> Option<Value> {
-    let resources = state.get("resources").and_then(Value::as_array)?;
-    for resource in resources {
-        let instances = resource.get("instances").and_then(Value::as_array)?;
-        for instance in instances {
-            let found = crate::state::managed_instances(&serde_json::json!({
-                "resources": [{
-                    "mode": resource.get("mode"),
-                    "module": resource.get("module"),
-                    "type": resource.get("type"),
-                    "name": resource.get("name"),
-                    "instances": [instance],
-                }]
-            }))
-            .first()
-            .map(|i| i.address())
-            .is_some_and(|a| a == address);
-            if found {
-                let mut one = resource.clone();
-                one["instances"] = Value::Array(vec![instance.clone()]);
-                return Some(one);
-            }
-        }
-    }
-    None
+    let instance = crate::state::managed_instances(state)
+        .into_iter()
+        .find(|instance| instance.address() == address)?;
+    let mut one = instance.resource.clone();
+    one["instances"] = Value::Array(vec![instance.object.clone()]);
+    Some(one)
 }
 
 /// The rule of the remembered protection covering `address` (its resource).
@@ -276,44 +258,22 @@ pub(super) async fn close_destroyed(job: &super::ServerJob, build: &Build) {
     if !destroys_retained(build) {
         return;
     }
-    let control = job.control();
-    let Ok(Some(record)) = control.inner.store.retained_destroyed_by(&build.id).await else {
+    let Ok(Some(record)) = job
+        .control()
+        .inner
+        .store
+        .retained_destroyed_by(&build.id)
+        .await
+    else {
         tracing::error!(build = %build.id, "cannot find the retained resource a destroy destroyed");
         return;
     };
-    match control
-        .inner
-        .store
-        .close_retained(
-            &record.id,
-            RetainedStatus::Destroyed,
-            &build.initiator_name,
-            Some(&build.id),
-        )
-        .await
-    {
-        Ok(true) => {
-            job.note(
-                "apply",
-                abode_runner::LogLevel::Info,
-                &format!(
-                    "destroyed: {} (retained record {} is closed)",
-                    record.address, record.id
-                ),
-            )
-            .await;
-        }
-        Ok(false) => {}
-        Err(error) => {
-            tracing::error!(build = %build.id, %error, "cannot close a destroyed retained resource");
-        }
-    }
+    close(job, build, &record, RetainedStatus::Destroyed).await;
 }
 
 /// Closes the records a successful start imported.
 pub(super) async fn close_adopted(job: &super::ServerJob, build: &Build, workspace: &Workspace) {
-    let control = job.control();
-    let records = match to_adopt(control, build, workspace).await {
+    let records = match to_adopt(job.control(), build, workspace).await {
         Ok(records) => records,
         Err(failure) => {
             tracing::error!(build = %build.id, error = %failure.message, "cannot read the retained resources a build adopted");
@@ -321,32 +281,38 @@ pub(super) async fn close_adopted(job: &super::ServerJob, build: &Build, workspa
         }
     };
     for record in records {
-        match control
-            .inner
-            .store
-            .close_retained(
-                &record.id,
-                RetainedStatus::Adopted,
-                &build.initiator_name,
-                Some(&build.id),
+        close(job, build, &record, RetainedStatus::Adopted).await;
+    }
+}
+
+/// Closes an open record as `status` by `build`, and says so in its log.
+async fn close(
+    job: &super::ServerJob,
+    build: &Build,
+    record: &RetainedResource,
+    status: RetainedStatus,
+) {
+    match job
+        .control()
+        .inner
+        .store
+        .close_retained(&record.id, status, &build.initiator_name, Some(&build.id))
+        .await
+    {
+        Ok(true) => {
+            job.note(
+                "apply",
+                abode_runner::LogLevel::Info,
+                &format!(
+                    "{status}: {} (retained record {} is closed)",
+                    record.address, record.id
+                ),
             )
-            .await
-        {
-            Ok(true) => {
-                job.note(
-                    "apply",
-                    abode_runner::LogLevel::Info,
-                    &format!(
-                        "adopted: {} (retained record {} is closed)",
-                        record.address, record.id
-                    ),
-                )
-                .await;
-            }
-            Ok(false) => {}
-            Err(error) => {
-                tracing::error!(build = %build.id, %error, "cannot close an adopted retained resource");
-            }
+            .await;
+        }
+        Ok(false) => {}
+        Err(error) => {
+            tracing::error!(build = %build.id, %error, "cannot close a retained resource as {status}");
         }
     }
 }
