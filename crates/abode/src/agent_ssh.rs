@@ -323,7 +323,7 @@ async fn session_channel(mut channel: Channel<Msg>, settings: Arc<SessionSetting
 }
 
 /// The user's login shell, as the agent's environment says.
-fn shell() -> String {
+pub(crate) fn shell() -> String {
     std::env::var("SHELL")
         .ok()
         .filter(|shell| !shell.is_empty())
@@ -332,7 +332,7 @@ fn shell() -> String {
 
 /// The session's working directory: the agent's `dir` when it exists, else
 /// the home directory.
-fn working_dir(settings: &SessionSettings) -> Option<PathBuf> {
+pub(crate) fn working_dir(settings: &SessionSettings) -> Option<PathBuf> {
     settings
         .dir
         .clone()

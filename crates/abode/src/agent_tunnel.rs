@@ -6,7 +6,9 @@
 //!
 //! Over it the server opens one stream per person's connection
 //! ([`abode_tunnel`]); each stream's header says what it is for: SSH (served
-//! by [`crate::agent_ssh`]) or a TCP port inside the workspace.
+//! by [`crate::agent_ssh`]), a TCP port inside the workspace, or a web
+//! terminal's session ([`crate::agent_pty`], kept across reconnections of
+//! the tunnel itself).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,6 +20,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
+use crate::agent_pty::Terminals;
 use crate::agent_ssh::SessionSettings;
 use crate::wsdial::{dial_tunnel, DialError};
 
@@ -48,7 +51,8 @@ pub fn spawn(
     std::thread::Builder::new()
         .name("abode-tunnel".into())
         .spawn(move || {
-            runtime.block_on(run(url, token, Arc::new(settings), stop));
+            let terminals = Arc::new(Terminals::default());
+            runtime.block_on(run(url, token, Arc::new(settings), terminals, stop));
             runtime.shutdown_background();
         })
 }
@@ -57,7 +61,13 @@ fn log(message: &str) {
     eprintln!("abode agent: {message}");
 }
 
-async fn run(url: String, token: String, settings: Arc<SessionSettings>, stop: Arc<AtomicBool>) {
+async fn run(
+    url: String,
+    token: String,
+    settings: Arc<SessionSettings>,
+    terminals: Arc<Terminals>,
+    stop: Arc<AtomicBool>,
+) {
     let mut delay = FIRST_RETRY;
     let mut last_error = String::new();
     while !stop.load(Ordering::SeqCst) {
@@ -66,7 +76,7 @@ async fn run(url: String, token: String, settings: Arc<SessionSettings>, stop: A
                 log("tunnel connected: the workspace accepts connections");
                 last_error.clear();
                 delay = FIRST_RETRY;
-                let closed = serve(socket, server_limits, &settings, &stop).await;
+                let closed = serve(socket, server_limits, &settings, &terminals, &stop).await;
                 if stop.load(Ordering::SeqCst) {
                     return;
                 }
@@ -113,6 +123,7 @@ async fn serve(
     socket: crate::wsdial::Socket,
     server_limits: abode_tunnel::frame::PeerLimits,
     settings: &Arc<SessionSettings>,
+    terminals: &Arc<Terminals>,
     stop: &AtomicBool,
 ) -> Option<u16> {
     let (outgoing, mut to_server) = mpsc::channel::<Vec<u8>>(64);
@@ -158,7 +169,7 @@ async fn serve(
             },
             stream = accept.recv() => match stream {
                 Some(incoming) => {
-                    tokio::spawn(handle_stream(incoming, Arc::clone(settings)));
+                    tokio::spawn(handle_stream(incoming, Arc::clone(settings), Arc::clone(terminals)));
                 }
                 None => break,
             },
@@ -196,7 +207,11 @@ where
 }
 
 /// Serves one stream the server opened, as its header says.
-async fn handle_stream(incoming: Incoming, settings: Arc<SessionSettings>) {
+async fn handle_stream(
+    incoming: Incoming,
+    settings: Arc<SessionSettings>,
+    terminals: Arc<Terminals>,
+) {
     let request: StreamRequest = match serde_json::from_slice(&incoming.header) {
         Ok(request) => request,
         Err(error) => {
@@ -206,6 +221,18 @@ async fn handle_stream(incoming: Incoming, settings: Arc<SessionSettings>) {
             return;
         }
     };
+    if let (StreamKind::Pty, Some(open)) = (request.kind, &request.terminal) {
+        if let Err(error) = terminals
+            .attach(&request.user, open, incoming.stream, &settings)
+            .await
+        {
+            log(&format!(
+                "terminal session {} of {} ended: {error}",
+                open.session, request.user
+            ));
+        }
+        return;
+    }
     match (request.kind, request.port, request.host_key.as_deref()) {
         (StreamKind::Ssh, _, Some(seed)) => {
             if let Err(error) = crate::agent_ssh::serve(incoming.stream, seed, settings).await {

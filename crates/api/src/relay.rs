@@ -31,6 +31,7 @@ pub(crate) struct RelayTarget<'a> {
     pub(crate) kind: &'a str,
     pub(crate) port: Option<u16>,
     pub(crate) agent: Option<&'a str>,
+    pub(crate) terminal: Option<&'a abode_tunnel::TerminalOpen>,
 }
 
 /// Percent-encodes a path segment or query value.
@@ -70,6 +71,15 @@ impl RelayTarget<'_> {
         if let Some(agent) = self.agent {
             url.push_str(&format!("&agent={}", encode(agent)));
         }
+        if let Some(terminal) = self.terminal {
+            url.push_str(&format!(
+                "&session={}&rows={}&cols={}&offset={}",
+                encode(&terminal.session),
+                terminal.rows,
+                terminal.cols,
+                terminal.offset
+            ));
+        }
         Ok(url)
     }
 }
@@ -84,22 +94,19 @@ fn unreachable_server(url: &str, why: impl std::fmt::Display) -> ApiError {
     )
 }
 
-/// Opens the person's request on the holding server, with their credentials.
-pub(crate) async fn open(
-    target: &RelayTarget<'_>,
-    headers: &HeaderMap,
-) -> Result<Upstream, ApiError> {
+/// Opens the person's request on the holding server, with their
+/// credentials (the token they connected with, a bearer token or the
+/// dashboard's session, always as a bearer token there).
+pub(crate) async fn open(target: &RelayTarget<'_>, token: &str) -> Result<Upstream, ApiError> {
     let mut request = target
         .url()?
         .into_client_request()
         .map_err(|error| unreachable_server(target.relay_url, error))?;
-    if let Some(authorization) = headers.get(axum::http::header::AUTHORIZATION) {
-        request.headers_mut().insert(
-            tungstenite::http::header::AUTHORIZATION,
-            tungstenite::http::HeaderValue::from_bytes(authorization.as_bytes())
-                .map_err(|error| ApiError::bad_request(format!("bad Authorization: {error}")))?,
-        );
-    }
+    request.headers_mut().insert(
+        tungstenite::http::header::AUTHORIZATION,
+        tungstenite::http::HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|error| ApiError::bad_request(format!("bad token: {error}")))?,
+    );
     request.headers_mut().insert(
         RELAYED_HEADER,
         tungstenite::http::HeaderValue::from_static("1"),

@@ -14,9 +14,11 @@
 //! - the `Host` a request names must be this server's: the access URL's
 //!   host, the relay URL's (other servers), or loopback (421 otherwise): a
 //!   rebinding page's requests carry the page's own name;
-//! - a state-changing request (POST, PUT, PATCH, DELETE) that says where
-//!   it comes from (`Origin`) must come from the access URL's origin or the
-//!   request's own (403 otherwise): a cross-site form post does;
+//! - a state-changing request (POST, PUT, PATCH, DELETE) or a WebSocket
+//!   upgrade that says where it comes from (`Origin`) must come from the
+//!   access URL's origin or the request's own (403 otherwise): a cross-site
+//!   form post does, and a page elsewhere opening a WebSocket to the web
+//!   terminal's route would carry the dashboard's cookie;
 //! - a JSON route's body must say it is JSON (415 otherwise,
 //!   [`require_json`]): a form post cannot, without a preflight the server
 //!   never grants.
@@ -137,7 +139,7 @@ pub(crate) async fn check_host_and_origin(
             .into_response();
         }
     }
-    if changes_state(request.method()) {
+    if changes_state(request.method()) || is_websocket_upgrade(request.headers()) {
         if let Some(origin) = request.headers().get(header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("").to_ascii_lowercase();
             let https = request
@@ -164,6 +166,15 @@ pub(crate) async fn check_host_and_origin(
         }
     }
     next.run(request).await
+}
+
+/// A browser's WebSocket handshake: a GET that browsers send with any
+/// page's cookies, and whose answer no same-origin policy hides.
+fn is_websocket_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::UPGRADE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.eq_ignore_ascii_case("websocket"))
 }
 
 fn changes_state(method: &Method) -> bool {

@@ -239,6 +239,8 @@ pub struct ConnectRequest {
     pub port: Option<u16>,
     /// Which agent, when the workspace has several (by name).
     pub agent: Option<String>,
+    /// The terminal session (`pty` only).
+    pub terminal: Option<abode_tunnel::TerminalOpen>,
 }
 
 /// The bookkeeping of an open connection into a workspace. Its end is
@@ -394,12 +396,13 @@ impl Control {
         };
         let host_key = match request.kind {
             StreamKind::Ssh => Some(self.host_key(&workspace.id).await?),
-            StreamKind::PortForward => None,
+            StreamKind::PortForward | StreamKind::Pty => None,
         };
         let header = StreamRequest {
             kind: request.kind,
             port,
             host_key,
+            terminal: request.terminal.clone(),
             user: caller.user.username.clone(),
         };
         let header = serde_json::to_vec(&header)
@@ -412,6 +415,9 @@ impl Control {
         let mut details = format!("kind={}", request.kind.as_str());
         if let Some(port) = port {
             details.push_str(&format!(" port={port}"));
+        }
+        if let Some(terminal) = &request.terminal {
+            details.push_str(&format!(" session={}", terminal.session));
         }
         if caller.user.id != workspace.owner_id {
             // Someone other than the owner, through a role that allows it.
@@ -461,7 +467,40 @@ impl Control {
                 ))
             }
             (StreamKind::Ssh, None) => None,
+            (StreamKind::Pty, Some(_)) => {
+                return Err(ControlError::BadRequest(
+                    "a pty connection takes no port".into(),
+                ))
+            }
+            (StreamKind::Pty, None) => None,
         };
+        match (request.kind, &request.terminal) {
+            (StreamKind::Pty, None) => {
+                return Err(ControlError::BadRequest(
+                    "a pty connection needs a session, rows and cols".into(),
+                ))
+            }
+            (StreamKind::Pty, Some(terminal)) => {
+                if !abode_tunnel::terminal::valid_session_id(&terminal.session) {
+                    return Err(ControlError::BadRequest(format!(
+                        "a terminal session id is 1 to {} letters, digits and dashes",
+                        abode_tunnel::terminal::MAX_SESSION_ID
+                    )));
+                }
+                if terminal.rows == 0 || terminal.cols == 0 {
+                    return Err(ControlError::BadRequest(
+                        "a terminal needs at least one row and one column".into(),
+                    ));
+                }
+            }
+            (_, Some(_)) => {
+                return Err(ControlError::BadRequest(format!(
+                    "a session, rows and cols are for pty connections, not {}",
+                    request.kind.as_str()
+                )))
+            }
+            (_, None) => {}
+        }
         let workspace = self
             .resolve_workspace(caller, reference, Action::WorkspaceConnect)
             .await?;

@@ -3,7 +3,7 @@
 //! The agent keeps one long-lived connection to the server (a WebSocket on
 //! the access URL, authenticated with its agent token); over it, the server
 //! opens one stream per user connection (an SSH session, a forwarded TCP
-//! connection). This crate is that multiplexing, independent of the
+//! connection, a web terminal). This crate is that multiplexing, independent of the
 //! transport: it reads and writes whole messages through channels, so the
 //! server (axum's WebSocket) and the agent (a WebSocket client) each glue
 //! their own socket to it, and it is tested without any socket at all.
@@ -16,10 +16,12 @@ pub mod frame;
 pub mod messages;
 pub mod mux;
 pub mod request;
+pub mod terminal;
 
 pub use messages::{MessageReceiver, MessageSender};
 pub use mux::{Incoming, Mux, MuxError, Side};
 pub use request::{StreamKind, StreamRequest};
+pub use terminal::{TerminalDecoder, TerminalInput, TerminalOpen};
 
 /// The WebSocket close code of an agent's tunnel that a newer connection
 /// with the same agent token replaced (the private-use range of RFC 6455).

@@ -10,6 +10,9 @@ pub enum StreamKind {
     Ssh,
     /// The agent connects the stream to a TCP port inside the workspace.
     PortForward,
+    /// The agent attaches the stream to a terminal session that outlives
+    /// it (the web terminal, [`crate::terminal`]).
+    Pty,
 }
 
 impl StreamKind {
@@ -17,6 +20,7 @@ impl StreamKind {
         match self {
             StreamKind::Ssh => "ssh",
             StreamKind::PortForward => "port-forward",
+            StreamKind::Pty => "pty",
         }
     }
 }
@@ -28,8 +32,9 @@ impl std::str::FromStr for StreamKind {
         match text {
             "ssh" => Ok(StreamKind::Ssh),
             "port-forward" => Ok(StreamKind::PortForward),
+            "pty" => Ok(StreamKind::Pty),
             other => Err(format!(
-                "unknown connection kind {other:?}: expected ssh or port-forward"
+                "unknown connection kind {other:?}: expected ssh, port-forward or pty"
             )),
         }
     }
@@ -47,7 +52,11 @@ pub struct StreamRequest {
     /// ever receives it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_key: Option<String>,
-    /// Who connects (for the agent's log).
+    /// The terminal session to attach to (`pty`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminal: Option<crate::terminal::TerminalOpen>,
+    /// Who connects (for the agent's log, and whose terminal sessions a
+    /// `pty` stream may attach to).
     pub user: String,
 }
 
@@ -57,6 +66,7 @@ impl std::fmt::Debug for StreamRequest {
             .field("kind", &self.kind)
             .field("port", &self.port)
             .field("host_key", &self.host_key.as_ref().map(|_| "(hidden)"))
+            .field("terminal", &self.terminal)
             .field("user", &self.user)
             .finish()
     }

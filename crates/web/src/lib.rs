@@ -65,6 +65,13 @@ impl WebState {
     }
 }
 
+/// The dashboard's session token a browser's request carries in its
+/// cookie: the web terminal's WebSocket (served with the API's connections)
+/// is opened by the page with it.
+pub fn session_cookie(headers: &axum::http::HeaderMap) -> Option<String> {
+    session::cookie(headers, session::SESSION_COOKIE)
+}
+
 /// The policy of every dashboard answer: scripts, styles and connections
 /// from this origin only, no inline script, never framed.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \

@@ -6,11 +6,13 @@
 //!   a newer connection wins and the older one is closed (close code
 //!   [`abode_tunnel::CLOSE_REPLACED`]); a tunnel whose agent is no longer
 //!   its workspace's is closed too ([`abode_tunnel::CLOSE_GONE`]).
-//! - `GET /workspaces/{ws}/connect?kind=ssh|port-forward[&port=N][&agent=NAME]`:
-//!   a person's connection (session or API token), authorized, audited and
-//!   piped to one stream of the workspace's agent. Binary messages carry the
-//!   bytes; an empty binary message says "no more from this side" (a
-//!   half-close, which TCP forwarding needs).
+//! - `GET /workspaces/{ws}/connect?kind=ssh|port-forward|pty[&port=N][&agent=NAME]`
+//!   (`pty` with `&session=ID&rows=R&cols=C[&offset=N]`): a person's
+//!   connection (session or API token; or the dashboard's session cookie
+//!   from a page of the access URL's origin, for the web terminal),
+//!   authorized, audited and piped to one stream of the workspace's agent.
+//!   Binary messages carry the bytes; an empty binary message says "no more
+//!   from this side" (a half-close, which TCP forwarding needs).
 //!
 //! Every refusal is an ordinary JSON answer before the upgrade: the stream
 //! to the agent is opened first, so a client never sees a 101 for a
@@ -33,7 +35,7 @@ use tokio::sync::mpsc;
 use abode_control::connections::{AgentStream, ConnectRequest, Connection, Eviction};
 use abode_tunnel::{frame, Mux, Side, StreamKind};
 
-use crate::{ApiError, AppState, Authenticated};
+use crate::{ApiError, AppState};
 
 /// How often the server pings an agent's tunnel (and a person's
 /// connection); one silent for [`AGENT_SILENCE`] is dropped (an agent then
@@ -224,11 +226,68 @@ struct ConnectQuery {
     kind: String,
     port: Option<u16>,
     agent: Option<String>,
+    session: Option<String>,
+    rows: Option<u16>,
+    cols: Option<u16>,
+    offset: Option<u64>,
+}
+
+impl ConnectQuery {
+    /// The terminal a `pty` connection asks for; the control plane refuses
+    /// one that is incomplete, or given for another kind.
+    fn terminal(&self) -> Option<abode_tunnel::TerminalOpen> {
+        if self.session.is_none() && self.rows.is_none() && self.cols.is_none() {
+            return None;
+        }
+        Some(abode_tunnel::TerminalOpen {
+            session: self.session.clone().unwrap_or_default(),
+            rows: self.rows.unwrap_or(0),
+            cols: self.cols.unwrap_or(0),
+            offset: self.offset.unwrap_or(0),
+        })
+    }
+}
+
+/// A person's connection and the token that opened it: a bearer token, or
+/// the dashboard's session cookie sent by a browser (which always says its
+/// `Origin` on a WebSocket; the request checks refuse a WebSocket from
+/// another origin, so a page elsewhere cannot ride on the cookie).
+struct Connecting {
+    caller: abode_control::Caller,
+    token: String,
+}
+
+#[axum::async_trait]
+impl FromRequestParts<AppState> for Connecting {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let from_browser = parts.headers.contains_key(axum::http::header::ORIGIN);
+        let token = match crate::extract::bearer(parts) {
+            Some(token) => token,
+            None => from_browser
+                .then(|| abode_web::session_cookie(&parts.headers))
+                .flatten()
+                .ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::UNAUTHORIZED,
+                        "unauthorized",
+                        "missing session token: log in first (Authorization: Bearer <token>)",
+                    )
+                })?,
+        };
+        let caller = state
+            .control
+            .identity()
+            .authenticate_caller(&token, crate::extract::request_id(parts))
+            .await?;
+        Ok(Connecting { caller, token })
+    }
 }
 
 async fn workspace_connect(
     State(state): State<AppState>,
-    Authenticated(caller): Authenticated,
+    Connecting { caller, token }: Connecting,
     Path(workspace): Path<String>,
     Query(query): Query<ConnectQuery>,
     headers: HeaderMap,
@@ -239,9 +298,9 @@ async fn workspace_connect(
         kind,
         port: query.port,
         agent: query.agent.clone(),
+        terminal: query.terminal(),
     };
     let may_relay = !crate::relay::is_relayed(&headers);
-    let token = bearer_of(&headers);
     let Some(upgrade) = upgrade else {
         // Everything a connection would be refused for, then the 426.
         state
@@ -272,9 +331,10 @@ async fn workspace_connect(
                 kind: kind.as_str(),
                 port: query.port,
                 agent: query.agent.as_deref(),
+                terminal: request.terminal.as_ref(),
             };
             // Opened before the upgrade: a refusal there is answered here.
-            let upstream = crate::relay::open(&target, &headers).await?;
+            let upstream = crate::relay::open(&target, &token).await?;
             upgrade.on_upgrade(move |socket| async move {
                 tokio::select! {
                     () = crate::relay::pipe(socket, upstream) => {}
@@ -286,28 +346,11 @@ async fn workspace_connect(
     .into_response())
 }
 
-/// The bearer token a person's connection was opened with.
-fn bearer_of(headers: &HeaderMap) -> Option<String> {
-    let value = headers
-        .get(axum::http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
-    let token = value
-        .strip_prefix("Bearer ")
-        .or_else(|| value.strip_prefix("bearer "))?
-        .trim();
-    (!token.is_empty()).then(|| token.to_string())
-}
-
 /// Ends when the connection's token stops opening anything: logged out,
 /// revoked, expired, or its account suspended or deleted. Looks again at
 /// each revocation this server makes, and every [`PERSON_CHECK`] for those
-/// made elsewhere. A connection without a bearer token (none today) is
-/// never ended here.
-async fn until_refused(state: &AppState, token: Option<String>) {
-    let Some(token) = token else {
-        return std::future::pending().await;
-    };
+/// made elsewhere.
+async fn until_refused(state: &AppState, token: String) {
     let identity = state.control.identity();
     let mut revocations = identity.revocations();
     let mut check = tokio::time::interval(PERSON_CHECK);
