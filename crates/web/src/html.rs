@@ -20,6 +20,17 @@ pub(crate) struct Header<'a> {
 
 /// A whole page: `title` is text, `body` markup this crate built.
 pub(crate) fn page(title: &str, header: Option<Header<'_>>, body: Markup) -> Markup {
+    page_with(title, header, html! {}, body)
+}
+
+/// [`page`] with more of this origin's stylesheets and scripts in its head
+/// (`head`, markup this crate built).
+pub(crate) fn page_with(
+    title: &str,
+    header: Option<Header<'_>>,
+    head: Markup,
+    body: Markup,
+) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
@@ -29,6 +40,7 @@ pub(crate) fn page(title: &str, header: Option<Header<'_>>, body: Markup) -> Mar
                 title { (title) " · Abode" }
                 link rel="stylesheet" href="/assets/app.css";
                 script src="/assets/app.js" defer {}
+                (head)
             }
             body {
                 a class="skip" href="#main" { "Skip to content" }

@@ -29,6 +29,7 @@ mod retained;
 mod schedule;
 mod session;
 mod templates;
+mod terminal;
 mod tokens;
 mod workspaces;
 
@@ -107,6 +108,7 @@ pub fn router(control: Control) -> Router {
         .route("/workspaces/:owner/:name/schedule", post(schedule::save))
         .route("/workspaces/:owner/:name/extend", post(schedule::extend))
         .route("/workspaces/:owner/:name/wake", post(schedule::wake))
+        .route("/workspaces/:owner/:name/terminal", get(terminal::page))
         .route("/workspaces/:owner/:name/builds/:number", get(builds::page))
         .route(
             "/workspaces/:owner/:name/builds/:number/events",
@@ -153,6 +155,8 @@ pub fn router(control: Control) -> Router {
         .route("/retained/:id/extend", post(retained::extend))
         .route("/assets/app.js", get(assets::script))
         .route("/assets/app.css", get(assets::stylesheet))
+        .route("/assets/terminal.js", get(assets::terminal_script))
+        .route("/assets/vendor/:file", get(assets::vendored))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             session::require_csrf,
@@ -164,6 +168,10 @@ pub fn router(control: Control) -> Router {
 /// Headers every dashboard answer carries, whatever produced it.
 async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
+    let nonce = response
+        .extensions()
+        .get::<terminal::StyleNonce>()
+        .map(|nonce| nonce.0.clone());
     let headers = response.headers_mut();
     let fixed: [(HeaderName, &'static str); 5] = [
         (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
@@ -177,6 +185,15 @@ async fn security_headers(request: Request, next: Next) -> Response {
     ];
     for (name, value) in fixed {
         headers.insert(name, HeaderValue::from_static(value));
+    }
+    // The terminal's page takes its own style elements, by nonce.
+    if let Some(Ok(policy)) = nonce.map(|nonce| {
+        HeaderValue::from_str(&CONTENT_SECURITY_POLICY.replace(
+            "style-src 'self';",
+            &format!("style-src 'self' 'nonce-{nonce}';"),
+        ))
+    }) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, policy);
     }
     // Pages show one person's data: never kept by a shared cache.
     if !headers.contains_key(header::CACHE_CONTROL) {

@@ -92,6 +92,11 @@ pub(crate) fn clear_cookie(name: &str, secure: bool) -> String {
     set_cookie(name, "", 0, secure)
 }
 
+/// A fresh random value (32 bytes, hex): secrets, nonces.
+pub(crate) fn random_token() -> String {
+    new_secret()
+}
+
 fn new_secret() -> String {
     use rand::RngCore;
     let mut bytes = [0u8; 32];

@@ -413,7 +413,12 @@ pub(crate) async fn render(
             dt { "Owner" } dd { (workspace.owner_name) }
             dt { "Template" } dd { (workspace.template_name) " version " (workspace.template_version) }
             dt { "Status" } dd { (badge(view.status.as_str())) }
-            dt { "Agent" } dd { (agent_text(&view)) }
+            dt { "Agent" } dd {
+                (agent_text(&view))
+                @if view.status == WorkspaceStatus::Running {
+                    " " a id="open-terminal" href=(format!("{url}/terminal")) { "Open terminal" }
+                }
+            }
             @if let Some(preset) = &workspace.preset_name {
                 dt { "Preset" } dd { (preset) }
             }
