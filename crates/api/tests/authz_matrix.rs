@@ -325,6 +325,7 @@ async fn every_route_for_every_kind_of_caller() {
                 claim_script: None,
                 dir: None,
                 env: "{}".into(),
+                apps: Vec::new(),
             }],
         )
         .await

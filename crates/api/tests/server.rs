@@ -646,6 +646,7 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
                 claim_script: None,
                 dir: Some("/home/dev".into()),
                 env: r#"{"GREETING":"hello"}"#.into(),
+                apps: Vec::new(),
             }],
         )
         .await

@@ -23,6 +23,7 @@
 //! their prebuild schedules ([`cron`]): the provider validates them, the platform
 //! matches them against the hour.
 
+pub mod apps;
 pub mod cron;
 pub mod parameters;
 pub mod presets;

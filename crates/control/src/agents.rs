@@ -1,6 +1,7 @@
 //! Workspace agents: their tokens (valid only while the workspace is
 //! started), heartbeats and lifecycle reports.
 
+use abode_contract::apps::AppDefinition;
 use abode_store::{Agent, NewAgent, StoreError, Transition, Workspace};
 
 use crate::secrets;
@@ -91,11 +92,62 @@ impl Control {
             .await?)
     }
 }
+/// The agents of a state, and why any of its apps was left out.
+pub(crate) struct AgentsInState {
+    pub(crate) agents: Vec<NewAgent>,
+    /// One line per `abode_app` that could not be kept (for the build's log).
+    pub(crate) app_problems: Vec<String>,
+}
+
+/// The `abode_app`s of a state, by the `id` of the agent that serves them:
+/// each checked with the provider's rules, and one slug per agent.
+fn apps_in_state(
+    value: &serde_json::Value,
+    problems: &mut Vec<String>,
+) -> Vec<(String, AppDefinition)> {
+    let mut apps: Vec<(String, AppDefinition)> = Vec::new();
+    for instance in crate::state::managed_instances(value) {
+        if instance.resource_type != "abode_app" {
+            continue;
+        }
+        let address = instance.address();
+        let Some(attributes) = instance.object.get("attributes") else {
+            continue;
+        };
+        let Some(agent_id) = attributes
+            .get("agent_id")
+            .and_then(serde_json::Value::as_str)
+        else {
+            problems.push(format!("{address}: no agent_id"));
+            continue;
+        };
+        match AppDefinition::from_attributes(attributes) {
+            Ok(app) => {
+                if apps
+                    .iter()
+                    .any(|(agent, kept)| agent == agent_id && kept.slug == app.slug)
+                {
+                    problems.push(format!(
+                        "{address}: another app of the same agent has the slug `{}`",
+                        app.slug
+                    ));
+                } else {
+                    apps.push((agent_id.to_string(), app));
+                }
+            }
+            Err(error) => problems.push(format!("{address}: {error}")),
+        }
+    }
+    apps
+}
+
 /// The `abode_agent` resources of a state, with the hash of each token and
-/// what the agent runs at start (`startup_script`, `dir`, `env`). The token
-/// itself goes no further than this function.
-pub(crate) fn agents_in_state(state: &[u8]) -> Result<Vec<NewAgent>, serde_json::Error> {
+/// what the agent runs at start (`startup_script`, `dir`, `env`), and the
+/// apps each serves. The token itself goes no further than this function.
+pub(crate) fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error> {
     let value = serde_json::from_slice::<serde_json::Value>(state)?;
+    let mut app_problems = Vec::new();
+    let mut apps = apps_in_state(&value, &mut app_problems);
     let mut agents = Vec::new();
     for agent in crate::state::managed_instances(&value) {
         if agent.resource_type != "abode_agent" {
@@ -139,6 +191,11 @@ pub(crate) fn agents_in_state(state: &[u8]) -> Result<Vec<NewAgent>, serde_json:
                     .collect()
             })
             .unwrap_or_default();
+        let agent_id = text("id");
+        let (served, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut apps)
+            .into_iter()
+            .partition(|(serving, _)| Some(serving) == agent_id.as_ref());
+        apps = rest;
         agents.push(NewAgent {
             name: full_name,
             token_hash: secrets::token_hash(token),
@@ -146,9 +203,19 @@ pub(crate) fn agents_in_state(state: &[u8]) -> Result<Vec<NewAgent>, serde_json:
             claim_script: text("claim_script"),
             dir: text("dir"),
             env: serde_json::Value::Object(env).to_string(),
+            apps: served.into_iter().map(|(_, app)| app).collect(),
         });
     }
-    Ok(agents)
+    for (agent_id, app) in apps {
+        app_problems.push(format!(
+            "app `{}`: no abode_agent of this workspace has the id {agent_id}",
+            app.slug
+        ));
+    }
+    Ok(AgentsInState {
+        agents,
+        app_problems,
+    })
 }
 
 #[cfg(test)]
@@ -164,7 +231,7 @@ mod tests {
           {"mode":"managed","type":"terraform_data","name":"x","instances":[{"attributes":{"token":"not-an-agent"}}]},
           {"mode":"data","type":"abode_agent","name":"d","instances":[{"attributes":{"token":"data"}}]}
         ]}"#;
-        let agents = agents_in_state(state).unwrap();
+        let agents = agents_in_state(state).unwrap().agents;
         let found: Vec<(&str, String)> = agents
             .iter()
             .map(|a| (a.name.as_str(), a.token_hash.clone()))
@@ -197,7 +264,7 @@ mod tests {
           {"mode":"managed","type":"abode_agent","name":"empty","instances":[{"attributes":{
             "token":"secret-2","startup_script":"","dir":null,"env":null}}]}
         ]}"#;
-        let agents = agents_in_state(state).unwrap();
+        let agents = agents_in_state(state).unwrap().agents;
         let found: Vec<(&str, Option<&str>, Option<&str>, &str)> = agents
             .iter()
             .map(|a| {
@@ -220,6 +287,38 @@ mod tests {
                 ),
                 ("empty", None, None, "{}"),
             ]
+        );
+    }
+
+    #[test]
+    fn apps_are_read_from_state_by_the_agent_that_serves_them() {
+        let state = br#"{"version":4,"resources":[
+          {"mode":"managed","type":"abode_agent","name":"main","instances":[{"index_key":0,"attributes":{"id":"a1","token":"t1"}}]},
+          {"mode":"managed","type":"abode_app","name":"web","instances":[{"attributes":{
+            "agent_id":"a1","slug":"web","url":"http://localhost:3000","share":"public"}}]},
+          {"mode":"managed","type":"abode_app","name":"again","instances":[{"attributes":{
+            "agent_id":"a1","slug":"web","url":"http://localhost:3001"}}]},
+          {"mode":"managed","type":"abode_app","name":"bad","instances":[{"attributes":{
+            "agent_id":"a1","slug":"Bad","url":"http://localhost:3001"}}]},
+          {"mode":"managed","type":"abode_app","name":"lost","instances":[{"attributes":{
+            "agent_id":"gone","slug":"lost","url":"http://localhost:3001"}}]}
+        ]}"#;
+        let read = agents_in_state(state).unwrap();
+        let slugs: Vec<&str> = read.agents[0]
+            .apps
+            .iter()
+            .map(|app| app.slug.as_str())
+            .collect();
+        assert_eq!(slugs, ["web"]);
+        assert_eq!(
+            read.agents[0].apps[0].url.as_deref(),
+            Some("http://localhost:3000")
+        );
+        assert_eq!(read.app_problems.len(), 3, "{:?}", read.app_problems);
+        assert!(
+            read.app_problems[0].contains("abode_app.again"),
+            "{:?}",
+            read.app_problems
         );
     }
 }

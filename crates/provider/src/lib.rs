@@ -10,6 +10,7 @@
 //! when Terraform starts it under the provider's file name.
 
 mod agent;
+mod app;
 mod metadata;
 mod parameter;
 mod preset;
@@ -104,8 +105,9 @@ impl Provider for AbodeProvider {
         &self,
         _diags: &mut tf_provider::Diagnostics,
     ) -> Option<HashMap<String, Box<dyn DynamicResource>>> {
-        let resources: [(&str, Box<dyn DynamicResource>); 5] = [
+        let resources: [(&str, Box<dyn DynamicResource>); 6] = [
             ("agent", Box::new(agent::AgentResource)),
+            ("app", Box::new(app::AppResource)),
             ("protect", Box::new(protect::ProtectResource)),
             ("metadata", Box::new(metadata::MetadataResource)),
             ("volume", Box::new(volume::VolumeResource)),

@@ -122,6 +122,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                                 claim_script: None,
                                 dir: None,
                                 env: "{}".into(),
+                                apps: Vec::new(),
                             }],
                         )
                         .await?;

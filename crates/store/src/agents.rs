@@ -27,6 +27,41 @@ pub struct AgentTunnelRow {
     pub relay_url: String,
 }
 
+/// A stored app, decoded once into [`WorkspaceApp`].
+#[derive(sqlx::FromRow)]
+pub(crate) struct AppRow {
+    id: String,
+    workspace_id: String,
+    agent_id: String,
+    agent_name: String,
+    definition: String,
+    health: String,
+    health_changed_at: Option<i64>,
+}
+
+impl AppRow {
+    pub(crate) fn decode(self) -> Result<crate::WorkspaceApp, crate::StoreError> {
+        let corrupt = |what: &'static str, reason: String| crate::Corrupt {
+            what,
+            of: format!("app {}", self.id),
+            reason,
+        };
+        let definition = serde_json::from_str(&self.definition)
+            .map_err(|error| corrupt("definition", error.to_string()))?;
+        let health = abode_contract::apps::AppHealth::parse(&self.health)
+            .ok_or_else(|| corrupt("health", format!("unknown health `{}`", self.health)))?;
+        Ok(crate::WorkspaceApp {
+            id: self.id,
+            workspace_id: self.workspace_id,
+            agent_id: self.agent_id,
+            agent_name: self.agent_name,
+            definition,
+            health,
+            health_changed_at: self.health_changed_at,
+        })
+    }
+}
+
 macro_rules! agent_queries {
     () => {
     pub(crate) async fn replace_agents(
@@ -47,6 +82,19 @@ macro_rules! agent_queries {
         .fetch_all(&mut *tx)
         .await
         .map_err(db_error("agent"))?;
+        // An app a kept agent still serves keeps its health.
+        let health: Vec<(String, String, String, Option<i64>)> = sqlx::query_as(&sql(
+            "SELECT agent_name, slug, health, health_changed_at FROM workspace_apps WHERE workspace_id = ?",
+        ))
+        .bind(workspace_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error("app"))?;
+        sqlx::query(&sql("DELETE FROM workspace_apps WHERE workspace_id = ?"))
+            .bind(workspace_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("app"))?;
         sqlx::query(&sql("DELETE FROM agents WHERE workspace_id = ?"))
             .bind(workspace_id)
             .execute(&mut *tx)
@@ -54,12 +102,42 @@ macro_rules! agent_queries {
             .map_err(db_error("agent"))?;
         for agent in agents {
             let before = kept.iter().find(|old| old.token_hash == agent.token_hash);
+            let agent_id = new_id();
+            for app in &agent.apps {
+                // Serializing plain strings, numbers and enums cannot fail.
+                let definition = serde_json::to_string(app).unwrap_or_default();
+                let (reported, changed_at) = match before.and(
+                    health
+                        .iter()
+                        .find(|(name, slug, _, _)| *name == agent.name && *slug == app.slug),
+                ) {
+                    Some((_, _, reported, changed_at)) if app.healthcheck.is_some() => {
+                        (reported.clone(), *changed_at)
+                    }
+                    _ => (app.initial_health().as_str().to_string(), None),
+                };
+                sqlx::query(&sql(
+                    "INSERT INTO workspace_apps (id, workspace_id, agent_id, agent_name, slug, \
+                     definition, health, health_changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                ))
+                .bind(new_id())
+                .bind(workspace_id)
+                .bind(&agent_id)
+                .bind(&agent.name)
+                .bind(&app.slug)
+                .bind(definition)
+                .bind(reported)
+                .bind(changed_at)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error("app"))?;
+            }
             sqlx::query(
                 &sql("INSERT INTO agents (id, workspace_id, build_id, name, token_hash, created_at, \
                  startup_script, dir, env, lifecycle, connected_at, last_heartbeat_at, exit_status, \
                  claim_script) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
             )
-            .bind(new_id())
+            .bind(&agent_id)
             .bind(workspace_id)
             .bind(build_id)
             .bind(&agent.name)
@@ -79,6 +157,42 @@ macro_rules! agent_queries {
         }
         tx.commit().await.map_err(StoreError::Database)?;
         Ok(())
+    }
+
+    pub(crate) async fn apps_of_workspace(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Vec<WorkspaceApp>, StoreError> {
+        let rows: Vec<AppRow> = sqlx::query_as(&sql(
+            "SELECT id, workspace_id, agent_id, agent_name, definition, health, health_changed_at \
+             FROM workspace_apps WHERE workspace_id = ? ORDER BY agent_name, slug",
+        ))
+        .bind(workspace_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("app"))?;
+        rows.into_iter().map(AppRow::decode).collect()
+    }
+
+    pub(crate) async fn set_app_health(
+        &self,
+        agent_id: &str,
+        slug: &str,
+        health: abode_contract::apps::AppHealth,
+    ) -> Result<bool, StoreError> {
+        let changed = sqlx::query(&sql(
+            "UPDATE workspace_apps SET health = ?, health_changed_at = ? \
+             WHERE agent_id = ? AND slug = ? AND health <> ?",
+        ))
+        .bind(health.as_str())
+        .bind(self.now_ms())
+        .bind(agent_id)
+        .bind(slug)
+        .bind(health.as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("app"))?;
+        Ok(changed.rows_affected() > 0)
     }
 
     pub(crate) async fn agents_of_workspace(

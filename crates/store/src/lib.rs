@@ -848,6 +848,11 @@ storage_interface! {
     /// times and exit status.
     fn replace_agents(&self, workspace_id: &str, build_id: &str, agents: &[NewAgent]) -> ();
     fn agents_of_workspace(&self, workspace_id: &str) -> Vec<Agent>;
+    /// The workspace's apps, by agent and slug.
+    fn apps_of_workspace(&self, workspace_id: &str) -> Vec<WorkspaceApp>;
+    /// The health an agent reports for one of its apps; `false` when it was
+    /// already that (or the agent has no such app).
+    fn set_app_health(&self, agent_id: &str, slug: &str, health: abode_contract::apps::AppHealth) -> bool;
     fn agent_by_token_hash(&self, token_hash: &str) -> Agent;
     /// Records that `server_id` holds an agent's tunnel, reachable at `relay_url`.
     fn put_agent_tunnel(&self, token_hash: &str, workspace_id: &str, agent_name: &str, server_id: &str, relay_url: &str) -> ();

@@ -518,6 +518,20 @@ pub struct NewAgent {
     pub dir: Option<String>,
     /// A JSON object of strings.
     pub env: String,
+    /// The agent's apps (`abode_app`s naming it), checked.
+    pub apps: Vec<abode_contract::apps::AppDefinition>,
+}
+
+/// An app of a workspace, with the agent that serves it and its health.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkspaceApp {
+    pub id: String,
+    pub workspace_id: String,
+    pub agent_id: String,
+    pub agent_name: String,
+    pub definition: abode_contract::apps::AppDefinition,
+    pub health: abode_contract::apps::AppHealth,
+    pub health_changed_at: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

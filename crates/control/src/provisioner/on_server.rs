@@ -689,9 +689,18 @@ impl ServerJob {
             .map_err(storage)?;
         match build.transition {
             Transition::Start => {
-                let agents = agents_in_state(&state).map_err(|error| {
+                let read = agents_in_state(&state).map_err(|error| {
                     Failure::failed(format!("the state after apply is not valid JSON: {error}"))
                 })?;
+                for problem in &read.app_problems {
+                    self.log(
+                        "apply",
+                        LogLevel::Warn,
+                        &format!("an app is left out: {problem}"),
+                    )
+                    .await;
+                }
+                let agents = read.agents;
                 if !agents.is_empty() {
                     let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
                     self.log(

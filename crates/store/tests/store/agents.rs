@@ -17,6 +17,7 @@ async fn agents_keep_their_startup_script_and_the_exit_status_of_a_failed_start(
         } else {
             "{}".into()
         },
+        apps: Vec::new(),
     };
     store
         .replace_agents(
@@ -127,6 +128,7 @@ async fn agents_are_replaced_while_they_send_heartbeats(store: Store) {
             claim_script: None,
             dir: None,
             env: "{}".into(),
+            apps: Vec::new(),
         })
         .collect();
     store
@@ -157,7 +159,88 @@ async fn agents_are_replaced_while_they_send_heartbeats(store: Store) {
     }
 }
 
+async fn apps_follow_their_agents_and_keep_their_health_while_the_agent_is_kept(store: Store) {
+    use abode_contract::apps::{AppDefinition, AppHealth, AppShare};
+    let (_user, workspace, build) = seeded(&store).await;
+    let app = |slug: &str, checked: bool| {
+        AppDefinition::from_attributes(&serde_json::json!({
+            "slug": slug,
+            "url": "http://localhost:3000",
+            "share": "public",
+            "healthcheck": if checked {
+                serde_json::json!([{"url": "http://localhost:3000", "interval": 1, "threshold": 2}])
+            } else {
+                serde_json::json!([])
+            },
+        }))
+        .unwrap()
+    };
+    let agent = |token: &str| NewAgent {
+        name: "main".into(),
+        token_hash: token.into(),
+        startup_script: None,
+        claim_script: None,
+        dir: None,
+        env: "{}".into(),
+        apps: vec![app("web", true), app("docs", false)],
+    };
+    store
+        .replace_agents(&workspace.id, &build.id, &[agent("token-1")])
+        .await
+        .unwrap();
+    let apps = store.apps_of_workspace(&workspace.id).await.unwrap();
+    let health: Vec<(&str, AppHealth)> = apps
+        .iter()
+        .map(|app| (app.definition.slug.as_str(), app.health))
+        .collect();
+    assert_eq!(
+        health,
+        [
+            ("docs", AppHealth::Disabled),
+            ("web", AppHealth::Initializing)
+        ]
+    );
+    assert_eq!(apps[1].definition.share, AppShare::Public);
+    let agent_id = &apps[1].agent_id;
+    assert!(store
+        .set_app_health(agent_id, "web", AppHealth::Healthy)
+        .await
+        .unwrap());
+    assert!(!store
+        .set_app_health(agent_id, "web", AppHealth::Healthy)
+        .await
+        .unwrap());
+    assert!(!store
+        .set_app_health(agent_id, "nothing", AppHealth::Healthy)
+        .await
+        .unwrap());
+    // The same agent kept by a build: its app keeps what it reported.
+    store
+        .replace_agents(&workspace.id, &build.id, &[agent("token-1")])
+        .await
+        .unwrap();
+    let apps = store.apps_of_workspace(&workspace.id).await.unwrap();
+    assert_eq!(apps[1].health, AppHealth::Healthy);
+    // A new agent starts over; a stop's build leaves no app.
+    store
+        .replace_agents(&workspace.id, &build.id, &[agent("token-2")])
+        .await
+        .unwrap();
+    let apps = store.apps_of_workspace(&workspace.id).await.unwrap();
+    assert_eq!(apps[1].health, AppHealth::Initializing);
+    store
+        .replace_agents(&workspace.id, &build.id, &[])
+        .await
+        .unwrap();
+    assert!(store
+        .apps_of_workspace(&workspace.id)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
 on_every_backend!(
+    apps_follow_their_agents_and_keep_their_health_while_the_agent_is_kept,
     agents_keep_their_startup_script_and_the_exit_status_of_a_failed_start,
     agents_are_replaced_while_they_send_heartbeats,
 );

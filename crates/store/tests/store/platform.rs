@@ -41,6 +41,7 @@ async fn platform_counts_count_the_queue_and_agents_by_status(store: Store) {
         claim_script: None,
         dir: None,
         env: "{}".into(),
+        apps: Vec::new(),
     };
     store
         .replace_agents(

@@ -131,6 +131,7 @@ impl Pool {
                         claim_script: None,
                         dir: None,
                         env: "{}".into(),
+                        apps: Vec::new(),
                     }],
                 )
                 .await

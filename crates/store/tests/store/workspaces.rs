@@ -332,6 +332,7 @@ async fn workspace_pages_follow_their_cursor_and_filters(store: Store) {
         claim_script: None,
         dir: None,
         env: "{}".into(),
+        apps: Vec::new(),
     };
     store
         .replace_agents(
