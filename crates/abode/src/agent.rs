@@ -250,6 +250,9 @@ impl Agent {
         }
         std::thread::scope(|scope| {
             scope.spawn(|| self.heartbeats(interval, &me));
+            if !me.apps.is_empty() {
+                scope.spawn(|| self.check_apps(&me));
+            }
             let (state, exit_status) = match self.startup(&me) {
                 Startup::Succeeded => ("ready", None),
                 Startup::Failed(code) => ("start_error", Some(code)),
@@ -295,6 +298,43 @@ impl Agent {
                     failing = true;
                 }
                 Err(_) => {}
+            }
+        }
+    }
+
+    /// Checks the agent's apps until it is stopped (`agent_apps`), and
+    /// tells the server each change of their health.
+    fn check_apps(&self, me: &AgentMe) {
+        let now = Instant::now();
+        let mut checks: Vec<crate::agent_apps::AppCheck> = me
+            .apps
+            .iter()
+            .map(|app| crate::agent_apps::AppCheck::new(app.clone(), now))
+            .collect();
+        log(&format!("checking the health of {} app(s)", checks.len()));
+        loop {
+            let Some(next) = checks.iter().map(crate::agent_apps::AppCheck::due).min() else {
+                return;
+            };
+            if !self.pause(next.saturating_duration_since(Instant::now())) {
+                return;
+            }
+            let now = Instant::now();
+            for check in checks.iter_mut().filter(|check| check.due() <= now) {
+                let healthy = check.probe();
+                if let Some(health) = check.observe(healthy, Instant::now()) {
+                    match self.client.agent_app_health(check.slug(), health) {
+                        Ok(()) => {
+                            log(&format!("app {} is {}", check.slug(), health.as_str()));
+                            check.reported(health);
+                        }
+                        Err(err) => log(&format!(
+                            "the health of app {} was not reported, will say it again: {}",
+                            check.slug(),
+                            describe(&err)
+                        )),
+                    }
+                }
             }
         }
     }
@@ -623,6 +663,7 @@ mod tests {
             claim_script: None,
             dir: None,
             env: BTreeMap::new(),
+            apps: Vec::new(),
         };
         assert_eq!(
             script_log_name("startup", &me("main")),

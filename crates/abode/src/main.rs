@@ -4,6 +4,7 @@
 //! installing Abode is copying one file.
 
 mod agent;
+mod agent_apps;
 mod agent_pty;
 mod agent_ssh;
 mod agent_tunnel;

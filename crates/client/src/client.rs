@@ -1205,6 +1205,20 @@ impl Client {
 
     /// Agent: reports a lifecycle state (`starting`, `ready`, `start_error`
     /// with the startup script's exit status when it had one).
+    /// Reports the health an agent found for one of its apps.
+    pub fn agent_app_health(
+        &self,
+        slug: &str,
+        health: abode_sdk::apps::AppHealth,
+    ) -> Result<(), ClientError> {
+        let body = json!(requests::AgentAppHealth {
+            slug: slug.to_string(),
+            health,
+        });
+        self.check(self.request("POST", "/agent/apps/health").send_json(body))
+            .map(drop)
+    }
+
     pub fn agent_lifecycle(
         &self,
         state: &str,

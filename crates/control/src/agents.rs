@@ -1,8 +1,8 @@
 //! Workspace agents: their tokens (valid only while the workspace is
 //! started), heartbeats and lifecycle reports.
 
-use abode_contract::apps::AppDefinition;
-use abode_store::{Agent, NewAgent, StoreError, Transition, Workspace};
+use abode_contract::apps::{AppDefinition, AppHealth};
+use abode_store::{Agent, NewAgent, StoreError, Transition, Workspace, WorkspaceApp};
 
 use crate::secrets;
 use crate::Control;
@@ -84,6 +84,49 @@ impl Control {
     }
 
     /// The workspace an agent belongs to.
+    /// The apps `agent` serves.
+    pub async fn agent_apps(&self, agent: &Agent) -> Result<Vec<WorkspaceApp>, ControlError> {
+        Ok(self
+            .inner
+            .store
+            .apps_of_workspace(&agent.workspace_id)
+            .await?
+            .into_iter()
+            .filter(|app| app.agent_id == agent.id)
+            .collect())
+    }
+
+    /// What `agent`'s check of its app `slug` found. An app it does not
+    /// serve is not found.
+    pub async fn agent_app_health(
+        &self,
+        agent: &Agent,
+        slug: &str,
+        health: AppHealth,
+    ) -> Result<(), ControlError> {
+        let served = self
+            .agent_apps(agent)
+            .await?
+            .into_iter()
+            .any(|app| app.definition.slug == slug && app.definition.healthcheck.is_some());
+        if !served {
+            return Err(ControlError::NotFound(format!(
+                "agent {} has no checked app `{slug}`",
+                agent.name
+            )));
+        }
+        if self
+            .inner
+            .store
+            .set_app_health(&agent.id, slug, health)
+            .await?
+        {
+            tracing::info!(agent = %agent.name, workspace = %agent.workspace_id, app = slug,
+                health = health.as_str(), "app health changed");
+        }
+        Ok(())
+    }
+
     pub async fn agent_workspace(&self, agent: &Agent) -> Result<Workspace, ControlError> {
         Ok(self
             .inner

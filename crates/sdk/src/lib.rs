@@ -16,5 +16,6 @@ mod enums;
 pub mod requests;
 mod wire;
 
+pub use abode_contract::apps;
 pub use enums::{BuildStatus, Transition, UnknownValue};
 pub use wire::*;

@@ -132,6 +132,15 @@ pub struct AgentLifecycle {
     pub exit_status: Option<i64>,
 }
 
+/// `POST /agent/apps/health`: what an agent's check of one of its apps
+/// found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentAppHealth {
+    pub slug: String,
+    pub health: abode_contract::apps::AppHealth,
+}
+
 /// `POST /groups`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

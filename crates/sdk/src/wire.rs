@@ -538,6 +538,16 @@ pub struct AgentMe {
     pub dir: Option<String>,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The agent's apps that have a health check, which it runs.
+    #[serde(default)]
+    pub apps: Vec<AgentApp>,
+}
+
+/// An app an agent checks (`abode_app` with a `healthcheck`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AgentApp {
+    pub slug: String,
+    pub healthcheck: abode_contract::apps::AppHealthcheck,
 }
 
 /// The server's answer to an agent's heartbeat: its workspace as it is now

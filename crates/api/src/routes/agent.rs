@@ -19,6 +19,20 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/agent/lifecycle", post(agent_lifecycle))
         .route("/agent/heartbeat", post(agent_heartbeat))
         .route("/agent/me", get(agent_me))
+        .route("/agent/apps/health", post(agent_app_health))
+}
+
+async fn agent_app_health(
+    State(state): State<AppState>,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: abode_sdk::requests::AgentAppHealth = parse_json(body)?;
+    state
+        .control
+        .agent_app_health(&agent, &body.slug, body.health)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 async fn agent_lifecycle(
@@ -54,6 +68,19 @@ async fn agent_me(
 ) -> ApiResult {
     let workspace = state.control.agent_workspace(&agent).await?;
     let claim_script = state.control.agent_claim_script(&agent).await?;
+    let apps: Vec<abode_sdk::AgentApp> = state
+        .control
+        .agent_apps(&agent)
+        .await?
+        .into_iter()
+        .filter(|app| app.definition.url.is_some())
+        .filter_map(|app| {
+            Some(abode_sdk::AgentApp {
+                slug: app.definition.slug,
+                healthcheck: app.definition.healthcheck?,
+            })
+        })
+        .collect();
     let interval = state
         .control
         .config()
@@ -72,6 +99,7 @@ async fn agent_me(
             "dir": agent.dir,
             "env": serde_json::from_str::<serde_json::Value>(&agent.env)
                 .unwrap_or_else(|_| json!({})),
+            "apps": apps,
         }),
     )
 }
