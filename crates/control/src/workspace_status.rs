@@ -542,4 +542,26 @@ mod tests {
             "the worst agent speaks for the workspace"
         );
     }
+
+    #[test]
+    fn a_rename_rebuilds_what_the_last_succeeded_build_left() {
+        let ws = workspace(false);
+        let started = build("start", "succeeded", "v1");
+        let stopped = build("stop", "succeeded", "v1");
+        let canceled = build("start", "canceled", "v1");
+        let held = build("start", "awaiting_confirmation", "v1");
+        let rename = |latest: &Build, settled: Option<&Build>| {
+            check_rename_build(&ws, latest, settled).map_err(|error| error.to_string())
+        };
+        assert_eq!(rename(&started, Some(&started)), Ok(Transition::Start));
+        assert_eq!(rename(&stopped, Some(&stopped)), Ok(Transition::Stop));
+        // A canceled rename leaves the workspace as it was: it can be asked again.
+        assert_eq!(rename(&canceled, Some(&started)), Ok(Transition::Start));
+        assert!(rename(&held, Some(&started))
+            .unwrap_err()
+            .contains("awaiting confirmation"));
+        assert!(rename(&canceled, None)
+            .unwrap_err()
+            .contains("never been built"));
+    }
 }
