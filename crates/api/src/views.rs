@@ -141,6 +141,8 @@ pub fn build_view(build: &Build) -> BuildView {
         confirmed_at: build.confirmed_at.map(rfc3339),
         daily_cost: build.daily_cost,
         refusal: build.refusal.clone(),
+        rename_to: build.rename_to.clone(),
+        then_start: build.then_start,
     }
 }
 
@@ -377,6 +379,8 @@ mod tests {
             confirmed_at: None,
             daily_cost: None,
             refusal: None,
+            rename_to: None,
+            then_start: false,
         };
         let json = serde_json::to_string(&build_view(&build)).unwrap();
         assert_eq!(

@@ -181,6 +181,8 @@ fn table() -> Vec<Row> {
         ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"stop"}"#),                      [409, 403, 403, 403, 409, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"start","update":true}"#),       [409, 403, 403, 403, 409, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"delete"}"#),                    [409, 403, 403, 403, 409, 403, 401, 401]),
+        ("POST", "/workspaces/{ws}/rename", Body::Json(r#"{"name":"renamed-{col}"}"#),                   [409, 403, 403, 403, 409, 403, 401, 401]),
+        ("POST", "/workspaces/{ws}/restart", Body::None,                                                   [409, 403, 403, 403, 409, 403, 401, 401]),
         // Build #1 of {settled} was canceled: 409 is "allowed, already final".
         ("POST", "/workspaces/{settled}/builds/1/cancel", Body::None,                                      [409, 403, 403, 403, 409, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/builds/1/confirm", Body::Json(r#"{"digest":"{digest}"}"#),            [409, 403, 403, 403, 409, 403, 401, 401]),

@@ -834,6 +834,30 @@ impl Client {
         self.post_build(workspace, Transition::Start, true, parameters, None)
     }
 
+    /// Queues the rename of the workspace to `name`: a build of its
+    /// current transition planned under the new name, which the workspace
+    /// takes when that build succeeds.
+    pub fn rename_workspace(&self, workspace: &str, name: &str) -> Result<Build, ClientError> {
+        let path = format!("/workspaces/{}/rename", workspace_segment(workspace));
+        let body: BuildAnswer = self.finish(
+            "rename workspace",
+            self.request("POST", &path)
+                .send_json(json!(requests::RenameWorkspace {
+                    name: name.to_string(),
+                })),
+        )?;
+        Ok(body.build)
+    }
+
+    /// Queues the restart of the workspace: its stop, which a start follows
+    /// once it succeeded.
+    pub fn restart_workspace(&self, workspace: &str) -> Result<Build, ClientError> {
+        let path = format!("/workspaces/{}/restart", workspace_segment(workspace));
+        let body: BuildAnswer =
+            self.finish("restart workspace", self.request("POST", &path).call())?;
+        Ok(body.build)
+    }
+
     fn post_build(
         &self,
         workspace: &str,

@@ -110,6 +110,13 @@ impl Control {
             }
             _ => String::new(),
         };
+        let mut retain = retain;
+        if let Some(new_name) = &build.rename_to {
+            retain.push_str(&format!(" rename_to={new_name}"));
+        }
+        if build.then_start {
+            retain.push_str(" then=start");
+        }
         let mut event = audit_event(
             actor.user(),
             request_id,

@@ -96,6 +96,11 @@ pub struct BuildOrder {
     pub parameters: BTreeMap<String, Value>,
     /// What a delete retains (`None`: as the template's rules say).
     pub retention: Option<abode_store::DeleteRetention>,
+    /// A rename's new name: the build, of the workspace's current
+    /// transition, plans under it (`rename_restart.rs`).
+    pub rename_to: Option<String>,
+    /// A restart's stop: a start follows once it succeeds.
+    pub then_start: bool,
 }
 
 impl Control {
@@ -389,6 +394,8 @@ impl Control {
                     parameters: Some(creation.values),
                     workspace_parameters: Some(parameters),
                     retention: None,
+                    rename_to: None,
+                    then_start: false,
                 },
             )
             .await;
@@ -437,6 +444,8 @@ impl Control {
                     parameters: None,
                     workspace_parameters: None,
                     retention: Some(abode_store::DeleteRetention::Nothing),
+                    rename_to: None,
+                    then_start: false,
                 },
                 &state,
             )
@@ -513,7 +522,24 @@ impl Control {
             _ => (None, None),
         };
         let latest = self.inner.store.latest_build(&workspace.id).await?;
-        workspace_status::check_new_build(workspace, &latest, order.transition, &version_id)?;
+        if order.rename_to.is_some() {
+            // A rename builds the workspace again as it is, under its new name.
+            let last_succeeded = self
+                .inner
+                .store
+                .latest_succeeded_build(&workspace.id)
+                .await?;
+            let current =
+                workspace_status::check_rename_build(workspace, &latest, last_succeeded.as_ref())?;
+            if current != order.transition {
+                return Err(ControlError::Conflict(format!(
+                    "workspace \"{}\" changed while it was being renamed; try again",
+                    workspace.name
+                )));
+            }
+        } else {
+            workspace_status::check_new_build(workspace, &latest, order.transition, &version_id)?;
+        }
         let created = self
             .inner
             .store
@@ -528,6 +554,8 @@ impl Control {
                 workspace_parameters,
                 retention: (order.transition == Transition::Delete)
                     .then(|| order.retention.unwrap_or_default()),
+                rename_to: order.rename_to.clone(),
+                then_start: order.then_start,
             })
             .await;
         match created {
@@ -618,6 +646,8 @@ impl Control {
                 reason: BuildReason::Initiator,
                 parameters: request.parameters.clone(),
                 retention: request.retention,
+                rename_to: None,
+                then_start: false,
             },
         )
         .await

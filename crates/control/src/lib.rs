@@ -31,6 +31,7 @@ mod provisioner;
 mod provisioner_keys;
 pub mod provisioners;
 mod recovery;
+mod rename_restart;
 pub mod retained;
 mod retention;
 pub mod schedule_settings;
@@ -364,6 +365,12 @@ impl Control {
             self.clone(),
             shutdown.clone(),
         )));
+        // A restart whose stop succeeded while no server was there to
+        // request its start (it died in between) starts now.
+        let control = self.clone();
+        handles.push(tokio::spawn(async move {
+            control.continue_restarts().await;
+        }));
         handles.push(tokio::spawn(held::expiry_sweeper(
             self.clone(),
             shutdown.clone(),

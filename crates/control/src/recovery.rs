@@ -247,6 +247,9 @@ async fn follow_to_end(
         .finish_build_notifying(&build_id, status, error, &notices)
         .await
     {
+        // A recovered restart's stop has its start requested, as after any
+        // succeeded stop (`rename_restart.rs`).
+        Ok(_) if status == BuildStatus::Succeeded => control.continue_restarts().await,
         Ok(_) => {}
         Err(error) => {
             tracing::error!(build = %build_id, %error, "cannot record the end of an interrupted build")

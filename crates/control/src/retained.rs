@@ -389,6 +389,8 @@ impl crate::Control {
                         reason: BuildReason::RetainedDestroy,
                         parameters: Default::default(),
                         retention: None,
+                        rename_to: None,
+                        then_start: false,
                     },
                 )
                 .await?
@@ -426,6 +428,8 @@ impl crate::Control {
                     reason: BuildReason::RetainedExpired,
                     parameters: Default::default(),
                     retention: None,
+                    rename_to: None,
+                    then_start: false,
                 },
             )
             .await;

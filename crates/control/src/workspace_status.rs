@@ -117,6 +117,47 @@ pub fn check_new_build(
     transition: Transition,
     version_id: &str,
 ) -> Result<(), ControlError> {
+    check_idle(workspace, latest)?;
+    let name = &workspace.name;
+    match (transition, workspace_status(latest)) {
+        (Transition::Start, WorkspaceStatus::Running)
+            if latest.template_version_id == version_id =>
+        {
+            Err(ControlError::Conflict(format!(
+                "workspace \"{name}\" is already running (version {})",
+                latest.template_version
+            )))
+        }
+        (Transition::Stop, WorkspaceStatus::Stopped) => Err(ControlError::Conflict(format!(
+            "workspace \"{name}\" is already stopped"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Decides whether the workspace may be renamed now, and which transition
+/// its rename build runs: the one its last succeeded build left it in (a
+/// running workspace is started again, a stopped one stopped again, also
+/// after a canceled or failed build since), so that the plan shows only
+/// what the new name changes.
+pub fn check_rename_build(
+    workspace: &Workspace,
+    latest: &Build,
+    last_succeeded: Option<&Build>,
+) -> Result<Transition, ControlError> {
+    check_idle(workspace, latest)?;
+    match last_succeeded.map(|build| build.transition) {
+        Some(Transition::Start) => Ok(Transition::Start),
+        Some(Transition::Stop) => Ok(Transition::Stop),
+        _ => Err(ControlError::Conflict(format!(
+            "workspace \"{}\" has never been built: delete it or start it before renaming it",
+            workspace.name
+        ))),
+    }
+}
+
+/// A workspace that is not deleted and has no build pending, running or held.
+fn check_idle(workspace: &Workspace, latest: &Build) -> Result<(), ControlError> {
     let name = &workspace.name;
     if workspace.deleted {
         return Err(ControlError::Conflict(format!(
@@ -135,20 +176,7 @@ pub fn check_new_build(
             latest.number, latest.transition, latest.status
         )));
     }
-    match (transition, workspace_status(latest)) {
-        (Transition::Start, WorkspaceStatus::Running)
-            if latest.template_version_id == version_id =>
-        {
-            Err(ControlError::Conflict(format!(
-                "workspace \"{name}\" is already running (version {})",
-                latest.template_version
-            )))
-        }
-        (Transition::Stop, WorkspaceStatus::Stopped) => Err(ControlError::Conflict(format!(
-            "workspace \"{name}\" is already stopped"
-        ))),
-        _ => Ok(()),
-    }
+    Ok(())
 }
 
 /// The agent's status as users see it, told apart from the build status.
@@ -299,6 +327,8 @@ mod tests {
             confirmed_at: None,
             daily_cost: None,
             refusal: None,
+            rename_to: None,
+            then_start: false,
         }
     }
 
@@ -511,5 +541,27 @@ mod tests {
             AgentStatus::Unhealthy,
             "the worst agent speaks for the workspace"
         );
+    }
+
+    #[test]
+    fn a_rename_rebuilds_what_the_last_succeeded_build_left() {
+        let ws = workspace(false);
+        let started = build("start", "succeeded", "v1");
+        let stopped = build("stop", "succeeded", "v1");
+        let canceled = build("start", "canceled", "v1");
+        let held = build("start", "awaiting_confirmation", "v1");
+        let rename = |latest: &Build, settled: Option<&Build>| {
+            check_rename_build(&ws, latest, settled).map_err(|error| error.to_string())
+        };
+        assert_eq!(rename(&started, Some(&started)), Ok(Transition::Start));
+        assert_eq!(rename(&stopped, Some(&stopped)), Ok(Transition::Stop));
+        // A canceled rename leaves the workspace as it was: it can be asked again.
+        assert_eq!(rename(&canceled, Some(&started)), Ok(Transition::Start));
+        assert!(rename(&held, Some(&started))
+            .unwrap_err()
+            .contains("awaiting confirmation"));
+        assert!(rename(&canceled, None)
+            .unwrap_err()
+            .contains("never been built"));
     }
 }

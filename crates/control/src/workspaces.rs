@@ -140,6 +140,8 @@ impl Control {
                     reason: BuildReason::Initiator,
                     parameters,
                     retention: None,
+                    rename_to: None,
+                    then_start: false,
                 },
             )
             .await?;

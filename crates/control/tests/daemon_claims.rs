@@ -100,6 +100,8 @@ async fn queued_build(setup: &Setup) -> String {
                 parameters: None,
                 workspace_parameters: None,
                 retention: None,
+                rename_to: None,
+                then_start: false,
             },
         )
         .await

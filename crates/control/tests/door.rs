@@ -158,6 +158,8 @@ async fn workspace_in(setup: &Setup, name: &str, state: State) -> Workspace {
         parameters: None,
         workspace_parameters: None,
         retention: None,
+        rename_to: None,
+        then_start: false,
     };
     let id = new_id();
     let (workspace, first) = store
@@ -245,6 +247,8 @@ fn order(actor: &Actor, ask: Ask) -> BuildOrder {
         reason,
         parameters: BTreeMap::new(),
         retention: None,
+        rename_to: None,
+        then_start: false,
     }
 }
 

@@ -120,6 +120,8 @@ async fn an_ephemeral_value_is_kept_in_no_record_of_the_platform() {
                 parameters: Some(given),
                 workspace_parameters: Some(kept.clone()),
                 retention: None,
+                rename_to: None,
+                then_start: false,
             },
         )
         .await

@@ -149,6 +149,8 @@ async fn a_create_gets_its_preset_through_the_door() {
                     reason: BuildReason::Initiator,
                     parameters,
                     retention: None,
+                    rename_to: None,
+                    then_start: false,
                 },
             )
             .await;

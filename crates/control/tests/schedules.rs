@@ -76,6 +76,8 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
                 parameters: None,
                 workspace_parameters: None,
                 retention: None,
+                rename_to: None,
+                then_start: false,
             },
         )
         .await

@@ -37,6 +37,15 @@ pub struct NewUser {
     pub role: Option<String>,
 }
 
+/// `POST /workspaces/{workspace}/rename`: the workspace's new name. The
+/// answer is the rename's build (`BuildAnswer`); the workspace takes the
+/// name when that build succeeds.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RenameWorkspace {
+    pub name: String,
+}
+
 /// `POST /users/{name}/roles`: roles to add and to remove.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

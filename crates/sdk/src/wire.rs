@@ -484,6 +484,14 @@ pub struct Build<Report = serde_json::Value> {
     /// Why the build was refused before apply (`quota`), if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refusal: Option<String>,
+    /// A rename's new name: the build plans under it, and the workspace
+    /// takes it when the build succeeds (`POST .../rename`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rename_to: Option<String>,
+    /// A restart's stop: a start of the workspace follows once it succeeds
+    /// (`POST .../restart`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub then_start: bool,
 }
 
 impl<Report> Build<Report> {

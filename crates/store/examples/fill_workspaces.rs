@@ -107,6 +107,8 @@ async fn main() -> Result<(), Box<dyn Error>> {
                     parameters: None,
                     workspace_parameters: None,
                     retention: None,
+                    rename_to: None,
+                    then_start: false,
                 },
             )
             .await?;

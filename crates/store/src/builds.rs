@@ -10,7 +10,8 @@ pub(crate) const BUILD_SELECT: &str = "SELECT b.id, b.workspace_id, w.name AS wo
      o.username AS owner_name, b.number, b.transition, b.status, b.template_version_id, \
      v.number AS template_version, b.initiator_id, i.username AS initiator_name, b.reason, b.parameters, \
      b.error, b.guard_report, b.created_at, b.started_at, b.finished_at, b.plan_digest, \
-     b.expires_at, c.username AS confirmed_by, b.confirmed_at, b.daily_cost, b.refusal \
+     b.expires_at, c.username AS confirmed_by, b.confirmed_at, b.daily_cost, b.refusal, \
+     b.rename_to, b.then_start \
      FROM builds b \
      JOIN workspaces w ON w.id = b.workspace_id \
      JOIN users o ON o.id = w.owner_id \
@@ -50,6 +51,8 @@ pub(crate) struct BuildRow {
     confirmed_at: Option<i64>,
     daily_cost: Option<i64>,
     refusal: Option<String>,
+    rename_to: Option<String>,
+    then_start: bool,
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Build
@@ -85,6 +88,8 @@ where
             confirmed_at: row.confirmed_at,
             daily_cost: row.daily_cost,
             refusal: row.refusal,
+            rename_to: row.rename_to,
+            then_start: row.then_start,
         })
     }
 }
@@ -265,19 +270,43 @@ macro_rules! build_queries {
     ) -> Result<bool, StoreError> {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        // A rename's new name is checked again here, where the workspace
+        // takes it: a workspace of the same owner that took the name while
+        // the build ran keeps it, and this build fails saying so.
+        let mut status = status;
+        let mut error = error.map(str::to_string);
+        if status == BuildStatus::Succeeded {
+            if let Some(clash) = Self::rename_clash(&mut tx, build_id).await? {
+                status = BuildStatus::Failed;
+                error = Some(clash);
+            }
+        }
         let result = sqlx::query(
             &sql("UPDATE builds SET status = ?, error = ?, finished_at = ?, \
              parameters = COALESCE(workspace_parameters, parameters) \
              WHERE id = ? AND status IN ('pending', 'running')"),
         )
         .bind(status.as_str())
-        .bind(error)
+        .bind(error.as_deref())
         .bind(now)
         .bind(build_id)
         .execute(&mut *tx)
         .await
         .map_err(db_error("build"))?;
         if status == BuildStatus::Succeeded && result.rows_affected() > 0 {
+            // A rename's workspace takes the name its build planned under,
+            // only now that the build succeeded.
+            sqlx::query(&sql(
+                "UPDATE workspaces SET name = (SELECT b.rename_to FROM builds b WHERE b.id = ?) \
+                 WHERE id = (SELECT b.workspace_id FROM builds b WHERE b.id = ?) \
+                 AND EXISTS (SELECT 1 FROM builds b WHERE b.id = ? AND b.rename_to IS NOT NULL)",
+            ))
+            .bind(build_id)
+            .bind(build_id)
+            .bind(build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("workspace name"))?;
             // What the workspace now is: the version (and parameters) this
             // build applied.
             sqlx::query(&sql(
@@ -307,6 +336,67 @@ macro_rules! build_queries {
         }
         tx.commit().await.map_err(StoreError::Database)?;
         Ok(result.rows_affected() > 0)
+    }
+
+    pub(crate) async fn workspace_name_in_use(
+        &self,
+        owner_id: &str,
+        name: &str,
+        workspace_id: &str,
+    ) -> Result<bool, StoreError> {
+        let row = sqlx::query(&sql(
+            "SELECT EXISTS (SELECT 1 FROM workspaces w WHERE w.owner_id = ?1 AND w.name = ?2 \
+             AND w.deleted = FALSE AND w.id != ?3) \
+             OR EXISTS (SELECT 1 FROM builds b JOIN workspaces w ON w.id = b.workspace_id \
+             WHERE w.owner_id = ?1 AND b.rename_to = ?2 AND w.id != ?3 AND w.deleted = FALSE \
+             AND b.status IN ('pending', 'running', 'awaiting_confirmation')) AS in_use",
+        ))
+        .bind(owner_id)
+        .bind(name)
+        .bind(workspace_id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("workspace"))?;
+        row.try_get("in_use").map_err(StoreError::Database)
+    }
+
+    pub(crate) async fn restarts_to_continue(&self) -> Result<Vec<Build>, StoreError> {
+        sqlx::query_as(&sql(&format!(
+            "{BUILD_SELECT} WHERE b.then_start = TRUE AND b.status = 'succeeded' \
+             AND w.deleted = FALSE AND b.number = (SELECT MAX(mb.number) FROM builds mb \
+             WHERE mb.workspace_id = b.workspace_id) ORDER BY b.finished_at"
+        )))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("build"))
+    }
+
+    /// Why a rename build cannot give its workspace its new name now (the
+    /// owner has another live workspace of that name), if it cannot; `None`
+    /// for any other build.
+    async fn rename_clash(
+        tx: &mut sqlx::Transaction<'_, $db>,
+        build_id: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let clash = sqlx::query(&sql(
+            "SELECT b.rename_to, w.name FROM builds b JOIN workspaces w ON w.id = b.workspace_id \
+             WHERE b.id = ? AND b.rename_to IS NOT NULL AND EXISTS (SELECT 1 FROM workspaces o \
+             WHERE o.owner_id = w.owner_id AND o.name = b.rename_to AND o.deleted = FALSE \
+             AND o.id != w.id)",
+        ))
+        .bind(build_id)
+        .fetch_optional(&mut **tx)
+        .await
+        .map_err(db_error("build"))?;
+        let Some(row) = clash else {
+            return Ok(None);
+        };
+        let new_name: String = row.try_get("rename_to").map_err(StoreError::Database)?;
+        let old_name: String = row.try_get("name").map_err(StoreError::Database)?;
+        Ok(Some(format!(
+            "the rename applied its plan, but another workspace named \"{new_name}\" was made \
+             meanwhile: this one keeps its name \"{old_name}\", and its next build plans under it"
+        )))
     }
 
     pub(crate) async fn cancel_pending_build(
@@ -561,8 +651,9 @@ macro_rules! build_queries {
     ) -> Result<(), StoreError> {
         sqlx::query(
             &sql("INSERT INTO builds (id, workspace_id, number, transition, status, template_version_id, \
-             initiator_id, reason, parameters, workspace_parameters, created_at, retention) \
-             VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?)"),
+             initiator_id, reason, parameters, workspace_parameters, created_at, retention, \
+             rename_to, then_start) \
+             VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
         )
         .bind(&build.id)
         .bind(&build.workspace_id)
@@ -575,6 +666,8 @@ macro_rules! build_queries {
         .bind(build.workspace_parameters.as_ref().map($crate::stored::parameters_text))
         .bind(now)
         .bind(build.retention.map(|retention| retention.as_str()))
+        .bind(&build.rename_to)
+        .bind(build.then_start)
         .execute(&mut **tx)
         .await
         .map_err(db_error("active build"))?;

@@ -749,6 +749,13 @@ storage_interface! {
     /// `finish_build` writing `notices` into the outbox in the same
     /// transaction (only when the build did end here).
     fn finish_build_notifying(&self, build_id: &str, status: BuildStatus, error: Option<&str>, notices: &[NewNotification]) -> bool;
+    /// Whether `name` is the owner's for another workspace than
+    /// `workspace_id`: a live workspace's, or the new name of a rename
+    /// build not ended yet (pending, running or held).
+    fn workspace_name_in_use(&self, owner_id: &str, name: &str, workspace_id: &str) -> bool;
+    /// A succeeded restart's stop whose start was not requested yet: the
+    /// latest build of a live workspace, oldest first.
+    fn restarts_to_continue(&self) -> Vec<Build>;
     /// Cancels a build that no worker has claimed yet, or one held for
     /// confirmation (discarding its saved plan); false otherwise.
     fn cancel_pending_build(&self, build_id: &str, error: &str) -> bool;

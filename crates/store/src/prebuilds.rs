@@ -434,6 +434,8 @@ macro_rules! prebuild_queries {
             parameters: None,
             workspace_parameters: None,
             retention: None,
+            rename_to: None,
+            then_start: false,
         };
         if let Err(error) = Self::insert_next_build(&mut tx, &build, now).await {
             let _ = tx.rollback().await;

@@ -238,6 +238,11 @@ pub struct Build {
     pub daily_cost: Option<i64>,
     /// Why the build was refused before apply (`quota`), if it was.
     pub refusal: Option<String>,
+    /// A rename's new name: the build plans under it, and the workspace
+    /// takes it when the build succeeds.
+    pub rename_to: Option<String>,
+    /// A restart's stop: a start is requested once it succeeds.
+    pub then_start: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -255,6 +260,10 @@ pub struct NewBuild {
     pub workspace_parameters: Option<Parameters>,
     /// What a delete retains (`None` for other transitions).
     pub retention: Option<crate::DeleteRetention>,
+    /// A rename's new name (see [`Build::rename_to`]).
+    pub rename_to: Option<String>,
+    /// A restart's stop (see [`Build::then_start`]).
+    pub then_start: bool,
 }
 
 /// Why a build was requested: by the person who asked (`initiator`) or by a
@@ -280,6 +289,12 @@ pub enum BuildReason {
     RetainedExpired,
     /// A prebuilt workspace nobody claimed in time.
     PrebuildExpired,
+    /// A person's rename: the workspace's current transition planned under
+    /// its new name (`abode rename`).
+    Rename,
+    /// A person's restart: a stop, then a start once it succeeded
+    /// (`abode restart`).
+    Restart,
 }
 
 /// A stored build reason none of [`BuildReason`] names.
@@ -299,6 +314,8 @@ crate::named!(BuildReason, UnknownBuildReason, {
     PrebuildExpired => "prebuild_expired",
     RetainedDestroy => "retained_destroy",
     RetainedExpired => "retained_expired",
+    Rename => "rename",
+    Restart => "restart",
 });
 
 /// A named part of the system that acts on its own (starts builds, owns

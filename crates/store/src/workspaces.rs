@@ -99,6 +99,8 @@ pub(crate) struct WorkspacePageRow {
     pub(crate) b_confirmed_at: Option<i64>,
     pub(crate) b_daily_cost: Option<i64>,
     pub(crate) b_refusal: Option<String>,
+    pub(crate) b_rename_to: Option<String>,
+    pub(crate) b_then_start: bool,
     pub(crate) s_status: Option<BuildStatus>,
     pub(crate) s_transition: Option<Transition>,
     pub(crate) s_finished_at: Option<i64>,
@@ -202,6 +204,8 @@ pub(crate) fn workspace_summaries(
             confirmed_at: row.b_confirmed_at,
             daily_cost: row.b_daily_cost,
             refusal: row.b_refusal,
+            rename_to: row.b_rename_to,
+            then_start: row.b_then_start,
         };
         summaries.push(WorkspaceSummary {
             workspace,
@@ -344,7 +348,8 @@ const WORKSPACE_PAGE_ROWS: &str = "page AS (\
      lb.error AS b_error, lb.guard_report AS b_guard_report, lb.created_at AS b_created_at, \
      lb.started_at AS b_started_at, lb.finished_at AS b_finished_at, \
      lb.plan_digest AS b_plan_digest, lb.expires_at AS b_expires_at, \
-     c.username AS b_confirmed_by, lb.confirmed_at AS b_confirmed_at, lb.daily_cost AS b_daily_cost, lb.refusal AS b_refusal \
+     c.username AS b_confirmed_by, lb.confirmed_at AS b_confirmed_at, lb.daily_cost AS b_daily_cost, lb.refusal AS b_refusal, \
+     lb.rename_to AS b_rename_to, lb.then_start AS b_then_start \
      FROM keys CROSS JOIN workspaces w CROSS JOIN users u CROSS JOIN templates t \
      CROSS JOIN template_versions v CROSS JOIN builds lb CROSS JOIN template_versions bv \
      CROSS JOIN users i \
@@ -387,12 +392,13 @@ const WORKSPACE_PAGE_ROWS_POSTGRES: &str = "page AS MATERIALIZED (\
      lb.started_at AS b_started_at, lb.finished_at AS b_finished_at, \
      lb.plan_digest AS b_plan_digest, lb.expires_at AS b_expires_at, \
      lb.confirmed_by AS b_confirmed_by_id, lb.confirmed_at AS b_confirmed_at, lb.daily_cost AS b_daily_cost, lb.refusal AS b_refusal, \
+     lb.rename_to AS b_rename_to, lb.then_start AS b_then_start, \
      s.status AS s_status, s.transition AS s_transition, s.finished_at AS s_finished_at \
      FROM keys k \
      CROSS JOIN LATERAL (SELECT b.id, b.number, b.transition, b.status, b.template_version_id, \
           b.initiator_id, b.reason, b.parameters, b.error, b.guard_report, b.created_at, \
           b.started_at, b.finished_at, b.plan_digest, b.expires_at, b.confirmed_by, \
-          b.confirmed_at, b.daily_cost, b.refusal FROM builds b WHERE b.workspace_id = k.id \
+          b.confirmed_at, b.daily_cost, b.refusal, b.rename_to, b.then_start FROM builds b WHERE b.workspace_id = k.id \
           ORDER BY b.number DESC LIMIT 1) lb \
      LEFT JOIN LATERAL (SELECT sb.status, sb.transition, sb.finished_at FROM builds sb \
           WHERE sb.workspace_id = k.id AND sb.status IN ('succeeded', 'failed', 'canceled') \
@@ -405,6 +411,7 @@ const WORKSPACE_PAGE_ROWS_POSTGRES: &str = "page AS MATERIALIZED (\
      p.b_reason, p.b_parameters, p.b_error, p.b_guard_report, p.b_created_at, \
      p.b_started_at, p.b_finished_at, p.b_plan_digest, p.b_expires_at, \
      c.username AS b_confirmed_by, p.b_confirmed_at, p.b_daily_cost, p.b_refusal, \
+     p.b_rename_to, p.b_then_start, \
      p.s_status, p.s_transition, p.s_finished_at, \
      a.id AS a_id, a.build_id AS a_build_id, a.name AS a_name, a.lifecycle AS a_lifecycle, \
      a.connected_at AS a_connected_at, a.last_heartbeat_at AS a_last_heartbeat_at, \

@@ -281,12 +281,10 @@ fn list(args: ListArgs) -> anyhow::Result<u8> {
 
 fn logs(args: LogsArgs) -> anyhow::Result<u8> {
     let client = session_client()?;
-    let number = match args.number {
-        Some(number) => number,
-        None => client.build(&args.workspace, None)?.number,
-    };
+    let build = client.build(&args.workspace, args.number)?;
+    let number = build.number;
     if args.follow {
-        stream_log(&client, &args.workspace, number, 0)?;
+        stream_log(&client, &mut args.workspace.clone(), &build, 0)?;
         return Ok(EXIT_OK);
     }
     let mut after = 0;
@@ -337,8 +335,27 @@ pub fn format_line(line: &LogLine) -> String {
         .join("\n")
 }
 
-/// Prints a build's log as it grows, until the build ends.
-fn stream_log(client: &Client, workspace: &str, number: u64, from: u64) -> anyhow::Result<()> {
+/// The reference a rename build's workspace answers to once the build
+/// succeeded (`owner/NEW` or `NEW`, as `reference` was written); `None`
+/// for other builds, or when `reference` names it already.
+fn renamed_reference(reference: &str, build: &Build) -> Option<String> {
+    let new_name = build.rename_to.as_deref()?;
+    let renamed = match reference.split_once('/') {
+        Some((owner, _)) => format!("{owner}/{new_name}"),
+        None => new_name.to_string(),
+    };
+    (renamed != reference).then_some(renamed)
+}
+
+/// Prints a build's log as it grows, until the build ends. A rename's
+/// workspace that took its new name meanwhile is followed under it.
+fn stream_log(
+    client: &Client,
+    workspace: &mut String,
+    build: &Build,
+    from: u64,
+) -> anyhow::Result<()> {
+    let number = build.number;
     let mut after = from;
     let mut failures = 0;
     loop {
@@ -358,6 +375,10 @@ fn stream_log(client: &Client, workspace: &str, number: u64, from: u64) -> anyho
                 failures += 1;
                 std::thread::sleep(Duration::from_secs(1));
             }
+            Err(err) if err.status() == Some(404) => match renamed_reference(workspace, build) {
+                Some(renamed) => *workspace = renamed,
+                None => return Err(err.into()),
+            },
             Err(err) => return Err(err.into()),
         }
     }
@@ -395,8 +416,11 @@ fn follow_build_from(
     build: &Build,
     from: u64,
 ) -> anyhow::Result<u8> {
-    stream_log(client, workspace, build.number, from)?;
-    let finished = final_build(client, workspace, build.number)?;
+    let asked = workspace;
+    let mut reference = workspace.to_string();
+    stream_log(client, &mut reference, build, from)?;
+    let finished = final_build(client, &mut reference, build)?;
+    let workspace = reference.as_str();
     let code = exit_code(&finished);
     let summary = format!(
         "Build #{} ({}) of workspace {} {}",
@@ -420,6 +444,11 @@ fn follow_build_from(
         ),
         _ => eprintln!("error: {summary}"),
     }
+    if code == EXIT_OK {
+        if let Some(new_name) = &finished.rename_to {
+            renamed(client, asked, new_name);
+        }
+    }
     if code == EXIT_OK && finished.transition == Transition::Start {
         // The build is done, the agent may still be on its way: say where to look.
         if let Ok(shown) = client.workspace(workspace) {
@@ -435,11 +464,47 @@ fn follow_build_from(
     Ok(code)
 }
 
+/// Says that a rename succeeded, and rewrites the `abode config-ssh` block
+/// of ~/.ssh/config if there is one, so that `ssh abode.NEW` works and the
+/// old name's entry is gone.
+fn renamed(client: &Client, workspace: &str, new_name: &str) {
+    eprintln!(
+        "Workspace {} is now named {}",
+        visible(workspace),
+        visible(new_name)
+    );
+    match super::config_ssh::refresh_if_configured(client) {
+        Ok(Some(path)) => eprintln!(
+            "{}: Host abode.{} updated",
+            path.display(),
+            visible(new_name)
+        ),
+        Ok(None) => {}
+        Err(error) => eprintln!(
+            "warning: the ssh configuration was not updated ({}); run `abode config-ssh`",
+            super::one_line(&error)
+        ),
+    }
+}
+
 /// The build once the server says it is final (the log can end a moment before).
-fn final_build(client: &Client, workspace: &str, number: u64) -> Result<Build, ClientError> {
+fn final_build(
+    client: &Client,
+    workspace: &mut String,
+    build: &Build,
+) -> Result<Build, ClientError> {
     let mut attempts = 0;
     loop {
-        let build = client.build(workspace, Some(number))?;
+        let build = match client.build(workspace, Some(build.number)) {
+            Err(err) if err.status() == Some(404) => match renamed_reference(workspace, build) {
+                Some(renamed) => {
+                    *workspace = renamed;
+                    continue;
+                }
+                None => return Err(err),
+            },
+            other => other?,
+        };
         if build.is_final() || attempts >= 50 {
             return Ok(build);
         }

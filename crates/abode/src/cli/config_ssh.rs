@@ -24,32 +24,16 @@ pub struct ConfigSshArgs {
 
 pub fn run(args: ConfigSshArgs) -> anyhow::Result<u8> {
     let client = super::session_client()?;
-    let me = client.me().context("cannot read your account")?;
-    let mut names: Vec<String> = client
-        .workspaces(&[], None)
-        .context("cannot list your workspaces")?
-        .into_iter()
-        .filter(|workspace| workspace.owner == me.username)
-        .map(|workspace| workspace.name)
-        .collect();
-    names.sort();
-    let exe = std::env::current_exe().context("cannot tell where this abode binary is")?;
-    let block = block(&exe, client.base_url(), &names);
+    let (names, block) = current_block(&client)?;
     if args.dry_run {
         print!("{block}");
         return Ok(super::EXIT_OK);
     }
     let path = match args.ssh_config_file {
         Some(path) => path,
-        None => std::env::var_os("HOME")
-            .map(|home| PathBuf::from(home).join(".ssh/config"))
-            .context("HOME is not set: pass --ssh-config-file")?,
+        None => default_path()?,
     };
-    let old = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(error) => return Err(error).with_context(|| format!("cannot read {}", path.display())),
-    };
+    let old = read_config(&path)?;
     let new = replace_block(&old, &block)?;
     if new != old {
         write(&path, &new)?;
@@ -61,6 +45,57 @@ pub fn run(args: ConfigSshArgs) -> anyhow::Result<u8> {
         if names.len() == 1 { "" } else { "s" }
     );
     Ok(super::EXIT_OK)
+}
+
+/// The signed-in user's workspace names and the block naming them.
+fn current_block(client: &abode_client::Client) -> anyhow::Result<(Vec<String>, String)> {
+    let me = client.me().context("cannot read your account")?;
+    let mut names: Vec<String> = client
+        .workspaces(&[], None)
+        .context("cannot list your workspaces")?
+        .into_iter()
+        .filter(|workspace| workspace.owner == me.username)
+        .map(|workspace| workspace.name)
+        .collect();
+    names.sort();
+    let exe = std::env::current_exe().context("cannot tell where this abode binary is")?;
+    let block = block(&exe, client.base_url(), &names);
+    Ok((names, block))
+}
+
+fn default_path() -> anyhow::Result<PathBuf> {
+    std::env::var_os("HOME")
+        .map(|home| PathBuf::from(home).join(".ssh/config"))
+        .context("HOME is not set: pass --ssh-config-file")
+}
+
+fn read_config(path: &Path) -> anyhow::Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(error) => Err(error).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+/// After a rename: rewrites the block of ~/.ssh/config if `abode
+/// config-ssh` wrote one there, so that `ssh abode.NEW` works and
+/// `abode.OLD` is gone; the file is not touched otherwise. The path it
+/// rewrote, if it did.
+pub(super) fn refresh_if_configured(
+    client: &abode_client::Client,
+) -> anyhow::Result<Option<PathBuf>> {
+    let path = default_path()?;
+    let old = read_config(&path)?;
+    if !old.contains(BEGIN) {
+        return Ok(None);
+    }
+    let (_, block) = current_block(client)?;
+    let new = replace_block(&old, &block)?;
+    if new == old {
+        return Ok(None);
+    }
+    write(&path, &new)?;
+    Ok(Some(path))
 }
 
 /// Single-quoted for the shell OpenSSH runs `ProxyCommand` with.

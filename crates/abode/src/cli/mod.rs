@@ -86,6 +86,12 @@ pub enum UserCommand {
     Volumes(volumes::VolumesCommand),
     /// Start a workspace on its template's active version.
     Update(workspaces::ChangeArgs),
+    /// Rename a workspace: planned under the new name first, held like any
+    /// build if that plan would replace or delete a protected resource.
+    Rename(workspaces::RenameArgs),
+    /// Stop a running workspace and start it again (one request; both
+    /// builds guarded).
+    Restart(workspaces::BuildArgs),
     /// List workspaces.
     List(workspaces::ListArgs),
     /// Show a workspace: build status, agent status and health.
@@ -158,6 +164,8 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Update(args) => {
             workspaces::transition(args.build, workspaces::Action::Update, &args.parameters)
         }
+        UserCommand::Rename(args) => workspaces::rename(args),
+        UserCommand::Restart(args) => workspaces::restart(args),
         UserCommand::List(args) => workspaces::list(args),
         UserCommand::Show(args) => workspaces::show(args),
         UserCommand::Builds(command) => builds::run(command),

@@ -1,5 +1,5 @@
-//! `abode create|start|stop|delete|update|list|show`: workspaces and the builds
-//! that change them.
+//! `abode create|start|stop|restart|rename|delete|update|list|show`:
+//! workspaces and the builds that change them.
 
 use std::collections::BTreeMap;
 
@@ -109,6 +109,15 @@ pub struct CreateArgs {
 pub struct BuildArgs {
     /// The workspace (`name`, or `owner/name` for another user's).
     pub workspace: String,
+}
+
+/// `abode rename WS NEW`.
+#[derive(Debug, Args)]
+pub struct RenameArgs {
+    #[command(flatten)]
+    pub build: BuildArgs,
+    /// The new name (1-64 lowercase letters, digits and '-').
+    pub new_name: String,
 }
 
 /// A start or an update, which may change the workspace's mutable parameters.
@@ -262,6 +271,58 @@ pub fn transition(
     }
     .with_context(|| format!("workspace {:?} was not {verb}", args.workspace))?;
     follow_build(&client, &args.workspace, &build)
+}
+
+/// `abode rename WS NEW`: the rename's build, followed like a start's or a
+/// stop's (exit 3 when the guard holds it: nothing is renamed until its
+/// plan is confirmed); the follower updates the ssh configuration once it
+/// succeeded.
+pub fn rename(args: RenameArgs) -> anyhow::Result<u8> {
+    let client = session_client()?;
+    let workspace = &args.build.workspace;
+    let build = client
+        .rename_workspace(workspace, &args.new_name)
+        .with_context(|| format!("workspace {workspace:?} was not renamed"))?;
+    follow_build(&client, workspace, &build)
+}
+
+/// How long `abode restart` waits for the server to queue the start once
+/// the stop succeeded (it does so as soon as it records the stop's end).
+const RESTART_START_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `abode restart WS`: the stop, followed; once it succeeded, the start the
+/// server queued after it, followed. A stop that fails or is held starts
+/// nothing, and its exit status is the command's.
+pub fn restart(args: BuildArgs) -> anyhow::Result<u8> {
+    let client = session_client()?;
+    let workspace = &args.workspace;
+    let stop = client
+        .restart_workspace(workspace)
+        .with_context(|| format!("workspace {workspace:?} was not restarted"))?;
+    let code = follow_build(&client, workspace, &stop)?;
+    if code != EXIT_OK {
+        eprintln!(
+            "The restart of workspace {} ends here: its stop did not succeed, so it is not started",
+            output::visible(workspace)
+        );
+        return Ok(code);
+    }
+    let deadline = std::time::Instant::now() + RESTART_START_WAIT;
+    let start = loop {
+        let latest = client
+            .build(workspace, None)
+            .with_context(|| format!("cannot read the builds of workspace {workspace:?}"))?;
+        if latest.number > stop.number {
+            break latest;
+        }
+        if std::time::Instant::now() >= deadline {
+            anyhow::bail!(
+                "workspace {workspace:?} stopped, but the server did not queue its start; start it with `abode start {workspace}`"
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    follow_build(&client, workspace, &start)
 }
 
 pub fn list(args: ListArgs) -> anyhow::Result<u8> {

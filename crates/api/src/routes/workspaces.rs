@@ -25,6 +25,8 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/workspaces", get(list_workspaces).post(create_workspace))
         .route("/workspaces/:workspace", get(get_workspace))
         .route("/workspaces/:workspace/orphan", post(orphan_workspace))
+        .route("/workspaces/:workspace/rename", post(rename_workspace))
+        .route("/workspaces/:workspace/restart", post(restart_workspace))
         .route("/workspaces/:workspace/state", get(workspace_state))
         .route(
             "/workspaces/:workspace/protections",
@@ -173,6 +175,43 @@ async fn orphan_workspace(
                 deleted: orphaned.workspace.deleted,
             },
             resources: orphaned.resources,
+        }),
+    )
+}
+
+/// A rename: the build of the workspace's current transition planned
+/// under the new name (held like any build when its plan would replace a
+/// protected resource); the workspace takes the name when it succeeds.
+async fn rename_workspace(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: abode_sdk::requests::RenameWorkspace = parse_json(body)?;
+    let build = state
+        .control
+        .request_rename(&caller, &workspace, &body.name)
+        .await?;
+    ok(
+        StatusCode::CREATED,
+        json!(abode_sdk::BuildAnswer {
+            build: build_view(&build)
+        }),
+    )
+}
+
+/// A restart: the workspace's stop, which a start follows once it succeeds.
+async fn restart_workspace(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+) -> ApiResult {
+    let build = state.control.request_restart(&caller, &workspace).await?;
+    ok(
+        StatusCode::CREATED,
+        json!(abode_sdk::BuildAnswer {
+            build: build_view(&build)
         }),
     )
 }

@@ -84,6 +84,8 @@ pub(super) async fn platform(dir: &Path) -> Platform {
                         parameters: None,
                         workspace_parameters: None,
                         retention: None,
+                        rename_to: None,
+                        then_start: false,
                     },
                 )
                 .await

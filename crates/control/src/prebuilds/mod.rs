@@ -250,6 +250,8 @@ impl Control {
                 reason: BuildReason::Prebuild,
                 parameters,
                 retention: None,
+                rename_to: None,
+                then_start: false,
             },
         )
         .await?;
@@ -269,6 +271,8 @@ impl Control {
                     reason: BuildReason::Prebuild,
                     parameters: BTreeMap::new(),
                     retention: None,
+                    rename_to: None,
+                    then_start: false,
                 },
             )
             .await?;

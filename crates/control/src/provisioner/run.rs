@@ -30,7 +30,7 @@ pub(super) fn build_context(
         .as_ref()
         .unwrap_or(&workspace.parameters)
         .clone();
-    Ok(workspace_context(
+    let mut context = workspace_context(
         config,
         workspace,
         RunOf {
@@ -44,7 +44,13 @@ pub(super) fn build_context(
             is_prebuild_claim: build.reason == BuildReason::PrebuildClaim,
             parameters,
         },
-    ))
+    );
+    // A rename is planned and applied under the name the workspace takes
+    // if it succeeds: what the template makes of the name is in its plan.
+    if let Some(new_name) = &build.rename_to {
+        context.workspace_name = new_name.clone();
+    }
+    Ok(context)
 }
 
 /// What a run of Terraform on a workspace is, for its environment contract.

@@ -77,6 +77,8 @@ fn reason(reason: BuildReason) -> abode_schedule::BuildReason {
         // retained resource's destroy is a person's or its expiry's.
         BuildReason::RetainedDestroy => abode_schedule::BuildReason::Initiator,
         BuildReason::RetainedExpired => abode_schedule::BuildReason::Autodelete,
+        // A rename and a restart are a person's builds.
+        BuildReason::Rename | BuildReason::Restart => abode_schedule::BuildReason::Initiator,
     }
 }
 

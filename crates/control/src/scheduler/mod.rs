@@ -266,6 +266,8 @@ impl Control {
                 reason,
                 parameters: BTreeMap::new(),
                 retention: None,
+                rename_to: None,
+                then_start: false,
             },
         )
         .await

@@ -98,6 +98,8 @@ async fn concurrent_claimers_never_share_a_job(store: Store) {
                     parameters: None,
                     workspace_parameters: None,
                     retention: None,
+                    rename_to: None,
+                    then_start: false,
                 },
             )
             .await
@@ -492,7 +494,135 @@ async fn a_state_replaces_only_the_one_it_was_compared_with(store: Store) {
     assert_eq!(store.state(&workspace.id).await.unwrap().unwrap(), b"two");
 }
 
+/// A rename build's workspace takes the new name only when the build
+/// succeeds; a canceled or failed one leaves the old name, and a name
+/// another workspace took meanwhile fails the build instead.
+async fn a_rename_takes_effect_only_when_its_build_succeeds(store: Store) {
+    let (user, workspace, first) = seeded(&store).await;
+    store
+        .finish_build(&first.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap();
+    let rename = |name: &str| NewBuild {
+        reason: BuildReason::Rename,
+        rename_to: Some(name.into()),
+        ..next_build(&workspace, &user, "start")
+    };
+    // Asked, the name is reserved for this workspace's rename.
+    let failed = store.create_build(&rename("work")).await.unwrap();
+    assert_eq!(failed.rename_to.as_deref(), Some("work"));
+    assert!(store
+        .workspace_name_in_use(&user.id, "work", "another-workspace")
+        .await
+        .unwrap());
+    assert!(!store
+        .workspace_name_in_use(&user.id, "work", &workspace.id)
+        .await
+        .unwrap());
+    store
+        .finish_build(&failed.id, BuildStatus::Failed, Some("boom"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.workspace_by_id(&workspace.id).await.unwrap().name,
+        "dev"
+    );
+    assert!(!store
+        .workspace_name_in_use(&user.id, "work", "another-workspace")
+        .await
+        .unwrap());
+
+    let succeeded = store.create_build(&rename("work")).await.unwrap();
+    assert!(store
+        .finish_build(&succeeded.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap());
+    assert_eq!(
+        store.workspace_by_id(&workspace.id).await.unwrap().name,
+        "work"
+    );
+    assert_eq!(
+        store
+            .build_by_id(&succeeded.id)
+            .await
+            .unwrap()
+            .workspace_name,
+        "work"
+    );
+
+    // Another workspace took the name while the rename ran: it keeps it.
+    let clashing = store.create_build(&rename("taken")).await.unwrap();
+    let other = NewWorkspace {
+        id: new_id(),
+        owner_id: user.id.clone(),
+        name: "taken".into(),
+        template_id: workspace.template_id.clone(),
+        template_version_id: workspace.template_version_id.clone(),
+        parameters: Parameters::new(),
+        preset_name: None,
+    };
+    let other_build = NewBuild {
+        workspace_id: other.id.clone(),
+        ..next_build(&workspace, &user, "start")
+    };
+    store.create_workspace(&other, &other_build).await.unwrap();
+    assert!(store
+        .finish_build(&clashing.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap());
+    let ended = store.build_by_id(&clashing.id).await.unwrap();
+    assert_eq!(ended.status, BuildStatus::Failed);
+    assert!(ended.error.unwrap().contains("\"taken\""));
+    assert_eq!(
+        store.workspace_by_id(&workspace.id).await.unwrap().name,
+        "work"
+    );
+}
+
+/// A restart's stop that succeeded waits for its start until a newer build
+/// of the workspace exists; a failed one never does.
+async fn a_succeeded_restart_stop_waits_for_its_start(store: Store) {
+    let (user, workspace, first) = seeded(&store).await;
+    store
+        .finish_build(&first.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap();
+    let restart = || NewBuild {
+        reason: BuildReason::Restart,
+        then_start: true,
+        ..next_build(&workspace, &user, "stop")
+    };
+    let failed = store.create_build(&restart()).await.unwrap();
+    assert!(failed.then_start);
+    store
+        .finish_build(&failed.id, BuildStatus::Failed, Some("boom"))
+        .await
+        .unwrap();
+    assert!(store.restarts_to_continue().await.unwrap().is_empty());
+    let stop = store.create_build(&restart()).await.unwrap();
+    assert!(store.restarts_to_continue().await.unwrap().is_empty());
+    store
+        .finish_build(&stop.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap();
+    let waiting: Vec<String> = store
+        .restarts_to_continue()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|build| build.id)
+        .collect();
+    assert_eq!(waiting, vec![stop.id.clone()]);
+    store
+        .create_build(&next_build(&workspace, &user, "start"))
+        .await
+        .unwrap();
+    assert!(store.restarts_to_continue().await.unwrap().is_empty());
+}
+
 on_every_backend!(
+    a_rename_takes_effect_only_when_its_build_succeeds,
+    a_succeeded_restart_stop_waits_for_its_start,
     a_guard_report_reads_back_as_it_was_written,
     a_state_replaces_only_the_one_it_was_compared_with,
     plan_json_is_kept_for_the_newest_builds_and_held_ones,

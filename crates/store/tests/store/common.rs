@@ -120,6 +120,8 @@ pub(crate) async fn seeded(store: &Store) -> (User, Workspace, Build) {
                 parameters: None,
                 workspace_parameters: None,
                 retention: None,
+                rename_to: None,
+                then_start: false,
             },
         )
         .await
@@ -138,6 +140,8 @@ pub(crate) fn next_build(workspace: &Workspace, user: &User, transition: &str) -
         parameters: None,
         workspace_parameters: None,
         retention: None,
+        rename_to: None,
+        then_start: false,
     }
 }
 

@@ -97,6 +97,8 @@ impl Pool {
                     parameters: None,
                     workspace_parameters: None,
                     retention: None,
+                    rename_to: None,
+                    then_start: false,
                 },
             )
             .await

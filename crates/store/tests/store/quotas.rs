@@ -46,6 +46,8 @@ async fn another_workspace(store: &Store, like: &Workspace, user: &User, name: &
                 parameters: None,
                 workspace_parameters: None,
                 retention: None,
+                rename_to: None,
+                then_start: false,
             },
         )
         .await

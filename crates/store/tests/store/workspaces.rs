@@ -187,6 +187,8 @@ async fn another_workspace(store: &Store, owner: &User, like: &Workspace, name: 
                 parameters: None,
                 workspace_parameters: None,
                 retention: None,
+                rename_to: None,
+                then_start: false,
             },
         )
         .await
