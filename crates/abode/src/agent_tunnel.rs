@@ -241,7 +241,8 @@ async fn handle_stream(
         }
         (StreamKind::PortForward, Some(port), _) => {
             let mut stream = incoming.stream;
-            match TcpStream::connect(("localhost", port)).await {
+            let host = request.host.as_deref().unwrap_or("localhost");
+            match TcpStream::connect((host, port)).await {
                 Ok(mut tcp) => {
                     let _ = tcp.set_nodelay(true);
                     let chunk = abode_tunnel::frame::MAX_DATA;
@@ -254,7 +255,7 @@ async fn handle_stream(
                     .await;
                 }
                 Err(error) => log(&format!(
-                    "port-forward of {} to port {port}: {error}",
+                    "port-forward of {} to {host}:{port}: {error}",
                     request.user
                 )),
             }

@@ -610,6 +610,43 @@ pub fn authorize(
     })
 }
 
+/// What a request for an app served from a workspace may do (issue 33,
+/// docs/apps.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppAccess {
+    Allowed,
+    /// Not signed in, and the app is not public: sign in, then ask again.
+    SignInFirst,
+    /// Signed in and not allowed: answered as if the app did not exist.
+    Hidden,
+}
+
+/// Whether `actor` (`None`: a visitor who is not signed in) may open an app
+/// shared at `share` from a workspace owned by `workspace_owner`: an
+/// `owner` app is for those who may connect to the workspace
+/// ([`Action::WorkspaceConnect`], from this table), an `authenticated` one
+/// for anyone signed in, a `public` one for anyone. System actors open no
+/// app.
+pub fn authorize_app(
+    actor: Option<&Subject>,
+    share: abode_contract::apps::AppShare,
+    workspace_owner: &str,
+) -> AppAccess {
+    use abode_contract::apps::AppShare;
+    match (actor, share) {
+        (_, AppShare::Public) => AppAccess::Allowed,
+        (None, _) => AppAccess::SignInFirst,
+        (Some(Subject::System(_)), _) => AppAccess::Hidden,
+        (Some(Subject::User { .. }), AppShare::Authenticated) => AppAccess::Allowed,
+        (Some(actor), AppShare::Owner) => {
+            match authorize(actor, Action::WorkspaceConnect, Some(workspace_owner)) {
+                Ok(()) => AppAccess::Allowed,
+                Err(_) => AppAccess::Hidden,
+            }
+        }
+    }
+}
+
 /// The widest scope `actor` holds for `action`, if any: how a list decides
 /// between everyone's rows (`Any`), the actor's (`Own`) and a refusal.
 pub fn widest_scope(actor: &Subject, action: Action) -> Option<Scope> {
@@ -1191,5 +1228,34 @@ mod tests {
             Err(RoleRefusal::LastOwner)
         );
         assert_eq!(check_role_change(&owner, &member, 2), Ok(()));
+    }
+
+    #[test]
+    fn apps_by_share_level() {
+        use abode_contract::apps::AppShare::{Authenticated, Owner, Public};
+        let roles = |names: &str| -> Roles { names.parse().unwrap() };
+        let owner_of_it = Subject::user("u1", roles("member"));
+        let another_member = Subject::user("u2", roles("member"));
+        let platform_owner = Subject::user("u3", roles("owner"));
+        let auditor = Subject::user("u4", roles("auditor"));
+        let scheduler = Subject::System(SystemActor::Scheduler);
+        let cases: [(Option<&Subject>, _, AppAccess); 13] = [
+            (Some(&owner_of_it), Owner, AppAccess::Allowed),
+            (Some(&platform_owner), Owner, AppAccess::Allowed),
+            (Some(&another_member), Owner, AppAccess::Hidden),
+            (Some(&auditor), Owner, AppAccess::Hidden),
+            (None, Owner, AppAccess::SignInFirst),
+            (Some(&scheduler), Owner, AppAccess::Hidden),
+            (Some(&another_member), Authenticated, AppAccess::Allowed),
+            (Some(&auditor), Authenticated, AppAccess::Allowed),
+            (None, Authenticated, AppAccess::SignInFirst),
+            (Some(&scheduler), Authenticated, AppAccess::Hidden),
+            (Some(&another_member), Public, AppAccess::Allowed),
+            (None, Public, AppAccess::Allowed),
+            (Some(&owner_of_it), Public, AppAccess::Allowed),
+        ];
+        for (actor, share, expected) in cases {
+            assert_eq!(authorize_app(actor, share, "u1"), expected, "{actor:?} {share:?}");
+        }
     }
 }

@@ -401,6 +401,7 @@ impl Control {
         let header = StreamRequest {
             kind: request.kind,
             port,
+            host: None,
             host_key,
             terminal: request.terminal.clone(),
             user: caller.user.username.clone(),
@@ -567,7 +568,7 @@ impl Control {
     /// A tunnel whose agent is not (an agent process that outlived a stop,
     /// or a start build that replaced its token) is closed on the way: it is
     /// never a way in.
-    async fn live_agent(
+    pub(crate) async fn live_agent(
         &self,
         workspace: &Workspace,
         name: Option<&str>,

@@ -12,6 +12,7 @@ pub use abode_authz as authz;
 use abode_credentials::{hashing, secrets};
 mod builds;
 pub mod client_address;
+pub mod apps;
 pub mod connections;
 mod daemon_jobs;
 mod error;
@@ -162,6 +163,9 @@ pub struct Config {
     /// owner past their budget is refused before apply (`--quota-enforce`).
     /// Off: costs are still computed, logged and recorded.
     pub quota_enforce: bool,
+    /// Where apps are served (`--wildcard-access-url`, `--allow-path-apps`;
+    /// docs/apps.md).
+    pub apps: apps::AppsConfig,
 }
 
 impl Config {
@@ -198,6 +202,7 @@ impl Config {
             new_templates_for_everyone: true,
             provisioner_tags: Vec::new(),
             quota_enforce: false,
+            apps: apps::AppsConfig::default(),
         }
     }
 

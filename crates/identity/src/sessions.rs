@@ -231,6 +231,31 @@ impl Identity {
         })
     }
 
+    /// The caller a credential of another kind names by user id (an app's
+    /// session, docs/apps.md): 401 once the account may not sign in.
+    pub async fn caller_of_user(
+        &self,
+        user_id: &str,
+        request_id: Option<String>,
+    ) -> Result<Caller, IdentityError> {
+        let user = match self.store.user_by_id(user_id).await {
+            Ok(user) => user,
+            Err(StoreError::NotFound(_)) => {
+                return Err(IdentityError::Unauthorized("no such account".into()))
+            }
+            Err(other) => return Err(other.into()),
+        };
+        if !user.status.may_sign_in() {
+            return Err(super::accounts::refused(user.status));
+        }
+        let roles = self.store.roles_of(user_id).await?;
+        Ok(Caller {
+            user,
+            roles,
+            request_id,
+        })
+    }
+
     /// The token's record and user; 401 for an unknown, revoked or expired
     /// token. Records the use.
     async fn token_owner(&self, token: &str) -> Result<(TokenRecord, User), IdentityError> {

@@ -20,6 +20,7 @@
 
 mod accounts;
 mod agents;
+mod app_tokens;
 mod audit;
 pub mod backup;
 mod builds;
@@ -83,6 +84,7 @@ pub use previews::{
 pub use provisioner_keys::{NewProvisionerKey, ProvisionerKeyRow};
 pub use provisioners::{ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
 pub use quotas::{GroupAllowance, QuotaUsage, Reservation, WorkspaceCost};
+pub use app_tokens::AppTokenKind;
 pub use records::*;
 
 /// The most single sign-on entries (sign-ins started, CLI codes) kept
@@ -845,6 +847,15 @@ storage_interface! {
     fn replace_protections(&self, workspace_id: &str, build_id: &str, protections: &[NewProtection]) -> ();
     /// `NotFound("protection")` when the workspace does not remember it.
     fn release_protection(&self, workspace_id: &str, address: &str) -> Protection;
+}
+
+// ---- app tokens (app_tokens.rs) ----
+
+storage_interface! {
+    /// Records an app token's hash for `host`, until `expires_at`.
+    fn create_app_token(&self, token_hash: &str, kind: AppTokenKind, user_id: &str, host: &str, expires_at: i64) -> ();
+    /// The user of an unexpired token of `host`; a code is taken (deleted).
+    fn app_token_user(&self, token_hash: &str, kind: AppTokenKind, host: &str) -> Option<String>;
 }
 
 // ---- agents (agents.rs) ----

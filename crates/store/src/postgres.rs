@@ -12,6 +12,7 @@ use sqlx::{Connection, PgPool, Row};
 
 use crate::accounts::*;
 use crate::agents::*;
+use crate::app_tokens::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::groups::*;
@@ -157,6 +158,7 @@ impl PostgresBackend {
     held_queries!();
     notification_queries!(sqlx::Postgres, "FOR UPDATE SKIP LOCKED");
     agent_queries!();
+    app_token_queries!();
     host_key_queries!();
     oidc_queries!();
     platform_queries!();

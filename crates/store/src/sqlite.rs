@@ -16,6 +16,7 @@ use std::borrow::Cow;
 
 use crate::accounts::*;
 use crate::agents::*;
+use crate::app_tokens::*;
 use crate::audit::*;
 use crate::builds::*;
 use crate::groups::*;
@@ -151,6 +152,7 @@ impl SqliteBackend {
     held_queries!();
     notification_queries!(sqlx::Sqlite, "");
     agent_queries!();
+    app_token_queries!();
     host_key_queries!();
     oidc_queries!();
     platform_queries!();

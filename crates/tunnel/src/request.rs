@@ -47,6 +47,10 @@ pub struct StreamRequest {
     /// The TCP port inside the workspace (`port-forward`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub port: Option<u16>,
+    /// The host the port is on, on the agent's side (`port-forward` of an
+    /// app whose `url` names one; `localhost` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     /// The workspace's SSH host key (`ssh`): the 32-byte Ed25519 seed, hex.
     /// The platform keeps it so that it survives restarts; only the agent
     /// ever receives it.
@@ -65,6 +69,7 @@ impl std::fmt::Debug for StreamRequest {
         f.debug_struct("StreamRequest")
             .field("kind", &self.kind)
             .field("port", &self.port)
+            .field("host", &self.host)
             .field("host_key", &self.host_key.as_ref().map(|_| "(hidden)"))
             .field("terminal", &self.terminal)
             .field("user", &self.user)

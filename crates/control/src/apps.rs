@@ -1,0 +1,535 @@
+//! Apps served from workspaces through the server (issue 33, docs/apps.md):
+//! which app a request names (a path under the dashboard's address, or a
+//! host of its own under the wildcard access URL), whether its caller may
+//! open it (the share level, asked of `authz::authorize_app`), and a stream
+//! to it through its agent's tunnel. Speaking HTTP over that stream is the
+//! API's; this module never sees a request's bytes.
+//!
+//! A subdomain app never sees the dashboard's cookie (another host), so a
+//! person signs in to it through a one-time code minted on the dashboard's
+//! origin for that host alone, exchanged there for a session cookie of
+//! that host (`app_tokens` in the store, only hashes kept).
+
+use std::time::Duration;
+
+use abode_contract::apps::{app_target, AppTarget};
+use abode_store::{AppTokenKind, StoreError, Transition, Workspace, WorkspaceApp};
+use abode_tunnel::{StreamKind, StreamRequest};
+use rand::RngCore;
+use tokio::io::DuplexStream;
+
+use crate::authz::{self, AppAccess};
+use crate::{secrets, Caller, Control, ControlError};
+
+/// How long a code minted on the dashboard's origin may be exchanged.
+const CODE_LIFETIME: Duration = Duration::from_secs(60);
+/// How long an app host's session lasts (then the person is sent through
+/// the dashboard again, which is quick while they are signed in there).
+pub const APP_SESSION_LIFETIME: Duration = Duration::from_secs(60 * 60);
+
+/// Where apps are served.
+#[derive(Debug, Clone, Default)]
+pub struct AppsConfig {
+    /// `--wildcard-access-url '*.apps.example.com[:PORT]'`: each app on a
+    /// host of its own, `SLUG--AGENT--WORKSPACE--OWNER.apps.example.com`.
+    pub wildcard: Option<WildcardHost>,
+    /// `--allow-path-apps`: apps under the dashboard's own address,
+    /// `/@OWNER/WORKSPACE.AGENT/apps/SLUG/`, sharing its origin.
+    pub allow_path_apps: bool,
+}
+
+/// The wildcard access URL's host pattern: `*.` and a domain, with a port
+/// when the server is reached on one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WildcardHost {
+    /// `.apps.example.com`, lowercase.
+    suffix: String,
+    /// `:8443`, or empty.
+    port: String,
+}
+
+impl WildcardHost {
+    /// Reads `*.apps.example.com[:PORT]` (a scheme, if given, is ignored:
+    /// apps are reached the way the access URL is).
+    pub fn parse(pattern: &str) -> Result<WildcardHost, String> {
+        let bare = pattern
+            .split_once("://")
+            .map_or(pattern, |(_, rest)| rest)
+            .trim_end_matches('/');
+        let rest = bare.strip_prefix("*.").ok_or_else(|| {
+            format!("--wildcard-access-url is *.DOMAIN[:PORT] (e.g. *.apps.example.com), not {pattern:?}")
+        })?;
+        let (domain, port) = match rest.rsplit_once(':') {
+            Some((domain, port)) => {
+                port.parse::<u16>().map_err(|_| {
+                    format!("--wildcard-access-url {pattern:?}: {port:?} is not a port")
+                })?;
+                (domain, format!(":{port}"))
+            }
+            None => (rest, String::new()),
+        };
+        let valid_label = |label: &str| {
+            !label.is_empty()
+                && label.len() <= 63
+                && label
+                    .bytes()
+                    .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-')
+        };
+        if !domain.split('.').all(valid_label) {
+            return Err(format!(
+                "--wildcard-access-url {pattern:?}: {domain:?} is not a domain name"
+            ));
+        }
+        Ok(WildcardHost {
+            suffix: format!(".{}", domain.to_ascii_lowercase()),
+            port,
+        })
+    }
+
+    /// The host (with the port) of an app.
+    pub fn host_of(&self, address: &AppAddress) -> Option<String> {
+        let agent = address.agent.as_deref()?;
+        let parts = [
+            address.slug.as_str(),
+            agent,
+            address.workspace.as_str(),
+            address.owner.as_str(),
+        ];
+        let label = parts.join("--");
+        let fits = parts.iter().all(|part| dns_safe(part) && !part.contains("--"))
+            && label.len() <= 63;
+        fits.then(|| format!("{label}{}{}", self.suffix, self.port))
+    }
+
+    /// The app a request's `Host` names, if it is one of this pattern's.
+    pub fn address_of(&self, host: &str) -> Option<AppAddress> {
+        let host = host.to_ascii_lowercase();
+        let bare = host.strip_suffix(&self.port).unwrap_or(&host);
+        let bare = bare.split(':').next().unwrap_or(bare);
+        let label = bare.strip_suffix(&self.suffix)?;
+        let mut parts = label.split("--");
+        let (slug, agent, workspace, owner) =
+            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() || label.contains('.') {
+            return None;
+        }
+        Some(AppAddress {
+            owner: owner.to_string(),
+            workspace: workspace.to_string(),
+            agent: Some(agent.to_string()),
+            slug: slug.to_string(),
+        })
+    }
+
+    /// Whether `host` (as a request names it) is an app host.
+    pub fn matches(&self, host: &str) -> bool {
+        self.address_of(host).is_some()
+    }
+}
+
+fn dns_safe(part: &str) -> bool {
+    !part.is_empty()
+        && part
+            .bytes()
+            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+        && !part.starts_with('-')
+        && !part.ends_with('-')
+}
+
+/// An agent's name as URLs and host names carry it: lowercase letters,
+/// digits and single dashes (`main[0]` is `main-0`).
+pub fn agent_url_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for character in name.chars() {
+        let character = character.to_ascii_lowercase();
+        if character.is_ascii_lowercase() || character.is_ascii_digit() {
+            out.push(character);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+/// Which app a request names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppAddress {
+    pub owner: String,
+    pub workspace: String,
+    /// The agent's URL name ([`agent_url_name`]); `None`: the workspace's
+    /// only agent serving that slug.
+    pub agent: Option<String>,
+    pub slug: String,
+}
+
+/// Why an app is not served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AppRefusal {
+    /// Not signed in, and the app is not public.
+    SignIn,
+    /// No such app, or one the caller may not see (told apart from
+    /// nothing).
+    NotFound,
+    /// The app exists and the caller may open it, but it cannot be reached
+    /// now (the workspace is stopped, its agent not connected here).
+    Unavailable(String),
+}
+
+impl From<StoreError> for AppRefusal {
+    fn from(error: StoreError) -> AppRefusal {
+        match error {
+            StoreError::NotFound(_) => AppRefusal::NotFound,
+            other => AppRefusal::Unavailable(format!("the database: {other}")),
+        }
+    }
+}
+
+/// An app found and allowed, with a stream to it.
+pub struct OpenedApp {
+    pub stream: DuplexStream,
+    pub target: AppTarget,
+    pub app: WorkspaceApp,
+}
+
+/// An app as people see it: its definition, health and addresses.
+#[derive(Debug, Clone)]
+pub struct AppView {
+    pub app: WorkspaceApp,
+    /// Under the dashboard's address (with `--allow-path-apps`).
+    pub path_url: Option<String>,
+    /// On a host of its own (with `--wildcard-access-url`).
+    pub subdomain_url: Option<String>,
+}
+
+impl AppView {
+    /// The address the dashboard links: the one the template asked for,
+    /// else the other one the server offers.
+    pub fn url(&self) -> Option<&str> {
+        let (first, second) = if self.app.definition.subdomain {
+            (&self.subdomain_url, &self.path_url)
+        } else {
+            (&self.path_url, &self.subdomain_url)
+        };
+        first.as_deref().or(second.as_deref())
+    }
+}
+
+fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+impl Control {
+    /// The access URL's scheme, `http` or `https`.
+    fn access_scheme(&self) -> &'static str {
+        if self
+            .inner
+            .config
+            .access_url
+            .to_ascii_lowercase()
+            .starts_with("https://")
+        {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// The path under which an app is served on the dashboard's origin.
+    pub fn app_path(address: &AppAddress) -> String {
+        match &address.agent {
+            Some(agent) => format!(
+                "/@{}/{}.{agent}/apps/{}/",
+                address.owner, address.workspace, address.slug
+            ),
+            None => format!(
+                "/@{}/{}/apps/{}/",
+                address.owner, address.workspace, address.slug
+            ),
+        }
+    }
+
+    /// The app a subdomain request's `Host` names, when the server serves
+    /// subdomain apps.
+    pub fn app_address_of_host(&self, host: &str) -> Option<AppAddress> {
+        self.inner.config.apps.wildcard.as_ref()?.address_of(host)
+    }
+
+    /// A workspace's apps with their addresses, for those who may read it.
+    pub async fn workspace_app_views(
+        &self,
+        workspace: &Workspace,
+    ) -> Result<Vec<AppView>, ControlError> {
+        let apps = self.inner.store.apps_of_workspace(&workspace.id).await?;
+        let config = &self.inner.config;
+        let base = config.access_url.trim_end_matches('/');
+        Ok(apps
+            .into_iter()
+            .map(|app| {
+                let address = AppAddress {
+                    owner: workspace.owner_name.clone(),
+                    workspace: workspace.name.clone(),
+                    agent: Some(agent_url_name(&app.agent_name)),
+                    slug: app.definition.slug.clone(),
+                };
+                let served = app.definition.url.is_some();
+                let path_url = (served && config.apps.allow_path_apps)
+                    .then(|| format!("{base}{}", Control::app_path(&address)));
+                let subdomain_url = config
+                    .apps
+                    .wildcard
+                    .as_ref()
+                    .filter(|_| served)
+                    .and_then(|wildcard| wildcard.host_of(&address))
+                    .map(|host| format!("{}://{host}/", self.access_scheme()));
+                AppView {
+                    app,
+                    path_url,
+                    subdomain_url,
+                }
+            })
+            .collect())
+    }
+
+    /// The app `address` names and whether `caller` may open it; then a
+    /// stream to it through its agent's tunnel on this server.
+    pub async fn open_app(
+        &self,
+        caller: Option<&Caller>,
+        address: &AppAddress,
+    ) -> Result<OpenedApp, AppRefusal> {
+        let (workspace, app) = self.allowed_app(caller, address).await?;
+        let Some(url) = &app.definition.url else {
+            return Err(AppRefusal::NotFound);
+        };
+        let target = app_target(url).map_err(|_| AppRefusal::NotFound)?;
+        let started = self
+            .inner
+            .store
+            .latest_succeeded_build(&workspace.id)
+            .await?
+            .is_some_and(|build| build.transition == Transition::Start);
+        if !started {
+            return Err(AppRefusal::Unavailable(
+                "the workspace is not running: start it first".into(),
+            ));
+        }
+        let mux = self
+            .live_agent(&workspace, Some(&app.agent_name))
+            .await
+            .map_err(|error| AppRefusal::Unavailable(error.to_string()))?
+            .ok_or_else(|| {
+                AppRefusal::Unavailable(format!(
+                    "the agent {} serving this app is not connected to this server",
+                    app.agent_name
+                ))
+            })?;
+        let header = StreamRequest {
+            kind: StreamKind::PortForward,
+            port: Some(target.port),
+            host: Some(target.host.clone()),
+            host_key: None,
+            terminal: None,
+            user: caller.map_or_else(|| "(anonymous)".to_string(), |caller| caller.user.username.clone()),
+        };
+        let header = serde_json::to_vec(&header)
+            .map_err(|error| AppRefusal::Unavailable(format!("stream header: {error}")))?;
+        let stream = mux.open(header).await.map_err(|_| {
+            AppRefusal::Unavailable("the agent's tunnel closed; try again".into())
+        })?;
+        Ok(OpenedApp {
+            stream,
+            target,
+            app,
+        })
+    }
+
+    /// The workspace and app `address` names, if `caller` may open it.
+    async fn allowed_app(
+        &self,
+        caller: Option<&Caller>,
+        address: &AppAddress,
+    ) -> Result<(Workspace, WorkspaceApp), AppRefusal> {
+        let owner = self.inner.store.user_by_name(&address.owner).await?;
+        let workspace = self
+            .inner
+            .store
+            .workspace_by_owner_and_name(&owner.id, &address.workspace)
+            .await?;
+        if workspace.deleted {
+            return Err(AppRefusal::NotFound);
+        }
+        let apps = self.inner.store.apps_of_workspace(&workspace.id).await?;
+        let mut named = apps.into_iter().filter(|app| {
+            app.definition.slug == address.slug
+                && address
+                    .agent
+                    .as_deref()
+                    .is_none_or(|agent| agent_url_name(&app.agent_name) == agent)
+        });
+        let (Some(app), None) = (named.next(), named.next()) else {
+            return Err(AppRefusal::NotFound);
+        };
+        let subject = caller.map(Caller::subject);
+        match authz::authorize_app(subject.as_ref(), app.definition.share, &workspace.owner_id) {
+            AppAccess::Allowed => Ok((workspace, app)),
+            AppAccess::SignInFirst => Err(AppRefusal::SignIn),
+            AppAccess::Hidden => Err(AppRefusal::NotFound),
+        }
+    }
+
+    /// A one-time code for `caller` to sign in on the app host `host`
+    /// (minted on the dashboard's origin, where their session is): only for
+    /// an app they may open.
+    pub async fn mint_app_code(&self, caller: &Caller, host: &str) -> Result<String, AppRefusal> {
+        let address = self.app_address_of_host(host).ok_or(AppRefusal::NotFound)?;
+        self.allowed_app(Some(caller), &address).await?;
+        let code = random_token();
+        let expires_at = self.now_ms() + CODE_LIFETIME.as_millis() as i64;
+        self.inner
+            .store
+            .create_app_token(
+                &secrets::token_hash(&code),
+                AppTokenKind::Code,
+                &caller.user.id,
+                &host.to_ascii_lowercase(),
+                expires_at,
+            )
+            .await?;
+        Ok(code)
+    }
+
+    /// Exchanges a code for a session of the app host `host` (once); the
+    /// session token, for the host's cookie.
+    pub async fn exchange_app_code(&self, code: &str, host: &str) -> Option<String> {
+        let host = host.to_ascii_lowercase();
+        let user_id = self
+            .inner
+            .store
+            .app_token_user(&secrets::token_hash(code), AppTokenKind::Code, &host)
+            .await
+            .ok()??;
+        let session = random_token();
+        let expires_at = self.now_ms() + APP_SESSION_LIFETIME.as_millis() as i64;
+        self.inner
+            .store
+            .create_app_token(
+                &secrets::token_hash(&session),
+                AppTokenKind::Session,
+                &user_id,
+                &host,
+                expires_at,
+            )
+            .await
+            .ok()?;
+        Some(session)
+    }
+
+    /// The person an app host's session cookie names, while the session
+    /// lasts and their account may sign in.
+    pub async fn app_session_caller(&self, session: &str, host: &str) -> Option<Caller> {
+        let user_id = self
+            .inner
+            .store
+            .app_token_user(
+                &secrets::token_hash(session),
+                AppTokenKind::Session,
+                &host.to_ascii_lowercase(),
+            )
+            .await
+            .ok()??;
+        self.identity().caller_of_user(&user_id, None).await.ok()
+    }
+
+    /// The dashboard's sign-in URL for the app host `host`, returning to
+    /// `path` there.
+    pub fn app_sign_in_url(&self, host: &str, path: &str) -> String {
+        let base = self.inner.config.access_url.trim_end_matches('/');
+        format!(
+            "{base}/apps/auth?host={}&path={}",
+            encode(host),
+            encode(path)
+        )
+    }
+
+    /// Where the dashboard sends a person with a fresh code for `host`.
+    pub fn app_code_url(&self, host: &str, code: &str, path: &str) -> String {
+        format!(
+            "{}://{host}{}?code={code}&path={}",
+            self.access_scheme(),
+            APP_AUTH_PATH,
+            encode(path)
+        )
+    }
+}
+
+/// The path on an app host where a code is exchanged.
+pub const APP_AUTH_PATH: &str = "/.abode/auth";
+/// The cookie of an app host's session.
+pub const APP_SESSION_COOKIE: &str = "abode_app_session";
+
+/// Percent-encodes a query value.
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_names_in_urls() {
+        let cases = [
+            ("main", "main"),
+            ("main[0]", "main-0"),
+            ("module.m.extra[\"a/b\"]", "module-m-extra-a-b"),
+            ("Dev_Box", "dev-box"),
+        ];
+        for (name, url) in cases {
+            assert_eq!(agent_url_name(name), url, "{name}");
+        }
+    }
+
+    #[test]
+    fn app_hosts_round_trip_and_refuse_what_is_not_theirs() {
+        let wildcard = WildcardHost::parse("*.apps.example.com:8443").unwrap();
+        let address = AppAddress {
+            owner: "alice".into(),
+            workspace: "dev".into(),
+            agent: Some("main-0".into()),
+            slug: "web".into(),
+        };
+        let host = wildcard.host_of(&address).unwrap();
+        assert_eq!(host, "web--main-0--dev--alice.apps.example.com:8443");
+        assert_eq!(wildcard.address_of(&host), Some(address.clone()));
+        assert_eq!(
+            wildcard.address_of("WEB--main-0--dev--alice.apps.example.com:8443"),
+            Some(address)
+        );
+        for other in [
+            "apps.example.com:8443",
+            "web--main--dev.apps.example.com:8443",
+            "a--b--c--d--e.apps.example.com:8443",
+            "x.web--main--dev--alice.apps.example.com:8443",
+            "web--main--dev--alice.example.com:8443",
+            "abode.example.com",
+        ] {
+            assert_eq!(wildcard.address_of(other), None, "{other}");
+        }
+        let plain = WildcardHost::parse("https://*.apps.test").unwrap();
+        assert!(plain.matches("web--main--dev--alice.apps.test"));
+        for bad in ["apps.example.com", "*.", "*.a b.com", "*.apps.test:x"] {
+            assert!(WildcardHost::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
