@@ -114,6 +114,17 @@ pub struct ServerArgs {
     /// still computed, logged and shown.
     #[arg(long, env = "ABODE_QUOTA_ENFORCE")]
     quota_enforce: bool,
+    /// Serve workspace apps on hosts of their own under this wildcard
+    /// (`*.apps.example.com`, with `:PORT` when the server is reached on
+    /// one; DNS and the TLS certificate must cover it): each app at
+    /// `SLUG--AGENT--WORKSPACE--OWNER.apps.example.com` (docs/apps.md).
+    #[arg(long, env = "ABODE_WILDCARD_ACCESS_URL")]
+    wildcard_access_url: Option<String>,
+    /// Also serve apps under the dashboard's own address
+    /// (`/@OWNER/WORKSPACE.AGENT/apps/SLUG/`). Such an app shares the
+    /// dashboard's origin: a script it serves acts as whoever opens it.
+    #[arg(long, env = "ABODE_ALLOW_PATH_APPS")]
+    allow_path_apps: bool,
     /// A tag this server's provisioners offer (`key=value`, repeatable): they
     /// take the jobs of template versions whose tags are all among theirs
     /// (untagged versions' jobs go to any provisioner).
@@ -589,6 +600,21 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.min_free_disk = args.min_free_disk;
     options.new_templates_for_everyone = args.default_template_access == DefaultTemplateAccess::Use;
     options.quota_enforce = args.quota_enforce;
+    options.apps = abode_api::AppsConfig {
+        wildcard: args
+            .wildcard_access_url
+            .as_deref()
+            .map(abode_api::WildcardHost::parse)
+            .transpose()
+            .map_err(|error| anyhow::anyhow!(error))?,
+        allow_path_apps: args.allow_path_apps,
+    };
+    if args.allow_path_apps {
+        tracing::warn!(
+            "--allow-path-apps: apps are served under the dashboard's own origin; a script an app \
+             serves can act as whoever opens it (prefer --wildcard-access-url)"
+        );
+    }
     options.provisioner_tags = abode_api::parse_provisioner_tags(&args.provisioner_tags)
         .map_err(|error| anyhow::anyhow!("--provisioner-tag: {error}"))?;
     options.confirmation_timeout = Duration::from_secs(args.confirmation_timeout);

@@ -6,6 +6,7 @@
 //! its answer (or its typed error) into JSON. Every response carries an
 //! `x-request-id`, which is also on every server log line of that request.
 
+mod apps_proxy;
 mod client_address;
 mod extract;
 mod pages;
@@ -28,6 +29,7 @@ use tracing::Instrument;
 
 use abode_control::{Control, ControlError};
 
+pub use abode_control::apps::{AppsConfig, WildcardHost};
 pub use abode_control::client_address::{Cidr, CidrError};
 /// What `abode server` configures notifications with.
 pub use abode_control::notifications::{EmailConfig, NotificationsConfig, WebhookConfig};

@@ -79,6 +79,8 @@ pub struct ServerOptions {
     pub new_templates_for_everyone: bool,
     /// Whether builds over their owner's budget are refused before apply.
     pub quota_enforce: bool,
+    /// Where workspace apps are served (docs/apps.md).
+    pub apps: abode_control::apps::AppsConfig,
     /// The provisioner tags this server's provisioners offer (`key=value`,
     /// checked with [`parse_provisioner_tags`](crate::parse_provisioner_tags)).
     pub provisioner_tags: Vec<String>,
@@ -138,6 +140,7 @@ impl ServerOptions {
             min_free_disk: 256 * 1024 * 1024,
             new_templates_for_everyone: true,
             quota_enforce: false,
+            apps: abode_control::apps::AppsConfig::default(),
             provisioner_tags: Vec::new(),
             tls: None,
             redirect_to_access_url: false,
@@ -293,6 +296,7 @@ impl Server {
         config.min_free_disk = options.min_free_disk;
         config.new_templates_for_everyone = options.new_templates_for_everyone;
         config.quota_enforce = options.quota_enforce;
+        config.apps = options.apps.clone();
         config.provisioner_tags = options.provisioner_tags.clone();
         config.trusted_proxies =
             abode_control::client_address::TrustedProxies::new(options.trusted_proxies.clone());

@@ -1255,7 +1255,11 @@ mod tests {
             (Some(&owner_of_it), Public, AppAccess::Allowed),
         ];
         for (actor, share, expected) in cases {
-            assert_eq!(authorize_app(actor, share, "u1"), expected, "{actor:?} {share:?}");
+            assert_eq!(
+                authorize_app(actor, share, "u1"),
+                expected,
+                "{actor:?} {share:?}"
+            );
         }
     }
 }

@@ -96,7 +96,9 @@ impl WildcardHost {
             address.owner.as_str(),
         ];
         let label = parts.join("--");
-        let fits = parts.iter().all(|part| dns_safe(part) && !part.contains("--"))
+        let fits = parts
+            .iter()
+            .all(|part| dns_safe(part) && !part.contains("--"))
             && label.len() <= 63;
         fits.then(|| format!("{label}{}{}", self.suffix, self.port))
     }
@@ -331,13 +333,17 @@ impl Control {
             host: Some(target.host.clone()),
             host_key: None,
             terminal: None,
-            user: caller.map_or_else(|| "(anonymous)".to_string(), |caller| caller.user.username.clone()),
+            user: caller.map_or_else(
+                || "(anonymous)".to_string(),
+                |caller| caller.user.username.clone(),
+            ),
         };
         let header = serde_json::to_vec(&header)
             .map_err(|error| AppRefusal::Unavailable(format!("stream header: {error}")))?;
-        let stream = mux.open(header).await.map_err(|_| {
-            AppRefusal::Unavailable("the agent's tunnel closed; try again".into())
-        })?;
+        let stream = mux
+            .open(header)
+            .await
+            .map_err(|_| AppRefusal::Unavailable("the agent's tunnel closed; try again".into()))?;
         Ok(OpenedApp {
             stream,
             target,

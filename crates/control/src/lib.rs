@@ -10,9 +10,9 @@ mod agents;
 mod audit;
 pub use abode_authz as authz;
 use abode_credentials::{hashing, secrets};
+pub mod apps;
 mod builds;
 pub mod client_address;
-pub mod apps;
 pub mod connections;
 mod daemon_jobs;
 mod error;
@@ -57,6 +57,7 @@ use abode_store::Store;
 use tokio::sync::{watch, Notify};
 
 pub use abode_identity::audit::recording as audit_recording;
+pub use abode_contract::apps as apps_contract;
 pub use abode_identity::validate_name;
 pub use abode_identity::Actor;
 pub use abode_identity::{

@@ -26,64 +26,64 @@ impl AppTokenKind {
 /// backend's `impl`.
 macro_rules! app_token_queries {
     () => {
-    pub(crate) async fn create_app_token(
-        &self,
-        token_hash: &str,
-        kind: AppTokenKind,
-        user_id: &str,
-        host: &str,
-        expires_at: i64,
-    ) -> Result<(), StoreError> {
-        let now = self.now_ms();
-        // Expired tokens go as new ones come.
-        sqlx::query(&sql("DELETE FROM app_tokens WHERE expires_at <= ?"))
+        pub(crate) async fn create_app_token(
+            &self,
+            token_hash: &str,
+            kind: AppTokenKind,
+            user_id: &str,
+            host: &str,
+            expires_at: i64,
+        ) -> Result<(), StoreError> {
+            let now = self.now_ms();
+            // Expired tokens go as new ones come.
+            sqlx::query(&sql("DELETE FROM app_tokens WHERE expires_at <= ?"))
+                .bind(now)
+                .execute(&self.pool)
+                .await
+                .map_err(db_error("app token"))?;
+            sqlx::query(&sql(
+                "INSERT INTO app_tokens (token_hash, kind, user_id, host, created_at, expires_at) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+            ))
+            .bind(token_hash)
+            .bind(kind.as_str())
+            .bind(user_id)
+            .bind(host)
             .bind(now)
+            .bind(expires_at)
             .execute(&self.pool)
             .await
             .map_err(db_error("app token"))?;
-        sqlx::query(&sql(
-            "INSERT INTO app_tokens (token_hash, kind, user_id, host, created_at, expires_at) \
-             VALUES (?, ?, ?, ?, ?, ?)",
-        ))
-        .bind(token_hash)
-        .bind(kind.as_str())
-        .bind(user_id)
-        .bind(host)
-        .bind(now)
-        .bind(expires_at)
-        .execute(&self.pool)
-        .await
-        .map_err(db_error("app token"))?;
-        Ok(())
-    }
+            Ok(())
+        }
 
-    pub(crate) async fn app_token_user(
-        &self,
-        token_hash: &str,
-        kind: AppTokenKind,
-        host: &str,
-    ) -> Result<Option<String>, StoreError> {
-        let now = self.now_ms();
-        let query = match kind {
-            // A code opens one session: it is gone once read.
-            AppTokenKind::Code => {
-                "DELETE FROM app_tokens WHERE token_hash = ? AND kind = ? AND host = ? \
+        pub(crate) async fn app_token_user(
+            &self,
+            token_hash: &str,
+            kind: AppTokenKind,
+            host: &str,
+        ) -> Result<Option<String>, StoreError> {
+            let now = self.now_ms();
+            let query = match kind {
+                // A code opens one session: it is gone once read.
+                AppTokenKind::Code => {
+                    "DELETE FROM app_tokens WHERE token_hash = ? AND kind = ? AND host = ? \
                  AND expires_at > ? RETURNING user_id"
-            }
-            AppTokenKind::Session => {
-                "SELECT user_id FROM app_tokens WHERE token_hash = ? AND kind = ? AND host = ? \
+                }
+                AppTokenKind::Session => {
+                    "SELECT user_id FROM app_tokens WHERE token_hash = ? AND kind = ? AND host = ? \
                  AND expires_at > ?"
-            }
-        };
-        sqlx::query_scalar(&sql(query))
-            .bind(token_hash)
-            .bind(kind.as_str())
-            .bind(host)
-            .bind(now)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db_error("app token"))
-    }
+                }
+            };
+            sqlx::query_scalar(&sql(query))
+                .bind(token_hash)
+                .bind(kind.as_str())
+                .bind(host)
+                .bind(now)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(db_error("app token"))
+        }
     };
 }
 pub(crate) use app_token_queries;

@@ -58,6 +58,7 @@ use abode_clock::Clock;
 
 pub use accounts::{StatusChange, StatusRefusal};
 pub use agents::AgentTunnelRow;
+pub use app_tokens::AppTokenKind;
 pub use groups::{
     AccessSubject, Group, GroupMember, GroupSource, GroupSync, NewGroup, TemplateAccessEntry,
     TemplateRole, UnknownGroupSource, UnknownTemplateRole, EVERYONE_GROUP, EVERYONE_GROUP_ID,
@@ -84,7 +85,6 @@ pub use previews::{
 pub use provisioner_keys::{NewProvisionerKey, ProvisionerKeyRow};
 pub use provisioners::{ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
 pub use quotas::{GroupAllowance, QuotaUsage, Reservation, WorkspaceCost};
-pub use app_tokens::AppTokenKind;
 pub use records::*;
 
 /// The most single sign-on entries (sign-ins started, CLI codes) kept

@@ -14,6 +14,7 @@
 //! derived from that session (`session.rs`), checked before any handler runs.
 
 mod admin;
+mod apps;
 mod assets;
 mod auth;
 mod builds;
@@ -109,6 +110,7 @@ pub fn router(control: Control) -> Router {
         .route("/workspaces/:owner/:name/extend", post(schedule::extend))
         .route("/workspaces/:owner/:name/wake", post(schedule::wake))
         .route("/workspaces/:owner/:name/terminal", get(terminal::page))
+        .route("/apps/auth", get(apps::auth))
         .route("/workspaces/:owner/:name/builds/:number", get(builds::page))
         .route(
             "/workspaces/:owner/:name/builds/:number/events",

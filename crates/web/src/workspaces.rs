@@ -382,6 +382,10 @@ pub(crate) async fn render(
         .await
         .ok();
     let log = log_panel(control, &viewer.caller, &reference, &view.latest_build).await;
+    let apps = control
+        .workspace_app_views(&view.workspace)
+        .await
+        .unwrap_or_default();
     let workspace = &view.workspace;
     let url = workspace_url(&workspace.owner_name, &workspace.name);
     let parameters = &workspace.parameters;
@@ -464,6 +468,7 @@ pub(crate) async fn render(
                 }
             }
         }
+        (crate::apps::section(&apps))
         h2 { "Parameters" }
         @if parameters.is_empty() {
             p class="muted" { "None." }

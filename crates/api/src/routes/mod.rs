@@ -88,8 +88,14 @@ pub fn router(state: AppState) -> Router {
             crate::request_checks::check_host_and_origin,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            control,
+            control.clone(),
             crate::audit_request_layer,
+        ))
+        // Apps (their own hosts, or /@... paths) are proxied before any of
+        // the API's and dashboard's checks, which are not theirs.
+        .layer(axum::middleware::from_fn_with_state(
+            control,
+            crate::apps_proxy::serve_apps,
         ))
         .layer(axum::middleware::from_fn(request_id_layer))
 }

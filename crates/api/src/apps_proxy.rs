@@ -1,0 +1,537 @@
+//! Apps served from workspaces, through this server (docs/apps.md): a
+//! layer over every route that takes the requests naming an app, either by
+//! their `Host` (`SLUG--AGENT--WORKSPACE--OWNER` under the wildcard access
+//! URL) or, with `--allow-path-apps`, by their path (`/@OWNER/WS.AGENT/apps/
+//! SLUG/...` on the dashboard's origin), and proxies them as HTTP/1.1
+//! (WebSocket upgrades too, piped both ways) over a stream of the agent's
+//! tunnel (`Control::open_app`). Which app and whether the caller may open
+//! it are the control plane's; what this module keeps is the isolation:
+//!
+//! - an app never sees Abode's credentials: the `Authorization` that signed
+//!   the request in and every `abode_*` cookie are taken off the request;
+//! - an app cannot set cookies for anything but itself: a `Set-Cookie`
+//!   named `abode_*` is dropped, and a `Domain` attribute removed (so a
+//!   subdomain app's cookie stays on its own host);
+//! - a subdomain app's visitor signs in through the dashboard, which hands
+//!   the app host a one-time code for a session cookie of that host only.
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use hyper_util::rt::TokioIo;
+
+use abode_control::apps::{
+    AppAddress, AppRefusal, OpenedApp, APP_AUTH_PATH, APP_SESSION_COOKIE, APP_SESSION_LIFETIME,
+};
+use abode_control::{Caller, Control};
+
+/// Which way a request named its app.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    Subdomain,
+    Path,
+}
+
+/// The layer: app requests are served here, everything else goes on.
+pub(crate) async fn serve_apps(
+    State(control): State<Control>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|host| host.to_str().ok())
+        .map(str::to_string);
+    if let Some(host) = host.as_deref() {
+        if let Some(address) = control.app_address_of_host(host) {
+            return serve_subdomain(&control, host, address, request).await;
+        }
+    }
+    if request.uri().path().starts_with("/@") {
+        return serve_path(&control, request).await;
+    }
+    next.run(request).await
+}
+
+fn plain(status: StatusCode, text: &str) -> Response {
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        format!("{text}\n"),
+    )
+        .into_response()
+}
+
+fn redirect(location: &str) -> Response {
+    match HeaderValue::from_str(location) {
+        Ok(location) => (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response(),
+        Err(_) => plain(StatusCode::BAD_REQUEST, "bad redirect"),
+    }
+}
+
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim().to_string())
+        .filter(|value| !value.is_empty())
+}
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let token = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))?
+        .trim();
+    (!token.is_empty()).then(|| token.to_string())
+}
+
+/// A path inside the app to return to: absolute, never another host's.
+fn safe_path(path: &str) -> &str {
+    if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') {
+        path
+    } else {
+        "/"
+    }
+}
+
+fn query_value(uri: &Uri, name: &str) -> Option<String> {
+    uri.query()?
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| percent_decode(value))
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        match bytes[at] {
+            b'%' if at + 2 < bytes.len() => match u8::from_str_radix(&text[at + 1..at + 3], 16) {
+                Ok(byte) => {
+                    out.push(byte);
+                    at += 3;
+                }
+                Err(_) => {
+                    out.push(b'%');
+                    at += 1;
+                }
+            },
+            b'+' => {
+                out.push(b' ');
+                at += 1;
+            }
+            byte => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The signed-in caller of an app request, and whether it was its
+/// `Authorization` header (then taken off before the app sees it).
+async fn caller_of(
+    control: &Control,
+    headers: &HeaderMap,
+    via: Via,
+    host: &str,
+) -> (Option<Caller>, bool) {
+    if let Some(token) = bearer(headers) {
+        if let Ok(caller) = control.identity().authenticate_caller(&token, None).await {
+            return (Some(caller), true);
+        }
+    }
+    let caller = match via {
+        Via::Subdomain => match cookie(headers, APP_SESSION_COOKIE) {
+            Some(session) => control.app_session_caller(&session, host).await,
+            None => None,
+        },
+        Via::Path => match abode_web::session_cookie(headers) {
+            Some(session) => control
+                .identity()
+                .authenticate_caller(&session, None)
+                .await
+                .ok(),
+            None => None,
+        },
+    };
+    (caller, false)
+}
+
+async fn serve_subdomain(
+    control: &Control,
+    host: &str,
+    address: AppAddress,
+    request: Request,
+) -> Response {
+    let uri = request.uri().clone();
+    if uri.path() == APP_AUTH_PATH {
+        return exchange_code(control, host, &uri).await;
+    }
+    let (caller, by_header) = caller_of(control, request.headers(), Via::Subdomain, host).await;
+    match control.open_app(caller.as_ref(), &address).await {
+        Ok(opened) => {
+            let path_and_query = uri
+                .path_and_query()
+                .map_or("/", |path| path.as_str())
+                .to_string();
+            proxy(opened, request, &path_and_query, by_header).await
+        }
+        Err(AppRefusal::SignIn) if request.method() == Method::GET => {
+            let back = uri.path_and_query().map_or("/", |path| path.as_str());
+            redirect(&control.app_sign_in_url(host, back))
+        }
+        Err(refusal) => refused(refusal),
+    }
+}
+
+/// `/.abode/auth?code=...&path=...` on an app host: the code the dashboard
+/// minted becomes this host's session cookie.
+async fn exchange_code(control: &Control, host: &str, uri: &Uri) -> Response {
+    let path = query_value(uri, "path").unwrap_or_else(|| "/".into());
+    let Some(code) = query_value(uri, "code") else {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "no code: open the app's address again",
+        );
+    };
+    let Some(session) = control.exchange_app_code(&code, host).await else {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "this sign-in link was used or expired: open the app's address again",
+        );
+    };
+    let secure = if control.config().access_url.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{APP_SESSION_COOKIE}={session}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
+        APP_SESSION_LIFETIME.as_secs()
+    );
+    let mut response = redirect(safe_path(&path));
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+async fn serve_path(control: &Control, request: Request) -> Response {
+    let path = request.uri().path().to_string();
+    // /@OWNER/WS[.AGENT]/apps/SLUG[/REST]
+    let mut parts = path.trim_start_matches("/@").splitn(4, '/');
+    let (Some(owner), Some(workspace), Some("apps"), Some(rest)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return plain(StatusCode::NOT_FOUND, "no such app");
+    };
+    let (slug, inner) = match rest.split_once('/') {
+        Some((slug, inner)) => (slug, format!("/{inner}")),
+        None => {
+            // Relative links need the trailing slash.
+            let query = request
+                .uri()
+                .query()
+                .map(|query| format!("?{query}"))
+                .unwrap_or_default();
+            return redirect(&format!("{path}/{query}"));
+        }
+    };
+    if !control.config().apps.allow_path_apps {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "path apps are off on this server (they would share the dashboard's origin): \
+             use the app's own host, or start the server with --allow-path-apps",
+        );
+    }
+    let (workspace, agent) = match workspace.split_once('.') {
+        Some((workspace, agent)) => (workspace, Some(agent.to_string())),
+        None => (workspace, None),
+    };
+    let address = AppAddress {
+        owner: owner.to_string(),
+        workspace: workspace.to_string(),
+        agent,
+        slug: slug.to_string(),
+    };
+    let (caller, by_header) = caller_of(control, request.headers(), Via::Path, "").await;
+    match control.open_app(caller.as_ref(), &address).await {
+        Ok(opened) => {
+            let query = request
+                .uri()
+                .query()
+                .map(|query| format!("?{query}"))
+                .unwrap_or_default();
+            proxy(opened, request, &format!("{inner}{query}"), by_header).await
+        }
+        Err(AppRefusal::SignIn) if request.method() == Method::GET => redirect("/login"),
+        Err(refusal) => refused(refusal),
+    }
+}
+
+fn refused(refusal: AppRefusal) -> Response {
+    match refusal {
+        AppRefusal::SignIn => plain(StatusCode::UNAUTHORIZED, "sign in to open this app"),
+        AppRefusal::NotFound => plain(StatusCode::NOT_FOUND, "no such app"),
+        AppRefusal::Unavailable(why) => plain(
+            StatusCode::BAD_GATEWAY,
+            &format!("the app cannot be reached: {why}"),
+        ),
+    }
+}
+
+/// Request headers that are the connection's, not the request's.
+const HOP_BY_HOP: [&str; 7] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+];
+
+fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::UPGRADE)
+        .is_some_and(|value| !value.is_empty())
+}
+
+/// Everything the app may see of the request's headers.
+fn app_request_headers(headers: &HeaderMap, by_header: bool) -> HeaderMap {
+    let upgrade = is_upgrade(headers);
+    let mut out = HeaderMap::new();
+    for (name, value) in headers {
+        let lower = name.as_str();
+        if HOP_BY_HOP.contains(&lower) && !(upgrade && lower == "connection") {
+            continue;
+        }
+        if name == header::UPGRADE && !upgrade {
+            continue;
+        }
+        if name == header::AUTHORIZATION && by_header {
+            continue;
+        }
+        if name == header::COOKIE {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    // Cookies, without Abode's.
+    let kept: Vec<String> = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .map(str::trim)
+        .filter(|pair| !pair.is_empty() && !pair.starts_with("abode_"))
+        .map(str::to_string)
+        .collect();
+    if let Ok(value) = HeaderValue::from_str(&kept.join("; ")) {
+        if !kept.is_empty() {
+            out.insert(header::COOKIE, value);
+        }
+    }
+    out
+}
+
+/// The app's `Set-Cookie`, as it may stand: `None` for Abode's own names;
+/// without any `Domain` (a cookie stays on the host that served it).
+fn app_set_cookie(value: &str) -> Option<String> {
+    let mut attributes = value.split(';');
+    let pair = attributes.next()?.trim();
+    let name = pair.split('=').next()?.trim();
+    if name.to_ascii_lowercase().starts_with("abode_") {
+        return None;
+    }
+    let mut out = pair.to_string();
+    for attribute in attributes {
+        let attribute = attribute.trim();
+        if attribute.to_ascii_lowercase().starts_with("domain") {
+            continue;
+        }
+        out.push_str("; ");
+        out.push_str(attribute);
+    }
+    Some(out)
+}
+
+fn app_response_headers(headers: &HeaderMap, upgraded: bool) -> HeaderMap {
+    let mut out = HeaderMap::new();
+    for (name, value) in headers {
+        let lower = name.as_str();
+        if HOP_BY_HOP.contains(&lower) && !(upgraded && lower == "connection") {
+            continue;
+        }
+        if name == header::SET_COOKIE {
+            let kept = value
+                .to_str()
+                .ok()
+                .and_then(app_set_cookie)
+                .and_then(|kept| HeaderValue::from_str(&kept).ok());
+            if let Some(kept) = kept {
+                out.append(header::SET_COOKIE, kept);
+            }
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    out
+}
+
+/// Joins the app's base path and the request's path inside the app.
+fn app_uri(base: &str, inner: &str) -> String {
+    let base = base.trim_end_matches('/');
+    format!("{base}{inner}")
+}
+
+async fn proxy(opened: OpenedApp, mut request: Request, inner: &str, by_header: bool) -> Response {
+    let OpenedApp {
+        stream,
+        target,
+        app,
+    } = opened;
+    let upgrade = is_upgrade(request.headers());
+    let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
+    let (sender, connection) =
+        match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await {
+            Ok(pair) => pair,
+            Err(error) => {
+                return plain(
+                    StatusCode::BAD_GATEWAY,
+                    &format!("the app cannot be reached: {error}"),
+                )
+            }
+        };
+    tokio::spawn(async move {
+        let _ = connection.with_upgrades().await;
+    });
+    let mut sender = sender;
+    let mut headers = app_request_headers(request.headers(), by_header);
+    let original_host = request.headers().get(header::HOST).cloned();
+    if let Some(host) = original_host {
+        headers.insert(HeaderName::from_static("x-forwarded-host"), host);
+    }
+    let uri = app_uri(&target.path, inner);
+    let mut forwarded = match axum::http::Request::builder()
+        .method(request.method().clone())
+        .uri(&uri)
+        .body(request.into_body())
+    {
+        Ok(forwarded) => forwarded,
+        Err(error) => return plain(StatusCode::BAD_REQUEST, &format!("bad request: {error}")),
+    };
+    *forwarded.headers_mut() = headers;
+    let mut response = match sender.send_request(forwarded).await {
+        Ok(response) => response,
+        Err(error) => {
+            tracing::info!(app = %app.definition.slug, %error, "an app did not answer");
+            return plain(
+                StatusCode::BAD_GATEWAY,
+                &format!(
+                    "the app {} did not answer on {}:{} in the workspace (is it running?)",
+                    app.definition.slug, target.host, target.port
+                ),
+            );
+        }
+    };
+    let upgraded = response.status() == StatusCode::SWITCHING_PROTOCOLS;
+    let headers = app_response_headers(response.headers(), upgraded);
+    let status = response.status();
+    if upgraded {
+        let Some(client_upgrade) = client_upgrade else {
+            return plain(
+                StatusCode::BAD_GATEWAY,
+                "the app switched protocols unasked",
+            );
+        };
+        let app_upgrade = hyper::upgrade::on(&mut response);
+        tokio::spawn(async move {
+            if let (Ok(client), Ok(app)) = (client_upgrade.await, app_upgrade.await) {
+                let mut client = TokioIo::new(client);
+                let mut app = TokioIo::new(app);
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut app).await;
+            }
+        });
+        let mut answer = Response::new(Body::empty());
+        *answer.status_mut() = status;
+        *answer.headers_mut() = headers;
+        return answer;
+    }
+    let mut answer = Response::new(Body::new(response.into_body()));
+    *answer.status_mut() = status;
+    *answer.headers_mut() = headers;
+    answer
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apps_never_see_abode_credentials() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::AUTHORIZATION, "Bearer secret".parse().unwrap());
+        headers.insert(
+            header::COOKIE,
+            "abode_session=s1; theme=dark; abode_app_session=s2"
+                .parse()
+                .unwrap(),
+        );
+        headers.insert(header::ACCEPT, "text/html".parse().unwrap());
+        headers.insert(header::CONNECTION, "keep-alive".parse().unwrap());
+        let seen = app_request_headers(&headers, true);
+        assert_eq!(seen.get(header::AUTHORIZATION), None);
+        assert_eq!(seen.get(header::COOKIE).unwrap(), "theme=dark");
+        assert_eq!(seen.get(header::ACCEPT).unwrap(), "text/html");
+        assert_eq!(seen.get(header::CONNECTION), None);
+        // An Authorization that is not Abode's is the app's own.
+        assert!(app_request_headers(&headers, false)
+            .get(header::AUTHORIZATION)
+            .is_some());
+    }
+
+    #[test]
+    fn apps_set_cookies_for_themselves_only() {
+        let cases = [
+            (
+                "a=1; Path=/; Domain=example.com; HttpOnly",
+                Some("a=1; Path=/; HttpOnly"),
+            ),
+            ("abode_session=x; Path=/", None),
+            ("ABODE_SESSION=x", None),
+            ("b=2", Some("b=2")),
+            ("c=3; domain=.apps.test", Some("c=3")),
+        ];
+        for (given, kept) in cases {
+            assert_eq!(app_set_cookie(given).as_deref(), kept, "{given}");
+        }
+    }
+
+    #[test]
+    fn paths_to_return_to_stay_on_the_host() {
+        assert_eq!(safe_path("/lab?x=1"), "/lab?x=1");
+        for bad in ["//evil.example/", "https://evil.example/", "/\\evil", ""] {
+            assert_eq!(safe_path(bad), "/", "{bad}");
+        }
+        assert_eq!(app_uri("/", "/a/b?c"), "/a/b?c");
+        assert_eq!(app_uri("/lab/", "/a"), "/lab/a");
+        assert_eq!(percent_decode("%2Fa%20b+c"), "/a b c");
+    }
+}
