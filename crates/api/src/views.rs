@@ -200,6 +200,26 @@ pub fn workspace_view(view: &ControlWorkspaceView) -> WorkspaceView {
     }
 }
 
+pub fn app_view(view: &abode_control::apps::AppView) -> sdk::App {
+    let definition = &view.app.definition;
+    sdk::App {
+        agent: view.app.agent_name.clone(),
+        slug: definition.slug.clone(),
+        display_name: definition.display_name.clone(),
+        url: view.url().map(str::to_string),
+        path_url: view.path_url.clone(),
+        subdomain_url: view.subdomain_url.clone(),
+        internal_url: definition.url.clone(),
+        command: definition.command.clone(),
+        subdomain: definition.subdomain,
+        share: definition.share,
+        health: view.app.health,
+        open_in: definition.open_in,
+        icon: definition.icon.clone(),
+        healthcheck: definition.healthcheck.clone(),
+    }
+}
+
 pub fn protection_view(protection: &Protection) -> sdk::Protection {
     sdk::Protection {
         address: protection.address.clone(),

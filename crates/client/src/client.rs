@@ -796,6 +796,12 @@ impl Client {
         Ok(body.workspace)
     }
 
+    /// The workspace with its apps (`GET /workspaces/{ws}` whole).
+    pub fn workspace_with_apps(&self, workspace: &str) -> Result<WorkspaceAnswer, ClientError> {
+        let path = format!("/workspaces/{}", workspace_segment(workspace));
+        self.finish("GET workspace", self.request("GET", &path).call())
+    }
+
     /// Queues a build of the workspace; `parameters` (a start only) are new
     /// values of its mutable parameters.
     pub fn transition_workspace(

@@ -821,6 +821,40 @@ pub struct TemplateAnswer {
 #[serde(bound(deserialize = "Report: Deserialize<'de>, Parameters: Deserialize<'de> + Default"))]
 pub struct WorkspaceAnswer<Report = serde_json::Value, Parameters = BTreeMap<String, String>> {
     pub workspace: Workspace<Report, Parameters>,
+    /// The workspace's apps (`abode_app`), by agent and slug.
+    #[serde(default)]
+    pub apps: Vec<App>,
+}
+
+/// An app served from a workspace (docs/apps.md).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct App {
+    pub agent: String,
+    pub slug: String,
+    #[serde(default)]
+    pub display_name: Option<String>,
+    /// Where it is opened through the server (the address its `subdomain`
+    /// asks for when the server offers it, else the other); `None` when
+    /// the server serves neither, or the app is a command.
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub path_url: Option<String>,
+    #[serde(default)]
+    pub subdomain_url: Option<String>,
+    /// Where it answers inside the workspace (the template's `url`).
+    #[serde(default)]
+    pub internal_url: Option<String>,
+    #[serde(default)]
+    pub command: Option<String>,
+    pub subdomain: bool,
+    pub share: crate::apps::AppShare,
+    pub health: crate::apps::AppHealth,
+    pub open_in: crate::apps::AppOpenIn,
+    #[serde(default)]
+    pub icon: Option<String>,
+    #[serde(default)]
+    pub healthcheck: Option<crate::apps::AppHealthcheck>,
 }
 
 /// `{"build": ...}`: a build's start, reading, cancel or confirmation.

@@ -390,12 +390,45 @@ pub fn list(args: ListArgs) -> anyhow::Result<u8> {
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
-    let workspace = session_client()?.workspace(&args.workspace)?;
+    let answer = session_client()?.workspace_with_apps(&args.workspace)?;
     match args.output.output {
-        OutputFormat::Json => output::print_json(&workspace)?,
-        OutputFormat::Text => print!("{}", describe(&workspace)),
+        OutputFormat::Json => {
+            // The workspace's fields, and its apps beside them.
+            let mut shown = serde_json::to_value(&answer.workspace)?;
+            if let Some(fields) = shown.as_object_mut() {
+                fields.insert("apps".into(), serde_json::to_value(&answer.apps)?);
+            }
+            output::print_json(&shown)?
+        }
+        OutputFormat::Text => {
+            print!("{}", describe(&answer.workspace));
+            print!("{}", describe_apps(&answer.apps));
+        }
     }
     Ok(EXIT_OK)
+}
+
+/// The apps of `abode show`: one line each, with where to open it.
+fn describe_apps(apps: &[abode_sdk::App]) -> String {
+    let mut out = String::new();
+    for (index, app) in apps.iter().enumerate() {
+        let label = if index == 0 { "Apps:" } else { "" };
+        let name = app.display_name.as_deref().unwrap_or(&app.slug);
+        let place = match (&app.url, &app.command) {
+            (Some(url), _) => url.clone(),
+            (None, Some(command)) => format!("command: {command}"),
+            (None, None) => "not served by this server".to_string(),
+        };
+        out.push_str(&format!(
+            "{label:<13}{} ({}, {}, {}): {}\n",
+            visible(name),
+            visible(&app.agent),
+            app.share.as_str(),
+            app.health.as_str(),
+            visible(&place)
+        ));
+    }
+    out
 }
 
 pub fn protections(command: WorkspacesCommand) -> anyhow::Result<u8> {

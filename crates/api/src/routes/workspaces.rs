@@ -132,10 +132,18 @@ async fn get_workspace(
     Path(workspace): Path<String>,
 ) -> ApiResult {
     let view = state.control.workspace(&caller, &workspace).await?;
+    let apps = state
+        .control
+        .workspace_app_views(&view.workspace)
+        .await?
+        .iter()
+        .map(crate::views::app_view)
+        .collect();
     ok(
         StatusCode::OK,
         json!(abode_sdk::WorkspaceAnswer {
-            workspace: workspace_view(&view)
+            workspace: workspace_view(&view),
+            apps,
         }),
     )
 }
