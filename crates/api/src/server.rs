@@ -296,7 +296,14 @@ impl Server {
         config.min_free_disk = options.min_free_disk;
         config.new_templates_for_everyone = options.new_templates_for_everyone;
         config.quota_enforce = options.quota_enforce;
-        config.apps = options.apps.clone();
+        config.apps = abode_control::apps::AppsConfig {
+            wildcard: options
+                .apps
+                .wildcard
+                .clone()
+                .map(|wildcard| wildcard.with_port_of(&config.access_url)),
+            allow_path_apps: options.apps.allow_path_apps,
+        };
         config.provisioner_tags = options.provisioner_tags.clone();
         config.trusted_proxies =
             abode_control::client_address::TrustedProxies::new(options.trusted_proxies.clone());

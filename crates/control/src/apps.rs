@@ -86,6 +86,26 @@ impl WildcardHost {
         })
     }
 
+    /// The access URL's port when the pattern names none: apps are reached
+    /// where the server is (`https://abode.example.com:8443` serves
+    /// `*.apps.example.com` on 8443 too).
+    pub fn with_port_of(mut self, access_url: &str) -> WildcardHost {
+        if self.port.is_empty() {
+            let authority = access_url
+                .split_once("://")
+                .map_or(access_url, |(_, rest)| rest)
+                .split('/')
+                .next()
+                .unwrap_or("");
+            if let Some((_, port)) = authority.rsplit_once(':') {
+                if !port.contains(']') && port.parse::<u16>().is_ok() {
+                    self.port = format!(":{port}");
+                }
+            }
+        }
+        self
+    }
+
     /// The host (with the port) of an app.
     pub fn host_of(&self, address: &AppAddress) -> Option<String> {
         let agent = address.agent.as_deref()?;
@@ -532,6 +552,14 @@ mod tests {
         ] {
             assert_eq!(wildcard.address_of(other), None, "{other}");
         }
+        let defaulted = WildcardHost::parse("*.apps.test")
+            .unwrap()
+            .with_port_of("http://127.0.0.1:7080/");
+        assert!(defaulted.matches("web--main--dev--alice.apps.test:7080"));
+        let kept = WildcardHost::parse("*.apps.test:443")
+            .unwrap()
+            .with_port_of("http://127.0.0.1:7080");
+        assert!(kept.matches("web--main--dev--alice.apps.test:443"));
         let plain = WildcardHost::parse("https://*.apps.test").unwrap();
         assert!(plain.matches("web--main--dev--alice.apps.test"));
         for bad in ["apps.example.com", "*.", "*.a b.com", "*.apps.test:x"] {

@@ -56,8 +56,8 @@ pub use abode_metrics::Metrics;
 use abode_store::Store;
 use tokio::sync::{watch, Notify};
 
-pub use abode_identity::audit::recording as audit_recording;
 pub use abode_contract::apps as apps_contract;
+pub use abode_identity::audit::recording as audit_recording;
 pub use abode_identity::validate_name;
 pub use abode_identity::Actor;
 pub use abode_identity::{

@@ -28,7 +28,11 @@ pub(crate) async fn auth(
     Query(query): Query<AuthQuery>,
 ) -> Response {
     let path = query.path.as_deref().unwrap_or("/");
-    match state.control.mint_app_code(&viewer.caller, &query.host).await {
+    match state
+        .control
+        .mint_app_code(&viewer.caller, &query.host)
+        .await
+    {
         Ok(code) => html::see_other(&state.control.app_code_url(&query.host, &code, path)),
         Err(AppRefusal::Unavailable(why)) => {
             html::error_page(StatusCode::SERVICE_UNAVAILABLE, &why)

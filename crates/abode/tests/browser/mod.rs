@@ -39,6 +39,11 @@ impl Browser {
     /// Starts chromedriver and a headless Chromium session; fails with one
     /// line when they are not installed.
     pub async fn start() -> Browser {
+        Browser::start_with_args(&[]).await
+    }
+
+    /// [`Browser::start`] with more Chromium flags (a host resolver rule).
+    pub async fn start_with_args(extra: &[&str]) -> Browser {
         let path_of = |program: &str| -> String {
             let found = Command::new("sh")
                 .args(["-c", &format!("command -v {program}")])
@@ -60,13 +65,20 @@ impl Browser {
             .spawn()
             .unwrap();
         let profile = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "--headless=new".to_string(),
+            "--no-sandbox".into(),
+            "--disable-gpu".into(),
+            "--disable-dev-shm-usage".into(),
+            "--window-size=1280,1800".into(),
+            format!("--user-data-dir={}", profile.path().display()),
+        ];
+        args.extend(extra.iter().map(|arg| arg.to_string()));
         let capabilities = json!({
             "browserName": "chrome",
             "goog:chromeOptions": {
                 "binary": chromium,
-                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                         "--disable-dev-shm-usage", "--window-size=1280,1800",
-                         format!("--user-data-dir={}", profile.path().display())],
+                "args": args,
             }
         });
         let Value::Object(capabilities) = capabilities else {

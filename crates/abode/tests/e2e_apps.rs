@@ -1,0 +1,499 @@
+//! Apps served from a workspace through the server (issue 33), with the
+//! real binary, server, Terraform, agent and a browser: a template declares
+//! apps (`abode_app`) on a `python3 -m http.server` in the workspace, a
+//! probe app that shows what it was sent and tries to set cookies, and a
+//! WebSocket echo app. The agent checks their health; `abode show` lists
+//! them; each share level lets in exactly whom it says (an `owner` app is
+//! 404 to another member and sends an anonymous visitor to sign in,
+//! `authenticated` opens to any signed-in person, `public` to anyone), by
+//! path and by subdomain; the app never sees Abode's credentials nor sets
+//! Abode's cookies; a WebSocket goes through; and in headless Chromium a
+//! person opens a subdomain app from the workspace's page, signed in there
+//! by the dashboard, and the app's page cannot read the dashboard's cookie.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod browser;
+mod util;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use browser::Browser;
+use futures_util::{SinkExt, StreamExt};
+use tokio_tungstenite::tungstenite;
+use util::{require_terraform, Platform};
+
+const PASSWORD: &str = "correct horse battery";
+
+/// The example, with a web server, apps and their agent.
+fn template(web_port: u16, probe_port: u16, echo_port: u16) -> String {
+    format!(
+        r#"
+terraform {{
+  required_providers {{
+    abode = {{
+      source = "abode/abode"
+    }}
+  }}
+}}
+
+data "abode_workspace" "me" {{}}
+
+resource "abode_volume" "home" {{
+  name = "home-${{data.abode_workspace.me.id}}"
+}}
+
+resource "abode_agent" "main" {{
+  count = data.abode_workspace.me.start_count
+  os    = "linux"
+  arch  = "amd64"
+  dir   = abode_volume.home.path
+}}
+
+resource "abode_process" "workspace" {{
+  count   = data.abode_workspace.me.start_count
+  command = ["sh", "-c", abode_agent.main[0].init_script]
+  dir     = abode_volume.home.path
+  env = {{
+    ABODE_AGENT_TOKEN = abode_agent.main[0].token
+    HOME              = abode_volume.home.path
+  }}
+}}
+
+resource "abode_process" "web" {{
+  count   = data.abode_workspace.me.start_count
+  command = ["python3", "-m", "http.server", "{web_port}", "--bind", "127.0.0.1"]
+  dir     = abode_volume.home.path
+}}
+
+resource "abode_app" "web" {{
+  count        = data.abode_workspace.me.start_count
+  agent_id     = abode_agent.main[0].id
+  slug         = "web"
+  display_name = "Web"
+  url          = "http://127.0.0.1:{web_port}"
+  subdomain    = true
+  share        = "owner"
+  healthcheck {{
+    url       = "http://127.0.0.1:{web_port}/"
+    interval  = 1
+    threshold = 3
+  }}
+}}
+
+resource "abode_app" "team" {{
+  count    = data.abode_workspace.me.start_count
+  agent_id = abode_agent.main[0].id
+  slug     = "team"
+  url      = "http://127.0.0.1:{web_port}"
+  share    = "authenticated"
+}}
+
+resource "abode_app" "open" {{
+  count    = data.abode_workspace.me.start_count
+  agent_id = abode_agent.main[0].id
+  slug     = "open"
+  url      = "http://127.0.0.1:{web_port}"
+  share    = "public"
+}}
+
+resource "abode_app" "probe" {{
+  count     = data.abode_workspace.me.start_count
+  agent_id  = abode_agent.main[0].id
+  slug      = "probe"
+  url       = "http://127.0.0.1:{probe_port}"
+  subdomain = true
+  share     = "authenticated"
+}}
+
+resource "abode_app" "echo" {{
+  count     = data.abode_workspace.me.start_count
+  agent_id  = abode_agent.main[0].id
+  slug      = "echo"
+  url       = "http://127.0.0.1:{echo_port}"
+  subdomain = true
+}}
+"#
+    )
+}
+
+/// An HTTP server that answers every request with the request's headers
+/// (what the app was sent), setting a cookie of Abode's name, one for a
+/// parent domain and one of its own.
+fn probe_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                let mut buffer = [0u8; 4096];
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buffer) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buffer[..n]),
+                    }
+                }
+                let body = String::from_utf8_lossy(&seen).to_lowercase();
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+                     Set-Cookie: abode_session=planted; Path=/\r\n\
+                     Set-Cookie: wide=1; Domain=apps.test; Path=/\r\n\
+                     Set-Cookie: own=1; Path=/\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(answer.as_bytes());
+            });
+        }
+    });
+    port
+}
+
+/// A WebSocket echo server.
+fn echo_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let Ok(mut socket) = tungstenite::accept(stream) else {
+                    return;
+                };
+                while let Ok(message) = socket.read() {
+                    if message.is_close() || socket.send(message).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One HTTP/1.1 GET to the server, naming `host`, with `headers`: the
+/// status, the headers (lowercase names) and the body.
+fn get(
+    port: u16,
+    host: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> (u16, Vec<(String, String)>, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0);
+    let headers = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_lowercase(), value.trim().to_string()))
+        .collect();
+    (status, headers, body.to_string())
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Vec<&'a str> {
+    headers
+        .iter()
+        .filter(|(key, _)| key == name)
+        .map(|(_, value)| value.as_str())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apps_by_path_and_subdomain_with_their_share_levels() {
+    require_terraform();
+    let mut flags = util::FAST_AGENT_FLAGS.to_vec();
+    flags.extend(["--wildcard-access-url", "*.apps.test", "--allow-path-apps"]);
+    let platform = Platform::start_with(&flags);
+    platform.login_owner();
+    let (web_port, probe_port, echo_port) = (free_port(), probe_server(), echo_server());
+    let dir = platform.root().join("templates/apps");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("main.tf"),
+        template(web_port, probe_port, echo_port),
+    )
+    .unwrap();
+    platform
+        .run(&["templates", "push", "apps", "-d", dir.to_str().unwrap()])
+        .ok();
+    platform.run(&["create", "dev", "--template", "apps"]).ok();
+    platform.wait_for_agent("dev", "ready", Duration::from_secs(60));
+    let home = platform.volumes_dir().join(format!(
+        "home-{}",
+        platform.show("dev")["id"].as_str().unwrap()
+    ));
+    std::fs::write(home.join("hello.txt"), "hello from the workspace\n").unwrap();
+    let port: u16 = platform
+        .url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let server_host = format!("127.0.0.1:{port}");
+
+    // The agent checks the web app; abode show lists every app.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let shown = loop {
+        let shown = platform
+            .run(&["show", "dev", "--output", "json"])
+            .ok()
+            .json();
+        let web = shown["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|app| app["slug"] == "web")
+            .cloned()
+            .unwrap();
+        if web["health"] == "healthy" {
+            break shown;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the web app never became healthy: {web}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let apps = shown["apps"].as_array().unwrap();
+    assert_eq!(apps.len(), 5, "{shown}");
+    let web = apps.iter().find(|app| app["slug"] == "web").unwrap();
+    let web_host = format!("web--main-0--dev--alice.apps.test:{port}");
+    assert_eq!(web["url"], format!("http://{web_host}/"), "{web}");
+    assert_eq!(web["share"], "owner");
+    let team = apps.iter().find(|app| app["slug"] == "team").unwrap();
+    assert_eq!(team["health"], "disabled");
+    assert_eq!(
+        team["url"],
+        format!(
+            "{}/@alice/dev.main-0/apps/team/",
+            platform.url.trim_end_matches('/')
+        )
+    );
+    let text = platform.run(&["show", "dev"]).ok().stdout;
+    assert!(
+        text.contains("Apps:") && text.contains("Web (main[0], owner, healthy)"),
+        "{text}"
+    );
+
+    let alice = platform
+        .run(&["tokens", "create", "--name", "apps"])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    let bob_dir = platform.login_new_user("bob", "member");
+    let bob = platform
+        .run_as(&bob_dir, &["tokens", "create", "--name", "apps"], None)
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    let as_alice = format!("Bearer {alice}");
+    let as_bob = format!("Bearer {bob}");
+
+    // By path: the owner's app, for alice only.
+    let owner_path = "/@alice/dev.main-0/apps/web/hello.txt";
+    let (status, _, body) = get(
+        port,
+        &server_host,
+        owner_path,
+        &[("Authorization", &as_alice)],
+    );
+    assert_eq!((status, body.as_str()), (200, "hello from the workspace\n"));
+    let (status, _, _) = get(
+        port,
+        &server_host,
+        owner_path,
+        &[("Authorization", &as_bob)],
+    );
+    assert_eq!(status, 404, "another member sees no owner app");
+    let (status, headers, _) = get(port, &server_host, owner_path, &[]);
+    assert_eq!(
+        (status, header(&headers, "location")),
+        (303, vec!["/login"])
+    );
+    // The one agent may be left out; a path without its slash gets it.
+    let (status, _, _) = get(
+        port,
+        &server_host,
+        "/@alice/dev/apps/web/hello.txt",
+        &[("Authorization", &as_alice)],
+    );
+    assert_eq!(status, 200);
+    let (status, headers, _) = get(
+        port,
+        &server_host,
+        "/@alice/dev.main-0/apps/web",
+        &[("Authorization", &as_alice)],
+    );
+    assert_eq!(
+        (status, header(&headers, "location")),
+        (303, vec!["/@alice/dev.main-0/apps/web/"])
+    );
+    // Authenticated: any signed-in person; public: anyone.
+    let (status, _, _) = get(
+        port,
+        &server_host,
+        "/@alice/dev.main-0/apps/team/hello.txt",
+        &[("Authorization", &as_bob)],
+    );
+    assert_eq!(status, 200);
+    let (status, _, _) = get(
+        port,
+        &server_host,
+        "/@alice/dev.main-0/apps/team/hello.txt",
+        &[],
+    );
+    assert_eq!(status, 303);
+    let (status, _, body) = get(
+        port,
+        &server_host,
+        "/@alice/dev.main-0/apps/open/hello.txt",
+        &[],
+    );
+    assert_eq!((status, body.as_str()), (200, "hello from the workspace\n"));
+    let (status, _, _) = get(
+        port,
+        &server_host,
+        "/@alice/dev.main-0/apps/nothing/",
+        &[("Authorization", &as_alice)],
+    );
+    assert_eq!(status, 404);
+
+    // By subdomain: the same rules; an anonymous visitor goes to the
+    // dashboard to sign in for that host.
+    let (status, _, body) = get(
+        port,
+        &web_host,
+        "/hello.txt",
+        &[("Authorization", &as_alice)],
+    );
+    assert_eq!((status, body.as_str()), (200, "hello from the workspace\n"));
+    let (status, _, _) = get(port, &web_host, "/hello.txt", &[("Authorization", &as_bob)]);
+    assert_eq!(status, 404);
+    let (status, headers, _) = get(port, &web_host, "/hello.txt", &[]);
+    assert_eq!(status, 303);
+    let location = header(&headers, "location")[0].to_string();
+    assert!(
+        location.starts_with(&format!(
+            "{}/apps/auth?host=",
+            platform.url.trim_end_matches('/')
+        )),
+        "{location}"
+    );
+
+    // What an app sees and sets: no Abode credential in, no Abode cookie
+    // and no cookie for other hosts out.
+    let probe_host = format!("probe--main-0--dev--alice.apps.test:{port}");
+    let (status, headers, seen) = get(
+        port,
+        &probe_host,
+        "/",
+        &[
+            ("Authorization", &as_bob),
+            ("Cookie", "abode_session=secret-session; theme=dark"),
+        ],
+    );
+    assert_eq!(status, 200, "{seen}");
+    assert!(
+        !seen.contains(&bob.to_lowercase()) && !seen.contains("authorization"),
+        "{seen}"
+    );
+    assert!(
+        !seen.contains("secret-session") && seen.contains("theme=dark"),
+        "{seen}"
+    );
+    let cookies = header(&headers, "set-cookie");
+    assert_eq!(cookies, ["wide=1; Path=/", "own=1; Path=/"], "{headers:?}");
+
+    // A WebSocket through the proxy.
+    let stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let mut request = tungstenite::client::IntoClientRequest::into_client_request(format!(
+        "ws://echo--main-0--dev--alice.apps.test:{port}/"
+    ))
+    .unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", as_alice.parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::client_async(request, stream)
+        .await
+        .unwrap();
+    socket
+        .send(tungstenite::Message::Text("echo me".into()))
+        .await
+        .unwrap();
+    let echoed = tokio::time::timeout(Duration::from_secs(30), socket.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(echoed.into_text().unwrap(), "echo me");
+
+    // In the browser: from the workspace's page to the subdomain app,
+    // signed in there by the dashboard; its page cannot read the
+    // dashboard's cookie.
+    let base = platform.url.trim_end_matches('/').to_string();
+    let browser =
+        Browser::start_with_args(&["--host-resolver-rules=MAP *.apps.test 127.0.0.1"]).await;
+    browser.go(&format!("{base}/login")).await;
+    browser.type_into("#username", "alice").await;
+    browser.type_into("#password", PASSWORD).await;
+    browser.click("button[type=submit].primary").await;
+    browser.wait_for_text("Signed in as alice").await;
+    browser.go(&format!("{base}/workspaces/alice/dev")).await;
+    browser.wait_for_text("healthy").await;
+    browser.click("a.app-link[data-slug=web]").await;
+    browser.wait_for_text("hello.txt").await;
+    assert!(
+        browser
+            .url()
+            .await
+            .starts_with(&format!("http://{web_host}/")),
+        "{}",
+        browser.url().await
+    );
+    let cookies = browser.script("return document.cookie;").await;
+    assert!(
+        !cookies.as_str().unwrap_or_default().contains("abode_"),
+        "{cookies}"
+    );
+    browser.go(&format!("http://{web_host}/hello.txt")).await;
+    browser.wait_for_text("hello from the workspace").await;
+    // The dashboard's session still stands after the probe tried to set one.
+    browser.go(&format!("http://{probe_host}/")).await;
+    browser.wait_for_text("host:").await;
+    browser.go(&format!("{base}/workspaces/alice/dev")).await;
+    browser.wait_for_text("Signed in as alice").await;
+    browser.close().await;
+}
