@@ -7,7 +7,9 @@
 //! 404 to another member and sends an anonymous visitor to sign in,
 //! `authenticated` opens to any signed-in person, `public` to anyone), by
 //! path and by subdomain; the app never sees Abode's credentials nor sets
-//! Abode's cookies; a WebSocket goes through; and in headless Chromium a
+//! Abode's cookies; a WebSocket goes through; a port shared with `abode
+//! port-share` (within the template's maximum) opens and closes on the
+//! next request; and in headless Chromium a
 //! person opens a subdomain app from the workspace's page, signed in there
 //! by the dashboard, and the app's page cannot read the dashboard's cookie.
 
@@ -459,6 +461,85 @@ async fn apps_by_path_and_subdomain_with_their_share_levels() {
         .unwrap()
         .unwrap();
     assert_eq!(echoed.into_text().unwrap(), "echo me");
+
+    // A port shared without a template change, within the template's
+    // maximum, takes effect on the next request, and so does its removal.
+    let port_host = format!("{web_port}--main-0--dev--alice.apps.test:{port}");
+    let (status, _, _) = get(
+        port,
+        &port_host,
+        "/hello.txt",
+        &[("Authorization", &as_bob)],
+    );
+    assert_eq!(status, 404, "a port is its owner's until shared");
+    let (status, _, _) = get(
+        port,
+        &port_host,
+        "/hello.txt",
+        &[("Authorization", &as_alice)],
+    );
+    assert_eq!(status, 200, "the owner reaches their own port");
+    let web_port_text = web_port.to_string();
+    platform
+        .run(&[
+            "port-share",
+            "dev",
+            &web_port_text,
+            "--share",
+            "authenticated",
+        ])
+        .fails_with(1, &["up to `owner`"]);
+    platform
+        .run(&["templates", "port-share", "apps", "--max", "authenticated"])
+        .ok();
+    platform
+        .run(&["port-share", "dev", &web_port_text, "--share", "public"])
+        .fails_with(1, &["up to `authenticated`"]);
+    let shared = platform
+        .run(&[
+            "port-share",
+            "dev",
+            &web_port_text,
+            "--share",
+            "authenticated",
+        ])
+        .ok();
+    assert!(shared.stdout.contains(&port_host), "{shared:?}");
+    let listed = platform
+        .run(&["port-share", "list", "dev", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(listed[0]["share"], "authenticated", "{listed}");
+    let (status, _, body) = get(
+        port,
+        &port_host,
+        "/hello.txt",
+        &[("Authorization", &as_bob)],
+    );
+    assert_eq!((status, body.as_str()), (200, "hello from the workspace\n"));
+    platform
+        .run_as(
+            &bob_dir,
+            &[
+                "port-share",
+                "alice/dev",
+                &web_port_text,
+                "--share",
+                "authenticated",
+            ],
+            None,
+        )
+        .fails_with(1, &["may not connect"]);
+    platform
+        .run(&["port-share", "remove", "dev", &web_port_text])
+        .ok();
+    let (status, _, _) = get(
+        port,
+        &port_host,
+        "/hello.txt",
+        &[("Authorization", &as_bob)],
+    );
+    assert_eq!(status, 404, "unshared on the next request");
 
     // In the browser: from the workspace's page to the subdomain app,
     // signed in there by the dashboard; its page cannot read the

@@ -174,6 +174,13 @@ fn table() -> Vec<Row> {
         ("GET", "/workspaces/{ws}/builds/1", Body::None,                                                   [200, 200, 403, 200, 200, 403, 401, 401]),
         ("GET", "/workspaces/{ws}/builds/1/logs", Body::None,                                              [200, 200, 403, 200, 200, 403, 401, 401]),
         ("GET", "/workspaces/{ws}/protections", Body::None,                                                [200, 200, 403, 200, 200, 403, 401, 401]),
+        // ---- shared ports: read like the workspace, changed by who may
+        // connect to it ----
+        ("GET", "/workspaces/{ws}/port-shares", Body::None,                                                [200, 200, 403, 200, 200, 403, 401, 401]),
+        ("PUT", "/workspaces/{ws}/port-shares/8080", Body::Json(r#"{"share":"owner"}"#),                  [400, 403, 403, 403, 400, 403, 401, 401]),
+        ("DELETE", "/workspaces/{ws}/port-shares/8080", Body::None,                                        [404, 403, 403, 403, 404, 403, 401, 401]),
+        ("GET", "/templates/quick/port-share", Body::None,                                                 [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("PUT", "/templates/quick/port-share", Body::Json(r#"{"max":"owner"}"#),                          [200, 200, 403, 403, 403, 403, 401, 401]),
         ("GET", "/workspaces/{ws}/schedule", Body::None,                                                   [200, 200, 403, 200, 200, 403, 401, 401]),
         // ---- workspaces: acting (409: allowed, refused for the pending build) ----
         ("POST", "/workspaces", Body::Json(r#"{"name":"new-{col}","template":"quick"}"#),                [201, 403, 403, 403, 201, 201, 401, 401]),

@@ -796,6 +796,78 @@ impl Client {
         Ok(body.workspace)
     }
 
+    /// The workspace's shared ports.
+    pub fn port_shares(&self, workspace: &str) -> Result<Vec<abode_sdk::PortShare>, ClientError> {
+        let path = format!("/workspaces/{}/port-shares", workspace_segment(workspace));
+        let body: abode_sdk::PortSharesAnswer =
+            self.finish("list port shares", self.request("GET", &path).call())?;
+        Ok(body.port_shares)
+    }
+
+    /// Shares a port of the workspace (`agent`: which one, when several).
+    pub fn share_port(
+        &self,
+        workspace: &str,
+        port: u16,
+        share: abode_sdk::apps::AppShare,
+        agent: Option<&str>,
+    ) -> Result<Option<abode_sdk::PortShare>, ClientError> {
+        #[derive(serde::Deserialize)]
+        struct Answer {
+            port_share: Option<abode_sdk::PortShare>,
+        }
+        let path = format!(
+            "/workspaces/{}/port-shares/{port}",
+            workspace_segment(workspace)
+        );
+        let body = json!(requests::SharePort {
+            share,
+            agent: agent.map(str::to_string),
+        });
+        let answer: Answer =
+            self.finish("share port", self.request("PUT", &path).send_json(body))?;
+        Ok(answer.port_share)
+    }
+
+    /// Makes a shared port its owner's alone again.
+    pub fn unshare_port(
+        &self,
+        workspace: &str,
+        port: u16,
+        agent: Option<&str>,
+    ) -> Result<(), ClientError> {
+        let path = format!(
+            "/workspaces/{}/port-shares/{port}",
+            workspace_segment(workspace)
+        );
+        let mut request = self.request("DELETE", &path);
+        if let Some(agent) = agent {
+            request = request.query("agent", agent);
+        }
+        self.check(request.call()).map(drop)
+    }
+
+    /// How far a template's workspaces may share ports; sets it first when
+    /// `max` is given.
+    pub fn template_port_share(
+        &self,
+        template: &str,
+        max: Option<abode_sdk::apps::AppShare>,
+    ) -> Result<abode_sdk::TemplatePortShare, ClientError> {
+        let path = format!("/templates/{}/port-share", workspace_segment(template));
+        match max {
+            Some(max) => self.finish(
+                "set the maximum port share",
+                self.request("PUT", &path)
+                    .send_json(json!(requests::SetTemplatePortShare { max })),
+            ),
+            None => self.finish(
+                "read the maximum port share",
+                self.request("GET", &path).call(),
+            ),
+        }
+    }
+
     /// The workspace with its apps (`GET /workspaces/{ws}` whole).
     pub fn workspace_with_apps(&self, workspace: &str) -> Result<WorkspaceAnswer, ClientError> {
         let path = format!("/workspaces/{}", workspace_segment(workspace));

@@ -12,8 +12,8 @@
 
 use std::time::Duration;
 
-use abode_contract::apps::{app_target, AppTarget};
-use abode_store::{AppTokenKind, StoreError, Transition, Workspace, WorkspaceApp};
+use abode_contract::apps::{app_target, AppDefinition, AppHealth, AppShare, AppTarget};
+use abode_store::{AppTokenKind, PortShare, StoreError, Transition, Workspace, WorkspaceApp};
 use abode_tunnel::{StreamKind, StreamRequest};
 use rand::RngCore;
 use tokio::io::DuplexStream;
@@ -394,8 +394,14 @@ impl Control {
                     .as_deref()
                     .is_none_or(|agent| agent_url_name(&app.agent_name) == agent)
         });
-        let (Some(app), None) = (named.next(), named.next()) else {
-            return Err(AppRefusal::NotFound);
+        let app = match (named.next(), named.next()) {
+            (Some(app), None) => app,
+            (None, _) => match address.slug.parse::<u16>() {
+                // Not an app: a port, shared or the owner's own.
+                Ok(port) if port > 0 => self.port_app(&workspace, address, port).await?,
+                _ => return Err(AppRefusal::NotFound),
+            },
+            (Some(_), Some(_)) => return Err(AppRefusal::NotFound),
         };
         let subject = caller.map(Caller::subject);
         match authz::authorize_app(subject.as_ref(), app.definition.share, &workspace.owner_id) {
@@ -403,6 +409,269 @@ impl Control {
             AppAccess::SignInFirst => Err(AppRefusal::SignIn),
             AppAccess::Hidden => Err(AppRefusal::NotFound),
         }
+    }
+
+    /// A port of a workspace's agent as an app: shared at the level `abode
+    /// port-share` gave it (never past the template's maximum now), else
+    /// the owner's alone.
+    async fn port_app(
+        &self,
+        workspace: &Workspace,
+        address: &AppAddress,
+        port: u16,
+    ) -> Result<WorkspaceApp, AppRefusal> {
+        let agents = self.inner.store.agents_of_workspace(&workspace.id).await?;
+        let mut named = agents.iter().filter(|agent| {
+            address
+                .agent
+                .as_deref()
+                .is_none_or(|wanted| agent_url_name(&agent.name) == wanted)
+        });
+        let (Some(agent), None) = (named.next(), named.next()) else {
+            return Err(AppRefusal::NotFound);
+        };
+        let max = self
+            .inner
+            .store
+            .template_max_port_share(&workspace.template_id)
+            .await?;
+        let share = self
+            .inner
+            .store
+            .port_shares(&workspace.id)
+            .await?
+            .into_iter()
+            .find(|shared| shared.agent_name == agent.name && shared.port == port)
+            .map_or(AppShare::Owner, |shared| shared.share.min(max));
+        Ok(WorkspaceApp {
+            id: format!("port-{port}"),
+            workspace_id: workspace.id.clone(),
+            agent_id: agent.id.clone(),
+            agent_name: agent.name.clone(),
+            definition: AppDefinition {
+                slug: port.to_string(),
+                display_name: None,
+                url: Some(format!("http://localhost:{port}")),
+                command: None,
+                subdomain: true,
+                share,
+                icon: None,
+                open_in: abode_contract::apps::AppOpenIn::Tab,
+                healthcheck: None,
+            },
+            health: AppHealth::Disabled,
+            health_changed_at: None,
+        })
+    }
+
+    /// The agent of `workspace` named `agent` (its name or URL name), or
+    /// its only agent.
+    async fn agent_named(
+        &self,
+        workspace: &Workspace,
+        agent: Option<&str>,
+    ) -> Result<String, ControlError> {
+        let agents = self.inner.store.agents_of_workspace(&workspace.id).await?;
+        let mut named = agents.iter().filter(|candidate| {
+            agent.is_none_or(|wanted| {
+                candidate.name == wanted || agent_url_name(&candidate.name) == wanted
+            })
+        });
+        match (named.next(), named.next(), agent) {
+            (Some(found), None, _) => Ok(found.name.clone()),
+            (None, _, Some(wanted)) => Err(ControlError::NotFound(format!(
+                "the workspace has no agent \"{wanted}\" (is it started?)"
+            ))),
+            (None, _, None) => Err(ControlError::Conflict(
+                "the workspace has no agent: start it first".into(),
+            )),
+            (Some(_), Some(_), _) => Err(ControlError::BadRequest(
+                "the workspace has several agents: say which with --agent".into(),
+            )),
+        }
+    }
+
+    /// `abode port-share WS PORT --share LEVEL`: opens a port of the
+    /// caller's workspace to `share` (authenticated or public), within the
+    /// template's maximum.
+    pub async fn share_port(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        port: u16,
+        share: AppShare,
+        agent: Option<&str>,
+    ) -> Result<PortShare, ControlError> {
+        let workspace = self
+            .resolve_workspace(caller, reference, crate::authz::Action::WorkspaceConnect)
+            .await?;
+        if port == 0 {
+            return Err(ControlError::BadRequest(
+                "a port is between 1 and 65535".into(),
+            ));
+        }
+        if share == AppShare::Owner {
+            return Err(ControlError::BadRequest(
+                "a port is its owner's already: share it with authenticated or public, or remove its share".into(),
+            ));
+        }
+        let max = self
+            .inner
+            .store
+            .template_max_port_share(&workspace.template_id)
+            .await?;
+        if share > max {
+            return Err(ControlError::Forbidden(format!(
+                "template {} lets its workspaces share ports up to `{}`, not `{}` (abode templates port-share {} --max LEVEL)",
+                workspace.template_name,
+                max.as_str(),
+                share.as_str(),
+                workspace.template_name
+            )));
+        }
+        let agent_name = self.agent_named(&workspace, agent).await?;
+        self.inner
+            .store
+            .put_port_share(&workspace.id, &agent_name, port, share, &caller.user.id)
+            .await?;
+        self.audit_workspace(
+            caller,
+            &workspace.id,
+            "workspace.port_share",
+            &format!("{}/{}", workspace.owner_name, workspace.name),
+            "success",
+            Some(format!(
+                "agent={agent_name} port={port} share={}",
+                share.as_str()
+            )),
+        )
+        .await;
+        self.inner
+            .store
+            .port_shares(&workspace.id)
+            .await?
+            .into_iter()
+            .find(|shared| shared.agent_name == agent_name && shared.port == port)
+            .ok_or_else(|| ControlError::Internal("the port share just written is gone".into()))
+    }
+
+    /// `abode port-share remove WS PORT`: the port is its owner's alone again.
+    pub async fn unshare_port(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        port: u16,
+        agent: Option<&str>,
+    ) -> Result<(), ControlError> {
+        let workspace = self
+            .resolve_workspace(caller, reference, crate::authz::Action::WorkspaceConnect)
+            .await?;
+        let shares = self.inner.store.port_shares(&workspace.id).await?;
+        let mut named = shares.iter().filter(|shared| {
+            shared.port == port
+                && agent.is_none_or(|wanted| {
+                    shared.agent_name == wanted || agent_url_name(&shared.agent_name) == wanted
+                })
+        });
+        let (Some(shared), None) = (named.next(), named.next()) else {
+            return Err(ControlError::NotFound(format!("port {port} is not shared")));
+        };
+        self.inner
+            .store
+            .delete_port_share(&workspace.id, &shared.agent_name, port)
+            .await?;
+        self.audit_workspace(
+            caller,
+            &workspace.id,
+            "workspace.port_unshare",
+            &format!("{}/{}", workspace.owner_name, workspace.name),
+            "success",
+            Some(format!("agent={} port={port}", shared.agent_name)),
+        )
+        .await;
+        Ok(())
+    }
+
+    /// `abode port-share list WS`: the workspace's shared ports, each with
+    /// the level it opens to now (never past the template's maximum) and
+    /// its address.
+    pub async fn port_shares(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Vec<(PortShare, Option<String>)>, ControlError> {
+        let workspace = self
+            .resolve_workspace(caller, reference, crate::authz::Action::WorkspaceRead)
+            .await?;
+        let max = self
+            .inner
+            .store
+            .template_max_port_share(&workspace.template_id)
+            .await?;
+        let config = &self.inner.config;
+        let base = config.access_url.trim_end_matches('/');
+        Ok(self
+            .inner
+            .store
+            .port_shares(&workspace.id)
+            .await?
+            .into_iter()
+            .map(|mut shared| {
+                shared.share = shared.share.min(max);
+                let address = AppAddress {
+                    owner: workspace.owner_name.clone(),
+                    workspace: workspace.name.clone(),
+                    agent: Some(agent_url_name(&shared.agent_name)),
+                    slug: shared.port.to_string(),
+                };
+                let url = match &config.apps.wildcard {
+                    Some(wildcard) => wildcard
+                        .host_of(&address)
+                        .map(|host| format!("{}://{host}/", self.access_scheme())),
+                    None => config
+                        .apps
+                        .allow_path_apps
+                        .then(|| format!("{base}{}", Control::app_path(&address))),
+                };
+                (shared, url)
+            })
+            .collect())
+    }
+
+    /// How far a template's workspaces may share ports (template admins
+    /// set it, `abode templates port-share NAME --max LEVEL`).
+    pub async fn template_max_port_share(
+        &self,
+        caller: &Caller,
+        template: &str,
+        max: Option<AppShare>,
+    ) -> Result<AppShare, ControlError> {
+        let action = if max.is_some() {
+            crate::authz::Action::TemplatePolicyEdit
+        } else {
+            crate::authz::Action::TemplateRead
+        };
+        let found = self
+            .templates()
+            .template_for(caller, template, action)
+            .await?;
+        if let Some(max) = max {
+            self.inner
+                .store
+                .set_template_max_port_share(&found.id, max)
+                .await?;
+            self.audit(
+                Some(&caller.user),
+                caller.request_id.clone(),
+                "template.port_share",
+                "template",
+                template,
+                "success",
+                Some(format!("max={}", max.as_str())),
+            )
+            .await;
+        }
+        Ok(self.inner.store.template_max_port_share(&found.id).await?)
     }
 
     /// A one-time code for `caller` to sign in on the app host `host`

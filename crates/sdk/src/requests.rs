@@ -150,6 +150,22 @@ pub struct AgentAppHealth {
     pub health: abode_contract::apps::AppHealth,
 }
 
+/// `PUT /workspaces/{ws}/port-shares/{port}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SharePort {
+    pub share: abode_contract::apps::AppShare,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+/// `PUT /templates/{name}/port-share`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetTemplatePortShare {
+    pub max: abode_contract::apps::AppShare,
+}
+
 /// `POST /groups`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

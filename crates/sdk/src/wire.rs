@@ -826,6 +826,33 @@ pub struct WorkspaceAnswer<Report = serde_json::Value, Parameters = BTreeMap<Str
     pub apps: Vec<App>,
 }
 
+/// A port of a workspace shared without a template change (`abode
+/// port-share`, docs/apps.md).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PortShare {
+    pub agent: String,
+    pub port: u16,
+    /// What it opens to now (never past the template's maximum).
+    pub share: crate::apps::AppShare,
+    /// Where it opens through the server (`None` when the server serves
+    /// no apps).
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+/// `{"port_shares": [...]}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PortSharesAnswer {
+    pub port_shares: Vec<PortShare>,
+}
+
+/// `{"max": "authenticated"}`: how far a template's workspaces may share
+/// ports.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TemplatePortShare {
+    pub max: crate::apps::AppShare,
+}
+
 /// An app served from a workspace (docs/apps.md).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct App {

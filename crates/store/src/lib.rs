@@ -32,6 +32,7 @@ mod notifications;
 mod oidc;
 mod pages;
 mod platform;
+mod port_shares;
 mod postgres;
 mod prebuilds;
 mod previews;
@@ -74,6 +75,7 @@ pub use pages::{
     DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
 };
 pub use platform::{AgentCutoffs, PlatformCounts};
+pub use port_shares::PortShare;
 pub use prebuilds::{
     PoolCost, PoolFailures, PrebuildClaim, PrebuildClaimed, PrebuildRow, PrebuildSnapshot,
     QuotaEpisode, VersionPresets, PREBUILDS_PAUSED,
@@ -856,6 +858,19 @@ storage_interface! {
     fn create_app_token(&self, token_hash: &str, kind: AppTokenKind, user_id: &str, host: &str, expires_at: i64) -> ();
     /// The user of an unexpired token of `host`; a code is taken (deleted).
     fn app_token_user(&self, token_hash: &str, kind: AppTokenKind, host: &str) -> Option<String>;
+}
+
+// ---- shared ports (port_shares.rs) ----
+
+storage_interface! {
+    /// How far a template lets its workspaces share ports.
+    fn template_max_port_share(&self, template_id: &str) -> abode_contract::apps::AppShare;
+    fn set_template_max_port_share(&self, template_id: &str, max: abode_contract::apps::AppShare) -> ();
+    /// Shares a port of a workspace's agent (again: the new level).
+    fn put_port_share(&self, workspace_id: &str, agent_name: &str, port: u16, share: abode_contract::apps::AppShare, created_by: &str) -> ();
+    /// `false` when the port was not shared.
+    fn delete_port_share(&self, workspace_id: &str, agent_name: &str, port: u16) -> bool;
+    fn port_shares(&self, workspace_id: &str) -> Vec<PortShare>;
 }
 
 // ---- agents (agents.rs) ----

@@ -23,6 +23,7 @@ use crate::notifications::*;
 use crate::oidc::*;
 use crate::pages::*;
 use crate::platform::*;
+use crate::port_shares::*;
 use crate::prebuilds::*;
 use crate::previews::*;
 use crate::provisioner_keys::*;
@@ -159,6 +160,7 @@ impl PostgresBackend {
     notification_queries!(sqlx::Postgres, "FOR UPDATE SKIP LOCKED");
     agent_queries!();
     app_token_queries!();
+    port_share_queries!();
     host_key_queries!();
     oidc_queries!();
     platform_queries!();

@@ -27,6 +27,7 @@ use crate::notifications::*;
 use crate::oidc::*;
 use crate::pages::*;
 use crate::platform::*;
+use crate::port_shares::*;
 use crate::prebuilds::*;
 use crate::previews::*;
 use crate::provisioner_keys::*;
@@ -153,6 +154,7 @@ impl SqliteBackend {
     notification_queries!(sqlx::Sqlite, "");
     agent_queries!();
     app_token_queries!();
+    port_share_queries!();
     host_key_queries!();
     oidc_queries!();
     platform_queries!();

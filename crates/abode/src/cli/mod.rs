@@ -15,6 +15,7 @@ mod guard;
 mod notifications;
 mod output;
 mod port_forward;
+mod port_share;
 mod prebuilds;
 mod previews;
 mod provisioners;
@@ -92,6 +93,9 @@ pub enum UserCommand {
     /// Stop a running workspace and start it again (one request; both
     /// builds guarded).
     Restart(workspaces::BuildArgs),
+    /// Share a port of your workspace with people who are signed in, or
+    /// with anyone (`list`, `remove`): served like an app (docs/apps.md).
+    PortShare(port_share::PortShareArgs),
     /// List workspaces.
     List(workspaces::ListArgs),
     /// Show a workspace: build status, agent status and health.
@@ -165,6 +169,7 @@ pub fn run(command: UserCommand) -> ExitCode {
             workspaces::transition(args.build, workspaces::Action::Update, &args.parameters)
         }
         UserCommand::Rename(args) => workspaces::rename(args),
+        UserCommand::PortShare(args) => port_share::run(args),
         UserCommand::Restart(args) => workspaces::restart(args),
         UserCommand::List(args) => workspaces::list(args),
         UserCommand::Show(args) => workspaces::show(args),

@@ -34,6 +34,9 @@ pub enum TemplatesCommand {
     /// Show a template's access list, or set one entry of it
     /// (`--user U|--group G --role use|admin|none`).
     Permissions(super::template_permissions::PermissionsArgs),
+    /// Show, or set with `--max owner|authenticated|public`, how far this
+    /// template's workspaces may share ports (`abode port-share`).
+    PortShare(super::port_share::TemplateMaxArgs),
 }
 
 #[derive(Debug, Args)]
@@ -159,6 +162,7 @@ pub fn run(command: TemplatesCommand) -> anyhow::Result<u8> {
         TemplatesCommand::Edit(args) => super::schedule::edit_policy(args),
         TemplatesCommand::Policy(args) => super::schedule::show_policy(args),
         TemplatesCommand::Permissions(args) => super::template_permissions::run(args),
+        TemplatesCommand::PortShare(args) => super::port_share::template_max(args),
     }
 }
 

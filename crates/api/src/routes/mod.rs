@@ -10,6 +10,7 @@ mod connect;
 mod groups;
 mod identity;
 mod notifications;
+mod port_shares;
 mod prebuilds;
 mod previews;
 mod provisioner_keys;
@@ -54,6 +55,7 @@ pub fn router(state: AppState) -> Router {
         .merge(provisioner_keys::routes())
         .merge(schedules::routes())
         .merge(connect::routes())
+        .merge(port_shares::routes())
         .merge(state_backend::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .layer(axum::middleware::from_fn(refuse_oversized_json))
