@@ -229,3 +229,108 @@ fn a_connection_through_any_server_reaches_the_agent() {
         "{refused}"
     );
 }
+
+/// An app is served through any server: the one its agent's tunnel is not
+/// on relays the request, as it is, to the one it is on, which signs it in
+/// and decides.
+#[test]
+fn an_app_through_any_server_reaches_its_agent() {
+    require_terraform();
+    let database = FreshDatabase::create();
+    let builder = server(&database, &["--provisioners", "1", "--allow-path-apps"]);
+    let front = server(&database, &["--provisioners", "0", "--allow-path-apps"]);
+    builder.login_owner();
+    front.login_existing_owner();
+    let web_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let template = format!(
+        r#"
+terraform {{
+  required_providers {{
+    abode = {{ source = "abode/abode" }}
+  }}
+}}
+data "abode_workspace" "me" {{}}
+resource "abode_volume" "home" {{
+  name = "home-${{data.abode_workspace.me.id}}"
+}}
+resource "abode_agent" "main" {{
+  count = data.abode_workspace.me.start_count
+  os    = "linux"
+  arch  = "amd64"
+}}
+resource "abode_process" "agent" {{
+  count   = data.abode_workspace.me.start_count
+  command = ["sh", "-c", abode_agent.main[0].init_script]
+  dir     = abode_volume.home.path
+  env     = {{ ABODE_AGENT_TOKEN = abode_agent.main[0].token }}
+}}
+resource "abode_process" "web" {{
+  count   = data.abode_workspace.me.start_count
+  command = ["python3", "-m", "http.server", "{web_port}", "--bind", "127.0.0.1"]
+  dir     = abode_volume.home.path
+}}
+resource "abode_app" "web" {{
+  count    = data.abode_workspace.me.start_count
+  agent_id = abode_agent.main[0].id
+  slug     = "web"
+  url      = "http://127.0.0.1:{web_port}"
+}}
+"#
+    );
+    let dir = front.root().join("templates/apps");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("main.tf"), template).unwrap();
+    front
+        .run(&["templates", "push", "apps", "-d", dir.to_str().unwrap()])
+        .ok();
+    front.run(&["create", "dev", "--template", "apps"]).ok();
+    front.wait_for_agent("dev", "ready", Duration::from_secs(60));
+    let id = front.show("dev")["id"].as_str().unwrap().to_string();
+    std::fs::write(
+        builder
+            .volumes_dir()
+            .join(format!("home-{id}"))
+            .join("hello.txt"),
+        "relayed\n",
+    )
+    .unwrap();
+    let token = front
+        .run(&["tokens", "create", "--name", "apps"])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    let url = format!(
+        "{}/@alice/dev/apps/web/hello.txt",
+        front.url.trim_end_matches('/')
+    );
+    let answer = ureq::get(&url)
+        .set("Authorization", &format!("Bearer {token}"))
+        .call()
+        .unwrap();
+    assert_eq!(answer.into_string().unwrap(), "relayed\n");
+    let log = front.server_log();
+    assert!(
+        log.contains("relaying an app request to the server that holds the agent's tunnel"),
+        "{log}"
+    );
+    // Another member is refused by the holding server, relayed back.
+    let bob = front.login_new_user("bob", "member");
+    let bobs = front
+        .run_as(&bob, &["tokens", "create", "--name", "apps"], None)
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    match ureq::get(&url)
+        .set("Authorization", &format!("Bearer {bobs}"))
+        .call()
+    {
+        Err(ureq::Error::Status(status, _)) => assert_eq!(status, 404),
+        other => panic!("another member got {:?}", other.map(|r| r.status())),
+    }
+}

@@ -478,6 +478,21 @@ resource "abode_agent" "main" {
   arch = "arm64"
 }
 
+variable "app_slug" {
+  default = "web"
+}
+
+variable "app_url" {
+  default = "http://localhost:3000"
+}
+
+resource "abode_app" "web" {
+  agent_id = abode_agent.main.id
+  slug     = var.app_slug
+  url      = var.app_url
+  share    = "authenticated"
+}
+
 output "cpus" {
   value = data.abode_parameter.cpus.value
 }
@@ -537,6 +552,16 @@ fn invalid_declarations_and_values_fail_the_plan_readably() {
             None,
             "abode_volume name must be 1 to 128 letters",
         ),
+        (
+            &["-var", "app_slug=Web--app"],
+            None,
+            "abode_app slug `Web--app` is not valid",
+        ),
+        (
+            &["-var", "app_url=https://localhost:3000"],
+            None,
+            "abode_app url: an app's url is http://HOST:PORT/..., not",
+        ),
     ];
     for (args, parameters, expected) in cases {
         match parameters {
@@ -583,7 +608,7 @@ fn invalid_declarations_and_values_fail_the_plan_readably() {
         }
     }
     assert!(undocumented.is_empty(), "undocumented: {undocumented:?}");
-    assert_eq!(provider["resource_schemas"].as_object().unwrap().len(), 5);
+    assert_eq!(provider["resource_schemas"].as_object().unwrap().len(), 6);
     assert_eq!(
         provider["data_source_schemas"].as_object().unwrap().len(),
         4

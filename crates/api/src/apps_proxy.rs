@@ -183,7 +183,8 @@ async fn serve_subdomain(
         return exchange_code(control, host, &uri).await;
     }
     let (caller, by_header) = caller_of(control, request.headers(), Via::Subdomain, host).await;
-    match control.open_app(caller.as_ref(), &address).await {
+    let may_relay = !crate::relay::is_relayed(request.headers());
+    match control.open_app(caller.as_ref(), &address, may_relay).await {
         Ok(opened) => {
             let path_and_query = uri
                 .path_and_query()
@@ -195,6 +196,7 @@ async fn serve_subdomain(
             let back = uri.path_and_query().map_or("/", |path| path.as_str());
             redirect(&control.app_sign_in_url(host, back))
         }
+        Err(AppRefusal::Elsewhere(url)) => relay(&url, request).await,
         Err(refusal) => refused(refusal),
     }
 }
@@ -228,6 +230,11 @@ async fn exchange_code(control: &Control, host: &str, uri: &Uri) -> Response {
     if let Ok(cookie) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
+    // The code is spent, and still says nothing to anyone.
+    response.headers_mut().insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     response
 }
 
@@ -270,7 +277,8 @@ async fn serve_path(control: &Control, request: Request) -> Response {
         slug: slug.to_string(),
     };
     let (caller, by_header) = caller_of(control, request.headers(), Via::Path, "").await;
-    match control.open_app(caller.as_ref(), &address).await {
+    let may_relay = !crate::relay::is_relayed(request.headers());
+    match control.open_app(caller.as_ref(), &address, may_relay).await {
         Ok(opened) => {
             let query = request
                 .uri()
@@ -280,6 +288,7 @@ async fn serve_path(control: &Control, request: Request) -> Response {
             proxy(opened, request, &format!("{inner}{query}"), by_header).await
         }
         Err(AppRefusal::SignIn) if request.method() == Method::GET => redirect("/login"),
+        Err(AppRefusal::Elsewhere(url)) => relay(&url, request).await,
         Err(refusal) => refused(refusal),
     }
 }
@@ -291,6 +300,10 @@ fn refused(refusal: AppRefusal) -> Response {
         AppRefusal::Unavailable(why) => plain(
             StatusCode::BAD_GATEWAY,
             &format!("the app cannot be reached: {why}"),
+        ),
+        AppRefusal::Elsewhere(url) => plain(
+            StatusCode::BAD_GATEWAY,
+            &format!("the app is served by another server ({url})"),
         ),
     }
 }
@@ -327,7 +340,7 @@ fn app_request_headers(headers: &HeaderMap, by_header: bool) -> HeaderMap {
         if name == header::AUTHORIZATION && by_header {
             continue;
         }
-        if name == header::COOKIE {
+        if name == header::COOKIE || name.as_str() == crate::relay::RELAYED_HEADER {
             continue;
         }
         out.append(name.clone(), value.clone());
@@ -400,83 +413,142 @@ fn app_uri(base: &str, inner: &str) -> String {
     format!("{base}{inner}")
 }
 
-async fn proxy(opened: OpenedApp, mut request: Request, inner: &str, by_header: bool) -> Response {
+async fn proxy(opened: OpenedApp, request: Request, inner: &str, by_header: bool) -> Response {
     let OpenedApp {
         stream,
         target,
         app,
     } = opened;
-    let upgrade = is_upgrade(request.headers());
-    let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
-    let (sender, connection) =
-        match hyper::client::conn::http1::handshake(TokioIo::new(stream)).await {
-            Ok(pair) => pair,
-            Err(error) => {
-                return plain(
-                    StatusCode::BAD_GATEWAY,
-                    &format!("the app cannot be reached: {error}"),
-                )
-            }
-        };
-    tokio::spawn(async move {
-        let _ = connection.with_upgrades().await;
-    });
-    let mut sender = sender;
     let mut headers = app_request_headers(request.headers(), by_header);
-    let original_host = request.headers().get(header::HOST).cloned();
-    if let Some(host) = original_host {
+    if let Some(host) = request.headers().get(header::HOST).cloned() {
         headers.insert(HeaderName::from_static("x-forwarded-host"), host);
     }
     let uri = app_uri(&target.path, inner);
-    let mut forwarded = match axum::http::Request::builder()
-        .method(request.method().clone())
-        .uri(&uri)
-        .body(request.into_body())
-    {
-        Ok(forwarded) => forwarded,
-        Err(error) => return plain(StatusCode::BAD_REQUEST, &format!("bad request: {error}")),
-    };
-    *forwarded.headers_mut() = headers;
-    let mut response = match sender.send_request(forwarded).await {
-        Ok(response) => response,
+    let unreachable = format!(
+        "the app {} did not answer on {}:{} in the workspace (is it running?)",
+        app.definition.slug, target.host, target.port
+    );
+    match forward(stream, request, &uri, headers).await {
+        Ok(response) => filtered(response),
         Err(error) => {
             tracing::info!(app = %app.definition.slug, %error, "an app did not answer");
-            return plain(
-                StatusCode::BAD_GATEWAY,
-                &format!(
-                    "the app {} did not answer on {}:{} in the workspace (is it running?)",
-                    app.definition.slug, target.host, target.port
-                ),
-            );
+            plain(StatusCode::BAD_GATEWAY, &unreachable)
         }
-    };
+    }
+}
+
+/// The app's answer as the visitor gets it: its headers filtered
+/// ([`app_response_headers`]).
+fn filtered(mut response: Response) -> Response {
     let upgraded = response.status() == StatusCode::SWITCHING_PROTOCOLS;
     let headers = app_response_headers(response.headers(), upgraded);
-    let status = response.status();
-    if upgraded {
-        let Some(client_upgrade) = client_upgrade else {
-            return plain(
-                StatusCode::BAD_GATEWAY,
-                "the app switched protocols unasked",
-            );
+    *response.headers_mut() = headers;
+    response
+}
+
+/// Sends the visitor's request to the server that holds the app's agent
+/// tunnel, as it is (its `Host`, cookies and `Authorization`: that server
+/// signs it in and decides), marked relayed so it is never relayed again.
+async fn relay(relay_url: &str, request: Request) -> Response {
+    let unreachable = |why: String| {
+        plain(
+            StatusCode::BAD_GATEWAY,
+            &format!(
+                "the app's agent is connected to another server ({relay_url}), which cannot be reached now: {why}; try again"
+            ),
+        )
+    };
+    let (https, authority) = match relay_url.split_once("://") {
+        Some(("http", rest)) => (false, rest.trim_end_matches('/')),
+        Some(("https", rest)) => (true, rest.trim_end_matches('/')),
+        _ => return unreachable("not an http:// or https:// URL".into()),
+    };
+    let authority = authority.split('/').next().unwrap_or(authority);
+    let address = if authority.contains(':') && !authority.ends_with(']') {
+        authority.to_string()
+    } else if https {
+        format!("{authority}:443")
+    } else {
+        format!("{authority}:80")
+    };
+    let tcp = match tokio::net::TcpStream::connect(&address).await {
+        Ok(tcp) => tcp,
+        Err(error) => return unreachable(error.to_string()),
+    };
+    let _ = tcp.set_nodelay(true);
+    let uri = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |path| path.as_str())
+        .to_string();
+    let mut headers = request.headers().clone();
+    headers.insert(
+        HeaderName::from_static(crate::relay::RELAYED_HEADER),
+        HeaderValue::from_static("1"),
+    );
+    tracing::info!(server = %relay_url, "relaying an app request to the server that holds the agent's tunnel");
+    let answer = if https {
+        let host = authority
+            .rsplit_once(':')
+            .map_or(authority, |(host, _)| host)
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let Ok(name) = tokio_rustls::rustls::pki_types::ServerName::try_from(host) else {
+            return unreachable("its host is not a valid name".into());
         };
-        let app_upgrade = hyper::upgrade::on(&mut response);
-        tokio::spawn(async move {
-            if let (Ok(client), Ok(app)) = (client_upgrade.await, app_upgrade.await) {
-                let mut client = TokioIo::new(client);
-                let mut app = TokioIo::new(app);
-                let _ = tokio::io::copy_bidirectional(&mut client, &mut app).await;
-            }
-        });
-        let mut answer = Response::new(Body::empty());
-        *answer.status_mut() = status;
-        *answer.headers_mut() = headers;
-        return answer;
+        let connector = tokio_rustls::TlsConnector::from(abode_tls::client_config());
+        match connector.connect(name, tcp).await {
+            Ok(tls) => forward(tls, request, &uri, headers).await,
+            Err(error) => return unreachable(error.to_string()),
+        }
+    } else {
+        forward(tcp, request, &uri, headers).await
+    };
+    answer.unwrap_or_else(|error| unreachable(error.to_string()))
+}
+
+/// Sends `request` (to `uri`, with `headers`) over `io` as HTTP/1.1 and
+/// streams the answer back; a WebSocket upgrade is piped both ways once
+/// both sides switched.
+async fn forward<S>(
+    io: S,
+    mut request: Request,
+    uri: &str,
+    headers: HeaderMap,
+) -> Result<Response, hyper::Error>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
+    let client_upgrade = is_upgrade(request.headers()).then(|| hyper::upgrade::on(&mut request));
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
+    tokio::spawn(async move {
+        let _ = connection.with_upgrades().await;
+    });
+    let method = request.method().clone();
+    let mut forwarded = axum::http::Request::new(request.into_body());
+    *forwarded.method_mut() = method;
+    *forwarded.headers_mut() = headers;
+    if let Ok(uri) = uri.parse() {
+        *forwarded.uri_mut() = uri;
     }
-    let mut answer = Response::new(Body::new(response.into_body()));
-    *answer.status_mut() = status;
-    *answer.headers_mut() = headers;
-    answer
+    let mut response = sender.send_request(forwarded).await?;
+    if response.status() == StatusCode::SWITCHING_PROTOCOLS {
+        let upstream = hyper::upgrade::on(&mut response);
+        if let Some(client_upgrade) = client_upgrade {
+            tokio::spawn(async move {
+                if let (Ok(client), Ok(upstream)) = (client_upgrade.await, upstream.await) {
+                    let mut client = TokioIo::new(client);
+                    let mut upstream = TokioIo::new(upstream);
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                }
+            });
+        }
+        let (parts, _) = response.into_parts();
+        return Ok(Response::from_parts(parts, Body::empty()));
+    }
+    let (parts, body) = response.into_parts();
+    Ok(Response::from_parts(parts, Body::new(body)))
 }
 
 #[cfg(test)]

@@ -14,9 +14,8 @@ use std::time::Duration;
 
 use abode_contract::apps::{app_target, AppDefinition, AppHealth, AppShare, AppTarget};
 use abode_store::{AppTokenKind, PortShare, StoreError, Transition, Workspace, WorkspaceApp};
-use abode_tunnel::{StreamKind, StreamRequest};
+use abode_tunnel::{MessageIo, StreamKind, StreamRequest};
 use rand::RngCore;
-use tokio::io::DuplexStream;
 
 use crate::authz::{self, AppAccess};
 use crate::{secrets, Caller, Control, ControlError};
@@ -193,8 +192,11 @@ pub enum AppRefusal {
     /// nothing).
     NotFound,
     /// The app exists and the caller may open it, but it cannot be reached
-    /// now (the workspace is stopped, its agent not connected here).
+    /// now (the workspace is stopped, its agent not connected).
     Unavailable(String),
+    /// Its agent's tunnel is held by another server, reachable at this
+    /// relay URL: the request goes there as it is, and that server decides.
+    Elsewhere(String),
 }
 
 impl From<StoreError> for AppRefusal {
@@ -208,7 +210,7 @@ impl From<StoreError> for AppRefusal {
 
 /// An app found and allowed, with a stream to it.
 pub struct OpenedApp {
-    pub stream: DuplexStream,
+    pub stream: MessageIo,
     pub target: AppTarget,
     pub app: WorkspaceApp,
 }
@@ -315,11 +317,14 @@ impl Control {
     }
 
     /// The app `address` names and whether `caller` may open it; then a
-    /// stream to it through its agent's tunnel on this server.
+    /// stream to it through its agent's tunnel on this server, or (when
+    /// `may_relay`: the request was not relayed already) the server that
+    /// holds that tunnel.
     pub async fn open_app(
         &self,
         caller: Option<&Caller>,
         address: &AppAddress,
+        may_relay: bool,
     ) -> Result<OpenedApp, AppRefusal> {
         let (workspace, app) = self.allowed_app(caller, address).await?;
         let Some(url) = &app.definition.url else {
@@ -337,16 +342,25 @@ impl Control {
                 "the workspace is not running: start it first".into(),
             ));
         }
-        let mux = self
+        let here = self
             .live_agent(&workspace, Some(&app.agent_name))
             .await
-            .map_err(|error| AppRefusal::Unavailable(error.to_string()))?
-            .ok_or_else(|| {
-                AppRefusal::Unavailable(format!(
-                    "the agent {} serving this app is not connected to this server",
-                    app.agent_name
-                ))
-            })?;
+            .map_err(|error| AppRefusal::Unavailable(error.to_string()))?;
+        let Some(mux) = here else {
+            if may_relay {
+                if let Some(url) = self
+                    .remote_agent(&workspace, Some(&app.agent_name))
+                    .await
+                    .map_err(|error| AppRefusal::Unavailable(error.to_string()))?
+                {
+                    return Err(AppRefusal::Elsewhere(url));
+                }
+            }
+            return Err(AppRefusal::Unavailable(format!(
+                "the agent {} serving this app is not connected",
+                app.agent_name
+            )));
+        };
         let header = StreamRequest {
             kind: StreamKind::PortForward,
             port: Some(target.port),
@@ -360,10 +374,13 @@ impl Control {
         };
         let header = serde_json::to_vec(&header)
             .map_err(|error| AppRefusal::Unavailable(format!("stream header: {error}")))?;
-        let stream = mux
-            .open(header)
+        // As messages read as bytes: no pipe and no task between the
+        // tunnel and the HTTP client (what bulk downloads depend on).
+        let (sender, receiver) = mux
+            .open_messages(header)
             .await
             .map_err(|_| AppRefusal::Unavailable("the agent's tunnel closed; try again".into()))?;
+        let stream = MessageIo::new(sender, receiver);
         Ok(OpenedApp {
             stream,
             target,

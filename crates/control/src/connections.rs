@@ -537,7 +537,7 @@ impl Control {
 
     /// The relay URL of another server holding a tunnel of one of the
     /// workspace's current agents (named `name` if given).
-    async fn remote_agent(
+    pub(crate) async fn remote_agent(
         &self,
         workspace: &Workspace,
         name: Option<&str>,

@@ -18,7 +18,7 @@ pub mod mux;
 pub mod request;
 pub mod terminal;
 
-pub use messages::{MessageReceiver, MessageSender};
+pub use messages::{MessageIo, MessageReceiver, MessageSender};
 pub use mux::{Incoming, Mux, MuxError, Side};
 pub use request::{StreamKind, StreamRequest};
 pub use terminal::{TerminalDecoder, TerminalInput, TerminalOpen};

@@ -165,3 +165,177 @@ impl Drop for StreamEnd {
         }
     }
 }
+
+/// A stream as whole messages, read and written as bytes
+/// ([`tokio::io::AsyncRead`] and [`tokio::io::AsyncWrite`]): for a user
+/// that needs a byte stream (an HTTP client) without the byte pipe and the
+/// two tasks of [`crate::Mux::open`]. A chunk that arrived is handed out
+/// as it is; a write is one send (in frames within the credit), driven by
+/// the next write, flush or shutdown.
+pub struct MessageIo {
+    receiving: Receiving,
+    /// The rest of the chunk being read, and where it starts.
+    pending: Option<(Vec<u8>, usize)>,
+    sending: Sending,
+    /// The EOF was sent, or is being sent.
+    finishing: bool,
+}
+
+type Pending<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+enum Receiving {
+    Idle(MessageReceiver),
+    Busy(Pending<(MessageReceiver, Option<Vec<u8>>)>),
+    Ended,
+}
+
+enum Sending {
+    Idle(MessageSender),
+    Busy(Pending<(MessageSender, Result<(), MuxError>)>),
+    Gone,
+}
+
+impl MessageIo {
+    pub fn new(sender: MessageSender, receiver: MessageReceiver) -> MessageIo {
+        MessageIo {
+            receiving: Receiving::Idle(receiver),
+            pending: None,
+            sending: Sending::Idle(sender),
+            finishing: false,
+        }
+    }
+
+    /// Drives the send in flight to its end.
+    fn poll_sent(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        if let Sending::Busy(future) = &mut self.sending {
+            match future.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready((sender, result)) => {
+                    self.sending = Sending::Idle(sender);
+                    if result.is_err() {
+                        self.sending = Sending::Gone;
+                        return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
+                    }
+                }
+            }
+        }
+        match self.sending {
+            Sending::Gone => Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into())),
+            _ => Poll::Ready(Ok(())),
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for MessageIo {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        loop {
+            if let Some((chunk, at)) = &mut this.pending {
+                let n = (chunk.len() - *at).min(buf.remaining());
+                buf.put_slice(&chunk[*at..*at + n]);
+                *at += n;
+                if *at == chunk.len() {
+                    this.pending = None;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            match std::mem::replace(&mut this.receiving, Receiving::Ended) {
+                Receiving::Ended => return Poll::Ready(Ok(())),
+                Receiving::Idle(mut receiver) => {
+                    this.receiving = Receiving::Busy(Box::pin(async move {
+                        let bytes = receiver.recv().await;
+                        (receiver, bytes)
+                    }));
+                }
+                Receiving::Busy(mut future) => match future.as_mut().poll(cx) {
+                    Poll::Pending => {
+                        this.receiving = Receiving::Busy(future);
+                        return Poll::Pending;
+                    }
+                    Poll::Ready((_, None)) => return Poll::Ready(Ok(())),
+                    Poll::Ready((receiver, Some(bytes))) => {
+                        this.receiving = Receiving::Idle(receiver);
+                        if !bytes.is_empty() {
+                            this.pending = Some((bytes, 0));
+                        }
+                    }
+                },
+            }
+        }
+    }
+}
+
+impl tokio::io::AsyncWrite for MessageIo {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        match this.poll_sent(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+            Poll::Ready(Ok(())) => {}
+        }
+        let Sending::Idle(mut sender) = std::mem::replace(&mut this.sending, Sending::Gone) else {
+            return Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
+        };
+        let bytes = buf.to_vec();
+        this.sending = Sending::Busy(Box::pin(async move {
+            let result = sender.send(&bytes).await;
+            (sender, result)
+        }));
+        // Started: the next write, flush or shutdown drives it.
+        let _ = this.poll_sent(cx);
+        Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.get_mut().poll_sent(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        if !this.finishing {
+            match this.poll_sent(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Err(_)) => return Poll::Ready(Ok(())),
+                Poll::Ready(Ok(())) => {}
+            }
+            let Sending::Idle(mut sender) = std::mem::replace(&mut this.sending, Sending::Gone)
+            else {
+                return Poll::Ready(Ok(()));
+            };
+            this.finishing = true;
+            this.sending = Sending::Busy(Box::pin(async move {
+                let result = sender.finish().await;
+                (sender, result)
+            }));
+        }
+        match this.poll_sent(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(_) => {
+                // Nothing more is written after a shutdown.
+                this.sending = Sending::Gone;
+                Poll::Ready(Ok(()))
+            }
+        }
+    }
+}

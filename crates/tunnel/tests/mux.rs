@@ -275,3 +275,38 @@ async fn a_legacy_peer_gets_its_frames_and_never_more_than_its_window() {
     }
     assert_eq!(data, LEGACY_WINDOW as usize);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_streams_read_and_written_as_bytes_carry_them_until_eof() {
+    let (server, _agent, accept, _) = pair();
+    echo(accept);
+    for size in [0usize, 1, 40_000, 3 * 1024 * 1024] {
+        let (sender, receiver) = server.open_messages(b"h:".to_vec()).await.unwrap();
+        let io = abode_tunnel::MessageIo::new(sender, receiver);
+        let (mut read, mut write) = tokio::io::split(io);
+        let payload: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+        let sent = payload.clone();
+        // Written in pieces of odd sizes, as an HTTP client does.
+        let writer = tokio::spawn(async move {
+            for piece in sent.chunks(70_001) {
+                write.write_all(piece).await.unwrap();
+            }
+            write.shutdown().await.unwrap();
+        });
+        let mut got = Vec::new();
+        // Read in small pieces: a chunk is handed out across reads.
+        let mut buffer = [0u8; 1000];
+        loop {
+            let n = read.read(&mut buffer).await.unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buffer[..n]);
+        }
+        writer.await.unwrap();
+        let mut expected = b"h:".to_vec();
+        expected.extend_from_slice(&payload);
+        assert_eq!(got.len(), expected.len(), "size {size}");
+        assert!(got == expected, "size {size}: the bytes differ");
+    }
+}
