@@ -542,6 +542,9 @@ fn offered_actions(
     if stop {
         offered.push(("stop", "Stop".to_string()));
     }
+    if status == WorkspaceStatus::Running {
+        offered.push(("restart", "Restart".to_string()));
+    }
     if let Some(active) = active_version.filter(|active| *active != version) {
         offered.push(("update", format!("Update to version {active}")));
     }
@@ -562,6 +565,17 @@ pub(crate) async fn act(
     Path((owner, name, action)): Path<(String, String, String)>,
     Form(form): Form<ActionForm>,
 ) -> Response {
+    if action == "restart" {
+        let reference = format!("{owner}/{name}");
+        return match state
+            .control
+            .request_restart(&viewer.caller, &reference)
+            .await
+        {
+            Ok(_) => html::see_other(&workspace_url(&owner, &name)),
+            Err(error) => html::control_error(error),
+        };
+    }
     let (transition, update) = match action.as_str() {
         "start" => (Transition::Start, false),
         "stop" => (Transition::Stop, false),
@@ -606,8 +620,12 @@ mod tests {
                 .collect()
         };
         let cases: [(WorkspaceStatus, Option<i64>, &[&str]); 7] = [
-            (WorkspaceStatus::Running, Some(1), &["stop"]),
-            (WorkspaceStatus::Running, Some(2), &["stop", "update"]),
+            (WorkspaceStatus::Running, Some(1), &["stop", "restart"]),
+            (
+                WorkspaceStatus::Running,
+                Some(2),
+                &["stop", "restart", "update"],
+            ),
             (WorkspaceStatus::Stopped, Some(1), &["start"]),
             (WorkspaceStatus::Failed, None, &["start", "stop"]),
             (
