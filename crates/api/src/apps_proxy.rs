@@ -75,27 +75,6 @@ fn redirect(location: &str) -> Response {
     }
 }
 
-fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.trim().to_string())
-        .filter(|value| !value.is_empty())
-}
-
-fn bearer(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let token = value
-        .strip_prefix("Bearer ")
-        .or_else(|| value.strip_prefix("bearer "))?
-        .trim();
-    (!token.is_empty()).then(|| token.to_string())
-}
-
 /// A path inside the app to return to: absolute, never another host's.
 fn safe_path(path: &str) -> &str {
     if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') {
@@ -105,41 +84,11 @@ fn safe_path(path: &str) -> &str {
     }
 }
 
-fn query_value(uri: &Uri, name: &str) -> Option<String> {
-    uri.query()?
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| percent_decode(value))
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    while at < bytes.len() {
-        match bytes[at] {
-            b'%' if at + 2 < bytes.len() => match u8::from_str_radix(&text[at + 1..at + 3], 16) {
-                Ok(byte) => {
-                    out.push(byte);
-                    at += 3;
-                }
-                Err(_) => {
-                    out.push(b'%');
-                    at += 1;
-                }
-            },
-            b'+' => {
-                out.push(b' ');
-                at += 1;
-            }
-            byte => {
-                out.push(byte);
-                at += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// The query of a code's exchange on an app host.
+#[derive(Default, serde::Deserialize)]
+struct CodeQuery {
+    code: Option<String>,
+    path: Option<String>,
 }
 
 /// The signed-in caller of an app request, and whether it was its
@@ -150,13 +99,13 @@ async fn caller_of(
     via: Via,
     host: &str,
 ) -> (Option<Caller>, bool) {
-    if let Some(token) = bearer(headers) {
+    if let Some(token) = crate::extract::bearer_of(headers) {
         if let Ok(caller) = control.identity().authenticate_caller(&token, None).await {
             return (Some(caller), true);
         }
     }
     let caller = match via {
-        Via::Subdomain => match cookie(headers, APP_SESSION_COOKIE) {
+        Via::Subdomain => match abode_web::cookie(headers, APP_SESSION_COOKIE) {
             Some(session) => control.app_session_caller(&session, host).await,
             None => None,
         },
@@ -204,8 +153,11 @@ async fn serve_subdomain(
 /// `/.abode/auth?code=...&path=...` on an app host: the code the dashboard
 /// minted becomes this host's session cookie.
 async fn exchange_code(control: &Control, host: &str, uri: &Uri) -> Response {
-    let path = query_value(uri, "path").unwrap_or_else(|| "/".into());
-    let Some(code) = query_value(uri, "code") else {
+    let query = axum::extract::Query::<CodeQuery>::try_from_uri(uri)
+        .map(|query| query.0)
+        .unwrap_or_default();
+    let path = query.path.unwrap_or_else(|| "/".into());
+    let Some(code) = query.code else {
         return plain(
             StatusCode::BAD_REQUEST,
             "no code: open the app's address again",
@@ -604,6 +556,5 @@ mod tests {
         }
         assert_eq!(app_uri("/", "/a/b?c"), "/a/b?c");
         assert_eq!(app_uri("/lab/", "/a"), "/lab/a");
-        assert_eq!(percent_decode("%2Fa%20b+c"), "/a b c");
     }
 }

@@ -135,8 +135,12 @@ pub(crate) fn parse_number(raw: &str, what: &str) -> Result<Option<i64>, ApiErro
 pub struct Authenticated(pub Caller);
 
 pub(crate) fn bearer(parts: &Parts) -> Option<String> {
-    let value = parts
-        .headers
+    bearer_of(&parts.headers)
+}
+
+/// The bearer token in `headers`' `Authorization`, if any.
+pub(crate) fn bearer_of(headers: &axum::http::HeaderMap) -> Option<String> {
+    let value = headers
         .get(axum::http::header::AUTHORIZATION)?
         .to_str()
         .ok()?;

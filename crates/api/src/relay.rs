@@ -15,6 +15,8 @@ use futures_util::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
+use abode_sdk::percent_encode as encode;
+
 use crate::ApiError;
 
 /// Marks a request relayed by another server.
@@ -32,19 +34,6 @@ pub(crate) struct RelayTarget<'a> {
     pub(crate) port: Option<u16>,
     pub(crate) agent: Option<&'a str>,
     pub(crate) terminal: Option<&'a abode_tunnel::TerminalOpen>,
-}
-
-/// Percent-encodes a path segment or query value.
-fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 impl RelayTarget<'_> {

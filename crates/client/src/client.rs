@@ -49,15 +49,7 @@ impl std::fmt::Debug for Client {
 
 /// The `{workspace}` path segment: a name, or `owner/name` with the slash encoded.
 pub fn workspace_segment(workspace: &str) -> String {
-    let mut out = String::with_capacity(workspace.len());
-    for byte in workspace.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
+    abode_sdk::percent_encode(workspace)
 }
 
 #[derive(Deserialize)]

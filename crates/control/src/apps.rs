@@ -13,6 +13,7 @@
 use std::time::Duration;
 
 use abode_contract::apps::{app_target, AppDefinition, AppHealth, AppShare, AppTarget};
+use abode_sdk::percent_encode as encode;
 use abode_store::{AppTokenKind, PortShare, StoreError, Transition, Workspace, WorkspaceApp};
 use abode_tunnel::{MessageIo, StreamKind, StreamRequest};
 use rand::RngCore;
@@ -780,19 +781,6 @@ impl Control {
 pub const APP_AUTH_PATH: &str = "/.abode/auth";
 /// The cookie of an app host's session.
 pub const APP_SESSION_COOKIE: &str = "abode_app_session";
-
-/// Percent-encodes a query value.
-fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

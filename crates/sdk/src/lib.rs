@@ -19,3 +19,18 @@ mod wire;
 pub use abode_contract::apps;
 pub use enums::{BuildStatus, Transition, UnknownValue};
 pub use wire::*;
+
+/// Percent-encodes a path segment or a query value of the API's URLs
+/// (everything but RFC 3986's unreserved characters): a workspace's
+/// `owner/name` as one segment, a relayed query, an app's return path.
+pub fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}

@@ -74,6 +74,11 @@ pub fn session_cookie(headers: &axum::http::HeaderMap) -> Option<String> {
     session::cookie(headers, session::SESSION_COOKIE)
 }
 
+/// The value of cookie `name` a request carries (an app host's session).
+pub fn cookie(headers: &axum::http::HeaderMap, name: &str) -> Option<String> {
+    session::cookie(headers, name)
+}
+
 /// The policy of every dashboard answer: scripts, styles and connections
 /// from this origin only, no inline script, never framed.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \

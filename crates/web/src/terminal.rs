@@ -63,7 +63,10 @@ pub(crate) async fn page(
         return crate::html::error_page(StatusCode::NOT_FOUND, message);
     }
     let nonce = crate::session::random_token();
-    let connect = format!("/api/v1/workspaces/{}/connect", encode_segment(&reference));
+    let connect = format!(
+        "/api/v1/workspaces/{}/connect",
+        abode_sdk::percent_encode(&reference)
+    );
     let head = html! {
         link rel="stylesheet" href="/assets/vendor/xterm.css";
         script src="/assets/vendor/xterm.js" defer {}
@@ -100,17 +103,4 @@ pub(crate) async fn page(
     );
     response.extensions_mut().insert(StyleNonce(nonce));
     response
-}
-
-/// Percent-encodes a path segment (the workspace's `owner/name`).
-fn encode_segment(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
