@@ -374,12 +374,20 @@ mod tests {
     const ASK_PID: &str = "echo $((6*7)) $$ $((5*5))x";
     const PID_SHOWN: &str = "25x";
 
-    /// The shell's pid from the line `42 PID 25x` it printed.
+    /// The shell's pid from the line `42 PID 25x` it printed. A prompt may
+    /// precede it on the same line (the line can be typed, and echoed by the
+    /// terminal, before the shell's first prompt), so the words are matched
+    /// from the line's end.
     fn pid_of(text: &str) -> String {
         text.split(['\r', '\n'])
             .find_map(|line| {
-                let rest = line.trim().strip_prefix("42 ")?;
-                Some(rest.strip_suffix(" 25x")?.to_string())
+                let words: Vec<&str> = line.split_whitespace().collect();
+                match words.as_slice() {
+                    [.., "42", pid, "25x"] if pid.bytes().all(|b| b.is_ascii_digit()) => {
+                        Some((*pid).to_string())
+                    }
+                    _ => None,
+                }
             })
             .unwrap_or_else(|| panic!("no pid in {text:?}"))
     }

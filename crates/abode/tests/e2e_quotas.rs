@@ -1,10 +1,12 @@
 //! Quotas with the real binary, real Terraform and a real database (SQLite,
 //! and PostgreSQL in the `_on_postgres` variant), on a server started with
 //! `--quota-enforce`: a template whose compute costs 4 a day and volume 1;
-//! a member whose group allows 10. Two workspaces run (5 + 5); a third
-//! create is refused after its plan, before any apply (the ledger its
-//! compute writes to stays without it), with the breakdown in its log, one
-//! CLI line and exit status 5. Stopping one keeps its volume charged
+//! a member whose group allows 10. A create's estimate (the template's
+//! import plan with its values) says what it would cost before anything is
+//! queued, on the CLI and the dashboard. Two workspaces run (5 + 5); a third
+//! create is refused before any apply (the ledger its compute writes to
+//! stays without it; the CLI estimated it first, so no Terraform ran for
+//! it), with the breakdown in its log, one CLI line and exit status 5. Stopping one keeps its volume charged
 //! (1 + 5 + 5 = 11 > 10: still refused, the arithmetic in the line);
 //! deleting it frees all (5 + 5 = 10) and the third starts. Bad allowances
 //! are one line and a non-zero status. Raising a running workspace's cost
@@ -120,17 +122,108 @@ fn quotas_refuse_before_apply(database_url: Option<&str>) {
         ])
         .ok();
 
+    // Before anything is queued: what a create would cost (the template's
+    // import plan with its values) and whether it fits; nothing is created.
+    let estimate = platform
+        .run_as(
+            &dev,
+            &[
+                "create",
+                "one",
+                "-t",
+                "costs",
+                "--estimate",
+                "--output",
+                "json",
+            ],
+            None,
+        )
+        .ok()
+        .json();
+    assert_eq!(
+        (
+            &estimate["daily_cost"],
+            &estimate["source"],
+            &estimate["fits"],
+            &estimate["budget"],
+            &estimate["spent"],
+            &estimate["remaining"],
+        ),
+        (
+            &serde_json::json!(5),
+            &serde_json::json!("import_plan"),
+            &serde_json::json!(true),
+            &serde_json::json!(10),
+            &serde_json::json!(0),
+            &serde_json::json!(10),
+        ),
+        "{estimate}"
+    );
+    assert_eq!(estimate["items"].as_array().unwrap().len(), 2, "{estimate}");
+    let dearer = platform
+        .run_as(
+            &dev,
+            &[
+                "create",
+                "one",
+                "-t",
+                "costs",
+                "--estimate",
+                "-p",
+                "compute_cost=20",
+            ],
+            None,
+        )
+        .fails_with(5, &["would be refused by quota", "would cost 21 a day"]);
+    assert!(
+        dearer
+            .stdout
+            .contains("Estimated daily cost of one: 21 a day")
+            && dearer.stdout.contains("It does not fit"),
+        "{dearer}"
+    );
+    // Wrong input is one line, before any plan.
+    platform
+        .run_as(
+            &dev,
+            &[
+                "create",
+                "one",
+                "-t",
+                "costs",
+                "--estimate",
+                "-p",
+                "compute_cost=lots",
+            ],
+            None,
+        )
+        .fails_with(1, &["compute_cost"]);
+    platform
+        .run_as(&dev, &["create", "one", "-t", "nope", "--estimate"], None)
+        .fails_with(1, &["not found"]);
+    platform
+        .run_as(&dev, &["show", "one"], None)
+        .fails_with(1, &["not found"]);
+    assert!(ledger_lines(&ledger).is_empty());
+
     for name in ["one", "two"] {
-        platform
+        let created = platform
             .run_as(&dev, &["create", name, "--template", "costs"], None)
             .ok();
+        assert!(
+            created
+                .stderr
+                .contains(&format!("Estimated daily cost of {name}: 5 a day")),
+            "{created}"
+        );
         assert_eq!(daily_cost(&platform, &dev, name), 5, "{name}");
     }
     let log = platform
         .run_as(&dev, &["builds", "logs", "one", "1"], None)
         .ok();
     assert!(
-        log.stdout.contains("daily cost: 5 a day")
+        log.stdout.contains("[plan]")
+            && log.stdout.contains("daily cost: 5 a day")
             && log
                 .stdout
                 .contains("abode_metadata.compute[0] for terraform_data.compute[0]: 4")
@@ -162,6 +255,16 @@ fn quotas_refuse_before_apply(database_url: Option<&str>) {
         assert!(breakdown.contains(line), "missing {line:?}:\n{refused}");
     }
     assert_eq!(ledger_lines(&ledger), ["create one", "create two"]);
+    // The CLI estimated it first, so it was refused before any Terraform
+    // ran for it: the estimate is its log's first word on cost.
+    let log = platform
+        .run_as(&dev, &["builds", "logs", "three", "1"], None)
+        .ok()
+        .stdout;
+    assert!(
+        log.contains("estimated daily cost: 5 a day") && !log.contains("[plan]"),
+        "{log}"
+    );
     let shown = platform
         .run_as(&dev, &["show", "three", "--output", "json"], None)
         .ok()
@@ -238,6 +341,29 @@ fn quotas_refuse_before_apply(database_url: Option<&str>) {
 
     let text = platform.run_as(&dev, &["show", "three"], None).ok().stdout;
     assert!(text.contains("Daily cost:  5 (build #"), "{text}");
+
+    // The dashboard's create page estimates the form's values on request.
+    let (status, page) = platform.dashboard_submit(
+        "dev",
+        "dev-password",
+        "/workspaces/new?template=costs",
+        &[
+            ("template", "costs"),
+            ("name", ""),
+            ("parameter.compute_cost", "2"),
+            ("intent", "estimate"),
+        ],
+    );
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("Estimated daily cost: <strong>3</strong> a day")
+            && page.contains("Your budget: 10 of 10 a day used, 0 remain")
+            && page.contains("It does not fit your budget"),
+        "{page}"
+    );
+    platform
+        .run_as(&dev, &["show", "five"], None)
+        .fails_with(1, &["not found"]);
 }
 
 /// Reconcile every second: the prebuild tests wait for builds, not for a
@@ -404,8 +530,14 @@ fn a_claim_without_room_is_refused_like_a_create_and_the_pool_keeps_its_prebuild
                 "uses 5 of a budget of 5 (0 remain)",
             ],
         );
+    // The CLI says the estimate first, then the refusal's one line.
+    let lines: Vec<&str> = refused.stderr.lines().collect();
     assert!(
-        refused.stderr.contains("before anything was built") && refused.stderr.lines().count() == 1,
+        refused.stderr.contains("before anything was built")
+            && lines.len() == 2
+            && lines[0].starts_with(
+                "Estimated daily cost of two: 5 a day, as the last prebuild of preset small"
+            ),
         "{refused}"
     );
     assert_eq!(ledger_lines(&ledger), before, "nothing was applied");

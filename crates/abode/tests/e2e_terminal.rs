@@ -68,13 +68,22 @@ where
         .collect()
 }
 
-/// What is between `before` and `after` on a line that is exactly that:
-/// the shell's output, never the echo of the typed command (which shows
-/// the unexpanded `$(...)`).
+/// What is between `before` and `after` at the end of a line: the shell's
+/// output, never the echo of the typed command (which shows the unexpanded
+/// `$(...)`). A prompt may precede it on the line, because a line typed
+/// before the shell's first prompt is echoed by the terminal before it.
 fn between(before: &'static str, after: &'static str) -> impl Fn(&str) -> Option<String> {
     move |line: &str| {
-        let inner = line.strip_prefix(before)?.strip_suffix(after)?;
+        let (_, inner) = line.strip_suffix(after)?.rsplit_once(before)?;
         (!inner.is_empty() && !inner.contains('$')).then(|| inner.to_string())
+    }
+}
+
+/// A line the shell ended with `answer` (not the echo of a command).
+fn answered(answer: &'static str) -> impl Fn(&str) -> Option<String> {
+    move |line: &str| {
+        (line.split_whitespace().last() == Some(answer) && !line.contains("echo"))
+            .then(|| answer.to_string())
     }
 }
 
@@ -139,7 +148,7 @@ async fn a_shell_in_the_browser_survives_a_reload_and_follows_the_window() {
     assert!(address.contains("/terminal?session="), "{address}");
 
     type_line(&browser, "echo $((6*7))").await;
-    wait_for_line(&browser, "42", |line| (line == "42").then(|| line.into())).await;
+    wait_for_line(&browser, "42", answered("42")).await;
 
     // The terminal follows the window's size.
     type_line(&browser, "echo S$(stty size)E").await;
@@ -174,10 +183,7 @@ async fn a_shell_in_the_browser_survives_a_reload_and_follows_the_window() {
         address,
         "the session stays in the address"
     );
-    wait_for_line(&browser, "the replayed 42", |line| {
-        (line == "42").then(|| line.into())
-    })
-    .await;
+    wait_for_line(&browser, "the replayed 42", answered("42")).await;
     type_line(&browser, "echo P$$Q").await;
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
@@ -215,7 +221,7 @@ async fn a_shell_in_the_browser_survives_a_reload_and_follows_the_window() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let answers = all_lines(&browser, |line| (line == "42").then(|| line.into())).await;
+    let answers = all_lines(&browser, answered("42")).await;
     assert_eq!(answers.len(), 1, "output shown twice after reconnecting");
 
     // The picture docs/web-terminal.md shows, when asked for.

@@ -516,3 +516,31 @@ impl<'a> From<&'a abode_control::previews::PreviewEntry> for PreviewResultJson<'
         }
     }
 }
+
+/// A create's estimate as the wire carries it.
+pub(crate) fn estimate_view(
+    estimate: &abode_control::create_estimate::CreateEstimate,
+) -> abode_sdk::CreateEstimate {
+    abode_sdk::CreateEstimate {
+        template: estimate.template.clone(),
+        version: estimate.version,
+        preset: estimate.preset.clone(),
+        source: estimate.source.as_str().to_string(),
+        daily_cost: estimate.daily_cost,
+        items: estimate
+            .items
+            .iter()
+            .map(|item| abode_sdk::CostItem {
+                metadata: item.metadata.clone(),
+                resource: item.resource.clone(),
+                daily_cost: i64::try_from(item.daily_cost).unwrap_or(i64::MAX),
+            })
+            .collect(),
+        unknown: estimate.unknown.clone(),
+        enforced: estimate.enforced,
+        budget: estimate.budget,
+        spent: estimate.spent,
+        remaining: estimate.remaining(),
+        fits: estimate.fits(),
+    }
+}

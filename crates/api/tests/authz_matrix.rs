@@ -184,6 +184,7 @@ fn table() -> Vec<Row> {
         ("GET", "/workspaces/{ws}/schedule", Body::None,                                                   [200, 200, 403, 200, 200, 403, 401, 401]),
         // ---- workspaces: acting (409: allowed, refused for the pending build) ----
         ("POST", "/workspaces", Body::Json(r#"{"name":"new-{col}","template":"quick"}"#),                [201, 403, 403, 403, 201, 201, 401, 401]),
+        ("POST", "/templates/quick/estimate", Body::Json("{}"),                                           [200, 403, 403, 403, 200, 200, 401, 401]),
         ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"start"}"#),                     [409, 403, 403, 403, 409, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"stop"}"#),                      [409, 403, 403, 403, 409, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"start","update":true}"#),       [409, 403, 403, 403, 409, 403, 401, 401]),
@@ -533,6 +534,7 @@ fn access_table() -> Vec<(&'static str, &'static str, Body, [u16; 8])> {
         ("GET", "/templates/locked/permissions", Body::None,                                               [200, 200, 404, 404, 404, 403, 200, 401]),
         ("PUT", "/templates/locked/permissions", Body::Json(r#"{"user":"carol","role":"use"}"#),          [200, 200, 404, 404, 404, 403, 200, 401]),
         ("POST", "/workspaces", Body::Json(r#"{"name":"l-{col}","template":"locked"}"#),                 [201, 403, 403, 403, 404, 201, 201, 401]),
+        ("POST", "/templates/locked/estimate", Body::Json("{}"),                                          [200, 403, 403, 403, 404, 200, 200, 401]),
         // A push is refused as a push to a new name would be: it tells
         // nobody whether the template exists.
         ("POST", "/templates/locked/versions", Body::Archive,                                              [201, 201, 403, 403, 403, 403, 201, 401]),

@@ -763,6 +763,31 @@ impl Client {
         )
     }
 
+    /// What a create of a workspace from `template` would cost a day, and
+    /// how it sits in the caller's budget (nothing is created).
+    pub fn estimate_create(
+        &self,
+        template: &str,
+        preset: Option<&str>,
+        parameters: &BTreeMap<String, String>,
+    ) -> Result<abode_sdk::CreateEstimate, ClientError> {
+        let body = abode_sdk::requests::EstimateCreate {
+            preset: preset.map(str::to_string),
+            parameters: parameters
+                .iter()
+                .map(|(name, value)| (name.clone(), json!(value)))
+                .collect(),
+        };
+        let path = format!(
+            "/templates/{}/estimate",
+            abode_sdk::percent_encode(template)
+        );
+        self.finish(
+            "POST /templates/{name}/estimate",
+            self.request("POST", &path).send_json(body),
+        )
+    }
+
     /// The caller's workspaces (`all`: everyone's, for owners and admins).
     /// Workspaces, every page; `filters`: `all`, `owner`, `template`,
     /// `status`, `deleted` (docs/api.md).

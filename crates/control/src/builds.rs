@@ -230,16 +230,7 @@ impl Control {
         // A create finds its preset first, then builds. A person's create
         // whose values are exactly a pool's (its preset alone, the active
         // version) takes a ready prebuilt workspace of it when there is one.
-        let pool = creation
-            .preset
-            .as_ref()
-            .filter(|preset| {
-                preset.prebuilds.is_some()
-                    && creation.exact
-                    && order.reason == BuildReason::Initiator
-                    && template.active_version_id.as_deref() == Some(version.id.as_str())
-            })
-            .cloned();
+        let pool = self.create_pool(template, &version, &creation, order.reason);
         // A workspace that adopts retained resources is built, never
         // claimed: a claim's plan may replace anything, an adoption's may not.
         let adopting = !self
@@ -306,9 +297,17 @@ impl Control {
                 }
             }
         }
+        let early = self.inner.config.quota_enforce
+            && pool.is_none()
+            && order.reason == BuildReason::Initiator;
+        let judged = early.then(|| (version.clone(), creation.clone()));
         let build = self
             .build_new_workspace(name, owner, template, version, creation, order)
             .await?;
+        if let Some((version, creation)) = judged {
+            self.judge_create_estimate(owner, &version, &creation, &build)
+                .await?;
+        }
         if let Some(estimate) = &estimate {
             self.note(&build.id, "quota", LogLevel::Info, estimate)
                 .await;
@@ -318,6 +317,28 @@ impl Control {
                 .await;
         }
         Ok(build)
+    }
+
+    /// The pool whose prebuilt workspace a create of `creation` may claim:
+    /// a person's create whose values are exactly a pool's preset's (its
+    /// values alone) on the active version.
+    pub(crate) fn create_pool(
+        &self,
+        template: &Template,
+        version: &TemplateVersion,
+        creation: &Creation,
+        reason: BuildReason,
+    ) -> Option<PresetDefinition> {
+        creation
+            .preset
+            .as_ref()
+            .filter(|preset| {
+                preset.prebuilds.is_some()
+                    && creation.exact
+                    && reason == BuildReason::Initiator
+                    && template.active_version_id.as_deref() == Some(version.id.as_str())
+            })
+            .cloned()
     }
 
     /// The estimate of a create of `pool`'s preset on `version` (the active
@@ -574,7 +595,7 @@ impl Control {
 
     /// The template version a build plans: it must exist and have passed
     /// validation at push.
-    async fn chosen_version(
+    pub(crate) async fn chosen_version(
         &self,
         template: &Template,
         workspace: Option<&Workspace>,
@@ -863,7 +884,7 @@ pub(crate) struct Creation {
 /// not given (a given value must agree with it); without, the version's
 /// preset that builds exactly the requested values (the given ones and the
 /// defaults), if one does, is the workspace's.
-fn resolve_creation(
+pub(crate) fn resolve_creation(
     version: &TemplateVersion,
     preset: Option<&str>,
     given: &BTreeMap<String, Value>,

@@ -14,6 +14,7 @@ pub mod apps;
 mod builds;
 pub mod client_address;
 pub mod connections;
+pub mod create_estimate;
 mod daemon_jobs;
 mod error;
 mod free_disk;

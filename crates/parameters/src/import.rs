@@ -8,6 +8,7 @@
 //! process logs directories the contract names, so that nothing it could
 //! touch is shared with a workspace.
 
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::path::Path;
 
@@ -55,7 +56,22 @@ pub async fn declarations_from_template(
     scratch_dir: &Path,
     isolation: Option<&std::sync::Arc<abode_terraform::isolation::Isolation>>,
 ) -> Result<ImportedTemplate, ImportError> {
+    import_with_values(template_dir, env, scratch_dir, isolation, &BTreeMap::new()).await
+}
+
+/// A template import planned with parameter `values` (by name, in the
+/// contract's spelling) instead of the defaults: what a create with those
+/// values would build, before there is a workspace (a create's estimated
+/// cost reads its plan).
+pub async fn import_with_values(
+    template_dir: &Path,
+    env: &[(String, String)],
+    scratch_dir: &Path,
+    isolation: Option<&std::sync::Arc<abode_terraform::isolation::Isolation>>,
+    values: &BTreeMap<String, String>,
+) -> Result<ImportedTemplate, ImportError> {
     let mut context = BuildContext::template_import(scratch_dir);
+    context.parameters = values.clone();
     context.volumes_dir = scratch_dir.join("volumes");
     context.process_logs_dir = scratch_dir.join("process-logs");
     let mut env = env.to_vec();

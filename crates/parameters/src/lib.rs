@@ -21,4 +21,4 @@ pub(crate) use declarations::ImportPlan;
 pub use declarations::{
     declarations_from_plan, template_declarations_from_plan, DeclarationError, TemplateDeclarations,
 };
-pub use import::{declarations_from_template, ImportError, ImportedTemplate};
+pub use import::{declarations_from_template, import_with_values, ImportError, ImportedTemplate};

@@ -46,6 +46,18 @@ pub struct RenameWorkspace {
     pub name: String,
 }
 
+/// `POST /templates/{name}/estimate`: the create to estimate, as
+/// `POST /workspaces` would take it (without a name: the cost does not
+/// depend on one).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EstimateCreate {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    #[serde(default)]
+    pub parameters: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
 /// `POST /users/{name}/roles`: roles to add and to remove.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

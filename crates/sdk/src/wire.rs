@@ -987,6 +987,46 @@ pub struct Quota {
     pub workspaces: Vec<QuotaWorkspace>,
 }
 
+/// What a create would cost a day before it is queued
+/// (`POST /templates/{name}/estimate`; docs/api.md, "Quotas"), and how it
+/// sits in the caller's budget.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CreateEstimate {
+    pub template: String,
+    /// The version a create would build (the active one).
+    pub version: i64,
+    /// The preset the create would have (named, or matched by its values).
+    pub preset: Option<String>,
+    /// `import_plan` (the template's import plan with these values) or
+    /// `prebuild_pool` (the last costed prebuild of the preset's pool).
+    pub source: String,
+    /// The total a day; `null` when it cannot be told (see `unknown`).
+    pub daily_cost: Option<i64>,
+    /// Each charged `abode_metadata` of the import plan.
+    pub items: Vec<CostItem>,
+    /// Why the cost cannot be told.
+    pub unknown: Option<String>,
+    /// Whether the server refuses builds over budget (`--quota-enforce`).
+    pub enforced: bool,
+    pub budget: i64,
+    pub spent: i64,
+    /// `budget - spent`, as in [`Quota`].
+    pub remaining: i64,
+    /// Whether the create fits; `null` when quotas are not enforced or the
+    /// cost is unknown.
+    pub fits: Option<bool>,
+}
+
+/// One charged `abode_metadata` of a plan.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CostItem {
+    /// The metadata's instance address (`abode_metadata.compute[0]`).
+    pub metadata: String,
+    /// The resource it describes, when the configuration names one.
+    pub resource: Option<String>,
+    pub daily_cost: i64,
+}
+
 /// A group's part of a budget.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct QuotaGroup {

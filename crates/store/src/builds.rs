@@ -436,6 +436,41 @@ macro_rules! build_queries {
         Ok(result.rows_affected() > 0)
     }
 
+    pub(crate) async fn refuse_pending_build(
+        &self,
+        build_id: &str,
+        error: &str,
+        cost: i64,
+    ) -> Result<bool, StoreError> {
+        let now = self.now_ms();
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let result = sqlx::query(&sql(
+            "UPDATE builds SET status = 'failed', error = ?, finished_at = ?, \
+             refusal = 'quota', refused_cost = ?, \
+             parameters = COALESCE(workspace_parameters, parameters) \
+             WHERE id = ? AND status = 'pending'",
+        ))
+        .bind(error)
+        .bind(now)
+        .bind(cost)
+        .bind(build_id)
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("build"))?;
+        if result.rows_affected() > 0 {
+            sqlx::query(&sql(
+                "UPDATE jobs SET status = 'done', finished_at = ? WHERE build_id = ? AND status = 'queued'",
+            ))
+            .bind(now)
+            .bind(build_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("job"))?;
+        }
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(result.rows_affected() > 0)
+    }
+
     // ---- the job queue ----
 
     pub(crate) async fn request_cancel(&self, build_id: &str) -> Result<(), StoreError> {

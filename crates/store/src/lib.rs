@@ -763,6 +763,11 @@ storage_interface! {
     /// Cancels a build that no worker has claimed yet, or one held for
     /// confirmation (discarding its saved plan); false otherwise.
     fn cancel_pending_build(&self, build_id: &str, error: &str) -> bool;
+    /// Ends a build that no worker has claimed yet as refused by quota
+    /// (`failed`, `refusal = 'quota'`, the cost it was refused for) before
+    /// any Terraform ran: a create whose estimate clearly does not fit.
+    /// False when a worker claimed it first (its own plan is judged then).
+    fn refuse_pending_build(&self, build_id: &str, error: &str, cost: i64) -> bool;
     /// Atomically claims the next queued job for `worker` of server `holder`
     /// offering provisioner `tags` (`key=value`), under a lease of
     /// `lease_ms`, and marks its build running: people's builds before the

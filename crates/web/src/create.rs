@@ -2,9 +2,16 @@
 //! the parameters its active version declares (or choose a preset). The
 //! API's `create_workspace`: the door checks every value against the
 //! version's declarations and the page shows what it refused.
+//!
+//! "Estimate cost" shows, before anything is queued, what the create would
+//! cost a day (the template's import plan with the form's values) and how
+//! it sits in the person's budget. Where quotas are enforced, a create is
+//! estimated first, so one that clearly does not fit is refused before any
+//! Terraform runs.
 
 use std::collections::BTreeMap;
 
+use abode_control::create_estimate::CreateEstimate;
 use abode_store::ParameterDefinition;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
@@ -36,7 +43,7 @@ pub(crate) async fn page(
     let template = query
         .and_then(|Query(query)| query.template)
         .filter(|template| !template.is_empty());
-    render(&state, &viewer, template.as_deref(), &[], None).await
+    render(&state, &viewer, template.as_deref(), &[], None, None).await
 }
 
 /// The form, with the values given so far and the door's refusal if any.
@@ -46,6 +53,7 @@ async fn render(
     template: Option<&str>,
     given: &[(String, String)],
     problem: Option<(StatusCode, String)>,
+    estimate: Option<&CreateEstimate>,
 ) -> Response {
     let control = &state.control;
     let templates = match control
@@ -108,7 +116,14 @@ async fn render(
                     @for parameter in parameters {
                         (parameter_input(parameter, &value_of(&format!("{PARAMETER_PREFIX}{}", parameter.name))))
                     }
-                    p { button class="primary" type="submit" { "Create and start" } }
+                    @if let Some(estimate) = estimate {
+                        (estimate_markup(estimate))
+                    }
+                    p {
+                        button class="primary" type="submit" { "Create and start" }
+                        " "
+                        button id="estimate" type="submit" name="intent" value="estimate" formnovalidate { "Estimate cost" }
+                    }
                 }
             }
             (Some(Err(message)), _) => { p class="error" role="alert" { (message) } }
@@ -119,6 +134,44 @@ async fn render(
         status,
         whole_page("New workspace", Some(header(viewer)), body),
     )
+}
+
+/// The estimate under the form: the cost, its parts, the budget, and
+/// whether it fits.
+fn estimate_markup(estimate: &CreateEstimate) -> Markup {
+    html! {
+        div id="cost-estimate" role="status" {
+            p {
+                "Estimated daily cost: "
+                @match estimate.daily_cost {
+                    Some(total) => { strong { (total) } " a day" }
+                    None => { "unknown until the build's plan" }
+                }
+                " (" (estimate.source.describe()) ")."
+            }
+            @if let Some(why) = &estimate.unknown { p class="muted" { (why) } }
+            @if !estimate.items.is_empty() {
+                ul {
+                    @for item in &estimate.items {
+                        li {
+                            span class="mono" { (item.metadata) }
+                            @if let Some(resource) = &item.resource { " for " span class="mono" { (resource) } }
+                            ": " (item.daily_cost)
+                        }
+                    }
+                }
+            }
+            p {
+                "Your budget: " (estimate.spent) " of " (estimate.budget) " a day used, "
+                (estimate.remaining()) " remain"
+                @if !estimate.enforced { span class="muted" { " (quotas are not enforced)" } }
+                "."
+            }
+            @if estimate.fits() == Some(false) {
+                p class="error" role="alert" { "It does not fit your budget: its build would be refused before anything is created." }
+            }
+        }
+    }
 }
 
 /// One declared parameter as a labelled input (a select when it lists its
@@ -201,6 +254,52 @@ pub(crate) async fn create(
         })
         .collect();
     let preset = (!preset.is_empty()).then_some(preset.as_str());
+    let estimating = field("intent") == "estimate";
+    if estimating || state.control.config().quota_enforce {
+        match state
+            .control
+            .estimate_create(&viewer.caller, &template, preset, &parameters)
+            .await
+        {
+            Ok(estimate) if estimating => {
+                return render(
+                    &state,
+                    &viewer,
+                    Some(&template),
+                    &fields,
+                    None,
+                    Some(&estimate),
+                )
+                .await
+            }
+            // Planned now, the create below reads it: one that does not fit
+            // is refused before any Terraform runs.
+            Ok(_) => {}
+            Err(error) => {
+                let problem = (
+                    html::status_of(&error),
+                    format!(
+                        "{}: {}",
+                        if estimating {
+                            "No estimate"
+                        } else {
+                            "Not created"
+                        },
+                        html::message_of(&error)
+                    ),
+                );
+                return render(
+                    &state,
+                    &viewer,
+                    Some(&template),
+                    &fields,
+                    Some(problem),
+                    None,
+                )
+                .await;
+            }
+        }
+    }
     match state
         .control
         .create_workspace(&viewer.caller, &name, &template, preset, parameters)
@@ -215,7 +314,15 @@ pub(crate) async fn create(
                 html::status_of(&error),
                 format!("Not created: {}", html::message_of(&error)),
             );
-            render(&state, &viewer, Some(&template), &fields, Some(problem)).await
+            render(
+                &state,
+                &viewer,
+                Some(&template),
+                &fields,
+                Some(problem),
+                None,
+            )
+            .await
         }
     }
 }

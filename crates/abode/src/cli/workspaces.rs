@@ -103,6 +103,14 @@ pub struct CreateArgs {
     /// at its address instead of creating a new one (repeatable).
     #[arg(long = "adopt", value_name = "ID")]
     pub adopt: Vec<String>,
+    /// Only say what the create would cost a day and whether it fits the
+    /// budget (the template's import plan with these values); create
+    /// nothing. Exit status 5 when quotas are enforced and it does not fit.
+    #[arg(long)]
+    pub estimate: bool,
+    /// The estimate's format (with `--estimate`).
+    #[arg(long, short = 'o', value_enum, default_value_t = OutputFormat::Text, requires = "estimate")]
+    pub output: OutputFormat,
 }
 
 #[derive(Debug, Args)]
@@ -178,6 +186,42 @@ pub fn create(args: CreateArgs) -> anyhow::Result<u8> {
             anyhow::bail!("parameter {name:?} is given twice");
         }
     }
+    if args.estimate {
+        let estimate = client
+            .estimate_create(&args.template, args.preset.as_deref(), &parameters)
+            .with_context(|| format!("cannot estimate workspace {:?}", args.workspace))?;
+        if args.output == OutputFormat::Json {
+            output::print_json(&estimate)?;
+        } else {
+            println!("{}", estimate_line(&args.workspace, &estimate));
+        }
+        if estimate.fits == Some(false) {
+            eprintln!(
+                "error: workspace {} would be refused by quota: it would cost {} a day; {} of a budget of {} used ({} remain)",
+                visible(&format!("{:?}", args.workspace)),
+                estimate.daily_cost.unwrap_or_default(),
+                estimate.spent,
+                estimate.budget,
+                estimate.remaining.max(0)
+            );
+            return Ok(super::EXIT_QUOTA);
+        }
+        return Ok(EXIT_OK);
+    }
+    // Where quotas are enforced, the person sees what the create costs
+    // before it is queued; the server refuses one that does not fit before
+    // any Terraform runs (an estimate it has already planned).
+    if client.quota(None).is_ok_and(|quota| quota.enforced) {
+        match client.estimate_create(&args.template, args.preset.as_deref(), &parameters) {
+            Ok(estimate) => eprintln!("{}", estimate_line(&args.workspace, &estimate)),
+            // The create itself says what is wrong with the request.
+            Err(abode_client::ClientError::Api { .. }) => {}
+            Err(error) => {
+                return Err(anyhow::Error::new(error)
+                    .context(format!("cannot estimate workspace {:?}", args.workspace)))
+            }
+        }
+    }
     let created = match client.create_workspace(
         &args.workspace,
         &args.template,
@@ -221,6 +265,51 @@ pub fn create(args: CreateArgs) -> anyhow::Result<u8> {
         );
     }
     follow_build(&client, &args.workspace, &created.build)
+}
+
+/// `Estimated daily cost of dev: 5 a day (...); 4 of 10 used, 6 remain.`
+/// and, when quotas are enforced and it does not fit, why it will be refused.
+fn estimate_line(workspace: &str, estimate: &abode_sdk::CreateEstimate) -> String {
+    let cost = match (estimate.daily_cost, &estimate.unknown) {
+        (Some(total), _) => abode_cost::Cost {
+            total: u64::try_from(total).unwrap_or(0),
+            items: estimate
+                .items
+                .iter()
+                .map(|item| abode_cost::Item {
+                    metadata: item.metadata.clone(),
+                    resource: item.resource.clone(),
+                    daily_cost: u64::try_from(item.daily_cost).unwrap_or(0),
+                })
+                .collect(),
+        }
+        .describe(),
+        (None, Some(why)) => format!("unknown until its plan ({why})"),
+        (None, None) => "unknown until its plan".to_string(),
+    };
+    let source = match estimate.source.as_str() {
+        "prebuild_pool" => format!(
+            ", as the last prebuild of preset {}",
+            visible(estimate.preset.as_deref().unwrap_or(""))
+        ),
+        _ => String::new(),
+    };
+    let mut line = format!(
+        "Estimated daily cost of {}: {}{source}; budget: {} of {} used, {} remain",
+        visible(workspace),
+        visible(&cost),
+        estimate.spent,
+        estimate.budget,
+        estimate.remaining
+    );
+    if estimate.fits == Some(false) {
+        line.push_str(
+            ". It does not fit: quotas are enforced, so its build will be refused before apply",
+        );
+    } else if !estimate.enforced {
+        line.push_str(" (quotas are not enforced)");
+    }
+    line
 }
 
 /// What `abode start|stop|delete|update` asks of a workspace: a build's

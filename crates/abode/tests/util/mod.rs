@@ -630,42 +630,37 @@ impl Platform {
         .ok();
     }
 
-    /// The dashboard's page at `path` as `username`, signed in through the
-    /// login form over plain HTTP: its HTML (status 200 asserted).
-    pub fn dashboard_page(&self, username: &str, password: &str, path: &str) -> String {
+    /// A dashboard session of `username`, signed in through the login form
+    /// over plain HTTP: an agent that follows no redirect, and the session
+    /// cookie (`abode_session=...`).
+    fn dashboard_session(&self, username: &str, password: &str) -> (ureq::Agent, String) {
         let base = self.url.trim_end_matches('/').to_string();
         let agent = ureq::AgentBuilder::new().redirects(0).build();
-        let answer = |result: Result<ureq::Response, ureq::Error>| match result {
-            Ok(response) | Err(ureq::Error::Status(_, response)) => response,
-            Err(other) => panic!("{other}"),
-        };
-        let cookie = |response: &ureq::Response, name: &str| -> String {
-            response
-                .all("set-cookie")
-                .into_iter()
-                .find(|cookie| cookie.starts_with(&format!("{name}=")))
-                .and_then(|cookie| cookie.split(';').next())
-                .unwrap_or_else(|| panic!("no {name} cookie"))
-                .to_string()
-        };
-        let login = answer(agent.get(&format!("{base}/login")).call());
-        let presession = cookie(&login, "abode_presession");
+        let login = dashboard_answer(agent.get(&format!("{base}/login")).call());
+        let presession = set_cookie(&login, "abode_presession");
         let body = login.into_string().unwrap();
-        let start = body.find("name=\"csrf\" value=\"").expect("a form") + 19;
-        let csrf = &body[start..start + body[start..].find('"').unwrap()];
-        let signed = answer(
+        let csrf = csrf_of(&body);
+        let signed = dashboard_answer(
             agent
                 .post(&format!("{base}/login"))
                 .set("Cookie", &presession)
                 .send_form(&[
-                    ("csrf", csrf),
+                    ("csrf", csrf.as_str()),
                     ("username", username),
                     ("password", password),
                 ]),
         );
         assert_eq!(signed.status(), 303, "sign-in as {username}");
-        let session = cookie(&signed, "abode_session");
-        let page = answer(
+        let session = set_cookie(&signed, "abode_session");
+        (agent, session)
+    }
+
+    /// The dashboard's page at `path` as `username`, signed in through the
+    /// login form over plain HTTP: its HTML (status 200 asserted).
+    pub fn dashboard_page(&self, username: &str, password: &str, path: &str) -> String {
+        let base = self.url.trim_end_matches('/').to_string();
+        let (agent, session) = self.dashboard_session(username, password);
+        let page = dashboard_answer(
             agent
                 .get(&format!("{base}{path}"))
                 .set("Cookie", &session)
@@ -673,6 +668,38 @@ impl Platform {
         );
         assert_eq!(page.status(), 200, "{path} as {username}");
         page.into_string().unwrap()
+    }
+
+    /// Submits the form of the dashboard's page at `path` as `username`
+    /// with `fields` (and the page's CSRF token): the answer's status and
+    /// HTML.
+    pub fn dashboard_submit(
+        &self,
+        username: &str,
+        password: &str,
+        path: &str,
+        fields: &[(&str, &str)],
+    ) -> (u16, String) {
+        let base = self.url.trim_end_matches('/').to_string();
+        let (agent, session) = self.dashboard_session(username, password);
+        let page = dashboard_answer(
+            agent
+                .get(&format!("{base}{path}"))
+                .set("Cookie", &session)
+                .call(),
+        );
+        let csrf = csrf_of(&page.into_string().unwrap());
+        let mut form = vec![("csrf", csrf.as_str())];
+        form.extend_from_slice(fields);
+        let action = path.split('?').next().unwrap_or(path);
+        let answer = dashboard_answer(
+            agent
+                .post(&format!("{base}{action}"))
+                .set("Cookie", &session)
+                .set("Origin", &base)
+                .send_form(&form),
+        );
+        (answer.status(), answer.into_string().unwrap())
     }
 
     /// Creates a user with `role` (as the owner) and returns the config dir
@@ -1309,4 +1336,29 @@ pub fn hold_a_build(platform: &Platform) -> String {
     let held = platform.run(&["update", "dev"]);
     assert_eq!(held.code, Some(3), "{held}");
     printed_digest(&held)
+}
+
+/// A dashboard answer, whatever its status.
+fn dashboard_answer(result: Result<ureq::Response, ureq::Error>) -> ureq::Response {
+    match result {
+        Ok(response) | Err(ureq::Error::Status(_, response)) => response,
+        Err(other) => panic!("{other}"),
+    }
+}
+
+/// The `name=value` of the cookie `name` an answer sets.
+fn set_cookie(response: &ureq::Response, name: &str) -> String {
+    response
+        .all("set-cookie")
+        .into_iter()
+        .find(|cookie| cookie.starts_with(&format!("{name}=")))
+        .and_then(|cookie| cookie.split(';').next())
+        .unwrap_or_else(|| panic!("no {name} cookie"))
+        .to_string()
+}
+
+/// The CSRF token of a dashboard form.
+fn csrf_of(page: &str) -> String {
+    let start = page.find("name=\"csrf\" value=\"").expect("a form") + 19;
+    page[start..start + page[start..].find('"').unwrap()].to_string()
 }

@@ -23,6 +23,7 @@ use crate::{ApiError, AppState, Authenticated};
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/workspaces", get(list_workspaces).post(create_workspace))
+        .route("/templates/:name/estimate", post(estimate_create))
         .route("/workspaces/:workspace", get(get_workspace))
         .route("/workspaces/:workspace/orphan", post(orphan_workspace))
         .route("/workspaces/:workspace/rename", post(rename_workspace))
@@ -92,6 +93,23 @@ async fn create_workspace(
             workspace: workspace_view(&view),
             build: build_view(&build),
         }),
+    )
+}
+
+async fn estimate_create(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(template): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: abode_sdk::requests::EstimateCreate = parse_json(body)?;
+    let estimate = state
+        .control
+        .estimate_create(&caller, &template, body.preset.as_deref(), &body.parameters)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!(crate::views::estimate_view(&estimate)),
     )
 }
 

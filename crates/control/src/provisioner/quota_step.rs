@@ -69,35 +69,14 @@ pub(super) async fn charge(job: &ServerJob, plan_json: &[u8]) -> Result<Charged,
         ))),
         Reservation::OverBudget { usage, cost } => {
             control.inner.config.metrics.quota_refusal("quota");
-            let spent = usage.spent();
-            let budget = usage.budget();
-            for workspace in &usage.workspaces {
-                job.note(
-                    "quota",
-                    LogLevel::Warn,
-                    &format!(
-                        "  workspace {} (build #{}{}): {} a day",
-                        workspace.workspace_name,
-                        workspace.build_number,
-                        if workspace.reserved { ", reserved" } else { "" },
-                        workspace.daily_cost
-                    ),
-                )
-                .await;
+            for line in crate::create_estimate::budget_lines(&usage) {
+                job.note("quota", LogLevel::Warn, &line).await;
             }
-            for group in &usage.allowances {
-                job.note(
-                    "quota",
-                    LogLevel::Warn,
-                    &format!("  group {}: allows {} a day", group.group, group.allowance),
-                )
-                .await;
-            }
-            let message = format!(
-                "refused by quota: {} would cost {cost} a day; {} already uses {spent} of a budget of {budget} ({} remain); nothing was applied",
-                build.workspace_name,
-                build.owner_name,
-                budget.saturating_sub(spent).max(0)
+            let message = crate::create_estimate::refusal_line(
+                &build.workspace_name,
+                &build.owner_name,
+                cost,
+                &usage,
             );
             job.note("quota", LogLevel::Error, &message).await;
             control

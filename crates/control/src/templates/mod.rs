@@ -10,6 +10,7 @@
 //! through its methods.
 
 mod access;
+mod estimate;
 
 use std::path::{Path, PathBuf};
 
@@ -53,6 +54,8 @@ pub struct Templates {
     store: Store,
     config: TemplatesConfig,
     audit: Audit,
+    /// Create estimates already planned (`estimate.rs`).
+    estimates: estimate::Estimates,
 }
 
 impl Templates {
@@ -64,6 +67,7 @@ impl Templates {
             audit: Audit::new(store.clone()),
             store,
             config,
+            estimates: estimate::Estimates::default(),
         }
     }
 
@@ -593,6 +597,57 @@ async fn lint_template(template_dir: &Path) -> Result<VersionLint, ControlError>
     })
 }
 
+/// Readies an unpacked template in `dir` (`dir/TEMPLATE_SUBDIR`) for
+/// Terraform as a push does (the CLI config naming the provider mirror, the
+/// provider lock, the sandbox's ownership) and runs `terraform init`;
+/// answers the environment the next runs use.
+pub(crate) async fn init_template(
+    config: &TemplatesConfig,
+    dir: &Path,
+    template_dir: &Path,
+) -> Result<Vec<(String, String)>, ControlError> {
+    let mirror = config.provider_mirror.clone();
+    let (config_dir, lock_dir) = (dir.to_path_buf(), template_dir.to_path_buf());
+    let isolation = config.isolation.clone();
+    let cli_config = tokio::task::spawn_blocking(move || {
+        let cli_config = workdir::write_cli_config(&config_dir, mirror.as_deref())?;
+        workdir::write_provider_lock(&lock_dir, mirror.as_deref())?;
+        // Terraform writes here as the sandbox's user.
+        if let Some(isolation) = &isolation {
+            isolation
+                .hand_over(&config_dir)
+                .map_err(|error| error.to_string())?;
+        }
+        Ok::<_, String>(cli_config)
+    })
+    .await
+    .map_err(|error| ControlError::Internal(format!("preparing the work dir failed: {error}")))?
+    .map_err(ControlError::Internal)?;
+    let mut env = config.terraform_env.clone();
+    env.push((
+        "TF_CLI_CONFIG_FILE".to_string(),
+        cli_config.display().to_string(),
+    ));
+    run::capture(
+        &Invocation::new(template_dir, ["init", "-input=false", "-no-color"], &env)
+            .isolated(config.isolation.as_ref(), dir),
+    )
+    .await
+    .map_err(as_template_error("init"))?;
+    Ok(env)
+}
+
+/// A Terraform step's failure: the template's fault when Terraform said
+/// so, the server's when it could not run.
+fn as_template_error(step: &'static str) -> impl Fn(RunError) -> ControlError {
+    move |error: RunError| match error {
+        RunError::Failed { message, .. } => {
+            ControlError::InvalidTemplate(format!("terraform {step} failed: {message}"))
+        }
+        other => ControlError::Internal(other.to_string()),
+    }
+}
+
 /// What a pushed template passed, and the parameters and presets it declares.
 struct Validated {
     /// Terraform's validation message.
@@ -662,43 +717,7 @@ async fn validate_in(
     if let Some(refusal) = lint.strict_refusal().filter(|_| strict) {
         return Err(ControlError::InvalidTemplate(refusal));
     }
-    let mirror = config.provider_mirror.clone();
-    let (config_dir, lock_dir) = (dir.to_path_buf(), template_dir.clone());
-    let isolation = config.isolation.clone();
-    let cli_config = tokio::task::spawn_blocking(move || {
-        let cli_config = workdir::write_cli_config(&config_dir, mirror.as_deref())?;
-        workdir::write_provider_lock(&lock_dir, mirror.as_deref())?;
-        // Terraform writes here as the sandbox's user.
-        if let Some(isolation) = &isolation {
-            isolation
-                .hand_over(&config_dir)
-                .map_err(|error| error.to_string())?;
-        }
-        Ok::<_, String>(cli_config)
-    })
-    .await
-    .map_err(|error| ControlError::Internal(format!("preparing the work dir failed: {error}")))?
-    .map_err(ControlError::Internal)?;
-    let mut env = config.terraform_env.clone();
-    env.push((
-        "TF_CLI_CONFIG_FILE".to_string(),
-        cli_config.display().to_string(),
-    ));
-    let as_template_error = |step: &str| {
-        let step = step.to_string();
-        move |error: RunError| match error {
-            RunError::Failed { message, .. } => {
-                ControlError::InvalidTemplate(format!("terraform {step} failed: {message}"))
-            }
-            other => ControlError::Internal(other.to_string()),
-        }
-    };
-    run::capture(
-        &Invocation::new(&template_dir, ["init", "-input=false", "-no-color"], &env)
-            .isolated(config.isolation.as_ref(), dir),
-    )
-    .await
-    .map_err(as_template_error("init"))?;
+    let env = init_template(config, dir, &template_dir).await?;
     let output = run::capture(
         &Invocation::new(&template_dir, ["validate", "-no-color"], &env)
             .isolated(config.isolation.as_ref(), dir),
