@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use abode_tunnel::{Incoming, Mux, Side, StreamKind, StreamRequest};
 use futures_util::{SinkExt, StreamExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
@@ -223,7 +224,7 @@ async fn handle_stream(
     };
     if let (StreamKind::Pty, Some(open)) = (request.kind, &request.terminal) {
         if let Err(error) = terminals
-            .attach(&request.user, open, incoming.stream, &settings)
+            .attach(&request.user, open, incoming.into_stream(), &settings)
             .await
         {
             log(&format!(
@@ -235,25 +236,18 @@ async fn handle_stream(
     }
     match (request.kind, request.port, request.host_key.as_deref()) {
         (StreamKind::Ssh, _, Some(seed)) => {
-            if let Err(error) = crate::agent_ssh::serve(incoming.stream, seed, settings).await {
+            if let Err(error) =
+                crate::agent_ssh::serve(incoming.into_stream(), seed, settings).await
+            {
                 log(&format!("ssh session of {} ended: {error}", request.user));
             }
         }
         (StreamKind::PortForward, Some(port), _) => {
-            let mut stream = incoming.stream;
             let host = request.host.as_deref().unwrap_or("localhost");
             match TcpStream::connect((host, port)).await {
-                Ok(mut tcp) => {
-                    let _ = tcp.set_nodelay(true);
-                    let chunk = abode_tunnel::frame::MAX_DATA;
-                    let _ = tokio::io::copy_bidirectional_with_sizes(
-                        &mut stream,
-                        &mut tcp,
-                        chunk,
-                        chunk,
-                    )
-                    .await;
-                }
+                Ok(tcp) => forward(incoming, tcp).await,
+                // Dropped untaken, the stream is reset: the person's end
+                // sees the refusal.
                 Err(error) => log(&format!(
                     "port-forward of {} to {host}:{port}: {error}",
                     request.user
@@ -265,4 +259,36 @@ async fn handle_stream(
             kind.as_str()
         )),
     }
+}
+
+/// Moves a forwarded port's bytes between the tunnel's stream and `tcp`:
+/// what the socket has is read straight into the frames that carry it, and
+/// what arrives is written straight to the socket (an app's download is a
+/// bulk copy: no pipe, copy or task between). Each direction ends with its
+/// EOF; a failed socket resets the stream.
+async fn forward(incoming: Incoming, tcp: TcpStream) {
+    let _ = tcp.set_nodelay(true);
+    let (mut sender, mut receiver) = incoming.into_messages();
+    let (mut from_port, mut to_port) = tcp.into_split();
+    let upload = async {
+        while let Some(bytes) = receiver.recv().await {
+            if to_port.write_all(&bytes).await.is_err() {
+                return;
+            }
+        }
+        let _ = to_port.shutdown().await;
+    };
+    let download = async {
+        loop {
+            match sender.send_read(&mut from_port).await {
+                Ok(0) => {
+                    let _ = sender.finish().await;
+                    return;
+                }
+                Ok(_) => {}
+                Err(_) => return,
+            }
+        }
+    };
+    tokio::join!(upload, download);
 }

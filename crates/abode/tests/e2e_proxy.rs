@@ -12,6 +12,11 @@
 //! any 127.0.0.0/8 address is local on Linux), so that the proxy
 //! (127.0.0.1), the real client (127.0.0.3) and a spoofed address
 //! (203.0.113.9) are all different and the rule can be seen at work.
+//!
+//! With deploy/nginx/abode-apps.conf beside it (a wildcard certificate of
+//! the same CA): a workspace's apps on their own subdomains, a download by
+//! a script with an API token, a visitor sent to sign in on the dashboard's
+//! origin, and a WebSocket app upgraded through nginx over TLS.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -22,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use tokio_tungstenite::tungstenite;
 use util::authority::{run_trusting, Authority};
 use util::{free_port, repo_root, require_terraform, Platform, FAST_AGENT_FLAGS};
 
@@ -40,9 +46,37 @@ impl Nginx {
     /// HTTPS on `https_port` (the access URL's, chosen before the server
     /// started); plain HTTP on a port of its own.
     fn start(dir: &Path, https_port: u16, upstream: &str, certificate: &Path, key: &Path) -> Nginx {
+        Nginx::start_with_apps(dir, https_port, upstream, certificate, key, None)
+    }
+
+    /// [`Nginx::start`], with deploy/nginx/abode-apps.conf beside it when
+    /// `apps` gives the wildcard host and its certificate and key.
+    fn start_with_apps(
+        dir: &Path,
+        https_port: u16,
+        upstream: &str,
+        certificate: &Path,
+        key: &Path,
+        apps: Option<(&str, &Path, &Path)>,
+    ) -> Nginx {
         let dir = dir.join("nginx");
         std::fs::create_dir_all(&dir).unwrap();
         let written = std::fs::read_to_string(repo_root().join("deploy/nginx/abode.conf")).unwrap();
+        let apps_site = apps.map(|(host, certificate, key)| {
+            let site = std::fs::read_to_string(repo_root().join("deploy/nginx/abode-apps.conf"))
+                .unwrap()
+                .replace("__APPS_SERVER_NAME__", host)
+                .replace("__LISTEN__", &format!("127.0.0.1:{https_port}"))
+                .replace("__APPS_CERT__", certificate.to_str().unwrap())
+                .replace("__APPS_KEY__", key.to_str().unwrap());
+            assert!(!site.contains("__"), "a placeholder is left:\n{site}");
+            site
+        });
+        std::fs::write(
+            dir.join("abode-apps.conf"),
+            apps_site.as_deref().unwrap_or(""),
+        )
+        .unwrap();
         let mut attempts = 0;
         loop {
             attempts += 1;
@@ -73,6 +107,7 @@ impl Nginx {
                        uwsgi_temp_path {d}/uwsgi;\n\
                        scgi_temp_path {d}/scgi;\n\
                        include {d}/abode.conf;\n\
+                       include {d}/abode-apps.conf;\n\
                      }}\n"
                 ),
             )
@@ -458,4 +493,287 @@ fn nginx_as_documented_carries_logins_logs_tunnels_and_ssh_and_the_throttle_sees
         alice["details"], "method=password from 127.0.0.1",
         "{alice}"
     );
+}
+
+/// A workspace of the example's shape whose agent serves `hello.txt` with
+/// `python3 -m http.server` as a subdomain app, and a WebSocket echo app.
+fn apps_template(web_port: u16, echo_port: u16) -> String {
+    format!(
+        r#"
+terraform {{
+  required_providers {{
+    abode = {{
+      source = "abode/abode"
+    }}
+  }}
+}}
+
+data "abode_workspace" "me" {{}}
+
+resource "abode_volume" "home" {{
+  name = "home-${{data.abode_workspace.me.id}}"
+}}
+
+resource "abode_agent" "main" {{
+  count = data.abode_workspace.me.start_count
+  os    = "linux"
+  arch  = "amd64"
+  dir   = abode_volume.home.path
+}}
+
+resource "abode_process" "workspace" {{
+  count   = data.abode_workspace.me.start_count
+  command = ["sh", "-c", abode_agent.main[0].init_script]
+  dir     = abode_volume.home.path
+  env = {{
+    ABODE_AGENT_TOKEN = abode_agent.main[0].token
+    HOME              = abode_volume.home.path
+  }}
+}}
+
+resource "abode_process" "web" {{
+  count   = data.abode_workspace.me.start_count
+  command = ["python3", "-m", "http.server", "{web_port}", "--bind", "127.0.0.1"]
+  dir     = abode_volume.home.path
+}}
+
+resource "abode_app" "web" {{
+  count     = data.abode_workspace.me.start_count
+  agent_id  = abode_agent.main[0].id
+  slug      = "web"
+  url       = "http://127.0.0.1:{web_port}"
+  subdomain = true
+}}
+
+resource "abode_app" "echo" {{
+  count     = data.abode_workspace.me.start_count
+  agent_id  = abode_agent.main[0].id
+  slug      = "echo"
+  url       = "http://127.0.0.1:{echo_port}"
+  subdomain = true
+}}
+"#
+    )
+}
+
+/// A WebSocket echo server on loopback.
+fn echo_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let Ok(mut socket) = tungstenite::accept(stream) else {
+                    return;
+                };
+                while let Ok(message) = socket.read() {
+                    if message.is_close() || socket.send(message).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+/// A TLS connection to nginx for `host`, trusting only `ca`.
+fn tls_to(
+    port: u16,
+    host: &str,
+    ca: &Path,
+) -> rustls::StreamOwned<rustls::ClientConnection, TcpStream> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    let pem = std::fs::read(ca).unwrap();
+    for certificate in rustls::pki_types::CertificateDer::pem_slice_iter(&pem) {
+        roots.add(certificate.unwrap()).unwrap();
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    // A WebSocket is an HTTP/1.1 upgrade.
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let name = rustls::pki_types::ServerName::try_from(host.to_string()).unwrap();
+    let client = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let socket = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    rustls::StreamOwned::new(client, socket)
+}
+
+#[test]
+fn apps_on_their_own_subdomains_through_nginx_as_documented() {
+    require_terraform();
+    let dir = tempfile::tempdir().unwrap();
+    let authority = Authority::new(dir.path());
+    let ca = authority.ca_file();
+    let (certificate, key) = authority.sign("proxy", 0o600);
+    let (apps_certificate, apps_key) = authority.sign_for("apps", &["*.apps.localhost"], 0o600);
+    let https_port = free_port();
+    let access_url = format!("https://localhost:{https_port}");
+    let mut flags = FAST_AGENT_FLAGS.to_vec();
+    flags.extend([
+        "--access-url",
+        &access_url,
+        "--trusted-proxies",
+        "127.0.0.1/32",
+        "--wildcard-access-url",
+        "*.apps.localhost",
+    ]);
+    let platform = Platform::start_with_env(&flags, &[("ABODE_CA_CERT", ca.to_str().unwrap())]);
+    let upstream = platform.url.trim_start_matches("http://").to_string();
+    let nginx = Nginx::start_with_apps(
+        dir.path(),
+        https_port,
+        &upstream,
+        &certificate,
+        &key,
+        Some(("*.apps.localhost", &apps_certificate, &apps_key)),
+    );
+    let https = nginx.https();
+    run_trusting(
+        &platform,
+        Some(&ca),
+        &[
+            "login",
+            &https,
+            "--first-user",
+            "--username",
+            "alice",
+            "--email",
+            "alice@example.com",
+            "--password-stdin",
+        ],
+        Some("correct horse battery\n"),
+    )
+    .ok();
+    let web_port = free_port();
+    let template = dir.path().join("apps");
+    std::fs::create_dir_all(&template).unwrap();
+    std::fs::write(
+        template.join("main.tf"),
+        apps_template(web_port, echo_server()),
+    )
+    .unwrap();
+    run_trusting(
+        &platform,
+        Some(&ca),
+        &[
+            "templates",
+            "push",
+            "apps",
+            "-d",
+            template.to_str().unwrap(),
+        ],
+        None,
+    )
+    .ok();
+    run_trusting(
+        &platform,
+        Some(&ca),
+        &["create", "dev", "--template", "apps"],
+        None,
+    )
+    .ok();
+    let shown = run_trusting(
+        &platform,
+        Some(&ca),
+        &["show", "dev", "--output", "json"],
+        None,
+    )
+    .ok()
+    .json();
+    let home = platform
+        .volumes_dir()
+        .join(format!("home-{}", shown["id"].as_str().unwrap()));
+    std::fs::write(home.join("hello.txt"), "hello through nginx\n").unwrap();
+    // Each app's address is on the wildcard, with the access URL's scheme
+    // and port: nginx's.
+    let web_host = "web--main-0--dev--alice.apps.localhost";
+    let web = shown["apps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|app| app["slug"] == "web")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        web["url"],
+        format!("https://{web_host}:{https_port}/"),
+        "{shown}"
+    );
+    let token = run_trusting(
+        &platform,
+        Some(&ca),
+        &["tokens", "create", "--name", "apps"],
+        None,
+    )
+    .ok()
+    .stdout
+    .trim()
+    .to_string();
+    let resolve = format!("{web_host}:{https_port}:127.0.0.1");
+    let url = format!("https://{web_host}:{https_port}/hello.txt");
+    let bearer = format!("Authorization: Bearer {token}");
+
+    // The owner's script reaches the app through nginx once the agent and
+    // the app are up.
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let answer = curl(
+            "127.0.0.1",
+            &ca,
+            &["--resolve", &resolve, "-H", &bearer, &url],
+        );
+        if answer.status == 200 {
+            assert_eq!(answer.body, "hello through nginx\n");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the app never answered through nginx: {} {}\n{}\n{}",
+            answer.status,
+            answer.body,
+            platform.server_log(),
+            nginx.logs()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // A visitor who is not signed in is sent to sign in, on the dashboard's
+    // origin behind the same nginx.
+    let anonymous = curl("127.0.0.1", &ca, &["--resolve", &resolve, &url]);
+    assert!(
+        (300..400).contains(&anonymous.status)
+            && anonymous
+                .headers
+                .to_lowercase()
+                .contains(&format!("location: {https}/")),
+        "{} {}",
+        anonymous.status,
+        anonymous.headers
+    );
+
+    // A WebSocket app, upgraded through nginx over TLS.
+    let echo_host = "echo--main-0--dev--alice.apps.localhost";
+    let mut request = tungstenite::client::IntoClientRequest::into_client_request(format!(
+        "wss://{echo_host}:{https_port}/"
+    ))
+    .unwrap();
+    request
+        .headers_mut()
+        .insert("authorization", format!("Bearer {token}").parse().unwrap());
+    let (mut socket, _) = tungstenite::client(request, tls_to(https_port, echo_host, &ca))
+        .unwrap_or_else(|error| panic!("no WebSocket through nginx: {error}\n{}", nginx.logs()));
+    socket
+        .send(tungstenite::Message::Text("echo through nginx".into()))
+        .unwrap();
+    let echoed = socket.read().unwrap();
+    assert_eq!(echoed.into_text().unwrap(), "echo through nginx");
 }

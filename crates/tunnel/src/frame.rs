@@ -145,6 +145,12 @@ impl Frame {
         out
     }
 
+    /// The header of a data frame of stream `id`, with room after it for a
+    /// payload of `payload` bytes, which the caller appends.
+    pub fn data_header(id: u32, payload: usize) -> Vec<u8> {
+        header(DATA, id, payload)
+    }
+
     /// Takes the message apart; a payload keeps the message's own buffer.
     pub fn decode(message: Vec<u8>) -> Result<Frame, BadFrame> {
         let (&kind, rest) = message.split_first().ok_or(BadFrame("empty"))?;

@@ -52,10 +52,65 @@ pub enum MuxError {
     FlowControl(u32),
 }
 
-/// A stream the other side opened.
+/// A stream the other side opened: its header, and the stream itself,
+/// taken as a byte pipe ([`Incoming::into_stream`]) or as whole messages
+/// ([`Incoming::into_messages`]). Dropped untaken, the stream is reset.
 pub struct Incoming {
     pub header: Vec<u8>,
-    pub stream: DuplexStream,
+    opened: Option<Opened>,
+}
+
+/// A registered stream not yet taken by its user.
+struct Opened {
+    shared: Arc<Shared>,
+    id: u32,
+    registered: Registered,
+}
+
+impl Incoming {
+    fn take(mut self) -> Opened {
+        match self.opened.take() {
+            Some(opened) => opened,
+            // Only `into_*` take it, and they consume `self`.
+            None => unreachable!("an incoming stream is taken once"),
+        }
+    }
+
+    /// The stream as an ordinary `AsyncRead + AsyncWrite` (two small tasks
+    /// move its frames).
+    pub fn into_stream(self) -> DuplexStream {
+        let Opened {
+            shared,
+            id,
+            registered,
+        } = self.take();
+        spawn_pipe(&shared, id, registered)
+    }
+
+    /// The stream as whole messages, with no pipe, copy or task between:
+    /// for a bulk copy to or from a socket
+    /// ([`MessageSender::send_read`](crate::MessageSender::send_read)).
+    pub fn into_messages(self) -> (crate::MessageSender, crate::MessageReceiver) {
+        let Opened {
+            shared,
+            id,
+            registered,
+        } = self.take();
+        crate::messages::split(shared, id, registered)
+    }
+}
+
+impl Drop for Incoming {
+    fn drop(&mut self) {
+        if let Some(opened) = self.opened.take() {
+            // Nobody took it: the other side hears it is gone.
+            drop(crate::messages::split(
+                opened.shared,
+                opened.id,
+                opened.registered,
+            ));
+        }
+    }
 }
 
 pub(crate) struct Entry {
@@ -212,9 +267,19 @@ async fn read_loop(
                     if shared.streams().contains_key(&id) {
                         return Err(MuxError::DuplicateStream(id));
                     }
-                    let stream = register(&shared, id);
-                    if accepted.send(Incoming { header, stream }).await.is_err() {
+                    let registered = register_entry(&shared, id);
+                    let incoming = Incoming {
+                        header,
+                        opened: Some(Opened {
+                            shared: Arc::clone(&shared),
+                            id,
+                            registered,
+                        }),
+                    };
+                    if let Err(refused) = accepted.send(incoming).await {
                         // Nobody accepts streams on this side: refuse it.
+                        let mut refused = refused.0;
+                        refused.opened = None;
                         shared.streams().remove(&id);
                         shared.send(Frame::Reset { id }).await?;
                     }
@@ -298,12 +363,18 @@ pub(crate) fn register_entry(shared: &Shared, id: u32) -> Registered {
 
 /// Records stream `id` and starts its tasks; the user's end of its pipe.
 fn register(shared: &Arc<Shared>, id: u32) -> DuplexStream {
+    let registered = register_entry(shared, id);
+    spawn_pipe(shared, id, registered)
+}
+
+/// Starts the tasks of registered stream `id`; the user's end of its pipe.
+fn spawn_pipe(shared: &Arc<Shared>, id: u32, registered: Registered) -> DuplexStream {
     let (user_end, our_end) = tokio::io::duplex(PIPE_BYTES);
     let Registered {
         arriving,
         unacknowledged,
         credit,
-    } = register_entry(shared, id);
+    } = registered;
     let (reader, writer) = tokio::io::split(our_end);
     let shared = Arc::clone(shared);
     tokio::spawn(async move {

@@ -19,7 +19,9 @@ fn pair() -> (Mux, Mux, mpsc::Receiver<Incoming>, mpsc::Sender<Vec<u8>>) {
 /// Echoes every accepted stream back, with its header first.
 fn echo(mut accept: mpsc::Receiver<Incoming>) {
     tokio::spawn(async move {
-        while let Some(Incoming { header, stream }) = accept.recv().await {
+        while let Some(incoming) = accept.recv().await {
+            let header = incoming.header.clone();
+            let stream = incoming.into_stream();
             tokio::spawn(async move {
                 let (mut read, mut write) = tokio::io::split(stream);
                 write.write_all(&header).await.unwrap();
@@ -207,7 +209,7 @@ async fn message_streams_carry_bytes_both_ways_until_eof() {
 async fn a_message_stream_dropped_early_is_reset_on_the_other_side() {
     let (server, agent, mut accept, _) = pair();
     let (sender, receiver) = server.open_messages(Vec::new()).await.unwrap();
-    let Incoming { stream, .. } = accept.recv().await.unwrap();
+    let stream = accept.recv().await.unwrap().into_stream();
     drop((sender, receiver));
     // The other side's reads end (its stream is gone) rather than hang.
     let (mut read, _write) = tokio::io::split(stream);
@@ -309,4 +311,59 @@ async fn message_streams_read_and_written_as_bytes_carry_them_until_eof() {
         assert_eq!(got.len(), expected.len(), "size {size}");
         assert!(got == expected, "size {size}: the bytes differ");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incoming_stream_taken_as_messages_reads_a_socket_straight_into_frames() {
+    let (server, _agent, mut accept, _) = pair();
+    let mut opened = server.open(b"forward".to_vec()).await.unwrap();
+    let incoming = accept.recv().await.unwrap();
+    assert_eq!(incoming.header, b"forward");
+    let (mut sender, mut receiver) = incoming.into_messages();
+    // More than a window, from a reader that hands out odd-sized pieces.
+    let payload: Vec<u8> = (0..3 * 1024 * 1024 + 17).map(|i| (i % 251) as u8).collect();
+    let expected = payload.clone();
+    let sending = tokio::spawn(async move {
+        let mut reader = &payload[..];
+        let mut sent = 0;
+        loop {
+            match sender.send_read(&mut reader).await.unwrap() {
+                0 => break,
+                read => sent += read,
+            }
+        }
+        sender.finish().await.unwrap();
+        sent
+    });
+    opened.write_all(b"upload").await.unwrap();
+    opened.shutdown().await.unwrap();
+    let mut downloaded = Vec::new();
+    opened.read_to_end(&mut downloaded).await.unwrap();
+    assert_eq!(sending.await.unwrap(), expected.len());
+    assert!(
+        downloaded == expected,
+        "the bytes arrive whole and in order"
+    );
+    let mut uploaded = Vec::new();
+    while let Some(bytes) = receiver.recv().await {
+        uploaded.extend_from_slice(&bytes);
+    }
+    assert_eq!(uploaded, b"upload");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incoming_stream_dropped_untaken_is_reset() {
+    let (server, _agent, mut accept, _) = pair();
+    let opened = server.open(b"nobody".to_vec()).await.unwrap();
+    drop(accept.recv().await.unwrap());
+    let (mut read, _write) = tokio::io::split(opened);
+    let mut got = Vec::new();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(30),
+        read.read_to_end(&mut got),
+    )
+    .await
+    .expect("the opener's reads end once the stream is reset");
+    assert!(got.is_empty());
+    assert_eq!(server.stream_count(), 0);
 }

@@ -39,9 +39,19 @@ impl Authority {
     /// Signs a certificate for `localhost` and 127.0.0.1 into
     /// `<name>.crt` and `<name>.key` (mode `key_mode`).
     pub fn sign(&self, name: &str, key_mode: u32) -> (PathBuf, PathBuf) {
-        let mut params =
-            rcgen::CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-                .unwrap();
+        self.sign_for(name, &["localhost", "127.0.0.1"], key_mode)
+    }
+
+    /// Signs a certificate for `hosts` (names, wildcards or addresses)
+    /// into `<name>.crt` and `<name>.key` (mode `key_mode`).
+    pub fn sign_for(&self, name: &str, hosts: &[&str], key_mode: u32) -> (PathBuf, PathBuf) {
+        let mut params = rcgen::CertificateParams::new(
+            hosts
+                .iter()
+                .map(|host| host.to_string())
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
         params
             .distinguished_name
             .push(rcgen::DnType::CommonName, name);
