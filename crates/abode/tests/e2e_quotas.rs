@@ -347,6 +347,7 @@ fn quotas_refuse_before_apply(database_url: Option<&str>) {
         "dev",
         "dev-password",
         "/workspaces/new?template=costs",
+        "/workspaces/new",
         &[
             ("template", "costs"),
             ("name", ""),

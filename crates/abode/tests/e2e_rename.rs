@@ -220,4 +220,41 @@ fn a_rename_that_keeps_the_volume_is_immediate_and_a_restart_is_one_request() {
     platform
         .run(&["restart", "idle"])
         .fails_with(1, &["already stopped"]);
+
+    // The dashboard's rename form asks the same: a bad name is refused on
+    // the page, a good one opens the rename's build and takes effect.
+    let page = "/workspaces/alice/idle";
+    let action = "/workspaces/alice/idle/rename";
+    let (status, html) = platform.dashboard_submit(
+        "alice",
+        "correct horse battery",
+        page,
+        action,
+        &[("new_name", "Not A Name")],
+    );
+    assert!(
+        status == 400 && html.contains("Not renamed:") && html.contains("workspace name"),
+        "{status} {html}"
+    );
+    let (status, _) = platform.dashboard_submit(
+        "alice",
+        "correct horse battery",
+        page,
+        action,
+        &[("new_name", "rested")],
+    );
+    assert_eq!(status, 303);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !workspace_names(&platform).contains(&"rested".to_string()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the dashboard's rename never took effect: {:?}",
+            workspace_names(&platform)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(
+        fs::read_to_string(dev_volume.join("notes.txt")).unwrap(),
+        "keep me\n"
+    );
 }

@@ -111,6 +111,7 @@ pub fn router(control: Control) -> Router {
             "/workspaces/:owner/:name/actions/:action",
             post(workspaces::act),
         )
+        .route("/workspaces/:owner/:name/rename", post(workspaces::rename))
         .route("/workspaces/:owner/:name/schedule", post(schedule::save))
         .route("/workspaces/:owner/:name/extend", post(schedule::extend))
         .route("/workspaces/:owner/:name/wake", post(schedule::wake))

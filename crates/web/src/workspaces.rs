@@ -459,6 +459,17 @@ pub(crate) async fn render(
                         button type="submit" { (label) }
                     }
                 }
+                form method="post" action=(format!("{url}/rename")) {
+                    input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
+                    label for="new-name" { "New name" }
+                    input id="new-name" name="new_name" type="text" autocomplete="off" required
+                        pattern="[a-z0-9][a-z0-9-]{0,63}" aria-describedby="rename-help";
+                    " "
+                    button type="submit" { "Rename" }
+                    p id="rename-help" class="muted" {
+                        "Planned under the new name first: a plan that would replace a protected resource is held for review."
+                    }
+                }
                 form method="post" action=(format!("{url}/actions/delete")) data-name=(workspace.name) {
                     input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
                     label for="confirm-name" { "Type " span class="mono" { (workspace.name) } " to delete" }
@@ -604,6 +615,36 @@ pub(crate) async fn act(
     {
         Ok(_) => html::see_other(&workspace_url(&owner, &name)),
         Err(error) => html::control_error(error),
+    }
+}
+
+#[derive(Deserialize)]
+pub(crate) struct RenameForm {
+    new_name: String,
+}
+
+/// A rename, as `abode rename` asks it: the workspace is planned under the
+/// new name first; the rename's build page shows a held plan for review.
+pub(crate) async fn rename(
+    State(state): State<WebState>,
+    viewer: Viewer,
+    Path((owner, name)): Path<(String, String)>,
+    Form(form): Form<RenameForm>,
+) -> Response {
+    let reference = format!("{owner}/{name}");
+    match state
+        .control
+        .request_rename(&viewer.caller, &reference, form.new_name.trim())
+        .await
+    {
+        Ok(build) => html::see_other(&build_url(&build)),
+        Err(error) => {
+            let problem = (
+                html::status_of(&error),
+                format!("Not renamed: {}", html::message_of(&error)),
+            );
+            render(&state, &viewer, &owner, &name, Some(problem)).await
+        }
     }
 }
 

@@ -670,14 +670,15 @@ impl Platform {
         page.into_string().unwrap()
     }
 
-    /// Submits the form of the dashboard's page at `path` as `username`
-    /// with `fields` (and the page's CSRF token): the answer's status and
-    /// HTML.
+    /// Submits a form of the dashboard's page at `path` to `action` as
+    /// `username` with `fields` (and the page's CSRF token): the answer's
+    /// status and HTML (a redirect is not followed).
     pub fn dashboard_submit(
         &self,
         username: &str,
         password: &str,
         path: &str,
+        action: &str,
         fields: &[(&str, &str)],
     ) -> (u16, String) {
         let base = self.url.trim_end_matches('/').to_string();
@@ -691,7 +692,6 @@ impl Platform {
         let csrf = csrf_of(&page.into_string().unwrap());
         let mut form = vec![("csrf", csrf.as_str())];
         form.extend_from_slice(fields);
-        let action = path.split('?').next().unwrap_or(path);
         let answer = dashboard_answer(
             agent
                 .post(&format!("{base}{action}"))
