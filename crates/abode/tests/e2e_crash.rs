@@ -4,7 +4,8 @@
 //!
 //! The template records every provisioner run in a ledger file outside the
 //! workspace, so "applied twice" is a line written twice. Terraform and its
-//! providers outlive the killed server; that is part of what is tested.
+//! providers outlive the killed server; that is part of what is tested. A
+//! confirmed rename whose apply outlives the server is carried out once.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -335,5 +336,102 @@ fn a_held_build_survives_a_crash_and_its_confirmed_apply_survives_another() {
     // confirmed (the replacement is in the stored state, and the version is
     // the confirmed one), and it runs nothing of the update again.
     platform.run(&["stop", "dev"]).ok();
+    assert_eq!(ledger_lines(&ledger), applied);
+}
+
+/// A workspace whose volume and slow step are named after the workspace:
+/// a rename replaces the (protected) volume, so it is held, and its apply
+/// records `slow-start-NAME`, 6 s, `slow-NAME` in `ledger`.
+fn named_template(ledger: &Path) -> String {
+    let ledger = ledger.display();
+    format!(
+        r#"terraform {{
+  required_providers {{
+    abode = {{
+      source = "abode/abode"
+    }}
+  }}
+}}
+
+data "abode_workspace" "me" {{}}
+
+resource "abode_volume" "home" {{
+  name = "home-${{data.abode_workspace.me.name}}"
+}}
+
+resource "abode_protect" "home" {{
+  resource_id = abode_volume.home.id
+  mode        = "confirm"
+}}
+
+resource "terraform_data" "slow" {{
+  input            = data.abode_workspace.me.name
+  triggers_replace = data.abode_workspace.me.name
+  provisioner "local-exec" {{
+    command = "echo slow-start-${{self.input}} >> {ledger}; sleep 6; echo slow-${{self.input}} >> {ledger}"
+  }}
+}}
+"#
+    )
+}
+
+#[test]
+fn a_confirmed_rename_whose_apply_outlives_the_server_renames_the_workspace_once() {
+    let (mut platform, ledger) = setup();
+    push(&platform, 1, &named_template(&ledger));
+    platform.run(&["create", "dev", "--template", "crash"]).ok();
+    let held = platform.run(&["rename", "dev", "work"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    let digest = printed_digest(&held);
+
+    // Killed during the apply of the confirmed rename.
+    let confirm = platform.spawn(&["builds", "confirm", "dev", "2", "--digest", &digest]);
+    wait_for_ledger(&platform, &ledger, "slow-start-work");
+    platform.kill_server();
+    platform.start_server_again();
+    finish(confirm);
+
+    // Its Terraform ran on to success: the rename is carried out, as if the
+    // server had not died, and nothing of it runs twice.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let shown = loop {
+        let work = platform.run(&["show", "work", "--output", "json"]);
+        if work.code == Some(0) {
+            let shown = work.json();
+            if shown["latest_build"]["status"] == "succeeded" {
+                break shown;
+            }
+        }
+        let dev = platform.run(&["show", "dev", "--output", "json"]);
+        if dev.code == Some(0) {
+            let status = dev.json()["latest_build"]["status"].clone();
+            assert!(
+                !matches!(status.as_str(), Some("failed" | "canceled")),
+                "the confirmed rename did not survive the crash: {}\n{}",
+                dev.stdout,
+                platform.run(&["builds", "logs", "dev", "2"])
+            );
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the rename never ended:\n{}",
+            platform.server_log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(shown["latest_build"]["number"], 2, "{shown:#}");
+    let log = platform.run(&["builds", "logs", "work", "2"]).ok().stdout;
+    assert!(log.contains("the build succeeded (recovered)"), "{log}");
+    platform.run(&["show", "dev"]).fails_with(1, &["not found"]);
+    let applied = ["slow-start-dev", "slow-dev", "slow-start-work", "slow-work"];
+    assert_eq!(ledger_lines(&ledger), applied);
+    // The volume is the new name's, as confirmed.
+    assert!(platform.volumes_dir().join("home-work").exists());
+    assert!(!platform.volumes_dir().join("home-dev").exists());
+    no_terraform_left(&platform);
+
+    // The next stop plans under the new name: nothing held, nothing of the
+    // rename run again.
+    platform.run(&["stop", "work"]).ok();
     assert_eq!(ledger_lines(&ledger), applied);
 }
