@@ -19,6 +19,7 @@ mod routes;
 mod server;
 mod tls_listener;
 pub mod views;
+mod ws_upgrade;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};

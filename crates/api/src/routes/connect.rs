@@ -21,7 +21,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -35,7 +35,11 @@ use tokio::sync::mpsc;
 use abode_control::connections::{AgentStream, ConnectRequest, Connection, Eviction};
 use abode_tunnel::{frame, Mux, Side, StreamKind};
 
+use crate::ws_upgrade::BufferedUpgrade;
 use crate::{ApiError, AppState};
+use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame as TunnelCloseFrame;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message as TunnelMessage;
 
 /// How often the server pings an agent's tunnel (and a person's
 /// connection); one silent for [`AGENT_SILENCE`] is dropped (an agent then
@@ -97,7 +101,7 @@ async fn agent_connect(
     State(state): State<AppState>,
     AgentWithToken { agent, token }: AgentWithToken,
     headers: HeaderMap,
-    upgrade: Option<WebSocketUpgrade>,
+    upgrade: Option<BufferedUpgrade>,
 ) -> Result<Response, ApiError> {
     let upgrade = upgrade.ok_or_else(|| upgrade_required("/agent/connect"))?;
     // An agent from before larger frames and windows says nothing, and
@@ -107,9 +111,14 @@ async fn agent_connect(
             .get(frame::MAX_DATA_HEADER)
             .and_then(|value| value.to_str().ok()),
     );
-    let mut response = upgrade
-        .max_message_size(MAX_MESSAGE)
-        .on_upgrade(move |socket| async move {
+    // A tunnel's frames are read in large pieces (`ws_upgrade.rs`): a
+    // download through it is a stream of its largest frames.
+    let config = WebSocketConfig {
+        max_message_size: Some(MAX_MESSAGE),
+        max_frame_size: Some(MAX_MESSAGE),
+        ..WebSocketConfig::default()
+    };
+    let mut response = upgrade.on_upgrade(config, move |socket| async move {
             let (outgoing, mut to_agent) = mpsc::channel::<Vec<u8>>(64);
             let (from_agent, incoming) = mpsc::channel::<Vec<u8>>(64);
             let (mux, accept, task) =
@@ -139,12 +148,12 @@ async fn agent_connect(
                     message = source.next() => {
                         last_heard = tokio::time::Instant::now();
                         match message {
-                            Some(Ok(Message::Binary(bytes))) => {
+                            Some(Ok(TunnelMessage::Binary(bytes))) => {
                                 if from_agent.send(bytes).await.is_err() {
                                     break None;
                                 }
                             }
-                            Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break None,
+                            Some(Ok(TunnelMessage::Close(_))) | Some(Err(_)) | None => break None,
                             Some(Ok(_)) => {}
                         }
                     },
@@ -158,7 +167,7 @@ async fn agent_connect(
                     },
                     _ = ping.tick() => {
                         if last_heard.elapsed() > AGENT_SILENCE
-                            || sink.send(Message::Ping(Vec::new())).await.is_err()
+                            || sink.send(TunnelMessage::Ping(Vec::new())).await.is_err()
                         {
                             break None;
                         }
@@ -178,11 +187,11 @@ async fn agent_connect(
                     reason = why.reason(),
                     "closing an agent tunnel"
                 );
-                let close = CloseFrame {
-                    code: why.close_code(),
+                let close = TunnelCloseFrame {
+                    code: why.close_code().into(),
                     reason: why.reason().into(),
                 };
-                let _ = sink.send(Message::Close(Some(close))).await;
+                let _ = sink.send(TunnelMessage::Close(Some(close))).await;
             }
             drop(registered);
             drop(from_agent);
@@ -202,18 +211,19 @@ async fn agent_connect(
 /// is already waiting (up to a bound, so the pings still get their turn),
 /// then one flush. A bulk copy otherwise pays a system call and a wake-up
 /// of the agent per frame.
-async fn send_queued<S>(
+async fn send_queued<S, M>(
     sink: &mut S,
     frame: Vec<u8>,
     queue: &mut mpsc::Receiver<Vec<u8>>,
 ) -> Result<(), S::Error>
 where
-    S: futures_util::Sink<Message> + Unpin,
+    S: futures_util::Sink<M> + Unpin,
+    M: From<Vec<u8>>,
 {
-    sink.feed(Message::Binary(frame)).await?;
+    sink.feed(M::from(frame)).await?;
     for _ in 0..BATCH {
         match queue.try_recv() {
-            Ok(frame) => sink.feed(Message::Binary(frame)).await?,
+            Ok(frame) => sink.feed(M::from(frame)).await?,
             Err(_) => break,
         }
     }
