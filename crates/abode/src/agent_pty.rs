@@ -209,7 +209,8 @@ impl Terminals {
     }
 }
 
-/// Starts a login shell on a new terminal of `open`'s size.
+/// Starts a login shell on a new terminal of `open`'s size; with a
+/// command (an app's), the login shell runs that command instead.
 fn start(
     open: &TerminalOpen,
     settings: &SessionSettings,
@@ -217,8 +218,12 @@ fn start(
     let (pty, pts) = pty_process::open().map_err(std::io::Error::other)?;
     pty.resize(pty_process::Size::new(open.rows, open.cols))
         .map_err(std::io::Error::other)?;
-    let mut command = pty_process::Command::new(crate::agent_ssh::shell())
-        .arg("-l")
+    let shell = pty_process::Command::new(crate::agent_ssh::shell());
+    let shell = match &open.command {
+        Some(app_command) => shell.arg("-lc").arg(app_command),
+        None => shell.arg("-l"),
+    };
+    let mut command = shell
         .env_remove(abode_contract::AGENT_TOKEN)
         .envs(settings.env.iter())
         .env("TERM", "xterm-256color")
@@ -350,6 +355,7 @@ mod tests {
             rows: 24,
             cols: 80,
             offset: 0,
+            command: None,
         };
         let (ours, theirs) = tokio::io::duplex(64 * 1024);
         let (terminals, user) = (Arc::clone(terminals), user.to_string());

@@ -22,7 +22,7 @@ use browser::{done, Browser};
 use fantoccini::key::Key;
 use tokio_tungstenite::tungstenite;
 use tungstenite::client::IntoClientRequest;
-use util::{repo_root, require_terraform, Platform};
+use util::{copy_dir, repo_root, require_terraform, Platform};
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -107,18 +107,33 @@ async fn wait_connected(browser: &Browser) {
     }
 }
 
-/// alice's running workspace `dev` from the example, and a browser signed
-/// in as her.
+/// The example template with an app whose command greets and then hands
+/// over to a shell.
+const GREETING_APP: &str = r#"
+resource "abode_app" "greet" {
+  count    = data.abode_workspace.me.start_count
+  agent_id = abode_agent.main[0].id
+  slug     = "greet"
+  command  = "printf 'app says %s\\n' $((6*7)); exec sh"
+}
+"#;
+
+/// alice's running workspace `dev` from the example (with
+/// [`GREETING_APP`]), and a browser signed in as her.
 async fn signed_in_with_a_workspace(platform: &Platform) -> Browser {
     platform.login_owner();
-    let example = repo_root().join("examples/local-workspace");
+    let template = platform.root().join("templates/local");
+    copy_dir(&repo_root().join("examples/local-workspace"), &template);
+    let main = template.join("main.tf");
+    let text = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(&main, format!("{text}{GREETING_APP}")).unwrap();
     platform
         .run(&[
             "templates",
             "push",
             "local",
             "-d",
-            example.to_str().unwrap(),
+            template.to_str().unwrap(),
         ])
         .ok();
     platform.run(&["create", "dev", "--template", "local"]).ok();
@@ -230,6 +245,27 @@ async fn a_shell_in_the_browser_survives_a_reload_and_follows_the_window() {
             .screenshot(&repo_root().join("docs/ui/terminal.png"))
             .await;
     }
+    // An app with a command opens a terminal that runs it, from the
+    // workspace's page.
+    browser.go(&format!("{base}/workspaces/alice/dev")).await;
+    browser
+        .wait_for_element("a.app-link[data-slug=greet]")
+        .await;
+    browser.click("a.app-link[data-slug=greet]").await;
+    wait_connected(&browser).await;
+    assert!(
+        browser.url().await.contains("app=greet"),
+        "{}",
+        browser.url().await
+    );
+    wait_for_line(&browser, "the app's greeting", answered("42")).await;
+    // An app of no command, or none at all, is no terminal.
+    browser
+        .go(&format!("{base}/workspaces/alice/dev/terminal?app=nope"))
+        .await;
+    browser
+        .wait_for_text("has no app \"nope\" with a command")
+        .await;
     let cookie = done(
         browser.client.get_named_cookie("abode_session").await,
         "the session cookie",
@@ -282,8 +318,8 @@ async fn a_shell_in_the_browser_survives_a_reload_and_follows_the_window() {
     // The connection is audited as the terminal's.
     let audit = platform.run(&["audit", "--output", "json"]).ok();
     assert!(
-        audit.stdout.contains("kind=pty"),
-        "no pty connection in the audit log: {}",
+        audit.stdout.contains("kind=pty") && audit.stdout.contains("app=greet"),
+        "no pty connection (and the app's) in the audit log: {}",
         audit.stdout
     );
 }

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use abode_store::{Agent, StoreError, Transition, Workspace};
-use abode_tunnel::{MessageReceiver, MessageSender, Mux, StreamKind, StreamRequest};
+use abode_tunnel::{MessageReceiver, MessageSender, Mux, StreamKind, StreamRequest, TerminalOpen};
 use rand::RngCore;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -241,6 +241,9 @@ pub struct ConnectRequest {
     pub agent: Option<String>,
     /// The terminal session (`pty` only).
     pub terminal: Option<abode_tunnel::TerminalOpen>,
+    /// The slug of an `abode_app` with a `command`: the terminal session
+    /// runs it (`pty` only).
+    pub app: Option<String>,
 }
 
 /// The bookkeeping of an open connection into a workspace. Its end is
@@ -387,11 +390,13 @@ impl Control {
         request: &ConnectRequest,
         may_relay: bool,
     ) -> Result<Connection, ControlError> {
-        let (workspace, mux, port) = match self
+        let (workspace, mux, port, app_command) = match self
             .prepare_connection(caller, reference, request, may_relay)
             .await?
         {
-            Prepared::Here(workspace, mux, port) => (*workspace, mux, port),
+            Prepared::Here(workspace, mux, port, app_command) => {
+                (*workspace, mux, port, app_command)
+            }
             Prepared::Elsewhere(url) => return Ok(Connection::Elsewhere(url)),
         };
         let host_key = match request.kind {
@@ -403,7 +408,10 @@ impl Control {
             port,
             host: None,
             host_key,
-            terminal: request.terminal.clone(),
+            terminal: request.terminal.clone().map(|terminal| TerminalOpen {
+                command: app_command,
+                ..terminal
+            }),
             user: caller.user.username.clone(),
         };
         let header = serde_json::to_vec(&header)
@@ -419,6 +427,9 @@ impl Control {
         }
         if let Some(terminal) = &request.terminal {
             details.push_str(&format!(" session={}", terminal.session));
+        }
+        if let Some(app) = &request.app {
+            details.push_str(&format!(" app={app}"));
         }
         if caller.user.id != workspace.owner_id {
             // Someone other than the owner, through a role that allows it.
@@ -502,6 +513,12 @@ impl Control {
             }
             (_, None) => {}
         }
+        if request.app.is_some() && request.kind != StreamKind::Pty {
+            return Err(ControlError::BadRequest(format!(
+                "an app's command runs in a terminal: app is for pty connections, not {}",
+                request.kind.as_str()
+            )));
+        }
         let workspace = self
             .resolve_workspace(caller, reference, Action::WorkspaceConnect)
             .await?;
@@ -518,9 +535,21 @@ impl Control {
                 "the workspace is not running: start it first".into(),
             ));
         }
-        let name = request.agent.as_deref();
+        // An app's command runs on the app's own agent.
+        let app = match &request.app {
+            Some(slug) => Some(
+                self.app_command(&workspace, slug, request.agent.as_deref())
+                    .await?,
+            ),
+            None => None,
+        };
+        let name = match &app {
+            Some((agent, _)) => Some(agent.as_str()),
+            None => request.agent.as_deref(),
+        };
         if let Some(mux) = self.live_agent(&workspace, name).await? {
-            return Ok(Prepared::Here(Box::new(workspace), mux, port));
+            let command = app.map(|(_, command)| command);
+            return Ok(Prepared::Here(Box::new(workspace), mux, port, command));
         }
         if may_relay {
             if let Some(url) = self.remote_agent(&workspace, name).await? {
@@ -533,6 +562,28 @@ impl Control {
             )),
             None => agent_not_connected(),
         })
+    }
+
+    /// The agent and command of the workspace's app `slug` (on agent `agent`
+    /// when named): what its terminal runs. Not found when the workspace has
+    /// no such app, or the app serves a URL rather than a command.
+    async fn app_command(
+        &self,
+        workspace: &Workspace,
+        slug: &str,
+        agent: Option<&str>,
+    ) -> Result<(String, String), ControlError> {
+        let apps = self.inner.store.apps_of_workspace(&workspace.id).await?;
+        apps.into_iter()
+            .filter(|app| app.definition.slug == slug)
+            .filter(|app| agent.is_none_or(|agent| app.agent_name == agent))
+            .find_map(|app| Some((app.agent_name, app.definition.command?)))
+            .ok_or_else(|| {
+                ControlError::NotFound(format!(
+                    "workspace \"{}\" has no app \"{slug}\" with a command",
+                    workspace.name
+                ))
+            })
     }
 
     /// The relay URL of another server holding a tunnel of one of the
@@ -618,7 +669,9 @@ impl Control {
 
 /// A connection's checks passed: where its agent's tunnel is.
 enum Prepared {
-    Here(Box<Workspace>, Mux, Option<u16>),
+    /// On this server: the workspace, its agent's tunnel, the port, and the
+    /// command of the app a terminal opens.
+    Here(Box<Workspace>, Mux, Option<u16>, Option<String>),
     Elsewhere(String),
 }
 

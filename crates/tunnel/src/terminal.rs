@@ -44,6 +44,11 @@ pub struct TerminalOpen {
     /// How much of the session's output the client has already shown.
     #[serde(default)]
     pub offset: u64,
+    /// What a new session runs instead of a login shell: the command of the
+    /// template's `abode_app` the person opened. Set by the server from the
+    /// app's definition, never taken from the person's request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
 }
 
 /// A session id is what a page can make without coordination (a UUID is

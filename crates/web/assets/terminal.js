@@ -119,6 +119,9 @@
     if (host.dataset.agent) {
       url.searchParams.set("agent", host.dataset.agent);
     }
+    if (host.dataset.app) {
+      url.searchParams.set("app", host.dataset.app);
+    }
     var ws = new WebSocket(url.toString());
     ws.binaryType = "arraybuffer";
     socket = ws;

@@ -42,7 +42,10 @@ pub(crate) async fn auth(
 }
 
 /// The apps section of a workspace's page.
-pub(crate) fn section(apps: &[AppView]) -> Markup {
+/// The apps table of a workspace's page (`workspace` its page's address):
+/// an app with a URL links to it, one with a command opens a terminal that
+/// runs the command.
+pub(crate) fn section(apps: &[AppView], workspace: &str) -> Markup {
     html! {
         h2 { "Apps" }
         @if apps.is_empty() {
@@ -68,7 +71,10 @@ pub(crate) fn section(apps: &[AppView]) -> Markup {
                                             rel="noopener noreferrer" { (name) }
                                     }
                                     (None, Some(command)) => {
-                                        (name) " " span class="mono" { (command) }
+                                        a class="app-link" data-slug=(definition.slug)
+                                            href=(format!("{workspace}/terminal?app={}", abode_sdk::percent_encode(&definition.slug)))
+                                            title=(command) { (name) }
+                                        " " span class="mono" { (command) }
                                     }
                                     (None, None) => {
                                         (name) " " span class="muted" { "(not served: the server has neither --wildcard-access-url nor --allow-path-apps)" }

@@ -32,6 +32,8 @@ pub(crate) struct StyleNonce(pub(crate) String);
 #[derive(Deserialize)]
 pub(crate) struct TerminalQuery {
     agent: Option<String>,
+    /// An app with a command: the terminal runs it instead of a shell.
+    app: Option<String>,
 }
 
 pub(crate) async fn page(
@@ -52,7 +54,9 @@ pub(crate) async fn page(
             rows: 1,
             cols: 1,
             offset: 0,
+            command: None,
         }),
+        app: query.app.clone(),
     };
     let refused = state
         .control
@@ -74,7 +78,10 @@ pub(crate) async fn page(
         script src="/assets/terminal.js" defer {}
     };
     let body = html! {
-        h1 { "Terminal of " a href=(workspace_url(&owner, &name)) { (name) } }
+        h1 {
+            @if let Some(app) = &query.app { (app) " in " }
+            "Terminal of " a href=(workspace_url(&owner, &name)) { (name) }
+        }
         @match &refused {
             Some(error) => {
                 p class="notice" role="alert" { (error.to_string()) }
@@ -84,6 +91,7 @@ pub(crate) async fn page(
                 div id="terminal" class="terminal-screen"
                     data-connect=(connect)
                     data-agent=[query.agent.as_deref()]
+                    data-app=[query.app.as_deref()]
                     data-style-nonce=(nonce) {}
                 p class="muted" {
                     "Copy with Ctrl+Shift+C, paste with Ctrl+Shift+V. The shell keeps running for "

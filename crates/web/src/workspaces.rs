@@ -479,7 +479,7 @@ pub(crate) async fn render(
                 }
             }
         }
-        (crate::apps::section(&apps))
+        (crate::apps::section(&apps, &url))
         h2 { "Parameters" }
         @if parameters.is_empty() {
             p class="muted" { "None." }

@@ -240,6 +240,8 @@ struct ConnectQuery {
     rows: Option<u16>,
     cols: Option<u16>,
     offset: Option<u64>,
+    /// An app with a command: the terminal runs it (`pty` only).
+    app: Option<String>,
 }
 
 impl ConnectQuery {
@@ -254,6 +256,7 @@ impl ConnectQuery {
             rows: self.rows.unwrap_or(0),
             cols: self.cols.unwrap_or(0),
             offset: self.offset.unwrap_or(0),
+            command: None,
         })
     }
 }
@@ -309,6 +312,7 @@ async fn workspace_connect(
         port: query.port,
         agent: query.agent.clone(),
         terminal: query.terminal(),
+        app: query.app.clone(),
     };
     let may_relay = !crate::relay::is_relayed(&headers);
     let Some(upgrade) = upgrade else {
