@@ -114,6 +114,11 @@ pub struct ServerArgs {
     /// still computed, logged and shown.
     #[arg(long, env = "ABODE_QUOTA_ENFORCE")]
     quota_enforce: bool,
+    /// The external auth providers people link their Git accounts with
+    /// (a TOML file of `[[provider]]` tables; docs/external-auth.md),
+    /// checked at start: one line per mistake, and no start.
+    #[arg(long, env = "ABODE_EXTERNAL_AUTH_CONFIG", value_name = "FILE")]
+    external_auth_config: Option<std::path::PathBuf>,
     /// Serve workspace apps on hosts of their own under this wildcard
     /// (`*.apps.example.com`, with `:PORT` when the server is reached on
     /// one; DNS and the TLS certificate must cover it): each app at
@@ -565,6 +570,41 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
         .map(|range| range.parse())
         .collect::<Result<_, abode_api::CidrError>>()
         .map_err(|error| anyhow::anyhow!("--trusted-proxies: {error}"))?;
+    let external_auth = match &args.external_auth_config {
+        Some(config) => match abode_external_auth::load(config) {
+            Ok(providers) => providers,
+            // Every mistake at once, each on its line (one `error:` line
+            // would run them together).
+            Err(errors) => {
+                for line in &errors.0 {
+                    eprintln!(
+                        "error: --external-auth-config {}: {}",
+                        config.display(),
+                        crate::cli::output::visible(line)
+                    );
+                }
+                return Ok(ExitCode::from(crate::exit::FAILURE));
+            }
+        },
+        None => Vec::new(),
+    };
+    // Client secrets are the server's: no template may read their files.
+    let external_auth_secrets: Vec<std::path::PathBuf> = args
+        .external_auth_config
+        .iter()
+        .flat_map(|config| {
+            external_auth.iter().map(move |provider| {
+                abode_external_auth::secret_path(config, &provider.client_secret_file)
+            })
+        })
+        .collect();
+    if !external_auth.is_empty() {
+        let ids: Vec<&str> = external_auth
+            .iter()
+            .map(|provider| provider.id.as_str())
+            .collect();
+        tracing::info!(providers = %ids.join(", "), "external auth providers configured");
+    }
     let terraform_env = passed_env.from_process();
     let sandbox = crate::sandbox::set_up(
         &args.terraform,
@@ -580,6 +620,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
                 .as_ref()
                 .map(|tls| tls.key_file.as_path())
                 .into_iter()
+                .chain(external_auth_secrets.iter().map(|file| file.as_path()))
                 .collect::<Vec<_>>(),
         },
     )?;

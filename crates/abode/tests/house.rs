@@ -74,6 +74,11 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("abode-schedule", &["sqlx", "abode-store", "tokio"]),
     ("abode-prebuilds", &["sqlx", "abode-store", "tokio"]),
     ("abode-cost", &["sqlx", "abode-store", "tokio"]),
+    // The providers' configuration is read once, with no server around it.
+    (
+        "abode-external-auth",
+        &["sqlx", "abode-store", "abode-control", "tokio"],
+    ),
 ];
 
 #[test]

@@ -13,7 +13,7 @@ mod config_ssh;
 mod groups;
 mod guard;
 mod notifications;
-mod output;
+pub(crate) mod output;
 mod port_forward;
 mod port_share;
 mod prebuilds;
