@@ -84,6 +84,9 @@ fn main() -> ExitCode {
         eprintln!("error: {error}");
         return ExitCode::from(exit::FAILURE);
     }
+    if matches!(cli.command, Command::User(_) | Command::Plan(_)) {
+        end_quietly_when_the_reader_goes_away();
+    }
     let result = match cli.command {
         Command::Plan(PlanCommand::Check(args)) => plan_check::run(args),
         Command::Agent(args) => Ok(agent::run(args)),
@@ -98,4 +101,27 @@ fn main() -> ExitCode {
             ExitCode::from(exit::FAILURE)
         }
     }
+}
+
+/// `abode list | head -1`: once the reader of standard output has gone, the
+/// next print ends the command quietly with status 141, as `SIGPIPE` ends
+/// any Unix tool (Rust ignores the signal, so `println!` panics instead,
+/// and restoring it would need `unsafe`). Only the commands that print for
+/// a person; any other panic is reported as before.
+fn end_quietly_when_the_reader_goes_away() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if message.starts_with("failed printing to stdout")
+            && message.to_ascii_lowercase().contains("broken pipe")
+        {
+            std::process::exit(i32::from(exit::CLOSED_PIPE));
+        }
+        report(info);
+    }));
 }

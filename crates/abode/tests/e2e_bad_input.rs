@@ -475,3 +475,25 @@ fn a_huge_parameter_is_refused_and_a_large_one_still_deletes() {
         .ok();
     platform.run(&["delete", "big"]).ok();
 }
+
+#[test]
+fn a_reader_that_went_away_ends_a_listing_quietly() {
+    let platform = Platform::start();
+    platform.login_owner();
+    let (reader, writer) = std::io::pipe().unwrap();
+    // `abode users list | head -0`: the reader is gone before anything is
+    // printed.
+    drop(reader);
+    let out = platform
+        .cmd(&["users", "list"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(141), "{out:?}");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
