@@ -119,6 +119,11 @@ pub struct ServerArgs {
     /// checked at start: one line per mistake, and no start.
     #[arg(long, env = "ABODE_EXTERNAL_AUTH_CONFIG", value_name = "FILE")]
     external_auth_config: Option<std::path::PathBuf>,
+    /// The key people's linked-account tokens are encrypted with at rest
+    /// (64 hex digits, `openssl rand -hex 32`, in a file only the server's
+    /// user reads); required with `--external-auth-config`.
+    #[arg(long, env = "ABODE_EXTERNAL_AUTH_KEY_FILE", value_name = "FILE")]
+    external_auth_key_file: Option<std::path::PathBuf>,
     /// Serve workspace apps on hosts of their own under this wildcard
     /// (`*.apps.example.com`, with `:PORT` when the server is reached on
     /// one; DNS and the TLS certificate must cover it): each app at
@@ -588,7 +593,19 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
         },
         None => Vec::new(),
     };
-    // Client secrets are the server's: no template may read their files.
+    // Tokens are stored encrypted: providers need the key.
+    let _token_cipher = match (&args.external_auth_key_file, external_auth.is_empty()) {
+        (Some(file), _) => Some(
+            abode_external_auth::cipher::TokenCipher::from_key_file(file)
+                .map_err(|error| anyhow::anyhow!("--external-auth-key-file: {error}"))?,
+        ),
+        (None, true) => None,
+        (None, false) => anyhow::bail!(
+            "--external-auth-config needs --external-auth-key-file: linked accounts' tokens are stored encrypted (a key of 64 hex digits: openssl rand -hex 32 > FILE; chmod 600 FILE)"
+        ),
+    };
+    // Client secrets and the token key are the server's: no template may
+    // read their files.
     let external_auth_secrets: Vec<std::path::PathBuf> = args
         .external_auth_config
         .iter()
@@ -597,6 +614,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
                 abode_external_auth::secret_path(config, &provider.client_secret_file)
             })
         })
+        .chain(args.external_auth_key_file.iter().cloned())
         .collect();
     if !external_auth.is_empty() {
         let ids: Vec<&str> = external_auth

@@ -90,7 +90,46 @@ client_secret_file = "github.secret"
 "#,
     )
     .unwrap();
-    let platform = Platform::start_with(&["--external-auth-config", config.to_str().unwrap()]);
+    let key = dir.path().join("tokens.key");
+    std::fs::write(&key, format!("{}\n", "ab".repeat(32))).unwrap();
+    // Readable by others: refused, saying how to fix it.
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let start = |extra: &[&str]| {
+        Command::new(util::abode_bin())
+            .args([
+                "server",
+                "--address",
+                "127.0.0.1:0",
+                "--external-auth-config",
+            ])
+            .arg(&config)
+            .args(extra)
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .output()
+            .unwrap()
+    };
+    let refused = start(&[]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("--external-auth-config needs --external-auth-key-file"),
+        "{refused:?}"
+    );
+    let refused = start(&["--external-auth-key-file", key.to_str().unwrap()]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr)
+            .contains("readable by others (mode 644): chmod 600 it"),
+        "{refused:?}"
+    );
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let platform = Platform::start_with(&[
+        "--external-auth-config",
+        config.to_str().unwrap(),
+        "--external-auth-key-file",
+        key.to_str().unwrap(),
+    ]);
     platform.login_owner();
     let log = platform.server_log();
     assert!(

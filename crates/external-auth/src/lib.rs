@@ -10,6 +10,8 @@
 //! [`Provider`] per table. The client secret is read from its own file and
 //! never shown: `Debug` leaves it out.
 
+pub mod cipher;
+
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
