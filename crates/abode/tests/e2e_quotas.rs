@@ -13,6 +13,10 @@
 //! (a parameter, a version) past the budget is refused the same way, and
 //! `abode_quota_refusals_total{reason="quota"}` counts every refusal.
 //!
+//! Two CLIs starting two workspaces of one person at the same moment, each
+//! start fitting the budget alone but not together: exactly one starts,
+//! twenty rounds in a row.
+//!
 //! Prebuilds under a budget: a claim by a member without room is refused
 //! exactly like a create (exit status 5, the same line; here before
 //! anything is built, the pool's last plan making the cost clear) and the
@@ -698,4 +702,78 @@ fn a_pool_builds_only_what_the_prebuilds_budget_allows_and_tells_admins_once() {
     let recovered = messages(&platform, "preset_quota_recovered");
     assert_eq!(recovered.len(), 1, "{recovered:#?}");
     assert_eq!(recovered[0]["payload"]["preset"], "small");
+}
+
+/// Two starts of one person's workspaces, each fitting the budget alone
+/// but not together, asked at the same moment by two CLIs on a server with
+/// three provisioner workers (the plans run side by side): exactly one
+/// starts and the other is refused by quota, every round.
+#[test]
+fn two_concurrent_starts_that_fit_only_alone_let_exactly_one_through() {
+    require_terraform();
+    let platform = Platform::start_with_metrics(None, &["--quota-enforce"]);
+    platform.login_owner();
+    let racer = platform.login_new_user("racer", "member");
+    platform
+        .run(&["groups", "create", "racers", "--quota-allowance", "10"])
+        .ok();
+    platform
+        .run(&["groups", "members", "add", "racers", "racer"])
+        .ok();
+    let ledger = platform.outside().join("ledger");
+    let template = platform.root().join("costs");
+    copy_dir(&fixture("quota-costs"), &template);
+    let main = template.join("main.tf");
+    let text = std::fs::read_to_string(&main).unwrap();
+    std::fs::write(&main, text.replace("LEDGER", ledger.to_str().unwrap())).unwrap();
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "costs",
+            "-d",
+            template.to_str().unwrap(),
+        ])
+        .ok();
+    for name in ["a", "b"] {
+        platform
+            .run_as(&racer, &["create", name, "--template", "costs"], None)
+            .ok();
+        platform.run_as(&racer, &["stop", name], None).ok();
+    }
+    // Stopped, each costs its volume (1); started, 5. With 6: one start fits.
+    platform
+        .run(&["groups", "edit", "racers", "--quota-allowance", "6"])
+        .ok();
+    for round in 1..=20 {
+        let starts: Vec<std::process::Child> = ["a", "b"]
+            .iter()
+            .map(|name| {
+                platform
+                    .cmd_as(&racer, &["start", name])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let codes: Vec<Option<i32>> = starts
+            .into_iter()
+            .map(|mut child| child.wait().unwrap().code())
+            .collect();
+        let started: Vec<&str> = ["a", "b"]
+            .into_iter()
+            .zip(&codes)
+            .filter(|(_, code)| **code == Some(0))
+            .map(|(name, _)| name)
+            .collect();
+        assert_eq!(started.len(), 1, "round {round}: exit statuses {codes:?}");
+        assert!(codes.contains(&Some(5)), "round {round}: {codes:?}");
+        let quota = platform
+            .run_as(&racer, &["quota", "show", "--output", "json"], None)
+            .ok()
+            .json();
+        assert_eq!(quota["spent"], 6, "round {round}: {quota}");
+        platform.run_as(&racer, &["stop", started[0]], None).ok();
+    }
 }
