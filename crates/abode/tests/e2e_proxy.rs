@@ -16,10 +16,13 @@
 //! With deploy/nginx/abode-apps.conf beside it (a wildcard certificate of
 //! the same CA): a workspace's apps on their own subdomains, a download by
 //! a script with an API token, a visitor sent to sign in on the dashboard's
-//! origin, and a WebSocket app upgraded through nginx over TLS.
+//! origin, and a WebSocket app upgraded through nginx over TLS. And the web
+//! terminal in headless Chromium pinned to the proxy's key: the page, its
+//! `Secure` cookie and its WebSocket through nginx.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod browser;
 mod util;
 
 use std::net::TcpStream;
@@ -776,4 +779,156 @@ fn apps_on_their_own_subdomains_through_nginx_as_documented() {
         .unwrap();
     let echoed = socket.read().unwrap();
     assert_eq!(echoed.into_text().unwrap(), "echo through nginx");
+}
+
+/// Standard base64 of `bytes` (Chromium's certificate pin list takes it).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, byte)| n | (u32::from(*byte) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// The web terminal through nginx over TLS, in a browser that trusts the
+/// proxy's key and nothing else of the test's: the page, its sign-in cookie
+/// (`Secure`) and its WebSocket all go through the proxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_terminal_through_nginx_over_tls() {
+    require_terraform();
+    let dir = tempfile::tempdir().unwrap();
+    let authority = Authority::new(dir.path());
+    let ca = authority.ca_file();
+    let (certificate, key) = authority.sign("proxy", 0o600);
+    let https_port = free_port();
+    let access_url = format!("https://localhost:{https_port}");
+    let mut flags = FAST_AGENT_FLAGS.to_vec();
+    flags.extend([
+        "--access-url",
+        &access_url,
+        "--trusted-proxies",
+        "127.0.0.1/32",
+    ]);
+    let platform = Platform::start_with_env(&flags, &[("ABODE_CA_CERT", ca.to_str().unwrap())]);
+    let upstream = platform.url.trim_start_matches("http://").to_string();
+    let nginx = Nginx::start(dir.path(), https_port, &upstream, &certificate, &key);
+    let https = nginx.https();
+    run_trusting(
+        &platform,
+        Some(&ca),
+        &[
+            "login",
+            &https,
+            "--first-user",
+            "--username",
+            "alice",
+            "--email",
+            "alice@example.com",
+            "--password-stdin",
+        ],
+        Some("correct horse battery\n"),
+    )
+    .ok();
+    let example = repo_root().join("examples/local-workspace");
+    run_trusting(
+        &platform,
+        Some(&ca),
+        &[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ],
+        None,
+    )
+    .ok();
+    run_trusting(
+        &platform,
+        Some(&ca),
+        &["create", "dev", "--template", "local"],
+        None,
+    )
+    .ok();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let shown = run_trusting(
+            &platform,
+            Some(&ca),
+            &["show", "dev", "--output", "json"],
+            None,
+        );
+        if shown.code == Some(0) && shown.json()["agent"]["status"] == "ready" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent never became ready: {shown}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+
+    // The browser pins the proxy's public key: the connection is verified,
+    // against that key alone.
+    let key_pem = std::fs::read_to_string(&key).unwrap();
+    let spki = rcgen::KeyPair::from_pem(&key_pem).unwrap().public_key_der();
+    use sha2::Digest;
+    let pin = base64(&sha2::Sha256::digest(&spki));
+    let browser = browser::Browser::start_with_args(&[&format!(
+        "--ignore-certificate-errors-spki-list={pin}"
+    )])
+    .await;
+    browser.go(&format!("{https}/login")).await;
+    browser.type_into("#username", "alice").await;
+    browser
+        .type_into("#password", "correct horse battery")
+        .await;
+    browser.click("button[type=submit].primary").await;
+    browser.wait_for_text("Signed in as alice").await;
+    browser
+        .go(&format!("{https}/workspaces/alice/dev/terminal"))
+        .await;
+    browser.wait_for_element(".xterm-rows").await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while browser.text("#terminal-status").await != "Connected." {
+        assert!(
+            Instant::now() < deadline,
+            "the terminal never connected through nginx:\n{}",
+            nginx.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    browser
+        .type_into(".xterm-helper-textarea", "echo T$((6*7))U")
+        .await;
+    browser
+        .type_into(
+            ".xterm-helper-textarea",
+            &char::from(fantoccini::key::Key::Enter).to_string(),
+        )
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let screen = browser.text(".xterm-rows").await;
+        if screen.lines().any(|line| line.trim().ends_with("T42U")) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the shell's answer never came through nginx:\n{screen}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    browser.close().await;
 }
