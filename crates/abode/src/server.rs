@@ -594,7 +594,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
         None => Vec::new(),
     };
     // Tokens are stored encrypted: providers need the key.
-    let _token_cipher = match (&args.external_auth_key_file, external_auth.is_empty()) {
+    let token_cipher = match (&args.external_auth_key_file, external_auth.is_empty()) {
         (Some(file), _) => Some(
             abode_external_auth::cipher::TokenCipher::from_key_file(file)
                 .map_err(|error| anyhow::anyhow!("--external-auth-key-file: {error}"))?,
@@ -659,6 +659,10 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     options.min_free_disk = args.min_free_disk;
     options.new_templates_for_everyone = args.default_template_access == DefaultTemplateAccess::Use;
     options.quota_enforce = args.quota_enforce;
+    options.external_auth = abode_api::ExternalAuthConfig {
+        providers: external_auth,
+        cipher: token_cipher.map(std::sync::Arc::new),
+    };
     options.apps = abode_api::AppsConfig {
         wildcard: args
             .wildcard_access_url

@@ -24,14 +24,13 @@
 
 mod util;
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{json, Value};
-use util::{free_port, repo_root, Platform};
+use util::{free_port, Platform};
 
 const CLIENT_SECRET: &str = "test-client-secret";
 
@@ -45,33 +44,10 @@ struct Provider {
 
 impl Provider {
     fn start() -> Provider {
-        let dir = repo_root().join("crates/abode/tests/oidc");
-        assert!(
-            dir.join("node_modules/oidc-provider").is_dir(),
-            "the test OpenID provider is not installed: source scripts/bootstrap.sh (npm ci in {})",
-            dir.display()
+        let (child, started) = util::start_node_server(
+            "provider.mjs",
+            &[("CLIENT_ID", "abode"), ("CLIENT_SECRET", CLIENT_SECRET)],
         );
-        let mut child = Command::new("node")
-            .arg("provider.mjs")
-            .current_dir(&dir)
-            .env("CLIENT_ID", "abode")
-            .env("CLIENT_SECRET", CLIENT_SECRET)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            // Its warnings and errors go with the test's output.
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap_or_else(|error| {
-                panic!("node is not on PATH (Node 20 runs the test OpenID provider): {error}")
-            });
-        let mut line = String::new();
-        let mut output = BufReader::new(child.stdout.take().unwrap());
-        output.read_line(&mut line).unwrap();
-        // The rest of what it prints is read and dropped: a closed pipe
-        // would end it at its next line.
-        std::thread::spawn(move || std::io::copy(&mut output, &mut std::io::sink()));
-        let started: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|_| panic!("the test OpenID provider did not start: {line:?}"));
         Provider {
             child,
             issuer: started["issuer"].as_str().unwrap().to_string(),

@@ -32,6 +32,7 @@ use abode_control::{Control, ControlError};
 
 pub use abode_control::apps::{AppsConfig, WildcardHost};
 pub use abode_control::client_address::{Cidr, CidrError};
+pub use abode_control::external_auth::ExternalAuthConfig;
 /// What `abode server` configures notifications with.
 pub use abode_control::notifications::{EmailConfig, NotificationsConfig, WebhookConfig};
 pub use abode_control::tags::parse_tags as parse_provisioner_tags;

@@ -79,6 +79,8 @@ pub struct ServerOptions {
     pub new_templates_for_everyone: bool,
     /// Whether builds over their owner's budget are refused before apply.
     pub quota_enforce: bool,
+    /// External auth providers and their tokens' key (docs/external-auth.md).
+    pub external_auth: abode_control::external_auth::ExternalAuthConfig,
     /// Where workspace apps are served (docs/apps.md).
     pub apps: abode_control::apps::AppsConfig,
     /// The provisioner tags this server's provisioners offer (`key=value`,
@@ -140,6 +142,7 @@ impl ServerOptions {
             min_free_disk: 256 * 1024 * 1024,
             new_templates_for_everyone: true,
             quota_enforce: false,
+            external_auth: abode_control::external_auth::ExternalAuthConfig::default(),
             apps: abode_control::apps::AppsConfig::default(),
             provisioner_tags: Vec::new(),
             tls: None,
@@ -296,6 +299,7 @@ impl Server {
         config.min_free_disk = options.min_free_disk;
         config.new_templates_for_everyone = options.new_templates_for_everyone;
         config.quota_enforce = options.quota_enforce;
+        config.external_auth = options.external_auth.clone();
         config.apps = abode_control::apps::AppsConfig {
             wildcard: options
                 .apps

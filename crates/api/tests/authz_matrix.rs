@@ -185,6 +185,10 @@ fn table() -> Vec<Row> {
         // ---- workspaces: acting (409: allowed, refused for the pending build) ----
         ("POST", "/workspaces", Body::Json(r#"{"name":"new-{col}","template":"quick"}"#),                [201, 403, 403, 403, 201, 201, 401, 401]),
         ("POST", "/templates/quick/estimate", Body::Json("{}"),                                           [200, 403, 403, 403, 200, 200, 401, 401]),
+        // ---- external auth: one's own accounts (no provider configured here) ----
+        ("GET", "/external-auth", Body::None,                                                              [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("POST", "/external-auth/github/link", Body::None,                                                 [404, 404, 404, 404, 404, 404, 401, 401]),
+        ("DELETE", "/external-auth/github", Body::None,                                                    [404, 404, 404, 404, 404, 404, 401, 401]),
         ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"start"}"#),                     [409, 403, 403, 403, 409, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"stop"}"#),                      [409, 403, 403, 403, 409, 403, 401, 401]),
         ("POST", "/workspaces/{ws}/builds", Body::Json(r#"{"transition":"start","update":true}"#),       [409, 403, 403, 403, 409, 403, 401, 401]),

@@ -788,6 +788,38 @@ impl Client {
         )
     }
 
+    /// Every external auth provider, and whether the caller linked it.
+    pub fn external_auth(&self) -> Result<Vec<abode_sdk::ExternalAuthLink>, ClientError> {
+        self.finish(
+            "GET /external-auth",
+            self.request("GET", "/external-auth").call(),
+        )
+    }
+
+    /// Starts linking the caller's account of provider `id`: the URL to open.
+    pub fn start_external_auth(
+        &self,
+        id: &str,
+    ) -> Result<abode_sdk::ExternalAuthStart, ClientError> {
+        let path = format!("/external-auth/{}/link", abode_sdk::percent_encode(id));
+        self.finish(
+            "POST /external-auth/{id}/link",
+            self.request("POST", &path).call(),
+        )
+    }
+
+    /// Unlinks the caller's account of provider `id` (its tokens revoked).
+    pub fn unlink_external_auth(
+        &self,
+        id: &str,
+    ) -> Result<abode_sdk::ExternalAuthUnlinked, ClientError> {
+        let path = format!("/external-auth/{}", abode_sdk::percent_encode(id));
+        self.finish(
+            "DELETE /external-auth/{id}",
+            self.request("DELETE", &path).call(),
+        )
+    }
+
     /// The caller's workspaces (`all`: everyone's, for owners and admins).
     /// Workspaces, every page; `filters`: `all`, `owner`, `template`,
     /// `status`, `deleted` (docs/api.md).

@@ -17,6 +17,7 @@ pub mod connections;
 pub mod create_estimate;
 mod daemon_jobs;
 mod error;
+pub mod external_auth;
 mod free_disk;
 mod held;
 mod holders;
@@ -165,6 +166,9 @@ pub struct Config {
     /// owner past their budget is refused before apply (`--quota-enforce`).
     /// Off: costs are still computed, logged and recorded.
     pub quota_enforce: bool,
+    /// The external auth providers and the key their tokens are sealed
+    /// with (`--external-auth-config`, `--external-auth-key-file`).
+    pub external_auth: external_auth::ExternalAuthConfig,
     /// Where apps are served (`--wildcard-access-url`, `--allow-path-apps`;
     /// docs/apps.md).
     pub apps: apps::AppsConfig,
@@ -204,6 +208,7 @@ impl Config {
             new_templates_for_everyone: true,
             provisioner_tags: Vec::new(),
             quota_enforce: false,
+            external_auth: external_auth::ExternalAuthConfig::default(),
             apps: apps::AppsConfig::default(),
         }
     }
@@ -241,6 +246,8 @@ struct Inner {
     identity: Identity,
     /// Templates, their versions, their activation and their presets.
     templates: Templates,
+    /// The accounts people link for their workspaces' Git.
+    external_auth: external_auth::ExternalAuth,
     /// What workspace deletes retained.
     retained: retained::Retained,
     /// Where the control plane's own audit events are written.
@@ -270,10 +277,17 @@ impl Control {
         );
         let retained =
             retained::Retained::new(store.clone(), config.clock.clone(), config.volumes_dir());
+        let external_auth = external_auth::ExternalAuth::new(
+            store.clone(),
+            config.external_auth.clone(),
+            config.clock.clone(),
+            config.access_url.clone(),
+        );
         Control {
             inner: Arc::new(Inner {
                 identity,
                 templates,
+                external_auth,
                 retained,
                 audit: audit::Audit::new(store.clone()),
                 store,
@@ -305,6 +319,12 @@ impl Control {
     /// and activates them.
     pub fn templates(&self) -> &Templates {
         &self.inner.templates
+    }
+
+    /// The accounts people link (external auth): the only part that holds
+    /// their tokens.
+    pub fn external_auth(&self) -> &external_auth::ExternalAuth {
+        &self.inner.external_auth
     }
 
     /// Resources workspace deletes retained, as people see and change them.

@@ -11,6 +11,7 @@
 //! never shown: `Debug` leaves it out.
 
 pub mod cipher;
+pub mod oauth;
 
 use std::collections::BTreeSet;
 use std::fmt;

@@ -1027,6 +1027,36 @@ pub struct CostItem {
     pub daily_cost: i64,
 }
 
+/// An external auth provider and whether the caller linked it
+/// (`GET /external-auth`; docs/external-auth.md).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ExternalAuthLink {
+    /// The provider's id (`abode_external_auth "ID"`).
+    pub provider: String,
+    /// `github`, `gitlab`, `bitbucket` or `oauth2`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub linked: bool,
+    /// When the caller linked it (RFC 3339).
+    pub linked_at: Option<String>,
+    /// When its access token expires (RFC 3339), when the provider said.
+    pub expires_at: Option<String>,
+}
+
+/// `POST /external-auth/{id}/link`: where the person grants access.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ExternalAuthStart {
+    pub url: String,
+}
+
+/// `DELETE /external-auth/{id}`: unlinked; `revocation` says why the
+/// provider did not revoke the tokens, when it did not.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ExternalAuthUnlinked {
+    pub provider: String,
+    pub revocation: Option<String>,
+}
+
 /// A group's part of a budget.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct QuotaGroup {

@@ -24,6 +24,7 @@ mod app_tokens;
 mod audit;
 pub mod backup;
 mod builds;
+mod external_auth;
 mod groups;
 mod held;
 mod host_keys;
@@ -60,6 +61,7 @@ use abode_clock::Clock;
 pub use accounts::{StatusChange, StatusRefusal};
 pub use agents::AgentTunnelRow;
 pub use app_tokens::AppTokenKind;
+pub use external_auth::{ExternalAuthLink, PendingExternalAuth};
 pub use groups::{
     AccessSubject, Group, GroupMember, GroupSource, GroupSync, NewGroup, TemplateAccessEntry,
     TemplateRole, UnknownGroupSource, UnknownTemplateRole, EVERYONE_GROUP, EVERYONE_GROUP_ID,
@@ -863,6 +865,21 @@ storage_interface! {
     fn create_app_token(&self, token_hash: &str, kind: AppTokenKind, user_id: &str, host: &str, expires_at: i64) -> ();
     /// The user of an unexpired token of `host`; a code is taken (deleted).
     fn app_token_user(&self, token_hash: &str, kind: AppTokenKind, host: &str) -> Option<String>;
+}
+
+// ---- external auth (external_auth.rs) ----
+
+storage_interface! {
+    /// Records a person's linked account (again: its new tokens, and the
+    /// `linked_at` given: a new link's time, or a refresh's first one).
+    fn put_external_auth_link(&self, link: &ExternalAuthLink) -> ();
+    fn external_auth_links_of(&self, user_id: &str) -> Vec<ExternalAuthLink>;
+    /// Removes a link and answers what it was (to revoke its tokens).
+    fn delete_external_auth_link(&self, user_id: &str, provider_id: &str) -> Option<ExternalAuthLink>;
+    /// Records a link under way by its state's hash, until `expires_at`.
+    fn create_external_auth_pending(&self, state_hash: &str, pending: &PendingExternalAuth, expires_at: i64) -> ();
+    /// Takes (deletes) an unexpired link under way: a state works once.
+    fn take_external_auth_pending(&self, state_hash: &str) -> Option<PendingExternalAuth>;
 }
 
 // ---- shared ports (port_shares.rs) ----

@@ -19,6 +19,7 @@ use crate::agents::*;
 use crate::app_tokens::*;
 use crate::audit::*;
 use crate::builds::*;
+use crate::external_auth::*;
 use crate::groups::*;
 use crate::held::*;
 use crate::host_keys::*;
@@ -155,6 +156,7 @@ impl SqliteBackend {
     agent_queries!();
     app_token_queries!();
     port_share_queries!();
+    external_auth_queries!();
     host_key_queries!();
     oidc_queries!();
     platform_queries!();

@@ -19,6 +19,7 @@ mod assets;
 mod auth;
 mod builds;
 mod create;
+mod external_auth;
 mod html;
 mod inbox;
 mod oidc;
@@ -117,6 +118,7 @@ pub fn router(control: Control) -> Router {
         .route("/workspaces/:owner/:name/wake", post(schedule::wake))
         .route("/workspaces/:owner/:name/terminal", get(terminal::page))
         .route("/apps/auth", get(apps::auth))
+        .route("/external-auth/:id/callback", get(external_auth::callback))
         .route("/workspaces/:owner/:name/builds/:number", get(builds::page))
         .route(
             "/workspaces/:owner/:name/builds/:number/events",

@@ -10,6 +10,7 @@ mod audit;
 mod auth;
 mod builds;
 mod config_ssh;
+mod external_auth;
 mod groups;
 mod guard;
 mod notifications;
@@ -67,6 +68,9 @@ pub enum UserCommand {
     /// Budgets: what each workspace costs a day against one's groups' allowances.
     #[command(subcommand)]
     Quota(quota::QuotaCommand),
+    /// Accounts (GitHub, GitLab, ...) your workspaces clone and push as.
+    #[command(subcommand)]
+    ExternalAuth(external_auth::ExternalAuthCommand),
     /// Push, list and activate templates.
     #[command(subcommand)]
     Templates(templates::TemplatesCommand),
@@ -155,6 +159,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Users(command) => auth::users(command),
         UserCommand::Groups(command) => groups::run(command),
         UserCommand::Quota(command) => quota::run(command),
+        UserCommand::ExternalAuth(command) => external_auth::run(command),
         UserCommand::Retained(command) => retained::run(command),
         UserCommand::Volumes(command) => volumes::run(command),
         UserCommand::Templates(command) => templates::run(command),

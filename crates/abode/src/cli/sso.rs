@@ -72,7 +72,7 @@ pub fn sign_in(client: &Client, url: &str, no_browser: bool) -> anyhow::Result<L
 }
 
 /// Opens `address` with `$BROWSER` or `xdg-open`; whether one started.
-fn open_browser(address: &str) -> bool {
+pub(super) fn open_browser(address: &str) -> bool {
     let browser = std::env::var("BROWSER")
         .ok()
         .filter(|browser| !browser.trim().is_empty());

@@ -1362,3 +1362,37 @@ fn csrf_of(page: &str) -> String {
     let start = page.find("name=\"csrf\" value=\"").expect("a form") + 19;
     page[start..start + page[start..].find('"').unwrap()].to_string()
 }
+
+/// Starts `node SCRIPT` in tests/oidc (the npm packages the bootstrap
+/// installs there) with `envs`, and answers the process and the JSON line
+/// it printed first (where it listens); what it prints later is dropped.
+pub fn start_node_server(
+    script: &str,
+    envs: &[(&str, &str)],
+) -> (std::process::Child, serde_json::Value) {
+    use std::io::BufRead;
+    let dir = repo_root().join("crates/abode/tests/oidc");
+    assert!(
+        dir.join("node_modules/oidc-provider").is_dir(),
+        "the test OpenID provider is not installed: source scripts/bootstrap.sh (npm ci in {})",
+        dir.display()
+    );
+    let mut child = Command::new("node")
+        .arg(script)
+        .current_dir(&dir)
+        .envs(envs.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        // Its warnings and errors go with the test's output.
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|error| panic!("node is not on PATH (Node 20 runs {script}): {error}"));
+    let mut line = String::new();
+    let mut output = std::io::BufReader::new(child.stdout.take().unwrap());
+    output.read_line(&mut line).unwrap();
+    // A closed pipe would end it at its next line.
+    std::thread::spawn(move || std::io::copy(&mut output, &mut std::io::sink()));
+    let started: serde_json::Value =
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("{script} did not start: {line:?}"));
+    (child, started)
+}

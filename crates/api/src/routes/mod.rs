@@ -7,6 +7,7 @@ mod agent;
 mod audit;
 mod builds;
 mod connect;
+mod external_auth;
 mod groups;
 mod identity;
 mod notifications;
@@ -56,6 +57,7 @@ pub fn router(state: AppState) -> Router {
         .merge(schedules::routes())
         .merge(connect::routes())
         .merge(port_shares::routes())
+        .merge(external_auth::routes())
         .merge(state_backend::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))
         .layer(axum::middleware::from_fn(refuse_oversized_json))

@@ -11,6 +11,7 @@ mod accounts;
 mod agents;
 mod builds;
 mod clock;
+mod external_auth;
 mod full_disk;
 mod held;
 mod host_keys;

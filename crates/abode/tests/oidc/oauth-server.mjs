@@ -1,0 +1,80 @@
+// A real OAuth 2.0 authorization server for Abode's external auth tests
+// (crates/abode/tests/e2e_external_auth.rs): the npm package oidc-provider
+// with one confidential client that authenticates in the request body
+// (client_secret_post, as GitHub's and GitLab's apps do), authorization
+// codes with PKCE, refresh tokens, revocation and introspection, and its
+// development login and consent pages (any password; the login is the
+// person).
+//
+// Settings come from the environment: CLIENT_ID and CLIENT_SECRET. It
+// listens on 127.0.0.1 at a random port and prints one JSON line,
+// {"issuer": "http://127.0.0.1:PORT"}.
+//
+//   PUT /admin/redirect-uris  ["http://.../external-auth/ID/callback"]
+//                             (the server's port is known once it started)
+
+import { createServer } from 'node:http';
+import Provider from 'oidc-provider';
+
+const clientId = process.env.CLIENT_ID || 'abode';
+const clientSecret = process.env.CLIENT_SECRET;
+if (!clientSecret) {
+  console.error('CLIENT_SECRET is required');
+  process.exit(2);
+}
+let redirectUris = ['http://127.0.0.1/unset'];
+let issuer;
+let handler;
+
+function makeProvider() {
+  const made = new Provider(issuer, {
+    clients: [{
+      client_id: clientId,
+      client_secret: clientSecret,
+      redirect_uris: redirectUris,
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'client_secret_post',
+    }],
+    scopes: ['openid', 'offline_access', 'git'],
+    pkce: { required: () => true },
+    features: {
+      devInteractions: { enabled: true },
+      revocation: { enabled: true },
+      introspection: { enabled: true },
+    },
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    async findAccount(_ctx, sub) {
+      return { accountId: sub, async claims() { return { sub }; } };
+    },
+    cookies: { keys: ['abode-test-oauth-cookie-key'] },
+  });
+  made.on('server_error', (_ctx, error) => console.error('server_error', error));
+  return made;
+}
+
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    req.on('data', (chunk) => { data += chunk; });
+    req.on('end', () => resolve(data));
+    req.on('error', reject);
+  });
+}
+
+const server = createServer(async (req, res) => {
+  if (req.method === 'PUT' && req.url === '/admin/redirect-uris') {
+    redirectUris = JSON.parse(await readBody(req));
+    handler = makeProvider().callback();
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ ok: true }));
+    return;
+  }
+  handler(req, res);
+});
+
+server.listen(0, '127.0.0.1', () => {
+  issuer = `http://127.0.0.1:${server.address().port}`;
+  handler = makeProvider().callback();
+  console.log(JSON.stringify({ issuer }));
+});
