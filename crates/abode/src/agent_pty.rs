@@ -170,16 +170,20 @@ impl Terminals {
                 }
             }
         }
+        // Forgotten before its end is announced: whoever sees the end (an
+        // attached page, told the shell exited) finds no session of it.
+        {
+            let mut sessions = lock(&self.sessions);
+            if sessions
+                .get(&key)
+                .is_some_and(|kept| Arc::ptr_eq(kept, &session))
+            {
+                sessions.remove(&key);
+            }
+        }
         session
             .progress
             .send_modify(|progress| progress.ended = true);
-        let mut sessions = lock(&self.sessions);
-        if sessions
-            .get(&key)
-            .is_some_and(|kept| Arc::ptr_eq(kept, &session))
-        {
-            sessions.remove(&key);
-        }
     }
 
     /// Keeps a session nobody is attached to for [`DETACHED_KEPT`]; hangs

@@ -74,10 +74,11 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("abode-schedule", &["sqlx", "abode-store", "tokio"]),
     ("abode-prebuilds", &["sqlx", "abode-store", "tokio"]),
     ("abode-cost", &["sqlx", "abode-store", "tokio"]),
-    // The providers' configuration is read once, with no server around it.
+    // The providers, the token seal and the OAuth exchanges: no server
+    // around them.
     (
         "abode-external-auth",
-        &["sqlx", "abode-store", "abode-control", "tokio"],
+        &["sqlx", "abode-store", "abode-control", "abode-identity"],
     ),
 ];
 
