@@ -418,6 +418,11 @@ mod tests {
         type_line(&mut writer, &format!("{ASK_PID}; exit")).await;
         let (_, bobs) = read_until(&mut reader, PID_SHOWN).await;
         assert_ne!(pid_of(&bobs), pid_of(&first));
+        // Read to the end: the stream ends once the shell has exited and
+        // all it wrote was sent (dropped earlier, its last words would meet
+        // a closed stream).
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).await.unwrap();
         drop((reader, writer));
         other.await.unwrap().unwrap();
 
