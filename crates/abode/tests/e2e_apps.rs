@@ -154,28 +154,6 @@ fn probe_server() -> u16 {
     port
 }
 
-/// A WebSocket echo server.
-fn echo_server() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let Ok(mut socket) = tungstenite::accept(stream) else {
-                    return;
-                };
-                while let Ok(message) = socket.read() {
-                    if message.is_close() || socket.send(message).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    port
-}
-
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -234,7 +212,8 @@ async fn apps_by_path_and_subdomain_with_their_share_levels() {
     flags.extend(["--wildcard-access-url", "*.apps.test", "--allow-path-apps"]);
     let platform = Platform::start_with(&flags);
     platform.login_owner();
-    let (web_port, probe_port, echo_port) = (free_port(), probe_server(), echo_server());
+    let (web_port, probe_port, echo_port) =
+        (free_port(), probe_server(), util::websocket_echo_server());
     let dir = platform.root().join("templates/apps");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(

@@ -248,6 +248,50 @@ fn failed_login(from: &str, ca: &Path, url: &str, username: &str, forwarded_for:
     )
 }
 
+/// `abode login URL --first-user` as alice through the proxy, trusting `ca`.
+fn first_login_through(platform: &Platform, ca: &Path, https: &str) {
+    run_trusting(
+        platform,
+        Some(ca),
+        &[
+            "login",
+            https,
+            "--first-user",
+            "--username",
+            "alice",
+            "--email",
+            "alice@example.com",
+            "--password-stdin",
+        ],
+        Some("correct horse battery\n"),
+    )
+    .ok();
+}
+
+/// Waits until `dev`'s agent is ready, asked through the proxy (its tunnel
+/// comes in through nginx too).
+fn wait_until_ready_through(platform: &Platform, ca: &Path, nginx: &Nginx) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let shown = run_trusting(
+            platform,
+            Some(ca),
+            &["show", "dev", "--output", "json"],
+            None,
+        );
+        if shown.code == Some(0) && shown.json()["agent"]["status"] == "ready" {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent never became ready through nginx: {shown}\n{}\n{}",
+            platform.server_log(),
+            nginx.logs()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
 #[test]
 fn nginx_as_documented_carries_logins_logs_tunnels_and_ssh_and_the_throttle_sees_the_real_client() {
     require_terraform();
@@ -275,22 +319,7 @@ fn nginx_as_documented_carries_logins_logs_tunnels_and_ssh_and_the_throttle_sees
     assert_eq!(https, access_url);
 
     // The CLI through the proxy, trusting the private CA.
-    run_trusting(
-        &platform,
-        Some(&ca),
-        &[
-            "login",
-            &https,
-            "--first-user",
-            "--username",
-            "alice",
-            "--email",
-            "alice@example.com",
-            "--password-stdin",
-        ],
-        Some("correct horse battery\n"),
-    )
-    .ok();
+    first_login_through(&platform, &ca, &https);
     let example = repo_root().join("examples/local-workspace");
     run_trusting(
         &platform,
@@ -559,28 +588,6 @@ resource "abode_app" "echo" {{
     )
 }
 
-/// A WebSocket echo server on loopback.
-fn echo_server() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { continue };
-            std::thread::spawn(move || {
-                let Ok(mut socket) = tungstenite::accept(stream) else {
-                    return;
-                };
-                while let Ok(message) = socket.read() {
-                    if message.is_close() || socket.send(message).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-    });
-    port
-}
-
 /// A TLS connection to nginx for `host`, trusting only `ca`.
 fn tls_to(
     port: u16,
@@ -641,28 +648,13 @@ fn apps_on_their_own_subdomains_through_nginx_as_documented() {
         Some(("*.apps.localhost", &apps_certificate, &apps_key)),
     );
     let https = nginx.https();
-    run_trusting(
-        &platform,
-        Some(&ca),
-        &[
-            "login",
-            &https,
-            "--first-user",
-            "--username",
-            "alice",
-            "--email",
-            "alice@example.com",
-            "--password-stdin",
-        ],
-        Some("correct horse battery\n"),
-    )
-    .ok();
+    first_login_through(&platform, &ca, &https);
     let web_port = free_port();
     let template = dir.path().join("apps");
     std::fs::create_dir_all(&template).unwrap();
     std::fs::write(
         template.join("main.tf"),
-        apps_template(web_port, echo_server()),
+        apps_template(web_port, util::websocket_echo_server()),
     )
     .unwrap();
     run_trusting(
@@ -824,22 +816,7 @@ async fn the_web_terminal_through_nginx_over_tls() {
     let upstream = platform.url.trim_start_matches("http://").to_string();
     let nginx = Nginx::start(dir.path(), https_port, &upstream, &certificate, &key);
     let https = nginx.https();
-    run_trusting(
-        &platform,
-        Some(&ca),
-        &[
-            "login",
-            &https,
-            "--first-user",
-            "--username",
-            "alice",
-            "--email",
-            "alice@example.com",
-            "--password-stdin",
-        ],
-        Some("correct horse battery\n"),
-    )
-    .ok();
+    first_login_through(&platform, &ca, &https);
     let example = repo_root().join("examples/local-workspace");
     run_trusting(
         &platform,
@@ -861,23 +838,7 @@ async fn the_web_terminal_through_nginx_over_tls() {
         None,
     )
     .ok();
-    let deadline = Instant::now() + Duration::from_secs(90);
-    loop {
-        let shown = run_trusting(
-            &platform,
-            Some(&ca),
-            &["show", "dev", "--output", "json"],
-            None,
-        );
-        if shown.code == Some(0) && shown.json()["agent"]["status"] == "ready" {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the agent never became ready: {shown}"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    wait_until_ready_through(&platform, &ca, &nginx);
 
     // The browser pins the proxy's public key: the connection is verified,
     // against that key alone.

@@ -1396,3 +1396,25 @@ pub fn start_node_server(
         serde_json::from_str(&line).unwrap_or_else(|_| panic!("{script} did not start: {line:?}"));
     (child, started)
 }
+
+/// A WebSocket echo server on loopback (an app in a workspace): its port.
+pub fn websocket_echo_server() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let Ok(mut socket) = tokio_tungstenite::tungstenite::accept(stream) else {
+                    return;
+                };
+                while let Ok(message) = socket.read() {
+                    if message.is_close() || socket.send(message).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
