@@ -137,7 +137,7 @@ fn run_agent(args: AgentArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn log(message: &str) {
+pub(crate) fn log(message: &str) {
     eprintln!("abode agent: {message}");
 }
 
@@ -222,9 +222,11 @@ impl Agent {
         }
         // The startup script comes with the agent's settings: without them
         // the agent cannot tell whether it is ready.
-        let Some(me) = self.retry_value("reading the agent's settings", Client::agent_me) else {
+        let Some(mut me) = self.retry_value("reading the agent's settings", Client::agent_me)
+        else {
             return;
         };
+        self.offer_git_credentials(&mut me);
         log(&format!("connected as agent {}", me_label(Some(&me))));
         let interval = interval_override
             .or_else(|| {
@@ -267,6 +269,36 @@ impl Agent {
             // The heartbeat thread runs until the agent is stopped; the
             // scope waits for it.
         });
+    }
+
+    /// Starts answering Git's credential prompts (`agent_git_auth`) and
+    /// names the socket and the askpass program in what the agent runs
+    /// (scripts and sessions); a template's own `GIT_ASKPASS` stays.
+    fn offer_git_credentials(&self, me: &mut AgentMe) {
+        let socket = match crate::agent_git_auth::serve(self.client.clone(), Arc::clone(&self.stop))
+        {
+            Ok(socket) => socket,
+            Err(error) => {
+                log(&format!(
+                    "cannot offer Git credentials; git asks for them as usual: {error}"
+                ));
+                return;
+            }
+        };
+        me.env.insert(
+            abode_contract::AGENT_AUTH_SOCKET.into(),
+            socket.display().to_string(),
+        );
+        match std::env::current_exe() {
+            Ok(exe) => {
+                me.env
+                    .entry("GIT_ASKPASS".into())
+                    .or_insert_with(|| exe.display().to_string());
+            }
+            Err(error) => log(&format!(
+                "cannot name this binary as Git's askpass; git asks for credentials as usual: {error}"
+            )),
+        }
     }
 
     /// Heartbeats until the agent is stopped. Each answer says who owns the

@@ -5,6 +5,7 @@
 
 mod agent;
 mod agent_apps;
+mod agent_git_auth;
 mod agent_pty;
 mod agent_ssh;
 mod agent_tunnel;
@@ -65,6 +66,16 @@ enum PlanCommand {
 fn main() -> ExitCode {
     if provider::invoked_as_provider() {
         return provider::serve();
+    }
+    // Git's askpass inside a workspace: `abode "Password for 'URL': "`.
+    if let Some(socket) = agent_git_auth::socket_from_env() {
+        let args: Vec<String> = std::env::args_os()
+            .skip(1)
+            .map(|arg| arg.into_string().unwrap_or_default())
+            .collect();
+        if let Some(prompt) = agent_git_auth::askpass_prompt(&args) {
+            return agent_git_auth::run_askpass(&socket, prompt);
+        }
     }
     let cli = Cli::parse();
     // An agent trusts what the platform handed it (the environment

@@ -355,6 +355,19 @@ enum ServerAction {
         #[command(flatten)]
         database: DatabaseArgs,
     },
+    /// Re-encrypt every linked account's tokens (external auth) under a new
+    /// key, in one transaction; then start the servers with the new key
+    /// file. Run with the servers stopped. Audited.
+    RotateExternalAuthKey {
+        /// The key the tokens are sealed with now.
+        #[arg(long, value_name = "FILE")]
+        old_key_file: PathBuf,
+        /// The new key (64 hex digits, mode 600: openssl rand -hex 32).
+        #[arg(long, value_name = "FILE")]
+        new_key_file: PathBuf,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
     /// Check a data dir's database before starting a server on it (after a
     /// restore): integrity, schema version, every stored state readable.
     /// Changes nothing.
@@ -390,6 +403,26 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
             database_url,
         }) => return backup(data_dir, to, database_url.as_deref()),
         Some(ServerAction::Check { data_dir }) => return check(data_dir),
+        Some(ServerAction::RotateExternalAuthKey {
+            old_key_file,
+            new_key_file,
+            database,
+        }) => {
+            let load = |file: &PathBuf| {
+                abode_external_auth::cipher::TokenCipher::from_key_file(file)
+                    .map_err(anyhow::Error::new)
+            };
+            let (old, new) = (load(old_key_file)?, load(new_key_file)?);
+            if old.key_id() == new.key_id() {
+                anyhow::bail!(
+                    "the new key is the old key: make a new one with openssl rand -hex 32"
+                );
+            }
+            return recover(
+                database,
+                abode_api::recovery::Recovery::RotateExternalAuthKey { old, new },
+            );
+        }
         Some(ServerAction::CreateAdminUser {
             username,
             email,

@@ -96,7 +96,9 @@ impl From<ControlError> for ApiError {
                 StatusCode::BAD_REQUEST
             }
             ControlError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            ControlError::Forbidden(_) | ControlError::QuotaExceeded(_) => StatusCode::FORBIDDEN,
+            ControlError::Forbidden(_)
+            | ControlError::QuotaExceeded(_)
+            | ControlError::ExternalAuthRequired(_) => StatusCode::FORBIDDEN,
             ControlError::NotFound(_) => StatusCode::NOT_FOUND,
             ControlError::Conflict(_) | ControlError::AlreadyJudged(_) => StatusCode::CONFLICT,
             ControlError::InvalidTemplate(_) => StatusCode::UNPROCESSABLE_ENTITY,

@@ -22,6 +22,12 @@ pub enum Recovery {
         username: String,
         password: String,
     },
+    /// Re-encrypts every linked account's tokens under a new key
+    /// (docs/external-auth.md).
+    RotateExternalAuthKey {
+        old: abode_control::external_auth::TokenCipher,
+        new: abode_control::external_auth::TokenCipher,
+    },
 }
 
 /// Runs `recovery` against the SQLite database of `data_dir`, or the
@@ -56,12 +62,24 @@ pub async fn recover(
         } => identity
             .create_admin_user(&username, &email, &password)
             .await
-            .map(|user| format!("created {} (owner, member)", user.username)),
+            .map(|user| format!("created {} (owner, member)", user.username))
+            .map_err(Into::into),
         Recovery::ResetPassword { username, password } => identity
             .reset_password(&username, &password)
             .await
-            .map(|ended| format!("set a new password for {username}; {ended} session(s) ended")),
+            .map(|ended| format!("set a new password for {username}; {ended} session(s) ended"))
+            .map_err(Into::into),
+        Recovery::RotateExternalAuthKey { old, new } => {
+            abode_control::external_auth::rotate_key(&store, &old, &new)
+                .await
+                .map(|count| {
+                    format!(
+                        "re-encrypted {count} linked account(s) under key {}; start the servers with the new --external-auth-key-file (links under way must be started again)",
+                        new.key_id()
+                    )
+                })
+        }
     };
     store.close().await;
-    done.map_err(|error| ServerError::Identity(error.into()))
+    done.map_err(ServerError::Identity)
 }

@@ -1370,6 +1370,24 @@ impl Client {
             .map(drop)
     }
 
+    /// The workspace owner's token of `provider` (by id) or of the provider
+    /// serving `git_url`.
+    pub fn agent_external_auth_token(
+        &self,
+        provider: Option<&str>,
+        git_url: Option<&str>,
+    ) -> Result<abode_sdk::ExternalAuthToken, ClientError> {
+        let body = json!(requests::AgentExternalAuthToken {
+            provider: provider.map(str::to_string),
+            git_url: git_url.map(str::to_string),
+        });
+        self.finish(
+            "POST /agent/external-auth/token",
+            self.request("POST", "/agent/external-auth/token")
+                .send_json(body),
+        )
+    }
+
     pub fn agent_lifecycle(
         &self,
         state: &str,

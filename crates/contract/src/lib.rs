@@ -25,6 +25,7 @@
 
 pub mod apps;
 pub mod cron;
+pub mod external_auth;
 pub mod parameters;
 pub mod presets;
 pub mod retain;
@@ -54,6 +55,10 @@ pub const AGENT_URL: &str = "ABODE_AGENT_URL";
 pub const AGENT_TOKEN: &str = "ABODE_AGENT_TOKEN";
 pub const AGENT_BINARY: &str = "ABODE_AGENT_BINARY";
 pub const AGENT_CA_CERT: &str = "ABODE_AGENT_CA_CERT";
+/// Set by the agent in its sessions and scripts: the socket through which
+/// `abode external-auth access-token` and Git's askpass ask the agent for
+/// the owner's tokens (docs/external-auth.md).
+pub const AGENT_AUTH_SOCKET: &str = "ABODE_AGENT_AUTH_SOCKET";
 pub const VOLUMES_DIR: &str = "ABODE_VOLUMES_DIR";
 pub const PROCESS_LOGS_DIR: &str = "ABODE_PROCESS_LOGS_DIR";
 pub const PROCESS_SUPERVISOR: &str = "ABODE_PROCESS_SUPERVISOR";

@@ -226,6 +226,7 @@ impl Control {
             ));
         }
         let version = self.chosen_version(template, None, order.version).await?;
+        self.refuse_unlinked(owner, &version).await?;
         let creation = resolve_creation(&version, preset, &order.parameters)?;
         // A create finds its preset first, then builds. A person's create
         // whose values are exactly a pool's (its preset alone, the active
@@ -515,6 +516,10 @@ impl Control {
                     .await?
             }
         };
+        if order.transition == Transition::Start {
+            let owner = self.inner.store.user_by_id(&workspace.owner_id).await?;
+            self.refuse_unlinked(&owner, &version).await?;
+        }
         let version_id = version.id.clone();
         // A start checks the values against the version it plans (new
         // values on top of the workspace's); they become the workspace's only
@@ -590,6 +595,43 @@ impl Control {
                 workspace.name
             ))),
             Err(other) => Err(other.into()),
+        }
+    }
+
+    /// Refuses a start of `version` for `owner` (a create, a start, a
+    /// claim) before any plan when the version requires an external auth
+    /// provider they have not linked, saying where to link it. Prebuilt
+    /// workspaces (a system actor's) need none until claimed.
+    async fn refuse_unlinked(
+        &self,
+        owner: &User,
+        version: &TemplateVersion,
+    ) -> Result<(), ControlError> {
+        if owner.system {
+            return Ok(());
+        }
+        let needs = self
+            .inner
+            .store
+            .template_version_external_auth(&version.id)
+            .await?;
+        if needs.iter().all(|need| need.optional) {
+            return Ok(());
+        }
+        let linked = self.external_auth().linked_providers(&owner.id).await?;
+        match needs
+            .iter()
+            .find(|need| !need.optional && !linked.contains(&need.provider))
+        {
+            None => Ok(()),
+            Some(missing) => Err(ControlError::ExternalAuthRequired(format!(
+                "template \"{}\" requires a linked {} account and {} has not linked one: link it at {} (or run abode external-auth link {}), then try again",
+                version.template_name,
+                missing.provider,
+                owner.username,
+                self.external_auth().link_page(),
+                missing.provider
+            ))),
         }
     }
 

@@ -28,6 +28,11 @@ pub enum ControlError {
     /// cost already does not fit the owner's budget (`--quota-enforce`).
     #[error("{0}")]
     QuotaExceeded(String),
+    /// A create, start or claim whose template requires an external auth
+    /// provider the owner has not linked: refused before any plan, with
+    /// where to link it.
+    #[error("{0}")]
+    ExternalAuthRequired(String),
     /// Too many failed logins for a username or client address: refused
     /// without checking the password until the window ends.
     #[error("{message}")]
@@ -59,6 +64,7 @@ impl ControlError {
             ControlError::AlreadyJudged(_) => "already_judged",
             ControlError::InvalidTemplate(_) => "invalid_template",
             ControlError::QuotaExceeded(_) => "quota_exceeded",
+            ControlError::ExternalAuthRequired(_) => "external_auth_required",
             ControlError::Throttled { .. } => "too_many_requests",
             ControlError::Busy { .. } => "unavailable",
             ControlError::Internal(_) => "internal",

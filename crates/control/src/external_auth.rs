@@ -8,15 +8,25 @@
 //! bound to the person and the provider. Unlinking revokes them at the
 //! provider.
 //!
+//! A workspace's agent asks for its owner's token when Git asks it for a
+//! password ([`ExternalAuth::token_for_workspace`]): the token is opened,
+//! refreshed first when it is about to expire, and handed out on the
+//! record; it never goes through Terraform. Accounts that are suspended or
+//! deleted lose their links, revoked at the provider
+//! ([`closed_account_sweeper`]).
+//!
 //! It is a service of its own: it holds the store, the providers, the key
 //! and the clock; nothing else reads or writes a token.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use abode_external_auth::cipher::{Owner, TokenCipher};
+use abode_external_auth::cipher::Owner;
+pub use abode_external_auth::cipher::TokenCipher;
 use abode_external_auth::oauth::{self, Tokens};
 use abode_external_auth::Provider;
-use abode_store::{ExternalAuthLink, PendingExternalAuth, Store};
+use abode_store::{ExternalAuthLink, PendingExternalAuth, Store, Workspace};
+use tokio::sync::watch;
 
 use crate::audit::{audit_event, Audit};
 use crate::{secrets, Caller, Clock, ControlError};
@@ -44,6 +54,49 @@ pub struct LinkView {
     pub expires_at: Option<i64>,
 }
 
+/// What a workspace's agent asks a token for.
+#[derive(Debug, Clone, Copy)]
+pub enum TokenFor<'a> {
+    /// A provider by its id (`abode external-auth access-token ID`).
+    Provider(&'a str),
+    /// The provider that serves a Git URL (Git asking for a password).
+    GitUrl(&'a str),
+}
+
+/// A token handed to a workspace's agent.
+pub struct HandedToken {
+    pub provider: String,
+    /// What Git sends as the user name with it.
+    pub username: &'static str,
+    pub access_token: String,
+    /// When it expires (ms), when the provider said.
+    pub expires_at: Option<i64>,
+}
+
+impl std::fmt::Debug for HandedToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandedToken")
+            .field("provider", &self.provider)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a link's access token is to be refreshed before it is handed
+/// out at `now`: it expires within a quarter of its lifetime, at most a
+/// minute (a token of an hour is refreshed in its last minute, one of 20 s
+/// in its last 5 s), or expired.
+pub fn needs_refresh(link: &ExternalAuthLink, now: i64) -> bool {
+    match link.expires_at {
+        None => false,
+        Some(expires_at) => {
+            let lifetime = expires_at.saturating_sub(link.refreshed_at).max(0);
+            let margin = (lifetime / 4).min(60_000);
+            expires_at.saturating_sub(now) <= margin
+        }
+    }
+}
+
 /// The accounts people link.
 pub struct ExternalAuth {
     store: Store,
@@ -52,6 +105,9 @@ pub struct ExternalAuth {
     access_url: String,
     audit: Audit,
     client: oauth::Client,
+    /// One refresh at a time per person and provider in this process: a
+    /// provider that rotates refresh tokens takes each only once.
+    refreshing: std::sync::Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl ExternalAuth {
@@ -68,7 +124,18 @@ impl ExternalAuth {
             clock,
             access_url,
             client: oauth::Client::new(),
+            refreshing: std::sync::Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Where a person links their accounts (the dashboard's page).
+    pub fn link_page(&self) -> String {
+        format!("{}/external-auth", self.access_url.trim_end_matches('/'))
+    }
+
+    /// The configured providers.
+    pub fn providers(&self) -> &[Provider] {
+        &self.config.providers
     }
 
     fn provider(&self, id: &str) -> Result<&Provider, ControlError> {
@@ -116,6 +183,17 @@ impl ExternalAuth {
                     expires_at: link.and_then(|link| link.expires_at),
                 }
             })
+            .collect())
+    }
+
+    /// The providers `user_id` linked.
+    pub async fn linked_providers(&self, user_id: &str) -> Result<Vec<String>, ControlError> {
+        Ok(self
+            .store
+            .external_auth_links_of(user_id)
+            .await?
+            .into_iter()
+            .map(|link| link.provider_id)
             .collect())
     }
 
@@ -221,25 +299,7 @@ impl ExternalAuth {
                 "your {id} account is not linked"
             )));
         };
-        let owner = Owner {
-            user_id: &caller.user.id,
-            provider_id: id,
-        };
-        let cipher = self.cipher()?;
-        let tokens: Vec<String> = std::iter::once(&link.access_token)
-            .chain(link.refresh_token.as_ref())
-            .filter_map(|sealed| cipher.open(sealed, owner).ok())
-            .collect();
-        let client = self.client.clone();
-        let revoked = tokio::task::spawn_blocking(move || {
-            tokens
-                .iter()
-                .map(|token| client.revoke(&provider, token))
-                .find_map(Result::err)
-        })
-        .await
-        .map_err(|error| ControlError::Internal(error.to_string()))?;
-        let problem = revoked.map(|error| error.to_string());
+        let problem = self.revoke_link(provider, &link).await;
         self.record(
             &caller.user,
             "external_auth.unlink",
@@ -249,6 +309,236 @@ impl ExternalAuth {
         )
         .await;
         Ok(problem)
+    }
+
+    /// A fresh access token of `workspace`'s owner, for its agent: the
+    /// provider asked for (or serving the Git URL), refreshed first when it
+    /// is about to expire. Handed out on the record (the provider and the
+    /// workspace, never the token). A workspace only ever gets its own
+    /// owner's token.
+    pub async fn token_for_workspace(
+        &self,
+        workspace: &Workspace,
+        wanted: TokenFor<'_>,
+    ) -> Result<HandedToken, ControlError> {
+        let provider = match wanted {
+            TokenFor::Provider(id) => self.provider(id)?,
+            TokenFor::GitUrl(url) => self
+                .config
+                .providers
+                .iter()
+                .find(|provider| provider.serves(url))
+                .ok_or_else(|| {
+                    ControlError::NotFound(format!(
+                        "no external auth provider of this server serves {}",
+                        abode_sdk::percent_encode(url)
+                    ))
+                })?,
+        };
+        let owner = self.store.user_by_id(&workspace.owner_id).await?;
+        let target = format!("{}/{}", workspace.owner_name, workspace.name);
+        if !owner.status.may_sign_in() {
+            return Err(ControlError::Forbidden(format!(
+                "{}'s account is {}: it hands out no token",
+                owner.username, owner.status
+            )));
+        }
+        let cipher = self.cipher()?;
+        let handed = self.fresh_token(&owner.id, provider, cipher).await;
+        let (outcome, details) = match &handed {
+            Ok(_) => (
+                "success",
+                format!("provider={} to the workspace's agent", provider.id),
+            ),
+            Err(error) => ("failure", format!("provider={}: {error}", provider.id)),
+        };
+        let mut event = audit_event(
+            Some(&owner),
+            None,
+            "external_auth.token",
+            "workspace",
+            &target,
+            outcome,
+            Some(details),
+        );
+        event.workspace_id = Some(workspace.id.clone());
+        self.audit.record(&event).await;
+        let (access_token, expires_at) = handed?;
+        Ok(HandedToken {
+            provider: provider.id.clone(),
+            username: provider.kind.git_username(),
+            access_token,
+            expires_at,
+        })
+    }
+
+    /// `user_id`'s access token at `provider`, refreshed first when
+    /// [`needs_refresh`] says.
+    async fn fresh_token(
+        &self,
+        user_id: &str,
+        provider: &Provider,
+        cipher: &TokenCipher,
+    ) -> Result<(String, Option<i64>), ControlError> {
+        let owner = Owner {
+            user_id,
+            provider_id: &provider.id,
+        };
+        let open = |sealed: &str| {
+            cipher
+                .open(sealed, owner)
+                .map_err(|error| ControlError::Internal(error.to_string()))
+        };
+        let link = self.link_of(user_id, provider).await?;
+        if !needs_refresh(&link, self.clock.now_ms()) {
+            return Ok((open(&link.access_token)?, link.expires_at));
+        }
+        let lock = {
+            let mut refreshing = self
+                .refreshing
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(
+                refreshing
+                    .entry((user_id.to_string(), provider.id.clone()))
+                    .or_default(),
+            )
+        };
+        let _one_at_a_time = lock.lock().await;
+        // Another request may have refreshed it while this one waited.
+        let link = self.link_of(user_id, provider).await?;
+        let now = self.clock.now_ms();
+        if !needs_refresh(&link, now) {
+            return Ok((open(&link.access_token)?, link.expires_at));
+        }
+        let relink = || {
+            format!(
+                "link it again at {} (or abode external-auth link {})",
+                self.link_page(),
+                provider.id
+            )
+        };
+        let Some(sealed_refresh) = &link.refresh_token else {
+            return Err(ControlError::Forbidden(format!(
+                "the {} token expired and the provider gave no refresh token: {}",
+                provider.id,
+                relink()
+            )));
+        };
+        let refresh_token = open(sealed_refresh)?;
+        let (client, for_thread) = (self.client.clone(), provider.clone());
+        let refreshed = tokio::task::spawn_blocking(move || {
+            client
+                .refresh(&for_thread, &refresh_token)
+                .map(|tokens| (tokens, refresh_token))
+        })
+        .await
+        .map_err(|error| ControlError::Internal(error.to_string()))?;
+        let tokens = match refreshed {
+            Ok((tokens, old_refresh)) => Tokens {
+                // A provider that does not rotate keeps the old one good.
+                refresh_token: tokens.refresh_token.or(Some(old_refresh)),
+                ..tokens
+            },
+            Err(error @ oauth::OAuthError::Refused { .. }) => {
+                return Err(ControlError::Forbidden(format!("{error}: {}", relink())))
+            }
+            Err(error) => return Err(ControlError::Internal(error.to_string())),
+        };
+        let renewed =
+            self.sealed_link(cipher, user_id, &provider.id, &tokens, link.linked_at, now)?;
+        if !self.store.refresh_external_auth_link(&renewed).await? {
+            return Err(ControlError::Forbidden(format!(
+                "the {} account was unlinked meanwhile: {}",
+                provider.id,
+                relink()
+            )));
+        }
+        tracing::info!(provider = %provider.id, "external auth token refreshed");
+        Ok((tokens.access_token, renewed.expires_at))
+    }
+
+    async fn link_of(
+        &self,
+        user_id: &str,
+        provider: &Provider,
+    ) -> Result<ExternalAuthLink, ControlError> {
+        self.store
+            .external_auth_links_of(user_id)
+            .await?
+            .into_iter()
+            .find(|link| link.provider_id == provider.id)
+            .ok_or_else(|| {
+                ControlError::Forbidden(format!(
+                    "the workspace's owner has not linked their {} account: link it at {} (or abode external-auth link {})",
+                    provider.id,
+                    self.link_page(),
+                    provider.id
+                ))
+            })
+    }
+
+    /// Removes and revokes the links of suspended and deleted accounts.
+    pub async fn sweep_closed_accounts(&self) -> Result<usize, ControlError> {
+        let closed = self.store.external_auth_links_of_closed_accounts().await?;
+        let mut swept = 0;
+        for link in closed {
+            let Some(link) = self
+                .store
+                .delete_external_auth_link(&link.user_id, &link.provider_id)
+                .await?
+            else {
+                continue;
+            };
+            swept += 1;
+            let problem = match self.provider(&link.provider_id) {
+                Ok(provider) => self.revoke_link(provider.clone(), &link).await,
+                Err(_) => Some("its provider is no longer configured: not revoked".into()),
+            };
+            let user = self.store.user_by_id(&link.user_id).await?;
+            let details = match problem {
+                Some(problem) => format!("account {}; {problem}", user.status),
+                None => format!("account {}", user.status),
+            };
+            let event = audit_event(
+                None,
+                None,
+                "external_auth.unlink",
+                "external_auth",
+                &link.provider_id,
+                "success",
+                Some(format!("{}: {details}", user.username)),
+            );
+            self.audit.record(&event).await;
+        }
+        Ok(swept)
+    }
+
+    /// Revokes a removed link's tokens at the provider: what went wrong, if
+    /// anything.
+    async fn revoke_link(&self, provider: Provider, link: &ExternalAuthLink) -> Option<String> {
+        let owner = Owner {
+            user_id: &link.user_id,
+            provider_id: &link.provider_id,
+        };
+        let cipher = match self.cipher() {
+            Ok(cipher) => cipher,
+            Err(error) => return Some(error.to_string()),
+        };
+        let tokens: Vec<String> = std::iter::once(&link.access_token)
+            .chain(link.refresh_token.as_ref())
+            .filter_map(|sealed| cipher.open(sealed, owner).ok())
+            .collect();
+        let client = self.client.clone();
+        tokio::task::spawn_blocking(move || {
+            tokens
+                .iter()
+                .map(|token| client.revoke(&provider, token))
+                .find_map(Result::err)
+        })
+        .await
+        .map_err(|error| error.to_string())
+        .map_or_else(Some, |revoked| revoked.map(|error| error.to_string()))
     }
 
     fn sealed_link(
@@ -302,4 +592,87 @@ impl ExternalAuth {
         );
         self.audit.record(&event).await;
     }
+}
+
+/// Removes and revokes the links of accounts that were suspended or
+/// deleted: once at start (a server that stopped between a suspension and
+/// its sweep), then each time this process revokes someone's access.
+pub async fn closed_account_sweeper(
+    external_auth: &ExternalAuth,
+    mut revocations: watch::Receiver<u64>,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    if external_auth.config.providers.is_empty() {
+        return;
+    }
+    loop {
+        match external_auth.sweep_closed_accounts().await {
+            Ok(0) => {}
+            Ok(swept) => tracing::info!(swept, "external auth links of closed accounts revoked"),
+            Err(error) => {
+                tracing::warn!(%error, "external auth links of closed accounts not swept")
+            }
+        }
+        tokio::select! {
+            changed = revocations.changed() => if changed.is_err() { return },
+            _ = shutdown.wait_for(|stopping| *stopping) => return,
+        }
+    }
+}
+
+/// Re-encrypts every linked account's tokens under `new` (`abode server
+/// rotate-external-auth-key`): each opens under `old` (or `new` already,
+/// so that a second run is harmless), in one transaction, all or none.
+/// Links under way are dropped (started again). Answers how many links.
+pub async fn rotate_key(
+    store: &Store,
+    old: &TokenCipher,
+    new: &TokenCipher,
+) -> Result<u64, ControlError> {
+    let reseal = |link: &ExternalAuthLink| -> Result<ExternalAuthLink, String> {
+        let owner = Owner {
+            user_id: &link.user_id,
+            provider_id: &link.provider_id,
+        };
+        let reseal_one = |sealed: &str| -> Result<String, String> {
+            let opened = if link.key_id == new.key_id() {
+                new.open(sealed, owner)
+            } else {
+                old.open(sealed, owner)
+            };
+            let token = opened.map_err(|error| {
+                format!("{} of user id {}: {error}", link.provider_id, link.user_id)
+            })?;
+            new.seal(&token, owner).map_err(|error| error.to_string())
+        };
+        Ok(ExternalAuthLink {
+            access_token: reseal_one(&link.access_token)?,
+            refresh_token: link.refresh_token.as_deref().map(reseal_one).transpose()?,
+            key_id: new.key_id().to_string(),
+            ..link.clone()
+        })
+    };
+    let count = store
+        .reseal_external_auth_links(&reseal)
+        .await?
+        .map_err(|refusal| {
+            ControlError::BadRequest(format!(
+                "nothing was re-encrypted: a token does not open under the old key: {refusal}"
+            ))
+        })?;
+    let event = audit_event(
+        None,
+        None,
+        "external_auth.rotate_key",
+        "server",
+        "external_auth",
+        "success",
+        Some(format!(
+            "{count} link(s) re-encrypted from key {} to key {}",
+            old.key_id(),
+            new.key_id()
+        )),
+    );
+    Audit::new(store.clone()).record(&event).await;
+    Ok(count)
 }

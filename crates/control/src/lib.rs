@@ -273,6 +273,12 @@ impl Control {
                 terraform_env: config.terraform_env.clone(),
                 isolation: config.terraform_isolation.clone(),
                 new_templates_for_everyone: config.new_templates_for_everyone,
+                external_auth_providers: config
+                    .external_auth
+                    .providers
+                    .iter()
+                    .map(|provider| provider.id.clone())
+                    .collect(),
             },
         );
         let retained =
@@ -410,6 +416,13 @@ impl Control {
             self.clone(),
             shutdown.clone(),
         )));
+        let control = self.clone();
+        let revocations = self.inner.identity.revocations();
+        let stop = shutdown.clone();
+        handles.push(tokio::spawn(async move {
+            external_auth::closed_account_sweeper(&control.inner.external_auth, revocations, stop)
+                .await;
+        }));
         let dispatcher = abode_delivery::Dispatcher {
             outbox: self.inner.store.clone(),
             config: self.inner.config.notifications.clone(),

@@ -60,6 +60,29 @@ impl fmt::Debug for Provider {
     }
 }
 
+impl Provider {
+    /// Whether it gives the credentials of `url` (a Git remote as Git
+    /// asks for it, `https://HOST/...`): its `regex` matches the URL with
+    /// any user name taken out.
+    pub fn serves(&self, url: &str) -> bool {
+        self.regex.is_match(&without_user(url))
+    }
+}
+
+/// `url` without a `user@` (Git asks for a password with the user name in
+/// the URL: `https://oauth2@host/`).
+fn without_user(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+            // Both succeed on a URL with a host, which one with a user has.
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
 /// What kind of server a provider is; each but `oauth2` implies its URLs,
 /// scopes and hosts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +107,17 @@ impl ProviderKind {
             ProviderKind::GitLab => "gitlab",
             ProviderKind::Bitbucket => "bitbucket",
             ProviderKind::OAuth2 => "oauth2",
+        }
+    }
+
+    /// The user name Git sends with the token as its password: what each
+    /// host expects of an OAuth token (GitHub's `x-access-token`, GitLab's
+    /// `oauth2`, Bitbucket's `x-token-auth`).
+    pub fn git_username(self) -> &'static str {
+        match self {
+            ProviderKind::GitHub => "x-access-token",
+            ProviderKind::GitLab | ProviderKind::OAuth2 => "oauth2",
+            ProviderKind::Bitbucket => "x-token-auth",
         }
     }
 
@@ -561,6 +595,19 @@ device_auth_url = "http://[::1]:9000/device"
             .is_match("https://git.example.com/team/repo.git"));
         // The secret is never shown.
         assert!(!format!("{:?}", providers[0]).contains("s3cret"));
+        // Git asks with a user name in the URL; the host is what counts.
+        for (url, served) in [
+            ("https://github.com/abode/abode.git", true),
+            ("https://x-access-token@github.com/abode/abode.git", true),
+            ("https://user:pw@github.com", true),
+            ("https://github.com", true),
+            ("https://github.com.evil.example/abode", false),
+            ("https://evil.example/github.com/abode", false),
+            ("https://evil.example@github.com.evil.example/", false),
+            ("not a url", false),
+        ] {
+            assert_eq!(providers[0].serves(url), served, "{url}");
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 
+use abode_contract::external_auth::ExternalAuthNeed;
 use abode_contract::parameters::ParameterDefinition;
 use abode_contract::presets::PresetDefinition;
 use serde::Deserialize;
@@ -59,6 +60,9 @@ pub struct TemplateDeclarations {
     pub parameters: Vec<ParameterDefinition>,
     /// Checked against `parameters` (names and values).
     pub presets: Vec<PresetDefinition>,
+    /// The external auth providers it asks for, once each (required when
+    /// any declaration of it is), by provider id.
+    pub external_auth: Vec<ExternalAuthNeed>,
 }
 
 #[derive(Deserialize)]
@@ -93,6 +97,9 @@ struct ResourceJson {
     mode: String,
     #[serde(rename = "type")]
     kind: String,
+    /// The name in the configuration (`data "TYPE" "NAME"`).
+    #[serde(default)]
+    name: String,
     #[serde(default)]
     values: serde_json::Value,
 }
@@ -195,10 +202,56 @@ pub fn template_declarations_from_plan(
     let plan = ImportPlan::parse(plan_json)?;
     let parameters = parameters_of(&plan)?;
     let presets = crate::presets::presets_of(&plan, &parameters)?;
+    let external_auth = external_auth_of(&plan)?;
     Ok(TemplateDeclarations {
         parameters,
         presets,
+        external_auth,
     })
+}
+
+/// What a deferred `abode_external_auth` would have had to know.
+const EXTERNAL_AUTH_NEEDS: &str =
+    "an external auth declaration's id and optional must be known when the template is planned";
+
+/// The `abode_external_auth` data sources: the provider is the data
+/// source's name (`data "abode_external_auth" "github"`) unless its `id`
+/// says otherwise.
+fn external_auth_of(plan: &ImportPlan) -> Result<Vec<ExternalAuthNeed>, DeclarationError> {
+    #[derive(Deserialize)]
+    struct Values {
+        id: Option<String>,
+        optional: Option<bool>,
+    }
+    let mut needs: Vec<ExternalAuthNeed> = Vec::new();
+    for resource in plan.data_sources(
+        abode_contract::external_auth::DATA_SOURCE,
+        EXTERNAL_AUTH_NEEDS,
+    )? {
+        let values: Values = serde_json::from_value(resource.values).map_err(|error| {
+            DeclarationError::Unreadable {
+                address: resource.address.clone(),
+                reason: error.to_string(),
+            }
+        })?;
+        let provider = values
+            .id
+            .filter(|id| !id.is_empty())
+            .unwrap_or(resource.name);
+        abode_contract::text::check_name_text("external auth provider", &provider).map_err(
+            |message| DeclarationError::Invalid {
+                address: resource.address.clone(),
+                message,
+            },
+        )?;
+        let optional = values.optional.unwrap_or(false);
+        match needs.iter_mut().find(|need| need.provider == provider) {
+            Some(need) => need.optional &= optional,
+            None => needs.push(ExternalAuthNeed { provider, optional }),
+        }
+    }
+    needs.sort_by(|a, b| a.provider.cmp(&b.provider));
+    Ok(needs)
 }
 
 /// A template-import plan, parsed once; the declarations of each kind are
@@ -212,6 +265,7 @@ pub(crate) struct ImportPlan {
 /// One read data source: where it is and the attributes the provider returned.
 pub(crate) struct ReadDataSource {
     pub(crate) address: String,
+    pub(crate) name: String,
     pub(crate) values: serde_json::Value,
 }
 
@@ -262,6 +316,7 @@ impl ImportPlan {
             .filter(|resource| resource.kind == kind)
             .map(|resource| ReadDataSource {
                 address: resource.address.clone(),
+                name: resource.name.clone(),
                 values: resource.values.clone(),
             })
             .collect())
@@ -446,5 +501,78 @@ mod tests {
     fn a_plan_without_parameters_declares_none() {
         let plan = br#"{"format_version":"1.2","resource_changes":[{"address":"terraform_data.a","mode":"managed","type":"terraform_data","change":{"actions":["create"]}}]}"#;
         assert_eq!(declarations_from_plan(plan).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn external_auth_needs_are_named_by_the_data_source_once_each() {
+        let source = |address: &str, name: &str, values: serde_json::Value| {
+            serde_json::json!({
+                "address": address, "mode": "data", "type": "abode_external_auth",
+                "name": name, "values": values,
+            })
+        };
+        let plan = |resources: Vec<serde_json::Value>| {
+            serde_json::json!({
+                "format_version": "1.2",
+                "prior_state": {"values": {"root_module": {"resources": resources}}},
+            })
+            .to_string()
+            .into_bytes()
+        };
+        let needs =
+            |bytes: Vec<u8>| template_declarations_from_plan(&bytes).map(|d| d.external_auth);
+        let need = |provider: &str, optional: bool| ExternalAuthNeed {
+            provider: provider.into(),
+            optional,
+        };
+        assert_eq!(
+            needs(plan(vec![
+                source(
+                    "data.abode_external_auth.gitlab",
+                    "gitlab",
+                    serde_json::json!({"optional": true, "id": null})
+                ),
+                source(
+                    "data.abode_external_auth.github",
+                    "github",
+                    serde_json::json!({"optional": null})
+                ),
+                // Named by `id`; optional here, required above: required.
+                source(
+                    "module.m.data.abode_external_auth.gh",
+                    "gh",
+                    serde_json::json!({"id": "github", "optional": true})
+                ),
+                source(
+                    "module.m.data.abode_external_auth.gitlab[0]",
+                    "gitlab",
+                    serde_json::json!({"optional": true})
+                ),
+            ])),
+            Ok(vec![need("github", false), need("gitlab", true)])
+        );
+        assert_eq!(needs(plan(vec![])), Ok(vec![]));
+        let message = needs(plan(vec![source(
+            "data.abode_external_auth.x",
+            "x",
+            serde_json::json!({"id": "git\u{202e}hub"}),
+        )]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            message.starts_with("data.abode_external_auth.x: external auth provider"),
+            "{message}"
+        );
+        let message = needs(plan(vec![source(
+            "data.abode_external_auth.x",
+            "x",
+            serde_json::json!({"optional": "yes"}),
+        )]))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            message.starts_with("data.abode_external_auth.x: the declaration cannot be read"),
+            "{message}"
+        );
     }
 }

@@ -11,6 +11,7 @@
 
 mod agent;
 mod app;
+mod external_auth;
 mod metadata;
 mod parameter;
 mod preset;
@@ -125,7 +126,11 @@ impl Provider for AbodeProvider {
         &self,
         _diags: &mut tf_provider::Diagnostics,
     ) -> Option<HashMap<String, Box<dyn DynamicDataSource>>> {
-        let data_sources: [(&str, Box<dyn DynamicDataSource>); 4] = [
+        let data_sources: [(&str, Box<dyn DynamicDataSource>); 5] = [
+            (
+                "external_auth",
+                Box::new(external_auth::ExternalAuthDataSource),
+            ),
             ("workspace", Box::new(workspace::WorkspaceDataSource)),
             ("workspace_owner", Box::new(workspace::OwnerDataSource)),
             ("parameter", Box::new(parameter::ParameterDataSource)),

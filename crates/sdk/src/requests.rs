@@ -162,6 +162,17 @@ pub struct AgentAppHealth {
     pub health: abode_contract::apps::AppHealth,
 }
 
+/// `POST /agent/external-auth/token`: the owner's token of a provider, by
+/// its id or by a Git URL it serves (exactly one of the two).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentExternalAuthToken {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_url: Option<String>,
+}
+
 /// `PUT /workspaces/{ws}/port-shares/{port}`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1057,6 +1057,27 @@ pub struct ExternalAuthUnlinked {
     pub revocation: Option<String>,
 }
 
+/// `POST /agent/external-auth/token`: a fresh token of the workspace's
+/// owner, for Git (`username` and the token as its password). Its `Debug`
+/// leaves the token out.
+#[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ExternalAuthToken {
+    pub provider: String,
+    pub username: String,
+    pub access_token: String,
+    pub expires_at: Option<String>,
+}
+
+impl std::fmt::Debug for ExternalAuthToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalAuthToken")
+            .field("provider", &self.provider)
+            .field("username", &self.username)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A group's part of a budget.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct QuotaGroup {

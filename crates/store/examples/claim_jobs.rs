@@ -59,6 +59,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                 None,
                 tagged,
                 true,
+                &[],
             )
             .await?;
         versions.push((template, version));

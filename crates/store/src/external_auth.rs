@@ -99,6 +99,89 @@ macro_rules! external_auth_queries {
         Ok(link)
     }
 
+    pub(crate) async fn refresh_external_auth_link(
+        &self,
+        link: &crate::external_auth::ExternalAuthLink,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(&sql(
+            "UPDATE external_auth_links SET access_token = ?, refresh_token = ?, expires_at = ?, \
+             key_id = ?, refreshed_at = ? WHERE user_id = ? AND provider_id = ? AND linked_at = ?",
+        ))
+        .bind(&link.access_token)
+        .bind(&link.refresh_token)
+        .bind(link.expires_at)
+        .bind(&link.key_id)
+        .bind(link.refreshed_at)
+        .bind(&link.user_id)
+        .bind(&link.provider_id)
+        .bind(link.linked_at)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("external auth link"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    pub(crate) async fn external_auth_links_of_closed_accounts(
+        &self,
+    ) -> Result<Vec<crate::external_auth::ExternalAuthLink>, StoreError> {
+        sqlx::query_as(&sql(
+            "SELECT l.user_id, l.provider_id, l.access_token, l.refresh_token, l.expires_at, \
+             l.key_id, l.linked_at, l.refreshed_at FROM external_auth_links l \
+             JOIN users u ON u.id = l.user_id WHERE u.status IN ('suspended', 'deleted') \
+             ORDER BY l.user_id, l.provider_id",
+        ))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("external auth link"))
+    }
+
+    pub(crate) async fn reseal_external_auth_links(
+        &self,
+        reseal: &(dyn Fn(
+            &crate::external_auth::ExternalAuthLink,
+        ) -> Result<crate::external_auth::ExternalAuthLink, String>
+              + Send
+              + Sync),
+    ) -> Result<Result<u64, String>, StoreError> {
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let links: Vec<crate::external_auth::ExternalAuthLink> = sqlx::query_as(&sql(
+            "SELECT user_id, provider_id, access_token, refresh_token, expires_at, key_id, \
+             linked_at, refreshed_at FROM external_auth_links ORDER BY user_id, provider_id",
+        ))
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error("external auth link"))?;
+        let mut count = 0;
+        for link in &links {
+            let resealed = match reseal(link) {
+                Ok(resealed) => resealed,
+                // Dropped unfinished: nothing is half re-encrypted.
+                Err(refusal) => return Ok(Err(refusal)),
+            };
+            sqlx::query(&sql(
+                "UPDATE external_auth_links SET access_token = ?, refresh_token = ?, key_id = ? \
+                 WHERE user_id = ? AND provider_id = ?",
+            ))
+            .bind(&resealed.access_token)
+            .bind(&resealed.refresh_token)
+            .bind(&resealed.key_id)
+            .bind(&link.user_id)
+            .bind(&link.provider_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("external auth link"))?;
+            count += 1;
+        }
+        // A link under way holds a verifier sealed under the old key: it
+        // is started again.
+        sqlx::query(&sql("DELETE FROM external_auth_pending"))
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("external auth link under way"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(Ok(count))
+    }
+
     pub(crate) async fn create_external_auth_pending(
         &self,
         state_hash: &str,

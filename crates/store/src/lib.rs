@@ -515,7 +515,10 @@ storage_interface! {
     /// provisioner tags its builds need (`key=value`) with it.
     /// `everyone_may_use`: a template this version creates starts with
     /// `Everyone: use` on its access list (otherwise an empty list).
-    fn create_linted_template_version(&self, version: &NewTemplateVersion, lint: Option<&str>, provisioner_tags: &[String], everyone_may_use: bool) -> (Template, TemplateVersion);
+    /// `external_auth`: the providers its workspaces' owners must link.
+    fn create_linted_template_version(&self, version: &NewTemplateVersion, lint: Option<&str>, provisioner_tags: &[String], everyone_may_use: bool, external_auth: &[abode_contract::external_auth::ExternalAuthNeed]) -> (Template, TemplateVersion);
+    /// The providers a version asks its workspaces' owners to have linked.
+    fn template_version_external_auth(&self, version_id: &str) -> Vec<abode_contract::external_auth::ExternalAuthNeed>;
     /// The provisioner tags a version's builds need, sorted.
     fn template_version_tags(&self, version_id: &str) -> Vec<String>;
     fn list_template_versions(&self, template_id: &str) -> Vec<TemplateVersion>;
@@ -876,6 +879,15 @@ storage_interface! {
     fn external_auth_links_of(&self, user_id: &str) -> Vec<ExternalAuthLink>;
     /// Removes a link and answers what it was (to revoke its tokens).
     fn delete_external_auth_link(&self, user_id: &str, provider_id: &str) -> Option<ExternalAuthLink>;
+    /// Replaces a link's tokens after a refresh; false when it is no
+    /// longer the link `linked_at` says (unlinked or linked again meanwhile).
+    fn refresh_external_auth_link(&self, link: &ExternalAuthLink) -> bool;
+    /// The links of suspended and deleted accounts (to revoke and remove).
+    fn external_auth_links_of_closed_accounts(&self) -> Vec<ExternalAuthLink>;
+    /// Re-encrypts every link's tokens with `reseal`, in one transaction
+    /// (the first refusal leaves all as they were: `Ok(Err(..))`), and drops
+    /// the links under way; answers how many links it re-encrypted.
+    fn reseal_external_auth_links(&self, reseal: &(dyn Fn(&ExternalAuthLink) -> Result<ExternalAuthLink, String> + Send + Sync)) -> Result<u64, String>;
     /// Records a link under way by its state's hash, until `expires_at`.
     fn create_external_auth_pending(&self, state_hash: &str, pending: &PendingExternalAuth, expires_at: i64) -> ();
     /// Takes (deletes) an unexpired link under way: a state works once.

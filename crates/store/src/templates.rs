@@ -86,7 +86,7 @@ macro_rules! template_queries {
         &self,
         version: &NewTemplateVersion,
     ) -> Result<(Template, TemplateVersion), StoreError> {
-        self.create_linted_template_version(version, None, &[], true).await
+        self.create_linted_template_version(version, None, &[], true, &[]).await
     }
 
     pub(crate) async fn create_linted_template_version(
@@ -95,6 +95,7 @@ macro_rules! template_queries {
         lint: Option<&str>,
         provisioner_tags: &[String],
         everyone_may_use: bool,
+        external_auth: &[abode_contract::external_auth::ExternalAuthNeed],
     ) -> Result<(Template, TemplateVersion), StoreError> {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
@@ -160,6 +161,18 @@ macro_rules! template_queries {
             .await
             .map_err(db_error("template version"))?;
         }
+        for need in external_auth {
+            sqlx::query(&sql(
+                "INSERT INTO template_version_external_auth (template_version_id, provider_id, optional) \
+                 VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            ))
+            .bind(&version_id)
+            .bind(&need.provider)
+            .bind(need.optional)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("template version"))?;
+        }
         // A template's first version is its creation: its access list
         // starts with `Everyone: use` unless the server says otherwise.
         if number == 1 && everyone_may_use {
@@ -184,6 +197,27 @@ macro_rules! template_queries {
         let template = self.template_by_name(&version.template_name).await?;
         let stored = self.template_version_by_id(&version_id).await?;
         Ok((template, stored))
+    }
+
+    pub(crate) async fn template_version_external_auth(
+        &self,
+        version_id: &str,
+    ) -> Result<Vec<abode_contract::external_auth::ExternalAuthNeed>, StoreError> {
+        let rows: Vec<(String, bool)> = sqlx::query_as(&sql(
+            "SELECT provider_id, optional FROM template_version_external_auth \
+             WHERE template_version_id = ? ORDER BY provider_id",
+        ))
+        .bind(version_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("template version"))?;
+        Ok(rows
+            .into_iter()
+            .map(|(provider, optional)| abode_contract::external_auth::ExternalAuthNeed {
+                provider,
+                optional,
+            })
+            .collect())
     }
 
     pub(crate) async fn template_version_tags(

@@ -1,8 +1,9 @@
-//! The provider's redirect back after a person granted access to their
-//! account (docs/external-auth.md): the server trades the code for tokens.
-//! The page needs no dashboard session: the link's `state`, made for the
-//! person who started it, says whose account it is (a state works once,
-//! for 10 minutes).
+//! Linked accounts (docs/external-auth.md): the page listing the server's
+//! external auth providers with a Link or Unlink button each, and the
+//! provider's redirect back after a person granted access to their account
+//! (the server trades the code for tokens). The redirect needs no dashboard
+//! session: the link's `state`, made for the person who started it, says
+//! whose account it is (a state works once, for 10 minutes).
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -10,8 +11,126 @@ use axum::response::Response;
 use maud::html;
 use serde::Deserialize;
 
-use crate::html::{page, respond};
+use crate::html::{self, page, path_segment, respond, see_other, time};
+use crate::session::{Viewer, CSRF_FIELD};
+use crate::workspaces::header;
 use crate::WebState;
+
+/// `/external-auth`: every provider, linked or not, with its button.
+pub(crate) async fn list(State(state): State<WebState>, viewer: Viewer) -> Response {
+    render(&state, &viewer, StatusCode::OK, None).await
+}
+
+async fn render(
+    state: &WebState,
+    viewer: &Viewer,
+    status: StatusCode,
+    message: Option<String>,
+) -> Response {
+    let links = match state.control.external_auth().list(&viewer.caller).await {
+        Ok(links) => links,
+        Err(error) => return html::control_error(error),
+    };
+    let body = html! {
+        h1 { "Linked accounts" }
+        p class="muted" {
+            "Your workspaces clone and push as you with the accounts you link here: "
+            "Git inside a workspace gets a fresh token from its agent when it asks. "
+            "No token is ever shown, in a template, a build or its log."
+        }
+        @if let Some(message) = &message {
+            p class="error" role="alert" { (message) }
+        }
+        @if links.is_empty() {
+            p { "This server has no external auth provider (--external-auth-config)." }
+        } @else {
+            table {
+                thead { tr {
+                    th scope="col" { "Provider" }
+                    th scope="col" { "Type" }
+                    th scope="col" { "Linked" }
+                    th scope="col" { "" }
+                } }
+                tbody {
+                    @for link in &links {
+                        tr id=(format!("external-auth-{}", link.provider)) {
+                            td class="mono" { (link.provider) }
+                            td { (link.kind) }
+                            td {
+                                @match link.linked_at {
+                                    Some(at) => { span class="badge good" { "linked" } " " (time(at)) }
+                                    None => { span class="badge" { "not linked" } }
+                                }
+                            }
+                            td {
+                                @if link.linked {
+                                    form method="post" action=(format!("/external-auth/{}/unlink", path_segment(&link.provider))) {
+                                        input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
+                                        button type="submit" aria-label=(format!("Unlink {}", link.provider)) { "Unlink" }
+                                    }
+                                } @else {
+                                    form method="post" action=(format!("/external-auth/{}/link", path_segment(&link.provider))) {
+                                        input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
+                                        button class="primary" type="submit" aria-label=(format!("Link {}", link.provider)) { "Link" }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    respond(status, page("Linked accounts", Some(header(viewer)), body))
+}
+
+/// Starts a link: off to the provider's page.
+pub(crate) async fn link(
+    State(state): State<WebState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Response {
+    match state
+        .control
+        .external_auth()
+        .start_link(&viewer.caller, &id)
+        .await
+    {
+        // The provider's authorization URL, made by the server from its
+        // configuration: a valid header.
+        Ok(url) => see_other(&url),
+        Err(error) => {
+            let message = format!("Not linked: {}", html::message_of(&error));
+            render(&state, &viewer, html::status_of(&error), Some(message)).await
+        }
+    }
+}
+
+/// Unlinks (and revokes at the provider), then the page again.
+pub(crate) async fn unlink(
+    State(state): State<WebState>,
+    viewer: Viewer,
+    Path(id): Path<String>,
+) -> Response {
+    match state
+        .control
+        .external_auth()
+        .unlink(&viewer.caller, &id)
+        .await
+    {
+        Ok(None) => see_other("/external-auth"),
+        Ok(Some(problem)) => {
+            let message = format!(
+                "Unlinked {id}, but the provider did not revoke its tokens ({problem}): revoke Abode's access there."
+            );
+            render(&state, &viewer, StatusCode::OK, Some(message)).await
+        }
+        Err(error) => {
+            let message = format!("Not unlinked: {}", html::message_of(&error));
+            render(&state, &viewer, html::status_of(&error), Some(message)).await
+        }
+    }
+}
 
 #[derive(Deserialize)]
 pub(crate) struct CallbackQuery {
@@ -62,6 +181,7 @@ pub(crate) async fn callback(
                         "Your " (id) " account is linked to " (username)
                         ". Your workspaces can use it now; you can close this page."
                     }
+                    p { a href="/external-auth" { "Linked accounts" } }
                 },
             ),
         ),

@@ -124,7 +124,9 @@ pub(crate) fn status_of(error: &ControlError) -> StatusCode {
     match error {
         ControlError::BadRequest(_) | ControlError::InvalidArchive(_) => StatusCode::BAD_REQUEST,
         ControlError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-        ControlError::Forbidden(_) | ControlError::QuotaExceeded(_) => StatusCode::FORBIDDEN,
+        ControlError::Forbidden(_)
+        | ControlError::QuotaExceeded(_)
+        | ControlError::ExternalAuthRequired(_) => StatusCode::FORBIDDEN,
         ControlError::NotFound(_) => StatusCode::NOT_FOUND,
         ControlError::Conflict(_) | ControlError::AlreadyJudged(_) => StatusCode::CONFLICT,
         ControlError::InvalidTemplate(_) => StatusCode::UNPROCESSABLE_ENTITY,

@@ -58,6 +58,7 @@ pub(crate) fn header(viewer: &Viewer) -> Header<'_> {
         ("/audit", "Audit log", Action::AuditRead),
         ("/users", "Users", Action::UserList),
         ("/tokens", "API tokens", Action::TokenList),
+        ("/external-auth", "Linked accounts", Action::TokenList),
     ];
     Header {
         username: &viewer.caller.user.username,

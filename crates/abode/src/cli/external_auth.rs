@@ -1,7 +1,8 @@
-//! `abode external-auth list|link|unlink` (docs/external-auth.md): the
-//! accounts a person links so that their workspaces clone and push as them.
-//! `link` opens the provider's page (or prints it) and waits until the
-//! server says the link is done.
+//! `abode external-auth list|link|unlink|access-token` (docs/external-auth.md):
+//! the accounts a person links so that their workspaces clone and push as
+//! them. `link` opens the provider's page (or prints it) and waits until the
+//! server says the link is done; `access-token`, inside a workspace, asks
+//! the workspace's agent for its owner's fresh token.
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,15 @@ pub enum ExternalAuthCommand {
     Link(LinkArgs),
     /// Unlink your account of a provider; its tokens are revoked there.
     Unlink(UnlinkArgs),
+    /// Inside a workspace: print its owner's fresh access token of a
+    /// provider (asked of the workspace's agent).
+    AccessToken(AccessTokenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AccessTokenArgs {
+    /// The provider's id.
+    pub id: String,
 }
 
 #[derive(Debug, Args)]
@@ -46,6 +56,24 @@ pub struct UnlinkArgs {
 }
 
 pub fn run(command: ExternalAuthCommand) -> anyhow::Result<u8> {
+    if let ExternalAuthCommand::AccessToken(args) = &command {
+        let socket = crate::agent_git_auth::socket_from_env().with_context(|| {
+            format!(
+                "abode external-auth access-token runs inside a workspace ({} is not set: the workspace's agent sets it)",
+                abode_contract::AGENT_AUTH_SOCKET
+            )
+        })?;
+        let token = crate::agent_git_auth::ask(
+            &socket,
+            &abode_sdk::requests::AgentExternalAuthToken {
+                provider: Some(args.id.clone()),
+                git_url: None,
+            },
+        )
+        .map_err(anyhow::Error::msg)?;
+        println!("{}", token.access_token);
+        return Ok(EXIT_OK);
+    }
     let client = session_client()?;
     match command {
         ExternalAuthCommand::List(args) => {
@@ -126,6 +154,8 @@ pub fn run(command: ExternalAuthCommand) -> anyhow::Result<u8> {
             }
             Ok(EXIT_OK)
         }
+        // Answered above, without a session.
+        ExternalAuthCommand::AccessToken(_) => Ok(EXIT_OK),
     }
 }
 

@@ -20,6 +20,44 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/agent/heartbeat", post(agent_heartbeat))
         .route("/agent/me", get(agent_me))
         .route("/agent/apps/health", post(agent_app_health))
+        .route(
+            "/agent/external-auth/token",
+            post(agent_external_auth_token),
+        )
+}
+
+/// The workspace owner's token of a provider, for Git in the workspace
+/// (docs/external-auth.md): by provider id or by the Git URL it serves.
+async fn agent_external_auth_token(
+    State(state): State<AppState>,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: abode_sdk::requests::AgentExternalAuthToken = parse_json(body)?;
+    let wanted = match (&body.provider, &body.git_url) {
+        (Some(provider), None) => abode_control::external_auth::TokenFor::Provider(provider),
+        (None, Some(url)) => abode_control::external_auth::TokenFor::GitUrl(url),
+        _ => {
+            return Err(crate::ApiError::bad_request(
+                "give `provider` or `git_url`, one of the two",
+            ))
+        }
+    };
+    let workspace = state.control.agent_workspace(&agent).await?;
+    let handed = state
+        .control
+        .external_auth()
+        .token_for_workspace(&workspace, wanted)
+        .await?;
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::ExternalAuthToken {
+            provider: handed.provider,
+            username: handed.username.to_string(),
+            access_token: handed.access_token,
+            expires_at: handed.expires_at.map(crate::views::rfc3339),
+        }),
+    )
 }
 
 async fn agent_app_health(

@@ -47,6 +47,9 @@ pub struct TemplatesConfig {
     /// Whether a new template's access list starts with `Everyone: use`
     /// (`Config::new_templates_for_everyone`).
     pub new_templates_for_everyone: bool,
+    /// The ids of the server's external auth providers: a template may
+    /// only require one of them.
+    pub external_auth_providers: Vec<String>,
 }
 
 /// Templates, their versions, their activation and their presets.
@@ -194,6 +197,7 @@ impl Templates {
                 Some(&lint_json),
                 &provisioner_tags,
                 self.config.new_templates_for_everyone,
+                &validated.external_auth,
             )
             .await?;
         let (number, active, summary) = (version.number, version.active, validated.lint.summary());
@@ -658,6 +662,8 @@ struct Validated {
     presets: String,
     /// The lint's findings.
     lint: VersionLint,
+    /// The external auth providers it asks for.
+    external_auth: Vec<abode_contract::external_auth::ExternalAuthNeed>,
 }
 
 /// Checks a pushed template: safe to unpack, `terraform init` and
@@ -739,6 +745,22 @@ async fn validate_in(
             return Err(ControlError::InvalidTemplate(reason.clone()));
         }
     }
+    // A required provider this server does not have could never be linked.
+    if let Some(missing) = declarations
+        .external_auth
+        .iter()
+        .find(|need| !need.optional && !config.external_auth_providers.contains(&need.provider))
+    {
+        let configured = if config.external_auth_providers.is_empty() {
+            "it has none (--external-auth-config)".to_string()
+        } else {
+            format!("it has {}", config.external_auth_providers.join(", "))
+        };
+        return Err(ControlError::InvalidTemplate(format!(
+            "data.abode_external_auth.{0}: the template requires external auth provider \"{0}\", which this server does not configure: {configured}",
+            missing.provider
+        )));
+    }
     let as_json = |value: Result<String, serde_json::Error>| {
         value.map_err(|error| ControlError::Internal(error.to_string()))
     };
@@ -747,5 +769,6 @@ async fn validate_in(
         parameters: declarations.parameters,
         presets: as_json(serde_json::to_string(&declarations.presets))?,
         lint,
+        external_auth: declarations.external_auth,
     })
 }

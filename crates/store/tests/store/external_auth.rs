@@ -100,7 +100,141 @@ async fn a_link_under_way_is_taken_once_and_not_after_it_expired(store: Store) {
     );
 }
 
+async fn a_refresh_replaces_only_the_link_it_read(store: Store) {
+    let (user, _, _) = seeded(&store).await;
+    store
+        .put_external_auth_link(&link(&user.id, "github", "v1:k1:aa", 1))
+        .await
+        .unwrap();
+    let mut refreshed = link(&user.id, "github", "v1:k1:new", 1);
+    refreshed.refreshed_at = 50;
+    assert!(store.refresh_external_auth_link(&refreshed).await.unwrap());
+    let links = store.external_auth_links_of(&user.id).await.unwrap();
+    assert_eq!(
+        (links[0].access_token.as_str(), links[0].refreshed_at),
+        ("v1:k1:new", 50)
+    );
+    // Linked again meanwhile (a newer linked_at): the older refresh is lost.
+    store
+        .put_external_auth_link(&link(&user.id, "github", "v1:k1:relinked", 7))
+        .await
+        .unwrap();
+    assert!(!store.refresh_external_auth_link(&refreshed).await.unwrap());
+    // Unlinked meanwhile: a refresh does not bring it back.
+    store
+        .delete_external_auth_link(&user.id, "github")
+        .await
+        .unwrap();
+    let mut late = link(&user.id, "github", "v1:k1:late", 7);
+    late.refreshed_at = 60;
+    assert!(!store.refresh_external_auth_link(&late).await.unwrap());
+    assert!(store
+        .external_auth_links_of(&user.id)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
+async fn closed_accounts_links_are_found_and_reseal_is_all_or_nothing(store: Store) {
+    let (alice, _, _) = seeded(&store).await;
+    let bob = store.create_user(&new_user("bob")).await.unwrap();
+    let carol = store.create_user(&new_user("carol")).await.unwrap();
+    for user in [&alice, &bob, &carol] {
+        store
+            .put_external_auth_link(&link(&user.id, "github", "v1:k1:aa", 1))
+            .await
+            .unwrap();
+    }
+    store
+        .set_account_status(&bob.id, AccountStatus::Suspended, 5)
+        .await
+        .unwrap()
+        .unwrap();
+    store
+        .set_account_status(&carol.id, AccountStatus::Dormant, 5)
+        .await
+        .unwrap()
+        .unwrap();
+    let closed = store
+        .external_auth_links_of_closed_accounts()
+        .await
+        .unwrap();
+    assert_eq!(
+        closed
+            .iter()
+            .map(|l| l.user_id.as_str())
+            .collect::<Vec<_>>(),
+        [bob.id.as_str()]
+    );
+
+    store
+        .create_external_auth_pending(
+            "hash-1",
+            &PendingExternalAuth {
+                user_id: alice.id.clone(),
+                provider_id: "github".into(),
+                verifier: "v1:k1:dd".into(),
+            },
+            i64::MAX / 2,
+        )
+        .await
+        .unwrap();
+    // One refusal leaves every link as it was.
+    let refused = store
+        .reseal_external_auth_links(&|link: &ExternalAuthLink| {
+            if link.user_id == carol.id {
+                Err("does not open".to_string())
+            } else {
+                Ok(ExternalAuthLink {
+                    access_token: "v1:k2:zz".into(),
+                    key_id: "k2".into(),
+                    ..link.clone()
+                })
+            }
+        })
+        .await
+        .unwrap();
+    assert_eq!(refused, Err("does not open".to_string()));
+    let keys = |links: Vec<ExternalAuthLink>| -> Vec<String> {
+        links.into_iter().map(|l| l.key_id).collect()
+    };
+    assert_eq!(
+        keys(store.external_auth_links_of(&alice.id).await.unwrap()),
+        ["k1"]
+    );
+    let resealed = store
+        .reseal_external_auth_links(&|link: &ExternalAuthLink| {
+            Ok(ExternalAuthLink {
+                access_token: "v1:k2:zz".into(),
+                refresh_token: None,
+                key_id: "k2".into(),
+                ..link.clone()
+            })
+        })
+        .await
+        .unwrap();
+    assert_eq!(resealed, Ok(3));
+    for user in [&alice, &bob, &carol] {
+        let links = store.external_auth_links_of(&user.id).await.unwrap();
+        assert_eq!(
+            (
+                links[0].key_id.as_str(),
+                links[0].access_token.as_str(),
+                links[0].refresh_token.clone()
+            ),
+            ("k2", "v1:k2:zz", None)
+        );
+    }
+    // Links under way held a verifier sealed under the old key.
+    assert_eq!(
+        store.take_external_auth_pending("hash-1").await.unwrap(),
+        None
+    );
+}
+
 on_every_backend!(
+    a_refresh_replaces_only_the_link_it_read,
+    closed_accounts_links_are_found_and_reseal_is_all_or_nothing,
     links_are_one_per_person_and_provider,
     a_link_under_way_is_taken_once_and_not_after_it_expired,
 );

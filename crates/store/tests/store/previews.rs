@@ -323,6 +323,7 @@ async fn a_preview_s_plans_need_its_version_s_tags(store: Store) {
             None,
             &["cloud=a".into()],
             true,
+            &[],
         )
         .await
         .unwrap();

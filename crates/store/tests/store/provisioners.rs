@@ -114,6 +114,7 @@ async fn a_job_goes_only_to_a_provisioner_with_every_tag_of_its_version(store: S
             None,
             &["cloud=a".into(), "zone=1".into()],
             true,
+            &[],
         )
         .await
         .unwrap();

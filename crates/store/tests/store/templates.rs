@@ -93,7 +93,7 @@ async fn a_version_keeps_its_lint(store: Store) {
     };
     let lint = r#"{"schema_version":1,"errors":0,"warnings":0,"findings":[],"note":"é"}"#;
     let (_, linted) = store
-        .create_linted_template_version(&push, Some(lint), &[], true)
+        .create_linted_template_version(&push, Some(lint), &[], true, &[])
         .await
         .unwrap();
     let (_, unlinted) = store.create_template_version(&push).await.unwrap();
