@@ -72,6 +72,14 @@ if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
   abode_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx >/dev/null || exit 1
 fi
 
+# The external auth tests (e2e_external_auth) run a Git smart-HTTP server:
+# nginx with git http-backend through Debian's fcgiwrap.
+if ! command -v fcgiwrap >/dev/null 2>&1 && [ ! -x /usr/sbin/fcgiwrap ]; then
+  echo "bootstrap: installing fcgiwrap (Debian fcgiwrap)" >&2
+  abode_need_root apt-get update -qq || exit 1
+  abode_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fcgiwrap >/dev/null || exit 1
+fi
+
 # Terraform must never reach the network or prompt, and must not read a user's
 # ~/.terraformrc; Abode writes its own CLI configuration for every run.
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0

@@ -294,6 +294,25 @@ impl Agent {
                 me.env
                     .entry("GIT_ASKPASS".into())
                     .or_insert_with(|| exe.display().to_string());
+                // `abode external-auth access-token` works in a session even
+                // where `abode` is not installed on the PATH: the agent's own
+                // directory comes last, shadowing nothing.
+                if let Some(dir) = exe.parent().map(|dir| dir.display().to_string()) {
+                    let path = me
+                        .env
+                        .get("PATH")
+                        .cloned()
+                        .or_else(|| std::env::var("PATH").ok())
+                        .unwrap_or_default();
+                    if !path.split(':').any(|entry| entry == dir) {
+                        let path = if path.is_empty() {
+                            dir
+                        } else {
+                            format!("{path}:{dir}")
+                        };
+                        me.env.insert("PATH".into(), path);
+                    }
+                }
             }
             Err(error) => log(&format!(
                 "cannot name this binary as Git's askpass; git asks for credentials as usual: {error}"

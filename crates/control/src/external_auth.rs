@@ -330,8 +330,7 @@ impl ExternalAuth {
                 .find(|provider| provider.serves(url))
                 .ok_or_else(|| {
                     ControlError::NotFound(format!(
-                        "no external auth provider of this server serves {}",
-                        abode_sdk::percent_encode(url)
+                        "no external auth provider of this server serves {url:?}"
                     ))
                 })?,
         };

@@ -62,24 +62,26 @@ impl fmt::Debug for Provider {
 
 impl Provider {
     /// Whether it gives the credentials of `url` (a Git remote as Git
-    /// asks for it, `https://HOST/...`): its `regex` matches the URL with
-    /// any user name taken out.
+    /// asks for it: `https://HOST` with no path, unless Git was told to
+    /// send paths): its `regex` matches the URL in its normal form, with a
+    /// `/` for an empty path and any user name taken out.
     pub fn serves(&self, url: &str) -> bool {
-        self.regex.is_match(&without_user(url))
+        self.regex.is_match(&normal_form(url))
     }
 }
 
-/// `url` without a `user@` (Git asks for a password with the user name in
-/// the URL: `https://oauth2@host/`).
-fn without_user(url: &str) -> String {
+/// `url` parsed and written again (`https://host` becomes `https://host/`),
+/// without a `user@` (Git asks for a password with the user name in the
+/// URL: `https://oauth2@host`); as given when it does not parse.
+fn normal_form(url: &str) -> String {
     match Url::parse(url) {
-        Ok(mut parsed) if !parsed.username().is_empty() || parsed.password().is_some() => {
+        Ok(mut parsed) => {
             // Both succeed on a URL with a host, which one with a user has.
             let _ = parsed.set_username("");
             let _ = parsed.set_password(None);
             parsed.to_string()
         }
-        _ => url.to_string(),
+        Err(_) => url.to_string(),
     }
 }
 
@@ -593,6 +595,9 @@ device_auth_url = "http://[::1]:9000/device"
         assert!(providers[1]
             .regex
             .is_match("https://git.example.com/team/repo.git"));
+        // A regex that wants a path still serves Git's path-less prompt.
+        assert!(providers[1].serves("https://git.example.com"));
+        assert!(providers[1].serves("https://oauth2@git.example.com"));
         // The secret is never shown.
         assert!(!format!("{:?}", providers[0]).contains("s3cret"));
         // Git asks with a user name in the URL; the host is what counts.
@@ -601,6 +606,7 @@ device_auth_url = "http://[::1]:9000/device"
             ("https://x-access-token@github.com/abode/abode.git", true),
             ("https://user:pw@github.com", true),
             ("https://github.com", true),
+            ("https://GitHub.com", true),
             ("https://github.com.evil.example/abode", false),
             ("https://evil.example/github.com/abode", false),
             ("https://evil.example@github.com.evil.example/", false),

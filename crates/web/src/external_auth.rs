@@ -69,10 +69,8 @@ async fn render(
                                         button type="submit" aria-label=(format!("Unlink {}", link.provider)) { "Unlink" }
                                     }
                                 } @else {
-                                    form method="post" action=(format!("/external-auth/{}/link", path_segment(&link.provider))) {
-                                        input type="hidden" name=(CSRF_FIELD) value=(viewer.csrf);
-                                        button class="primary" type="submit" aria-label=(format!("Link {}", link.provider)) { "Link" }
-                                    }
+                                    a class="button primary" href=(format!("/external-auth/{}/link", path_segment(&link.provider)))
+                                        aria-label=(format!("Link {}", link.provider)) { "Link" }
                                 }
                             }
                         }
@@ -84,7 +82,10 @@ async fn render(
     respond(status, page("Linked accounts", Some(header(viewer)), body))
 }
 
-/// Starts a link: off to the provider's page.
+/// Starts a link: off to the provider's page. A link, not a form: the
+/// dashboard's CSP keeps forms on its own origin, and a redirect after a
+/// form to the provider would be one (starting a link changes nothing but
+/// a new, short-lived state of the person's own).
 pub(crate) async fn link(
     State(state): State<WebState>,
     viewer: Viewer,

@@ -119,7 +119,7 @@ pub fn router(control: Control) -> Router {
         .route("/workspaces/:owner/:name/terminal", get(terminal::page))
         .route("/apps/auth", get(apps::auth))
         .route("/external-auth", get(external_auth::list))
-        .route("/external-auth/:id/link", post(external_auth::link))
+        .route("/external-auth/:id/link", get(external_auth::link))
         .route("/external-auth/:id/unlink", post(external_auth::unlink))
         .route("/external-auth/:id/callback", get(external_auth::callback))
         .route("/workspaces/:owner/:name/builds/:number", get(builds::page))

@@ -6,9 +6,18 @@
 // development login and consent pages (any password; the login is the
 // person).
 //
-// Settings come from the environment: CLIENT_ID and CLIENT_SECRET. It
-// listens on 127.0.0.1 at a random port and prints one JSON line,
-// {"issuer": "http://127.0.0.1:PORT"}.
+// Settings come from the environment: CLIENT_ID and CLIENT_SECRET, and
+// optionally ACCESS_TOKEN_TTL, the access tokens' lifetime in seconds
+// (oidc-provider's ttl.AccessToken; unset keeps its default, an hour;
+// refresh tokens keep theirs, 14 days). It listens on 127.0.0.1 at a random
+// port and prints one JSON line, {"issuer": "http://127.0.0.1:PORT"}.
+//
+// Access tokens are opaque (no `resource` parameter is used, so they are
+// not JWTs for a resource server) and a resource server checks them at the
+// introspection endpoint, /token/introspection (the discovery document's
+// introspection_endpoint), with this client's client_id and client_secret
+// in the body: {"active": true, "sub": ...} while a token is valid,
+// {"active": false} once it expired or was revoked (/token/revocation).
 //
 //   PUT /admin/redirect-uris  ["http://.../external-auth/ID/callback"]
 //                             (the server's port is known once it started)
@@ -20,6 +29,11 @@ const clientId = process.env.CLIENT_ID || 'abode';
 const clientSecret = process.env.CLIENT_SECRET;
 if (!clientSecret) {
   console.error('CLIENT_SECRET is required');
+  process.exit(2);
+}
+const accessTokenTtl = process.env.ACCESS_TOKEN_TTL;
+if (accessTokenTtl !== undefined && !/^[1-9][0-9]*$/.test(accessTokenTtl)) {
+  console.error('ACCESS_TOKEN_TTL must be a positive number of seconds');
   process.exit(2);
 }
 let redirectUris = ['http://127.0.0.1/unset'];
@@ -48,6 +62,9 @@ function makeProvider() {
       return { accountId: sub, async claims() { return { sub }; } };
     },
     cookies: { keys: ['abode-test-oauth-cookie-key'] },
+    // Only the access tokens' lifetime is set; the other lifetimes (refresh
+    // tokens, grants, sessions: 14 days) stay oidc-provider's defaults.
+    ...(accessTokenTtl ? { ttl: { AccessToken: Number(accessTokenTtl) } } : {}),
   });
   made.on('server_error', (_ctx, error) => console.error('server_error', error));
   return made;
