@@ -420,7 +420,10 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
             }
             return recover(
                 database,
-                abode_api::recovery::Recovery::RotateExternalAuthKey { old, new },
+                abode_api::recovery::Recovery::RotateExternalAuthKey {
+                    old: Box::new(old),
+                    new: Box::new(new),
+                },
             );
         }
         Some(ServerAction::CreateAdminUser {

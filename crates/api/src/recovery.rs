@@ -25,8 +25,8 @@ pub enum Recovery {
     /// Re-encrypts every linked account's tokens under a new key
     /// (docs/external-auth.md).
     RotateExternalAuthKey {
-        old: abode_control::external_auth::TokenCipher,
-        new: abode_control::external_auth::TokenCipher,
+        old: Box<abode_control::external_auth::TokenCipher>,
+        new: Box<abode_control::external_auth::TokenCipher>,
     },
 }
 

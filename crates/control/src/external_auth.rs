@@ -97,6 +97,9 @@ pub fn needs_refresh(link: &ExternalAuthLink, now: i64) -> bool {
     }
 }
 
+/// A link's person and provider ids.
+type LinkKey = (String, String);
+
 /// The accounts people link.
 pub struct ExternalAuth {
     store: Store,
@@ -107,7 +110,7 @@ pub struct ExternalAuth {
     client: oauth::Client,
     /// One refresh at a time per person and provider in this process: a
     /// provider that rotates refresh tokens takes each only once.
-    refreshing: std::sync::Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
+    refreshing: std::sync::Mutex<HashMap<LinkKey, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl ExternalAuth {
