@@ -446,6 +446,12 @@ fn git(dir: &Path, args: &[&str]) {
 /// Grants access at the test provider's pages (its development login: any
 /// password; the login is the account's `sub`) and waits for Abode's page.
 async fn grant(browser: &browser::Browser, login: &str) {
+    grant_at_provider(browser, login).await;
+    browser.wait_for_text("Account linked").await;
+}
+
+/// Signs in at the test provider as `login` and consents.
+async fn grant_at_provider(browser: &browser::Browser, login: &str) {
     browser.wait_for_element("input[name=login]").await;
     browser.type_into("input[name=login]", login).await;
     browser
@@ -454,7 +460,6 @@ async fn grant(browser: &browser::Browser, login: &str) {
     browser.click("button[type=submit]").await;
     browser.wait_for_text("Continue").await;
     browser.click("button[type=submit]").await;
-    browser.wait_for_text("Account linked").await;
 }
 
 /// Links `config_dir`'s person's `corp` account with the CLI (`link`
@@ -991,4 +996,134 @@ fn regex_escape(text: &str) -> String {
                 .chain(std::iter::once(c))
         })
         .collect()
+}
+
+/// A provider behind a private certificate authority (the server trusts it
+/// through `--ca-cert`, as it trusts nothing else of the test's) that
+/// offers only the device flow: the CLI prints the code, the person types
+/// it at the provider's page, the server polls until access is granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_behind_a_private_ca_links_with_the_device_flow() {
+    let dir = tempfile::tempdir().unwrap();
+    let authority = util::authority::Authority::new(dir.path());
+    let (certificate, tls_key) = authority.sign("oauth", 0o600);
+    let oauth = OAuthServer::start_with(&[
+        ("TLS_CERT", certificate.to_str().unwrap()),
+        ("TLS_KEY", tls_key.to_str().unwrap()),
+    ]);
+    assert!(oauth.issuer.starts_with("https://"), "{}", oauth.issuer);
+    std::fs::write(dir.path().join("corp.secret"), CLIENT_SECRET).unwrap();
+    let config = dir.path().join("external-auth.toml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+[[provider]]
+id = "corp"
+type = "oauth2"
+client_id = "abode"
+client_secret_file = "corp.secret"
+auth_url = "{issuer}/auth"
+token_url = "{issuer}/token"
+revoke_url = "{issuer}/token/revocation"
+device_auth_url = "{issuer}/device/auth"
+device_flow = true
+scopes = ["openid", "offline_access"]
+regex = '^https://git\.example\.com/'
+"#,
+            issuer = oauth.issuer
+        ),
+    )
+    .unwrap();
+    let key = dir.path().join("tokens.key");
+    std::fs::write(&key, "cd".repeat(32)).unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let flags = [
+        "--external-auth-config",
+        config.to_str().unwrap(),
+        "--external-auth-key-file",
+        key.to_str().unwrap(),
+    ];
+
+    // A server that does not trust the provider's authority cannot start a
+    // link, and says so in one line.
+    let untrusting = Platform::start_with(&flags);
+    untrusting.login_owner();
+    untrusting
+        .run(&["external-auth", "link", "corp", "--no-browser"])
+        .fails_with(1, &["cannot reach corp for the device authorization"]);
+    drop(untrusting);
+
+    let ca = authority.ca_file();
+    let mut trusting = vec!["--ca-cert", ca.to_str().unwrap()];
+    trusting.extend_from_slice(&flags);
+    let platform = Platform::start_with(&trusting);
+    platform.login_owner();
+    let mut link = platform
+        .cmd(&["external-auth", "link", "corp", "--no-browser"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(link.stderr.take().unwrap());
+    let (mut said, mut address) = (String::new(), String::new());
+    while !address.trim_start().starts_with("http") {
+        said.push_str(&address);
+        address.clear();
+        assert!(
+            stderr.read_line(&mut address).unwrap() > 0,
+            "link printed no address: {said}"
+        );
+    }
+    let address = address.trim().to_string();
+    assert!(
+        address.starts_with(&format!("{}/device", oauth.issuer)),
+        "{address}"
+    );
+    let code = said
+        .split("enter the code ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no code in {said:?}"))
+        .to_string();
+
+    // The browser trusts the provider's key alone.
+    let pin = util::authority::spki_pin(&tls_key);
+    let browser = browser::Browser::start_with_args(&[&format!(
+        "--ignore-certificate-errors-spki-list={pin}"
+    )])
+    .await;
+    browser.go(&address).await;
+    let page = browser.wait_for_text("Confirm Device").await;
+    assert!(
+        page.contains(&code),
+        "the provider shows another code: {page}"
+    );
+    browser.click("button[autofocus]").await;
+    grant_at_provider(&browser, "ada").await;
+    browser.wait_for_text("Sign-in Success").await;
+    browser.close().await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = link.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the device flow never linked");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(status.code(), Some(0));
+    let links = platform
+        .run(&["external-auth", "list", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(links[0]["linked"], true, "{links}");
+
+    // The dashboard's Link shows a device provider's code instead of
+    // leaving for the provider.
+    let page =
+        platform.dashboard_page("alice", "correct horse battery", "/external-auth/corp/link");
+    assert!(
+        page.contains("id=\"device-code\"") && page.contains(&format!("{}/device", oauth.issuer)),
+        "{page}"
+    );
 }

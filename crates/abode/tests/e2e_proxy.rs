@@ -773,26 +773,6 @@ fn apps_on_their_own_subdomains_through_nginx_as_documented() {
     assert_eq!(echoed.into_text().unwrap(), "echo through nginx");
 }
 
-/// Standard base64 of `bytes` (Chromium's certificate pin list takes it).
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, byte)| n | (u32::from(*byte) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
 /// The web terminal through nginx over TLS, in a browser that trusts the
 /// proxy's key and nothing else of the test's: the page, its sign-in cookie
 /// (`Secure`) and its WebSocket all go through the proxy.
@@ -842,10 +822,7 @@ async fn the_web_terminal_through_nginx_over_tls() {
 
     // The browser pins the proxy's public key: the connection is verified,
     // against that key alone.
-    let key_pem = std::fs::read_to_string(&key).unwrap();
-    let spki = rcgen::KeyPair::from_pem(&key_pem).unwrap().public_key_der();
-    use sha2::Digest;
-    let pin = base64(&sha2::Sha256::digest(&spki));
+    let pin = util::authority::spki_pin(&key);
     let browser = browser::Browser::start_with_args(&[&format!(
         "--ignore-certificate-errors-spki-list={pin}"
     )])

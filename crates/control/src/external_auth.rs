@@ -100,7 +100,19 @@ pub fn needs_refresh(link: &ExternalAuthLink, now: i64) -> bool {
 /// A link's person and provider ids.
 type LinkKey = (String, String);
 
-/// The accounts people link.
+/// Where a person goes to link an account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkStart {
+    /// The provider's page: its authorization URL, or for the device flow
+    /// its verification page.
+    pub url: String,
+    /// The device flow's code the person types there.
+    pub user_code: Option<String>,
+}
+
+/// The accounts people link (cheap to clone: a device flow's poll runs on
+/// a task of its own).
+#[derive(Clone)]
 pub struct ExternalAuth {
     store: Store,
     config: ExternalAuthConfig,
@@ -110,7 +122,7 @@ pub struct ExternalAuth {
     client: oauth::Client,
     /// One refresh at a time per person and provider in this process: a
     /// provider that rotates refresh tokens takes each only once.
-    refreshing: std::sync::Mutex<HashMap<LinkKey, Arc<tokio::sync::Mutex<()>>>>,
+    refreshing: Arc<std::sync::Mutex<HashMap<LinkKey, Arc<tokio::sync::Mutex<()>>>>>,
 }
 
 impl ExternalAuth {
@@ -127,7 +139,7 @@ impl ExternalAuth {
             clock,
             access_url,
             client: oauth::Client::new(),
-            refreshing: std::sync::Mutex::new(HashMap::new()),
+            refreshing: Arc::new(std::sync::Mutex::new(HashMap::new())),
         }
     }
 
@@ -200,10 +212,30 @@ impl ExternalAuth {
             .collect())
     }
 
-    /// Starts `caller`'s link of provider `id`: the URL they open.
-    pub async fn start_link(&self, caller: &Caller, id: &str) -> Result<String, ControlError> {
+    /// Starts `caller`'s link of provider `id`: where they go. A provider
+    /// with `device_flow` gets a device flow, polled by this server until
+    /// the person grants access, refuses, or the code expires.
+    pub async fn start_link(&self, caller: &Caller, id: &str) -> Result<LinkStart, ControlError> {
         let provider = self.provider(id)?;
         let cipher = self.cipher()?;
+        if provider.device_flow {
+            let (client, for_thread) = (self.client.clone(), provider.clone());
+            let started = tokio::task::spawn_blocking(move || client.start_device(&for_thread))
+                .await
+                .map_err(|error| ControlError::Internal(error.to_string()))?
+                .map_err(|error| ControlError::BadRequest(error.to_string()))?;
+            let start = LinkStart {
+                url: started
+                    .verification_uri_complete
+                    .clone()
+                    .unwrap_or_else(|| started.verification_uri.clone()),
+                user_code: Some(started.user_code.clone()),
+            };
+            let this = self.clone();
+            let (user, provider) = (caller.user.clone(), provider.clone());
+            tokio::spawn(async move { this.poll_device(user, provider, started).await });
+            return Ok(start);
+        }
         let random = |_| ControlError::Internal("the system's random source failed".into());
         let state = oauth::random_value().map_err(random)?;
         let verifier = oauth::random_value().map_err(random)?;
@@ -225,7 +257,78 @@ impl ExternalAuth {
                 self.clock.now_ms() + LINK_TIMEOUT_MS,
             )
             .await?;
-        Ok(oauth::authorize_url(provider, &self.redirect_uri(id), &state, &verifier).to_string())
+        Ok(LinkStart {
+            url: oauth::authorize_url(provider, &self.redirect_uri(id), &state, &verifier)
+                .to_string(),
+            user_code: None,
+        })
+    }
+
+    /// Polls a device flow until the person granted access (the link is
+    /// kept, as a code flow's), refused, or its codes expired; each end is
+    /// audited.
+    async fn poll_device(
+        &self,
+        user: abode_store::User,
+        provider: Provider,
+        started: oauth::DeviceStart,
+    ) {
+        let deadline = self.clock.now_ms().saturating_add(
+            i64::try_from(started.expires_in.saturating_mul(1000)).unwrap_or(i64::MAX),
+        );
+        let mut interval = started.interval.clamp(1, 60);
+        let outcome = loop {
+            tokio::time::sleep(std::time::Duration::from_secs(interval)).await;
+            if self.clock.now_ms() > deadline {
+                break Err("the code expired before access was granted".to_string());
+            }
+            let (client, for_thread, code) = (
+                self.client.clone(),
+                provider.clone(),
+                started.device_code.clone(),
+            );
+            let polled =
+                tokio::task::spawn_blocking(move || client.poll_device(&for_thread, &code)).await;
+            match polled {
+                Ok(Ok(oauth::DevicePoll::Pending)) => {}
+                Ok(Ok(oauth::DevicePoll::SlowDown)) => interval = (interval + 5).min(60),
+                Ok(Ok(oauth::DevicePoll::Granted(tokens))) => break Ok(tokens),
+                Ok(Err(error)) => break Err(error.to_string()),
+                Err(error) => break Err(error.to_string()),
+            }
+        };
+        let linked = match (outcome, self.cipher()) {
+            (Ok(tokens), Ok(cipher)) => {
+                let now = self.clock.now_ms();
+                match self.sealed_link(cipher, &user.id, &provider.id, &tokens, now, now) {
+                    Ok(link) => self
+                        .store
+                        .put_external_auth_link(&link)
+                        .await
+                        .map_err(|error| error.to_string()),
+                    Err(error) => Err(error.to_string()),
+                }
+            }
+            (Ok(_), Err(error)) => Err(error.to_string()),
+            (Err(reason), _) => Err(reason),
+        };
+        match linked {
+            Ok(()) => {
+                self.record(&user, "external_auth.link", &provider.id, "success", None)
+                    .await
+            }
+            Err(reason) => {
+                tracing::info!(provider = %provider.id, user = %user.username, %reason, "device flow link ended unlinked");
+                self.record(
+                    &user,
+                    "external_auth.link",
+                    &provider.id,
+                    "failure",
+                    Some(reason),
+                )
+                .await
+            }
+        }
     }
 
     /// The provider's redirect: trades `code` for tokens and keeps them for

@@ -1,5 +1,5 @@
 //! The OAuth 2.0 exchanges with a provider (RFC 6749, PKCE RFC 7636,
-//! revocation RFC 7009): the authorization URL a person opens, the code
+//! revocation RFC 7009, the device flow RFC 8628): the authorization URL a person opens, the code
 //! traded for tokens, a refresh, a revocation. Blocking (ureq, Abode's one
 //! TLS trust, no redirects followed, bounded in time and size): callers run
 //! it off the async threads. No token or secret is ever in an error.
@@ -60,6 +60,49 @@ impl std::fmt::Debug for Tokens {
             .field("expires_in", &self.expires_in)
             .finish_non_exhaustive()
     }
+}
+
+/// A device flow started (RFC 8628 §3.2): the person opens
+/// `verification_uri` and types `user_code`; the server polls with
+/// `device_code`.
+#[derive(Clone, Deserialize)]
+pub struct DeviceStart {
+    pub device_code: String,
+    pub user_code: String,
+    pub verification_uri: String,
+    /// The address with the code filled in, when the provider gives one.
+    #[serde(default)]
+    pub verification_uri_complete: Option<String>,
+    /// Seconds the codes live.
+    pub expires_in: u64,
+    /// Seconds between two polls (5 when the provider does not say).
+    #[serde(default = "default_interval")]
+    pub interval: u64,
+}
+
+fn default_interval() -> u64 {
+    5
+}
+
+impl std::fmt::Debug for DeviceStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceStart")
+            .field("user_code", &self.user_code)
+            .field("verification_uri", &self.verification_uri)
+            .field("expires_in", &self.expires_in)
+            .field("interval", &self.interval)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One poll of a device flow (RFC 8628 §3.5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DevicePoll {
+    /// The person has not granted access yet: poll again.
+    Pending,
+    /// Poll again, 5 seconds more apart.
+    SlowDown,
+    Granted(Tokens),
 }
 
 #[derive(Deserialize)]
@@ -161,6 +204,49 @@ impl Client {
         )
     }
 
+    /// Starts a device flow (the provider's `device_auth_url`).
+    pub fn start_device(&self, provider: &Provider) -> Result<DeviceStart, OAuthError> {
+        let step = "device authorization";
+        let Some(url) = &provider.device_auth_url else {
+            return Err(OAuthError::Refused {
+                provider: provider.id.clone(),
+                step,
+                reason: "it has no device_auth_url".into(),
+            });
+        };
+        let scope = provider.scopes.join(" ");
+        let (status, body) = self.post(provider, step, url, &[("scope", scope.as_str())])?;
+        match serde_json::from_slice::<DeviceStart>(&body) {
+            Ok(start) if (200..300).contains(&status) => Ok(start),
+            _ => Err(refused(provider, step, status, &body)),
+        }
+    }
+
+    /// Asks whether the person granted the device flow `device_code`.
+    pub fn poll_device(
+        &self,
+        provider: &Provider,
+        device_code: &str,
+    ) -> Result<DevicePoll, OAuthError> {
+        let step = "device link";
+        let (status, body) = self.post(
+            provider,
+            step,
+            &provider.token_url,
+            &[
+                ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
+                ("device_code", device_code),
+            ],
+        )?;
+        let pending: Option<TokenAnswer> = serde_json::from_slice(&body).ok();
+        match pending.as_ref().and_then(|answer| answer.error.as_deref()) {
+            Some("authorization_pending") => return Ok(DevicePoll::Pending),
+            Some("slow_down") => return Ok(DevicePoll::SlowDown),
+            _ => {}
+        }
+        tokens_of(provider, step, status, &body).map(DevicePoll::Granted)
+    }
+
     /// Revokes `token` at the provider (RFC 7009); nothing to do for a
     /// provider without a revocation endpoint.
     pub fn revoke(&self, provider: &Provider, token: &str) -> Result<(), OAuthError> {
@@ -181,21 +267,7 @@ impl Client {
         form: &[(&str, &str)],
     ) -> Result<Tokens, OAuthError> {
         let (status, body) = self.post(provider, step, &provider.token_url, form)?;
-        let answer: Option<TokenAnswer> = serde_json::from_slice(&body).ok();
-        match answer {
-            Some(TokenAnswer {
-                access_token: Some(access_token),
-                refresh_token,
-                expires_in,
-                error: None,
-                ..
-            }) if (200..300).contains(&status) && !access_token.is_empty() => Ok(Tokens {
-                access_token,
-                refresh_token: refresh_token.filter(|token| !token.is_empty()),
-                expires_in,
-            }),
-            _ => Err(refused(provider, step, status, &body)),
-        }
+        tokens_of(provider, step, status, &body)
     }
 
     /// A form POST with the client's credentials in the body
@@ -237,6 +309,30 @@ impl Client {
                 reason: error.kind().to_string(),
             })?;
         Ok((status, body))
+    }
+}
+
+/// The tokens of a token endpoint's answer, or its refusal.
+fn tokens_of(
+    provider: &Provider,
+    step: &'static str,
+    status: u16,
+    body: &[u8],
+) -> Result<Tokens, OAuthError> {
+    let answer: Option<TokenAnswer> = serde_json::from_slice(body).ok();
+    match answer {
+        Some(TokenAnswer {
+            access_token: Some(access_token),
+            refresh_token,
+            expires_in,
+            error: None,
+            ..
+        }) if (200..300).contains(&status) && !access_token.is_empty() => Ok(Tokens {
+            access_token,
+            refresh_token: refresh_token.filter(|token| !token.is_empty()),
+            expires_in,
+        }),
+        _ => Err(refused(provider, step, status, body)),
     }
 }
 

@@ -1047,6 +1047,10 @@ pub struct ExternalAuthLink {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ExternalAuthStart {
     pub url: String,
+    /// The device flow's code to type at `url` (a provider that offers only
+    /// the device flow); absent for the code flow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_code: Option<String>,
 }
 
 /// `DELETE /external-auth/{id}`: unlinked; `revocation` says why the

@@ -99,7 +99,25 @@ pub(crate) async fn link(
     {
         // The provider's authorization URL, made by the server from its
         // configuration: a valid header.
-        Ok(url) => see_other(&url),
+        Ok(start) => match start.user_code {
+            None => see_other(&start.url),
+            // The device flow: the person types the code at the provider.
+            Some(code) => respond(
+                StatusCode::OK,
+                page(
+                    "Link your account",
+                    Some(header(&viewer)),
+                    html! {
+                        h1 { "Link your " (id) " account" }
+                        p { "Open " a href=(start.url) target="_blank" rel="noopener noreferrer" { (start.url) }
+                            " and enter this code:" }
+                        p class="mono" id="device-code" { strong { (code) } }
+                        p class="muted" { "Once you granted access there, your account is linked: "
+                            a href="/external-auth" { "Linked accounts" } }
+                    },
+                ),
+            ),
+        },
         Err(error) => {
             let message = format!("Not linked: {}", html::message_of(&error));
             render(&state, &viewer, html::status_of(&error), Some(message)).await

@@ -108,7 +108,18 @@ pub fn run(command: ExternalAuthCommand) -> anyhow::Result<u8> {
             let start = client
                 .start_external_auth(&args.id)
                 .with_context(|| format!("cannot link your {} account", args.id))?;
-            if args.no_browser || !super::sso::open_browser(&start.url) {
+            if let Some(code) = &start.user_code {
+                // The device flow: the code is typed at the provider's page.
+                eprintln!(
+                    "Open this address in a browser, enter the code {} and grant access to link your {} account:\n  {}",
+                    visible(code),
+                    visible(&args.id),
+                    visible(&start.url)
+                );
+                if !args.no_browser {
+                    super::sso::open_browser(&start.url);
+                }
+            } else if args.no_browser || !super::sso::open_browser(&start.url) {
                 eprintln!(
                     "Open this address in a browser and grant access to link your {} account:\n  {}",
                     visible(&args.id),

@@ -70,6 +70,36 @@ impl Authority {
     }
 }
 
+/// The SHA-256 of the public key in `key_file`, base64: what Chromium's
+/// `--ignore-certificate-errors-spki-list` pins (a browser that trusts
+/// that key and nothing else of the test's).
+pub fn spki_pin(key_file: &Path) -> String {
+    use sha2::Digest;
+    let key_pem = std::fs::read_to_string(key_file).unwrap();
+    let spki = rcgen::KeyPair::from_pem(&key_pem).unwrap().public_key_der();
+    base64(&sha2::Sha256::digest(&spki))
+}
+
+/// Standard base64 of `bytes` (Chromium's certificate pin list takes it).
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, byte)| n | (u32::from(*byte) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 /// `abode ARGS` as `platform`'s default session, with `ca` as the trust.
 pub fn run_trusting(
     platform: &Platform,

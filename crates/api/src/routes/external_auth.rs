@@ -40,12 +40,18 @@ async fn start_link(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let url = state
+    let start = state
         .control
         .external_auth()
         .start_link(&caller, &id)
         .await?;
-    ok(StatusCode::OK, json!(abode_sdk::ExternalAuthStart { url }))
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::ExternalAuthStart {
+            url: start.url,
+            user_code: start.user_code,
+        }),
+    )
 }
 
 async fn unlink(
