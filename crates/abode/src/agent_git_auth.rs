@@ -102,9 +102,7 @@ fn answer(client: &Client, stream: UnixStream) {
         Err(error) => Answer::Error(format!("cannot read the request: {error}")),
         Ok(_) => match serde_json::from_str::<AgentExternalAuthToken>(&line) {
             Err(error) => Answer::Error(format!("not a token request: {error}")),
-            Ok(request) => match client
-                .agent_external_auth_token(request.provider.as_deref(), request.git_url.as_deref())
-            {
+            Ok(request) => match client.agent_external_auth_token(&request) {
                 Ok(token) => Answer::Token(token),
                 Err(error) => Answer::Error(error.to_string()),
             },
@@ -192,9 +190,11 @@ pub fn run_askpass(socket: &Path, prompt: Prompt) -> std::process::ExitCode {
     let url = match &prompt {
         Prompt::Username(url) | Prompt::Password(url) => url.clone(),
     };
+    // The user name needs no token: none is opened or handed out for it.
     let request = AgentExternalAuthToken {
         provider: None,
         git_url: Some(url),
+        username_only: matches!(prompt, Prompt::Username(_)),
     };
     match ask(socket, &request) {
         Ok(token) => {

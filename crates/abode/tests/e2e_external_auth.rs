@@ -616,6 +616,15 @@ token_url = "{issuer}/token"
 revoke_url = "{issuer}/token/revocation"
 scopes = ["openid", "offline_access", "git"]
 regex = '^{git}/'
+
+[[provider]]
+id = "other"
+type = "oauth2"
+client_id = "abode"
+client_secret_file = "corp.secret"
+auth_url = "{issuer}/auth"
+token_url = "{issuer}/token"
+regex = '^https://other\.example/'
 "#,
             issuer = oauth.issuer,
             git = regex_escape(&git_server.url),
@@ -651,7 +660,7 @@ regex = '^{git}/'
         .run(&["templates", "push", "elsewhere", "-d", elsewhere.to_str().unwrap()])
         .fails_with(
             1,
-            &["requires external auth provider \"github\", which this server does not configure: it has corp"],
+            &["requires external auth provider \"github\", which this server does not configure: it has corp, other"],
         );
     let template = util::repo_root().join("crates/abode/tests/e2e_fixtures/git-workspace");
     platform
@@ -761,6 +770,33 @@ regex = '^{git}/'
         .trim()
         .to_string();
     assert_eq!(git_server.status_with(&printed), 200);
+    // Only the providers the template declares: none of `other`.
+    platform
+        .run(&[
+            "ssh",
+            "dev",
+            "--",
+            "abode",
+            "external-auth",
+            "access-token",
+            "other",
+        ])
+        .fails_with(
+            1,
+            &["the workspace's template does not ask for other accounts"],
+        );
+    // A remote whose user name Git decoded into its prompt is no host of
+    // corp's: nothing is handed out (`https://127.0.0.1:PORT%2F@evil`).
+    let hostile = format!("Password for '{}/@evil.example': ", git_server.url);
+    let refused = platform.run(&["ssh", "dev", "--", "abode", &hostile]);
+    assert_eq!(refused.code, Some(1), "{refused}");
+    assert!(refused.stdout.trim().is_empty(), "{refused}");
+    assert!(
+        refused
+            .stderr
+            .contains("no external auth provider of this server serves"),
+        "{refused}"
+    );
     let handed = platform
         .run(&[
             "audit",
@@ -952,7 +988,7 @@ regex = '^{git}/'
     browser.go(&format!("{base}/external-auth")).await;
     browser.wait_for_text("Linked accounts").await;
     browser.click("button[aria-label='Unlink corp']").await;
-    browser.wait_for_text("not linked").await;
+    browser.wait_for_element("a[aria-label='Link corp']").await;
     browser.close().await;
     let fetch = platform.run(&["ssh", "dev", "--", "git", "-C", "project", "fetch", "-q"]);
     assert_ne!(fetch.code, Some(0), "{fetch}");

@@ -1374,13 +1374,9 @@ impl Client {
     /// serving `git_url`.
     pub fn agent_external_auth_token(
         &self,
-        provider: Option<&str>,
-        git_url: Option<&str>,
+        request: &requests::AgentExternalAuthToken,
     ) -> Result<abode_sdk::ExternalAuthToken, ClientError> {
-        let body = json!(requests::AgentExternalAuthToken {
-            provider: provider.map(str::to_string),
-            git_url: git_url.map(str::to_string),
-        });
+        let body = json!(request);
         self.finish(
             "POST /agent/external-auth/token",
             self.request("POST", "/agent/external-auth/token")

@@ -123,7 +123,17 @@ pub struct ExternalAuth {
     /// One refresh at a time per person and provider in this process: a
     /// provider that rotates refresh tokens takes each only once.
     refreshing: Arc<std::sync::Mutex<HashMap<LinkKey, Arc<tokio::sync::Mutex<()>>>>>,
+    /// The device flows this server polls: a person's new one for a
+    /// provider ends their last, and there are never more than
+    /// [`MAX_DEVICE_POLLS`] at once.
+    device_polls: Arc<std::sync::Mutex<HashMap<LinkKey, tokio::task::AbortHandle>>>,
+    device_slots: Arc<tokio::sync::Semaphore>,
 }
+
+/// The most device flows one server polls at once.
+const MAX_DEVICE_POLLS: usize = 32;
+/// The longest a device flow is polled, whatever the provider says.
+const MAX_DEVICE_SECONDS: u64 = 30 * 60;
 
 impl ExternalAuth {
     pub fn new(
@@ -140,7 +150,17 @@ impl ExternalAuth {
             access_url,
             client: oauth::Client::new(),
             refreshing: Arc::new(std::sync::Mutex::new(HashMap::new())),
+            device_polls: Arc::new(std::sync::Mutex::new(HashMap::new())),
+            device_slots: Arc::new(tokio::sync::Semaphore::new(MAX_DEVICE_POLLS)),
         }
+    }
+
+    fn device_polls(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<LinkKey, tokio::task::AbortHandle>> {
+        self.device_polls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Where a person links their accounts (the dashboard's page).
@@ -219,6 +239,17 @@ impl ExternalAuth {
         let provider = self.provider(id)?;
         let cipher = self.cipher()?;
         if provider.device_flow {
+            let key = (caller.user.id.clone(), provider.id.clone());
+            // A person's new flow replaces their last: its slot comes back.
+            if let Some(previous) = self.device_polls().remove(&key) {
+                previous.abort();
+            }
+            let slot = Arc::clone(&self.device_slots)
+                .try_acquire_owned()
+                .map_err(|_| ControlError::Busy {
+                    message: "too many device links are under way on this server; try again in a few minutes".into(),
+                    retry_after_seconds: 60,
+                })?;
             let (client, for_thread) = (self.client.clone(), provider.clone());
             let started = tokio::task::spawn_blocking(move || client.start_device(&for_thread))
                 .await
@@ -233,7 +264,11 @@ impl ExternalAuth {
             };
             let this = self.clone();
             let (user, provider) = (caller.user.clone(), provider.clone());
-            tokio::spawn(async move { this.poll_device(user, provider, started).await });
+            let poll = tokio::spawn(async move {
+                let _slot = slot;
+                this.poll_device(user, provider, started).await
+            });
+            self.device_polls().insert(key, poll.abort_handle());
             return Ok(start);
         }
         let random = |_| ControlError::Internal("the system's random source failed".into());
@@ -273,9 +308,11 @@ impl ExternalAuth {
         provider: Provider,
         started: oauth::DeviceStart,
     ) {
-        let deadline = self.clock.now_ms().saturating_add(
-            i64::try_from(started.expires_in.saturating_mul(1000)).unwrap_or(i64::MAX),
-        );
+        let seconds = started.expires_in.min(MAX_DEVICE_SECONDS);
+        let deadline = self
+            .clock
+            .now_ms()
+            .saturating_add(i64::try_from(seconds.saturating_mul(1000)).unwrap_or(i64::MAX));
         let mut interval = started.interval.clamp(1, 60);
         let outcome = loop {
             tokio::time::sleep(std::time::Duration::from_secs(interval)).await;
@@ -312,6 +349,8 @@ impl ExternalAuth {
             (Ok(_), Err(error)) => Err(error.to_string()),
             (Err(reason), _) => Err(reason),
         };
+        self.device_polls()
+            .remove(&(user.id.clone(), provider.id.clone()));
         match linked {
             Ok(()) => {
                 self.record(&user, "external_auth.link", &provider.id, "success", None)
@@ -427,19 +466,8 @@ impl ExternalAuth {
         workspace: &Workspace,
         wanted: TokenFor<'_>,
     ) -> Result<HandedToken, ControlError> {
-        let provider = match wanted {
-            TokenFor::Provider(id) => self.provider(id)?,
-            TokenFor::GitUrl(url) => self
-                .config
-                .providers
-                .iter()
-                .find(|provider| provider.serves(url))
-                .ok_or_else(|| {
-                    ControlError::NotFound(format!(
-                        "no external auth provider of this server serves {url:?}"
-                    ))
-                })?,
-        };
+        let provider = self.wanted(wanted)?;
+        self.declared_by(workspace, provider).await?;
         let owner = self.store.user_by_id(&workspace.owner_id).await?;
         let target = format!("{}/{}", workspace.owner_name, workspace.name);
         if !owner.status.may_sign_in() {
@@ -475,6 +503,56 @@ impl ExternalAuth {
             access_token,
             expires_at,
         })
+    }
+
+    /// The user name Git sends with a token of the provider serving
+    /// `git_url`, for a workspace whose template asks for it: nothing is
+    /// opened, refreshed or handed out (Git asks for the user name first).
+    pub async fn git_username_for_workspace(
+        &self,
+        workspace: &Workspace,
+        git_url: &str,
+    ) -> Result<(String, &'static str), ControlError> {
+        let provider = self.wanted(TokenFor::GitUrl(git_url))?;
+        self.declared_by(workspace, provider).await?;
+        Ok((provider.id.clone(), provider.kind.git_username()))
+    }
+
+    fn wanted(&self, wanted: TokenFor<'_>) -> Result<&Provider, ControlError> {
+        match wanted {
+            TokenFor::Provider(id) => self.provider(id),
+            TokenFor::GitUrl(url) => self
+                .config
+                .providers
+                .iter()
+                .find(|provider| provider.serves(url))
+                .ok_or_else(|| {
+                    ControlError::NotFound(format!(
+                        "no external auth provider of this server serves {url:?}"
+                    ))
+                }),
+        }
+    }
+
+    /// A workspace gets tokens only of the providers its template version
+    /// asks for (`data "abode_external_auth"`, required or optional): a
+    /// template's scripts never collect accounts it did not declare.
+    async fn declared_by(
+        &self,
+        workspace: &Workspace,
+        provider: &Provider,
+    ) -> Result<(), ControlError> {
+        let declared = self
+            .store
+            .template_version_external_auth(&workspace.template_version_id)
+            .await?;
+        if declared.iter().any(|need| need.provider == provider.id) {
+            return Ok(());
+        }
+        Err(ControlError::Forbidden(format!(
+            "the workspace's template does not ask for {0} accounts (data \"abode_external_auth\" \"{0}\"): it gets no {0} token",
+            provider.id
+        )))
     }
 
     /// `user_id`'s access token at `provider`, refreshed first when
@@ -552,12 +630,30 @@ impl ExternalAuth {
         };
         let renewed =
             self.sealed_link(cipher, user_id, &provider.id, &tokens, link.linked_at, now)?;
-        if !self.store.refresh_external_auth_link(&renewed).await? {
-            return Err(ControlError::Forbidden(format!(
-                "the {} account was unlinked meanwhile: {}",
-                provider.id,
-                relink()
-            )));
+        if !self
+            .store
+            .refresh_external_auth_link(&renewed, link.refreshed_at)
+            .await?
+        {
+            // Unlinked, linked again or refreshed elsewhere meanwhile: the
+            // tokens this refresh got are nobody's; they are revoked.
+            if let Some(problem) = self.revoke_link(provider.clone(), &renewed).await {
+                tracing::warn!(provider = %provider.id, %problem, "a lost refresh's tokens were not revoked");
+            }
+            let current = self.link_of(user_id, provider).await.map_err(|_| {
+                ControlError::Forbidden(format!(
+                    "the {} account was unlinked meanwhile: {}",
+                    provider.id,
+                    relink()
+                ))
+            })?;
+            if needs_refresh(&current, self.clock.now_ms()) {
+                return Err(ControlError::Conflict(format!(
+                    "the {} token was being refreshed elsewhere; try again",
+                    provider.id
+                )));
+            }
+            return Ok((open(&current.access_token)?, current.expires_at));
         }
         tracing::info!(provider = %provider.id, "external auth token refreshed");
         Ok((tokens.access_token, renewed.expires_at))
@@ -583,28 +679,38 @@ impl ExternalAuth {
             })
     }
 
-    /// Removes and revokes the links of suspended and deleted accounts.
+    /// Revokes and removes the links of suspended and deleted accounts. A
+    /// link whose revocation failed stays (no token of a closed account is
+    /// handed out) and is tried again at the next sweep.
     pub async fn sweep_closed_accounts(&self) -> Result<usize, ControlError> {
         let closed = self.store.external_auth_links_of_closed_accounts().await?;
         let mut swept = 0;
         for link in closed {
-            let Some(link) = self
+            let user = match self.store.user_by_id(&link.user_id).await {
+                Ok(user) => user,
+                Err(error) => {
+                    tracing::warn!(%error, "a closed account's link was not swept");
+                    continue;
+                }
+            };
+            let problem = match self.provider(&link.provider_id) {
+                Ok(provider) => self.revoke_link(provider.clone(), &link).await,
+                Err(_) => None,
+            };
+            if let Some(problem) = problem {
+                tracing::warn!(provider = %link.provider_id, user = %user.username, %problem,
+                    "a closed account's tokens were not revoked; trying again at the next sweep");
+                continue;
+            }
+            if self
                 .store
                 .delete_external_auth_link(&link.user_id, &link.provider_id)
                 .await?
-            else {
+                .is_none()
+            {
                 continue;
-            };
+            }
             swept += 1;
-            let problem = match self.provider(&link.provider_id) {
-                Ok(provider) => self.revoke_link(provider.clone(), &link).await,
-                Err(_) => Some("its provider is no longer configured: not revoked".into()),
-            };
-            let user = self.store.user_by_id(&link.user_id).await?;
-            let details = match problem {
-                Some(problem) => format!("account {}; {problem}", user.status),
-                None => format!("account {}", user.status),
-            };
             let event = audit_event(
                 None,
                 None,
@@ -612,7 +718,7 @@ impl ExternalAuth {
                 "external_auth",
                 &link.provider_id,
                 "success",
-                Some(format!("{}: {details}", user.username)),
+                Some(format!("{}: account {}", user.username, user.status)),
             );
             self.audit.record(&event).await;
         }
@@ -718,8 +824,11 @@ pub async fn closed_account_sweeper(
                 tracing::warn!(%error, "external auth links of closed accounts not swept")
             }
         }
+        // A revocation that failed (the provider unreachable) is tried
+        // again at the next revocation here, and every 10 minutes.
         tokio::select! {
             changed = revocations.changed() => if changed.is_err() { return },
+            _ = tokio::time::sleep(std::time::Duration::from_secs(600)) => {}
             _ = shutdown.wait_for(|stopping| *stopping) => return,
         }
     }

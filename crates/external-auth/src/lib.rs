@@ -61,28 +61,61 @@ impl fmt::Debug for Provider {
 }
 
 impl Provider {
-    /// Whether it gives the credentials of `url` (a Git remote as Git
-    /// asks for it: `https://HOST` with no path, unless Git was told to
-    /// send paths): its `regex` matches the URL in its normal form, with a
-    /// `/` for an empty path and any user name taken out.
+    /// Whether it gives the credentials of `url`, a URL as Git asks for
+    /// its credentials (`https://HOST`, `https://USER@HOST`, with a path
+    /// when Git was told to send paths): its `regex` matches the URL in its
+    /// normal form ([`git_url`]). A URL that is not one Git writes for an
+    /// honest remote is served by no provider.
     pub fn serves(&self, url: &str) -> bool {
-        self.regex.is_match(&normal_form(url))
+        git_url(url).is_some_and(|url| self.regex.is_match(&url))
     }
 }
 
-/// `url` parsed and written again (`https://host` becomes `https://host/`),
-/// without a `user@` (Git asks for a password with the user name in the
-/// URL: `https://oauth2@host`); as given when it does not parse.
-fn normal_form(url: &str) -> String {
-    match Url::parse(url) {
-        Ok(mut parsed) => {
-            // Both succeed on a URL with a host, which one with a user has.
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-            parsed.to_string()
-        }
-        Err(_) => url.to_string(),
+/// The URL Git asks credentials for, as `scheme://host[:port]/path` (a
+/// `/` for no path, the host in lower case, no user name), or `None` for
+/// anything else. Git percent-decodes a remote's user name into its prompt:
+/// `https://github.com%2F@evil.example` is asked as
+/// `https://github.com/@evil.example`, whose host a URL parser reads as
+/// `github.com`; so the host is what follows the last `@`, a user name is
+/// only the characters a URL's user name may have unencoded, and `%`, `\`,
+/// `?`, `#`, spaces, controls and non-ASCII are refused outright.
+pub fn git_url(url: &str) -> Option<String> {
+    let refused = |c: char| {
+        !c.is_ascii() || c.is_ascii_whitespace() || c.is_ascii_control() || "%\\?#".contains(c)
+    };
+    if url.chars().any(refused) {
+        return None;
     }
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "https" && scheme != "http" {
+        return None;
+    }
+    let rest = match rest.rsplit_once('@') {
+        Some((user, rest)) => {
+            let user_ok = !user.is_empty()
+                && user
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._~-".contains(c));
+            if !user_ok {
+                return None;
+            }
+            rest
+        }
+        None => rest,
+    };
+    let (host, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, "/"),
+    };
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".-:[]".contains(c));
+    if !host_ok {
+        return None;
+    }
+    Some(format!("{scheme}://{}{path}", host.to_ascii_lowercase()))
 }
 
 /// What kind of server a provider is; each but `oauth2` implies its URLs,
@@ -300,10 +333,7 @@ impl TableReader {
     fn url(&mut self, table: &toml::Table, key: &str, default: Option<&str>) -> Option<Url> {
         let text = self.text(table, key).or(default.map(str::to_string))?;
         match Url::parse(&text) {
-            Ok(url) if url.scheme() == "https" => Some(url),
-            Ok(url) if url.scheme() == "http" && url.host_str().is_some_and(is_loopback) => {
-                Some(url)
-            }
+            Ok(url) if url_allowed(&url) => Some(url),
             Ok(_) => {
                 self.fail(
                     key,
@@ -483,6 +513,12 @@ pub fn valid_id(id: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
+/// Whether a provider's URL may be used: https, or http to this machine
+/// only (a provider run beside the server).
+pub(crate) fn url_allowed(url: &Url) -> bool {
+    url.scheme() == "https" || (url.scheme() == "http" && url.host_str().is_some_and(is_loopback))
+}
+
 /// Whether `host` is this machine, by name or address.
 fn is_loopback(host: &str) -> bool {
     let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -604,13 +640,28 @@ device_auth_url = "http://[::1]:9000/device"
         for (url, served) in [
             ("https://github.com/abode/abode.git", true),
             ("https://x-access-token@github.com/abode/abode.git", true),
-            ("https://user:pw@github.com", true),
+            // Git never asks with a password in the URL.
+            ("https://user:pw@github.com", false),
             ("https://github.com", true),
             ("https://GitHub.com", true),
             ("https://github.com.evil.example/abode", false),
             ("https://evil.example/github.com/abode", false),
             ("https://evil.example@github.com.evil.example/", false),
             ("not a url", false),
+            // Git decodes a remote's user name into its prompt: each of
+            // these is a host other than github.com, or no honest one.
+            ("https://github.com/@evil.example", false),
+            ("https://github.com#@evil.example", false),
+            ("https://github.com?@evil.example", false),
+            ("https://github.com\\@evil.example", false),
+            ("https://github.com%2F@evil.example", false),
+            ("https://github.com@evil.example", false),
+            ("https://github.com\u{2215}@evil.example", false),
+            ("https://a@b@github.com", false),
+            ("https://@github.com", false),
+            ("https://github.com /x", false),
+            ("ftp://github.com/x", false),
+            ("https://", false),
         ] {
             assert_eq!(providers[0].serves(url), served, "{url}");
         }

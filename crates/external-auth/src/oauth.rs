@@ -217,7 +217,23 @@ impl Client {
         let scope = provider.scopes.join(" ");
         let (status, body) = self.post(provider, step, url, &[("scope", scope.as_str())])?;
         match serde_json::from_slice::<DeviceStart>(&body) {
-            Ok(start) if (200..300).contains(&status) => Ok(start),
+            Ok(start) if (200..300).contains(&status) => {
+                // Where a person is sent comes from the network: only a
+                // page as a configured URL could be (no `file:`, no
+                // `javascript:`, nothing a browser opener takes as a flag).
+                let pages = std::iter::once(&start.verification_uri)
+                    .chain(start.verification_uri_complete.as_ref());
+                for page in pages {
+                    if !Url::parse(page).is_ok_and(|url| crate::url_allowed(&url)) {
+                        return Err(OAuthError::Refused {
+                            provider: provider.id.clone(),
+                            step,
+                            reason: "its verification page is not an https:// URL".into(),
+                        });
+                    }
+                }
+                Ok(start)
+            }
             _ => Err(refused(provider, step, status, &body)),
         }
     }

@@ -171,6 +171,10 @@ pub struct AgentExternalAuthToken {
     pub provider: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git_url: Option<String>,
+    /// Only the user name Git sends with the token (with `git_url`): no
+    /// token is opened, refreshed or handed out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub username_only: bool,
 }
 
 /// `PUT /workspaces/{ws}/port-shares/{port}`.

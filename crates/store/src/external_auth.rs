@@ -102,10 +102,12 @@ macro_rules! external_auth_queries {
     pub(crate) async fn refresh_external_auth_link(
         &self,
         link: &crate::external_auth::ExternalAuthLink,
+        previous_refreshed_at: i64,
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(&sql(
             "UPDATE external_auth_links SET access_token = ?, refresh_token = ?, expires_at = ?, \
-             key_id = ?, refreshed_at = ? WHERE user_id = ? AND provider_id = ? AND linked_at = ?",
+             key_id = ?, refreshed_at = ? WHERE user_id = ? AND provider_id = ? AND linked_at = ? \
+             AND refreshed_at = ?",
         ))
         .bind(&link.access_token)
         .bind(&link.refresh_token)
@@ -115,6 +117,7 @@ macro_rules! external_auth_queries {
         .bind(&link.user_id)
         .bind(&link.provider_id)
         .bind(link.linked_at)
+        .bind(previous_refreshed_at)
         .execute(&self.pool)
         .await
         .map_err(db_error("external auth link"))?;
@@ -158,18 +161,27 @@ macro_rules! external_auth_queries {
                 // Dropped unfinished: nothing is half re-encrypted.
                 Err(refusal) => return Ok(Err(refusal)),
             };
-            sqlx::query(&sql(
+            // Only the row as it was read: a refresh that slipped in (a
+            // server left running) makes the rotation stop, unfinished.
+            let done = sqlx::query(&sql(
                 "UPDATE external_auth_links SET access_token = ?, refresh_token = ?, key_id = ? \
-                 WHERE user_id = ? AND provider_id = ?",
+                 WHERE user_id = ? AND provider_id = ? AND access_token = ?",
             ))
             .bind(&resealed.access_token)
             .bind(&resealed.refresh_token)
             .bind(&resealed.key_id)
             .bind(&link.user_id)
             .bind(&link.provider_id)
+            .bind(&link.access_token)
             .execute(&mut *tx)
             .await
             .map_err(db_error("external auth link"))?;
+            if done.rows_affected() == 0 {
+                return Ok(Err(format!(
+                    "the {} link of user id {} changed during the rotation: stop every server and run it again",
+                    link.provider_id, link.user_id
+                )));
+            }
             count += 1;
         }
         // A link under way holds a verifier sealed under the old key: it

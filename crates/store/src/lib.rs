@@ -879,9 +879,10 @@ storage_interface! {
     fn external_auth_links_of(&self, user_id: &str) -> Vec<ExternalAuthLink>;
     /// Removes a link and answers what it was (to revoke its tokens).
     fn delete_external_auth_link(&self, user_id: &str, provider_id: &str) -> Option<ExternalAuthLink>;
-    /// Replaces a link's tokens after a refresh; false when it is no
-    /// longer the link `linked_at` says (unlinked or linked again meanwhile).
-    fn refresh_external_auth_link(&self, link: &ExternalAuthLink) -> bool;
+    /// Replaces a link's tokens after a refresh of the tokens refreshed at
+    /// `previous_refreshed_at`; false when it is no longer that link (unlinked,
+    /// linked again, or refreshed by another server meanwhile).
+    fn refresh_external_auth_link(&self, link: &ExternalAuthLink, previous_refreshed_at: i64) -> bool;
     /// The links of suspended and deleted accounts (to revoke and remove).
     fn external_auth_links_of_closed_accounts(&self) -> Vec<ExternalAuthLink>;
     /// Re-encrypts every link's tokens with `reseal`, in one transaction

@@ -90,7 +90,21 @@ pub(crate) async fn link(
     State(state): State<WebState>,
     viewer: Viewer,
     Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
 ) -> Response {
+    // A GET, so the CSRF check of forms does not cover it: a browser says
+    // where a navigation came from, and only the dashboard's own page (or
+    // an address typed by the person) starts a link; an image or a page of
+    // another site (an app's subdomain included) does not.
+    let site = headers
+        .get("sec-fetch-site")
+        .and_then(|value| value.to_str().ok());
+    if site.is_some_and(|site| site != "same-origin" && site != "none") {
+        return html::error_page(
+            StatusCode::FORBIDDEN,
+            "A link starts from the Linked accounts page (/external-auth), not from another site.",
+        );
+    }
     match state
         .control
         .external_auth()

@@ -68,6 +68,7 @@ pub fn run(command: ExternalAuthCommand) -> anyhow::Result<u8> {
             &abode_sdk::requests::AgentExternalAuthToken {
                 provider: Some(args.id.clone()),
                 git_url: None,
+                username_only: false,
             },
         )
         .map_err(anyhow::Error::msg)?;

@@ -34,6 +34,28 @@ async fn agent_external_auth_token(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let body: abode_sdk::requests::AgentExternalAuthToken = parse_json(body)?;
+    if body.username_only {
+        let (Some(git_url), None) = (&body.git_url, &body.provider) else {
+            return Err(crate::ApiError::bad_request(
+                "`username_only` goes with `git_url` alone",
+            ));
+        };
+        let workspace = state.control.agent_workspace(&agent).await?;
+        let (provider, username) = state
+            .control
+            .external_auth()
+            .git_username_for_workspace(&workspace, git_url)
+            .await?;
+        return ok(
+            StatusCode::OK,
+            json!(abode_sdk::ExternalAuthToken {
+                provider,
+                username: username.to_string(),
+                access_token: String::new(),
+                expires_at: None,
+            }),
+        );
+    }
     let wanted = match (&body.provider, &body.git_url) {
         (Some(provider), None) => abode_control::external_auth::TokenFor::Provider(provider),
         (None, Some(url)) => abode_control::external_auth::TokenFor::GitUrl(url),

@@ -108,7 +108,14 @@ async fn a_refresh_replaces_only_the_link_it_read(store: Store) {
         .unwrap();
     let mut refreshed = link(&user.id, "github", "v1:k1:new", 1);
     refreshed.refreshed_at = 50;
-    assert!(store.refresh_external_auth_link(&refreshed).await.unwrap());
+    assert!(store
+        .refresh_external_auth_link(&refreshed, 1)
+        .await
+        .unwrap());
+    // Refreshed by another server meanwhile: this one's write is lost.
+    let mut again = link(&user.id, "github", "v1:k1:again", 1);
+    again.refreshed_at = 51;
+    assert!(!store.refresh_external_auth_link(&again, 1).await.unwrap());
     let links = store.external_auth_links_of(&user.id).await.unwrap();
     assert_eq!(
         (links[0].access_token.as_str(), links[0].refreshed_at),
@@ -119,7 +126,10 @@ async fn a_refresh_replaces_only_the_link_it_read(store: Store) {
         .put_external_auth_link(&link(&user.id, "github", "v1:k1:relinked", 7))
         .await
         .unwrap();
-    assert!(!store.refresh_external_auth_link(&refreshed).await.unwrap());
+    assert!(!store
+        .refresh_external_auth_link(&refreshed, 1)
+        .await
+        .unwrap());
     // Unlinked meanwhile: a refresh does not bring it back.
     store
         .delete_external_auth_link(&user.id, "github")
@@ -127,7 +137,7 @@ async fn a_refresh_replaces_only_the_link_it_read(store: Store) {
         .unwrap();
     let mut late = link(&user.id, "github", "v1:k1:late", 7);
     late.refreshed_at = 60;
-    assert!(!store.refresh_external_auth_link(&late).await.unwrap());
+    assert!(!store.refresh_external_auth_link(&late, 7).await.unwrap());
     assert!(store
         .external_auth_links_of(&user.id)
         .await
