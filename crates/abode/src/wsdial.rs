@@ -39,7 +39,8 @@ pub async fn dial(base_url: &str, path: &str, token: &str) -> Result<Socket, Dia
 
 /// [`dial`], saying the largest tunnel frame this side takes; with what
 /// the server takes in turn (a server from before larger frames says
-/// nothing: [`abode_tunnel::frame::PeerLimits::LEGACY`]).
+/// nothing: [`abode_tunnel::frame::PeerLimits::LEGACY`]; one from before
+/// windows were said, no window: [`abode_tunnel::frame::PeerLimits::PREVIOUS`]).
 pub async fn dial_tunnel(
     base_url: &str,
     path: &str,
@@ -61,6 +62,10 @@ pub async fn dial_tunnel(
         abode_tunnel::frame::MAX_DATA_HEADER,
         HeaderValue::from(abode_tunnel::frame::MAX_DATA),
     );
+    request.headers_mut().insert(
+        abode_tunnel::frame::WINDOW_HEADER,
+        HeaderValue::from(abode_tunnel::frame::WINDOW),
+    );
     let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
         max_message_size: Some(MAX_MESSAGE),
         max_frame_size: Some(MAX_MESSAGE),
@@ -71,11 +76,15 @@ pub async fn dial_tunnel(
         .await
     {
         Ok((socket, response)) => {
-            let server_limits = abode_tunnel::frame::PeerLimits::from_header(
+            let said = |name: &str| {
                 response
                     .headers()
-                    .get(abode_tunnel::frame::MAX_DATA_HEADER)
-                    .and_then(|value| value.to_str().ok()),
+                    .get(name)
+                    .and_then(|value| value.to_str().ok())
+            };
+            let server_limits = abode_tunnel::frame::PeerLimits::from_headers(
+                said(abode_tunnel::frame::MAX_DATA_HEADER),
+                said(abode_tunnel::frame::WINDOW_HEADER),
             );
             Ok((socket, server_limits))
         }
