@@ -39,8 +39,7 @@ pub async fn dial(base_url: &str, path: &str, token: &str) -> Result<Socket, Dia
 
 /// [`dial`], saying the largest tunnel frame this side takes; with what
 /// the server takes in turn (a server from before larger frames says
-/// nothing: [`abode_tunnel::frame::PeerLimits::LEGACY`]; one from before
-/// windows were said, no window: [`abode_tunnel::frame::PeerLimits::PREVIOUS`]).
+/// nothing: [`abode_tunnel::frame::PeerLimits::LEGACY`]).
 pub async fn dial_tunnel(
     base_url: &str,
     path: &str,
@@ -62,10 +61,6 @@ pub async fn dial_tunnel(
         abode_tunnel::frame::MAX_DATA_HEADER,
         HeaderValue::from(abode_tunnel::frame::MAX_DATA),
     );
-    request.headers_mut().insert(
-        abode_tunnel::frame::WINDOW_HEADER,
-        HeaderValue::from(abode_tunnel::frame::WINDOW),
-    );
     let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
         max_message_size: Some(MAX_MESSAGE),
         max_frame_size: Some(MAX_MESSAGE),
@@ -76,15 +71,11 @@ pub async fn dial_tunnel(
         .await
     {
         Ok((socket, response)) => {
-            let said = |name: &str| {
+            let server_limits = abode_tunnel::frame::PeerLimits::from_header(
                 response
                     .headers()
-                    .get(name)
-                    .and_then(|value| value.to_str().ok())
-            };
-            let server_limits = abode_tunnel::frame::PeerLimits::from_headers(
-                said(abode_tunnel::frame::MAX_DATA_HEADER),
-                said(abode_tunnel::frame::WINDOW_HEADER),
+                    .get(abode_tunnel::frame::MAX_DATA_HEADER)
+                    .and_then(|value| value.to_str().ok()),
             );
             Ok((socket, server_limits))
         }

@@ -1,20 +1,12 @@
 //! The frames of the protocol, one per transport message:
 //! `[kind: u8][stream id: u32, big-endian][payload]`.
 
-/// Bytes this side takes on a stream before it grants more (its receive
-/// window, said in [`WINDOW_HEADER`]). A stream crosses several hops
-/// (person, server, agent, SSH server or app), each scheduled on a shared
-/// machine: the window must cover the bytes in flight across all of them,
-/// or the sender waits for credit while every hop idles (256 KiB held a
-/// copy to about half of OpenSSH's throughput; 4 MiB instead of 1 MiB took
-/// an app's download through the server from 461 to 570 MB/s).
-pub const WINDOW: u32 = 4 * 1024 * 1024;
-/// The window of a peer that says [`MAX_DATA_HEADER`] but not
-/// [`WINDOW_HEADER`] (a release before windows were said): the same both
-/// ways.
-pub const PREVIOUS_WINDOW: u32 = 1024 * 1024;
-/// The most credit a peer's [`WINDOW_HEADER`] is believed for.
-pub const MAX_PEER_WINDOW: u32 = 64 * 1024 * 1024;
+/// Bytes a side may send on a stream before the other grants more. A
+/// stream crosses several hops (person, server, agent, SSH server), each
+/// scheduled on a shared machine: the window must cover the bytes in flight
+/// across all of them, or the sender waits for credit while every hop idles
+/// (256 KiB held the throughput of a copy to about half of OpenSSH's).
+pub const WINDOW: u32 = 1024 * 1024;
 /// The largest data payload of one frame: two SSH packets of OpenSSH's
 /// 32 KiB with their framing, so one packet is never cut across two frames.
 pub const MAX_DATA: usize = 64 * 1024;
@@ -29,13 +21,8 @@ pub const LEGACY_WINDOW: u32 = 256 * 1024;
 /// not say it is a [`PeerLimits::LEGACY`] one, so that mixed versions keep
 /// working during an upgrade.
 pub const MAX_DATA_HEADER: &str = "x-abode-tunnel-max-data";
-/// The HTTP header (beside [`MAX_DATA_HEADER`]) in which each side says its
-/// receive window, [`WINDOW`]. A side that says it also reads the other's;
-/// one that does not is taken to use [`PREVIOUS_WINDOW`] both ways.
-pub const WINDOW_HEADER: &str = "x-abode-tunnel-window";
 
-/// What the other side of a connection takes, and what it believes this
-/// side takes.
+/// What the other side of a connection takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PeerLimits {
     /// The largest data payload of a frame sent to it.
@@ -43,71 +30,42 @@ pub struct PeerLimits {
     /// The credit of a stream before it grants more (and the most it will
     /// ever have granted).
     pub window: u32,
-    /// The credit it believes it has of this side: this side grants back
-    /// in quarters of it, so that it never waits on credit held back.
-    pub believed_window: u32,
 }
 
 impl PeerLimits {
     pub const CURRENT: PeerLimits = PeerLimits {
         max_data: MAX_DATA,
         window: WINDOW,
-        believed_window: WINDOW,
-    };
-    /// A peer of the release before windows were said.
-    pub const PREVIOUS: PeerLimits = PeerLimits {
-        max_data: MAX_DATA,
-        window: PREVIOUS_WINDOW,
-        believed_window: PREVIOUS_WINDOW,
     };
     pub const LEGACY: PeerLimits = PeerLimits {
         max_data: LEGACY_MAX_DATA,
         window: LEGACY_WINDOW,
-        believed_window: LEGACY_WINDOW,
     };
 
-    /// The peer's limits from its [`MAX_DATA_HEADER`] and [`WINDOW_HEADER`]
-    /// values: legacy when it said no frame size (or nonsense), the
-    /// previous release's window when it said no window, never frames above
-    /// [`MAX_DATA`] nor a window outside [`LEGACY_WINDOW`] to
-    /// [`MAX_PEER_WINDOW`].
-    pub fn from_headers(max_data: Option<&str>, window: Option<&str>) -> PeerLimits {
-        let number = |value: Option<&str>| {
-            value
-                .and_then(|value| value.trim().parse::<u64>().ok())
-                .filter(|number| *number > 0)
-        };
-        let Some(limit) = number(max_data) else {
-            return PeerLimits::LEGACY;
-        };
-        let max_data = usize::try_from(limit).unwrap_or(MAX_DATA).min(MAX_DATA);
-        match number(window) {
-            None => PeerLimits {
-                max_data,
-                ..PeerLimits::PREVIOUS
+    /// The peer's limits from its [`MAX_DATA_HEADER`] value: legacy when it
+    /// said nothing (or nonsense), never frames above [`MAX_DATA`].
+    pub fn from_header(value: Option<&str>) -> PeerLimits {
+        match value
+            .and_then(|value| value.trim().parse::<usize>().ok())
+            .filter(|limit| *limit > 0)
+        {
+            Some(limit) => PeerLimits {
+                max_data: limit.min(MAX_DATA),
+                window: WINDOW,
             },
-            Some(window) => PeerLimits {
-                max_data,
-                window: u32::try_from(window)
-                    .unwrap_or(MAX_PEER_WINDOW)
-                    .clamp(LEGACY_WINDOW, MAX_PEER_WINDOW),
-                believed_window: WINDOW,
-            },
+            None => PeerLimits::LEGACY,
         }
     }
 
     /// Consumed bytes are granted back to the peer once this many add up: a
-    /// quarter of the credit it believes it has, which with its largest
-    /// frame stays within that, so the peer never waits forever on credit
-    /// held back.
+    /// quarter of its window, which with its largest frame stays within the
+    /// window, so the peer never waits forever on credit held back.
     pub fn grant_batch(self) -> u32 {
-        self.believed_window / 4
+        self.window / 4
     }
 }
 
 const _: () = assert!(WINDOW / 4 + MAX_DATA as u32 <= WINDOW);
-const _: () = assert!(PREVIOUS_WINDOW / 4 + MAX_DATA as u32 <= PREVIOUS_WINDOW);
-const _: () = assert!(PREVIOUS_WINDOW <= WINDOW);
 const _: () = assert!(LEGACY_WINDOW / 4 + LEGACY_MAX_DATA as u32 <= LEGACY_WINDOW);
 
 /// The size of a frame's header (kind and stream id).
@@ -243,58 +201,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn peers_say_their_frames_and_windows_or_are_taken_for_their_release() {
-        let mib = 1024 * 1024;
-        let cases: [(Option<&str>, Option<&str>, PeerLimits); 9] = [
-            (None, None, PeerLimits::LEGACY),
-            (None, Some("4194304"), PeerLimits::LEGACY),
-            (Some("nonsense"), Some("4194304"), PeerLimits::LEGACY),
-            (Some("65536"), None, PeerLimits::PREVIOUS),
-            (Some("65536"), Some("0"), PeerLimits::PREVIOUS),
-            (Some("65536"), Some("4194304"), PeerLimits::CURRENT),
-            (
-                Some(" 1000 "),
-                Some("8388608"),
-                PeerLimits {
-                    max_data: 1000,
-                    window: 8 * mib,
-                    believed_window: WINDOW,
-                },
-            ),
-            // Never frames above ours, a window below the oldest or past
-            // what is believed.
-            (
-                Some("99999999"),
-                Some("1"),
-                PeerLimits {
-                    max_data: MAX_DATA,
-                    window: LEGACY_WINDOW,
-                    believed_window: WINDOW,
-                },
-            ),
-            (
-                Some("65536"),
-                Some("99999999999"),
-                PeerLimits {
-                    max_data: MAX_DATA,
-                    window: MAX_PEER_WINDOW,
-                    believed_window: WINDOW,
-                },
-            ),
-        ];
-        for (max_data, window, expected) in cases {
-            assert_eq!(
-                PeerLimits::from_headers(max_data, window),
-                expected,
-                "{max_data:?} {window:?}"
-            );
-        }
-        // Grants go back in quarters of what the peer believes it has.
-        assert_eq!(PeerLimits::PREVIOUS.grant_batch(), mib / 4);
-        assert_eq!(PeerLimits::CURRENT.grant_batch(), WINDOW / 4);
-    }
-
-    #[test]
     fn frames_round_trip() {
         let frames = [
             Frame::Open {
@@ -325,21 +231,21 @@ mod tests {
     }
 
     #[test]
-    fn a_peer_that_says_only_its_frames_gets_them_and_its_release_window() {
-        let previous = |max_data| PeerLimits {
+    fn a_peer_gets_the_frames_and_window_it_said_it_takes() {
+        let current = |max_data| PeerLimits {
             max_data,
-            ..PeerLimits::PREVIOUS
+            window: WINDOW,
         };
         let cases = [
             (None, PeerLimits::LEGACY),
-            (Some("65536"), PeerLimits::PREVIOUS),
-            (Some(" 1000 "), previous(1000)),
-            (Some("99999999"), PeerLimits::PREVIOUS),
+            (Some("65536"), PeerLimits::CURRENT),
+            (Some(" 1000 "), current(1000)),
+            (Some("99999999"), PeerLimits::CURRENT),
             (Some("0"), PeerLimits::LEGACY),
             (Some("lots"), PeerLimits::LEGACY),
         ];
         for (value, expected) in cases {
-            assert_eq!(PeerLimits::from_headers(value, None), expected, "{value:?}");
+            assert_eq!(PeerLimits::from_header(value), expected, "{value:?}");
         }
     }
 

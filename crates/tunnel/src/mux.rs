@@ -171,7 +171,7 @@ impl Mux {
     }
 
     /// [`Mux::start`] with a peer that takes what `peer` says (see
-    /// [`PeerLimits::from_headers`]); this side still takes frames of up to
+    /// [`PeerLimits::from_header`]); this side still takes frames of up to
     /// [`MAX_DATA`] and a window of [`WINDOW`].
     pub fn start_with_peer(
         side: Side,
@@ -191,7 +191,7 @@ impl Mux {
             }),
             peer: PeerLimits {
                 max_data: peer.max_data.clamp(1, MAX_DATA),
-                ..peer
+                window: peer.window,
             },
             outgoing,
         });

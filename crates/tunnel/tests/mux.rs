@@ -230,7 +230,7 @@ async fn frames_never_exceed_what_the_peer_takes() {
         Side::Server,
         abode_tunnel::frame::PeerLimits {
             max_data: 1000,
-            ..abode_tunnel::frame::PeerLimits::CURRENT
+            window: abode_tunnel::frame::WINDOW,
         },
         server_in,
         to_agent,
@@ -276,53 +276,6 @@ async fn a_legacy_peer_gets_its_frames_and_never_more_than_its_window() {
         }
     }
     assert_eq!(data, LEGACY_WINDOW as usize);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_previous_release_peer_gets_grants_in_quarters_of_its_window() {
-    use abode_tunnel::frame::{Frame, PeerLimits, MAX_DATA, PREVIOUS_WINDOW};
-    // An agent of the release before windows were said: 1 MiB both ways,
-    // played by hand.
-    let (to_agent, mut agent_in) = mpsc::channel(256);
-    let (to_server, server_in) = mpsc::channel(256);
-    let (_server, mut accept, _task) =
-        Mux::start_with_peer(Side::Server, PeerLimits::PREVIOUS, server_in, to_agent);
-    // It opens a stream and sends its whole credit: the server grants a
-    // quarter of that window back as soon as a quarter is read, not a
-    // quarter of its own (larger) window.
-    to_server
-        .send(
-            Frame::Open {
-                id: 1,
-                header: b"up".to_vec(),
-            }
-            .encode(),
-        )
-        .await
-        .unwrap();
-    let frames = PREVIOUS_WINDOW as usize / MAX_DATA;
-    for _ in 0..frames {
-        let data = Frame::Data {
-            id: 1,
-            bytes: vec![7; MAX_DATA],
-        };
-        to_server.send(data.encode()).await.unwrap();
-    }
-    let mut stream = accept.recv().await.unwrap().into_stream();
-    let reading = tokio::spawn(async move {
-        let mut buffer = vec![0u8; PREVIOUS_WINDOW as usize];
-        stream.read_exact(&mut buffer).await.unwrap();
-    });
-    let mut granted = Vec::new();
-    while granted.iter().sum::<u32>() < PREVIOUS_WINDOW {
-        if let Frame::Grant { id: 1, credit } =
-            Frame::decode(agent_in.recv().await.unwrap()).unwrap()
-        {
-            granted.push(credit);
-        }
-    }
-    assert_eq!(granted, vec![PREVIOUS_WINDOW / 4; 4]);
-    reading.await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -105,11 +105,12 @@ async fn agent_connect(
 ) -> Result<Response, ApiError> {
     let upgrade = upgrade.ok_or_else(|| upgrade_required("/agent/connect"))?;
     // An agent from before larger frames and windows says nothing, and
-    // gets the frames and window it takes; one from before windows were
-    // said gets the window of its release.
-    let said = |name: &str| headers.get(name).and_then(|value| value.to_str().ok());
-    let agent_limits =
-        frame::PeerLimits::from_headers(said(frame::MAX_DATA_HEADER), said(frame::WINDOW_HEADER));
+    // gets the frames and window it takes.
+    let agent_limits = frame::PeerLimits::from_header(
+        headers
+            .get(frame::MAX_DATA_HEADER)
+            .and_then(|value| value.to_str().ok()),
+    );
     // A tunnel's frames are read in large pieces (`ws_upgrade.rs`): a
     // download through it is a stream of its largest frames.
     let config = WebSocketConfig {
@@ -203,9 +204,6 @@ async fn agent_connect(
     response
         .headers_mut()
         .insert(frame::MAX_DATA_HEADER, HeaderValue::from(frame::MAX_DATA));
-    response
-        .headers_mut()
-        .insert(frame::WINDOW_HEADER, HeaderValue::from(frame::WINDOW));
     Ok(response)
 }
 
