@@ -137,7 +137,7 @@ fn run_agent(args: AgentArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) fn log(message: &str) {
+fn log(message: &str) {
     eprintln!("abode agent: {message}");
 }
 

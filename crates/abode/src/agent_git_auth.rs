@@ -58,7 +58,8 @@ pub fn serve(client: Client, stop: Arc<AtomicBool>) -> std::io::Result<PathBuf> 
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 Err(error) => {
-                    crate::agent::log(&format!("git credentials: accept failed: {error}"));
+                    // The agent's own log line (its prefix), from below it.
+                    eprintln!("abode agent: git credentials: accept failed: {error}");
                     std::thread::sleep(Duration::from_millis(250));
                 }
             }
