@@ -78,7 +78,7 @@ pub use held::guard_decision;
 pub use notifications::{NotificationsConfig, ReplacedResource};
 pub use prebuilds::{PoolStatus, PrebuildsConfig};
 pub use provisioner::{JudgeError, ServerJob};
-pub use provisioner_keys::ProvisionerKey;
+pub use provisioner_keys::{ProvisionerKey, ProvisionerKeys};
 pub use recovery::Recovered;
 pub use scheduler::SchedulerConfig;
 pub use secrets::token_hash;
@@ -248,6 +248,8 @@ struct Inner {
     templates: Templates,
     /// The accounts people link for their workspaces' Git.
     external_auth: external_auth::ExternalAuth,
+    /// The keys of external provisioner daemons.
+    provisioner_keys: provisioner_keys::ProvisionerKeys,
     /// What workspace deletes retained.
     retained: retained::Retained,
     /// Where the control plane's own audit events are written.
@@ -294,6 +296,7 @@ impl Control {
                 identity,
                 templates,
                 external_auth,
+                provisioner_keys: provisioner_keys::ProvisionerKeys::new(store.clone()),
                 retained,
                 audit: audit::Audit::new(store.clone()),
                 store,
@@ -331,6 +334,12 @@ impl Control {
     /// their tokens.
     pub fn external_auth(&self) -> &external_auth::ExternalAuth {
         &self.inner.external_auth
+    }
+
+    /// The keys of external provisioner daemons: the only part that makes,
+    /// lists, deletes and checks them.
+    pub fn provisioner_keys(&self) -> &ProvisionerKeys {
+        &self.inner.provisioner_keys
     }
 
     /// Resources workspace deletes retained, as people see and change them.

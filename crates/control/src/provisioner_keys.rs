@@ -3,17 +3,21 @@
 //!
 //! An owner makes a key (`abode provisioner keys create NAME --tag k=v`):
 //! the secret is shown once and only its SHA-256 is kept, as for API tokens.
-//! A daemon sends the secret; [`Control::provisioner_key_for_secret`] finds
+//! A daemon sends the secret; [`ProvisionerKeys::for_secret`] finds
 //! the key by the hash of what was sent, so the secret is never compared,
 //! logged or stored. Deleting a key ends every daemon that uses it at its
 //! next request. Keys belong to nobody: only owners make, list and delete
 //! them, since a key's tags decide which builds (and which cloud
 //! credentials) its daemon gets.
+//!
+//! A service of its own (`Control::provisioner_keys()`): it holds the
+//! store and the audit log, and nothing of the rest of the control plane.
 
-use abode_store::{page_size, NewProvisionerKey, Page, ProvisionerKeyRow, StoreError};
+use abode_store::{page_size, NewProvisionerKey, Page, ProvisionerKeyRow, Store, StoreError};
 
+use crate::audit::{audit_event, Audit};
 use crate::authz::Action;
-use crate::{secrets, tags, validate_name, Caller, Control, ControlError};
+use crate::{secrets, tags, validate_name, Caller, ControlError};
 
 /// A provisioner key, without its secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,17 +55,30 @@ impl TryFrom<ProvisionerKeyRow> for ProvisionerKey {
 const UNKNOWN_KEY: &str =
     "invalid provisioner key; ask an owner for a new one (abode provisioner keys create)";
 
-impl Control {
+/// The provisioner keys.
+pub struct ProvisionerKeys {
+    store: Store,
+    audit: Audit,
+}
+
+impl ProvisionerKeys {
+    pub fn new(store: Store) -> ProvisionerKeys {
+        ProvisionerKeys {
+            audit: Audit::new(store.clone()),
+            store,
+        }
+    }
+
     /// Whether the caller may make provisioner keys (asked before a
     /// request's body is read).
-    pub fn may_create_provisioner_key(&self, caller: &Caller) -> Result<(), ControlError> {
+    pub fn may_create(&self, caller: &Caller) -> Result<(), ControlError> {
         Ok(caller.authorize(Action::ProvisionerKeyCreate, None)?)
     }
 
     /// Makes a provisioner key named `name` whose daemons offer `tags`
     /// (`key=value`); returns it with its secret, which is never shown
     /// again. Owners only; audited without the secret.
-    pub async fn create_provisioner_key(
+    pub async fn create(
         &self,
         caller: &Caller,
         name: &str,
@@ -72,7 +89,6 @@ impl Control {
         let tags = tags::parse_tags(tags).map_err(ControlError::BadRequest)?;
         let secret = secrets::new_provisioner_key();
         let row = match self
-            .inner
             .store
             .create_provisioner_key(&NewProvisionerKey {
                 name: name.to_string(),
@@ -90,21 +106,22 @@ impl Control {
             }
             Err(other) => return Err(other.into()),
         };
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
-            "provisioner_key.create",
-            "provisioner_key",
-            name,
-            "success",
-            Some(format!("tags={}", tags.join(","))),
-        )
-        .await;
+        self.audit
+            .record(&audit_event(
+                Some(&caller.user),
+                caller.request_id.clone(),
+                "provisioner_key.create",
+                "provisioner_key",
+                name,
+                "success",
+                Some(format!("tags={}", tags.join(","))),
+            ))
+            .await;
         Ok((ProvisionerKey::try_from(row)?, secret))
     }
 
     /// One page of the provisioner keys, by name. Owners only.
-    pub async fn list_provisioner_keys(
+    pub async fn list(
         &self,
         caller: &Caller,
         after: Option<&str>,
@@ -112,7 +129,6 @@ impl Control {
     ) -> Result<Page<ProvisionerKey>, ControlError> {
         caller.authorize(Action::ProvisionerKeyList, None)?;
         let page = self
-            .inner
             .store
             .list_provisioner_key_page(after, page_size(limit))
             .await?;
@@ -128,13 +144,13 @@ impl Control {
 
     /// Deletes the provisioner key `name`: from now on its secret is
     /// refused. Owners only; audited.
-    pub async fn delete_provisioner_key(
+    pub async fn delete(
         &self,
         caller: &Caller,
         name: &str,
     ) -> Result<ProvisionerKey, ControlError> {
         caller.authorize(Action::ProvisionerKeyDelete, None)?;
-        let row = match self.inner.store.delete_provisioner_key(name).await {
+        let row = match self.store.delete_provisioner_key(name).await {
             Ok(row) => row,
             Err(StoreError::NotFound(_)) => {
                 return Err(ControlError::NotFound(format!(
@@ -143,27 +159,24 @@ impl Control {
             }
             Err(other) => return Err(other.into()),
         };
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
-            "provisioner_key.delete",
-            "provisioner_key",
-            name,
-            "success",
-            None,
-        )
-        .await;
+        self.audit
+            .record(&audit_event(
+                Some(&caller.user),
+                caller.request_id.clone(),
+                "provisioner_key.delete",
+                "provisioner_key",
+                name,
+                "success",
+                None,
+            ))
+            .await;
         ProvisionerKey::try_from(row)
     }
 
     /// The key a daemon's secret stands for, found by the secret's hash;
     /// `Unauthorized` for a secret no key has (never made, or deleted).
-    pub async fn provisioner_key_for_secret(
-        &self,
-        secret: &str,
-    ) -> Result<ProvisionerKey, ControlError> {
+    pub async fn for_secret(&self, secret: &str) -> Result<ProvisionerKey, ControlError> {
         match self
-            .inner
             .store
             .provisioner_key_by_hash(&secrets::token_hash(secret))
             .await

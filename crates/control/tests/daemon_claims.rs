@@ -123,7 +123,8 @@ async fn only_the_slot_that_claimed_a_job_speaks_for_it() {
     let build_id = queued_build(&setup).await;
     let (key, secret) = setup
         .control
-        .create_provisioner_key(&setup.owner, "k", &[])
+        .provisioner_keys()
+        .create(&setup.owner, "k", &[])
         .await
         .unwrap();
     let slot = |slot: &str| DaemonCaller {
@@ -194,7 +195,8 @@ async fn the_first_verdict_on_a_build_stands() {
     let build_id = queued_build(&setup).await;
     let (key, secret) = setup
         .control
-        .create_provisioner_key(&setup.owner, "k", &[])
+        .provisioner_keys()
+        .create(&setup.owner, "k", &[])
         .await
         .unwrap();
     let daemon = DaemonCaller {
@@ -266,7 +268,8 @@ async fn a_key_made_again_under_a_deleted_key_s_name_inherits_none_of_its_builds
     };
     let (old_key, old_secret) = setup
         .control
-        .create_provisioner_key(&setup.owner, "builders", &[])
+        .provisioner_keys()
+        .create(&setup.owner, "builders", &[])
         .await
         .unwrap();
     let old = daemon(&old_key, &old_secret);
@@ -278,12 +281,14 @@ async fn a_key_made_again_under_a_deleted_key_s_name_inherits_none_of_its_builds
         .expect("the queued build is claimed");
     setup
         .control
-        .delete_provisioner_key(&setup.owner, "builders")
+        .provisioner_keys()
+        .delete(&setup.owner, "builders")
         .await
         .unwrap();
     let (new_key, new_secret) = setup
         .control
-        .create_provisioner_key(&setup.owner, "builders", &[])
+        .provisioner_keys()
+        .create(&setup.owner, "builders", &[])
         .await
         .unwrap();
     assert_ne!(new_key.id, old_key.id);

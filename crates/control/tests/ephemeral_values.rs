@@ -128,7 +128,8 @@ async fn an_ephemeral_value_is_kept_in_no_record_of_the_platform() {
         .unwrap();
 
     let (key, secret) = control
-        .create_provisioner_key(&owner, "k", &[])
+        .provisioner_keys()
+        .create(&owner, "k", &[])
         .await
         .unwrap();
     let daemon = DaemonCaller {

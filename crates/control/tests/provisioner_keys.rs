@@ -62,7 +62,8 @@ async fn a_key_stands_for_itself_until_deleted_and_only_owners_manage_keys() {
     } = setup().await;
     let tags = ["zone=b".to_string(), "cloud=aws".to_string()];
     let (key, secret) = control
-        .create_provisioner_key(&owner, "west", &tags)
+        .provisioner_keys()
+        .create(&owner, "west", &tags)
         .await
         .unwrap();
     assert!(secret.starts_with("abode_pk_"), "{secret}");
@@ -72,7 +73,11 @@ async fn a_key_stands_for_itself_until_deleted_and_only_owners_manage_keys() {
 
     // The secret finds its key; its hash is what is stored, not the secret.
     assert_eq!(
-        control.provisioner_key_for_secret(&secret).await.unwrap(),
+        control
+            .provisioner_keys()
+            .for_secret(&secret)
+            .await
+            .unwrap(),
         key
     );
     let row = store
@@ -83,7 +88,7 @@ async fn a_key_stands_for_itself_until_deleted_and_only_owners_manage_keys() {
     let unknown = [String::new(), "abode_pk_0".into(), format!("{secret}x")];
     for wrong in unknown {
         assert!(matches!(
-            control.provisioner_key_for_secret(&wrong).await,
+            control.provisioner_keys().for_secret(&wrong).await,
             Err(ControlError::Unauthorized(_))
         ));
     }
@@ -115,23 +120,25 @@ async fn a_key_stands_for_itself_until_deleted_and_only_owners_manage_keys() {
     for (caller, name, tags, expected) in refusals {
         let tags: Vec<String> = tags.iter().map(|tag| tag.to_string()).collect();
         let error = control
-            .create_provisioner_key(caller, name, &tags)
+            .provisioner_keys()
+            .create(caller, name, &tags)
             .await
             .unwrap_err();
         assert!(expected(&error), "{name} {tags:?}: {error:?}");
         assert!(!error.to_string().contains('\n'), "{error}");
     }
     assert!(matches!(
-        control.list_provisioner_keys(&member, None, None).await,
+        control.provisioner_keys().list(&member, None, None).await,
         Err(ControlError::Forbidden(_))
     ));
     assert!(matches!(
-        control.delete_provisioner_key(&member, "west").await,
+        control.provisioner_keys().delete(&member, "west").await,
         Err(ControlError::Forbidden(_))
     ));
 
     let listed = control
-        .list_provisioner_keys(&owner, None, None)
+        .provisioner_keys()
+        .list(&owner, None, None)
         .await
         .unwrap();
     assert_eq!(listed.items, std::slice::from_ref(&key));
@@ -139,17 +146,18 @@ async fn a_key_stands_for_itself_until_deleted_and_only_owners_manage_keys() {
     // Deleted: the secret no longer authenticates, a second delete is 404.
     assert_eq!(
         control
-            .delete_provisioner_key(&owner, "west")
+            .provisioner_keys()
+            .delete(&owner, "west")
             .await
             .unwrap(),
         key
     );
     assert!(matches!(
-        control.provisioner_key_for_secret(&secret).await,
+        control.provisioner_keys().for_secret(&secret).await,
         Err(ControlError::Unauthorized(_))
     ));
     assert!(matches!(
-        control.delete_provisioner_key(&owner, "west").await,
+        control.provisioner_keys().delete(&owner, "west").await,
         Err(ControlError::NotFound(_))
     ));
 

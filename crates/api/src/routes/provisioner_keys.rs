@@ -49,11 +49,12 @@ async fn create(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<axum::response::Response, ApiError> {
     // Refused before the body is read.
-    state.control.may_create_provisioner_key(&caller)?;
+    state.control.provisioner_keys().may_create(&caller)?;
     let body: abode_sdk::requests::NewProvisionerKey = parse_json(body)?;
     let (key, secret) = state
         .control
-        .create_provisioner_key(&caller, &body.name, &body.tags)
+        .provisioner_keys()
+        .create(&caller, &body.name, &body.tags)
         .await?;
     let mut answer = (
         StatusCode::CREATED,
@@ -77,7 +78,8 @@ async fn list(
     let query = list_query(query)?;
     let page = state
         .control
-        .list_provisioner_keys(&caller, query.after.as_deref(), query.limit)
+        .provisioner_keys()
+        .list(&caller, query.after.as_deref(), query.limit)
         .await?;
     let items: Vec<abode_sdk::ProvisionerKey> = page.items.iter().map(key_view).collect();
     page_answer("provisioner_keys", items, page.next)
@@ -88,6 +90,10 @@ async fn remove(
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
-    state.control.delete_provisioner_key(&caller, &name).await?;
+    state
+        .control
+        .provisioner_keys()
+        .delete(&caller, &name)
+        .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

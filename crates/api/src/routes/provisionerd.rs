@@ -111,7 +111,7 @@ impl FromRequestParts<AppState> for DaemonKey {
             )
         })?;
         Ok(DaemonKey(
-            state.control.provisioner_key_for_secret(&secret).await?,
+            state.control.provisioner_keys().for_secret(&secret).await?,
             abode_control::token_hash(&secret),
         ))
     }
