@@ -208,9 +208,7 @@ regex = '^http://127\.0\.0\.1:'
         ),
     )
     .unwrap();
-    let key = dir.path().join("tokens.key");
-    std::fs::write(&key, "cd".repeat(32)).unwrap();
-    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let key = private_key(dir.path(), "tokens.key", "cd");
     let platform = Platform::start_with(&[
         "--external-auth-config",
         config.to_str().unwrap(),
@@ -631,9 +629,7 @@ regex = '^https://other\.example/'
         ),
     )
     .unwrap();
-    let key = dir.path().join("tokens.key");
-    std::fs::write(&key, "cd".repeat(32)).unwrap();
-    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let key = private_key(dir.path(), "tokens.key", "cd");
     let mut platform = Platform::start_with(&[
         "--external-auth-config",
         config.to_str().unwrap(),
@@ -698,13 +694,9 @@ regex = '^https://other\.example/'
 
     // Alice links her account on the dashboard's Linked accounts page.
     let browser = browser::Browser::start().await;
-    browser.go(&format!("{base}/login")).await;
-    browser.type_into("#username", "alice").await;
     browser
-        .type_into("#password", "correct horse battery")
+        .sign_in(&base, "alice", "correct horse battery")
         .await;
-    browser.click("button[type=submit].primary").await;
-    browser.wait_for_text("Signed in as alice").await;
     browser.go(&format!("{base}/external-auth")).await;
     browser.wait_for_text("not linked").await;
     browser.click("a[aria-label='Link corp']").await;
@@ -918,13 +910,7 @@ regex = '^https://other\.example/'
     // The key is rotated with the servers stopped; the tokens open under
     // the new one, and a wrong old key changes nothing.
     platform.kill_server();
-    let new_key = dir.path().join("new.key");
-    std::fs::write(&new_key, "ef".repeat(32)).unwrap();
-    std::fs::set_permissions(
-        &new_key,
-        std::os::unix::fs::PermissionsExt::from_mode(0o600),
-    )
-    .unwrap();
+    let new_key = private_key(dir.path(), "new.key", "ef");
     let data_dir = platform.data_dir();
     let rotate = |old: &Path| {
         Command::new(util::abode_bin())
@@ -943,9 +929,7 @@ regex = '^https://other\.example/'
         String::from_utf8_lossy(&wrong.stderr).contains("the new key is the old key"),
         "{wrong:?}"
     );
-    let other = dir.path().join("other.key");
-    std::fs::write(&other, "01".repeat(32)).unwrap();
-    std::fs::set_permissions(&other, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let other = private_key(dir.path(), "other.key", "01");
     let wrong = rotate(&other);
     assert_eq!(wrong.status.code(), Some(1), "{wrong:?}");
     assert!(
@@ -978,13 +962,9 @@ regex = '^https://other\.example/'
 
     // Unlinked on the dashboard: the next fetch gets nothing and fails,
     // and the last token is refused at the provider.
-    browser.go(&format!("{base}/login")).await;
-    browser.type_into("#username", "alice").await;
     browser
-        .type_into("#password", "correct horse battery")
+        .sign_in(&base, "alice", "correct horse battery")
         .await;
-    browser.click("button[type=submit].primary").await;
-    browser.wait_for_text("Signed in as alice").await;
     browser.go(&format!("{base}/external-auth")).await;
     browser.wait_for_text("Linked accounts").await;
     browser.click("button[aria-label='Unlink corp']").await;
@@ -1019,6 +999,14 @@ regex = '^https://other\.example/'
     assert!(secrets
         .iter()
         .all(|secret| !build_log.stdout.contains(secret.as_str())));
+}
+
+/// A token key of 32 bytes `byte` (two hex digits) in `dir/name`, mode 600.
+fn private_key(dir: &Path, name: &str, byte: &str) -> PathBuf {
+    let key = dir.join(name);
+    std::fs::write(&key, byte.repeat(32)).unwrap();
+    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    key
 }
 
 /// `text` with the regex's special characters escaped.
@@ -1071,9 +1059,7 @@ regex = '^https://git\.example\.com/'
         ),
     )
     .unwrap();
-    let key = dir.path().join("tokens.key");
-    std::fs::write(&key, "cd".repeat(32)).unwrap();
-    std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let key = private_key(dir.path(), "tokens.key", "cd");
     let flags = [
         "--external-auth-config",
         config.to_str().unwrap(),

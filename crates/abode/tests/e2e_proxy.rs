@@ -827,13 +827,9 @@ async fn the_web_terminal_through_nginx_over_tls() {
         "--ignore-certificate-errors-spki-list={pin}"
     )])
     .await;
-    browser.go(&format!("{https}/login")).await;
-    browser.type_into("#username", "alice").await;
     browser
-        .type_into("#password", "correct horse battery")
+        .sign_in(&https, "alice", "correct horse battery")
         .await;
-    browser.click("button[type=submit].primary").await;
-    browser.wait_for_text("Signed in as alice").await;
     browser
         .go(&format!("{https}/workspaces/alice/dev/terminal"))
         .await;

@@ -210,6 +210,17 @@ impl Browser {
         panic!("{css} is not reachable with the keyboard");
     }
 
+    /// Signs in to the dashboard at `base` with its login form and waits
+    /// for the signed-in page.
+    pub async fn sign_in(&self, base: &str, username: &str, password: &str) {
+        self.go(&format!("{base}/login")).await;
+        self.type_into("#username", username).await;
+        self.type_into("#password", password).await;
+        self.click("button[type=submit].primary").await;
+        self.wait_for_text(&format!("Signed in as {username}"))
+            .await;
+    }
+
     /// Waits (up to a minute) until an element matches `css`: the page a
     /// click navigated to has loaded.
     pub async fn wait_for_element(&self, css: &str) {
