@@ -8,9 +8,8 @@ use std::collections::BTreeMap;
 
 use abode_runner::LogLevel;
 use abode_store::{
-    page_size, Build, BuildReason, BuildStatus, LogLine, NewBuild, NewWorkspace, Page,
-    PrebuildClaimed, StoreError, SystemActor, Template, TemplateVersion, Transition, User,
-    Workspace,
+    page_size, Build, BuildReason, BuildStatus, NewBuild, NewWorkspace, Page, PrebuildClaimed,
+    StoreError, SystemActor, Template, TemplateVersion, Transition, User, Workspace,
 };
 
 use serde_json::Value;
@@ -27,14 +26,7 @@ use crate::Actor;
 use crate::Caller;
 use crate::Control;
 use crate::ControlError;
-
-/// A page of build log lines.
-#[derive(Debug, Clone)]
-pub struct LogPage {
-    pub lines: Vec<LogLine>,
-    pub status: BuildStatus,
-    pub done: bool,
-}
+use crate::LogPage;
 
 /// What a build request asks for.
 #[derive(Debug, Clone)]
@@ -208,7 +200,9 @@ impl Control {
             build.workspace_name,
             lock.build_number,
         );
-        self.note(&build.id, "setup", LogLevel::Warn, &notice).await;
+        self.build_log()
+            .note(&build.id, "setup", LogLevel::Warn, &notice)
+            .await;
     }
 
     async fn request_first_build(
@@ -262,20 +256,22 @@ impl Control {
             match claimed {
                 PrebuildClaimed::Claimed(build) => {
                     if let Some(estimate) = &estimate {
-                        self.note(&build.id, "quota", LogLevel::Info, estimate)
+                        self.build_log()
+                            .note(&build.id, "quota", LogLevel::Info, estimate)
                             .await;
                     }
-                    self.note(
-                        &build.id,
-                        "setup",
-                        LogLevel::Info,
-                        &format!(
-                            "claimed a prebuilt workspace of preset \"{}\": it is already \
+                    self.build_log()
+                        .note(
+                            &build.id,
+                            "setup",
+                            LogLevel::Info,
+                            &format!(
+                                "claimed a prebuilt workspace of preset \"{}\": it is already \
                              running; this build hands it over",
-                            pool.name
-                        ),
-                    )
-                    .await;
+                                pool.name
+                            ),
+                        )
+                        .await;
                     return Ok(*build);
                 }
                 PrebuildClaimed::NoneReady => {
@@ -310,11 +306,13 @@ impl Control {
                 .await?;
         }
         if let Some(estimate) = &estimate {
-            self.note(&build.id, "quota", LogLevel::Info, estimate)
+            self.build_log()
+                .note(&build.id, "quota", LogLevel::Info, estimate)
                 .await;
         }
         if let Some(scratch) = scratch {
-            self.note(&build.id, "setup", LogLevel::Info, &scratch)
+            self.build_log()
+                .note(&build.id, "setup", LogLevel::Info, &scratch)
                 .await;
         }
         Ok(build)
@@ -781,31 +779,7 @@ impl Control {
         wait: Duration,
     ) -> Result<LogPage, ControlError> {
         let build = self.build(caller, reference, number).await?;
-        let deadline = tokio::time::Instant::now() + wait;
-        loop {
-            // Register interest before reading, so a line written in between
-            // still wakes this follower.
-            let notified = self.inner.log_written.notified();
-            let status = self.inner.store.build_by_id(&build.id).await?.status;
-            let lines = self.inner.store.logs_after(&build.id, after, 1000).await?;
-            // A held build writes nothing more until someone confirms it.
-            let done = (status.is_final() || status == BuildStatus::AwaitingConfirmation)
-                && lines.len() < 1000;
-            if !lines.is_empty() || done || tokio::time::Instant::now() >= deadline {
-                return Ok(LogPage {
-                    lines,
-                    status,
-                    done,
-                });
-            }
-            // Followers poll the database at least every second, in case a line
-            // was written by another process.
-            let _ = tokio::time::timeout_at(
-                deadline.min(tokio::time::Instant::now() + Duration::from_secs(1)),
-                notified,
-            )
-            .await;
-        }
+        Ok(self.inner.build_log.page(&build.id, after, wait).await?)
     }
 
     pub async fn cancel_build(
@@ -838,23 +812,25 @@ impl Control {
             .cancel_pending_build(&build.id, &message)
             .await?
         {
-            self.note(&build.id, "setup", LogLevel::Warn, &message)
+            self.build_log()
+                .note(&build.id, "setup", LogLevel::Warn, &message)
                 .await;
             // A held delete's records go void: nothing was forgotten.
             crate::retention::settle(self, &build.id).await;
-            self.inner.log_written.notify_waiters();
+            self.build_log().written();
         } else if self.inner.store.cancel_requested(&build.id).await? {
             // Asked already: one cancel, one log line, one audit event.
             return Ok(self.inner.store.build_by_id(&build.id).await?);
         } else {
             self.inner.store.request_cancel(&build.id).await?;
-            self.note(
-                &build.id,
-                "cleanup",
-                LogLevel::Warn,
-                &format!("{message}; interrupting Terraform"),
-            )
-            .await;
+            self.build_log()
+                .note(
+                    &build.id,
+                    "cleanup",
+                    LogLevel::Warn,
+                    &format!("{message}; interrupting Terraform"),
+                )
+                .await;
         }
         self.audit_workspace(
             caller,
@@ -866,22 +842,6 @@ impl Control {
         )
         .await;
         Ok(self.inner.store.build_by_id(&build.id).await?)
-    }
-
-    /// Writes a build log line; one the database does not take now (it is
-    /// unreachable, or its disk is full) is kept in order with the lines
-    /// after it and written when it takes them again (`log_backlog.rs`).
-    pub(crate) async fn note(&self, build_id: &str, stage: &str, level: LogLevel, text: &str) {
-        let line = abode_store::NewLogLine {
-            stage: stage.into(),
-            level: level.as_str().into(),
-            text: text.into(),
-        };
-        self.inner
-            .log_backlog
-            .write(&self.inner.store, build_id, line)
-            .await;
-        self.inner.log_written.notify_waiters();
     }
 }
 

@@ -241,14 +241,18 @@ impl Control {
             usage.budget()
         );
         if usage.spent().saturating_add(total) <= usage.budget() {
-            self.note(&build.id, "quota", LogLevel::Info, &estimate)
+            self.build_log()
+                .note(&build.id, "quota", LogLevel::Info, &estimate)
                 .await;
             return Ok(());
         }
-        self.note(&build.id, "quota", LogLevel::Warn, &estimate)
+        self.build_log()
+            .note(&build.id, "quota", LogLevel::Warn, &estimate)
             .await;
         for line in budget_lines(&usage) {
-            self.note(&build.id, "quota", LogLevel::Warn, &line).await;
+            self.build_log()
+                .note(&build.id, "quota", LogLevel::Warn, &line)
+                .await;
         }
         let message = refusal_line(&build.workspace_name, &owner.username, total, &usage);
         // A worker that claimed the build first plans it: its own plan is
@@ -259,7 +263,8 @@ impl Control {
             .refuse_pending_build(&build.id, &message, total)
             .await?
         {
-            self.note(&build.id, "quota", LogLevel::Error, &message)
+            self.build_log()
+                .note(&build.id, "quota", LogLevel::Error, &message)
                 .await;
             // The build's refusal is `quota`, whichever plan told it.
             self.inner.config.metrics.quota_refusal("quota");

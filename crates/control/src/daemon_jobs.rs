@@ -159,13 +159,14 @@ impl Control {
                     }
                 };
                 tracing::info!(build = %claimed.build_id, provisioner = %holder, "an external provisioner claimed a job");
-                self.note(
-                    &claimed.build_id,
-                    "setup",
-                    LogLevel::Info,
-                    &format!("claimed by {}", describe_holder(&holder)),
-                )
-                .await;
+                self.build_log()
+                    .note(
+                        &claimed.build_id,
+                        "setup",
+                        LogLevel::Info,
+                        &format!("claimed by {}", describe_holder(&holder)),
+                    )
+                    .await;
                 match job.inputs().await {
                     Ok(inputs) => {
                         return Ok(Some(AcquiredJob {
@@ -366,16 +367,17 @@ impl Control {
         }
         let build = self.inner.store.build_by_id(build_id).await?;
         if kept == StateKept::Saved && build.status != abode_store::BuildStatus::Running {
-            self.note(
-                build_id,
-                "cleanup",
-                LogLevel::Info,
-                &format!(
-                    "{} stored the state its run of this build left after the build ended",
-                    describe_holder(&holder)
-                ),
-            )
-            .await;
+            self.build_log()
+                .note(
+                    build_id,
+                    "cleanup",
+                    LogLevel::Info,
+                    &format!(
+                        "{} stored the state its run of this build left after the build ended",
+                        describe_holder(&holder)
+                    ),
+                )
+                .await;
         }
         Ok(kept)
     }
@@ -423,7 +425,8 @@ impl Control {
 
     /// Fails a claimed build that could not even be read.
     async fn fail_unstarted(&self, build_id: &str, message: &str) {
-        self.note(build_id, "cleanup", LogLevel::Error, message)
+        self.build_log()
+            .note(build_id, "cleanup", LogLevel::Error, message)
             .await;
         if let Err(error) = self
             .inner

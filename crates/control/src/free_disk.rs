@@ -86,7 +86,9 @@ impl Control {
         );
         for (build_id, _) in waiting {
             if told.insert(build_id.clone()) {
-                self.note(&build_id, "setup", LogLevel::Warn, &notice).await;
+                self.build_log()
+                    .note(&build_id, "setup", LogLevel::Warn, &notice)
+                    .await;
             }
         }
     }

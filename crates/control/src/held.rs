@@ -117,16 +117,17 @@ impl Control {
         match result {
             Ok(digest) => {
                 self.job_queued().await;
-                self.note(
-                    &build.id,
-                    "guard",
-                    LogLevel::Info,
-                    &format!(
-                        "confirmed by {}: applying the saved plan {digest}",
-                        caller.user.username
-                    ),
-                )
-                .await;
+                self.build_log()
+                    .note(
+                        &build.id,
+                        "guard",
+                        LogLevel::Info,
+                        &format!(
+                            "confirmed by {}: applying the saved plan {digest}",
+                            caller.user.username
+                        ),
+                    )
+                    .await;
                 Ok(self.inner.store.build_by_id(&build.id).await?)
             }
             Err(error) => {
@@ -236,7 +237,8 @@ impl Control {
             }
         }
         for build_id in expired {
-            self.note(&build_id, "guard", LogLevel::Warn, &message)
+            self.build_log()
+                .note(&build_id, "guard", LogLevel::Warn, &message)
                 .await;
             crate::retention::settle(self, &build_id).await;
             if let Ok(build) = self.inner.store.build_by_id(&build_id).await {

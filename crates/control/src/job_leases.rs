@@ -66,7 +66,7 @@ pub(crate) async fn keeper(
         }
         let server = &control.inner.config.server_id;
         control.beat_server_identity().await;
-        control.inner.log_backlog.flush(&control.inner.store).await;
+        control.build_log().flush().await;
         control.check_free_disk(&mut told_low_on_disk).await;
         control.release_abandoned_locks().await;
         if let Err(error) = control.inner.store.renew_job_leases(server, lease_ms).await {
@@ -253,7 +253,9 @@ impl Control {
                     tags.join(", ")
                 )
             };
-            self.note(&build_id, "setup", LogLevel::Warn, &notice).await;
+            self.build_log()
+                .note(&build_id, "setup", LogLevel::Warn, &notice)
+                .await;
         }
     }
 
@@ -276,10 +278,11 @@ impl Control {
                      was applied, and the build waits for another provisioner",
                     crate::holders::describe_holder(&lease.holder)
                 );
-                self.note(&lease.build_id, "setup", LogLevel::Warn, &message)
+                self.build_log()
+                    .note(&lease.build_id, "setup", LogLevel::Warn, &message)
                     .await;
                 self.inner.jobs_queued.notify_waiters();
-                self.inner.log_written.notify_waiters();
+                self.build_log().written();
                 tracing::warn!(build = %lease.build_id, holder = %lease.holder, "requeued a build whose holder stopped renewing its lease before its plan was judged");
                 return;
             }
@@ -310,7 +313,8 @@ impl Control {
             // server salvaged it first.
             Ok(false) => {}
             Ok(true) => {
-                self.note(build_id, "cleanup", LogLevel::Error, &message)
+                self.build_log()
+                    .note(build_id, "cleanup", LogLevel::Error, &message)
                     .await;
                 if let Ok(build) = self.inner.store.build_by_id(build_id).await {
                     self.audit_system(
@@ -320,7 +324,7 @@ impl Control {
                     )
                     .await;
                 }
-                self.inner.log_written.notify_waiters();
+                self.build_log().written();
                 tracing::warn!(build = %build_id, holder = %lease.holder, "salvaged a build whose server stopped renewing its lease");
             }
             Err(error) => {

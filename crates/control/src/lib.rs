@@ -11,6 +11,7 @@ mod audit;
 pub use abode_authz as authz;
 use abode_credentials::{hashing, secrets};
 pub mod apps;
+mod build_log;
 mod builds;
 pub mod client_address;
 pub mod connections;
@@ -68,8 +69,9 @@ pub use abode_identity::{
 pub use abode_identity::{OidcFinished, OidcStart, SignInMethods};
 pub use abode_runner::archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 pub use audit::AuditQuery;
+pub use build_log::{BuildLog, LogPage};
 pub use builds::MAX_PARAMETERS_BYTES;
-pub use builds::{BuildOrder, BuildRequest, BuildTarget, LogPage, VersionChoice};
+pub use builds::{BuildOrder, BuildRequest, BuildTarget, VersionChoice};
 pub use client_address::ClientAddress;
 pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, DaemonNeed, MAX_ACQUIRE_WAIT};
 pub use error::ControlError;
@@ -240,8 +242,8 @@ struct Inner {
     jobs_queued: Notify,
     /// Cancel switches of the builds running in this process.
     running: Mutex<HashMap<String, watch::Sender<bool>>>,
-    /// Wakes log followers when a line is written or a build ends.
-    log_written: Notify,
+    /// Build log lines, and the followers waiting for them.
+    build_log: BuildLog,
     /// Accounts, roles, logins, sessions and API tokens.
     identity: Identity,
     /// Templates, their versions, their activation and their presets.
@@ -258,8 +260,6 @@ struct Inner {
     tunnels: connections::Tunnels,
     /// Turns true when the server stops: long-polls answer at once.
     stopping: watch::Sender<bool>,
-    /// Build log lines the database did not take yet, in order.
-    log_backlog: log_backlog::LogBacklog,
     /// Set while the data dir has less than `Config::min_free_disk` free.
     low_on_disk: std::sync::atomic::AtomicBool,
 }
@@ -291,6 +291,7 @@ impl Control {
             config.clock.clone(),
             config.access_url.clone(),
         );
+        let build_log = BuildLog::new(store.clone());
         Control {
             inner: Arc::new(Inner {
                 identity,
@@ -303,10 +304,9 @@ impl Control {
                 config,
                 jobs_queued: Notify::new(),
                 running: Mutex::new(HashMap::new()),
-                log_written: Notify::new(),
+                build_log,
                 tunnels: connections::Tunnels::default(),
                 stopping: watch::channel(false).0,
-                log_backlog: log_backlog::LogBacklog::default(),
                 low_on_disk: std::sync::atomic::AtomicBool::new(false),
             }),
         }
@@ -345,6 +345,12 @@ impl Control {
     /// Resources workspace deletes retained, as people see and change them.
     pub fn retained(&self) -> &retained::Retained {
         &self.inner.retained
+    }
+
+    /// The build log: the only part that writes its lines and wakes those
+    /// who follow them.
+    pub fn build_log(&self) -> &BuildLog {
+        &self.inner.build_log
     }
 
     pub fn config(&self) -> &Config {

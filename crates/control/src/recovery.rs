@@ -151,7 +151,7 @@ async fn follow_to_end(
 
     let aftermath = match record.running() {
         Some(run) => {
-            control.note(&build_id, "cleanup", LogLevel::Error,
+            control.build_log().note(&build_id, "cleanup", LogLevel::Error,
                 &format!(
                     "the server stopped while terraform {} of this build was running; \
                      Terraform (pid {}) runs on, and this restarted server follows it until it ends",
@@ -231,7 +231,10 @@ async fn follow_to_end(
     } else {
         LogLevel::Error
     };
-    control.note(&build_id, "cleanup", level, &message).await;
+    control
+        .build_log()
+        .note(&build_id, "cleanup", level, &message)
+        .await;
     // What a delete retained is on record whichever way it ended.
     crate::retention::settle(&control, &build_id).await;
     if let Err(error) = control.inner.store.delete_saved_plan(&build_id).await {
@@ -259,7 +262,7 @@ async fn follow_to_end(
         workdir::remove_off_runtime(work_dir.clone()).await;
     }
     interruptions.end();
-    control.inner.log_written.notify_waiters();
+    control.build_log().written();
     tracing::warn!(build = %build_id, status = %status, "interrupted build ended: {message}");
     status
 }

@@ -96,6 +96,7 @@ pub(crate) async fn settle(control: &Control, build_id: &str) {
                     ),
                 };
                 control
+                    .build_log()
                     .note(build_id, "cleanup", abode_runner::LogLevel::Info, &text)
                     .await;
                 if record.status == RetainedStatus::Open {

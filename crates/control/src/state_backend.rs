@@ -172,16 +172,17 @@ impl Control {
                     "the database is unreachable"
                 };
                 tracing::warn!(build = %build_id, %error, "cannot store a state now ({why}); Terraform keeps it and tries again");
-                self.note(
-                    build_id,
-                    "apply",
-                    LogLevel::Warn,
-                    &format!(
+                self.build_log()
+                    .note(
+                        build_id,
+                        "apply",
+                        LogLevel::Warn,
+                        &format!(
                         "{why}: the server cannot store the state now ({error}); Terraform keeps \
                          it and tries again"
                     ),
-                )
-                .await;
+                    )
+                    .await;
                 Err(error.into())
             }
             Written::Failed(error) => Err(error.into()),
@@ -273,7 +274,7 @@ impl Control {
             .await?;
         if released {
             if let Some(lock) = lock.filter(|lock| lock.lost_at.is_some()) {
-                self.note(
+                self.build_log().note(
                     build_id,
                     "cleanup",
                     LogLevel::Info,
@@ -387,7 +388,7 @@ impl Control {
             )),
         )
         .await;
-        self.note(
+        self.build_log().note(
             &lock.build_id,
             "cleanup",
             LogLevel::Warn,

@@ -365,7 +365,8 @@ impl Control {
                 .store
                 .cancel_pending_build(&latest.id, &message)
                 .await?;
-            self.note(&latest.id, "guard", LogLevel::Warn, &message)
+            self.build_log()
+                .note(&latest.id, "guard", LogLevel::Warn, &message)
                 .await;
         } else if !latest.status.is_final() {
             return Err(ControlError::Conflict(format!(

@@ -276,16 +276,17 @@ impl Control {
                 },
             )
             .await?;
-        self.note(
-            &build.id,
-            "setup",
-            LogLevel::Info,
-            &format!(
-                "deleting a prebuilt workspace of its pool: {}",
-                why.replace('_', " ")
-            ),
-        )
-        .await;
+        self.build_log()
+            .note(
+                &build.id,
+                "setup",
+                LogLevel::Info,
+                &format!(
+                    "deleting a prebuilt workspace of its pool: {}",
+                    why.replace('_', " ")
+                ),
+            )
+            .await;
         Ok(())
     }
 
@@ -301,8 +302,10 @@ impl Control {
             .cancel_pending_build(build_id, message)
             .await?
         {
-            self.note(build_id, "setup", LogLevel::Warn, message).await;
-            self.inner.log_written.notify_waiters();
+            self.build_log()
+                .note(build_id, "setup", LogLevel::Warn, message)
+                .await;
+            self.build_log().written();
             tracing::info!(build = %build_id, workspace = %workspace_id, "{message}");
         }
         Ok(())

@@ -45,7 +45,10 @@ pub(crate) struct BuildLog<'a> {
 
 impl LogSink for BuildLog<'_> {
     async fn log(&self, stage: &str, level: LogLevel, text: &str) {
-        self.control.note(self.build_id, stage, level, text).await;
+        self.control
+            .build_log()
+            .note(self.build_id, stage, level, text)
+            .await;
     }
 }
 
@@ -215,6 +218,7 @@ async fn run_build_steps(
         Err(failure) => {
             interruptions.end();
             control
+                .build_log()
                 .note(build_id, "cleanup", LogLevel::Error, &failure.message)
                 .await;
             if let Err(error) = control
@@ -265,6 +269,7 @@ async fn run_build_steps(
             Err(failure) => first_sentence(&failure.message),
         };
         control
+            .build_log()
             .note(
                 build_id,
                 "cleanup",
@@ -320,6 +325,7 @@ async fn prune_plans(control: &Control, build_id: &str) {
         Ok(pruned) => {
             for id in pruned {
                 control
+                    .build_log()
                     .note(
                         &id,
                         "cleanup",

@@ -304,7 +304,7 @@ impl ServerJob {
             }
         }
         super::prune_plans(control, build_id).await;
-        control.inner.log_written.notify_waiters();
+        control.build_log().written();
         tracing::info!(build = %build_id, status = %status, "build finished");
         if matches!(
             self.build.reason,
@@ -378,7 +378,10 @@ fn refused_end(build: &Build, outcome: &str, decision: Option<Decision>) -> Cont
 impl LogSink for ServerJob {
     async fn log(&self, stage: &str, level: LogLevel, text: &str) {
         let text = self.ephemeral.mask(text);
-        self.control.note(&self.build.id, stage, level, &text).await;
+        self.control
+            .build_log()
+            .note(&self.build.id, stage, level, &text)
+            .await;
     }
 }
 
