@@ -157,7 +157,11 @@ impl Control {
         let digest = plan.digest.clone();
         // The messages are written with the hold itself.
         let notices = match self.inner.store.build_by_id(build_id).await {
-            Ok(build) => self.held_notices(&build, expires_at, &digest).await,
+            Ok(build) => {
+                self.notifications()
+                    .held_notices(&build, expires_at, &digest)
+                    .await
+            }
             Err(error) => {
                 tracing::error!(build = %build_id, %error, "cannot read a build to notify of its hold");
                 Vec::new()
@@ -222,7 +226,7 @@ impl Control {
         let mut expired = Vec::new();
         for build in due {
             // Each expiry with its messages, in one transaction.
-            let notices = self.expired_notices(&build, &message).await;
+            let notices = self.notifications().expired_notices(&build, &message).await;
             match self
                 .inner
                 .store
@@ -270,7 +274,7 @@ impl Control {
             }
         };
         for build in soon {
-            let notices = self.expiring_notices(&build).await;
+            let notices = self.notifications().expiring_notices(&build).await;
             if let Err(error) = self.inner.store.enqueue_notifications(&notices).await {
                 tracing::error!(build = %build.id, %error, "cannot notify of a held build's expiry");
             }

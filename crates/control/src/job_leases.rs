@@ -301,6 +301,7 @@ impl Control {
         );
         let build_id = &lease.build_id;
         let notices = self
+            .notifications()
             .end_notices_of(build_id, BuildStatus::Failed, Some(&message))
             .await;
         match self

@@ -77,7 +77,7 @@ pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, DaemonNeed, MAX_
 pub use error::ControlError;
 pub use hashing::default_threads as default_hashing_threads;
 pub use held::guard_decision;
-pub use notifications::{NotificationsConfig, ReplacedResource};
+pub use notifications::{Notifications, NotificationsConfig, ReplacedResource};
 pub use prebuilds::{PoolStatus, PrebuildsConfig};
 pub use provisioner::{JudgeError, ServerJob};
 pub use provisioner_keys::{ProvisionerKey, ProvisionerKeys};
@@ -254,6 +254,8 @@ struct Inner {
     provisioner_keys: provisioner_keys::ProvisionerKeys,
     /// What workspace deletes retained.
     retained: retained::Retained,
+    /// The messages of events, people's inboxes and preferences.
+    notifications: Notifications,
     /// Where the control plane's own audit events are written.
     audit: audit::Audit,
     /// The agents' tunnels up in this process.
@@ -292,6 +294,8 @@ impl Control {
             config.access_url.clone(),
         );
         let build_log = BuildLog::new(store.clone());
+        let notifications =
+            Notifications::new(store.clone(), config.clock.clone(), &config.notifications);
         Control {
             inner: Arc::new(Inner {
                 identity,
@@ -305,6 +309,7 @@ impl Control {
                 jobs_queued: Notify::new(),
                 running: Mutex::new(HashMap::new()),
                 build_log,
+                notifications,
                 tunnels: connections::Tunnels::default(),
                 stopping: watch::channel(false).0,
                 low_on_disk: std::sync::atomic::AtomicBool::new(false),
@@ -351,6 +356,12 @@ impl Control {
     /// who follow them.
     pub fn build_log(&self) -> &BuildLog {
         &self.inner.build_log
+    }
+
+    /// Notifications: the only part that decides who is told what, and
+    /// that reads and changes inboxes and preferences.
+    pub fn notifications(&self) -> &Notifications {
+        &self.inner.notifications
     }
 
     pub fn config(&self) -> &Config {

@@ -241,6 +241,7 @@ async fn follow_to_end(
         tracing::error!(build = %build_id, %error, "cannot delete the saved plan of an interrupted build");
     }
     let notices = control
+        .notifications()
         .end_notices_of(&build_id, status, Some(&message))
         .await;
     let error = (status != BuildStatus::Succeeded).then_some(message.as_str());

@@ -26,6 +26,9 @@ use std::path::PathBuf;
 
 use crate::{Clock, ControlError};
 
+/// How long before a retained record expires its owner is told.
+const WEEK_MS: i64 = 7 * 24 * 60 * 60 * 1000;
+
 /// The retained resources service.
 pub struct Retained {
     store: Store,
@@ -398,6 +401,39 @@ impl crate::Control {
         };
         let record = self.inner.store.retained_by_id(id).await?;
         Ok((record, build))
+    }
+
+    /// The scheduler's look at retained records: their owners are told a
+    /// week before a record expires and when it has, and an expired one's
+    /// destroy is queued. Returns how many messages were written.
+    pub(crate) async fn retained_expiry_sweep(&self, now: i64) -> Result<usize, ControlError> {
+        let mut written = 0;
+        let mut after: Option<String> = None;
+        loop {
+            let page = self
+                .inner
+                .store
+                .retained_expiring(now.saturating_add(WEEK_MS), after.as_deref(), 200)
+                .await?;
+            for record in &page.items {
+                let Some(expires_at) = record.expires_at else {
+                    continue;
+                };
+                let notices = self
+                    .notifications()
+                    .retained_expiry_notices(record, expires_at, now)
+                    .await;
+                written += notices.len();
+                self.inner.store.enqueue_notifications(&notices).await?;
+                if expires_at <= now {
+                    self.destroy_expired_retained(record).await;
+                }
+            }
+            match page.next {
+                Some(next) => after = Some(next),
+                None => return Ok(written),
+            }
+        }
     }
 
     /// The scheduler's expiry of a retained resource: its destroy, queued

@@ -100,7 +100,7 @@ pub(crate) async fn settle(control: &Control, build_id: &str) {
                     .note(build_id, "cleanup", abode_runner::LogLevel::Info, &text)
                     .await;
                 if record.status == RetainedStatus::Open {
-                    control.notify_retained(&record).await;
+                    control.notifications().notify_retained(&record).await;
                 }
             }
         }

@@ -32,7 +32,8 @@ pub(crate) async fn list(
     let unread = query.unread.as_deref() == Some("on");
     let messages = match state
         .control
-        .notifications(&viewer.caller, unread, query.after.clone(), Some(50))
+        .notifications()
+        .inbox(&viewer.caller, unread, query.after.clone(), Some(50))
         .await
     {
         Ok(messages) => messages,
@@ -111,14 +112,19 @@ pub(crate) async fn read(
     viewer: Viewer,
     Path(id): Path<String>,
 ) -> Response {
-    match state.control.read_notification(&viewer.caller, &id).await {
+    match state
+        .control
+        .notifications()
+        .read(&viewer.caller, &id)
+        .await
+    {
         Ok(_) => html::see_other("/notifications"),
         Err(error) => html::control_error(error),
     }
 }
 
 pub(crate) async fn read_all(State(state): State<WebState>, viewer: Viewer) -> Response {
-    match state.control.read_all_notifications(&viewer.caller).await {
+    match state.control.notifications().read_all(&viewer.caller).await {
         Ok(_) => html::see_other("/notifications"),
         Err(error) => html::control_error(error),
     }

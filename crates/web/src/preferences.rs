@@ -57,7 +57,7 @@ async fn render(
     viewer: &Viewer,
     problem: Option<(StatusCode, String)>,
 ) -> Response {
-    let settings = match state.control.notification_settings(&viewer.caller).await {
+    let settings = match state.control.notifications().settings(&viewer.caller).await {
         Ok(settings) => settings,
         Err(error) => return html::control_error(error),
     };
@@ -169,12 +169,13 @@ pub(crate) async fn save(
         .map(|(_, value)| parse_kind(value))
         .collect();
     let result = match checked {
-        Ok(checked) => match state.control.notification_settings(&viewer.caller).await {
+        Ok(checked) => match state.control.notifications().settings(&viewer.caller).await {
             Ok(settings) => {
                 let (disable, enable) = change_of(&settings, &checked);
                 state
                     .control
-                    .change_notification_settings(&viewer.caller, &disable, &enable)
+                    .notifications()
+                    .change_settings(&viewer.caller, &disable, &enable)
                     .await
             }
             Err(error) => Err(error),
@@ -210,7 +211,8 @@ pub(crate) async fn mandatory(
         Ok(kind) => {
             state
                 .control
-                .set_notification_kind_mandatory(&viewer.caller, kind, form.mandatory == "true")
+                .notifications()
+                .set_kind_mandatory(&viewer.caller, kind, form.mandatory == "true")
                 .await
         }
         Err(error) => Err(error),

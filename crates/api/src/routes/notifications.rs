@@ -50,7 +50,7 @@ async fn settings(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
 ) -> Result<axum::response::Response, ApiError> {
-    let settings = state.control.notification_settings(&caller).await?;
+    let settings = state.control.notifications().settings(&caller).await?;
     Ok(Json(settings_json(&settings)).into_response())
 }
 
@@ -66,7 +66,8 @@ async fn change_settings(
         body.map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
     let settings = state
         .control
-        .change_notification_settings(&caller, &kinds(&body.disable)?, &kinds(&body.enable)?)
+        .notifications()
+        .change_settings(&caller, &kinds(&body.disable)?, &kinds(&body.enable)?)
         .await?;
     Ok(Json(settings_json(&settings)).into_response())
 }
@@ -77,16 +78,17 @@ async fn mandatory(
     body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<axum::response::Response, ApiError> {
     // Refused before the body is read.
-    state.control.may_set_notification_policy(&caller)?;
+    state.control.notifications().may_set_policy(&caller)?;
     let body = body.map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
     let body: abode_sdk::requests::MandatoryKind = serde_json::from_slice(&body)
         .map_err(|error| ApiError::bad_request(format!("invalid body: {error}")))?;
     let kind = abode_control::notifications::parse_kind(&body.kind)?;
     state
         .control
-        .set_notification_kind_mandatory(&caller, kind, body.mandatory)
+        .notifications()
+        .set_kind_mandatory(&caller, kind, body.mandatory)
         .await?;
-    let settings = state.control.notification_settings(&caller).await?;
+    let settings = state.control.notifications().settings(&caller).await?;
     Ok(Json(settings_json(&settings)).into_response())
 }
 
@@ -122,7 +124,8 @@ async fn list(
         query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
     let page = state
         .control
-        .notifications(
+        .notifications()
+        .inbox(
             &caller,
             query.unread.unwrap_or(false),
             query.after,
@@ -151,7 +154,8 @@ async fn failed(
         query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
     let page = state
         .control
-        .failed_notifications(&caller, query.after, query.limit)
+        .notifications()
+        .failed(&caller, query.after, query.limit)
         .await?;
     let items: Vec<abode_sdk::FailedNotification> = page
         .items
@@ -178,7 +182,7 @@ async fn read(
     Authenticated(caller): Authenticated,
     Path(id): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
-    let message = state.control.read_notification(&caller, &id).await?;
+    let message = state.control.notifications().read(&caller, &id).await?;
     Ok(Json(json!(abode_sdk::NotificationAnswer {
         notification: notification_view(&message)
     }))
@@ -189,6 +193,6 @@ async fn read_all(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
 ) -> Result<axum::response::Response, ApiError> {
-    let marked = state.control.read_all_notifications(&caller).await?;
+    let marked = state.control.notifications().read_all(&caller).await?;
     Ok(Json(json!(abode_sdk::MarkedAnswer { marked })).into_response())
 }

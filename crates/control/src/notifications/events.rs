@@ -6,19 +6,18 @@
 use serde_json::{json, Value};
 
 use abode_store::{
-    new_id, Build, BuildReason, BuildStatus, Channel, NewNotification, NotificationKind,
-    SystemActor,
+    new_id, Build, BuildReason, BuildStatus, NewNotification, NotificationKind, SystemActor,
 };
 
 use super::template_admin_roles;
+use super::Notifications;
 use crate::secrets::sha256_hex;
 use crate::times::utc_text as utc;
-use crate::Control;
 
 const DAY_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// What makes a message written once rather than once a day.
-pub(super) enum Once {
+pub(crate) enum Once {
     /// Once ever for this key (an event that happens once per build).
     Key(String),
     /// Once until the keys that start with this prefix are released (a
@@ -34,7 +33,7 @@ enum Recipients {
     OwnerAndTemplateAdmins,
 }
 
-impl Control {
+impl Notifications {
     /// `build_held`: the build awaits confirmation until `expires_at`.
     pub(crate) async fn held_notices(
         &self,
@@ -105,7 +104,7 @@ impl Control {
         self.notices(kind, build, recipients, payload, None).await
     }
 
-    /// [`Control::end_notices`] of the build with this id (none if it
+    /// [`Notifications::end_notices`] of the build with this id (none if it
     /// cannot be read: the build's end is recorded regardless).
     pub(crate) async fn end_notices_of(
         &self,
@@ -116,7 +115,7 @@ impl Control {
         if status != BuildStatus::Failed {
             return Vec::new();
         }
-        match self.inner.store.build_by_id(build_id).await {
+        match self.store.build_by_id(build_id).await {
             Ok(build) => self.end_notices(&build, status, error).await,
             Err(error) => {
                 tracing::error!(build = %build_id, %error, "cannot read a build to notify of its end");
@@ -165,7 +164,7 @@ impl Control {
     }
 
     async fn owner_id(&self, build: &Build) -> Option<String> {
-        match self.inner.store.workspace_by_id(&build.workspace_id).await {
+        match self.store.workspace_by_id(&build.workspace_id).await {
             Ok(workspace) => Some(workspace.owner_id),
             Err(error) => {
                 tracing::error!(build = %build.id, %error, "cannot read the owner of a workspace to notify");
@@ -193,7 +192,6 @@ impl Control {
         }
         if matches!(recipients, Recipients::OwnerAndTemplateAdmins) {
             match self
-                .inner
                 .store
                 .users_with_any_role(&template_admin_roles())
                 .await
@@ -212,7 +210,7 @@ impl Control {
     /// the key independent of the day; a key that starts with `prefix:`
     /// can later be released by that prefix (see
     /// `release_notification_dedupe`).
-    pub(super) async fn notices_to(
+    pub(crate) async fn notices_to(
         &self,
         kind: NotificationKind,
         mut people: Vec<String>,
@@ -222,27 +220,20 @@ impl Control {
         people.sort();
         people.dedup();
         // A suspended or deleted account is told nothing.
-        match self.inner.store.accounts_that_may_not_act().await {
+        match self.store.accounts_that_may_not_act().await {
             Ok(silent) => people.retain(|person| !silent.contains(person)),
             Err(error) => tracing::error!(%error, "cannot read which accounts are suspended"),
         }
         // A person's preference, unless the owners made the kind mandatory.
-        match self.inner.store.opted_out_of(kind).await {
+        match self.store.opted_out_of(kind).await {
             Ok(opted_out) => people.retain(|person| !opted_out.contains(person)),
             Err(error) => tracing::error!(%error, "cannot read notification preferences"),
         }
         let payload = payload.to_string();
-        let day = self.now_ms().div_euclid(DAY_MS);
-        let mut channels = vec![Channel::Inbox];
-        if self.inner.config.notifications.webhook.is_some() {
-            channels.push(Channel::Webhook);
-        }
-        if self.inner.config.notifications.email.is_some() {
-            channels.push(Channel::Email);
-        }
+        let day = self.clock.now_ms().div_euclid(DAY_MS);
         let mut notices = Vec::new();
         for person in &people {
-            for channel in &channels {
+            for channel in &self.channels {
                 let dedupe_key = match &once {
                     Some(Once::Key(key)) => {
                         sha256_hex(format!("{kind}\n{person}\n{channel}\nonce\n{key}").as_bytes())
@@ -453,7 +444,10 @@ mod tests {
                 guard_report: report.cloned(),
                 ..build.clone()
             };
-            let notices = control.end_notices(&build, status, Some("boom")).await;
+            let notices = control
+                .notifications()
+                .end_notices(&build, status, Some("boom"))
+                .await;
             let mut names = Vec::new();
             for notice in &notices {
                 assert_eq!(
@@ -506,6 +500,7 @@ mod tests {
         };
         assert!(told(
             control
+                .notifications()
                 .end_notices(&failed_by_alice, BuildStatus::Failed, Some("boom"))
                 .await
         )
@@ -517,6 +512,7 @@ mod tests {
         };
         let recipients = told(
             control
+                .notifications()
                 .end_notices(&prebuild, BuildStatus::Failed, Some("boom"))
                 .await,
         );

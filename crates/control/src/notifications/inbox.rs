@@ -3,13 +3,14 @@
 
 use abode_store::{InboxFilter, Notification, Page};
 
+use super::Notifications;
 use crate::authz::Action;
 use crate::error::or_not_found;
-use crate::{Caller, Control, ControlError};
+use crate::{Caller, ControlError};
 
-impl Control {
+impl Notifications {
     /// One page of the caller's inbox (`unread_only`: unread messages only).
-    pub async fn notifications(
+    pub async fn inbox(
         &self,
         caller: &Caller,
         unread_only: bool,
@@ -18,7 +19,6 @@ impl Control {
     ) -> Result<Page<Notification>, ControlError> {
         caller.authorize(Action::NotificationRead, Some(&caller.user.id))?;
         Ok(self
-            .inner
             .store
             .list_inbox_page(&InboxFilter {
                 recipient_id: caller.user.id.clone(),
@@ -30,26 +30,18 @@ impl Control {
     }
 
     /// Marks one of the caller's messages read.
-    pub async fn read_notification(
-        &self,
-        caller: &Caller,
-        id: &str,
-    ) -> Result<Notification, ControlError> {
+    pub async fn read(&self, caller: &Caller, id: &str) -> Result<Notification, ControlError> {
         caller.authorize(Action::NotificationRead, Some(&caller.user.id))?;
         or_not_found(
-            self.inner
-                .store
-                .mark_notification_read(&caller.user.id, id)
-                .await,
+            self.store.mark_notification_read(&caller.user.id, id).await,
             || format!("there is no notification {id} in your inbox"),
         )
     }
 
     /// Marks all the caller's messages read; how many were unread.
-    pub async fn read_all_notifications(&self, caller: &Caller) -> Result<u64, ControlError> {
+    pub async fn read_all(&self, caller: &Caller) -> Result<u64, ControlError> {
         caller.authorize(Action::NotificationRead, Some(&caller.user.id))?;
         Ok(self
-            .inner
             .store
             .mark_all_notifications_read(&caller.user.id)
             .await?)

@@ -10,8 +10,9 @@ use abode_store::{NewNotification, NotificationKind, SystemActor, Template, User
 
 use super::events::Once;
 use super::template_admin_roles;
+use super::Notifications;
 use crate::times::utc_text as utc;
-use crate::{Control, ControlError};
+use crate::ControlError;
 
 /// A resource a prebuild claim replaced, with the attribute paths that
 /// forced the replacement (no values: they may be secrets).
@@ -60,11 +61,10 @@ fn put_time(payload: &mut Value, name: &str, ms: Option<i64>) {
     payload[format!("{name}_utc")] = json!(ms.map(utc));
 }
 
-impl Control {
+impl Notifications {
     /// Template admins (owners and template-admins; never a system actor).
     async fn template_admin_ids(&self) -> Vec<String> {
         match self
-            .inner
             .store
             .users_with_any_role(&template_admin_roles())
             .await
@@ -112,7 +112,7 @@ impl Control {
         .await
     }
 
-    /// Writes [`Control::prebuild_resource_replaced_notices`] to the outbox.
+    /// Writes [`Notifications::prebuild_resource_replaced_notices`] to the outbox.
     pub async fn notify_prebuild_resource_replaced(
         &self,
         workspace: &Workspace,
@@ -122,7 +122,7 @@ impl Control {
         let notices = self
             .prebuild_resource_replaced_notices(workspace, claimant, replaced)
             .await;
-        Ok(self.inner.store.enqueue_notifications(&notices).await?)
+        Ok(self.store.enqueue_notifications(&notices).await?)
     }
 
     /// `preset_hard_limited` to the template admins: the pool of `preset`
@@ -152,7 +152,7 @@ impl Control {
         .await
     }
 
-    /// Writes [`Control::preset_hard_limited_notices`] to the outbox.
+    /// Writes [`Notifications::preset_hard_limited_notices`] to the outbox.
     pub async fn notify_preset_hard_limited(
         &self,
         template: &Template,
@@ -162,7 +162,7 @@ impl Control {
         let notices = self
             .preset_hard_limited_notices(template, preset, reason)
             .await;
-        Ok(self.inner.store.enqueue_notifications(&notices).await?)
+        Ok(self.store.enqueue_notifications(&notices).await?)
     }
 
     /// `preset_quota_limited` (`limited`) or `preset_quota_recovered` to the
@@ -238,7 +238,7 @@ impl Control {
         .await
     }
 
-    /// Writes [`Control::workspace_dormant_notices`] to the outbox.
+    /// Writes [`Notifications::workspace_dormant_notices`] to the outbox.
     pub async fn notify_workspace_dormant(
         &self,
         workspace: &Workspace,
@@ -248,7 +248,7 @@ impl Control {
         let notices = self
             .workspace_dormant_notices(workspace, dormant_since, delete_at)
             .await;
-        Ok(self.inner.store.enqueue_notifications(&notices).await?)
+        Ok(self.store.enqueue_notifications(&notices).await?)
     }
 
     /// `workspace_deletion_scheduled` to the workspace's owner: it will be
@@ -271,7 +271,7 @@ impl Control {
         .await
     }
 
-    /// Writes [`Control::workspace_deletion_scheduled_notices`] to the outbox.
+    /// Writes [`Notifications::workspace_deletion_scheduled_notices`] to the outbox.
     pub async fn notify_workspace_deletion_scheduled(
         &self,
         workspace: &Workspace,
@@ -280,7 +280,7 @@ impl Control {
         let notices = self
             .workspace_deletion_scheduled_notices(workspace, delete_at)
             .await;
-        Ok(self.inner.store.enqueue_notifications(&notices).await?)
+        Ok(self.store.enqueue_notifications(&notices).await?)
     }
 }
 
@@ -345,18 +345,19 @@ mod tests {
     /// deduplicated) one, its recipient's name and its payload.
     async fn run(world: &World, workspace: &Workspace, call: Call) -> Vec<(String, Value)> {
         let control = &world.control;
+        let notifications = control.notifications();
         let notices = match call {
             Call::Replaced(path) => {
                 let replaced = [ReplacedResource {
                     address: "docker_volume.home".into(),
                     paths: vec![path.into()],
                 }];
-                control
+                notifications
                     .prebuild_resource_replaced_notices(workspace, &world.bob, &replaced)
                     .await
             }
             Call::Limited(reason) => {
-                control
+                notifications
                     .preset_hard_limited_notices(&world.template, "small", reason)
                     .await
             }
@@ -367,12 +368,12 @@ mod tests {
                 Vec::new()
             }
             Call::Dormant(since) => {
-                control
+                notifications
                     .workspace_dormant_notices(workspace, since, Some(since + 7))
                     .await
             }
             Call::Deletion(at) => {
-                control
+                notifications
                     .workspace_deletion_scheduled_notices(workspace, at)
                     .await
             }

@@ -26,6 +26,41 @@ pub(crate) use later::preset_recovered;
 pub use later::ReplacedResource;
 pub use settings::{parse_kind, KindSetting};
 
+use abode_store::{Channel, Store};
+
+use crate::Clock;
+
+/// The notifications service (`Control::notifications()`): the messages of
+/// each event, a person's inbox and preferences, and the owners' policy.
+/// It holds the store (the outbox and the tables of people's settings), the
+/// clock and the channels this server delivers on, and nothing of the rest
+/// of the control plane: a change that causes an event asks it for the
+/// messages and writes them in its own transaction.
+#[derive(Clone)]
+pub struct Notifications {
+    store: Store,
+    clock: Clock,
+    /// The inbox always; the webhook and email when configured.
+    channels: Vec<Channel>,
+}
+
+impl Notifications {
+    pub(crate) fn new(store: Store, clock: Clock, config: &NotificationsConfig) -> Notifications {
+        let mut channels = vec![Channel::Inbox];
+        if config.webhook.is_some() {
+            channels.push(Channel::Webhook);
+        }
+        if config.email.is_some() {
+            channels.push(Channel::Email);
+        }
+        Notifications {
+            store,
+            clock,
+            channels,
+        }
+    }
+}
+
 /// Who is told, beside a workspace's owner, of what template admins act on:
 /// whoever may push templates, by the policy table (owners and
 /// template-admins today); nothing here names a role.

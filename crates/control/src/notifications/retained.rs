@@ -4,13 +4,11 @@
 
 use serde_json::json;
 
-use abode_store::{NotificationKind, RetainedResource, SystemActor};
+use abode_store::{NewNotification, NotificationKind, RetainedResource, SystemActor};
 
 use super::events::Once;
+use super::Notifications;
 use crate::times::utc_text as utc;
-use crate::{Control, ControlError};
-
-const WEEK_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
 fn payload(record: &RetainedResource) -> serde_json::Value {
     json!({
@@ -37,8 +35,8 @@ fn owner(record: &RetainedResource) -> Vec<String> {
     }
 }
 
-impl Control {
-    /// `resource_retained`: a delete retained one of the owner's resources.
+impl Notifications {
+    /// `resource_retained` to the owner: once per record.
     pub(crate) async fn notify_retained(&self, record: &RetainedResource) {
         let notices = self
             .notices_to(
@@ -48,51 +46,31 @@ impl Control {
                 Some(Once::Key(record.id.clone())),
             )
             .await;
-        if let Err(error) = self.inner.store.enqueue_notifications(&notices).await {
+        if let Err(error) = self.store.enqueue_notifications(&notices).await {
             tracing::error!(retained = %record.id, %error, "cannot notify that a resource was retained");
         }
     }
 
-    /// The expiry sweep of retained records: `retained_expiring` a week
-    /// before a record's expiry and `retained_expired` once it is past,
-    /// each once per record and expiry (an extension starts over). How
-    /// many messages were written.
-    pub(crate) async fn retained_expiry_sweep(&self, now: i64) -> Result<usize, ControlError> {
-        let mut written = 0;
-        let mut after: Option<String> = None;
-        loop {
-            let page = self
-                .inner
-                .store
-                .retained_expiring(now.saturating_add(WEEK_MS), after.as_deref(), 200)
-                .await?;
-            for record in &page.items {
-                let Some(expires_at) = record.expires_at else {
-                    continue;
-                };
-                let kind = if expires_at <= now {
-                    NotificationKind::RetainedExpired
-                } else {
-                    NotificationKind::RetainedExpiring
-                };
-                let notices = self
-                    .notices_to(
-                        kind,
-                        owner(record),
-                        payload(record),
-                        Some(Once::Key(format!("{}\n{expires_at}", record.id))),
-                    )
-                    .await;
-                written += notices.len();
-                self.inner.store.enqueue_notifications(&notices).await?;
-                if expires_at <= now {
-                    self.destroy_expired_retained(record).await;
-                }
-            }
-            match page.next {
-                Some(next) => after = Some(next),
-                None => return Ok(written),
-            }
-        }
+    /// `retained_expired` (when it has expired by `now`) or
+    /// `retained_expiring` to the owner: once per record and expiry time,
+    /// so a record kept longer is told again.
+    pub(crate) async fn retained_expiry_notices(
+        &self,
+        record: &RetainedResource,
+        expires_at: i64,
+        now: i64,
+    ) -> Vec<NewNotification> {
+        let kind = if expires_at <= now {
+            NotificationKind::RetainedExpired
+        } else {
+            NotificationKind::RetainedExpiring
+        };
+        self.notices_to(
+            kind,
+            owner(record),
+            payload(record),
+            Some(Once::Key(format!("{}\n{expires_at}", record.id))),
+        )
+        .await
     }
 }

@@ -3,9 +3,10 @@
 
 use abode_store::NotificationKind;
 
+use super::Notifications;
 use crate::audit::audit_event;
 use crate::authz::Action;
-use crate::{Caller, Control, ControlError};
+use crate::{Caller, ControlError};
 
 /// One kind as a person's settings show it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,19 +32,12 @@ pub fn parse_kind(name: &str) -> Result<NotificationKind, ControlError> {
     })
 }
 
-impl Control {
+impl Notifications {
     /// The caller's setting of every kind.
-    pub async fn notification_settings(
-        &self,
-        caller: &Caller,
-    ) -> Result<Vec<KindSetting>, ControlError> {
+    pub async fn settings(&self, caller: &Caller) -> Result<Vec<KindSetting>, ControlError> {
         caller.authorize(Action::NotificationRead, Some(&caller.user.id))?;
-        let disabled = self
-            .inner
-            .store
-            .notification_opt_outs(&caller.user.id)
-            .await?;
-        let mandatory = self.inner.store.mandatory_notification_kinds().await?;
+        let disabled = self.store.notification_opt_outs(&caller.user.id).await?;
+        let mandatory = self.store.mandatory_notification_kinds().await?;
         Ok(NotificationKind::ALL
             .into_iter()
             .map(|kind| KindSetting {
@@ -56,36 +50,34 @@ impl Control {
 
     /// Disables and enables kinds for the caller; disabling a mandatory
     /// kind is refused (nothing is changed then).
-    pub async fn change_notification_settings(
+    pub async fn change_settings(
         &self,
         caller: &Caller,
         disable: &[NotificationKind],
         enable: &[NotificationKind],
     ) -> Result<Vec<KindSetting>, ControlError> {
         caller.authorize(Action::NotificationRead, Some(&caller.user.id))?;
-        let mandatory = self.inner.store.mandatory_notification_kinds().await?;
+        let mandatory = self.store.mandatory_notification_kinds().await?;
         if let Some(kind) = disable.iter().find(|kind| mandatory.contains(kind)) {
             return Err(ControlError::Conflict(format!(
                 "{kind} notifications are mandatory on this server: they cannot be disabled"
             )));
         }
         for kind in disable {
-            self.inner
-                .store
+            self.store
                 .set_notification_opt_out(&caller.user.id, *kind, true)
                 .await?;
         }
         for kind in enable {
-            self.inner
-                .store
+            self.store
                 .set_notification_opt_out(&caller.user.id, *kind, false)
                 .await?;
         }
-        self.notification_settings(caller).await
+        self.settings(caller).await
     }
 
     /// Messages given up on, everyone's, newest first (owners).
-    pub async fn failed_notifications(
+    pub async fn failed(
         &self,
         caller: &Caller,
         after: Option<String>,
@@ -93,7 +85,6 @@ impl Control {
     ) -> Result<abode_store::Page<abode_store::FailedNotification>, ControlError> {
         caller.authorize(Action::NotificationPolicy, None)?;
         Ok(self
-            .inner
             .store
             .list_failed_notification_page(after.as_deref(), abode_store::page_size(limit))
             .await?)
@@ -101,21 +92,20 @@ impl Control {
 
     /// Whether the caller may make kinds mandatory (asked before a
     /// request's body is read).
-    pub fn may_set_notification_policy(&self, caller: &Caller) -> Result<(), ControlError> {
+    pub fn may_set_policy(&self, caller: &Caller) -> Result<(), ControlError> {
         Ok(caller.authorize(Action::NotificationPolicy, None)?)
     }
 
     /// Makes a kind mandatory (nobody's preference stops it) or optional
     /// again (`notification.policy`: owners), on the record.
-    pub async fn set_notification_kind_mandatory(
+    pub async fn set_kind_mandatory(
         &self,
         caller: &Caller,
         kind: NotificationKind,
         mandatory: bool,
     ) -> Result<(), ControlError> {
         caller.authorize(Action::NotificationPolicy, None)?;
-        self.inner
-            .store
+        self.store
             .set_notification_kind_mandatory(kind, mandatory)
             .await?;
         let event = audit_event(
@@ -128,7 +118,7 @@ impl Control {
             Some(format!("mandatory={mandatory}")),
         );
         abode_identity::audit::mark_recorded();
-        if let Err(error) = self.inner.store.record_audit(&event).await {
+        if let Err(error) = self.store.record_audit(&event).await {
             tracing::error!(%error, "cannot record an audit event");
         }
         Ok(())

@@ -82,6 +82,7 @@ impl Control {
             }
         };
         if let Err(error) = self
+            .notifications()
             .notify_prebuild_resource_replaced(&workspace, &claimant, &replaced)
             .await
         {

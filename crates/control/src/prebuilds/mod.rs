@@ -319,12 +319,13 @@ impl Control {
         let version = self.inner.store.template_version_by_id(version_id).await?;
         let template = self.templates().template(&version.template_name).await?;
         let limit = self.inner.config.prebuilds.failure_hard_limit;
-        self.notify_preset_hard_limited(
-            &template,
-            preset_name,
-            &format!("{limit} prebuild builds in a row failed"),
-        )
-        .await
+        self.notifications()
+            .notify_preset_hard_limited(
+                &template,
+                preset_name,
+                &format!("{limit} prebuild builds in a row failed"),
+            )
+            .await
     }
 
     /// Opens (`limited`) or ends the budget episode of a preset, telling
@@ -348,6 +349,7 @@ impl Control {
         let desired = pool.map_or(0, |pool| pool.desired);
         let cost = pool.and_then(|pool| pool.estimated_cost);
         let notices = self
+            .notifications()
             .preset_quota_notices(&template, preset_name, limited, desired, present, cost)
             .await;
         let told = self

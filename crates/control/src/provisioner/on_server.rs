@@ -290,6 +290,7 @@ impl ServerJob {
                 };
                 self.log("cleanup", level, &done).await;
                 let notices = control
+                    .notifications()
                     .end_notices_of(build_id, status, error.as_deref())
                     .await;
                 if let Err(error) = control

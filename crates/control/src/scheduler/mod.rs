@@ -212,7 +212,8 @@ impl Control {
                     .await?
                 {
                     report.dormant += 1;
-                    self.notify_workspace_dormant(&workspace, now, delete_at)
+                    self.notifications()
+                        .notify_workspace_dormant(&workspace, now, delete_at)
                         .await?;
                     if *stop_too {
                         self.scheduled_build(
@@ -227,7 +228,8 @@ impl Control {
                 }
             }
             Action::NotifyDeletionScheduled { at, .. } => {
-                self.notify_workspace_deletion_scheduled(&workspace, at.timestamp_millis())
+                self.notifications()
+                    .notify_workspace_deletion_scheduled(&workspace, at.timestamp_millis())
                     .await?;
                 self.inner
                     .store
