@@ -133,7 +133,7 @@ impl Control {
             }
         };
         self.tell_if_locked(&build).await;
-        self.job_queued().await;
+        self.jobs().queued().await;
         self.audit_build(
             &order.actor,
             order.request_id.clone(),

@@ -186,7 +186,7 @@ impl Control {
             }
             let nap = ACQUIRE_POLL.min(deadline - now);
             tokio::select! {
-                _ = self.inner.jobs_queued.notified() => {}
+                _ = self.jobs().woken() => {}
                 _ = tokio::time::sleep(nap) => {}
                 _ = stopping.changed() => {}
             }

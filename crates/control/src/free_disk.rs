@@ -63,7 +63,7 @@ impl Control {
                     free_mib = mib(free),
                     "the data dir has space again: builds start"
                 );
-                self.inner.jobs_queued.notify_waiters();
+                self.jobs().wake_all();
             }
             _ => {}
         }

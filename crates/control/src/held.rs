@@ -116,7 +116,7 @@ impl Control {
         .await;
         match result {
             Ok(digest) => {
-                self.job_queued().await;
+                self.jobs().queued().await;
                 self.build_log()
                     .note(
                         &build.id,

@@ -175,7 +175,7 @@ pub(crate) async fn announcements(control: Control, mut shutdown: watch::Receive
         loop {
             tokio::select! {
                 announced = announcements.next() => match announced {
-                    Ok(()) => control.inner.jobs_queued.notify_one(),
+                    Ok(()) => control.jobs().wake_one(),
                     Err(error) => {
                         tracing::warn!(%error, "lost the job announcements; listening again");
                         break;
@@ -259,14 +259,6 @@ impl Control {
         }
     }
 
-    /// A job was queued: wakes an idle worker here and tells the other servers.
-    pub(crate) async fn job_queued(&self) {
-        self.inner.jobs_queued.notify_one();
-        if let Err(error) = self.inner.store.announce_job_queued().await {
-            tracing::warn!(%error, "cannot tell other servers of a queued job (their workers look every 2 s)");
-        }
-    }
-
     /// Fails a running build whose server stopped renewing its lease.
     async fn salvage_build(&self, lease: &ExpiredJobLease) {
         // Never judged, nothing of it was applied: another provisioner
@@ -281,7 +273,7 @@ impl Control {
                 self.build_log()
                     .note(&lease.build_id, "setup", LogLevel::Warn, &message)
                     .await;
-                self.inner.jobs_queued.notify_waiters();
+                self.jobs().wake_all();
                 self.build_log().written();
                 tracing::warn!(build = %lease.build_id, holder = %lease.holder, "requeued a build whose holder stopped renewing its lease before its plan was judged");
                 return;

@@ -23,6 +23,7 @@ mod free_disk;
 mod held;
 mod holders;
 mod job_leases;
+mod job_queue;
 mod log_backlog;
 mod metrics;
 pub mod notifications;
@@ -57,7 +58,7 @@ use std::time::Duration;
 pub use abode_clock::{Clock, ManualClock};
 pub use abode_metrics::Metrics;
 use abode_store::Store;
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 
 pub use abode_contract::apps as apps_contract;
 pub use abode_identity::audit::recording as audit_recording;
@@ -77,6 +78,7 @@ pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, DaemonNeed, MAX_
 pub use error::ControlError;
 pub use hashing::default_threads as default_hashing_threads;
 pub use held::guard_decision;
+pub use job_queue::JobQueue;
 pub use notifications::{Notifications, NotificationsConfig, ReplacedResource};
 pub use prebuilds::{PoolStatus, PrebuildsConfig};
 pub use provisioner::{JudgeError, ServerJob};
@@ -239,7 +241,7 @@ struct Inner {
     store: Store,
     config: Config,
     /// Wakes idle provisioners when a job is queued.
-    jobs_queued: Notify,
+    jobs: JobQueue,
     /// Cancel switches of the builds running in this process.
     running: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Build log lines, and the followers waiting for them.
@@ -294,6 +296,7 @@ impl Control {
             config.access_url.clone(),
         );
         let build_log = BuildLog::new(store.clone());
+        let jobs = JobQueue::new(store.clone());
         let notifications =
             Notifications::new(store.clone(), config.clock.clone(), &config.notifications);
         Control {
@@ -306,7 +309,7 @@ impl Control {
                 audit: audit::Audit::new(store.clone()),
                 store,
                 config,
-                jobs_queued: Notify::new(),
+                jobs,
                 running: Mutex::new(HashMap::new()),
                 build_log,
                 notifications,
@@ -362,6 +365,11 @@ impl Control {
     /// that reads and changes inboxes and preferences.
     pub fn notifications(&self) -> &Notifications {
         &self.inner.notifications
+    }
+
+    /// The job queue's wake-ups: the only part that wakes provisioners.
+    pub fn jobs(&self) -> &JobQueue {
+        &self.inner.jobs
     }
 
     pub fn config(&self) -> &Config {

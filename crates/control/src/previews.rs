@@ -112,8 +112,8 @@ impl Control {
             .audit_template(caller, "template.preview", name, "success", details)
             .await;
         // Every idle worker may take a plan.
-        self.inner.jobs_queued.notify_waiters();
-        self.job_queued().await;
+        self.jobs().wake_all();
+        self.jobs().queued().await;
         Ok(preview)
     }
 

@@ -285,10 +285,7 @@ impl Control {
                 )
                 .await;
             }
-            self.inner.jobs_queued.notify_waiters();
-            if let Err(error) = store.announce_job_queued().await {
-                tracing::warn!(%error, "cannot tell other servers that a workspace was unlocked");
-            }
+            self.jobs().freed().await;
         }
         Ok(released)
     }
@@ -323,7 +320,7 @@ impl Control {
             {
                 Ok(true) => {
                     tracing::warn!(build = %lock.build_id, "released a state lock this server held with no run of it left");
-                    self.inner.jobs_queued.notify_waiters();
+                    self.jobs().wake_all();
                 }
                 Ok(false) => {}
                 Err(error) => {
@@ -398,10 +395,7 @@ impl Control {
             ),
         )
         .await;
-        self.inner.jobs_queued.notify_waiters();
-        if let Err(error) = store.announce_job_queued().await {
-            tracing::warn!(%error, "cannot tell other servers that a workspace was unlocked");
-        }
+        self.jobs().freed().await;
         Ok(lock.into())
     }
 }

@@ -73,7 +73,7 @@ pub(crate) async fn worker(
         // A data dir low on space takes no new build (`free_disk.rs`).
         if control.low_on_disk() {
             tokio::select! {
-                _ = control.inner.jobs_queued.notified() => {}
+                _ = control.jobs().woken() => {}
                 _ = tokio::time::sleep(IDLE_POLL) => {}
                 _ = shutdown.changed() => {}
             }
@@ -101,7 +101,7 @@ pub(crate) async fn worker(
                     continue;
                 }
                 tokio::select! {
-                    _ = control.inner.jobs_queued.notified() => {}
+                    _ = control.jobs().woken() => {}
                     _ = tokio::time::sleep(IDLE_POLL) => {}
                     _ = shutdown.changed() => {}
                 }
