@@ -74,18 +74,8 @@ impl Control {
     /// An audit event of the server's own doing about a build; its actor
     /// is the `server` system actor.
     pub(crate) async fn audit_system(&self, action: &str, build: &Build, details: Option<String>) {
-        let mut event = audit_event(
-            None,
-            None,
-            action,
-            "workspace",
-            &format!("{}/{}", build.owner_name, build.workspace_name),
-            "success",
-            details,
-        );
-        event.workspace_id = Some(build.workspace_id.clone());
-        self.record_as(&Actor::System(SystemActor::Server), event)
-            .await;
+        let (actor, event) = system_event(action, build, details);
+        self.record_as(&actor, event).await;
     }
 
     /// Records `event` as done by `actor` (a person or a system actor).
@@ -144,16 +134,7 @@ impl Control {
         outcome: &str,
         details: Option<String>,
     ) {
-        let mut event = audit_event(
-            Some(&caller.user),
-            caller.request_id.clone(),
-            action,
-            "workspace",
-            target,
-            outcome,
-            details,
-        );
-        event.workspace_id = Some(workspace_id.to_string());
+        let event = workspace_event(caller, workspace_id, action, target, outcome, details);
         self.inner.audit.record(&event).await;
     }
 
@@ -180,4 +161,47 @@ impl Control {
         );
         self.inner.audit.record(&event).await;
     }
+}
+
+/// What the server did to a build of a workspace, on the workspace's
+/// record, as the server's system actor.
+pub(crate) fn system_event(
+    action: &str,
+    build: &Build,
+    details: Option<String>,
+) -> (Actor, NewAuditEvent) {
+    let mut event = audit_event(
+        None,
+        None,
+        action,
+        "workspace",
+        &format!("{}/{}", build.owner_name, build.workspace_name),
+        "success",
+        details,
+    );
+    event.workspace_id = Some(build.workspace_id.clone());
+    (Actor::System(SystemActor::Server), event)
+}
+
+/// What a person did to a workspace, referring to it by id (its history
+/// follows it through renames and transfers).
+pub(crate) fn workspace_event(
+    caller: &Caller,
+    workspace_id: &str,
+    action: &str,
+    target: &str,
+    outcome: &str,
+    details: Option<String>,
+) -> NewAuditEvent {
+    let mut event = audit_event(
+        Some(&caller.user),
+        caller.request_id.clone(),
+        action,
+        "workspace",
+        target,
+        outcome,
+        details,
+    );
+    event.workspace_id = Some(workspace_id.to_string());
+    event
 }

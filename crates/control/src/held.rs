@@ -1,21 +1,52 @@
 //! Held builds: a plan the guard asked to confirm waits here, bound to its
 //! digest and the state it was made on, until it is confirmed (applied once,
 //! exactly as shown) or expires; and the protections a workspace remembers.
+//!
+//! A service of its own (`Control::held()`): it holds the store, the clock,
+//! the audit log and the handles of the build log, notifications and the
+//! job queue, and nothing else of the control plane. Finding the build or
+//! workspace a person names (and whether they may act on it) is the door's
+//! (`Control::confirm_build`, `Control::protections` below); settling what
+//! an expired delete retained is the retention's.
 
 use std::time::Duration;
 
 use tokio::sync::watch;
 
 use abode_runner::LogLevel;
-use abode_store::{Build, BuildStatus, Protection, SavedPlan};
+use abode_store::{Build, BuildStatus, Protection, SavedPlan, Store, Workspace};
 
-use crate::audit::audit_event;
+use crate::audit::{audit_event, system_event, workspace_event, Audit};
 use crate::authz::Action;
 use crate::error::or_not_found;
 use crate::secrets;
-use crate::Caller;
-use crate::Control;
-use crate::ControlError;
+use crate::{BuildLog, Caller, Clock, Control, ControlError, JobQueue, Notifications};
+
+/// The held builds and remembered protections; cheap to clone.
+#[derive(Clone)]
+pub struct Held {
+    store: Store,
+    clock: Clock,
+    audit: Audit,
+    build_log: BuildLog,
+    notifications: Notifications,
+    jobs: JobQueue,
+    /// How long a held build waits for a confirmation.
+    confirmation_timeout: Duration,
+    /// How long before a held build expires its people are warned.
+    expiry_warning: Duration,
+}
+
+/// What [`Held`] is made of.
+pub(crate) struct HeldParts {
+    pub(crate) store: Store,
+    pub(crate) clock: Clock,
+    pub(crate) build_log: BuildLog,
+    pub(crate) notifications: Notifications,
+    pub(crate) jobs: JobQueue,
+    pub(crate) confirmation_timeout: Duration,
+    pub(crate) expiry_warning: Duration,
+}
 
 impl Control {
     /// Applies exactly the saved plan of a held build, once, if `digest` is
@@ -33,12 +64,69 @@ impl Control {
         let build = self
             .build_for(caller, reference, number, Action::BuildConfirm)
             .await?;
-        self.confirm_held_build(caller, build, digest).await
+        self.held().confirm(caller, build, digest).await
+    }
+
+    /// Ends held builds whose confirmation time ran out.
+    pub async fn expire_held_builds(&self) {
+        self.expire_held_builds_at(self.now_ms()).await;
+    }
+
+    /// Ends held builds whose deadline is at or before `now` (milliseconds
+    /// since the epoch): the sweep, with the time given (tests move it).
+    /// A held delete that expired leaves its retained records void.
+    pub async fn expire_held_builds_at(&self, now: i64) {
+        for build_id in self.held().expire_at(now).await {
+            crate::retention::settle(self, &build_id).await;
+        }
+    }
+
+    /// The protections a workspace the caller may read remembers.
+    pub async fn protections(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Vec<Protection>, ControlError> {
+        let workspace = self
+            .resolve_workspace(caller, reference, Action::WorkspaceRead)
+            .await?;
+        self.held().protections(&workspace).await
+    }
+
+    /// Releases one remembered protection (`protection.release`: owners on
+    /// any workspace, template-admins on their own), on the record.
+    pub async fn release_protection(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        address: &str,
+    ) -> Result<Protection, ControlError> {
+        let workspace = self
+            .resolve_workspace(caller, reference, Action::ProtectionRelease)
+            .await?;
+        self.held()
+            .release_protection(caller, &workspace, reference, address)
+            .await
+    }
+}
+
+impl Held {
+    pub(crate) fn new(parts: HeldParts) -> Held {
+        Held {
+            audit: Audit::new(parts.store.clone()),
+            store: parts.store,
+            clock: parts.clock,
+            build_log: parts.build_log,
+            notifications: parts.notifications,
+            jobs: parts.jobs,
+            confirmation_timeout: parts.confirmation_timeout,
+            expiry_warning: parts.expiry_warning,
+        }
     }
 
     /// Confirms `build`'s held plan with `digest` ([`checked_digest`]): the
     /// caller was allowed to confirm it when the build was found.
-    pub(crate) async fn confirm_held_build(
+    pub(crate) async fn confirm(
         &self,
         caller: &Caller,
         build: Build,
@@ -67,14 +155,14 @@ impl Control {
             // The deadline holds by itself, not only once the sweeper ran.
             if build
                 .expires_at
-                .is_some_and(|deadline| deadline <= self.now_ms())
+                .is_some_and(|deadline| deadline <= self.clock.now_ms())
             {
                 return Err(refuse(format!(
                     "build #{} expired: nobody confirmed it in time; start the build again",
                     build.number
                 )));
             }
-            let saved = self.inner.store.saved_plan(&build.id).await?.ok_or_else(|| {
+            let saved = self.store.saved_plan(&build.id).await?.ok_or_else(|| {
                 refuse(format!("build #{} has no saved plan any more", build.number))
             })?;
             if saved.digest != digest.trim() {
@@ -83,7 +171,7 @@ impl Control {
                     build.number
                 )));
             }
-            let state = self.inner.store.state(&build.workspace_id).await?;
+            let state = self.store.state(&build.workspace_id).await?;
             if secrets::sha256_hex(state.as_deref().unwrap_or_default()) != saved.state_digest {
                 return Err(refuse(
                     "the workspace changed since this plan was made; start the build again".into(),
@@ -101,7 +189,6 @@ impl Control {
             audit.workspace_id = Some(build.workspace_id.clone());
             abode_identity::audit::mark_recorded();
             if !self
-                .inner
                 .store
                 .confirm_build(&build.id, &saved.digest, &caller.user.id, &audit)
                 .await?
@@ -116,8 +203,8 @@ impl Control {
         .await;
         match result {
             Ok(digest) => {
-                self.jobs().queued().await;
-                self.build_log()
+                self.jobs.queued().await;
+                self.build_log
                     .note(
                         &build.id,
                         "guard",
@@ -128,37 +215,37 @@ impl Control {
                         ),
                     )
                     .await;
-                Ok(self.inner.store.build_by_id(&build.id).await?)
+                Ok(self.store.build_by_id(&build.id).await?)
             }
             Err(error) => {
-                self.audit_workspace(
-                    caller,
-                    &build.workspace_id,
-                    "build.confirm",
-                    &target,
-                    "failure",
-                    Some(format!(
-                        "build={} digest={} reason={error}",
-                        build.number,
-                        digest.trim()
-                    )),
-                )
-                .await;
+                self.audit
+                    .record(&workspace_event(
+                        caller,
+                        &build.workspace_id,
+                        "build.confirm",
+                        &target,
+                        "failure",
+                        Some(format!(
+                            "build={} digest={} reason={error}",
+                            build.number,
+                            digest.trim()
+                        )),
+                    ))
+                    .await;
                 Err(error)
             }
         }
     }
 
     /// Records that the guard held a build, with its saved plan.
-    pub(crate) async fn hold_build(&self, build_id: &str, plan: SavedPlan) {
-        let expires_at = self.now_ms()
-            + i64::try_from(self.inner.config.confirmation_timeout.as_millis())
-                .unwrap_or(i64::MAX / 2);
+    pub(crate) async fn hold(&self, build_id: &str, plan: SavedPlan) {
+        let expires_at = self.clock.now_ms()
+            + i64::try_from(self.confirmation_timeout.as_millis()).unwrap_or(i64::MAX / 2);
         let digest = plan.digest.clone();
         // The messages are written with the hold itself.
-        let notices = match self.inner.store.build_by_id(build_id).await {
+        let notices = match self.store.build_by_id(build_id).await {
             Ok(build) => {
-                self.notifications()
+                self.notifications
                     .held_notices(&build, expires_at, &digest)
                     .await
             }
@@ -168,13 +255,12 @@ impl Control {
             }
         };
         match self
-            .inner
             .store
             .hold_build_notifying(build_id, &plan, expires_at, &notices)
             .await
         {
             Ok(true) => {
-                if let Ok(build) = self.inner.store.build_by_id(build_id).await {
+                if let Ok(build) = self.store.build_by_id(build_id).await {
                     self.audit_system(
                         "build.held",
                         &build,
@@ -187,7 +273,6 @@ impl Control {
             Err(error) => {
                 tracing::error!(build = %build_id, %error, "cannot hold a build");
                 let _ = self
-                    .inner
                     .store
                     .finish_build(
                         build_id,
@@ -199,36 +284,31 @@ impl Control {
         }
     }
 
-    /// Ends held builds whose confirmation time ran out.
-    pub async fn expire_held_builds(&self) {
-        self.expire_held_builds_at(self.now_ms()).await;
-    }
-
     /// Ends held builds whose deadline is at or before `now` (milliseconds
-    /// since the epoch): the sweep, with the time given (tests move it).
-    pub async fn expire_held_builds_at(&self, now: i64) {
-        let hours = self.inner.config.confirmation_timeout.as_secs_f64() / 3600.0;
+    /// since the epoch), each with its messages, log line and audit event;
+    /// returns the ids of those it ended.
+    pub(crate) async fn expire_at(&self, now: i64) -> Vec<String> {
+        let hours = self.confirmation_timeout.as_secs_f64() / 3600.0;
         let message = format!(
             "expired: nobody confirmed the plan within {}; the plan was discarded",
             if hours >= 1.0 {
                 format!("{hours:.0} h")
             } else {
-                format!("{} s", self.inner.config.confirmation_timeout.as_secs())
+                format!("{} s", self.confirmation_timeout.as_secs())
             }
         );
-        let due = match self.inner.store.held_builds_expiring(now).await {
+        let due = match self.store.held_builds_expiring(now).await {
             Ok(due) => due,
             Err(error) => {
                 tracing::error!(%error, "cannot expire held builds");
-                return;
+                return Vec::new();
             }
         };
         let mut expired = Vec::new();
         for build in due {
             // Each expiry with its messages, in one transaction.
-            let notices = self.notifications().expired_notices(&build, &message).await;
+            let notices = self.notifications.expired_notices(&build, &message).await;
             match self
-                .inner
                 .store
                 .expire_held_build(&build.id, now, &message, &notices)
                 .await
@@ -240,12 +320,11 @@ impl Control {
                 }
             }
         }
-        for build_id in expired {
-            self.build_log()
-                .note(&build_id, "guard", LogLevel::Warn, &message)
+        for build_id in &expired {
+            self.build_log
+                .note(build_id, "guard", LogLevel::Warn, &message)
                 .await;
-            crate::retention::settle(self, &build_id).await;
-            if let Ok(build) = self.inner.store.build_by_id(&build_id).await {
+            if let Ok(build) = self.store.build_by_id(build_id).await {
                 self.audit_system(
                     "build.expire",
                     &build,
@@ -254,17 +333,16 @@ impl Control {
                 .await;
             }
         }
+        expired
     }
 
     /// Tells the people concerned about held builds that expire within the
     /// configured warning (once per build).
-    pub async fn warn_expiring_held_builds(&self) {
-        let warning = i64::try_from(self.inner.config.notifications.expiry_warning.as_millis())
-            .unwrap_or(i64::MAX / 4);
+    pub(crate) async fn warn_expiring(&self) {
+        let warning = i64::try_from(self.expiry_warning.as_millis()).unwrap_or(i64::MAX / 4);
         let soon = match self
-            .inner
             .store
-            .held_builds_expiring(self.now_ms().saturating_add(warning))
+            .held_builds_expiring(self.clock.now_ms().saturating_add(warning))
             .await
         {
             Ok(soon) => soon,
@@ -274,8 +352,8 @@ impl Control {
             }
         };
         for build in soon {
-            let notices = self.notifications().expiring_notices(&build).await;
-            if let Err(error) = self.inner.store.enqueue_notifications(&notices).await {
+            let notices = self.notifications.expiring_notices(&build).await;
+            if let Err(error) = self.store.enqueue_notifications(&notices).await {
                 tracing::error!(build = %build.id, %error, "cannot notify of a held build's expiry");
             }
         }
@@ -286,7 +364,7 @@ impl Control {
         &self,
         workspace_id: &str,
     ) -> Result<Vec<abode_guard::RememberedProtection>, ControlError> {
-        let stored = self.inner.store.protections(workspace_id).await?;
+        let stored = self.store.protections(workspace_id).await?;
         Ok(stored
             .into_iter()
             .map(|protection| abode_guard::RememberedProtection {
@@ -306,48 +384,47 @@ impl Control {
             .collect())
     }
 
-    pub async fn protections(
+    /// The protections `workspace` remembers (the caller may read it).
+    pub(crate) async fn protections(
         &self,
-        caller: &Caller,
-        reference: &str,
+        workspace: &Workspace,
     ) -> Result<Vec<Protection>, ControlError> {
-        let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceRead)
-            .await?;
-        Ok(self.inner.store.protections(&workspace.id).await?)
+        Ok(self.store.protections(&workspace.id).await?)
     }
 
-    /// Releases one remembered protection (`protection.release`: owners on
-    /// any workspace, template-admins on their own), on the record.
-    pub async fn release_protection(
+    /// Releases one protection `workspace` (named `reference` by the
+    /// caller, who may release its protections) remembers, on the record.
+    pub(crate) async fn release_protection(
         &self,
         caller: &Caller,
+        workspace: &Workspace,
         reference: &str,
         address: &str,
     ) -> Result<Protection, ControlError> {
-        let workspace = self
-            .resolve_workspace(caller, reference, Action::ProtectionRelease)
-            .await?;
         let released = or_not_found(
-            self.inner
-                .store
-                .release_protection(&workspace.id, address)
-                .await,
+            self.store.release_protection(&workspace.id, address).await,
             || format!("workspace \"{reference}\" does not remember a protection of {address}"),
         )?;
-        self.audit_workspace(
-            caller,
-            &workspace.id,
-            "protection.release",
-            &format!("{}/{}", workspace.owner_name, workspace.name),
-            "success",
-            Some(format!(
-                "address={} mode={}",
-                released.address, released.mode
-            )),
-        )
-        .await;
+        self.audit
+            .record(&workspace_event(
+                caller,
+                &workspace.id,
+                "protection.release",
+                &format!("{}/{}", workspace.owner_name, workspace.name),
+                "success",
+                Some(format!(
+                    "address={} mode={}",
+                    released.address, released.mode
+                )),
+            ))
+            .await;
         Ok(released)
+    }
+
+    /// Records what the server did to a held build.
+    async fn audit_system(&self, action: &str, build: &Build, details: Option<String>) {
+        let (actor, event) = system_event(action, build, details);
+        self.audit.record_as(&actor, event).await;
     }
 }
 
@@ -367,7 +444,7 @@ pub(crate) async fn expiry_sweeper(control: Control, mut shutdown: watch::Receiv
             break;
         }
         control.expire_held_builds().await;
-        control.warn_expiring_held_builds().await;
+        control.held().warn_expiring().await;
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = shutdown.changed() => {}

@@ -77,7 +77,7 @@ pub use client_address::ClientAddress;
 pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, DaemonNeed, MAX_ACQUIRE_WAIT};
 pub use error::ControlError;
 pub use hashing::default_threads as default_hashing_threads;
-pub use held::guard_decision;
+pub use held::{guard_decision, Held};
 pub use job_queue::JobQueue;
 pub use notifications::{Notifications, NotificationsConfig, ReplacedResource};
 pub use prebuilds::{PoolStatus, PrebuildsConfig};
@@ -258,6 +258,8 @@ struct Inner {
     retained: retained::Retained,
     /// The messages of events, people's inboxes and preferences.
     notifications: Notifications,
+    /// Builds held for a confirmation, and remembered protections.
+    held: held::Held,
     /// Where the control plane's own audit events are written.
     audit: audit::Audit,
     /// The agents' tunnels up in this process.
@@ -299,6 +301,15 @@ impl Control {
         let jobs = JobQueue::new(store.clone());
         let notifications =
             Notifications::new(store.clone(), config.clock.clone(), &config.notifications);
+        let held = held::Held::new(held::HeldParts {
+            store: store.clone(),
+            clock: config.clock.clone(),
+            build_log: build_log.clone(),
+            notifications: notifications.clone(),
+            jobs: jobs.clone(),
+            confirmation_timeout: config.confirmation_timeout,
+            expiry_warning: config.notifications.expiry_warning,
+        });
         Control {
             inner: Arc::new(Inner {
                 identity,
@@ -313,6 +324,7 @@ impl Control {
                 running: Mutex::new(HashMap::new()),
                 build_log,
                 notifications,
+                held,
                 tunnels: connections::Tunnels::default(),
                 stopping: watch::channel(false).0,
                 low_on_disk: std::sync::atomic::AtomicBool::new(false),
@@ -370,6 +382,12 @@ impl Control {
     /// The job queue's wake-ups: the only part that wakes provisioners.
     pub fn jobs(&self) -> &JobQueue {
         &self.inner.jobs
+    }
+
+    /// Held builds and remembered protections: the only part that holds,
+    /// confirms and expires a build the guard asked to confirm.
+    pub fn held(&self) -> &held::Held {
+        &self.inner.held
     }
 
     pub fn config(&self) -> &Config {

@@ -365,7 +365,7 @@ impl crate::Control {
                         )))
                     }
                 };
-                self.confirm_held_build(caller, building, digest).await?
+                self.held().confirm(caller, building, digest).await?
             }
             None => {
                 if record.status != RetainedStatus::Open {

@@ -29,7 +29,11 @@ pub(super) async fn judge_plan(
 ) -> Result<Judged, Failure> {
     let plan = abode_guard::read_plan_slice(plan_json)
         .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
-    let memory = control.remembered(workspace_id).await.map_err(internal)?;
+    let memory = control
+        .held()
+        .remembered(workspace_id)
+        .await
+        .map_err(internal)?;
     let mut rules = abode_guard::remembered_rules(&memory);
     rules.extend(extra_rules);
     let report = if transition == abode_guard::Transition::Delete && !retain.is_empty() {

@@ -277,7 +277,7 @@ impl ServerJob {
         let started = self.build.started_at.unwrap_or(self.build.created_at);
         super::count_build_end(control, &self.build, status, started);
         match held {
-            Some(plan) => control.hold_build(build_id, plan).await,
+            Some(plan) => control.held().hold(build_id, plan).await,
             None => {
                 let done = match status {
                     BuildStatus::Succeeded => "build succeeded".to_string(),
@@ -669,6 +669,7 @@ impl ServerJob {
             .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
         let memory = self
             .control
+            .held()
             .remembered(&workspace.id)
             .await
             .map_err(internal)?;

@@ -34,6 +34,7 @@ pub(super) async fn retained_by_delete(
         .map_err(storage)?
         .unwrap_or_default();
     let memory = control
+        .held()
         .remembered(&build.workspace_id)
         .await
         .map_err(super::run::internal)?;
