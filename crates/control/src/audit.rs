@@ -85,44 +85,6 @@ impl Control {
 
     /// The audit event of a build the door accepted: who asked, why, for
     /// which transition and version.
-    pub(crate) async fn audit_build(
-        &self,
-        actor: &Actor,
-        request_id: Option<String>,
-        build: &Build,
-        retention: Option<abode_store::DeleteRetention>,
-    ) {
-        // A delete that asked to retain everything or nothing says so: the
-        // record of who destroyed what a template said to keep.
-        let retain = match retention {
-            Some(retention) if retention != abode_store::DeleteRetention::Rules => {
-                format!(" retain={retention}")
-            }
-            _ => String::new(),
-        };
-        let mut retain = retain;
-        if let Some(new_name) = &build.rename_to {
-            retain.push_str(&format!(" rename_to={new_name}"));
-        }
-        if build.then_start {
-            retain.push_str(" then=start");
-        }
-        let mut event = audit_event(
-            actor.user(),
-            request_id,
-            "build.start",
-            "workspace",
-            &format!("{}/{}", build.owner_name, build.workspace_name),
-            "success",
-            Some(format!(
-                "build={} transition={} reason={} version={}{retain}",
-                build.number, build.transition, build.reason, build.template_version
-            )),
-        );
-        event.workspace_id = Some(build.workspace_id.clone());
-        self.record_as(actor, event).await;
-    }
-
     /// Records what a person did to a workspace, referring to it by id (its
     /// history follows it through renames and transfers).
     pub(crate) async fn audit_workspace(

@@ -11,12 +11,11 @@
 
 use std::collections::BTreeMap;
 
-use abode_runner::LogLevel;
-use abode_store::{Build, BuildReason, QuotaUsage, SystemActor, TemplateVersion, User};
+use abode_store::{BuildReason, QuotaUsage, SystemActor};
 use serde_json::Value;
 
 use crate::authz::Action;
-use crate::builds::{resolve_creation, Creation, VersionChoice};
+use crate::builds::{resolve_creation, VersionChoice};
 use crate::{Actor, Caller, Control, ControlError};
 
 /// Where an estimate's cost comes from.
@@ -125,10 +124,13 @@ impl Control {
             .may_build_from(&actor, &roles, &template, true)
             .await?;
         let version = self
+            .builds()
             .chosen_version(&template, None, VersionChoice::Active)
             .await?;
         let creation = resolve_creation(&version, preset, parameters)?;
-        let pool = self.create_pool(&template, &version, &creation, BuildReason::Initiator);
+        let pool =
+            self.builds()
+                .create_pool(&template, &version, &creation, BuildReason::Initiator);
         let pool_cost = match &pool {
             Some(pool) => self
                 .inner
@@ -204,73 +206,4 @@ pub(crate) fn refusal_line(workspace: &str, owner: &str, cost: i64, usage: &Quot
          a budget of {budget} ({} remain); nothing was applied",
         budget.saturating_sub(spent).max(0)
     )
-}
-
-impl Control {
-    /// With quotas enforced, a person's create whose estimate is known
-    /// without running Terraform (it was estimated before, as `abode create`
-    /// does first) and clearly does not fit is refused before any Terraform
-    /// runs: its first build ends `refused` by quota with the breakdown in
-    /// its log, exactly as a refusal at its plan would, and the workspace
-    /// stays (a later start, with room, builds it). One that fits says its
-    /// estimate in the log. The build's own plan is judged all the same.
-    pub(crate) async fn judge_create_estimate(
-        &self,
-        owner: &User,
-        version: &TemplateVersion,
-        creation: &Creation,
-        build: &Build,
-    ) -> Result<(), ControlError> {
-        let Some(known) = self
-            .templates()
-            .known_import_cost(version, &creation.values)
-        else {
-            return Ok(());
-        };
-        let Ok(cost) = known else {
-            return Ok(());
-        };
-        let total = i64::try_from(cost.total).unwrap_or(i64::MAX);
-        let usage = self.inner.store.quota_usage(&owner.id).await?;
-        let estimate = format!(
-            "estimated daily cost: {}, {}; {} uses {} of a budget of {}",
-            cost.describe(),
-            EstimateSource::ImportPlan.describe(),
-            owner.username,
-            usage.spent(),
-            usage.budget()
-        );
-        if usage.spent().saturating_add(total) <= usage.budget() {
-            self.build_log()
-                .note(&build.id, "quota", LogLevel::Info, &estimate)
-                .await;
-            return Ok(());
-        }
-        self.build_log()
-            .note(&build.id, "quota", LogLevel::Warn, &estimate)
-            .await;
-        for line in budget_lines(&usage) {
-            self.build_log()
-                .note(&build.id, "quota", LogLevel::Warn, &line)
-                .await;
-        }
-        let message = refusal_line(&build.workspace_name, &owner.username, total, &usage);
-        // A worker that claimed the build first plans it: its own plan is
-        // judged then, and the lines above stay as what the estimate said.
-        if self
-            .inner
-            .store
-            .refuse_pending_build(&build.id, &message, total)
-            .await?
-        {
-            self.build_log()
-                .note(&build.id, "quota", LogLevel::Error, &message)
-                .await;
-            // The build's refusal is `quota`, whichever plan told it.
-            self.inner.config.metrics.quota_refusal("quota");
-            self.audit_system("build.refused", build, Some(message))
-                .await;
-        }
-        Ok(())
-    }
 }

@@ -48,6 +48,7 @@ mod states;
 pub mod tags;
 mod templates;
 mod times;
+mod workspace_builds;
 mod workspaces;
 
 use std::collections::HashMap;
@@ -72,7 +73,7 @@ pub use abode_runner::archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 pub use audit::AuditQuery;
 pub use build_log::{BuildLog, LogPage};
 pub use builds::MAX_PARAMETERS_BYTES;
-pub use builds::{BuildOrder, BuildRequest, BuildTarget, VersionChoice};
+pub use builds::{BuildOrder, BuildRequest, BuildTarget, Builds, VersionChoice};
 pub use client_address::ClientAddress;
 pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, DaemonNeed, MAX_ACQUIRE_WAIT};
 pub use error::ControlError;
@@ -247,9 +248,11 @@ struct Inner {
     /// Build log lines, and the followers waiting for them.
     build_log: BuildLog,
     /// Accounts, roles, logins, sessions and API tokens.
-    identity: Identity,
+    identity: Arc<Identity>,
     /// Templates, their versions, their activation and their presets.
-    templates: Templates,
+    templates: Arc<Templates>,
+    /// The door every build goes through.
+    builds: Builds,
     /// The accounts people link for their workspaces' Git.
     external_auth: external_auth::ExternalAuth,
     /// The keys of external provisioner daemons.
@@ -272,8 +275,12 @@ struct Inner {
 
 impl Control {
     pub fn new(store: Store, config: Config) -> Control {
-        let identity = Identity::new(store.clone(), config.clock.clone(), config.identity.clone());
-        let templates = Templates::new(
+        let identity = Arc::new(Identity::new(
+            store.clone(),
+            config.clock.clone(),
+            config.identity.clone(),
+        ));
+        let templates = Arc::new(Templates::new(
             store.clone(),
             TemplatesConfig {
                 work_dir: config.work_dir(),
@@ -288,7 +295,7 @@ impl Control {
                     .map(|provider| provider.id.clone())
                     .collect(),
             },
-        );
+        ));
         let retained =
             retained::Retained::new(store.clone(), config.clock.clone(), config.volumes_dir());
         let external_auth = external_auth::ExternalAuth::new(
@@ -301,6 +308,19 @@ impl Control {
         let jobs = JobQueue::new(store.clone());
         let notifications =
             Notifications::new(store.clone(), config.clock.clone(), &config.notifications);
+        let builds = Builds::new(builds::BuildsParts {
+            store: store.clone(),
+            clock: config.clock.clone(),
+            metrics: config.metrics.clone(),
+            quota_enforce: config.quota_enforce,
+            agent_heartbeat: config.agent_timeouts.heartbeat,
+            templates: templates.clone(),
+            identity: identity.clone(),
+            external_auth: external_auth.clone(),
+            build_log: build_log.clone(),
+            jobs: jobs.clone(),
+            audit: audit::Audit::new(store.clone()),
+        });
         let held = held::Held::new(held::HeldParts {
             store: store.clone(),
             clock: config.clock.clone(),
@@ -314,6 +334,7 @@ impl Control {
             inner: Arc::new(Inner {
                 identity,
                 templates,
+                builds,
                 external_auth,
                 provisioner_keys: provisioner_keys::ProvisionerKeys::new(store.clone()),
                 retained,
@@ -388,6 +409,11 @@ impl Control {
     /// confirms and expires a build the guard asked to confirm.
     pub fn held(&self) -> &held::Held {
         &self.inner.held
+    }
+
+    /// The door: the only part that records a build (and a new workspace).
+    pub fn builds(&self) -> &Builds {
+        &self.inner.builds
     }
 
     pub fn config(&self) -> &Config {

@@ -73,7 +73,8 @@ impl Control {
         let old_name = workspace.name.clone();
         let workspace_id = workspace.id.clone();
         let build = self
-            .request_build(
+            .builds()
+            .request(
                 BuildTarget::Existing(workspace),
                 BuildOrder {
                     actor: Actor::User(caller.user.clone()),
@@ -114,21 +115,22 @@ impl Control {
             .resolve_workspace(caller, reference, Action::WorkspaceStop)
             .await?;
         caller.authorize(Action::WorkspaceStart, Some(&workspace.owner_id))?;
-        self.request_build(
-            BuildTarget::Existing(workspace),
-            BuildOrder {
-                actor: Actor::User(caller.user.clone()),
-                request_id: caller.request_id.clone(),
-                transition: Transition::Stop,
-                version: VersionChoice::Current,
-                reason: BuildReason::Restart,
-                parameters: BTreeMap::new(),
-                retention: None,
-                rename_to: None,
-                then_start: true,
-            },
-        )
-        .await
+        self.builds()
+            .request(
+                BuildTarget::Existing(workspace),
+                BuildOrder {
+                    actor: Actor::User(caller.user.clone()),
+                    request_id: caller.request_id.clone(),
+                    transition: Transition::Stop,
+                    version: VersionChoice::Current,
+                    reason: BuildReason::Restart,
+                    parameters: BTreeMap::new(),
+                    retention: None,
+                    rename_to: None,
+                    then_start: true,
+                },
+            )
+            .await
     }
 
     /// After a build ended: a restart's stop that succeeded has its start
@@ -171,20 +173,21 @@ impl Control {
             }
             Err(other) => return Err(other.into()),
         };
-        self.request_build(
-            BuildTarget::Existing(workspace),
-            BuildOrder {
-                actor,
-                request_id: None,
-                transition: Transition::Start,
-                version: VersionChoice::Current,
-                reason: BuildReason::Restart,
-                parameters: BTreeMap::new(),
-                retention: None,
-                rename_to: None,
-                then_start: false,
-            },
-        )
-        .await
+        self.builds()
+            .request(
+                BuildTarget::Existing(workspace),
+                BuildOrder {
+                    actor,
+                    request_id: None,
+                    transition: Transition::Start,
+                    version: VersionChoice::Current,
+                    reason: BuildReason::Restart,
+                    parameters: BTreeMap::new(),
+                    retention: None,
+                    rename_to: None,
+                    then_start: false,
+                },
+            )
+            .await
     }
 }

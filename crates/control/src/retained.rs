@@ -379,24 +379,25 @@ impl crate::Control {
                     .store
                     .workspace_by_id(&record.workspace_id)
                     .await?;
-                self.request_build(
-                    BuildTarget::Retained {
-                        workspace,
-                        record: Box::new(record.clone()),
-                    },
-                    BuildOrder {
-                        actor: Actor::User(caller.user.clone()),
-                        request_id: caller.request_id.clone(),
-                        transition: Transition::Delete,
-                        version: VersionChoice::Current,
-                        reason: BuildReason::RetainedDestroy,
-                        parameters: Default::default(),
-                        retention: None,
-                        rename_to: None,
-                        then_start: false,
-                    },
-                )
-                .await?
+                self.builds()
+                    .request(
+                        BuildTarget::Retained {
+                            workspace,
+                            record: Box::new(record.clone()),
+                        },
+                        BuildOrder {
+                            actor: Actor::User(caller.user.clone()),
+                            request_id: caller.request_id.clone(),
+                            transition: Transition::Delete,
+                            version: VersionChoice::Current,
+                            reason: BuildReason::RetainedDestroy,
+                            parameters: Default::default(),
+                            retention: None,
+                            rename_to: None,
+                            then_start: false,
+                        },
+                    )
+                    .await?
             }
         };
         let record = self.inner.store.retained_by_id(id).await?;
@@ -451,7 +452,8 @@ impl crate::Control {
             }
         };
         let queued = self
-            .request_build(
+            .builds()
+            .request(
                 BuildTarget::Retained {
                     workspace,
                     record: Box::new(record.clone()),

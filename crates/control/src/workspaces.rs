@@ -125,7 +125,8 @@ impl Control {
                 .await?;
         }
         let build = self
-            .request_build(
+            .builds()
+            .request(
                 BuildTarget::New {
                     name: name.to_string(),
                     owner: caller.user.clone(),

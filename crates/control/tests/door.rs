@@ -1,4 +1,4 @@
-//! The door (`Control::request_build`): every combination of the workspace's
+//! The door (`Builds::request`): every combination of the workspace's
 //! state, its active build, the transition asked for and who asks, with the
 //! answer. The builds are recorded in a real (SQLite) store; no Terraform
 //! runs, as nothing here claims the jobs the door queues.
@@ -285,7 +285,8 @@ async fn every_state_transition_and_actor_gets_its_answer() {
             let workspace = workspace_in(&setup, &name, *state).await;
             let result = setup
                 .control
-                .request_build(BuildTarget::Existing(workspace.clone()), order(actor, *ask))
+                .builds()
+                .request(BuildTarget::Existing(workspace.clone()), order(actor, *ask))
                 .await;
             // Nothing here runs builds: what the door or the setup queued
             // is canceled, so that the next setup claims its own job.
@@ -336,7 +337,8 @@ async fn a_new_workspace_and_its_first_build_come_through_the_door_together() {
     first.version = VersionChoice::Active;
     let build = setup
         .control
-        .request_build(new("pool-1"), first.clone())
+        .builds()
+        .request(new("pool-1"), first.clone())
         .await
         .unwrap();
     assert_eq!(
@@ -346,7 +348,8 @@ async fn a_new_workspace_and_its_first_build_come_through_the_door_together() {
     // The name is taken now; a stop cannot create a workspace; a bad name is refused.
     let taken = setup
         .control
-        .request_build(new("pool-1"), first.clone())
+        .builds()
+        .request(new("pool-1"), first.clone())
         .await;
     assert!(
         matches!(&taken, Err(ControlError::Conflict(message))
@@ -356,7 +359,7 @@ async fn a_new_workspace_and_its_first_build_come_through_the_door_together() {
     // Said to the owner themselves in the second person.
     let mut own = order(&Actor::User(setup.alice.clone()), Start);
     own.version = VersionChoice::Active;
-    let taken = setup.control.request_build(new("pool-1"), own).await;
+    let taken = setup.control.builds().request(new("pool-1"), own).await;
     assert!(
         matches!(&taken, Err(ControlError::Conflict(message))
             if message == "you already have a workspace named \"pool-1\""),
@@ -365,11 +368,11 @@ async fn a_new_workspace_and_its_first_build_come_through_the_door_together() {
     let mut stop = first.clone();
     stop.transition = Transition::Stop;
     assert!(matches!(
-        setup.control.request_build(new("pool-2"), stop).await,
+        setup.control.builds().request(new("pool-2"), stop).await,
         Err(ControlError::BadRequest(_))
     ));
     assert!(matches!(
-        setup.control.request_build(new("Pool 3"), first).await,
+        setup.control.builds().request(new("Pool 3"), first).await,
         Err(ControlError::BadRequest(_))
     ));
     // Parameters the version does not declare are refused, all of them named.
@@ -381,7 +384,8 @@ async fn a_new_workspace_and_its_first_build_come_through_the_door_together() {
     ]);
     match setup
         .control
-        .request_build(new("with-parameters"), with_parameters)
+        .builds()
+        .request(new("with-parameters"), with_parameters)
         .await
     {
         Err(ControlError::BadRequest(message)) => {

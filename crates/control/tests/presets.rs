@@ -1,4 +1,4 @@
-//! A create with presets, through the door (`Control::request_build`,
+//! A create with presets, through the door (`Builds::request`,
 //! `BuildTarget::New`): the version's parameters and presets are those the
 //! real template-import plan of tests/fixtures/template-import declares
 //! (planned by Terraform with the abode provider), stored as a push stores
@@ -134,7 +134,8 @@ async fn a_create_gets_its_preset_through_the_door() {
         let name = format!("ws-{index}");
         let parameters: BTreeMap<String, Value> = serde_json::from_value(given).unwrap();
         let asked = control
-            .request_build(
+            .builds()
+            .request(
                 BuildTarget::New {
                     name: name.clone(),
                     owner: alice.clone(),

@@ -372,7 +372,7 @@ pub(crate) async fn render(
         Err(error) => return html::control_error(error),
     };
     let history = match control
-        .builds(&viewer.caller, &reference, None, None, Some(HISTORY))
+        .list_builds(&viewer.caller, &reference, None, None, Some(HISTORY))
         .await
     {
         Ok(page) => page.items,

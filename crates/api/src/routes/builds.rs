@@ -145,7 +145,7 @@ async fn list_builds(
         .transpose()?;
     let page = state
         .control
-        .builds(
+        .list_builds(
             &caller,
             &workspace,
             status,

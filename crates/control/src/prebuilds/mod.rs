@@ -5,12 +5,11 @@
 //! `prebuilds.reconciler` lease). Each round reads one snapshot
 //! (`abode_store::PrebuildSnapshot`, one transaction), hands it to the pure
 //! decision (`abode_prebuilds::decide`) and carries out the actions through
-//! the door (`Control::request_build`) as the `prebuilds` system actor, so
+//! the door (`Builds::request`) as the `prebuilds` system actor, so
 //! that a prebuild's builds are checked, audited and guarded like anyone's.
 //! `snapshot.rs` turns stored rows into the decision's input; `claim.rs` is
 //! the other side, a person taking a ready prebuild.
 
-mod claim;
 mod ended;
 mod snapshot;
 
@@ -235,33 +234,35 @@ impl Control {
             .iter()
             .map(|(name, value)| (name.clone(), Value::String(value.clone())))
             .collect();
-        self.request_build(
-            BuildTarget::New {
-                name: prebuild_name(),
-                owner,
-                template,
-                preset: Some(preset_name.to_string()),
-            },
-            BuildOrder {
-                actor: Actor::System(SystemActor::Prebuilds),
-                request_id: None,
-                transition: Transition::Start,
-                version: VersionChoice::Number(version.number),
-                reason: BuildReason::Prebuild,
-                parameters,
-                retention: None,
-                rename_to: None,
-                then_start: false,
-            },
-        )
-        .await?;
+        self.builds()
+            .request(
+                BuildTarget::New {
+                    name: prebuild_name(),
+                    owner,
+                    template,
+                    preset: Some(preset_name.to_string()),
+                },
+                BuildOrder {
+                    actor: Actor::System(SystemActor::Prebuilds),
+                    request_id: None,
+                    transition: Transition::Start,
+                    version: VersionChoice::Number(version.number),
+                    reason: BuildReason::Prebuild,
+                    parameters,
+                    retention: None,
+                    rename_to: None,
+                    then_start: false,
+                },
+            )
+            .await?;
         Ok(())
     }
 
     async fn delete_prebuild(&self, workspace_id: &str, why: &str) -> Result<(), ControlError> {
         let workspace = self.inner.store.workspace_by_id(workspace_id).await?;
         let build = self
-            .request_build(
+            .builds()
+            .request(
                 BuildTarget::Existing(workspace),
                 BuildOrder {
                     actor: Actor::System(SystemActor::Prebuilds),

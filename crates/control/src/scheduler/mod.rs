@@ -258,21 +258,22 @@ impl Control {
         version: VersionChoice,
         reason: BuildReason,
     ) -> Result<Build, ControlError> {
-        self.request_build(
-            BuildTarget::Existing(workspace),
-            BuildOrder {
-                actor: Actor::System(SystemActor::Scheduler),
-                request_id: None,
-                transition,
-                version,
-                reason,
-                parameters: BTreeMap::new(),
-                retention: None,
-                rename_to: None,
-                then_start: false,
-            },
-        )
-        .await
+        self.builds()
+            .request(
+                BuildTarget::Existing(workspace),
+                BuildOrder {
+                    actor: Actor::System(SystemActor::Scheduler),
+                    request_id: None,
+                    transition,
+                    version,
+                    reason,
+                    parameters: BTreeMap::new(),
+                    retention: None,
+                    rename_to: None,
+                    then_start: false,
+                },
+            )
+            .await
     }
 
     /// After a build ended: a succeeded start sets the run's autostop

@@ -18,10 +18,10 @@
 use abode_contract::presets::PresetDefinition;
 use abode_store::{PrebuildClaim, PrebuildClaimed, StoreError, SystemActor, TemplateVersion, User};
 
+use super::Builds;
 use crate::Actor;
-use crate::Control;
 
-impl Control {
+impl Builds {
     /// Hands a ready, unexpired prebuild of `version` (the active one) and
     /// `preset` to `owner` as `name`, with its claim build queued, unless
     /// none is ready or (quotas enforced) it would not fit `owner`'s budget.
@@ -33,8 +33,8 @@ impl Control {
         version: &TemplateVersion,
         preset: &PresetDefinition,
     ) -> Result<PrebuildClaimed, StoreError> {
-        let now = self.now_ms();
-        let heartbeat = self.inner.config.agent_timeouts.heartbeat;
+        let now = self.inner.clock.now_ms();
+        let heartbeat = self.inner.agent_heartbeat;
         let heartbeat_ms = i64::try_from(heartbeat.as_millis()).unwrap_or(i64::MAX);
         let claim = PrebuildClaim {
             pool_owner_id: SystemActor::Prebuilds.user_id().to_string(),
@@ -49,7 +49,7 @@ impl Control {
                 _ => i64::MIN,
             },
             build_id: abode_store::new_id(),
-            enforce_quota: self.inner.config.quota_enforce,
+            enforce_quota: self.inner.quota_enforce,
         };
         self.inner.store.claim_prebuild(&claim).await
     }

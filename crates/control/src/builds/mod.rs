@@ -1,21 +1,33 @@
-//! Builds: the door every build request goes through, reading builds and
-//! their logs, and cancellation. A build goes from "requested" here to
-//! "applied" in `provisioner/`.
+//! The door every build request goes through, a person's or the system's
+//! (the scheduler, prebuilds, a rename, a restart, a retained resource's
+//! expiry). A build goes from "requested" here to "applied" in
+//! `provisioner/`.
+//!
+//! A service of its own (`Control::builds()`): it holds the store, the
+//! clock, the handles of the templates, identity (roles, for template
+//! access), external auth (a start's required links), the build log, the
+//! job queue and the audit log, and nothing else of the control plane.
+//! Whether a person may act on the workspace they name is asked before
+//! (`workspace_builds.rs`); what may be built now is asked here.
 
-use std::time::Duration;
+mod claim;
+mod quota_estimate;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 use abode_runner::LogLevel;
 use abode_store::{
-    page_size, Build, BuildReason, BuildStatus, NewBuild, NewWorkspace, Page, PrebuildClaimed,
-    StoreError, SystemActor, Template, TemplateVersion, Transition, User, Workspace,
+    Build, BuildReason, NewBuild, NewWorkspace, PrebuildClaimed, Store, StoreError, SystemActor,
+    Template, TemplateVersion, Transition, User, Workspace,
 };
 
 use serde_json::Value;
 
-use crate::authz::Action;
+use crate::audit::{audit_event, Audit};
 use crate::error::or_not_found;
+use crate::external_auth::ExternalAuth;
 use crate::parameters::{check_parameters, CheckKind};
 use crate::presets::{
     matching_preset, named_preset, stored_presets, with_preset, PresetDefinition,
@@ -23,10 +35,8 @@ use crate::presets::{
 use crate::validate_name;
 use crate::workspace_status;
 use crate::Actor;
-use crate::Caller;
-use crate::Control;
 use crate::ControlError;
-use crate::LogPage;
+use crate::{BuildLog, Clock, Identity, JobQueue, Metrics, Templates};
 
 /// What a build request asks for.
 #[derive(Debug, Clone)]
@@ -95,7 +105,57 @@ pub struct BuildOrder {
     pub then_start: bool,
 }
 
-impl Control {
+/// The door; cheap to clone.
+#[derive(Clone)]
+pub struct Builds {
+    inner: Arc<BuildsParts>,
+}
+
+/// What the door holds.
+pub(crate) struct BuildsParts {
+    pub(crate) store: Store,
+    pub(crate) clock: Clock,
+    pub(crate) metrics: Metrics,
+    /// Whether a create that clearly does not fit its owner's budget is
+    /// refused before any plan (`--quota-enforce`).
+    pub(crate) quota_enforce: bool,
+    /// A prebuild whose agent was not heard from within this is not claimed.
+    pub(crate) agent_heartbeat: Duration,
+    pub(crate) templates: Arc<Templates>,
+    pub(crate) identity: Arc<Identity>,
+    pub(crate) external_auth: ExternalAuth,
+    pub(crate) build_log: BuildLog,
+    pub(crate) jobs: JobQueue,
+    pub(crate) audit: Audit,
+}
+
+impl Builds {
+    pub(crate) fn new(parts: BuildsParts) -> Builds {
+        Builds {
+            inner: Arc::new(parts),
+        }
+    }
+
+    fn templates(&self) -> &Templates {
+        &self.inner.templates
+    }
+
+    fn identity(&self) -> &Identity {
+        &self.inner.identity
+    }
+
+    fn external_auth(&self) -> &ExternalAuth {
+        &self.inner.external_auth
+    }
+
+    fn build_log(&self) -> &BuildLog {
+        &self.inner.build_log
+    }
+
+    fn jobs(&self) -> &JobQueue {
+        &self.inner.jobs
+    }
+
     /// The door: every build, asked for by a person or by the system, is
     /// requested here. It checks what may be built now (the workspace's
     /// state and active build, the version, the parameters), records the
@@ -103,7 +163,7 @@ impl Control {
     /// transaction, audits it with its actor and reason, and wakes a worker.
     /// From there the provisioner (`provisioner/mod.rs`) takes it to
     /// "applied", through the guard.
-    pub async fn request_build(
+    pub async fn request(
         &self,
         target: BuildTarget,
         order: BuildOrder,
@@ -142,6 +202,45 @@ impl Control {
         )
         .await;
         Ok(build)
+    }
+
+    /// Records a requested build with its actor, reason and what it retains.
+    async fn audit_build(
+        &self,
+        actor: &Actor,
+        request_id: Option<String>,
+        build: &Build,
+        retention: Option<abode_store::DeleteRetention>,
+    ) {
+        // A delete that asked to retain everything or nothing says so: the
+        // record of who destroyed what a template said to keep.
+        let retain = match retention {
+            Some(retention) if retention != abode_store::DeleteRetention::Rules => {
+                format!(" retain={retention}")
+            }
+            _ => String::new(),
+        };
+        let mut retain = retain;
+        if let Some(new_name) = &build.rename_to {
+            retain.push_str(&format!(" rename_to={new_name}"));
+        }
+        if build.then_start {
+            retain.push_str(" then=start");
+        }
+        let mut event = audit_event(
+            actor.user(),
+            request_id,
+            "build.start",
+            "workspace",
+            &format!("{}/{}", build.owner_name, build.workspace_name),
+            "success",
+            Some(format!(
+                "build={} transition={} reason={} version={}{retain}",
+                build.number, build.transition, build.reason, build.template_version
+            )),
+        );
+        event.workspace_id = Some(build.workspace_id.clone());
+        self.inner.audit.record_as(actor, event).await;
     }
 
     /// Whether `actor` may create a workspace from `target`'s template (its
@@ -240,7 +339,7 @@ impl Control {
         // plan cost. One that clearly does not fit is refused now, before
         // anything is claimed or built.
         let estimate = match &pool {
-            Some(pool) if self.inner.config.quota_enforce => {
+            Some(pool) if self.inner.quota_enforce => {
                 self.estimate_pool_create(owner, name, &version, pool)
                     .await?
             }
@@ -294,9 +393,8 @@ impl Control {
                 }
             }
         }
-        let early = self.inner.config.quota_enforce
-            && pool.is_none()
-            && order.reason == BuildReason::Initiator;
+        let early =
+            self.inner.quota_enforce && pool.is_none() && order.reason == BuildReason::Initiator;
         let judged = early.then(|| (version.clone(), creation.clone()));
         let build = self
             .build_new_workspace(name, owner, template, version, creation, order)
@@ -364,7 +462,7 @@ impl Control {
         let (spent, budget) = (usage.spent(), usage.budget());
         let source = format!("the last prebuild plan of preset \"{}\"", pool.name);
         if spent.saturating_add(cost) > budget {
-            self.inner.config.metrics.quota_refusal("estimate");
+            self.inner.metrics.quota_refusal("estimate");
             return Err(ControlError::QuotaExceeded(format!(
                 "refused by quota before anything was built: {name} would cost {cost} a day \
                  ({source}); {} already uses {spent} of a budget of {budget} ({} remain)",
@@ -673,176 +771,6 @@ impl Control {
         }
         Ok(version)
     }
-
-    /// A person's start, stop, update or delete of a workspace they may act on.
-    pub async fn request_transition(
-        &self,
-        caller: &Caller,
-        reference: &str,
-        request: &BuildRequest,
-    ) -> Result<Build, ControlError> {
-        let version = match (request.template_version, request.update) {
-            (Some(number), _) => VersionChoice::Number(number),
-            (None, true) => VersionChoice::Active,
-            (None, false) => VersionChoice::Current,
-        };
-        let action = match (request.transition, version) {
-            (Transition::Stop, _) => Action::WorkspaceStop,
-            (Transition::Delete, _) => Action::WorkspaceDelete,
-            (Transition::Start, VersionChoice::Current) => Action::WorkspaceStart,
-            (Transition::Start, _) => Action::WorkspaceUpdate,
-        };
-        let workspace = self.resolve_workspace(caller, reference, action).await?;
-        if request.retention == Some(abode_store::DeleteRetention::Nothing) {
-            // Destroying what the template says to keep is an owner's call.
-            caller.authorize(Action::ProtectionRelease, None)?;
-        }
-        self.request_build(
-            BuildTarget::Existing(workspace),
-            BuildOrder {
-                actor: Actor::User(caller.user.clone()),
-                request_id: caller.request_id.clone(),
-                transition: request.transition,
-                version,
-                reason: BuildReason::Initiator,
-                parameters: request.parameters.clone(),
-                retention: request.retention,
-                rename_to: None,
-                then_start: false,
-            },
-        )
-        .await
-    }
-
-    /// One page of a workspace's builds, newest first.
-    pub async fn builds(
-        &self,
-        caller: &Caller,
-        reference: &str,
-        status: Option<BuildStatus>,
-        after: Option<&str>,
-        limit: Option<i64>,
-    ) -> Result<Page<Build>, ControlError> {
-        let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceRead)
-            .await?;
-        Ok(self
-            .inner
-            .store
-            .list_build_page(&workspace.id, status, after, page_size(limit))
-            .await?)
-    }
-
-    /// `number: None` is the latest build.
-    pub async fn build(
-        &self,
-        caller: &Caller,
-        reference: &str,
-        number: Option<i64>,
-    ) -> Result<Build, ControlError> {
-        self.build_for(caller, reference, number, Action::WorkspaceRead)
-            .await
-    }
-
-    /// A build of a workspace the caller may do `action` on.
-    pub(crate) async fn build_for(
-        &self,
-        caller: &Caller,
-        reference: &str,
-        number: Option<i64>,
-        action: Action,
-    ) -> Result<Build, ControlError> {
-        let workspace = self.resolve_workspace(caller, reference, action).await?;
-        let found = match number {
-            Some(number) => {
-                self.inner
-                    .store
-                    .build_by_number(&workspace.id, number)
-                    .await
-            }
-            None => self.inner.store.latest_build(&workspace.id).await,
-        };
-        or_not_found(found, || match number {
-            Some(number) => format!("workspace \"{reference}\" has no build #{number}"),
-            None => format!("workspace \"{reference}\" has no build"),
-        })
-    }
-
-    /// Log lines after `after`; with `wait`, holds until a line arrives, the
-    /// build ends or the wait is over.
-    pub async fn build_logs(
-        &self,
-        caller: &Caller,
-        reference: &str,
-        number: Option<i64>,
-        after: i64,
-        wait: Duration,
-    ) -> Result<LogPage, ControlError> {
-        let build = self.build(caller, reference, number).await?;
-        Ok(self.inner.build_log.page(&build.id, after, wait).await?)
-    }
-
-    pub async fn cancel_build(
-        &self,
-        caller: &Caller,
-        reference: &str,
-        number: Option<i64>,
-    ) -> Result<Build, ControlError> {
-        let build = self
-            .build_for(caller, reference, number, Action::BuildCancel)
-            .await?;
-        let message = format!("canceled by {}", caller.user.username);
-        if build.status.is_final() {
-            return Err(ControlError::Conflict(format!(
-                "build #{} of workspace \"{}\" already {}",
-                build.number, build.workspace_name, build.status
-            )));
-        }
-        // A build this process runs is interrupted first, so that a cancel
-        // is acted on even when the database cannot record it now (a full
-        // disk); another server's learns it from the record.
-        if let Ok(running) = self.inner.running.lock() {
-            if let Some(switch) = running.get(&build.id) {
-                let _ = switch.send(true);
-            }
-        }
-        if self
-            .inner
-            .store
-            .cancel_pending_build(&build.id, &message)
-            .await?
-        {
-            self.build_log()
-                .note(&build.id, "setup", LogLevel::Warn, &message)
-                .await;
-            // A held delete's records go void: nothing was forgotten.
-            crate::retention::settle(self, &build.id).await;
-            self.build_log().written();
-        } else if self.inner.store.cancel_requested(&build.id).await? {
-            // Asked already: one cancel, one log line, one audit event.
-            return Ok(self.inner.store.build_by_id(&build.id).await?);
-        } else {
-            self.inner.store.request_cancel(&build.id).await?;
-            self.build_log()
-                .note(
-                    &build.id,
-                    "cleanup",
-                    LogLevel::Warn,
-                    &format!("{message}; interrupting Terraform"),
-                )
-                .await;
-        }
-        self.audit_workspace(
-            caller,
-            &build.workspace_id,
-            "build.cancel",
-            &format!("{}/{}", build.owner_name, build.workspace_name),
-            "success",
-            Some(format!("build={}", build.number)),
-        )
-        .await;
-        Ok(self.inner.store.build_by_id(&build.id).await?)
-    }
 }
 
 /// A new workspace's name taken by another of the owner's (the store's
@@ -1019,7 +947,7 @@ mod tests {
     #[test]
     fn a_create_is_exact_when_its_values_are_the_preset_s_alone() {
         let declarations = crate::parameters::template_declarations_from_plan(include_bytes!(
-            "../../parameters/tests/fixtures/template-import/plan.json"
+            "../../../parameters/tests/fixtures/template-import/plan.json"
         ))
         .unwrap();
         let version = TemplateVersion {

@@ -1,0 +1,188 @@
+//! A person's builds of a workspace they name: a start, stop, update or
+//! delete through the door, reading builds and their logs, and
+//! cancellation. Each entry finds the workspace (and whether the caller may
+//! act on it, `workspaces.rs`), then asks the service that owns the rest:
+//! the door (`builds/`), the build log, held builds.
+
+use std::time::Duration;
+
+use abode_runner::LogLevel;
+use abode_store::{page_size, Build, BuildReason, BuildStatus, Page, Transition};
+
+use crate::authz::Action;
+use crate::builds::{BuildOrder, BuildRequest, BuildTarget, VersionChoice};
+use crate::error::or_not_found;
+use crate::{Actor, Caller, Control, ControlError, LogPage};
+
+impl Control {
+    /// A person's start, stop, update or delete of a workspace they may act on.
+    pub async fn request_transition(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        request: &BuildRequest,
+    ) -> Result<Build, ControlError> {
+        let version = match (request.template_version, request.update) {
+            (Some(number), _) => VersionChoice::Number(number),
+            (None, true) => VersionChoice::Active,
+            (None, false) => VersionChoice::Current,
+        };
+        let action = match (request.transition, version) {
+            (Transition::Stop, _) => Action::WorkspaceStop,
+            (Transition::Delete, _) => Action::WorkspaceDelete,
+            (Transition::Start, VersionChoice::Current) => Action::WorkspaceStart,
+            (Transition::Start, _) => Action::WorkspaceUpdate,
+        };
+        let workspace = self.resolve_workspace(caller, reference, action).await?;
+        if request.retention == Some(abode_store::DeleteRetention::Nothing) {
+            // Destroying what the template says to keep is an owner's call.
+            caller.authorize(Action::ProtectionRelease, None)?;
+        }
+        self.builds()
+            .request(
+                BuildTarget::Existing(workspace),
+                BuildOrder {
+                    actor: Actor::User(caller.user.clone()),
+                    request_id: caller.request_id.clone(),
+                    transition: request.transition,
+                    version,
+                    reason: BuildReason::Initiator,
+                    parameters: request.parameters.clone(),
+                    retention: request.retention,
+                    rename_to: None,
+                    then_start: false,
+                },
+            )
+            .await
+    }
+
+    /// One page of a workspace's builds, newest first.
+    pub async fn list_builds(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        status: Option<BuildStatus>,
+        after: Option<&str>,
+        limit: Option<i64>,
+    ) -> Result<Page<Build>, ControlError> {
+        let workspace = self
+            .resolve_workspace(caller, reference, Action::WorkspaceRead)
+            .await?;
+        Ok(self
+            .inner
+            .store
+            .list_build_page(&workspace.id, status, after, page_size(limit))
+            .await?)
+    }
+
+    /// `number: None` is the latest build.
+    pub async fn build(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        number: Option<i64>,
+    ) -> Result<Build, ControlError> {
+        self.build_for(caller, reference, number, Action::WorkspaceRead)
+            .await
+    }
+
+    /// A build of a workspace the caller may do `action` on.
+    pub(crate) async fn build_for(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        number: Option<i64>,
+        action: Action,
+    ) -> Result<Build, ControlError> {
+        let workspace = self.resolve_workspace(caller, reference, action).await?;
+        let found = match number {
+            Some(number) => {
+                self.inner
+                    .store
+                    .build_by_number(&workspace.id, number)
+                    .await
+            }
+            None => self.inner.store.latest_build(&workspace.id).await,
+        };
+        or_not_found(found, || match number {
+            Some(number) => format!("workspace \"{reference}\" has no build #{number}"),
+            None => format!("workspace \"{reference}\" has no build"),
+        })
+    }
+
+    /// Log lines after `after`; with `wait`, holds until a line arrives, the
+    /// build ends or the wait is over.
+    pub async fn build_logs(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        number: Option<i64>,
+        after: i64,
+        wait: Duration,
+    ) -> Result<LogPage, ControlError> {
+        let build = self.build(caller, reference, number).await?;
+        Ok(self.inner.build_log.page(&build.id, after, wait).await?)
+    }
+
+    pub async fn cancel_build(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        number: Option<i64>,
+    ) -> Result<Build, ControlError> {
+        let build = self
+            .build_for(caller, reference, number, Action::BuildCancel)
+            .await?;
+        let message = format!("canceled by {}", caller.user.username);
+        if build.status.is_final() {
+            return Err(ControlError::Conflict(format!(
+                "build #{} of workspace \"{}\" already {}",
+                build.number, build.workspace_name, build.status
+            )));
+        }
+        // A build this process runs is interrupted first, so that a cancel
+        // is acted on even when the database cannot record it now (a full
+        // disk); another server's learns it from the record.
+        if let Ok(running) = self.inner.running.lock() {
+            if let Some(switch) = running.get(&build.id) {
+                let _ = switch.send(true);
+            }
+        }
+        if self
+            .inner
+            .store
+            .cancel_pending_build(&build.id, &message)
+            .await?
+        {
+            self.build_log()
+                .note(&build.id, "setup", LogLevel::Warn, &message)
+                .await;
+            // A held delete's records go void: nothing was forgotten.
+            crate::retention::settle(self, &build.id).await;
+            self.build_log().written();
+        } else if self.inner.store.cancel_requested(&build.id).await? {
+            // Asked already: one cancel, one log line, one audit event.
+            return Ok(self.inner.store.build_by_id(&build.id).await?);
+        } else {
+            self.inner.store.request_cancel(&build.id).await?;
+            self.build_log()
+                .note(
+                    &build.id,
+                    "cleanup",
+                    LogLevel::Warn,
+                    &format!("{message}; interrupting Terraform"),
+                )
+                .await;
+        }
+        self.audit_workspace(
+            caller,
+            &build.workspace_id,
+            "build.cancel",
+            &format!("{}/{}", build.owner_name, build.workspace_name),
+            "success",
+            Some(format!("build={}", build.number)),
+        )
+        .await;
+        Ok(self.inner.store.build_by_id(&build.id).await?)
+    }
+}
