@@ -81,7 +81,7 @@ pub use hashing::default_threads as default_hashing_threads;
 pub use held::{guard_decision, Held};
 pub use job_queue::JobQueue;
 pub use notifications::{Notifications, NotificationsConfig, ReplacedResource};
-pub use prebuilds::{PoolStatus, PrebuildsConfig};
+pub use prebuilds::{PoolStatus, Prebuilds, PrebuildsConfig};
 pub use provisioner::{JudgeError, ServerJob};
 pub use provisioner_keys::{ProvisionerKey, ProvisionerKeys};
 pub use recovery::Recovered;
@@ -253,6 +253,8 @@ struct Inner {
     templates: Arc<Templates>,
     /// The door every build goes through.
     builds: Builds,
+    /// The prebuild pools.
+    prebuilds: Prebuilds,
     /// The accounts people link for their workspaces' Git.
     external_auth: external_auth::ExternalAuth,
     /// The keys of external provisioner daemons.
@@ -321,6 +323,20 @@ impl Control {
             jobs: jobs.clone(),
             audit: audit::Audit::new(store.clone()),
         });
+        let prebuilds = Prebuilds::new(prebuilds::PrebuildsParts {
+            store: store.clone(),
+            clock: config.clock.clone(),
+            metrics: config.metrics.clone(),
+            config: config.prebuilds.clone(),
+            server_id: config.server_id.clone(),
+            agent_heartbeat: config.agent_timeouts.heartbeat,
+            quota_enforce: config.quota_enforce,
+            templates: templates.clone(),
+            builds: builds.clone(),
+            build_log: build_log.clone(),
+            notifications: notifications.clone(),
+            audit: audit::Audit::new(store.clone()),
+        });
         let held = held::Held::new(held::HeldParts {
             store: store.clone(),
             clock: config.clock.clone(),
@@ -335,6 +351,7 @@ impl Control {
                 identity,
                 templates,
                 builds,
+                prebuilds,
                 external_auth,
                 provisioner_keys: provisioner_keys::ProvisionerKeys::new(store.clone()),
                 retained,
@@ -416,6 +433,11 @@ impl Control {
         &self.inner.builds
     }
 
+    /// The prebuild pools: the only part that reconciles them.
+    pub fn prebuilds(&self) -> &Prebuilds {
+        &self.inner.prebuilds
+    }
+
     pub fn config(&self) -> &Config {
         &self.inner.config
     }
@@ -487,7 +509,7 @@ impl Control {
             shutdown.clone(),
         )));
         handles.push(tokio::spawn(prebuilds::reconciler(
-            self.clone(),
+            self.inner.prebuilds.clone(),
             shutdown.clone(),
         )));
         handles.push(tokio::spawn(scheduler::ticker(

@@ -88,7 +88,7 @@ impl Control {
         let counts = self.inner.store.platform_counts(cutoffs).await?;
         // The pools first: the update time set with the platform's counts
         // then covers both.
-        self.refresh_pool_gauges().await?;
+        self.prebuilds().refresh_pool_gauges().await?;
         config.metrics.set_platform(&gauges(counts, now));
         Ok(())
     }

@@ -438,7 +438,7 @@ pub(crate) async fn create_user(
 }
 
 pub(crate) async fn prebuilds(State(state): State<WebState>, viewer: Viewer) -> Response {
-    let pools = match state.control.prebuild_status(&viewer.caller, None).await {
+    let pools = match state.control.prebuilds().status(&viewer.caller, None).await {
         Ok(pools) => pools,
         Err(error) => return html::control_error(error),
     };

@@ -33,7 +33,8 @@ async fn status(
         query.map_err(|error| ApiError::bad_request(format!("invalid query: {error}")))?;
     let pools = state
         .control
-        .prebuild_status(&caller, query.template.as_deref())
+        .prebuilds()
+        .status(&caller, query.template.as_deref())
         .await?;
     Ok(Json(json!(pools)).into_response())
 }
@@ -42,7 +43,7 @@ async fn pause(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
 ) -> Result<axum::response::Response, ApiError> {
-    state.control.set_prebuilds_paused(&caller, true).await?;
+    state.control.prebuilds().set_paused(&caller, true).await?;
     Ok((StatusCode::OK, Json(json!({ "paused": true }))).into_response())
 }
 
@@ -50,6 +51,6 @@ async fn resume(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
 ) -> Result<axum::response::Response, ApiError> {
-    state.control.set_prebuilds_paused(&caller, false).await?;
+    state.control.prebuilds().set_paused(&caller, false).await?;
     Ok((StatusCode::OK, Json(json!({ "paused": false }))).into_response())
 }

@@ -4,8 +4,8 @@
 
 use abode_store::{Build, BuildReason, BuildStatus, Transition};
 
+use super::Prebuilds;
 use crate::notifications::{preset_recovered, ReplacedResource};
-use crate::Control;
 
 /// What a claim build's guard report says it replaced or deleted.
 pub(crate) fn claim_replacements(build: &Build) -> Vec<ReplacedResource> {
@@ -20,10 +20,10 @@ pub(crate) fn claim_replacements(build: &Build) -> Vec<ReplacedResource> {
         .collect()
 }
 
-impl Control {
+impl Prebuilds {
     /// After a build of a prebuilt workspace or a claim build ended
     /// `status` (read again: the end and the guard report are stored).
-    pub(crate) async fn prebuild_build_ended(&self, build_id: &str, status: BuildStatus) {
+    pub(crate) async fn build_ended(&self, build_id: &str, status: BuildStatus) {
         let build = match self.inner.store.build_by_id(build_id).await {
             Ok(build) => build,
             Err(error) => {
@@ -46,7 +46,7 @@ impl Control {
             }
         };
         let preset = workspace.preset_name.clone().unwrap_or_default();
-        let metrics = &self.inner.config.metrics;
+        let metrics = &self.inner.metrics;
         if first_start {
             if build.refusal.is_some() {
                 // Refused by the prebuilds budget before apply: no failure
@@ -64,7 +64,7 @@ impl Control {
             return;
         }
         let replaced = claim_replacements(&build);
-        let seconds = (self.now_ms() - build.created_at).max(0) as f64 / 1000.0;
+        let seconds = (self.inner.clock.now_ms() - build.created_at).max(0) as f64 / 1000.0;
         metrics.prebuild_claimed(
             &workspace.template_name,
             &preset,

@@ -7,8 +7,13 @@
 //! decision (`abode_prebuilds::decide`) and carries out the actions through
 //! the door (`Builds::request`) as the `prebuilds` system actor, so
 //! that a prebuild's builds are checked, audited and guarded like anyone's.
-//! `snapshot.rs` turns stored rows into the decision's input; `claim.rs` is
-//! the other side, a person taking a ready prebuild.
+//! `snapshot.rs` turns stored rows into the decision's input; the door's
+//! `builds/claim.rs` is the other side, a person taking a ready prebuild.
+//!
+//! A service of its own (`Control::prebuilds()`): it holds the store, the
+//! clock, the metrics, the handles of the templates, the door, the build
+//! log, notifications and the audit log, and nothing else of the control
+//! plane.
 
 mod ended;
 mod snapshot;
@@ -23,10 +28,13 @@ use abode_store::{BuildReason, SystemActor, Transition, PREBUILDS_PAUSED};
 use serde_json::Value;
 use tokio::sync::watch;
 
+use crate::audit::{audit_event, Audit};
 use crate::authz::Action as Permission;
 use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
 use crate::Actor;
-use crate::{Caller, Control, ControlError};
+use crate::{BuildLog, Builds, Caller, Clock, ControlError, Metrics, Notifications, Templates};
+use abode_store::Store;
+use std::sync::Arc;
 
 pub use snapshot::PoolStatus;
 
@@ -66,9 +74,34 @@ pub struct RoundReport {
     pub failed: usize,
 }
 
+/// The prebuild pools; cheap to clone.
+#[derive(Clone)]
+pub struct Prebuilds {
+    inner: Arc<PrebuildsParts>,
+}
+
+/// What [`Prebuilds`] holds.
+pub(crate) struct PrebuildsParts {
+    pub(crate) store: Store,
+    pub(crate) clock: Clock,
+    pub(crate) metrics: Metrics,
+    pub(crate) config: PrebuildsConfig,
+    /// This server, for the reconciler's lease.
+    pub(crate) server_id: String,
+    /// A prebuild whose agent was not heard from within this is not ready.
+    pub(crate) agent_heartbeat: Duration,
+    /// Whether the prebuilds budget holds pools back (`--quota-enforce`).
+    pub(crate) quota_enforce: bool,
+    pub(crate) templates: Arc<Templates>,
+    pub(crate) builds: Builds,
+    pub(crate) build_log: BuildLog,
+    pub(crate) notifications: Notifications,
+    pub(crate) audit: Audit,
+}
+
 /// The loop: a round every `reconcile_interval`, on the lease holder only.
-pub(crate) async fn reconciler(control: Control, mut shutdown: watch::Receiver<bool>) {
-    let interval = control.inner.config.prebuilds.reconcile_interval;
+pub(crate) async fn reconciler(prebuilds: Prebuilds, mut shutdown: watch::Receiver<bool>) {
+    let interval = prebuilds.inner.config.reconcile_interval;
     // Every hard limit told by this process, so that a limited preset is
     // not written to the outbox again every round (the outbox would drop
     // the copies, but it need not be asked).
@@ -78,22 +111,25 @@ pub(crate) async fn reconciler(control: Control, mut shutdown: watch::Receiver<b
             break;
         }
         let lease = millis(interval.saturating_mul(3));
-        let server = control.inner.config.server_id.clone();
-        match control
+        let server = prebuilds.inner.server_id.clone();
+        match prebuilds
             .inner
             .store
             .try_lease(RECONCILER_LEASE, &server, lease)
             .await
         {
             Ok(true) => {
-                if let Err(error) = control.reconcile_prebuilds_with(&told).await {
+                if let Err(error) = prebuilds.reconcile_with(&told).await {
                     tracing::error!(%error, "prebuild reconciliation failed");
                 }
             }
             Ok(false) => tracing::debug!("another server reconciles the prebuilds"),
             Err(error) => tracing::error!(%error, "cannot take the prebuilds lease"),
         }
-        control.background_pass(abode_metrics::PASS_PREBUILDS);
+        prebuilds
+            .inner
+            .metrics
+            .background_pass(abode_metrics::PASS_PREBUILDS);
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
             _ = shutdown.changed() => {}
@@ -105,9 +141,31 @@ fn millis(duration: Duration) -> i64 {
     i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
 }
 
-impl Control {
-    fn prebuild_settings(&self) -> Settings {
-        let config = &self.inner.config.prebuilds;
+impl Prebuilds {
+    pub(crate) fn new(parts: PrebuildsParts) -> Prebuilds {
+        Prebuilds {
+            inner: Arc::new(parts),
+        }
+    }
+
+    fn templates(&self) -> &Templates {
+        &self.inner.templates
+    }
+
+    fn builds(&self) -> &Builds {
+        &self.inner.builds
+    }
+
+    fn build_log(&self) -> &BuildLog {
+        &self.inner.build_log
+    }
+
+    fn notifications(&self) -> &Notifications {
+        &self.inner.notifications
+    }
+
+    fn settings(&self) -> Settings {
+        let config = &self.inner.config;
         Settings {
             backoff: config.backoff,
             failure_hard_limit: config.failure_hard_limit,
@@ -115,35 +173,33 @@ impl Control {
     }
 
     /// The decision on the pools as they are now (read, not carried out).
-    pub(crate) async fn prebuild_decision(&self) -> Result<Decision, ControlError> {
-        let now = self.now_ms();
-        let heartbeat_before =
-            now.saturating_sub(millis(self.inner.config.agent_timeouts.heartbeat));
+    pub(crate) async fn decision(&self) -> Result<Decision, ControlError> {
+        let now = self.inner.clock.now_ms();
+        let heartbeat_before = now.saturating_sub(millis(self.inner.agent_heartbeat));
         let rows = self
             .inner
             .store
             .prebuild_snapshot(SystemActor::Prebuilds.user_id(), heartbeat_before)
             .await?;
-        let snapshot = snapshot::decision_input(rows, self.inner.config.quota_enforce)?;
+        let snapshot = snapshot::decision_input(rows, self.inner.quota_enforce)?;
         Ok(abode_prebuilds::decide(
             &snapshot,
-            &self.prebuild_settings(),
+            &self.settings(),
             crate::times::utc_datetime(now),
         ))
     }
 
     /// One round of reconciliation, now (the loop's round; tests call it
     /// instead of waiting for the loop).
-    pub async fn reconcile_prebuilds(&self) -> Result<RoundReport, ControlError> {
-        self.reconcile_prebuilds_with(&Mutex::new(HashSet::new()))
-            .await
+    pub async fn reconcile(&self) -> Result<RoundReport, ControlError> {
+        self.reconcile_with(&Mutex::new(HashSet::new())).await
     }
 
-    async fn reconcile_prebuilds_with(
+    async fn reconcile_with(
         &self,
         told: &Mutex<HashSet<(String, String)>>,
     ) -> Result<RoundReport, ControlError> {
-        let decision = self.prebuild_decision().await?;
+        let decision = self.decision().await?;
         let mut report = RoundReport::default();
         for action in &decision.actions {
             let done = match action {
@@ -151,21 +207,21 @@ impl Control {
                     version_id,
                     preset_name,
                 } => self
-                    .create_prebuild(version_id, preset_name)
+                    .create(version_id, preset_name)
                     .await
                     .map(|()| report.created += 1),
                 Action::Delete {
                     workspace_id,
                     reason,
                 } => self
-                    .delete_prebuild(workspace_id, reason.as_str())
+                    .delete(workspace_id, reason.as_str())
                     .await
                     .map(|()| report.deleted += 1),
                 Action::CancelBuild {
                     build_id,
                     workspace_id,
                 } => self
-                    .cancel_prebuild_build(build_id, workspace_id)
+                    .cancel_build(build_id, workspace_id)
                     .await
                     .map(|()| report.canceled += 1),
                 Action::NotifyQuotaLimited {
@@ -208,11 +264,7 @@ impl Control {
         Ok(report)
     }
 
-    async fn create_prebuild(
-        &self,
-        version_id: &str,
-        preset_name: &str,
-    ) -> Result<(), ControlError> {
+    async fn create(&self, version_id: &str, preset_name: &str) -> Result<(), ControlError> {
         let version = self.inner.store.template_version_by_id(version_id).await?;
         let template = self.templates().template(&version.template_name).await?;
         let owner = self
@@ -258,7 +310,7 @@ impl Control {
         Ok(())
     }
 
-    async fn delete_prebuild(&self, workspace_id: &str, why: &str) -> Result<(), ControlError> {
+    async fn delete(&self, workspace_id: &str, why: &str) -> Result<(), ControlError> {
         let workspace = self.inner.store.workspace_by_id(workspace_id).await?;
         let build = self
             .builds()
@@ -291,11 +343,7 @@ impl Control {
         Ok(())
     }
 
-    async fn cancel_prebuild_build(
-        &self,
-        build_id: &str,
-        workspace_id: &str,
-    ) -> Result<(), ControlError> {
+    async fn cancel_build(&self, build_id: &str, workspace_id: &str) -> Result<(), ControlError> {
         let message = "canceled by prebuilds: its template version is no longer active";
         if self
             .inner
@@ -319,7 +367,7 @@ impl Control {
     ) -> Result<(), ControlError> {
         let version = self.inner.store.template_version_by_id(version_id).await?;
         let template = self.templates().template(&version.template_name).await?;
-        let limit = self.inner.config.prebuilds.failure_hard_limit;
+        let limit = self.inner.config.failure_hard_limit;
         self.notifications()
             .notify_preset_hard_limited(
                 &template,
@@ -380,7 +428,7 @@ impl Control {
 
     /// The pools of every template (or of `template`), as `abode prebuilds
     /// status` shows them. Template admins and owners.
-    pub async fn prebuild_status(
+    pub async fn status(
         &self,
         caller: &Caller,
         template: Option<&str>,
@@ -389,7 +437,7 @@ impl Control {
         if let Some(name) = template {
             self.templates().template(name).await?;
         }
-        let decision = self.prebuild_decision().await?;
+        let decision = self.decision().await?;
         Ok(decision
             .presets
             .iter()
@@ -400,17 +448,13 @@ impl Control {
 
     /// `abode prebuilds pause` (`paused`) or `resume`: owners only. While
     /// paused nothing is created or deleted; running builds finish.
-    pub async fn set_prebuilds_paused(
-        &self,
-        caller: &Caller,
-        paused: bool,
-    ) -> Result<(), ControlError> {
+    pub async fn set_paused(&self, caller: &Caller, paused: bool) -> Result<(), ControlError> {
         caller.authorize(Permission::PrebuildsPause, None)?;
         self.inner
             .store
             .set_platform_setting(PREBUILDS_PAUSED, if paused { "true" } else { "false" })
             .await?;
-        self.audit(
+        let event = audit_event(
             Some(&caller.user),
             caller.request_id.clone(),
             if paused {
@@ -422,14 +466,14 @@ impl Control {
             "prebuilds",
             "success",
             None,
-        )
-        .await;
+        );
+        self.inner.audit.record(&event).await;
         Ok(())
     }
 
     /// Reads the pools for the refreshed gauges.
     pub(crate) async fn refresh_pool_gauges(&self) -> Result<(), ControlError> {
-        let decision = self.prebuild_decision().await?;
+        let decision = self.decision().await?;
         let pools: Vec<abode_metrics::PoolGauges> = decision
             .presets
             .iter()
@@ -444,7 +488,7 @@ impl Control {
                 paused: pool.paused,
             })
             .collect();
-        self.inner.config.metrics.set_pools(&pools);
+        self.inner.metrics.set_pools(&pools);
         Ok(())
     }
 }

@@ -311,7 +311,7 @@ impl ServerJob {
             self.build.reason,
             BuildReason::Prebuild | BuildReason::PrebuildClaim
         ) {
-            control.prebuild_build_ended(build_id, status).await;
+            control.prebuilds().build_ended(build_id, status).await;
         }
         control.lifecycle_build_ended(&self.build, status).await;
         control.build_ended_chain(&self.build, status).await;
