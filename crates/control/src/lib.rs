@@ -85,7 +85,7 @@ pub use prebuilds::{PoolStatus, Prebuilds, PrebuildsConfig};
 pub use provisioner::{JudgeError, ServerJob};
 pub use provisioner_keys::{ProvisionerKey, ProvisionerKeys};
 pub use recovery::Recovered;
-pub use scheduler::SchedulerConfig;
+pub use scheduler::{Scheduler, SchedulerConfig};
 pub use secrets::token_hash;
 pub use templates::{PermissionSubject, PushOptions, Templates, TemplatesConfig, VersionLint};
 pub use workspace_status::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
@@ -255,6 +255,8 @@ struct Inner {
     builds: Builds,
     /// The prebuild pools.
     prebuilds: Prebuilds,
+    /// The lifecycle scheduler.
+    scheduler: Scheduler,
     /// The accounts people link for their workspaces' Git.
     external_auth: external_auth::ExternalAuth,
     /// The keys of external provisioner daemons.
@@ -337,6 +339,16 @@ impl Control {
             notifications: notifications.clone(),
             audit: audit::Audit::new(store.clone()),
         });
+        let scheduler = Scheduler::new(scheduler::SchedulerParts {
+            store: store.clone(),
+            clock: config.clock.clone(),
+            metrics: config.metrics.clone(),
+            config: config.scheduler.clone(),
+            server_id: config.server_id.clone(),
+            identity: identity.clone(),
+            builds: builds.clone(),
+            notifications: notifications.clone(),
+        });
         let held = held::Held::new(held::HeldParts {
             store: store.clone(),
             clock: config.clock.clone(),
@@ -352,6 +364,7 @@ impl Control {
                 templates,
                 builds,
                 prebuilds,
+                scheduler,
                 external_auth,
                 provisioner_keys: provisioner_keys::ProvisionerKeys::new(store.clone()),
                 retained,
@@ -438,6 +451,12 @@ impl Control {
         &self.inner.prebuilds
     }
 
+    /// The lifecycle scheduler: the only part that stops, starts, marks
+    /// dormant and deletes workspaces on its own.
+    pub fn scheduler(&self) -> &Scheduler {
+        &self.inner.scheduler
+    }
+
     pub fn config(&self) -> &Config {
         &self.inner.config
     }
@@ -513,7 +532,7 @@ impl Control {
             shutdown.clone(),
         )));
         handles.push(tokio::spawn(scheduler::ticker(
-            self.clone(),
+            self.inner.scheduler.clone(),
             shutdown.clone(),
         )));
         let control = self.clone();

@@ -313,7 +313,7 @@ impl ServerJob {
         ) {
             control.prebuilds().build_ended(build_id, status).await;
         }
-        control.lifecycle_build_ended(&self.build, status).await;
+        control.scheduler().build_ended(&self.build, status).await;
         control.build_ended_chain(&self.build, status).await;
         Ok(status)
     }

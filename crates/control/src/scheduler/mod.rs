@@ -9,8 +9,13 @@
 //! delete it starts is the system's (`abode_guard::Initiator::System`), so
 //! a protected resource is not destroyed without a person's confirmation.
 //! `facts.rs` turns stored rows into the decision's facts.
+//!
+//! A service of its own (`Control::scheduler()`): it holds the store, the
+//! clock, the metrics, and the handles of identity (dormant accounts), the
+//! door and notifications, and nothing else of the control plane.
 
 mod facts;
+mod retained_expiry;
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -20,9 +25,13 @@ use abode_schedule::{Action, ScheduleCache, StopReason, Tick};
 use abode_store::{Build, BuildReason, BuildStatus, SystemActor, Transition};
 use tokio::sync::watch;
 
+use std::sync::Arc;
+
+use abode_store::Store;
+
 use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
 use crate::Actor;
-use crate::{Control, ControlError};
+use crate::{Builds, Clock, ControlError, Identity, Metrics, Notifications};
 
 pub(crate) use facts::{is_scheduler_reason, policy};
 
@@ -61,9 +70,28 @@ pub struct TickReport {
     pub failed: usize,
 }
 
+/// The lifecycle scheduler; cheap to clone.
+#[derive(Clone)]
+pub struct Scheduler {
+    inner: Arc<SchedulerParts>,
+}
+
+/// What [`Scheduler`] holds.
+pub(crate) struct SchedulerParts {
+    pub(crate) store: Store,
+    pub(crate) clock: Clock,
+    pub(crate) metrics: Metrics,
+    pub(crate) config: SchedulerConfig,
+    /// This server, for the tick's lease.
+    pub(crate) server_id: String,
+    pub(crate) identity: Arc<Identity>,
+    pub(crate) builds: Builds,
+    pub(crate) notifications: Notifications,
+}
+
 /// The loop: a tick every `poll_interval`, on the lease holder only.
-pub(crate) async fn ticker(control: Control, mut shutdown: watch::Receiver<bool>) {
-    let config = control.inner.config.scheduler.clone();
+pub(crate) async fn ticker(scheduler: Scheduler, mut shutdown: watch::Receiver<bool>) {
+    let config = scheduler.inner.config.clone();
     let cache = Mutex::new(ScheduleCache::default());
     loop {
         if *shutdown.borrow() {
@@ -71,20 +99,23 @@ pub(crate) async fn ticker(control: Control, mut shutdown: watch::Receiver<bool>
         }
         let lease =
             i64::try_from(config.poll_interval.saturating_mul(3).as_millis()).unwrap_or(i64::MAX);
-        match control
+        match scheduler
             .inner
             .store
-            .try_lease(TICK_LEASE, &control.inner.config.server_id, lease)
+            .try_lease(TICK_LEASE, &scheduler.inner.server_id, lease)
             .await
         {
-            Ok(true) => match control.tick_with(&cache).await {
-                Ok(report) => count_actions(&control.inner.config.metrics, &report),
+            Ok(true) => match scheduler.tick_with(&cache).await {
+                Ok(report) => count_actions(&scheduler.inner.metrics, &report),
                 Err(error) => tracing::error!(%error, "the scheduler's tick failed"),
             },
             Ok(false) => tracing::debug!("another server runs the scheduler"),
             Err(error) => tracing::error!(%error, "cannot take the scheduler's lease"),
         }
-        control.background_pass(abode_metrics::PASS_SCHEDULER);
+        scheduler
+            .inner
+            .metrics
+            .background_pass(abode_metrics::PASS_SCHEDULER);
         tokio::select! {
             _ = tokio::time::sleep(config.poll_interval) => {}
             _ = shutdown.changed() => {}
@@ -104,15 +135,21 @@ fn count_actions(metrics: &abode_metrics::Metrics, report: &TickReport) {
     }
 }
 
-impl Control {
+impl Scheduler {
+    pub(crate) fn new(parts: SchedulerParts) -> Scheduler {
+        Scheduler {
+            inner: Arc::new(parts),
+        }
+    }
+
     /// One tick, now (the loop's tick; tests call it instead of waiting).
-    pub async fn scheduler_tick(&self) -> Result<TickReport, ControlError> {
+    pub async fn tick(&self) -> Result<TickReport, ControlError> {
         self.tick_with(&Mutex::new(ScheduleCache::default())).await
     }
 
     async fn tick_with(&self, cache: &Mutex<ScheduleCache>) -> Result<TickReport, ControlError> {
-        let config = &self.inner.config.scheduler;
-        let now = self.now_ms();
+        let config = &self.inner.config;
+        let now = self.inner.clock.now_ms();
         let interval = i64::try_from(config.poll_interval.as_millis()).unwrap_or(i64::MAX);
         let previous = match self.inner.store.platform_setting(PREVIOUS_TICK).await? {
             Some(text) => text.parse::<i64>().unwrap_or(now - interval),
@@ -212,7 +249,8 @@ impl Control {
                     .await?
                 {
                     report.dormant += 1;
-                    self.notifications()
+                    self.inner
+                        .notifications
                         .notify_workspace_dormant(&workspace, now, delete_at)
                         .await?;
                     if *stop_too {
@@ -228,7 +266,8 @@ impl Control {
                 }
             }
             Action::NotifyDeletionScheduled { at, .. } => {
-                self.notifications()
+                self.inner
+                    .notifications
                     .notify_workspace_deletion_scheduled(&workspace, at.timestamp_millis())
                     .await?;
                 self.inner
@@ -258,7 +297,8 @@ impl Control {
         version: VersionChoice,
         reason: BuildReason,
     ) -> Result<Build, ControlError> {
-        self.builds()
+        self.inner
+            .builds
             .request(
                 BuildTarget::Existing(workspace),
                 BuildOrder {
@@ -280,7 +320,7 @@ impl Control {
     /// deadlines from the template's policy and the workspace's ttl; a
     /// succeeded stop or delete clears them. A prebuild pool's own builds set
     /// none (a claim's does: the workspace is a person's from then on).
-    pub(crate) async fn lifecycle_build_ended(&self, build: &Build, status: BuildStatus) {
+    pub(crate) async fn build_ended(&self, build: &Build, status: BuildStatus) {
         if status != BuildStatus::Succeeded || build.reason == BuildReason::Prebuild {
             return;
         }
@@ -300,8 +340,11 @@ impl Control {
                     .await?
                     .ttl_ms
                     .map(|ms| Duration::from_millis(u64::try_from(ms).unwrap_or(0)));
-                let started =
-                    crate::times::utc_datetime(build.finished_at.unwrap_or_else(|| self.now_ms()));
+                let started = crate::times::utc_datetime(
+                    build
+                        .finished_at
+                        .unwrap_or_else(|| self.inner.clock.now_ms()),
+                );
                 let deadlines = abode_schedule::deadlines_at_start(started, &policy, ttl);
                 (
                     deadlines.deadline.map(|at| at.timestamp_millis()),
