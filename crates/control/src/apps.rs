@@ -521,7 +521,8 @@ impl Control {
         agent: Option<&str>,
     ) -> Result<PortShare, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, crate::authz::Action::WorkspaceConnect)
+            .workspaces()
+            .resolve(caller, reference, crate::authz::Action::WorkspaceConnect)
             .await?;
         if port == 0 {
             return Err(ControlError::BadRequest(
@@ -582,7 +583,8 @@ impl Control {
         agent: Option<&str>,
     ) -> Result<(), ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, crate::authz::Action::WorkspaceConnect)
+            .workspaces()
+            .resolve(caller, reference, crate::authz::Action::WorkspaceConnect)
             .await?;
         let shares = self.inner.store.port_shares(&workspace.id).await?;
         let mut named = shares.iter().filter(|shared| {
@@ -619,7 +621,8 @@ impl Control {
         reference: &str,
     ) -> Result<Vec<(PortShare, Option<String>)>, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, crate::authz::Action::WorkspaceRead)
+            .workspaces()
+            .resolve(caller, reference, crate::authz::Action::WorkspaceRead)
             .await?;
         let max = self
             .inner

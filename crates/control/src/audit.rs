@@ -41,7 +41,8 @@ impl Control {
     ) -> Result<Page<AuditEvent>, ControlError> {
         let workspace_id = match &query.workspace {
             Some(reference) => Some(
-                self.resolve_workspace(caller, reference, Action::WorkspaceRead)
+                self.workspaces()
+                    .resolve(caller, reference, Action::WorkspaceRead)
                     .await?
                     .id,
             ),

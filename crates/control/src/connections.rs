@@ -30,7 +30,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::authz::Action;
-use crate::schedule_settings::ACTIVITY_THROTTLE;
+use crate::workspaces::ACTIVITY_THROTTLE;
 use crate::{secrets, Caller, Control, ControlError};
 
 /// The agents' tunnels up in this process, by the hash of the agent's
@@ -520,7 +520,8 @@ impl Control {
             )));
         }
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceConnect)
+            .workspaces()
+            .resolve(caller, reference, Action::WorkspaceConnect)
             .await?;
         // An agent that outlived its workspace's stop (a template whose
         // machine is not destroyed) is not a way in.
@@ -659,7 +660,7 @@ impl Control {
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 interval.tick().await;
-                if let Err(error) = control.record_activity(&workspace_id).await {
+                if let Err(error) = control.workspaces().record_activity(&workspace_id).await {
                     tracing::warn!(%error, workspace = %workspace_id, "cannot record workspace activity");
                 }
             }

@@ -88,7 +88,8 @@ impl Control {
         reference: &str,
     ) -> Result<Vec<Protection>, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceRead)
+            .workspaces()
+            .resolve(caller, reference, Action::WorkspaceRead)
             .await?;
         self.held().protections(&workspace).await
     }
@@ -102,7 +103,8 @@ impl Control {
         address: &str,
     ) -> Result<Protection, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, Action::ProtectionRelease)
+            .workspaces()
+            .resolve(caller, reference, Action::ProtectionRelease)
             .await?;
         self.held()
             .release_protection(caller, &workspace, reference, address)

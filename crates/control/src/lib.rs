@@ -89,7 +89,7 @@ pub use scheduler::{Scheduler, SchedulerConfig};
 pub use secrets::token_hash;
 pub use templates::{PermissionSubject, PushOptions, Templates, TemplatesConfig, VersionLint};
 pub use workspace_status::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
-pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView};
+pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, Workspaces};
 
 /// How the control plane runs; everything has a default fit for one machine.
 #[derive(Debug, Clone)]
@@ -262,7 +262,9 @@ struct Inner {
     /// The keys of external provisioner daemons.
     provisioner_keys: provisioner_keys::ProvisionerKeys,
     /// What workspace deletes retained.
-    retained: retained::Retained,
+    retained: Arc<retained::Retained>,
+    /// Workspaces: finding, viewing, listing, creating, orphaning.
+    workspaces: Workspaces,
     /// The messages of events, people's inboxes and preferences.
     notifications: Notifications,
     /// Builds held for a confirmation, and remembered protections.
@@ -300,8 +302,11 @@ impl Control {
                     .collect(),
             },
         ));
-        let retained =
-            retained::Retained::new(store.clone(), config.clock.clone(), config.volumes_dir());
+        let retained = Arc::new(retained::Retained::new(
+            store.clone(),
+            config.clock.clone(),
+            config.volumes_dir(),
+        ));
         let external_auth = external_auth::ExternalAuth::new(
             store.clone(),
             config.external_auth.clone(),
@@ -349,6 +354,16 @@ impl Control {
             builds: builds.clone(),
             notifications: notifications.clone(),
         });
+        let workspaces = Workspaces::new(workspaces::WorkspacesParts {
+            store: store.clone(),
+            clock: config.clock.clone(),
+            agent_timeouts: config.agent_timeouts,
+            templates: templates.clone(),
+            builds: builds.clone(),
+            retained: retained.clone(),
+            build_log: build_log.clone(),
+            audit: audit::Audit::new(store.clone()),
+        });
         let held = held::Held::new(held::HeldParts {
             store: store.clone(),
             clock: config.clock.clone(),
@@ -365,6 +380,7 @@ impl Control {
                 builds,
                 prebuilds,
                 scheduler,
+                workspaces,
                 external_auth,
                 provisioner_keys: provisioner_keys::ProvisionerKeys::new(store.clone()),
                 retained,
@@ -455,6 +471,12 @@ impl Control {
     /// dormant and deletes workspaces on its own.
     pub fn scheduler(&self) -> &Scheduler {
         &self.inner.scheduler
+    }
+
+    /// Workspaces: the only part that finds a workspace a person names,
+    /// and whether they may act on it.
+    pub fn workspaces(&self) -> &Workspaces {
+        &self.inner.workspaces
     }
 
     pub fn config(&self) -> &Config {

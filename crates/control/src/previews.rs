@@ -84,7 +84,8 @@ impl Control {
             let mut ids = Vec::with_capacity(workspaces.len());
             for reference in workspaces {
                 let workspace = self
-                    .resolve_workspace(caller, reference, Action::WorkspaceRead)
+                    .workspaces()
+                    .resolve(caller, reference, Action::WorkspaceRead)
                     .await?;
                 if workspace.deleted || workspace.template_id != template.id {
                     return Err(ControlError::BadRequest(format!(

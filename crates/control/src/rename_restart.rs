@@ -37,7 +37,8 @@ impl Control {
     ) -> Result<Build, ControlError> {
         validate_name("workspace name", new_name)?;
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceStop)
+            .workspaces()
+            .resolve(caller, reference, Action::WorkspaceStop)
             .await?;
         caller.authorize(Action::WorkspaceStart, Some(&workspace.owner_id))?;
         if workspace.name == new_name {
@@ -112,7 +113,8 @@ impl Control {
         reference: &str,
     ) -> Result<Build, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceStop)
+            .workspaces()
+            .resolve(caller, reference, Action::WorkspaceStop)
             .await?;
         caller.authorize(Action::WorkspaceStart, Some(&workspace.owner_id))?;
         self.builds()

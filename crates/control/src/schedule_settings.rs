@@ -19,16 +19,11 @@ use abode_sdk::{
     WorkspaceSchedule as ScheduleView,
 };
 use abode_store::{Agent, TemplatePolicy, Workspace, WorkspaceLifecycle};
-use chrono::DateTime;
 
 use crate::authz::Action;
 use crate::times::utc_text as utc;
 use crate::workspace_status::{workspace_status, WorkspaceStatus};
 use crate::{Caller, Control, ControlError};
-
-/// How often activity writes `last_used_at` (and bumps the deadline): once
-/// a minute at most, so that reading a workspace does not write each time.
-pub const ACTIVITY_THROTTLE: Duration = Duration::from_secs(60);
 
 impl Control {
     /// `GET /templates/{name}/policy`: anyone who reads templates.
@@ -80,7 +75,8 @@ impl Control {
         reference: &str,
     ) -> Result<ScheduleView, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceRead)
+            .workspaces()
+            .resolve(caller, reference, Action::WorkspaceRead)
             .await?;
         self.schedule_view(reference, &workspace).await
     }
@@ -96,7 +92,8 @@ impl Control {
         spec: &ScheduleSpec,
     ) -> Result<ScheduleView, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceScheduleEdit)
+            .workspaces()
+            .resolve(caller, reference, Action::WorkspaceScheduleEdit)
             .await?;
         let policy = self
             .inner
@@ -165,7 +162,8 @@ impl Control {
         by: Duration,
     ) -> Result<ScheduleView, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceScheduleEdit)
+            .workspaces()
+            .resolve(caller, reference, Action::WorkspaceScheduleEdit)
             .await?;
         let latest = self.inner.store.latest_build(&workspace.id).await?;
         if workspace_status(&latest) != WorkspaceStatus::Running {
@@ -211,7 +209,8 @@ impl Control {
         reference: &str,
     ) -> Result<ScheduleView, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceScheduleEdit)
+            .workspaces()
+            .resolve(caller, reference, Action::WorkspaceScheduleEdit)
             .await?;
         if !self
             .inner
@@ -237,65 +236,7 @@ impl Control {
 
     /// `POST /agent/activity`: something in the workspace is in use.
     pub async fn agent_activity(&self, agent: &Agent) -> Result<(), ControlError> {
-        self.record_activity(&agent.workspace_id).await
-    }
-
-    /// The owner's request acting on their workspace (a build, a cancel, a
-    /// schedule change...) counts as use. Reading it does not: a dashboard
-    /// or a script polling `abode show` would otherwise keep every
-    /// workspace running and never dormant, which is what the lifecycle
-    /// exists to prevent; being in the workspace is reported by its agent.
-    /// Bookkeeping must not fail the request: an error is logged.
-    pub(crate) async fn note_owner_use(
-        &self,
-        caller: &Caller,
-        workspace: &Workspace,
-        action: Action,
-    ) {
-        if caller.user.id != workspace.owner_id
-            || matches!(action, Action::WorkspaceRead | Action::WorkspaceStateRead)
-        {
-            return;
-        }
-        if let Err(error) = self.record_activity(&workspace.id).await {
-            tracing::warn!(%error, workspace = %workspace.id, "cannot record workspace activity");
-        }
-    }
-
-    /// Records use now (at most once per [`ACTIVITY_THROTTLE`]) and, when
-    /// it did, pushes the deadline by the template's activity bump.
-    pub(crate) async fn record_activity(&self, workspace_id: &str) -> Result<(), ControlError> {
-        let now = self.now_ms();
-        let older_than = now.saturating_sub(duration_ms(ACTIVITY_THROTTLE) as i64);
-        let store = &self.inner.store;
-        if !store
-            .record_workspace_use(workspace_id, now, older_than)
-            .await?
-        {
-            return Ok(());
-        }
-        let stored = store.workspace_lifecycle(workspace_id).await?;
-        if stored.deadline.is_none() {
-            return Ok(());
-        }
-        let workspace = store.workspace_by_id(workspace_id).await?;
-        let policy = store.template_policy(&workspace.template_id).await?;
-        let bumped = abode_schedule::bump(
-            stored.deadline.and_then(DateTime::from_timestamp_millis),
-            stored
-                .max_deadline
-                .and_then(DateTime::from_timestamp_millis),
-            DateTime::from_timestamp_millis(now).unwrap_or_default(),
-            Duration::from_millis(u64::try_from(policy.activity_bump_ms).unwrap_or(0)),
-        )
-        .map(|deadline| deadline.timestamp_millis());
-        if let Some(bumped) = bumped.filter(|bumped| Some(*bumped) != stored.deadline) {
-            // Lost to a concurrent change: that one stands.
-            store
-                .push_workspace_deadline(workspace_id, stored.deadline, bumped)
-                .await?;
-        }
-        Ok(())
+        self.workspaces().record_activity(&agent.workspace_id).await
     }
 
     async fn schedule_view(

@@ -341,7 +341,8 @@ impl Control {
         build_number: i64,
     ) -> Result<LockView, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceUnlock)
+            .workspaces()
+            .resolve(caller, reference, Action::WorkspaceUnlock)
             .await?;
         let store = &self.inner.store;
         let lock = store

@@ -33,7 +33,7 @@ impl Control {
             (Transition::Start, VersionChoice::Current) => Action::WorkspaceStart,
             (Transition::Start, _) => Action::WorkspaceUpdate,
         };
-        let workspace = self.resolve_workspace(caller, reference, action).await?;
+        let workspace = self.workspaces().resolve(caller, reference, action).await?;
         if request.retention == Some(abode_store::DeleteRetention::Nothing) {
             // Destroying what the template says to keep is an owner's call.
             caller.authorize(Action::ProtectionRelease, None)?;
@@ -66,7 +66,8 @@ impl Control {
         limit: Option<i64>,
     ) -> Result<Page<Build>, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceRead)
+            .workspaces()
+            .resolve(caller, reference, Action::WorkspaceRead)
             .await?;
         Ok(self
             .inner
@@ -94,7 +95,7 @@ impl Control {
         number: Option<i64>,
         action: Action,
     ) -> Result<Build, ControlError> {
-        let workspace = self.resolve_workspace(caller, reference, action).await?;
+        let workspace = self.workspaces().resolve(caller, reference, action).await?;
         let found = match number {
             Some(number) => {
                 self.inner

@@ -142,7 +142,7 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
                 .await
                 .unwrap();
         } else {
-            control.workspace(caller, reference).await.unwrap();
+            control.workspaces().get(caller, reference).await.unwrap();
         }
         let schedule = control.workspace_schedule(&owner, "dev").await.unwrap();
         let step = format!("at +{at} ms by {reference}, acting: {acts}");

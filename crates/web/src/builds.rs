@@ -256,7 +256,8 @@ async fn render(
 /// it cannot be read, which then shows no message.
 async fn build_template(control: &Control, caller: &Caller, reference: &str) -> String {
     control
-        .workspace(caller, reference)
+        .workspaces()
+        .get(caller, reference)
         .await
         .map(|view| view.workspace.template_name)
         .unwrap_or_default()

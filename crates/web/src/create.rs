@@ -302,7 +302,8 @@ pub(crate) async fn create(
     }
     match state
         .control
-        .create_workspace(&viewer.caller, &name, &template, preset, parameters)
+        .workspaces()
+        .create(&viewer.caller, &name, &template, preset, parameters)
         .await
     {
         Ok((view, _)) => html::see_other(&workspace_url(

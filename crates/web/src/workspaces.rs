@@ -125,7 +125,8 @@ pub(crate) async fn list(
     };
     let control = &state.control;
     let page_of = control
-        .list_workspaces(
+        .workspaces()
+        .list(
             &viewer.caller,
             &WorkspaceQuery {
                 all,
@@ -367,7 +368,7 @@ pub(crate) async fn render(
 ) -> Response {
     let reference = format!("{owner}/{name}");
     let control = &state.control;
-    let view = match control.workspace(&viewer.caller, &reference).await {
+    let view = match control.workspaces().get(&viewer.caller, &reference).await {
         Ok(view) => view,
         Err(error) => return html::control_error(error),
     };

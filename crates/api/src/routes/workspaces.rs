@@ -78,7 +78,8 @@ async fn create_workspace(
     let parameters = body.parameters;
     let (view, build) = state
         .control
-        .create_workspace_adopting(
+        .workspaces()
+        .create_adopting(
             &caller,
             &body.name,
             &body.template,
@@ -127,7 +128,8 @@ async fn list_workspaces(
         .transpose()?;
     let page = state
         .control
-        .list_workspaces(
+        .workspaces()
+        .list(
             &caller,
             &WorkspaceQuery {
                 all: query.all.unwrap_or(false),
@@ -149,7 +151,7 @@ async fn get_workspace(
     Authenticated(caller): Authenticated,
     Path(workspace): Path<String>,
 ) -> ApiResult {
-    let view = state.control.workspace(&caller, &workspace).await?;
+    let view = state.control.workspaces().get(&caller, &workspace).await?;
     let apps = state
         .control
         .workspace_app_views(&view.workspace)
@@ -190,7 +192,11 @@ async fn orphan_workspace(
     Authenticated(caller): Authenticated,
     Path(workspace): Path<String>,
 ) -> ApiResult {
-    let orphaned = state.control.orphan_workspace(&caller, &workspace).await?;
+    let orphaned = state
+        .control
+        .workspaces()
+        .orphan(&caller, &workspace)
+        .await?;
     ok(
         StatusCode::OK,
         json!(abode_sdk::Orphaned {
@@ -247,7 +253,11 @@ async fn workspace_state(
     Authenticated(caller): Authenticated,
     Path(workspace): Path<String>,
 ) -> ApiResult {
-    let bytes = state.control.workspace_state(&caller, &workspace).await?;
+    let bytes = state
+        .control
+        .workspaces()
+        .state(&caller, &workspace)
+        .await?;
     Ok((
         StatusCode::OK,
         [(axum::http::header::CONTENT_TYPE, "application/json")],

@@ -1,9 +1,21 @@
 //! Workspaces: creation (whose first build goes through the door in
-//! `builds.rs`), finding one by reference, what users see of one (its status
-//! and agent health computed at read time), lists, and the way out for a
-//! workspace no build can delete (`orphan_workspace`).
+//! `builds/`), finding one by reference, what users see of one (its status
+//! and agent health computed at read time), lists, its use (`activity.rs`),
+//! and the way out for a workspace no build can delete (`orphan`).
+//!
+//! A service of its own (`Control::workspaces()`): it holds the store, the
+//! clock, the agents' timeouts and the handles of the templates, the door,
+//! retained resources, the build log and the audit log, and nothing else of
+//! the control plane. Every entry that takes a person's reference to a
+//! workspace finds it here ([`Workspaces::resolve`]), with whether they may
+//! act on it.
+
+mod activity;
+
+pub use activity::ACTIVITY_THROTTLE;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use abode_runner::LogLevel;
 use abode_store::{
@@ -11,9 +23,11 @@ use abode_store::{
     Workspace, WorkspaceFilter, WorkspaceSummary,
 };
 
+use crate::audit::{workspace_event, Audit};
 use crate::authz::{self, Action, Scope};
 use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
 use crate::error::or_not_found;
+use crate::retained::Retained;
 use crate::state;
 use crate::validate_name;
 use crate::workspace_status;
@@ -21,9 +35,10 @@ use crate::Actor;
 use crate::AgentHealth;
 use crate::AgentStatus;
 use crate::Caller;
-use crate::Control;
 use crate::ControlError;
 use crate::WorkspaceStatus;
+use crate::{AgentTimeouts, BuildLog, Builds, Clock, Templates};
+use abode_store::Store;
 
 /// A workspace with what users need to see about it, computed at read time.
 #[derive(Debug, Clone)]
@@ -62,12 +77,37 @@ pub struct Orphaned {
     pub resources: Vec<String>,
 }
 
-impl Control {
+/// The workspaces; cheap to clone.
+#[derive(Clone)]
+pub struct Workspaces {
+    inner: Arc<WorkspacesParts>,
+}
+
+/// What [`Workspaces`] holds.
+pub(crate) struct WorkspacesParts {
+    pub(crate) store: Store,
+    pub(crate) clock: Clock,
+    /// When an agent counts as connected and alive, for a view's health.
+    pub(crate) agent_timeouts: AgentTimeouts,
+    pub(crate) templates: Arc<Templates>,
+    pub(crate) builds: Builds,
+    pub(crate) retained: Arc<Retained>,
+    pub(crate) build_log: BuildLog,
+    pub(crate) audit: Audit,
+}
+
+impl Workspaces {
+    pub(crate) fn new(parts: WorkspacesParts) -> Workspaces {
+        Workspaces {
+            inner: Arc::new(parts),
+        }
+    }
+
     /// A person's new workspace on a template's active version, with one of
     /// its presets if `preset` names one (else the preset whose values are
     /// exactly the requested ones, if any); its first build goes through the
     /// door.
-    pub async fn create_workspace(
+    pub async fn create(
         &self,
         caller: &Caller,
         name: &str,
@@ -75,14 +115,14 @@ impl Control {
         preset: Option<&str>,
         parameters: BTreeMap<String, serde_json::Value>,
     ) -> Result<(WorkspaceView, Build), ControlError> {
-        self.create_workspace_adopting(caller, name, template_name, preset, parameters, &[])
+        self.create_adopting(caller, name, template_name, preset, parameters, &[])
             .await
     }
 
     /// A new workspace whose first build imports the caller's retained
     /// resources `adopt` (record ids) at their addresses (`abode create
     /// --adopt`).
-    pub async fn create_workspace_adopting(
+    pub async fn create_adopting(
         &self,
         caller: &Caller,
         name: &str,
@@ -93,7 +133,7 @@ impl Control {
     ) -> Result<(WorkspaceView, Build), ControlError> {
         caller.authorize(Action::WorkspaceCreate, Some(&caller.user.id))?;
         validate_name("workspace name", name)?;
-        let template = self.templates().template(template_name).await?;
+        let template = self.inner.templates.template(template_name).await?;
         // Only a workspace that does not exist yet adopts (an existing one's
         // next start would import unasked), and a new one adopts only what
         // its own create asked for: what an earlier workspace of that name
@@ -120,12 +160,14 @@ impl Control {
                 .await?;
         }
         if !adopt.is_empty() {
-            self.retained()
+            self.inner
+                .retained
                 .reserve_for_adoption(caller, adopt, name)
                 .await?;
         }
         let build = self
-            .builds()
+            .inner
+            .builds
             .request(
                 BuildTarget::New {
                     name: name.to_string(),
@@ -160,7 +202,7 @@ impl Control {
     /// do `action` to, or read, other people's workspaces is refused a
     /// reference to someone else's before anything is looked up: the answer
     /// says nothing about whether it exists.
-    pub async fn resolve_workspace(
+    pub async fn resolve(
         &self,
         caller: &Caller,
         reference: &str,
@@ -203,13 +245,14 @@ impl Control {
         Ok(workspace)
     }
 
-    pub async fn workspace(
+    /// The view of a workspace the caller may read.
+    pub async fn get(
         &self,
         caller: &Caller,
         reference: &str,
     ) -> Result<WorkspaceView, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceRead)
+            .resolve(caller, reference, Action::WorkspaceRead)
             .await?;
         self.view(workspace).await
     }
@@ -217,7 +260,7 @@ impl Control {
     /// One page of workspaces, read in one query with what their views need
     /// (latest build, newest finished build, agents): a list's cost does not
     /// grow with the number of workspaces on it.
-    pub async fn list_workspaces(
+    pub async fn list(
         &self,
         caller: &Caller,
         query: &WorkspaceQuery,
@@ -245,7 +288,7 @@ impl Control {
                 limit: page_size(query.limit),
             })
             .await?;
-        let now = self.now_ms();
+        let now = self.inner.clock.now_ms();
         Ok(Page {
             items: page
                 .items
@@ -281,7 +324,7 @@ impl Control {
             finished_at,
             &agents,
             now,
-            self.inner.config.agent_timeouts,
+            self.inner.agent_timeouts,
         );
         let healthy = status == WorkspaceStatus::Running
             && matches!(agent.status, AgentStatus::Ready | AgentStatus::None);
@@ -295,7 +338,7 @@ impl Control {
         }
     }
 
-    async fn view(&self, workspace: Workspace) -> Result<WorkspaceView, ControlError> {
+    pub(crate) async fn view(&self, workspace: Workspace) -> Result<WorkspaceView, ControlError> {
         let latest_build = self.inner.store.latest_build(&workspace.id).await?;
         let agents: Vec<Agent> = self.inner.store.agents_of_workspace(&workspace.id).await?;
         let status = workspace_status::workspace_status(&latest_build);
@@ -315,8 +358,8 @@ impl Control {
         let agent = workspace_status::agent_health(
             &settled,
             &agents,
-            self.now_ms(),
-            self.inner.config.agent_timeouts,
+            self.inner.clock.now_ms(),
+            self.inner.agent_timeouts,
         );
         let healthy = status == WorkspaceStatus::Running
             && matches!(agent.status, AgentStatus::Ready | AgentStatus::None);
@@ -340,15 +383,11 @@ impl Control {
     /// out for a workspace no build can delete any more (a template that no
     /// longer plans, a provider that is gone). A held build is canceled; a
     /// running one must be canceled first. Its last state stays readable
-    /// through [`Control::workspace_state`]; the answer lists the resources
+    /// through [`Workspaces::state`]; the answer lists the resources
     /// of that state, which may still exist and are now nobody's.
-    pub async fn orphan_workspace(
-        &self,
-        caller: &Caller,
-        reference: &str,
-    ) -> Result<Orphaned, ControlError> {
+    pub async fn orphan(&self, caller: &Caller, reference: &str) -> Result<Orphaned, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceOrphan)
+            .resolve(caller, reference, Action::WorkspaceOrphan)
             .await?;
         let target = format!("{}/{}", workspace.owner_name, workspace.name);
         if workspace.deleted {
@@ -366,7 +405,8 @@ impl Control {
                 .store
                 .cancel_pending_build(&latest.id, &message)
                 .await?;
-            self.build_log()
+            self.inner
+                .build_log
                 .note(&latest.id, "guard", LogLevel::Warn, &message)
                 .await;
         } else if !latest.status.is_final() {
@@ -390,15 +430,17 @@ impl Control {
             .store
             .mark_workspace_deleted(&workspace.id)
             .await?;
-        self.audit_workspace(
-            caller,
-            &workspace.id,
-            "workspace.orphan",
-            &target,
-            "success",
-            Some(format!("resources={}", resources.len())),
-        )
-        .await;
+        self.inner
+            .audit
+            .record(&workspace_event(
+                caller,
+                &workspace.id,
+                "workspace.orphan",
+                &target,
+                "success",
+                Some(format!("resources={}", resources.len())),
+            ))
+            .await;
         let workspace = self.inner.store.workspace_by_id(&workspace.id).await?;
         Ok(Orphaned {
             workspace,
@@ -409,13 +451,9 @@ impl Control {
     /// The workspace's last Terraform state (`workspace.state_read`; audited): how an
     /// operator finds what an orphaned workspace left behind. It holds every
     /// secret of the workspace, so it is the one answer that carries them.
-    pub async fn workspace_state(
-        &self,
-        caller: &Caller,
-        reference: &str,
-    ) -> Result<Vec<u8>, ControlError> {
+    pub async fn state(&self, caller: &Caller, reference: &str) -> Result<Vec<u8>, ControlError> {
         let workspace = self
-            .resolve_workspace(caller, reference, Action::WorkspaceStateRead)
+            .resolve(caller, reference, Action::WorkspaceStateRead)
             .await?;
         let target = format!("{}/{}", workspace.owner_name, workspace.name);
         let state = self
@@ -426,15 +464,17 @@ impl Control {
             .ok_or_else(|| {
                 ControlError::NotFound(format!("workspace \"{target}\" has no stored state"))
             })?;
-        self.audit_workspace(
-            caller,
-            &workspace.id,
-            "workspace.state_read",
-            &target,
-            "success",
-            None,
-        )
-        .await;
+        self.inner
+            .audit
+            .record(&workspace_event(
+                caller,
+                &workspace.id,
+                "workspace.state_read",
+                &target,
+                "success",
+                None,
+            ))
+            .await;
         Ok(state)
     }
 }
