@@ -93,11 +93,6 @@ impl ServerJob {
         &self.control
     }
 
-    /// Who runs the build (its claimed job's lease holder).
-    pub(super) fn holder(&self) -> &str {
-        &self.holder
-    }
-
     /// A line of the build's log, masked like every other.
     pub(super) async fn note(&self, stage: &str, level: LogLevel, text: &str) {
         self.log(stage, level, text).await;
@@ -567,9 +562,12 @@ impl ServerJob {
         // The cost of what the plan leaves, reserved before any apply (and
         // refused when it does not fit the owner's budget).
         if report.decision != Decision::Block {
-            if let quota_step::Charged::Refused(message) =
-                quota_step::charge(self, &plan_json).await?
-            {
+            let charge =
+                quota_step::charge(&self.control, &self.build, &self.holder, &plan_json).await;
+            for (level, line) in &charge.lines {
+                self.note("quota", *level, line).await;
+            }
+            if let quota_step::Charged::Refused(message) = charge.outcome? {
                 return Ok(Verdict::Block(message));
             }
         }

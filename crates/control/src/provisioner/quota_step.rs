@@ -7,10 +7,10 @@
 //! refused: it only ever lowers what the owner spends.
 
 use abode_runner::{Failure, LogLevel};
-use abode_store::{Reservation, Transition};
+use abode_store::{Build, Reservation, Transition};
 
-use super::on_server::ServerJob;
 use super::run::storage;
+use crate::Control;
 
 /// What the quota step decided.
 pub(super) enum Charged {
@@ -20,10 +20,32 @@ pub(super) enum Charged {
     Refused(String),
 }
 
-/// The cost of `plan_json`, logged and reserved for the build.
-pub(super) async fn charge(job: &ServerJob, plan_json: &[u8]) -> Result<Charged, Failure> {
-    let control = job.control();
-    let build = job.build();
+/// The quota step's lines for the build's log (the caller writes them,
+/// masked like every other, whatever the outcome) and its outcome.
+pub(super) struct Charge {
+    pub(super) lines: Vec<(LogLevel, String)>,
+    pub(super) outcome: Result<Charged, Failure>,
+}
+
+/// The cost of `plan_json`, reserved for `build`, whose job `holder` holds.
+pub(super) async fn charge(
+    control: &Control,
+    build: &Build,
+    holder: &str,
+    plan_json: &[u8],
+) -> Charge {
+    let mut lines = Vec::new();
+    let outcome = reserve(control, build, holder, plan_json, &mut lines).await;
+    Charge { lines, outcome }
+}
+
+async fn reserve(
+    control: &Control,
+    build: &Build,
+    holder: &str,
+    plan_json: &[u8],
+    lines: &mut Vec<(LogLevel, String)>,
+) -> Result<Charged, Failure> {
     // Every start, a prebuild's too: a prebuild waiting in its pool is
     // charged to the `prebuilds` actor's budget (its groups'), a claim to
     // the claimer's.
@@ -35,30 +57,20 @@ pub(super) async fn charge(job: &ServerJob, plan_json: &[u8]) -> Result<Charged,
                 control.inner.config.metrics.quota_refusal("cost");
                 let message =
                     format!("refused by quota: the plan's daily cost cannot be told: {error}");
-                job.note("quota", LogLevel::Error, &message).await;
+                lines.push((LogLevel::Error, message.clone()));
                 return Ok(Charged::Refused(message));
             }
-            job.note(
-                "quota",
-                LogLevel::Warn,
-                &format!("daily cost unknown: {error}"),
-            )
-            .await;
+            lines.push((LogLevel::Warn, format!("daily cost unknown: {error}")));
             return Ok(Charged::Proceed);
         }
     };
     // abode-cost caps the total at i64::MAX.
     let total = i64::try_from(cost.total).unwrap_or(i64::MAX);
-    job.note(
-        "quota",
-        LogLevel::Info,
-        &format!("daily cost: {}", cost.describe()),
-    )
-    .await;
+    lines.push((LogLevel::Info, format!("daily cost: {}", cost.describe())));
     let reservation = control
         .inner
         .store
-        .reserve_build_cost(&build.id, job.holder(), total, enforce)
+        .reserve_build_cost(&build.id, holder, total, enforce)
         .await
         .map_err(storage)?;
     match reservation {
@@ -70,7 +82,7 @@ pub(super) async fn charge(job: &ServerJob, plan_json: &[u8]) -> Result<Charged,
         Reservation::OverBudget { usage, cost } => {
             control.inner.config.metrics.quota_refusal("quota");
             for line in crate::create_estimate::budget_lines(&usage) {
-                job.note("quota", LogLevel::Warn, &line).await;
+                lines.push((LogLevel::Warn, line));
             }
             let message = crate::create_estimate::refusal_line(
                 &build.workspace_name,
@@ -78,7 +90,7 @@ pub(super) async fn charge(job: &ServerJob, plan_json: &[u8]) -> Result<Charged,
                 cost,
                 &usage,
             );
-            job.note("quota", LogLevel::Error, &message).await;
+            lines.push((LogLevel::Error, message.clone()));
             control
                 .audit_system("build.refused", build, Some(message.clone()))
                 .await;
