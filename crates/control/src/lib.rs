@@ -35,6 +35,7 @@ pub mod previews;
 mod provisioner;
 mod provisioner_keys;
 pub mod provisioners;
+mod quota_text;
 mod recovery;
 mod rename_restart;
 pub mod retained;

@@ -7,7 +7,7 @@ use abode_store::{Build, TemplateVersion, User};
 
 use super::{Builds, Creation};
 use crate::audit::system_event;
-use crate::create_estimate::{budget_lines, refusal_line, EstimateSource};
+use crate::quota_text::{budget_lines, refusal_line, EstimateSource};
 use crate::ControlError;
 
 impl Builds {

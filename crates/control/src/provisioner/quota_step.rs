@@ -81,10 +81,10 @@ async fn reserve(
         ))),
         Reservation::OverBudget { usage, cost } => {
             control.inner.config.metrics.quota_refusal("quota");
-            for line in crate::create_estimate::budget_lines(&usage) {
+            for line in crate::quota_text::budget_lines(&usage) {
                 lines.push((LogLevel::Warn, line));
             }
-            let message = crate::create_estimate::refusal_line(
+            let message = crate::quota_text::refusal_line(
                 &build.workspace_name,
                 &build.owner_name,
                 cost,
