@@ -19,6 +19,7 @@ mod sandbox;
 mod server;
 mod sign_in_flags;
 mod size;
+mod terraform_flags;
 mod wsdial;
 
 use clap::{Parser, Subcommand};

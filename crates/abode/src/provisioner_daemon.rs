@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::server::{absolute, init_logging, prepare_data_dir, LogFlags, TerraformFlags};
+use crate::server::{absolute, init_logging, prepare_data_dir, LogFlags};
+use crate::terraform_flags::TerraformFlags;
 
 #[derive(Debug, clap::Args)]
 pub struct StartArgs {

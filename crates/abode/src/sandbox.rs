@@ -10,14 +10,7 @@ use abode_sandbox::{supervisor, Mount, Sandbox, Settings, User};
 use abode_terraform::isolation::Isolation;
 use anyhow::Context;
 
-use crate::server::TerraformFlags;
-
-/// `--terraform-sandbox`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OnOff {
-    On,
-    Off,
-}
+use crate::terraform_flags::{OnOff, TerraformFlags};
 
 /// The user Terraform runs as when this process is root and no
 /// `--terraform-user` is given: on every Debian machine, owns nothing.

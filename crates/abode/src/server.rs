@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::terraform_flags::TerraformFlags;
 use abode_api::{Server, ServerOptions};
 use abode_terraform::mirror::{Mirror, PROVIDER_VERSION};
 
@@ -240,47 +241,6 @@ pub struct ServerArgs {
     clock_offset_file: Option<PathBuf>,
 }
 
-/// How Terraform runs here: flags shared by `abode server` and `abode
-/// provisioner start`, which run builds alike.
-#[derive(Debug, clap::Args)]
-pub struct TerraformFlags {
-    /// The provider mirror to install into and use [default: DATA_DIR/provider-mirror].
-    #[arg(long, env = "ABODE_PROVIDER_MIRROR")]
-    pub provider_mirror: Option<PathBuf>,
-    /// Pass this variable of this process's environment to Terraform runs
-    /// (and so to providers and templates), e.g. cloud credentials; NAME or
-    /// PREFIX_* (repeatable). Only PATH, HOME, USER, LOGNAME, LANG, LC_*, TZ
-    /// and TMPDIR pass otherwise; ABODE_* and TF_* never do.
-    #[arg(
-        long = "terraform-env",
-        value_name = "NAME",
-        env = "ABODE_TERRAFORM_ENV",
-        value_delimiter = ','
-    )]
-    pub terraform_env: Vec<String>,
-    /// Seconds a canceled Terraform run gets after SIGINT before it is killed.
-    #[arg(long, env = "ABODE_CANCEL_GRACE", default_value_t = 30)]
-    pub cancel_grace: u64,
-    /// Run every Terraform run and workspace process in a bubblewrap
-    /// sandbox (docs/security.md); `off` lets templates read this
-    /// process's files, environment and /proc.
-    #[arg(long, env = "ABODE_TERRAFORM_SANDBOX", value_enum, default_value_t = crate::sandbox::OnOff::On)]
-    pub terraform_sandbox: crate::sandbox::OnOff,
-    /// The unprivileged user Terraform and workspace processes run as when
-    /// this process is root [default: nobody]; `root` is allowed, and logged.
-    #[arg(long, env = "ABODE_TERRAFORM_USER", value_name = "USER")]
-    pub terraform_user: Option<String>,
-    /// Also show this path to every Terraform run: SRC, SRC:DST, SRC:ro or
-    /// SRC:DST:ro, absolute paths (repeatable).
-    #[arg(
-        long = "terraform-mount",
-        value_name = "SRC[:DST][:ro]",
-        env = "ABODE_TERRAFORM_MOUNTS",
-        value_delimiter = ','
-    )]
-    pub terraform_mounts: Vec<String>,
-}
-
 /// Where and how log lines go: shared by the long-running commands.
 #[derive(Debug, clap::Args)]
 pub struct LogFlags {
@@ -435,7 +395,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
             let recovery = abode_api::recovery::Recovery::CreateAdminUser {
                 username: username.clone(),
                 email: email.clone(),
-                password: crate::cli::read_password_stdin()?,
+                password: crate::cli::password::read_password_stdin()?,
             };
             return recover(database, recovery);
         }
@@ -444,7 +404,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
         }) => {
             let recovery = abode_api::recovery::Recovery::ResetPassword {
                 username: username.clone(),
-                password: crate::cli::read_password_stdin()?,
+                password: crate::cli::password::read_password_stdin()?,
             };
             return recover(database, recovery);
         }

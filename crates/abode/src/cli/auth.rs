@@ -5,7 +5,8 @@ use abode_client::Client;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::{output, read_password_stdin, session_client, OutputArgs, OutputFormat, EXIT_OK};
+use super::password::read_password_stdin;
+use super::{output, session_client, OutputArgs, OutputFormat, EXIT_OK};
 
 #[derive(Debug, Args)]
 pub struct LoginArgs {

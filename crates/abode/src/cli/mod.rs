@@ -15,6 +15,7 @@ mod groups;
 mod guard;
 mod notifications;
 pub(crate) mod output;
+pub(crate) mod password;
 mod port_forward;
 mod port_share;
 mod prebuilds;
@@ -35,7 +36,6 @@ use std::process::ExitCode;
 
 use abode_client::config::{self, Session};
 use abode_client::{Client, ClientError};
-use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 
 /// Exit status of a command whose work succeeded.
@@ -229,17 +229,4 @@ fn current_session() -> anyhow::Result<Option<Session>> {
     Ok(config::effective_session(stored, |key| {
         std::env::var(key).ok()
     }))
-}
-
-/// Reads a password from standard input: everything up to the first newline.
-pub(crate) fn read_password_stdin() -> anyhow::Result<String> {
-    let mut input = String::new();
-    std::io::stdin()
-        .read_line(&mut input)
-        .context("cannot read the password from standard input")?;
-    let password = input.trim_end_matches(['\n', '\r']).to_string();
-    if password.is_empty() {
-        anyhow::bail!("no password on standard input (pipe it in, e.g. `echo \"$PASSWORD\" | abode login ... --password-stdin`)");
-    }
-    Ok(password)
 }
