@@ -249,8 +249,8 @@ pub fn log_line_view(line: &LogLine) -> sdk::LogLine {
     sdk::LogLine {
         seq: unsigned(line.seq),
         time: Some(rfc3339(line.time)),
-        stage: line.stage.clone(),
-        level: line.level.clone(),
+        stage: line.stage.to_string(),
+        level: line.level.to_string(),
         text: line.text.clone(),
     }
 }

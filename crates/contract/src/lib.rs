@@ -26,6 +26,7 @@
 pub mod apps;
 pub mod cron;
 pub mod external_auth;
+pub mod log;
 pub mod parameters;
 pub mod presets;
 pub mod retain;

@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use abode_runner::LogLevel;
+use abode_runner::{LogLevel, LogStage};
 use abode_store::{BuildStatus, LogLine, NewLogLine, Store, StoreError};
 use tokio::sync::Notify;
 
@@ -57,10 +57,10 @@ impl BuildLog {
     /// Writes a build log line; one the database does not take now (it is
     /// unreachable, or its disk is full) is kept in order with the lines
     /// after it and written when it takes them again (`log_backlog.rs`).
-    pub(crate) async fn note(&self, build_id: &str, stage: &str, level: LogLevel, text: &str) {
+    pub(crate) async fn note(&self, build_id: &str, stage: &LogStage, level: LogLevel, text: &str) {
         let line = NewLogLine {
-            stage: stage.into(),
-            level: level.as_str().into(),
+            stage: stage.clone(),
+            level,
             text: text.into(),
         };
         self.inner

@@ -17,7 +17,7 @@
 use std::time::Duration;
 
 use abode_protocol::{LogLineWire, Outcome};
-use abode_runner::{JobInputs, JobKind, LogLevel, LogSink, StateKept, Verdict};
+use abode_runner::{JobInputs, JobKind, LogLevel, LogSink, LogStage, StateKept, Verdict};
 use abode_store::{BuildStatus, ProvisionerKind};
 
 use crate::holders::{describe_holder, DAEMON_HOLDER_PREFIX};
@@ -162,7 +162,7 @@ impl Control {
                 self.build_log()
                     .note(
                         &claimed.build_id,
-                        "setup",
+                        &LogStage::SETUP,
                         LogLevel::Info,
                         &format!("claimed by {}", describe_holder(&holder)),
                     )
@@ -244,7 +244,7 @@ impl Control {
     }
 
     /// Writes a daemon's log lines into its build's log: each with a stage
-    /// of 1-32 characters and a known level, or none of them.
+    /// of 1-32 printable characters and a known level, or none of them.
     pub async fn daemon_log(
         &self,
         caller: &DaemonCaller,
@@ -254,21 +254,22 @@ impl Control {
         let job = self.daemon_job(caller, build_id).await?;
         let mut checked = Vec::with_capacity(lines.len());
         for line in lines {
-            if line.stage.is_empty() || line.stage.len() > 32 {
-                return Err(ControlError::BadRequest(
-                    "a log line's stage must be 1-32 characters".into(),
-                ));
-            }
-            let Some(level) = LogLevel::named(&line.level) else {
-                return Err(ControlError::BadRequest(format!(
-                    "unknown log level `{}`",
-                    line.level
-                )));
-            };
-            checked.push((line, level));
+            let stage: LogStage =
+                line.stage
+                    .parse()
+                    .map_err(|error: abode_contract::log::InvalidLogStage| {
+                        ControlError::BadRequest(error.to_string())
+                    })?;
+            let level: LogLevel =
+                line.level
+                    .parse()
+                    .map_err(|error: abode_contract::log::UnknownLogLevel| {
+                        ControlError::BadRequest(error.to_string())
+                    })?;
+            checked.push((stage, level, &line.text));
         }
-        for (line, level) in checked {
-            job.log(&line.stage, level, &line.text).await;
+        for (stage, level, text) in checked {
+            job.log(&stage, level, text).await;
         }
         Ok(())
     }
@@ -370,7 +371,7 @@ impl Control {
             self.build_log()
                 .note(
                     build_id,
-                    "cleanup",
+                    &LogStage::CLEANUP,
                     LogLevel::Info,
                     &format!(
                         "{} stored the state its run of this build left after the build ended",
@@ -426,7 +427,7 @@ impl Control {
     /// Fails a claimed build that could not even be read.
     async fn fail_unstarted(&self, build_id: &str, message: &str) {
         self.build_log()
-            .note(build_id, "cleanup", LogLevel::Error, message)
+            .note(build_id, &LogStage::CLEANUP, LogLevel::Error, message)
             .await;
         if let Err(error) = self
             .inner

@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use abode_runner::LogLevel;
+use abode_runner::{LogLevel, LogStage};
 
 use crate::Control;
 
@@ -87,7 +87,7 @@ impl Control {
         for (build_id, _) in waiting {
             if told.insert(build_id.clone()) {
                 self.build_log()
-                    .note(&build_id, "setup", LogLevel::Warn, &notice)
+                    .note(&build_id, &LogStage::SETUP, LogLevel::Warn, &notice)
                     .await;
             }
         }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use abode_runner::LogLevel;
+use abode_runner::{LogLevel, LogStage};
 use abode_store::{Build, BuildStatus, Protection, SavedPlan, Store, Workspace};
 
 use crate::audit::{audit_event, system_event, workspace_event, Audit};
@@ -209,7 +209,7 @@ impl Held {
                 self.build_log
                     .note(
                         &build.id,
-                        "guard",
+                        &LogStage::GUARD,
                         LogLevel::Info,
                         &format!(
                             "confirmed by {}: applying the saved plan {digest}",
@@ -324,7 +324,7 @@ impl Held {
         }
         for build_id in &expired {
             self.build_log
-                .note(build_id, "guard", LogLevel::Warn, &message)
+                .note(build_id, &LogStage::GUARD, LogLevel::Warn, &message)
                 .await;
             if let Ok(build) = self.store.build_by_id(build_id).await {
                 self.audit_system(

@@ -31,7 +31,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
-use abode_runner::LogLevel;
+use abode_runner::{LogLevel, LogStage};
 use abode_store::{BuildStatus, ExpiredJobLease};
 use tokio::sync::watch;
 
@@ -254,7 +254,7 @@ impl Control {
                 )
             };
             self.build_log()
-                .note(&build_id, "setup", LogLevel::Warn, &notice)
+                .note(&build_id, &LogStage::SETUP, LogLevel::Warn, &notice)
                 .await;
         }
     }
@@ -271,7 +271,7 @@ impl Control {
                     crate::holders::describe_holder(&lease.holder)
                 );
                 self.build_log()
-                    .note(&lease.build_id, "setup", LogLevel::Warn, &message)
+                    .note(&lease.build_id, &LogStage::SETUP, LogLevel::Warn, &message)
                     .await;
                 self.jobs().wake_all();
                 self.build_log().written();
@@ -307,7 +307,7 @@ impl Control {
             Ok(false) => {}
             Ok(true) => {
                 self.build_log()
-                    .note(build_id, "cleanup", LogLevel::Error, &message)
+                    .note(build_id, &LogStage::CLEANUP, LogLevel::Error, &message)
                     .await;
                 if let Ok(build) = self.inner.store.build_by_id(build_id).await {
                     self.audit_system(

@@ -54,7 +54,7 @@ impl LogBacklog {
                 build_id.to_string(),
                 NewLogLine {
                     stage: line.stage.clone(),
-                    level: abode_runner::LogLevel::Warn.as_str().into(),
+                    level: abode_runner::LogLevel::Warn,
                     text: format!(
                         "{why}: the server could not write this log from here; the lines below were \
                          kept and written once it could"

@@ -29,7 +29,7 @@ use crate::states::keep_state;
 use crate::{Control, ControlError};
 use abode_runner::workdir;
 use abode_runner::StateKept;
-use abode_runner::{LogLevel, StateBackend};
+use abode_runner::{LogLevel, LogStage, StateBackend};
 
 /// The builds a dead server left running, each followed by a task that ends
 /// when nothing of that build runs any more.
@@ -151,7 +151,7 @@ async fn follow_to_end(
 
     let aftermath = match record.running() {
         Some(run) => {
-            control.build_log().note(&build_id, "cleanup", LogLevel::Error,
+            control.build_log().note(&build_id, &LogStage::CLEANUP, LogLevel::Error,
                 &format!(
                     "the server stopped while terraform {} of this build was running; \
                      Terraform (pid {}) runs on, and this restarted server follows it until it ends",
@@ -159,7 +159,11 @@ async fn follow_to_end(
                 ),
             )
             .await;
-            let already_logged = logged_lines(&control, &build_id, &run.command).await;
+            // The run's Terraform command is its stage (`init`, `plan`,
+            // `apply`: the runner names both alike); a record naming none
+            // that parses (written by hand) follows under `cleanup`.
+            let stage = run.command.parse::<LogStage>().unwrap_or(LogStage::CLEANUP);
+            let already_logged = logged_lines(&control, &build_id, &stage).await;
             let (sender, receiver) = mpsc::unbounded_channel();
             let grace = control.inner.config.cancel_grace;
             let following = supervise::follow(&record, sender, cancel, grace);
@@ -167,7 +171,7 @@ async fn follow_to_end(
                 control: &control,
                 build_id: &build_id,
             };
-            let logging = log_output(Some(&sink), &run.command, receiver, already_logged);
+            let logging = log_output(Some(&sink), &stage, receiver, already_logged);
             let (followed, error) = tokio::join!(following, logging);
             match followed {
                 Followed::Ended(run) => Aftermath::RanOn {
@@ -233,7 +237,7 @@ async fn follow_to_end(
     };
     control
         .build_log()
-        .note(&build_id, "cleanup", level, &message)
+        .note(&build_id, &LogStage::CLEANUP, level, &message)
         .await;
     // What a delete retained is on record whichever way it ended.
     crate::retention::settle(&control, &build_id).await;
@@ -376,7 +380,7 @@ fn describe(aftermath: &Aftermath, kept: &StateKept, work_dir: &Path) -> (BuildS
 
 /// How many lines of `stage` the build log already has: the dead server
 /// logged Terraform's output up to there, the follower resumes after it.
-async fn logged_lines(control: &Control, build_id: &str, stage: &str) -> usize {
+async fn logged_lines(control: &Control, build_id: &str, stage: &LogStage) -> usize {
     const PAGE: i64 = 1000;
     let mut after = 0;
     let mut count = 0;
@@ -384,7 +388,7 @@ async fn logged_lines(control: &Control, build_id: &str, stage: &str) -> usize {
         let Ok(page) = control.inner.store.logs_after(build_id, after, PAGE).await else {
             return count;
         };
-        count += page.iter().filter(|line| line.stage == stage).count();
+        count += page.iter().filter(|line| line.stage == *stage).count();
         match page.last() {
             Some(last) if page.len() as i64 == PAGE => after = last.seq,
             _ => return count,

@@ -97,7 +97,12 @@ pub(crate) async fn settle(control: &Control, build_id: &str) {
                 };
                 control
                     .build_log()
-                    .note(build_id, "cleanup", abode_runner::LogLevel::Info, &text)
+                    .note(
+                        build_id,
+                        &abode_runner::LogStage::CLEANUP,
+                        abode_runner::LogLevel::Info,
+                        &text,
+                    )
                     .await;
                 if record.status == RetainedStatus::Open {
                     control.notifications().notify_retained(&record).await;

@@ -21,7 +21,7 @@ use abode_store::{Build, StateLock};
 use serde::Deserialize;
 
 use abode_runner::state_backend::StateBackend;
-use abode_runner::LogLevel;
+use abode_runner::{LogLevel, LogStage};
 
 use crate::authz::Action;
 use crate::states::{write_successor, Fence, Written};
@@ -175,7 +175,7 @@ impl Control {
                 self.build_log()
                     .note(
                         build_id,
-                        "apply",
+                        &LogStage::APPLY,
                         LogLevel::Warn,
                         &format!(
                         "{why}: the server cannot store the state now ({error}); Terraform keeps \
@@ -276,7 +276,7 @@ impl Control {
             if let Some(lock) = lock.filter(|lock| lock.lost_at.is_some()) {
                 self.build_log().note(
                     build_id,
-                    "cleanup",
+                    &LogStage::CLEANUP,
                     LogLevel::Info,
                     &format!(
                         "{} reported that its Terraform of this build ended; the workspace's state lock is released",
@@ -388,7 +388,7 @@ impl Control {
         .await;
         self.build_log().note(
             &lock.build_id,
-            "cleanup",
+            &LogStage::CLEANUP,
             LogLevel::Warn,
             &format!(
                 "{} unlocked the workspace's state; whatever this build's Terraform still writes is refused",

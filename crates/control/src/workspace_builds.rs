@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use abode_runner::LogLevel;
+use abode_runner::{LogLevel, LogStage};
 use abode_store::{page_size, Build, BuildReason, BuildStatus, Page, Transition};
 
 use crate::authz::Action;
@@ -156,7 +156,7 @@ impl Control {
             .await?
         {
             self.build_log()
-                .note(&build.id, "setup", LogLevel::Warn, &message)
+                .note(&build.id, &LogStage::SETUP, LogLevel::Warn, &message)
                 .await;
             // A held delete's records go void: nothing was forgotten.
             crate::retention::settle(self, &build.id).await;
@@ -169,7 +169,7 @@ impl Control {
             self.build_log()
                 .note(
                     &build.id,
-                    "cleanup",
+                    &LogStage::CLEANUP,
                     LogLevel::Warn,
                     &format!("{message}; interrupting Terraform"),
                 )

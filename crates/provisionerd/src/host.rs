@@ -14,7 +14,7 @@ use abode_protocol::{
     StateAnswer, StateUpload, VerdictWire,
 };
 use abode_runner::StateBackend;
-use abode_runner::{BuildHost, LogLevel, LogSink, Verdict};
+use abode_runner::{BuildHost, LogLevel, LogSink, LogStage, Verdict};
 use abode_runner::{Failure, StateKept};
 
 use crate::client::{CallError, ServerClient};
@@ -164,11 +164,11 @@ where
 }
 
 impl LogSink for RemoteHost {
-    async fn log(&self, stage: &str, level: LogLevel, text: &str) {
+    async fn log(&self, stage: &LogStage, level: LogLevel, text: &str) {
         let waiting = {
             let mut pending = self.pending();
             pending.push(LogLineWire {
-                stage: stage.into(),
+                stage: stage.as_str().into(),
                 level: level.as_str().into(),
                 text: text.into(),
             });

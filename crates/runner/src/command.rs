@@ -13,7 +13,7 @@ use abode_terraform::supervise::{self, RunRecord};
 use tokio::sync::{mpsc, watch};
 
 use crate::archive;
-use crate::host::{Failure, FailureKind, LogSink};
+use crate::host::{Failure, FailureKind, LogSink, LogStage};
 use crate::output::log_output;
 use crate::workdir::{self, STATE_FILE, TEMPLATE_SUBDIR};
 
@@ -89,7 +89,7 @@ pub struct TerraformCommand<'a, S> {
 }
 
 impl<S: LogSink> TerraformCommand<'_, S> {
-    pub async fn run(self, stage: &str, args: &[&str]) -> Result<(), Failure> {
+    pub async fn run(self, stage: &LogStage, args: &[&str]) -> Result<(), Failure> {
         let invocation = Invocation::new(
             self.work_dir.join(TEMPLATE_SUBDIR),
             args.iter().copied(),

@@ -92,50 +92,12 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// How much a build log line matters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum LogLevel {
-    Debug,
-    Info,
-    Warn,
-    Error,
-}
-
-impl LogLevel {
-    pub const ALL: [LogLevel; 4] = [
-        LogLevel::Debug,
-        LogLevel::Info,
-        LogLevel::Warn,
-        LogLevel::Error,
-    ];
-
-    /// Its name in the build log, the API and the daemon wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LogLevel::Debug => "debug",
-            LogLevel::Info => "info",
-            LogLevel::Warn => "warn",
-            LogLevel::Error => "error",
-        }
-    }
-
-    /// The level named `name`; none for any other name.
-    pub fn named(name: &str) -> Option<LogLevel> {
-        LogLevel::ALL
-            .into_iter()
-            .find(|level| level.as_str() == name)
-    }
-}
-
-impl std::fmt::Display for LogLevel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use abode_contract::log::{LogLevel, LogStage};
 
 /// Where a build's log lines go.
 pub trait LogSink: Send + Sync {
-    fn log(&self, stage: &str, level: LogLevel, text: &str) -> impl Future<Output = ()> + Send;
+    fn log(&self, stage: &LogStage, level: LogLevel, text: &str)
+        -> impl Future<Output = ()> + Send;
 }
 
 /// The side of a build that keeps its records and makes its decisions.

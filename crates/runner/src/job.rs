@@ -22,7 +22,7 @@ use abode_terraform::isolation::Isolation;
 use crate::command::{contract_env, hand_over, show_plan, TerraformCommand, WorkDirLayout};
 use crate::host::{
     sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogLevel,
-    StateKept, Verdict,
+    LogStage, StateKept, Verdict,
 };
 use crate::turns;
 use crate::workdir::{self, ERRORED_STATE_FILE, PLAN_FILE, STATE_FILE, TEMPLATE_SUBDIR};
@@ -112,7 +112,7 @@ pub async fn run_job<H: BuildHost>(
     let mut cancel = interrupts.cancel.clone();
     if turns::is_taken(&work_dir) {
         host.log(
-            "init",
+            &LogStage::INIT,
             LogLevel::Info,
             "waiting for this machine's earlier run of this build to end (its lease ran out before its plan was judged)",
         )
@@ -330,8 +330,8 @@ impl<H: BuildHost> Run<'_, H> {
         }
     }
 
-    async fn terraform(&self, stage: &str, args: &[&str]) -> Result<(), Failure> {
-        if stage == "apply" {
+    async fn terraform(&self, stage: &LogStage, args: &[&str]) -> Result<(), Failure> {
+        if *stage == LogStage::APPLY {
             let command = TerraformCommand {
                 sink: Some(self.host),
                 grace: self.config.cancel_grace,
@@ -383,8 +383,11 @@ impl<H: BuildHost> Run<'_, H> {
         state_digest: String,
     ) -> Result<Ended, Failure> {
         self.canceled()?;
-        self.terraform("init", &["init", "-input=false", "-json", "-no-color"])
-            .await?;
+        self.terraform(
+            &LogStage::INIT,
+            &["init", "-input=false", "-json", "-no-color"],
+        )
+        .await?;
         self.check_backend().await?;
         self.canceled()?;
         let plan_file = self.work_dir.join(PLAN_FILE);
@@ -395,7 +398,7 @@ impl<H: BuildHost> Run<'_, H> {
         if transition == Transition::Delete && !retaining {
             plan_args.push("-destroy");
         }
-        self.terraform("plan", &plan_args).await?;
+        self.terraform(&LogStage::PLAN, &plan_args).await?;
         self.canceled()?;
         let plan_json = show_plan(
             &self.work_dir,
@@ -427,7 +430,7 @@ impl<H: BuildHost> Run<'_, H> {
                 }
                 let plan_path = plan_file.display().to_string();
                 self.terraform(
-                    "apply",
+                    &LogStage::APPLY,
                     &["apply", "-input=false", "-json", plan_path.as_str()],
                 )
                 .await?;
@@ -440,8 +443,11 @@ impl<H: BuildHost> Run<'_, H> {
     /// shown: no new plan is made.
     async fn apply_saved(&mut self, plan: Vec<u8>) -> Result<Ended, Failure> {
         self.canceled()?;
-        self.terraform("init", &["init", "-input=false", "-json", "-no-color"])
-            .await?;
+        self.terraform(
+            &LogStage::INIT,
+            &["init", "-input=false", "-json", "-no-color"],
+        )
+        .await?;
         self.check_backend().await?;
         self.canceled()?;
         let plan_file = self.work_dir.join(PLAN_FILE);
@@ -467,7 +473,7 @@ impl<H: BuildHost> Run<'_, H> {
         let plan_path = plan_file.display().to_string();
         let applied = self
             .terraform(
-                "apply",
+                &LogStage::APPLY,
                 &["apply", "-input=false", "-json", plan_path.as_str()],
             )
             .await;
@@ -527,7 +533,11 @@ impl<H: BuildHost> Run<'_, H> {
             StateKept::Missing | StateKept::Unchanged => true,
             StateKept::Saved => {
                 self.host
-                    .log("cleanup", LogLevel::Info, "saved the Terraform state")
+                    .log(
+                        &LogStage::CLEANUP,
+                        LogLevel::Info,
+                        "saved the Terraform state",
+                    )
                     .await;
                 true
             }
@@ -542,7 +552,7 @@ impl<H: BuildHost> Run<'_, H> {
         tracing::error!(%reason, "cannot save the Terraform state");
         self.host
             .log(
-                "cleanup",
+                &LogStage::CLEANUP,
                 LogLevel::Error,
                 &format!(
                     "cannot save the Terraform state: {reason}; it is kept in {}",

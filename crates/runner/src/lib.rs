@@ -25,7 +25,7 @@ pub mod workdir;
 
 pub use host::{
     sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogLevel,
-    LogSink, StateKept, UnknownJobKind, Verdict,
+    LogSink, LogStage, StateKept, UnknownJobKind, Verdict,
 };
 pub use job::{run_job, Interrupts, RunnerConfig, LEASE_LOST, STALE_PLAN_MESSAGE};
 pub use state_backend::StateBackend;

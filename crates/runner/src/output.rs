@@ -5,7 +5,7 @@
 use abode_terraform::run::{OutputLine, Stream};
 use tokio::sync::mpsc;
 
-use crate::host::{LogLevel, LogSink};
+use crate::host::{LogLevel, LogSink, LogStage};
 
 /// A Terraform output line as the build log shows it: the `@message` of a
 /// `-json` line with its level (plus a diagnostic's detail), or the raw text.
@@ -72,7 +72,7 @@ pub struct TerraformError {
 /// (a preview's plan, which has no log) only the last error is kept.
 pub async fn log_output<S: LogSink>(
     sink: Option<&S>,
-    stage: &str,
+    stage: &LogStage,
     mut receiver: mpsc::UnboundedReceiver<OutputLine>,
     skip: usize,
 ) -> Option<TerraformError> {

@@ -511,8 +511,8 @@ macro_rules! build_queries {
             )
             .bind(build_id)
             .bind(self.now_ms())
-            .bind(&line.stage)
-            .bind(&line.level)
+            .bind(line.stage.as_str())
+            .bind(line.level.as_str())
             .bind(&line.text)
             // Run to its end, so that a commit that fails is seen (`returned_row`).
             .fetch_all(&self.pool)

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub use abode_contract::log::{LogLevel, LogStage};
 pub use abode_contract::parameters::ParameterDefinition;
 pub use abode_contract::Transition;
 
@@ -489,19 +490,21 @@ pub struct AuditFilter {
     pub limit: i64,
 }
 
+/// A build log line, its stage and level read typed (one that does not
+/// parse fails the read, naming it).
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct LogLine {
     pub seq: i64,
     pub time: i64,
-    pub stage: String,
-    pub level: String,
+    pub stage: LogStage,
+    pub level: LogLevel,
     pub text: String,
 }
 
 #[derive(Debug, Clone)]
 pub struct NewLogLine {
-    pub stage: String,
-    pub level: String,
+    pub stage: LogStage,
+    pub level: LogLevel,
     pub text: String,
 }
 

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use abode_runner::LogLevel;
+use abode_runner::{LogLevel, LogStage};
 use abode_store::{
     Build, BuildReason, NewBuild, NewWorkspace, PrebuildClaimed, Store, StoreError, SystemActor,
     Template, TemplateVersion, Transition, User, Workspace,
@@ -300,7 +300,7 @@ impl Builds {
             lock.build_number,
         );
         self.build_log()
-            .note(&build.id, "setup", LogLevel::Warn, &notice)
+            .note(&build.id, &LogStage::SETUP, LogLevel::Warn, &notice)
             .await;
     }
 
@@ -356,13 +356,13 @@ impl Builds {
                 PrebuildClaimed::Claimed(build) => {
                     if let Some(estimate) = &estimate {
                         self.build_log()
-                            .note(&build.id, "quota", LogLevel::Info, estimate)
+                            .note(&build.id, &LogStage::QUOTA, LogLevel::Info, estimate)
                             .await;
                     }
                     self.build_log()
                         .note(
                             &build.id,
-                            "setup",
+                            &LogStage::SETUP,
                             LogLevel::Info,
                             &format!(
                                 "claimed a prebuilt workspace of preset \"{}\": it is already \
@@ -405,12 +405,12 @@ impl Builds {
         }
         if let Some(estimate) = &estimate {
             self.build_log()
-                .note(&build.id, "quota", LogLevel::Info, estimate)
+                .note(&build.id, &LogStage::QUOTA, LogLevel::Info, estimate)
                 .await;
         }
         if let Some(scratch) = scratch {
             self.build_log()
-                .note(&build.id, "setup", LogLevel::Info, &scratch)
+                .note(&build.id, &LogStage::SETUP, LogLevel::Info, &scratch)
                 .await;
         }
         Ok(build)

@@ -2,7 +2,7 @@
 //! whose cost is already known and clearly does not fit is refused before
 //! any Terraform runs (`create_estimate.rs` says how estimates are made).
 
-use abode_runner::LogLevel;
+use abode_runner::{LogLevel, LogStage};
 use abode_store::{Build, TemplateVersion, User};
 
 use super::{Builds, Creation};
@@ -46,16 +46,16 @@ impl Builds {
         );
         if usage.spent().saturating_add(total) <= usage.budget() {
             self.build_log()
-                .note(&build.id, "quota", LogLevel::Info, &estimate)
+                .note(&build.id, &LogStage::QUOTA, LogLevel::Info, &estimate)
                 .await;
             return Ok(());
         }
         self.build_log()
-            .note(&build.id, "quota", LogLevel::Warn, &estimate)
+            .note(&build.id, &LogStage::QUOTA, LogLevel::Warn, &estimate)
             .await;
         for line in budget_lines(&usage) {
             self.build_log()
-                .note(&build.id, "quota", LogLevel::Warn, &line)
+                .note(&build.id, &LogStage::QUOTA, LogLevel::Warn, &line)
                 .await;
         }
         let message = refusal_line(&build.workspace_name, &owner.username, total, &usage);
@@ -68,7 +68,7 @@ impl Builds {
             .await?
         {
             self.build_log()
-                .note(&build.id, "quota", LogLevel::Error, &message)
+                .note(&build.id, &LogStage::QUOTA, LogLevel::Error, &message)
                 .await;
             // The build's refusal is `quota`, whichever plan told it.
             self.inner.metrics.quota_refusal("quota");

@@ -23,7 +23,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use abode_prebuilds::{Action, Decision, Settings};
-use abode_runner::LogLevel;
+use abode_runner::{LogLevel, LogStage};
 use abode_store::{BuildReason, SystemActor, Transition, PREBUILDS_PAUSED};
 use serde_json::Value;
 use tokio::sync::watch;
@@ -332,7 +332,7 @@ impl Prebuilds {
         self.build_log()
             .note(
                 &build.id,
-                "setup",
+                &LogStage::SETUP,
                 LogLevel::Info,
                 &format!(
                     "deleting a prebuilt workspace of its pool: {}",
@@ -352,7 +352,7 @@ impl Prebuilds {
             .await?
         {
             self.build_log()
-                .note(build_id, "setup", LogLevel::Warn, message)
+                .note(build_id, &LogStage::SETUP, LogLevel::Warn, message)
                 .await;
             self.build_log().written();
             tracing::info!(build = %build_id, workspace = %workspace_id, "{message}");

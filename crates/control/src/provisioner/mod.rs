@@ -32,7 +32,7 @@ use tracing::Instrument;
 use crate::Control;
 
 pub(crate) use abode_runner::output::log_output;
-use abode_runner::{LogLevel, LogSink, RunnerConfig};
+use abode_runner::{LogLevel, LogSink, LogStage, RunnerConfig};
 pub(crate) use interruptions::Interruptions;
 pub use on_server::{JudgeError, ServerJob};
 pub(crate) use run::run_kind;
@@ -44,7 +44,7 @@ pub(crate) struct BuildLog<'a> {
 }
 
 impl LogSink for BuildLog<'_> {
-    async fn log(&self, stage: &str, level: LogLevel, text: &str) {
+    async fn log(&self, stage: &LogStage, level: LogLevel, text: &str) {
         self.control
             .build_log()
             .note(self.build_id, stage, level, text)
@@ -219,7 +219,12 @@ async fn run_build_steps(
             interruptions.end();
             control
                 .build_log()
-                .note(build_id, "cleanup", LogLevel::Error, &failure.message)
+                .note(
+                    build_id,
+                    &LogStage::CLEANUP,
+                    LogLevel::Error,
+                    &failure.message,
+                )
                 .await;
             if let Err(error) = control
                 .inner
@@ -272,7 +277,7 @@ async fn run_build_steps(
             .build_log()
             .note(
                 build_id,
-                "cleanup",
+                &LogStage::CLEANUP,
                 LogLevel::Warn,
                 &format!(
                     "the server {server} lost its lease on this build while running it ({what}); \
@@ -328,7 +333,7 @@ async fn prune_plans(control: &Control, build_id: &str) {
                     .build_log()
                     .note(
                         &id,
-                        "cleanup",
+                        &LogStage::CLEANUP,
                         LogLevel::Info,
                         &format!(
                             "the plan JSON of this build was removed: the server keeps it for the newest {keep} builds of a workspace"

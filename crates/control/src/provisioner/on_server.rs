@@ -19,7 +19,7 @@ use abode_store::{
 
 use abode_protocol::Outcome;
 use abode_runner::{
-    BuildHost, Failure, JobInputs, LogLevel, LogSink, StateBackend, StateKept, Verdict,
+    BuildHost, Failure, JobInputs, LogLevel, LogSink, LogStage, StateBackend, StateKept, Verdict,
     STALE_PLAN_MESSAGE,
 };
 
@@ -94,7 +94,7 @@ impl ServerJob {
     }
 
     /// A line of the build's log, masked like every other.
-    pub(super) async fn note(&self, stage: &str, level: LogLevel, text: &str) {
+    pub(super) async fn note(&self, stage: &LogStage, level: LogLevel, text: &str) {
         self.log(stage, level, text).await;
     }
 
@@ -123,7 +123,7 @@ impl ServerJob {
         let saved_plan = match kind {
             JobKind::Build => {
                 self.log(
-                    "setup",
+                    &LogStage::SETUP,
                     LogLevel::Info,
                     &format!(
                         "build #{} ({}) of {}/{} on template {} version {}",
@@ -145,7 +145,7 @@ impl ServerJob {
                     .map_err(storage)?
                     .ok_or_else(|| Failure::failed("the saved plan of this build is gone"))?;
                 self.log(
-                    "setup",
+                    &LogStage::SETUP,
                     LogLevel::Info,
                     &format!(
                         "applying the saved plan {} confirmed by {}",
@@ -261,7 +261,8 @@ impl ServerJob {
             Ok(Recorded::Applied) => (BuildStatus::Succeeded, None, None),
             Ok(Recorded::Held(plan)) => (BuildStatus::AwaitingConfirmation, None, Some(plan)),
             Err(failure) => {
-                self.log("cleanup", LogLevel::Error, &failure.message).await;
+                self.log(&LogStage::CLEANUP, LogLevel::Error, &failure.message)
+                    .await;
                 (
                     super::run::failed_status(failure.kind),
                     Some(failure.message),
@@ -283,7 +284,7 @@ impl ServerJob {
                 } else {
                     LogLevel::Error
                 };
-                self.log("cleanup", level, &done).await;
+                self.log(&LogStage::CLEANUP, level, &done).await;
                 let notices = control
                     .notifications()
                     .end_notices_of(build_id, status, error.as_deref())
@@ -372,7 +373,7 @@ fn refused_end(build: &Build, outcome: &str, decision: Option<Decision>) -> Cont
 }
 
 impl LogSink for ServerJob {
-    async fn log(&self, stage: &str, level: LogLevel, text: &str) {
+    async fn log(&self, stage: &LogStage, level: LogLevel, text: &str) {
         let text = self.ephemeral.mask(text);
         self.control
             .build_log()
@@ -534,7 +535,7 @@ impl ServerJob {
         };
         for line in abode_guard::render_text(&report, false).lines() {
             if !line.trim().is_empty() {
-                self.log("guard", level, line).await;
+                self.log(&LogStage::GUARD, level, line).await;
             }
         }
         // What the delete forgets is on record before anything is applied.
@@ -565,7 +566,7 @@ impl ServerJob {
             let charge =
                 quota_step::charge(&self.control, &self.build, &self.holder, &plan_json).await;
             for (level, line) in &charge.lines {
-                self.note("quota", *level, line).await;
+                self.note(&LogStage::QUOTA, *level, line).await;
             }
             if let quota_step::Charged::Refused(message) = charge.outcome? {
                 return Ok(Verdict::Block(message));
@@ -586,7 +587,7 @@ impl ServerJob {
             Decision::Confirm => {
                 let digest = secrets::sha256_hex(&plan);
                 self.log(
-                    "guard",
+                    &LogStage::GUARD,
                     LogLevel::Warn,
                     &format!(
                         "held for confirmation: {}; nothing was applied. Review, then confirm with: abode builds confirm {}/{} {} --digest {digest}",
@@ -698,7 +699,7 @@ impl ServerJob {
                 })?;
                 for problem in &read.app_problems {
                     self.log(
-                        "apply",
+                        &LogStage::APPLY,
                         LogLevel::Warn,
                         &format!("an app is left out: {problem}"),
                     )
@@ -708,7 +709,7 @@ impl ServerJob {
                 if !agents.is_empty() {
                     let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
                     self.log(
-                        "apply",
+                        &LogStage::APPLY,
                         LogLevel::Info,
                         &format!("workspace agent(s): {}", names.join(", ")),
                     )

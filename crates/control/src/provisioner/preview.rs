@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use abode_runner::command::{contract_env, show_plan, TerraformCommand, WorkDirLayout};
 use abode_runner::workdir::{self, PLAN_FILE};
-use abode_runner::Failure;
+use abode_runner::{Failure, LogStage};
 
 use super::guard_step::{judge_plan, Judged};
 use super::run::{storage, workspace_context, RunOf};
@@ -207,7 +207,7 @@ async fn plan_and_judge(
     );
     context.owner_groups = owner_groups;
     let env = contract_env(&config.terraform_env, context, &cli_config);
-    let terraform = |stage: &'static str, args: Vec<String>| {
+    let terraform = |stage: LogStage, args: Vec<String>| {
         let command = TerraformCommand::<BuildLog> {
             sink: None,
             grace: config.cancel_grace,
@@ -218,16 +218,16 @@ async fn plan_and_judge(
         };
         async move {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            command.run(stage, &args).await
+            command.run(&stage, &args).await
         }
     };
-    terraform("init", to_args(&["init", "-input=false", "-json"]))
+    terraform(LogStage::INIT, to_args(&["init", "-input=false", "-json"]))
         .await
         .map_err(&failed)?;
     let plan_file = work_dir.join(PLAN_FILE);
     let plan_arg = format!("-out={}", plan_file.display());
     terraform(
-        "plan",
+        LogStage::PLAN,
         to_args(&["plan", "-input=false", "-json", &plan_arg]),
     )
     .await

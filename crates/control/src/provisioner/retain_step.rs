@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::run::storage;
 use crate::retention::adopt_key;
 use crate::Control;
-use abode_runner::Failure;
+use abode_runner::{Failure, LogStage};
 
 /// What the value of a sensitive attribute is shown as.
 const HIDDEN: &str = "(sensitive value)";
@@ -302,7 +302,7 @@ async fn close(
     {
         Ok(true) => {
             job.note(
-                "apply",
+                &LogStage::APPLY,
                 abode_runner::LogLevel::Info,
                 &format!(
                     "{status}: {} (retained record {} is closed)",

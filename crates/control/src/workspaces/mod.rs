@@ -17,7 +17,7 @@ pub use activity::ACTIVITY_THROTTLE;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use abode_runner::LogLevel;
+use abode_runner::{LogLevel, LogStage};
 use abode_store::{
     page_size, Agent, Build, BuildReason, BuildStatus, Page, StoreError, SystemActor, Transition,
     Workspace, WorkspaceFilter, WorkspaceSummary,
@@ -407,7 +407,7 @@ impl Workspaces {
                 .await?;
             self.inner
                 .build_log
-                .note(&latest.id, "guard", LogLevel::Warn, &message)
+                .note(&latest.id, &LogStage::GUARD, LogLevel::Warn, &message)
                 .await;
         } else if !latest.status.is_final() {
             return Err(ControlError::Conflict(format!(

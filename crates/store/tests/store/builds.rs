@@ -180,8 +180,8 @@ async fn log_lines_are_numbered_per_build(store: Store) {
             .append_log(
                 &build.id,
                 &NewLogLine {
-                    stage: "plan".into(),
-                    level: "info".into(),
+                    stage: LogStage::PLAN,
+                    level: LogLevel::Info,
                     text: text.into(),
                 },
             )
@@ -201,8 +201,8 @@ async fn concurrent_log_writers_get_distinct_sequence_numbers(store: Store) {
         tokio::spawn(async move {
             for index in 0..25 {
                 let line = NewLogLine {
-                    stage: "apply".into(),
-                    level: "info".into(),
+                    stage: LogStage::APPLY,
+                    level: LogLevel::Info,
                     text: format!("{writer}-{index}"),
                 };
                 store.append_log(&build_id, &line).await.unwrap();
@@ -324,6 +324,62 @@ async fn unknown_stored_states_fail_the_read_naming_the_value() {
             .unwrap();
     }
     assert!(store.build_by_id(&build.id).await.is_ok());
+}
+
+/// A log line's stage and level are read typed: one stored that does not
+/// parse (a level the code does not know, a stage with a control character)
+/// fails the read of the log, naming the value; it is never shown as
+/// something else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unreadable_log_lines_fail_the_read_naming_the_value() {
+    let (dir, store) = open().await;
+    let (_, _, build) = seeded(&store).await;
+    store
+        .append_log(
+            &build.id,
+            &NewLogLine {
+                stage: LogStage::PLAN,
+                level: LogLevel::Warn,
+                text: "planning".into(),
+            },
+        )
+        .await
+        .unwrap();
+    let lines = store.logs_after(&build.id, 0, 10).await.unwrap();
+    assert_eq!(
+        (lines[0].stage.clone(), lines[0].level),
+        (LogStage::PLAN, LogLevel::Warn)
+    );
+    use sqlx::Connection;
+    let mut connection = sqlx::SqliteConnection::connect(&format!(
+        "sqlite://{}",
+        dir.path().join("abode.db").display()
+    ))
+    .await
+    .unwrap();
+    for (column, value, named) in [
+        ("level", "fatal", "`fatal`"),
+        ("stage", "pl\u{1b}an", "pl\\u{1b}an"),
+    ] {
+        sqlx::query(&format!("UPDATE build_logs SET {column} = ?"))
+            .bind(value)
+            .execute(&mut connection)
+            .await
+            .unwrap();
+        let error = store
+            .logs_after(&build.id, 0, 10)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(named), "{error}");
+        let original = if column == "level" { "warn" } else { "plan" };
+        sqlx::query(&format!("UPDATE build_logs SET {column} = ?"))
+            .bind(original)
+            .execute(&mut connection)
+            .await
+            .unwrap();
+    }
+    assert!(store.logs_after(&build.id, 0, 10).await.is_ok());
 }
 
 /// A guard report is stored as the guard's JSON report and read back as the

@@ -29,8 +29,8 @@ async fn every_stored_time_comes_from_the_stores_clock(store: Store) {
         .append_log(
             &build.id,
             &NewLogLine {
-                stage: "plan".into(),
-                level: "info".into(),
+                stage: LogStage::PLAN,
+                level: LogLevel::Info,
                 text: "planning".into(),
             },
         )

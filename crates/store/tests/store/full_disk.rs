@@ -60,8 +60,8 @@ async fn a_full_disk_fails_writes_loudly_and_the_pool_recovers() {
         .unwrap();
     let (user, workspace, build) = seeded(&store).await;
     let line = |text: &str| NewLogLine {
-        stage: "apply".into(),
-        level: "info".into(),
+        stage: LogStage::APPLY,
+        level: LogLevel::Info,
         text: text.into(),
     };
     store.append_log(&build.id, &line("before")).await.unwrap();
