@@ -20,7 +20,71 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 /// The parameter types a template may declare.
-pub const TYPES: [&str; 4] = ["string", "number", "bool", "list(string)"];
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum ParameterKind {
+    #[default]
+    String,
+    Number,
+    Bool,
+    /// `list(string)`: a JSON array of strings.
+    ListOfStrings,
+}
+
+impl ParameterKind {
+    pub const ALL: [ParameterKind; 4] = [
+        ParameterKind::String,
+        ParameterKind::Number,
+        ParameterKind::Bool,
+        ParameterKind::ListOfStrings,
+    ];
+
+    /// Its Terraform spelling, as a template writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParameterKind::String => "string",
+            ParameterKind::Number => "number",
+            ParameterKind::Bool => "bool",
+            ParameterKind::ListOfStrings => "list(string)",
+        }
+    }
+}
+
+impl std::fmt::Display for ParameterKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for ParameterKind {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        ParameterKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+            .ok_or_else(|| {
+                format!(
+                    "type `{}` is not one of string, number, bool, list(string)",
+                    shown(text)
+                )
+            })
+    }
+}
+
+/// Read and written by name: a stored declaration whose type is none of
+/// these fails its read, naming it.
+impl Serialize for ParameterKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ParameterKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
 
 /// The most characters of a value (or option, or name) a message repeats.
 pub const SHOWN_VALUE_CHARS: usize = 64;
@@ -38,7 +102,7 @@ const SHOWN_OPTIONS: usize = 10;
 pub struct ParameterDefinition {
     pub name: String,
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: ParameterKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub display_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -52,9 +116,9 @@ pub struct ParameterDefinition {
     pub min: Option<i64>,
     pub max: Option<i64>,
     pub regex: Option<String>,
-    /// `increasing` or `decreasing` (type number): enforced by the platform,
-    /// which knows the previous value.
-    pub monotonic: Option<String>,
+    /// The direction a number may move (`increasing`, `decreasing`):
+    /// enforced by the platform, which knows the previous value.
+    pub monotonic: Option<Monotonic>,
     /// The message when the value breaks a rule; `{min}`, `{max}` and
     /// `{value}` are replaced.
     pub error: Option<String>,
@@ -65,6 +129,43 @@ pub struct ParameterDefinition {
 pub enum Monotonic {
     Increasing,
     Decreasing,
+}
+
+impl Monotonic {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Monotonic::Increasing => "increasing",
+            Monotonic::Decreasing => "decreasing",
+        }
+    }
+}
+
+impl std::str::FromStr for Monotonic {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text {
+            "increasing" => Ok(Monotonic::Increasing),
+            "decreasing" => Ok(Monotonic::Decreasing),
+            other => Err(format!(
+                "monotonic must be `increasing` or `decreasing`, not `{}`",
+                shown(other)
+            )),
+        }
+    }
+}
+
+impl Serialize for Monotonic {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Monotonic {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 /// A value read as its declared type.
@@ -114,22 +215,22 @@ fn shown_options(options: &[String]) -> String {
 }
 
 /// Reads `value` as a value of type `kind`.
-pub fn typed_value(kind: &str, value: &str) -> Result<TypedValue, String> {
+pub fn typed_value(kind: ParameterKind, value: &str) -> Result<TypedValue, String> {
     match kind {
-        "string" => Ok(TypedValue::Text(value.to_string())),
-        "number" => value
+        ParameterKind::String => Ok(TypedValue::Text(value.to_string())),
+        ParameterKind::Number => value
             .trim()
             .parse::<f64>()
             .ok()
             .filter(|n| n.is_finite())
             .map(TypedValue::Number)
             .ok_or_else(|| format!("`{}` is not a number", shown(value))),
-        "bool" => match value {
+        ParameterKind::Bool => match value {
             "true" => Ok(TypedValue::Bool(true)),
             "false" => Ok(TypedValue::Bool(false)),
             _ => Err(format!("`{}` is not `true` or `false`", shown(value))),
         },
-        "list(string)" => serde_json::from_str::<Vec<String>>(value)
+        ParameterKind::ListOfStrings => serde_json::from_str::<Vec<String>>(value)
             .map(TypedValue::List)
             .map_err(|_| {
                 format!(
@@ -137,14 +238,39 @@ pub fn typed_value(kind: &str, value: &str) -> Result<TypedValue, String> {
                     shown(value)
                 )
             }),
-        other => Err(format!(
-            "type `{}` is not one of string, number, bool, list(string)",
-            shown(other)
-        )),
     }
 }
 
 impl ParameterDefinition {
+    /// `self` with the type and monotonic rule a template wrote as text
+    /// (`None`: not written; the type is then `string`), parsed, and the
+    /// whole declaration checked: the name first (the messages quote it),
+    /// then the type and the rule, then the rest
+    /// ([`ParameterDefinition::check_declaration`]).
+    pub fn declared(
+        mut self,
+        kind: Option<&str>,
+        monotonic: Option<&str>,
+    ) -> Result<ParameterDefinition, String> {
+        crate::text::check_name_text("parameter", &self.name)?;
+        let name = shown(&self.name);
+        self.kind = match kind {
+            None => ParameterKind::String,
+            Some(text) => text
+                .parse()
+                .map_err(|reason| format!("parameter `{name}`: {reason}"))?,
+        };
+        self.monotonic = match monotonic {
+            None => None,
+            Some(text) => Some(
+                text.parse()
+                    .map_err(|reason| format!("parameter `{name}`: {reason}"))?,
+            ),
+        };
+        self.check_declaration()?;
+        Ok(self)
+    }
+
     /// Problems with the declaration itself, whatever the value.
     pub fn check_declaration(&self) -> Result<(), String> {
         // First: the messages below quote the name.
@@ -156,24 +282,18 @@ impl ParameterDefinition {
                 display_name,
             )?;
         }
-        if !TYPES.contains(&self.kind.as_str()) {
-            return Err(format!(
-                "parameter `{name}`: type `{}` is not one of string, number, bool, list(string)",
-                shown(&self.kind)
-            ));
-        }
         if self.ephemeral && !self.mutable {
             return Err(format!(
                 "parameter `{name}`: an ephemeral parameter must also be mutable"
             ));
         }
-        let numeric = self.kind == "number";
+        let numeric = self.kind == ParameterKind::Number;
         if (self.min.is_some() || self.max.is_some() || self.monotonic.is_some()) && !numeric {
             return Err(format!(
                 "parameter `{name}`: min, max and monotonic only apply to type number"
             ));
         }
-        if self.regex.is_some() && self.kind != "string" {
+        if self.regex.is_some() && self.kind != ParameterKind::String {
             return Err(format!(
                 "parameter `{name}`: regex only applies to type string"
             ));
@@ -185,7 +305,6 @@ impl ParameterDefinition {
                 ));
             }
         }
-        self.monotonic_direction()?;
         if let Some(pattern) = &self.regex {
             regex::Regex::new(pattern)
                 .map_err(|err| format!("parameter `{name}`: invalid regex: {err}"))?;
@@ -198,8 +317,8 @@ impl ParameterDefinition {
                     shown(option)
                 ));
             }
-            if self.kind != "list(string)" {
-                typed_value(&self.kind, option)
+            if self.kind != ParameterKind::ListOfStrings {
+                typed_value(self.kind, option)
                     .map_err(|reason| format!("parameter `{name}`: option {reason}"))?;
             }
         }
@@ -213,20 +332,6 @@ impl ParameterDefinition {
         Ok(())
     }
 
-    /// The declared direction of a monotonic parameter.
-    pub fn monotonic_direction(&self) -> Result<Option<Monotonic>, String> {
-        match self.monotonic.as_deref() {
-            None => Ok(None),
-            Some("increasing") => Ok(Some(Monotonic::Increasing)),
-            Some("decreasing") => Ok(Some(Monotonic::Decreasing)),
-            Some(other) => Err(format!(
-                "parameter `{}`: monotonic must be `increasing` or `decreasing`, not `{}`",
-                shown(&self.name),
-                shown(other)
-            )),
-        }
-    }
-
     /// A value that passes the declaration when none is given and it has no
     /// default (a template import plans templates with no workspace): the
     /// first option, else the empty value of its type (the minimum, else 0,
@@ -234,20 +339,22 @@ impl ParameterDefinition {
     /// let the plan go on.
     pub fn placeholder_value(&self) -> String {
         if let Some(first) = self.options.first() {
-            return match self.kind.as_str() {
-                "list(string)" => serde_json::Value::from(vec![first.clone()]).to_string(),
+            return match self.kind {
+                ParameterKind::ListOfStrings => {
+                    serde_json::Value::from(vec![first.clone()]).to_string()
+                }
                 _ => first.clone(),
             };
         }
-        match self.kind.as_str() {
-            "number" => match (self.min, self.max) {
+        match self.kind {
+            ParameterKind::Number => match (self.min, self.max) {
                 (Some(min), _) => min.to_string(),
                 (None, Some(max)) if max < 0 => max.to_string(),
                 _ => "0".to_string(),
             },
-            "bool" => "false".to_string(),
-            "list(string)" => "[]".to_string(),
-            _ => String::new(),
+            ParameterKind::Bool => "false".to_string(),
+            ParameterKind::ListOfStrings => "[]".to_string(),
+            ParameterKind::String => String::new(),
         }
     }
 
@@ -270,7 +377,7 @@ impl ParameterDefinition {
 
 /// Checks one value against a declaration: type, options, then validation.
 pub fn check_parameter_value(definition: &ParameterDefinition, value: &str) -> Result<(), String> {
-    let typed = typed_value(&definition.kind, value)?;
+    let typed = typed_value(definition.kind, value)?;
     if !definition.options.is_empty() {
         let allowed = |item: &str| definition.options.iter().any(|option| option == item);
         let chosen: Vec<String> = match &typed {
@@ -328,7 +435,7 @@ mod tests {
     fn number(min: Option<i64>, max: Option<i64>, error: Option<&str>) -> ParameterDefinition {
         ParameterDefinition {
             name: "cpus".into(),
-            kind: "number".into(),
+            kind: ParameterKind::Number,
             min,
             max,
             error: error.map(str::to_string),
@@ -340,23 +447,23 @@ mod tests {
     fn values_against_declarations() {
         let region = ParameterDefinition {
             name: "region".into(),
-            kind: "string".into(),
+            kind: ParameterKind::String,
             options: vec!["eu".into(), "us".into()],
             ..Default::default()
         };
         let tags = ParameterDefinition {
-            kind: "list(string)".into(),
+            kind: ParameterKind::ListOfStrings,
             options: vec!["a".into(), "b".into()],
             ..region.clone()
         };
         let slug = ParameterDefinition {
-            kind: "string".into(),
+            kind: ParameterKind::String,
             regex: Some("^[a-z]+$".into()),
             error: Some("lowercase only, got {value}".into()),
             ..Default::default()
         };
         let flag = ParameterDefinition {
-            kind: "bool".into(),
+            kind: ParameterKind::Bool,
             ..Default::default()
         };
         let cpus = number(Some(1), Some(8), None);
@@ -429,21 +536,13 @@ mod tests {
     fn bad_declarations() {
         let cases: Vec<(ParameterDefinition, &str)> = vec![
             (
-                ParameterDefinition {
-                    name: "x".into(),
-                    kind: "int".into(),
-                    ..Default::default()
-                },
-                "type `int` is not one of",
-            ),
-            (
                 number(Some(5), Some(1), None),
                 "min 5 is greater than max 1",
             ),
             (
                 ParameterDefinition {
                     name: "x".into(),
-                    kind: "bool".into(),
+                    kind: ParameterKind::Bool,
                     regex: Some("x".into()),
                     ..Default::default()
                 },
@@ -452,7 +551,7 @@ mod tests {
             (
                 ParameterDefinition {
                     name: "x".into(),
-                    kind: "string".into(),
+                    kind: ParameterKind::String,
                     ephemeral: true,
                     ..Default::default()
                 },
@@ -467,15 +566,8 @@ mod tests {
             ),
             (
                 ParameterDefinition {
-                    monotonic: Some("up".into()),
-                    ..number(None, None, None)
-                },
-                "monotonic must be `increasing` or `decreasing`",
-            ),
-            (
-                ParameterDefinition {
                     name: "x".into(),
-                    kind: "string".into(),
+                    kind: ParameterKind::String,
                     regex: Some("(".into()),
                     ..Default::default()
                 },
@@ -484,7 +576,7 @@ mod tests {
             (
                 ParameterDefinition {
                     name: "x".into(),
-                    kind: "number".into(),
+                    kind: ParameterKind::Number,
                     options: vec!["1".into(), "one".into()],
                     ..Default::default()
                 },
@@ -493,7 +585,7 @@ mod tests {
             (
                 ParameterDefinition {
                     name: "x".into(),
-                    kind: "string".into(),
+                    kind: ParameterKind::String,
                     options: vec!["a".into(), "a".into()],
                     ..Default::default()
                 },
@@ -501,7 +593,7 @@ mod tests {
             ),
             (
                 ParameterDefinition {
-                    kind: "string".into(),
+                    kind: ParameterKind::String,
                     ..Default::default()
                 },
                 "name must not be empty",
@@ -513,12 +605,82 @@ mod tests {
         }
     }
 
+    /// The type and monotonic rule as a template wrote them: parsed after
+    /// the name is checked, each refusal one line naming the parameter.
+    #[test]
+    fn declared_types_and_rules_are_parsed_or_refused_by_name() {
+        let base = || ParameterDefinition {
+            name: "x".into(),
+            ..Default::default()
+        };
+        let declared = base().declared(Some("number"), Some("increasing")).unwrap();
+        assert_eq!(
+            (declared.kind, declared.monotonic),
+            (ParameterKind::Number, Some(Monotonic::Increasing))
+        );
+        assert_eq!(
+            base().declared(None, None).unwrap().kind,
+            ParameterKind::String
+        );
+        let cases: [(ParameterDefinition, Option<&str>, Option<&str>, &str); 5] = [
+            (
+                base(),
+                Some("int"),
+                None,
+                "parameter `x`: type `int` is not one of",
+            ),
+            (base(), Some("Number"), None, "type `Number` is not one of"),
+            (
+                base(),
+                Some("number"),
+                Some("up"),
+                "parameter `x`: monotonic must be `increasing` or `decreasing`, not `up`",
+            ),
+            (
+                base(),
+                Some("string"),
+                Some("increasing"),
+                "min, max and monotonic only apply to type number",
+            ),
+            (
+                ParameterDefinition {
+                    name: "bad\u{202e}name".into(),
+                    ..Default::default()
+                },
+                Some("int"),
+                None,
+                "parameter",
+            ),
+        ];
+        for (definition, kind, monotonic, text) in cases {
+            let message = definition.declared(kind, monotonic).unwrap_err();
+            assert!(message.contains(text), "{message}");
+            assert!(!message.contains('\n'), "{message}");
+        }
+    }
+
+    /// A stored declaration is read back typed; one whose type or rule is
+    /// none the code knows fails the read, naming the value.
+    #[test]
+    fn stored_declarations_with_unknown_types_fail_their_read() {
+        let read = |json: &str| serde_json::from_str::<ParameterDefinition>(json);
+        let good = read(r#"{"name":"n","type":"list(string)","monotonic":null}"#).unwrap();
+        assert_eq!(good.kind, ParameterKind::ListOfStrings);
+        for (json, named) in [
+            (r#"{"name":"n","type":"int"}"#, "`int`"),
+            (r#"{"name":"n","type":"number","monotonic":"up"}"#, "`up`"),
+        ] {
+            let error = read(json).unwrap_err().to_string();
+            assert!(error.contains(named), "{error}");
+        }
+    }
+
     #[test]
     fn placeholders_pass_their_declaration() {
         let declarations = [
             ParameterDefinition {
                 name: "s".into(),
-                kind: "string".into(),
+                kind: ParameterKind::String,
                 ..Default::default()
             },
             number(Some(3), Some(8), None),
@@ -526,18 +688,18 @@ mod tests {
             number(None, None, None),
             ParameterDefinition {
                 name: "b".into(),
-                kind: "bool".into(),
+                kind: ParameterKind::Bool,
                 ..Default::default()
             },
             ParameterDefinition {
                 name: "l".into(),
-                kind: "list(string)".into(),
+                kind: ParameterKind::ListOfStrings,
                 options: vec!["x".into(), "y".into()],
                 ..Default::default()
             },
             ParameterDefinition {
                 name: "o".into(),
-                kind: "number".into(),
+                kind: ParameterKind::Number,
                 options: vec!["7".into()],
                 ..Default::default()
             },
@@ -553,12 +715,12 @@ mod tests {
     fn declarations_round_trip_through_json() {
         let declaration = ParameterDefinition {
             name: "cpus".into(),
-            kind: "number".into(),
+            kind: ParameterKind::Number,
             default: Some("2".into()),
             mutable: true,
             options: vec!["2".into(), "4".into()],
             min: Some(1),
-            monotonic: Some("increasing".into()),
+            monotonic: Some(Monotonic::Increasing),
             ..Default::default()
         };
         let json = serde_json::to_string(&declaration).unwrap();

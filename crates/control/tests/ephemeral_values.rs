@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use abode_contract::parameters::ParameterKind;
 use abode_control::{Caller, Config, Control, DaemonCaller};
 use abode_protocol::{LogLineWire, Outcome};
 use abode_store::*;
@@ -64,7 +65,7 @@ async fn an_ephemeral_value_is_kept_in_no_record_of_the_platform() {
     let declarations = vec![
         ParameterDefinition {
             name: "token".into(),
-            kind: "string".into(),
+            kind: ParameterKind::String,
             mutable: true,
             ephemeral: true,
             default: Some(String::new()),
@@ -72,7 +73,7 @@ async fn an_ephemeral_value_is_kept_in_no_record_of_the_platform() {
         },
         ParameterDefinition {
             name: "region".into(),
-            kind: "string".into(),
+            kind: ParameterKind::String,
             default: Some("eu".into()),
             ..ParameterDefinition::default()
         },

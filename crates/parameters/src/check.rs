@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use abode_contract::parameters::{
-    check_parameter_value, shown, typed_value, Monotonic, ParameterDefinition, TypedValue,
+    check_parameter_value, shown, typed_value, Monotonic, ParameterDefinition, ParameterKind,
+    TypedValue,
 };
 use serde_json::Value;
 
@@ -176,7 +177,7 @@ fn given_text(declaration: &ParameterDefinition, value: &Value) -> Result<String
         Value::String(text) => Ok(text.clone()),
         Value::Number(number) => Ok(number.to_string()),
         Value::Bool(flag) => Ok(flag.to_string()),
-        Value::Array(items) if declaration.kind == "list(string)" => {
+        Value::Array(items) if declaration.kind == ParameterKind::ListOfStrings => {
             if items.iter().all(Value::is_string) {
                 Ok(value.to_string())
             } else {
@@ -214,8 +215,8 @@ fn check_change(
 ) -> Result<(), String> {
     let name = shown(&declaration.name);
     let (Ok(old_typed), Ok(new_typed)) = (
-        typed_value(&declaration.kind, current),
-        typed_value(&declaration.kind, new),
+        typed_value(declaration.kind, current),
+        typed_value(declaration.kind, new),
     ) else {
         // A current value of the wrong type is not a change to judge: the new
         // value has passed its own checks.
@@ -232,8 +233,8 @@ fn check_change(
             shown(new)
         ));
     }
-    if let (Ok(Some(direction)), TypedValue::Number(old), TypedValue::Number(value)) =
-        (declaration.monotonic_direction(), old_typed, new_typed)
+    if let (Some(direction), TypedValue::Number(old), TypedValue::Number(value)) =
+        (declaration.monotonic, old_typed, new_typed)
     {
         let wrong = match direction {
             Monotonic::Increasing => value < old,
@@ -278,7 +279,7 @@ mod tests {
     fn declarations() -> Vec<ParameterDefinition> {
         let base = |name: &str, kind: &str| ParameterDefinition {
             name: name.into(),
-            kind: kind.into(),
+            kind: kind.parse().unwrap(),
             ..Default::default()
         };
         vec![
@@ -296,7 +297,7 @@ mod tests {
                 mutable: true,
                 min: Some(1),
                 max: Some(16),
-                monotonic: Some("increasing".into()),
+                monotonic: Some(Monotonic::Increasing),
                 ..base("cpus", "number")
             },
             ParameterDefinition {

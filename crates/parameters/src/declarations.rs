@@ -149,7 +149,8 @@ struct ValidationValues {
 }
 
 impl ParameterValues {
-    fn definition(self) -> ParameterDefinition {
+    /// The declaration, its type and rule parsed and the whole checked.
+    fn definition(self) -> Result<ParameterDefinition, String> {
         let rules = self.validation.and_then(|rules| rules.into_iter().next());
         let (min, max, regex, monotonic, error) = match rules {
             Some(rules) => (
@@ -163,7 +164,6 @@ impl ParameterValues {
         };
         ParameterDefinition {
             name: self.name,
-            kind: self.kind.unwrap_or_else(|| "string".to_string()),
             display_name: self.display_name,
             description: self.description,
             default: self.default,
@@ -178,9 +178,10 @@ impl ParameterValues {
             min,
             max,
             regex,
-            monotonic,
             error,
+            ..ParameterDefinition::default()
         }
+        .declared(self.kind.as_deref(), monotonic.as_deref())
     }
 }
 
@@ -333,9 +334,8 @@ fn parameters_of(plan: &ImportPlan) -> Result<Vec<ParameterDefinition>, Declarat
                 reason: error.to_string(),
             }
         })?;
-        let definition = values.definition();
-        definition
-            .check_declaration()
+        let definition = values
+            .definition()
             .map_err(|message| DeclarationError::Invalid {
                 address: resource.address.clone(),
                 message,
@@ -381,6 +381,7 @@ fn collect(module: ModuleJson, out: &mut Vec<ResourceJson>) {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use abode_contract::parameters::Monotonic;
 
     const PLAN: &[u8] = include_bytes!("../tests/fixtures/template-import/plan.json");
     const DEFERRED: &[u8] = include_bytes!("../tests/fixtures/template-import/plan-deferred.json");
@@ -388,7 +389,7 @@ mod tests {
     fn declaration(name: &str, kind: &str) -> ParameterDefinition {
         ParameterDefinition {
             name: name.into(),
-            kind: kind.into(),
+            kind: kind.parse().unwrap(),
             ..Default::default()
         }
     }
@@ -401,7 +402,7 @@ mod tests {
                 mutable: true,
                 min: Some(1),
                 max: Some(16),
-                monotonic: Some("increasing".into()),
+                monotonic: Some(Monotonic::Increasing),
                 ..declaration("cpus", "number")
             },
             ParameterDefinition {

@@ -323,6 +323,7 @@ pub fn matching_preset<'a>(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use abode_contract::parameters::ParameterKind;
 
     const PLAN: &[u8] = include_bytes!("../tests/fixtures/template-import/plan.json");
 
@@ -350,7 +351,7 @@ mod tests {
     fn cpus() -> ParameterDefinition {
         ParameterDefinition {
             name: "cpus".into(),
-            kind: "number".into(),
+            kind: ParameterKind::Number,
             default: Some("2".into()),
             min: Some(1),
             max: Some(8),

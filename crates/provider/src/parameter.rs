@@ -58,8 +58,9 @@ pub(crate) struct ParameterState {
 }
 
 impl ParameterState {
-    /// The declaration, or `None` while part of it is unknown (validate time).
-    fn definition(&self) -> Option<ParameterDefinition> {
+    /// The declaration, parsed and checked (one line when it is not a
+    /// valid one), or `None` while part of it is unknown (validate time).
+    fn definition(&self) -> Option<Result<ParameterDefinition, String>> {
         let known_opt = |value: &Value<String>| match value {
             Value::Value(text) => Some(Some(text.clone())),
             Value::Null => Some(None),
@@ -90,9 +91,10 @@ impl ParameterState {
         };
         let none = ValidationState::default();
         let rules = validation.unwrap_or(&none);
-        Some(ParameterDefinition {
+        let kind = known_opt(&self.kind)?;
+        let monotonic = known_opt(&rules.monotonic)?;
+        let definition = ParameterDefinition {
             name: known(&self.name)?.clone(),
-            kind: known_opt(&self.kind)?.unwrap_or_else(|| "string".into()),
             display_name: known_opt(&self.display_name)?,
             description: known_opt(&self.description)?,
             default: known_opt(&self.default)?,
@@ -102,9 +104,10 @@ impl ParameterState {
             min: known_num(&rules.min)?,
             max: known_num(&rules.max)?,
             regex: known_opt(&rules.regex)?,
-            monotonic: known_opt(&rules.monotonic)?,
             error: known_opt(&rules.error)?,
-        })
+            ..ParameterDefinition::default()
+        };
+        Some(definition.declared(kind.as_deref(), monotonic.as_deref()))
     }
 }
 
@@ -215,10 +218,8 @@ impl DataSource for ParameterDataSource {
     }
 
     async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        if let Some(definition) = config.definition() {
-            if let Err(message) = definition.check_declaration() {
-                diags.root_error_short(message);
-            }
+        if let Some(Err(message)) = config.definition() {
+            diags.root_error_short(message);
         }
         Some(())
     }
@@ -230,14 +231,17 @@ impl DataSource for ParameterDataSource {
         _provider_meta_state: Self::ProviderMetaState<'a>,
     ) -> Option<Self::State<'a>> {
         let context = build_context(diags)?;
-        let Some(definition) = config.definition() else {
-            diags.root_error_short("abode_parameter must be fully known when it is read");
-            return None;
+        let definition = match config.definition() {
+            Some(Ok(definition)) => definition,
+            Some(Err(message)) => {
+                diags.root_error_short(message);
+                return None;
+            }
+            None => {
+                diags.root_error_short("abode_parameter must be fully known when it is read");
+                return None;
+            }
         };
-        if let Err(message) = definition.check_declaration() {
-            diags.root_error_short(message);
-            return None;
-        }
         let name = definition.name.clone();
         let placeholder = context.template_import
             && definition.default.is_none()
@@ -278,7 +282,7 @@ impl DataSource for ParameterDataSource {
         }
         let mut state = config;
         state.id = name.into();
-        state.kind = definition.kind.clone().into();
+        state.kind = definition.kind.as_str().to_string().into();
         state.mutable = definition.mutable.into();
         state.ephemeral = definition.ephemeral.into();
         state.optional = definition.default.is_some().into();
