@@ -266,6 +266,10 @@ struct Inner {
     retained: Arc<retained::Retained>,
     /// Workspaces: finding, viewing, listing, creating, orphaning.
     workspaces: Workspaces,
+    /// Template policies and workspace schedules as people set them.
+    schedule_settings: schedule_settings::ScheduleSettings,
+    /// Fleet previews.
+    previews: previews::Previews,
     /// The messages of events, people's inboxes and preferences.
     notifications: Notifications,
     /// Builds held for a confirmation, and remembered protections.
@@ -365,6 +369,20 @@ impl Control {
             build_log: build_log.clone(),
             audit: audit::Audit::new(store.clone()),
         });
+        let schedule_settings =
+            schedule_settings::ScheduleSettings::new(schedule_settings::ScheduleSettingsParts {
+                store: store.clone(),
+                clock: config.clock.clone(),
+                audit: audit::Audit::new(store.clone()),
+                templates: templates.clone(),
+                workspaces: workspaces.clone(),
+            });
+        let previews = previews::Previews::new(previews::PreviewsParts {
+            store: store.clone(),
+            templates: templates.clone(),
+            workspaces: workspaces.clone(),
+            jobs: jobs.clone(),
+        });
         let held = held::Held::new(held::HeldParts {
             store: store.clone(),
             clock: config.clock.clone(),
@@ -382,6 +400,8 @@ impl Control {
                 prebuilds,
                 scheduler,
                 workspaces,
+                schedule_settings,
+                previews,
                 external_auth,
                 provisioner_keys: provisioner_keys::ProvisionerKeys::new(store.clone()),
                 retained,
@@ -478,6 +498,18 @@ impl Control {
     /// and whether they may act on it.
     pub fn workspaces(&self) -> &Workspaces {
         &self.inner.workspaces
+    }
+
+    /// Schedule settings: template policies, workspace schedules, extend
+    /// and wake, as people change them.
+    pub fn schedule_settings(&self) -> &schedule_settings::ScheduleSettings {
+        &self.inner.schedule_settings
+    }
+
+    /// Fleet previews: starting one, its report, and the activation gate
+    /// it makes.
+    pub fn previews(&self) -> &previews::Previews {
+        &self.inner.previews
     }
 
     pub fn config(&self) -> &Config {

@@ -11,12 +11,14 @@
 //! not finished) is activated only when the request acknowledges it.
 
 use abode_guard::Decision;
-use abode_store::{page_size, NewPreview, Page, Preview, PreviewResult};
+use std::sync::Arc;
+
+use abode_store::{page_size, NewPreview, Page, Preview, PreviewResult, Store};
 
 use crate::authz::Action;
 use crate::templates::VersionLint;
 pub use crate::templates::{activation_concern, PreviewGate};
-use crate::{Caller, Control, ControlError};
+use crate::{Caller, ControlError, JobQueue, Templates, Workspaces};
 
 /// The most workspaces one preview may name.
 pub const MAX_NAMED_WORKSPACES: usize = 1000;
@@ -52,11 +54,43 @@ pub struct LintLink {
     pub attribute: Option<String>,
 }
 
-impl Control {
+/// Fleet previews; cheap to clone.
+#[derive(Clone)]
+pub struct Previews {
+    inner: Arc<PreviewsParts>,
+}
+
+/// What [`Previews`] holds.
+pub(crate) struct PreviewsParts {
+    pub(crate) store: Store,
+    pub(crate) templates: Arc<Templates>,
+    pub(crate) workspaces: Workspaces,
+    pub(crate) jobs: JobQueue,
+}
+
+impl Previews {
+    pub(crate) fn new(parts: PreviewsParts) -> Previews {
+        Previews {
+            inner: Arc::new(parts),
+        }
+    }
+
+    fn templates(&self) -> &Templates {
+        &self.inner.templates
+    }
+
+    fn workspaces(&self) -> &Workspaces {
+        &self.inner.workspaces
+    }
+
+    fn jobs(&self) -> &JobQueue {
+        &self.inner.jobs
+    }
+
     /// Starts a preview of version `number` of template `name`: of the named
     /// workspaces (`name` or `owner/name`), or of every live workspace of
     /// the template not on that version.
-    pub async fn start_preview(
+    pub async fn start(
         &self,
         caller: &Caller,
         name: &str,
@@ -120,7 +154,7 @@ impl Control {
 
     /// The latest preview of version `number` with one page of its results
     /// (`None`: the version was never previewed).
-    pub async fn preview_report(
+    pub async fn report(
         &self,
         caller: &Caller,
         name: &str,
@@ -159,7 +193,7 @@ impl Control {
     /// weighs it (`None`: never previewed; a preview of named workspaces
     /// does not stand for the fleet). Read by anyone who may read
     /// templates: the counts name no workspace.
-    pub async fn preview_gate(
+    pub async fn gate(
         &self,
         caller: &Caller,
         name: &str,

@@ -18,20 +18,52 @@ use abode_sdk::{
     Autostart, ScheduleSpec, TemplatePolicy as PolicyView, TemplatePolicyPatch,
     WorkspaceSchedule as ScheduleView,
 };
-use abode_store::{Agent, TemplatePolicy, Workspace, WorkspaceLifecycle};
+use abode_store::{Store, TemplatePolicy, Workspace, WorkspaceLifecycle};
 
 use crate::authz::Action;
 use crate::times::utc_text as utc;
 use crate::workspace_status::{workspace_status, WorkspaceStatus};
-use crate::{Caller, Control, ControlError};
+use std::sync::Arc;
 
-impl Control {
+use crate::audit::{audit_event, workspace_event, Audit};
+use crate::{Caller, Clock, ControlError, Templates, Workspaces};
+
+/// Schedule settings; cheap to clone.
+#[derive(Clone)]
+pub struct ScheduleSettings {
+    inner: Arc<ScheduleSettingsParts>,
+}
+
+/// What [`ScheduleSettings`] holds.
+pub(crate) struct ScheduleSettingsParts {
+    pub(crate) store: Store,
+    pub(crate) clock: Clock,
+    pub(crate) audit: Audit,
+    pub(crate) templates: Arc<Templates>,
+    pub(crate) workspaces: Workspaces,
+}
+
+impl ScheduleSettings {
+    pub(crate) fn new(parts: ScheduleSettingsParts) -> ScheduleSettings {
+        ScheduleSettings {
+            inner: Arc::new(parts),
+        }
+    }
+
+    fn templates(&self) -> &Templates {
+        &self.inner.templates
+    }
+
+    fn workspaces(&self) -> &Workspaces {
+        &self.inner.workspaces
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+
     /// `GET /templates/{name}/policy`: anyone who reads templates.
-    pub async fn template_policy(
-        &self,
-        caller: &Caller,
-        name: &str,
-    ) -> Result<PolicyView, ControlError> {
+    pub async fn policy(&self, caller: &Caller, name: &str) -> Result<PolicyView, ControlError> {
         let template = self
             .templates()
             .template_for(caller, name, Action::TemplateRead)
@@ -41,7 +73,7 @@ impl Control {
     }
 
     /// `PATCH /templates/{name}/policy`: template admins and owners.
-    pub async fn edit_template_policy(
+    pub async fn edit_policy(
         &self,
         caller: &Caller,
         name: &str,
@@ -55,21 +87,23 @@ impl Control {
         let policy = patched(current, patch)?;
         self.inner.store.set_template_policy(&policy).await?;
         let view = policy_view(name, &policy);
-        self.audit(
-            Some(&caller.user),
-            caller.request_id.clone(),
-            "template.policy",
-            "template",
-            name,
-            "success",
-            serde_json::to_string(patch).ok(),
-        )
-        .await;
+        self.inner
+            .audit
+            .record(&audit_event(
+                Some(&caller.user),
+                caller.request_id.clone(),
+                "template.policy",
+                "template",
+                name,
+                "success",
+                serde_json::to_string(patch).ok(),
+            ))
+            .await;
         Ok(view)
     }
 
     /// `GET /workspaces/{ws}/schedule`: whoever reads the workspace.
-    pub async fn workspace_schedule(
+    pub async fn schedule(
         &self,
         caller: &Caller,
         reference: &str,
@@ -85,7 +119,7 @@ impl Control {
     /// part the template does not let owners set is refused when it
     /// changes (so that a schedule set before the policy changed does not
     /// stop its owner from changing the other part).
-    pub async fn set_workspace_schedule(
+    pub async fn set_schedule(
         &self,
         caller: &Caller,
         reference: &str,
@@ -135,19 +169,21 @@ impl Control {
             .store
             .set_workspace_ttl(&workspace.id, ttl_ms)
             .await?;
-        self.audit_workspace(
-            caller,
-            &workspace.id,
-            "workspace.schedule",
-            reference,
-            "success",
-            serde_json::to_string(&ScheduleSpec {
-                autostart,
-                ttl_ms: spec.ttl_ms,
-            })
-            .ok(),
-        )
-        .await;
+        self.inner
+            .audit
+            .record(&workspace_event(
+                caller,
+                &workspace.id,
+                "workspace.schedule",
+                reference,
+                "success",
+                serde_json::to_string(&ScheduleSpec {
+                    autostart,
+                    ttl_ms: spec.ttl_ms,
+                })
+                .ok(),
+            ))
+            .await;
         self.schedule_view(reference, &workspace).await
     }
 
@@ -155,7 +191,7 @@ impl Control {
     /// `by` from now instead of at its deadline; refused beyond its hard
     /// deadline (the template's max ttl), when it is not running, and when
     /// it has no deadline to move.
-    pub async fn extend_workspace(
+    pub async fn extend(
         &self,
         caller: &Caller,
         reference: &str,
@@ -188,22 +224,24 @@ impl Control {
             .store
             .set_deadlines(&workspace.id, Some(deadline), stored.max_deadline)
             .await?;
-        self.audit_workspace(
-            caller,
-            &workspace.id,
-            "workspace.extend",
-            reference,
-            "success",
-            Some(format!("deadline={}", utc(deadline))),
-        )
-        .await;
+        self.inner
+            .audit
+            .record(&workspace_event(
+                caller,
+                &workspace.id,
+                "workspace.extend",
+                reference,
+                "success",
+                Some(format!("deadline={}", utc(deadline))),
+            ))
+            .await;
         self.schedule_view(reference, &workspace).await
     }
 
     /// `POST /workspaces/{ws}/wake` (`abode workspaces dormant WS --off`):
     /// a dormant workspace is no longer dormant nor due for deletion, and
     /// counts as used now.
-    pub async fn wake_workspace(
+    pub async fn wake(
         &self,
         caller: &Caller,
         reference: &str,
@@ -222,21 +260,18 @@ impl Control {
                 "workspace \"{reference}\" is not dormant"
             )));
         }
-        self.audit_workspace(
-            caller,
-            &workspace.id,
-            "workspace.wake",
-            reference,
-            "success",
-            None,
-        )
-        .await;
+        self.inner
+            .audit
+            .record(&workspace_event(
+                caller,
+                &workspace.id,
+                "workspace.wake",
+                reference,
+                "success",
+                None,
+            ))
+            .await;
         self.schedule_view(reference, &workspace).await
-    }
-
-    /// `POST /agent/activity`: something in the workspace is in use.
-    pub async fn agent_activity(&self, agent: &Agent) -> Result<(), ControlError> {
-        self.workspaces().record_activity(&agent.workspace_id).await
     }
 
     async fn schedule_view(

@@ -138,13 +138,18 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
         hand.set(T0 + at);
         if acts {
             control
-                .set_workspace_schedule(caller, reference, &ScheduleSpec::default())
+                .schedule_settings()
+                .set_schedule(caller, reference, &ScheduleSpec::default())
                 .await
                 .unwrap();
         } else {
             control.workspaces().get(caller, reference).await.unwrap();
         }
-        let schedule = control.workspace_schedule(&owner, "dev").await.unwrap();
+        let schedule = control
+            .schedule_settings()
+            .schedule(&owner, "dev")
+            .await
+            .unwrap();
         let step = format!("at +{at} ms by {reference}, acting: {acts}");
         assert_eq!(schedule.last_used_at, used, "{step}");
         assert_eq!(schedule.deadline, Some(deadline), "{step}");
@@ -153,12 +158,14 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
     // Extending: up to the hard deadline, not past it.
     hand.set(T0 + 100 * MINUTE);
     let refused = control
-        .extend_workspace(&owner, "dev", Duration::from_secs(3600))
+        .schedule_settings()
+        .extend(&owner, "dev", Duration::from_secs(3600))
         .await
         .unwrap_err();
     assert!(refused.to_string().contains("max ttl"), "{refused}");
     let extended = control
-        .extend_workspace(&owner, "dev", Duration::from_secs(600))
+        .schedule_settings()
+        .extend(&owner, "dev", Duration::from_secs(600))
         .await
         .unwrap();
     assert_eq!(extended.deadline, Some(T0 + 110 * MINUTE));

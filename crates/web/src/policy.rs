@@ -162,7 +162,8 @@ pub(crate) async fn save(
     let result = match patch_of(&fields) {
         Ok(patch) => state
             .control
-            .edit_template_policy(&viewer.caller, &name, &patch)
+            .schedule_settings()
+            .edit_policy(&viewer.caller, &name, &patch)
             .await
             .map(|_| ())
             .map_err(|error| (html::status_of(&error), html::message_of(&error))),

@@ -62,13 +62,14 @@ pub(crate) async fn render(
     let subject = viewer.caller.subject();
     let may_preview = authz::authorize(&subject, Action::TemplatePreview, None).is_ok();
     let may_activate = authz::authorize(&subject, Action::TemplateActivate, None).is_ok();
-    let gate = match control.preview_gate(&viewer.caller, name, number).await {
+    let gate = match control.previews().gate(&viewer.caller, name, number).await {
         Ok(gate) => gate,
         Err(error) => return html::control_error(error),
     };
     let report = if may_preview {
         match control
-            .preview_report(&viewer.caller, name, number, after, Some(RESULTS_PER_PAGE))
+            .previews()
+            .report(&viewer.caller, name, number, after, Some(RESULTS_PER_PAGE))
             .await
         {
             Ok(report) => report,
@@ -339,7 +340,8 @@ pub(crate) async fn start(
     };
     match state
         .control
-        .start_preview(&viewer.caller, &name, number, &[])
+        .previews()
+        .start(&viewer.caller, &name, number, &[])
         .await
     {
         Ok(_) => html::see_other(&format!(

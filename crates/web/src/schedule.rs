@@ -215,7 +215,8 @@ pub(crate) async fn save(
     let result = match spec_of(&form) {
         Ok(spec) => state
             .control
-            .set_workspace_schedule(&viewer.caller, &reference, &spec)
+            .schedule_settings()
+            .set_schedule(&viewer.caller, &reference, &spec)
             .await
             .map(|_| ())
             .map_err(|error| (html::status_of(&error), html::message_of(&error))),
@@ -260,7 +261,8 @@ pub(crate) async fn extend(
     let result = match parse_duration(&form.by) {
         Ok(Some(ms)) if ms > 0 => state
             .control
-            .extend_workspace(&viewer.caller, &reference, Duration::from_millis(ms))
+            .schedule_settings()
+            .extend(&viewer.caller, &reference, Duration::from_millis(ms))
             .await
             .map(|_| ())
             .map_err(|error| (html::status_of(&error), html::message_of(&error))),
@@ -282,7 +284,8 @@ pub(crate) async fn wake(
     let reference = format!("{owner}/{name}");
     let result = state
         .control
-        .wake_workspace(&viewer.caller, &reference)
+        .schedule_settings()
+        .wake(&viewer.caller, &reference)
         .await
         .map(|_| ())
         .map_err(|error| (html::status_of(&error), html::message_of(&error)));

@@ -110,7 +110,11 @@ pub(crate) async fn render(
     let may_push = authz::authorize(&viewer.caller.subject(), Action::TemplatePush, None).is_ok();
     let may_edit_policy =
         authz::authorize(&viewer.caller.subject(), Action::TemplatePolicyEdit, None).is_ok();
-    let policy = control.template_policy(&viewer.caller, name).await.ok();
+    let policy = control
+        .schedule_settings()
+        .policy(&viewer.caller, name)
+        .await
+        .ok();
     let status = problem
         .as_ref()
         .map_or(StatusCode::OK, |(status, _)| *status);

@@ -380,7 +380,8 @@ pub(crate) async fn render(
         Err(error) => return html::control_error(error),
     };
     let schedule = control
-        .workspace_schedule(&viewer.caller, &reference)
+        .schedule_settings()
+        .schedule(&viewer.caller, &reference)
         .await
         .ok();
     let log = log_panel(control, &viewer.caller, &reference, &view.latest_build).await;

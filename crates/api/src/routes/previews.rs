@@ -48,7 +48,8 @@ async fn start_preview(
     let number = parse_version(&number)?;
     let preview = state
         .control
-        .start_preview(&caller, &name, number, &body.workspaces)
+        .previews()
+        .start(&caller, &name, number, &body.workspaces)
         .await?;
     ok(
         StatusCode::CREATED,
@@ -70,7 +71,8 @@ async fn latest_preview(
     let number = parse_version(&number)?;
     let report = state
         .control
-        .preview_report(&caller, &name, number, query.after.as_deref(), query.limit)
+        .previews()
+        .report(&caller, &name, number, query.after.as_deref(), query.limit)
         .await?;
     let Some(report) = report else {
         return ok(

@@ -44,7 +44,11 @@ async fn template_policy(
     Authenticated(caller): Authenticated,
     Path(name): Path<String>,
 ) -> ApiResult {
-    let policy = state.control.template_policy(&caller, &name).await?;
+    let policy = state
+        .control
+        .schedule_settings()
+        .policy(&caller, &name)
+        .await?;
     Ok(Json(json!(abode_sdk::PolicyAnswer { policy })).into_response())
 }
 
@@ -57,7 +61,8 @@ async fn edit_template_policy(
     let patch: TemplatePolicyPatch = parse_json(body)?;
     let policy = state
         .control
-        .edit_template_policy(&caller, &name, &patch)
+        .schedule_settings()
+        .edit_policy(&caller, &name, &patch)
         .await?;
     Ok(Json(json!(abode_sdk::PolicyAnswer { policy })).into_response())
 }
@@ -69,7 +74,8 @@ async fn workspace_schedule(
 ) -> ApiResult {
     let schedule = state
         .control
-        .workspace_schedule(&caller, &workspace)
+        .schedule_settings()
+        .schedule(&caller, &workspace)
         .await?;
     Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
 }
@@ -83,7 +89,8 @@ async fn set_workspace_schedule(
     let spec: ScheduleSpec = parse_json(body)?;
     let schedule = state
         .control
-        .set_workspace_schedule(&caller, &workspace, &spec)
+        .schedule_settings()
+        .set_schedule(&caller, &workspace, &spec)
         .await?;
     Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
 }
@@ -100,7 +107,8 @@ async fn extend_workspace(
     }
     let schedule = state
         .control
-        .extend_workspace(&caller, &workspace, Duration::from_millis(body.duration_ms))
+        .schedule_settings()
+        .extend(&caller, &workspace, Duration::from_millis(body.duration_ms))
         .await?;
     Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
 }
@@ -110,7 +118,11 @@ async fn wake_workspace(
     Authenticated(caller): Authenticated,
     Path(workspace): Path<String>,
 ) -> ApiResult {
-    let schedule = state.control.wake_workspace(&caller, &workspace).await?;
+    let schedule = state
+        .control
+        .schedule_settings()
+        .wake(&caller, &workspace)
+        .await?;
     Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
 }
 
@@ -118,6 +130,6 @@ async fn agent_activity(
     State(state): State<AppState>,
     AuthenticatedAgent(agent): AuthenticatedAgent,
 ) -> ApiResult {
-    state.control.agent_activity(&agent).await?;
+    state.control.workspaces().agent_activity(&agent).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }

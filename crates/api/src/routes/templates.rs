@@ -290,7 +290,11 @@ async fn get_version(
         .templates()
         .template_version_detail(&caller, &name, number)
         .await?;
-    let gate = state.control.preview_gate(&caller, &name, number).await?;
+    let gate = state
+        .control
+        .previews()
+        .gate(&caller, &name, number)
+        .await?;
     let preview = gate.as_ref().map(|gate| preview_view(&gate.preview));
     let provisioner_tags = state
         .control

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use abode_store::Workspace;
+use abode_store::{Agent, Workspace};
 use chrono::DateTime;
 
 use super::Workspaces;
@@ -17,6 +17,11 @@ use crate::{Caller, ControlError};
 pub const ACTIVITY_THROTTLE: Duration = Duration::from_secs(60);
 
 impl Workspaces {
+    /// `POST /agent/activity`: something in the workspace is in use.
+    pub async fn agent_activity(&self, agent: &Agent) -> Result<(), ControlError> {
+        self.record_activity(&agent.workspace_id).await
+    }
+
     /// The owner's request acting on their workspace (a build, a cancel, a
     /// schedule change...) counts as use. Reading it does not: a dashboard
     /// or a script polling `abode show` would otherwise keep every
