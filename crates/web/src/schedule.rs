@@ -249,7 +249,7 @@ pub(crate) struct ExtendForm {
     by: String,
 }
 
-/// Extend a running workspace's deadline (`Control::extend_workspace`, as
+/// Extend a running workspace's deadline (`ScheduleSettings::extend`, as
 /// `POST /api/v1/workspaces/{ws}/extend`).
 pub(crate) async fn extend(
     State(state): State<WebState>,
@@ -274,7 +274,7 @@ pub(crate) async fn extend(
     after(&state, &viewer, &owner, &name, result).await
 }
 
-/// Wake a dormant workspace (`Control::wake_workspace`, as
+/// Wake a dormant workspace (`ScheduleSettings::wake`, as
 /// `POST /api/v1/workspaces/{ws}/wake`).
 pub(crate) async fn wake(
     State(state): State<WebState>,

@@ -1,7 +1,7 @@
 //! The workspaces list and a workspace's page, and its start, stop, update
 //! and delete: the API's list, view, builds and schedule, through the same
-//! control-plane calls (`Control::list_workspaces`, `workspace`, `builds`,
-//! `workspace_schedule`, `request_transition`); the schedule's form is
+//! control-plane calls (`Workspaces::list` and `get`, `Control::list_builds`,
+//! `ScheduleSettings::schedule`, `Control::request_transition`); the schedule's form is
 //! `schedule.rs`. The list shows each workspace's daily cost and the
 //! viewer's budget from `Identity::quota`, as `abode quota show` does.
 
