@@ -344,12 +344,14 @@ impl Control {
             ));
         }
         let here = self
+            .connections()
             .live_agent(&workspace, Some(&app.agent_name))
             .await
             .map_err(|error| AppRefusal::Unavailable(error.to_string()))?;
         let Some(mux) = here else {
             if may_relay {
                 if let Some(url) = self
+                    .connections()
                     .remote_agent(&workspace, Some(&app.agent_name))
                     .await
                     .map_err(|error| AppRefusal::Unavailable(error.to_string()))?

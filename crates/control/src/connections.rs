@@ -4,7 +4,7 @@
 //! Each running agent keeps one connection to the server (the API glues its
 //! WebSocket to an [`abode_tunnel::Mux`] and registers it here while it
 //! lasts). A person's `abode ssh` or `abode port-forward` asks
-//! [`Control::connect_workspace`]: the request is authorized like every
+//! [`Connections::connect_workspace`]: the request is authorized like every
 //! other action on the workspace (`workspace.connect`: its owner, and the
 //! roles the policy grants, recorded as such in the audit log), a stream is
 //! opened to the workspace's agent, and the connection and its end are
@@ -17,21 +17,45 @@
 //! (`Config::relay_url`), and a connection reaching a server without the
 //! tunnel is relayed to the one with it (`abode-api`), which authorizes and
 //! audits it as its own.
+//!
+//! A service of its own (`Control::connections()`): it holds the store, the
+//! registry, this server's id and relay URL, and the handles of workspaces
+//! (finding one, its activity) and the audit log.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use abode_store::{Agent, StoreError, Transition, Workspace};
+use abode_store::{Agent, Store, StoreError, Transition, Workspace};
 use abode_tunnel::{MessageReceiver, MessageSender, Mux, StreamKind, StreamRequest, TerminalOpen};
 use rand::RngCore;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::audit::{workspace_event, Audit};
 use crate::authz::Action;
 use crate::workspaces::ACTIVITY_THROTTLE;
-use crate::{secrets, Caller, Control, ControlError};
+use crate::{secrets, Caller, ControlError, Workspaces};
+
+/// Connections into workspaces; cheap to clone.
+#[derive(Clone)]
+pub struct Connections {
+    inner: Arc<ConnectionsParts>,
+}
+
+/// What [`Connections`] holds.
+pub(crate) struct ConnectionsParts {
+    pub(crate) store: Store,
+    /// The agents' tunnels up in this process.
+    pub(crate) tunnels: Tunnels,
+    /// This server, for the tunnels' records.
+    pub(crate) server_id: String,
+    /// Where the other servers reach this one (`Config::relay_url`).
+    pub(crate) relay_url: Option<String>,
+    pub(crate) workspaces: Workspaces,
+    pub(crate) audit: Audit,
+}
 
 /// The agents' tunnels up in this process, by the hash of the agent's
 /// token: the one thing that names an agent across builds (a start build
@@ -157,7 +181,7 @@ impl Tunnels {
 /// Keeps an agent's tunnel registered; dropping it (the connection ended)
 /// unregisters it.
 pub struct AgentTunnel {
-    control: Control,
+    connections: Connections,
     key: String,
     generation: u64,
     evicted: oneshot::Receiver<Eviction>,
@@ -184,7 +208,11 @@ impl AgentTunnel {
     /// away without waiting for someone to connect). A store error answers
     /// yes: a database hiccup does not cut tunnels.
     pub async fn still_current(&self, workspace_id: &str) -> bool {
-        match self.control.current_agent(&self.key, workspace_id).await {
+        match self
+            .connections
+            .current_agent(&self.key, workspace_id)
+            .await
+        {
             Ok(current) => current.is_some(),
             Err(error) => {
                 tracing::warn!(%error, "cannot check an agent's tunnel against the store");
@@ -197,7 +225,7 @@ impl AgentTunnel {
 impl Drop for AgentTunnel {
     fn drop(&mut self) {
         let gone = self
-            .control
+            .connections
             .inner
             .tunnels
             .unregister(&self.key, self.generation);
@@ -205,10 +233,14 @@ impl Drop for AgentTunnel {
         // record; one to another server has replaced it already.
         if gone {
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                let (control, key) = (self.control.clone(), self.key.clone());
+                let (connections, key) = (self.connections.clone(), self.key.clone());
                 runtime.spawn(async move {
-                    let server = &control.inner.config.server_id;
-                    if let Err(error) = control.inner.store.delete_agent_tunnel(&key, server).await
+                    let server = &connections.inner.server_id;
+                    if let Err(error) = connections
+                        .inner
+                        .store
+                        .delete_agent_tunnel(&key, server)
+                        .await
                     {
                         tracing::warn!(%error, "cannot remove an agent tunnel's record");
                     }
@@ -250,7 +282,7 @@ pub struct ConnectRequest {
 /// audited when it is dropped (the connection ended, or its upgrade never
 /// happened), or awaited with [`ConnectionEnd::ended`].
 pub struct ConnectionEnd {
-    control: Control,
+    connections: Connections,
     caller: Caller,
     workspace_id: String,
     target: String,
@@ -277,19 +309,17 @@ impl ConnectionEnd {
             self.details,
             self.started.elapsed().as_millis()
         );
-        let (control, caller) = (self.control.clone(), self.caller.clone());
-        let (workspace_id, target) = (self.workspace_id.clone(), self.target.clone());
+        let event = workspace_event(
+            &self.caller,
+            &self.workspace_id,
+            "workspace.disconnect",
+            &self.target,
+            "success",
+            Some(details),
+        );
+        let audit = self.connections.inner.audit.clone();
         async move {
-            control
-                .audit_workspace(
-                    &caller,
-                    &workspace_id,
-                    "workspace.disconnect",
-                    &target,
-                    "success",
-                    Some(details),
-                )
-                .await;
+            audit.record(&event).await;
         }
     }
 }
@@ -306,7 +336,13 @@ impl Drop for ConnectionEnd {
     }
 }
 
-impl Control {
+impl Connections {
+    pub(crate) fn new(parts: ConnectionsParts) -> Connections {
+        Connections {
+            inner: Arc::new(parts),
+        }
+    }
+
     /// Registers an agent's tunnel (the agent authenticated with `token`);
     /// streams to its workspace go through `mux` until the returned guard
     /// is dropped. A newer connection with the same token replaces an older
@@ -319,12 +355,12 @@ impl Control {
                 .register(&key, &agent.workspace_id, &agent.name, mux);
         // Told to the other servers, so that a connection reaching them is
         // relayed here.
-        if let Some(relay_url) = self.inner.config.relay_url.clone() {
-            let (control, key) = (self.clone(), key.clone());
+        if let Some(relay_url) = self.inner.relay_url.clone() {
+            let (connections, key) = (self.clone(), key.clone());
             let (workspace_id, name) = (agent.workspace_id.clone(), agent.name.clone());
             tokio::spawn(async move {
-                let server = &control.inner.config.server_id;
-                if let Err(error) = control
+                let server = &connections.inner.server_id;
+                if let Err(error) = connections
                     .inner
                     .store
                     .put_agent_tunnel(&key, &workspace_id, &name, server, &relay_url)
@@ -335,7 +371,7 @@ impl Control {
             });
         }
         AgentTunnel {
-            control: self.clone(),
+            connections: self.clone(),
             key,
             generation,
             evicted,
@@ -346,7 +382,7 @@ impl Control {
     /// The agent whose token hashes to `key`, if it is one of the agents of
     /// workspace `workspace_id` now and that workspace is started (what
     /// authenticating the token would say).
-    async fn current_agent(
+    pub(crate) async fn current_agent(
         &self,
         key: &str,
         workspace_id: &str,
@@ -365,7 +401,7 @@ impl Control {
         Ok(started.then_some(agent))
     }
 
-    /// What [`Control::connect_workspace`] would refuse, without
+    /// What [`Connections::connect_workspace`] would refuse, without
     /// connecting (a request that is not a WebSocket is answered with it).
     pub async fn check_connect(
         &self,
@@ -435,17 +471,19 @@ impl Control {
             // Someone other than the owner, through a role that allows it.
             details.push_str(&format!(" not_owner roles={}", caller.roles));
         }
-        self.audit_workspace(
-            caller,
-            &workspace.id,
-            "workspace.connect",
-            &target,
-            "success",
-            Some(details.clone()),
-        )
-        .await;
+        self.inner
+            .audit
+            .record(&workspace_event(
+                caller,
+                &workspace.id,
+                "workspace.connect",
+                &target,
+                "success",
+                Some(details.clone()),
+            ))
+            .await;
         let end = ConnectionEnd {
-            control: self.clone(),
+            connections: self.clone(),
             caller: caller.clone(),
             workspace_id: workspace.id.clone(),
             target,
@@ -520,7 +558,8 @@ impl Control {
             )));
         }
         let workspace = self
-            .workspaces()
+            .inner
+            .workspaces
             .resolve(caller, reference, Action::WorkspaceConnect)
             .await?;
         // An agent that outlived its workspace's stop (a template whose
@@ -594,7 +633,7 @@ impl Control {
         workspace: &Workspace,
         name: Option<&str>,
     ) -> Result<Option<String>, ControlError> {
-        let server = &self.inner.config.server_id;
+        let server = &self.inner.server_id;
         let tunnels = self
             .inner
             .store
@@ -654,13 +693,13 @@ impl Control {
     /// Reports use of the workspace now and every activity interval while
     /// the connection lasts (the task is aborted at its end).
     fn spawn_activity(&self, workspace_id: String) -> JoinHandle<()> {
-        let control = self.clone();
+        let workspaces = self.inner.workspaces.clone();
         tokio::spawn(async move {
             let mut interval = tokio::time::interval(ACTIVITY_THROTTLE);
             interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 interval.tick().await;
-                if let Err(error) = control.workspaces().record_activity(&workspace_id).await {
+                if let Err(error) = workspaces.record_activity(&workspace_id).await {
                     tracing::warn!(%error, workspace = %workspace_id, "cannot record workspace activity");
                 }
             }

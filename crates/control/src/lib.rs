@@ -276,8 +276,8 @@ struct Inner {
     held: held::Held,
     /// Where the control plane's own audit events are written.
     audit: audit::Audit,
-    /// The agents' tunnels up in this process.
-    tunnels: connections::Tunnels,
+    /// Connections into workspaces, and the agents' tunnels they use.
+    connections: connections::Connections,
     /// Turns true when the server stops: long-polls answer at once.
     stopping: watch::Sender<bool>,
     /// Set while the data dir has less than `Config::min_free_disk` free.
@@ -383,6 +383,14 @@ impl Control {
             workspaces: workspaces.clone(),
             jobs: jobs.clone(),
         });
+        let connections = connections::Connections::new(connections::ConnectionsParts {
+            store: store.clone(),
+            tunnels: connections::Tunnels::default(),
+            server_id: config.server_id.clone(),
+            relay_url: config.relay_url.clone(),
+            workspaces: workspaces.clone(),
+            audit: audit::Audit::new(store.clone()),
+        });
         let held = held::Held::new(held::HeldParts {
             store: store.clone(),
             clock: config.clock.clone(),
@@ -413,7 +421,7 @@ impl Control {
                 build_log,
                 notifications,
                 held,
-                tunnels: connections::Tunnels::default(),
+                connections,
                 stopping: watch::channel(false).0,
                 low_on_disk: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -510,6 +518,12 @@ impl Control {
     /// it makes.
     pub fn previews(&self) -> &previews::Previews {
         &self.inner.previews
+    }
+
+    /// Connections into workspaces: the only part that holds the agents'
+    /// tunnels and opens streams through them.
+    pub fn connections(&self) -> &connections::Connections {
+        &self.inner.connections
     }
 
     pub fn config(&self) -> &Config {

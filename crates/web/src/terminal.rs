@@ -60,6 +60,7 @@ pub(crate) async fn page(
     };
     let refused = state
         .control
+        .connections()
         .check_connect(&viewer.caller, &reference, &check)
         .await
         .err();

@@ -125,7 +125,7 @@ async fn agent_connect(
                 Mux::start_with_peer(Side::Server, agent_limits, incoming, outgoing);
             // Only the server opens streams: one the agent opens is reset.
             drop(accept);
-            let mut registered = state.control.agent_tunnel_up(&agent, &token, mux);
+            let mut registered = state.control.connections().agent_tunnel_up(&agent, &token, mux);
             drop(token);
             if registered.replaced_another() {
                 tracing::warn!(
@@ -319,12 +319,14 @@ async fn workspace_connect(
         // Everything a connection would be refused for, then the 426.
         state
             .control
+            .connections()
             .check_connect(&caller, &workspace, &request)
             .await?;
         return Err(upgrade_required("/workspaces/{ws}/connect"));
     };
     let connection = state
         .control
+        .connections()
         .connect_workspace(&caller, &workspace, &request, may_relay)
         .await?;
     let upgrade = upgrade.max_message_size(MAX_MESSAGE);
