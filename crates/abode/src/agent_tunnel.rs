@@ -69,6 +69,11 @@ async fn run(
     terminals: Arc<Terminals>,
     stop: Arc<AtomicBool>,
 ) {
+    let dial_back = Arc::new(DialBackTo {
+        base_url: url.clone(),
+        token: token.clone(),
+        last_error: std::sync::Mutex::new(String::new()),
+    });
     let mut delay = FIRST_RETRY;
     let mut last_error = String::new();
     while !stop.load(Ordering::SeqCst) {
@@ -77,7 +82,15 @@ async fn run(
                 log("tunnel connected: the workspace accepts connections");
                 last_error.clear();
                 delay = FIRST_RETRY;
-                let closed = serve(socket, server_limits, &settings, &terminals, &stop).await;
+                let closed = serve(
+                    socket,
+                    server_limits,
+                    &settings,
+                    &terminals,
+                    &dial_back,
+                    &stop,
+                )
+                .await;
                 if stop.load(Ordering::SeqCst) {
                     return;
                 }
@@ -125,6 +138,7 @@ async fn serve(
     server_limits: abode_tunnel::frame::PeerLimits,
     settings: &Arc<SessionSettings>,
     terminals: &Arc<Terminals>,
+    dial_back: &Arc<DialBackTo>,
     stop: &AtomicBool,
 ) -> Option<u16> {
     let (outgoing, mut to_server) = mpsc::channel::<Vec<u8>>(64);
@@ -170,7 +184,12 @@ async fn serve(
             },
             stream = accept.recv() => match stream {
                 Some(incoming) => {
-                    tokio::spawn(handle_stream(incoming, Arc::clone(settings), Arc::clone(terminals)));
+                    tokio::spawn(handle_stream(
+                        incoming,
+                        Arc::clone(settings),
+                        Arc::clone(terminals),
+                        Arc::clone(dial_back),
+                    ));
                 }
                 None => break,
             },
@@ -212,6 +231,7 @@ async fn handle_stream(
     incoming: Incoming,
     settings: Arc<SessionSettings>,
     terminals: Arc<Terminals>,
+    dial_back: Arc<DialBackTo>,
 ) {
     let request: StreamRequest = match serde_json::from_slice(&incoming.header) {
         Ok(request) => request,
@@ -245,7 +265,10 @@ async fn handle_stream(
         (StreamKind::PortForward, Some(port), _) => {
             let host = request.host.as_deref().unwrap_or("localhost");
             match TcpStream::connect((host, port)).await {
-                Ok(tcp) => forward(incoming, tcp).await,
+                Ok(tcp) => match request.dial_back.as_deref() {
+                    Some(ticket) => forward_dialed(incoming, tcp, &dial_back, ticket).await,
+                    None => forward(incoming, tcp).await,
+                },
                 // Dropped untaken, the stream is reset: the person's end
                 // sees the refusal.
                 Err(error) => log(&format!(
@@ -267,8 +290,70 @@ async fn handle_stream(
 /// bulk copy: no pipe, copy or task between). Each direction ends with its
 /// EOF; a failed socket resets the stream.
 async fn forward(incoming: Incoming, tcp: TcpStream) {
+    let (sender, receiver) = incoming.into_messages();
+    forward_messages(sender, receiver, tcp).await;
+}
+
+/// Where and as whom the agent dials back ([`abode_tunnel::dial_back`]).
+struct DialBackTo {
+    base_url: String,
+    token: String,
+    /// The last failure logged: the same one for every request of a
+    /// deployment whose proxy refuses dial-backs would drown the output.
+    last_error: std::sync::Mutex<String>,
+}
+
+/// The read and write buffers of a dialed-back copy: a few of the app's
+/// writes at once, so a bulk download moves in few system calls.
+const DIALED_COPY_BUFFER: usize = 256 * 1024;
+
+/// Carries a forwarded port's stream on a connection of its own to the
+/// server (the stream's ticket); where that cannot be had, on the tunnel
+/// as [`forward`] does, after saying so on the stream.
+async fn forward_dialed(incoming: Incoming, mut tcp: TcpStream, to: &DialBackTo, ticket: &str) {
     let _ = tcp.set_nodelay(true);
-    let (mut sender, mut receiver) = incoming.into_messages();
+    let (mut sender, receiver) = incoming.into_messages();
+    match crate::dial_back::dial(&to.base_url, &to.token, ticket).await {
+        Ok(mut server) => {
+            // The tunnel's stream stays open until the copy ends: the
+            // server drops it once the connection reached it.
+            let _ = tokio::io::copy_bidirectional_with_sizes(
+                &mut tcp,
+                &mut server,
+                DIALED_COPY_BUFFER,
+                DIALED_COPY_BUFFER,
+            )
+            .await;
+            drop((sender, receiver));
+        }
+        Err(error) => {
+            let text = error.to_string();
+            let repeated = {
+                let mut last = to
+                    .last_error
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                std::mem::replace(&mut *last, text.clone()) == text
+            };
+            if !repeated {
+                log(&format!(
+                    "a dial-back to the server failed, carrying the stream on the tunnel instead: {text}"
+                ));
+            }
+            if sender.stay_on_tunnel().await.is_ok() {
+                forward_messages(sender, receiver, tcp).await;
+            }
+        }
+    }
+}
+
+/// [`forward`] of a stream already taken as messages.
+async fn forward_messages(
+    mut sender: abode_tunnel::MessageSender,
+    mut receiver: abode_tunnel::MessageReceiver,
+    tcp: TcpStream,
+) {
+    let _ = tcp.set_nodelay(true);
     let (mut from_port, mut to_port) = tcp.into_split();
     let upload = async {
         while let Some(bytes) = receiver.recv().await {

@@ -10,6 +10,7 @@ mod agent_pty;
 mod agent_ssh;
 mod agent_tunnel;
 mod cli;
+mod dial_back;
 mod duration;
 mod exit;
 mod plan_check;

@@ -61,6 +61,12 @@ pub async fn dial_tunnel(
         abode_tunnel::frame::MAX_DATA_HEADER,
         HeaderValue::from(abode_tunnel::frame::MAX_DATA),
     );
+    // The agent dials a stream back when the server asks (a person's
+    // connection never is asked).
+    request.headers_mut().insert(
+        abode_tunnel::dial_back::DIAL_BACK_HEADER,
+        HeaderValue::from_static("1"),
+    );
     let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
         max_message_size: Some(MAX_MESSAGE),
         max_frame_size: Some(MAX_MESSAGE),

@@ -15,7 +15,7 @@ use std::time::Duration;
 use abode_contract::apps::{app_target, AppDefinition, AppHealth, AppShare, AppTarget};
 use abode_sdk::percent_encode as encode;
 use abode_store::{AppTokenKind, PortShare, StoreError, Transition, Workspace, WorkspaceApp};
-use abode_tunnel::{MessageIo, StreamKind, StreamRequest};
+use abode_tunnel::{BoxedStream, MessageIo, StreamKind, StreamRequest};
 use rand::RngCore;
 
 use crate::authz::{self, AppAccess};
@@ -209,9 +209,24 @@ impl From<StoreError> for AppRefusal {
     }
 }
 
-/// An app found and allowed, with a stream to it.
+/// How long a request waits for its agent to reach the app's port and
+/// dial back (or say it will not).
+const DIAL_BACK_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// How a dial-back wait ended.
+enum DialBackOutcome {
+    /// The agent's connection arrived (`None`: it broke on the way).
+    Dialed(Option<BoxedStream>),
+    /// The stream stays on the tunnel: what came first on it (`None`: it
+    /// ended).
+    OnTunnel(Option<Vec<u8>>),
+    Silent,
+}
+
+/// An app found and allowed, with a stream to it: a connection the agent
+/// dialed back, or the tunnel's stream.
 pub struct OpenedApp {
-    pub stream: MessageIo,
+    pub stream: BoxedStream,
     pub target: AppTarget,
     pub app: WorkspaceApp,
 }
@@ -364,12 +379,20 @@ impl Control {
                 app.agent_name
             )));
         };
+        // An agent that dials back carries the app's bytes on a connection
+        // of its own, with no tunnel framing between (what a download's
+        // throughput depends on).
+        let mut dial_back = mux.peer_dials_back().then(|| {
+            self.connections()
+                .expect_dial_back(&workspace.id, &app.agent_name)
+        });
         let header = StreamRequest {
             kind: StreamKind::PortForward,
             port: Some(target.port),
             host: Some(target.host.clone()),
             host_key: None,
             terminal: None,
+            dial_back: dial_back.as_ref().map(|wait| wait.ticket().to_string()),
             user: caller.map_or_else(
                 || "(anonymous)".to_string(),
                 |caller| caller.user.username.clone(),
@@ -377,13 +400,46 @@ impl Control {
         };
         let header = serde_json::to_vec(&header)
             .map_err(|error| AppRefusal::Unavailable(format!("stream header: {error}")))?;
-        // As messages read as bytes: no pipe and no task between the
-        // tunnel and the HTTP client (what bulk downloads depend on).
-        let (sender, receiver) = mux
+        let (sender, mut receiver) = mux
             .open_messages(header)
             .await
             .map_err(|_| AppRefusal::Unavailable("the agent's tunnel closed; try again".into()))?;
-        let stream = MessageIo::new(sender, receiver);
+        let Some(wait) = dial_back.as_mut() else {
+            // As messages read as bytes: no pipe and no task between the
+            // tunnel and the HTTP client.
+            let stream: BoxedStream = Box::new(MessageIo::new(sender, receiver));
+            return Ok(OpenedApp {
+                stream,
+                target,
+                app,
+            });
+        };
+        let outcome = tokio::select! {
+            dialed = wait.arrived() => DialBackOutcome::Dialed(dialed),
+            first = receiver.recv() => DialBackOutcome::OnTunnel(first),
+            () = tokio::time::sleep(DIAL_BACK_WAIT) => DialBackOutcome::Silent,
+        };
+        let stream: BoxedStream = match outcome {
+            // The tunnel's stream is dropped: the agent hears it is done.
+            DialBackOutcome::Dialed(Some(dialed)) => dialed,
+            DialBackOutcome::Dialed(None) => {
+                return Err(AppRefusal::Unavailable(
+                    "the agent's connection for this request broke; try again".into(),
+                ))
+            }
+            // The agent's marker (an empty frame), or the stream's end when
+            // it could not reach the port: the HTTP client sees that.
+            DialBackOutcome::OnTunnel(first) => {
+                Box::new(MessageIo::new(sender, receiver).starting_with(first.unwrap_or_default()))
+            }
+            DialBackOutcome::Silent => {
+                return Err(AppRefusal::Unavailable(format!(
+                    "the agent {} did not answer within {} s; try again",
+                    app.agent_name,
+                    DIAL_BACK_WAIT.as_secs()
+                )))
+            }
+        };
         Ok(OpenedApp {
             stream,
             target,

@@ -28,7 +28,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use abode_store::{Agent, Store, StoreError, Transition, Workspace};
-use abode_tunnel::{MessageReceiver, MessageSender, Mux, StreamKind, StreamRequest, TerminalOpen};
+use abode_tunnel::{
+    BoxedStream, MessageReceiver, MessageSender, Mux, StreamKind, StreamRequest, TerminalOpen,
+};
 use rand::RngCore;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -55,6 +57,61 @@ pub(crate) struct ConnectionsParts {
     pub(crate) relay_url: Option<String>,
     pub(crate) workspaces: Workspaces,
     pub(crate) audit: Audit,
+    /// Streams waiting for their agent to dial back.
+    pub(crate) dial_backs: DialBacks,
+}
+
+/// Streams waiting for their agent's connection of their own
+/// ([`abode_tunnel::dial_back`]), by their one-time ticket.
+#[derive(Default)]
+pub(crate) struct DialBacks {
+    waiting: Mutex<HashMap<String, WaitingDialBack>>,
+}
+
+/// Whose dial-back a ticket waits for, and where the connection goes.
+struct WaitingDialBack {
+    workspace_id: String,
+    agent_name: String,
+    deliver: oneshot::Sender<BoxedStream>,
+}
+
+impl DialBacks {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, WaitingDialBack>> {
+        // Every change to the map is a single insert or remove.
+        self.waiting
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A stream's wait for its dial-back: the ticket to send its agent, and the
+/// connection once the agent opened it. Dropped, the ticket is forgotten.
+pub struct DialBackWait {
+    ticket: String,
+    arrived: oneshot::Receiver<BoxedStream>,
+    connections: Connections,
+}
+
+impl DialBackWait {
+    /// The ticket, for the stream's header.
+    pub fn ticket(&self) -> &str {
+        &self.ticket
+    }
+
+    /// The agent's connection; `None` if it broke on the way.
+    pub async fn arrived(&mut self) -> Option<BoxedStream> {
+        (&mut self.arrived).await.ok()
+    }
+}
+
+impl Drop for DialBackWait {
+    fn drop(&mut self) {
+        self.connections
+            .inner
+            .dial_backs
+            .waiting()
+            .remove(&self.ticket);
+    }
 }
 
 /// The agents' tunnels up in this process, by the hash of the agent's
@@ -448,6 +505,7 @@ impl Connections {
                 command: app_command,
                 ..terminal
             }),
+            dial_back: None,
             user: caller.user.username.clone(),
         };
         let header = serde_json::to_vec(&header)
@@ -677,6 +735,45 @@ impl Connections {
             tunnels.evict(&key, Eviction::Gone);
         }
         Ok(None)
+    }
+
+    /// A one-time ticket for a stream to the workspace's agent `agent_name`
+    /// to dial back with, and the wait for its connection.
+    pub(crate) fn expect_dial_back(&self, workspace_id: &str, agent_name: &str) -> DialBackWait {
+        let mut secret = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut secret);
+        let ticket = hex::encode(secret);
+        let (deliver, arrived) = oneshot::channel();
+        self.inner.dial_backs.waiting().insert(
+            ticket.clone(),
+            WaitingDialBack {
+                workspace_id: workspace_id.to_string(),
+                agent_name: agent_name.to_string(),
+                deliver,
+            },
+        );
+        DialBackWait {
+            ticket,
+            arrived,
+            connections: self.clone(),
+        }
+    }
+
+    /// Where the connection `agent` dialed back with `ticket` goes: the
+    /// stream waiting for it, if it waits for this agent (the ticket is
+    /// used up either way). `None` for a ticket unknown here (never issued,
+    /// used, given up on, or issued by another server).
+    pub fn dialed_back(&self, agent: &Agent, ticket: &str) -> Option<oneshot::Sender<BoxedStream>> {
+        let waiting = self.inner.dial_backs.waiting().remove(ticket)?;
+        if waiting.workspace_id != agent.workspace_id || waiting.agent_name != agent.name {
+            tracing::warn!(
+                agent = %agent.name,
+                workspace = %agent.workspace_id,
+                "an agent dialed back with another agent's stream ticket; refused"
+            );
+            return None;
+        }
+        Some(waiting.deliver)
     }
 
     /// The workspace's SSH host key seed (hex), created on first use.

@@ -390,6 +390,7 @@ impl Control {
             relay_url: config.relay_url.clone(),
             workspaces: workspaces.clone(),
             audit: audit::Audit::new(store.clone()),
+            dial_backs: connections::DialBacks::default(),
         });
         let held = held::Held::new(held::HeldParts {
             store: store.clone(),

@@ -12,12 +12,14 @@
 //! in flight at most), so a slow reader on one stream never holds up the
 //! others nor makes the other side buffer without bound.
 
+pub mod dial_back;
 pub mod frame;
 pub mod messages;
 pub mod mux;
 pub mod request;
 pub mod terminal;
 
+pub use dial_back::{BoxedStream, ByteStream};
 pub use messages::{MessageIo, MessageReceiver, MessageSender};
 pub use mux::{Incoming, Mux, MuxError, Side};
 pub use request::{StreamKind, StreamRequest};

@@ -91,8 +91,17 @@ impl MessageSender {
         Ok(())
     }
 
-    /// Says that nothing more comes from this side (the other may still
-    /// send).
+    /// Says, with one empty data frame, that the stream stays on the
+    /// tunnel: its dial-back did not happen ([`crate::dial_back`]).
+    pub async fn stay_on_tunnel(&mut self) -> Result<(), MuxError> {
+        self.end
+            .shared
+            .outgoing
+            .send(Frame::data_message(self.end.id, &[]))
+            .await
+            .map_err(|_| MuxError::Closed)
+    }
+
     /// Reads what `reader` has (at most one frame's payload) straight into
     /// the frame that carries it, and sends it within the granted credit:
     /// a bulk copy from a socket with no copy between. `Ok(0)` at the
@@ -122,6 +131,8 @@ impl MessageSender {
         Ok(read)
     }
 
+    /// Says that nothing more comes from this side (the other may still
+    /// send).
     pub async fn finish(&mut self) -> Result<(), MuxError> {
         self.end.shared.send(Frame::Eof { id: self.end.id }).await?;
         self.end.sent_eof.store(true, Ordering::SeqCst);
@@ -233,6 +244,15 @@ impl MessageIo {
             sending: Sending::Idle(sender),
             finishing: false,
         }
+    }
+
+    /// The stream with `chunk` (taken from its receiver already) read
+    /// first.
+    pub fn starting_with(mut self, chunk: Vec<u8>) -> MessageIo {
+        if !chunk.is_empty() {
+            self.pending = Some((chunk, 0));
+        }
+        self
     }
 
     /// Drives the send in flight to its end.

@@ -15,7 +15,7 @@
 //! never waits on it (nor does an interactive session's next keystroke).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
@@ -127,6 +127,8 @@ pub(crate) struct Shared {
     next_id: AtomicU32,
     /// What the other side takes (frames, window).
     pub(crate) peer: PeerLimits,
+    /// The other side said it dials back ([`crate::dial_back`]).
+    peer_dials_back: AtomicBool,
     pub(crate) outgoing: mpsc::Sender<Vec<u8>>,
 }
 
@@ -193,6 +195,7 @@ impl Mux {
                 max_data: peer.max_data.clamp(1, MAX_DATA),
                 window: peer.window,
             },
+            peer_dials_back: AtomicBool::new(false),
             outgoing,
         });
         let (accepted, accept) = mpsc::channel(16);
@@ -242,6 +245,17 @@ impl Mux {
             id,
             registered,
         ))
+    }
+
+    /// Records that the other side said it dials back
+    /// ([`crate::dial_back::DIAL_BACK_HEADER`]).
+    pub fn set_peer_dials_back(&self) {
+        self.shared.peer_dials_back.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the other side said it dials back.
+    pub fn peer_dials_back(&self) -> bool {
+        self.shared.peer_dials_back.load(Ordering::SeqCst)
     }
 
     /// Whether the connection is still up.

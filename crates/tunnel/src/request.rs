@@ -59,6 +59,10 @@ pub struct StreamRequest {
     /// The terminal session to attach to (`pty`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal: Option<crate::terminal::TerminalOpen>,
+    /// A one-time ticket (`port-forward`): the agent may carry the stream
+    /// on a connection of its own to the server ([`crate::dial_back`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dial_back: Option<String>,
     /// Who connects (for the agent's log, and whose terminal sessions a
     /// `pty` stream may attach to).
     pub user: String,
@@ -72,6 +76,7 @@ impl std::fmt::Debug for StreamRequest {
             .field("host", &self.host)
             .field("host_key", &self.host_key.as_ref().map(|_| "(hidden)"))
             .field("terminal", &self.terminal)
+            .field("dial_back", &self.dial_back.as_ref().map(|_| "(hidden)"))
             .field("user", &self.user)
             .finish()
     }

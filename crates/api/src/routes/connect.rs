@@ -13,6 +13,10 @@
 //!   authorized, audited and piped to one stream of the workspace's agent.
 //!   Binary messages carry the bytes; an empty binary message says "no more
 //!   from this side" (a half-close, which TCP forwarding needs).
+//! - `GET /agent/streams/{ticket}` (agent token, `Upgrade: abode-stream`):
+//!   an agent dialing back for one stream the server asked it to
+//!   ([`abode_tunnel::dial_back`]); after the `101` the connection is the
+//!   stream's bytes, handed to the request that waits for it.
 //!
 //! Every refusal is an ordinary JSON answer before the upgrade: the stream
 //! to the agent is opened first, so a client never sees a 101 for a
@@ -24,7 +28,7 @@ use std::time::Duration;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -33,7 +37,7 @@ use serde::Deserialize;
 use tokio::sync::mpsc;
 
 use abode_control::connections::{AgentStream, ConnectRequest, Connection, Eviction};
-use abode_tunnel::{frame, Mux, Side, StreamKind};
+use abode_tunnel::{dial_back, frame, Mux, Side, StreamKind};
 
 use crate::ws_upgrade::BufferedUpgrade;
 use crate::{ApiError, AppState};
@@ -62,6 +66,7 @@ const BATCH: usize = 32;
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/agent/connect", get(agent_connect))
+        .route("/agent/streams/:ticket", get(agent_stream))
         .route("/workspaces/:workspace/connect", get(workspace_connect))
 }
 
@@ -118,11 +123,17 @@ async fn agent_connect(
         max_frame_size: Some(MAX_MESSAGE),
         ..WebSocketConfig::default()
     };
+    let dials_back = headers
+        .get(dial_back::DIAL_BACK_HEADER)
+        .is_some_and(|value| value.as_bytes() == b"1");
     let mut response = upgrade.on_upgrade(config, move |socket| async move {
             let (outgoing, mut to_agent) = mpsc::channel::<Vec<u8>>(64);
             let (from_agent, incoming) = mpsc::channel::<Vec<u8>>(64);
             let (mux, accept, task) =
                 Mux::start_with_peer(Side::Server, agent_limits, incoming, outgoing);
+            if dials_back {
+                mux.set_peer_dials_back();
+            }
             // Only the server opens streams: one the agent opens is reset.
             drop(accept);
             let mut registered = state.control.connections().agent_tunnel_up(&agent, &token, mux);
@@ -204,7 +215,92 @@ async fn agent_connect(
     response
         .headers_mut()
         .insert(frame::MAX_DATA_HEADER, HeaderValue::from(frame::MAX_DATA));
+    response
+        .headers_mut()
+        .insert(dial_back::DIAL_BACK_HEADER, HeaderValue::from_static("1"));
     Ok(response)
+}
+
+/// Whether header `name` of `headers` lists `token` (comma-separated, any
+/// case).
+fn lists(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
+    headers.get_all(name).iter().any(|value| {
+        value.to_str().is_ok_and(|value| {
+            value
+                .split(',')
+                .any(|item| item.trim().eq_ignore_ascii_case(token))
+        })
+    })
+}
+
+/// An agent's connection for one stream (its ticket): switched to the
+/// stream's bytes and handed to the request waiting for it. A ticket this
+/// server does not wait for (or another agent's) is a 404, after which the
+/// agent carries the stream on its tunnel.
+async fn agent_stream(
+    State(state): State<AppState>,
+    Path(ticket): Path<String>,
+    AgentWithToken { agent, token }: AgentWithToken,
+    mut request: axum::extract::Request,
+) -> Result<Response, ApiError> {
+    drop(token);
+    let headers = request.headers();
+    if !lists(headers, header::CONNECTION, "upgrade")
+        || !lists(headers, header::UPGRADE, dial_back::UPGRADE_PROTOCOL)
+    {
+        return Err(ApiError::new(
+            StatusCode::UPGRADE_REQUIRED,
+            "upgrade_required",
+            format!(
+                "/agent/streams/{{ticket}} switches protocols: send Connection: upgrade and Upgrade: {}",
+                dial_back::UPGRADE_PROTOCOL
+            ),
+        ));
+    }
+    let on_upgrade = request
+        .extensions_mut()
+        .remove::<hyper::upgrade::OnUpgrade>()
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UPGRADE_REQUIRED,
+                "upgrade_required",
+                "this connection cannot switch protocols",
+            )
+        })?;
+    let deliver = state
+        .control
+        .connections()
+        .dialed_back(&agent, &ticket)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                "not_found",
+                "no stream on this server waits for this ticket",
+            )
+        })?;
+    tokio::spawn(async move {
+        match on_upgrade.await {
+            Ok(upgraded) => {
+                let stream: abode_tunnel::BoxedStream =
+                    Box::new(hyper_util::rt::TokioIo::new(upgraded));
+                // The request may have given up meanwhile: the connection
+                // then closes here.
+                let _ = deliver.send(stream);
+            }
+            Err(error) => tracing::debug!(%error, "an agent's dial-back did not switch protocols"),
+        }
+    });
+    Ok((
+        StatusCode::SWITCHING_PROTOCOLS,
+        [
+            (header::CONNECTION, HeaderValue::from_static("upgrade")),
+            (
+                header::UPGRADE,
+                HeaderValue::from_static(dial_back::UPGRADE_PROTOCOL),
+            ),
+        ],
+    )
+        .into_response())
 }
 
 /// Frames queued together leave in one write: `frame`, then whatever else
