@@ -377,3 +377,167 @@ async fn forward_messages(
     };
     tokio::join!(upload, download);
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    /// A server that answers a dial-back with `answer` (its head) and
+    /// then echoes what it is sent; its port.
+    async fn dial_back_server(answer: &'static str) -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    if socket.read(&mut byte).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    head.push(byte[0]);
+                }
+                let _ = socket.write_all(answer.as_bytes()).await;
+            }
+        });
+        port
+    }
+
+    /// A port that echoes (the app); its port.
+    async fn echo_app() -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let (mut read, mut write) = socket.into_split();
+                    let _ = tokio::io::copy(&mut read, &mut write).await;
+                });
+            }
+        });
+        port
+    }
+
+    /// The server's and the agent's ends of one tunnel.
+    fn tunnel() -> (Mux, mpsc::Receiver<Incoming>) {
+        let (to_agent, agent_incoming) = mpsc::channel(64);
+        let (to_server, server_incoming) = mpsc::channel(64);
+        let (server, _server_accept, _server_task) =
+            Mux::start(Side::Server, server_incoming, to_agent);
+        let (_agent, agent_accept, _agent_task) =
+            Mux::start(Side::Agent, agent_incoming, to_server);
+        (server, agent_accept)
+    }
+
+    #[tokio::test]
+    async fn a_stream_whose_dial_back_fails_says_so_and_stays_on_the_tunnel() {
+        let closed = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let cases = [
+            ("nobody listens", format!("http://127.0.0.1:{closed}")),
+            (
+                "another server (no such ticket)",
+                format!(
+                    "http://127.0.0.1:{}",
+                    dial_back_server("HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n").await
+                ),
+            ),
+            (
+                "a proxy that switches to something else",
+                format!(
+                    "http://127.0.0.1:{}",
+                    dial_back_server(
+                        "HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\n\r\n"
+                    )
+                    .await
+                ),
+            ),
+            ("not a URL the agent dials", "ftp://127.0.0.1".to_string()),
+        ];
+        let app = echo_app().await;
+        for (case, base_url) in cases {
+            let (server, mut accept) = tunnel();
+            let (mut sender, mut receiver) = server.open_messages(b"{}".to_vec()).await.unwrap();
+            let incoming = accept.recv().await.unwrap();
+            let to = DialBackTo {
+                base_url,
+                token: "agent-token".into(),
+                last_error: std::sync::Mutex::new(String::new()),
+            };
+            let tcp = TcpStream::connect(("127.0.0.1", app)).await.unwrap();
+            let agent =
+                tokio::spawn(async move { forward_dialed(incoming, tcp, &to, "ticket").await });
+            assert_eq!(
+                receiver.recv().await,
+                Some(Vec::new()),
+                "{case}: the marker first"
+            );
+            sender.send(b"through the tunnel").await.unwrap();
+            assert_eq!(
+                receiver.recv().await.as_deref(),
+                Some(&b"through the tunnel"[..]),
+                "{case}"
+            );
+            sender.finish().await.unwrap();
+            assert_eq!(receiver.recv().await, None, "{case}: the app's EOF");
+            agent.await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dialed_back_stream_carries_the_bytes_on_its_own_connection() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let app = echo_app().await;
+        let (server, mut accept) = tunnel();
+        let (_sender, mut receiver) = server.open_messages(b"{}".to_vec()).await.unwrap();
+        let incoming = accept.recv().await.unwrap();
+        let to = DialBackTo {
+            base_url: format!("http://127.0.0.1:{port}/prefix/"),
+            token: "agent-token".into(),
+            last_error: std::sync::Mutex::new(String::new()),
+        };
+        let tcp = TcpStream::connect(("127.0.0.1", app)).await.unwrap();
+        let agent = tokio::spawn(async move { forward_dialed(incoming, tcp, &to, "t1").await });
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            assert_eq!(socket.read(&mut byte).await.unwrap(), 1);
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8(head).unwrap();
+        assert!(
+            head.starts_with("GET /prefix/api/v1/agent/streams/t1 HTTP/1.1\r\n"),
+            "{head}"
+        );
+        for line in [
+            "Authorization: Bearer agent-token",
+            "Upgrade: abode-stream",
+            "Connection: Upgrade",
+        ] {
+            assert!(head.contains(line), "{head}");
+        }
+        // The answer and the first bytes of the stream in one write: the
+        // agent keeps what followed the head.
+        socket
+            .write_all(b"HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: abode-stream\r\n\r\nhello app")
+            .await
+            .unwrap();
+        let mut echoed = [0u8; 9];
+        socket.read_exact(&mut echoed).await.unwrap();
+        assert_eq!(&echoed, b"hello app");
+        socket.shutdown().await.unwrap();
+        let mut rest = Vec::new();
+        socket.read_to_end(&mut rest).await.unwrap();
+        assert!(rest.is_empty(), "the app's EOF ends the connection");
+        agent.await.unwrap();
+        // Nothing of it went through the tunnel: its stream just ended.
+        assert_eq!(receiver.recv().await, None);
+    }
+}

@@ -317,6 +317,26 @@ async fn apps_by_path_and_subdomain_with_their_share_levels() {
         &[("Authorization", &as_bob)],
     );
     assert_eq!(status, 404, "another member sees no owner app");
+    // The app's bytes came on a connection the agent dialed back for the
+    // request, not through its tunnel's frames.
+    let carried =
+        |how: &str| platform.metric(&format!("abode_app_streams_total{{carried=\"{how}\"}}"));
+    assert_eq!(
+        (carried("dial_back") >= 1.0, carried("tunnel")),
+        (true, 0.0),
+        "{}",
+        platform.scrape()
+    );
+    // A dial-back needs an agent's token, and a ticket this server issued.
+    let ticket = "0".repeat(64);
+    let streams = format!("/api/v1/agent/streams/{ticket}");
+    let upgrade = [("Connection", "Upgrade"), ("Upgrade", "abode-stream")];
+    let (status, _, _) = get(port, &server_host, &streams, &upgrade);
+    assert_eq!(status, 401, "a dial-back without an agent token");
+    let mut with_person = upgrade.to_vec();
+    with_person.push(("Authorization", &as_alice));
+    let (status, _, _) = get(port, &server_host, &streams, &with_person);
+    assert_eq!(status, 401, "a person's token is no agent's");
     let (status, headers, _) = get(port, &server_host, owner_path, &[]);
     assert_eq!(
         (status, header(&headers, "location")),

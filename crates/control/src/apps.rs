@@ -408,6 +408,10 @@ impl Control {
             // As messages read as bytes: no pipe and no task between the
             // tunnel and the HTTP client.
             let stream: BoxedStream = Box::new(MessageIo::new(sender, receiver));
+            self.inner
+                .config
+                .metrics
+                .app_stream(abode_metrics::APP_STREAM_TUNNEL);
             return Ok(OpenedApp {
                 stream,
                 target,
@@ -419,9 +423,13 @@ impl Control {
             first = receiver.recv() => DialBackOutcome::OnTunnel(first),
             () = tokio::time::sleep(DIAL_BACK_WAIT) => DialBackOutcome::Silent,
         };
+        let metrics = &self.inner.config.metrics;
         let stream: BoxedStream = match outcome {
             // The tunnel's stream is dropped: the agent hears it is done.
-            DialBackOutcome::Dialed(Some(dialed)) => dialed,
+            DialBackOutcome::Dialed(Some(dialed)) => {
+                metrics.app_stream(abode_metrics::APP_STREAM_DIALED_BACK);
+                dialed
+            }
             DialBackOutcome::Dialed(None) => {
                 return Err(AppRefusal::Unavailable(
                     "the agent's connection for this request broke; try again".into(),

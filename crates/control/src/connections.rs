@@ -82,6 +82,41 @@ impl DialBacks {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// A new ticket for agent `agent_name` of workspace `workspace_id`, and
+    /// where its connection arrives.
+    fn expect(
+        &self,
+        workspace_id: &str,
+        agent_name: &str,
+    ) -> (String, oneshot::Receiver<BoxedStream>) {
+        let mut secret = [0u8; 32];
+        rand::rngs::OsRng.fill_bytes(&mut secret);
+        let ticket = hex::encode(secret);
+        let (deliver, arrived) = oneshot::channel();
+        self.waiting().insert(
+            ticket.clone(),
+            WaitingDialBack {
+                workspace_id: workspace_id.to_string(),
+                agent_name: agent_name.to_string(),
+                deliver,
+            },
+        );
+        (ticket, arrived)
+    }
+
+    /// Uses `ticket` up: where its connection goes, if it was issued for
+    /// this agent.
+    fn take(
+        &self,
+        workspace_id: &str,
+        agent_name: &str,
+        ticket: &str,
+    ) -> Option<oneshot::Sender<BoxedStream>> {
+        let waiting = self.waiting().remove(ticket)?;
+        (waiting.workspace_id == workspace_id && waiting.agent_name == agent_name)
+            .then_some(waiting.deliver)
+    }
 }
 
 /// A stream's wait for its dial-back: the ticket to send its agent, and the
@@ -740,18 +775,7 @@ impl Connections {
     /// A one-time ticket for a stream to the workspace's agent `agent_name`
     /// to dial back with, and the wait for its connection.
     pub(crate) fn expect_dial_back(&self, workspace_id: &str, agent_name: &str) -> DialBackWait {
-        let mut secret = [0u8; 32];
-        rand::rngs::OsRng.fill_bytes(&mut secret);
-        let ticket = hex::encode(secret);
-        let (deliver, arrived) = oneshot::channel();
-        self.inner.dial_backs.waiting().insert(
-            ticket.clone(),
-            WaitingDialBack {
-                workspace_id: workspace_id.to_string(),
-                agent_name: agent_name.to_string(),
-                deliver,
-            },
-        );
+        let (ticket, arrived) = self.inner.dial_backs.expect(workspace_id, agent_name);
         DialBackWait {
             ticket,
             arrived,
@@ -764,16 +788,18 @@ impl Connections {
     /// used up either way). `None` for a ticket unknown here (never issued,
     /// used, given up on, or issued by another server).
     pub fn dialed_back(&self, agent: &Agent, ticket: &str) -> Option<oneshot::Sender<BoxedStream>> {
-        let waiting = self.inner.dial_backs.waiting().remove(ticket)?;
-        if waiting.workspace_id != agent.workspace_id || waiting.agent_name != agent.name {
-            tracing::warn!(
+        let deliver = self
+            .inner
+            .dial_backs
+            .take(&agent.workspace_id, &agent.name, ticket);
+        if deliver.is_none() {
+            tracing::info!(
                 agent = %agent.name,
                 workspace = %agent.workspace_id,
-                "an agent dialed back with another agent's stream ticket; refused"
+                "an agent dialed back with a ticket this server does not wait for (it carries the stream on its tunnel)"
             );
-            return None;
         }
-        Some(waiting.deliver)
+        deliver
     }
 
     /// The workspace's SSH host key seed (hex), created on first use.
@@ -833,6 +859,29 @@ mod tests {
         let (outgoing, from_us) = mpsc::channel(8);
         let (mux, _accept, _task) = Mux::start(Side::Server, incoming, outgoing);
         (mux, to_us, from_us)
+    }
+
+    #[tokio::test]
+    async fn a_dial_back_ticket_is_its_agent_s_and_is_used_once() {
+        let dial_backs = DialBacks::default();
+        let (ticket, mut arrived) = dial_backs.expect("ws", "main");
+        let (other, _other_arrived) = dial_backs.expect("ws", "main");
+        assert_eq!(ticket.len(), 64);
+        assert_ne!(ticket, other, "each stream has its own ticket");
+        assert!(dial_backs.take("ws", "main", "unknown").is_none());
+        // Another workspace's agent, or another agent of the workspace, with
+        // the ticket: refused, and the ticket is gone.
+        assert!(dial_backs.take("other-ws", "main", &other).is_none());
+        assert!(dial_backs.take("ws", "main", &other).is_none());
+        let deliver = dial_backs.take("ws", "main", &ticket).unwrap();
+        assert!(
+            dial_backs.take("ws", "main", &ticket).is_none(),
+            "used once"
+        );
+        let (near, _far) = tokio::io::duplex(64);
+        assert!(deliver.send(Box::new(near)).is_ok());
+        assert!(arrived.try_recv().is_ok());
+        assert!(dial_backs.waiting().is_empty());
     }
 
     #[tokio::test]

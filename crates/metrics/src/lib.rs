@@ -97,6 +97,16 @@ struct ActionLabels {
     action: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CarriedLabels {
+    carried: String,
+}
+
+/// How an app request reached its agent (`abode_app_streams{carried}`): on
+/// a connection the agent dialed back for it, or through its tunnel.
+pub const APP_STREAM_DIALED_BACK: &str = "dial_back";
+pub const APP_STREAM_TUNNEL: &str = "tunnel";
+
 /// Background loops of `abode_background_passes_total{task}`.
 pub const PASS_SCHEDULER: &str = "scheduler";
 pub const PASS_PREBUILDS: &str = "prebuilds";
@@ -199,6 +209,7 @@ struct Inner {
     data_dir_low: Gauge,
     background_passes: Family<TaskLabels, Counter>,
     scheduler_actions: Family<ActionLabels, Counter>,
+    app_streams: Family<CarriedLabels, Counter>,
 }
 
 /// Registers `metric` under `name` and hands it back to be kept in a field.
@@ -245,6 +256,7 @@ impl Metrics {
             data_dir_low: register(reg, "abode_data_dir_low", "1 while this server's data dir has less free space than --min-free-disk: it starts no build", Gauge::default()),
             background_passes: register(reg, "abode_background_passes", "Passes of this server's background loops (scheduler, prebuilds, notifications, keeper, provisioner), counted as each pass ends", Family::default()),
             scheduler_actions: register(reg, "abode_scheduler_actions", "What this server's scheduler ticks did: builds asked for, workspaces marked dormant, deletions notified, actions that failed", Family::default()),
+            app_streams: register(reg, "abode_app_streams", "App requests carried to their workspace's agent, by how: dial_back (a connection the agent opened for the request) or tunnel (through the agent's tunnel: an older agent, or a dial-back a proxy or another server did not let through)", Family::default()),
             registry: r,
         };
         Metrics {
@@ -382,6 +394,17 @@ impl Metrics {
                 action: action.to_string(),
             })
             .inc_by(count);
+    }
+
+    /// An app request reached its agent, `carried` as
+    /// [`APP_STREAM_DIALED_BACK`] or [`APP_STREAM_TUNNEL`].
+    pub fn app_stream(&self, carried: &str) {
+        self.inner
+            .app_streams
+            .get_or_create(&CarriedLabels {
+                carried: carried.to_string(),
+            })
+            .inc();
     }
 
     /// The gauges read from the database by one refresh.
