@@ -210,7 +210,7 @@ async fn apps_by_path_and_subdomain_with_their_share_levels() {
     require_terraform();
     let mut flags = util::FAST_AGENT_FLAGS.to_vec();
     flags.extend(["--wildcard-access-url", "*.apps.test", "--allow-path-apps"]);
-    let platform = Platform::start_with(&flags);
+    let platform = Platform::start_with_metrics(None, &flags);
     platform.login_owner();
     let (web_port, probe_port, echo_port) =
         (free_port(), probe_server(), util::websocket_echo_server());

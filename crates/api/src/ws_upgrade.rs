@@ -13,7 +13,7 @@ use std::future::Future;
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
-use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use hyper::upgrade::{OnUpgrade, Upgraded};
 use hyper_util::rt::TokioIo;
@@ -47,8 +47,8 @@ impl IntoResponse for NotAnUpgrade {
 }
 
 /// Whether header `name` lists `token` (comma-separated, any case).
-fn lists(parts: &Parts, name: header::HeaderName, token: &str) -> bool {
-    parts.headers.get_all(name).iter().any(|value| {
+pub(crate) fn lists(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
+    headers.get_all(name).iter().any(|value| {
         value.to_str().is_ok_and(|value| {
             value
                 .split(',')
@@ -61,8 +61,8 @@ fn lists(parts: &Parts, name: header::HeaderName, token: &str) -> bool {
 /// (RFC 6455, 4.2.1); `None` for any other.
 fn accept_value(parts: &Parts) -> Option<HeaderValue> {
     if parts.method != Method::GET
-        || !lists(parts, header::CONNECTION, "upgrade")
-        || !lists(parts, header::UPGRADE, "websocket")
+        || !lists(&parts.headers, header::CONNECTION, "upgrade")
+        || !lists(&parts.headers, header::UPGRADE, "websocket")
         || parts
             .headers
             .get(header::SEC_WEBSOCKET_VERSION)

@@ -39,7 +39,7 @@ use tokio::sync::mpsc;
 use abode_control::connections::{AgentStream, ConnectRequest, Connection, Eviction};
 use abode_tunnel::{dial_back, frame, Mux, Side, StreamKind};
 
-use crate::ws_upgrade::BufferedUpgrade;
+use crate::ws_upgrade::{lists, BufferedUpgrade};
 use crate::{ApiError, AppState};
 use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame as TunnelCloseFrame;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -219,18 +219,6 @@ async fn agent_connect(
         .headers_mut()
         .insert(dial_back::DIAL_BACK_HEADER, HeaderValue::from_static("1"));
     Ok(response)
-}
-
-/// Whether header `name` of `headers` lists `token` (comma-separated, any
-/// case).
-fn lists(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
-    headers.get_all(name).iter().any(|value| {
-        value.to_str().is_ok_and(|value| {
-            value
-                .split(',')
-                .any(|item| item.trim().eq_ignore_ascii_case(token))
-        })
-    })
 }
 
 /// An agent's connection for one stream (its ticket): switched to the
