@@ -16,7 +16,8 @@
 //! With deploy/nginx/abode-apps.conf beside it (a wildcard certificate of
 //! the same CA): a workspace's apps on their own subdomains, a download by
 //! a script with an API token, a visitor sent to sign in on the dashboard's
-//! origin, and a WebSocket app upgraded through nginx over TLS. And the web
+//! origin, and a WebSocket app upgraded through nginx over TLS, each on a
+//! connection the agent dialed back through nginx. And the web
 //! terminal in headless Chromium pinned to the proxy's key: the page, its
 //! `Secure` cookie and its WebSocket through nginx.
 
@@ -49,11 +50,21 @@ impl Nginx {
     /// HTTPS on `https_port` (the access URL's, chosen before the server
     /// started); plain HTTP on a port of its own.
     fn start(dir: &Path, https_port: u16, upstream: &str, certificate: &Path, key: &Path) -> Nginx {
-        Nginx::start_with_apps(dir, https_port, upstream, certificate, key, None)
+        Nginx::start_with_apps(
+            dir,
+            https_port,
+            upstream,
+            certificate,
+            key,
+            None,
+            DialBacks::Pass,
+        )
     }
 
     /// [`Nginx::start`], with deploy/nginx/abode-apps.conf beside it when
-    /// `apps` gives the wildcard host and its certificate and key.
+    /// `apps` gives the wildcard host and its certificate and key; with
+    /// the agents' dial-back route answered 404 by nginx itself when
+    /// `dial_backs` says so.
     fn start_with_apps(
         dir: &Path,
         https_port: u16,
@@ -61,6 +72,7 @@ impl Nginx {
         certificate: &Path,
         key: &Path,
         apps: Option<(&str, &Path, &Path)>,
+        dial_backs: DialBacks,
     ) -> Nginx {
         let dir = dir.join("nginx");
         std::fs::create_dir_all(&dir).unwrap();
@@ -92,6 +104,16 @@ impl Nginx {
                 .replace("__KEY__", key.to_str().unwrap())
                 .replace("__UPSTREAM__", upstream);
             assert!(!site.contains("__"), "a placeholder is left:\n{site}");
+            let site = match dial_backs {
+                DialBacks::Pass => site,
+                DialBacks::Refused => {
+                    assert_eq!(site.matches("    location / {").count(), 1, "{site}");
+                    site.replace(
+                        "    location / {",
+                        "    location /api/v1/agent/streams/ { return 404; }\n    location / {",
+                    )
+                }
+            };
             std::fs::write(dir.join("abode.conf"), site).unwrap();
             let d = dir.display();
             // The main configuration Debian's /etc/nginx/nginx.conf would
@@ -620,6 +642,25 @@ fn tls_to(
 
 #[test]
 fn apps_on_their_own_subdomains_through_nginx_as_documented() {
+    apps_through_nginx(DialBacks::Pass);
+}
+
+/// A proxy that does not let dial-backs through (here nginx answering 404
+/// for their route, as one without the route to the server would): every
+/// app request still works, carried on the agent's tunnel.
+#[test]
+fn apps_behind_a_proxy_that_refuses_dial_backs_go_through_the_tunnel() {
+    apps_through_nginx(DialBacks::Refused);
+}
+
+/// Whether the proxy passes the agent's dial-backs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum DialBacks {
+    Pass,
+    Refused,
+}
+
+fn apps_through_nginx(dial_backs: DialBacks) {
     require_terraform();
     let dir = tempfile::tempdir().unwrap();
     let authority = Authority::new(dir.path());
@@ -637,7 +678,8 @@ fn apps_on_their_own_subdomains_through_nginx_as_documented() {
         "--wildcard-access-url",
         "*.apps.localhost",
     ]);
-    let platform = Platform::start_with_env(&flags, &[("ABODE_CA_CERT", ca.to_str().unwrap())]);
+    let platform =
+        Platform::start_with_env_and_metrics(&flags, &[("ABODE_CA_CERT", ca.to_str().unwrap())]);
     let upstream = platform.url.trim_start_matches("http://").to_string();
     let nginx = Nginx::start_with_apps(
         dir.path(),
@@ -646,6 +688,7 @@ fn apps_on_their_own_subdomains_through_nginx_as_documented() {
         &certificate,
         &key,
         Some(("*.apps.localhost", &apps_certificate, &apps_key)),
+        dial_backs,
     );
     let https = nginx.https();
     first_login_through(&platform, &ca, &https);
@@ -771,6 +814,27 @@ fn apps_on_their_own_subdomains_through_nginx_as_documented() {
         .unwrap();
     let echoed = socket.read().unwrap();
     assert_eq!(echoed.into_text().unwrap(), "echo through nginx");
+
+    // The agent's dial-backs went through nginx over TLS, trusting the
+    // private CA, as its tunnel does (none fell back to the tunnel); or,
+    // refused, every request went through the tunnel.
+    let carried =
+        |how: &str| platform.metric(&format!("abode_app_streams_total{{carried=\"{how}\"}}"));
+    let (dialed, tunnelled) = (carried("dial_back"), carried("tunnel"));
+    match dial_backs {
+        DialBacks::Pass => assert!(
+            dialed >= 2.0 && tunnelled == 0.0,
+            "{dialed} dialed back, {tunnelled} on the tunnel\n{}",
+            platform.server_log()
+        ),
+        DialBacks::Refused => assert!(
+            dialed == 0.0 && tunnelled >= 2.0,
+            "{dialed} dialed back, {tunnelled} on the tunnel\n{}\n{}\n{}",
+            nginx.logs(),
+            platform.scrape(),
+            platform.server_log()
+        ),
+    }
 }
 
 /// The web terminal through nginx over TLS, in a browser that trusts the

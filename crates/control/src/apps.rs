@@ -438,6 +438,9 @@ impl Control {
             // The agent's marker (an empty frame), or the stream's end when
             // it could not reach the port: the HTTP client sees that.
             DialBackOutcome::OnTunnel(first) => {
+                if first.is_some() {
+                    metrics.app_stream(abode_metrics::APP_STREAM_TUNNEL);
+                }
                 Box::new(MessageIo::new(sender, receiver).starting_with(first.unwrap_or_default()))
             }
             DialBackOutcome::Silent => {

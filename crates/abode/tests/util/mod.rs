@@ -168,7 +168,17 @@ impl Platform {
     /// Starts a server with extra flags and extra variables in its
     /// environment.
     pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Platform {
-        let mut platform = Platform::start_on(None, extra);
+        Platform::with_env(Platform::start_on(None, extra), env)
+    }
+
+    /// [`Platform::start_with_env`] with a metrics listener, as
+    /// [`Platform::start_with_metrics`].
+    pub fn start_with_env_and_metrics(extra: &[&str], env: &[(&str, &str)]) -> Platform {
+        Platform::with_env(Platform::start_with_metrics(None, extra), env)
+    }
+
+    /// `platform`'s server started again with `env` added.
+    fn with_env(mut platform: Platform, env: &[(&str, &str)]) -> Platform {
         platform.stop_server();
         platform.server_env = env
             .iter()
