@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # App downloads through the server (issue 33): a file served in a workspace
 # by `python3 -m http.server`, downloaded with curl through the server (a
-# path app: the server, the agent's tunnel, the agent) and straight from
-# the port on loopback, alternately, in one run. Floor: through the server
-# at least 0.5x the direct throughput.
+# path app: the server, the agent, the app) and straight from the port on
+# loopback, alternately, in one run; first with the agent dialing back a
+# connection per request (the default), then, the server restarted with
+# `--app-dial-back off`, through the agent's tunnel. Each also times 200
+# small requests through the server (what a dial-back costs per request).
+# Floor: through the server at least 0.5x the direct throughput.
 #
 # Usage: benches/app-download.sh [--size-mb N] [--rounds N] [--bin PATH]
 #   --size-mb N  the file's size (default 200)
@@ -91,23 +94,57 @@ proxied="$server_url/@bench/ws/apps/files/big"
 curl -fsS -o /dev/null -H "Authorization: Bearer $token" "$proxied" \
     || { echo "$bench: the app does not answer through the server" >&2; exit 1; }
 
+printf 'small\n' >"$work/files/small"
 now() { echo "$EPOCHREALTIME"; }
-rate() { python3 -c "print(f'{$size_mb / ($2 - $1):.0f}')"; }
-direct_total=0
-proxied_total=0
-for round in $(seq 1 "$rounds"); do
-    start="$(now)"; curl -fsS -o /dev/null "$direct"; end="$(now)"
-    direct_total="$(python3 -c "print($direct_total + $end - $start)")"
-    d="$(rate "$start" "$end")"
-    start="$(now)"; curl -fsS -o /dev/null -H "Authorization: Bearer $token" "$proxied"; end="$(now)"
-    proxied_total="$(python3 -c "print($proxied_total + $end - $start)")"
-    p="$(rate "$start" "$end")"
-    echo "round $round: direct $d MB/s, through the server $p MB/s"
-done
-python3 - "$size_mb" "$rounds" "$direct_total" "$proxied_total" <<'PY'
+# rounds LABEL: the downloads, alternately straight and through the server;
+# then 200 small requests through the server (one curl, one connection to
+# the server, a stream to the agent each), their median and p90 in ms.
+# Appends "LABEL direct_seconds proxied_seconds median p90" to $work/results.
+rounds() {
+    local label="$1" direct_total=0 proxied_total=0 start end
+    for round in $(seq 1 "$rounds"); do
+        start="$(now)"; curl -fsS -o /dev/null "$direct"; end="$(now)"
+        direct_total="$(python3 -c "print($direct_total + $end - $start)")"
+        start="$(now)"; curl -fsS -o /dev/null -H "Authorization: Bearer $token" "$proxied"; end="$(now)"
+        proxied_total="$(python3 -c "print($proxied_total + $end - $start)")"
+    done
+    local urls=()
+    for _ in $(seq 1 200); do urls+=(-o /dev/null "$server_url/@bench/ws/apps/files/small"); done
+    curl -fsS -H "Authorization: Bearer $token" -w '%{time_total}\n' "${urls[@]}" >"$work/small-$label"
+    python3 - "$label" "$direct_total" "$proxied_total" "$work/small-$label" >>"$work/results" <<'PY'
+import statistics, sys
+label, direct, proxied, small = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+times = sorted(float(line) * 1000 for line in open(small) if line.strip())
+print(label, direct, proxied, statistics.median(times), times[int(len(times) * 0.9)])
+PY
+}
+# wait_ready: until the workspace's agent is connected again.
+wait_ready() {
+    for _ in $(seq 1 300); do
+        [ "$("$bin" show ws --output json 2>/dev/null | jq -r .agent.status)" = ready ] \
+            && curl -fsS -o /dev/null -H "Authorization: Bearer $token" "$proxied" && return 0
+        sleep 0.2
+    done
+    echo "$bench: the agent did not come back after the restart" >&2
+    exit 1
+}
+rounds dial-back
+# The same server, data and workspace, restarted with every app request on
+# the agent's tunnel.
+kill "$server_pid"; wait "$server_pid" 2>/dev/null || true
+"$bin" server --address "${server_url#http://}" --data-dir "$work/data" --provisioners 1 \
+    --allow-path-apps --terraform-sandbox off --app-dial-back off >>"$work/server.log" 2>&1 &
+server_pid=$!
+wait_ready
+rounds tunnel
+python3 - "$size_mb" "$rounds" "$work/results" <<'PY'
 import sys
-size, rounds, direct, proxied = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-d, p = size * rounds / direct, size * rounds / proxied
-print(f"mean: direct {d:.0f} MB/s, through the server {p:.0f} MB/s, ratio {p / d:.2f} (floor 0.5)")
+size, rounds = float(sys.argv[1]), int(sys.argv[2])
+rows = [line.split() for line in open(sys.argv[3])]
+print(f"{'carried':<10} {'direct MB/s':>12} {'server MB/s':>12} {'ratio':>6} {'small median ms':>16} {'small p90 ms':>13}")
+for label, direct, proxied, median, p90 in rows:
+    d, p = size * rounds / float(direct), size * rounds / float(proxied)
+    print(f"{label:<10} {d:>12.0f} {p:>12.0f} {p / d:>6.2f} {float(median):>16.2f} {float(p90):>13.2f}")
+print("floor: through the server at least 0.5x the direct download (dial-back, the default)")
 PY
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -136,6 +136,13 @@ pub struct ServerArgs {
     /// dashboard's origin: a script it serves acts as whoever opens it.
     #[arg(long, env = "ABODE_ALLOW_PATH_APPS")]
     allow_path_apps: bool,
+    /// Carry each app request on a connection the agent dials back to the
+    /// server for it (`on`: about twice the download speed, three more
+    /// round trips between agent and server per request), or always on the
+    /// agent's tunnel (`off`: for agents far from the server, whose pages
+    /// make many small requests). docs/apps.md.
+    #[arg(long, env = "ABODE_APP_DIAL_BACK", value_enum, default_value_t = crate::terraform_flags::OnOff::On)]
+    app_dial_back: crate::terraform_flags::OnOff,
     /// A tag this server's provisioners offer (`key=value`, repeatable): they
     /// take the jobs of template versions whose tags are all among theirs
     /// (untagged versions' jobs go to any provisioner).
@@ -667,6 +674,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
             .transpose()
             .map_err(|error| anyhow::anyhow!(error))?,
         allow_path_apps: args.allow_path_apps,
+        no_dial_back: args.app_dial_back == crate::terraform_flags::OnOff::Off,
     };
     if args.allow_path_apps {
         tracing::warn!(

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-/// `--terraform-sandbox`.
+/// An on/off flag's value (`--terraform-sandbox`, `--app-dial-back`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum OnOff {
     On,

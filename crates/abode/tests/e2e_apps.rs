@@ -576,4 +576,35 @@ async fn apps_by_path_and_subdomain_with_their_share_levels() {
     browser.go(&format!("{base}/workspaces/alice/dev")).await;
     browser.wait_for_text("Signed in as alice").await;
     browser.close().await;
+
+    // `--app-dial-back off` (by its environment variable): the same app,
+    // each request on the agent's tunnel once it reconnected.
+    let mut platform = platform;
+    platform.restart_server_with_env(&[("ABODE_APP_DIAL_BACK", "off")]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, _, body) = get(
+            port,
+            &server_host,
+            owner_path,
+            &[("Authorization", &as_alice)],
+        );
+        if status == 200 {
+            assert_eq!(body, "hello from the workspace\n");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the app never answered after the restart: {status} {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let carried =
+        |how: &str| platform.metric(&format!("abode_app_streams_total{{carried=\"{how}\"}}"));
+    assert_eq!(
+        (carried("dial_back"), carried("tunnel") >= 1.0),
+        (0.0, true),
+        "{}",
+        platform.scrape()
+    );
 }

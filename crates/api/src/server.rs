@@ -307,6 +307,7 @@ impl Server {
                 .clone()
                 .map(|wildcard| wildcard.with_port_of(&config.access_url)),
             allow_path_apps: options.apps.allow_path_apps,
+            no_dial_back: options.apps.no_dial_back,
         };
         config.provisioner_tags = options.provisioner_tags.clone();
         config.trusted_proxies =

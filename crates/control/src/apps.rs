@@ -36,6 +36,9 @@ pub struct AppsConfig {
     /// `--allow-path-apps`: apps under the dashboard's own address,
     /// `/@OWNER/WORKSPACE.AGENT/apps/SLUG/`, sharing its origin.
     pub allow_path_apps: bool,
+    /// `--app-dial-back off`: every app request on its agent's tunnel,
+    /// never on a connection the agent dials back (docs/apps.md).
+    pub no_dial_back: bool,
 }
 
 /// The wildcard access URL's host pattern: `*.` and a domain, with a port
@@ -382,7 +385,8 @@ impl Control {
         // An agent that dials back carries the app's bytes on a connection
         // of its own, with no tunnel framing between (what a download's
         // throughput depends on).
-        let mut dial_back = mux.peer_dials_back().then(|| {
+        let asks = mux.peer_dials_back() && !self.inner.config.apps.no_dial_back;
+        let mut dial_back = asks.then(|| {
             self.connections()
                 .expect_dial_back(&workspace.id, &app.agent_name)
         });

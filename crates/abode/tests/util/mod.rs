@@ -350,6 +350,15 @@ impl Platform {
         self.spawn_until_ready(false);
     }
 
+    /// [`Platform::restart_server`] with `env` added to the server's
+    /// environment (a setting changed between two runs).
+    pub fn restart_server_with_env(&mut self, env: &[(&str, &str)]) {
+        self.stop_server();
+        self.server_env
+            .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        self.spawn_until_ready(false);
+    }
+
     /// Kills the server with SIGKILL, as a crash or the OOM killer would:
     /// it runs no clean-up, and what it started (Terraform, its providers,
     /// workspace processes) is left as it is.
