@@ -303,9 +303,12 @@ struct DialBackTo {
     last_error: std::sync::Mutex<String>,
 }
 
-/// The read and write buffers of a dialed-back copy: a few of the app's
-/// writes at once, so a bulk download moves in few system calls.
-const DIALED_COPY_BUFFER: usize = 256 * 1024;
+/// The buffer of a dialed-back copy from the app to the server: a few of
+/// the app's writes at once, so a bulk download moves in few system calls.
+const DIALED_DOWNLOAD_BUFFER: usize = 256 * 1024;
+/// The other way (a request, an upload) is rarely bulk: an agent serving
+/// many requests at once keeps its memory.
+const DIALED_UPLOAD_BUFFER: usize = 64 * 1024;
 
 /// Carries a forwarded port's stream on a connection of its own to the
 /// server (the stream's ticket); where that cannot be had, on the tunnel
@@ -320,8 +323,8 @@ async fn forward_dialed(incoming: Incoming, mut tcp: TcpStream, to: &DialBackTo,
             let _ = tokio::io::copy_bidirectional_with_sizes(
                 &mut tcp,
                 &mut server,
-                DIALED_COPY_BUFFER,
-                DIALED_COPY_BUFFER,
+                DIALED_DOWNLOAD_BUFFER,
+                DIALED_UPLOAD_BUFFER,
             )
             .await;
             drop((sender, receiver));
