@@ -318,6 +318,11 @@ async fn forward_dialed(incoming: Incoming, mut tcp: TcpStream, to: &DialBackTo,
     let (mut sender, receiver) = incoming.into_messages();
     match crate::dial_back::dial(&to.base_url, &to.token, ticket).await {
         Ok(mut server) => {
+            // A failure that comes back after this is news again.
+            to.last_error
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .clear();
             // The tunnel's stream stays open until the copy ends: the
             // server drops it once the connection reached it.
             let _ = tokio::io::copy_bidirectional_with_sizes(
@@ -463,7 +468,31 @@ mod tests {
             ("not a URL the agent dials", "ftp://127.0.0.1".to_string()),
         ];
         let app = echo_app().await;
-        for (case, base_url) in cases {
+        let valid = "7".repeat(64);
+        let endless_head: &'static str =
+            Box::leak(format!("HTTP/1.1 101 {}", "x".repeat(64 * 1024)).into_boxed_str());
+        let cases = cases
+            .into_iter()
+            .map(|(case, url)| (case, url, valid.clone()))
+            .chain([
+                (
+                    "an endless head",
+                    format!("http://127.0.0.1:{}", dial_back_server(endless_head).await),
+                    valid.clone(),
+                ),
+                (
+                    "a ticket that is none",
+                    format!(
+                        "http://127.0.0.1:{}",
+                        dial_back_server(
+                            "HTTP/1.1 101 Switching Protocols\r\nupgrade: abode-stream\r\n\r\n"
+                        )
+                        .await
+                    ),
+                    "ticket\r\nx-injected: 1".to_string(),
+                ),
+            ]);
+        for (case, base_url, ticket) in cases {
             let (server, mut accept) = tunnel();
             let (mut sender, mut receiver) = server.open_messages(b"{}".to_vec()).await.unwrap();
             let incoming = accept.recv().await.unwrap();
@@ -474,7 +503,7 @@ mod tests {
             };
             let tcp = TcpStream::connect(("127.0.0.1", app)).await.unwrap();
             let agent =
-                tokio::spawn(async move { forward_dialed(incoming, tcp, &to, "ticket").await });
+                tokio::spawn(async move { forward_dialed(incoming, tcp, &to, &ticket).await });
             assert_eq!(
                 receiver.recv().await,
                 Some(Vec::new()),
@@ -506,7 +535,9 @@ mod tests {
             last_error: std::sync::Mutex::new(String::new()),
         };
         let tcp = TcpStream::connect(("127.0.0.1", app)).await.unwrap();
-        let agent = tokio::spawn(async move { forward_dialed(incoming, tcp, &to, "t1").await });
+        let ticket = "a1".repeat(32);
+        let sent = ticket.clone();
+        let agent = tokio::spawn(async move { forward_dialed(incoming, tcp, &to, &sent).await });
         let (mut socket, _) = listener.accept().await.unwrap();
         let mut head = Vec::new();
         let mut byte = [0u8; 1];
@@ -516,15 +547,16 @@ mod tests {
         }
         let head = String::from_utf8(head).unwrap();
         assert!(
-            head.starts_with("GET /prefix/api/v1/agent/streams/t1 HTTP/1.1\r\n"),
+            head.starts_with("GET /prefix/api/v1/agent/streams HTTP/1.1\r\n"),
             "{head}"
         );
         for line in [
-            "Authorization: Bearer agent-token",
-            "Upgrade: abode-stream",
-            "Connection: Upgrade",
+            "Authorization: Bearer agent-token".to_string(),
+            format!("x-abode-stream-ticket: {ticket}"),
+            "Upgrade: abode-stream".to_string(),
+            "Connection: Upgrade".to_string(),
         ] {
-            assert!(head.contains(line), "{head}");
+            assert!(head.contains(&line), "{head}");
         }
         // The answer and the first bytes of the stream in one write: the
         // agent keeps what followed the head.

@@ -8,8 +8,10 @@
 //! bytes, and what the server sent after its answer's head stays in the
 //! returned reader's buffer.
 
-use abode_tunnel::dial_back::{streams_path, UPGRADE_PROTOCOL};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use std::time::Duration;
+
+use abode_tunnel::dial_back::{is_ticket, STREAMS_PATH, TICKET_HEADER, UPGRADE_PROTOCOL};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio_tungstenite::MaybeTlsStream;
 
@@ -18,6 +20,11 @@ pub type Dialed = BufReader<MaybeTlsStream<TcpStream>>;
 
 /// The most an answer's head may take before it is refused.
 const MAX_HEAD: usize = 16 * 1024;
+
+/// How long a dial-back may take, well within the server's wait for it
+/// (15 s): one that hangs (a route that drops packets, a proxy that never
+/// answers) falls back to the tunnel in time.
+const DIAL_TIMEOUT: Duration = Duration::from_secs(5);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DialBackError {
@@ -29,6 +36,14 @@ pub enum DialBackError {
     Refused(String),
     #[error("the server's answer is not HTTP/1.1 ({0})")]
     Malformed(&'static str),
+    /// The server's certificate was refused (one line: which, why, the fix).
+    #[error("{0}")]
+    Certificate(String),
+    #[error("no answer within {} s", DIAL_TIMEOUT.as_secs())]
+    TimedOut,
+    /// What the tunnel brought is no ticket, or the token no header value.
+    #[error("{0}")]
+    Unusable(&'static str),
 }
 
 /// Where `base_url` says to connect: whether over TLS, the host (for the
@@ -65,8 +80,23 @@ fn target(base_url: &str) -> Result<(bool, String, String, String), DialBackErro
     Ok((tls, host.to_string(), address, prefix.to_string()))
 }
 
-/// Opens the dial-back connection of `ticket` to the server at `base_url`.
+/// Opens the dial-back connection of `ticket` to the server at `base_url`,
+/// within [`DIAL_TIMEOUT`].
 pub async fn dial(base_url: &str, token: &str, ticket: &str) -> Result<Dialed, DialBackError> {
+    if !is_ticket(ticket) {
+        return Err(DialBackError::Unusable("the server sent no usable ticket"));
+    }
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(DialBackError::Unusable(
+            "the agent token is not a valid header value",
+        ));
+    }
+    tokio::time::timeout(DIAL_TIMEOUT, dial_untimed(base_url, token, ticket))
+        .await
+        .map_err(|_| DialBackError::TimedOut)?
+}
+
+async fn dial_untimed(base_url: &str, token: &str, ticket: &str) -> Result<Dialed, DialBackError> {
     let (tls, host, address, prefix) = target(base_url)?;
     let connect_error = |reason: String| DialBackError::Connect {
         address: address.clone(),
@@ -80,10 +110,12 @@ pub async fn dial(base_url: &str, token: &str, ticket: &str) -> Result<Dialed, D
         let name = tokio_rustls::rustls::pki_types::ServerName::try_from(host.clone())
             .map_err(|_| DialBackError::Url(base_url.to_string()))?;
         let connector = tokio_rustls::TlsConnector::from(abode_tls::client_config());
-        let tls = connector
-            .connect(name, tcp)
-            .await
-            .map_err(|error| connect_error(error.to_string()))?;
+        let tls = connector.connect(name, tcp).await.map_err(|error| {
+            match abode_tls::explain(&error, &address) {
+                Some(line) => DialBackError::Certificate(line),
+                None => connect_error(error.to_string()),
+            }
+        })?;
         MaybeTlsStream::Rustls(tls)
     } else {
         MaybeTlsStream::Plain(tcp)
@@ -93,8 +125,7 @@ pub async fn dial(base_url: &str, token: &str, ticket: &str) -> Result<Dialed, D
         .strip_suffix(if tls { ":443" } else { ":80" })
         .unwrap_or(&address);
     let request = format!(
-        "GET {prefix}{path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\nConnection: Upgrade\r\nUpgrade: {UPGRADE_PROTOCOL}\r\n\r\n",
-        path = streams_path(ticket),
+        "GET {prefix}{STREAMS_PATH} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\n{TICKET_HEADER}: {ticket}\r\nConnection: Upgrade\r\nUpgrade: {UPGRADE_PROTOCOL}\r\n\r\n",
     );
     stream
         .write_all(request.as_bytes())
@@ -126,19 +157,23 @@ async fn read_switching(stream: &mut Dialed) -> Result<(), HeadError> {
     let mut taken = 0;
     loop {
         line.clear();
-        let read = stream
+        // Never more than what is left of the head's bound, even in one
+        // endless line.
+        let left = (MAX_HEAD - taken) as u64;
+        let read = (&mut *stream)
+            .take(left)
             .read_until(b'\n', &mut line)
             .await
             .map_err(HeadError::Io)?;
         taken += read;
+        if taken >= MAX_HEAD {
+            return Err(HeadError::Answer(DialBackError::Malformed(
+                "its head is too long",
+            )));
+        }
         if read == 0 {
             return Err(HeadError::Answer(DialBackError::Malformed(
                 "it ended before its head did",
-            )));
-        }
-        if taken > MAX_HEAD {
-            return Err(HeadError::Answer(DialBackError::Malformed(
-                "its head is too long",
             )));
         }
         let text = String::from_utf8_lossy(&line);

@@ -329,13 +329,17 @@ async fn apps_by_path_and_subdomain_with_their_share_levels() {
     );
     // A dial-back needs an agent's token, and a ticket this server issued.
     let ticket = "0".repeat(64);
-    let streams = format!("/api/v1/agent/streams/{ticket}");
-    let upgrade = [("Connection", "Upgrade"), ("Upgrade", "abode-stream")];
-    let (status, _, _) = get(port, &server_host, &streams, &upgrade);
+    let streams = "/api/v1/agent/streams";
+    let upgrade = [
+        ("Connection", "Upgrade"),
+        ("Upgrade", "abode-stream"),
+        ("x-abode-stream-ticket", ticket.as_str()),
+    ];
+    let (status, _, _) = get(port, &server_host, streams, &upgrade);
     assert_eq!(status, 401, "a dial-back without an agent token");
     let mut with_person = upgrade.to_vec();
     with_person.push(("Authorization", &as_alice));
-    let (status, _, _) = get(port, &server_host, &streams, &with_person);
+    let (status, _, _) = get(port, &server_host, streams, &with_person);
     assert_eq!(status, 401, "a person's token is no agent's");
     let (status, headers, _) = get(port, &server_host, owner_path, &[]);
     assert_eq!(

@@ -110,7 +110,7 @@ impl Nginx {
                     assert_eq!(site.matches("    location / {").count(), 1, "{site}");
                     site.replace(
                         "    location / {",
-                        "    location /api/v1/agent/streams/ { return 404; }\n    location / {",
+                        "    location = /api/v1/agent/streams { return 404; }\n    location / {",
                     )
                 }
             };

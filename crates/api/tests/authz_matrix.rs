@@ -228,6 +228,8 @@ fn table() -> Vec<Row> {
         ("POST", "/agent/activity", Body::None,                                                            [401, 401, 401, 401, 401, 401, 401, 204]),
         // Not a WebSocket request: 426 once the agent is known.
         ("GET", "/agent/connect", Body::None,                                                              [401, 401, 401, 401, 401, 401, 401, 426]),
+        // A dial-back without its ticket: 400 once the agent is known.
+        ("GET", "/agent/streams", Body::None,                                                              [401, 401, 401, 401, 401, 401, 401, 400]),
         // ---- last: it ends the session each column used ----
         ("POST", "/logout", Body::None,                                                                    [204, 204, 204, 204, 204, 204, 401, 401]),
     ]

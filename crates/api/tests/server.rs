@@ -729,6 +729,58 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
         !body.to_string().contains(agent_token),
         "the token is never served"
     );
+    // A dial-back (docs/apps.md): its ticket in its header, an upgrade to
+    // abode-stream, and a ticket this server issued to this agent.
+    let dial_back = |headers: &'static [(&'static str, &'static str)]| {
+        let url = format!("{}/agent/streams", harness.base);
+        tokio::task::spawn_blocking(move || {
+            let mut request = ureq::get(&url).set("Authorization", "Bearer agent-secret-token");
+            for (name, value) in headers {
+                request = request.set(name, value);
+            }
+            common::respond(request.call())
+        })
+    };
+    const TICKET: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    type Headers = &'static [(&'static str, &'static str)];
+    let cases: [(Headers, u16, &str); 4] = [
+        (
+            &[("Connection", "Upgrade"), ("Upgrade", "abode-stream")],
+            400,
+            "bad_request",
+        ),
+        (
+            &[
+                ("x-abode-stream-ticket", "../../etc"),
+                ("Connection", "Upgrade"),
+                ("Upgrade", "abode-stream"),
+            ],
+            400,
+            "bad_request",
+        ),
+        (
+            &[("x-abode-stream-ticket", TICKET)],
+            426,
+            "upgrade_required",
+        ),
+        (
+            &[
+                ("x-abode-stream-ticket", TICKET),
+                ("Connection", "Upgrade"),
+                ("Upgrade", "abode-stream"),
+            ],
+            404,
+            "not_found",
+        ),
+    ];
+    for (headers, expected, code) in cases {
+        let (status, body) = dial_back(headers).await.unwrap();
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (expected, Some(code)),
+            "{headers:?}: {body}"
+        );
+    }
     let (status, _) = harness
         .call(
             "POST",

@@ -218,8 +218,8 @@ const DIAL_BACK_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// How a dial-back wait ended.
 enum DialBackOutcome {
-    /// The agent's connection arrived (`None`: it broke on the way).
-    Dialed(Option<BoxedStream>),
+    /// The agent's connection arrived.
+    Dialed(BoxedStream),
     /// The stream stays on the tunnel: what came first on it (`None`: it
     /// ended).
     OnTunnel(Option<Vec<u8>>),
@@ -422,22 +422,26 @@ impl Control {
                 app,
             });
         };
-        let outcome = tokio::select! {
-            dialed = wait.arrived() => DialBackOutcome::Dialed(dialed),
-            first = receiver.recv() => DialBackOutcome::OnTunnel(first),
-            () = tokio::time::sleep(DIAL_BACK_WAIT) => DialBackOutcome::Silent,
+        let deadline = tokio::time::Instant::now() + DIAL_BACK_WAIT;
+        // A dial-back that broke on the way (its upgrade failed) leaves the
+        // agent to carry the stream on the tunnel: its marker still counts.
+        let mut dial_broke = false;
+        let outcome = loop {
+            tokio::select! {
+                dialed = wait.arrived(), if !dial_broke => match dialed {
+                    Some(dialed) => break DialBackOutcome::Dialed(dialed),
+                    None => dial_broke = true,
+                },
+                first = receiver.recv() => break DialBackOutcome::OnTunnel(first),
+                () = tokio::time::sleep_until(deadline) => break DialBackOutcome::Silent,
+            }
         };
         let metrics = &self.inner.config.metrics;
         let stream: BoxedStream = match outcome {
             // The tunnel's stream is dropped: the agent hears it is done.
-            DialBackOutcome::Dialed(Some(dialed)) => {
+            DialBackOutcome::Dialed(dialed) => {
                 metrics.app_stream(abode_metrics::APP_STREAM_DIALED_BACK);
                 dialed
-            }
-            DialBackOutcome::Dialed(None) => {
-                return Err(AppRefusal::Unavailable(
-                    "the agent's connection for this request broke; try again".into(),
-                ))
             }
             // The agent's marker (an empty frame), or the stream's end when
             // it could not reach the port: the HTTP client sees that.

@@ -8,8 +8,10 @@
 //! server may ask the agent to dial back: the stream's header carries a
 //! one-time ticket ([`crate::StreamRequest::dial_back`]), and the agent,
 //! once it reached the port, opens a connection of its own to the server
-//! (`GET` [`streams_path`], its agent token, `Upgrade:` [`UPGRADE_PROTOCOL`])
-//! that carries the stream's bytes with nothing between.
+//! (`GET` [`STREAMS_PATH`], its agent token, the ticket in
+//! [`TICKET_HEADER`], `Upgrade:` [`UPGRADE_PROTOCOL`]) that carries the
+//! stream's bytes with nothing between. The ticket is a header, never the
+//! path: request logs (the server's, a proxy's) keep paths.
 //!
 //! A dial-back is an optimisation, never a requirement: anything that stops
 //! one (a proxy that refuses the upgrade, a load balancer that sends it to
@@ -29,10 +31,16 @@ pub const DIAL_BACK_HEADER: &str = "x-abode-tunnel-dial-back";
 /// half-close.
 pub const UPGRADE_PROTOCOL: &str = "abode-stream";
 
-/// The path (under the server's access URL) an agent dials back to for
-/// `ticket`.
-pub fn streams_path(ticket: &str) -> String {
-    format!("/api/v1/agent/streams/{ticket}")
+/// The path (under the server's access URL) an agent dials back to.
+pub const STREAMS_PATH: &str = "/api/v1/agent/streams";
+
+/// The header of a dial-back that carries the stream's ticket.
+pub const TICKET_HEADER: &str = "x-abode-stream-ticket";
+
+/// Whether `text` has the shape of a ticket (64 lowercase hex digits): what
+/// a side checks before it puts one in a request or looks one up.
+pub fn is_ticket(text: &str) -> bool {
+    text.len() == 64 && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// A connection that carries a stream's bytes: a dialed-back one (the
@@ -43,3 +51,24 @@ impl<T> ByteStream for T where T: tokio::io::AsyncRead + tokio::io::AsyncWrite +
 
 /// A [`ByteStream`] of either kind, for a user that takes both.
 pub type BoxedStream = Box<dyn ByteStream>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_64_lowercase_hex_digits_are_a_ticket() {
+        let cases = [
+            ("0".repeat(64), true),
+            ("af".repeat(32), true),
+            ("0".repeat(63), false),
+            ("0".repeat(65), false),
+            ("AF".repeat(32), false),
+            (format!("{}\r\nx: y", "0".repeat(58)), false),
+            (String::new(), false),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(is_ticket(&text), expected, "{text:?}");
+        }
+    }
+}

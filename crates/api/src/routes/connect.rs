@@ -13,7 +13,8 @@
 //!   authorized, audited and piped to one stream of the workspace's agent.
 //!   Binary messages carry the bytes; an empty binary message says "no more
 //!   from this side" (a half-close, which TCP forwarding needs).
-//! - `GET /agent/streams/{ticket}` (agent token, `Upgrade: abode-stream`):
+//! - `GET /agent/streams` (agent token, the ticket in
+//!   `x-abode-stream-ticket`, `Upgrade: abode-stream`):
 //!   an agent dialing back for one stream the server asked it to
 //!   ([`abode_tunnel::dial_back`]); after the `101` the connection is the
 //!   stream's bytes, handed to the request that waits for it.
@@ -66,7 +67,7 @@ const BATCH: usize = 32;
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/agent/connect", get(agent_connect))
-        .route("/agent/streams/:ticket", get(agent_stream))
+        .route("/agent/streams", get(agent_stream))
         .route("/workspaces/:workspace/connect", get(workspace_connect))
 }
 
@@ -227,12 +228,26 @@ async fn agent_connect(
 /// agent carries the stream on its tunnel.
 async fn agent_stream(
     State(state): State<AppState>,
-    Path(ticket): Path<String>,
     AgentWithToken { agent, token }: AgentWithToken,
     mut request: axum::extract::Request,
 ) -> Result<Response, ApiError> {
     drop(token);
     let headers = request.headers();
+    let ticket = headers
+        .get(dial_back::TICKET_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .filter(|ticket| dial_back::is_ticket(ticket))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                format!(
+                    "a dial-back names its stream's ticket in {} (64 hex digits)",
+                    dial_back::TICKET_HEADER
+                ),
+            )
+        })?;
     if !lists(headers, header::CONNECTION, "upgrade")
         || !lists(headers, header::UPGRADE, dial_back::UPGRADE_PROTOCOL)
     {
@@ -240,7 +255,7 @@ async fn agent_stream(
             StatusCode::UPGRADE_REQUIRED,
             "upgrade_required",
             format!(
-                "/agent/streams/{{ticket}} switches protocols: send Connection: upgrade and Upgrade: {}",
+                "/agent/streams switches protocols: send Connection: upgrade and Upgrade: {}",
                 dial_back::UPGRADE_PROTOCOL
             ),
         ));
