@@ -122,7 +122,7 @@ PY
 wait_ready() {
     for _ in $(seq 1 300); do
         [ "$("$bin" show ws --output json 2>/dev/null | jq -r .agent.status)" = ready ] \
-            && curl -fsS -o /dev/null -H "Authorization: Bearer $token" "$proxied" && return 0
+            && curl -fsS -o /dev/null -H "Authorization: Bearer $token" "$proxied" 2>/dev/null && return 0
         sleep 0.2
     done
     echo "$bench: the agent did not come back after the restart" >&2
