@@ -120,6 +120,8 @@ pub(crate) struct Entry {
     unacknowledged: Arc<AtomicU32>,
     /// The credit the other side granted us for sending.
     credit: Arc<Semaphore>,
+    /// The other side sent its one empty data frame.
+    sent_empty: bool,
 }
 
 pub(crate) struct Shared {
@@ -299,10 +301,22 @@ async fn read_loop(
                     }
                 }
                 Frame::Data { id, bytes } => {
-                    let target = shared.streams().get(&id).and_then(|entry| {
-                        let sender = entry.inbound.clone()?;
-                        Some((sender, Arc::clone(&entry.unacknowledged)))
-                    });
+                    let target = match shared.streams().get_mut(&id) {
+                        Some(entry) => {
+                            // An empty frame spends no credit: one per
+                            // stream is a word (its dial-back did not
+                            // happen, `MessageSender::stay_on_tunnel`), more
+                            // would queue here without bound.
+                            if bytes.is_empty() && std::mem::replace(&mut entry.sent_empty, true) {
+                                return Err(MuxError::FlowControl(id));
+                            }
+                            entry
+                                .inbound
+                                .clone()
+                                .map(|sender| (sender, Arc::clone(&entry.unacknowledged)))
+                        }
+                        None => None,
+                    };
                     // Data for a stream already gone is dropped: the Reset
                     // that said so crossed it on the way.
                     if let Some((sender, unacknowledged)) = target {
@@ -366,6 +380,7 @@ pub(crate) fn register_entry(shared: &Shared, id: u32) -> Registered {
             inbound: Some(inbound),
             unacknowledged: Arc::clone(&unacknowledged),
             credit: Arc::clone(&credit),
+            sent_empty: false,
         },
     );
     Registered {

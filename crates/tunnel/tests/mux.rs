@@ -130,6 +130,17 @@ async fn a_side_that_breaks_the_flow_control_loses_its_connection() {
                 .collect::<Vec<_>>(),
             "more than granted",
         ),
+        // Empty frames cost no credit: past the one a stream may send,
+        // a flood.
+        (
+            (0..2)
+                .map(|_| Frame::Data {
+                    id: 1,
+                    bytes: Vec::new(),
+                })
+                .collect::<Vec<_>>(),
+            "a second empty frame",
+        ),
         // Credit for bytes never sent.
         (
             vec![Frame::Grant {
