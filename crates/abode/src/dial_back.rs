@@ -135,22 +135,13 @@ async fn dial_untimed(base_url: &str, token: &str, ticket: &str) -> Result<Diale
         .flush()
         .await
         .map_err(|error| connect_error(error.to_string()))?;
-    read_switching(&mut stream)
-        .await
-        .map_err(|error| match error {
-            HeadError::Io(error) => connect_error(error.to_string()),
-            HeadError::Answer(error) => error,
-        })?;
+    read_switching(&mut stream, &address).await?;
     Ok(stream)
 }
 
-enum HeadError {
-    Io(std::io::Error),
-    Answer(DialBackError),
-}
-
-/// Reads the answer's head; `Ok` when it switched to the stream.
-async fn read_switching(stream: &mut Dialed) -> Result<(), HeadError> {
+/// Reads the answer's head (from `address`); `Ok` when it switched to the
+/// stream.
+async fn read_switching(stream: &mut Dialed, address: &str) -> Result<(), DialBackError> {
     let mut line = Vec::new();
     let mut status = None;
     let mut upgraded_to_stream = false;
@@ -164,17 +155,16 @@ async fn read_switching(stream: &mut Dialed) -> Result<(), HeadError> {
             .take(left)
             .read_until(b'\n', &mut line)
             .await
-            .map_err(HeadError::Io)?;
+            .map_err(|error| DialBackError::Connect {
+                address: address.to_string(),
+                reason: error.to_string(),
+            })?;
         taken += read;
         if taken >= MAX_HEAD {
-            return Err(HeadError::Answer(DialBackError::Malformed(
-                "its head is too long",
-            )));
+            return Err(DialBackError::Malformed("its head is too long"));
         }
         if read == 0 {
-            return Err(HeadError::Answer(DialBackError::Malformed(
-                "it ended before its head did",
-            )));
+            return Err(DialBackError::Malformed("it ended before its head did"));
         }
         let text = String::from_utf8_lossy(&line);
         let text = text.trim_end_matches(['\r', '\n']);
@@ -184,11 +174,7 @@ async fn read_switching(stream: &mut Dialed) -> Result<(), HeadError> {
                 (Some(version), Some(code)) if version.starts_with("HTTP/1.") => {
                     status = Some(code.to_string());
                 }
-                _ => {
-                    return Err(HeadError::Answer(DialBackError::Malformed(
-                        "no status line",
-                    )))
-                }
+                _ => return Err(DialBackError::Malformed("no status line")),
             }
             continue;
         }
@@ -205,13 +191,9 @@ async fn read_switching(stream: &mut Dialed) -> Result<(), HeadError> {
     }
     match status.as_deref() {
         Some("101") if upgraded_to_stream => Ok(()),
-        Some("101") => Err(HeadError::Answer(DialBackError::Malformed(
-            "it switched to another protocol",
-        ))),
-        Some(other) => Err(HeadError::Answer(DialBackError::Refused(other.to_string()))),
-        None => Err(HeadError::Answer(DialBackError::Malformed(
-            "no status line",
-        ))),
+        Some("101") => Err(DialBackError::Malformed("it switched to another protocol")),
+        Some(other) => Err(DialBackError::Refused(other.to_string())),
+        None => Err(DialBackError::Malformed("no status line")),
     }
 }
 

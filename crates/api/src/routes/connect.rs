@@ -228,10 +228,9 @@ async fn agent_connect(
 /// agent carries the stream on its tunnel.
 async fn agent_stream(
     State(state): State<AppState>,
-    AgentWithToken { agent, token }: AgentWithToken,
+    AgentWithToken { agent, .. }: AgentWithToken,
     mut request: axum::extract::Request,
 ) -> Result<Response, ApiError> {
-    drop(token);
     let headers = request.headers();
     let ticket = headers
         .get(dial_back::TICKET_HEADER)
