@@ -154,6 +154,36 @@ fn probe_server() -> u16 {
     port
 }
 
+/// A listener standing in for an attacker's site: the request line of
+/// every request it is sent.
+fn request_recorder() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let recorded = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut head = Vec::new();
+            let mut buffer = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buffer[..n]),
+                }
+            }
+            let text = String::from_utf8_lossy(&head).into_owned();
+            if let Some(line) = text.lines().next().filter(|line| !line.is_empty()) {
+                recorded.lock().unwrap().push(line.to_string());
+            }
+            let _ = stream.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\nevil",
+            );
+        }
+    });
+    (port, seen)
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -579,6 +609,67 @@ async fn apps_by_path_and_subdomain_with_their_share_levels() {
     browser.wait_for_text("host:").await;
     browser.go(&format!("{base}/workspaces/alice/dev")).await;
     browser.wait_for_text("Signed in as alice").await;
+
+    // The session theft a security read found: a signed-in owner lured to
+    // `/apps/auth` with an app host followed by `@evil.example.com` was
+    // sent, with a fresh code, to evil.example.com, which redeemed it under
+    // the same forged `Host` for the owner's app session. The dashboard now
+    // answers "No such app." and sends nobody anywhere; the forged host is
+    // no app host (421), so no code or session is ever made for it.
+    let (evil_port, evil_seen) = request_recorder();
+    let attacked = Browser::start_with_args(&[&format!(
+        "--host-resolver-rules=MAP *.apps.test 127.0.0.1, MAP evil.example.com 127.0.0.1:{evil_port}"
+    )])
+    .await;
+    attacked.sign_in(&base, "alice", PASSWORD).await;
+    let forged_host = format!("{web_host}@evil.example.com");
+    for (host, path) in [
+        (forged_host.as_str(), "/"),
+        (
+            &format!("web--main-0--dev--alice.apps.test:{}", port + 1),
+            "/",
+        ),
+        (
+            &format!("web--main-0--dev--alice.apps.test:{port}.evil.example.com"),
+            "/",
+        ),
+    ] {
+        attacked
+            .go(&format!("{base}/apps/auth?host={host}&path={path}"))
+            .await;
+        attacked.wait_for_text("No such app.").await;
+        assert!(
+            attacked.url().await.starts_with(&base),
+            "{host}: {}",
+            attacked.url().await
+        );
+    }
+    // The browser has loaded the dashboard's answer, the end of that
+    // navigation: had it been sent on, evil.example.com would have the
+    // request by now.
+    // The recorder sees what the browser sends it: our own visit, now.
+    attacked.go("http://evil.example.com/").await;
+    attacked.wait_for_text("evil").await;
+    let seen = evil_seen.lock().unwrap().clone();
+    assert!(
+        seen.first().is_some_and(|line| line == "GET / HTTP/1.1")
+            && !seen
+                .iter()
+                .any(|line| line.contains("code=") || line.contains(".abode")),
+        "evil.example.com was sent: {seen:?}"
+    );
+    attacked.close().await;
+    for forged in [
+        forged_host.clone(),
+        format!("{web_host}:{port}"),
+        format!("alice@{web_host}"),
+        format!("web--main-0--dev--alice.apps.test:{}", port + 1),
+    ] {
+        for path in ["/.abode/auth?code=0123&path=/", "/hello.txt"] {
+            let (status, _, body) = get(port, &forged, path, &[("Authorization", &as_alice)]);
+            assert_eq!(status, 421, "{forged}{path}: {body}");
+        }
+    }
     browser.close().await;
 
     // `--app-dial-back off` (by its environment variable): the same app,

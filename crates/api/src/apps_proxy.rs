@@ -23,14 +23,15 @@ use axum::response::{IntoResponse, Response};
 use hyper_util::rt::TokioIo;
 
 use abode_control::apps::{
-    AppAddress, AppRefusal, OpenedApp, APP_AUTH_PATH, APP_SESSION_COOKIE, APP_SESSION_LIFETIME,
+    AppAddress, AppHost, AppRefusal, OpenedApp, APP_AUTH_PATH, APP_SESSION_COOKIE,
+    APP_SESSION_LIFETIME,
 };
 use abode_control::{Caller, Control};
 
 /// Which way a request named its app.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Via {
-    Subdomain,
+enum Via<'a> {
+    Subdomain(&'a AppHost),
     Path,
 }
 
@@ -46,8 +47,8 @@ pub(crate) async fn serve_apps(
         .and_then(|host| host.to_str().ok())
         .map(str::to_string);
     if let Some(host) = host.as_deref() {
-        if let Some(address) = control.app_address_of_host(host) {
-            return serve_subdomain(&control, host, address, request).await;
+        if let Some(app_host) = control.app_host_of(host) {
+            return serve_subdomain(&control, &app_host, request).await;
         }
     }
     if request.uri().path().starts_with("/@") {
@@ -93,19 +94,14 @@ struct CodeQuery {
 
 /// The signed-in caller of an app request, and whether it was its
 /// `Authorization` header (then taken off before the app sees it).
-async fn caller_of(
-    control: &Control,
-    headers: &HeaderMap,
-    via: Via,
-    host: &str,
-) -> (Option<Caller>, bool) {
+async fn caller_of(control: &Control, headers: &HeaderMap, via: Via<'_>) -> (Option<Caller>, bool) {
     if let Some(token) = crate::extract::bearer_of(headers) {
         if let Ok(caller) = control.identity().authenticate_caller(&token, None).await {
             return (Some(caller), true);
         }
     }
     let caller = match via {
-        Via::Subdomain => match abode_web::cookie(headers, APP_SESSION_COOKIE) {
+        Via::Subdomain(host) => match abode_web::cookie(headers, APP_SESSION_COOKIE) {
             Some(session) => control.app_session_caller(&session, host).await,
             None => None,
         },
@@ -121,19 +117,17 @@ async fn caller_of(
     (caller, false)
 }
 
-async fn serve_subdomain(
-    control: &Control,
-    host: &str,
-    address: AppAddress,
-    request: Request,
-) -> Response {
+async fn serve_subdomain(control: &Control, host: &AppHost, request: Request) -> Response {
     let uri = request.uri().clone();
     if uri.path() == APP_AUTH_PATH {
         return exchange_code(control, host, &uri).await;
     }
-    let (caller, by_header) = caller_of(control, request.headers(), Via::Subdomain, host).await;
+    let (caller, by_header) = caller_of(control, request.headers(), Via::Subdomain(host)).await;
     let may_relay = !crate::relay::is_relayed(request.headers());
-    match control.open_app(caller.as_ref(), &address, may_relay).await {
+    match control
+        .open_app(caller.as_ref(), &host.address, may_relay)
+        .await
+    {
         Ok(opened) => {
             let path_and_query = uri
                 .path_and_query()
@@ -152,7 +146,7 @@ async fn serve_subdomain(
 
 /// `/.abode/auth?code=...&path=...` on an app host: the code the dashboard
 /// minted becomes this host's session cookie.
-async fn exchange_code(control: &Control, host: &str, uri: &Uri) -> Response {
+async fn exchange_code(control: &Control, host: &AppHost, uri: &Uri) -> Response {
     let query = axum::extract::Query::<CodeQuery>::try_from_uri(uri)
         .map(|query| query.0)
         .unwrap_or_default();
@@ -228,7 +222,7 @@ async fn serve_path(control: &Control, request: Request) -> Response {
         agent,
         slug: slug.to_string(),
     };
-    let (caller, by_header) = caller_of(control, request.headers(), Via::Path, "").await;
+    let (caller, by_header) = caller_of(control, request.headers(), Via::Path).await;
     let may_relay = !crate::relay::is_relayed(request.headers());
     match control.open_app(caller.as_ref(), &address, may_relay).await {
         Ok(opened) => {

@@ -198,14 +198,37 @@ fn request_host(request: &Request) -> Option<String> {
 }
 
 /// `example.com:7080` -> `example.com`, `[::1]:7080` -> `::1`, lowercase,
-/// without a trailing dot; `None` for what is not a host.
+/// without a trailing dot; `None` for what is not a host and a port (a
+/// `Host` never carries userinfo, a path or a second port: such a request
+/// was forged to make a name look like this server's).
 fn authority_host(authority: &str) -> Option<String> {
-    let authority = authority.rsplit('@').next()?.to_ascii_lowercase();
-    let host = if let Some(rest) = authority.strip_prefix('[') {
-        rest.split(']').next()?.to_string()
+    let authority = authority.to_ascii_lowercase();
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        let port = match after {
+            "" => "",
+            after => after.strip_prefix(':')?,
+        };
+        if !host
+            .bytes()
+            .all(|byte| byte.is_ascii_hexdigit() || byte == b':' || byte == b'.')
+        {
+            return None;
+        }
+        (host, port)
     } else {
-        authority.split(':').next()?.to_string()
+        let (host, port) = authority.split_once(':').unwrap_or((&authority, ""));
+        if !host
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'.')
+        {
+            return None;
+        }
+        (host, port)
     };
+    if !port.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
     let host = host.trim_end_matches('.').to_string();
     (!host.is_empty()).then_some(host)
 }
@@ -312,6 +335,13 @@ mod tests {
             ("10.1.2.4:7080", false),
             ("[::2]", false),
             ("", false),
+            ("alice@abode.example.com", false),
+            ("abode.example.com:443@evil.example", false),
+            ("evil.example@abode.example.com", false),
+            ("abode.example.com:443:443", false),
+            ("abode.example.com:x", false),
+            ("abode.example.com/x", false),
+            ("[::1]x", false),
         ];
         for (host, answers) in cases {
             let bare = authority_host(host);

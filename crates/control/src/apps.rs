@@ -126,16 +126,36 @@ impl WildcardHost {
         fits.then(|| format!("{label}{}{}", self.suffix, self.port))
     }
 
-    /// The app a request's `Host` names, if it is one of this pattern's.
+    /// The app a request's `Host` names, if it is exactly one of this
+    /// pattern's: a label of four dash-joined DNS-safe parts, the pattern's
+    /// domain and the pattern's port (or none, when that port is the
+    /// scheme's default, as browsers write it). Anything else (another
+    /// port, userinfo, a trailing dot, a path) is not an app host: a host
+    /// read loosely here once carried a sign-in code to another site.
     pub fn address_of(&self, host: &str) -> Option<AppAddress> {
         let host = host.to_ascii_lowercase();
-        let bare = host.strip_suffix(&self.port).unwrap_or(&host);
-        let bare = bare.split(':').next().unwrap_or(bare);
+        let bare = if self.port.is_empty() {
+            host.as_str()
+        } else if let Some(bare) = host.strip_suffix(&self.port) {
+            bare
+        } else if matches!(self.port.as_str(), ":80" | ":443") {
+            host.as_str()
+        } else {
+            return None;
+        };
         let label = bare.strip_suffix(&self.suffix)?;
-        let mut parts = label.split("--");
-        let (slug, agent, workspace, owner) =
-            (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-        if parts.next().is_some() || label.contains('.') {
+        if label.len() > 63
+            || !label
+                .bytes()
+                .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
+        {
+            return None;
+        }
+        let parts: Vec<&str> = label.split("--").collect();
+        let [slug, agent, workspace, owner] = parts.as_slice() else {
+            return None;
+        };
+        if !parts.iter().all(|part| dns_safe(part)) {
             return None;
         }
         Some(AppAddress {
@@ -146,9 +166,34 @@ impl WildcardHost {
         })
     }
 
+    /// The app host a request names, as this pattern writes it (lowercase,
+    /// with the pattern's port): the only form codes, sessions and
+    /// redirects are ever made for.
+    pub fn app_host_of(&self, host: &str) -> Option<AppHost> {
+        let address = self.address_of(host)?;
+        let host = self.host_of(&address)?;
+        Some(AppHost { address, host })
+    }
+
     /// Whether `host` (as a request names it) is an app host.
     pub fn matches(&self, host: &str) -> bool {
         self.address_of(host).is_some()
+    }
+}
+
+/// An app host as the wildcard writes it, and the app it names: read
+/// from a request's `Host` only through [`WildcardHost::app_host_of`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppHost {
+    pub address: AppAddress,
+    /// `web--main-0--dev--alice.apps.example.com:8443`.
+    host: String,
+}
+
+impl AppHost {
+    /// The host, with the wildcard's port.
+    pub fn as_str(&self) -> &str {
+        &self.host
     }
 }
 
@@ -293,10 +338,10 @@ impl Control {
         }
     }
 
-    /// The app a subdomain request's `Host` names, when the server serves
-    /// subdomain apps.
-    pub fn app_address_of_host(&self, host: &str) -> Option<AppAddress> {
-        self.inner.config.apps.wildcard.as_ref()?.address_of(host)
+    /// The app host a subdomain request's `Host` names, when the server
+    /// serves subdomain apps.
+    pub fn app_host_of(&self, host: &str) -> Option<AppHost> {
+        self.inner.config.apps.wildcard.as_ref()?.app_host_of(host)
     }
 
     /// A workspace's apps with their addresses, for those who may read it.
@@ -772,12 +817,20 @@ impl Control {
         Ok(self.inner.store.template_max_port_share(&found.id).await?)
     }
 
-    /// A one-time code for `caller` to sign in on the app host `host`
-    /// (minted on the dashboard's origin, where their session is): only for
-    /// an app they may open.
-    pub async fn mint_app_code(&self, caller: &Caller, host: &str) -> Result<String, AppRefusal> {
-        let address = self.app_address_of_host(host).ok_or(AppRefusal::NotFound)?;
-        self.allowed_app(Some(caller), &address).await?;
+    /// Where the dashboard sends `caller` to sign in on the app host
+    /// `host` (as `/apps/auth` was given it): that host, as the wildcard
+    /// writes it, with a one-time code minted for it alone, returning to
+    /// `path` there. Only for an app they may open; a host that is not
+    /// exactly an app host is `NotFound`, so a code never leaves for
+    /// another site.
+    pub async fn app_sign_in_redirect(
+        &self,
+        caller: &Caller,
+        host: &str,
+        path: &str,
+    ) -> Result<String, AppRefusal> {
+        let app_host = self.app_host_of(host).ok_or(AppRefusal::NotFound)?;
+        self.allowed_app(Some(caller), &app_host.address).await?;
         let code = random_token();
         let expires_at = self.now_ms() + CODE_LIFETIME.as_millis() as i64;
         self.inner
@@ -786,21 +839,30 @@ impl Control {
                 &secrets::token_hash(&code),
                 AppTokenKind::Code,
                 &caller.user.id,
-                &host.to_ascii_lowercase(),
+                app_host.as_str(),
                 expires_at,
             )
             .await?;
-        Ok(code)
+        Ok(format!(
+            "{}://{}{}?code={code}&path={}",
+            self.access_scheme(),
+            app_host.as_str(),
+            APP_AUTH_PATH,
+            encode(path)
+        ))
     }
 
     /// Exchanges a code for a session of the app host `host` (once); the
     /// session token, for the host's cookie.
-    pub async fn exchange_app_code(&self, code: &str, host: &str) -> Option<String> {
-        let host = host.to_ascii_lowercase();
+    pub async fn exchange_app_code(&self, code: &str, host: &AppHost) -> Option<String> {
         let user_id = self
             .inner
             .store
-            .app_token_user(&secrets::token_hash(code), AppTokenKind::Code, &host)
+            .app_token_user(
+                &secrets::token_hash(code),
+                AppTokenKind::Code,
+                host.as_str(),
+            )
             .await
             .ok()??;
         let session = random_token();
@@ -811,7 +873,7 @@ impl Control {
                 &secrets::token_hash(&session),
                 AppTokenKind::Session,
                 &user_id,
-                &host,
+                host.as_str(),
                 expires_at,
             )
             .await
@@ -821,14 +883,14 @@ impl Control {
 
     /// The person an app host's session cookie names, while the session
     /// lasts and their account may sign in.
-    pub async fn app_session_caller(&self, session: &str, host: &str) -> Option<Caller> {
+    pub async fn app_session_caller(&self, session: &str, host: &AppHost) -> Option<Caller> {
         let user_id = self
             .inner
             .store
             .app_token_user(
                 &secrets::token_hash(session),
                 AppTokenKind::Session,
-                &host.to_ascii_lowercase(),
+                host.as_str(),
             )
             .await
             .ok()??;
@@ -837,21 +899,11 @@ impl Control {
 
     /// The dashboard's sign-in URL for the app host `host`, returning to
     /// `path` there.
-    pub fn app_sign_in_url(&self, host: &str, path: &str) -> String {
+    pub fn app_sign_in_url(&self, host: &AppHost, path: &str) -> String {
         let base = self.inner.config.access_url.trim_end_matches('/');
         format!(
             "{base}/apps/auth?host={}&path={}",
-            encode(host),
-            encode(path)
-        )
-    }
-
-    /// Where the dashboard sends a person with a fresh code for `host`.
-    pub fn app_code_url(&self, host: &str, code: &str, path: &str) -> String {
-        format!(
-            "{}://{host}{}?code={code}&path={}",
-            self.access_scheme(),
-            APP_AUTH_PATH,
+            encode(host.as_str()),
             encode(path)
         )
     }
@@ -903,9 +955,46 @@ mod tests {
             "x.web--main--dev--alice.apps.example.com:8443",
             "web--main--dev--alice.example.com:8443",
             "abode.example.com",
+            // What an attacker hands `/apps/auth` (a code would follow the
+            // redirect to evil.example.com), and its cousins.
+            "web--main-0--dev--alice.apps.example.com:8443@evil.example.com",
+            "web--main-0--dev--alice.apps.example.com@evil.example.com:8443",
+            "alice@web--main-0--dev--alice.apps.example.com:8443",
+            "web--main-0--dev--alice.apps.example.com:9999",
+            "web--main-0--dev--alice.apps.example.com:8443:8443",
+            "web--main-0--dev--alice.apps.example.com",
+            "web--main-0--dev--alice.apps.example.com.:8443",
+            "web--main-0--dev--alice.apps.example.com:8443/",
+            "web--main-0--dev--alice.apps.example.com:8443#x",
+            "web--main-0--dev--alice.apps.example.com:8443\\@evil.example.com",
+            "web--main-0--dev--alice.apps.example.com:8443 ",
+            "web--main-0--dev--alice.apps.example.com.evil.example.com:8443",
+            "web--main-0--dev--alice.apps.example.com:8443.evil.example.com",
+            "web--main-0--dev--al%69ce.apps.example.com:8443",
+            "web--main-0--dev--alice_.apps.example.com:8443",
+            "web--main-0--dev---alice.apps.example.com:8443",
+            "web--main-0--dev----alice.apps.example.com:8443",
+            "--main-0--dev--alice.apps.example.com:8443",
         ] {
             assert_eq!(wildcard.address_of(other), None, "{other}");
+            assert_eq!(wildcard.app_host_of(other), None, "{other}");
         }
+        // Codes, sessions and redirects are made for the host as the
+        // wildcard writes it, whatever case the request used.
+        assert_eq!(
+            wildcard
+                .app_host_of("WEB--main-0--dev--alice.apps.EXAMPLE.com:8443")
+                .unwrap()
+                .as_str(),
+            host
+        );
+        // A default port may be left out, as browsers do; no other.
+        let on_443 = WildcardHost::parse("*.apps.example.com:443").unwrap();
+        assert!(on_443.matches("web--main--dev--alice.apps.example.com"));
+        assert!(on_443.matches("web--main--dev--alice.apps.example.com:443"));
+        assert!(!on_443.matches("web--main--dev--alice.apps.example.com:444"));
+        let portless = WildcardHost::parse("*.apps.example.com").unwrap();
+        assert!(!portless.matches("web--main--dev--alice.apps.example.com:443"));
         let defaulted = WildcardHost::parse("*.apps.test")
             .unwrap()
             .with_port_of("http://127.0.0.1:7080/");

@@ -30,10 +30,10 @@ pub(crate) async fn auth(
     let path = query.path.as_deref().unwrap_or("/");
     match state
         .control
-        .mint_app_code(&viewer.caller, &query.host)
+        .app_sign_in_redirect(&viewer.caller, &query.host, path)
         .await
     {
-        Ok(code) => html::see_other(&state.control.app_code_url(&query.host, &code, path)),
+        Ok(url) => html::see_other(&url),
         Err(AppRefusal::Unavailable(why)) => {
             html::error_page(StatusCode::SERVICE_UNAVAILABLE, &why)
         }
