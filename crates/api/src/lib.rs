@@ -5,6 +5,79 @@
 //! Handlers only translate: they read the request, call [`Control`], and turn
 //! its answer (or its typed error) into JSON. Every response carries an
 //! `x-request-id`, which is also on every server log line of that request.
+//!
+//! # Modules
+//!
+//! Typed errors become `{"error":{"code","message"}}` with a one-line message
+//! (docs/api.md), with `Retry-After` on 429 and 503; `json_errors` rewrites the
+//! framework's own refusals into that shape. The same router serves the web
+//! dashboard (`abode-web`) at `/`. The routes live in `routes/`, one file per
+//! domain, assembled by `routes/mod.rs`; what they share is in `extract.rs`
+//! (the caller, JSON bodies, queries, uploads) and `pages.rs` (answers, list
+//! pages), and no route file imports another. `views.rs` turns the control
+//! plane's records into `abode-sdk`'s types.
+//!
+//! - `client_address.rs` is the outermost layer of both listeners: it puts the
+//!   request's `ClientAddress` (from `ConnectInfo`, the HTTPS listener's mark
+//!   and `--trusted-proxies`) in its extensions, and the logins, their audit
+//!   details, the dashboard's `Secure` cookies and `redirect.rs` read that,
+//!   never `ConnectInfo` or a forwarding header.
+//! - `apps_proxy.rs` is a layer over every route that takes the requests naming
+//!   an app (its own host, or `/@...` paths) before any of the API's or
+//!   dashboard's checks, and proxies them as HTTP/1.1 with upgrades over the
+//!   app's stream (a dialed-back connection or a tunnel stream); an app whose
+//!   agent's tunnel is on another server is relayed there as it is, for that
+//!   server to sign in and decide. Abode's `Authorization` and `abode_*`
+//!   cookies never reach an app, and an app's `abode_*` cookies and `Domain`
+//!   attributes never leave it.
+//! - `request_checks.rs` refuses what a page on another site can make a browser
+//!   send, before any route: a `Host` that is not the server's (421, DNS
+//!   rebinding), a state-changing request or a WebSocket upgrade from another
+//!   `Origin` (403), and a JSON route's body not declared `application/json`
+//!   (415); the machines' routes (agents, daemons, state backend, probes) keep
+//!   their own credentials instead.
+//! - `routes/connect.rs` holds the WebSocket routes: the agent's tunnel (`GET
+//!   /agent/connect`, upgraded by `ws_upgrade.rs` so that its socket is read
+//!   256 KiB at a time, glued to an `abode_tunnel::Mux`, queued frames written
+//!   in one flush, closed with a code when replaced or stale), an agent's
+//!   dial-back (`GET /agent/streams` with its ticket, switched to
+//!   `abode-stream` and handed to the request waiting for it), and a person's
+//!   `GET /workspaces/{ws}/connect` (a bearer token, or from a browser the
+//!   dashboard's session cookie), checked and opened before the `101`, then
+//!   piped; an empty binary message is a half-close. `relay.rs` relays one to
+//!   the server holding the agent's tunnel, found in the database, with the
+//!   person's own token.
+//! - `routes/provisionerd.rs` serves the daemons' routes (a 20 s long-poll to
+//!   acquire, then heartbeat, logs, judge, state, applied and complete per
+//!   build), authenticated by a provisioner key, each a thin call into the
+//!   control plane's daemon side; their bodies have their own 96 MiB limit, are
+//!   read only once the build is known to be held by a daemon of the calling
+//!   key, and those over 1 MiB take at most 256 MiB together (a heartbeat never
+//!   waits behind them).
+//! - `routes/state_backend.rs` serves Terraform's `http` backend
+//!   (`/builds/{build}/state`, its lock and unlock; basic auth: the build's id
+//!   and its run's secret, checked before a body is read) and a person's
+//!   audited unlock.
+//! - `prometheus.rs` counts each request by route template and serves `GET
+//!   /metrics` on its own listener; `tls_listener.rs` serves the same router
+//!   over `abode-tls`'s certificate; `server.rs` assembles a running server;
+//!   `recovery.rs` is `abode server create-admin-user` and `reset-password` on
+//!   the database alone.
+//!
+//! The listener passes each connection's peer address (read only by
+//! `client_address.rs`) and sets `TCP_NODELAY` on it (a relayed SSH window
+//! update must not wait for a delayed ACK; docs/benchmarks.md).
+//!
+//! # What it keeps
+//!
+//! - No secret (password, token other than the one being issued, sensitive
+//!   Terraform value, saved plan) appears in a response or a log, with one
+//!   audited, owners-only exception: `GET .../state`, a workspace's Terraform
+//!   state, for cleaning up after `abode delete --orphan`.
+//! - Every list endpoint answers one page (`limit`, `after`, `next`) from one
+//!   store query; the CLI follows the pages.
+//! - Every error answer is JSON in one shape, one bounded line; what a caller
+//!   may not do is refused before its body is read or kept.
 
 mod apps_proxy;
 mod client_address;

@@ -4,9 +4,9 @@
 //! for a [`Subject`] (a user with a set of roles, or a part of the system)
 //! and the owner of the object acted on, from one table, [`POLICY`]. A grant
 //! is for the actor's `Own` objects or for `Any` object (which includes their
-//! own and objects nobody owns, such as templates). Nothing else in the
-//! control plane compares roles: a new role or a new action is a change to
-//! this table, and its tests say the whole matrix.
+//! own and objects nobody owns, such as templates). A new role or a new action
+//! is a change to this table, and its tests say the whole matrix; the two
+//! rules about the owner role kept elsewhere are below.
 //!
 //! Reading a workspace and acting on it are different actions: a
 //! template-admin or an auditor reads every workspace, while acting on other
@@ -34,6 +34,37 @@
 //! Which credentials reach which subject is the API's business: agent tokens
 //! authenticate the agent routes only and are no subject here; the routes
 //! before login (`/health`, `/users/first`, `/login`) need none.
+//!
+//! Beside `authorize`: `widest_scope` for lists and the audit log, and
+//! `roles_granted_any` (the roles that may do an action on anything: whom the
+//! control plane tells of what only they can act on; the store reads the people
+//! holding them with the roles given). `authorize_template` answers a template
+//! action with the caller's entry on that template's list (`TemplateRole`, read
+//! by the store through the person's groups and `Everyone`), through `Listed`
+//! rows of the same table; `template_visibility` tells a list whether to filter
+//! by access, in its query. Owners and template-admins hold the actions on
+//! every template; the `prebuilds` and `scheduler` actors use every template.
+//!
+//! # What it keeps
+//!
+//! - A permission is a row of the table, whose expectations are written out by
+//!   hand twice: this crate's tests (role x action x own/other) and
+//!   `crates/api/tests/authz_matrix.rs` (every route x kind of caller, HTTP
+//!   statuses). Two rules about the owner role live outside it, as rules of
+//!   accounts rather than permissions: only an owner suspends or deletes an
+//!   owner's account (`abode-identity`'s `accounts.rs`), and the last owner
+//!   keeps `owner` (the store's `roles.rs`, under the lock role changes take).
+//! - A person who may not read a template is told it does not exist: every
+//!   template action asks `authorize_template` in the domain (the door for
+//!   every new workspace, a create and a prebuild claim, checked before the
+//!   claim picks a prebuild; previews; template policy), and a refused
+//!   `TemplateRead` is `404 template "T" not found`, never `403` (a push
+//!   without the right is the `403` a new name gets: either way the answer does
+//!   not depend on the template existing). Lists of templates are filtered by
+//!   access in their one query.
+//! - Leaving a template's list never locks a person out of a workspace they
+//!   already have: its start, stop, update and delete need no entry (the
+//!   scheduler's autostart does not either).
 
 use std::fmt;
 

@@ -4,6 +4,15 @@
 //! to the server ([`Client`]), where the CLI session lives ([`config`]), and how
 //! a template folder is packed for upload ([`archive`]). The request and
 //! answer types are the server's own, from `abode-sdk`.
+//!
+//! The daemons' routes have their own small client in `abode-provisionerd`,
+//! over `abode-protocol`. Errors carry the server's one-line message. The
+//! session is `session.json` under `ABODE_CONFIG_DIR` (mode 0600), or
+//! `ABODE_URL` and `ABODE_TOKEN`; a stored token is only ever sent to the
+//! server that issued it. Template packing is a deterministic tar.gz that
+//! leaves out `.terraform/`, lock files, state and plan files. `connect.rs`
+//! spells the WebSocket URLs of connections; the sockets themselves are the
+//! binary's and the agent's, asynchronous.
 
 pub mod archive;
 mod client;

@@ -6,6 +6,16 @@
 //!
 //! Times are milliseconds since the Unix epoch, the unit every stored time
 //! uses.
+//!
+//! A manual clock (`Clock::manual`, moved by its `ManualClock`) serves
+//! in-process tests; the system's plus an offset read from a file
+//! (`Clock::with_offset_file`, the hidden `abode server --clock-offset-file`)
+//! serves tests of the real binary. The server gives one clock to the control
+//! plane (deadlines, expiry, heartbeat judgements) and to the store
+//! (`Store::with_clock`: every stored time, audit included). Periodic sweeps
+//! still run on tokio timers; only what they compare against is the clock's.
+//! `UtcTime` (with `days_from_civil`) is the one calendar the API, the CLI and
+//! notifications print and read UTC times with.
 
 use std::fmt;
 use std::path::PathBuf;

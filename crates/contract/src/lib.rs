@@ -22,6 +22,28 @@
 //! and both must give the same answer. So do preset declarations ([`presets`]) and
 //! their prebuild schedules ([`cron`]): the provider validates them, the platform
 //! matches them against the hour.
+//!
+//! The rest are small modules of values both sides read: `text` (the characters
+//! a name may not hold: controls and bidirectional controls; parameter and
+//! preset names, display names and a template archive's paths are refused with
+//! one, and values are escaped where they are shown), `apps` (what an
+//! `abode_app` may say: slugs, its `url`, share levels, health checks; the
+//! provider checks them at plan time, the platform again when it reads a
+//! state), `log` (a build log line's level, a closed set, and its stage, the
+//! runner's step names: an open vocabulary of 1-32 printable characters that a
+//! daemon's lines are parsed into once), `retain` (what an `abode_protect`'s
+//! delete rule may say), `external_auth` (which linked accounts a template
+//! requires) and `supervisor` (what the provider and the process supervisor
+//! say to each other).
+//!
+//! `Transition`, `LogLevel` and `LogStage` decode a database column behind the
+//! `sqlx` feature, which only the store enables: Rust lets only a type's crate
+//! implement a foreign trait for it. They decode a column and run no query.
+//!
+//! Outside this crate, only the agent names a build variable: it reads
+//! `ABODE_AGENT_URL` and `ABODE_AGENT_LOG_DIR` as its flags' environment (the
+//! init script exports them), and keeps an SSH client from setting
+//! `ABODE_AGENT_TOKEN`.
 
 pub mod apps;
 pub mod cron;

@@ -5,6 +5,156 @@
 //! [`Control`] and its answers into JSON; every rule (who may do what, which
 //! build may start, what a workspace's status is) lives here, and every byte
 //! stored goes through `abode-store`.
+//!
+//! # Services
+//!
+//! The domain's rules are services that each hold only what they need (the
+//! store, the clock, the config values they read, and handles of the services
+//! they call), composed by `Control::new`, which hands each its parts; the API,
+//! the dashboard and the binary hold `Control`. What is not a domain rule has a
+//! crate of its own and is called from here: the machine side of a build
+//! (`abode-runner`), the daemon wire (`abode-protocol`), delivery
+//! (`abode-delivery`), the policy table (`abode-authz`), parameters and presets
+//! (`abode-parameters`), password hashing and tokens (`abode-credentials`), who
+//! is calling (`abode-identity`, `Control::identity()`).
+//!
+//! From the bottom up, each naming only those above it in this list:
+//!
+//! - `BuildLog` (`build_log.rs`, `log_backlog.rs`): every line of a build's log
+//!   is written here, and those who follow a log are woken here.
+//! - `JobQueue` (`job_queue.rs`): a queued job wakes an idle worker and is
+//!   announced to the other servers.
+//! - `Notifications` (`notifications/`): who is told what, the inbox and each
+//!   person's settings; delivery is `abode-delivery`'s.
+//! - `ProvisionerKeys` (`provisioner_keys.rs`): the daemons' keys, shown once
+//!   and stored as their SHA-256.
+//! - `ExternalAuth` (`external_auth.rs`): a person's linked accounts.
+//! - `Templates` (`templates/`): push, versions, presets, access, activation
+//!   and its preview gate, create estimates.
+//! - `Retained` (`retained.rs`): retained resources as people see and change
+//!   them.
+//! - `Builds`, the door (`builds/`): every build request.
+//! - `Held` (`held.rs`): held builds and the protections a workspace remembers.
+//! - `Workspaces` (`workspaces/`): finding a person's workspace, creating,
+//!   views, lists, activity.
+//! - `Prebuilds` (`prebuilds/`): the reconciler of prebuilt pools.
+//! - `Scheduler` (`scheduler/`): the lifecycle scheduler's tick.
+//! - `ScheduleSettings` (`schedule_settings.rs`): a template's policy, a
+//!   workspace's schedule, extend, wake.
+//! - `Previews` (`previews.rs`): fleet previews: start, report, gate.
+//! - `Connections` (`connections.rs`): the agents' tunnels, a person's
+//!   connection, dial-backs, the relay lookup.
+//!
+//! A service reaches another only through its methods, never its store.
+//! Authorization stays one table (`abode-authz`), asked at each entry that
+//! takes a `Caller`.
+//!
+//! What remains `impl Control` is of two kinds: the person-facing entries that
+//! find a workspace or build first and then ask a service
+//! (`workspace_builds.rs`, `rename_restart.rs`, the top of `held.rs`, a
+//! retained resource's destroy, `create_estimate.rs`), and the machine room,
+//! which needs most of the services at once: the embedded workers and the
+//! server's half of every build (`provisioner/`), the daemons' side
+//! (`daemon_jobs.rs`), the state backend (`state_backend.rs`, `states.rs`),
+//! leases (`job_leases.rs`), recovery (`recovery.rs`), free disk, server
+//! identity, the agents' tokens and heartbeats (`agents.rs`) and apps
+//! (`apps.rs`). A helper two modules need lives in a module of its own
+//! (`quota_text.rs`, `retention.rs`, `holders.rs`, `times.rs`, `states.rs`);
+//! `lib.rs` is the hub of the circle ARCHITECTURE.md keeps. Each module's own
+//! `//!` says what it does.
+//!
+//! # A build, from requested to applied
+//!
+//! `Builds::request` (`builds/mod.rs`) takes a target (an existing workspace,
+//! or a new one with its first build), an actor, a transition, a version
+//! choice, a reason and parameter values. It checks what may be built now
+//! (`workspace_status.rs`), resolves and checks the version (it must have
+//! passed validation) and the parameters (every problem in one 400), records
+//! the build and its job (and a new workspace) in one store transaction, audits
+//! it with its actor and reason, and wakes a worker. A worker claims the job
+//! (`provisioner/mod.rs`, or an external daemon through `daemon_jobs.rs`) and
+//! runs `abode-runner`'s sequence; the server's half
+//! (`provisioner/on_server.rs`, `ServerJob`) gives it its inputs and takes the
+//! workspace's state lock, judges the plan (`guard_step.rs`), costs it and,
+//! with `--quota-enforce`, refuses a build over its owner's budget before any
+//! apply (`quota_step.rs`), records what an apply made, and checks the end
+//! against its own decisions. When a build succeeds, and only then, the
+//! workspace moves to its version and parameter values (the store's
+//! `finish_build`, which every end goes through).
+//!
+//! # What it keeps
+//!
+//! - The server decides. Wherever Terraform runs, a plan is applied only after
+//!   `ServerJob` judged it with the workspace's protections and said `allow`; a
+//!   daemon's verdict, state and end go through the same `ServerJob` methods as
+//!   an embedded worker's. A build's plan is judged once (the first verdict
+//!   stands, in the statement that records it), a confirmed plan is not judged
+//!   again, the plan held is the one kept when the guard said `confirm`, and a
+//!   run ends `applied` only after `allow` (or for a confirmed plan) and `held`
+//!   only after `confirm`.
+//! - Every build, by a person or by the system, is requested through
+//!   `Builds::request`, and every build's plan goes through the guard. A
+//!   confirmation re-queues a held build only with its digest, used once, and
+//!   refused if the workspace's state changed since the plan.
+//! - The Terraform state is saved after every apply, whatever its outcome, and
+//!   only if it follows the stored one (a whole state of the same lineage,
+//!   serial not lower: `states.rs`, the one compare-and-write of a state, for
+//!   Terraform's own writes through the state backend and for what a run left
+//!   in its work dir). Work dirs are private (0700) and removed at the end of
+//!   each build, once no Terraform of it runs, and only by the run whose work
+//!   dir it still is.
+//! - One Terraform per workspace, ever. Every build's Terraform keeps its state
+//!   through the server's state backend (`state_backend.rs`) under the
+//!   workspace's state lock, which a run takes when it starts with a secret
+//!   only it knows; a state write, a state read or a Terraform lock of a run
+//!   that does not hold it is refused, in the transaction that writes. A lock
+//!   is released only when its run reports that its Terraform ended, or by a
+//!   person's audited unlock; a build failed because its holder stopped
+//!   renewing its lease keeps it. A holder checks its lease before the plan is
+//!   judged and before it is applied, and a lost lease interrupts its Terraform
+//!   (`e2e_fencing`: servers frozen with SIGSTOP while planning and mid-apply).
+//! - A server that dies never makes a build apply anything twice
+//!   (`recovery.rs`, SIGKILL of the real binary in `e2e_crash`). A build's
+//!   Terraform is not killed with the server; the restarted server follows that
+//!   exact process, stores what Terraform could not hand to the state backend,
+//!   ends the build `failed` (or `canceled`) saying what happened, and never
+//!   applies a confirmed plan again, except that a confirmed apply that ran on
+//!   to success ends `succeeded`. At a graceful stop the API outlives the
+//!   workers, so an interrupted Terraform stores its state on its way out.
+//! - With several servers on one database, a running build is only ever taken
+//!   over or failed by the server that claimed it, or by another once that
+//!   server's job lease has run out and stayed unrenewed for a round
+//!   (`job_leases.rs`; `e2e_servers`, `e2e_daemons`). Only a build whose plan
+//!   was judged can have applied anything, so only such a build is failed by
+//!   another; one never judged is queued again.
+//! - A workspace's version, parameters and name change only when a build of
+//!   them succeeds; a canceled, failed or expired update or rename leaves the
+//!   workspace as it was. An ephemeral parameter's value is in no record once
+//!   its build ends or is held (`provisioner/ephemeral.rs`); only what
+//!   Terraform writes itself (the state, a held build's saved plan) keeps it.
+//! - A fleet preview never applies and never writes a workspace's records: it
+//!   runs `init`, `plan` and `show`, never `apply`, and only reads the stored
+//!   state (`e2e_preview`). A worker takes a preview only when no build job
+//!   waits.
+//! - A retained resource is always in a workspace's state or in a held record,
+//!   never in neither, whatever moment the server dies at (`e2e_retain`); it is
+//!   destroyed only by a plan a person confirmed, or at an expiry its
+//!   template's rule said `expire = "destroy"` for.
+//! - Every action is authorized by `authz::authorize` against the policy table,
+//!   naming an `authz::Action` and the object's owner; a reference to another
+//!   user's workspace by a caller who may not read others' workspaces is
+//!   refused before any lookup.
+//! - Only the server opens streams to an agent, and each is a person's
+//!   connection that `authz::authorize` allowed as `workspace.connect` and the
+//!   audit log records with its end. Agent tokens authenticate only the agent
+//!   routes; a workspace's host key goes only to its agent. A dial-back ticket
+//!   carries at most one connection, and only from the agent it was issued for.
+//! - No external auth token is stored, logged, audited or answered in the clear
+//!   except to the agent of the owner's workspace; the only place one is opened
+//!   is `ExternalAuth`.
+//! - Time comes from the injected clock (`Config::clock`): deadlines, expiry,
+//!   agent health, session policy and audit times read it, never the system's
+//!   clock directly.
 
 mod agents;
 mod audit;

@@ -21,6 +21,14 @@
 //! A metadata whose `resource_id` leads to no managed resource in its own
 //! module (a literal, a variable, a module output) describes something
 //! outside Terraform's view: it is charged while the metadata itself exists.
+//!
+//! A literal index in a `resource_id` picks that instance, else the metadata's
+//! own `count` or `for_each` key. Only `resource_changes` and `configuration`
+//! are read; every other resource's `after` is skipped unbuilt (`RawValue`),
+//! and only what exists after the plan is read, so a hostile cost on something
+//! going away costs nothing. Too large means past `i64::MAX`, what the store
+//! keeps. The tests are a table of plans described in a line per resource, with
+//! totals worked out by hand.
 
 use std::collections::BTreeMap;
 

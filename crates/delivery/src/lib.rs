@@ -10,6 +10,10 @@
 //! good after the configured attempts with the last error. A dispatcher that
 //! dies mid-delivery loses its lease and the message goes out again: at
 //! least once, never lost. It reaches the store through [`Outbox`] only.
+//!
+//! The dispatcher is started with the provisioners; email bodies are rendered
+//! from `crates/delivery/templates/email/`. docs/notifications.md says what is
+//! sent when. It links no control plane (`crates/abode/tests/house.rs`).
 
 mod dispatcher;
 pub mod email;

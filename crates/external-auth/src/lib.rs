@@ -9,6 +9,42 @@
 //! filled in here, so the rest of the platform sees one complete
 //! [`Provider`] per table. The client secret is read from its own file and
 //! never shown: `Debug` leaves it out.
+//!
+//! # Modules
+//!
+//! `lib.rs` reads the configuration: `[[provider]]` tables of GitHub's,
+//! GitLab's and Bitbucket's types, with their URLs, scopes and hosts implied,
+//! or `oauth2` naming all of them; a client secret is read from its own file
+//! and is an unknown key in the configuration itself. `oauth.rs` is the
+//! exchanges with a provider: the authorization URL with PKCE `S256`, the code
+//! and refresh grants with the client's credentials in the body, revocation;
+//! blocking ureq with Abode's one TLS trust, no redirects, bounded answers, no
+//! token in an error. `cipher.rs` seals tokens at rest (AES-256-GCM from ring,
+//! the key from `--external-auth-key-file`, written `v1:KEY_ID:hex`), binding
+//! each to its person and provider as associated data. The server lists the
+//! secret files and the key among the files no Terraform sandbox may see. The
+//! control plane's `ExternalAuth` service links, refreshes, hands out and
+//! revokes with them.
+//!
+//! `Provider::serves` says which provider answers a Git URL. The host is what
+//! follows the last `@`, since Git writes a remote's decoded user name into its
+//! prompt; a user name of anything but `[A-Za-z0-9._~-]`, or a URL with `%`,
+//! `\`, `?`, `#`, spaces or non-ASCII, is served by no provider; Git's
+//! path-less `https://HOST` prompt is read as `HOST/`.
+//!
+//! # What it keeps
+//!
+//! - A configuration is checked whole: every mistake is one line naming the
+//!   provider (its position, its id when it has a good one) and the key, and a
+//!   server with any does not start (the table of bad files in its tests, and
+//!   the end-to-end test).
+//! - A prompt URL whose real host is not a provider's never gets that
+//!   provider's token (tested with decoded-user-name vectors).
+//! - A sealed token opens only under its key, for its owner, unchanged (tested
+//!   with every other owner, key and a changed byte of nonce, ciphertext and
+//!   tag).
+//! - It links no store, control plane or identity
+//!   (`crates/abode/tests/house.rs`).
 
 pub mod cipher;
 pub mod oauth;

@@ -13,6 +13,25 @@
 //! Pure apart from [`lint_dir`] reading the folder: no network, no processes,
 //! no clock. Anything it cannot read becomes a [`LintError`] with a one-line
 //! message, never a panic. The rules and the JSON schema are in docs/lint.md.
+//!
+//! # Modules
+//!
+//! `source.rs` reads the folder (bounded, no links, no hidden folders) and
+//! parses with `hcl-edit`, whose byte spans become each finding's
+//! `file:line:column`; `model.rs` gathers a module folder's resources,
+//! `abode_parameter`s, locals, outputs and module calls; `taint.rs` collects an
+//! expression's references and names the inputs that matter (owner and
+//! workspace names, mutable parameters, the template version, the transition,
+//! the agent's token and script, managed resources); `analysis.rs` walks the
+//! root module and every local module call once with its inputs, resolving
+//! `local.`, `var.`, `module.`, `each`/`count` and `random_*` keepers;
+//! `rules.rs` holds the rules, per resource and over the whole template (what
+//! `abode_protect` covers); `persistent.rs` the persistent types and their
+//! identity attributes (extendable with `--persistent-type`); `finding.rs` the
+//! report (text, JSON `schema_version` 1).
+//!
+//! Its fixtures (`tests/fixtures/<case>/`: the `.tf` files and `expected.txt`,
+//! `UPDATE_EXPECT=1` to refresh) show each rule firing and not firing.
 
 mod analysis;
 mod finding;

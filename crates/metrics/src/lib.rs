@@ -11,6 +11,17 @@
 //! Nothing here reads the database or a clock: counters are moved where the
 //! event happens, and gauges that need the database are set by a refresher
 //! (`abode-control`) at an interval, so a scrape only encodes memory.
+//!
+//! It lives in the control plane's `Config.metrics`. The API counts each
+//! request by route template (a middleware) and serves `GET /metrics` on the
+//! `--prometheus-address` listener; builds are counted just before their end is
+//! recorded, guard decisions where the guard's verdict is taken. Each
+//! background loop (scheduler, prebuild reconciler, notification dispatcher,
+//! keeper, provisioner workers) counts its passes (`background_pass`) as each
+//! pass ends, so that an operator, and a test that proves nothing happened, can
+//! see that the loop ran. Label values are bounded (enums, route templates,
+//! standard methods or `other`), never a name, an id, a raw path or a method as
+//! a client sent it.
 
 use std::fmt;
 use std::sync::atomic::AtomicU64;

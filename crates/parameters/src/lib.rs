@@ -9,6 +9,12 @@
 //! listing every problem rather than a build that fails in `terraform plan`.
 //! The checks of one value are the contract's (`abode_contract::parameters`),
 //! the same the provider runs at plan time.
+//!
+//! `declarations.rs` and `import.rs` read the declarations from the import
+//! plan, `presets.rs` the presets of the same plan (checked against the
+//! declarations) and the preset a new workspace is created with, `check.rs` the
+//! values a build gives, every problem at once. A real plan is the fixture
+//! (`tests/fixtures/template-import`, with the script that regenerates it).
 
 mod check;
 mod declarations;

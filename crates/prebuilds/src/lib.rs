@@ -67,6 +67,9 @@
 //!
 //! When paused, the statuses are computed (with `paused` set) and there are
 //! no actions at all. The output is deterministic: see [`Decision`].
+//!
+//! Tested as a table of snapshots (`tests/decide.rs`); `benches/decide.rs`
+//! times one decision over 1,000 presets and 10,000 workspaces.
 
 mod decision;
 mod desired;

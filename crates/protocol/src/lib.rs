@@ -5,6 +5,10 @@
 //! Binary payloads (a template archive, a state, a plan) travel as base64
 //! strings; kinds and transitions as their stored names, parsed at the
 //! boundary (an unknown one is an error, never a default).
+//!
+//! The messages: the job, its log lines, the verdict, a state and its answer,
+//! the release of the state lock, and the end. Secrets (the run's state backend
+//! key, plans, states) are never in `Debug`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

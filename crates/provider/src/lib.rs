@@ -8,6 +8,52 @@
 //! The plugin protocol (gRPC, protocol 6) comes from the `tf-provider` crate; this
 //! crate only holds Abode's schemas and behaviour. The `abode` binary serves it
 //! when Terraform starts it under the provider's file name.
+//!
+//! # How it is built and run
+//!
+//! The plugin protocol (gRPC, protocol 6, go-plugin's handshake) comes from the
+//! `tf-provider` crate, so Abode holds only schemas and behaviour. Its
+//! `build.rs` compiles Terraform's `.proto` files with tonic-build, which needs
+//! `protoc` at build time (`scripts/bootstrap.sh` installs it). We chose it
+//! over writing the protocol ourselves to spend the time on the platform, and
+//! carry three patches to it in `third_party/tf-provider` (`ABODE-PATCHES.md`,
+//! applied through `[patch.crates-io]`): a Unix socket in a private directory
+//! instead of TCP on 127.0.0.1, a P-256 certificate instead of P-384, and
+//! `get_provider_schema_optional`.
+//!
+//! The provider is its own small executable, `terraform-provider-abode`
+//! (`crates/abode/src/provider_only.rs`, a second binary of the `abode` package
+//! that links only this crate): Terraform hashes the provider's whole file at
+//! every command and starts it several times per plan. `abode provider install`
+//! (and the server at start-up) copies it from beside `abode` into a filesystem
+//! mirror (`registry.terraform.io/abode/abode/<version>/<os_arch>/`), and a
+//! generated CLI configuration names that mirror. Without the small file beside
+//! it, `abode` installs itself.
+//!
+//! Plugin TLS is off in Abode's runs (`TF_DISABLE_PLUGIN_TLS=1` in
+//! `abode-terraform`'s automation environment). What TLS would keep out is
+//! another local process calling a provider; the private socket already keeps
+//! out every other user, and a process of Abode's own user can replace the
+//! mirror's provider, read the work dirs or edit the state, so TLS would guard
+//! nothing a compromised Abode user could not take another way. Every provider
+//! of every run (go-plugin's, whose socket permissions follow the umask, and
+//! ours) puts its socket in `PLUGIN_UNIX_SOCKET_DIR`, which Abode sets to a
+//! directory of its user's that no one else may enter (mode 0700, checked at
+//! start). It saved about 30 ms per plan.
+//!
+//! # What it keeps
+//!
+//! - While a build runs, only processes of Abode's user (and root) can connect
+//!   to the abode provider: it listens on no TCP port, only on a 0600 socket in
+//!   a 0700 directory (`crates/abode/tests/e2e_provider_socket.rs`).
+//! - `abode_protect` is a pure annotation: its create, read and delete touch
+//!   nothing; its meaning belongs to the guard.
+//! - A volume's data is removed only by its destroy; a process is identified by
+//!   pid plus start time, so a reused pid is never killed. A volume is its name
+//!   under the volumes dir of the machine running the build (`path` is worked
+//!   out at every read, plan and destroy, never taken from the state): nothing
+//!   outside that dir is created or removed, and a copied data dir manages only
+//!   its own volumes (`e2e_fencing`).
 
 mod agent;
 mod app;

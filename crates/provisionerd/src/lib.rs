@@ -15,6 +15,34 @@
 //! running: at its next start, it waits for that Terraform to end and
 //! offers the state left behind (the server keeps it only if no newer build
 //! of the workspace has run).
+//!
+//! `host.rs` is `RemoteHost`, a `BuildHost` over HTTP speaking
+//! `abode-protocol`; `client.rs` makes each call on a blocking thread and tells
+//! "unreachable" (try again) from "refused" (do not); `claims.rs` keeps which
+//! slot claimed each running job in the data dir, so that a restarted daemon
+//! speaks for a leftover run as that slot. Its id is kept in its data dir, so a
+//! restarted daemon is the same provisioner. It links the runner, the protocol,
+//! `abode-terraform` (the run records of a killed daemon's leftovers) and
+//! `abode-tls` (its client's trust), never the store or the control plane
+//! (`crates/abode/tests/house.rs`).
+//!
+//! # What it keeps
+//!
+//! - A job is its claiming slot's. The server holds a daemon's job for the slot
+//!   that claimed it, and every call about it (heartbeat, log, verdict,
+//!   applied, end) must come from that slot: a build queued again and claimed
+//!   by another slot of the same daemon never takes the lost run's calls for
+//!   its own (`crates/control/tests/daemon_claims.rs`). Embedded workers are
+//!   held to the same rule.
+//! - Nothing is lost to a fault. A log line is retried for seconds, a plan's
+//!   verdict for minutes (nothing is applied without one); Terraform writes the
+//!   state to the server's state backend itself (retrying while the server is
+//!   away), and what it could not hand over (`errored.tfstate`) is uploaded
+//!   until the server answers; a state the server does not keep stays in the
+//!   work dir. The run's state lock is given back when its Terraform ended,
+//!   whatever became of its lease. A killed daemon's work dirs are offered at
+//!   its next start once their orphaned Terraform has ended. A deleted key
+//!   (401) or tags other than the key's (403) stop it with one line.
 
 mod claims;
 mod client;

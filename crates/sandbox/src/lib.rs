@@ -16,6 +16,29 @@
 //! [`supervisor`] starts, watches and stops workspace processes on behalf of
 //! the provider, which cannot fork a process that outlives Terraform's PID
 //! namespace.
+//!
+//! # How
+//!
+//! `Sandbox` finds bwrap (and setpriv) and checks at start that this machine
+//! can make a sandbox: one line and a refusal otherwise (`--terraform-sandbox
+//! off` is the only way past). It wraps a program in new mount, PID, IPC and
+//! UTS namespaces with the system read-only, a short list of `/etc`, a private
+//! `/tmp`, a fresh `/proc`, a minimal `/dev` and the paths of a `View`; as
+//! `--terraform-user` when the server is root (bwrap binds as root, setpriv
+//! drops inside, no capabilities, `no_new_privs`). `hand_over` gives a work dir
+//! to that user.
+//!
+//! `supervisor.rs` is the process supervisor of the server (or daemon): a
+//! private Unix socket, given to sandboxed builds as
+//! `ABODE_PROCESS_SUPERVISOR`, on which the provider asks to start, check and
+//! stop `abode_process`es (`abode_contract::supervisor`). Each runs in a
+//! sandbox of its own (its volume, the agent binary), is recorded by identity
+//! in `DATA_DIR/supervised`, and a stop kills its PID namespace's first
+//! process, so nothing of it is left. The supervisor answers only for processes
+//! it recorded: a template cannot have it signal anything else, and a process's
+//! `dir` must lie in a volume of the machine's volumes dir.
+//!
+//! `crates/abode/tests/e2e_sandbox.rs` holds both.
 
 pub mod supervisor;
 

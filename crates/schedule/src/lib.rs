@@ -59,6 +59,9 @@
 //! A zero duration turns its rule off (no ttl: no autostop unless a max ttl
 //! is set). The decision of a workspace depends only on its own facts, its
 //! template's policy and the [`Tick`].
+//!
+//! Tested as tables (`tests/`); `benches/decide.rs` times a tick over 10,000
+//! workspaces.
 
 mod cache;
 mod cron;

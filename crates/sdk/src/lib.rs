@@ -1,8 +1,8 @@
-//! The wire of Abode's HTTP API (docs/api.md): every request and answer type,
-//! defined once. The server (`abode-api`) builds these from its records and
-//! serializes them; the client (`abode-client`), the CLI, the dashboard and
-//! the tests deserialize into the same types, so the two sides cannot drift
-//! apart. Coder's `codersdk` is the model.
+//! The wire of Abode's HTTP API (docs/api.md): its request and answer types.
+//! The server (`abode-api`) builds these from its records and serializes
+//! them; the client (`abode-client`), the CLI, the dashboard and the tests
+//! deserialize into the same types, so the two sides cannot drift apart.
+//! Coder's `codersdk` is the model.
 //!
 //! Fields a newer server may add are ignored, and fields a client can live
 //! without default, so a newer server does not break an older CLI. The same
@@ -11,6 +11,20 @@
 //!
 //! No I/O and no domain logic here: plain data, its serde shape and the
 //! parsing of its enums.
+//!
+//! Not every body is here yet: the API still declares some request bodies of
+//! its own (`NewBuildBody`, `NewWorkspaceBody`, `PreviewBody`, `DestroyBody`),
+//! a few answers that mirror types of this crate (`ProvisionerJson`,
+//! `CurrentJob`, `PreviewResultJson`, `CreatedKey`) and its error envelope,
+//! which the client reads as its own `ErrorBody`; issue 45 moves them here.
+//!
+//! `requests` holds the bodies the client writes and the API reads. The wire's
+//! enums are their JSON strings: `Transition` is the contract's own (one type
+//! for the wire, the store's column and the `ABODE_*` variable); `BuildStatus`
+//! is the wire's, converted from the store's at the API's edge. A build's guard
+//! report and a workspace's parameters are a type parameter: clients read JSON
+//! values, the server writes the typed values the store decoded. The daemons'
+//! protocol is not here (`abode-protocol`).
 
 mod enums;
 pub mod requests;

@@ -4,9 +4,8 @@
 //! the whole storage interface. Behind it sits one backend per database; today
 //! SQLite (embedded, under the data dir, the default) and PostgreSQL, each with
 //! its own migrations folder. The queries they share are written once, by
-//! domain, each file a macro expanded inside each backend's `impl`:
-//! `users.rs`, `tokens.rs`, `templates.rs`, `workspaces.rs`, `builds.rs`,
-//! `held.rs`, `agents.rs`, `platform.rs`, `prebuilds.rs`, `schedule_settings.rs`, `audit.rs`. Their text is a portable dialect (`?`
+//! domain, each file a macro expanded inside each backend's `impl` (the
+//! domains are below). Their text is a portable dialect (`?`
 //! placeholders, `TRUE`/`FALSE`, `RETURNING`, `ON CONFLICT`) that each
 //! backend's `sql()` adapts (PostgreSQL numbers its placeholders);
 //! backend-specific statements (opening, migrations, the job claim) stay in
@@ -17,6 +16,107 @@
 //! name, template name, version number), so that callers need no second query to
 //! present them. Secrets never leave in a general record: the plan JSON and the
 //! Terraform state have their own getters.
+//!
+//! # Domains
+//!
+//! Each file holds its domain's queries (a macro both backends' `impl` expand),
+//! column lists and row types: `users.rs` (users, the first user),
+//! `accounts.rs` (account status changes under the owners' lock, sightings, the
+//! dormancy sweep), `roles.rs` (roles as a set per user, written with the user;
+//! the last owner keeps `owner`), `groups.rs` (groups, members, template access
+//! lists), `tokens.rs` (sessions and API tokens), `templates.rs` (templates and
+//! versions, and the lint's findings each version keeps, read by their own
+//! getter), `previews.rs` (fleet previews: the workspaces a preview covers
+//! chosen and ordered in the statement that records it, its results as a queue
+//! of their own under a lease), `provisioners.rs` (every server's provisioners'
+//! heartbeats, listed with the job each holds), `provisioner_keys.rs` (the
+//! daemons' keys, found by the SHA-256 of the secret, which is all that is
+//! stored), `workspaces.rs` (workspaces and the one-query workspace page),
+//! `builds.rs` (builds, jobs, logs, Terraform state, plan JSON), `held.rs`
+//! (held builds, confirmation, expiry, saved plans, protections), `agents.rs`,
+//! `app_tokens.rs` (subdomain apps' sign-in codes and sessions, as hashes),
+//! `port_shares.rs` (shared ports), `platform.rs` (the platform's counts for
+//! metrics, one query), `audit.rs`, `notifications.rs` (the outbox: messages
+//! per recipient and channel, a dedupe key, the leased claim, retries, the
+//! inbox's read flag), `prebuilds.rs` (the reconciliation's snapshot in one
+//! transaction, budget facts and episodes included, the claim of a ready
+//! prebuild, platform settings, and leases of work one server at a time does),
+//! `quotas.rs` (allowances, costs, the reservation), `job_leases.rs` (which
+//! server holds each claimed job), `state_locks.rs` (the fence of each
+//! workspace's state), `server_instances.rs` (which process runs as each server
+//! id), `scheduler_tick.rs` (the scheduler's snapshot and what a tick records),
+//! `schedule_settings.rs`, `host_keys.rs` (each workspace's SSH host key seed,
+//! created once, its own getter), `external_auth.rs` (linked accounts, their
+//! tokens sealed), `oidc.rs` (links to a provider's issuer and subject, pending
+//! sign-ins and codes, taken once), `retained.rs` (retained resources: records written
+//! `pending` with a delete's judged plan, settled `open` or `void` against the
+//! state it left, a retained destroy's build queued with the state holding only
+//! that resource). `pages.rs` is the cursor pagination, `records.rs` and
+//! `stored.rs` the record types and how a stored value is read, `backup.rs` the
+//! SQLite data dir's backup (`VACUUM INTO` through a read-only connection,
+//! renamed into place when whole, with its SHA-256) and the check of a restored
+//! database (read-only, never migrated). `lib.rs` lists the `Store` methods in
+//! the same order; `sqlite.rs` and `postgres.rs` hold what differs. One set of
+//! tests (`tests/store/`, a module per domain) runs every behaviour on both
+//! backends.
+//!
+//! # What it keeps
+//!
+//! - Only the store speaks SQL, and domain code does not know which database it
+//!   talks to. A missing row becomes a typed `NotFound` and a unique violation
+//!   a typed `Conflict`, in one place.
+//! - A write the database did not commit is an error, never reported done.
+//!   SQLite commits a statement outside a transaction only when it has run to
+//!   its end, so a write's `RETURNING` rows are read with `fetch_all`
+//!   (`returned_row`), never `fetch_one`; a connection SQLite left without the
+//!   transaction sqlx counts (a full disk rolls it back) is closed when it
+//!   comes back to the pool (`sqlite.rs`, `after_release`).
+//!   `StoreError::is_transient` tells a database that could not write now
+//!   (unreachable, full, busy) from one that refused what was asked;
+//!   `tests/store/full_disk.rs` fills a real tmpfs.
+//! - State is typed at this boundary: every stored vocabulary (build status and
+//!   reason, job kind, agent lifecycle, role, token kind, notification kind,
+//!   channel and status) is declared once through `named!` (its names, `ALL`,
+//!   `Display`, `FromStr`) and read through `stored_by_name!`, and a value the
+//!   code does not know fails the read with an error naming it. A value kept as
+//!   JSON text is read once, in the row mapping (`stored.rs`), as its type (a
+//!   guard `Report`, `Parameters`, `ParameterDefinition`s); one that does not
+//!   read fails with `StoreError::Corrupt`, naming the value and its row, never
+//!   a default.
+//! - A quota is checked and a build's cost reserved in one write transaction
+//!   that first locks the owner's account row (`reserve_build_cost`): of two
+//!   builds of one owner racing for the last of a budget, the second sees the
+//!   first's reservation (raced 20 times on both backends; without the lock
+//!   PostgreSQL let both pass). A workspace costs its newest build that has a
+//!   cost and did not fail or get canceled; a refused one keeps what it was
+//!   refused for in `refused_cost`. A prebuild claim is judged the same way
+//!   before the workspace changes hands.
+//! - At most one pending, running or awaiting build per workspace, by a
+//!   database index; a job is claimed by exactly one worker (one `UPDATE ...
+//!   RETURNING`, `SKIP LOCKED` on PostgreSQL).
+//! - An event is recorded in the transaction of the change that caused it (the
+//!   outbox), and a message whose lease ran out is claimed again with the same
+//!   id: delivery is at least once.
+//! - A state is written only in the transaction that finds its run still
+//!   holding the workspace's state lock (`FOR UPDATE` on PostgreSQL).
+//! - Saved plans, states and plan JSON never leave through a general record;
+//!   they have their own getters.
+//! - Lists are one query per page (`pages.rs`): read in their sort key's order,
+//!   at most `MAX_PAGE_SIZE` rows, continued by an opaque cursor the store
+//!   alone encodes and checks; a workspace page carries what a view needs, so
+//!   listing costs the same for 10 workspaces as for 10,000
+//!   (`benches/list-workspaces.sh`).
+//! - A database the previous release wrote upgrades in place. Migrations are
+//!   append-only (a shipped file is never edited), and rows written before a
+//!   change must read under the new code. `crates/abode/tests/e2e_upgrade.rs`
+//!   holds it: `tests/e2e_fixtures/schema-<commit>/` keeps the migrations the
+//!   previous release shipped, checked unchanged, and a database made with them
+//!   is served and confirmed by the new server. At a release, point the fixture
+//!   at the new release's migrations.
+//! - The store hands out a token's row with its times and never judges it by
+//!   the clock: whether a token is still good is the domain's policy. The times
+//!   it writes itself come from the `Clock` it was given, never from the
+//!   system.
 
 mod accounts;
 mod agents;

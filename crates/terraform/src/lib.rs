@@ -3,6 +3,52 @@
 //! Everything else (the CLI, the provisioner) asks this crate to run Terraform, so
 //! that the environment Terraform sees (its CLI configuration, the offline provider
 //! mirror, automation flags) is decided in one place.
+//!
+//! # What a run gets
+//!
+//! Every run's environment is built from nothing (`env_clear`, the environment
+//! contract, the passed variables) plus the automation settings:
+//! `CHECKPOINT_DISABLE`, `TF_IN_AUTOMATION`, `TF_INPUT`,
+//! `TF_DISABLE_PLUGIN_TLS` (why: the abode provider's docs), a generated CLI
+//! configuration that names the provider's filesystem mirror for
+//! `registry.terraform.io/abode/*` and `direct` for everything else, and a
+//! complete `.terraform.lock.hcl` for the mirrored provider, so `init` neither
+//! warns nor accepts a changed binary. Every provider of every run puts its
+//! plugin socket in a directory of Abode's user that no one else may enter
+//! (`<tmp>/abode-plugins-<uid>`, mode 0700, checked at start).
+//! `is_working_file` says what is Terraform's own (`.terraform/`, the lock
+//! file, state and backups), which template packing (client) and unpacking
+//! (runner) both leave out.
+//!
+//! # Modules
+//!
+//! `run.rs` is short runs whose output is captured. `isolation.rs` puts a run
+//! in the sandbox (`abode-sandbox`): bwrap with the build's work dir, the
+//! provider mirror, the Terraform binary, the volumes dir, the supervisor's
+//! socket and `--terraform-mount`s; the build, preview and push paths all pass
+//! their `Isolation` (`Invocation::isolated`). A sandboxed run's cancel reaches
+//! Terraform itself (SIGINT to the group's `terraform`, not to bwrap, which
+//! would die of it and leave Terraform running). There is no
+//! `--die-with-parent`: a build's Terraform outlives a killed server; its
+//! sandbox ends with it.
+//!
+//! `supervise.rs` supervises build runs so that they survive the server:
+//! Terraform writes its output to files in the build's work dir (a pipe whose
+//! reader died would kill it with SIGPIPE at a random point), runs in its own
+//! process group, and is recorded in the work dir by pid and start time
+//! (`terraform.run`) the moment it is spawned. `stream` tails the files into
+//! log lines and cancels with SIGINT, then SIGKILL to the group after the
+//! grace; `follow` does the same for a run a dead server left behind.
+//!
+//! # What it keeps
+//!
+//! - Only this crate spawns `terraform`.
+//! - A Terraform run sees what its `Invocation` says and nothing else, in the
+//!   sandbox unless the operator turned it off.
+//! - No Terraform process of a build outlives it unnoticed: every build run is
+//!   recorded (or found by its working directory) until it has exited, and what
+//!   is left of its process group when it exits (a provider it could not stop)
+//!   is killed.
 
 pub mod isolation;
 pub mod mirror;

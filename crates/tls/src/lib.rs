@@ -16,6 +16,16 @@
 //! few weeks in practice.
 //!
 //! TLS 1.2 and 1.3 only, with the `ring` provider, on both sides.
+//!
+//! In an agent the extra authorities come as PEM text in `ABODE_AGENT_CA_CERT`.
+//! The trust is installed once by the binary at start and used by every client
+//! through `client_config()`: the API client, the daemon's client, the agent's
+//! tunnel and `abode ssh`'s WebSockets, the server's relays, webhooks, mail,
+//! single sign-on and external auth. The server's key is refused when other
+//! users can read it; a connection gets the certificate current at its
+//! handshake. The API's `tls_listener.rs` serves the same router over it. There
+//! is no way to skip verification: no client builds a TLS configuration of its
+//! own, and none has a "trust everything" switch.
 
 pub mod server;
 

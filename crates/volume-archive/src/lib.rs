@@ -62,6 +62,9 @@
 //!   1 GiB, a real one a little more than twice its manifest.
 //! - Names must be UTF-8 (the manifest is JSON): export refuses a volume with
 //!   another name rather than write a manifest that does not say it.
+//!
+//! The CLI and the server call it (`abode retained export|verify`, `abode
+//! volumes orphans`); `tests/big.rs` exports and verifies 200 MB.
 
 mod export;
 mod fsx;

@@ -12,6 +12,63 @@
 //! dashboard's. The session is the CLI's (a login's session token), carried
 //! in an HttpOnly cookie; every state-changing request carries a CSRF token
 //! derived from that session (`session.rs`), checked before any handler runs.
+//!
+//! # Pages
+//!
+//! One module per page family: `auth.rs` (sign-in, first user, sign-out),
+//! `workspaces.rs` (list, workspace page, start, stop, update, delete),
+//! `schedule.rs` (a workspace's schedule, extend and wake), `create.rs` (a new
+//! workspace: template, preset, parameters), `builds.rs` (build page, confirm
+//! and cancel, the log as server-sent events, which check their session again
+//! at every wait and when `Identity` revokes a token, so that a stream ends
+//! with its session), `report.rs` (the guard's report as a section),
+//! `previews.rs` (a template version's page: its lint, its latest fleet
+//! preview, preview and activation), `templates.rs` (versions, upload of a
+//! folder archive), `policy.rs` (a template's lifecycle policy and its form),
+//! `retained.rs`, `apps.rs`, `external_auth.rs`, `oidc.rs` (single sign-on's
+//! login and callback), `inbox.rs`, `preferences.rs`, `tokens.rs`, `admin.rs`
+//! (audit log, users and their roles, prebuild pools), `html.rs` (the shell,
+//! statuses as words, error pages, redirects), `session.rs` (cookie, CSRF),
+//! `terminal.rs` (the web terminal's page, docs/web-terminal.md: it checks the
+//! connection as the route would, then its script opens the API's `kind=pty`
+//! connection with the session cookie), `assets.rs` (`assets/app.js`,
+//! `assets/app.css`, `assets/terminal.js`, and xterm.js with its fit addon
+//! under `assets/vendor/`, vendored with their licences by
+//! `scripts/vendor-web-assets.sh`, all `include_str!`'d).
+//!
+//! # Why server-rendered with maud
+//!
+//! Nothing to build ahead of time or commit as generated files, no Node
+//! anywhere, one binary; every page is one request to the same control-plane
+//! calls the API makes; and `maud` checks templates at compile time and escapes
+//! every interpolated value, so a user's string cannot become markup unless the
+//! code says `PreEscaped` (it never does on anything but constants). The script
+//! is small and optional: the live log (EventSource) and the typed-name check
+//! of a delete; the pages work without it. Hand-written escaping helpers were
+//! the alternative: as small, but escaping would be by discipline, not
+//! construction. The web terminal is the one page that needs a library in the
+//! browser (a terminal emulator is not something to write by hand): xterm.js is
+//! committed as built, so the rule stands that nothing is built ahead of time
+//! with Node.
+//!
+//! # What it keeps
+//!
+//! - The dashboard decides no permission itself and calls no store method:
+//!   every page and action calls the same control-plane service as the matching
+//!   API route, with the signed-in person's `Caller`. What it shows or hides by
+//!   role (the navigation, everyone's workspaces, Activate, upload, the
+//!   schedule, policy and roles forms) asks `authz::authorize` or
+//!   `widest_scope`, and the page behind it still asks the door.
+//! - No state-changing request reaches a handler without the session's CSRF
+//!   token (`session::require_csrf`, a layer over every route: HMAC-SHA256 of a
+//!   label keyed by the session token; before sign-in, by a random pre-session
+//!   cookie; in a form field, or in the `x-csrf-token` header for an upload).
+//!   Every answer carries a Content-Security-Policy with `script-src 'self'`
+//!   and no inline script, and `frame-ancestors 'none'` (the terminal page's
+//!   adds only a per-answer style nonce, for xterm.js's style elements).
+//! - The end-to-end tests drive the dashboard and the terminal in headless
+//!   Chromium over WebDriver (`fantoccini`, plain HTTP to a `chromedriver` on
+//!   loopback) and check the refusals and headers over plain HTTP with `ureq`.
 
 mod admin;
 mod apps;

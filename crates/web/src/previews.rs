@@ -1,8 +1,8 @@
 //! A template version's page: its lint findings and its latest fleet
 //! preview (docs/preview.md), with the button that starts a preview and the
-//! activation that acknowledges one. The API's `template_version_detail`,
-//! `preview_report`, `preview_gate`, `start_preview` and
-//! `activate_previewed_version`.
+//! activation that acknowledges one. It calls the services the API's routes
+//! call: `Templates`' `template_version_detail` and
+//! `activate_previewed_version`, `Previews`' `report`, `gate` and `start`.
 
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
