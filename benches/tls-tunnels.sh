@@ -7,7 +7,7 @@
 #    private CA made here) against the same through a plain server (ws://),
 #    interleaved rounds, ratio per round. Goal: wss at least 0.9x of ws.
 # 2. Load: the TLS server holding TUNNELS idle agent tunnels over wss://
-#    (crates/abode/examples/agent_tunnels.rs dials as the agent does, one
+#    (crates/agent/examples/agent_tunnels.rs dials as the agent does, one
 #    tunnel per agent token of workspaces written through the store by
 #    crates/store/examples/fill_workspaces.rs), while they ping: the
 #    server's RSS and CPU over a window of several ping rounds, and the time
@@ -42,7 +42,7 @@ source "$root/benches/lib.sh"
 bench_require terraform openssl curl python3
 bin="$(bench_binary "$root" "$bin")"
 target="${CARGO_TARGET_DIR:-$root/target}"
-(cd "$root" && cargo build --release -q -p abode --example agent_tunnels \
+(cd "$root" && cargo build --release -q -p abode-agent --example agent_tunnels \
     && cargo build --release -q -p abode-store --example fill_workspaces) >&2
 generator="$target/release/examples/agent_tunnels"
 fill="$target/release/examples/fill_workspaces"

@@ -4,13 +4,7 @@
 //! installing Abode is copying one file.
 
 mod agent;
-mod agent_apps;
-mod agent_git_auth;
-mod agent_pty;
-mod agent_ssh;
-mod agent_tunnel;
 mod cli;
-mod dial_back;
 mod duration;
 mod exit;
 mod plan_check;
@@ -21,7 +15,6 @@ mod server;
 mod sign_in_flags;
 mod size;
 mod terraform_flags;
-mod wsdial;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -70,13 +63,13 @@ fn main() -> ExitCode {
         return provider::serve();
     }
     // Git's askpass inside a workspace: `abode "Password for 'URL': "`.
-    if let Some(socket) = agent_git_auth::socket_from_env() {
+    if let Some(socket) = abode_agent::git_auth::socket_from_env() {
         let args: Vec<String> = std::env::args_os()
             .skip(1)
             .map(|arg| arg.into_string().unwrap_or_default())
             .collect();
-        if let Some(prompt) = agent_git_auth::askpass_prompt(&args) {
-            return agent_git_auth::run_askpass(&socket, prompt);
+        if let Some(prompt) = abode_agent::git_auth::askpass_prompt(&args) {
+            return agent::askpass(&socket, prompt);
         }
     }
     let cli = Cli::parse();

@@ -57,13 +57,13 @@ pub struct UnlinkArgs {
 
 pub fn run(command: ExternalAuthCommand) -> anyhow::Result<u8> {
     if let ExternalAuthCommand::AccessToken(args) = &command {
-        let socket = crate::agent_git_auth::socket_from_env().with_context(|| {
+        let socket = abode_agent::git_auth::socket_from_env().with_context(|| {
             format!(
                 "abode external-auth access-token runs inside a workspace ({} is not set: the workspace's agent sets it)",
                 abode_contract::AGENT_AUTH_SOCKET
             )
         })?;
-        let token = crate::agent_git_auth::ask(
+        let token = abode_agent::git_auth::ask(
             &socket,
             &abode_sdk::requests::AgentExternalAuthToken {
                 provider: Some(args.id.clone()),

@@ -6,11 +6,10 @@
 
 use std::str::FromStr;
 
+use abode_agent::wsdial::into_stream;
 use anyhow::Context;
 use clap::Args;
 use tokio::net::{TcpListener, TcpStream};
-
-use crate::wsdial::into_stream;
 
 #[derive(Debug, Args)]
 pub struct PortForwardArgs {

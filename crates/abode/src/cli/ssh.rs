@@ -17,13 +17,12 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use abode_agent::wsdial::{dial, into_stream, DialError, Socket};
 use anyhow::Context;
 use clap::Args;
 use russh::client;
 use russh::ChannelMsg;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-use crate::wsdial::{dial, into_stream, DialError, Socket};
 
 /// How long a connection waits for the workspace's agent to come up (a
 /// workspace just started).
@@ -181,7 +180,7 @@ async fn stdio(socket: Socket) -> anyhow::Result<()> {
 /// Reads standard input until its end, a chunk at a time.
 fn read_stdin(to_remote: &tokio::sync::mpsc::Sender<Vec<u8>>) {
     let stdin = std::io::stdin();
-    let mut buffer = vec![0u8; crate::wsdial::CHUNK];
+    let mut buffer = vec![0u8; abode_agent::wsdial::CHUNK];
     loop {
         match rustix::io::read(&stdin, &mut buffer[..]) {
             Ok(0) => return,

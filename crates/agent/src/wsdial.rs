@@ -2,6 +2,10 @@
 //! connection into a workspace), with the bearer token in the request's
 //! header, never in the URL. A refusal before the upgrade is the server's
 //! JSON error, returned as its one-line message.
+//!
+//! The agent dials its tunnel with [`dial_tunnel`]; `abode ssh` and `abode
+//! port-forward` dial a person's connection with [`dial`] and carry it with
+//! [`into_stream`]: one dial, so both ends of docs/ssh.md speak it alike.
 
 use abode_client::connect::websocket_url;
 use tokio::net::TcpStream;

@@ -11,22 +11,19 @@
 //!   ABODE_CA_CERT: a CA file to trust besides the system's.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
-#[path = "../src/wsdial.rs"]
-#[allow(dead_code)]
-mod wsdial;
-
 use std::error::Error;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use abode_agent::wsdial;
 use abode_tunnel::{Mux, Side};
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_tungstenite::tungstenite::Message;
 
-/// The agent's interval between pings (crates/abode/src/agent_tunnel.rs).
+/// The agent's interval between pings (crates/agent/src/tunnel.rs).
 const PING: Duration = Duration::from_secs(15);
 /// Handshakes under way at once: a fleet of agents does not all start in
 /// the same millisecond.

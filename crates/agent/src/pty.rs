@@ -19,7 +19,7 @@ use abode_tunnel::terminal::{TerminalDecoder, TerminalInput, TerminalOpen};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
-use crate::agent_ssh::SessionSettings;
+use crate::ssh::SessionSettings;
 
 /// How long a session nobody is attached to keeps its shell.
 pub const DETACHED_KEPT: Duration = Duration::from_secs(5 * 60);
@@ -222,7 +222,7 @@ fn start(
     let (pty, pts) = pty_process::open().map_err(std::io::Error::other)?;
     pty.resize(pty_process::Size::new(open.rows, open.cols))
         .map_err(std::io::Error::other)?;
-    let shell = pty_process::Command::new(crate::agent_ssh::shell());
+    let shell = pty_process::Command::new(crate::ssh::shell());
     let shell = match &open.command {
         Some(app_command) => shell.arg("-lc").arg(app_command),
         None => shell.arg("-l"),
@@ -232,7 +232,7 @@ fn start(
         .envs(settings.env.iter())
         .env("TERM", "xterm-256color")
         .env("COLORTERM", "truecolor");
-    if let Some(dir) = crate::agent_ssh::working_dir(settings) {
+    if let Some(dir) = crate::ssh::working_dir(settings) {
         command = command.current_dir(dir);
     }
     let mut child = command.spawn(pts).map_err(std::io::Error::other)?;

@@ -4,11 +4,12 @@
 //!
 //! The agent listens on a Unix socket in a directory only its user may
 //! enter, and names it in its sessions' environment
-//! (`ABODE_AGENT_AUTH_SOCKET`), with `GIT_ASKPASS` set to this binary. When
-//! Git asks for a user name or a password, it runs `abode "Password for
-//! 'https://host': "`: the binary sees the prompt ([`askpass_prompt`]),
-//! asks the agent over the socket, the agent asks the server with its own
-//! token, and the answer goes to Git on standard output. The agent's token
+//! (`ABODE_AGENT_AUTH_SOCKET`), with `GIT_ASKPASS` set to the `abode`
+//! binary. When Git asks for a user name or a password, it runs `abode
+//! "Password for 'https://host': "`: the binary sees the prompt
+//! ([`askpass_prompt`]), asks the agent over the socket ([`askpass`]), the
+//! agent asks the server with its own token, and the answer goes to Git on
+//! standard output. The agent's token
 //! never leaves the agent; a session holds only the socket's path.
 //! `abode external-auth access-token ID` asks the same way, by provider.
 
@@ -116,31 +117,50 @@ fn answer(client: &Client, stream: UnixStream) {
     }
 }
 
+/// Why a session's question to the agent got no token.
+#[derive(Debug, thiserror::Error)]
+pub enum AskError {
+    #[error("cannot reach the workspace's agent at {}: {error}", socket.display())]
+    Unreachable {
+        socket: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{0}")]
+    Socket(std::io::Error),
+    #[error("{0}")]
+    Request(serde_json::Error),
+    #[error("cannot ask the workspace's agent: {0}")]
+    Send(std::io::Error),
+    #[error("the workspace's agent did not answer: {0}")]
+    NoAnswer(std::io::Error),
+    /// The agent's (or its server's) one line about why not.
+    #[error("{0}")]
+    Refused(String),
+    #[error("the workspace's agent answered something else than a token")]
+    Unreadable,
+}
+
 /// Asks the agent at `socket` for a token: of a provider by id, or of the
 /// provider serving a Git URL.
-pub fn ask(socket: &Path, request: &AgentExternalAuthToken) -> Result<ExternalAuthToken, String> {
-    let mut stream = UnixStream::connect(socket).map_err(|error| {
-        format!(
-            "cannot reach the workspace's agent at {}: {error}",
-            socket.display()
-        )
+pub fn ask(socket: &Path, request: &AgentExternalAuthToken) -> Result<ExternalAuthToken, AskError> {
+    let mut stream = UnixStream::connect(socket).map_err(|error| AskError::Unreachable {
+        socket: socket.to_path_buf(),
+        error,
     })?;
     stream
         .set_read_timeout(Some(ANSWER_TIMEOUT))
-        .map_err(|error| error.to_string())?;
-    let mut line = serde_json::to_string(request).map_err(|error| error.to_string())?;
+        .map_err(AskError::Socket)?;
+    let mut line = serde_json::to_string(request).map_err(AskError::Request)?;
     line.push('\n');
-    stream
-        .write_all(line.as_bytes())
-        .map_err(|error| format!("cannot ask the workspace's agent: {error}"))?;
+    stream.write_all(line.as_bytes()).map_err(AskError::Send)?;
     let mut reply = String::new();
     BufReader::new(stream.take(MAX_REQUEST))
         .read_line(&mut reply)
-        .map_err(|error| format!("the workspace's agent did not answer: {error}"))?;
+        .map_err(AskError::NoAnswer)?;
     match serde_json::from_str::<Answer>(&reply) {
         Ok(Answer::Token(token)) => Ok(token),
-        Ok(Answer::Error(error)) => Err(error),
-        Err(_) => Err("the workspace's agent answered something else than a token".into()),
+        Ok(Answer::Error(error)) => Err(AskError::Refused(error)),
+        Err(_) => Err(AskError::Unreadable),
     }
 }
 
@@ -184,10 +204,11 @@ pub fn askpass_prompt(args: &[String]) -> Option<Prompt> {
     })
 }
 
-/// Answers Git's prompt: the user name or the token for its URL, on
-/// standard output. A non-zero exit (nothing linked, no provider serving
-/// the URL) lets Git say it could not read the credentials.
-pub fn run_askpass(socket: &Path, prompt: Prompt) -> std::process::ExitCode {
+/// The answer to Git's prompt: the user name or the token for its URL,
+/// for the askpass program to print on standard output. An error (nothing
+/// linked, no provider serving the URL) is for it to exit non-zero with,
+/// which lets Git say it could not read the credentials.
+pub fn askpass(socket: &Path, prompt: Prompt) -> Result<String, AskError> {
     let url = match &prompt {
         Prompt::Username(url) | Prompt::Password(url) => url.clone(),
     };
@@ -197,20 +218,11 @@ pub fn run_askpass(socket: &Path, prompt: Prompt) -> std::process::ExitCode {
         git_url: Some(url),
         username_only: matches!(prompt, Prompt::Username(_)),
     };
-    match ask(socket, &request) {
-        Ok(token) => {
-            let value = match prompt {
-                Prompt::Username(_) => token.username,
-                Prompt::Password(_) => token.access_token,
-            };
-            println!("{value}");
-            std::process::ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("abode: {error}");
-            std::process::ExitCode::from(crate::exit::FAILURE)
-        }
-    }
+    let token = ask(socket, &request)?;
+    Ok(match prompt {
+        Prompt::Username(_) => token.username,
+        Prompt::Password(_) => token.access_token,
+    })
 }
 
 #[cfg(test)]

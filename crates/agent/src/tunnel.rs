@@ -6,8 +6,8 @@
 //!
 //! Over it the server opens one stream per person's connection
 //! ([`abode_tunnel`]); each stream's header says what it is for: SSH (served
-//! by [`crate::agent_ssh`]), a TCP port inside the workspace, or a web
-//! terminal's session ([`crate::agent_pty`], kept across reconnections of
+//! by [`crate::ssh`]), a TCP port inside the workspace, or a web
+//! terminal's session ([`crate::pty`], kept across reconnections of
 //! the tunnel itself).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,8 +21,8 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::agent_pty::Terminals;
-use crate::agent_ssh::SessionSettings;
+use crate::pty::Terminals;
+use crate::ssh::SessionSettings;
 use crate::wsdial::{dial_tunnel, DialError};
 
 const FIRST_RETRY: Duration = Duration::from_millis(250);
@@ -256,9 +256,7 @@ async fn handle_stream(
     }
     match (request.kind, request.port, request.host_key.as_deref()) {
         (StreamKind::Ssh, _, Some(seed)) => {
-            if let Err(error) =
-                crate::agent_ssh::serve(incoming.into_stream(), seed, settings).await
-            {
+            if let Err(error) = crate::ssh::serve(incoming.into_stream(), seed, settings).await {
                 log(&format!("ssh session of {} ended: {error}", request.user));
             }
         }
