@@ -1,7 +1,8 @@
 //! Where the WebSocket routes of docs/ssh.md are: the CLI's connections
 //! into workspaces and the agent's tunnel. The sockets themselves are
-//! asynchronous and live with their users (the `abode` binary); this module
-//! only spells the URLs, so that every path of the API stays in this crate.
+//! asynchronous and live with their users (`abode_agent::wsdial`, which the
+//! agent's tunnel and `abode ssh` dial with); this module only spells the
+//! URLs, so that every path of the API stays in this crate.
 
 use crate::client::workspace_segment;
 
