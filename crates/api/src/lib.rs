@@ -299,8 +299,8 @@ pub async fn audit_request_layer(
     if let (true, Some(request_id)) = (recorded, request_id) {
         let status = i64::from(response.status().as_u16());
         if let Err(error) = control
-            .store()
-            .complete_audit(
+            .identity()
+            .complete_request_audit(
                 &request_id,
                 client.as_deref(),
                 user_agent.as_deref(),

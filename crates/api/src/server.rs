@@ -484,7 +484,7 @@ impl Server {
                 Err(error) => tracing::error!(%error, "an HTTP listener task failed"),
             }
         }
-        self.control.store().close().await;
+        self.control.close().await;
     }
 
     /// Drops the server without any cleanup, as a crash would (for tests of

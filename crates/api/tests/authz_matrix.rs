@@ -11,7 +11,7 @@
 //! pushes run real Terraform.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use abode_store::{NewAgent, NewProtection};
 use common::*;
@@ -323,7 +323,7 @@ async fn every_route_for_every_kind_of_caller() {
 
     // An agent of carol's started workspace (Terraform made no agent: it is
     // written in as a build with the provider would have).
-    let store = harness.server().control().store().clone();
+    let store = harness.store().clone();
     let started = workspace(&harness, &carol, "started").await;
     assert_eq!(
         harness.wait_build(&carol, "started", 1).await["status"],

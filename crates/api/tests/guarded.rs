@@ -4,7 +4,7 @@
 //! it; here the workspace's memory is seeded as an earlier build would.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -51,8 +51,6 @@ async fn protected_workspace(harness: &Harness, mode: &str) -> String {
         .await;
     let workspace = &body["workspace"];
     harness
-        .server()
-        .control()
         .store()
         .replace_protections(
             workspace["id"].as_str().unwrap(),
@@ -110,14 +108,7 @@ async fn home_id(harness: &Harness, token: &str) -> String {
         .call("GET", "/workspaces/dev", Some(token), None)
         .await;
     let workspace_id = body["workspace"]["id"].as_str().unwrap().to_string();
-    let state = harness
-        .server()
-        .control()
-        .store()
-        .state(&workspace_id)
-        .await
-        .unwrap()
-        .unwrap();
+    let state = harness.store().state(&workspace_id).await.unwrap().unwrap();
     let state: Value = serde_json::from_slice(&state).unwrap();
     state["resources"]
         .as_array()
@@ -254,7 +245,7 @@ async fn a_replaced_protected_resource_waits_for_a_confirmation_of_that_exact_pl
     let (status, body) = confirm(json!(digest)).await;
     assert_eq!(status, 409, "{body}");
     let build_id = build["id"].as_str().unwrap();
-    let store = harness.server().control().store();
+    let store = harness.store();
     assert!(store.saved_plan(build_id).await.unwrap().is_none());
 
     // The memory still protects the (new) resource; the record says who did what.
@@ -368,7 +359,7 @@ async fn stale_plans_cancel_expiry_members_and_deletes() {
         .call("GET", "/workspaces/dev", Some(&token), None)
         .await;
     let workspace_id = body["workspace"]["id"].as_str().unwrap().to_string();
-    let store = harness.server().control().store();
+    let store = harness.store();
 
     // A confirmation after the state changed is refused.
     update(&harness, &token).await;

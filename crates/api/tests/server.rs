@@ -3,7 +3,7 @@
 //! provider needed). The binary-level end-to-end tests live in crates/abode.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
@@ -62,7 +62,7 @@ async fn workspace_lifecycle_runs_real_terraform_and_keeps_state() {
 
     // The state is in the database; the plan JSON is kept with the build but
     // never served.
-    let store = harness.server().control().store();
+    let store = harness.store();
     let workspace_id = workspace["id"].as_str().unwrap();
     let state = store
         .state(workspace_id)
@@ -459,8 +459,6 @@ async fn logs_stream_while_running_concurrent_starts_conflict_and_cancel_keeps_s
     assert_eq!(body["workspace"]["status"], "canceled");
     let workspace_id = body["workspace"]["id"].as_str().unwrap().to_string();
     let state = harness
-        .server()
-        .control()
         .store()
         .state(&workspace_id)
         .await
@@ -628,7 +626,7 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
     );
     // This template has no abode_agent (that needs the provider, covered by the
     // end-to-end tests): register one as a start build would.
-    let store = harness.server().control().store();
+    let store = harness.store();
     let (_, body) = harness
         .call("GET", "/workspaces/dev", Some(&token), None)
         .await;

@@ -681,8 +681,22 @@ impl Control {
         &self.inner.config
     }
 
-    pub fn store(&self) -> &Store {
+    /// The store, for the control plane's own tests: a route or a page
+    /// reads a record through the service that checks who may see it.
+    #[cfg(test)]
+    pub(crate) fn store(&self) -> &Store {
         &self.inner.store
+    }
+
+    /// Whether the database answers (the server's readiness).
+    pub async fn database_answers(&self) -> Result<(), ControlError> {
+        Ok(self.inner.store.ping().await?)
+    }
+
+    /// Closes the database's connections, once the server has stopped
+    /// serving.
+    pub async fn close(&self) {
+        self.inner.store.close().await;
     }
 
     /// Now, by the control plane's clock (milliseconds since the epoch).

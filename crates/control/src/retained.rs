@@ -182,6 +182,25 @@ impl Retained {
         Ok(record)
     }
 
+    /// The build destroying `record`, if any, for a caller who may read
+    /// the record (as `show` decides).
+    pub async fn destroy_build(
+        &self,
+        caller: &Caller,
+        record: &RetainedResource,
+    ) -> Result<Option<Build>, ControlError> {
+        if caller
+            .authorize(Action::WorkspaceRead, Some(&record.owner_id))
+            .is_err()
+        {
+            return Err(not_found(&record.id));
+        }
+        let Some(build_id) = &record.destroy_build_id else {
+            return Ok(None);
+        };
+        Ok(Some(self.store.build_by_id(build_id).await?))
+    }
+
     /// The caller's records, or everyone's for those who may read every
     /// workspace (`everyone`).
     pub async fn list(

@@ -145,7 +145,7 @@ async fn refuse_oversized_json(
 /// `/health` stays the liveness answer, which a database outage must not
 /// turn into a restart).
 async fn ready(State(state): State<AppState>) -> ApiResult {
-    match state.control.store().ping().await {
+    match state.control.database_answers().await {
         Ok(()) => ok(StatusCode::OK, json!({"status": "ready"})),
         Err(error) => {
             tracing::warn!(%error, "not ready: the database does not answer");

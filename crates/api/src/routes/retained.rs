@@ -11,6 +11,7 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::json;
 
+use abode_control::Caller;
 use abode_sdk::requests;
 use abode_store::RetainedResource;
 
@@ -119,16 +120,16 @@ pub(crate) fn retained_view(record: &RetainedResource) -> abode_sdk::RetainedRes
 /// A record with the build destroying it, if any.
 async fn retained_with_build(
     state: &AppState,
+    caller: &Caller,
     record: &RetainedResource,
 ) -> Result<serde_json::Value, ApiError> {
     let mut view = json!(retained_view(record));
-    if let Some(build_id) = &record.destroy_build_id {
-        let build = state
-            .control
-            .store()
-            .build_by_id(build_id)
-            .await
-            .map_err(abode_control::ControlError::from)?;
+    if let Some(build) = state
+        .control
+        .retained()
+        .destroy_build(caller, record)
+        .await?
+    {
         view["destroy_build"] = json!(crate::views::build_view(&build));
     }
     Ok(view)
@@ -176,7 +177,10 @@ async fn show(
     Path(id): Path<String>,
 ) -> ApiResult {
     let record = state.control.retained().show(&caller, &id).await?;
-    ok(StatusCode::OK, retained_with_build(&state, &record).await?)
+    ok(
+        StatusCode::OK,
+        retained_with_build(&state, &caller, &record).await?,
+    )
 }
 
 #[derive(Deserialize, Default)]
@@ -205,7 +209,7 @@ async fn destroy(
         .await?;
     ok(
         StatusCode::ACCEPTED,
-        retained_with_build(&state, &record).await?,
+        retained_with_build(&state, &caller, &record).await?,
     )
 }
 

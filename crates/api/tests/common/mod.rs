@@ -101,6 +101,9 @@ pub struct Harness {
     pub server: Option<Server>,
     pub base: String,
     pub data_dir: tempfile::TempDir,
+    /// The server's database, opened apart: a test looks behind the API
+    /// here, where no route can (the control plane keeps its store).
+    store: abode_store::Store,
 }
 
 impl Harness {
@@ -126,13 +129,28 @@ impl Harness {
         options.agent_connect_timeout = Duration::from_secs(2);
         options.agent_heartbeat_timeout = Duration::from_secs(2);
         adjust(&mut options);
+        let database_url = options.database_url.clone();
         let server = Server::start(options).await.unwrap();
         let base = format!("http://{}/api/v1", server.local_addr());
+        let store = match database_url {
+            Some(url) => abode_store::Store::open_postgres(&url).await.unwrap(),
+            None => {
+                abode_store::Store::open_sqlite(&data_dir.path().join(abode_api::DATABASE_FILE))
+                    .await
+                    .unwrap()
+            }
+        };
         Harness {
             server: Some(server),
             base,
             data_dir,
+            store,
         }
+    }
+
+    /// The server's database, read and written behind the API's back.
+    pub fn store(&self) -> &abode_store::Store {
+        &self.store
     }
 
     pub fn server(&self) -> &Server {
@@ -250,12 +268,7 @@ impl Harness {
             )
             .await;
         let workspace_id = body["workspace"]["id"].as_str().unwrap().to_string();
-        self.server()
-            .control()
-            .store()
-            .state(&workspace_id)
-            .await
-            .unwrap()
+        self.store().state(&workspace_id).await.unwrap()
     }
 
     pub async fn log_text(&self, token: &str, workspace: &str, number: i64) -> String {
