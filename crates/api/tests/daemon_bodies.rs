@@ -5,7 +5,7 @@
 //! and the body is never sent.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;

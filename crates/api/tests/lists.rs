@@ -3,7 +3,7 @@
 //! owners. (That a page is one query is the store's business: its tests.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::Harness;
 use serde_json::{json, Value};

@@ -4,7 +4,7 @@
 //! closes it), well before any of its own waits would end it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! crates/abode/tests/e2e_metrics.rs.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

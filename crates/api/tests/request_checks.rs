@@ -5,7 +5,7 @@
 //! origin. Raw HTTP, so that every header is the test's.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::SocketAddr;
