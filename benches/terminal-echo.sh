@@ -24,5 +24,5 @@ done
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 ABODE_BENCH_KEYSTROKES="$keystrokes" cargo nextest run "${profile[@]}" -p abode \
-    --test e2e_terminal --run-ignored only --no-capture bench_terminal_echo 2>&1 \
+    --test e2e --run-ignored only --no-capture e2e_terminal::bench_terminal_echo 2>&1 \
     | grep -E '^terminal echo' || { echo "terminal-echo.sh: the bench failed (run it with cargo to see why)" >&2; exit 1; }

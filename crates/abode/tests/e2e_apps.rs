@@ -15,8 +15,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod browser;
-mod util;
+use crate::browser;
+use crate::util;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

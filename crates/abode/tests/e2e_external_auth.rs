@@ -14,8 +14,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod browser;
-mod util;
+use crate::browser;
+use crate::util;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod util;
+use crate::util;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

@@ -22,7 +22,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod util;
+use crate::util;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

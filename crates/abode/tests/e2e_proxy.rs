@@ -23,8 +23,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod browser;
-mod util;
+use crate::browser;
+use crate::util;
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

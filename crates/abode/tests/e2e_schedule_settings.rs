@@ -8,7 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod util;
+use crate::util;
 
 use std::process::Stdio;
 use std::time::{SystemTime, UNIX_EPOCH};

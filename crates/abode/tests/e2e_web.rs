@@ -8,8 +8,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod browser;
-mod util;
+use crate::browser;
+use crate::util;
 
 use std::fs;
 use std::process::Command;
