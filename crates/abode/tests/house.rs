@@ -1,10 +1,14 @@
 //! The structural invariants of ARCHITECTURE.md that a test can check: which
-//! crate may depend on which, and how the code is shared out between them.
-//! They read the workspace itself (`cargo tree`, the source files), so a
+//! crate may depend on which, how the code is shared out between them, and
+//! that the map says what is there: each crate's dependencies as its
+//! `Cargo.toml` lists them, the circles of modules it keeps (and no other),
+//! the exit statuses `exit.rs` defines, and at most 500 lines. They read the
+//! workspace itself (`cargo tree`, `cargo metadata`, the source files), so a
 //! change that breaks one fails here, not in a review.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -163,102 +167,742 @@ fn the_client_has_no_wire_types_of_its_own() {
     assert!(!client.exists(), "{} is back", client.display());
 }
 
-/// No two modules of the control plane reach into each other in a circle:
-/// a module that needs another's helper takes it from a shared module
-/// (`holders.rs`, `times.rs`, `states.rs`), not from a sibling that needs it
-/// back. Measured on `crate::MODULE` paths and `use crate::{...}` lists.
-#[test]
-fn the_control_plane_s_modules_import_each_other_in_no_circle() {
-    let src = workspace_root().join("crates/control/src");
-    let module_of = |file: &Path| -> String {
-        let relative = file.strip_prefix(&src).unwrap();
-        let first = relative.components().next().unwrap();
-        first
-            .as_os_str()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_string()
-    };
-    let mut edges: std::collections::BTreeMap<String, std::collections::BTreeSet<String>> =
-        Default::default();
-    let path = regex_lite_paths();
-    for file in rust_files(&src) {
-        let from = module_of(&file);
-        if from == "lib" {
+/// Which modules of a crate name which (module -> the modules it names).
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+/// The crates of the workspace by folder name, each with its `src/`.
+fn crate_sources() -> Vec<(String, PathBuf)> {
+    let mut crates: Vec<(String, PathBuf)> = std::fs::read_dir(workspace_root().join("crates"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|dir| dir.join("src").is_dir())
+        .map(|dir| {
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            (name, dir.join("src"))
+        })
+        .collect();
+    crates.sort();
+    crates
+}
+
+/// A file's code: what comes before its unit tests (`#[cfg(test)] mod
+/// tests`).
+fn code_of(file: &Path) -> String {
+    let text = std::fs::read_to_string(file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let end = lines
+        .windows(2)
+        .position(|pair| {
+            pair[0].trim() == "#[cfg(test)]" && pair[1].trim_start().starts_with("mod tests")
+        })
+        .unwrap_or(lines.len());
+    lines[..end].join("\n")
+}
+
+/// Rust code as tokens: identifiers, `::`, and single punctuation
+/// characters; strings and comments are dropped (a doc comment's
+/// `crate::x` is no import).
+fn tokens(code: &str) -> Vec<String> {
+    let chars: Vec<char> = code.chars().collect();
+    let mut tokens = Vec::new();
+    let mut at = 0;
+    while at < chars.len() {
+        let c = chars[at];
+        if c.is_alphanumeric() || c == '_' {
+            let start = at;
+            while at < chars.len() && (chars[at].is_alphanumeric() || chars[at] == '_') {
+                at += 1;
+            }
+            tokens.push(chars[start..at].iter().collect());
             continue;
         }
-        let text = std::fs::read_to_string(&file).unwrap();
-        let text = &text[..text.find("#[cfg(test)]\nmod tests").unwrap_or(text.len())];
-        for to in path(text) {
-            let is_module = src.join(format!("{to}.rs")).exists() || src.join(&to).is_dir();
-            if to != from && is_module {
-                edges.entry(from.clone()).or_default().insert(to);
-            }
-        }
-    }
-    // Depth-first search for a way back.
-    fn reaches(
-        edges: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
-        from: &str,
-        target: &str,
-        seen: &mut std::collections::BTreeSet<String>,
-        path: &mut Vec<String>,
-    ) -> bool {
-        for next in edges.get(from).into_iter().flatten() {
-            if next == target {
-                path.push(next.clone());
-                return true;
-            }
-            if seen.insert(next.clone()) {
-                path.push(next.clone());
-                if reaches(edges, next, target, seen, path) {
-                    return true;
+        if c == '\'' {
+            // A character literal (`'"'`, `'\''`), or a lifetime's quote.
+            if chars.get(at + 1) == Some(&'\\') {
+                at += 3;
+                while at < chars.len() && chars[at] != '\'' {
+                    at += 1;
                 }
-                path.pop();
+            } else if chars.get(at + 2) == Some(&'\'') {
+                at += 2;
+            }
+        } else if c == '"' {
+            // A raw string (`r#"..."#`) ends at a quote with as many `#`
+            // as it began with, and has no escapes.
+            let hashes = chars[..at].iter().rev().take_while(|c| **c == '#').count();
+            let raw = hashes > 0 || (at > 0 && chars[at - 1] == 'r');
+            let closes = |at: usize| {
+                chars[at] == '"' && (1..=hashes).all(|n| chars.get(at + n) == Some(&'#'))
+            };
+            at += 1;
+            while at < chars.len() && !closes(at) {
+                at += if chars[at] == '\\' && !raw { 2 } else { 1 };
+            }
+            at += hashes;
+        } else if c == '/' && chars.get(at + 1) == Some(&'/') {
+            while at < chars.len() && chars[at] != '\n' {
+                at += 1;
+            }
+        } else if c == '/' && chars.get(at + 1) == Some(&'*') {
+            while at < chars.len() && !(chars[at] == '*' && chars.get(at + 1) == Some(&'/')) {
+                at += 1;
+            }
+            at += 1;
+        } else if c == ':' && chars.get(at + 1) == Some(&':') {
+            tokens.push("::".to_string());
+            at += 1;
+        } else if !c.is_whitespace() {
+            tokens.push(c.to_string());
+        }
+        at += 1;
+    }
+    tokens
+}
+
+/// The files of `src/` that only tests compile (`#[cfg(test)] mod NAME;`).
+fn test_only_files(src: &Path) -> BTreeSet<PathBuf> {
+    let mut found = BTreeSet::new();
+    for file in rust_files(src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for pair in lines.windows(2) {
+            let Some(name) = pair[1]
+                .trim()
+                .strip_prefix("mod ")
+                .and_then(|rest| rest.strip_suffix(';'))
+            else {
+                continue;
+            };
+            if pair[0].trim() != "#[cfg(test)]" {
+                continue;
+            }
+            let stem = file.file_stem().unwrap().to_string_lossy();
+            let dir = if ["lib", "main", "mod"].contains(&stem.as_ref()) {
+                file.parent().unwrap().to_path_buf()
+            } else {
+                file.with_extension("")
+            };
+            found.insert(dir.join(format!("{name}.rs")));
+            found.insert(dir.join(name).join("mod.rs"));
+        }
+    }
+    found
+}
+
+/// The names a `use` declaration brings in, each with its path
+/// (`use a::{b::C, D as E}`: `a::b::C` as `C`, `a::D` as `E`), from the
+/// token after `use`; `at` ends past the tree.
+fn use_tree(
+    tokens: &[String],
+    at: &mut usize,
+    mut path: Vec<String>,
+    out: &mut Vec<(Vec<String>, String)>,
+) {
+    while let Some(token) = tokens.get(*at) {
+        *at += 1;
+        match token.as_str() {
+            "::" => {}
+            "{" => {
+                while tokens.get(*at).is_some_and(|token| token != "}") {
+                    use_tree(tokens, at, path.clone(), out);
+                    if tokens.get(*at).is_some_and(|token| token == ",") {
+                        *at += 1;
+                    }
+                }
+                *at += 1;
+                return;
+            }
+            "*" => {
+                out.push((path, "*".to_string()));
+                return;
+            }
+            name if tokens.get(*at).is_some_and(|token| token == "::") => {
+                path.push(name.to_string());
+            }
+            name => {
+                let mut bound = if name == "self" {
+                    path.last().cloned().unwrap_or_default()
+                } else {
+                    path.push(name.to_string());
+                    name.to_string()
+                };
+                if tokens.get(*at).is_some_and(|token| token == "as") {
+                    bound = tokens.get(*at + 1).cloned().unwrap_or_default();
+                    *at += 2;
+                }
+                out.push((path, bound));
+                return;
             }
         }
-        false
     }
-    for module in edges.keys() {
-        let mut path = vec![module.clone()];
-        let mut seen = std::collections::BTreeSet::new();
-        assert!(
-            !reaches(&edges, module, module, &mut seen, &mut path),
-            "a circle of modules in crates/control/src: {}",
-            path.join(" -> ")
+}
+
+/// The items a file declares `pub`: `pub struct NAME`, `pub(crate) fn NAME`...
+fn public_items(tokens: &[String]) -> Vec<String> {
+    const DEFINERS: [&str; 8] = [
+        "struct", "enum", "fn", "trait", "type", "const", "static", "union",
+    ];
+    let mut items = Vec::new();
+    for (index, token) in tokens.iter().enumerate() {
+        if token != "pub" {
+            continue;
+        }
+        let mut at = index + 1;
+        if tokens.get(at).is_some_and(|token| token == "(") {
+            while tokens.get(at).is_some_and(|token| token != ")") {
+                at += 1;
+            }
+            at += 1;
+        }
+        if tokens
+            .get(at)
+            .is_some_and(|token| DEFINERS.contains(&token.as_str()))
+        {
+            if let Some(name) = tokens.get(at + 1) {
+                items.push(name.clone());
+            }
+        }
+    }
+    items
+}
+
+/// The names right after a path prefix ending at `at` (`x` in `crate::x::y`,
+/// `x` and `z` in `crate::{x::y, z}`).
+fn names_after(tokens: &[String], at: usize) -> Vec<String> {
+    match tokens.get(at).map(String::as_str) {
+        Some("{") => {
+            let mut names = Vec::new();
+            let mut depth = 0;
+            let mut expect_name = true;
+            for token in &tokens[at..] {
+                match token.as_str() {
+                    "{" => {
+                        depth += 1;
+                        expect_name = depth == 1;
+                    }
+                    "}" => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    "," => expect_name = depth == 1,
+                    name if expect_name => {
+                        names.push(name.to_string());
+                        expect_name = false;
+                    }
+                    _ => {}
+                }
+            }
+            names
+        }
+        Some(name) => vec![name.to_string()],
+        None => Vec::new(),
+    }
+}
+
+/// Which module of `src/` names which: `crate::x` (and `super::x` where
+/// `super` is the crate's root) in a module, and in the crate's root
+/// (`lib.rs`, `main.rs`) any path through a module or name it imports from
+/// one. A name the root re-exports from a module counts as that module's,
+/// a name the root defines as the root's.
+fn module_graph(src: &Path) -> Graph {
+    let test_only = test_only_files(src);
+    let root_file = ["lib.rs", "main.rs"]
+        .into_iter()
+        .map(|name| src.join(name))
+        .find(|file| file.exists())
+        .unwrap();
+    let root = root_file
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let is_module = |name: &str| {
+        name != root && (src.join(format!("{name}.rs")).exists() || src.join(name).is_dir())
+    };
+
+    // The root: the names it imports from its modules, the names it
+    // defines, and its code without its `use` declarations.
+    let root_tokens = tokens(&code_of(&root_file));
+    let mut imported: BTreeMap<String, String> = BTreeMap::new();
+    let mut globbed: Vec<String> = Vec::new();
+    let mut defined: BTreeSet<String> = BTreeSet::new();
+    let mut code: Vec<String> = Vec::new();
+    let mut at = 0;
+    while at < root_tokens.len() {
+        let token = &root_tokens[at];
+        if token == "use" {
+            let mut leaves = Vec::new();
+            at += 1;
+            use_tree(&root_tokens, &mut at, Vec::new(), &mut leaves);
+            for (path, name) in leaves {
+                let from = path
+                    .iter()
+                    .find(|segment| !["crate", "self"].contains(&segment.as_str()));
+                if let Some(module) = from.filter(|module| is_module(module)) {
+                    if name == "*" {
+                        globbed.push(module.clone());
+                    } else {
+                        imported.insert(name, module.clone());
+                    }
+                }
+            }
+            continue;
+        }
+        let definer = [
+            "struct", "enum", "fn", "trait", "type", "const", "static", "union", "mod",
+        ];
+        if definer.contains(&token.as_str()) {
+            if let Some(name) = root_tokens.get(at + 1) {
+                defined.insert(name.clone());
+            }
+        }
+        if token == "macro_rules" {
+            if let Some(name) = root_tokens.get(at + 2) {
+                defined.insert(name.clone());
+            }
+        }
+        code.push(token.clone());
+        at += 1;
+    }
+    // `pub use x::*`: the public items `x` defines are the root's names.
+    for module in &globbed {
+        let file = src.join(format!("{module}.rs"));
+        let files = if file.exists() {
+            vec![file]
+        } else {
+            rust_files(&src.join(module))
+        };
+        for file in files {
+            for name in public_items(&tokens(&code_of(&file))) {
+                if !defined.contains(&name) {
+                    imported.entry(name).or_insert_with(|| module.clone());
+                }
+            }
+        }
+    }
+    // A name in the root's scope (`crate::NAME`), as a module of the graph.
+    let resolve = |name: &str| -> Option<String> {
+        if is_module(name) {
+            Some(name.to_string())
+        } else if let Some(module) = imported.get(name) {
+            Some(module.clone())
+        } else if defined.contains(name) {
+            Some(root.clone())
+        } else {
+            None
+        }
+    };
+
+    let mut graph = Graph::new();
+    graph.entry(root.clone()).or_default();
+    for (index, token) in code.iter().enumerate() {
+        // A name after `::` or `.` is a segment or a field, one after `mod`
+        // the module's declaration.
+        let previous = index.checked_sub(1).map(|before| code[before].as_str());
+        if previous.is_some_and(|before| ["::", ".", "mod"].contains(&before)) {
+            continue;
+        }
+        let followed_by_path = code.get(index + 1).is_some_and(|next| next == "::");
+        let names = if (token == "crate" || token == "self") && followed_by_path {
+            names_after(&code, index + 2)
+        } else if followed_by_path && is_module(token) {
+            vec![token.clone()]
+        } else if let Some(module) = imported.get(token).filter(|_| {
+            // A lower-case name is a function or macro only where it is
+            // called (`request_id(...)`): elsewhere it may be a local.
+            token.starts_with(|c: char| c.is_ascii_uppercase())
+                || code
+                    .get(index + 1)
+                    .is_some_and(|next| next == "(" || next == "!")
+        }) {
+            vec![module.clone()]
+        } else {
+            continue;
+        };
+        for to in names.iter().filter_map(|name| resolve(name)) {
+            if to != root {
+                graph.get_mut(&root).unwrap().insert(to);
+            }
+        }
+    }
+
+    for file in rust_files(src) {
+        if file == root_file || test_only.contains(&file) {
+            continue;
+        }
+        let relative = file.strip_prefix(src).unwrap();
+        let mut path: Vec<String> = relative
+            .components()
+            .map(|part| {
+                let part = part.as_os_str().to_string_lossy();
+                part.trim_end_matches(".rs").to_string()
+            })
+            .collect();
+        if path.last().is_some_and(|last| last == "mod") {
+            path.pop();
+        }
+        let from = path[0].clone();
+        let edges = graph.entry(from.clone()).or_default();
+        let code = tokens(&code_of(&file));
+        for (index, token) in code.iter().enumerate() {
+            if index > 0 && code[index - 1] == "::" {
+                continue;
+            }
+            let names = if token == "crate" && code.get(index + 1).is_some_and(|t| t == "::") {
+                names_after(&code, index + 2)
+            } else if token == "super" {
+                // `super::super::x`: the root once the chain climbs past
+                // the file's own module path.
+                let mut climbs = 0;
+                let mut next = index;
+                while code.get(next).is_some_and(|t| t == "super")
+                    && code.get(next + 1).is_some_and(|t| t == "::")
+                {
+                    climbs += 1;
+                    next += 2;
+                }
+                if climbs < path.len() {
+                    continue;
+                }
+                names_after(&code, next)
+            } else {
+                continue;
+            };
+            for to in names.iter().filter_map(|name| resolve(name)) {
+                if to != from {
+                    edges.insert(to);
+                }
+            }
+        }
+    }
+    graph
+}
+
+/// The circles of a graph: its strongly connected parts of two modules or more.
+fn circles(graph: &Graph) -> Vec<BTreeSet<String>> {
+    let reach = |start: &String| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![start.clone()];
+        while let Some(node) = stack.pop() {
+            for next in graph.get(&node).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reaches: BTreeMap<&String, BTreeSet<String>> =
+        graph.keys().map(|node| (node, reach(node))).collect();
+    let mut found: Vec<BTreeSet<String>> = Vec::new();
+    for (node, reached) in &reaches {
+        if !reached.contains(*node) {
+            continue;
+        }
+        let circle: BTreeSet<String> = reached
+            .iter()
+            .filter(|other| reaches.get(other).is_some_and(|back| back.contains(*node)))
+            .cloned()
+            .collect();
+        if !found.contains(&circle) {
+            found.push(circle);
+        }
+    }
+    found
+}
+
+/// ARCHITECTURE.md, read whole.
+fn architecture() -> String {
+    std::fs::read_to_string(workspace_root().join("ARCHITECTURE.md")).unwrap()
+}
+
+/// The lines of a Markdown section: from its heading to the next heading
+/// of its level or above.
+fn section<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
+    let level = heading.chars().take_while(|c| *c == '#').count();
+    let mut lines = text.lines().skip_while(|line| *line != heading);
+    assert!(lines.next().is_some(), "no section {heading:?}");
+    lines
+        .take_while(|line| {
+            let hashes = line.chars().take_while(|c| *c == '#').count();
+            hashes == 0 || hashes > level
+        })
+        .collect()
+}
+
+/// What a text writes between backticks.
+fn quoted(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
+}
+
+/// The workspace crates each package depends on (`[dependencies]` only),
+/// by its folder under `crates/`, from `cargo metadata`.
+fn manifest_dependencies() -> BTreeMap<String, BTreeSet<String>> {
+    let output = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--offline",
+            "--no-deps",
+            "--format-version",
+            "1",
+        ])
+        .current_dir(workspace_root())
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let crates = workspace_root().join("crates");
+    let mut found = BTreeMap::new();
+    for package in metadata["packages"].as_array().unwrap() {
+        let manifest = Path::new(package["manifest_path"].as_str().unwrap());
+        let Ok(relative) = manifest.strip_prefix(&crates) else {
+            continue;
+        };
+        let folder = relative.components().next().unwrap();
+        let dependencies = package["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|dependency| dependency["kind"].is_null())
+            .map(|dependency| dependency["name"].as_str().unwrap().to_string())
+            .filter(|name| name.starts_with("abode-"))
+            .collect();
+        found.insert(
+            folder.as_os_str().to_string_lossy().into_owned(),
+            dependencies,
+        );
+    }
+    found
+}
+
+/// The code map's `Depends on:` of each crate entry (`### `crates/NAME``),
+/// by folder.
+fn mapped_dependencies() -> BTreeMap<String, BTreeSet<String>> {
+    let text = architecture();
+    let mut mapped = BTreeMap::new();
+    let mut entry: Option<(String, String)> = None;
+    for line in section(&text, "## Code map").into_iter().chain(["### end"]) {
+        if line.starts_with("### ") {
+            if let Some((folder, body)) = entry.take() {
+                let stated = body
+                    .split_once("Depends on:")
+                    .map(|(_, rest)| rest.split('.').next().unwrap_or_default())
+                    .unwrap_or_else(|| {
+                        panic!("the code map's crates/{folder} says no `Depends on:`")
+                    });
+                let names: BTreeSet<String> = if stated.trim() == "none" {
+                    BTreeSet::new()
+                } else {
+                    quoted(stated).into_iter().map(str::to_string).collect()
+                };
+                assert!(
+                    mapped.insert(folder.clone(), names).is_none(),
+                    "the code map has crates/{folder} twice"
+                );
+            }
+            if let Some(folder) = line
+                .strip_prefix("### `crates/")
+                .and_then(|rest| rest.split('`').next())
+            {
+                entry = Some((folder.to_string(), String::new()));
+            }
+        } else if let Some((_, body)) = entry.as_mut() {
+            body.push(' ');
+            body.push_str(line.trim());
+        }
+    }
+    mapped
+}
+
+/// Each crate's entry in ARCHITECTURE.md's code map says, on its `Depends
+/// on:` line, exactly the workspace crates its `Cargo.toml` depends on.
+#[test]
+fn the_code_map_states_each_crate_s_dependencies() {
+    let manifests = manifest_dependencies();
+    let mapped = mapped_dependencies();
+    let mut wrong = Vec::new();
+    for (folder, needs) in &manifests {
+        match mapped.get(folder) {
+            None => wrong.push(format!("crates/{folder} has no entry in the code map")),
+            Some(stated) if stated != needs => {
+                let names = |set: BTreeSet<&String>| {
+                    set.into_iter().cloned().collect::<Vec<_>>().join(", ")
+                };
+                let left_out = names(needs.difference(stated).collect());
+                let extra = names(stated.difference(needs).collect());
+                let mut differences = Vec::new();
+                if !left_out.is_empty() {
+                    differences.push(format!("its Cargo.toml has {left_out}, the map does not"));
+                }
+                if !extra.is_empty() {
+                    differences.push(format!("the map says {extra}, its Cargo.toml does not"));
+                }
+                wrong.push(format!("crates/{folder}: {}", differences.join("; ")));
+            }
+            Some(_) => {}
+        }
+    }
+    for folder in mapped
+        .keys()
+        .filter(|folder| !manifests.contains_key(*folder))
+    {
+        wrong.push(format!(
+            "the code map has crates/{folder}, which is no crate"
+        ));
+    }
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md's code map:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The circles ARCHITECTURE.md keeps ("Circles that stay"), by crate
+/// folder: each bullet's first backticked name is the crate, the backticked
+/// files up to the next `: ` its modules.
+fn kept_circles() -> BTreeSet<(String, BTreeSet<String>)> {
+    let text = architecture();
+    let mut bullets: Vec<String> = Vec::new();
+    for line in section(&text, "## Circles that stay, and why") {
+        if let Some(start) = line.strip_prefix("- ") {
+            bullets.push(start.to_string());
+        } else if let Some(bullet) = bullets.last_mut().filter(|_| line.starts_with("  ")) {
+            bullet.push(' ');
+            bullet.push_str(line.trim());
+        }
+    }
+    bullets
+        .iter()
+        .map(|bullet| {
+            let folder = quoted(bullet)[0];
+            let after = &bullet[folder.len() + 3..];
+            let list = after.split(": ").next().unwrap_or_default();
+            let modules = quoted(list)
+                .into_iter()
+                .map(|file| {
+                    file.trim_end_matches('/')
+                        .trim_end_matches(".rs")
+                        .to_string()
+                })
+                .collect();
+            (folder.to_string(), modules)
+        })
+        .collect()
+}
+
+/// No modules of a crate name each other in a circle, the crate's root
+/// (`lib.rs`, `main.rs`) included, but the ones ARCHITECTURE.md keeps, each
+/// with its reason: a helper two modules need lives in a module of its own,
+/// not in a sibling that needs it back. Measured on `crate::` and `super::`
+/// paths, and in the root on paths and the names it imports from modules.
+#[test]
+fn the_only_circles_of_modules_are_the_ones_the_map_keeps() {
+    let kept = kept_circles();
+    let mut found = BTreeSet::new();
+    let mut wrong = Vec::new();
+    for (folder, src) in crate_sources() {
+        let graph = module_graph(&src);
+        for circle in circles(&graph) {
+            let key = (folder.clone(), circle.clone());
+            if !kept.contains(&key) {
+                let arrows: Vec<String> = circle
+                    .iter()
+                    .map(|module| {
+                        let to: Vec<&str> = graph[module]
+                            .intersection(&circle)
+                            .map(String::as_str)
+                            .collect();
+                        format!("{module} -> {}", to.join(", "))
+                    })
+                    .collect();
+                wrong.push(format!(
+                    "crates/{folder}: a circle the map does not keep: {} ({})",
+                    circle.iter().cloned().collect::<Vec<_>>().join(", "),
+                    arrows.join("; ")
+                ));
+            }
+            found.insert(key);
+        }
+    }
+    for (folder, circle) in kept.difference(&found) {
+        wrong.push(format!(
+            "crates/{folder}: the map keeps a circle that is not there: {}",
+            circle.iter().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    assert!(
+        wrong.is_empty(),
+        "ARCHITECTURE.md's \"Circles that stay\":\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The numbers a text writes on their own (`141`, not `0600` in `a0600`),
+/// outside backticks.
+fn numbers(text: &str) -> BTreeSet<u8> {
+    text.split('`')
+        .step_by(2)
+        .flat_map(|plain| plain.split(|c: char| !c.is_ascii_alphanumeric()))
+        .filter(|word| !word.is_empty() && word.chars().all(|c| c.is_ascii_digit()))
+        .map(|word| word.parse().unwrap())
+        .collect()
+}
+
+/// The exit statuses `crates/abode/src/exit.rs` defines: 0
+/// (`ExitCode::SUCCESS`) and every `pub const NAME: u8 = N;`.
+fn defined_exit_statuses() -> BTreeSet<u8> {
+    let text = code_of(&workspace_root().join("crates/abode/src/exit.rs"));
+    let mut statuses: BTreeSet<u8> = text
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("pub const "))
+        .filter_map(|rest| rest.split_once(": u8 = "))
+        .map(|(_, value)| value.trim_end_matches(';').parse().unwrap())
+        .collect();
+    if text.contains("ExitCode::SUCCESS") {
+        statuses.insert(0);
+    }
+    statuses
+}
+
+/// The exit statuses written down, in ARCHITECTURE.md (the paragraph that
+/// names `src/exit.rs`) and in docs/cli.md's table, are the ones exit.rs
+/// defines.
+#[test]
+fn the_exit_statuses_written_down_are_the_ones_exit_rs_defines() {
+    let defined = defined_exit_statuses();
+    let text = architecture();
+    let paragraph = text
+        .split("\n\n")
+        .find(|paragraph| paragraph.contains("`src/exit.rs`"))
+        .expect("ARCHITECTURE.md has a paragraph naming `src/exit.rs`");
+    let cli = std::fs::read_to_string(workspace_root().join("docs/cli.md")).unwrap();
+    let table: BTreeSet<u8> = section(&cli, "## Exit status")
+        .into_iter()
+        .filter_map(|line| line.strip_prefix("| ")?.split(" |").next()?.parse().ok())
+        .collect();
+    for (place, written) in [
+        ("ARCHITECTURE.md", numbers(paragraph)),
+        ("docs/cli.md", table),
+    ] {
+        assert_eq!(
+            written, defined,
+            "{place} writes down the exit statuses {written:?}, crates/abode/src/exit.rs defines {defined:?}"
         );
     }
 }
 
-/// The modules a text names as `crate::NAME` or in `use crate::{NAME, ...}`.
-fn regex_lite_paths() -> impl Fn(&str) -> Vec<String> {
-    |text: &str| {
-        let mut found = Vec::new();
-        let mut rest = text;
-        while let Some(at) = rest.find("crate::") {
-            rest = &rest[at + "crate::".len()..];
-            if let Some(list) = rest.strip_prefix('{') {
-                let end = list.find('}').unwrap_or(list.len());
-                for item in list[..end].split(',') {
-                    let name: String = item
-                        .trim()
-                        .chars()
-                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                        .collect();
-                    if !name.is_empty() {
-                        found.push(name);
-                    }
-                }
-            } else {
-                let name: String = rest
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() {
-                    found.push(name);
-                }
-            }
-        }
-        found
-    }
+/// A short map that a test keeps true: detail lives in each crate's `//!`.
+#[test]
+fn the_architecture_document_is_at_most_500_lines() {
+    let lines = architecture().lines().count();
+    assert!(
+        lines <= 500,
+        "ARCHITECTURE.md has {lines} lines: move a crate's detail into its own `//!` docs"
+    );
 }
