@@ -62,24 +62,6 @@ impl Audit {
     }
 }
 
-impl crate::Identity {
-    /// Completes the audit events the request `request_id` recorded with
-    /// what only the API knows of it: the client's address, its user agent
-    /// and the answer's status.
-    pub async fn complete_request_audit(
-        &self,
-        request_id: &str,
-        client: Option<&str>,
-        user_agent: Option<&str>,
-        status: i64,
-    ) -> Result<(), abode_store::StoreError> {
-        self.store
-            .complete_audit(request_id, client, user_agent, status)
-            .await
-            .map(|_| ())
-    }
-}
-
 /// One audit event, as [`Audit::record`] records it (and as a store
 /// transaction that must not happen unaudited records it with its write).
 #[allow(clippy::too_many_arguments)]

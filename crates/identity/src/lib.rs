@@ -155,6 +155,22 @@ pub struct Identity {
 }
 
 impl Identity {
+    /// Completes the audit events the request `request_id` recorded with
+    /// what only the API knows of it: the client's address, its user agent
+    /// and the answer's status.
+    pub async fn complete_request_audit(
+        &self,
+        request_id: &str,
+        client: Option<&str>,
+        user_agent: Option<&str>,
+        status: i64,
+    ) -> Result<(), abode_store::StoreError> {
+        self.store
+            .complete_audit(request_id, client, user_agent, status)
+            .await
+            .map(|_| ())
+    }
+
     /// `clock` is the one the store stamps with: session times are compared
     /// with the stored ones.
     pub fn new(store: Store, clock: Clock, config: IdentityConfig) -> Identity {
