@@ -11,10 +11,11 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tf_provider::schema::Schema;
-use tf_provider::value::{Value, ValueEmpty};
-use tf_provider::{AttributePath, Diagnostics, Resource};
+use tf_provider::schema::Block;
+use tf_provider::value::Value;
+use tf_provider::{AttributePath, Diagnostics};
 
+use crate::resource::ResourceType;
 use crate::schema::{
     attribute_error, block, build_context, computed, known, optional, required, sensitive, string,
     string_map, StringMap,
@@ -85,194 +86,144 @@ fn agent_binary(context: &abode_contract::BuildContext) -> String {
         .to_string()
 }
 
+/// The `init_script` a plan shows, for the build's abode binary and URL.
+fn planned_init_script(context: &abode_contract::BuildContext) -> Value<String> {
+    init_script(
+        &agent_binary(context),
+        &context.agent_url,
+        context.agent_ca_cert.as_deref(),
+    )
+    .into()
+}
+
 fn random_token() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes)?;
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
-fn check_config(diags: &mut Diagnostics, state: &AgentState) {
-    if let Some(os) = known(&state.os) {
-        if !OPERATING_SYSTEMS.contains(&os.as_str()) {
-            attribute_error(
-                diags,
-                "os",
-                format!("abode_agent os `{os}` is not supported: use one of linux, darwin"),
-            );
-        }
-    }
-    if let Some(arch) = known(&state.arch) {
-        if !ARCHITECTURES.contains(&arch.as_str()) {
-            attribute_error(
-                diags,
-                "arch",
-                format!(
-                    "abode_agent arch `{arch}` is not supported: use one of amd64, arm64, armv7"
-                ),
-            );
-        }
-    }
-}
-
 #[async_trait]
-impl Resource for AgentResource {
-    type State<'a> = AgentState;
-    type PrivateState<'a> = ValueEmpty;
-    type ProviderMetaState<'a> = ValueEmpty;
+impl ResourceType for AgentResource {
+    type State = AgentState;
 
-    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
-        Some(Schema {
-            version: 1,
-            block: block(
-                "The agent running inside the workspace. Start it with `init_script` and give \
-                 that process ABODE_AGENT_TOKEN = `token` in its environment; it then connects \
-                 to ABODE_AGENT_URL and reports the workspace's health.",
-                vec![
-                    ("id", computed(string(), "The agent's id, new for every agent created.")),
-                    (
-                        "os",
-                        required(string(), "Operating system the agent runs on: linux or darwin. Changing it replaces the agent."),
+    fn block(&self) -> Block {
+        block(
+            "The agent running inside the workspace. Start it with `init_script` and give \
+             that process ABODE_AGENT_TOKEN = `token` in its environment; it then connects \
+             to ABODE_AGENT_URL and reports the workspace's health.",
+            vec![
+                ("id", computed(string(), "The agent's id, new for every agent created.")),
+                (
+                    "os",
+                    required(string(), "Operating system the agent runs on: linux or darwin. Changing it replaces the agent."),
+                ),
+                (
+                    "arch",
+                    required(string(), "CPU architecture: amd64, arm64 or armv7. Changing it replaces the agent."),
+                ),
+                ("dir", optional(string(), "The directory the agent starts in.")),
+                (
+                    "startup_script",
+                    optional(string(), "A script the agent runs once it has started."),
+                ),
+                (
+                    "claim_script",
+                    optional(
+                        string(),
+                        "A script the agent runs when the prebuilt workspace it serves is \
+                         claimed, with ABODE_WORKSPACE_OWNER_NAME and ABODE_WORKSPACE_NAME set \
+                         to the new owner's and name (the agent keeps running: the claim \
+                         does not restart it).",
                     ),
-                    (
-                        "arch",
-                        required(string(), "CPU architecture: amd64, arm64 or armv7. Changing it replaces the agent."),
+                ),
+                (
+                    "env",
+                    optional(string_map(), "Environment variables for the agent's sessions."),
+                ),
+                (
+                    "token",
+                    sensitive(computed(
+                        string(),
+                        "The agent's secret: new for every agent, unless the platform hands \
+                         an existing one back (ABODE_AGENT_TOKEN) when a prebuilt workspace \
+                         is claimed.",
+                    )),
+                ),
+                (
+                    "init_script",
+                    computed(
+                        string(),
+                        "A sh script that runs `abode agent --url <ABODE_AGENT_URL>`; the \
+                         abode binary is ABODE_AGENT_BINARY when set, else `abode` from PATH. \
+                         It holds no secret.",
                     ),
-                    ("dir", optional(string(), "The directory the agent starts in.")),
-                    (
-                        "startup_script",
-                        optional(string(), "A script the agent runs once it has started."),
-                    ),
-                    (
-                        "claim_script",
-                        optional(
-                            string(),
-                            "A script the agent runs when the prebuilt workspace it serves is \
-                             claimed, with ABODE_WORKSPACE_OWNER_NAME and ABODE_WORKSPACE_NAME set \
-                             to the new owner's and name (the agent keeps running: the claim \
-                             does not restart it).",
-                        ),
-                    ),
-                    (
-                        "env",
-                        optional(string_map(), "Environment variables for the agent's sessions."),
-                    ),
-                    (
-                        "token",
-                        sensitive(computed(
-                            string(),
-                            "The agent's secret: new for every agent, unless the platform hands \
-                             an existing one back (ABODE_AGENT_TOKEN) when a prebuilt workspace \
-                             is claimed.",
-                        )),
-                    ),
-                    (
-                        "init_script",
-                        computed(
-                            string(),
-                            "A sh script that runs `abode agent --url <ABODE_AGENT_URL>`; the \
-                             abode binary is ABODE_AGENT_BINARY when set, else `abode` from PATH. \
-                             It holds no secret.",
-                        ),
-                    ),
-                ],
-            ),
-        })
+                ),
+            ],
+            )
     }
 
-    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        check_config(diags, &config);
-        Some(())
+    fn id(state: &mut Self::State) -> &mut Value<String> {
+        &mut state.id
     }
 
-    async fn read<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        state: Self::State<'a>,
-        private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        Some((state, private_state))
+    fn check(&self, diags: &mut Diagnostics, state: &Self::State) {
+        if let Some(os) = known(&state.os) {
+            if !OPERATING_SYSTEMS.contains(&os.as_str()) {
+                attribute_error(
+                    diags,
+                    "os",
+                    format!("abode_agent os `{os}` is not supported: use one of linux, darwin"),
+                );
+            }
+        }
+        if let Some(arch) = known(&state.arch) {
+            if !ARCHITECTURES.contains(&arch.as_str()) {
+                attribute_error(
+                    diags,
+                    "arch",
+                    format!(
+                        "abode_agent arch `{arch}` is not supported: use one of amd64, arm64, armv7"
+                    ),
+                );
+            }
+        }
     }
 
-    async fn plan_create<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        proposed_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let mut state = proposed_state;
-        check_config(diags, &state);
+    fn plan_create(&self, diags: &mut Diagnostics, state: &mut Self::State) -> Option<()> {
         let context = build_context(diags)?;
-        state.id = Value::Unknown;
         state.token = match &context.agent_token {
             Some(token) => token.clone().into(),
             None => Value::Unknown,
         };
-        state.init_script = init_script(
-            &agent_binary(&context),
-            &context.agent_url,
-            context.agent_ca_cert.as_deref(),
-        )
-        .into();
-        Some((state, Value::Null))
+        state.init_script = planned_init_script(&context);
+        Some(())
     }
 
-    async fn plan_update<'a>(
+    fn plan_update(
         &self,
         diags: &mut Diagnostics,
-        prior_state: Self::State<'a>,
-        proposed_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        prior_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
-        let mut state = proposed_state;
-        check_config(diags, &state);
+        prior: &Self::State,
+        state: &mut Self::State,
+    ) -> Option<Vec<AttributePath>> {
         let context = build_context(diags)?;
         let mut replace = vec![];
-        if state.os != prior_state.os {
+        if state.os != prior.os {
             replace.push(AttributePath::new("os"));
         }
-        if state.arch != prior_state.arch {
+        if state.arch != prior.arch {
             replace.push(AttributePath::new("arch"));
         }
-        if replace.is_empty() {
-            state.id = prior_state.id;
-            state.token = prior_state.token;
+        state.token = if replace.is_empty() {
+            prior.token.clone()
         } else {
-            state.id = Value::Unknown;
-            state.token = Value::Unknown;
-        }
-        state.init_script = init_script(
-            &agent_binary(&context),
-            &context.agent_url,
-            context.agent_ca_cert.as_deref(),
-        )
-        .into();
-        Some((state, prior_private_state, replace))
+            Value::Unknown
+        };
+        state.init_script = planned_init_script(&context);
+        Some(replace)
     }
 
-    async fn plan_destroy<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        prior_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<Self::PrivateState<'a>> {
-        Some(prior_private_state)
-    }
-
-    async fn create<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        planned_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let mut state = planned_state;
-        state.id = uuid::Uuid::new_v4().to_string().into();
+    async fn create(&self, diags: &mut Diagnostics, state: Self::State) -> Option<Self::State> {
+        let mut state = state;
         if !state.token.is_value() {
             match random_token() {
                 Ok(token) => state.token = token.into(),
@@ -282,29 +233,7 @@ impl Resource for AgentResource {
                 }
             }
         }
-        Some((state, planned_private_state))
-    }
-
-    async fn update<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        planned_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        Some((planned_state, planned_private_state))
-    }
-
-    async fn destroy<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        _planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<()> {
-        Some(())
+        Some(state)
     }
 }
 

@@ -6,12 +6,12 @@
 //! template with a bad app fails its push.
 
 use abode_contract::apps::{app_target, valid_slug, AppOpenIn, AppShare, MAX_SLUG};
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tf_provider::schema::{NestedBlock, Schema};
-use tf_provider::value::{Value, ValueEmpty};
-use tf_provider::{AttributePath, Diagnostics, Resource};
+use tf_provider::schema::{Block, NestedBlock};
+use tf_provider::value::Value;
+use tf_provider::Diagnostics;
 
+use crate::resource::ResourceType;
 use crate::schema::{
     attribute_error, block, boolean, computed, known, number, optional, required, string,
     with_default,
@@ -42,104 +42,6 @@ pub(crate) struct AppState {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct AppResource;
 
-fn check_config(diags: &mut Diagnostics, state: &AppState) {
-    if let Some(slug) = known(&state.slug) {
-        if !valid_slug(slug) {
-            attribute_error(
-                diags,
-                "slug",
-                format!(
-                    "abode_app slug `{slug}` is not valid: 1 to {MAX_SLUG} lowercase letters, \
-                     digits and single dashes, not starting or ending with a dash"
-                ),
-            );
-        }
-    }
-    if let Some(share) = known(&state.share) {
-        if AppShare::parse(share).is_none() {
-            attribute_error(
-                diags,
-                "share",
-                format!(
-                    "abode_app share `{share}` is not one of {}",
-                    AppShare::NAMES
-                ),
-            );
-        }
-    }
-    if let Some(open_in) = known(&state.open_in) {
-        if AppOpenIn::parse(open_in).is_none() {
-            attribute_error(
-                diags,
-                "open_in",
-                format!("abode_app open_in `{open_in}` is not one of tab, window"),
-            );
-        }
-    }
-    // Both unknown at plan time is fine; both set, or neither once known,
-    // is not.
-    let url_set = !state.url.is_null();
-    let command_set = !state.command.is_null();
-    if url_set && command_set {
-        attribute_error(
-            diags,
-            "url",
-            "abode_app takes a url or a command, not both".into(),
-        );
-    }
-    if !url_set && !command_set {
-        attribute_error(
-            diags,
-            "url",
-            "abode_app needs a url (an http:// address on the agent's side) or a command".into(),
-        );
-    }
-    if let Some(url) = known(&state.url) {
-        if let Err(error) = app_target(url) {
-            attribute_error(diags, "url", format!("abode_app url: {error}"));
-        }
-    }
-    let checks: Vec<&HealthcheckState> = known(&state.healthcheck)
-        .into_iter()
-        .flatten()
-        .filter_map(known)
-        .collect();
-    if checks.len() > 1 {
-        attribute_error(
-            diags,
-            "healthcheck",
-            "abode_app takes one healthcheck block at most".into(),
-        );
-    }
-    for check in checks {
-        if let Some(url) = known(&check.url) {
-            if let Err(error) = app_target(url) {
-                attribute_error(
-                    diags,
-                    "healthcheck",
-                    format!("abode_app healthcheck url: {error}"),
-                );
-            }
-        }
-        for (name, value) in [
-            ("interval", &check.interval),
-            ("threshold", &check.threshold),
-        ] {
-            if let Some(value) = known(value) {
-                if !(1..=86_400).contains(value) {
-                    attribute_error(
-                        diags,
-                        "healthcheck",
-                        format!(
-                            "abode_app healthcheck {name} must be between 1 and 86400, not {value}"
-                        ),
-                    );
-                }
-            }
-        }
-    }
-}
-
 /// Unique slugs per agent cannot be checked here (one resource at a
 /// time): the platform refuses a state with two apps of one slug on one
 /// agent when it reads it.
@@ -155,13 +57,10 @@ fn fill_defaults(state: &mut AppState) {
     }
 }
 
-#[async_trait]
-impl Resource for AppResource {
-    type State<'a> = AppState;
-    type PrivateState<'a> = ValueEmpty;
-    type ProviderMetaState<'a> = ValueEmpty;
+impl ResourceType for AppResource {
+    type State = AppState;
 
-    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+    fn block(&self) -> Block {
         let mut schema = block(
             "An app served inside the workspace by one of its agents, which the platform \
              serves at its own address with the sharing level chosen here (docs/apps.md).",
@@ -249,99 +148,113 @@ impl Resource for AppResource {
                 ],
             )),
         );
-        Some(Schema {
-            version: 1,
-            block: schema,
-        })
+        schema
     }
 
-    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        check_config(diags, &config);
-        Some(())
+    fn id(state: &mut Self::State) -> &mut Value<String> {
+        &mut state.id
     }
 
-    async fn read<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        state: Self::State<'a>,
-        private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        Some((state, private_state))
+    fn check(&self, diags: &mut Diagnostics, state: &Self::State) {
+        if let Some(slug) = known(&state.slug) {
+            if !valid_slug(slug) {
+                attribute_error(
+                    diags,
+                    "slug",
+                    format!(
+                        "abode_app slug `{slug}` is not valid: 1 to {MAX_SLUG} lowercase letters, \
+                         digits and single dashes, not starting or ending with a dash"
+                    ),
+                );
+            }
+        }
+        if let Some(share) = known(&state.share) {
+            if AppShare::parse(share).is_none() {
+                attribute_error(
+                    diags,
+                    "share",
+                    format!(
+                        "abode_app share `{share}` is not one of {}",
+                        AppShare::NAMES
+                    ),
+                );
+            }
+        }
+        if let Some(open_in) = known(&state.open_in) {
+            if AppOpenIn::parse(open_in).is_none() {
+                attribute_error(
+                    diags,
+                    "open_in",
+                    format!("abode_app open_in `{open_in}` is not one of tab, window"),
+                );
+            }
+        }
+        // Both unknown at plan time is fine; both set, or neither once known,
+        // is not.
+        let url_set = !state.url.is_null();
+        let command_set = !state.command.is_null();
+        if url_set && command_set {
+            attribute_error(
+                diags,
+                "url",
+                "abode_app takes a url or a command, not both".into(),
+            );
+        }
+        if !url_set && !command_set {
+            attribute_error(
+                diags,
+                "url",
+                "abode_app needs a url (an http:// address on the agent's side) or a command"
+                    .into(),
+            );
+        }
+        if let Some(url) = known(&state.url) {
+            if let Err(error) = app_target(url) {
+                attribute_error(diags, "url", format!("abode_app url: {error}"));
+            }
+        }
+        let checks: Vec<&HealthcheckState> = known(&state.healthcheck)
+            .into_iter()
+            .flatten()
+            .filter_map(known)
+            .collect();
+        if checks.len() > 1 {
+            attribute_error(
+                diags,
+                "healthcheck",
+                "abode_app takes one healthcheck block at most".into(),
+            );
+        }
+        for check in checks {
+            if let Some(url) = known(&check.url) {
+                if let Err(error) = app_target(url) {
+                    attribute_error(
+                        diags,
+                        "healthcheck",
+                        format!("abode_app healthcheck url: {error}"),
+                    );
+                }
+            }
+            for (name, value) in [
+                ("interval", &check.interval),
+                ("threshold", &check.threshold),
+            ] {
+                if let Some(value) = known(value) {
+                    if !(1..=86_400).contains(value) {
+                        attribute_error(
+                            diags,
+                            "healthcheck",
+                            format!(
+                                "abode_app healthcheck {name} must be between 1 and 86400, not {value}"
+                            ),
+                        );
+                    }
+                }
+            }
+        }
     }
 
-    async fn plan_create<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        proposed_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let mut state = proposed_state;
-        check_config(diags, &state);
-        fill_defaults(&mut state);
-        state.id = Value::Unknown;
-        Some((state, Value::Null))
-    }
-
-    async fn plan_update<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        prior_state: Self::State<'a>,
-        proposed_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        prior_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
-        let mut state = proposed_state;
-        check_config(diags, &state);
-        fill_defaults(&mut state);
-        state.id = prior_state.id;
-        Some((state, prior_private_state, vec![]))
-    }
-
-    async fn plan_destroy<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        prior_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<Self::PrivateState<'a>> {
-        Some(prior_private_state)
-    }
-
-    async fn create<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        planned_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let mut state = planned_state;
-        state.id = uuid::Uuid::new_v4().to_string().into();
-        Some((state, planned_private_state))
-    }
-
-    async fn update<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        planned_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        Some((planned_state, planned_private_state))
-    }
-
-    async fn destroy<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        _planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<()> {
-        Some(())
+    fn defaults(&self, state: &mut Self::State, _config: &Self::State) {
+        fill_defaults(state);
     }
 }

@@ -9,6 +9,11 @@
 //! crate only holds Abode's schemas and behaviour. The `abode` binary serves it
 //! when Terraform starts it under the provider's file name.
 //!
+//! Each resource states only what is its own (schema, config checks, defaults,
+//! plan-time values and the side effects of `abode_volume` and `abode_process`)
+//! as a `resource::ResourceType`; `resource::Plumbing` serves every one of them
+//! to Terraform with the same plumbing (ids, plans, update, import).
+//!
 //! # How it is built and run
 //!
 //! The plugin protocol (gRPC, protocol 6, go-plugin's handshake) comes from the
@@ -63,6 +68,7 @@ mod parameter;
 mod preset;
 mod process;
 mod protect;
+mod resource;
 mod schema;
 mod volume;
 mod workspace;
@@ -74,6 +80,8 @@ use async_trait::async_trait;
 use tf_provider::schema::{Block, Description, Schema};
 use tf_provider::value::ValueEmpty;
 use tf_provider::{DynamicDataSource, DynamicResource, Provider};
+
+use resource::Plumbing;
 
 pub use abode_contract::cron::{validate_cron, CronError};
 pub use parameter::{check_parameter_value, ParameterDefinition};
@@ -153,12 +161,12 @@ impl Provider for AbodeProvider {
         _diags: &mut tf_provider::Diagnostics,
     ) -> Option<HashMap<String, Box<dyn DynamicResource>>> {
         let resources: [(&str, Box<dyn DynamicResource>); 6] = [
-            ("agent", Box::new(agent::AgentResource)),
-            ("app", Box::new(app::AppResource)),
-            ("protect", Box::new(protect::ProtectResource)),
-            ("metadata", Box::new(metadata::MetadataResource)),
-            ("volume", Box::new(volume::VolumeResource)),
-            ("process", Box::new(process::ProcessResource)),
+            ("agent", Box::new(Plumbing(agent::AgentResource))),
+            ("app", Box::new(Plumbing(app::AppResource))),
+            ("protect", Box::new(Plumbing(protect::ProtectResource))),
+            ("metadata", Box::new(Plumbing(metadata::MetadataResource))),
+            ("volume", Box::new(Plumbing(volume::VolumeResource))),
+            ("process", Box::new(Plumbing(process::ProcessResource))),
         ];
         Some(
             resources

@@ -4,12 +4,12 @@
 
 use std::collections::BTreeSet;
 
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tf_provider::schema::{NestedBlock, Schema};
-use tf_provider::value::{Value, ValueEmpty};
-use tf_provider::{AttributePath, Diagnostics, Resource};
+use tf_provider::schema::{Block, NestedBlock};
+use tf_provider::value::Value;
+use tf_provider::Diagnostics;
 
+use crate::resource::ResourceType;
 use crate::schema::{
     attribute_error, block, boolean, computed, known, number, optional, required, string,
     with_default,
@@ -33,30 +33,6 @@ pub(crate) struct MetadataState {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct MetadataResource;
 
-fn check_config(diags: &mut Diagnostics, state: &MetadataState) {
-    let mut seen = BTreeSet::new();
-    for item in known(&state.item).into_iter().flatten().filter_map(known) {
-        if let Some(key) = known(&item.key) {
-            if !seen.insert(key.clone()) {
-                attribute_error(
-                    diags,
-                    "item",
-                    format!("abode_metadata item key `{key}` appears more than once"),
-                );
-            }
-        }
-    }
-    if let Some(cost) = known(&state.daily_cost) {
-        if *cost < 0 {
-            attribute_error(
-                diags,
-                "daily_cost",
-                format!("abode_metadata daily_cost must be 0 or more, not {cost}"),
-            );
-        }
-    }
-}
-
 /// Items leave `sensitive` out to mean false; the plan should say so.
 fn fill_defaults(state: &mut MetadataState) {
     if let Value::Value(items) = &mut state.item {
@@ -70,13 +46,10 @@ fn fill_defaults(state: &mut MetadataState) {
     }
 }
 
-#[async_trait]
-impl Resource for MetadataResource {
-    type State<'a> = MetadataState;
-    type PrivateState<'a> = ValueEmpty;
-    type ProviderMetaState<'a> = ValueEmpty;
+impl ResourceType for MetadataResource {
+    type State = MetadataState;
 
-    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+    fn block(&self) -> Block {
         let mut schema = block(
             "Facts about another resource shown by the platform with the workspace: \
              key/value items and a daily cost.",
@@ -116,99 +89,38 @@ impl Resource for MetadataResource {
                 ],
             )),
         );
-        Some(Schema {
-            version: 1,
-            block: schema,
-        })
+        schema
     }
 
-    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        check_config(diags, &config);
-        Some(())
+    fn id(state: &mut Self::State) -> &mut Value<String> {
+        &mut state.id
     }
 
-    async fn read<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        state: Self::State<'a>,
-        private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        Some((state, private_state))
+    fn check(&self, diags: &mut Diagnostics, state: &Self::State) {
+        let mut seen = BTreeSet::new();
+        for item in known(&state.item).into_iter().flatten().filter_map(known) {
+            if let Some(key) = known(&item.key) {
+                if !seen.insert(key.clone()) {
+                    attribute_error(
+                        diags,
+                        "item",
+                        format!("abode_metadata item key `{key}` appears more than once"),
+                    );
+                }
+            }
+        }
+        if let Some(cost) = known(&state.daily_cost) {
+            if *cost < 0 {
+                attribute_error(
+                    diags,
+                    "daily_cost",
+                    format!("abode_metadata daily_cost must be 0 or more, not {cost}"),
+                );
+            }
+        }
     }
 
-    async fn plan_create<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        proposed_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let mut state = proposed_state;
-        check_config(diags, &state);
-        fill_defaults(&mut state);
-        state.id = Value::Unknown;
-        Some((state, Value::Null))
-    }
-
-    async fn plan_update<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        prior_state: Self::State<'a>,
-        proposed_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        prior_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
-        let mut state = proposed_state;
-        check_config(diags, &state);
-        fill_defaults(&mut state);
-        state.id = prior_state.id;
-        Some((state, prior_private_state, vec![]))
-    }
-
-    async fn plan_destroy<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        prior_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<Self::PrivateState<'a>> {
-        Some(prior_private_state)
-    }
-
-    async fn create<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        planned_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let mut state = planned_state;
-        state.id = uuid::Uuid::new_v4().to_string().into();
-        Some((state, planned_private_state))
-    }
-
-    async fn update<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        planned_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        Some((planned_state, planned_private_state))
-    }
-
-    async fn destroy<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        _planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<()> {
-        Some(())
+    fn defaults(&self, state: &mut Self::State, _config: &Self::State) {
+        fill_defaults(state);
     }
 }

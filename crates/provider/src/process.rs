@@ -22,10 +22,11 @@ use async_trait::async_trait;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
-use tf_provider::schema::Schema;
-use tf_provider::value::{Value, ValueEmpty};
-use tf_provider::{AttributePath, Diagnostics, Resource};
+use tf_provider::schema::Block;
+use tf_provider::value::Value;
+use tf_provider::{AttributePath, Diagnostics};
 
+use crate::resource::ResourceType;
 use crate::schema::{
     attribute_error, block, build_context, computed, known, known_list, known_map, number,
     optional, required, string, string_list, string_map, with_default, StringList, StringMap,
@@ -133,121 +134,147 @@ fn remove_log(state: &ProcessState) {
     }
 }
 
-fn check_config(diags: &mut Diagnostics, state: &ProcessState) {
-    if let Some(command) = known(&state.command) {
-        if command.is_empty()
-            || command
-                .first()
-                .and_then(known)
-                .is_some_and(String::is_empty)
-        {
-            attribute_error(
-                diags,
-                "command",
-                "abode_process command must name a program: [\"program\", \"arg\", ...]".into(),
-            );
-        }
-    }
-    if let Some(timeout) = known(&state.stop_timeout) {
-        if *timeout < 0 {
-            attribute_error(
-                diags,
-                "stop_timeout",
-                format!("abode_process stop_timeout must be 0 or more seconds, not {timeout}"),
-            );
-        }
-    }
-}
-
 #[async_trait]
-impl Resource for ProcessResource {
-    type State<'a> = ProcessState;
-    type PrivateState<'a> = ValueEmpty;
-    type ProviderMetaState<'a> = ValueEmpty;
+impl ResourceType for ProcessResource {
+    type State = ProcessState;
 
-    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
-        Some(Schema {
-            version: 1,
-            block: block(
-                "A detached local process, the stand-in for a workspace's container or VM. \
-                 Created: the process is started in its own process group with stdout and \
-                 stderr appended to `log_path`. Destroyed: SIGTERM to the group, then SIGKILL \
-                 after `stop_timeout`. A process that died reads as gone, so the next plan \
-                 starts it again. Changing `command`, `env` or `dir` replaces (restarts) it.",
-                vec![
-                    (
-                        "id",
-                        computed(
-                            string(),
-                            "`<pid>-<start time in clock ticks>`: identifies this run of the \
-                             process even after its pid is reused.",
-                        ),
+    fn block(&self) -> Block {
+        block(
+            "A detached local process, the stand-in for a workspace's container or VM. \
+             Created: the process is started in its own process group with stdout and \
+             stderr appended to `log_path`. Destroyed: SIGTERM to the group, then SIGKILL \
+             after `stop_timeout`. A process that died reads as gone, so the next plan \
+             starts it again. Changing `command`, `env` or `dir` replaces (restarts) it.",
+            vec![
+                (
+                    "id",
+                    computed(
+                        string(),
+                        "`<pid>-<start time in clock ticks>`: identifies this run of the \
+                         process even after its pid is reused.",
                     ),
-                    (
-                        "command",
-                        required(
-                            string_list(),
-                            "The program and its arguments, run without a shell, e.g. \
-                             [\"sh\", \"-c\", abode_agent.main.init_script].",
-                        ),
+                ),
+                (
+                    "command",
+                    required(
+                        string_list(),
+                        "The program and its arguments, run without a shell, e.g. \
+                         [\"sh\", \"-c\", abode_agent.main.init_script].",
                     ),
-                    (
-                        "env",
-                        optional(
-                            string_map(),
-                            "Extra environment variables. The process inherits Terraform's \
-                             environment except variables starting with ABODE_, TF_, PLUGIN_ or \
-                             CHECKPOINT_.",
-                        ),
+                ),
+                (
+                    "env",
+                    optional(
+                        string_map(),
+                        "Extra environment variables. The process inherits Terraform's \
+                         environment except variables starting with ABODE_, TF_, PLUGIN_ or \
+                         CHECKPOINT_.",
                     ),
-                    (
-                        "dir",
-                        optional(
-                            string(),
-                            "Working directory (default: $HOME, or / without it).",
-                        ),
+                ),
+                (
+                    "dir",
+                    optional(
+                        string(),
+                        "Working directory (default: $HOME, or / without it).",
                     ),
-                    (
-                        "stop_timeout",
-                        with_default(
-                            number(),
-                            "Seconds between SIGTERM and SIGKILL on destroy (default 10).",
-                        ),
+                ),
+                (
+                    "stop_timeout",
+                    with_default(
+                        number(),
+                        "Seconds between SIGTERM and SIGKILL on destroy (default 10).",
                     ),
-                    (
-                        "pid",
-                        computed(number(), "The process id (also its process group id)."),
+                ),
+                (
+                    "pid",
+                    computed(number(), "The process id (also its process group id)."),
+                ),
+                (
+                    "log_path",
+                    computed(
+                        string(),
+                        "The file receiving the process's stdout and stderr, under \
+                         ABODE_PROCESS_LOGS_DIR.",
                     ),
-                    (
-                        "log_path",
-                        computed(
-                            string(),
-                            "The file receiving the process's stdout and stderr, under \
-                             ABODE_PROCESS_LOGS_DIR.",
-                        ),
-                    ),
-                ],
-            ),
-        })
+                ),
+            ],
+        )
     }
 
-    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        check_config(diags, &config);
+    fn id(state: &mut Self::State) -> &mut Value<String> {
+        &mut state.id
+    }
+
+    fn check(&self, diags: &mut Diagnostics, state: &Self::State) {
+        if let Some(command) = known(&state.command) {
+            if command.is_empty()
+                || command
+                    .first()
+                    .and_then(known)
+                    .is_some_and(String::is_empty)
+            {
+                attribute_error(
+                    diags,
+                    "command",
+                    "abode_process command must name a program: [\"program\", \"arg\", ...]".into(),
+                );
+            }
+        }
+        if let Some(timeout) = known(&state.stop_timeout) {
+            if *timeout < 0 {
+                attribute_error(
+                    diags,
+                    "stop_timeout",
+                    format!("abode_process stop_timeout must be 0 or more seconds, not {timeout}"),
+                );
+            }
+        }
+    }
+
+    fn defaults(&self, state: &mut Self::State, config: &Self::State) {
+        if config.stop_timeout.is_null() {
+            state.stop_timeout = DEFAULT_STOP_TIMEOUT_SECONDS.into();
+        }
+    }
+
+    fn plan_create(&self, _diags: &mut Diagnostics, state: &mut Self::State) -> Option<()> {
+        state.pid = Value::Unknown;
+        state.log_path = Value::Unknown;
         Some(())
     }
 
-    async fn read<'a>(
+    fn plan_update(
         &self,
-        diags: &mut Diagnostics,
-        state: Self::State<'a>,
-        private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        _diags: &mut Diagnostics,
+        prior: &Self::State,
+        state: &mut Self::State,
+    ) -> Option<Vec<AttributePath>> {
+        let mut replace = vec![];
+        for (name, changed) in [
+            ("command", state.command != prior.command),
+            ("env", state.env != prior.env),
+            ("dir", state.dir != prior.dir),
+        ] {
+            if changed {
+                replace.push(AttributePath::new(name));
+            }
+        }
+        if replace.is_empty() {
+            state.pid = prior.pid;
+            state.log_path = prior.log_path.clone();
+        } else {
+            state.pid = Value::Unknown;
+            state.log_path = Value::Unknown;
+        }
+        Some(replace)
+    }
+
+    async fn read(&self, diags: &mut Diagnostics, state: Self::State) -> Option<Self::State> {
         let id = known(&state.id)?.clone();
         if let Some(socket) = build_context(diags)?.process_supervisor {
             let reply = ask(socket, Request::Status { id }, Duration::from_secs(30)).await;
             return match reply {
-                Ok(Reply::Status { running: true }) => Some((state, private_state)),
+                Ok(Reply::Status { running: true }) => Some(state),
                 Ok(Reply::Status { running: false }) => None,
                 other => {
                     supervisor_error(diags, other);
@@ -257,85 +284,14 @@ impl Resource for ProcessResource {
         }
         let identity = abode_procfs::Identity::parse(&id)?;
         if identity.is_running() {
-            Some((state, private_state))
+            Some(state)
         } else {
             None
         }
     }
 
-    async fn plan_create<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        proposed_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let mut state = proposed_state;
-        check_config(diags, &state);
-        state.id = Value::Unknown;
-        state.pid = Value::Unknown;
-        state.log_path = Value::Unknown;
-        if state.stop_timeout.is_null() {
-            state.stop_timeout = DEFAULT_STOP_TIMEOUT_SECONDS.into();
-        }
-        Some((state, Value::Null))
-    }
-
-    async fn plan_update<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        prior_state: Self::State<'a>,
-        proposed_state: Self::State<'a>,
-        config_state: Self::State<'a>,
-        prior_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
-        let mut state = proposed_state;
-        check_config(diags, &state);
-        if config_state.stop_timeout.is_null() {
-            state.stop_timeout = DEFAULT_STOP_TIMEOUT_SECONDS.into();
-        }
-        let mut replace = vec![];
-        for (name, changed) in [
-            ("command", state.command != prior_state.command),
-            ("env", state.env != prior_state.env),
-            ("dir", state.dir != prior_state.dir),
-        ] {
-            if changed {
-                replace.push(AttributePath::new(name));
-            }
-        }
-        if replace.is_empty() {
-            state.id = prior_state.id;
-            state.pid = prior_state.pid;
-            state.log_path = prior_state.log_path;
-        } else {
-            state.id = Value::Unknown;
-            state.pid = Value::Unknown;
-            state.log_path = Value::Unknown;
-        }
-        Some((state, prior_private_state, replace))
-    }
-
-    async fn plan_destroy<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        prior_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<Self::PrivateState<'a>> {
-        Some(prior_private_state)
-    }
-
-    async fn create<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        planned_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let mut state = planned_state;
+    async fn create(&self, diags: &mut Diagnostics, state: Self::State) -> Option<Self::State> {
+        let mut state = state;
         let context = build_context(diags)?;
         let (Some(command), Some(env)) = (known_list(&state.command), known_map(&state.env)) else {
             diags.root_error_short("abode_process command and env must be known when applying");
@@ -362,7 +318,7 @@ impl Resource for ProcessResource {
                     state.id = id.into();
                     state.pid = pid.into();
                     state.log_path = log_path.into();
-                    Some((state, planned_private_state))
+                    Some(state)
                 }
                 other => {
                     supervisor_error(diags, other);
@@ -460,28 +416,10 @@ impl Resource for ProcessResource {
         state.id = identity.to_text().into();
         state.pid = i64::from(pid).into();
         state.log_path = log_path.display().to_string().into();
-        Some((state, planned_private_state))
+        Some(state)
     }
 
-    async fn update<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        planned_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        Some((planned_state, planned_private_state))
-    }
-
-    async fn destroy<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        prior_state: Self::State<'a>,
-        _planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<()> {
+    async fn destroy(&self, diags: &mut Diagnostics, prior_state: Self::State) -> Option<()> {
         let grace_seconds = known(&prior_state.stop_timeout)
             .copied()
             .unwrap_or(DEFAULT_STOP_TIMEOUT_SECONDS)

@@ -3,14 +3,14 @@
 //! expression's references from the plan's `configuration`; here it only has to
 //! exist, validate `mode`, and never touch anything.
 
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tf_provider::schema::Schema;
-use tf_provider::value::{Value, ValueEmpty};
-use tf_provider::{AttributePath, Diagnostics, Resource};
+use tf_provider::schema::Block;
+use tf_provider::value::Value;
+use tf_provider::Diagnostics;
 
 use abode_contract::retain;
 
+use crate::resource::ResourceType;
 use crate::schema::{
     attribute_error, block, computed, known, optional, required, string, with_default,
 };
@@ -35,47 +35,6 @@ pub(crate) struct ProtectState {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct ProtectResource;
 
-fn check_mode(diags: &mut Diagnostics, state: &ProtectState) {
-    if let Some(mode) = known(&state.mode) {
-        if !MODES.contains(&mode.as_str()) {
-            attribute_error(
-                diags,
-                "mode",
-                format!("abode_protect mode `{mode}` is not one of `confirm`, `block`"),
-            );
-        }
-    }
-    if let Some(on_delete) = known(&state.on_delete) {
-        if !retain::ON_DELETE.contains(&on_delete.as_str()) {
-            attribute_error(
-                diags,
-                "on_delete",
-                format!("abode_protect on_delete `{on_delete}` is not one of `destroy`, `retain`"),
-            );
-        }
-    }
-    if let Some(expire) = known(&state.expire) {
-        if !retain::EXPIRE.contains(&expire.as_str()) {
-            attribute_error(
-                diags,
-                "expire",
-                format!("abode_protect expire `{expire}` is not one of `hold`, `destroy`"),
-            );
-        }
-    }
-    if let Some(retain_for) = known(&state.retain_for) {
-        if retain::parse_retain_for(retain_for).is_none() {
-            attribute_error(
-                diags,
-                "retain_for",
-                format!(
-                    "abode_protect retain_for `{retain_for}` is not a duration such as `30d`, `12h` or `90m` (at most ten years)"
-                ),
-            );
-        }
-    }
-}
-
 /// The defaults of a rule the template leaves out.
 fn fill_defaults(state: &mut ProtectState, config: &ProtectState) {
     if config.mode.is_null() {
@@ -89,159 +48,113 @@ fn fill_defaults(state: &mut ProtectState, config: &ProtectState) {
     }
 }
 
-#[async_trait]
-impl Resource for ProtectResource {
-    type State<'a> = ProtectState;
-    type PrivateState<'a> = ValueEmpty;
-    type ProviderMetaState<'a> = ValueEmpty;
+impl ResourceType for ProtectResource {
+    type State = ProtectState;
 
-    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
-        Some(Schema {
-            version: 1,
-            block: block(
-                "Marks a resource as protected: Abode's plan guard holds (`confirm`) or fails \
-                 (`block`) any start or stop build whose plan would delete or replace it. A \
-                 workspace deletion destroys it, unless `on_delete = \"retain\"`. Creating, reading or deleting this \
-                 annotation touches nothing else.",
-                vec![
-                    ("id", computed(string(), "Identifier of this annotation.")),
-                    (
-                        "resource_id",
-                        required(
-                            string(),
-                            "A reference to the protected resource's `id`, such as \
-                             `abode_volume.home.id`: the guard reads which resource it is from \
-                             the reference in the plan's configuration, not from the value.",
-                        ),
+    fn block(&self) -> Block {
+        block(
+            "Marks a resource as protected: Abode's plan guard holds (`confirm`) or fails \
+             (`block`) any start or stop build whose plan would delete or replace it. A \
+             workspace deletion destroys it, unless `on_delete = \"retain\"`. Creating, reading or deleting this \
+             annotation touches nothing else.",
+            vec![
+                ("id", computed(string(), "Identifier of this annotation.")),
+                (
+                    "resource_id",
+                    required(
+                        string(),
+                        "A reference to the protected resource's `id`, such as \
+                         `abode_volume.home.id`: the guard reads which resource it is from \
+                         the reference in the plan's configuration, not from the value.",
                     ),
-                    (
-                        "mode",
-                        with_default(
-                            string(),
-                            "`confirm` (default): a protected delete or replace waits for an \
-                             explicit confirmation. `block`: it fails the build.",
-                        ),
+                ),
+                (
+                    "mode",
+                    with_default(
+                        string(),
+                        "`confirm` (default): a protected delete or replace waits for an \
+                         explicit confirmation. `block`: it fails the build.",
                     ),
-                    (
-                        "on_delete",
-                        with_default(
-                            string(),
-                            "What an intentional workspace delete does with the resource: \
-                             `destroy` (default) or `retain` (Terraform forgets it, Abode keeps \
-                             a record of it that its owner can adopt into a new workspace, \
-                             assign or destroy: `abode retained`).",
-                        ),
+                ),
+                (
+                    "on_delete",
+                    with_default(
+                        string(),
+                        "What an intentional workspace delete does with the resource: \
+                         `destroy` (default) or `retain` (Terraform forgets it, Abode keeps \
+                         a record of it that its owner can adopt into a new workspace, \
+                         assign or destroy: `abode retained`).",
                     ),
-                    (
-                        "retain_for",
-                        optional(
-                            string(),
-                            "How long a retained resource is kept (`30d`, `12h`, `90m`); \
-                             for ever when left out.",
-                        ),
+                ),
+                (
+                    "retain_for",
+                    optional(
+                        string(),
+                        "How long a retained resource is kept (`30d`, `12h`, `90m`); \
+                         for ever when left out.",
                     ),
-                    (
-                        "expire",
-                        with_default(
-                            string(),
-                            "When `retain_for` is up: `hold` (default), its destroy waits for \
-                             a person's confirmation; `destroy`, it is destroyed (the owner is \
-                             told a week before).",
-                        ),
+                ),
+                (
+                    "expire",
+                    with_default(
+                        string(),
+                        "When `retain_for` is up: `hold` (default), its destroy waits for \
+                         a person's confirmation; `destroy`, it is destroyed (the owner is \
+                         told a week before).",
                     ),
-                ],
-            ),
-        })
+                ),
+            ],
+            )
     }
 
-    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        check_mode(diags, &config);
-        Some(())
+    fn id(state: &mut Self::State) -> &mut Value<String> {
+        &mut state.id
     }
 
-    async fn read<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        state: Self::State<'a>,
-        private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        Some((state, private_state))
+    fn check(&self, diags: &mut Diagnostics, state: &Self::State) {
+        if let Some(mode) = known(&state.mode) {
+            if !MODES.contains(&mode.as_str()) {
+                attribute_error(
+                    diags,
+                    "mode",
+                    format!("abode_protect mode `{mode}` is not one of `confirm`, `block`"),
+                );
+            }
+        }
+        if let Some(on_delete) = known(&state.on_delete) {
+            if !retain::ON_DELETE.contains(&on_delete.as_str()) {
+                attribute_error(
+                    diags,
+                    "on_delete",
+                    format!(
+                        "abode_protect on_delete `{on_delete}` is not one of `destroy`, `retain`"
+                    ),
+                );
+            }
+        }
+        if let Some(expire) = known(&state.expire) {
+            if !retain::EXPIRE.contains(&expire.as_str()) {
+                attribute_error(
+                    diags,
+                    "expire",
+                    format!("abode_protect expire `{expire}` is not one of `hold`, `destroy`"),
+                );
+            }
+        }
+        if let Some(retain_for) = known(&state.retain_for) {
+            if retain::parse_retain_for(retain_for).is_none() {
+                attribute_error(
+                    diags,
+                    "retain_for",
+                    format!(
+                        "abode_protect retain_for `{retain_for}` is not a duration such as `30d`, `12h` or `90m` (at most ten years)"
+                    ),
+                );
+            }
+        }
     }
 
-    async fn plan_create<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        proposed_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let mut state = proposed_state;
-        check_mode(diags, &state);
-        state.id = Value::Unknown;
-        let config = state.clone();
-        fill_defaults(&mut state, &config);
-        Some((state, Value::Null))
-    }
-
-    async fn plan_update<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        prior_state: Self::State<'a>,
-        proposed_state: Self::State<'a>,
-        config_state: Self::State<'a>,
-        prior_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
-        let mut state = proposed_state;
-        check_mode(diags, &state);
-        state.id = prior_state.id;
-        fill_defaults(&mut state, &config_state);
-        Some((state, prior_private_state, vec![]))
-    }
-
-    async fn plan_destroy<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        prior_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<Self::PrivateState<'a>> {
-        Some(prior_private_state)
-    }
-
-    async fn create<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        planned_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let mut state = planned_state;
-        state.id = uuid::Uuid::new_v4().to_string().into();
-        Some((state, planned_private_state))
-    }
-
-    async fn update<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        planned_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        Some((planned_state, planned_private_state))
-    }
-
-    async fn destroy<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        _planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<()> {
-        Some(())
+    fn defaults(&self, state: &mut Self::State, config: &Self::State) {
+        fill_defaults(state, config);
     }
 }

@@ -15,10 +15,11 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tf_provider::schema::Schema;
-use tf_provider::value::{Value, ValueEmpty};
-use tf_provider::{AttributePath, Diagnostics, Resource};
+use tf_provider::schema::Block;
+use tf_provider::value::Value;
+use tf_provider::{AttributePath, Diagnostics};
 
+use crate::resource::ResourceType;
 use crate::schema::{
     attribute_error, block, build_context, computed, known, optional, required, string, string_map,
     StringMap,
@@ -80,141 +81,100 @@ fn check_name(diags: &mut Diagnostics, state: &VolumeState) -> bool {
 }
 
 #[async_trait]
-impl Resource for VolumeResource {
-    type State<'a> = VolumeState;
-    type PrivateState<'a> = ValueEmpty;
-    type ProviderMetaState<'a> = ValueEmpty;
+impl ResourceType for VolumeResource {
+    type State = VolumeState;
 
-    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
-        Some(Schema {
-            version: 1,
-            block: block(
-                "Persistent local storage: the directory ABODE_VOLUMES_DIR/<name>. Keep it out \
-                 of `count = start_count` so it survives stops, and protect it with \
-                 `abode_protect`. Destroying it deletes the directory and everything in it.",
-                vec![
-                    (
-                        "id",
-                        computed(
-                            string(),
-                            "Identifier of this volume, new for every directory created.",
-                        ),
+    fn block(&self) -> Block {
+        block(
+            "Persistent local storage: the directory ABODE_VOLUMES_DIR/<name>. Keep it out \
+             of `count = start_count` so it survives stops, and protect it with \
+             `abode_protect`. Destroying it deletes the directory and everything in it.",
+            vec![
+                (
+                    "id",
+                    computed(
+                        string(),
+                        "Identifier of this volume, new for every directory created.",
                     ),
-                    (
-                        "name",
-                        required(
-                            string(),
-                            "The directory's name under ABODE_VOLUMES_DIR (letters, digits, \
-                             `.`, `_`, `-`). Changing it replaces the volume: a new, empty \
-                             directory, and the old one deleted. Include the workspace id to keep \
-                             workspaces apart.",
-                        ),
+                ),
+                (
+                    "name",
+                    required(
+                        string(),
+                        "The directory's name under ABODE_VOLUMES_DIR (letters, digits, \
+                         `.`, `_`, `-`). Changing it replaces the volume: a new, empty \
+                         directory, and the old one deleted. Include the workspace id to keep \
+                         workspaces apart.",
                     ),
-                    (
-                        "labels",
-                        optional(
-                            string_map(),
-                            "Free-form labels; changing them updates in place.",
-                        ),
+                ),
+                (
+                    "labels",
+                    optional(
+                        string_map(),
+                        "Free-form labels; changing them updates in place.",
                     ),
-                    (
-                        "path",
-                        computed(string(), "The volume directory's absolute path."),
-                    ),
-                ],
-            ),
-        })
+                ),
+                (
+                    "path",
+                    computed(string(), "The volume directory's absolute path."),
+                ),
+            ],
+        )
     }
 
-    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        check_name(diags, &config);
+    fn id(state: &mut Self::State) -> &mut Value<String> {
+        &mut state.id
+    }
+
+    fn check(&self, diags: &mut Diagnostics, state: &Self::State) {
+        check_name(diags, state);
+    }
+
+    fn plan_create(&self, diags: &mut Diagnostics, state: &mut Self::State) -> Option<()> {
+        // A bad name (its error is the check's) refuses the plan.
+        if known(&state.name).is_some_and(|name| check_volume_name(name).is_err()) {
+            return None;
+        }
+        let context = build_context(diags)?;
+        state.path = match known(&state.name) {
+            Some(name) => context.volumes_dir.join(name).display().to_string().into(),
+            None => Value::Unknown,
+        };
         Some(())
     }
 
-    async fn read<'a>(
+    fn plan_update(
         &self,
         diags: &mut Diagnostics,
-        state: Self::State<'a>,
-        private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+        prior: &Self::State,
+        state: &mut Self::State,
+    ) -> Option<Vec<AttributePath>> {
+        if state.name != prior.name {
+            state.path = Value::Unknown;
+            return Some(vec![AttributePath::new("name")]);
+        }
+        // Where this machine keeps it (`read` brought it up to date).
+        state.path = match volume_path(diags, state) {
+            Some(path) => path.display().to_string().into(),
+            None => prior.path.clone(),
+        };
+        Some(vec![])
+    }
+
+    async fn read(&self, diags: &mut Diagnostics, state: Self::State) -> Option<Self::State> {
         let mut state = state;
         // Gone (None) makes Terraform record the deletion as drift.
         let path = volume_path(diags, &state)?;
         if path.is_dir() {
             state.path = path.display().to_string().into();
-            Some((state, private_state))
+            Some(state)
         } else {
             None
         }
     }
 
-    async fn plan_create<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        proposed_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let mut state = proposed_state;
-        if !check_name(diags, &state) {
-            return None;
-        }
-        let context = build_context(diags)?;
-        state.id = Value::Unknown;
-        state.path = match known(&state.name) {
-            Some(name) => context.volumes_dir.join(name).display().to_string().into(),
-            None => Value::Unknown,
-        };
-        Some((state, Value::Null))
-    }
-
-    async fn plan_update<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        prior_state: Self::State<'a>,
-        proposed_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        prior_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>, Vec<AttributePath>)> {
-        let mut state = proposed_state;
-        check_name(diags, &state);
-        let mut replace = vec![];
-        if state.name != prior_state.name {
-            replace.push(AttributePath::new("name"));
-            state.id = Value::Unknown;
-            state.path = Value::Unknown;
-        } else {
-            // Where this machine keeps it (`read` brought it up to date).
-            state.id = prior_state.id;
-            state.path = match volume_path(diags, &state) {
-                Some(path) => path.display().to_string().into(),
-                None => prior_state.path,
-            };
-        }
-        Some((state, prior_private_state, replace))
-    }
-
-    async fn plan_destroy<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        prior_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<Self::PrivateState<'a>> {
-        Some(prior_private_state)
-    }
-
-    async fn create<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        planned_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        let mut state = planned_state;
+    async fn create(&self, diags: &mut Diagnostics, state: Self::State) -> Option<Self::State> {
+        let mut state = state;
         let path = volume_path(diags, &state)?;
         state.path = path.display().to_string().into();
         if let Some(parent) = path.parent() {
@@ -246,31 +206,14 @@ impl Resource for VolumeResource {
                 return None;
             }
         }
-        state.id = uuid::Uuid::new_v4().to_string().into();
-        Some((state, planned_private_state))
-    }
-
-    async fn update<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        _prior_state: Self::State<'a>,
-        planned_state: Self::State<'a>,
-        _config_state: Self::State<'a>,
-        planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
-        Some((planned_state, planned_private_state))
+        Some(state)
     }
 
     /// Imported by its name (`import { to = abode_volume.home, id = "NAME" }`):
     /// how Abode brings a retained volume back into a workspace. Only a
     /// directory that is already there is imported; the new state gets an id
     /// of its own.
-    async fn import<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        id: String,
-    ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
+    async fn import(&self, diags: &mut Diagnostics, id: String) -> Option<Self::State> {
         if let Err(message) = check_volume_name(&id) {
             diags.root_error("Cannot import the volume", message);
             return None;
@@ -290,16 +233,10 @@ impl Resource for VolumeResource {
             labels: Value::Null,
             path: path.display().to_string().into(),
         };
-        Some((state, Value::Null))
+        Some(state)
     }
 
-    async fn destroy<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        prior_state: Self::State<'a>,
-        _planned_private_state: Self::PrivateState<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<()> {
+    async fn destroy(&self, diags: &mut Diagnostics, prior_state: Self::State) -> Option<()> {
         if known(&prior_state.name).is_none() {
             return Some(());
         }
