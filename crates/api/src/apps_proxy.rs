@@ -47,7 +47,7 @@ pub(crate) async fn serve_apps(
         .and_then(|host| host.to_str().ok())
         .map(str::to_string);
     if let Some(host) = host.as_deref() {
-        if let Some(app_host) = control.app_host_of(host) {
+        if let Some(app_host) = control.apps().app_host_of(host) {
             return serve_subdomain(&control, &app_host, request).await;
         }
     }
@@ -102,7 +102,7 @@ async fn caller_of(control: &Control, headers: &HeaderMap, via: Via<'_>) -> (Opt
     }
     let caller = match via {
         Via::Subdomain(host) => match abode_web::cookie(headers, APP_SESSION_COOKIE) {
-            Some(session) => control.app_session_caller(&session, host).await,
+            Some(session) => control.apps().app_session_caller(&session, host).await,
             None => None,
         },
         Via::Path => match abode_web::session_cookie(headers) {
@@ -125,6 +125,7 @@ async fn serve_subdomain(control: &Control, host: &AppHost, request: Request) ->
     let (caller, by_header) = caller_of(control, request.headers(), Via::Subdomain(host)).await;
     let may_relay = !crate::relay::is_relayed(request.headers());
     match control
+        .apps()
         .open_app(caller.as_ref(), &host.address, may_relay)
         .await
     {
@@ -137,7 +138,7 @@ async fn serve_subdomain(control: &Control, host: &AppHost, request: Request) ->
         }
         Err(AppRefusal::SignIn) if request.method() == Method::GET => {
             let back = uri.path_and_query().map_or("/", |path| path.as_str());
-            redirect(&control.app_sign_in_url(host, back))
+            redirect(&control.apps().app_sign_in_url(host, back))
         }
         Err(AppRefusal::Elsewhere(url)) => relay(&url, request).await,
         Err(refusal) => refused(refusal),
@@ -157,7 +158,7 @@ async fn exchange_code(control: &Control, host: &AppHost, uri: &Uri) -> Response
             "no code: open the app's address again",
         );
     };
-    let Some(session) = control.exchange_app_code(&code, host).await else {
+    let Some(session) = control.apps().exchange_app_code(&code, host).await else {
         return plain(
             StatusCode::BAD_REQUEST,
             "this sign-in link was used or expired: open the app's address again",
@@ -224,7 +225,11 @@ async fn serve_path(control: &Control, request: Request) -> Response {
     };
     let (caller, by_header) = caller_of(control, request.headers(), Via::Path).await;
     let may_relay = !crate::relay::is_relayed(request.headers());
-    match control.open_app(caller.as_ref(), &address, may_relay).await {
+    match control
+        .apps()
+        .open_app(caller.as_ref(), &address, may_relay)
+        .await
+    {
         Ok(opened) => {
             let query = request
                 .uri()

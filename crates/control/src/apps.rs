@@ -18,8 +18,16 @@ use abode_store::{AppTokenKind, PortShare, StoreError, Transition, Workspace, Wo
 use abode_tunnel::{BoxedStream, MessageIo, StreamKind, StreamRequest};
 use rand::RngCore;
 
+use std::sync::Arc;
+
+use abode_identity::audit::{audit_event, Audit};
+use abode_identity::Identity;
+use abode_metrics::Metrics;
+
+use crate::audit::workspace_event;
 use crate::authz::{self, AppAccess};
-use crate::{secrets, Caller, Control, ControlError};
+use crate::connections::Connections;
+use crate::{secrets, Caller, Clock, ControlError, Templates, Workspaces};
 
 /// How long a code minted on the dashboard's origin may be exchanged.
 const CODE_LIFETIME: Duration = Duration::from_secs(60);
@@ -308,7 +316,87 @@ fn random_token() -> String {
     hex::encode(bytes)
 }
 
-impl Control {
+/// Apps and shared ports as people open them: which app a request names,
+/// whether its caller may open it, a stream to it through its agent, and
+/// an app host's sign-in. Reached as `Control::apps()`.
+#[derive(Clone)]
+pub struct Apps {
+    inner: Arc<AppsParts>,
+}
+
+/// What the apps service is made of (composed by `Control::new`).
+pub struct AppsParts {
+    pub store: abode_store::Store,
+    pub clock: Clock,
+    pub config: AppsSettings,
+    pub identity: Arc<Identity>,
+    pub templates: Arc<Templates>,
+    pub workspaces: Workspaces,
+    pub connections: Connections,
+    pub audit: Audit,
+}
+
+/// The server's settings the apps service reads.
+pub struct AppsSettings {
+    /// The dashboard's address, where app hosts send people to sign in.
+    pub access_url: String,
+    pub apps: AppsConfig,
+    pub metrics: Metrics,
+}
+
+impl Apps {
+    pub fn new(parts: AppsParts) -> Apps {
+        Apps {
+            inner: Arc::new(parts),
+        }
+    }
+
+    fn identity(&self) -> &Identity {
+        &self.inner.identity
+    }
+
+    fn templates(&self) -> &Templates {
+        &self.inner.templates
+    }
+
+    fn workspaces(&self) -> &Workspaces {
+        &self.inner.workspaces
+    }
+
+    fn connections(&self) -> &Connections {
+        &self.inner.connections
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+
+    async fn audit_workspace(
+        &self,
+        caller: &Caller,
+        workspace_id: &str,
+        action: &str,
+        target: &str,
+        outcome: &str,
+        details: Option<String>,
+    ) {
+        let event = workspace_event(caller, workspace_id, action, target, outcome, details);
+        self.inner.audit.record(&event).await;
+    }
+
+    async fn audit_template(&self, caller: &Caller, template: &str, details: String) {
+        let event = audit_event(
+            Some(&caller.user),
+            caller.request_id.clone(),
+            "template.port_share",
+            "template",
+            template,
+            "success",
+            Some(details),
+        );
+        self.inner.audit.record(&event).await;
+    }
+
     /// The access URL's scheme, `http` or `https`.
     fn access_scheme(&self) -> &'static str {
         if self
@@ -363,7 +451,7 @@ impl Control {
                 };
                 let served = app.definition.url.is_some();
                 let path_url = (served && config.apps.allow_path_apps)
-                    .then(|| format!("{base}{}", Control::app_path(&address)));
+                    .then(|| format!("{base}{}", Apps::app_path(&address)));
                 let subdomain_url = config
                     .apps
                     .wildcard
@@ -774,7 +862,7 @@ impl Control {
                     None => config
                         .apps
                         .allow_path_apps
-                        .then(|| format!("{base}{}", Control::app_path(&address))),
+                        .then(|| format!("{base}{}", Apps::app_path(&address))),
                 };
                 (shared, url)
             })
@@ -803,16 +891,8 @@ impl Control {
                 .store
                 .set_template_max_port_share(&found.id, max)
                 .await?;
-            self.audit(
-                Some(&caller.user),
-                caller.request_id.clone(),
-                "template.port_share",
-                "template",
-                template,
-                "success",
-                Some(format!("max={}", max.as_str())),
-            )
-            .await;
+            self.audit_template(caller, template, format!("max={}", max.as_str()))
+                .await;
         }
         Ok(self.inner.store.template_max_port_share(&found.id).await?)
     }

@@ -2,9 +2,7 @@
 //! with who, what, on which target, the outcome and the request id; a member
 //! reads only what concerns them.
 
-use abode_store::{
-    page_size, AuditEvent, AuditFilter, Build, NewAuditEvent, Page, SystemActor, User,
-};
+use abode_store::{page_size, AuditEvent, AuditFilter, Build, NewAuditEvent, Page, SystemActor};
 
 use crate::authz::{self, Action, Scope};
 use crate::Actor;
@@ -98,30 +96,6 @@ impl Control {
         details: Option<String>,
     ) {
         let event = workspace_event(caller, workspace_id, action, target, outcome, details);
-        self.inner.audit.record(&event).await;
-    }
-
-    /// Records an audit event (see [`Audit::record`]).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn audit(
-        &self,
-        actor: Option<&User>,
-        request_id: Option<String>,
-        action: &str,
-        target_type: &str,
-        target: &str,
-        outcome: &str,
-        details: Option<String>,
-    ) {
-        let event = audit_event(
-            actor,
-            request_id,
-            action,
-            target_type,
-            target,
-            outcome,
-            details,
-        );
         self.inner.audit.record(&event).await;
     }
 }

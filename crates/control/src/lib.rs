@@ -428,6 +428,7 @@ struct Inner {
     audit: audit::Audit,
     /// Connections into workspaces, and the agents' tunnels they use.
     connections: connections::Connections,
+    apps: apps::Apps,
     /// Turns true when the server stops: long-polls answer at once.
     stopping: watch::Sender<bool>,
     /// Set while the data dir has less than `Config::min_free_disk` free.
@@ -542,6 +543,20 @@ impl Control {
             audit: audit::Audit::new(store.clone()),
             dial_backs: connections::DialBacks::default(),
         });
+        let apps = apps::Apps::new(apps::AppsParts {
+            store: store.clone(),
+            clock: config.clock.clone(),
+            config: apps::AppsSettings {
+                access_url: config.access_url.clone(),
+                apps: config.apps.clone(),
+                metrics: config.metrics.clone(),
+            },
+            identity: identity.clone(),
+            templates: templates.clone(),
+            workspaces: workspaces.clone(),
+            connections: connections.clone(),
+            audit: audit::Audit::new(store.clone()),
+        });
         let held = held::Held::new(held::HeldParts {
             store: store.clone(),
             clock: config.clock.clone(),
@@ -573,6 +588,7 @@ impl Control {
                 notifications,
                 held,
                 connections,
+                apps,
                 stopping: watch::channel(false).0,
                 low_on_disk: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -675,6 +691,12 @@ impl Control {
     /// tunnels and opens streams through them.
     pub fn connections(&self) -> &connections::Connections {
         &self.inner.connections
+    }
+
+    /// Apps and shared ports: which app a request names, who may open it,
+    /// a stream to it, an app host's sign-in.
+    pub fn apps(&self) -> &apps::Apps {
+        &self.inner.apps
     }
 
     pub fn config(&self) -> &Config {

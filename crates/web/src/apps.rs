@@ -30,6 +30,7 @@ pub(crate) async fn auth(
     let path = query.path.as_deref().unwrap_or("/");
     match state
         .control
+        .apps()
         .app_sign_in_redirect(&viewer.caller, &query.host, path)
         .await
     {

@@ -15,7 +15,7 @@ use maud::{html, Markup};
 use serde::Deserialize;
 
 use abode_control::authz::{self, Action};
-use abode_control::{BuildRequest, WorkspaceQuery, WorkspaceStatus, WorkspaceView};
+use abode_control::{BuildRequest, VersionChoice, WorkspaceQuery, WorkspaceStatus, WorkspaceView};
 use abode_store::{Build, BuildStatus, QuotaUsage, Transition};
 
 use crate::builds::log_panel;
@@ -386,6 +386,7 @@ pub(crate) async fn render(
         .ok();
     let log = log_panel(control, &viewer.caller, &reference, &view.latest_build).await;
     let apps = control
+        .apps()
         .workspace_app_views(&view.workspace)
         .await
         .unwrap_or_default();
@@ -590,11 +591,11 @@ pub(crate) async fn act(
             Err(error) => html::control_error(error),
         };
     }
-    let (transition, update) = match action.as_str() {
-        "start" => (Transition::Start, false),
-        "stop" => (Transition::Stop, false),
-        "update" => (Transition::Start, true),
-        "delete" => (Transition::Delete, false),
+    let (transition, version) = match action.as_str() {
+        "start" => (Transition::Start, VersionChoice::Current),
+        "stop" => (Transition::Stop, VersionChoice::Current),
+        "update" => (Transition::Start, VersionChoice::Active),
+        "delete" => (Transition::Delete, VersionChoice::Current),
         _ => return html::error_page(StatusCode::NOT_FOUND, "No such workspace action."),
     };
     if transition == Transition::Delete && form.confirm_name.as_deref() != Some(name.as_str()) {
@@ -606,8 +607,7 @@ pub(crate) async fn act(
     let reference = format!("{owner}/{name}");
     let request = BuildRequest {
         transition,
-        template_version: None,
-        update,
+        version,
         parameters: BTreeMap::new(),
         retention: None,
     };

@@ -43,7 +43,11 @@ async fn list(
     Authenticated(caller): Authenticated,
     Path(workspace): Path<String>,
 ) -> ApiResult {
-    let shares = state.control.port_shares(&caller, &workspace).await?;
+    let shares = state
+        .control
+        .apps()
+        .port_shares(&caller, &workspace)
+        .await?;
     ok(
         StatusCode::OK,
         json!(abode_sdk::PortSharesAnswer {
@@ -64,9 +68,14 @@ async fn share(
     let body: abode_sdk::requests::SharePort = parse_json(body)?;
     state
         .control
+        .apps()
         .share_port(&caller, &workspace, port, body.share, body.agent.as_deref())
         .await?;
-    let shares = state.control.port_shares(&caller, &workspace).await?;
+    let shares = state
+        .control
+        .apps()
+        .port_shares(&caller, &workspace)
+        .await?;
     let shown = shares
         .into_iter()
         .find(|(shared, _)| shared.port == port)
@@ -88,6 +97,7 @@ async fn unshare(
 ) -> ApiResult {
     state
         .control
+        .apps()
         .unshare_port(&caller, &workspace, port, query.agent.as_deref())
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -100,6 +110,7 @@ async fn template_max(
 ) -> ApiResult {
     let max = state
         .control
+        .apps()
         .template_max_port_share(&caller, &name, None)
         .await?;
     ok(StatusCode::OK, json!(abode_sdk::TemplatePortShare { max }))
@@ -114,6 +125,7 @@ async fn set_template_max(
     let body: abode_sdk::requests::SetTemplatePortShare = parse_json(body)?;
     let max = state
         .control
+        .apps()
         .template_max_port_share(&caller, &name, Some(body.max))
         .await?;
     ok(StatusCode::OK, json!(abode_sdk::TemplatePortShare { max }))

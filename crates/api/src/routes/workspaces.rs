@@ -154,6 +154,7 @@ async fn get_workspace(
     let view = state.control.workspaces().get(&caller, &workspace).await?;
     let apps = state
         .control
+        .apps()
         .workspace_app_views(&view.workspace)
         .await?
         .iter()
