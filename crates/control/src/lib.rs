@@ -44,6 +44,9 @@
 //! - `Previews` (`previews.rs`): fleet previews: start, report, gate.
 //! - `Connections` (`connections.rs`): the agents' tunnels, a person's
 //!   connection, dial-backs, the relay lookup.
+//! - `Apps` (`apps.rs`): which app a request's host or path names (a host
+//!   read whole against the wildcard), who may open it, a stream to it
+//!   through its agent, shared ports, an app host's sign-in.
 //!
 //! A service reaches another only through its methods, never its store.
 //! Authorization stays one table (`abode-authz`), asked at each entry that
@@ -57,8 +60,7 @@
 //! server's half of every build (`provisioner/`), the daemons' side
 //! (`daemon_jobs.rs`), the state backend (`state_backend.rs`, `states.rs`),
 //! leases (`job_leases.rs`), recovery (`recovery.rs`), free disk, server
-//! identity, the agents' tokens and heartbeats (`agents.rs`) and apps
-//! (`apps.rs`). A helper two modules need lives in a module of its own
+//! identity, and the agents' tokens and heartbeats (`agents.rs`). A helper two modules need lives in a module of its own
 //! (`quota_text.rs`, `retention.rs`, `holders.rs`, `times.rs`, `states.rs`);
 //! `lib.rs` is the hub of the circle ARCHITECTURE.md keeps. Each module's own
 //! `//!` says what it does.
