@@ -255,19 +255,6 @@ pub fn log_line_view(line: &LogLine) -> sdk::LogLine {
     }
 }
 
-/// A build status of the store as the wire's.
-pub fn build_status(status: abode_store::BuildStatus) -> sdk::BuildStatus {
-    use abode_store::BuildStatus as Stored;
-    match status {
-        Stored::Pending => sdk::BuildStatus::Pending,
-        Stored::Running => sdk::BuildStatus::Running,
-        Stored::AwaitingConfirmation => sdk::BuildStatus::AwaitingConfirmation,
-        Stored::Succeeded => sdk::BuildStatus::Succeeded,
-        Stored::Failed => sdk::BuildStatus::Failed,
-        Stored::Canceled => sdk::BuildStatus::Canceled,
-    }
-}
-
 /// Unix milliseconds as RFC 3339 in UTC with milliseconds,
 /// e.g. `2026-11-29T17:40:00.123Z`.
 pub fn rfc3339(ms: i64) -> String {

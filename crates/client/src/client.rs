@@ -21,7 +21,7 @@ use abode_sdk::{
     Quota, ReleasedAnswer, RevokedTokenAnswer, ScheduleAnswer, ScheduleSpec, Template,
     TemplateAnswer, TemplatePermissions, TemplatePolicy, TemplatePolicyPatch, TemplatePresets,
     TemplateVersion, TemplateVersionDetail, TemplateVersionResponse, Transition, Unlocked, User,
-    UserAnswer, VersionsAnswer, Workspace, WorkspaceAnswer, WorkspaceSchedule,
+    UserAnswer, VersionChoice, VersionsAnswer, Workspace, WorkspaceAnswer, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -931,7 +931,13 @@ impl Client {
         transition: Transition,
         parameters: &BTreeMap<String, String>,
     ) -> Result<Build, ClientError> {
-        self.post_build(workspace, transition, false, parameters, None)
+        self.post_build(
+            workspace,
+            transition,
+            VersionChoice::Current,
+            parameters,
+            None,
+        )
     }
 
     /// Queues a delete of the workspace; `retain`: `all` (every protected
@@ -945,7 +951,7 @@ impl Client {
         self.post_build(
             workspace,
             Transition::Delete,
-            false,
+            VersionChoice::Current,
             &BTreeMap::new(),
             retain,
         )
@@ -958,7 +964,13 @@ impl Client {
         workspace: &str,
         parameters: &BTreeMap<String, String>,
     ) -> Result<Build, ClientError> {
-        self.post_build(workspace, Transition::Start, true, parameters, None)
+        self.post_build(
+            workspace,
+            Transition::Start,
+            VersionChoice::Active,
+            parameters,
+            None,
+        )
     }
 
     /// Queues the rename of the workspace to `name`: a build of its
@@ -989,13 +1001,17 @@ impl Client {
         &self,
         workspace: &str,
         transition: Transition,
-        update: bool,
+        version: VersionChoice,
         parameters: &BTreeMap<String, String>,
         retain: Option<&str>,
     ) -> Result<Build, ClientError> {
         let mut body = json!({ "transition": transition });
         if let Some(retain) = retain {
             body["retain"] = json!(retain);
+        }
+        let (template_version, update) = version.to_wire();
+        if let Some(number) = template_version {
+            body["template_version"] = json!(number);
         }
         if update {
             body["update"] = json!(true);

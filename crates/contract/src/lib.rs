@@ -36,8 +36,13 @@
 //! requires) and `supervisor` (what the provider and the process supervisor
 //! say to each other).
 //!
-//! `Transition`, `LogLevel` and `LogStage` decode a database column behind the
-//! `sqlx` feature, which only the store enables: Rust lets only a type's crate
+//! The words of builds and people are here too, each defined once for the
+//! store, the wire and every layer between ([`vocabulary`]): a build's
+//! status and reason, a job's kind, what a build is to the prebuilt
+//! workspaces, which template version a build plans, and roles.
+//!
+//! `Transition`, the vocabulary, `LogLevel` and `LogStage` decode a database
+//! column behind the `sqlx` feature, which only the store enables: Rust lets only a type's crate
 //! implement a foreign trait for it. They decode a column and run no query.
 //!
 //! Outside this crate, only the agent names a build variable: it reads
@@ -54,6 +59,12 @@ pub mod presets;
 pub mod retain;
 pub mod supervisor;
 pub mod text;
+pub mod vocabulary;
+
+pub use vocabulary::{
+    BuildReason, BuildStatus, JobKind, PrebuildPart, Role, Roles, UnknownBuildReason,
+    UnknownBuildStatus, UnknownJobKind, UnknownRole, VersionChoice,
+};
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -102,8 +102,7 @@ impl BuildLog {
                 .logs_after(build_id, after, PAGE_LINES)
                 .await?;
             // A held build writes nothing more until someone confirms it.
-            let done = (status.is_final() || status == BuildStatus::AwaitingConfirmation)
-                && (lines.len() as i64) < PAGE_LINES;
+            let done = status.is_at_rest() && (lines.len() as i64) < PAGE_LINES;
             if !lines.is_empty() || done || tokio::time::Instant::now() >= deadline {
                 return Ok(LogPage {
                     lines,

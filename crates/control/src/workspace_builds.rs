@@ -22,11 +22,7 @@ impl Control {
         reference: &str,
         request: &BuildRequest,
     ) -> Result<Build, ControlError> {
-        let version = match (request.template_version, request.update) {
-            (Some(number), _) => VersionChoice::Number(number),
-            (None, true) => VersionChoice::Active,
-            (None, false) => VersionChoice::Current,
-        };
+        let version = request.version;
         let action = match (request.transition, version) {
             (Transition::Stop, _) => Action::WorkspaceStop,
             (Transition::Delete, _) => Action::WorkspaceDelete,

@@ -11,46 +11,9 @@ use sha2::{Digest, Sha256};
 
 use crate::state_backend::StateBackend;
 
-/// What a job does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum JobKind {
-    /// A whole build: plan, guard, apply.
-    Build,
-    /// The apply of the confirmed, saved plan of a held build.
-    ApplySavedPlan,
-}
-
-impl JobKind {
-    /// Its name where it is stored and on the wire.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            JobKind::Build => "build",
-            JobKind::ApplySavedPlan => "apply_saved_plan",
-        }
-    }
-}
-
-impl std::fmt::Display for JobKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A job kind none of [`JobKind`] names.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown job kind `{0}`")]
-pub struct UnknownJobKind(pub String);
-
-impl std::str::FromStr for JobKind {
-    type Err = UnknownJobKind;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        [JobKind::Build, JobKind::ApplySavedPlan]
-            .into_iter()
-            .find(|kind| kind.as_str() == value)
-            .ok_or_else(|| UnknownJobKind(value.chars().take(64).collect()))
-    }
-}
+/// What a job does: the contract's, named as it is stored and on the
+/// daemons' wire.
+pub use abode_contract::{JobKind, UnknownJobKind};
 
 /// The saved binary plan of a build the guard held. Secret: it leaves the
 /// machine only for the server that judged it.

@@ -100,7 +100,14 @@ impl State {
                 Transition::Start if !scheduler || build.reason == BuildReason::Autostart => {
                     State::StartFailed(ended)
                 }
-                Transition::Delete if build.reason == BuildReason::Autodelete => {
+                // An expired retained resource's destroy is the scheduler's
+                // delete too (no snapshot holds its deleted workspace).
+                Transition::Delete
+                    if matches!(
+                        build.reason,
+                        BuildReason::Autodelete | BuildReason::RetainedExpired
+                    ) =>
+                {
                     State::DeleteFailed(ended)
                 }
                 _ if scheduler => State::NeedsPerson,

@@ -142,58 +142,6 @@ pub struct LatestBuild {
     pub finished_at: Option<DateTime<Utc>>,
 }
 
-/// A build's status, as the store names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BuildStatus {
-    Pending,
-    Running,
-    /// Held by the guard until a person confirms or cancels it.
-    AwaitingConfirmation,
-    Succeeded,
-    Failed,
-    Canceled,
-}
-
-/// Why a build was requested, as the store names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BuildReason {
-    /// A person asked for it.
-    Initiator,
-    Autostart,
-    Autostop,
-    FailureTtl,
-    Dormancy,
-    Autodelete,
-    Prebuild,
-    PrebuildClaim,
-    PrebuildExpired,
-}
-
-impl BuildReason {
-    /// The store's name of the reason.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BuildReason::Initiator => "initiator",
-            BuildReason::Autostart => "autostart",
-            BuildReason::Autostop => "autostop",
-            BuildReason::FailureTtl => "failure_ttl",
-            BuildReason::Dormancy => "dormancy",
-            BuildReason::Autodelete => "autodelete",
-            BuildReason::Prebuild => "prebuild",
-            BuildReason::PrebuildClaim => "prebuild_claim",
-            BuildReason::PrebuildExpired => "prebuild_expired",
-        }
-    }
-
-    /// Whether the scheduler asked for it (a build nobody watched).
-    pub fn is_scheduler(self) -> bool {
-        matches!(
-            self,
-            BuildReason::Autostart
-                | BuildReason::Autostop
-                | BuildReason::FailureTtl
-                | BuildReason::Dormancy
-                | BuildReason::Autodelete
-        )
-    }
-}
+/// A build's status and reason: the contract's vocabulary, the types the
+/// store reads (one definition; no conversion on the way in).
+pub use abode_contract::{BuildReason, BuildStatus};

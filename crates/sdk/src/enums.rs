@@ -1,11 +1,7 @@
 //! The enums of the wire, each spelled as its JSON string: a build's
-//! transition and status. The server's domain has its own (a transition is
-//! also a column and an environment variable); these are what the API says.
-
-use std::fmt;
-use std::str::FromStr;
-
-use serde::{Deserialize, Serialize};
+//! transition and status. Both are the contract's vocabulary, the same types
+//! the store keeps in its columns (and a transition is also an environment
+//! variable): the wire says them by name and defines none of its own.
 
 /// A string that is none of an enum's values.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,69 +16,14 @@ pub struct UnknownValue {
 /// with one type.
 pub use abode_contract::Transition;
 
-/// Where a build is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BuildStatus {
-    Pending,
-    Running,
-    /// The guard held the plan: a person confirms (or cancels) it.
-    AwaitingConfirmation,
-    Succeeded,
-    Failed,
-    Canceled,
-}
+/// Where a build is in its life: the contract's, spelled on the wire as
+/// in its column (`"awaiting_confirmation"`).
+pub use abode_contract::{BuildStatus, UnknownBuildStatus};
 
-impl BuildStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BuildStatus::Pending => "pending",
-            BuildStatus::Running => "running",
-            BuildStatus::AwaitingConfirmation => "awaiting_confirmation",
-            BuildStatus::Succeeded => "succeeded",
-            BuildStatus::Failed => "failed",
-            BuildStatus::Canceled => "canceled",
-        }
-    }
-
-    /// After it nothing more happens (or a person must act).
-    pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            BuildStatus::Succeeded
-                | BuildStatus::Failed
-                | BuildStatus::Canceled
-                | BuildStatus::AwaitingConfirmation
-        )
-    }
-}
-
-impl fmt::Display for BuildStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for BuildStatus {
-    type Err = UnknownValue;
-
-    fn from_str(value: &str) -> Result<Self, Self::Err> {
-        [
-            BuildStatus::Pending,
-            BuildStatus::Running,
-            BuildStatus::AwaitingConfirmation,
-            BuildStatus::Succeeded,
-            BuildStatus::Failed,
-            BuildStatus::Canceled,
-        ]
-        .into_iter()
-        .find(|status| status.as_str() == value)
-        .ok_or_else(|| UnknownValue {
-            what: "build status",
-            value: value.to_string(),
-        })
-    }
-}
+/// Which template version a build plans (current, active, a number): the
+/// contract's one name for an update from the CLI to the store; a build
+/// request says it as `update` and `template_version`.
+pub use abode_contract::VersionChoice;
 
 #[cfg(test)]
 mod tests {

@@ -20,8 +20,8 @@
 //!
 //! `requests` holds the bodies the client writes and the API reads. The wire's
 //! enums are their JSON strings: `Transition` is the contract's own (one type
-//! for the wire, the store's column and the `ABODE_*` variable); `BuildStatus`
-//! is the wire's, converted from the store's at the API's edge. A build's guard
+//! for the wire, the store's column and the `ABODE_*` variable), and so is
+//! `BuildStatus` (the contract's vocabulary, named in JSON as in its column). A build's guard
 //! report and a workspace's parameters are a type parameter: clients read JSON
 //! values, the server writes the typed values the store decoded. The daemons'
 //! protocol is not here (`abode-protocol`).
@@ -31,7 +31,7 @@ pub mod requests;
 mod wire;
 
 pub use abode_contract::apps;
-pub use enums::{BuildStatus, Transition, UnknownValue};
+pub use enums::{BuildStatus, Transition, UnknownBuildStatus, UnknownValue, VersionChoice};
 pub use wire::*;
 
 /// Percent-encodes a path segment or a query value of the API's URLs

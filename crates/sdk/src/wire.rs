@@ -495,11 +495,12 @@ pub struct Build<Report = serde_json::Value> {
 }
 
 impl<Report> Build<Report> {
-    /// True once the build will not change any more.
+    /// True once the build will not change any more on its own (it ended,
+    /// or a person must confirm it).
     pub fn is_final(&self) -> bool {
         self.status
             .parse::<BuildStatus>()
-            .is_ok_and(BuildStatus::is_final)
+            .is_ok_and(BuildStatus::is_at_rest)
     }
 }
 

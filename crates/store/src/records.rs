@@ -7,6 +7,12 @@ use std::fmt;
 pub use abode_contract::log::{LogLevel, LogStage};
 pub use abode_contract::parameters::ParameterDefinition;
 pub use abode_contract::Transition;
+/// The vocabulary of builds is the contract's, one definition for the store
+/// and the wire: a status, reason or kind is stored as its name.
+pub use abode_contract::{
+    BuildReason, BuildStatus, JobKind, PrebuildPart, UnknownBuildReason, UnknownBuildStatus,
+    UnknownJobKind,
+};
 
 use crate::roles::Roles;
 
@@ -168,41 +174,6 @@ pub struct NewWorkspace {
     pub preset_name: Option<String>,
 }
 
-/// Where a build is in its life. Final: succeeded, failed, canceled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BuildStatus {
-    Pending,
-    Running,
-    /// Planned, held by the guard until someone confirms the saved plan.
-    AwaitingConfirmation,
-    Succeeded,
-    Failed,
-    Canceled,
-}
-
-impl BuildStatus {
-    pub fn is_final(self) -> bool {
-        matches!(
-            self,
-            BuildStatus::Succeeded | BuildStatus::Failed | BuildStatus::Canceled
-        )
-    }
-}
-
-/// A stored build status none of [`BuildStatus`] names.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown build status `{0}`")]
-pub struct UnknownBuildStatus(pub String);
-
-crate::named!(BuildStatus, UnknownBuildStatus, {
-    Pending => "pending",
-    Running => "running",
-    AwaitingConfirmation => "awaiting_confirmation",
-    Succeeded => "succeeded",
-    Failed => "failed",
-    Canceled => "canceled",
-});
-
 /// Read from a row through `builds::BuildRow`, which reads its guard report.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Build {
@@ -266,58 +237,6 @@ pub struct NewBuild {
     /// A restart's stop (see [`Build::then_start`]).
     pub then_start: bool,
 }
-
-/// Why a build was requested: by the person who asked (`initiator`) or by a
-/// part of the system acting on its own rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum BuildReason {
-    /// A person asked for it (create, start, stop, update, delete).
-    Initiator,
-    Autostart,
-    Autostop,
-    /// A failed workspace stopped after its template's failure TTL.
-    FailureTtl,
-    Dormancy,
-    Autodelete,
-    /// A prebuilt workspace made for a preset's pool.
-    Prebuild,
-    /// A prebuilt workspace handed to the person who claimed it.
-    PrebuildClaim,
-    /// A person's destroy of a retained resource (`abode retained destroy`).
-    RetainedDestroy,
-    /// The destroy of a retained resource whose record expired, queued by
-    /// the scheduler.
-    RetainedExpired,
-    /// A prebuilt workspace nobody claimed in time.
-    PrebuildExpired,
-    /// A person's rename: the workspace's current transition planned under
-    /// its new name (`abode rename`).
-    Rename,
-    /// A person's restart: a stop, then a start once it succeeded
-    /// (`abode restart`).
-    Restart,
-}
-
-/// A stored build reason none of [`BuildReason`] names.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown build reason `{0}`")]
-pub struct UnknownBuildReason(pub String);
-
-crate::named!(BuildReason, UnknownBuildReason, {
-    Initiator => "initiator",
-    Autostart => "autostart",
-    Autostop => "autostop",
-    FailureTtl => "failure_ttl",
-    Dormancy => "dormancy",
-    Autodelete => "autodelete",
-    Prebuild => "prebuild",
-    PrebuildClaim => "prebuild_claim",
-    PrebuildExpired => "prebuild_expired",
-    RetainedDestroy => "retained_destroy",
-    RetainedExpired => "retained_expired",
-    Rename => "rename",
-    Restart => "restart",
-});
 
 /// A named part of the system that acts on its own (starts builds, owns
 /// prebuilt workspaces). Each has a reserved account: its builds and audit
@@ -404,25 +323,6 @@ crate::named!(AgentLifecycle, UnknownAgentLifecycle, {
     Starting => "starting",
     Ready => "ready",
     StartError => "start_error",
-});
-
-/// What a queued job does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum JobKind {
-    /// A whole build: plan, guard, apply.
-    Build,
-    /// The apply of the confirmed, saved plan of a held build.
-    ApplySavedPlan,
-}
-
-/// A stored job kind none of [`JobKind`] names.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown job kind `{0}`")]
-pub struct UnknownJobKind(pub String);
-
-crate::named!(JobKind, UnknownJobKind, {
-    Build => "build",
-    ApplySavedPlan => "apply_saved_plan",
 });
 
 /// The saved binary plan of a held build. Secret: never leaves the server.

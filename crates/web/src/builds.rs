@@ -43,7 +43,7 @@ const RECONNECT: Duration = Duration::from_secs(1);
 /// Whether a build's log can still grow (a held build writes nothing until
 /// someone confirms it).
 fn settled(build: &Build) -> bool {
-    build.status.is_final() || build.status == BuildStatus::AwaitingConfirmation
+    build.status.is_at_rest()
 }
 
 fn log_lines(lines: &[abode_store::LogLine]) -> Markup {

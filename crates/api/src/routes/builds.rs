@@ -13,13 +13,13 @@ use axum::Router;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use abode_control::BuildRequest;
+use abode_control::{BuildRequest, VersionChoice};
 use abode_sdk::requests::ConfirmBuild;
 use abode_store::BuildStatus;
 
 use crate::extract::{list_query, parse_json, parse_number, ListQueryResult};
 use crate::pages::{ok, page_answer, ApiResult};
-use crate::views::{build_status, build_view, log_line_view, BuildView};
+use crate::views::{build_view, log_line_view, BuildView};
 use crate::{ApiError, AppState, Authenticated};
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -96,8 +96,7 @@ async fn create_build(
     }
     let request = BuildRequest {
         transition,
-        template_version: body.template_version,
-        update: body.update.unwrap_or(false),
+        version: VersionChoice::from_wire(body.template_version, body.update.unwrap_or(false)),
         parameters: body.parameters,
         retention,
     };
@@ -188,7 +187,7 @@ async fn build_logs(
         .await?;
     let page = abode_sdk::LogPage {
         lines: page.lines.iter().map(log_line_view).collect(),
-        status: build_status(page.status),
+        status: page.status,
         done: page.done,
     };
     ok(StatusCode::OK, json!(page))

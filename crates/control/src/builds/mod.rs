@@ -42,24 +42,17 @@ use crate::{BuildLog, Clock, Identity, JobQueue, Metrics, Templates};
 #[derive(Debug, Clone)]
 pub struct BuildRequest {
     pub transition: Transition,
-    pub template_version: Option<i64>,
-    pub update: bool,
+    /// The version it plans: an update asks for the active one.
+    pub version: VersionChoice,
     /// New parameter values (a start or an update), as received.
     pub parameters: BTreeMap<String, Value>,
     /// What a delete retains (`None`: as the template's rules say).
     pub retention: Option<abode_store::DeleteRetention>,
 }
 
-/// Which template version a build plans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum VersionChoice {
-    /// The version the workspace is on: what its last successful build applied.
-    Current,
-    /// The template's active version (a new workspace, an update).
-    Active,
-    /// That version of the workspace's template.
-    Number(i64),
-}
+/// Which template version a build plans: current, active or a number,
+/// one name from the CLI to the store (the contract's).
+pub use abode_contract::VersionChoice;
 
 /// The workspace a build is for.
 #[derive(Debug, Clone)]
