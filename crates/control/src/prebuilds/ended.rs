@@ -2,7 +2,7 @@
 //! preset that recovers from its failures, and the report of what a claim
 //! replaced.
 
-use abode_store::{Build, BuildReason, BuildStatus, Transition};
+use abode_store::{Build, BuildStatus, PrebuildPart, Transition};
 
 use super::Prebuilds;
 use crate::notifications::{preset_recovered, ReplacedResource};
@@ -21,9 +21,15 @@ pub(crate) fn claim_replacements(build: &Build) -> Vec<ReplacedResource> {
 }
 
 impl Prebuilds {
-    /// After a build of a prebuilt workspace or a claim build ended
-    /// `status` (read again: the end and the guard report are stored).
-    pub(crate) async fn build_ended(&self, build_id: &str, status: BuildStatus) {
+    /// After a build of a prebuilt workspace or a claim build (`part`, as
+    /// its job carried it) ended `status` (read again: the end and the
+    /// guard report are stored).
+    pub(crate) async fn build_ended(
+        &self,
+        build_id: &str,
+        part: PrebuildPart,
+        status: BuildStatus,
+    ) {
         let build = match self.inner.store.build_by_id(build_id).await {
             Ok(build) => build,
             Err(error) => {
@@ -31,10 +37,10 @@ impl Prebuilds {
                 return;
             }
         };
-        let first_start = build.reason == BuildReason::Prebuild
+        let first_start = part == PrebuildPart::Pool
             && build.transition == Transition::Start
             && build.number == 1;
-        let claim = build.reason == BuildReason::PrebuildClaim;
+        let claim = part == PrebuildPart::Claim;
         if !(first_start || claim) || !status.is_final() {
             return;
         }

@@ -4,7 +4,7 @@
 //! decision is told.
 
 use abode_guard::{Decision, Report};
-use abode_store::{Build, BuildReason, Transition};
+use abode_store::{PrebuildPart, Transition};
 
 use abode_runner::Failure;
 
@@ -48,9 +48,12 @@ pub(super) async fn judge_plan(
 /// maps to one of its kinds. A claim build is a `start` to the store and a
 /// `claim` to the guard: a prebuilt workspace has never held anyone's data,
 /// so what it replaces is allowed (and reported).
-pub(super) fn guard_transition(build: &Build) -> abode_guard::Transition {
-    match (build.transition, build.reason) {
-        (Transition::Start, BuildReason::PrebuildClaim) => abode_guard::Transition::Claim,
+pub(super) fn guard_transition(
+    transition: Transition,
+    prebuild: Option<PrebuildPart>,
+) -> abode_guard::Transition {
+    match (transition, prebuild) {
+        (Transition::Start, Some(PrebuildPart::Claim)) => abode_guard::Transition::Claim,
         (Transition::Start, _) => abode_guard::Transition::Start,
         (Transition::Stop, _) => abode_guard::Transition::Stop,
         (Transition::Delete, _) => abode_guard::Transition::Delete,

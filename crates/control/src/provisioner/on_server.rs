@@ -14,7 +14,7 @@
 
 use abode_guard::Decision;
 use abode_store::{
-    Build, BuildReason, BuildStatus, JobKind, NewProtection, SavedPlan, Transition, Workspace,
+    Build, BuildStatus, JobKind, NewProtection, PrebuildPart, SavedPlan, Transition, Workspace,
 };
 
 use abode_protocol::Outcome;
@@ -43,6 +43,10 @@ pub struct ServerJob {
     /// that claimed it, when known: the job is that claim's only.
     worker: Option<String>,
     kind: JobKind,
+    /// What the build is to the prebuilt workspaces, worked out once when
+    /// the job is loaded: its environment, its guard transition (a claim)
+    /// and what follows its end read it here.
+    prebuild: Option<PrebuildPart>,
     /// The build's ephemeral parameter values: masked in what the server
     /// keeps of the run (its log, its plan JSON).
     ephemeral: EphemeralValues,
@@ -74,8 +78,10 @@ impl ServerJob {
             .await
             .map_err(storage)?;
         let ephemeral = EphemeralValues::of(&version, &build);
+        let prebuild = build.reason.prebuild_part();
         Ok(ServerJob {
             control: control.clone(),
+            prebuild,
             build,
             workspace,
             holder: holder.to_string(),
@@ -113,7 +119,8 @@ impl ServerJob {
             .await
             .map_err(storage)?;
         let state = store.state(&workspace.id).await.map_err(storage)?;
-        let mut context = build_context(&self.control.inner.config, build, workspace)?;
+        let mut context =
+            build_context(&self.control.inner.config, build, self.prebuild, workspace)?;
         // The owner's groups as they are at this build (`Everyone` included
         // for a person): `abode_workspace_owner.groups`.
         context.owner_groups = store
@@ -303,11 +310,11 @@ impl ServerJob {
         super::prune_plans(control, build_id).await;
         control.build_log().written();
         tracing::info!(build = %build_id, status = %status, "build finished");
-        if matches!(
-            self.build.reason,
-            BuildReason::Prebuild | BuildReason::PrebuildClaim
-        ) {
-            control.prebuilds().build_ended(build_id, status).await;
+        if let Some(part) = self.prebuild {
+            control
+                .prebuilds()
+                .build_ended(build_id, part, status)
+                .await;
         }
         control.scheduler().build_ended(&self.build, status).await;
         control.build_ended_chain(&self.build, status).await;
@@ -472,9 +479,7 @@ impl ServerJob {
         }
         // The scheduler's builds are the system's: a delete it starts (a
         // dormant deletion) destroys no protected resource without a person.
-        let initiator = if crate::scheduler::is_scheduler_reason(build.reason)
-            || retain_step::destroys_retained(build)
-        {
+        let initiator = if build.reason.is_scheduler() || retain_step::destroys_retained(build) {
             abode_guard::Initiator::System
         } else {
             abode_guard::Initiator::Person
@@ -487,7 +492,7 @@ impl ServerJob {
             control,
             &plan_json,
             &self.workspace.id,
-            guard_transition(build),
+            guard_transition(build.transition, self.prebuild),
             initiator,
             &retain_step::addresses(&retained),
             extra_rules,
@@ -672,8 +677,12 @@ impl ServerJob {
             .remembered(&workspace.id)
             .await
             .map_err(internal)?;
-        let remembered =
-            abode_guard::protections_after_apply(&plan, guard_transition(build), &[], &memory);
+        let remembered = abode_guard::protections_after_apply(
+            &plan,
+            guard_transition(build.transition, self.prebuild),
+            &[],
+            &memory,
+        );
         let remembered: Vec<NewProtection> = remembered
             .into_iter()
             .map(|protection| NewProtection {

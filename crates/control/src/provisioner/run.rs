@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use abode_contract::BuildContext;
 use abode_runner::{Failure, FailureKind};
-use abode_store::{Build, BuildReason, BuildStatus, JobKind, StoreError, Transition, Workspace};
+use abode_store::{Build, BuildStatus, JobKind, PrebuildPart, StoreError, Transition, Workspace};
 
 use crate::ControlError;
 
@@ -18,11 +18,13 @@ pub(super) fn internal(error: ControlError) -> Failure {
     Failure::failed(error.to_string())
 }
 
-/// The environment contract of a build: the workspace, the build and its
+/// The environment contract of a build: the workspace, the build (with
+/// what it is to the prebuilt workspaces, as its job carries it) and its
 /// parameter values.
 pub(super) fn build_context(
     config: &crate::Config,
     build: &Build,
+    prebuild: Option<PrebuildPart>,
     workspace: &Workspace,
 ) -> Result<BuildContext, Failure> {
     let parameters = build
@@ -40,8 +42,8 @@ pub(super) fn build_context(
             // A pool's own builds (made, replaced, deleted by the `prebuilds`
             // actor) run as prebuilds; the claim build is the one that hands
             // the workspace to its person.
-            is_prebuild: build.reason == BuildReason::Prebuild,
-            is_prebuild_claim: build.reason == BuildReason::PrebuildClaim,
+            is_prebuild: prebuild == Some(PrebuildPart::Pool),
+            is_prebuild_claim: prebuild == Some(PrebuildPart::Claim),
             parameters,
         },
     );

@@ -1,6 +1,7 @@
 //! From stored rows to the scheduler decision's facts. The store keeps
 //! milliseconds, names and the guard's report; the decision wants
-//! durations, times, its own enums and whether the guard refused a plan.
+//! durations, times and whether the guard refused a plan (a build's status
+//! and reason are the contract's, the same types on both sides).
 
 use std::time::Duration;
 
@@ -8,25 +9,12 @@ use abode_schedule::{
     AutostartSchedule, Dormancy, LatestBuild, OwnerStatus, Snapshot, TemplatePolicy, Weekdays,
     Workspace,
 };
-use abode_store::{BuildReason, BuildStatus, TickRow, TickSnapshot};
+use abode_store::{TickRow, TickSnapshot};
 
 use crate::times::utc_datetime as utc;
 
 fn duration(ms: i64) -> Duration {
     Duration::from_millis(u64::try_from(ms).unwrap_or(0))
-}
-
-/// Whether the scheduler asked for a build with this reason (its builds are
-/// the system's to the guard).
-pub(crate) fn is_scheduler_reason(reason: BuildReason) -> bool {
-    matches!(
-        reason,
-        BuildReason::Autostart
-            | BuildReason::Autostop
-            | BuildReason::FailureTtl
-            | BuildReason::Dormancy
-            | BuildReason::Autodelete
-    )
 }
 
 /// A template's stored policy. Days that do not parse (a value written by
@@ -48,37 +36,6 @@ pub(crate) fn policy(row: abode_store::TemplatePolicy) -> TemplatePolicy {
         dormancy_threshold: duration(row.dormancy_threshold_ms),
         dormancy_auto_deletion: duration(row.dormancy_auto_deletion_ms),
         require_active_version: row.require_active_version,
-    }
-}
-
-fn status(status: BuildStatus) -> abode_schedule::BuildStatus {
-    match status {
-        BuildStatus::Pending => abode_schedule::BuildStatus::Pending,
-        BuildStatus::Running => abode_schedule::BuildStatus::Running,
-        BuildStatus::AwaitingConfirmation => abode_schedule::BuildStatus::AwaitingConfirmation,
-        BuildStatus::Succeeded => abode_schedule::BuildStatus::Succeeded,
-        BuildStatus::Failed => abode_schedule::BuildStatus::Failed,
-        BuildStatus::Canceled => abode_schedule::BuildStatus::Canceled,
-    }
-}
-
-fn reason(reason: BuildReason) -> abode_schedule::BuildReason {
-    match reason {
-        BuildReason::Initiator => abode_schedule::BuildReason::Initiator,
-        BuildReason::Autostart => abode_schedule::BuildReason::Autostart,
-        BuildReason::Autostop => abode_schedule::BuildReason::Autostop,
-        BuildReason::FailureTtl => abode_schedule::BuildReason::FailureTtl,
-        BuildReason::Dormancy => abode_schedule::BuildReason::Dormancy,
-        BuildReason::Autodelete => abode_schedule::BuildReason::Autodelete,
-        BuildReason::Prebuild => abode_schedule::BuildReason::Prebuild,
-        BuildReason::PrebuildClaim => abode_schedule::BuildReason::PrebuildClaim,
-        BuildReason::PrebuildExpired => abode_schedule::BuildReason::PrebuildExpired,
-        // Builds of deleted workspaces, which no snapshot holds; a
-        // retained resource's destroy is a person's or its expiry's.
-        BuildReason::RetainedDestroy => abode_schedule::BuildReason::Initiator,
-        BuildReason::RetainedExpired => abode_schedule::BuildReason::Autodelete,
-        // A rename and a restart are a person's builds.
-        BuildReason::Rename | BuildReason::Restart => abode_schedule::BuildReason::Initiator,
     }
 }
 
@@ -106,8 +63,8 @@ fn workspace(row: TickRow) -> Workspace {
         prebuilt: row.system_owner,
         latest_build: Some(LatestBuild {
             transition: row.build_transition,
-            status: status(row.build_status),
-            reason: reason(row.build_reason),
+            status: row.build_status,
+            reason: row.build_reason,
             blocked: blocked(row.failed_guard_report.as_ref()),
             created_at: utc(row.build_created_at),
             finished_at: row.build_finished_at.map(utc),

@@ -33,7 +33,7 @@ use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
 use crate::Actor;
 use crate::{Builds, Clock, ControlError, Identity, Metrics, Notifications};
 
-pub(crate) use facts::{is_scheduler_reason, policy};
+pub(crate) use facts::policy;
 
 /// The lease that makes one server the ticking one.
 const TICK_LEASE: &str = "scheduler.tick";
