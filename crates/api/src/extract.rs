@@ -198,7 +198,7 @@ impl FromRequestParts<AppState> for AuthenticatedAgent {
             )
         })?;
         Ok(AuthenticatedAgent(
-            state.control.authenticate_agent(&token).await?,
+            state.control.agents().authenticate_agent(&token).await?,
         ))
     }
 }

@@ -5,13 +5,22 @@ use abode_contract::apps::{AppDefinition, AppHealth};
 use abode_store::{Agent, NewAgent, StoreError, Transition, Workspace, WorkspaceApp};
 
 use crate::secrets;
-use crate::Control;
 use crate::ControlError;
 
-impl Control {
+/// The agents as they call the server: their tokens, heartbeats,
+/// lifecycle, apps and app health. Reached as `Control::agents()`.
+#[derive(Clone)]
+pub struct Agents {
+    store: abode_store::Store,
+}
+
+impl Agents {
+    pub fn new(store: abode_store::Store) -> Agents {
+        Agents { store }
+    }
+
     pub async fn authenticate_agent(&self, token: &str) -> Result<Agent, ControlError> {
         match self
-            .inner
             .store
             .agent_by_token_hash(&secrets::token_hash(token))
             .await
@@ -20,7 +29,6 @@ impl Control {
                 // An agent belongs to a started workspace: once a stop (or a
                 // delete) has succeeded, its token reads nothing more.
                 let now = self
-                    .inner
                     .store
                     .latest_succeeded_build(&agent.workspace_id)
                     .await?;
@@ -43,13 +51,13 @@ impl Control {
     /// prebuilt workspace's agent learns from it that it was claimed (its
     /// owner and name changed) without being restarted.
     pub async fn agent_heartbeat(&self, agent: &Agent) -> Result<Workspace, ControlError> {
-        self.inner.store.agent_heartbeat(&agent.id, None).await?;
+        self.store.agent_heartbeat(&agent.id, None).await?;
         self.agent_workspace(agent).await
     }
 
     /// What the agent runs when its prebuilt workspace is claimed.
     pub async fn agent_claim_script(&self, agent: &Agent) -> Result<Option<String>, ControlError> {
-        Ok(self.inner.store.agent_claim_script(&agent.id).await?)
+        Ok(self.store.agent_claim_script(&agent.id).await?)
     }
 
     /// A new lifecycle state: `starting`, `ready`, or `start_error` with the
@@ -77,7 +85,6 @@ impl Control {
             )));
         }
         Ok(self
-            .inner
             .store
             .agent_lifecycle(&agent.id, lifecycle, exit_status)
             .await?)
@@ -87,7 +94,6 @@ impl Control {
     /// The apps `agent` serves.
     pub async fn agent_apps(&self, agent: &Agent) -> Result<Vec<WorkspaceApp>, ControlError> {
         Ok(self
-            .inner
             .store
             .apps_of_workspace(&agent.workspace_id)
             .await?
@@ -115,12 +121,7 @@ impl Control {
                 agent.name
             )));
         }
-        if self
-            .inner
-            .store
-            .set_app_health(&agent.id, slug, health)
-            .await?
-        {
+        if self.store.set_app_health(&agent.id, slug, health).await? {
             tracing::info!(agent = %agent.name, workspace = %agent.workspace_id, app = slug,
                 health = health.as_str(), "app health changed");
         }
@@ -128,11 +129,7 @@ impl Control {
     }
 
     pub async fn agent_workspace(&self, agent: &Agent) -> Result<Workspace, ControlError> {
-        Ok(self
-            .inner
-            .store
-            .workspace_by_id(&agent.workspace_id)
-            .await?)
+        Ok(self.store.workspace_by_id(&agent.workspace_id).await?)
     }
 }
 /// The agents of a state, and why any of its apps was left out.

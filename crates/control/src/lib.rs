@@ -47,6 +47,8 @@
 //! - `Apps` (`apps.rs`): which app a request's host or path names (a host
 //!   read whole against the wildcard), who may open it, a stream to it
 //!   through its agent, shared ports, an app host's sign-in.
+//! - `Agents` (`agents.rs`): the agents' tokens, heartbeats, lifecycle and
+//!   their apps' health.
 //!
 //! A service reaches another only through its methods, never its store.
 //! Authorization stays one table (`abode-authz`), asked at each entry that
@@ -60,7 +62,7 @@
 //! server's half of every build (`provisioner/`), the daemons' side
 //! (`daemon_jobs.rs`), the state backend (`state_backend.rs`, `states.rs`),
 //! leases (`job_leases.rs`), recovery (`recovery.rs`), free disk, server
-//! identity, and the agents' tokens and heartbeats (`agents.rs`). A helper two modules need lives in a module of its own
+//! identity. A helper two modules need lives in a module of its own
 //! (`quota_text.rs`, `retention.rs`, `holders.rs`, `times.rs`, `states.rs`);
 //! `lib.rs` is the hub of the circle ARCHITECTURE.md keeps. Each module's own
 //! `//!` says what it does.
@@ -158,7 +160,7 @@
 //!   agent health, session policy and audit times read it, never the system's
 //!   clock directly.
 
-mod agents;
+pub mod agents;
 mod audit;
 pub use abode_authz as authz;
 use abode_credentials::{hashing, secrets};
@@ -431,6 +433,7 @@ struct Inner {
     /// Connections into workspaces, and the agents' tunnels they use.
     connections: connections::Connections,
     apps: apps::Apps,
+    agents: agents::Agents,
     /// Turns true when the server stops: long-polls answer at once.
     stopping: watch::Sender<bool>,
     /// Set while the data dir has less than `Config::min_free_disk` free.
@@ -559,6 +562,7 @@ impl Control {
             connections: connections.clone(),
             audit: audit::Audit::new(store.clone()),
         });
+        let agents = agents::Agents::new(store.clone());
         let held = held::Held::new(held::HeldParts {
             store: store.clone(),
             clock: config.clock.clone(),
@@ -591,6 +595,7 @@ impl Control {
                 held,
                 connections,
                 apps,
+                agents,
                 stopping: watch::channel(false).0,
                 low_on_disk: std::sync::atomic::AtomicBool::new(false),
             }),
@@ -699,6 +704,12 @@ impl Control {
     /// a stream to it, an app host's sign-in.
     pub fn apps(&self) -> &apps::Apps {
         &self.inner.apps
+    }
+
+    /// The agents as they call the server: tokens, heartbeats, lifecycle,
+    /// their apps' health.
+    pub fn agents(&self) -> &agents::Agents {
+        &self.inner.agents
     }
 
     pub fn config(&self) -> &Config {

@@ -40,7 +40,7 @@ async fn agent_external_auth_token(
                 "`username_only` goes with `git_url` alone",
             ));
         };
-        let workspace = state.control.agent_workspace(&agent).await?;
+        let workspace = state.control.agents().agent_workspace(&agent).await?;
         let (provider, username) = state
             .control
             .external_auth()
@@ -65,7 +65,7 @@ async fn agent_external_auth_token(
             ))
         }
     };
-    let workspace = state.control.agent_workspace(&agent).await?;
+    let workspace = state.control.agents().agent_workspace(&agent).await?;
     let handed = state
         .control
         .external_auth()
@@ -90,6 +90,7 @@ async fn agent_app_health(
     let body: abode_sdk::requests::AgentAppHealth = parse_json(body)?;
     state
         .control
+        .agents()
         .agent_app_health(&agent, &body.slug, body.health)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -103,6 +104,7 @@ async fn agent_lifecycle(
     let body: abode_sdk::requests::AgentLifecycle = parse_json(body)?;
     state
         .control
+        .agents()
         .agent_lifecycle(&agent, &body.state, body.exit_status)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -112,7 +114,7 @@ async fn agent_heartbeat(
     State(state): State<AppState>,
     AuthenticatedAgent(agent): AuthenticatedAgent,
 ) -> ApiResult {
-    let workspace = state.control.agent_heartbeat(&agent).await?;
+    let workspace = state.control.agents().agent_heartbeat(&agent).await?;
     ok(
         StatusCode::OK,
         json!(abode_sdk::AgentHeartbeat {
@@ -126,10 +128,11 @@ async fn agent_me(
     State(state): State<AppState>,
     AuthenticatedAgent(agent): AuthenticatedAgent,
 ) -> ApiResult {
-    let workspace = state.control.agent_workspace(&agent).await?;
-    let claim_script = state.control.agent_claim_script(&agent).await?;
+    let workspace = state.control.agents().agent_workspace(&agent).await?;
+    let claim_script = state.control.agents().agent_claim_script(&agent).await?;
     let apps: Vec<abode_sdk::AgentApp> = state
         .control
+        .agents()
         .agent_apps(&agent)
         .await?
         .into_iter()

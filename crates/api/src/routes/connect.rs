@@ -98,7 +98,7 @@ impl FromRequestParts<AppState> for AgentWithToken {
                 "missing agent token",
             )
         })?;
-        let agent = state.control.authenticate_agent(&token).await?;
+        let agent = state.control.agents().authenticate_agent(&token).await?;
         Ok(AgentWithToken { agent, token })
     }
 }
