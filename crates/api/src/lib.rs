@@ -219,7 +219,12 @@ fn one_line(message: &str) -> String {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let message = one_line(&self.message);
-        let body = serde_json::json!({"error": {"code": self.code, "message": message}});
+        let body = abode_sdk::ErrorEnvelope {
+            error: abode_sdk::ErrorDetail {
+                code: self.code.to_string(),
+                message,
+            },
+        };
         let mut response = (self.status, Json(body)).into_response();
         if let Some(seconds) = self.retry_after_seconds {
             response

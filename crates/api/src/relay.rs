@@ -118,15 +118,9 @@ pub(crate) async fn open(target: &RelayTarget<'_>, token: &str) -> Result<Upstre
 
 /// The holding server's refusal, as this server answers it.
 fn refusal(status: u16, body: &[u8]) -> ApiError {
-    let (code, message) = serde_json::from_slice::<serde_json::Value>(body)
+    let (code, message) = serde_json::from_slice::<abode_sdk::ErrorEnvelope>(body)
         .ok()
-        .and_then(|body| {
-            let error = body.get("error")?;
-            Some((
-                error.get("code")?.as_str()?.to_string(),
-                error.get("message")?.as_str()?.to_string(),
-            ))
-        })
+        .map(|envelope| (envelope.error.code, envelope.error.message))
         .unwrap_or_else(|| (String::new(), format!("the other server answered {status}")));
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     // The codes are a fixed set (docs/api.md, Errors).

@@ -53,17 +53,6 @@ pub fn workspace_segment(workspace: &str) -> String {
 }
 
 #[derive(Deserialize)]
-struct ErrorBody {
-    error: ErrorDetail,
-}
-
-#[derive(Deserialize)]
-struct ErrorDetail {
-    code: String,
-    message: String,
-}
-
-#[derive(Deserialize)]
 struct PreviewPage {
     preview: Option<Preview>,
     #[serde(default)]
@@ -124,20 +113,22 @@ impl Client {
             Ok(response) => Ok(response),
             Err(ureq::Error::Status(status, response)) => {
                 let body = response.into_string().unwrap_or_default();
-                Err(match serde_json::from_str::<ErrorBody>(&body) {
-                    Ok(ErrorBody { error }) => ClientError::Api {
-                        status,
-                        code: error.code,
-                        message: error.message,
+                Err(
+                    match serde_json::from_str::<abode_sdk::ErrorEnvelope>(&body) {
+                        Ok(abode_sdk::ErrorEnvelope { error }) => ClientError::Api {
+                            status,
+                            code: error.code,
+                            message: error.message,
+                        },
+                        Err(_) => ClientError::Api {
+                            status,
+                            code: "http".into(),
+                            message: format!(
+                                "the server answered HTTP {status} without an error message"
+                            ),
+                        },
                     },
-                    Err(_) => ClientError::Api {
-                        status,
-                        code: "http".into(),
-                        message: format!(
-                            "the server answered HTTP {status} without an error message"
-                        ),
-                    },
-                })
+                )
             }
             Err(ureq::Error::Transport(transport)) => {
                 let server = self

@@ -1177,3 +1177,18 @@ pub struct OrphanVolume {
     pub size_bytes: u64,
     pub modified_at: String,
 }
+
+/// Every error answer's body, `{"error":{"code":"...","message":"..."}}`
+/// (docs/api.md, Errors): the API writes it, the client reads it, a server
+/// relaying another's refusal reads it again.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ErrorEnvelope {
+    pub error: ErrorDetail,
+}
+
+/// What went wrong: a code of a fixed set and one line for people.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+}
