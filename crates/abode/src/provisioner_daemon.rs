@@ -134,7 +134,7 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
             ended.context("the provisioner stopped unexpectedly")??;
             return Ok(ExitCode::SUCCESS);
         }
-        signal = crate::server::wait_for_signal() => signal?,
+        signal = abode_api::wait_for_signal() => signal?,
     }
     tracing::info!("shutting down: interrupting running builds");
     let _ = shutdown.send(true);

@@ -14,7 +14,7 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::terraform_flags::TerraformFlags;
-use abode_api::{Server, ServerOptions};
+use abode_api::ServerOptions;
 use abode_terraform::mirror::{Mirror, PROVIDER_VERSION};
 
 #[derive(Debug, clap::Args)]
@@ -498,7 +498,24 @@ fn check(data_dir: &std::path::Path) -> anyhow::Result<ExitCode> {
     anyhow::bail!("{}", problems[0])
 }
 
+/// `abode server`: the flags as options, then the library's
+/// [`abode_api::serve`] runs the server until SIGINT or SIGTERM.
 async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
+    let announce = args.logging.log_format == LogFormat::Text;
+    let mut options = match server_options(args)? {
+        Ok(options) => options,
+        Err(code) => return Ok(code),
+    };
+    options.announce = announce;
+    abode_api::serve(options).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The server's options from its flags: each checked (one line per mistake),
+/// the data dir made private with this binary's provider in its mirror, and
+/// Terraform's sandbox set up. `Err` is the exit code of a refusal already
+/// reported.
+fn server_options(args: ServerArgs) -> anyhow::Result<Result<ServerOptions, ExitCode>> {
     let passed_env = abode_terraform::run::PassedEnv::new(&args.terraform.terraform_env)
         .context("--terraform-env")?;
     let mut notifications = abode_api::NotificationsConfig {
@@ -591,7 +608,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
                         crate::cli::output::visible(line)
                     );
                 }
-                return Ok(ExitCode::from(crate::exit::FAILURE));
+                return Ok(Err(ExitCode::from(crate::exit::FAILURE)));
             }
         },
         None => Vec::new(),
@@ -704,36 +721,7 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
         // The server warns at start that its clock is not the system's.
         options.clock = abode_clock::Clock::with_offset_file(absolute(file)?);
     }
-    let server = Server::start(options)
-        .await
-        .context("cannot start abode server")?;
-    if args.logging.log_format == LogFormat::Text {
-        eprintln!(
-            "abode server listening on http://{} (agents use {})",
-            server.local_addr(),
-            server.access_url()
-        );
-        if let Some(address) = server.prometheus_addr() {
-            eprintln!("abode server metrics on http://{address}/metrics");
-        }
-    }
-    wait_for_signal().await?;
-    tracing::info!("shutting down: interrupting running builds");
-    server.shutdown().await;
-    Ok(ExitCode::SUCCESS)
-}
-
-pub(crate) async fn wait_for_signal() -> anyhow::Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut terminate =
-        signal(SignalKind::terminate()).context("cannot install the SIGTERM handler")?;
-    let mut interrupt =
-        signal(SignalKind::interrupt()).context("cannot install the SIGINT handler")?;
-    tokio::select! {
-        _ = terminate.recv() => {}
-        _ = interrupt.recv() => {}
-    }
-    Ok(())
+    Ok(Ok(options))
 }
 
 /// Logs go to standard error, filtered like RUST_LOG; as text (colours only

@@ -116,7 +116,8 @@ pub use abode_store::backup;
 pub(crate) use extract::{bearer, request_id, session_bearer};
 pub use extract::{Authenticated, AuthenticatedAgent};
 pub use server::{
-    new_server_identity, Server, ServerError, ServerOptions, TlsOptions, DATABASE_FILE,
+    new_server_identity, serve, wait_for_signal, ServeError, Server, ServerError, ServerOptions,
+    SignalError, TlsOptions, DATABASE_FILE,
 };
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";

@@ -1,6 +1,8 @@
 //! A whole Abode server in one value: the database under the data dir, the
 //! control plane, the embedded provisioners and the HTTP listener. The
-//! `abode server` command and the API tests start it the same way.
+//! `abode server` command and the API tests start it the same way: the
+//! command turns its flags into [`ServerOptions`] and calls [`serve`], which
+//! starts the server, runs it until SIGINT or SIGTERM and shuts it down.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -96,6 +98,9 @@ pub struct ServerOptions {
     /// believed (`--trusted-proxies`); empty: the socket's peer is the
     /// client, whatever the headers say.
     pub trusted_proxies: Vec<abode_control::client_address::Cidr>,
+    /// [`serve`] tells people on standard error where it listens (the
+    /// `abode server` command with text logs).
+    pub announce: bool,
 }
 
 /// The HTTPS listener: where, and the certificate's files.
@@ -148,6 +153,7 @@ impl ServerOptions {
             tls: None,
             redirect_to_access_url: false,
             trusted_proxies: Vec::new(),
+            announce: false,
         }
     }
 }
@@ -183,6 +189,64 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Why [`serve`] stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot start abode server")]
+    Start(#[source] ServerError),
+    #[error(transparent)]
+    Signal(#[from] SignalError),
+}
+
+/// A signal handler [`wait_for_signal`] could not install.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot install the {signal} handler")]
+pub struct SignalError {
+    signal: &'static str,
+    #[source]
+    source: std::io::Error,
+}
+
+/// Runs a server (`abode server`): starts it, says where it listens when
+/// [`ServerOptions::announce`], serves until SIGINT or SIGTERM, then shuts
+/// it down (running builds are interrupted, their state saved).
+pub async fn serve(options: ServerOptions) -> Result<(), ServeError> {
+    let announce = options.announce;
+    let server = Server::start(options).await.map_err(ServeError::Start)?;
+    if announce {
+        eprintln!(
+            "abode server listening on http://{} (agents use {})",
+            server.local_addr(),
+            server.access_url()
+        );
+        if let Some(address) = server.prometheus_addr() {
+            eprintln!("abode server metrics on http://{address}/metrics");
+        }
+    }
+    wait_for_signal().await?;
+    tracing::info!("shutting down: interrupting running builds");
+    server.shutdown().await;
+    Ok(())
+}
+
+/// Waits for SIGINT or SIGTERM.
+pub async fn wait_for_signal() -> Result<(), SignalError> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let install = |kind, signal_name| {
+        signal(kind).map_err(|source| SignalError {
+            signal: signal_name,
+            source,
+        })
+    };
+    let mut terminate = install(SignalKind::terminate(), "SIGTERM")?;
+    let mut interrupt = install(SignalKind::interrupt(), "SIGINT")?;
+    tokio::select! {
+        _ = terminate.recv() => {}
+        _ = interrupt.recv() => {}
+    }
+    Ok(())
 }
 
 /// A running server.
