@@ -11,8 +11,10 @@ use std::fmt;
 /// The version of the JSON report; bumped only on purpose (see docs/plan-check.md).
 pub const REPORT_SCHEMA_VERSION: u32 = 1;
 
-/// Why the build runs. Only `delete` (a person's: see [`Initiator`]) and `claim`
-/// may destroy protected resources.
+/// Why the build runs, as the guard judges it: the contract's transition
+/// ([`abode_contract::Transition`], which converts into it), or a claim.
+/// Only `delete` (a person's: see [`Initiator`]) and `claim` may destroy
+/// protected resources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Transition {
@@ -42,6 +44,28 @@ impl Transition {
             Transition::Stop => "stop",
             Transition::Delete => "delete",
             Transition::Claim => "claim",
+        }
+    }
+}
+
+impl Transition {
+    /// How a build of `transition` is judged; `claim`: the build hands a
+    /// prebuilt workspace to the person who claimed it (a `start` to the
+    /// store and the environment contract, a `claim` here).
+    pub fn of_build(transition: abode_contract::Transition, claim: bool) -> Transition {
+        match transition {
+            abode_contract::Transition::Start if claim => Transition::Claim,
+            other => other.into(),
+        }
+    }
+}
+
+impl From<abode_contract::Transition> for Transition {
+    fn from(transition: abode_contract::Transition) -> Transition {
+        match transition {
+            abode_contract::Transition::Start => Transition::Start,
+            abode_contract::Transition::Stop => Transition::Stop,
+            abode_contract::Transition::Delete => Transition::Delete,
         }
     }
 }
@@ -702,5 +726,25 @@ fn join_words(items: &[String]) -> String {
         [] => String::new(),
         [one] => one.clone(),
         [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Transition;
+    use abode_contract::Transition as Build;
+
+    #[test]
+    fn only_a_claimed_start_is_judged_as_a_claim() {
+        assert_eq!(Transition::of_build(Build::Start, true), Transition::Claim);
+        assert_eq!(Transition::of_build(Build::Start, false), Transition::Start);
+        assert_eq!(Transition::of_build(Build::Stop, true), Transition::Stop);
+        assert_eq!(
+            Transition::of_build(Build::Delete, true),
+            Transition::Delete
+        );
+        for transition in [Build::Start, Build::Stop, Build::Delete] {
+            assert_eq!(Transition::from(transition).as_str(), transition.as_str());
+        }
     }
 }

@@ -44,20 +44,14 @@ pub(super) async fn judge_plan(
     Ok(Judged { report })
 }
 
-/// The guard is pure and has its own transition type; every stored build
-/// maps to one of its kinds. A claim build is a `start` to the store and a
-/// `claim` to the guard: a prebuilt workspace has never held anyone's data,
-/// so what it replaces is allowed (and reported).
+/// The guard's transition of a build: a claim build is a `start` to the
+/// store and a `claim` to the guard (a prebuilt workspace has never held
+/// anyone's data, so what it replaces is allowed, and reported).
 pub(super) fn guard_transition(
     transition: Transition,
     prebuild: Option<PrebuildPart>,
 ) -> abode_guard::Transition {
-    match (transition, prebuild) {
-        (Transition::Start, Some(PrebuildPart::Claim)) => abode_guard::Transition::Claim,
-        (Transition::Start, _) => abode_guard::Transition::Start,
-        (Transition::Stop, _) => abode_guard::Transition::Stop,
-        (Transition::Delete, _) => abode_guard::Transition::Delete,
-    }
+    abode_guard::Transition::of_build(transition, prebuild == Some(PrebuildPart::Claim))
 }
 
 /// The protected changes that made the decision, in one line:
