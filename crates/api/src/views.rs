@@ -469,38 +469,31 @@ pub fn preview_view(preview: &abode_store::Preview) -> sdk::Preview {
 }
 
 /// One workspace's preview: what the guard would decide for a build of the
-/// version, with its report (sensitive values hidden as in every report).
-#[derive(Serialize)]
-pub struct PreviewResultJson<'a> {
-    /// `owner/name`.
-    pub workspace: String,
-    pub status: &'static str,
-    pub transition: Option<&'static str>,
-    pub decision: Option<&'static str>,
-    /// Why there is no decision: the plan's error, or why it was skipped.
-    pub error: Option<&'a str>,
-    /// The guard's report (`abode plan check --format json`).
-    pub report: Option<&'a Value>,
-    /// Lint findings on the resources of its protected changes.
-    pub lint: &'a [abode_control::previews::LintLink],
-    pub started_at: Option<Rfc3339>,
-    pub finished_at: Option<Rfc3339>,
-}
-
-impl<'a> From<&'a abode_control::previews::PreviewEntry> for PreviewResultJson<'a> {
-    fn from(entry: &'a abode_control::previews::PreviewEntry) -> Self {
-        let result = &entry.result;
-        PreviewResultJson {
-            workspace: format!("{}/{}", result.owner_name, result.workspace_name),
-            status: result.status.as_str(),
-            transition: result.transition.map(|transition| transition.as_str()),
-            decision: entry.decision.map(|decision| decision.as_str()),
-            error: result.error.as_deref(),
-            report: entry.report.as_ref(),
-            lint: &entry.lint,
-            started_at: result.started_at.map(Rfc3339),
-            finished_at: result.finished_at.map(Rfc3339),
-        }
+/// version, with its report (sensitive values hidden as in every report)
+/// and the lint findings on the resources of its protected changes.
+pub fn preview_result_view(entry: &abode_control::previews::PreviewEntry) -> sdk::PreviewResult {
+    let result = &entry.result;
+    sdk::PreviewResult {
+        workspace: format!("{}/{}", result.owner_name, result.workspace_name),
+        status: result.status.as_str().to_string(),
+        transition: result
+            .transition
+            .map(|transition| transition.as_str().to_string()),
+        decision: entry.decision.map(|decision| decision.as_str().to_string()),
+        // Why there is no decision: the plan's error, or why it was skipped.
+        error: result.error.clone(),
+        report: entry.report.clone(),
+        lint: entry
+            .lint
+            .iter()
+            .map(|link| sdk::PreviewLintLink {
+                address: link.address.clone(),
+                rule: link.rule.clone(),
+                attribute: link.attribute.clone(),
+            })
+            .collect(),
+        started_at: result.started_at.map(rfc3339),
+        finished_at: result.finished_at.map(rfc3339),
     }
 }
 

@@ -8,8 +8,6 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
-use serde_json::json;
 
 use crate::error::ClientError;
 use abode_sdk::{
@@ -17,11 +15,11 @@ use abode_sdk::{
     CreatedProvisionerKey, CreatedWorkspace, FailedNotification, Group, GroupMember, LogPage,
     LoginResponse, MarkedAnswer, Notification, NotificationAnswer, NotificationSetting,
     NotificationSettingsAnswer, Orphaned, PolicyAnswer, PrebuildPool, Preview, PreviewAnswer,
-    PreviewReport, PreviewResult, Protection, ProtectionsAnswer, Provisioner, ProvisionerKey,
-    Quota, ReleasedAnswer, RevokedTokenAnswer, ScheduleAnswer, ScheduleSpec, Template,
-    TemplateAnswer, TemplatePermissions, TemplatePolicy, TemplatePolicyPatch, TemplatePresets,
-    TemplateVersion, TemplateVersionDetail, TemplateVersionResponse, Transition, Unlocked, User,
-    UserAnswer, VersionChoice, VersionsAnswer, Workspace, WorkspaceAnswer, WorkspaceSchedule,
+    PreviewPage, PreviewReport, Protection, ProtectionsAnswer, Provisioner, ProvisionerKey, Quota,
+    ReleasedAnswer, RevokedTokenAnswer, ScheduleAnswer, ScheduleSpec, Template, TemplateAnswer,
+    TemplatePermissions, TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion,
+    TemplateVersionDetail, TemplateVersionResponse, Transition, Unlocked, User, UserAnswer,
+    VersionChoice, VersionsAnswer, Workspace, WorkspaceAnswer, WorkspaceSchedule,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -52,13 +50,12 @@ pub fn workspace_segment(workspace: &str) -> String {
     abode_sdk::percent_encode(workspace)
 }
 
-#[derive(Deserialize)]
-struct PreviewPage {
-    preview: Option<Preview>,
-    #[serde(default)]
-    results: Vec<PreviewResult>,
-    #[serde(default)]
-    next: Option<String>,
+/// Parameter values as the wire carries them: JSON strings.
+fn string_values(parameters: &BTreeMap<String, String>) -> BTreeMap<String, serde_json::Value> {
+    parameters
+        .iter()
+        .map(|(name, value)| (name.clone(), serde_json::Value::String(value.clone())))
+        .collect()
 }
 
 impl Client {
@@ -158,13 +155,13 @@ impl Client {
         email: &str,
         password: &str,
     ) -> Result<LoginResponse, ClientError> {
-        let body = json!(requests::NewUser {
+        let body = requests::NewUser {
             username: username.to_string(),
             email: email.to_string(),
             password: password.to_string(),
             roles: None,
             role: None,
-        });
+        };
         self.finish(
             "POST /users/first",
             self.request("POST", "/users/first").send_json(body),
@@ -173,10 +170,10 @@ impl Client {
 
     /// Logs in with a password and returns a new session token.
     pub fn login(&self, username: &str, password: &str) -> Result<LoginResponse, ClientError> {
-        let body = json!(requests::Login {
+        let body = requests::Login {
             username: username.to_string(),
             password: password.to_string(),
-        });
+        };
         self.finish(
             "POST /login",
             self.request("POST", "/login").send_json(body),
@@ -193,9 +190,9 @@ impl Client {
 
     /// Trades the one-time code of a single sign-on for a session.
     pub fn oidc_cli_token(&self, code: &str) -> Result<LoginResponse, ClientError> {
-        let body = json!(requests::OidcCode {
+        let body = requests::OidcCode {
             code: code.to_string(),
-        });
+        };
         self.finish(
             "POST /oidc/cli-token",
             self.request("POST", "/oidc/cli-token").send_json(body),
@@ -205,8 +202,11 @@ impl Client {
     /// Revokes the token this client sends (the session, or an API token):
     /// the server answers 401 to it from then on.
     pub fn logout(&self) -> Result<(), ClientError> {
-        self.check(self.request("POST", "/logout").send_json(json!({})))
-            .map(drop)
+        self.check(
+            self.request("POST", "/logout")
+                .send_json(requests::Empty {}),
+        )
+        .map(drop)
     }
 
     /// Creates a named API token (with a session, not an API token); the
@@ -216,10 +216,10 @@ impl Client {
         name: &str,
         lifetime_seconds: Option<u64>,
     ) -> Result<CreatedApiToken, ClientError> {
-        let body = json!(requests::NewApiToken {
+        let body = requests::NewApiToken {
             name: name.to_string(),
             lifetime_seconds,
-        });
+        };
         self.finish(
             "POST /tokens",
             self.request("POST", "/tokens").send_json(body),
@@ -254,13 +254,13 @@ impl Client {
         password: &str,
         roles: &[String],
     ) -> Result<User, ClientError> {
-        let body = json!(requests::NewUser {
+        let body = requests::NewUser {
             username: username.to_string(),
             email: email.to_string(),
             password: password.to_string(),
             roles: Some(roles.to_vec()),
             role: None,
-        });
+        };
         let body: UserAnswer = self.finish(
             "POST /users",
             self.request("POST", "/users").send_json(body),
@@ -279,11 +279,10 @@ impl Client {
         let path = format!("/users/{}/roles", workspace_segment(username));
         let body: UserAnswer = self.finish(
             "POST /users/{name}/roles",
-            self.request("POST", &path)
-                .send_json(json!(requests::RoleChange {
-                    add: add.to_vec(),
-                    remove: remove.to_vec(),
-                })),
+            self.request("POST", &path).send_json(requests::RoleChange {
+                add: add.to_vec(),
+                remove: remove.to_vec(),
+            }),
         )?;
         Ok(body.user)
     }
@@ -358,12 +357,11 @@ impl Client {
     ) -> Result<CreatedProvisionerKey, ClientError> {
         self.finish(
             "POST /provisioner-keys",
-            self.request("POST", "/provisioner-keys").send_json(json!(
-                requests::NewProvisionerKey {
+            self.request("POST", "/provisioner-keys")
+                .send_json(requests::NewProvisionerKey {
                     name: name.to_string(),
                     tags: tags.to_vec(),
-                }
-            )),
+                }),
         )
     }
 
@@ -389,7 +387,7 @@ impl Client {
     pub fn create_group(&self, group: &requests::NewGroup) -> Result<Group, ClientError> {
         self.finish(
             "POST /groups",
-            self.request("POST", "/groups").send_json(json!(group)),
+            self.request("POST", "/groups").send_json(group),
         )
     }
 
@@ -450,9 +448,8 @@ impl Client {
         digest: Option<&str>,
     ) -> Result<abode_sdk::RetainedResource, ClientError> {
         let path = format!("/retained/{}/destroy", workspace_segment(id));
-        let body = match digest {
-            Some(digest) => json!({ "digest": digest }),
-            None => json!({}),
+        let body = requests::DestroyRetained {
+            digest: digest.map(str::to_string),
         };
         self.finish(
             "POST /retained/{id}/destroy",
@@ -499,7 +496,7 @@ impl Client {
         let path = format!("/groups/{}", workspace_segment(name));
         self.finish(
             "PATCH /groups/{name}",
-            self.request("PATCH", &path).send_json(json!(edit)),
+            self.request("PATCH", &path).send_json(edit),
         )
     }
 
@@ -518,7 +515,7 @@ impl Client {
         let path = format!("/groups/{}/members", workspace_segment(name));
         self.finish(
             "PATCH /groups/{name}/members",
-            self.request("PATCH", &path).send_json(json!(change)),
+            self.request("PATCH", &path).send_json(change),
         )
     }
 
@@ -540,7 +537,7 @@ impl Client {
         let path = format!("/templates/{}/permissions", workspace_segment(name));
         self.finish(
             "PUT /templates/{name}/permissions",
-            self.request("PUT", &path).send_json(json!(change)),
+            self.request("PUT", &path).send_json(change),
         )
     }
 
@@ -653,9 +650,9 @@ impl Client {
         self.finish(
             "activate version",
             self.request("POST", &path)
-                .send_json(json!(requests::ActivateVersion {
+                .send_json(requests::ActivateVersion {
                     acknowledge_preview: preview.map(str::to_string),
-                })),
+                }),
         )
     }
 
@@ -674,7 +671,9 @@ impl Client {
         let body: PreviewAnswer = self.finish(
             "start preview",
             self.request("POST", &path)
-                .send_json(json!({"workspaces": workspaces})),
+                .send_json(requests::StartPreview {
+                    workspaces: workspaces.to_vec(),
+                }),
         )?;
         Ok(body.preview)
     }
@@ -741,13 +740,13 @@ impl Client {
         parameters: &BTreeMap<String, String>,
         adopt: &[String],
     ) -> Result<CreatedWorkspace, ClientError> {
-        let mut body = json!({"name": name, "template": template, "parameters": parameters});
-        if let Some(preset) = preset {
-            body["preset"] = json!(preset);
-        }
-        if !adopt.is_empty() {
-            body["adopt"] = json!(adopt);
-        }
+        let body = requests::NewWorkspace {
+            name: name.to_string(),
+            template: template.to_string(),
+            preset: preset.map(str::to_string),
+            parameters: string_values(parameters),
+            adopt: adopt.to_vec(),
+        };
         self.finish(
             "POST /workspaces",
             self.request("POST", "/workspaces").send_json(body),
@@ -764,10 +763,7 @@ impl Client {
     ) -> Result<abode_sdk::CreateEstimate, ClientError> {
         let body = abode_sdk::requests::EstimateCreate {
             preset: preset.map(str::to_string),
-            parameters: parameters
-                .iter()
-                .map(|(name, value)| (name.clone(), json!(value)))
-                .collect(),
+            parameters: string_values(parameters),
         };
         let path = format!(
             "/templates/{}/estimate",
@@ -852,19 +848,15 @@ impl Client {
         share: abode_sdk::apps::AppShare,
         agent: Option<&str>,
     ) -> Result<Option<abode_sdk::PortShare>, ClientError> {
-        #[derive(serde::Deserialize)]
-        struct Answer {
-            port_share: Option<abode_sdk::PortShare>,
-        }
         let path = format!(
             "/workspaces/{}/port-shares/{port}",
             workspace_segment(workspace)
         );
-        let body = json!(requests::SharePort {
+        let body = requests::SharePort {
             share,
             agent: agent.map(str::to_string),
-        });
-        let answer: Answer =
+        };
+        let answer: abode_sdk::PortShareAnswer =
             self.finish("share port", self.request("PUT", &path).send_json(body))?;
         Ok(answer.port_share)
     }
@@ -899,7 +891,7 @@ impl Client {
             Some(max) => self.finish(
                 "set the maximum port share",
                 self.request("PUT", &path)
-                    .send_json(json!(requests::SetTemplatePortShare { max })),
+                    .send_json(requests::SetTemplatePortShare { max }),
             ),
             None => self.finish(
                 "read the maximum port share",
@@ -972,9 +964,9 @@ impl Client {
         let body: BuildAnswer = self.finish(
             "rename workspace",
             self.request("POST", &path)
-                .send_json(json!(requests::RenameWorkspace {
+                .send_json(requests::RenameWorkspace {
                     name: name.to_string(),
-                })),
+                }),
         )?;
         Ok(body.build)
     }
@@ -996,20 +988,14 @@ impl Client {
         parameters: &BTreeMap<String, String>,
         retain: Option<&str>,
     ) -> Result<Build, ClientError> {
-        let mut body = json!({ "transition": transition });
-        if let Some(retain) = retain {
-            body["retain"] = json!(retain);
-        }
         let (template_version, update) = version.to_wire();
-        if let Some(number) = template_version {
-            body["template_version"] = json!(number);
-        }
-        if update {
-            body["update"] = json!(true);
-        }
-        if !parameters.is_empty() {
-            body["parameters"] = json!(parameters);
-        }
+        let body = requests::NewBuild {
+            transition: transition.as_str().to_string(),
+            template_version,
+            update: update.then_some(true),
+            parameters: string_values(parameters),
+            retain: retain.map(str::to_string),
+        };
         let path = format!("/workspaces/{}/builds", workspace_segment(workspace));
         let body: BuildAnswer =
             self.finish("POST builds", self.request("POST", &path).send_json(body))?;
@@ -1087,9 +1073,9 @@ impl Client {
         let body: BuildAnswer = self.finish(
             "confirm build",
             self.request("POST", &path)
-                .send_json(json!(requests::ConfirmBuild {
+                .send_json(requests::ConfirmBuild {
                     digest: Some(digest.to_string()),
-                })),
+                }),
         )?;
         Ok(body.build)
     }
@@ -1121,18 +1107,13 @@ impl Client {
     /// Releases the state lock a lost holder's build keeps (owners and
     /// template admins; audited).
     pub fn unlock_workspace(&self, workspace: &str, build: u64) -> Result<Unlocked, ClientError> {
-        #[derive(serde::Deserialize)]
-        struct UnlockedBody {
-            unlocked: Unlocked,
-        }
         let path = format!("/workspaces/{}/unlock", workspace_segment(workspace));
-        let body: UnlockedBody = self.finish(
+        let body: abode_sdk::UnlockedAnswer = self.finish(
             "unlock workspace",
-            self.request("POST", &path)
-                .send_json(json!(requests::Unlock {
-                    // No build has a number past i64's: the server answers 404.
-                    build: i64::try_from(build).unwrap_or(i64::MAX),
-                })),
+            self.request("POST", &path).send_json(requests::Unlock {
+                // No build has a number past i64's: the server answers 404.
+                build: i64::try_from(build).unwrap_or(i64::MAX),
+            }),
         )?;
         Ok(body.unlocked)
     }
@@ -1178,11 +1159,7 @@ impl Client {
 
     /// The server's orphaned volume directories (owners).
     pub fn orphan_volumes(&self) -> Result<Vec<abode_sdk::OrphanVolume>, ClientError> {
-        #[derive(serde::Deserialize)]
-        struct Orphans {
-            orphans: Vec<abode_sdk::OrphanVolume>,
-        }
-        let answer: Orphans = self.finish(
+        let answer: abode_sdk::OrphanVolumesAnswer = self.finish(
             "GET /volumes/orphans",
             self.request("GET", "/volumes/orphans").call(),
         )?;
@@ -1240,7 +1217,7 @@ impl Client {
         let path = format!("/notifications/{}/read", workspace_segment(id));
         let body: NotificationAnswer = self.finish(
             "POST /notifications/{id}/read",
-            self.request("POST", &path).send_json(json!({})),
+            self.request("POST", &path).send_json(requests::Empty {}),
         )?;
         Ok(body.notification)
     }
@@ -1250,7 +1227,7 @@ impl Client {
         let body: MarkedAnswer = self.finish(
             "POST /notifications/read-all",
             self.request("POST", "/notifications/read-all")
-                .send_json(json!({})),
+                .send_json(requests::Empty {}),
         )?;
         Ok(body.marked)
     }
@@ -1270,11 +1247,12 @@ impl Client {
         } else {
             self.finish(
                 "POST /notifications/settings",
-                self.request("POST", "/notifications/settings")
-                    .send_json(json!(requests::NotificationSettingsChange {
+                self.request("POST", "/notifications/settings").send_json(
+                    requests::NotificationSettingsChange {
                         disable: disable.to_vec(),
                         enable: enable.to_vec(),
-                    })),
+                    },
+                ),
             )?
         };
         Ok(body.settings)
@@ -1289,10 +1267,10 @@ impl Client {
         let body: NotificationSettingsAnswer = self.finish(
             "POST /notifications/mandatory",
             self.request("POST", "/notifications/mandatory")
-                .send_json(json!(requests::MandatoryKind {
+                .send_json(requests::MandatoryKind {
                     kind: kind.to_string(),
                     mandatory,
-                })),
+                }),
         )?;
         Ok(body.settings)
     }
@@ -1327,7 +1305,7 @@ impl Client {
         let path = format!("/users/{}/{verb}", workspace_segment(username));
         let body: UserAnswer = self.finish(
             "POST /users/{name}/{verb}",
-            self.request("POST", &path).send_json(json!({})),
+            self.request("POST", &path).send_json(requests::Empty {}),
         )?;
         Ok(body.user)
     }
@@ -1345,10 +1323,10 @@ impl Client {
         let body: serde_json::Value = self.finish(
             "PUT /users/me/password",
             self.request("PUT", "/users/me/password")
-                .send_json(json!(requests::PasswordChange {
+                .send_json(requests::PasswordChange {
                     current_password: current.to_string(),
                     password: new.to_string(),
-                })),
+                }),
         )?;
         Ok(body
             .get("sessions_ended")
@@ -1369,10 +1347,10 @@ impl Client {
         slug: &str,
         health: abode_sdk::apps::AppHealth,
     ) -> Result<(), ClientError> {
-        let body = json!(requests::AgentAppHealth {
+        let body = requests::AgentAppHealth {
             slug: slug.to_string(),
             health,
-        });
+        };
         self.check(self.request("POST", "/agent/apps/health").send_json(body))
             .map(drop)
     }
@@ -1383,7 +1361,7 @@ impl Client {
         &self,
         request: &requests::AgentExternalAuthToken,
     ) -> Result<abode_sdk::ExternalAuthToken, ClientError> {
-        let body = json!(request);
+        let body = request;
         self.finish(
             "POST /agent/external-auth/token",
             self.request("POST", "/agent/external-auth/token")
@@ -1396,10 +1374,10 @@ impl Client {
         state: &str,
         exit_status: Option<i32>,
     ) -> Result<(), ClientError> {
-        let body = json!(requests::AgentLifecycle {
+        let body = requests::AgentLifecycle {
             state: state.to_string(),
             exit_status: exit_status.map(i64::from),
-        });
+        };
         self.check(self.request("POST", "/agent/lifecycle").send_json(body))
             .map(drop)
     }
@@ -1423,7 +1401,7 @@ impl Client {
         } else {
             "/prebuilds/resume"
         };
-        self.check(self.request("POST", path).send_json(json!({})))
+        self.check(self.request("POST", path).send_json(requests::Empty {}))
             .map(drop)
     }
 
@@ -1480,7 +1458,7 @@ impl Client {
         let body: ScheduleAnswer = self.finish(
             "extend workspace",
             self.request("POST", &path)
-                .send_json(json!(requests::ExtendWorkspace { duration_ms })),
+                .send_json(requests::ExtendWorkspace { duration_ms }),
         )?;
         Ok(body.schedule)
     }
@@ -1490,15 +1468,18 @@ impl Client {
         let path = format!("/workspaces/{}/wake", workspace_segment(workspace));
         let body: ScheduleAnswer = self.finish(
             "wake workspace",
-            self.request("POST", &path).send_json(json!({})),
+            self.request("POST", &path).send_json(requests::Empty {}),
         )?;
         Ok(body.schedule)
     }
 
     /// Agent: something in the workspace is in use.
     pub fn agent_activity(&self) -> Result<(), ClientError> {
-        self.check(self.request("POST", "/agent/activity").send_json(json!({})))
-            .map(drop)
+        self.check(
+            self.request("POST", "/agent/activity")
+                .send_json(requests::Empty {}),
+        )
+        .map(drop)
     }
 
     /// Agent: tells the server it is still alive; the answer is the
@@ -1506,7 +1487,7 @@ impl Client {
     pub fn agent_heartbeat(&self) -> Result<AgentHeartbeat, ClientError> {
         let response = self.check(
             self.request("POST", "/agent/heartbeat")
-                .send_json(json!({})),
+                .send_json(requests::Empty {}),
         )?;
         if response.status() == 204 {
             return Ok(AgentHeartbeat::default());

@@ -2,7 +2,10 @@
 //! server reads them. What the server refuses (an unknown field, where a
 //! body says so) is part of the type, so both sides see the same contract.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// `POST /login`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -258,3 +261,65 @@ pub struct ExtendRetained {
     /// How much longer: `30d`, `12h`, `90m`.
     pub by: String,
 }
+
+/// `POST /workspaces`: a workspace and its first (start) build, with a
+/// preset's values or these `parameters`, importing retained resources
+/// (`adopt`: their record ids).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+// The name a body that is not an object is told of, as before the move.
+#[serde(rename = "NewWorkspaceBody")]
+pub struct NewWorkspace {
+    pub name: String,
+    pub template: String,
+    /// A preset of the template's active version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<String>,
+    #[serde(default)]
+    pub parameters: BTreeMap<String, Value>,
+    /// Retained resources (record ids) the first build imports.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adopt: Vec<String>,
+}
+
+/// `POST /workspaces/{ws}/builds`: a transition (`start`, `stop` or
+/// `delete`, parsed by the server so an unknown one is told as such), the
+/// version it plans (`template_version`, or `update`: the active one;
+/// neither: the workspace's own), new parameter values and what a delete
+/// retains (`rules`, the default, `all` or `none`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename = "NewBuildBody")]
+pub struct NewBuild {
+    pub transition: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_version: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<bool>,
+    /// New parameter values for a start or an update.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub parameters: BTreeMap<String, Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retain: Option<String>,
+}
+
+/// `POST /templates/{name}/versions/{n}/previews`: the workspaces to
+/// preview (`name` or `owner/name`); none: every live workspace not on the
+/// version.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename = "PreviewBody", deny_unknown_fields)]
+pub struct StartPreview {
+    #[serde(default)]
+    pub workspaces: Vec<String>,
+}
+
+/// `POST /retained/{id}/destroy`: queues the destroy, or with `digest` (of
+/// the held destroy's plan) confirms it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename = "DestroyBody", deny_unknown_fields)]
+pub struct DestroyRetained {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+/// The body of a `POST` that carries nothing: `{}`.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Empty {}

@@ -206,9 +206,10 @@ pub struct ProvisionerJob {
     /// `build` or `preview`.
     pub kind: String,
     pub workspace: String,
-    #[serde(default)]
+    /// A build's number and transition; absent for a preview.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub build_number: Option<u64>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transition: Option<String>,
 }
 
@@ -224,9 +225,9 @@ pub struct ProvisionerKey {
     pub created_by: String,
 }
 
-/// Answer to a provisioner key's creation. Not `Serialize` nor `Debug`: it
-/// holds the secret.
-#[derive(Deserialize)]
+/// Answer to a provisioner key's creation, the one answer that carries the
+/// key's secret. Not `Debug`: it holds the secret.
+#[derive(Serialize, Deserialize)]
 pub struct CreatedProvisionerKey {
     pub key: ProvisionerKey,
     pub secret: String,
@@ -283,7 +284,8 @@ pub struct PreviewResult {
 pub struct PreviewLintLink {
     pub address: String,
     pub rule: String,
-    #[serde(default)]
+    /// The attribute the finding is about; absent when it names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attribute: Option<String>,
 }
 
@@ -292,6 +294,18 @@ pub struct PreviewLintLink {
 pub struct PreviewReport {
     pub preview: Preview,
     pub results: Vec<PreviewResult>,
+}
+
+/// A page of a preview's results (`GET .../previews/latest`): `preview`
+/// is null, and `results` empty, when the version was never previewed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PreviewPage {
+    pub preview: Option<Preview>,
+    #[serde(default)]
+    pub results: Vec<PreviewResult>,
+    /// The cursor of the next page (null on the last).
+    #[serde(default)]
+    pub next: Option<String>,
 }
 
 /// The template lint's report (docs/lint.md, `schema_version` 1).
@@ -839,6 +853,25 @@ pub struct PortShare {
     /// no apps).
     #[serde(default)]
     pub url: Option<String>,
+}
+
+/// `{"port_share": ...}`: a port's share as set (`PUT`), or null when the
+/// port is not shared after all (`GET`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PortShareAnswer {
+    pub port_share: Option<PortShare>,
+}
+
+/// `{"unlocked": ...}`: `POST /workspaces/{ws}/unlock`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UnlockedAnswer {
+    pub unlocked: Unlocked,
+}
+
+/// `{"orphans": [...]}`: `GET /volumes/orphans`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OrphanVolumesAnswer {
+    pub orphans: Vec<OrphanVolume>,
 }
 
 /// `{"port_shares": [...]}`.

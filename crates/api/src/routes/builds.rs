@@ -1,7 +1,6 @@
 //! A workspace's builds: starting one, listing and reading them, their logs
 //! (a long-poll), and cancelling or confirming one.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::body::Bytes;
@@ -11,7 +10,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use abode_control::{BuildRequest, VersionChoice};
 use abode_sdk::requests::ConfirmBuild;
@@ -47,21 +46,6 @@ pub(crate) fn routes() -> Router<AppState> {
 const MAX_LOG_WAIT_SECONDS: u64 = 30;
 
 #[derive(Deserialize)]
-struct NewBuildBody {
-    transition: String,
-    #[serde(default)]
-    template_version: Option<i64>,
-    #[serde(default)]
-    update: Option<bool>,
-    /// New parameter values for a start or an update.
-    #[serde(default)]
-    parameters: BTreeMap<String, Value>,
-    /// What a delete retains: `rules` (default), `all` or `none`.
-    #[serde(default)]
-    retain: Option<String>,
-}
-
-#[derive(Deserialize)]
 struct LogsQuery {
     #[serde(default)]
     after: Option<i64>,
@@ -75,7 +59,7 @@ async fn create_build(
     Path(workspace): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: NewBuildBody = parse_json(body)?;
+    let body: abode_sdk::requests::NewBuild = parse_json(body)?;
     let transition = body.transition.parse().map_err(|_| {
         ApiError::bad_request(format!(
             "unknown transition `{}`: use start, stop or delete",

@@ -80,7 +80,10 @@ async fn share(
         .into_iter()
         .find(|(shared, _)| shared.port == port)
         .map(|(shared, url)| wire(&shared, url));
-    ok(StatusCode::OK, json!({ "port_share": shown }))
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::PortShareAnswer { port_share: shown }),
+    )
 }
 
 #[derive(Deserialize)]

@@ -9,12 +9,11 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
-use serde::Deserialize;
 use serde_json::json;
 
 use crate::extract::{list_query, parse_json, parse_number, ListQueryResult};
 use crate::pages::{ok, PageQuery};
-use crate::views::{preview_view, PreviewResultJson};
+use crate::views::{preview_result_view, preview_view};
 use crate::{ApiError, AppState, Authenticated};
 
 /// The routes of this module, merged into `/api/v1`.
@@ -30,21 +29,13 @@ pub(crate) fn routes() -> Router<AppState> {
         )
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PreviewBody {
-    /// `name` or `owner/name`; none: every live workspace not on the version.
-    #[serde(default)]
-    workspaces: Vec<String>,
-}
-
 async fn start_preview(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
     Path((name, number)): Path<(String, String)>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<axum::response::Response, ApiError> {
-    let body: PreviewBody = parse_json(body)?;
+    let body: abode_sdk::requests::StartPreview = parse_json(body)?;
     let number = parse_version(&number)?;
     let preview = state
         .control
@@ -77,21 +68,24 @@ async fn latest_preview(
     let Some(report) = report else {
         return ok(
             StatusCode::OK,
-            json!({"preview": null, "results": [], "next": null}),
+            json!(abode_sdk::PreviewPage {
+                preview: None,
+                results: Vec::new(),
+                next: None,
+            }),
         );
     };
-    let results: Vec<PreviewResultJson> = report
-        .results
-        .items
-        .iter()
-        .map(PreviewResultJson::from)
-        .collect();
     ok(
         StatusCode::OK,
-        json!({
-            "preview": preview_view(&report.preview),
-            "results": results,
-            "next": report.results.next,
+        json!(abode_sdk::PreviewPage {
+            preview: Some(preview_view(&report.preview)),
+            results: report
+                .results
+                .items
+                .iter()
+                .map(preview_result_view)
+                .collect(),
+            next: report.results.next,
         }),
     )
 }

@@ -10,7 +10,6 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{delete, get};
 use axum::{Json, Router};
-use serde::Serialize;
 
 use abode_control::ProvisionerKey;
 
@@ -36,13 +35,6 @@ fn key_view(key: &ProvisionerKey) -> abode_sdk::ProvisionerKey {
     }
 }
 
-/// The one answer that carries a key's secret.
-#[derive(Serialize)]
-struct CreatedKey<'a> {
-    key: abode_sdk::ProvisionerKey,
-    secret: &'a str,
-}
-
 async fn create(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
@@ -58,9 +50,9 @@ async fn create(
         .await?;
     let mut answer = (
         StatusCode::CREATED,
-        Json(CreatedKey {
+        Json(abode_sdk::CreatedProvisionerKey {
             key: key_view(&key),
-            secret: &secret,
+            secret,
         }),
     )
         .into_response();

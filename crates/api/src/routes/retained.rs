@@ -89,7 +89,10 @@ async fn orphans(State(state): State<AppState>, Authenticated(caller): Authentic
             modified_at: rfc3339(orphan.mtime_unix.saturating_mul(1000)),
         })
         .collect();
-    ok(StatusCode::OK, json!({ "orphans": orphans }))
+    ok(
+        StatusCode::OK,
+        json!(abode_sdk::OrphanVolumesAnswer { orphans }),
+    )
 }
 
 /// A record as the wire shows it.
@@ -183,14 +186,6 @@ async fn show(
     )
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct DestroyBody {
-    /// The digest of the held destroy's plan, to confirm it.
-    #[serde(default)]
-    digest: Option<String>,
-}
-
 /// Queues the destroy of a retained resource, or (with `digest`) confirms
 /// its held plan.
 async fn destroy(
@@ -199,8 +194,8 @@ async fn destroy(
     Path(id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: DestroyBody = match &body {
-        Ok(bytes) if bytes.is_empty() => DestroyBody::default(),
+    let body: requests::DestroyRetained = match &body {
+        Ok(bytes) if bytes.is_empty() => requests::DestroyRetained::default(),
         _ => parse_json(body)?,
     };
     let (record, _) = state

@@ -169,13 +169,13 @@ async fn unlock_workspace(
         .control
         .unlock_workspace(&caller, &workspace, request.build)
         .await?;
-    Ok(Json(serde_json::json!({
-        "unlocked": abode_sdk::Unlocked {
+    Ok(Json(abode_sdk::UnlockedAnswer {
+        unlocked: abode_sdk::Unlocked {
             build_number: lock.build_number,
             holder: lock.holder,
             taken_at: Some(lock.taken_at),
             lost_at: lock.lost_at,
-        }
-    }))
+        },
+    })
     .into_response())
 }

@@ -1,8 +1,6 @@
 //! Workspaces: creating, listing and reading them, their protections, and
 //! what is left of one after `delete --orphan` (its resources, its state).
 
-use std::collections::BTreeMap;
-
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, Query, State};
@@ -11,7 +9,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::Router;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::json;
 
 use abode_control::WorkspaceQuery;
 
@@ -33,20 +31,6 @@ pub(crate) fn routes() -> Router<AppState> {
             "/workspaces/:workspace/protections",
             get(list_protections).delete(release_protection),
         )
-}
-
-#[derive(Deserialize)]
-struct NewWorkspaceBody {
-    name: String,
-    template: String,
-    /// A preset of the template's active version.
-    #[serde(default)]
-    preset: Option<String>,
-    #[serde(default)]
-    parameters: BTreeMap<String, Value>,
-    /// Retained resources (record ids) the first build imports.
-    #[serde(default)]
-    adopt: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -72,7 +56,7 @@ async fn create_workspace(
     Authenticated(caller): Authenticated,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: NewWorkspaceBody = parse_json(body)?;
+    let body: abode_sdk::requests::NewWorkspace = parse_json(body)?;
     // Values go to the door as received: it checks them against the
     // template version's declarations and answers every problem at once.
     let parameters = body.parameters;
