@@ -15,7 +15,7 @@ use tf_provider::schema::Block;
 use tf_provider::value::Value;
 use tf_provider::{AttributePath, Diagnostics};
 
-use crate::resource::ResourceType;
+use crate::plumbing::ResourceType;
 use crate::schema::{
     attribute_error, block, build_context, computed, known, optional, required, sensitive, string,
     string_map, StringMap,

@@ -11,7 +11,7 @@ use tf_provider::schema::{Block, NestedBlock};
 use tf_provider::value::Value;
 use tf_provider::Diagnostics;
 
-use crate::resource::ResourceType;
+use crate::plumbing::ResourceType;
 use crate::schema::{
     attribute_error, block, boolean, computed, known, number, optional, required, string,
     with_default,

@@ -6,12 +6,12 @@
 //! not linked. It has no token attribute on purpose: tokens reach Git in
 //! the workspace through the agent, never through Terraform's plan or state.
 
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tf_provider::schema::Schema;
-use tf_provider::value::{Value, ValueEmpty};
-use tf_provider::{DataSource, Diagnostics};
+use tf_provider::schema::Block;
+use tf_provider::value::Value;
+use tf_provider::Diagnostics;
 
+use crate::plumbing::DataSourceType;
 use crate::schema::{block, boolean, optional, string, with_default};
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -23,45 +23,35 @@ pub(crate) struct ExternalAuthState {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct ExternalAuthDataSource;
 
-#[async_trait]
-impl DataSource for ExternalAuthDataSource {
-    type State<'a> = ExternalAuthState;
-    type ProviderMetaState<'a> = ValueEmpty;
+impl DataSourceType for ExternalAuthDataSource {
+    type State = ExternalAuthState;
 
-    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+    fn block(&self) -> Block {
         let id = with_default(
             string(),
             "The provider's id in the server's --external-auth-config; by default this data \
              source's name (`data \"abode_external_auth\" \"github\"` asks for `github`).",
         );
-        Some(Schema {
-            version: 1,
-            block: block(
-                "An external auth provider (GitHub, GitLab, any OAuth 2.0 server) whose account \
-                 the workspace's owner must have linked: a create, start or claim without it is \
-                 refused before any plan, with the link to follow. Git in the workspace gets \
-                 the owner's token from the agent; no token is ever an attribute.",
-                vec![
-                    ("id", id),
-                    (
-                        "optional",
-                        optional(
-                            boolean(),
-                            "When true, an owner who has not linked it may still build \
-                             (default false).",
-                        ),
+        block(
+            "An external auth provider (GitHub, GitLab, any OAuth 2.0 server) whose account \
+             the workspace's owner must have linked: a create, start or claim without it is \
+             refused before any plan, with the link to follow. Git in the workspace gets \
+             the owner's token from the agent; no token is ever an attribute.",
+            vec![
+                ("id", id),
+                (
+                    "optional",
+                    optional(
+                        boolean(),
+                        "When true, an owner who has not linked it may still build \
+                         (default false).",
                     ),
-                ],
-            ),
-        })
+                ),
+            ],
+        )
     }
 
-    async fn read<'a>(
-        &self,
-        _diags: &mut Diagnostics,
-        config: Self::State<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<Self::State<'a>> {
+    fn read(&self, _diags: &mut Diagnostics, config: Self::State) -> Option<Self::State> {
         let mut state = config;
         // An unset id stays null: the platform names it by the data
         // source's name, which the provider never sees.

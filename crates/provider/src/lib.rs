@@ -11,8 +11,9 @@
 //!
 //! Each resource states only what is its own (schema, config checks, defaults,
 //! plan-time values and the side effects of `abode_volume` and `abode_process`)
-//! as a `resource::ResourceType`; `resource::Plumbing` serves every one of them
-//! to Terraform with the same plumbing (ids, plans, update, import).
+//! as a `plumbing::ResourceType`, each data source its schema, checks and read
+//! as a `plumbing::DataSourceType`; `plumbing::Plumbing` serves every one of
+//! them to Terraform with the same plumbing (ids, plans, update, import).
 //!
 //! # How it is built and run
 //!
@@ -65,10 +66,10 @@ mod app;
 mod external_auth;
 mod metadata;
 mod parameter;
+mod plumbing;
 mod preset;
 mod process;
 mod protect;
-mod resource;
 mod schema;
 mod volume;
 mod workspace;
@@ -81,7 +82,7 @@ use tf_provider::schema::{Block, Description, Schema};
 use tf_provider::value::ValueEmpty;
 use tf_provider::{DynamicDataSource, DynamicResource, Provider};
 
-use resource::Plumbing;
+use plumbing::Plumbing;
 
 pub use abode_contract::cron::{validate_cron, CronError};
 pub use parameter::{check_parameter_value, ParameterDefinition};
@@ -183,12 +184,24 @@ impl Provider for AbodeProvider {
         let data_sources: [(&str, Box<dyn DynamicDataSource>); 5] = [
             (
                 "external_auth",
-                Box::new(external_auth::ExternalAuthDataSource),
+                Box::new(Plumbing(external_auth::ExternalAuthDataSource)),
             ),
-            ("workspace", Box::new(workspace::WorkspaceDataSource)),
-            ("workspace_owner", Box::new(workspace::OwnerDataSource)),
-            ("parameter", Box::new(parameter::ParameterDataSource)),
-            ("workspace_preset", Box::new(preset::PresetDataSource)),
+            (
+                "workspace",
+                Box::new(Plumbing(workspace::WorkspaceDataSource)),
+            ),
+            (
+                "workspace_owner",
+                Box::new(Plumbing(workspace::OwnerDataSource)),
+            ),
+            (
+                "parameter",
+                Box::new(Plumbing(parameter::ParameterDataSource)),
+            ),
+            (
+                "workspace_preset",
+                Box::new(Plumbing(preset::PresetDataSource)),
+            ),
         ];
         Some(
             data_sources

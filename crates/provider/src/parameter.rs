@@ -12,12 +12,12 @@
 //! value nor default reads as a placeholder instead of failing the plan.
 
 pub use abode_contract::parameters::{check_parameter_value, ParameterDefinition};
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tf_provider::schema::{NestedBlock, Schema};
-use tf_provider::value::{serde_as_vec, Value, ValueEmpty};
-use tf_provider::{DataSource, Diagnostics};
+use tf_provider::schema::{Block, NestedBlock};
+use tf_provider::value::{serde_as_vec, Value};
+use tf_provider::Diagnostics;
 
+use crate::plumbing::DataSourceType;
 use crate::schema::{
     block, boolean, build_context, computed, known, number, optional, required, string,
     with_default,
@@ -114,12 +114,10 @@ impl ParameterState {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct ParameterDataSource;
 
-#[async_trait]
-impl DataSource for ParameterDataSource {
-    type State<'a> = ParameterState;
-    type ProviderMetaState<'a> = ValueEmpty;
+impl DataSourceType for ParameterDataSource {
+    type State = ParameterState;
 
-    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+    fn block(&self) -> Block {
         let mut schema = block(
             "A value chosen for the workspace by its user. The value comes from the build \
              (ABODE_PARAMETERS) or from `default`; a value that breaks `type`, `option` or \
@@ -211,25 +209,16 @@ impl DataSource for ParameterDataSource {
                 ],
             )),
         );
-        Some(Schema {
-            version: 1,
-            block: schema,
-        })
+        schema
     }
 
-    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
+    fn check(&self, diags: &mut Diagnostics, config: &Self::State) {
         if let Some(Err(message)) = config.definition() {
             diags.root_error_short(message);
         }
-        Some(())
     }
 
-    async fn read<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        config: Self::State<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<Self::State<'a>> {
+    fn read(&self, diags: &mut Diagnostics, config: Self::State) -> Option<Self::State> {
         let context = build_context(diags)?;
         let definition = match config.definition() {
             Some(Ok(definition)) => definition,

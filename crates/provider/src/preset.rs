@@ -5,14 +5,14 @@
 
 use std::collections::BTreeMap;
 
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tf_provider::schema::{NestedBlock, Schema};
-use tf_provider::value::{serde_as_vec, Value, ValueEmpty};
-use tf_provider::{DataSource, Diagnostics};
+use tf_provider::schema::{Block, NestedBlock};
+use tf_provider::value::{serde_as_vec, Value};
+use tf_provider::Diagnostics;
 
 use abode_contract::cron::validate_schedules;
 
+use crate::plumbing::DataSourceType;
 use crate::schema::{block, computed, known, number, optional, required, string, string_map};
 
 /// The allowed prebuild lifetimes: 0 (never expire) or one hour to one year.
@@ -122,12 +122,10 @@ fn report(diags: &mut Diagnostics, preset: &PresetState) -> bool {
     problems.is_empty()
 }
 
-#[async_trait]
-impl DataSource for PresetDataSource {
-    type State<'a> = PresetState;
-    type ProviderMetaState<'a> = ValueEmpty;
+impl DataSourceType for PresetDataSource {
+    type State = PresetState;
 
-    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+    fn block(&self) -> Block {
         let schedule = block(
             "During the hours this schedule matches, keep `instances` prebuilt workspaces \
              instead of the preset's default.",
@@ -200,23 +198,14 @@ impl DataSource for PresetDataSource {
         preset
             .blocks
             .insert("prebuilds".into(), NestedBlock::Optional(prebuilds));
-        Some(Schema {
-            version: 1,
-            block: preset,
-        })
+        preset
     }
 
-    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
-        report(diags, &config);
-        Some(())
+    fn check(&self, diags: &mut Diagnostics, config: &Self::State) {
+        report(diags, config);
     }
 
-    async fn read<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        config: Self::State<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<Self::State<'a>> {
+    fn read(&self, diags: &mut Diagnostics, config: Self::State) -> Option<Self::State> {
         if !report(diags, &config) {
             return None;
         }

@@ -26,7 +26,7 @@ use tf_provider::schema::Block;
 use tf_provider::value::Value;
 use tf_provider::{AttributePath, Diagnostics};
 
-use crate::resource::ResourceType;
+use crate::plumbing::ResourceType;
 use crate::schema::{
     attribute_error, block, build_context, computed, known, known_list, known_map, number,
     optional, required, string, string_list, string_map, with_default, StringList, StringMap,

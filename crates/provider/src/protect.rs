@@ -10,7 +10,7 @@ use tf_provider::Diagnostics;
 
 use abode_contract::retain;
 
-use crate::resource::ResourceType;
+use crate::plumbing::ResourceType;
 use crate::schema::{
     attribute_error, block, computed, known, optional, required, string, with_default,
 };

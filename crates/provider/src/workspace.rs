@@ -1,12 +1,12 @@
 //! `abode_workspace` and `abode_workspace_owner`: the build's workspace and its
 //! owner as the platform describes them (or the development workspace by hand).
 
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tf_provider::schema::Schema;
-use tf_provider::value::{Value, ValueEmpty};
-use tf_provider::{DataSource, Diagnostics};
+use tf_provider::schema::Block;
+use tf_provider::value::Value;
+use tf_provider::Diagnostics;
 
+use crate::plumbing::DataSourceType;
 use crate::schema::{block, boolean, build_context, computed, number, string, string_list};
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -26,89 +26,79 @@ pub(crate) struct WorkspaceState {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct WorkspaceDataSource;
 
-#[async_trait]
-impl DataSource for WorkspaceDataSource {
-    type State<'a> = WorkspaceState;
-    type ProviderMetaState<'a> = ValueEmpty;
+impl DataSourceType for WorkspaceDataSource {
+    type State = WorkspaceState;
 
-    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
-        Some(Schema {
-            version: 1,
-            block: block(
-                "The workspace this build belongs to. Outside Abode (a template author running \
-                 terraform by hand) it describes a fixed development workspace, overridable \
-                 variable by variable (docs/environment.md).",
-                vec![
-                    (
-                        "id",
-                        computed(string(), "The workspace's id (ABODE_WORKSPACE_ID)."),
+    fn block(&self) -> Block {
+        block(
+            "The workspace this build belongs to. Outside Abode (a template author running \
+             terraform by hand) it describes a fixed development workspace, overridable \
+             variable by variable (docs/environment.md).",
+            vec![
+                (
+                    "id",
+                    computed(string(), "The workspace's id (ABODE_WORKSPACE_ID)."),
+                ),
+                (
+                    "name",
+                    computed(string(), "The workspace's name (ABODE_WORKSPACE_NAME)."),
+                ),
+                (
+                    "transition",
+                    computed(
+                        string(),
+                        "What this build does: `start`, `stop` or `delete` \
+                         (ABODE_WORKSPACE_TRANSITION).",
                     ),
-                    (
-                        "name",
-                        computed(string(), "The workspace's name (ABODE_WORKSPACE_NAME)."),
+                ),
+                (
+                    "start_count",
+                    computed(
+                        number(),
+                        "1 when the build starts the workspace, else 0: use it as the \
+                         `count` of everything that only exists while the workspace runs.",
                     ),
-                    (
-                        "transition",
-                        computed(
-                            string(),
-                            "What this build does: `start`, `stop` or `delete` \
-                             (ABODE_WORKSPACE_TRANSITION).",
-                        ),
+                ),
+                (
+                    "template_id",
+                    computed(string(), "The template's id (ABODE_TEMPLATE_ID)."),
+                ),
+                (
+                    "template_name",
+                    computed(string(), "The template's name (ABODE_TEMPLATE_NAME)."),
+                ),
+                (
+                    "template_version",
+                    computed(
+                        string(),
+                        "The template version being built (ABODE_TEMPLATE_VERSION).",
                     ),
-                    (
-                        "start_count",
-                        computed(
-                            number(),
-                            "1 when the build starts the workspace, else 0: use it as the \
-                             `count` of everything that only exists while the workspace runs.",
-                        ),
+                ),
+                (
+                    "is_prebuild",
+                    computed(
+                        boolean(),
+                        "True when this build creates a prebuilt workspace that nobody has \
+                         claimed yet (ABODE_IS_PREBUILD).",
                     ),
-                    (
-                        "template_id",
-                        computed(string(), "The template's id (ABODE_TEMPLATE_ID)."),
+                ),
+                (
+                    "is_prebuild_claim",
+                    computed(
+                        boolean(),
+                        "True when this build hands a prebuilt workspace to its new owner \
+                         (ABODE_IS_PREBUILD_CLAIM).",
                     ),
-                    (
-                        "template_name",
-                        computed(string(), "The template's name (ABODE_TEMPLATE_NAME)."),
-                    ),
-                    (
-                        "template_version",
-                        computed(
-                            string(),
-                            "The template version being built (ABODE_TEMPLATE_VERSION).",
-                        ),
-                    ),
-                    (
-                        "is_prebuild",
-                        computed(
-                            boolean(),
-                            "True when this build creates a prebuilt workspace that nobody has \
-                             claimed yet (ABODE_IS_PREBUILD).",
-                        ),
-                    ),
-                    (
-                        "is_prebuild_claim",
-                        computed(
-                            boolean(),
-                            "True when this build hands a prebuilt workspace to its new owner \
-                             (ABODE_IS_PREBUILD_CLAIM).",
-                        ),
-                    ),
-                    (
-                        "prebuild_count",
-                        computed(number(), "1 when `is_prebuild` is true, else 0."),
-                    ),
-                ],
-            ),
-        })
+                ),
+                (
+                    "prebuild_count",
+                    computed(number(), "1 when `is_prebuild` is true, else 0."),
+                ),
+            ],
+        )
     }
 
-    async fn read<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        _config: Self::State<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<Self::State<'a>> {
+    fn read(&self, diags: &mut Diagnostics, _config: Self::State) -> Option<Self::State> {
         let context = build_context(diags)?;
         Some(WorkspaceState {
             id: context.workspace_id.clone().into(),
@@ -137,61 +127,51 @@ pub(crate) struct OwnerState {
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct OwnerDataSource;
 
-#[async_trait]
-impl DataSource for OwnerDataSource {
-    type State<'a> = OwnerState;
-    type ProviderMetaState<'a> = ValueEmpty;
+impl DataSourceType for OwnerDataSource {
+    type State = OwnerState;
 
-    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
-        Some(Schema {
-            version: 1,
-            block: block(
-                "The user who owns the workspace being built.",
-                vec![
-                    (
-                        "id",
-                        computed(string(), "The owner's user id (ABODE_WORKSPACE_OWNER_ID)."),
+    fn block(&self) -> Block {
+        block(
+            "The user who owns the workspace being built.",
+            vec![
+                (
+                    "id",
+                    computed(string(), "The owner's user id (ABODE_WORKSPACE_OWNER_ID)."),
+                ),
+                (
+                    "name",
+                    computed(
+                        string(),
+                        "The owner's user name (ABODE_WORKSPACE_OWNER_NAME).",
                     ),
-                    (
-                        "name",
-                        computed(
-                            string(),
-                            "The owner's user name (ABODE_WORKSPACE_OWNER_NAME).",
-                        ),
+                ),
+                (
+                    "full_name",
+                    computed(
+                        string(),
+                        "The owner's full name, empty if unknown \
+                         (ABODE_WORKSPACE_OWNER_FULL_NAME).",
                     ),
-                    (
-                        "full_name",
-                        computed(
-                            string(),
-                            "The owner's full name, empty if unknown \
-                             (ABODE_WORKSPACE_OWNER_FULL_NAME).",
-                        ),
+                ),
+                (
+                    "email",
+                    computed(
+                        string(),
+                        "The owner's email, empty if unknown (ABODE_WORKSPACE_OWNER_EMAIL).",
                     ),
-                    (
-                        "email",
-                        computed(
-                            string(),
-                            "The owner's email, empty if unknown (ABODE_WORKSPACE_OWNER_EMAIL).",
-                        ),
+                ),
+                (
+                    "groups",
+                    computed(
+                        string_list(),
+                        "The groups the owner belongs to (ABODE_WORKSPACE_OWNER_GROUPS).",
                     ),
-                    (
-                        "groups",
-                        computed(
-                            string_list(),
-                            "The groups the owner belongs to (ABODE_WORKSPACE_OWNER_GROUPS).",
-                        ),
-                    ),
-                ],
-            ),
-        })
+                ),
+            ],
+        )
     }
 
-    async fn read<'a>(
-        &self,
-        diags: &mut Diagnostics,
-        _config: Self::State<'a>,
-        _provider_meta_state: Self::ProviderMetaState<'a>,
-    ) -> Option<Self::State<'a>> {
+    fn read(&self, diags: &mut Diagnostics, _config: Self::State) -> Option<Self::State> {
         let context = build_context(diags)?;
         Some(OwnerState {
             id: context.owner_id.into(),

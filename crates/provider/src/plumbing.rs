@@ -1,7 +1,8 @@
-//! The plumbing every resource shares, written once: [`Plumbing`] turns a
-//! [`ResourceType`] (a schema, config checks, plan-time values and, for the
-//! resources with side effects, hooks on read, create and destroy) into a
-//! `tf_provider` resource.
+//! The plumbing every resource and data source shares, written once:
+//! [`Plumbing`] turns a [`ResourceType`] (a schema, config checks, plan-time
+//! values and, for the resources with side effects, hooks on read, create
+//! and destroy) into a `tf_provider` resource, and a [`DataSourceType`] (a
+//! schema, config checks and a read) into a data source.
 //!
 //! What it does for every resource:
 //! - validate, plan create and plan update run the type's config checks,
@@ -13,14 +14,14 @@
 //! - update and plan destroy change nothing; read, destroy and import do
 //!   what the type says (by default: keep the state, touch nothing, refuse).
 //!
-//! No resource has a private state or reads provider meta.
+//! No resource has a private state, and none reads provider meta.
 
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tf_provider::schema::{Block, Schema};
 use tf_provider::value::{Value, ValueEmpty};
-use tf_provider::{AttributePath, Diagnostics, Resource};
+use tf_provider::{AttributePath, DataSource, Diagnostics, Resource};
 
 /// What one resource type adds to the shared plumbing.
 #[async_trait]
@@ -82,7 +83,23 @@ pub(crate) trait ResourceType: Send + Sync {
     }
 }
 
-/// A [`ResourceType`] served as a Terraform resource.
+/// What one data source adds to the shared plumbing.
+pub(crate) trait DataSourceType: Send + Sync {
+    /// The data source's attributes, as configured and as read.
+    type State: Serialize + DeserializeOwned + Send;
+
+    /// The data source's schema (its version is 1).
+    fn block(&self) -> Block;
+
+    /// The checks of a configuration, at validate.
+    fn check(&self, _diags: &mut Diagnostics, _config: &Self::State) {}
+
+    /// The data source's values for this build; `None` on failure.
+    fn read(&self, diags: &mut Diagnostics, config: Self::State) -> Option<Self::State>;
+}
+
+/// A [`ResourceType`] served as a Terraform resource, or a
+/// [`DataSourceType`] as a data source.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Plumbing<T>(pub(crate) T);
 
@@ -206,5 +223,32 @@ impl<T: ResourceType> Resource for Plumbing<T> {
     ) -> Option<(Self::State<'a>, Self::PrivateState<'a>)> {
         let state = self.0.import(diags, id).await?;
         Some((state, Value::Null))
+    }
+}
+
+#[async_trait]
+impl<T: DataSourceType> DataSource for Plumbing<T> {
+    type State<'a> = T::State;
+    type ProviderMetaState<'a> = ValueEmpty;
+
+    fn schema(&self, _diags: &mut Diagnostics) -> Option<Schema> {
+        Some(Schema {
+            version: 1,
+            block: self.0.block(),
+        })
+    }
+
+    async fn validate<'a>(&self, diags: &mut Diagnostics, config: Self::State<'a>) -> Option<()> {
+        self.0.check(diags, &config);
+        Some(())
+    }
+
+    async fn read<'a>(
+        &self,
+        diags: &mut Diagnostics,
+        config: Self::State<'a>,
+        _provider_meta_state: Self::ProviderMetaState<'a>,
+    ) -> Option<Self::State<'a>> {
+        self.0.read(diags, config)
     }
 }
