@@ -906,3 +906,97 @@ fn the_architecture_document_is_at_most_500_lines() {
         "ARCHITECTURE.md has {lines} lines: move a crate's detail into its own `//!` docs"
     );
 }
+
+/// The serde types the crates around the wire may declare themselves, none
+/// of them a request's or an answer's body: (file, type, why).
+const NOT_WIRE_BODIES: &[(&str, &str, &str)] = &[
+    (
+        "crates/client/src/config.rs",
+        "Session",
+        "the CLI's session file on disk",
+    ),
+    (
+        "crates/web/src/tokens.rs",
+        "NewToken",
+        "the dashboard's new-token form (a page's form, not the API's)",
+    ),
+    (
+        "crates/web/src/admin.rs",
+        "AuditFilters",
+        "the audit page's query string",
+    ),
+];
+
+/// The types a file declares with a serde derive: their names.
+fn serde_types(code: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut derived = false;
+    for line in code.lines().map(str::trim) {
+        if line.starts_with("#[derive(") {
+            derived |= line.contains("Serialize") || line.contains("Deserialize");
+            continue;
+        }
+        if !derived || line.starts_with("#[") || line.starts_with("//") {
+            continue;
+        }
+        derived = false;
+        let words: Vec<&str> = line
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|word| !word.is_empty())
+            .collect();
+        if let Some(at) = words
+            .iter()
+            .position(|word| *word == "struct" || *word == "enum")
+        {
+            if let Some(name) = words.get(at + 1) {
+                names.push(name.to_string());
+            }
+        }
+    }
+    names
+}
+
+/// One wire: every request and answer body is `abode-sdk`'s. The API, the
+/// client and the web pages declare no serde type of their own but a URL's
+/// query string (`...Query`, read by axum's `Query` and never as a body),
+/// an HTML form the dashboard's own pages post (`...Form`, crates/web), and
+/// the few of `NOT_WIRE_BODIES`.
+#[test]
+fn no_body_is_declared_outside_the_sdk() {
+    let root = workspace_root();
+    let mut found = Vec::new();
+    for dir in ["crates/api/src", "crates/client/src", "crates/web/src"] {
+        for file in rust_files(&root.join(dir)) {
+            let relative = file
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let code = code_of(&file);
+            for name in serde_types(&code) {
+                let listed = NOT_WIRE_BODIES
+                    .iter()
+                    .any(|(path, allowed, _)| *path == relative && *allowed == name);
+                let query = name.ends_with("Query");
+                let form = dir == "crates/web/src" && name.ends_with("Form");
+                let read_as_body = code.contains(&format!("Json<{name}>"))
+                    || code.contains(&format!(": {name} = parse_json"))
+                    || code.contains(&format!("parse_json::<{name}>"));
+                if !(listed || ((query || form) && !read_as_body)) {
+                    found.push(format!("{relative}: {name}"));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "request and answer bodies belong in abode-sdk (crates/sdk), not in {found:#?}"
+    );
+    for (path, name, why) in NOT_WIRE_BODIES {
+        let code = code_of(&root.join(path));
+        assert!(
+            serde_types(&code).iter().any(|declared| declared == name),
+            "NOT_WIRE_BODIES lists {name} in {path} ({why}), which no longer declares it"
+        );
+    }
+}
