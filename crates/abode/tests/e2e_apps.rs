@@ -143,6 +143,7 @@ fn probe_server() -> u16 {
                 let answer = format!(
                     "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
                      Set-Cookie: abode_session=planted; Path=/\r\n\
+                     Set-Cookie: =abode_app_session=planted; Path=/\r\n\
                      Set-Cookie: wide=1; Domain=apps.test; Path=/\r\n\
                      Set-Cookie: own=1; Path=/\r\nConnection: close\r\n\r\n{body}",
                     body.len()

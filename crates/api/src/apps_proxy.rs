@@ -10,8 +10,8 @@
 //! - an app never sees Abode's credentials: the `Authorization` that signed
 //!   the request in and every `abode_*` cookie are taken off the request;
 //! - an app cannot set cookies for anything but itself: a `Set-Cookie`
-//!   named `abode_*` is dropped, and a `Domain` attribute removed (so a
-//!   subdomain app's cookie stays on its own host);
+//!   named `abode_*` or without a name is dropped, and a `Domain` attribute
+//!   removed (so a subdomain app's cookie stays on its own host);
 //! - a subdomain app's visitor signs in through the dashboard, which hands
 //!   the app host a one-time code for a session cookie of that host only.
 
@@ -314,13 +314,17 @@ fn app_request_headers(headers: &HeaderMap, by_header: bool) -> HeaderMap {
     out
 }
 
-/// The app's `Set-Cookie`, as it may stand: `None` for Abode's own names;
-/// without any `Domain` (a cookie stays on the host that served it).
+/// The app's `Set-Cookie`, as it may stand: `None` for Abode's own names
+/// and for a cookie without a name (`=abode_app_session=S`, or no `=` at
+/// all), which a browser sends back as its bare value, that is as the
+/// cookie the value spells; without any `Domain` (a cookie stays on the
+/// host that served it).
 fn app_set_cookie(value: &str) -> Option<String> {
     let mut attributes = value.split(';');
     let pair = attributes.next()?.trim();
-    let name = pair.split('=').next()?.trim();
-    if name.to_ascii_lowercase().starts_with("abode_") {
+    let (name, _) = pair.split_once('=')?;
+    let name = name.trim();
+    if name.is_empty() || name.to_ascii_lowercase().starts_with("abode_") {
         return None;
     }
     let mut out = pair.to_string();
@@ -541,6 +545,12 @@ mod tests {
             ("ABODE_SESSION=x", None),
             ("b=2", Some("b=2")),
             ("c=3; domain=.apps.test", Some("c=3")),
+            // Nameless: sent back as `abode_app_session=x`, Abode's cookie.
+            ("=abode_app_session=x; Path=/", None),
+            (" =abode_session=x", None),
+            ("=x", None),
+            ("abode_app_session", None),
+            ("d=e=f", Some("d=e=f")),
         ];
         for (given, kept) in cases {
             assert_eq!(app_set_cookie(given).as_deref(), kept, "{given}");
