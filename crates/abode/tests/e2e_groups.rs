@@ -120,6 +120,46 @@ fn groups_and_template_access(database_url: Option<&str>) {
         ])
         .fails_with(2, &["owner"]);
 
+    // A group on an access list lends its members that role: a user admin
+    // (who manages groups) may not join one holding `admin` on `open`, and
+    // so gain the push they are never given; a group with no template
+    // entry they still manage; the owner may add them.
+    let uma = platform.login_new_user("uma", "user-admin");
+    platform.run(&["groups", "create", "pushers"]).ok();
+    platform
+        .run(&[
+            "templates",
+            "permissions",
+            "open",
+            "--group",
+            "pushers",
+            "--role",
+            "admin",
+        ])
+        .ok();
+    platform
+        .run_as(&uma, &["groups", "members", "add", "pushers", "uma"], None)
+        .fails_with(
+            1,
+            &["group \"pushers\" holds `admin` on template open's access list: changing its members needs `admin` there yourself, or the owner role"],
+        );
+    let pushers = platform
+        .run(&["groups", "show", "pushers", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(pushers["members"], serde_json::json!([]), "{pushers}");
+    push(&platform, &uma, "open", &open).fails_with(1, &["may not"]);
+    platform
+        .run_as(&uma, &["groups", "create", "book-club"], None)
+        .ok();
+    platform
+        .run_as(&uma, &["groups", "members", "add", "book-club", "uma"], None)
+        .ok();
+    platform
+        .run(&["groups", "members", "add", "pushers", "uma"])
+        .ok();
+    push(&platform, &uma, "open", &open).ok();
+
     // The member of `devs` sees `open` only, and `secret` does not exist
     // for them (404, not 403), even by name.
     assert_eq!(list_templates(&platform, &dev), vec!["open".to_string()]);

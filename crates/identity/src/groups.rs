@@ -11,7 +11,7 @@
 
 use abode_store::{
     page_size, Group, GroupMember, GroupSource, GroupSync, NewGroup, Page, StoreError, SystemActor,
-    EVERYONE_GROUP,
+    TemplateRole, EVERYONE_GROUP,
 };
 
 use crate::actors::Actor;
@@ -172,6 +172,7 @@ impl Identity {
             ));
         }
         let before = self.editable_group(name, "given members").await?;
+        self.check_lent_rights(caller, &before).await?;
         let add_ids = self.member_ids(add).await?;
         let remove_ids = self.member_ids(remove).await?;
         or_not_found(
@@ -191,6 +192,30 @@ impl Identity {
         self.audit_group(caller, "group.members", name, details)
             .await;
         Ok(after)
+    }
+
+    /// A group on templates' access lists lends its members those rights:
+    /// only someone who holds each of them (or the owner role) changes who
+    /// is in it. Else managing groups would be a way to push templates.
+    async fn check_lent_rights(&self, caller: &Caller, group: &Group) -> Result<(), IdentityError> {
+        let subject = caller.subject();
+        for (template_id, template, role) in self.store.group_template_roles(&group.id).await? {
+            let action = match role {
+                TemplateRole::Admin => Action::TemplatePermissionsEdit,
+                TemplateRole::Use => Action::TemplateUse,
+            };
+            let listed = self
+                .store
+                .template_role_of(&template_id, &caller.user.id)
+                .await?;
+            if crate::authz::authorize_template(&subject, action, listed).is_err() {
+                return Err(IdentityError::Forbidden(format!(
+                    "group \"{}\" holds `{role}` on template {template}'s access list: changing its members needs `{role}` there yourself, or the owner role",
+                    group.name
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Sets `user_id`'s memberships of `oidc` groups to exactly `names`

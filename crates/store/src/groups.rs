@@ -459,6 +459,21 @@ macro_rules! group_queries {
         Ok(before.map(|(role,)| role))
     }
 
+    pub(crate) async fn group_template_roles(
+        &self,
+        group_id: &str,
+    ) -> Result<Vec<(String, String, TemplateRole)>, StoreError> {
+        sqlx::query_as(&sql(
+            "SELECT t.id, t.name, a.role FROM template_access a \
+             JOIN templates t ON t.id = a.template_id WHERE a.group_id = ?1 \
+             ORDER BY t.name",
+        ))
+        .bind(group_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("template access"))
+    }
+
     pub(crate) async fn template_role_of(
         &self,
         template_id: &str,

@@ -784,6 +784,9 @@ storage_interface! {
     /// The widest role the user holds on the template (by name, a group, or
     /// `Everyone`); `None`: not on its list.
     fn template_role_of(&self, template_id: &str, user_id: &str) -> Option<TemplateRole>;
+    /// The entries a group holds on templates' access lists: each
+    /// template's id and name and the group's role there, by name.
+    fn group_template_roles(&self, group_id: &str) -> Vec<(String, String, TemplateRole)>;
 }
 
 // ---- provisioner keys (provisioner_keys.rs) ----
