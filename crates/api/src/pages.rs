@@ -5,14 +5,14 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::ApiError;
 
 /// What a handler answers.
 pub(crate) type ApiResult = Result<axum::response::Response, ApiError>;
 
-pub(crate) fn ok(status: StatusCode, body: Value) -> ApiResult {
+/// A JSON answer with its status: `body` is one of the sdk's answers.
+pub(crate) fn ok(status: StatusCode, body: impl serde::Serialize) -> ApiResult {
     Ok((status, Json(body)).into_response())
 }
 

@@ -347,6 +347,90 @@ pub fn parse_rfc3339(text: &str) -> Option<i64> {
     Some(seconds * 1000 + millis)
 }
 
+/// A fleet preview's summary (`GET /templates/{name}/versions/{n}/previews/latest`):
+/// `done` once every workspace is planned (or skipped) and the counts are
+/// final; `activation_concern` says why activating the version asks for
+/// confirmation (null when it does not).
+pub fn preview_view(preview: &abode_store::Preview) -> sdk::Preview {
+    sdk::Preview {
+        id: preview.id.clone(),
+        template: preview.template_name.clone(),
+        version: unsigned(preview.version),
+        requested_by: preview.requested_by.clone(),
+        created_at: rfc3339(preview.created_at),
+        done: preview.pending == 0,
+        finished_at: preview
+            .finished_at
+            .filter(|_| preview.pending == 0)
+            .map(rfc3339),
+        total: unsigned(preview.total),
+        pending: unsigned(preview.pending),
+        allowed: unsigned(preview.allowed),
+        held: unsigned(preview.held),
+        blocked: unsigned(preview.blocked),
+        failed: unsigned(preview.failed),
+        skipped: unsigned(preview.skipped),
+        activation_concern: abode_control::previews::activation_concern(preview),
+    }
+}
+
+/// One workspace's preview: what the guard would decide for a build of the
+/// version, with its report (sensitive values hidden as in every report)
+/// and the lint findings on the resources of its protected changes.
+pub fn preview_result_view(entry: &abode_control::previews::PreviewEntry) -> sdk::PreviewResult {
+    let result = &entry.result;
+    sdk::PreviewResult {
+        workspace: format!("{}/{}", result.owner_name, result.workspace_name),
+        status: result.status.as_str().to_string(),
+        transition: result
+            .transition
+            .map(|transition| transition.as_str().to_string()),
+        decision: entry.decision.map(|decision| decision.as_str().to_string()),
+        // Why there is no decision: the plan's error, or why it was skipped.
+        error: result.error.clone(),
+        report: entry.report.clone(),
+        lint: entry
+            .lint
+            .iter()
+            .map(|link| sdk::PreviewLintLink {
+                address: link.address.clone(),
+                rule: link.rule.clone(),
+                attribute: link.attribute.clone(),
+            })
+            .collect(),
+        started_at: result.started_at.map(rfc3339),
+        finished_at: result.finished_at.map(rfc3339),
+    }
+}
+
+/// A create's estimate as the wire carries it.
+pub(crate) fn estimate_view(
+    estimate: &abode_control::create_estimate::CreateEstimate,
+) -> abode_sdk::CreateEstimate {
+    abode_sdk::CreateEstimate {
+        template: estimate.template.clone(),
+        version: estimate.version,
+        preset: estimate.preset.clone(),
+        source: estimate.source.as_str().to_string(),
+        daily_cost: estimate.daily_cost,
+        items: estimate
+            .items
+            .iter()
+            .map(|item| abode_sdk::CostItem {
+                metadata: item.metadata.clone(),
+                resource: item.resource.clone(),
+                daily_cost: i64::try_from(item.daily_cost).unwrap_or(i64::MAX),
+            })
+            .collect(),
+        unknown: estimate.unknown.clone(),
+        enforced: estimate.enforced,
+        budget: estimate.budget,
+        spent: estimate.spent,
+        remaining: estimate.remaining(),
+        fits: estimate.fits(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -438,89 +522,5 @@ mod tests {
         for (ms, expected) in cases {
             assert_eq!(rfc3339(ms), expected, "{ms}");
         }
-    }
-}
-
-/// A fleet preview's summary (`GET /templates/{name}/versions/{n}/previews/latest`):
-/// `done` once every workspace is planned (or skipped) and the counts are
-/// final; `activation_concern` says why activating the version asks for
-/// confirmation (null when it does not).
-pub fn preview_view(preview: &abode_store::Preview) -> sdk::Preview {
-    sdk::Preview {
-        id: preview.id.clone(),
-        template: preview.template_name.clone(),
-        version: unsigned(preview.version),
-        requested_by: preview.requested_by.clone(),
-        created_at: rfc3339(preview.created_at),
-        done: preview.pending == 0,
-        finished_at: preview
-            .finished_at
-            .filter(|_| preview.pending == 0)
-            .map(rfc3339),
-        total: unsigned(preview.total),
-        pending: unsigned(preview.pending),
-        allowed: unsigned(preview.allowed),
-        held: unsigned(preview.held),
-        blocked: unsigned(preview.blocked),
-        failed: unsigned(preview.failed),
-        skipped: unsigned(preview.skipped),
-        activation_concern: abode_control::previews::activation_concern(preview),
-    }
-}
-
-/// One workspace's preview: what the guard would decide for a build of the
-/// version, with its report (sensitive values hidden as in every report)
-/// and the lint findings on the resources of its protected changes.
-pub fn preview_result_view(entry: &abode_control::previews::PreviewEntry) -> sdk::PreviewResult {
-    let result = &entry.result;
-    sdk::PreviewResult {
-        workspace: format!("{}/{}", result.owner_name, result.workspace_name),
-        status: result.status.as_str().to_string(),
-        transition: result
-            .transition
-            .map(|transition| transition.as_str().to_string()),
-        decision: entry.decision.map(|decision| decision.as_str().to_string()),
-        // Why there is no decision: the plan's error, or why it was skipped.
-        error: result.error.clone(),
-        report: entry.report.clone(),
-        lint: entry
-            .lint
-            .iter()
-            .map(|link| sdk::PreviewLintLink {
-                address: link.address.clone(),
-                rule: link.rule.clone(),
-                attribute: link.attribute.clone(),
-            })
-            .collect(),
-        started_at: result.started_at.map(rfc3339),
-        finished_at: result.finished_at.map(rfc3339),
-    }
-}
-
-/// A create's estimate as the wire carries it.
-pub(crate) fn estimate_view(
-    estimate: &abode_control::create_estimate::CreateEstimate,
-) -> abode_sdk::CreateEstimate {
-    abode_sdk::CreateEstimate {
-        template: estimate.template.clone(),
-        version: estimate.version,
-        preset: estimate.preset.clone(),
-        source: estimate.source.as_str().to_string(),
-        daily_cost: estimate.daily_cost,
-        items: estimate
-            .items
-            .iter()
-            .map(|item| abode_sdk::CostItem {
-                metadata: item.metadata.clone(),
-                resource: item.resource.clone(),
-                daily_cost: i64::try_from(item.daily_cost).unwrap_or(i64::MAX),
-            })
-            .collect(),
-        unknown: estimate.unknown.clone(),
-        enforced: estimate.enforced,
-        budget: estimate.budget,
-        spent: estimate.spent,
-        remaining: estimate.remaining(),
-        fits: estimate.fits(),
     }
 }

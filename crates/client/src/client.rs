@@ -1320,7 +1320,7 @@ impl Client {
 
     /// Changes the caller's own password; how many other sessions ended.
     pub fn change_password(&self, current: &str, new: &str) -> Result<u64, ClientError> {
-        let body: serde_json::Value = self.finish(
+        let body: abode_sdk::SessionsEnded = self.finish(
             "PUT /users/me/password",
             self.request("PUT", "/users/me/password")
                 .send_json(requests::PasswordChange {
@@ -1328,10 +1328,7 @@ impl Client {
                     password: new.to_string(),
                 }),
         )?;
-        Ok(body
-            .get("sessions_ended")
-            .and_then(serde_json::Value::as_u64)
-            .unwrap_or(0))
+        Ok(body.sessions_ended)
     }
 
     /// Agent: what the server knows about this agent (token-authenticated).

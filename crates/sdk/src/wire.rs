@@ -45,8 +45,9 @@ impl User {
     }
 }
 
-/// Answer to a login or first-user creation. Not `Serialize`: it holds the token.
-#[derive(Deserialize)]
+/// Answer to a login or an account's creation: the one that carries its
+/// session token. Not `Debug`: it holds the token.
+#[derive(Serialize, Deserialize)]
 pub struct LoginResponse {
     pub user: User,
     pub token: String,
@@ -675,8 +676,9 @@ pub struct ApiToken {
     pub expires_at: Option<String>,
 }
 
-/// Answer to a token creation. Not `Serialize`: it holds the token.
-#[derive(Deserialize)]
+/// Answer to a token creation, the one that carries the token. Not `Debug`:
+/// it holds the token.
+#[derive(Serialize, Deserialize)]
 pub struct CreatedApiToken {
     pub api_token: ApiToken,
     pub token: String,
@@ -866,6 +868,14 @@ pub struct PortShareAnswer {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UnlockedAnswer {
     pub unlocked: Unlocked,
+}
+
+/// `{"sessions_ended": n}`: `PUT /users/me/password`, how many of the
+/// caller's other sessions the change ended.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct SessionsEnded {
+    #[serde(default)]
+    pub sessions_ended: u64,
 }
 
 /// `{"orphans": [...]}`: `GET /volumes/orphans`.

@@ -8,7 +8,6 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::Router;
-use serde_json::json;
 
 use crate::extract::parse_json;
 use crate::pages::{ok, ApiResult};
@@ -48,12 +47,12 @@ async fn agent_external_auth_token(
             .await?;
         return ok(
             StatusCode::OK,
-            json!(abode_sdk::ExternalAuthToken {
+            abode_sdk::ExternalAuthToken {
                 provider,
                 username: username.to_string(),
                 access_token: String::new(),
                 expires_at: None,
-            }),
+            },
         );
     }
     let wanted = match (&body.provider, &body.git_url) {
@@ -73,12 +72,12 @@ async fn agent_external_auth_token(
         .await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::ExternalAuthToken {
+        abode_sdk::ExternalAuthToken {
             provider: handed.provider,
             username: handed.username.to_string(),
             access_token: handed.access_token,
             expires_at: handed.expires_at.map(crate::views::rfc3339),
-        }),
+        },
     )
 }
 
@@ -117,10 +116,10 @@ async fn agent_heartbeat(
     let workspace = state.control.agents().agent_heartbeat(&agent).await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::AgentHeartbeat {
+        abode_sdk::AgentHeartbeat {
             workspace: workspace.name,
             owner: workspace.owner_name,
-        }),
+        },
     )
 }
 
@@ -152,17 +151,17 @@ async fn agent_me(
         .max(1);
     ok(
         StatusCode::OK,
-        json!({
-            "workspace": workspace.name,
-            "owner": workspace.owner_name,
-            "agent": agent.name,
-            "heartbeat_interval_seconds": interval,
-            "startup_script": agent.startup_script,
-            "claim_script": claim_script,
-            "dir": agent.dir,
-            "env": serde_json::from_str::<serde_json::Value>(&agent.env)
-                .unwrap_or_else(|_| json!({})),
-            "apps": apps,
-        }),
+        abode_sdk::AgentMe {
+            workspace: workspace.name,
+            owner: workspace.owner_name,
+            agent: agent.name,
+            heartbeat_interval_seconds: Some(interval),
+            startup_script: agent.startup_script,
+            claim_script,
+            dir: agent.dir,
+            // The `abode_agent`'s env, a map of strings as its schema says.
+            env: serde_json::from_str(&agent.env).unwrap_or_default(),
+            apps,
+        },
     )
 }

@@ -10,7 +10,6 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
 use serde::Deserialize;
-use serde_json::json;
 
 use abode_control::{BuildRequest, VersionChoice};
 use abode_sdk::requests::ConfirmBuild;
@@ -90,9 +89,9 @@ async fn create_build(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!(abode_sdk::BuildAnswer {
-            build: build_view(&build)
-        }),
+        abode_sdk::BuildAnswer {
+            build: build_view(&build),
+        },
     )
 }
 
@@ -149,9 +148,9 @@ async fn get_build(
     let build = state.control.build(&caller, &workspace, number).await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::BuildAnswer {
-            build: build_view(&build)
-        }),
+        abode_sdk::BuildAnswer {
+            build: build_view(&build),
+        },
     )
 }
 
@@ -174,7 +173,7 @@ async fn build_logs(
         status: page.status,
         done: page.done,
     };
-    ok(StatusCode::OK, json!(page))
+    ok(StatusCode::OK, page)
 }
 
 async fn cancel_build(
@@ -189,9 +188,9 @@ async fn cancel_build(
         .await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::BuildAnswer {
-            build: build_view(&build)
-        }),
+        abode_sdk::BuildAnswer {
+            build: build_view(&build),
+        },
     )
 }
 
@@ -216,8 +215,8 @@ async fn confirm_build(
         .await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::BuildAnswer {
-            build: build_view(&build)
-        }),
+        abode_sdk::BuildAnswer {
+            build: build_view(&build),
+        },
     )
 }

@@ -7,7 +7,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get, post};
 use axum::Router;
-use serde_json::json;
 
 use crate::pages::{ok, ApiResult};
 use crate::views::rfc3339;
@@ -32,7 +31,7 @@ async fn list(State(state): State<AppState>, Authenticated(caller): Authenticate
             expires_at: link.expires_at.map(rfc3339),
         })
         .collect();
-    ok(StatusCode::OK, json!(views))
+    ok(StatusCode::OK, views)
 }
 
 async fn start_link(
@@ -47,10 +46,10 @@ async fn start_link(
         .await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::ExternalAuthStart {
+        abode_sdk::ExternalAuthStart {
             url: start.url,
             user_code: start.user_code,
-        }),
+        },
     )
 }
 
@@ -62,9 +61,9 @@ async fn unlink(
     let revocation = state.control.external_auth().unlink(&caller, &id).await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::ExternalAuthUnlinked {
+        abode_sdk::ExternalAuthUnlinked {
             provider: id,
             revocation,
-        }),
+        },
     )
 }

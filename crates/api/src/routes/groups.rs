@@ -8,7 +8,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::get;
 use axum::Router;
-use serde_json::json;
 
 use abode_control::GroupEdit;
 use abode_sdk::requests;
@@ -65,7 +64,7 @@ async fn create(
         .identity()
         .create_group(&caller, &group)
         .await?;
-    ok(StatusCode::CREATED, json!(group_view(&group)))
+    ok(StatusCode::CREATED, group_view(&group))
 }
 
 async fn list(
@@ -89,7 +88,7 @@ async fn show(
     Path(name): Path<String>,
 ) -> ApiResult {
     let group = state.control.identity().group(&caller, &name).await?;
-    ok(StatusCode::OK, json!(group_view(&group)))
+    ok(StatusCode::OK, group_view(&group))
 }
 
 async fn edit(
@@ -111,7 +110,7 @@ async fn edit(
         .identity()
         .edit_group(&caller, &name, &edit)
         .await?;
-    ok(StatusCode::OK, json!(group_view(&group)))
+    ok(StatusCode::OK, group_view(&group))
 }
 
 async fn remove(
@@ -166,5 +165,5 @@ async fn change_members(
         .identity()
         .change_group_members(&caller, &name, &body.add, &body.remove)
         .await?;
-    ok(StatusCode::OK, json!(group_view(&group)))
+    ok(StatusCode::OK, group_view(&group))
 }

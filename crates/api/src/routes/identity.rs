@@ -16,7 +16,6 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{delete, post, put};
 use axum::{Json, Router};
-use serde_json::json;
 
 use abode_store::TokenRecord;
 
@@ -89,7 +88,13 @@ async fn change_password(
             bearer.request_id,
         )
         .await?;
-    Ok((StatusCode::OK, Json(json!({ "sessions_ended": ended }))).into_response())
+    Ok((
+        StatusCode::OK,
+        Json(abode_sdk::SessionsEnded {
+            sessions_ended: ended,
+        }),
+    )
+        .into_response())
 }
 
 async fn create_token(
@@ -115,7 +120,10 @@ async fn create_token(
     // The one answer that carries a token: it is never shown again.
     Ok((
         StatusCode::CREATED,
-        Json(json!({"api_token": api_token_view(&record), "token": token})),
+        Json(abode_sdk::CreatedApiToken {
+            api_token: api_token_view(&record),
+            token,
+        }),
     )
         .into_response())
 }
@@ -145,8 +153,8 @@ async fn revoke_token(
         .identity()
         .revoke_api_token(&caller, &name)
         .await?;
-    Ok(Json(json!(abode_sdk::RevokedTokenAnswer {
-        revoked: api_token_view(&revoked)
-    }))
+    Ok(Json(abode_sdk::RevokedTokenAnswer {
+        revoked: api_token_view(&revoked),
+    })
     .into_response())
 }

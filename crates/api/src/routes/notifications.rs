@@ -6,10 +6,11 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use abode_store::Notification;
 
+use crate::pages::page_answer;
 use crate::views::rfc3339;
 use crate::{ApiError, AppState, Authenticated};
 
@@ -27,7 +28,9 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/notifications/failed", get(failed))
 }
 
-fn settings_json(settings: &[abode_control::notifications::KindSetting]) -> Value {
+fn settings_json(
+    settings: &[abode_control::notifications::KindSetting],
+) -> abode_sdk::NotificationSettingsAnswer {
     let settings: Vec<abode_sdk::NotificationSetting> = settings
         .iter()
         .map(|setting| abode_sdk::NotificationSetting {
@@ -36,7 +39,7 @@ fn settings_json(settings: &[abode_control::notifications::KindSetting]) -> Valu
             mandatory: setting.mandatory,
         })
         .collect();
-    json!(abode_sdk::NotificationSettingsAnswer { settings })
+    abode_sdk::NotificationSettingsAnswer { settings }
 }
 
 fn kinds(names: &[String]) -> Result<Vec<abode_store::NotificationKind>, ApiError> {
@@ -133,7 +136,7 @@ async fn list(
         )
         .await?;
     let items: Vec<abode_sdk::Notification> = page.items.iter().map(notification_view).collect();
-    Ok(Json(json!({"notifications": items, "next": page.next})).into_response())
+    page_answer("notifications", items, page.next)
 }
 
 #[derive(Deserialize)]
@@ -174,7 +177,7 @@ async fn failed(
             }
         })
         .collect();
-    Ok(Json(json!({"notifications": items, "next": page.next})).into_response())
+    page_answer("notifications", items, page.next)
 }
 
 async fn read(
@@ -183,9 +186,9 @@ async fn read(
     Path(id): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
     let message = state.control.notifications().read(&caller, &id).await?;
-    Ok(Json(json!(abode_sdk::NotificationAnswer {
-        notification: notification_view(&message)
-    }))
+    Ok(Json(abode_sdk::NotificationAnswer {
+        notification: notification_view(&message),
+    })
     .into_response())
 }
 
@@ -194,5 +197,5 @@ async fn read_all(
     Authenticated(caller): Authenticated,
 ) -> Result<axum::response::Response, ApiError> {
     let marked = state.control.notifications().read_all(&caller).await?;
-    Ok(Json(json!(abode_sdk::MarkedAnswer { marked })).into_response())
+    Ok(Json(abode_sdk::MarkedAnswer { marked }).into_response())
 }

@@ -10,7 +10,6 @@ use axum::response::IntoResponse;
 use axum::routing::{get, put};
 use axum::Router;
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::extract::parse_json;
 use crate::pages::{ok, ApiResult};
@@ -50,12 +49,12 @@ async fn list(
         .await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::PortSharesAnswer {
+        abode_sdk::PortSharesAnswer {
             port_shares: shares
                 .into_iter()
                 .map(|(shared, url)| wire(&shared, url))
                 .collect(),
-        }),
+        },
     )
 }
 
@@ -82,7 +81,7 @@ async fn share(
         .map(|(shared, url)| wire(&shared, url));
     ok(
         StatusCode::OK,
-        json!(abode_sdk::PortShareAnswer { port_share: shown }),
+        abode_sdk::PortShareAnswer { port_share: shown },
     )
 }
 
@@ -116,7 +115,7 @@ async fn template_max(
         .apps()
         .template_max_port_share(&caller, &name, None)
         .await?;
-    ok(StatusCode::OK, json!(abode_sdk::TemplatePortShare { max }))
+    ok(StatusCode::OK, abode_sdk::TemplatePortShare { max })
 }
 
 async fn set_template_max(
@@ -131,5 +130,5 @@ async fn set_template_max(
         .apps()
         .template_max_port_share(&caller, &name, Some(body.max))
         .await?;
-    ok(StatusCode::OK, json!(abode_sdk::TemplatePortShare { max }))
+    ok(StatusCode::OK, abode_sdk::TemplatePortShare { max })
 }

@@ -36,7 +36,7 @@ async fn status(
         .prebuilds()
         .status(&caller, query.template.as_deref())
         .await?;
-    Ok(Json(json!(pools)).into_response())
+    Ok(Json(pools).into_response())
 }
 
 async fn pause(

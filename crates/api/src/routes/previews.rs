@@ -9,7 +9,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
-use serde_json::json;
 
 use crate::extract::{list_query, parse_json, parse_number, ListQueryResult};
 use crate::pages::{ok, PageQuery};
@@ -44,9 +43,9 @@ async fn start_preview(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!(abode_sdk::PreviewAnswer {
-            preview: preview_view(&preview)
-        }),
+        abode_sdk::PreviewAnswer {
+            preview: preview_view(&preview),
+        },
     )
 }
 
@@ -68,16 +67,16 @@ async fn latest_preview(
     let Some(report) = report else {
         return ok(
             StatusCode::OK,
-            json!(abode_sdk::PreviewPage {
+            abode_sdk::PreviewPage {
                 preview: None,
                 results: Vec::new(),
                 next: None,
-            }),
+            },
         );
     };
     ok(
         StatusCode::OK,
-        json!(abode_sdk::PreviewPage {
+        abode_sdk::PreviewPage {
             preview: Some(preview_view(&report.preview)),
             results: report
                 .results
@@ -86,7 +85,7 @@ async fn latest_preview(
                 .map(preview_result_view)
                 .collect(),
             next: report.results.next,
-        }),
+        },
     )
 }
 

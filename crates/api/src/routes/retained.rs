@@ -89,10 +89,7 @@ async fn orphans(State(state): State<AppState>, Authenticated(caller): Authentic
             modified_at: rfc3339(orphan.mtime_unix.saturating_mul(1000)),
         })
         .collect();
-    ok(
-        StatusCode::OK,
-        json!(abode_sdk::OrphanVolumesAnswer { orphans }),
-    )
+    ok(StatusCode::OK, abode_sdk::OrphanVolumesAnswer { orphans })
 }
 
 /// A record as the wire shows it.
@@ -220,7 +217,7 @@ async fn assign(
         .retained()
         .assign(&caller, &id, &body.user)
         .await?;
-    ok(StatusCode::OK, json!(retained_view(&record)))
+    ok(StatusCode::OK, retained_view(&record))
 }
 
 async fn extend(
@@ -238,5 +235,5 @@ async fn extend(
     })?;
     let by_ms = i64::try_from(seconds.saturating_mul(1000)).unwrap_or(i64::MAX);
     let record = state.control.retained().extend(&caller, &id, by_ms).await?;
-    ok(StatusCode::OK, json!(retained_view(&record)))
+    ok(StatusCode::OK, retained_view(&record))
 }

@@ -12,7 +12,6 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::json;
 
 use abode_sdk::requests::ExtendWorkspace;
 use abode_sdk::ScheduleSpec;
@@ -49,7 +48,7 @@ async fn template_policy(
         .schedule_settings()
         .policy(&caller, &name)
         .await?;
-    Ok(Json(json!(abode_sdk::PolicyAnswer { policy })).into_response())
+    Ok(Json(abode_sdk::PolicyAnswer { policy }).into_response())
 }
 
 async fn edit_template_policy(
@@ -64,7 +63,7 @@ async fn edit_template_policy(
         .schedule_settings()
         .edit_policy(&caller, &name, &patch)
         .await?;
-    Ok(Json(json!(abode_sdk::PolicyAnswer { policy })).into_response())
+    Ok(Json(abode_sdk::PolicyAnswer { policy }).into_response())
 }
 
 async fn workspace_schedule(
@@ -77,7 +76,7 @@ async fn workspace_schedule(
         .schedule_settings()
         .schedule(&caller, &workspace)
         .await?;
-    Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
+    Ok(Json(abode_sdk::ScheduleAnswer { schedule }).into_response())
 }
 
 async fn set_workspace_schedule(
@@ -92,7 +91,7 @@ async fn set_workspace_schedule(
         .schedule_settings()
         .set_schedule(&caller, &workspace, &spec)
         .await?;
-    Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
+    Ok(Json(abode_sdk::ScheduleAnswer { schedule }).into_response())
 }
 
 async fn extend_workspace(
@@ -110,7 +109,7 @@ async fn extend_workspace(
         .schedule_settings()
         .extend(&caller, &workspace, Duration::from_millis(body.duration_ms))
         .await?;
-    Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
+    Ok(Json(abode_sdk::ScheduleAnswer { schedule }).into_response())
 }
 
 async fn wake_workspace(
@@ -123,7 +122,7 @@ async fn wake_workspace(
         .schedule_settings()
         .wake(&caller, &workspace)
         .await?;
-    Ok(Json(json!(abode_sdk::ScheduleAnswer { schedule })).into_response())
+    Ok(Json(abode_sdk::ScheduleAnswer { schedule }).into_response())
 }
 
 async fn agent_activity(

@@ -69,7 +69,7 @@ async fn get_permissions(
         .templates()
         .template_permissions(&caller, &name)
         .await?;
-    ok(StatusCode::OK, json!(permissions_view(&template, &entries)))
+    ok(StatusCode::OK, permissions_view(&template, &entries))
 }
 
 async fn set_permission(
@@ -105,7 +105,7 @@ async fn set_permission(
         .templates()
         .set_template_permission(&caller, &name, &whom, role)
         .await?;
-    ok(StatusCode::OK, json!(permissions_view(&template, &entries)))
+    ok(StatusCode::OK, permissions_view(&template, &entries))
 }
 
 async fn list_templates(
@@ -135,9 +135,9 @@ async fn get_template(
         .await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::TemplateAnswer {
-            template: template_view(&template)
-        }),
+        abode_sdk::TemplateAnswer {
+            template: template_view(&template),
+        },
     )
 }
 
@@ -152,10 +152,7 @@ async fn list_versions(
         .template_versions(&caller, &name)
         .await?;
     let versions: Vec<abode_sdk::TemplateVersion> = versions.iter().map(version_view).collect();
-    ok(
-        StatusCode::OK,
-        json!(abode_sdk::VersionsAnswer { versions }),
-    )
+    ok(StatusCode::OK, abode_sdk::VersionsAnswer { versions })
 }
 
 #[derive(Deserialize)]
@@ -184,11 +181,11 @@ async fn list_presets(
         .await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::TemplatePresets {
+        abode_sdk::TemplatePresets {
             template: version.template_name,
             version: unsigned(version.number),
             presets: presets.iter().map(preset_view).collect(),
-        }),
+        },
     )
 }
 

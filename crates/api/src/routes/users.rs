@@ -7,7 +7,6 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
-use serde_json::json;
 
 use abode_control::StatusCommand;
 use abode_sdk::requests::{Login, NewUser, RoleChange};
@@ -58,9 +57,9 @@ async fn show_user(
         .await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::UserAnswer {
-            user: user_entry_view(&entry)
-        }),
+        abode_sdk::UserAnswer {
+            user: user_entry_view(&entry),
+        },
     )
 }
 
@@ -102,9 +101,9 @@ async fn set_status(
     let entry = identity.user_named(&caller, &username).await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::UserAnswer {
-            user: user_entry_view(&entry)
-        }),
+        abode_sdk::UserAnswer {
+            user: user_entry_view(&entry),
+        },
     )
 }
 
@@ -148,7 +147,10 @@ async fn create_first_user(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({"user": user_view(&user, &state.control.identity().roles_of(&user.id).await?), "token": token}),
+        abode_sdk::LoginResponse {
+            user: user_view(&user, &state.control.identity().roles_of(&user.id).await?),
+            token,
+        },
     )
 }
 
@@ -171,7 +173,10 @@ async fn login(
     let roles = state.control.identity().roles_of(&user.id).await?;
     ok(
         StatusCode::OK,
-        json!({"user": user_view(&user, &roles), "token": token}),
+        abode_sdk::LoginResponse {
+            user: user_view(&user, &roles),
+            token,
+        },
     )
 }
 
@@ -181,13 +186,13 @@ async fn sign_in_methods(State(state): State<AppState>) -> ApiResult {
     let methods = state.control.identity().sign_in_methods();
     ok(
         StatusCode::OK,
-        json!(abode_sdk::SignInMethods {
+        abode_sdk::SignInMethods {
             password: methods.password,
             oidc: methods.oidc.map(|sign_in_text| abode_sdk::OidcMethod {
                 sign_in_text,
                 login_path: "/api/v1/oidc/login".into(),
             }),
-        }),
+        },
     )
 }
 
@@ -207,16 +212,19 @@ async fn oidc_cli_token(
     let roles = state.control.identity().roles_of(&user.id).await?;
     ok(
         StatusCode::OK,
-        json!({"user": user_view(&user, &roles), "token": token}),
+        abode_sdk::LoginResponse {
+            user: user_view(&user, &roles),
+            token,
+        },
     )
 }
 
 async fn me(Authenticated(caller): Authenticated) -> ApiResult {
     ok(
         StatusCode::OK,
-        json!(abode_sdk::UserAnswer {
-            user: user_view(&caller.user, &caller.roles)
-        }),
+        abode_sdk::UserAnswer {
+            user: user_view(&caller.user, &caller.roles),
+        },
     )
 }
 
@@ -245,7 +253,7 @@ async fn quota_answer(
     let (budget, spent) = (usage.budget(), usage.spent());
     ok(
         StatusCode::OK,
-        json!(abode_sdk::Quota {
+        abode_sdk::Quota {
             user: user.username,
             enforced: state.control.config().quota_enforce,
             budget,
@@ -269,7 +277,7 @@ async fn quota_answer(
                     reserved: workspace.reserved,
                 })
                 .collect(),
-        }),
+        },
     )
 }
 
@@ -287,9 +295,9 @@ async fn create_user(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!(abode_sdk::UserAnswer {
-            user: user_view(&user, &roles)
-        }),
+        abode_sdk::UserAnswer {
+            user: user_view(&user, &roles),
+        },
     )
 }
 
@@ -309,9 +317,9 @@ async fn change_user_roles(
         .await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::UserAnswer {
-            user: user_view(&user, &change.after)
-        }),
+        abode_sdk::UserAnswer {
+            user: user_view(&user, &change.after),
+        },
     )
 }
 

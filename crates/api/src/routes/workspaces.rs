@@ -9,7 +9,6 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::Router;
 use serde::Deserialize;
-use serde_json::json;
 
 use abode_control::WorkspaceQuery;
 
@@ -74,10 +73,10 @@ async fn create_workspace(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!(abode_sdk::CreatedWorkspace {
+        abode_sdk::CreatedWorkspace {
             workspace: workspace_view(&view),
             build: build_view(&build),
-        }),
+        },
     )
 }
 
@@ -92,10 +91,7 @@ async fn estimate_create(
         .control
         .estimate_create(&caller, &template, body.preset.as_deref(), &body.parameters)
         .await?;
-    ok(
-        StatusCode::OK,
-        json!(crate::views::estimate_view(&estimate)),
-    )
+    ok(StatusCode::OK, crate::views::estimate_view(&estimate))
 }
 
 async fn list_workspaces(
@@ -146,10 +142,10 @@ async fn get_workspace(
         .collect();
     ok(
         StatusCode::OK,
-        json!(abode_sdk::WorkspaceAnswer {
+        abode_sdk::WorkspaceAnswer {
             workspace: workspace_view(&view),
             apps,
-        }),
+        },
     )
 }
 
@@ -160,10 +156,7 @@ async fn list_protections(
 ) -> ApiResult {
     let protections = state.control.protections(&caller, &workspace).await?;
     let protections: Vec<abode_sdk::Protection> = protections.iter().map(protection_view).collect();
-    ok(
-        StatusCode::OK,
-        json!(abode_sdk::ProtectionsAnswer { protections }),
-    )
+    ok(StatusCode::OK, abode_sdk::ProtectionsAnswer { protections })
 }
 
 #[derive(Deserialize)]
@@ -184,7 +177,7 @@ async fn orphan_workspace(
         .await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::Orphaned {
+        abode_sdk::Orphaned {
             workspace: abode_sdk::OrphanedWorkspace {
                 id: orphaned.workspace.id,
                 name: orphaned.workspace.name,
@@ -192,7 +185,7 @@ async fn orphan_workspace(
                 deleted: orphaned.workspace.deleted,
             },
             resources: orphaned.resources,
-        }),
+        },
     )
 }
 
@@ -212,9 +205,9 @@ async fn rename_workspace(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!(abode_sdk::BuildAnswer {
-            build: build_view(&build)
-        }),
+        abode_sdk::BuildAnswer {
+            build: build_view(&build),
+        },
     )
 }
 
@@ -227,9 +220,9 @@ async fn restart_workspace(
     let build = state.control.request_restart(&caller, &workspace).await?;
     ok(
         StatusCode::CREATED,
-        json!(abode_sdk::BuildAnswer {
-            build: build_view(&build)
-        }),
+        abode_sdk::BuildAnswer {
+            build: build_view(&build),
+        },
     )
 }
 
@@ -271,8 +264,8 @@ async fn release_protection(
         .await?;
     ok(
         StatusCode::OK,
-        json!(abode_sdk::ReleasedAnswer {
-            released: protection_view(&released)
-        }),
+        abode_sdk::ReleasedAnswer {
+            released: protection_view(&released),
+        },
     )
 }
