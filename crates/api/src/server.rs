@@ -274,16 +274,7 @@ impl Server {
                 path: options.data_dir.display().to_string(),
             });
         }
-        let listener = tokio::net::TcpListener::bind(options.address)
-            .await
-            .map_err(|source| ServerError::Bind {
-                address: options.address,
-                source,
-            })?;
-        let local_addr = listener.local_addr().map_err(|source| ServerError::Bind {
-            address: options.address,
-            source,
-        })?;
+        let (listener, local_addr) = bind(options.address).await?;
         // The certificate is read (and its key's mode checked) before
         // anything else starts: a bad one is one line and nothing changed.
         let tls = match &options.tls {
@@ -326,56 +317,7 @@ impl Server {
                 "not the system clock: for tests only, deadlines and stored times follow it"
             );
         }
-        let mut config = Config::new(options.data_dir.clone(), access_url.clone());
-        config.relay_url = options.relay_url.clone().or_else(|| {
-            (!local_addr.ip().is_unspecified()).then(|| format!("http://{local_addr}"))
-        });
-        config.state_backend_url = state_backend_url(local_addr);
-        config.clock = options.clock.clone();
-        config.provider_mirror = options.provider_mirror.clone();
-        config.agent_binary = options.agent_binary.clone();
-        // The trust this process was started with (`--ca-cert`).
-        config.ca_cert = abode_tls::added_authorities_pem();
-        config.plan_retention = options.plan_retention;
-        if let Some(env) = &options.terraform_env {
-            config.terraform_env = env.clone();
-        }
-        config.terraform_isolation = options.terraform_isolation.clone();
-        config.process_supervisor = options.process_supervisor.clone();
-        config.agent_timeouts = AgentTimeouts {
-            connect: options.agent_connect_timeout,
-            heartbeat: options.agent_heartbeat_timeout,
-        };
-        config.agent_heartbeat_interval = options.agent_heartbeat_interval;
-        config.cancel_grace = options.cancel_grace;
-        config.confirmation_timeout = options.confirmation_timeout;
-        config.identity.session_idle_timeout = options.session_idle_timeout;
-        config.identity.session_max_lifetime = options.session_max_lifetime;
-        config.identity.api_token_max_lifetime = options.api_token_max_lifetime;
-        config.identity.login_failures_per_minute = options.login_failures_per_minute;
-        config.identity.password_login = options.password_login;
-        config.identity.oidc = oidc;
-        config.notifications = options.notifications.clone();
-        config.prebuilds = options.prebuilds.clone();
-        config.scheduler = options.scheduler.clone();
-        config.server_id = server_identity(&options.data_dir)?;
-        config.job_lease = options.job_lease;
-        config.min_free_disk = options.min_free_disk;
-        config.new_templates_for_everyone = options.new_templates_for_everyone;
-        config.quota_enforce = options.quota_enforce;
-        config.external_auth = options.external_auth.clone();
-        config.apps = abode_control::apps::AppsConfig {
-            wildcard: options
-                .apps
-                .wildcard
-                .clone()
-                .map(|wildcard| wildcard.with_port_of(&config.access_url)),
-            allow_path_apps: options.apps.allow_path_apps,
-            no_dial_back: options.apps.no_dial_back,
-        };
-        config.provisioner_tags = options.provisioner_tags.clone();
-        config.trusted_proxies =
-            abode_control::client_address::TrustedProxies::new(options.trusted_proxies.clone());
+        let config = control_config(&options, local_addr, &access_url, oidc)?;
         // Builds and template pushes need Terraform: say so at start rather
         // than at the first build.
         match tokio::task::spawn_blocking(abode_terraform::version).await {
@@ -438,7 +380,7 @@ impl Server {
         let app = crate::client_address::layer(app, trusted_proxies);
         // The API outlives the workers at shutdown: an interrupted build's
         // Terraform stores its state through it on its way out.
-        let (http_stop, mut http_shutdown) = watch::channel(false);
+        let (http_stop, http_shutdown) = watch::channel(false);
         let tls_task = tls.map(|(certificate, config, listener, address)| {
             tokio::spawn(certificate.watch(shutdown.subscribe()));
             tracing::info!(%address, "serving HTTPS");
@@ -462,13 +404,7 @@ impl Server {
             // Nagle's algorithm would hold until the peer's delayed ACK
             // (tens of milliseconds, the round trip that bounds a copy).
             .tcp_nodelay(true)
-            .with_graceful_shutdown(async move {
-                while !*http_shutdown.borrow_and_update() {
-                    if http_shutdown.changed().await.is_err() {
-                        return;
-                    }
-                }
-            })
+            .with_graceful_shutdown(stopped(http_shutdown))
             .await
         });
         let prometheus = prometheus_listener.map(|(listener, address)| {
@@ -478,16 +414,10 @@ impl Server {
             );
             tracing::info!(%address, "serving Prometheus metrics on /metrics");
             let app = crate::prometheus::scrape_router(control.config().metrics.clone());
-            let mut stop = shutdown.subscribe();
+            let stop = shutdown.subscribe();
             tokio::spawn(async move {
                 axum::serve(listener, app)
-                    .with_graceful_shutdown(async move {
-                        while !*stop.borrow_and_update() {
-                            if stop.changed().await.is_err() {
-                                return;
-                            }
-                        }
-                    })
+                    .with_graceful_shutdown(stopped(stop))
                     .await
             })
         });
@@ -564,6 +494,69 @@ impl Server {
     }
 }
 
+/// The control plane's configuration: the options, with what start-up
+/// settled (the bound address, the access URL, the checked single sign-on)
+/// and this data dir's server id.
+fn control_config(
+    options: &ServerOptions,
+    local_addr: SocketAddr,
+    access_url: &str,
+    oidc: Option<abode_oidc::OidcConfig>,
+) -> Result<Config, ServerError> {
+    let mut config = Config::new(options.data_dir.clone(), access_url.to_owned());
+    config.relay_url = options
+        .relay_url
+        .clone()
+        .or_else(|| (!local_addr.ip().is_unspecified()).then(|| format!("http://{local_addr}")));
+    config.state_backend_url = state_backend_url(local_addr);
+    config.clock = options.clock.clone();
+    config.provider_mirror = options.provider_mirror.clone();
+    config.agent_binary = options.agent_binary.clone();
+    // The trust this process was started with (`--ca-cert`).
+    config.ca_cert = abode_tls::added_authorities_pem();
+    config.plan_retention = options.plan_retention;
+    if let Some(env) = &options.terraform_env {
+        config.terraform_env = env.clone();
+    }
+    config.terraform_isolation = options.terraform_isolation.clone();
+    config.process_supervisor = options.process_supervisor.clone();
+    config.agent_timeouts = AgentTimeouts {
+        connect: options.agent_connect_timeout,
+        heartbeat: options.agent_heartbeat_timeout,
+    };
+    config.agent_heartbeat_interval = options.agent_heartbeat_interval;
+    config.cancel_grace = options.cancel_grace;
+    config.confirmation_timeout = options.confirmation_timeout;
+    config.identity.session_idle_timeout = options.session_idle_timeout;
+    config.identity.session_max_lifetime = options.session_max_lifetime;
+    config.identity.api_token_max_lifetime = options.api_token_max_lifetime;
+    config.identity.login_failures_per_minute = options.login_failures_per_minute;
+    config.identity.password_login = options.password_login;
+    config.identity.oidc = oidc;
+    config.notifications = options.notifications.clone();
+    config.prebuilds = options.prebuilds.clone();
+    config.scheduler = options.scheduler.clone();
+    config.server_id = server_identity(&options.data_dir)?;
+    config.job_lease = options.job_lease;
+    config.min_free_disk = options.min_free_disk;
+    config.new_templates_for_everyone = options.new_templates_for_everyone;
+    config.quota_enforce = options.quota_enforce;
+    config.external_auth = options.external_auth.clone();
+    config.apps = abode_control::apps::AppsConfig {
+        wildcard: options
+            .apps
+            .wildcard
+            .clone()
+            .map(|wildcard| wildcard.with_port_of(&config.access_url)),
+        allow_path_apps: options.apps.allow_path_apps,
+        no_dial_back: options.apps.no_dial_back,
+    };
+    config.provisioner_tags = options.provisioner_tags.clone();
+    config.trusted_proxies =
+        abode_control::client_address::TrustedProxies::new(options.trusted_proxies.clone());
+    Ok(config)
+}
+
 /// Where this server's own builds' Terraform reaches its state backend:
 /// the listener itself, on loopback when it listens on every address.
 fn state_backend_url(local_addr: SocketAddr) -> String {
@@ -573,6 +566,16 @@ fn state_backend_url(local_addr: SocketAddr) -> String {
         std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
     };
     format!("http://{}", SocketAddr::new(ip, local_addr.port()))
+}
+
+/// Ends when `stop` says true (or its sender is gone): a listener's
+/// graceful shutdown.
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow_and_update() {
+        if stop.changed().await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Binds a listener and reads back its address (port 0 picks one).
