@@ -371,19 +371,6 @@ impl Apps {
         self.inner.clock.now_ms()
     }
 
-    async fn audit_workspace(
-        &self,
-        caller: &Caller,
-        workspace_id: &str,
-        action: &str,
-        target: &str,
-        outcome: &str,
-        details: Option<String>,
-    ) {
-        let event = workspace_event(caller, workspace_id, action, target, outcome, details);
-        self.inner.audit.record(&event).await;
-    }
-
     async fn audit_template(&self, caller: &Caller, template: &str, details: String) {
         let event = audit_event(
             Some(&caller.user),
@@ -763,18 +750,20 @@ impl Apps {
             .store
             .put_port_share(&workspace.id, &agent_name, port, share, &caller.user.id)
             .await?;
-        self.audit_workspace(
-            caller,
-            &workspace.id,
-            "workspace.port_share",
-            &format!("{}/{}", workspace.owner_name, workspace.name),
-            "success",
-            Some(format!(
-                "agent={agent_name} port={port} share={}",
-                share.as_str()
-            )),
-        )
-        .await;
+        self.inner
+            .audit
+            .record(&workspace_event(
+                caller,
+                &workspace.id,
+                "workspace.port_share",
+                &format!("{}/{}", workspace.owner_name, workspace.name),
+                "success",
+                Some(format!(
+                    "agent={agent_name} port={port} share={}",
+                    share.as_str()
+                )),
+            ))
+            .await;
         self.inner
             .store
             .port_shares(&workspace.id)
@@ -810,15 +799,17 @@ impl Apps {
             .store
             .delete_port_share(&workspace.id, &shared.agent_name, port)
             .await?;
-        self.audit_workspace(
-            caller,
-            &workspace.id,
-            "workspace.port_unshare",
-            &format!("{}/{}", workspace.owner_name, workspace.name),
-            "success",
-            Some(format!("agent={} port={port}", shared.agent_name)),
-        )
-        .await;
+        self.inner
+            .audit
+            .record(&workspace_event(
+                caller,
+                &workspace.id,
+                "workspace.port_unshare",
+                &format!("{}/{}", workspace.owner_name, workspace.name),
+                "success",
+                Some(format!("agent={} port={port}", shared.agent_name)),
+            ))
+            .await;
         Ok(())
     }
 
