@@ -153,7 +153,11 @@ fn groups_and_template_access(database_url: Option<&str>) {
         .run_as(&uma, &["groups", "create", "book-club"], None)
         .ok();
     platform
-        .run_as(&uma, &["groups", "members", "add", "book-club", "uma"], None)
+        .run_as(
+            &uma,
+            &["groups", "members", "add", "book-club", "uma"],
+            None,
+        )
         .ok();
     platform
         .run(&["groups", "members", "add", "pushers", "uma"])
