@@ -72,6 +72,10 @@ pub struct ServerArgs {
     /// URL (health, readiness and the embedded builds' state backend stay).
     #[arg(long, env = "ABODE_REDIRECT_TO_ACCESS_URL")]
     redirect_to_access_url: bool,
+    /// Strict-Transport-Security's max-age (seconds) on every answer given
+    /// over TLS (the HTTPS listener, or a trusted proxy's https); 0: none.
+    #[arg(long, env = "ABODE_HSTS_MAX_AGE", value_name = "SECONDS", default_value_t = abode_api::DEFAULT_HSTS_MAX_AGE)]
+    hsts_max_age: u64,
     /// Behind a proxy: the proxies' addresses (CIDR ranges, comma-separated
     /// or repeated) whose X-Forwarded-For and X-Forwarded-Proto are believed;
     /// from any other peer those headers are ignored.
@@ -588,6 +592,7 @@ fn server_options(args: ServerArgs) -> anyhow::Result<Result<ServerOptions, Exit
         _ => None,
     };
     options.redirect_to_access_url = args.redirect_to_access_url;
+    options.hsts_max_age = args.hsts_max_age;
     options.trusted_proxies = args
         .trusted_proxies
         .iter()

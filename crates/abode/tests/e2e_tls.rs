@@ -75,6 +75,12 @@ impl Connection {
 
     /// `GET /api/v1/health` on this connection, kept alive; the status line.
     fn health(&mut self) -> String {
+        let text = self.health_answer();
+        text.lines().next().unwrap_or("").to_string()
+    }
+
+    /// `GET /api/v1/health` on this connection, kept alive; the answer.
+    fn health_answer(&mut self) -> String {
         self.tls
             .write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: localhost\r\n\r\n")
             .unwrap();
@@ -86,8 +92,7 @@ impl Connection {
             assert!(n > 0, "the connection was closed");
             answer.extend_from_slice(&buffer[..n]);
         }
-        let text = String::from_utf8_lossy(&answer).to_string();
-        text.lines().next().unwrap_or("").to_string()
+        String::from_utf8_lossy(&answer).to_string()
     }
 
     /// The first certificate the server sent.
@@ -293,6 +298,15 @@ fn ssh_goes_over_wss_and_plain_http_redirects_to_the_access_url() {
         .call()
         .unwrap();
     assert_eq!(health.status(), 200);
+    // Browsers are told to keep to TLS, over TLS only (RFC 6797).
+    assert_eq!(health.header("strict-transport-security"), None);
+    let over_tls = Connection::open(tls_port, &ca).health_answer();
+    assert!(
+        over_tls
+            .to_ascii_lowercase()
+            .contains("\r\nstrict-transport-security: max-age=31536000\r\n"),
+        "{over_tls}"
+    );
 
     run_trusting(
         &platform,

@@ -82,6 +82,7 @@
 mod apps_proxy;
 mod client_address;
 mod extract;
+mod hsts;
 mod pages;
 mod prometheus;
 pub mod recovery;
@@ -117,7 +118,7 @@ pub(crate) use extract::{bearer, request_id, session_bearer};
 pub use extract::{Authenticated, AuthenticatedAgent};
 pub use server::{
     new_server_identity, serve, wait_for_signal, ServeError, Server, ServerError, ServerOptions,
-    SignalError, TlsOptions, DATABASE_FILE,
+    SignalError, TlsOptions, DATABASE_FILE, DEFAULT_HSTS_MAX_AGE,
 };
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";

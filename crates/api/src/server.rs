@@ -15,6 +15,10 @@ use tokio::task::JoinHandle;
 
 use crate::AppState;
 
+/// A year: how long browsers keep to TLS after an answer over it, unless
+/// `--hsts-max-age` says otherwise.
+pub const DEFAULT_HSTS_MAX_AGE: u64 = 365 * 24 * 60 * 60;
+
 /// The database file's name inside the data dir.
 pub const DATABASE_FILE: &str = "abode.db";
 
@@ -94,6 +98,9 @@ pub struct ServerOptions {
     /// must stay on the plain listener: health, readiness and the embedded
     /// builds' state backend, reached on loopback).
     pub redirect_to_access_url: bool,
+    /// `Strict-Transport-Security: max-age=...` on every answer given over
+    /// TLS (`--hsts-max-age`); 0: none.
+    pub hsts_max_age: u64,
     /// The proxies whose `X-Forwarded-For` and `X-Forwarded-Proto` are
     /// believed (`--trusted-proxies`); empty: the socket's peer is the
     /// client, whatever the headers say.
@@ -152,6 +159,7 @@ impl ServerOptions {
             provisioner_tags: Vec::new(),
             tls: None,
             redirect_to_access_url: false,
+            hsts_max_age: DEFAULT_HSTS_MAX_AGE,
             trusted_proxies: Vec::new(),
             announce: false,
         }
@@ -370,6 +378,7 @@ impl Server {
         let app = crate::router(AppState {
             control: control.clone(),
         });
+        let app = crate::hsts::layer(app, options.hsts_max_age);
         let trusted_proxies = control.config().trusted_proxies.clone();
         let tls_app = crate::client_address::layer(app.clone(), trusted_proxies.clone());
         let app = if options.redirect_to_access_url {
