@@ -148,6 +148,25 @@ fn groups_and_template_access(database_url: Option<&str>) {
         .ok()
         .json();
     assert_eq!(pushers["members"], serde_json::json!([]), "{pushers}");
+    // Nor by the name or source single sign-on's group sync follows, nor by
+    // deleting it; its display name is theirs to change.
+    for edit in [
+        &["groups", "edit", "pushers", "--new-name", "staff"][..],
+        &["groups", "edit", "pushers", "--source", "oidc"],
+        &["groups", "delete", "pushers"],
+    ] {
+        platform.run_as(&uma, edit, None).fails_with(
+            1,
+            &["group \"pushers\" holds `admin` on template open's access list"],
+        );
+    }
+    platform
+        .run_as(
+            &uma,
+            &["groups", "edit", "pushers", "--display-name", "Pushers"],
+            None,
+        )
+        .ok();
     push(&platform, &uma, "open", &open).fails_with(1, &["may not"]);
     platform
         .run_as(&uma, &["groups", "create", "book-club"], None)

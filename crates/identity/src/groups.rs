@@ -109,6 +109,12 @@ impl Identity {
     ) -> Result<Group, IdentityError> {
         caller.authorize(Action::GroupManage, None)?;
         let before = self.editable_group(name, "edited").await?;
+        // A new name or source decides who single sign-on puts in it.
+        if edit.name.as_ref().is_some_and(|new| *new != before.name)
+            || edit.source.is_some_and(|source| source != before.source)
+        {
+            self.check_lent_rights(caller, &before).await?;
+        }
         let new = NewGroup {
             name: edit.name.clone().unwrap_or_else(|| before.name.clone()),
             display_name: edit
@@ -146,6 +152,7 @@ impl Identity {
     pub async fn delete_group(&self, caller: &Caller, name: &str) -> Result<(), IdentityError> {
         caller.authorize(Action::GroupManage, None)?;
         let before = self.editable_group(name, "deleted").await?;
+        self.check_lent_rights(caller, &before).await?;
         or_not_found(self.store.delete_group(&before.id).await, || {
             format!("group \"{name}\" not found")
         })?;
@@ -196,7 +203,9 @@ impl Identity {
 
     /// A group on templates' access lists lends its members those rights:
     /// only someone who holds each of them (or the owner role) changes who
-    /// is in it. Else managing groups would be a way to push templates.
+    /// is in it, directly, by its name or source (which single sign-on's
+    /// group sync follows), or by deleting it. Else managing groups would
+    /// be a way to push templates.
     async fn check_lent_rights(&self, caller: &Caller, group: &Group) -> Result<(), IdentityError> {
         let subject = caller.subject();
         for (template_id, template, role) in self.store.group_template_roles(&group.id).await? {
