@@ -78,7 +78,13 @@ fn redirect(location: &str) -> Response {
 
 /// A path inside the app to return to: absolute, never another host's.
 fn safe_path(path: &str) -> &str {
-    if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') {
+    // A browser drops tabs and line breaks from a `Location`: `/\t/evil`
+    // would be `//evil`, another host.
+    if path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.contains('\\')
+        && !path.chars().any(char::is_control)
+    {
         path
     } else {
         "/"
@@ -560,7 +566,15 @@ mod tests {
     #[test]
     fn paths_to_return_to_stay_on_the_host() {
         assert_eq!(safe_path("/lab?x=1"), "/lab?x=1");
-        for bad in ["//evil.example/", "https://evil.example/", "/\\evil", ""] {
+        for bad in [
+            "//evil.example/",
+            "https://evil.example/",
+            "/\\evil",
+            "",
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/\r/evil.example",
+        ] {
             assert_eq!(safe_path(bad), "/", "{bad}");
         }
         assert_eq!(app_uri("/", "/a/b?c"), "/a/b?c");

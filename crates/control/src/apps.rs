@@ -72,7 +72,8 @@ impl WildcardHost {
         })?;
         let (domain, port) = match rest.rsplit_once(':') {
             Some((domain, port)) => {
-                port.parse::<u16>().map_err(|_| {
+                // As browsers write it (`:08443` is sent as `:8443`).
+                let port = port.parse::<u16>().map_err(|_| {
                     format!("--wildcard-access-url {pattern:?}: {port:?} is not a port")
                 })?;
                 (domain, format!(":{port}"))
@@ -143,7 +144,10 @@ impl WildcardHost {
     pub fn address_of(&self, host: &str) -> Option<AppAddress> {
         let host = host.to_ascii_lowercase();
         let bare = if self.port.is_empty() {
-            host.as_str()
+            // A proxy may name the scheme's default port a browser left out.
+            host.strip_suffix(":443")
+                .or_else(|| host.strip_suffix(":80"))
+                .unwrap_or(&host)
         } else if let Some(bare) = host.strip_suffix(&self.port) {
             bare
         } else if matches!(self.port.as_str(), ":80" | ":443") {
@@ -1065,7 +1069,18 @@ mod tests {
         assert!(on_443.matches("web--main--dev--alice.apps.example.com:443"));
         assert!(!on_443.matches("web--main--dev--alice.apps.example.com:444"));
         let portless = WildcardHost::parse("*.apps.example.com").unwrap();
-        assert!(!portless.matches("web--main--dev--alice.apps.example.com:443"));
+        assert!(portless.matches("web--main--dev--alice.apps.example.com:443"));
+        assert_eq!(
+            portless
+                .app_host_of("web--main--dev--alice.apps.example.com:443")
+                .unwrap()
+                .as_str(),
+            "web--main--dev--alice.apps.example.com"
+        );
+        assert!(!portless.matches("web--main--dev--alice.apps.example.com:8443"));
+        assert!(!portless.matches("web--main--dev--alice.apps.example.com:443:443"));
+        let zero_led = WildcardHost::parse("*.apps.example.com:08443").unwrap();
+        assert!(zero_led.matches("web--main--dev--alice.apps.example.com:8443"));
         let defaulted = WildcardHost::parse("*.apps.test")
             .unwrap()
             .with_port_of("http://127.0.0.1:7080/");
