@@ -244,6 +244,40 @@ mod stored {
     }
 }
 
+/// A typed value stored as its name (needs `sqlx` where it is used): the
+/// column reads as text, and a name the type's `FromStr` does not know fails
+/// the read with that error (which names the value), never a fallback. The
+/// encoding is the type's `as_str()`, bound where it is written. The store's
+/// `stored_by_name!` is this one.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! stored_as_text {
+    ($type:ty) => {
+        impl<DB: sqlx::Database> sqlx::Type<DB> for $type
+        where
+            String: sqlx::Type<DB>,
+        {
+            fn type_info() -> DB::TypeInfo {
+                <String as sqlx::Type<DB>>::type_info()
+            }
+
+            fn compatible(ty: &DB::TypeInfo) -> bool {
+                <String as sqlx::Type<DB>>::compatible(ty)
+            }
+        }
+
+        impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for $type
+        where
+            String: sqlx::Decode<'r, DB>,
+        {
+            fn decode(value: DB::ValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
+                let text = <String as sqlx::Decode<'r, DB>>::decode(value)?;
+                Ok(text.parse::<$type>()?)
+            }
+        }
+    };
+}
+
 /// Why the environment does not describe a build.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ContractError {

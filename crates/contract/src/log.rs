@@ -152,35 +152,8 @@ impl serde::Serialize for LogStage {
 mod stored {
     use super::{LogLevel, LogStage};
 
-    macro_rules! stored_as_text {
-        ($type:ty) => {
-            impl<DB: sqlx::Database> sqlx::Type<DB> for $type
-            where
-                String: sqlx::Type<DB>,
-            {
-                fn type_info() -> DB::TypeInfo {
-                    <String as sqlx::Type<DB>>::type_info()
-                }
-
-                fn compatible(ty: &DB::TypeInfo) -> bool {
-                    <String as sqlx::Type<DB>>::compatible(ty)
-                }
-            }
-
-            impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for $type
-            where
-                String: sqlx::Decode<'r, DB>,
-            {
-                fn decode(value: DB::ValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
-                    let text = <String as sqlx::Decode<'r, DB>>::decode(value)?;
-                    Ok(text.parse::<$type>()?)
-                }
-            }
-        };
-    }
-
-    stored_as_text!(LogLevel);
-    stored_as_text!(LogStage);
+    crate::stored_as_text!(LogLevel);
+    crate::stored_as_text!(LogStage);
 }
 
 #[cfg(test)]

@@ -49,29 +49,7 @@ macro_rules! named {
         }
 
         #[cfg(feature = "sqlx")]
-        impl<DB: sqlx::Database> sqlx::Type<DB> for $type
-        where
-            String: sqlx::Type<DB>,
-        {
-            fn type_info() -> DB::TypeInfo {
-                <String as sqlx::Type<DB>>::type_info()
-            }
-
-            fn compatible(ty: &DB::TypeInfo) -> bool {
-                <String as sqlx::Type<DB>>::compatible(ty)
-            }
-        }
-
-        #[cfg(feature = "sqlx")]
-        impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for $type
-        where
-            String: sqlx::Decode<'r, DB>,
-        {
-            fn decode(value: DB::ValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
-                let text = <String as sqlx::Decode<'r, DB>>::decode(value)?;
-                Ok(text.parse::<$type>()?)
-            }
-        }
+        $crate::stored_as_text!($type);
     };
 }
 

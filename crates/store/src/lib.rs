@@ -329,38 +329,9 @@ pub(crate) fn db_error(what: &'static str) -> impl Fn(sqlx::Error) -> StoreError
     }
 }
 
-/// A typed value stored as its name: the column reads as text, and a name
-/// the type's `FromStr` does not know fails the read with that error (which
-/// names the value), never a fallback. The type's encoding is its `as_str()`,
-/// bound where it is written.
-#[macro_export]
+/// A typed value stored as its name: the contract's `stored_as_text!`.
 #[doc(hidden)]
-macro_rules! stored_by_name {
-    ($type:ty) => {
-        impl<DB: sqlx::Database> sqlx::Type<DB> for $type
-        where
-            String: sqlx::Type<DB>,
-        {
-            fn type_info() -> DB::TypeInfo {
-                <String as sqlx::Type<DB>>::type_info()
-            }
-
-            fn compatible(ty: &DB::TypeInfo) -> bool {
-                <String as sqlx::Type<DB>>::compatible(ty)
-            }
-        }
-
-        impl<'r, DB: sqlx::Database> sqlx::Decode<'r, DB> for $type
-        where
-            String: sqlx::Decode<'r, DB>,
-        {
-            fn decode(value: DB::ValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
-                let text = <String as sqlx::Decode<'r, DB>>::decode(value)?;
-                Ok(text.parse::<$type>()?)
-            }
-        }
-    };
-}
+pub use abode_contract::stored_as_text as stored_by_name;
 
 /// A typed value with a stored name, written once: `ALL` (in the order
 /// given), `as_str`, `Display`, and `FromStr`, whose error `$unknown` (a
