@@ -127,6 +127,8 @@ pub const REQUEST_ID_HEADER: &str = "x-request-id";
 #[derive(Clone)]
 pub struct AppState {
     pub control: Control,
+    /// The machine room: the daemons' routes and the state backend.
+    pub host: abode_host::Host,
 }
 
 /// The id of the current request (from the client when sane, else new).

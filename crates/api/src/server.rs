@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use abode_control::{AgentTimeouts, Clock, Config, Control};
+use abode_host::{Host, HostParts};
 use abode_store::Store;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -264,6 +265,7 @@ pub struct Server {
     prometheus_addr: Option<SocketAddr>,
     access_url: String,
     control: Control,
+    host: Host,
     shutdown: watch::Sender<bool>,
     /// Stops the API, once the workers (and their Terraform) have ended.
     http_stop: watch::Sender<bool>,
@@ -333,9 +335,9 @@ impl Server {
             Ok(Err(error)) => tracing::warn!(%error, "builds and template pushes will fail"),
             Err(error) => tracing::warn!(%error, "cannot check the terraform version"),
         }
-        let control = Control::new(store, config);
-        control
-            .claim_server_identity()
+        let control = Control::new(store.clone(), config);
+        let host = Host::new(HostParts::picked_from(&control, store));
+        host.claim_server_identity()
             .await
             .map_err(ServerError::Identity)?;
         let (shutdown, shutdown_rx) = watch::channel(false);
@@ -356,7 +358,7 @@ impl Server {
                 None => {}
             }
         });
-        let recovered = control
+        let recovered = host
             .recover(shutdown_rx.clone())
             .await
             .map_err(ServerError::Recover)?;
@@ -373,10 +375,12 @@ impl Server {
                 tracing::info!("API only: builds run on the other servers of this database that have provisioners");
             }
         }
-        let mut workers = control.start_provisioners(options.provisioners, shutdown_rx.clone());
+        let mut workers = host.start_provisioners(options.provisioners, shutdown_rx.clone());
+        workers.extend(control.start_loops(shutdown_rx.clone()));
         workers.extend(recovered.followers);
         let app = crate::router(AppState {
             control: control.clone(),
+            host: host.clone(),
         });
         let app = crate::hsts::layer(app, options.hsts_max_age);
         let trusted_proxies = control.config().trusted_proxies.clone();
@@ -418,8 +422,7 @@ impl Server {
         });
         let prometheus = prometheus_listener.map(|(listener, address)| {
             workers.push(
-                control
-                    .start_metrics_refresh(options.metrics_refresh_interval, shutdown.subscribe()),
+                host.start_metrics_refresh(options.metrics_refresh_interval, shutdown.subscribe()),
             );
             tracing::info!(%address, "serving Prometheus metrics on /metrics");
             let app = crate::prometheus::scrape_router(control.config().metrics.clone());
@@ -439,6 +442,7 @@ impl Server {
             prometheus,
             access_url,
             control,
+            host,
             shutdown,
             http_stop,
             http,
@@ -471,7 +475,7 @@ impl Server {
     /// Stops accepting requests, interrupts running builds (their state is
     /// saved and they end failed), waits for everything, closes the database.
     pub async fn shutdown(self) {
-        self.control.stop_long_polls();
+        self.host.stop_long_polls();
         let _ = self.shutdown.send(true);
         for worker in self.workers {
             let _ = worker.await;

@@ -425,13 +425,13 @@ async fn stale_plans_cancel_expiry_members_and_deletes() {
         "a held build waits a day by default: {build}"
     );
     let control = harness.server().control();
-    control.expire_held_builds_at(expires_at - 1).await;
+    control.held().expire_at(expires_at - 1).await;
     assert_eq!(
         settle(&harness, &token, 3).await["status"],
         "awaiting_confirmation",
         "not before its deadline"
     );
-    control.expire_held_builds_at(expires_at).await;
+    control.held().expire_at(expires_at).await;
     let build = settle(&harness, &token, 3).await;
     assert_eq!(build["status"], "canceled");
     assert_eq!(

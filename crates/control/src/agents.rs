@@ -133,10 +133,10 @@ impl Agents {
     }
 }
 /// The agents of a state, and why any of its apps was left out.
-pub(crate) struct AgentsInState {
-    pub(crate) agents: Vec<NewAgent>,
+pub struct AgentsInState {
+    pub agents: Vec<NewAgent>,
     /// One line per `abode_app` that could not be kept (for the build's log).
-    pub(crate) app_problems: Vec<String>,
+    pub app_problems: Vec<String>,
 }
 
 /// The `abode_app`s of a state, by the `id` of the agent that serves them:
@@ -184,7 +184,7 @@ fn apps_in_state(
 /// The `abode_agent` resources of a state, with the hash of each token and
 /// what the agent runs at start (`startup_script`, `dir`, `env`), and the
 /// apps each serves. The token itself goes no further than this function.
-pub(crate) fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error> {
+pub fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error> {
     let value = serde_json::from_slice::<serde_json::Value>(state)?;
     let mut app_problems = Vec::new();
     let mut apps = apps_in_state(&value, &mut app_problems);

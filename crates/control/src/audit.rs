@@ -9,7 +9,7 @@ use crate::Actor;
 use crate::Caller;
 use crate::Control;
 use crate::ControlError;
-pub(crate) use abode_identity::audit::{audit_event, Audit};
+pub use abode_identity::audit::{audit_event, Audit};
 
 /// Which audit events a page shows (docs/api.md, `GET /audit`).
 #[derive(Debug, Clone, Default)]
@@ -70,18 +70,6 @@ impl Control {
             .await?)
     }
 
-    /// An audit event of the server's own doing about a build; its actor
-    /// is the `server` system actor.
-    pub(crate) async fn audit_system(&self, action: &str, build: &Build, details: Option<String>) {
-        let (actor, event) = system_event(action, build, details);
-        self.record_as(&actor, event).await;
-    }
-
-    /// Records `event` as done by `actor` (a person or a system actor).
-    pub(crate) async fn record_as(&self, actor: &Actor, event: NewAuditEvent) {
-        self.inner.audit.record_as(actor, event).await;
-    }
-
     /// The audit event of a build the door accepted: who asked, why, for
     /// which transition and version.
     /// Records what a person did to a workspace, referring to it by id (its
@@ -102,7 +90,7 @@ impl Control {
 
 /// What the server did to a build of a workspace, on the workspace's
 /// record, as the server's system actor.
-pub(crate) fn system_event(
+pub fn system_event(
     action: &str,
     build: &Build,
     details: Option<String>,
@@ -122,7 +110,7 @@ pub(crate) fn system_event(
 
 /// What a person did to a workspace, referring to it by id (its history
 /// follows it through renames and transfers).
-pub(crate) fn workspace_event(
+pub fn workspace_event(
     caller: &Caller,
     workspace_id: &str,
     action: &str,

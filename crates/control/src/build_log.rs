@@ -57,7 +57,7 @@ impl BuildLog {
     /// Writes a build log line; one the database does not take now (it is
     /// unreachable, or its disk is full) is kept in order with the lines
     /// after it and written when it takes them again (`log_backlog.rs`).
-    pub(crate) async fn note(&self, build_id: &str, stage: &LogStage, level: LogLevel, text: &str) {
+    pub async fn note(&self, build_id: &str, stage: &LogStage, level: LogLevel, text: &str) {
         let line = NewLogLine {
             stage: stage.clone(),
             level,
@@ -71,13 +71,13 @@ impl BuildLog {
     }
 
     /// Writes the lines that wait for the database, as far as it takes them.
-    pub(crate) async fn flush(&self) {
+    pub async fn flush(&self) {
         self.inner.backlog.flush(&self.inner.store).await;
     }
 
     /// Wakes the followers: lines were written another way (a daemon's
     /// upload, a batch of Terraform's output) or a build ended.
-    pub(crate) fn written(&self) {
+    pub fn written(&self) {
         self.inner.written.notify_waiters();
     }
 

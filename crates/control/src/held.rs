@@ -67,20 +67,6 @@ impl Control {
         self.held().confirm(caller, build, digest).await
     }
 
-    /// Ends held builds whose confirmation time ran out.
-    pub async fn expire_held_builds(&self) {
-        self.expire_held_builds_at(self.now_ms()).await;
-    }
-
-    /// Ends held builds whose deadline is at or before `now` (milliseconds
-    /// since the epoch): the sweep, with the time given (tests move it).
-    /// A held delete that expired leaves its retained records void.
-    pub async fn expire_held_builds_at(&self, now: i64) {
-        for build_id in self.held().expire_at(now).await {
-            crate::retention::settle(self, &build_id).await;
-        }
-    }
-
     /// The protections a workspace the caller may read remembers.
     pub async fn protections(
         &self,
@@ -240,7 +226,7 @@ impl Held {
     }
 
     /// Records that the guard held a build, with its saved plan.
-    pub(crate) async fn hold(&self, build_id: &str, plan: SavedPlan) {
+    pub async fn hold(&self, build_id: &str, plan: SavedPlan) {
         let expires_at = self.clock.now_ms()
             + i64::try_from(self.confirmation_timeout.as_millis()).unwrap_or(i64::MAX / 2);
         let digest = plan.digest.clone();
@@ -287,9 +273,18 @@ impl Held {
     }
 
     /// Ends held builds whose deadline is at or before `now` (milliseconds
-    /// since the epoch), each with its messages, log line and audit event;
-    /// returns the ids of those it ended.
-    pub(crate) async fn expire_at(&self, now: i64) -> Vec<String> {
+    /// since the epoch): the sweep, with the time given (tests move it).
+    /// A held delete that expired leaves its retained records void.
+    pub async fn expire_at(&self, now: i64) {
+        for build_id in self.expire_due(now).await {
+            crate::retention::settle(&self.store, &self.build_log, &self.notifications, &build_id)
+                .await;
+        }
+    }
+
+    /// Ends held builds whose deadline is at or before `now`, each with its
+    /// messages, log line and audit event; returns the ids of those it ended.
+    async fn expire_due(&self, now: i64) -> Vec<String> {
         let hours = self.confirmation_timeout.as_secs_f64() / 3600.0;
         let message = format!(
             "expired: nobody confirmed the plan within {}; the plan was discarded",
@@ -362,7 +357,7 @@ impl Held {
     }
 
     /// The protections a workspace remembers, as the guard reads them.
-    pub(crate) async fn remembered(
+    pub async fn remembered(
         &self,
         workspace_id: &str,
     ) -> Result<Vec<abode_guard::RememberedProtection>, ControlError> {
@@ -438,15 +433,19 @@ pub fn guard_decision(build: &Build) -> Option<abode_guard::Decision> {
 }
 
 /// Ends held builds nobody confirmed in time; runs until shutdown.
-pub(crate) async fn expiry_sweeper(control: Control, mut shutdown: watch::Receiver<bool>) {
-    let every = (control.inner.config.confirmation_timeout / 10)
-        .clamp(Duration::from_millis(250), Duration::from_secs(10));
+pub(crate) async fn expiry_sweeper(
+    held: Held,
+    confirmation_timeout: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let every =
+        (confirmation_timeout / 10).clamp(Duration::from_millis(250), Duration::from_secs(10));
     loop {
         if *shutdown.borrow() {
             break;
         }
-        control.expire_held_builds().await;
-        control.held().warn_expiring().await;
+        held.expire_at(held.clock.now_ms()).await;
+        held.warn_expiring().await;
         tokio::select! {
             _ = tokio::time::sleep(every) => {}
             _ = shutdown.changed() => {}

@@ -6,11 +6,11 @@
 //! another for it.
 
 /// The prefix of a daemon's lease holder, beside servers' ids.
-pub(crate) const DAEMON_HOLDER_PREFIX: &str = "provisioner:";
+pub const DAEMON_HOLDER_PREFIX: &str = "provisioner:";
 
 /// How a lease holder is named in a message: a server, or an external
 /// provisioner daemon.
-pub(crate) fn describe_holder(holder: &str) -> String {
+pub fn describe_holder(holder: &str) -> String {
     match holder.strip_prefix(DAEMON_HOLDER_PREFIX) {
         // The key's id makes the holder unique; its name and the daemon's
         // id are what people know it by.

@@ -42,25 +42,25 @@ impl JobQueue {
 
     /// Jobs that waited may run now (a workspace's state was unlocked):
     /// wakes every idle worker here and tells the other servers.
-    pub(crate) async fn freed(&self) {
+    pub async fn freed(&self) {
         self.inner.queued.notify_waiters();
         self.announce("an unlocked workspace").await;
     }
 
     /// Wakes every idle worker of this process (the data dir has space
     /// again, a build went back to the queue, a preview any worker may take).
-    pub(crate) fn wake_all(&self) {
+    pub fn wake_all(&self) {
         self.inner.queued.notify_waiters();
     }
 
     /// Wakes one idle worker of this process: another server announced a job.
-    pub(crate) fn wake_one(&self) {
+    pub fn wake_one(&self) {
         self.inner.queued.notify_one();
     }
 
     /// Resolves when a worker here is woken; register before looking at the
     /// queue, so that a job queued in between is not missed.
-    pub(crate) fn woken(&self) -> Notified<'_> {
+    pub fn woken(&self) -> Notified<'_> {
         self.inner.queued.notified()
     }
 

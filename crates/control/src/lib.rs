@@ -54,18 +54,16 @@
 //! Authorization stays one table (`abode-authz`), asked at each entry that
 //! takes a `Caller`.
 //!
-//! What remains `impl Control` is of two kinds: the person-facing entries that
-//! find a workspace or build first and then ask a service
-//! (`workspace_builds.rs`, `rename_restart.rs`, the top of `held.rs`, a
-//! retained resource's destroy, `create_estimate.rs`), and the machine room,
-//! which needs most of the services at once: the embedded workers and the
-//! server's half of every build (`provisioner/`), the daemons' side
-//! (`daemon_jobs.rs`), the state backend (`state_backend.rs`, `states.rs`),
-//! leases (`job_leases.rs`), recovery (`recovery.rs`), free disk, server
-//! identity. A helper two modules need lives in a module of its own
-//! (`quota_text.rs`, `retention.rs`, `holders.rs`, `times.rs`, `states.rs`);
-//! `lib.rs` is the hub of the circle ARCHITECTURE.md keeps. Each module's own
-//! `//!` says what it does.
+//! What remains `impl Control` are the person-facing entries that find a
+//! workspace or build first and then ask a service (`workspace_builds.rs`,
+//! `rename_restart.rs`, the top of `held.rs`, `create_estimate.rs`). The
+//! machine room (the embedded workers and the server's half of every build,
+//! the daemons' side, the state backend, leases, recovery, free disk, server
+//! identity) is `abode-host`, which takes these services, never `Control`. A
+//! helper two modules need lives in a module of its own (`quota_text.rs`,
+//! `retention.rs`, `holders.rs`, `times.rs`, `cancel_switches.rs`); `lib.rs` is
+//! the hub of the circle ARCHITECTURE.md keeps. Each module's own `//!` says
+//! what it does.
 //!
 //! # A build, from requested to applied
 //!
@@ -75,10 +73,10 @@
 //! (`workspace_status.rs`), resolves and checks the version (it must have
 //! passed validation) and the parameters (every problem in one 400), records
 //! the build and its job (and a new workspace) in one store transaction, audits
-//! it with its actor and reason, and wakes a worker. A worker claims the job
-//! (`provisioner/mod.rs`, or an external daemon through `daemon_jobs.rs`) and
-//! runs `abode-runner`'s sequence; the server's half
-//! (`provisioner/on_server.rs`, `ServerJob`) gives it its inputs and takes the
+//! it with its actor and reason, and wakes a worker. A worker of `abode-host`
+//! claims the job (or an external daemon through it) and runs
+//! `abode-runner`'s sequence; the server's half (`abode-host`'s `ServerJob`)
+//! gives it its inputs and takes the
 //! workspace's state lock, judges the plan (`guard_step.rs`), costs it and,
 //! with `--quota-enforce`, refuses a build over its owner's budget before any
 //! apply (`quota_step.rs`), records what an apply made, and checks the end
@@ -108,7 +106,7 @@
 //!   each build, once no Terraform of it runs, and only by the run whose work
 //!   dir it still is.
 //! - One Terraform per workspace, ever. Every build's Terraform keeps its state
-//!   through the server's state backend (`state_backend.rs`) under the
+//!   through the server's state backend (`abode-host`, `state_backend.rs`) under the
 //!   workspace's state lock, which a run takes when it starts with a secret
 //!   only it knows; a state write, a state read or a Terraform lock of a run
 //!   that does not hold it is refused, in the transaction that writes. A lock
@@ -118,7 +116,7 @@
 //!   judged and before it is applied, and a lost lease interrupts its Terraform
 //!   (`e2e_fencing`: servers frozen with SIGSTOP while planning and mid-apply).
 //! - A server that dies never makes a build apply anything twice
-//!   (`recovery.rs`, SIGKILL of the real binary in `e2e_crash`). A build's
+//!   (`abode-host`, `recovery.rs`, SIGKILL of the real binary in `e2e_crash`). A build's
 //!   Terraform is not killed with the server; the restarted server follows that
 //!   exact process, stores what Terraform could not hand to the state backend,
 //!   ends the build `failed` (or `canceled`) saying what happened, and never
@@ -128,13 +126,13 @@
 //! - With several servers on one database, a running build is only ever taken
 //!   over or failed by the server that claimed it, or by another once that
 //!   server's job lease has run out and stayed unrenewed for a round
-//!   (`job_leases.rs`; `e2e_servers`, `e2e_daemons`). Only a build whose plan
+//!   (`abode-host`, `job_leases.rs`; `e2e_servers`, `e2e_daemons`). Only a build whose plan
 //!   was judged can have applied anything, so only such a build is failed by
 //!   another; one never judged is queued again.
 //! - A workspace's version, parameters and name change only when a build of
 //!   them succeeds; a canceled, failed or expired update or rename leaves the
 //!   workspace as it was. An ephemeral parameter's value is in no record once
-//!   its build ends or is held (`provisioner/ephemeral.rs`); only what
+//!   its build ends or is held (`abode-host`, `provisioner/ephemeral.rs`); only what
 //!   Terraform writes itself (the state, a held build's saved plan) keeps it.
 //! - A fleet preview never applies and never writes a workspace's records: it
 //!   runs `init`, `plan` and `show`, never `apply`, and only reads the stored
@@ -161,54 +159,44 @@
 //!   clock directly.
 
 pub mod agents;
-mod audit;
+pub mod audit;
 pub use abode_authz as authz;
 use abode_credentials::{hashing, secrets};
 pub mod apps;
 mod build_log;
 mod builds;
+pub mod cancel_switches;
 pub mod client_address;
 pub mod connections;
 pub mod create_estimate;
-mod daemon_jobs;
 mod error;
 pub mod external_auth;
-mod free_disk;
 mod held;
-mod holders;
-mod job_leases;
+pub mod holders;
 mod job_queue;
 mod log_backlog;
-mod metrics;
 pub mod notifications;
 pub mod workspace_status;
 pub use abode_parameters as parameters;
 pub mod prebuilds;
 pub use abode_parameters::presets;
 pub mod previews;
-mod provisioner;
 mod provisioner_keys;
-pub mod provisioners;
-mod quota_text;
-mod recovery;
+pub mod quota_text;
 mod rename_restart;
 pub mod retained;
-mod retention;
+pub mod retention;
 pub mod schedule_settings;
 pub mod scheduler;
-mod server_identity;
-mod state;
-pub mod state_backend;
-mod states;
+pub mod state;
 pub mod tags;
 mod templates;
-mod times;
+pub mod times;
 mod workspace_builds;
 mod workspaces;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use abode_clock::{Clock, ManualClock};
@@ -228,18 +216,17 @@ pub use abode_runner::archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
 pub use audit::AuditQuery;
 pub use build_log::{BuildLog, LogPage};
 pub use builds::MAX_PARAMETERS_BYTES;
-pub use builds::{BuildOrder, BuildRequest, BuildTarget, Builds, VersionChoice};
+pub use builds::{
+    resolve_parameters, BuildOrder, BuildRequest, BuildTarget, Builds, VersionChoice,
+};
 pub use client_address::ClientAddress;
-pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, DaemonNeed, MAX_ACQUIRE_WAIT};
 pub use error::ControlError;
 pub use hashing::default_threads as default_hashing_threads;
 pub use held::{guard_decision, Held};
 pub use job_queue::JobQueue;
 pub use notifications::{Notifications, NotificationsConfig, ReplacedResource};
 pub use prebuilds::{PoolStatus, Prebuilds, PrebuildsConfig};
-pub use provisioner::{JudgeError, ServerJob};
 pub use provisioner_keys::{ProvisionerKey, ProvisionerKeys};
-pub use recovery::Recovered;
 pub use scheduler::{Scheduler, SchedulerConfig};
 pub use secrets::token_hash;
 pub use templates::{PermissionSubject, PushOptions, Templates, TemplatesConfig, VersionLint};
@@ -260,7 +247,7 @@ pub struct Config {
     pub relay_url: Option<String>,
     /// The URL this server's own builds' Terraform reaches its state
     /// backend at: the server's listener, on loopback when it listens on
-    /// every address (`state_backend.rs`).
+    /// every address (`abode-host`, `state_backend.rs`).
     pub state_backend_url: String,
     /// The filesystem mirror holding the abode provider, if installed.
     pub provider_mirror: Option<PathBuf>,
@@ -398,8 +385,6 @@ struct Inner {
     config: Config,
     /// Wakes idle provisioners when a job is queued.
     jobs: JobQueue,
-    /// Cancel switches of the builds running in this process.
-    running: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Build log lines, and the followers waiting for them.
     build_log: BuildLog,
     /// Accounts, roles, logins, sessions and API tokens.
@@ -434,10 +419,6 @@ struct Inner {
     connections: connections::Connections,
     apps: apps::Apps,
     agents: agents::Agents,
-    /// Turns true when the server stops: long-polls answer at once.
-    stopping: watch::Sender<bool>,
-    /// Set while the data dir has less than `Config::min_free_disk` free.
-    low_on_disk: std::sync::atomic::AtomicBool,
 }
 
 impl Control {
@@ -490,6 +471,7 @@ impl Control {
             build_log: build_log.clone(),
             jobs: jobs.clone(),
             audit: audit::Audit::new(store.clone()),
+            cancel_switches: cancel_switches::CancelSwitches::default(),
         });
         let prebuilds = Prebuilds::new(prebuilds::PrebuildsParts {
             store: store.clone(),
@@ -589,23 +571,14 @@ impl Control {
                 store,
                 config,
                 jobs,
-                running: Mutex::new(HashMap::new()),
                 build_log,
                 notifications,
                 held,
                 connections,
                 apps,
                 agents,
-                stopping: watch::channel(false).0,
-                low_on_disk: std::sync::atomic::AtomicBool::new(false),
             }),
         }
-    }
-
-    /// Ends the waits of long-polls (a daemon's acquire) so that the
-    /// server's graceful stop does not wait for them.
-    pub fn stop_long_polls(&self) {
-        self.inner.stopping.send_replace(true);
     }
 
     /// Who may exist and who is calling: the only part of the control plane
@@ -739,71 +712,26 @@ impl Control {
         self.inner.config.clock.now_ms()
     }
 
-    /// Takes over the builds a dead server left running (see `recovery`):
-    /// each is followed until no Terraform of it runs, its state stored, and
-    /// it ends failed with what happened. Old work dirs are cleared. The
-    /// followers stop, interrupting what they follow, when `shutdown` turns
-    /// true.
-    pub async fn recover(
-        &self,
-        shutdown: watch::Receiver<bool>,
-    ) -> Result<recovery::Recovered, ControlError> {
-        recovery::recover(self, shutdown).await
-    }
-
-    /// Starts `count` provisioner workers; they stop when `shutdown` turns true,
-    /// interrupting the builds they run. Wait on the handles for a clean stop.
-    pub fn start_provisioners(
-        &self,
-        count: usize,
-        shutdown: watch::Receiver<bool>,
-    ) -> Vec<tokio::task::JoinHandle<()>> {
-        self.inner.config.metrics.provisioners_started(count);
-        let names: Vec<String> = (0..count)
-            .map(|index| format!("embedded-{index}"))
-            .collect();
-        let mut handles: Vec<tokio::task::JoinHandle<()>> = names
-            .iter()
-            .enumerate()
-            .map(|(index, name)| {
-                let control = self.clone();
-                let shutdown = shutdown.clone();
-                tokio::spawn(provisioner::worker(
-                    control,
-                    name.clone(),
-                    count == 1 || index > 0,
-                    shutdown,
-                ))
-            })
-            .collect();
-        handles.push(tokio::spawn(job_leases::keeper(
-            self.clone(),
-            names,
-            shutdown.clone(),
-        )));
-        // Also with no worker here: external daemons long-poll this server.
-        handles.push(tokio::spawn(job_leases::announcements(
-            self.clone(),
-            shutdown.clone(),
-        )));
-        // A restart whose stop succeeded while no server was there to
-        // request its start (it died in between) starts now.
-        let control = self.clone();
-        handles.push(tokio::spawn(async move {
-            control.continue_restarts().await;
-        }));
-        handles.push(tokio::spawn(held::expiry_sweeper(
-            self.clone(),
-            shutdown.clone(),
-        )));
-        handles.push(tokio::spawn(prebuilds::reconciler(
-            self.inner.prebuilds.clone(),
-            shutdown.clone(),
-        )));
-        handles.push(tokio::spawn(scheduler::ticker(
-            self.inner.scheduler.clone(),
-            shutdown.clone(),
-        )));
+    /// Starts the domain's own loops: held builds' expiry, the prebuild
+    /// reconciler, the lifecycle scheduler, closed accounts' tokens and the
+    /// notifications' delivery. They stop when `shutdown` turns true. The
+    /// builds' workers are the machine room's (`abode-host`).
+    pub fn start_loops(&self, shutdown: watch::Receiver<bool>) -> Vec<tokio::task::JoinHandle<()>> {
+        let mut handles = vec![
+            tokio::spawn(held::expiry_sweeper(
+                self.inner.held.clone(),
+                self.inner.config.confirmation_timeout,
+                shutdown.clone(),
+            )),
+            tokio::spawn(prebuilds::reconciler(
+                self.inner.prebuilds.clone(),
+                shutdown.clone(),
+            )),
+            tokio::spawn(scheduler::ticker(
+                self.inner.scheduler.clone(),
+                shutdown.clone(),
+            )),
+        ];
         let control = self.clone();
         let revocations = self.inner.identity.revocations();
         let stop = shutdown.clone();

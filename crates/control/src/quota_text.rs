@@ -40,7 +40,7 @@ impl EstimateSource {
 
 /// The lines that show how a budget adds up, for a refused build's log:
 /// each counted workspace, then each group's allowance.
-pub(crate) fn budget_lines(usage: &QuotaUsage) -> Vec<String> {
+pub fn budget_lines(usage: &QuotaUsage) -> Vec<String> {
     let workspaces = usage.workspaces.iter().map(|workspace| {
         format!(
             "  workspace {} (build #{}{}): {} a day",
@@ -58,7 +58,7 @@ pub(crate) fn budget_lines(usage: &QuotaUsage) -> Vec<String> {
 }
 
 /// The refusal's one line, the same whether the plan or its estimate told.
-pub(crate) fn refusal_line(workspace: &str, owner: &str, cost: i64, usage: &QuotaUsage) -> String {
+pub fn refusal_line(workspace: &str, owner: &str, cost: i64, usage: &QuotaUsage) -> String {
     let (spent, budget) = (usage.spent(), usage.budget());
     format!(
         "refused by quota: {workspace} would cost {cost} a day; {owner} already uses {spent} of \

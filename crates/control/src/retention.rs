@@ -8,18 +8,20 @@
 use abode_store::{RetainedStatus, Transition};
 use serde_json::Value;
 
-use crate::Control;
+use abode_store::Store;
+
+use crate::{BuildLog, Notifications};
 
 /// `OWNER_ID/NAME`: the workspace a `create --adopt` reserved records for
 /// (the workspace does not exist yet when they are reserved).
-pub(crate) fn adopt_key(owner_id: &str, workspace_name: &str) -> String {
+pub fn adopt_key(owner_id: &str, workspace_name: &str) -> String {
     format!("{owner_id}/{workspace_name}")
 }
 
 /// A state holding only `fragment` (a resource object), a successor of
 /// `stored` (its lineage, the next serial) so the backend takes it and the
 /// build's Terraform writes after it.
-pub(crate) fn state_of_one(stored: Option<&[u8]>, fragment: &str) -> Result<Vec<u8>, String> {
+pub fn state_of_one(stored: Option<&[u8]>, fragment: &str) -> Result<Vec<u8>, String> {
     let fragment: Value = serde_json::from_str(fragment)
         .map_err(|error| format!("a retained resource's state is unreadable: {error}"))?;
     let stored: Value = stored
@@ -51,8 +53,13 @@ pub(crate) fn state_of_one(stored: Option<&[u8]>, fragment: &str) -> Result<Vec<
 /// it left, and says in its build log what was retained: how every end of
 /// a delete (a run's, or a restarted server's for a run a dead one left)
 /// leaves each retained resource in a state or in an open record.
-pub(crate) async fn settle(control: &Control, build_id: &str) {
-    let build = match control.inner.store.build_by_id(build_id).await {
+pub async fn settle(
+    store: &Store,
+    build_log: &BuildLog,
+    notifications: &Notifications,
+    build_id: &str,
+) {
+    let build = match store.build_by_id(build_id).await {
         Ok(build) if build.transition == Transition::Delete => build,
         Ok(_) => return,
         Err(error) => {
@@ -60,7 +67,7 @@ pub(crate) async fn settle(control: &Control, build_id: &str) {
             return;
         }
     };
-    let state = match control.inner.store.state(&build.workspace_id).await {
+    let state = match store.state(&build.workspace_id).await {
         Ok(state) => state.unwrap_or_default(),
         Err(error) => {
             tracing::error!(build = %build_id, %error, "cannot read the state a delete left; its records stay pending");
@@ -75,7 +82,7 @@ pub(crate) async fn settle(control: &Control, build_id: &str) {
         // No state (a workspace whose state is gone) holds nothing.
         Err(_) => Vec::new(),
     };
-    match control.inner.store.settle_retained(build_id, &still).await {
+    match store.settle_retained(build_id, &still).await {
         Ok(settled) => {
             for record in settled {
                 let text = match (record.status, record.expires_at) {
@@ -95,8 +102,7 @@ pub(crate) async fn settle(control: &Control, build_id: &str) {
                         record.address
                     ),
                 };
-                control
-                    .build_log()
+                build_log
                     .note(
                         build_id,
                         &abode_runner::LogStage::CLEANUP,
@@ -105,7 +111,7 @@ pub(crate) async fn settle(control: &Control, build_id: &str) {
                     )
                     .await;
                 if record.status == RetainedStatus::Open {
-                    control.notifications().notify_retained(&record).await;
+                    notifications.notify_retained(&record).await;
                 }
             }
         }

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 /// One managed resource instance of a state.
-pub(crate) struct Instance<'a> {
+pub struct Instance<'a> {
     pub module: Option<&'a str>,
     pub resource_type: &'a str,
     pub name: &'a str,
@@ -47,7 +47,7 @@ fn text<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
 }
 
 /// Every managed resource instance of a parsed state.
-pub(crate) fn managed_instances(state: &Value) -> Vec<Instance<'_>> {
+pub fn managed_instances(state: &Value) -> Vec<Instance<'_>> {
     let mut instances = Vec::new();
     let resources = state.get("resources").and_then(Value::as_array);
     for resource in resources.into_iter().flatten() {

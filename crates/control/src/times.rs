@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 
 /// Unix ms as `YYYY-MM-DDTHH:MM:SSZ` (UTC), for people.
-pub(crate) fn utc_text(ms: i64) -> String {
+pub fn utc_text(ms: i64) -> String {
     let t = abode_clock::UtcTime::from_ms(ms);
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
@@ -14,6 +14,6 @@ pub(crate) fn utc_text(ms: i64) -> String {
 }
 
 /// Unix ms as a UTC time (out of range: the epoch, never a panic).
-pub(crate) fn utc_datetime(ms: i64) -> DateTime<Utc> {
+pub fn utc_datetime(ms: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }

@@ -140,11 +140,7 @@ impl Control {
         // A build this process runs is interrupted first, so that a cancel
         // is acted on even when the database cannot record it now (a full
         // disk); another server's learns it from the record.
-        if let Ok(running) = self.inner.running.lock() {
-            if let Some(switch) = running.get(&build.id) {
-                let _ = switch.send(true);
-            }
-        }
+        self.builds().cancel_switches().flip(&build.id);
         if self
             .inner
             .store
@@ -155,7 +151,13 @@ impl Control {
                 .note(&build.id, &LogStage::SETUP, LogLevel::Warn, &message)
                 .await;
             // A held delete's records go void: nothing was forgotten.
-            crate::retention::settle(self, &build.id).await;
+            crate::retention::settle(
+                &self.inner.store,
+                &self.inner.build_log,
+                &self.inner.notifications,
+                &build.id,
+            )
+            .await;
             self.build_log().written();
         } else if self.inner.store.cancel_requested(&build.id).await? {
             // Asked already: one cancel, one log line, one audit event.

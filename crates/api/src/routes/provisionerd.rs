@@ -5,12 +5,12 @@
 //! Each route is a thin translation of the wire (`abode-protocol`): the
 //! work and every rule are the control plane's (`daemon_jobs.rs`: claim,
 //! lease, the daemon's ownership of a job, and the build's own
-//! [`abode_control::ServerJob`]: log, guard, state, end), so a daemon's
+//! [`abode_host::ServerJob`]: log, guard, state, end), so a daemon's
 //! build is judged and recorded exactly as an embedded one.
 
 use std::time::Duration;
 
-use abode_control::{DaemonCaller, DaemonNeed};
+use abode_host::{DaemonCaller, DaemonNeed};
 use abode_protocol::{
     AcquireRequest, CompleteRequest, DaemonHello, HeartbeatAnswer, JobWire, JudgeRequest,
     LogUpload, ReleaseRequest, StateAnswer, StateUpload, VerdictWire,
@@ -201,7 +201,7 @@ where
                 .await
                 .map_err(|_| ApiError::bad_request("not a build's job"))?;
             state
-                .control
+                .host
                 .daemon_may_call_about(&key.0.id, &build, need)
                 .await?;
         }
@@ -262,7 +262,7 @@ async fn acquire(
 ) -> Result<Response, ApiError> {
     let wait = Duration::from_secs(request.wait_seconds.unwrap_or(0));
     let acquired = state
-        .control
+        .host
         .acquire_daemon_job(
             &caller,
             &request.tags,
@@ -286,7 +286,7 @@ async fn heartbeat(
     }: DaemonCall<DaemonHello>,
 ) -> Result<Response, ApiError> {
     let canceled = state
-        .control
+        .host
         .daemon_heartbeat(&caller, &build, &hello.slot, &hello.version)
         .await?;
     Ok(Json(HeartbeatAnswer { canceled }).into_response())
@@ -301,7 +301,7 @@ async fn logs(
     }: DaemonCall<LogUpload>,
 ) -> Result<Response, ApiError> {
     state
-        .control
+        .host
         .daemon_log(&caller, &build, &upload.lines)
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
@@ -319,7 +319,7 @@ async fn judge(
         abode_protocol::decode("plan_json", &request.plan_json).map_err(ApiError::bad_request)?;
     let plan = abode_protocol::decode("plan", &request.plan).map_err(ApiError::bad_request)?;
     let verdict = state
-        .control
+        .host
         .daemon_judge(&caller, &build, plan_json, plan)
         .await?;
     Ok(Json(VerdictWire::from(&verdict)).into_response())
@@ -335,7 +335,7 @@ async fn state(
 ) -> Result<Response, ApiError> {
     let bytes = abode_protocol::decode("state", &upload.state).map_err(ApiError::bad_request)?;
     let kept = state
-        .control
+        .host
         .daemon_keep_state(&caller, &build, bytes, upload.secret.as_deref())
         .await?;
     Ok(Json(StateAnswer::from(&kept)).into_response())
@@ -346,7 +346,7 @@ async fn applied(
     Path(build): Path<String>,
     DaemonCall { caller, .. }: DaemonCall<DaemonHello>,
 ) -> Result<Response, ApiError> {
-    state.control.daemon_applied(&caller, &build).await?;
+    state.host.daemon_applied(&caller, &build).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
@@ -361,7 +361,7 @@ async fn release(
     }: DaemonCall<ReleaseRequest>,
 ) -> Result<Response, ApiError> {
     let released = state
-        .control
+        .host
         .daemon_release_state_lock(&caller, &build, request.secret.as_deref())
         .await?;
     Ok(Json(serde_json::json!({ "released": released })).into_response())
@@ -376,9 +376,6 @@ async fn complete(
     }: DaemonCall<CompleteRequest>,
 ) -> Result<Response, ApiError> {
     let outcome = request.outcome().map_err(ApiError::bad_request)?;
-    let status = state
-        .control
-        .daemon_complete(&caller, &build, outcome)
-        .await?;
+    let status = state.host.daemon_complete(&caller, &build, outcome).await?;
     Ok(Json(serde_json::json!({ "status": status.as_str() })).into_response())
 }

@@ -22,7 +22,7 @@ async fn list(
 ) -> Result<axum::response::Response, ApiError> {
     let query = list_query(query)?;
     let page = state
-        .control
+        .host
         .list_provisioners(&caller, query.after.as_deref(), query.limit)
         .await?;
     let items: Vec<abode_sdk::Provisioner> = page

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use abode_control::state_backend::LockAnswer;
+use abode_host::LockAnswer;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
@@ -58,7 +58,7 @@ impl FromRequestParts<AppState> for HeldBy {
             .await
             .map_err(|_| ApiError::bad_request("not a build's state"))?;
         let secret = run_secret(&parts.headers, &build)?;
-        state.control.holds_state_lock(&build, &secret).await?;
+        state.host.holds_state_lock(&build, &secret).await?;
         Ok(HeldBy(secret))
     }
 }
@@ -102,7 +102,7 @@ async fn read_state(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let secret = run_secret(&headers, &build)?;
-    match state.control.backend_state(&build, &secret).await? {
+    match state.host.backend_state(&build, &secret).await? {
         Some(bytes) => Ok((
             StatusCode::OK,
             [(axum::http::header::CONTENT_TYPE, "application/json")],
@@ -123,7 +123,7 @@ async fn write_state(
 ) -> Result<Response, ApiError> {
     let lock_id = query.get("ID").map(String::as_str);
     state
-        .control
+        .host
         .backend_put_state(&build, &secret, lock_id, body.to_vec())
         .await?;
     Ok(StatusCode::OK.into_response())
@@ -138,7 +138,7 @@ async fn lock(
     // Not `HeldBy`: a run refused a lock is told who holds it (423); the
     // body is a few hundred bytes at most.
     let secret = run_secret(&headers, &build)?;
-    match state.control.backend_lock(&build, &secret, &body).await? {
+    match state.host.backend_lock(&build, &secret, &body).await? {
         LockAnswer::Locked => Ok(StatusCode::OK.into_response()),
         LockAnswer::Held(info) => Ok((
             StatusCode::LOCKED,
@@ -155,7 +155,7 @@ async fn unlock(
     HeldBy(secret): HeldBy,
     body: Bytes,
 ) -> Result<Response, ApiError> {
-    state.control.backend_unlock(&build, &secret, &body).await?;
+    state.host.backend_unlock(&build, &secret, &body).await?;
     Ok(StatusCode::OK.into_response())
 }
 
@@ -166,7 +166,7 @@ async fn unlock_workspace(
     Json(request): Json<abode_sdk::requests::Unlock>,
 ) -> Result<Response, ApiError> {
     let lock = state
-        .control
+        .host
         .unlock_workspace(&caller, &workspace, request.build)
         .await?;
     Ok(Json(abode_sdk::UnlockedAnswer {

@@ -120,6 +120,8 @@ pub(crate) struct BuildsParts {
     pub(crate) build_log: BuildLog,
     pub(crate) jobs: JobQueue,
     pub(crate) audit: Audit,
+    /// The switches of the builds this process runs.
+    pub(crate) cancel_switches: crate::cancel_switches::CancelSwitches,
 }
 
 impl Builds {
@@ -127,6 +129,12 @@ impl Builds {
         Builds {
             inner: Arc::new(parts),
         }
+    }
+
+    /// The cancel switches of the builds this process runs: the machine
+    /// room registers them, a cancel flips them.
+    pub fn cancel_switches(&self) -> &crate::cancel_switches::CancelSwitches {
+        &self.inner.cancel_switches
     }
 
     fn templates(&self) -> &Templates {
@@ -851,7 +859,7 @@ pub(crate) fn resolve_creation(
 /// of them). All problems are told at once, in one line. A version pushed
 /// before declarations were read has none: its values are taken as given,
 /// on top of the workspace's.
-pub(crate) fn resolve_parameters(
+pub fn resolve_parameters(
     version: &TemplateVersion,
     given: &BTreeMap<String, Value>,
     previous: Option<&BTreeMap<String, String>>,

@@ -35,7 +35,7 @@ enum Recipients {
 
 impl Notifications {
     /// `build_held`: the build awaits confirmation until `expires_at`.
-    pub(crate) async fn held_notices(
+    pub async fn held_notices(
         &self,
         build: &Build,
         expires_at: i64,
@@ -61,7 +61,7 @@ impl Notifications {
     /// to its owner when someone else or the system started it; a failed
     /// automated build of a workspace no person owns (a prebuild) goes to
     /// the template admins.
-    pub(crate) async fn end_notices(
+    pub async fn end_notices(
         &self,
         build: &Build,
         status: BuildStatus,
@@ -106,7 +106,7 @@ impl Notifications {
 
     /// [`Notifications::end_notices`] of the build with this id (none if it
     /// cannot be read: the build's end is recorded regardless).
-    pub(crate) async fn end_notices_of(
+    pub async fn end_notices_of(
         &self,
         build_id: &str,
         status: BuildStatus,

@@ -8,7 +8,7 @@ use super::Prebuilds;
 use crate::notifications::{preset_recovered, ReplacedResource};
 
 /// What a claim build's guard report says it replaced or deleted.
-pub(crate) fn claim_replacements(build: &Build) -> Vec<ReplacedResource> {
+pub fn claim_replacements(build: &Build) -> Vec<ReplacedResource> {
     build
         .guard_report
         .iter()
@@ -24,12 +24,7 @@ impl Prebuilds {
     /// After a build of a prebuilt workspace or a claim build (`part`, as
     /// its job carried it) ended `status` (read again: the end and the
     /// guard report are stored).
-    pub(crate) async fn build_ended(
-        &self,
-        build_id: &str,
-        part: PrebuildPart,
-        status: BuildStatus,
-    ) {
+    pub async fn build_ended(&self, build_id: &str, part: PrebuildPart, status: BuildStatus) {
         let build = match self.inner.store.build_by_id(build_id).await {
             Ok(build) => build,
             Err(error) => {

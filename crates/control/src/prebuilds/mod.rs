@@ -472,7 +472,7 @@ impl Prebuilds {
     }
 
     /// Reads the pools for the refreshed gauges.
-    pub(crate) async fn refresh_pool_gauges(&self) -> Result<(), ControlError> {
+    pub async fn refresh_pool_gauges(&self) -> Result<(), ControlError> {
         let decision = self.decision().await?;
         let pools: Vec<abode_metrics::PoolGauges> = decision
             .presets

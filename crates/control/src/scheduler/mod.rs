@@ -320,7 +320,7 @@ impl Scheduler {
     /// deadlines from the template's policy and the workspace's ttl; a
     /// succeeded stop or delete clears them. A prebuild pool's own builds set
     /// none (a claim's does: the workspace is a person's from then on).
-    pub(crate) async fn build_ended(&self, build: &Build, status: BuildStatus) {
+    pub async fn build_ended(&self, build: &Build, status: BuildStatus) {
         if status != BuildStatus::Succeeded || build.reason == BuildReason::Prebuild {
             return;
         }

@@ -35,7 +35,7 @@ use abode_runner::{LogLevel, LogStage};
 use abode_store::{BuildStatus, ExpiredJobLease};
 use tokio::sync::watch;
 
-use crate::Control;
+use crate::room::Host;
 
 /// How many of this server's rounds (a quarter of a lease each) another
 /// server's expired lease must stay unchanged before its build is failed:
@@ -49,12 +49,8 @@ const FORGET_PROVISIONERS_AFTER: Duration = Duration::from_secs(24 * 3600);
 /// The keeper's loop: renew this server's leases, salvage expired ones, and
 /// tell that `workers` (this server's provisioners) are alive; at shutdown
 /// their rows go.
-pub(crate) async fn keeper(
-    control: Control,
-    workers: Vec<String>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    let lease = control.inner.config.job_lease;
+pub(crate) async fn keeper(host: Host, workers: Vec<String>, mut shutdown: watch::Receiver<bool>) {
+    let lease = host.inner.config.job_lease;
     let round = (lease / 4).max(Duration::from_millis(100));
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
     let mut seen_expired: HashMap<String, (i64, u32)> = HashMap::new();
@@ -64,15 +60,15 @@ pub(crate) async fn keeper(
         if *shutdown.borrow() {
             break;
         }
-        let server = &control.inner.config.server_id;
-        control.beat_server_identity().await;
-        control.build_log().flush().await;
-        control.check_free_disk(&mut told_low_on_disk).await;
-        control.release_abandoned_locks().await;
-        if let Err(error) = control.inner.store.renew_job_leases(server, lease_ms).await {
+        let server = &host.inner.config.server_id;
+        host.beat_server_identity().await;
+        host.build_log().flush().await;
+        host.check_free_disk(&mut told_low_on_disk).await;
+        host.release_abandoned_locks().await;
+        if let Err(error) = host.inner.store.renew_job_leases(server, lease_ms).await {
             tracing::error!(%error, "cannot renew this server's job leases");
         }
-        if let Err(error) = control
+        if let Err(error) = host
             .inner
             .store
             .renew_preview_leases(server, lease_ms)
@@ -80,17 +76,17 @@ pub(crate) async fn keeper(
         {
             tracing::error!(%error, "cannot renew this server's preview leases");
         }
-        let forget_before = control.now_ms().saturating_sub(
+        let forget_before = host.now_ms().saturating_sub(
             i64::try_from(FORGET_PROVISIONERS_AFTER.as_millis()).unwrap_or(i64::MAX),
         );
-        if let Err(error) = control
+        if let Err(error) = host
             .inner
             .store
             .beat_provisioners(
                 server,
                 abode_store::ProvisionerKind::Embedded,
                 &workers,
-                &crate::tags::tags_json(&control.inner.config.provisioner_tags),
+                &abode_control::tags::tags_json(&host.inner.config.provisioner_tags),
                 env!("CARGO_PKG_VERSION"),
                 forget_before,
             )
@@ -98,32 +94,32 @@ pub(crate) async fn keeper(
         {
             tracing::error!(%error, "cannot record this server's provisioners' heartbeat");
         }
-        control.tell_unserved_jobs(&mut told_waiting).await;
-        match control.inner.store.expired_job_leases(server).await {
+        host.tell_unserved_jobs(&mut told_waiting).await;
+        match host.inner.store.expired_job_leases(server).await {
             Ok(expired) => {
                 let (salvage, still) = unchanged_since_last_round(&seen_expired, expired);
                 seen_expired = still;
                 for lease in salvage {
-                    control.salvage_build(&lease).await;
+                    host.salvage_build(&lease).await;
                 }
             }
             Err(error) => tracing::error!(%error, "cannot read expired job leases"),
         }
-        control.background_pass(abode_metrics::PASS_KEEPER);
+        host.background_pass(abode_metrics::PASS_KEEPER);
         tokio::select! {
             _ = tokio::time::sleep(round) => {}
             _ = shutdown.changed() => {}
         }
     }
-    if let Err(error) = control
+    if let Err(error) = host
         .inner
         .store
-        .forget_provisioners(&control.inner.config.server_id)
+        .forget_provisioners(&host.inner.config.server_id)
         .await
     {
         tracing::warn!(%error, "cannot remove this server's provisioners from the list");
     }
-    control.forget_server_identity().await;
+    host.forget_server_identity().await;
 }
 
 /// Splits this round's expired leases into those to salvage (seen with the
@@ -151,13 +147,13 @@ fn unchanged_since_last_round(
 
 /// Wakes an idle worker of this server whenever any server announces a
 /// queued job (PostgreSQL only; on SQLite there is one server).
-pub(crate) async fn announcements(control: Control, mut shutdown: watch::Receiver<bool>) {
+pub(crate) async fn announcements(host: Host, mut shutdown: watch::Receiver<bool>) {
     let mut failures: u32 = 0;
     loop {
         if *shutdown.borrow() {
             return;
         }
-        let subscribed = control.inner.store.job_announcements().await;
+        let subscribed = host.inner.store.job_announcements().await;
         let mut announcements = match subscribed {
             Ok(Some(announcements)) => announcements,
             Ok(None) => return,
@@ -175,7 +171,7 @@ pub(crate) async fn announcements(control: Control, mut shutdown: watch::Receive
         loop {
             tokio::select! {
                 announced = announcements.next() => match announced {
-                    Ok(()) => control.jobs().wake_one(),
+                    Ok(()) => host.jobs().wake_one(),
                     Err(error) => {
                         tracing::warn!(%error, "lost the job announcements; listening again");
                         break;
@@ -191,7 +187,7 @@ pub(crate) async fn announcements(control: Control, mut shutdown: watch::Receive
 /// its log says so.
 const UNSERVED_AFTER: Duration = Duration::from_secs(30);
 
-impl Control {
+impl Host {
     /// Says in the log of each job queued for a while whose version needs
     /// tags that no connected provisioner offers (once per build and
     /// server), so that nobody waits on it silently.
@@ -215,7 +211,7 @@ impl Control {
         let offered: Vec<HashSet<String>> = match offered
             .iter()
             .map(|json| {
-                crate::tags::tags_of_json(json).map(|tags| {
+                abode_control::tags::tags_of_json(json).map(|tags| {
                     tags.into_iter()
                         .map(|(key, value)| format!("{key}={value}"))
                         .collect()
@@ -268,7 +264,7 @@ impl Control {
                 let message = format!(
                     "{} stopped renewing its lease before this build's plan was judged; nothing \
                      was applied, and the build waits for another provisioner",
-                    crate::holders::describe_holder(&lease.holder)
+                    abode_control::holders::describe_holder(&lease.holder)
                 );
                 self.build_log()
                     .note(&lease.build_id, &LogStage::SETUP, LogLevel::Warn, &message)
@@ -288,8 +284,8 @@ impl Control {
             "{} running this build stopped renewing its lease (it ran out at {}); \
              the build is failed, the state stored last is kept, and a newer state from its \
              work dir is stored if it starts again",
-            crate::holders::describe_holder(&lease.holder),
-            crate::times::utc_text(lease.expires_at),
+            abode_control::holders::describe_holder(&lease.holder),
+            abode_control::times::utc_text(lease.expires_at),
         );
         let build_id = &lease.build_id;
         let notices = self

@@ -12,7 +12,7 @@ use abode_runner::workdir::{ERRORED_STATE_FILE, STATE_FILE, TEMPLATE_SUBDIR};
 use abode_runner::{StateBackend, StateKept};
 use serde::Deserialize;
 
-use crate::Control;
+use crate::room::Host;
 
 /// The two fields that say whether one Terraform state follows another.
 #[derive(Deserialize)]
@@ -24,7 +24,7 @@ struct StateHeader {
 /// Stores the Terraform state in a build's work dir as the workspace's state,
 /// if it can only be newer: a state file cut short by a crash, or one from
 /// another lineage, never replaces a good stored state.
-pub(crate) async fn keep_state(control: &Control, build_id: &str, work_dir: &Path) -> StateKept {
+pub(crate) async fn keep_state(host: &Host, build_id: &str, work_dir: &Path) -> StateKept {
     // The state backend has what Terraform handed it; what it could not
     // hand over is in `errored.tfstate` (a work dir of a release before the
     // backend has its state in `terraform.tfstate`).
@@ -45,7 +45,7 @@ pub(crate) async fn keep_state(control: &Control, build_id: &str, work_dir: &Pat
         Err(error) => return StateKept::Refused(format!("cannot read it: {error}")),
     };
     let secret = StateBackend::secret_in(work_dir);
-    keep_state_bytes(control, build_id, state, secret.as_deref()).await
+    keep_state_bytes(host, build_id, state, secret.as_deref()).await
 }
 
 /// Stores `state`, written by a run of `build_id`, as its workspace's state
@@ -55,12 +55,12 @@ pub(crate) async fn keep_state(control: &Control, build_id: &str, work_dir: &Pat
 /// holder's Terraform left is kept in its work dir, never stored. A run of
 /// an older release (no secret) is judged by the builds that came after it.
 pub(crate) async fn keep_state_bytes(
-    control: &Control,
+    host: &Host,
     build_id: &str,
     state: Vec<u8>,
     secret: Option<&str>,
 ) -> StateKept {
-    let store = &control.inner.store;
+    let store = &host.inner.store;
     let build = match store.build_by_id(build_id).await {
         Ok(build) => build,
         Err(error) => return StateKept::Unavailable(format!("storage error: {error}")),
@@ -79,18 +79,10 @@ pub(crate) async fn keep_state_bytes(
         Err(error) => return StateKept::Unavailable(format!("storage error: {error}")),
     }
     let fence = secret.map(|secret| Fence {
-        secret_hash: crate::secrets::token_hash(secret),
+        secret_hash: abode_credentials::secrets::token_hash(secret),
         terraform_lock_id: None,
     });
-    match write_successor(
-        control,
-        &build.workspace_id,
-        build_id,
-        &state,
-        fence.as_ref(),
-    )
-    .await
-    {
+    match write_successor(host, &build.workspace_id, build_id, &state, fence.as_ref()).await {
         Written::Saved => StateKept::Saved,
         Written::Unchanged => StateKept::Unchanged,
         Written::NotSuccessor(reason) => StateKept::Refused(reason),
@@ -131,13 +123,13 @@ pub(crate) enum Written {
 /// (a half-way one and the last, on two servers) cannot both pass the
 /// comparison and leave the older one stored.
 pub(crate) async fn write_successor(
-    control: &Control,
+    host: &Host,
     workspace_id: &str,
     build_id: &str,
     state: &[u8],
     fence: Option<&Fence<'_>>,
 ) -> Written {
-    let store = &control.inner.store;
+    let store = &host.inner.store;
     for _ in 0..STATE_WRITE_ATTEMPTS {
         let stored = match store.state(workspace_id).await {
             Ok(stored) => stored,

@@ -20,10 +20,12 @@ use abode_protocol::{LogLineWire, Outcome};
 use abode_runner::{JobInputs, JobKind, LogLevel, LogSink, LogStage, StateKept, Verdict};
 use abode_store::{BuildStatus, ProvisionerKind};
 
-use crate::holders::{describe_holder, DAEMON_HOLDER_PREFIX};
 use crate::provisioner::run_kind;
+use crate::provisioner::ServerJob;
+use crate::room::Host;
 use crate::states;
-use crate::{Control, ControlError, ServerJob};
+use abode_control::holders::{describe_holder, DAEMON_HOLDER_PREFIX};
+use abode_control::ControlError;
 
 /// The longest a daemon's acquire waits for a job before it is answered
 /// with none (it asks again at once).
@@ -72,7 +74,7 @@ fn key_holders(key_id: &str) -> String {
 }
 
 /// What a daemon's call about a build needs, checked before its body is
-/// read ([`Control::daemon_may_call_about`]).
+/// read ([`Host::daemon_may_call_about`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DaemonNeed {
     /// The build's job is claimed by a daemon of the key now (a log, a
@@ -89,7 +91,7 @@ pub struct AcquiredJob {
     pub inputs: JobInputs,
 }
 
-impl Control {
+impl Host {
     /// Claims a job for the daemon's `slot`, waiting up to `wait` for one;
     /// `None` when none came. The daemon's slot is listed as alive.
     ///
@@ -416,7 +418,7 @@ impl Control {
                 &daemon_holder(caller),
                 ProvisionerKind::External,
                 &[slot.to_string()],
-                &crate::tags::tags_json(&caller.tags),
+                &abode_control::tags::tags_json(&caller.tags),
                 version,
                 forget_before,
             )

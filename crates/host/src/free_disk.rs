@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 
 use abode_runner::{LogLevel, LogStage};
 
-use crate::Control;
+use crate::room::Host;
 
 /// The free space (for an unprivileged user) of the filesystem holding
 /// `dir`, in bytes; `None` when it cannot be read.
@@ -32,7 +32,7 @@ fn mib(bytes: u64) -> u64 {
     bytes / (1024 * 1024)
 }
 
-impl Control {
+impl Host {
     /// Whether this server starts no build now (its data dir is low on space).
     pub(crate) fn low_on_disk(&self) -> bool {
         self.inner.low_on_disk.load(Ordering::SeqCst)

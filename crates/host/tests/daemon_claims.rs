@@ -12,7 +12,8 @@
 
 use std::time::Duration;
 
-use abode_control::{Caller, Config, Control, ControlError, DaemonCaller};
+use abode_control::{Caller, Config, Control, ControlError};
+use abode_host::{DaemonCaller, Host, HostParts};
 use abode_protocol::LogLineWire;
 use abode_store::*;
 
@@ -20,6 +21,7 @@ struct Setup {
     _dir: tempfile::TempDir,
     store: Store,
     control: Control,
+    host: Host,
     owner: Caller,
     version_id: String,
     template_id: String,
@@ -35,6 +37,7 @@ async fn setup() -> Setup {
         Config::new(dir.path().join("data"), "http://127.0.0.1:1".into()),
     );
     control.identity().ensure_system_actors().await.unwrap();
+    let host = Host::new(HostParts::picked_from(&control, store.clone()));
     let roles = Roles::from([Role::Owner, Role::Member]);
     let alice = store
         .create_first_user(&NewUser {
@@ -64,6 +67,7 @@ async fn setup() -> Setup {
         _dir: dir,
         store,
         control,
+        host,
         owner: Caller {
             user: alice,
             roles,
@@ -138,7 +142,7 @@ async fn only_the_slot_that_claimed_a_job_speaks_for_it() {
     let (first, second) = (slot("d-1"), slot("d-2"));
 
     let acquired = setup
-        .control
+        .host
         .acquire_daemon_job(&first, &[], "d-1", "0.1.0", Duration::ZERO)
         .await
         .unwrap()
@@ -147,13 +151,13 @@ async fn only_the_slot_that_claimed_a_job_speaks_for_it() {
 
     // The claiming slot speaks for the job.
     let canceled = setup
-        .control
+        .host
         .daemon_heartbeat(&first, &build_id, "d-1", "0.1.0")
         .await
         .unwrap();
     assert!(!canceled);
     setup
-        .control
+        .host
         .daemon_log(&first, &build_id, &[line("from the claim's run")])
         .await
         .unwrap();
@@ -161,7 +165,7 @@ async fn only_the_slot_that_claimed_a_job_speaks_for_it() {
     // Another slot of the same daemon (same key, same daemon id, so the
     // same lease holder) does not.
     let refused = setup
-        .control
+        .host
         .daemon_heartbeat(&second, &build_id, "d-2", "0.1.0")
         .await;
     assert!(
@@ -169,7 +173,7 @@ async fn only_the_slot_that_claimed_a_job_speaks_for_it() {
         "{refused:?}"
     );
     let refused = setup
-        .control
+        .host
         .daemon_log(&second, &build_id, &[line("from a lost run")])
         .await;
     assert!(
@@ -208,22 +212,21 @@ async fn the_first_verdict_on_a_build_stands() {
         slot: "d-1".into(),
     };
     setup
-        .control
+        .host
         .acquire_daemon_job(&daemon, &[], "d-1", "0.1.0", Duration::ZERO)
         .await
         .unwrap()
         .expect("the queued build is claimed");
     let judge = |plan: &'static [u8]| {
-        let (control, daemon, build_id) = (setup.control.clone(), daemon.clone(), build_id.clone());
+        let (host, daemon, build_id) = (setup.host.clone(), daemon.clone(), build_id.clone());
         async move {
-            control
-                .daemon_judge(
-                    &daemon,
-                    &build_id,
-                    plan.to_vec(),
-                    b"the saved plan".to_vec(),
-                )
-                .await
+            host.daemon_judge(
+                &daemon,
+                &build_id,
+                plan.to_vec(),
+                b"the saved plan".to_vec(),
+            )
+            .await
         }
     };
     let first = judge(HELD_PLAN).await.unwrap();
@@ -244,7 +247,7 @@ async fn the_first_verdict_on_a_build_stands() {
     assert_eq!(decision, Some(abode_guard::Decision::Confirm));
     // And the run may not end as if it had been allowed.
     let applied = setup
-        .control
+        .host
         .daemon_complete(&daemon, &build_id, abode_protocol::Outcome::Applied)
         .await;
     assert!(
@@ -274,7 +277,7 @@ async fn a_key_made_again_under_a_deleted_key_s_name_inherits_none_of_its_builds
         .unwrap();
     let old = daemon(&old_key, &old_secret);
     setup
-        .control
+        .host
         .acquire_daemon_job(&old, &[], "d-1", "0.1.0", Duration::ZERO)
         .await
         .unwrap()
@@ -294,14 +297,14 @@ async fn a_key_made_again_under_a_deleted_key_s_name_inherits_none_of_its_builds
     assert_ne!(new_key.id, old_key.id);
     let new = daemon(&new_key, &new_secret);
     assert_ne!(
-        abode_control::daemon_holder(&new),
-        abode_control::daemon_holder(&old)
+        abode_host::daemon_holder(&new),
+        abode_host::daemon_holder(&old)
     );
 
     // Every call about the old key's build is refused to the new key's
     // daemon, before and after its body is read.
     let heartbeat = setup
-        .control
+        .host
         .daemon_heartbeat(&new, &build_id, "d-1", "0.1.0")
         .await;
     assert!(
@@ -309,17 +312,17 @@ async fn a_key_made_again_under_a_deleted_key_s_name_inherits_none_of_its_builds
         "{heartbeat:?}"
     );
     let log = setup
-        .control
+        .host
         .daemon_log(&new, &build_id, &[line("from the new key")])
         .await;
     assert!(matches!(log, Err(ControlError::Conflict(_))), "{log:?}");
     let ended = setup
-        .control
+        .host
         .daemon_complete(&new, &build_id, abode_protocol::Outcome::Applied)
         .await;
     assert!(matches!(ended, Err(ControlError::Conflict(_))), "{ended:?}");
     let state = setup
-        .control
+        .host
         .daemon_keep_state(&new, &build_id, b"{}".to_vec(), None)
         .await;
     assert!(
@@ -327,11 +330,11 @@ async fn a_key_made_again_under_a_deleted_key_s_name_inherits_none_of_its_builds
         "{state:?}"
     );
     for need in [
-        abode_control::DaemonNeed::Holding,
-        abode_control::DaemonNeed::Held,
+        abode_host::DaemonNeed::Holding,
+        abode_host::DaemonNeed::Held,
     ] {
         let early = setup
-            .control
+            .host
             .daemon_may_call_about(&new_key.id, &build_id, need)
             .await;
         assert!(early.is_err(), "{need:?}");

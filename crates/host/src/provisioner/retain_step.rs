@@ -11,8 +11,8 @@ use abode_store::{
 use serde_json::Value;
 
 use super::run::storage;
-use crate::retention::adopt_key;
-use crate::Control;
+use crate::room::Host;
+use abode_control::retention::adopt_key;
 use abode_runner::{Failure, LogStage};
 
 /// What the value of a sensitive attribute is shown as.
@@ -20,20 +20,20 @@ const HIDDEN: &str = "(sensitive value)";
 
 /// The remembered protections a delete retains, with their rules.
 pub(super) async fn retained_by_delete(
-    control: &Control,
+    host: &Host,
     build: &Build,
 ) -> Result<Vec<RememberedProtection>, Failure> {
     if build.transition != Transition::Delete {
         return Ok(Vec::new());
     }
-    let retention = control
+    let retention = host
         .inner
         .store
         .build_retention(&build.id)
         .await
         .map_err(storage)?
         .unwrap_or_default();
-    let memory = control
+    let memory = host
         .held()
         .remembered(&build.workspace_id)
         .await
@@ -47,15 +47,14 @@ pub(super) async fn retained_by_delete(
 
 /// The retained resources a start of `workspace` imports.
 pub(super) async fn to_adopt(
-    control: &Control,
+    host: &Host,
     build: &Build,
     workspace: &Workspace,
 ) -> Result<Vec<RetainedResource>, Failure> {
     if build.transition != Transition::Start {
         return Ok(Vec::new());
     }
-    control
-        .inner
+    host.inner
         .store
         .retained_to_adopt(&adopt_key(&workspace.owner_id, &workspace.name))
         .await
@@ -161,7 +160,7 @@ pub(super) fn new_records(
 /// The resource object of `state` holding the instance at `address`, with
 /// that instance alone.
 fn fragment(state: &Value, address: &str) -> Option<Value> {
-    let instance = crate::state::managed_instances(state)
+    let instance = abode_control::state::managed_instances(state)
         .into_iter()
         .find(|instance| instance.address() == address)?;
     let mut one = instance.resource.clone();
@@ -231,11 +230,11 @@ pub(super) fn destroys_retained(build: &Build) -> bool {
 
 /// The record a retained destroy destroys, and the rule the guard judges it
 /// by: held for a person unless it expired under `expire = "destroy"`.
-pub(super) async fn destroy_rules(control: &Control, build: &Build) -> Result<Vec<Rule>, Failure> {
+pub(super) async fn destroy_rules(host: &Host, build: &Build) -> Result<Vec<Rule>, Failure> {
     if !destroys_retained(build) {
         return Ok(Vec::new());
     }
-    let record = control
+    let record = host
         .inner
         .store
         .retained_destroyed_by(&build.id)
@@ -260,7 +259,7 @@ pub(super) async fn close_destroyed(job: &super::ServerJob, build: &Build) {
         return;
     }
     let Ok(Some(record)) = job
-        .control()
+        .host()
         .inner
         .store
         .retained_destroyed_by(&build.id)
@@ -274,7 +273,7 @@ pub(super) async fn close_destroyed(job: &super::ServerJob, build: &Build) {
 
 /// Closes the records a successful start imported.
 pub(super) async fn close_adopted(job: &super::ServerJob, build: &Build, workspace: &Workspace) {
-    let records = match to_adopt(job.control(), build, workspace).await {
+    let records = match to_adopt(job.host(), build, workspace).await {
         Ok(records) => records,
         Err(failure) => {
             tracing::error!(build = %build.id, error = %failure.message, "cannot read the retained resources a build adopted");
@@ -294,7 +293,7 @@ async fn close(
     status: RetainedStatus,
 ) {
     match job
-        .control()
+        .host()
         .inner
         .store
         .close_retained(&record.id, status, &build.initiator_name, Some(&build.id))

@@ -19,7 +19,7 @@ pub(super) struct Judged {
 /// workspace's remembered protections: the same judgement for a build,
 /// wherever it ran, and for a preview.
 pub(super) async fn judge_plan(
-    control: &crate::Control,
+    host: &crate::room::Host,
     plan_json: &[u8],
     workspace_id: &str,
     transition: abode_guard::Transition,
@@ -29,7 +29,7 @@ pub(super) async fn judge_plan(
 ) -> Result<Judged, Failure> {
     let plan = abode_guard::read_plan_slice(plan_json)
         .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
-    let memory = control
+    let memory = host
         .held()
         .remembered(workspace_id)
         .await

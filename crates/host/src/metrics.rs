@@ -10,7 +10,9 @@ use abode_metrics::PlatformGauges;
 use abode_store::{AgentCutoffs, PlatformCounts};
 use tokio::sync::watch;
 
-use crate::{AgentStatus, Control, ControlError};
+use crate::room::Host;
+use abode_control::AgentStatus;
+use abode_control::ControlError;
 
 /// Every agent status a workspace's agent can be counted in (`None` is a
 /// workspace without a running agent, not an agent's status).
@@ -66,7 +68,7 @@ fn gauges(counts: PlatformCounts, now_ms: i64) -> PlatformGauges {
     }
 }
 
-impl Control {
+impl Host {
     /// One pass of the background loop `task` ended
     /// (`abode_background_passes_total`): what shows that a loop ran, in a
     /// scrape and to the tests that prove it did nothing.
@@ -102,7 +104,7 @@ impl Control {
         interval: Duration,
         mut shutdown: watch::Receiver<bool>,
     ) -> tokio::task::JoinHandle<()> {
-        let control = self.clone();
+        let host = self.clone();
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(interval.max(Duration::from_millis(100)));
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -112,7 +114,7 @@ impl Control {
                 }
                 tokio::select! {
                     _ = ticks.tick() => {
-                        if let Err(error) = control.refresh_metrics().await {
+                        if let Err(error) = host.refresh_metrics().await {
                             tracing::warn!(%error, "cannot refresh the metrics from the database");
                         }
                     }

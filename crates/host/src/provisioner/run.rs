@@ -8,7 +8,7 @@ use abode_contract::BuildContext;
 use abode_runner::{Failure, FailureKind};
 use abode_store::{Build, BuildStatus, JobKind, PrebuildPart, StoreError, Transition, Workspace};
 
-use crate::ControlError;
+use abode_control::ControlError;
 
 pub(super) fn storage(error: StoreError) -> Failure {
     Failure::failed(format!("storage error: {error}"))
@@ -22,7 +22,7 @@ pub(super) fn internal(error: ControlError) -> Failure {
 /// what it is to the prebuilt workspaces, as its job carries it) and its
 /// parameter values.
 pub(super) fn build_context(
-    config: &crate::Config,
+    config: &abode_control::Config,
     build: &Build,
     prebuild: Option<PrebuildPart>,
     workspace: &Workspace,
@@ -69,7 +69,7 @@ pub(super) struct RunOf<'a> {
 /// The environment contract of a run on `workspace`: the same for a build
 /// and for a preview of one.
 pub(super) fn workspace_context(
-    config: &crate::Config,
+    config: &abode_control::Config,
     workspace: &Workspace,
     run: RunOf<'_>,
 ) -> BuildContext {

@@ -10,7 +10,7 @@ use abode_runner::{Failure, LogLevel};
 use abode_store::{Build, Reservation, Transition};
 
 use super::run::storage;
-use crate::Control;
+use crate::room::Host;
 
 /// What the quota step decided.
 pub(super) enum Charged {
@@ -28,19 +28,14 @@ pub(super) struct Charge {
 }
 
 /// The cost of `plan_json`, reserved for `build`, whose job `holder` holds.
-pub(super) async fn charge(
-    control: &Control,
-    build: &Build,
-    holder: &str,
-    plan_json: &[u8],
-) -> Charge {
+pub(super) async fn charge(host: &Host, build: &Build, holder: &str, plan_json: &[u8]) -> Charge {
     let mut lines = Vec::new();
-    let outcome = reserve(control, build, holder, plan_json, &mut lines).await;
+    let outcome = reserve(host, build, holder, plan_json, &mut lines).await;
     Charge { lines, outcome }
 }
 
 async fn reserve(
-    control: &Control,
+    host: &Host,
     build: &Build,
     holder: &str,
     plan_json: &[u8],
@@ -49,12 +44,12 @@ async fn reserve(
     // Every start, a prebuild's too: a prebuild waiting in its pool is
     // charged to the `prebuilds` actor's budget (its groups'), a claim to
     // the claimer's.
-    let enforce = control.inner.config.quota_enforce && build.transition == Transition::Start;
+    let enforce = host.inner.config.quota_enforce && build.transition == Transition::Start;
     let cost = match abode_cost::daily_cost(plan_json) {
         Ok(cost) => cost,
         Err(error) => {
             if enforce {
-                control.inner.config.metrics.quota_refusal("cost");
+                host.inner.config.metrics.quota_refusal("cost");
                 let message =
                     format!("refused by quota: the plan's daily cost cannot be told: {error}");
                 lines.push((LogLevel::Error, message.clone()));
@@ -67,7 +62,7 @@ async fn reserve(
     // abode-cost caps the total at i64::MAX.
     let total = i64::try_from(cost.total).unwrap_or(i64::MAX);
     lines.push((LogLevel::Info, format!("daily cost: {}", cost.describe())));
-    let reservation = control
+    let reservation = host
         .inner
         .store
         .reserve_build_cost(&build.id, holder, total, enforce)
@@ -80,19 +75,18 @@ async fn reserve(
             abode_runner::LEASE_LOST
         ))),
         Reservation::OverBudget { usage, cost } => {
-            control.inner.config.metrics.quota_refusal("quota");
-            for line in crate::quota_text::budget_lines(&usage) {
+            host.inner.config.metrics.quota_refusal("quota");
+            for line in abode_control::quota_text::budget_lines(&usage) {
                 lines.push((LogLevel::Warn, line));
             }
-            let message = crate::quota_text::refusal_line(
+            let message = abode_control::quota_text::refusal_line(
                 &build.workspace_name,
                 &build.owner_name,
                 cost,
                 &usage,
             );
             lines.push((LogLevel::Error, message.clone()));
-            control
-                .audit_system("build.refused", build, Some(message.clone()))
+            host.audit_system("build.refused", build, Some(message.clone()))
                 .await;
             Ok(Charged::Refused(message))
         }

@@ -25,8 +25,9 @@ use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
 use crate::provisioner::{self, log_output, BuildLog, Interruptions};
+use crate::room::Host;
 use crate::states::keep_state;
-use crate::{Control, ControlError};
+use abode_control::ControlError;
 use abode_runner::workdir;
 use abode_runner::StateKept;
 use abode_runner::{LogLevel, LogStage, StateBackend};
@@ -39,19 +40,19 @@ pub struct Recovered {
 }
 
 pub(crate) async fn recover(
-    control: &Control,
+    host: &Host,
     shutdown: watch::Receiver<bool>,
 ) -> Result<Recovered, ControlError> {
-    let server = &control.inner.config.server_id;
+    let server = &host.inner.config.server_id;
     // Only this server's builds: another server's are its own, or, once its
     // lease runs out, failed by the others (`job_leases.rs`).
-    let mut interrupted = control.inner.store.running_builds_of(server).await?;
-    let base = control.inner.config.work_dir();
+    let mut interrupted = host.inner.store.running_builds_of(server).await?;
+    let base = host.inner.config.work_dir();
     // A build of this server that another one failed while this one was down
     // still has its work dir here, maybe with a newer state: followed alike.
     for build_id in leftover_build_dirs(&base) {
         if interrupted.contains(&build_id)
-            || control
+            || host
                 .inner
                 .store
                 .job_lease_holder(&build_id)
@@ -61,32 +62,28 @@ pub(crate) async fn recover(
         {
             continue;
         }
-        if control.inner.store.build_by_id(&build_id).await?.status == BuildStatus::Failed {
+        if host.inner.store.build_by_id(&build_id).await?.status == BuildStatus::Failed {
             interrupted.push(build_id);
         }
     }
     // A preview this server was planning when it died is planned again
     // (a plan never applies: nothing of it needs following).
-    control.inner.store.requeue_previews(server, None).await?;
+    host.inner.store.requeue_previews(server, None).await?;
     // Its provisioners are listed again from this process's first heartbeat.
-    control.inner.store.forget_provisioners(server).await?;
+    host.inner.store.forget_provisioners(server).await?;
     // Its tunnels ended with the process; the agents connect again.
-    control.inner.store.forget_agent_tunnels(server).await?;
+    host.inner.store.forget_agent_tunnels(server).await?;
     let keep: Vec<PathBuf> = interrupted.iter().map(|id| base.join(id)).collect();
     workdir::clear_all_except(&base, &keep);
     // Listed as running here before any follower starts (each then puts its
     // own cancel switch in place): the keeper never takes a followed
     // build's state lock for one that nothing runs.
-    if let Ok(mut running) = control.inner.running.lock() {
-        for build_id in &interrupted {
-            running
-                .entry(build_id.clone())
-                .or_insert_with(|| watch::channel(false).0);
-        }
+    for build_id in &interrupted {
+        host.builds().cancel_switches().reserve(build_id);
     }
     let followers = interrupted
         .iter()
-        .map(|build_id| tokio::spawn(adopt(control.clone(), build_id.clone(), shutdown.clone())))
+        .map(|build_id| tokio::spawn(adopt(host.clone(), build_id.clone(), shutdown.clone())))
         .collect();
     Ok(Recovered {
         interrupted,
@@ -126,32 +123,32 @@ enum Aftermath {
 
 /// Follows one interrupted build to its end, every log line in the build's
 /// span, and counts its end in the metrics.
-async fn adopt(control: Control, build_id: String, shutdown: watch::Receiver<bool>) {
-    let (span, build) = provisioner::build_span(&control, &build_id).await;
-    let status = follow_to_end(control.clone(), build_id, shutdown)
+async fn adopt(host: Host, build_id: String, shutdown: watch::Receiver<bool>) {
+    let (span, build) = provisioner::build_span(&host, &build_id).await;
+    let status = follow_to_end(host.clone(), build_id, shutdown)
         .instrument(span)
         .await;
     if let Some(build) = build {
         let started = build.started_at.unwrap_or(build.created_at);
-        provisioner::count_build_end(&control, &build, status, started);
+        provisioner::count_build_end(&host, &build, status, started);
     }
 }
 
 /// The build's Terraform followed until nothing of it runs, its state
 /// kept and its end recorded; the status it ended in.
 async fn follow_to_end(
-    control: Control,
+    host: Host,
     build_id: String,
     shutdown: watch::Receiver<bool>,
 ) -> BuildStatus {
-    let work_dir = control.inner.config.work_dir().join(&build_id);
+    let work_dir = host.inner.config.work_dir().join(&build_id);
     let record = RunRecord::in_dir(&work_dir);
     // A cancel asked of the dead server (recorded in the database) still holds.
-    let (interruptions, cancel) = Interruptions::start(&control, &build_id, shutdown, None);
+    let (interruptions, cancel) = Interruptions::start(&host, &build_id, shutdown, None);
 
     let aftermath = match record.running() {
         Some(run) => {
-            control.build_log().note(&build_id, &LogStage::CLEANUP, LogLevel::Error,
+            host.build_log().note(&build_id, &LogStage::CLEANUP, LogLevel::Error,
                 &format!(
                     "the server stopped while terraform {} of this build was running; \
                      Terraform (pid {}) runs on, and this restarted server follows it until it ends",
@@ -163,12 +160,12 @@ async fn follow_to_end(
             // `apply`: the runner names both alike); a record naming none
             // that parses (written by hand) follows under `cleanup`.
             let stage = run.command.parse::<LogStage>().unwrap_or(LogStage::CLEANUP);
-            let already_logged = logged_lines(&control, &build_id, &stage).await;
+            let already_logged = logged_lines(&host, &build_id, &stage).await;
             let (sender, receiver) = mpsc::unbounded_channel();
-            let grace = control.inner.config.cancel_grace;
+            let grace = host.inner.config.cancel_grace;
             let following = supervise::follow(&record, sender, cancel, grace);
             let sink = BuildLog {
-                control: &control,
+                host: &host,
                 build_id: &build_id,
             };
             let logging = log_output(Some(&sink), &stage, receiver, already_logged);
@@ -194,17 +191,17 @@ async fn follow_to_end(
         },
     };
 
-    let kept = keep_state(&control, &build_id, &work_dir).await;
+    let kept = keep_state(&host, &build_id, &work_dir).await;
     // No Terraform of the build runs any more: its state lock goes (a run
     // whose lock was taken from it releases nothing). Without the secret
     // (the server died before writing it), this server's lock of the build
     // is its own to release: no run of it is left here.
     let released = match StateBackend::secret_in(&work_dir) {
-        Some(secret) => control.release_state_lock(&build_id, &secret).await,
-        None => control
+        Some(secret) => host.release_state_lock(&build_id, &secret).await,
+        None => host
             .inner
             .store
-            .release_state_lock_of_holder(&build_id, &control.inner.config.server_id)
+            .release_state_lock_of_holder(&build_id, &host.inner.config.server_id)
             .await
             .map_err(Into::into),
     };
@@ -216,8 +213,8 @@ async fn follow_to_end(
     // confirmation carried out: the build succeeds, and the workspace moves
     // to the confirmed version and parameters, as if the server had not died
     // (otherwise its next build would plan to undo what they confirmed).
-    if confirmed_apply_succeeded(&control, &build_id, &aftermath, &kept).await {
-        match record_recovered_apply(&control, &build_id).await {
+    if confirmed_apply_succeeded(&host, &build_id, &aftermath, &kept).await {
+        match record_recovered_apply(&host, &build_id).await {
             Ok(()) => {
                 status = BuildStatus::Succeeded;
                 message = "the server stopped during terraform apply of the confirmed plan; \
@@ -235,21 +232,26 @@ async fn follow_to_end(
     } else {
         LogLevel::Error
     };
-    control
-        .build_log()
+    host.build_log()
         .note(&build_id, &LogStage::CLEANUP, level, &message)
         .await;
     // What a delete retained is on record whichever way it ended.
-    crate::retention::settle(&control, &build_id).await;
-    if let Err(error) = control.inner.store.delete_saved_plan(&build_id).await {
+    abode_control::retention::settle(
+        &host.inner.store,
+        host.build_log(),
+        host.notifications(),
+        &build_id,
+    )
+    .await;
+    if let Err(error) = host.inner.store.delete_saved_plan(&build_id).await {
         tracing::error!(build = %build_id, %error, "cannot delete the saved plan of an interrupted build");
     }
-    let notices = control
+    let notices = host
         .notifications()
         .end_notices_of(&build_id, status, Some(&message))
         .await;
     let error = (status != BuildStatus::Succeeded).then_some(message.as_str());
-    match control
+    match host
         .inner
         .store
         .finish_build_notifying(&build_id, status, error, &notices)
@@ -257,7 +259,7 @@ async fn follow_to_end(
     {
         // A recovered restart's stop has its start requested, as after any
         // succeeded stop (`rename_restart.rs`).
-        Ok(_) if status == BuildStatus::Succeeded => control.continue_restarts().await,
+        Ok(_) if status == BuildStatus::Succeeded => host.continue_restarts().await,
         Ok(_) => {}
         Err(error) => {
             tracing::error!(build = %build_id, %error, "cannot record the end of an interrupted build")
@@ -267,7 +269,7 @@ async fn follow_to_end(
         workdir::remove_off_runtime(work_dir.clone()).await;
     }
     interruptions.end();
-    control.build_log().written();
+    host.build_log().written();
     tracing::warn!(build = %build_id, status = %status, "interrupted build ended: {message}");
     status
 }
@@ -276,7 +278,7 @@ async fn follow_to_end(
 /// server still holds, that ran on and ended without error, with its state
 /// stored.
 async fn confirmed_apply_succeeded(
-    control: &Control,
+    host: &Host,
     build_id: &str,
     aftermath: &Aftermath,
     kept: &StateKept,
@@ -288,10 +290,9 @@ async fn confirmed_apply_succeeded(
     if !ran_to_success || matches!(kept, StateKept::Refused(_) | StateKept::Unavailable(_)) {
         return false;
     }
-    let server = &control.inner.config.server_id;
+    let server = &host.inner.config.server_id;
     matches!(
-        control
-            .inner
+        host.inner
             .store
             .claimed_job_kind(build_id, server, None)
             .await,
@@ -301,9 +302,9 @@ async fn confirmed_apply_succeeded(
 
 /// Records what the recovered apply made, from the stored state (as a live
 /// run's host does after its apply).
-async fn record_recovered_apply(control: &Control, build_id: &str) -> Result<(), String> {
-    let server = &control.inner.config.server_id;
-    let kind = match control
+async fn record_recovered_apply(host: &Host, build_id: &str) -> Result<(), String> {
+    let server = &host.inner.config.server_id;
+    let kind = match host
         .inner
         .store
         .claimed_job_kind(build_id, server, None)
@@ -313,7 +314,7 @@ async fn record_recovered_apply(control: &Control, build_id: &str) -> Result<(),
         Ok(None) => abode_store::JobKind::Build,
         Err(error) => return Err(error.to_string()),
     };
-    let job = provisioner::ServerJob::load(control, build_id, server, None, kind)
+    let job = provisioner::ServerJob::load(host, build_id, server, None, kind)
         .await
         .map_err(|failure| failure.message)?;
     let state = job
@@ -380,12 +381,12 @@ fn describe(aftermath: &Aftermath, kept: &StateKept, work_dir: &Path) -> (BuildS
 
 /// How many lines of `stage` the build log already has: the dead server
 /// logged Terraform's output up to there, the follower resumes after it.
-async fn logged_lines(control: &Control, build_id: &str, stage: &LogStage) -> usize {
+async fn logged_lines(host: &Host, build_id: &str, stage: &LogStage) -> usize {
     const PAGE: i64 = 1000;
     let mut after = 0;
     let mut count = 0;
     loop {
-        let Ok(page) = control.inner.store.logs_after(build_id, after, PAGE).await else {
+        let Ok(page) = host.inner.store.logs_after(build_id, after, PAGE).await else {
             return count;
         };
         count += page.iter().filter(|line| line.stage == *stage).count();

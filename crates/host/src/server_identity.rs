@@ -14,7 +14,8 @@
 
 use std::time::Duration;
 
-use crate::{Control, ControlError};
+use crate::room::Host;
+use abode_control::ControlError;
 
 /// How long a server id stays live after its last beat, in job leases: the
 /// keeper beats four times per lease.
@@ -38,22 +39,22 @@ fn runs_as_abode_server(pid: i64) -> bool {
     String::from_utf8_lossy(program).ends_with("abode") && words.any(|word| word == b"server")
 }
 
-fn this_process(control: &Control) -> ThisProcess {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+fn this_process(host: &Host) -> ThisProcess {
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|name| name.trim().to_string())
         .unwrap_or_default();
     ThisProcess {
-        host: if host.is_empty() {
+        host: if hostname.is_empty() {
             "unknown".into()
         } else {
-            host
+            hostname
         },
-        data_dir: control.inner.config.data_dir.display().to_string(),
+        data_dir: host.inner.config.data_dir.display().to_string(),
         pid: i64::from(std::process::id()),
     }
 }
 
-impl Control {
+impl Host {
     /// Records this process as the server id's, or refuses when the id is
     /// live from another host or data dir.
     pub async fn claim_server_identity(&self) -> Result<(), ControlError> {
@@ -81,7 +82,7 @@ impl Control {
                     other.host,
                     other.data_dir,
                     other.pid,
-                    crate::times::utc_text(other.beat_at),
+                    abode_control::times::utc_text(other.beat_at),
                     me.data_dir,
                 )));
             }

@@ -5,8 +5,10 @@
 
 use abode_store::{page_size, Page, ProvisionerRow};
 
-use crate::authz::Action;
-use crate::{Caller, Control, ControlError};
+use crate::room::Host;
+use abode_control::authz::Action;
+use abode_control::Caller;
+use abode_control::ControlError;
 
 /// A provisioner as listed.
 #[derive(Debug, Clone)]
@@ -19,7 +21,7 @@ pub struct ProvisionerView {
     pub stale: bool,
 }
 
-impl Control {
+impl Host {
     /// One page of every server's provisioners, by server and name.
     pub async fn list_provisioners(
         &self,
@@ -39,7 +41,8 @@ impl Control {
             .items
             .into_iter()
             .map(|row| {
-                let tags = crate::tags::tags_of_json(&row.tags).map_err(ControlError::Internal)?;
+                let tags =
+                    abode_control::tags::tags_of_json(&row.tags).map_err(ControlError::Internal)?;
                 Ok(ProvisionerView {
                     stale: now.saturating_sub(row.last_beat_at) > lease_ms,
                     tags,

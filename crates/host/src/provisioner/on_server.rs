@@ -28,13 +28,15 @@ use super::guard_step::{describe_changes, guard_transition, judge_plan, Judged};
 use super::quota_step;
 use super::retain_step;
 use super::run::{build_context, internal, storage};
-use crate::agents::agents_in_state;
+use crate::room::Host;
 use crate::states;
-use crate::{secrets, Control, ControlError};
+use abode_control::agents::agents_in_state;
+use abode_control::ControlError;
+use abode_credentials::secrets;
 
 /// One claimed build's job, on the server.
 pub struct ServerJob {
-    control: Control,
+    host: Host,
     build: Build,
     workspace: Workspace,
     /// The lease holder running it (this server, or `provisioner:KEY_ID/KEY/ID`).
@@ -61,13 +63,13 @@ enum Recorded {
 
 impl ServerJob {
     pub(crate) async fn load(
-        control: &Control,
+        host: &Host,
         build_id: &str,
         holder: &str,
         worker: Option<&str>,
         kind: JobKind,
     ) -> Result<ServerJob, Failure> {
-        let store = &control.inner.store;
+        let store = &host.inner.store;
         let build = store.build_by_id(build_id).await.map_err(storage)?;
         let workspace = store
             .workspace_by_id(&build.workspace_id)
@@ -80,7 +82,7 @@ impl ServerJob {
         let ephemeral = EphemeralValues::of(&version, &build);
         let prebuild = build.reason.prebuild_part();
         Ok(ServerJob {
-            control: control.clone(),
+            host: host.clone(),
             prebuild,
             build,
             workspace,
@@ -95,8 +97,8 @@ impl ServerJob {
         &self.build
     }
 
-    pub(super) fn control(&self) -> &Control {
-        &self.control
+    pub(super) fn host(&self) -> &Host {
+        &self.host
     }
 
     /// A line of the build's log, masked like every other.
@@ -112,15 +114,14 @@ impl ServerJob {
     pub async fn inputs(&self) -> Result<JobInputs, Failure> {
         let kind = self.kind;
         let holder = self.holder.as_str();
-        let store = &self.control.inner.store;
+        let store = &self.host.inner.store;
         let (build, workspace) = (&self.build, &self.workspace);
         let archive = store
             .template_version_archive(&build.template_version_id)
             .await
             .map_err(storage)?;
         let state = store.state(&workspace.id).await.map_err(storage)?;
-        let mut context =
-            build_context(&self.control.inner.config, build, self.prebuild, workspace)?;
+        let mut context = build_context(&self.host.inner.config, build, self.prebuild, workspace)?;
         // The owner's groups as they are at this build (`Everyone` included
         // for a person): `abode_workspace_owner.groups`.
         context.owner_groups = store
@@ -175,18 +176,18 @@ impl ServerJob {
                 .map_err(storage)?;
         let (forget, imports) = match kind {
             JobKind::Build => {
-                let forget = retain_step::retained_by_delete(&self.control, build)
+                let forget = retain_step::retained_by_delete(&self.host, build)
                     .await?
                     .into_iter()
                     .map(|m| m.address)
                     .collect::<Vec<_>>();
-                let adopt = retain_step::to_adopt(&self.control, build, workspace).await?;
+                let adopt = retain_step::to_adopt(&self.host, build, workspace).await?;
                 (forget, retain_step::import_targets(&adopt))
             }
             JobKind::ApplySavedPlan => (Vec::new(), Vec::new()),
         };
         let state_backend = self
-            .control
+            .host
             .take_state_lock(build, holder)
             .await
             .map_err(internal)?;
@@ -252,17 +253,23 @@ impl ServerJob {
         &self,
         result: Result<Recorded, Failure>,
     ) -> Result<BuildStatus, ControlError> {
-        let control = &self.control;
+        let host = &self.host;
         let build_id = self.build.id.as_str();
         if self.kind == JobKind::ApplySavedPlan {
             // Single use: whatever the apply did, this plan is never applied again.
-            if let Err(error) = control.inner.store.delete_saved_plan(build_id).await {
+            if let Err(error) = host.inner.store.delete_saved_plan(build_id).await {
                 tracing::error!(build = %build_id, %error, "cannot delete a saved plan");
             }
         }
         if self.build.transition == Transition::Delete {
             // Whatever the delete did, each record is now open or void.
-            crate::retention::settle(&self.control, &self.build.id).await;
+            abode_control::retention::settle(
+                &self.host.inner.store,
+                self.host.build_log(),
+                self.host.notifications(),
+                &self.build.id,
+            )
+            .await;
         }
         let (status, error, held) = match result {
             Ok(Recorded::Applied) => (BuildStatus::Succeeded, None, None),
@@ -278,9 +285,9 @@ impl ServerJob {
             }
         };
         let started = self.build.started_at.unwrap_or(self.build.created_at);
-        super::count_build_end(control, &self.build, status, started);
+        super::count_build_end(host, &self.build, status, started);
         match held {
-            Some(plan) => control.held().hold(build_id, plan).await,
+            Some(plan) => host.held().hold(build_id, plan).await,
             None => {
                 let done = match status {
                     BuildStatus::Succeeded => "build succeeded".to_string(),
@@ -292,11 +299,11 @@ impl ServerJob {
                     LogLevel::Error
                 };
                 self.log(&LogStage::CLEANUP, level, &done).await;
-                let notices = control
+                let notices = host
                     .notifications()
                     .end_notices_of(build_id, status, error.as_deref())
                     .await;
-                if let Err(error) = control
+                if let Err(error) = host
                     .inner
                     .store
                     .finish_build_notifying(build_id, status, error.as_deref(), &notices)
@@ -307,31 +314,28 @@ impl ServerJob {
                 }
             }
         }
-        super::prune_plans(control, build_id).await;
-        control.build_log().written();
+        super::prune_plans(host, build_id).await;
+        host.build_log().written();
         tracing::info!(build = %build_id, status = %status, "build finished");
         if let Some(part) = self.prebuild {
-            control
-                .prebuilds()
-                .build_ended(build_id, part, status)
-                .await;
+            host.prebuilds().build_ended(build_id, part, status).await;
         }
-        control.scheduler().build_ended(&self.build, status).await;
-        control.build_ended_chain(&self.build, status).await;
+        host.scheduler().build_ended(&self.build, status).await;
+        host.build_ended_chain(&self.build, status).await;
         Ok(status)
     }
 
     /// The guard's decision on this build's plan as stored now, if it was
     /// judged (the job may have been loaded before).
     async fn decision(&self) -> Result<Option<Decision>, ControlError> {
-        let build = self.control.inner.store.build_by_id(&self.build.id).await?;
-        Ok(crate::held::guard_decision(&build))
+        let build = self.host.inner.store.build_by_id(&self.build.id).await?;
+        Ok(abode_control::guard_decision(&build))
     }
 
     /// Keeps the plan sent to be judged when the guard held it: the plan
     /// held is the one judged, whatever the runner says later.
     async fn keep_judged_plan(&self, plan: Vec<u8>) -> Result<(), Failure> {
-        let store = &self.control.inner.store;
+        let store = &self.host.inner.store;
         let state = store.state(&self.workspace.id).await.map_err(storage)?;
         let saved = SavedPlan {
             digest: secrets::sha256_hex(&plan),
@@ -346,7 +350,7 @@ impl ServerJob {
 
     /// The plan kept when the guard held it (`keep_judged_plan`).
     async fn judged_plan(&self) -> Result<SavedPlan, Failure> {
-        self.control
+        self.host
             .inner
             .store
             .saved_plan(&self.build.id)
@@ -357,7 +361,7 @@ impl ServerJob {
 
     /// The state as stored now, for what an apply made.
     pub async fn stored_state(&self) -> Result<Vec<u8>, Failure> {
-        self.control
+        self.host
             .inner
             .store
             .state(&self.workspace.id)
@@ -382,7 +386,7 @@ fn refused_end(build: &Build, outcome: &str, decision: Option<Decision>) -> Cont
 impl LogSink for ServerJob {
     async fn log(&self, stage: &LogStage, level: LogLevel, text: &str) {
         let text = self.ephemeral.mask(text);
-        self.control
+        self.host
             .build_log()
             .note(&self.build.id, stage, level, &text)
             .await;
@@ -424,7 +428,7 @@ impl ServerJob {
     /// asks again) gets the first verdict; another plan is refused.
     /// `plan_json` is the plan as the server keeps it (`plan_to_keep`).
     async fn standing_verdict(&self, plan_json: &[u8]) -> Result<Option<Verdict>, JudgeError> {
-        let store = &self.control.inner.store;
+        let store = &self.host.inner.store;
         let build = store.build_by_id(&self.build.id).await.map_err(storage)?;
         let Some(report) = build.guard_report else {
             return Ok(None);
@@ -465,7 +469,7 @@ impl ServerJob {
         plan_json: Vec<u8>,
         plan: Vec<u8>,
     ) -> Result<Verdict, JudgeError> {
-        let (build, control) = (&self.build, &self.control);
+        let (build, host) = (&self.build, &self.host);
         if self.kind != JobKind::Build {
             return Err(Failure::failed(
                 "a confirmed plan is applied as it was confirmed: it is not judged again",
@@ -484,12 +488,12 @@ impl ServerJob {
         } else {
             abode_guard::Initiator::Person
         };
-        let retained = retain_step::retained_by_delete(control, build).await?;
-        let adopted = retain_step::to_adopt(control, build, &self.workspace).await?;
+        let retained = retain_step::retained_by_delete(host, build).await?;
+        let adopted = retain_step::to_adopt(host, build, &self.workspace).await?;
         let mut extra_rules = retain_step::adoption_rules(&adopted);
-        extra_rules.extend(retain_step::destroy_rules(control, build).await?);
+        extra_rules.extend(retain_step::destroy_rules(host, build).await?);
         let Judged { report } = judge_plan(
-            control,
+            host,
             &plan_json,
             &self.workspace.id,
             guard_transition(build.transition, self.prebuild),
@@ -498,8 +502,7 @@ impl ServerJob {
             extra_rules,
         )
         .await?;
-        control
-            .inner
+        host.inner
             .config
             .metrics
             .guard_decision(report.decision.as_str());
@@ -508,14 +511,14 @@ impl ServerJob {
         // (frozen, then queued again elsewhere) writes nothing over the new
         // run's plan, and applies nothing. And only if no verdict came
         // first (two judges at once: the store lets one write).
-        if !control
+        if !host
             .inner
             .store
             .set_judged_plan(&build.id, &self.holder, &plan_text, &report)
             .await
             .map_err(storage)?
         {
-            let judged = control
+            let judged = host
                 .inner
                 .store
                 .build_by_id(&build.id)
@@ -545,7 +548,7 @@ impl ServerJob {
         }
         // What the delete forgets is on record before anything is applied.
         if report.decision != Decision::Block && !report.retained.is_empty() {
-            let before = control
+            let before = host
                 .inner
                 .store
                 .state(&self.workspace.id)
@@ -556,10 +559,9 @@ impl ServerJob {
                 &report,
                 &retained,
                 before.as_deref(),
-                control.inner.config.clock.now_ms(),
+                host.inner.config.clock.now_ms(),
             );
-            control
-                .inner
+            host.inner
                 .store
                 .insert_retained(&build.id, &build.initiator_name, &records)
                 .await
@@ -569,7 +571,7 @@ impl ServerJob {
         // refused when it does not fit the owner's budget).
         if report.decision != Decision::Block {
             let charge =
-                quota_step::charge(&self.control, &self.build, &self.holder, &plan_json).await;
+                quota_step::charge(&self.host, &self.build, &self.holder, &plan_json).await;
             for (level, line) in &charge.lines {
                 self.note(&LogStage::QUOTA, *level, line).await;
             }
@@ -584,8 +586,7 @@ impl ServerJob {
                     "blocked by the plan guard: {}",
                     describe_changes(&report, Decision::Block)
                 );
-                control
-                    .audit_system("build.blocked", build, Some(message.clone()))
+                host.audit_system("build.blocked", build, Some(message.clone()))
                     .await;
                 Ok(Verdict::Block(message))
             }
@@ -621,7 +622,7 @@ impl BuildHost for ServerJob {
     }
 
     async fn keep_state(&self, state: Vec<u8>, _last: bool, secret: &str) -> StateKept {
-        states::keep_state_bytes(&self.control, &self.build.id, state, Some(secret)).await
+        states::keep_state_bytes(&self.host, &self.build.id, state, Some(secret)).await
     }
 
     async fn applied(&self) -> Result<(), Failure> {
@@ -632,7 +633,7 @@ impl BuildHost for ServerJob {
 
     async fn holds_lease(&self) -> bool {
         match self
-            .control
+            .host
             .inner
             .store
             .claimed_job_kind(&self.build.id, &self.holder, self.worker.as_deref())
@@ -649,7 +650,7 @@ impl BuildHost for ServerJob {
 
     async fn release_state_lock(&self, backend: &StateBackend) {
         if let Err(error) = self
-            .control
+            .host
             .release_state_lock(&backend.build_id, &backend.secret)
             .await
         {
@@ -663,7 +664,7 @@ impl ServerJob {
     /// from its state; a delete's workspace marked deleted.
     pub async fn record_applied(&self, state: Vec<u8>) -> Result<(), Failure> {
         let (build, workspace) = (&self.build, &self.workspace);
-        let store = &self.control.inner.store;
+        let store = &self.host.inner.store;
         let plan_json = store
             .build_plan_json(&build.id)
             .await
@@ -672,7 +673,7 @@ impl ServerJob {
         let plan = abode_guard::read_plan_slice(plan_json.as_bytes())
             .map_err(|error| Failure::failed(format!("cannot read the plan: {error}")))?;
         let memory = self
-            .control
+            .host
             .held()
             .remembered(&workspace.id)
             .await

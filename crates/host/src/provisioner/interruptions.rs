@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::Control;
+use crate::room::Host;
 use tracing::Instrument;
 
 /// How often a running build looks for a cancel recorded in the database
@@ -15,10 +15,10 @@ use tracing::Instrument;
 const CANCEL_POLL: Duration = Duration::from_secs(1);
 
 /// What interrupts a running build: a cancel asked of this process (through
-/// `Control::running`), a cancel recorded in the database by anyone, at any
+/// `Host::running`), a cancel recorded in the database by anyone, at any
 /// time since the build was queued, or this server shutting down.
 pub(crate) struct Interruptions {
-    control: Control,
+    host: Host,
     build_id: String,
     shutdown_watch: tokio::task::JoinHandle<()>,
     request_watch: tokio::task::JoinHandle<()>,
@@ -33,15 +33,15 @@ impl Interruptions {
     /// Terraform then, unless it is applying: a half-done apply is worse
     /// than a finished one, and the state lock it still holds is the fence).
     pub(crate) fn start(
-        control: &Control,
+        host: &Host,
         build_id: &str,
         mut shutdown: watch::Receiver<bool>,
         lease_holder: Option<(String, String)>,
     ) -> (Interruptions, watch::Receiver<bool>) {
         let (switch, cancel) = watch::channel(false);
-        if let Ok(mut running) = control.inner.running.lock() {
-            running.insert(build_id.to_string(), switch.clone());
-        }
+        host.builds()
+            .cancel_switches()
+            .register(build_id, switch.clone());
         let shutdown_switch = switch.clone();
         let shutdown_watch = tokio::spawn(
             async move {
@@ -54,7 +54,7 @@ impl Interruptions {
             }
             .in_current_span(),
         );
-        let (store, id) = (control.inner.store.clone(), build_id.to_string());
+        let (store, id) = (host.inner.store.clone(), build_id.to_string());
         let (lost, lease_lost) = watch::channel(false);
         let request_watch = tokio::spawn(async move {
             loop {
@@ -80,7 +80,7 @@ impl Interruptions {
             }
         }.in_current_span());
         let interruptions = Interruptions {
-            control: control.clone(),
+            host: host.clone(),
             build_id: build_id.to_string(),
             shutdown_watch,
             request_watch,
@@ -107,8 +107,6 @@ impl Interruptions {
     pub(crate) fn end(self) {
         self.shutdown_watch.abort();
         self.request_watch.abort();
-        if let Ok(mut running) = self.control.inner.running.lock() {
-            running.remove(&self.build_id);
-        }
+        self.host.builds().cancel_switches().forget(&self.build_id);
     }
 }

@@ -29,7 +29,7 @@ use abode_store::{Build, BuildStatus, JobKind};
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use crate::Control;
+use crate::room::Host;
 
 pub(crate) use abode_runner::output::log_output;
 use abode_runner::{LogLevel, LogSink, LogStage, RunnerConfig};
@@ -39,13 +39,13 @@ pub(crate) use run::run_kind;
 
 /// The log of a build this server records itself.
 pub(crate) struct BuildLog<'a> {
-    pub(crate) control: &'a Control,
+    pub(crate) host: &'a Host,
     pub(crate) build_id: &'a str,
 }
 
 impl LogSink for BuildLog<'_> {
     async fn log(&self, stage: &LogStage, level: LogLevel, text: &str) {
-        self.control
+        self.host
             .build_log()
             .note(self.build_id, stage, level, text)
             .await;
@@ -61,7 +61,7 @@ const IDLE_POLL: Duration = Duration::from_secs(2);
 /// build that is queued: with more than one worker, the first keeps itself
 /// for builds).
 pub(crate) async fn worker(
-    control: Control,
+    host: Host,
     name: String,
     takes_previews: bool,
     mut shutdown: watch::Receiver<bool>,
@@ -71,37 +71,36 @@ pub(crate) async fn worker(
             break;
         }
         // A data dir low on space takes no new build (`free_disk.rs`).
-        if control.low_on_disk() {
+        if host.low_on_disk() {
             tokio::select! {
-                _ = control.jobs().woken() => {}
+                _ = host.jobs().woken() => {}
                 _ = tokio::time::sleep(IDLE_POLL) => {}
                 _ = shutdown.changed() => {}
             }
             continue;
         }
-        let lease_ms =
-            i64::try_from(control.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
-        let claimed = control
+        let lease_ms = i64::try_from(host.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
+        let claimed = host
             .inner
             .store
             .claim_tagged_job(
                 &name,
-                &control.inner.config.server_id,
+                &host.inner.config.server_id,
                 lease_ms,
-                &control.inner.config.provisioner_tags,
+                &host.inner.config.provisioner_tags,
             )
             .await;
-        control.background_pass(abode_metrics::PASS_PROVISIONER);
+        host.background_pass(abode_metrics::PASS_PROVISIONER);
         match claimed {
             Ok(Some(job)) => {
-                run_build(&control, &name, &job.build_id, job.kind, shutdown.clone()).await;
+                run_build(&host, &name, &job.build_id, job.kind, shutdown.clone()).await;
             }
             Ok(None) => {
-                if takes_previews && claim_and_run_preview(&control, &name, &shutdown).await {
+                if takes_previews && claim_and_run_preview(&host, &name, &shutdown).await {
                     continue;
                 }
                 tokio::select! {
-                    _ = control.jobs().woken() => {}
+                    _ = host.jobs().woken() => {}
                     _ = tokio::time::sleep(IDLE_POLL) => {}
                     _ = shutdown.changed() => {}
                 }
@@ -116,26 +115,26 @@ pub(crate) async fn worker(
 
 /// Plans one waiting preview result, if there is one; false when none waits.
 async fn claim_and_run_preview(
-    control: &Control,
+    host: &Host,
     worker: &str,
     shutdown: &watch::Receiver<bool>,
 ) -> bool {
     // Under the job lease, which the keeper renews while this server lives.
-    let lease_ms = i64::try_from(control.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
-    match control
+    let lease_ms = i64::try_from(host.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
+    match host
         .inner
         .store
         .claim_preview(
             worker,
-            &control.inner.config.server_id,
+            &host.inner.config.server_id,
             lease_ms,
-            &control.inner.config.provisioner_tags,
+            &host.inner.config.provisioner_tags,
         )
         .await
     {
         Ok(Some(claimed)) => {
-            let _busy = control.inner.config.metrics.provisioner_busy();
-            preview::run_preview(control, &claimed, shutdown.clone()).await;
+            let _busy = host.inner.config.metrics.provisioner_busy();
+            preview::run_preview(host, &claimed, shutdown.clone()).await;
             true
         }
         Ok(None) => false,
@@ -149,27 +148,24 @@ async fn claim_and_run_preview(
 /// Runs a claimed build inside a span naming its workspace and number, so
 /// that every log line of the build carries them.
 async fn run_build(
-    control: &Control,
+    host: &Host,
     worker: &str,
     build_id: &str,
     kind: JobKind,
     shutdown: watch::Receiver<bool>,
 ) {
-    let _busy = control.inner.config.metrics.provisioner_busy();
-    let (span, _) = build_span(control, build_id).await;
+    let _busy = host.inner.config.metrics.provisioner_busy();
+    let (span, _) = build_span(host, build_id).await;
     span.in_scope(|| tracing::info!(worker = %worker, kind = %kind, "claimed a job"));
-    run_build_steps(control, worker, build_id, kind, shutdown)
+    run_build_steps(host, worker, build_id, kind, shutdown)
         .instrument(span)
         .await;
 }
 
 /// The span every log line of a build is written in (its workspace as
 /// `owner/name`, its number and id), and the build as read for it.
-pub(crate) async fn build_span(
-    control: &Control,
-    build_id: &str,
-) -> (tracing::Span, Option<Build>) {
-    match control.inner.store.build_by_id(build_id).await {
+pub(crate) async fn build_span(host: &Host, build_id: &str) -> (tracing::Span, Option<Build>) {
+    match host.inner.store.build_by_id(build_id).await {
         Ok(build) => (
             tracing::info_span!(
                 "build",
@@ -188,9 +184,9 @@ pub(crate) async fn build_span(
 }
 
 /// Counts a build's run that ended `status`, begun at `started` (Unix ms).
-pub(crate) fn count_build_end(control: &Control, build: &Build, status: BuildStatus, started: i64) {
-    let seconds = (control.now_ms() - started).max(0) as f64 / 1000.0;
-    control.inner.config.metrics.build_ended(
+pub(crate) fn count_build_end(host: &Host, build: &Build, status: BuildStatus, started: i64) {
+    let seconds = (host.now_ms() - started).max(0) as f64 / 1000.0;
+    host.inner.config.metrics.build_ended(
         build.transition.as_str(),
         status.as_str(),
         build.reason.as_str(),
@@ -200,25 +196,24 @@ pub(crate) fn count_build_end(control: &Control, build: &Build, status: BuildSta
 
 /// The steps of one claimed build, to its recorded end.
 async fn run_build_steps(
-    control: &Control,
+    host: &Host,
     worker: &str,
     build_id: &str,
     kind: JobKind,
     shutdown: watch::Receiver<bool>,
 ) {
-    let server = control.inner.config.server_id.clone();
+    let server = host.inner.config.server_id.clone();
     let (interruptions, cancel) = Interruptions::start(
-        control,
+        host,
         build_id,
         shutdown,
         Some((server.clone(), worker.to_string())),
     );
-    let job = match ServerJob::load(control, build_id, &server, Some(worker), kind).await {
+    let job = match ServerJob::load(host, build_id, &server, Some(worker), kind).await {
         Ok(job) => job,
         Err(failure) => {
             interruptions.end();
-            control
-                .build_log()
+            host.build_log()
                 .note(
                     build_id,
                     &LogStage::CLEANUP,
@@ -226,7 +221,7 @@ async fn run_build_steps(
                     &failure.message,
                 )
                 .await;
-            if let Err(error) = control
+            if let Err(error) = host
                 .inner
                 .store
                 .finish_build(build_id, BuildStatus::Failed, Some(&failure.message))
@@ -243,13 +238,8 @@ async fn run_build_steps(
                 cancel,
                 lease_lost: interruptions.lease_lost(),
             };
-            abode_runner::run_job(
-                &runner_config(&control.inner.config),
-                &job,
-                inputs,
-                interrupts,
-            )
-            .await
+            abode_runner::run_job(&runner_config(&host.inner.config), &job, inputs, interrupts)
+                .await
         }
         Err(failure) => Err(failure),
     };
@@ -273,8 +263,7 @@ async fn run_build_steps(
             // Terraform's own message can run long: its first sentence.
             Err(failure) => first_sentence(&failure.message),
         };
-        control
-            .build_log()
+        host.build_log()
             .note(
                 build_id,
                 &LogStage::CLEANUP,
@@ -302,7 +291,7 @@ fn first_sentence(message: &str) -> String {
 }
 
 /// The embedded provisioners' machine: the server's own data dir.
-pub(crate) fn runner_config(config: &crate::Config) -> RunnerConfig {
+pub(crate) fn runner_config(config: &abode_control::Config) -> RunnerConfig {
     RunnerConfig {
         work_dir: config.work_dir(),
         volumes_dir: config.volumes_dir(),
@@ -319,9 +308,9 @@ pub(crate) fn runner_config(config: &crate::Config) -> RunnerConfig {
 
 /// Applies the plan JSON retention to the workspace of a build that just
 /// ended; each build whose plan JSON goes says so in its log.
-async fn prune_plans(control: &Control, build_id: &str) {
-    let store = &control.inner.store;
-    let keep = i64::try_from(control.inner.config.plan_retention).unwrap_or(i64::MAX);
+async fn prune_plans(host: &Host, build_id: &str) {
+    let store = &host.inner.store;
+    let keep = i64::try_from(host.inner.config.plan_retention).unwrap_or(i64::MAX);
     let pruned = match store.build_by_id(build_id).await {
         Ok(build) => store.prune_plan_json(&build.workspace_id, keep).await,
         Err(error) => Err(error),
@@ -329,7 +318,7 @@ async fn prune_plans(control: &Control, build_id: &str) {
     match pruned {
         Ok(pruned) => {
             for id in pruned {
-                control
+                host
                     .build_log()
                     .note(
                         &id,

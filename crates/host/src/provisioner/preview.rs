@@ -20,13 +20,13 @@ use abode_runner::{Failure, LogStage};
 use super::guard_step::{judge_plan, Judged};
 use super::run::{storage, workspace_context, RunOf};
 use super::BuildLog;
-use crate::builds::resolve_parameters;
-use crate::parameters::CheckKind;
-use crate::Control;
+use crate::room::Host;
+use abode_control::parameters::CheckKind;
+use abode_control::resolve_parameters;
 
 /// Plans and judges one claimed result and records how it ended.
 pub(crate) async fn run_preview(
-    control: &Control,
+    host: &Host,
     claimed: &ClaimedPreview,
     shutdown: watch::Receiver<bool>,
 ) {
@@ -35,22 +35,18 @@ pub(crate) async fn run_preview(
         preview_id = %claimed.preview_id,
         workspace_id = %claimed.workspace_id,
     );
-    run_preview_steps(control, claimed, shutdown)
+    run_preview_steps(host, claimed, shutdown)
         .instrument(span)
         .await;
 }
 
-async fn run_preview_steps(
-    control: &Control,
-    claimed: &ClaimedPreview,
-    shutdown: watch::Receiver<bool>,
-) {
-    let work_dir = control
+async fn run_preview_steps(host: &Host, claimed: &ClaimedPreview, shutdown: watch::Receiver<bool>) {
+    let work_dir = host
         .inner
         .config
         .work_dir()
         .join(preview_dir_name(&claimed.result_id));
-    let outcome = match plan_and_judge(control, claimed, shutdown.clone()).await {
+    let outcome = match plan_and_judge(host, claimed, shutdown.clone()).await {
         Ok(outcome) => outcome,
         Err(failure) => PreviewOutcome {
             status: PreviewStatus::Failed,
@@ -61,11 +57,11 @@ async fn run_preview_steps(
         },
     };
     workdir::remove_off_runtime(work_dir).await;
-    let holder = &control.inner.config.server_id;
+    let holder = &host.inner.config.server_id;
     if *shutdown.borrow() {
         // Interrupted by the server's shutdown, not failed: planned again
         // by whichever server takes it next.
-        if let Err(error) = control
+        if let Err(error) = host
             .inner
             .store
             .requeue_previews(holder, Some(&claimed.result_id))
@@ -75,7 +71,7 @@ async fn run_preview_steps(
         }
         return;
     }
-    match control
+    match host
         .inner
         .store
         .finish_preview(&claimed.result_id, holder, &outcome)
@@ -111,11 +107,11 @@ impl PreviewFailure {
 }
 
 async fn plan_and_judge(
-    control: &Control,
+    host: &Host,
     claimed: &ClaimedPreview,
     shutdown: watch::Receiver<bool>,
 ) -> Result<PreviewOutcome, PreviewFailure> {
-    let store = &control.inner.store;
+    let store = &host.inner.store;
     let early = |failure: Failure| PreviewFailure {
         transition: None,
         message: failure.message,
@@ -174,7 +170,7 @@ async fn plan_and_judge(
         .await
         .map_err(storage)
         .map_err(&failed)?;
-    let config = &control.inner.config;
+    let config = &host.inner.config;
     let (work_dir, cli_config) = WorkDirLayout {
         base: config.work_dir(),
         build_id: preview_dir_name(&claimed.result_id),
@@ -245,7 +241,7 @@ async fn plan_and_judge(
     .await
     .map_err(&failed)?;
     let Judged { report } = judge_plan(
-        control,
+        host,
         &plan_json,
         &workspace.id,
         guard_transition,

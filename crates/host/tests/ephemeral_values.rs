@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use abode_contract::parameters::ParameterKind;
-use abode_control::{Caller, Config, Control, DaemonCaller};
+use abode_control::{Caller, Config, Control};
+use abode_host::{DaemonCaller, Host, HostParts};
 use abode_protocol::{LogLineWire, Outcome};
 use abode_store::*;
 
@@ -47,6 +48,7 @@ async fn an_ephemeral_value_is_kept_in_no_record_of_the_platform() {
         Config::new(dir.path().join("data"), "http://127.0.0.1:1".into()),
     );
     control.identity().ensure_system_actors().await.unwrap();
+    let host = Host::new(HostParts::picked_from(&control, store.clone()));
     let roles = Roles::from([Role::Owner, Role::Member]);
     let alice = store
         .create_first_user(&NewUser {
@@ -141,7 +143,7 @@ async fn an_ephemeral_value_is_kept_in_no_record_of_the_platform() {
         daemon_id: "d".into(),
         slot: "d-1".into(),
     };
-    let job = control
+    let job = host
         .acquire_daemon_job(&daemon, &[], "d-1", "0.1.0", Duration::ZERO)
         .await
         .unwrap()
@@ -169,23 +171,20 @@ async fn an_ephemeral_value_is_kept_in_no_record_of_the_platform() {
             text: text.clone(),
         })
         .collect();
-    control
-        .daemon_log(&daemon, &build_id, &lines)
-        .await
-        .unwrap();
-    let verdict = control
+    host.daemon_log(&daemon, &build_id, &lines).await.unwrap();
+    let verdict = host
         .daemon_judge(&daemon, &build_id, plan_with_the_value(), b"plan".to_vec())
         .await
         .unwrap();
     assert_eq!(verdict, abode_runner::Verdict::Apply);
     // The same plan asked again still gets its verdict (it is compared as
     // it is kept).
-    let again = control
+    let again = host
         .daemon_judge(&daemon, &build_id, plan_with_the_value(), b"plan".to_vec())
         .await
         .unwrap();
     assert_eq!(again, abode_runner::Verdict::Apply);
-    let status = control
+    let status = host
         .daemon_complete(
             &daemon,
             &build_id,

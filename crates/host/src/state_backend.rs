@@ -23,10 +23,12 @@ use serde::Deserialize;
 use abode_runner::state_backend::StateBackend;
 use abode_runner::{LogLevel, LogStage};
 
-use crate::authz::Action;
+use crate::room::Host;
 use crate::states::{write_successor, Fence, Written};
-use crate::Caller;
-use crate::{secrets, Control, ControlError};
+use abode_control::authz::Action;
+use abode_control::Caller;
+use abode_control::ControlError;
+use abode_credentials::secrets;
 
 /// Why a run may not touch its workspace's state: the same words whoever
 /// asks (anyone who knows a build's id can), naming no build or holder.
@@ -75,7 +77,7 @@ impl From<StateLock> for LockView {
     }
 }
 
-impl Control {
+impl Host {
     /// Takes the workspace's state lock for a run of `build` by `holder`;
     /// the run's backend settings. A conflict when another build holds it
     /// (the claim leaves such jobs queued, so this is a race lost).
@@ -100,7 +102,7 @@ impl Control {
                 Some(lock) => format!(
                     "the workspace's state is locked by build #{} ({})",
                     lock.build_number,
-                    crate::holders::describe_holder(&lock.holder)
+                    abode_control::holders::describe_holder(&lock.holder)
                 ),
                 None => "the workspace's state lock could not be taken".into(),
             }));
@@ -280,7 +282,7 @@ impl Control {
                     LogLevel::Info,
                     &format!(
                         "{} reported that its Terraform of this build ended; the workspace's state lock is released",
-                        crate::holders::describe_holder(&lock.holder)
+                        abode_control::holders::describe_holder(&lock.holder)
                     ),
                 )
                 .await;
@@ -305,13 +307,7 @@ impl Control {
             }
         };
         for lock in locks {
-            let running = self
-                .inner
-                .running
-                .lock()
-                .map(|running| running.contains_key(&lock.build_id))
-                .unwrap_or(true);
-            if running {
+            if self.builds().cancel_switches().runs(&lock.build_id) {
                 continue;
             }
             match store
@@ -382,7 +378,8 @@ impl Control {
                 "build={} holder={} lost_at={}",
                 lock.build_number,
                 lock.holder,
-                lock.lost_at.map_or("-".into(), crate::times::utc_text)
+                lock.lost_at
+                    .map_or("-".into(), abode_control::times::utc_text)
             )),
         )
         .await;
