@@ -419,7 +419,7 @@ async fn stale_plans_cancel_expiry_members_and_deletes() {
         .unwrap()
         .expires_at
         .unwrap();
-    let held_for = expires_at - harness.server().control().now_ms();
+    let held_for = expires_at - harness.server().control().config().clock.now_ms();
     assert!(
         (23 * 3600 * 1000..=24 * 3600 * 1000).contains(&held_for),
         "a held build waits a day by default: {build}"

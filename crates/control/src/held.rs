@@ -6,7 +6,7 @@
 //! the audit log and the handles of the build log, notifications and the
 //! job queue, and nothing else of the control plane. Finding the build or
 //! workspace a person names (and whether they may act on it) is the door's
-//! (`Control::confirm_build`, `Control::protections` below); settling what
+//! (`WorkspaceBuilds::confirm_build`, `WorkspaceBuilds::protections`); settling what
 //! an expired delete retained is the retention's.
 
 use std::time::Duration;
@@ -17,10 +17,9 @@ use abode_runner::{LogLevel, LogStage};
 use abode_store::{Build, BuildStatus, Protection, SavedPlan, Store, Workspace};
 
 use crate::audit::{audit_event, system_event, workspace_event, Audit};
-use crate::authz::Action;
 use crate::error::or_not_found;
 use crate::secrets;
-use crate::{BuildLog, Caller, Clock, Control, ControlError, JobQueue, Notifications};
+use crate::{BuildLog, Caller, Clock, ControlError, JobQueue, Notifications};
 
 /// The held builds and remembered protections; cheap to clone.
 #[derive(Clone)]
@@ -46,56 +45,6 @@ pub(crate) struct HeldParts {
     pub(crate) jobs: JobQueue,
     pub(crate) confirmation_timeout: Duration,
     pub(crate) expiry_warning: Duration,
-}
-
-impl Control {
-    /// Applies exactly the saved plan of a held build, once, if `digest` is
-    /// that plan's and the workspace's state has not changed since.
-    pub async fn confirm_build(
-        &self,
-        caller: &Caller,
-        reference: &str,
-        number: Option<i64>,
-        digest: &str,
-    ) -> Result<Build, ControlError> {
-        // Checked before anything is looked up or audited: what is not a
-        // digest (any size, any bytes) is never stored.
-        let digest = checked_digest(digest)?;
-        let build = self
-            .build_for(caller, reference, number, Action::BuildConfirm)
-            .await?;
-        self.held().confirm(caller, build, digest).await
-    }
-
-    /// The protections a workspace the caller may read remembers.
-    pub async fn protections(
-        &self,
-        caller: &Caller,
-        reference: &str,
-    ) -> Result<Vec<Protection>, ControlError> {
-        let workspace = self
-            .workspaces()
-            .resolve(caller, reference, Action::WorkspaceRead)
-            .await?;
-        self.held().protections(&workspace).await
-    }
-
-    /// Releases one remembered protection (`protection.release`: owners on
-    /// any workspace, template-admins on their own), on the record.
-    pub async fn release_protection(
-        &self,
-        caller: &Caller,
-        reference: &str,
-        address: &str,
-    ) -> Result<Protection, ControlError> {
-        let workspace = self
-            .workspaces()
-            .resolve(caller, reference, Action::ProtectionRelease)
-            .await?;
-        self.held()
-            .release_protection(caller, &workspace, reference, address)
-            .await
-    }
 }
 
 impl Held {

@@ -54,16 +54,20 @@
 //! Authorization stays one table (`abode-authz`), asked at each entry that
 //! takes a `Caller`.
 //!
-//! What remains `impl Control` are the person-facing entries that find a
-//! workspace or build first and then ask a service (`workspace_builds.rs`,
-//! `rename_restart.rs`, the top of `held.rs`, `create_estimate.rs`). The
-//! machine room (the embedded workers and the server's half of every build,
-//! the daemons' side, the state backend, leases, recovery, free disk, server
-//! identity) is `abode-host`, which takes these services, never `Control`. A
-//! helper two modules need lives in a module of its own (`quota_text.rs`,
-//! `retention.rs`, `holders.rs`, `times.rs`, `cancel_switches.rs`); `lib.rs` is
-//! the hub of the circle ARCHITECTURE.md keeps. Each module's own `//!` says
-//! what it does.
+//! - `WorkspaceBuilds` (`workspace_builds/`): a person's builds of a
+//!   workspace they name (requests, reads, logs, cancels, confirmations,
+//!   renames, restarts, a retained resource's destroy) and its remembered
+//!   protections: each finds the workspace first, then asks the door.
+//! - `AuditLog` (`audit_log.rs`): the audit log as people read it.
+//!
+//! `Control` is the composition root: its constructor and an accessor per
+//! service, and no rule of its own. The machine room (the embedded workers
+//! and the server's half of every build, the daemons' side, the state
+//! backend, leases, recovery, free disk, server identity) is `abode-host`,
+//! which takes these services, never `Control`. A helper two modules need
+//! lives in a module of its own (`quota_text.rs`, `retention.rs`,
+//! `holders.rs`, `times.rs`, `cancel_switches.rs`); no module names another
+//! round and back (house.rs). Each module's own `//!` says what it does.
 //!
 //! # A build, from requested to applied
 //!
@@ -160,6 +164,7 @@
 
 pub mod agents;
 pub mod audit;
+pub mod audit_log;
 pub use abode_authz as authz;
 use abode_credentials::{hashing, secrets};
 pub mod apps;
@@ -168,7 +173,6 @@ mod builds;
 pub mod cancel_switches;
 pub mod client_address;
 pub mod connections;
-pub mod create_estimate;
 mod error;
 pub mod external_auth;
 mod held;
@@ -183,7 +187,6 @@ pub use abode_parameters::presets;
 pub mod previews;
 mod provisioner_keys;
 pub mod quota_text;
-mod rename_restart;
 pub mod retained;
 pub mod retention;
 pub mod schedule_settings;
@@ -192,7 +195,7 @@ pub mod state;
 pub mod tags;
 mod templates;
 pub mod times;
-mod workspace_builds;
+pub mod workspace_builds;
 mod workspaces;
 
 use std::path::PathBuf;
@@ -213,8 +216,9 @@ pub use abode_identity::{
 };
 pub use abode_identity::{OidcFinished, OidcStart, SignInMethods};
 pub use abode_runner::archive::{MAX_ENTRIES, MAX_UNPACKED_BYTES};
-pub use audit::AuditQuery;
+pub use audit_log::AuditQuery;
 pub use build_log::{BuildLog, LogPage};
+pub use builds::create_estimate;
 pub use builds::MAX_PARAMETERS_BYTES;
 pub use builds::{
     resolve_parameters, BuildOrder, BuildRequest, BuildTarget, Builds, VersionChoice,
@@ -413,8 +417,10 @@ struct Inner {
     notifications: Notifications,
     /// Builds held for a confirmation, and remembered protections.
     held: held::Held,
-    /// Where the control plane's own audit events are written.
-    audit: audit::Audit,
+    /// A person's builds of a workspace they name.
+    workspace_builds: workspace_builds::WorkspaceBuilds,
+    /// The audit log as people read it.
+    audit_log: audit_log::AuditLog,
     /// Connections into workspaces, and the agents' tunnels they use.
     connections: connections::Connections,
     apps: apps::Apps,
@@ -554,8 +560,22 @@ impl Control {
             confirmation_timeout: config.confirmation_timeout,
             expiry_warning: config.notifications.expiry_warning,
         });
+        let workspace_builds =
+            workspace_builds::WorkspaceBuilds::new(workspace_builds::WorkspaceBuildsParts {
+                store: store.clone(),
+                workspaces: workspaces.clone(),
+                builds: builds.clone(),
+                build_log: build_log.clone(),
+                held: held.clone(),
+                notifications: notifications.clone(),
+                retained: retained.clone(),
+                audit: audit::Audit::new(store.clone()),
+            });
+        let audit_log = audit_log::AuditLog::new(store.clone(), workspaces.clone());
         Control {
             inner: Arc::new(Inner {
+                workspace_builds,
+                audit_log,
                 identity,
                 templates,
                 builds,
@@ -567,7 +587,6 @@ impl Control {
                 external_auth,
                 provisioner_keys: provisioner_keys::ProvisionerKeys::new(store.clone()),
                 retained,
-                audit: audit::Audit::new(store.clone()),
                 store,
                 config,
                 jobs,
@@ -685,6 +704,17 @@ impl Control {
         &self.inner.agents
     }
 
+    /// A person's builds of a workspace they name: requests, reads, logs,
+    /// cancels, confirmations, renames, restarts, remembered protections.
+    pub fn workspace_builds(&self) -> &workspace_builds::WorkspaceBuilds {
+        &self.inner.workspace_builds
+    }
+
+    /// The audit log as the caller may read it.
+    pub fn audit_log(&self) -> &audit_log::AuditLog {
+        &self.inner.audit_log
+    }
+
     pub fn config(&self) -> &Config {
         &self.inner.config
     }
@@ -705,11 +735,6 @@ impl Control {
     /// serving.
     pub async fn close(&self) {
         self.inner.store.close().await;
-    }
-
-    /// Now, by the control plane's clock (milliseconds since the epoch).
-    pub fn now_ms(&self) -> i64 {
-        self.inner.config.clock.now_ms()
     }
 
     /// Starts the domain's own loops: held builds' expiry, the prebuild

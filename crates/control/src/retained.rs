@@ -14,12 +14,7 @@
 use abode_authz::Action;
 use abode_identity::audit::{audit_event, Audit};
 use abode_identity::Caller;
-use abode_store::{
-    Build, BuildReason, Page, RetainedResource, RetainedStatus, Store, StoreError, Transition,
-};
-
-use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
-use abode_identity::Actor;
+use abode_store::{Build, Page, RetainedResource, Store, StoreError};
 
 use std::path::PathBuf;
 
@@ -352,70 +347,5 @@ impl Retained {
             Some(details),
         );
         self.audit.record(&event).await;
-    }
-}
-
-impl crate::Control {
-    /// `abode retained destroy ID`: queues the build that destroys a
-    /// retained resource (held for a person's confirmation of its exact
-    /// plan); with `digest`, confirms that held plan. The build, and the
-    /// record as it is now.
-    pub async fn destroy_retained(
-        &self,
-        caller: &Caller,
-        id: &str,
-        digest: Option<&str>,
-    ) -> Result<(RetainedResource, Build), ControlError> {
-        let record = self.retained().show(caller, id).await?;
-        caller.authorize(Action::WorkspaceDelete, Some(&record.owner_id))?;
-        let build = match digest {
-            Some(digest) => {
-                let digest = crate::held::checked_digest(digest)?;
-                caller.authorize(Action::BuildConfirm, Some(&record.owner_id))?;
-                let building = match &record.destroy_build_id {
-                    Some(build_id) => self.inner.store.build_by_id(build_id).await?,
-                    None => {
-                        return Err(ControlError::Conflict(format!(
-                            "retained resource \"{id}\" has no destroy to confirm: run abode retained destroy {id} first"
-                        )))
-                    }
-                };
-                self.held().confirm(caller, building, digest).await?
-            }
-            None => {
-                if record.status != RetainedStatus::Open {
-                    return Err(ControlError::Conflict(format!(
-                        "retained resource \"{id}\" is {}: only an open record is destroyed",
-                        record.status
-                    )));
-                }
-                let workspace = self
-                    .inner
-                    .store
-                    .workspace_by_id(&record.workspace_id)
-                    .await?;
-                self.builds()
-                    .request(
-                        BuildTarget::Retained {
-                            workspace,
-                            record: Box::new(record.clone()),
-                        },
-                        BuildOrder {
-                            actor: Actor::User(caller.user.clone()),
-                            request_id: caller.request_id.clone(),
-                            transition: Transition::Delete,
-                            version: VersionChoice::Current,
-                            reason: BuildReason::RetainedDestroy,
-                            parameters: Default::default(),
-                            retention: None,
-                            rename_to: None,
-                            then_start: false,
-                        },
-                    )
-                    .await?
-            }
-        };
-        let record = self.inner.store.retained_by_id(id).await?;
-        Ok((record, build))
     }
 }

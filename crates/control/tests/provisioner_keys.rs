@@ -163,7 +163,8 @@ async fn a_key_stands_for_itself_until_deleted_and_only_owners_manage_keys() {
 
     // Audited, without the secret.
     let events = control
-        .audit_events(&owner, &AuditQuery::default())
+        .audit_log()
+        .events(&owner, &AuditQuery::default())
         .await
         .unwrap()
         .items;

@@ -57,7 +57,8 @@ pub(crate) async fn audit(
     let action = non_empty(filters.action);
     let events = match state
         .control
-        .audit_events(
+        .audit_log()
+        .events(
             &viewer.caller,
             &AuditQuery {
                 workspace: workspace.clone(),

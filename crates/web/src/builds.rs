@@ -73,6 +73,7 @@ pub(crate) async fn log_panel(
     };
     if settled(build) {
         let lines = control
+            .workspace_builds()
             .build_logs(caller, reference, Some(build.number), 0, Duration::ZERO)
             .await
             .map(|page| page.lines)
@@ -131,6 +132,7 @@ async fn render(
     let reference = format!("{owner}/{name}");
     let control = &state.control;
     let build = match control
+        .workspace_builds()
         .build(&viewer.caller, &reference, Some(number))
         .await
     {
@@ -281,6 +283,7 @@ pub(crate) async fn confirm(
     let reference = format!("{owner}/{name}");
     match state
         .control
+        .workspace_builds()
         .confirm_build(&viewer.caller, &reference, Some(build_number), &form.digest)
         .await
     {
@@ -306,6 +309,7 @@ pub(crate) async fn cancel(
     let reference = format!("{owner}/{name}");
     match state
         .control
+        .workspace_builds()
         .cancel_build(&viewer.caller, &reference, Some(build_number))
         .await
     {
@@ -348,6 +352,7 @@ pub(crate) async fn events(
     // Refused here, before the stream starts, like the API's log route.
     if let Err(error) = state
         .control
+        .workspace_builds()
         .build(&viewer.caller, &reference, Some(number))
         .await
     {
@@ -394,7 +399,7 @@ fn log_stream(follow: Follow) -> impl Stream<Item = Result<Event, Infallible>> {
             Ok(caller) => follow.caller = caller,
             Err(_) => return None,
         }
-        let wait = follow.control.build_logs(
+        let wait = follow.control.workspace_builds().build_logs(
             &follow.caller,
             &follow.reference,
             Some(follow.number),

@@ -258,6 +258,7 @@ pub(crate) async fn create(
     if estimating || state.control.config().quota_enforce {
         match state
             .control
+            .builds()
             .estimate_create(&viewer.caller, &template, preset, &parameters)
             .await
         {

@@ -43,7 +43,7 @@ async fn render(state: &WebState, viewer: &Viewer, outcome: Option<Outcome>) -> 
         Ok(tokens) => tokens.items,
         Err(error) => return html::control_error(error),
     };
-    let now = state.control.now_ms();
+    let now = state.control.config().clock.now_ms();
     let cap_days = state
         .control
         .identity()

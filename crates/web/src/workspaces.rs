@@ -373,6 +373,7 @@ pub(crate) async fn render(
         Err(error) => return html::control_error(error),
     };
     let history = match control
+        .workspace_builds()
         .list_builds(&viewer.caller, &reference, None, None, Some(HISTORY))
         .await
     {
@@ -584,6 +585,7 @@ pub(crate) async fn act(
         let reference = format!("{owner}/{name}");
         return match state
             .control
+            .workspace_builds()
             .request_restart(&viewer.caller, &reference)
             .await
         {
@@ -613,6 +615,7 @@ pub(crate) async fn act(
     };
     match state
         .control
+        .workspace_builds()
         .request_transition(&viewer.caller, &reference, &request)
         .await
     {
@@ -637,6 +640,7 @@ pub(crate) async fn rename(
     let reference = format!("{owner}/{name}");
     match state
         .control
+        .workspace_builds()
         .request_rename(&viewer.caller, &reference, form.new_name.trim())
         .await
     {

@@ -47,7 +47,8 @@ async fn audit(
     let until = parse_time(query.until.as_deref(), "until")?;
     let page = state
         .control
-        .audit_events(
+        .audit_log()
+        .events(
             &caller,
             &ControlAuditQuery {
                 workspace: query.workspace,

@@ -85,6 +85,7 @@ async fn create_build(
     };
     let build = state
         .control
+        .workspace_builds()
         .request_transition(&caller, &workspace, &request)
         .await?;
     ok(
@@ -127,6 +128,7 @@ async fn list_builds(
         .transpose()?;
     let page = state
         .control
+        .workspace_builds()
         .list_builds(
             &caller,
             &workspace,
@@ -145,7 +147,11 @@ async fn get_build(
     Path((workspace, number)): Path<(String, String)>,
 ) -> ApiResult {
     let number = parse_number(&number, "build number")?;
-    let build = state.control.build(&caller, &workspace, number).await?;
+    let build = state
+        .control
+        .workspace_builds()
+        .build(&caller, &workspace, number)
+        .await?;
     ok(
         StatusCode::OK,
         abode_sdk::BuildAnswer {
@@ -166,6 +172,7 @@ async fn build_logs(
     let wait = Duration::from_secs(query.wait.unwrap_or(0).min(MAX_LOG_WAIT_SECONDS));
     let page = state
         .control
+        .workspace_builds()
         .build_logs(&caller, &workspace, number, query.after.unwrap_or(0), wait)
         .await?;
     let page = abode_sdk::LogPage {
@@ -184,6 +191,7 @@ async fn cancel_build(
     let number = parse_number(&number, "build number")?;
     let build = state
         .control
+        .workspace_builds()
         .cancel_build(&caller, &workspace, number)
         .await?;
     ok(
@@ -206,6 +214,7 @@ async fn confirm_build(
     let number = parse_number(&number, "build number")?;
     let build = state
         .control
+        .workspace_builds()
         .confirm_build(
             &caller,
             &workspace,

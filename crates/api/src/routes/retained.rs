@@ -197,6 +197,7 @@ async fn destroy(
     };
     let (record, _) = state
         .control
+        .workspace_builds()
         .destroy_retained(&caller, &id, body.digest.as_deref())
         .await?;
     ok(

@@ -89,6 +89,7 @@ async fn estimate_create(
     let body: abode_sdk::requests::EstimateCreate = parse_json(body)?;
     let estimate = state
         .control
+        .builds()
         .estimate_create(&caller, &template, body.preset.as_deref(), &body.parameters)
         .await?;
     ok(StatusCode::OK, crate::views::estimate_view(&estimate))
@@ -154,7 +155,11 @@ async fn list_protections(
     Authenticated(caller): Authenticated,
     Path(workspace): Path<String>,
 ) -> ApiResult {
-    let protections = state.control.protections(&caller, &workspace).await?;
+    let protections = state
+        .control
+        .workspace_builds()
+        .protections(&caller, &workspace)
+        .await?;
     let protections: Vec<abode_sdk::Protection> = protections.iter().map(protection_view).collect();
     ok(StatusCode::OK, abode_sdk::ProtectionsAnswer { protections })
 }
@@ -201,6 +206,7 @@ async fn rename_workspace(
     let body: abode_sdk::requests::RenameWorkspace = parse_json(body)?;
     let build = state
         .control
+        .workspace_builds()
         .request_rename(&caller, &workspace, &body.name)
         .await?;
     ok(
@@ -217,7 +223,11 @@ async fn restart_workspace(
     Authenticated(caller): Authenticated,
     Path(workspace): Path<String>,
 ) -> ApiResult {
-    let build = state.control.request_restart(&caller, &workspace).await?;
+    let build = state
+        .control
+        .workspace_builds()
+        .request_restart(&caller, &workspace)
+        .await?;
     ok(
         StatusCode::CREATED,
         abode_sdk::BuildAnswer {
@@ -260,6 +270,7 @@ async fn release_protection(
         })?;
     let released = state
         .control
+        .workspace_builds()
         .release_protection(&caller, &workspace, &address)
         .await?;
     ok(

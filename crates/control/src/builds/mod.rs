@@ -11,6 +11,7 @@
 //! (`workspace_builds.rs`); what may be built now is asked here.
 
 mod claim;
+pub mod create_estimate;
 mod quota_estimate;
 
 use std::collections::BTreeMap;

@@ -75,7 +75,8 @@ impl Notifications {
         if build.reason == BuildReason::Prebuild && build.refusal.is_some() {
             return Vec::new();
         }
-        let blocked = crate::held::guard_decision(build) == Some(abode_guard::Decision::Block);
+        let blocked = build.guard_report.as_ref().map(|report| report.decision)
+            == Some(abode_guard::Decision::Block);
         let kind = if blocked {
             NotificationKind::BuildBlocked
         } else {

@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 use abode_store::{BuildReason, SystemActor};
 use serde_json::Value;
 
+use super::{resolve_creation, Builds, VersionChoice};
 use crate::authz::Action;
-use crate::builds::{resolve_creation, VersionChoice};
-use crate::{Actor, Caller, Control, ControlError};
+use crate::{Actor, Caller, ControlError};
 
 pub use crate::quota_text::EstimateSource;
 
@@ -74,7 +74,7 @@ impl CreateEstimate {
     }
 }
 
-impl Control {
+impl Builds {
     /// The estimate of `caller`'s create of a workspace from `template_name`
     /// with `preset` and `parameters`, checked as the create would be (the
     /// right to create, the template's access list, every value); nothing
@@ -94,13 +94,10 @@ impl Control {
             .may_build_from(&actor, &roles, &template, true)
             .await?;
         let version = self
-            .builds()
             .chosen_version(&template, None, VersionChoice::Active)
             .await?;
         let creation = resolve_creation(&version, preset, parameters)?;
-        let pool =
-            self.builds()
-                .create_pool(&template, &version, &creation, BuildReason::Initiator);
+        let pool = self.create_pool(&template, &version, &creation, BuildReason::Initiator);
         let pool_cost = match &pool {
             Some(pool) => self
                 .inner
@@ -142,7 +139,7 @@ impl Control {
             daily_cost,
             items,
             unknown,
-            enforced: self.inner.config.quota_enforce,
+            enforced: self.inner.quota_enforce,
             budget: usage.budget(),
             spent: usage.spent(),
         })

@@ -20,13 +20,14 @@ use std::collections::BTreeMap;
 
 use abode_store::{Build, BuildReason, Transition};
 
+use super::WorkspaceBuilds;
 use crate::authz::Action;
 use crate::builds::{BuildOrder, BuildTarget, VersionChoice};
 use crate::validate_name;
 use crate::workspace_status;
-use crate::{Actor, Caller, Control, ControlError};
+use crate::{Actor, Caller, ControlError};
 
-impl Control {
+impl WorkspaceBuilds {
     /// A person's rename of a workspace they may start and stop: the
     /// rename's build (see the module doc).
     pub async fn request_rename(

@@ -4,6 +4,8 @@
 //! act on it, `workspaces.rs`), then asks the service that owns the rest:
 //! the door (`builds/`), the build log, held builds.
 
+mod rename_restart;
+
 use std::time::Duration;
 
 use abode_runner::{LogLevel, LogStage};
@@ -12,9 +14,76 @@ use abode_store::{page_size, Build, BuildReason, BuildStatus, Page, Transition};
 use crate::authz::Action;
 use crate::builds::{BuildOrder, BuildRequest, BuildTarget, VersionChoice};
 use crate::error::or_not_found;
-use crate::{Actor, Caller, Control, ControlError, LogPage};
+use std::sync::Arc;
 
-impl Control {
+use abode_store::{Protection, Store};
+
+use crate::audit::{workspace_event, Audit};
+use crate::held::checked_digest;
+use crate::retained::Retained;
+use crate::{
+    Actor, BuildLog, Builds, Caller, ControlError, Held, LogPage, Notifications, Workspaces,
+};
+use abode_store::{RetainedResource, RetainedStatus};
+
+/// A person's builds of a workspace they name; cheap to clone.
+#[derive(Clone)]
+pub struct WorkspaceBuilds {
+    inner: Arc<WorkspaceBuildsParts>,
+}
+
+/// What [`WorkspaceBuilds`] is made of.
+pub(crate) struct WorkspaceBuildsParts {
+    pub(crate) store: Store,
+    pub(crate) workspaces: Workspaces,
+    pub(crate) builds: Builds,
+    pub(crate) build_log: BuildLog,
+    pub(crate) held: Held,
+    pub(crate) notifications: Notifications,
+    pub(crate) retained: Arc<Retained>,
+    pub(crate) audit: Audit,
+}
+
+impl WorkspaceBuilds {
+    pub(crate) fn new(parts: WorkspaceBuildsParts) -> WorkspaceBuilds {
+        WorkspaceBuilds {
+            inner: Arc::new(parts),
+        }
+    }
+
+    fn workspaces(&self) -> &Workspaces {
+        &self.inner.workspaces
+    }
+
+    fn builds(&self) -> &Builds {
+        &self.inner.builds
+    }
+
+    fn build_log(&self) -> &BuildLog {
+        &self.inner.build_log
+    }
+
+    fn held(&self) -> &Held {
+        &self.inner.held
+    }
+
+    /// Records what a person did to a workspace, referring to it by id (its
+    /// history follows it through renames and transfers).
+    pub(crate) async fn audit_workspace(
+        &self,
+        caller: &Caller,
+        workspace_id: &str,
+        action: &str,
+        target: &str,
+        outcome: &str,
+        details: Option<String>,
+    ) {
+        let event = workspace_event(caller, workspace_id, action, target, outcome, details);
+        self.inner.audit.record(&event).await;
+    }
+}
+
+impl WorkspaceBuilds {
     /// A person's start, stop, update or delete of a workspace they may act on.
     pub async fn request_transition(
         &self,
@@ -183,5 +252,116 @@ impl Control {
         )
         .await;
         Ok(self.inner.store.build_by_id(&build.id).await?)
+    }
+
+    /// Applies exactly the saved plan of a held build, once, if `digest` is
+    /// that plan's and the workspace's state has not changed since.
+    pub async fn confirm_build(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        number: Option<i64>,
+        digest: &str,
+    ) -> Result<Build, ControlError> {
+        // Checked before anything is looked up or audited: what is not a
+        // digest (any size, any bytes) is never stored.
+        let digest = checked_digest(digest)?;
+        let build = self
+            .build_for(caller, reference, number, Action::BuildConfirm)
+            .await?;
+        self.held().confirm(caller, build, digest).await
+    }
+
+    /// The protections a workspace the caller may read remembers.
+    pub async fn protections(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Vec<Protection>, ControlError> {
+        let workspace = self
+            .workspaces()
+            .resolve(caller, reference, Action::WorkspaceRead)
+            .await?;
+        self.held().protections(&workspace).await
+    }
+
+    /// Releases one remembered protection (`protection.release`: owners on
+    /// any workspace, template-admins on their own), on the record.
+    pub async fn release_protection(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        address: &str,
+    ) -> Result<Protection, ControlError> {
+        let workspace = self
+            .workspaces()
+            .resolve(caller, reference, Action::ProtectionRelease)
+            .await?;
+        self.held()
+            .release_protection(caller, &workspace, reference, address)
+            .await
+    }
+
+    /// `abode retained destroy ID`: queues the build that destroys a
+    /// retained resource (held for a person's confirmation of its exact
+    /// plan); with `digest`, confirms that held plan. The build, and the
+    /// record as it is now.
+    pub async fn destroy_retained(
+        &self,
+        caller: &Caller,
+        id: &str,
+        digest: Option<&str>,
+    ) -> Result<(RetainedResource, Build), ControlError> {
+        let record = self.inner.retained.show(caller, id).await?;
+        caller.authorize(Action::WorkspaceDelete, Some(&record.owner_id))?;
+        let build = match digest {
+            Some(digest) => {
+                let digest = checked_digest(digest)?;
+                caller.authorize(Action::BuildConfirm, Some(&record.owner_id))?;
+                let building = match &record.destroy_build_id {
+                    Some(build_id) => self.inner.store.build_by_id(build_id).await?,
+                    None => {
+                        return Err(ControlError::Conflict(format!(
+                            "retained resource \"{id}\" has no destroy to confirm: run abode retained destroy {id} first"
+                        )))
+                    }
+                };
+                self.held().confirm(caller, building, digest).await?
+            }
+            None => {
+                if record.status != RetainedStatus::Open {
+                    return Err(ControlError::Conflict(format!(
+                        "retained resource \"{id}\" is {}: only an open record is destroyed",
+                        record.status
+                    )));
+                }
+                let workspace = self
+                    .inner
+                    .store
+                    .workspace_by_id(&record.workspace_id)
+                    .await?;
+                self.builds()
+                    .request(
+                        BuildTarget::Retained {
+                            workspace,
+                            record: Box::new(record.clone()),
+                        },
+                        BuildOrder {
+                            actor: Actor::User(caller.user.clone()),
+                            request_id: caller.request_id.clone(),
+                            transition: Transition::Delete,
+                            version: VersionChoice::Current,
+                            reason: BuildReason::RetainedDestroy,
+                            parameters: Default::default(),
+                            retention: None,
+                            rename_to: None,
+                            then_start: false,
+                        },
+                    )
+                    .await?
+            }
+        };
+        let record = self.inner.store.retained_by_id(id).await?;
+        Ok((record, build))
     }
 }
