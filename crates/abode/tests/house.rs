@@ -927,6 +927,32 @@ const NOT_WIRE_BODIES: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// One wire, written as its types: the API and the client build no body
+/// with `json!` (a `serde_json::Value` built by hand is a body the SDK does
+/// not know).
+#[test]
+fn the_api_and_the_client_build_no_body_with_json_macros() {
+    let root = workspace_root();
+    let mut found = Vec::new();
+    for dir in ["crates/api/src", "crates/client/src"] {
+        for file in rust_files(&root.join(dir)) {
+            let tokens = tokens(&code_of(&file));
+            let uses = tokens
+                .windows(2)
+                .filter(|pair| pair[0] == "json" && pair[1] == "!")
+                .count();
+            if uses > 0 {
+                let relative = file.strip_prefix(&root).unwrap().display().to_string();
+                found.push(format!("{relative}: {uses}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "bodies are abode-sdk's types, not json! values: {found:#?}"
+    );
+}
+
 /// The types a file declares with a serde derive: their names.
 fn serde_types(code: &str) -> Vec<String> {
     let mut names = Vec::new();

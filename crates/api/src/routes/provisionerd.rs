@@ -364,7 +364,7 @@ async fn release(
         .control
         .daemon_release_state_lock(&caller, &build, request.secret.as_deref())
         .await?;
-    Ok(Json(serde_json::json!({ "released": released })).into_response())
+    Ok(Json(abode_protocol::ReleaseAnswer { released }).into_response())
 }
 
 async fn complete(
@@ -380,5 +380,8 @@ async fn complete(
         .control
         .daemon_complete(&caller, &build, outcome)
         .await?;
-    Ok(Json(serde_json::json!({ "status": status.as_str() })).into_response())
+    Ok(Json(abode_protocol::CompleteAnswer {
+        status: status.as_str().to_string(),
+    })
+    .into_response())
 }
