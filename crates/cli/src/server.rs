@@ -406,7 +406,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
             let recovery = abode_api::recovery::Recovery::CreateAdminUser {
                 username: username.clone(),
                 email: email.clone(),
-                password: crate::cli::password::read_password_stdin()?,
+                password: crate::password::read_password_stdin()?,
             };
             return recover(database, recovery);
         }
@@ -415,7 +415,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
         }) => {
             let recovery = abode_api::recovery::Recovery::ResetPassword {
                 username: username.clone(),
-                password: crate::cli::password::read_password_stdin()?,
+                password: crate::password::read_password_stdin()?,
             };
             return recover(database, recovery);
         }
@@ -610,7 +610,7 @@ fn server_options(args: ServerArgs) -> anyhow::Result<Result<ServerOptions, Exit
                     eprintln!(
                         "error: --external-auth-config {}: {}",
                         config.display(),
-                        crate::cli::output::visible(line)
+                        crate::output::visible(line)
                     );
                 }
                 return Ok(Err(ExitCode::from(crate::exit::FAILURE)));
