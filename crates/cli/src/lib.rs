@@ -11,11 +11,11 @@
 //! with its SSH client and `--stdio`, the managed `~/.ssh/config` block, port
 //! forwards; docs/ssh.md). `output.rs` is how server-supplied text and errors
 //! are shown, `password.rs` how passwords are read. `server.rs` is `abode
-//! server`'s flags (with `terraform_flags.rs`, `sandbox.rs` and
-//! `sign_in_flags.rs`) and logging (`--log-format text|json`, a
+//! server`'s flags (with `terraform_flags.rs` and `sign_in_flags.rs`) and
+//! logging (`--log-format text|json`, a
 //! `RUST_LOG`-style `--log-filter`; a build's lines carry its workspace and
-//! number from the span its run opens), handed to the server `abode-api`
-//! assembles. `provisioner_daemon.rs` is `abode provisioner start`'s flags,
+//! number from the span its run opens), handed to the start-up of the server
+//! `abode-api` assembles. `provisioner_daemon.rs` is `abode provisioner start`'s flags,
 //! handed to `abode-provisionerd`; `agent.rs` is `abode agent`'s and Git's
 //! askpass, handed to `abode-agent`; `provider.rs` serves the provider when
 //! Terraform starts the binary under its name and installs the mirror;
@@ -52,7 +52,6 @@ mod password;
 pub mod plan_check;
 pub mod provider;
 mod provisioner_daemon;
-mod sandbox;
 pub mod server;
 mod sign_in_flags;
 mod size;
