@@ -17,7 +17,7 @@
 //! `json!`, and `ErrorEnvelope` is every refusal's
 //! (crates/abode/tests/house.rs checks that no serde type but a query
 //! string, a page's form or a listed non-body is declared in the API, the
-//! client or the web pages). The health checks are `Health` and
+//! client, the web pages or the CLI). The health checks are `Health` and
 //! `Readiness`; a push's answer is `TemplateVersionResponse`, a version's
 //! `TemplateVersionDetail` and an activation's `TemplateActivated`;
 //! pausing prebuilds answers `PrebuildsPaused`; a retained record carries
