@@ -1,61 +1,13 @@
 //! The `abode` binary: thin glue between the command line and Abode's library crates.
 //!
 //! One artefact serves every role (CLI, server, agent, Terraform provider) so that
-//! installing Abode is copying one file.
-//!
-//! # Modules
-//!
-//! `cli/` holds the user commands and their output: tables for people,
-//! `--output json` for scripts (the `abode-sdk` types); `cli/output.rs` is how
-//! server-supplied text is shown, `cli/password.rs` how passwords are read,
-//! `cli/ssh.rs`, `cli/config_ssh.rs` and `cli/port_forward.rs` the CLI's side
-//! of connections (`abode ssh` with its SSH client and `--stdio`, the managed
-//! `~/.ssh/config` block, port forwards; docs/ssh.md). `server.rs` parses
-//! `abode server`'s flags (with `terraform_flags.rs`, `sandbox.rs` and
-//! `sign_in_flags.rs`), sets up logging (`--log-format text|json`, a
-//! `RUST_LOG`-style `--log-filter`; a build's lines carry its workspace and
-//! number from the span its run opens) and starts the server `abode-api`
-//! assembles. `provisioner_daemon.rs` is `abode provisioner start`'s flags,
-//! handed to `abode-provisionerd`; `agent.rs` is `abode agent`'s and Git's
-//! askpass, handed to `abode-agent`; `provider.rs` serves the provider when
-//! Terraform starts the binary under its name and installs the mirror;
-//! `plan_check.rs` is the guard on one plan file. `duration.rs` and `size.rs`
-//! are the one format of long durations (`90m`, `24h`, `30d`, or seconds) and
-//! of sizes on the command line. `exit.rs` is the exit statuses, a public
-//! interface: `crates/abode/tests/house.rs` checks that ARCHITECTURE.md and
-//! docs/cli.md list the ones it defines.
-//!
-//! # What it keeps
-//!
-//! - No domain logic here: library crates return typed errors (`thiserror`),
-//!   the binary adds context (`anyhow`) and turns an error into one line on
-//!   standard error and an exit status.
-//! - The CLI never prints a token or a password, except the new API token
-//!   `abode tokens create` and the new provisioner key `abode provisioner keys
-//!   create` are there to print, alone on standard output; passwords are read
-//!   only from standard input.
-//! - The CLI's text output shows server-supplied strings (other people's names,
-//!   messages, parameters, errors, Terraform's output) only through
-//!   `cli::output::visible`, which makes terminal controls, C1 and bidi
-//!   controls visible (docs/cli.md); tables apply it to every cell.
-//! - `builds confirm` applies a held plan only with its digest given, or after
-//!   showing the plan on a terminal and reading `yes`.
-//! - The server's data dir is private to the server's user (0700, set at every
-//!   start); `e2e_security` holds the on-disk privacy checks.
+//! installing Abode is copying one file. This file parses the command line and
+//! hands each command to `abode-cli`, which turns its flags into calls of the
+//! library crates (as ripgrep's binary hands its flags to its crates); the
+//! exit statuses are `abode-cli`'s `exit.rs`. `provider_only.rs` is the
+//! provider alone, a second binary.
 
-mod agent;
-mod cli;
-mod duration;
-mod exit;
-mod plan_check;
-mod provider;
-mod provisioner_daemon;
-mod sandbox;
-mod server;
-mod sign_in_flags;
-mod size;
-mod terraform_flags;
-
+use abode_cli::{agent, commands, exit, output, plan_check, provider, server};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -89,7 +41,7 @@ enum Command {
     #[command(args_conflicts_with_subcommands = true)]
     Server(Box<server::ServerArgs>),
     #[command(flatten)]
-    User(cli::UserCommand),
+    User(commands::UserCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -138,12 +90,12 @@ fn main() -> ExitCode {
         Command::Agent(args) => Ok(agent::run(args)),
         Command::Provider(command) => provider::run(command),
         Command::Server(args) => server::run(*args),
-        Command::User(command) => Ok(cli::run(command)),
+        Command::User(command) => Ok(commands::run(command)),
     };
     match result {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {}", cli::one_line(&error));
+            eprintln!("error: {}", output::one_line(&error));
             ExitCode::from(exit::FAILURE)
         }
     }

@@ -160,6 +160,25 @@ fn no_crate_holds_more_than_a_fifth_of_the_code() {
     }
 }
 
+/// The binary parses the command line and hands each command to a library
+/// crate (`abode-cli`), as ripgrep's does: it stays glue, at most 7% of the
+/// code.
+#[test]
+fn the_binary_is_glue() {
+    let counts = source_lines();
+    let total: usize = counts.iter().map(|(_, lines)| lines).sum();
+    let binary = counts
+        .iter()
+        .find(|(name, _)| name == "abode")
+        .map(|(_, lines)| *lines)
+        .expect("crates/abode is there");
+    assert!(
+        binary * 100 <= total * 7,
+        "crates/abode holds {binary} of {total} lines ({:.1}%): a command's work belongs in a library crate (abode-cli), not in the binary",
+        100.0 * binary as f64 / total as f64
+    );
+}
+
 /// The wire has one definition: the client reads the SDK's types.
 #[test]
 fn the_client_has_no_wire_types_of_its_own() {
@@ -854,10 +873,10 @@ fn numbers(text: &str) -> BTreeSet<u8> {
         .collect()
 }
 
-/// The exit statuses `crates/abode/src/exit.rs` defines: 0
+/// The exit statuses `crates/cli/src/exit.rs` defines: 0
 /// (`ExitCode::SUCCESS`) and every `pub const NAME: u8 = N;`.
 fn defined_exit_statuses() -> BTreeSet<u8> {
-    let text = code_of(&workspace_root().join("crates/abode/src/exit.rs"));
+    let text = code_of(&workspace_root().join("crates/cli/src/exit.rs"));
     let mut statuses: BTreeSet<u8> = text
         .lines()
         .filter_map(|line| line.trim().strip_prefix("pub const "))
@@ -892,7 +911,7 @@ fn the_exit_statuses_written_down_are_the_ones_exit_rs_defines() {
     ] {
         assert_eq!(
             written, defined,
-            "{place} writes down the exit statuses {written:?}, crates/abode/src/exit.rs defines {defined:?}"
+            "{place} writes down the exit statuses {written:?}, crates/cli/src/exit.rs defines {defined:?}"
         );
     }
 }
@@ -927,6 +946,32 @@ const NOT_WIRE_BODIES: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// One wire, written as its types: the API and the client build no body
+/// with `json!` (a `serde_json::Value` built by hand is a body the SDK does
+/// not know).
+#[test]
+fn the_api_and_the_client_build_no_body_with_json_macros() {
+    let root = workspace_root();
+    let mut found = Vec::new();
+    for dir in ["crates/api/src", "crates/client/src"] {
+        for file in rust_files(&root.join(dir)) {
+            let tokens = tokens(&code_of(&file));
+            let uses = tokens
+                .windows(2)
+                .filter(|pair| pair[0] == "json" && pair[1] == "!")
+                .count();
+            if uses > 0 {
+                let relative = file.strip_prefix(&root).unwrap().display().to_string();
+                found.push(format!("{relative}: {uses}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "bodies are abode-sdk's types, not json! values: {found:#?}"
+    );
+}
+
 /// The types a file declares with a serde derive: their names.
 fn serde_types(code: &str) -> Vec<String> {
     let mut names = Vec::new();
@@ -957,7 +1002,7 @@ fn serde_types(code: &str) -> Vec<String> {
 }
 
 /// One wire: every request and answer body is `abode-sdk`'s. The API, the
-/// client and the web pages declare no serde type of their own but a URL's
+/// client, the web pages and the commands declare no serde type of their own but a URL's
 /// query string (`...Query`, read by axum's `Query` and never as a body),
 /// an HTML form the dashboard's own pages post (`...Form`, crates/web), and
 /// the few of `NOT_WIRE_BODIES`.
@@ -965,7 +1010,12 @@ fn serde_types(code: &str) -> Vec<String> {
 fn no_body_is_declared_outside_the_sdk() {
     let root = workspace_root();
     let mut found = Vec::new();
-    for dir in ["crates/api/src", "crates/client/src", "crates/web/src"] {
+    for dir in [
+        "crates/api/src",
+        "crates/client/src",
+        "crates/web/src",
+        "crates/cli/src",
+    ] {
         for file in rust_files(&root.join(dir)) {
             let relative = file
                 .strip_prefix(&root)

@@ -117,8 +117,9 @@ pub use abode_store::backup;
 pub(crate) use extract::{bearer, request_id, session_bearer};
 pub use extract::{Authenticated, AuthenticatedAgent};
 pub use server::{
-    new_server_identity, serve, wait_for_signal, ServeError, Server, ServerError, ServerOptions,
-    SignalError, TlsOptions, DATABASE_FILE, DEFAULT_HSTS_MAX_AGE,
+    new_server_identity, prepare, serve, wait_for_signal, ServeError, Server, ServerError,
+    ServerOptions, Setup, SignalError, StartupError, TlsOptions, DATABASE_FILE,
+    DEFAULT_HSTS_MAX_AGE,
 };
 
 pub const REQUEST_ID_HEADER: &str = "x-request-id";

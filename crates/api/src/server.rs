@@ -1,8 +1,12 @@
 //! A whole Abode server in one value: the database under the data dir, the
-//! control plane, the embedded provisioners and the HTTP listener. The
-//! `abode server` command and the API tests start it the same way: the
-//! command turns its flags into [`ServerOptions`] and calls [`serve`], which
-//! starts the server, runs it until SIGINT or SIGTERM and shuts it down.
+//! control plane, the embedded provisioners and the HTTP listener. Its
+//! start-up is here, in one place: the `abode server` command turns its
+//! flags into [`ServerOptions`] and a [`Setup`], [`prepare`] settles what
+//! the options leave to the machine (single sign-on checked before anything
+//! else, the private data dir with the provider in its mirror, the external
+//! auth providers, the sandbox), and [`serve`] starts the server, runs it
+//! until SIGINT or SIGTERM and shuts it down. The API tests start it the
+//! same way, with [`Server::start`].
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -218,6 +222,144 @@ pub struct SignalError {
     source: std::io::Error,
 }
 
+/// What `abode server` is given besides its [`ServerOptions`], settled by
+/// [`prepare`]: how its builds are sandboxed and the external auth files.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// `--terraform-sandbox`, `--terraform-user`, `--terraform-mount`.
+    pub sandbox: abode_terraform::machine::SandboxSettings,
+    /// The external auth providers (`--external-auth-config`).
+    pub external_auth_config: Option<PathBuf>,
+    /// The key linked accounts' tokens are sealed with
+    /// (`--external-auth-key-file`).
+    pub external_auth_key_file: Option<PathBuf>,
+}
+
+/// Why [`prepare`] refused to start a server.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// Every mistake in the `--oidc-*` flags (one a line, for the caller).
+    #[error("{0}")]
+    Oidc(abode_oidc::ConfigErrors),
+    #[error(transparent)]
+    Machine(#[from] abode_terraform::machine::MachineError),
+    /// Every mistake in the external auth configuration (one a line).
+    #[error("--external-auth-config {}: {}", config.display(), errors.0.join("; "))]
+    ExternalAuth {
+        config: PathBuf,
+        errors: abode_external_auth::ConfigErrors,
+    },
+    #[error("--external-auth-key-file: {0}")]
+    KeyFile(abode_external_auth::cipher::CipherError),
+    #[error("--external-auth-config needs --external-auth-key-file: linked accounts' tokens are stored encrypted (a key of 64 hex digits: openssl rand -hex 32 > FILE; chmod 600 FILE)")]
+    NeedsKeyFile,
+}
+
+/// Settles what a server's options leave to its machine, before anything
+/// starts: the sign-in settings checked against the access URL (every
+/// mistake at once; [`Server::start`] checks them again against the one it
+/// settles on), the data dir made absolute and private with this binary's
+/// provider in its mirror, the external auth providers and their tokens'
+/// key read, and Terraform's sandbox with its process supervisor set up
+/// (nothing secret of the server's in its reach). Agents run this same
+/// executable.
+pub fn prepare(mut options: ServerOptions, setup: Setup) -> Result<ServerOptions, StartupError> {
+    use abode_terraform::machine;
+    let access_url = options.access_url.clone().unwrap_or_else(|| {
+        default_access_url(options.address, options.tls.as_ref().map(|tls| tls.address))
+    });
+    abode_oidc::OidcConfig::from_settings(&options.oidc, &access_url)
+        .map_err(StartupError::Oidc)?;
+    // Volumes (home disks), process logs and the database live here.
+    let (data_dir, mirror_dir) =
+        machine::prepare_data_dir(options.data_dir.clone(), options.provider_mirror.clone())?;
+    options.data_dir = data_dir;
+    let executable = std::env::current_exe().map_err(machine::MachineError::Executable)?;
+    let providers = match &setup.external_auth_config {
+        Some(config) => {
+            abode_external_auth::load(config).map_err(|errors| StartupError::ExternalAuth {
+                config: config.clone(),
+                errors,
+            })?
+        }
+        None => Vec::new(),
+    };
+    // Tokens are stored encrypted: providers need the key.
+    let cipher = match (&setup.external_auth_key_file, providers.is_empty()) {
+        (Some(file), _) => Some(
+            abode_external_auth::cipher::TokenCipher::from_key_file(file)
+                .map_err(StartupError::KeyFile)?,
+        ),
+        (None, true) => None,
+        (None, false) => return Err(StartupError::NeedsKeyFile),
+    };
+    // Client secrets and the token key are the server's: no template may
+    // read their files.
+    let external_auth_secrets: Vec<PathBuf> = setup
+        .external_auth_config
+        .iter()
+        .flat_map(|config| {
+            providers.iter().map(move |provider| {
+                abode_external_auth::secret_path(config, &provider.client_secret_file)
+            })
+        })
+        .chain(setup.external_auth_key_file.iter().cloned())
+        .collect();
+    if !providers.is_empty() {
+        let ids: Vec<&str> = providers
+            .iter()
+            .map(|provider| provider.id.as_str())
+            .collect();
+        tracing::info!(providers = %ids.join(", "), "external auth providers configured");
+    }
+    let terraform_env = options.terraform_env.clone().unwrap_or_default();
+    let sandbox = machine::set_up_sandbox(
+        &setup.sandbox,
+        &machine::Machine {
+            data_dir: &options.data_dir,
+            volumes_dir: &options.data_dir.join("volumes"),
+            process_logs_dir: &options.data_dir.join("process-logs"),
+            provider_mirror: &mirror_dir,
+            agent_binary: &executable,
+            terraform_env: &terraform_env,
+            secrets: &options
+                .tls
+                .as_ref()
+                .map(|tls| tls.key_file.as_path())
+                .into_iter()
+                .chain(external_auth_secrets.iter().map(|file| file.as_path()))
+                .collect::<Vec<_>>(),
+        },
+    )?;
+    if let Some((isolation, socket)) = sandbox {
+        options.terraform_isolation = Some(isolation);
+        options.process_supervisor = Some(socket);
+    }
+    options.provider_mirror = Some(mirror_dir);
+    // Agents run this same executable (`abode agent`), not the mirror's copy.
+    options.agent_binary = Some(executable);
+    options.external_auth = abode_control::external_auth::ExternalAuthConfig {
+        providers,
+        cipher: cipher.map(std::sync::Arc::new),
+    };
+    if options.apps.allow_path_apps {
+        tracing::warn!(
+            "--allow-path-apps: apps are served under the dashboard's own origin; a script an app \
+             serves can act as whoever opens it (prefer --wildcard-access-url)"
+        );
+    }
+    Ok(options)
+}
+
+/// The access URL of a server not given one: its HTTPS listener's when it
+/// has one, else the plain listener's.
+fn default_access_url(address: SocketAddr, tls: Option<SocketAddr>) -> String {
+    match tls {
+        Some(address) => format!("https://{address}"),
+        None => format!("http://{address}"),
+    }
+}
+
 /// Runs a server (`abode server`): starts it, says where it listens when
 /// [`ServerOptions::announce`], serves until SIGINT or SIGTERM, then shuts
 /// it down (running builds are interrupted, their state saved).
@@ -308,10 +450,7 @@ impl Server {
         let access_url = options
             .access_url
             .clone()
-            .unwrap_or_else(|| match tls_addr {
-                Some(address) => format!("https://{address}"),
-                None => format!("http://{local_addr}"),
-            });
+            .unwrap_or_else(|| default_access_url(local_addr, tls_addr));
         if options.redirect_to_access_url && !access_url.starts_with("https://") {
             return Err(ServerError::RedirectWithoutHttps(access_url));
         }

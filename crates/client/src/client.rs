@@ -144,7 +144,7 @@ impl Client {
     }
 
     /// `GET /health`: whether a server answers at all.
-    pub fn health(&self) -> Result<serde_json::Value, ClientError> {
+    pub fn health(&self) -> Result<abode_sdk::Health, ClientError> {
         self.finish("GET /health", self.request("GET", "/health").call())
     }
 
@@ -630,7 +630,7 @@ impl Client {
         &self,
         name: &str,
         number: u64,
-    ) -> Result<TemplateVersionResponse, ClientError> {
+    ) -> Result<abode_sdk::TemplateActivated, ClientError> {
         self.activate_version_acknowledging(name, number, None)
     }
 
@@ -642,7 +642,7 @@ impl Client {
         name: &str,
         number: u64,
         preview: Option<&str>,
-    ) -> Result<TemplateVersionResponse, ClientError> {
+    ) -> Result<abode_sdk::TemplateActivated, ClientError> {
         let path = format!(
             "/templates/{}/versions/{number}/activate",
             workspace_segment(name)
@@ -1398,8 +1398,11 @@ impl Client {
         } else {
             "/prebuilds/resume"
         };
-        self.check(self.request("POST", path).send_json(requests::Empty {}))
-            .map(drop)
+        self.finish::<abode_sdk::PrebuildsPaused>(
+            &format!("POST {path}"),
+            self.request("POST", path).send_json(requests::Empty {}),
+        )
+        .map(drop)
     }
 
     /// A template's lifecycle policy.

@@ -340,6 +340,19 @@ pub struct CompleteRequest {
     pub message: Option<String>,
 }
 
+/// The answer to a release (`POST /provisionerd/jobs/{build}/release`):
+/// whether the workspace's state lock went with it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ReleaseAnswer {
+    pub released: bool,
+}
+
+/// The answer to a completion: the build's status once the server took it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CompleteAnswer {
+    pub status: String,
+}
+
 /// A run's end as a daemon tells it.
 #[derive(Debug)]
 pub enum Outcome {

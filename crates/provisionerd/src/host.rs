@@ -258,7 +258,7 @@ pub(crate) async fn release_state_lock(
     };
     let path = format!("jobs/{build_id}/release");
     if let Err(error) = patiently(None, || {
-        client.post::<_, serde_json::Value>(&path, &request)
+        client.post::<_, abode_protocol::ReleaseAnswer>(&path, &request)
     })
     .await
     {

@@ -371,7 +371,7 @@ async fn complete(host: &RemoteHost, result: &Result<abode_runner::Ended, Failur
     host.flush().await;
     let request = CompleteRequest::new(host.hello.clone(), result);
     match host
-        .call::<_, serde_json::Value>("complete", &request, None)
+        .call::<_, abode_protocol::CompleteAnswer>("complete", &request, None)
         .await
     {
         Ok(_) => {}
@@ -467,7 +467,11 @@ async fn offer_leftovers(daemon: Arc<Daemon>, left: Vec<Leftover>) {
         if applying {
             let request = CompleteRequest::new(host.hello.clone(), &Err(Failure::failed(message)));
             let _ = host
-                .call::<_, serde_json::Value>("complete", &request, Some(Duration::from_secs(60)))
+                .call::<_, abode_protocol::CompleteAnswer>(
+                    "complete",
+                    &request,
+                    Some(Duration::from_secs(60)),
+                )
                 .await;
         }
         claims.forget(&build_id, &slot);

@@ -12,21 +12,23 @@
 //! No I/O and no domain logic here: plain data, its serde shape and the
 //! parsing of its enums.
 //!
-//! Every request body is here, and every answer but a few: the API declares
-//! no body of its own, the client builds none with `json!`, and `ErrorEnvelope` is every
-//! refusal's (crates/abode/tests/house.rs checks that no serde type but a
-//! query string, a page's form or a listed non-body is declared in the API,
-//! the client or the web pages). A few answers the API still writes with
-//! `json!`: the health checks, a template push's, a version's and an
-//! activation's (`TemplateVersionResponse` and `TemplateVersionDetail` are
-//! what the client reads of them), prebuilds paused, a daemon's release and
-//! completion, and a retained record with its destroy build.
+//! Every request body and every answer is here: the API declares no body of
+//! its own and writes none with `json!`, the client builds none with
+//! `json!`, and `ErrorEnvelope` is every refusal's
+//! (crates/abode/tests/house.rs checks that no serde type but a query
+//! string, a page's form or a listed non-body is declared in the API, the
+//! client, the web pages or the CLI). The health checks are `Health` and
+//! `Readiness`; a push's answer is `TemplateVersionResponse`, a version's
+//! `TemplateVersionDetail` and an activation's `TemplateActivated`;
+//! pausing prebuilds answers `PrebuildsPaused`; a retained record carries
+//! the build destroying it. A daemon's release and completion are answered
+//! with `abode-protocol`'s `ReleaseAnswer` and `CompleteAnswer`.
 //!
 //! `requests` holds the bodies the client writes and the API reads. The wire's
 //! enums are their JSON strings: `Transition` is the contract's own (one type
 //! for the wire, the store's column and the `ABODE_*` variable), and so is
 //! `BuildStatus` (the contract's vocabulary, named in JSON as in its column). A build's guard
-//! report and a workspace's parameters are a type parameter: clients read JSON
+//! report, a workspace's parameters and a version's lint report are a type parameter: clients read JSON
 //! values, the server writes the typed values the store decoded. The daemons'
 //! protocol is not here (`abode-protocol`).
 

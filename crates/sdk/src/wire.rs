@@ -155,33 +155,69 @@ pub struct PresetSchedule {
     pub instances: i64,
 }
 
-/// Answer to a push or an activation.
+/// Answer to a push (`POST /templates/{name}/versions`). The lint's report
+/// is a type parameter, as a build's guard report is: the client reads the
+/// SDK's [`LintReport`], the server writes the one it keeps. Fields in the
+/// order the answer has always listed them.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TemplateVersionResponse {
-    pub template: Template,
-    pub version: TemplateVersion,
-    /// The lint's findings on the pushed files (a push's answer only).
+#[serde(bound(deserialize = "Lint: Deserialize<'de>"))]
+pub struct TemplateVersionResponse<Lint = LintReport> {
+    /// The lint's findings on the pushed files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lint: Option<LintReport>,
+    pub lint: Option<Lint>,
     /// The provisioner tags its builds need (`key=value`).
     #[serde(default)]
     pub provisioner_tags: Vec<String>,
+    pub template: Template,
+    pub version: TemplateVersion,
+}
+
+/// Answer to an activation (`POST /templates/{name}/versions/{number}/activate`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TemplateActivated {
+    pub template: Template,
+    pub version: TemplateVersion,
 }
 
 /// One version with the lint's findings it keeps
-/// (`GET /templates/{name}/versions/{number}`).
+/// (`GET /templates/{name}/versions/{number}`); the lint's report a type
+/// parameter, as in [`TemplateVersionResponse`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TemplateVersionDetail {
-    pub version: TemplateVersion,
+#[serde(bound(deserialize = "Lint: Deserialize<'de>"))]
+pub struct TemplateVersionDetail<Lint = LintReport> {
     /// `None`: pushed before the lint existed, never linted.
     #[serde(default)]
-    pub lint: Option<LintReport>,
+    pub lint: Option<Lint>,
     /// The version's latest fleet preview (`None`: never previewed).
     #[serde(default)]
     pub preview: Option<Preview>,
     /// The provisioner tags its builds need (`key=value`).
     #[serde(default)]
     pub provisioner_tags: Vec<String>,
+    pub version: TemplateVersion,
+}
+
+/// Liveness (`GET /health`): `ok`, and the server's version.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Health {
+    pub status: String,
+    pub version: String,
+}
+
+/// Readiness (`GET /ready`): `ready`, or `unavailable` with the reason
+/// (answered with 503).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Readiness {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub status: String,
+}
+
+/// Whether the prebuilds reconciliation is paused (`POST /prebuilds/pause`
+/// and `/prebuilds/resume`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PrebuildsPaused {
+    pub paused: bool,
 }
 
 /// A provisioner of one of the servers (`GET /provisioners`).
@@ -1173,9 +1209,11 @@ pub struct TemplatePermissions {
 }
 
 /// A resource a workspace delete retained (`GET /retained`,
-/// `GET /retained/{id}`; docs/api.md, "Retained resources").
+/// `GET /retained/{id}`; docs/api.md, "Retained resources"); its destroy
+/// build's guard report a type parameter, as in [`Build`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RetainedResource {
+#[serde(bound(deserialize = "Report: Deserialize<'de>"))]
+pub struct RetainedResource<Report = serde_json::Value> {
     pub id: String,
     /// `pending` (its delete has not ended), `open`, `adopted`,
     /// `destroyed` or `void` (its delete left it in the workspace).
@@ -1209,7 +1247,7 @@ pub struct RetainedResource {
     /// The build destroying it (`abode retained destroy`, or its expiry),
     /// in `GET /retained/{id}` and the destroy's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub destroy_build: Option<Build>,
+    pub destroy_build: Option<Build<Report>>,
 }
 
 /// A directory of the server's volumes dir that no workspace's state and no

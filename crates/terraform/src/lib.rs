@@ -32,6 +32,11 @@
 //! `--die-with-parent`: a build's Terraform outlives a killed server; its
 //! sandbox ends with it.
 //!
+//! `machine.rs` sets up a machine that runs builds (a server, a provisioner
+//! daemon) at its start: the data dir private, this binary's provider in the
+//! mirror (`mirror.rs`), the sandbox and its process supervisor; a machine
+//! that cannot sandbox stops there with one line.
+//!
 //! `supervise.rs` supervises build runs so that they survive the server:
 //! Terraform writes its output to files in the build's work dir (a pipe whose
 //! reader died would kill it with SIGPIPE at a random point), runs in its own
@@ -51,6 +56,7 @@
 //!   is killed.
 
 pub mod isolation;
+pub mod machine;
 pub mod mirror;
 pub mod run;
 pub mod supervise;

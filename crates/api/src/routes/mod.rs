@@ -29,7 +29,6 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::Router;
-use serde_json::json;
 
 use crate::extract::{discard_upload, json_too_large, MAX_JSON_BYTES};
 use crate::pages::{ok, ApiResult};
@@ -146,12 +145,21 @@ async fn refuse_oversized_json(
 /// turn into a restart).
 async fn ready(State(state): State<AppState>) -> ApiResult {
     match state.control.database_answers().await {
-        Ok(()) => ok(StatusCode::OK, json!({"status": "ready"})),
+        Ok(()) => ok(
+            StatusCode::OK,
+            abode_sdk::Readiness {
+                reason: None,
+                status: "ready".to_string(),
+            },
+        ),
         Err(error) => {
             tracing::warn!(%error, "not ready: the database does not answer");
             ok(
                 StatusCode::SERVICE_UNAVAILABLE,
-                json!({"status": "unavailable", "reason": "the database does not answer"}),
+                abode_sdk::Readiness {
+                    reason: Some("the database does not answer".to_string()),
+                    status: "unavailable".to_string(),
+                },
             )
         }
     }
@@ -160,6 +168,9 @@ async fn ready(State(state): State<AppState>) -> ApiResult {
 async fn health() -> ApiResult {
     ok(
         StatusCode::OK,
-        json!({"status": "ok", "version": env!("CARGO_PKG_VERSION")}),
+        abode_sdk::Health {
+            status: "ok".to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        },
     )
 }

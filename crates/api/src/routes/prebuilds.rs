@@ -7,7 +7,6 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::{ApiError, AppState, Authenticated};
 
@@ -44,7 +43,11 @@ async fn pause(
     Authenticated(caller): Authenticated,
 ) -> Result<axum::response::Response, ApiError> {
     state.control.prebuilds().set_paused(&caller, true).await?;
-    Ok((StatusCode::OK, Json(json!({ "paused": true }))).into_response())
+    Ok((
+        StatusCode::OK,
+        Json(abode_sdk::PrebuildsPaused { paused: true }),
+    )
+        .into_response())
 }
 
 async fn resume(
@@ -52,5 +55,9 @@ async fn resume(
     Authenticated(caller): Authenticated,
 ) -> Result<axum::response::Response, ApiError> {
     state.control.prebuilds().set_paused(&caller, false).await?;
-    Ok((StatusCode::OK, Json(json!({ "paused": false }))).into_response())
+    Ok((
+        StatusCode::OK,
+        Json(abode_sdk::PrebuildsPaused { paused: false }),
+    )
+        .into_response())
 }

@@ -364,7 +364,7 @@ async fn release(
         .host
         .daemon_release_state_lock(&caller, &build, request.secret.as_deref())
         .await?;
-    Ok(Json(serde_json::json!({ "released": released })).into_response())
+    Ok(Json(abode_protocol::ReleaseAnswer { released }).into_response())
 }
 
 async fn complete(
@@ -376,6 +376,12 @@ async fn complete(
     }: DaemonCall<CompleteRequest>,
 ) -> Result<Response, ApiError> {
     let outcome = request.outcome().map_err(ApiError::bad_request)?;
-    let status = state.host.daemon_complete(&caller, &build, outcome).await?;
-    Ok(Json(serde_json::json!({ "status": status.as_str() })).into_response())
+    let status = state
+        .host
+        .daemon_complete(&caller, &build, outcome)
+        .await?;
+    Ok(Json(abode_protocol::CompleteAnswer {
+        status: status.as_str().to_string(),
+    })
+    .into_response())
 }

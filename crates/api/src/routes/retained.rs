@@ -9,7 +9,6 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
 use serde::Deserialize;
-use serde_json::json;
 
 use abode_control::Caller;
 use abode_sdk::requests;
@@ -92,8 +91,9 @@ async fn orphans(State(state): State<AppState>, Authenticated(caller): Authentic
     ok(StatusCode::OK, abode_sdk::OrphanVolumesAnswer { orphans })
 }
 
-/// A record as the wire shows it.
-pub(crate) fn retained_view(record: &RetainedResource) -> abode_sdk::RetainedResource {
+/// A record as the wire shows it (its destroy build's report as the store
+/// decoded it).
+pub(crate) fn retained_view(record: &RetainedResource) -> RetainedView {
     abode_sdk::RetainedResource {
         id: record.id.clone(),
         status: record.status.to_string(),
@@ -117,20 +117,23 @@ pub(crate) fn retained_view(record: &RetainedResource) -> abode_sdk::RetainedRes
     }
 }
 
+/// A record as the wire shows it.
+pub(crate) type RetainedView = abode_sdk::RetainedResource<abode_guard::Report>;
+
 /// A record with the build destroying it, if any.
 async fn retained_with_build(
     state: &AppState,
     caller: &Caller,
     record: &RetainedResource,
-) -> Result<serde_json::Value, ApiError> {
-    let mut view = json!(retained_view(record));
+) -> Result<RetainedView, ApiError> {
+    let mut view = retained_view(record);
     if let Some(build) = state
         .control
         .retained()
         .destroy_build(caller, record)
         .await?
     {
-        view["destroy_build"] = json!(crate::views::build_view(&build));
+        view.destroy_build = Some(crate::views::build_view(&build));
     }
     Ok(view)
 }
@@ -167,7 +170,7 @@ async fn list(
             limit,
         )
         .await?;
-    let records: Vec<abode_sdk::RetainedResource> = page.items.iter().map(retained_view).collect();
+    let records: Vec<RetainedView> = page.items.iter().map(retained_view).collect();
     page_answer("retained", records, page.next)
 }
 

@@ -8,7 +8,6 @@ use axum::http::StatusCode;
 use axum::routing::{get, post};
 use axum::Router;
 use serde::Deserialize;
-use serde_json::json;
 
 use abode_sdk::requests::ActivateVersion;
 
@@ -264,12 +263,12 @@ async fn push_version(
         .await?;
     ok(
         StatusCode::CREATED,
-        json!({
-            "template": template_view(&template),
-            "version": version_view(&version),
-            "lint": lint,
-            "provisioner_tags": provisioner_tags,
-        }),
+        abode_sdk::TemplateVersionResponse {
+            lint: Some(lint),
+            provisioner_tags,
+            template: template_view(&template),
+            version: version_view(&version),
+        },
     )
 }
 
@@ -300,12 +299,12 @@ async fn get_version(
         .await?;
     ok(
         StatusCode::OK,
-        json!({
-            "version": version_view(&version),
-            "lint": lint,
-            "preview": preview,
-            "provisioner_tags": provisioner_tags,
-        }),
+        abode_sdk::TemplateVersionDetail {
+            lint,
+            preview,
+            provisioner_tags,
+            version: version_view(&version),
+        },
     )
 }
 
@@ -325,6 +324,9 @@ async fn activate_version(
         .await?;
     ok(
         StatusCode::OK,
-        json!({"template": template_view(&template), "version": version_view(&version)}),
+        abode_sdk::TemplateActivated {
+            template: template_view(&template),
+            version: version_view(&version),
+        },
     )
 }

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::server::{absolute, init_logging, prepare_data_dir, LogFlags};
+use crate::server::{init_logging, LogFlags};
 use crate::terraform_flags::TerraformFlags;
+use abode_terraform::machine::{self, absolute, prepare_data_dir};
 
 #[derive(Debug, clap::Args)]
 pub struct StartArgs {
@@ -92,9 +93,9 @@ async fn start(args: StartArgs) -> anyhow::Result<ExitCode> {
     let terraform_env = passed_env.from_process();
     let agent_binary = std::env::current_exe().context("cannot locate the abode executable")?;
     let process_logs_dir = data_dir.join("process-logs");
-    let sandbox = crate::sandbox::set_up(
-        &args.terraform,
-        &crate::sandbox::Machine {
+    let sandbox = machine::set_up_sandbox(
+        &args.terraform.sandbox(),
+        &machine::Machine {
             data_dir: &data_dir,
             volumes_dir: &volumes_dir,
             process_logs_dir: &process_logs_dir,

@@ -8,8 +8,8 @@ use clap::{Args, Subcommand};
 
 use abode_sdk::requests;
 
-use super::output::{self, time, visible};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+use crate::output::{self, time, visible};
 
 #[derive(Debug, Subcommand)]
 pub enum GroupsCommand {

@@ -9,8 +9,8 @@ use abode_sdk::{LintFinding, LintReport};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::output::{self, or_dash, time, visible};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+use crate::output::{self, or_dash, time, visible};
 
 #[derive(Debug, Subcommand)]
 pub enum TemplatesCommand {

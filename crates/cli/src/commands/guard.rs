@@ -6,12 +6,12 @@
 //! arranges it, so no sensitive value can appear that the server did not send.
 //! Its addresses, reasons and values come from the template and the plan
 //! (other people's text), so every line is passed through
-//! [`visible`](super::output::visible) before anyone prints it.
+//! [`visible`](crate::output::visible) before anyone prints it.
 
 use abode_sdk::Build;
 use serde_json::Value;
 
-use super::output::{time, visible};
+use crate::output::{time, visible};
 
 /// Terraform-like marker for an action.
 fn marker(action: &str) -> &'static str {

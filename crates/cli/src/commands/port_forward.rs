@@ -79,7 +79,7 @@ async fn forward_all(args: PortForwardArgs) -> anyhow::Result<u8> {
         eprintln!(
             "Forwarding 127.0.0.1:{} -> {}:{}",
             forward.local,
-            super::output::visible(&args.workspace),
+            crate::output::visible(&args.workspace),
             forward.remote
         );
     }
@@ -102,7 +102,7 @@ async fn forward_all(args: PortForwardArgs) -> anyhow::Result<u8> {
                             "abode: port {} -> {}: {}",
                             forward.local,
                             forward.remote,
-                            super::one_line(&error)
+                            crate::output::one_line(&error)
                         );
                     }
                 });

@@ -12,8 +12,8 @@ use clap::Args;
 use serde_json::Value;
 
 use super::guard::describe_protected_changes;
-use super::output::{self, visible};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+use crate::output::{self, visible};
 
 /// How often a waiting `preview` asks how far the preview got.
 const POLL: Duration = Duration::from_millis(500);

@@ -8,8 +8,8 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::builds::follow_build;
-use super::output::{self, or_dash, time, visible};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+use crate::output::{self, or_dash, time, visible};
 
 /// `abode workspaces ...`: what a workspace keeps protected.
 #[derive(Debug, Subcommand)]

@@ -10,11 +10,11 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::guard;
-use super::output::{self, or_dash, time, visible};
 use super::{
     session_client, OutputArgs, OutputFormat, EXIT_AWAITING_CONFIRMATION, EXIT_BLOCKED, EXIT_ERROR,
     EXIT_OK, EXIT_QUOTA,
 };
+use crate::output::{self, or_dash, time, visible};
 
 /// Seconds the server may hold a log request open waiting for new lines.
 const LONG_POLL_SECONDS: u64 = 10;
@@ -482,7 +482,7 @@ fn renamed(client: &Client, workspace: &str, new_name: &str) {
         Ok(None) => {}
         Err(error) => eprintln!(
             "warning: the ssh configuration was not updated ({}); run `abode config-ssh`",
-            super::one_line(&error)
+            crate::output::one_line(&error)
         ),
     }
 }

@@ -14,8 +14,6 @@ mod external_auth;
 mod groups;
 mod guard;
 mod notifications;
-pub(crate) mod output;
-pub(crate) mod password;
 mod port_forward;
 mod port_share;
 mod prebuilds;
@@ -193,28 +191,10 @@ pub fn run(command: UserCommand) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {}", one_line(&err));
+            eprintln!("error: {}", crate::output::one_line(&err));
             ExitCode::from(EXIT_ERROR)
         }
     }
-}
-
-/// The error and its causes on one line, without repeating a cause whose
-/// text the outer message already contains; controls made visible, since a
-/// server's message may quote other people's text.
-pub(crate) fn one_line(err: &anyhow::Error) -> String {
-    let mut line = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if line.contains(&text) {
-            continue;
-        }
-        if !line.is_empty() {
-            line.push_str(": ");
-        }
-        line.push_str(&text);
-    }
-    output::visible(&line.replace('\n', " "))
 }
 
 /// A client for the stored (or environment-given) session.

@@ -7,8 +7,8 @@ use clap::{Args, ValueEnum};
 
 use abode_sdk::requests::TemplatePermissionChange;
 
-use super::output::{self, visible};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+use crate::output::{self, visible};
 
 #[derive(Debug, Args)]
 pub struct PermissionsArgs {

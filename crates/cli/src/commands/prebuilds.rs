@@ -4,8 +4,8 @@
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::output;
 use super::{session_client, OutputFormat, EXIT_OK};
+use crate::output;
 
 #[derive(Debug, Subcommand)]
 pub enum PrebuildsCommand {

@@ -68,7 +68,7 @@ pub(crate) async fn connect(
                 message,
             }) if Instant::now() < deadline && coming_up(&session, workspace).await => {
                 if !told {
-                    eprintln!("abode: {}; waiting…", super::output::visible(&message));
+                    eprintln!("abode: {}; waiting…", crate::output::visible(&message));
                     told = true;
                 }
                 tokio::time::sleep(Duration::from_millis(500)).await;

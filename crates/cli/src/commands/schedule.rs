@@ -10,9 +10,9 @@ use abode_sdk::{Autostart, TemplatePolicy, TemplatePolicyPatch, WorkspaceSchedul
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::output::{self, visible};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
 use crate::duration;
+use crate::output::{self, visible};
 
 #[derive(Debug, Subcommand)]
 pub enum ScheduleCommand {

@@ -133,6 +133,24 @@ pub fn or_dash(value: Option<&str>) -> String {
     }
 }
 
+/// The error and its causes on one line, without repeating a cause whose
+/// text the outer message already contains; controls made visible, since a
+/// server's message may quote other people's text.
+pub fn one_line(err: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    visible(&line.replace('\n', " "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,6 @@
 //! How Terraform runs on this machine: the flags `abode server` and `abode
-//! provisioner start` share, since both run builds alike (the sandbox's
-//! are turned into its settings by `sandbox.rs`).
+//! provisioner start` share, since both run builds alike (the sandbox's are
+//! `abode_terraform::machine`'s settings).
 
 use std::path::PathBuf;
 
@@ -50,4 +50,15 @@ pub struct TerraformFlags {
         value_delimiter = ','
     )]
     pub terraform_mounts: Vec<String>,
+}
+
+impl TerraformFlags {
+    /// The sandbox's settings, as `abode_terraform::machine` sets it up.
+    pub fn sandbox(&self) -> abode_terraform::machine::SandboxSettings {
+        abode_terraform::machine::SandboxSettings {
+            off: self.terraform_sandbox == OnOff::Off,
+            user: self.terraform_user.clone(),
+            mounts: self.terraform_mounts.clone(),
+        }
+    }
 }

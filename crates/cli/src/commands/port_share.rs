@@ -6,8 +6,8 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use abode_sdk::apps::AppShare;
 
-use super::output::{self, visible};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+use crate::output::{self, visible};
 
 /// Who a shared port opens to.
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -5,8 +5,9 @@ use abode_client::Client;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::password::read_password_stdin;
-use super::{output, session_client, OutputArgs, OutputFormat, EXIT_OK};
+use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+use crate::output;
+use crate::password::read_password_stdin;
 
 #[derive(Debug, Args)]
 pub struct LoginArgs {

@@ -7,6 +7,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use abode_terraform::machine::{absolute, provider_executable};
 use abode_terraform::mirror::{Mirror, PROVIDER_FILE_PREFIX, PROVIDER_VERSION};
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -61,56 +62,6 @@ fn default_data_dir() -> anyhow::Result<PathBuf> {
         .filter(|dir| !dir.is_empty())
         .context("neither XDG_DATA_HOME nor HOME is set: pass --mirror DIR")?;
     Ok(PathBuf::from(home).join(".local/share/abode"))
-}
-
-fn absolute(path: PathBuf) -> anyhow::Result<PathBuf> {
-    if path.is_absolute() {
-        return Ok(path);
-    }
-    Ok(std::env::current_dir()
-        .context("cannot read the current directory")?
-        .join(path))
-}
-
-/// The file name of the provider-only executable, built and installed beside `abode`.
-const PROVIDER_ONLY_EXECUTABLE: &str = "terraform-provider-abode";
-
-/// The executable to install as the provider: the small provider-only one beside
-/// this `abode` when it is there, else `abode` itself (which serves the provider
-/// too, but Terraform hashes the whole file at every command: about 20 ms for the
-/// full binary against a few for the small one).
-/// The second value is a note for the person when it falls back.
-pub fn provider_executable() -> anyhow::Result<(PathBuf, Option<String>)> {
-    let abode = std::env::current_exe().context("cannot locate the abode executable")?;
-    let provider_only = abode.with_file_name(PROVIDER_ONLY_EXECUTABLE);
-    let why_not = if provider_only.is_file() {
-        // A copy left from another release would be installed under this
-        // release's version: only the same version serves.
-        let expected = format!("{PROVIDER_ONLY_EXECUTABLE} {PROVIDER_VERSION}");
-        match std::process::Command::new(&provider_only)
-            .arg("--version")
-            .output()
-        {
-            Ok(output) if String::from_utf8_lossy(&output.stdout).trim() == expected => {
-                return Ok((provider_only, None));
-            }
-            Ok(output) => format!(
-                "{} is not version {PROVIDER_VERSION} ({:?})",
-                provider_only.display(),
-                String::from_utf8_lossy(&output.stdout).trim()
-            ),
-            Err(error) => format!("{} does not run: {error}", provider_only.display()),
-        }
-    } else {
-        format!(
-            "{PROVIDER_ONLY_EXECUTABLE} is not beside {}",
-            abode.display()
-        )
-    };
-    let note = format!(
-        "{why_not}: installing abode itself as the provider (it works; Terraform hashes the larger file at every command)"
-    );
-    Ok((abode, Some(note)))
 }
 
 pub fn run(command: ProviderCommand) -> anyhow::Result<ExitCode> {

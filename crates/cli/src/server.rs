@@ -1,12 +1,12 @@
 //! `abode server`: runs the control plane on one machine (embedded SQLite under
-//! the data dir, built-in provisioners) until SIGINT or SIGTERM.
-//!
-//! At start it installs this very executable as the abode Terraform provider
-//! into a filesystem mirror under the data dir, so that builds find the
-//! provider without any download.
+//! the data dir, built-in provisioners) until SIGINT or SIGTERM. These are its
+//! flags, turned into `abode-api`'s options; the server's start-up is the
+//! library's (`abode_api::prepare`, then `abode_api::serve`), which installs
+//! this very executable as the abode Terraform provider into a filesystem
+//! mirror under the data dir, so that builds find the provider without any
+//! download.
 
 use std::net::SocketAddr;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,7 +15,7 @@ use anyhow::Context;
 
 use crate::terraform_flags::TerraformFlags;
 use abode_api::ServerOptions;
-use abode_terraform::mirror::{Mirror, PROVIDER_VERSION};
+use abode_terraform::machine;
 
 #[derive(Debug, clap::Args)]
 pub struct ServerArgs {
@@ -406,7 +406,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
             let recovery = abode_api::recovery::Recovery::CreateAdminUser {
                 username: username.clone(),
                 email: email.clone(),
-                password: crate::cli::password::read_password_stdin()?,
+                password: crate::password::read_password_stdin()?,
             };
             return recover(database, recovery);
         }
@@ -415,7 +415,7 @@ pub fn run(args: ServerArgs) -> anyhow::Result<ExitCode> {
         }) => {
             let recovery = abode_api::recovery::Recovery::ResetPassword {
                 username: username.clone(),
-                password: crate::cli::password::read_password_stdin()?,
+                password: crate::password::read_password_stdin()?,
             };
             return recover(database, recovery);
         }
@@ -515,10 +515,11 @@ async fn serve(args: ServerArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The server's options from its flags: each checked (one line per mistake),
-/// the data dir made private with this binary's provider in its mirror, and
-/// Terraform's sandbox set up. `Err` is the exit code of a refusal already
-/// reported.
+/// The server's options from its flags, each checked (one line per
+/// mistake), then settled by [`abode_api::prepare`]: the start-up that
+/// checks single sign-on, makes the data dir private with this binary's
+/// provider in its mirror and sets up Terraform's sandbox. `Err` is the
+/// exit code of a refusal already reported.
 fn server_options(args: ServerArgs) -> anyhow::Result<Result<ServerOptions, ExitCode>> {
     let passed_env = abode_terraform::run::PassedEnv::new(&args.terraform.terraform_env)
         .context("--terraform-env")?;
@@ -554,27 +555,7 @@ fn server_options(args: ServerArgs) -> anyhow::Result<Result<ServerOptions, Exit
             "the --notifications-email-* flags need --notifications-email-smarthost HOST:PORT"
         );
     }
-    // Every mistake in the sign-in flags, one line each, before anything
-    // starts (the server checks again against the access URL it settles on).
-    let oidc = args.sign_in.oidc();
-    let access_url = args
-        .access_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{}", args.address));
-    if let Err(errors) = abode_api::OidcConfig::from_settings(&oidc, &access_url) {
-        if let Some((last, others)) = errors.0.split_last() {
-            for error in others {
-                eprintln!("error: {error}");
-            }
-            anyhow::bail!("{last}");
-        }
-    }
-    // Volumes (home disks), process logs and the database live here.
-    let (data_dir, mirror_dir) =
-        prepare_data_dir(args.data_dir, args.terraform.provider_mirror.clone())?;
-    let executable = std::env::current_exe().context("cannot locate the abode executable")?;
-
-    let mut options = ServerOptions::new(args.address, data_dir);
+    let mut options = ServerOptions::new(args.address, args.data_dir);
     options.provisioners = args.provisioners;
     options.access_url = args.access_url;
     if let Some(url) = &args.relay_url {
@@ -600,82 +581,9 @@ fn server_options(args: ServerArgs) -> anyhow::Result<Result<ServerOptions, Exit
         .map(|range| range.parse())
         .collect::<Result<_, abode_api::CidrError>>()
         .map_err(|error| anyhow::anyhow!("--trusted-proxies: {error}"))?;
-    let external_auth = match &args.external_auth_config {
-        Some(config) => match abode_external_auth::load(config) {
-            Ok(providers) => providers,
-            // Every mistake at once, each on its line (one `error:` line
-            // would run them together).
-            Err(errors) => {
-                for line in &errors.0 {
-                    eprintln!(
-                        "error: --external-auth-config {}: {}",
-                        config.display(),
-                        crate::cli::output::visible(line)
-                    );
-                }
-                return Ok(Err(ExitCode::from(crate::exit::FAILURE)));
-            }
-        },
-        None => Vec::new(),
-    };
-    // Tokens are stored encrypted: providers need the key.
-    let token_cipher = match (&args.external_auth_key_file, external_auth.is_empty()) {
-        (Some(file), _) => Some(
-            abode_external_auth::cipher::TokenCipher::from_key_file(file)
-                .map_err(|error| anyhow::anyhow!("--external-auth-key-file: {error}"))?,
-        ),
-        (None, true) => None,
-        (None, false) => anyhow::bail!(
-            "--external-auth-config needs --external-auth-key-file: linked accounts' tokens are stored encrypted (a key of 64 hex digits: openssl rand -hex 32 > FILE; chmod 600 FILE)"
-        ),
-    };
-    // Client secrets and the token key are the server's: no template may
-    // read their files.
-    let external_auth_secrets: Vec<std::path::PathBuf> = args
-        .external_auth_config
-        .iter()
-        .flat_map(|config| {
-            external_auth.iter().map(move |provider| {
-                abode_external_auth::secret_path(config, &provider.client_secret_file)
-            })
-        })
-        .chain(args.external_auth_key_file.iter().cloned())
-        .collect();
-    if !external_auth.is_empty() {
-        let ids: Vec<&str> = external_auth
-            .iter()
-            .map(|provider| provider.id.as_str())
-            .collect();
-        tracing::info!(providers = %ids.join(", "), "external auth providers configured");
-    }
-    let terraform_env = passed_env.from_process();
-    let sandbox = crate::sandbox::set_up(
-        &args.terraform,
-        &crate::sandbox::Machine {
-            data_dir: &options.data_dir,
-            volumes_dir: &options.data_dir.join("volumes"),
-            process_logs_dir: &options.data_dir.join("process-logs"),
-            provider_mirror: &mirror_dir,
-            agent_binary: &executable,
-            terraform_env: &terraform_env,
-            secrets: &options
-                .tls
-                .as_ref()
-                .map(|tls| tls.key_file.as_path())
-                .into_iter()
-                .chain(external_auth_secrets.iter().map(|file| file.as_path()))
-                .collect::<Vec<_>>(),
-        },
-    )?;
-    if let Some((isolation, socket)) = sandbox {
-        options.terraform_isolation = Some(isolation);
-        options.process_supervisor = Some(socket);
-    }
-    options.provider_mirror = Some(mirror_dir);
-    options.terraform_env = Some(terraform_env);
+    options.provider_mirror = args.terraform.provider_mirror.clone();
+    options.terraform_env = Some(passed_env.from_process());
     options.plan_retention = args.plan_retention;
-    // Agents run this same executable (`abode agent`), not the mirror's copy.
-    options.agent_binary = Some(executable);
     options.agent_connect_timeout = Duration::from_secs(args.agent_connect_timeout);
     options.agent_heartbeat_timeout = Duration::from_secs(args.agent_heartbeat_timeout);
     options.agent_heartbeat_interval = Duration::from_secs(args.agent_heartbeat_interval);
@@ -684,10 +592,6 @@ fn server_options(args: ServerArgs) -> anyhow::Result<Result<ServerOptions, Exit
     options.min_free_disk = args.min_free_disk;
     options.new_templates_for_everyone = args.default_template_access == DefaultTemplateAccess::Use;
     options.quota_enforce = args.quota_enforce;
-    options.external_auth = abode_api::ExternalAuthConfig {
-        providers: external_auth,
-        cipher: token_cipher.map(std::sync::Arc::new),
-    };
     options.apps = abode_api::AppsConfig {
         wildcard: args
             .wildcard_access_url
@@ -698,12 +602,6 @@ fn server_options(args: ServerArgs) -> anyhow::Result<Result<ServerOptions, Exit
         allow_path_apps: args.allow_path_apps,
         no_dial_back: args.app_dial_back == crate::terraform_flags::OnOff::Off,
     };
-    if args.allow_path_apps {
-        tracing::warn!(
-            "--allow-path-apps: apps are served under the dashboard's own origin; a script an app \
-             serves can act as whoever opens it (prefer --wildcard-access-url)"
-        );
-    }
     options.provisioner_tags = abode_api::parse_provisioner_tags(&args.provisioner_tags)
         .map_err(|error| anyhow::anyhow!("--provisioner-tag: {error}"))?;
     options.confirmation_timeout = Duration::from_secs(args.confirmation_timeout);
@@ -713,7 +611,7 @@ fn server_options(args: ServerArgs) -> anyhow::Result<Result<ServerOptions, Exit
     options.api_token_max_lifetime = args.api_token_max_lifetime;
     options.login_failures_per_minute = args.login_failures_per_minute;
     options.password_login = args.sign_in.password_login();
-    options.oidc = oidc;
+    options.oidc = args.sign_in.oidc();
     options.prometheus_address = args.prometheus_address;
     options.metrics_refresh_interval = args.metrics_refresh_interval;
     options.notifications = notifications;
@@ -724,50 +622,44 @@ fn server_options(args: ServerArgs) -> anyhow::Result<Result<ServerOptions, Exit
     options.scheduler.account_dormancy = args.dormancy_period;
     if let Some(file) = args.clock_offset_file {
         // The server warns at start that its clock is not the system's.
-        options.clock = abode_clock::Clock::with_offset_file(absolute(file)?);
+        options.clock = abode_clock::Clock::with_offset_file(machine::absolute(file)?);
     }
-    Ok(Ok(options))
+    let setup = abode_api::Setup {
+        sandbox: args.terraform.sandbox(),
+        external_auth_config: args.external_auth_config,
+        external_auth_key_file: args.external_auth_key_file,
+    };
+    match abode_api::prepare(options, setup) {
+        Ok(options) => Ok(Ok(options)),
+        // Every mistake in the sign-in flags, one line each.
+        Err(abode_api::StartupError::Oidc(errors)) => match errors.0.split_last() {
+            Some((last, others)) => {
+                for error in others {
+                    eprintln!("error: {error}");
+                }
+                anyhow::bail!("{last}")
+            }
+            None => anyhow::bail!("{errors}"),
+        },
+        // Every mistake at once, each on its line (one `error:` line
+        // would run them together).
+        Err(abode_api::StartupError::ExternalAuth { config, errors }) => {
+            for line in &errors.0 {
+                eprintln!(
+                    "error: --external-auth-config {}: {}",
+                    config.display(),
+                    crate::output::visible(line)
+                );
+            }
+            Ok(Err(ExitCode::from(crate::exit::FAILURE)))
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// Logs go to standard error, filtered like RUST_LOG; as text (colours only
 /// on a terminal) or one JSON object per line with the fields of the spans
 /// an event is in (a build's workspace and number, a request's id).
-/// The data dir of a process that runs builds (a server, a provisioner
-/// daemon), made absolute and private to its user (0700, also when it
-/// already existed: it holds states, plans and volumes), and the provider
-/// mirror (given, or under it) with this binary's provider installed.
-pub(crate) fn prepare_data_dir(
-    data_dir: PathBuf,
-    provider_mirror: Option<PathBuf>,
-) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let data_dir = absolute(data_dir)?;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&data_dir)
-        .and_then(|()| std::fs::set_permissions(&data_dir, std::fs::Permissions::from_mode(0o700)))
-        .with_context(|| format!("cannot create the data dir {}", data_dir.display()))?;
-    let mirror_dir = match provider_mirror {
-        Some(dir) => absolute(dir)?,
-        None => data_dir.join("provider-mirror"),
-    };
-    install_provider_mirror(&mirror_dir)?;
-    Ok((data_dir, mirror_dir))
-}
-
-/// Installs this binary's provider into the mirror Terraform runs use (a
-/// server's embedded provisioners and an external daemon alike).
-fn install_provider_mirror(mirror_dir: &std::path::Path) -> anyhow::Result<()> {
-    let (provider_executable, note) = crate::provider::provider_executable()?;
-    if let Some(note) = note {
-        tracing::warn!("{note}");
-    }
-    Mirror::new(mirror_dir)?
-        .install(&provider_executable, PROVIDER_VERSION)
-        .context("cannot install the abode provider into the mirror")?;
-    Ok(())
-}
-
 pub(crate) fn init_logging(format: LogFormat, filter: &str) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::builder()
         .parse(filter)
@@ -789,15 +681,6 @@ pub(crate) fn init_logging(format: LogFormat, filter: &str) -> anyhow::Result<()
             .try_init(),
     };
     Ok(())
-}
-
-pub(crate) fn absolute(path: PathBuf) -> anyhow::Result<PathBuf> {
-    if path.is_absolute() {
-        return Ok(path);
-    }
-    Ok(std::env::current_dir()
-        .context("cannot read the current directory")?
-        .join(path))
 }
 
 /// What a new template's access list starts with (`--default-template-access`).

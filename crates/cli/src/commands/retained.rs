@@ -6,8 +6,8 @@
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::output::{self, visible};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+use crate::output::{self, visible};
 
 #[derive(Debug, Subcommand)]
 pub enum RetainedCommand {

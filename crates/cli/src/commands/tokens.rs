@@ -7,8 +7,8 @@
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::output::{self, time};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+use crate::output::{self, time};
 
 #[derive(Debug, Subcommand)]
 pub enum TokensCommand {

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::output::{self, visible};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+use crate::output::{self, visible};
 
 /// How long `link` waits for the person to grant access.
 const WAIT: Duration = Duration::from_secs(10 * 60);

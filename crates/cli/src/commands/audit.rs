@@ -2,8 +2,8 @@
 
 use clap::Args;
 
-use super::output::{self, or_dash, time};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+use crate::output::{self, or_dash, time};
 
 #[derive(Debug, Args)]
 pub struct AuditArgs {

@@ -8,8 +8,8 @@
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::output::{self, time, visible};
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
+use crate::output::{self, time, visible};
 
 #[derive(Debug, Subcommand)]
 pub enum ProvisionerCommand {
