@@ -6,7 +6,7 @@
 //! the real binary and server:
 //! - a person signs in from the dashboard's "Sign in with ..." and lands on
 //!   the workspaces page, their account made at that first sign-in and put
-//!   in the groups of their claim (one mapped, both created);
+//!   in the mapped group of their claim (made; an unmapped one is not);
 //! - `abode login URL` completes through the same provider (the browser it
 //!   opens is this test's, which follows the URL the CLI hands `$BROWSER`),
 //!   back on the CLI's loopback, and its session works;
@@ -338,15 +338,17 @@ async fn people_sign_in_through_the_provider_from_the_dashboard_and_the_cli() {
     assert!(browser.text().await.contains("ann"));
     let ann_session = browser.session_cookie().await;
     assert_eq!(me_status(&platform, &ann_session), 200);
-    // Group sync: the claim's groups, `ops` under its Abode name, made on
-    // first sight.
-    for group in ["dev", "operators"] {
-        let shown = platform
-            .run(&["groups", "show", group, "--output", "json"])
-            .ok();
-        let members = shown.json()["members"].to_string();
-        assert!(members.contains("\"ann\""), "{group}: {shown}");
-    }
+    // Group sync: the mapped group, `ops` under its Abode name, made on
+    // first sight; with a mapping, a group it does not name (`dev`) is
+    // neither made nor joined.
+    let shown = platform
+        .run(&["groups", "show", "operators", "--output", "json"])
+        .ok();
+    let members = shown.json()["members"].to_string();
+    assert!(members.contains("\"ann\""), "operators: {shown}");
+    platform
+        .run(&["groups", "show", "dev", "--output", "json"])
+        .fails_with(1, &["dev"]);
 
     // The same callback again, even with its state cookie: taken once.
     let last = provider.admin("GET", "/admin/last-callback", None);

@@ -82,15 +82,17 @@ pub fn admit(
             {
                 return Err(Refusal::NotInAllowedGroups);
             }
-            let mut mapped: Vec<String> = named
-                .iter()
-                .map(|group| {
-                    sync.mapping
-                        .get(group)
-                        .cloned()
-                        .unwrap_or_else(|| group.clone())
-                })
-                .collect();
+            // With a mapping, only the groups it names sync: a provider
+            // group someone could create under an Abode group's name (one
+            // that holds rights on a template) grants nothing.
+            let mut mapped: Vec<String> = if sync.mapping.is_empty() {
+                named.clone()
+            } else {
+                named
+                    .iter()
+                    .filter_map(|group| sync.mapping.get(group).cloned())
+                    .collect()
+            };
             mapped.sort();
             mapped.dedup();
             Some(mapped)
@@ -189,7 +191,7 @@ mod tests {
             (
                 "a verified member",
                 json!({"email": "Ann@example.com", "email_verified": true, "preferred_username": "Ann.Lee", "groups": ["dev", "x"]}),
-                Ok(("ann-lee", vec!["dev", "x"])),
+                Ok(("ann-lee", vec![])),
             ),
             (
                 "mapped group, string verified",

@@ -43,7 +43,8 @@ pub struct OidcSettings {
 pub struct GroupSync {
     /// The claim that lists a person's groups.
     pub field: String,
-    /// The provider's group name to Abode's; unmapped names pass as they are.
+    /// The provider's group name to Abode's; with a mapping, only the
+    /// groups it names sync (none: every name passes as it is).
     pub mapping: BTreeMap<String, String>,
     /// Groups named in the claim that Abode lacks are created.
     pub auto_create: bool,
