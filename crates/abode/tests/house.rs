@@ -73,6 +73,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ),
     // Delivery reaches the outbox, not the domain.
     ("abode-delivery", &["abode-control"]),
+    // The domain opens no way into a workspace: the gateway sits above it.
+    ("abode-control", &["abode-gateway"]),
     // The pure crates stay pure.
     ("abode-guard", &["sqlx", "abode-store", "tokio"]),
     ("abode-schedule", &["sqlx", "abode-store", "tokio"]),

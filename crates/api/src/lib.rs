@@ -24,12 +24,9 @@
 //!   never `ConnectInfo` or a forwarding header.
 //! - `apps_proxy.rs` is a layer over every route that takes the requests naming
 //!   an app (its own host, or `/@...` paths) before any of the API's or
-//!   dashboard's checks, and proxies them as HTTP/1.1 with upgrades over the
-//!   app's stream (a dialed-back connection or a tunnel stream); an app whose
-//!   agent's tunnel is on another server is relayed there as it is, for that
-//!   server to sign in and decide. Abode's `Authorization` and `abode_*`
-//!   cookies never reach an app, and an app's `abode_*` cookies and `Domain`
-//!   attributes never leave it.
+//!   dashboard's checks, signs their visitor in and hands them to the
+//!   gateway (`abode-gateway`), which proxies them over the app's stream or
+//!   relays them to the server holding its agent.
 //! - `request_checks.rs` refuses what a page on another site can make a browser
 //!   send, before any route: a `Host` that is not the server's (421, DNS
 //!   rebinding), a state-changing request or a WebSocket upgrade from another
@@ -38,15 +35,12 @@
 //!   their own credentials instead.
 //! - `routes/connect.rs` holds the WebSocket routes: the agent's tunnel (`GET
 //!   /agent/connect`, upgraded by `ws_upgrade.rs` so that its socket is read
-//!   256 KiB at a time, glued to an `abode_tunnel::Mux`, queued frames written
-//!   in one flush, closed with a code when replaced or stale), an agent's
-//!   dial-back (`GET /agent/streams` with its ticket, switched to
-//!   `abode-stream` and handed to the request waiting for it), and a person's
-//!   `GET /workspaces/{ws}/connect` (a bearer token, or from a browser the
-//!   dashboard's session cookie), checked and opened before the `101`, then
-//!   piped; an empty binary message is a half-close. `relay.rs` relays one to
-//!   the server holding the agent's tunnel, found in the database, with the
-//!   person's own token.
+//!   256 KiB at a time), an agent's dial-back (`GET /agent/streams` with its
+//!   ticket, switched to `abode-stream` and handed to the request waiting for
+//!   it), and a person's `GET /workspaces/{ws}/connect` (a bearer token, or
+//!   from a browser the dashboard's session cookie), opened by the gateway
+//!   (here, or relayed to the server holding the agent's tunnel) before the
+//!   `101`; what flows on the sockets is the gateway's.
 //! - `routes/provisionerd.rs` serves the daemons' routes (a 20 s long-poll to
 //!   acquire, then heartbeat, logs, judge, state, applied and complete per
 //!   build), authenticated by a provisioner key, each a thin call into the
@@ -87,7 +81,6 @@ mod pages;
 mod prometheus;
 pub mod recovery;
 mod redirect;
-mod relay;
 mod request_checks;
 mod routes;
 mod server;
@@ -104,12 +97,12 @@ use tracing::Instrument;
 
 use abode_control::{Control, ControlError};
 
-pub use abode_control::apps::{AppsConfig, WildcardHost};
 pub use abode_control::client_address::{Cidr, CidrError};
 pub use abode_control::external_auth::ExternalAuthConfig;
 /// What `abode server` configures notifications with.
 pub use abode_control::notifications::{EmailConfig, NotificationsConfig, WebhookConfig};
 pub use abode_control::tags::parse_tags as parse_provisioner_tags;
+pub use abode_gateway::{AppsConfig, WildcardHost};
 pub use abode_oidc::{OidcConfig, OidcSettings};
 /// Backups and checks of a data dir's database (`abode server backup`,
 /// `abode server check`).
@@ -127,6 +120,8 @@ pub const REQUEST_ID_HEADER: &str = "x-request-id";
 #[derive(Clone)]
 pub struct AppState {
     pub control: Control,
+    /// Every way into a workspace: tunnels, connections, apps.
+    pub gateway: abode_gateway::Gateway,
 }
 
 /// The id of the current request (from the client when sane, else new).
@@ -155,6 +150,12 @@ impl ApiError {
 
     pub fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+}
+
+impl From<abode_gateway::Refused> for ApiError {
+    fn from(refused: abode_gateway::Refused) -> Self {
+        ApiError::new(refused.status, refused.code, refused.message)
     }
 }
 
