@@ -6,18 +6,18 @@
 //! them to the gateway (`Gateway::open`), which proxies them over the app's
 //! stream or relays them to the server holding its agent, and keeps Abode's
 //! credentials from the app. A subdomain app's visitor signs in through the
-//! dashboard, which hands the app host a one-time code for a session cookie
-//! of that host only.
+//! dashboard, which hands the app host a one-time code that the gateway
+//! exchanges for a session cookie of that host only.
 
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
+use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use abode_control::Caller;
 use abode_gateway::{
-    plain, relay_app, serve_app, AppAddress, AppHost, AppRefusal, Opened, APP_AUTH_PATH,
-    APP_SESSION_COOKIE, APP_SESSION_LIFETIME,
+    exchange_code, plain, redirect, relay_app, serve_app, AppAddress, AppHost, AppRefusal, Opened,
+    APP_AUTH_PATH, APP_SESSION_COOKIE,
 };
 
 use crate::AppState;
@@ -49,35 +49,6 @@ pub(crate) async fn serve_apps(
         return serve_path(&state, request).await;
     }
     next.run(request).await
-}
-
-fn redirect(location: &str) -> Response {
-    match HeaderValue::from_str(location) {
-        Ok(location) => (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response(),
-        Err(_) => plain(StatusCode::BAD_REQUEST, "bad redirect"),
-    }
-}
-
-/// A path inside the app to return to: absolute, never another host's.
-fn safe_path(path: &str) -> &str {
-    // A browser drops tabs and line breaks from a `Location`: `/\t/evil`
-    // would be `//evil`, another host.
-    if path.starts_with('/')
-        && !path.starts_with("//")
-        && !path.contains('\\')
-        && !path.chars().any(char::is_control)
-    {
-        path
-    } else {
-        "/"
-    }
-}
-
-/// The query of a code's exchange on an app host.
-#[derive(Default, serde::Deserialize)]
-struct CodeQuery {
-    code: Option<String>,
-    path: Option<String>,
 }
 
 /// The signed-in caller of an app request, and whether it was its
@@ -115,7 +86,7 @@ async fn caller_of(state: &AppState, headers: &HeaderMap, via: Via<'_>) -> (Opti
 async fn serve_subdomain(state: &AppState, host: &AppHost, request: Request) -> Response {
     let uri = request.uri().clone();
     if uri.path() == APP_AUTH_PATH {
-        return exchange_code(state, host, &uri).await;
+        return exchange_code(state.gateway.apps(), host, &uri).await;
     }
     let (caller, by_header) = caller_of(state, request.headers(), Via::Subdomain(host)).await;
     let may_relay = !abode_gateway::is_relayed(request.headers());
@@ -138,46 +109,6 @@ async fn serve_subdomain(state: &AppState, host: &AppHost, request: Request) -> 
         }
         Err(refusal) => refused(refusal),
     }
-}
-
-/// `/.abode/auth?code=...&path=...` on an app host: the code the dashboard
-/// minted becomes this host's session cookie.
-async fn exchange_code(state: &AppState, host: &AppHost, uri: &Uri) -> Response {
-    let query = axum::extract::Query::<CodeQuery>::try_from_uri(uri)
-        .map(|query| query.0)
-        .unwrap_or_default();
-    let path = query.path.unwrap_or_else(|| "/".into());
-    let Some(code) = query.code else {
-        return plain(
-            StatusCode::BAD_REQUEST,
-            "no code: open the app's address again",
-        );
-    };
-    let Some(session) = state.gateway.apps().exchange_app_code(&code, host).await else {
-        return plain(
-            StatusCode::BAD_REQUEST,
-            "this sign-in link was used or expired: open the app's address again",
-        );
-    };
-    let secure = if state.control.config().access_url.starts_with("https://") {
-        "; Secure"
-    } else {
-        ""
-    };
-    let cookie = format!(
-        "{APP_SESSION_COOKIE}={session}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
-        APP_SESSION_LIFETIME.as_secs()
-    );
-    let mut response = redirect(safe_path(&path));
-    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().insert(header::SET_COOKIE, cookie);
-    }
-    // The code is spent, and still says nothing to anyone.
-    response.headers_mut().insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    response
 }
 
 async fn serve_path(state: &AppState, request: Request) -> Response {
@@ -247,27 +178,5 @@ fn refused(refusal: AppRefusal) -> Response {
             StatusCode::BAD_GATEWAY,
             &format!("the app cannot be reached: {why}"),
         ),
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn paths_to_return_to_stay_on_the_host() {
-        assert_eq!(safe_path("/lab?x=1"), "/lab?x=1");
-        for bad in [
-            "//evil.example/",
-            "https://evil.example/",
-            "/\\evil",
-            "",
-            "/\t/evil.example",
-            "/\n/evil.example",
-            "/\r/evil.example",
-        ] {
-            assert_eq!(safe_path(bad), "/", "{bad}");
-        }
     }
 }

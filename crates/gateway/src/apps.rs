@@ -157,6 +157,12 @@ impl Apps {
         }
     }
 
+    /// The dashboard's address (`https://`: an app host's cookie is
+    /// `Secure`).
+    pub(crate) fn access_url(&self) -> &str {
+        &self.inner.config.access_url
+    }
+
     /// Where apps are served.
     pub fn config(&self) -> &AppsConfig {
         &self.inner.config.apps

@@ -73,7 +73,7 @@ pub use apps::{
 };
 pub use connections::{AgentStream, ConnectRequest, Connection, ConnectionEnd, Connections};
 pub use dial_backs::DialBacks;
-pub use proxy::{plain, relay_app, serve_app};
+pub use proxy::{exchange_code, plain, redirect, relay_app, serve_app};
 pub use relay::{is_relayed, Refused, Upstream, RELAYED_HEADER};
 pub use sockets::{AgentSocket, Reached, MAX_MESSAGE};
 pub use tunnels::{AgentTunnel, Eviction, Opened, Tunnels};

@@ -11,11 +11,12 @@
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use hyper_util::rt::TokioIo;
 
-use crate::apps::AppStream;
+use crate::app_hosts::AppHost;
+use crate::apps::{AppStream, Apps, APP_SESSION_COOKIE, APP_SESSION_LIFETIME};
 use crate::relay::RELAYED_HEADER;
 
 /// A short text answer of the app proxy, never cached.
@@ -29,6 +30,76 @@ pub fn plain(status: StatusCode, text: &str) -> Response {
         format!("{text}\n"),
     )
         .into_response()
+}
+
+/// A `303 See Other` to `location`.
+pub fn redirect(location: &str) -> Response {
+    match HeaderValue::from_str(location) {
+        Ok(location) => (StatusCode::SEE_OTHER, [(header::LOCATION, location)]).into_response(),
+        Err(_) => plain(StatusCode::BAD_REQUEST, "bad redirect"),
+    }
+}
+
+/// A path inside the app to return to: absolute, never another host's.
+fn safe_path(path: &str) -> &str {
+    // A browser drops tabs and line breaks from a `Location`: `/\t/evil`
+    // would be `//evil`, another host.
+    if path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.contains('\\')
+        && !path.chars().any(char::is_control)
+    {
+        path
+    } else {
+        "/"
+    }
+}
+
+/// The query of a code's exchange on an app host.
+#[derive(Default, serde::Deserialize)]
+struct CodeQuery {
+    code: Option<String>,
+    path: Option<String>,
+}
+
+/// `/.abode/auth?code=...&path=...` on an app host: the code the dashboard
+/// minted becomes this host's session cookie.
+pub async fn exchange_code(apps: &Apps, host: &AppHost, uri: &Uri) -> Response {
+    let query = axum::extract::Query::<CodeQuery>::try_from_uri(uri)
+        .map(|query| query.0)
+        .unwrap_or_default();
+    let path = query.path.unwrap_or_else(|| "/".into());
+    let Some(code) = query.code else {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "no code: open the app's address again",
+        );
+    };
+    let Some(session) = apps.exchange_app_code(&code, host).await else {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "this sign-in link was used or expired: open the app's address again",
+        );
+    };
+    let secure = if apps.access_url().starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie = format!(
+        "{APP_SESSION_COOKIE}={session}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{secure}",
+        APP_SESSION_LIFETIME.as_secs()
+    );
+    let mut response = redirect(safe_path(&path));
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    // The code is spent, and still says nothing to anyone.
+    response.headers_mut().insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
 }
 
 /// Request headers that are the connection's, not the request's.
@@ -342,5 +413,21 @@ mod tests {
     fn an_app_s_path_is_joined_to_its_base() {
         assert_eq!(app_uri("/", "/a/b?c"), "/a/b?c");
         assert_eq!(app_uri("/lab/", "/a"), "/lab/a");
+    }
+
+    #[test]
+    fn paths_to_return_to_stay_on_the_host() {
+        assert_eq!(safe_path("/lab?x=1"), "/lab?x=1");
+        for bad in [
+            "//evil.example/",
+            "https://evil.example/",
+            "/\\evil",
+            "",
+            "/\t/evil.example",
+            "/\n/evil.example",
+            "/\r/evil.example",
+        ] {
+            assert_eq!(safe_path(bad), "/", "{bad}");
+        }
     }
 }
