@@ -1,9 +1,10 @@
 //! Abode's HTTP JSON API under `/api/v1` (contract: docs/api.md), and the
-//! assembly of a running server: database, control plane, provisioners and
-//! listener.
+//! assembly of a running server: database, control plane, gateway,
+//! provisioners and listener.
 //!
-//! Handlers only translate: they read the request, call [`Control`], and turn
-//! its answer (or its typed error) into JSON. Every response carries an
+//! Handlers only translate: they read the request, call [`Control`] (or, for
+//! a way into a workspace, the gateway, `abode-gateway`), and turn its answer
+//! (or its typed error) into JSON. Every response carries an
 //! `x-request-id`, which is also on every server log line of that request.
 //!
 //! # Modules
