@@ -35,10 +35,9 @@
 //!   (415); the machines' routes (agents, daemons, state backend, probes) keep
 //!   their own credentials instead.
 //! - `routes/connect.rs` holds the WebSocket routes: the agent's tunnel (`GET
-//!   /agent/connect`, upgraded by `ws_upgrade.rs` so that its socket is read
-//!   256 KiB at a time), an agent's dial-back (`GET /agent/streams` with its
-//!   ticket, switched to `abode-stream` and handed to the request waiting for
-//!   it), and a person's `GET /workspaces/{ws}/connect` (a bearer token, or
+//!   /agent/connect`, its socket read 256 KiB at a time), an agent's
+//!   dial-back (`GET /agent/streams` with its ticket, switched to
+//!   `abode-stream` and handed to the request waiting for it), and a person's `GET /workspaces/{ws}/connect` (a bearer token, or
 //!   from a browser the dashboard's session cookie), opened by the gateway
 //!   (here, or relayed to the server holding the agent's tunnel) before the
 //!   `101`; what flows on the sockets is the gateway's.
@@ -87,7 +86,6 @@ mod routes;
 mod server;
 mod tls_listener;
 pub mod views;
-mod ws_upgrade;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};

@@ -27,6 +27,8 @@
 //! - `proxy.rs`: an app's HTTP over its stream, or relayed to the holding
 //!   server as it is; Abode's credentials never reach an app, and an app's
 //!   `abode_*` cookies and `Domain` attributes never leave it.
+//! - `ws_upgrade.rs`: an agent's tunnel upgraded to a WebSocket read in
+//!   large pieces, and a dial-back switched to its stream's bytes.
 //! - `sockets.rs`: what flows on the WebSockets: an agent's tunnel (pinged,
 //!   checked against the store, closed with a code when replaced or stale)
 //!   and a person's connection (ended when its token no longer opens
@@ -60,6 +62,7 @@ mod proxy;
 mod relay;
 mod sockets;
 mod tunnels;
+mod ws_upgrade;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -77,6 +80,7 @@ pub use proxy::{exchange_code, plain, redirect, relay_app, serve_app};
 pub use relay::{is_relayed, Refused, Upstream, RELAYED_HEADER};
 pub use sockets::{AgentSocket, Reached, MAX_MESSAGE};
 pub use tunnels::{AgentTunnel, Eviction, Opened, Tunnels};
+pub use ws_upgrade::{BufferedUpgrade, NotAnUpgrade, Socket, READ_BUFFER};
 
 /// Every way into a workspace; cheap to clone. The API holds it beside
 /// `Control`, whose services it asks who may do what.
@@ -175,6 +179,16 @@ impl Gateway {
             + Unpin,
     {
         sockets::serve_agent_tunnel(&self.tunnels, socket, tunnel).await;
+    }
+
+    /// An agent's dial-back (`GET /agent/streams`): switched to the bytes of
+    /// the stream that waits for its ticket.
+    pub fn accept_dial_back(
+        &self,
+        agent: &abode_store::Agent,
+        request: axum::extract::Request,
+    ) -> Result<axum::response::Response, Refused> {
+        ws_upgrade::accept_dial_back(&self.dial_backs, agent, request)
     }
 
     /// The agents' tunnels: registered here, and where an agent is.

@@ -25,7 +25,7 @@
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::request::Parts;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -34,8 +34,8 @@ use serde::Deserialize;
 use abode_gateway::{AgentSocket, ConnectRequest, MAX_MESSAGE};
 use abode_tunnel::{dial_back, frame, StreamKind};
 
-use crate::ws_upgrade::{lists, BufferedUpgrade};
 use crate::{ApiError, AppState};
+use abode_gateway::BufferedUpgrade;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -91,7 +91,7 @@ async fn agent_connect(
             .get(frame::MAX_DATA_HEADER)
             .and_then(|value| value.to_str().ok()),
     );
-    // A tunnel's frames are read in large pieces (`ws_upgrade.rs`): a
+    // A tunnel's frames are read in large pieces (`BufferedUpgrade`): a
     // download through it is a stream of its largest frames.
     let config = WebSocketConfig {
         max_message_size: Some(MAX_MESSAGE),
@@ -120,87 +120,14 @@ async fn agent_connect(
     Ok(response)
 }
 
-/// An agent's connection for one stream (its ticket): switched to the
-/// stream's bytes and handed to the request waiting for it. A ticket this
-/// server does not wait for (or another agent's) is a 404, after which the
-/// agent carries the stream on its tunnel.
+/// An agent's connection for one stream (its ticket), switched to the
+/// stream's bytes by the gateway.
 async fn agent_stream(
     State(state): State<AppState>,
     AgentWithToken { agent, .. }: AgentWithToken,
-    mut request: axum::extract::Request,
+    request: axum::extract::Request,
 ) -> Result<Response, ApiError> {
-    let headers = request.headers();
-    let ticket = headers
-        .get(dial_back::TICKET_HEADER)
-        .and_then(|value| value.to_str().ok())
-        .filter(|ticket| dial_back::is_ticket(ticket))
-        .map(str::to_string)
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad_request",
-                format!(
-                    "a dial-back names its stream's ticket in {} (64 hex digits)",
-                    dial_back::TICKET_HEADER
-                ),
-            )
-        })?;
-    if !lists(headers, header::CONNECTION, "upgrade")
-        || !lists(headers, header::UPGRADE, dial_back::UPGRADE_PROTOCOL)
-    {
-        return Err(ApiError::new(
-            StatusCode::UPGRADE_REQUIRED,
-            "upgrade_required",
-            format!(
-                "/agent/streams switches protocols: send Connection: upgrade and Upgrade: {}",
-                dial_back::UPGRADE_PROTOCOL
-            ),
-        ));
-    }
-    let on_upgrade = request
-        .extensions_mut()
-        .remove::<hyper::upgrade::OnUpgrade>()
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::UPGRADE_REQUIRED,
-                "upgrade_required",
-                "this connection cannot switch protocols",
-            )
-        })?;
-    let deliver = state
-        .gateway
-        .dial_backs()
-        .dialed_back(&agent, &ticket)
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::NOT_FOUND,
-                "not_found",
-                "no stream on this server waits for this ticket",
-            )
-        })?;
-    tokio::spawn(async move {
-        match on_upgrade.await {
-            Ok(upgraded) => {
-                let stream: abode_tunnel::BoxedStream =
-                    Box::new(hyper_util::rt::TokioIo::new(upgraded));
-                // The request may have given up meanwhile: the connection
-                // then closes here.
-                let _ = deliver.send(stream);
-            }
-            Err(error) => tracing::debug!(%error, "an agent's dial-back did not switch protocols"),
-        }
-    });
-    Ok((
-        StatusCode::SWITCHING_PROTOCOLS,
-        [
-            (header::CONNECTION, HeaderValue::from_static("upgrade")),
-            (
-                header::UPGRADE,
-                HeaderValue::from_static(dial_back::UPGRADE_PROTOCOL),
-            ),
-        ],
-    )
-        .into_response())
+    Ok(state.gateway.accept_dial_back(&agent, request)?)
 }
 
 #[derive(Deserialize)]
