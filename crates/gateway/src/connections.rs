@@ -161,8 +161,8 @@ impl Connections {
         }
     }
 
-    /// What [`Connections::open`] would refuse, without connecting (a
-    /// request that is not a WebSocket is answered with it).
+    /// What `Gateway::open` would refuse this connection for, without
+    /// connecting (a request that is not a WebSocket is answered with it).
     pub async fn check(
         &self,
         caller: &Caller,

@@ -41,7 +41,7 @@ pub const MAX_MESSAGE: usize = frame::HEADER + frame::MAX_DATA;
 /// At most this many queued frames after the first go out in one write.
 const BATCH: usize = 32;
 
-/// An agent's tunnel, as [`serve_agent_tunnel`] takes it.
+/// An agent's tunnel, as `Gateway::serve_agent_tunnel` takes it.
 pub struct AgentSocket {
     pub agent: Agent,
     /// The token it authenticated with: its tunnel is registered under it.
