@@ -73,6 +73,8 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ),
     // Delivery reaches the outbox, not the domain.
     ("abode-delivery", &["abode-control"]),
+    // The domain opens no way into a workspace: the gateway sits above it.
+    ("abode-control", &["abode-gateway"]),
     // The pure crates stay pure.
     ("abode-guard", &["sqlx", "abode-store", "tokio"]),
     ("abode-schedule", &["sqlx", "abode-store", "tokio"]),
@@ -1002,7 +1004,8 @@ fn serde_types(code: &str) -> Vec<String> {
 }
 
 /// One wire: every request and answer body is `abode-sdk`'s. The API, the
-/// client, the web pages and the commands declare no serde type of their own but a URL's
+/// client, the gateway, the web pages and the commands declare no serde type
+/// of their own but a URL's
 /// query string (`...Query`, read by axum's `Query` and never as a body),
 /// an HTML form the dashboard's own pages post (`...Form`, crates/web), and
 /// the few of `NOT_WIRE_BODIES`.
@@ -1013,6 +1016,7 @@ fn no_body_is_declared_outside_the_sdk() {
     for dir in [
         "crates/api/src",
         "crates/client/src",
+        "crates/gateway/src",
         "crates/web/src",
         "crates/cli/src",
     ] {
@@ -1049,4 +1053,61 @@ fn no_body_is_declared_outside_the_sdk() {
             "NOT_WIRE_BODIES lists {name} in {path} ({why}), which no longer declares it"
         );
     }
+}
+
+/// The methods of `impl Control` blocks in the control plane's sources.
+fn control_methods() -> Vec<String> {
+    let src = workspace_root().join("crates/control/src");
+    let mut methods = Vec::new();
+    for file in rust_files(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut inside = false;
+        for line in text.lines() {
+            if line.starts_with("impl Control {") || line.starts_with("impl crate::Control {") {
+                inside = true;
+            } else if inside && line.starts_with('}') {
+                inside = false;
+            } else if inside {
+                let trimmed = line.trim_start();
+                let indent = line.len() - trimmed.len();
+                let signature = trimmed
+                    .trim_start_matches("pub(crate) ")
+                    .trim_start_matches("pub ")
+                    .trim_start_matches("async ");
+                if indent == 4 && signature.starts_with("fn ") {
+                    let name = signature[3..]
+                        .split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .next()
+                        .unwrap_or_default();
+                    methods.push(name.to_string());
+                }
+            }
+        }
+    }
+    methods
+}
+
+/// `Control` is the composition root: its constructor and an accessor per
+/// service (at most 25 methods), and the control plane holds at most 12% of
+/// the house (the machine room and the gateway have crates of their own).
+#[test]
+fn the_control_plane_is_a_composition_root() {
+    let methods = control_methods();
+    assert!(
+        methods.len() <= 25,
+        "Control has {} methods ({}): give the rule a service of its own",
+        methods.len(),
+        methods.join(", ")
+    );
+    let counts = source_lines();
+    let total: usize = counts.iter().map(|(_, lines)| lines).sum();
+    let control = counts
+        .iter()
+        .find(|(name, _)| name == "control")
+        .map_or(0, |(_, lines)| *lines);
+    assert!(
+        control * 100 <= total * 12,
+        "crates/control holds {control} of {total} lines ({:.1}%): at most 12%",
+        100.0 * control as f64 / total as f64
+    );
 }

@@ -1,9 +1,10 @@
 //! Abode's HTTP JSON API under `/api/v1` (contract: docs/api.md), and the
-//! assembly of a running server: database, control plane, provisioners and
-//! listener.
+//! assembly of a running server: database, control plane, gateway,
+//! provisioners and listener.
 //!
-//! Handlers only translate: they read the request, call [`Control`], and turn
-//! its answer (or its typed error) into JSON. Every response carries an
+//! Handlers only translate: they read the request, call [`Control`] (or, for
+//! a way into a workspace, the gateway, `abode-gateway`), and turn its answer
+//! (or its typed error) into JSON. Every response carries an
 //! `x-request-id`, which is also on every server log line of that request.
 //!
 //! # Modules
@@ -24,12 +25,9 @@
 //!   never `ConnectInfo` or a forwarding header.
 //! - `apps_proxy.rs` is a layer over every route that takes the requests naming
 //!   an app (its own host, or `/@...` paths) before any of the API's or
-//!   dashboard's checks, and proxies them as HTTP/1.1 with upgrades over the
-//!   app's stream (a dialed-back connection or a tunnel stream); an app whose
-//!   agent's tunnel is on another server is relayed there as it is, for that
-//!   server to sign in and decide. Abode's `Authorization` and `abode_*`
-//!   cookies never reach an app, and an app's `abode_*` cookies and `Domain`
-//!   attributes never leave it.
+//!   dashboard's checks, signs their visitor in and hands them to the
+//!   gateway (`abode-gateway`), which proxies them over the app's stream or
+//!   relays them to the server holding its agent.
 //! - `request_checks.rs` refuses what a page on another site can make a browser
 //!   send, before any route: a `Host` that is not the server's (421, DNS
 //!   rebinding), a state-changing request or a WebSocket upgrade from another
@@ -37,16 +35,12 @@
 //!   (415); the machines' routes (agents, daemons, state backend, probes) keep
 //!   their own credentials instead.
 //! - `routes/connect.rs` holds the WebSocket routes: the agent's tunnel (`GET
-//!   /agent/connect`, upgraded by `ws_upgrade.rs` so that its socket is read
-//!   256 KiB at a time, glued to an `abode_tunnel::Mux`, queued frames written
-//!   in one flush, closed with a code when replaced or stale), an agent's
+//!   /agent/connect`, its socket read 256 KiB at a time), an agent's
 //!   dial-back (`GET /agent/streams` with its ticket, switched to
-//!   `abode-stream` and handed to the request waiting for it), and a person's
-//!   `GET /workspaces/{ws}/connect` (a bearer token, or from a browser the
-//!   dashboard's session cookie), checked and opened before the `101`, then
-//!   piped; an empty binary message is a half-close. `relay.rs` relays one to
-//!   the server holding the agent's tunnel, found in the database, with the
-//!   person's own token.
+//!   `abode-stream` and handed to the request waiting for it), and a person's `GET /workspaces/{ws}/connect` (a bearer token, or
+//!   from a browser the dashboard's session cookie), opened by the gateway
+//!   (here, or relayed to the server holding the agent's tunnel) before the
+//!   `101`; what flows on the sockets is the gateway's.
 //! - `routes/provisionerd.rs` serves the daemons' routes (a 20 s long-poll to
 //!   acquire, then heartbeat, logs, judge, state, applied and complete per
 //!   build), authenticated by a provisioner key, each a thin call into the
@@ -87,13 +81,11 @@ mod pages;
 mod prometheus;
 pub mod recovery;
 mod redirect;
-mod relay;
 mod request_checks;
 mod routes;
 mod server;
 mod tls_listener;
 pub mod views;
-mod ws_upgrade;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};
@@ -104,12 +96,12 @@ use tracing::Instrument;
 
 use abode_control::{Control, ControlError};
 
-pub use abode_control::apps::{AppsConfig, WildcardHost};
 pub use abode_control::client_address::{Cidr, CidrError};
 pub use abode_control::external_auth::ExternalAuthConfig;
 /// What `abode server` configures notifications with.
 pub use abode_control::notifications::{EmailConfig, NotificationsConfig, WebhookConfig};
 pub use abode_control::tags::parse_tags as parse_provisioner_tags;
+pub use abode_gateway::{AppsConfig, WildcardHost};
 pub use abode_oidc::{OidcConfig, OidcSettings};
 /// Backups and checks of a data dir's database (`abode server backup`,
 /// `abode server check`).
@@ -130,6 +122,8 @@ pub struct AppState {
     pub control: Control,
     /// The machine room: the daemons' routes and the state backend.
     pub host: abode_host::Host,
+    /// Every way into a workspace: tunnels, connections, apps.
+    pub gateway: abode_gateway::Gateway,
 }
 
 /// The id of the current request (from the client when sane, else new).
@@ -158,6 +152,12 @@ impl ApiError {
 
     pub fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+}
+
+impl From<abode_gateway::Refused> for ApiError {
+    fn from(refused: abode_gateway::Refused) -> Self {
+        ApiError::new(refused.status, refused.code, refused.message)
     }
 }
 

@@ -93,7 +93,7 @@ pub struct ServerOptions {
     /// External auth providers and their tokens' key (docs/external-auth.md).
     pub external_auth: abode_control::external_auth::ExternalAuthConfig,
     /// Where workspace apps are served (docs/apps.md).
-    pub apps: abode_control::apps::AppsConfig,
+    pub apps: abode_gateway::AppsConfig,
     /// The provisioner tags this server's provisioners offer (`key=value`,
     /// checked with [`parse_provisioner_tags`](crate::parse_provisioner_tags)).
     pub provisioner_tags: Vec<String>,
@@ -160,7 +160,7 @@ impl ServerOptions {
             new_templates_for_everyone: true,
             quota_enforce: false,
             external_auth: abode_control::external_auth::ExternalAuthConfig::default(),
-            apps: abode_control::apps::AppsConfig::default(),
+            apps: abode_gateway::AppsConfig::default(),
             provisioner_tags: Vec::new(),
             tls: None,
             redirect_to_access_url: false,
@@ -474,8 +474,18 @@ impl Server {
             Ok(Err(error)) => tracing::warn!(%error, "builds and template pushes will fail"),
             Err(error) => tracing::warn!(%error, "cannot check the terraform version"),
         }
+        let apps = abode_gateway::AppsConfig {
+            wildcard: options
+                .apps
+                .wildcard
+                .clone()
+                .map(|wildcard| wildcard.with_port_of(&access_url)),
+            allow_path_apps: options.apps.allow_path_apps,
+            no_dial_back: options.apps.no_dial_back,
+        };
         let control = Control::new(store.clone(), config);
-        let host = Host::new(HostParts::picked_from(&control, store));
+        let host = Host::new(HostParts::picked_from(&control, store.clone()));
+        let gateway = abode_gateway::Gateway::new(store, control.clone(), apps);
         host.claim_server_identity()
             .await
             .map_err(ServerError::Identity)?;
@@ -520,6 +530,7 @@ impl Server {
         let app = crate::router(AppState {
             control: control.clone(),
             host: host.clone(),
+            gateway,
         });
         let app = crate::hsts::layer(app, options.hsts_max_age);
         let trusted_proxies = control.config().trusted_proxies.clone();
@@ -694,15 +705,6 @@ fn control_config(
     config.new_templates_for_everyone = options.new_templates_for_everyone;
     config.quota_enforce = options.quota_enforce;
     config.external_auth = options.external_auth.clone();
-    config.apps = abode_control::apps::AppsConfig {
-        wildcard: options
-            .apps
-            .wildcard
-            .clone()
-            .map(|wildcard| wildcard.with_port_of(&config.access_url)),
-        allow_path_apps: options.apps.allow_path_apps,
-        no_dial_back: options.apps.no_dial_back,
-    };
     config.provisioner_tags = options.provisioner_tags.clone();
     config.trusted_proxies =
         abode_control::client_address::TrustedProxies::new(options.trusted_proxies.clone());

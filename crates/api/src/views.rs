@@ -200,7 +200,7 @@ pub fn workspace_view(view: &ControlWorkspaceView) -> WorkspaceView {
     }
 }
 
-pub fn app_view(view: &abode_control::apps::AppView) -> sdk::App {
+pub fn app_view(view: &abode_gateway::AppView) -> sdk::App {
     let definition = &view.app.definition;
     sdk::App {
         agent: view.app.agent_name.clone(),

@@ -42,11 +42,6 @@
 //! - `ScheduleSettings` (`schedule_settings.rs`): a template's policy, a
 //!   workspace's schedule, extend, wake.
 //! - `Previews` (`previews.rs`): fleet previews: start, report, gate.
-//! - `Connections` (`connections.rs`): the agents' tunnels, a person's
-//!   connection, dial-backs, the relay lookup.
-//! - `Apps` (`apps.rs`): which app a request's host or path names (a host
-//!   read whole against the wildcard), who may open it, a stream to it
-//!   through its agent, shared ports, an app host's sign-in.
 //! - `Agents` (`agents.rs`): the agents' tokens, heartbeats, lifecycle and
 //!   their apps' health.
 //!
@@ -150,11 +145,9 @@
 //!   naming an `authz::Action` and the object's owner; a reference to another
 //!   user's workspace by a caller who may not read others' workspaces is
 //!   refused before any lookup.
-//! - Only the server opens streams to an agent, and each is a person's
-//!   connection that `authz::authorize` allowed as `workspace.connect` and the
-//!   audit log records with its end. Agent tokens authenticate only the agent
-//!   routes; a workspace's host key goes only to its agent. A dial-back ticket
-//!   carries at most one connection, and only from the agent it was issued for.
+//! - Agent tokens authenticate only the agent routes. Streams to an agent are
+//!   the gateway's (`abode-gateway`), which asks these services who may open
+//!   them; this crate never links it.
 //! - No external auth token is stored, logged, audited or answered in the clear
 //!   except to the agent of the owner's workspace; the only place one is opened
 //!   is `ExternalAuth`.
@@ -167,12 +160,10 @@ pub mod audit;
 pub mod audit_log;
 pub use abode_authz as authz;
 use abode_credentials::{hashing, secrets};
-pub mod apps;
 mod build_log;
 mod builds;
 pub mod cancel_switches;
 pub mod client_address;
-pub mod connections;
 mod error;
 pub mod external_auth;
 mod held;
@@ -235,7 +226,7 @@ pub use scheduler::{Scheduler, SchedulerConfig};
 pub use secrets::token_hash;
 pub use templates::{PermissionSubject, PushOptions, Templates, TemplatesConfig, VersionLint};
 pub use workspace_status::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
-pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, Workspaces};
+pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, Workspaces, ACTIVITY_THROTTLE};
 
 /// How the control plane runs; everything has a default fit for one machine.
 #[derive(Debug, Clone)]
@@ -320,9 +311,6 @@ pub struct Config {
     /// The external auth providers and the key their tokens are sealed
     /// with (`--external-auth-config`, `--external-auth-key-file`).
     pub external_auth: external_auth::ExternalAuthConfig,
-    /// Where apps are served (`--wildcard-access-url`, `--allow-path-apps`;
-    /// docs/apps.md).
-    pub apps: apps::AppsConfig,
 }
 
 impl Config {
@@ -360,7 +348,6 @@ impl Config {
             provisioner_tags: Vec::new(),
             quota_enforce: false,
             external_auth: external_auth::ExternalAuthConfig::default(),
-            apps: apps::AppsConfig::default(),
         }
     }
 
@@ -421,9 +408,6 @@ struct Inner {
     workspace_builds: workspace_builds::WorkspaceBuilds,
     /// The audit log as people read it.
     audit_log: audit_log::AuditLog,
-    /// Connections into workspaces, and the agents' tunnels they use.
-    connections: connections::Connections,
-    apps: apps::Apps,
     agents: agents::Agents,
 }
 
@@ -527,29 +511,6 @@ impl Control {
             workspaces: workspaces.clone(),
             jobs: jobs.clone(),
         });
-        let connections = connections::Connections::new(connections::ConnectionsParts {
-            store: store.clone(),
-            tunnels: connections::Tunnels::default(),
-            server_id: config.server_id.clone(),
-            relay_url: config.relay_url.clone(),
-            workspaces: workspaces.clone(),
-            audit: audit::Audit::new(store.clone()),
-            dial_backs: connections::DialBacks::default(),
-        });
-        let apps = apps::Apps::new(apps::AppsParts {
-            store: store.clone(),
-            clock: config.clock.clone(),
-            config: apps::AppsSettings {
-                access_url: config.access_url.clone(),
-                apps: config.apps.clone(),
-                metrics: config.metrics.clone(),
-            },
-            identity: identity.clone(),
-            templates: templates.clone(),
-            workspaces: workspaces.clone(),
-            connections: connections.clone(),
-            audit: audit::Audit::new(store.clone()),
-        });
         let agents = agents::Agents::new(store.clone());
         let held = held::Held::new(held::HeldParts {
             store: store.clone(),
@@ -593,8 +554,6 @@ impl Control {
                 build_log,
                 notifications,
                 held,
-                connections,
-                apps,
                 agents,
             }),
         }
@@ -684,18 +643,6 @@ impl Control {
     /// it makes.
     pub fn previews(&self) -> &previews::Previews {
         &self.inner.previews
-    }
-
-    /// Connections into workspaces: the only part that holds the agents'
-    /// tunnels and opens streams through them.
-    pub fn connections(&self) -> &connections::Connections {
-        &self.inner.connections
-    }
-
-    /// Apps and shared ports: which app a request names, who may open it,
-    /// a stream to it, an app host's sign-in.
-    pub fn apps(&self) -> &apps::Apps {
-        &self.inner.apps
     }
 
     /// The agents as they call the server: tokens, heartbeats, lifecycle,

@@ -9,7 +9,7 @@ use axum::response::Response;
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use abode_control::apps::{AppRefusal, AppView};
+use abode_gateway::{AppRefusal, AppView};
 
 use crate::html::{self, badge};
 use crate::session::Viewer;
@@ -29,7 +29,7 @@ pub(crate) async fn auth(
 ) -> Response {
     let path = query.path.as_deref().unwrap_or("/");
     match state
-        .control
+        .gateway
         .apps()
         .app_sign_in_redirect(&viewer.caller, &query.host, path)
         .await

@@ -100,11 +100,14 @@ use axum::routing::{get, post};
 use axum::Router;
 
 use abode_control::Control;
+use abode_gateway::Gateway;
 
 /// What every handler of the dashboard shares.
 #[derive(Clone)]
 pub(crate) struct WebState {
     pub(crate) control: Control,
+    /// Apps' addresses and what a terminal's connection would be refused for.
+    pub(crate) gateway: Gateway,
     /// Cookies get `Secure`: the server is reached over TLS (its access URL
     /// is `https://`, typically through a TLS-terminating proxy).
     pub(crate) secure_cookies: bool,
@@ -145,7 +148,7 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
 
 /// The dashboard's routes, with their own state and layers, ready to be
 /// merged beside `/api/v1` (whose paths it never uses).
-pub fn router(control: Control) -> Router {
+pub fn router(control: Control, gateway: Gateway) -> Router {
     let secure_cookies = control
         .config()
         .access_url
@@ -153,6 +156,7 @@ pub fn router(control: Control) -> Router {
         .starts_with("https://");
     let state = WebState {
         control,
+        gateway,
         secure_cookies,
     };
     Router::new()

@@ -16,7 +16,7 @@ use axum::response::Response;
 use maud::html;
 use serde::Deserialize;
 
-use abode_control::connections::ConnectRequest;
+use abode_gateway::ConnectRequest;
 use abode_tunnel::{StreamKind, TerminalOpen};
 
 use crate::html::{page_with, respond};
@@ -46,6 +46,7 @@ pub(crate) async fn page(
     // What a connection would be refused for (not found, not allowed, not
     // running, no agent), said on the page instead of a dead terminal.
     let check = ConnectRequest {
+        workspace: reference.clone(),
         kind: StreamKind::Pty,
         port: None,
         agent: query.agent.clone(),
@@ -59,9 +60,9 @@ pub(crate) async fn page(
         app: query.app.clone(),
     };
     let refused = state
-        .control
+        .gateway
         .connections()
-        .check_connect(&viewer.caller, &reference, &check)
+        .check(&viewer.caller, &check)
         .await
         .err();
     if let Some(abode_control::ControlError::NotFound(message)) = &refused {

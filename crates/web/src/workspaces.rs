@@ -386,7 +386,8 @@ pub(crate) async fn render(
         .await
         .ok();
     let log = log_panel(control, &viewer.caller, &reference, &view.latest_build).await;
-    let apps = control
+    let apps = state
+        .gateway
         .apps()
         .workspace_app_views(&view.workspace)
         .await

@@ -71,8 +71,9 @@ pub fn router(state: AppState) -> Router {
     ));
     // The web dashboard (crates/web) at `/`: its own pages and layers, merged
     // after the API's JSON layers so that its HTML answers stay HTML.
-    let web = abode_web::router(state.control.clone());
+    let web = abode_web::router(state.control.clone(), state.gateway.clone());
     let control = state.control.clone();
+    let apps = state.clone();
     Router::new()
         .nest("/api/v1", api)
         .fallback(not_found)
@@ -91,13 +92,13 @@ pub fn router(state: AppState) -> Router {
             crate::request_checks::check_host_and_origin,
         ))
         .layer(axum::middleware::from_fn_with_state(
-            control.clone(),
+            control,
             crate::audit_request_layer,
         ))
         // Apps (their own hosts, or /@... paths) are proxied before any of
         // the API's and dashboard's checks, which are not theirs.
         .layer(axum::middleware::from_fn_with_state(
-            control,
+            apps,
             crate::apps_proxy::serve_apps,
         ))
         .layer(axum::middleware::from_fn(request_id_layer))

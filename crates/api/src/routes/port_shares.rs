@@ -1,6 +1,6 @@
 //! Ports shared without a template change (`abode port-share`,
 //! docs/apps.md): a workspace's shared ports, and how far a template lets
-//! its workspaces share. Each a thin call into `abode_control::apps`.
+//! its workspaces share. Each a thin call into the gateway's apps.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -43,7 +43,7 @@ async fn list(
     Path(workspace): Path<String>,
 ) -> ApiResult {
     let shares = state
-        .control
+        .gateway
         .apps()
         .port_shares(&caller, &workspace)
         .await?;
@@ -66,12 +66,12 @@ async fn share(
 ) -> ApiResult {
     let body: abode_sdk::requests::SharePort = parse_json(body)?;
     state
-        .control
+        .gateway
         .apps()
         .share_port(&caller, &workspace, port, body.share, body.agent.as_deref())
         .await?;
     let shares = state
-        .control
+        .gateway
         .apps()
         .port_shares(&caller, &workspace)
         .await?;
@@ -98,7 +98,7 @@ async fn unshare(
     Query(query): Query<AgentQuery>,
 ) -> ApiResult {
     state
-        .control
+        .gateway
         .apps()
         .unshare_port(&caller, &workspace, port, query.agent.as_deref())
         .await?;
@@ -111,7 +111,7 @@ async fn template_max(
     Path(name): Path<String>,
 ) -> ApiResult {
     let max = state
-        .control
+        .gateway
         .apps()
         .template_max_port_share(&caller, &name, None)
         .await?;
@@ -126,7 +126,7 @@ async fn set_template_max(
 ) -> ApiResult {
     let body: abode_sdk::requests::SetTemplatePortShare = parse_json(body)?;
     let max = state
-        .control
+        .gateway
         .apps()
         .template_max_port_share(&caller, &name, Some(body.max))
         .await?;

@@ -134,7 +134,7 @@ async fn get_workspace(
 ) -> ApiResult {
     let view = state.control.workspaces().get(&caller, &workspace).await?;
     let apps = state
-        .control
+        .gateway
         .apps()
         .workspace_app_views(&view.workspace)
         .await?

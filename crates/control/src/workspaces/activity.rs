@@ -46,7 +46,7 @@ impl Workspaces {
 
     /// Records use now (at most once per [`ACTIVITY_THROTTLE`]) and, when
     /// it did, pushes the deadline by the template's activity bump.
-    pub(crate) async fn record_activity(&self, workspace_id: &str) -> Result<(), ControlError> {
+    pub async fn record_activity(&self, workspace_id: &str) -> Result<(), ControlError> {
         let now = self.inner.clock.now_ms();
         let older_than =
             now.saturating_sub(i64::try_from(ACTIVITY_THROTTLE.as_millis()).unwrap_or(i64::MAX));

@@ -1,5 +1,6 @@
-//! A WebSocket upgrade whose socket reads its connection in large pieces,
-//! for an agent's tunnel.
+//! The upgrades of an agent's connections: its tunnel's WebSocket, whose
+//! socket reads its connection in large pieces, and a dial-back, switched
+//! to the bytes of the stream that waits for it.
 //!
 //! tungstenite 0.24 (under axum's `WebSocketUpgrade`) reads its socket
 //! 4 KiB at a time, so a tunnel carrying an app's download at 600 MB/s cost
@@ -22,23 +23,29 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::WebSocketStream;
 
+use abode_store::Agent;
+use abode_tunnel::dial_back;
+
+use crate::dial_backs::DialBacks;
+use crate::relay::Refused;
+
 /// How much of the connection one read takes: a few of the tunnel's
 /// largest frames.
-pub(crate) const READ_BUFFER: usize = 256 * 1024;
+pub const READ_BUFFER: usize = 256 * 1024;
 
 /// The upgraded connection, as tungstenite's stream.
-pub(crate) type Socket = WebSocketStream<BufReader<TokioIo<Upgraded>>>;
+pub type Socket = WebSocketStream<BufReader<TokioIo<Upgraded>>>;
 
 /// A request to upgrade to a WebSocket; rejected (so `Option` of it is
 /// `None`) for anything else.
-pub(crate) struct BufferedUpgrade {
+pub struct BufferedUpgrade {
     accept: HeaderValue,
     on_upgrade: OnUpgrade,
 }
 
 /// Why a request is no WebSocket upgrade.
 #[derive(Debug)]
-pub(crate) struct NotAnUpgrade;
+pub struct NotAnUpgrade;
 
 impl IntoResponse for NotAnUpgrade {
     fn into_response(self) -> Response {
@@ -47,7 +54,7 @@ impl IntoResponse for NotAnUpgrade {
 }
 
 /// Whether header `name` lists `token` (comma-separated, any case).
-pub(crate) fn lists(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
+fn lists(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
     headers.get_all(name).iter().any(|value| {
         value.to_str().is_ok_and(|value| {
             value
@@ -88,7 +95,7 @@ impl<S: Send + Sync> FromRequestParts<S> for BufferedUpgrade {
 impl BufferedUpgrade {
     /// Answers `101 Switching Protocols` and, once the connection is
     /// upgraded, runs `serve` on its socket (with `config`'s limits).
-    pub(crate) fn on_upgrade<F, Fut>(self, config: WebSocketConfig, serve: F) -> Response
+    pub fn on_upgrade<F, Fut>(self, config: WebSocketConfig, serve: F) -> Response
     where
         F: FnOnce(Socket) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
@@ -116,6 +123,90 @@ impl BufferedUpgrade {
         )
             .into_response()
     }
+}
+
+/// An agent's connection for one stream (`GET /agent/streams`, its ticket
+/// in [`dial_back::TICKET_HEADER`]): answered `101` and, once switched,
+/// handed to the request waiting for it. A ticket this server does not
+/// wait for (or another agent's) is a 404, after which the agent carries
+/// the stream on its tunnel.
+pub(crate) fn accept_dial_back(
+    dial_backs: &DialBacks,
+    agent: &Agent,
+    mut request: axum::extract::Request,
+) -> Result<Response, Refused> {
+    let refused = |status, code, message: String| Refused {
+        status,
+        code,
+        message,
+    };
+    let headers = request.headers();
+    let ticket = headers
+        .get(dial_back::TICKET_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .filter(|ticket| dial_back::is_ticket(ticket))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            refused(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                format!(
+                    "a dial-back names its stream's ticket in {} (64 hex digits)",
+                    dial_back::TICKET_HEADER
+                ),
+            )
+        })?;
+    if !lists(headers, header::CONNECTION, "upgrade")
+        || !lists(headers, header::UPGRADE, dial_back::UPGRADE_PROTOCOL)
+    {
+        return Err(refused(
+            StatusCode::UPGRADE_REQUIRED,
+            "upgrade_required",
+            format!(
+                "/agent/streams switches protocols: send Connection: upgrade and Upgrade: {}",
+                dial_back::UPGRADE_PROTOCOL
+            ),
+        ));
+    }
+    let on_upgrade = request
+        .extensions_mut()
+        .remove::<OnUpgrade>()
+        .ok_or_else(|| {
+            refused(
+                StatusCode::UPGRADE_REQUIRED,
+                "upgrade_required",
+                "this connection cannot switch protocols".into(),
+            )
+        })?;
+    let deliver = dial_backs.dialed_back(agent, &ticket).ok_or_else(|| {
+        refused(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "no stream on this server waits for this ticket".into(),
+        )
+    })?;
+    tokio::spawn(async move {
+        match on_upgrade.await {
+            Ok(upgraded) => {
+                let stream: abode_tunnel::BoxedStream = Box::new(TokioIo::new(upgraded));
+                // The request may have given up meanwhile: the connection
+                // then closes here.
+                let _ = deliver.send(stream);
+            }
+            Err(error) => tracing::debug!(%error, "an agent's dial-back did not switch protocols"),
+        }
+    });
+    Ok((
+        StatusCode::SWITCHING_PROTOCOLS,
+        [
+            (header::CONNECTION, HeaderValue::from_static("upgrade")),
+            (
+                header::UPGRADE,
+                HeaderValue::from_static(dial_back::UPGRADE_PROTOCOL),
+            ),
+        ],
+    )
+        .into_response())
 }
 
 #[cfg(test)]

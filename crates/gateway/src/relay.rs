@@ -1,6 +1,7 @@
 //! Relaying a person's connection into a workspace to the server that holds
 //! the workspace agent's tunnel (several servers on one database): the
-//! agent is connected to one server, a person may reach any.
+//! agent is connected to one server, a person may reach any. (An app's
+//! request is relayed as HTTP, `proxy.rs`.)
 //!
 //! The relaying server has authorized the request already; it opens the same
 //! request on the holding server (found in the database with the URL it
@@ -17,27 +18,37 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use abode_sdk::percent_encode as encode;
 
-use crate::ApiError;
+use crate::connections::ConnectRequest;
 
 /// Marks a request relayed by another server.
-pub(crate) const RELAYED_HEADER: &str = "x-abode-relayed";
+pub const RELAYED_HEADER: &str = "x-abode-relayed";
 
 /// The open connection to the holding server.
-pub(crate) type Upstream =
+pub type Upstream =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
+/// A relay refused, here or by the holding server: the answer the API
+/// gives (its status, its error code of docs/api.md, one line).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Refused {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+}
+
 /// What is relayed: the workspace as the person named it, and the query.
-pub(crate) struct RelayTarget<'a> {
-    pub(crate) relay_url: &'a str,
-    pub(crate) workspace: &'a str,
-    pub(crate) kind: &'a str,
-    pub(crate) port: Option<u16>,
-    pub(crate) agent: Option<&'a str>,
-    pub(crate) terminal: Option<&'a abode_tunnel::TerminalOpen>,
+struct RelayTarget<'a> {
+    relay_url: &'a str,
+    workspace: &'a str,
+    kind: &'a str,
+    port: Option<u16>,
+    agent: Option<&'a str>,
+    terminal: Option<&'a abode_tunnel::TerminalOpen>,
 }
 
 impl RelayTarget<'_> {
-    fn url(&self) -> Result<String, ApiError> {
+    fn url(&self) -> Result<String, Refused> {
         let (scheme, base) = match self.relay_url.split_once("://") {
             Some(("http", base)) => ("ws", base),
             Some(("https", base)) => ("wss", base),
@@ -73,28 +84,45 @@ impl RelayTarget<'_> {
     }
 }
 
-fn unreachable_server(url: &str, why: impl std::fmt::Display) -> ApiError {
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "unavailable",
-        format!(
+fn unreachable_server(url: &str, why: impl std::fmt::Display) -> Refused {
+    Refused {
+        status: StatusCode::SERVICE_UNAVAILABLE,
+        code: "unavailable",
+        message: format!(
             "the workspace's agent is connected to another server ({url}), which cannot be reached now: {why}; try again"
         ),
-    )
+    }
 }
 
-/// Opens the person's request on the holding server, with their
-/// credentials (the token they connected with, a bearer token or the
+/// Opens the person's `request` on the holding server at `relay_url`, with
+/// their credentials (the token they connected with, a bearer token or the
 /// dashboard's session, always as a bearer token there).
-pub(crate) async fn open(target: &RelayTarget<'_>, token: &str) -> Result<Upstream, ApiError> {
+pub async fn open(
+    relay_url: &str,
+    request: &ConnectRequest,
+    token: &str,
+) -> Result<Upstream, Refused> {
+    let target = RelayTarget {
+        relay_url,
+        workspace: &request.workspace,
+        kind: request.kind.as_str(),
+        port: request.port,
+        agent: request.agent.as_deref(),
+        terminal: request.terminal.as_ref(),
+    };
     let mut request = target
         .url()?
         .into_client_request()
         .map_err(|error| unreachable_server(target.relay_url, error))?;
     request.headers_mut().insert(
         tungstenite::http::header::AUTHORIZATION,
-        tungstenite::http::HeaderValue::from_str(&format!("Bearer {token}"))
-            .map_err(|error| ApiError::bad_request(format!("bad token: {error}")))?,
+        tungstenite::http::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|error| {
+            Refused {
+                status: StatusCode::BAD_REQUEST,
+                code: "bad_request",
+                message: format!("bad token: {error}"),
+            }
+        })?,
     );
     request.headers_mut().insert(
         RELAYED_HEADER,
@@ -117,7 +145,7 @@ pub(crate) async fn open(target: &RelayTarget<'_>, token: &str) -> Result<Upstre
 }
 
 /// The holding server's refusal, as this server answers it.
-fn refusal(status: u16, body: &[u8]) -> ApiError {
+fn refusal(status: u16, body: &[u8]) -> Refused {
     let (code, message) = serde_json::from_slice::<abode_sdk::ErrorEnvelope>(body)
         .ok()
         .map(|envelope| (envelope.error.code, envelope.error.message))
@@ -134,7 +162,11 @@ fn refusal(status: u16, body: &[u8]) -> ApiError {
         "unavailable" => "unavailable",
         _ => "internal",
     };
-    ApiError::new(status, code, message)
+    Refused {
+        status,
+        code,
+        message,
+    }
 }
 
 /// Moves messages between the person's socket and the holding server's
@@ -176,6 +208,6 @@ pub(crate) async fn pipe(socket: WebSocket, upstream: Upstream) {
 }
 
 /// Whether a request came relayed from another server.
-pub(crate) fn is_relayed(headers: &HeaderMap) -> bool {
+pub fn is_relayed(headers: &HeaderMap) -> bool {
     headers.get(RELAYED_HEADER) == Some(&HeaderValue::from_static("1"))
 }

@@ -1,248 +1,39 @@
 //! Apps served from workspaces through the server (issue 33, docs/apps.md):
-//! which app a request names (a path under the dashboard's address, or a
-//! host of its own under the wildcard access URL), whether its caller may
-//! open it (the share level, asked of `authz::authorize_app`), and a stream
-//! to it through its agent's tunnel. Speaking HTTP over that stream is the
-//! API's; this module never sees a request's bytes.
+//! whether a caller may open the app a request names (the share level,
+//! asked of `authz::authorize_app`), a stream to it through its agent
+//! (a connection the agent dials back, or a stream of its tunnel), shared
+//! ports, and an app host's sign-in. Speaking HTTP over the stream is
+//! `proxy.rs`'s.
 //!
 //! A subdomain app never sees the dashboard's cookie (another host), so a
 //! person signs in to it through a one-time code minted on the dashboard's
 //! origin for that host alone, exchanged there for a session cookie of
 //! that host (`app_tokens` in the store, only hashes kept).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use abode_contract::apps::{app_target, AppDefinition, AppHealth, AppShare, AppTarget};
+use abode_control::authz::{self, Action, AppAccess};
+use abode_control::{Caller, Clock, Control, ControlError};
+use abode_credentials::secrets;
+use abode_identity::audit::{audit_event, Audit};
+use abode_metrics::Metrics;
 use abode_sdk::percent_encode as encode;
-use abode_store::{AppTokenKind, PortShare, StoreError, Transition, Workspace, WorkspaceApp};
+use abode_store::{AppTokenKind, PortShare, Store, StoreError, Workspace, WorkspaceApp};
 use abode_tunnel::{BoxedStream, MessageIo, StreamKind, StreamRequest};
 use rand::RngCore;
 
-use std::sync::Arc;
-
-use abode_identity::audit::{audit_event, Audit};
-use abode_identity::Identity;
-use abode_metrics::Metrics;
-
-use crate::audit::workspace_event;
-use crate::authz::{self, AppAccess};
-use crate::connections::Connections;
-use crate::{secrets, Caller, Clock, ControlError, Templates, Workspaces};
+use crate::app_hosts::{agent_url_name, AppAddress, AppHost, AppsConfig};
+use crate::connections::workspace_event;
+use crate::dial_backs::DialBacks;
+use crate::tunnels::{Opened, Tunnels};
 
 /// How long a code minted on the dashboard's origin may be exchanged.
 const CODE_LIFETIME: Duration = Duration::from_secs(60);
 /// How long an app host's session lasts (then the person is sent through
 /// the dashboard again, which is quick while they are signed in there).
 pub const APP_SESSION_LIFETIME: Duration = Duration::from_secs(60 * 60);
-
-/// Where apps are served.
-#[derive(Debug, Clone, Default)]
-pub struct AppsConfig {
-    /// `--wildcard-access-url '*.apps.example.com[:PORT]'`: each app on a
-    /// host of its own, `SLUG--AGENT--WORKSPACE--OWNER.apps.example.com`.
-    pub wildcard: Option<WildcardHost>,
-    /// `--allow-path-apps`: apps under the dashboard's own address,
-    /// `/@OWNER/WORKSPACE.AGENT/apps/SLUG/`, sharing its origin.
-    pub allow_path_apps: bool,
-    /// `--app-dial-back off`: every app request on its agent's tunnel,
-    /// never on a connection the agent dials back (docs/apps.md).
-    pub no_dial_back: bool,
-}
-
-/// The wildcard access URL's host pattern: `*.` and a domain, with a port
-/// when the server is reached on one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WildcardHost {
-    /// `.apps.example.com`, lowercase.
-    suffix: String,
-    /// `:8443`, or empty.
-    port: String,
-}
-
-impl WildcardHost {
-    /// Reads `*.apps.example.com[:PORT]` (a scheme, if given, is ignored:
-    /// apps are reached the way the access URL is).
-    pub fn parse(pattern: &str) -> Result<WildcardHost, String> {
-        let bare = pattern
-            .split_once("://")
-            .map_or(pattern, |(_, rest)| rest)
-            .trim_end_matches('/');
-        let rest = bare.strip_prefix("*.").ok_or_else(|| {
-            format!("--wildcard-access-url is *.DOMAIN[:PORT] (e.g. *.apps.example.com), not {pattern:?}")
-        })?;
-        let (domain, port) = match rest.rsplit_once(':') {
-            Some((domain, port)) => {
-                // As browsers write it (`:08443` is sent as `:8443`).
-                let port = port.parse::<u16>().map_err(|_| {
-                    format!("--wildcard-access-url {pattern:?}: {port:?} is not a port")
-                })?;
-                (domain, format!(":{port}"))
-            }
-            None => (rest, String::new()),
-        };
-        let valid_label = |label: &str| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label
-                    .bytes()
-                    .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-')
-        };
-        if !domain.split('.').all(valid_label) {
-            return Err(format!(
-                "--wildcard-access-url {pattern:?}: {domain:?} is not a domain name"
-            ));
-        }
-        Ok(WildcardHost {
-            suffix: format!(".{}", domain.to_ascii_lowercase()),
-            port,
-        })
-    }
-
-    /// The access URL's port when the pattern names none: apps are reached
-    /// where the server is (`https://abode.example.com:8443` serves
-    /// `*.apps.example.com` on 8443 too).
-    pub fn with_port_of(mut self, access_url: &str) -> WildcardHost {
-        if self.port.is_empty() {
-            let authority = access_url
-                .split_once("://")
-                .map_or(access_url, |(_, rest)| rest)
-                .split('/')
-                .next()
-                .unwrap_or("");
-            if let Some((_, port)) = authority.rsplit_once(':') {
-                if !port.contains(']') && port.parse::<u16>().is_ok() {
-                    self.port = format!(":{port}");
-                }
-            }
-        }
-        self
-    }
-
-    /// The host (with the port) of an app.
-    pub fn host_of(&self, address: &AppAddress) -> Option<String> {
-        let agent = address.agent.as_deref()?;
-        let parts = [
-            address.slug.as_str(),
-            agent,
-            address.workspace.as_str(),
-            address.owner.as_str(),
-        ];
-        let label = parts.join("--");
-        let fits = parts
-            .iter()
-            .all(|part| dns_safe(part) && !part.contains("--"))
-            && label.len() <= 63;
-        fits.then(|| format!("{label}{}{}", self.suffix, self.port))
-    }
-
-    /// The app a request's `Host` names, if it is exactly one of this
-    /// pattern's: a label of four dash-joined DNS-safe parts, the pattern's
-    /// domain and the pattern's port (or none, when that port is the
-    /// scheme's default, as browsers write it). Anything else (another
-    /// port, userinfo, a trailing dot, a path) is not an app host: a host
-    /// read loosely here once carried a sign-in code to another site.
-    pub fn address_of(&self, host: &str) -> Option<AppAddress> {
-        let host = host.to_ascii_lowercase();
-        let bare = if self.port.is_empty() {
-            // A proxy may name the scheme's default port a browser left out.
-            host.strip_suffix(":443")
-                .or_else(|| host.strip_suffix(":80"))
-                .unwrap_or(&host)
-        } else if let Some(bare) = host.strip_suffix(&self.port) {
-            bare
-        } else if matches!(self.port.as_str(), ":80" | ":443") {
-            host.as_str()
-        } else {
-            return None;
-        };
-        let label = bare.strip_suffix(&self.suffix)?;
-        if label.len() > 63
-            || !label
-                .bytes()
-                .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
-        {
-            return None;
-        }
-        let parts: Vec<&str> = label.split("--").collect();
-        let [slug, agent, workspace, owner] = parts.as_slice() else {
-            return None;
-        };
-        if !parts.iter().all(|part| dns_safe(part)) {
-            return None;
-        }
-        Some(AppAddress {
-            owner: owner.to_string(),
-            workspace: workspace.to_string(),
-            agent: Some(agent.to_string()),
-            slug: slug.to_string(),
-        })
-    }
-
-    /// The app host a request names, as this pattern writes it (lowercase,
-    /// with the pattern's port): the only form codes, sessions and
-    /// redirects are ever made for.
-    pub fn app_host_of(&self, host: &str) -> Option<AppHost> {
-        let address = self.address_of(host)?;
-        let host = self.host_of(&address)?;
-        Some(AppHost { address, host })
-    }
-
-    /// Whether `host` (as a request names it) is an app host.
-    pub fn matches(&self, host: &str) -> bool {
-        self.address_of(host).is_some()
-    }
-}
-
-/// An app host as the wildcard writes it, and the app it names: read
-/// from a request's `Host` only through [`WildcardHost::app_host_of`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AppHost {
-    pub address: AppAddress,
-    /// `web--main-0--dev--alice.apps.example.com:8443`.
-    host: String,
-}
-
-impl AppHost {
-    /// The host, with the wildcard's port.
-    pub fn as_str(&self) -> &str {
-        &self.host
-    }
-}
-
-fn dns_safe(part: &str) -> bool {
-    !part.is_empty()
-        && part
-            .bytes()
-            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
-        && !part.starts_with('-')
-        && !part.ends_with('-')
-}
-
-/// An agent's name as URLs and host names carry it: lowercase letters,
-/// digits and single dashes (`main[0]` is `main-0`).
-pub fn agent_url_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    for character in name.chars() {
-        let character = character.to_ascii_lowercase();
-        if character.is_ascii_lowercase() || character.is_ascii_digit() {
-            out.push(character);
-        } else if !out.ends_with('-') {
-            out.push('-');
-        }
-    }
-    out.trim_matches('-').to_string()
-}
-
-/// Which app a request names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AppAddress {
-    pub owner: String,
-    pub workspace: String,
-    /// The agent's URL name ([`agent_url_name`]); `None`: the workspace's
-    /// only agent serving that slug.
-    pub agent: Option<String>,
-    pub slug: String,
-}
 
 /// Why an app is not served.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -255,9 +46,6 @@ pub enum AppRefusal {
     /// The app exists and the caller may open it, but it cannot be reached
     /// now (the workspace is stopped, its agent not connected).
     Unavailable(String),
-    /// Its agent's tunnel is held by another server, reachable at this
-    /// relay URL: the request goes there as it is, and that server decides.
-    Elsewhere(String),
 }
 
 impl From<StoreError> for AppRefusal {
@@ -285,7 +73,7 @@ enum DialBackOutcome {
 
 /// An app found and allowed, with a stream to it: a connection the agent
 /// dialed back, or the tunnel's stream.
-pub struct OpenedApp {
+pub struct AppStream {
     pub stream: BoxedStream,
     pub target: AppTarget,
     pub app: WorkspaceApp,
@@ -320,55 +108,64 @@ fn random_token() -> String {
     hex::encode(bytes)
 }
 
-/// Apps and shared ports as people open them: which app a request names,
-/// whether its caller may open it, a stream to it through its agent, and
-/// an app host's sign-in. Reached as `Control::apps()`.
+/// Apps and shared ports as people open them: whether a caller may open
+/// the app a request names, a stream to it through its agent, and an app
+/// host's sign-in; cheap to clone.
 #[derive(Clone)]
 pub struct Apps {
     inner: Arc<AppsParts>,
 }
 
-/// What the apps service is made of (composed by `Control::new`).
-pub struct AppsParts {
-    pub store: abode_store::Store,
-    pub clock: Clock,
-    pub config: AppsSettings,
-    pub identity: Arc<Identity>,
-    pub templates: Arc<Templates>,
-    pub workspaces: Workspaces,
-    pub connections: Connections,
-    pub audit: Audit,
+/// What the apps service is made of (composed by `Gateway::new`).
+struct AppsParts {
+    store: Store,
+    clock: Clock,
+    config: AppsSettings,
+    /// Identity, templates and workspaces, through their services.
+    control: Control,
+    tunnels: Tunnels,
+    dial_backs: DialBacks,
+    audit: Audit,
 }
 
 /// The server's settings the apps service reads.
-pub struct AppsSettings {
+pub(crate) struct AppsSettings {
     /// The dashboard's address, where app hosts send people to sign in.
-    pub access_url: String,
-    pub apps: AppsConfig,
-    pub metrics: Metrics,
+    pub(crate) access_url: String,
+    pub(crate) apps: AppsConfig,
+    pub(crate) metrics: Metrics,
 }
 
 impl Apps {
-    pub fn new(parts: AppsParts) -> Apps {
+    pub(crate) fn new(
+        store: Store,
+        control: Control,
+        config: AppsSettings,
+        tunnels: Tunnels,
+        dial_backs: DialBacks,
+    ) -> Apps {
         Apps {
-            inner: Arc::new(parts),
+            inner: Arc::new(AppsParts {
+                audit: Audit::new(store.clone()),
+                clock: control.config().clock.clone(),
+                store,
+                config,
+                control,
+                tunnels,
+                dial_backs,
+            }),
         }
     }
 
-    fn identity(&self) -> &Identity {
-        &self.inner.identity
+    /// The dashboard's address (`https://`: an app host's cookie is
+    /// `Secure`).
+    pub(crate) fn access_url(&self) -> &str {
+        &self.inner.config.access_url
     }
 
-    fn templates(&self) -> &Templates {
-        &self.inner.templates
-    }
-
-    fn workspaces(&self) -> &Workspaces {
-        &self.inner.workspaces
-    }
-
-    fn connections(&self) -> &Connections {
-        &self.inner.connections
+    /// Where apps are served.
+    pub fn config(&self) -> &AppsConfig {
+        &self.inner.config.apps
     }
 
     fn now_ms(&self) -> i64 {
@@ -403,20 +200,6 @@ impl Apps {
         }
     }
 
-    /// The path under which an app is served on the dashboard's origin.
-    pub fn app_path(address: &AppAddress) -> String {
-        match &address.agent {
-            Some(agent) => format!(
-                "/@{}/{}.{agent}/apps/{}/",
-                address.owner, address.workspace, address.slug
-            ),
-            None => format!(
-                "/@{}/{}/apps/{}/",
-                address.owner, address.workspace, address.slug
-            ),
-        }
-    }
-
     /// The app host a subdomain request's `Host` names, when the server
     /// serves subdomain apps.
     pub fn app_host_of(&self, host: &str) -> Option<AppHost> {
@@ -442,7 +225,7 @@ impl Apps {
                 };
                 let served = app.definition.url.is_some();
                 let path_url = (served && config.apps.allow_path_apps)
-                    .then(|| format!("{base}{}", Apps::app_path(&address)));
+                    .then(|| format!("{base}{}", address.path()));
                 let subdomain_url = config
                     .apps
                     .wildcard
@@ -463,57 +246,44 @@ impl Apps {
     /// stream to it through its agent's tunnel on this server, or (when
     /// `may_relay`: the request was not relayed already) the server that
     /// holds that tunnel.
-    pub async fn open_app(
+    pub(crate) async fn open_app(
         &self,
         caller: Option<&Caller>,
         address: &AppAddress,
         may_relay: bool,
-    ) -> Result<OpenedApp, AppRefusal> {
+    ) -> Result<Opened<AppStream>, AppRefusal> {
         let (workspace, app) = self.allowed_app(caller, address).await?;
         let Some(url) = &app.definition.url else {
             return Err(AppRefusal::NotFound);
         };
         let target = app_target(url).map_err(|_| AppRefusal::NotFound)?;
-        let started = self
-            .inner
-            .store
-            .latest_succeeded_build(&workspace.id)
-            .await?
-            .is_some_and(|build| build.transition == Transition::Start);
-        if !started {
+        if !self.inner.tunnels.started(&workspace.id).await? {
             return Err(AppRefusal::Unavailable(
                 "the workspace is not running: start it first".into(),
             ));
         }
-        let here = self
-            .connections()
-            .live_agent(&workspace, Some(&app.agent_name))
+        let located = self
+            .inner
+            .tunnels
+            .locate(&workspace, Some(&app.agent_name), may_relay)
             .await
             .map_err(|error| AppRefusal::Unavailable(error.to_string()))?;
-        let Some(mux) = here else {
-            if may_relay {
-                if let Some(url) = self
-                    .connections()
-                    .remote_agent(&workspace, Some(&app.agent_name))
-                    .await
-                    .map_err(|error| AppRefusal::Unavailable(error.to_string()))?
-                {
-                    return Err(AppRefusal::Elsewhere(url));
-                }
+        let mux = match located {
+            Some(Opened::Local(mux)) => mux,
+            Some(Opened::OnServer(url)) => return Ok(Opened::OnServer(url)),
+            None => {
+                return Err(AppRefusal::Unavailable(format!(
+                    "the agent {} serving this app is not connected",
+                    app.agent_name
+                )))
             }
-            return Err(AppRefusal::Unavailable(format!(
-                "the agent {} serving this app is not connected",
-                app.agent_name
-            )));
         };
         // An agent that dials back carries the app's bytes on a connection
         // of its own, with no tunnel framing between (what a download's
         // throughput depends on).
         let asks = mux.peer_dials_back() && !self.inner.config.apps.no_dial_back;
-        let mut dial_back = asks.then(|| {
-            self.connections()
-                .expect_dial_back(&workspace.id, &app.agent_name)
-        });
+        let mut dial_back =
+            asks.then(|| self.inner.dial_backs.expect(&workspace.id, &app.agent_name));
         let header = StreamRequest {
             kind: StreamKind::PortForward,
             port: Some(target.port),
@@ -540,11 +310,11 @@ impl Apps {
                 .config
                 .metrics
                 .app_stream(abode_metrics::APP_STREAM_TUNNEL);
-            return Ok(OpenedApp {
+            return Ok(Opened::Local(AppStream {
                 stream,
                 target,
                 app,
-            });
+            }));
         };
         let deadline = tokio::time::Instant::now() + DIAL_BACK_WAIT;
         // A dial-back that broke on the way (its upgrade failed) leaves the
@@ -583,11 +353,11 @@ impl Apps {
                 )))
             }
         };
-        Ok(OpenedApp {
+        Ok(Opened::Local(AppStream {
             stream,
             target,
             app,
-        })
+        }))
     }
 
     /// The workspace and app `address` names, if `caller` may open it.
@@ -722,8 +492,10 @@ impl Apps {
         agent: Option<&str>,
     ) -> Result<PortShare, ControlError> {
         let workspace = self
+            .inner
+            .control
             .workspaces()
-            .resolve(caller, reference, crate::authz::Action::WorkspaceConnect)
+            .resolve(caller, reference, Action::WorkspaceConnect)
             .await?;
         if port == 0 {
             return Err(ControlError::BadRequest(
@@ -786,8 +558,10 @@ impl Apps {
         agent: Option<&str>,
     ) -> Result<(), ControlError> {
         let workspace = self
+            .inner
+            .control
             .workspaces()
-            .resolve(caller, reference, crate::authz::Action::WorkspaceConnect)
+            .resolve(caller, reference, Action::WorkspaceConnect)
             .await?;
         let shares = self.inner.store.port_shares(&workspace.id).await?;
         let mut named = shares.iter().filter(|shared| {
@@ -826,8 +600,10 @@ impl Apps {
         reference: &str,
     ) -> Result<Vec<(PortShare, Option<String>)>, ControlError> {
         let workspace = self
+            .inner
+            .control
             .workspaces()
-            .resolve(caller, reference, crate::authz::Action::WorkspaceRead)
+            .resolve(caller, reference, Action::WorkspaceRead)
             .await?;
         let max = self
             .inner
@@ -857,7 +633,7 @@ impl Apps {
                     None => config
                         .apps
                         .allow_path_apps
-                        .then(|| format!("{base}{}", Apps::app_path(&address))),
+                        .then(|| format!("{base}{}", address.path())),
                 };
                 (shared, url)
             })
@@ -873,11 +649,13 @@ impl Apps {
         max: Option<AppShare>,
     ) -> Result<AppShare, ControlError> {
         let action = if max.is_some() {
-            crate::authz::Action::TemplatePolicyEdit
+            Action::TemplatePolicyEdit
         } else {
-            crate::authz::Action::TemplateRead
+            Action::TemplateRead
         };
         let found = self
+            .inner
+            .control
             .templates()
             .template_for(caller, template, action)
             .await?;
@@ -969,7 +747,12 @@ impl Apps {
             )
             .await
             .ok()??;
-        self.identity().caller_of_user(&user_id, None).await.ok()
+        self.inner
+            .control
+            .identity()
+            .caller_of_user(&user_id, None)
+            .await
+            .ok()
     }
 
     /// The dashboard's sign-in URL for the app host `host`, returning to
@@ -988,111 +771,3 @@ impl Apps {
 pub const APP_AUTH_PATH: &str = "/.abode/auth";
 /// The cookie of an app host's session.
 pub const APP_SESSION_COOKIE: &str = "abode_app_session";
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn agent_names_in_urls() {
-        let cases = [
-            ("main", "main"),
-            ("main[0]", "main-0"),
-            ("module.m.extra[\"a/b\"]", "module-m-extra-a-b"),
-            ("Dev_Box", "dev-box"),
-        ];
-        for (name, url) in cases {
-            assert_eq!(agent_url_name(name), url, "{name}");
-        }
-    }
-
-    #[test]
-    fn app_hosts_round_trip_and_refuse_what_is_not_theirs() {
-        let wildcard = WildcardHost::parse("*.apps.example.com:8443").unwrap();
-        let address = AppAddress {
-            owner: "alice".into(),
-            workspace: "dev".into(),
-            agent: Some("main-0".into()),
-            slug: "web".into(),
-        };
-        let host = wildcard.host_of(&address).unwrap();
-        assert_eq!(host, "web--main-0--dev--alice.apps.example.com:8443");
-        assert_eq!(wildcard.address_of(&host), Some(address.clone()));
-        assert_eq!(
-            wildcard.address_of("WEB--main-0--dev--alice.apps.example.com:8443"),
-            Some(address)
-        );
-        for other in [
-            "apps.example.com:8443",
-            "web--main--dev.apps.example.com:8443",
-            "a--b--c--d--e.apps.example.com:8443",
-            "x.web--main--dev--alice.apps.example.com:8443",
-            "web--main--dev--alice.example.com:8443",
-            "abode.example.com",
-            // What an attacker hands `/apps/auth` (a code would follow the
-            // redirect to evil.example.com), and its cousins.
-            "web--main-0--dev--alice.apps.example.com:8443@evil.example.com",
-            "web--main-0--dev--alice.apps.example.com@evil.example.com:8443",
-            "alice@web--main-0--dev--alice.apps.example.com:8443",
-            "web--main-0--dev--alice.apps.example.com:9999",
-            "web--main-0--dev--alice.apps.example.com:8443:8443",
-            "web--main-0--dev--alice.apps.example.com",
-            "web--main-0--dev--alice.apps.example.com.:8443",
-            "web--main-0--dev--alice.apps.example.com:8443/",
-            "web--main-0--dev--alice.apps.example.com:8443#x",
-            "web--main-0--dev--alice.apps.example.com:8443\\@evil.example.com",
-            "web--main-0--dev--alice.apps.example.com:8443 ",
-            "web--main-0--dev--alice.apps.example.com.evil.example.com:8443",
-            "web--main-0--dev--alice.apps.example.com:8443.evil.example.com",
-            "web--main-0--dev--al%69ce.apps.example.com:8443",
-            "web--main-0--dev--alice_.apps.example.com:8443",
-            "web--main-0--dev---alice.apps.example.com:8443",
-            "web--main-0--dev----alice.apps.example.com:8443",
-            "--main-0--dev--alice.apps.example.com:8443",
-        ] {
-            assert_eq!(wildcard.address_of(other), None, "{other}");
-            assert_eq!(wildcard.app_host_of(other), None, "{other}");
-        }
-        // Codes, sessions and redirects are made for the host as the
-        // wildcard writes it, whatever case the request used.
-        assert_eq!(
-            wildcard
-                .app_host_of("WEB--main-0--dev--alice.apps.EXAMPLE.com:8443")
-                .unwrap()
-                .as_str(),
-            host
-        );
-        // A default port may be left out, as browsers do; no other.
-        let on_443 = WildcardHost::parse("*.apps.example.com:443").unwrap();
-        assert!(on_443.matches("web--main--dev--alice.apps.example.com"));
-        assert!(on_443.matches("web--main--dev--alice.apps.example.com:443"));
-        assert!(!on_443.matches("web--main--dev--alice.apps.example.com:444"));
-        let portless = WildcardHost::parse("*.apps.example.com").unwrap();
-        assert!(portless.matches("web--main--dev--alice.apps.example.com:443"));
-        assert_eq!(
-            portless
-                .app_host_of("web--main--dev--alice.apps.example.com:443")
-                .unwrap()
-                .as_str(),
-            "web--main--dev--alice.apps.example.com"
-        );
-        assert!(!portless.matches("web--main--dev--alice.apps.example.com:8443"));
-        assert!(!portless.matches("web--main--dev--alice.apps.example.com:443:443"));
-        let zero_led = WildcardHost::parse("*.apps.example.com:08443").unwrap();
-        assert!(zero_led.matches("web--main--dev--alice.apps.example.com:8443"));
-        let defaulted = WildcardHost::parse("*.apps.test")
-            .unwrap()
-            .with_port_of("http://127.0.0.1:7080/");
-        assert!(defaulted.matches("web--main--dev--alice.apps.test:7080"));
-        let kept = WildcardHost::parse("*.apps.test:443")
-            .unwrap()
-            .with_port_of("http://127.0.0.1:7080");
-        assert!(kept.matches("web--main--dev--alice.apps.test:443"));
-        let plain = WildcardHost::parse("https://*.apps.test").unwrap();
-        assert!(plain.matches("web--main--dev--alice.apps.test"));
-        for bad in ["apps.example.com", "*.", "*.a b.com", "*.apps.test:x"] {
-            assert!(WildcardHost::parse(bad).is_err(), "{bad}");
-        }
-    }
-}
