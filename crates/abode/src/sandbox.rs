@@ -115,6 +115,7 @@ pub fn set_up(
         logs_dir: machine.process_logs_dir.to_path_buf(),
         records_dir: machine.data_dir.join("supervised"),
         read_only: vec![machine.agent_binary.to_path_buf()],
+        exec_helper: machine.agent_binary.to_path_buf(),
     })?;
     let path = machine
         .terraform_env

@@ -406,3 +406,96 @@ fn a_data_dir_every_sandbox_would_show_is_refused_at_start() {
         "{stderr}"
     );
 }
+
+/// The `ABODE_AGENT_TOKEN`s of the workspace processes of `platform`, read
+/// from their environments (the test's privilege, not a neighbour's).
+fn agent_tokens(platform: &Platform) -> std::collections::BTreeSet<String> {
+    let mut tokens = std::collections::BTreeSet::new();
+    for pid in platform.spawned_processes() {
+        let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        for var in environ.split(|byte| *byte == 0) {
+            if let Some(token) = var.strip_prefix(b"ABODE_AGENT_TOKEN=") {
+                if !token.is_empty() {
+                    tokens.insert(String::from_utf8_lossy(token).into_owned());
+                }
+            }
+        }
+    }
+    tokens
+}
+
+/// Every process's command line, as a user of the machine who is nobody
+/// the platform knows (a uid of its own) reads them.
+fn command_lines_as_a_neighbour() -> String {
+    let script = r#"for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f" 2>/dev/null; echo; done"#;
+    let output = if nix::unistd::geteuid().is_root() {
+        std::process::Command::new("setpriv")
+            .args([
+                "--reuid=4242",
+                "--regid=4242",
+                "--clear-groups",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ])
+            .output()
+            .unwrap()
+    } else {
+        std::process::Command::new("sh")
+            .args(["-c", script])
+            .output()
+            .unwrap()
+    };
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Issue 46: the environment of a workspace process (its agent token) was
+/// on `bwrap`'s command line, which every user of the machine reads in
+/// `/proc/<pid>/cmdline`. While two workspaces run, a neighbour reads every
+/// command line and finds neither token; the agents, given them, connect.
+#[test]
+fn no_command_line_shows_a_workspace_agent_token() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let example = repo_root().join("examples/local-workspace");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ])
+        .ok();
+    for name in ["one", "two"] {
+        platform.run(&["create", name, "--template", "local"]).ok();
+        platform.wait_for_agent(name, "ready", std::time::Duration::from_secs(60));
+    }
+    let tokens = agent_tokens(&platform);
+    assert_eq!(tokens.len(), 2, "one token per workspace: {tokens:?}");
+    let seen = command_lines_as_a_neighbour();
+    // The neighbour does see the sandboxes' command lines.
+    assert!(
+        seen.contains("bwrap") && seen.contains("sandbox-exec"),
+        "{seen}"
+    );
+    for token in &tokens {
+        assert!(
+            !seen.contains(token.as_str()),
+            "an agent token on a command line:\n{seen}"
+        );
+    }
+    // The program's environment is the one the template gave, no more.
+    let env = platform
+        .run(&["ssh", "one", "--", "sh", "-c", "echo \"home=$HOME\""])
+        .ok();
+    assert!(env.stdout.contains("home="), "{env}");
+    platform.run(&["stop", "one"]).ok();
+    platform.run(&["stop", "two"]).ok();
+    util::assert_no_processes_left(&platform, "after the stops");
+}

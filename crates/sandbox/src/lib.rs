@@ -37,12 +37,16 @@
 //! process, so nothing of it is left. The supervisor answers only for processes
 //! it recorded: a template cannot have it signal anything else, and a process's
 //! `dir` must lie in a volume of the machine's volumes dir.
+//! `exec.rs` hands a process its environment on no command line: a sealed
+//! memfd on standard input, read after the drop by `abode sandbox-exec`.
 //!
 //! `crates/abode/tests/e2e_sandbox.rs` holds both.
 
+pub mod exec;
 pub mod supervisor;
 
 use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -106,13 +110,25 @@ pub enum SandboxError {
         "environment variable name {0:?} is not a name (letters, digits and _, not first a digit)"
     )]
     EnvName(String),
+    #[error("environment variable {0}'s value holds a NUL byte")]
+    EnvValue(String),
+    #[error("cannot hand the environment to the sandbox: {0}")]
+    EnvHandOver(String),
 }
 
-/// Where `env` is inside every sandbox (`/usr` is bound read-only).
-const ENV_PROGRAM: &str = "/usr/bin/env";
+/// A sandboxed program whose environment waits on standard input
+/// ([`Sandbox::wrap_with_env`]).
+#[derive(Debug)]
+pub struct Wrapped {
+    /// bwrap.
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    /// Give it as the command's standard input (nothing else reads it).
+    pub stdin: OwnedFd,
+}
 
-/// A variable name a shell would accept: nothing `env` could take for an
-/// option or an assignment's end.
+/// A variable name a shell would accept: nothing that could be taken for
+/// an option or an assignment's end.
 fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
@@ -419,28 +435,34 @@ impl Sandbox {
     }
 
     /// [`Sandbox::wrap`] for a program whose environment comes from the
-    /// caller (a template): the variables are set by `env -i` inside the
-    /// sandbox, after the drop to the unprivileged user, so that `bwrap`
-    /// and `setpriv` (which run with privileges outside and inside) never
-    /// see them: an `LD_PRELOAD` there would be code run as root. Start the
-    /// returned command with a cleared environment.
+    /// caller (a template), which is on no command line at any moment
+    /// (`/proc/<pid>/cmdline` is every user's to read) and in no privileged
+    /// process's environment: `bwrap` and `setpriv` (which run with
+    /// privileges outside and inside) never see it, since an `LD_PRELOAD`
+    /// there would be code run as root. The variables (names only) wait in
+    /// a sealed memfd, the command's standard input, which `helper` (the
+    /// `abode` binary, visible in `view`) reads inside the sandbox after the
+    /// drop to the unprivileged user, before it `execve`s `program` with
+    /// exactly them ([`exec`]). Start the returned command with a cleared
+    /// environment.
     pub fn wrap_with_env(
         &self,
         view: &View,
+        helper: &Path,
         program: &Path,
         args: &[OsString],
         env: &[(String, String)],
-    ) -> Result<(PathBuf, Vec<OsString>), SandboxError> {
-        let mut env_args: Vec<OsString> = vec!["-i".into(), "--".into()];
-        for (name, value) in env {
-            if !is_env_name(name) {
-                return Err(SandboxError::EnvName(name.clone()));
-            }
-            env_args.push(format!("{name}={value}").into());
-        }
-        env_args.push(program.as_os_str().to_owned());
-        env_args.extend(args.iter().cloned());
-        Ok(self.wrap(view, Path::new(ENV_PROGRAM), &env_args))
+    ) -> Result<Wrapped, SandboxError> {
+        let stdin = exec::env_fd(env)?;
+        let mut helper_args: Vec<OsString> = vec![exec::COMMAND.into(), "--".into()];
+        helper_args.push(program.as_os_str().to_owned());
+        helper_args.extend(args.iter().cloned());
+        let (program, args) = self.wrap(view, helper, &helper_args);
+        Ok(Wrapped {
+            program,
+            args,
+            stdin,
+        })
     }
 
     /// Gives `path` and everything under it (links themselves, never what
@@ -546,10 +568,11 @@ mod tests {
     }
 
     /// A template's variables reach the program only, set after the drop:
-    /// never `bwrap`'s or `setpriv`'s own environment, never an option of
-    /// `env`.
+    /// never `bwrap`'s or `setpriv`'s own environment, never an argument of
+    /// any process, and only by name.
     #[test]
     fn a_programs_environment_is_set_after_the_drop_and_only_by_name() {
+        use std::io::Read;
         let sandbox = Sandbox {
             bwrap: "/usr/bin/bwrap".into(),
             drop_to: Some((
@@ -567,38 +590,62 @@ mod tests {
             dir: "/srv/volumes/home".into(),
             ..View::default()
         };
-        let env = [(
-            "LD_PRELOAD".to_string(),
-            "/srv/volumes/x/evil.so".to_string(),
-        )];
-        let (bwrap, args) = sandbox
-            .wrap_with_env(&view, Path::new("/bin/agent"), &["run".into()], &env)
+        let env = [
+            (
+                "LD_PRELOAD".to_string(),
+                "/srv/volumes/x/evil.so".to_string(),
+            ),
+            ("ABODE_AGENT_TOKEN".to_string(), "secret-token".to_string()),
+        ];
+        let helper = Path::new("/opt/abode/abode");
+        let wrapped = sandbox
+            .wrap_with_env(
+                &view,
+                helper,
+                Path::new("/bin/agent"),
+                &["run".into()],
+                &env,
+            )
             .unwrap();
-        assert_eq!(bwrap, Path::new("/usr/bin/bwrap"));
-        let args: Vec<&str> = args.iter().map(|arg| arg.to_str().unwrap()).collect();
+        assert_eq!(wrapped.program, Path::new("/usr/bin/bwrap"));
+        let args: Vec<&str> = wrapped
+            .args
+            .iter()
+            .map(|arg| arg.to_str().unwrap())
+            .collect();
+        for arg in &args {
+            assert!(
+                !arg.contains("evil.so") && !arg.contains("secret-token"),
+                "a value on the command line: {args:?}"
+            );
+        }
         let drop = args
             .iter()
             .position(|arg| *arg == "/usr/bin/setpriv")
             .unwrap();
         let tail = &args[drop..];
-        let env_at = tail.iter().position(|arg| *arg == ENV_PROGRAM).unwrap();
+        let helper_at = tail
+            .iter()
+            .position(|arg| *arg == "/opt/abode/abode")
+            .unwrap();
         assert_eq!(
-            &tail[env_at..],
-            [
-                "/usr/bin/env",
-                "-i",
-                "--",
-                "LD_PRELOAD=/srv/volumes/x/evil.so",
-                "/bin/agent",
-                "run"
-            ]
+            &tail[helper_at..],
+            ["/opt/abode/abode", exec::COMMAND, "--", "/bin/agent", "run"]
         );
-        assert!(tail[..env_at].contains(&"--no-new-privs"), "{tail:?}");
+        assert!(tail[..helper_at].contains(&"--no-new-privs"), "{tail:?}");
+        let mut handed = Vec::new();
+        std::fs::File::from(wrapped.stdin)
+            .read_to_end(&mut handed)
+            .unwrap();
+        assert_eq!(
+            handed,
+            b"LD_PRELOAD=/srv/volumes/x/evil.so\0ABODE_AGENT_TOKEN=secret-token\0"
+        );
         for bad in ["", "-u", "A=B", "1A", "A B", "--"] {
             let env = [(bad.to_string(), "x".to_string())];
             assert!(
                 matches!(
-                    sandbox.wrap_with_env(&view, Path::new("/bin/agent"), &[], &env),
+                    sandbox.wrap_with_env(&view, helper, Path::new("/bin/agent"), &[], &env),
                     Err(SandboxError::EnvName(_))
                 ),
                 "{bad:?}"

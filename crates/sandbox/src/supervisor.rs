@@ -55,6 +55,9 @@ pub struct SupervisorConfig {
     pub records_dir: PathBuf,
     /// Bound read-only into every process's sandbox (the agent's binary).
     pub read_only: Vec<PathBuf>,
+    /// The `abode` binary: bound read-only too, it sets each process's
+    /// environment after the drop (`abode sandbox-exec`, [`crate::exec`]).
+    pub exec_helper: PathBuf,
 }
 
 /// Why the supervisor could not start listening.
@@ -237,26 +240,30 @@ fn start_process(
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let volume_fd = open_volume(&volume)?;
+    let mut read_only = config.read_only.clone();
+    if !read_only.contains(&config.exec_helper) {
+        read_only.push(config.exec_helper.clone());
+    }
     let view = View {
-        read_only: config.read_only.clone(),
+        read_only,
         read_write: Vec::new(),
         read_write_fds: vec![(volume_fd.0, volume)],
         dir: dir.clone(),
         operator_mounts: false,
     };
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-    let (bwrap, bwrap_args) = config
+    let wrapped = config
         .sandbox
-        .wrap_with_env(&view, Path::new(program), &args, env)
+        .wrap_with_env(&view, &config.exec_helper, Path::new(program), &args, env)
         .map_err(|error| format!("abode_process env: {error}"))?;
-    let mut child = Command::new(bwrap)
-        .args(bwrap_args)
+    let mut child = Command::new(wrapped.program)
+        .args(wrapped.args)
         // bwrap and setpriv run privileged: nothing of the template's reaches
-        // them (its variables are set after the drop, by `env -i`).
+        // them (its variables wait on standard input, read after the drop).
         .env_clear()
         .env("PATH", SAFE_PATH)
         .current_dir("/")
-        .stdin(Stdio::null())
+        .stdin(Stdio::from(wrapped.stdin))
         .stdout(log)
         .stderr(log_for_stderr)
         // Its own group: stopped as one, and no signal meant for the
@@ -361,6 +368,7 @@ mod tests {
             logs_dir: root.join("logs"),
             records_dir: root.join("records"),
             read_only: Vec::new(),
+            exec_helper: "/usr/bin/abode".into(),
         }
     }
 
