@@ -126,7 +126,9 @@ pub fn set_up(
         sandbox,
         path,
         vec![machine.provider_mirror.to_path_buf()],
-        vec![machine.volumes_dir.to_path_buf(), socket.clone()],
+        // Not the supervisor's socket: each build is given one of its own,
+        // in its work dir (`abode_contract::supervisor::open_build`).
+        vec![machine.volumes_dir.to_path_buf()],
     )?;
     match &user {
         Some(user) => {

@@ -499,3 +499,140 @@ fn no_command_line_shows_a_workspace_agent_token() {
     platform.run(&["stop", "two"]).ok();
     util::assert_no_processes_left(&platform, "after the stops");
 }
+
+/// What a hostile build asks the process supervisor, as JSON on one line:
+/// about a process of another workspace, on its own socket, and on the
+/// machine's.
+const SUPERVISOR_PROBE: &str = r#"
+import json, os, socket, sys
+
+victim, victim_workspace, machine = sys.argv[1], sys.argv[2], sys.argv[3]
+
+def ask(path, request):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(30)
+        s.connect(path)
+        s.sendall((json.dumps(request) + "\n").encode())
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        return json.loads(data)
+    except Exception as error:
+        return {"unreachable": str(error)}
+
+own = os.environ["ABODE_PROCESS_SUPERVISOR"]
+print(json.dumps({
+    "status": ask(own, {"op": "status", "id": victim}),
+    "stop": ask(own, {"op": "stop", "id": victim, "grace_seconds": 1}),
+    "open": ask(own, {"op": "open", "workspace_id": victim_workspace,
+                      "socket": "/tmp/stolen.sock"}),
+    "machine": ask(machine, {"op": "stop", "id": victim, "grace_seconds": 1}),
+}))
+"#;
+
+/// Issue 46: the supervisor stopped any recorded process for any build. A
+/// template's `local-exec` in a build of workspace B asks it about, and to
+/// stop, workspace A's agent process by its id: to B that process does not
+/// exist, the machine's socket is out of its reach, its own socket opens no
+/// other, and A's process keeps running.
+#[test]
+fn a_build_neither_stops_nor_sees_another_workspaces_process() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let example = repo_root().join("examples/local-workspace");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ])
+        .ok();
+    platform
+        .run(&["create", "victim", "--template", "local"])
+        .ok();
+    platform.wait_for_agent("victim", "ready", std::time::Duration::from_secs(60));
+    let records = util::names_in(&platform.data_dir().join("supervised"));
+    assert_eq!(records.len(), 1, "{records:?}");
+    let victim_id = records[0].clone();
+    let victim_pid: u32 = victim_id.split('-').next().unwrap().parse().unwrap();
+    let victim_workspace = platform.show("victim")["id"].as_str().unwrap().to_string();
+
+    let outside = platform.outside();
+    fs::write(outside.join("probe.py"), SUPERVISOR_PROBE).unwrap();
+    let machine = platform.data_dir().join("supervisor.sock");
+    assert!(machine.exists(), "the machine's socket is where it was");
+    let dir = platform.root().join("attacker");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("main.tf"),
+        format!(
+            r#"terraform {{
+  required_providers {{
+    abode = {{
+      source = "abode/abode"
+    }}
+  }}
+}}
+
+data "abode_workspace" "me" {{}}
+
+resource "terraform_data" "probe" {{
+  count = data.abode_workspace.me.start_count
+  provisioner "local-exec" {{
+    command = "python3 {outside}/probe.py {victim_id} {victim_workspace} {machine} > {outside}/replies.json"
+  }}
+}}
+"#,
+            outside = outside.display(),
+            machine = machine.display(),
+        ),
+    )
+    .unwrap();
+    platform
+        .run(&["templates", "push", "attacker", "-d", dir.to_str().unwrap()])
+        .ok();
+    platform
+        .run(&["create", "attacker", "--template", "attacker"])
+        .ok();
+    let replies: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(outside.join("replies.json")).unwrap()).unwrap();
+    assert_eq!(
+        replies["status"],
+        serde_json::json!({"reply": "status", "running": false}),
+        "another workspace's process is not there for this build: {replies:#}"
+    );
+    assert_eq!(
+        replies["stop"],
+        serde_json::json!({"reply": "stopped"}),
+        "{replies:#}"
+    );
+    assert_eq!(replies["open"]["reply"], "error", "{replies:#}");
+    assert!(
+        replies["machine"]["unreachable"].is_string(),
+        "the machine's socket is in the build's reach: {replies:#}"
+    );
+    // A's process was never signalled: the same process runs, its agent too.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let stat = fs::read_to_string(format!("/proc/{victim_pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+    assert!(
+        !state.is_empty() && !state.starts_with('Z'),
+        "workspace A's process was stopped by B's build"
+    );
+    assert_eq!(
+        util::names_in(&platform.data_dir().join("supervised")),
+        records,
+        "A's record is kept"
+    );
+    platform.wait_for_agent("victim", "ready", std::time::Duration::from_secs(10));
+    // A's own builds still stop it.
+    platform.run(&["stop", "victim"]).ok();
+    util::assert_no_processes_left(&platform, "after the victim's stop");
+}

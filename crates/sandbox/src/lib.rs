@@ -29,14 +29,16 @@
 //! to that user.
 //!
 //! `supervisor.rs` is the process supervisor of the server (or daemon): a
-//! private Unix socket, given to sandboxed builds as
-//! `ABODE_PROCESS_SUPERVISOR`, on which the provider asks to start, check and
-//! stop `abode_process`es (`abode_contract::supervisor`). Each runs in a
-//! sandbox of its own (its volume, the agent binary), is recorded by identity
-//! in `DATA_DIR/supervised`, and a stop kills its PID namespace's first
-//! process, so nothing of it is left. The supervisor answers only for processes
-//! it recorded: a template cannot have it signal anything else, and a process's
-//! `dir` must lie in a volume of the machine's volumes dir.
+//! private machine socket on which the runner opens, for each build, a
+//! socket of the build's own in its work dir (given to the build as
+//! `ABODE_PROCESS_SUPERVISOR`), on which the provider asks to start, check and
+//! stop `abode_process`es (`abode_contract::supervisor`) for the build's
+//! workspace. Each runs in a sandbox of its own (its volume, the agent binary),
+//! is recorded by identity and workspace in `DATA_DIR/supervised`, and a stop
+//! kills its PID namespace's first process, so nothing of it is left. The
+//! supervisor answers only for processes it recorded, each to its own
+//! workspace's builds: a template cannot have it signal anything else, and a
+//! process's `dir` must lie in a volume of the machine's volumes dir.
 //! `exec.rs` hands a process its environment on no command line: a sealed
 //! memfd on standard input, read after the drop by `abode sandbox-exec`.
 //!
