@@ -480,10 +480,7 @@ fn no_command_line_shows_a_workspace_agent_token() {
     assert_eq!(tokens.len(), 2, "one token per workspace: {tokens:?}");
     let seen = command_lines_as_a_neighbour();
     // The neighbour does see the sandboxes' command lines.
-    assert!(
-        seen.contains("bwrap") && seen.contains("sandbox-exec"),
-        "{seen}"
-    );
+    assert!(seen.contains("bwrap"), "{seen}");
     for token in &tokens {
         assert!(
             !seen.contains(token.as_str()),
