@@ -19,6 +19,7 @@ use std::ffi::{CString, OsString};
 use std::io::{Read, Seek, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 use nix::errno::Errno;
 
@@ -82,6 +83,39 @@ pub(crate) fn env_fd(env: &[(String, String)]) -> Result<OwnedFd, SandboxError> 
     .map_err(|error| failed(&error))?;
     file.rewind().map_err(|error| failed(&error))?;
     Ok(OwnedFd::from(file))
+}
+
+impl crate::Sandbox {
+    /// [`Sandbox::wrap`] for a program whose environment comes from the
+    /// caller (a template), which is on no command line at any moment
+    /// (`/proc/<pid>/cmdline` is every user's to read) and in no privileged
+    /// process's environment: `bwrap` and `setpriv` (which run with
+    /// privileges outside and inside) never see it, since an `LD_PRELOAD`
+    /// there would be code run as root. The variables (names only) wait in
+    /// a sealed memfd, the command's standard input, which `helper` (the
+    /// `abode` binary, visible in `view`) reads inside the sandbox after the
+    /// drop to the unprivileged user, before it `execve`s `program` with
+    /// exactly them ([`run`]). Start the returned command with a cleared
+    /// environment.
+    pub fn wrap_with_env(
+        &self,
+        view: &crate::View,
+        helper: &Path,
+        program: &Path,
+        args: &[OsString],
+        env: &[(String, String)],
+    ) -> Result<crate::Wrapped, SandboxError> {
+        let stdin = env_fd(env)?;
+        let mut helper_args: Vec<OsString> = vec![COMMAND.into(), "--".into()];
+        helper_args.push(program.as_os_str().to_owned());
+        helper_args.extend(args.iter().cloned());
+        let (program, args) = self.wrap(view, helper, &helper_args);
+        Ok(crate::Wrapped {
+            program,
+            args,
+            stdin,
+        })
+    }
 }
 
 /// Why [`run`] could not start the program.
@@ -242,6 +276,97 @@ fn candidates(program: &[u8], env: &[CString]) -> Vec<Vec<u8>> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// A template's variables reach the program only, set after the drop:
+    /// never `bwrap`'s or `setpriv`'s own environment, never an argument of
+    /// any process, and only by name.
+    #[test]
+    fn a_programs_environment_is_set_after_the_drop_and_only_by_name() {
+        let sandbox = crate::Sandbox {
+            bwrap: "/usr/bin/bwrap".into(),
+            drop_to: Some((
+                "/usr/bin/setpriv".into(),
+                crate::User {
+                    name: "nobody".into(),
+                    uid: 65534,
+                    gid: 65534,
+                },
+            )),
+            as_root: false,
+            mounts: Vec::new(),
+        };
+        let view = crate::View {
+            dir: "/srv/volumes/home".into(),
+            ..crate::View::default()
+        };
+        let env = [
+            (
+                "LD_PRELOAD".to_string(),
+                "/srv/volumes/x/evil.so".to_string(),
+            ),
+            ("ABODE_AGENT_TOKEN".to_string(), "secret-token".to_string()),
+        ];
+        let helper = std::path::Path::new("/opt/abode/abode");
+        let wrapped = sandbox
+            .wrap_with_env(
+                &view,
+                helper,
+                std::path::Path::new("/bin/agent"),
+                &["run".into()],
+                &env,
+            )
+            .unwrap();
+        assert_eq!(wrapped.program, std::path::Path::new("/usr/bin/bwrap"));
+        let args: Vec<&str> = wrapped
+            .args
+            .iter()
+            .map(|arg| arg.to_str().unwrap())
+            .collect();
+        for arg in &args {
+            assert!(
+                !arg.contains("evil.so") && !arg.contains("secret-token"),
+                "a value on the command line: {args:?}"
+            );
+        }
+        let drop = args
+            .iter()
+            .position(|arg| *arg == "/usr/bin/setpriv")
+            .unwrap();
+        let tail = &args[drop..];
+        let helper_at = tail
+            .iter()
+            .position(|arg| *arg == "/opt/abode/abode")
+            .unwrap();
+        assert_eq!(
+            &tail[helper_at..],
+            ["/opt/abode/abode", COMMAND, "--", "/bin/agent", "run"]
+        );
+        assert!(tail[..helper_at].contains(&"--no-new-privs"), "{tail:?}");
+        let mut handed = Vec::new();
+        std::fs::File::from(wrapped.stdin)
+            .read_to_end(&mut handed)
+            .unwrap();
+        assert_eq!(
+            handed,
+            b"LD_PRELOAD=/srv/volumes/x/evil.so\0ABODE_AGENT_TOKEN=secret-token\0"
+        );
+        for bad in ["", "-u", "A=B", "1A", "A B", "--"] {
+            let env = [(bad.to_string(), "x".to_string())];
+            assert!(
+                matches!(
+                    sandbox.wrap_with_env(
+                        &view,
+                        helper,
+                        std::path::Path::new("/bin/agent"),
+                        &[],
+                        &env
+                    ),
+                    Err(SandboxError::EnvName(_))
+                ),
+                "{bad:?}"
+            );
+        }
+    }
 
     #[test]
     fn variables_are_read_back_exactly_and_only_as_names() {

@@ -436,37 +436,6 @@ impl Sandbox {
         (self.bwrap.clone(), out)
     }
 
-    /// [`Sandbox::wrap`] for a program whose environment comes from the
-    /// caller (a template), which is on no command line at any moment
-    /// (`/proc/<pid>/cmdline` is every user's to read) and in no privileged
-    /// process's environment: `bwrap` and `setpriv` (which run with
-    /// privileges outside and inside) never see it, since an `LD_PRELOAD`
-    /// there would be code run as root. The variables (names only) wait in
-    /// a sealed memfd, the command's standard input, which `helper` (the
-    /// `abode` binary, visible in `view`) reads inside the sandbox after the
-    /// drop to the unprivileged user, before it `execve`s `program` with
-    /// exactly them ([`exec`]). Start the returned command with a cleared
-    /// environment.
-    pub fn wrap_with_env(
-        &self,
-        view: &View,
-        helper: &Path,
-        program: &Path,
-        args: &[OsString],
-        env: &[(String, String)],
-    ) -> Result<Wrapped, SandboxError> {
-        let stdin = exec::env_fd(env)?;
-        let mut helper_args: Vec<OsString> = vec![exec::COMMAND.into(), "--".into()];
-        helper_args.push(program.as_os_str().to_owned());
-        helper_args.extend(args.iter().cloned());
-        let (program, args) = self.wrap(view, helper, &helper_args);
-        Ok(Wrapped {
-            program,
-            args,
-            stdin,
-        })
-    }
-
     /// Gives `path` and everything under it (links themselves, never what
     /// they point to) to the sandbox's user, so that it can write there.
     /// Nothing when sandboxed processes run as this process's user.
@@ -566,92 +535,6 @@ mod tests {
         assert!("/srv/a:ro".parse::<Mount>().unwrap().read_only);
         for bad in ["a", "/a:b", "/a:/b:/c", "/a/../b", "/a:/", ""] {
             assert!(bad.parse::<Mount>().is_err(), "{bad}");
-        }
-    }
-
-    /// A template's variables reach the program only, set after the drop:
-    /// never `bwrap`'s or `setpriv`'s own environment, never an argument of
-    /// any process, and only by name.
-    #[test]
-    fn a_programs_environment_is_set_after_the_drop_and_only_by_name() {
-        use std::io::Read;
-        let sandbox = Sandbox {
-            bwrap: "/usr/bin/bwrap".into(),
-            drop_to: Some((
-                "/usr/bin/setpriv".into(),
-                User {
-                    name: "nobody".into(),
-                    uid: 65534,
-                    gid: 65534,
-                },
-            )),
-            as_root: false,
-            mounts: Vec::new(),
-        };
-        let view = View {
-            dir: "/srv/volumes/home".into(),
-            ..View::default()
-        };
-        let env = [
-            (
-                "LD_PRELOAD".to_string(),
-                "/srv/volumes/x/evil.so".to_string(),
-            ),
-            ("ABODE_AGENT_TOKEN".to_string(), "secret-token".to_string()),
-        ];
-        let helper = Path::new("/opt/abode/abode");
-        let wrapped = sandbox
-            .wrap_with_env(
-                &view,
-                helper,
-                Path::new("/bin/agent"),
-                &["run".into()],
-                &env,
-            )
-            .unwrap();
-        assert_eq!(wrapped.program, Path::new("/usr/bin/bwrap"));
-        let args: Vec<&str> = wrapped
-            .args
-            .iter()
-            .map(|arg| arg.to_str().unwrap())
-            .collect();
-        for arg in &args {
-            assert!(
-                !arg.contains("evil.so") && !arg.contains("secret-token"),
-                "a value on the command line: {args:?}"
-            );
-        }
-        let drop = args
-            .iter()
-            .position(|arg| *arg == "/usr/bin/setpriv")
-            .unwrap();
-        let tail = &args[drop..];
-        let helper_at = tail
-            .iter()
-            .position(|arg| *arg == "/opt/abode/abode")
-            .unwrap();
-        assert_eq!(
-            &tail[helper_at..],
-            ["/opt/abode/abode", exec::COMMAND, "--", "/bin/agent", "run"]
-        );
-        assert!(tail[..helper_at].contains(&"--no-new-privs"), "{tail:?}");
-        let mut handed = Vec::new();
-        std::fs::File::from(wrapped.stdin)
-            .read_to_end(&mut handed)
-            .unwrap();
-        assert_eq!(
-            handed,
-            b"LD_PRELOAD=/srv/volumes/x/evil.so\0ABODE_AGENT_TOKEN=secret-token\0"
-        );
-        for bad in ["", "-u", "A=B", "1A", "A B", "--"] {
-            let env = [(bad.to_string(), "x".to_string())];
-            assert!(
-                matches!(
-                    sandbox.wrap_with_env(&view, helper, Path::new("/bin/agent"), &[], &env),
-                    Err(SandboxError::EnvName(_))
-                ),
-                "{bad:?}"
-            );
         }
     }
 
