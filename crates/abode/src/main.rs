@@ -54,6 +54,17 @@ fn main() -> ExitCode {
     if provider::invoked_as_provider() {
         return provider::serve();
     }
+    // Inside a workspace process's sandbox, after the drop: its environment
+    // from standard input, then its program (`abode_sandbox::exec`).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if args
+        .first()
+        .is_some_and(|first| first == abode_sandbox::exec::COMMAND)
+    {
+        let error = abode_sandbox::exec::run(&args[1..]);
+        eprintln!("abode {}: {error}", abode_sandbox::exec::COMMAND);
+        return ExitCode::from(error.exit_status());
+    }
     // Git's askpass inside a workspace: `abode "Password for 'URL': "`.
     if let Some(socket) = abode_agent::git_auth::socket_from_env() {
         let args: Vec<String> = std::env::args_os()

@@ -406,3 +406,230 @@ fn a_data_dir_every_sandbox_would_show_is_refused_at_start() {
         "{stderr}"
     );
 }
+
+/// The `ABODE_AGENT_TOKEN`s of the workspace processes of `platform`, read
+/// from their environments (the test's privilege, not a neighbour's).
+fn agent_tokens(platform: &Platform) -> std::collections::BTreeSet<String> {
+    let mut tokens = std::collections::BTreeSet::new();
+    for pid in platform.spawned_processes() {
+        let Ok(environ) = fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        for var in environ.split(|byte| *byte == 0) {
+            if let Some(token) = var.strip_prefix(b"ABODE_AGENT_TOKEN=") {
+                if !token.is_empty() {
+                    tokens.insert(String::from_utf8_lossy(token).into_owned());
+                }
+            }
+        }
+    }
+    tokens
+}
+
+/// Every process's command line, as a user of the machine who is nobody
+/// the platform knows (a uid of its own) reads them.
+fn command_lines_as_a_neighbour() -> String {
+    let script = r#"for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f" 2>/dev/null; echo; done"#;
+    let output = if nix::unistd::geteuid().is_root() {
+        std::process::Command::new("setpriv")
+            .args([
+                "--reuid=4242",
+                "--regid=4242",
+                "--clear-groups",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ])
+            .output()
+            .unwrap()
+    } else {
+        std::process::Command::new("sh")
+            .args(["-c", script])
+            .output()
+            .unwrap()
+    };
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Issue 46: the environment of a workspace process (its agent token) was
+/// on `bwrap`'s command line, which every user of the machine reads in
+/// `/proc/<pid>/cmdline`. While two workspaces run, a neighbour reads every
+/// command line and finds neither token; the agents, given them, connect.
+#[test]
+fn no_command_line_shows_a_workspace_agent_token() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let example = repo_root().join("examples/local-workspace");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ])
+        .ok();
+    for name in ["one", "two"] {
+        platform.run(&["create", name, "--template", "local"]).ok();
+        platform.wait_for_agent(name, "ready", std::time::Duration::from_secs(60));
+    }
+    let tokens = agent_tokens(&platform);
+    assert_eq!(tokens.len(), 2, "one token per workspace: {tokens:?}");
+    let seen = command_lines_as_a_neighbour();
+    // The neighbour does see the sandboxes' command lines.
+    assert!(seen.contains("bwrap"), "{seen}");
+    for token in &tokens {
+        assert!(
+            !seen.contains(token.as_str()),
+            "an agent token on a command line:\n{seen}"
+        );
+    }
+    // The program's environment is the one the template gave, no more.
+    let env = platform
+        .run(&["ssh", "one", "--", "sh", "-c", "echo \"home=$HOME\""])
+        .ok();
+    assert!(env.stdout.contains("home="), "{env}");
+    platform.run(&["stop", "one"]).ok();
+    platform.run(&["stop", "two"]).ok();
+    util::assert_no_processes_left(&platform, "after the stops");
+}
+
+/// What a hostile build asks the process supervisor, as JSON on one line:
+/// about a process of another workspace, on its own socket, and on the
+/// machine's.
+const SUPERVISOR_PROBE: &str = r#"
+import json, os, socket, sys
+
+victim, victim_workspace, machine = sys.argv[1], sys.argv[2], sys.argv[3]
+
+def ask(path, request):
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(30)
+        s.connect(path)
+        s.sendall((json.dumps(request) + "\n").encode())
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        return json.loads(data)
+    except Exception as error:
+        return {"unreachable": str(error)}
+
+own = os.environ["ABODE_PROCESS_SUPERVISOR"]
+print(json.dumps({
+    "status": ask(own, {"op": "status", "id": victim}),
+    "stop": ask(own, {"op": "stop", "id": victim, "grace_seconds": 1}),
+    "open": ask(own, {"op": "open", "workspace_id": victim_workspace,
+                      "socket": "/tmp/stolen.sock"}),
+    "machine": ask(machine, {"op": "stop", "id": victim, "grace_seconds": 1}),
+}))
+"#;
+
+/// Issue 46: the supervisor stopped any recorded process for any build. A
+/// template's `local-exec` in a build of workspace B asks it about, and to
+/// stop, workspace A's agent process by its id: to B that process does not
+/// exist, the machine's socket is out of its reach, its own socket opens no
+/// other, and A's process keeps running.
+#[test]
+fn a_build_neither_stops_nor_sees_another_workspaces_process() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let example = repo_root().join("examples/local-workspace");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ])
+        .ok();
+    platform
+        .run(&["create", "victim", "--template", "local"])
+        .ok();
+    platform.wait_for_agent("victim", "ready", std::time::Duration::from_secs(60));
+    let records = util::names_in(&platform.data_dir().join("supervised"));
+    assert_eq!(records.len(), 1, "{records:?}");
+    let victim_id = records[0].clone();
+    let victim_pid: u32 = victim_id.split('-').next().unwrap().parse().unwrap();
+    let victim_workspace = platform.show("victim")["id"].as_str().unwrap().to_string();
+
+    let outside = platform.outside();
+    fs::write(outside.join("probe.py"), SUPERVISOR_PROBE).unwrap();
+    let machine = platform.data_dir().join("supervisor.sock");
+    assert!(machine.exists(), "the machine's socket is where it was");
+    let dir = platform.root().join("attacker");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("main.tf"),
+        format!(
+            r#"terraform {{
+  required_providers {{
+    abode = {{
+      source = "abode/abode"
+    }}
+  }}
+}}
+
+data "abode_workspace" "me" {{}}
+
+resource "terraform_data" "probe" {{
+  count = data.abode_workspace.me.start_count
+  provisioner "local-exec" {{
+    command = "python3 {outside}/probe.py {victim_id} {victim_workspace} {machine} > {outside}/replies.json"
+  }}
+}}
+"#,
+            outside = outside.display(),
+            machine = machine.display(),
+        ),
+    )
+    .unwrap();
+    platform
+        .run(&["templates", "push", "attacker", "-d", dir.to_str().unwrap()])
+        .ok();
+    platform
+        .run(&["create", "attacker", "--template", "attacker"])
+        .ok();
+    let replies: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(outside.join("replies.json")).unwrap()).unwrap();
+    assert_eq!(
+        replies["status"],
+        serde_json::json!({"reply": "status", "running": false}),
+        "another workspace's process is not there for this build: {replies:#}"
+    );
+    assert_eq!(
+        replies["stop"],
+        serde_json::json!({"reply": "stopped"}),
+        "{replies:#}"
+    );
+    assert_eq!(replies["open"]["reply"], "error", "{replies:#}");
+    assert!(
+        replies["machine"]["unreachable"].is_string(),
+        "the machine's socket is in the build's reach: {replies:#}"
+    );
+    // A's process was never signalled: the same process runs, its agent too.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let stat = fs::read_to_string(format!("/proc/{victim_pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+    assert!(
+        !state.is_empty() && !state.starts_with('Z'),
+        "workspace A's process was stopped by B's build"
+    );
+    assert_eq!(
+        util::names_in(&platform.data_dir().join("supervised")),
+        records,
+        "A's record is kept"
+    );
+    platform.wait_for_agent("victim", "ready", std::time::Duration::from_secs(10));
+    // A's own builds still stop it.
+    platform.run(&["stop", "victim"]).ok();
+    util::assert_no_processes_left(&platform, "after the victim's stop");
+}

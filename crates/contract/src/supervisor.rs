@@ -11,6 +11,16 @@
 //!
 //! One request per connection: a JSON object on one line, answered by one
 //! JSON line.
+//!
+//! The provider never reaches the machine's socket: each build (or preview)
+//! gets a socket of its own, opened by the runner on the machine's socket
+//! for the build's workspace ([`open_build`]) in the build's work dir, and
+//! `ABODE_PROCESS_SUPERVISOR` names that one. Whatever is asked on it is
+//! asked for that workspace: a process is started as the workspace's, and
+//! another workspace's process is, to it, a process that does not exist. A
+//! template cannot forge the workspace: it is the socket's, fixed by the
+//! platform before Terraform starts, and no sandbox shows the machine's
+//! socket or another build's work dir.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -37,6 +47,12 @@ pub enum Request {
     /// SIGTERM to the process and everything it started, SIGKILL to what is
     /// left after `grace_seconds`; its log is removed.
     Stop { id: String, grace_seconds: u64 },
+    /// The runner's, on the machine's socket only: listen on `socket` for
+    /// the build of `workspace_id` while this connection stays open.
+    Open {
+        workspace_id: String,
+        socket: String,
+    },
 }
 
 /// What the supervisor answers.
@@ -53,6 +69,8 @@ pub enum Reply {
         running: bool,
     },
     Stopped,
+    /// The build's socket listens, until the connection that asked closes.
+    Opened,
     /// A refusal or failure, one line, safe to show in a build's log.
     Error {
         message: String,
@@ -66,11 +84,59 @@ pub enum SupervisorError {
     Unreachable { socket: String, reason: String },
     #[error("the process supervisor's answer cannot be read: {0}")]
     BadReply(String),
+    #[error("the process supervisor refused to open a socket for the build: {0}")]
+    Refused(String),
 }
 
 /// Sends one request and reads its answer. `timeout` bounds each read and
 /// write (a stop waits for its grace: give it more).
 pub fn call(socket: &Path, request: &Request, timeout: Duration) -> Result<Reply, SupervisorError> {
+    ask(socket, request, timeout).map(|(reply, _)| reply)
+}
+
+/// A build's own socket ([`Request::Open`]): it listens while this lives.
+#[derive(Debug)]
+pub struct BuildSocket {
+    path: std::path::PathBuf,
+    /// Closed when dropped: the supervisor then stops listening.
+    _connection: UnixStream,
+}
+
+impl BuildSocket {
+    /// What the build's `ABODE_PROCESS_SUPERVISOR` names.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Asks the machine's supervisor (at `machine`) to listen on `socket` for
+/// a build of `workspace_id`, until the returned value is dropped.
+pub fn open_build(
+    machine: &Path,
+    workspace_id: &str,
+    socket: &Path,
+    timeout: Duration,
+) -> Result<BuildSocket, SupervisorError> {
+    let request = Request::Open {
+        workspace_id: workspace_id.to_string(),
+        socket: socket.display().to_string(),
+    };
+    match ask(machine, &request, timeout)? {
+        (Reply::Opened, connection) => Ok(BuildSocket {
+            path: socket.to_path_buf(),
+            _connection: connection,
+        }),
+        (Reply::Error { message }, _) => Err(SupervisorError::Refused(message)),
+        (other, _) => Err(SupervisorError::BadReply(format!("{other:?}"))),
+    }
+}
+
+/// One request, its answer, and the connection (still open).
+fn ask(
+    socket: &Path,
+    request: &Request,
+    timeout: Duration,
+) -> Result<(Reply, UnixStream), SupervisorError> {
     let unreachable = |reason: std::io::Error| SupervisorError::Unreachable {
         socket: socket.display().to_string(),
         reason: reason.to_string(),
@@ -87,10 +153,13 @@ pub fn call(socket: &Path, request: &Request, timeout: Duration) -> Result<Reply
     line.push(b'\n');
     stream.write_all(&line).map_err(unreachable)?;
     let mut answer = Vec::new();
-    BufReader::new(stream.take_bounded())
+    // One line and nothing after it: no buffer keeps what is not read.
+    BufReader::new((&stream).take_bounded())
         .read_until(b'\n', &mut answer)
         .map_err(unreachable)?;
-    serde_json::from_slice(&answer).map_err(|error| SupervisorError::BadReply(error.to_string()))
+    let reply = serde_json::from_slice(&answer)
+        .map_err(|error| SupervisorError::BadReply(error.to_string()))?;
+    Ok((reply, stream))
 }
 
 /// A stream read no further than [`MAX_LINE`] bytes.
@@ -118,5 +187,13 @@ mod tests {
         assert_eq!(serde_json::from_str::<Request>(&text).unwrap(), request);
         let reply: Reply = serde_json::from_str(r#"{"reply":"status","running":true}"#).unwrap();
         assert_eq!(reply, Reply::Status { running: true });
+        let open = Request::Open {
+            workspace_id: "w".into(),
+            socket: "/s".into(),
+        };
+        assert_eq!(
+            serde_json::to_string(&open).unwrap(),
+            r#"{"op":"open","workspace_id":"w","socket":"/s"}"#
+        );
     }
 }

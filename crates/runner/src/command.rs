@@ -153,6 +153,41 @@ pub fn contract_env(
     env
 }
 
+/// Where a run's own process supervisor socket is, in its work dir.
+pub const SUPERVISOR_SOCKET: &str = "supervisor.sock";
+
+/// The run's own socket of this machine's process supervisor (at
+/// `machine`), for `workspace_id`, in `work_dir` (which its sandbox shows):
+/// what `ABODE_PROCESS_SUPERVISOR` names while it lives. Every request on
+/// it is that workspace's (`abode_contract::supervisor`). `None` without a
+/// supervisor (the sandbox off).
+pub async fn open_process_supervisor(
+    machine: Option<&Path>,
+    work_dir: &Path,
+    workspace_id: &str,
+) -> Result<Option<abode_contract::supervisor::BuildSocket>, Failure> {
+    let Some(machine) = machine else {
+        return Ok(None);
+    };
+    let (machine, socket, workspace_id) = (
+        machine.to_path_buf(),
+        work_dir.join(SUPERVISOR_SOCKET),
+        workspace_id.to_string(),
+    );
+    tokio::task::spawn_blocking(move || {
+        abode_contract::supervisor::open_build(
+            &machine,
+            &workspace_id,
+            &socket,
+            std::time::Duration::from_secs(30),
+        )
+    })
+    .await
+    .map_err(|error| Failure::failed(error.to_string()))?
+    .map(Some)
+    .map_err(|error| Failure::failed(error.to_string()))
+}
+
 /// `terraform show -json` of the saved plan in `work_dir`'s template dir.
 pub async fn show_plan(
     work_dir: &Path,

@@ -19,7 +19,9 @@ use tokio::sync::watch;
 
 use abode_terraform::isolation::Isolation;
 
-use crate::command::{contract_env, hand_over, show_plan, TerraformCommand, WorkDirLayout};
+use crate::command::{
+    contract_env, hand_over, open_process_supervisor, show_plan, TerraformCommand, WorkDirLayout,
+};
 use crate::host::{
     sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogLevel,
     LogStage, StateKept, Verdict,
@@ -60,8 +62,9 @@ pub struct RunnerConfig {
     /// The sandbox every Terraform run goes in; `None` only when the
     /// operator turned it off (`--terraform-sandbox off`).
     pub isolation: Option<Arc<Isolation>>,
-    /// The process supervisor's socket, handed to the provider
-    /// (`ABODE_PROCESS_SUPERVISOR`) when Terraform runs sandboxed.
+    /// The machine's process supervisor socket when Terraform runs
+    /// sandboxed: each run opens one of its own on it, for its workspace,
+    /// which the provider is handed (`ABODE_PROCESS_SUPERVISOR`).
     pub process_supervisor: Option<PathBuf>,
 }
 
@@ -189,12 +192,32 @@ pub async fn run_job<H: BuildHost>(
             .map(|()| cli_config),
         Err(failure) => Err(failure),
     };
+    // The run's own supervisor socket, for its workspace; closed when the
+    // run ends.
+    let mut supervisor = None;
+    let laid_out = match laid_out {
+        Ok(cli_config) => open_process_supervisor(
+            config.process_supervisor.as_deref(),
+            &work_dir,
+            &inputs.context.workspace_id,
+        )
+        .await
+        .map(|socket| {
+            supervisor = socket;
+            cli_config
+        }),
+        Err(failure) => Err(failure),
+    };
     let result = match laid_out {
         Err(failure) => Err(failure),
         Ok(cli_config) => {
             run.env = contract_env(
                 &config.terraform_env,
-                local_context(config, inputs.context),
+                local_context(
+                    config,
+                    supervisor.as_ref().map(|socket| socket.path()),
+                    inputs.context,
+                ),
                 &cli_config,
             );
             if !local_state {
@@ -217,6 +240,7 @@ pub async fn run_job<H: BuildHost>(
             }
         }
     };
+    drop(supervisor);
     let kept = run.offer_last_state().await;
     // Whatever happened, no Terraform of this run runs any more.
     host.release_state_lock(&backend).await;
@@ -252,13 +276,18 @@ async fn retention_files(
     .map_err(|error| Failure::failed(error.to_string()))
 }
 
-/// The contract with this machine's directories and agent binary.
-fn local_context(config: &RunnerConfig, mut context: BuildContext) -> BuildContext {
+/// The contract with this machine's directories and agent binary, and the
+/// run's own process supervisor socket.
+fn local_context(
+    config: &RunnerConfig,
+    supervisor: Option<&std::path::Path>,
+    mut context: BuildContext,
+) -> BuildContext {
     context.volumes_dir = config.volumes_dir.clone();
     context.process_logs_dir = config.process_logs_dir.clone();
     context.agent_binary = config.agent_binary.clone();
     context.agent_ca_cert = config.ca_cert.clone();
-    context.process_supervisor = config.process_supervisor.clone();
+    context.process_supervisor = supervisor.map(std::path::Path::to_path_buf);
     context
 }
 

@@ -29,20 +29,26 @@
 //! to that user.
 //!
 //! `supervisor.rs` is the process supervisor of the server (or daemon): a
-//! private Unix socket, given to sandboxed builds as
-//! `ABODE_PROCESS_SUPERVISOR`, on which the provider asks to start, check and
-//! stop `abode_process`es (`abode_contract::supervisor`). Each runs in a
-//! sandbox of its own (its volume, the agent binary), is recorded by identity
-//! in `DATA_DIR/supervised`, and a stop kills its PID namespace's first
-//! process, so nothing of it is left. The supervisor answers only for processes
-//! it recorded: a template cannot have it signal anything else, and a process's
-//! `dir` must lie in a volume of the machine's volumes dir.
+//! private machine socket on which the runner opens, for each build, a
+//! socket of the build's own in its work dir (given to the build as
+//! `ABODE_PROCESS_SUPERVISOR`), on which the provider asks to start, check and
+//! stop `abode_process`es (`abode_contract::supervisor`) for the build's
+//! workspace. Each runs in a sandbox of its own (its volume, the agent binary),
+//! is recorded by identity and workspace in `DATA_DIR/supervised`, and a stop
+//! kills its PID namespace's first process, so nothing of it is left. The
+//! supervisor answers only for processes it recorded, each to its own
+//! workspace's builds: a template cannot have it signal anything else, and a
+//! process's `dir` must lie in a volume of the machine's volumes dir.
+//! `exec.rs` hands a process its environment on no command line: a sealed
+//! memfd on standard input, read after the drop by `abode sandbox-exec`.
 //!
 //! `crates/abode/tests/e2e_sandbox.rs` holds both.
 
+pub mod exec;
 pub mod supervisor;
 
 use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -106,13 +112,25 @@ pub enum SandboxError {
         "environment variable name {0:?} is not a name (letters, digits and _, not first a digit)"
     )]
     EnvName(String),
+    #[error("environment variable {0}'s value holds a NUL byte")]
+    EnvValue(String),
+    #[error("cannot hand the environment to the sandbox: {0}")]
+    EnvHandOver(String),
 }
 
-/// Where `env` is inside every sandbox (`/usr` is bound read-only).
-const ENV_PROGRAM: &str = "/usr/bin/env";
+/// A sandboxed program whose environment waits on standard input
+/// ([`Sandbox::wrap_with_env`]).
+#[derive(Debug)]
+pub struct Wrapped {
+    /// bwrap.
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    /// Give it as the command's standard input (nothing else reads it).
+    pub stdin: OwnedFd,
+}
 
-/// A variable name a shell would accept: nothing `env` could take for an
-/// option or an assignment's end.
+/// A variable name a shell would accept: nothing that could be taken for
+/// an option or an assignment's end.
 fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
@@ -418,31 +436,6 @@ impl Sandbox {
         (self.bwrap.clone(), out)
     }
 
-    /// [`Sandbox::wrap`] for a program whose environment comes from the
-    /// caller (a template): the variables are set by `env -i` inside the
-    /// sandbox, after the drop to the unprivileged user, so that `bwrap`
-    /// and `setpriv` (which run with privileges outside and inside) never
-    /// see them: an `LD_PRELOAD` there would be code run as root. Start the
-    /// returned command with a cleared environment.
-    pub fn wrap_with_env(
-        &self,
-        view: &View,
-        program: &Path,
-        args: &[OsString],
-        env: &[(String, String)],
-    ) -> Result<(PathBuf, Vec<OsString>), SandboxError> {
-        let mut env_args: Vec<OsString> = vec!["-i".into(), "--".into()];
-        for (name, value) in env {
-            if !is_env_name(name) {
-                return Err(SandboxError::EnvName(name.clone()));
-            }
-            env_args.push(format!("{name}={value}").into());
-        }
-        env_args.push(program.as_os_str().to_owned());
-        env_args.extend(args.iter().cloned());
-        Ok(self.wrap(view, Path::new(ENV_PROGRAM), &env_args))
-    }
-
     /// Gives `path` and everything under it (links themselves, never what
     /// they point to) to the sandbox's user, so that it can write there.
     /// Nothing when sandboxed processes run as this process's user.
@@ -542,67 +535,6 @@ mod tests {
         assert!("/srv/a:ro".parse::<Mount>().unwrap().read_only);
         for bad in ["a", "/a:b", "/a:/b:/c", "/a/../b", "/a:/", ""] {
             assert!(bad.parse::<Mount>().is_err(), "{bad}");
-        }
-    }
-
-    /// A template's variables reach the program only, set after the drop:
-    /// never `bwrap`'s or `setpriv`'s own environment, never an option of
-    /// `env`.
-    #[test]
-    fn a_programs_environment_is_set_after_the_drop_and_only_by_name() {
-        let sandbox = Sandbox {
-            bwrap: "/usr/bin/bwrap".into(),
-            drop_to: Some((
-                "/usr/bin/setpriv".into(),
-                User {
-                    name: "nobody".into(),
-                    uid: 65534,
-                    gid: 65534,
-                },
-            )),
-            as_root: false,
-            mounts: Vec::new(),
-        };
-        let view = View {
-            dir: "/srv/volumes/home".into(),
-            ..View::default()
-        };
-        let env = [(
-            "LD_PRELOAD".to_string(),
-            "/srv/volumes/x/evil.so".to_string(),
-        )];
-        let (bwrap, args) = sandbox
-            .wrap_with_env(&view, Path::new("/bin/agent"), &["run".into()], &env)
-            .unwrap();
-        assert_eq!(bwrap, Path::new("/usr/bin/bwrap"));
-        let args: Vec<&str> = args.iter().map(|arg| arg.to_str().unwrap()).collect();
-        let drop = args
-            .iter()
-            .position(|arg| *arg == "/usr/bin/setpriv")
-            .unwrap();
-        let tail = &args[drop..];
-        let env_at = tail.iter().position(|arg| *arg == ENV_PROGRAM).unwrap();
-        assert_eq!(
-            &tail[env_at..],
-            [
-                "/usr/bin/env",
-                "-i",
-                "--",
-                "LD_PRELOAD=/srv/volumes/x/evil.so",
-                "/bin/agent",
-                "run"
-            ]
-        );
-        assert!(tail[..env_at].contains(&"--no-new-privs"), "{tail:?}");
-        for bad in ["", "-u", "A=B", "1A", "A B", "--"] {
-            let env = [(bad.to_string(), "x".to_string())];
-            assert!(
-                matches!(
-                    sandbox.wrap_with_env(&view, Path::new("/bin/agent"), &[], &env),
-                    Err(SandboxError::EnvName(_))
-                ),
-                "{bad:?}"
-            );
         }
     }
 

@@ -14,10 +14,21 @@
 //! by its record (its pid and start time) under the supervisor's records
 //! directory. Only recorded processes are answered for or stopped, so a
 //! template cannot have the supervisor signal anything else.
+//!
+//! Every request is a workspace's. The machine's socket (private to this
+//! process's user, in the data dir, shown to no sandbox) takes only the
+//! runner's [`Request::Open`]: it names a build's workspace and a path in the
+//! build's work dir, where the supervisor listens for that build until the
+//! runner's connection closes. What a build asks on its own socket is asked
+//! for its workspace: a process it starts is recorded as the workspace's, and
+//! a process recorded as another workspace's is answered for as one that does
+//! not exist (not running; stopped), so a template can neither stop another
+//! workspace's process nor learn that an id it guessed is one.
 
 use std::ffi::OsString;
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
@@ -45,7 +56,8 @@ static SPAWNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[derive(Debug, Clone)]
 pub struct SupervisorConfig {
     pub sandbox: Sandbox,
-    /// The socket the sandboxes are given.
+    /// The machine's socket, on which the runner opens each build's own
+    /// ([`Request::Open`]); no sandbox is given it.
     pub socket: PathBuf,
     /// A process's `dir` must lie in a volume under this directory.
     pub volumes_dir: PathBuf,
@@ -55,6 +67,9 @@ pub struct SupervisorConfig {
     pub records_dir: PathBuf,
     /// Bound read-only into every process's sandbox (the agent's binary).
     pub read_only: Vec<PathBuf>,
+    /// The `abode` binary: bound read-only too, it sets each process's
+    /// environment after the drop (`abode sandbox-exec`, [`crate::exec`]).
+    pub exec_helper: PathBuf,
 }
 
 /// Why the supervisor could not start listening.
@@ -66,8 +81,8 @@ pub enum SupervisorStartError {
     Sandbox(#[from] crate::SandboxError),
 }
 
-/// Starts listening on the config's socket (made anew, 0600, the sandbox
-/// user's) and serves each connection on a thread of its own.
+/// Starts listening on the config's socket (made anew, 0600, this
+/// process's user's) and serves each connection on a thread of its own.
 pub fn start(config: SupervisorConfig) -> Result<(), SupervisorStartError> {
     let shown = config.socket.display().to_string();
     let listen_error = |error: std::io::Error| SupervisorStartError::Listen {
@@ -86,7 +101,6 @@ pub fn start(config: SupervisorConfig) -> Result<(), SupervisorStartError> {
     }
     let listener = UnixListener::bind(&config.socket).map_err(listen_error)?;
     fs::set_permissions(&config.socket, fs::Permissions::from_mode(0o600)).map_err(listen_error)?;
-    config.sandbox.hand_over_one(&config.socket)?;
     let config = std::sync::Arc::new(config);
     std::thread::Builder::new()
         .name("process-supervisor".into())
@@ -96,7 +110,7 @@ pub fn start(config: SupervisorConfig) -> Result<(), SupervisorStartError> {
                 let config = config.clone();
                 let spawned = std::thread::Builder::new()
                     .name("process-supervisor-call".into())
-                    .spawn(move || serve(&config, stream));
+                    .spawn(move || serve_machine(&config, stream));
                 if let Err(error) = spawned {
                     tracing::warn!(%error, "cannot serve a call of the process supervisor");
                 }
@@ -106,45 +120,212 @@ pub fn start(config: SupervisorConfig) -> Result<(), SupervisorStartError> {
     Ok(())
 }
 
-fn serve(config: &SupervisorConfig, stream: UnixStream) {
+/// One request read from `stream`.
+fn read_request(stream: &UnixStream) -> Result<Request, Reply> {
     let mut line = Vec::new();
-    let read = BufReader::new((&stream).take(MAX_LINE as u64)).read_until(b'\n', &mut line);
-    let reply = match read {
-        Err(error) => Reply::Error {
+    // One line: a caller sends nothing after it.
+    let read = BufReader::new(stream.take(MAX_LINE as u64)).read_until(b'\n', &mut line);
+    match read {
+        Err(error) => Err(Reply::Error {
             message: format!("cannot read the request: {error}"),
-        },
-        Ok(_) => match serde_json::from_slice::<Request>(&line) {
-            Err(error) => Reply::Error {
-                message: format!("not a request: {error}"),
-            },
-            Ok(request) => answer(config, request),
-        },
-    };
-    let Ok(mut text) = serde_json::to_vec(&reply) else {
-        return;
-    };
-    text.push(b'\n');
-    // A caller that went away wants no answer.
-    let _ = (&stream).write_all(&text);
+        }),
+        Ok(_) => serde_json::from_slice::<Request>(&line).map_err(|error| Reply::Error {
+            message: format!("not a request: {error}"),
+        }),
+    }
 }
 
-/// What a request gets: the one place each operation is decided.
-pub fn answer(config: &SupervisorConfig, request: Request) -> Reply {
+/// Writes `reply` as one line; false when the caller went away.
+fn send(stream: &UnixStream, reply: &Reply) -> bool {
+    let Ok(mut text) = serde_json::to_vec(reply) else {
+        return false;
+    };
+    text.push(b'\n');
+    let mut stream = stream;
+    stream.write_all(&text).is_ok()
+}
+
+/// A call on the machine's socket: only the runner's `Open` of a build's.
+fn serve_machine(config: &std::sync::Arc<SupervisorConfig>, stream: UnixStream) {
+    match read_request(&stream) {
+        Err(reply) => {
+            send(&stream, &reply);
+        }
+        Ok(Request::Open {
+            workspace_id,
+            socket,
+        }) => serve_build_socket(config, stream, workspace_id, PathBuf::from(socket)),
+        Ok(_) => {
+            send(
+                &stream,
+                &Reply::Error {
+                    message: "the machine's socket opens builds' sockets only: ask on the build's own (ABODE_PROCESS_SUPERVISOR)".into(),
+                },
+            );
+        }
+    }
+}
+
+/// Listens on `socket` for the build of `workspace_id` while `control` (the
+/// runner's connection) stays open, then removes it.
+fn serve_build_socket(
+    config: &std::sync::Arc<SupervisorConfig>,
+    control: UnixStream,
+    workspace_id: String,
+    socket: PathBuf,
+) {
+    let listener = match listen_for_build(config, &workspace_id, &socket) {
+        Ok(listener) => listener,
+        Err(message) => {
+            send(&control, &Reply::Error { message });
+            return;
+        }
+    };
+    if send(&control, &Reply::Opened) {
+        serve_build_calls(config, &control, &listener, &workspace_id);
+    }
+    drop(listener);
+    // The build's work dir: a link put there since is removed, never followed.
+    let _ = fs::remove_file(&socket);
+}
+
+fn listen_for_build(
+    config: &SupervisorConfig,
+    workspace_id: &str,
+    socket: &Path,
+) -> Result<UnixListener, String> {
+    if workspace_id.trim().is_empty() || !socket.is_absolute() {
+        return Err("a build's socket needs a workspace and an absolute path".into());
+    }
+    let failed = |error: &dyn std::fmt::Display| {
+        format!(
+            "cannot listen on the build's process supervisor socket {}: {error}",
+            socket.display()
+        )
+    };
+    match fs::remove_file(socket) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => return Err(failed(&error)),
+    }
+    let listener = UnixListener::bind(socket).map_err(|error| failed(&error))?;
+    fs::set_permissions(socket, fs::Permissions::from_mode(0o600))
+        .map_err(|error| failed(&error))?;
+    config
+        .sandbox
+        .hand_over_one(socket)
+        .map_err(|error| failed(&error))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(|error| failed(&error))?;
+    Ok(listener)
+}
+
+/// Serves each call on the build's socket on a thread of its own, until
+/// the runner's connection ends (or says anything: it says nothing more).
+fn serve_build_calls(
+    config: &std::sync::Arc<SupervisorConfig>,
+    control: &UnixStream,
+    listener: &UnixListener,
+    workspace_id: &str,
+) {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    loop {
+        let mut fds = [
+            PollFd::new(control.as_fd(), PollFlags::POLLIN),
+            PollFd::new(listener.as_fd(), PollFlags::POLLIN),
+        ];
+        match poll(&mut fds, PollTimeout::NONE) {
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(error) => {
+                tracing::warn!(%error, "the process supervisor stops listening for a build");
+                return;
+            }
+        }
+        if fds[0].any().unwrap_or(true) {
+            return;
+        }
+        loop {
+            let stream = match listener.accept() {
+                Ok((stream, _)) => stream,
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(error) => {
+                    tracing::warn!(%error, "the process supervisor cannot accept a build's call");
+                    break;
+                }
+            };
+            if stream.set_nonblocking(false).is_err() {
+                continue;
+            }
+            let config = config.clone();
+            let workspace_id = workspace_id.to_string();
+            let spawned = std::thread::Builder::new()
+                .name("process-supervisor-call".into())
+                .spawn(move || {
+                    let reply = match read_request(&stream) {
+                        Err(reply) => reply,
+                        Ok(request) => answer(&config, &workspace_id, request),
+                    };
+                    // A caller that went away wants no answer.
+                    send(&stream, &reply);
+                });
+            if let Err(error) = spawned {
+                tracing::warn!(%error, "cannot serve a call of the process supervisor");
+            }
+        }
+    }
+}
+
+/// What a request of a build of `workspace_id` gets: the one place each
+/// operation is decided.
+pub fn answer(config: &SupervisorConfig, workspace_id: &str, request: Request) -> Reply {
     let result = match request {
-        Request::Start { command, env, dir } => start_process(config, &command, &env, &dir),
+        Request::Start { command, env, dir } => {
+            start_process(config, workspace_id, &command, &env, &dir)
+        }
         Request::Status { id } => Ok(Reply::Status {
-            running: recorded(config, &id).is_some_and(|(identity, _)| identity.is_running()),
+            running: recorded(config, &id, workspace_id)
+                .is_some_and(|(identity, _)| identity.is_running()),
         }),
-        Request::Stop { id, grace_seconds } => stop_process(config, &id, grace_seconds),
+        Request::Stop { id, grace_seconds } => {
+            stop_process(config, workspace_id, &id, grace_seconds)
+        }
+        Request::Open { .. } => Err("a build's socket opens no other".into()),
     };
     result.unwrap_or_else(|message| Reply::Error { message })
 }
 
-/// The record of `id`, when the supervisor started it: its identity and log.
-fn recorded(config: &SupervisorConfig, id: &str) -> Option<(Identity, PathBuf)> {
+/// The record of `id`, when the supervisor started it for `workspace_id`:
+/// its identity and log. A process of another workspace is not there for
+/// it. A record from before workspaces were recorded (one line) is
+/// everyone's, as it was, until its process is stopped.
+fn recorded(
+    config: &SupervisorConfig,
+    id: &str,
+    workspace_id: &str,
+) -> Option<(Identity, PathBuf)> {
     let identity = Identity::parse(id)?;
-    let log = fs::read_to_string(config.records_dir.join(identity.to_text())).ok()?;
-    Some((identity, PathBuf::from(log.trim())))
+    let record = fs::read_to_string(config.records_dir.join(identity.to_text())).ok()?;
+    let mut lines = record.lines();
+    let log = lines.next()?.trim();
+    if let Some(owner) = lines
+        .next()
+        .map(str::trim)
+        .filter(|owner| !owner.is_empty())
+    {
+        if owner != workspace_id {
+            tracing::warn!(
+                asking = workspace_id,
+                owner,
+                process = id,
+                "a build asked about another workspace's process: answered as unknown"
+            );
+            return None;
+        }
+    }
+    Some((identity, PathBuf::from(log)))
 }
 
 /// The volume that holds `dir`: `<volumes dir>/<name>`, both real paths.
@@ -211,6 +392,7 @@ fn open_volume(path: &Path) -> Result<VolumeFd, String> {
 
 fn start_process(
     config: &SupervisorConfig,
+    workspace_id: &str,
     command: &[String],
     env: &[(String, String)],
     dir: &str,
@@ -237,26 +419,30 @@ fn start_process(
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let volume_fd = open_volume(&volume)?;
+    let mut read_only = config.read_only.clone();
+    if !read_only.contains(&config.exec_helper) {
+        read_only.push(config.exec_helper.clone());
+    }
     let view = View {
-        read_only: config.read_only.clone(),
+        read_only,
         read_write: Vec::new(),
         read_write_fds: vec![(volume_fd.0, volume)],
         dir: dir.clone(),
         operator_mounts: false,
     };
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-    let (bwrap, bwrap_args) = config
+    let wrapped = config
         .sandbox
-        .wrap_with_env(&view, Path::new(program), &args, env)
+        .wrap_with_env(&view, &config.exec_helper, Path::new(program), &args, env)
         .map_err(|error| format!("abode_process env: {error}"))?;
-    let mut child = Command::new(bwrap)
-        .args(bwrap_args)
+    let mut child = Command::new(wrapped.program)
+        .args(wrapped.args)
         // bwrap and setpriv run privileged: nothing of the template's reaches
-        // them (its variables are set after the drop, by `env -i`).
+        // them (its variables wait on standard input, read after the drop).
         .env_clear()
         .env("PATH", SAFE_PATH)
         .current_dir("/")
-        .stdin(Stdio::null())
+        .stdin(Stdio::from(wrapped.stdin))
         .stdout(log)
         .stderr(log_for_stderr)
         // Its own group: stopped as one, and no signal meant for the
@@ -288,7 +474,7 @@ fn start_process(
         ));
     };
     let record = config.records_dir.join(identity.to_text());
-    fs::write(&record, log_path.display().to_string())
+    fs::write(&record, format!("{}\n{workspace_id}\n", log_path.display()))
         .map_err(|error| format!("cannot record the process: {error}"))?;
     Ok(Reply::Started {
         id: identity.to_text(),
@@ -297,9 +483,14 @@ fn start_process(
     })
 }
 
-fn stop_process(config: &SupervisorConfig, id: &str, grace_seconds: u64) -> Result<Reply, String> {
-    let Some((identity, log)) = recorded(config, id) else {
-        // Not one of ours (or stopped already): nothing to signal.
+fn stop_process(
+    config: &SupervisorConfig,
+    workspace_id: &str,
+    id: &str,
+    grace_seconds: u64,
+) -> Result<Reply, String> {
+    let Some((identity, log)) = recorded(config, id, workspace_id) else {
+        // Not one of this workspace's (or stopped already): nothing to signal.
         return Ok(Reply::Stopped);
     };
     if identity.is_running() {
@@ -361,6 +552,7 @@ mod tests {
             logs_dir: root.join("logs"),
             records_dir: root.join("records"),
             read_only: Vec::new(),
+            exec_helper: "/usr/bin/abode".into(),
         }
     }
 
@@ -389,5 +581,81 @@ mod tests {
         }
         assert!(open_volume(&canonical.join("mine")).is_ok());
         assert!(open_volume(&canonical.join("swapped")).is_err());
+    }
+
+    /// A process is answered for to its own workspace's builds only; to
+    /// another's it does not exist. A record from before workspaces were
+    /// recorded is everyone's, as it was.
+    #[test]
+    fn a_process_is_there_only_for_its_own_workspace() {
+        let root = tempfile::tempdir().unwrap();
+        let config = config(root.path());
+        fs::create_dir_all(&config.records_dir).unwrap();
+        let me = Identity::of(i32::try_from(std::process::id()).unwrap()).unwrap();
+        let id = me.to_text();
+        let record = config.records_dir.join(&id);
+        fs::write(&record, "/logs/a.log\nworkspace-a\n").unwrap();
+        let (identity, log) = recorded(&config, &id, "workspace-a").unwrap();
+        assert_eq!((identity, log), (me, PathBuf::from("/logs/a.log")));
+        assert!(recorded(&config, &id, "workspace-b").is_none());
+        let status = answer(&config, "workspace-b", Request::Status { id: id.clone() });
+        assert_eq!(status, Reply::Status { running: false });
+        let stop = Request::Stop {
+            id: id.clone(),
+            grace_seconds: 0,
+        };
+        // This test's own process: a stop that signalled would end it.
+        assert_eq!(answer(&config, "workspace-b", stop), Reply::Stopped);
+        assert!(
+            record.exists(),
+            "another workspace's stop removed the record"
+        );
+        let status = answer(&config, "workspace-a", Request::Status { id: id.clone() });
+        assert_eq!(status, Reply::Status { running: true });
+        fs::write(&record, "/logs/a.log\n").unwrap();
+        assert!(recorded(&config, &id, "workspace-b").is_some());
+        let open = Request::Open {
+            workspace_id: "workspace-a".into(),
+            socket: root.path().join("x.sock").display().to_string(),
+        };
+        assert!(matches!(
+            answer(&config, "workspace-b", open),
+            Reply::Error { .. }
+        ));
+    }
+
+    /// The machine's socket only opens builds' sockets; a build's listens
+    /// while the runner's connection lasts, answers for its workspace, and
+    /// is gone after.
+    #[test]
+    fn a_builds_socket_lives_as_long_as_the_runners_connection() {
+        use abode_contract::supervisor::{call, open_build};
+        let root = tempfile::tempdir().unwrap();
+        let config = config(root.path());
+        start(config.clone()).unwrap();
+        let mode = fs::metadata(&config.socket).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let timeout = Duration::from_secs(5);
+        let refused = call(
+            &config.socket,
+            &Request::Status { id: "1-2".into() },
+            timeout,
+        )
+        .unwrap();
+        assert!(matches!(refused, Reply::Error { .. }), "{refused:?}");
+        let work = root.path().join("work");
+        fs::create_dir_all(&work).unwrap();
+        let path = work.join("supervisor.sock");
+        let build = open_build(&config.socket, "workspace-a", &path, timeout).unwrap();
+        assert_eq!(build.path(), path);
+        let status = call(&path, &Request::Status { id: "1-2".into() }, timeout).unwrap();
+        assert_eq!(status, Reply::Status { running: false });
+        drop(build);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while path.exists() && Instant::now() < deadline {
+            std::thread::sleep(POLL);
+        }
+        assert!(!path.exists(), "the build's socket outlived its run");
+        assert!(call(&path, &Request::Status { id: "1-2".into() }, timeout).is_err());
     }
 }

@@ -247,6 +247,7 @@ pub fn set_up_sandbox(
         logs_dir: machine.process_logs_dir.to_path_buf(),
         records_dir: machine.data_dir.join("supervised"),
         read_only: vec![machine.agent_binary.to_path_buf()],
+        exec_helper: machine.agent_binary.to_path_buf(),
     })?;
     let path = machine
         .terraform_env
@@ -257,7 +258,9 @@ pub fn set_up_sandbox(
         sandbox,
         path,
         vec![machine.provider_mirror.to_path_buf()],
-        vec![machine.volumes_dir.to_path_buf(), socket.clone()],
+        // Not the supervisor's socket: each build is given one of its own,
+        // in its work dir (`abode_contract::supervisor::open_build`).
+        vec![machine.volumes_dir.to_path_buf()],
     )?;
     match &user {
         Some(user) => {

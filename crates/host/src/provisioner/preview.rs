@@ -13,7 +13,9 @@ use abode_store::{ClaimedPreview, PreviewOutcome, PreviewStatus, SystemActor, Tr
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use abode_runner::command::{contract_env, show_plan, TerraformCommand, WorkDirLayout};
+use abode_runner::command::{
+    contract_env, open_process_supervisor, show_plan, TerraformCommand, WorkDirLayout,
+};
 use abode_runner::workdir::{self, PLAN_FILE};
 use abode_runner::{Failure, LogStage};
 
@@ -202,6 +204,18 @@ async fn plan_and_judge(
         },
     );
     context.owner_groups = owner_groups;
+    // The preview's own supervisor socket, for the workspace it plans on
+    // (a plan asks whether the workspace's processes run); closed at the end.
+    let supervisor = open_process_supervisor(
+        config.process_supervisor.as_deref(),
+        &work_dir,
+        &workspace.id,
+    )
+    .await
+    .map_err(&failed)?;
+    context.process_supervisor = supervisor
+        .as_ref()
+        .map(|socket| socket.path().to_path_buf());
     let env = contract_env(&config.terraform_env, context, &cli_config);
     let terraform = |stage: LogStage, args: Vec<String>| {
         let command = TerraformCommand::<BuildLog> {

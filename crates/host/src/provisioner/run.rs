@@ -95,7 +95,8 @@ pub(super) fn workspace_context(
         agent_ca_cert: config.ca_cert.clone(),
         volumes_dir: config.volumes_dir(),
         process_logs_dir: config.process_logs_dir(),
-        process_supervisor: config.process_supervisor.clone(),
+        // The run's own socket, opened for this workspace where it runs.
+        process_supervisor: None,
         parameters: run.parameters,
         development: false,
         template_import: false,
