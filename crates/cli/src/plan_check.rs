@@ -2,7 +2,7 @@
 //! Terraform pipeline can ask whether a plan destroys protected resources.
 
 use crate::exit;
-use abode_guard::{Address, Initiator, Mode, Origin, Plan, Rule, Transition};
+use abode_guard::{Address, BuildIntent, Initiator, Mode, Origin, Plan, Rule};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
@@ -18,8 +18,8 @@ pub struct PlanCheckArgs {
     /// The build's transition; only `delete` (a person's) and `claim` (the first build of a
     /// claimed prebuilt workspace, which held no one's data) may destroy
     /// protected resources; a claim lists everything it destroys.
-    #[arg(long, value_enum, default_value_t = TransitionArg::Start)]
-    pub transition: TransitionArg,
+    #[arg(long, value_enum, default_value_t = BuildIntentArg::Start)]
+    pub transition: BuildIntentArg,
     /// Who asked for the build: a person, or the system on its own (a scheduled
     /// autostart, autostop or dormant deletion). A delete the system started
     /// destroys no protected resource without a person: it is held for a
@@ -42,7 +42,7 @@ pub struct PlanCheckArgs {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum TransitionArg {
+pub enum BuildIntentArg {
     Start,
     Stop,
     Delete,
@@ -77,10 +77,10 @@ const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
 pub fn run(args: PlanCheckArgs) -> Result<ExitCode> {
     let plan = load_plan(&args.plan)?;
     let transition = match args.transition {
-        TransitionArg::Start => Transition::Start,
-        TransitionArg::Stop => Transition::Stop,
-        TransitionArg::Delete => Transition::Delete,
-        TransitionArg::Claim => Transition::Claim,
+        BuildIntentArg::Start => BuildIntent::Start,
+        BuildIntentArg::Stop => BuildIntent::Stop,
+        BuildIntentArg::Delete => BuildIntent::Delete,
+        BuildIntentArg::Claim => BuildIntent::Claim,
     };
     let initiator = match args.initiator {
         InitiatorArg::Person => Initiator::Person,

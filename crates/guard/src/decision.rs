@@ -17,7 +17,7 @@ pub const REPORT_SCHEMA_VERSION: u32 = 1;
 /// protected resources.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Transition {
+pub enum BuildIntent {
     Start,
     Stop,
     Delete,
@@ -27,50 +27,50 @@ pub enum Transition {
     Claim,
 }
 
-impl Transition {
-    pub fn parse(s: &str) -> Option<Transition> {
+impl BuildIntent {
+    pub fn parse(s: &str) -> Option<BuildIntent> {
         match s {
-            "start" => Some(Transition::Start),
-            "stop" => Some(Transition::Stop),
-            "delete" => Some(Transition::Delete),
-            "claim" => Some(Transition::Claim),
+            "start" => Some(BuildIntent::Start),
+            "stop" => Some(BuildIntent::Stop),
+            "delete" => Some(BuildIntent::Delete),
+            "claim" => Some(BuildIntent::Claim),
             _ => None,
         }
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Transition::Start => "start",
-            Transition::Stop => "stop",
-            Transition::Delete => "delete",
-            Transition::Claim => "claim",
+            BuildIntent::Start => "start",
+            BuildIntent::Stop => "stop",
+            BuildIntent::Delete => "delete",
+            BuildIntent::Claim => "claim",
         }
     }
 }
 
-impl Transition {
+impl BuildIntent {
     /// How a build of `transition` is judged; `claim`: the build hands a
     /// prebuilt workspace to the person who claimed it (a `start` to the
     /// store and the environment contract, a `claim` here).
-    pub fn of_build(transition: abode_contract::Transition, claim: bool) -> Transition {
+    pub fn of_build(transition: abode_contract::Transition, claim: bool) -> BuildIntent {
         match transition {
-            abode_contract::Transition::Start if claim => Transition::Claim,
+            abode_contract::Transition::Start if claim => BuildIntent::Claim,
             other => other.into(),
         }
     }
 }
 
-impl From<abode_contract::Transition> for Transition {
-    fn from(transition: abode_contract::Transition) -> Transition {
+impl From<abode_contract::Transition> for BuildIntent {
+    fn from(transition: abode_contract::Transition) -> BuildIntent {
         match transition {
-            abode_contract::Transition::Start => Transition::Start,
-            abode_contract::Transition::Stop => Transition::Stop,
-            abode_contract::Transition::Delete => Transition::Delete,
+            abode_contract::Transition::Start => BuildIntent::Start,
+            abode_contract::Transition::Stop => BuildIntent::Stop,
+            abode_contract::Transition::Delete => BuildIntent::Delete,
         }
     }
 }
 
-impl fmt::Display for Transition {
+impl fmt::Display for BuildIntent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -301,7 +301,7 @@ impl ClaimReplacement {
 pub struct Report {
     pub schema_version: u32,
     pub decision: Decision,
-    pub transition: Transition,
+    pub transition: BuildIntent,
     /// Who asked for the build. Absent from the JSON when a person did, so
     /// reports of builds people start read as before.
     #[serde(default, skip_serializing_if = "Initiator::is_person")]
@@ -356,7 +356,7 @@ impl Report {
 /// Decides on a plan of a build a person asked for. `rules` are the caller's;
 /// the template's `abode_protect` annotations are read from the plan and added
 /// to them.
-pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
+pub fn evaluate(plan: &Plan, transition: BuildIntent, rules: &[Rule]) -> Report {
     evaluate_as(plan, transition, Initiator::Person, rules)
 }
 
@@ -366,7 +366,7 @@ pub fn evaluate(plan: &Plan, transition: Transition, rules: &[Rule]) -> Report {
 /// workspace themselves).
 pub fn evaluate_as(
     plan: &Plan,
-    transition: Transition,
+    transition: BuildIntent,
     initiator: Initiator,
     rules: &[Rule],
 ) -> Report {
@@ -386,12 +386,12 @@ pub fn evaluate_delete(
     retain: &[Address],
 ) -> Report {
     let retain: Vec<Address> = retain.iter().map(Address::resource).collect();
-    judge(plan, Transition::Delete, initiator, rules, &retain)
+    judge(plan, BuildIntent::Delete, initiator, rules, &retain)
 }
 
 fn judge(
     plan: &Plan,
-    transition: Transition,
+    transition: BuildIntent,
     initiator: Initiator,
     rules: &[Rule],
     retain: &[Address],
@@ -476,7 +476,7 @@ fn judge(
                 });
             }
         }
-        if transition == Transition::Claim {
+        if transition == BuildIntent::Claim {
             claim_replacements.push(ClaimReplacement {
                 address: change.address.clone(),
                 action,
@@ -502,7 +502,7 @@ fn judge(
         }
         let outcome = match transition {
             // Only a person's delete means to destroy the workspace's data.
-            Transition::Delete if initiator == Initiator::Person => Decision::Allow,
+            BuildIntent::Delete if initiator == Initiator::Person => Decision::Allow,
             // The data is already gone; a confirmation acknowledges that the
             // new object will be empty. Blocking would leave no way forward.
             _ if recreated_after_drift => Decision::Confirm,
@@ -625,7 +625,7 @@ fn protections_for(
 fn reason(
     change: &ResourceChange,
     action: Action,
-    transition: Transition,
+    transition: BuildIntent,
     drift: Option<&Drift>,
     format: PlanFormat,
 ) -> String {
@@ -668,7 +668,7 @@ fn reason(
         }
         // A delete that retains plans without the template's resources.
         Some("delete_because_no_resource_config" | "delete_because_no_module")
-            if transition == Transition::Delete =>
+            if transition == BuildIntent::Delete =>
         {
             "deleted because the workspace is being deleted".into()
         }
@@ -697,7 +697,7 @@ fn reason(
             "deleted because a moved block points at an address the template no longer has".into()
         }
         Some(other) => format!("{verb} (Terraform's reason: {other})"),
-        None if transition == Transition::Delete => {
+        None if transition == BuildIntent::Delete => {
             format!("{verb} because the workspace is being deleted")
         }
         // Older formats never say why (Terraform 1.0 only for replacements):
@@ -731,20 +731,26 @@ fn join_words(items: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::Transition;
+    use super::BuildIntent;
     use abode_contract::Transition as Build;
 
     #[test]
     fn only_a_claimed_start_is_judged_as_a_claim() {
-        assert_eq!(Transition::of_build(Build::Start, true), Transition::Claim);
-        assert_eq!(Transition::of_build(Build::Start, false), Transition::Start);
-        assert_eq!(Transition::of_build(Build::Stop, true), Transition::Stop);
         assert_eq!(
-            Transition::of_build(Build::Delete, true),
-            Transition::Delete
+            BuildIntent::of_build(Build::Start, true),
+            BuildIntent::Claim
+        );
+        assert_eq!(
+            BuildIntent::of_build(Build::Start, false),
+            BuildIntent::Start
+        );
+        assert_eq!(BuildIntent::of_build(Build::Stop, true), BuildIntent::Stop);
+        assert_eq!(
+            BuildIntent::of_build(Build::Delete, true),
+            BuildIntent::Delete
         );
         for transition in [Build::Start, Build::Stop, Build::Delete] {
-            assert_eq!(Transition::from(transition).as_str(), transition.as_str());
+            assert_eq!(BuildIntent::from(transition).as_str(), transition.as_str());
         }
     }
 }

@@ -12,7 +12,7 @@
 //!
 //! ```
 //! let plan = abode_guard::read_plan_slice(br#"{"format_version":"1.2","planned_values":{}}"#).unwrap();
-//! let report = abode_guard::evaluate(&plan, abode_guard::Transition::Start, &[]);
+//! let report = abode_guard::evaluate(&plan, abode_guard::BuildIntent::Start, &[]);
 //! assert_eq!(report.decision, abode_guard::Decision::Allow);
 //! ```
 //!
@@ -87,8 +87,8 @@ mod value;
 
 pub use address::{Address, AddressError, InstanceKey, ModuleStep};
 pub use decision::{
-    evaluate, evaluate_as, evaluate_delete, Action, ClaimReplacement, Decision, DriftReport,
-    Initiator, ProtectedChange, Protection, Report, RetainedResource, Summary, Transition,
+    evaluate, evaluate_as, evaluate_delete, Action, BuildIntent, ClaimReplacement, Decision,
+    DriftReport, Initiator, ProtectedChange, Protection, Report, RetainedResource, Summary,
     UnprotectedChange, REPORT_SCHEMA_VERSION,
 };
 pub use format::{MissingExplanation, OlderPlanFormat, PlanFormat};

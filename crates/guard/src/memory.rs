@@ -6,7 +6,7 @@
 //! successful build and hands it back to [`crate::evaluate`] as rules.
 
 use crate::address::Address;
-use crate::decision::{Action, Transition};
+use crate::decision::{Action, BuildIntent};
 use crate::plan::{Plan, ResourceMode};
 use crate::rules::{self, Mode, Origin, RetainRule, Rule};
 use serde::{Deserialize, Serialize};
@@ -45,11 +45,11 @@ pub fn remembered_rules(memory: &[RememberedProtection]) -> Vec<Rule> {
 /// forgets everything: the workspace is gone.
 pub fn protections_after_apply(
     plan: &Plan,
-    transition: Transition,
+    transition: BuildIntent,
     rules: &[Rule],
     memory: &[RememberedProtection],
 ) -> Vec<RememberedProtection> {
-    if transition == Transition::Delete {
+    if transition == BuildIntent::Delete {
         return Vec::new();
     }
     let mut all_rules = rules.to_vec();

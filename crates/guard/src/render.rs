@@ -2,7 +2,7 @@
 //! (`-/+`, `# forces replacement`) so operators recognise it at a glance.
 
 use crate::decision::{
-    Action, ClaimReplacement, Decision, Initiator, ProtectedChange, Report, Transition,
+    Action, BuildIntent, ClaimReplacement, Decision, Initiator, ProtectedChange, Report,
 };
 use std::fmt::Write;
 
@@ -73,7 +73,7 @@ pub fn render_text(report: &Report, color: bool) -> String {
         style.bold("Abode plan guard:"),
         report.transition
     );
-    if by_system && report.transition == Transition::Delete {
+    if by_system && report.transition == BuildIntent::Delete {
         let _ = writeln!(
             out,
             "A delete the system started (not a person's) destroys no protected resource without a person: its rules hold the delete for a confirmation or block it."
@@ -227,22 +227,22 @@ pub fn render_text(report: &Report, color: bool) -> String {
         .iter()
         .filter(|c| c.protected)
         .count();
-    let system_delete = by_system && report.transition == Transition::Delete;
+    let system_delete = by_system && report.transition == BuildIntent::Delete;
     let conclusion = match (report.decision, report.transition) {
-        (Decision::Allow, Transition::Claim) if claimed > 0 => format!(
+        (Decision::Allow, BuildIntent::Claim) if claimed > 0 => format!(
             "Decision: allow. This is a prebuild claim: {claimed} resource(s) of the prebuilt workspace will be replaced or deleted, {claimed_protected} of them protected; no one's data is lost."
         ),
-        (Decision::Allow, Transition::Claim) => {
+        (Decision::Allow, BuildIntent::Claim) => {
             "Decision: allow. This is a prebuild claim: no resource of the prebuilt workspace is replaced or deleted.".into()
         }
-        (Decision::Allow, Transition::Delete) if protected > 0 => format!(
+        (Decision::Allow, BuildIntent::Delete) if protected > 0 => format!(
             "Decision: allow. This is a workspace deletion: {protected} protected resource(s) will be destroyed as intended."
         ),
         (Decision::Allow, _) => "Decision: allow. No protected resource is destroyed or replaced.".into(),
-        (Decision::Confirm, Transition::Delete) if system_delete => format!(
+        (Decision::Confirm, BuildIntent::Delete) if system_delete => format!(
             "Decision: confirm. The system started this delete, not a person: {protected} protected resource(s) would be destroyed; a person must confirm this exact plan."
         ),
-        (Decision::Block, Transition::Delete) if system_delete => format!(
+        (Decision::Block, BuildIntent::Delete) if system_delete => format!(
             "Decision: block. The system started this delete, not a person: {protected} protected resource(s) would be destroyed, and a block rule forbids it without a person; a person can delete the workspace, or release the protection."
         ),
         (Decision::Confirm, _) => format!(

@@ -10,7 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use abode_guard::{Address, Decision, Initiator, Mode, Origin, Rule, Transition};
+use abode_guard::{Address, BuildIntent, Decision, Initiator, Mode, Origin, Rule};
 use std::path::{Path, PathBuf};
 
 /// Marker that every fixture secret contains; it must never reach any output.
@@ -20,9 +20,9 @@ fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
 }
 
-fn parse_check_args(text: &str) -> (Transition, Initiator, Vec<Rule>) {
+fn parse_check_args(text: &str) -> (BuildIntent, Initiator, Vec<Rule>) {
     let words: Vec<&str> = text.split_whitespace().collect();
-    let mut transition = Transition::Start;
+    let mut transition = BuildIntent::Start;
     let mut initiator = Initiator::Person;
     let mut mode = Mode::Confirm;
     let mut addresses = Vec::new();
@@ -31,7 +31,7 @@ fn parse_check_args(text: &str) -> (Transition, Initiator, Vec<Rule>) {
     while i < words.len() {
         let value = words.get(i + 1).copied().unwrap_or_default();
         match words[i] {
-            "--transition" => transition = Transition::parse(value).expect("transition"),
+            "--transition" => transition = BuildIntent::parse(value).expect("transition"),
             "--initiator" => initiator = Initiator::parse(value).expect("initiator"),
             "--mode" => mode = Mode::parse(value).expect("mode"),
             "--protect" => addresses.push(Address::parse(value).expect("address")),
@@ -177,7 +177,7 @@ fn check_other_transitions(
             [transition, initiator, decision] => (transition, *initiator, decision),
             _ => panic!("{}: bad other-transitions line {line:?}", case.display()),
         };
-        let transition = Transition::parse(transition).expect("transition");
+        let transition = BuildIntent::parse(transition).expect("transition");
         let initiator = Initiator::parse(initiator).expect("initiator");
         let want = Decision::parse(decision).expect("decision");
         let got = abode_guard::evaluate_as(plan, transition, initiator, rules).decision;
@@ -213,8 +213,8 @@ fn a_claim_allows_and_lists_what_a_start_build_judges() {
         let args = std::fs::read_to_string(case.join("check-args")).unwrap_or_default();
         let (_, _, rules) = parse_check_args(&args);
         let plan = abode_guard::read_plan_slice(&bytes).unwrap();
-        let start = abode_guard::evaluate(&plan, Transition::Start, &rules);
-        let claim = abode_guard::evaluate(&plan, Transition::Claim, &rules);
+        let start = abode_guard::evaluate(&plan, BuildIntent::Start, &rules);
+        let claim = abode_guard::evaluate(&plan, BuildIntent::Claim, &rules);
         let name = case.display();
         assert_eq!(claim.decision, Decision::Allow, "{name}");
         assert!(claim.protected_changes.is_empty(), "{name}");
@@ -268,9 +268,10 @@ fn a_system_delete_judges_protected_resources_as_a_start_build() {
         let (_, _, rules) = parse_check_args(&args);
         let plan = abode_guard::read_plan_slice(&bytes).unwrap();
         let name = case.display();
-        let start = abode_guard::evaluate(&plan, Transition::Start, &rules);
-        let person = abode_guard::evaluate(&plan, Transition::Delete, &rules);
-        let system = abode_guard::evaluate_as(&plan, Transition::Delete, Initiator::System, &rules);
+        let start = abode_guard::evaluate(&plan, BuildIntent::Start, &rules);
+        let person = abode_guard::evaluate(&plan, BuildIntent::Delete, &rules);
+        let system =
+            abode_guard::evaluate_as(&plan, BuildIntent::Delete, Initiator::System, &rules);
         let outcomes = |report: &abode_guard::Report| -> Vec<(String, Decision)> {
             report
                 .protected_changes
@@ -299,7 +300,7 @@ fn a_system_delete_judges_protected_resources_as_a_start_build() {
             "{name}"
         );
         assert!(!person.to_json().contains("\"initiator\""), "{name}");
-        for transition in [Transition::Start, Transition::Stop, Transition::Claim] {
+        for transition in [BuildIntent::Start, BuildIntent::Stop, BuildIntent::Claim] {
             let by_person = abode_guard::evaluate(&plan, transition, &rules);
             let by_system = abode_guard::evaluate_as(&plan, transition, Initiator::System, &rules);
             assert_eq!(
@@ -391,10 +392,10 @@ fn peer_plans_are_readable() {
             .map(|c| Rule::resource_type(&c.resource_type, Mode::Block, Origin::Caller))
             .collect();
         for transition in [
-            Transition::Start,
-            Transition::Stop,
-            Transition::Delete,
-            Transition::Claim,
+            BuildIntent::Start,
+            BuildIntent::Stop,
+            BuildIntent::Delete,
+            BuildIntent::Claim,
         ] {
             for initiator in [Initiator::Person, Initiator::System] {
                 let report = abode_guard::evaluate_as(&plan, transition, initiator, &every_type);

@@ -2,10 +2,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use abode_guard::{Mode, RememberedProtection, Transition};
+use abode_guard::{BuildIntent, Mode, RememberedProtection};
 use std::path::Path;
 
-fn check(case: &str, transition: Transition, memory: &[(&str, Mode)], expect: &[(&str, Mode)]) {
+fn check(case: &str, transition: BuildIntent, memory: &[(&str, Mode)], expect: &[(&str, Mode)]) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(case)
@@ -28,26 +28,26 @@ fn check(case: &str, transition: Transition, memory: &[(&str, Mode)], expect: &[
 fn annotations_are_remembered() {
     check(
         "annotation-root",
-        Transition::Start,
+        BuildIntent::Start,
         &[],
         &[("terraform_data.home", Mode::Confirm)],
     );
     check(
         "annotation-block",
-        Transition::Stop,
+        BuildIntent::Stop,
         &[],
         &[("terraform_data.home", Mode::Block)],
     );
     check(
         "annotation-count",
-        Transition::Start,
+        BuildIntent::Start,
         &[],
         &[("terraform_data.home[0]", Mode::Confirm)],
     );
     // The abode provider's own volume is the home disk templates protect.
     check(
         "provider-replace-protected-volume",
-        Transition::Start,
+        BuildIntent::Start,
         &[],
         &[("abode_volume.home", Mode::Confirm)],
     );
@@ -57,13 +57,13 @@ fn annotations_are_remembered() {
 fn memory_outlives_the_annotation_and_follows_moves() {
     check(
         "moved-rename",
-        Transition::Start,
+        BuildIntent::Start,
         &[("terraform_data.home", Mode::Block)],
         &[("terraform_data.home_volume", Mode::Block)],
     );
     check(
         "replace-triggers",
-        Transition::Start,
+        BuildIntent::Start,
         &[("terraform_data.home", Mode::Confirm)],
         &[("terraform_data.home", Mode::Confirm)],
     );
@@ -75,7 +75,7 @@ fn memory_of_resources_the_plan_does_not_mention_is_kept() {
     // about it: its protection must survive the build.
     check(
         "replace-triggers",
-        Transition::Start,
+        BuildIntent::Start,
         &[
             ("terraform_data.home", Mode::Confirm),
             ("terraform_data.elsewhere[\"b\"]", Mode::Block),
@@ -91,19 +91,19 @@ fn memory_of_resources_the_plan_does_not_mention_is_kept() {
 fn destroyed_and_deleted_workspaces_forget() {
     check(
         "block-removed",
-        Transition::Stop,
+        BuildIntent::Stop,
         &[("terraform_data.home", Mode::Confirm)],
         &[],
     );
     check(
         "destroy-delete",
-        Transition::Delete,
+        BuildIntent::Delete,
         &[("terraform_data.home", Mode::Block)],
         &[],
     );
     check(
         "removed-forget",
-        Transition::Stop,
+        BuildIntent::Stop,
         &[("terraform_data.home", Mode::Block)],
         &[],
     );
@@ -118,7 +118,7 @@ fn remembered_protections_hold_in_the_guard() {
         mode: Mode::Confirm,
         retain: None,
     }]);
-    let report = abode_guard::evaluate(&plan, Transition::Stop, &rules);
+    let report = abode_guard::evaluate(&plan, BuildIntent::Stop, &rules);
     assert_eq!(report.decision, abode_guard::Decision::Confirm);
     assert_eq!(
         report.protected_changes[0].protected_by[0].by,

@@ -14,7 +14,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use abode_guard::{Address, Decision, Initiator, Mode, Origin, Rule, Transition};
+use abode_guard::{Address, BuildIntent, Decision, Initiator, Mode, Origin, Rule};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -798,16 +798,16 @@ fn destroyed(model: &Model, format: Format) -> Vec<(String, bool, Option<Mode>)>
 fn expected(
     model: &Model,
     format: Format,
-    transition: Transition,
+    transition: BuildIntent,
     initiator: Initiator,
 ) -> BTreeMap<String, Decision> {
     let mut out = BTreeMap::new();
-    if transition == Transition::Claim {
+    if transition == BuildIntent::Claim {
         return out;
     }
     // Only a person's delete means to destroy protected data; a delete the
     // system started is held or blocked by the same rules as a start.
-    let intended_delete = transition == Transition::Delete && initiator == Initiator::Person;
+    let intended_delete = transition == BuildIntent::Delete && initiator == Initiator::Person;
     for (address, recreated, strictest) in destroyed(model, format) {
         let Some(strictest) = strictest else {
             continue;
@@ -986,7 +986,7 @@ fn secret_plan(
 /// Every output the guard gives for a plan: text, coloured text, JSON.
 fn outputs(
     plan: &[(&str, Value)],
-    transition: Transition,
+    transition: BuildIntent,
     initiator: Initiator,
     rules: &[Rule],
 ) -> Vec<String> {
@@ -1109,7 +1109,7 @@ proptest! {
         let bytes = serde_json::to_vec(&plan_json(&model, format)).unwrap();
         let plan = abode_guard::read_plan_slice(&bytes).unwrap();
         let rules = guard_rules(&model);
-        let builds = [Transition::Start, Transition::Stop, Transition::Delete, Transition::Claim]
+        let builds = [BuildIntent::Start, BuildIntent::Stop, BuildIntent::Delete, BuildIntent::Claim]
             .into_iter()
             .flat_map(|t| [(t, Initiator::Person), (t, Initiator::System)]);
         for (transition, initiator) in builds {
@@ -1133,13 +1133,13 @@ proptest! {
                 .map(|c| (c.address.clone(), c.protected))
                 .collect();
             claimed.sort();
-            let want_claimed = if transition == Transition::Claim {
+            let want_claimed = if transition == BuildIntent::Claim {
                 expected_claim(&model, format)
             } else {
                 Vec::new()
             };
             prop_assert_eq!(&claimed, &want_claimed, "{} build by the {}", transition, initiator);
-            if transition == Transition::Claim {
+            if transition == BuildIntent::Claim {
                 prop_assert!(report.unprotected_destroys.is_empty());
             }
             let want = expected(&model, format, transition, initiator);
@@ -1164,7 +1164,7 @@ proptest! {
         secret in secret(),
         place in prop::sample::select(vec![Place::Whole, Place::Inside, Place::MapKey, Place::ListElement]),
         marks in prop::sample::select(vec![Marks::Before, Marks::After, Marks::Both, Marks::RootVariable]),
-        transition in prop::sample::select(vec![Transition::Start, Transition::Stop, Transition::Delete, Transition::Claim]),
+        transition in prop::sample::select(vec![BuildIntent::Start, BuildIntent::Stop, BuildIntent::Delete, BuildIntent::Claim]),
         initiator in prop::sample::select(vec![Initiator::Person, Initiator::System]),
         format in format(),
         values_kept in any::<bool>(),
@@ -1211,7 +1211,7 @@ proptest! {
         if let Some(b) = bytes.get_mut(flip) { *b = b'"'; }
         bytes.truncate(cut);
         if let Ok(plan) = abode_guard::read_plan_slice(&bytes) {
-            let report = abode_guard::evaluate(&plan, Transition::Start, &[]);
+            let report = abode_guard::evaluate(&plan, BuildIntent::Start, &[]);
             abode_guard::render_text(&report, false);
         }
     }
@@ -1621,7 +1621,7 @@ proptest! {
         }
         let rest = case.plan(|i| case.kept(i));
         let rest_decision =
-            abode_guard::evaluate_as(&rest, Transition::Delete, initiator, &rules).decision;
+            abode_guard::evaluate_as(&rest, BuildIntent::Delete, initiator, &rules).decision;
         if destroys_retained {
             prop_assert_eq!(report.decision, Decision::Block);
         } else {
@@ -1643,7 +1643,7 @@ proptest! {
         // (c) Without a retain list, exactly the delete of `evaluate_as`.
         prop_assert_eq!(
             abode_guard::evaluate_delete(&plan, initiator, &rules, &[]),
-            abode_guard::evaluate_as(&plan, Transition::Delete, initiator, &rules)
+            abode_guard::evaluate_as(&plan, BuildIntent::Delete, initiator, &rules)
         );
     }
 
@@ -1680,13 +1680,13 @@ proptest! {
         for initiator in [Initiator::Person, Initiator::System] {
             prop_assert_eq!(
                 abode_guard::evaluate_delete(&with, initiator, &rules, &[]),
-                abode_guard::evaluate_as(&with, Transition::Delete, initiator, &rules)
+                abode_guard::evaluate_as(&with, BuildIntent::Delete, initiator, &rules)
             );
         }
 
         // (d) Every build's report is the same with and without them, but
         // for the warnings about them.
-        let builds = [Transition::Start, Transition::Stop, Transition::Delete, Transition::Claim]
+        let builds = [BuildIntent::Start, BuildIntent::Stop, BuildIntent::Delete, BuildIntent::Claim]
             .into_iter()
             .flat_map(|t| [(t, Initiator::Person), (t, Initiator::System)]);
         for (transition, initiator) in builds {
@@ -1699,7 +1699,7 @@ proptest! {
 
         // Memory: the same instances with the same modes, now with the
         // delete rule of the annotations covering each.
-        for transition in [Transition::Start, Transition::Stop] {
+        for transition in [BuildIntent::Start, BuildIntent::Stop] {
             let before = abode_guard::protections_after_apply(&plain, transition, &rules, &[]);
             let after = abode_guard::protections_after_apply(&with, transition, &rules, &[]);
             let strip = |m: &[abode_guard::RememberedProtection]| -> Vec<(String, Mode)> {

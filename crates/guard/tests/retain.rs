@@ -6,8 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use abode_guard::{
-    parse_retain_for, Address, Decision, Expire, Initiator, Mode, Origin, RememberedProtection,
-    RetainRule, Rule, Target, Transition,
+    parse_retain_for, Address, BuildIntent, Decision, Expire, Initiator, Mode, Origin,
+    RememberedProtection, RetainRule, Rule, Target,
 };
 use serde_json::{json, Value};
 
@@ -81,10 +81,10 @@ fn read(extra: Value) -> (Option<RetainRule>, Vec<String>) {
         &[("terraform_data.home", extra)],
         &[("terraform_data.home", &["update"], None)],
     );
-    let memory = abode_guard::protections_after_apply(&plan, Transition::Start, &[], &[]);
+    let memory = abode_guard::protections_after_apply(&plan, BuildIntent::Start, &[], &[]);
     assert_eq!(memory.len(), 1, "{memory:?}");
     assert_eq!(memory[0].address, "terraform_data.home");
-    let warnings = abode_guard::evaluate(&plan, Transition::Start, &[]).warnings;
+    let warnings = abode_guard::evaluate(&plan, BuildIntent::Start, &[]).warnings;
     (memory[0].retain, warnings)
 }
 
@@ -278,7 +278,7 @@ fn memory_keeps_what_retains_longest() {
                 ("terraform_data.cache", &["no-op"], None),
             ],
         );
-        abode_guard::protections_after_apply(&plan, Transition::Start, &[], memory)
+        abode_guard::protections_after_apply(&plan, BuildIntent::Start, &[], memory)
     };
     let home = "terraform_data.home";
     let retains = |days: &str, expire: &str| json!({"on_delete": literal("retain"), "retain_for": literal(days), "expire": literal(expire)});
@@ -369,7 +369,7 @@ fn memory_keeps_what_retains_longest() {
     )];
     let plan = plan(&[], &[("terraform_data.home", &["update"], None)]);
     assert_eq!(
-        abode_guard::protections_after_apply(&plan, Transition::Start, &caller, &memory),
+        abode_guard::protections_after_apply(&plan, BuildIntent::Start, &caller, &memory),
         vec![remembered(
             home,
             Mode::Block,
@@ -380,7 +380,7 @@ fn memory_keeps_what_retains_longest() {
     // retains are the platform's, not the workspace's memory.
     let plan = self::plan(&[], &[("terraform_data.home", &["forget"], None)]);
     assert!(
-        abode_guard::protections_after_apply(&plan, Transition::Delete, &[], &memory).is_empty()
+        abode_guard::protections_after_apply(&plan, BuildIntent::Delete, &[], &memory).is_empty()
     );
 }
 
@@ -627,7 +627,7 @@ fn without_retain_a_delete_is_judged_as_before() {
         let report = abode_guard::evaluate_delete(&plan, initiator, &rules, &[]);
         assert_eq!(
             report,
-            abode_guard::evaluate_as(&plan, Transition::Delete, initiator, &rules)
+            abode_guard::evaluate_as(&plan, BuildIntent::Delete, initiator, &rules)
         );
         assert!(report.retained.is_empty());
         assert!(!report.to_json().contains("retained"));

@@ -3,7 +3,7 @@
 // the seed corpus in every `cargo test`), so that the two cannot drift
 // apart and the target's code cannot rot unbuilt.
 
-use abode_guard::{Address, Mode, Origin, Rule, Transition};
+use abode_guard::{Address, Mode, Origin, Rule, BuildIntent};
 
 /// Reads `data` as a plan and, when it is one, decides and renders it: the
 /// plan reader must reject any input with an error, and nothing downstream
@@ -14,7 +14,7 @@ pub fn check_plan_reader(data: &[u8]) {
     };
 
     // What the command does with no caller rules: annotations only.
-    let report = abode_guard::evaluate(&plan, Transition::Start, &[]);
+    let report = abode_guard::evaluate(&plan, BuildIntent::Start, &[]);
     let _ = abode_guard::render_text(&report, false);
     let _ = report.to_json();
 
@@ -31,7 +31,7 @@ pub fn check_plan_reader(data: &[u8]) {
             rules.push(Rule::address(address, Mode::Block, Origin::Caller));
         }
     }
-    for transition in [Transition::Stop, Transition::Delete] {
+    for transition in [BuildIntent::Stop, BuildIntent::Delete] {
         let report = abode_guard::evaluate(&plan, transition, &rules);
         let _ = abode_guard::render_text(&report, true);
         let _ = report.to_json();

@@ -22,7 +22,7 @@ pub(super) async fn judge_plan(
     host: &crate::room::Host,
     plan_json: &[u8],
     workspace_id: &str,
-    transition: abode_guard::Transition,
+    transition: abode_guard::BuildIntent,
     initiator: abode_guard::Initiator,
     retain: &[abode_guard::Address],
     extra_rules: Vec<abode_guard::Rule>,
@@ -36,7 +36,7 @@ pub(super) async fn judge_plan(
         .map_err(internal)?;
     let mut rules = abode_guard::remembered_rules(&memory);
     rules.extend(extra_rules);
-    let report = if transition == abode_guard::Transition::Delete && !retain.is_empty() {
+    let report = if transition == abode_guard::BuildIntent::Delete && !retain.is_empty() {
         abode_guard::evaluate_delete(&plan, initiator, &rules, retain)
     } else {
         abode_guard::evaluate_as(&plan, transition, initiator, &rules)
@@ -50,8 +50,8 @@ pub(super) async fn judge_plan(
 pub(super) fn guard_transition(
     transition: Transition,
     prebuild: Option<PrebuildPart>,
-) -> abode_guard::Transition {
-    abode_guard::Transition::of_build(transition, prebuild == Some(PrebuildPart::Claim))
+) -> abode_guard::BuildIntent {
+    abode_guard::BuildIntent::of_build(transition, prebuild == Some(PrebuildPart::Claim))
 }
 
 /// The protected changes that made the decision, in one line:

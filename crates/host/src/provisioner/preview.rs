@@ -243,8 +243,8 @@ async fn plan_and_judge(
     .await
     .map_err(&failed)?;
     let guard_transition = match transition {
-        Transition::Stop => abode_guard::Transition::Stop,
-        _ => abode_guard::Transition::Start,
+        Transition::Stop => abode_guard::BuildIntent::Stop,
+        _ => abode_guard::BuildIntent::Start,
     };
     let plan_json = show_plan(
         &work_dir,

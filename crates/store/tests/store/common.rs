@@ -179,7 +179,7 @@ pub(crate) fn report(decision: abode_guard::Decision) -> abode_guard::Report {
     abode_guard::Report {
         schema_version: abode_guard::REPORT_SCHEMA_VERSION,
         decision,
-        transition: abode_guard::Transition::Start,
+        transition: abode_guard::BuildIntent::Start,
         initiator: abode_guard::Initiator::Person,
         terraform_version: Some("1.9.0".into()),
         older_plan_format: None,
