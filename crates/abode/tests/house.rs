@@ -1111,3 +1111,30 @@ fn the_control_plane_is_a_composition_root() {
         100.0 * control as f64 / total as f64
     );
 }
+
+/// A route or a page reaches a record only through the service that checks
+/// who may see it (as Coder's `dbauthz` wraps its store): no file of the API
+/// or the dashboard names the store, but the server's assembly (`server.rs`,
+/// which opens it and hands it to the services) and the offline recovery
+/// command (`recovery.rs`, which runs with no server).
+#[test]
+fn routes_and_pages_reach_records_only_through_services() {
+    let root = workspace_root();
+    let mut offenders = Vec::new();
+    for dir in ["crates/api/src", "crates/web/src"] {
+        for file in rust_files(&root.join(dir)) {
+            let name = file.file_name().unwrap().to_string_lossy().into_owned();
+            if dir == "crates/api/src" && ["server.rs", "recovery.rs"].contains(&name.as_str()) {
+                continue;
+            }
+            if tokens(&code_of(&file)).iter().any(|token| token == "Store") {
+                offenders.push(file.strip_prefix(&root).unwrap().display().to_string());
+            }
+        }
+    }
+    assert!(
+        offenders.is_empty(),
+        "these name the store instead of asking a service: {}",
+        offenders.join(", ")
+    );
+}
