@@ -675,3 +675,94 @@ fn a_webhook_reaches_an_https_receiver_of_the_private_ca() {
     receiver.kill().unwrap();
     receiver.wait().unwrap();
 }
+
+/// Issue 46: with `--tls-address`, a password sent to the plain listener
+/// from another machine crossed the network in the clear, so it is refused
+/// with a line that says where to sign in; from this machine, or through a
+/// proxy that terminated TLS and says so, it is taken. The neighbour here is
+/// a client a trusted proxy forwards for (the plain listener's only way to
+/// see an address other than loopback in a test).
+#[test]
+fn a_password_crosses_the_network_only_over_https() {
+    let dir = tempfile::tempdir().unwrap();
+    let authority = Authority::new(dir.path());
+    let (certificate, key) = authority.sign("first", 0o600);
+    let tls_port = free_port();
+    let tls_address = format!("127.0.0.1:{tls_port}");
+    let platform = Platform::start_with(&[
+        "--tls-address",
+        &tls_address,
+        "--tls-cert-file",
+        certificate.to_str().unwrap(),
+        "--tls-key-file",
+        key.to_str().unwrap(),
+        "--trusted-proxies",
+        "127.0.0.1/32",
+    ]);
+    // From this machine, on the plain listener: taken.
+    platform.login_owner();
+    let login = serde_json::json!({"username": "alice", "password": "correct horse battery"});
+    let post = |headers: &[(&str, &str)]| {
+        let mut request = ureq::post(&format!("{}/api/v1/login", platform.url));
+        for (name, value) in headers {
+            request = request.set(name, value);
+        }
+        match request.send_json(login.clone()) {
+            Ok(response) => (response.status(), response.into_string().unwrap()),
+            Err(ureq::Error::Status(status, response)) => (status, response.into_string().unwrap()),
+            Err(other) => panic!("{other}"),
+        }
+    };
+
+    // From another machine, in the clear: refused, before any check of the
+    // password (a wrong one gets the same answer), saying where to go.
+    let (status, body) = post(&[("x-forwarded-for", "203.0.113.7")]);
+    assert_eq!(status, 403, "{body}");
+    assert!(body.contains("https_required"), "{body}");
+    assert!(body.contains("only over HTTPS"), "{body}");
+    assert!(!body.contains("token"), "{body}");
+    // The same through a proxy that terminated TLS: taken.
+    let (status, body) = post(&[
+        ("x-forwarded-for", "203.0.113.7"),
+        ("x-forwarded-proto", "https"),
+    ]);
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"token\""), "{body}");
+
+    // The dashboard's sign-in form says the same, in the page.
+    let agent = ureq::AgentBuilder::new().redirects(0).build();
+    let page = agent
+        .get(&format!("{}/login", platform.url))
+        .call()
+        .unwrap();
+    let cookie = page
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    let html = page.into_string().unwrap();
+    let csrf = html
+        .split("name=\"csrf\" value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_string();
+    let refused = agent
+        .post(&format!("{}/login", platform.url))
+        .set("cookie", &cookie)
+        .set("x-forwarded-for", "203.0.113.7")
+        .send_form(&[
+            ("csrf", csrf.as_str()),
+            ("username", "alice"),
+            ("password", "correct horse battery"),
+        ]);
+    let (status, html) = match refused {
+        Ok(response) => (response.status(), response.into_string().unwrap()),
+        Err(ureq::Error::Status(status, response)) => (status, response.into_string().unwrap()),
+        Err(other) => panic!("{other}"),
+    };
+    assert_eq!(status, 403, "{html}");
+    assert!(html.contains("only over HTTPS"), "{html}");
+}

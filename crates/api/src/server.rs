@@ -672,6 +672,7 @@ fn control_config(
         .clone()
         .or_else(|| (!local_addr.ip().is_unspecified()).then(|| format!("http://{local_addr}")));
     config.state_backend_url = state_backend_url(local_addr);
+    config.tls_served = options.tls.is_some();
     config.clock = options.clock.clone();
     config.provider_mirror = options.provider_mirror.clone();
     config.agent_binary = options.agent_binary.clone();

@@ -33,6 +33,25 @@ pub struct ClientAddress {
     pub https: bool,
 }
 
+impl ClientAddress {
+    /// Whether this client may send a password: over TLS, from this
+    /// machine, or from anywhere when the server serves no TLS. With
+    /// `--tls-address`, the plain listener is for this machine and for a
+    /// proxy that terminates TLS (and says so); a password sent to it from
+    /// elsewhere crossed the network in the clear.
+    pub fn may_send_password(&self, tls_served: bool) -> bool {
+        !tls_served || self.https || self.ip.is_loopback()
+    }
+
+    /// The one line that refuses a password [`may_send_password`] does not
+    /// allow, naming where to sign in instead.
+    ///
+    /// [`may_send_password`]: ClientAddress::may_send_password
+    pub fn password_refusal(access_url: &str) -> String {
+        format!("this server takes passwords only over HTTPS: sign in at {access_url}")
+    }
+}
+
 /// One `--trusted-proxies` range: an address and a prefix length.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cidr {

@@ -254,6 +254,10 @@ pub struct Config {
     /// The proxies whose `X-Forwarded-For`/`X-Forwarded-Proto` are believed
     /// (`--trusted-proxies`); none by default.
     pub trusted_proxies: client_address::TrustedProxies,
+    /// Whether this server serves HTTPS (`--tls-address`): then a password
+    /// is taken on the plain listener only from this machine
+    /// ([`ClientAddress::may_send_password`]).
+    pub tls_served: bool,
     pub agent_timeouts: AgentTimeouts,
     pub agent_heartbeat_interval: Duration,
     /// How long a canceled Terraform gets after SIGINT before it is killed.
@@ -324,6 +328,7 @@ impl Config {
             agent_binary: None,
             ca_cert: None,
             trusted_proxies: client_address::TrustedProxies::default(),
+            tls_served: false,
             agent_timeouts: AgentTimeouts {
                 connect: Duration::from_secs(30),
                 heartbeat: Duration::from_secs(15),

@@ -112,14 +112,28 @@ pub(crate) async fn login(
 ) -> Response {
     let client = client.map(|Extension(client)| client);
     let secure = state.secure_for(client.as_ref());
-    let client = client.map(|client| client.ip);
-    match state
-        .control
-        .identity()
-        .login_from(&form.username, &form.password, client, request_id(&headers))
-        .await
-        .map_err(ControlError::from)
+    let config = state.control.config();
+    let login = if client
+        .as_ref()
+        .is_some_and(|client| !client.may_send_password(config.tls_served))
     {
+        Err(ControlError::Forbidden(ClientAddress::password_refusal(
+            &config.access_url,
+        )))
+    } else {
+        state
+            .control
+            .identity()
+            .login_from(
+                &form.username,
+                &form.password,
+                client.map(|client| client.ip),
+                request_id(&headers),
+            )
+            .await
+            .map_err(ControlError::from)
+    };
+    match login {
         Ok((_, token)) => signed_in(&state, secure, &token),
         Err(error) => respond(
             html::status_of(&error),

@@ -164,7 +164,19 @@ async fn login(
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
     let body: Login = parse_json(body)?;
-    let client = client.map(|axum::Extension(client)| client.ip);
+    let client = client.map(|axum::Extension(client)| client);
+    let config = state.control.config();
+    if client
+        .as_ref()
+        .is_some_and(|client| !client.may_send_password(config.tls_served))
+    {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "https_required",
+            abode_control::ClientAddress::password_refusal(&config.access_url),
+        ));
+    }
+    let client = client.map(|client| client.ip);
     let (user, token) = state
         .control
         .identity()
