@@ -530,3 +530,57 @@ fn password_sign_in_can_be_turned_off() {
         .run(&["login", &platform.url])
         .fails_with(1, &["has no single sign-on"]);
 }
+
+/// Issue 46: single sign-on's start and callback are throttled per client
+/// address, as password logins are: each start keeps a pending sign-in and
+/// asks the provider, so one address may not make them without end. The
+/// 31st attempt within the minute from one address is refused (429, with
+/// `Retry-After`), audited once; another address (forwarded by a trusted
+/// proxy) still starts its sign-in.
+#[test]
+fn single_sign_on_attempts_are_throttled_per_address() {
+    let provider = Provider::start();
+    let platform = start_platform(&provider, &["--trusted-proxies", "127.0.0.1/32"]);
+    platform.login_owner();
+    let agent = ureq::AgentBuilder::new().redirects(0).build();
+    let attempt = |from: &str, path: &str| -> (u16, Option<String>) {
+        let request = agent
+            .get(&format!("{}{path}", platform.url))
+            .set("x-forwarded-for", from);
+        match request.call() {
+            Ok(response) => (
+                response.status(),
+                response.header("retry-after").map(str::to_string),
+            ),
+            Err(ureq::Error::Status(status, response)) => {
+                (status, response.header("retry-after").map(str::to_string))
+            }
+            Err(other) => panic!("{other}"),
+        }
+    };
+    // Starts and callbacks count alike: 20 starts and 10 callbacks.
+    for _ in 0..20 {
+        assert_eq!(attempt("203.0.113.9", "/api/v1/oidc/login").0, 303);
+    }
+    for _ in 0..10 {
+        let (status, _) = attempt("203.0.113.9", "/api/v1/oidc/callback?state=x&code=y");
+        assert_ne!(status, 429);
+    }
+    let (status, retry_after) = attempt("203.0.113.9", "/api/v1/oidc/login");
+    assert_eq!(status, 429);
+    assert!(retry_after.is_some_and(|seconds| seconds.parse::<u64>().is_ok_and(|s| s >= 1)));
+    let (status, _) = attempt("203.0.113.9", "/api/v1/oidc/callback?state=x&code=y");
+    assert_eq!(status, 429);
+    // Another address is not held back by this one.
+    assert_eq!(attempt("198.51.100.4", "/api/v1/oidc/login").0, 303);
+    let audit = platform
+        .run(&["audit", "--action", "login.throttle", "--output", "json"])
+        .ok();
+    assert_eq!(
+        audit.stdout.matches("method=oidc").count(),
+        1,
+        "audited once per window: {}",
+        audit.stdout
+    );
+    assert!(audit.stdout.contains("203.0.113.9"), "{}", audit.stdout);
+}

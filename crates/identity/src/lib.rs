@@ -107,6 +107,10 @@ pub struct IdentityConfig {
     /// Failed logins per username or client address within a minute after
     /// which logins are refused until the minute ends; 0: no limit.
     pub login_failures_per_minute: u32,
+    /// Single sign-on starts and callbacks per client address within a
+    /// minute after which more are refused until the minute ends (each start
+    /// keeps a pending sign-in and asks the provider); 0: no limit.
+    pub oidc_attempts_per_minute: u32,
     /// Threads that hash and check passwords (each uses ~19 MiB while it does).
     pub hashing_threads: usize,
     /// How long a password request waits for a hashing thread before it is
@@ -127,6 +131,7 @@ impl Default for IdentityConfig {
             session_max_lifetime: Duration::from_secs(30 * 24 * 60 * 60),
             api_token_max_lifetime: Duration::from_secs(365 * 24 * 60 * 60),
             login_failures_per_minute: 10,
+            oidc_attempts_per_minute: 30,
             hashing_threads: hashing::default_threads(),
             hashing_wait: Duration::from_secs(2),
             password_login: true,
@@ -143,6 +148,8 @@ pub struct Identity {
     audit: Audit,
     /// Failed logins per username and client address.
     throttle: LoginThrottle,
+    /// Single sign-on attempts per client address.
+    oidc_throttle: LoginThrottle,
     /// Where passwords are hashed and checked, a few at a time.
     hashing: HashingPool,
     /// Counts the tokens this process revoked (logouts, revoked API
@@ -176,6 +183,8 @@ impl Identity {
     pub fn new(store: Store, clock: Clock, config: IdentityConfig) -> Identity {
         let throttle =
             LoginThrottle::new(config.login_failures_per_minute, Duration::from_secs(60));
+        let oidc_throttle =
+            LoginThrottle::new(config.oidc_attempts_per_minute, Duration::from_secs(60));
         let hashing = HashingPool::new(config.hashing_threads, config.hashing_wait);
         let oidc = config.oidc.clone().map(|settings| oidc::Oidc {
             provider: abode_oidc::Provider::new(settings),
@@ -187,6 +196,7 @@ impl Identity {
             clock,
             config,
             throttle,
+            oidc_throttle,
             hashing,
             revocations: tokio::sync::watch::Sender::new(0),
             oidc,

@@ -14,6 +14,7 @@ use abode_store::{NewUser, Store, StoreError, User};
 
 use crate::audit::audit_event;
 use crate::authz::{Role, Roles};
+use crate::throttle::{whole_seconds_up, ThrottleKey};
 use crate::{Identity, IdentityError};
 
 /// The pending entries, kept in the store (any server may take the callback).
@@ -132,8 +133,11 @@ impl Identity {
     pub async fn oidc_begin(
         &self,
         start: OidcStart<'_>,
+        client: Option<IpAddr>,
+        request_id: Option<String>,
     ) -> Result<(String, String), IdentityError> {
         let oidc = self.oidc()?;
+        self.oidc_attempt(client, request_id).await?;
         let return_to = match start {
             OidcStart::Dashboard { redirect } => ReturnTo::Dashboard {
                 path: local_path(redirect),
@@ -179,6 +183,54 @@ impl Identity {
                 other => IdentityError::Internal(other.to_string()),
             })?;
         Ok((authorization.url, authorization.state))
+    }
+
+    /// Counts a single sign-on start or callback from `client`, refused once
+    /// the address made `oidc_attempts_per_minute` within its minute: each
+    /// start keeps a pending sign-in and asks the provider, so a flood from
+    /// one address would fill the one and load the other. The first refusal
+    /// of a window is audited (`login.throttle`, `method=oidc`).
+    ///
+    /// [`Identity::oidc_begin`] counts its own; the callback's route counts
+    /// each callback first, before it looks at anything the request carries.
+    pub async fn oidc_attempt(
+        &self,
+        client: Option<IpAddr>,
+        request_id: Option<String>,
+    ) -> Result<(), IdentityError> {
+        let Some(address) = client else {
+            return Ok(());
+        };
+        let keys = [ThrottleKey::Address(address)];
+        let now = self.clock.now_ms();
+        if let Some(refusal) = self.oidc_throttle.check(&keys, now) {
+            let seconds = whole_seconds_up(refusal.retry_after);
+            if refusal.first {
+                self.audit
+                    .record(&audit_event(
+                        None,
+                        request_id,
+                        "login.throttle",
+                        "address",
+                        &address.to_string(),
+                        "failure",
+                        Some(format!(
+                            "method=oidc {} sign-in attempts within {} s; refused for {seconds} s",
+                            self.oidc_throttle.limit,
+                            self.oidc_throttle.window.as_secs()
+                        )),
+                    ))
+                    .await;
+            }
+            return Err(IdentityError::Throttled {
+                message: format!(
+                    "too many single sign-on attempts from this address; try again in {seconds} s"
+                ),
+                retry_after_seconds: seconds,
+            });
+        }
+        self.oidc_throttle.failed(&keys, now);
+        Ok(())
     }
 
     /// The callback: the pending sign-in of `state` (once), the provider's

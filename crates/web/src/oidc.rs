@@ -56,10 +56,12 @@ fn state_cookie(value: &str, max_age: u64, secure: bool) -> String {
 /// Sends the browser to the provider with a new pending sign-in.
 pub(crate) async fn login(
     State(state): State<WebState>,
+    headers: HeaderMap,
     client: Option<Extension<ClientAddress>>,
     Query(query): Query<LoginQuery>,
 ) -> Response {
-    let secure = state.secure_for(client.as_ref().map(|Extension(client)| client));
+    let client = client.map(|Extension(client)| client);
+    let secure = state.secure_for(client.as_ref());
     let start = match (&query.cli_port, query.cli.as_deref()) {
         (Some(port), _) => match port.parse::<u16>() {
             Ok(port) => OidcStart::CliLoopback {
@@ -79,7 +81,12 @@ pub(crate) async fn login(
             redirect: query.redirect.as_deref(),
         },
     };
-    match state.control.identity().oidc_begin(start).await {
+    let begun = state
+        .control
+        .identity()
+        .oidc_begin(start, client.map(|client| client.ip), request_id(&headers))
+        .await;
+    match begun {
         Ok((url, sign_in_state)) => {
             let Ok(location) = HeaderValue::from_str(&url) else {
                 return refused(
@@ -119,7 +126,18 @@ pub(crate) async fn callback(
 ) -> Response {
     let client = client.map(|Extension(client)| client);
     let secure = state.secure_for(client.as_ref());
-    let mut response = finish(&state, &headers, client.as_ref(), query, secure).await;
+    let counted = state
+        .control
+        .identity()
+        .oidc_attempt(
+            client.as_ref().map(|client| client.ip),
+            request_id(&headers),
+        )
+        .await;
+    let mut response = match counted {
+        Ok(()) => finish(&state, &headers, client.as_ref(), query, secure).await,
+        Err(error) => control_refusal(ControlError::from(error)),
+    };
     // The sign-in is over, whatever its outcome.
     if let Ok(value) = HeaderValue::from_str(&state_cookie("", 0, secure)) {
         response.headers_mut().append(header::SET_COOKIE, value);
@@ -220,7 +238,17 @@ async fn finish(
 }
 
 fn control_refusal(error: ControlError) -> Response {
-    refused(pages::status_of(&error), &pages::message_of(&error))
+    let mut response = refused(pages::status_of(&error), &pages::message_of(&error));
+    if let ControlError::Throttled {
+        retry_after_seconds,
+        ..
+    } = &error
+    {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_seconds));
+    }
+    response
 }
 
 /// The page of a sign-in that did not happen: what went wrong, in one
