@@ -699,6 +699,22 @@ fn a_password_crosses_the_network_only_over_https() {
         "--trusted-proxies",
         "127.0.0.1/32",
     ]);
+    // The first user's password from another machine, in the clear: refused
+    // too, and nobody was created.
+    let first = ureq::post(&format!("{}/api/v1/users/first", platform.url))
+        .set("x-forwarded-for", "203.0.113.7")
+        .send_json(serde_json::json!({
+            "username": "mallory",
+            "email": "mallory@example.com",
+            "password": "correct horse battery",
+        }));
+    match first {
+        Err(ureq::Error::Status(403, response)) => {
+            let body = response.into_string().unwrap();
+            assert!(body.contains("https_required"), "{body}");
+        }
+        other => panic!("the first user was taken in the clear: {other:?}"),
+    }
     // From this machine, on the plain listener: taken.
     platform.login_owner();
     let login = serde_json::json!({"username": "alice", "password": "correct horse battery"});

@@ -194,19 +194,30 @@ pub(crate) async fn setup(
     headers: HeaderMap,
     Form(form): Form<SetupForm>,
 ) -> Response {
-    let secure = state.secure_for(client.as_ref().map(|Extension(client)| client));
-    match state
-        .control
-        .identity()
-        .create_first_user(
-            &form.username,
-            &form.email,
-            &form.password,
-            request_id(&headers),
-        )
-        .await
-        .map_err(ControlError::from)
+    let client = client.map(|Extension(client)| client);
+    let secure = state.secure_for(client.as_ref());
+    let config = state.control.config();
+    let created = if client
+        .as_ref()
+        .is_some_and(|client| !client.may_send_password(config.tls_served))
     {
+        Err(ControlError::Forbidden(ClientAddress::password_refusal(
+            &config.access_url,
+        )))
+    } else {
+        state
+            .control
+            .identity()
+            .create_first_user(
+                &form.username,
+                &form.email,
+                &form.password,
+                request_id(&headers),
+            )
+            .await
+            .map_err(ControlError::from)
+    };
+    match created {
         Ok((_, token)) => signed_in(&state, secure, &token),
         Err(error) => respond(
             html::status_of(&error),

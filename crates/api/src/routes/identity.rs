@@ -75,8 +75,13 @@ async fn logout(State(state): State<AppState>, bearer: Bearer) -> Result<StatusC
 async fn change_password(
     State(state): State<AppState>,
     bearer: Bearer,
+    client: Option<axum::Extension<abode_control::ClientAddress>>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<axum::response::Response, ApiError> {
+    super::users::refuse_clear_password(
+        &state,
+        client.as_ref().map(|axum::Extension(client)| client),
+    )?;
     let body: abode_sdk::requests::PasswordChange = crate::extract::parse_json(body)?;
     let ended = state
         .control

@@ -129,11 +129,34 @@ fn parse_roles<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Roles, Ap
     Roles::parse_each(names).map_err(|unknown| ApiError::bad_request(unknown.to_string()))
 }
 
+/// A password sent in the clear from another machine to a server that
+/// serves HTTPS crossed the network readable: refused before it is read
+/// (`ClientAddress::may_send_password`), naming where to go instead.
+pub(crate) fn refuse_clear_password(
+    state: &AppState,
+    client: Option<&abode_control::ClientAddress>,
+) -> Result<(), ApiError> {
+    let config = state.control.config();
+    if client.is_some_and(|client| !client.may_send_password(config.tls_served)) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "https_required",
+            abode_control::ClientAddress::password_refusal(&config.access_url),
+        ));
+    }
+    Ok(())
+}
+
 async fn create_first_user(
     State(state): State<AppState>,
     axum::Extension(request_id): axum::Extension<RequestId>,
+    client: Option<axum::Extension<abode_control::ClientAddress>>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
+    refuse_clear_password(
+        &state,
+        client.as_ref().map(|axum::Extension(client)| client),
+    )?;
     let body: NewUser = parse_json(body)?;
     let (user, token) = state
         .control
@@ -163,19 +186,9 @@ async fn login(
     client: Option<axum::Extension<abode_control::ClientAddress>>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: Login = parse_json(body)?;
     let client = client.map(|axum::Extension(client)| client);
-    let config = state.control.config();
-    if client
-        .as_ref()
-        .is_some_and(|client| !client.may_send_password(config.tls_served))
-    {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "https_required",
-            abode_control::ClientAddress::password_refusal(&config.access_url),
-        ));
-    }
+    refuse_clear_password(&state, client.as_ref())?;
+    let body: Login = parse_json(body)?;
     let client = client.map(|client| client.ip);
     let (user, token) = state
         .control
@@ -296,8 +309,13 @@ async fn quota_answer(
 async fn create_user(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
+    client: Option<axum::Extension<abode_control::ClientAddress>>,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
+    refuse_clear_password(
+        &state,
+        client.as_ref().map(|axum::Extension(client)| client),
+    )?;
     let body: NewUser = parse_json(body)?;
     let roles = new_user_roles(&body)?;
     let user = state
