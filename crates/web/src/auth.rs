@@ -101,6 +101,18 @@ fn signed_in(state: &WebState, secure: bool, token: &str) -> Response {
     response
 }
 
+/// A password sent in the clear from another machine to a server that
+/// serves HTTPS is refused before it is read (the API's `https_required`).
+fn clear_password_refusal(
+    state: &WebState,
+    client: Option<&ClientAddress>,
+) -> Option<ControlError> {
+    let config = state.control.config();
+    client
+        .is_some_and(|client| !client.may_send_password(config.tls_served))
+        .then(|| ControlError::Forbidden(ClientAddress::password_refusal(&config.access_url)))
+}
+
 pub(crate) async fn login(
     State(state): State<WebState>,
     headers: HeaderMap,
@@ -112,14 +124,8 @@ pub(crate) async fn login(
 ) -> Response {
     let client = client.map(|Extension(client)| client);
     let secure = state.secure_for(client.as_ref());
-    let config = state.control.config();
-    let login = if client
-        .as_ref()
-        .is_some_and(|client| !client.may_send_password(config.tls_served))
-    {
-        Err(ControlError::Forbidden(ClientAddress::password_refusal(
-            &config.access_url,
-        )))
+    let login = if let Some(refusal) = clear_password_refusal(&state, client.as_ref()) {
+        Err(refusal)
     } else {
         state
             .control
@@ -196,14 +202,8 @@ pub(crate) async fn setup(
 ) -> Response {
     let client = client.map(|Extension(client)| client);
     let secure = state.secure_for(client.as_ref());
-    let config = state.control.config();
-    let created = if client
-        .as_ref()
-        .is_some_and(|client| !client.may_send_password(config.tls_served))
-    {
-        Err(ControlError::Forbidden(ClientAddress::password_refusal(
-            &config.access_url,
-        )))
+    let created = if let Some(refusal) = clear_password_refusal(&state, client.as_ref()) {
+        Err(refusal)
     } else {
         state
             .control
