@@ -64,6 +64,15 @@ if ! command -v bwrap >/dev/null 2>&1; then
   abode_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null || exit 1
 fi
 
+# Each workspace runs in a network namespace of its own, connected by
+# Debian's passt (`pasta`, user-mode networking: no bridge, no NAT rules,
+# nothing left on the host when it exits); docs/security.md.
+if ! command -v pasta >/dev/null 2>&1 && [ ! -x /usr/bin/pasta ]; then
+  echo "bootstrap: installing passt (Debian passt, for pasta)" >&2
+  abode_need_root apt-get update -qq || exit 1
+  abode_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends passt >/dev/null || exit 1
+fi
+
 # The proxy tests (e2e_proxy) put Debian's nginx in front of the server,
 # with deploy/nginx/abode.conf as written.
 if ! command -v nginx >/dev/null 2>&1 && [ ! -x /usr/sbin/nginx ]; then
