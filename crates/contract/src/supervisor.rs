@@ -52,6 +52,11 @@ pub enum Request {
     Open {
         workspace_id: String,
         socket: String,
+        /// The URL the workspace's agent dials: when it is a loopback
+        /// address, the one port of the host a workspace's own network
+        /// forwards to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_url: Option<String>,
     },
 }
 
@@ -114,12 +119,14 @@ impl BuildSocket {
 pub fn open_build(
     machine: &Path,
     workspace_id: &str,
+    agent_url: Option<&str>,
     socket: &Path,
     timeout: Duration,
 ) -> Result<BuildSocket, SupervisorError> {
     let request = Request::Open {
         workspace_id: workspace_id.to_string(),
         socket: socket.display().to_string(),
+        agent_url: agent_url.map(str::to_string),
     };
     match ask(machine, &request, timeout)? {
         (Reply::Opened, connection) => Ok(BuildSocket {
@@ -190,10 +197,17 @@ mod tests {
         let open = Request::Open {
             workspace_id: "w".into(),
             socket: "/s".into(),
+            agent_url: None,
         };
         assert_eq!(
             serde_json::to_string(&open).unwrap(),
             r#"{"op":"open","workspace_id":"w","socket":"/s"}"#
         );
+        let with_url =
+            r#"{"op":"open","workspace_id":"w","socket":"/s","agent_url":"http://127.0.0.1:1"}"#;
+        assert!(matches!(
+            serde_json::from_str::<Request>(with_url).unwrap(),
+            Request::Open { agent_url: Some(url), .. } if url == "http://127.0.0.1:1"
+        ));
     }
 }

@@ -200,6 +200,7 @@ pub async fn run_job<H: BuildHost>(
             config.process_supervisor.as_deref(),
             &work_dir,
             &inputs.context.workspace_id,
+            &inputs.context.agent_url,
         )
         .await
         .map(|socket| {

@@ -45,6 +45,7 @@
 //! `crates/abode/tests/e2e_sandbox.rs` holds both.
 
 pub mod exec;
+pub mod network;
 pub mod supervisor;
 
 use std::ffi::OsString;

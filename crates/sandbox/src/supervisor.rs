@@ -41,6 +41,7 @@ use abode_procfs::Identity;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
+use crate::network::Networks;
 use crate::{Sandbox, View};
 
 /// How long after its start a process that exited with an error fails the
@@ -70,6 +71,27 @@ pub struct SupervisorConfig {
     /// The `abode` binary: bound read-only too, it sets each process's
     /// environment after the drop (`abode sandbox-exec`, [`crate::exec`]).
     pub exec_helper: PathBuf,
+    /// Each workspace's own network (`--workspace-network isolated`);
+    /// `None`: the host's, shared.
+    pub networks: Option<std::sync::Arc<Networks>>,
+}
+
+/// Who a build's socket asks for: its workspace, and what of the host that
+/// workspace's network reaches (the access URL's loopback address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildScope {
+    pub workspace_id: String,
+    pub forward: Option<std::net::SocketAddr>,
+}
+
+impl BuildScope {
+    /// A build of `workspace_id` whose agent dials `agent_url`.
+    pub fn new(workspace_id: &str, agent_url: Option<&str>) -> BuildScope {
+        BuildScope {
+            workspace_id: workspace_id.to_string(),
+            forward: agent_url.and_then(crate::network::loopback_of),
+        }
+    }
 }
 
 /// Why the supervisor could not start listening.
@@ -101,6 +123,9 @@ pub fn start(config: SupervisorConfig) -> Result<(), SupervisorStartError> {
     }
     let listener = UnixListener::bind(&config.socket).map_err(listen_error)?;
     fs::set_permissions(&config.socket, fs::Permissions::from_mode(0o600)).map_err(listen_error)?;
+    if let Some(networks) = &config.networks {
+        networks.resume();
+    }
     let config = std::sync::Arc::new(config);
     std::thread::Builder::new()
         .name("process-supervisor".into())
@@ -154,7 +179,13 @@ fn serve_machine(config: &std::sync::Arc<SupervisorConfig>, stream: UnixStream) 
         Ok(Request::Open {
             workspace_id,
             socket,
-        }) => serve_build_socket(config, stream, workspace_id, PathBuf::from(socket)),
+            agent_url,
+        }) => serve_build_socket(
+            config,
+            stream,
+            BuildScope::new(&workspace_id, agent_url.as_deref()),
+            PathBuf::from(socket),
+        ),
         Ok(_) => {
             send(
                 &stream,
@@ -166,15 +197,15 @@ fn serve_machine(config: &std::sync::Arc<SupervisorConfig>, stream: UnixStream) 
     }
 }
 
-/// Listens on `socket` for the build of `workspace_id` while `control` (the
-/// runner's connection) stays open, then removes it.
+/// Listens on `socket` for the build `scope` while `control` (the runner's
+/// connection) stays open, then removes it.
 fn serve_build_socket(
     config: &std::sync::Arc<SupervisorConfig>,
     control: UnixStream,
-    workspace_id: String,
+    scope: BuildScope,
     socket: PathBuf,
 ) {
-    let listener = match listen_for_build(config, &workspace_id, &socket) {
+    let listener = match listen_for_build(config, &scope.workspace_id, &socket) {
         Ok(listener) => listener,
         Err(message) => {
             send(&control, &Reply::Error { message });
@@ -182,7 +213,7 @@ fn serve_build_socket(
         }
     };
     if send(&control, &Reply::Opened) {
-        serve_build_calls(config, &control, &listener, &workspace_id);
+        serve_build_calls(config, &control, &listener, &scope);
     }
     drop(listener);
     // The build's work dir: a link put there since is removed, never followed.
@@ -227,7 +258,7 @@ fn serve_build_calls(
     config: &std::sync::Arc<SupervisorConfig>,
     control: &UnixStream,
     listener: &UnixListener,
-    workspace_id: &str,
+    scope: &BuildScope,
 ) {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     loop {
@@ -260,13 +291,13 @@ fn serve_build_calls(
                 continue;
             }
             let config = config.clone();
-            let workspace_id = workspace_id.to_string();
+            let scope = scope.clone();
             let spawned = std::thread::Builder::new()
                 .name("process-supervisor-call".into())
                 .spawn(move || {
                     let reply = match read_request(&stream) {
                         Err(reply) => reply,
-                        Ok(request) => answer(&config, &workspace_id, request),
+                        Ok(request) => answer(&config, &scope, request),
                     };
                     // A caller that went away wants no answer.
                     send(&stream, &reply);
@@ -278,13 +309,12 @@ fn serve_build_calls(
     }
 }
 
-/// What a request of a build of `workspace_id` gets: the one place each
-/// operation is decided.
-pub fn answer(config: &SupervisorConfig, workspace_id: &str, request: Request) -> Reply {
+/// What a request of the build `scope` gets: the one place each operation
+/// is decided.
+pub fn answer(config: &SupervisorConfig, scope: &BuildScope, request: Request) -> Reply {
+    let workspace_id = scope.workspace_id.as_str();
     let result = match request {
-        Request::Start { command, env, dir } => {
-            start_process(config, workspace_id, &command, &env, &dir)
-        }
+        Request::Start { command, env, dir } => start_process(config, scope, &command, &env, &dir),
         Request::Status { id } => Ok(Reply::Status {
             running: recorded(config, &id, workspace_id)
                 .is_some_and(|(identity, _)| identity.is_running()),
@@ -392,7 +422,7 @@ fn open_volume(path: &Path) -> Result<VolumeFd, String> {
 
 fn start_process(
     config: &SupervisorConfig,
-    workspace_id: &str,
+    scope: &BuildScope,
     command: &[String],
     env: &[(String, String)],
     dir: &str,
@@ -400,7 +430,13 @@ fn start_process(
     let Some((program, args)) = command.split_first() else {
         return Err("abode_process command is empty".into());
     };
+    let workspace_id = scope.workspace_id.as_str();
     let (volume, dir) = volume_of(config, dir)?;
+    // The workspace's own network, made with its first process.
+    let namespace = match &config.networks {
+        Some(networks) => Some(networks.join(workspace_id, scope.forward)?),
+        None => None,
+    };
     let log_path = config
         .logs_dir
         .join(format!("{}.log", uuid::Uuid::new_v4()));
@@ -435,8 +471,13 @@ fn start_process(
         .sandbox
         .wrap_with_env(&view, &config.exec_helper, Path::new(program), &args, env)
         .map_err(|error| format!("abode_process env: {error}"))?;
-    let mut child = Command::new(wrapped.program)
-        .args(wrapped.args)
+    let (program_run, args_run) = match &namespace {
+        Some(namespace) => namespace.enter(wrapped.program, wrapped.args),
+        None => (wrapped.program, wrapped.args),
+    };
+    let mut sandboxed = Command::new(program_run);
+    let mut child = sandboxed
+        .args(args_run)
         // bwrap and setpriv run privileged: nothing of the template's reaches
         // them (its variables wait on standard input, read after the drop).
         .env_clear()
@@ -518,7 +559,24 @@ fn stop_process(
     }
     let _ = fs::remove_file(&log);
     let _ = fs::remove_file(config.records_dir.join(identity.to_text()));
+    if let Some(networks) = &config.networks {
+        if !has_running_process(config, workspace_id) {
+            networks.leave(workspace_id);
+        }
+    }
     Ok(Reply::Stopped)
+}
+
+/// Whether a process recorded as `workspace_id`'s still runs.
+fn has_running_process(config: &SupervisorConfig, workspace_id: &str) -> bool {
+    let Ok(entries) = fs::read_dir(&config.records_dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        recorded(config, &name.to_string_lossy(), workspace_id)
+            .is_some_and(|(identity, _)| identity.is_running())
+    })
 }
 
 fn wait_until(done: impl Fn() -> bool, timeout: Duration) -> bool {
@@ -553,7 +611,12 @@ mod tests {
             records_dir: root.join("records"),
             read_only: Vec::new(),
             exec_helper: "/usr/bin/abode".into(),
+            networks: None,
         }
+    }
+
+    fn scope(workspace_id: &str) -> BuildScope {
+        BuildScope::new(workspace_id, None)
     }
 
     /// A process's dir names its volume; a link in one volume never leads
@@ -598,28 +661,37 @@ mod tests {
         let (identity, log) = recorded(&config, &id, "workspace-a").unwrap();
         assert_eq!((identity, log), (me, PathBuf::from("/logs/a.log")));
         assert!(recorded(&config, &id, "workspace-b").is_none());
-        let status = answer(&config, "workspace-b", Request::Status { id: id.clone() });
+        let status = answer(
+            &config,
+            &scope("workspace-b"),
+            Request::Status { id: id.clone() },
+        );
         assert_eq!(status, Reply::Status { running: false });
         let stop = Request::Stop {
             id: id.clone(),
             grace_seconds: 0,
         };
         // This test's own process: a stop that signalled would end it.
-        assert_eq!(answer(&config, "workspace-b", stop), Reply::Stopped);
+        assert_eq!(answer(&config, &scope("workspace-b"), stop), Reply::Stopped);
         assert!(
             record.exists(),
             "another workspace's stop removed the record"
         );
-        let status = answer(&config, "workspace-a", Request::Status { id: id.clone() });
+        let status = answer(
+            &config,
+            &scope("workspace-a"),
+            Request::Status { id: id.clone() },
+        );
         assert_eq!(status, Reply::Status { running: true });
         fs::write(&record, "/logs/a.log\n").unwrap();
         assert!(recorded(&config, &id, "workspace-b").is_some());
         let open = Request::Open {
             workspace_id: "workspace-a".into(),
             socket: root.path().join("x.sock").display().to_string(),
+            agent_url: None,
         };
         assert!(matches!(
-            answer(&config, "workspace-b", open),
+            answer(&config, &scope("workspace-b"), open),
             Reply::Error { .. }
         ));
     }
@@ -646,7 +718,7 @@ mod tests {
         let work = root.path().join("work");
         fs::create_dir_all(&work).unwrap();
         let path = work.join("supervisor.sock");
-        let build = open_build(&config.socket, "workspace-a", &path, timeout).unwrap();
+        let build = open_build(&config.socket, "workspace-a", None, &path, timeout).unwrap();
         assert_eq!(build.path(), path);
         let status = call(&path, &Request::Status { id: "1-2".into() }, timeout).unwrap();
         assert_eq!(status, Reply::Status { running: false });

@@ -9,6 +9,8 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use abode_sandbox::network::WorkspaceNetwork;
+use abode_sandbox::network::{NetworkError, Networks};
 use abode_sandbox::supervisor::{self, SupervisorStartError};
 use abode_sandbox::{Mount, Sandbox, SandboxError, Settings, User};
 
@@ -55,6 +57,8 @@ pub enum MachineError {
     },
     #[error(transparent)]
     Supervisor(#[from] SupervisorStartError),
+    #[error(transparent)]
+    Network(#[from] NetworkError),
 }
 
 /// `path`, made absolute against the current directory.
@@ -147,6 +151,8 @@ pub struct SandboxSettings {
     pub user: Option<String>,
     /// `SRC[:DST][:ro]`, each checked here.
     pub mounts: Vec<String>,
+    /// `--workspace-network`.
+    pub network: WorkspaceNetwork,
 }
 
 /// Where one machine's builds keep what the sandbox needs.
@@ -189,6 +195,9 @@ pub fn set_up_sandbox(
     settings: &SandboxSettings,
     machine: &Machine<'_>,
 ) -> Result<Option<(Arc<Isolation>, PathBuf)>, MachineError> {
+    if settings.off && settings.network == WorkspaceNetwork::Isolated {
+        return Err(MachineError::Network(NetworkError::NoSandbox));
+    }
     if settings.off {
         tracing::warn!(
             "--terraform-sandbox off: Terraform and workspace processes run as this process's user, with its files and /proc in reach; templates can read the data dir, the database and this process's environment"
@@ -239,6 +248,15 @@ pub fn set_up_sandbox(
     }
     // Terraform's provider creates and removes the volumes, as that user.
     sandbox.hand_over_one(machine.volumes_dir)?;
+    let networks = match settings.network {
+        WorkspaceNetwork::Isolated => {
+            Some(Arc::new(Networks::new(machine.data_dir.join("networks"))?))
+        }
+        WorkspaceNetwork::Host => {
+            tracing::warn!("--workspace-network host: every workspace shares this machine's network: each reaches the others' ports and this machine's loopback services");
+            None
+        }
+    };
     let socket = machine.data_dir.join("supervisor.sock");
     supervisor::start(supervisor::SupervisorConfig {
         sandbox: sandbox.clone(),
@@ -248,6 +266,7 @@ pub fn set_up_sandbox(
         records_dir: machine.data_dir.join("supervised"),
         read_only: vec![machine.agent_binary.to_path_buf()],
         exec_helper: machine.agent_binary.to_path_buf(),
+        networks,
     })?;
     let path = machine
         .terraform_env

@@ -210,6 +210,7 @@ async fn plan_and_judge(
         config.process_supervisor.as_deref(),
         &work_dir,
         &workspace.id,
+        &context.agent_url,
     )
     .await
     .map_err(&failed)?;
