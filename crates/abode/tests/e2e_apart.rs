@@ -167,3 +167,153 @@ fn a_workspace_reaches_neither_anothers_ports_nor_the_hosts_loopback() {
     platform.run(&["stop", "two"]).ok();
     util::assert_no_processes_left(&platform, "after the stops");
 }
+
+/// A template whose Terraform lists the volumes dir and reads a file in
+/// another workspace's home, and writes what it got where the test reads.
+fn peeking_template(victim_home: &str, report: &str) -> String {
+    format!(
+        r#"
+resource "terraform_data" "peek" {{
+  provisioner "local-exec" {{
+    command = <<-EOT
+      {{
+        echo "uid=$(id -u)"
+        echo "list:"; ls -a "$ABODE_VOLUMES_DIR" 2>&1
+        echo "read:"; cat '{victim_home}/diary' 2>&1
+        echo "home:"; ls -a '{victim_home}' 2>&1
+        echo "end"
+      }} > '{report}'
+    EOT
+  }}
+}}
+"#
+    )
+}
+
+fn uid_in(platform: &Platform, workspace: &str) -> u32 {
+    let said = platform.run(&["ssh", workspace, "--", "id", "-u"]).ok();
+    said.stdout.trim().parse().expect("a uid")
+}
+
+/// Issue 46: every workspace ran as one user (`nobody`), and Terraform saw
+/// every volume. Now each workspace runs as a uid of its own from the
+/// default range (not Terraform's), its home is its uid's and private, the
+/// other workspace cannot read it, and a hostile template's Terraform can
+/// neither list the volumes nor read another workspace's home.
+#[test]
+fn each_workspace_runs_as_its_own_uid_and_terraform_reads_no_home() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let example = repo_root().join("examples/local-workspace");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ])
+        .ok();
+    let mut homes = Vec::new();
+    for name in ["one", "two"] {
+        let before: std::collections::BTreeSet<_> = std::fs::read_dir(platform.volumes_dir())
+            .map(|entries| entries.map(|entry| entry.unwrap().path()).collect())
+            .unwrap_or_default();
+        platform.run(&["create", name, "--template", "local"]).ok();
+        platform.wait_for_agent(name, "ready", Duration::from_secs(60));
+        let home = std::fs::read_dir(platform.volumes_dir())
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .find(|path| !before.contains(path))
+            .expect("the workspace's volume");
+        homes.push(home);
+    }
+    let (one, two) = (uid_in(&platform, "one"), uid_in(&platform, "two"));
+    let nobody = nix_uid("nobody");
+    for uid in [one, two] {
+        assert!(
+            (200_000..=299_999).contains(&uid),
+            "uid {uid} is not from the range"
+        );
+        assert_ne!(Some(uid), nobody, "a workspace runs as Terraform's user");
+    }
+    assert_ne!(one, two, "two workspaces share a uid");
+    for (home, uid) in homes.iter().zip([one, two]) {
+        let meta = std::fs::metadata(home).unwrap();
+        assert_eq!(meta.uid(), uid, "{} is not its workspace's", home.display());
+        assert_eq!(
+            meta.permissions().mode() & 0o777,
+            0o700,
+            "{}",
+            home.display()
+        );
+    }
+    platform
+        .run(&[
+            "ssh",
+            "one",
+            "--",
+            "sh",
+            "-c",
+            "echo private > \"$HOME/diary\"",
+        ])
+        .ok();
+    // The uid stays with the workspace across a stop and a start.
+    platform.run(&["stop", "one"]).ok();
+    platform.run(&["start", "one"]).ok();
+    platform.wait_for_agent("one", "ready", Duration::from_secs(60));
+    assert_eq!(uid_in(&platform, "one"), one);
+
+    // The neighbour workspace, as its shell.
+    let victim = homes[0].display().to_string();
+    let peek = platform.run(&["ssh", "two", "--", "cat", &format!("{victim}/diary")]);
+    assert_ne!(peek.code, Some(0), "two read one's diary: {peek}");
+    assert!(!peek.stdout.contains("private"), "{peek}");
+
+    // A hostile template's Terraform.
+    let report = platform.outside().join("peek.txt");
+    let dir = platform.root().join("peek");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("main.tf"),
+        peeking_template(&victim, report.to_str().unwrap()),
+    )
+    .unwrap();
+    platform
+        .run(&["templates", "push", "peek", "-d", dir.to_str().unwrap()])
+        .ok();
+    platform
+        .run(&["create", "peeker", "--template", "peek"])
+        .ok();
+    let seen = std::fs::read_to_string(&report).unwrap();
+    assert!(seen.contains("end"), "{seen}");
+    assert!(
+        !seen.contains("private"),
+        "Terraform read one's diary:\n{seen}"
+    );
+    let listed = seen
+        .split("list:")
+        .nth(1)
+        .and_then(|rest| rest.split("read:").next())
+        .unwrap_or_default();
+    for home in &homes {
+        let name = home.file_name().unwrap().to_str().unwrap();
+        assert!(
+            !listed.contains(name),
+            "Terraform listed the volumes:\n{seen}"
+        );
+    }
+    platform.run(&["stop", "one"]).ok();
+    platform.run(&["stop", "two"]).ok();
+    util::assert_no_processes_left(&platform, "after the stops");
+}
+
+fn nix_uid(name: &str) -> Option<u32> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let mut fields = line.split(':');
+        (fields.next()? == name).then(|| fields.nth(1)?.parse().ok())?
+    })
+}

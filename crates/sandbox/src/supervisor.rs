@@ -82,6 +82,8 @@ pub struct SupervisorConfig {
 pub struct BuildScope {
     pub workspace_id: String,
     pub forward: Option<std::net::SocketAddr>,
+    /// The workspace's own uid (`--workspace-uids`).
+    pub uid: Option<u32>,
 }
 
 impl BuildScope {
@@ -90,6 +92,7 @@ impl BuildScope {
         BuildScope {
             workspace_id: workspace_id.to_string(),
             forward: agent_url.and_then(crate::network::loopback_of),
+            uid: None,
         }
     }
 }
@@ -180,12 +183,19 @@ fn serve_machine(config: &std::sync::Arc<SupervisorConfig>, stream: UnixStream) 
             workspace_id,
             socket,
             agent_url,
-        }) => serve_build_socket(
-            config,
-            stream,
-            BuildScope::new(&workspace_id, agent_url.as_deref()),
-            PathBuf::from(socket),
-        ),
+            uid,
+            adopt,
+        }) => {
+            let mut scope = BuildScope::new(&workspace_id, agent_url.as_deref());
+            scope.uid = uid;
+            if let Some(uid) = uid {
+                if let Err(message) = adopt_volumes(config, uid, &adopt) {
+                    send(&stream, &Reply::Error { message });
+                    return;
+                }
+            }
+            serve_build_socket(config, stream, scope, PathBuf::from(socket))
+        }
         Ok(_) => {
             send(
                 &stream,
@@ -322,6 +332,7 @@ pub fn answer(config: &SupervisorConfig, scope: &BuildScope, request: Request) -
         Request::Stop { id, grace_seconds } => {
             stop_process(config, workspace_id, &id, grace_seconds)
         }
+        Request::RemoveVolume { dir } => remove_volume(config, scope, &dir),
         Request::Open { .. } => Err("a build's socket opens no other".into()),
     };
     result.unwrap_or_else(|message| Reply::Error { message })
@@ -390,6 +401,187 @@ fn volume_of(config: &SupervisorConfig, dir: &str) -> Result<(PathBuf, PathBuf),
     Ok((volumes.join(name), dir))
 }
 
+/// Whose a volume is: `Free` until a workspace has run in it (made by
+/// Terraform's user, or by root), then its workspace's uid's.
+#[derive(Debug, PartialEq, Eq)]
+enum VolumeOwner {
+    Free,
+    Workspace(u32),
+}
+
+fn owner_of(config: &SupervisorConfig, volume: &Path) -> Result<VolumeOwner, String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::symlink_metadata(volume)
+        .map_err(|error| format!("cannot read the volume {}: {error}", volume.display()))?;
+    if !meta.is_dir() {
+        return Err(format!(
+            "the volume {} is not a directory",
+            volume.display()
+        ));
+    }
+    let terraform = config.sandbox.user().map(|user| user.uid);
+    if meta.uid() == 0 || Some(meta.uid()) == terraform {
+        Ok(VolumeOwner::Free)
+    } else {
+        Ok(VolumeOwner::Workspace(meta.uid()))
+    }
+}
+
+/// Gives the volume to `uid` before a process of its workspace runs in it:
+/// everything in it, and private to it (0700). A volume another workspace
+/// has run in is not this one's: refused.
+fn claim_volume(config: &SupervisorConfig, volume: &Path, uid: u32) -> Result<(), String> {
+    match owner_of(config, volume)? {
+        VolumeOwner::Workspace(owner) if owner == uid => Ok(()),
+        VolumeOwner::Workspace(_) => Err(format!(
+            "the volume {} belongs to another workspace: a process runs only in its own workspace's volumes",
+            volume.display()
+        )),
+        VolumeOwner::Free => give_volume(volume, uid),
+    }
+}
+
+fn give_volume(volume: &Path, uid: u32) -> Result<(), String> {
+    use nix::fcntl::OFlag;
+    use std::os::fd::AsRawFd;
+    let failed = |error: &dyn std::fmt::Display| {
+        format!(
+            "cannot give the volume {} to its workspace: {error}",
+            volume.display()
+        )
+    };
+    let mut top = nix::dir::Dir::open(
+        volume,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|error| failed(&error))?;
+    give_tree(&mut top, uid, 0).map_err(|error| failed(&error))?;
+    let owner = Some(nix::unistd::Uid::from_raw(uid));
+    let group = Some(nix::unistd::Gid::from_raw(uid));
+    nix::unistd::fchown(top.as_raw_fd(), owner, group).map_err(|error| failed(&error))?;
+    nix::sys::stat::fchmod(
+        top.as_raw_fd(),
+        nix::sys::stat::Mode::from_bits_truncate(0o700),
+    )
+    .map_err(|error| failed(&error))
+}
+
+/// Gives everything under the open directory `dir` to `uid`, never
+/// following a link: each step is relative to a directory already open, so
+/// a name swapped for a link meanwhile leads nowhere else.
+fn give_tree(dir: &mut nix::dir::Dir, uid: u32, depth: usize) -> Result<(), nix::errno::Errno> {
+    use nix::fcntl::{AtFlags, OFlag};
+    use std::os::fd::AsRawFd;
+    if depth > 256 {
+        return Err(nix::errno::Errno::ELOOP);
+    }
+    let owner = Some(nix::unistd::Uid::from_raw(uid));
+    let group = Some(nix::unistd::Gid::from_raw(uid));
+    let mut names = Vec::new();
+    for entry in dir.iter() {
+        let entry = entry?;
+        let name = entry.file_name().to_owned();
+        if name.as_bytes() == b"." || name.as_bytes() == b".." {
+            continue;
+        }
+        names.push((name, entry.file_type()));
+    }
+    let at = dir.as_raw_fd();
+    for (name, kind) in names {
+        match nix::unistd::fchownat(
+            Some(at),
+            name.as_c_str(),
+            owner,
+            group,
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        ) {
+            Ok(()) | Err(nix::errno::Errno::ENOENT) => {}
+            Err(error) => return Err(error),
+        }
+        if kind == Some(nix::dir::Type::Directory) {
+            match nix::dir::Dir::openat(
+                Some(at),
+                name.as_c_str(),
+                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                nix::sys::stat::Mode::empty(),
+            ) {
+                Ok(mut child) => give_tree(&mut child, uid, depth + 1)?,
+                // Swapped for a link, or gone: nothing of it to give.
+                Err(
+                    nix::errno::Errno::ELOOP
+                    | nix::errno::Errno::ENOTDIR
+                    | nix::errno::Errno::ENOENT,
+                ) => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The volumes a build adopts from a deleted workspace (`Request::Open`'s
+/// `adopt`, from the platform's own decision): given to the adopting
+/// workspace's uid.
+fn adopt_volumes(config: &SupervisorConfig, uid: u32, names: &[String]) -> Result<(), String> {
+    for name in names {
+        let plain = Path::new(name).components().count() == 1
+            && !name.starts_with('.')
+            && !name.contains('/');
+        if !plain {
+            return Err(format!(
+                "cannot adopt the volume {name:?}: not a volume name"
+            ));
+        }
+        let volume = config.volumes_dir.join(name);
+        match fs::symlink_metadata(&volume) {
+            Ok(meta) if meta.is_dir() => give_volume(&volume, uid)?,
+            // Import says what is missing, in Terraform's words.
+            _ => continue,
+        }
+    }
+    Ok(())
+}
+
+/// An `abode_volume`'s destroy: only a volume of this build's workspace
+/// (or one no workspace has run in yet).
+fn remove_volume(
+    config: &SupervisorConfig,
+    scope: &BuildScope,
+    dir: &str,
+) -> Result<Reply, String> {
+    let volumes = fs::canonicalize(&config.volumes_dir).map_err(|error| error.to_string())?;
+    let path = Path::new(dir);
+    let name = path
+        .strip_prefix(&config.volumes_dir)
+        .or_else(|_| path.strip_prefix(&volumes))
+        .ok()
+        .filter(|rest| rest.components().count() == 1)
+        .ok_or_else(|| format!("{dir:?} is not a volume of this machine"))?;
+    let volume = volumes.join(name);
+    let owner = match owner_of(config, &volume) {
+        Ok(owner) => owner,
+        Err(_) if fs::symlink_metadata(&volume).is_err() => return Ok(Reply::Stopped),
+        Err(message) => return Err(message),
+    };
+    if let VolumeOwner::Workspace(owner) = owner {
+        if scope.uid != Some(owner) {
+            tracing::warn!(
+                asking = scope.workspace_id.as_str(),
+                volume = %volume.display(),
+                "a build asked to remove another workspace's volume: refused"
+            );
+            return Err(format!(
+                "the volume {} belongs to another workspace",
+                volume.display()
+            ));
+        }
+    }
+    fs::remove_dir_all(&volume)
+        .map_err(|error| format!("cannot delete the volume {}: {error}", volume.display()))?;
+    Ok(Reply::Stopped)
+}
+
 /// An open volume, closed when dropped.
 struct VolumeFd(std::os::fd::RawFd);
 
@@ -432,6 +624,9 @@ fn start_process(
     };
     let workspace_id = scope.workspace_id.as_str();
     let (volume, dir) = volume_of(config, dir)?;
+    if let Some(uid) = scope.uid {
+        claim_volume(config, &volume, uid)?;
+    }
     // The workspace's own network, made with its first process.
     let namespace = match &config.networks {
         Some(networks) => Some(networks.join(workspace_id, scope.forward)?),
@@ -465,6 +660,7 @@ fn start_process(
         read_write_fds: vec![(volume_fd.0, volume)],
         dir: dir.clone(),
         operator_mounts: false,
+        run_as: scope.uid,
     };
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
     let wrapped = config
@@ -689,6 +885,8 @@ mod tests {
             workspace_id: "workspace-a".into(),
             socket: root.path().join("x.sock").display().to_string(),
             agent_url: None,
+            uid: None,
+            adopt: Vec::new(),
         };
         assert!(matches!(
             answer(&config, &scope("workspace-b"), open),
@@ -718,7 +916,11 @@ mod tests {
         let work = root.path().join("work");
         fs::create_dir_all(&work).unwrap();
         let path = work.join("supervisor.sock");
-        let build = open_build(&config.socket, "workspace-a", None, &path, timeout).unwrap();
+        let of = abode_contract::supervisor::BuildOf {
+            workspace_id: "workspace-a".into(),
+            ..Default::default()
+        };
+        let build = open_build(&config.socket, &of, &path, timeout).unwrap();
         assert_eq!(build.path(), path);
         let status = call(&path, &Request::Status { id: "1-2".into() }, timeout).unwrap();
         assert_eq!(status, Reply::Status { running: false });

@@ -40,6 +40,7 @@ use crate::state_locks::*;
 use crate::templates::*;
 use crate::tokens::*;
 use crate::users::*;
+use crate::workspace_uids::*;
 use crate::workspaces::*;
 use crate::{db_error, new_id, StoreError};
 use abode_clock::Clock;
@@ -162,6 +163,7 @@ impl PostgresBackend {
     agent_queries!();
     app_token_queries!();
     port_share_queries!();
+    workspace_uid_queries!();
     external_auth_queries!();
     host_key_queries!();
     oidc_queries!();
