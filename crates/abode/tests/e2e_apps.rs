@@ -241,6 +241,9 @@ async fn apps_by_path_and_subdomain_with_their_share_levels() {
     require_terraform();
     let mut flags = util::FAST_AGENT_FLAGS.to_vec();
     flags.extend(["--wildcard-access-url", "*.apps.test", "--allow-path-apps"]);
+    // The apps (probe, echo) are this test's servers on the host's loopback,
+    // standing for a workspace's: its workspace is on the machine's network.
+    flags.extend(["--workspace-network", "host"]);
     let platform = Platform::start_with_metrics(None, &flags);
     platform.login_owner();
     let (web_port, probe_port, echo_port) =

@@ -630,11 +630,15 @@ regex = '^https://other\.example/'
     )
     .unwrap();
     let key = private_key(dir.path(), "tokens.key", "cd");
+    // The git server is this test's, on the host's loopback, standing for
+    // the provider's: the workspace is on the machine's network to reach it.
     let mut platform = Platform::start_with(&[
         "--external-auth-config",
         config.to_str().unwrap(),
         "--external-auth-key-file",
         key.to_str().unwrap(),
+        "--workspace-network",
+        "host",
     ]);
     let base = platform.url.trim_end_matches('/').to_string();
     ureq::put(&format!("{}/admin/redirect-uris", oauth.issuer))

@@ -677,6 +677,10 @@ fn apps_through_nginx(dial_backs: DialBacks) {
         "127.0.0.1/32",
         "--wildcard-access-url",
         "*.apps.localhost",
+        // The WebSocket echo app is this test's server on the host's
+        // loopback: the workspace is on the machine's network to reach it.
+        "--workspace-network",
+        "host",
     ]);
     let platform =
         Platform::start_with_env_and_metrics(&flags, &[("ABODE_CA_CERT", ca.to_str().unwrap())]);

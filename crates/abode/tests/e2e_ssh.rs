@@ -180,7 +180,9 @@ fn require_openssh() {
 fn ssh_openssh_port_forward_authorization_audit_and_activity() {
     require_terraform();
     require_openssh();
-    let mut platform = Platform::start();
+    // The forwarded port's echo server is this test's, on the host's
+    // loopback: the workspace is on the machine's network to reach it.
+    let mut platform = Platform::start_with(&["--workspace-network", "host"]);
     platform.login_owner();
     let example = repo_root().join("examples/local-workspace");
     platform
