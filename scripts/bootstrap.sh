@@ -64,13 +64,14 @@ if ! command -v bwrap >/dev/null 2>&1; then
   abode_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null || exit 1
 fi
 
-# Each workspace runs in a network namespace of its own, connected by
-# Debian's passt (`pasta`, user-mode networking: no bridge, no NAT rules,
-# nothing left on the host when it exits); docs/security.md.
-if ! command -v pasta >/dev/null 2>&1 && [ ! -x /usr/bin/pasta ]; then
-  echo "bootstrap: installing passt (Debian passt, for pasta)" >&2
+# Each workspace runs in a network namespace of its own, connected to the
+# outside by Debian's slirp4netns (user-mode networking: no bridge, no NAT
+# rules, nothing left on the host when it exits; it drops its capabilities
+# and chroots itself after set-up); docs/security.md.
+if ! command -v slirp4netns >/dev/null 2>&1; then
+  echo "bootstrap: installing slirp4netns (Debian slirp4netns)" >&2
   abode_need_root apt-get update -qq || exit 1
-  abode_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends passt >/dev/null || exit 1
+  abode_need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slirp4netns >/dev/null || exit 1
 fi
 
 # The proxy tests (e2e_proxy) put Debian's nginx in front of the server,

@@ -12,6 +12,7 @@ mod util;
 mod deploy;
 mod e2e_accounts;
 mod e2e_agent;
+mod e2e_apart;
 mod e2e_apps;
 mod e2e_backup;
 mod e2e_bad_input;

@@ -46,6 +46,9 @@ pub struct ServerOptions {
     pub terraform_isolation: Option<std::sync::Arc<abode_terraform::isolation::Isolation>>,
     /// The process supervisor's socket, given to sandboxed builds.
     pub process_supervisor: Option<PathBuf>,
+    /// The uids workspaces are given (`--workspace-uids`, checked by
+    /// [`prepare`]); `None`: the sandbox's user for all.
+    pub workspace_uids: Option<abode_terraform::machine::UidRange>,
     /// How many newest builds of each workspace keep their plan JSON.
     pub plan_retention: usize,
     pub agent_binary: Option<PathBuf>,
@@ -135,6 +138,7 @@ impl ServerOptions {
             terraform_env: None,
             terraform_isolation: None,
             process_supervisor: None,
+            workspace_uids: None,
             plan_retention: 20,
             agent_binary: None,
             agent_connect_timeout: Duration::from_secs(30),
@@ -189,6 +193,8 @@ pub enum ServerError {
     },
     #[error("{0}")]
     Tls(#[from] abode_tls::TlsError),
+    #[error(transparent)]
+    WorkspaceUids(#[from] abode_terraform::machine::UidRangeError),
     #[error("no database at {0}: is this a server's data dir (--data-dir), or is it on PostgreSQL (--database-url)?")]
     NoDatabase(String),
     #[error("--redirect-to-access-url needs an https:// access URL (--access-url), not {0}")]
@@ -226,6 +232,8 @@ pub struct SignalError {
 /// [`prepare`]: how its builds are sandboxed and the external auth files.
 #[derive(Debug, Clone, Default)]
 pub struct Setup {
+    /// `--workspace-uids`.
+    pub workspace_uids: abode_terraform::machine::WorkspaceUids,
     /// `--terraform-sandbox`, `--terraform-user`, `--terraform-mount`.
     pub sandbox: abode_terraform::machine::SandboxSettings,
     /// The external auth providers (`--external-auth-config`).
@@ -331,9 +339,20 @@ pub fn prepare(mut options: ServerOptions, setup: Setup) -> Result<ServerOptions
                 .collect::<Vec<_>>(),
         },
     )?;
+    let sandboxed = sandbox.is_some();
     if let Some((isolation, socket)) = sandbox {
         options.terraform_isolation = Some(isolation);
         options.process_supervisor = Some(socket);
+    }
+    let terraform_user = match &setup.sandbox.user {
+        Some(name) => abode_sandbox_user(name),
+        None => abode_sandbox_user(machine::DEFAULT_USER),
+    };
+    options.workspace_uids =
+        machine::workspace_uids(setup.workspace_uids, sandboxed, terraform_user.as_ref())?;
+    match options.workspace_uids {
+        Some(range) => tracing::info!(%range, "each workspace runs as a uid of its own"),
+        None => tracing::warn!("workspaces share one user (--workspace-uids off, or no root): each can signal and read the others' processes"),
     }
     options.provider_mirror = Some(mirror_dir);
     // Agents run this same executable (`abode agent`), not the mirror's copy.
@@ -349,6 +368,13 @@ pub fn prepare(mut options: ServerOptions, setup: Setup) -> Result<ServerOptions
         );
     }
     Ok(options)
+}
+
+/// Terraform's user by name, when this machine has it and it is not root.
+fn abode_sandbox_user(name: &str) -> Option<abode_terraform::machine::User> {
+    abode_terraform::machine::User::by_name(name)
+        .ok()
+        .filter(|user| user.uid != 0)
 }
 
 /// The access URL of a server not given one: its HTTPS listener's when it
@@ -465,6 +491,9 @@ impl Server {
                 clock = ?options.clock,
                 "not the system clock: for tests only, deadlines and stored times follow it"
             );
+        }
+        if let Some(range) = options.workspace_uids {
+            range.check_keeps(&store.given_workspace_uids().await?)?;
         }
         let config = control_config(&options, local_addr, &access_url, oidc)?;
         // Builds and template pushes need Terraform: say so at start rather
@@ -684,6 +713,9 @@ fn control_config(
     }
     config.terraform_isolation = options.terraform_isolation.clone();
     config.process_supervisor = options.process_supervisor.clone();
+    config.workspace_uids = options
+        .workspace_uids
+        .map(|range| (range.first, range.last));
     config.agent_timeouts = AgentTimeouts {
         connect: options.agent_connect_timeout,
         heartbeat: options.agent_heartbeat_timeout,

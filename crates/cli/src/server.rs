@@ -33,6 +33,12 @@ pub struct ServerArgs {
     provisioners: usize,
     #[command(flatten)]
     terraform: TerraformFlags,
+    /// The uids workspaces run as, each its own, kept with it and never
+    /// given to another: FIRST-LAST (at least 100, none a user or group of
+    /// this machine), or `off` (all run as --terraform-user's user)
+    /// [default: 200000-299999 when root, off otherwise].
+    #[arg(long, env = "ABODE_WORKSPACE_UIDS", value_name = "FIRST-LAST|off", value_parser = parse_workspace_uids)]
+    workspace_uids: Option<machine::WorkspaceUids>,
     #[command(flatten)]
     logging: LogFlags,
     #[command(flatten)]
@@ -625,6 +631,7 @@ fn server_options(args: ServerArgs) -> anyhow::Result<Result<ServerOptions, Exit
         options.clock = abode_clock::Clock::with_offset_file(machine::absolute(file)?);
     }
     let setup = abode_api::Setup {
+        workspace_uids: args.workspace_uids.unwrap_or_default(),
         sandbox: args.terraform.sandbox(),
         external_auth_config: args.external_auth_config,
         external_auth_key_file: args.external_auth_key_file,
@@ -690,4 +697,14 @@ pub enum DefaultTemplateAccess {
     Use,
     /// An empty list: only template admins and owners see the template.
     None,
+}
+
+/// `--workspace-uids`: `off` or `FIRST-LAST`.
+fn parse_workspace_uids(text: &str) -> Result<machine::WorkspaceUids, String> {
+    if text.trim() == "off" {
+        return Ok(machine::WorkspaceUids::Off);
+    }
+    text.parse::<machine::UidRange>()
+        .map(machine::WorkspaceUids::Range)
+        .map_err(|error| error.to_string())
 }

@@ -50,6 +50,19 @@ pub struct TerraformFlags {
         value_delimiter = ','
     )]
     pub terraform_mounts: Vec<String>,
+    /// Where workspace processes are on the network: `isolated`, a network
+    /// namespace per workspace (its own loopback; out through slirp4netns;
+    /// of this machine, only the access URL), which needs root; or `host`,
+    /// this machine's network, shared by every workspace (warned at start).
+    #[arg(long, env = "ABODE_WORKSPACE_NETWORK", value_enum, default_value_t = NetworkArg::Isolated)]
+    pub workspace_network: NetworkArg,
+}
+
+/// `--workspace-network`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NetworkArg {
+    Isolated,
+    Host,
 }
 
 impl TerraformFlags {
@@ -59,6 +72,10 @@ impl TerraformFlags {
             off: self.terraform_sandbox == OnOff::Off,
             user: self.terraform_user.clone(),
             mounts: self.terraform_mounts.clone(),
+            network: match self.workspace_network {
+                NetworkArg::Isolated => abode_terraform::machine::WorkspaceNetwork::Isolated,
+                NetworkArg::Host => abode_terraform::machine::WorkspaceNetwork::Host,
+            },
         }
     }
 }

@@ -47,11 +47,29 @@ pub enum Request {
     /// SIGTERM to the process and everything it started, SIGKILL to what is
     /// left after `grace_seconds`; its log is removed.
     Stop { id: String, grace_seconds: u64 },
+    /// Remove the volume `dir` (an `abode_volume`'s destroy): done by the
+    /// supervisor, since the volume belongs to its workspace's uid, and only
+    /// for a volume of the asking build's workspace (or one no workspace
+    /// has run in yet). Answered [`Reply::Stopped`].
+    RemoveVolume { dir: String },
     /// The runner's, on the machine's socket only: listen on `socket` for
     /// the build of `workspace_id` while this connection stays open.
     Open {
         workspace_id: String,
         socket: String,
+        /// The URL the workspace's agent dials: when it is a loopback
+        /// address, the one port of the host a workspace's own network
+        /// forwards to.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_url: Option<String>,
+        /// The workspace's own uid (`--workspace-uids`): its processes run
+        /// as it and its volumes are given to it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uid: Option<u32>,
+        /// The volumes (names) this build adopts from a deleted workspace:
+        /// given to this workspace's uid.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        adopt: Vec<String>,
     },
 }
 
@@ -94,6 +112,15 @@ pub fn call(socket: &Path, request: &Request, timeout: Duration) -> Result<Reply
     ask(socket, request, timeout).map(|(reply, _)| reply)
 }
 
+/// The build a socket is opened for ([`Request::Open`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BuildOf {
+    pub workspace_id: String,
+    pub agent_url: Option<String>,
+    pub uid: Option<u32>,
+    pub adopt: Vec<String>,
+}
+
 /// A build's own socket ([`Request::Open`]): it listens while this lives.
 #[derive(Debug)]
 pub struct BuildSocket {
@@ -113,13 +140,16 @@ impl BuildSocket {
 /// a build of `workspace_id`, until the returned value is dropped.
 pub fn open_build(
     machine: &Path,
-    workspace_id: &str,
+    build: &BuildOf,
     socket: &Path,
     timeout: Duration,
 ) -> Result<BuildSocket, SupervisorError> {
     let request = Request::Open {
-        workspace_id: workspace_id.to_string(),
+        workspace_id: build.workspace_id.clone(),
         socket: socket.display().to_string(),
+        agent_url: build.agent_url.clone(),
+        uid: build.uid,
+        adopt: build.adopt.clone(),
     };
     match ask(machine, &request, timeout)? {
         (Reply::Opened, connection) => Ok(BuildSocket {
@@ -190,10 +220,19 @@ mod tests {
         let open = Request::Open {
             workspace_id: "w".into(),
             socket: "/s".into(),
+            agent_url: None,
+            uid: None,
+            adopt: Vec::new(),
         };
         assert_eq!(
             serde_json::to_string(&open).unwrap(),
             r#"{"op":"open","workspace_id":"w","socket":"/s"}"#
         );
+        let with_url =
+            r#"{"op":"open","workspace_id":"w","socket":"/s","agent_url":"http://127.0.0.1:1"}"#;
+        assert!(matches!(
+            serde_json::from_str::<Request>(with_url).unwrap(),
+            Request::Open { agent_url: Some(url), .. } if url == "http://127.0.0.1:1"
+        ));
     }
 }

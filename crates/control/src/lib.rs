@@ -273,6 +273,9 @@ pub struct Config {
     pub terraform_isolation: Option<Arc<abode_terraform::isolation::Isolation>>,
     /// The process supervisor's socket, given to sandboxed builds.
     pub process_supervisor: Option<PathBuf>,
+    /// The uids workspaces are given, first and last (`--workspace-uids`);
+    /// `None`: every workspace runs as the sandbox's user.
+    pub workspace_uids: Option<(u32, u32)>,
     /// How many of each workspace's newest builds keep their plan JSON (it
     /// can hold secrets, and is large); held builds always keep theirs.
     pub plan_retention: usize,
@@ -325,6 +328,7 @@ impl Config {
             access_url,
             relay_url: None,
             provider_mirror: None,
+            workspace_uids: None,
             agent_binary: None,
             ca_cert: None,
             trusted_proxies: client_address::TrustedProxies::default(),

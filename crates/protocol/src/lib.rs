@@ -74,6 +74,10 @@ pub struct JobWire {
     /// Retained resources the build adopts (imports).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub imports: Vec<abode_runner::retention::ImportTarget>,
+    /// The workspace's own uid (`--workspace-uids`); none from a server
+    /// that gives none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_uid: Option<u32>,
 }
 
 /// The environment contract but for the daemon's own directories and
@@ -110,6 +114,7 @@ impl JobWire {
             local_state: inputs.local_state,
             forget: inputs.forget,
             imports: inputs.imports,
+            workspace_uid: inputs.workspace_uid,
             context: ContextWire {
                 workspace_id: context.workspace_id,
                 workspace_name: context.workspace_name,
@@ -185,6 +190,7 @@ impl JobWire {
             local_state: self.local_state,
             forget: self.forget,
             imports: self.imports,
+            workspace_uid: self.workspace_uid,
             build_id: self.build_id,
         })
     }
@@ -462,6 +468,7 @@ mod tests {
                     local_state: false,
                     forget: Vec::new(),
                     imports: Vec::new(),
+                    workspace_uid: Some(200_001),
                 };
                 let text = serde_json::to_string(&JobWire::from_inputs(kind, inputs)).unwrap();
                 assert!(!text.contains("secret"));
@@ -520,6 +527,7 @@ mod tests {
                 local_state: false,
                 forget: Vec::new(),
                 imports: Vec::new(),
+                workspace_uid: None,
             },
         );
         wire.kind = "rebuild".into();

@@ -66,7 +66,7 @@ fn inherited_env() -> Vec<(String, String)> {
 }
 
 /// One call to the process supervisor, off the async runtime.
-async fn ask(
+pub(crate) async fn ask(
     socket: std::path::PathBuf,
     request: Request,
     timeout: Duration,
@@ -78,7 +78,7 @@ async fn ask(
 }
 
 /// A supervisor's refusal or an unexpected answer, as the resource's error.
-fn supervisor_error(diags: &mut Diagnostics, reply: Result<Reply, String>) {
+pub(crate) fn supervisor_error(diags: &mut Diagnostics, reply: Result<Reply, String>) {
     let message = match reply {
         Ok(Reply::Error { message }) => message,
         Ok(other) => format!("unexpected answer from the process supervisor: {other:?}"),

@@ -243,6 +243,20 @@ impl ResourceType for VolumeResource {
         // This machine's volume of that name, whatever path the state kept.
         let path = volume_path(diags, &prior_state)?;
         let path = path.display().to_string();
+        // A workspace that ran in its volume owns it: the supervisor, which
+        // gave it, removes it, and only for this build's workspace.
+        if let Some(socket) = build_context(diags)?.process_supervisor {
+            let request = abode_contract::supervisor::Request::RemoveVolume { dir: path };
+            return match crate::process::ask(socket, request, std::time::Duration::from_secs(600))
+                .await
+            {
+                Ok(abode_contract::supervisor::Reply::Stopped) => Some(()),
+                other => {
+                    crate::process::supervisor_error(diags, other);
+                    None
+                }
+            };
+        }
         match std::fs::remove_dir_all(&path) {
             Ok(()) => Some(()),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => Some(()),

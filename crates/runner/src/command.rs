@@ -157,27 +157,24 @@ pub fn contract_env(
 pub const SUPERVISOR_SOCKET: &str = "supervisor.sock";
 
 /// The run's own socket of this machine's process supervisor (at
-/// `machine`), for `workspace_id`, in `work_dir` (which its sandbox shows):
+/// `machine`), for `build` (its workspace, the URL its agent dials, its uid
+/// and the volumes it adopts), in `work_dir` (which its sandbox shows):
 /// what `ABODE_PROCESS_SUPERVISOR` names while it lives. Every request on
 /// it is that workspace's (`abode_contract::supervisor`). `None` without a
 /// supervisor (the sandbox off).
 pub async fn open_process_supervisor(
     machine: Option<&Path>,
     work_dir: &Path,
-    workspace_id: &str,
+    build: abode_contract::supervisor::BuildOf,
 ) -> Result<Option<abode_contract::supervisor::BuildSocket>, Failure> {
     let Some(machine) = machine else {
         return Ok(None);
     };
-    let (machine, socket, workspace_id) = (
-        machine.to_path_buf(),
-        work_dir.join(SUPERVISOR_SOCKET),
-        workspace_id.to_string(),
-    );
+    let (machine, socket) = (machine.to_path_buf(), work_dir.join(SUPERVISOR_SOCKET));
     tokio::task::spawn_blocking(move || {
         abode_contract::supervisor::open_build(
             &machine,
-            &workspace_id,
+            &build,
             &socket,
             std::time::Duration::from_secs(30),
         )

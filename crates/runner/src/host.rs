@@ -132,6 +132,9 @@ pub struct JobInputs {
     pub forget: Vec<String>,
     /// Retained resources this build adopts: imported at their addresses.
     pub imports: Vec<crate::retention::ImportTarget>,
+    /// The workspace's own uid (`--workspace-uids`), which its processes
+    /// run as; `None`: the sandbox's user.
+    pub workspace_uid: Option<u32>,
 }
 
 /// Only sizes: a state and a plan may hold secrets.

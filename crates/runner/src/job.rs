@@ -175,6 +175,7 @@ pub async fn run_job<H: BuildHost>(
     } else {
         Vec::new()
     };
+    let adopt = adopted_volumes(&imports);
     let retaining = !forget.is_empty();
     let laid_out = match layout.lay_out_off_runtime().await {
         Ok((dir, cli_config)) => retention_files(&dir.join(TEMPLATE_SUBDIR), forget, imports)
@@ -199,7 +200,12 @@ pub async fn run_job<H: BuildHost>(
         Ok(cli_config) => open_process_supervisor(
             config.process_supervisor.as_deref(),
             &work_dir,
-            &inputs.context.workspace_id,
+            abode_contract::supervisor::BuildOf {
+                workspace_id: inputs.context.workspace_id.clone(),
+                agent_url: Some(inputs.context.agent_url.clone()),
+                uid: inputs.workspace_uid,
+                adopt,
+            },
         )
         .await
         .map(|socket| {
@@ -250,6 +256,17 @@ pub async fn run_job<H: BuildHost>(
         workdir::remove_off_runtime(work_dir).await;
     }
     result
+}
+
+/// The volumes (names) among a build's imports: given to its workspace.
+fn adopted_volumes(imports: &[crate::retention::ImportTarget]) -> Vec<String> {
+    imports
+        .iter()
+        .filter(|target| {
+            target.address.starts_with("abode_volume.") || target.address.contains(".abode_volume.")
+        })
+        .map(|target| target.id.clone())
+        .collect()
 }
 
 /// A retaining delete's configuration, an adopting build's imports.

@@ -45,7 +45,9 @@
 //! `crates/abode/tests/e2e_sandbox.rs` holds both.
 
 pub mod exec;
+pub mod network;
 pub mod supervisor;
+pub mod uids;
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;
@@ -246,6 +248,10 @@ pub struct View {
     /// Add the operator's `--terraform-mount`s (Terraform runs, not
     /// workspace processes).
     pub operator_mounts: bool,
+    /// Run as this uid (and the group of the same number) instead of the
+    /// sandbox's user: a workspace's own (`--workspace-uids`). Only when
+    /// this process is root.
+    pub run_as: Option<u32>,
 }
 
 impl Sandbox {
@@ -415,11 +421,13 @@ impl Sandbox {
             push(&["--cap-drop".as_ref(), "ALL".as_ref()]);
         }
         push(&["--".as_ref()]);
-        if let Some((setpriv, user)) = &self.drop_to {
-            let (uid, gid) = (
-                format!("--reuid={}", user.uid),
-                format!("--regid={}", user.gid),
-            );
+        let drop_to = match (&self.drop_to, view.run_as) {
+            (Some((setpriv, _)), Some(uid)) => Some((setpriv, uid, uid)),
+            (Some((setpriv, user)), None) => Some((setpriv, user.uid, user.gid)),
+            (None, _) => None,
+        };
+        if let Some((setpriv, uid, gid)) = drop_to {
+            let (uid, gid) = (format!("--reuid={uid}"), format!("--regid={gid}"));
             push(&[
                 setpriv.as_os_str(),
                 uid.as_ref(),

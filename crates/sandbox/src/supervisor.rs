@@ -41,6 +41,7 @@ use abode_procfs::Identity;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
+use crate::network::Networks;
 use crate::{Sandbox, View};
 
 /// How long after its start a process that exited with an error fails the
@@ -70,6 +71,30 @@ pub struct SupervisorConfig {
     /// The `abode` binary: bound read-only too, it sets each process's
     /// environment after the drop (`abode sandbox-exec`, [`crate::exec`]).
     pub exec_helper: PathBuf,
+    /// Each workspace's own network (`--workspace-network isolated`);
+    /// `None`: the host's, shared.
+    pub networks: Option<std::sync::Arc<Networks>>,
+}
+
+/// Who a build's socket asks for: its workspace, and what of the host that
+/// workspace's network reaches (the access URL's loopback address).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuildScope {
+    pub workspace_id: String,
+    pub forward: Option<std::net::SocketAddr>,
+    /// The workspace's own uid (`--workspace-uids`).
+    pub uid: Option<u32>,
+}
+
+impl BuildScope {
+    /// A build of `workspace_id` whose agent dials `agent_url`.
+    pub fn new(workspace_id: &str, agent_url: Option<&str>) -> BuildScope {
+        BuildScope {
+            workspace_id: workspace_id.to_string(),
+            forward: agent_url.and_then(crate::network::loopback_of),
+            uid: None,
+        }
+    }
 }
 
 /// Why the supervisor could not start listening.
@@ -101,6 +126,9 @@ pub fn start(config: SupervisorConfig) -> Result<(), SupervisorStartError> {
     }
     let listener = UnixListener::bind(&config.socket).map_err(listen_error)?;
     fs::set_permissions(&config.socket, fs::Permissions::from_mode(0o600)).map_err(listen_error)?;
+    if let Some(networks) = &config.networks {
+        networks.resume();
+    }
     let config = std::sync::Arc::new(config);
     std::thread::Builder::new()
         .name("process-supervisor".into())
@@ -154,7 +182,20 @@ fn serve_machine(config: &std::sync::Arc<SupervisorConfig>, stream: UnixStream) 
         Ok(Request::Open {
             workspace_id,
             socket,
-        }) => serve_build_socket(config, stream, workspace_id, PathBuf::from(socket)),
+            agent_url,
+            uid,
+            adopt,
+        }) => {
+            let mut scope = BuildScope::new(&workspace_id, agent_url.as_deref());
+            scope.uid = uid;
+            if let Some(uid) = uid {
+                if let Err(message) = adopt_volumes(config, uid, &adopt) {
+                    send(&stream, &Reply::Error { message });
+                    return;
+                }
+            }
+            serve_build_socket(config, stream, scope, PathBuf::from(socket))
+        }
         Ok(_) => {
             send(
                 &stream,
@@ -166,15 +207,15 @@ fn serve_machine(config: &std::sync::Arc<SupervisorConfig>, stream: UnixStream) 
     }
 }
 
-/// Listens on `socket` for the build of `workspace_id` while `control` (the
-/// runner's connection) stays open, then removes it.
+/// Listens on `socket` for the build `scope` while `control` (the runner's
+/// connection) stays open, then removes it.
 fn serve_build_socket(
     config: &std::sync::Arc<SupervisorConfig>,
     control: UnixStream,
-    workspace_id: String,
+    scope: BuildScope,
     socket: PathBuf,
 ) {
-    let listener = match listen_for_build(config, &workspace_id, &socket) {
+    let listener = match listen_for_build(config, &scope.workspace_id, &socket) {
         Ok(listener) => listener,
         Err(message) => {
             send(&control, &Reply::Error { message });
@@ -182,7 +223,7 @@ fn serve_build_socket(
         }
     };
     if send(&control, &Reply::Opened) {
-        serve_build_calls(config, &control, &listener, &workspace_id);
+        serve_build_calls(config, &control, &listener, &scope);
     }
     drop(listener);
     // The build's work dir: a link put there since is removed, never followed.
@@ -227,7 +268,7 @@ fn serve_build_calls(
     config: &std::sync::Arc<SupervisorConfig>,
     control: &UnixStream,
     listener: &UnixListener,
-    workspace_id: &str,
+    scope: &BuildScope,
 ) {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     loop {
@@ -260,13 +301,13 @@ fn serve_build_calls(
                 continue;
             }
             let config = config.clone();
-            let workspace_id = workspace_id.to_string();
+            let scope = scope.clone();
             let spawned = std::thread::Builder::new()
                 .name("process-supervisor-call".into())
                 .spawn(move || {
                     let reply = match read_request(&stream) {
                         Err(reply) => reply,
-                        Ok(request) => answer(&config, &workspace_id, request),
+                        Ok(request) => answer(&config, &scope, request),
                     };
                     // A caller that went away wants no answer.
                     send(&stream, &reply);
@@ -278,13 +319,12 @@ fn serve_build_calls(
     }
 }
 
-/// What a request of a build of `workspace_id` gets: the one place each
-/// operation is decided.
-pub fn answer(config: &SupervisorConfig, workspace_id: &str, request: Request) -> Reply {
+/// What a request of the build `scope` gets: the one place each operation
+/// is decided.
+pub fn answer(config: &SupervisorConfig, scope: &BuildScope, request: Request) -> Reply {
+    let workspace_id = scope.workspace_id.as_str();
     let result = match request {
-        Request::Start { command, env, dir } => {
-            start_process(config, workspace_id, &command, &env, &dir)
-        }
+        Request::Start { command, env, dir } => start_process(config, scope, &command, &env, &dir),
         Request::Status { id } => Ok(Reply::Status {
             running: recorded(config, &id, workspace_id)
                 .is_some_and(|(identity, _)| identity.is_running()),
@@ -292,6 +332,7 @@ pub fn answer(config: &SupervisorConfig, workspace_id: &str, request: Request) -
         Request::Stop { id, grace_seconds } => {
             stop_process(config, workspace_id, &id, grace_seconds)
         }
+        Request::RemoveVolume { dir } => remove_volume(config, scope, &dir),
         Request::Open { .. } => Err("a build's socket opens no other".into()),
     };
     result.unwrap_or_else(|message| Reply::Error { message })
@@ -360,6 +401,187 @@ fn volume_of(config: &SupervisorConfig, dir: &str) -> Result<(PathBuf, PathBuf),
     Ok((volumes.join(name), dir))
 }
 
+/// Whose a volume is: `Free` until a workspace has run in it (made by
+/// Terraform's user, or by root), then its workspace's uid's.
+#[derive(Debug, PartialEq, Eq)]
+enum VolumeOwner {
+    Free,
+    Workspace(u32),
+}
+
+fn owner_of(config: &SupervisorConfig, volume: &Path) -> Result<VolumeOwner, String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::symlink_metadata(volume)
+        .map_err(|error| format!("cannot read the volume {}: {error}", volume.display()))?;
+    if !meta.is_dir() {
+        return Err(format!(
+            "the volume {} is not a directory",
+            volume.display()
+        ));
+    }
+    let terraform = config.sandbox.user().map(|user| user.uid);
+    if meta.uid() == 0 || Some(meta.uid()) == terraform {
+        Ok(VolumeOwner::Free)
+    } else {
+        Ok(VolumeOwner::Workspace(meta.uid()))
+    }
+}
+
+/// Gives the volume to `uid` before a process of its workspace runs in it:
+/// everything in it, and private to it (0700). A volume another workspace
+/// has run in is not this one's: refused.
+fn claim_volume(config: &SupervisorConfig, volume: &Path, uid: u32) -> Result<(), String> {
+    match owner_of(config, volume)? {
+        VolumeOwner::Workspace(owner) if owner == uid => Ok(()),
+        VolumeOwner::Workspace(_) => Err(format!(
+            "the volume {} belongs to another workspace: a process runs only in its own workspace's volumes",
+            volume.display()
+        )),
+        VolumeOwner::Free => give_volume(volume, uid),
+    }
+}
+
+fn give_volume(volume: &Path, uid: u32) -> Result<(), String> {
+    use nix::fcntl::OFlag;
+    use std::os::fd::AsRawFd;
+    let failed = |error: &dyn std::fmt::Display| {
+        format!(
+            "cannot give the volume {} to its workspace: {error}",
+            volume.display()
+        )
+    };
+    let mut top = nix::dir::Dir::open(
+        volume,
+        OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+        nix::sys::stat::Mode::empty(),
+    )
+    .map_err(|error| failed(&error))?;
+    give_tree(&mut top, uid, 0).map_err(|error| failed(&error))?;
+    let owner = Some(nix::unistd::Uid::from_raw(uid));
+    let group = Some(nix::unistd::Gid::from_raw(uid));
+    nix::unistd::fchown(top.as_raw_fd(), owner, group).map_err(|error| failed(&error))?;
+    nix::sys::stat::fchmod(
+        top.as_raw_fd(),
+        nix::sys::stat::Mode::from_bits_truncate(0o700),
+    )
+    .map_err(|error| failed(&error))
+}
+
+/// Gives everything under the open directory `dir` to `uid`, never
+/// following a link: each step is relative to a directory already open, so
+/// a name swapped for a link meanwhile leads nowhere else.
+fn give_tree(dir: &mut nix::dir::Dir, uid: u32, depth: usize) -> Result<(), nix::errno::Errno> {
+    use nix::fcntl::{AtFlags, OFlag};
+    use std::os::fd::AsRawFd;
+    if depth > 256 {
+        return Err(nix::errno::Errno::ELOOP);
+    }
+    let owner = Some(nix::unistd::Uid::from_raw(uid));
+    let group = Some(nix::unistd::Gid::from_raw(uid));
+    let mut names = Vec::new();
+    for entry in dir.iter() {
+        let entry = entry?;
+        let name = entry.file_name().to_owned();
+        if name.as_bytes() == b"." || name.as_bytes() == b".." {
+            continue;
+        }
+        names.push((name, entry.file_type()));
+    }
+    let at = dir.as_raw_fd();
+    for (name, kind) in names {
+        match nix::unistd::fchownat(
+            Some(at),
+            name.as_c_str(),
+            owner,
+            group,
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        ) {
+            Ok(()) | Err(nix::errno::Errno::ENOENT) => {}
+            Err(error) => return Err(error),
+        }
+        if kind == Some(nix::dir::Type::Directory) {
+            match nix::dir::Dir::openat(
+                Some(at),
+                name.as_c_str(),
+                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+                nix::sys::stat::Mode::empty(),
+            ) {
+                Ok(mut child) => give_tree(&mut child, uid, depth + 1)?,
+                // Swapped for a link, or gone: nothing of it to give.
+                Err(
+                    nix::errno::Errno::ELOOP
+                    | nix::errno::Errno::ENOTDIR
+                    | nix::errno::Errno::ENOENT,
+                ) => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The volumes a build adopts from a deleted workspace (`Request::Open`'s
+/// `adopt`, from the platform's own decision): given to the adopting
+/// workspace's uid.
+fn adopt_volumes(config: &SupervisorConfig, uid: u32, names: &[String]) -> Result<(), String> {
+    for name in names {
+        let plain = Path::new(name).components().count() == 1
+            && !name.starts_with('.')
+            && !name.contains('/');
+        if !plain {
+            return Err(format!(
+                "cannot adopt the volume {name:?}: not a volume name"
+            ));
+        }
+        let volume = config.volumes_dir.join(name);
+        match fs::symlink_metadata(&volume) {
+            Ok(meta) if meta.is_dir() => give_volume(&volume, uid)?,
+            // Import says what is missing, in Terraform's words.
+            _ => continue,
+        }
+    }
+    Ok(())
+}
+
+/// An `abode_volume`'s destroy: only a volume of this build's workspace
+/// (or one no workspace has run in yet).
+fn remove_volume(
+    config: &SupervisorConfig,
+    scope: &BuildScope,
+    dir: &str,
+) -> Result<Reply, String> {
+    let volumes = fs::canonicalize(&config.volumes_dir).map_err(|error| error.to_string())?;
+    let path = Path::new(dir);
+    let name = path
+        .strip_prefix(&config.volumes_dir)
+        .or_else(|_| path.strip_prefix(&volumes))
+        .ok()
+        .filter(|rest| rest.components().count() == 1)
+        .ok_or_else(|| format!("{dir:?} is not a volume of this machine"))?;
+    let volume = volumes.join(name);
+    let owner = match owner_of(config, &volume) {
+        Ok(owner) => owner,
+        Err(_) if fs::symlink_metadata(&volume).is_err() => return Ok(Reply::Stopped),
+        Err(message) => return Err(message),
+    };
+    if let VolumeOwner::Workspace(owner) = owner {
+        if scope.uid != Some(owner) {
+            tracing::warn!(
+                asking = scope.workspace_id.as_str(),
+                volume = %volume.display(),
+                "a build asked to remove another workspace's volume: refused"
+            );
+            return Err(format!(
+                "the volume {} belongs to another workspace",
+                volume.display()
+            ));
+        }
+    }
+    fs::remove_dir_all(&volume)
+        .map_err(|error| format!("cannot delete the volume {}: {error}", volume.display()))?;
+    Ok(Reply::Stopped)
+}
+
 /// An open volume, closed when dropped.
 struct VolumeFd(std::os::fd::RawFd);
 
@@ -392,7 +614,7 @@ fn open_volume(path: &Path) -> Result<VolumeFd, String> {
 
 fn start_process(
     config: &SupervisorConfig,
-    workspace_id: &str,
+    scope: &BuildScope,
     command: &[String],
     env: &[(String, String)],
     dir: &str,
@@ -400,7 +622,16 @@ fn start_process(
     let Some((program, args)) = command.split_first() else {
         return Err("abode_process command is empty".into());
     };
+    let workspace_id = scope.workspace_id.as_str();
     let (volume, dir) = volume_of(config, dir)?;
+    if let Some(uid) = scope.uid {
+        claim_volume(config, &volume, uid)?;
+    }
+    // The workspace's own network, made with its first process.
+    let namespace = match &config.networks {
+        Some(networks) => Some(networks.join(workspace_id, scope.forward)?),
+        None => None,
+    };
     let log_path = config
         .logs_dir
         .join(format!("{}.log", uuid::Uuid::new_v4()));
@@ -429,14 +660,20 @@ fn start_process(
         read_write_fds: vec![(volume_fd.0, volume)],
         dir: dir.clone(),
         operator_mounts: false,
+        run_as: scope.uid,
     };
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
     let wrapped = config
         .sandbox
         .wrap_with_env(&view, &config.exec_helper, Path::new(program), &args, env)
         .map_err(|error| format!("abode_process env: {error}"))?;
-    let mut child = Command::new(wrapped.program)
-        .args(wrapped.args)
+    let (program_run, args_run) = match &namespace {
+        Some(namespace) => namespace.enter(wrapped.program, wrapped.args),
+        None => (wrapped.program, wrapped.args),
+    };
+    let mut sandboxed = Command::new(program_run);
+    let mut child = sandboxed
+        .args(args_run)
         // bwrap and setpriv run privileged: nothing of the template's reaches
         // them (its variables wait on standard input, read after the drop).
         .env_clear()
@@ -518,7 +755,24 @@ fn stop_process(
     }
     let _ = fs::remove_file(&log);
     let _ = fs::remove_file(config.records_dir.join(identity.to_text()));
+    if let Some(networks) = &config.networks {
+        if !has_running_process(config, workspace_id) {
+            networks.leave(workspace_id);
+        }
+    }
     Ok(Reply::Stopped)
+}
+
+/// Whether a process recorded as `workspace_id`'s still runs.
+fn has_running_process(config: &SupervisorConfig, workspace_id: &str) -> bool {
+    let Ok(entries) = fs::read_dir(&config.records_dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let name = entry.file_name();
+        recorded(config, &name.to_string_lossy(), workspace_id)
+            .is_some_and(|(identity, _)| identity.is_running())
+    })
 }
 
 fn wait_until(done: impl Fn() -> bool, timeout: Duration) -> bool {
@@ -553,7 +807,12 @@ mod tests {
             records_dir: root.join("records"),
             read_only: Vec::new(),
             exec_helper: "/usr/bin/abode".into(),
+            networks: None,
         }
+    }
+
+    fn scope(workspace_id: &str) -> BuildScope {
+        BuildScope::new(workspace_id, None)
     }
 
     /// A process's dir names its volume; a link in one volume never leads
@@ -598,28 +857,39 @@ mod tests {
         let (identity, log) = recorded(&config, &id, "workspace-a").unwrap();
         assert_eq!((identity, log), (me, PathBuf::from("/logs/a.log")));
         assert!(recorded(&config, &id, "workspace-b").is_none());
-        let status = answer(&config, "workspace-b", Request::Status { id: id.clone() });
+        let status = answer(
+            &config,
+            &scope("workspace-b"),
+            Request::Status { id: id.clone() },
+        );
         assert_eq!(status, Reply::Status { running: false });
         let stop = Request::Stop {
             id: id.clone(),
             grace_seconds: 0,
         };
         // This test's own process: a stop that signalled would end it.
-        assert_eq!(answer(&config, "workspace-b", stop), Reply::Stopped);
+        assert_eq!(answer(&config, &scope("workspace-b"), stop), Reply::Stopped);
         assert!(
             record.exists(),
             "another workspace's stop removed the record"
         );
-        let status = answer(&config, "workspace-a", Request::Status { id: id.clone() });
+        let status = answer(
+            &config,
+            &scope("workspace-a"),
+            Request::Status { id: id.clone() },
+        );
         assert_eq!(status, Reply::Status { running: true });
         fs::write(&record, "/logs/a.log\n").unwrap();
         assert!(recorded(&config, &id, "workspace-b").is_some());
         let open = Request::Open {
             workspace_id: "workspace-a".into(),
             socket: root.path().join("x.sock").display().to_string(),
+            agent_url: None,
+            uid: None,
+            adopt: Vec::new(),
         };
         assert!(matches!(
-            answer(&config, "workspace-b", open),
+            answer(&config, &scope("workspace-b"), open),
             Reply::Error { .. }
         ));
     }
@@ -646,7 +916,11 @@ mod tests {
         let work = root.path().join("work");
         fs::create_dir_all(&work).unwrap();
         let path = work.join("supervisor.sock");
-        let build = open_build(&config.socket, "workspace-a", &path, timeout).unwrap();
+        let of = abode_contract::supervisor::BuildOf {
+            workspace_id: "workspace-a".into(),
+            ..Default::default()
+        };
+        let build = open_build(&config.socket, &of, &path, timeout).unwrap();
         assert_eq!(build.path(), path);
         let status = call(&path, &Request::Status { id: "1-2".into() }, timeout).unwrap();
         assert_eq!(status, Reply::Status { running: false });

@@ -158,6 +158,7 @@ mod stored;
 mod templates;
 mod tokens;
 mod users;
+mod workspace_uids;
 mod workspaces;
 
 use std::path::Path;
@@ -818,6 +819,16 @@ storage_interface! {
     /// `false` when the port was not shared.
     fn delete_port_share(&self, workspace_id: &str, agent_name: &str, port: u16) -> bool;
     fn port_shares(&self, workspace_id: &str) -> Vec<PortShare>;
+}
+
+// ---- workspace uids (workspace_uids.rs) ----
+
+storage_interface! {
+    /// The uid of a workspace, given now from `first..=last` when it has
+    /// none; `Conflict("workspace uids")` when the range is used up.
+    fn workspace_uid(&self, workspace_id: &str, first: u32, last: u32) -> u32;
+    /// Every uid given so far, lowest first.
+    fn given_workspace_uids(&self) -> Vec<u32>;
 }
 
 // ---- agents (agents.rs) ----

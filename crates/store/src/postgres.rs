@@ -42,6 +42,7 @@ use crate::state_locks::*;
 use crate::templates::*;
 use crate::tokens::*;
 use crate::users::*;
+use crate::workspace_uids::*;
 use crate::workspaces::*;
 use abode_clock::Clock;
 
@@ -163,6 +164,7 @@ impl PostgresBackend {
     agent_queries!();
     app_token_queries!();
     port_share_queries!();
+    workspace_uid_queries!();
     external_auth_queries!();
     host_key_queries!();
     oidc_queries!();

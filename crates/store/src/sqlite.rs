@@ -46,6 +46,7 @@ use crate::state_locks::*;
 use crate::templates::*;
 use crate::tokens::*;
 use crate::users::*;
+use crate::workspace_uids::*;
 use crate::workspaces::*;
 use abode_clock::Clock;
 
@@ -157,6 +158,7 @@ impl SqliteBackend {
     agent_queries!();
     app_token_queries!();
     port_share_queries!();
+    workspace_uid_queries!();
     external_auth_queries!();
     host_key_queries!();
     oidc_queries!();

@@ -74,6 +74,7 @@ impl Isolation {
             read_write_fds: Vec::new(),
             dir: dir.to_path_buf(),
             operator_mounts: true,
+            run_as: None,
         };
         self.sandbox.wrap(&view, &self.terraform, args)
     }

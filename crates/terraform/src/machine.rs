@@ -9,8 +9,12 @@ use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub use abode_sandbox::network::WorkspaceNetwork;
+use abode_sandbox::network::{NetworkError, Networks};
 use abode_sandbox::supervisor::{self, SupervisorStartError};
-use abode_sandbox::{Mount, Sandbox, SandboxError, Settings, User};
+pub use abode_sandbox::uids::{UidRange, UidRangeError};
+pub use abode_sandbox::User;
+use abode_sandbox::{Mount, Sandbox, SandboxError, Settings};
 
 use crate::isolation::Isolation;
 use crate::mirror::{Mirror, MirrorError, PROVIDER_VERSION};
@@ -55,6 +59,62 @@ pub enum MachineError {
     },
     #[error(transparent)]
     Supervisor(#[from] SupervisorStartError),
+    #[error(transparent)]
+    Network(#[from] NetworkError),
+    #[error(transparent)]
+    Uids(#[from] UidRangeError),
+    #[error("--workspace-uids needs a server running as root with the sandbox on (--terraform-sandbox on), to run workspaces as other users: pass --workspace-uids off")]
+    UidsNeedRoot,
+    #[error("{0} (or pass --workspace-uids FIRST-LAST with a free range, or off)")]
+    DefaultUids(UidRangeError),
+    #[error("cannot read {path}")]
+    UserDatabase {
+        path: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// `--workspace-uids`: not given, `off`, or a range.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WorkspaceUids {
+    /// [`abode_sandbox::uids::DEFAULT_RANGE`] when this process is root and
+    /// sandboxes; none otherwise.
+    #[default]
+    Default,
+    Off,
+    Range(UidRange),
+}
+
+/// The uids this server gives workspaces, checked against this machine's
+/// users and groups and Terraform's user (`terraform_user`: the sandbox's,
+/// when it has one of its own); `None`: workspaces run as the sandbox's user.
+pub fn workspace_uids(
+    setting: WorkspaceUids,
+    sandboxed: bool,
+    terraform_user: Option<&User>,
+) -> Result<Option<UidRange>, MachineError> {
+    let able = sandboxed && nix::unistd::geteuid().is_root() && terraform_user.is_some();
+    let (range, default) = match setting {
+        WorkspaceUids::Off => return Ok(None),
+        WorkspaceUids::Default if !able => return Ok(None),
+        WorkspaceUids::Default => (abode_sandbox::uids::DEFAULT_RANGE, true),
+        WorkspaceUids::Range(_) if !able => return Err(MachineError::UidsNeedRoot),
+        WorkspaceUids::Range(range) => (range, false),
+    };
+    let read = |path: &'static str| {
+        std::fs::read_to_string(path).map_err(|source| MachineError::UserDatabase { path, source })
+    };
+    let (passwd, group) = (read("/etc/passwd")?, read("/etc/group")?);
+    let reserved: Vec<(u32, String)> = terraform_user
+        .map(|user| (user.uid, format!("Terraform's user {}", user.name)))
+        .into_iter()
+        .collect();
+    match range.check_against(&passwd, &group, &reserved) {
+        Ok(()) => Ok(Some(range)),
+        Err(error) if default => Err(MachineError::DefaultUids(error)),
+        Err(error) => Err(MachineError::Uids(error)),
+    }
 }
 
 /// `path`, made absolute against the current directory.
@@ -147,6 +207,8 @@ pub struct SandboxSettings {
     pub user: Option<String>,
     /// `SRC[:DST][:ro]`, each checked here.
     pub mounts: Vec<String>,
+    /// `--workspace-network`.
+    pub network: WorkspaceNetwork,
 }
 
 /// Where one machine's builds keep what the sandbox needs.
@@ -189,6 +251,9 @@ pub fn set_up_sandbox(
     settings: &SandboxSettings,
     machine: &Machine<'_>,
 ) -> Result<Option<(Arc<Isolation>, PathBuf)>, MachineError> {
+    if settings.off && settings.network == WorkspaceNetwork::Isolated {
+        return Err(MachineError::Network(NetworkError::NoSandbox));
+    }
     if settings.off {
         tracing::warn!(
             "--terraform-sandbox off: Terraform and workspace processes run as this process's user, with its files and /proc in reach; templates can read the data dir, the database and this process's environment"
@@ -237,8 +302,26 @@ pub fn set_up_sandbox(
             source,
         })?;
     }
-    // Terraform's provider creates and removes the volumes, as that user.
+    // Terraform's provider creates the volumes, as that user, by name: it
+    // may write and pass through the volumes dir, never list it (0300), so a
+    // template learns no other workspace's volume from it.
     sandbox.hand_over_one(machine.volumes_dir)?;
+    if sandbox.user().is_some() {
+        std::fs::set_permissions(machine.volumes_dir, std::fs::Permissions::from_mode(0o300))
+            .map_err(|source| MachineError::CreateDir {
+                path: machine.volumes_dir.to_path_buf(),
+                source,
+            })?;
+    }
+    let networks = match settings.network {
+        WorkspaceNetwork::Isolated => {
+            Some(Arc::new(Networks::new(machine.data_dir.join("networks"))?))
+        }
+        WorkspaceNetwork::Host => {
+            tracing::warn!("--workspace-network host: every workspace shares this machine's network: each reaches the others' ports and this machine's loopback services");
+            None
+        }
+    };
     let socket = machine.data_dir.join("supervisor.sock");
     supervisor::start(supervisor::SupervisorConfig {
         sandbox: sandbox.clone(),
@@ -248,6 +331,7 @@ pub fn set_up_sandbox(
         records_dir: machine.data_dir.join("supervised"),
         read_only: vec![machine.agent_binary.to_path_buf()],
         exec_helper: machine.agent_binary.to_path_buf(),
+        networks,
     })?;
     let path = machine
         .terraform_env

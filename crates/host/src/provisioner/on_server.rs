@@ -186,6 +186,21 @@ impl ServerJob {
             }
             JobKind::ApplySavedPlan => (Vec::new(), Vec::new()),
         };
+        // The workspace's own uid, given at its first build and kept.
+        let workspace_uid = match self.host.inner.config.workspace_uids {
+            Some((first, last)) => Some(
+                store
+                    .workspace_uid(&workspace.id, first, last)
+                    .await
+                    .map_err(|error| match error {
+                        abode_store::StoreError::Conflict(_) => Failure::failed(format!(
+                            "every uid of --workspace-uids {first}-{last} is given: widen the range"
+                        )),
+                        other => storage(other),
+                    })?,
+            ),
+            None => None,
+        };
         let state_backend = self
             .host
             .take_state_lock(build, holder)
@@ -203,6 +218,7 @@ impl ServerJob {
             local_state,
             forget,
             imports,
+            workspace_uid,
         })
     }
 

@@ -209,7 +209,12 @@ async fn plan_and_judge(
     let supervisor = open_process_supervisor(
         config.process_supervisor.as_deref(),
         &work_dir,
-        &workspace.id,
+        abode_contract::supervisor::BuildOf {
+            workspace_id: workspace.id.clone(),
+            agent_url: Some(context.agent_url.clone()),
+            uid: None,
+            adopt: Vec::new(),
+        },
     )
     .await
     .map_err(&failed)?;
