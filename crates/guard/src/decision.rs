@@ -2,6 +2,7 @@
 //! the build may go on, must wait for a confirmation, or must stop.
 
 use crate::address::Address;
+use crate::annotation;
 use crate::format::{OlderPlanFormat, PlanFormat};
 use crate::plan::{AttributeChange, Drift, Plan, ResourceChange, ResourceMode};
 use crate::rules::{self, Mode, Rule};
@@ -285,15 +286,6 @@ pub struct ClaimReplacement {
     pub protected: bool,
 }
 
-impl ClaimReplacement {
-    /// The one line that names the change, as the text report and build logs
-    /// print it: `-/+ ADDRESS (replaced on claim: PATH, PATH)`,
-    /// `  - ADDRESS (deleted on claim)`.
-    pub fn line(&self) -> String {
-        crate::render::claim_line(self)
-    }
-}
-
 /// The guard's answer for one plan. Deserialisable so that a stored report
 /// is read back as this type: the fields a report may leave out (those added
 /// within schema 1, and those absent when empty) read as their defaults.
@@ -414,7 +406,9 @@ fn judge(
     for change in &plan.changes {
         let action = Action::classify(&change.actions);
         count(&mut summary, action, &change.actions);
-        if change.mode == ResourceMode::Data || rules::is_annotation_type(&change.resource_type) {
+        if change.mode == ResourceMode::Data
+            || annotation::is_annotation_type(&change.resource_type)
+        {
             continue;
         }
         let destroys = action.destroys(&change.actions) || is_deposed_delete(change);

@@ -76,7 +76,9 @@
 //!   never a panic: a fuzz target (`fuzz/`) and property tests hold it to that.
 
 mod address;
+mod annotation;
 mod decision;
+mod error;
 mod format;
 mod memory;
 mod plan;
@@ -86,16 +88,17 @@ mod scan;
 mod value;
 
 pub use address::{Address, AddressError, InstanceKey, ModuleStep};
+pub use annotation::PROTECT_TYPE;
 pub use decision::{
     evaluate, evaluate_as, evaluate_delete, Action, BuildIntent, ClaimReplacement, Decision,
     DriftReport, Initiator, ProtectedChange, Protection, Report, RetainedResource, Summary,
     UnprotectedChange, REPORT_SCHEMA_VERSION,
 };
+pub use error::PlanError;
 pub use format::{MissingExplanation, OlderPlanFormat, PlanFormat};
 pub use memory::{protections_after_apply, remembered_rules, RememberedProtection};
-pub use plan::{read_plan, read_plan_slice, AttributeChange, Plan, PlanError, ResourceChange};
+pub use plan::{read_plan, read_plan_slice, AttributeChange, Plan, ResourceChange};
 pub use render::render_text;
 pub use rules::{
     annotations, parse_retain_for, Annotations, Expire, Mode, Origin, RetainRule, Rule, Target,
-    PROTECT_TYPE,
 };

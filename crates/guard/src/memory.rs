@@ -6,6 +6,7 @@
 //! successful build and hands it back to [`crate::evaluate`] as rules.
 
 use crate::address::Address;
+use crate::annotation;
 use crate::decision::{Action, BuildIntent};
 use crate::plan::{Plan, ResourceMode};
 use crate::rules::{self, Mode, Origin, RetainRule, Rule};
@@ -58,7 +59,7 @@ pub fn protections_after_apply(
     let mut remembered: Vec<RememberedProtection> = Vec::new();
     for change in &plan.changes {
         if change.mode == ResourceMode::Data
-            || rules::is_annotation_type(&change.resource_type)
+            || annotation::is_annotation_type(&change.resource_type)
             || change.deposed.is_some()
         {
             continue;

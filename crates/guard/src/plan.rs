@@ -11,6 +11,8 @@
 //! or not, once the plan has been read. Clear-text secrets in the plan are
 //! dropped while reading, never stored in a [`Plan`].
 
+use crate::annotation::PROTECT_TYPE;
+use crate::error::PlanError;
 use crate::format::PlanFormat;
 use crate::scan::Scanner;
 use crate::value::{self, PathStep, Rendered, SecretSet, Secrets, SensitiveVariables};
@@ -21,38 +23,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
 use std::marker::PhantomData;
-
-/// Why a document could not be read as a plan. Messages are one line and say
-/// what the user handed over and what Abode expected instead.
-#[derive(Debug, thiserror::Error)]
-pub enum PlanError {
-    #[error("the plan is empty")]
-    Empty,
-    #[error("not valid JSON: {0}")]
-    NotJson(String),
-    #[error("the plan JSON is truncated: {0}")]
-    Truncated(String),
-    #[error("not a Terraform plan: {0}")]
-    NotAPlan(String),
-    #[error(
-        "this is a Terraform state file, not a plan (make one with `terraform plan -out=tfplan`)"
-    )]
-    StateFile,
-    #[error("this is the JSON of a Terraform state (`terraform show -json` without a plan file), not a plan")]
-    StateJson,
-    #[error(
-        "this is Terraform's machine-readable log (`terraform plan -json`), not a plan \
-         (save one with `terraform plan -out=tfplan`, then pass `terraform show -json tfplan`)"
-    )]
-    UiLog,
-    #[error(
-        "unsupported plan format_version {0:?}: Abode reads formats 0.1 and 0.2 \
-         (Terraform 0.12 to 1.0) and 1.x (Terraform 1.1 and later)"
-    )]
-    UnsupportedFormat(String),
-    #[error("could not read the plan: {0}")]
-    Read(#[source] std::io::Error),
-}
 
 /// Whether a resource is managed by Terraform or only read (`data`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -576,9 +546,8 @@ impl<'de> Visitor<'de> for EntrySeed<'_> {
                 EntryField::Deposed => deposed = map.next_value()?,
                 EntryField::ActionReason => action_reason = map.next_value()?,
                 EntryField::Change => {
-                    let keep_protect_mode = resource_type
-                        .as_deref()
-                        .is_none_or(|t| t == crate::rules::PROTECT_TYPE);
+                    let keep_protect_mode =
+                        resource_type.as_deref().is_none_or(|t| t == PROTECT_TYPE);
                     change = Some(map.next_value_seed(ChangeSeed {
                         drift: self.drift,
                         keep_protect_mode,
@@ -593,7 +562,7 @@ impl<'de> Visitor<'de> for EntrySeed<'_> {
         let address = address.ok_or_else(|| de::Error::missing_field("address"))?;
         let resource_type = resource_type.ok_or_else(|| de::Error::missing_field("type"))?;
         let mut change = change.ok_or_else(|| de::Error::missing_field("change"))?;
-        if resource_type != crate::rules::PROTECT_TYPE {
+        if resource_type != PROTECT_TYPE {
             change.protect_mode = None;
             change.protected_ids = Vec::new();
         }

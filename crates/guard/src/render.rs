@@ -256,10 +256,15 @@ pub fn render_text(report: &Report, color: bool) -> String {
     out
 }
 
-/// `-/+ ADDRESS (replaced on claim: PATH, PATH)`, `  - ADDRESS (deleted on claim)`.
-/// Without colour: build logs and notifications are not terminals.
-pub(crate) fn claim_line(change: &ClaimReplacement) -> String {
-    claim_line_styled(&Style { color: false }, change)
+impl ClaimReplacement {
+    /// The one line that names the change, as the text report and build logs
+    /// print it: `-/+ ADDRESS (replaced on claim: PATH, PATH)`,
+    /// `  - ADDRESS (deleted on claim)`. Without colour: build logs and
+    /// notifications are not terminals. (Written here, with the report's
+    /// other lines, so that the decision names no renderer.)
+    pub fn line(&self) -> String {
+        claim_line_styled(&Style { color: false }, self)
+    }
 }
 
 fn claim_line_styled(style: &Style, change: &ClaimReplacement) -> String {

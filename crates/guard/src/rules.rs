@@ -7,21 +7,10 @@
 //! module outputs, `count` and `for_each`.
 
 use crate::address::{Address, ModuleStep, Reference};
+use crate::annotation::PROTECT_TYPE;
 use crate::plan::{ConfigModule, ConfigResource, Expression, Plan, ResourceMode};
 use serde::{Deserialize, Serialize};
 use std::fmt;
-
-/// The resource type of template annotations.
-pub const PROTECT_TYPE: &str = "abode_protect";
-
-/// Whether a resource type is one of Abode's pure annotations. They hold no data,
-/// and a protected resource's replacement replaces its annotations too, so their
-/// own changes are never protected changes. Abode's infrastructure types
-/// (`abode_volume`, `abode_process`) are ordinary resources: a home volume is
-/// exactly what a template protects.
-pub(crate) fn is_annotation_type(resource_type: &str) -> bool {
-    matches!(resource_type, PROTECT_TYPE | "abode_metadata")
-}
 
 /// How strictly a rule holds. The order matters: the strictest rule wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -8,7 +8,7 @@
 //! element of `resource_changes` and `resource_drift` (a few kilobytes each) to
 //! serde_json as a slice. Memory stays at one element plus one chunk.
 
-use crate::plan::PlanError;
+use crate::error::PlanError;
 use serde::de::{DeserializeOwned, DeserializeSeed};
 use std::io::Read;
 use std::marker::PhantomData;

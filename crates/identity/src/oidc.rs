@@ -9,49 +9,14 @@
 use std::net::IpAddr;
 
 use abode_oidc::pending::{local_path, loopback_host};
-use abode_oidc::{Admitted, Pending, PendingError, PendingStore, Provider, Refusal, ReturnTo};
-use abode_store::{NewUser, Store, StoreError, User};
+use abode_oidc::{Admitted, PendingError, Refusal, ReturnTo};
+use abode_store::{NewUser, StoreError, User};
 
 use crate::audit::audit_event;
 use crate::authz::{Role, Roles};
+use crate::pending::Oidc;
 use crate::throttle::{whole_seconds_up, ThrottleKey};
 use crate::{Identity, IdentityError};
-
-/// The pending entries, kept in the store (any server may take the callback).
-pub(crate) struct StorePending(pub(crate) Store);
-
-impl PendingStore for StorePending {
-    async fn put(
-        &self,
-        key: String,
-        payload: String,
-        expires_at: i64,
-        now: i64,
-    ) -> Result<(), PendingError> {
-        match self
-            .0
-            .put_oidc_pending(&key, &payload, expires_at, now)
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(StoreError::Conflict(_)) => Err(PendingError::Full),
-            Err(error) => Err(PendingError::Store(error.to_string())),
-        }
-    }
-
-    async fn take(&self, key: String, now: i64) -> Result<Option<String>, PendingError> {
-        self.0
-            .take_oidc_pending(&key, now)
-            .await
-            .map_err(|error| PendingError::Store(error.to_string()))
-    }
-}
-
-/// The provider and the flow's pending entries.
-pub(crate) struct Oidc {
-    pub(crate) provider: Provider,
-    pub(crate) pending: Pending<StorePending>,
-}
 
 /// How people may sign in to this server (the unauthenticated answer the
 /// dashboard and `abode login` read).

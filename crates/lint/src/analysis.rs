@@ -1,7 +1,7 @@
 //! One pass over a template: the root module, then every local module it
 //! calls (once per call, with that call's inputs), each resource checked by
-//! the rules as it is met, then the rules that need the whole template
-//! (what `abode_protect` covers).
+//! the rules as it is met (the caller hands them in with the [`Context`]),
+//! then the rules that need the whole template (what `abode_protect` covers).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -12,7 +12,6 @@ use hcl_edit::Span;
 use crate::finding::{Finding, Rule};
 use crate::model::{self, Module, Resource};
 use crate::persistent::PersistentTypes;
-use crate::rules;
 use crate::source::Parsed;
 use crate::taint::{self, Origin, Taint, Taints};
 
@@ -40,6 +39,11 @@ fn replace_triggers(kind: &str) -> &'static [&'static str] {
     }
 }
 
+/// The rules that check one resource as the walk meets it (they record it
+/// for the whole-template rules too): handed in by the caller, so that the
+/// walk names no rule.
+pub(crate) type CheckResource = fn(&mut Instance<'_, '_>, &Resource<'_>);
+
 pub(crate) struct Context<'a> {
     pub files: &'a [Parsed],
     pub modules: BTreeMap<String, Module<'a>>,
@@ -48,10 +52,16 @@ pub(crate) struct Context<'a> {
     instances: std::cell::Cell<usize>,
     /// Set when a call was not followed because of [`MAX_MODULE_INSTANCES`].
     pub too_many_instances: std::cell::Cell<bool>,
+    /// What every resource of every instance is checked with.
+    check_resource: CheckResource,
 }
 
 impl<'a> Context<'a> {
-    pub(crate) fn new(files: &'a [Parsed], types: &'a PersistentTypes) -> Context<'a> {
+    pub(crate) fn new(
+        files: &'a [Parsed],
+        types: &'a PersistentTypes,
+        check_resource: CheckResource,
+    ) -> Context<'a> {
         let mut modules = BTreeMap::new();
         for file in files {
             if !modules.contains_key(&file.dir) {
@@ -64,6 +74,7 @@ impl<'a> Context<'a> {
             types,
             instances: std::cell::Cell::new(0),
             too_many_instances: std::cell::Cell::new(false),
+            check_resource,
         }
     }
 
@@ -152,8 +163,9 @@ impl<'a, 'c> Instance<'a, 'c> {
     /// Checks every resource, then every module call.
     pub(crate) fn run(&mut self) {
         let module = self.module;
+        let check_resource = self.ctx.check_resource;
         for resource in &module.resources {
-            rules::check_resource(self, resource);
+            check_resource(self, resource);
         }
         for call in &module.calls {
             self.child(&call.name);

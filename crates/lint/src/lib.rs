@@ -34,6 +34,7 @@
 //! `UPDATE_EXPECT=1` to refresh) show each rule firing and not firing.
 
 mod analysis;
+mod error;
 mod finding;
 mod model;
 mod persistent;
@@ -46,44 +47,13 @@ use std::path::Path;
 
 use hcl_edit::Span;
 
+pub use error::LintError;
 pub use finding::{summary, Finding, Report, Rule, Severity, SCHEMA_VERSION};
 pub use persistent::PersistentTypes;
 pub use source::{read_dir, SourceFile, MAX_FILES, MAX_TOTAL_BYTES};
 
 use analysis::{Context, Instance};
 use source::Parsed;
-
-/// Why a folder could not be linted (each one line).
-#[derive(Debug, thiserror::Error)]
-pub enum LintError {
-    #[error("{file}:{line}:{column}: syntax error: {message}")]
-    Syntax {
-        file: String,
-        line: usize,
-        column: usize,
-        message: String,
-    },
-    #[error("cannot read {path}: {source}")]
-    Io {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{0} is not a folder")]
-    NotAFolder(String),
-    #[error("{0} holds no .tf files")]
-    NoFiles(String),
-    #[error("{0} is not UTF-8 text")]
-    NotUtf8(String),
-    #[error("the template is too large to lint (at most {files} .tf files and {bytes} bytes)")]
-    TooLarge { files: usize, bytes: u64 },
-    #[error("references nest more than {0} deep (a local naming a local ...): the lint does not follow them")]
-    TooDeep(usize),
-    #[error("the template's module calls make more than {0} module instances: the lint does not read them all")]
-    TooManyModules(usize),
-    #[error("--persistent-type {spec:?}: {why}")]
-    PersistentType { spec: String, why: String },
-}
 
 /// What a lint run knows beyond the files.
 #[derive(Debug, Clone, Default)]
@@ -102,7 +72,7 @@ pub fn lint_dir(dir: &Path, options: &Options) -> Result<Report, LintError> {
 /// read, so a broken file nothing calls does not stop the lint.
 pub fn lint_files(files: &[SourceFile], options: &Options) -> Result<Report, LintError> {
     let parsed = parse_reachable(files)?;
-    let context = Context::new(&parsed, &options.persistent_types);
+    let context = Context::new(&parsed, &options.persistent_types, rules::check_resource);
     let Some(root_module) = context.modules.get("") else {
         return Ok(Report::new(Vec::new()));
     };

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::LintError;
+use crate::error::LintError;
 
 /// Built-in persistent types and their identity attributes, as their
 /// providers document them ("forces replacement"). A path with a dot goes

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use hcl_edit::structure::Body;
 
-use crate::LintError;
+use crate::error::LintError;
 
 /// At most this many `.tf` files, this many bytes in all: a template is a few
 /// files; anything far larger is refused rather than read.

@@ -15,9 +15,8 @@ use std::path::Path;
 use abode_contract::BuildContext;
 use abode_terraform::run::{self, Invocation, RunError};
 
-use super::declarations::{
-    template_declarations_from_plan, DeclarationError, TemplateDeclarations,
-};
+use super::declarations::{template_declarations_from_plan, TemplateDeclarations};
+use super::plan::DeclarationError;
 
 /// The saved plan's file name in the scratch dir.
 const PLAN_FILE: &str = "template-import.tfplan";

@@ -11,7 +11,7 @@
 //! the same the provider runs at plan time.
 //!
 //! `declarations.rs` and `import.rs` read the declarations from the import
-//! plan, `presets.rs` the presets of the same plan (checked against the
+//! plan (parsed once in `plan.rs`), `presets.rs` the presets of the same plan (checked against the
 //! declarations) and the preset a new workspace is created with, `check.rs` the
 //! values a build gives, every problem at once. A real plan is the fixture
 //! (`tests/fixtures/template-import`, with the script that regenerates it).
@@ -19,12 +19,13 @@
 mod check;
 mod declarations;
 mod import;
+mod plan;
 pub mod presets;
 
 pub use abode_contract::parameters::ParameterDefinition;
 pub use check::{check_parameters, CheckKind, ParameterProblem, ResolvedParameters};
-pub(crate) use declarations::ImportPlan;
 pub use declarations::{
-    declarations_from_plan, template_declarations_from_plan, DeclarationError, TemplateDeclarations,
+    declarations_from_plan, template_declarations_from_plan, TemplateDeclarations,
 };
 pub use import::{declarations_from_template, import_with_values, ImportError, ImportedTemplate};
+pub use plan::DeclarationError;

@@ -17,7 +17,7 @@ use abode_store::TemplateVersion;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::{DeclarationError, ImportPlan};
+use crate::plan::{DeclarationError, ImportPlan};
 
 /// Why a preset could not be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -319,8 +319,8 @@ pub fn matching_preset<'a>(
     best
 }
 
-#[cfg(test)]
 #[allow(clippy::unwrap_used)]
+#[cfg(test)]
 mod tests {
     use super::*;
     use abode_contract::parameters::ParameterKind;

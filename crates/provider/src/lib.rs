@@ -63,6 +63,7 @@
 
 mod agent;
 mod app;
+mod backtrace;
 mod external_auth;
 mod metadata;
 mod parameter;
@@ -75,7 +76,6 @@ mod volume;
 mod workspace;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use tf_provider::schema::{Block, Description, Schema};
@@ -90,11 +90,8 @@ pub use parameter::{check_parameter_value, ParameterDefinition};
 /// The provider's local name: resource types are `abode_<name>`.
 pub const PROVIDER_NAME: &str = "abode";
 
-const LIB_BACKTRACE: &str = "RUST_LIB_BACKTRACE";
 /// Set by Terraform (go-plugin) for every plugin it starts.
 const MAGIC_COOKIE: &str = "TF_PLUGIN_MAGIC_COOKIE";
-/// Set when [`serve`] added RUST_LIB_BACKTRACE, so processes it starts do not inherit it.
-static BACKTRACE_SILENCED: AtomicBool = AtomicBool::new(false);
 
 /// Why the provider could not be served.
 #[derive(Debug, thiserror::Error)]
@@ -117,12 +114,7 @@ pub fn serve() -> Result<(), ServeError> {
     if std::env::var_os(MAGIC_COOKIE).is_none() {
         return Err(ServeError::NotStartedByTerraform);
     }
-    // tf-provider appends a backtrace to every diagnostic when backtraces are on
-    // (RUST_BACKTRACE in a developer's shell): template authors need the message.
-    if std::env::var_os(LIB_BACKTRACE).is_none() {
-        std::env::set_var(LIB_BACKTRACE, "0");
-        BACKTRACE_SILENCED.store(true, Ordering::Relaxed);
-    }
+    backtrace::silence();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -26,6 +26,7 @@ use tf_provider::schema::Block;
 use tf_provider::value::Value;
 use tf_provider::{AttributePath, Diagnostics};
 
+use crate::backtrace;
 use crate::plumbing::ResourceType;
 use crate::schema::{
     attribute_error, block, build_context, computed, known, known_list, known_map, number,
@@ -60,10 +61,7 @@ fn inherited_env() -> Vec<(String, String)> {
     std::env::vars_os()
         .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
         .filter(|(name, _)| !HIDDEN_ENV_PREFIXES.iter().any(|p| name.starts_with(p)))
-        .filter(|(name, _)| {
-            !(name == crate::LIB_BACKTRACE
-                && crate::BACKTRACE_SILENCED.load(std::sync::atomic::Ordering::Relaxed))
-        })
+        .filter(|(name, _)| !(name == backtrace::LIB_BACKTRACE && backtrace::silenced()))
         .collect()
 }
 
@@ -373,8 +371,8 @@ impl ResourceType for ProcessResource {
                 cmd.env_remove(&name);
             }
         }
-        if crate::BACKTRACE_SILENCED.load(std::sync::atomic::Ordering::Relaxed) {
-            cmd.env_remove(crate::LIB_BACKTRACE);
+        if backtrace::silenced() {
+            cmd.env_remove(backtrace::LIB_BACKTRACE);
         }
         cmd.envs(env);
         let mut child = match cmd.spawn() {

@@ -521,7 +521,7 @@ macro_rules! build_queries {
             match inserted {
                 Err(StoreError::Conflict(_)) if attempts < 20 => attempts += 1,
                 other => {
-                    return crate::returned_row(other?, "build log")?
+                    return crate::error::returned_row(other?, "build log")?
                         .try_get("seq")
                         .map_err(StoreError::Database)
                 }

@@ -307,7 +307,7 @@ macro_rules! held_queries {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error("protection"))
-        .and_then(|rows| crate::returned_row(rows, "protection"))
+        .and_then(|rows| crate::error::returned_row(rows, "protection"))
     }
     };
 }

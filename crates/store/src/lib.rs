@@ -55,8 +55,11 @@
 //! `stored.rs` the record types and how a stored value is read, `backup.rs` the
 //! SQLite data dir's backup (`VACUUM INTO` through a read-only connection,
 //! renamed into place when whole, with its SHA-256) and the check of a restored
-//! database (read-only, never migrated). `lib.rs` lists the `Store` methods in
-//! the same order; `sqlite.rs` and `postgres.rs` hold what differs. One set of
+//! database (read-only, never migrated). `error.rs` is `StoreError` and the
+//! one mapping from the driver's errors, `named.rs` the `named!` macro and
+//! `ids.rs` a new row's id: the domains share them and they name no domain.
+//! `lib.rs` lists the `Store` methods in the same order and names no helper a
+//! domain needs back; `sqlite.rs` and `postgres.rs` hold what differs. One set of
 //! tests (`tests/store/`, a module per domain) runs every behaviour on both
 //! backends.
 //!
@@ -124,11 +127,14 @@ mod app_tokens;
 mod audit;
 pub mod backup;
 mod builds;
+mod error;
 mod external_auth;
 mod groups;
 mod held;
 mod host_keys;
+mod ids;
 mod job_leases;
+mod named;
 mod notifications;
 mod oidc;
 mod pages;
@@ -162,20 +168,23 @@ use abode_clock::Clock;
 pub use accounts::{StatusChange, StatusRefusal};
 pub use agents::AgentTunnelRow;
 pub use app_tokens::AppTokenKind;
+pub use error::{BadCursor, Corrupt, StoreError};
 pub use external_auth::{ExternalAuthLink, PendingExternalAuth};
 pub use groups::{
     AccessSubject, Group, GroupMember, GroupSource, GroupSync, NewGroup, TemplateAccessEntry,
     TemplateRole, UnknownGroupSource, UnknownTemplateRole, EVERYONE_GROUP, EVERYONE_GROUP_ID,
 };
 pub use held::{SavedPlanState, UnknownSavedPlanState};
+pub use ids::new_id;
 pub use job_leases::{ExpiredJobLease, JobAnnouncements};
 pub use notifications::{
     Channel, FailedNotification, InboxFilter, NewNotification, Notification, NotificationKind,
     NotificationStatus, UnknownChannel, UnknownNotificationKind, UnknownNotificationStatus,
 };
+pub use oidc::MAX_OIDC_PENDING;
 pub use pages::{
-    page_size, BadCursor, LostLock, Page, SettledBuild, WorkspaceFilter, WorkspaceSummary,
-    DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE,
+    page_size, LostLock, Page, SettledBuild, WorkspaceFilter, WorkspaceSummary, DEFAULT_PAGE_SIZE,
+    MAX_PAGE_SIZE,
 };
 pub use platform::{AgentCutoffs, PlatformCounts};
 pub use port_shares::PortShare;
@@ -191,188 +200,17 @@ pub use provisioner_keys::{NewProvisionerKey, ProvisionerKeyRow};
 pub use provisioners::{ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
 pub use quotas::{GroupAllowance, QuotaUsage, Reservation, WorkspaceCost};
 pub use records::*;
-
-/// The most single sign-on entries (sign-ins started, CLI codes) kept
-/// unexpired at once; beyond it a new sign-in is refused as busy.
-pub const MAX_OIDC_PENDING: i64 = 10_000;
-pub use retained::{
-    DeleteRetention, NewRetained, RetainedResource, RetainedStatus, UnknownDeleteRetention,
-    UnknownRetainedStatus,
-};
+pub use retained::{NewRetained, RetainedResource, RetainedStatus, UnknownRetainedStatus};
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 pub use schedule_settings::{TemplatePolicy, WorkspaceLifecycle};
 pub use scheduler_tick::{TickRow, TickSnapshot};
 pub use server_instances::ServerInstance;
 pub use state_locks::{FencedWrite, StateLock};
-pub use stored::Corrupt;
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
-
-/// Why a storage operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The thing looked up does not exist (`what` names it: "workspace", "build").
-    #[error("{0} not found")]
-    NotFound(&'static str),
-    /// A uniqueness rule refused the write (`what` names the rule).
-    #[error("conflict: {0}")]
-    Conflict(&'static str),
-    /// A list's `after` was not a cursor this list handed out.
-    #[error(transparent)]
-    BadCursor(#[from] BadCursor),
-    #[error("database error: {0}")]
-    Database(#[source] sqlx::Error),
-    #[error("database migration failed: {0}")]
-    Migrate(#[source] sqlx::migrate::MigrateError),
-    /// The database was migrated by a newer release: nothing was changed.
-    #[error(
-        "the database's schema is at migration {database}, newer than this abode's \
-         (migration {binary}): restore a backup or run the newer release"
-    )]
-    NewerSchema { database: i64, binary: i64 },
-    /// A stored value that does not read as its type: the row is left as it
-    /// is and the read fails, naming the value and its row.
-    #[error(transparent)]
-    Corrupt(#[from] Corrupt),
-    #[error("cannot prepare the database file or directory {path}: {source}")]
-    Directory {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-}
-
-impl StoreError {
-    /// Whether trying again later may succeed: the database could not be
-    /// reached or could not write now (a restart, a full disk, a lock held
-    /// too long), as opposed to refusing what was asked.
-    pub fn is_transient(&self) -> bool {
-        match self {
-            StoreError::Database(error) => match error {
-                sqlx::Error::Io(_)
-                | sqlx::Error::PoolTimedOut
-                | sqlx::Error::PoolClosed
-                | sqlx::Error::WorkerCrashed
-                | sqlx::Error::Tls(_)
-                | sqlx::Error::Protocol(_) => true,
-                sqlx::Error::Database(db) => db.code().is_some_and(|code| transient_code(&code)),
-                _ => false,
-            },
-            _ => false,
-        }
-    }
-}
-
-impl StoreError {
-    /// Whether the database could not write because its disk is full
-    /// (SQLite's `SQLITE_FULL`, PostgreSQL's `disk_full`).
-    pub fn is_disk_full(&self) -> bool {
-        match self {
-            StoreError::Database(sqlx::Error::Database(db)) => db.code().is_some_and(|code| {
-                code == "53100"
-                    || (code.len() < 5 && code.parse::<i64>().is_ok_and(|c| c & 0xff == 13))
-            }),
-            _ => false,
-        }
-    }
-}
-
-/// SQLite's result codes (numbers: busy, locked, I/O error, full, cannot
-/// open) and PostgreSQL's SQLSTATE classes (connection, resources, operator
-/// intervention, system error, transaction rollback) that pass.
-fn transient_code(code: &str) -> bool {
-    // A SQLSTATE is five characters; SQLite's codes have at most four digits.
-    if code.len() == 5 {
-        return ["08", "40", "53", "57", "58"]
-            .iter()
-            .any(|class| code.starts_with(class));
-    }
-    code.parse::<i64>()
-        .is_ok_and(|sqlite| matches!(sqlite & 0xff, 5 | 6 | 10 | 13 | 14))
-}
-
-/// A migration refused because the database has one this binary does not
-/// know is a newer release's schema; sqlx checks that before it applies
-/// anything.
-pub(crate) fn migration_error(
-    migrator: &sqlx::migrate::Migrator,
-    error: sqlx::migrate::MigrateError,
-) -> StoreError {
-    match error {
-        sqlx::migrate::MigrateError::VersionMissing(database) => StoreError::NewerSchema {
-            database,
-            binary: migrator.iter().map(|m| m.version).max().unwrap_or(0),
-        },
-        other => StoreError::Migrate(other),
-    }
-}
-
-/// The one row a write's `RETURNING` gives, read with `fetch_all`: SQLite
-/// commits a statement outside a transaction only when it has run to its
-/// end, and a `fetch_one` stops at the first row, so a commit that fails (a
-/// full disk) would go unseen and the write be lost while reported done.
-/// `NotFound(what)` when it returned no row.
-pub(crate) fn returned_row<T>(rows: Vec<T>, what: &'static str) -> Result<T, StoreError> {
-    rows.into_iter().next().ok_or(StoreError::NotFound(what))
-}
-
-/// The one mapping from driver errors to typed errors: a missing row becomes
-/// `NotFound(what)`, a violated unique index becomes `Conflict(what)`, and a
-/// row whose stored value did not read as its type `Corrupt`.
-pub(crate) fn db_error(what: &'static str) -> impl Fn(sqlx::Error) -> StoreError {
-    move |error| match error {
-        sqlx::Error::RowNotFound => StoreError::NotFound(what),
-        sqlx::Error::Database(ref db) if db.is_unique_violation() => StoreError::Conflict(what),
-        sqlx::Error::Decode(source) => match source.downcast::<Corrupt>() {
-            Ok(corrupt) => StoreError::Corrupt(*corrupt),
-            Err(other) => StoreError::Database(sqlx::Error::Decode(other)),
-        },
-        other => StoreError::Database(other),
-    }
-}
 
 /// A typed value stored as its name: the contract's `stored_as_text!`.
 #[doc(hidden)]
 pub use abode_contract::stored_as_text as stored_by_name;
-
-/// A typed value with a stored name, written once: `ALL` (in the order
-/// given), `as_str`, `Display`, and `FromStr`, whose error `$unknown` (a
-/// tuple struct of the text, declared beside the type with its own message)
-/// carries the unknown name cut at 64 characters; read from the database
-/// through [`stored_by_name!`].
-#[macro_export]
-#[doc(hidden)]
-macro_rules! named {
-    ($type:ident, $unknown:ident, { $($variant:ident => $name:literal),+ $(,)? }) => {
-        impl $type {
-            pub const ALL: [$type; [$($name),+].len()] = [$($type::$variant),+];
-
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($type::$variant => $name,)+
-                }
-            }
-        }
-
-        impl ::std::fmt::Display for $type {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl ::std::str::FromStr for $type {
-            type Err = $unknown;
-
-            fn from_str(value: &str) -> Result<Self, Self::Err> {
-                $type::ALL
-                    .into_iter()
-                    .find(|known| known.as_str() == value)
-                    .ok_or_else(|| $unknown(value.chars().take(64).collect()))
-            }
-        }
-
-        $crate::stored_by_name!($type);
-    };
-}
 
 /// The databases Abode can keep its data in.
 #[derive(Clone)]
@@ -1211,37 +1049,4 @@ storage_interface! {
     fn set_notification_kind_mandatory(&self, kind: NotificationKind, mandatory: bool) -> ();
     /// Who does not receive `kind` (disabled it, and it is not mandatory).
     fn opted_out_of(&self, kind: NotificationKind) -> Vec<String>;
-}
-
-/// A fresh random id.
-pub fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
-
-#[cfg(test)]
-mod transient_tests {
-    use super::transient_code;
-
-    #[test]
-    fn only_codes_that_pass_are_transient() {
-        // (code, transient): SQLite result codes (extended ones included)
-        // and PostgreSQL SQLSTATEs.
-        let cases = [
-            ("5", true),     // SQLITE_BUSY
-            ("13", true),    // SQLITE_FULL
-            ("778", true),   // SQLITE_IOERR_WRITE
-            ("2067", false), // SQLITE_CONSTRAINT_UNIQUE
-            ("19", false),   // SQLITE_CONSTRAINT
-            ("08006", true), // connection failure
-            ("53100", true), // disk full
-            ("57P01", true), // admin shutdown
-            ("40001", true), // serialization failure
-            ("23505", false),
-            ("22021", false), // a character the encoding does not take (NUL)
-            ("", false),
-        ];
-        for (code, transient) in cases {
-            assert_eq!(transient_code(code), transient, "{code:?}");
-        }
-    }
 }

@@ -406,7 +406,7 @@ macro_rules! notification_queries {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error("notification"))
-        .and_then(|rows| crate::returned_row(rows, "notification"))
+        .and_then(|rows| crate::error::returned_row(rows, "notification"))
     }
 
     pub(crate) async fn mark_all_notifications_read(

@@ -4,6 +4,10 @@
 //! once: a `DELETE ... RETURNING`, so two takes of one key cannot both get
 //! it). What the pending payloads mean is `abode-oidc`'s.
 
+/// The most single sign-on entries (sign-ins started, CLI codes) kept
+/// unexpired at once; beyond it a new sign-in is refused as busy.
+pub const MAX_OIDC_PENDING: i64 = 10_000;
+
 /// The OpenID Connect methods of [`crate::Store`]; expanded inside each
 /// backend's `impl`.
 macro_rules! oidc_queries {
@@ -123,7 +127,7 @@ macro_rules! oidc_queries {
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(db_error("oidc pending"))?;
-            if under_way >= crate::MAX_OIDC_PENDING {
+            if under_way >= crate::oidc::MAX_OIDC_PENDING {
                 return Err(StoreError::Conflict("sign-ins under way"));
             }
             sqlx::query(&sql(

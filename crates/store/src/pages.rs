@@ -9,6 +9,7 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 
+use crate::error::BadCursor;
 use crate::records::{Agent, Build, BuildStatus, Transition, Workspace};
 
 /// Rows per page when the caller does not say.
@@ -27,11 +28,6 @@ pub struct Page<T> {
     pub items: Vec<T>,
     pub next: Option<String>,
 }
-
-/// A cursor this server did not hand out (or that belongs to another list).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid cursor: pass back the `next` of the previous page unchanged")]
-pub struct BadCursor;
 
 /// Separates a key's fields; no stored name or id holds a NUL (PostgreSQL
 /// text cannot), so the split is unambiguous.

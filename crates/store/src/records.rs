@@ -231,7 +231,7 @@ pub struct NewBuild {
     /// values left out); `None`: `parameters`.
     pub workspace_parameters: Option<Parameters>,
     /// What a delete retains (`None` for other transitions).
-    pub retention: Option<crate::DeleteRetention>,
+    pub retention: Option<DeleteRetention>,
     /// A rename's new name (see [`Build::rename_to`]).
     pub rename_to: Option<String>,
     /// A restart's stop (see [`Build::then_start`]).
@@ -490,3 +490,27 @@ pub struct NewAuditEvent {
     /// The workspace the event is about (when `target_type` is `workspace`).
     pub workspace_id: Option<String>,
 }
+
+/// What a workspace delete does with the protected resources whose rule
+/// says `on_delete = "retain"`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum DeleteRetention {
+    /// As each resource's rule says.
+    #[default]
+    Rules,
+    /// Every protected resource is retained (`abode delete --retain`).
+    All,
+    /// Nothing is retained (`abode delete --no-retain`, owners only).
+    Nothing,
+}
+
+/// A stored retention none of [`DeleteRetention`] names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown delete retention `{0}`")]
+pub struct UnknownDeleteRetention(pub String);
+
+crate::named!(DeleteRetention, UnknownDeleteRetention, {
+    Rules => "rules",
+    All => "all",
+    Nothing => "none",
+});

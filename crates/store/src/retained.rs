@@ -8,30 +8,6 @@
 //! does. So a resource is always in a state or in a record, whatever
 //! moment the server dies at; in both for a while, never in neither.
 
-/// What a workspace delete does with the protected resources whose rule
-/// says `on_delete = "retain"`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum DeleteRetention {
-    /// As each resource's rule says.
-    #[default]
-    Rules,
-    /// Every protected resource is retained (`abode delete --retain`).
-    All,
-    /// Nothing is retained (`abode delete --no-retain`, owners only).
-    Nothing,
-}
-
-/// A stored retention none of [`DeleteRetention`] names.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown delete retention `{0}`")]
-pub struct UnknownDeleteRetention(pub String);
-
-crate::named!(DeleteRetention, UnknownDeleteRetention, {
-    Rules => "rules",
-    All => "all",
-    Nothing => "none",
-});
-
 /// Where a retained resource is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RetainedStatus {
@@ -114,8 +90,8 @@ pub struct NewRetained {
     pub state_fragment: Option<String>,
 }
 
-use crate::pages::{decode_cursor, BadCursor, RETAINED_CURSOR};
-use crate::StoreError;
+use crate::error::{BadCursor, StoreError};
+use crate::pages::{decode_cursor, RETAINED_CURSOR};
 
 pub(crate) const RETAINED_SELECT: &str = "SELECT r.id, r.status, r.address, r.resource_type, \
      r.provider, r.import_id, r.attributes, r.workspace_id, r.workspace_name, r.owner_id, \
@@ -178,7 +154,7 @@ macro_rules! retained_queries {
                  JOIN template_versions v ON v.id = b.template_version_id WHERE b.id = ? \
                  ON CONFLICT (build_id, address) DO NOTHING",
             ))
-            .bind(crate::new_id())
+            .bind(crate::ids::new_id())
             .bind(&record.address)
             .bind(&record.resource_type)
             .bind(&record.provider)

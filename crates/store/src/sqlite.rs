@@ -19,10 +19,12 @@ use crate::agents::*;
 use crate::app_tokens::*;
 use crate::audit::*;
 use crate::builds::*;
+use crate::error::{db_error, BadCursor, StoreError};
 use crate::external_auth::*;
 use crate::groups::*;
 use crate::held::*;
 use crate::host_keys::*;
+use crate::ids::new_id;
 use crate::job_leases::*;
 use crate::notifications::*;
 use crate::oidc::*;
@@ -46,7 +48,6 @@ use crate::tokens::*;
 use crate::users::*;
 use crate::workspace_uids::*;
 use crate::workspaces::*;
-use crate::{db_error, new_id, StoreError};
 use abode_clock::Clock;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -120,7 +121,7 @@ impl SqliteBackend {
         MIGRATOR
             .run(&pool)
             .await
-            .map_err(|error| crate::migration_error(&MIGRATOR, error))?;
+            .map_err(|error| crate::error::migration_error(&MIGRATOR, error))?;
         restrict_permissions(path)?;
         Ok(SqliteBackend {
             pool,

@@ -4,27 +4,8 @@
 
 use abode_guard::Report;
 
+use crate::error::Corrupt;
 use crate::records::{ParameterDefinition, Parameters};
-
-/// A stored value that does not read as its type.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the stored {what} of {of} is unreadable: {reason}")]
-pub struct Corrupt {
-    /// The value, e.g. `guard report`.
-    pub what: &'static str,
-    /// Its row, e.g. `build 0d6c...`.
-    pub of: String,
-    /// Why it does not read.
-    pub reason: String,
-}
-
-impl From<Corrupt> for sqlx::Error {
-    /// A row mapping's error: `db_error` turns it back into
-    /// [`crate::StoreError::Corrupt`].
-    fn from(corrupt: Corrupt) -> sqlx::Error {
-        sqlx::Error::Decode(Box::new(corrupt))
-    }
-}
 
 /// A build's guard report (`builds.guard_report`, the guard's JSON report).
 pub(crate) fn guard_report(

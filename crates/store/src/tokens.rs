@@ -244,7 +244,7 @@ macro_rules! token_queries {
         .fetch_all(&self.pool)
         .await
         .map_err(db_error("token"))
-        .and_then(|rows| crate::returned_row(rows, "token"))
+        .and_then(|rows| crate::error::returned_row(rows, "token"))
     }
     };
 }

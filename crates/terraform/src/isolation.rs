@@ -86,7 +86,10 @@ impl Isolation {
         let mut env = vec![
             ("HOME", SANDBOX_TMP.to_string()),
             ("TMPDIR", SANDBOX_TMP.to_string()),
-            (crate::PLUGIN_SOCKET_DIR_ENV, SANDBOX_TMP.to_string()),
+            (
+                crate::environment::PLUGIN_SOCKET_DIR_ENV,
+                SANDBOX_TMP.to_string(),
+            ),
         ];
         if let Some(user) = self.sandbox.user() {
             env.push(("USER", user.name.clone()));

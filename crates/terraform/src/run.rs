@@ -174,7 +174,7 @@ impl Invocation {
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null());
         // Last, so that nothing passed on can undo it.
-        command.envs(crate::automation_env());
+        command.envs(crate::environment::automation_env());
         if let Some((isolation, _)) = &self.isolation {
             command.envs(isolation.env());
         }

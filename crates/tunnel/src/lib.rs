@@ -58,6 +58,7 @@ pub mod frame;
 pub mod messages;
 pub mod mux;
 pub mod request;
+mod shared;
 pub mod terminal;
 
 pub use dial_back::{BoxedStream, ByteStream};

@@ -15,7 +15,7 @@ use bytes::BufMut;
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::frame::Frame;
-use crate::mux::{MuxError, Registered, Shared};
+use crate::shared::{MuxError, Registered, Shared};
 
 /// Sends on a stream; its end (EOF) with [`MessageSender::finish`].
 pub struct MessageSender {

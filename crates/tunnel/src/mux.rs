@@ -14,16 +14,17 @@
 //! credit held back is always less than a window minus a frame, so a sender
 //! never waits on it (nor does an interactive session's next keystroke).
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinHandle;
 
-use crate::frame::{BadFrame, Frame, PeerLimits, MAX_DATA, WINDOW};
+use crate::frame::{Frame, PeerLimits, MAX_DATA, WINDOW};
 use crate::messages::{MessageReceiver, MessageSender};
+pub use crate::shared::MuxError;
+use crate::shared::{register_entry, Registered, Shared};
 
 /// Buffer of the in-process pipe between a stream's user and its tasks:
 /// room for a few whole frames, so a writer's bytes leave in full frames.
@@ -35,21 +36,6 @@ const PIPE_BYTES: usize = 4 * MAX_DATA;
 pub enum Side {
     Server,
     Agent,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum MuxError {
-    #[error("the tunnel is closed")]
-    Closed,
-    #[error(transparent)]
-    BadFrame(#[from] BadFrame),
-    #[error("the other side reused stream id {0}")]
-    DuplicateStream(u32),
-    /// The other side sent more than it was granted, or granted more than
-    /// a window: it does not follow the protocol (or means harm), and its
-    /// connection ends rather than this side's memory.
-    #[error("the other side broke the flow control of stream {0}")]
-    FlowControl(u32),
 }
 
 /// A stream the other side opened: its header, and the stream itself,
@@ -113,44 +99,6 @@ impl Drop for Incoming {
     }
 }
 
-pub(crate) struct Entry {
-    /// What arrives for the stream; `None` once the other side sent EOF.
-    inbound: Option<mpsc::UnboundedSender<Vec<u8>>>,
-    /// Bytes received and not yet granted back: never more than [`WINDOW`].
-    unacknowledged: Arc<AtomicU32>,
-    /// The credit the other side granted us for sending.
-    credit: Arc<Semaphore>,
-    /// The other side sent its one empty data frame.
-    sent_empty: bool,
-}
-
-pub(crate) struct Shared {
-    streams: Mutex<HashMap<u32, Entry>>,
-    next_id: AtomicU32,
-    /// What the other side takes (frames, window).
-    pub(crate) peer: PeerLimits,
-    /// The other side said it dials back ([`crate::dial_back`]).
-    peer_dials_back: AtomicBool,
-    pub(crate) outgoing: mpsc::Sender<Vec<u8>>,
-}
-
-impl Shared {
-    pub(crate) fn streams(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Entry>> {
-        // A panic while holding the map leaves it usable: every change to it
-        // is a single insert or remove.
-        self.streams
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    pub(crate) async fn send(&self, frame: Frame) -> Result<(), MuxError> {
-        self.outgoing
-            .send(frame.encode())
-            .await
-            .map_err(|_| MuxError::Closed)
-    }
-}
-
 /// A handle on a running connection: opens streams. Cheap to clone.
 #[derive(Clone)]
 pub struct Mux {
@@ -187,19 +135,15 @@ impl Mux {
         mpsc::Receiver<Incoming>,
         JoinHandle<Result<(), MuxError>>,
     ) {
-        let shared = Arc::new(Shared {
-            streams: Mutex::new(HashMap::new()),
-            next_id: AtomicU32::new(match side {
-                Side::Server => 2,
-                Side::Agent => 1,
-            }),
-            peer: PeerLimits {
-                max_data: peer.max_data.clamp(1, MAX_DATA),
-                window: peer.window,
-            },
-            peer_dials_back: AtomicBool::new(false),
-            outgoing,
-        });
+        let first_id = match side {
+            Side::Server => 2,
+            Side::Agent => 1,
+        };
+        let peer = PeerLimits {
+            max_data: peer.max_data.clamp(1, MAX_DATA),
+            window: peer.window,
+        };
+        let shared = Arc::new(Shared::new(first_id, peer, outgoing));
         let (accepted, accept) = mpsc::channel(16);
         let task = tokio::spawn(read_loop(Arc::clone(&shared), incoming, accepted));
         (Mux { shared }, accept, task)
@@ -359,35 +303,6 @@ async fn read_loop(
         entry.credit.close();
     }
     result
-}
-
-/// What a stream's own end holds: what arrives, the count of bytes
-/// received and not granted back, and the credit to send with.
-pub(crate) struct Registered {
-    pub(crate) arriving: mpsc::UnboundedReceiver<Vec<u8>>,
-    pub(crate) unacknowledged: Arc<AtomicU32>,
-    pub(crate) credit: Arc<Semaphore>,
-}
-
-/// Records stream `id`.
-pub(crate) fn register_entry(shared: &Shared, id: u32) -> Registered {
-    let (inbound, arriving) = mpsc::unbounded_channel();
-    let credit = Arc::new(Semaphore::new(shared.peer.window as usize));
-    let unacknowledged = Arc::new(AtomicU32::new(0));
-    shared.streams().insert(
-        id,
-        Entry {
-            inbound: Some(inbound),
-            unacknowledged: Arc::clone(&unacknowledged),
-            credit: Arc::clone(&credit),
-            sent_empty: false,
-        },
-    );
-    Registered {
-        arriving,
-        unacknowledged,
-        credit,
-    }
 }
 
 /// Records stream `id` and starts its tasks; the user's end of its pipe.

@@ -17,9 +17,9 @@ use abode_control::AuditQuery;
 use abode_store::{AccountStatus, Role, Roles};
 
 use crate::html::{self, page as whole_page, path_segment, respond, time};
+use crate::nav::header;
 use crate::session::{Viewer, CSRF_FIELD};
-use crate::workspaces::header;
-use crate::WebState;
+use crate::state::WebState;
 
 fn non_empty(value: Option<String>) -> Option<String> {
     value

@@ -13,7 +13,7 @@ use abode_gateway::{AppRefusal, AppView};
 
 use crate::html::{self, badge};
 use crate::session::Viewer;
-use crate::WebState;
+use crate::state::WebState;
 
 #[derive(Deserialize)]
 pub(crate) struct AuthQuery {

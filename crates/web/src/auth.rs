@@ -18,7 +18,7 @@ use crate::session::{
     clear_cookie, cookie, csrf_key, csrf_token, request_id, set_cookie, CSRF_FIELD,
     PRESESSION_COOKIE, SESSION_COOKIE,
 };
-use crate::WebState;
+use crate::state::WebState;
 
 fn form_token(headers: &HeaderMap) -> String {
     csrf_key(headers)

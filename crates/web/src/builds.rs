@@ -22,10 +22,10 @@ use abode_control::{Caller, Control};
 use abode_store::{Build, BuildReason, BuildStatus, SystemActor};
 
 use crate::html::{self, badge, page as whole_page, respond, time, words};
+use crate::nav::{build_url, header, workspace_url};
 use crate::report;
 use crate::session::{Viewer, CSRF_FIELD};
-use crate::workspaces::{build_url, header, workspace_url};
-use crate::WebState;
+use crate::state::WebState;
 
 /// How many lines of a settled build's log a page shows (one page of the
 /// log, as the API reads it).

@@ -22,9 +22,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::html::{self, page as whole_page, respond};
+use crate::nav::{header, workspace_url};
 use crate::session::{Viewer, CSRF_FIELD};
-use crate::workspaces::{header, workspace_url};
-use crate::WebState;
+use crate::state::WebState;
 
 /// Parameter fields are named with this prefix, apart from the form's own.
 const PARAMETER_PREFIX: &str = "parameter.";

@@ -12,9 +12,9 @@ use maud::html;
 use serde::Deserialize;
 
 use crate::html::{self, page, path_segment, respond, see_other, time};
+use crate::nav::header;
 use crate::session::{Viewer, CSRF_FIELD};
-use crate::workspaces::header;
-use crate::WebState;
+use crate::state::WebState;
 
 /// `/external-auth`: every provider, linked or not, with its button.
 pub(crate) async fn list(State(state): State<WebState>, viewer: Viewer) -> Response {

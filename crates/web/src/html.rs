@@ -8,7 +8,10 @@ use maud::{html, Markup, DOCTYPE};
 
 use abode_control::ControlError;
 
-use crate::session::CSRF_FIELD;
+/// The form field that carries the CSRF token (`session.rs` derives and
+/// checks it): every form of the dashboard has it, the shell's sign-out form
+/// too.
+pub(crate) const CSRF_FIELD: &str = "csrf";
 
 /// Who is signed in, for the header: name, the CSRF token of the sign-out
 /// form, and the pages of the navigation (those the policy lets them open).

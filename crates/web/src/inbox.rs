@@ -11,9 +11,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::html::{self, page as whole_page, respond, time, words};
+use crate::nav::header;
 use crate::session::{Viewer, CSRF_FIELD};
-use crate::workspaces::header;
-use crate::WebState;
+use crate::state::WebState;
 
 #[derive(Deserialize, Default)]
 pub(crate) struct InboxQuery {

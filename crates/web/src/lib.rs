@@ -28,13 +28,21 @@
 //! `retained.rs`, `apps.rs`, `external_auth.rs`, `oidc.rs` (single sign-on's
 //! login and callback), `inbox.rs`, `preferences.rs`, `tokens.rs`, `admin.rs`
 //! (audit log, users and their roles, prebuild pools), `html.rs` (the shell,
-//! statuses as words, error pages, redirects), `session.rs` (cookie, CSRF),
+//! statuses as words, error pages, redirects), `state.rs` (`WebState`, what
+//! every handler shares), `nav.rs` (the header's navigation, the pages'
+//! addresses), `session.rs` (cookie, CSRF),
 //! `terminal.rs` (the web terminal's page, docs/web-terminal.md: it checks the
 //! connection as the route would, then its script opens the API's `kind=pty`
 //! connection with the session cookie), `assets.rs` (`assets/app.js`,
 //! `assets/app.css`, `assets/terminal.js`, and xterm.js with its fit addon
 //! under `assets/vendor/`, vendored with their licences by
 //! `scripts/vendor-web-assets.sh`, all `include_str!`'d).
+//!
+//! Pages point down only. A page is made of parts that name no page (the
+//! schedule's section, the policy's form, the log panel, the apps, the
+//! guard's report), and a part's form is answered by the page it is on,
+//! with the page again beside a refusal (`workspaces::save_schedule`,
+//! `templates::save_policy`). This root only declares the modules and routes.
 //!
 //! # Why server-rendered with maud
 //!
@@ -79,6 +87,7 @@ mod create;
 mod external_auth;
 mod html;
 mod inbox;
+mod nav;
 mod oidc;
 mod policy;
 mod preferences;
@@ -87,6 +96,7 @@ mod report;
 mod retained;
 mod schedule;
 mod session;
+mod state;
 mod templates;
 mod terminal;
 mod tokens;
@@ -102,31 +112,7 @@ use axum::Router;
 use abode_control::Control;
 use abode_gateway::Gateway;
 
-/// What every handler of the dashboard shares.
-#[derive(Clone)]
-pub(crate) struct WebState {
-    pub(crate) control: Control,
-    /// Apps' addresses and what a terminal's connection would be refused for.
-    pub(crate) gateway: Gateway,
-    /// Cookies get `Secure`: the server is reached over TLS (its access URL
-    /// is `https://`, typically through a TLS-terminating proxy).
-    pub(crate) secure_cookies: bool,
-}
-
-impl WebState {
-    /// Whether this answer's cookies get `Secure`: always with an `https://`
-    /// access URL, and also when this client came over TLS (the HTTPS
-    /// listener, or a trusted proxy's `X-Forwarded-Proto: https`), so that a
-    /// cookie set over TLS is never sent back in the clear.
-    pub(crate) fn secure_for(&self, client: Option<&abode_control::ClientAddress>) -> bool {
-        self.secure_cookies || client.is_some_and(|client| client.https)
-    }
-
-    /// [`secure_for`](Self::secure_for) the client of these extensions.
-    pub(crate) fn secure_for_request(&self, extensions: &axum::http::Extensions) -> bool {
-        self.secure_for(extensions.get::<abode_control::ClientAddress>())
-    }
-}
+use state::WebState;
 
 /// The dashboard's session token a browser's request carries in its
 /// cookie: the web terminal's WebSocket (served with the API's connections)
@@ -174,9 +160,12 @@ pub fn router(control: Control, gateway: Gateway) -> Router {
             post(workspaces::act),
         )
         .route("/workspaces/:owner/:name/rename", post(workspaces::rename))
-        .route("/workspaces/:owner/:name/schedule", post(schedule::save))
-        .route("/workspaces/:owner/:name/extend", post(schedule::extend))
-        .route("/workspaces/:owner/:name/wake", post(schedule::wake))
+        .route(
+            "/workspaces/:owner/:name/schedule",
+            post(workspaces::save_schedule),
+        )
+        .route("/workspaces/:owner/:name/extend", post(workspaces::extend))
+        .route("/workspaces/:owner/:name/wake", post(workspaces::wake))
         .route("/workspaces/:owner/:name/terminal", get(terminal::page))
         .route("/apps/auth", get(apps::auth))
         .route("/external-auth", get(external_auth::list))
@@ -208,7 +197,7 @@ pub fn router(control: Control, gateway: Gateway) -> Router {
             post(previews::start),
         )
         .route("/templates/:name/upload", post(templates::upload))
-        .route("/templates/:name/policy", post(policy::save))
+        .route("/templates/:name/policy", post(templates::save_policy))
         .route("/notifications", get(inbox::list))
         .route("/notifications/read-all", post(inbox::read_all))
         .route("/notifications/:id/read", post(inbox::read))

@@ -27,7 +27,7 @@ use crate::html::{self as pages, page, respond};
 use crate::session::{
     clear_cookie, cookie, request_id, set_cookie, PRESESSION_COOKIE, SESSION_COOKIE,
 };
-use crate::WebState;
+use crate::state::WebState;
 
 /// The cookie that binds a sign-in to its browser.
 const STATE_COOKIE: &str = "abode_oidc_state";

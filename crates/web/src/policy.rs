@@ -3,11 +3,10 @@
 //! days and owner settings it allows), and the form template admins change
 //! it with. The API's `template_policy` and `edit_template_policy`
 //! (`PATCH /api/v1/templates/{name}/policy`); the form states every field.
+//! This is a part of the template's page: it names no page, and the page
+//! (`templates.rs`) answers its form.
 
-use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::Response;
-use axum::Form;
 use maud::{html, Markup};
 
 use abode_sdk::TemplatePolicy;
@@ -16,7 +15,7 @@ use abode_sdk::TemplatePolicyPatch;
 use crate::html::{self, path_segment};
 use crate::schedule::{duration, parse_duration};
 use crate::session::{Viewer, CSRF_FIELD};
-use crate::WebState;
+use crate::state::WebState;
 
 /// The duration fields: form name, label, what 0 means, and the value.
 fn durations(policy: &TemplatePolicy) -> [(&'static str, &'static str, &'static str, u64); 6] {
@@ -153,28 +152,24 @@ fn patch_of(fields: &[(String, String)]) -> Result<TemplatePolicyPatch, String> 
     })
 }
 
+/// Changes the template's policy from the form's fields; the door's refusal
+/// (or the form's mistake) with its status. The template's page answers
+/// with it (`templates::save_policy`).
 pub(crate) async fn save(
-    State(state): State<WebState>,
-    viewer: Viewer,
-    Path(name): Path<String>,
-    Form(fields): Form<Vec<(String, String)>>,
-) -> Response {
-    let result = match patch_of(&fields) {
+    state: &WebState,
+    viewer: &Viewer,
+    name: &str,
+    fields: &[(String, String)],
+) -> Result<(), (StatusCode, String)> {
+    match patch_of(fields) {
         Ok(patch) => state
             .control
             .schedule_settings()
-            .edit_policy(&viewer.caller, &name, &patch)
+            .edit_policy(&viewer.caller, name, &patch)
             .await
             .map(|_| ())
             .map_err(|error| (html::status_of(&error), html::message_of(&error))),
         Err(message) => Err((StatusCode::BAD_REQUEST, message)),
-    };
-    match result {
-        Ok(()) => html::see_other(&format!("/templates/{}#policy", path_segment(&name))),
-        Err((status, message)) => {
-            let problem = (status, format!("Policy not saved: {message}"));
-            crate::templates::render(&state, &viewer, &name, Some(problem)).await
-        }
     }
 }
 

@@ -14,9 +14,9 @@ use abode_control::notifications::{parse_kind, KindSetting};
 use abode_store::NotificationKind;
 
 use crate::html::{self, page as whole_page, respond, words};
+use crate::nav::header;
 use crate::session::{Viewer, CSRF_FIELD};
-use crate::workspaces::header;
-use crate::WebState;
+use crate::state::WebState;
 
 /// What a kind means, in a sentence.
 fn meaning(kind: NotificationKind) -> &'static str {

@@ -17,10 +17,10 @@ use abode_control::VersionLint;
 
 use crate::admin::PageQuery;
 use crate::html::{self, badge, page as whole_page, path_segment, respond, time};
+use crate::nav::header;
 use crate::report;
 use crate::session::{Viewer, CSRF_FIELD};
-use crate::workspaces::header;
-use crate::WebState;
+use crate::state::WebState;
 
 /// Results per page of a preview's report.
 const RESULTS_PER_PAGE: i64 = 100;

@@ -16,10 +16,10 @@ use serde::Deserialize;
 use abode_store::RetainedResource;
 
 use crate::html::{self, page as whole_page, path_segment, respond, time};
+use crate::nav::header;
 use crate::schedule::parse_duration;
 use crate::session::{Viewer, CSRF_FIELD};
-use crate::workspaces::header;
-use crate::WebState;
+use crate::state::WebState;
 
 /// How many records one page shows.
 const PAGE: i64 = 100;

@@ -4,14 +4,12 @@
 //! API's `workspace_schedule`, `set_workspace_schedule` (`PUT
 //! /api/v1/workspaces/{ws}/schedule`: the whole schedule at once),
 //! `extend_workspace` and `wake_workspace`, so the template's policy and the
-//! owner's right are the door's.
+//! owner's right are the door's. This is a part of the workspace's page: it
+//! names no page, and the page (`workspaces.rs`) answers its forms.
 
 use std::time::Duration;
 
-use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::response::Response;
-use axum::Form;
 use maud::{html, Markup};
 use serde::Deserialize;
 
@@ -19,8 +17,7 @@ use abode_sdk::{Autostart, ScheduleSpec, WorkspaceSchedule};
 
 use crate::html::{self, time};
 use crate::session::{Viewer, CSRF_FIELD};
-use crate::workspaces::workspace_url;
-use crate::WebState;
+use crate::state::WebState;
 
 /// Milliseconds as a short duration (`8h`, `90m` as `1h30m`, `2d`, `45s`),
 /// to the second: what the form shows reads back as the same value (a ttl
@@ -205,41 +202,28 @@ fn spec_of(form: &ScheduleForm) -> Result<ScheduleSpec, String> {
     })
 }
 
+/// What a change of the schedule comes to: done, or the door's refusal (or
+/// the form's mistake) with its status.
+pub(crate) type Outcome = Result<(), (StatusCode, String)>;
+
+/// Sets the whole schedule of workspace `reference` (`OWNER/NAME`) from the
+/// form. The workspace's page answers with the outcome
+/// (`workspaces::save_schedule`).
 pub(crate) async fn save(
-    State(state): State<WebState>,
-    viewer: Viewer,
-    Path((owner, name)): Path<(String, String)>,
-    Form(form): Form<ScheduleForm>,
-) -> Response {
-    let reference = format!("{owner}/{name}");
-    let result = match spec_of(&form) {
+    state: &WebState,
+    viewer: &Viewer,
+    reference: &str,
+    form: &ScheduleForm,
+) -> Outcome {
+    match spec_of(form) {
         Ok(spec) => state
             .control
             .schedule_settings()
-            .set_schedule(&viewer.caller, &reference, &spec)
+            .set_schedule(&viewer.caller, reference, &spec)
             .await
             .map(|_| ())
             .map_err(|error| (html::status_of(&error), html::message_of(&error))),
         Err(message) => Err((StatusCode::BAD_REQUEST, message)),
-    };
-    after(&state, &viewer, &owner, &name, result).await
-}
-
-/// The page after a change of the schedule: the schedule section on
-/// success, else the page with the door's refusal beside the form.
-async fn after(
-    state: &WebState,
-    viewer: &Viewer,
-    owner: &str,
-    name: &str,
-    result: Result<(), (StatusCode, String)>,
-) -> Response {
-    match result {
-        Ok(()) => html::see_other(&format!("{}#schedule", workspace_url(owner, name))),
-        Err((status, message)) => {
-            let problem = format!("Schedule not saved: {message}");
-            crate::workspaces::render(state, viewer, owner, name, Some((status, problem))).await
-        }
     }
 }
 
@@ -249,20 +233,19 @@ pub(crate) struct ExtendForm {
     by: String,
 }
 
-/// Extend a running workspace's deadline (`ScheduleSettings::extend`, as
+/// Extends a running workspace's deadline (`ScheduleSettings::extend`, as
 /// `POST /api/v1/workspaces/{ws}/extend`).
 pub(crate) async fn extend(
-    State(state): State<WebState>,
-    viewer: Viewer,
-    Path((owner, name)): Path<(String, String)>,
-    Form(form): Form<ExtendForm>,
-) -> Response {
-    let reference = format!("{owner}/{name}");
-    let result = match parse_duration(&form.by) {
+    state: &WebState,
+    viewer: &Viewer,
+    reference: &str,
+    form: &ExtendForm,
+) -> Outcome {
+    match parse_duration(&form.by) {
         Ok(Some(ms)) if ms > 0 => state
             .control
             .schedule_settings()
-            .extend(&viewer.caller, &reference, Duration::from_millis(ms))
+            .extend(&viewer.caller, reference, Duration::from_millis(ms))
             .await
             .map(|_| ())
             .map_err(|error| (html::status_of(&error), html::message_of(&error))),
@@ -270,26 +253,19 @@ pub(crate) async fn extend(
             StatusCode::BAD_REQUEST,
             "extend by a duration such as 2h or 30m".to_string(),
         )),
-    };
-    after(&state, &viewer, &owner, &name, result).await
+    }
 }
 
-/// Wake a dormant workspace (`ScheduleSettings::wake`, as
+/// Wakes a dormant workspace (`ScheduleSettings::wake`, as
 /// `POST /api/v1/workspaces/{ws}/wake`).
-pub(crate) async fn wake(
-    State(state): State<WebState>,
-    viewer: Viewer,
-    Path((owner, name)): Path<(String, String)>,
-) -> Response {
-    let reference = format!("{owner}/{name}");
-    let result = state
+pub(crate) async fn wake(state: &WebState, viewer: &Viewer, reference: &str) -> Outcome {
+    state
         .control
         .schedule_settings()
-        .wake(&viewer.caller, &reference)
+        .wake(&viewer.caller, reference)
         .await
         .map(|_| ())
-        .map_err(|error| (html::status_of(&error), html::message_of(&error)));
-    after(&state, &viewer, &owner, &name, result).await
+        .map_err(|error| (html::status_of(&error), html::message_of(&error)))
 }
 
 #[cfg(test)]

@@ -25,14 +25,16 @@ use sha2::Sha256;
 use abode_control::{Caller, ControlError};
 
 use crate::html;
-use crate::WebState;
+use crate::state::WebState;
+
+/// The form field that carries the token, named with the shell (`html.rs`)
+/// whose sign-out form carries it too; the pages take it from here.
+pub(crate) use crate::html::CSRF_FIELD;
 
 pub(crate) const SESSION_COOKIE: &str = "abode_session";
 pub(crate) const PRESESSION_COOKIE: &str = "abode_presession";
-/// The form field that carries the token.
-pub(crate) const CSRF_FIELD: &str = "csrf";
-/// The header that carries it on a script's request whose body is not a
-/// form (a template upload); a page of another origin cannot set it.
+/// The header that carries the token on a script's request whose body is not
+/// a form (a template upload); a page of another origin cannot set it.
 pub(crate) const CSRF_HEADER: &str = "x-csrf-token";
 /// What the token is an HMAC of: a label, so the key is used for nothing else.
 const CSRF_LABEL: &[u8] = b"abode-web csrf v1";

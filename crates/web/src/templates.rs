@@ -6,16 +6,17 @@
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::Response;
+use axum::Form;
 use maud::html;
 use serde::Deserialize;
 
 use abode_control::authz::{self, Action};
 
 use crate::html::{self, page as whole_page, respond, time};
+use crate::nav::header;
 use crate::policy;
 use crate::session::Viewer;
-use crate::workspaces::header;
-use crate::WebState;
+use crate::state::WebState;
 
 use crate::admin::PageQuery;
 
@@ -255,5 +256,22 @@ pub(crate) async fn upload(
     {
         Ok((template, _)) => html::see_other(&format!("/templates/{}", template.name)),
         Err(error) => html::control_error(error),
+    }
+}
+
+/// The policy section's form (`policy.rs`): the page's policy anchor on
+/// success, else the page with the door's refusal above it.
+pub(crate) async fn save_policy(
+    State(state): State<WebState>,
+    viewer: Viewer,
+    Path(name): Path<String>,
+    Form(fields): Form<Vec<(String, String)>>,
+) -> Response {
+    match policy::save(&state, &viewer, &name, &fields).await {
+        Ok(()) => html::see_other(&format!("/templates/{}#policy", html::path_segment(&name))),
+        Err((status, message)) => {
+            let problem = (status, format!("Policy not saved: {message}"));
+            render(&state, &viewer, &name, Some(problem)).await
+        }
     }
 }

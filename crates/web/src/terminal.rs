@@ -20,9 +20,9 @@ use abode_gateway::ConnectRequest;
 use abode_tunnel::{StreamKind, TerminalOpen};
 
 use crate::html::{page_with, respond};
+use crate::nav::{header, workspace_url};
 use crate::session::Viewer;
-use crate::workspaces::{header, workspace_url};
-use crate::WebState;
+use crate::state::WebState;
 
 /// The style nonce of an answer: the security headers' layer writes the
 /// page's policy with it.

@@ -17,9 +17,9 @@ use serde::Deserialize;
 use abode_store::TokenRecord;
 
 use crate::html::{self, page as whole_page, path_segment, respond, time};
+use crate::nav::header;
 use crate::session::{request_id, Viewer, CSRF_FIELD};
-use crate::workspaces::header;
-use crate::WebState;
+use crate::state::WebState;
 
 /// What the page says after a form: a new token to copy now, or the door's
 /// refusal.

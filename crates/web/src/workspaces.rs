@@ -1,9 +1,12 @@
 //! The workspaces list and a workspace's page, and its start, stop, update
 //! and delete: the API's list, view, builds and schedule, through the same
 //! control-plane calls (`Workspaces::list` and `get`, `Control::list_builds`,
-//! `ScheduleSettings::schedule`, `Control::request_transition`); the schedule's form is
-//! `schedule.rs`. The list shows each workspace's daily cost and the
-//! viewer's budget from `Identity::quota`, as `abode quota show` does.
+//! `ScheduleSettings::schedule`, `Control::request_transition`). The page is
+//! made of parts that name no page: the schedule's section and its changes
+//! (`schedule.rs`, whose forms this page answers, with itself again on a
+//! refusal), the current build's log panel (`builds.rs`) and the apps
+//! (`apps.rs`). The list shows each workspace's daily cost and the viewer's
+//! budget from `Identity::quota`, as `abode quota show` does.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -16,13 +19,14 @@ use serde::Deserialize;
 
 use abode_control::authz::{self, Action};
 use abode_control::{BuildRequest, VersionChoice, WorkspaceQuery, WorkspaceStatus, WorkspaceView};
-use abode_store::{Build, BuildStatus, QuotaUsage, Transition};
+use abode_store::{BuildStatus, QuotaUsage, Transition};
 
 use crate::builds::log_panel;
-use crate::html::{self, badge, page as whole_page, respond, time, words, Header};
+use crate::html::{self, badge, page as whole_page, respond, time, words};
+use crate::nav::{build_url, header, workspace_url};
 use crate::schedule;
 use crate::session::{Viewer, CSRF_FIELD};
-use crate::WebState;
+use crate::state::WebState;
 
 /// How many workspaces one page of the list shows.
 const PAGE_SIZE: i64 = 50;
@@ -34,46 +38,6 @@ pub(crate) async fn home(viewer: Result<Viewer, Response>) -> Response {
         Ok(_) => html::see_other("/workspaces"),
         Err(_) => html::see_other("/login"),
     }
-}
-
-/// The page header of `viewer`: the navigation lists the pages the
-/// authorization policy lets them open (the pages themselves still ask the
-/// door).
-pub(crate) fn header(viewer: &Viewer) -> Header<'_> {
-    let subject = viewer.caller.subject();
-    // Templates are listed to everyone who may use one (their access
-    // lists decide which); other pages by the widest scope held.
-    let may = |action: Action| match action {
-        Action::TemplateRead => {
-            authz::template_visibility(&subject) != authz::TemplateVisibility::None
-        }
-        _ => authz::widest_scope(&subject, action).is_some(),
-    };
-    let pages = [
-        ("/workspaces", "Workspaces", Action::WorkspaceRead),
-        ("/templates", "Templates", Action::TemplateRead),
-        ("/prebuilds", "Prebuilds", Action::PrebuildsRead),
-        ("/retained", "Retained", Action::WorkspaceRead),
-        ("/notifications", "Inbox", Action::NotificationRead),
-        ("/audit", "Audit log", Action::AuditRead),
-        ("/users", "Users", Action::UserList),
-        ("/tokens", "API tokens", Action::TokenList),
-        ("/external-auth", "Linked accounts", Action::TokenList),
-    ];
-    Header {
-        username: &viewer.caller.user.username,
-        csrf: &viewer.csrf,
-        nav: pages
-            .into_iter()
-            .filter(|(_, _, action)| may(*action))
-            .map(|(href, label, _)| (href, label))
-            .collect(),
-    }
-}
-
-/// A workspace's page address.
-pub(crate) fn workspace_url(owner: &str, name: &str) -> String {
-    format!("/workspaces/{owner}/{name}")
 }
 
 #[derive(Deserialize, Default)]
@@ -339,14 +303,6 @@ fn agent_text(view: &WorkspaceView) -> Markup {
             br; span class="muted" { (reason) }
         }
     }
-}
-
-pub(crate) fn build_url(build: &Build) -> String {
-    format!(
-        "{}/builds/{}",
-        workspace_url(&build.owner_name, &build.workspace_name),
-        build.number
-    )
 }
 
 pub(crate) async fn page(
@@ -652,6 +608,59 @@ pub(crate) async fn rename(
                 format!("Not renamed: {}", html::message_of(&error)),
             );
             render(&state, &viewer, &owner, &name, Some(problem)).await
+        }
+    }
+}
+
+/// The schedule section's form (`schedule.rs`): the whole schedule.
+pub(crate) async fn save_schedule(
+    State(state): State<WebState>,
+    viewer: Viewer,
+    Path((owner, name)): Path<(String, String)>,
+    Form(form): Form<schedule::ScheduleForm>,
+) -> Response {
+    let reference = format!("{owner}/{name}");
+    let result = schedule::save(&state, &viewer, &reference, &form).await;
+    after_schedule(&state, &viewer, &owner, &name, result).await
+}
+
+/// The schedule section's extend form.
+pub(crate) async fn extend(
+    State(state): State<WebState>,
+    viewer: Viewer,
+    Path((owner, name)): Path<(String, String)>,
+    Form(form): Form<schedule::ExtendForm>,
+) -> Response {
+    let reference = format!("{owner}/{name}");
+    let result = schedule::extend(&state, &viewer, &reference, &form).await;
+    after_schedule(&state, &viewer, &owner, &name, result).await
+}
+
+/// The schedule section's wake form.
+pub(crate) async fn wake(
+    State(state): State<WebState>,
+    viewer: Viewer,
+    Path((owner, name)): Path<(String, String)>,
+) -> Response {
+    let reference = format!("{owner}/{name}");
+    let result = schedule::wake(&state, &viewer, &reference).await;
+    after_schedule(&state, &viewer, &owner, &name, result).await
+}
+
+/// The page after a change of the schedule: the schedule section on
+/// success, else the page with the door's refusal beside the form.
+async fn after_schedule(
+    state: &WebState,
+    viewer: &Viewer,
+    owner: &str,
+    name: &str,
+    result: schedule::Outcome,
+) -> Response {
+    match result {
+        Ok(()) => html::see_other(&format!("{}#schedule", workspace_url(owner, name))),
+        Err((status, message)) => {
+            let problem = format!("Schedule not saved: {message}");
+            render(state, viewer, owner, name, Some((status, problem))).await
         }
     }
 }
