@@ -163,9 +163,59 @@ fn a_workspace_reaches_neither_anothers_ports_nor_the_hosts_loopback() {
         platform.run(&args).ok();
         service.join().unwrap();
     });
+    let holders = network_holders(&platform);
+    assert_eq!(holders.len(), 2, "one network per workspace: {holders:?}");
     platform.run(&["stop", "one"]).ok();
     platform.run(&["stop", "two"]).ok();
     util::assert_no_processes_left(&platform, "after the stops");
+    // The networks end with their workspaces' last processes: their holders
+    // and the slirp4netns attached to each.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let left: Vec<u32> = holders
+            .iter()
+            .copied()
+            .filter(|holder| {
+                std::path::Path::new(&format!("/proc/{holder}")).exists() || slirp_for(*holder)
+            })
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the networks of {left:?} outlived their workspaces"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(network_holders(&platform).is_empty());
+}
+
+/// The pids holding this server's workspace networks (its records).
+fn network_holders(platform: &Platform) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir(platform.data_dir().join("networks")) else {
+        return Vec::new();
+    };
+    entries
+        .map(|entry| {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            let identity = text.lines().next().unwrap();
+            identity.split('-').next().unwrap().parse().unwrap()
+        })
+        .collect()
+}
+
+/// Whether a slirp4netns runs for the namespace of `holder`.
+fn slirp_for(holder: u32) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            return false;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|byte| *byte == 0).collect();
+        args.first()
+            .is_some_and(|program| program.ends_with(b"slirp4netns"))
+            && args.iter().any(|arg| *arg == holder.to_string().as_bytes())
+    })
 }
 
 /// A template whose Terraform lists the volumes dir and reads a file in

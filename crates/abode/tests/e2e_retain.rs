@@ -14,10 +14,8 @@ use util::{example_with, only_subdir, push_template as push, require_terraform, 
 /// The example's home keeps the name it was made with (issue 47), so a
 /// workspace adopts another's volume in place; without this, a new
 /// workspace's home is named after it, and an adoption would replace it.
-const NAMED_AFTER_ITS_WORKSPACE: (&str, &str) = (
-    "  lifecycle {\n    ignore_changes = [name]\n  }\n",
-    "",
-);
+const NAMED_AFTER_ITS_WORKSPACE: (&str, &str) =
+    ("  lifecycle {\n    ignore_changes = [name]\n  }\n", "");
 
 fn retained(platform: &Platform, extra: &[&str]) -> Vec<serde_json::Value> {
     let mut args = vec!["retained", "list", "--output", "json"];
@@ -192,7 +190,12 @@ fn an_adoption_that_would_replace_the_volume_waits_for_a_person() {
 
     // A template that names its volume after the workspace: a new
     // workspace would replace the adopted volume, so the build is held.
-    push(&platform, "local", 2, &example_with(&[NAMED_AFTER_ITS_WORKSPACE]));
+    push(
+        &platform,
+        "local",
+        2,
+        &example_with(&[NAMED_AFTER_ITS_WORKSPACE]),
+    );
     let held = platform.run(&["create", "work", "--template", "local", "--adopt", &id]);
     assert_eq!(held.code, Some(3), "{held}");
     assert!(held.stderr.contains("abode_volume.home"), "{held}");

@@ -252,6 +252,9 @@ pub struct View {
     /// sandbox's user: a workspace's own (`--workspace-uids`). Only when
     /// this process is root.
     pub run_as: Option<u32>,
+    /// Files shown in place of the host's (`/etc/passwd` naming `run_as`):
+    /// source, then the path inside.
+    pub etc_files: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Sandbox {
@@ -361,6 +364,14 @@ impl Sandbox {
         ]);
         for file in ETC_FILES {
             push(&["--ro-bind-try".as_ref(), file.as_ref(), file.as_ref()]);
+        }
+        // Bound after the host's: the later bind is the one seen.
+        for (source, destination) in &view.etc_files {
+            push(&[
+                "--ro-bind".as_ref(),
+                source.as_os_str(),
+                destination.as_os_str(),
+            ]);
         }
         // bwrap would make a bound path's missing parents as private as the
         // host's (a 0700 data dir): the user must be able to pass through them.

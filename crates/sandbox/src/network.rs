@@ -270,10 +270,14 @@ impl Networks {
             format!("cannot make the workspace's network ({what}): {error}")
         };
         // slirp4netns ends when this pipe's write end, the holder's, closes.
-        let (exit_read, exit_write) =
-            nix::unistd::pipe().map_err(|error| failed("a pipe", &error))?;
-        let (ready_read, ready_write) =
-            nix::unistd::pipe().map_err(|error| failed("a pipe", &error))?;
+        // Close-on-exec: each end reaches only the process it is given to
+        // (as a standard stream); a copy anywhere else would keep it open.
+        let pipe = || {
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                .map_err(|error| failed("a pipe", &error))
+        };
+        let (exit_read, exit_write) = pipe()?;
+        let (ready_read, ready_write) = pipe()?;
         let mut holder = Command::new(&self.unshare);
         holder
             .args(["--net", "--"])

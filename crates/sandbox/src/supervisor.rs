@@ -520,6 +520,44 @@ fn give_tree(dir: &mut nix::dir::Dir, uid: u32, depth: usize) -> Result<(), nix:
     Ok(())
 }
 
+/// `/etc/passwd` and `/etc/group` as the host's plus the workspace's own
+/// user, `abode`, at `uid` with `home`: tools that look their user up (scp,
+/// ssh, git, a shell's prompt) find it. Written anew for each start.
+fn user_database(
+    config: &SupervisorConfig,
+    uid: u32,
+    home: &Path,
+) -> Result<Vec<(PathBuf, PathBuf)>, String> {
+    let dir = config.records_dir.join(format!("etc-{uid}"));
+    let failed =
+        |error: std::io::Error| format!("cannot write the workspace's user database: {error}");
+    fs::create_dir_all(&dir).map_err(failed)?;
+    let mut files = Vec::new();
+    for (name, line) in [
+        (
+            "passwd",
+            format!(
+                "abode:x:{uid}:{uid}:Abode workspace:{}:/bin/sh\n",
+                home.display()
+            ),
+        ),
+        ("group", format!("abode:x:{uid}:\n")),
+    ] {
+        let host = Path::new("/etc").join(name);
+        let mut text = fs::read_to_string(&host).unwrap_or_default();
+        // Nobody else of the host at this uid: the range holds no host user.
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&line);
+        let path = dir.join(name);
+        fs::write(&path, text).map_err(failed)?;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).map_err(failed)?;
+        files.push((path, host));
+    }
+    Ok(files)
+}
+
 /// The volumes a build adopts from a deleted workspace (`Request::Open`'s
 /// `adopt`, from the platform's own decision): given to the adopting
 /// workspace's uid.
@@ -657,10 +695,14 @@ fn start_process(
     let view = View {
         read_only,
         read_write: Vec::new(),
-        read_write_fds: vec![(volume_fd.0, volume)],
+        read_write_fds: vec![(volume_fd.0, volume.clone())],
         dir: dir.clone(),
         operator_mounts: false,
         run_as: scope.uid,
+        etc_files: match scope.uid {
+            Some(uid) => user_database(config, uid, &volume)?,
+            None => Vec::new(),
+        },
     };
     let args: Vec<OsString> = args.iter().map(OsString::from).collect();
     let wrapped = config

@@ -75,6 +75,7 @@ impl Isolation {
             dir: dir.to_path_buf(),
             operator_mounts: true,
             run_as: None,
+            etc_files: Vec::new(),
         };
         self.sandbox.wrap(&view, &self.terraform, args)
     }
