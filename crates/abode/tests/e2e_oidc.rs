@@ -888,7 +888,10 @@ fn forged_id_tokens_from_a_hostile_provider_are_refused() {
                 login: "forged-hmac",
                 forge: Some("hmac"),
             },
-            refused_token("(asymmetric signatures only)", "id_token"),
+            refused_token(
+                "the ID token's signature algorithm `HS256` is refused",
+                "id_token",
+            ),
         ),
         (
             "signed by the forger's key under the provider's key id",

@@ -113,7 +113,16 @@ pub fn verify_id_token(
     .set_allowed_algs(ALLOWED_ALGS.iter().cloned())
     .set_time_fn(move || now);
     let nonce = Nonce::new(expected.nonce.to_string());
-    let claims = token.claims(&verifier, &nonce).map_err(refusal)?;
+    // The header's algorithm, to name it in a refusal: the library's own
+    // sentence lists the allowed ones in no fixed order.
+    let alg = token
+        .signing_alg()
+        .ok()
+        .and_then(|alg| serde_json::to_value(alg).ok())
+        .and_then(|alg| alg.as_str().map(one_line));
+    let claims = token
+        .claims(&verifier, &nonce)
+        .map_err(|error| refusal(error, alg.as_deref()))?;
     let mut all = match serde_json::to_value(claims) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
@@ -130,7 +139,8 @@ pub fn verify_id_token(
     })
 }
 
-fn refusal(error: ClaimsVerificationError) -> TokenRefusal {
+/// The refusal of `error`; `alg` is the token's header's algorithm.
+fn refusal(error: ClaimsVerificationError, alg: Option<&str>) -> TokenRefusal {
     match error {
         ClaimsVerificationError::Expired(_) => TokenRefusal::Expired,
         ClaimsVerificationError::InvalidAudience(_) => TokenRefusal::WrongAudience,
@@ -142,9 +152,9 @@ fn refusal(error: ClaimsVerificationError) -> TokenRefusal {
             SignatureVerificationError::NoSignature => {
                 TokenRefusal::AlgorithmRefused("none".into())
             }
-            SignatureVerificationError::DisallowedAlg(alg)
-            | SignatureVerificationError::UnsupportedAlg(alg) => {
-                TokenRefusal::AlgorithmRefused(one_line(&alg))
+            SignatureVerificationError::DisallowedAlg(said)
+            | SignatureVerificationError::UnsupportedAlg(said) => {
+                TokenRefusal::AlgorithmRefused(alg.map_or_else(|| one_line(&said), str::to_string))
             }
             other => TokenRefusal::Invalid(one_line(&other.to_string())),
         },
