@@ -845,7 +845,10 @@ fn forged_id_tokens_from_a_hostile_provider_are_refused() {
                 login: "ann",
                 forge: Some("replay"),
             },
-            refused_token("the ID token answers another sign-in (nonce)", "id_token"),
+            refused_token(
+                "the ID token answers another sign-in (nonce)",
+                "id_token_nonce",
+            ),
         ),
         (
             "alg none",
@@ -855,7 +858,7 @@ fn forged_id_tokens_from_a_hostile_provider_are_refused() {
             },
             refused_token(
                 "the ID token's signature algorithm `none` is refused",
-                "id_token",
+                "id_token_algorithm",
             ),
         ),
         (
@@ -864,7 +867,10 @@ fn forged_id_tokens_from_a_hostile_provider_are_refused() {
                 login: "forged-audience",
                 forge: Some("audience"),
             },
-            refused_token("the ID token is for another client (audience)", "id_token"),
+            refused_token(
+                "the ID token is for another client (audience)",
+                "id_token_audience",
+            ),
         ),
         (
             "signed as another issuer",
@@ -872,7 +878,7 @@ fn forged_id_tokens_from_a_hostile_provider_are_refused() {
                 login: "forged-issuer",
                 forge: Some("issuer"),
             },
-            refused_token("the ID token comes from another issuer", "id_token"),
+            refused_token("the ID token comes from another issuer", "id_token_issuer"),
         ),
         (
             "expired an hour ago",
@@ -880,7 +886,7 @@ fn forged_id_tokens_from_a_hostile_provider_are_refused() {
                 login: "forged-expired",
                 forge: Some("expired"),
             },
-            refused_token("the ID token has expired", "id_token"),
+            refused_token("the ID token has expired", "id_token_expired"),
         ),
         (
             "HMAC keyed by the client secret",
@@ -890,7 +896,7 @@ fn forged_id_tokens_from_a_hostile_provider_are_refused() {
             },
             refused_token(
                 "the ID token's signature algorithm `HS256` is refused",
-                "id_token",
+                "id_token_algorithm",
             ),
         ),
         (
@@ -899,7 +905,10 @@ fn forged_id_tokens_from_a_hostile_provider_are_refused() {
                 login: "forged-key",
                 forge: Some("foreign-key"),
             },
-            refused_token("the ID token's signature does not verify", "id_token"),
+            refused_token(
+                "the ID token's signature does not verify",
+                "id_token_signature",
+            ),
         ),
         (
             "an address the provider has not verified",

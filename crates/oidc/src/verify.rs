@@ -92,6 +92,25 @@ pub enum TokenRefusal {
     Invalid(String),
 }
 
+impl TokenRefusal {
+    /// The check that failed, as the audit log's `reason=` says it: a
+    /// forgery (its algorithm, signature, audience, issuer or nonce) is
+    /// told from a clock that drifted (expiry) without the server's log.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            TokenRefusal::Malformed(_) => "id_token_malformed",
+            TokenRefusal::UnknownKey => "id_token_unknown_key",
+            TokenRefusal::BadSignature => "id_token_signature",
+            TokenRefusal::AlgorithmRefused(_) => "id_token_algorithm",
+            TokenRefusal::Expired => "id_token_expired",
+            TokenRefusal::WrongAudience => "id_token_audience",
+            TokenRefusal::WrongIssuer => "id_token_issuer",
+            TokenRefusal::WrongNonce => "id_token_nonce",
+            TokenRefusal::Invalid(_) => "id_token_invalid",
+        }
+    }
+}
+
 /// Checks `raw` against `keys` and `expected`; the claims when it holds.
 pub fn verify_id_token(
     raw: &str,
@@ -168,4 +187,35 @@ pub(crate) fn one_line(text: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .take(200)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SignInError;
+
+    /// Each failed check has an audit reason of its own, and a sign-in
+    /// refused for its ID token is audited with it.
+    #[test]
+    fn each_refusal_has_its_own_audit_reason() {
+        let refusals = [
+            TokenRefusal::Malformed("x".into()),
+            TokenRefusal::UnknownKey,
+            TokenRefusal::BadSignature,
+            TokenRefusal::AlgorithmRefused("none".into()),
+            TokenRefusal::Expired,
+            TokenRefusal::WrongAudience,
+            TokenRefusal::WrongIssuer,
+            TokenRefusal::WrongNonce,
+            TokenRefusal::Invalid("x".into()),
+        ];
+        let mut reasons: Vec<&str> = refusals.iter().map(TokenRefusal::reason).collect();
+        for (refusal, reason) in refusals.iter().zip(&reasons) {
+            assert!(reason.starts_with("id_token_"), "{refusal}: {reason}");
+            assert_eq!(SignInError::Token(refusal.clone()).reason(), *reason);
+        }
+        reasons.sort_unstable();
+        reasons.dedup();
+        assert_eq!(reasons.len(), refusals.len(), "{reasons:?}");
+    }
 }
