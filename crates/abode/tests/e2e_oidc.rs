@@ -15,10 +15,19 @@
 //!   clock, are refused with a page that says so;
 //! - a person removed from the allowed group at the provider is refused at
 //!   their next sign-in, and the session they had is refused from then on;
-//! - a suspended account is refused whatever the provider says.
+//! - a suspended account is refused whatever the provider says;
+//! - a hostile provider (the same real one, its token endpoint swapping the
+//!   ID token it signed for a forged one: `alg: none`, another audience,
+//!   another issuer, expired, an earlier sign-in's, HMAC keyed by the client
+//!   secret, another key under the provider's key id) and an address it has
+//!   not verified are refused, each a table case driven over plain HTTP
+//!   (the callback's cookies and audit events are what is checked), with
+//!   no session and no account left, between two honest sign-ins that
+//!   succeed.
 //!
-//! The ID token's forged variants (audience, key, `alg: none`, nonce) are
-//! `abode-oidc`'s table tests (crates/oidc/tests/verify.rs).
+//! The same forgeries without a network, and more of them (a token changed
+//! after signing, an unknown key, no nonce), are `abode-oidc`'s table tests
+//! (crates/oidc/tests/verify.rs).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -583,4 +592,432 @@ fn single_sign_on_attempts_are_throttled_per_address() {
         audit.stdout
     );
     assert!(audit.stdout.contains("203.0.113.9"), "{}", audit.stdout);
+}
+
+// ---- a hostile provider ----
+
+/// Provider cookies, as a browser keeps them (by name: every path of this
+/// one provider gets them all, which it does not mind).
+#[derive(Default)]
+struct Jar(std::collections::BTreeMap<String, String>);
+
+impl Jar {
+    fn keep(&mut self, response: &ureq::Response) {
+        for line in response.all("set-cookie") {
+            let pair = line.split(';').next().unwrap_or_default();
+            let Some((name, value)) = pair.split_once('=') else {
+                continue;
+            };
+            let cleared = value.is_empty() || line.to_ascii_lowercase().contains("01 jan 1970");
+            if cleared {
+                self.0.remove(name.trim());
+            } else {
+                self.0.insert(name.trim().to_string(), value.to_string());
+            }
+        }
+    }
+
+    fn header(&self) -> String {
+        self.0
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// A request's answer whatever its status (no redirect followed).
+fn answer(result: Result<ureq::Response, ureq::Error>) -> ureq::Response {
+    match result {
+        Ok(response) | Err(ureq::Error::Status(_, response)) => response,
+        Err(other) => panic!("{other}"),
+    }
+}
+
+/// What Abode's callback answered.
+#[derive(Debug)]
+struct Callback {
+    status: u16,
+    location: Option<String>,
+    /// The `abode_session` cookie it set, if any.
+    session: Option<String>,
+    /// The page's text (entities of its one sentence undone).
+    page: String,
+}
+
+impl Callback {
+    fn call(callback: &str, state: &str) -> Callback {
+        let agent = ureq::AgentBuilder::new().redirects(0).build();
+        let response = answer(
+            agent
+                .get(callback)
+                .set("cookie", &format!("abode_oidc_state={state}"))
+                .call(),
+        );
+        let session = response
+            .all("set-cookie")
+            .iter()
+            .filter_map(|line| line.split(';').next()?.strip_prefix("abode_session="))
+            .find(|value| !value.is_empty())
+            .map(str::to_string);
+        Callback {
+            status: response.status(),
+            location: response.header("location").map(str::to_string),
+            session,
+            page: response
+                .into_string()
+                .unwrap()
+                .replace("&#39;", "'")
+                .replace("&#x27;", "'")
+                .replace("&quot;", "\"")
+                .replace("&amp;", "&"),
+        }
+    }
+}
+
+/// A dashboard sign-in over plain HTTP, as a browser makes it: Abode's
+/// start (its state cookie), the provider's own login and consent forms as
+/// `login`, and the provider's redirect back. The callback's URL and the
+/// state cookie, for [`Callback::call`].
+fn http_sign_in(platform: &Platform, provider: &Provider, login: &str) -> (String, String) {
+    let agent = ureq::AgentBuilder::new().redirects(0).build();
+    let started = answer(
+        agent
+            .get(&format!("{}/api/v1/oidc/login", platform.url))
+            .call(),
+    );
+    assert_eq!(started.status(), 303, "{}", platform.server_log());
+    let state = started
+        .all("set-cookie")
+        .iter()
+        .find_map(|line| line.split(';').next()?.strip_prefix("abode_oidc_state="))
+        .unwrap()
+        .to_string();
+    let mut url = started.header("location").unwrap().to_string();
+    let callback = format!("{}/api/v1/oidc/callback?", platform.url);
+    let mut jar = Jar::default();
+    for _ in 0..20 {
+        let request = agent.get(&url).set("cookie", &jar.header());
+        let mut response = answer(request.call());
+        jar.keep(&response);
+        if response.header("location").is_none() {
+            // One of the provider's pages: its login form (any password:
+            // the login is the person) or its consent form.
+            let page = response.into_string().unwrap();
+            let form: &[(&str, &str)] = if page.contains(r#"name="prompt" value="login""#) {
+                &[
+                    ("prompt", "login"),
+                    ("login", login),
+                    ("password", "any password"),
+                ]
+            } else if page.contains(r#"name="prompt" value="consent""#) {
+                &[("prompt", "consent")]
+            } else {
+                panic!(
+                    "the provider's page at {url} is neither its login nor its consent:\n{page}"
+                );
+            };
+            response = answer(
+                agent
+                    .post(&url)
+                    .set("cookie", &jar.header())
+                    .send_form(form),
+            );
+            jar.keep(&response);
+        }
+        let location = response
+            .header("location")
+            .unwrap_or_else(|| panic!("the provider sent no redirect from {url}"));
+        url = if location.starts_with('/') {
+            format!("{}{location}", provider.issuer)
+        } else {
+            location.to_string()
+        };
+        if url.starts_with(&callback) {
+            return (url, state);
+        }
+    }
+    panic!("the provider never sent {login} back to Abode (last at {url})");
+}
+
+/// The owner's audit events, newest first.
+fn audit_events(platform: &Platform) -> Vec<Value> {
+    platform
+        .run(&["audit", "--limit", "1000", "--output", "json"])
+        .ok()
+        .json()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Every account's name, sorted.
+fn usernames(platform: &Platform) -> Vec<String> {
+    let listed = platform
+        .run(&["users", "list", "--all", "--output", "json"])
+        .ok()
+        .json();
+    let mut names: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|user| user["username"].as_str().unwrap().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+/// One attempt of the table below.
+enum Attempt {
+    /// A sign-in as this person at the provider, its token endpoint lying
+    /// as the forgery says (`None`: telling the truth).
+    SignIn {
+        login: &'static str,
+        forge: Option<&'static str>,
+    },
+    /// The first sign-in's callback again, with its state cookie.
+    ReplayFirstCallback,
+}
+
+/// What Abode must do with an attempt.
+enum Outcome {
+    /// Signed in: a session for this account, which exists afterwards.
+    SignedIn(&'static str),
+    /// Refused with this status and page sentence, audited as a failed
+    /// `login` with this reason, and nothing else done.
+    Refused(u16, &'static str, &'static str),
+}
+
+/// Issue 46: a hostile identity provider. The real provider (oidc-provider,
+/// its own login and consent, its own key) runs every sign-in, but its
+/// token endpoint swaps the ID token it signed for a forged one
+/// (provider.mjs's forgeries): unsigned (`alg: none`), for another client,
+/// from another issuer, expired an hour ago, the token of an earlier
+/// sign-in (another nonce), HMAC keyed by the client secret, and signed by
+/// a key of the forger's under the provider's key id; and the provider
+/// itself vouches for an address it has not verified, where the address is
+/// what makes the account (sign-ups on). Each is refused with a page that
+/// says which check failed, audited as a failed `login` with that check as
+/// its reason, and leaves no session cookie, no account and no other audit
+/// event behind; a replayed callback is refused the same way. Two honest
+/// sign-ins, first and last, succeed in the same server: the test tells a
+/// forgery from a sign-in.
+#[test]
+fn forged_id_tokens_from_a_hostile_provider_are_refused() {
+    let provider = Provider::start();
+    provider.admin(
+        "PUT",
+        "/admin/users/unverified",
+        Some(json!({
+            "email": "unverified@example.com",
+            "email_verified": false,
+            "preferred_username": "unverified",
+            "groups": [],
+        })),
+    );
+    let platform = start_platform(&provider, &["--oidc-allow-signups"]);
+    platform.login_owner();
+
+    use Attempt::*;
+    use Outcome::*;
+    let refused_token = |why: &'static str, reason: &'static str| Refused(403, why, reason);
+    let cases: Vec<(&str, Attempt, Outcome)> = vec![
+        (
+            "honest: ann's first sign-in makes her account",
+            SignIn {
+                login: "ann",
+                forge: None,
+            },
+            SignedIn("ann"),
+        ),
+        (
+            "the same callback again",
+            ReplayFirstCallback,
+            Refused(
+                400,
+                "this sign-in is unknown, already used or expired",
+                "unknown_state",
+            ),
+        ),
+        (
+            "ann's earlier ID token presented to her new sign-in",
+            SignIn {
+                login: "ann",
+                forge: Some("replay"),
+            },
+            refused_token(
+                "the ID token answers another sign-in (nonce)",
+                "id_token_nonce",
+            ),
+        ),
+        (
+            "alg none",
+            SignIn {
+                login: "forged-none",
+                forge: Some("none"),
+            },
+            refused_token(
+                "the ID token's signature algorithm `none` is refused",
+                "id_token_algorithm",
+            ),
+        ),
+        (
+            "signed for another client",
+            SignIn {
+                login: "forged-audience",
+                forge: Some("audience"),
+            },
+            refused_token(
+                "the ID token is for another client (audience)",
+                "id_token_audience",
+            ),
+        ),
+        (
+            "signed as another issuer",
+            SignIn {
+                login: "forged-issuer",
+                forge: Some("issuer"),
+            },
+            refused_token("the ID token comes from another issuer", "id_token_issuer"),
+        ),
+        (
+            "expired an hour ago",
+            SignIn {
+                login: "forged-expired",
+                forge: Some("expired"),
+            },
+            refused_token("the ID token has expired", "id_token_expired"),
+        ),
+        (
+            "HMAC keyed by the client secret",
+            SignIn {
+                login: "forged-hmac",
+                forge: Some("hmac"),
+            },
+            refused_token(
+                "the ID token's signature algorithm `HS256` is refused",
+                "id_token_algorithm",
+            ),
+        ),
+        (
+            "signed by the forger's key under the provider's key id",
+            SignIn {
+                login: "forged-key",
+                forge: Some("foreign-key"),
+            },
+            refused_token(
+                "the ID token's signature does not verify",
+                "id_token_signature",
+            ),
+        ),
+        (
+            "an address the provider has not verified",
+            SignIn {
+                login: "unverified",
+                forge: None,
+            },
+            Refused(
+                403,
+                "the identity provider has not verified the email address unverified@example.com",
+                "email_not_verified",
+            ),
+        ),
+        (
+            "honest again: bo's first sign-in makes his account",
+            SignIn {
+                login: "bo",
+                forge: None,
+            },
+            SignedIn("bo"),
+        ),
+    ];
+
+    let mut first_callback: Option<(String, String)> = None;
+    for (name, attempt, outcome) in cases {
+        let users_before = usernames(&platform);
+        let audit_before: Vec<Value> = audit_events(&platform)
+            .iter()
+            .map(|event| event["id"].clone())
+            .collect();
+        let (callback, state) = match attempt {
+            SignIn { login, forge } => {
+                provider.admin("PUT", "/admin/forge", Some(json!({ "forge": forge })));
+                let made = http_sign_in(&platform, &provider, login);
+                first_callback.get_or_insert_with(|| made.clone());
+                made
+            }
+            ReplayFirstCallback => first_callback.clone().unwrap(),
+        };
+        let answered = Callback::call(&callback, &state);
+        let new_events: Vec<Value> = audit_events(&platform)
+            .into_iter()
+            .filter(|event| !audit_before.contains(&event["id"]))
+            .collect();
+        let users_after = usernames(&platform);
+        match outcome {
+            SignedIn(username) => {
+                assert_eq!(answered.status, 303, "{name}: {answered:?}");
+                assert_eq!(answered.location.as_deref(), Some("/workspaces"), "{name}");
+                let token = answered
+                    .session
+                    .as_deref()
+                    .unwrap_or_else(|| panic!("{name}: no session cookie: {answered:?}"));
+                let me: Value = ureq::get(&format!("{}/api/v1/users/me", platform.url))
+                    .set("authorization", &format!("Bearer {token}"))
+                    .call()
+                    .unwrap()
+                    .into_json()
+                    .unwrap();
+                assert_eq!(me["user"]["username"], username, "{name}: {me}");
+                assert!(!users_before.contains(&username.to_string()), "{name}");
+                assert!(users_after.contains(&username.to_string()), "{name}");
+                let login = new_events
+                    .iter()
+                    .find(|event| event["action"] == "login")
+                    .unwrap_or_else(|| panic!("{name}: no login audited: {new_events:#?}"));
+                assert_eq!(login["outcome"], "success", "{name}: {login}");
+                assert!(
+                    login["details"]
+                        .as_str()
+                        .is_some_and(|details| details.contains("method=oidc")),
+                    "{name}: {login}"
+                );
+            }
+            Refused(status, sentence, reason) => {
+                assert_eq!(answered.status, status, "{name}: {}", answered.page);
+                assert!(
+                    answered.page.contains("Sign-in refused") && answered.page.contains(sentence),
+                    "{name}: the page does not say {sentence:?}:\n{}",
+                    answered.page
+                );
+                assert_eq!(answered.location, None, "{name}: redirected");
+                assert_eq!(answered.session, None, "{name}: a session cookie was set");
+                assert_eq!(users_after, users_before, "{name}: an account was made");
+                // Nothing but the refusal happened: no account, session
+                // (`token.create`) or group sync was recorded.
+                assert_eq!(
+                    new_events.len(),
+                    1,
+                    "{name}: more than the refusal happened: {new_events:#?}"
+                );
+                let refusal = &new_events[0];
+                assert_eq!(refusal["action"], "login", "{name}: {refusal}");
+                assert_eq!(refusal["outcome"], "failure", "{name}: {refusal}");
+                let details = refusal["details"].as_str().unwrap_or_default();
+                let words: Vec<&str> = details.split(' ').collect();
+                assert!(
+                    words.contains(&"method=oidc")
+                        && words.contains(&format!("reason={reason}").as_str()),
+                    "{name}: audited as {details:?}, not reason={reason}"
+                );
+            }
+        }
+    }
+    // What the server's log says of the refusals carries no ID token (a
+    // JWT's header, `eyJ...`).
+    assert!(
+        !platform.server_log().contains("eyJ"),
+        "{}",
+        platform.server_log()
+    );
 }

@@ -27,14 +27,16 @@
 //! `state` and `nonce`, the code exchange, userinfo's claims added. `verify.rs`
 //! is the ID token's checks (`openidconnect` does the cryptography; a signature
 //! by a published key with an asymmetric algorithm, issuer, audience, expiry by
-//! the server's clock, nonce; each refusal a `TokenRefusal`). `admit.rs` says
+//! the server's clock, nonce; each refusal a `TokenRefusal`, with the audit
+//! reason of the check it failed). `admit.rs` says
 //! whether the person may come in (verified email, domains, allowed groups, a
 //! username in Abode's rules). `pending.rs` keeps the flow's pending sign-ins
 //! and the CLI's one-time codes over a `PendingStore` (the store's, keyed by
 //! the SHA-256 of the state or code). `http.rs` is ureq with Abode's one TLS
 //! trust. Tables of claims and of forged tokens (alg none, another key,
 //! audience, expiry, nonce) are in `tests/verify.rs` and the modules' tests;
-//! the real provider (oidc-provider on Node) in the end-to-end tests. The
+//! the real provider (oidc-provider on Node) in the end-to-end tests, honest
+//! and hostile (its token endpoint answering with forged ID tokens). The
 //! dashboard's `oidc.rs` serves `/api/v1/oidc/login` and the callback, and
 //! binds a sign-in to its browser with a state cookie.
 //!

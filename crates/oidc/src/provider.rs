@@ -87,7 +87,7 @@ impl SignInError {
             SignInError::NoCode => "no_code",
             SignInError::Exchange(_) => "code_exchange",
             SignInError::NoIdToken => "no_id_token",
-            SignInError::Token(_) => "id_token",
+            SignInError::Token(refusal) => refusal.reason(),
             SignInError::Userinfo(_) => "userinfo",
             SignInError::Refused { refusal, .. } => match refusal {
                 Refusal::NotInAllowedGroups => "not_in_allowed_groups",

@@ -92,6 +92,25 @@ pub enum TokenRefusal {
     Invalid(String),
 }
 
+impl TokenRefusal {
+    /// The check that failed, as the audit log's `reason=` says it: a
+    /// forgery (its algorithm, signature, audience, issuer or nonce) is
+    /// told from a clock that drifted (expiry) without the server's log.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            TokenRefusal::Malformed(_) => "id_token_malformed",
+            TokenRefusal::UnknownKey => "id_token_unknown_key",
+            TokenRefusal::BadSignature => "id_token_signature",
+            TokenRefusal::AlgorithmRefused(_) => "id_token_algorithm",
+            TokenRefusal::Expired => "id_token_expired",
+            TokenRefusal::WrongAudience => "id_token_audience",
+            TokenRefusal::WrongIssuer => "id_token_issuer",
+            TokenRefusal::WrongNonce => "id_token_nonce",
+            TokenRefusal::Invalid(_) => "id_token_invalid",
+        }
+    }
+}
+
 /// Checks `raw` against `keys` and `expected`; the claims when it holds.
 pub fn verify_id_token(
     raw: &str,
@@ -113,7 +132,16 @@ pub fn verify_id_token(
     .set_allowed_algs(ALLOWED_ALGS.iter().cloned())
     .set_time_fn(move || now);
     let nonce = Nonce::new(expected.nonce.to_string());
-    let claims = token.claims(&verifier, &nonce).map_err(refusal)?;
+    // The header's algorithm, to name it in a refusal: the library's own
+    // sentence lists the allowed ones in no fixed order.
+    let alg = token
+        .signing_alg()
+        .ok()
+        .and_then(|alg| serde_json::to_value(alg).ok())
+        .and_then(|alg| alg.as_str().map(one_line));
+    let claims = token
+        .claims(&verifier, &nonce)
+        .map_err(|error| refusal(error, alg.as_deref()))?;
     let mut all = match serde_json::to_value(claims) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
@@ -130,7 +158,8 @@ pub fn verify_id_token(
     })
 }
 
-fn refusal(error: ClaimsVerificationError) -> TokenRefusal {
+/// The refusal of `error`; `alg` is the token's header's algorithm.
+fn refusal(error: ClaimsVerificationError, alg: Option<&str>) -> TokenRefusal {
     match error {
         ClaimsVerificationError::Expired(_) => TokenRefusal::Expired,
         ClaimsVerificationError::InvalidAudience(_) => TokenRefusal::WrongAudience,
@@ -142,9 +171,9 @@ fn refusal(error: ClaimsVerificationError) -> TokenRefusal {
             SignatureVerificationError::NoSignature => {
                 TokenRefusal::AlgorithmRefused("none".into())
             }
-            SignatureVerificationError::DisallowedAlg(alg)
-            | SignatureVerificationError::UnsupportedAlg(alg) => {
-                TokenRefusal::AlgorithmRefused(one_line(&alg))
+            SignatureVerificationError::DisallowedAlg(said)
+            | SignatureVerificationError::UnsupportedAlg(said) => {
+                TokenRefusal::AlgorithmRefused(alg.map_or_else(|| one_line(&said), str::to_string))
             }
             other => TokenRefusal::Invalid(one_line(&other.to_string())),
         },
@@ -158,4 +187,35 @@ pub(crate) fn one_line(text: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .take(200)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::SignInError;
+
+    /// Each failed check has an audit reason of its own, and a sign-in
+    /// refused for its ID token is audited with it.
+    #[test]
+    fn each_refusal_has_its_own_audit_reason() {
+        let refusals = [
+            TokenRefusal::Malformed("x".into()),
+            TokenRefusal::UnknownKey,
+            TokenRefusal::BadSignature,
+            TokenRefusal::AlgorithmRefused("none".into()),
+            TokenRefusal::Expired,
+            TokenRefusal::WrongAudience,
+            TokenRefusal::WrongIssuer,
+            TokenRefusal::WrongNonce,
+            TokenRefusal::Invalid("x".into()),
+        ];
+        let mut reasons: Vec<&str> = refusals.iter().map(TokenRefusal::reason).collect();
+        for (refusal, reason) in refusals.iter().zip(&reasons) {
+            assert!(reason.starts_with("id_token_"), "{refusal}: {reason}");
+            assert_eq!(SignInError::Token(refusal.clone()).reason(), *reason);
+        }
+        reasons.sort_unstable();
+        reasons.dedup();
+        assert_eq!(reasons.len(), refusals.len(), "{reasons:?}");
+    }
 }

@@ -148,7 +148,7 @@ fn id_tokens_are_refused_for_each_reason() {
                 &good_claims(),
                 Some(&a),
             ),
-            Some(TokenRefusal::AlgorithmRefused(String::new())),
+            Some(TokenRefusal::AlgorithmRefused("HS256".into())),
         ),
         (
             "claims changed after signing",
@@ -181,8 +181,12 @@ fn id_tokens_are_refused_for_each_reason() {
                 assert_eq!(claims.all["groups"], json!(["dev"]), "{name}");
                 assert_eq!(claims.all["email"], json!("ann@example.com"), "{name}");
             }
-            // Variants with a text compare by kind: the library's words
-            // are its own.
+            // A refused algorithm is named as the header names it (the
+            // refusal page shows it); other variants with a text compare by
+            // kind: the library's words are its own.
+            (Err(refusal @ TokenRefusal::AlgorithmRefused(_)), Some(expected)) => {
+                assert_eq!(refusal, expected, "{name}: {refusal}")
+            }
             (Err(refusal), Some(expected)) => assert_eq!(
                 std::mem::discriminant(&refusal),
                 std::mem::discriminant(&expected),
@@ -217,4 +221,29 @@ fn a_rotated_key_verifies_once_the_new_set_is_known() {
         b.as_verification_key(),
     ]);
     assert!(verify_id_token(&raw, &new, &expected).is_ok());
+}
+
+/// The refusal of an algorithm names it once, in words that do not change
+/// from one refusal to the next (the library's own sentence lists the
+/// allowed algorithms in no fixed order).
+#[test]
+fn a_refused_algorithm_is_named_once() {
+    let a = key(KEY_A, "a");
+    let keys = CoreJsonWebKeySet::new(vec![a.as_verification_key()]);
+    let raw = token(
+        &json!({"alg": "HS256", "typ": "JWT"}),
+        &good_claims(),
+        Some(&a),
+    );
+    let expected = Expected {
+        issuer: ISSUER,
+        client_id: CLIENT,
+        nonce: NONCE,
+        now: NOW,
+    };
+    let refusal = verify_id_token(&raw, &keys, &expected).unwrap_err();
+    assert_eq!(
+        refusal.to_string(),
+        "the ID token's signature algorithm `HS256` is refused (asymmetric signatures only)"
+    );
 }
