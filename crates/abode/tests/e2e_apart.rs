@@ -367,3 +367,93 @@ fn nix_uid(name: &str) -> Option<u32> {
         (fields.next()? == name).then(|| fields.nth(1)?.parse().ok())?
     })
 }
+
+/// `abode server FLAGS` on a fresh data dir (or `data_dir`): its exit code
+/// and its error's line (clap's first, or the server's last).
+fn server_refusal(flags: &[&str], data_dir: Option<&std::path::Path>) -> (Option<i32>, String) {
+    let scratch = tempfile::tempdir().unwrap();
+    let data_dir = data_dir.unwrap_or(scratch.path());
+    let output = std::process::Command::new(util::abode_bin())
+        .args(["server", "--address", "127.0.0.1:0", "--data-dir"])
+        .arg(data_dir)
+        .args(flags)
+        .env_remove("ABODE_DATABASE_URL")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    let line = stderr
+        .lines()
+        .find(|line| line.starts_with("error: invalid value"))
+        .or_else(|| stderr.lines().last())
+        .unwrap_or_default()
+        .to_string();
+    (output.status.code(), line)
+}
+
+/// Bad `--workspace-uids` and `--workspace-network` are refused at start,
+/// one line each, before anything is made; so is a range that would leave
+/// out a uid a workspace already has.
+#[test]
+fn bad_workspace_uids_and_networks_are_refused_at_start_in_one_line() {
+    let nobody = nix_uid("nobody").unwrap_or(65534);
+    let around_nobody = format!("{}-{}", nobody - 50, nobody + 49);
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--workspace-uids", "200000-200010"],
+            &["holds 11 uids, fewer than 100"],
+        ),
+        (&["--workspace-uids", "0-1000"], &["expected FIRST-LAST"]),
+        (&["--workspace-uids", "300-200"], &["expected FIRST-LAST"]),
+        (&["--workspace-uids", "lots"], &["expected FIRST-LAST"]),
+        (
+            &["--workspace-uids", &around_nobody],
+            &[&format!("holds uid {nobody}")],
+        ),
+        (&["--workspace-uids", "0-99"], &["expected FIRST-LAST"]),
+        (&["--workspace-network", "bridge"], &["bridge"]),
+        (
+            &[
+                "--terraform-sandbox",
+                "off",
+                "--workspace-network",
+                "isolated",
+            ],
+            &["--workspace-network isolated needs the workspace sandbox"],
+        ),
+    ];
+    for (flags, needles) in cases {
+        let (code, last) = server_refusal(flags, None);
+        assert_ne!(code, Some(0), "{flags:?} started");
+        for needle in *needles {
+            assert!(last.contains(needle), "{flags:?}: {last}");
+        }
+    }
+
+    // A workspace has a uid of the default range: a range without it is refused.
+    require_terraform();
+    let mut platform = Platform::start();
+    platform.login_owner();
+    let example = repo_root().join("examples/local-workspace");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ])
+        .ok();
+    platform.run(&["create", "one", "--template", "local"]).ok();
+    platform.run(&["stop", "one"]).ok();
+    platform.kill_server();
+    let (code, last) = server_refusal(
+        &["--workspace-uids", "300000-300099"],
+        Some(&platform.data_dir()),
+    );
+    assert_ne!(code, Some(0));
+    assert!(
+        last.contains("1 workspaces already have uids outside it (e.g. 200000)"),
+        "{last}"
+    );
+}

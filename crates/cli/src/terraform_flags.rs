@@ -53,9 +53,10 @@ pub struct TerraformFlags {
     /// Where workspace processes are on the network: `isolated`, a network
     /// namespace per workspace (its own loopback; out through slirp4netns;
     /// of this machine, only the access URL), which needs root; or `host`,
-    /// this machine's network, shared by every workspace (warned at start).
-    #[arg(long, env = "ABODE_WORKSPACE_NETWORK", value_enum, default_value_t = NetworkArg::Isolated)]
-    pub workspace_network: NetworkArg,
+    /// this machine's network, shared by every workspace (warned at start)
+    /// [default: isolated when root, host otherwise].
+    #[arg(long, env = "ABODE_WORKSPACE_NETWORK", value_enum)]
+    pub workspace_network: Option<NetworkArg>,
 }
 
 /// `--workspace-network`.
@@ -72,10 +73,10 @@ impl TerraformFlags {
             off: self.terraform_sandbox == OnOff::Off,
             user: self.terraform_user.clone(),
             mounts: self.terraform_mounts.clone(),
-            network: match self.workspace_network {
+            network: self.workspace_network.map(|network| match network {
                 NetworkArg::Isolated => abode_terraform::machine::WorkspaceNetwork::Isolated,
                 NetworkArg::Host => abode_terraform::machine::WorkspaceNetwork::Host,
-            },
+            }),
         }
     }
 }

@@ -207,8 +207,9 @@ pub struct SandboxSettings {
     pub user: Option<String>,
     /// `SRC[:DST][:ro]`, each checked here.
     pub mounts: Vec<String>,
-    /// `--workspace-network`.
-    pub network: WorkspaceNetwork,
+    /// `--workspace-network`; not given: isolated when this process is
+    /// root, the machine's otherwise (warned).
+    pub network: Option<WorkspaceNetwork>,
 }
 
 /// Where one machine's builds keep what the sandbox needs.
@@ -251,7 +252,7 @@ pub fn set_up_sandbox(
     settings: &SandboxSettings,
     machine: &Machine<'_>,
 ) -> Result<Option<(Arc<Isolation>, PathBuf)>, MachineError> {
-    if settings.off && settings.network == WorkspaceNetwork::Isolated {
+    if settings.off && settings.network == Some(WorkspaceNetwork::Isolated) {
         return Err(MachineError::Network(NetworkError::NoSandbox));
     }
     if settings.off {
@@ -313,7 +314,15 @@ pub fn set_up_sandbox(
                 source,
             })?;
     }
-    let networks = match settings.network {
+    // Not asked for, on a machine that is not root: the shared network, said.
+    let network = settings
+        .network
+        .unwrap_or(if nix::unistd::geteuid().is_root() {
+            WorkspaceNetwork::Isolated
+        } else {
+            WorkspaceNetwork::Host
+        });
+    let networks = match network {
         WorkspaceNetwork::Isolated => {
             Some(Arc::new(Networks::new(machine.data_dir.join("networks"))?))
         }
