@@ -21,11 +21,6 @@ resource "abode_volume" "home" {
     owner     = data.abode_workspace_owner.me.name
     workspace = data.abode_workspace.me.name
   }
-  # A home keeps the name it was made with: a retained home adopted by a
-  # new workspace (`abode create --adopt`) stays where it is, in place.
-  lifecycle {
-    ignore_changes = [name]
-  }
 }
 
 # Any start or stop whose plan would delete or replace the home volume waits

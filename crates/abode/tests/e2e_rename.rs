@@ -25,10 +25,6 @@ const NAMED_AFTER_THE_WORKSPACE: (&str, &str) = (
     "name = \"home-${data.abode_workspace.me.name}\"",
 );
 
-/// ... and renamed with it: the example keeps a home's first name
-/// (`ignore_changes = [name]`), this template does not.
-const RENAMED_WITH_IT: (&str, &str) = ("  lifecycle {\n    ignore_changes = [name]\n  }\n", "");
-
 /// `abode ARGS` with `home` as HOME, so that ~/.ssh/config is the test's.
 fn run_at_home(platform: &Platform, home: &Path, args: &[&str]) -> Run {
     let output = platform
@@ -60,7 +56,7 @@ fn a_rename_that_would_replace_the_volume_waits_for_a_confirmed_plan() {
         &platform,
         "named",
         1,
-        &example_with(&[NAMED_AFTER_THE_WORKSPACE, RENAMED_WITH_IT]),
+        &example_with(&[NAMED_AFTER_THE_WORKSPACE]),
     );
     platform.run(&["create", "dev", "--template", "named"]).ok();
     let volume = only_subdir(&platform.volumes_dir());

@@ -11,11 +11,12 @@ use std::fs;
 
 use util::{example_with, only_subdir, push_template as push, require_terraform, Platform};
 
-/// The example's home keeps the name it was made with (issue 47), so a
-/// workspace adopts another's volume in place; without this, a new
-/// workspace's home is named after it, and an adoption would replace it.
-const NAMED_AFTER_ITS_WORKSPACE: (&str, &str) =
-    ("  lifecycle {\n    ignore_changes = [name]\n  }\n", "");
+/// A volume that keeps the name it was created (or adopted) with, so a
+/// workspace can adopt another workspace's volume in place.
+const KEEPS_ITS_NAME: (&str, &str) = (
+    "resource \"abode_volume\" \"home\" {\n",
+    "resource \"abode_volume\" \"home\" {\n  lifecycle {\n    ignore_changes = [name]\n  }\n",
+);
 
 fn retained(platform: &Platform, extra: &[&str]) -> Vec<serde_json::Value> {
     let mut args = vec!["retained", "list", "--output", "json"];
@@ -152,8 +153,7 @@ fn a_retained_home_outlives_its_workspace_and_is_adopted_in_place() {
     fs::remove_dir(platform.volumes_dir().join("stray")).unwrap();
 
     // Adopted into a new workspace under another name: imported, not created.
-    // The example as shipped.
-    push(&platform, "local", 2, &example_with(&[]));
+    push(&platform, "local", 2, &example_with(&[KEEPS_ITS_NAME]));
     let created = platform
         .run(&["create", "work", "--template", "local", "--adopt", &id])
         .ok();
@@ -188,14 +188,8 @@ fn an_adoption_that_would_replace_the_volume_waits_for_a_person() {
     platform.login_owner();
     let (volume, id) = retained_home(&platform);
 
-    // A template that names its volume after the workspace: a new
-    // workspace would replace the adopted volume, so the build is held.
-    push(
-        &platform,
-        "local",
-        2,
-        &example_with(&[NAMED_AFTER_ITS_WORKSPACE]),
-    );
+    // The example names its volume after the workspace: a new workspace
+    // would replace the adopted volume, so the build is held.
     let held = platform.run(&["create", "work", "--template", "local", "--adopt", &id]);
     assert_eq!(held.code, Some(3), "{held}");
     assert!(held.stderr.contains("abode_volume.home"), "{held}");
