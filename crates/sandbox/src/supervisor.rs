@@ -528,7 +528,11 @@ fn user_database(
     uid: u32,
     home: &Path,
 ) -> Result<Vec<(PathBuf, PathBuf)>, String> {
-    let dir = config.records_dir.join(format!("etc-{uid}"));
+    // Beside the records, never among them (each record is a process).
+    let dir = config
+        .records_dir
+        .with_file_name("supervised-etc")
+        .join(uid.to_string());
     let failed =
         |error: std::io::Error| format!("cannot write the workspace's user database: {error}");
     fs::create_dir_all(&dir).map_err(failed)?;
