@@ -17,7 +17,10 @@
 //! (`states.rs`): one that holds host-local resources puts it on the host of
 //! the run that wrote it, one that holds none puts it nowhere (but a
 //! delete's, which keeps it where what it retained is), in the state's own
-//! transaction. A person moves it on purpose ([`Host::move_workspace`]).
+//! transaction. A person moves it on purpose ([`Host::move_workspace`]). On
+//! SQLite, whose database is one data dir's own, an earlier id of this
+//! server (a copy given a new id, a restore) is this server: its workspaces
+//! follow it at start; on PostgreSQL another id is another server.
 //!
 //! A job whose workspace's host has no live provisioner waits: its log says
 //! so once, naming the host (one server says it: `note_waiting_for_host`),
@@ -74,6 +77,26 @@ impl Host {
     /// This server's host: its id, which its data dir keeps.
     pub(crate) fn host_id(&self) -> &str {
         &self.inner.config.server_id
+    }
+
+    /// At start, once this process runs as its id: on SQLite, whose
+    /// database is this data dir's own, the workspaces an earlier id of this
+    /// server placed are this server's (a copy given a new id, a restore on
+    /// a fresh data dir); on PostgreSQL another id is another server.
+    pub(crate) async fn place_own_workspaces(&self) -> Result<(), ControlError> {
+        let placed = self
+            .inner
+            .store
+            .place_on_this_server(self.host_id())
+            .await?;
+        if placed > 0 {
+            tracing::info!(
+                workspaces = placed,
+                host = %self.host_id(),
+                "workspaces placed on an earlier id of this server are on its id now"
+            );
+        }
+        Ok(())
     }
 
     /// Since when a provisioner's heartbeat counts it as connected: one job

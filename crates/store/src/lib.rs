@@ -442,6 +442,20 @@ impl Store {
         }
     }
 
+    /// Places on `server_id` the workspaces an earlier id of this server
+    /// placed, on SQLite, whose database is one data dir's own: a copy given
+    /// a new id (`abode server new-id`), a restore on a fresh data dir or a
+    /// lost `server-id` file is the same server, with the volumes the
+    /// database's workspaces have. Nothing on PostgreSQL, where another id is
+    /// another server (a copy beside the original keeps none of its
+    /// workspaces). How many it placed.
+    pub async fn place_on_this_server(&self, server_id: &str) -> Result<u64, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(backend) => backend.place_on_this_server(server_id).await,
+            Backend::Postgres(_) => Ok(0),
+        }
+    }
+
     /// [`Store::claim_tagged_job`] for a server's provisioner without tags
     /// (the server's id is its host): only jobs whose version needs none.
     pub async fn claim_job(

@@ -320,6 +320,56 @@ async fn a_move_is_made_over_the_host_it_was_seen_on_with_no_build_under_way(sto
     assert_eq!(host_of(&store, &workspace).await.as_deref(), Some("host-c"));
 }
 
+/// A workspace on an earlier id of a server and one on a daemon, then the
+/// server started under a new id: how many moved, and where each is.
+async fn started_under_a_new_id(store: &Store) -> (u64, Option<String>, Option<String>) {
+    let (user, workspace, first) = seeded(store).await;
+    store
+        .finish_build(&first.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap();
+    let (on_daemon, daemon_first) = another_workspace(store, &user, &workspace, "d").await;
+    store
+        .finish_build(&daemon_first.id, BuildStatus::Succeeded, None)
+        .await
+        .unwrap();
+    assert_eq!(store.place_on_this_server("server-old").await.unwrap(), 0);
+    for (moved, host) in [(&workspace, "server-old"), (&on_daemon, "d1-0a1b2c3d")] {
+        assert!(store.move_workspace(&moved.id, None, host).await.unwrap());
+    }
+    let placed = store.place_on_this_server("server-new").await.unwrap();
+    // Started again under the same id: nothing more to do.
+    assert_eq!(store.place_on_this_server("server-new").await.unwrap(), 0);
+    (
+        placed,
+        host_of(store, &workspace).await,
+        host_of(store, &on_daemon).await,
+    )
+}
+
+/// On SQLite, whose database is one data dir's own, an earlier id of its
+/// server is the same server (a copy given a new id, a restore): its
+/// workspaces follow the new id; a daemon's stay where they are.
+#[tokio::test]
+async fn an_sqlite_server_given_a_new_id_keeps_its_workspaces() {
+    let (_dir, store) = open().await;
+    let (placed, server_s, daemon_s) = started_under_a_new_id(&store).await;
+    assert_eq!(placed, 1);
+    assert_eq!(server_s.as_deref(), Some("server-new"));
+    assert_eq!(daemon_s.as_deref(), Some("d1-0a1b2c3d"));
+}
+
+/// On PostgreSQL, shared by servers, another id is another server (a copy
+/// beside the original): nothing moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_postgres_server_given_a_new_id_takes_no_workspace() {
+    let store = open_postgres().await.unwrap();
+    let (placed, server_s, daemon_s) = started_under_a_new_id(&store).await;
+    assert_eq!(placed, 0);
+    assert_eq!(server_s.as_deref(), Some("server-old"));
+    assert_eq!(daemon_s.as_deref(), Some("d1-0a1b2c3d"));
+}
+
 on_every_backend!(
     a_workspace_is_built_only_on_the_host_its_state_placed_it,
     a_fenced_state_write_places_its_workspace,
@@ -341,7 +391,7 @@ const OLD_ROWS: [&str; 3] = [
 
 /// Each workspace: its name, the holder of its build's job, and a state
 /// written as Terraform writes it.
-fn old_workspaces() -> [(&'static str, &'static str, String); 3] {
+fn old_workspaces() -> [(&'static str, &'static str, String); 4] {
     let state = |resource_type: &str| {
         format!(
             "{{\n  \"version\": 4,\n  \"serial\": 3,\n  \"lineage\": \"l\",\n  \"resources\": [\n    {{\n      \
@@ -358,6 +408,8 @@ fn old_workspaces() -> [(&'static str, &'static str, String); 3] {
             state("abode_process"),
         ),
         ("nothing-local", "server-a", state("terraform_data")),
+        // Built last under an earlier id of the server.
+        ("on-an-earlier-id", "server-before", state("abode_volume")),
     ]
 }
 
@@ -443,11 +495,16 @@ async fn fill_old(db: &impl OldDatabase) {
     }
 }
 
-async fn placed_after_the_upgrade(store: &Store) {
+/// `earlier`: where the workspace built under an earlier id of the server
+/// is once the server started (SQLite: its database is that server's own).
+async fn placed_after_the_upgrade(store: &Store, earlier: &str) {
+    // The server's first start under this release, as `server-a`.
+    store.place_on_this_server("server-a").await.unwrap();
     let expected = [
         ("on-server", Some("server-a")),
         ("on-daemon", Some("d1-0a1b2c3d")),
         ("nothing-local", None),
+        ("on-an-earlier-id", Some(earlier)),
     ];
     for (name, host) in expected {
         let workspace = store.workspace_by_id(name).await.unwrap();
@@ -470,7 +527,7 @@ async fn an_sqlite_database_of_the_previous_release_places_its_workspaces() {
     fill_old(&pool).await;
     pool.close().await;
     let store = Store::open_sqlite(&path).await.unwrap();
-    placed_after_the_upgrade(&store).await;
+    placed_after_the_upgrade(&store, "server-a").await;
 }
 
 /// The same upgrade on PostgreSQL.
@@ -486,5 +543,5 @@ async fn a_postgres_database_of_the_previous_release_places_its_workspaces() {
     fill_old(&pool).await;
     pool.close().await;
     let store = Store::open_postgres(&url).await.unwrap();
-    placed_after_the_upgrade(&store).await;
+    placed_after_the_upgrade(&store, "server-before").await;
 }
