@@ -32,6 +32,7 @@ mod e2e_metrics;
 mod e2e_notifications;
 mod e2e_oidc;
 mod e2e_orphan;
+mod e2e_placement;
 mod e2e_postgres;
 mod e2e_prebuilds;
 mod e2e_presets;

@@ -197,6 +197,8 @@ pub fn workspace_view(view: &ControlWorkspaceView) -> WorkspaceView {
                 taken_at: Some(rfc3339(lock.taken_at)),
                 lost_at: Some(rfc3339(lock.lost_at)),
             }),
+        // Where its volumes and processes are: only that host builds it.
+        host: workspace.host.clone(),
     }
 }
 

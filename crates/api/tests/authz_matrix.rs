@@ -204,6 +204,8 @@ fn table() -> Vec<Row> {
         ("POST", "/workspaces/{ws}/orphan", Body::None,                                                    [409, 403, 403, 403, 403, 403, 401, 401]),
         // 409: allowed, but not locked by a lost holder.
         ("POST", "/workspaces/{ws}/unlock", Body::Json(r#"{"build":1}"#),                                 [409, 409, 403, 403, 403, 403, 401, 401]),
+        // 409: allowed, but its build is pending (and no provisioner runs on that host).
+        ("POST", "/workspaces/{ws}/move", Body::Json(r#"{"host":"elsewhere"}"#),                          [409, 403, 403, 403, 403, 403, 401, 401]),
         // The state backend is Terraform's: no person's or agent's token opens it.
         ("GET", "/builds/b-{col}/state", Body::None,                                                       [401, 401, 401, 401, 401, 401, 401, 401]),
         ("POST", "/builds/b-{col}/state/lock", Body::Json(r#"{"ID":"x"}"#),                              [401, 401, 401, 401, 401, 401, 401, 401]),

@@ -179,6 +179,9 @@ pub enum Action {
     /// lost (`abode workspaces unlock`), after checking that its Terraform
     /// no longer runs.
     WorkspaceUnlock,
+    /// Moving a workspace to another host (`abode workspaces move`): its
+    /// builds run there from then on, without the data its volumes hold.
+    WorkspaceMove,
     /// Reading the Terraform state (it holds every secret of the workspace).
     WorkspaceStateRead,
     /// Opening a connection into a running workspace (`abode ssh`,
@@ -201,7 +204,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 43] = [
+    pub const ALL: [Action; 44] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -239,6 +242,7 @@ impl Action {
         Action::WorkspaceScheduleEdit,
         Action::WorkspaceOrphan,
         Action::WorkspaceUnlock,
+        Action::WorkspaceMove,
         Action::WorkspaceStateRead,
         Action::WorkspaceConnect,
         Action::PrebuildsRead,
@@ -287,6 +291,7 @@ impl Action {
             Action::WorkspaceScheduleEdit => "workspace.schedule_edit",
             Action::WorkspaceOrphan => "workspace.orphan",
             Action::WorkspaceUnlock => "workspace.unlock",
+            Action::WorkspaceMove => "workspace.move",
             Action::WorkspaceStateRead => "workspace.state_read",
             Action::WorkspaceConnect => "workspace.connect",
             Action::PrebuildsRead => "prebuilds.read",
@@ -346,6 +351,7 @@ impl Action {
             }
             Action::WorkspaceOrphan => ("remove without Terraform", "a workspace", "workspaces"),
             Action::WorkspaceUnlock => ("unlock the state of", "a workspace", "workspaces"),
+            Action::WorkspaceMove => ("move to another host", "a workspace", "workspaces"),
             Action::WorkspaceStateRead => {
                 ("read the Terraform state of", "a workspace", "workspaces")
             }
@@ -914,6 +920,7 @@ mod tests {
         (Action::WorkspaceScheduleEdit, "y...y", "y...."),
         (Action::WorkspaceOrphan, "y....", "y...."),
         (Action::WorkspaceUnlock, "yy...", "yy..."),
+        (Action::WorkspaceMove, "y....", "y...."),
         (Action::WorkspaceStateRead, "y....", "y...."),
         (Action::WorkspaceConnect, "y...y", "y...."),
         (Action::PrebuildsRead, "yy...", "yy..."),

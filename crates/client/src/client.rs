@@ -13,7 +13,7 @@ use crate::error::ClientError;
 use abode_sdk::{
     requests, AgentHeartbeat, AgentMe, ApiToken, AuditEvent, Build, BuildAnswer, CreatedApiToken,
     CreatedProvisionerKey, CreatedWorkspace, FailedNotification, Group, GroupMember, LogPage,
-    LoginResponse, MarkedAnswer, Notification, NotificationAnswer, NotificationSetting,
+    LoginResponse, MarkedAnswer, Moved, Notification, NotificationAnswer, NotificationSetting,
     NotificationSettingsAnswer, Orphaned, PolicyAnswer, PrebuildPool, Preview, PreviewAnswer,
     PreviewPage, PreviewReport, Protection, ProtectionsAnswer, Provisioner, ProvisionerKey, Quota,
     ReleasedAnswer, RevokedTokenAnswer, ScheduleAnswer, ScheduleSpec, Template, TemplateAnswer,
@@ -1116,6 +1116,20 @@ impl Client {
             }),
         )?;
         Ok(body.unlocked)
+    }
+
+    /// Moves a workspace to another host (owners; audited): its builds run
+    /// there from now on.
+    pub fn move_workspace(&self, workspace: &str, host: &str) -> Result<Moved, ClientError> {
+        let path = format!("/workspaces/{}/move", workspace_segment(workspace));
+        let body: abode_sdk::MovedAnswer = self.finish(
+            "move workspace",
+            self.request("POST", &path)
+                .send_json(requests::MoveWorkspace {
+                    host: host.to_string(),
+                }),
+        )?;
+        Ok(body.moved)
     }
 
     /// Removes a workspace without running Terraform (owners).

@@ -33,8 +33,9 @@
 //! runner's step names: an open vocabulary of 1-32 printable characters that a
 //! daemon's lines are parsed into once), `retain` (what an `abode_protect`'s
 //! delete rule may say), `external_auth` (which linked accounts a template
-//! requires) and `supervisor` (what the provider and the process supervisor
-//! say to each other).
+//! requires), `supervisor` (what the provider and the process supervisor
+//! say to each other) and `host_local` (which resources live on the machine
+//! that built them, so a workspace holding them is built only there).
 //!
 //! The words of builds and people are here too, each defined once for the
 //! store, the wire and every layer between ([`vocabulary`]): a build's
@@ -53,6 +54,7 @@
 pub mod apps;
 pub mod cron;
 pub mod external_auth;
+pub mod host_local;
 pub mod log;
 pub mod parameters;
 pub mod presets;

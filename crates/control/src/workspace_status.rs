@@ -348,6 +348,7 @@ mod tests {
             deleted,
             created_at: 0,
             updated_at: 0,
+            host: None,
         }
     }
 

@@ -48,7 +48,9 @@ pub struct DaemonCaller {
     pub key_name: String,
     /// The key's tags, which are the daemon's.
     pub tags: Vec<String>,
-    /// The daemon's own id (stable across its restarts on one data dir).
+    /// The daemon's own id (stable across its restarts on one data dir),
+    /// which is also its host: the volumes and processes its builds make
+    /// are on its machine (`placement.rs`).
     pub daemon_id: String,
     /// The slot calling: a job is its claim's slot's (see
     /// `Store::claimed_job_kind`).
@@ -141,7 +143,7 @@ impl Host {
             let claimed = self
                 .inner
                 .store
-                .claim_tagged_job(slot, &holder, lease_ms, &caller.tags)
+                .claim_tagged_job(slot, &holder, &caller.daemon_id, lease_ms, &caller.tags)
                 .await?;
             if let Some(claimed) = claimed {
                 let job = match ServerJob::load(
@@ -415,11 +417,14 @@ impl Host {
         self.inner
             .store
             .beat_provisioners(
-                &daemon_holder(caller),
-                ProvisionerKind::External,
+                &abode_store::ProvisionerBeat {
+                    server_id: &daemon_holder(caller),
+                    host: &caller.daemon_id,
+                    kind: ProvisionerKind::External,
+                    tags: &abode_control::tags::tags_json(&caller.tags),
+                    version,
+                },
                 &[slot.to_string()],
-                &abode_control::tags::tags_json(&caller.tags),
-                version,
                 forget_before,
             )
             .await?;

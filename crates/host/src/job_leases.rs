@@ -83,11 +83,14 @@ pub(crate) async fn keeper(host: Host, workers: Vec<String>, mut shutdown: watch
             .inner
             .store
             .beat_provisioners(
-                server,
-                abode_store::ProvisionerKind::Embedded,
+                &abode_store::ProvisionerBeat {
+                    server_id: server,
+                    host: host.host_id(),
+                    kind: abode_store::ProvisionerKind::Embedded,
+                    tags: &abode_control::tags::tags_json(&host.inner.config.provisioner_tags),
+                    version: env!("CARGO_PKG_VERSION"),
+                },
                 &workers,
-                &abode_control::tags::tags_json(&host.inner.config.provisioner_tags),
-                env!("CARGO_PKG_VERSION"),
                 forget_before,
             )
             .await
@@ -95,6 +98,7 @@ pub(crate) async fn keeper(host: Host, workers: Vec<String>, mut shutdown: watch
             tracing::error!(%error, "cannot record this server's provisioners' heartbeat");
         }
         host.tell_unserved_jobs(&mut told_waiting).await;
+        host.tell_absent_hosts().await;
         match host.inner.store.expired_job_leases(server).await {
             Ok(expired) => {
                 let (salvage, still) = unchanged_since_last_round(&seen_expired, expired);

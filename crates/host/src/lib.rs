@@ -5,8 +5,9 @@
 //! `states.rs`), holds and renews job leases and fails what a dead server
 //! left (`job_leases.rs`), takes over a dead server's builds at start
 //! (`recovery.rs`), stops taking builds when the disk is nearly full
-//! (`free_disk.rs`), and keeps this server's identity among those sharing
-//! the database (`server_identity.rs`).
+//! (`free_disk.rs`), keeps this server's identity among those sharing
+//! the database (`server_identity.rs`), and builds a workspace whose volumes
+//! and processes are on one host only there (`placement.rs`).
 //!
 //! It is a crate of its own so that the domain's rules (`abode-control`)
 //! and the machinery that runs them change for different reasons. It takes
@@ -37,11 +38,15 @@
 //!   failed by the server that claimed it, or by another once its lease ran
 //!   out and stayed unrenewed for a round (`job_leases.rs`).
 //! - A fleet preview never applies and never writes a workspace's records.
+//! - A workspace whose stored state holds host-local resources (a volume,
+//!   a process) is built only by a provisioner of the host that wrote it,
+//!   or the one a person moved it to; with that host gone, its builds wait.
 
 mod daemon_jobs;
 mod free_disk;
 mod job_leases;
 mod metrics;
+mod placement;
 mod provisioner;
 mod provisioners;
 mod recovery;
@@ -53,6 +58,7 @@ mod state_backend;
 mod states;
 
 pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, DaemonNeed, MAX_ACQUIRE_WAIT};
+pub use placement::Moved;
 pub use provisioner::{JudgeError, ServerJob};
 pub use provisioners::ProvisionerView;
 pub use recovery::Recovered;

@@ -90,6 +90,7 @@ impl Host {
         store
             .put_server_instance(server, &me.host, &me.data_dir, me.pid)
             .await?;
+        self.place_own_workspaces().await?;
         Ok(())
     }
 

@@ -4,7 +4,9 @@
 //! the run has one. Terraform's own writes through the state backend
 //! (`state_backend.rs`), a state a run left in its work dir (the runner's
 //! host, a restarted server's follower, a daemon's upload) all go through
-//! [`write_successor`].
+//! [`write_successor`], which also places the workspace on the host of the
+//! run that wrote it when the state holds host-local resources
+//! (`placement.rs`), in the write's transaction.
 
 use std::path::Path;
 
@@ -12,13 +14,25 @@ use abode_runner::workdir::{ERRORED_STATE_FILE, STATE_FILE, TEMPLATE_SUBDIR};
 use abode_runner::{StateBackend, StateKept};
 use serde::Deserialize;
 
+use crate::placement::{placement_of, StateResource};
 use crate::room::Host;
+use abode_store::Placement;
 
 /// The two fields that say whether one Terraform state follows another.
 #[derive(Deserialize)]
 struct StateHeader {
     lineage: String,
     serial: u64,
+}
+
+/// A state to be stored, read once: whether it follows the stored one, and
+/// where it puts its workspace.
+#[derive(Deserialize)]
+struct NewState {
+    lineage: String,
+    serial: u64,
+    #[serde(default)]
+    resources: Vec<StateResource>,
 }
 
 /// Stores the Terraform state in a build's work dir as the workspace's state,
@@ -135,9 +149,10 @@ pub(crate) async fn write_successor(
             Ok(stored) => stored,
             Err(error) => return Written::Failed(error),
         };
-        if let Err(reason) = successor(stored.as_deref(), state) {
-            return Written::NotSuccessor(reason);
-        }
+        let placement = match successor(stored.as_deref(), state) {
+            Ok(placement) => placement,
+            Err(reason) => return Written::NotSuccessor(reason),
+        };
         if stored.as_deref() == Some(state) {
             return Written::Unchanged;
         }
@@ -146,10 +161,13 @@ pub(crate) async fn write_successor(
                 .put_state_fenced(
                     workspace_id,
                     build_id,
-                    &fence.secret_hash,
-                    fence.terraform_lock_id,
+                    &abode_store::StateFence {
+                        secret_hash: &fence.secret_hash,
+                        terraform_lock_id: fence.terraform_lock_id,
+                    },
                     state,
                     stored.as_deref(),
+                    placement,
                 )
                 .await
                 .map(|written| match written {
@@ -158,7 +176,7 @@ pub(crate) async fn write_successor(
                     abode_store::FencedWrite::Fenced => None,
                 }),
             None => store
-                .put_state_replacing(workspace_id, build_id, state, stored.as_deref())
+                .put_state_replacing(workspace_id, build_id, state, stored.as_deref(), placement)
                 .await
                 .map(Some),
         };
@@ -178,16 +196,17 @@ pub(crate) async fn write_successor(
 const STATE_WRITE_ATTEMPTS: usize = 3;
 
 /// Whether `new` may replace `stored`: a whole state of the same lineage
-/// whose serial is not lower.
-fn successor(stored: Option<&[u8]>, new: &[u8]) -> Result<(), String> {
-    let new: StateHeader = serde_json::from_slice(new)
+/// whose serial is not lower; and if so, where it puts its workspace.
+fn successor(stored: Option<&[u8]>, new: &[u8]) -> Result<Placement, String> {
+    let new: NewState = serde_json::from_slice(new)
         .map_err(|_| "the state file is not a whole Terraform state".to_string())?;
+    let placement = placement_of(&new.resources);
     let Some(stored) = stored else {
-        return Ok(());
+        return Ok(placement);
     };
     let Ok(stored) = serde_json::from_slice::<StateHeader>(stored) else {
         // The stored one is not a state Abode can compare; the new one is.
-        return Ok(());
+        return Ok(placement);
     };
     if stored.lineage != new.lineage {
         return Err(format!(
@@ -201,7 +220,7 @@ fn successor(stored: Option<&[u8]>, new: &[u8]) -> Result<(), String> {
             new.serial, stored.serial
         ));
     }
-    Ok(())
+    Ok(placement)
 }
 
 #[cfg(test)]

@@ -111,6 +111,14 @@ pub struct Unlock {
     pub build: i64,
 }
 
+/// `POST /workspaces/{ws}/move`: the host the workspace's builds run on
+/// from now on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MoveWorkspace {
+    pub host: String,
+}
+
 /// `POST /tokens`: a named API token, for `lifetime_seconds` or the
 /// server's default.
 #[derive(Debug, Clone, Serialize, Deserialize)]

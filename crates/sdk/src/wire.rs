@@ -225,6 +225,11 @@ pub struct PrebuildsPaused {
 pub struct Provisioner {
     pub server: String,
     pub name: String,
+    /// The host it runs on: its server's id, or its daemon's (the
+    /// workspaces it builds keep their volumes and processes there; empty
+    /// for a row an older server wrote).
+    #[serde(default)]
+    pub host: String,
     pub kind: String,
     #[serde(default)]
     pub tags: BTreeMap<String, String>,
@@ -435,6 +440,11 @@ pub struct Workspace<Report = serde_json::Value, Parameters = BTreeMap<String, S
     /// A build whose provisioner was lost still holds the state lock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locked_by_lost_holder: Option<LostLock>,
+    /// The host its volumes and processes are on (a server's id, or an
+    /// external daemon's): only that host's provisioners build it. `null`:
+    /// any provisioner does.
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 /// Answer to a workspace creation: the workspace and its first build
@@ -485,6 +495,14 @@ pub struct Unlocked {
     pub taken_at: Option<i64>,
     #[serde(default)]
     pub lost_at: Option<i64>,
+}
+
+/// `POST /workspaces/{ws}/move`'s answer: the host the workspace was on
+/// (`null`: none) and the one it is on now.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Moved {
+    pub from: Option<String>,
+    pub to: String,
 }
 
 /// One start, stop or delete run of a workspace; `Report` is how its guard
@@ -898,6 +916,12 @@ pub struct PortShare {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PortShareAnswer {
     pub port_share: Option<PortShare>,
+}
+
+/// `{"moved": ...}`: `POST /workspaces/{ws}/move`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MovedAnswer {
+    pub moved: Moved,
 }
 
 /// `{"unlocked": ...}`: `POST /workspaces/{ws}/unlock`.

@@ -104,7 +104,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
         reads.push(started.elapsed());
         let started = Instant::now();
         store
-            .claim_tagged_job("bench", "bench", 60_000, &tags)
+            .claim_tagged_job("bench", "bench", "bench", 60_000, &tags)
             .await?
             .ok_or("a claim found no job")?;
         claims.push(started.elapsed());

@@ -576,15 +576,20 @@ macro_rules! build_queries {
         build_id: &str,
         state: &[u8],
         previous: Option<&[u8]>,
+        placement: Placement,
     ) -> Result<bool, StoreError> {
-        let mut connection = self.pool.acquire().await.map_err(StoreError::Database)?;
-        self.write_state_on(&mut connection, workspace_id, build_id, state, previous)
-            .await
+        let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
+        let written = self
+            .write_state_on(&mut tx, workspace_id, build_id, state, previous, placement)
+            .await?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(written)
     }
 
     /// Writes `state` as the workspace's over `previous` (`None`: as its
-    /// first), on `connection` (a transaction's, for a fenced write); false
-    /// when the stored state was not `previous`.
+    /// first), and places the workspace as `placement` says, on
+    /// `connection` (a transaction's); false when the stored state was not
+    /// `previous` (nothing written).
     pub(crate) async fn write_state_on(
         &self,
         connection: &mut <$db as sqlx::Database>::Connection,
@@ -592,6 +597,7 @@ macro_rules! build_queries {
         build_id: &str,
         state: &[u8],
         previous: Option<&[u8]>,
+        placement: Placement,
     ) -> Result<bool, StoreError> {
         let written = match previous {
             None => sqlx::query(&sql(
@@ -617,7 +623,30 @@ macro_rules! build_queries {
             .await,
         }
         .map_err(db_error("workspace state"))?;
-        Ok(written.rows_affected() > 0)
+        if written.rows_affected() == 0 {
+            return Ok(false);
+        }
+        let place = match placement {
+            Placement::WritersHost => {
+                "UPDATE workspaces SET host = COALESCE((SELECT j.host FROM jobs j \
+                 WHERE j.build_id = ?), host) WHERE id = ?"
+            }
+            Placement::Nowhere => {
+                "UPDATE workspaces SET host = NULL WHERE id = ? AND NOT EXISTS \
+                 (SELECT 1 FROM builds b WHERE b.id = ? AND b.transition = 'delete')"
+            }
+        };
+        let (first, second) = match placement {
+            Placement::WritersHost => (build_id, workspace_id),
+            Placement::Nowhere => (workspace_id, build_id),
+        };
+        sqlx::query(&sql(place))
+            .bind(first)
+            .bind(second)
+            .execute(&mut *connection)
+            .await
+            .map_err(db_error("workspace"))?;
+        Ok(true)
     }
 
     pub(crate) async fn state(&self, workspace_id: &str) -> Result<Option<Vec<u8>>, StoreError> {

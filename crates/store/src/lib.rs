@@ -197,7 +197,7 @@ pub use previews::{
     UnknownPreviewStatus,
 };
 pub use provisioner_keys::{NewProvisionerKey, ProvisionerKeyRow};
-pub use provisioners::{ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
+pub use provisioners::{ProvisionerBeat, ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
 pub use quotas::{GroupAllowance, QuotaUsage, Reservation, WorkspaceCost};
 pub use records::*;
 pub use retained::{NewRetained, RetainedResource, RetainedStatus, UnknownRetainedStatus};
@@ -205,7 +205,7 @@ pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, Unknown
 pub use schedule_settings::{TemplatePolicy, WorkspaceLifecycle};
 pub use scheduler_tick::{TickRow, TickSnapshot};
 pub use server_instances::ServerInstance;
-pub use state_locks::{FencedWrite, StateLock};
+pub use state_locks::{FencedWrite, StateFence, StateLock};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 
 /// A typed value stored as its name: the contract's `stored_as_text!`.
@@ -281,15 +281,30 @@ impl Store {
         }
     }
 
-    /// [`Store::claim_tagged_job`] for a provisioner without tags: only jobs
-    /// whose version needs none.
+    /// Places on `server_id` the workspaces an earlier id of this server
+    /// placed, on SQLite, whose database is one data dir's own: a copy given
+    /// a new id (`abode server new-id`), a restore on a fresh data dir or a
+    /// lost `server-id` file is the same server, with the volumes the
+    /// database's workspaces have. Nothing on PostgreSQL, where another id is
+    /// another server (a copy beside the original keeps none of its
+    /// workspaces). How many it placed.
+    pub async fn place_on_this_server(&self, server_id: &str) -> Result<u64, StoreError> {
+        match &self.backend {
+            Backend::Sqlite(backend) => backend.place_on_this_server(server_id).await,
+            Backend::Postgres(_) => Ok(0),
+        }
+    }
+
+    /// [`Store::claim_tagged_job`] for a server's provisioner without tags
+    /// (the server's id is its host): only jobs whose version needs none.
     pub async fn claim_job(
         &self,
         worker: &str,
         holder: &str,
         lease_ms: i64,
     ) -> Result<Option<ClaimedJob>, StoreError> {
-        self.claim_tagged_job(worker, holder, lease_ms, &[]).await
+        self.claim_tagged_job(worker, holder, holder, lease_ms, &[])
+            .await
     }
 
     /// Whether the database answers a query now (the readiness probe's
@@ -480,11 +495,20 @@ storage_interface! {
 // ---- provisioners (provisioners.rs) ----
 
 storage_interface! {
-    /// Records that `names`, the workers of server `server_id`, are alive
-    /// (running `version`), and forgets every row whose last heartbeat is
-    /// older than `forget_before`.
-    /// `tags`: the JSON object of the tags they offer.
-    fn beat_provisioners(&self, server_id: &str, kind: ProvisionerKind, names: &[String], tags: &str, version: &str, forget_before: i64) -> ();
+    /// Records that `names`, the workers of `beat.server_id` on
+    /// `beat.host`, are alive, and forgets every row whose last heartbeat
+    /// is older than `forget_before`.
+    fn beat_provisioners(&self, beat: &ProvisionerBeat<'_>, names: &[String], forget_before: i64) -> ();
+    /// Whether a provisioner of `host` was heard from since `beat_since`.
+    fn host_is_live(&self, host: &str, beat_since: i64) -> bool;
+    /// The queued jobs whose workspace is on a host no provisioner of which
+    /// was heard from since `beat_since`, and whose log has not said so for
+    /// that host yet, as (build id, host) rows, oldest first.
+    fn jobs_waiting_for_absent_hosts(&self, beat_since: i64) -> Vec<(String, String)>;
+    /// Notes that a queued job's log says it waits for `host`; false when
+    /// it was noted already (by this server or another: one says it) or the
+    /// job is no longer queued.
+    fn note_waiting_for_host(&self, build_id: &str, host: &str) -> bool;
     /// The tags (`key=value`) of every job queued before `queued_before`
     /// whose version needs tags, as (build id, tag) rows.
     fn waiting_job_tags(&self, queued_before: i64) -> Vec<(String, Option<String>)>;
@@ -625,6 +649,10 @@ storage_interface! {
     /// `owner_id: None` lists every user's workspaces.
     fn list_workspaces(&self, owner_id: Option<&str>, include_deleted: bool) -> Vec<Workspace>;
     fn mark_workspace_deleted(&self, workspace_id: &str) -> ();
+    /// Puts a live workspace on the host `to` if it is still on `from`
+    /// (`None`: on none) and has no build pending, running or held; false
+    /// otherwise (nothing changed).
+    fn move_workspace(&self, workspace_id: &str, from: Option<&str>, to: &str) -> bool;
     /// Gives a live workspace a new owner and name (either may stay the
     /// same), with the build that follows (a prebuild claim's) queued in the
     /// same transaction. `Conflict("workspace name")` when the new owner
@@ -687,19 +715,21 @@ storage_interface! {
     /// False when a worker claimed it first (its own plan is judged then).
     fn refuse_pending_build(&self, build_id: &str, error: &str, cost: i64) -> bool;
     /// Atomically claims the next queued job for `worker` of server `holder`
-    /// offering provisioner `tags` (`key=value`), under a lease of
+    /// on `host` offering provisioner `tags` (`key=value`), under a lease of
     /// `lease_ms`, and marks its build running: people's builds before the
     /// system's (scheduler, prebuilds), oldest first, only jobs whose
-    /// version's tags are all among `tags`.
-    fn claim_tagged_job(&self, worker: &str, holder: &str, lease_ms: i64, tags: &[String]) -> Option<ClaimedJob>;
+    /// version's tags are all among `tags` and whose workspace is on `host`
+    /// or on none ([`Workspace::host`]). The job records `host`.
+    fn claim_tagged_job(&self, worker: &str, holder: &str, host: &str, lease_ms: i64, tags: &[String]) -> Option<ClaimedJob>;
     fn request_cancel(&self, build_id: &str) -> ();
     fn cancel_requested(&self, build_id: &str) -> bool;
     fn append_log(&self, build_id: &str, line: &NewLogLine) -> i64;
     fn logs_after(&self, build_id: &str, after: i64, limit: i64) -> Vec<LogLine>;
     fn put_state(&self, workspace_id: &str, build_id: &str, state: &[u8]) -> ();
     /// Stores `state` only if the stored state is still `previous` (none:
-    /// there is none yet); false when another write came first.
-    fn put_state_replacing(&self, workspace_id: &str, build_id: &str, state: &[u8], previous: Option<&[u8]>) -> bool;
+    /// there is none yet), placing the workspace as `placement` says in the
+    /// same transaction; false when another write came first.
+    fn put_state_replacing(&self, workspace_id: &str, build_id: &str, state: &[u8], previous: Option<&[u8]>, placement: Placement) -> bool;
     fn state(&self, workspace_id: &str) -> Option<Vec<u8>>;
     /// A workspace's builds, newest first.
     fn list_build_page(&self, workspace_id: &str, status: Option<BuildStatus>, after: Option<&str>, limit: i64) -> Page<Build>;
@@ -899,8 +929,9 @@ storage_interface! {
     /// A person's unlock; false if that build did not hold the lock.
     fn force_release_state_lock(&self, workspace_id: &str, build_id: &str) -> bool;
     /// Writes the state only while the run holds the lock (and the named
-    /// Terraform lock), over `previous` as stored now.
-    fn put_state_fenced(&self, workspace_id: &str, build_id: &str, secret_hash: &str, terraform_lock_id: Option<&str>, state: &[u8], previous: Option<&[u8]>) -> FencedWrite;
+    /// Terraform lock), over `previous` as stored now, placing the
+    /// workspace as `placement` says in the same transaction.
+    fn put_state_fenced(&self, workspace_id: &str, build_id: &str, fence: &StateFence<'_>, state: &[u8], previous: Option<&[u8]>, placement: Placement) -> FencedWrite;
 }
 
 // ---- the platform's counts for metrics (platform.rs) ----

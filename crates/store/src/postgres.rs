@@ -214,6 +214,7 @@ impl PostgresBackend {
         &self,
         worker: &str,
         holder: &str,
+        host: &str,
         lease_ms: i64,
         tags: &[String],
     ) -> Result<Option<ClaimedJob>, StoreError> {
@@ -225,10 +226,11 @@ impl PostgresBackend {
             .map_err(StoreError::Database)?;
         let statement = sql(&format!(
             "UPDATE jobs SET status = 'claimed', worker = ?, claimed_at = ?, lease_holder = ?, \
-             lease_expires_at = ? \
+             lease_expires_at = ?, host = ? \
              WHERE id = (SELECT j.id FROM jobs j \
              JOIN builds b ON b.id = j.build_id JOIN users u ON u.id = b.initiator_id \
-             WHERE j.status = 'queued' AND {} \
+             JOIN workspaces w ON w.id = b.workspace_id \
+             WHERE j.status = 'queued' AND (w.host IS NULL OR w.host = ?) AND {} \
              AND NOT EXISTS (SELECT 1 FROM state_locks l \
              WHERE l.workspace_id = b.workspace_id AND l.build_id <> b.id) \
              ORDER BY u.system, j.created_at, j.id LIMIT 1 \
@@ -241,7 +243,9 @@ impl PostgresBackend {
             .bind(worker)
             .bind(now)
             .bind(holder)
-            .bind(now.saturating_add(lease_ms));
+            .bind(now.saturating_add(lease_ms))
+            .bind(host)
+            .bind(host);
         for tag in tags {
             claim = claim.bind(tag);
         }

@@ -29,6 +29,9 @@ crate::named!(ProvisionerKind, UnknownProvisionerKind, {
 pub struct ProvisionerRow {
     pub server_id: String,
     pub name: String,
+    /// The host it runs on (its server's id, or its daemon's); empty for a
+    /// row an older server wrote.
+    pub host: String,
     pub kind: ProvisionerKind,
     /// A JSON object of tags.
     pub tags: String,
@@ -43,6 +46,20 @@ pub struct ProvisionerRow {
     pub preview_workspace: Option<String>,
 }
 
+/// Who tells that provisioners are alive: a server for its workers, or a
+/// daemon for one of its slots.
+#[derive(Debug, Clone, Copy)]
+pub struct ProvisionerBeat<'a> {
+    /// The server's id, or the daemon's lease holder.
+    pub server_id: &'a str,
+    /// The host they run on (the server's id, the daemon's).
+    pub host: &'a str,
+    pub kind: ProvisionerKind,
+    /// A JSON object of the tags they offer.
+    pub tags: &'a str,
+    pub version: &'a str,
+}
+
 pub(crate) const PROVISIONER_CURSOR: &str = "provisioners";
 
 /// The provisioner methods of [`crate::Store`]; expanded inside each
@@ -51,27 +68,25 @@ macro_rules! provisioner_queries {
     () => {
     pub(crate) async fn beat_provisioners(
         &self,
-        server_id: &str,
-        kind: ProvisionerKind,
+        beat: &ProvisionerBeat<'_>,
         names: &[String],
-        tags: &str,
-        version: &str,
         forget_before: i64,
     ) -> Result<(), StoreError> {
         let now = self.now_ms();
         let mut tx = self.pool.begin_with(BEGIN_WRITE).await.map_err(StoreError::Database)?;
         for name in names {
             sqlx::query(&sql(
-                "INSERT INTO provisioners (server_id, name, kind, tags, version, started_at, last_beat_at) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?) \
+                "INSERT INTO provisioners (server_id, name, host, kind, tags, version, started_at, last_beat_at) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?) \
                  ON CONFLICT (server_id, name) DO UPDATE SET version = excluded.version, \
-                 tags = excluded.tags, last_beat_at = excluded.last_beat_at",
+                 host = excluded.host, tags = excluded.tags, last_beat_at = excluded.last_beat_at",
             ))
-            .bind(server_id)
+            .bind(beat.server_id)
             .bind(name)
-            .bind(kind.as_str())
-            .bind(tags)
-            .bind(version)
+            .bind(beat.host)
+            .bind(beat.kind.as_str())
+            .bind(beat.tags)
+            .bind(beat.version)
             .bind(now)
             .bind(now)
             .execute(&mut *tx)
@@ -119,6 +134,58 @@ macro_rules! provisioner_queries {
         .map_err(db_error("provisioner"))
     }
 
+    pub(crate) async fn host_is_live(&self, host: &str, beat_since: i64) -> Result<bool, StoreError> {
+        sqlx::query_scalar(&sql(
+            "SELECT EXISTS (SELECT 1 FROM provisioners WHERE host = ? AND last_beat_at >= ?)",
+        ))
+        .bind(host)
+        .bind(beat_since)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(db_error("provisioner"))
+    }
+
+    pub(crate) async fn jobs_waiting_for_absent_hosts(
+        &self,
+        beat_since: i64,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        let rows = sqlx::query(&sql(
+            "SELECT j.build_id, w.host FROM jobs j JOIN builds b ON b.id = j.build_id \
+             JOIN workspaces w ON w.id = b.workspace_id \
+             WHERE j.status = 'queued' AND w.host IS NOT NULL \
+             AND (j.waiting_for_host IS NULL OR j.waiting_for_host <> w.host) \
+             AND NOT EXISTS (SELECT 1 FROM provisioners p \
+                 WHERE p.host = w.host AND p.last_beat_at >= ?) \
+             ORDER BY j.created_at, j.build_id",
+        ))
+        .bind(beat_since)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("job"))?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("build_id")?, row.try_get("host")?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(StoreError::Database)
+    }
+
+    pub(crate) async fn note_waiting_for_host(
+        &self,
+        build_id: &str,
+        host: &str,
+    ) -> Result<bool, StoreError> {
+        let noted = sqlx::query(&sql(
+            "UPDATE jobs SET waiting_for_host = ? WHERE build_id = ? AND status = 'queued' \
+             AND (waiting_for_host IS NULL OR waiting_for_host <> ?)",
+        ))
+        .bind(host)
+        .bind(build_id)
+        .bind(host)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("job"))?;
+        Ok(noted.rows_affected() > 0)
+    }
+
     pub(crate) async fn forget_provisioners(&self, server_id: &str) -> Result<(), StoreError> {
         sqlx::query(&sql("DELETE FROM provisioners WHERE server_id = ?"))
             .bind(server_id)
@@ -141,7 +208,7 @@ macro_rules! provisioner_queries {
             None => (None, None),
         };
         let rows: Vec<ProvisionerRow> = sqlx::query_as(&sql(
-            "SELECT p.server_id, p.name, p.kind, p.tags, p.version, p.started_at, p.last_beat_at, \
+            "SELECT p.server_id, p.name, p.host, p.kind, p.tags, p.version, p.started_at, p.last_beat_at, \
              b.number AS build_number, b.transition AS build_transition, \
              bu.username || '/' || bw.name AS build_workspace, \
              pu.username || '/' || pw.name AS preview_workspace \

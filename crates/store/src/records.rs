@@ -160,6 +160,23 @@ pub struct Workspace {
     pub deleted: bool,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The host its host-local resources (a volume, a process) are on: a
+    /// server's id or an external daemon's; only its provisioners build it.
+    /// `None`: any provisioner does.
+    pub host: Option<String>,
+}
+
+/// Where a stored state puts its workspace ([`Workspace::host`]), written
+/// with the state in one transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// The state holds host-local resources: they are on the host of the
+    /// provisioner whose run wrote it (its job's host; kept as it was when
+    /// the job has none, claimed before hosts were recorded).
+    WritersHost,
+    /// It holds none: the workspace is on no host, but after a delete's
+    /// run, which keeps it where what it retained is.
+    Nowhere,
 }
 
 #[derive(Debug, Clone)]

@@ -184,6 +184,7 @@ impl SqliteBackend {
         &self,
         worker: &str,
         holder: &str,
+        host: &str,
         lease_ms: i64,
         tags: &[String],
     ) -> Result<Option<ClaimedJob>, StoreError> {
@@ -195,10 +196,11 @@ impl SqliteBackend {
             .map_err(StoreError::Database)?;
         let statement = format!(
             "UPDATE jobs SET status = 'claimed', worker = ?, claimed_at = ?, lease_holder = ?, \
-             lease_expires_at = ? \
+             lease_expires_at = ?, host = ? \
              WHERE status = 'queued' AND id = (SELECT j.id FROM jobs j \
              JOIN builds b ON b.id = j.build_id JOIN users u ON u.id = b.initiator_id \
-             WHERE j.status = 'queued' AND {} \
+             JOIN workspaces w ON w.id = b.workspace_id \
+             WHERE j.status = 'queued' AND (w.host IS NULL OR w.host = ?) AND {} \
              AND NOT EXISTS (SELECT 1 FROM state_locks l \
              WHERE l.workspace_id = b.workspace_id AND l.build_id <> b.id) \
              ORDER BY u.system, j.created_at, j.rowid LIMIT 1) \
@@ -209,7 +211,9 @@ impl SqliteBackend {
             .bind(worker)
             .bind(now)
             .bind(holder)
-            .bind(now.saturating_add(lease_ms));
+            .bind(now.saturating_add(lease_ms))
+            .bind(host)
+            .bind(host);
         for tag in tags {
             claim = claim.bind(tag);
         }
@@ -231,6 +235,63 @@ impl SqliteBackend {
         Ok(claimed)
     }
 }
+
+impl SqliteBackend {
+    /// See [`crate::Store::place_on_this_server`]: the database is this data
+    /// dir's own, so every earlier id of its server is this server.
+    pub(crate) async fn place_on_this_server(&self, server_id: &str) -> Result<u64, StoreError> {
+        let mut tx = self
+            .pool
+            .begin_with(BEGIN_WRITE)
+            .await
+            .map_err(StoreError::Database)?;
+        let previous: Option<String> =
+            sqlx::query_scalar("SELECT value FROM platform_settings WHERE name = ?")
+                .bind(SERVER_HOST_SETTING)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db_error("platform setting"))?;
+        let moved = match previous.as_deref() {
+            Some(previous) if previous == server_id => 0,
+            Some(previous) => sqlx::query("UPDATE workspaces SET host = ? WHERE host = ?")
+                .bind(server_id)
+                .bind(previous)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error("workspace"))?
+                .rows_affected(),
+            // The first start that records it (a database of a release
+            // before hosts): the servers that held jobs were this one.
+            None => sqlx::query(
+                "UPDATE workspaces SET host = ? WHERE host IS NOT NULL AND host <> ? \
+                 AND host IN (SELECT lease_holder FROM jobs WHERE lease_holder IS NOT NULL \
+                 AND lease_holder NOT LIKE 'provisioner:%')",
+            )
+            .bind(server_id)
+            .bind(server_id)
+            .execute(&mut *tx)
+            .await
+            .map_err(db_error("workspace"))?
+            .rows_affected(),
+        };
+        sqlx::query(
+            "INSERT INTO platform_settings (name, value, updated_at) VALUES (?, ?, ?) \
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
+        )
+        .bind(SERVER_HOST_SETTING)
+        .bind(server_id)
+        .bind(self.now_ms())
+        .execute(&mut *tx)
+        .await
+        .map_err(db_error("platform setting"))?;
+        tx.commit().await.map_err(StoreError::Database)?;
+        Ok(moved)
+    }
+}
+
+/// The platform setting that names the server id this SQLite database's
+/// server last ran as.
+const SERVER_HOST_SETTING: &str = "server_host";
 
 /// The database holds Terraform states, plans and saved plans, which can carry
 /// secrets: its files are readable by the server's user only.

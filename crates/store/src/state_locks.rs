@@ -46,6 +46,14 @@ impl StateLock {
     }
 }
 
+/// The lock a state is written under: the run's (the SHA-256 of its
+/// secret) and, when Terraform names one, its Terraform lock.
+#[derive(Debug, Clone, Copy)]
+pub struct StateFence<'a> {
+    pub secret_hash: &'a str,
+    pub terraform_lock_id: Option<&'a str>,
+}
+
 /// What a fenced state write came to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FencedWrite {
@@ -224,10 +232,10 @@ macro_rules! state_lock_queries {
             &self,
             workspace_id: &str,
             build_id: &str,
-            secret_hash: &str,
-            terraform_lock_id: Option<&str>,
+            fence: &StateFence<'_>,
             state: &[u8],
             previous: Option<&[u8]>,
+            placement: Placement,
         ) -> Result<FencedWrite, StoreError> {
             let mut tx = self
                 .pool
@@ -243,11 +251,11 @@ macro_rules! state_lock_queries {
             )))
             .bind(workspace_id)
             .bind(build_id)
-            .bind(secret_hash)
+            .bind(fence.secret_hash)
             .fetch_optional(&mut *tx)
             .await
             .map_err(db_error("state lock"))?;
-            let fenced = match (holds, terraform_lock_id) {
+            let fenced = match (holds, fence.terraform_lock_id) {
                 (None, _) => true,
                 (Some(held), Some(named)) => held.as_deref() != Some(named),
                 (Some(_), None) => false,
@@ -257,7 +265,7 @@ macro_rules! state_lock_queries {
                 return Ok(FencedWrite::Fenced);
             }
             let written = self
-                .write_state_on(&mut tx, workspace_id, build_id, state, previous)
+                .write_state_on(&mut tx, workspace_id, build_id, state, previous, placement)
                 .await?;
             if !written {
                 tx.rollback().await.map_err(StoreError::Database)?;

@@ -11,7 +11,8 @@ use crate::records::{
 pub(crate) const WORKSPACE_SELECT: &str =
     "SELECT w.id, w.name, w.owner_id, u.username AS owner_name, \
      u.email AS owner_email, w.template_id, t.name AS template_name, w.template_version_id, \
-     v.number AS template_version, w.parameters, w.preset_name, w.deleted, w.created_at, w.updated_at \
+     v.number AS template_version, w.parameters, w.preset_name, w.deleted, w.created_at, w.updated_at, \
+     w.host \
      FROM workspaces w \
      JOIN users u ON u.id = w.owner_id \
      JOIN templates t ON t.id = w.template_id \
@@ -37,6 +38,7 @@ pub(crate) struct WorkspaceRow {
     deleted: bool,
     created_at: i64,
     updated_at: i64,
+    host: Option<String>,
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Workspace
@@ -62,6 +64,7 @@ where
             deleted: row.deleted,
             created_at: row.created_at,
             updated_at: row.updated_at,
+            host: row.host,
         })
     }
 }
@@ -281,7 +284,7 @@ pub(crate) fn workspace_page_sql(
         PageDialect::Postgres => {
             "WITH keys AS (SELECT w.id, w.name, w.owner_id, u.username AS owner_name, \
              u.email AS owner_email, w.template_id, w.template_version_id, w.parameters, \
-             w.preset_name, w.deleted, w.created_at, w.updated_at"
+             w.preset_name, w.deleted, w.created_at, w.updated_at, w.host"
         }
     });
     text.push_str(" FROM users u CROSS JOIN workspaces w WHERE w.owner_id = u.id");
@@ -341,7 +344,7 @@ pub(crate) fn workspace_page_sql(
 const WORKSPACE_PAGE_ROWS: &str = "page AS (\
      SELECT w.id, w.name, w.owner_id, u.username AS owner_name, u.email AS owner_email, \
      w.template_id, t.name AS template_name, w.template_version_id, v.number AS template_version, \
-     w.parameters, w.preset_name, w.deleted, w.created_at, w.updated_at, \
+     w.parameters, w.preset_name, w.deleted, w.created_at, w.updated_at, w.host, \
      lb.id AS b_id, lb.number AS b_number, lb.transition AS b_transition, lb.status AS b_status, \
      lb.template_version_id AS b_template_version_id, bv.number AS b_template_version, \
      lb.initiator_id AS b_initiator_id, i.username AS b_initiator_name, lb.reason AS b_reason, lb.parameters AS b_parameters, \
@@ -405,7 +408,7 @@ const WORKSPACE_PAGE_ROWS_POSTGRES: &str = "page AS MATERIALIZED (\
           ORDER BY sb.number DESC LIMIT 1) s ON TRUE) \
      SELECT p.id, p.name, p.owner_id, p.owner_name, p.owner_email, p.template_id, \
      t.name AS template_name, p.template_version_id, v.number AS template_version, \
-     p.parameters, p.preset_name, p.deleted, p.created_at, p.updated_at, \
+     p.parameters, p.preset_name, p.deleted, p.created_at, p.updated_at, p.host, \
      p.b_id, p.b_number, p.b_transition, p.b_status, p.b_template_version_id, \
      bv.number AS b_template_version, p.b_initiator_id, i.username AS b_initiator_name, \
      p.b_reason, p.b_parameters, p.b_error, p.b_guard_report, p.b_created_at, \
@@ -539,6 +542,27 @@ macro_rules! workspace_queries {
             None => None,
         };
         Ok((self.workspace_by_id(workspace_id).await?, build))
+    }
+
+    pub(crate) async fn move_workspace(
+        &self,
+        workspace_id: &str,
+        from: Option<&str>,
+        to: &str,
+    ) -> Result<bool, StoreError> {
+        let moved = sqlx::query(&sql(
+            "UPDATE workspaces SET host = ? WHERE id = ? AND deleted = FALSE \
+             AND COALESCE(host, '') = ? AND NOT EXISTS (SELECT 1 FROM builds b \
+             WHERE b.workspace_id = workspaces.id \
+             AND b.status IN ('pending', 'running', 'awaiting_confirmation'))",
+        ))
+        .bind(to)
+        .bind(workspace_id)
+        .bind(from.unwrap_or(""))
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("workspace"))?;
+        Ok(moved.rows_affected() > 0)
     }
 
     pub(crate) async fn mark_workspace_deleted(

@@ -54,6 +54,7 @@ async fn list(
             abode_sdk::Provisioner {
                 server: row.server_id.clone(),
                 name: row.name.clone(),
+                host: row.host.clone(),
                 kind: row.kind.as_str().to_string(),
                 tags: view.tags.clone(),
                 version: row.version.clone(),

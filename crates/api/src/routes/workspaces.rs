@@ -25,6 +25,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/workspaces/:workspace/orphan", post(orphan_workspace))
         .route("/workspaces/:workspace/rename", post(rename_workspace))
         .route("/workspaces/:workspace/restart", post(restart_workspace))
+        .route("/workspaces/:workspace/move", post(move_workspace))
         .route("/workspaces/:workspace/state", get(workspace_state))
         .route(
             "/workspaces/:workspace/protections",
@@ -213,6 +214,32 @@ async fn rename_workspace(
         StatusCode::CREATED,
         abode_sdk::BuildAnswer {
             build: build_view(&build),
+        },
+    )
+}
+
+/// A move of the workspace to another host (owners; audited): its builds
+/// run there from now on; its volumes' data stays where it was.
+async fn move_workspace(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    // Refused before the body is parsed.
+    state.host.may_move_workspaces(&caller)?;
+    let body: abode_sdk::requests::MoveWorkspace = parse_json(body)?;
+    let moved = state
+        .host
+        .move_workspace(&caller, &workspace, &body.host)
+        .await?;
+    ok(
+        StatusCode::OK,
+        abode_sdk::MovedAnswer {
+            moved: abode_sdk::Moved {
+                from: moved.from,
+                to: moved.to,
+            },
         },
     )
 }

@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
-use crate::output::{self, time, visible};
+use crate::output::{self, or_dash, time, visible};
 
 #[derive(Debug, Subcommand)]
 pub enum ProvisionerCommand {
@@ -157,6 +157,7 @@ fn list(args: OutputArgs) -> anyhow::Result<u8> {
                     };
                     vec![
                         provisioner.server.clone(),
+                        visible(&or_dash(Some(&provisioner.host))),
                         provisioner.name.clone(),
                         provisioner.kind.clone(),
                         if tags.is_empty() {
@@ -174,6 +175,7 @@ fn list(args: OutputArgs) -> anyhow::Result<u8> {
             output::print_table(
                 &[
                     "SERVER",
+                    "HOST",
                     "NAME",
                     "KIND",
                     "TAGS",

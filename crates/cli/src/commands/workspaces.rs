@@ -27,6 +27,22 @@ pub enum WorkspacesCommand {
     /// holds, once you have checked that its Terraform no longer runs
     /// (owners and template-admins; audited). Terraform's `force-unlock`.
     Unlock(UnlockArgs),
+    /// Build the workspace on another host from now on (owners; audited):
+    /// when the host its volumes and processes are on is gone for good.
+    /// Nothing is copied: a volume whose directory is not on the new host
+    /// reads as gone at the next build, which the guard holds.
+    Move(MoveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MoveArgs {
+    /// The workspace (`name`, or `owner/name`).
+    pub workspace: String,
+    /// The host to build it on: a server's id or a daemon's, as `abode
+    /// provisioner list` shows (HOST); one of its provisioners must be
+    /// connected.
+    #[arg(long, value_name = "HOST")]
+    pub to_host: String,
 }
 
 #[derive(Debug, Args)]
@@ -524,6 +540,23 @@ pub fn protections(command: WorkspacesCommand) -> anyhow::Result<u8> {
     let client = session_client()?;
     match command {
         WorkspacesCommand::Dormant(args) => return super::schedule::wake(args),
+        WorkspacesCommand::Move(args) => {
+            let moved = client
+                .move_workspace(&args.workspace, &args.to_host)
+                .with_context(|| format!("cannot move workspace {:?}", args.workspace))?;
+            let workspace = visible(&args.workspace);
+            let to = visible(&moved.to);
+            match &moved.from {
+                Some(from) => println!(
+                    "Moved {workspace} from host {} to host {to}: its next build runs there; \
+                     the data of its volumes stays on {} (copy it to {to}'s volumes dir before \
+                     that build, or the guard holds it: docs/deployment.md)",
+                    visible(from),
+                    visible(from)
+                ),
+                None => println!("Moved {workspace} to host {to}: its next build runs there"),
+            }
+        }
         WorkspacesCommand::Unlock(args) => {
             let unlocked = client.unlock_workspace(&args.workspace, args.build)?;
             println!(
@@ -676,6 +709,10 @@ fn describe(workspace: &Workspace) -> String {
     ));
     if let Some(hint) = agent_hint(&workspace.agent) {
         lines.push(format!("             {hint}"));
+    }
+    if let Some(host) = &workspace.host {
+        // Where its volumes and processes are: only that host builds it.
+        lines.push(format!("Host:        {}", visible(host)));
     }
     if let Some(lock) = &workspace.locked_by_lost_holder {
         lines.push(format!(

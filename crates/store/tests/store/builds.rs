@@ -533,7 +533,7 @@ async fn a_state_replaces_only_the_one_it_was_compared_with(store: Store) {
         let (workspace, build) = (workspace.id.clone(), build.id.clone());
         async move {
             store
-                .put_state_replacing(&workspace, &build, state, previous)
+                .put_state_replacing(&workspace, &build, state, previous, Placement::Nowhere)
                 .await
                 .unwrap()
         }

@@ -69,7 +69,7 @@ async fn a_full_disk_fails_writes_loudly_and_the_pool_recovers() {
     let filler = disk.fill();
     let state = vec![b'x'; 512 * 1024];
     let error = store
-        .put_state_replacing(&workspace.id, &build.id, &state, None)
+        .put_state_replacing(&workspace.id, &build.id, &state, None, Placement::Nowhere)
         .await
         .unwrap_err();
     assert!(error.is_disk_full() && error.is_transient(), "{error}");
@@ -98,7 +98,7 @@ async fn a_full_disk_fails_writes_loudly_and_the_pool_recovers() {
             .unwrap();
     }
     store
-        .put_state_replacing(&workspace.id, &build.id, &state, None)
+        .put_state_replacing(&workspace.id, &build.id, &state, None, Placement::Nowhere)
         .await
         .unwrap();
     store

@@ -20,6 +20,7 @@ mod lists;
 mod notifications;
 mod oidc;
 mod opening;
+mod placement;
 mod platform;
 mod prebuilds;
 mod previews;

@@ -17,22 +17,28 @@ async fn provisioners_are_listed_with_the_job_they_hold(store: Store) {
     let workers = ["embedded-0".to_string(), "embedded-1".to_string()];
     store
         .beat_provisioners(
-            "server-a",
-            ProvisionerKind::Embedded,
+            &ProvisionerBeat {
+                server_id: "server-a",
+                host: "server-a",
+                kind: ProvisionerKind::Embedded,
+                tags: r#"{"cloud":"a"}"#,
+                version: "0.1.0",
+            },
             &workers,
-            r#"{"cloud":"a"}"#,
-            "0.1.0",
             0,
         )
         .await
         .unwrap();
     store
         .beat_provisioners(
-            "server-b",
-            ProvisionerKind::Embedded,
+            &ProvisionerBeat {
+                server_id: "server-b",
+                host: "server-b",
+                kind: ProvisionerKind::Embedded,
+                tags: "{}",
+                version: "0.1.0",
+            },
             &workers[..1],
-            "{}",
-            "0.1.0",
             0,
         )
         .await
@@ -72,11 +78,14 @@ async fn provisioners_are_listed_with_the_job_they_hold(store: Store) {
     let now = start + 86_401_000;
     store
         .beat_provisioners(
-            "server-a",
-            ProvisionerKind::Embedded,
+            &ProvisionerBeat {
+                server_id: "server-a",
+                host: "server-a",
+                kind: ProvisionerKind::Embedded,
+                tags: "{}",
+                version: "0.2.0",
+            },
             &workers,
-            "{}",
-            "0.2.0",
             now - 86_400_000,
         )
         .await
@@ -147,7 +156,7 @@ async fn a_job_goes_only_to_a_provisioner_with_every_tag_of_its_version(store: S
         async move {
             let tags: Vec<String> = tags.iter().map(|tag| tag.to_string()).collect();
             store
-                .claim_tagged_job("w", "server", 60_000, &tags)
+                .claim_tagged_job("w", "server", "server", 60_000, &tags)
                 .await
                 .unwrap()
                 .map(|job| job.build_id)

@@ -66,10 +66,13 @@ async fn only_the_run_holding_the_lock_writes_the_state(store: Store) {
             .put_state_fenced(
                 ws,
                 id,
-                secret,
-                tf_lock,
+                &StateFence {
+                    secret_hash: secret,
+                    terraform_lock_id: tf_lock,
+                },
                 &state(serial as u64 + 1),
                 previous.as_deref(),
+                Placement::Nowhere,
             )
             .await
             .unwrap();
@@ -89,7 +92,17 @@ async fn only_the_run_holding_the_lock_writes_the_state(store: Store) {
     assert!(store.force_release_state_lock(ws, id).await.unwrap());
     assert_eq!(
         store
-            .put_state_fenced(ws, id, "run-1", None, &state(9), Some(&state(5)))
+            .put_state_fenced(
+                ws,
+                id,
+                &StateFence {
+                    secret_hash: "run-1",
+                    terraform_lock_id: None
+                },
+                &state(9),
+                Some(&state(5)),
+                Placement::Nowhere
+            )
             .await
             .unwrap(),
         FencedWrite::Fenced
@@ -140,10 +153,13 @@ async fn a_lost_holders_lock_stays_and_keeps_other_builds_waiting(store: Store) 
             .put_state_fenced(
                 &workspace.id,
                 &build.id,
-                "run-1",
-                Some("tf-apply"),
+                &StateFence {
+                    secret_hash: "run-1",
+                    terraform_lock_id: Some("tf-apply")
+                },
                 &state(1),
-                None
+                None,
+                Placement::Nowhere,
             )
             .await
             .unwrap(),
