@@ -71,11 +71,14 @@ pub mod git_auth;
 mod pty;
 mod ssh;
 mod tunnel;
+mod unsaved;
 pub mod wsdial;
 
 const FIRST_RETRY: Duration = Duration::from_millis(250);
 const MAX_RETRY: Duration = Duration::from_secs(5);
 const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(5);
+/// How often the home is scanned for unsaved work when the server does not say.
+const DEFAULT_UNSAVED_SCAN: Duration = Duration::from_secs(5 * 60);
 
 /// How the agent runs (`abode agent`'s flags).
 #[derive(Debug, Clone)]
@@ -255,6 +258,7 @@ impl Agent {
         }
         std::thread::scope(|scope| {
             scope.spawn(|| self.heartbeats(interval, &me));
+            scope.spawn(|| self.report_unsaved(&me));
             if !me.apps.is_empty() {
                 scope.spawn(|| self.check_apps(&me));
             }
@@ -351,6 +355,42 @@ impl Agent {
                     failing = true;
                 }
                 Err(_) => {}
+            }
+        }
+    }
+
+    /// Scans the home for unsaved work (`unsaved.rs`) once now and then at
+    /// the server's interval until the agent is stopped, and sends each
+    /// report: the server holds a delete that would lose what it lists.
+    fn report_unsaved(&self, me: &AgentMe) {
+        let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+            log("HOME is not set: no unsaved work is reported");
+            return;
+        };
+        let interval = me
+            .unsaved_scan_interval_seconds
+            .filter(|seconds| *seconds > 0)
+            .map_or(DEFAULT_UNSAVED_SCAN, Duration::from_secs);
+        let mut failing = false;
+        loop {
+            let report = crate::unsaved::scan(&home, crate::unsaved::Limits::default());
+            match self.client.agent_unsaved(&report) {
+                Ok(()) if failing => {
+                    log("reports of unsaved work go through again");
+                    failing = false;
+                }
+                Ok(()) => {}
+                Err(err) if !failing => {
+                    log(&format!(
+                        "the report of unsaved work was not sent, will scan and send again: {}",
+                        describe(&err)
+                    ));
+                    failing = true;
+                }
+                Err(_) => {}
+            }
+            if !self.pause(interval) {
+                return;
             }
         }
     }
@@ -696,6 +736,7 @@ mod tests {
             owner: "alice".into(),
             agent: agent.into(),
             heartbeat_interval_seconds: None,
+            unsaved_scan_interval_seconds: None,
             startup_script: None,
             claim_script: None,
             dir: None,

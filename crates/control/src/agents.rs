@@ -128,6 +128,16 @@ impl Agents {
         Ok(())
     }
 
+    /// What `agent`'s scan of the workspace's home found: kept as the
+    /// workspace's last report of unsaved work.
+    pub async fn agent_unsaved(
+        &self,
+        agent: &Agent,
+        report: abode_sdk::requests::AgentUnsaved,
+    ) -> Result<(), ControlError> {
+        crate::unsaved::record(&self.store, &agent.workspace_id, report).await
+    }
+
     pub async fn agent_workspace(&self, agent: &Agent) -> Result<Workspace, ControlError> {
         Ok(self.store.workspace_by_id(&agent.workspace_id).await?)
     }

@@ -141,11 +141,13 @@ async fn get_workspace(
         .iter()
         .map(crate::views::app_view)
         .collect();
+    let unsaved = state.control.workspaces().unsaved(&view.workspace).await?;
     ok(
         StatusCode::OK,
         abode_sdk::WorkspaceAnswer {
             workspace: workspace_view(&view),
             apps,
+            unsaved,
         },
     )
 }
