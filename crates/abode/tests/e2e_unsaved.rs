@@ -4,7 +4,8 @@
 //! uncommitted change holds `abode delete` (exit 6), also once the workspace
 //! is stopped (its last report, with its age); a stale digest is refused;
 //! `--discard-unsaved` deletes. A pushed, clean repository (its remote a
-//! bare repository in the home) holds nothing. The scheduler's automatic
+//! bare repository in the home) holds nothing; its report is the fresh one
+//! `abode show --scan-unsaved` asks the agent for. The scheduler's automatic
 //! delete of a dormant workspace holds and notifies instead of deleting.
 //!
 //! Each negative is observed: the report that shows the work (or shows the
@@ -199,7 +200,9 @@ fn the_report_s_digest_confirms_a_delete() {
 #[test]
 fn a_pushed_clean_repository_does_not_hold_a_delete() {
     require_terraform();
-    let platform = Platform::start_with(&FAST_SCANS);
+    // Scans every 5 minutes (the default): the report that sees the
+    // repository is the one `--scan-unsaved` asks for.
+    let platform = Platform::start();
     started(&platform);
     in_workspace(
         &platform,
@@ -211,13 +214,13 @@ fn a_pushed_clean_repository_does_not_hold_a_delete() {
              mkdir build; echo ignored > build/out"
         ),
     );
-    // Seen and found clean: the report counts it and lists nothing.
-    let shown = wait_for(
-        &platform,
-        "dev",
-        "a report of the clean repository",
-        |shown| shown["unsaved"]["repositories_scanned"].as_u64() >= Some(1),
-    );
+    // Seen and found clean: the fresh report counts it and lists nothing.
+    let shown = platform
+        .run(&["show", "dev", "--scan-unsaved", "--output", "json"])
+        .ok();
+    assert!(!shown.stderr.contains("no fresh report"), "{shown}");
+    let shown = shown.json();
+    assert_eq!(shown["unsaved"]["repositories_scanned"], 1, "{shown:#}");
     assert_eq!(listed(&shown), vec![], "{shown:#}");
     platform.run(&["delete", "dev"]).ok();
     assert_eq!(platform.show("dev")["status"], "deleted");

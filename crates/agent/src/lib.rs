@@ -134,6 +134,7 @@ pub fn run(options: Options) -> Result<(), AgentError> {
     let agent = Agent {
         client,
         stop,
+        scan_unsaved: AtomicBool::new(false),
         token,
         url: options.url,
         log_dir: options.log_dir.unwrap_or_else(std::env::temp_dir),
@@ -150,6 +151,8 @@ fn log(message: &str) {
 struct Agent {
     client: Client,
     stop: Arc<AtomicBool>,
+    /// A heartbeat's answer asked for a fresh report of unsaved work.
+    scan_unsaved: AtomicBool,
     url: String,
     token: String,
     log_dir: PathBuf,
@@ -335,6 +338,9 @@ impl Agent {
         while self.pause(interval) {
             let answer = self.client.agent_heartbeat();
             if let Ok(now) = &answer {
+                if now.scan_unsaved {
+                    self.scan_unsaved.store(true, Ordering::SeqCst);
+                }
                 if !now.owner.is_empty() && now.owner != owner {
                     owner = now.owner.clone();
                     log(&format!("the workspace was claimed by {owner}"));
@@ -360,8 +366,9 @@ impl Agent {
     }
 
     /// Scans the home for unsaved work (`unsaved.rs`) once now and then at
-    /// the server's interval until the agent is stopped, and sends each
-    /// report: the server holds a delete that would lose what it lists.
+    /// the server's interval, or at once when a heartbeat's answer asks for
+    /// it, until the agent is stopped, and sends each report: the server
+    /// holds a delete that would lose what it lists.
     fn report_unsaved(&self, me: &AgentMe) {
         let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
             log("HOME is not set: no unsaved work is reported");
@@ -389,7 +396,18 @@ impl Agent {
                 }
                 Err(_) => {}
             }
-            if !self.pause(interval) {
+            // The next scan: at the interval, or at once when asked for.
+            let next = Instant::now() + interval;
+            while !self.scan_unsaved.swap(false, Ordering::SeqCst) {
+                let left = next.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                if !self.pause(left.min(Duration::from_millis(200))) {
+                    return;
+                }
+            }
+            if self.stopped() {
                 return;
             }
         }

@@ -918,6 +918,13 @@ impl Client {
         self.finish("GET workspace", self.request("GET", &path).call())
     }
 
+    /// Asks the workspace's agent for a fresh report of unsaved work.
+    pub fn request_unsaved_scan(&self, workspace: &str) -> Result<(), ClientError> {
+        let path = format!("/workspaces/{}/unsaved/scan", workspace_segment(workspace));
+        self.check(self.request("POST", &path).send_json(requests::Empty {}))
+            .map(drop)
+    }
+
     /// Queues a build of the workspace; `parameters` (a start only) are new
     /// values of its mutable parameters.
     pub fn transition_workspace(

@@ -622,6 +622,9 @@ pub struct AgentHeartbeat {
     pub workspace: String,
     #[serde(default)]
     pub owner: String,
+    /// Someone asked for a fresh report of unsaved work: scan now.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub scan_unsaved: bool,
 }
 
 /// A resource address a workspace keeps protected across template versions.

@@ -997,6 +997,10 @@ storage_interface! {
     /// `digest`: true the first time for that digest (tell and audit it),
     /// false when it was already held for it.
     fn mark_unsaved_hold(&self, workspace_id: &str, digest: &str) -> bool;
+    /// A person asks for a fresh report (now).
+    fn request_unsaved_scan(&self, workspace_id: &str) -> ();
+    /// Whether a fresh report was asked for and none came since.
+    fn unsaved_scan_requested(&self, workspace_id: &str) -> bool;
 }
 
 // ---- workspace uids (workspace_uids.rs) ----

@@ -66,6 +66,41 @@ macro_rules! unsaved_queries {
             .map_err(db_error("unsaved report"))?;
             Ok(done.rows_affected() == 1)
         }
+
+        pub(crate) async fn request_unsaved_scan(
+            &self,
+            workspace_id: &str,
+        ) -> Result<(), StoreError> {
+            sqlx::query(&sql(
+                "INSERT INTO workspace_unsaved_scan_requests (workspace_id, requested_at) \
+                 VALUES (?, ?) ON CONFLICT (workspace_id) \
+                 DO UPDATE SET requested_at = excluded.requested_at",
+            ))
+            .bind(workspace_id)
+            .bind(self.now_ms())
+            .execute(&self.pool)
+            .await
+            .map_err(db_error("unsaved scan request"))?;
+            Ok(())
+        }
+
+        pub(crate) async fn unsaved_scan_requested(
+            &self,
+            workspace_id: &str,
+        ) -> Result<bool, StoreError> {
+            // Asked for, and no report received since (a report made in
+            // the same millisecond as the request counts as after it).
+            let pending: Option<i64> = sqlx::query_scalar(&sql(
+                "SELECT q.requested_at FROM workspace_unsaved_scan_requests q \
+                 LEFT JOIN workspace_unsaved_reports r ON r.workspace_id = q.workspace_id \
+                 WHERE q.workspace_id = ? AND (r.made_at IS NULL OR r.made_at < q.requested_at)",
+            ))
+            .bind(workspace_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db_error("unsaved scan request"))?;
+            Ok(pending.is_some())
+        }
     };
 }
 pub(crate) use unsaved_queries;

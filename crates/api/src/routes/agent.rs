@@ -126,11 +126,17 @@ async fn agent_heartbeat(
     AuthenticatedAgent(agent): AuthenticatedAgent,
 ) -> ApiResult {
     let workspace = state.control.agents().agent_heartbeat(&agent).await?;
+    let scan_unsaved = state
+        .control
+        .agents()
+        .unsaved_scan_requested(&agent)
+        .await?;
     ok(
         StatusCode::OK,
         abode_sdk::AgentHeartbeat {
             workspace: workspace.name,
             owner: workspace.owner_name,
+            scan_unsaved,
         },
     )
 }

@@ -172,6 +172,11 @@ pub struct ListArgs {
 pub struct ShowArgs {
     /// The workspace (`name`, or `owner/name` for another user's).
     pub workspace: String,
+    /// Ask the agent for a fresh report of unsaved work first, and wait for
+    /// it (up to 30 seconds; a workspace without a running agent keeps its
+    /// last report).
+    #[arg(long)]
+    pub scan_unsaved: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -547,7 +552,12 @@ pub fn list(args: ListArgs) -> anyhow::Result<u8> {
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
-    let answer = session_client()?.workspace_with_apps(&args.workspace)?;
+    let client = session_client()?;
+    let answer = if args.scan_unsaved {
+        fresh_unsaved_report(&client, &args.workspace)?
+    } else {
+        client.workspace_with_apps(&args.workspace)?
+    };
     match args.output.output {
         OutputFormat::Json => {
             // The workspace's fields, and its apps beside them.
@@ -568,6 +578,36 @@ pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// `abode show --scan-unsaved`: asks for a fresh report, then reads the
+/// workspace until a report newer than the one before came (30 s at most:
+/// then it says so and shows the last one).
+fn fresh_unsaved_report(
+    client: &abode_client::Client,
+    workspace: &str,
+) -> anyhow::Result<abode_sdk::WorkspaceAnswer> {
+    let before = client.workspace_with_apps(workspace)?;
+    let made_before = before.unsaved.as_ref().map(|report| report.made_at.clone());
+    client
+        .request_unsaved_scan(workspace)
+        .with_context(|| format!("no fresh report of unsaved work was asked for {workspace:?}"))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let answer = client.workspace_with_apps(workspace)?;
+        let made = answer.unsaved.as_ref().map(|report| report.made_at.clone());
+        if made.is_some() && made != made_before {
+            return Ok(answer);
+        }
+        if std::time::Instant::now() >= deadline {
+            eprintln!(
+                "warning: the agent of {} sent no fresh report of unsaved work within 30 seconds (is it running?); showing the last one",
+                visible(workspace)
+            );
+            return Ok(answer);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
 }
 
 /// The apps of `abode show`: one line each, with where to open it.

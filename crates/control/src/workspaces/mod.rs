@@ -266,6 +266,21 @@ impl Workspaces {
         crate::unsaved::last_report(&self.inner.store, &self.inner.clock, &workspace.id).await
     }
 
+    /// Asks the workspace's agent for a fresh report of unsaved work (its
+    /// next heartbeat's answer tells it); whoever may read the workspace
+    /// may ask. Only a running agent answers.
+    pub async fn request_unsaved_scan(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<(), ControlError> {
+        let workspace = self
+            .resolve(caller, reference, Action::WorkspaceRead)
+            .await?;
+        self.inner.store.request_unsaved_scan(&workspace.id).await?;
+        Ok(())
+    }
+
     /// A delete of `workspace` judged against its last report of unsaved work.
     pub(crate) async fn judge_unsaved(
         &self,

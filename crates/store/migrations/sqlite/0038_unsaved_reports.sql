@@ -11,3 +11,11 @@ CREATE TABLE workspace_unsaved_reports (
     report       TEXT NOT NULL,
     held_digest  TEXT
 );
+
+-- A person asked for a fresh report (`abode show --scan-unsaved`): the
+-- agent's next heartbeat is told to scan now, until a report newer than
+-- `requested_at` came.
+CREATE TABLE workspace_unsaved_scan_requests (
+    workspace_id TEXT PRIMARY KEY,
+    requested_at INTEGER NOT NULL
+);

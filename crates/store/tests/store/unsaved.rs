@@ -25,4 +25,17 @@ async fn the_last_report_is_kept_and_a_hold_marked_once_per_digest(store: Store)
     assert!(store.mark_unsaved_hold(id, "d2").await.unwrap());
 }
 
-on_every_backend!(the_last_report_is_kept_and_a_hold_marked_once_per_digest);
+async fn a_scan_request_is_pending_until_a_report_comes(store: Store) {
+    let (_, workspace, _) = seeded(&store).await;
+    let id = &workspace.id;
+    assert!(!store.unsaved_scan_requested(id).await.unwrap());
+    store.request_unsaved_scan(id).await.unwrap();
+    assert!(store.unsaved_scan_requested(id).await.unwrap());
+    store.put_unsaved_report(id, "{}").await.unwrap();
+    assert!(!store.unsaved_scan_requested(id).await.unwrap());
+}
+
+on_every_backend!(
+    the_last_report_is_kept_and_a_hold_marked_once_per_digest,
+    a_scan_request_is_pending_until_a_report_comes
+);
