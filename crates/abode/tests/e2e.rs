@@ -55,6 +55,7 @@ mod e2e_sessions;
 mod e2e_ssh;
 mod e2e_terminal;
 mod e2e_tls;
+mod e2e_unsaved;
 mod e2e_upgrade;
 mod e2e_web;
 mod plan_check;

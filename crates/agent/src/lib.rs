@@ -71,11 +71,14 @@ pub mod git_auth;
 mod pty;
 mod ssh;
 mod tunnel;
+mod unsaved;
 pub mod wsdial;
 
 const FIRST_RETRY: Duration = Duration::from_millis(250);
 const MAX_RETRY: Duration = Duration::from_secs(5);
 const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(5);
+/// How often the home is scanned for unsaved work when the server does not say.
+const DEFAULT_UNSAVED_SCAN: Duration = Duration::from_secs(5 * 60);
 
 /// How the agent runs (`abode agent`'s flags).
 #[derive(Debug, Clone)]
@@ -131,6 +134,7 @@ pub fn run(options: Options) -> Result<(), AgentError> {
     let agent = Agent {
         client,
         stop,
+        scan_unsaved: AtomicBool::new(false),
         token,
         url: options.url,
         log_dir: options.log_dir.unwrap_or_else(std::env::temp_dir),
@@ -147,6 +151,8 @@ fn log(message: &str) {
 struct Agent {
     client: Client,
     stop: Arc<AtomicBool>,
+    /// A heartbeat's answer asked for a fresh report of unsaved work.
+    scan_unsaved: AtomicBool,
     url: String,
     token: String,
     log_dir: PathBuf,
@@ -255,6 +261,7 @@ impl Agent {
         }
         std::thread::scope(|scope| {
             scope.spawn(|| self.heartbeats(interval, &me));
+            scope.spawn(|| self.report_unsaved(&me));
             if !me.apps.is_empty() {
                 scope.spawn(|| self.check_apps(&me));
             }
@@ -331,6 +338,9 @@ impl Agent {
         while self.pause(interval) {
             let answer = self.client.agent_heartbeat();
             if let Ok(now) = &answer {
+                if now.scan_unsaved {
+                    self.scan_unsaved.store(true, Ordering::SeqCst);
+                }
                 if !now.owner.is_empty() && now.owner != owner {
                     owner = now.owner.clone();
                     log(&format!("the workspace was claimed by {owner}"));
@@ -351,6 +361,54 @@ impl Agent {
                     failing = true;
                 }
                 Err(_) => {}
+            }
+        }
+    }
+
+    /// Scans the home for unsaved work (`unsaved.rs`) once now and then at
+    /// the server's interval, or at once when a heartbeat's answer asks for
+    /// it, until the agent is stopped, and sends each report: the server
+    /// holds a delete that would lose what it lists.
+    fn report_unsaved(&self, me: &AgentMe) {
+        let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+            log("HOME is not set: no unsaved work is reported");
+            return;
+        };
+        let interval = me
+            .unsaved_scan_interval_seconds
+            .filter(|seconds| *seconds > 0)
+            .map_or(DEFAULT_UNSAVED_SCAN, Duration::from_secs);
+        let mut failing = false;
+        loop {
+            let report = crate::unsaved::scan(&home, crate::unsaved::Limits::default());
+            match self.client.agent_unsaved(&report) {
+                Ok(()) if failing => {
+                    log("reports of unsaved work go through again");
+                    failing = false;
+                }
+                Ok(()) => {}
+                Err(err) if !failing => {
+                    log(&format!(
+                        "the report of unsaved work was not sent, will scan and send again: {}",
+                        describe(&err)
+                    ));
+                    failing = true;
+                }
+                Err(_) => {}
+            }
+            // The next scan: at the interval, or at once when asked for.
+            let next = Instant::now() + interval;
+            while !self.scan_unsaved.swap(false, Ordering::SeqCst) {
+                let left = next.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                if !self.pause(left.min(Duration::from_millis(200))) {
+                    return;
+                }
+            }
+            if self.stopped() {
+                return;
             }
         }
     }
@@ -696,6 +754,7 @@ mod tests {
             owner: "alice".into(),
             agent: agent.into(),
             heartbeat_interval_seconds: None,
+            unsaved_scan_interval_seconds: None,
             startup_script: None,
             claim_script: None,
             dir: None,

@@ -55,6 +55,8 @@ pub struct ServerOptions {
     pub agent_connect_timeout: Duration,
     pub agent_heartbeat_timeout: Duration,
     pub agent_heartbeat_interval: Duration,
+    /// How often agents scan their home for unsaved work.
+    pub unsaved_scan_interval: Duration,
     pub cancel_grace: Duration,
     pub confirmation_timeout: Duration,
     /// `postgres://...` to keep the data in PostgreSQL; default: SQLite in
@@ -144,6 +146,7 @@ impl ServerOptions {
             agent_connect_timeout: Duration::from_secs(30),
             agent_heartbeat_timeout: Duration::from_secs(15),
             agent_heartbeat_interval: Duration::from_secs(5),
+            unsaved_scan_interval: Duration::from_secs(5 * 60),
             cancel_grace: Duration::from_secs(30),
             confirmation_timeout: Duration::from_secs(24 * 60 * 60),
             database_url: None,
@@ -721,6 +724,7 @@ fn control_config(
         heartbeat: options.agent_heartbeat_timeout,
     };
     config.agent_heartbeat_interval = options.agent_heartbeat_interval;
+    config.unsaved_scan_interval = options.unsaved_scan_interval;
     config.cancel_grace = options.cancel_grace;
     config.confirmation_timeout = options.confirmation_timeout;
     config.identity.session_idle_timeout = options.session_idle_timeout;

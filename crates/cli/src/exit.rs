@@ -15,6 +15,9 @@ pub const BLOCKED: u8 = 4;
 /// The build was refused before apply because its plan would take the
 /// owner past their budget (`--quota-enforce`).
 pub const QUOTA: u8 = 5;
+/// A delete was held: the workspace's last report shows unsaved work that
+/// the command neither discarded nor confirmed by its digest.
+pub const UNSAVED_WORK: u8 = 6;
 /// Standard output's reader went away (`abode list | head -1`): what a
 /// shell reports for a command `SIGPIPE` ended (128 + 13).
 pub const CLOSED_PIPE: u8 = 141;

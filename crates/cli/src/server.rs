@@ -104,6 +104,10 @@ pub struct ServerArgs {
     /// Seconds between agent heartbeats (told to agents).
     #[arg(long, env = "ABODE_AGENT_HEARTBEAT_INTERVAL", default_value_t = 5)]
     agent_heartbeat_interval: u64,
+    /// Seconds between an agent's scans of its home for unsaved work (told
+    /// to agents; each also scans once at start).
+    #[arg(long, env = "ABODE_UNSAVED_SCAN_INTERVAL", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    unsaved_scan_interval: u64,
     /// Seconds a build this server runs stays its own without a renewal (it
     /// renews four times as often); past it, another server on the same
     /// database fails the build as its server's.
@@ -593,6 +597,7 @@ fn server_options(args: ServerArgs) -> anyhow::Result<Result<ServerOptions, Exit
     options.agent_connect_timeout = Duration::from_secs(args.agent_connect_timeout);
     options.agent_heartbeat_timeout = Duration::from_secs(args.agent_heartbeat_timeout);
     options.agent_heartbeat_interval = Duration::from_secs(args.agent_heartbeat_interval);
+    options.unsaved_scan_interval = Duration::from_secs(args.unsaved_scan_interval);
     options.cancel_grace = Duration::from_secs(args.terraform.cancel_grace);
     options.job_lease = Duration::from_secs(args.job_lease);
     options.min_free_disk = args.min_free_disk;

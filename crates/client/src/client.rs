@@ -28,6 +28,18 @@ const MAX_PAGE: usize = 200;
 const READ_TIMEOUT: Duration = Duration::from_secs(600);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// What a delete says of the unsaved work the workspace's last report
+/// shows (docs/cli.md, `abode delete`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UnsavedConsent {
+    /// Nothing: a delete that would lose unsaved work is held.
+    None,
+    /// Delete whatever the report shows (`--discard-unsaved`).
+    Discard,
+    /// Delete if the report still has this digest (`--confirm-unsaved`).
+    Confirm(String),
+}
+
 /// A connection to one Abode server, optionally authenticated with a bearer token.
 #[derive(Clone)]
 pub struct Client {
@@ -906,6 +918,13 @@ impl Client {
         self.finish("GET workspace", self.request("GET", &path).call())
     }
 
+    /// Asks the workspace's agent for a fresh report of unsaved work.
+    pub fn request_unsaved_scan(&self, workspace: &str) -> Result<(), ClientError> {
+        let path = format!("/workspaces/{}/unsaved/scan", workspace_segment(workspace));
+        self.check(self.request("POST", &path).send_json(requests::Empty {}))
+            .map(drop)
+    }
+
     /// Queues a build of the workspace; `parameters` (a start only) are new
     /// values of its mutable parameters.
     pub fn transition_workspace(
@@ -926,18 +945,30 @@ impl Client {
     /// Queues a delete of the workspace; `retain`: `all` (every protected
     /// resource is retained) or `none` (nothing is), else as the
     /// template's rules say.
+    ///
+    /// A workspace whose last report shows unsaved work is held (error
+    /// code `unsaved_work`) unless `unsaved` discards it or names the
+    /// report's digest.
     pub fn delete_workspace(
         &self,
         workspace: &str,
         retain: Option<&str>,
+        unsaved: &UnsavedConsent,
     ) -> Result<Build, ClientError> {
-        self.post_build(
-            workspace,
-            Transition::Delete,
-            VersionChoice::Current,
-            &BTreeMap::new(),
-            retain,
-        )
+        let body = requests::NewBuild {
+            transition: Transition::Delete.as_str().to_string(),
+            retain: retain.map(str::to_string),
+            discard_unsaved: matches!(unsaved, UnsavedConsent::Discard),
+            confirm_unsaved: match unsaved {
+                UnsavedConsent::Confirm(digest) => Some(digest.clone()),
+                _ => None,
+            },
+            ..requests::NewBuild::default()
+        };
+        let path = format!("/workspaces/{}/builds", workspace_segment(workspace));
+        let body: BuildAnswer =
+            self.finish("POST builds", self.request("POST", &path).send_json(body))?;
+        Ok(body.build)
     }
 
     /// Queues a start of the workspace on its template's active version;
@@ -995,6 +1026,7 @@ impl Client {
             update: update.then_some(true),
             parameters: string_values(parameters),
             retain: retain.map(str::to_string),
+            ..requests::NewBuild::default()
         };
         let path = format!("/workspaces/{}/builds", workspace_segment(workspace));
         let body: BuildAnswer =
@@ -1363,6 +1395,12 @@ impl Client {
             health,
         };
         self.check(self.request("POST", "/agent/apps/health").send_json(body))
+            .map(drop)
+    }
+
+    /// Agent: what its scan of the home found (unsaved work).
+    pub fn agent_unsaved(&self, report: &requests::AgentUnsaved) -> Result<(), ClientError> {
+        self.check(self.request("POST", "/agent/unsaved").send_json(report))
             .map(drop)
     }
 

@@ -20,5 +20,5 @@ pub mod config;
 pub mod connect;
 mod error;
 
-pub use client::{workspace_segment, Client};
+pub use client::{workspace_segment, Client, UnsavedConsent};
 pub use error::{ArchiveError, ClientError, ConfigError};

@@ -128,6 +128,25 @@ impl Agents {
         Ok(())
     }
 
+    /// What `agent`'s scan of the workspace's home found: kept as the
+    /// workspace's last report of unsaved work.
+    pub async fn agent_unsaved(
+        &self,
+        agent: &Agent,
+        report: abode_sdk::requests::AgentUnsaved,
+    ) -> Result<(), ControlError> {
+        crate::unsaved::record(&self.store, &agent.workspace_id, report).await
+    }
+
+    /// Whether someone asked for a fresh report of unsaved work that has
+    /// not come yet (the heartbeat's answer tells the agent).
+    pub async fn unsaved_scan_requested(&self, agent: &Agent) -> Result<bool, ControlError> {
+        Ok(self
+            .store
+            .unsaved_scan_requested(&agent.workspace_id)
+            .await?)
+    }
+
     pub async fn agent_workspace(&self, agent: &Agent) -> Result<Workspace, ControlError> {
         Ok(self.store.workspace_by_id(&agent.workspace_id).await?)
     }

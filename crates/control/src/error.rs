@@ -33,6 +33,10 @@ pub enum ControlError {
     /// where to link it.
     #[error("{0}")]
     ExternalAuthRequired(String),
+    /// A delete held because the workspace's last report shows unsaved
+    /// work the request did not discard or confirm (issue 47).
+    #[error("{0}")]
+    UnsavedWork(String),
     /// Too many failed logins for a username or client address: refused
     /// without checking the password until the window ends.
     #[error("{message}")]
@@ -65,6 +69,7 @@ impl ControlError {
             ControlError::InvalidTemplate(_) => "invalid_template",
             ControlError::QuotaExceeded(_) => "quota_exceeded",
             ControlError::ExternalAuthRequired(_) => "external_auth_required",
+            ControlError::UnsavedWork(_) => "unsaved_work",
             ControlError::Throttled { .. } => "too_many_requests",
             ControlError::Busy { .. } => "unavailable",
             ControlError::Internal(_) => "internal",

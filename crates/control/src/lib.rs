@@ -61,7 +61,7 @@
 //! backend, leases, recovery, free disk, server identity) is `abode-host`,
 //! which takes these services, never `Control`. A helper two modules need
 //! lives in a module of its own (`quota_text.rs`, `retention.rs`,
-//! `holders.rs`, `times.rs`, `cancel_switches.rs`); no module names another
+//! `holders.rs`, `times.rs`, `cancel_switches.rs`, `unsaved.rs`); no module names another
 //! round and back (house.rs). Each module's own `//!` says what it does.
 //!
 //! # A build, from requested to applied
@@ -186,6 +186,7 @@ pub mod state;
 pub mod tags;
 mod templates;
 pub mod times;
+pub mod unsaved;
 pub mod workspace_builds;
 mod workspaces;
 
@@ -225,6 +226,7 @@ pub use provisioner_keys::{ProvisionerKey, ProvisionerKeys};
 pub use scheduler::{Scheduler, SchedulerConfig};
 pub use secrets::token_hash;
 pub use templates::{PermissionSubject, PushOptions, Templates, TemplatesConfig, VersionLint};
+pub use unsaved::UnsavedConsent;
 pub use workspace_status::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
 pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, Workspaces, ACTIVITY_THROTTLE};
 
@@ -260,6 +262,9 @@ pub struct Config {
     pub tls_served: bool,
     pub agent_timeouts: AgentTimeouts,
     pub agent_heartbeat_interval: Duration,
+    /// How often agents scan their home for unsaved work (told to agents;
+    /// `--unsaved-scan-interval`).
+    pub unsaved_scan_interval: Duration,
     /// How long a canceled Terraform gets after SIGINT before it is killed.
     pub cancel_grace: Duration,
     /// How long a build held by the guard waits for a confirmation.
@@ -338,6 +343,7 @@ impl Config {
                 heartbeat: Duration::from_secs(15),
             },
             agent_heartbeat_interval: Duration::from_secs(5),
+            unsaved_scan_interval: Duration::from_secs(5 * 60),
             cancel_grace: Duration::from_secs(30),
             confirmation_timeout: Duration::from_secs(24 * 60 * 60),
             terraform_env: abode_terraform::run::PassedEnv::default().from_process(),
@@ -495,6 +501,7 @@ impl Control {
             identity: identity.clone(),
             builds: builds.clone(),
             notifications: notifications.clone(),
+            audit: audit::Audit::new(store.clone()),
         });
         let workspaces = Workspaces::new(workspaces::WorkspacesParts {
             store: store.clone(),

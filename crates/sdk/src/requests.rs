@@ -173,6 +173,16 @@ pub struct AgentAppHealth {
     pub health: abode_contract::apps::AppHealth,
 }
 
+/// `POST /agent/unsaved`: what the agent's scan of the home found.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentUnsaved {
+    pub repositories_scanned: u64,
+    #[serde(default)]
+    pub truncated: bool,
+    pub repositories: Vec<crate::wire::UnsavedRepository>,
+}
+
 /// `POST /agent/external-auth/token`: the owner's token of a provider, by
 /// its id or by a Git URL it serves (exactly one of the two).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -307,6 +317,13 @@ pub struct NewBuild {
     pub parameters: BTreeMap<String, Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retain: Option<String>,
+    /// A delete goes ahead although the last report shows unsaved work.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub discard_unsaved: bool,
+    /// A delete goes ahead if the last report of unsaved work still has
+    /// this digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm_unsaved: Option<String>,
 }
 
 /// `POST /templates/{name}/versions/{n}/previews`: the workspaces to

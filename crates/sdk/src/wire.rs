@@ -606,6 +606,10 @@ pub struct AgentMe {
     pub agent: String,
     #[serde(default)]
     pub heartbeat_interval_seconds: Option<u64>,
+    /// How often the agent scans the home for unsaved work (and once at
+    /// start); none: its own default.
+    #[serde(default)]
+    pub unsaved_scan_interval_seconds: Option<u64>,
     /// The `abode_agent`'s `startup_script` (run with `sh -c`), `dir` and `env`.
     #[serde(default)]
     pub startup_script: Option<String>,
@@ -636,6 +640,9 @@ pub struct AgentHeartbeat {
     pub workspace: String,
     #[serde(default)]
     pub owner: String,
+    /// Someone asked for a fresh report of unsaved work: scan now.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub scan_unsaved: bool,
 }
 
 /// A resource address a workspace keeps protected across template versions.
@@ -895,6 +902,60 @@ pub struct WorkspaceAnswer<Report = serde_json::Value, Parameters = BTreeMap<Str
     /// The workspace's apps (`abode_app`), by agent and slug.
     #[serde(default)]
     pub apps: Vec<App>,
+    /// The last report of unsaved work its agent sent, if one ever came.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsaved: Option<UnsavedReport>,
+}
+
+/// What kind of unsaved work a repository holds (docs/api.md, "Unsaved
+/// work").
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum UnsavedKind {
+    /// Changes to tracked files, staged or not.
+    Uncommitted,
+    /// Files Git does not track and does not ignore.
+    Untracked,
+    /// Commits on a branch that no remote-tracking branch has.
+    Unpushed,
+    /// Stashed changes.
+    Stashed,
+}
+
+impl UnsavedKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnsavedKind::Uncommitted => "uncommitted",
+            UnsavedKind::Untracked => "untracked",
+            UnsavedKind::Unpushed => "unpushed",
+            UnsavedKind::Stashed => "stashed",
+        }
+    }
+}
+
+/// A Git repository with unsaved work, by its path relative to the
+/// workspace's home (bytes that are not UTF-8 are shown as `\xNN`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UnsavedRepository {
+    pub path: String,
+    pub kinds: Vec<UnsavedKind>,
+}
+
+/// The last report of unsaved work a workspace's agent sent: when it was
+/// received, its age, its digest (what `--confirm-unsaved` names) and the
+/// repositories with unsaved work.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UnsavedReport {
+    pub made_at: String,
+    pub age_seconds: u64,
+    pub digest: String,
+    /// How many repositories the scan looked at (clean ones included).
+    pub repositories_scanned: u64,
+    /// The scan stopped at one of its bounds (depth, time, count): there
+    /// may be more.
+    #[serde(default)]
+    pub truncated: bool,
+    pub repositories: Vec<UnsavedRepository>,
 }
 
 /// A port of a workspace shared without a template change (`abode

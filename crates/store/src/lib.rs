@@ -45,7 +45,8 @@
 //! server holds each claimed job), `state_locks.rs` (the fence of each
 //! workspace's state), `server_instances.rs` (which process runs as each server
 //! id), `scheduler_tick.rs` (the scheduler's snapshot and what a tick records),
-//! `schedule_settings.rs`, `host_keys.rs` (each workspace's SSH host key seed,
+//! `schedule_settings.rs`, `unsaved.rs` (each workspace's last report of
+//! unsaved work, kept past a stop), `host_keys.rs` (each workspace's SSH host key seed,
 //! created once, its own getter), `external_auth.rs` (linked accounts, their
 //! tokens sealed), `oidc.rs` (links to a provider's issuer and subject, pending
 //! sign-ins and codes, taken once), `retained.rs` (retained resources: records written
@@ -157,6 +158,7 @@ mod state_locks;
 mod stored;
 mod templates;
 mod tokens;
+mod unsaved;
 mod users;
 mod workspace_uids;
 mod workspaces;
@@ -207,6 +209,7 @@ pub use scheduler_tick::{TickRow, TickSnapshot};
 pub use server_instances::ServerInstance;
 pub use state_locks::{FencedWrite, StateFence, StateLock};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
+pub use unsaved::UnsavedReportRow;
 
 /// A typed value stored as its name: the contract's `stored_as_text!`.
 #[doc(hidden)]
@@ -849,6 +852,23 @@ storage_interface! {
     /// `false` when the port was not shared.
     fn delete_port_share(&self, workspace_id: &str, agent_name: &str, port: u16) -> bool;
     fn port_shares(&self, workspace_id: &str) -> Vec<PortShare>;
+}
+
+// ---- unsaved work (unsaved.rs) ----
+
+storage_interface! {
+    /// Replaces the workspace's last report of unsaved work, made now.
+    fn put_unsaved_report(&self, workspace_id: &str, report: &str) -> ();
+    /// The workspace's last report of unsaved work, if one ever came.
+    fn unsaved_report(&self, workspace_id: &str) -> Option<UnsavedReportRow>;
+    /// Records that an automatic delete was held for the report of
+    /// `digest`: true the first time for that digest (tell and audit it),
+    /// false when it was already held for it.
+    fn mark_unsaved_hold(&self, workspace_id: &str, digest: &str) -> bool;
+    /// A person asks for a fresh report (now).
+    fn request_unsaved_scan(&self, workspace_id: &str) -> ();
+    /// Whether a fresh report was asked for and none came since.
+    fn unsaved_scan_requested(&self, workspace_id: &str) -> bool;
 }
 
 // ---- workspace uids (workspace_uids.rs) ----

@@ -39,6 +39,9 @@ pub enum NotificationKind {
     PresetQuotaLimited,
     /// The prebuilds budget no longer holds a preset's pool back.
     PresetQuotaRecovered,
+    /// The scheduler held a workspace's automatic delete: its last report
+    /// shows unsaved work.
+    DeleteHeldUnsaved,
 }
 
 /// A notification kind none of [`NotificationKind`] names.
@@ -61,6 +64,7 @@ crate::named!(NotificationKind, UnknownNotificationKind, {
     RetainedExpired => "retained_expired",
     PresetQuotaLimited => "preset_quota_limited",
     PresetQuotaRecovered => "preset_quota_recovered",
+    DeleteHeldUnsaved => "delete_held_unsaved",
 });
 
 /// Where a notification goes.

@@ -45,6 +45,7 @@ use crate::server_instances::*;
 use crate::state_locks::*;
 use crate::templates::*;
 use crate::tokens::*;
+use crate::unsaved::*;
 use crate::users::*;
 use crate::workspace_uids::*;
 use crate::workspaces::*;
@@ -159,6 +160,7 @@ impl SqliteBackend {
     app_token_queries!();
     port_share_queries!();
     workspace_uid_queries!();
+    unsaved_queries!();
     external_auth_queries!();
     host_key_queries!();
     oidc_queries!();

@@ -131,7 +131,9 @@ pub(crate) fn status_of(error: &ControlError) -> StatusCode {
         | ControlError::QuotaExceeded(_)
         | ControlError::ExternalAuthRequired(_) => StatusCode::FORBIDDEN,
         ControlError::NotFound(_) => StatusCode::NOT_FOUND,
-        ControlError::Conflict(_) | ControlError::AlreadyJudged(_) => StatusCode::CONFLICT,
+        ControlError::Conflict(_)
+        | ControlError::AlreadyJudged(_)
+        | ControlError::UnsavedWork(_) => StatusCode::CONFLICT,
         ControlError::InvalidTemplate(_) => StatusCode::UNPROCESSABLE_ENTITY,
         ControlError::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
         ControlError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,

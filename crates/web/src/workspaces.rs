@@ -348,6 +348,10 @@ pub(crate) async fn render(
         .workspace_app_views(&view.workspace)
         .await
         .unwrap_or_default();
+    let unsaved = match control.workspaces().unsaved(&view.workspace).await {
+        Ok(report) => report,
+        Err(error) => return html::control_error(error),
+    };
     let workspace = &view.workspace;
     let url = workspace_url(&workspace.owner_name, &workspace.name);
     let parameters = &workspace.parameters;
@@ -437,11 +441,19 @@ pub(crate) async fn render(
                     label for="confirm-name" { "Type " span class="mono" { (workspace.name) } " to delete" }
                     input id="confirm-name" name="confirm_name" type="text" autocomplete="off" required;
                     " "
+                    @if let Some(report) = unsaved.as_ref().filter(|report| !report.repositories.is_empty()) {
+                        label {
+                            input type="checkbox" name="confirm_unsaved" value=(report.digest);
+                            " Delete the unsaved work listed below (this report only)"
+                        }
+                        " "
+                    }
                     button class="danger" type="submit" { "Delete" }
                 }
             }
         }
         (crate::apps::section(&apps, &url))
+        (unsaved_section(unsaved.as_ref()))
         h2 { "Parameters" }
         @if parameters.is_empty() {
             p class="muted" { "None." }
@@ -528,6 +540,47 @@ fn offered_actions(
 pub(crate) struct ActionForm {
     #[serde(default)]
     confirm_name: Option<String>,
+    /// The digest of the unsaved work report a delete confirms.
+    #[serde(default)]
+    confirm_unsaved: Option<String>,
+}
+
+/// The workspace's last report of unsaved work: each repository and what is
+/// unsaved there, and the report's age (a delete that would lose it is
+/// held).
+fn unsaved_section(report: Option<&abode_sdk::UnsavedReport>) -> Markup {
+    html! {
+        h2 { "Unsaved work" }
+        @match report {
+            None => { p class="muted" { "Not reported yet." } }
+            Some(report) => {
+                p class="muted" {
+                    "Reported " (abode_control::unsaved::age_text(report.age_seconds)) " ago ("
+                    (report.made_at) "), " (report.repositories_scanned) " repositories looked at"
+                    @if report.truncated { "; the scan stopped at its bounds, there may be more" }
+                    ". Digest " span class="mono" { (report.digest) } "."
+                }
+                @if report.repositories.is_empty() {
+                    p { "None: a delete goes ahead." }
+                } @else {
+                    p class="notice" role="status" {
+                        "A delete is held until this work is saved, or confirmed to be discarded."
+                    }
+                    table {
+                        thead { tr { th scope="col" { "Repository" } th scope="col" { "Unsaved" } } }
+                        tbody {
+                            @for repository in &report.repositories {
+                                tr {
+                                    td class="mono" { "~/" (repository.path) }
+                                    td { (abode_control::unsaved::kinds_text(&repository.kinds)) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Start, stop, update or delete: a build requested through the door, as
@@ -569,6 +622,14 @@ pub(crate) async fn act(
         version,
         parameters: BTreeMap::new(),
         retention: None,
+        // The page shows the unsaved work and offers its report's digest
+        // to confirm; a report that changed since holds the delete.
+        unsaved: match form.confirm_unsaved {
+            Some(digest) if transition == Transition::Delete => {
+                abode_control::UnsavedConsent::Confirm(digest)
+            }
+            _ => abode_control::UnsavedConsent::None,
+        },
     };
     match state
         .control

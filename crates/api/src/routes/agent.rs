@@ -19,6 +19,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/agent/heartbeat", post(agent_heartbeat))
         .route("/agent/me", get(agent_me))
         .route("/agent/apps/health", post(agent_app_health))
+        .route("/agent/unsaved", post(agent_unsaved))
         .route(
             "/agent/external-auth/token",
             post(agent_external_auth_token),
@@ -95,6 +96,17 @@ async fn agent_app_health(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// The agent's scan of the home for unsaved work (docs/api.md).
+async fn agent_unsaved(
+    State(state): State<AppState>,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: abode_sdk::requests::AgentUnsaved = parse_json(body)?;
+    state.control.agents().agent_unsaved(&agent, body).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
 async fn agent_lifecycle(
     State(state): State<AppState>,
     AuthenticatedAgent(agent): AuthenticatedAgent,
@@ -114,11 +126,17 @@ async fn agent_heartbeat(
     AuthenticatedAgent(agent): AuthenticatedAgent,
 ) -> ApiResult {
     let workspace = state.control.agents().agent_heartbeat(&agent).await?;
+    let scan_unsaved = state
+        .control
+        .agents()
+        .unsaved_scan_requested(&agent)
+        .await?;
     ok(
         StatusCode::OK,
         abode_sdk::AgentHeartbeat {
             workspace: workspace.name,
             owner: workspace.owner_name,
+            scan_unsaved,
         },
     )
 }
@@ -156,6 +174,14 @@ async fn agent_me(
             owner: workspace.owner_name,
             agent: agent.name,
             heartbeat_interval_seconds: Some(interval),
+            unsaved_scan_interval_seconds: Some(
+                state
+                    .control
+                    .config()
+                    .unsaved_scan_interval
+                    .as_secs()
+                    .max(1),
+            ),
             startup_script: agent.startup_script,
             claim_script,
             dir: agent.dir,

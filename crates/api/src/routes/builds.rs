@@ -77,11 +77,29 @@ async fn create_build(
     if retention.is_some() && transition != abode_store::Transition::Delete {
         return Err(ApiError::bad_request("retain applies only to a delete"));
     }
+    let unsaved = match (body.discard_unsaved, body.confirm_unsaved) {
+        (false, None) => abode_control::UnsavedConsent::None,
+        (true, None) => abode_control::UnsavedConsent::Discard,
+        (false, Some(digest)) => abode_control::UnsavedConsent::Confirm(digest),
+        (true, Some(_)) => {
+            return Err(ApiError::bad_request(
+                "give `discard_unsaved` or `confirm_unsaved`, not both",
+            ))
+        }
+    };
+    if unsaved != abode_control::UnsavedConsent::None
+        && transition != abode_store::Transition::Delete
+    {
+        return Err(ApiError::bad_request(
+            "discard_unsaved and confirm_unsaved apply only to a delete",
+        ));
+    }
     let request = BuildRequest {
         transition,
         version: VersionChoice::from_wire(body.template_version, body.update.unwrap_or(false)),
         parameters: body.parameters,
         retention,
+        unsaved,
     };
     let build = state
         .control

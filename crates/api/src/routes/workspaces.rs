@@ -23,6 +23,10 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/templates/:name/estimate", post(estimate_create))
         .route("/workspaces/:workspace", get(get_workspace))
         .route("/workspaces/:workspace/orphan", post(orphan_workspace))
+        .route(
+            "/workspaces/:workspace/unsaved/scan",
+            post(request_unsaved_scan),
+        )
         .route("/workspaces/:workspace/rename", post(rename_workspace))
         .route("/workspaces/:workspace/restart", post(restart_workspace))
         .route("/workspaces/:workspace/move", post(move_workspace))
@@ -128,6 +132,20 @@ async fn list_workspaces(
     page_answer("workspaces", workspaces, page.next)
 }
 
+/// Asks the workspace's agent for a fresh report of unsaved work.
+async fn request_unsaved_scan(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+) -> ApiResult {
+    state
+        .control
+        .workspaces()
+        .request_unsaved_scan(&caller, &workspace)
+        .await?;
+    Ok(StatusCode::ACCEPTED.into_response())
+}
+
 async fn get_workspace(
     State(state): State<AppState>,
     Authenticated(caller): Authenticated,
@@ -142,11 +160,13 @@ async fn get_workspace(
         .iter()
         .map(crate::views::app_view)
         .collect();
+    let unsaved = state.control.workspaces().unsaved(&view.workspace).await?;
     ok(
         StatusCode::OK,
         abode_sdk::WorkspaceAnswer {
             workspace: workspace_view(&view),
             apps,
+            unsaved,
         },
     )
 }

@@ -80,6 +80,14 @@ pub struct DeleteArgs {
     /// retain (owners only; audited).
     #[arg(long)]
     pub no_retain: bool,
+    /// Delete although the workspace's last report shows unsaved work
+    /// (audited).
+    #[arg(long, conflicts_with_all = ["confirm_unsaved", "orphan"])]
+    pub discard_unsaved: bool,
+    /// Delete if the workspace's last report of unsaved work still has this
+    /// digest (printed by a held delete and `abode show`; audited).
+    #[arg(long, value_name = "DIGEST", conflicts_with = "orphan")]
+    pub confirm_unsaved: Option<String>,
 }
 
 impl DeleteArgs {
@@ -180,6 +188,11 @@ pub struct ListArgs {
 pub struct ShowArgs {
     /// The workspace (`name`, or `owner/name` for another user's).
     pub workspace: String,
+    /// Ask the agent for a fresh report of unsaved work first, and wait for
+    /// it (up to 30 seconds; a workspace without a running agent keeps its
+    /// last report).
+    #[arg(long)]
+    pub scan_unsaved: bool,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -328,26 +341,90 @@ fn estimate_line(workspace: &str, estimate: &abode_sdk::CreateEstimate) -> Strin
     line
 }
 
-/// What `abode start|stop|delete|update` asks of a workspace: a build's
-/// transition, or a start on the template's active version.
+/// What `abode start|stop|update` asks of a workspace: a build's
+/// transition, or a start on the template's active version (`abode delete`
+/// is [`delete`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
     Start,
     Stop,
-    Delete,
     Update,
 }
 
-/// `abode delete WS [--retain | --no-retain]`.
+/// `abode delete WS [--retain | --no-retain] [--discard-unsaved |
+/// --confirm-unsaved DIGEST]`. A delete the workspace's unsaved work holds
+/// prints the report and exits 6.
 pub fn delete(args: DeleteArgs) -> anyhow::Result<u8> {
-    let Some(retention) = args.retention() else {
-        return transition(args.build, Action::Delete, &[]);
-    };
     let client = session_client()?;
-    let build = client
-        .delete_workspace(&args.build.workspace, Some(retention))
-        .with_context(|| format!("workspace {:?} was not deleted", args.build.workspace))?;
-    follow_build(&client, &args.build.workspace, &build)
+    let consent = match (&args.confirm_unsaved, args.discard_unsaved) {
+        (Some(digest), _) => abode_client::UnsavedConsent::Confirm(digest.trim().to_string()),
+        (None, true) => abode_client::UnsavedConsent::Discard,
+        (None, false) => abode_client::UnsavedConsent::None,
+    };
+    let workspace = &args.build.workspace;
+    let build = match client.delete_workspace(workspace, args.retention(), &consent) {
+        Ok(build) => build,
+        Err(abode_client::ClientError::Api { code, message, .. }) if code == "unsaved_work" => {
+            eprintln!(
+                "error: workspace {} was not deleted: {}",
+                visible(&format!("{workspace:?}")),
+                visible(&message)
+            );
+            // The whole list, which the one-line error may have cut.
+            if let Ok(answer) = client.workspace_with_apps(workspace) {
+                if let Some(report) = &answer.unsaved {
+                    eprint!("{}", unsaved_text(report));
+                }
+            }
+            return Ok(crate::exit::UNSAVED_WORK);
+        }
+        Err(error) => {
+            return Err(anyhow::Error::new(error)
+                .context(format!("workspace {workspace:?} was not deleted")))
+        }
+    };
+    follow_build(&client, workspace, &build)
+}
+
+/// A report of unsaved work for people: its age and digest, then a line
+/// per repository.
+pub(crate) fn unsaved_text(report: &abode_sdk::UnsavedReport) -> String {
+    let mut text = format!(
+        "Unsaved work: {} repositor{} (reported {} ago, at {}; digest {}){}\n",
+        report.repositories.len(),
+        if report.repositories.len() == 1 {
+            "y"
+        } else {
+            "ies"
+        },
+        age_text(report.age_seconds),
+        visible(&report.made_at),
+        visible(&report.digest),
+        if report.truncated {
+            "; the scan stopped at its bounds, there may be more"
+        } else {
+            ""
+        },
+    );
+    for repository in &report.repositories {
+        let kinds: Vec<&str> = repository.kinds.iter().map(|kind| kind.as_str()).collect();
+        text.push_str(&format!(
+            "  ~/{}: {}\n",
+            visible(&repository.path),
+            kinds.join(", ")
+        ));
+    }
+    text
+}
+
+/// An age for people: `42s`, `5m`, `3h`, `2d`.
+fn age_text(seconds: u64) -> String {
+    match seconds {
+        0..=119 => format!("{seconds}s"),
+        120..=7199 => format!("{}m", seconds / 60),
+        7200..=172_799 => format!("{}h", seconds / 3600),
+        _ => format!("{}d", seconds / 86_400),
+    }
 }
 
 pub fn transition(
@@ -359,7 +436,6 @@ pub fn transition(
     let verb = match action {
         Action::Start => "started",
         Action::Stop => "stopped",
-        Action::Delete => "deleted",
         Action::Update => "updated",
     };
     let parameters: std::collections::BTreeMap<String, String> =
@@ -369,9 +445,6 @@ pub fn transition(
             client.transition_workspace(&args.workspace, Transition::Start, &parameters)
         }
         Action::Stop => client.transition_workspace(&args.workspace, Transition::Stop, &parameters),
-        Action::Delete => {
-            client.transition_workspace(&args.workspace, Transition::Delete, &parameters)
-        }
         Action::Update => client.update_workspace(&args.workspace, &parameters),
     }
     .with_context(|| format!("workspace {:?} was not {verb}", args.workspace))?;
@@ -495,22 +568,62 @@ pub fn list(args: ListArgs) -> anyhow::Result<u8> {
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
-    let answer = session_client()?.workspace_with_apps(&args.workspace)?;
+    let client = session_client()?;
+    let answer = if args.scan_unsaved {
+        fresh_unsaved_report(&client, &args.workspace)?
+    } else {
+        client.workspace_with_apps(&args.workspace)?
+    };
     match args.output.output {
         OutputFormat::Json => {
             // The workspace's fields, and its apps beside them.
             let mut shown = serde_json::to_value(&answer.workspace)?;
             if let Some(fields) = shown.as_object_mut() {
                 fields.insert("apps".into(), serde_json::to_value(&answer.apps)?);
+                fields.insert("unsaved".into(), serde_json::to_value(&answer.unsaved)?);
             }
             output::print_json(&shown)?
         }
         OutputFormat::Text => {
             print!("{}", describe(&answer.workspace));
             print!("{}", describe_apps(&answer.apps));
+            match &answer.unsaved {
+                Some(report) => print!("{}", unsaved_text(report)),
+                None => println!("Unsaved work: not reported yet"),
+            }
         }
     }
     Ok(EXIT_OK)
+}
+
+/// `abode show --scan-unsaved`: asks for a fresh report, then reads the
+/// workspace until a report newer than the one before came (30 s at most:
+/// then it says so and shows the last one).
+fn fresh_unsaved_report(
+    client: &abode_client::Client,
+    workspace: &str,
+) -> anyhow::Result<abode_sdk::WorkspaceAnswer> {
+    let before = client.workspace_with_apps(workspace)?;
+    let made_before = before.unsaved.as_ref().map(|report| report.made_at.clone());
+    client
+        .request_unsaved_scan(workspace)
+        .with_context(|| format!("no fresh report of unsaved work was asked for {workspace:?}"))?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let answer = client.workspace_with_apps(workspace)?;
+        let made = answer.unsaved.as_ref().map(|report| report.made_at.clone());
+        if made.is_some() && made != made_before {
+            return Ok(answer);
+        }
+        if std::time::Instant::now() >= deadline {
+            eprintln!(
+                "warning: the agent of {} sent no fresh report of unsaved work within 30 seconds (is it running?); showing the last one",
+                visible(workspace)
+            );
+            return Ok(answer);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
 }
 
 /// The apps of `abode show`: one line each, with where to open it.

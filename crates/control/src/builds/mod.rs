@@ -49,6 +49,8 @@ pub struct BuildRequest {
     pub parameters: BTreeMap<String, Value>,
     /// What a delete retains (`None`: as the template's rules say).
     pub retention: Option<abode_store::DeleteRetention>,
+    /// What a delete says of the unsaved work the last report shows.
+    pub unsaved: crate::UnsavedConsent,
 }
 
 /// Which template version a build plans: current, active or a number,

@@ -271,6 +271,49 @@ impl Notifications {
         .await
     }
 
+    /// `delete_held_unsaved` to the workspace's owner and the template
+    /// admins: the scheduler held its automatic delete because the last
+    /// report shows unsaved work. Once per workspace and report digest.
+    pub async fn delete_held_unsaved_notices(
+        &self,
+        workspace: &Workspace,
+        report: &abode_sdk::UnsavedReport,
+    ) -> Vec<NewNotification> {
+        let mut payload = workspace_payload(workspace);
+        payload["digest"] = json!(report.digest);
+        payload["report_age_seconds"] = json!(report.age_seconds);
+        payload["repositories"] = report
+            .repositories
+            .iter()
+            .take(50)
+            .map(|repository| json!({ "path": repository.path, "kinds": repository.kinds }))
+            .collect();
+        let mut people = Self::person_owning(workspace);
+        for admin in self.template_admin_ids().await {
+            if !people.contains(&admin) {
+                people.push(admin);
+            }
+        }
+        let once = Once::Key(format!("{}\n{}", workspace.id, report.digest));
+        self.notices_to(
+            NotificationKind::DeleteHeldUnsaved,
+            people,
+            payload,
+            Some(once),
+        )
+        .await
+    }
+
+    /// Writes [`Notifications::delete_held_unsaved_notices`] to the outbox.
+    pub async fn notify_delete_held_unsaved(
+        &self,
+        workspace: &Workspace,
+        report: &abode_sdk::UnsavedReport,
+    ) -> Result<(), ControlError> {
+        let notices = self.delete_held_unsaved_notices(workspace, report).await;
+        Ok(self.store.enqueue_notifications(&notices).await?)
+    }
+
     /// Writes [`Notifications::workspace_deletion_scheduled_notices`] to the outbox.
     pub async fn notify_workspace_deletion_scheduled(
         &self,

@@ -66,6 +66,8 @@ pub struct TickReport {
     pub builds: usize,
     pub dormant: usize,
     pub notified: usize,
+    /// Automatic deletes held for unsaved work.
+    pub held: usize,
     /// Actions the door refused or that failed (logged one by one).
     pub failed: usize,
 }
@@ -87,6 +89,7 @@ pub(crate) struct SchedulerParts {
     pub(crate) identity: Arc<Identity>,
     pub(crate) builds: Builds,
     pub(crate) notifications: Notifications,
+    pub(crate) audit: crate::audit::Audit,
 }
 
 /// The loop: a tick every `poll_interval`, on the lease holder only.
@@ -129,6 +132,7 @@ fn count_actions(metrics: &abode_metrics::Metrics, report: &TickReport) {
         ("build", report.builds),
         ("dormant", report.dormant),
         ("notified", report.notified),
+        ("held", report.held),
         ("failed", report.failed),
     ] {
         metrics.scheduler_actions(action, u64::try_from(count).unwrap_or(u64::MAX));
@@ -277,6 +281,10 @@ impl Scheduler {
                 report.notified += 1;
             }
             Action::Delete { .. } => {
+                if self.held_for_unsaved_work(&workspace).await? {
+                    report.held += 1;
+                    return Ok(());
+                }
                 self.scheduled_build(
                     workspace,
                     Transition::Delete,
@@ -288,6 +296,60 @@ impl Scheduler {
             }
         }
         Ok(())
+    }
+
+    /// An automatic delete never discards unsaved work: when the
+    /// workspace's last report shows some, the delete is held (it is tried
+    /// again at the next pass, and goes ahead once the work is saved or a
+    /// person deleted the workspace). The first hold for a report is
+    /// audited and told to the owner and the template admins.
+    async fn held_for_unsaved_work(
+        &self,
+        workspace: &abode_store::Workspace,
+    ) -> Result<bool, ControlError> {
+        let verdict = crate::unsaved::judge_delete(
+            &self.inner.store,
+            &self.inner.clock,
+            &workspace.id,
+            &crate::UnsavedConsent::None,
+        )
+        .await?;
+        let crate::unsaved::UnsavedVerdict::Held(report) = verdict else {
+            return Ok(false);
+        };
+        if self
+            .inner
+            .store
+            .mark_unsaved_hold(&workspace.id, &report.digest)
+            .await?
+        {
+            let mut event = crate::audit::audit_event(
+                None,
+                None,
+                "workspace.delete_held_unsaved",
+                "workspace",
+                &format!("{}/{}", workspace.owner_name, workspace.name),
+                "held",
+                Some(format!(
+                    "digest={} repositories={} age_seconds={} reason=autodelete",
+                    report.digest,
+                    report.repositories.len(),
+                    report.age_seconds
+                )),
+            );
+            event.workspace_id = Some(workspace.id.clone());
+            self.inner
+                .audit
+                .record_as(&Actor::System(SystemActor::Scheduler), event)
+                .await;
+            self.inner
+                .notifications
+                .notify_delete_held_unsaved(workspace, &report)
+                .await?;
+            tracing::info!(workspace = %workspace.id, digest = %report.digest,
+                "an automatic delete was held: the workspace has unsaved work");
+        }
+        Ok(true)
     }
 
     async fn scheduled_build(

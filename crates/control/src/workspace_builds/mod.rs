@@ -103,6 +103,10 @@ impl WorkspaceBuilds {
             // Destroying what the template says to keep is an owner's call.
             caller.authorize(Action::ProtectionRelease, None)?;
         }
+        if request.transition == Transition::Delete {
+            self.judge_unsaved(caller, &workspace, &request.unsaved)
+                .await?;
+        }
         self.builds()
             .request(
                 BuildTarget::Existing(workspace),
@@ -119,6 +123,54 @@ impl WorkspaceBuilds {
                 },
             )
             .await
+    }
+
+    /// A person's delete against the workspace's last report of unsaved
+    /// work: held (`UnsavedWork`) unless it discards the work or confirms
+    /// the report's digest. Every hold, discard and confirmation is
+    /// audited.
+    async fn judge_unsaved(
+        &self,
+        caller: &Caller,
+        workspace: &abode_store::Workspace,
+        consent: &crate::UnsavedConsent,
+    ) -> Result<(), ControlError> {
+        use crate::unsaved::UnsavedVerdict;
+        let target = format!("{}/{}", workspace.owner_name, workspace.name);
+        match self.workspaces().judge_unsaved(workspace, consent).await? {
+            UnsavedVerdict::Nothing => Ok(()),
+            UnsavedVerdict::GoesAhead { how, digest } => {
+                self.audit_workspace(
+                    caller,
+                    &workspace.id,
+                    &format!("workspace.unsaved_{how}"),
+                    &target,
+                    "success",
+                    Some(format!("digest={digest}")),
+                )
+                .await;
+                Ok(())
+            }
+            UnsavedVerdict::Held(report) => {
+                self.audit_workspace(
+                    caller,
+                    &workspace.id,
+                    "workspace.delete_held_unsaved",
+                    &target,
+                    "held",
+                    Some(format!(
+                        "digest={} repositories={} age_seconds={}",
+                        report.digest,
+                        report.repositories.len(),
+                        report.age_seconds
+                    )),
+                )
+                .await;
+                Err(ControlError::UnsavedWork(crate::unsaved::held_line(
+                    &target, &report, consent,
+                )))
+            }
+        }
     }
 
     /// One page of a workspace's builds, newest first.

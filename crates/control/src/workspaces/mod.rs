@@ -257,6 +257,40 @@ impl Workspaces {
         self.view(workspace).await
     }
 
+    /// The last report of unsaved work of a workspace the caller was
+    /// allowed to read (`get`'s), with its age now.
+    pub async fn unsaved(
+        &self,
+        workspace: &Workspace,
+    ) -> Result<Option<abode_sdk::UnsavedReport>, ControlError> {
+        crate::unsaved::last_report(&self.inner.store, &self.inner.clock, &workspace.id).await
+    }
+
+    /// Asks the workspace's agent for a fresh report of unsaved work (its
+    /// next heartbeat's answer tells it); whoever may read the workspace
+    /// may ask. Only a running agent answers.
+    pub async fn request_unsaved_scan(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<(), ControlError> {
+        let workspace = self
+            .resolve(caller, reference, Action::WorkspaceRead)
+            .await?;
+        self.inner.store.request_unsaved_scan(&workspace.id).await?;
+        Ok(())
+    }
+
+    /// A delete of `workspace` judged against its last report of unsaved work.
+    pub(crate) async fn judge_unsaved(
+        &self,
+        workspace: &Workspace,
+        consent: &crate::UnsavedConsent,
+    ) -> Result<crate::unsaved::UnsavedVerdict, ControlError> {
+        crate::unsaved::judge_delete(&self.inner.store, &self.inner.clock, &workspace.id, consent)
+            .await
+    }
+
     /// One page of workspaces, read in one query with what their views need
     /// (latest build, newest finished build, agents): a list's cost does not
     /// grow with the number of workspaces on it.

@@ -32,5 +32,6 @@ mod schedule_settings;
 mod state_locks;
 mod templates;
 mod tokens;
+mod unsaved;
 mod users;
 mod workspaces;
