@@ -100,8 +100,8 @@ impl Host {
     }
 
     /// Since when a provisioner's heartbeat counts it as connected: one job
-    /// lease (the keeper beats four times per lease, a daemon at every
-    /// acquire, at most 20 s apart).
+    /// lease (a server's keeper beats four times per lease, a daemon's slot
+    /// about every second, while it polls and while it runs a job).
     fn live_since(&self) -> i64 {
         let lease_ms = i64::try_from(self.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
         self.now_ms().saturating_sub(lease_ms)

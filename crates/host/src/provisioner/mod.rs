@@ -158,19 +158,6 @@ async fn run_build(
     let _busy = host.inner.config.metrics.provisioner_busy();
     let (span, _) = build_span(host, build_id).await;
     span.in_scope(|| tracing::info!(worker = %worker, kind = %kind, "claimed a job"));
-    // Which host runs it (a server's id is its host), as a daemon's claim
-    // says too: where its volumes and processes are made.
-    host.build_log()
-        .note(
-            build_id,
-            &LogStage::SETUP,
-            LogLevel::Info,
-            &format!(
-                "claimed by {}",
-                abode_control::holders::describe_holder(host.host_id())
-            ),
-        )
-        .await;
     run_build_steps(host, worker, build_id, kind, shutdown)
         .instrument(span)
         .await;
