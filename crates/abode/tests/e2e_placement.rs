@@ -109,6 +109,12 @@ fn every_build_of_a_workspace_lands_on_the_server_that_has_its_volume() {
     let (home, other, volume) = create_dev(&a, [&a, &b]);
     let home_id = home.server_id();
     assert_eq!(home.show("dev")["host"], home_id.as_str());
+    // The dashboard of either server says where it is built.
+    let page = other.dashboard_page("alice", "correct horse battery", "/workspaces/alice/dev");
+    assert!(
+        page.contains(&format!("<dt>Host</dt><dd class=\"mono\">{home_id}</dd>")),
+        "{page}"
+    );
 
     // Asked of the other server, whose idle worker is woken first (in its
     // own process, the volume's server only through the database): each

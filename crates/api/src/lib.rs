@@ -76,6 +76,7 @@
 mod apps_proxy;
 mod client_address;
 mod extract;
+mod handed_in;
 mod hsts;
 mod pages;
 mod prometheus;

@@ -118,6 +118,9 @@ pub struct ServerOptions {
     /// [`serve`] tells people on standard error where it listens (the
     /// `abode server` command with text logs).
     pub announce: bool,
+    /// Where the supervisor's forwards hand in the connections workspaces
+    /// make to this server's addresses from their own networks.
+    pub local_server: abode_terraform::machine::LocalServer,
 }
 
 /// The HTTPS listener: where, and the certificate's files.
@@ -174,6 +177,7 @@ impl ServerOptions {
             hsts_max_age: DEFAULT_HSTS_MAX_AGE,
             trusted_proxies: Vec::new(),
             announce: false,
+            local_server: Default::default(),
         }
     }
 }
@@ -325,7 +329,10 @@ pub fn prepare(mut options: ServerOptions, setup: Setup) -> Result<ServerOptions
     }
     let terraform_env = options.terraform_env.clone().unwrap_or_default();
     let sandbox = machine::set_up_sandbox(
-        &setup.sandbox,
+        &machine::SandboxSettings {
+            local_server: options.local_server.clone(),
+            ..setup.sandbox.clone()
+        },
         &machine::Machine {
             data_dir: &options.data_dir,
             volumes_dir: &options.data_dir.join("volumes"),
@@ -456,6 +463,7 @@ impl Server {
             });
         }
         let (listener, local_addr) = bind(options.address).await?;
+        let handed_plain = crate::handed_in::take(&options.local_server, local_addr);
         // The certificate is read (and its key's mode checked) before
         // anything else starts: a bad one is one line and nothing changed.
         let tls = match &options.tls {
@@ -466,7 +474,8 @@ impl Server {
                 )?;
                 let config = certificate.server_config()?;
                 let (listener, address) = bind(tls.address).await?;
-                Some((certificate, config, listener, address))
+                let handed = crate::handed_in::take(&options.local_server, address);
+                Some((certificate, config, (listener, handed), address))
             }
             None => None,
         };
@@ -576,21 +585,24 @@ impl Server {
         // The API outlives the workers at shutdown: an interrupted build's
         // Terraform stores its state through it on its way out.
         let (http_stop, http_shutdown) = watch::channel(false);
-        let tls_task = tls.map(|(certificate, config, listener, address)| {
+        let tls_task = tls.map(|(certificate, config, (listener, handed), address)| {
             tokio::spawn(certificate.watch(shutdown.subscribe()));
             tracing::info!(%address, "serving HTTPS");
             tokio::spawn(crate::tls_listener::serve(
                 listener,
                 config,
                 tls_app,
+                handed,
                 http_stop.subscribe(),
             ))
         });
         drop(shutdown_rx);
+        let handed_plain =
+            crate::handed_in::serve_plain(handed_plain, app.clone(), http_stop.subscribe());
         let http = tokio::spawn(async move {
             // The peer address reaches handlers as ConnectInfo (the login
             // throttle counts failures per client address).
-            axum::serve(
+            let served = axum::serve(
                 listener,
                 app.into_make_service_with_connect_info::<SocketAddr>(),
             )
@@ -599,8 +611,10 @@ impl Server {
             // Nagle's algorithm would hold until the peer's delayed ACK
             // (tens of milliseconds, the round trip that bounds a copy).
             .tcp_nodelay(true)
-            .with_graceful_shutdown(stopped(http_shutdown))
-            .await
+            .with_graceful_shutdown(stopped(http_shutdown));
+            let (served, _) =
+                tokio::join!(std::future::IntoFuture::into_future(served), handed_plain);
+            served
         });
         let prometheus = prometheus_listener.map(|(listener, address)| {
             workers.push(

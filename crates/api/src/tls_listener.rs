@@ -31,11 +31,13 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long open connections get to finish at shutdown.
 const DRAIN: Duration = Duration::from_secs(10);
 
-/// Serves `app` over TLS on `listener` until `stop` turns true.
+/// Serves `app` over TLS on `listener`, and on the connections workspaces
+/// hand in to its address (`handed`), until `stop` turns true.
 pub(crate) async fn serve(
     listener: TcpListener,
     config: Arc<rustls::ServerConfig>,
     app: Router,
+    mut handed: crate::handed_in::Handed,
     mut stop: watch::Receiver<bool>,
 ) -> std::io::Result<()> {
     let acceptor = TlsAcceptor::from(config);
@@ -45,6 +47,10 @@ pub(crate) async fn serve(
             break;
         }
         let (socket, peer) = tokio::select! {
+            Some(handed) = handed.recv() => match crate::handed_in::to_tokio(handed) {
+                Some(accepted) => accepted,
+                None => continue,
+            },
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(error) => {
@@ -75,23 +81,7 @@ pub(crate) async fn serve(
                         return;
                     }
                 };
-            let service = app.map_request(move |request: Request<Incoming>| {
-                let mut request = request.map(Body::new);
-                // The login throttle and the audit log read the client's
-                // address, as on the plain listener.
-                request.extensions_mut().insert(ConnectInfo(peer));
-                // ... and whether it reached us over TLS (cookies get `Secure`).
-                request
-                    .extensions_mut()
-                    .insert(crate::client_address::OverTls);
-                request
-            });
-            let service = TowerToHyperService::new(service);
-            let builder = auto::Builder::new(TokioExecutor::new());
-            let connection = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-            if let Err(error) = watcher.watch(connection.into_owned()).await {
-                tracing::debug!(%peer, %error, "a TLS connection ended with an error");
-            }
+            serve_connection(stream, peer, app, true, watcher).await;
         });
     }
     drop(listener);
@@ -102,4 +92,36 @@ pub(crate) async fn serve(
         tracing::info!("TLS connections still open at shutdown were closed");
     }
     Ok(())
+}
+
+/// Serves one connection (TLS already done when `over_tls`) until it ends or
+/// `watcher`'s shutdown asks it to.
+pub(crate) async fn serve_connection<I>(
+    io: I,
+    peer: std::net::SocketAddr,
+    app: Router,
+    over_tls: bool,
+    watcher: hyper_util::server::graceful::Watcher,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = app.map_request(move |request: Request<Incoming>| {
+        let mut request = request.map(Body::new);
+        // The login throttle and the audit log read the client's address,
+        // as on the plain listener.
+        request.extensions_mut().insert(ConnectInfo(peer));
+        if over_tls {
+            // ... and whether it reached us over TLS (cookies get `Secure`).
+            request
+                .extensions_mut()
+                .insert(crate::client_address::OverTls);
+        }
+        request
+    });
+    let service = TowerToHyperService::new(service);
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
+    if let Err(error) = watcher.watch(connection.into_owned()).await {
+        tracing::debug!(%peer, %error, "a connection ended with an error");
+    }
 }

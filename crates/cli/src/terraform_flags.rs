@@ -77,6 +77,7 @@ impl TerraformFlags {
                 NetworkArg::Isolated => abode_terraform::machine::WorkspaceNetwork::Isolated,
                 NetworkArg::Host => abode_terraform::machine::WorkspaceNetwork::Host,
             }),
+            local_server: Default::default(),
         }
     }
 }

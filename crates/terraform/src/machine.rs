@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use abode_sandbox::network::WorkspaceNetwork;
+pub use abode_sandbox::network::{HandOff, LocalServer};
 use abode_sandbox::network::{NetworkError, Networks};
 use abode_sandbox::supervisor::{self, SupervisorStartError};
 pub use abode_sandbox::uids::{UidRange, UidRangeError};
@@ -210,6 +211,9 @@ pub struct SandboxSettings {
     /// `--workspace-network`; not given: isolated when this process is
     /// root, the machine's otherwise (warned).
     pub network: Option<WorkspaceNetwork>,
+    /// The addresses this process serves itself (a server, not a daemon):
+    /// a workspace's connections to its access URL are handed to it.
+    pub local_server: LocalServer,
 }
 
 /// Where one machine's builds keep what the sandbox needs.
@@ -323,9 +327,10 @@ pub fn set_up_sandbox(
             WorkspaceNetwork::Host
         });
     let networks = match network {
-        WorkspaceNetwork::Isolated => {
-            Some(Arc::new(Networks::new(machine.data_dir.join("networks"))?))
-        }
+        WorkspaceNetwork::Isolated => Some(Arc::new(Networks::new(
+            machine.data_dir.join("networks"),
+            settings.local_server.clone(),
+        )?)),
         WorkspaceNetwork::Host => {
             tracing::warn!("--workspace-network host: every workspace shares this machine's network: each reaches the others' ports and this machine's loopback services");
             None

@@ -392,6 +392,10 @@ pub(crate) async fn render(
             @if let Some(preset) = &workspace.preset_name {
                 dt { "Preset" } dd { (preset) }
             }
+            @if let Some(host) = &workspace.host {
+                // Its volumes and processes are there: only that host builds it.
+                dt { "Host" } dd class="mono" { (host) }
+            }
         }
         @if let Some(lock) = &view.locked_by_lost_holder {
             p class="notice" role="status" {
