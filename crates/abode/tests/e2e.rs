@@ -14,6 +14,7 @@ mod e2e_accounts;
 mod e2e_agent;
 mod e2e_apart;
 mod e2e_apps;
+mod e2e_audit_export;
 mod e2e_backup;
 mod e2e_bad_input;
 mod e2e_cancel;

@@ -1223,6 +1223,24 @@ impl Client {
         self.pages("GET /audit", "/audit", "events", filters, limit)
     }
 
+    /// Writes the audit log's export (`GET /audit/export`; `filters`:
+    /// `since`, `until`, `format`) to `out` as it arrives; how many bytes.
+    pub fn export_audit(
+        &self,
+        filters: &[(&str, &str)],
+        out: &mut dyn std::io::Write,
+    ) -> Result<u64, ClientError> {
+        let mut request = self.request("GET", "/audit/export");
+        for (name, value) in filters {
+            request = request.query(name, value);
+        }
+        let response = self.check(request.call())?;
+        std::io::copy(&mut response.into_reader(), out).map_err(|err| ClientError::BadResponse {
+            what: "audit export".into(),
+            reason: err.to_string(),
+        })
+    }
+
     /// The caller's inbox, newest first, every page (`unread_only`: unread
     /// messages only).
     pub fn notifications(

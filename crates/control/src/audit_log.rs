@@ -72,7 +72,36 @@ impl AuditLog {
                 until: query.until,
                 after: query.after.clone(),
                 limit: page_size(query.limit),
+                oldest_first: false,
+            })
+            .await?)
+    }
+
+    /// A page of an export of the whole audit log (owners and auditors:
+    /// `audit.read` on everyone's), oldest first, from `since` (inclusive)
+    /// to `until` (exclusive), after the cursor `after`.
+    pub async fn export_page(
+        &self,
+        caller: &Caller,
+        since: Option<i64>,
+        until: Option<i64>,
+        after: Option<String>,
+    ) -> Result<Page<AuditEvent>, ControlError> {
+        caller.authorize(Action::AuditRead, None)?;
+        Ok(self
+            .store
+            .list_audit(&AuditFilter {
+                since,
+                until,
+                after,
+                limit: EXPORT_PAGE,
+                oldest_first: true,
+                ..AuditFilter::default()
             })
             .await?)
     }
 }
+
+/// Events an export reads at a time: its memory stays that of one page,
+/// whatever the log's length.
+const EXPORT_PAGE: i64 = 1000;

@@ -1,5 +1,6 @@
 //! The audit log: recording events (also inside another write's
-//! transaction, `insert_audit`) and its page, newest first, with filters.
+//! transaction, `insert_audit`) and its page, newest first (oldest first
+//! for an export), with filters.
 
 /// The audit methods of [`crate::Store`]; expanded inside each backend's
 /// `impl` with its database type.
@@ -43,8 +44,9 @@ macro_rules! audit_queries {
             .as_deref()
             .map(|cursor| decode_cursor(AUDIT_CURSOR, cursor, 1).and_then(|key| parse_i64(&key[0])))
             .transpose()?;
+        let (beyond, order) = if filter.oldest_first { (">", "ASC") } else { ("<", "DESC") };
         let rows: Vec<AuditEvent> = sqlx::query_as(
-            &sql("SELECT e.id, e.time, e.actor_id, e.actor_name, e.action, e.target_type, \
+            &sql(&format!("SELECT e.id, e.time, e.actor_id, e.actor_name, e.action, e.target_type, \
              COALESCE(ou.username || '/' || w.name, e.target) AS target, e.outcome, \
              e.request_id, e.details, e.workspace_id, e.client_ip, e.user_agent, \
              e.status_code FROM audit_events e \
@@ -56,8 +58,8 @@ macro_rules! audit_queries {
              AND (?4 IS NULL OR e.target = ?4 OR ou.username || '/' || w.name = ?4) \
              AND (?5 IS NULL OR e.actor_name = ?5) \
              AND (?6 IS NULL OR e.action = ?6) AND (?7 IS NULL OR e.time >= ?7) \
-             AND (?8 IS NULL OR e.time < ?8) AND (?9 IS NULL OR e.id < ?9) \
-             ORDER BY e.id DESC LIMIT ?10"),
+             AND (?8 IS NULL OR e.time < ?8) AND (?9 IS NULL OR e.id {beyond} ?9) \
+             ORDER BY e.id {order} LIMIT ?10")),
         )
         .bind(&filter.workspace_id)
         .bind(&filter.visible_to)

@@ -405,6 +405,8 @@ pub struct AuditFilter {
     pub after: Option<String>,
     /// Rows per page (see `pages::page_size`).
     pub limit: i64,
+    /// Oldest first (an export), instead of newest first.
+    pub oldest_first: bool,
 }
 
 /// A build log line, its stage and level read typed (one that does not

@@ -316,10 +316,12 @@ pub fn respond(result: Result<ureq::Response, ureq::Error>) -> (u16, Value) {
         "every answer has a request id"
     );
     let text = response.into_string().unwrap();
+    // A body that is not one JSON value (an export's JSON lines or CSV)
+    // comes back as text.
     let body = if text.is_empty() {
         Value::Null
     } else {
-        serde_json::from_str(&text).unwrap()
+        serde_json::from_str(&text).unwrap_or(Value::String(text))
     };
     (status, body)
 }

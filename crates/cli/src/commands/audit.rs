@@ -1,12 +1,16 @@
 //! `abode audit`: who did what, to what, when, with which outcome.
 
-use clap::Args;
+use anyhow::Context;
+use clap::{Args, Subcommand, ValueEnum};
 
 use super::{session_client, OutputArgs, OutputFormat, EXIT_OK};
 use crate::output::{self, or_dash, time};
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct AuditArgs {
+    #[command(subcommand)]
+    pub command: Option<AuditCommand>,
     /// Only events about this workspace (`name` or `owner/name`).
     #[arg(long, short = 'w')]
     pub workspace: Option<String>,
@@ -32,7 +36,37 @@ pub struct AuditArgs {
     pub output: OutputArgs,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Write the whole audit log (owners and auditors), oldest first, to
+    /// standard output as it arrives: JSON lines or CSV.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Events at or after this time (RFC 3339, e.g. 2024-05-01T00:00:00Z).
+    #[arg(long)]
+    pub since: String,
+    /// Events before this time (RFC 3339).
+    #[arg(long)]
+    pub until: Option<String>,
+    #[arg(long, value_enum, default_value_t = ExportFormat::Jsonl)]
+    pub format: ExportFormat,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ExportFormat {
+    /// One JSON object per line, as `abode audit --output json` shows each event.
+    Jsonl,
+    /// RFC 4180, with a header row.
+    Csv,
+}
+
 pub fn run(args: AuditArgs) -> anyhow::Result<u8> {
+    if let Some(AuditCommand::Export(export)) = args.command {
+        return run_export(export);
+    }
     let mut filters: Vec<(&str, &str)> = Vec::new();
     for (name, value) in [
         ("workspace", &args.workspace),
@@ -70,5 +104,21 @@ pub fn run(args: AuditArgs) -> anyhow::Result<u8> {
             );
         }
     }
+    Ok(EXIT_OK)
+}
+
+fn run_export(args: ExportArgs) -> anyhow::Result<u8> {
+    let format = match args.format {
+        ExportFormat::Jsonl => "jsonl",
+        ExportFormat::Csv => "csv",
+    };
+    let mut filters = vec![("since", args.since.as_str()), ("format", format)];
+    if let Some(until) = &args.until {
+        filters.push(("until", until));
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    session_client()?.export_audit(&filters, &mut out)?;
+    std::io::Write::flush(&mut out).context("cannot write the export to standard output")?;
     Ok(EXIT_OK)
 }
