@@ -331,7 +331,10 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     push(
         &platform,
         2,
-        &example_with(&[("name = \"home-${", "name = \"home2-${")]),
+        &example_with(&[
+            util::NAME_NOT_KEPT,
+            ("name = \"home-${", "name = \"home2-${"),
+        ]),
         HOSTILE,
     );
 
@@ -408,7 +411,10 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     push(
         &platform,
         3,
-        &example_with(&[("name = \"home-${", "name = \"home3-${")]),
+        &example_with(&[
+            util::NAME_NOT_KEPT,
+            ("name = \"home-${", "name = \"home3-${"),
+        ]),
         "third",
     );
     let held = platform.run(&["update", "dev"]);
@@ -749,6 +755,7 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
         &platform,
         4,
         &example_with(&[
+            util::NAME_NOT_KEPT,
             ("name = \"home-${", "name = \"home4-${"),
             ("mode        = \"confirm\"", "mode        = \"block\""),
         ]),

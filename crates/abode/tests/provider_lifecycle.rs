@@ -344,7 +344,7 @@ fn example_template_lifecycle() {
 
     // A new template version renames the volume: a replacement, and the plan's
     // configuration carries the abode_protect reference for the guard.
-    let renamed_tf = main_tf.replace("\"home-${", "\"house-${");
+    let renamed_tf = crate::util::name_not_kept(&main_tf).replace("\"home-${", "\"house-${");
     assert_ne!(renamed_tf, main_tf);
     std::fs::write(workdir.dir.join("main.tf"), &renamed_tf).unwrap();
     let rename = workdir.plan_json(&[]);
