@@ -158,10 +158,7 @@ fn a_retained_home_outlives_its_workspace_and_is_adopted_in_place() {
         "{created}"
     );
     assert!(created.stdout.contains("imported"), "{created}");
-    assert_eq!(
-        platform.show("work")["latest_build"]["status"],
-        "succeeded"
-    );
+    assert_eq!(platform.show("work")["latest_build"]["status"], "succeeded");
     assert_eq!(
         fs::read_to_string(volume.join("notes.txt")).unwrap(),
         "keep me\n"

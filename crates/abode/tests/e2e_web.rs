@@ -240,11 +240,7 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     fs::create_dir_all(&folder).unwrap();
     // Without the block that keeps the volume's name: going back to this
     // version renames (so replaces) the volume, which the preview below holds.
-    fs::write(
-        folder.join("main.tf"),
-        example_with(&[util::NAME_NOT_KEPT]),
-    )
-    .unwrap();
+    fs::write(folder.join("main.tf"), example_with(&[util::NAME_NOT_KEPT])).unwrap();
     let archive = platform.root().join("local-v1.tar.gz");
     let tar = Command::new("tar")
         .arg("czf")
