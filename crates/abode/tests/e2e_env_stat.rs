@@ -163,6 +163,9 @@ fn abode_env_reaches_every_process_and_stat_measures_the_workspace() {
         let by_proc = tree_rss(&listing.stdout, agent_pid) as f64;
         assert!(by_proc > 0.0, "{listing}");
         let measured = outside["memory"]["used_bytes"].as_u64().unwrap() as f64;
+        eprintln!(
+            "abode stat dev: {measured} bytes in use; /proc inside: {by_proc} bytes; {outside}"
+        );
         assert!(
             (measured - by_proc).abs() <= by_proc * 0.2,
             "abode stat says {measured} bytes, /proc {by_proc}"
