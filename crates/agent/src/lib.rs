@@ -501,9 +501,6 @@ impl Agent {
     }
 }
 
-/// A script's log file name (`kind`: startup or claim): one per workspace
-/// and agent, so that agents of several workspaces on one machine never
-/// share a log.
 /// Puts the agent's own directory at the end of the `PATH` of everything
 /// it runs (shadowing nothing), so that `abode stat`, `abode
 /// external-auth access-token` and the rest work in a workspace where
@@ -545,6 +542,9 @@ fn with_dir_last(path: &str, dir: &str) -> String {
     }
 }
 
+/// A script's log file name (`kind`: startup or claim): one per workspace
+/// and agent, so that agents of several workspaces on one machine never
+/// share a log.
 fn script_log_name(kind: &str, me: &AgentMe) -> String {
     let label = format!("{}-{}-{}", me.owner, me.workspace, me.agent);
     let safe: String = label

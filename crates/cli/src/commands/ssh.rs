@@ -284,9 +284,13 @@ fn command_line(words: &[String]) -> String {
         .join(" ")
 }
 
-/// What the workspace's agent answers to the SSH subsystem `name` (its
-/// whole output; a failure if it refuses the subsystem or fails).
-pub(crate) async fn subsystem_output(socket: Socket, name: &str) -> anyhow::Result<Vec<u8>> {
+/// An SSH session channel to the workspace's agent over `socket`.
+async fn open_session(
+    socket: Socket,
+) -> anyhow::Result<(
+    client::Handle<AcceptPlatformKey>,
+    russh::Channel<client::Msg>,
+)> {
     let config = Arc::new(client::Config {
         inactivity_timeout: None,
         ..Default::default()
@@ -302,10 +306,17 @@ pub(crate) async fn subsystem_output(socket: Socket, name: &str) -> anyhow::Resu
     if !auth.success() {
         anyhow::bail!("the workspace's agent refused the SSH session");
     }
-    let mut channel = handle
+    let channel = handle
         .channel_open_session()
         .await
         .context("cannot open an SSH session")?;
+    Ok((handle, channel))
+}
+
+/// What the workspace's agent answers to the SSH subsystem `name` (its
+/// whole output; a failure if it refuses the subsystem or fails).
+pub(crate) async fn subsystem_output(socket: Socket, name: &str) -> anyhow::Result<Vec<u8>> {
+    let (handle, mut channel) = open_session(socket).await?;
     channel.request_subsystem(true, name).await?;
     let mut output = Vec::new();
     let mut code = None;
@@ -336,25 +347,7 @@ pub(crate) async fn subsystem_output(socket: Socket, name: &str) -> anyhow::Resu
 
 /// The SSH client: a shell or a command, its exit status.
 async fn session(socket: Socket, args: &SshArgs) -> anyhow::Result<u8> {
-    let config = Arc::new(client::Config {
-        inactivity_timeout: None,
-        ..Default::default()
-    });
-    let mut handle = client::connect_stream(config, into_stream(socket), AcceptPlatformKey)
-        .await
-        .context("the SSH handshake with the workspace's agent failed")?;
-    let user = std::env::var("USER").unwrap_or_else(|_| "abode".into());
-    let auth = handle
-        .authenticate_none(user)
-        .await
-        .context("SSH authentication failed")?;
-    if !auth.success() {
-        anyhow::bail!("the workspace's agent refused the SSH session");
-    }
-    let mut channel = handle
-        .channel_open_session()
-        .await
-        .context("cannot open an SSH session")?;
+    let (handle, mut channel) = open_session(socket).await?;
     let on_terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let want_tty = args.tty || (args.command.is_empty() && on_terminal);
     let mut raw = None;
