@@ -21,6 +21,13 @@ resource "abode_volume" "home" {
     owner     = data.abode_workspace_owner.me.name
     workspace = data.abode_workspace.me.name
   }
+  # The name is the volume's identity: it is kept as created, so that a home
+  # retained by `abode delete --retain` is adopted in place by
+  # `abode create --adopt` (docs/retain.md) instead of being replaced by one
+  # named after the new workspace.
+  lifecycle {
+    ignore_changes = [name]
+  }
 }
 
 # Any start or stop whose plan would delete or replace the home volume waits

@@ -103,7 +103,7 @@ fn a_daemon_runs_the_builds_and_the_server_judges_them() {
     let main_tf = fs::read_to_string(renamed.join("main.tf")).unwrap();
     fs::write(
         renamed.join("main.tf"),
-        main_tf.replace("name = \"home-${", "name = \"home2-${"),
+        util::name_not_kept(&main_tf).replace("name = \"home-${", "name = \"home2-${"),
     )
     .unwrap();
     push(&platform, "local", &renamed, &["--activate"]);

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use util::{
     example_with, fixture, only_subdir, printed_digest, push_template as push, require_terraform,
-    sqlite_execute, Platform,
+    sqlite_execute, Platform, NAME_NOT_KEPT,
 };
 
 const RENAME: (&str, &str) = ("name = \"home-${", "name = \"home2-${");
@@ -45,7 +45,12 @@ fn renamed_protected_volume_waits_for_a_confirmation_of_that_exact_plan() {
     let platform = Platform::start();
     platform.login_owner();
     let volume = workspace_with_a_file(&platform, &example_with(&[]));
-    push(&platform, "local", 2, &example_with(&[RENAME]));
+    push(
+        &platform,
+        "local",
+        2,
+        &example_with(&[NAME_NOT_KEPT, RENAME]),
+    );
 
     let held = platform.run(&["update", "dev"]);
     assert_eq!(held.code, Some(3), "{held}");
@@ -152,7 +157,12 @@ fn a_canceled_held_update_leaves_the_workspace_on_its_version() {
     let platform = Platform::start();
     platform.login_owner();
     let volume = workspace_with_a_file(&platform, &example_with(&[]));
-    push(&platform, "local", 2, &example_with(&[RENAME]));
+    push(
+        &platform,
+        "local",
+        2,
+        &example_with(&[NAME_NOT_KEPT, RENAME]),
+    );
 
     let held = platform.run(&["update", "dev"]);
     assert_eq!(held.code, Some(3), "{held}");
@@ -199,7 +209,12 @@ fn confirm_without_a_digest_off_a_terminal_prints_the_command_and_applies_nothin
     let platform = Platform::start();
     platform.login_owner();
     let volume = workspace_with_a_file(&platform, &example_with(&[]));
-    push(&platform, "local", 2, &example_with(&[RENAME]));
+    push(
+        &platform,
+        "local",
+        2,
+        &example_with(&[NAME_NOT_KEPT, RENAME]),
+    );
     let held = platform.run(&["update", "dev"]);
     assert_eq!(held.code, Some(3), "{held}");
     let digest = printed_digest(&held);
@@ -244,7 +259,12 @@ fn confirm_on_a_terminal_shows_the_plan_and_applies_only_after_yes() {
     let platform = Platform::start();
     platform.login_owner();
     let volume = workspace_with_a_file(&platform, &example_with(&[]));
-    push(&platform, "local", 2, &example_with(&[RENAME]));
+    push(
+        &platform,
+        "local",
+        2,
+        &example_with(&[NAME_NOT_KEPT, RENAME]),
+    );
     let held = platform.run(&["update", "dev"]);
     assert_eq!(held.code, Some(3), "{held}");
     let digest = printed_digest(&held);
@@ -291,7 +311,12 @@ fn block_mode_fails_the_build_and_can_never_be_confirmed() {
     let platform = Platform::start();
     platform.login_owner();
     let volume = workspace_with_a_file(&platform, &example_with(&[BLOCK]));
-    push(&platform, "local", 2, &example_with(&[BLOCK, RENAME]));
+    push(
+        &platform,
+        "local",
+        2,
+        &example_with(&[BLOCK, NAME_NOT_KEPT, RENAME]),
+    );
 
     let blocked = platform.run(&["update", "dev"]);
     assert_eq!(blocked.code, Some(4), "{blocked}");
@@ -326,7 +351,12 @@ fn remembered_protection_outlives_the_annotation_until_released() {
         protections[0]["address"], "abode_volume.home",
         "{protections:#}"
     );
-    push(&platform, "local", 2, &example_without_protect(&[RENAME]));
+    push(
+        &platform,
+        "local",
+        2,
+        &example_without_protect(&[NAME_NOT_KEPT, RENAME]),
+    );
 
     let held = platform.run(&["update", "dev"]);
     assert_eq!(held.code, Some(3), "{held}");
@@ -451,7 +481,12 @@ fn confirmation_after_the_deadline_is_refused_before_the_sweep() {
     let platform = Platform::start_with(&["--confirmation-timeout", "3600"]);
     platform.login_owner();
     let volume = workspace_with_a_file(&platform, &example_with(&[]));
-    push(&platform, "local", 2, &example_with(&[RENAME]));
+    push(
+        &platform,
+        "local",
+        2,
+        &example_with(&[NAME_NOT_KEPT, RENAME]),
+    );
     let held = platform.run(&["update", "dev"]);
     assert_eq!(held.code, Some(3), "{held}");
     let digest = printed_digest(&held);
@@ -479,7 +514,12 @@ fn confirmation_after_the_state_changed_is_refused() {
     let platform = Platform::start();
     platform.login_owner();
     let volume = workspace_with_a_file(&platform, &example_with(&[]));
-    push(&platform, "local", 2, &example_with(&[RENAME]));
+    push(
+        &platform,
+        "local",
+        2,
+        &example_with(&[NAME_NOT_KEPT, RENAME]),
+    );
     let held = platform.run(&["update", "dev"]);
     assert_eq!(held.code, Some(3), "{held}");
     let digest = printed_digest(&held);

@@ -30,7 +30,8 @@ fn hazardous_template(root: &Path) -> PathBuf {
     );
     let dir = root.join("hazard");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("main.tf"), main.replace(STABLE_NAME, OWNER_NAME)).unwrap();
+    let main = util::name_not_kept(&main).replace(STABLE_NAME, OWNER_NAME);
+    std::fs::write(dir.join("main.tf"), main).unwrap();
     dir
 }
 

@@ -147,8 +147,7 @@ fn renamed_protected_volume_waits_for_confirmation_on_postgres() {
     fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
 
     let example = repo_root().join("examples/local-workspace/main.tf");
-    let renamed = fs::read_to_string(example)
-        .unwrap()
+    let renamed = util::name_not_kept(&fs::read_to_string(example).unwrap())
         .replace("name = \"home-${", "name = \"home2-${");
     let v2 = platform.root().join("templates/local-v2");
     fs::create_dir_all(&v2).unwrap();

@@ -56,7 +56,7 @@ fn a_rename_that_would_replace_the_volume_waits_for_a_confirmed_plan() {
         &platform,
         "named",
         1,
-        &example_with(&[NAMED_AFTER_THE_WORKSPACE]),
+        &example_with(&[util::NAME_NOT_KEPT, NAMED_AFTER_THE_WORKSPACE]),
     );
     platform.run(&["create", "dev", "--template", "named"]).ok();
     let volume = only_subdir(&platform.volumes_dir());

@@ -9,14 +9,9 @@ use crate::util;
 
 use std::fs;
 
-use util::{example_with, only_subdir, push_template as push, require_terraform, Platform};
-
-/// A volume that keeps the name it was created (or adopted) with, so a
-/// workspace can adopt another workspace's volume in place.
-const KEEPS_ITS_NAME: (&str, &str) = (
-    "resource \"abode_volume\" \"home\" {\n",
-    "resource \"abode_volume\" \"home\" {\n  lifecycle {\n    ignore_changes = [name]\n  }\n",
-);
+use util::{
+    example_with, only_subdir, push_template as push, require_terraform, Platform, NAME_NOT_KEPT,
+};
 
 fn retained(platform: &Platform, extra: &[&str]) -> Vec<serde_json::Value> {
     let mut args = vec!["retained", "list", "--output", "json"];
@@ -152,8 +147,9 @@ fn a_retained_home_outlives_its_workspace_and_is_adopted_in_place() {
     assert_eq!(orphans[0]["name"], "stray", "{orphans}");
     fs::remove_dir(platform.volumes_dir().join("stray")).unwrap();
 
-    // Adopted into a new workspace under another name: imported, not created.
-    push(&platform, "local", 2, &example_with(&[KEEPS_ITS_NAME]));
+    // Adopted into a new workspace under another name, with the example
+    // template as shipped (its volume keeps the name it was created with):
+    // imported, not created, and no hold.
     let created = platform
         .run(&["create", "work", "--template", "local", "--adopt", &id])
         .ok();
@@ -162,6 +158,7 @@ fn a_retained_home_outlives_its_workspace_and_is_adopted_in_place() {
         "{created}"
     );
     assert!(created.stdout.contains("imported"), "{created}");
+    assert_eq!(platform.show("work")["latest_build"]["status"], "succeeded");
     assert_eq!(
         fs::read_to_string(volume.join("notes.txt")).unwrap(),
         "keep me\n"
@@ -188,8 +185,10 @@ fn an_adoption_that_would_replace_the_volume_waits_for_a_person() {
     platform.login_owner();
     let (volume, id) = retained_home(&platform);
 
-    // The example names its volume after the workspace: a new workspace
-    // would replace the adopted volume, so the build is held.
+    // A template that names its volume after the workspace, and does not
+    // keep the name it was created with: a new workspace would replace the
+    // adopted volume, so the build is held.
+    push(&platform, "local", 2, &example_with(&[NAME_NOT_KEPT]));
     let held = platform.run(&["create", "work", "--template", "local", "--adopt", &id]);
     assert_eq!(held.code, Some(3), "{held}");
     assert!(held.stderr.contains("abode_volume.home"), "{held}");

@@ -264,6 +264,7 @@ fn an_autostart_that_would_replace_the_protected_volume_is_held_and_told() {
     let main_tf = renamed.join("main.tf");
     let text = std::fs::read_to_string(&main_tf).unwrap();
     assert!(text.contains("name = \"home-"));
+    let text = util::name_not_kept(&text);
     std::fs::write(&main_tf, text.replace("name = \"home-", "name = \"house-")).unwrap();
     platform
         .run(&[

@@ -238,7 +238,9 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     // file that is not one is refused with the door's reason.
     let folder = platform.root().join("templates/local-v1");
     fs::create_dir_all(&folder).unwrap();
-    fs::write(folder.join("main.tf"), example_with(&[])).unwrap();
+    // Without the block that keeps the volume's name: going back to this
+    // version renames (so replaces) the volume, which the preview below holds.
+    fs::write(folder.join("main.tf"), example_with(&[util::NAME_NOT_KEPT])).unwrap();
     let archive = platform.root().join("local-v1.tar.gz");
     let tar = Command::new("tar")
         .arg("czf")
@@ -331,7 +333,10 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     push(
         &platform,
         2,
-        &example_with(&[("name = \"home-${", "name = \"home2-${")]),
+        &example_with(&[
+            util::NAME_NOT_KEPT,
+            ("name = \"home-${", "name = \"home2-${"),
+        ]),
         HOSTILE,
     );
 
@@ -408,7 +413,10 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
     push(
         &platform,
         3,
-        &example_with(&[("name = \"home-${", "name = \"home3-${")]),
+        &example_with(&[
+            util::NAME_NOT_KEPT,
+            ("name = \"home-${", "name = \"home3-${"),
+        ]),
         "third",
     );
     let held = platform.run(&["update", "dev"]);
@@ -749,6 +757,7 @@ async fn a_held_update_is_reviewed_and_confirmed_in_the_browser() {
         &platform,
         4,
         &example_with(&[
+            util::NAME_NOT_KEPT,
             ("name = \"home-${", "name = \"home4-${"),
             ("mode        = \"confirm\"", "mode        = \"block\""),
         ]),

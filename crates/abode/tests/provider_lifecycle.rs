@@ -344,7 +344,7 @@ fn example_template_lifecycle() {
 
     // A new template version renames the volume: a replacement, and the plan's
     // configuration carries the abode_protect reference for the guard.
-    let renamed_tf = main_tf.replace("\"home-${", "\"house-${");
+    let renamed_tf = crate::util::name_not_kept(&main_tf).replace("\"home-${", "\"house-${");
     assert_ne!(renamed_tf, main_tf);
     std::fs::write(workdir.dir.join("main.tf"), &renamed_tf).unwrap();
     let rename = workdir.plan_json(&[]);
@@ -608,7 +608,7 @@ fn invalid_declarations_and_values_fail_the_plan_readably() {
         }
     }
     assert!(undocumented.is_empty(), "undocumented: {undocumented:?}");
-    assert_eq!(provider["resource_schemas"].as_object().unwrap().len(), 6);
+    assert_eq!(provider["resource_schemas"].as_object().unwrap().len(), 7);
     // workspace, workspace_owner, parameter, workspace_preset, external_auth
     assert_eq!(
         provider["data_source_schemas"].as_object().unwrap().len(),

@@ -70,6 +70,7 @@ mod dial_back;
 pub mod git_auth;
 mod pty;
 mod ssh;
+pub mod stat;
 mod tunnel;
 mod unsaved;
 pub mod wsdial;
@@ -236,6 +237,7 @@ impl Agent {
             return;
         };
         self.offer_git_credentials(&mut me);
+        put_self_on_path(&mut me);
         log(&format!("connected as agent {}", me_label(Some(&me))));
         let interval = interval_override
             .or_else(|| {
@@ -303,25 +305,6 @@ impl Agent {
                 me.env
                     .entry("GIT_ASKPASS".into())
                     .or_insert_with(|| exe.display().to_string());
-                // `abode external-auth access-token` works in a session even
-                // where `abode` is not installed on the PATH: the agent's own
-                // directory comes last, shadowing nothing.
-                if let Some(dir) = exe.parent().map(|dir| dir.display().to_string()) {
-                    let path = me
-                        .env
-                        .get("PATH")
-                        .cloned()
-                        .or_else(|| std::env::var("PATH").ok())
-                        .unwrap_or_default();
-                    if !path.split(':').any(|entry| entry == dir) {
-                        let path = if path.is_empty() {
-                            dir
-                        } else {
-                            format!("{path}:{dir}")
-                        };
-                        me.env.insert("PATH".into(), path);
-                    }
-                }
             }
             Err(error) => log(&format!(
                 "cannot name this binary as Git's askpass; git asks for credentials as usual: {error}"
@@ -515,6 +498,47 @@ impl Agent {
             Startup::NotRun | Startup::Interrupted => {}
         }
         outcome
+    }
+}
+
+/// Puts the agent's own directory at the end of the `PATH` of everything
+/// it runs (shadowing nothing), so that `abode stat`, `abode
+/// external-auth access-token` and the rest work in a workspace where
+/// `abode` is not installed; and names the agent's pid
+/// (`ABODE_AGENT_PID`), whose processes `abode stat` measures.
+fn put_self_on_path(me: &mut AgentMe) {
+    me.env.insert(
+        abode_contract::AGENT_PID.into(),
+        std::process::id().to_string(),
+    );
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(error) => {
+            log(&format!(
+                "cannot put this binary on the PATH of what the agent runs: {error}"
+            ));
+            return;
+        }
+    };
+    if let Some(dir) = exe.parent().map(|dir| dir.display().to_string()) {
+        let path = me
+            .env
+            .get("PATH")
+            .cloned()
+            .or_else(|| std::env::var("PATH").ok())
+            .unwrap_or_default();
+        me.env.insert("PATH".into(), with_dir_last(&path, &dir));
+    }
+}
+
+/// `path` with `dir` at its end, unless it holds it already.
+fn with_dir_last(path: &str, dir: &str) -> String {
+    if path.split(':').any(|entry| entry == dir) {
+        path.to_string()
+    } else if path.is_empty() {
+        dir.to_string()
+    } else {
+        format!("{path}:{dir}")
     }
 }
 
@@ -745,6 +769,19 @@ mod tests {
         );
         assert_eq!(outcome, Startup::Interrupted);
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn the_agents_directory_goes_last_on_the_path_once() {
+        assert_eq!(
+            with_dir_last("/usr/bin:/bin", "/opt/abode"),
+            "/usr/bin:/bin:/opt/abode"
+        );
+        assert_eq!(
+            with_dir_last("/opt/abode:/bin", "/opt/abode"),
+            "/opt/abode:/bin"
+        );
+        assert_eq!(with_dir_last("", "/opt/abode"), "/opt/abode");
     }
 
     #[test]

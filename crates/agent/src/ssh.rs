@@ -218,7 +218,7 @@ impl Handler for SshHandler {
         name: &str,
         session: &mut Session,
     ) -> Result<(), Self::Error> {
-        if name == "sftp" && sftp_server().is_some() {
+        if (name == "sftp" && sftp_server().is_some()) || name == crate::stat::SUBSYSTEM {
             session.channel_success(channel)
         } else {
             session.channel_failure(channel)
@@ -249,6 +249,8 @@ enum Program {
     Shell,
     Command(String),
     Sftp(&'static str),
+    /// `abode stat WS`: the agent measures its workspace itself.
+    Stat,
 }
 
 /// A PTY the client asked for.
@@ -296,6 +298,9 @@ async fn session_channel(mut channel: Channel<Msg>, settings: Arc<SessionSetting
             ChannelMsg::Exec { command, .. } => {
                 Program::Command(String::from_utf8_lossy(&command).into_owned())
             }
+            ChannelMsg::RequestSubsystem { name, .. } if name == crate::stat::SUBSYSTEM => {
+                Program::Stat
+            }
             ChannelMsg::RequestSubsystem { name, .. } if name == "sftp" => match sftp_server() {
                 Some(path) => Program::Sftp(path),
                 None => continue,
@@ -303,7 +308,7 @@ async fn session_channel(mut channel: Channel<Msg>, settings: Arc<SessionSetting
             _ => continue,
         };
         let pty = match program {
-            Program::Sftp(_) => None,
+            Program::Sftp(_) | Program::Stat => None,
             _ => pty.take(),
         };
         let code = match run(&mut channel, program, pty, &env, &settings).await {
@@ -346,6 +351,7 @@ fn command_line(program: &Program) -> (String, Vec<String>) {
         Program::Shell => (shell(), vec!["-l".into()]),
         Program::Command(command) => (shell(), vec!["-c".into(), command.clone()]),
         Program::Sftp(path) => ((*path).to_string(), Vec::new()),
+        Program::Stat => (String::new(), Vec::new()),
     }
 }
 
@@ -357,6 +363,9 @@ async fn run(
     client_env: &[(String, String)],
     settings: &SessionSettings,
 ) -> std::io::Result<u32> {
+    if let Program::Stat = program {
+        return stat(channel, settings).await;
+    }
     let (name, args) = command_line(&program);
     let dir = working_dir(settings);
     let mut env: Vec<(String, String)> = settings
@@ -369,6 +378,24 @@ async fn run(
         Some(pty) => run_on_pty(channel, &name, &args, pty, env, dir).await,
         None => run_on_pipes(channel, &name, &args, env, dir).await,
     }
+}
+
+/// The `abode-stat` subsystem: the workspace measured (the agent and what
+/// it started, its home), as one JSON document.
+async fn stat(channel: &mut Channel<Msg>, settings: &SessionSettings) -> std::io::Result<u32> {
+    let dir = settings.dir.clone();
+    let stat = tokio::task::spawn_blocking(move || {
+        let home = crate::stat::home(dir.as_deref());
+        crate::stat::measure(std::process::id() as i32, home.as_deref())
+    })
+    .await
+    .map_err(std::io::Error::other)?;
+    let json = serde_json::to_vec(&stat).map_err(std::io::Error::other)?;
+    channel
+        .data(&json[..])
+        .await
+        .map_err(|error| std::io::Error::other(error.to_string()))?;
+    Ok(0)
 }
 
 fn exit_code(status: std::process::ExitStatus) -> u32 {

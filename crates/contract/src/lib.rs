@@ -29,7 +29,8 @@
 //! one, and values are escaped where they are shown), `apps` (what an
 //! `abode_app` may say: slugs, its `url`, share levels, health checks; the
 //! provider checks them at plan time, the platform again when it reads a
-//! state), `log` (a build log line's level, a closed set, and its stage, the
+//! state), `env` (what an `abode_env` may set, and the same name set twice for one
+//! agent in a plan), `log` (a build log line's level, a closed set, and its stage, the
 //! runner's step names: an open vocabulary of 1-32 printable characters that a
 //! daemon's lines are parsed into once), `retain` (what an `abode_protect`'s
 //! delete rule may say), `external_auth` (which linked accounts a template
@@ -53,6 +54,7 @@
 
 pub mod apps;
 pub mod cron;
+pub mod env;
 pub mod external_auth;
 pub mod host_local;
 pub mod log;
@@ -95,6 +97,9 @@ pub const AGENT_CA_CERT: &str = "ABODE_AGENT_CA_CERT";
 /// `abode external-auth access-token` and Git's askpass ask the agent for
 /// the owner's tokens (docs/external-auth.md).
 pub const AGENT_AUTH_SOCKET: &str = "ABODE_AGENT_AUTH_SOCKET";
+/// Set by the agent in its sessions and scripts: its own pid, so that
+/// `abode stat` inside the workspace measures the agent's processes.
+pub const AGENT_PID: &str = "ABODE_AGENT_PID";
 pub const VOLUMES_DIR: &str = "ABODE_VOLUMES_DIR";
 pub const PROCESS_LOGS_DIR: &str = "ABODE_PROCESS_LOGS_DIR";
 pub const PROCESS_SUPERVISOR: &str = "ABODE_PROCESS_SUPERVISOR";

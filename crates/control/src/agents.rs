@@ -151,11 +151,65 @@ impl Agents {
         Ok(self.store.workspace_by_id(&agent.workspace_id).await?)
     }
 }
-/// The agents of a state, and why any of its apps was left out.
+/// The agents of a state, and why any of its apps or variables was left out.
 pub struct AgentsInState {
     pub agents: Vec<NewAgent>,
-    /// One line per `abode_app` that could not be kept (for the build's log).
+    /// One line per `abode_app` or `abode_env` that could not be kept (for
+    /// the build's log).
     pub app_problems: Vec<String>,
+}
+
+/// One `abode_env` of a state.
+struct EnvVariable {
+    agent_id: String,
+    name: String,
+    value: String,
+}
+
+/// The `abode_env`s of a state: each name once per agent (the first one
+/// kept; a plan that sets one twice is refused before it is applied, so a
+/// second one is only a state made otherwise), never a name the agent keeps
+/// for itself. No value is ever in a problem's line.
+fn envs_in_state(value: &serde_json::Value, problems: &mut Vec<String>) -> Vec<EnvVariable> {
+    let mut kept: Vec<(EnvVariable, String)> = Vec::new();
+    for instance in crate::state::managed_instances(value) {
+        if instance.resource_type != "abode_env" {
+            continue;
+        }
+        let address = instance.address();
+        let text = |attribute: &str| {
+            instance
+                .object
+                .pointer(&format!("/attributes/{attribute}"))
+                .and_then(serde_json::Value::as_str)
+        };
+        let (Some(agent_id), Some(name)) = (text("agent_id"), text("name")) else {
+            problems.push(format!("{address}: no agent_id or name"));
+            continue;
+        };
+        if let Some(problem) = abode_contract::env::name_problem(name) {
+            problems.push(format!("{address}: {problem}"));
+            continue;
+        }
+        if let Some((_, first)) = kept
+            .iter()
+            .find(|(kept, _)| kept.agent_id == agent_id && kept.name == name)
+        {
+            problems.push(format!(
+                "{address}: {first} already sets `{name}` for this agent; left out"
+            ));
+            continue;
+        }
+        kept.push((
+            EnvVariable {
+                agent_id: agent_id.to_string(),
+                name: name.to_string(),
+                value: text("value").unwrap_or_default().to_string(),
+            },
+            address,
+        ));
+    }
+    kept.into_iter().map(|(variable, _)| variable).collect()
 }
 
 /// The `abode_app`s of a state, by the `id` of the agent that serves them:
@@ -207,6 +261,7 @@ pub fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error>
     let value = serde_json::from_slice::<serde_json::Value>(state)?;
     let mut app_problems = Vec::new();
     let mut apps = apps_in_state(&value, &mut app_problems);
+    let mut envs = envs_in_state(&value, &mut app_problems);
     let mut agents = Vec::new();
     for agent in crate::state::managed_instances(&value) {
         if agent.resource_type != "abode_agent" {
@@ -240,7 +295,7 @@ pub fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error>
         };
         // Only string values: the agent adds them to the script's
         // environment as they are.
-        let env: serde_json::Map<String, serde_json::Value> = instance
+        let mut env: serde_json::Map<String, serde_json::Value> = instance
             .pointer("/attributes/env")
             .and_then(|e| e.as_object())
             .map(|env| {
@@ -251,6 +306,14 @@ pub fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error>
             })
             .unwrap_or_default();
         let agent_id = text("id");
+        // Its `abode_env`s, over what its own `env` says.
+        let (own, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut envs)
+            .into_iter()
+            .partition(|variable| Some(&variable.agent_id) == agent_id.as_ref());
+        envs = rest;
+        for variable in own {
+            env.insert(variable.name, serde_json::Value::String(variable.value));
+        }
         let (served, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut apps)
             .into_iter()
             .partition(|(serving, _)| Some(serving) == agent_id.as_ref());
@@ -264,6 +327,12 @@ pub fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error>
             env: serde_json::Value::Object(env).to_string(),
             apps: served.into_iter().map(|(_, app)| app).collect(),
         });
+    }
+    for variable in envs {
+        app_problems.push(format!(
+            "abode_env `{}`: no abode_agent of this workspace has the id {}",
+            variable.name, variable.agent_id
+        ));
     }
     for (agent_id, app) in apps {
         app_problems.push(format!(
@@ -312,6 +381,46 @@ mod tests {
             (None, None, "{}"),
             "an agent without a startup script"
         );
+    }
+
+    #[test]
+    fn abode_envs_join_their_agents_env_once_per_name() {
+        let state = br#"{"version":4,"resources":[
+          {"mode":"managed","type":"abode_agent","name":"main","instances":[{"attributes":{
+            "id":"a1","token":"secret-1","env":{"EDITOR":"nano","KEEP":"yes"}}}]},
+          {"mode":"managed","type":"abode_agent","name":"other","instances":[{"attributes":{
+            "id":"a2","token":"secret-2"}}]},
+          {"mode":"managed","type":"abode_env","name":"editor","instances":[{"attributes":{
+            "agent_id":"a1","name":"EDITOR","value":"vim"}}]},
+          {"mode":"managed","type":"abode_env","name":"again","instances":[{"attributes":{
+            "agent_id":"a1","name":"EDITOR","value":"THE-SECRET-VALUE"}}]},
+          {"mode":"managed","type":"abode_env","name":"there","instances":[{"attributes":{
+            "agent_id":"a2","name":"EDITOR","value":"emacs"}}]},
+          {"mode":"managed","type":"abode_env","name":"lost","instances":[{"attributes":{
+            "agent_id":"nobody","name":"X","value":"THE-SECRET-VALUE"}}]},
+          {"mode":"managed","type":"abode_env","name":"token","instances":[{"attributes":{
+            "agent_id":"a1","name":"ABODE_AGENT_TOKEN","value":"THE-SECRET-VALUE"}}]}
+        ]}"#;
+        let read = agents_in_state(state).unwrap();
+        let env = |index: usize| -> serde_json::Value {
+            serde_json::from_str(&read.agents[index].env).unwrap()
+        };
+        assert_eq!(env(0), serde_json::json!({"EDITOR": "vim", "KEEP": "yes"}));
+        assert_eq!(env(1), serde_json::json!({"EDITOR": "emacs"}));
+        let problems = read.app_problems.join("\n");
+        assert!(
+            problems.contains("abode_env.again: abode_env.editor already sets `EDITOR`"),
+            "{problems}"
+        );
+        assert!(
+            problems.contains("abode_env `X`: no abode_agent"),
+            "{problems}"
+        );
+        assert!(
+            problems.contains("abode_env.token: `ABODE_AGENT_TOKEN`"),
+            "{problems}"
+        );
+        assert!(!problems.contains("THE-SECRET-VALUE"), "{problems}");
     }
 
     #[test]

@@ -7,6 +7,8 @@
 //! identified by its pid *and* its start time, both read from /proc. Zombies
 //! count as gone: nobody may be left to reap them.
 
+pub mod usage;
+
 use std::fs;
 use std::path::{Path, PathBuf};
 

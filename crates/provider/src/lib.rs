@@ -64,6 +64,7 @@
 mod agent;
 mod app;
 mod backtrace;
+mod env;
 mod external_auth;
 mod metadata;
 mod parameter;
@@ -153,9 +154,10 @@ impl Provider for AbodeProvider {
         &self,
         _diags: &mut tf_provider::Diagnostics,
     ) -> Option<HashMap<String, Box<dyn DynamicResource>>> {
-        let resources: [(&str, Box<dyn DynamicResource>); 6] = [
+        let resources: [(&str, Box<dyn DynamicResource>); 7] = [
             ("agent", Box::new(Plumbing(agent::AgentResource))),
             ("app", Box::new(Plumbing(app::AppResource))),
+            ("env", Box::new(Plumbing(env::EnvResource))),
             ("protect", Box::new(Plumbing(protect::ProtectResource))),
             ("metadata", Box::new(Plumbing(metadata::MetadataResource))),
             ("volume", Box::new(Plumbing(volume::VolumeResource))),

@@ -1358,3 +1358,42 @@ pub struct ErrorDetail {
     pub code: String,
     pub message: String,
 }
+
+/// What a workspace uses (`abode stat`, docs/cli.md): read from its cgroup
+/// v2 (`source` `cgroup`) or from /proc for its agent and every process the
+/// agent started (`proc`), and `statvfs` of its home.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorkspaceStat {
+    pub source: String,
+    pub cpu: StatCpu,
+    pub memory: StatMemory,
+    /// The home's filesystem; none when the home is not known.
+    #[serde(default)]
+    pub disk: Option<StatDisk>,
+}
+
+/// CPU over a short sample, in cores (1.0 is one core busy).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StatCpu {
+    pub used_cores: f64,
+    /// The cgroup's quota, else the machine's cores.
+    pub limit_cores: f64,
+}
+
+/// Memory in use (a cgroup's working set, or the processes' resident
+/// memory) and its limit (the cgroup's, else the machine's).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StatMemory {
+    pub used_bytes: u64,
+    pub limit_bytes: u64,
+}
+
+/// The filesystem the home is on.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StatDisk {
+    pub path: String,
+    pub total_bytes: u64,
+    pub used_bytes: u64,
+    /// What an unprivileged user may still write.
+    pub available_bytes: u64,
+}

@@ -1322,6 +1322,25 @@ pub fn example_with(edits: &[(&str, &str)]) -> String {
     text
 }
 
+/// The example's `lifecycle` block that keeps its volume's name as created,
+/// so that a retained home is adopted in place (docs/retain.md).
+pub const NAME_KEPT: &str = "  lifecycle {\n    ignore_changes = [name]\n  }\n";
+
+/// An edit for [`example_with`] that drops [`NAME_KEPT`]: a test that renames
+/// the example's volume to make Terraform replace it needs it (with the block,
+/// the new name is ignored).
+pub const NAME_NOT_KEPT: (&str, &str) = (NAME_KEPT, "");
+
+/// `text` (the example template's, or an edited copy) without
+/// [`NAME_KEPT`], so that renaming its volume replaces it.
+pub fn name_not_kept(text: &str) -> String {
+    assert!(
+        text.contains(NAME_KEPT),
+        "the example template no longer keeps its volume's name with {NAME_KEPT:?}"
+    );
+    text.replacen(NAME_KEPT, "", 1)
+}
+
 /// Writes `main_tf` as a template folder and pushes it (activated).
 pub fn push_template(platform: &Platform, name: &str, version: u32, main_tf: &str) {
     let dir = platform.root().join(format!("templates/{name}-v{version}"));
@@ -1343,7 +1362,7 @@ pub fn push_template(platform: &Platform, name: &str, version: u32, main_tf: &st
 /// `dev` and asks for the update the guard holds; returns the digest.
 pub fn hold_a_build(platform: &Platform) -> String {
     let example = fs::read_to_string(repo_root().join("examples/local-workspace/main.tf")).unwrap();
-    let renamed = example.replace("name = \"home-${", "name = \"home2-${");
+    let renamed = name_not_kept(&example).replace("name = \"home-${", "name = \"home2-${");
     assert_ne!(example, renamed, "the example no longer names its volume");
     for (version, text) in [(1, &example), (2, &renamed)] {
         push_template(platform, "local", version, text);

@@ -24,6 +24,7 @@ mod retained;
 mod schedule;
 mod ssh;
 mod sso;
+mod stat;
 mod template_permissions;
 mod templates;
 mod tokens;
@@ -124,6 +125,9 @@ pub enum UserCommand {
     Provisioner(provisioners::ProvisionerCommand),
     /// Open a shell or run a command in a workspace over SSH (docs/ssh.md).
     Ssh(ssh::SshArgs),
+    /// What a workspace uses: CPU, memory, its home's disk (inside a
+    /// workspace, leave WS out).
+    Stat(stat::StatArgs),
     /// Add a `Host abode.WS` entry per workspace to ~/.ssh/config.
     ConfigSsh(config_ssh::ConfigSshArgs),
     /// Forward local TCP ports to ports inside a workspace.
@@ -185,6 +189,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Schedule(command) => schedule::run(command),
         UserCommand::Provisioner(command) => provisioners::run(command),
         UserCommand::Ssh(args) => ssh::run(args),
+        UserCommand::Stat(args) => stat::run(args),
         UserCommand::ConfigSsh(args) => config_ssh::run(args),
         UserCommand::PortForward(args) => port_forward::run(args),
     };

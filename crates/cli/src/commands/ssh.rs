@@ -284,8 +284,13 @@ fn command_line(words: &[String]) -> String {
         .join(" ")
 }
 
-/// The SSH client: a shell or a command, its exit status.
-async fn session(socket: Socket, args: &SshArgs) -> anyhow::Result<u8> {
+/// An SSH session channel to the workspace's agent over `socket`.
+async fn open_session(
+    socket: Socket,
+) -> anyhow::Result<(
+    client::Handle<AcceptPlatformKey>,
+    russh::Channel<client::Msg>,
+)> {
     let config = Arc::new(client::Config {
         inactivity_timeout: None,
         ..Default::default()
@@ -301,10 +306,48 @@ async fn session(socket: Socket, args: &SshArgs) -> anyhow::Result<u8> {
     if !auth.success() {
         anyhow::bail!("the workspace's agent refused the SSH session");
     }
-    let mut channel = handle
+    let channel = handle
         .channel_open_session()
         .await
         .context("cannot open an SSH session")?;
+    Ok((handle, channel))
+}
+
+/// What the workspace's agent answers to the SSH subsystem `name` (its
+/// whole output; a failure if it refuses the subsystem or fails).
+pub(crate) async fn subsystem_output(socket: Socket, name: &str) -> anyhow::Result<Vec<u8>> {
+    let (handle, mut channel) = open_session(socket).await?;
+    channel.request_subsystem(true, name).await?;
+    let mut output = Vec::new();
+    let mut code = None;
+    while let Some(message) = channel.wait().await {
+        match message {
+            ChannelMsg::Data { data } => output.extend_from_slice(&data),
+            ChannelMsg::ExitStatus { exit_status } => code = Some(exit_status),
+            ChannelMsg::Failure => {
+                anyhow::bail!(
+                    "the workspace's agent does not answer `{name}` (is it older than this CLI?)"
+                )
+            }
+            ChannelMsg::Close => break,
+            _ => {}
+        }
+    }
+    let _ = handle
+        .disconnect(russh::Disconnect::ByApplication, "", "en")
+        .await;
+    match code {
+        Some(0) => Ok(output),
+        Some(code) => anyhow::bail!("the workspace's agent failed `{name}` (exit status {code})"),
+        None => {
+            anyhow::bail!("the connection ended before the workspace's agent answered `{name}`")
+        }
+    }
+}
+
+/// The SSH client: a shell or a command, its exit status.
+async fn session(socket: Socket, args: &SshArgs) -> anyhow::Result<u8> {
+    let (handle, mut channel) = open_session(socket).await?;
     let on_terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let want_tty = args.tty || (args.command.is_empty() && on_terminal);
     let mut raw = None;

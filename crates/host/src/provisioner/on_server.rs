@@ -492,6 +492,11 @@ impl ServerJob {
             )
             .into());
         }
+        // Two `abode_env`s that set one name for one agent: refused before
+        // anything is applied, naming both.
+        if let Some(problem) = env_duplicate(&plan_json) {
+            return Err(Failure::failed(format!("{problem}; nothing was applied")).into());
+        }
         // What is kept of the plan: its ephemeral values masked.
         let kept_plan = self.ephemeral.plan_to_keep(&plan_json);
         if let Some(verdict) = self.standing_verdict(&kept_plan).await? {
@@ -625,6 +630,20 @@ impl ServerJob {
             }
         }
     }
+}
+
+/// The first `abode_env` of the plan that sets a name another one sets for
+/// the same agent (`abode_contract::env`). Only a plan that names the type
+/// is parsed.
+fn env_duplicate(plan_json: &[u8]) -> Option<String> {
+    const TYPE: &[u8] = b"\"abode_env\"";
+    if !plan_json.windows(TYPE.len()).any(|window| window == TYPE) {
+        return None;
+    }
+    let plan = serde_json::from_slice::<serde_json::Value>(plan_json).ok()?;
+    abode_contract::env::duplicates_in_plan(&plan)
+        .into_iter()
+        .next()
 }
 
 impl BuildHost for ServerJob {
