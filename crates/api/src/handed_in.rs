@@ -69,9 +69,7 @@ pub(crate) async fn serve_plain(
             continue;
         };
         let (app, watcher) = (app.clone(), graceful.watcher());
-        tokio::spawn(crate::tls_listener::serve_connection(
-            stream, peer, app, false, watcher,
-        ));
+        tokio::spawn(crate::connection::serve(stream, peer, app, false, watcher));
     }
     drop(handed);
     if tokio::time::timeout(DRAIN, graceful.shutdown())

@@ -75,6 +75,7 @@
 
 mod apps_proxy;
 mod client_address;
+mod connection;
 mod extract;
 mod handed_in;
 mod hsts;

@@ -13,18 +13,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::http::Request;
 use axum::Router;
-use hyper::body::Incoming;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
-use tower::ServiceExt;
 
 /// How long a client has to finish its TLS handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -81,7 +73,7 @@ pub(crate) async fn serve(
                         return;
                     }
                 };
-            serve_connection(stream, peer, app, true, watcher).await;
+            crate::connection::serve(stream, peer, app, true, watcher).await;
         });
     }
     drop(listener);
@@ -92,36 +84,4 @@ pub(crate) async fn serve(
         tracing::info!("TLS connections still open at shutdown were closed");
     }
     Ok(())
-}
-
-/// Serves one connection (TLS already done when `over_tls`) until it ends or
-/// `watcher`'s shutdown asks it to.
-pub(crate) async fn serve_connection<I>(
-    io: I,
-    peer: std::net::SocketAddr,
-    app: Router,
-    over_tls: bool,
-    watcher: hyper_util::server::graceful::Watcher,
-) where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let service = app.map_request(move |request: Request<Incoming>| {
-        let mut request = request.map(Body::new);
-        // The login throttle and the audit log read the client's address,
-        // as on the plain listener.
-        request.extensions_mut().insert(ConnectInfo(peer));
-        if over_tls {
-            // ... and whether it reached us over TLS (cookies get `Secure`).
-            request
-                .extensions_mut()
-                .insert(crate::client_address::OverTls);
-        }
-        request
-    });
-    let service = TowerToHyperService::new(service);
-    let builder = auto::Builder::new(TokioExecutor::new());
-    let connection = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
-    if let Err(error) = watcher.watch(connection.into_owned()).await {
-        tracing::debug!(%peer, %error, "a connection ended with an error");
-    }
 }
