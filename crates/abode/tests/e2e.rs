@@ -21,6 +21,7 @@ mod e2e_cancel;
 mod e2e_crash;
 mod e2e_daemons;
 mod e2e_daemons_chaos;
+mod e2e_dotfiles;
 mod e2e_env_stat;
 mod e2e_external_auth;
 mod e2e_faults;

@@ -10,6 +10,7 @@ mod audit;
 mod auth;
 mod builds;
 mod config_ssh;
+mod dotfiles;
 mod external_auth;
 mod groups;
 mod guard;
@@ -128,6 +129,9 @@ pub enum UserCommand {
     /// What a workspace uses: CPU, memory, its home's disk (inside a
     /// workspace, leave WS out).
     Stat(stat::StatArgs),
+    /// Inside a workspace: clone (or pull) your dotfiles repository and run
+    /// its installer, or link its dotfiles into HOME.
+    Dotfiles(dotfiles::DotfilesArgs),
     /// Add a `Host abode.WS` entry per workspace to ~/.ssh/config.
     ConfigSsh(config_ssh::ConfigSshArgs),
     /// Forward local TCP ports to ports inside a workspace.
@@ -190,6 +194,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Provisioner(command) => provisioners::run(command),
         UserCommand::Ssh(args) => ssh::run(args),
         UserCommand::Stat(args) => stat::run(args),
+        UserCommand::Dotfiles(args) => dotfiles::run(args),
         UserCommand::ConfigSsh(args) => config_ssh::run(args),
         UserCommand::PortForward(args) => port_forward::run(args),
     };
