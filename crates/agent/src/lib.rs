@@ -760,6 +760,8 @@ fn log_tail(path: &Path, max: u64) -> String {
 }
 
 /// What `statvfs` says of the volume holding `home`, as `df` counts it.
+// The counts are u64 here and narrower on some targets: the conversions stay.
+#[allow(clippy::useless_conversion)]
 fn home_disk(home: &Path) -> Option<abode_sdk::requests::HomeDisk> {
     let stats = nix::sys::statvfs::statvfs(home).ok()?;
     let unit = u64::from(stats.fragment_size());
@@ -886,6 +888,34 @@ mod tests {
         );
         assert_eq!(outcome, Startup::Interrupted);
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_shutdown_script_past_its_deadline_is_killed_with_what_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let log_path = dir.path().join("shutdown.log");
+        let stop = AtomicBool::new(false);
+        let started = Instant::now();
+        // A child of the script that would write after the deadline.
+        let outcome = run_script(
+            "echo begun; (sleep 3; echo late > late) & sleep 60",
+            Some(dir.path()),
+            &BTreeMap::new(),
+            &log_path,
+            &stop,
+            Some(Instant::now() + Duration::from_millis(500)),
+        );
+        assert_eq!(outcome, Startup::TimedOut);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_secs(4));
+        assert!(
+            !dir.path().join("late").exists(),
+            "the whole group was killed"
+        );
+        assert_eq!(log_tail(&log_path, 4096), "begun\n");
+        assert_eq!(log_tail(&log_path, 3), "un\n");
+        let disk = home_disk(dir.path()).unwrap();
+        assert!(disk.total_bytes > 0 && disk.used_bytes <= disk.total_bytes);
     }
 
     #[test]
