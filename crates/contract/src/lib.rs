@@ -53,6 +53,7 @@
 
 pub mod apps;
 pub mod cron;
+pub mod disk;
 pub mod external_auth;
 pub mod host_local;
 pub mod log;

@@ -284,11 +284,10 @@ fn apps_in_state(
 
 /// The last `max` bytes of `text`, cut at a character's boundary.
 fn tail(text: &str, max: usize) -> &str {
-    let mut start = text.len().saturating_sub(max);
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    &text[start..]
+    let from = text.len().saturating_sub(max);
+    (from..text.len())
+        .find(|i| text.is_char_boundary(*i))
+        .map_or("", |start| &text[start..])
 }
 
 /// The `abode_agent` resources of a state, with the hash of each token and
@@ -368,7 +367,7 @@ pub fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error>
                         .iter()
                         .filter_map(serde_json::Value::as_i64)
                         .collect(),
-                    None => crate::disk::DEFAULT_PERCENTS.to_vec(),
+                    None => abode_contract::disk::DEFAULT_WARNING_PERCENTS.to_vec(),
                 },
             },
         });

@@ -4,6 +4,7 @@
 //! default 90 and 98): once per crossing, and no more than once a day per
 //! workspace and threshold, however many heartbeats say it.
 
+use abode_contract::disk::{used_percent, warning_percents};
 use abode_sdk::requests::HomeDisk;
 use abode_sdk::DiskUsage;
 use abode_store::{Agent, Store};
@@ -11,40 +12,8 @@ use abode_store::{Agent, Store};
 use crate::notifications::{DiskWarning, Notifications};
 use crate::ControlError;
 
-/// The thresholds of an agent whose state says none (an agent made before
-/// there were any).
-pub const DEFAULT_PERCENTS: [i64; 2] = [90, 98];
-
 /// How long a threshold, once told, stays quiet.
 const QUIET_MS: i64 = 24 * 3600 * 1000;
-
-/// How full a volume is, as `df` says it: used over what the user could
-/// have (used + available), rounded up; 0 for an empty report.
-pub fn used_percent(used: u64, available: u64) -> u64 {
-    let whole = u128::from(used) + u128::from(available);
-    if whole == 0 {
-        return 0;
-    }
-    let percent = (u128::from(used) * 100).div_ceil(whole);
-    u64::try_from(percent).unwrap_or(100)
-}
-
-/// The stored thresholds (`"90,98"`), ascending; the defaults when there
-/// are none.
-fn thresholds(stored: Option<&str>) -> Vec<i64> {
-    let mut percents: Vec<i64> = stored
-        .unwrap_or_default()
-        .split(',')
-        .filter_map(|part| part.trim().parse().ok())
-        .filter(|percent| (1..=100).contains(percent))
-        .collect();
-    if stored.is_none() {
-        percents = DEFAULT_PERCENTS.to_vec();
-    }
-    percents.sort_unstable();
-    percents.dedup();
-    percents
-}
 
 /// Keeps what the agent said of its home volume and tells the owner of a
 /// threshold reached: the highest one reached, once, when any reached
@@ -65,7 +34,7 @@ pub(crate) async fn record(
         )
         .await?;
     let percent = used_percent(disk.used_bytes, disk.available_bytes);
-    let reached: Vec<i64> = thresholds(stored.as_deref())
+    let reached: Vec<i64> = warning_percents(stored.as_deref())
         .into_iter()
         .filter(|threshold| u64::try_from(*threshold).is_ok_and(|t| percent >= t))
         .collect();
@@ -124,21 +93,4 @@ pub(crate) async fn usage(
             }
         })
         .collect())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn percents_are_df_s_and_thresholds_read_back() {
-        assert_eq!(used_percent(0, 0), 0);
-        assert_eq!(used_percent(90, 10), 90);
-        assert_eq!(used_percent(901, 99), 91, "rounded up, as df does");
-        assert_eq!(used_percent(100, 0), 100);
-        assert_eq!(thresholds(None), vec![90, 98]);
-        assert_eq!(thresholds(Some("98,90,90")), vec![90, 98]);
-        assert_eq!(thresholds(Some("")), Vec::<i64>::new(), "none wanted");
-        assert_eq!(thresholds(Some("50,x,101")), vec![50]);
-    }
 }

@@ -29,8 +29,6 @@ pub const AGENT_TOKEN_ENV: &str = abode_contract::AGENT_TOKEN;
 const AGENT_CA_CERT: &str = abode_contract::AGENT_CA_CERT;
 /// How long a shutdown script may run when the template does not say.
 pub const DEFAULT_SHUTDOWN_TIMEOUT_SECONDS: i64 = 300;
-/// The home volume's use, in percent, at which the owner is told.
-pub const DEFAULT_DISK_WARNING_PERCENTS: [i64; 2] = [90, 98];
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(crate) struct AgentState {
@@ -252,7 +250,7 @@ impl ResourceType for AgentResource {
         }
         if config.disk_warning_percents.is_null() {
             state.disk_warning_percents = Value::Value(
-                DEFAULT_DISK_WARNING_PERCENTS
+                abode_contract::disk::DEFAULT_WARNING_PERCENTS
                     .iter()
                     .map(|percent| Value::Value(*percent))
                     .collect(),
