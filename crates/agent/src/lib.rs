@@ -15,7 +15,10 @@
 //! `ABODE_AGENT_TOKEN` (never on the command line, never printed). It reports
 //! lifecycle `starting`, runs the agent's `startup_script` (if any), then
 //! reports `ready`, or `start_error` with the script's exit status, and
-//! heartbeats until SIGTERM or SIGINT. Heartbeats run on their own thread from
+//! heartbeats until SIGTERM or SIGINT. Each heartbeat says how full the home
+//! volume is; an answer that asks for the `shutdown_script` (a stop, restart
+//! or delete waits for it) runs it once per build, killed at its timeout,
+//! and reports how it ended. Heartbeats run on their own thread from
 //! the first contact, so a startup script that runs long never makes the
 //! workspace look disconnected.
 //! The server may not know the token yet when the agent starts (it learns it
