@@ -299,3 +299,39 @@ fn a_full_home_volume_raises_one_warning_not_one_per_heartbeat() {
     drop(platform);
     drop(mounted);
 }
+
+/// On an external daemon the same: the server asks the agent and writes the
+/// log, step by step at the daemon's call, before the daemon applies.
+#[test]
+fn a_daemon_s_stop_waits_for_the_shutdown_script_too() {
+    require_terraform();
+    let mut flags = vec!["--provisioners", "0", "--job-lease", "10"];
+    flags.extend(FLAGS);
+    let platform = Platform::start_with(&flags);
+    platform.login_owner();
+    let key = util::create_key(&platform, "builders", &[]);
+    let daemon = util::Daemon::start(&platform, "d1", &key, &[]);
+    let dir = template_with(
+        &platform,
+        "saving",
+        r#"  shutdown_script = "echo flushed > \"$HOME/saved-at-stop\"""#,
+    );
+    push(&platform, "saving", &dir).ok();
+    let shown = started(&platform, "saving");
+    let home = daemon
+        .data_dir
+        .join("volumes")
+        .join(format!("home-{}", shown["id"].as_str().unwrap()));
+    assert!(home.is_dir(), "{}", daemon.log());
+    platform.run(&["stop", "dev"]).ok();
+    assert_eq!(
+        std::fs::read_to_string(home.join("saved-at-stop")).unwrap(),
+        "flushed\n"
+    );
+    let log = build_log(&platform, "2");
+    assert!(
+        log.contains("agent main[0]: the shutdown script succeeded"),
+        "{log}"
+    );
+    drop(daemon);
+}
