@@ -15,7 +15,10 @@
 //! `ABODE_AGENT_TOKEN` (never on the command line, never printed). It reports
 //! lifecycle `starting`, runs the agent's `startup_script` (if any), then
 //! reports `ready`, or `start_error` with the script's exit status, and
-//! heartbeats until SIGTERM or SIGINT. Heartbeats run on their own thread from
+//! heartbeats until SIGTERM or SIGINT. Each heartbeat says how full the home
+//! volume is; an answer that asks for the `shutdown_script` (a stop, restart
+//! or delete waits for it) runs it once per build, killed at its timeout,
+//! and reports how it ended. Heartbeats run on their own thread from
 //! the first contact, so a startup script that runs long never makes the
 //! workspace look disconnected.
 //! The server may not know the token yet when the agent starts (it learns it
@@ -170,6 +173,8 @@ enum Startup {
     NotRun,
     /// The agent was told to stop while the script ran.
     Interrupted,
+    /// It ran past its time and was killed (a shutdown script only).
+    TimedOut,
 }
 
 impl Agent {
@@ -270,7 +275,7 @@ impl Agent {
             let (state, exit_status) = match self.startup(&me) {
                 Startup::Succeeded => ("ready", None),
                 Startup::Failed(code) => ("start_error", Some(code)),
-                Startup::NotRun => ("start_error", None),
+                Startup::NotRun | Startup::TimedOut => ("start_error", None),
                 Startup::Interrupted => return,
             };
             if self.retry(&format!("reporting lifecycle {state}"), |c| {
@@ -318,11 +323,24 @@ impl Agent {
     fn heartbeats(&self, interval: Duration, me: &AgentMe) {
         let mut failing = false;
         let mut owner = me.owner.clone();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let mut shut_down_for = String::new();
         while self.pause(interval) {
-            let answer = self.client.agent_heartbeat();
+            let report = abode_sdk::requests::AgentHeartbeatReport {
+                home_disk: home.as_deref().and_then(home_disk),
+            };
+            let answer = self.client.agent_heartbeat(&report);
             if let Ok(now) = &answer {
                 if now.scan_unsaved {
                     self.scan_unsaved.store(true, Ordering::SeqCst);
+                }
+                if let Some(asked) = now
+                    .shutdown
+                    .as_ref()
+                    .filter(|asked| asked.build != shut_down_for)
+                {
+                    shut_down_for = asked.build.clone();
+                    self.shut_down(me, asked.clone());
                 }
                 if !now.owner.is_empty() && now.owner != owner {
                     owner = now.owner.clone();
@@ -468,7 +486,64 @@ impl Agent {
                     log_path.display()
                 )),
                 Startup::NotRun => log("the claim script could not be started"),
-                Startup::Interrupted => {}
+                Startup::Interrupted | Startup::TimedOut => {}
+            }
+        });
+    }
+
+    /// Runs the shutdown script a stop, restart or delete asked for, on a
+    /// thread of its own (heartbeats go on), up to its timeout, its output
+    /// in the shutdown log; then tells the server how it ended.
+    fn shut_down(&self, me: &AgentMe, asked: abode_sdk::AgentShutdown) {
+        let log_path = self.log_dir.join(script_log_name("shutdown", me));
+        log(&format!(
+            "running the shutdown script (up to {} s); its output goes to {}",
+            asked.timeout_seconds,
+            log_path.display()
+        ));
+        let dir = me.dir.as_deref().map(expand_home);
+        let env = me.env.clone();
+        let client = self.client.clone();
+        let stop = Arc::clone(&self.stop);
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(asked.timeout_seconds);
+            let outcome = run_script(
+                &asked.script,
+                dir.as_deref(),
+                &env,
+                &log_path,
+                &stop,
+                Some(deadline),
+            );
+            let (name, exit_status) = match outcome {
+                Startup::Succeeded => ("succeeded", None),
+                Startup::Failed(code) => ("failed", Some(i64::from(code))),
+                Startup::TimedOut => ("timed_out", None),
+                Startup::NotRun | Startup::Interrupted => ("not_run", None),
+            };
+            log(&format!(
+                "the shutdown script ended: {name}; see {}",
+                log_path.display()
+            ));
+            let report = abode_sdk::requests::AgentShutdownReport {
+                build: asked.build,
+                outcome: name.to_string(),
+                exit_status,
+                output: log_tail(&log_path, 4096),
+            };
+            // A few tries: the build stops waiting at its own deadline.
+            let mut delay = FIRST_RETRY;
+            for _ in 0..8 {
+                match client.agent_shutdown(&report) {
+                    Ok(()) => return,
+                    Err(err) if err.status() == Some(404) => return,
+                    Err(err) => log(&format!(
+                        "the shutdown script's end was not reported, retrying: {}",
+                        describe(&err)
+                    )),
+                }
+                std::thread::sleep(delay);
+                delay = (delay * 2).min(MAX_RETRY);
             }
         });
     }
@@ -495,7 +570,7 @@ impl Agent {
                 "the startup script exited with status {code}; see {}",
                 log_path.display()
             )),
-            Startup::NotRun | Startup::Interrupted => {}
+            Startup::NotRun | Startup::Interrupted | Startup::TimedOut => {}
         }
         outcome
     }
@@ -580,7 +655,23 @@ fn run_startup_script(
     log_path: &Path,
     stop: &AtomicBool,
 ) -> Startup {
+    run_script(script, dir, env, log_path, stop, None)
+}
+
+/// [`run_startup_script`], and with a `deadline` (a shutdown script) the
+/// script runs in a process group of its own, killed whole at the deadline.
+fn run_script(
+    script: &str,
+    dir: Option<&Path>,
+    env: &BTreeMap<String, String>,
+    log_path: &Path,
+    stop: &AtomicBool,
+    deadline: Option<Instant>,
+) -> Startup {
     let mut command = Command::new("sh");
+    if deadline.is_some() {
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    }
     command
         .arg("-c")
         .arg(script)
@@ -641,10 +732,18 @@ fn run_startup_script(
                     Startup::Failed(code)
                 };
             }
+            Ok(None) if deadline.is_some_and(|deadline| Instant::now() >= deadline) => {
+                kill_group(&mut child);
+                return Startup::TimedOut;
+            }
             Ok(None) if stop.load(Ordering::SeqCst) => {
                 log("stopping the startup script");
-                let _ = child.kill();
-                let _ = child.wait();
+                if deadline.is_some() {
+                    kill_group(&mut child);
+                } else {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
                 return Startup::Interrupted;
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(50)),
@@ -654,6 +753,53 @@ fn run_startup_script(
             }
         }
     }
+}
+
+/// Kills a script started in a process group of its own, and all it started.
+fn kill_group(child: &mut std::process::Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // Best effort: a group already gone has nothing left to kill.
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// The end of a script's log (at most `max` bytes), for the server.
+fn log_tail(path: &Path, max: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = File::open(path) else {
+        return String::new();
+    };
+    let length = file.metadata().map(|meta| meta.len()).unwrap_or(0);
+    if file
+        .seek(SeekFrom::Start(length.saturating_sub(max)))
+        .is_err()
+    {
+        return String::new();
+    }
+    let mut bytes = Vec::new();
+    let _ = file.take(max).read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// What `statvfs` says of the volume holding `home`, as `df` counts it.
+// The counts are u64 here and narrower on some targets: the conversions stay.
+#[allow(clippy::useless_conversion)]
+fn home_disk(home: &Path) -> Option<abode_sdk::requests::HomeDisk> {
+    let stats = nix::sys::statvfs::statvfs(home).ok()?;
+    let unit = u64::from(stats.fragment_size());
+    let total = u64::from(stats.blocks()).saturating_mul(unit);
+    let free = u64::from(stats.blocks_free()).saturating_mul(unit);
+    let available = u64::from(stats.blocks_available()).saturating_mul(unit);
+    Some(abode_sdk::requests::HomeDisk {
+        total_bytes: total,
+        used_bytes: total.saturating_sub(free),
+        available_bytes: available,
+    })
 }
 
 /// The startup log, replaced on every start, readable by its owner only (a
@@ -782,6 +928,34 @@ mod tests {
             "/opt/abode:/bin"
         );
         assert_eq!(with_dir_last("", "/opt/abode"), "/opt/abode");
+    }
+
+    #[test]
+    fn a_shutdown_script_past_its_deadline_is_killed_with_what_it_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let log_path = dir.path().join("shutdown.log");
+        let stop = AtomicBool::new(false);
+        let started = Instant::now();
+        // A child of the script that would write after the deadline.
+        let outcome = run_script(
+            "echo begun; (sleep 3; echo late > late) & sleep 60",
+            Some(dir.path()),
+            &BTreeMap::new(),
+            &log_path,
+            &stop,
+            Some(Instant::now() + Duration::from_millis(500)),
+        );
+        assert_eq!(outcome, Startup::TimedOut);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_secs(4));
+        assert!(
+            !dir.path().join("late").exists(),
+            "the whole group was killed"
+        );
+        assert_eq!(log_tail(&log_path, 4096), "begun\n");
+        assert_eq!(log_tail(&log_path, 3), "un\n");
+        let disk = home_disk(dir.path()).unwrap();
+        assert!(disk.total_bytes > 0 && disk.used_bytes <= disk.total_bytes);
     }
 
     #[test]

@@ -345,6 +345,7 @@ async fn every_route_for_every_kind_of_caller() {
                 token_hash: abode_control::token_hash(AGENT_TOKEN),
                 startup_script: None,
                 claim_script: None,
+                settings: Default::default(),
                 dir: None,
                 env: "{}".into(),
                 apps: Vec::new(),

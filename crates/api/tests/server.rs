@@ -642,6 +642,7 @@ async fn agents_authenticate_with_their_token_and_health_follows_heartbeats() {
                 token_hash: abode_control::token_hash(agent_token),
                 startup_script: Some("echo hi > marker".into()),
                 claim_script: None,
+                settings: Default::default(),
                 dir: Some("/home/dev".into()),
                 env: r#"{"GREETING":"hello"}"#.into(),
                 apps: Vec::new(),

@@ -1422,6 +1422,15 @@ impl Client {
             .map(drop)
     }
 
+    /// How the shutdown script a build asked for ended.
+    pub fn agent_shutdown(
+        &self,
+        report: &requests::AgentShutdownReport,
+    ) -> Result<(), ClientError> {
+        self.check(self.request("POST", "/agent/shutdown").send_json(report))
+            .map(drop)
+    }
+
     /// The workspace owner's token of `provider` (by id) or of the provider
     /// serving `git_url`.
     pub fn agent_external_auth_token(
@@ -1554,11 +1563,11 @@ impl Client {
 
     /// Agent: tells the server it is still alive; the answer is the
     /// workspace's owner and name now.
-    pub fn agent_heartbeat(&self) -> Result<AgentHeartbeat, ClientError> {
-        let response = self.check(
-            self.request("POST", "/agent/heartbeat")
-                .send_json(requests::Empty {}),
-        )?;
+    pub fn agent_heartbeat(
+        &self,
+        report: &requests::AgentHeartbeatReport,
+    ) -> Result<AgentHeartbeat, ClientError> {
+        let response = self.check(self.request("POST", "/agent/heartbeat").send_json(report))?;
         if response.status() == 204 {
             return Ok(AgentHeartbeat::default());
         }

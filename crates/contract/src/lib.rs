@@ -54,6 +54,7 @@
 
 pub mod apps;
 pub mod cron;
+pub mod disk;
 pub mod env;
 pub mod external_auth;
 pub mod host_local;

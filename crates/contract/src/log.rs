@@ -89,6 +89,9 @@ impl LogStage {
     pub const GUARD: LogStage = LogStage(Cow::Borrowed("guard"));
     /// The plan's daily cost and the owner's budget.
     pub const QUOTA: LogStage = LogStage(Cow::Borrowed("quota"));
+    /// Before the apply of a stop, restart or delete: the agents' shutdown
+    /// scripts.
+    pub const SHUTDOWN: LogStage = LogStage(Cow::Borrowed("shutdown"));
     pub const APPLY: LogStage = LogStage(Cow::Borrowed("apply"));
     /// After Terraform: the state stored, the lock given back, a cancel.
     pub const CLEANUP: LogStage = LogStage(Cow::Borrowed("cleanup"));

@@ -12,11 +12,25 @@ use crate::ControlError;
 #[derive(Clone)]
 pub struct Agents {
     store: abode_store::Store,
+    clock: abode_clock::Clock,
+    /// Tells an owner of a nearly full home volume (`disk.rs`).
+    notifications: crate::Notifications,
 }
 
+/// How much of a shutdown script's output the server keeps (its end).
+pub const SHUTDOWN_OUTPUT_BYTES: usize = 4096;
+
 impl Agents {
-    pub fn new(store: abode_store::Store) -> Agents {
-        Agents { store }
+    pub fn new(
+        store: abode_store::Store,
+        clock: abode_clock::Clock,
+        notifications: crate::Notifications,
+    ) -> Agents {
+        Agents {
+            store,
+            clock,
+            notifications,
+        }
     }
 
     pub async fn authenticate_agent(&self, token: &str) -> Result<Agent, ControlError> {
@@ -50,9 +64,77 @@ impl Agents {
     /// A heartbeat, answered with the agent's workspace as it is now: a
     /// prebuilt workspace's agent learns from it that it was claimed (its
     /// owner and name changed) without being restarted.
-    pub async fn agent_heartbeat(&self, agent: &Agent) -> Result<Workspace, ControlError> {
+    /// What it says of its home volume is kept, and its owner told of a
+    /// threshold reached (`disk.rs`).
+    pub async fn agent_heartbeat(
+        &self,
+        agent: &Agent,
+        report: abode_sdk::requests::AgentHeartbeatReport,
+    ) -> Result<Workspace, ControlError> {
         self.store.agent_heartbeat(&agent.id, None).await?;
+        if let Some(disk) = report.home_disk {
+            crate::disk::record(&self.store, &self.clock, &self.notifications, agent, disk).await?;
+        }
         self.agent_workspace(agent).await
+    }
+
+    /// The shutdown script a stop, restart or delete waits for, while it
+    /// has not ended (the heartbeat's answer tells the agent).
+    pub async fn agent_shutdown_asked(
+        &self,
+        agent: &Agent,
+    ) -> Result<Option<abode_sdk::AgentShutdown>, ControlError> {
+        Ok(self
+            .store
+            .pending_agent_shutdown(&agent.id)
+            .await?
+            .map(|row| abode_sdk::AgentShutdown {
+                build: row.build_id,
+                script: row.script,
+                timeout_seconds: u64::try_from(row.timeout_seconds).unwrap_or(0),
+            }))
+    }
+
+    /// How the agent's shutdown script for a build ended. A build that
+    /// stopped waiting (or never asked) is not found.
+    pub async fn agent_shutdown_report(
+        &self,
+        agent: &Agent,
+        report: abode_sdk::requests::AgentShutdownReport,
+    ) -> Result<(), ControlError> {
+        const OUTCOMES: [&str; 4] = ["succeeded", "failed", "timed_out", "not_run"];
+        if !OUTCOMES.contains(&report.outcome.as_str()) {
+            return Err(ControlError::BadRequest(format!(
+                "outcome `{}` is not one of succeeded, failed, timed_out, not_run",
+                report.outcome
+            )));
+        }
+        if let Some(status) = report
+            .exit_status
+            .filter(|status| !(0..=255).contains(status))
+        {
+            return Err(ControlError::BadRequest(format!(
+                "exit_status {status} is not an exit status (0 to 255)"
+            )));
+        }
+        let output = tail(&report.output, SHUTDOWN_OUTPUT_BYTES);
+        let ended = self
+            .store
+            .end_agent_shutdown(
+                &report.build,
+                &agent.id,
+                &report.outcome,
+                report.exit_status.filter(|_| report.outcome == "failed"),
+                Some(output),
+            )
+            .await?;
+        if !ended {
+            return Err(ControlError::NotFound(format!(
+                "build {} waits for no shutdown script of agent {}",
+                report.build, agent.name
+            )));
+        }
+        Ok(())
     }
 
     /// What the agent runs when its prebuilt workspace is claimed.
@@ -254,6 +336,14 @@ fn apps_in_state(
     apps
 }
 
+/// The last `max` bytes of `text`, cut at a character's boundary.
+fn tail(text: &str, max: usize) -> &str {
+    let from = text.len().saturating_sub(max);
+    (from..text.len())
+        .find(|i| text.is_char_boundary(*i))
+        .map_or("", |start| &text[start..])
+}
+
 /// The `abode_agent` resources of a state, with the hash of each token and
 /// what the agent runs at start (`startup_script`, `dir`, `env`), and the
 /// apps each serves. The token itself goes no further than this function.
@@ -326,6 +416,23 @@ pub fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error>
             dir: text("dir"),
             env: serde_json::Value::Object(env).to_string(),
             apps: served.into_iter().map(|(_, app)| app).collect(),
+            settings: abode_store::AgentSettings {
+                shutdown_script: text("shutdown_script"),
+                shutdown_timeout_seconds: instance
+                    .pointer("/attributes/shutdown_timeout")
+                    .and_then(serde_json::Value::as_i64)
+                    .map(|seconds| seconds.max(0)),
+                disk_warning_percents: match instance
+                    .pointer("/attributes/disk_warning_percents")
+                    .and_then(serde_json::Value::as_array)
+                {
+                    Some(percents) => percents
+                        .iter()
+                        .filter_map(serde_json::Value::as_i64)
+                        .collect(),
+                    None => abode_contract::disk::DEFAULT_WARNING_PERCENTS.to_vec(),
+                },
+            },
         });
     }
     for variable in envs {

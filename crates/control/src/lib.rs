@@ -164,6 +164,7 @@ mod build_log;
 mod builds;
 pub mod cancel_switches;
 pub mod client_address;
+pub mod disk;
 mod error;
 pub mod external_auth;
 mod held;
@@ -527,7 +528,8 @@ impl Control {
             workspaces: workspaces.clone(),
             jobs: jobs.clone(),
         });
-        let agents = agents::Agents::new(store.clone());
+        let agents =
+            agents::Agents::new(store.clone(), config.clock.clone(), notifications.clone());
         let held = held::Held::new(held::HeldParts {
             store: store.clone(),
             clock: config.clock.clone(),

@@ -310,6 +310,19 @@ impl Host {
             .map_err(|failure| ControlError::Conflict(failure.message))
     }
 
+    /// One step of the agents' shutdown scripts before a daemon applies a
+    /// stop, restart or delete (`shutdown_step.rs`): whether they all ended.
+    pub async fn daemon_shut_down_agents(
+        &self,
+        caller: &DaemonCaller,
+        build_id: &str,
+    ) -> Result<bool, ControlError> {
+        let job = self.daemon_job(caller, build_id).await?;
+        job.shut_down_agents()
+            .await
+            .map_err(|failure| ControlError::Conflict(failure.message))
+    }
+
     /// How a daemon's run ended, checked and recorded as an embedded run's
     /// end is; the status the build ended in.
     pub async fn daemon_complete(

@@ -346,6 +346,14 @@ pub struct CompleteRequest {
     pub message: Option<String>,
 }
 
+/// The answer to a step of the agents' shutdown scripts (`POST
+/// /provisionerd/jobs/{build}/shutdown`): whether they all ended, so that
+/// the apply may go on.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShutdownAnswer {
+    pub done: bool,
+}
+
 /// The answer to a release (`POST /provisionerd/jobs/{build}/release`):
 /// whether the workspace's state lock went with it.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]

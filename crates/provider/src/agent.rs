@@ -11,14 +11,14 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tf_provider::schema::Block;
+use tf_provider::schema::{AttributeType, Block};
 use tf_provider::value::Value;
 use tf_provider::{AttributePath, Diagnostics};
 
 use crate::plumbing::ResourceType;
 use crate::schema::{
-    attribute_error, block, build_context, computed, known, optional, required, sensitive, string,
-    string_map, StringMap,
+    attribute_error, block, build_context, computed, known, number, optional, required, sensitive,
+    string, string_map, with_default, StringMap,
 };
 
 pub(crate) const OPERATING_SYSTEMS: [&str; 2] = ["linux", "darwin"];
@@ -27,6 +27,8 @@ pub(crate) const ARCHITECTURES: [&str; 3] = ["amd64", "arm64", "armv7"];
 /// uses to hand a token back: inside the workspace it means "my token").
 pub const AGENT_TOKEN_ENV: &str = abode_contract::AGENT_TOKEN;
 const AGENT_CA_CERT: &str = abode_contract::AGENT_CA_CERT;
+/// How long a shutdown script may run when the template does not say.
+pub const DEFAULT_SHUTDOWN_TIMEOUT_SECONDS: i64 = 300;
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub(crate) struct AgentState {
@@ -36,6 +38,9 @@ pub(crate) struct AgentState {
     dir: Value<String>,
     startup_script: Value<String>,
     claim_script: Value<String>,
+    shutdown_script: Value<String>,
+    shutdown_timeout: Value<i64>,
+    disk_warning_percents: Value<Vec<Value<i64>>>,
     env: StringMap,
     token: Value<String>,
     init_script: Value<String>,
@@ -137,6 +142,32 @@ impl ResourceType for AgentResource {
                     ),
                 ),
                 (
+                    "shutdown_script",
+                    optional(
+                        string(),
+                        "A script the agent runs before a stop, restart or delete of the \
+                         workspace is applied (same `dir` and `env` as the startup script); \
+                         the build waits for it up to `shutdown_timeout`.",
+                    ),
+                ),
+                (
+                    "shutdown_timeout",
+                    with_default(
+                        number(),
+                        "Seconds the shutdown script may run before the agent stops it and \
+                         the build goes on (default 300; 0 or more).",
+                    ),
+                ),
+                (
+                    "disk_warning_percents",
+                    with_default(
+                        AttributeType::List(Box::new(number())),
+                        "How full the agent's home volume may get, in percent, before its \
+                         owner is told (at most once a day per threshold; default [90, 98]; \
+                         each 1 to 100).",
+                    ),
+                ),
+                (
                     "env",
                     optional(string_map(), "Environment variables for the agent's sessions."),
                 ),
@@ -186,6 +217,44 @@ impl ResourceType for AgentResource {
                     ),
                 );
             }
+        }
+        if let Some(timeout) = known(&state.shutdown_timeout) {
+            if *timeout < 0 {
+                attribute_error(
+                    diags,
+                    "shutdown_timeout",
+                    format!(
+                        "abode_agent shutdown_timeout must be 0 or more seconds, not {timeout}"
+                    ),
+                );
+            }
+        }
+        if let Some(percents) = known(&state.disk_warning_percents) {
+            for percent in percents.iter().filter_map(known) {
+                if !(1..=100).contains(percent) {
+                    attribute_error(
+                        diags,
+                        "disk_warning_percents",
+                        format!(
+                            "abode_agent disk_warning_percents must each be 1 to 100, not {percent}"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    fn defaults(&self, state: &mut Self::State, config: &Self::State) {
+        if config.shutdown_timeout.is_null() {
+            state.shutdown_timeout = DEFAULT_SHUTDOWN_TIMEOUT_SECONDS.into();
+        }
+        if config.disk_warning_percents.is_null() {
+            state.disk_warning_percents = Value::Value(
+                abode_contract::disk::DEFAULT_WARNING_PERCENTS
+                    .iter()
+                    .map(|percent| Value::Value(*percent))
+                    .collect(),
+            );
         }
     }
 

@@ -233,6 +233,25 @@ impl BuildHost for RemoteHost {
         }
     }
 
+    /// One step of the agents' shutdown scripts, taken by the server (which
+    /// asks the agents and writes the log); a server that cannot be reached
+    /// does not hold the build.
+    async fn agents_shut_down(&self) -> bool {
+        self.flush().await;
+        match self
+            .client
+            .post::<_, abode_protocol::ShutdownAnswer>(&self.path("shutdown"), &self.hello)
+            .await
+        {
+            Ok(Some(answer)) => answer.done,
+            Ok(None) => true,
+            Err(error) => {
+                tracing::warn!(%error, "cannot ask the server about the agents' shutdown scripts; the build goes on");
+                true
+            }
+        }
+    }
+
     async fn release_state_lock(&self, backend: &StateBackend) {
         release_state_lock(
             &self.client,

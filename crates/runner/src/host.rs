@@ -93,6 +93,13 @@ pub trait BuildHost: LogSink {
     fn holds_lease(&self) -> impl Future<Output = bool> + Send {
         std::future::ready(true)
     }
+    /// Before a stop, restart or delete is applied: one step of the agents'
+    /// shutdown scripts (asked, waited for up to their timeout); true once
+    /// they all ended and the apply may go on. A failure of its own answers
+    /// true: a shutdown script never holds a build.
+    fn agents_shut_down(&self) -> impl Future<Output = bool> + Send {
+        std::future::ready(true)
+    }
     /// The run's Terraform ended: the workspace's state lock, taken for this
     /// run, is given back (`state_backend.rs`).
     fn release_state_lock(&self, backend: &StateBackend) -> impl Future<Output = ()> + Send;

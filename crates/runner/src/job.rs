@@ -40,6 +40,9 @@ pub const STALE_PLAN_MESSAGE: &str =
 /// What a build whose provisioner lost its lease ends with, before `step`.
 pub const LEASE_LOST: &str = "this provisioner lost its lease on the build";
 
+/// How often a build looks whether the agents' shutdown scripts ended.
+const SHUTDOWN_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
 fn lease_lost(step: &str) -> Failure {
     Failure::failed(format!("{LEASE_LOST} before {step}; nothing was applied"))
 }
@@ -471,6 +474,7 @@ impl<H: BuildHost> Run<'_, H> {
             }
             Verdict::Apply => {
                 self.canceled()?;
+                self.shut_down_agents().await?;
                 if !self.host.holds_lease().await {
                     return Err(lease_lost("its plan was applied"));
                 }
@@ -483,6 +487,16 @@ impl<H: BuildHost> Run<'_, H> {
                 self.after_apply().await
             }
         }
+    }
+
+    /// Waits for the agents' shutdown scripts (the host says when they
+    /// ended), hearing a cancel between its steps.
+    async fn shut_down_agents(&self) -> Result<(), Failure> {
+        while !self.host.agents_shut_down().await {
+            self.canceled()?;
+            tokio::time::sleep(SHUTDOWN_POLL).await;
+        }
+        self.canceled()
     }
 
     /// Applies the confirmed, saved plan of a held build, exactly as it was
@@ -513,6 +527,7 @@ impl<H: BuildHost> Run<'_, H> {
         .await
         .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?
         .map_err(|error| Failure::failed(format!("cannot write the saved plan: {error}")))?;
+        self.shut_down_agents().await?;
         if !self.host.holds_lease().await {
             return Err(lease_lost("the confirmed plan was applied"));
         }

@@ -183,6 +183,42 @@ pub struct AgentUnsaved {
     pub repositories: Vec<crate::wire::UnsavedRepository>,
 }
 
+/// `POST /agent/heartbeat`'s body (optional: an empty body is a heartbeat
+/// that says nothing more).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentHeartbeatReport {
+    /// The home volume's usage (`statvfs` of the agent's `HOME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home_disk: Option<HomeDisk>,
+}
+
+/// A volume's size and use, in bytes, as `df` counts them.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct HomeDisk {
+    pub total_bytes: u64,
+    /// What its files take (total minus free).
+    pub used_bytes: u64,
+    /// What its user may still write (less than free by the reserved blocks).
+    pub available_bytes: u64,
+}
+
+/// `POST /agent/shutdown`: how the shutdown script a build asked for ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentShutdownReport {
+    pub build: String,
+    /// `succeeded`, `failed`, `timed_out` or `not_run`.
+    pub outcome: String,
+    /// The exit status of a `failed` script (128 + N when killed by signal N).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i64>,
+    /// The end of the script's output (at most 4 KiB).
+    #[serde(default)]
+    pub output: String,
+}
+
 /// `POST /agent/external-auth/token`: the owner's token of a provider, by
 /// its id or by a Git URL it serves (exactly one of the two).
 #[derive(Debug, Clone, Serialize, Deserialize)]

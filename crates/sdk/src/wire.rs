@@ -643,6 +643,20 @@ pub struct AgentHeartbeat {
     /// Someone asked for a fresh report of unsaved work: scan now.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub scan_unsaved: bool,
+    /// A stop, restart or delete waits for the agent's shutdown script:
+    /// run it now (once per build) and report how it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shutdown: Option<AgentShutdown>,
+}
+
+/// A build's request that the agent run its shutdown script.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AgentShutdown {
+    /// The build that waits (named again in the report).
+    pub build: String,
+    pub script: String,
+    /// How long the script may run before the agent stops it.
+    pub timeout_seconds: u64,
 }
 
 /// A resource address a workspace keeps protected across template versions.
@@ -905,6 +919,22 @@ pub struct WorkspaceAnswer<Report = serde_json::Value, Parameters = BTreeMap<Str
     /// The last report of unsaved work its agent sent, if one ever came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unsaved: Option<UnsavedReport>,
+    /// What its agents last said of their home volume (docs/api.md, "Disk
+    /// usage"), by agent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disk: Vec<DiskUsage>,
+}
+
+/// How full an agent's home volume was when it last said.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DiskUsage {
+    pub agent: String,
+    pub used_bytes: u64,
+    pub total_bytes: u64,
+    /// As `df` says it: used / (used + available to its user), rounded up.
+    pub used_percent: u64,
+    pub reported_at: String,
+    pub age_seconds: u64,
 }
 
 /// What kind of unsaved work a repository holds (docs/api.md, "Unsaved

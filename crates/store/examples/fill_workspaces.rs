@@ -129,6 +129,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                     token_hash: hex::encode(sha2::Sha256::digest(token.as_bytes())),
                     startup_script: None,
                     claim_script: None,
+                    settings: Default::default(),
                     dir: None,
                     env: "{}".into(),
                     apps: Vec::new(),

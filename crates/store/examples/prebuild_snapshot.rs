@@ -122,6 +122,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
                                 token_hash: hash.clone(),
                                 startup_script: None,
                                 claim_script: None,
+                                settings: Default::default(),
                                 dir: None,
                                 env: "{}".into(),
                                 apps: Vec::new(),

@@ -135,7 +135,8 @@ macro_rules! agent_queries {
             sqlx::query(
                 &sql("INSERT INTO agents (id, workspace_id, build_id, name, token_hash, created_at, \
                  startup_script, dir, env, lifecycle, connected_at, last_heartbeat_at, exit_status, \
-                 claim_script) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                 claim_script, shutdown_script, shutdown_timeout_seconds, disk_warning_percents) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
             )
             .bind(&agent_id)
             .bind(workspace_id)
@@ -151,6 +152,17 @@ macro_rules! agent_queries {
             .bind(before.and_then(|old| old.last_heartbeat_at))
             .bind(before.and_then(|old| old.exit_status))
             .bind(&agent.claim_script)
+            .bind(&agent.settings.shutdown_script)
+            .bind(agent.settings.shutdown_timeout_seconds)
+            .bind(
+                agent
+                    .settings
+                    .disk_warning_percents
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
             .execute(&mut *tx)
             .await
             .map_err(db_error("agent token"))?;

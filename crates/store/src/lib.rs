@@ -153,6 +153,7 @@ mod roles;
 mod schedule_settings;
 mod scheduler_tick;
 mod server_instances;
+mod shutdowns;
 mod sqlite;
 mod state_locks;
 mod stored;
@@ -207,6 +208,7 @@ pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, Unknown
 pub use schedule_settings::{TemplatePolicy, WorkspaceLifecycle};
 pub use scheduler_tick::{TickRow, TickSnapshot};
 pub use server_instances::ServerInstance;
+pub use shutdowns::{AgentDiskRow, AgentShutdownRow, NewAgentShutdown, ShutdownTarget};
 pub use state_locks::{FencedWrite, StateFence, StateLock};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 pub use unsaved::UnsavedReportRow;
@@ -869,6 +871,31 @@ storage_interface! {
     fn request_unsaved_scan(&self, workspace_id: &str) -> ();
     /// Whether a fresh report was asked for and none came since.
     fn unsaved_scan_requested(&self, workspace_id: &str) -> bool;
+}
+
+// ---- stop scripts and disk-full warnings (shutdowns.rs) ----
+
+storage_interface! {
+    /// The workspace's agents that have a shutdown script.
+    fn agents_to_shut_down(&self, workspace_id: &str) -> Vec<ShutdownTarget>;
+    /// Asks an agent (now) to run its shutdown script for a build: false
+    /// when that build already asked it.
+    fn insert_agent_shutdown(&self, shutdown: &NewAgentShutdown) -> bool;
+    /// A build's shutdowns, by agent name.
+    fn agent_shutdowns(&self, build_id: &str) -> Vec<AgentShutdownRow>;
+    /// The oldest shutdown asked of the agent that has not ended.
+    fn pending_agent_shutdown(&self, agent_id: &str) -> Option<AgentShutdownRow>;
+    /// Ends a shutdown (now): false when it had ended already.
+    fn end_agent_shutdown(&self, build_id: &str, agent_id: &str, outcome: &str, exit_status: Option<i64>, output: Option<&str>) -> bool;
+    /// True once per ended shutdown: the caller writes how it ended.
+    fn mark_agent_shutdown_logged(&self, build_id: &str, agent_id: &str) -> bool;
+    /// What the agent says of its home volume (now); its thresholds.
+    fn put_agent_disk(&self, agent_id: &str, used_bytes: i64, total_bytes: i64) -> Option<String>;
+    /// What the workspace's agents last said of their home volume.
+    fn workspace_disks(&self, workspace_id: &str) -> Vec<AgentDiskRow>;
+    /// True when the workspace's threshold was not told within `quiet_ms`
+    /// (it counts as told now).
+    fn claim_disk_warning(&self, workspace_id: &str, percent: i64, quiet_ms: i64) -> bool;
 }
 
 // ---- workspace uids (workspace_uids.rs) ----

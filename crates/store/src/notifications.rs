@@ -42,6 +42,8 @@ pub enum NotificationKind {
     /// The scheduler held a workspace's automatic delete: its last report
     /// shows unsaved work.
     DeleteHeldUnsaved,
+    /// A workspace's home volume reached one of its agent's thresholds.
+    DiskFullWarning,
 }
 
 /// A notification kind none of [`NotificationKind`] names.
@@ -65,6 +67,7 @@ crate::named!(NotificationKind, UnknownNotificationKind, {
     PresetQuotaLimited => "preset_quota_limited",
     PresetQuotaRecovered => "preset_quota_recovered",
     DeleteHeldUnsaved => "delete_held_unsaved",
+    DiskFullWarning => "disk_full_warning",
 });
 
 /// Where a notification goes.

@@ -38,6 +38,7 @@ use crate::roles::*;
 use crate::schedule_settings::*;
 use crate::scheduler_tick::*;
 use crate::server_instances::*;
+use crate::shutdowns::*;
 use crate::state_locks::*;
 use crate::templates::*;
 use crate::tokens::*;
@@ -167,6 +168,7 @@ impl PostgresBackend {
     port_share_queries!();
     workspace_uid_queries!();
     unsaved_queries!();
+    shutdown_queries!();
     external_auth_queries!();
     host_key_queries!();
     oidc_queries!();

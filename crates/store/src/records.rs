@@ -459,6 +459,18 @@ pub struct NewAgent {
     pub env: String,
     /// The agent's apps (`abode_app`s naming it), checked.
     pub apps: Vec<abode_contract::apps::AppDefinition>,
+    /// Its shutdown script and home volume thresholds.
+    pub settings: AgentSettings,
+}
+
+/// What an `abode_agent` says of its shutdown script and its home volume
+/// (issue 47); `None` and empty where the state has nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentSettings {
+    pub shutdown_script: Option<String>,
+    pub shutdown_timeout_seconds: Option<i64>,
+    /// Thresholds in percent, ascending.
+    pub disk_warning_percents: Vec<i64>,
 }
 
 /// An app of a workspace, with the agent that serves it and its health.

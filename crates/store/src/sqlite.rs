@@ -42,6 +42,7 @@ use crate::roles::*;
 use crate::schedule_settings::*;
 use crate::scheduler_tick::*;
 use crate::server_instances::*;
+use crate::shutdowns::*;
 use crate::state_locks::*;
 use crate::templates::*;
 use crate::tokens::*;
@@ -161,6 +162,7 @@ impl SqliteBackend {
     port_share_queries!();
     workspace_uid_queries!();
     unsaved_queries!();
+    shutdown_queries!();
     external_auth_queries!();
     host_key_queries!();
     oidc_queries!();

@@ -45,6 +45,7 @@ fn meaning(kind: NotificationKind) -> &'static str {
         NotificationKind::ResourceRetained => "a workspace delete retained a resource of yours",
         NotificationKind::RetainedExpiring => "a retained resource of yours expires within a week",
         NotificationKind::RetainedExpired => "a retained resource of yours expired",
+        NotificationKind::DiskFullWarning => "a workspace's home volume is nearly full",
         NotificationKind::DeleteHeldUnsaved => {
             "an automatic delete was held: the workspace has unsaved work"
         }

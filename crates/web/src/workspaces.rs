@@ -352,6 +352,10 @@ pub(crate) async fn render(
         Ok(report) => report,
         Err(error) => return html::control_error(error),
     };
+    let disk = match control.workspaces().disk_usage(&view.workspace).await {
+        Ok(disk) => disk,
+        Err(error) => return html::control_error(error),
+    };
     let workspace = &view.workspace;
     let url = workspace_url(&workspace.owner_name, &workspace.name);
     let parameters = &workspace.parameters;
@@ -458,6 +462,7 @@ pub(crate) async fn render(
         }
         (crate::apps::section(&apps, &url))
         (unsaved_section(unsaved.as_ref()))
+        (disk_section(&disk))
         h2 { "Parameters" }
         @if parameters.is_empty() {
             p class="muted" { "None." }
@@ -547,6 +552,34 @@ pub(crate) struct ActionForm {
     /// The digest of the unsaved work report a delete confirms.
     #[serde(default)]
     confirm_unsaved: Option<String>,
+}
+
+/// How full each agent's home volume was when it last said (a nearly full
+/// one is marked).
+fn disk_section(disks: &[abode_sdk::DiskUsage]) -> Markup {
+    html! {
+        @if !disks.is_empty() {
+            h2 { "Disk" }
+            table {
+                thead { tr {
+                    th scope="col" { "Agent" } th scope="col" { "Used" } th scope="col" { "Size" }
+                    th scope="col" { "Reported" }
+                } }
+                tbody {
+                    @for disk in disks {
+                        tr {
+                            td class="mono" { (disk.agent) }
+                            td class=[(disk.used_percent >= 90).then_some("notice")] {
+                                (disk.used_percent) "%"
+                            }
+                            td { (disk.total_bytes / (1024 * 1024)) " MiB" }
+                            td { (abode_control::unsaved::age_text(disk.age_seconds)) " ago" }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The workspace's last report of unsaved work: each repository and what is

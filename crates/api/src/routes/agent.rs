@@ -20,6 +20,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/agent/me", get(agent_me))
         .route("/agent/apps/health", post(agent_app_health))
         .route("/agent/unsaved", post(agent_unsaved))
+        .route("/agent/shutdown", post(agent_shutdown))
         .route(
             "/agent/external-auth/token",
             post(agent_external_auth_token),
@@ -107,6 +108,21 @@ async fn agent_unsaved(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// How the shutdown script a build asked for ended (docs/api.md).
+async fn agent_shutdown(
+    State(state): State<AppState>,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: abode_sdk::requests::AgentShutdownReport = parse_json(body)?;
+    state
+        .control
+        .agents()
+        .agent_shutdown_report(&agent, body)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
 async fn agent_lifecycle(
     State(state): State<AppState>,
     AuthenticatedAgent(agent): AuthenticatedAgent,
@@ -124,19 +140,31 @@ async fn agent_lifecycle(
 async fn agent_heartbeat(
     State(state): State<AppState>,
     AuthenticatedAgent(agent): AuthenticatedAgent,
+    body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let workspace = state.control.agents().agent_heartbeat(&agent).await?;
+    // An empty body (an agent older than the report) says nothing more.
+    let report: abode_sdk::requests::AgentHeartbeatReport = match &body {
+        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => Default::default(),
+        _ => parse_json(body)?,
+    };
+    let workspace = state
+        .control
+        .agents()
+        .agent_heartbeat(&agent, report)
+        .await?;
     let scan_unsaved = state
         .control
         .agents()
         .unsaved_scan_requested(&agent)
         .await?;
+    let shutdown = state.control.agents().agent_shutdown_asked(&agent).await?;
     ok(
         StatusCode::OK,
         abode_sdk::AgentHeartbeat {
             workspace: workspace.name,
             owner: workspace.owner_name,
             scan_unsaved,
+            shutdown,
         },
     )
 }

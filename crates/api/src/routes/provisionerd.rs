@@ -67,6 +67,10 @@ pub(crate) fn routes() -> Router<AppState> {
             post(applied).layer(limit()),
         )
         .route(
+            "/provisionerd/jobs/:build/shutdown",
+            post(shutdown).layer(limit()),
+        )
+        .route(
             "/provisionerd/jobs/:build/complete",
             post(complete).layer(limit()),
         )
@@ -348,6 +352,16 @@ async fn applied(
 ) -> Result<Response, ApiError> {
     state.host.daemon_applied(&caller, &build).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// One step of the agents' shutdown scripts before the daemon's apply.
+async fn shutdown(
+    State(state): State<AppState>,
+    Path(build): Path<String>,
+    DaemonCall { caller, .. }: DaemonCall<DaemonHello>,
+) -> Result<Response, ApiError> {
+    let done = state.host.daemon_shut_down_agents(&caller, &build).await?;
+    Ok(Json(abode_protocol::ShutdownAnswer { done }).into_response())
 }
 
 /// The run's Terraform ended: its state lock goes, whether or not the

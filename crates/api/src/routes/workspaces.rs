@@ -161,12 +161,18 @@ async fn get_workspace(
         .map(crate::views::app_view)
         .collect();
     let unsaved = state.control.workspaces().unsaved(&view.workspace).await?;
+    let disk = state
+        .control
+        .workspaces()
+        .disk_usage(&view.workspace)
+        .await?;
     ok(
         StatusCode::OK,
         abode_sdk::WorkspaceAnswer {
             workspace: workspace_view(&view),
             apps,
             unsaved,
+            disk,
         },
     )
 }

@@ -386,6 +386,38 @@ pub fn delete(args: DeleteArgs) -> anyhow::Result<u8> {
     follow_build(&client, workspace, &build)
 }
 
+/// What the agents last said of their home volume, a line each.
+pub(crate) fn disk_text(disks: &[abode_sdk::DiskUsage]) -> String {
+    disks
+        .iter()
+        .map(|disk| {
+            format!(
+                "Disk: {}% of {} used ({}'s home volume, reported {} ago)\n",
+                disk.used_percent,
+                bytes_text(disk.total_bytes),
+                visible(&disk.agent),
+                age_text(disk.age_seconds),
+            )
+        })
+        .collect()
+}
+
+/// A size for people: `512 B`, `3.5 MiB`, `20.0 GiB`.
+fn bytes_text(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit < UNITS.len() - 1 {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
 /// A report of unsaved work for people: its age and digest, then a line
 /// per repository.
 pub(crate) fn unsaved_text(report: &abode_sdk::UnsavedReport) -> String {
@@ -581,6 +613,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
             if let Some(fields) = shown.as_object_mut() {
                 fields.insert("apps".into(), serde_json::to_value(&answer.apps)?);
                 fields.insert("unsaved".into(), serde_json::to_value(&answer.unsaved)?);
+                fields.insert("disk".into(), serde_json::to_value(&answer.disk)?);
             }
             output::print_json(&shown)?
         }
@@ -591,6 +624,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
                 Some(report) => print!("{}", unsaved_text(report)),
                 None => println!("Unsaved work: not reported yet"),
             }
+            print!("{}", disk_text(&answer.disk));
         }
     }
     Ok(EXIT_OK)

@@ -44,6 +44,18 @@ pub(crate) async fn preset_recovered(
     Ok(())
 }
 
+/// A home volume past a threshold, as `disk_full_warning` tells it.
+#[derive(Debug, Clone, Copy)]
+pub struct DiskWarning<'a> {
+    pub agent: &'a str,
+    pub threshold: i64,
+    pub used_percent: u64,
+    pub used_bytes: u64,
+    pub total_bytes: u64,
+    /// When it counts as told (Unix ms): its dedupe key.
+    pub told_at: i64,
+}
+
 /// What the workspace events say about their workspace.
 fn workspace_payload(workspace: &Workspace) -> Value {
     json!({
@@ -311,6 +323,36 @@ impl Notifications {
         report: &abode_sdk::UnsavedReport,
     ) -> Result<(), ControlError> {
         let notices = self.delete_held_unsaved_notices(workspace, report).await;
+        Ok(self.store.enqueue_notifications(&notices).await?)
+    }
+
+    /// `disk_full_warning` to the workspace's owner: its agent's home volume
+    /// is `used_percent` full, at or past `threshold`. The caller tells it
+    /// at most once a day per workspace and threshold (`disk.rs`); `once`
+    /// names that telling.
+    pub async fn notify_disk_full_warning(
+        &self,
+        workspace: &Workspace,
+        warning: &DiskWarning<'_>,
+    ) -> Result<(), ControlError> {
+        let mut payload = workspace_payload(workspace);
+        payload["agent"] = json!(warning.agent);
+        payload["threshold_percent"] = json!(warning.threshold);
+        payload["used_percent"] = json!(warning.used_percent);
+        payload["used_bytes"] = json!(warning.used_bytes);
+        payload["total_bytes"] = json!(warning.total_bytes);
+        let once = Once::Key(format!(
+            "disk_full_warning\n{}\n{}\n{}",
+            workspace.id, warning.threshold, warning.told_at
+        ));
+        let notices = self
+            .notices_to(
+                NotificationKind::DiskFullWarning,
+                Self::person_owning(workspace),
+                payload,
+                Some(once),
+            )
+            .await;
         Ok(self.store.enqueue_notifications(&notices).await?)
     }
 

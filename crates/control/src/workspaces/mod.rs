@@ -266,6 +266,15 @@ impl Workspaces {
         crate::unsaved::last_report(&self.inner.store, &self.inner.clock, &workspace.id).await
     }
 
+    /// What the agents of a workspace the caller was allowed to read
+    /// (`get`'s) last said of their home volume, with its age now.
+    pub async fn disk_usage(
+        &self,
+        workspace: &Workspace,
+    ) -> Result<Vec<abode_sdk::DiskUsage>, ControlError> {
+        crate::disk::usage(&self.inner.store, &self.inner.clock, &workspace.id).await
+    }
+
     /// Asks the workspace's agent for a fresh report of unsaved work (its
     /// next heartbeat's answer tells it); whoever may read the workspace
     /// may ask. Only a running agent answers.

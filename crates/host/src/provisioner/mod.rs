@@ -22,6 +22,7 @@ mod preview;
 mod quota_step;
 mod retain_step;
 mod run;
+mod shutdown_step;
 
 use std::time::Duration;
 

@@ -683,6 +683,25 @@ impl BuildHost for ServerJob {
         }
     }
 
+    async fn agents_shut_down(&self) -> bool {
+        match self.shut_down_agents().await {
+            Ok(done) => done,
+            // The stop goes on: a shutdown script never holds it.
+            Err(failure) => {
+                self.note(
+                    &LogStage::SHUTDOWN,
+                    LogLevel::Warn,
+                    &format!(
+                        "cannot ask the agents to run their shutdown scripts; the build goes on: {}",
+                        failure.message
+                    ),
+                )
+                .await;
+                true
+            }
+        }
+    }
+
     async fn release_state_lock(&self, backend: &StateBackend) {
         if let Err(error) = self
             .host

@@ -11,6 +11,7 @@ async fn agents_keep_their_startup_script_and_the_exit_status_of_a_failed_start(
         token_hash: format!("hash-{name}"),
         startup_script: script.map(String::from),
         claim_script: None,
+        settings: Default::default(),
         dir: script.map(|_| "/home/dev".to_string()),
         env: if script.is_some() {
             r#"{"GREETING":"hi"}"#.into()
@@ -126,6 +127,7 @@ async fn agents_are_replaced_while_they_send_heartbeats(store: Store) {
             token_hash: format!("hash-{i}"),
             startup_script: None,
             claim_script: None,
+            settings: Default::default(),
             dir: None,
             env: "{}".into(),
             apps: Vec::new(),
@@ -180,6 +182,7 @@ async fn apps_follow_their_agents_and_keep_their_health_while_the_agent_is_kept(
         token_hash: token.into(),
         startup_script: None,
         claim_script: None,
+        settings: Default::default(),
         dir: None,
         env: "{}".into(),
         apps: vec![app("web", true), app("docs", false)],

@@ -29,6 +29,7 @@ mod provisioners;
 mod quotas;
 mod roles;
 mod schedule_settings;
+mod shutdowns;
 mod state_locks;
 mod templates;
 mod tokens;

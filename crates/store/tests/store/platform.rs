@@ -39,6 +39,7 @@ async fn platform_counts_count_the_queue_and_agents_by_status(store: Store) {
         token_hash: format!("hash-{name}"),
         startup_script: None,
         claim_script: None,
+        settings: Default::default(),
         dir: None,
         env: "{}".into(),
         apps: Vec::new(),

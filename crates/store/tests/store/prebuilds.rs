@@ -131,6 +131,7 @@ impl Pool {
                         token_hash: hash.clone(),
                         startup_script: None,
                         claim_script: None,
+                        settings: Default::default(),
                         dir: None,
                         env: "{}".into(),
                         apps: Vec::new(),

@@ -332,6 +332,7 @@ async fn workspace_pages_follow_their_cursor_and_filters(store: Store) {
         token_hash: format!("hash-{name}-{}", build.id),
         startup_script: None,
         claim_script: None,
+        settings: Default::default(),
         dir: None,
         env: "{}".into(),
         apps: Vec::new(),
