@@ -13,8 +13,9 @@
 //! the volume (it is root when workspaces have uids of their own) and
 //! writes the archive into its own snapshots dir (0700). A build an
 //! external daemon runs keeps its volumes on the daemon's machine, which
-//! takes no snapshot yet: such a confirmed plan with something to snapshot
-//! fails, said in one line.
+//! takes no snapshot yet: a confirmed plan whose annotation asks for one in
+//! so many words (`snapshot = true`, a `snapshot_command`) fails there, said
+//! in one line; one left to the default is applied, with a warning in its log.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -40,6 +41,8 @@ struct Order {
     attributes: Value,
     /// Its files are archived (an `abode_volume`).
     archive: bool,
+    /// An annotation says `snapshot = true` in so many words.
+    asked: bool,
     /// `snapshot_command`s of the annotations covering it.
     commands: Vec<Result<String, String>>,
     expires_at: Option<i64>,
@@ -64,11 +67,30 @@ pub(super) async fn take(
         return Ok(());
     }
     if !embedded {
-        let addresses: Vec<&str> = orders.iter().map(|o| o.address.as_str()).collect();
-        return Err(Failure::failed(format!(
-            "this confirmed plan destroys {} with a snapshot to take first, and external provisioners take no snapshots yet: run it on the server's provisioners, or set snapshot = false (and no snapshot_command) on its abode_protect; nothing was applied",
-            addresses.join(", ")
-        )));
+        // Asked for in so many words: refused. Left to the default: said.
+        let asked: Vec<&str> = orders
+            .iter()
+            .filter(|o| o.asked || !o.commands.is_empty())
+            .map(|o| o.address.as_str())
+            .collect();
+        if !asked.is_empty() {
+            return Err(Failure::failed(format!(
+                "this confirmed plan destroys {} whose abode_protect asks for a snapshot first, and external provisioners take no snapshots yet: run it on the server's provisioners; nothing was applied",
+                asked.join(", ")
+            )));
+        }
+        for order in &orders {
+            job.note(
+                &LogStage::APPLY,
+                LogLevel::Warn,
+                &format!(
+                    "no snapshot of {}: external provisioners take none yet (set snapshot = true on its abode_protect to refuse such a plan here instead)",
+                    order.address
+                ),
+            )
+            .await;
+        }
+        return Ok(());
     }
     for order in &orders {
         for command in &order.commands {
@@ -175,6 +197,7 @@ async fn orders(job: &ServerJob, build: &Build) -> Result<Vec<Order>, Failure> {
                 .to_string(),
             attributes: super::retain_step::hide_sensitive(before, &sensitive),
             archive,
+            asked: snapshot_rules.iter().any(|rule| rule.archive == Some(true)),
             commands,
             expires_at: retain
                 .and_then(|rule| rule.retain_for_secs)
