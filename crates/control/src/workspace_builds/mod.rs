@@ -495,11 +495,13 @@ impl WorkspaceBuilds {
         {
             Some((_, name)) => name.clone(),
             None if volumes.len() == 1 => volumes[0].1.clone(),
-            None => return Err(ControlError::Conflict(format!(
+            None => {
+                return Err(ControlError::Conflict(format!(
                 "workspace {shown} has {} abode_volume(s) and none at {}: nothing to restore into",
                 volumes.len(),
                 record.address
-            ))),
+            )))
+            }
         };
         self.inner
             .retained
