@@ -14,7 +14,7 @@
 use abode_authz::Action;
 use abode_identity::audit::{audit_event, Audit};
 use abode_identity::Caller;
-use abode_store::{Build, Page, RetainedResource, Store, StoreError};
+use abode_store::{Build, Page, RetainedResource, RetainedStatus::Destroyed, Store, StoreError};
 
 use std::path::PathBuf;
 
@@ -144,32 +144,24 @@ impl Retained {
             tracing::warn!(retained = %record.id, %error, "cannot remove an expired snapshot's archive");
             return;
         }
-        match self
+        let closed = self
             .store
-            .close_retained(
-                &record.id,
-                abode_store::RetainedStatus::Destroyed,
-                "scheduler",
-                None,
-            )
-            .await
-        {
-            Ok(_) => {
-                let event = audit_event(
-                    None,
-                    None,
-                    "retained.destroy",
-                    "retained_resource",
-                    &record.id,
-                    "success",
-                    Some(format!("expired snapshot of {}", record.address)),
-                );
-                self.audit.record(&event).await;
-            }
-            Err(error) => {
-                tracing::warn!(retained = %record.id, %error, "cannot close an expired snapshot")
-            }
+            .close_retained(&record.id, Destroyed, "scheduler", None);
+        if let Err(error) = closed.await {
+            tracing::warn!(retained = %record.id, %error, "cannot close an expired snapshot");
+            return;
         }
+        let what = format!("expired snapshot of {}", record.address);
+        let event = audit_event(
+            None,
+            None,
+            "retained.destroy",
+            "retained_resource",
+            &record.id,
+            "success",
+            Some(what),
+        );
+        self.audit.record(&event).await;
     }
 
     async fn remove_archive(&self, record: &RetainedResource) -> Result<(), ControlError> {
@@ -206,19 +198,7 @@ impl Retained {
         }
         let id = record.id.clone();
         let summary = tokio::task::spawn_blocking(move || {
-            let open = || {
-                std::fs::File::open(&archive)
-                    .map(|file| std::io::BufReader::with_capacity(256 * 1024, file))
-                    .map_err(|error| format!("cannot open the archive: {error}"))
-            };
-            let report = abode_volume_archive::verify(open()?).map_err(|error| error.to_string())?;
-            if let Some(problem) = report.problems.first() {
-                return Err(format!(
-                    "the archive does not match its manifest ({problem}, {} problem(s)); nothing was restored",
-                    report.problems.len()
-                ));
-            }
-            abode_volume_archive::restore(open()?, &dir).map_err(|error| error.to_string())
+            abode_volume_archive::restore_verified(&archive, &dir)
         })
         .await
         .map_err(|error| ControlError::Internal(error.to_string()))?

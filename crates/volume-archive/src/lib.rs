@@ -86,7 +86,7 @@ use std::io;
 pub use export::{export, ExportSummary, Skipped};
 pub use manifest::{EntryKind, ExportMeta, Manifest, ManifestEntry, SCHEMA_VERSION};
 pub use orphans::{orphans, Orphan};
-pub use restore::{restore, RestoreSummary};
+pub use restore::{restore, restore_verified, RestoreSummary};
 pub use verify::{verify, Problem, VerifyReport};
 
 /// The top folder of the volume's members in the archive.

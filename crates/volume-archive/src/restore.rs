@@ -153,6 +153,26 @@ pub fn restore(input: impl Read, dir: &Path) -> Result<RestoreSummary, ArchiveEr
     Ok(summary)
 }
 
+/// [`restore`] of the archive file `archive` into `dir`, once
+/// [`crate::verify`] found it whole (a first read): an archive that differs
+/// from its manifest restores nothing.
+pub fn restore_verified(archive: &Path, dir: &Path) -> Result<RestoreSummary, ArchiveError> {
+    let shown = archive.display().to_string();
+    let open = || {
+        std::fs::File::open(archive)
+            .map(|file| io::BufReader::with_capacity(256 * 1024, file))
+            .map_err(|e| io_err(&shown, e))
+    };
+    let report = crate::verify(open()?)?;
+    if let Some(problem) = report.problems.first() {
+        return Err(ArchiveError::Malformed(format!(
+            "{shown} does not match its manifest ({problem}, {} problem(s)); nothing was restored",
+            report.problems.len()
+        )));
+    }
+    restore(open()?, dir)
+}
+
 /// Removes what is at `name` unless nothing is; a directory there is an
 /// error (a restore never empties one).
 fn clear(parent: &OwnedFd, name: &CString, target: &str) -> Result<(), ArchiveError> {

@@ -461,20 +461,11 @@ impl WorkspaceBuilds {
         let stopped =
             latest.transition == Transition::Stop && latest.status == BuildStatus::Succeeded;
         if !stopped {
-            let now = if latest.transition == Transition::Start
-                && latest.status == BuildStatus::Succeeded
-            {
-                "is running".to_string()
-            } else {
-                format!(
-                    "has a {} build that is {}",
-                    latest.transition, latest.status
-                )
+            let now = match latest.transition {
+                Transition::Start => "is running",
+                _ => "is not stopped",
             };
-            return Err(ControlError::Conflict(format!(
-                "workspace {shown} {now}: a restore writes only into a stopped workspace's volume; stop it first (abode stop {})",
-                workspace.name
-            )));
+            return Err(ControlError::Conflict(format!("workspace {shown} {now}: a restore writes only into a stopped workspace's volume; stop it first (abode stop {})", workspace.name)));
         }
         let state = self.inner.store.state(&workspace.id).await?;
         let state: serde_json::Value = state
@@ -489,20 +480,19 @@ impl WorkspaceBuilds {
                 Some((instance.address(), name.to_string()))
             })
             .collect();
-        let volume = match volumes
+        let at = |(address, _): &&(String, String)| *address == record.address;
+        let Some((_, volume)) = volumes
             .iter()
-            .find(|(address, _)| *address == record.address)
-        {
-            Some((_, name)) => name.clone(),
-            None if volumes.len() == 1 => volumes[0].1.clone(),
-            None => {
-                return Err(ControlError::Conflict(format!(
-                "workspace {shown} has {} abode_volume(s) and none at {}: nothing to restore into",
+            .find(at)
+            .or(volumes.first().filter(|_| volumes.len() == 1))
+        else {
+            return Err(ControlError::Conflict(format!(
+                "workspace {shown} has {} abode_volume(s), none at {}: nothing to restore into",
                 volumes.len(),
                 record.address
-            )))
-            }
+            )));
         };
+        let volume = volume.clone();
         self.inner
             .retained
             .restore_into(caller, record, &shown, &volume)
