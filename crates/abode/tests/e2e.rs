@@ -56,6 +56,7 @@ mod e2e_security;
 mod e2e_servers;
 mod e2e_sessions;
 mod e2e_shutdown;
+mod e2e_snapshot;
 mod e2e_ssh;
 mod e2e_terminal;
 mod e2e_tls;

@@ -123,6 +123,11 @@ fn a_daemon_runs_the_builds_and_the_server_judges_them() {
     );
     let log = build_log(&platform, "dev", "2");
     assert!(log.contains("applying the saved plan"), "{log}");
+    // A daemon takes no snapshot yet: the default one is not taken, said.
+    assert!(
+        log.contains("no snapshot of abode_volume.home: external provisioners take none yet"),
+        "{log}"
+    );
 
     // A cancel reaches the daemon's Terraform.
     push(&platform, "slow", &fixture("slow"), &[]);

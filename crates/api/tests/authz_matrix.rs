@@ -122,6 +122,9 @@ fn table() -> Vec<Row> {
         ("POST", "/retained/{rec}/assign", Body::Json(r#"{"user":"mem"}"#),                              [200, 403, 404, 403, 200, 404, 401, 401]),
         ("GET", "/retained/{rec}/export", Body::None,                                                      [400, 403, 404, 403, 400, 404, 401, 401]),
         ("POST", "/retained/{rec}/destroy", Body::Json(r#"{}"#),                                          [409, 403, 404, 403, 409, 404, 401, 401]),
+        // A snapshot's files go only where one may connect; {rec} is a
+        // retained resource, not a snapshot: 400 for those who got that far.
+        ("POST", "/retained/{rec}/restore", Body::Json(r#"{"to":"x"}"#),                                 [400, 403, 404, 403, 400, 404, 401, 401]),
         ("GET", "/volumes/orphans", Body::None,                                                            [200, 403, 403, 403, 403, 403, 401, 401]),
         ("POST", "/tokens", Body::Json(r#"{"name":"t-{col}"}"#),                                         [201, 201, 201, 201, 201, 201, 401, 401]),
         ("GET", "/tokens", Body::None,                                                                     [200, 200, 200, 200, 200, 200, 401, 401]),

@@ -469,6 +469,20 @@ impl Client {
         )
     }
 
+    /// Brings a snapshot's files back into the stopped workspace `to`.
+    pub fn restore_retained(
+        &self,
+        id: &str,
+        to: &str,
+    ) -> Result<abode_sdk::RestoredSnapshot, ClientError> {
+        let path = format!("/retained/{}/restore", workspace_segment(id));
+        let body = requests::RestoreRetained { to: to.into() };
+        self.finish(
+            "POST /retained/{id}/restore",
+            self.request("POST", &path).send_json(body),
+        )
+    }
+
     /// Keeps a retained resource `by` (`30d`) longer.
     pub fn extend_retained(
         &self,

@@ -371,6 +371,11 @@ impl Config {
         self.data_dir.join("volumes")
     }
 
+    /// The archives of snapshots taken before confirmed destroys (issue 47).
+    pub fn snapshots_dir(&self) -> PathBuf {
+        self.data_dir.join("snapshots")
+    }
+
     pub fn process_logs_dir(&self) -> PathBuf {
         self.data_dir.join("process-logs")
     }
@@ -454,6 +459,7 @@ impl Control {
             store.clone(),
             config.clock.clone(),
             config.volumes_dir(),
+            config.snapshots_dir(),
         ));
         let external_auth = external_auth::ExternalAuth::new(
             store.clone(),
@@ -502,6 +508,7 @@ impl Control {
             identity: identity.clone(),
             builds: builds.clone(),
             notifications: notifications.clone(),
+            retained: retained.clone(),
             audit: audit::Audit::new(store.clone()),
         });
         let workspaces = Workspaces::new(workspaces::WorkspacesParts {

@@ -14,8 +14,9 @@
 use abode_authz::Action;
 use abode_identity::audit::{audit_event, Audit};
 use abode_identity::Caller;
-use abode_store::{Build, Page, RetainedResource, Store, StoreError};
+use abode_store::{Build, Page, RetainedResource, RetainedStatus::Destroyed, Store, StoreError};
 
+use abode_volume_archive::is_plain_name as plain_name;
 use std::path::PathBuf;
 
 use crate::{Clock, ControlError};
@@ -28,6 +29,9 @@ pub struct Retained {
     /// This server's volumes dir: where the volumes of builds its embedded
     /// provisioners ran live.
     volumes_dir: PathBuf,
+    /// This server's snapshots dir: the archives its provisioners took
+    /// before confirmed destroys (issue 47).
+    snapshots_dir: PathBuf,
 }
 
 /// A retained volume ready to be exported (`abode retained export`).
@@ -35,6 +39,16 @@ pub struct VolumeExport {
     pub record: RetainedResource,
     pub dir: PathBuf,
     pub meta: abode_volume_archive::ExportMeta,
+    /// A snapshot's archive, sent as it is (it is an export already).
+    pub archive: Option<PathBuf>,
+}
+
+/// What a restore wrote, and where.
+pub struct Restored {
+    pub record: RetainedResource,
+    /// The volume's name.
+    pub volume: String,
+    pub summary: abode_volume_archive::RestoreSummary,
 }
 
 /// The longest a person may extend a record by in one go.
@@ -45,13 +59,158 @@ fn not_found(id: &str) -> ControlError {
 }
 
 impl Retained {
-    pub fn new(store: Store, clock: Clock, volumes_dir: PathBuf) -> Retained {
+    pub fn new(
+        store: Store,
+        clock: Clock,
+        volumes_dir: PathBuf,
+        snapshots_dir: PathBuf,
+    ) -> Retained {
         Retained {
             audit: Audit::new(store.clone()),
             store,
             clock,
             volumes_dir,
+            snapshots_dir,
         }
+    }
+
+    /// A snapshot's archive on this server's machine.
+    fn snapshot_archive(&self, record: &RetainedResource) -> Result<PathBuf, ControlError> {
+        let path = record
+            .archive
+            .as_deref()
+            .filter(|name| plain_name(name))
+            .map(|name| self.snapshots_dir.join(name));
+        match path {
+            Some(path) if path.is_file() => Ok(path),
+            _ => Err(ControlError::NotFound(format!(
+                "the archive of snapshot \"{}\" is not on this server's machine",
+                record.id
+            ))),
+        }
+    }
+
+    /// Destroys a snapshot on purpose (`abode retained destroy ID`): its
+    /// archive is removed and the record closed, audited. A snapshot is
+    /// a copy of what a confirmed plan destroyed: no plan destroys it.
+    pub async fn destroy_snapshot(
+        &self,
+        caller: &Caller,
+        record: &RetainedResource,
+    ) -> Result<RetainedResource, ControlError> {
+        caller.authorize(Action::WorkspaceDelete, Some(&record.owner_id))?;
+        if record.status != abode_store::RetainedStatus::Open {
+            return Err(ControlError::Conflict(format!(
+                "snapshot \"{}\" is {}: only an open record is destroyed",
+                record.id, record.status
+            )));
+        }
+        self.remove_archive(record).await?;
+        self.store
+            .close_retained(
+                &record.id,
+                abode_store::RetainedStatus::Destroyed,
+                &caller.user.username,
+                None,
+            )
+            .await?;
+        self.record(
+            caller,
+            "retained.destroy",
+            &record.id,
+            format!("snapshot of {}", record.address),
+        )
+        .await;
+        Ok(self.store.retained_by_id(&record.id).await?)
+    }
+
+    /// The scheduler's expiry of a snapshot: with `expire = "destroy"` its
+    /// archive is removed and the record closed; with `hold` it stays until
+    /// a person destroys it (its owner was told).
+    pub async fn expire_snapshot(&self, record: &RetainedResource) {
+        if record.expire_action != "destroy" {
+            return;
+        }
+        if let Err(error) = self.remove_archive(record).await {
+            tracing::warn!(retained = %record.id, %error, "cannot remove an expired snapshot's archive");
+            return;
+        }
+        let closed = self
+            .store
+            .close_retained(&record.id, Destroyed, "scheduler", None);
+        if let Err(error) = closed.await {
+            tracing::warn!(retained = %record.id, %error, "cannot close an expired snapshot");
+            return;
+        }
+        let what = format!("expired snapshot of {}", record.address);
+        let event = audit_event(
+            None,
+            None,
+            "retained.destroy",
+            "retained_resource",
+            &record.id,
+            "success",
+            Some(what),
+        );
+        self.audit.record(&event).await;
+    }
+
+    async fn remove_archive(&self, record: &RetainedResource) -> Result<(), ControlError> {
+        let Some(name) = record.archive.as_deref().filter(|name| plain_name(name)) else {
+            return Ok(());
+        };
+        match tokio::fs::remove_file(self.snapshots_dir.join(name)).await {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(error) => Err(ControlError::Internal(format!(
+                "cannot remove the archive of snapshot \"{}\": {error}",
+                record.id
+            ))),
+        }
+    }
+
+    /// Writes an open snapshot's files into the volume `volume` (a name in
+    /// this server's volumes dir) of a stopped workspace, after checking the
+    /// archive against its manifest; audited. The caller checked who may
+    /// and that nothing runs in the workspace.
+    pub(crate) async fn restore_into(
+        &self,
+        caller: &Caller,
+        record: RetainedResource,
+        workspace: &str,
+        volume: &str,
+    ) -> Result<Restored, ControlError> {
+        let archive = self.snapshot_archive(&record)?;
+        let dir = self.volumes_dir.join(volume);
+        if !plain_name(volume) || !dir.is_dir() {
+            return Err(ControlError::NotFound(format!(
+                "the volume {volume} of {workspace} is not on this server's machine"
+            )));
+        }
+        let id = record.id.clone();
+        let summary = tokio::task::spawn_blocking(move || {
+            abode_volume_archive::restore_verified(&archive, &dir)
+        })
+        .await
+        .map_err(|error| ControlError::Internal(error.to_string()))?
+        .map_err(|error| {
+            ControlError::Internal(format!("snapshot \"{id}\" was not restored: {error}"))
+        })?;
+        self.record(
+            caller,
+            "retained.restore",
+            &record.id,
+            format!(
+                "snapshot of {} into {workspace} (volume {volume}): {} files, {} bytes",
+                record.address, summary.files, summary.bytes
+            ),
+        )
+        .await;
+        Ok(Restored {
+            record,
+            volume: volume.to_string(),
+            summary,
+        })
     }
 
     /// The directory of a retained `abode_volume` the caller may read, on
@@ -65,6 +224,17 @@ impl Retained {
         // A volume's files are what a shell in the workspace would read:
         // reading a record is not enough to take them away.
         caller.authorize(Action::WorkspaceConnect, Some(&record.owner_id))?;
+        if record.is_snapshot() && record.status == abode_store::RetainedStatus::Open {
+            let archive = self.snapshot_archive(&record)?;
+            self.record(caller, "retained.export", id, record.address.clone())
+                .await;
+            return Ok(VolumeExport {
+                dir: archive.clone(),
+                archive: Some(archive),
+                meta: abode_volume_archive::ExportMeta::default(),
+                record,
+            });
+        }
         if record.resource_type != "abode_volume" {
             return Err(ControlError::BadRequest(format!(
                 "retained resource \"{id}\" is {}: only an abode_volume can be exported",
@@ -78,11 +248,7 @@ impl Retained {
             )));
         }
         let name = record.import_id.as_str();
-        let plain = !name.is_empty()
-            && !name.starts_with('.')
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+        let plain = plain_name(name);
         let dir = self.volumes_dir.join(name);
         if !plain || !dir.is_dir() {
             return Err(ControlError::NotFound(format!(
@@ -99,7 +265,12 @@ impl Retained {
             owner: record.owner_name.clone(),
             exported_at: crate::times::utc_text(self.clock.now_ms()),
         };
-        Ok(VolumeExport { record, dir, meta })
+        Ok(VolumeExport {
+            record,
+            dir,
+            meta,
+            archive: None,
+        })
     }
 
     /// Directories of this server's volumes dir that no workspace's state
@@ -303,6 +474,12 @@ impl Retained {
                 return Err(ControlError::Forbidden(format!(
                     "retained resource \"{id}\" belongs to {}: only its owner adopts it (an owner can hand it over: abode retained assign)",
                     record.owner_name
+                )));
+            }
+            if record.is_snapshot() {
+                return Err(ControlError::BadRequest(format!(
+                    "retained resource \"{id}\" is a snapshot (an archive of {}'s files), not a resource to adopt: create the workspace, stop it, then abode retained restore {id} --to WORKSPACE",
+                    record.address
                 )));
             }
             if !record.status.is_held() || record.status == abode_store::RetainedStatus::Pending {

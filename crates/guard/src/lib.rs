@@ -100,5 +100,6 @@ pub use memory::{protections_after_apply, remembered_rules, RememberedProtection
 pub use plan::{read_plan, read_plan_slice, AttributeChange, Plan, ResourceChange};
 pub use render::render_text;
 pub use rules::{
-    annotations, parse_retain_for, Annotations, Expire, Mode, Origin, RetainRule, Rule, Target,
+    annotations, parse_retain_for, Annotations, Expire, Mode, Origin, RetainRule, Rule,
+    SnapshotRule, Target,
 };

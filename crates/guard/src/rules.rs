@@ -77,6 +77,30 @@ pub struct Rule {
     /// `None` destroys it (the default), `Some` keeps it as a retained
     /// resource (`on_delete = "retain"`).
     pub retain: Option<RetainRule>,
+    /// What a confirmed destroy or replacement of what the rule covers
+    /// takes first (`snapshot`, `snapshot_command`).
+    pub snapshot: SnapshotRule,
+}
+
+/// An `abode_protect`'s `snapshot` and `snapshot_command` (issue 47): what
+/// the provisioner takes before it applies a confirmed plan that destroys
+/// or replaces the resource. Only literals are read, like the delete rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapshotRule {
+    /// `snapshot = true|false`; `None` when left out (an `abode_volume` is
+    /// archived, nothing else is).
+    pub archive: Option<bool>,
+    /// `snapshot_command`: `Ok` the command, `Err` why it cannot be read
+    /// (a confirmed plan whose command is unreadable applies nothing).
+    pub command: Option<Result<String, String>>,
+}
+
+impl SnapshotRule {
+    /// Whether a resource of `resource_type` covered by these rules has its
+    /// files archived: an `abode_volume` unless a rule says `false`.
+    pub fn archives(rules: &[&SnapshotRule], resource_type: &str) -> bool {
+        resource_type == "abode_volume" && !rules.iter().any(|rule| rule.archive == Some(false))
+    }
 }
 
 /// An `abode_protect`'s `on_delete = "retain"`: the delete forgets the
@@ -155,6 +179,7 @@ impl Rule {
             mode,
             origin,
             retain: None,
+            snapshot: SnapshotRule::default(),
         }
     }
 
@@ -164,6 +189,7 @@ impl Rule {
             mode,
             origin,
             retain: None,
+            snapshot: SnapshotRule::default(),
         }
     }
 
@@ -258,6 +284,7 @@ fn read_annotation(
     let name = display_path(prefix, &resource.address);
     let mode = annotation_mode(resource, &name, plan, &mut found.warnings);
     let retain = annotation_retain(resource, &name, &mut found.warnings);
+    let snapshot = annotation_snapshot(resource, &name, &mut found.warnings);
     let Some(expression) = resource
         .expressions
         .get("resource_id")
@@ -342,6 +369,7 @@ fn read_annotation(
     for target in targets {
         let mut rule = Rule::address(target, mode, Origin::Annotation(name.clone()));
         rule.retain = retain;
+        rule.snapshot = snapshot.clone();
         found.rules.push(rule);
     }
 }
@@ -409,6 +437,46 @@ fn annotation_retain(
         retain_for_secs,
         expire,
     })
+}
+
+/// The annotation's snapshot rule. A `snapshot` Abode cannot read
+/// archives (an archive too many costs disk; one too few loses data).
+fn annotation_snapshot(
+    resource: &ConfigResource,
+    name: &str,
+    warnings: &mut Vec<String>,
+) -> SnapshotRule {
+    let constant = |attribute: &str| {
+        resource
+            .expressions
+            .get(attribute)
+            .and_then(Expression::from_value)
+            .map(|expression| expression.constant_value)
+    };
+    let archive = match constant("snapshot") {
+        None => None,
+        Some(Some(serde_json::Value::Bool(archive))) => Some(archive),
+        Some(_) => {
+            warnings.push(format!(
+                "{name}: snapshot is not the literal true or false; a confirmed destroy archives it"
+            ));
+            Some(true)
+        }
+    };
+    let command = match constant("snapshot_command") {
+        None => None,
+        Some(Some(serde_json::Value::String(command))) => Some(Ok(command)),
+        Some(_) => {
+            let why = format!(
+                "{name}: snapshot_command is not a literal string, so Abode cannot know what it runs"
+            );
+            warnings.push(format!(
+                "{why}; a confirmed destroy of what it protects applies nothing"
+            ));
+            Some(Err(why))
+        }
+    };
+    SnapshotRule { archive, command }
 }
 
 fn annotation_mode(

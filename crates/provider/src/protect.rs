@@ -12,7 +12,7 @@ use abode_contract::retain;
 
 use crate::plumbing::ResourceType;
 use crate::schema::{
-    attribute_error, block, computed, known, optional, required, string, with_default,
+    attribute_error, block, boolean, computed, known, optional, required, string, with_default,
 };
 
 pub(crate) const MODES: [&str; 2] = ["confirm", "block"];
@@ -30,6 +30,11 @@ pub(crate) struct ProtectState {
     retain_for: Value<String>,
     #[serde(default)]
     expire: Value<String>,
+    // Absent from states written before snapshots (issue 47).
+    #[serde(default)]
+    snapshot: Value<bool>,
+    #[serde(default)]
+    snapshot_command: Value<String>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -103,6 +108,28 @@ impl ResourceType for ProtectResource {
                          told a week before).",
                     ),
                 ),
+                (
+                    "snapshot",
+                    optional(
+                        boolean(),
+                        "Whether a confirmed plan that destroys or replaces the resource first \
+                         archives it: an `abode_volume`'s files go to a retained record of kind \
+                         `snapshot` (true by default for an `abode_volume`; other types have \
+                         no files Abode can archive). If the archive fails, nothing is applied.",
+                    ),
+                ),
+                (
+                    "snapshot_command",
+                    optional(
+                        string(),
+                        "A command (`sh -c`) the provisioner runs, sandboxed like Terraform and \
+                         with its environment, before it applies a confirmed plan that destroys \
+                         or replaces the resource, with the resource's attributes in \
+                         `ABODE_SNAPSHOT_*` and `ABODE_ATTR_*` variables (docs/retain.md), e.g. \
+                         `aws ec2 create-snapshot --volume-id \"$ABODE_ATTR_ID\"`. If it \
+                         fails, nothing is applied.",
+                    ),
+                ),
             ],
             )
     }
@@ -138,6 +165,16 @@ impl ResourceType for ProtectResource {
                     diags,
                     "expire",
                     format!("abode_protect expire `{expire}` is not one of `hold`, `destroy`"),
+                );
+            }
+        }
+        if let Some(command) = known(&state.snapshot_command) {
+            if command.trim().is_empty() {
+                attribute_error(
+                    diags,
+                    "snapshot_command",
+                    "abode_protect snapshot_command is empty: leave it out, or give the command to run"
+                        .to_string(),
                 );
             }
         }

@@ -308,6 +308,15 @@ pub struct AssignRetained {
     pub user: String,
 }
 
+/// `POST /retained/{id}/restore`: a snapshot's files into a stopped
+/// workspace's volume.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreRetained {
+    /// The workspace: `name` or `owner/name`.
+    pub to: String,
+}
+
 /// `POST /retained/{id}/extend`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1363,6 +1363,32 @@ pub struct RetainedResource<Report = serde_json::Value> {
     /// in `GET /retained/{id}` and the destroy's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub destroy_build: Option<Build<Report>>,
+    /// `resource` (what a delete retained) or `snapshot` (an archive of a
+    /// volume's files taken before a confirmed destroy; `build_id` is the
+    /// confirmed build).
+    #[serde(default = "resource_kind")]
+    pub kind: String,
+    /// A snapshot's archive size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_bytes: Option<i64>,
+}
+
+fn resource_kind() -> String {
+    "resource".to_string()
+}
+
+/// What `POST /retained/{id}/restore` wrote into a workspace's volume.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct RestoredSnapshot {
+    pub id: String,
+    /// `owner/name`.
+    pub workspace: String,
+    /// The volume's name.
+    pub volume: String,
+    pub files: u64,
+    pub dirs: u64,
+    pub symlinks: u64,
+    pub bytes: u64,
 }
 
 /// A directory of the server's volumes dir that no workspace's state and no

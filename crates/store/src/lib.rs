@@ -203,7 +203,10 @@ pub use provisioner_keys::{NewProvisionerKey, ProvisionerKeyRow};
 pub use provisioners::{ProvisionerBeat, ProvisionerKind, ProvisionerRow, UnknownProvisionerKind};
 pub use quotas::{GroupAllowance, QuotaUsage, Reservation, WorkspaceCost};
 pub use records::*;
-pub use retained::{NewRetained, RetainedResource, RetainedStatus, UnknownRetainedStatus};
+pub use retained::{
+    NewRetained, NewSnapshot, RetainedResource, RetainedStatus, UnknownRetainedStatus,
+    SNAPSHOT_KIND,
+};
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 pub use schedule_settings::{TemplatePolicy, WorkspaceLifecycle};
 pub use scheduler_tick::{TickRow, TickSnapshot};
@@ -548,6 +551,9 @@ storage_interface! {
     /// Records what a delete's judged plan forgets, `pending` until the
     /// delete ends; a record of the same build and address is kept as it is.
     fn insert_retained(&self, build_id: &str, retained_by: &str, records: &[NewRetained]) -> ();
+    /// Records a snapshot whose archive is whole, `open` at once (issue 47);
+    /// `NotFound("build")` if the build is gone.
+    fn insert_snapshot(&self, build_id: &str, retained_by: &str, record: &NewSnapshot) -> RetainedResource;
     /// Settles the pending records of a delete that ended: `void` for an
     /// address still in the workspace's state, `open` otherwise.
     fn settle_retained(&self, build_id: &str, still_in_state: &[String]) -> Vec<RetainedResource>;

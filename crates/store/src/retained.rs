@@ -74,6 +74,37 @@ pub struct RetainedResource {
     pub closed_build_id: Option<String>,
     /// The build destroying it, if one was queued.
     pub destroy_build_id: Option<String>,
+    /// `resource` (what a delete retained) or `snapshot` (an archive of a
+    /// volume taken before a confirmed destroy, issue 47).
+    pub kind: String,
+    /// A snapshot's archive: its file name in the server's snapshots dir.
+    pub archive: Option<String>,
+    pub archive_bytes: Option<i64>,
+}
+
+/// The kind of a record that is an archive taken before a confirmed destroy.
+pub const SNAPSHOT_KIND: &str = "snapshot";
+
+impl RetainedResource {
+    /// Whether it is an archive of a volume's files, not a resource.
+    pub fn is_snapshot(&self) -> bool {
+        self.kind == SNAPSHOT_KIND
+    }
+}
+
+/// A snapshot's record, written once its archive is whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSnapshot {
+    pub id: String,
+    pub address: String,
+    pub resource_type: String,
+    pub provider: String,
+    pub import_id: String,
+    pub attributes: String,
+    pub expires_at: Option<i64>,
+    pub expire_action: String,
+    pub archive: String,
+    pub archive_bytes: i64,
 }
 
 /// A record written when a delete's plan is judged.
@@ -97,7 +128,8 @@ pub(crate) const RETAINED_SELECT: &str = "SELECT r.id, r.status, r.address, r.re
      r.provider, r.import_id, r.attributes, r.workspace_id, r.workspace_name, r.owner_id, \
      o.username AS owner_name, r.template_name, r.template_version, r.build_id, r.retained_by, \
      r.created_at, r.expires_at, r.expire_action, r.adopt_for, r.closed_at, r.closed_by, \
-     r.closed_build_id, r.destroy_build_id FROM retained_resources r \
+     r.closed_build_id, r.destroy_build_id, r.kind, r.archive, r.archive_bytes \
+     FROM retained_resources r \
      JOIN users o ON o.id = r.owner_id";
 
 /// A retained list's cursor: the time it is ordered by and the id.
@@ -172,6 +204,46 @@ macro_rules! retained_queries {
         }
         tx.commit().await.map_err(StoreError::Database)?;
         Ok(())
+    }
+
+    pub(crate) async fn insert_snapshot(
+        &self,
+        build_id: &str,
+        retained_by: &str,
+        record: &NewSnapshot,
+    ) -> Result<RetainedResource, StoreError> {
+        let now = self.now_ms();
+        let inserted = sqlx::query(&sql(
+            "INSERT INTO retained_resources (id, status, address, resource_type, provider, \
+             import_id, attributes, workspace_id, workspace_name, owner_id, template_name, \
+             template_version, build_id, retained_by, created_at, expires_at, expire_action, \
+             kind, archive, archive_bytes) \
+             SELECT ?, 'open', ?, ?, ?, ?, ?, w.id, w.name, w.owner_id, t.name, v.number, \
+             b.id, ?, ?, ?, ?, 'snapshot', ?, ? FROM builds b \
+             JOIN workspaces w ON w.id = b.workspace_id \
+             JOIN templates t ON t.id = w.template_id \
+             JOIN template_versions v ON v.id = b.template_version_id WHERE b.id = ?",
+        ))
+        .bind(&record.id)
+        .bind(&record.address)
+        .bind(&record.resource_type)
+        .bind(&record.provider)
+        .bind(&record.import_id)
+        .bind(&record.attributes)
+        .bind(retained_by)
+        .bind(now)
+        .bind(record.expires_at)
+        .bind(&record.expire_action)
+        .bind(&record.archive)
+        .bind(record.archive_bytes)
+        .bind(build_id)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("retained resource"))?;
+        if inserted.rows_affected() == 0 {
+            return Err(StoreError::NotFound("build"));
+        }
+        self.retained_by_id(&record.id).await
     }
 
     pub(crate) async fn settle_retained(

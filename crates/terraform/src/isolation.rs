@@ -53,6 +53,11 @@ impl Isolation {
         &self.sandbox
     }
 
+    /// What every run sees read-only (Terraform, the provider mirror).
+    pub fn read_only_paths(&self) -> &[PathBuf] {
+        &self.read_only
+    }
+
     /// Gives a run's work dir (everything in it) to the sandbox's user.
     pub fn hand_over(&self, dir: &Path) -> Result<(), SandboxError> {
         self.sandbox.hand_over(dir)

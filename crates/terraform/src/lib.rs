@@ -33,6 +33,9 @@
 //! `--die-with-parent`: a build's Terraform outlives a killed server; its
 //! sandbox ends with it.
 //!
+//! `shell.rs` runs a template's own command (an `abode_protect`'s
+//! `snapshot_command`) as a run is: sandboxed, its environment from nothing.
+//!
 //! `machine.rs` sets up a machine that runs builds (a server, a provisioner
 //! daemon) at its start: the data dir private, this binary's provider in the
 //! mirror (`mirror.rs`), the sandbox and its process supervisor; a machine
@@ -61,6 +64,7 @@ pub mod isolation;
 pub mod machine;
 pub mod mirror;
 pub mod run;
+pub mod shell;
 pub mod supervise;
 
 use std::path::Path;

@@ -63,13 +63,22 @@
 //! - Names must be UTF-8 (the manifest is JSON): export refuses a volume with
 //!   another name rather than write a manifest that does not say it.
 //!
-//! The CLI and the server call it (`abode retained export|verify`, `abode
-//! volumes orphans`); `tests/big.rs` exports and verifies 200 MB.
+//! # Restore
+//!
+//! [`restore`] writes an archive's `volume/` members back into a volume
+//! (`abode retained restore`, issue 47): relative to open directories, never
+//! through a link, a link or file in the way replaced rather than written
+//! through, and everything owned by the volume's own owner.
+//!
+//! The CLI and the server call it (`abode retained export|verify|restore`,
+//! `abode volumes orphans`, a snapshot before a confirmed destroy);
+//! `tests/big.rs` exports and verifies 200 MB.
 
 mod export;
 mod fsx;
 mod manifest;
 mod orphans;
+mod restore;
 mod verify;
 
 use std::io;
@@ -77,7 +86,18 @@ use std::io;
 pub use export::{export, ExportSummary, Skipped};
 pub use manifest::{EntryKind, ExportMeta, Manifest, ManifestEntry, SCHEMA_VERSION};
 pub use orphans::{orphans, Orphan};
+pub use restore::{restore, restore_verified, RestoreSummary};
 pub use verify::{verify, Problem, VerifyReport};
+
+/// Whether `name` is one plain file or directory name (no path, no dot
+/// first): a volume's or an archive's name as records keep it.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
 
 /// The top folder of the volume's members in the archive.
 pub const VOLUME_DIR: &str = "volume";

@@ -27,6 +27,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/retained/:id/extend", post(extend))
         .route("/retained/:id/export", get(export))
         .route("/retained/:id/destroy", post(destroy))
+        .route("/retained/:id/restore", post(restore))
         .route("/volumes/orphans", get(orphans))
 }
 
@@ -59,7 +60,19 @@ async fn export(
     let (sender, receiver) = tokio::sync::mpsc::channel(16);
     let writer = ChunkWriter(sender.clone());
     tokio::task::spawn_blocking(move || {
-        let writer = std::io::BufWriter::with_capacity(256 * 1024, writer);
+        let mut writer = std::io::BufWriter::with_capacity(256 * 1024, writer);
+        // A snapshot is an export already: its archive is sent as it is.
+        if let Some(archive) = &export.archive {
+            use std::io::Write;
+            let copied = std::fs::File::open(archive)
+                .and_then(|mut file| std::io::copy(&mut file, &mut writer))
+                .and_then(|_| writer.flush());
+            if let Err(error) = copied {
+                tracing::warn!(retained = %export.record.id, %error, "a snapshot export failed");
+                let _ = sender.blocking_send(Err(error));
+            }
+            return;
+        }
         if let Err(error) = abode_volume_archive::export(&export.dir, writer, &export.meta) {
             tracing::warn!(retained = %export.record.id, %error, "a volume export failed");
             let _ = sender.blocking_send(Err(std::io::Error::other(error.to_string())));
@@ -114,6 +127,8 @@ pub(crate) fn retained_view(record: &RetainedResource) -> RetainedView {
         closed_at: record.closed_at.map(rfc3339),
         closed_by: record.closed_by.clone(),
         destroy_build: None,
+        kind: record.kind.clone(),
+        archive_bytes: record.archive_bytes,
     }
 }
 
@@ -206,6 +221,33 @@ async fn destroy(
     ok(
         StatusCode::ACCEPTED,
         retained_with_build(&state, &caller, &record).await?,
+    )
+}
+
+/// Brings a snapshot's files back into a stopped workspace's volume.
+async fn restore(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(id): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: requests::RestoreRetained = parse_json(body)?;
+    let restored = state
+        .control
+        .workspace_builds()
+        .restore_snapshot(&caller, &id, &body.to)
+        .await?;
+    ok(
+        StatusCode::OK,
+        abode_sdk::RestoredSnapshot {
+            id: restored.record.id.clone(),
+            workspace: body.to.clone(),
+            volume: restored.volume.clone(),
+            files: restored.summary.files,
+            dirs: restored.summary.dirs,
+            symlinks: restored.summary.symlinks,
+            bytes: restored.summary.bytes,
+        },
     )
 }
 

@@ -26,8 +26,22 @@ pub enum RetainedCommand {
     /// Check an exported volume file against its manifest (no server).
     Verify(VerifyArgs),
     /// Destroy a retained resource: its plan is held until you confirm it
-    /// with `--digest` (exit 3 while held).
+    /// with `--digest` (exit 3 while held). A snapshot's archive is
+    /// removed at once.
     Destroy(DestroyArgs),
+    /// Bring a snapshot's files back into a stopped workspace's volume.
+    Restore(RestoreArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// A retained record of kind `snapshot`.
+    pub id: String,
+    /// The workspace (`name` or `owner/name`); it must be stopped.
+    #[arg(long)]
+    pub to: String,
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 #[derive(Debug, Args)]
@@ -102,6 +116,22 @@ pub fn run(command: RetainedCommand) -> anyhow::Result<u8> {
         RetainedCommand::Verify(args) => return verify(args),
         RetainedCommand::Export(args) => export(&client, args)?,
         RetainedCommand::Destroy(args) => return destroy(&client, args),
+        RetainedCommand::Restore(args) => {
+            let restored = client
+                .restore_retained(&args.id, &args.to)
+                .with_context(|| format!("snapshot {:?} was not restored", args.id))?;
+            match args.output.output {
+                OutputFormat::Json => output::print_json(&restored)?,
+                OutputFormat::Text => eprintln!(
+                    "Restored snapshot {} into {} (volume {}): {} files, {} bytes",
+                    visible(&restored.id),
+                    visible(&restored.workspace),
+                    visible(&restored.volume),
+                    restored.files,
+                    restored.bytes
+                ),
+            }
+        }
         RetainedCommand::List(args) => {
             let records = client
                 .retained_resources(args.all, args.closed, None)
@@ -114,6 +144,7 @@ pub fn run(command: RetainedCommand) -> anyhow::Result<u8> {
                         .map(|r| {
                             vec![
                                 r.id.clone(),
+                                r.kind.clone(),
                                 r.address.clone(),
                                 format!("{}/{}", r.owner, r.workspace),
                                 r.status.clone(),
@@ -123,7 +154,9 @@ pub fn run(command: RetainedCommand) -> anyhow::Result<u8> {
                         })
                         .collect();
                     output::print_table(
-                        &["ID", "ADDRESS", "FROM", "STATUS", "RETAINED", "EXPIRES"],
+                        &[
+                            "ID", "KIND", "ADDRESS", "FROM", "STATUS", "RETAINED", "EXPIRES",
+                        ],
                         &rows,
                         "No retained resources.",
                     );
@@ -207,6 +240,14 @@ fn destroy(client: &abode_client::Client, args: DestroyArgs) -> anyhow::Result<u
     let mut record = client
         .destroy_retained(&args.id, args.digest.as_deref())
         .with_context(|| format!("retained resource {:?} was not destroyed", args.id))?;
+    if record.kind == "snapshot" {
+        eprintln!(
+            "Destroyed snapshot {} (the archive of {})",
+            visible(&record.id),
+            visible(&record.address)
+        );
+        return Ok(EXIT_OK);
+    }
     loop {
         let status = record
             .destroy_build
@@ -337,6 +378,7 @@ fn print_record(
         OutputFormat::Text => {
             let rows = vec![
                 vec!["id".to_string(), record.id.clone()],
+                vec!["kind".to_string(), record.kind.clone()],
                 vec!["status".to_string(), record.status.clone()],
                 vec!["address".to_string(), record.address.clone()],
                 vec!["type".to_string(), record.resource_type.clone()],

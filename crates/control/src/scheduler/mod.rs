@@ -89,6 +89,7 @@ pub(crate) struct SchedulerParts {
     pub(crate) identity: Arc<Identity>,
     pub(crate) builds: Builds,
     pub(crate) notifications: Notifications,
+    pub(crate) retained: Arc<crate::retained::Retained>,
     pub(crate) audit: crate::audit::Audit,
 }
 

@@ -54,6 +54,11 @@ impl Scheduler {
         if record.destroy_build_id.is_some() {
             return;
         }
+        // A snapshot is a file, not a resource: no build destroys it.
+        if record.is_snapshot() {
+            self.inner.retained.expire_snapshot(record).await;
+            return;
+        }
         let workspace = match self.inner.store.workspace_by_id(&record.workspace_id).await {
             Ok(workspace) => workspace,
             Err(error) => {

@@ -363,9 +363,17 @@ impl WorkspaceBuilds {
         caller: &Caller,
         id: &str,
         digest: Option<&str>,
-    ) -> Result<(RetainedResource, Build), ControlError> {
+    ) -> Result<(RetainedResource, Option<Build>), ControlError> {
         let record = self.inner.retained.show(caller, id).await?;
         caller.authorize(Action::WorkspaceDelete, Some(&record.owner_id))?;
+        if record.is_snapshot() {
+            let record = self
+                .inner
+                .retained
+                .destroy_snapshot(caller, &record)
+                .await?;
+            return Ok((record, None));
+        }
         let build = match digest {
             Some(digest) => {
                 let digest = checked_digest(digest)?;
@@ -414,6 +422,80 @@ impl WorkspaceBuilds {
             }
         };
         let record = self.inner.store.retained_by_id(id).await?;
-        Ok((record, build))
+        Ok((record, Some(build)))
+    }
+
+    /// `abode retained restore ID --to WS`: brings a snapshot's files back
+    /// into the volume of a stopped workspace (the one at the snapshot's
+    /// address, or the workspace's only volume). Reading the snapshot is
+    /// connecting to its owner's workspaces; writing is updating and
+    /// connecting to the target. A workspace that runs, or whose build is
+    /// under way, is refused: a restore never writes under running processes.
+    pub async fn restore_snapshot(
+        &self,
+        caller: &Caller,
+        id: &str,
+        reference: &str,
+    ) -> Result<crate::retained::Restored, ControlError> {
+        let record = self.inner.retained.show(caller, id).await?;
+        caller.authorize(Action::WorkspaceConnect, Some(&record.owner_id))?;
+        if !record.is_snapshot() {
+            return Err(ControlError::BadRequest(format!(
+                "retained resource \"{id}\" is {} itself, not a snapshot: adopt it into a new workspace (abode create NAME --template T --adopt {id})",
+                record.address
+            )));
+        }
+        if record.status != RetainedStatus::Open {
+            return Err(ControlError::Conflict(format!(
+                "snapshot \"{id}\" is {}: only an open one is restored",
+                record.status
+            )));
+        }
+        let workspace = self
+            .workspaces()
+            .resolve(caller, reference, Action::WorkspaceUpdate)
+            .await?;
+        caller.authorize(Action::WorkspaceConnect, Some(&workspace.owner_id))?;
+        let shown = format!("{}/{}", workspace.owner_name, workspace.name);
+        let latest = self.inner.store.latest_build(&workspace.id).await?;
+        let stopped =
+            latest.transition == Transition::Stop && latest.status == BuildStatus::Succeeded;
+        if !stopped {
+            let now = match latest.transition {
+                Transition::Start => "is running",
+                _ => "is not stopped",
+            };
+            return Err(ControlError::Conflict(format!("workspace {shown} {now}: a restore writes only into a stopped workspace's volume; stop it first (abode stop {})", workspace.name)));
+        }
+        let state = self.inner.store.state(&workspace.id).await?;
+        let state: serde_json::Value = state
+            .as_deref()
+            .and_then(|state| serde_json::from_slice(state).ok())
+            .unwrap_or(serde_json::Value::Null);
+        let volumes: Vec<(String, String)> = crate::state::managed_instances(&state)
+            .into_iter()
+            .filter(|instance| instance.resource_type == "abode_volume")
+            .filter_map(|instance| {
+                let name = instance.object.pointer("/attributes/name")?.as_str()?;
+                Some((instance.address(), name.to_string()))
+            })
+            .collect();
+        let at = |(address, _): &&(String, String)| *address == record.address;
+        let Some((_, volume)) = volumes
+            .iter()
+            .find(at)
+            .or(volumes.first().filter(|_| volumes.len() == 1))
+        else {
+            return Err(ControlError::Conflict(format!(
+                "workspace {shown} has {} abode_volume(s), none at {}: nothing to restore into",
+                volumes.len(),
+                record.address
+            )));
+        };
+        let volume = volume.clone();
+        self.inner
+            .retained
+            .restore_into(caller, record, &shown, &volume)
+            .await
     }
 }

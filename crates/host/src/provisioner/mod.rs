@@ -8,7 +8,9 @@
 //! `terraform plan -out` (`-destroy` for a delete), hands `terraform show
 //! -json` of the saved plan to the guard (`guard_step.rs`), and then applies
 //! exactly that plan (`allow`), holds it for confirmation (`confirm`, see
-//! `held.rs`) or fails the build (`block`). Whatever happened, the state
+//! `held.rs`) or fails the build (`block`). A confirmed plan that destroys
+//! or replaces a protected resource is applied only after its snapshot
+//! (`snapshot_step.rs`). Whatever happened, the state
 //! Terraform left is stored, the work dir removed and the build's end
 //! recorded. Terraform's `-json` lines reach the build log as they are
 //! printed (`output.rs`); a cancel or a shutdown interrupts the run
@@ -23,6 +25,7 @@ mod quota_step;
 mod retain_step;
 mod run;
 mod shutdown_step;
+mod snapshot_step;
 
 use std::time::Duration;
 

@@ -166,6 +166,10 @@ impl ServerJob {
                 if saved.state_digest != state_digest {
                     return Err(Failure::failed(STALE_PLAN_MESSAGE));
                 }
+                // What the plan destroys is archived first, or nothing is
+                // applied (`snapshot_step.rs`).
+                let embedded = self.holder == self.host.inner.config.server_id;
+                super::snapshot_step::take(self, build, workspace, embedded).await?;
                 Some(saved.plan)
             }
         };

@@ -198,7 +198,7 @@ fn import_id(resource_type: &str, attributes: &Value) -> String {
 }
 
 /// `value` with every part `marks` says is sensitive replaced.
-fn hide_sensitive(value: Value, marks: &Value) -> Value {
+pub(super) fn hide_sensitive(value: Value, marks: &Value) -> Value {
     match (value, marks) {
         (_, Value::Bool(true)) => Value::String(HIDDEN.into()),
         (Value::Object(map), Value::Object(marks)) => Value::Object(
