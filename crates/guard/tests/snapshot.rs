@@ -27,9 +27,13 @@ fn read(extra: Value) -> (SnapshotRule, Vec<String>) {
     (found.rules[0].snapshot.clone(), found.warnings)
 }
 
+/// (the protect's expressions, its `snapshot`, its `snapshot_command`
+/// (`Err`: unreadable), how many warnings).
+type Case = (Value, Option<bool>, Option<Result<String, ()>>, usize);
+
 #[test]
 fn snapshot_rules_are_read_from_literals_only() {
-    let cases: Vec<(Value, Option<bool>, Option<Result<String, ()>>, usize)> = vec![
+    let cases: Vec<Case> = vec![
         (json!({}), None, None, 0),
         (
             json!({"snapshot": {"constant_value": false}}),
