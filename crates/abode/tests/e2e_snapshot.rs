@@ -49,8 +49,9 @@ fn dev_with_files(platform: &Platform, edits: &[(&str, &str)]) -> PathBuf {
 
 /// Pushes `version` of the template and updates `dev` to it: held, and the
 /// number and digest of the held build.
+/// The example's kept name is dropped: its rename then replaces the volume.
 fn held_update(platform: &Platform, version: u32, main_tf: &str) -> (String, String) {
-    push(platform, "local", version, main_tf);
+    push(platform, "local", version, &util::name_not_kept(main_tf));
     let held = platform.run(&["update", "dev"]);
     assert_eq!(held.code, Some(3), "{held}");
     let number = platform.show("dev")["latest_build"]["number"]

@@ -75,7 +75,7 @@ mod pty;
 mod ssh;
 pub mod stat;
 mod tunnel;
-mod unsaved;
+pub mod unsaved;
 pub mod wsdial;
 
 const FIRST_RETRY: Duration = Duration::from_millis(250);

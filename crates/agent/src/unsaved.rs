@@ -25,7 +25,7 @@ use abode_sdk::{UnsavedKind, UnsavedRepository};
 
 /// How far a scan goes.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
+pub struct Limits {
     /// Directories below the home (a repository at `~/a/b/c/d` is found
     /// with depth 4).
     pub depth: usize,
@@ -46,7 +46,7 @@ impl Default for Limits {
 }
 
 /// Scans `home` for repositories with unsaved work.
-pub(crate) fn scan(home: &Path, limits: Limits) -> AgentUnsaved {
+pub fn scan(home: &Path, limits: Limits) -> AgentUnsaved {
     let deadline = Instant::now() + limits.time;
     let mut found = Vec::new();
     let truncated = find_repositories(home, limits, deadline, &mut found);
