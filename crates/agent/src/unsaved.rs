@@ -205,24 +205,26 @@ fn git_status_and_output(
         .stderr(Stdio::null());
     let mut child = command.spawn().ok()?;
     let mut stdout = child.stdout.take()?;
-    // Read on a thread: a big status must not fill the pipe while we wait.
-    let reader = std::thread::spawn(move || {
+    // Read on a thread (a big status must not fill the pipe), which says
+    // when git closed its output: no polling, whose naps were most of a
+    // scan's time.
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
         let mut output = Vec::new();
-        stdout.read_to_end(&mut output).map(|_| output)
+        let read = stdout.read_to_end(&mut output).map(|_| output);
+        let _ = sender.send(read);
     });
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                let output = reader.join().ok()?.ok()?;
-                return Some((status.code(), output));
-            }
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(_) => return None,
+    let left = deadline.saturating_duration_since(Instant::now());
+    match receiver.recv_timeout(left) {
+        Ok(Ok(output)) => {
+            let status = child.wait().ok()?;
+            Some((status.code(), output))
+        }
+        // Out of time, or the output unreadable.
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            None
         }
     }
 }
