@@ -163,8 +163,9 @@ pub fn home(dir: Option<&Path>) -> Option<PathBuf> {
         .or_else(|| dir.map(Path::to_path_buf))
 }
 
-/// Bytes in a person's units: `1.5 GiB`.
-fn size(bytes: u64) -> String {
+/// Bytes in a person's units: `512 B`, `1.5 GiB` (`abode stat`, and the
+/// disk line of `abode show`).
+pub fn size(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;
     let mut unit = 0;

@@ -394,28 +394,12 @@ pub(crate) fn disk_text(disks: &[abode_sdk::DiskUsage]) -> String {
             format!(
                 "Disk: {}% of {} used ({}'s home volume, reported {} ago)\n",
                 disk.used_percent,
-                bytes_text(disk.total_bytes),
+                abode_agent::stat::size(disk.total_bytes),
                 visible(&disk.agent),
                 age_text(disk.age_seconds),
             )
         })
         .collect()
-}
-
-/// A size for people: `512 B`, `3.5 MiB`, `20.0 GiB`.
-fn bytes_text(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
 }
 
 /// A report of unsaved work for people: its age and digest, then a line
