@@ -4,7 +4,7 @@
 //! scheduler (reason `autostop`, actor `scheduler`); a dormant workspace
 //! whose template deletes dormant workspaces is stopped, its owner told, and
 //! its deletion, which would destroy the protected home volume, is held for
-//! a person instead of applied.
+//! a person instead of applied; the owner who starts it by hand wakes it.
 //!
 //! Where a test asserts that the scheduler did nothing, it first sees the
 //! scheduler tick (`abode_background_passes_total{task="scheduler"}` in
@@ -160,6 +160,14 @@ fn a_dormant_workspace_s_deletion_is_held_when_it_would_destroy_the_protected_vo
         running["latest_build"]["reason"], "initiator",
         "{running:#}"
     );
+    // Starting it woke it: the scheduler ticks on and queues no deletion.
+    platform.wait_for_passes("scheduler", 3);
+    let still = platform.show("dev");
+    assert_eq!(
+        still["latest_build"]["number"], running["latest_build"]["number"],
+        "{still:#}"
+    );
+    assert_eq!(still["status"], "running", "{still:#}");
 }
 
 #[test]

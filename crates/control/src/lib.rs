@@ -163,7 +163,7 @@ use abode_credentials::{hashing, secrets};
 mod build_log;
 mod builds;
 pub mod cancel_switches;
-pub mod client_address;
+pub use abode_identity::client_address;
 pub mod disk;
 mod error;
 pub mod external_auth;
@@ -556,6 +556,7 @@ impl Control {
                 notifications: notifications.clone(),
                 retained: retained.clone(),
                 audit: audit::Audit::new(store.clone()),
+                clock: config.clock.clone(),
             });
         let audit_log = audit_log::AuditLog::new(store.clone(), workspaces.clone());
         Control {

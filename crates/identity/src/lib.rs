@@ -26,7 +26,9 @@
 //! system actor, `server`, `scheduler`, `prebuilds`; builds and audit events
 //! record either), names of users, templates and workspaces (`names.rs`), and
 //! the audit writer every domain service records through (`audit.rs`: the store
-//! and nothing else).
+//! and nothing else), and who the client of a request is behind trusted
+//! proxies (`client_address.rs`: the address the throttle counts against
+//! and the audit log records).
 //!
 //! `Identity` itself, its settings and `Caller` are in `service.rs`, which the
 //! modules above extend and which names none of them; what it holds for single
@@ -72,6 +74,7 @@
 mod accounts;
 mod actors;
 pub mod audit;
+pub mod client_address;
 mod error;
 mod groups;
 mod names;

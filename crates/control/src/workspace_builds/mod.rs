@@ -42,6 +42,7 @@ pub(crate) struct WorkspaceBuildsParts {
     pub(crate) notifications: Notifications,
     pub(crate) retained: Arc<Retained>,
     pub(crate) audit: Audit,
+    pub(crate) clock: abode_clock::Clock,
 }
 
 impl WorkspaceBuilds {
@@ -107,7 +108,9 @@ impl WorkspaceBuilds {
             self.judge_unsaved(caller, &workspace, &request.unsaved)
                 .await?;
         }
-        self.builds()
+        let workspace_id = workspace.id.clone();
+        let build = self
+            .builds()
             .request(
                 BuildTarget::Existing(workspace),
                 BuildOrder {
@@ -122,7 +125,27 @@ impl WorkspaceBuilds {
                     then_start: false,
                 },
             )
-            .await
+            .await?;
+        // A person starting a dormant workspace uses it: left dormant, the
+        // scheduler would queue its deletion again once it runs.
+        if request.transition == Transition::Start
+            && self
+                .inner
+                .store
+                .wake_workspace(&workspace_id, self.inner.clock.now_ms())
+                .await?
+        {
+            self.audit_workspace(
+                caller,
+                &workspace_id,
+                "workspace.wake",
+                reference,
+                "success",
+                None,
+            )
+            .await;
+        }
+        Ok(build)
     }
 
     /// A person's delete against the workspace's last report of unsaved
