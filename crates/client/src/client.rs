@@ -225,13 +225,8 @@ impl Client {
     /// answer holds the token, which the server never shows again.
     pub fn create_api_token(
         &self,
-        name: &str,
-        lifetime_seconds: Option<u64>,
+        body: &requests::NewApiToken,
     ) -> Result<CreatedApiToken, ClientError> {
-        let body = requests::NewApiToken {
-            name: name.to_string(),
-            lifetime_seconds,
-        };
         self.finish(
             "POST /tokens",
             self.request("POST", "/tokens").send_json(body),

@@ -41,6 +41,7 @@ async fn setup() -> Setup {
         user,
         roles,
         request_id: None,
+        scope: abode_control::authz::TokenScope::all(),
     };
     Setup {
         _dir: dir,

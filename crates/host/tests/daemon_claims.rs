@@ -72,6 +72,7 @@ async fn setup() -> Setup {
             user: alice,
             roles,
             request_id: None,
+            scope: abode_control::authz::TokenScope::all(),
         },
         version_id: version.id,
         template_id: template.id,

@@ -228,6 +228,7 @@ impl Identity {
             user: credential.user,
             roles: credential.roles,
             request_id,
+            scope: credential.token.scope,
         })
     }
 
@@ -253,6 +254,7 @@ impl Identity {
             user,
             roles,
             request_id,
+            scope: crate::authz::TokenScope::all(),
         })
     }
 
@@ -371,6 +373,7 @@ impl Identity {
         request_id: Option<String>,
         name: &str,
         lifetime: Option<Duration>,
+        scope: crate::authz::TokenScope,
     ) -> Result<(TokenRecord, String), IdentityError> {
         let (record, user) = self.token_owner(token).await?;
         if record.kind != TokenKind::Session {
@@ -401,6 +404,7 @@ impl Identity {
                 name: name.to_string(),
                 token_hash: secrets::token_hash(&secret),
                 expires_at: self.clock.now_ms().saturating_add(millis(lifetime)),
+                scope: scope.clone(),
             })
             .await
         {
@@ -421,7 +425,7 @@ impl Identity {
                 &user.username,
                 "success",
                 Some(format!(
-                    "name={name} lifetime_seconds={}",
+                    "name={name} lifetime_seconds={} scope={scope}",
                     lifetime.as_secs()
                 )),
             ))

@@ -127,6 +127,17 @@ pub struct NewApiToken {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifetime_seconds: Option<u64>,
+    /// `all` (the default when empty), `read`, `template:push`,
+    /// `workspace:connect`, `workspace:build` (docs/api.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// The templates `template:push` is limited to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub templates: Vec<String>,
+    /// The workspaces (`NAME` or `OWNER/NAME`) the `workspace:*` scopes are
+    /// limited to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workspaces: Vec<String>,
 }
 
 /// `POST /provisioner-keys`: a key for daemons with these tags

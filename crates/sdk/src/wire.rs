@@ -749,6 +749,10 @@ pub struct ApiToken {
     pub last_used_at: Option<String>,
     #[serde(default)]
     pub expires_at: Option<String>,
+    /// What the token may be used for, in its stored form: `all`, or grants
+    /// separated by `;` (`template:push=web;workspace:build=ID`).
+    #[serde(default)]
+    pub scope: String,
 }
 
 /// Answer to a token creation, the one that carries the token. Not `Debug`:

@@ -158,6 +158,7 @@ mod sqlite;
 mod state_locks;
 mod stored;
 mod templates;
+mod token_scope;
 mod tokens;
 mod unsaved;
 mod users;
@@ -213,6 +214,7 @@ pub use scheduler_tick::{TickRow, TickSnapshot};
 pub use server_instances::ServerInstance;
 pub use shutdowns::{AgentDiskRow, AgentShutdownRow, NewAgentShutdown, ShutdownTarget};
 pub use state_locks::{FencedWrite, StateFence, StateLock};
+pub use token_scope::{ScopeError, ScopeGrant, ScopeKind, ScopeObjects, TokenScope, UnknownScope};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 pub use unsaved::UnsavedReportRow;
 
