@@ -38,6 +38,7 @@ use crate::roles::*;
 use crate::schedule_settings::*;
 use crate::scheduler_tick::*;
 use crate::server_instances::*;
+use crate::scripts::*;
 use crate::shutdowns::*;
 use crate::state_locks::*;
 use crate::templates::*;
@@ -169,6 +170,7 @@ impl PostgresBackend {
     workspace_uid_queries!();
     unsaved_queries!();
     shutdown_queries!();
+    script_queries!();
     external_auth_queries!();
     host_key_queries!();
     oidc_queries!();

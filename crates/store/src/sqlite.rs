@@ -42,6 +42,7 @@ use crate::roles::*;
 use crate::schedule_settings::*;
 use crate::scheduler_tick::*;
 use crate::server_instances::*;
+use crate::scripts::*;
 use crate::shutdowns::*;
 use crate::state_locks::*;
 use crate::templates::*;
@@ -163,6 +164,7 @@ impl SqliteBackend {
     workspace_uid_queries!();
     unsaved_queries!();
     shutdown_queries!();
+    script_queries!();
     external_auth_queries!();
     host_key_queries!();
     oidc_queries!();
