@@ -72,6 +72,7 @@ mod apps;
 mod dial_back;
 pub mod git_auth;
 mod pty;
+mod scripts;
 mod ssh;
 pub mod stat;
 mod tunnel;
@@ -252,6 +253,57 @@ impl Agent {
             })
             .unwrap_or(DEFAULT_HEARTBEAT);
         log(&format!("heartbeat every {} ms", interval.as_millis()));
+        let runner = crate::scripts::Runner::new(
+            self.client.clone(),
+            Arc::clone(&self.stop),
+            self.log_dir.clone(),
+            &me,
+        );
+        // Scripts that block login hold the tunnel back until they end.
+        let blocks_login = me
+            .scripts
+            .iter()
+            .any(|script| script.run_on_start && script.start_blocks_login);
+        if !blocks_login {
+            self.open_tunnel(&me);
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(|| self.heartbeats(interval, &me, &runner));
+            scope.spawn(|| self.report_unsaved(&me));
+            if !me.apps.is_empty() {
+                scope.spawn(|| self.check_apps(&me));
+            }
+            let blocking = runner.start(&me.scripts);
+            let mut outcome = self.startup(&me, &runner);
+            for (name, handle) in blocking {
+                let ended = handle.join().ok().flatten().unwrap_or(Startup::NotRun);
+                if ended != Startup::Succeeded && outcome == Startup::Succeeded {
+                    log(&format!("script {name} blocks login and did not succeed"));
+                    outcome = ended;
+                }
+            }
+            if blocks_login && !self.stopped() {
+                self.open_tunnel(&me);
+            }
+            let (state, exit_status) = match outcome {
+                Startup::Succeeded => ("ready", None),
+                Startup::Failed(code) => ("start_error", Some(code)),
+                Startup::NotRun | Startup::TimedOut => ("start_error", None),
+                Startup::Interrupted => return,
+            };
+            if self.retry(&format!("reporting lifecycle {state}"), |c| {
+                c.agent_lifecycle(state, exit_status)
+            }) {
+                log(state);
+            }
+            // Cron scripts run until the agent is stopped; the scope waits
+            // for the heartbeat thread too.
+            runner.crons(&me.scripts);
+        });
+    }
+
+    /// Starts the tunnel through which people reach the workspace.
+    fn open_tunnel(&self, me: &AgentMe) {
         let settings = crate::ssh::SessionSettings {
             dir: me.dir.as_deref().map(expand_home),
             env: me.env.clone(),
@@ -266,26 +318,6 @@ impl Agent {
                 "cannot start the tunnel; the workspace accepts no connections: {error}"
             ));
         }
-        std::thread::scope(|scope| {
-            scope.spawn(|| self.heartbeats(interval, &me));
-            scope.spawn(|| self.report_unsaved(&me));
-            if !me.apps.is_empty() {
-                scope.spawn(|| self.check_apps(&me));
-            }
-            let (state, exit_status) = match self.startup(&me) {
-                Startup::Succeeded => ("ready", None),
-                Startup::Failed(code) => ("start_error", Some(code)),
-                Startup::NotRun | Startup::TimedOut => ("start_error", None),
-                Startup::Interrupted => return,
-            };
-            if self.retry(&format!("reporting lifecycle {state}"), |c| {
-                c.agent_lifecycle(state, exit_status)
-            }) {
-                log(state);
-            }
-            // The heartbeat thread runs until the agent is stopped; the
-            // scope waits for it.
-        });
     }
 
     /// Starts answering Git's credential prompts (`git_auth`) and
@@ -320,7 +352,7 @@ impl Agent {
     /// Heartbeats until the agent is stopped. Each answer says who owns the
     /// workspace now: when that changes (a prebuilt workspace was claimed),
     /// the claim script runs, once per new owner, beside the heartbeats.
-    fn heartbeats(&self, interval: Duration, me: &AgentMe) {
+    fn heartbeats(&self, interval: Duration, me: &AgentMe, runner: &crate::scripts::Runner) {
         let mut failing = false;
         let mut owner = me.owner.clone();
         let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -340,7 +372,7 @@ impl Agent {
                     .filter(|asked| asked.build != shut_down_for)
                 {
                     shut_down_for = asked.build.clone();
-                    self.shut_down(me, asked.clone());
+                    self.shut_down(me, asked.clone(), runner);
                 }
                 if !now.owner.is_empty() && now.owner != owner {
                     owner = now.owner.clone();
@@ -494,10 +526,15 @@ impl Agent {
     /// Runs the shutdown script a stop, restart or delete asked for, on a
     /// thread of its own (heartbeats go on), up to its timeout, its output
     /// in the shutdown log; then tells the server how it ended.
-    fn shut_down(&self, me: &AgentMe, asked: abode_sdk::AgentShutdown) {
+    fn shut_down(
+        &self,
+        me: &AgentMe,
+        asked: abode_sdk::AgentShutdown,
+        runner: &crate::scripts::Runner,
+    ) {
         let log_path = self.log_dir.join(script_log_name("shutdown", me));
         log(&format!(
-            "running the shutdown script (up to {} s); its output goes to {}",
+            "running the shutdown and stop scripts (up to {} s); the shutdown script's output goes to {}",
             asked.timeout_seconds,
             log_path.display()
         ));
@@ -505,16 +542,31 @@ impl Agent {
         let env = me.env.clone();
         let client = self.client.clone();
         let stop = Arc::clone(&self.stop);
+        let runner = runner.clone();
+        let scripts = me.scripts.clone();
         std::thread::spawn(move || {
+            // The stop scripts (`abode_script` run_on_stop) run beside it,
+            // each up to its own timeout.
+            let stops = std::thread::spawn(move || runner.stop_scripts(&scripts));
             let deadline = Instant::now() + Duration::from_secs(asked.timeout_seconds);
-            let outcome = run_script(
-                &asked.script,
-                dir.as_deref(),
-                &env,
-                &log_path,
-                &stop,
-                Some(deadline),
-            );
+            let mut outcome = if asked.script.trim().is_empty() {
+                Startup::Succeeded
+            } else {
+                run_script(
+                    &asked.script,
+                    dir.as_deref(),
+                    &env,
+                    &log_path,
+                    &stop,
+                    Some(deadline),
+                )
+            };
+            let (stopped, stop_output) = stops
+                .join()
+                .unwrap_or((Startup::NotRun, String::new()));
+            if outcome == Startup::Succeeded {
+                outcome = stopped;
+            }
             let (name, exit_status) = match outcome {
                 Startup::Succeeded => ("succeeded", None),
                 Startup::Failed(code) => ("failed", Some(i64::from(code))),
@@ -529,7 +581,15 @@ impl Agent {
                 build: asked.build,
                 outcome: name.to_string(),
                 exit_status,
-                output: log_tail(&log_path, 4096),
+                output: {
+                    let mut output = if asked.script.trim().is_empty() {
+                        String::new()
+                    } else {
+                        log_tail(&log_path, 4096)
+                    };
+                    output.push_str(&stop_output);
+                    output
+                },
             };
             // A few tries: the build stops waiting at its own deadline.
             let mut delay = FIRST_RETRY;
@@ -548,8 +608,9 @@ impl Agent {
         });
     }
 
-    /// Runs the agent's startup script, if it has one.
-    fn startup(&self, me: &AgentMe) -> Startup {
+    /// Runs the agent's startup script, if it has one (reported as the
+    /// script `startup_script`).
+    fn startup(&self, me: &AgentMe, runner: &crate::scripts::Runner) -> Startup {
         let Some(script) = me
             .startup_script
             .as_deref()
@@ -562,8 +623,9 @@ impl Agent {
             "running the startup script; its output goes to {}",
             log_path.display()
         ));
-        let dir = me.dir.as_deref().map(expand_home);
-        let outcome = run_startup_script(script, dir.as_deref(), &me.env, &log_path, &self.stop);
+        let outcome = runner
+            .run(crate::scripts::STARTUP_SCRIPT, script, &log_path, None)
+            .unwrap_or(Startup::NotRun);
         match outcome {
             Startup::Succeeded => log("the startup script succeeded"),
             Startup::Failed(code) => log(&format!(
@@ -971,6 +1033,7 @@ mod tests {
             dir: None,
             env: BTreeMap::new(),
             apps: Vec::new(),
+            scripts: Vec::new(),
         };
         assert_eq!(
             script_log_name("startup", &me("main")),
