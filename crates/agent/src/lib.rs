@@ -561,9 +561,7 @@ impl Agent {
                     Some(deadline),
                 )
             };
-            let (stopped, stop_output) = stops
-                .join()
-                .unwrap_or((Startup::NotRun, String::new()));
+            let (stopped, stop_output) = stops.join().unwrap_or((Startup::NotRun, String::new()));
             if outcome == Startup::Succeeded {
                 outcome = stopped;
             }

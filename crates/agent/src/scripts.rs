@@ -55,7 +55,12 @@ pub(crate) struct Runner {
 }
 
 impl Runner {
-    pub(crate) fn new(client: Client, stop: Arc<AtomicBool>, log_dir: PathBuf, me: &AgentMe) -> Runner {
+    pub(crate) fn new(
+        client: Client,
+        stop: Arc<AtomicBool>,
+        log_dir: PathBuf,
+        me: &AgentMe,
+    ) -> Runner {
         Runner {
             client,
             stop,
@@ -82,7 +87,13 @@ impl Runner {
 
     /// Runs `script` once, unless it is running already (None then),
     /// reporting the run; a `timeout` kills it with what it started.
-    pub(crate) fn run(&self, name: &str, script: &str, log_path: &Path, timeout: Option<Duration>) -> Option<Startup> {
+    pub(crate) fn run(
+        &self,
+        name: &str,
+        script: &str,
+        log_path: &Path,
+        timeout: Option<Duration>,
+    ) -> Option<Startup> {
         {
             let Ok(mut running) = self.running.lock() else {
                 return None;
@@ -103,7 +114,14 @@ impl Runner {
         let done = AtomicBool::new(false);
         let outcome = std::thread::scope(|scope| {
             let worker = scope.spawn(|| {
-                let outcome = run_script(script, self.dir.as_deref(), &self.env, log_path, &self.stop, deadline);
+                let outcome = run_script(
+                    script,
+                    self.dir.as_deref(),
+                    &self.env,
+                    log_path,
+                    &self.stop,
+                    deadline,
+                );
                 done.store(true, std::sync::atomic::Ordering::SeqCst);
                 outcome
             });
@@ -115,7 +133,9 @@ impl Runner {
                 std::thread::sleep(Duration::from_millis(50));
                 if Instant::now() >= next {
                     next = Instant::now() + PROGRESS;
-                    let length = std::fs::metadata(log_path).map(|meta| meta.len()).unwrap_or(0);
+                    let length = std::fs::metadata(log_path)
+                        .map(|meta| meta.len())
+                        .unwrap_or(0);
                     if length != sent {
                         sent = length;
                         self.report(name, "running", None, run, &log_tail(log_path, LOG_BYTES));
@@ -149,7 +169,14 @@ impl Runner {
     }
 
     /// One report; false when it did not go through (and may be tried again).
-    fn report(&self, name: &str, state: &str, exit_status: Option<i64>, run: i64, log_text: &str) -> bool {
+    fn report(
+        &self,
+        name: &str,
+        state: &str,
+        exit_status: Option<i64>,
+        run: i64,
+        log_text: &str,
+    ) -> bool {
         let report = AgentScriptReport {
             display_name: name.to_string(),
             state: state.to_string(),
@@ -162,14 +189,21 @@ impl Runner {
             // An older server, or a script it does not know: nothing to retry.
             Err(err) if matches!(err.status(), Some(404 | 400)) => true,
             Err(err) => {
-                log(&format!("the run of script {name} was not reported: {}", describe(&err)));
+                log(&format!(
+                    "the run of script {name} was not reported: {}",
+                    describe(&err)
+                ));
                 false
             }
         }
     }
 
     /// Runs a defined script once (see [`Runner::run`]), saying how it ended.
-    pub(crate) fn run_defined(&self, script: &ScriptDefinition, default_timeout: Option<i64>) -> Option<Startup> {
+    pub(crate) fn run_defined(
+        &self,
+        script: &ScriptDefinition,
+        default_timeout: Option<i64>,
+    ) -> Option<Startup> {
         let timeout = script
             .timeout_seconds
             .or(default_timeout)
@@ -179,13 +213,17 @@ impl Runner {
         let name = &script.display_name;
         let outcome = self.run(name, &script.script, &log_path, timeout);
         match &outcome {
-            None => log(&format!("script {name} is still running; this run is skipped")),
+            None => log(&format!(
+                "script {name} is still running; this run is skipped"
+            )),
             Some(Startup::Succeeded) => log(&format!("script {name} succeeded")),
             Some(Startup::Failed(code)) => log(&format!(
                 "script {name} exited with status {code}; see {}",
                 log_path.display()
             )),
-            Some(Startup::TimedOut) => log(&format!("script {name} ran past its timeout and was stopped")),
+            Some(Startup::TimedOut) => log(&format!(
+                "script {name} ran past its timeout and was stopped"
+            )),
             Some(Startup::NotRun) => log(&format!("script {name} could not be started")),
             Some(Startup::Interrupted) => {}
         }
@@ -194,7 +232,10 @@ impl Runner {
 
     /// Runs the start scripts in parallel; returns at once with the threads
     /// of those that block login, which the caller waits for.
-    pub(crate) fn start(&self, scripts: &[ScriptDefinition]) -> Vec<(String, std::thread::JoinHandle<Option<Startup>>)> {
+    pub(crate) fn start(
+        &self,
+        scripts: &[ScriptDefinition],
+    ) -> Vec<(String, std::thread::JoinHandle<Option<Startup>>)> {
         let mut blocking = Vec::new();
         for script in scripts.iter().filter(|script| script.run_on_start) {
             let runner = self.clone();
@@ -221,7 +262,9 @@ impl Runner {
         while !self.stopped() {
             // Wakes just past each second; a late wake-up checks the
             // seconds it missed (at most a minute of them).
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+            let now = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default();
             let to_next = Duration::from_millis(1000 - u64::from(now.subsec_millis()) + 5);
             std::thread::sleep(to_next.min(Duration::from_millis(200)));
             let now = unix_seconds();
@@ -239,7 +282,10 @@ impl Runner {
     }
 
     fn is_running(&self, name: &str) -> bool {
-        self.running.lock().map(|running| running.contains(name)).unwrap_or(true)
+        self.running
+            .lock()
+            .map(|running| running.contains(name))
+            .unwrap_or(true)
     }
 
     fn stopped(&self) -> bool {
@@ -257,7 +303,10 @@ impl Runner {
                 let runner = self.clone();
                 let owned = script.clone();
                 let handle = std::thread::spawn(move || {
-                    runner.run_defined(&owned, Some(abode_contract::script::DEFAULT_STOP_TIMEOUT_SECONDS))
+                    runner.run_defined(
+                        &owned,
+                        Some(abode_contract::script::DEFAULT_STOP_TIMEOUT_SECONDS),
+                    )
                 });
                 (script.clone(), handle)
             })
@@ -267,7 +316,11 @@ impl Runner {
         for (script, handle) in handles {
             let ended = handle.join().ok().flatten().unwrap_or(Startup::NotRun);
             let tail = log_tail(&self.log_path(&script), 2048);
-            output.push_str(&format!("[{}] {}\n", script.display_name, state_word(&ended)));
+            output.push_str(&format!(
+                "[{}] {}\n",
+                script.display_name,
+                state_word(&ended)
+            ));
             for line in tail.lines() {
                 output.push_str(&format!("[{}] {line}\n", script.display_name));
             }
@@ -335,7 +388,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // No server answers: reports fail quickly and are dropped.
         let client = Client::new("http://127.0.0.1:9", None);
-        let runner = Runner::new(client, Arc::new(AtomicBool::new(false)), dir.path().into(), &me());
+        let runner = Runner::new(
+            client,
+            Arc::new(AtomicBool::new(false)),
+            dir.path().into(),
+            &me(),
+        );
         assert_eq!(
             runner.log_path(&script("a b/c", "true")),
             dir.path().join("abode-script-alice-dev-main-a_b_c.log")
@@ -345,7 +403,10 @@ mod tests {
         assert_eq!(runner.log_path(&custom), dir.path().join("logs/x.log"));
 
         runner.running.lock().unwrap().insert("busy".into());
-        assert_eq!(runner.run("busy", "true", &dir.path().join("busy.log"), None), None);
+        assert_eq!(
+            runner.run("busy", "true", &dir.path().join("busy.log"), None),
+            None
+        );
 
         let mut slow = script("slow", "echo begun; sleep 30");
         slow.timeout_seconds = Some(1);
@@ -356,7 +417,10 @@ mod tests {
         ]);
         assert_eq!(outcome, Startup::Failed(4));
         assert!(output.contains("[ok] fine\n"), "{output}");
-        assert!(output.contains("[bad] exited with status 4\n[bad] oops\n"), "{output}");
+        assert!(
+            output.contains("[bad] exited with status 4\n[bad] oops\n"),
+            "{output}"
+        );
         assert!(output.contains("[slow] ran past its timeout"), "{output}");
     }
 }

@@ -71,7 +71,11 @@ pub(crate) const DAY_OF_WEEK: FieldSpec = FieldSpec {
 
 /// Parses one field (`*`, `n`, `a-b`, `*/s`, `a-b/s`, and comma lists of those)
 /// into the values it matches, indexed from 0.
-pub(crate) fn parse_field(cron: &str, spec: &FieldSpec, text: &str) -> Result<Vec<bool>, CronError> {
+pub(crate) fn parse_field(
+    cron: &str,
+    spec: &FieldSpec,
+    text: &str,
+) -> Result<Vec<bool>, CronError> {
     let error = |reason: String| CronError::Field {
         cron: cron.to_string(),
         field: spec.name,

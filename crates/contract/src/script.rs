@@ -223,8 +223,7 @@ impl ScriptCron {
 
     /// Does the cron fire at `unix_seconds` (UTC)?
     pub fn matches_unix(&self, unix_seconds: i64) -> bool {
-        DateTime::from_timestamp(unix_seconds, 0)
-            .is_some_and(|time| self.matches(time.naive_utc()))
+        DateTime::from_timestamp(unix_seconds, 0).is_some_and(|time| self.matches(time.naive_utc()))
     }
 }
 
@@ -240,14 +239,22 @@ pub fn unknown_agents_in_plan(plan: &Value) -> Vec<String> {
         change.get("type").and_then(Value::as_str) == Some(kind)
             && change.get("mode").and_then(Value::as_str) == Some("managed")
     };
-    let after = |change: &Value| change.pointer("/change/after").filter(|a| a.is_object()).cloned();
+    let after = |change: &Value| {
+        change
+            .pointer("/change/after")
+            .filter(|a| a.is_object())
+            .cloned()
+    };
     let agent_ids: Vec<String> = changes
         .iter()
         .filter(|change| managed(change, "abode_agent"))
         .filter_map(|change| after(change)?.get("id")?.as_str().map(String::from))
         .collect();
     let mut problems = Vec::new();
-    for change in changes.iter().filter(|change| managed(change, "abode_script")) {
+    for change in changes
+        .iter()
+        .filter(|change| managed(change, "abode_script"))
+    {
         let Some(after) = after(change) else {
             continue; // deleted
         };
@@ -326,7 +333,10 @@ mod tests {
         assert_eq!(good.cron.as_deref(), Some("*/2 * * * * *"));
         assert_eq!(good.timeout_seconds, Some(5));
         let cases = [
-            (serde_json::json!({"display_name": "x", "script": "true"}), "never runs"),
+            (
+                serde_json::json!({"display_name": "x", "script": "true"}),
+                "never runs",
+            ),
             (
                 serde_json::json!({"display_name": "x", "script": "true", "cron": "* * * * *"}),
                 "abode_script cron `* * * * *` has 5 fields; expected 6",

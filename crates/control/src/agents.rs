@@ -332,15 +332,18 @@ fn scripts_in_state(
         let Some(attributes) = instance.object.get("attributes") else {
             continue;
         };
-        let Some(agent_id) = attributes.get("agent_id").and_then(serde_json::Value::as_str)
+        let Some(agent_id) = attributes
+            .get("agent_id")
+            .and_then(serde_json::Value::as_str)
         else {
             problems.push(format!("{address}: no agent_id"));
             continue;
         };
         match ScriptDefinition::from_attributes(attributes) {
-            Ok(script) if scripts.iter().any(|(agent, kept)| {
-                agent == agent_id && kept.display_name == script.display_name
-            }) =>
+            Ok(script)
+                if scripts.iter().any(|(agent, kept)| {
+                    agent == agent_id && kept.display_name == script.display_name
+                }) =>
             {
                 problems.push(format!(
                     "{address}: another script of the same agent is named `{}`; left out",

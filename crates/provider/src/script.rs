@@ -54,7 +54,10 @@ impl ResourceType for ScriptResource {
                 ("id", computed(string(), "Identifier of this script.")),
                 (
                     "agent_id",
-                    required(string(), "The `id` of the `abode_agent` that runs the script."),
+                    required(
+                        string(),
+                        "The `id` of the `abode_agent` that runs the script.",
+                    ),
                 ),
                 (
                     "display_name",
@@ -151,7 +154,8 @@ impl ResourceType for ScriptResource {
             timeout_seconds: known(&state.timeout).copied(),
             log_path: known(&state.log_path).cloned(),
         };
-        let all_known = cron.is_some() && flags.0.is_some() && flags.1.is_some() && flags.2.is_some();
+        let all_known =
+            cron.is_some() && flags.0.is_some() && flags.1.is_some() && flags.2.is_some();
         for (attribute, problem) in definition.problems() {
             let judged = match attribute {
                 "display_name" => known(&state.display_name).is_some(),

@@ -28,7 +28,10 @@ pub(crate) fn routes() -> Router<AppState> {
             post(request_unsaved_scan),
         )
         .route("/workspaces/:workspace/scripts", get(workspace_scripts))
-        .route("/workspaces/:workspace/scripts/log", get(workspace_script_log))
+        .route(
+            "/workspaces/:workspace/scripts/log",
+            get(workspace_script_log),
+        )
         .route("/workspaces/:workspace/rename", post(rename_workspace))
         .route("/workspaces/:workspace/restart", post(restart_workspace))
         .route("/workspaces/:workspace/move", post(move_workspace))
@@ -145,7 +148,10 @@ async fn workspace_scripts(
         .workspaces()
         .scripts(&caller, &workspace)
         .await?;
-    ok(StatusCode::OK, abode_sdk::WorkspaceScriptsAnswer { scripts })
+    ok(
+        StatusCode::OK,
+        abode_sdk::WorkspaceScriptsAnswer { scripts },
+    )
 }
 
 #[derive(Deserialize)]

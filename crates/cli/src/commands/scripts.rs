@@ -65,7 +65,11 @@ pub fn run(args: ScriptsArgs) -> anyhow::Result<u8> {
     }
     let scripts: Vec<_> = scripts
         .into_iter()
-        .filter(|script| args.agent.as_deref().is_none_or(|agent| agent == script.agent))
+        .filter(|script| {
+            args.agent
+                .as_deref()
+                .is_none_or(|agent| agent == script.agent)
+        })
         .collect();
     match args.output.output {
         OutputFormat::Json => crate::output::print_json(&scripts)?,
@@ -85,7 +89,12 @@ pub fn run(args: ScriptsArgs) -> anyhow::Result<u8> {
                             Some(cron) => format!("{} ({cron})", script.runs_on),
                             None => script.runs_on.clone(),
                         },
-                        if script.start_blocks_login { "yes" } else { "no" }.to_string(),
+                        if script.start_blocks_login {
+                            "yes"
+                        } else {
+                            "no"
+                        }
+                        .to_string(),
                         state,
                         script.runs.to_string(),
                         script.started_at.clone().unwrap_or_default(),
@@ -94,7 +103,16 @@ pub fn run(args: ScriptsArgs) -> anyhow::Result<u8> {
                 })
                 .collect();
             crate::output::print_table(
-                &["AGENT", "SCRIPT", "RUNS ON", "BLOCKS LOGIN", "LAST RUN", "RUNS", "STARTED", "ENDED"],
+                &[
+                    "AGENT",
+                    "SCRIPT",
+                    "RUNS ON",
+                    "BLOCKS LOGIN",
+                    "LAST RUN",
+                    "RUNS",
+                    "STARTED",
+                    "ENDED",
+                ],
                 &rows,
                 "no scripts",
             );
