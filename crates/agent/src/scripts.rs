@@ -28,7 +28,14 @@ use abode_contract::script::{file_safe, ScriptCron, ScriptDefinition};
 use abode_sdk::requests::AgentScriptReport;
 use abode_sdk::AgentMe;
 
-use crate::{describe, log, log_tail, run_script, Startup, FIRST_RETRY, MAX_RETRY};
+use crate::run::{expand_home, log_tail, run_script, Startup};
+
+const FIRST_RETRY: Duration = Duration::from_millis(250);
+const MAX_RETRY: Duration = Duration::from_secs(5);
+
+fn log(message: &str) {
+    eprintln!("abode agent: {message}");
+}
 
 /// How much of a run's output is sent.
 const LOG_BYTES: u64 = 64 * 1024;
@@ -66,7 +73,7 @@ impl Runner {
             stop,
             log_dir,
             label: file_safe(&format!("{}-{}-{}", me.owner, me.workspace, me.agent)),
-            dir: me.dir.as_deref().map(crate::expand_home),
+            dir: me.dir.as_deref().map(expand_home),
             env: me.env.clone(),
             runs: Arc::default(),
             running: Arc::default(),
@@ -76,7 +83,7 @@ impl Runner {
     /// Where a script's output goes.
     pub(crate) fn log_path(&self, script: &ScriptDefinition) -> PathBuf {
         match script.log_path.as_deref() {
-            Some(path) => self.log_dir.join(crate::expand_home(path)),
+            Some(path) => self.log_dir.join(expand_home(path)),
             None => self.log_dir.join(format!(
                 "abode-script-{}-{}.log",
                 self.label,
@@ -189,10 +196,7 @@ impl Runner {
             // An older server, or a script it does not know: nothing to retry.
             Err(err) if matches!(err.status(), Some(404 | 400)) => true,
             Err(err) => {
-                log(&format!(
-                    "the run of script {name} was not reported: {}",
-                    describe(&err)
-                ));
+                log(&format!("the run of script {name} was not reported: {err}"));
                 false
             }
         }

@@ -76,6 +76,21 @@ impl ScriptDefinition {
         }
     }
 
+    /// When it runs: `start`, `stop`, `cron` joined by `+`.
+    pub fn runs_on(&self) -> String {
+        let on = [
+            (self.run_on_start, "start"),
+            (self.run_on_stop, "stop"),
+            (self.cron.is_some(), "cron"),
+        ];
+        let on: Vec<&str> = on
+            .iter()
+            .filter(|(yes, _)| *yes)
+            .map(|(_, word)| *word)
+            .collect();
+        on.join("+")
+    }
+
     /// Everything wrong with this script, one line each.
     pub fn problems(&self) -> Vec<Problem> {
         let mut problems = Vec::new();
@@ -115,6 +130,33 @@ impl ScriptDefinition {
         }
         problems
     }
+}
+
+/// How much of a run's output the server keeps (its end).
+pub const LOG_BYTES: usize = 64 * 1024;
+
+/// What a run of a script may be in.
+pub const RUN_STATES: [&str; 5] = ["running", "succeeded", "failed", "timed_out", "not_run"];
+
+/// Why an agent's report of a run is refused, if it is.
+pub fn run_report_problem(state: &str, exit_status: Option<i64>) -> Option<String> {
+    if !RUN_STATES.contains(&state) {
+        return Some(format!(
+            "state `{state}` is not one of {}",
+            RUN_STATES.join(", ")
+        ));
+    }
+    exit_status
+        .filter(|status| !(0..=255).contains(status))
+        .map(|status| format!("exit_status {status} is not an exit status (0 to 255)"))
+}
+
+/// The last `max` bytes of `text`, cut at a character's boundary.
+pub fn tail(text: &str, max: usize) -> &str {
+    let from = text.len().saturating_sub(max);
+    (from..text.len())
+        .find(|i| text.is_char_boundary(*i))
+        .map_or("", |start| &text[start..])
 }
 
 /// Why `name` cannot name a script, if it cannot.

@@ -118,7 +118,7 @@ impl Agents {
                 "exit_status {status} is not an exit status (0 to 255)"
             )));
         }
-        let output = tail(&report.output, SHUTDOWN_OUTPUT_BYTES);
+        let output = abode_contract::script::tail(&report.output, SHUTDOWN_OUTPUT_BYTES);
         let ended = self
             .store
             .end_agent_shutdown(
@@ -397,14 +397,6 @@ fn apps_in_state(
         }
     }
     apps
-}
-
-/// The last `max` bytes of `text`, cut at a character's boundary.
-pub(crate) fn tail(text: &str, max: usize) -> &str {
-    let from = text.len().saturating_sub(max);
-    (from..text.len())
-        .find(|i| text.is_char_boundary(*i))
-        .map_or("", |start| &text[start..])
 }
 
 /// The `abode_agent` resources of a state, with the hash of each token and

@@ -630,7 +630,7 @@ pub struct AgentMe {
 
 /// One script of a workspace's agent and its latest run
 /// (`GET /api/v1/workspaces/{owner}/{name}/scripts`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct WorkspaceScript {
     pub agent: String,
     pub display_name: String,
