@@ -207,6 +207,15 @@ fn start_cron_and_stop_scripts_run_as_they_say() {
             .contains("asking agent main[0] to run its stop scripts (up to 60 s)"),
         "{log}"
     );
+    for needle in [
+        "agent main[0]: the stop scripts ended; the build goes on",
+        "main[0] | [saver] succeeded",
+    ] {
+        assert!(
+            log.stdout.contains(needle),
+            "{needle:?} not in the log:\n{log}"
+        );
+    }
 }
 
 #[test]

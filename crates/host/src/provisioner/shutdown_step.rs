@@ -117,6 +117,28 @@ impl ServerJob {
     /// How one agent's shutdown ended, and the end of its output.
     async fn log_shutdown(&self, row: &AgentShutdownRow) {
         let agent = &row.agent_name;
+        if row.script.trim().is_empty() {
+            // Stop scripts only: each one's end is in the output.
+            let ended = match row.outcome.as_deref().unwrap_or_default() {
+                "succeeded" => "ended",
+                "not_connected" => "did not run: the agent is not connected",
+                "no_answer" => "did not say how they ended in time",
+                _ => "did not all succeed",
+            };
+            let level = if ended == "ended" {
+                LogLevel::Info
+            } else {
+                LogLevel::Warn
+            };
+            self.note(
+                &LogStage::SHUTDOWN,
+                level,
+                &format!("agent {agent}: the stop scripts {ended}; the build goes on"),
+            )
+            .await;
+            self.log_output(row).await;
+            return;
+        }
         let (level, line) = match row.outcome.as_deref().unwrap_or_default() {
             "succeeded" => (
                 LogLevel::Info,
@@ -154,6 +176,12 @@ impl ServerJob {
             ),
         };
         self.note(&LogStage::SHUTDOWN, level, &line).await;
+        self.log_output(row).await;
+    }
+
+    /// The end of a shutdown's output, each line after its agent's name.
+    async fn log_output(&self, row: &AgentShutdownRow) {
+        let agent = &row.agent_name;
         let output = row.output.as_deref().unwrap_or_default();
         let lines: Vec<&str> = output.lines().collect();
         for text in &lines[lines.len().saturating_sub(OUTPUT_LINES)..] {
