@@ -230,6 +230,24 @@ pub struct AgentShutdownReport {
     pub output: String,
 }
 
+/// `POST /agent/scripts`: a run of one of the agent's scripts, when it
+/// starts, now and then while it runs, and when it ends.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentScriptReport {
+    pub display_name: String,
+    /// `running`, `succeeded`, `failed`, `timed_out` or `not_run`.
+    pub state: String,
+    /// The exit status of a `failed` run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i64>,
+    /// The agent's count of this script's runs (1 for the first).
+    pub run: i64,
+    /// The end of the run's output (at most 64 KiB).
+    #[serde(default)]
+    pub log: String,
+}
+
 /// `POST /agent/external-auth/token`: the owner's token of a provider, by
 /// its id or by a Git URL it serves (exactly one of the two).
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -282,6 +282,43 @@ impl Workspaces {
         crate::disk::usage(&self.inner.store, &self.inner.clock, &workspace.id).await
     }
 
+    /// The scripts of the workspace's agents with their latest run
+    /// (`scripts.rs`); whoever may read the workspace may list them.
+    pub async fn scripts(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Vec<abode_sdk::WorkspaceScript>, ControlError> {
+        let workspace = self
+            .resolve(caller, reference, Action::WorkspaceRead)
+            .await?;
+        crate::scripts::of_workspace(&self.inner.store, &workspace.id).await
+    }
+
+    /// The end of the output of a script's latest run. A script of another
+    /// agent, or one that never ran, is not found.
+    pub async fn script_log(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        agent: &str,
+        script: &str,
+    ) -> Result<String, ControlError> {
+        let workspace = self
+            .resolve(caller, reference, Action::WorkspaceRead)
+            .await?;
+        self.inner
+            .store
+            .script_run_log(&workspace.id, agent, script)
+            .await?
+            .ok_or_else(|| {
+                ControlError::NotFound(format!(
+                    "agent {agent} of workspace {} has not run a script `{script}`",
+                    workspace.name
+                ))
+            })
+    }
+
     /// Asks the workspace's agent for a fresh report of unsaved work (its
     /// next heartbeat's answer tells it); whoever may read the workspace
     /// may ask. Only a running agent answers.
