@@ -26,6 +26,7 @@ mod schedule;
 mod ssh;
 mod sso;
 mod stat;
+mod template_lifecycle;
 mod template_permissions;
 mod templates;
 mod tokens;
