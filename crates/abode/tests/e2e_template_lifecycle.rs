@@ -278,5 +278,30 @@ async fn a_create_link_fills_the_form_and_creates_after_one_click() {
     assert!(text.contains("This link does not fit the form"), "{text}");
     assert_eq!(browser.count("#confirm-create").await, 0);
     assert_eq!(browser.value("#name").await, "other");
+
+    // Deprecated, the template's workspace page carries a banner, and its
+    // create form says it takes none.
+    platform
+        .run(&[
+            "templates",
+            "deprecate",
+            "echo",
+            "--message",
+            "use the new one",
+        ])
+        .ok();
+    browser.go(&format!("{base}/workspaces/alice/linked")).await;
+    browser.wait_for_element("#template-deprecated").await;
+    let banner = browser.text("#template-deprecated").await;
+    assert!(
+        banner.contains("Template echo is deprecated") && banner.contains("use the new one"),
+        "{banner}"
+    );
+    browser.go(&link).await;
+    browser.wait_for_element("#template-deprecated").await;
+    assert!(browser
+        .text("#template-deprecated")
+        .await
+        .contains("takes no new workspaces: use the new one"));
     browser.close().await;
 }
