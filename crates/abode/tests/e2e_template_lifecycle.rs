@@ -72,6 +72,18 @@ fn a_build_no_provisioner_can_take_says_so_then_goes_ahead() {
         "{log}"
     );
     eprintln!("told within {told_after:?} of the build showing pending");
+    let base = platform.url.trim_end_matches('/').to_string();
+    let session = crate::e2e_web::sign_in_http(&base, "alice", "correct horse battery");
+    let page = crate::e2e_web::get(&format!("{base}/workspaces/alice/far"), &session);
+    assert_eq!(page.status, 200);
+    assert!(
+        page.body.contains("id=\"build-waiting\"")
+            && page
+                .body
+                .contains("no provisioner matches the tags (cloud=none)"),
+        "{}",
+        page.body
+    );
 
     // A daemon that offers the tag connects: the build goes ahead by
     // itself, and says nothing of waiting any more.
