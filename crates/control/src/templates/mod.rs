@@ -255,7 +255,10 @@ impl Templates {
         }
         let template = self.store.set_template_deprecation(name, deprecation);
         let template = or_not_found(template.await, || format!("template \"{name}\" not found"))?;
-        let action = ["template.undeprecate", "template.deprecate"][usize::from(details.is_some())];
+        let action = match details {
+            Some(_) => "template.deprecate",
+            None => "template.undeprecate",
+        };
         self.audit_template(caller, action, name, "success", details)
             .await;
         Ok(template)
