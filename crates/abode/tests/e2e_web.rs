@@ -75,11 +75,11 @@ fn agent() -> ureq::Agent {
 }
 
 /// Status, headers we look at, and body of a response (errors included).
-struct Answer {
-    status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     set_cookies: Vec<String>,
     header: std::collections::BTreeMap<String, String>,
-    body: String,
+    pub(crate) body: String,
 }
 
 fn answer(result: Result<ureq::Response, ureq::Error>) -> Answer {
@@ -111,7 +111,7 @@ fn answer(result: Result<ureq::Response, ureq::Error>) -> Answer {
     }
 }
 
-fn get(url: &str, cookie: &str) -> Answer {
+pub(crate) fn get(url: &str, cookie: &str) -> Answer {
     answer(agent().get(url).set("Cookie", cookie).call())
 }
 
@@ -143,7 +143,7 @@ fn csrf_of(body: &str) -> String {
 
 /// Signs in through the login form over plain HTTP; returns the session
 /// cookie (`abode_session=...`).
-fn sign_in_http(base: &str, username: &str, password: &str) -> String {
+pub(crate) fn sign_in_http(base: &str, username: &str, password: &str) -> String {
     let page = get(&format!("{base}/login"), "");
     let presession = cookie_pair(&page, "abode_presession");
     let signed = post(

@@ -53,7 +53,19 @@ pub fn template_view(template: &Template) -> sdk::Template {
         active_version: template.active_version.map(unsigned),
         created_at: Some(rfc3339(template.created_at)),
         updated_at: Some(rfc3339(template.updated_at)),
+        deprecation: deprecation_view(template),
     }
+}
+
+/// A template's deprecation, if it is deprecated.
+pub fn deprecation_view(template: &Template) -> Option<sdk::Deprecation> {
+    template
+        .deprecation_message
+        .as_ref()
+        .map(|message| sdk::Deprecation {
+            message: message.clone(),
+            replacement: template.deprecation_replacement.clone(),
+        })
 }
 
 pub fn version_view(version: &TemplateVersion) -> sdk::TemplateVersion {
@@ -143,6 +155,7 @@ pub fn build_view(build: &Build) -> BuildView {
         refusal: build.refusal.clone(),
         rename_to: build.rename_to.clone(),
         then_start: build.then_start,
+        waiting: build.waiting.clone(),
     }
 }
 
@@ -199,6 +212,7 @@ pub fn workspace_view(view: &ControlWorkspaceView) -> WorkspaceView {
             }),
         // Where its volumes and processes are: only that host builds it.
         host: workspace.host.clone(),
+        template_deprecation: None,
     }
 }
 
@@ -474,6 +488,7 @@ mod tests {
             refusal: None,
             rename_to: None,
             then_start: false,
+            waiting: None,
         };
         let json = serde_json::to_string(&build_view(&build)).unwrap();
         assert_eq!(

@@ -158,6 +158,10 @@ fn table() -> Vec<Row> {
         ("GET", "/templates/quick/presets?version=1", Body::None,                                          [200, 200, 200, 200, 200, 200, 401, 401]),
         ("POST", "/templates/quick/versions", Body::Archive,                                               [201, 201, 403, 403, 403, 403, 401, 401]),
         ("POST", "/templates/quick/versions/1/activate", Body::None,                                       [200, 200, 403, 403, 403, 403, 401, 401]),
+        // Deprecated and undeprecated at once: the rows after still create
+        // workspaces from it.
+        ("PUT", "/templates/quick/deprecation", Body::Json(r#"{"message":"retired"}"#),                  [200, 200, 403, 403, 403, 403, 401, 401]),
+        ("DELETE", "/templates/quick/deprecation", Body::None,                                             [200, 200, 403, 403, 403, 403, 401, 401]),
         ("POST", "/templates/quick/versions/1/previews", Body::Json("{}"),                                 [201, 201, 403, 403, 403, 403, 401, 401]),
         ("GET", "/templates/quick/versions/1/previews/latest", Body::None,                                 [200, 200, 403, 403, 403, 403, 401, 401]),
         ("GET", "/provisioners", Body::None,                                                               [200, 200, 403, 403, 403, 403, 401, 401]),
@@ -605,6 +609,8 @@ fn access_table() -> Vec<(&'static str, &'static str, Body, [u16; 8])> {
         // nobody whether the template exists.
         ("POST", "/templates/locked/versions", Body::Archive,                                              [201, 201, 403, 403, 403, 403, 201, 401]),
         ("POST", "/templates/locked/versions/1/activate", Body::None,                                      [200, 200, 404, 404, 404, 403, 200, 401]),
+        ("PUT", "/templates/locked/deprecation", Body::Json(r#"{"message":"retired"}"#),                 [200, 200, 404, 404, 404, 403, 200, 401]),
+        ("DELETE", "/templates/locked/deprecation", Body::None,                                            [200, 200, 404, 404, 404, 403, 200, 401]),
         // A fleet preview plans others' workspaces: not a list admin's.
         ("POST", "/templates/locked/versions/1/previews", Body::Json("{}"),                                [201, 201, 404, 404, 404, 403, 403, 401]),
         ("PATCH", "/templates/locked/policy", Body::Json(r#"{"activity_bump_ms":3600000}"#),             [200, 200, 404, 404, 404, 403, 403, 401]),

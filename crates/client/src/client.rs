@@ -625,6 +625,36 @@ impl Client {
         Ok(body.template)
     }
 
+    /// Deprecates a template (`PUT /templates/{name}/deprecation`): it takes
+    /// no new workspaces; the template as it is now.
+    pub fn deprecate_template(
+        &self,
+        name: &str,
+        message: &str,
+        replacement: Option<&str>,
+    ) -> Result<Template, ClientError> {
+        let path = format!("/templates/{}/deprecation", workspace_segment(name));
+        let body: TemplateAnswer = self.finish(
+            "PUT /templates/{name}/deprecation",
+            self.request("PUT", &path)
+                .send_json(requests::DeprecateTemplate {
+                    message: message.to_string(),
+                    replacement: replacement.map(str::to_string),
+                }),
+        )?;
+        Ok(body.template)
+    }
+
+    /// Undeprecates a template (`DELETE /templates/{name}/deprecation`).
+    pub fn undeprecate_template(&self, name: &str) -> Result<Template, ClientError> {
+        let path = format!("/templates/{}/deprecation", workspace_segment(name));
+        let body: TemplateAnswer = self.finish(
+            "DELETE /templates/{name}/deprecation",
+            self.request("DELETE", &path).call(),
+        )?;
+        Ok(body.template)
+    }
+
     /// The versions of a template, by number.
     pub fn template_versions(&self, name: &str) -> Result<Vec<TemplateVersion>, ClientError> {
         let path = format!("/templates/{}/versions", workspace_segment(name));

@@ -36,7 +36,9 @@
 //! delete rule may say), `external_auth` (which linked accounts a template
 //! requires), `supervisor` (what the provider and the process supervisor
 //! say to each other) and `host_local` (which resources live on the machine
-//! that built them, so a workspace holding them is built only there).
+//! that built them, so a workspace holding them is built only there) and
+//! `deprecation` (what a template's deprecation may say, and how it is
+//! said to those who meet it).
 //!
 //! The words of builds and people are here too, each defined once for the
 //! store, the wire and every layer between ([`vocabulary`]): a build's
@@ -54,6 +56,7 @@
 
 pub mod apps;
 pub mod cron;
+pub mod deprecation;
 pub mod disk;
 pub mod env;
 pub mod external_auth;

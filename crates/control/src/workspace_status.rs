@@ -329,6 +329,7 @@ mod tests {
             refusal: None,
             rename_to: None,
             then_start: false,
+            waiting: None,
         }
     }
 

@@ -28,7 +28,7 @@
 //! workers also look at the queue every 2 s, for what a lost notification
 //! would miss.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use abode_runner::{LogLevel, LogStage};
@@ -54,7 +54,6 @@ pub(crate) async fn keeper(host: Host, workers: Vec<String>, mut shutdown: watch
     let round = (lease / 4).max(Duration::from_millis(100));
     let lease_ms = i64::try_from(lease.as_millis()).unwrap_or(i64::MAX);
     let mut seen_expired: HashMap<String, (i64, u32)> = HashMap::new();
-    let mut told_waiting: HashSet<String> = HashSet::new();
     let mut told_low_on_disk: HashSet<String> = HashSet::new();
     loop {
         if *shutdown.borrow() {
@@ -97,7 +96,6 @@ pub(crate) async fn keeper(host: Host, workers: Vec<String>, mut shutdown: watch
         {
             tracing::error!(%error, "cannot record this server's provisioners' heartbeat");
         }
-        host.tell_unserved_jobs(&mut told_waiting).await;
         host.tell_absent_hosts().await;
         match host.inner.store.expired_job_leases(server).await {
             Ok(expired) => {
@@ -187,78 +185,7 @@ pub(crate) async fn announcements(host: Host, mut shutdown: watch::Receiver<bool
     }
 }
 
-/// How long a job whose tags no connected provisioner offers waits before
-/// its log says so.
-const UNSERVED_AFTER: Duration = Duration::from_secs(30);
-
 impl Host {
-    /// Says in the log of each job queued for a while whose version needs
-    /// tags that no connected provisioner offers (once per build and
-    /// server), so that nobody waits on it silently.
-    async fn tell_unserved_jobs(&self, told: &mut HashSet<String>) {
-        let now = self.now_ms();
-        let store = &self.inner.store;
-        let waiting_ms = i64::try_from(UNSERVED_AFTER.as_millis()).unwrap_or(i64::MAX);
-        let lease_ms = i64::try_from(self.inner.config.job_lease.as_millis()).unwrap_or(i64::MAX);
-        let (waiting, offered) = match (
-            store.waiting_job_tags(now.saturating_sub(waiting_ms)).await,
-            store
-                .live_provisioner_tags(now.saturating_sub(lease_ms))
-                .await,
-        ) {
-            (Ok(waiting), Ok(offered)) => (waiting, offered),
-            (Err(error), _) | (_, Err(error)) => {
-                tracing::error!(%error, "cannot read the jobs waiting for tagged provisioners");
-                return;
-            }
-        };
-        let offered: Vec<HashSet<String>> = match offered
-            .iter()
-            .map(|json| {
-                abode_control::tags::tags_of_json(json).map(|tags| {
-                    tags.into_iter()
-                        .map(|(key, value)| format!("{key}={value}"))
-                        .collect()
-                })
-            })
-            .collect::<Result<_, _>>()
-        {
-            Ok(offered) => offered,
-            Err(error) => {
-                tracing::error!(%error, "cannot read the provisioners' tags");
-                return;
-            }
-        };
-        let mut needs: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (build_id, tag) in waiting {
-            let tags = needs.entry(build_id).or_default();
-            tags.extend(tag);
-        }
-        told.retain(|build_id| needs.contains_key(build_id));
-        for (build_id, tags) in needs {
-            let served = offered
-                .iter()
-                .any(|offer| tags.iter().all(|tag| offer.contains(tag)));
-            if served || !told.insert(build_id.clone()) {
-                continue;
-            }
-            let notice = if tags.is_empty() {
-                "waiting: no provisioner is connected (embedded in a server or an external \
-                 daemon); the build starts when one is (`abode provisioner list`)"
-                    .to_string()
-            } else {
-                format!(
-                    "waiting: no connected provisioner offers the tags this template version needs ({}); \
-                     the build starts when one does (`abode provisioner list` shows what each offers)",
-                    tags.join(", ")
-                )
-            };
-            self.build_log()
-                .note(&build_id, &LogStage::SETUP, LogLevel::Warn, &notice)
-                .await;
-        }
-    }
-
     /// Fails a running build whose server stopped renewing its lease.
     async fn salvage_build(&self, lease: &ExpiredJobLease) {
         // Never judged, nothing of it was applied: another provisioner

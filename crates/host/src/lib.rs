@@ -7,7 +7,9 @@
 //! (`recovery.rs`), stops taking builds when the disk is nearly full
 //! (`free_disk.rs`), keeps this server's identity among those sharing
 //! the database (`server_identity.rs`), and builds a workspace whose volumes
-//! and processes are on one host only there (`placement.rs`).
+//! and processes are on one host only there (`placement.rs`), and says
+//! within seconds why a build no connected provisioner can take waits
+//! (`unserved.rs`).
 //!
 //! It is a crate of its own so that the domain's rules (`abode-control`)
 //! and the machinery that runs them change for different reasons. It takes
@@ -56,6 +58,7 @@ mod server_identity;
 mod start;
 mod state_backend;
 mod states;
+mod unserved;
 
 pub use daemon_jobs::{daemon_holder, AcquiredJob, DaemonCaller, DaemonNeed, MAX_ACQUIRE_WAIT};
 pub use placement::Moved;

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use abode_control::ControlError;
 
 use crate::room::Host;
-use crate::{job_leases, provisioner, recovery};
+use crate::{job_leases, provisioner, recovery, unserved};
 
 impl Host {
     /// Takes over the builds a dead server left running (see `recovery`):
@@ -52,6 +52,10 @@ impl Host {
         handles.push(tokio::spawn(job_leases::keeper(
             self.clone(),
             names,
+            shutdown.clone(),
+        )));
+        handles.push(tokio::spawn(unserved::watcher(
+            self.clone(),
             shutdown.clone(),
         )));
         handles.push(tokio::spawn(job_leases::announcements(

@@ -69,6 +69,7 @@ fn snapshot(now: DateTime<Utc>) -> Snapshot {
                 },
                 last_cost: (i % 3 != 0).then_some((i % 4) as i64),
                 quota_limited_notified: i % 6 == 0,
+                template_deprecated: false,
             }
         })
         .collect::<Vec<_>>();

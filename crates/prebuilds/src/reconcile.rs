@@ -231,7 +231,7 @@ fn reconcile_pool(
         ttl_seconds: prebuilds.ttl_seconds,
     };
     let counts = plan_pool(members, &rule, now, actions);
-    let wanted = if restraint.may_create() {
+    let wanted = if restraint.may_create() && !preset.template_deprecated {
         desired.saturating_sub(counts.running + counts.in_progress)
     } else {
         0

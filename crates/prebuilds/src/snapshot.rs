@@ -45,6 +45,9 @@ pub struct PresetSnapshot {
     /// [`crate::Action::NotifyQuotaLimited`] and clears it with
     /// [`crate::Action::NotifyQuotaRecovered`].
     pub quota_limited_notified: bool,
+    /// Whether its template is deprecated: the pool makes no new
+    /// prebuilds (those it has stay until claimed or expired).
+    pub template_deprecated: bool,
 }
 
 /// The prebuild builds of one version and preset that failed since the last

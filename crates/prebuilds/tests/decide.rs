@@ -71,6 +71,7 @@ fn preset(
         failures: FailureHistory::default(),
         last_cost: None,
         quota_limited_notified: false,
+        template_deprecated: false,
     }
 }
 
@@ -1452,4 +1453,29 @@ fn versions_and_undeclared_presets() {
 #[test]
 fn pause_stops_every_action() {
     pause_cases().into_iter().for_each(check);
+}
+
+/// A deprecated template's pool makes no new prebuild (issue 50): what it
+/// has stays, and its status still says how many it would want.
+#[test]
+fn a_deprecated_templates_pool_stops_growing() {
+    let mut deprecated = preset("web", "v1", "dev", Some(pool(3)));
+    deprecated.template_deprecated = true;
+    check(Case {
+        name: "a deprecated template's pool keeps what it has and makes none",
+        presets: vec![deprecated],
+        workspaces: vec![ws("a", "v1", "dev", T0, ready())],
+        statuses: vec![status(
+            "web",
+            "v1",
+            "dev",
+            Counts {
+                desired: 3,
+                running: 1,
+                ready: 1,
+                ..Counts::default()
+            },
+        )],
+        ..Case::default()
+    });
 }

@@ -37,6 +37,7 @@ pub mod requests;
 mod wire;
 
 pub use abode_contract::apps;
+pub use abode_contract::deprecation;
 pub use enums::{BuildStatus, Transition, UnknownBuildStatus, UnknownValue, VersionChoice};
 pub use wire::*;
 

@@ -90,6 +90,18 @@ pub struct ActivateVersion {
     pub acknowledge_preview: Option<String>,
 }
 
+/// `PUT /templates/{name}/deprecation`: deprecates a template (no new
+/// workspaces; existing ones keep working).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeprecateTemplate {
+    /// Why, as people creating a workspace are told (one line).
+    pub message: String,
+    /// The template to use instead.
+    #[serde(default)]
+    pub replacement: Option<String>,
+}
+
 /// `POST /workspaces/{ws}/builds/{n}/confirm`: the digest of the held plan
 /// the confirmation binds to.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

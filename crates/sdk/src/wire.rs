@@ -84,6 +84,19 @@ pub struct Template {
     pub created_at: Option<String>,
     #[serde(default)]
     pub updated_at: Option<String>,
+    /// Set when the template is deprecated: it takes no new workspaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecation: Option<Deprecation>,
+}
+
+/// Why a template is deprecated (`abode templates deprecate`), and what to
+/// use instead.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Deprecation {
+    pub message: String,
+    /// The template to use instead, if its admin named one.
+    #[serde(default)]
+    pub replacement: Option<String>,
 }
 
 /// The outcome of `terraform init` + `terraform validate` on a pushed version.
@@ -170,6 +183,10 @@ pub struct TemplateVersionResponse<Lint = LintReport> {
     pub provisioner_tags: Vec<String>,
     pub template: Template,
     pub version: TemplateVersion,
+    /// Why no connected provisioner would take a build of this version now
+    /// (its tags match none); absent when one would.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// Answer to an activation (`POST /templates/{name}/versions/{number}/activate`).
@@ -445,6 +462,10 @@ pub struct Workspace<Report = serde_json::Value, Parameters = BTreeMap<String, S
     /// any provisioner does.
     #[serde(default)]
     pub host: Option<String>,
+    /// Its template's deprecation, when it is deprecated (`GET` of one
+    /// workspace): the workspace keeps working, no new one is made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template_deprecation: Option<Deprecation>,
 }
 
 /// Answer to a workspace creation: the workspace and its first build
@@ -561,6 +582,10 @@ pub struct Build<Report = serde_json::Value> {
     /// (`POST .../restart`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub then_start: bool,
+    /// Why a pending build waits: no connected provisioner offers its
+    /// version's tags (the line its log got). Absent otherwise, and in lists.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
 }
 
 impl<Report> Build<Report> {

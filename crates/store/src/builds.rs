@@ -11,7 +11,8 @@ pub(crate) const BUILD_SELECT: &str = "SELECT b.id, b.workspace_id, w.name AS wo
      v.number AS template_version, b.initiator_id, i.username AS initiator_name, b.reason, b.parameters, \
      b.error, b.guard_report, b.created_at, b.started_at, b.finished_at, b.plan_digest, \
      b.expires_at, c.username AS confirmed_by, b.confirmed_at, b.daily_cost, b.refusal, \
-     b.rename_to, b.then_start \
+     b.rename_to, b.then_start, \
+     (SELECT wj.unserved FROM jobs wj WHERE wj.build_id = b.id AND wj.status = 'queued') AS waiting \
      FROM builds b \
      JOIN workspaces w ON w.id = b.workspace_id \
      JOIN users o ON o.id = w.owner_id \
@@ -53,6 +54,7 @@ pub(crate) struct BuildRow {
     refusal: Option<String>,
     rename_to: Option<String>,
     then_start: bool,
+    waiting: Option<String>,
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Build
@@ -90,6 +92,7 @@ where
             refusal: row.refusal,
             rename_to: row.rename_to,
             then_start: row.then_start,
+            waiting: row.waiting,
         })
     }
 }

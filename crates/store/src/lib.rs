@@ -444,6 +444,10 @@ storage_interface! {
 
 storage_interface! {
     fn template_by_name(&self, name: &str) -> Template;
+    /// Deprecates the template `name` (`message`, and a replacement
+    /// template's name), or undeprecates it (`None`); the template as it
+    /// is now, `NotFound("template")` if there is none.
+    fn set_template_deprecation(&self, name: &str, deprecation: Option<(&str, Option<&str>)>) -> Template;
     fn list_templates(&self) -> Vec<Template>;
     /// Stores a new immutable version, creating the template on its first push
     /// (whose first version is always active).
@@ -527,6 +531,17 @@ storage_interface! {
     /// The tag sets (JSON objects) of the provisioners heard from since
     /// `beat_since`.
     fn live_provisioner_tags(&self, beat_since: i64) -> Vec<String>;
+    /// Every job queued before `queued_before`, with each tag its version
+    /// needs (none: one row with `None`) and the note of why it waits that
+    /// it has now, as (build id, tag, note) rows by build.
+    fn unserved_candidates(&self, queued_before: i64) -> Vec<(String, Option<String>, Option<String>)>;
+    /// Sets (or, `None`, clears) why a queued job waits; false when it
+    /// said that already (by this server or another: one says it) or the
+    /// job is no longer queued.
+    fn note_unserved(&self, build_id: &str, note: Option<&str>) -> bool;
+    /// The provisioners heard from since `beat_since`, grouped by host,
+    /// kind and tags (a JSON object), with how many, by host.
+    fn live_provisioner_groups(&self, beat_since: i64) -> Vec<(String, ProvisionerKind, String, i64)>;
     /// Removes a stopping server's rows.
     fn forget_provisioners(&self, server_id: &str) -> ();
     /// Every server's provisioners by server and name, each with the job it

@@ -26,6 +26,8 @@ pub struct VersionPresets {
     pub version_id: String,
     pub version_number: i64,
     pub active: bool,
+    /// Whether its template is deprecated (its pools stop growing).
+    pub deprecated: bool,
     /// JSON array of `abode_contract::presets::PresetDefinition`.
     pub presets: String,
 }
@@ -153,7 +155,8 @@ pub const PREBUILDS_PAUSED: &str = "prebuilds.paused";
 
 pub(crate) const SNAPSHOT_VERSIONS: &str = "SELECT t.id AS template_id, t.name AS template_name, \
      v.id AS version_id, v.number AS version_number, \
-     CASE WHEN t.active_version_id = v.id THEN TRUE ELSE FALSE END AS active, v.presets \
+     CASE WHEN t.active_version_id = v.id THEN TRUE ELSE FALSE END AS active, \
+     CASE WHEN t.deprecation_message IS NULL THEN FALSE ELSE TRUE END AS deprecated, v.presets \
      FROM template_versions v JOIN templates t ON t.id = v.template_id \
      WHERE v.presets IS NOT NULL AND (t.active_version_id = v.id OR v.id IN ( \
          SELECT w.template_version_id FROM workspaces w \

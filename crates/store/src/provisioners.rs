@@ -186,6 +186,71 @@ macro_rules! provisioner_queries {
         Ok(noted.rows_affected() > 0)
     }
 
+    pub(crate) async fn unserved_candidates(
+        &self,
+        queued_before: i64,
+    ) -> Result<Vec<(String, Option<String>, Option<String>)>, StoreError> {
+        let rows = sqlx::query(&sql(
+            "SELECT j.build_id, t.tag, j.unserved FROM jobs j JOIN builds b ON b.id = j.build_id \
+             LEFT JOIN template_version_tags t ON t.template_version_id = b.template_version_id \
+             WHERE j.status = 'queued' AND j.created_at < ? ORDER BY j.build_id, t.tag",
+        ))
+        .bind(queued_before)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("job"))?;
+        rows.iter()
+            .map(|row| Ok((row.try_get("build_id")?, row.try_get("tag")?, row.try_get("unserved")?)))
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(StoreError::Database)
+    }
+
+    pub(crate) async fn note_unserved(
+        &self,
+        build_id: &str,
+        note: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let noted = sqlx::query(&sql(
+            "UPDATE jobs SET unserved = ? WHERE build_id = ? AND status = 'queued' \
+             AND ((unserved IS NULL AND ? IS NOT NULL) OR (unserved IS NOT NULL AND ? IS NULL) \
+             OR unserved <> ?)",
+        ))
+        .bind(note)
+        .bind(build_id)
+        .bind(note)
+        .bind(note)
+        .bind(note)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("job"))?;
+        Ok(noted.rows_affected() > 0)
+    }
+
+    pub(crate) async fn live_provisioner_groups(
+        &self,
+        beat_since: i64,
+    ) -> Result<Vec<(String, ProvisionerKind, String, i64)>, StoreError> {
+        let rows = sqlx::query(&sql(
+            "SELECT host, kind, tags, COUNT(*) AS count FROM provisioners \
+             WHERE last_beat_at >= ? GROUP BY host, kind, tags ORDER BY host, kind, tags",
+        ))
+        .bind(beat_since)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db_error("provisioner"))?;
+        rows.iter()
+            .map(|row| {
+                Ok((
+                    row.try_get("host")?,
+                    row.try_get("kind")?,
+                    row.try_get("tags")?,
+                    row.try_get("count")?,
+                ))
+            })
+            .collect::<Result<Vec<_>, sqlx::Error>>()
+            .map_err(StoreError::Database)
+    }
+
     pub(crate) async fn forget_provisioners(&self, server_id: &str) -> Result<(), StoreError> {
         sqlx::query(&sql("DELETE FROM provisioners WHERE server_id = ?"))
             .bind(server_id)

@@ -95,6 +95,10 @@ pub struct Template {
     pub active_version: Option<i64>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Set when the template is deprecated: why, as its admin said it.
+    pub deprecation_message: Option<String>,
+    /// The template to use instead, if its admin named one.
+    pub deprecation_replacement: Option<String>,
 }
 
 /// Read from a row through `templates::TemplateVersionRow`, which reads its
@@ -232,6 +236,9 @@ pub struct Build {
     pub rename_to: Option<String>,
     /// A restart's stop: a start is requested once it succeeds.
     pub then_start: bool,
+    /// Why its queued job waits (no connected provisioner offers its
+    /// version's tags), while it does: the line its log got.
+    pub waiting: Option<String>,
 }
 
 #[derive(Debug, Clone)]

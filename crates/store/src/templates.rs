@@ -6,7 +6,7 @@ use crate::records::TemplateVersion;
 
 pub(crate) const TEMPLATE_SELECT: &str =
     "SELECT t.id, t.name, t.active_version_id, v.number AS active_version, \
-     t.created_at, t.updated_at \
+     t.created_at, t.updated_at, t.deprecation_message, t.deprecation_replacement \
      FROM templates t LEFT JOIN template_versions v ON v.id = t.active_version_id";
 
 pub(crate) const VERSION_SELECT: &str =
@@ -73,6 +73,31 @@ macro_rules! template_queries {
             .fetch_one(&self.pool)
             .await
             .map_err(db_error("template"))
+    }
+
+    pub(crate) async fn set_template_deprecation(
+        &self,
+        name: &str,
+        deprecation: Option<(&str, Option<&str>)>,
+    ) -> Result<Template, StoreError> {
+        let (message, replacement) = deprecation.map_or((None, None), |(m, r)| (Some(m), r));
+        let now = self.now_ms();
+        let changed = sqlx::query(&sql(
+            "UPDATE templates SET deprecation_message = ?, deprecation_replacement = ?, \
+             deprecated_at = ?, updated_at = ? WHERE name = ?",
+        ))
+        .bind(message)
+        .bind(replacement)
+        .bind(message.map(|_| now))
+        .bind(now)
+        .bind(name)
+        .execute(&self.pool)
+        .await
+        .map_err(db_error("template"))?;
+        if changed.rows_affected() == 0 {
+            return Err(StoreError::NotFound("template"));
+        }
+        self.template_by_name(name).await
     }
 
     pub(crate) async fn list_templates(&self) -> Result<Vec<Template>, StoreError> {

@@ -209,6 +209,8 @@ pub(crate) fn workspace_summaries(
             refusal: row.b_refusal,
             rename_to: row.b_rename_to,
             then_start: row.b_then_start,
+            // A page does not say why a build waits; one build's read does.
+            waiting: None,
         };
         summaries.push(WorkspaceSummary {
             workspace,

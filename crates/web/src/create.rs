@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use abode_control::create_estimate::CreateEstimate;
 use abode_store::ParameterDefinition;
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Form;
@@ -43,7 +43,74 @@ pub(crate) async fn page(
     let template = query
         .and_then(|Query(query)| query.template)
         .filter(|template| !template.is_empty());
-    render(&state, &viewer, template.as_deref(), &[], None, None).await
+    render(&state, &viewer, template.as_deref(), &[], None, None, false).await
+}
+
+/// `/templates/T/create?name=N&param.NAME=VALUE&mode=form|auto`: the create
+/// form of template T with those values filled in (`abode templates
+/// link`). `auto` shows it with one button that creates the workspace: a
+/// link never creates one without that click. What the link names that the
+/// form does not know (a parameter T does not declare, another field, a
+/// mode) is an error on the form, and `auto` falls back to the whole form.
+pub(crate) async fn link(
+    State(state): State<WebState>,
+    viewer: Viewer,
+    Path(template): Path<String>,
+    RawQuery(query): RawQuery,
+) -> Response {
+    let mut problems = Vec::new();
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query.as_deref().unwrap_or(""))
+        .unwrap_or_else(|_| {
+            problems.push("its query is not form-encoded".to_string());
+            Vec::new()
+        });
+    let (mut given, mut auto) = (Vec::new(), false);
+    for (key, value) in pairs {
+        match (key.as_str(), key.strip_prefix("param.")) {
+            ("name" | "preset", _) => given.push((key, value)),
+            ("mode", _) => match value.as_str() {
+                "form" => auto = false,
+                "auto" => auto = true,
+                _ => problems.push(format!("mode \"{value}\" is neither form nor auto")),
+            },
+            (_, Some(parameter)) => given.push((format!("{PARAMETER_PREFIX}{parameter}"), value)),
+            _ => problems.push(format!(
+                "\"{key}\" is none of name, preset, param.NAME and mode"
+            )),
+        }
+    }
+    if let Ok((_, declared)) = details(&state, &viewer, &template).await {
+        for (key, _) in &given {
+            let Some(parameter) = key.strip_prefix(PARAMETER_PREFIX) else {
+                continue;
+            };
+            if !declared
+                .iter()
+                .any(|definition| definition.name == parameter)
+            {
+                problems.push(format!(
+                    "template \"{template}\" has no parameter \"{parameter}\""
+                ));
+            }
+        }
+    }
+    let problem = (!problems.is_empty()).then(|| {
+        (
+            StatusCode::BAD_REQUEST,
+            format!("This link does not fit the form: {}.", problems.join("; ")),
+        )
+    });
+    let auto = auto && problem.is_none();
+    render(
+        &state,
+        &viewer,
+        Some(&template),
+        &given,
+        problem,
+        None,
+        auto,
+    )
+    .await
 }
 
 /// The form, with the values given so far and the door's refusal if any.
@@ -54,6 +121,7 @@ async fn render(
     given: &[(String, String)],
     problem: Option<(StatusCode, String)>,
     estimate: Option<&CreateEstimate>,
+    auto: bool,
 ) -> Response {
     let control = &state.control;
     let templates = match control
@@ -83,6 +151,13 @@ async fn render(
         h1 { "New workspace" }
         @if let Some((_, message)) = &problem {
             p class="error" role="alert" { (message) }
+        }
+        @if let Some(chosen) = templates.iter().find(|candidate| Some(candidate.name.as_str()) == template) {
+            @if let Some(message) = &chosen.deprecation_message {
+                p id="template-deprecated" class="error" role="alert" {
+                    (abode_sdk::deprecation::refusal(&chosen.name, message, chosen.deprecation_replacement.as_deref()))
+                }
+            }
         }
         form class="filters" method="get" action="/workspaces/new" {
             div {
@@ -119,10 +194,15 @@ async fn render(
                     @if let Some(estimate) = estimate {
                         (estimate_markup(estimate))
                     }
-                    p {
-                        button class="primary" type="submit" { "Create and start" }
-                        " "
-                        button id="estimate" type="submit" name="intent" value="estimate" formnovalidate { "Estimate cost" }
+                    @if auto {
+                        p role="status" { "Check the values: nothing is created until you click." }
+                        p { button id="confirm-create" class="primary" type="submit" { "Create workspace" } }
+                    } @else {
+                        p {
+                            button class="primary" type="submit" { "Create and start" }
+                            " "
+                            button id="estimate" type="submit" name="intent" value="estimate" formnovalidate { "Estimate cost" }
+                        }
                     }
                 }
             }
@@ -270,6 +350,7 @@ pub(crate) async fn create(
                     &fields,
                     None,
                     Some(&estimate),
+                    false,
                 )
                 .await
             }
@@ -296,6 +377,7 @@ pub(crate) async fn create(
                     &fields,
                     Some(problem),
                     None,
+                    false,
                 )
                 .await;
             }
@@ -323,6 +405,7 @@ pub(crate) async fn create(
                 &fields,
                 Some(problem),
                 None,
+                false,
             )
             .await
         }

@@ -196,6 +196,7 @@ pub fn router(control: Control, gateway: Gateway) -> Router {
             "/templates/:name/versions/:number/preview",
             post(previews::start),
         )
+        .route("/templates/:name/create", get(create::link))
         .route("/templates/:name/upload", post(templates::upload))
         .route("/templates/:name/policy", post(templates::save_policy))
         .route("/notifications", get(inbox::list))

@@ -49,7 +49,12 @@ pub(crate) async fn list(
                 tbody {
                     @for template in &templates.items {
                         tr {
-                            td { a href=(format!("/templates/{}", template.name)) { (template.name) } }
+                            td {
+                                a href=(format!("/templates/{}", template.name)) { (template.name) }
+                                @if let Some(message) = &template.deprecation_message {
+                                    " " span class="badge" title=(abode_sdk::deprecation::notice(message, template.deprecation_replacement.as_deref())) { "deprecated" }
+                                }
+                            }
                             td { @match template.active_version {
                                 Some(number) => { "version " (number) }
                                 None => { "none active" }

@@ -361,12 +361,19 @@ pub(crate) async fn render(
     let parameters = &workspace.parameters;
     let latest = &view.latest_build;
     // The template's active version, for "update" (none if it cannot be read).
-    let active_version = control
+    let template = control
         .templates()
         .read_template(&viewer.caller, &workspace.template_name)
         .await
-        .ok()
+        .ok();
+    let active_version = template
+        .as_ref()
         .and_then(|template| template.active_version);
+    let deprecation = template.as_ref().and_then(|template| {
+        let message = template.deprecation_message.as_deref()?;
+        let replacement = template.deprecation_replacement.as_deref();
+        Some(abode_sdk::deprecation::notice(message, replacement))
+    });
     let offered = offered_actions(view.status, active_version, workspace.template_version);
     // The form is offered to whoever the policy lets change this
     // workspace's schedule; the door still decides, with the template's
@@ -399,6 +406,17 @@ pub(crate) async fn render(
             @if let Some(host) = &workspace.host {
                 // Its volumes and processes are there: only that host builds it.
                 dt { "Host" } dd class="mono" { (host) }
+            }
+        }
+        @if let Some(deprecation) = &deprecation {
+            p id="template-deprecated" class="notice" role="status" {
+                "Template " (workspace.template_name) " is deprecated: it takes no new workspaces; this one keeps working. "
+                (deprecation)
+            }
+        }
+        @if let Some(waiting) = &latest.waiting {
+            p id="build-waiting" class="notice" role="status" {
+                "Build #" (latest.number) " waits: " (waiting)
             }
         }
         @if let Some(lock) = &view.locked_by_lost_holder {

@@ -35,6 +35,10 @@ pub(crate) fn routes() -> Router<AppState> {
             post(activate_version),
         )
         .route(
+            "/templates/:name/deprecation",
+            axum::routing::put(deprecate).delete(undeprecate),
+        )
+        .route(
             "/templates/:name/permissions",
             get(get_permissions).put(set_permission),
         )
@@ -261,6 +265,7 @@ async fn push_version(
         .templates()
         .provisioner_tags_of(&version)
         .await?;
+    let warning = state.host.unserved_warning(&provisioner_tags).await;
     ok(
         StatusCode::CREATED,
         abode_sdk::TemplateVersionResponse {
@@ -268,6 +273,7 @@ async fn push_version(
             provisioner_tags,
             template: template_view(&template),
             version: version_view(&version),
+            warning,
         },
     )
 }
@@ -327,6 +333,47 @@ async fn activate_version(
         abode_sdk::TemplateActivated {
             template: template_view(&template),
             version: version_view(&version),
+        },
+    )
+}
+
+/// Deprecates a template: no new workspaces from it (its admins; audited).
+async fn deprecate(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: abode_sdk::requests::DeprecateTemplate = parse_json(body)?;
+    let deprecation = Some((body.message.as_str(), body.replacement.as_deref()));
+    let template = state
+        .control
+        .templates()
+        .set_deprecation(&caller, &name, deprecation)
+        .await?;
+    ok(
+        StatusCode::OK,
+        abode_sdk::TemplateAnswer {
+            template: template_view(&template),
+        },
+    )
+}
+
+/// Undeprecates a template (its admins; audited).
+async fn undeprecate(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(name): Path<String>,
+) -> ApiResult {
+    let template = state
+        .control
+        .templates()
+        .set_deprecation(&caller, &name, None)
+        .await?;
+    ok(
+        StatusCode::OK,
+        abode_sdk::TemplateAnswer {
+            template: template_view(&template),
         },
     )
 }

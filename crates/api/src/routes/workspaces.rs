@@ -221,10 +221,18 @@ async fn get_workspace(
         .workspaces()
         .disk_usage(&view.workspace)
         .await?;
+    let template = state
+        .control
+        .templates()
+        .template(&view.workspace.template_name)
+        .await?;
     ok(
         StatusCode::OK,
         abode_sdk::WorkspaceAnswer {
-            workspace: workspace_view(&view),
+            workspace: abode_sdk::Workspace {
+                template_deprecation: crate::views::deprecation_view(&template),
+                ..workspace_view(&view)
+            },
             apps,
             unsaved,
             disk,

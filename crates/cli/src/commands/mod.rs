@@ -27,6 +27,7 @@ mod scripts;
 mod ssh;
 mod sso;
 mod stat;
+mod template_lifecycle;
 mod template_permissions;
 mod templates;
 mod tokens;

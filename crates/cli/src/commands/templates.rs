@@ -37,6 +37,14 @@ pub enum TemplatesCommand {
     /// Show, or set with `--max owner|authenticated|public`, how far this
     /// template's workspaces may share ports (`abode port-share`).
     PortShare(super::port_share::TemplateMaxArgs),
+    /// Retire a template gently: it takes no new workspaces (creating one
+    /// is refused with the message), its workspaces keep working.
+    Deprecate(super::template_lifecycle::DeprecateArgs),
+    /// Take a template's deprecation back: it takes new workspaces again.
+    Undeprecate(super::template_lifecycle::UndeprecateArgs),
+    /// Print a dashboard link that opens the template's create form with
+    /// values filled in.
+    Link(super::template_lifecycle::LinkArgs),
 }
 
 #[derive(Debug, Args)]
@@ -163,6 +171,9 @@ pub fn run(command: TemplatesCommand) -> anyhow::Result<u8> {
         TemplatesCommand::Policy(args) => super::schedule::show_policy(args),
         TemplatesCommand::Permissions(args) => super::template_permissions::run(args),
         TemplatesCommand::PortShare(args) => super::port_share::template_max(args),
+        TemplatesCommand::Deprecate(args) => super::template_lifecycle::deprecate(args),
+        TemplatesCommand::Undeprecate(args) => super::template_lifecycle::undeprecate(args),
+        TemplatesCommand::Link(args) => super::template_lifecycle::link(args),
     }
 }
 
@@ -186,6 +197,9 @@ fn push(args: PushArgs) -> anyhow::Result<u8> {
             &args.provisioner_tags,
         )
         .with_context(|| format!("template {:?} was not pushed", args.name))?;
+    if let Some(warning) = &pushed.warning {
+        eprintln!("warning: builds of this version wait: {}", visible(warning));
+    }
     match args.output.output {
         OutputFormat::Json => output::print_json(&pushed)?,
         OutputFormat::Text => {
@@ -377,11 +391,20 @@ fn list(args: ListArgs) -> anyhow::Result<u8> {
                             .active_version
                             .map_or_else(|| "-".into(), |n| n.to_string()),
                         time(template.updated_at.as_deref()),
+                        template.deprecation.as_ref().map_or_else(
+                            || "-".into(),
+                            |deprecation| {
+                                visible(&abode_sdk::deprecation::notice(
+                                    &deprecation.message,
+                                    deprecation.replacement.as_deref(),
+                                ))
+                            },
+                        ),
                     ]
                 })
                 .collect();
             output::print_table(
-                &["NAME", "ACTIVE VERSION", "UPDATED"],
+                &["NAME", "ACTIVE VERSION", "UPDATED", "DEPRECATED"],
                 &rows,
                 "No templates yet: `abode templates push NAME --directory DIR` adds one.",
             );

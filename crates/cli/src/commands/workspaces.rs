@@ -824,6 +824,23 @@ fn describe(workspace: &Workspace) -> String {
         ),
         format!("Status:      {}", workspace.status),
     ];
+    if let Some(deprecation) = &workspace.template_deprecation {
+        lines.push(format!(
+            "Deprecated:  template {} takes no new workspaces (this one keeps working): {}",
+            workspace.template,
+            visible(&abode_sdk::deprecation::notice(
+                &deprecation.message,
+                deprecation.replacement.as_deref()
+            ))
+        ));
+    }
+    if let Some(waiting) = workspace
+        .latest_build
+        .as_ref()
+        .and_then(|build| build.waiting.as_deref())
+    {
+        lines.push(format!("Waiting:     {}", visible(waiting)));
+    }
     let heartbeat = workspace
         .agent
         .last_heartbeat_at

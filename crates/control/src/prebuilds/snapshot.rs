@@ -102,6 +102,7 @@ pub(crate) fn decision_input(
                 failures: history,
                 last_cost,
                 quota_limited_notified,
+                template_deprecated: version.deprecated,
             });
         }
     }

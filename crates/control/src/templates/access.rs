@@ -88,9 +88,18 @@ impl Templates {
             Actor::System(system) => Subject::System(*system),
         };
         if creating {
-            return self
-                .authorize_on(&subject, template, Action::TemplateUse)
-                .await;
+            self.authorize_on(&subject, template, Action::TemplateUse)
+                .await?;
+            return match &template.deprecation_message {
+                Some(message) => Err(ControlError::Conflict(
+                    abode_contract::deprecation::refusal(
+                        &template.name,
+                        message,
+                        template.deprecation_replacement.as_deref(),
+                    ),
+                )),
+                None => Ok(()),
+            };
         }
         let listed = match actor {
             Actor::User(user) => self.store.template_role_of(&template.id, &user.id).await?,

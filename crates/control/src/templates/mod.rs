@@ -239,6 +239,38 @@ impl Templates {
         Ok((version, lint))
     }
 
+    /// Deprecates (a one-line message, a replacement's name) or, `None`,
+    /// undeprecates the template `name`: no new workspace is made from a
+    /// deprecated one. Its admins; audited.
+    pub async fn set_deprecation(
+        &self,
+        caller: &Caller,
+        name: &str,
+        deprecation: Option<(&str, Option<&str>)>,
+    ) -> Result<Template, ControlError> {
+        self.template_for(caller, name, Action::TemplateActivate)
+            .await?;
+        let mut details = None;
+        if let Some((message, replacement)) = deprecation {
+            abode_contract::deprecation::check(name, message, replacement)
+                .map_err(ControlError::BadRequest)?;
+            if let Some(replacement) = replacement {
+                self.template_for(caller, replacement, Action::TemplateRead)
+                    .await?;
+            }
+            details = Some(format!("message={message:?} replacement={replacement:?}"));
+        }
+        let template = self.store.set_template_deprecation(name, deprecation);
+        let template = or_not_found(template.await, || format!("template \"{name}\" not found"))?;
+        let action = match details {
+            Some(_) => "template.deprecate",
+            None => "template.undeprecate",
+        };
+        self.audit_template(caller, action, name, "success", details)
+            .await;
+        Ok(template)
+    }
+
     /// The provisioner tags a version's builds need (`key=value`, sorted).
     pub async fn provisioner_tags_of(
         &self,

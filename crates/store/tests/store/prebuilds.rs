@@ -188,6 +188,7 @@ async fn the_snapshot_reads_pools_workspaces_failures_and_the_pause(store: Store
             version_id: version.id.clone(),
             version_number: 1,
             active: true,
+            deprecated: false,
             presets: PRESETS.into(),
         }]
     );

@@ -171,7 +171,97 @@ async fn a_job_goes_only_to_a_provisioner_with_every_tag_of_its_version(store: S
     assert_eq!(claim(&["x=y", "zone=1", "cloud=a"]).await, Some(build.id));
 }
 
+/// Why a queued job waits is noted once per change, read with the build,
+/// and cleared; the connected provisioners are read grouped.
+async fn an_unserved_job_is_noted_once_per_change(store: Store) {
+    let start = 1_000_000_000_000;
+    let (clock, hand) = Clock::manual(start);
+    let store = store.with_clock(clock);
+    let (_, _, build) = seeded(&store).await;
+    for (server, worker) in [("server-a", "embedded-0"), ("server-a", "embedded-1")] {
+        store
+            .beat_provisioners(
+                &ProvisionerBeat {
+                    server_id: server,
+                    host: "host-a",
+                    kind: ProvisionerKind::Embedded,
+                    tags: r#"{"cloud":"a"}"#,
+                    version: "0.1.0",
+                },
+                &[worker.to_string()],
+                0,
+            )
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        store.live_provisioner_groups(start - 1).await.unwrap(),
+        [(
+            "host-a".to_string(),
+            ProvisionerKind::Embedded,
+            r#"{"cloud":"a"}"#.to_string(),
+            2
+        )]
+    );
+    hand.advance(Duration::from_secs(5));
+    assert!(store
+        .live_provisioner_groups(start + 1)
+        .await
+        .unwrap()
+        .is_empty());
+    assert!(store.unserved_candidates(start).await.unwrap().is_empty());
+    let queued_before = start + 5_000;
+    assert_eq!(
+        store.unserved_candidates(queued_before).await.unwrap(),
+        [(build.id.clone(), None, None)]
+    );
+    assert!(store.note_unserved(&build.id, Some("why")).await.unwrap());
+    assert!(!store.note_unserved(&build.id, Some("why")).await.unwrap());
+    assert_eq!(
+        store
+            .build_by_id(&build.id)
+            .await
+            .unwrap()
+            .waiting
+            .as_deref(),
+        Some("why")
+    );
+    assert_eq!(
+        store.unserved_candidates(queued_before).await.unwrap(),
+        [(build.id.clone(), None, Some("why".to_string()))]
+    );
+    assert!(store.note_unserved(&build.id, Some("other")).await.unwrap());
+    assert!(store.note_unserved(&build.id, None).await.unwrap());
+    assert!(!store.note_unserved(&build.id, None).await.unwrap());
+    assert_eq!(store.build_by_id(&build.id).await.unwrap().waiting, None);
+}
+
+/// A template is deprecated and undeprecated whole; an unknown one is not
+/// found.
+async fn a_template_is_deprecated_and_undeprecated(store: Store) {
+    let (_, workspace, _) = seeded(&store).await;
+    let name = workspace.template_name.as_str();
+    let deprecated = store
+        .set_template_deprecation(name, Some(("moved", Some("other"))))
+        .await
+        .unwrap();
+    assert_eq!(deprecated.deprecation_message.as_deref(), Some("moved"));
+    assert_eq!(deprecated.deprecation_replacement.as_deref(), Some("other"));
+    assert_eq!(store.template_by_name(name).await.unwrap(), deprecated);
+    let back = store.set_template_deprecation(name, None).await.unwrap();
+    assert_eq!(
+        (back.deprecation_message, back.deprecation_replacement),
+        (None, None)
+    );
+    assert!(matches!(
+        store.set_template_deprecation("nosuch", None).await,
+        Err(StoreError::NotFound("template"))
+    ));
+}
+
 on_every_backend!(
     provisioners_are_listed_with_the_job_they_hold,
     a_job_goes_only_to_a_provisioner_with_every_tag_of_its_version,
+    an_unserved_job_is_noted_once_per_change,
+    a_template_is_deprecated_and_undeprecated,
 );
