@@ -100,6 +100,24 @@ pub trait BuildHost: LogSink {
     fn agents_shut_down(&self) -> impl Future<Output = bool> + Send {
         std::future::ready(true)
     }
+    /// Before a confirmed plan is applied: archives the volume of `order`
+    /// (its directory `volume` on this machine) and has the server keep it
+    /// as a retained record of kind `snapshot`; `scratch` is a path in the
+    /// run's private work dir the host may write. An error fails the run
+    /// with nothing applied. Only a daemon's runs get orders: the server
+    /// takes its own runs' snapshots before it hands them out.
+    fn keep_snapshot(
+        &self,
+        order: &crate::snapshot::SnapshotOrder,
+        volume: std::path::PathBuf,
+        scratch: std::path::PathBuf,
+    ) -> impl Future<Output = Result<(), Failure>> + Send {
+        let _ = (volume, scratch);
+        std::future::ready(Err(Failure::failed(format!(
+            "this provisioner cannot archive {}; nothing was applied",
+            order.address
+        ))))
+    }
     /// The run's Terraform ended: the workspace's state lock, taken for this
     /// run, is given back (`state_backend.rs`).
     fn release_state_lock(&self, backend: &StateBackend) -> impl Future<Output = ()> + Send;
@@ -142,6 +160,10 @@ pub struct JobInputs {
     /// The workspace's own uid (`--workspace-uids`), which its processes
     /// run as; `None`: the sandbox's user.
     pub workspace_uid: Option<u32>,
+    /// What a confirmed plan needs snapshotted on this machine before its
+    /// apply (`snapshot.rs`); none for the server's own runs, whose
+    /// snapshots the server took before it handed them out.
+    pub snapshots: Vec<crate::snapshot::SnapshotOrder>,
 }
 
 /// Only sizes: a state and a plan may hold secrets.
@@ -156,6 +178,7 @@ impl std::fmt::Debug for JobInputs {
             .field("saved_plan_bytes", &self.saved_plan.as_ref().map(Vec::len))
             .field("forget", &self.forget)
             .field("imports", &self.imports.len())
+            .field("snapshots", &self.snapshots.len())
             .finish_non_exhaustive()
     }
 }
