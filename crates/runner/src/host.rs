@@ -108,7 +108,7 @@ pub trait BuildHost: LogSink {
     /// takes its own runs' snapshots before it hands them out.
     fn keep_snapshot(
         &self,
-        order: &crate::snapshot::SnapshotOrder,
+        order: &SnapshotOrder,
         volume: std::path::PathBuf,
         scratch: std::path::PathBuf,
     ) -> impl Future<Output = Result<(), Failure>> + Send {
@@ -121,6 +121,39 @@ pub trait BuildHost: LogSink {
     /// The run's Terraform ended: the workspace's state lock, taken for this
     /// run, is given back (`state_backend.rs`).
     fn release_state_lock(&self, backend: &StateBackend) -> impl Future<Output = ()> + Send;
+}
+
+/// What one destroyed or replaced protected resource needs before the
+/// apply, taken where the run runs (`snapshot.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SnapshotOrder {
+    /// Its place among the build's orders, as the server counts them: the
+    /// archive is uploaded under it.
+    pub index: u32,
+    pub address: String,
+    /// Its `snapshot_command`s, run in this order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
+    /// What a command gets besides Terraform's environment
+    /// (`ABODE_SNAPSHOT_*`, `ABODE_ATTR_*`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, String)>,
+    /// The volume to archive (an `abode_volume` whose `snapshot` is on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<ArchiveOrder>,
+}
+
+/// A volume to archive, and what the archive's manifest says of it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ArchiveOrder {
+    /// The volume's name: its directory in this machine's volumes dir.
+    pub volume: String,
+    /// The retained record the server keeps it as.
+    pub retained_id: String,
+    pub workspace: String,
+    pub owner: String,
+    /// The server's time of the handout (UTC text).
+    pub exported_at: String,
 }
 
 /// What the host decided about a plan.
@@ -163,7 +196,7 @@ pub struct JobInputs {
     /// What a confirmed plan needs snapshotted on this machine before its
     /// apply (`snapshot.rs`); none for the server's own runs, whose
     /// snapshots the server took before it handed them out.
-    pub snapshots: Vec<crate::snapshot::SnapshotOrder>,
+    pub snapshots: Vec<SnapshotOrder>,
 }
 
 /// Only sizes: a state and a plan may hold secrets.

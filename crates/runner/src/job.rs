@@ -24,9 +24,8 @@ use crate::command::{
 };
 use crate::host::{
     sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogLevel,
-    LogStage, StateKept, Verdict,
+    LogStage, SnapshotOrder, StateKept, Verdict,
 };
-use crate::snapshot::SnapshotOrder;
 use crate::turns;
 use crate::workdir::{self, ERRORED_STATE_FILE, PLAN_FILE, STATE_FILE, TEMPLATE_SUBDIR};
 

@@ -68,9 +68,8 @@ mod turns;
 pub mod workdir;
 
 pub use host::{
-    sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogLevel,
-    LogSink, LogStage, StateKept, UnknownJobKind, Verdict,
+    sha256_hex, ArchiveOrder, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind,
+    LogLevel, LogSink, LogStage, SnapshotOrder, StateKept, UnknownJobKind, Verdict,
 };
 pub use job::{run_job, Interrupts, RunnerConfig, LEASE_LOST, STALE_PLAN_MESSAGE};
-pub use snapshot::{ArchiveOrder, SnapshotOrder};
 pub use state_backend::StateBackend;

@@ -3,7 +3,7 @@
 //!
 //! The server decides what a confirmed plan needs snapshotted (its guard
 //! report, the resources' `abode_protect`s) and hands a run on an external
-//! daemon one [`SnapshotOrder`] per protected resource the plan destroys or
+//! daemon one [`crate::SnapshotOrder`] per protected resource the plan destroys or
 //! replaces. Before anything is applied, the run runs each order's
 //! `snapshot_command`s ([`run_command`], sandboxed like Terraform and with
 //! its environment) and has its host archive the order's volume
@@ -17,46 +17,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use abode_terraform::isolation::Isolation;
-use serde::{Deserialize, Serialize};
 
 use crate::host::{Failure, LogLevel, LogSink, LogStage};
 
 /// How long a `snapshot_command` may run (a cloud disk snapshot is queued,
 /// not waited for, by `aws ec2 create-snapshot`).
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(30 * 60);
-
-/// What one destroyed or replaced protected resource needs before the
-/// apply, taken where the run runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SnapshotOrder {
-    /// Its place among the build's orders, as the server counts them: the
-    /// archive is uploaded under it.
-    pub index: u32,
-    pub address: String,
-    /// Its `snapshot_command`s, run in this order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub commands: Vec<String>,
-    /// What a command gets besides Terraform's environment
-    /// (`ABODE_SNAPSHOT_*`, `ABODE_ATTR_*`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<(String, String)>,
-    /// The volume to archive (an `abode_volume` whose `snapshot` is on).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub archive: Option<ArchiveOrder>,
-}
-
-/// A volume to archive, and what the archive's manifest says of it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ArchiveOrder {
-    /// The volume's name: its directory in this machine's volumes dir.
-    pub volume: String,
-    /// The retained record the server keeps it as.
-    pub retained_id: String,
-    pub workspace: String,
-    pub owner: String,
-    /// The server's time of the handout (UTC text).
-    pub exported_at: String,
-}
 
 /// Whether `name` is one plain directory name (no path, no dot first).
 pub fn is_plain_name(name: &str) -> bool {
@@ -167,6 +133,7 @@ async fn prepare_dir(dir: &Path, isolation: Option<&Isolation>) -> std::io::Resu
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use crate::host::{ArchiveOrder, SnapshotOrder};
 
     #[test]
     fn an_order_crosses_the_wire_unchanged() {
