@@ -1,7 +1,8 @@
 //! External provisioner daemons (`abode provisioner start`) against a real
 //! API-only server, real Terraform and the real provider: the daemon runs
 //! the builds, the server judges their plans (a held plan is confirmed and
-//! applied exactly, by a daemon), a cancel reaches the daemon, a key's tags
+//! applied exactly, by a daemon, after the daemon archived the volume it
+//! replaces as the server's snapshot record), a cancel reaches the daemon, a key's tags
 //! bind its daemons, a deleted key stops them, and a daemon killed in the
 //! middle of an apply loses nothing: the state it wrote halfway was already
 //! uploaded, its build is failed naming it, and its restart stores what the
@@ -111,6 +112,12 @@ fn a_daemon_runs_the_builds_and_the_server_judges_them() {
     assert_eq!(held.code, Some(3), "{held}");
     assert!(held.stderr.contains("Nothing was applied"), "{held}");
     assert!(daemon.volumes()[0].starts_with("home-"));
+    let old_home = daemon.data_dir.join("volumes").join(&daemon.volumes()[0]);
+    fs::write(
+        old_home.join("notes.txt"),
+        "written on the daemon's machine\n",
+    )
+    .unwrap();
     let digest = printed_digest(&held);
     platform
         .run(&["builds", "confirm", "dev", "2", "--digest", &digest])
@@ -123,10 +130,19 @@ fn a_daemon_runs_the_builds_and_the_server_judges_them() {
     );
     let log = build_log(&platform, "dev", "2");
     assert!(log.contains("applying the saved plan"), "{log}");
-    // A daemon takes no snapshot yet: the default one is not taken, said.
+    // The daemon archived the old home before it applied, and the server
+    // keeps it as a snapshot record, whose export verifies and holds the
+    // file as it was.
     assert!(
-        log.contains("no snapshot of abode_volume.home: external provisioners take none yet"),
+        log.contains(
+            "snapshot of abode_volume.home: 1 files, 32 bytes archived as retained record"
+        ),
         "{log}"
+    );
+    let snapshot = snapshot_in(&platform, &old_home);
+    assert_eq!(
+        fs::read_to_string(snapshot.join("notes.txt")).unwrap(),
+        "written on the daemon's machine\n"
     );
 
     // A cancel reaches the daemon's Terraform.
@@ -159,6 +175,99 @@ fn a_daemon_runs_the_builds_and_the_server_judges_them() {
         last.starts_with("error: the server refused this provisioner:") && last.contains("key"),
         "{log}"
     );
+}
+
+/// The only snapshot record's archive, exported, verified and unpacked;
+/// the folder of its volume's files. It is of the volume `of`.
+fn snapshot_in(platform: &Platform, of: &Path) -> std::path::PathBuf {
+    let listed = platform
+        .run(&["retained", "list", "--output", "json"])
+        .ok()
+        .json();
+    let records = listed.as_array().unwrap();
+    assert_eq!(records.len(), 1, "{listed:#}");
+    assert_eq!(records[0]["kind"], "snapshot");
+    assert_eq!(records[0]["address"], "abode_volume.home");
+    assert_eq!(
+        records[0]["import_id"].as_str(),
+        of.file_name().unwrap().to_str()
+    );
+    let id = records[0]["id"].as_str().unwrap();
+    let file = platform.root().join(format!("{id}.tar"));
+    platform
+        .run(&["retained", "export", id, "--to", file.to_str().unwrap()])
+        .ok();
+    let verified = platform
+        .run(&["retained", "verify", file.to_str().unwrap()])
+        .ok();
+    assert!(verified.stderr.contains("1 files"), "{verified}");
+    let unpacked = platform.root().join(format!("{id}-unpacked"));
+    fs::create_dir_all(&unpacked).unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("-xf")
+        .arg(&file)
+        .arg("-C")
+        .arg(&unpacked)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    unpacked.join("volume")
+}
+
+/// A daemon's confirmed replacement whose snapshot fails (its
+/// `snapshot_command`, run on the daemon's machine, exits 1) applies
+/// nothing: the old volume and its file stay, no record is kept.
+#[test]
+fn a_failing_snapshot_on_a_daemon_applies_nothing() {
+    require_terraform();
+    let platform = Platform::start_with(API_ONLY);
+    platform.login_owner();
+    let key = create_key(&platform, "builders", &[]);
+    let daemon = Daemon::start(&platform, "d1", &key, &[]);
+    let failing = (
+        "  mode        = \"confirm\"\n",
+        "  mode        = \"confirm\"\n  snapshot_command = \"echo taking a snapshot of $ABODE_ATTR_NAME; exit 1\"\n",
+    );
+    util::push_template(&platform, "local", 1, &util::example_with(&[failing]));
+    platform.run(&["create", "dev", "--template", "local"]).ok();
+    let home = daemon.data_dir.join("volumes").join(&daemon.volumes()[0]);
+    fs::write(home.join("notes.txt"), "unsaved work\n").unwrap();
+    let renamed = util::name_not_kept(&util::example_with(&[
+        failing,
+        ("name = \"home-${", "name = \"home2-${"),
+    ]));
+    util::push_template(&platform, "local", 2, &renamed);
+    let held = platform.run(&["update", "dev"]);
+    assert_eq!(held.code, Some(3), "{held}");
+    let digest = printed_digest(&held);
+    let confirmed = platform.run(&["builds", "confirm", "dev", "2", "--digest", &digest]);
+    assert_ne!(confirmed.code, Some(0), "{confirmed}");
+    let build = platform.show("dev")["latest_build"].clone();
+    assert_eq!(build["status"], "failed", "{build:#}");
+    let error = build["error"].as_str().unwrap();
+    assert!(
+        error.contains("snapshot_command of abode_volume.home failed with exit status 1")
+            && error.contains("nothing was applied")
+            && !error.contains('\n'),
+        "{error}"
+    );
+    // It ran on the daemon, with the resource's attributes.
+    let name = home.file_name().unwrap().to_str().unwrap();
+    let log = build_log(&platform, "dev", "2");
+    assert!(
+        log.contains(&format!("snapshot_command: taking a snapshot of {name}")),
+        "{log}"
+    );
+    assert_eq!(
+        fs::read_to_string(home.join("notes.txt")).unwrap(),
+        "unsaved work\n"
+    );
+    assert_eq!(daemon.volumes(), [name]);
+    let listed = platform
+        .run(&["retained", "list", "--output", "json"])
+        .ok()
+        .json();
+    assert!(listed.as_array().unwrap().is_empty(), "{listed:#}");
 }
 
 #[test]

@@ -260,3 +260,79 @@ fn a_failing_snapshot_applies_nothing() {
     assert!(!log_of(&platform, &number).contains("snapshot of"));
     assert_eq!(records(&platform).len(), 1);
 }
+
+/// A snapshot kept `retain_for = "1d"` with `expire = "destroy"` stays for
+/// its day, then the scheduler's expiry pass removes its archive and closes
+/// its record: `abode retained list` no longer shows it.
+#[test]
+fn an_expired_snapshot_is_destroyed_by_the_expiry_pass() {
+    require_terraform();
+    let mut platform = Platform::start_with_metrics(None, &["--autobuild-poll-interval", "1"]);
+    platform.login_owner();
+    let rule = protect_with(
+        "on_delete   = \"retain\"\n  retain_for  = \"1d\"\n  expire      = \"destroy\"",
+    );
+    let rule = (rule.0, rule.1.as_str());
+    dev_with_files(&platform, &[rule]);
+    let (number, digest) = held_update(&platform, 2, &example_with(&[rule, RENAME]));
+    platform
+        .run(&["builds", "confirm", "dev", &number, "--digest", &digest])
+        .ok();
+    let listed = records(&platform);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["kind"], "snapshot");
+    let id = listed[0]["id"].as_str().unwrap().to_string();
+    let archive = platform
+        .data_dir()
+        .join("snapshots")
+        .join(format!("{id}.tar"));
+    assert!(archive.is_file());
+
+    // An archive a crash left half-written is removed when the server
+    // starts, said in its log; whole ones stay.
+    let crashed = platform.data_dir().join("snapshots/crashed.tar.partial");
+    fs::write(&crashed, "half an archive").unwrap();
+    platform.restart_server();
+    assert!(!crashed.exists());
+    assert!(archive.is_file());
+    let log = platform.server_log();
+    assert!(
+        log.contains("removed a snapshot archive a crash left half-written")
+            && log.contains("crashed.tar.partial"),
+        "{log}"
+    );
+
+    // The clock moves in half days (a session idles out after one).
+    let half_days = |count: usize| {
+        for _ in 0..count {
+            platform.advance_clock(std::time::Duration::from_secs(12 * 3600));
+            platform.run(&["users", "me"]).ok();
+        }
+    };
+    // Within its day: kept.
+    half_days(1);
+    platform.wait_for_passes("scheduler", 2);
+    assert_eq!(records(&platform).len(), 1);
+    assert!(archive.is_file());
+
+    // Past it: the expiry pass destroys it.
+    half_days(2);
+    platform.wait_for_passes("scheduler", 2);
+    assert!(records(&platform).is_empty(), "{:?}", records(&platform));
+    assert!(!archive.exists());
+    let closed = platform
+        .run(&["retained", "list", "--closed", "--output", "json"])
+        .ok()
+        .json();
+    let closed: Vec<&serde_json::Value> = closed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|record| record["id"] == id.as_str())
+        .collect();
+    assert_eq!(closed.len(), 1);
+    assert_eq!(closed[0]["status"], "destroyed", "{closed:?}");
+    platform
+        .run(&["retained", "restore", &id, "--to", "dev"])
+        .fails_with(1, &["destroyed"]);
+}

@@ -818,18 +818,39 @@ mod tests {
         let log_path = dir.path().join("shutdown.log");
         let stop = AtomicBool::new(false);
         let started = Instant::now();
-        // A child of the script that would write after the deadline.
+        // A child of the script that would write after the deadline; its
+        // pid is noted so that its end is observed, not slept on.
         let outcome = run_script(
-            "echo begun; (sleep 3; echo late > late) & sleep 60",
+            "echo begun; (sleep 3; echo late > late) & echo $! > child.pid; sleep 60",
             Some(dir.path()),
             &BTreeMap::new(),
             &log_path,
             &stop,
-            Some(Instant::now() + Duration::from_millis(500)),
+            Some(Instant::now() + Duration::from_millis(1000)),
         );
         assert_eq!(outcome, Startup::TimedOut);
         assert!(started.elapsed() < Duration::from_secs(10));
-        std::thread::sleep(Duration::from_secs(4));
+        // The child (the subshell that would write `late`) is gone: dead
+        // or a zombie, it can write nothing any more.
+        let pid = std::fs::read_to_string(dir.path().join("child.pid")).unwrap();
+        let stat = format!("/proc/{}/stat", pid.trim());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let alive = std::fs::read_to_string(&stat).is_ok_and(|stat| {
+                // The state follows the command's `(name)`.
+                stat.rsplit_once(')')
+                    .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+            });
+            if !alive {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the script's child {} outlived its deadline",
+                pid.trim()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
         assert!(
             !dir.path().join("late").exists(),
             "the whole group was killed"

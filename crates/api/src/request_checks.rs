@@ -21,7 +21,8 @@
 //!   terminal's route would carry the dashboard's cookie;
 //! - a JSON route's body must say it is JSON (415 otherwise,
 //!   [`require_json`]): a form post cannot, without a preflight the server
-//!   never grants.
+//!   never grants. A template upload, the state backend and a daemon's
+//!   snapshot archive take bodies of their own.
 //!
 //! The machines' routes are left to their own credentials, which a page
 //! never has: the daemons' (a provisioner key), the agents' (an agent
@@ -273,12 +274,15 @@ fn is_json(content_type: &str) -> bool {
         .is_some_and(|media| media.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// The routes whose bodies are not JSON: a template upload (a `.tar.gz`)
-/// and Terraform's state backend (Terraform's own requests); `path` is the
-/// route template (with or without `/api/v1`, as the layer sees it).
+/// The routes whose bodies are not JSON: a template upload (a `.tar.gz`),
+/// Terraform's state backend (Terraform's own requests) and a daemon's
+/// snapshot archive (a tar); `path` is the route template (with or without
+/// `/api/v1`, as the layer sees it).
 fn takes_other_bodies(path: &str) -> bool {
     let path = path.strip_prefix("/api/v1").unwrap_or(path);
-    path == "/templates/:name/versions" || path.starts_with("/builds/:build/state")
+    path == "/templates/:name/versions"
+        || path.starts_with("/builds/:build/state")
+        || path == "/provisionerd/jobs/:build/snapshots/:index"
 }
 
 /// A JSON route's body must be declared JSON: 415 for one that declares

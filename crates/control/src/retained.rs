@@ -184,7 +184,8 @@ impl Retained {
         let dir = self.volumes_dir.join(volume);
         if !plain_name(volume) || !dir.is_dir() {
             return Err(ControlError::NotFound(format!(
-                "the volume {volume} of {workspace} is not on this server's machine"
+                "the volume {volume} of {workspace} is not on this server's machine (an external provisioner keeps it on its own): export the snapshot (abode retained export {} --to FILE) and unpack its volume/ there",
+                record.id
             )));
         }
         let id = record.id.clone();

@@ -323,6 +323,26 @@ impl Host {
             .map_err(|failure| ControlError::Conflict(failure.message))
     }
 
+    /// The archive a daemon's run made of its snapshot order `index`
+    /// before applying a confirmed plan, streamed in `body`: kept as the
+    /// retained record of kind `snapshot` an embedded run's would be
+    /// (`snapshot_step.rs`), or refused with nothing kept.
+    pub async fn daemon_keep_snapshot<S, T, E>(
+        &self,
+        caller: &DaemonCaller,
+        build_id: &str,
+        index: u32,
+        body: S,
+    ) -> Result<abode_protocol::SnapshotAnswer, ControlError>
+    where
+        S: futures_util::Stream<Item = Result<T, E>> + Send,
+        T: AsRef<[u8]>,
+        E: std::fmt::Display,
+    {
+        let job = self.daemon_job(caller, build_id).await?;
+        crate::provisioner::keep_uploaded_snapshot(&job, index, body).await
+    }
+
     /// How a daemon's run ended, checked and recorded as an embedded run's
     /// end is; the status the build ended in.
     pub async fn daemon_complete(

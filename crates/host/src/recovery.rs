@@ -73,6 +73,11 @@ pub(crate) async fn recover(
     host.inner.store.forget_provisioners(server).await?;
     // Its tunnels ended with the process; the agents connect again.
     host.inner.store.forget_agent_tunnels(server).await?;
+    // A snapshot archive this server was writing when it died is nobody's.
+    let snapshots = host.inner.config.snapshots_dir();
+    tokio::task::spawn_blocking(move || provisioner::sweep_partials(&snapshots))
+        .await
+        .map_err(|error| ControlError::Internal(error.to_string()))?;
     let keep: Vec<PathBuf> = interrupted.iter().map(|id| base.join(id)).collect();
     workdir::clear_all_except(&base, &keep);
     // Listed as running here before any follower starts (each then puts its

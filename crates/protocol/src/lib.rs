@@ -7,7 +7,9 @@
 //! boundary (an unknown one is an error, never a default).
 //!
 //! The messages: the job, its log lines, the verdict, a state and its answer,
-//! the release of the state lock, and the end. Secrets (the run's state backend
+//! the release of the state lock, a snapshot's answer, and the end. A
+//! snapshot's archive is the one body that is not JSON: streamed as it is
+//! (`application/x-tar`), its caller in the query. Secrets (the run's state backend
 //! key, plans, states) are never in `Debug`.
 
 use std::collections::BTreeMap;
@@ -78,6 +80,11 @@ pub struct JobWire {
     /// that gives none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_uid: Option<u32>,
+    /// What a confirmed plan needs snapshotted on the daemon's machine
+    /// before its apply; each archive is uploaded with `PUT
+    /// /provisionerd/jobs/{build}/snapshots/{index}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub snapshots: Vec<abode_runner::SnapshotOrder>,
 }
 
 /// The environment contract but for the daemon's own directories and
@@ -115,6 +122,7 @@ impl JobWire {
             forget: inputs.forget,
             imports: inputs.imports,
             workspace_uid: inputs.workspace_uid,
+            snapshots: inputs.snapshots,
             context: ContextWire {
                 workspace_id: context.workspace_id,
                 workspace_name: context.workspace_name,
@@ -191,6 +199,7 @@ impl JobWire {
             forget: self.forget,
             imports: self.imports,
             workspace_uid: self.workspace_uid,
+            snapshots: self.snapshots,
             build_id: self.build_id,
         })
     }
@@ -354,6 +363,19 @@ pub struct ShutdownAnswer {
     pub done: bool,
 }
 
+/// What the server kept of a snapshot's archive a daemon uploaded (`PUT
+/// /provisionerd/jobs/{build}/snapshots/{index}`: the archive is the body,
+/// the caller's [`DaemonHello`] the query), once it was written, synced and
+/// checked against its manifest.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SnapshotAnswer {
+    /// The retained record (kind `snapshot`).
+    pub id: String,
+    /// The manifest's files and their bytes.
+    pub files: u64,
+    pub bytes: u64,
+}
+
 /// The answer to a release (`POST /provisionerd/jobs/{build}/release`):
 /// whether the workspace's state lock went with it.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
@@ -477,6 +499,7 @@ mod tests {
                     forget: Vec::new(),
                     imports: Vec::new(),
                     workspace_uid: Some(200_001),
+                    snapshots: Vec::new(),
                 };
                 let text = serde_json::to_string(&JobWire::from_inputs(kind, inputs)).unwrap();
                 assert!(!text.contains("secret"));
@@ -536,6 +559,7 @@ mod tests {
                 forget: Vec::new(),
                 imports: Vec::new(),
                 workspace_uid: None,
+                snapshots: Vec::new(),
             },
         );
         wire.kind = "rebuild".into();

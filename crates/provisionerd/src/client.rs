@@ -81,6 +81,48 @@ impl ServerClient {
             .map_err(|error| CallError::Unreachable(format!("the call's thread failed: {error}")))?
     }
 
+    /// PUTs the file at `file` as it is (streamed, never read into memory)
+    /// to `/api/v1/provisionerd/{path}`, `query` its query; `None` for a
+    /// 204. No deadline but the reads' (an archive takes its time).
+    pub async fn put_file<T>(
+        &self,
+        path: &str,
+        query: &[(&str, &str)],
+        file: &std::path::Path,
+    ) -> Result<Option<T>, CallError>
+    where
+        T: DeserializeOwned + Send + 'static,
+    {
+        let client = self.clone();
+        let url = format!("{}/api/v1/provisionerd/{path}", self.base_url);
+        let query: Vec<(String, String)> = query
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+        let file = file.to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            // Not the server's fault: said as a refusal, never tried again.
+            let refused = |error: std::io::Error| CallError::Refused {
+                status: 0,
+                message: format!("cannot read {}: {error}", file.display()),
+            };
+            let opened = std::fs::File::open(&file).map_err(refused)?;
+            let length = opened.metadata().map_err(refused)?.len();
+            let mut request = client
+                .http
+                .put(&url)
+                .set("Authorization", &format!("Bearer {}", client.key))
+                .set("Content-Type", "application/x-tar")
+                .set("Content-Length", &length.to_string());
+            for (name, value) in &query {
+                request = request.query(name, value);
+            }
+            client.answer(request.send(opened))
+        })
+        .await
+        .map_err(|error| CallError::Unreachable(format!("the call's thread failed: {error}")))?
+    }
+
     fn post_blocking<T: DeserializeOwned>(
         &self,
         url: &str,
@@ -99,6 +141,14 @@ impl ServerClient {
             .set("Authorization", &format!("Bearer {}", self.key))
             .set("Content-Type", "application/json")
             .send_bytes(body);
+        self.answer(answer)
+    }
+
+    /// A call's answer as the daemon acts on it.
+    fn answer<T: DeserializeOwned>(
+        &self,
+        answer: Result<ureq::Response, ureq::Error>,
+    ) -> Result<Option<T>, CallError> {
         match answer {
             Ok(response) if response.status() == 204 => Ok(None),
             Ok(response) => response.into_json::<T>().map(Some).map_err(|error| {

@@ -7,12 +7,14 @@
 //! the state after Terraform has run is worth waiting for without end, since
 //! it is the one thing that would be lost.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use abode_protocol::{
     self, DaemonHello, HeartbeatAnswer, JudgeRequest, LogLineWire, LogUpload, ReleaseRequest,
-    StateAnswer, StateUpload, VerdictWire,
+    SnapshotAnswer, StateAnswer, StateUpload, VerdictWire,
 };
+use abode_runner::SnapshotOrder;
 use abode_runner::StateBackend;
 use abode_runner::{BuildHost, LogLevel, LogSink, LogStage, Verdict};
 use abode_runner::{Failure, StateKept};
@@ -21,6 +23,9 @@ use crate::client::{CallError, ServerClient};
 
 /// How long a plan's verdict is waited for while the server is unreachable.
 const JUDGE_PATIENCE: Duration = Duration::from_secs(300);
+/// How long a snapshot's upload is tried while the server is unreachable
+/// (nothing has been applied, so giving up is safe).
+const SNAPSHOT_PATIENCE: Duration = Duration::from_secs(300);
 /// How long a log line is.
 const LOG_PATIENCE: Duration = Duration::from_secs(5);
 /// The longest pause between two tries.
@@ -252,6 +257,86 @@ impl BuildHost for RemoteHost {
         }
     }
 
+    /// Archives the volume here, in the format of `abode retained
+    /// export`, into `scratch` (synced), then streams it to the server,
+    /// which checks it against its manifest and keeps it as a retained
+    /// record of kind `snapshot`.
+    async fn keep_snapshot(
+        &self,
+        order: &SnapshotOrder,
+        volume: PathBuf,
+        scratch: PathBuf,
+    ) -> Result<(), Failure> {
+        let Some(archive) = &order.archive else {
+            return Ok(());
+        };
+        let meta = abode_volume_archive::ExportMeta {
+            volume: archive.volume.clone(),
+            retained_id: archive.retained_id.clone(),
+            workspace: archive.workspace.clone(),
+            owner: archive.owner.clone(),
+            exported_at: archive.exported_at.clone(),
+        };
+        // A duration, not a time: how long the archive took is told.
+        let started = std::time::Instant::now();
+        let written = tokio::task::spawn_blocking({
+            let scratch = scratch.clone();
+            move || write_archive(&volume, &scratch, &meta)
+        })
+        .await
+        .map_err(|error| error.to_string())
+        .and_then(|written| written);
+        let summary = written.map_err(|error| {
+            Failure::failed(format!(
+                "cannot snapshot {} before applying: {error}; nothing was applied (the volume is as it was)",
+                order.address
+            ))
+        })?;
+        let archived = started.elapsed().as_secs_f64();
+        self.flush().await;
+        let path = self.path(&format!("snapshots/{}", order.index));
+        let query = [
+            ("daemon_id", self.hello.daemon_id.as_str()),
+            ("slot", self.hello.slot.as_str()),
+            ("version", self.hello.version.as_str()),
+        ];
+        let answer = patiently(Some(SNAPSHOT_PATIENCE), || {
+            self.client
+                .put_file::<SnapshotAnswer>(&path, &query, &scratch)
+        })
+        .await;
+        let kept = match answer {
+            Ok(Some(kept)) => kept,
+            Ok(None) => {
+                return Err(Failure::failed(format!(
+                    "the server said nothing of the snapshot of {}; nothing was applied",
+                    order.address
+                )))
+            }
+            Err(error) => {
+                return Err(Failure::failed(format!(
+                    "the server did not keep the snapshot of {}: {error}; nothing was applied (the volume is as it was)",
+                    order.address
+                )))
+            }
+        };
+        self.log(
+            &LogStage::APPLY,
+            LogLevel::Info,
+            &format!(
+                "snapshot of {}: {} files, {} bytes archived as retained record {} in {archived:.3} s, then {:.3} s to the server (abode retained restore {} --to WORKSPACE)",
+                order.address,
+                summary.files,
+                summary.bytes,
+                kept.id,
+                started.elapsed().as_secs_f64() - archived,
+                kept.id
+            ),
+        )
+        .await;
+        Ok(())
+    }
+
     async fn release_state_lock(&self, backend: &StateBackend) {
         release_state_lock(
             &self.client,
@@ -261,6 +346,25 @@ impl BuildHost for RemoteHost {
         )
         .await;
     }
+}
+
+/// Writes the archive of `volume` into `scratch` (a new file, the daemon's
+/// own: 0600) and syncs it.
+fn write_archive(
+    volume: &Path,
+    scratch: &Path,
+    meta: &abode_volume_archive::ExportMeta,
+) -> Result<abode_volume_archive::ExportSummary, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(scratch)
+        .map_err(|error| format!("cannot create {}: {error}", scratch.display()))?;
+    let summary = abode_volume_archive::export(volume, &file, meta).map_err(|e| e.to_string())?;
+    file.sync_all().map_err(|error| error.to_string())?;
+    Ok(summary)
 }
 
 /// Tells the server that the run's Terraform ended, until it has heard it

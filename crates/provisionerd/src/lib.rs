@@ -16,14 +16,21 @@
 //! offers the state left behind (the server keeps it only if no newer build
 //! of the workspace has run).
 //!
+//! A confirmed plan that destroys a protected volume is snapshotted here,
+//! where the volume is, before the apply: the job's snapshot orders'
+//! `snapshot_command`s run in the daemon's sandbox, and `RemoteHost`
+//! archives the volume (`abode-volume-archive`, into the run's work dir)
+//! and streams the archive to the server, which keeps it as the retained
+//! record; if any of it fails, nothing is applied.
+//!
 //! `host.rs` is `RemoteHost`, a `BuildHost` over HTTP speaking
 //! `abode-protocol`; `client.rs` makes each call on a blocking thread and tells
 //! "unreachable" (try again) from "refused" (do not); `claims.rs` keeps which
 //! slot claimed each running job in the data dir, so that a restarted daemon
 //! speaks for a leftover run as that slot. Its id is kept in its data dir, so a
 //! restarted daemon is the same provisioner. It links the runner, the protocol,
-//! `abode-terraform` (the run records of a killed daemon's leftovers) and
-//! `abode-tls` (its client's trust), never the store or the control plane
+//! `abode-terraform` (the run records of a killed daemon's leftovers),
+//! `abode-volume-archive` (snapshots) and `abode-tls` (its client's trust), never the store or the control plane
 //! (`crates/abode/tests/house.rs`).
 //!
 //! # What it keeps

@@ -100,9 +100,60 @@ pub trait BuildHost: LogSink {
     fn agents_shut_down(&self) -> impl Future<Output = bool> + Send {
         std::future::ready(true)
     }
+    /// Before a confirmed plan is applied: archives the volume of `order`
+    /// (its directory `volume` on this machine) and has the server keep it
+    /// as a retained record of kind `snapshot`; `scratch` is a path in the
+    /// run's private work dir the host may write. An error fails the run
+    /// with nothing applied. Only a daemon's runs get orders: the server
+    /// takes its own runs' snapshots before it hands them out.
+    fn keep_snapshot(
+        &self,
+        order: &SnapshotOrder,
+        volume: std::path::PathBuf,
+        scratch: std::path::PathBuf,
+    ) -> impl Future<Output = Result<(), Failure>> + Send {
+        let _ = (volume, scratch);
+        std::future::ready(Err(Failure::failed(format!(
+            "this provisioner cannot archive {}; nothing was applied",
+            order.address
+        ))))
+    }
     /// The run's Terraform ended: the workspace's state lock, taken for this
     /// run, is given back (`state_backend.rs`).
     fn release_state_lock(&self, backend: &StateBackend) -> impl Future<Output = ()> + Send;
+}
+
+/// What one destroyed or replaced protected resource needs before the
+/// apply, taken where the run runs (`snapshot.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SnapshotOrder {
+    /// Its place among the build's orders, as the server counts them: the
+    /// archive is uploaded under it.
+    pub index: u32,
+    pub address: String,
+    /// Its `snapshot_command`s, run in this order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
+    /// What a command gets besides Terraform's environment
+    /// (`ABODE_SNAPSHOT_*`, `ABODE_ATTR_*`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<(String, String)>,
+    /// The volume to archive (an `abode_volume` whose `snapshot` is on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive: Option<ArchiveOrder>,
+}
+
+/// A volume to archive, and what the archive's manifest says of it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ArchiveOrder {
+    /// The volume's name: its directory in this machine's volumes dir.
+    pub volume: String,
+    /// The retained record the server keeps it as.
+    pub retained_id: String,
+    pub workspace: String,
+    pub owner: String,
+    /// The server's time of the handout (UTC text).
+    pub exported_at: String,
 }
 
 /// What the host decided about a plan.
@@ -142,6 +193,10 @@ pub struct JobInputs {
     /// The workspace's own uid (`--workspace-uids`), which its processes
     /// run as; `None`: the sandbox's user.
     pub workspace_uid: Option<u32>,
+    /// What a confirmed plan needs snapshotted on this machine before its
+    /// apply (`snapshot.rs`); none for the server's own runs, whose
+    /// snapshots the server took before it handed them out.
+    pub snapshots: Vec<SnapshotOrder>,
 }
 
 /// Only sizes: a state and a plan may hold secrets.
@@ -156,6 +211,7 @@ impl std::fmt::Debug for JobInputs {
             .field("saved_plan_bytes", &self.saved_plan.as_ref().map(Vec::len))
             .field("forget", &self.forget)
             .field("imports", &self.imports.len())
+            .field("snapshots", &self.snapshots.len())
             .finish_non_exhaustive()
     }
 }

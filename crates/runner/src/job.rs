@@ -24,7 +24,7 @@ use crate::command::{
 };
 use crate::host::{
     sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogLevel,
-    LogStage, StateKept, Verdict,
+    LogStage, SnapshotOrder, StateKept, Verdict,
 };
 use crate::turns;
 use crate::workdir::{self, ERRORED_STATE_FILE, PLAN_FILE, STATE_FILE, TEMPLATE_SUBDIR};
@@ -140,6 +140,7 @@ pub async fn run_job<H: BuildHost>(
         }
     };
     let saved_plan = inputs.saved_plan.take();
+    let snapshots = std::mem::take(&mut inputs.snapshots);
     // The state is the backend's: none is written into the work dir (but
     // for a plan made before there was one).
     let local_state = inputs.local_state;
@@ -238,7 +239,7 @@ pub async fn run_job<H: BuildHost>(
                 }
             }
             match (inputs.kind, saved_plan) {
-                (JobKind::ApplySavedPlan, Some(plan)) => run.apply_saved(plan).await,
+                (JobKind::ApplySavedPlan, Some(plan)) => run.apply_saved(plan, &snapshots).await,
                 (JobKind::ApplySavedPlan, None) => {
                     Err(Failure::failed("the saved plan of this build is gone"))
                 }
@@ -501,8 +502,13 @@ impl<H: BuildHost> Run<'_, H> {
 
     /// Applies the confirmed, saved plan of a held build, exactly as it was
     /// shown: no new plan is made.
-    async fn apply_saved(&mut self, plan: Vec<u8>) -> Result<Ended, Failure> {
+    async fn apply_saved(
+        &mut self,
+        plan: Vec<u8>,
+        snapshots: &[SnapshotOrder],
+    ) -> Result<Ended, Failure> {
         self.canceled()?;
+        self.take_snapshots(snapshots).await?;
         self.terraform(
             &LogStage::INIT,
             &["init", "-input=false", "-json", "-no-color"],
@@ -547,6 +553,61 @@ impl<H: BuildHost> Run<'_, H> {
             });
         }
         self.after_apply().await
+    }
+
+    /// What the confirmed plan destroys is snapshotted first, or nothing is
+    /// applied (`snapshot.rs`): each order's commands run, then its volume
+    /// goes to the host.
+    async fn take_snapshots(&self, orders: &[SnapshotOrder]) -> Result<(), Failure> {
+        if orders.is_empty() {
+            return Ok(());
+        }
+        if !self.host.holds_lease().await {
+            return Err(lease_lost("its snapshots were taken"));
+        }
+        let isolation = self.config.isolation.as_deref();
+        for order in orders {
+            for command in &order.commands {
+                self.canceled()?;
+                let mut env = self.config.terraform_env.clone();
+                env.extend(order.env.iter().cloned());
+                crate::snapshot::run_command(
+                    self.host,
+                    isolation,
+                    &self.work_dir.join("snapshot"),
+                    env,
+                    &order.address,
+                    command,
+                )
+                .await?;
+            }
+            let Some(archive) = &order.archive else {
+                continue;
+            };
+            self.canceled()?;
+            let volume = self.config.volumes_dir.join(&archive.volume);
+            if !crate::snapshot::is_plain_name(&archive.volume) || !volume.is_dir() {
+                self.host
+                    .log(
+                        &LogStage::APPLY,
+                        LogLevel::Warn,
+                        &format!(
+                            "snapshot of {}: its volume {:?} has no directory on this machine, so there are no files to archive",
+                            order.address, archive.volume
+                        ),
+                    )
+                    .await;
+                continue;
+            }
+            let scratch = self.work_dir.join(format!("snapshot-{}.tar", order.index));
+            let kept = self
+                .host
+                .keep_snapshot(order, volume, scratch.clone())
+                .await;
+            let _ = tokio::fs::remove_file(&scratch).await;
+            kept?;
+        }
+        self.canceled()
     }
 
     /// The host records what a successful apply made (agents, protections)

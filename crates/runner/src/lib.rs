@@ -36,7 +36,9 @@
 //! `variable` blocks and the locals they use, parsed with `hcl-edit`) with a
 //! `removed { destroy = false }` block per retained resource, planned without
 //! `-destroy` (which ignores `removed` blocks), and `import` blocks for adopted
-//! resources.
+//! resources. `snapshot.rs` is what a confirmed destroy needs before its apply
+//! on the machine of the volume: its `snapshot_command`s run, its volume
+//! handed to the host to archive (issue 47).
 //!
 //! # What it keeps
 //!
@@ -60,13 +62,14 @@ mod host;
 mod job;
 pub mod output;
 pub mod retention;
+pub mod snapshot;
 pub mod state_backend;
 mod turns;
 pub mod workdir;
 
 pub use host::{
-    sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogLevel,
-    LogSink, LogStage, StateKept, UnknownJobKind, Verdict,
+    sha256_hex, ArchiveOrder, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind,
+    LogLevel, LogSink, LogStage, SnapshotOrder, StateKept, UnknownJobKind, Verdict,
 };
 pub use job::{run_job, Interrupts, RunnerConfig, LEASE_LOST, STALE_PLAN_MESSAGE};
 pub use state_backend::StateBackend;

@@ -17,11 +17,12 @@ use abode_protocol::{
 };
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, FromRequestParts, MatchedPath, Path, State};
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{DefaultBodyLimit, FromRequestParts, MatchedPath, Path, Query, State};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{post, put};
 use axum::{Json, Router};
 use serde::de::DeserializeOwned;
 
@@ -69,6 +70,12 @@ pub(crate) fn routes() -> Router<AppState> {
         .route(
             "/provisionerd/jobs/:build/shutdown",
             post(shutdown).layer(limit()),
+        )
+        // The one body that is not JSON: an archive, streamed to disk as
+        // it comes, never held (so no limit but the server's disk).
+        .route(
+            "/provisionerd/jobs/:build/snapshots/:index",
+            put(snapshot).layer(DefaultBodyLimit::disable()),
         )
         .route(
             "/provisionerd/jobs/:build/complete",
@@ -362,6 +369,37 @@ async fn shutdown(
 ) -> Result<Response, ApiError> {
     let done = state.host.daemon_shut_down_agents(&caller, &build).await?;
     Ok(Json(abode_protocol::ShutdownAnswer { done }).into_response())
+}
+
+/// The archive of a volume a daemon's run took before applying a confirmed
+/// plan (its snapshot order `index`), streamed as the body; the caller in
+/// the query. Checked like every daemon call before a byte is read.
+async fn snapshot(
+    State(state): State<AppState>,
+    Path((build, index)): Path<(String, String)>,
+    hello: Result<Query<DaemonHello>, QueryRejection>,
+    key: DaemonKey,
+    request: axum::extract::Request,
+) -> Result<Response, ApiError> {
+    state
+        .host
+        .daemon_may_call_about(&key.0.id, &build, DaemonNeed::Holding)
+        .await?;
+    let Query(hello) = hello.map_err(|error| {
+        ApiError::bad_request(format!(
+            "the query must name the caller (daemon_id, slot, version): {error}"
+        ))
+    })?;
+    let caller = key.caller(&hello)?;
+    let index: u32 = index
+        .parse()
+        .map_err(|_| ApiError::bad_request("a snapshot's index is a number"))?;
+    let body = request.into_body().into_data_stream();
+    let kept = state
+        .host
+        .daemon_keep_snapshot(&caller, &build, index, body)
+        .await?;
+    Ok(Json(kept).into_response())
 }
 
 /// The run's Terraform ended: its state lock goes, whether or not the

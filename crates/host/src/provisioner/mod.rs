@@ -10,7 +10,8 @@
 //! exactly that plan (`allow`), holds it for confirmation (`confirm`, see
 //! `held.rs`) or fails the build (`block`). A confirmed plan that destroys
 //! or replaces a protected resource is applied only after its snapshot
-//! (`snapshot_step.rs`). Whatever happened, the state
+//! (`snapshot_step.rs`; a daemon's run takes it where the volume is and
+//! uploads the archive). Whatever happened, the state
 //! Terraform left is stored, the work dir removed and the build's end
 //! recorded. Terraform's `-json` lines reach the build log as they are
 //! printed (`output.rs`); a cancel or a shutdown interrupts the run
@@ -40,6 +41,7 @@ use abode_runner::{LogLevel, LogSink, LogStage, RunnerConfig};
 pub(crate) use interruptions::Interruptions;
 pub use on_server::{JudgeError, ServerJob};
 pub(crate) use run::run_kind;
+pub(crate) use snapshot_step::{keep_uploaded as keep_uploaded_snapshot, sweep_partials};
 
 /// The log of a build this server records itself.
 pub(crate) struct BuildLog<'a> {

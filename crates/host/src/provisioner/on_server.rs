@@ -97,6 +97,10 @@ impl ServerJob {
         &self.build
     }
 
+    pub(super) fn kind(&self) -> JobKind {
+        self.kind
+    }
+
     pub(super) fn host(&self) -> &Host {
         &self.host
     }
@@ -128,6 +132,7 @@ impl ServerJob {
             .user_group_names(&workspace.owner_id)
             .await
             .map_err(storage)?;
+        let mut snapshots = Vec::new();
         let saved_plan = match kind {
             JobKind::Build => {
                 self.log(
@@ -167,9 +172,10 @@ impl ServerJob {
                     return Err(Failure::failed(STALE_PLAN_MESSAGE));
                 }
                 // What the plan destroys is archived first, or nothing is
-                // applied (`snapshot_step.rs`).
+                // applied (`snapshot_step.rs`): here, or by the daemon
+                // where the volume is.
                 let embedded = self.holder == self.host.inner.config.server_id;
-                super::snapshot_step::take(self, build, workspace, embedded).await?;
+                snapshots = super::snapshot_step::take(self, build, workspace, embedded).await?;
                 Some(saved.plan)
             }
         };
@@ -223,6 +229,7 @@ impl ServerJob {
             forget,
             imports,
             workspace_uid,
+            snapshots,
         })
     }
 
