@@ -41,6 +41,7 @@ async fn setup() -> Setup {
         user,
         roles,
         request_id: None,
+        token_name: None,
     };
     Setup {
         _dir: dir,

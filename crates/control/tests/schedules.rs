@@ -105,6 +105,7 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
         user: user.clone(),
         roles,
         request_id: None,
+        token_name: None,
     };
     let owner = as_caller(&alice, Roles::from([Role::Member]));
     let admin = as_caller(&tess, Roles::from([Role::TemplateAdmin]));

@@ -72,6 +72,7 @@ async fn setup() -> Setup {
             user: alice,
             roles,
             request_id: None,
+            token_name: None,
         },
         version_id: version.id,
         template_id: template.id,

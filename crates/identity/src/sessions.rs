@@ -228,6 +228,7 @@ impl Identity {
             user: credential.user,
             roles: credential.roles,
             request_id,
+            token_name: credential.token.name,
         })
     }
 
@@ -253,6 +254,7 @@ impl Identity {
             user,
             roles,
             request_id,
+            token_name: None,
         })
     }
 
