@@ -77,7 +77,7 @@ use abode_store::Store;
 
 pub use app_hosts::{agent_url_name, AppAddress, AppHost, AppsConfig, WildcardHost};
 pub use apps::{
-    AppRefusal, AppStream, AppView, Apps, APP_AUTH_PATH, APP_SESSION_COOKIE, APP_SESSION_LIFETIME,
+    AppRefusal, AppSession, AppStream, AppView, Apps, APP_AUTH_PATH, APP_SESSION_COOKIE, APP_SESSION_LIFETIME,
 };
 pub use connection_log::{
     ByteCounts, ConnectionClient, ConnectionLog, ConnectionLogQuery, EndReason,
@@ -120,17 +120,18 @@ impl Gateway {
             config.server_id.clone(),
             config.metrics.clone(),
         );
+        let settings = apps::AppsSettings {
+            access_url: config.access_url.clone(),
+            apps,
+            metrics: config.metrics.clone(),
+            log: log.clone(),
+        };
         let connections = Connections::new(
             store.clone(),
             tunnels.clone(),
             control.workspaces().clone(),
             log,
         );
-        let settings = apps::AppsSettings {
-            access_url: config.access_url.clone(),
-            apps,
-            metrics: config.metrics.clone(),
-        };
         let apps = Apps::new(
             store,
             control.clone(),

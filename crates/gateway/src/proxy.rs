@@ -16,7 +16,8 @@ use axum::response::{IntoResponse, Response};
 use hyper_util::rt::TokioIo;
 
 use crate::app_hosts::AppHost;
-use crate::apps::{AppStream, Apps, APP_SESSION_COOKIE, APP_SESSION_LIFETIME};
+use crate::apps::{AppSession, AppStream, Apps, APP_SESSION_COOKIE, APP_SESSION_LIFETIME};
+use crate::connection_log::{ConnectionClient, EndReason};
 use crate::relay::RELAYED_HEADER;
 
 /// A short text answer of the app proxy, never cached.
@@ -225,7 +226,19 @@ pub async fn serve_app(
         stream,
         target,
         app,
+        mut session,
     } = opened;
+    session.from_client(ConnectionClient {
+        ip: request
+            .extensions()
+            .get::<abode_control::ClientAddress>()
+            .map(|client| client.ip.to_string()),
+        user_agent: request
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|agent| agent.to_str().ok())
+            .map(|agent| agent.chars().take(512).collect()),
+    });
     let mut headers = app_request_headers(request.headers(), by_header);
     if let Some(host) = request.headers().get(header::HOST).cloned() {
         headers.insert(HeaderName::from_static("x-forwarded-host"), host);
@@ -235,7 +248,7 @@ pub async fn serve_app(
         "the app {} did not answer on {}:{} in the workspace (is it running?)",
         app.definition.slug, target.host, target.port
     );
-    match forward(stream, request, &uri, headers).await {
+    match forward(stream, request, &uri, headers, session).await {
         Ok(response) => filtered(response),
         Err(error) => {
             tracing::info!(app = %app.definition.slug, %error, "an app did not answer");
@@ -317,12 +330,14 @@ pub async fn relay_app(relay_url: &str, request: Request) -> Response {
 
 /// Sends `request` (to `uri`, with `headers`) over `io` as HTTP/1.1 and
 /// streams the answer back; a WebSocket upgrade is piped both ways once
-/// both sides switched.
+/// both sides switched, logged as an app session (`session`) with its
+/// bytes and end.
 async fn forward<S>(
     io: S,
     mut request: Request,
     uri: &str,
     headers: HeaderMap,
+    session: AppSession,
 ) -> Result<Response, hyper::Error>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
@@ -345,9 +360,20 @@ where
         if let Some(client_upgrade) = client_upgrade {
             tokio::spawn(async move {
                 if let (Ok(client), Ok(upstream)) = (client_upgrade.await, upstream.await) {
+                    let logged = session.log.opened(session.entry);
                     let mut client = TokioIo::new(client);
                     let mut upstream = TokioIo::new(upstream);
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                    let why = match tokio::io::copy_bidirectional(&mut client, &mut upstream).await
+                    {
+                        Ok((to_app, from_app)) => {
+                            let size = |bytes: u64| usize::try_from(bytes).unwrap_or(usize::MAX);
+                            logged.bytes.to_workspace(size(to_app));
+                            logged.bytes.from_workspace(size(from_app));
+                            EndReason::ClientClosed
+                        }
+                        Err(_) => EndReason::Interrupted,
+                    };
+                    logged.close(why).await;
                 }
             });
         }

@@ -83,6 +83,7 @@ mod apps;
 mod assets;
 mod auth;
 mod builds;
+mod connections;
 mod create;
 mod external_auth;
 mod html;
@@ -209,6 +210,7 @@ pub fn router(control: Control, gateway: Gateway) -> Router {
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/:name/revoke", post(tokens::revoke))
         .route("/audit", get(admin::audit))
+        .route("/connections", get(connections::connections))
         .route("/users", get(admin::users).post(admin::create_user))
         .route("/users/:name/roles", post(admin::change_roles))
         .route("/users/:name/suspend", post(admin::suspend_user))
