@@ -519,14 +519,23 @@ async fn apps_by_path_and_subdomain_with_their_share_levels() {
             break apps[0].clone();
         }
         assert!(apps.len() <= 1, "one app session: {log:#}");
-        assert!(std::time::Instant::now() < deadline, "no ended app session: {log:#}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no ended app session: {log:#}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(session["app"], "echo", "{session:#}");
     assert_eq!(session["user"], "alice", "{session:#}");
     assert_eq!(session["workspace"], "alice/dev", "{session:#}");
-    assert!(session["bytes_to_workspace"].as_u64().unwrap() > 0, "{session:#}");
-    assert!(session["bytes_from_workspace"].as_u64().unwrap() > 0, "{session:#}");
+    assert!(
+        session["bytes_to_workspace"].as_u64().unwrap() > 0,
+        "{session:#}"
+    );
+    assert!(
+        session["bytes_from_workspace"].as_u64().unwrap() > 0,
+        "{session:#}"
+    );
 
     // A port shared without a template change, within the template's
     // maximum, takes effect on the next request, and so does its removal.

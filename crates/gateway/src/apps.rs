@@ -284,7 +284,9 @@ impl Apps {
             log: self.inner.config.log.clone(),
             entry: NewConnectionLogEntry {
                 server_id: String::new(),
-                user_id: caller.map(|caller| caller.user.id.clone()).unwrap_or_default(),
+                user_id: caller
+                    .map(|caller| caller.user.id.clone())
+                    .unwrap_or_default(),
                 user_name: caller.map_or_else(
                     || "(anonymous)".to_string(),
                     |caller| caller.user.username.clone(),

@@ -77,7 +77,8 @@ use abode_store::Store;
 
 pub use app_hosts::{agent_url_name, AppAddress, AppHost, AppsConfig, WildcardHost};
 pub use apps::{
-    AppRefusal, AppSession, AppStream, AppView, Apps, APP_AUTH_PATH, APP_SESSION_COOKIE, APP_SESSION_LIFETIME,
+    AppRefusal, AppSession, AppStream, AppView, Apps, APP_AUTH_PATH, APP_SESSION_COOKIE,
+    APP_SESSION_LIFETIME,
 };
 pub use connection_log::{
     ByteCounts, ConnectionClient, ConnectionLog, ConnectionLogQuery, EndReason,
