@@ -17,7 +17,7 @@ use crate::session::Viewer;
 use crate::state::WebState;
 
 #[derive(Deserialize, Default)]
-pub(crate) struct ConnectionFilters {
+pub(crate) struct ConnectionsPageQuery {
     #[serde(default)]
     workspace: Option<String>,
     #[serde(default)]
@@ -35,7 +35,7 @@ fn non_empty(value: Option<String>) -> Option<String> {
 pub(crate) async fn connections(
     State(state): State<WebState>,
     viewer: Viewer,
-    query: Option<Query<ConnectionFilters>>,
+    query: Option<Query<ConnectionsPageQuery>>,
 ) -> Response {
     let filters = query.map(|Query(query)| query).unwrap_or_default();
     let workspace = non_empty(filters.workspace);

@@ -27,7 +27,8 @@
 //! folder archive), `policy.rs` (a template's lifecycle policy and its form),
 //! `retained.rs`, `apps.rs`, `external_auth.rs`, `oidc.rs` (single sign-on's
 //! login and callback), `inbox.rs`, `preferences.rs`, `tokens.rs`, `admin.rs`
-//! (audit log, users and their roles, prebuild pools), `html.rs` (the shell,
+//! (audit log, users and their roles, prebuild pools), `connections.rs` (the
+//! connection log), `html.rs` (the shell,
 //! statuses as words, error pages, redirects), `state.rs` (`WebState`, what
 //! every handler shares), `nav.rs` (the header's navigation, the pages'
 //! addresses), `session.rs` (cookie, CSRF),
