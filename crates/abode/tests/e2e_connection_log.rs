@@ -20,7 +20,7 @@ pub(crate) fn ended_log(
     platform: &Platform,
     config_dir: &std::path::Path,
     count: usize,
-) -> Vec<Value> {
+) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let log = platform
