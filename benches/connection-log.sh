@@ -90,5 +90,6 @@ for round in $(seq 1 "$rounds"); do
 done
 logged_rows="$(ABODE_CONFIG_DIR="$work/logged/config" "$bin" connections log -o json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')"
 echo "entries logged: $logged_rows"
-python3 -c "import statistics; print(f'median ratio logged/unlogged: {statistics.median([${ratios[*]// /,}]):.3f}x')"
+joined="$(IFS=,; echo "${ratios[*]}")"
+python3 -c "import statistics; print(f'median ratio logged/unlogged: {statistics.median([$joined]):.3f}x')"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
