@@ -44,6 +44,17 @@ resource "abode_agent" "main" {
   dir   = abode_volume.home.path
 }
 
+# A start script with its own log (`abode scripts WS --log welcome`). Kept
+# cheap: it runs at every start of every workspace made from this template.
+resource "abode_script" "welcome" {
+  count        = data.abode_workspace.me.start_count
+  agent_id     = abode_agent.main[0].id
+  display_name = "welcome"
+  script       = "echo \"welcome, the workspace started at $(date -u +%H:%M:%S)\""
+  run_on_start = true
+  timeout      = 30
+}
+
 # The workspace's "machine": a local process running the agent. The token goes
 # through the environment, never the command line.
 resource "abode_process" "workspace" {

@@ -53,6 +53,7 @@ mod e2e_roles;
 mod e2e_sandbox;
 mod e2e_schedule_settings;
 mod e2e_scheduler;
+mod e2e_scripts;
 mod e2e_security;
 mod e2e_servers;
 mod e2e_sessions;

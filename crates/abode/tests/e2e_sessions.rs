@@ -261,6 +261,117 @@ fn api_tokens_are_shown_once_work_as_bearers_and_can_be_revoked() {
     assert!(!log.contains(&token), "the token reached the server log");
 }
 
+/// A token narrowed to pushing one template (issue 49): it pushes that
+/// template, created by the push, and everything else is refused with the
+/// scope it needs named; a `read` token reads and changes nothing. Bad
+/// scopes are one line each.
+#[test]
+fn a_template_push_token_pushes_its_template_and_nothing_else() {
+    util::require_terraform();
+    let platform = Platform::start_with(&[]);
+    platform.login_owner();
+    let template = util::repo_root().join("examples/local-workspace");
+    let template = template.to_str().unwrap();
+
+    for (args, says) in [
+        (vec!["--scope", "write"], "unknown scope `write`"),
+        (vec!["--scope", "template:push"], "--template T"),
+        (vec!["--template", "web"], "template:push only"),
+        (vec!["--scope", "all", "--scope", "read"], "give all alone"),
+        (
+            vec!["--scope", "workspace:build", "--workspace", "nope"],
+            "workspace \"nope\" not found",
+        ),
+    ] {
+        let mut command = vec!["tokens", "create", "bad"];
+        command.extend(args);
+        platform.run(&command).fails_with(1, &[says]);
+    }
+
+    let created = platform
+        .run(&[
+            "tokens",
+            "create",
+            "ci-push",
+            "--lifetime",
+            "1h",
+            "--scope",
+            "template:push",
+            "--template",
+            "web",
+        ])
+        .ok();
+    let push_token = created.stdout.trim().to_string();
+    assert!(
+        created.stderr.contains("scope template:push=web"),
+        "{created}"
+    );
+    let read_token = platform
+        .run(&["tokens", "create", "reader", "--scope", "read"])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    let as_token = |token: &str, args: &[&str]| {
+        let mut command = platform.cmd_as(&platform.root().join("no-session"), args);
+        command
+            .env("ABODE_URL", &platform.url)
+            .env("ABODE_TOKEN", token);
+        util::Run::from_output(
+            format!("abode {}", args.join(" ")),
+            command.output().unwrap(),
+        )
+    };
+
+    // Its template, which the push creates.
+    as_token(&push_token, &["templates", "push", "web", "-d", template]).ok();
+    // Anything else: refused, naming the scope that would allow it.
+    as_token(&push_token, &["list"]).fails_with(1, &["needs scope read"]);
+    as_token(&push_token, &["templates", "push", "api", "-d", template])
+        .fails_with(1, &["needs scope template:push for template \"api\""]);
+    let pushed = platform
+        .run(&["templates", "list", "--output", "json"])
+        .ok()
+        .json();
+    let names: Vec<&str> = pushed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|template| template["name"].as_str())
+        .collect();
+    assert_eq!(names, ["web"], "{pushed:#}");
+
+    // A read token reads, and changes nothing.
+    as_token(&read_token, &["list"]).ok();
+    as_token(&read_token, &["templates", "list"]).ok();
+    as_token(&read_token, &["create", "dev", "--template", "web"])
+        .fails_with(1, &["needs scope all"]);
+
+    // The list shows each token's scope; the audit log, the scope asked.
+    let listed = platform
+        .run(&["tokens", "list", "--output", "json"])
+        .ok()
+        .json();
+    let scope_of = |name: &str| {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|token| token["name"] == name)
+            .map(|token| token["scope"].clone())
+    };
+    assert_eq!(scope_of("ci-push").unwrap(), "template:push=web");
+    assert_eq!(scope_of("reader").unwrap(), "read");
+    let created = audit_events(&platform, "api_token.create");
+    assert!(
+        created.iter().any(|event| event["details"]
+            .as_str()
+            .unwrap_or("")
+            .contains("scope=template:push=web")),
+        "{created:#?}"
+    );
+}
+
 #[test]
 fn the_eleventh_failed_login_within_a_minute_is_throttled_and_audited_once() {
     let platform = Platform::start();

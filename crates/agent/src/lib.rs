@@ -26,6 +26,11 @@
 //! and it may be down or restarting: every call is retried with a capped
 //! exponential backoff instead of giving up.
 //!
+//! Its `abode_script`s (`scripts.rs`) run beside the startup script: start
+//! scripts in parallel (`ready` and the tunnel wait for those that block
+//! login), cron scripts once it is ready, stop scripts beside the shutdown
+//! script; every script runs through `run.rs`.
+//!
 //! Once it knows its settings, the agent also keeps its tunnel to the server
 //! (`tunnel.rs`), through which people reach the workspace with
 //! `abode ssh`, OpenSSH and `abode port-forward` (docs/ssh.md): its SSH
@@ -55,12 +60,7 @@
 //!   never through a planted link), one per workspace and agent.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,10 +68,14 @@ use std::time::{Duration, Instant};
 use abode_client::{Client, ClientError};
 use abode_sdk::{AgentHeartbeat, AgentMe};
 
+use crate::run::{expand_home, log_tail, run_script, Startup};
+
 mod apps;
 mod dial_back;
 pub mod git_auth;
 mod pty;
+mod run;
+mod scripts;
 mod ssh;
 pub mod stat;
 mod tunnel;
@@ -162,21 +166,6 @@ struct Agent {
     log_dir: PathBuf,
 }
 
-/// How a startup script ended.
-#[derive(Debug, PartialEq, Eq)]
-enum Startup {
-    /// Exit status 0, or no script at all.
-    Succeeded,
-    /// A non-zero exit status (128 + N when killed by signal N, as shells say).
-    Failed(i32),
-    /// The script could not be started (no `sh`, a missing `dir`, ...).
-    NotRun,
-    /// The agent was told to stop while the script ran.
-    Interrupted,
-    /// It ran past its time and was killed (a shutdown script only).
-    TimedOut,
-}
-
 impl Agent {
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
@@ -252,6 +241,57 @@ impl Agent {
             })
             .unwrap_or(DEFAULT_HEARTBEAT);
         log(&format!("heartbeat every {} ms", interval.as_millis()));
+        let runner = crate::scripts::Runner::new(
+            self.client.clone(),
+            Arc::clone(&self.stop),
+            self.log_dir.clone(),
+            &me,
+        );
+        // Scripts that block login hold the tunnel back until they end.
+        let blocks_login = me
+            .scripts
+            .iter()
+            .any(|script| script.run_on_start && script.start_blocks_login);
+        if !blocks_login {
+            self.open_tunnel(&me);
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(|| self.heartbeats(interval, &me, &runner));
+            scope.spawn(|| self.report_unsaved(&me));
+            if !me.apps.is_empty() {
+                scope.spawn(|| self.check_apps(&me));
+            }
+            let blocking = runner.start(&me.scripts);
+            let mut outcome = self.startup(&me, &runner);
+            for (name, handle) in blocking {
+                let ended = handle.join().ok().flatten().unwrap_or(Startup::NotRun);
+                if ended != Startup::Succeeded && outcome == Startup::Succeeded {
+                    log(&format!("script {name} blocks login and did not succeed"));
+                    outcome = ended;
+                }
+            }
+            if blocks_login && !self.stopped() {
+                self.open_tunnel(&me);
+            }
+            let (state, exit_status) = match outcome {
+                Startup::Succeeded => ("ready", None),
+                Startup::Failed(code) => ("start_error", Some(code)),
+                Startup::NotRun | Startup::TimedOut => ("start_error", None),
+                Startup::Interrupted => return,
+            };
+            if self.retry(&format!("reporting lifecycle {state}"), |c| {
+                c.agent_lifecycle(state, exit_status)
+            }) {
+                log(state);
+            }
+            // Cron scripts run until the agent is stopped; the scope waits
+            // for the heartbeat thread too.
+            runner.crons(&me.scripts);
+        });
+    }
+
+    /// Starts the tunnel through which people reach the workspace.
+    fn open_tunnel(&self, me: &AgentMe) {
         let settings = crate::ssh::SessionSettings {
             dir: me.dir.as_deref().map(expand_home),
             env: me.env.clone(),
@@ -266,26 +306,6 @@ impl Agent {
                 "cannot start the tunnel; the workspace accepts no connections: {error}"
             ));
         }
-        std::thread::scope(|scope| {
-            scope.spawn(|| self.heartbeats(interval, &me));
-            scope.spawn(|| self.report_unsaved(&me));
-            if !me.apps.is_empty() {
-                scope.spawn(|| self.check_apps(&me));
-            }
-            let (state, exit_status) = match self.startup(&me) {
-                Startup::Succeeded => ("ready", None),
-                Startup::Failed(code) => ("start_error", Some(code)),
-                Startup::NotRun | Startup::TimedOut => ("start_error", None),
-                Startup::Interrupted => return,
-            };
-            if self.retry(&format!("reporting lifecycle {state}"), |c| {
-                c.agent_lifecycle(state, exit_status)
-            }) {
-                log(state);
-            }
-            // The heartbeat thread runs until the agent is stopped; the
-            // scope waits for it.
-        });
     }
 
     /// Starts answering Git's credential prompts (`git_auth`) and
@@ -320,7 +340,7 @@ impl Agent {
     /// Heartbeats until the agent is stopped. Each answer says who owns the
     /// workspace now: when that changes (a prebuilt workspace was claimed),
     /// the claim script runs, once per new owner, beside the heartbeats.
-    fn heartbeats(&self, interval: Duration, me: &AgentMe) {
+    fn heartbeats(&self, interval: Duration, me: &AgentMe, runner: &crate::scripts::Runner) {
         let mut failing = false;
         let mut owner = me.owner.clone();
         let home = std::env::var_os("HOME").map(PathBuf::from);
@@ -340,7 +360,7 @@ impl Agent {
                     .filter(|asked| asked.build != shut_down_for)
                 {
                     shut_down_for = asked.build.clone();
-                    self.shut_down(me, asked.clone());
+                    self.shut_down(me, asked.clone(), runner);
                 }
                 if !now.owner.is_empty() && now.owner != owner {
                     owner = now.owner.clone();
@@ -494,10 +514,15 @@ impl Agent {
     /// Runs the shutdown script a stop, restart or delete asked for, on a
     /// thread of its own (heartbeats go on), up to its timeout, its output
     /// in the shutdown log; then tells the server how it ended.
-    fn shut_down(&self, me: &AgentMe, asked: abode_sdk::AgentShutdown) {
+    fn shut_down(
+        &self,
+        me: &AgentMe,
+        asked: abode_sdk::AgentShutdown,
+        runner: &crate::scripts::Runner,
+    ) {
         let log_path = self.log_dir.join(script_log_name("shutdown", me));
         log(&format!(
-            "running the shutdown script (up to {} s); its output goes to {}",
+            "running the shutdown and stop scripts (up to {} s); the shutdown script's output goes to {}",
             asked.timeout_seconds,
             log_path.display()
         ));
@@ -505,16 +530,29 @@ impl Agent {
         let env = me.env.clone();
         let client = self.client.clone();
         let stop = Arc::clone(&self.stop);
+        let runner = runner.clone();
+        let scripts = me.scripts.clone();
         std::thread::spawn(move || {
+            // The stop scripts (`abode_script` run_on_stop) run beside it,
+            // each up to its own timeout.
+            let stops = std::thread::spawn(move || runner.stop_scripts(&scripts));
             let deadline = Instant::now() + Duration::from_secs(asked.timeout_seconds);
-            let outcome = run_script(
-                &asked.script,
-                dir.as_deref(),
-                &env,
-                &log_path,
-                &stop,
-                Some(deadline),
-            );
+            let mut outcome = if asked.script.trim().is_empty() {
+                Startup::Succeeded
+            } else {
+                run_script(
+                    &asked.script,
+                    dir.as_deref(),
+                    &env,
+                    &log_path,
+                    &stop,
+                    Some(deadline),
+                )
+            };
+            let (stopped, stop_output) = stops.join().unwrap_or((Startup::NotRun, String::new()));
+            if outcome == Startup::Succeeded {
+                outcome = stopped;
+            }
             let (name, exit_status) = match outcome {
                 Startup::Succeeded => ("succeeded", None),
                 Startup::Failed(code) => ("failed", Some(i64::from(code))),
@@ -529,7 +567,15 @@ impl Agent {
                 build: asked.build,
                 outcome: name.to_string(),
                 exit_status,
-                output: log_tail(&log_path, 4096),
+                output: {
+                    let mut output = if asked.script.trim().is_empty() {
+                        String::new()
+                    } else {
+                        log_tail(&log_path, 4096)
+                    };
+                    output.push_str(&stop_output);
+                    output
+                },
             };
             // A few tries: the build stops waiting at its own deadline.
             let mut delay = FIRST_RETRY;
@@ -548,8 +594,9 @@ impl Agent {
         });
     }
 
-    /// Runs the agent's startup script, if it has one.
-    fn startup(&self, me: &AgentMe) -> Startup {
+    /// Runs the agent's startup script, if it has one (reported as the
+    /// script `startup_script`).
+    fn startup(&self, me: &AgentMe, runner: &crate::scripts::Runner) -> Startup {
         let Some(script) = me
             .startup_script
             .as_deref()
@@ -562,8 +609,9 @@ impl Agent {
             "running the startup script; its output goes to {}",
             log_path.display()
         ));
-        let dir = me.dir.as_deref().map(expand_home);
-        let outcome = run_startup_script(script, dir.as_deref(), &me.env, &log_path, &self.stop);
+        let outcome = runner
+            .run(crate::scripts::STARTUP_SCRIPT, script, &log_path, None)
+            .unwrap_or(Startup::NotRun);
         match outcome {
             Startup::Succeeded => log("the startup script succeeded"),
             Startup::Failed(code) => log(&format!(
@@ -635,16 +683,6 @@ fn script_log_name(kind: &str, me: &AgentMe) -> String {
     format!("abode-{kind}-{safe}.log")
 }
 
-/// `~` and `~/...` as in a shell, from `HOME`.
-fn expand_home(dir: &str) -> PathBuf {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    match (dir, home) {
-        ("~", Some(home)) => home,
-        (dir, Some(home)) if dir.starts_with("~/") => home.join(&dir[2..]),
-        (dir, _) => PathBuf::from(dir),
-    }
-}
-
 /// Runs `script` with `sh -c` in `dir` (else the agent's own directory), with
 /// `env` added to the agent's environment minus the agent token, writing its
 /// output to `log_path` (replaced, mode 0600). A stop request kills it.
@@ -656,134 +694,6 @@ fn run_startup_script(
     stop: &AtomicBool,
 ) -> Startup {
     run_script(script, dir, env, log_path, stop, None)
-}
-
-/// [`run_startup_script`], and with a `deadline` (a shutdown script) the
-/// script runs in a process group of its own, killed whole at the deadline.
-fn run_script(
-    script: &str,
-    dir: Option<&Path>,
-    env: &BTreeMap<String, String>,
-    log_path: &Path,
-    stop: &AtomicBool,
-    deadline: Option<Instant>,
-) -> Startup {
-    let mut command = Command::new("sh");
-    if deadline.is_some() {
-        std::os::unix::process::CommandExt::process_group(&mut command, 0);
-    }
-    command
-        .arg("-c")
-        .arg(script)
-        .env_remove(abode_contract::AGENT_TOKEN)
-        .envs(env)
-        .stdin(Stdio::null());
-    if let Some(dir) = dir {
-        command.current_dir(dir);
-    }
-    let mut log_file = match open_log(log_path) {
-        Ok(file) => {
-            let clones = file
-                .try_clone()
-                .and_then(|out| Ok((out, file.try_clone()?)));
-            match clones {
-                Ok((stdout, stderr)) => {
-                    command.stdout(stdout).stderr(stderr);
-                    Some(file)
-                }
-                Err(err) => {
-                    log_unwritable(log_path, &err);
-                    None
-                }
-            }
-        }
-        Err(err) => {
-            log_unwritable(log_path, &err);
-            None
-        }
-    };
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(err) => {
-            let place = dir
-                .map(|dir| format!(" in {}", dir.display()))
-                .unwrap_or_default();
-            log(&format!("cannot run the startup script{place}: {err}"));
-            if let Some(file) = log_file.as_mut() {
-                // Best effort: the agent's own output already says it.
-                let _ = writeln!(
-                    file,
-                    "abode agent: cannot run the startup script{place}: {err}"
-                );
-            }
-            return Startup::NotRun;
-        }
-    };
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                let code = status
-                    .code()
-                    .or_else(|| status.signal().map(|signal| 128 + signal))
-                    .unwrap_or(1);
-                return if code == 0 {
-                    Startup::Succeeded
-                } else {
-                    Startup::Failed(code)
-                };
-            }
-            Ok(None) if deadline.is_some_and(|deadline| Instant::now() >= deadline) => {
-                kill_group(&mut child);
-                return Startup::TimedOut;
-            }
-            Ok(None) if stop.load(Ordering::SeqCst) => {
-                log("stopping the startup script");
-                if deadline.is_some() {
-                    kill_group(&mut child);
-                } else {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                }
-                return Startup::Interrupted;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
-            Err(err) => {
-                log(&format!("cannot wait for the startup script: {err}"));
-                return Startup::NotRun;
-            }
-        }
-    }
-}
-
-/// Kills a script started in a process group of its own, and all it started.
-fn kill_group(child: &mut std::process::Child) {
-    if let Ok(pid) = i32::try_from(child.id()) {
-        // Best effort: a group already gone has nothing left to kill.
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// The end of a script's log (at most `max` bytes), for the server.
-fn log_tail(path: &Path, max: u64) -> String {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = File::open(path) else {
-        return String::new();
-    };
-    let length = file.metadata().map(|meta| meta.len()).unwrap_or(0);
-    if file
-        .seek(SeekFrom::Start(length.saturating_sub(max)))
-        .is_err()
-    {
-        return String::new();
-    }
-    let mut bytes = Vec::new();
-    let _ = file.take(max).read_to_end(&mut bytes);
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// What `statvfs` says of the volume holding `home`, as `df` counts it.
@@ -800,34 +710,6 @@ fn home_disk(home: &Path) -> Option<abode_sdk::requests::HomeDisk> {
         used_bytes: total.saturating_sub(free),
         available_bytes: available,
     })
-}
-
-/// The startup log, replaced on every start, readable by its owner only (a
-/// script may print secrets of its own). The old file is removed and a new
-/// one created exclusively, so that a link planted in a shared temporary
-/// directory is never followed.
-fn open_log(path: &Path) -> std::io::Result<File> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-        Err(err) => return Err(err),
-    }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-}
-
-/// Without a log file the script still runs; its output joins the agent's.
-fn log_unwritable(path: &Path, err: &std::io::Error) {
-    log(&format!(
-        "cannot write the startup log {}: {err}; the script's output follows here",
-        path.display()
-    ));
 }
 
 fn me_label(me: Option<&AgentMe>) -> String {
@@ -971,6 +853,7 @@ mod tests {
             dir: None,
             env: BTreeMap::new(),
             apps: Vec::new(),
+            scripts: Vec::new(),
         };
         assert_eq!(
             script_log_name("startup", &me("main")),

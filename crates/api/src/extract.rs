@@ -172,14 +172,28 @@ impl FromRequestParts<AppState> for Authenticated {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let token = session_bearer(parts)?;
-        Ok(Authenticated(
-            state
-                .control
-                .identity()
-                .authenticate_caller(&token, request_id(parts))
-                .await?,
-        ))
+        let caller = state
+            .control
+            .identity()
+            .authenticate_caller(&token, request_id(parts))
+            .await?;
+        route_scope(parts, &caller.scope)?;
+        Ok(Authenticated(caller))
     }
+}
+
+/// Refuses a token whose scope does not reach the route the request matched
+/// (`route_scopes.rs`).
+pub(crate) fn route_scope(
+    parts: &Parts,
+    scope: &abode_control::authz::TokenScope,
+) -> Result<(), ApiError> {
+    let route = parts
+        .extensions
+        .get::<axum::extract::MatchedPath>()
+        .map(axum::extract::MatchedPath::as_str);
+    crate::route_scopes::check(scope, &parts.method, route)
+        .map_err(|refusal| ApiError::new(StatusCode::FORBIDDEN, "forbidden", refusal))
 }
 
 /// The workspace agent of a request (authenticated by its agent token).

@@ -84,6 +84,7 @@ mod prometheus;
 pub mod recovery;
 mod redirect;
 mod request_checks;
+mod route_scopes;
 mod routes;
 mod server;
 mod tls_listener;

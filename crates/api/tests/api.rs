@@ -13,3 +13,4 @@ mod metrics;
 mod request_checks;
 mod roles;
 mod server;
+mod token_scopes;

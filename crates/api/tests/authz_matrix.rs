@@ -443,6 +443,25 @@ async fn every_route_for_every_kind_of_caller() {
 
     // Before the table, whose last row ends the sessions.
     access_lists(&harness, &owner).await;
+    // The owner's scoped tokens, walked after the table.
+    let mut scoped = Vec::new();
+    for scope in crate::token_scopes::SCOPES {
+        let limits = match scope {
+            "template:push" => json!({"templates": ["quick"]}),
+            "read" => json!({}),
+            _ => json!({"workspaces": ["mem/busy", "mem/settled"]}),
+        };
+        let mut body =
+            json!({"name": format!("scoped-{}", scope.replace(':', "-")), "scopes": [scope]});
+        body.as_object_mut()
+            .unwrap()
+            .extend(limits.as_object().unwrap().clone());
+        let (status, answer) = harness
+            .call("POST", "/tokens", Some(&owner), Some(body))
+            .await;
+        assert_eq!(status, 201, "{answer}");
+        scoped.push((scope, answer["token"].as_str().unwrap().to_string()));
+    }
 
     let token_of = |column: Column| -> Option<&str> {
         match column {
@@ -516,6 +535,34 @@ async fn every_route_for_every_kind_of_caller() {
                         "{method} {path} as a suspended owner: expected {expected}, got {status}: {answer}"
                     ));
                 }
+            }
+        }
+    }
+    // Every route with each scoped token of the owner's, on mem's
+    // workspaces (the owner's columns' paths).
+    for (scope, token) in &scoped {
+        for (method, written, body, _) in table() {
+            let path = fill(written, Column::Owner);
+            let (status, answer) = match &body {
+                Body::None => harness.call(method, &path, Some(token), None).await,
+                Body::Json(text) => {
+                    let json: Value = serde_json::from_str(&fill(text, Column::Owner)).unwrap();
+                    harness.call(method, &path, Some(token), Some(json)).await
+                }
+                Body::Archive => {
+                    harness
+                        .push(token, "quick", "", archive(&quick_template()))
+                        .await
+                }
+            };
+            let text = match &body {
+                Body::Json(text) => text,
+                _ => "",
+            };
+            if let Some(mismatch) =
+                crate::token_scopes::judge(scope, method, written, text, status, &answer)
+            {
+                mismatches.push(mismatch);
             }
         }
     }

@@ -35,6 +35,10 @@
 //! authenticate the agent routes only and are no subject here; the routes
 //! before login (`/health`, `/users/first`, `/login`) need none.
 //!
+//! API tokens may carry a scope (`token_scopes.rs`): it only narrows. A
+//! user's subject holds the scope of the token they asked with, and every
+//! answer here first asks the scope, then the roles.
+//!
 //! Beside `authorize`: `widest_scope` for lists and the audit log, and
 //! `roles_granted_any` (the roles that may do an action on anything: whom the
 //! control plane tells of what only they can act on; the store reads the people
@@ -66,344 +70,17 @@
 //!   already have: its start, stop, update and delete need no entry (the
 //!   scheduler's autostart does not either).
 
-use std::fmt;
-
 pub use abode_store::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 
+pub use abode_store::{ScopeGrant, ScopeKind, ScopeObjects, TokenScope};
 pub use abode_store::{SystemActor, TemplateRole};
 
-/// Everything a subject can ask to do through the API (or, for system
-/// actors, from inside the server).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Action {
-    // ---- one's own account ----
-    /// `GET /users/me`.
-    UserReadSelf,
-    /// `POST /logout`: end the session the request carries.
-    SessionLogout,
-    /// `POST /tokens`.
-    TokenCreate,
-    /// `GET /tokens`.
-    TokenList,
-    /// `DELETE /tokens/{name}`.
-    TokenRevoke,
-    /// `GET /notifications`, `POST /notifications/{id}/read`,
-    /// `POST /notifications/read-all`, `GET|POST /notifications/settings`:
-    /// one's own inbox and preferences.
-    NotificationRead,
-    /// `POST /notifications/mandatory` (which kinds nobody can disable) and
-    /// `GET /notifications/failed` (deliveries given up on, everyone's).
-    NotificationPolicy,
-
-    // ---- users ----
-    /// `GET /users`.
-    UserList,
-    /// `POST /users` (with roles other than `member`, also
-    /// [`Action::UserChangeRoles`]: see [`authorize_user_create`]).
-    UserCreate,
-    /// Changing anyone's roles (`abode users roles`).
-    UserChangeRoles,
-    /// Suspending, activating or deleting a person (`abode users
-    /// suspend|activate|delete`); never one's own account, never the last
-    /// owner (both checked by identity).
-    UserChangeStatus,
-
-    // ---- templates (nobody owns a template; its access list says who
-    // uses it: see [`authorize_template`]) ----
-    /// A template, its list, its versions. Refused as "not found": a person
-    /// does not learn that a template they may not use exists.
-    TemplateRead,
-    /// Creating a workspace from a template, starting or updating one of
-    /// its workspaces, claiming one of its prebuilt workspaces.
-    TemplateUse,
-    /// `PUT /templates/{name}/permissions`: a template's access list.
-    TemplatePermissionsEdit,
-    /// `POST /templates/{name}/versions`.
-    TemplatePush,
-    /// `POST /templates/{name}/versions/{n}/activate`.
-    TemplateActivate,
-    /// `POST /templates/{name}/versions/{n}/previews` and reading previews:
-    /// a version planned against every workspace of the template (their
-    /// names and what the guard would say), never applied.
-    TemplatePreview,
-    /// `GET /provisioners`: every server's provisioners, their heartbeat and
-    /// the job each runs (which names workspaces).
-    ProvisionerList,
-    /// `POST /provisioner-keys`: a key an external provisioner daemon
-    /// authenticates with, whose tags decide which builds it takes.
-    ProvisionerKeyCreate,
-    /// `GET /provisioner-keys`.
-    ProvisionerKeyList,
-    /// `DELETE /provisioner-keys/{name}`.
-    ProvisionerKeyDelete,
-    /// `PATCH /templates/{name}/policy`: the template's lifecycle policy
-    /// (autostop, autostart days, dormancy).
-    TemplatePolicyEdit,
-
-    // ---- groups (nobody owns a group) ----
-    /// `GET /groups`, a group and its members.
-    GroupRead,
-    /// Creating, editing and deleting groups, adding and removing members.
-    GroupManage,
-
-    // ---- quotas ----
-    /// `GET /users/{user}/quota`: a person's budget (their groups'
-    /// allowances) and what each of their workspaces costs a day.
-    QuotaRead,
-
-    // ---- workspaces ----
-    /// A workspace's status, builds, logs and remembered protections.
-    WorkspaceRead,
-    /// A new workspace (own: for oneself).
-    WorkspaceCreate,
-    /// A `start` build at the workspace's version.
-    WorkspaceStart,
-    /// A `stop` build.
-    WorkspaceStop,
-    /// A `start` build at another version (`update`, `template_version`).
-    WorkspaceUpdate,
-    /// A `delete` build.
-    WorkspaceDelete,
-    /// Canceling a pending, running or held build.
-    BuildCancel,
-    /// Confirming a held build's saved plan.
-    BuildConfirm,
-    /// Releasing a remembered protection.
-    ProtectionRelease,
-    /// A workspace's schedule (`PUT /workspaces/{ws}/schedule`), extending
-    /// its deadline and waking it from dormancy.
-    WorkspaceScheduleEdit,
-    /// Removing a workspace without running Terraform.
-    WorkspaceOrphan,
-    /// Releasing a workspace's state lock held by a build whose holder was
-    /// lost (`abode workspaces unlock`), after checking that its Terraform
-    /// no longer runs.
-    WorkspaceUnlock,
-    /// Moving a workspace to another host (`abode workspaces move`): its
-    /// builds run there from then on, without the data its volumes hold.
-    WorkspaceMove,
-    /// Reading the Terraform state (it holds every secret of the workspace).
-    WorkspaceStateRead,
-    /// Opening a connection into a running workspace (`abode ssh`,
-    /// `abode port-forward`): a shell as the workspace's user.
-    WorkspaceConnect,
-
-    // ---- prebuilt workspaces (the `prebuilds` system user owns them) ----
-    /// `abode prebuilds status`: every pool's counts.
-    PrebuildsRead,
-    /// `abode prebuilds pause|resume`.
-    PrebuildsPause,
-    /// A `delete` build of a prebuilt workspace, without the right to delete
-    /// people's workspaces.
-    PrebuiltWorkspaceDelete,
-
-    // ---- audit ----
-    /// The audit log (own: events about one's workspaces, logins, tokens).
-    AuditRead,
-}
-
-impl Action {
-    /// Every action, in declaration order.
-    pub const ALL: [Action; 44] = [
-        Action::UserReadSelf,
-        Action::SessionLogout,
-        Action::TokenCreate,
-        Action::TokenList,
-        Action::TokenRevoke,
-        Action::NotificationRead,
-        Action::NotificationPolicy,
-        Action::UserList,
-        Action::UserCreate,
-        Action::UserChangeRoles,
-        Action::UserChangeStatus,
-        Action::TemplateRead,
-        Action::TemplateUse,
-        Action::TemplatePermissionsEdit,
-        Action::TemplatePush,
-        Action::TemplateActivate,
-        Action::TemplatePreview,
-        Action::ProvisionerList,
-        Action::ProvisionerKeyCreate,
-        Action::ProvisionerKeyList,
-        Action::ProvisionerKeyDelete,
-        Action::TemplatePolicyEdit,
-        Action::GroupRead,
-        Action::GroupManage,
-        Action::QuotaRead,
-        Action::WorkspaceRead,
-        Action::WorkspaceCreate,
-        Action::WorkspaceStart,
-        Action::WorkspaceStop,
-        Action::WorkspaceUpdate,
-        Action::WorkspaceDelete,
-        Action::BuildCancel,
-        Action::BuildConfirm,
-        Action::ProtectionRelease,
-        Action::WorkspaceScheduleEdit,
-        Action::WorkspaceOrphan,
-        Action::WorkspaceUnlock,
-        Action::WorkspaceMove,
-        Action::WorkspaceStateRead,
-        Action::WorkspaceConnect,
-        Action::PrebuildsRead,
-        Action::PrebuildsPause,
-        Action::PrebuiltWorkspaceDelete,
-        Action::AuditRead,
-    ];
-
-    /// A stable name (logs, messages, tests).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::UserReadSelf => "user.read_self",
-            Action::SessionLogout => "session.logout",
-            Action::TokenCreate => "token.create",
-            Action::TokenList => "token.list",
-            Action::TokenRevoke => "token.revoke",
-            Action::NotificationRead => "notification.read",
-            Action::NotificationPolicy => "notification.policy",
-            Action::UserList => "user.list",
-            Action::UserCreate => "user.create",
-            Action::UserChangeRoles => "user.change_roles",
-            Action::UserChangeStatus => "user.change_status",
-            Action::TemplateRead => "template.read",
-            Action::TemplateUse => "template.use",
-            Action::TemplatePermissionsEdit => "template.permissions_edit",
-            Action::GroupRead => "group.read",
-            Action::GroupManage => "group.manage",
-            Action::QuotaRead => "quota.read",
-            Action::TemplatePush => "template.push",
-            Action::TemplateActivate => "template.activate",
-            Action::TemplatePreview => "template.preview",
-            Action::ProvisionerList => "provisioner.list",
-            Action::ProvisionerKeyCreate => "provisioner_key.create",
-            Action::ProvisionerKeyList => "provisioner_key.list",
-            Action::ProvisionerKeyDelete => "provisioner_key.delete",
-            Action::TemplatePolicyEdit => "template.policy_edit",
-            Action::WorkspaceRead => "workspace.read",
-            Action::WorkspaceCreate => "workspace.create",
-            Action::WorkspaceStart => "workspace.start",
-            Action::WorkspaceStop => "workspace.stop",
-            Action::WorkspaceUpdate => "workspace.update",
-            Action::WorkspaceDelete => "workspace.delete",
-            Action::BuildCancel => "build.cancel",
-            Action::BuildConfirm => "build.confirm",
-            Action::ProtectionRelease => "protection.release",
-            Action::WorkspaceScheduleEdit => "workspace.schedule_edit",
-            Action::WorkspaceOrphan => "workspace.orphan",
-            Action::WorkspaceUnlock => "workspace.unlock",
-            Action::WorkspaceMove => "workspace.move",
-            Action::WorkspaceStateRead => "workspace.state_read",
-            Action::WorkspaceConnect => "workspace.connect",
-            Action::PrebuildsRead => "prebuilds.read",
-            Action::PrebuildsPause => "prebuilds.pause",
-            Action::PrebuiltWorkspaceDelete => "prebuilt_workspace.delete",
-            Action::AuditRead => "audit.read",
-        }
-    }
-
-    /// What a refusal says: (verb phrase, its object, the object in plural).
-    fn wording(self) -> (&'static str, &'static str, &'static str) {
-        match self {
-            Action::UserReadSelf => ("read", "a user's account", "accounts"),
-            Action::SessionLogout => ("end", "a session", "sessions"),
-            Action::TokenCreate => ("create", "an API token", "API tokens"),
-            Action::TokenList => ("list", "API tokens", "API tokens"),
-            Action::TokenRevoke => ("revoke", "an API token", "API tokens"),
-            Action::NotificationRead => ("read", "notifications", "notifications"),
-            Action::NotificationPolicy => {
-                ("make mandatory", "notification kinds", "notification kinds")
-            }
-            Action::UserList => ("list", "users", "users"),
-            Action::UserCreate => ("create", "users", "users"),
-            Action::UserChangeRoles => ("change", "users' roles", "roles"),
-            Action::UserChangeStatus => ("suspend, activate or delete", "users", "users"),
-            Action::TemplateRead => ("read", "templates", "templates"),
-            Action::TemplateUse => ("use", "templates", "templates"),
-            Action::TemplatePermissionsEdit => {
-                ("edit", "templates' access lists", "templates' access lists")
-            }
-            Action::GroupRead => ("read", "groups", "groups"),
-            Action::GroupManage => ("manage", "groups", "groups"),
-            Action::QuotaRead => ("read", "a quota", "quotas"),
-            Action::TemplatePush => ("push", "templates", "templates"),
-            Action::TemplateActivate => ("activate", "template versions", "template versions"),
-            Action::TemplatePreview => ("preview", "template versions", "template versions"),
-            Action::ProvisionerList => ("list", "provisioners", "provisioners"),
-            Action::ProvisionerKeyCreate => ("create", "provisioner keys", "provisioner keys"),
-            Action::ProvisionerKeyList => ("list", "provisioner keys", "provisioner keys"),
-            Action::ProvisionerKeyDelete => ("delete", "provisioner keys", "provisioner keys"),
-            Action::TemplatePolicyEdit => (
-                "edit",
-                "templates' lifecycle policy",
-                "templates' lifecycle policies",
-            ),
-            Action::WorkspaceRead => ("read", "a workspace", "workspaces"),
-            Action::WorkspaceCreate => ("create", "a workspace", "workspaces"),
-            Action::WorkspaceStart => ("start", "a workspace", "workspaces"),
-            Action::WorkspaceStop => ("stop", "a workspace", "workspaces"),
-            Action::WorkspaceUpdate => ("update", "a workspace", "workspaces"),
-            Action::WorkspaceDelete => ("delete", "a workspace", "workspaces"),
-            Action::BuildCancel => ("cancel", "a build", "builds"),
-            Action::BuildConfirm => ("confirm", "a held build", "held builds"),
-            Action::ProtectionRelease => ("release", "a protection", "protections"),
-            Action::WorkspaceScheduleEdit => {
-                ("change the schedule of", "a workspace", "workspaces")
-            }
-            Action::WorkspaceOrphan => ("remove without Terraform", "a workspace", "workspaces"),
-            Action::WorkspaceUnlock => ("unlock the state of", "a workspace", "workspaces"),
-            Action::WorkspaceMove => ("move to another host", "a workspace", "workspaces"),
-            Action::WorkspaceStateRead => {
-                ("read the Terraform state of", "a workspace", "workspaces")
-            }
-            Action::WorkspaceConnect => ("connect to", "a workspace", "workspaces"),
-            Action::PrebuildsRead => ("read", "the prebuild pools", "prebuild pools"),
-            Action::PrebuildsPause => (
-                "pause or resume",
-                "the prebuilds reconciliation",
-                "the prebuilds reconciliation",
-            ),
-            Action::PrebuiltWorkspaceDelete => {
-                ("delete", "a prebuilt workspace", "prebuilt workspaces")
-            }
-            Action::AuditRead => ("read", "the audit log", "audit events"),
-        }
-    }
-
-    /// Whether the action's objects belong to someone (a workspace, a
-    /// token), so that "own" means something; templates and the user list
-    /// belong to nobody.
-    fn has_owner(self) -> bool {
-        !matches!(
-            self,
-            Action::UserList
-                | Action::UserCreate
-                | Action::UserChangeRoles
-                | Action::UserChangeStatus
-                | Action::NotificationPolicy
-                | Action::TemplateRead
-                | Action::TemplateUse
-                | Action::TemplatePermissionsEdit
-                | Action::GroupRead
-                | Action::GroupManage
-                | Action::TemplatePush
-                | Action::TemplateActivate
-                | Action::TemplatePreview
-                | Action::ProvisionerList
-                | Action::ProvisionerKeyCreate
-                | Action::ProvisionerKeyList
-                | Action::ProvisionerKeyDelete
-                | Action::TemplatePolicyEdit
-                | Action::PrebuildsRead
-                | Action::PrebuildsPause
-        )
-    }
-}
-
-impl fmt::Display for Action {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+mod actions;
+mod token_scopes;
+pub use actions::{Action, Denied};
+pub use token_scopes::{
+    needed_scope, scope_permits, scope_reaches, Reach, ScopedObject, SCOPE_POLICY,
+};
 
 /// Whose objects a grant covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -418,19 +95,39 @@ pub enum Scope {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Subject {
     /// A signed-in user: their id (what "own" compares with an object's
-    /// owner id) and their roles.
+    /// owner id), their roles, and the scope of the token they asked with
+    /// (`all` for a session): see [`scope_permits`].
     User {
         id: String,
         roles: Roles,
+        scope: TokenScope,
     },
     System(SystemActor),
 }
 
 impl Subject {
     pub fn user(id: impl Into<String>, roles: Roles) -> Subject {
+        Subject::scoped(id, roles, TokenScope::all())
+    }
+
+    /// A user asking with a token of `scope`.
+    pub fn scoped(id: impl Into<String>, roles: Roles, scope: TokenScope) -> Subject {
         Subject::User {
             id: id.into(),
             roles,
+            scope,
+        }
+    }
+
+    /// The scope's refusal, if it does not cover `action` on `object`.
+    fn scope_permits(
+        &self,
+        action: Action,
+        object: Option<ScopedObject<'_>>,
+    ) -> Result<(), Denied> {
+        match self {
+            Subject::User { scope, .. } => scope_permits(scope, action, object),
+            Subject::System(_) => Ok(()),
         }
     }
 }
@@ -616,19 +313,35 @@ pub const POLICY: &[Grant] = &[
     },
 ];
 
-/// A refusal, with the one line that says why (and what would allow it).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{reason}")]
-pub struct Denied {
-    pub action: Action,
-    pub reason: String,
-}
-
 /// Whether `actor` may do `action` on an object owned by the user whose id is
 /// `object_owner`. `None` is an object nobody owns (a template) or a request
 /// that covers everyone's objects (every workspace, the whole audit log):
 /// only an `Any` grant allows it.
 pub fn authorize(
+    actor: &Subject,
+    action: Action,
+    object_owner: Option<&str>,
+) -> Result<(), Denied> {
+    actor.scope_permits(action, None)?;
+    authorize_roles(actor, action, object_owner)
+}
+
+/// [`authorize`] for an action on the workspace `workspace_id`, which a
+/// token's scope may name.
+pub fn authorize_workspace(
+    actor: &Subject,
+    action: Action,
+    object_owner: &str,
+    workspace_id: &str,
+) -> Result<(), Denied> {
+    actor.scope_permits(action, Some(ScopedObject::Workspace(workspace_id)))?;
+    authorize_roles(actor, action, Some(object_owner))
+}
+
+/// What the roles alone decide (the scope aside): before the workspace a
+/// request names is looked up, whether the caller could act on others' at
+/// all.
+pub fn authorize_roles(
     actor: &Subject,
     action: Action,
     object_owner: Option<&str>,
@@ -687,6 +400,9 @@ pub fn authorize_app(
 /// The widest scope `actor` holds for `action`, if any: how a list decides
 /// between everyone's rows (`Any`), the actor's (`Own`) and a refusal.
 pub fn widest_scope(actor: &Subject, action: Action) -> Option<Scope> {
+    if actor.scope_permits(action, None).is_err() {
+        return None;
+    }
     if grants(actor, action, Scope::Any) {
         Some(Scope::Any)
     } else if grants(actor, action, Scope::Own) {
@@ -704,8 +420,10 @@ pub fn widest_scope(actor: &Subject, action: Action) -> Option<Scope> {
 pub fn authorize_template(
     actor: &Subject,
     action: Action,
+    template: &str,
     listed: Option<TemplateRole>,
 ) -> Result<(), Denied> {
+    actor.scope_permits(action, Some(ScopedObject::Template(template)))?;
     if grants(actor, action, Scope::Any) || listed_grants(actor, action, listed) {
         return Ok(());
     }
@@ -1091,7 +809,7 @@ mod tests {
         for (action, flags) in EXPECTED_TEMPLATE {
             for (column, (roles, listed)) in template_callers().into_iter().enumerate() {
                 let caller = Subject::user("c", roles.clone());
-                let answer = authorize_template(&caller, *action, listed);
+                let answer = authorize_template(&caller, *action, "t", listed);
                 assert_eq!(
                     answer.is_ok(),
                     allowed(flags, column),
@@ -1110,7 +828,7 @@ mod tests {
             (SystemActor::Prebuilds, Action::TemplatePush, false),
         ];
         for (system, action, expected) in cases {
-            let answer = authorize_template(&Subject::System(system), action, None);
+            let answer = authorize_template(&Subject::System(system), action, "t", None);
             assert_eq!(answer.is_ok(), expected, "{system} {action}");
         }
     }
@@ -1120,15 +838,15 @@ mod tests {
         let member = Subject::user("m", Roles::from([Role::Member]));
         let cases = [
             (
-                authorize_template(&member, Action::TemplateRead, None),
+                authorize_template(&member, Action::TemplateRead, "t", None),
                 "template not found",
             ),
             (
-                authorize_template(&member, Action::TemplatePush, Some(TemplateRole::Use)),
+                authorize_template(&member, Action::TemplatePush, "t", Some(TemplateRole::Use)),
                 "you may not push templates: that needs one of the roles owner, template-admin, or `admin` on the template's access list (yours: use; your roles: member)",
             ),
             (
-                authorize_template(&member, Action::TemplateUse, None),
+                authorize_template(&member, Action::TemplateUse, "t", None),
                 "you may not use templates: that needs one of the roles owner, template-admin, or `use` on the template's access list (you have none; your roles: member)",
             ),
         ];

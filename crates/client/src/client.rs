@@ -225,13 +225,8 @@ impl Client {
     /// answer holds the token, which the server never shows again.
     pub fn create_api_token(
         &self,
-        name: &str,
-        lifetime_seconds: Option<u64>,
+        body: &requests::NewApiToken,
     ) -> Result<CreatedApiToken, ClientError> {
-        let body = requests::NewApiToken {
-            name: name.to_string(),
-            lifetime_seconds,
-        };
         self.finish(
             "POST /tokens",
             self.request("POST", "/tokens").send_json(body),
@@ -858,6 +853,34 @@ impl Client {
         Ok(body.workspace)
     }
 
+    /// The scripts of the workspace's agents, with their latest run.
+    pub fn workspace_scripts(
+        &self,
+        workspace: &str,
+    ) -> Result<Vec<abode_sdk::WorkspaceScript>, ClientError> {
+        let path = format!("/workspaces/{}/scripts", workspace_segment(workspace));
+        let body: abode_sdk::WorkspaceScriptsAnswer =
+            self.finish("GET workspace scripts", self.request("GET", &path).call())?;
+        Ok(body.scripts)
+    }
+
+    /// The end of the output of a script's latest run.
+    pub fn workspace_script_log(
+        &self,
+        workspace: &str,
+        agent: &str,
+        script: &str,
+    ) -> Result<abode_sdk::ScriptLog, ClientError> {
+        let path = format!("/workspaces/{}/scripts/log", workspace_segment(workspace));
+        self.finish(
+            "GET script log",
+            self.request("GET", &path)
+                .query("agent", agent)
+                .query("script", script)
+                .call(),
+        )
+    }
+
     /// The workspace's shared ports.
     pub fn port_shares(&self, workspace: &str) -> Result<Vec<abode_sdk::PortShare>, ClientError> {
         let path = format!("/workspaces/{}/port-shares", workspace_segment(workspace));
@@ -1453,6 +1476,15 @@ impl Client {
     }
 
     /// How the shutdown script a build asked for ended.
+    /// Reports a run of one of the agent's scripts.
+    pub fn agent_script_run(
+        &self,
+        report: &requests::AgentScriptReport,
+    ) -> Result<(), ClientError> {
+        self.check(self.request("POST", "/agent/scripts").send_json(report))
+            .map(drop)
+    }
+
     pub fn agent_shutdown(
         &self,
         report: &requests::AgentShutdownReport,

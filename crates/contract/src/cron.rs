@@ -42,28 +42,28 @@ pub struct Schedule {
     dow_restricted: bool,
 }
 
-struct FieldSpec {
-    name: &'static str,
-    min: u32,
-    max: u32,
+pub(crate) struct FieldSpec {
+    pub(crate) name: &'static str,
+    pub(crate) min: u32,
+    pub(crate) max: u32,
 }
 
-const HOUR: FieldSpec = FieldSpec {
+pub(crate) const HOUR: FieldSpec = FieldSpec {
     name: "hour",
     min: 0,
     max: 23,
 };
-const DAY_OF_MONTH: FieldSpec = FieldSpec {
+pub(crate) const DAY_OF_MONTH: FieldSpec = FieldSpec {
     name: "day-of-month",
     min: 1,
     max: 31,
 };
-const MONTH: FieldSpec = FieldSpec {
+pub(crate) const MONTH: FieldSpec = FieldSpec {
     name: "month",
     min: 1,
     max: 12,
 };
-const DAY_OF_WEEK: FieldSpec = FieldSpec {
+pub(crate) const DAY_OF_WEEK: FieldSpec = FieldSpec {
     name: "day-of-week",
     min: 0,
     max: 7,
@@ -71,7 +71,11 @@ const DAY_OF_WEEK: FieldSpec = FieldSpec {
 
 /// Parses one field (`*`, `n`, `a-b`, `*/s`, `a-b/s`, and comma lists of those)
 /// into the values it matches, indexed from 0.
-fn parse_field(cron: &str, spec: &FieldSpec, text: &str) -> Result<Vec<bool>, CronError> {
+pub(crate) fn parse_field(
+    cron: &str,
+    spec: &FieldSpec,
+    text: &str,
+) -> Result<Vec<bool>, CronError> {
     let error = |reason: String| CronError::Field {
         cron: cron.to_string(),
         field: spec.name,

@@ -151,7 +151,7 @@ fn agent_reference(plan: &Value, change: &Value, module: &str) -> Option<String>
 
 /// The module call names of a module instance address
 /// (`module.a[0].module.b["x"]` is `a`, `b`).
-fn module_calls(module: &str) -> Vec<&str> {
+pub(crate) fn module_calls(module: &str) -> Vec<&str> {
     let mut calls = Vec::new();
     let mut rest = module;
     while let Some(after) = rest.strip_prefix("module.") {

@@ -62,6 +62,7 @@ pub mod log;
 pub mod parameters;
 pub mod presets;
 pub mod retain;
+pub mod script;
 pub mod supervisor;
 pub mod text;
 pub mod vocabulary;

@@ -2,6 +2,7 @@
 //! started), heartbeats and lifecycle reports.
 
 use abode_contract::apps::{AppDefinition, AppHealth};
+use abode_contract::script::ScriptDefinition;
 use abode_store::{Agent, NewAgent, StoreError, Transition, Workspace, WorkspaceApp};
 
 use crate::secrets;
@@ -117,7 +118,7 @@ impl Agents {
                 "exit_status {status} is not an exit status (0 to 255)"
             )));
         }
-        let output = tail(&report.output, SHUTDOWN_OUTPUT_BYTES);
+        let output = abode_contract::script::tail(&report.output, SHUTDOWN_OUTPUT_BYTES);
         let ended = self
             .store
             .end_agent_shutdown(
@@ -135,6 +136,19 @@ impl Agents {
             )));
         }
         Ok(())
+    }
+
+    /// The agent's `abode_script`s.
+    pub async fn agent_scripts(
+        &self,
+        agent: &Agent,
+    ) -> Result<Vec<ScriptDefinition>, ControlError> {
+        Ok(self
+            .store
+            .agent_scripts(&agent.id)
+            .await?
+            .and_then(|json| serde_json::from_str(&json).ok())
+            .unwrap_or_default())
     }
 
     /// What the agent runs when its prebuilt workspace is claimed.
@@ -208,6 +222,15 @@ impl Agents {
                 health = health.as_str(), "app health changed");
         }
         Ok(())
+    }
+
+    /// What `agent` says of a run of one of its scripts (`scripts.rs`).
+    pub async fn agent_script_run(
+        &self,
+        agent: &Agent,
+        report: abode_sdk::requests::AgentScriptReport,
+    ) -> Result<(), ControlError> {
+        crate::scripts::record(&self.store, agent, report).await
     }
 
     /// What `agent`'s scan of the workspace's home found: kept as the
@@ -294,6 +317,46 @@ fn envs_in_state(value: &serde_json::Value, problems: &mut Vec<String>) -> Vec<E
     kept.into_iter().map(|(variable, _)| variable).collect()
 }
 
+/// The `abode_script`s of a state, by the `id` of the agent that runs
+/// them: each checked with the provider's rules, one display name per agent.
+fn scripts_in_state(
+    value: &serde_json::Value,
+    problems: &mut Vec<String>,
+) -> Vec<(String, ScriptDefinition)> {
+    let mut scripts: Vec<(String, ScriptDefinition)> = Vec::new();
+    for instance in crate::state::managed_instances(value) {
+        if instance.resource_type != "abode_script" {
+            continue;
+        }
+        let address = instance.address();
+        let Some(attributes) = instance.object.get("attributes") else {
+            continue;
+        };
+        let Some(agent_id) = attributes
+            .get("agent_id")
+            .and_then(serde_json::Value::as_str)
+        else {
+            problems.push(format!("{address}: no agent_id"));
+            continue;
+        };
+        match ScriptDefinition::from_attributes(attributes) {
+            Ok(script)
+                if scripts.iter().any(|(agent, kept)| {
+                    agent == agent_id && kept.display_name == script.display_name
+                }) =>
+            {
+                problems.push(format!(
+                    "{address}: another script of the same agent is named `{}`; left out",
+                    script.display_name
+                ));
+            }
+            Ok(script) => scripts.push((agent_id.to_string(), script)),
+            Err(error) => problems.push(format!("{address}: {error}")),
+        }
+    }
+    scripts
+}
+
 /// The `abode_app`s of a state, by the `id` of the agent that serves them:
 /// each checked with the provider's rules, and one slug per agent.
 fn apps_in_state(
@@ -336,14 +399,6 @@ fn apps_in_state(
     apps
 }
 
-/// The last `max` bytes of `text`, cut at a character's boundary.
-fn tail(text: &str, max: usize) -> &str {
-    let from = text.len().saturating_sub(max);
-    (from..text.len())
-        .find(|i| text.is_char_boundary(*i))
-        .map_or("", |start| &text[start..])
-}
-
 /// The `abode_agent` resources of a state, with the hash of each token and
 /// what the agent runs at start (`startup_script`, `dir`, `env`), and the
 /// apps each serves. The token itself goes no further than this function.
@@ -352,6 +407,7 @@ pub fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error>
     let mut app_problems = Vec::new();
     let mut apps = apps_in_state(&value, &mut app_problems);
     let mut envs = envs_in_state(&value, &mut app_problems);
+    let mut scripts = scripts_in_state(&value, &mut app_problems);
     let mut agents = Vec::new();
     for agent in crate::state::managed_instances(&value) {
         if agent.resource_type != "abode_agent" {
@@ -408,6 +464,10 @@ pub fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error>
             .into_iter()
             .partition(|(serving, _)| Some(serving) == agent_id.as_ref());
         apps = rest;
+        let (runs, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut scripts)
+            .into_iter()
+            .partition(|(running, _)| Some(running) == agent_id.as_ref());
+        scripts = rest;
         agents.push(NewAgent {
             name: full_name,
             token_hash: secrets::token_hash(token),
@@ -432,6 +492,7 @@ pub fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error>
                         .collect(),
                     None => abode_contract::disk::DEFAULT_WARNING_PERCENTS.to_vec(),
                 },
+                scripts: runs.into_iter().map(|(_, script)| script).collect(),
             },
         });
     }
@@ -439,6 +500,12 @@ pub fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error>
         app_problems.push(format!(
             "abode_env `{}`: no abode_agent of this workspace has the id {}",
             variable.name, variable.agent_id
+        ));
+    }
+    for (agent_id, script) in scripts {
+        app_problems.push(format!(
+            "script `{}`: no abode_agent of this workspace has the id {agent_id}",
+            script.display_name
         ));
     }
     for (agent_id, app) in apps {

@@ -183,6 +183,7 @@ pub mod retained;
 pub mod retention;
 pub mod schedule_settings;
 pub mod scheduler;
+pub mod scripts;
 pub mod state;
 pub mod tags;
 mod templates;

@@ -42,6 +42,7 @@ async fn setup() -> Setup {
         roles,
         request_id: None,
         token_name: None,
+        scope: abode_control::authz::TokenScope::all(),
     };
     Setup {
         _dir: dir,

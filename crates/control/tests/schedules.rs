@@ -106,6 +106,7 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
         roles,
         request_id: None,
         token_name: None,
+        scope: abode_control::authz::TokenScope::all(),
     };
     let owner = as_caller(&alice, Roles::from([Role::Member]));
     let admin = as_caller(&tess, Roles::from([Role::TemplateAdmin]));

@@ -397,12 +397,27 @@ impl Connections {
                 port,
             })),
             Some(Opened::OnServer(url)) => Ok(Opened::OnServer(url)),
-            None => Err(match name {
-                Some(name) => ControlError::Conflict(format!(
-                    "agent \"{name}\" of this workspace is not connected (is the workspace started, and is that its agent's name?)"
-                )),
-                None => agent_not_connected(),
-            }),
+            None => {
+                // An agent whose start scripts block login opens its tunnel
+                // once they ended: say so, and `abode ssh` waits.
+                let starting = self
+                    .store
+                    .agents_of_workspace(&workspace.id)
+                    .await?
+                    .into_iter()
+                    .filter(|agent| name.is_none_or(|name| agent.name == name))
+                    .any(|agent| agent.lifecycle == Some(abode_store::AgentLifecycle::Starting));
+                Err(match name {
+                    _ if starting => ControlError::Conflict(
+                        "the workspace's agent is starting: login waits for its start scripts (start_blocks_login) to end"
+                            .into(),
+                    ),
+                    Some(name) => ControlError::Conflict(format!(
+                        "agent \"{name}\" of this workspace is not connected (is the workspace started, and is that its agent's name?)"
+                    )),
+                    None => agent_not_connected(),
+                })
+            }
         }
     }
 

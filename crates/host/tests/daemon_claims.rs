@@ -73,6 +73,7 @@ async fn setup() -> Setup {
             roles,
             request_id: None,
             token_name: None,
+            scope: abode_control::authz::TokenScope::all(),
         },
         version_id: version.id,
         template_id: template.id,

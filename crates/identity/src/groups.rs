@@ -217,7 +217,7 @@ impl Identity {
                 .store
                 .template_role_of(&template_id, &caller.user.id)
                 .await?;
-            if crate::authz::authorize_template(&subject, action, listed).is_err() {
+            if crate::authz::authorize_template(&subject, action, &template, listed).is_err() {
                 return Err(IdentityError::Forbidden(format!(
                     "group \"{}\" holds `{role}` on template {template}'s access list: changing its members needs `{role}` there yourself, or the owner role",
                     group.name

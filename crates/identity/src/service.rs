@@ -152,12 +152,14 @@ pub struct Caller {
     /// The API token's name, when the request came with one (the
     /// connection log names it beside its owner).
     pub token_name: Option<String>,
+    /// The scope of the API token the request carried; `all` for a session.
+    pub scope: authz::TokenScope,
 }
 
 impl Caller {
     /// What [`authz::authorize`] decides for.
     pub fn subject(&self) -> authz::Subject {
-        authz::Subject::user(self.user.id.clone(), self.roles.clone())
+        authz::Subject::scoped(self.user.id.clone(), self.roles.clone(), self.scope.clone())
     }
 
     /// Whether the caller may do `action` on an object owned by
@@ -168,5 +170,16 @@ impl Caller {
         object_owner: Option<&str>,
     ) -> Result<(), authz::Denied> {
         authz::authorize(&self.subject(), action, object_owner)
+    }
+
+    /// [`Caller::authorize`] on the workspace `workspace_id` of
+    /// `owner_id`, which the token's scope may name.
+    pub fn authorize_workspace(
+        &self,
+        action: authz::Action,
+        owner_id: &str,
+        workspace_id: &str,
+    ) -> Result<(), authz::Denied> {
+        authz::authorize_workspace(&self.subject(), action, owner_id, workspace_id)
     }
 }

@@ -229,6 +229,7 @@ impl Identity {
             roles: credential.roles,
             request_id,
             token_name: credential.token.name,
+            scope: credential.token.scope,
         })
     }
 
@@ -255,6 +256,7 @@ impl Identity {
             roles,
             request_id,
             token_name: None,
+            scope: crate::authz::TokenScope::all(),
         })
     }
 
@@ -373,6 +375,7 @@ impl Identity {
         request_id: Option<String>,
         name: &str,
         lifetime: Option<Duration>,
+        scope: crate::authz::TokenScope,
     ) -> Result<(TokenRecord, String), IdentityError> {
         let (record, user) = self.token_owner(token).await?;
         if record.kind != TokenKind::Session {
@@ -403,6 +406,7 @@ impl Identity {
                 name: name.to_string(),
                 token_hash: secrets::token_hash(&secret),
                 expires_at: self.clock.now_ms().saturating_add(millis(lifetime)),
+                scope: scope.clone(),
             })
             .await
         {
@@ -423,7 +427,7 @@ impl Identity {
                 &user.username,
                 "success",
                 Some(format!(
-                    "name={name} lifetime_seconds={}",
+                    "name={name} lifetime_seconds={} scope={scope}",
                     lifetime.as_secs()
                 )),
             ))

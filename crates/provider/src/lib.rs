@@ -73,6 +73,7 @@ mod preset;
 mod process;
 mod protect;
 mod schema;
+mod script;
 mod volume;
 mod workspace;
 
@@ -154,7 +155,7 @@ impl Provider for AbodeProvider {
         &self,
         _diags: &mut tf_provider::Diagnostics,
     ) -> Option<HashMap<String, Box<dyn DynamicResource>>> {
-        let resources: [(&str, Box<dyn DynamicResource>); 7] = [
+        let resources: [(&str, Box<dyn DynamicResource>); 8] = [
             ("agent", Box::new(Plumbing(agent::AgentResource))),
             ("app", Box::new(Plumbing(app::AppResource))),
             ("env", Box::new(Plumbing(env::EnvResource))),
@@ -162,6 +163,7 @@ impl Provider for AbodeProvider {
             ("metadata", Box::new(Plumbing(metadata::MetadataResource))),
             ("volume", Box::new(Plumbing(volume::VolumeResource))),
             ("process", Box::new(Plumbing(process::ProcessResource))),
+            ("script", Box::new(Plumbing(script::ScriptResource))),
         ];
         Some(
             resources

@@ -127,6 +127,17 @@ pub struct NewApiToken {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifetime_seconds: Option<u64>,
+    /// `all` (the default when empty), `read`, `template:push`,
+    /// `workspace:connect`, `workspace:build` (docs/api.md).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// The templates `template:push` is limited to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub templates: Vec<String>,
+    /// The workspaces (`NAME` or `OWNER/NAME`) the `workspace:*` scopes are
+    /// limited to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workspaces: Vec<String>,
 }
 
 /// `POST /provisioner-keys`: a key for daemons with these tags
@@ -217,6 +228,24 @@ pub struct AgentShutdownReport {
     /// The end of the script's output (at most 4 KiB).
     #[serde(default)]
     pub output: String,
+}
+
+/// `POST /agent/scripts`: a run of one of the agent's scripts, when it
+/// starts, now and then while it runs, and when it ends.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentScriptReport {
+    pub display_name: String,
+    /// `running`, `succeeded`, `failed`, `timed_out` or `not_run`.
+    pub state: String,
+    /// The exit status of a `failed` run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i64>,
+    /// The agent's count of this script's runs (1 for the first).
+    pub run: i64,
+    /// The end of the run's output (at most 64 KiB).
+    #[serde(default)]
+    pub log: String,
 }
 
 /// `POST /agent/external-auth/token`: the owner's token of a provider, by

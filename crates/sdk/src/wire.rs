@@ -623,6 +623,55 @@ pub struct AgentMe {
     /// The agent's apps that have a health check, which it runs.
     #[serde(default)]
     pub apps: Vec<AgentApp>,
+    /// Its `abode_script`s (start, stop and cron scripts).
+    #[serde(default)]
+    pub scripts: Vec<abode_contract::script::ScriptDefinition>,
+}
+
+/// One script of a workspace's agent and its latest run
+/// (`GET /api/v1/workspaces/{owner}/{name}/scripts`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WorkspaceScript {
+    pub agent: String,
+    pub display_name: String,
+    /// `start`, `stop`, `cron` or the agent's own `startup_script`, as the
+    /// script says (`start+cron`...).
+    pub runs_on: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    #[serde(default)]
+    pub start_blocks_login: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_seconds: Option<i64>,
+    /// The latest run: `running`, `succeeded`, `failed`, `timed_out`,
+    /// `not_run`; none before the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// A failed run's exit status (128 + N when killed by signal N).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_status: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_at: Option<String>,
+    /// How many runs the agent has made of it since it started.
+    #[serde(default)]
+    pub runs: i64,
+}
+
+/// `GET /api/v1/workspaces/{owner}/{name}/scripts`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct WorkspaceScriptsAnswer {
+    pub scripts: Vec<WorkspaceScript>,
+}
+
+/// The end of a script's latest output
+/// (`GET /api/v1/workspaces/{owner}/{name}/scripts/log?agent=A&script=S`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ScriptLog {
+    pub agent: String,
+    pub display_name: String,
+    pub log: String,
 }
 
 /// An app an agent checks (`abode_app` with a `healthcheck`).
@@ -786,6 +835,10 @@ pub struct ApiToken {
     pub last_used_at: Option<String>,
     #[serde(default)]
     pub expires_at: Option<String>,
+    /// What the token may be used for, in its stored form: `all`, or grants
+    /// separated by `;` (`template:push=web;workspace:build=ID`).
+    #[serde(default)]
+    pub scope: String,
 }
 
 /// Answer to a token creation, the one that carries the token. Not `Debug`:

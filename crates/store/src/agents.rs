@@ -16,8 +16,27 @@ pub(crate) struct AgentConnection {
     pub(crate) exit_status: Option<i64>,
 }
 
-/// The agent methods of [`crate::Store`]; expanded inside each backend's
-/// `impl`.
+/// An agent's scripts as kept (a JSON list), NULL when it has none.
+pub(crate) fn scripts_json(scripts: &[abode_contract::script::ScriptDefinition]) -> Option<String> {
+    // Serializing strings, numbers and flags cannot fail.
+    (!scripts.is_empty()).then(|| serde_json::to_string(scripts).unwrap_or_default())
+}
+
+/// The longest timeout of an agent's stop scripts, NULL when it has none.
+pub(crate) fn stop_timeout_seconds(
+    scripts: &[abode_contract::script::ScriptDefinition],
+) -> Option<i64> {
+    scripts
+        .iter()
+        .filter(|script| script.run_on_stop)
+        .map(|script| {
+            script
+                .timeout_seconds
+                .unwrap_or(abode_contract::script::DEFAULT_STOP_TIMEOUT_SECONDS)
+        })
+        .max()
+}
+
 /// An agent's tunnel held by some server, as recorded for the others.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct AgentTunnelRow {
@@ -135,8 +154,9 @@ macro_rules! agent_queries {
             sqlx::query(
                 &sql("INSERT INTO agents (id, workspace_id, build_id, name, token_hash, created_at, \
                  startup_script, dir, env, lifecycle, connected_at, last_heartbeat_at, exit_status, \
-                 claim_script, shutdown_script, shutdown_timeout_seconds, disk_warning_percents) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                 claim_script, shutdown_script, shutdown_timeout_seconds, disk_warning_percents, \
+                 scripts, stop_timeout_seconds) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
             )
             .bind(&agent_id)
             .bind(workspace_id)
@@ -163,9 +183,36 @@ macro_rules! agent_queries {
                     .collect::<Vec<_>>()
                     .join(","),
             )
+            .bind(scripts_json(&agent.settings.scripts))
+            .bind(stop_timeout_seconds(&agent.settings.scripts))
             .execute(&mut *tx)
             .await
             .map_err(db_error("agent token"))?;
+        }
+        // A script's latest run stays with an agent that stays (its token
+        // kept); a new or gone agent's runs are forgotten.
+        let ran: Vec<String> = sqlx::query_scalar(&sql(
+            "SELECT DISTINCT agent_name FROM agent_script_runs WHERE workspace_id = ?",
+        ))
+        .bind(workspace_id)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(db_error("script run"))?;
+        for agent_name in ran {
+            let stays = agents.iter().any(|agent| {
+                agent.name == agent_name
+                    && kept.iter().any(|old| old.token_hash == agent.token_hash)
+            });
+            if !stays {
+                sqlx::query(&sql(
+                    "DELETE FROM agent_script_runs WHERE workspace_id = ? AND agent_name = ?",
+                ))
+                .bind(workspace_id)
+                .bind(&agent_name)
+                .execute(&mut *tx)
+                .await
+                .map_err(db_error("script run"))?;
+            }
         }
         tx.commit().await.map_err(StoreError::Database)?;
         Ok(())

@@ -154,12 +154,14 @@ mod retained;
 mod roles;
 mod schedule_settings;
 mod scheduler_tick;
+mod scripts;
 mod server_instances;
 mod shutdowns;
 mod sqlite;
 mod state_locks;
 mod stored;
 mod templates;
+mod token_scope;
 mod tokens;
 mod unsaved;
 mod users;
@@ -213,9 +215,11 @@ pub use retained::{
 pub use roles::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 pub use schedule_settings::{TemplatePolicy, WorkspaceLifecycle};
 pub use scheduler_tick::{TickRow, TickSnapshot};
+pub use scripts::{ScriptRunReport, ScriptRunRow};
 pub use server_instances::ServerInstance;
 pub use shutdowns::{AgentDiskRow, AgentShutdownRow, NewAgentShutdown, ShutdownTarget};
 pub use state_locks::{FencedWrite, StateFence, StateLock};
+pub use token_scope::{ScopeError, ScopeGrant, ScopeKind, ScopeObjects, TokenScope, UnknownScope};
 pub use tokens::{Credential, NewApiToken, TokenKind, TokenRecord, UnknownTokenKind};
 pub use unsaved::UnsavedReportRow;
 
@@ -895,6 +899,21 @@ storage_interface! {
     fn request_unsaved_scan(&self, workspace_id: &str) -> ();
     /// Whether a fresh report was asked for and none came since.
     fn unsaved_scan_requested(&self, workspace_id: &str) -> bool;
+}
+
+// ---- the agents' abode_scripts (scripts.rs) ----
+
+storage_interface! {
+    /// The agent's scripts (a JSON list of their definitions), if it has any.
+    fn agent_scripts(&self, agent_id: &str) -> Option<String>;
+    /// The workspace's agents that have scripts: name and definitions.
+    fn workspace_agent_scripts(&self, workspace_id: &str) -> Vec<(String, String)>;
+    /// What an agent reports of a script's run (now).
+    fn put_script_run(&self, report: &ScriptRunReport<'_>) -> ();
+    /// The latest run of each script of the workspace's agents.
+    fn script_runs(&self, workspace_id: &str) -> Vec<ScriptRunRow>;
+    /// The end of the output of a script's latest run.
+    fn script_run_log(&self, workspace_id: &str, agent_name: &str, display_name: &str) -> Option<String>;
 }
 
 // ---- stop scripts and disk-full warnings (shutdowns.rs) ----

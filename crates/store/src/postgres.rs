@@ -38,6 +38,7 @@ use crate::retained::*;
 use crate::roles::*;
 use crate::schedule_settings::*;
 use crate::scheduler_tick::*;
+use crate::scripts::*;
 use crate::server_instances::*;
 use crate::shutdowns::*;
 use crate::state_locks::*;
@@ -171,6 +172,7 @@ impl PostgresBackend {
     unsaved_queries!();
     connection_log_queries!();
     shutdown_queries!();
+    script_queries!();
     external_auth_queries!();
     host_key_queries!();
     oidc_queries!();

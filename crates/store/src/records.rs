@@ -471,6 +471,8 @@ pub struct AgentSettings {
     pub shutdown_timeout_seconds: Option<i64>,
     /// Thresholds in percent, ascending.
     pub disk_warning_percents: Vec<i64>,
+    /// Its `abode_script`s, checked, one per display name (issue 48).
+    pub scripts: Vec<abode_contract::script::ScriptDefinition>,
 }
 
 /// An app of a workspace, with the agent that serves it and its health.

@@ -3,13 +3,17 @@
 //! what the agents last said of their home volume, with when each
 //! threshold was last told.
 
-/// An agent of a workspace that has a shutdown script.
+/// An agent of a workspace that has a shutdown script or stop scripts
+/// (`abode_script` with `run_on_stop`).
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ShutdownTarget {
     pub agent_id: String,
     pub agent_name: String,
+    /// Empty when the agent has stop scripts only.
     pub script: String,
     pub timeout_seconds: Option<i64>,
+    /// The longest timeout of its stop scripts, if it has any.
+    pub stop_timeout_seconds: Option<i64>,
     pub last_heartbeat_at: Option<i64>,
 }
 
@@ -67,10 +71,12 @@ macro_rules! shutdown_queries {
             workspace_id: &str,
         ) -> Result<Vec<crate::shutdowns::ShutdownTarget>, StoreError> {
             sqlx::query_as(&sql(
-                "SELECT id AS agent_id, name AS agent_name, shutdown_script AS script, \
-                 shutdown_timeout_seconds AS timeout_seconds, last_heartbeat_at FROM agents \
-                 WHERE workspace_id = ? AND shutdown_script IS NOT NULL AND shutdown_script <> '' \
-                 ORDER BY name",
+                "SELECT id AS agent_id, name AS agent_name, \
+                 COALESCE(shutdown_script, '') AS script, \
+                 shutdown_timeout_seconds AS timeout_seconds, stop_timeout_seconds, \
+                 last_heartbeat_at FROM agents WHERE workspace_id = ? \
+                 AND ((shutdown_script IS NOT NULL AND shutdown_script <> '') \
+                 OR stop_timeout_seconds IS NOT NULL) ORDER BY name",
             ))
             .bind(workspace_id)
             .fetch_all(&self.pool)

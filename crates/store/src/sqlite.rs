@@ -42,6 +42,7 @@ use crate::retained::*;
 use crate::roles::*;
 use crate::schedule_settings::*;
 use crate::scheduler_tick::*;
+use crate::scripts::*;
 use crate::server_instances::*;
 use crate::shutdowns::*;
 use crate::state_locks::*;
@@ -165,6 +166,7 @@ impl SqliteBackend {
     unsaved_queries!();
     connection_log_queries!();
     shutdown_queries!();
+    script_queries!();
     external_auth_queries!();
     host_key_queries!();
     oidc_queries!();

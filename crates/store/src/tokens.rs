@@ -44,6 +44,8 @@ pub struct TokenRecord {
     /// follows from the server's policy).
     pub expires_at: Option<i64>,
     pub revoked_at: Option<i64>,
+    /// What the token may be used for: `all` for sessions.
+    pub scope: crate::TokenScope,
 }
 
 /// What a bearer token stands for, read in one query: the token's row, its
@@ -67,6 +69,7 @@ pub(crate) struct CredentialRow {
     t_last_used_at: Option<i64>,
     t_expires_at: Option<i64>,
     t_revoked_at: Option<i64>,
+    t_scope: crate::TokenScope,
     #[sqlx(flatten)]
     user: crate::User,
     granted: Option<crate::Role>,
@@ -86,6 +89,7 @@ pub(crate) fn credential(rows: Vec<CredentialRow>) -> Option<Credential> {
             last_used_at: row.t_last_used_at,
             expires_at: row.t_expires_at,
             revoked_at: row.t_revoked_at,
+            scope: row.t_scope,
         },
         user: row.user,
         roles,
@@ -100,10 +104,11 @@ pub struct NewApiToken {
     /// SHA-256 of the token, hex.
     pub token_hash: String,
     pub expires_at: i64,
+    pub scope: crate::TokenScope,
 }
 
 pub(crate) const TOKEN_COLUMNS: &str =
-    "id, user_id, kind, name, created_at, last_used_at, expires_at, revoked_at";
+    "id, user_id, kind, name, created_at, last_used_at, expires_at, revoked_at, scope";
 
 /// The token methods of [`crate::Store`]; expanded inside each backend's
 /// `impl` next to the other domains' macros.
@@ -126,7 +131,7 @@ macro_rules! token_queries {
         let rows: Vec<CredentialRow> = sqlx::query_as(&sql(
             "SELECT t.id AS t_id, t.user_id AS t_user_id, t.kind AS t_kind, t.name AS t_name, \
              t.created_at AS t_created_at, t.last_used_at AS t_last_used_at, \
-             t.expires_at AS t_expires_at, t.revoked_at AS t_revoked_at, \
+             t.expires_at AS t_expires_at, t.revoked_at AS t_revoked_at, t.scope AS t_scope, \
              u.id, u.username, u.email, u.role, u.password_hash, u.created_at, u.system, u.status, u.last_seen_at, \
              r.role AS granted \
              FROM api_tokens t JOIN users u ON u.id = t.user_id \
@@ -179,8 +184,8 @@ macro_rules! token_queries {
     ) -> Result<TokenRecord, StoreError> {
         let id = new_id();
         sqlx::query(&sql(
-            "INSERT INTO api_tokens (id, user_id, token_hash, created_at, kind, name, expires_at) \
-             VALUES (?, ?, ?, ?, 'api', ?, ?)",
+            "INSERT INTO api_tokens (id, user_id, token_hash, created_at, kind, name, expires_at, scope) \
+             VALUES (?, ?, ?, ?, 'api', ?, ?, ?)",
         ))
         .bind(&id)
         .bind(&token.user_id)
@@ -188,6 +193,7 @@ macro_rules! token_queries {
         .bind(self.now_ms())
         .bind(&token.name)
         .bind(token.expires_at)
+        .bind(token.scope.to_string())
         .execute(&self.pool)
         .await
         .map_err(db_error("token name"))?;

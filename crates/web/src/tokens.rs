@@ -171,7 +171,13 @@ pub(crate) async fn create(
     let outcome = match state
         .control
         .identity()
-        .create_api_token(&viewer.session, request_id(&headers), name, lifetime)
+        .create_api_token(
+            &viewer.session,
+            request_id(&headers),
+            name,
+            lifetime,
+            abode_control::authz::TokenScope::all(),
+        )
         .await
         .map_err(ControlError::from)
     {

@@ -21,6 +21,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/agent/apps/health", post(agent_app_health))
         .route("/agent/unsaved", post(agent_unsaved))
         .route("/agent/shutdown", post(agent_shutdown))
+        .route("/agent/scripts", post(agent_script_run))
         .route(
             "/agent/external-auth/token",
             post(agent_external_auth_token),
@@ -108,6 +109,21 @@ async fn agent_unsaved(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// A run of one of the agent's scripts: begun, going on, ended (docs/api.md).
+async fn agent_script_run(
+    State(state): State<AppState>,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: abode_sdk::requests::AgentScriptReport = parse_json(body)?;
+    state
+        .control
+        .agents()
+        .agent_script_run(&agent, body)
+        .await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
 /// How the shutdown script a build asked for ended (docs/api.md).
 async fn agent_shutdown(
     State(state): State<AppState>,
@@ -175,6 +191,7 @@ async fn agent_me(
 ) -> ApiResult {
     let workspace = state.control.agents().agent_workspace(&agent).await?;
     let claim_script = state.control.agents().agent_claim_script(&agent).await?;
+    let scripts = state.control.agents().agent_scripts(&agent).await?;
     let apps: Vec<abode_sdk::AgentApp> = state
         .control
         .agents()
@@ -216,6 +233,7 @@ async fn agent_me(
             // The `abode_agent`'s env, a map of strings as its schema says.
             env: serde_json::from_str(&agent.env).unwrap_or_default(),
             apps,
+            scripts,
         },
     )
 }

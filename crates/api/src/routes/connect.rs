@@ -194,6 +194,7 @@ impl FromRequestParts<AppState> for Connecting {
             .identity()
             .authenticate_caller(&token, crate::extract::request_id(parts))
             .await?;
+        crate::extract::route_scope(parts, &caller.scope)?;
         Ok(Connecting { caller, token })
     }
 }

@@ -42,8 +42,18 @@ struct Bearer {
 impl FromRequestParts<AppState> for Bearer {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let token = session_bearer(parts)?;
+        // A token that is not good gets the handler's own answer; a good
+        // one's scope must reach the route.
+        if let Ok(caller) = state
+            .control
+            .identity()
+            .authenticate_caller(&token, None)
+            .await
+        {
+            crate::extract::route_scope(parts, &caller.scope)?;
+        }
         Ok(Bearer {
             token,
             request_id: request_id(parts),
@@ -59,6 +69,7 @@ fn api_token_view(token: &TokenRecord) -> abode_sdk::ApiToken {
         created_at: Some(rfc3339(token.created_at)),
         last_used_at: token.last_used_at.map(rfc3339),
         expires_at: token.expires_at.map(rfc3339),
+        scope: token.scope.to_string(),
     }
 }
 
@@ -112,6 +123,7 @@ async fn create_token(
     })?;
     let body: abode_sdk::requests::NewApiToken = serde_json::from_slice(&bytes)
         .map_err(|error| ApiError::bad_request(format!("invalid JSON body: {error}")))?;
+    let scope = token_scope(&state, &bearer, &body).await?;
     let (record, token) = state
         .control
         .identity()
@@ -120,6 +132,7 @@ async fn create_token(
             bearer.request_id,
             &body.name,
             body.lifetime_seconds.map(Duration::from_secs),
+            scope,
         )
         .await?;
     // The one answer that carries a token: it is never shown again.
@@ -131,6 +144,69 @@ async fn create_token(
         }),
     )
         .into_response())
+}
+
+/// The scope a token creation asks for: `all` when it names none; the
+/// workspaces it is limited to by id, each one the caller may read.
+async fn token_scope(
+    state: &AppState,
+    bearer: &Bearer,
+    body: &abode_sdk::requests::NewApiToken,
+) -> Result<abode_control::authz::TokenScope, ApiError> {
+    use abode_control::authz::{ScopeGrant, ScopeKind, ScopeObjects, TokenScope};
+    if body.scopes.is_empty() && body.templates.is_empty() && body.workspaces.is_empty() {
+        return Ok(TokenScope::all());
+    }
+    let kinds = body
+        .scopes
+        .iter()
+        .map(|name| name.parse::<ScopeKind>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| ApiError::bad_request(error.to_string()))?;
+    let limits =
+        |objects: ScopeObjects| kinds.iter().any(|kind| kind.limited_to() == Some(objects));
+    if !body.templates.is_empty() && !limits(ScopeObjects::Templates) {
+        return Err(ApiError::bad_request(
+            "templates limit the scope template:push only: add --scope template:push",
+        ));
+    }
+    if !body.workspaces.is_empty() && !limits(ScopeObjects::Workspaces) {
+        return Err(ApiError::bad_request(
+            "workspaces limit the scopes workspace:connect and workspace:build only: add one of them",
+        ));
+    }
+    let mut workspace_ids = Vec::new();
+    if !body.workspaces.is_empty() {
+        let caller = state
+            .control
+            .identity()
+            .authenticate_caller(&bearer.token, bearer.request_id.clone())
+            .await?;
+        for reference in &body.workspaces {
+            let workspace = state
+                .control
+                .workspaces()
+                .resolve(
+                    &caller,
+                    reference,
+                    abode_control::authz::Action::WorkspaceRead,
+                )
+                .await?;
+            workspace_ids.push(workspace.id);
+        }
+    }
+    let grants = kinds
+        .into_iter()
+        .map(|kind| ScopeGrant {
+            kind,
+            objects: match kind.limited_to() {
+                Some(ScopeObjects::Templates) => body.templates.clone(),
+                Some(ScopeObjects::Workspaces) => workspace_ids.clone(),
+                None => Vec::new(),
+            },
+        })
+        .collect();
+    TokenScope::new(grants).map_err(|error| ApiError::bad_request(error.to_string()))
 }
 
 async fn list_tokens(

@@ -27,6 +27,11 @@ pub(crate) fn routes() -> Router<AppState> {
             "/workspaces/:workspace/unsaved/scan",
             post(request_unsaved_scan),
         )
+        .route("/workspaces/:workspace/scripts", get(workspace_scripts))
+        .route(
+            "/workspaces/:workspace/scripts/log",
+            get(workspace_script_log),
+        )
         .route("/workspaces/:workspace/rename", post(rename_workspace))
         .route("/workspaces/:workspace/restart", post(restart_workspace))
         .route("/workspaces/:workspace/move", post(move_workspace))
@@ -130,6 +135,56 @@ async fn list_workspaces(
         .await?;
     let workspaces: Vec<WorkspaceView> = page.items.iter().map(workspace_view).collect();
     page_answer("workspaces", workspaces, page.next)
+}
+
+/// The scripts of the workspace's agents, with their latest run.
+async fn workspace_scripts(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+) -> ApiResult {
+    let scripts = state
+        .control
+        .workspaces()
+        .scripts(&caller, &workspace)
+        .await?;
+    ok(
+        StatusCode::OK,
+        abode_sdk::WorkspaceScriptsAnswer { scripts },
+    )
+}
+
+#[derive(Deserialize)]
+struct ScriptLogQuery {
+    agent: String,
+    script: String,
+}
+
+/// The end of the output of a script's latest run.
+async fn workspace_script_log(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path(workspace): Path<String>,
+    query: Result<Query<ScriptLogQuery>, axum::extract::rejection::QueryRejection>,
+) -> ApiResult {
+    let Query(query) = query.map_err(|error| {
+        ApiError::bad_request(format!(
+            "give the agent and the script: ?agent=AGENT&script=NAME ({error})"
+        ))
+    })?;
+    let log = state
+        .control
+        .workspaces()
+        .script_log(&caller, &workspace, &query.agent, &query.script)
+        .await?;
+    ok(
+        StatusCode::OK,
+        abode_sdk::ScriptLog {
+            agent: query.agent,
+            display_name: query.script,
+            log,
+        },
+    )
 }
 
 /// Asks the workspace's agent for a fresh report of unsaved work.

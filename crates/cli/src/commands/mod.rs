@@ -24,6 +24,7 @@ mod provisioners;
 mod quota;
 mod retained;
 mod schedule;
+mod scripts;
 mod ssh;
 mod sso;
 mod stat;
@@ -130,6 +131,9 @@ pub enum UserCommand {
     Provisioner(provisioners::ProvisionerCommand),
     /// Open a shell or run a command in a workspace over SSH (docs/ssh.md).
     Ssh(ssh::SshArgs),
+    /// The scripts of a workspace's agents and their latest run, or the
+    /// end of one's output (--log NAME).
+    Scripts(scripts::ScriptsArgs),
     /// What a workspace uses: CPU, memory, its home's disk (inside a
     /// workspace, leave WS out).
     Stat(stat::StatArgs),
@@ -198,6 +202,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Schedule(command) => schedule::run(command),
         UserCommand::Provisioner(command) => provisioners::run(command),
         UserCommand::Ssh(args) => ssh::run(args),
+        UserCommand::Scripts(args) => scripts::run(args),
         UserCommand::Stat(args) => stat::run(args),
         UserCommand::Dotfiles(args) => dotfiles::run(args),
         UserCommand::ConfigSsh(args) => config_ssh::run(args),

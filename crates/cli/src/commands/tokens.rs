@@ -2,7 +2,7 @@
 //!
 //! `create` prints the token once, on stdout alone, so that it can be piped
 //! into a secret store; this is the one place the CLI ever prints a token.
-//! Everything else about a token (name, dates) is safe to show.
+//! Everything else about a token (name, dates, scope) is safe to show.
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
@@ -23,12 +23,32 @@ pub enum TokensCommand {
 #[derive(Debug, Args)]
 pub struct CreateTokenArgs {
     /// A name for the token, unique among your tokens (e.g. `ci`).
-    #[arg(long)]
-    pub name: String,
+    #[arg(value_name = "NAME", required_unless_present = "name_flag")]
+    pub name: Option<String>,
+    /// The same name, as a flag.
+    #[arg(
+        long = "name",
+        id = "name_flag",
+        value_name = "NAME",
+        conflicts_with = "name"
+    )]
+    pub name_flag: Option<String>,
     /// How long the token works: 90m, 24h, 30d, or seconds [default: the
     /// server's maximum, 365d unless configured].
     #[arg(long, value_parser = crate::duration::parse)]
     pub lifetime: Option<std::time::Duration>,
+    /// What the token may do (repeatable): all [default], read,
+    /// template:push, workspace:connect, workspace:build. It never allows
+    /// more than you may do.
+    #[arg(long = "scope", value_name = "SCOPE")]
+    pub scopes: Vec<String>,
+    /// A template `template:push` is limited to (repeatable).
+    #[arg(long = "template", value_name = "T")]
+    pub templates: Vec<String>,
+    /// A workspace (`NAME` or `OWNER/NAME`) the `workspace:*` scopes are
+    /// limited to (repeatable).
+    #[arg(long = "workspace", value_name = "WS")]
+    pub workspaces: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -41,17 +61,25 @@ pub fn run(command: TokensCommand) -> anyhow::Result<u8> {
     let client = session_client()?;
     match command {
         TokensCommand::Create(args) => {
+            let name = args.name.or(args.name_flag).unwrap_or_default();
             let created = client
-                .create_api_token(&args.name, args.lifetime.map(|lifetime| lifetime.as_secs()))
-                .with_context(|| format!("cannot create API token {:?}", args.name))?;
+                .create_api_token(&abode_sdk::requests::NewApiToken {
+                    name: name.clone(),
+                    lifetime_seconds: args.lifetime.map(|lifetime| lifetime.as_secs()),
+                    scopes: args.scopes,
+                    templates: args.templates,
+                    workspaces: args.workspaces,
+                })
+                .with_context(|| format!("cannot create API token {name:?}"))?;
             // The note goes to stderr so that stdout is the token alone.
             let lifetime = args
                 .lifetime
                 .map(|lifetime| format!(" (lifetime {})", crate::duration::format(lifetime)))
                 .unwrap_or_default();
             eprintln!(
-                "Created API token {}{lifetime}, expires {}. It is shown only now: store it safely.",
+                "Created API token {}{lifetime} with scope {}, expires {}. It is shown only now: store it safely.",
                 output::visible(&created.api_token.name),
+                output::visible(&created.api_token.scope),
                 time(created.api_token.expires_at.as_deref()),
             );
             println!("{}", created.token);
@@ -69,11 +97,12 @@ pub fn run(command: TokensCommand) -> anyhow::Result<u8> {
                                 time(token.created_at.as_deref()),
                                 time(token.last_used_at.as_deref()),
                                 time(token.expires_at.as_deref()),
+                                token.scope.clone(),
                             ]
                         })
                         .collect();
                     output::print_table(
-                        &["NAME", "CREATED", "LAST USED", "EXPIRES"],
+                        &["NAME", "CREATED", "LAST USED", "EXPIRES", "SCOPE"],
                         &rows,
                         "No API tokens.",
                     );

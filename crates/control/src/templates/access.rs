@@ -32,6 +32,11 @@ impl Templates {
         name: &str,
         action: Action,
     ) -> Result<Template, ControlError> {
+        authz::scope_permits(
+            &caller.scope,
+            action,
+            Some(authz::ScopedObject::Template(name)),
+        )?;
         let template = self.template(name).await?;
         self.authorize_on(&caller.subject(), &template, action)
             .await?;
@@ -46,14 +51,24 @@ impl Templates {
         template: &Template,
         action: Action,
     ) -> Result<(), ControlError> {
+        // A token whose scope does not name the template is told so, the
+        // same whether the template exists or not.
+        if let Subject::User { scope, .. } = subject {
+            authz::scope_permits(
+                scope,
+                action,
+                Some(authz::ScopedObject::Template(&template.name)),
+            )?;
+        }
         let listed = match subject {
             Subject::User { id, .. } => self.store.template_role_of(&template.id, id).await?,
             Subject::System(_) => None,
         };
-        if authz::authorize_template(subject, Action::TemplateRead, listed).is_err() {
+        if authz::authorize_template(subject, Action::TemplateRead, &template.name, listed).is_err()
+        {
             return Err(not_found(&template.name));
         }
-        authz::authorize_template(subject, action, listed)?;
+        authz::authorize_template(subject, action, &template.name, listed)?;
         Ok(())
     }
 
@@ -81,7 +96,7 @@ impl Templates {
             Actor::User(user) => self.store.template_role_of(&template.id, &user.id).await?,
             Actor::System(_) => None,
         };
-        authz::authorize_template(&subject, Action::TemplateUse, listed)?;
+        authz::authorize_template(&subject, Action::TemplateUse, &template.name, listed)?;
         Ok(())
     }
 

@@ -102,22 +102,29 @@ impl Templates {
         message: &str,
     ) -> Result<(), ControlError> {
         validate_name("template name", name)?;
+        // A token's scope may name a template that does not exist yet.
+        authz::scope_permits(
+            &caller.scope,
+            Action::TemplatePush,
+            Some(authz::ScopedObject::Template(name)),
+        )?;
+        let subject = caller.subject();
         match self.store.template_by_name(name).await {
             Ok(template) => {
                 if let Err(refusal) = self
-                    .authorize_on(&caller.subject(), &template, Action::TemplatePush)
+                    .authorize_on(&subject, &template, Action::TemplatePush)
                     .await
                 {
                     // A template they may not see: the answer a new name
                     // gets, so a push tells nobody whether it exists.
                     if matches!(refusal, ControlError::NotFound(_)) {
-                        caller.authorize(Action::TemplatePush, None)?;
+                        authz::authorize_roles(&subject, Action::TemplatePush, None)?;
                     }
                     return Err(refusal);
                 }
             }
             Err(abode_store::StoreError::NotFound(_)) => {
-                caller.authorize(Action::TemplatePush, None)?
+                authz::authorize_roles(&subject, Action::TemplatePush, None)?
             }
             Err(error) => return Err(error.into()),
         }
@@ -247,6 +254,8 @@ impl Templates {
         after: Option<&str>,
         limit: Option<i64>,
     ) -> Result<Page<Template>, ControlError> {
+        // A list names no template: only a scope that reads any covers it.
+        authz::scope_permits(&caller.scope, Action::TemplateRead, None)?;
         let usable_by = match authz::template_visibility(&caller.subject()) {
             authz::TemplateVisibility::All => None,
             authz::TemplateVisibility::Listed => Some(caller.user.id.as_str()),
@@ -375,7 +384,16 @@ impl Templates {
             }
             // A new template's first version: nothing was ever previewed.
             Err(abode_store::StoreError::NotFound(_)) => {
-                return Ok(caller.authorize(Action::TemplateActivate, None)?)
+                authz::scope_permits(
+                    &caller.scope,
+                    Action::TemplateActivate,
+                    Some(authz::ScopedObject::Template(name)),
+                )?;
+                return Ok(authz::authorize_roles(
+                    &caller.subject(),
+                    Action::TemplateActivate,
+                    None,
+                )?);
             }
             Err(error) => return Err(error.into()),
         };

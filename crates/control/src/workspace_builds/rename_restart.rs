@@ -41,7 +41,7 @@ impl WorkspaceBuilds {
             .workspaces()
             .resolve(caller, reference, Action::WorkspaceStop)
             .await?;
-        caller.authorize(Action::WorkspaceStart, Some(&workspace.owner_id))?;
+        caller.authorize_workspace(Action::WorkspaceStart, &workspace.owner_id, &workspace.id)?;
         if workspace.name == new_name {
             return Err(ControlError::BadRequest(format!(
                 "workspace \"{new_name}\" already has that name"
@@ -117,7 +117,7 @@ impl WorkspaceBuilds {
             .workspaces()
             .resolve(caller, reference, Action::WorkspaceStop)
             .await?;
-        caller.authorize(Action::WorkspaceStart, Some(&workspace.owner_id))?;
+        caller.authorize_workspace(Action::WorkspaceStart, &workspace.owner_id, &workspace.id)?;
         self.builds()
             .request(
                 BuildTarget::Existing(workspace),

@@ -212,6 +212,7 @@ impl Workspaces {
             Some((owner, name)) => (owner, name),
             None => (caller.user.username.as_str(), reference),
         };
+        authz::scope_reaches(&caller.scope, action)?;
         let not_found = || ControlError::NotFound(format!("workspace \"{reference}\" not found"));
         // A pool's workspace is nobody's data: deleting it is a permission
         // of its own, granted without the right to delete people's.
@@ -224,8 +225,9 @@ impl Workspaces {
         let owner_id = if owner == caller.user.username {
             caller.user.id.clone()
         } else {
-            caller.authorize(action, None)?;
-            caller.authorize(Action::WorkspaceRead, None)?;
+            // The roles alone: a token's scope may name this very workspace.
+            authz::authorize_roles(&caller.subject(), action, None)?;
+            authz::authorize_roles(&caller.subject(), Action::WorkspaceRead, None)?;
             match self.inner.store.user_by_name(owner).await {
                 Ok(user) => user.id,
                 Err(StoreError::NotFound(_)) => return Err(not_found()),
@@ -239,7 +241,12 @@ impl Workspaces {
                 .await,
             || format!("workspace \"{reference}\" not found"),
         )?;
-        caller.authorize(action, Some(&workspace.owner_id))?;
+        authz::authorize_workspace(
+            &caller.subject(),
+            action,
+            &workspace.owner_id,
+            &workspace.id,
+        )?;
         // Its owner acting on it is using it (the lifecycle's activity).
         self.note_owner_use(caller, &workspace, action).await;
         Ok(workspace)
@@ -273,6 +280,43 @@ impl Workspaces {
         workspace: &Workspace,
     ) -> Result<Vec<abode_sdk::DiskUsage>, ControlError> {
         crate::disk::usage(&self.inner.store, &self.inner.clock, &workspace.id).await
+    }
+
+    /// The scripts of the workspace's agents with their latest run
+    /// (`scripts.rs`); whoever may read the workspace may list them.
+    pub async fn scripts(
+        &self,
+        caller: &Caller,
+        reference: &str,
+    ) -> Result<Vec<abode_sdk::WorkspaceScript>, ControlError> {
+        let workspace = self
+            .resolve(caller, reference, Action::WorkspaceRead)
+            .await?;
+        crate::scripts::of_workspace(&self.inner.store, &workspace.id).await
+    }
+
+    /// The end of the output of a script's latest run. A script of another
+    /// agent, or one that never ran, is not found.
+    pub async fn script_log(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        agent: &str,
+        script: &str,
+    ) -> Result<String, ControlError> {
+        let workspace = self
+            .resolve(caller, reference, Action::WorkspaceRead)
+            .await?;
+        self.inner
+            .store
+            .script_run_log(&workspace.id, agent, script)
+            .await?
+            .ok_or_else(|| {
+                ControlError::NotFound(format!(
+                    "agent {agent} of workspace {} has not run a script `{script}`",
+                    workspace.name
+                ))
+            })
     }
 
     /// Asks the workspace's agent for a fresh report of unsaved work (its

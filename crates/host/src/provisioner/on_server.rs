@@ -498,6 +498,10 @@ impl ServerJob {
         }
         // Two `abode_env`s that set one name for one agent: refused before
         // anything is applied, naming both.
+        // An `abode_script` whose agent_id names no agent of the plan.
+        if let Some(problem) = script_without_agent(&plan_json) {
+            return Err(Failure::failed(format!("{problem}; nothing was applied")).into());
+        }
         if let Some(problem) = env_duplicate(&plan_json) {
             return Err(Failure::failed(format!("{problem}; nothing was applied")).into());
         }
@@ -646,6 +650,19 @@ fn env_duplicate(plan_json: &[u8]) -> Option<String> {
     }
     let plan = serde_json::from_slice::<serde_json::Value>(plan_json).ok()?;
     abode_contract::env::duplicates_in_plan(&plan)
+        .into_iter()
+        .next()
+}
+
+/// The first `abode_script` of the plan whose `agent_id` names no
+/// `abode_agent` of it (`abode_contract::script`).
+fn script_without_agent(plan_json: &[u8]) -> Option<String> {
+    const TYPE: &[u8] = b"\"abode_script\"";
+    if !plan_json.windows(TYPE.len()).any(|window| window == TYPE) {
+        return None;
+    }
+    let plan = serde_json::from_slice::<serde_json::Value>(plan_json).ok()?;
+    abode_contract::script::unknown_agents_in_plan(&plan)
         .into_iter()
         .next()
 }

@@ -1,7 +1,8 @@
 //! The agents' shutdown scripts (issue 47, part 4): before a stop, restart
 //! or delete is applied (its apply would end the agent's process), each
-//! connected agent with a `shutdown_script` is asked to run it, and the
-//! build waits for it up to its `shutdown_timeout`. An agent that is not
+//! connected agent with a `shutdown_script` or stop scripts (`abode_script`
+//! with `run_on_stop`) is asked to run them, and the build waits for them
+//! up to the longest of their timeouts. An agent that is not
 //! connected, a script that fails or runs past its time, an agent that never
 //! answers: each is logged, and the stop goes on.
 //!
@@ -47,10 +48,21 @@ impl ServerJob {
             .await
             .map_err(storage)?;
         for target in targets {
-            let timeout = target
-                .timeout_seconds
-                .unwrap_or(DEFAULT_TIMEOUT_SECONDS)
+            // The shutdown script and the stop scripts run side by side:
+            // the build waits for the longest.
+            let script_timeout = if target.script.trim().is_empty() {
+                0
+            } else {
+                target.timeout_seconds.unwrap_or(DEFAULT_TIMEOUT_SECONDS)
+            };
+            let timeout = script_timeout
+                .max(target.stop_timeout_seconds.unwrap_or(0))
                 .max(0);
+            let what = match (target.script.trim().is_empty(), target.stop_timeout_seconds) {
+                (false, Some(_)) => "its shutdown and stop scripts",
+                (true, Some(_)) => "its stop scripts",
+                _ => "its shutdown script",
+            };
             let connected = target
                 .last_heartbeat_at
                 .is_some_and(|beat| now - beat <= millis(config.agent_timeouts.heartbeat));
@@ -72,7 +84,7 @@ impl ServerJob {
                     &LogStage::SHUTDOWN,
                     LogLevel::Info,
                     &format!(
-                        "asking agent {} to run its shutdown script (up to {timeout} s)",
+                        "asking agent {} to run {what} (up to {timeout} s)",
                         target.agent_name
                     ),
                 )
@@ -105,6 +117,28 @@ impl ServerJob {
     /// How one agent's shutdown ended, and the end of its output.
     async fn log_shutdown(&self, row: &AgentShutdownRow) {
         let agent = &row.agent_name;
+        if row.script.trim().is_empty() {
+            // Stop scripts only: each one's end is in the output.
+            let ended = match row.outcome.as_deref().unwrap_or_default() {
+                "succeeded" => "ended",
+                "not_connected" => "did not run: the agent is not connected",
+                "no_answer" => "did not say how they ended in time",
+                _ => "did not all succeed",
+            };
+            let level = if ended == "ended" {
+                LogLevel::Info
+            } else {
+                LogLevel::Warn
+            };
+            self.note(
+                &LogStage::SHUTDOWN,
+                level,
+                &format!("agent {agent}: the stop scripts {ended}; the build goes on"),
+            )
+            .await;
+            self.log_output(row).await;
+            return;
+        }
         let (level, line) = match row.outcome.as_deref().unwrap_or_default() {
             "succeeded" => (
                 LogLevel::Info,
@@ -142,6 +176,12 @@ impl ServerJob {
             ),
         };
         self.note(&LogStage::SHUTDOWN, level, &line).await;
+        self.log_output(row).await;
+    }
+
+    /// The end of a shutdown's output, each line after its agent's name.
+    async fn log_output(&self, row: &AgentShutdownRow) {
+        let agent = &row.agent_name;
         let output = row.output.as_deref().unwrap_or_default();
         let lines: Vec<&str> = output.lines().collect();
         for text in &lines[lines.len().saturating_sub(OUTPUT_LINES)..] {

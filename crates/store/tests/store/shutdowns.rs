@@ -37,6 +37,7 @@ async fn a_shutdown_is_asked_once_ended_once_and_logged_once(store: Store) {
             shutdown_script: Some("sync".into()),
             shutdown_timeout_seconds: Some(7),
             disk_warning_percents: vec![90, 98],
+            scripts: Vec::new(),
         },
     )
     .await;
@@ -168,7 +169,102 @@ async fn a_disk_threshold_is_told_once_a_day(store: Store) {
         .unwrap());
 }
 
+/// `abode_script`s (`scripts.rs`): kept with their agent, a stop-only
+/// agent is one to shut down (its longest stop timeout), each run's latest
+/// state and log kept, a new run number a new start; a kept agent keeps its
+/// runs, a new one starts with none.
+async fn scripts_and_their_latest_runs_are_kept(store: Store) {
+    let (clock, hand) = Clock::manual(1_000_000_000_000);
+    let store = store.with_clock(clock);
+    let stop = |name: &str, timeout: Option<i64>| abode_contract::script::ScriptDefinition {
+        display_name: name.into(),
+        script: "sync".into(),
+        run_on_start: false,
+        run_on_stop: true,
+        cron: None,
+        start_blocks_login: false,
+        timeout_seconds: timeout,
+        log_path: None,
+    };
+    let settings = AgentSettings {
+        scripts: vec![stop("a", Some(20)), stop("b", None)],
+        ..Default::default()
+    };
+    let (workspace, build, agent) = with_agent(&store, settings.clone()).await;
+    let targets = store.agents_to_shut_down(&workspace.id).await.unwrap();
+    assert_eq!(
+        (targets[0].script.as_str(), targets[0].stop_timeout_seconds),
+        ("", Some(300))
+    );
+    let scripts = store.agent_scripts(&agent.id).await.unwrap().unwrap();
+    assert!(scripts.contains("\"display_name\":\"a\""), "{scripts}");
+    let report = |state: &'static str, run: i64, log: &'static str| ScriptRunReport {
+        workspace_id: &workspace.id,
+        agent_name: "main[0]",
+        display_name: "a",
+        state,
+        exit_status: (state == "failed").then_some(3),
+        run,
+        log,
+    };
+    store
+        .put_script_run(&report("running", 1, ""))
+        .await
+        .unwrap();
+    hand.advance(Duration::from_secs(5));
+    store
+        .put_script_run(&report("failed", 1, "oops\n"))
+        .await
+        .unwrap();
+    let runs = store.script_runs(&workspace.id).await.unwrap();
+    assert_eq!(
+        (runs[0].state.as_str(), runs[0].exit_status, runs[0].runs),
+        ("failed", Some(3), 1)
+    );
+    assert_eq!(runs[0].started_at, 1_000_000_000_000);
+    assert_eq!(runs[0].ended_at, Some(1_000_000_005_000));
+    store
+        .put_script_run(&report("running", 2, ""))
+        .await
+        .unwrap();
+    let runs = store.script_runs(&workspace.id).await.unwrap();
+    assert_eq!(
+        (runs[0].started_at, runs[0].ended_at),
+        (1_000_000_005_000, None)
+    );
+    assert_eq!(
+        store
+            .script_run_log(&workspace.id, "main[0]", "a")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("")
+    );
+    // The agent kept (same token): its runs stay; a new one starts afresh.
+    let again = |token: &str| NewAgent {
+        name: "main[0]".into(),
+        token_hash: token.into(),
+        startup_script: None,
+        claim_script: None,
+        settings: settings.clone(),
+        dir: None,
+        env: "{}".into(),
+        apps: Vec::new(),
+    };
+    store
+        .replace_agents(&workspace.id, &build.id, &[again("hash-main")])
+        .await
+        .unwrap();
+    assert_eq!(store.script_runs(&workspace.id).await.unwrap().len(), 1);
+    store
+        .replace_agents(&workspace.id, &build.id, &[again("hash-new")])
+        .await
+        .unwrap();
+    assert!(store.script_runs(&workspace.id).await.unwrap().is_empty());
+}
+
 on_every_backend!(
     a_shutdown_is_asked_once_ended_once_and_logged_once,
-    a_disk_threshold_is_told_once_a_day
+    a_disk_threshold_is_told_once_a_day,
+    scripts_and_their_latest_runs_are_kept
 );

@@ -60,6 +60,7 @@ async fn sessions_and_api_tokens_are_found_touched_and_revoked(store: Store) {
         name: name.into(),
         token_hash: hash.into(),
         expires_at: 1_000_000,
+        scope: "read;workspace:build=w1".parse().unwrap(),
     };
     let ci = store
         .create_api_token(&api(&alice, "ci", "h-ci"))
@@ -68,6 +69,10 @@ async fn sessions_and_api_tokens_are_found_touched_and_revoked(store: Store) {
     assert_eq!(ci.kind, TokenKind::Api);
     assert_eq!(ci.name.as_deref(), Some("ci"));
     assert_eq!(ci.expires_at, Some(1_000_000));
+    // The scope reads back typed, from the row and through the credential.
+    assert_eq!(ci.scope.to_string(), "read;workspace:build=w1");
+    let credential = store.credential_by_hash("h-ci").await.unwrap();
+    assert_eq!(credential.token.scope, ci.scope);
     assert!(matches!(
         store.create_api_token(&api(&alice, "ci", "h-ci-2")).await,
         Err(StoreError::Conflict("token name"))
