@@ -16,11 +16,7 @@ use util::{require_terraform, Platform};
 /// ended (the server writes a connection's end as it closes, just after
 /// the client saw it end).
 #[track_caller]
-pub(crate) fn ended_log(
-    platform: &Platform,
-    config_dir: &std::path::Path,
-    count: usize,
-) -> Value {
+pub(crate) fn ended_log(platform: &Platform, config_dir: &std::path::Path, count: usize) -> Value {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let log = platform
