@@ -18,6 +18,7 @@ mod e2e_audit_export;
 mod e2e_backup;
 mod e2e_bad_input;
 mod e2e_cancel;
+mod e2e_connection_log;
 mod e2e_crash;
 mod e2e_daemons;
 mod e2e_daemons_chaos;

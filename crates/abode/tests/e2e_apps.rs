@@ -498,6 +498,44 @@ async fn apps_by_path_and_subdomain_with_their_share_levels() {
         .unwrap()
         .unwrap();
     assert_eq!(echoed.into_text().unwrap(), "echo me");
+    // The WebSocket is an app session in the connection log, with its
+    // bytes and end once it closes (plain requests are not logged).
+    socket.close(None).await.unwrap();
+    drop(socket);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let session = loop {
+        let log = platform
+            .run(&["connections", "log", "-o", "json"])
+            .ok()
+            .json();
+        let apps: Vec<serde_json::Value> = log
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|entry| entry["kind"] == "app")
+            .cloned()
+            .collect();
+        if apps.len() == 1 && !apps[0]["closed_at"].is_null() {
+            break apps[0].clone();
+        }
+        assert!(apps.len() <= 1, "one app session: {log:#}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no ended app session: {log:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(session["app"], "echo", "{session:#}");
+    assert_eq!(session["user"], "alice", "{session:#}");
+    assert_eq!(session["workspace"], "alice/dev", "{session:#}");
+    assert!(
+        session["bytes_to_workspace"].as_u64().unwrap() > 0,
+        "{session:#}"
+    );
+    assert!(
+        session["bytes_from_workspace"].as_u64().unwrap() > 0,
+        "{session:#}"
+    );
 
     // A port shared without a template change, within the template's
     // maximum, takes effect on the next request, and so does its removal.

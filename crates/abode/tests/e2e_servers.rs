@@ -216,6 +216,19 @@ fn a_connection_through_any_server_reaches_the_agent() {
         .ok()
         .json();
     assert_eq!(audit.as_array().unwrap().len(), 1, "{audit:#}");
+    // Logged once, by the server holding the agent's tunnel, with the
+    // address the front saw and the front's own.
+    let logged = crate::e2e_connection_log::ended_log(&front, &front.config_dir(), 1);
+    assert_eq!(logged[0]["server_id"], server_id(&builder), "{logged:#}");
+    assert_eq!(logged[0]["kind"], "ssh", "{logged:#}");
+    assert!(
+        logged[0]["client_ip"].as_str().unwrap().contains(" via "),
+        "{logged:#}"
+    );
+    assert!(
+        logged[0]["bytes_from_workspace"].as_u64().unwrap() > 0,
+        "{logged:#}"
+    );
 
     // A member who may not connect is refused, with the holding server's
     // answer relayed or the front's own.

@@ -530,6 +530,18 @@ impl Server {
         host.claim_server_identity()
             .await
             .map_err(ServerError::Identity)?;
+        // This server id is ours now: the connections it left open when it
+        // was killed are over (docs/connections.md).
+        match gateway.connections().log().end_lost().await {
+            Ok(0) => {}
+            Ok(lost) => tracing::warn!(
+                lost,
+                "connections left open by this server's previous run ended server_lost"
+            ),
+            Err(error) => {
+                tracing::warn!(%error, "cannot end the connections this server's previous run left open")
+            }
+        }
         let (shutdown, shutdown_rx) = watch::channel(false);
         control
             .identity()

@@ -261,6 +261,26 @@ pub fn audit_event_view(event: &AuditEvent) -> sdk::AuditEvent {
     }
 }
 
+pub fn connection_log_view(entry: &abode_store::ConnectionLogEntry) -> sdk::ConnectionLogEntry {
+    sdk::ConnectionLogEntry {
+        id: entry.id.clone(),
+        user: entry.user_name.clone(),
+        token_name: entry.token_name.clone(),
+        workspace: entry.workspace_name.clone(),
+        kind: entry.kind.clone(),
+        app: entry.app.clone(),
+        port: entry.port.and_then(|port| u16::try_from(port).ok()),
+        client_ip: entry.client_ip.clone(),
+        user_agent: entry.user_agent.clone(),
+        opened_at: rfc3339(entry.opened_at),
+        closed_at: entry.closed_at.map(rfc3339),
+        bytes_to_workspace: unsigned(entry.bytes_to_workspace),
+        bytes_from_workspace: unsigned(entry.bytes_from_workspace),
+        end_reason: entry.end_reason.clone(),
+        server_id: entry.server_id.clone(),
+    }
+}
+
 pub fn log_line_view(line: &LogLine) -> sdk::LogLine {
     sdk::LogLine {
         seq: unsigned(line.seq),

@@ -234,6 +234,11 @@ fn table() -> Vec<Row> {
         ("GET", "/audit/export?since=2020-01-01T00:00:00Z", Body::None,                                    [200, 403, 403, 200, 403, 403, 401, 401]),
         ("GET", "/audit/export?format=csv", Body::None,                                                    [200, 403, 403, 200, 403, 403, 401, 401]),
         ("GET", "/audit/export?format=xml", Body::None,                                                    [400, 400, 400, 400, 400, 400, 401, 401]),
+        // ---- the connection log: everyone signed in reads it, filtered to
+        // what they may see (a workspace filter resolves as workspace.read) ----
+        ("GET", "/connections", Body::None,                                                                [200, 200, 200, 200, 200, 200, 401, 401]),
+        ("GET", "/connections?workspace={ws}", Body::None,                                                 [200, 200, 403, 200, 200, 403, 401, 401]),
+        ("GET", "/connections?since=yesterday", Body::None,                                                [400, 400, 400, 400, 400, 400, 401, 401]),
         // ---- the agent's routes ----
         ("GET", "/agent/me", Body::None,                                                                   [401, 401, 401, 401, 401, 401, 401, 200]),
         ("POST", "/agent/heartbeat", Body::None,                                                           [401, 401, 401, 401, 401, 401, 401, 200]),

@@ -1279,6 +1279,22 @@ impl Client {
         Ok(answer.orphans)
     }
 
+    /// The connection log, newest first, every page; `filters`:
+    /// `workspace`, `user`, `since` (docs/api.md).
+    pub fn connections(
+        &self,
+        filters: &[(&str, &str)],
+        limit: Option<usize>,
+    ) -> Result<Vec<abode_sdk::ConnectionLogEntry>, ClientError> {
+        self.pages(
+            "GET /connections",
+            "/connections",
+            "connections",
+            filters,
+            limit,
+        )
+    }
+
     /// Audit events, newest first, optionally of one workspace.
     /// Audit events, newest first, every page; `filters`: `workspace`,
     /// `target`, `actor`, `action`, `since`, `until` (docs/api.md).

@@ -41,6 +41,7 @@ async fn setup() -> Setup {
         user,
         roles,
         request_id: None,
+        token_name: None,
         scope: abode_control::authz::TokenScope::all(),
     };
     Setup {

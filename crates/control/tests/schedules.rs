@@ -105,6 +105,7 @@ async fn owner_requests_record_use_once_a_minute_and_bump_the_deadline() {
         user: user.clone(),
         roles,
         request_id: None,
+        token_name: None,
         scope: abode_control::authz::TokenScope::all(),
     };
     let owner = as_caller(&alice, Roles::from([Role::Member]));

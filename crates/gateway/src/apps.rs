@@ -20,11 +20,14 @@ use abode_credentials::secrets;
 use abode_identity::audit::{audit_event, Audit};
 use abode_metrics::Metrics;
 use abode_sdk::percent_encode as encode;
-use abode_store::{AppTokenKind, PortShare, Store, StoreError, Workspace, WorkspaceApp};
+use abode_store::{
+    AppTokenKind, NewConnectionLogEntry, PortShare, Store, StoreError, Workspace, WorkspaceApp,
+};
 use abode_tunnel::{BoxedStream, MessageIo, StreamKind, StreamRequest};
 use rand::RngCore;
 
 use crate::app_hosts::{agent_url_name, AppAddress, AppHost, AppsConfig};
+use crate::connection_log::{ConnectionClient, ConnectionLog};
 use crate::connections::workspace_event;
 use crate::dial_backs::DialBacks;
 use crate::tunnels::{Opened, Tunnels};
@@ -77,6 +80,25 @@ pub struct AppStream {
     pub stream: BoxedStream,
     pub target: AppTarget,
     pub app: WorkspaceApp,
+    /// The connection log's entry, should the request become an app
+    /// session (a WebSocket: `proxy.rs`).
+    pub session: AppSession,
+}
+
+/// An app request's entry in the connection log, written only if it
+/// upgrades: an app session is a WebSocket through the app (one entry per
+/// socket, with its bytes and end), never a plain HTTP request.
+pub struct AppSession {
+    pub(crate) log: ConnectionLog,
+    pub(crate) entry: NewConnectionLogEntry,
+}
+
+impl AppSession {
+    /// Where the request came from.
+    pub fn from_client(&mut self, client: ConnectionClient) {
+        self.entry.client_ip = client.ip;
+        self.entry.user_agent = client.user_agent;
+    }
 }
 
 /// An app as people see it: its definition, health and addresses.
@@ -134,6 +156,7 @@ pub(crate) struct AppsSettings {
     pub(crate) access_url: String,
     pub(crate) apps: AppsConfig,
     pub(crate) metrics: Metrics,
+    pub(crate) log: ConnectionLog,
 }
 
 impl Apps {
@@ -257,6 +280,27 @@ impl Apps {
             return Err(AppRefusal::NotFound);
         };
         let target = app_target(url).map_err(|_| AppRefusal::NotFound)?;
+        let session = AppSession {
+            log: self.inner.config.log.clone(),
+            entry: NewConnectionLogEntry {
+                server_id: String::new(),
+                user_id: caller
+                    .map(|caller| caller.user.id.clone())
+                    .unwrap_or_default(),
+                user_name: caller.map_or_else(
+                    || "(anonymous)".to_string(),
+                    |caller| caller.user.username.clone(),
+                ),
+                token_name: caller.and_then(|caller| caller.token_name.clone()),
+                workspace_id: workspace.id.clone(),
+                workspace_name: format!("{}/{}", workspace.owner_name, workspace.name),
+                kind: "app".into(),
+                app: Some(app.definition.slug.clone()),
+                port: Some(i64::from(target.port)),
+                client_ip: None,
+                user_agent: None,
+            },
+        };
         if !self.inner.tunnels.started(&workspace.id).await? {
             return Err(AppRefusal::Unavailable(
                 "the workspace is not running: start it first".into(),
@@ -314,6 +358,7 @@ impl Apps {
                 stream,
                 target,
                 app,
+                session,
             }));
         };
         let deadline = tokio::time::Instant::now() + DIAL_BACK_WAIT;
@@ -357,6 +402,7 @@ impl Apps {
             stream,
             target,
             app,
+            session,
         }))
     }
 

@@ -22,6 +22,7 @@ use abode_tunnel::{MessageReceiver, MessageSender, StreamKind, StreamRequest, Te
 use rand::RngCore;
 use tokio::task::JoinHandle;
 
+use crate::connection_log::{ByteCounts, ConnectionClient, ConnectionLog, EndReason, LogEntry};
 use crate::tunnels::{Opened, Tunnels};
 
 /// A stream to a workspace's agent, as messages (the server relays it to a
@@ -44,6 +45,8 @@ pub struct ConnectRequest {
     /// The slug of an `abode_app` with a `command`: the terminal session
     /// runs it (`pty` only).
     pub app: Option<String>,
+    /// Where the request came from (the connection log's).
+    pub client: ConnectionClient,
 }
 
 /// An open connection: the stream to the agent, and its bookkeeping.
@@ -53,9 +56,12 @@ pub struct Connection {
 }
 
 /// The bookkeeping of an open connection into a workspace. Its end is
-/// audited when it is dropped (the connection ended, or its upgrade never
-/// happened), or awaited with [`ConnectionEnd::ended`].
+/// audited and logged when it is dropped (the connection ended, or its
+/// upgrade never happened), or awaited with [`ConnectionEnd::ended`].
 pub struct ConnectionEnd {
+    log: Option<LogEntry>,
+    /// The agent's tunnel: closed at the end, the agent went away.
+    mux: abode_tunnel::Mux,
     audit: Audit,
     caller: Caller,
     workspace_id: String,
@@ -68,11 +74,26 @@ pub struct ConnectionEnd {
 
 impl ConnectionEnd {
     /// Audits the end of the connection (`workspace.disconnect`, with how
-    /// long it lasted) and stops reporting activity.
-    pub async fn ended(mut self) {
+    /// long it lasted), logs it ended `why` (the agent's tunnel closed:
+    /// [`EndReason::AgentGone`]) and stops reporting activity.
+    pub async fn ended(mut self, why: EndReason) {
         self.audited = true;
         self.activity.abort();
+        let why = if self.mux.is_open() {
+            why
+        } else {
+            EndReason::AgentGone
+        };
+        let logged = self.log.take().map(|log| log.close(why));
         self.disconnect_audit().await;
+        if let Some(logged) = logged {
+            logged.await;
+        }
+    }
+
+    /// The bytes each way, counted as they pass.
+    pub fn bytes(&self) -> Option<std::sync::Arc<ByteCounts>> {
+        self.log.as_ref().map(|log| log.bytes.clone())
     }
 
     /// The `workspace.disconnect` event, with how long the connection
@@ -106,6 +127,9 @@ impl Drop for ConnectionEnd {
         }
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(self.disconnect_audit());
+            if let Some(log) = self.log.take() {
+                runtime.spawn(log.close(EndReason::Interrupted));
+            }
         }
     }
 }
@@ -140,6 +164,7 @@ pub struct Connections {
     tunnels: Tunnels,
     workspaces: Workspaces,
     audit: Audit,
+    log: ConnectionLog,
 }
 
 /// A connection's checks passed, on this server: the workspace, its
@@ -152,8 +177,14 @@ struct Prepared {
 }
 
 impl Connections {
-    pub(crate) fn new(store: Store, tunnels: Tunnels, workspaces: Workspaces) -> Connections {
+    pub(crate) fn new(
+        store: Store,
+        tunnels: Tunnels,
+        workspaces: Workspaces,
+        log: ConnectionLog,
+    ) -> Connections {
         Connections {
+            log,
             audit: Audit::new(store.clone()),
             store,
             tunnels,
@@ -209,10 +240,31 @@ impl Connections {
         };
         let header = serde_json::to_vec(&header)
             .map_err(|error| ControlError::Internal(format!("stream header: {error}")))?;
+        // Logged beside the stream's opening (the row is written on a task).
+        let log = self.log.opened(abode_store::NewConnectionLogEntry {
+            server_id: String::new(),
+            user_id: caller.user.id.clone(),
+            user_name: caller.user.username.clone(),
+            token_name: caller.token_name.clone(),
+            workspace_id: workspace.id.clone(),
+            workspace_name: format!("{}/{}", workspace.owner_name, workspace.name),
+            kind: request.kind.as_str().to_string(),
+            app: request.app.clone(),
+            port: port.map(i64::from),
+            client_ip: request.client.ip.clone(),
+            user_agent: request.client.user_agent.clone(),
+        });
         let stream = mux
             .open_messages(header)
             .await
-            .map_err(|_| agent_not_connected())?;
+            .map_err(|_| agent_not_connected());
+        let stream = match stream {
+            Ok(stream) => stream,
+            Err(refused) => {
+                log.close(EndReason::AgentGone).await;
+                return Err(refused);
+            }
+        };
         let target = format!("{}/{}", workspace.owner_name, workspace.name);
         let mut details = format!("kind={}", request.kind.as_str());
         if let Some(port) = port {
@@ -239,6 +291,8 @@ impl Connections {
             ))
             .await;
         let end = ConnectionEnd {
+            log: Some(log),
+            mux,
             audit: self.audit.clone(),
             caller: caller.clone(),
             workspace_id: workspace.id.clone(),
@@ -387,6 +441,11 @@ impl Connections {
                     workspace.name
                 ))
             })
+    }
+
+    /// The log of this server's connections.
+    pub fn log(&self) -> &ConnectionLog {
+        &self.log
     }
 
     /// The workspace's SSH host key seed (hex), created on first use.

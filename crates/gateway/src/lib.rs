@@ -17,6 +17,10 @@
 //!   on a connection of its own.
 //! - `app_hosts.rs`: how a request names an app: a host under the wildcard
 //!   access URL, read whole, or a path under the dashboard's address.
+//! - `connection_log.rs`: the connection log: an entry written as a
+//!   connection opens on the server holding the agent's tunnel, completed
+//!   at its end with its bytes (counted on the relay's path without a
+//!   lock) and how it ended; the page people read.
 //! - `connections.rs`: a person's connection: its checks, the
 //!   authorization (`workspace.connect`), the stream's header, the audit of
 //!   its start and end, and the workspace's activity while it lasts.
@@ -56,6 +60,7 @@
 
 mod app_hosts;
 mod apps;
+mod connection_log;
 mod connections;
 mod dial_backs;
 mod proxy;
@@ -72,12 +77,16 @@ use abode_store::Store;
 
 pub use app_hosts::{agent_url_name, AppAddress, AppHost, AppsConfig, WildcardHost};
 pub use apps::{
-    AppRefusal, AppStream, AppView, Apps, APP_AUTH_PATH, APP_SESSION_COOKIE, APP_SESSION_LIFETIME,
+    AppRefusal, AppSession, AppStream, AppView, Apps, APP_AUTH_PATH, APP_SESSION_COOKIE,
+    APP_SESSION_LIFETIME,
+};
+pub use connection_log::{
+    ByteCounts, ConnectionClient, ConnectionLog, ConnectionLogQuery, EndReason,
 };
 pub use connections::{AgentStream, ConnectRequest, Connection, ConnectionEnd, Connections};
 pub use dial_backs::DialBacks;
 pub use proxy::{exchange_code, plain, redirect, relay_app, serve_app};
-pub use relay::{is_relayed, Refused, Upstream, RELAYED_HEADER};
+pub use relay::{is_relayed, Refused, Upstream, RELAYED_FOR_HEADER, RELAYED_HEADER};
 pub use sockets::{AgentSocket, Reached, MAX_MESSAGE};
 pub use tunnels::{AgentTunnel, Eviction, Opened, Tunnels};
 pub use ws_upgrade::{BufferedUpgrade, NotAnUpgrade, Socket, READ_BUFFER};
@@ -106,13 +115,24 @@ impl Gateway {
             config.relay_url.clone(),
         );
         let dial_backs = DialBacks::default();
-        let connections =
-            Connections::new(store.clone(), tunnels.clone(), control.workspaces().clone());
+        let log = connection_log::ConnectionLog::new(
+            store.clone(),
+            control.workspaces().clone(),
+            config.server_id.clone(),
+            config.metrics.clone(),
+        );
         let settings = apps::AppsSettings {
             access_url: config.access_url.clone(),
             apps,
             metrics: config.metrics.clone(),
+            log: log.clone(),
         };
+        let connections = Connections::new(
+            store.clone(),
+            tunnels.clone(),
+            control.workspaces().clone(),
+            log,
+        );
         let apps = Apps::new(
             store,
             control.clone(),

@@ -16,7 +16,8 @@ use axum::response::{IntoResponse, Response};
 use hyper_util::rt::TokioIo;
 
 use crate::app_hosts::AppHost;
-use crate::apps::{AppStream, Apps, APP_SESSION_COOKIE, APP_SESSION_LIFETIME};
+use crate::apps::{AppSession, AppStream, Apps, APP_SESSION_COOKIE, APP_SESSION_LIFETIME};
+use crate::connection_log::{ByteCounts, ConnectionClient, EndReason};
 use crate::relay::RELAYED_HEADER;
 
 /// A short text answer of the app proxy, never cached.
@@ -225,7 +226,19 @@ pub async fn serve_app(
         stream,
         target,
         app,
+        mut session,
     } = opened;
+    session.from_client(ConnectionClient {
+        ip: request
+            .extensions()
+            .get::<abode_control::ClientAddress>()
+            .map(|client| client.ip.to_string()),
+        user_agent: request
+            .headers()
+            .get(header::USER_AGENT)
+            .and_then(|agent| agent.to_str().ok())
+            .map(|agent| agent.chars().take(512).collect()),
+    });
     let mut headers = app_request_headers(request.headers(), by_header);
     if let Some(host) = request.headers().get(header::HOST).cloned() {
         headers.insert(HeaderName::from_static("x-forwarded-host"), host);
@@ -235,7 +248,7 @@ pub async fn serve_app(
         "the app {} did not answer on {}:{} in the workspace (is it running?)",
         app.definition.slug, target.host, target.port
     );
-    match forward(stream, request, &uri, headers).await {
+    match forward(stream, request, &uri, headers, Some(session)).await {
         Ok(response) => filtered(response),
         Err(error) => {
             tracing::info!(app = %app.definition.slug, %error, "an app did not answer");
@@ -306,23 +319,26 @@ pub async fn relay_app(relay_url: &str, request: Request) -> Response {
         };
         let connector = tokio_rustls::TlsConnector::from(abode_tls::client_config());
         match connector.connect(name, tcp).await {
-            Ok(tls) => forward(tls, request, &uri, headers).await,
+            Ok(tls) => forward(tls, request, &uri, headers, None).await,
             Err(error) => return unreachable(error.to_string()),
         }
     } else {
-        forward(tcp, request, &uri, headers).await
+        forward(tcp, request, &uri, headers, None).await
     };
     answer.unwrap_or_else(|error| unreachable(error.to_string()))
 }
 
 /// Sends `request` (to `uri`, with `headers`) over `io` as HTTP/1.1 and
 /// streams the answer back; a WebSocket upgrade is piped both ways once
-/// both sides switched.
+/// both sides switched, logged as an app session (`session`; none for a
+/// request relayed to the holding server, which logs it) with its bytes
+/// and end.
 async fn forward<S>(
     io: S,
     mut request: Request,
     uri: &str,
     headers: HeaderMap,
+    session: Option<AppSession>,
 ) -> Result<Response, hyper::Error>
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static,
@@ -345,9 +361,31 @@ where
         if let Some(client_upgrade) = client_upgrade {
             tokio::spawn(async move {
                 if let (Ok(client), Ok(upstream)) = (client_upgrade.await, upstream.await) {
-                    let mut client = TokioIo::new(client);
-                    let mut upstream = TokioIo::new(upstream);
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                    let logged = session.map(|session| session.log.opened(session.entry));
+                    let bytes = logged
+                        .as_ref()
+                        .map(|logged| logged.bytes.clone())
+                        .unwrap_or_default();
+                    // Counted as read, so that a connection cut mid-way
+                    // still says what it carried.
+                    let mut client = Counted {
+                        io: TokioIo::new(client),
+                        bytes: bytes.clone(),
+                        to_workspace: true,
+                    };
+                    let mut upstream = Counted {
+                        io: TokioIo::new(upstream),
+                        bytes,
+                        to_workspace: false,
+                    };
+                    let copied = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                    if let Some(logged) = logged {
+                        let why = match copied {
+                            Ok(_) => EndReason::ClientClosed,
+                            Err(_) => EndReason::Interrupted,
+                        };
+                        logged.close(why).await;
+                    }
                 }
             });
         }
@@ -356,6 +394,59 @@ where
     }
     let (parts, body) = response.into_parts();
     Ok(Response::from_parts(parts, Body::new(body)))
+}
+
+/// One side of an app session's socket, counting what is read from it
+/// into the connection log's counters (a relaxed atomic add per read).
+struct Counted<T> {
+    io: T,
+    bytes: std::sync::Arc<ByteCounts>,
+    /// Read from the person (else: from the app).
+    to_workspace: bool,
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Counted<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.io).poll_read(cx, buf);
+        let read = buf.filled().len().saturating_sub(before);
+        if read > 0 {
+            if self.to_workspace {
+                self.bytes.to_workspace(read);
+            } else {
+                self.bytes.from_workspace(read);
+            }
+        }
+        polled
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Counted<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,9 @@ use crate::connections::ConnectRequest;
 
 /// Marks a request relayed by another server.
 pub const RELAYED_HEADER: &str = "x-abode-relayed";
+/// The client address the relaying server saw (the holding server logs it
+/// as `ADDRESS via RELAYING-SERVER`: what was said, and who said it).
+pub const RELAYED_FOR_HEADER: &str = "x-abode-relayed-for";
 
 /// The open connection to the holding server.
 pub type Upstream =
@@ -45,6 +48,7 @@ struct RelayTarget<'a> {
     port: Option<u16>,
     agent: Option<&'a str>,
     terminal: Option<&'a abode_tunnel::TerminalOpen>,
+    client: &'a crate::ConnectionClient,
 }
 
 impl RelayTarget<'_> {
@@ -109,6 +113,7 @@ pub async fn open(
         port: request.port,
         agent: request.agent.as_deref(),
         terminal: request.terminal.as_ref(),
+        client: &request.client,
     };
     let mut request = target
         .url()?
@@ -128,6 +133,24 @@ pub async fn open(
         RELAYED_HEADER,
         tungstenite::http::HeaderValue::from_static("1"),
     );
+    // Who connected, for the holding server's connection log.
+    let client = &target.client;
+    if let Some(value) = client
+        .ip
+        .as_deref()
+        .and_then(|ip| tungstenite::http::HeaderValue::from_str(ip).ok())
+    {
+        request.headers_mut().insert(RELAYED_FOR_HEADER, value);
+    }
+    if let Some(value) = client
+        .user_agent
+        .as_deref()
+        .and_then(|agent| tungstenite::http::HeaderValue::from_str(agent).ok())
+    {
+        request
+            .headers_mut()
+            .insert(tungstenite::http::header::USER_AGENT, value);
+    }
     // The servers' trust: the system's authorities and --ca-cert.
     let tls = tokio_tungstenite::Connector::Rustls(abode_tls::client_config());
     match tokio_tungstenite::connect_async_tls_with_config(request, None, false, Some(tls)).await {

@@ -19,6 +19,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame as TunnelCloseFrame;
 use tokio_tungstenite::tungstenite::Message as TunnelMessage;
 
+use crate::connection_log::{ByteCounts, EndReason};
 use crate::connections::{AgentStream, Connection};
 use crate::relay::{self, Upstream};
 use crate::tunnels::{Eviction, Tunnels};
@@ -168,13 +169,15 @@ pub(crate) async fn carry(
     match reached {
         Reached::Agent(connection) => {
             let Connection { stream, end } = *connection;
-            tokio::select! {
-                () = pipe(socket, stream) => {}
+            let bytes = end.bytes().unwrap_or_default();
+            let why = tokio::select! {
+                why = pipe(socket, stream, &bytes) => why,
                 () = until_refused(identity, &token) => {
                     tracing::info!(workspace = %workspace, "closing a connection whose credential no longer holds");
+                    EndReason::Refused
                 }
-            }
-            end.ended().await;
+            };
+            end.ended(why).await;
         }
         Reached::Server(upstream) => {
             tokio::select! {
@@ -242,12 +245,20 @@ async fn until_refused(identity: &Identity, token: &str) {
 /// futures, so one waiting for the agent's credit never stops the other
 /// (an SSH server blocked on its output would otherwise never read the
 /// input that unblocks it).
-async fn pipe(socket: WebSocket, (mut to_agent, mut from_agent): AgentStream) {
+///
+/// The bytes each way are counted in `bytes` as they pass (one relaxed
+/// atomic add per message); what it returns is how it ended.
+async fn pipe(
+    socket: WebSocket,
+    (mut to_agent, mut from_agent): AgentStream,
+    bytes: &ByteCounts,
+) -> EndReason {
     let (mut sink, mut source) = socket.split();
     let started = tokio::time::Instant::now();
     // When the person was last heard from (ms after `started`).
     let last_heard = AtomicU64::new(0);
     let (person_done, mut person_done_seen) = tokio::sync::watch::channel(false);
+    let counts = bytes;
     // Ends when the person's socket does.
     let upstream = async {
         let mut forwarding = true;
@@ -263,6 +274,8 @@ async fn pipe(socket: WebSocket, (mut to_agent, mut from_agent): AgentStream) {
                     } else if to_agent.send(&bytes).await.is_err() {
                         forwarding = false;
                         let _ = person_done.send(true);
+                    } else {
+                        counts.to_workspace(bytes.len());
                     }
                 }
                 Message::Close(_) => break,
@@ -276,19 +289,21 @@ async fn pipe(socket: WebSocket, (mut to_agent, mut from_agent): AgentStream) {
         let mut agent_done = false;
         loop {
             if agent_done && *person_done_seen.borrow() {
-                return;
+                return EndReason::ClientClosed;
             }
             tokio::select! {
                 bytes = from_agent.recv(), if !agent_done => {
                     let sent = match bytes {
                         // What else arrived already leaves in the same write.
                         Some(bytes) => {
+                            counts.from_workspace(bytes.len());
                             let mut fed = sink.feed(Message::Binary(bytes)).await;
                             for _ in 0..BATCH {
                                 let Some(bytes) = from_agent.try_recv().await else { break };
                                 if fed.is_err() {
                                     break;
                                 }
+                                counts.from_workspace(bytes.len());
                                 fed = sink.feed(Message::Binary(bytes)).await;
                             }
                             match fed {
@@ -304,27 +319,28 @@ async fn pipe(socket: WebSocket, (mut to_agent, mut from_agent): AgentStream) {
                         }
                     };
                     if sent.is_err() {
-                        return;
+                        return EndReason::ClientClosed;
                     }
                 }
                 changed = person_done_seen.changed() => {
                     if changed.is_err() {
-                        return;
+                        return EndReason::ClientClosed;
                     }
                 }
                 _ = ping.tick() => {
                     let heard = Duration::from_millis(last_heard.load(Ordering::Relaxed));
-                    if started.elapsed().saturating_sub(heard) > AGENT_SILENCE
-                        || sink.send(Message::Ping(Vec::new())).await.is_err()
-                    {
-                        return;
+                    if started.elapsed().saturating_sub(heard) > AGENT_SILENCE {
+                        return EndReason::Idle;
+                    }
+                    if sink.send(Message::Ping(Vec::new())).await.is_err() {
+                        return EndReason::ClientClosed;
                     }
                 }
             }
         }
     };
     tokio::select! {
-        () = upstream => {}
-        () = downstream => {}
+        () = upstream => EndReason::ClientClosed,
+        why = downstream => why,
     }
 }

@@ -72,6 +72,7 @@ async fn setup() -> Setup {
             user: alice,
             roles,
             request_id: None,
+            token_name: None,
             scope: abode_control::authz::TokenScope::all(),
         },
         version_id: version.id,

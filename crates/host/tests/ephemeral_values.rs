@@ -63,6 +63,7 @@ async fn an_ephemeral_value_is_kept_in_no_record_of_the_platform() {
         user: alice.clone(),
         roles,
         request_id: None,
+        token_name: None,
         scope: abode_control::authz::TokenScope::all(),
     };
     let declarations = vec![

@@ -149,6 +149,9 @@ pub struct Caller {
     pub user: User,
     pub roles: authz::Roles,
     pub request_id: Option<String>,
+    /// The API token's name, when the request came with one (the
+    /// connection log names it beside its owner).
+    pub token_name: Option<String>,
     /// The scope of the API token the request carried; `all` for a session.
     pub scope: authz::TokenScope,
 }

@@ -228,6 +228,7 @@ impl Identity {
             user: credential.user,
             roles: credential.roles,
             request_id,
+            token_name: credential.token.name,
             scope: credential.token.scope,
         })
     }
@@ -254,6 +255,7 @@ impl Identity {
             user,
             roles,
             request_id,
+            token_name: None,
             scope: crate::authz::TokenScope::all(),
         })
     }

@@ -113,6 +113,11 @@ struct CarriedLabels {
     carried: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: String,
+}
+
 /// How an app request reached its agent (`abode_app_streams{carried}`): on
 /// a connection the agent dialed back for it, or through its tunnel.
 pub const APP_STREAM_DIALED_BACK: &str = "dial_back";
@@ -221,6 +226,8 @@ struct Inner {
     background_passes: Family<TaskLabels, Counter>,
     scheduler_actions: Family<ActionLabels, Counter>,
     app_streams: Family<CarriedLabels, Counter>,
+    connections: Family<KindLabels, Counter>,
+    connections_open: Family<KindLabels, Gauge>,
 }
 
 /// Registers `metric` under `name` and hands it back to be kept in a field.
@@ -267,6 +274,8 @@ impl Metrics {
             data_dir_low: register(reg, "abode_data_dir_low", "1 while this server's data dir has less free space than --min-free-disk: it starts no build", Gauge::default()),
             background_passes: register(reg, "abode_background_passes", "Passes of this server's background loops (scheduler, prebuilds, notifications, keeper, provisioner), counted as each pass ends", Family::default()),
             scheduler_actions: register(reg, "abode_scheduler_actions", "What this server's scheduler ticks did: builds asked for, workspaces marked dormant, deletions notified, actions that failed", Family::default()),
+            connections: register(reg, "abode_connections", "Connections into workspaces this server opened and logged (the server holding the agent's tunnel), by kind: ssh, port-forward, pty, app", Family::default()),
+            connections_open: register(reg, "abode_connections_open", "Connections into workspaces open on this server now, by kind", Family::default()),
             app_streams: register(reg, "abode_app_streams", "App requests carried to their workspace's agent, by how: dial_back (a connection the agent opened for the request) or tunnel (through the agent's tunnel: an older agent, or a dial-back a proxy or another server did not let through)", Family::default()),
             registry: r,
         };
@@ -416,6 +425,25 @@ impl Metrics {
                 carried: carried.to_string(),
             })
             .inc();
+    }
+
+    /// A connection of `kind` (`ssh`, `port-forward`, `pty`, `app`) opened.
+    pub fn connection_opened(&self, kind: &str) {
+        let labels = KindLabels {
+            kind: kind.to_string(),
+        };
+        self.inner.connections.get_or_create(&labels).inc();
+        self.inner.connections_open.get_or_create(&labels).inc();
+    }
+
+    /// A connection of `kind` that [`Metrics::connection_opened`] counted ended.
+    pub fn connection_closed(&self, kind: &str) {
+        self.inner
+            .connections_open
+            .get_or_create(&KindLabels {
+                kind: kind.to_string(),
+            })
+            .dec();
     }
 
     /// The gauges read from the database by one refresh.

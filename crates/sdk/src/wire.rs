@@ -783,6 +783,43 @@ pub struct NotificationSetting {
     pub mandatory: bool,
 }
 
+/// One entry of the connection log (`GET /connections`): a connection
+/// into a workspace, who opened it, from where, its bytes and its end.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConnectionLogEntry {
+    pub id: String,
+    /// The person (for an API token, its owner).
+    pub user: String,
+    /// The API token's name, when the connection was opened with one.
+    #[serde(default)]
+    pub token_name: Option<String>,
+    /// `owner/name` when it opened.
+    pub workspace: String,
+    /// `ssh`, `port-forward`, `pty` or `app`.
+    pub kind: String,
+    #[serde(default)]
+    pub app: Option<String>,
+    #[serde(default)]
+    pub port: Option<u16>,
+    #[serde(default)]
+    pub client_ip: Option<String>,
+    #[serde(default)]
+    pub user_agent: Option<String>,
+    /// RFC 3339.
+    pub opened_at: String,
+    /// RFC 3339; none while it is open.
+    #[serde(default)]
+    pub closed_at: Option<String>,
+    pub bytes_to_workspace: u64,
+    pub bytes_from_workspace: u64,
+    /// `client_closed`, `agent_gone`, `idle`, `refused`, `interrupted`,
+    /// `server_lost`; none while it is open.
+    #[serde(default)]
+    pub end_reason: Option<String>,
+    /// The server that carried it (the one holding the agent's tunnel).
+    pub server_id: String,
+}
+
 /// One entry of the audit log.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AuditEvent {

@@ -46,7 +46,8 @@
 //! workspace's state), `server_instances.rs` (which process runs as each server
 //! id), `scheduler_tick.rs` (the scheduler's snapshot and what a tick records),
 //! `schedule_settings.rs`, `unsaved.rs` (each workspace's last report of
-//! unsaved work, kept past a stop), `host_keys.rs` (each workspace's SSH host key seed,
+//! unsaved work, kept past a stop), `connection_log.rs` (connections into
+//! workspaces, written at open and completed at close), `host_keys.rs` (each workspace's SSH host key seed,
 //! created once, its own getter), `external_auth.rs` (linked accounts, their
 //! tokens sealed), `oidc.rs` (links to a provider's issuer and subject, pending
 //! sign-ins and codes, taken once), `retained.rs` (retained resources: records written
@@ -128,6 +129,7 @@ mod app_tokens;
 mod audit;
 pub mod backup;
 mod builds;
+mod connection_log;
 mod error;
 mod external_auth;
 mod groups;
@@ -173,6 +175,7 @@ use abode_clock::Clock;
 pub use accounts::{StatusChange, StatusRefusal};
 pub use agents::AgentTunnelRow;
 pub use app_tokens::AppTokenKind;
+pub use connection_log::{ConnectionLogEntry, ConnectionLogFilter, NewConnectionLogEntry};
 pub use error::{BadCursor, Corrupt, StoreError};
 pub use external_auth::{ExternalAuthLink, PendingExternalAuth};
 pub use groups::{
@@ -879,6 +882,21 @@ storage_interface! {
     /// `false` when the port was not shared.
     fn delete_port_share(&self, workspace_id: &str, agent_name: &str, port: u16) -> bool;
     fn port_shares(&self, workspace_id: &str) -> Vec<PortShare>;
+}
+
+// ---- the connection log (connection_log.rs) ----
+
+storage_interface! {
+    /// Records a connection opening now; its id.
+    fn open_connection_log(&self, entry: &NewConnectionLogEntry) -> String;
+    /// Records a connection's end now, with its bytes and how it ended;
+    /// false if it had ended already (or there is no such row).
+    fn close_connection_log(&self, id: &str, bytes_to_workspace: i64, bytes_from_workspace: i64, end_reason: &str) -> bool;
+    /// Ends `server_lost`, now, the connections server `server_id` left
+    /// open (it was killed); how many.
+    fn end_lost_connections(&self, server_id: &str) -> u64;
+    /// Newest first, one page.
+    fn list_connection_log_page(&self, filter: &ConnectionLogFilter) -> Page<ConnectionLogEntry>;
 }
 
 // ---- unsaved work (unsaved.rs) ----

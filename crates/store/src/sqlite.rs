@@ -19,6 +19,7 @@ use crate::agents::*;
 use crate::app_tokens::*;
 use crate::audit::*;
 use crate::builds::*;
+use crate::connection_log::*;
 use crate::error::{db_error, BadCursor, StoreError};
 use crate::external_auth::*;
 use crate::groups::*;
@@ -163,6 +164,7 @@ impl SqliteBackend {
     port_share_queries!();
     workspace_uid_queries!();
     unsaved_queries!();
+    connection_log_queries!();
     shutdown_queries!();
     script_queries!();
     external_auth_queries!();

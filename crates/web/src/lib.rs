@@ -27,7 +27,8 @@
 //! folder archive), `policy.rs` (a template's lifecycle policy and its form),
 //! `retained.rs`, `apps.rs`, `external_auth.rs`, `oidc.rs` (single sign-on's
 //! login and callback), `inbox.rs`, `preferences.rs`, `tokens.rs`, `admin.rs`
-//! (audit log, users and their roles, prebuild pools), `html.rs` (the shell,
+//! (audit log, users and their roles, prebuild pools), `connections.rs` (the
+//! connection log), `html.rs` (the shell,
 //! statuses as words, error pages, redirects), `state.rs` (`WebState`, what
 //! every handler shares), `nav.rs` (the header's navigation, the pages'
 //! addresses), `session.rs` (cookie, CSRF),
@@ -83,6 +84,7 @@ mod apps;
 mod assets;
 mod auth;
 mod builds;
+mod connections;
 mod create;
 mod external_auth;
 mod html;
@@ -210,6 +212,7 @@ pub fn router(control: Control, gateway: Gateway) -> Router {
         .route("/tokens", get(tokens::list).post(tokens::create))
         .route("/tokens/:name/revoke", post(tokens::revoke))
         .route("/audit", get(admin::audit))
+        .route("/connections", get(connections::connections))
         .route("/users", get(admin::users).post(admin::create_user))
         .route("/users/:name/roles", post(admin::change_roles))
         .route("/users/:name/suspend", post(admin::suspend_user))

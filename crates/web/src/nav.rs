@@ -28,6 +28,7 @@ pub(crate) fn header(viewer: &Viewer) -> Header<'_> {
         ("/retained", "Retained", Action::WorkspaceRead),
         ("/notifications", "Inbox", Action::NotificationRead),
         ("/audit", "Audit log", Action::AuditRead),
+        ("/connections", "Connections", Action::WorkspaceRead),
         ("/users", "Users", Action::UserList),
         ("/tokens", "API tokens", Action::TokenList),
         ("/external-auth", "Linked accounts", Action::TokenList),

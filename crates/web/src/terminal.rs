@@ -58,6 +58,7 @@ pub(crate) async fn page(
             command: None,
         }),
         app: query.app.clone(),
+        client: Default::default(),
     };
     let refused = state
         .gateway

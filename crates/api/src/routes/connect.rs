@@ -205,6 +205,7 @@ async fn workspace_connect(
     Path(workspace): Path<String>,
     Query(query): Query<ConnectQuery>,
     headers: HeaderMap,
+    client: Option<axum::Extension<abode_control::ClientAddress>>,
     upgrade: Option<WebSocketUpgrade>,
 ) -> Result<Response, ApiError> {
     let kind: StreamKind = query.kind.parse().map_err(ApiError::bad_request)?;
@@ -215,6 +216,7 @@ async fn workspace_connect(
         agent: query.agent.clone(),
         terminal: query.terminal(),
         app: query.app.clone(),
+        client: connection_client(&headers, client.map(|client| client.0)),
     };
     let may_relay = !abode_gateway::is_relayed(&headers);
     let Some(upgrade) = upgrade else {
@@ -237,4 +239,35 @@ async fn workspace_connect(
                 .await;
         })
         .into_response())
+}
+
+/// Where a connection came from, for the connection log: the client's
+/// address and user agent; on a relayed request, the address the relaying
+/// server named and that server's (`A via B`: what was said, and who said
+/// it, since any client may send the header).
+fn connection_client(
+    headers: &HeaderMap,
+    client: Option<abode_control::ClientAddress>,
+) -> abode_gateway::ConnectionClient {
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|value: &HeaderValue| value.to_str().ok())
+            .map(|value| value.chars().take(512).collect::<String>())
+    };
+    let peer = client.map(|client| client.ip.to_string());
+    let ip = match (
+        abode_gateway::is_relayed(headers),
+        text(abode_gateway::RELAYED_FOR_HEADER),
+    ) {
+        (true, Some(relayed_for)) => Some(match peer {
+            Some(peer) => format!("{relayed_for} via {peer}"),
+            None => relayed_for,
+        }),
+        _ => peer,
+    };
+    abode_gateway::ConnectionClient {
+        ip,
+        user_agent: text(axum::http::header::USER_AGENT.as_str()),
+    }
 }

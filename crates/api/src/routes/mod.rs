@@ -7,6 +7,7 @@ mod agent;
 mod audit;
 mod builds;
 mod connect;
+mod connections;
 mod external_auth;
 mod groups;
 mod identity;
@@ -55,6 +56,7 @@ pub fn router(state: AppState) -> Router {
         .merge(provisioner_keys::routes())
         .merge(schedules::routes())
         .merge(connect::routes())
+        .merge(connections::routes())
         .merge(port_shares::routes())
         .merge(external_auth::routes())
         .merge(state_backend::routes())

@@ -10,6 +10,7 @@ mod audit;
 mod auth;
 mod builds;
 mod config_ssh;
+mod connections;
 mod dotfiles;
 mod external_auth;
 mod groups;
@@ -114,6 +115,9 @@ pub enum UserCommand {
     Workspaces(workspaces::WorkspacesCommand),
     /// Read the audit log.
     Audit(audit::AuditArgs),
+    /// The connection log: SSH sessions, port forwards, terminals and apps.
+    #[command(subcommand)]
+    Connections(connections::ConnectionsCommand),
     /// Your notifications: held, blocked, failed and expiring builds.
     #[command(subcommand)]
     Notifications(notifications::NotificationsCommand),
@@ -192,6 +196,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Builds(command) => builds::run(command),
         UserCommand::Workspaces(command) => workspaces::protections(command),
         UserCommand::Audit(args) => audit::run(args),
+        UserCommand::Connections(command) => connections::run(command),
         UserCommand::Tokens(command) => tokens::run(command),
         UserCommand::Notifications(command) => notifications::run(command),
         UserCommand::Prebuilds(command) => prebuilds::run(command),

@@ -11,6 +11,7 @@ mod accounts;
 mod agents;
 mod builds;
 mod clock;
+mod connection_log;
 mod external_auth;
 mod full_disk;
 mod held;
