@@ -608,7 +608,7 @@ fn invalid_declarations_and_values_fail_the_plan_readably() {
         }
     }
     assert!(undocumented.is_empty(), "undocumented: {undocumented:?}");
-    assert_eq!(provider["resource_schemas"].as_object().unwrap().len(), 7);
+    assert_eq!(provider["resource_schemas"].as_object().unwrap().len(), 8);
     // workspace, workspace_owner, parameter, workspace_preset, external_auth
     assert_eq!(
         provider["data_source_schemas"].as_object().unwrap().len(),
