@@ -199,6 +199,7 @@ pub fn workspace_view(view: &ControlWorkspaceView) -> WorkspaceView {
             }),
         // Where its volumes and processes are: only that host builds it.
         host: workspace.host.clone(),
+        shared: view.shared,
     }
 }
 

@@ -10,7 +10,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use abode_control::{Identity, IdentityError};
+use abode_control::authz::Action;
+use abode_control::{Control, ControlError, IdentityError};
 use abode_store::Agent;
 use abode_tunnel::{frame, Mux, Side};
 use axum::extract::ws::{Message, WebSocket};
@@ -156,10 +157,11 @@ pub enum Reached {
     Server(Box<Upstream>),
 }
 
-/// Carries a person's connection until it ends or its token (`token`)
-/// stops opening anything; then audits its end.
+/// Carries a person's connection until it ends, its token (`token`)
+/// stops opening anything, or its person may no longer connect to
+/// `workspace` (a share removed, a group left); then audits its end.
 pub(crate) async fn carry(
-    identity: &Identity,
+    control: &Control,
     socket: WebSocket,
     reached: Reached,
     token: String,
@@ -170,7 +172,7 @@ pub(crate) async fn carry(
             let Connection { stream, end } = *connection;
             tokio::select! {
                 () = pipe(socket, stream) => {}
-                () = until_refused(identity, &token) => {
+                () = until_refused(control, &token, workspace) => {
                     tracing::info!(workspace = %workspace, "closing a connection whose credential no longer holds");
                 }
             }
@@ -179,7 +181,7 @@ pub(crate) async fn carry(
         Reached::Server(upstream) => {
             tokio::select! {
                 () = relay::pipe(socket, *upstream) => {}
-                () = until_refused(identity, &token) => {}
+                () = until_refused(control, &token, workspace) => {}
             }
         }
     }
@@ -208,11 +210,13 @@ where
     sink.flush().await
 }
 
-/// Ends when the connection's token stops opening anything: logged out,
-/// revoked, expired, or its account suspended or deleted. Looks again at
-/// each revocation this server makes, and every [`PERSON_CHECK`] for those
-/// made elsewhere.
-async fn until_refused(identity: &Identity, token: &str) {
+/// Ends when the connection's token stops opening anything (logged out,
+/// revoked, expired, or its account suspended or deleted) or its person
+/// may no longer connect to `workspace` (a share of it removed, a group
+/// left). Looks again at each revocation or narrowed access this server
+/// makes, and every [`PERSON_CHECK`] for those made elsewhere.
+async fn until_refused(control: &Control, token: &str, workspace: &str) {
+    let identity = control.identity();
     let mut revocations = identity.revocations();
     let mut check = tokio::time::interval(PERSON_CHECK);
     check.reset();
@@ -226,7 +230,16 @@ async fn until_refused(identity: &Identity, token: &str) {
             _ = check.tick() => {}
         }
         // Only a refusal ends it: a database hiccup does not cut people off.
-        if let Err(IdentityError::Unauthorized(_)) = identity.authenticate(token).await {
+        let caller = match identity.authenticate_caller(token, None).await {
+            Ok(caller) => caller,
+            Err(IdentityError::Unauthorized(_)) => return,
+            Err(_) => continue,
+        };
+        let connect = control
+            .workspaces()
+            .resolve(&caller, workspace, Action::WorkspaceConnect)
+            .await;
+        if let Err(ControlError::Forbidden(_) | ControlError::NotFound(_)) = connect {
             return;
         }
     }

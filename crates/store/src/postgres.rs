@@ -38,6 +38,7 @@ use crate::roles::*;
 use crate::schedule_settings::*;
 use crate::scheduler_tick::*;
 use crate::server_instances::*;
+use crate::shares::*;
 use crate::shutdowns::*;
 use crate::state_locks::*;
 use crate::templates::*;
@@ -179,6 +180,7 @@ impl PostgresBackend {
     provisioner_queries!();
     provisioner_key_queries!();
     group_queries!();
+    share_queries!();
     quota_queries!();
     retained_queries!();
     lifecycle_queries!();
