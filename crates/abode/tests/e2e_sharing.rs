@@ -141,7 +141,10 @@ fn a_shared_workspace_connects_refuses_the_rest_and_cuts_on_leaving_the_group() 
     assert_ne!(refused.code, Some(0), "{refused}");
 
     // Every change is audited.
-    let audit = platform.run(&["audit", "-o", "json"]).ok().stdout;
+    let audit = platform
+        .run(&["audit", "--action", "workspace.share", "-o", "json"])
+        .ok()
+        .stdout;
     for details in [
         "user=bob before=none after=use",
         "user=bob before=use after=none",
