@@ -57,6 +57,7 @@ mod e2e_scripts;
 mod e2e_security;
 mod e2e_servers;
 mod e2e_sessions;
+mod e2e_sharing;
 mod e2e_shutdown;
 mod e2e_snapshot;
 mod e2e_ssh;

@@ -32,6 +32,8 @@ fn kinds(method: &Method, route: &str) -> &'static [ScopeKind] {
             &[WorkspaceBuild]
         }
         _ if !get => &[],
+        // Who else may reach a workspace is only `all`'s to read.
+        "/workspaces/:workspace/sharing" => &[],
         // Reads: the domain narrows the limited kinds to what they name.
         "/templates" => &[Read, WorkspaceBuild],
         route if route.starts_with("/templates/:name") && !route.ends_with("/port-share") => {

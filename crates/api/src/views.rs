@@ -213,6 +213,7 @@ pub fn workspace_view(view: &ControlWorkspaceView) -> WorkspaceView {
         // Where its volumes and processes are: only that host builds it.
         host: workspace.host.clone(),
         template_deprecation: None,
+        shared: view.shared,
     }
 }
 

@@ -186,6 +186,11 @@ fn table() -> Vec<Row> {
         ("GET", "/workspaces/{ws}/port-shares", Body::None,                                                [200, 200, 403, 200, 200, 403, 401, 401]),
         ("PUT", "/workspaces/{ws}/port-shares/8080", Body::Json(r#"{"share":"owner"}"#),                  [400, 403, 403, 403, 400, 403, 401, 401]),
         ("DELETE", "/workspaces/{ws}/port-shares/8080", Body::None,                                        [404, 403, 403, 403, 404, 403, 401, 401]),
+        // ---- sharing (issue 49): the owner, owners and template admins;
+        // readers of every workspace do not manage who else uses one ----
+        ("GET", "/workspaces/{ws}/sharing", Body::None,                                                    [200, 200, 403, 403, 200, 403, 401, 401]),
+        ("PUT", "/workspaces/{ws}/sharing", Body::Json(r#"{"user":"carol","role":"use"}"#),              [200, 200, 403, 403, 200, 403, 401, 401]),
+        ("PUT", "/workspaces/{ws}/sharing", Body::Json(r#"{"group":"no-such-group","role":"use"}"#),     [404, 404, 403, 403, 404, 403, 401, 401]),
         ("GET", "/templates/quick/port-share", Body::None,                                                 [200, 200, 200, 200, 200, 200, 401, 401]),
         ("PUT", "/templates/quick/port-share", Body::Json(r#"{"max":"owner"}"#),                          [200, 200, 403, 403, 403, 403, 401, 401]),
         ("GET", "/workspaces/{ws}/schedule", Body::None,                                                   [200, 200, 403, 200, 200, 403, 401, 401]),

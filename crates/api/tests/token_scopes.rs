@@ -48,6 +48,8 @@ pub(crate) fn needs(method: &str, path: &str, body: &str) -> Needs {
         // volume's files hold what only `all` may read.
         ("GET", p) if p.contains("/previews") || p.ends_with("/state") => All,
         ("GET", "/retained/{rec}/export" | "/volumes/orphans" | "/notifications/failed") => All,
+        // Who else may use a workspace: only `all` reads or changes it.
+        (_, "/workspaces/{ws}/sharing") => All,
         ("GET", p) if p.starts_with("/workspaces/{ws}/connect") => WorkspaceConnect,
         ("GET", p) if p.starts_with("/workspaces/{") => WorkspaceRead,
         ("GET", "/templates") => TemplateList,

@@ -119,6 +119,9 @@ pub enum Action {
     /// Opening a connection into a running workspace (`abode ssh`,
     /// `abode port-forward`): a shell as the workspace's user.
     WorkspaceConnect,
+    /// Managing a workspace's share list (`abode sharing`): who else may
+    /// connect to it, or also start and stop it.
+    WorkspaceShare,
 
     // ---- prebuilt workspaces (the `prebuilds` system user owns them) ----
     /// `abode prebuilds status`: every pool's counts.
@@ -136,7 +139,7 @@ pub enum Action {
 
 impl Action {
     /// Every action, in declaration order.
-    pub const ALL: [Action; 44] = [
+    pub const ALL: [Action; 45] = [
         Action::UserReadSelf,
         Action::SessionLogout,
         Action::TokenCreate,
@@ -177,6 +180,7 @@ impl Action {
         Action::WorkspaceMove,
         Action::WorkspaceStateRead,
         Action::WorkspaceConnect,
+        Action::WorkspaceShare,
         Action::PrebuildsRead,
         Action::PrebuildsPause,
         Action::PrebuiltWorkspaceDelete,
@@ -226,6 +230,7 @@ impl Action {
             Action::WorkspaceMove => "workspace.move",
             Action::WorkspaceStateRead => "workspace.state_read",
             Action::WorkspaceConnect => "workspace.connect",
+            Action::WorkspaceShare => "workspace.share",
             Action::PrebuildsRead => "prebuilds.read",
             Action::PrebuildsPause => "prebuilds.pause",
             Action::PrebuiltWorkspaceDelete => "prebuilt_workspace.delete",
@@ -288,6 +293,7 @@ impl Action {
                 ("read the Terraform state of", "a workspace", "workspaces")
             }
             Action::WorkspaceConnect => ("connect to", "a workspace", "workspaces"),
+            Action::WorkspaceShare => ("manage the sharing of", "a workspace", "workspaces"),
             Action::PrebuildsRead => ("read", "the prebuild pools", "prebuild pools"),
             Action::PrebuildsPause => (
                 "pause or resume",

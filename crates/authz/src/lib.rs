@@ -39,6 +39,13 @@
 //! user's subject holds the scope of the token they asked with, and every
 //! answer here first asks the scope, then the roles.
 //!
+//! Workspaces have share lists (issue 49): an entry (`use` or `admin`, for a
+//! user or one of their groups) grants what the [`Grantee::Shared`] rows
+//! say, on that workspace only, asked through [`authorize_shared_workspace`]
+//! with the caller's entry (read by the store through their groups). `use`
+//! connects; `admin` also starts, stops, updates and cancels; neither
+//! deletes, renames, schedules, reads the state or manages the sharing.
+//!
 //! Beside `authorize`: `widest_scope` for lists and the audit log, and
 //! `roles_granted_any` (the roles that may do an action on anything: whom the
 //! control plane tells of what only they can act on; the store reads the people
@@ -73,7 +80,7 @@
 pub use abode_store::{check_role_change, Role, RoleChange, RoleRefusal, Roles, UnknownRole};
 
 pub use abode_store::{ScopeGrant, ScopeKind, ScopeObjects, TokenScope};
-pub use abode_store::{SystemActor, TemplateRole};
+pub use abode_store::{ShareRole, SystemActor, TemplateRole};
 
 mod actions;
 mod token_scopes;
@@ -144,6 +151,10 @@ pub enum Grantee {
     /// that template only ([`authorize_template`]); no plain [`authorize`]
     /// meets it.
     Listed(TemplateRole),
+    /// A user whom a workspace's share list gives at least this role, for
+    /// that workspace only ([`authorize_shared_workspace`]); no plain
+    /// [`authorize`] meets it.
+    Shared(ShareRole),
 }
 
 impl Grantee {
@@ -152,7 +163,7 @@ impl Grantee {
             (Grantee::Role(role), Subject::User { roles, .. }) => roles.contains(role),
             (Grantee::AnyUser, Subject::User { .. }) => true,
             (Grantee::System(actor), Subject::System(asking)) => actor == *asking,
-            (Grantee::Listed(_), _) => false,
+            (Grantee::Listed(_) | Grantee::Shared(_), _) => false,
             _ => false,
         }
     }
@@ -181,6 +192,7 @@ const OWN_WORKSPACES: &[Action] = &[
     BuildConfirm,
     WorkspaceScheduleEdit,
     WorkspaceConnect,
+    WorkspaceShare,
 ];
 
 /// The whole policy. A subject may do an action on an object when a row
@@ -212,6 +224,7 @@ pub const POLICY: &[Grant] = &[
             TemplatePolicyEdit,
             WorkspaceRead,
             WorkspaceUnlock,
+            WorkspaceShare,
             PrebuildsRead,
             PrebuiltWorkspaceDelete,
         ],
@@ -279,6 +292,20 @@ pub const POLICY: &[Grant] = &[
         scope: Scope::Any,
         actions: &[TemplatePush, TemplateActivate, TemplatePermissionsEdit],
     },
+    // a workspace's share list: `use` sees it and connects (SSH, port
+    // forwards, the terminal, `owner` apps); `admin` also starts, stops,
+    // restarts and updates it. Deleting, renaming, its schedule, its state
+    // and its sharing stay its owner's.
+    Grant {
+        who: Grantee::Shared(ShareRole::Use),
+        scope: Scope::Any,
+        actions: &[WorkspaceRead, WorkspaceConnect],
+    },
+    Grant {
+        who: Grantee::Shared(ShareRole::Admin),
+        scope: Scope::Any,
+        actions: &[WorkspaceStart, WorkspaceStop, WorkspaceUpdate, BuildCancel],
+    },
     // The system, on any workspace, each part within its job.
     Grant {
         who: Grantee::System(SystemActor::Scheduler),
@@ -338,6 +365,58 @@ pub fn authorize_workspace(
     authorize_roles(actor, action, Some(object_owner))
 }
 
+/// [`authorize_workspace`] for a caller whom the workspace's share list
+/// gives `shared` (`None`: no entry): the roles first, then the
+/// [`Grantee::Shared`] rows the entry meets. A refusal says the entry.
+pub fn authorize_shared_workspace(
+    actor: &Subject,
+    action: Action,
+    object_owner: &str,
+    workspace_id: &str,
+    shared: Option<ShareRole>,
+) -> Result<(), Denied> {
+    let by_roles = authorize_workspace(actor, action, object_owner, workspace_id);
+    let Err(refused) = by_roles else {
+        return Ok(());
+    };
+    let (Subject::User { .. }, Some(held)) = (actor, shared) else {
+        return Err(refused);
+    };
+    // The scope's refusal stands: a share never widens a token.
+    actor.scope_permits(action, Some(ScopedObject::Workspace(workspace_id)))?;
+    if shared_grants(held, action) {
+        return Ok(());
+    }
+    let (verb, object, _) = action.wording();
+    let share = match least_shared_role(action) {
+        Some(role) => format!(", or `{role}` on its share list"),
+        None => String::new(),
+    };
+    Err(Denied {
+        action,
+        reason: format!(
+            "you may not {verb} {object} that is not yours: that needs {}{share} (yours: {held}; {})",
+            needed_roles(action, Scope::Any),
+            held_by(actor)
+        ),
+    })
+}
+
+/// Whether a [`Grantee::Shared`] row that `held` meets grants `action`.
+fn shared_grants(held: ShareRole, action: Action) -> bool {
+    POLICY.iter().any(|grant| match grant.who {
+        Grantee::Shared(needed) => held >= needed && grant.actions.contains(&action),
+        _ => false,
+    })
+}
+
+/// The least entry of a share list that grants `action`, if any.
+fn least_shared_role(action: Action) -> Option<ShareRole> {
+    ShareRole::ALL
+        .into_iter()
+        .find(|role| shared_grants(*role, action))
+}
+
 /// What the roles alone decide (the scope aside): before the workspace a
 /// request names is looked up, whether the caller could act on others' at
 /// all.
@@ -381,6 +460,7 @@ pub fn authorize_app(
     actor: Option<&Subject>,
     share: abode_contract::apps::AppShare,
     workspace_owner: &str,
+    shared: Option<ShareRole>,
 ) -> AppAccess {
     use abode_contract::apps::AppShare;
     match (actor, share) {
@@ -389,8 +469,11 @@ pub fn authorize_app(
         (Some(Subject::System(_)), _) => AppAccess::Hidden,
         (Some(Subject::User { .. }), AppShare::Authenticated) => AppAccess::Allowed,
         (Some(actor), AppShare::Owner) => {
+            let by_share = matches!(shared, Some(held) if shared_grants(held, Action::WorkspaceConnect))
+                && actor.scope_permits(Action::WorkspaceConnect, None).is_ok();
             match authorize(actor, Action::WorkspaceConnect, Some(workspace_owner)) {
                 Ok(()) => AppAccess::Allowed,
+                Err(_) if by_share => AppAccess::Allowed,
                 Err(_) => AppAccess::Hidden,
             }
         }
@@ -641,6 +724,7 @@ mod tests {
         (Action::WorkspaceMove, "y....", "y...."),
         (Action::WorkspaceStateRead, "y....", "y...."),
         (Action::WorkspaceConnect, "y...y", "y...."),
+        (Action::WorkspaceShare, "yy..y", "yy..."),
         (Action::PrebuildsRead, "yy...", "yy..."),
         (Action::PrebuildsPause, "y....", "y...."),
         (Action::PrebuiltWorkspaceDelete, "yy...", "yy..."),
@@ -986,6 +1070,105 @@ mod tests {
         assert_eq!(check_role_change(&owner, &member, 2), Ok(()));
     }
 
+    /// By hand: what a member who does not own a workspace may do on it,
+    /// by their entry on its share list. Columns: no entry, `use`, `admin`.
+    const EXPECTED_SHARED: &[(Action, &str)] = &[
+        (Action::WorkspaceRead, ".yy"),
+        (Action::WorkspaceConnect, ".yy"),
+        (Action::WorkspaceStart, "..y"),
+        (Action::WorkspaceStop, "..y"),
+        (Action::WorkspaceUpdate, "..y"),
+        (Action::BuildCancel, "..y"),
+        (Action::WorkspaceDelete, "..."),
+        (Action::WorkspaceScheduleEdit, "..."),
+        (Action::WorkspaceStateRead, "..."),
+        (Action::WorkspaceShare, "..."),
+        (Action::BuildConfirm, "..."),
+        (Action::ProtectionRelease, "..."),
+        (Action::WorkspaceOrphan, "..."),
+        (Action::WorkspaceMove, "..."),
+        (Action::WorkspaceUnlock, "..."),
+        (Action::WorkspaceCreate, "..."),
+    ];
+
+    #[test]
+    fn a_workspace_s_share_list_grants_use_and_admin_and_no_more() {
+        let bob = Subject::user("bob-id", Roles::from([Role::Member]));
+        let entries = [None, Some(ShareRole::Use), Some(ShareRole::Admin)];
+        for (action, flags) in EXPECTED_SHARED {
+            for (column, shared) in entries.into_iter().enumerate() {
+                let answer = authorize_shared_workspace(&bob, *action, "alice-id", "w1", shared);
+                assert_eq!(
+                    answer.is_ok(),
+                    allowed(flags, column),
+                    "{shared:?} doing {action}: {answer:?}"
+                );
+            }
+        }
+        // Every action not in the table: no entry grants it.
+        for action in Action::ALL {
+            if EXPECTED_SHARED.iter().all(|(listed, _)| *listed != action) {
+                let answer = authorize_shared_workspace(
+                    &bob,
+                    action,
+                    "alice-id",
+                    "w1",
+                    Some(ShareRole::Admin),
+                );
+                assert!(answer.is_err(), "admin share doing {action}");
+            }
+        }
+        // An entry counts for its workspace only: no plain check meets it.
+        assert!(authorize(&bob, Action::WorkspaceConnect, Some("alice-id")).is_err());
+        // A token's scope still narrows: a read token connects nowhere.
+        let read: TokenScope = "read".parse().unwrap();
+        let scoped = Subject::scoped("bob-id", Roles::from([Role::Member]), read);
+        let answer = authorize_shared_workspace(
+            &scoped,
+            Action::WorkspaceConnect,
+            "alice-id",
+            "w1",
+            Some(ShareRole::Admin),
+        );
+        assert!(answer.unwrap_err().to_string().contains("scope"));
+        // The refusal says the entry, in one line.
+        let denied = authorize_shared_workspace(
+            &bob,
+            Action::WorkspaceStop,
+            "alice-id",
+            "w1",
+            Some(ShareRole::Use),
+        )
+        .unwrap_err();
+        assert_eq!(
+            denied.to_string(),
+            "you may not stop a workspace that is not yours: that needs the owner role, or `admin` on its share list (yours: use; your roles: member)"
+        );
+        let denied = authorize_shared_workspace(
+            &bob,
+            Action::WorkspaceDelete,
+            "alice-id",
+            "w1",
+            Some(ShareRole::Admin),
+        )
+        .unwrap_err();
+        assert_eq!(
+            denied.to_string(),
+            "you may not delete a workspace that is not yours: that needs the owner role (yours: admin; your roles: member)"
+        );
+        // Owner apps open for a share that connects.
+        use abode_contract::apps::AppShare::Owner;
+        let shared = Some(ShareRole::Use);
+        assert_eq!(
+            authorize_app(Some(&bob), Owner, "alice-id", shared),
+            AppAccess::Allowed
+        );
+        assert_eq!(
+            authorize_app(Some(&bob), Owner, "alice-id", None),
+            AppAccess::Hidden
+        );
+    }
+
     #[test]
     fn apps_by_share_level() {
         use abode_contract::apps::AppShare::{Authenticated, Owner, Public};
@@ -1012,7 +1195,7 @@ mod tests {
         ];
         for (actor, share, expected) in cases {
             assert_eq!(
-                authorize_app(actor, share, "u1"),
+                authorize_app(actor, share, "u1", None),
                 expected,
                 "{actor:?} {share:?}"
             );

@@ -221,6 +221,7 @@ mod tests {
             (WorkspaceMove,            "A . . . ."),
             (WorkspaceStateRead,       "A . . . ."),
             (WorkspaceConnect,         "A . . N ."),
+            (WorkspaceShare,           "A . . . ."),
             (PrebuildsRead,            "A A . . ."),
             (PrebuildsPause,           "A . . . ."),
             (PrebuiltWorkspaceDelete,  "A . . . ."),

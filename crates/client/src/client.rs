@@ -19,7 +19,7 @@ use abode_sdk::{
     ReleasedAnswer, RevokedTokenAnswer, ScheduleAnswer, ScheduleSpec, Template, TemplateAnswer,
     TemplatePermissions, TemplatePolicy, TemplatePolicyPatch, TemplatePresets, TemplateVersion,
     TemplateVersionDetail, TemplateVersionResponse, Transition, Unlocked, User, UserAnswer,
-    VersionChoice, VersionsAnswer, Workspace, WorkspaceAnswer, WorkspaceSchedule,
+    VersionChoice, VersionsAnswer, Workspace, WorkspaceAnswer, WorkspaceSchedule, WorkspaceSharing,
 };
 
 /// The largest page the server serves; the client asks for no more.
@@ -558,6 +558,28 @@ impl Client {
         let path = format!("/templates/{}/permissions", workspace_segment(name));
         self.finish(
             "PUT /templates/{name}/permissions",
+            self.request("PUT", &path).send_json(change),
+        )
+    }
+
+    /// The share list of workspace `workspace` (`name` or `owner/name`).
+    pub fn workspace_sharing(&self, workspace: &str) -> Result<WorkspaceSharing, ClientError> {
+        let path = format!("/workspaces/{}/sharing", workspace_segment(workspace));
+        self.finish(
+            "GET /workspaces/{ws}/sharing",
+            self.request("GET", &path).call(),
+        )
+    }
+
+    /// Sets or removes one entry of a workspace's share list; the list after.
+    pub fn set_workspace_share(
+        &self,
+        workspace: &str,
+        change: &requests::WorkspaceShareChange,
+    ) -> Result<WorkspaceSharing, ClientError> {
+        let path = format!("/workspaces/{}/sharing", workspace_segment(workspace));
+        self.finish(
+            "PUT /workspaces/{ws}/sharing",
             self.request("PUT", &path).send_json(change),
         )
     }

@@ -230,7 +230,9 @@ pub use secrets::token_hash;
 pub use templates::{PermissionSubject, PushOptions, Templates, TemplatesConfig, VersionLint};
 pub use unsaved::UnsavedConsent;
 pub use workspace_status::{AgentHealth, AgentStatus, AgentTimeouts, WorkspaceStatus};
-pub use workspaces::{Orphaned, WorkspaceQuery, WorkspaceView, Workspaces, ACTIVITY_THROTTLE};
+pub use workspaces::{
+    Orphaned, Sharing, WorkspaceQuery, WorkspaceView, Workspaces, ACTIVITY_THROTTLE,
+};
 
 /// How the control plane runs; everything has a default fit for one machine.
 #[derive(Debug, Clone)]
@@ -521,6 +523,7 @@ impl Control {
             retained: retained.clone(),
             build_log: build_log.clone(),
             audit: audit::Audit::new(store.clone()),
+            identity: identity.clone(),
         });
         let schedule_settings =
             schedule_settings::ScheduleSettings::new(schedule_settings::ScheduleSettingsParts {

@@ -326,6 +326,7 @@ fn policy_view(name: &str, policy: &TemplatePolicy) -> PolicyView {
         dormancy_threshold_ms: from_ms(policy.dormancy_threshold_ms),
         dormancy_auto_deletion_ms: from_ms(policy.dormancy_auto_deletion_ms),
         require_active_version: policy.require_active_version,
+        allow_sharing: policy.allow_sharing,
     }
 }
 
@@ -369,6 +370,7 @@ fn patched(
             &mut policy.require_active_version,
             patch.require_active_version,
         ),
+        (&mut policy.allow_sharing, patch.allow_sharing),
     ] {
         if let Some(value) = value {
             *field = value;
@@ -421,6 +423,7 @@ mod tests {
             dormancy_threshold_ms: 0,
             dormancy_auto_deletion_ms: 0,
             require_active_version: false,
+            allow_sharing: true,
         };
         // (patch, Ok(expected changes) or Err(part of the message))
         type Expected = Result<fn(&mut TemplatePolicy), &'static str>;

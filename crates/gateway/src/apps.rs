@@ -439,7 +439,22 @@ impl Apps {
             (Some(_), Some(_)) => return Err(AppRefusal::NotFound),
         };
         let subject = caller.map(Caller::subject);
-        match authz::authorize_app(subject.as_ref(), app.definition.share, &workspace.owner_id) {
+        // A share of the workspace opens its `owner` apps (issue 49).
+        let shared = match caller {
+            Some(caller) if caller.user.id != workspace.owner_id => {
+                self.inner
+                    .store
+                    .share_role_of(&workspace.id, &caller.user.id)
+                    .await?
+            }
+            _ => None,
+        };
+        match authz::authorize_app(
+            subject.as_ref(),
+            app.definition.share,
+            &workspace.owner_id,
+            shared,
+        ) {
             AppAccess::Allowed => Ok((workspace, app)),
             AppAccess::SignInFirst => Err(AppRefusal::SignIn),
             AppAccess::Hidden => Err(AppRefusal::NotFound),

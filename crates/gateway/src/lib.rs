@@ -188,7 +188,7 @@ impl Gateway {
         token: String,
         workspace: &str,
     ) {
-        sockets::carry(self.control.identity(), socket, reached, token, workspace).await;
+        sockets::carry(&self.control, socket, reached, token, workspace).await;
     }
 
     /// Carries an agent's tunnel on its upgraded `socket` until it ends.

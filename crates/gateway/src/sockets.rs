@@ -10,7 +10,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use abode_control::{Identity, IdentityError};
+use abode_control::authz::Action;
+use abode_control::{Control, ControlError, IdentityError};
 use abode_store::Agent;
 use abode_tunnel::{frame, Mux, Side};
 use axum::extract::ws::{Message, WebSocket};
@@ -157,10 +158,11 @@ pub enum Reached {
     Server(Box<Upstream>),
 }
 
-/// Carries a person's connection until it ends or its token (`token`)
-/// stops opening anything; then audits its end.
+/// Carries a person's connection until it ends, its token (`token`)
+/// stops opening anything, or its person may no longer connect to
+/// `workspace` (a share removed, a group left); then audits its end.
 pub(crate) async fn carry(
-    identity: &Identity,
+    control: &Control,
     socket: WebSocket,
     reached: Reached,
     token: String,
@@ -172,7 +174,7 @@ pub(crate) async fn carry(
             let bytes = end.bytes().unwrap_or_default();
             let why = tokio::select! {
                 why = pipe(socket, stream, &bytes) => why,
-                () = until_refused(identity, &token) => {
+                () = until_refused(control, &token, workspace) => {
                     tracing::info!(workspace = %workspace, "closing a connection whose credential no longer holds");
                     EndReason::Refused
                 }
@@ -182,7 +184,7 @@ pub(crate) async fn carry(
         Reached::Server(upstream) => {
             tokio::select! {
                 () = relay::pipe(socket, *upstream) => {}
-                () = until_refused(identity, &token) => {}
+                () = until_refused(control, &token, workspace) => {}
             }
         }
     }
@@ -211,11 +213,13 @@ where
     sink.flush().await
 }
 
-/// Ends when the connection's token stops opening anything: logged out,
-/// revoked, expired, or its account suspended or deleted. Looks again at
-/// each revocation this server makes, and every [`PERSON_CHECK`] for those
-/// made elsewhere.
-async fn until_refused(identity: &Identity, token: &str) {
+/// Ends when the connection's token stops opening anything (logged out,
+/// revoked, expired, or its account suspended or deleted) or its person
+/// may no longer connect to `workspace` (a share of it removed, a group
+/// left). Looks again at each revocation or narrowed access this server
+/// makes, and every [`PERSON_CHECK`] for those made elsewhere.
+async fn until_refused(control: &Control, token: &str, workspace: &str) {
+    let identity = control.identity();
     let mut revocations = identity.revocations();
     let mut check = tokio::time::interval(PERSON_CHECK);
     check.reset();
@@ -229,7 +233,16 @@ async fn until_refused(identity: &Identity, token: &str) {
             _ = check.tick() => {}
         }
         // Only a refusal ends it: a database hiccup does not cut people off.
-        if let Err(IdentityError::Unauthorized(_)) = identity.authenticate(token).await {
+        let caller = match identity.authenticate_caller(token, None).await {
+            Ok(caller) => caller,
+            Err(IdentityError::Unauthorized(_)) => return,
+            Err(_) => continue,
+        };
+        let connect = control
+            .workspaces()
+            .resolve(&caller, workspace, Action::WorkspaceConnect)
+            .await;
+        if let Err(ControlError::Forbidden(_) | ControlError::NotFound(_)) = connect {
             return;
         }
     }

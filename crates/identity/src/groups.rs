@@ -157,6 +157,7 @@ impl Identity {
             format!("group \"{name}\" not found")
         })?;
         let details = Some(format!("before={}", describe(&before)));
+        self.revoked();
         self.audit_group(caller, "group.delete", name, details)
             .await;
         Ok(())
@@ -188,6 +189,10 @@ impl Identity {
                 .await,
             || format!("group \"{name}\" not found"),
         )?;
+        if !remove_ids.is_empty() {
+            // Shares through the group no longer reach them.
+            self.revoked();
+        }
         let after = self.group_named(&before.name).await?;
         let details = Some(format!(
             "added={} removed={} before_members={} after_members={}",

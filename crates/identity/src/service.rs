@@ -131,6 +131,13 @@ impl Identity {
         self.revocations.subscribe()
     }
 
+    /// Someone's access narrowed (a workspace's share removed, a member
+    /// left a group): what is open on a credential checks again at once,
+    /// as after a revocation.
+    pub fn access_narrowed(&self) {
+        self.revoked();
+    }
+
     pub(crate) fn revoked(&self) {
         self.revocations
             .send_modify(|count| *count = count.wrapping_add(1));

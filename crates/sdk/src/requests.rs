@@ -341,6 +341,19 @@ pub struct TemplatePermissionChange {
     pub role: String,
 }
 
+/// `PUT /workspaces/{ws}/sharing`: one entry of a workspace's share list,
+/// for one `user` or one `group`; `role` is `use`, `admin`, or `none`
+/// (removes the entry).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkspaceShareChange {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    pub role: String,
+}
+
 /// `POST /retained/{id}/assign`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -466,6 +466,10 @@ pub struct Workspace<Report = serde_json::Value, Parameters = BTreeMap<String, S
     /// workspace): the workspace keeps working, no new one is made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template_deprecation: Option<Deprecation>,
+    /// In a person's own list: someone else's workspace shared with them
+    /// (issue 49; `abode sharing`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
 }
 
 /// Answer to a workspace creation: the workspace and its first build
@@ -917,6 +921,13 @@ pub struct TemplatePolicy {
     pub dormancy_threshold_ms: u64,
     pub dormancy_auto_deletion_ms: u64,
     pub require_active_version: bool,
+    /// Whether its workspaces may be shared (`abode sharing`).
+    #[serde(default = "yes")]
+    pub allow_sharing: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// A change of a template's policy (`PATCH /api/v1/templates/{name}/policy`):
@@ -944,6 +955,8 @@ pub struct TemplatePolicyPatch {
     pub dormancy_auto_deletion_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub require_active_version: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_sharing: Option<bool>,
 }
 
 impl TemplatePolicyPatch {
@@ -1436,6 +1449,28 @@ pub struct TemplatePermission {
 pub struct TemplatePermissions {
     pub template: String,
     pub permissions: Vec<TemplatePermission>,
+}
+
+/// A workspace's share list (`GET`/`PUT /workspaces/{ws}/sharing`), groups
+/// then users, by name.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkspaceSharing {
+    /// `owner/name`.
+    pub workspace: String,
+    pub template: String,
+    pub shares: Vec<WorkspaceShare>,
+}
+
+/// One entry of a workspace's share list.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkspaceShare {
+    /// `user` or `group`.
+    pub kind: String,
+    pub name: String,
+    /// `use` or `admin`.
+    pub role: String,
+    #[serde(default)]
+    pub created_at: Option<String>,
 }
 
 /// A resource a workspace delete retained (`GET /retained`,

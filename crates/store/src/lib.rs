@@ -156,6 +156,7 @@ mod schedule_settings;
 mod scheduler_tick;
 mod scripts;
 mod server_instances;
+mod shares;
 mod shutdowns;
 mod sqlite;
 mod state_locks;
@@ -217,6 +218,7 @@ pub use schedule_settings::{TemplatePolicy, WorkspaceLifecycle};
 pub use scheduler_tick::{TickRow, TickSnapshot};
 pub use scripts::{ScriptRunReport, ScriptRunRow};
 pub use server_instances::ServerInstance;
+pub use shares::{ShareEntry, ShareRole, ShareSubject, UnknownShareRole};
 pub use shutdowns::{AgentDiskRow, AgentShutdownRow, NewAgentShutdown, ShutdownTarget};
 pub use state_locks::{FencedWrite, StateFence, StateLock};
 pub use token_scope::{ScopeError, ScopeGrant, ScopeKind, ScopeObjects, TokenScope, UnknownScope};
@@ -654,6 +656,21 @@ storage_interface! {
     /// The entries a group holds on templates' access lists: each
     /// template's id and name and the group's role there, by name.
     fn group_template_roles(&self, group_id: &str) -> Vec<(String, String, TemplateRole)>;
+}
+
+// ---- workspace sharing (shares.rs) ----
+
+storage_interface! {
+    /// A workspace's share list, groups then users, by name.
+    fn workspace_shares(&self, workspace_id: &str) -> Vec<ShareEntry>;
+    /// Sets (or, with `None`, removes) one entry of a workspace's share
+    /// list; the role it had before.
+    fn set_workspace_share(&self, workspace_id: &str, subject: &ShareSubject, role: Option<ShareRole>) -> Option<ShareRole>;
+    /// The widest role the user holds on the workspace (by name, a group,
+    /// or `Everyone`); `None`: not shared with them.
+    fn share_role_of(&self, workspace_id: &str, user_id: &str) -> Option<ShareRole>;
+    /// Whether the template lets its workspaces be shared.
+    fn template_allows_sharing(&self, template_id: &str) -> bool;
 }
 
 // ---- provisioner keys (provisioner_keys.rs) ----

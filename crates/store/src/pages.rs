@@ -86,6 +86,9 @@ pub(crate) fn paged<T>(mut rows: Vec<T>, limit: i64, key: impl Fn(&T) -> String)
 pub struct WorkspaceFilter {
     /// Only this owner's (a member's own view); `None`: everyone's.
     pub owner_id: Option<String>,
+    /// With `owner_id`: the workspaces shared with that user too (by name,
+    /// a group or `Everyone`; issue 49).
+    pub include_shared: bool,
     /// Only workspaces of the owner with this username.
     pub owner_name: Option<String>,
     /// Only workspaces of this template.

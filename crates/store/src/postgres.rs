@@ -40,6 +40,7 @@ use crate::schedule_settings::*;
 use crate::scheduler_tick::*;
 use crate::scripts::*;
 use crate::server_instances::*;
+use crate::shares::*;
 use crate::shutdowns::*;
 use crate::state_locks::*;
 use crate::templates::*;
@@ -183,6 +184,7 @@ impl PostgresBackend {
     provisioner_queries!();
     provisioner_key_queries!();
     group_queries!();
+    share_queries!();
     quota_queries!();
     retained_queries!();
     lifecycle_queries!();

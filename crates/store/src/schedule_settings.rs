@@ -24,13 +24,15 @@ pub struct TemplatePolicy {
     pub dormancy_threshold_ms: i64,
     pub dormancy_auto_deletion_ms: i64,
     pub require_active_version: bool,
+    /// Whether workspaces of the template may be shared (issue 49).
+    pub allow_sharing: bool,
 }
 
 /// The columns of [`TemplatePolicy`], from `templates`.
 pub(crate) const POLICY_SELECT: &str = "SELECT id AS template_id, default_ttl_ms, \
      activity_bump_ms, max_ttl_ms, autostart_days, allow_user_autostart, allow_user_autostop, \
-     failure_ttl_ms, dormancy_threshold_ms, dormancy_auto_deletion_ms, require_active_version \
-     FROM templates";
+     failure_ttl_ms, dormancy_threshold_ms, dormancy_auto_deletion_ms, require_active_version, \
+     allow_sharing FROM templates";
 
 /// A workspace's schedule and lifecycle times as stored.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -75,7 +77,7 @@ macro_rules! lifecycle_queries {
                 "UPDATE templates SET default_ttl_ms = ?, activity_bump_ms = ?, max_ttl_ms = ?, \
              autostart_days = ?, allow_user_autostart = ?, allow_user_autostop = ?, \
              failure_ttl_ms = ?, dormancy_threshold_ms = ?, dormancy_auto_deletion_ms = ?, \
-             require_active_version = ? WHERE id = ?",
+             require_active_version = ?, allow_sharing = ? WHERE id = ?",
             ))
             .bind(policy.default_ttl_ms)
             .bind(policy.activity_bump_ms)
@@ -87,6 +89,7 @@ macro_rules! lifecycle_queries {
             .bind(policy.dormancy_threshold_ms)
             .bind(policy.dormancy_auto_deletion_ms)
             .bind(policy.require_active_version)
+            .bind(policy.allow_sharing)
             .bind(&policy.template_id)
             .execute(&self.pool)
             .await

@@ -44,6 +44,7 @@ use crate::schedule_settings::*;
 use crate::scheduler_tick::*;
 use crate::scripts::*;
 use crate::server_instances::*;
+use crate::shares::*;
 use crate::shutdowns::*;
 use crate::state_locks::*;
 use crate::templates::*;
@@ -177,6 +178,7 @@ impl SqliteBackend {
     provisioner_queries!();
     provisioner_key_queries!();
     group_queries!();
+    share_queries!();
     quota_queries!();
     retained_queries!();
     lifecycle_queries!();

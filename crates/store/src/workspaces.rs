@@ -291,7 +291,13 @@ pub(crate) fn workspace_page_sql(
     });
     text.push_str(" FROM users u CROSS JOIN workspaces w WHERE w.owner_id = u.id");
     if filter.owner_id.is_some() {
-        text.push_str(" AND w.owner_id = ?");
+        if filter.include_shared {
+            text.push_str(" AND (w.owner_id = ? OR ");
+            text.push_str(SHARED_WITH);
+            text.push(')');
+        } else {
+            text.push_str(" AND w.owner_id = ?");
+        }
     }
     if !filter.include_deleted {
         text.push_str(" AND w.deleted = FALSE");
@@ -339,6 +345,15 @@ pub(crate) fn workspace_page_sql(
     });
     text
 }
+
+/// The condition that the user bound (three times) holds an entry of
+/// workspace `w`'s share list: by name, through a group, or `Everyone`.
+const SHARED_WITH: &str =
+    "EXISTS (SELECT 1 FROM workspace_shares s WHERE s.workspace_id = w.id AND \
+     (s.user_id = ? \
+      OR s.group_id IN (SELECT m.group_id FROM group_members m WHERE m.user_id = ?) \
+      OR (s.group_id = 'everyone' AND EXISTS \
+          (SELECT 1 FROM users p WHERE p.id = ? AND p.system = FALSE AND p.status <> 'deleted'))))";
 
 /// The page's rows once its keys are chosen (see [`workspace_page_sql`]).
 /// An agent's startup script, dir and env are served only to the agent: a
@@ -611,6 +626,9 @@ macro_rules! workspace_queries {
         // In the order of the text's placeholders.
         if let Some(owner_id) = filter.owner_id.as_deref() {
             query = query.bind(owner_id);
+            if filter.include_shared {
+                query = query.bind(owner_id).bind(owner_id).bind(owner_id);
+            }
         }
         if let Some(owner_name) = filter.owner_name.as_deref() {
             query = query.bind(owner_name);

@@ -98,6 +98,7 @@ mod report;
 mod retained;
 mod schedule;
 mod session;
+mod sharing;
 mod state;
 mod templates;
 mod terminal;
@@ -162,6 +163,7 @@ pub fn router(control: Control, gateway: Gateway) -> Router {
             post(workspaces::act),
         )
         .route("/workspaces/:owner/:name/rename", post(workspaces::rename))
+        .route("/workspaces/:owner/:name/sharing", post(sharing::change))
         .route(
             "/workspaces/:owner/:name/schedule",
             post(workspaces::save_schedule),

@@ -149,6 +149,8 @@ fn patch_of(fields: &[(String, String)]) -> Result<TemplatePolicyPatch, String> 
         dormancy_threshold_ms: ms("dormancy_threshold")?,
         dormancy_auto_deletion_ms: ms("dormancy_auto_deletion")?,
         require_active_version: on("require_active_version"),
+        // Not on this form: `abode templates edit T --allow-sharing`.
+        allow_sharing: None,
     })
 }
 
@@ -190,6 +192,7 @@ mod tests {
             dormancy_threshold_ms: 0,
             dormancy_auto_deletion_ms: 0,
             require_active_version: false,
+            allow_sharing: true,
         }
     }
 

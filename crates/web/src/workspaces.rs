@@ -356,6 +356,12 @@ pub(crate) async fn render(
         Ok(disk) => disk,
         Err(error) => return html::control_error(error),
     };
+    // The sharing panel, for whoever may manage it.
+    let sharing = control
+        .workspaces()
+        .sharing(&viewer.caller, &reference)
+        .await
+        .ok();
     let workspace = &view.workspace;
     let url = workspace_url(&workspace.owner_name, &workspace.name);
     let parameters = &workspace.parameters;
@@ -479,6 +485,9 @@ pub(crate) async fn render(
             }
         }
         (crate::apps::section(&apps, &url))
+        @if let Some(sharing) = sharing.as_ref().filter(|_| !workspace.deleted) {
+            (crate::sharing::section(sharing, &url, &viewer.csrf))
+        }
         (unsaved_section(unsaved.as_ref()))
         (disk_section(&disk))
         h2 { "Parameters" }

@@ -20,6 +20,7 @@ mod provisionerd;
 mod provisioners;
 mod retained;
 mod schedules;
+mod sharing;
 mod state_backend;
 mod templates;
 mod users;
@@ -58,6 +59,7 @@ pub fn router(state: AppState) -> Router {
         .merge(connect::routes())
         .merge(connections::routes())
         .merge(port_shares::routes())
+        .merge(sharing::routes())
         .merge(external_auth::routes())
         .merge(state_backend::routes())
         .layer(DefaultBodyLimit::max(MAX_JSON_BYTES))

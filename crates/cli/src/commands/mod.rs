@@ -25,6 +25,7 @@ mod quota;
 mod retained;
 mod schedule;
 mod scripts;
+mod sharing;
 mod ssh;
 mod sso;
 mod stat;
@@ -103,6 +104,10 @@ pub enum UserCommand {
     /// Share a port of your workspace with people who are signed in, or
     /// with anyone (`list`, `remove`): served like an app (docs/apps.md).
     PortShare(port_share::PortShareArgs),
+    /// Share a workspace with other people or groups (`add`, `list`,
+    /// `remove`): `use` connects, `admin` also starts and stops it.
+    #[command(subcommand)]
+    Sharing(sharing::SharingCommand),
     /// List workspaces.
     List(workspaces::ListArgs),
     /// Show a workspace: build status, agent status and health.
@@ -191,6 +196,7 @@ pub fn run(command: UserCommand) -> ExitCode {
         UserCommand::Rename(args) => workspaces::rename(args),
         UserCommand::PortShare(args) => port_share::run(args),
         UserCommand::Restart(args) => workspaces::restart(args),
+        UserCommand::Sharing(command) => sharing::run(command),
         UserCommand::List(args) => workspaces::list(args),
         UserCommand::Show(args) => workspaces::show(args),
         UserCommand::Builds(command) => builds::run(command),

@@ -118,6 +118,9 @@ pub struct EditPolicyArgs {
     /// Whether autostart updates workspaces to the active version.
     #[arg(long, value_name = "true|false")]
     pub require_active_version: Option<bool>,
+    /// Whether the template's workspaces may be shared (`abode sharing`).
+    #[arg(long, value_name = "true|false")]
+    pub allow_sharing: Option<bool>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -220,6 +223,7 @@ pub fn edit_policy(args: EditPolicyArgs) -> anyhow::Result<u8> {
         dormancy_threshold_ms: args.dormancy_threshold.map(millis),
         dormancy_auto_deletion_ms: args.dormancy_auto_deletion.map(millis),
         require_active_version: args.require_active_version,
+        allow_sharing: args.allow_sharing,
     };
     if patch.is_empty() {
         anyhow::bail!(
@@ -270,6 +274,7 @@ fn print_policy(policy: &TemplatePolicy, output: OutputArgs) -> anyhow::Result<(
             "Require active version",
             policy.require_active_version.to_string(),
         ),
+        ("Allow sharing", policy.allow_sharing.to_string()),
     ];
     print_lines(&lines);
     Ok(())

@@ -540,7 +540,11 @@ pub fn list(args: ListArgs) -> anyhow::Result<u8> {
             let rows: Vec<Vec<String>> = workspaces
                 .iter()
                 .map(|workspace| {
-                    let name = if args.all {
+                    // Shared with you: its full name (what `abode ssh` takes),
+                    // marked.
+                    let name = if workspace.shared {
+                        format!("{}/{} (shared)", workspace.owner, workspace.name)
+                    } else if args.all {
                         format!("{}/{}", workspace.owner, workspace.name)
                     } else {
                         workspace.name.clone()

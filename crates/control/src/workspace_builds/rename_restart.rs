@@ -117,7 +117,10 @@ impl WorkspaceBuilds {
             .workspaces()
             .resolve(caller, reference, Action::WorkspaceStop)
             .await?;
-        caller.authorize_workspace(Action::WorkspaceStart, &workspace.owner_id, &workspace.id)?;
+        // Through its share list too (an `admin` share restarts it).
+        self.workspaces()
+            .resolve(caller, reference, Action::WorkspaceStart)
+            .await?;
         self.builds()
             .request(
                 BuildTarget::Existing(workspace),

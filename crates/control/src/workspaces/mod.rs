@@ -11,8 +11,10 @@
 //! act on it.
 
 mod activity;
+mod sharing;
 
 pub use activity::ACTIVITY_THROTTLE;
+pub use sharing::Sharing;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -51,6 +53,8 @@ pub struct WorkspaceView {
     /// The workspace's state lock when a build whose holder was lost keeps
     /// it (new builds wait).
     pub locked_by_lost_holder: Option<abode_store::LostLock>,
+    /// Listed for a person because it is shared with them.
+    pub shared: bool,
 }
 
 /// Which workspaces a list page shows (docs/api.md, `GET /workspaces`).
@@ -94,6 +98,8 @@ pub(crate) struct WorkspacesParts {
     pub(crate) retained: Arc<Retained>,
     pub(crate) build_log: BuildLog,
     pub(crate) audit: Audit,
+    /// Told when a share is removed: open connections check again.
+    pub(crate) identity: Arc<crate::Identity>,
 }
 
 impl Workspaces {
@@ -222,30 +228,47 @@ impl Workspaces {
             } else {
                 action
             };
+        // The roles alone (a token's scope may name this very workspace);
+        // refused, a share of the workspace may still allow it.
+        let by_roles = match owner == caller.user.username {
+            true => Ok(()),
+            false => authz::authorize_roles(&caller.subject(), action, None).and(
+                authz::authorize_roles(&caller.subject(), Action::WorkspaceRead, None),
+            ),
+        };
+        let store = &self.inner.store;
         let owner_id = if owner == caller.user.username {
             caller.user.id.clone()
         } else {
-            // The roles alone: a token's scope may name this very workspace.
-            authz::authorize_roles(&caller.subject(), action, None)?;
-            authz::authorize_roles(&caller.subject(), Action::WorkspaceRead, None)?;
-            match self.inner.store.user_by_name(owner).await {
+            match store.user_by_name(owner).await {
                 Ok(user) => user.id,
-                Err(StoreError::NotFound(_)) => return Err(not_found()),
+                Err(StoreError::NotFound(_)) => {
+                    return Err(by_roles.err().map_or_else(not_found, Into::into))
+                }
                 Err(other) => return Err(other.into()),
             }
         };
-        let workspace = or_not_found(
-            self.inner
-                .store
-                .workspace_by_owner_and_name(&owner_id, name)
-                .await,
-            || format!("workspace \"{reference}\" not found"),
-        )?;
-        authz::authorize_workspace(
+        let found = store.workspace_by_owner_and_name(&owner_id, name).await;
+        let (workspace, shared) = match (found, by_roles) {
+            (Ok(workspace), Err(refused)) => {
+                // Not shared with them: refused as if it did not exist.
+                match store.share_role_of(&workspace.id, &caller.user.id).await? {
+                    Some(role) => (workspace, Some(role)),
+                    None => return Err(refused.into()),
+                }
+            }
+            (Err(StoreError::NotFound(_)), Err(refused)) => return Err(refused.into()),
+            (found, _) => (
+                or_not_found(found, || format!("workspace \"{reference}\" not found"))?,
+                None,
+            ),
+        };
+        authz::authorize_shared_workspace(
             &caller.subject(),
             action,
             &workspace.owner_id,
             &workspace.id,
+            shared,
         )?;
         // Its owner acting on it is using it (the lifecycle's activity).
         self.note_owner_use(caller, &workspace, action).await;
@@ -352,6 +375,7 @@ impl Workspaces {
         caller: &Caller,
         query: &WorkspaceQuery,
     ) -> Result<Page<WorkspaceView>, ControlError> {
+        // One's own list holds what is shared with one too.
         let owner_id = match authz::widest_scope(&caller.subject(), Action::WorkspaceRead) {
             Some(Scope::Any) if query.all => None,
             _ => {
@@ -359,10 +383,12 @@ impl Workspaces {
                 Some(caller.user.id.clone())
             }
         };
+        let include_shared = owner_id.is_some();
         let page = self
             .inner
             .store
             .list_workspace_page(&WorkspaceFilter {
+                include_shared,
                 owner_id,
                 owner_name: query.owner.clone(),
                 template: query.template.clone(),
@@ -380,7 +406,11 @@ impl Workspaces {
             items: page
                 .items
                 .into_iter()
-                .map(|summary| self.summary_view(summary, now))
+                .map(|summary| {
+                    let shared = include_shared && summary.workspace.owner_id != caller.user.id;
+                    let view = self.summary_view(summary, now);
+                    WorkspaceView { shared, ..view }
+                })
                 .collect(),
             next: page.next,
         })
@@ -422,6 +452,7 @@ impl Workspaces {
             agent,
             healthy,
             locked_by_lost_holder: lost_lock,
+            shared: false,
         }
     }
 
@@ -463,6 +494,7 @@ impl Workspaces {
             agent,
             healthy,
             locked_by_lost_holder,
+            shared: false,
         })
     }
 

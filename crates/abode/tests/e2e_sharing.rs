@@ -1,0 +1,171 @@
+//! Workspace sharing (issue 49), with the real binary, server, Terraform
+//! and the example template: Alice shares a workspace with Bob as `use`:
+//! he finds it in his `abode list` marked as shared and connects with
+//! `abode ssh alice/dev`, but may not stop or delete it (one line each);
+//! shared through a group, his open SSH session closes as soon as he
+//! leaves the group; every change is in the audit log; a template that
+//! forbids sharing refuses `abode sharing add`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::util;
+
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use util::{repo_root, require_terraform, Platform};
+
+#[test]
+fn a_shared_workspace_connects_refuses_the_rest_and_cuts_on_leaving_the_group() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let bob = platform.login_new_user("bob", "member");
+    let example = repo_root().join("examples/local-workspace");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ])
+        .ok();
+    platform.run(&["create", "dev", "--template", "local"]).ok();
+    platform.wait_for_agent("dev", "ready", Duration::from_secs(60));
+
+    // Not shared: not his.
+    let refused = platform.run_as(&bob, &["ssh", "alice/dev", "--", "true"], None);
+    assert_ne!(refused.code, Some(0), "{refused}");
+
+    // Shared as `use`: listed, marked, and he connects.
+    let listed = platform
+        .run(&[
+            "sharing", "add", "dev", "--user", "bob", "--role", "use", "-o", "json",
+        ])
+        .ok()
+        .json();
+    assert_eq!(listed["workspace"], "alice/dev", "{listed}");
+    assert_eq!(listed["shares"][0]["name"], "bob", "{listed}");
+    assert_eq!(listed["shares"][0]["role"], "use", "{listed}");
+    let mine = platform
+        .run_as(&bob, &["list", "-o", "json"], None)
+        .ok()
+        .json();
+    let rows = mine.as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{mine}");
+    assert_eq!(rows[0]["owner"], "alice");
+    assert_eq!(rows[0]["shared"], true);
+    let text = platform.run_as(&bob, &["list"], None).ok();
+    assert!(text.stdout.contains("alice/dev (shared)"), "{text}");
+    // Alice's own list marks nothing.
+    let hers = platform.run(&["list", "-o", "json"]).ok().json();
+    assert!(hers[0].get("shared").is_none(), "{hers}");
+    platform
+        .run_as(&bob, &["ssh", "alice/dev", "--", "true"], None)
+        .ok();
+
+    // `use` connects, and no more.
+    platform
+        .run_as(&bob, &["stop", "alice/dev"], None)
+        .fails_with(
+            1,
+            &[
+                "may not stop a workspace that is not yours",
+                "`admin` on its share list",
+            ],
+        );
+    platform
+        .run_as(&bob, &["delete", "alice/dev"], None)
+        .fails_with(1, &["may not delete a workspace that is not yours"]);
+    platform
+        .run_as(
+            &bob,
+            &[
+                "sharing",
+                "add",
+                "alice/dev",
+                "--user",
+                "bob",
+                "--role",
+                "admin",
+            ],
+            None,
+        )
+        .fails_with(1, &["may not manage the sharing of a workspace"]);
+    assert_eq!(platform.show("dev")["status"], "running");
+
+    // Through a group: leaving it cuts the open session at once.
+    platform.run(&["groups", "create", "pair"]).ok();
+    platform
+        .run(&["groups", "members", "add", "pair", "bob"])
+        .ok();
+    platform
+        .run(&["sharing", "remove", "dev", "--user", "bob"])
+        .ok();
+    platform
+        .run(&["sharing", "add", "dev", "--group", "pair", "--role", "use"])
+        .ok();
+    let mut session = platform
+        .cmd_as(
+            &bob,
+            &["ssh", "alice/dev", "--", "sh", "-c", "echo up; sleep 600"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(session.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "up\n");
+    assert!(session.try_wait().unwrap().is_none());
+    platform
+        .run(&["groups", "members", "remove", "pair", "bob"])
+        .ok();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = session.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = session.kill();
+            panic!("bob's session still open 10 s after he left the group");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "{status:?}");
+    let refused = platform.run_as(&bob, &["ssh", "alice/dev", "--", "true"], None);
+    assert_ne!(refused.code, Some(0), "{refused}");
+
+    // Every change is audited.
+    let audit = platform
+        .run(&["audit", "--action", "workspace.share", "-o", "json"])
+        .ok()
+        .stdout;
+    for details in [
+        "user=bob before=none after=use",
+        "user=bob before=use after=none",
+        "group=pair before=none after=use",
+    ] {
+        assert!(audit.contains(details), "{details} not in {audit}");
+    }
+
+    // A template that forbids sharing: one clear line.
+    platform
+        .run(&["templates", "edit", "local", "--allow-sharing=false"])
+        .ok();
+    platform
+        .run(&["sharing", "add", "dev", "--user", "bob", "--role", "use"])
+        .fails_with(
+            1,
+            &["template \"local\" does not allow sharing its workspaces"],
+        );
+    let listed = platform
+        .run(&["sharing", "list", "dev", "-o", "json"])
+        .ok()
+        .json();
+    assert_eq!(listed["shares"].as_array().unwrap().len(), 1, "{listed}");
+}
