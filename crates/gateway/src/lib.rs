@@ -58,6 +58,7 @@ mod app_hosts;
 mod apps;
 mod connections;
 mod dial_backs;
+mod live;
 mod proxy;
 mod relay;
 mod sockets;
@@ -76,6 +77,7 @@ pub use apps::{
 };
 pub use connections::{AgentStream, ConnectRequest, Connection, ConnectionEnd, Connections};
 pub use dial_backs::DialBacks;
+pub use live::{Crossing, GaugeReading, LiveMetadata, Reporter};
 pub use proxy::{exchange_code, plain, redirect, relay_app, serve_app};
 pub use relay::{is_relayed, Refused, Upstream, RELAYED_HEADER};
 pub use sockets::{AgentSocket, Reached, MAX_MESSAGE};
@@ -92,6 +94,7 @@ pub struct Gateway {
     dial_backs: DialBacks,
     connections: Connections,
     apps: Apps,
+    live: LiveMetadata,
 }
 
 impl Gateway {
@@ -126,7 +129,13 @@ impl Gateway {
             dial_backs,
             connections,
             apps,
+            live: LiveMetadata::default(),
         }
+    }
+
+    /// The agents' live metadata and monitor readings held by this server.
+    pub fn live(&self) -> &LiveMetadata {
+        &self.live
     }
 
     /// Opens `target` for `caller` (none: an anonymous visitor of a public

@@ -356,6 +356,7 @@ pub(crate) async fn render(
         Ok(disk) => disk,
         Err(error) => return html::control_error(error),
     };
+    let metadata = crate::live::current(state, &view.workspace.id).await;
     let workspace = &view.workspace;
     let url = workspace_url(&workspace.owner_name, &workspace.name);
     let parameters = &workspace.parameters;
@@ -463,6 +464,7 @@ pub(crate) async fn render(
         (crate::apps::section(&apps, &url))
         (unsaved_section(unsaved.as_ref()))
         (disk_section(&disk))
+        (crate::live::section(&metadata, &format!("{url}/metadata/events")))
         h2 { "Parameters" }
         @if parameters.is_empty() {
             p class="muted" { "None." }

@@ -221,6 +221,16 @@ async fn get_workspace(
         .workspaces()
         .disk_usage(&view.workspace)
         .await?;
+    let declared = state
+        .control
+        .agents()
+        .workspace_watches(&view.workspace.id)
+        .await?;
+    let metadata = state.gateway.live().workspace(
+        &view.workspace.id,
+        &declared,
+        state.control.config().clock.now_ms(),
+    );
     ok(
         StatusCode::OK,
         abode_sdk::WorkspaceAnswer {
@@ -228,6 +238,7 @@ async fn get_workspace(
             apps,
             unsaved,
             disk,
+            metadata,
         },
     )
 }
