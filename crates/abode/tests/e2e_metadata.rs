@@ -86,7 +86,20 @@ fn metadata_changes_failures_show_and_a_memory_monitor_tells_once() {
     blocks.push_str(&block("broken", "echo nope >&2; exit 3", 1, 5));
     blocks.push_str(&block("slow", "sleep 30", 1, 1));
     blocks.push_str("  resources_monitoring {\n    memory {\n      threshold = 1\n      enabled   = true\n    }\n    volume {\n      path      = \"/\"\n      threshold = 100\n    }\n  }\n");
-    push(&platform, "local", 1, &with_blocks(&blocks));
+    // Something the agent started holds 1.5% of the machine's memory, so
+    // the workspace's processes are past 1% however big the machine.
+    let total_kib: u64 = fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    let hog_mib = total_kib * 3 / 200 / 1024 + 16;
+    let mut template = with_blocks(&blocks);
+    template.push_str(&format!(
+        "\nresource \"abode_script\" \"hog\" {{\n  count        = data.abode_workspace.me.start_count\n  agent_id     = abode_agent.main[0].id\n  display_name = \"hog\"\n  run_on_start = true\n  timeout      = 3600\n  script       = \"exec python3 -c 'import time; x = b\\\"x\\\" * ({hog_mib} * 1024 * 1024); time.sleep(3600)'\"\n}}\n"
+    ));
+    push(&platform, "local", 1, &template);
     platform.run(&["create", "dev", "--template", "local"]).ok();
 
     // The value changes, through the CLI's JSON.
@@ -120,9 +133,9 @@ fn metadata_changes_failures_show_and_a_memory_monitor_tells_once() {
 
     // The text form says them too.
     let text = platform.run(&["show", "dev"]).ok().stdout;
-    assert!(text.contains("Metadata tick shown (main): "), "{text}");
+    assert!(text.contains("Metadata tick shown (main[0]): "), "{text}");
     assert!(
-        text.contains("Metadata broken shown (main): error: exit status 3"),
+        text.contains("Metadata broken shown (main[0]): error: exit status 3"),
         "{text}"
     );
 
