@@ -80,7 +80,7 @@ fn tick(platform: &Platform) -> Option<u64> {
 #[test]
 fn metadata_changes_failures_show_and_a_memory_monitor_tells_once() {
     require_terraform();
-    let platform = Platform::start();
+    let platform = Platform::start_with_metrics(None, &[]);
     platform.login_owner();
     let mut blocks = block("tick", "date +%s", 1, 5);
     blocks.push_str(&block("broken", "echo nope >&2; exit 3", 1, 5));
@@ -164,6 +164,51 @@ fn metadata_changes_failures_show_and_a_memory_monitor_tells_once() {
     let payload = &highs[0];
     let text = payload.to_string();
     assert!(text.contains("memory"), "{text}");
+
+    // The readings are gauges on /metrics, which promtool accepts.
+    let scrape = platform.scrape();
+    let memory = scrape
+        .lines()
+        .find(|line| line.starts_with("abode_agent_memory_used_percent{"))
+        .unwrap_or_else(|| panic!("no memory gauge:\n{scrape}"));
+    assert!(memory.contains("agent=\"main[0]\""), "{memory}");
+    let used: f64 = memory.rsplit(' ').next().unwrap().parse().unwrap();
+    assert!(used >= 1.0, "{memory}");
+    assert!(
+        scrape
+            .lines()
+            .any(|line| line.starts_with("abode_agent_volume_used_percent{")
+                && line.contains("path=\"/\"")),
+        "{scrape}"
+    );
+    promtool_check(&scrape);
+}
+
+/// `promtool check metrics` on a scrape (Debian's `prometheus` package,
+/// which scripts/bootstrap.sh installs).
+fn promtool_check(text: &str) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool is not on PATH: install Debian's prometheus package");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "promtool check metrics refused the scrape:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
 
 #[test]
