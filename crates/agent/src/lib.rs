@@ -867,6 +867,7 @@ mod tests {
             env: BTreeMap::new(),
             apps: Vec::new(),
             scripts: Vec::new(),
+            watch: Default::default(),
         };
         assert_eq!(
             script_log_name("startup", &me("main")),

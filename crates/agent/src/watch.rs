@@ -76,7 +76,7 @@ fn run_block(
         Startup::Failed(code) => (
             String::new(),
             Some(cut_value(
-                &format!("exit status {code}: {output}").trim_end_matches([':', ' ']),
+                format!("exit status {code}: {output}").trim_end_matches([':', ' ']),
             )),
         ),
         Startup::TimedOut => (

@@ -99,7 +99,7 @@ pub struct LiveMetadata {
     agents: Arc<Mutex<HashMap<String, AgentLive>>>,
     /// What each reporting agent declares and its workspace's `owner/name`,
     /// read from the database at most every [`DECLARED_MS`].
-    declared: Arc<Mutex<HashMap<String, (i64, Arc<AgentWatch>, String)>>>,
+    declared: Arc<Mutex<HashMap<String, Declared>>>,
     /// When the quiet agents were last forgotten (Unix ms).
     pruned_at: Arc<AtomicI64>,
     /// The workspace id of each change.
@@ -116,6 +116,10 @@ impl Default for LiveMetadata {
         }
     }
 }
+
+/// What an agent declares, when it was read, and its workspace's
+/// `owner/name`.
+type Declared = (i64, Arc<AgentWatch>, String);
 
 /// Who reports.
 #[derive(Debug, Clone, Copy)]
@@ -186,22 +190,23 @@ impl LiveMetadata {
                     },
                 );
             }
-            match (watch.memory_threshold_percent, report.memory_used_percent) {
-                (Some(threshold), Some(used)) => {
-                    if live
-                        .memory
-                        .get_or_insert_with(Gauge::default)
-                        .read(used, threshold)
-                    {
-                        crossings.push(Crossing {
-                            monitor: "memory".into(),
-                            threshold_percent: threshold,
-                            used_percent: used,
-                        });
-                    }
+            if watch.memory_threshold_percent.is_none() {
+                live.memory = None;
+            }
+            if let (Some(threshold), Some(used)) =
+                (watch.memory_threshold_percent, report.memory_used_percent)
+            {
+                if live
+                    .memory
+                    .get_or_insert_with(Gauge::default)
+                    .read(used, threshold)
+                {
+                    crossings.push(Crossing {
+                        monitor: "memory".into(),
+                        threshold_percent: threshold,
+                        used_percent: used,
+                    });
                 }
-                (None, _) => live.memory = None,
-                _ => {}
             }
             live.volumes
                 .retain(|path, _| watch.volumes.iter().any(|volume| &volume.path == path));
