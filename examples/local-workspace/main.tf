@@ -42,6 +42,28 @@ resource "abode_agent" "main" {
   os    = "linux"
   arch  = "amd64"
   dir   = abode_volume.home.path
+
+  # Live facts shown with the workspace (`abode show`, the dashboard),
+  # through `abode stat` (the agent puts `abode` on the PATH) and awk. Kept
+  # cheap: every 10 and 30 s.
+  metadata {
+    key          = "cpu"
+    display_name = "CPU"
+    script       = <<-EOT
+      abode stat --output json | awk -F': *' '/"used_cores"/ { u = $2 + 0 } /"limit_cores"/ { l = $2 + 0 } END { print u " of " l " cores" }'
+    EOT
+    interval     = 10
+    timeout      = 5
+  }
+  metadata {
+    key          = "disk"
+    display_name = "Home disk"
+    script       = <<-EOT
+      abode stat --output json | awk -F': *' '/"disk"/ { d = 1 } d && /"used_bytes"/ { u = $2 + 0 } d && /"available_bytes"/ { a = $2 + 0 } END { if (u + a > 0) print int(u * 100 / (u + a)) "% used"; else print "unknown" }'
+    EOT
+    interval     = 30
+    timeout      = 5
+  }
 }
 
 # A start script with its own log (`abode scripts WS --log welcome`). Kept

@@ -32,6 +32,7 @@ mod e2e_guarded;
 mod e2e_hostile_text;
 mod e2e_lifecycle;
 mod e2e_lint;
+mod e2e_metadata;
 mod e2e_metrics;
 mod e2e_notifications;
 mod e2e_oidc;

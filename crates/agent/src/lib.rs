@@ -80,6 +80,7 @@ mod ssh;
 pub mod stat;
 mod tunnel;
 pub mod unsaved;
+mod watch;
 pub mod wsdial;
 
 const FIRST_RETRY: Duration = Duration::from_millis(250);
@@ -260,6 +261,18 @@ impl Agent {
             scope.spawn(|| self.report_unsaved(&me));
             if !me.apps.is_empty() {
                 scope.spawn(|| self.check_apps(&me));
+            }
+            if !me.watch.is_empty() {
+                scope.spawn(|| {
+                    crate::watch::Watcher {
+                        client: &self.client,
+                        stop: &self.stop,
+                        dir: me.dir.as_deref().map(expand_home),
+                        env: me.env.clone(),
+                        log_dir: self.log_dir.clone(),
+                    }
+                    .run(&me.watch)
+                });
             }
             let blocking = runner.start(&me.scripts);
             let mut outcome = self.startup(&me, &runner);
@@ -875,6 +888,7 @@ mod tests {
             env: BTreeMap::new(),
             apps: Vec::new(),
             scripts: Vec::new(),
+            watch: Default::default(),
         };
         assert_eq!(
             script_log_name("startup", &me("main")),

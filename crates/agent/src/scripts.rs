@@ -371,6 +371,7 @@ mod tests {
             env: BTreeMap::new(),
             apps: Vec::new(),
             scripts: Vec::new(),
+            watch: Default::default(),
         }
     }
 

@@ -106,12 +106,6 @@ pub fn measure(agent_pid: i32, home: Option<&Path>) -> WorkspaceStat {
         if let Some(before) = cgroup_cpu_usec(&dir) {
             std::thread::sleep(CPU_SAMPLE);
             let after = cgroup_cpu_usec(&dir).unwrap_or(before);
-            let stat_text = std::fs::read_to_string(dir.join("memory.stat")).unwrap_or_default();
-            let current = read_u64(&dir.join("memory.current")).unwrap_or(0);
-            // The working set, as container runtimes count it: the page
-            // cache the kernel may drop at once is not counted.
-            let inactive = keyed(&stat_text, "inactive_file").unwrap_or(0);
-            let limit = read_u64(&dir.join("memory.max")).unwrap_or_else(mem_total);
             return WorkspaceStat {
                 source: "cgroup".into(),
                 cpu: StatCpu {
@@ -120,10 +114,7 @@ pub fn measure(agent_pid: i32, home: Option<&Path>) -> WorkspaceStat {
                     ),
                     limit_cores: round(cgroup_cpu_limit(&dir).unwrap_or_else(cores)),
                 },
-                memory: StatMemory {
-                    used_bytes: current.saturating_sub(inactive),
-                    limit_bytes: limit,
-                },
+                memory: cgroup_memory(&dir),
                 disk,
             };
         }
@@ -142,11 +133,37 @@ pub fn measure(agent_pid: i32, home: Option<&Path>) -> WorkspaceStat {
             ),
             limit_cores: round(cores()),
         },
-        memory: StatMemory {
-            used_bytes: now.iter().map(|usage| usage.rss_bytes).sum(),
-            limit_bytes: mem_total(),
-        },
+        memory: proc_memory(&now),
         disk,
+    }
+}
+
+/// The memory of a cgroup: its working set, as container runtimes count
+/// it (the page cache the kernel may drop at once is not counted).
+fn cgroup_memory(dir: &Path) -> StatMemory {
+    let stat_text = std::fs::read_to_string(dir.join("memory.stat")).unwrap_or_default();
+    let current = read_u64(&dir.join("memory.current")).unwrap_or(0);
+    let inactive = keyed(&stat_text, "inactive_file").unwrap_or(0);
+    StatMemory {
+        used_bytes: current.saturating_sub(inactive),
+        limit_bytes: read_u64(&dir.join("memory.max")).unwrap_or_else(mem_total),
+    }
+}
+
+fn proc_memory(usage: &[abode_procfs::usage::Usage]) -> StatMemory {
+    StatMemory {
+        used_bytes: usage.iter().map(|usage| usage.rss_bytes).sum(),
+        limit_bytes: mem_total(),
+    }
+}
+
+/// The memory the workspace whose agent is `agent_pid` uses, as
+/// [`measure`] counts it, without waiting for a CPU sample (the resource
+/// monitors' reading).
+pub fn memory(agent_pid: i32) -> StatMemory {
+    match cgroup_dir(agent_pid) {
+        Some(dir) if dir.join("memory.current").exists() => cgroup_memory(&dir),
+        _ => proc_memory(&abode_procfs::usage::tree_usage(agent_pid)),
     }
 }
 

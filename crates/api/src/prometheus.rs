@@ -44,13 +44,25 @@ pub(crate) async fn record(
 
 /// `GET /metrics`: the registry in Prometheus text format. Only memory is
 /// read; the database gauges are refreshed in the background.
-pub(crate) fn scrape_router(metrics: Metrics) -> Router {
+/// The agents' monitor gauges are read from `live` at each scrape.
+pub(crate) fn scrape_router(metrics: Metrics, live: abode_gateway::LiveMetadata) -> Router {
     Router::new()
         .route("/metrics", get(scrape))
-        .with_state(metrics)
+        .with_state((metrics, live))
 }
 
-async fn scrape(State(metrics): State<Metrics>) -> Response {
+async fn scrape(State((metrics, live)): State<(Metrics, abode_gateway::LiveMetadata)>) -> Response {
+    let gauges: Vec<abode_metrics::MonitorGauge> = live
+        .gauges()
+        .into_iter()
+        .map(|gauge| abode_metrics::MonitorGauge {
+            workspace: gauge.workspace,
+            agent: gauge.agent,
+            path: gauge.path,
+            used_percent: gauge.used_percent,
+        })
+        .collect();
+    metrics.set_monitors(&gauges);
     match metrics.encode() {
         Ok(text) => ([(header::CONTENT_TYPE, abode_metrics::CONTENT_TYPE)], text).into_response(),
         Err(error) => {

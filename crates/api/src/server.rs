@@ -580,6 +580,7 @@ impl Server {
         let mut workers = host.start_provisioners(options.provisioners, shutdown_rx.clone());
         workers.extend(control.start_loops(shutdown_rx.clone()));
         workers.extend(recovered.followers);
+        let live = gateway.live().clone();
         let app = crate::router(AppState {
             control: control.clone(),
             host: host.clone(),
@@ -633,7 +634,7 @@ impl Server {
                 host.start_metrics_refresh(options.metrics_refresh_interval, shutdown.subscribe()),
             );
             tracing::info!(%address, "serving Prometheus metrics on /metrics");
-            let app = crate::prometheus::scrape_router(control.config().metrics.clone());
+            let app = crate::prometheus::scrape_router(control.config().metrics.clone(), live);
             let stop = shutdown.subscribe();
             tokio::spawn(async move {
                 axum::serve(listener, app)

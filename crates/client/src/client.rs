@@ -1537,6 +1537,15 @@ impl Client {
             .map(drop)
     }
 
+    /// Agent: the latest results of its `metadata` blocks and monitors.
+    pub fn agent_metadata(
+        &self,
+        report: &requests::AgentMetadataReport,
+    ) -> Result<(), ClientError> {
+        self.check(self.request("POST", "/agent/metadata").send_json(report))
+            .map(drop)
+    }
+
     pub fn agent_shutdown(
         &self,
         report: &requests::AgentShutdownReport,

@@ -69,6 +69,7 @@ pub mod script;
 pub mod supervisor;
 pub mod text;
 pub mod vocabulary;
+pub mod watch;
 
 pub use vocabulary::{
     BuildReason, BuildStatus, JobKind, PrebuildPart, Role, Roles, UnknownBuildReason,

@@ -151,6 +151,33 @@ impl Agents {
             .unwrap_or_default())
     }
 
+    /// What the agent watches: its `metadata` blocks and resource monitors.
+    pub async fn agent_watch(
+        &self,
+        agent: &Agent,
+    ) -> Result<abode_contract::watch::AgentWatch, ControlError> {
+        Ok(self
+            .store
+            .agent_watch(&agent.id)
+            .await?
+            .and_then(|json| serde_json::from_str(&json).ok())
+            .unwrap_or_default())
+    }
+
+    /// What each agent of the workspace watches, by agent name.
+    pub async fn workspace_watches(
+        &self,
+        workspace_id: &str,
+    ) -> Result<Vec<(String, abode_contract::watch::AgentWatch)>, ControlError> {
+        Ok(self
+            .store
+            .workspace_agent_watches(workspace_id)
+            .await?
+            .into_iter()
+            .filter_map(|(name, json)| Some((name, serde_json::from_str(&json).ok()?)))
+            .collect())
+    }
+
     /// What the agent runs when its prebuilt workspace is claimed.
     pub async fn agent_claim_script(&self, agent: &Agent) -> Result<Option<String>, ControlError> {
         Ok(self.store.agent_claim_script(&agent.id).await?)
@@ -493,6 +520,10 @@ pub fn agents_in_state(state: &[u8]) -> Result<AgentsInState, serde_json::Error>
                     None => abode_contract::disk::DEFAULT_WARNING_PERCENTS.to_vec(),
                 },
                 scripts: runs.into_iter().map(|(_, script)| script).collect(),
+                watch: instance
+                    .get("attributes")
+                    .map(abode_contract::watch::AgentWatch::from_attributes)
+                    .unwrap_or_default(),
             },
         });
     }

@@ -63,6 +63,7 @@ mod apps;
 mod connection_log;
 mod connections;
 mod dial_backs;
+mod live;
 mod proxy;
 mod relay;
 mod sockets;
@@ -85,6 +86,7 @@ pub use connection_log::{
 };
 pub use connections::{AgentStream, ConnectRequest, Connection, ConnectionEnd, Connections};
 pub use dial_backs::DialBacks;
+pub use live::{Crossing, GaugeReading, LiveMetadata, Reporter};
 pub use proxy::{exchange_code, plain, redirect, relay_app, serve_app};
 pub use relay::{is_relayed, Refused, Upstream, RELAYED_FOR_HEADER, RELAYED_HEADER};
 pub use sockets::{AgentSocket, Reached, MAX_MESSAGE};
@@ -101,6 +103,7 @@ pub struct Gateway {
     dial_backs: DialBacks,
     connections: Connections,
     apps: Apps,
+    live: LiveMetadata,
 }
 
 impl Gateway {
@@ -146,7 +149,13 @@ impl Gateway {
             dial_backs,
             connections,
             apps,
+            live: LiveMetadata::default(),
         }
+    }
+
+    /// The agents' live metadata and monitor readings held by this server.
+    pub fn live(&self) -> &LiveMetadata {
+        &self.live
     }
 
     /// Opens `target` for `caller` (none: an anonymous visitor of a public

@@ -93,6 +93,29 @@ struct PresetLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AgentLabels {
+    workspace: String,
+    agent: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct VolumeLabels {
+    workspace: String,
+    agent: String,
+    path: String,
+}
+
+/// One resource monitor's latest reading (an agent's memory, or a volume
+/// when `path` is set), in percent used.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MonitorGauge {
+    pub workspace: String,
+    pub agent: String,
+    pub path: Option<String>,
+    pub used_percent: f64,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DeliveryLabels {
     channel: String,
     outcome: String,
@@ -228,6 +251,8 @@ struct Inner {
     app_streams: Family<CarriedLabels, Counter>,
     connections: Family<KindLabels, Counter>,
     connections_open: Family<KindLabels, Gauge>,
+    agent_memory: Family<AgentLabels, FloatGauge>,
+    agent_volumes: Family<VolumeLabels, FloatGauge>,
 }
 
 /// Registers `metric` under `name` and hands it back to be kept in a field.
@@ -277,6 +302,8 @@ impl Metrics {
             connections: register(reg, "abode_connections", "Connections into workspaces this server opened and logged (the server holding the agent's tunnel), by kind: ssh, port-forward, pty, app", Family::default()),
             connections_open: register(reg, "abode_connections_open", "Connections into workspaces open on this server now, by kind", Family::default()),
             app_streams: register(reg, "abode_app_streams", "App requests carried to their workspace's agent, by how: dial_back (a connection the agent opened for the request) or tunnel (through the agent's tunnel: an older agent, or a dial-back a proxy or another server did not let through)", Family::default()),
+            agent_memory: register(reg, "abode_agent_memory_used_percent", "A workspace's memory in use, in percent, as its agent's memory monitor last said to this server", Family::default()),
+            agent_volumes: register(reg, "abode_agent_volume_used_percent", "A monitored volume's use, in percent, as its agent last said to this server", Family::default()),
             registry: r,
         };
         Metrics {
@@ -520,6 +547,33 @@ impl Metrics {
             for (family, value) in families.iter().zip(values) {
                 family.get_or_create(&labels).set(value);
             }
+        }
+    }
+
+    /// The agents' monitors as this server holds them now; the rest drop out.
+    pub fn set_monitors(&self, gauges: &[MonitorGauge]) {
+        self.inner.agent_memory.clear();
+        self.inner.agent_volumes.clear();
+        for gauge in gauges {
+            match &gauge.path {
+                None => self
+                    .inner
+                    .agent_memory
+                    .get_or_create(&AgentLabels {
+                        workspace: gauge.workspace.clone(),
+                        agent: gauge.agent.clone(),
+                    })
+                    .set(gauge.used_percent),
+                Some(path) => self
+                    .inner
+                    .agent_volumes
+                    .get_or_create(&VolumeLabels {
+                        workspace: gauge.workspace.clone(),
+                        agent: gauge.agent.clone(),
+                        path: path.clone(),
+                    })
+                    .set(gauge.used_percent),
+            };
         }
     }
 

@@ -11,14 +11,16 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use tf_provider::schema::{AttributeType, Block};
+use std::collections::BTreeSet;
+
+use tf_provider::schema::{AttributeType, Block, NestedBlock};
 use tf_provider::value::Value;
 use tf_provider::{AttributePath, Diagnostics};
 
 use crate::plumbing::ResourceType;
 use crate::schema::{
-    attribute_error, block, build_context, computed, known, number, optional, required, sensitive,
-    string, string_map, with_default, StringMap,
+    attribute_error, block, boolean, build_context, computed, known, number, optional, required,
+    sensitive, string, string_map, with_default, StringMap,
 };
 
 pub(crate) const OPERATING_SYSTEMS: [&str; 2] = ["linux", "darwin"];
@@ -44,6 +46,206 @@ pub(crate) struct AgentState {
     env: StringMap,
     token: Value<String>,
     init_script: Value<String>,
+    #[serde(default)]
+    metadata: Value<Vec<Value<MetadataBlock>>>,
+    #[serde(default)]
+    resources_monitoring: Value<Vec<Value<MonitoringBlock>>>,
+}
+
+/// A `metadata` block: a script run every `interval` seconds (issue 48).
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub(crate) struct MetadataBlock {
+    key: Value<String>,
+    display_name: Value<String>,
+    script: Value<String>,
+    interval: Value<i64>,
+    timeout: Value<i64>,
+}
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub(crate) struct MonitoringBlock {
+    #[serde(default)]
+    memory: Value<Vec<Value<MemoryBlock>>>,
+    #[serde(default)]
+    volume: Value<Vec<Value<VolumeBlock>>>,
+}
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub(crate) struct MemoryBlock {
+    threshold: Value<i64>,
+    enabled: Value<bool>,
+}
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+pub(crate) struct VolumeBlock {
+    path: Value<String>,
+    threshold: Value<i64>,
+}
+
+/// The `metadata` and `resources_monitoring` blocks of `abode_agent`.
+fn watch_blocks(schema: &mut Block) {
+    schema.blocks.insert(
+        "metadata".into(),
+        NestedBlock::List(block(
+            "A live fact shown with the workspace: the agent runs `script` every \
+             `interval` seconds and the platform shows its latest output (or error) with \
+             its age. Kept in the receiving server's memory only.",
+            vec![
+                (
+                    "key",
+                    required(string(), "The fact's name, unique in this agent."),
+                ),
+                (
+                    "display_name",
+                    optional(string(), "What the platform calls it (default: the key)."),
+                ),
+                (
+                    "script",
+                    required(string(), "A sh script whose output is the value."),
+                ),
+                (
+                    "interval",
+                    required(number(), "Seconds between two runs (1 or more)."),
+                ),
+                (
+                    "timeout",
+                    optional(
+                        number(),
+                        "Seconds a run may take before it is stopped and shown as an \
+                         error (1 or more; default 5).",
+                    ),
+                ),
+            ],
+        )),
+    );
+    let mut monitoring = block(
+        "Thresholds that tell the workspace's owner (`workspace_resource_high`) once per \
+         crossing; checked by the agent every 10 seconds.",
+        vec![],
+    );
+    monitoring.blocks.insert(
+        "memory".into(),
+        NestedBlock::List(block(
+            "The workspace's memory (its cgroup, else its processes, as `abode stat`).",
+            vec![
+                ("threshold", required(number(), "Percent used (1 to 100).")),
+                (
+                    "enabled",
+                    optional(boolean(), "Whether it is checked (default true)."),
+                ),
+            ],
+        )),
+    );
+    monitoring.blocks.insert(
+        "volume".into(),
+        NestedBlock::List(block(
+            "A filesystem inside the workspace (statvfs of `path`); repeatable.",
+            vec![
+                ("path", required(string(), "A path on the volume.")),
+                ("threshold", required(number(), "Percent used (1 to 100).")),
+            ],
+        )),
+    );
+    schema
+        .blocks
+        .insert("resources_monitoring".into(), NestedBlock::List(monitoring));
+}
+
+/// Plan-time checks of the `metadata` and `resources_monitoring` blocks.
+fn check_watch(diags: &mut Diagnostics, state: &AgentState) {
+    let mut keys = BTreeSet::new();
+    for item in known(&state.metadata)
+        .into_iter()
+        .flatten()
+        .filter_map(known)
+    {
+        let key = known(&item.key).cloned().unwrap_or_default();
+        if known(&item.key).is_some() {
+            if key.trim().is_empty() {
+                attribute_error(
+                    diags,
+                    "metadata",
+                    "abode_agent metadata key must not be empty".into(),
+                );
+            } else if !keys.insert(key.clone()) {
+                attribute_error(
+                    diags,
+                    "metadata",
+                    format!("abode_agent metadata key `{key}` appears more than once"),
+                );
+            }
+        }
+        for (name, value) in [("interval", &item.interval), ("timeout", &item.timeout)] {
+            if let Some(seconds) = known(value) {
+                if *seconds < 1 {
+                    attribute_error(
+                        diags,
+                        "metadata",
+                        format!(
+                            "abode_agent metadata `{key}`: {name} must be 1 or more seconds, not {seconds}"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    let monitors: Vec<&MonitoringBlock> = known(&state.resources_monitoring)
+        .into_iter()
+        .flatten()
+        .filter_map(known)
+        .collect();
+    if monitors.len() > 1 {
+        attribute_error(
+            diags,
+            "resources_monitoring",
+            "abode_agent has more than one resources_monitoring block: use one".into(),
+        );
+    }
+    for monitor in monitors {
+        let memories: Vec<&MemoryBlock> = known(&monitor.memory)
+            .into_iter()
+            .flatten()
+            .filter_map(known)
+            .collect();
+        if memories.len() > 1 {
+            attribute_error(
+                diags,
+                "resources_monitoring",
+                "abode_agent resources_monitoring has more than one memory block: use one".into(),
+            );
+        }
+        let thresholds = memories
+            .iter()
+            .map(|memory| ("memory".to_string(), &memory.threshold))
+            .chain(
+                known(&monitor.volume)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(known)
+                    .map(|volume| {
+                        (
+                            format!(
+                                "volume `{}`",
+                                known(&volume.path).cloned().unwrap_or_default()
+                            ),
+                            &volume.threshold,
+                        )
+                    }),
+            );
+        for (what, threshold) in thresholds {
+            if let Some(percent) = known(threshold) {
+                if !(1..=100).contains(percent) {
+                    attribute_error(
+                        diags,
+                        "resources_monitoring",
+                        format!(
+                            "abode_agent resources_monitoring {what}: threshold must be 1 to 100 percent, not {percent}"
+                        ),
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -112,7 +314,7 @@ impl ResourceType for AgentResource {
     type State = AgentState;
 
     fn block(&self) -> Block {
-        block(
+        let mut schema = block(
             "The agent running inside the workspace. Start it with `init_script` and give \
              that process ABODE_AGENT_TOKEN = `token` in its environment; it then connects \
              to ABODE_AGENT_URL and reports the workspace's health.",
@@ -190,7 +392,9 @@ impl ResourceType for AgentResource {
                     ),
                 ),
             ],
-            )
+        );
+        watch_blocks(&mut schema);
+        schema
     }
 
     fn id(state: &mut Self::State) -> &mut Value<String> {
@@ -198,6 +402,7 @@ impl ResourceType for AgentResource {
     }
 
     fn check(&self, diags: &mut Diagnostics, state: &Self::State) {
+        check_watch(diags, state);
         if let Some(os) = known(&state.os) {
             if !OPERATING_SYSTEMS.contains(&os.as_str()) {
                 attribute_error(

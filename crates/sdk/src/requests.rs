@@ -447,3 +447,39 @@ pub struct DestroyRetained {
 /// The body of a `POST` that carries nothing: `{}`.
 #[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct Empty {}
+
+/// `POST /agent/metadata`: the latest results of the agent's `metadata`
+/// blocks and its monitors' readings (at most one report a second).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AgentMetadataReport {
+    #[serde(default)]
+    pub metadata: Vec<MetadataResult>,
+    /// The workspace's memory in use, in percent (with a memory monitor).
+    #[serde(default)]
+    pub memory_used_percent: Option<f64>,
+    #[serde(default)]
+    pub volumes: Vec<VolumeReading>,
+}
+
+/// One `metadata` block's latest run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct MetadataResult {
+    pub key: String,
+    #[serde(default)]
+    pub value: String,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// How long ago it ran, in ms (the server dates it by its own clock).
+    #[serde(default)]
+    pub age_ms: u64,
+}
+
+/// A monitored volume's use, in percent.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct VolumeReading {
+    pub path: String,
+    pub used_percent: f64,
+}

@@ -655,6 +655,9 @@ pub struct AgentMe {
     /// Its `abode_script`s (start, stop and cron scripts).
     #[serde(default)]
     pub scripts: Vec<abode_contract::script::ScriptDefinition>,
+    /// Its `metadata` blocks and resource monitors.
+    #[serde(default)]
+    pub watch: abode_contract::watch::AgentWatch,
 }
 
 /// One script of a workspace's agent and its latest run
@@ -1051,6 +1054,29 @@ pub struct WorkspaceAnswer<Report = serde_json::Value, Parameters = BTreeMap<Str
     /// usage"), by agent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disk: Vec<DiskUsage>,
+    /// The latest value of each `metadata` block of its agents, as the
+    /// server answering holds them in memory (docs/api.md, "Live metadata").
+    #[serde(default)]
+    pub metadata: Vec<AgentMetadata>,
+}
+
+/// The latest run of an agent's `metadata` block.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AgentMetadata {
+    pub agent: String,
+    pub key: String,
+    pub display_name: String,
+    /// Its output (at most 1 KiB), empty when it failed.
+    pub value: String,
+    /// Why the latest run failed (its exit status or timeout and the end of
+    /// its output); none when it succeeded.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// When it ran (RFC 3339); none before its first report.
+    #[serde(default)]
+    pub collected_at: Option<String>,
+    #[serde(default)]
+    pub age_seconds: Option<u64>,
 }
 
 /// How full an agent's home volume was when it last said.

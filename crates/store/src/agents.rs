@@ -155,8 +155,8 @@ macro_rules! agent_queries {
                 &sql("INSERT INTO agents (id, workspace_id, build_id, name, token_hash, created_at, \
                  startup_script, dir, env, lifecycle, connected_at, last_heartbeat_at, exit_status, \
                  claim_script, shutdown_script, shutdown_timeout_seconds, disk_warning_percents, \
-                 scripts, stop_timeout_seconds) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+                 scripts, stop_timeout_seconds, watch) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
             )
             .bind(&agent_id)
             .bind(workspace_id)
@@ -185,6 +185,10 @@ macro_rules! agent_queries {
             )
             .bind(scripts_json(&agent.settings.scripts))
             .bind(stop_timeout_seconds(&agent.settings.scripts))
+            .bind(
+                (!agent.settings.watch.is_empty())
+                    .then(|| serde_json::to_string(&agent.settings.watch).unwrap_or_default()),
+            )
             .execute(&mut *tx)
             .await
             .map_err(db_error("agent token"))?;

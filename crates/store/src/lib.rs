@@ -938,6 +938,10 @@ storage_interface! {
 storage_interface! {
     /// The agent's scripts (a JSON list of their definitions), if it has any.
     fn agent_scripts(&self, agent_id: &str) -> Option<String>;
+    /// What the agent watches (a JSON `AgentWatch`), if anything.
+    fn agent_watch(&self, agent_id: &str) -> Option<String>;
+    /// The workspace's agents that watch something: name and `AgentWatch` JSON.
+    fn workspace_agent_watches(&self, workspace_id: &str) -> Vec<(String, String)>;
     /// The workspace's agents that have scripts: name and definitions.
     fn workspace_agent_scripts(&self, workspace_id: &str) -> Vec<(String, String)>;
     /// What an agent reports of a script's run (now).

@@ -44,6 +44,8 @@ pub enum NotificationKind {
     DeleteHeldUnsaved,
     /// A workspace's home volume reached one of its agent's thresholds.
     DiskFullWarning,
+    /// A workspace's memory or a volume crossed its agent's monitor threshold.
+    WorkspaceResourceHigh,
 }
 
 /// A notification kind none of [`NotificationKind`] names.
@@ -68,6 +70,7 @@ crate::named!(NotificationKind, UnknownNotificationKind, {
     PresetQuotaRecovered => "preset_quota_recovered",
     DeleteHeldUnsaved => "delete_held_unsaved",
     DiskFullWarning => "disk_full_warning",
+    WorkspaceResourceHigh => "workspace_resource_high",
 });
 
 /// Where a notification goes.

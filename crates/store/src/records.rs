@@ -480,6 +480,8 @@ pub struct AgentSettings {
     pub disk_warning_percents: Vec<i64>,
     /// Its `abode_script`s, checked, one per display name (issue 48).
     pub scripts: Vec<abode_contract::script::ScriptDefinition>,
+    /// Its `metadata` blocks and resource monitors (issue 48).
+    pub watch: abode_contract::watch::AgentWatch,
 }
 
 /// An app of a workspace, with the agent that serves it and its health.

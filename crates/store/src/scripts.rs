@@ -45,6 +45,33 @@ macro_rules! script_queries {
             Ok(scripts.flatten())
         }
 
+        pub(crate) async fn agent_watch(
+            &self,
+            agent_id: &str,
+        ) -> Result<Option<String>, StoreError> {
+            let watch: Option<Option<String>> =
+                sqlx::query_scalar(&sql("SELECT watch FROM agents WHERE id = ?"))
+                    .bind(agent_id)
+                    .fetch_optional(&self.pool)
+                    .await
+                    .map_err(db_error("agent"))?;
+            Ok(watch.flatten())
+        }
+
+        pub(crate) async fn workspace_agent_watches(
+            &self,
+            workspace_id: &str,
+        ) -> Result<Vec<(String, String)>, StoreError> {
+            sqlx::query_as(&sql(
+                "SELECT name, watch FROM agents WHERE workspace_id = ? \
+                 AND watch IS NOT NULL ORDER BY name",
+            ))
+            .bind(workspace_id)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db_error("agent"))
+        }
+
         pub(crate) async fn workspace_agent_scripts(
             &self,
             workspace_id: &str,

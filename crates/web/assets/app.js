@@ -38,6 +38,23 @@ function followLog(box) {
   });
 }
 
+// The workspace's live metadata: each `metadata` event is the whole list;
+// the rows the page drew are updated in place (text only).
+function followMetadata(box) {
+  const source = new EventSource(box.dataset.metadataStream);
+  source.addEventListener("metadata", (event) => {
+    for (const item of JSON.parse(event.data)) {
+      const row = Array.from(box.querySelectorAll("tr[data-key]"))
+        .find((tr) => tr.dataset.key === item.key);
+      if (!row) continue;
+      const value = row.querySelector("[data-value]");
+      value.textContent = item.value;
+      value.classList.toggle("notice", item.error);
+      row.querySelector("[data-age]").textContent = item.age;
+    }
+  });
+}
+
 function guardDelete(form) {
   const input = form.querySelector("input[name=confirm_name]");
   const button = form.querySelector("button[type=submit]");
@@ -86,5 +103,6 @@ function upload(form) {
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("form[data-upload]").forEach(upload);
   document.querySelectorAll("[data-stream]").forEach(followLog);
+  document.querySelectorAll("[data-metadata-stream]").forEach(followMetadata);
   document.querySelectorAll("form[data-name]").forEach(guardDelete);
 });

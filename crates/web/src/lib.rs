@@ -89,6 +89,7 @@ mod create;
 mod external_auth;
 mod html;
 mod inbox;
+mod live;
 mod nav;
 mod oidc;
 mod policy;
@@ -158,6 +159,10 @@ pub fn router(control: Control, gateway: Gateway) -> Router {
         .route("/workspaces", get(workspaces::list))
         .route("/workspaces/new", get(create::page).post(create::create))
         .route("/workspaces/:owner/:name", get(workspaces::page))
+        .route(
+            "/workspaces/:owner/:name/metadata/events",
+            get(live::events),
+        )
         .route(
             "/workspaces/:owner/:name/actions/:action",
             post(workspaces::act),

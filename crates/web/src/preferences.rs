@@ -46,6 +46,9 @@ fn meaning(kind: NotificationKind) -> &'static str {
         NotificationKind::RetainedExpiring => "a retained resource of yours expires within a week",
         NotificationKind::RetainedExpired => "a retained resource of yours expired",
         NotificationKind::DiskFullWarning => "a workspace's home volume is nearly full",
+        NotificationKind::WorkspaceResourceHigh => {
+            "a workspace's memory or a volume crossed its monitor's threshold"
+        }
         NotificationKind::DeleteHeldUnsaved => {
             "an automatic delete was held: the workspace has unsaved work"
         }

@@ -362,6 +362,7 @@ pub(crate) async fn render(
         .sharing(&viewer.caller, &reference)
         .await
         .ok();
+    let metadata = crate::live::current(state, &view.workspace.id).await;
     let workspace = &view.workspace;
     let url = workspace_url(&workspace.owner_name, &workspace.name);
     let parameters = &workspace.parameters;
@@ -490,6 +491,7 @@ pub(crate) async fn render(
         }
         (unsaved_section(unsaved.as_ref()))
         (disk_section(&disk))
+        (crate::live::section(&metadata, &format!("{url}/metadata/events")))
         h2 { "Parameters" }
         @if parameters.is_empty() {
             p class="muted" { "None." }

@@ -22,6 +22,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/agent/unsaved", post(agent_unsaved))
         .route("/agent/shutdown", post(agent_shutdown))
         .route("/agent/scripts", post(agent_script_run))
+        .route("/agent/metadata", post(agent_metadata))
         .route(
             "/agent/external-auth/token",
             post(agent_external_auth_token),
@@ -124,6 +125,61 @@ async fn agent_script_run(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
+/// The latest results of the agent's `metadata` blocks and its monitors'
+/// readings: kept in this server's memory (docs/api.md, "Live metadata");
+/// a monitor that crossed its threshold tells the owner.
+async fn agent_metadata(
+    State(state): State<AppState>,
+    AuthenticatedAgent(agent): AuthenticatedAgent,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body: abode_sdk::requests::AgentMetadataReport = parse_json(body)?;
+    let now = state.control.config().clock.now_ms();
+    let live = state.gateway.live();
+    let (watch, workspace_name, workspace) = match live.declared(&agent.id, now) {
+        Some((watch, name)) => (watch, name, None),
+        None => {
+            let watch = std::sync::Arc::new(state.control.agents().agent_watch(&agent).await?);
+            let workspace = state.control.agents().agent_workspace(&agent).await?;
+            let name = format!("{}/{}", workspace.owner_name, workspace.name);
+            live.declare(&agent.id, std::sync::Arc::clone(&watch), name.clone(), now);
+            (watch, name, Some(workspace))
+        }
+    };
+    let who = abode_gateway::Reporter {
+        agent_id: &agent.id,
+        agent: &agent.name,
+        workspace_id: &agent.workspace_id,
+        workspace: &workspace_name,
+    };
+    let crossings = live.report(who, &watch, &body, now);
+    if !crossings.is_empty() {
+        let workspace = match workspace {
+            Some(workspace) => workspace,
+            None => state.control.agents().agent_workspace(&agent).await?,
+        };
+        for crossing in crossings {
+            tracing::info!(workspace = %workspace.id, agent = %agent.name, monitor = %crossing.monitor,
+                used_percent = crossing.used_percent, "a resource monitor crossed its threshold");
+            state
+                .control
+                .notifications()
+                .notify_workspace_resource_high(
+                    &workspace,
+                    &abode_control::notifications::ResourceHigh {
+                        agent: &agent.name,
+                        monitor: &crossing.monitor,
+                        threshold: crossing.threshold_percent,
+                        used_percent: crossing.used_percent,
+                        crossed_at: now,
+                    },
+                )
+                .await?;
+        }
+    }
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
 /// How the shutdown script a build asked for ended (docs/api.md).
 async fn agent_shutdown(
     State(state): State<AppState>,
@@ -192,6 +248,7 @@ async fn agent_me(
     let workspace = state.control.agents().agent_workspace(&agent).await?;
     let claim_script = state.control.agents().agent_claim_script(&agent).await?;
     let scripts = state.control.agents().agent_scripts(&agent).await?;
+    let watch = state.control.agents().agent_watch(&agent).await?;
     let apps: Vec<abode_sdk::AgentApp> = state
         .control
         .agents()
@@ -234,6 +291,7 @@ async fn agent_me(
             env: serde_json::from_str(&agent.env).unwrap_or_default(),
             apps,
             scripts,
+            watch,
         },
     )
 }

@@ -226,6 +226,16 @@ async fn get_workspace(
         .templates()
         .template(&view.workspace.template_name)
         .await?;
+    let declared = state
+        .control
+        .agents()
+        .workspace_watches(&view.workspace.id)
+        .await?;
+    let metadata = state.gateway.live().workspace(
+        &view.workspace.id,
+        &declared,
+        state.control.config().clock.now_ms(),
+    );
     ok(
         StatusCode::OK,
         abode_sdk::WorkspaceAnswer {
@@ -236,6 +246,7 @@ async fn get_workspace(
             apps,
             unsaved,
             disk,
+            metadata,
         },
     )
 }

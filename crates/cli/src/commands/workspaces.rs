@@ -602,6 +602,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
                 fields.insert("apps".into(), serde_json::to_value(&answer.apps)?);
                 fields.insert("unsaved".into(), serde_json::to_value(&answer.unsaved)?);
                 fields.insert("disk".into(), serde_json::to_value(&answer.disk)?);
+                fields.insert("metadata".into(), serde_json::to_value(&answer.metadata)?);
             }
             output::print_json(&shown)?
         }
@@ -613,9 +614,31 @@ pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
                 None => println!("Unsaved work: not reported yet"),
             }
             print!("{}", disk_text(&answer.disk));
+            print!("{}", metadata_text(&answer.metadata));
         }
     }
     Ok(EXIT_OK)
+}
+
+/// The agents' live metadata, a line each: `Name: value (age)`, or its error.
+pub(crate) fn metadata_text(metadata: &[abode_sdk::AgentMetadata]) -> String {
+    metadata
+        .iter()
+        .map(|item| {
+            let shown = match (&item.error, item.age_seconds) {
+                (_, None) => "not reported yet".to_string(),
+                (Some(error), Some(age)) => {
+                    format!("error: {} ({} ago)", visible(error), age_text(age))
+                }
+                (None, Some(age)) => format!("{} ({} ago)", visible(&item.value), age_text(age)),
+            };
+            format!(
+                "Metadata {} ({}): {shown}\n",
+                visible(&item.display_name),
+                visible(&item.agent)
+            )
+        })
+        .collect()
 }
 
 /// `abode show --scan-unsaved`: asks for a fresh report, then reads the

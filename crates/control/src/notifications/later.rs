@@ -56,6 +56,19 @@ pub struct DiskWarning<'a> {
     pub told_at: i64,
 }
 
+/// A resource monitor past its threshold, as `workspace_resource_high`
+/// tells it.
+#[derive(Debug, Clone, Copy)]
+pub struct ResourceHigh<'a> {
+    pub agent: &'a str,
+    /// `memory`, or the volume's path.
+    pub monitor: &'a str,
+    pub threshold: u64,
+    pub used_percent: f64,
+    /// When it crossed (Unix ms): its dedupe key.
+    pub crossed_at: i64,
+}
+
 /// What the workspace events say about their workspace.
 fn workspace_payload(workspace: &Workspace) -> Value {
     json!({
@@ -348,6 +361,34 @@ impl Notifications {
         let notices = self
             .notices_to(
                 NotificationKind::DiskFullWarning,
+                Self::person_owning(workspace),
+                payload,
+                Some(once),
+            )
+            .await;
+        Ok(self.store.enqueue_notifications(&notices).await?)
+    }
+
+    /// `workspace_resource_high` to the workspace's owner: a resource
+    /// monitor of its agent crossed its threshold. The caller tells it once
+    /// per crossing (`abode_gateway::LiveMetadata`).
+    pub async fn notify_workspace_resource_high(
+        &self,
+        workspace: &Workspace,
+        high: &ResourceHigh<'_>,
+    ) -> Result<(), ControlError> {
+        let mut payload = workspace_payload(workspace);
+        payload["agent"] = json!(high.agent);
+        payload["monitor"] = json!(high.monitor);
+        payload["threshold_percent"] = json!(high.threshold);
+        payload["used_percent"] = json!((high.used_percent * 10.0).round() / 10.0);
+        let once = Once::Key(format!(
+            "workspace_resource_high\n{}\n{}\n{}\n{}",
+            workspace.id, high.agent, high.monitor, high.crossed_at
+        ));
+        let notices = self
+            .notices_to(
+                NotificationKind::WorkspaceResourceHigh,
                 Self::person_owning(workspace),
                 payload,
                 Some(once),

@@ -23,7 +23,7 @@ pub use abode_delivery::{
     WebhookConfigError, WEBHOOK_SCHEMA_VERSION,
 };
 pub(crate) use later::preset_recovered;
-pub use later::{DiskWarning, ReplacedResource};
+pub use later::{DiskWarning, ReplacedResource, ResourceHigh};
 pub use settings::{parse_kind, KindSetting};
 
 use abode_store::{Channel, Store};

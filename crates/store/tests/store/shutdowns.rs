@@ -38,6 +38,7 @@ async fn a_shutdown_is_asked_once_ended_once_and_logged_once(store: Store) {
             shutdown_timeout_seconds: Some(7),
             disk_warning_percents: vec![90, 98],
             scripts: Vec::new(),
+            watch: Default::default(),
         },
     )
     .await;
