@@ -21,6 +21,14 @@ const FORGET_MS: i64 = 10 * 60 * 1000;
 const REARM_READINGS: u32 = 3;
 /// How long what an agent declares is taken as read.
 const DECLARED_MS: i64 = 30 * 1000;
+/// How long an agent token checked against the database is taken as valid
+/// for reports. An agent reports once a second; checking its token each time
+/// was most of a report's cost. A stopped workspace's agent may so be heard
+/// for this long after its stop, into this memory only.
+const REPORTER_MS: i64 = 5 * 1000;
+/// Checked tokens kept before the stale ones are swept (a sweep per insert
+/// would cost a whole map walk per agent every few seconds).
+const REPORTERS_BEFORE_SWEEP: usize = 4096;
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -100,6 +108,8 @@ pub struct LiveMetadata {
     /// What each reporting agent declares and its workspace's `owner/name`,
     /// read from the database at most every [`DECLARED_MS`].
     declared: Arc<Mutex<HashMap<String, Declared>>>,
+    /// Agents by their token's hash, with when the token was last checked.
+    reporters: Arc<Mutex<HashMap<String, (i64, abode_store::Agent)>>>,
     /// When the quiet agents were last forgotten (Unix ms).
     pruned_at: Arc<AtomicI64>,
     /// The workspace id of each change.
@@ -111,6 +121,7 @@ impl Default for LiveMetadata {
         LiveMetadata {
             agents: Arc::default(),
             declared: Arc::default(),
+            reporters: Arc::default(),
             pruned_at: Arc::default(),
             changes: broadcast::channel(256).0,
         }
@@ -132,6 +143,33 @@ pub struct Reporter<'a> {
 }
 
 impl LiveMetadata {
+    /// The agent whose token hashes to `token_hash`, if its token was
+    /// checked within [`REPORTER_MS`] of `now_ms`.
+    pub fn reporter(&self, token_hash: &str, now_ms: i64) -> Option<abode_store::Agent> {
+        let reporters = self
+            .reporters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        reporters
+            .get(token_hash)
+            .filter(|(checked_at, _)| (0..REPORTER_MS).contains(&(now_ms - checked_at)))
+            .map(|(_, agent)| agent.clone())
+    }
+
+    /// Keeps `agent`, whose token hashes to `token_hash`, as checked at
+    /// `now_ms`; forgets the tokens checked too long ago.
+    pub fn remember_reporter(&self, token_hash: &str, agent: abode_store::Agent, now_ms: i64) {
+        let mut reporters = self
+            .reporters
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if reporters.len() >= REPORTERS_BEFORE_SWEEP {
+            reporters
+                .retain(|_, (checked_at, _)| (0..REPORTER_MS).contains(&(now_ms - *checked_at)));
+        }
+        reporters.insert(token_hash.to_string(), (now_ms, agent));
+    }
+
     /// What `agent_id` declares and its workspace, when read within
     /// [`DECLARED_MS`] of `now_ms`.
     pub fn declared(&self, agent_id: &str, now_ms: i64) -> Option<(Arc<AgentWatch>, String)> {

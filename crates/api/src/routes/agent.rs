@@ -11,7 +11,7 @@ use axum::Router;
 
 use crate::extract::parse_json;
 use crate::pages::{ok, ApiResult};
-use crate::{AppState, AuthenticatedAgent};
+use crate::{ApiError, AppState, AuthenticatedAgent};
 
 pub(crate) fn routes() -> Router<AppState> {
     Router::new()
@@ -130,12 +130,28 @@ async fn agent_script_run(
 /// a monitor that crossed its threshold tells the owner.
 async fn agent_metadata(
     State(state): State<AppState>,
-    AuthenticatedAgent(agent): AuthenticatedAgent,
+    headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> ApiResult {
-    let body: abode_sdk::requests::AgentMetadataReport = parse_json(body)?;
     let now = state.control.config().clock.now_ms();
     let live = state.gateway.live();
+    let token = crate::extract::bearer_of(&headers).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing agent token",
+        )
+    })?;
+    let token_hash = abode_control::token_hash(&token);
+    let agent = match live.reporter(&token_hash, now) {
+        Some(agent) => agent,
+        None => {
+            let agent = state.control.agents().authenticate_agent(&token).await?;
+            live.remember_reporter(&token_hash, agent.clone(), now);
+            agent
+        }
+    };
+    let body: abode_sdk::requests::AgentMetadataReport = parse_json(body)?;
     let (watch, workspace_name, workspace) = match live.declared(&agent.id, now) {
         Some((watch, name)) => (watch, name, None),
         None => {
