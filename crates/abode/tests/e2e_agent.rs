@@ -215,16 +215,7 @@ fn agent_reconnects_after_a_server_restart() {
     require_terraform();
     let mut platform = Platform::start();
     platform.login_owner();
-    let example = repo_root().join("examples/local-workspace");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
+    platform.push_example();
     platform.run(&["create", "dev", "--template", "local"]).ok();
     platform.wait_for_agent("dev", "ready", Duration::from_secs(60));
     let agents_before = platform.spawned_processes();

@@ -57,20 +57,6 @@ fn probe(platform: &Platform, workspace: &str, targets: &[String]) -> String {
     platform.run(&args).ok().stdout
 }
 
-/// The example template, pushed as `local`.
-fn push_example(platform: &Platform) {
-    let example = repo_root().join("examples/local-workspace");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
-}
-
 fn line_for<'a>(said: &'a str, target: &str) -> &'a str {
     said.lines()
         .find(|line| line.starts_with(&format!("{target} ")))
@@ -87,7 +73,7 @@ fn a_workspace_reaches_neither_anothers_ports_nor_the_hosts_loopback() {
     require_terraform();
     let platform = Platform::start();
     platform.login_owner();
-    push_example(&platform);
+    platform.push_example();
     for name in ["one", "two"] {
         platform.run(&["create", name, "--template", "local"]).ok();
         platform.wait_for_agent(name, "ready", Duration::from_secs(60));
@@ -261,7 +247,7 @@ fn each_workspace_runs_as_its_own_uid_and_terraform_reads_no_home() {
     require_terraform();
     let platform = Platform::start();
     platform.login_owner();
-    push_example(&platform);
+    platform.push_example();
     let mut homes = Vec::new();
     for name in ["one", "two"] {
         let before: std::collections::BTreeSet<_> = std::fs::read_dir(platform.volumes_dir())
@@ -430,7 +416,7 @@ fn bad_workspace_uids_and_networks_are_refused_at_start_in_one_line() {
     require_terraform();
     let mut platform = Platform::start();
     platform.login_owner();
-    push_example(&platform);
+    platform.push_example();
     platform.run(&["create", "one", "--template", "local"]).ok();
     platform.run(&["stop", "one"]).ok();
     platform.kill_server();

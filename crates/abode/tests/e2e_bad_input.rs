@@ -387,16 +387,7 @@ fn two_concurrent_starts_of_one_workspace_one_wins_one_is_refused() {
     require_terraform();
     let platform = Platform::start();
     platform.login_owner();
-    let example = repo_root().join("examples/local-workspace");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
+    platform.push_example();
     platform.run(&["create", "dev", "--template", "local"]).ok();
     platform.run(&["stop", "dev"]).ok();
 

@@ -44,16 +44,7 @@ fn an_ssh_session_is_logged_with_its_bytes_and_end_and_members_see_their_own() {
     require_terraform();
     let platform = Platform::start_with_metrics(None, util::FAST_AGENT_FLAGS);
     platform.login_owner();
-    let example = util::repo_root().join("examples/local-workspace");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
+    platform.push_example();
     platform.run(&["create", "dev", "--template", "local"]).ok();
     platform.wait_for_agent("dev", "ready", Duration::from_secs(60));
 

@@ -38,16 +38,7 @@ fn platform_on_postgres(database: &FreshDatabase) -> Platform {
 }
 
 fn push_example(platform: &Platform) {
-    let example = repo_root().join("examples/local-workspace");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
+    platform.push_example();
 }
 
 #[test]

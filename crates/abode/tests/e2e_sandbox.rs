@@ -301,16 +301,7 @@ fn the_example_workspace_is_a_light_container_that_a_stop_empties() {
     require_terraform();
     let platform = Platform::start();
     platform.login_owner();
-    let example = repo_root().join("examples/local-workspace");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
+    platform.push_example();
     platform.run(&["create", "dev", "--template", "local"]).ok();
     platform.wait_for_agent("dev", "ready", std::time::Duration::from_secs(60));
     let data = platform.data_dir();
@@ -462,16 +453,7 @@ fn no_command_line_shows_a_workspace_agent_token() {
     require_terraform();
     let platform = Platform::start();
     platform.login_owner();
-    let example = repo_root().join("examples/local-workspace");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
+    platform.push_example();
     for name in ["one", "two"] {
         platform.run(&["create", name, "--template", "local"]).ok();
         platform.wait_for_agent(name, "ready", std::time::Duration::from_secs(60));
@@ -541,16 +523,7 @@ fn a_build_neither_stops_nor_sees_another_workspaces_process() {
     require_terraform();
     let platform = Platform::start();
     platform.login_owner();
-    let example = repo_root().join("examples/local-workspace");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
+    platform.push_example();
     platform
         .run(&["create", "victim", "--template", "local"])
         .ok();

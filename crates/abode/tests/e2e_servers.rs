@@ -189,16 +189,7 @@ fn a_connection_through_any_server_reaches_the_agent() {
     let front = server(&database, &["--provisioners", "0"]);
     builder.login_owner();
     front.login_existing_owner();
-    let example = util::repo_root().join("examples/local-workspace");
-    front
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
+    front.push_example();
     front.run(&["create", "dev", "--template", "local"]).ok();
     front.wait_for_agent("dev", "ready", Duration::from_secs(60));
 

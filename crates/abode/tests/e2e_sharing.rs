@@ -22,16 +22,7 @@ fn a_shared_workspace_connects_refuses_the_rest_and_cuts_on_leaving_the_group() 
     let platform = Platform::start();
     platform.login_owner();
     let bob = platform.login_new_user("bob", "member");
-    let example = repo_root().join("examples/local-workspace");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
+    platform.push_example();
     platform.run(&["create", "dev", "--template", "local"]).ok();
     platform.wait_for_agent("dev", "ready", Duration::from_secs(60));
 

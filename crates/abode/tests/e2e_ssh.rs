@@ -184,16 +184,7 @@ fn ssh_openssh_port_forward_authorization_audit_and_activity() {
     // loopback: the workspace is on the machine's network to reach it.
     let mut platform = Platform::start_with(&["--workspace-network", "host"]);
     platform.login_owner();
-    let example = repo_root().join("examples/local-workspace");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
+    platform.push_example();
     platform.run(&["create", "dev", "--template", "local"]).ok();
     platform.wait_for_agent("dev", "ready", Duration::from_secs(60));
 

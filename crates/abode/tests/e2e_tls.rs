@@ -397,16 +397,7 @@ fn an_external_daemon_builds_over_https_and_its_terraform_trusts_the_same_ca() {
         key.to_str().unwrap(),
     ]);
     platform.login_owner();
-    let example = repo_root().join("examples/local-workspace");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
+    platform.push_example();
     let key_file = util::create_key(&platform, "tls", &[]);
     let daemon = |name: &str, ca: Option<&Path>| {
         let log = platform.root().join(format!("{name}.log"));
@@ -586,16 +577,7 @@ fn two_servers_relay_an_ssh_session_over_https() {
     let front = tls_server(&["--provisioners", "0"]);
     builder.login_owner();
     front.login_existing_owner();
-    let example = repo_root().join("examples/local-workspace");
-    front
-        .run(&[
-            "templates",
-            "push",
-            "local",
-            "-d",
-            example.to_str().unwrap(),
-        ])
-        .ok();
+    front.push_example();
     front.run(&["create", "dev", "--template", "local"]).ok();
     front.wait_for_agent("dev", "ready", Duration::from_secs(60));
     let run = front.run(&["ssh", "dev", "--", "sh", "-c", "echo relayed; exit 3"]);

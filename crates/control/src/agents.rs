@@ -350,38 +350,14 @@ fn scripts_in_state(
     value: &serde_json::Value,
     problems: &mut Vec<String>,
 ) -> Vec<(String, ScriptDefinition)> {
-    let mut scripts: Vec<(String, ScriptDefinition)> = Vec::new();
-    for instance in crate::state::managed_instances(value) {
-        if instance.resource_type != "abode_script" {
-            continue;
-        }
-        let address = instance.address();
-        let Some(attributes) = instance.object.get("attributes") else {
-            continue;
-        };
-        let Some(agent_id) = attributes
-            .get("agent_id")
-            .and_then(serde_json::Value::as_str)
-        else {
-            problems.push(format!("{address}: no agent_id"));
-            continue;
-        };
-        match ScriptDefinition::from_attributes(attributes) {
-            Ok(script)
-                if scripts.iter().any(|(agent, kept)| {
-                    agent == agent_id && kept.display_name == script.display_name
-                }) =>
-            {
-                problems.push(format!(
-                    "{address}: another script of the same agent is named `{}`; left out",
-                    script.display_name
-                ));
-            }
-            Ok(script) => scripts.push((agent_id.to_string(), script)),
-            Err(error) => problems.push(format!("{address}: {error}")),
-        }
-    }
-    scripts
+    per_agent(
+        value,
+        "abode_script",
+        problems,
+        ScriptDefinition::from_attributes,
+        |script| &script.display_name,
+        "another script of the same agent is named",
+    )
 }
 
 /// The `abode_app`s of a state, by the `id` of the agent that serves them:
@@ -390,9 +366,30 @@ fn apps_in_state(
     value: &serde_json::Value,
     problems: &mut Vec<String>,
 ) -> Vec<(String, AppDefinition)> {
-    let mut apps: Vec<(String, AppDefinition)> = Vec::new();
+    per_agent(
+        value,
+        "abode_app",
+        problems,
+        AppDefinition::from_attributes,
+        |app| &app.slug,
+        "another app of the same agent has the slug",
+    )
+}
+
+/// The resources of `resource_type` in a state, read by `parse`, by the
+/// `id` of the agent they name: one per `name` and agent (a second is left
+/// out with a problem that says `clash`).
+fn per_agent<T, E: std::fmt::Display>(
+    value: &serde_json::Value,
+    resource_type: &str,
+    problems: &mut Vec<String>,
+    parse: impl Fn(&serde_json::Value) -> Result<T, E>,
+    name: impl Fn(&T) -> &str,
+    clash: &str,
+) -> Vec<(String, T)> {
+    let mut kept: Vec<(String, T)> = Vec::new();
     for instance in crate::state::managed_instances(value) {
-        if instance.resource_type != "abode_app" {
+        if instance.resource_type != resource_type {
             continue;
         }
         let address = instance.address();
@@ -406,24 +403,19 @@ fn apps_in_state(
             problems.push(format!("{address}: no agent_id"));
             continue;
         };
-        match AppDefinition::from_attributes(attributes) {
-            Ok(app) => {
-                if apps
+        match parse(attributes) {
+            Ok(item)
+                if kept
                     .iter()
-                    .any(|(agent, kept)| agent == agent_id && kept.slug == app.slug)
-                {
-                    problems.push(format!(
-                        "{address}: another app of the same agent has the slug `{}`",
-                        app.slug
-                    ));
-                } else {
-                    apps.push((agent_id.to_string(), app));
-                }
+                    .any(|(agent, other)| agent == agent_id && name(other) == name(&item)) =>
+            {
+                problems.push(format!("{address}: {clash} `{}`; left out", name(&item)));
             }
+            Ok(item) => kept.push((agent_id.to_string(), item)),
             Err(error) => problems.push(format!("{address}: {error}")),
         }
     }
-    apps
+    kept
 }
 
 /// The `abode_agent` resources of a state, with the hash of each token and

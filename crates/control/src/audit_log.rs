@@ -44,22 +44,8 @@ impl AuditLog {
         caller: &Caller,
         query: &AuditQuery,
     ) -> Result<Page<AuditEvent>, ControlError> {
-        let workspace_id = match &query.workspace {
-            Some(reference) => Some(
-                self.workspaces
-                    .resolve(caller, reference, Action::WorkspaceRead)
-                    .await?
-                    .id,
-            ),
-            None => None,
-        };
-        let visible_to = match authz::widest_scope(&caller.subject(), Action::AuditRead) {
-            Some(Scope::Any) => None,
-            _ => {
-                caller.authorize(Action::AuditRead, Some(&caller.user.id))?;
-                Some(caller.user.id.clone())
-            }
-        };
+        let (workspace_id, visible_to) =
+            log_reach(&self.workspaces, caller, query.workspace.as_deref()).await?;
         Ok(self
             .store
             .list_audit(&AuditFilter {
@@ -105,3 +91,30 @@ impl AuditLog {
 /// Events an export reads at a time: its memory stays that of one page,
 /// whatever the log's length.
 const EXPORT_PAGE: i64 = 1000;
+
+/// What a log (audit, connections) shows `caller`, asked of the workspace
+/// `reference` or of all: that workspace's id, resolved as the caller sees
+/// it, and whose entries only (none: everyone's, for `audit.read` on all).
+pub async fn log_reach(
+    workspaces: &Workspaces,
+    caller: &Caller,
+    reference: Option<&str>,
+) -> Result<(Option<String>, Option<String>), ControlError> {
+    let workspace_id = match reference {
+        Some(reference) => Some(
+            workspaces
+                .resolve(caller, reference, Action::WorkspaceRead)
+                .await?
+                .id,
+        ),
+        None => None,
+    };
+    let visible_to = match authz::widest_scope(&caller.subject(), Action::AuditRead) {
+        Some(Scope::Any) => None,
+        _ => {
+            caller.authorize(Action::AuditRead, Some(&caller.user.id))?;
+            Some(caller.user.id.clone())
+        }
+    };
+    Ok((workspace_id, visible_to))
+}

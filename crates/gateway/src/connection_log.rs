@@ -13,7 +13,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use abode_control::authz::{self, Action, Scope};
 use abode_control::{Caller, ControlError, Workspaces};
 use abode_metrics::Metrics;
 use abode_store::{
@@ -197,19 +196,12 @@ impl ConnectionLog {
         caller: &Caller,
         query: &ConnectionLogQuery,
     ) -> Result<Page<ConnectionLogEntry>, ControlError> {
-        let workspace_id = match &query.workspace {
-            Some(reference) => Some(
-                self.workspaces
-                    .resolve(caller, reference, Action::WorkspaceRead)
-                    .await?
-                    .id,
-            ),
-            None => None,
-        };
-        let visible_to = match authz::widest_scope(&caller.subject(), Action::AuditRead) {
-            Some(Scope::Any) => None,
-            _ => Some(caller.user.id.clone()),
-        };
+        let (workspace_id, visible_to) = abode_control::audit_log::log_reach(
+            &self.workspaces,
+            caller,
+            query.workspace.as_deref(),
+        )
+        .await?;
         Ok(self
             .store
             .list_connection_log_page(&ConnectionLogFilter {

@@ -155,6 +155,19 @@ pub const FAST_AGENT_FLAGS: &[&str] = &[
 ];
 
 impl Platform {
+    /// Pushes the example template (examples/local-workspace) as `local`.
+    pub fn push_example(&self) {
+        let example = repo_root().join("examples/local-workspace");
+        self.run(&[
+            "templates",
+            "push",
+            "local",
+            "-d",
+            example.to_str().unwrap(),
+        ])
+        .ok();
+    }
+
     /// Starts a server with the test defaults and waits until it answers.
     pub fn start() -> Platform {
         Platform::start_with(FAST_AGENT_FLAGS)

@@ -136,12 +136,7 @@ async fn get_template(
         .templates()
         .read_template(&caller, &name)
         .await?;
-    ok(
-        StatusCode::OK,
-        abode_sdk::TemplateAnswer {
-            template: template_view(&template),
-        },
-    )
+    template_answer(&template)
 }
 
 async fn list_versions(
@@ -351,12 +346,7 @@ async fn deprecate(
         .templates()
         .set_deprecation(&caller, &name, deprecation)
         .await?;
-    ok(
-        StatusCode::OK,
-        abode_sdk::TemplateAnswer {
-            template: template_view(&template),
-        },
-    )
+    template_answer(&template)
 }
 
 /// Undeprecates a template (its admins; audited).
@@ -370,10 +360,15 @@ async fn undeprecate(
         .templates()
         .set_deprecation(&caller, &name, None)
         .await?;
+    template_answer(&template)
+}
+
+/// A template as the API answers it (200).
+fn template_answer(template: &abode_store::Template) -> ApiResult {
     ok(
         StatusCode::OK,
         abode_sdk::TemplateAnswer {
-            template: template_view(&template),
+            template: template_view(template),
         },
     )
 }
