@@ -165,6 +165,17 @@ fn start_cron_and_stop_scripts_run_as_they_say() {
     assert!(listed.stdout.contains("failed (exit 7)"), "{listed}");
     let log = platform.run(&["scripts", "dev", "--log", "fails"]).ok();
     assert_eq!(log.stdout, "broken\n", "{log}");
+    // The dashboard shows the same: the table, and the script's log.
+    let page = platform.dashboard_page("alice", "correct horse battery", "/workspaces/alice/dev");
+    assert!(page.contains("<h2>Scripts</h2>"), "{page}");
+    let link = "/workspaces/alice/dev/scripts/log?agent=main%5B0%5D&amp;script=fails";
+    assert!(page.contains(link), "no link to the log in:\n{page}");
+    let log_page = platform.dashboard_page(
+        "alice",
+        "correct horse battery",
+        "/workspaces/alice/dev/scripts/log?agent=main%5B0%5D&script=fails",
+    );
+    assert!(log_page.contains("<pre class=\"log\">broken\n</pre>"), "{log_page}");
     assert_eq!(platform.show("dev")["agent"]["status"], "ready");
     // The example template's own start script.
     wait_for("the example's script", Duration::from_secs(30), || {

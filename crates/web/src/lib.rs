@@ -28,7 +28,7 @@
 //! `retained.rs`, `apps.rs`, `external_auth.rs`, `oidc.rs` (single sign-on's
 //! login and callback), `inbox.rs`, `preferences.rs`, `tokens.rs`, `admin.rs`
 //! (audit log, users and their roles, prebuild pools), `connections.rs` (the
-//! connection log), `html.rs` (the shell,
+//! connection log), `scripts.rs` (a workspace's scripts and a script's log), `html.rs` (the shell,
 //! statuses as words, error pages, redirects), `state.rs` (`WebState`, what
 //! every handler shares), `nav.rs` (the header's navigation, the pages'
 //! addresses), `session.rs` (cookie, CSRF),
@@ -98,6 +98,7 @@ mod previews;
 mod report;
 mod retained;
 mod schedule;
+mod scripts;
 mod session;
 mod sharing;
 mod state;
@@ -176,6 +177,7 @@ pub fn router(control: Control, gateway: Gateway) -> Router {
         .route("/workspaces/:owner/:name/extend", post(workspaces::extend))
         .route("/workspaces/:owner/:name/wake", post(workspaces::wake))
         .route("/workspaces/:owner/:name/terminal", get(terminal::page))
+        .route("/workspaces/:owner/:name/scripts/log", get(scripts::log_page))
         .route("/apps/auth", get(apps::auth))
         .route("/external-auth", get(external_auth::list))
         .route("/external-auth/:id/link", get(external_auth::link))

@@ -356,6 +356,12 @@ pub(crate) async fn render(
         Ok(disk) => disk,
         Err(error) => return html::control_error(error),
     };
+    // The scripts: none shown rather than no page when they cannot be read.
+    let scripts = control
+        .workspaces()
+        .scripts(&viewer.caller, &reference)
+        .await
+        .unwrap_or_default();
     // The sharing panel, for whoever may manage it.
     let sharing = control
         .workspaces()
@@ -486,6 +492,7 @@ pub(crate) async fn render(
             }
         }
         (crate::apps::section(&apps, &url))
+        (crate::scripts::section(&scripts, &url))
         @if let Some(sharing) = sharing.as_ref().filter(|_| !workspace.deleted) {
             (crate::sharing::section(sharing, &url, &viewer.csrf))
         }
