@@ -68,9 +68,12 @@ fn an_ssh_session_is_logged_with_its_bytes_and_end_and_members_see_their_own() {
     );
     assert_eq!(entry["end_reason"], "client_closed", "{entry:#}");
     assert_eq!(entry["client_ip"], "127.0.0.1", "{entry:#}");
-    // `abode ssh` dials with the agent crate's WebSocket client, which
-    // names no user agent: the field is there, empty.
-    assert!(entry.get("user_agent").is_some(), "{entry:#}");
+    // `abode ssh` names itself (the CLI's version) as its requests do.
+    assert_eq!(
+        entry["user_agent"],
+        concat!("abode/", env!("CARGO_PKG_VERSION")),
+        "{entry:#}"
+    );
     assert!(entry["token_name"].is_null(), "{entry:#}");
 
     // Bob, a member, connects to his own workspace: he sees his entry only,

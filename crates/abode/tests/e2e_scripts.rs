@@ -175,7 +175,10 @@ fn start_cron_and_stop_scripts_run_as_they_say() {
         "correct horse battery",
         "/workspaces/alice/dev/scripts/log?agent=main%5B0%5D&script=fails",
     );
-    assert!(log_page.contains("<pre class=\"log\">broken\n</pre>"), "{log_page}");
+    assert!(
+        log_page.contains("<pre class=\"log\">broken\n</pre>"),
+        "{log_page}"
+    );
     assert_eq!(platform.show("dev")["agent"]["status"], "ready");
     // The example template's own start script.
     wait_for("the example's script", Duration::from_secs(30), || {

@@ -61,6 +61,11 @@ pub async fn dial_tunnel(
     let bearer = HeaderValue::from_str(&format!("Bearer {token}"))
         .map_err(|_| connect_error("the token is not a valid header value".into()))?;
     request.headers_mut().insert(header::AUTHORIZATION, bearer);
+    // Who connects, for the connection log (docs/connections.md).
+    request.headers_mut().insert(
+        header::USER_AGENT,
+        HeaderValue::from_static(abode_client::USER_AGENT),
+    );
     request.headers_mut().insert(
         abode_tunnel::frame::MAX_DATA_HEADER,
         HeaderValue::from(abode_tunnel::frame::MAX_DATA),

@@ -76,7 +76,7 @@ impl Client {
         let http = ureq::AgentBuilder::new()
             .timeout_connect(CONNECT_TIMEOUT)
             .timeout_read(READ_TIMEOUT)
-            .user_agent(concat!("abode/", env!("CARGO_PKG_VERSION")))
+            .user_agent(crate::USER_AGENT)
             .tls_config(abode_tls::client_config())
             .build();
         Client {

@@ -21,4 +21,8 @@ pub mod connect;
 mod error;
 
 pub use client::{workspace_segment, Client, UnsavedConsent};
+
+/// The `User-Agent` of every request and WebSocket the CLI and the agent
+/// make (the connection log and the audit log name it).
+pub const USER_AGENT: &str = concat!("abode/", env!("CARGO_PKG_VERSION"));
 pub use error::{ArchiveError, ClientError, ConfigError};

@@ -177,7 +177,10 @@ pub fn router(control: Control, gateway: Gateway) -> Router {
         .route("/workspaces/:owner/:name/extend", post(workspaces::extend))
         .route("/workspaces/:owner/:name/wake", post(workspaces::wake))
         .route("/workspaces/:owner/:name/terminal", get(terminal::page))
-        .route("/workspaces/:owner/:name/scripts/log", get(scripts::log_page))
+        .route(
+            "/workspaces/:owner/:name/scripts/log",
+            get(scripts::log_page),
+        )
         .route("/apps/auth", get(apps::auth))
         .route("/external-auth", get(external_auth::list))
         .route("/external-auth/:id/link", get(external_auth::link))
