@@ -53,6 +53,20 @@ fn a_shared_workspace_connects_refuses_the_rest_and_cuts_on_leaving_the_group() 
     // Alice's own list marks nothing.
     let hers = platform.run(&["list", "-o", "json"]).ok().json();
     assert!(hers[0].get("shared").is_none(), "{hers}");
+    // `show` marks it too, for him only.
+    let shown = platform
+        .run_as(&bob, &["show", "alice/dev", "-o", "json"], None)
+        .ok()
+        .json();
+    assert_eq!(shown["shared"], true, "{shown}");
+    let shown = platform.run_as(&bob, &["show", "alice/dev"], None).ok();
+    assert!(
+        shown
+            .stdout
+            .contains("Workspace:   alice/dev (shared with you)"),
+        "{shown}"
+    );
+    assert!(platform.show("dev").get("shared").is_none());
     platform
         .run_as(&bob, &["ssh", "alice/dev", "--", "true"], None)
         .ok();

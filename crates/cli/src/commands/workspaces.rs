@@ -844,7 +844,16 @@ fn agent_hint(agent: &AgentInfo) -> Option<String> {
 /// The `abode show` text: build status and agent status side by side.
 fn describe(workspace: &Workspace) -> String {
     let mut lines = vec![
-        format!("Workspace:   {}/{}", workspace.owner, workspace.name),
+        format!(
+            "Workspace:   {}/{}{}",
+            workspace.owner,
+            workspace.name,
+            if workspace.shared {
+                " (shared with you)"
+            } else {
+                ""
+            }
+        ),
         format!(
             "Template:    {} (version {})",
             workspace.template, workspace.template_version

@@ -284,7 +284,16 @@ impl Workspaces {
         let workspace = self
             .resolve(caller, reference, Action::WorkspaceRead)
             .await?;
-        self.view(workspace).await
+        // Shared with the caller, as `list` marks it (not for its owner).
+        let shared = workspace.owner_id != caller.user.id
+            && self
+                .inner
+                .store
+                .share_role_of(&workspace.id, &caller.user.id)
+                .await?
+                .is_some();
+        let view = self.view(workspace).await?;
+        Ok(WorkspaceView { shared, ..view })
     }
 
     /// The last report of unsaved work of a workspace the caller was
