@@ -253,6 +253,11 @@ impl Identity {
             .store
             .sync_user_groups(user_id, names, auto_create)
             .await?;
+        if sync.before.iter().any(|group| !sync.after.contains(group)) {
+            // Left a group at this sign-on: shares through it no longer
+            // reach them, their open connections look again now.
+            self.revoked();
+        }
         let details = Some(format!(
             "before=[{}] after=[{}] created=[{}]",
             sync.before.join(","),
