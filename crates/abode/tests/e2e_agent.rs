@@ -12,7 +12,7 @@ use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use util::{abode_bin, copy_dir, fixture, repo_root, require_terraform, Platform};
+use util::{abode_bin, copy_dir, fixture, require_terraform, Platform};
 
 const TOKEN: &str = "agent-token-that-must-never-be-printed";
 

@@ -10,7 +10,7 @@ use crate::util;
 
 use std::time::Duration;
 
-use util::{repo_root, require_terraform, Platform};
+use util::{require_terraform, Platform};
 
 /// The port a workspace's own service listens on, in every workspace.
 const SERVICE_PORT: u16 = 8765;

@@ -12,7 +12,7 @@ use std::process::Stdio;
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
-use util::{fixture, repo_root, require_terraform, Platform};
+use util::{fixture, require_terraform, Platform};
 
 /// One entry of a hand-made archive; the name and link bytes are written
 /// as given (no sanitising), which is what an attacker would do.

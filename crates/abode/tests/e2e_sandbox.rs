@@ -21,7 +21,7 @@ use crate::util;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use util::{repo_root, require_terraform, Platform};
+use util::{require_terraform, Platform};
 
 /// In the server's environment only: a template must never see it.
 const SERVER_SECRET: &str = "server-secret-29-never-in-a-template";

@@ -14,7 +14,7 @@ use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use util::{repo_root, require_terraform, Platform};
+use util::{require_terraform, Platform};
 
 #[test]
 fn a_shared_workspace_connects_refuses_the_rest_and_cuts_on_leaving_the_group() {

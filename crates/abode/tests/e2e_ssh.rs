@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use tokio_tungstenite::tungstenite;
 use tungstenite::client::IntoClientRequest;
-use util::{repo_root, require_terraform, Platform};
+use util::{require_terraform, Platform};
 
 /// A TCP echo server "inside the workspace" (the example template's
 /// workspace is local processes, so its localhost is this machine's).
