@@ -218,7 +218,17 @@ fn agent_reconnects_after_a_server_restart() {
     platform.push_example();
     platform.run(&["create", "dev", "--template", "local"]).ok();
     platform.wait_for_agent("dev", "ready", Duration::from_secs(60));
-    let agents_before = platform.spawned_processes();
+    // The processes that last: the example's metadata blocks run short
+    // commands (`sh`, `abode stat`, `awk`, each killed at its 5 s timeout),
+    // so only what was there both now and 6 s later counts.
+    let first = platform.spawned_processes();
+    std::thread::sleep(Duration::from_secs(6));
+    let agents_before: Vec<u32> = platform
+        .spawned_processes()
+        .into_iter()
+        .filter(|pid| first.contains(pid))
+        .collect();
+    assert!(!agents_before.is_empty());
 
     platform.restart_server();
     // Any heartbeat later than the last one the restarted server knows came
