@@ -16,6 +16,8 @@
 //! - a person removed from the allowed group at the provider is refused at
 //!   their next sign-in, and the session they had is refused from then on;
 //! - a suspended account is refused whatever the provider says;
+//! - a sign-on that takes someone out of a group cuts at once the SSH
+//!   session they had open through a share to that group;
 //! - a hostile provider (the same real one, its token endpoint swapping the
 //!   ID token it signed for a forged one: `alg: none`, another audience,
 //!   another issuer, expired, an earlier sign-in's, HMAC keyed by the client
@@ -390,56 +392,7 @@ async fn people_sign_in_through_the_provider_from_the_dashboard_and_the_cli() {
 
     // The CLI: `abode login URL` hands its address to $BROWSER (here a
     // script that writes it down); this test's browser follows it.
-    let opened = platform.root().join("opened-url");
-    let script = platform.root().join("browser.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\necho \"$1\" > {}.tmp && mv {0}.tmp {0}\n",
-            opened.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let bob_dir = platform.root().join("bob-cli");
-    std::fs::create_dir_all(&bob_dir).unwrap();
-    let cli = Command::new(util::abode_bin())
-        .args(["login", &platform.url])
-        .env("ABODE_CONFIG_DIR", &bob_dir)
-        .env("BROWSER", &script)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let address = loop {
-        if let Ok(text) = std::fs::read_to_string(&opened) {
-            break text.trim().to_string();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "abode login never opened a browser"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert!(
-        address.starts_with(&format!("{}/api/v1/oidc/login?cli_port=", platform.url)),
-        "{address}"
-    );
-    let browser = Browser::start().await;
-    browser.go(&address).await;
-    browser.provider_sign_in("bob").await;
-    browser.wait_for_text("close this tab").await;
-    browser.close().await;
-    let output = cli.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(stdout.contains("as bob (member)"), "{stdout}");
+    let bob_dir = cli_sign_in(&platform, "bob").await;
     let me = platform
         .run_as(&bob_dir, &["users", "me", "--output", "json"], None)
         .ok();
@@ -1019,5 +972,132 @@ fn forged_id_tokens_from_a_hostile_provider_are_refused() {
         !platform.server_log().contains("eyJ"),
         "{}",
         platform.server_log()
+    );
+}
+
+/// `abode login URL` as `login` through the provider: the CLI hands its
+/// address to `$BROWSER` (here a script that writes it down), which this
+/// test's browser follows. The CLI's config dir, signed in.
+async fn cli_sign_in(platform: &Platform, login: &str) -> std::path::PathBuf {
+    let opened = platform.root().join(format!("{login}-opened-url"));
+    let script = platform.root().join(format!("{login}-browser.sh"));
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$1\" > {}.tmp && mv {0}.tmp {0}\n",
+            opened.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let dir = platform.root().join(format!("{login}-cli"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cli = Command::new(util::abode_bin())
+        .args(["login", &platform.url])
+        .env("ABODE_CONFIG_DIR", &dir)
+        .env("BROWSER", &script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let address = loop {
+        if let Ok(text) = std::fs::read_to_string(&opened) {
+            break text.trim().to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "abode login never opened a browser"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        address.starts_with(&format!("{}/api/v1/oidc/login?cli_port=", platform.url)),
+        "{address}"
+    );
+    let browser = Browser::start().await;
+    browser.go(&address).await;
+    browser.provider_sign_in(login).await;
+    browser.wait_for_text("close this tab").await;
+    browser.close().await;
+    let output = cli.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains(&format!("as {login} (member)")), "{stdout}");
+    dir
+}
+
+/// A sign-on whose group sync takes someone out of a group cuts, at once,
+/// the session they had open through a share to that group: the sync
+/// narrows access as a group edit does (the server says what woke the
+/// check that closed it, so the 15 s periodic check cannot pass for it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leaving_a_group_at_sign_on_cuts_a_session_shared_through_it() {
+    util::require_terraform();
+    let provider = Provider::start();
+    provider.set_user("bob", &["pairing"]);
+    let platform = start_platform(
+        &provider,
+        &[
+            "--oidc-allow-signups",
+            "--oidc-group-field",
+            "groups",
+            "--oidc-group-auto-create",
+        ],
+    );
+    platform.login_owner();
+    platform.push_example();
+    platform.run(&["create", "dev", "--template", "local"]).ok();
+    let bob = cli_sign_in(&platform, "bob").await;
+    platform
+        .run(&[
+            "sharing", "add", "dev", "--group", "pairing", "--role", "use",
+        ])
+        .ok();
+    platform.wait_for_agent("dev", "ready", Duration::from_secs(60));
+    let mut session = platform
+        .cmd_as(
+            &bob,
+            &["ssh", "alice/dev", "--", "sh", "-c", "echo up; sleep 600"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(session.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line, "up\n");
+
+    // Out of the group at the provider; his next sign-on syncs it.
+    provider.set_user("bob", &[]);
+    let browser = Browser::start().await;
+    browser.dashboard_sign_in(&platform, "bob").await;
+    browser.wait_for_text("Signed in as").await;
+    browser.close().await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while session.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = session.kill();
+            panic!("bob's session still open 60 s after he left the group");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let log = platform.server_log();
+    let closed = log
+        .lines()
+        .find(|line| line.contains("may no longer connect: closing it"))
+        .unwrap_or_else(|| panic!("no closing line in the server's log:\n{log}"));
+    assert!(
+        closed.contains("a revocation or narrowed access on this server"),
+        "{closed}"
     );
 }

@@ -224,25 +224,34 @@ async fn until_refused(control: &Control, token: &str, workspace: &str) {
     let mut check = tokio::time::interval(PERSON_CHECK);
     check.reset();
     loop {
-        tokio::select! {
+        // What woke this check, said when it closes the connection.
+        let woken_by = tokio::select! {
             changed = revocations.changed() => {
                 if changed.is_err() {
                     return std::future::pending().await;
                 }
+                "a revocation or narrowed access on this server"
             }
-            _ = check.tick() => {}
-        }
-        // Only a refusal ends it: a database hiccup does not cut people off.
-        let caller = match identity.authenticate_caller(token, None).await {
-            Ok(caller) => caller,
-            Err(IdentityError::Unauthorized(_)) => return,
-            Err(_) => continue,
+            _ = check.tick() => "the periodic check",
         };
-        let connect = control
-            .workspaces()
-            .resolve(&caller, workspace, Action::WorkspaceConnect)
-            .await;
-        if let Err(ControlError::Forbidden(_) | ControlError::NotFound(_)) = connect {
+        // Only a refusal ends it: a database hiccup does not cut people off.
+        let refused = match identity.authenticate_caller(token, None).await {
+            Ok(caller) => matches!(
+                control
+                    .workspaces()
+                    .resolve(&caller, workspace, Action::WorkspaceConnect)
+                    .await,
+                Err(ControlError::Forbidden(_) | ControlError::NotFound(_))
+            ),
+            Err(IdentityError::Unauthorized(_)) => true,
+            Err(_) => false,
+        };
+        if refused {
+            tracing::info!(
+                workspace,
+                woken_by,
+                "a connection's person may no longer connect: closing it"
+            );
             return;
         }
     }
