@@ -31,12 +31,12 @@ fn template_with(platform: &Platform, name: &str, settings: &str) -> PathBuf {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|ext| ext == "tf") {
             let text = std::fs::read_to_string(&path).unwrap();
-            let agent = "  dir   = abode_volume.home.path\n}";
+            let agent = "  dir   = abode_volume.home.path\n";
             let text = if text.contains("resource \"abode_agent\"") {
                 assert!(text.contains(agent), "the example's agent changed");
                 text.replacen(
                     agent,
-                    &format!("  dir   = abode_volume.home.path\n{settings}\n}}"),
+                    &format!("  dir   = abode_volume.home.path\n{settings}\n"),
                     1,
                 )
             } else {
