@@ -11,10 +11,10 @@
 use crate::util;
 
 use std::fs;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
-use util::{example_with, push_template as push, require_terraform, Platform};
+use util::{example_with, push_template as push, require_terraform, wait_for, Platform};
 
 const AGENT_DIR: &str = "  dir   = abode_volume.home.path\n";
 
@@ -41,18 +41,6 @@ fn item(platform: &Platform, key: &str) -> Value {
         .into_iter()
         .find(|item| item["key"] == key)
         .unwrap_or(Value::Null)
-}
-
-#[track_caller]
-fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not happen within {timeout:?}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 fn resource_highs(platform: &Platform) -> Vec<Value> {

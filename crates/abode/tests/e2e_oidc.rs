@@ -1091,13 +1091,5 @@ async fn leaving_a_group_at_sign_on_cuts_a_session_shared_through_it() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let log = platform.server_log();
-    let closed = log
-        .lines()
-        .find(|line| line.contains("may no longer connect: closing it"))
-        .unwrap_or_else(|| panic!("no closing line in the server's log:\n{log}"));
-    assert!(
-        closed.contains("a revocation or narrowed access on this server"),
-        "{closed}"
-    );
+    platform.assert_connection_closed_at_once();
 }

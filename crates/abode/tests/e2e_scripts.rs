@@ -18,7 +18,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use util::{example_with, only_subdir, push_template as push, require_terraform, Platform};
+use util::{
+    example_with, only_subdir, push_template as push, require_terraform, wait_for, Platform,
+};
 
 /// One `abode_script` of the example's agent.
 fn script(name: &str, settings: &str, body: &str) -> String {
@@ -67,18 +69,6 @@ fn scripts_template() -> String {
         "    echo saved > \"$HOME/saved-by-stop\"",
     ));
     text
-}
-
-#[track_caller]
-fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !done() {
-        assert!(
-            Instant::now() < deadline,
-            "{what} did not happen within {timeout:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn scripts(platform: &Platform) -> Vec<Value> {

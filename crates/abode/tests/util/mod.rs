@@ -1469,3 +1469,33 @@ pub fn websocket_echo_server() -> u16 {
     });
     port
 }
+
+/// Polls `done` until it holds; panics naming `what` after `timeout`.
+#[track_caller]
+pub fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "{what} did not happen within {timeout:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+impl Platform {
+    /// Asserts that the server closed a connection because its person may
+    /// no longer connect, woken by a change on this server (not by the
+    /// periodic check).
+    pub fn assert_connection_closed_at_once(&self) {
+        let log = self.server_log();
+        let closed = log
+            .lines()
+            .find(|line| line.contains("may no longer connect: closing it"))
+            .unwrap_or_else(|| panic!("no closing line in the server's log:\n{log}"));
+        assert!(
+            closed.contains("a revocation or narrowed access on this server"),
+            "{closed}"
+        );
+    }
+}
