@@ -37,10 +37,6 @@ fn platform_on_postgres(database: &FreshDatabase) -> Platform {
     platform
 }
 
-fn push_example(platform: &Platform) {
-    platform.push_example();
-}
-
 #[test]
 fn database_url_names_the_fresh_database() {
     let cases = [
@@ -63,11 +59,12 @@ fn database_url_names_the_fresh_database() {
     }
 }
 
+/// Also: sharing on PostgreSQL (a share by name and one through a group).
 #[test]
 fn lifecycle_on_postgres_keeps_the_volume_and_cleans_up_on_delete() {
     let database = FreshDatabase::create();
     let platform = platform_on_postgres(&database);
-    push_example(&platform);
+    platform.push_example();
 
     let created = platform.run(&["create", "dev", "--template", "local"]).ok();
     assert!(created.stderr.contains("succeeded"), "{created}");
@@ -75,6 +72,36 @@ fn lifecycle_on_postgres_keeps_the_volume_and_cleans_up_on_delete() {
     fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
     let shown = platform.wait_for_agent("dev", "ready", AGENT_WAIT);
     assert_eq!(shown["status"], "running");
+
+    // Shared with Bob both by name and through a group: listed once, he
+    // connects; unshared both ways, refused.
+    let bob = platform.login_new_user("bob", "member");
+    platform.run(&["groups", "create", "pair"]).ok();
+    platform
+        .run(&["groups", "members", "add", "pair", "bob"])
+        .ok();
+    for whom in [["--user", "bob"], ["--group", "pair"]] {
+        let mut args = vec!["sharing", "add", "dev"];
+        args.extend(whom);
+        args.extend(["--role", "use"]);
+        platform.run(&args).ok();
+    }
+    let listed = platform
+        .run_as(&bob, &["list", "-o", "json"], None)
+        .ok()
+        .json();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["shared"], true, "{listed}");
+    platform
+        .run_as(&bob, &["ssh", "alice/dev", "--", "true"], None)
+        .ok();
+    for whom in [["--user", "bob"], ["--group", "pair"]] {
+        let mut args = vec!["sharing", "remove", "dev"];
+        args.extend(whom);
+        platform.run(&args).ok();
+    }
+    let refused = platform.run_as(&bob, &["ssh", "alice/dev", "--", "true"], None);
+    assert_ne!(refused.code, Some(0), "{refused}");
 
     platform.run(&["stop", "dev"]).ok();
     assert_eq!(platform.show("dev")["status"], "stopped");
@@ -132,7 +159,7 @@ fn lifecycle_on_postgres_keeps_the_volume_and_cleans_up_on_delete() {
 fn renamed_protected_volume_waits_for_confirmation_on_postgres() {
     let database = FreshDatabase::create();
     let platform = platform_on_postgres(&database);
-    push_example(&platform);
+    platform.push_example();
     platform.run(&["create", "dev", "--template", "local"]).ok();
     let volume = only_subdir(&platform.volumes_dir());
     fs::write(volume.join("notes.txt"), "keep me\n").unwrap();
@@ -204,7 +231,7 @@ fn renamed_protected_volume_waits_for_confirmation_on_postgres() {
 fn two_concurrent_starts_on_postgres_one_wins_one_is_refused() {
     let database = FreshDatabase::create();
     let platform = platform_on_postgres(&database);
-    push_example(&platform);
+    platform.push_example();
     platform.run(&["create", "dev", "--template", "local"]).ok();
     platform.run(&["stop", "dev"]).ok();
 
