@@ -4,9 +4,11 @@
 # `POST /api/v1/agent/metadata`, against one server. The agents are rows
 # added beside the real agent of one started workspace (same workspace and
 # build, their own tokens made for the bench, the real agent's `watch`), so
-# every request is authenticated as a real agent's is. Measured: the
-# server's CPU (share of one core) and RSS while the agents are idle (no
-# requests) and while they report, and the requests answered.
+# every report is authenticated as a real agent's is. Measured: the
+# server's CPU (share of one core) and RSS while the agents are idle and
+# while they report, side by side in one run: by `POST /agent/metadata` (a
+# request each), then on the reports' socket (`GET /agent/metadata/stream`,
+# one WebSocket per agent, a message each: what the agent uses).
 # Goal: under 5% of a core and 200 MB RSS over idle agents.
 #
 # Usage: benches/agent-metadata.sh [--agents N] [--keys K] [--seconds S] [--bin PATH]
@@ -104,15 +106,45 @@ rss() { awk '/^VmRSS/ { print int($2 / 1024) }' "/proc/$1/status"; }
 
 idle_cpu="$(cpu "$server_pid" "$seconds")"
 idle_rss="$(rss "$server_pid")"
-python3 - "$server_url" "$work/tokens" "$keys" "$((seconds + 10))" >"$work/load.out" <<'PY' &
-import http.client, json, sys, threading, time, urllib.parse
-url, tokens_file, keys, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+# The agents' reports, by `transport`: `post` (a request each) or `stream`
+# (one WebSocket per agent, a message each: what the agent uses).
+load() {
+    python3 - "$server_url" "$work/tokens" "$keys" "$((seconds + 10))" "$1" <<'PY'
+import base64, http.client, json, os, socket, struct, sys, threading, time, urllib.parse
+url, tokens_file, keys, seconds, transport = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 tokens = [line.strip() for line in open(tokens_file) if line.strip()]
-host = urllib.parse.urlparse(url).netloc
+parsed = urllib.parse.urlparse(url)
+host = parsed.netloc
 sent = [0]; failed = [0]; lock = threading.Lock()
 end = time.monotonic() + seconds
+
+def ws_open(token):
+    sock = socket.create_connection((parsed.hostname, parsed.port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall((f"GET /api/v1/agent/metadata/stream HTTP/1.1\r\nHost: {host}\r\n"
+                  f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                  f"Sec-WebSocket-Version: 13\r\nAuthorization: Bearer {token}\r\n\r\n").encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise OSError("closed during the upgrade")
+        answer += chunk
+    if not answer.startswith(b"HTTP/1.1 101"):
+        raise OSError(answer.split(b"\r\n")[0].decode())
+    return sock
+
+def ws_send(sock, text):
+    payload = text.encode(); mask = os.urandom(4); n = len(payload)
+    header = bytes([0x81]) + (bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + struct.pack(">H", n))
+    sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
 def worker(mine):
     conn = http.client.HTTPConnection(host, timeout=10)
+    sockets = {}
+    if transport == "stream":
+        for token in mine:
+            sockets[token] = ws_open(token)
     tick = time.monotonic()
     n = 0
     while time.monotonic() < end:
@@ -120,10 +152,13 @@ def worker(mine):
             body = json.dumps({"metadata": [{"key": f"k{k + 1}", "value": str(n), "age_ms": 5}
                                             for k in range(keys)]})
             try:
-                conn.request("POST", "/api/v1/agent/metadata", body,
-                             {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
-                response = conn.getresponse(); response.read()
-                ok = response.status == 204
+                if transport == "stream":
+                    ws_send(sockets[token], body); ok = True
+                else:
+                    conn.request("POST", "/api/v1/agent/metadata", body,
+                                 {"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+                    response = conn.getresponse(); response.read()
+                    ok = response.status == 204
             except Exception:
                 conn = http.client.HTTPConnection(host, timeout=10); ok = False
             with lock:
@@ -137,16 +172,23 @@ for t in threads: t.start()
 for t in threads: t.join()
 print(sent[0], failed[0], round(sent[0] / (time.monotonic() - start)))
 PY
-load_pid=$!
-sleep 5
-busy_cpu="$(cpu "$server_pid" "$seconds")"
-busy_rss="$(rss "$server_pid")"
-wait "$load_pid"
-read -r sent failed rate <"$work/load.out"
-shown="$("$bin" show ws --output json | jq '.metadata | length')"
-echo "agents: $agents, keys each: $keys, requests: $sent ($failed failed, $rate/s; one a second each is $agents/s)"
+}
+
+echo "agents: $agents, keys each: $keys, one report a second each ($agents/s)"
 echo "idle agents:      server CPU ${idle_cpu}% of a core, RSS ${idle_rss} MB"
-echo "reporting agents: server CPU ${busy_cpu}% of a core, RSS ${busy_rss} MB"
-echo "over idle: CPU $(python3 -c "print(round($busy_cpu - $idle_cpu, 1))")% of a core, RSS $((busy_rss - idle_rss)) MB (goal: under 5% and 200 MB)"
+for transport in post stream; do
+    load "$transport" >"$work/load.out" &
+    load_pid=$!
+    sleep 8
+    busy_cpu="$(cpu "$server_pid" "$seconds")"
+    busy_rss="$(rss "$server_pid")"
+    wait "$load_pid"
+    read -r sent failed rate <"$work/load.out"
+    over="$(python3 -c "print(round($busy_cpu - $idle_cpu, 1))")"
+    eval "over_$transport=$over"
+    echo "$transport: $sent reports ($failed failed, $rate/s); server CPU ${busy_cpu}% of a core, RSS ${busy_rss} MB; over idle: CPU ${over}%, RSS $((busy_rss - idle_rss)) MB"
+done
+shown="$("$bin" show ws --output json | jq '.metadata | length')"
+echo "stream over idle: ${over_stream}% of a core (goal: under 5% and 200 MB); post: ${over_post}%; stream/post: $(python3 -c "print(round($over_stream / max($over_post, 0.1), 2))")x"
 echo "metadata items shown for the workspace: $shown"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -74,6 +74,7 @@ mod apps;
 mod dial_back;
 pub mod git_auth;
 mod pty;
+mod report_stream;
 mod run;
 mod scripts;
 mod ssh;
@@ -266,6 +267,8 @@ impl Agent {
                 scope.spawn(|| {
                     crate::watch::Watcher {
                         client: &self.client,
+                        url: &self.url,
+                        token: &self.token,
                         stop: &self.stop,
                         dir: me.dir.as_deref().map(expand_home),
                         env: me.env.clone(),

@@ -3,8 +3,9 @@
 //! killed past its `timeout` (a slow or failing block shows its error and
 //! never holds back the others; a run still going is never started again);
 //! the monitors read the workspace's memory (as `abode stat` does) and each
-//! volume's statvfs every 10 s. One sender posts what changed, at most once
-//! a second (`POST /agent/metadata`).
+//! volume's statvfs every 10 s. One sender sends what changed, at most once
+//! a second, on the reports' socket (`report_stream.rs`), or else with
+//! `POST /agent/metadata`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,9 @@ struct Latest {
 /// `log_dir`.
 pub(crate) struct Watcher<'a> {
     pub client: &'a Client,
+    /// The server's URL and the agent's token, for the reports' socket.
+    pub url: &'a str,
+    pub token: &'a str,
     pub stop: &'a AtomicBool,
     pub dir: Option<PathBuf>,
     pub env: BTreeMap<String, String>,
@@ -169,6 +173,7 @@ impl Watcher<'_> {
                 });
             }
             let mut failing = false;
+            let mut stream = crate::report_stream::ReportStream::new(self.url, self.token);
             while pause(self.stop, REPORT_EVERY) {
                 let report = {
                     let mut latest = latest.lock().unwrap_or_else(PoisonError::into_inner);
@@ -192,6 +197,10 @@ impl Watcher<'_> {
                         volumes: latest.volumes.clone(),
                     }
                 };
+                if stream.send(&report) {
+                    failing = false;
+                    continue;
+                }
                 match self.client.agent_metadata(&report) {
                     Ok(()) => failing = false,
                     Err(err) => {

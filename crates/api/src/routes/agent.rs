@@ -3,6 +3,7 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -23,6 +24,7 @@ pub(crate) fn routes() -> Router<AppState> {
         .route("/agent/shutdown", post(agent_shutdown))
         .route("/agent/scripts", post(agent_script_run))
         .route("/agent/metadata", post(agent_metadata))
+        .route("/agent/metadata/stream", get(agent_metadata_stream))
         .route(
             "/agent/external-auth/token",
             post(agent_external_auth_token),
@@ -152,11 +154,24 @@ async fn agent_metadata(
         }
     };
     let body: abode_sdk::requests::AgentMetadataReport = parse_json(body)?;
+    take_report(&state, &agent, &body, now).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Keeps one metadata report of `agent` (either route's) and tells the
+/// owner of a monitor it made cross its threshold.
+async fn take_report(
+    state: &AppState,
+    agent: &abode_store::Agent,
+    body: &abode_sdk::requests::AgentMetadataReport,
+    now: i64,
+) -> Result<(), ApiError> {
+    let live = state.gateway.live();
     let (watch, workspace_name, workspace) = match live.declared(&agent.id, now) {
         Some((watch, name)) => (watch, name, None),
         None => {
-            let watch = std::sync::Arc::new(state.control.agents().agent_watch(&agent).await?);
-            let workspace = state.control.agents().agent_workspace(&agent).await?;
+            let watch = std::sync::Arc::new(state.control.agents().agent_watch(agent).await?);
+            let workspace = state.control.agents().agent_workspace(agent).await?;
             let name = format!("{}/{}", workspace.owner_name, workspace.name);
             live.declare(&agent.id, std::sync::Arc::clone(&watch), name.clone(), now);
             (watch, name, Some(workspace))
@@ -168,11 +183,11 @@ async fn agent_metadata(
         workspace_id: &agent.workspace_id,
         workspace: &workspace_name,
     };
-    let crossings = live.report(who, &watch, &body, now);
+    let crossings = live.report(who, &watch, body, now);
     if !crossings.is_empty() {
         let workspace = match workspace {
             Some(workspace) => workspace,
-            None => state.control.agents().agent_workspace(&agent).await?,
+            None => state.control.agents().agent_workspace(agent).await?,
         };
         for crossing in crossings {
             tracing::info!(workspace = %workspace.id, agent = %agent.name, monitor = %crossing.monitor,
@@ -193,7 +208,73 @@ async fn agent_metadata(
                 .await?;
         }
     }
-    Ok(StatusCode::NO_CONTENT.into_response())
+    Ok(())
+}
+
+/// How often a reports' socket checks its agent's token again: a stopped
+/// workspace's agent is gone with it, this is for the token that stopped
+/// holding while its agent still runs.
+const STREAM_RECHECK_MS: i64 = 30 * 1000;
+
+/// The same reports as `POST /agent/metadata`, one JSON message each, on a
+/// WebSocket the agent keeps open: authenticated at the upgrade (and every
+/// [`STREAM_RECHECK_MS`]), with no HTTP request per report (docs/api.md,
+/// "Live metadata").
+async fn agent_metadata_stream(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+    upgrade: Option<WebSocketUpgrade>,
+) -> Result<axum::response::Response, ApiError> {
+    let token = crate::extract::bearer_of(&headers).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing agent token",
+        )
+    })?;
+    let agent = state.control.agents().authenticate_agent(&token).await?;
+    let upgrade = upgrade.ok_or_else(|| {
+        ApiError::bad_request("this route takes a WebSocket upgrade (GET with Upgrade: websocket)")
+    })?;
+    Ok(upgrade
+        .max_message_size(crate::extract::MAX_JSON_BYTES)
+        .on_upgrade(move |socket| metadata_stream(state, token, agent, socket)))
+}
+
+async fn metadata_stream(
+    state: AppState,
+    token: String,
+    agent: abode_store::Agent,
+    mut socket: WebSocket,
+) {
+    let clock = state.control.config().clock.clone();
+    let mut checked_at = clock.now_ms();
+    while let Some(Ok(message)) = socket.recv().await {
+        let text = match message {
+            Message::Text(text) => text,
+            Message::Close(_) => break,
+            _ => continue,
+        };
+        let now = clock.now_ms();
+        if now - checked_at >= STREAM_RECHECK_MS {
+            match state.control.agents().authenticate_agent(&token).await {
+                Ok(_) => checked_at = now,
+                Err(abode_control::ControlError::Unauthorized(_)) => break,
+                // A database hiccup does not end it: checked at the next.
+                Err(_) => {}
+            }
+        }
+        let report = match serde_json::from_str::<abode_sdk::requests::AgentMetadataReport>(&text) {
+            Ok(report) => report,
+            Err(error) => {
+                tracing::warn!(agent = %agent.id, %error, "a metadata report that does not parse: closing its socket");
+                break;
+            }
+        };
+        if let Err(error) = take_report(&state, &agent, &report, now).await {
+            tracing::warn!(agent = %agent.id, error = %error.message, "a metadata report was not kept");
+        }
+    }
 }
 
 /// How the shutdown script a build asked for ended (docs/api.md).
