@@ -99,6 +99,15 @@ fn metadata_changes_failures_show_and_a_memory_monitor_tells_once() {
         seen.len() >= 2
     });
 
+    // They came on the reports' socket, opened once (an upgrade, 101).
+    let log = platform.server_log();
+    assert!(
+        log.lines()
+            .any(|line| line.contains("path=/api/v1/agent/metadata/stream")
+                && line.contains("status=101")),
+        "the agent never opened its reports' socket:\n{log}"
+    );
+
     // The failing and the slow blocks show their error; tick goes on.
     wait_for("the broken block's error", Duration::from_secs(60), || {
         item(&platform, "broken")["error"]

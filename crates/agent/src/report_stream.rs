@@ -15,7 +15,7 @@ use tokio_tungstenite::tungstenite::Message;
 use crate::wsdial::{dial, Socket};
 
 /// The path of the reports' socket.
-const PATH: &str = "/api/v1/agent/metadata/stream";
+const PATH: &str = "/agent/metadata/stream";
 /// How long after a failed open the socket is tried again.
 const RETRY: Duration = Duration::from_secs(30);
 
