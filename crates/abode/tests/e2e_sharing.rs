@@ -160,6 +160,34 @@ fn a_shared_workspace_connects_refuses_the_rest_and_cuts_on_leaving_the_group() 
         assert!(audit.contains(details), "{details} not in {audit}");
     }
 
+    // The dashboard's panel: Alice shares with Bob and stops there; Bob,
+    // who may not manage it, sees no panel.
+    let page = "/workspaces/alice/dev";
+    let action = "/workspaces/alice/dev/sharing";
+    let alice = ("alice", "correct horse battery");
+    let (status, said) = platform.dashboard_submit(
+        alice.0,
+        alice.1,
+        page,
+        action,
+        &[("kind", "user"), ("name", "bob"), ("role", "use")],
+    );
+    assert_eq!(status, 303, "{said}");
+    let hers = platform.dashboard_page(alice.0, alice.1, page);
+    assert!(hers.contains("Stop sharing with bob"), "{hers}");
+    let his = platform.dashboard_page("bob", "bob-password", page);
+    assert!(!his.contains("id=\"sharing\""), "{his}");
+    let (status, said) = platform.dashboard_submit(
+        alice.0,
+        alice.1,
+        page,
+        action,
+        &[("kind", "user"), ("name", "bob"), ("role", "none")],
+    );
+    assert_eq!(status, 303, "{said}");
+    let hers = platform.dashboard_page(alice.0, alice.1, page);
+    assert!(!hers.contains("Stop sharing with bob"), "{hers}");
+
     // A template that forbids sharing: one clear line.
     platform
         .run(&["templates", "edit", "local", "--allow-sharing=false"])
