@@ -353,6 +353,11 @@ pub struct CompleteRequest {
     pub outcome: String,
     #[serde(default)]
     pub message: Option<String>,
+    /// What the run measured of its time (`abode_runner::RunTimings`), its
+    /// `elapsed_us` taken as the request leaves. Read leniently: a report
+    /// the server cannot read is left out, never the run's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<serde_json::Value>,
 }
 
 /// The answer to a step of the agents' shutdown scripts (`POST
@@ -419,7 +424,21 @@ impl CompleteRequest {
             hello,
             outcome: outcome.to_string(),
             message,
+            timings: None,
         }
+    }
+
+    /// The request with the run's timings.
+    pub fn with_timings(mut self, timings: Option<&abode_runner::RunTimings>) -> CompleteRequest {
+        self.timings = timings.and_then(|timings| serde_json::to_value(timings).ok());
+        self
+    }
+
+    /// The run's timings, if it told them readably.
+    pub fn timings(&self) -> Option<abode_runner::RunTimings> {
+        self.timings
+            .clone()
+            .and_then(|value| serde_json::from_value(value).ok())
     }
 
     pub fn outcome(&self) -> Result<Outcome, String> {
