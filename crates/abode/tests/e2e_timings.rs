@@ -209,7 +209,7 @@ fn a_builds_timings_have_every_stage_in_order_and_each_resource() {
     let scripts = &start["stages"][9];
     assert!(scripts["seconds"].as_f64().unwrap() >= 0.3, "{start:#}");
     assert_eq!(scripts["run"], "agent");
-    assert_eq!(scripts["agent"], "main");
+    assert_eq!(scripts["agent"], "main[0]");
     // Each resource's apply, from Terraform's own timestamps: b's
     // provisioner sleeps 0.4 s.
     for address in [
@@ -276,7 +276,7 @@ fn a_builds_timings_have_every_stage_in_order_and_each_resource() {
         "TIMELINE",
         "queue_wait",
         "agent_connected",
-        "agent main",
+        "agent main[0]",
         "ready",
         "RESOURCE",
         "terraform_data.b[0]",
@@ -286,6 +286,8 @@ fn a_builds_timings_have_every_stage_in_order_and_each_resource() {
         assert!(text.contains(needle), "{needle} missing:\n{text}");
     }
     assert!(text.lines().all(|line| line == line.trim_end()), "{text}");
+    // A sample for whoever reads the test's output.
+    println!("{text}");
 
     // An unknown build: one line, exit 1, nothing on stdout.
     let missing = platform
