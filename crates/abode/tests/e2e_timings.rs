@@ -3,7 +3,8 @@
 //! its queue wait to its agent's `ready`, and each of three resources'
 //! apply (one of which sleeps, so its measured length shows); the stop
 //! after it has each one's refresh in its plan and its delete in its apply;
-//! the CLI shows them as a table and as JSON, `/metrics` has
+//! the CLI shows them as a table and as JSON, the dashboard's build page as
+//! a timeline, `/metrics` has
 //! `abode_build_stage_seconds` (promtool accepts the scrape), an unknown
 //! build is one line and exit 1, and a daemon's build has its timings too.
 
@@ -288,6 +289,24 @@ fn a_builds_timings_have_every_stage_in_order_and_each_resource() {
     assert!(text.lines().all(|line| line == line.trim_end()), "{text}");
     // A sample for whoever reads the test's output.
     println!("{text}");
+
+    // The dashboard's build page: the timeline, a bar per stage (SVG
+    // placed by attributes: the page allows no inline style).
+    let page = platform.dashboard_page(
+        "alice",
+        "correct horse battery",
+        "/workspaces/alice/dev/builds/1",
+    );
+    for needle in [
+        "Timeline",
+        "<td>queue_wait</td>",
+        "<td>agent_connected</td>",
+        "<td>ready</td>",
+        "class=\"timeline-bar\"",
+        "terraform_data.b[0]",
+    ] {
+        assert!(page.contains(needle), "{needle} missing:\n{page}");
+    }
 
     // An unknown build: one line, exit 1, nothing on stdout.
     let missing = platform

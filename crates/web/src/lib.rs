@@ -102,6 +102,7 @@ mod sharing;
 mod state;
 mod templates;
 mod terminal;
+mod timeline;
 mod tokens;
 mod workspaces;
 
