@@ -606,9 +606,42 @@ mod tests {
                 hello: hello.clone(),
                 outcome: outcome.into(),
                 message: None,
+                timings: None,
             };
             assert!(request.outcome().is_err(), "{outcome}");
         }
+    }
+
+    #[test]
+    fn a_runs_timings_go_with_its_end_and_an_unreadable_report_is_left_out() {
+        let hello = DaemonHello {
+            daemon_id: "d".into(),
+            slot: "s".into(),
+            version: "0".into(),
+        };
+        let watch = abode_runner::Stopwatch::new();
+        watch.stage(
+            abode_contract::timings::Stage::Init,
+            std::time::Instant::now(),
+        );
+        let timings = watch.report();
+        let request =
+            CompleteRequest::new(hello.clone(), &Ok(Ended::Applied)).with_timings(Some(&timings));
+        let wire = serde_json::to_string(&request).unwrap();
+        let back: CompleteRequest = serde_json::from_str(&wire).unwrap();
+        assert_eq!(back.timings(), Some(timings));
+        let odd = r#"{"daemon_id":"d","slot":"s","version":"0","outcome":"applied","timings":{"stages":[{"stage":"lunch","start_us":0,"end_us":1}]}}"#;
+        let odd: CompleteRequest = serde_json::from_str(odd).unwrap();
+        assert!(odd.outcome().is_ok());
+        assert_eq!(odd.timings(), None);
+        // An older daemon tells none.
+        let old = r#"{"daemon_id":"d","slot":"s","version":"0","outcome":"applied"}"#;
+        assert_eq!(
+            serde_json::from_str::<CompleteRequest>(old)
+                .unwrap()
+                .timings(),
+            None
+        );
     }
 
     #[test]

@@ -133,7 +133,10 @@ mod tests {
         assert!(page.contains("500.0 ms"), "{page}");
         assert!(page.contains("agent main"), "{page}");
         assert!(page.contains("under way"), "{page}");
-        assert!(page.contains(r#"<rect x="0.0" y="0" width="1000.0""#), "{page}");
+        assert!(
+            page.contains(r#"<rect x="0.0" y="0" width="1000.0""#),
+            "{page}"
+        );
         assert!(page.contains("terraform_data.a"), "{page}");
         assert!(!page.contains("style="), "{page}");
         let empty = render(&BuildTimings::default()).into_string();
