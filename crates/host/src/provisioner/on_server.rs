@@ -106,6 +106,11 @@ impl ServerJob {
         &self.host
     }
 
+    /// `text` with the build's ephemeral values masked, as its log is.
+    pub(super) fn masked(&self, text: &str) -> String {
+        self.ephemeral.mask(text).into_owned()
+    }
+
     /// A line of the build's log, masked like every other.
     pub(super) async fn note(&self, stage: &LogStage, level: LogLevel, text: &str) {
         self.log(stage, level, text).await;

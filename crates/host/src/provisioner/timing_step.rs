@@ -83,7 +83,9 @@ impl ServerJob {
             .map(|span| ResourceTiming {
                 job: job.to_string(),
                 phase: span.phase.as_str().to_string(),
-                address: span.address.chars().take(1024).collect(),
+                // An address may hold a value (a `for_each` key): masked
+                // like the log.
+                address: self.masked(&span.address).chars().take(1024).collect(),
                 action: span.action.chars().take(32).collect(),
                 started_us: at(span.start_us),
                 ended_us: at(span.end_us.max(span.start_us)),
