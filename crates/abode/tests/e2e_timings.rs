@@ -6,7 +6,9 @@
 //! the CLI shows them as a table and as JSON, the dashboard's build page as
 //! a timeline, `/metrics` has
 //! `abode_build_stage_seconds` (promtool accepts the scrape), an unknown
-//! build is one line and exit 1, and a daemon's build has its timings too.
+//! build is one line and exit 1, a held build's plan and its confirmed
+//! apply are two runs with their own stages, and a daemon's build has its
+//! timings too.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -378,4 +380,69 @@ fn a_daemons_build_has_its_timings_too() {
         assert_eq!(resource(&far, "apply", address)["action"], "create");
         assert_eq!(resource(&far, "apply", address)["run"], "build");
     }
+}
+
+#[test]
+fn a_confirmed_builds_two_runs_each_have_their_stages() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let digest = util::hold_a_build(&platform);
+    // Held: the plan's run, nothing applied.
+    let held = timings(&platform, "dev", "2");
+    assert_eq!(held["status"], "awaiting_confirmation");
+    assert_eq!(
+        stage_names(&held),
+        ["queue_wait", "setup", "init", "plan", "guard", "quota"],
+        "{held:#}"
+    );
+    assert!(held["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|resource| resource["phase"] == "plan"));
+    platform
+        .run(&["builds", "confirm", "dev", "2", "--digest", &digest])
+        .ok();
+    // Confirmed: the apply's run follows, from the confirmation; the
+    // plan's stages stay as they were.
+    let confirmed = timings(&platform, "dev", "2");
+    let runs: Vec<(String, String)> = confirmed["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|stage| {
+            (
+                stage["run"].as_str().unwrap().to_string(),
+                stage["stage"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let of = |run: &str| -> Vec<&str> {
+        runs.iter()
+            .filter(|(r, _)| r == run)
+            .map(|(_, stage)| stage.as_str())
+            .collect()
+    };
+    assert_eq!(
+        of("build"),
+        ["queue_wait", "setup", "init", "plan", "guard", "quota"],
+        "{confirmed:#}"
+    );
+    let applied = of("apply_saved_plan");
+    assert_eq!(applied.first(), Some(&"queue_wait"), "{confirmed:#}");
+    assert!(
+        applied.ends_with(&["init", "apply", "state_write"]),
+        "{confirmed:#}"
+    );
+    assert_eq!(
+        confirmed["stages"].as_array().unwrap()[..6],
+        held["stages"].as_array().unwrap()[..],
+        "the plan's run changed"
+    );
+    assert!(confirmed["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|resource| resource["phase"] == "apply" && resource["run"] == "apply_saved_plan"));
 }
