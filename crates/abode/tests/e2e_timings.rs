@@ -310,6 +310,19 @@ fn a_builds_timings_have_every_stage_in_order_and_each_resource() {
         assert!(page.contains(needle), "{needle} missing:\n{page}");
     }
 
+    // Without --timings: the build itself.
+    let shown = platform.run(&["builds", "show", "dev", "1"]).ok().stdout;
+    assert!(shown.contains("Status:     succeeded"), "{shown}");
+    assert!(shown.contains("Workspace:  alice/dev"), "{shown}");
+    let shown = platform
+        .run(&["builds", "show", "dev", "--output", "json"])
+        .ok()
+        .json();
+    assert_eq!(
+        (shown["number"].as_u64(), shown["transition"].as_str()),
+        (Some(2), Some("stop"))
+    );
+
     // An unknown build: one line, exit 1, nothing on stdout.
     let missing = platform
         .run(&["builds", "show", "dev", "99", "--timings"])

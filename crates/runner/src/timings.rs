@@ -127,7 +127,14 @@ pub struct ResourceEvents<'a> {
 impl ResourceEvents<'_> {
     /// Reads one output line, arrived at `at`.
     pub fn line(&mut self, line: &OutputLine, at: Instant) {
-        if line.stream != Stream::Stdout || !line.text.trim_start().starts_with('{') {
+        // Only a hook's start or end is parsed: most lines are neither.
+        let text = line.text.as_str();
+        if line.stream != Stream::Stdout
+            || !text.trim_start().starts_with('{')
+            || !(text.contains("_start\"")
+                || text.contains("_complete\"")
+                || text.contains("_errored\""))
+        {
             return;
         }
         let Ok(value) = serde_json::from_str::<serde_json::Value>(line.text.trim()) else {
