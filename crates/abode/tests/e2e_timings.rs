@@ -4,7 +4,7 @@
 //! apply (one of which sleeps, so its measured length shows); the stop
 //! after it has each one's refresh in its plan and its delete in its apply;
 //! the CLI shows them as a table and as JSON, the dashboard's build page as
-//! a timeline, `/metrics` has
+//! a timeline (drawn in the real browser), `/metrics` has
 //! `abode_build_stage_seconds` (promtool accepts the scrape), an unknown
 //! build is one line and exit 1, a held build's plan and its confirmed
 //! apply are two runs with their own stages, and a daemon's build has its
@@ -458,4 +458,44 @@ fn a_confirmed_builds_two_runs_each_have_their_stages() {
         .unwrap()
         .iter()
         .any(|resource| resource["phase"] == "apply" && resource["run"] == "apply_saved_plan"));
+}
+
+/// The build page's timeline in the real browser: each bar drawn where its
+/// stage ran (the page's policy lets no inline style through, so the bars
+/// are placed by SVG attributes), the resources folded under it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_timeline_is_drawn_in_the_browser() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    push_template(&platform, "three", 1, THREE);
+    platform.run(&["create", "dev", "--template", "three"]).ok();
+    let base = platform.url.trim_end_matches('/').to_string();
+    let browser = crate::browser::Browser::start().await;
+    browser
+        .sign_in(&base, "alice", "correct horse battery")
+        .await;
+    browser
+        .go(&format!("{base}/workspaces/alice/dev/builds/1"))
+        .await;
+    browser.wait_for_text("Timeline").await;
+    // One bar per stage (the resources' are folded), each drawn wider than
+    // nothing, the last one ending at the right edge of its row.
+    let widths = browser
+        .script(
+            "return Array.from(document.querySelectorAll('table.timeline')[0].querySelectorAll('svg.timeline-bar rect')).map(r => r.getBoundingClientRect().width);",
+        )
+        .await;
+    let widths: Vec<f64> = widths
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|width| width.as_f64().unwrap())
+        .collect();
+    assert_eq!(widths.len(), 8, "{widths:?}");
+    assert!(widths.iter().all(|width| *width > 0.0), "{widths:?}");
+    let text = browser.page_text().await;
+    for needle in ["queue_wait", "state_write", "Terraform resources (3)"] {
+        assert!(text.contains(needle), "{needle} missing:\n{text}");
+    }
 }
