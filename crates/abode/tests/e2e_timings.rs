@@ -6,7 +6,8 @@
 //! the CLI shows them as a table and as JSON, the dashboard's build page as
 //! a timeline (drawn in the real browser), `/metrics` has
 //! `abode_build_stage_seconds` (promtool accepts the scrape), an unknown
-//! build is one line and exit 1, a held build's plan and its confirmed
+//! build is one line and exit 1, a failed build's stages stop at the one
+//! that failed, a held build's plan and its confirmed
 //! apply are two runs with their own stages, and a daemon's build has its
 //! timings too.
 
@@ -498,4 +499,46 @@ async fn the_timeline_is_drawn_in_the_browser() {
     for needle in ["queue_wait", "state_write", "Terraform resources (3)"] {
         assert!(text.contains(needle), "{needle} missing:\n{text}");
     }
+}
+
+/// Plans fine (the guard allows it) and fails at apply.
+const FAILING: &str = r#"
+resource "terraform_data" "boom" {
+  provisioner "local-exec" {
+    command = "echo failing on purpose; exit 1"
+  }
+}
+"#;
+
+#[test]
+fn a_failed_builds_timings_stop_where_it_failed() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    push_template(&platform, "failing", 1, FAILING);
+    platform
+        .run(&["create", "broken", "--template", "failing"])
+        .fails_with(1, &[]);
+    let failed = timings(&platform, "broken", "1");
+    assert_eq!(failed["status"], "failed");
+    // The apply ran and failed: measured; nothing after it ran, so nothing
+    // after it is there.
+    assert_eq!(
+        stage_names(&failed),
+        [
+            "queue_wait",
+            "setup",
+            "init",
+            "plan",
+            "guard",
+            "quota",
+            "apply"
+        ],
+        "{failed:#}"
+    );
+    assert_in_order(&failed);
+    assert_eq!(
+        resource(&failed, "apply", "terraform_data.boom")["action"],
+        "create"
+    );
 }
