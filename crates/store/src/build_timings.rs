@@ -38,10 +38,11 @@ pub struct BuildTimings {
 /// backend's `impl`.
 macro_rules! build_timing_queries {
     () => {
-        pub(crate) async fn put_stage_timings(
+        pub(crate) async fn put_timings(
             &self,
             build_id: &str,
             stages: &[crate::build_timings::StageTiming],
+            resources: &[crate::build_timings::ResourceTiming],
         ) -> Result<(), StoreError> {
             let mut tx = self.pool.begin().await.map_err(db_error("build timing"))?;
             for stage in stages {
@@ -59,16 +60,6 @@ macro_rules! build_timing_queries {
                 .await
                 .map_err(db_error("build timing"))?;
             }
-            tx.commit().await.map_err(db_error("build timing"))?;
-            Ok(())
-        }
-
-        pub(crate) async fn put_resource_timings(
-            &self,
-            build_id: &str,
-            resources: &[crate::build_timings::ResourceTiming],
-        ) -> Result<(), StoreError> {
-            let mut tx = self.pool.begin().await.map_err(db_error("build timing"))?;
             for resource in resources {
                 sqlx::query(&sql(
                     "INSERT INTO build_resource_timings (build_id, job, phase, address, action, \

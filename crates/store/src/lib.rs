@@ -922,11 +922,9 @@ storage_interface! {
 // ---- build timings (build_timings.rs) ----
 
 storage_interface! {
-    /// Writes stages of a build's runs (a run's own, again: replaced), in
-    /// one transaction.
-    fn put_stage_timings(&self, build_id: &str, stages: &[StageTiming]) -> ();
-    /// Writes a run's Terraform resources (again: replaced).
-    fn put_resource_timings(&self, build_id: &str, resources: &[ResourceTiming]) -> ();
+    /// Writes stages of a build's runs and their Terraform resources (a
+    /// run's own, again: replaced), in one transaction.
+    fn put_timings(&self, build_id: &str, stages: &[StageTiming], resources: &[ResourceTiming]) -> ();
     /// Everything recorded of a build's time, by start.
     fn build_timings(&self, build_id: &str) -> BuildTimings;
     /// An agent's lifecycle report as its build's timings: the agent's

@@ -1,5 +1,6 @@
-//! `abode builds`: list a workspace's builds, print or follow a build's log, and
-//! the log follower every build-starting command uses.
+//! `abode builds`: list a workspace's builds, show one (with `--timings`,
+//! where its time went: `build_timings.rs`), print or follow a build's log,
+//! and the log follower every build-starting command uses.
 
 use std::io::Write;
 use std::time::Duration;

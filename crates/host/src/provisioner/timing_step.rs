@@ -44,7 +44,7 @@ impl ServerJob {
             started_us: started.0,
             ended_us: Some(self.now_us().max(started.0)),
         };
-        self.write_stages(vec![stage]).await;
+        self.write(vec![stage], &[]).await;
     }
 
     /// From the build's request (or its confirmation) to this handout.
@@ -76,7 +76,6 @@ impl ServerJob {
                 ended_us: Some(at(span.end_us.max(span.start_us))),
             })
             .collect();
-        self.write_stages(stages).await;
         let resources: Vec<ResourceTiming> = timings
             .resources
             .iter()
@@ -91,27 +90,20 @@ impl ServerJob {
                 ended_us: at(span.end_us.max(span.start_us)),
             })
             .collect();
-        if resources.is_empty() {
-            return;
-        }
-        let store = &self.host().inner.store;
-        if let Err(error) = store
-            .put_resource_timings(&self.build().id, &resources)
-            .await
-        {
-            tracing::error!(build = %self.build().id, %error, "cannot record the build's resource timings");
-        }
+        self.write(stages, &resources).await;
     }
 
-    async fn write_stages(&self, stages: Vec<StageTiming>) {
-        if stages.is_empty() {
+    /// Writes stages and resources in one transaction, then observes the
+    /// stages.
+    async fn write(&self, stages: Vec<StageTiming>, resources: &[ResourceTiming]) {
+        if stages.is_empty() && resources.is_empty() {
             return;
         }
         let host = self.host();
         if let Err(error) = host
             .inner
             .store
-            .put_stage_timings(&self.build().id, &stages)
+            .put_timings(&self.build().id, &stages, resources)
             .await
         {
             tracing::error!(build = %self.build().id, %error, "cannot record the build's timings");

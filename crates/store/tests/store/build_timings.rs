@@ -19,22 +19,19 @@ fn stage(job: &str, stage: &str, started_us: i64, ended_us: i64) -> StageTiming 
 async fn a_runs_stages_replace_their_own_and_an_agents_follow_its_build(store: Store) {
     let (_user, workspace, build) = seeded(&store).await;
     store
-        .put_stage_timings(
+        .put_timings(
             &build.id,
             &[
                 stage("build", "init", 10, 20),
                 stage("build", "plan", 20, 40),
             ],
+            &[],
         )
         .await
         .unwrap();
     // The run again (handed out again): its own stages replaced.
     store
-        .put_stage_timings(&build.id, &[stage("build", "init", 5, 15)])
-        .await
-        .unwrap();
-    store
-        .put_stage_timings(&build.id, &[stage("apply_saved_plan", "init", 50, 60)])
+        .put_timings(&build.id, &[stage("build", "init", 5, 15)], &[])
         .await
         .unwrap();
     let resource = ResourceTiming {
@@ -46,7 +43,11 @@ async fn a_runs_stages_replace_their_own_and_an_agents_follow_its_build(store: S
         ended_us: 31,
     };
     store
-        .put_resource_timings(&build.id, &[resource.clone(), resource.clone()])
+        .put_timings(
+            &build.id,
+            &[stage("apply_saved_plan", "init", 50, 60)],
+            &[resource.clone(), resource.clone()],
+        )
         .await
         .unwrap();
     let timings = store.build_timings(&build.id).await.unwrap();
