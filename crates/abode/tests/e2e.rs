@@ -64,6 +64,7 @@ mod e2e_snapshot;
 mod e2e_ssh;
 mod e2e_template_lifecycle;
 mod e2e_terminal;
+mod e2e_timings;
 mod e2e_tls;
 mod e2e_unsaved;
 mod e2e_upgrade;

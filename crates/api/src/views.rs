@@ -468,6 +468,59 @@ pub(crate) fn estimate_view(
     }
 }
 
+/// A build's timings as the API shows them (`GET .../builds/{n}/timings`):
+/// offsets from the first stage's start, lengths to the microsecond.
+pub fn timings_view(build: &Build, timings: &abode_store::BuildTimings) -> sdk::BuildTimings {
+    let first = timings
+        .stages
+        .iter()
+        .map(|stage| stage.started_us)
+        .chain(timings.resources.iter().map(|resource| resource.started_us))
+        .min()
+        .unwrap_or(0);
+    let seconds = |from: i64, to: i64| (to - from) as f64 / 1e6;
+    let at = |us: i64| rfc3339(us.div_euclid(1000));
+    let run = |job: &str| match job.strip_prefix("agent:") {
+        Some(name) => ("agent".to_string(), Some(name.to_string())),
+        None => (job.to_string(), None),
+    };
+    sdk::BuildTimings {
+        workspace: format!("{}/{}", build.owner_name, build.workspace_name),
+        build: build.number,
+        status: build.status,
+        stages: timings
+            .stages
+            .iter()
+            .map(|stage| {
+                let (run, agent) = run(&stage.job);
+                sdk::StageTiming {
+                    stage: stage.stage.clone(),
+                    run,
+                    agent,
+                    started_at: at(stage.started_us),
+                    ended_at: stage.ended_us.map(at),
+                    offset_seconds: seconds(first, stage.started_us),
+                    seconds: stage.ended_us.map(|ended| seconds(stage.started_us, ended)),
+                }
+            })
+            .collect(),
+        resources: timings
+            .resources
+            .iter()
+            .map(|resource| sdk::ResourceTiming {
+                run: resource.job.clone(),
+                phase: resource.phase.clone(),
+                address: resource.address.clone(),
+                action: resource.action.clone(),
+                started_at: at(resource.started_us),
+                ended_at: at(resource.ended_us),
+                offset_seconds: seconds(first, resource.started_us),
+                seconds: seconds(resource.started_us, resource.ended_us),
+            })
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]

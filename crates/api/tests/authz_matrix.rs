@@ -180,6 +180,7 @@ fn table() -> Vec<Row> {
         ("GET", "/workspaces/{ws}/builds", Body::None,                                                     [200, 200, 403, 200, 200, 403, 401, 401]),
         ("GET", "/workspaces/{ws}/builds/1", Body::None,                                                   [200, 200, 403, 200, 200, 403, 401, 401]),
         ("GET", "/workspaces/{ws}/builds/1/logs", Body::None,                                              [200, 200, 403, 200, 200, 403, 401, 401]),
+        ("GET", "/workspaces/{ws}/builds/1/timings", Body::None,                                           [200, 200, 403, 200, 200, 403, 401, 401]),
         ("GET", "/workspaces/{ws}/protections", Body::None,                                                [200, 200, 403, 200, 200, 403, 401, 401]),
         // ---- shared ports: read like the workspace, changed by who may
         // connect to it ----

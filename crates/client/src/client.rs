@@ -1150,6 +1150,21 @@ impl Client {
         Ok(body.build)
     }
 
+    /// What was measured of a build's time: its stages and resources.
+    pub fn build_timings(
+        &self,
+        workspace: &str,
+        number: u64,
+    ) -> Result<abode_sdk::BuildTimings, ClientError> {
+        let path = format!(
+            "/workspaces/{}/builds/{number}/timings",
+            workspace_segment(workspace)
+        );
+        let body: abode_sdk::TimingsAnswer =
+            self.finish("GET build timings", self.request("GET", &path).call())?;
+        Ok(body.timings)
+    }
+
     /// Log lines after `after`; waits up to `wait_seconds` for new ones.
     pub fn build_logs(
         &self,

@@ -38,7 +38,8 @@
 //! say to each other) and `host_local` (which resources live on the machine
 //! that built them, so a workspace holding them is built only there) and
 //! `deprecation` (what a template's deprecation may say, and how it is
-//! said to those who meet it).
+//! said to those who meet it), and `timings` (the stages a build's time
+//! is told in, and a Terraform resource's plan and apply).
 //!
 //! The words of builds and people are here too, each defined once for the
 //! store, the wire and every layer between ([`vocabulary`]): a build's
@@ -68,6 +69,7 @@ pub mod retain;
 pub mod script;
 pub mod supervisor;
 pub mod text;
+pub mod timings;
 pub mod vocabulary;
 pub mod watch;
 

@@ -16,6 +16,8 @@ pub struct Agents {
     clock: abode_clock::Clock,
     /// Tells an owner of a nearly full home volume (`disk.rs`).
     notifications: crate::Notifications,
+    /// Where an agent's stages of its build are observed.
+    metrics: abode_metrics::Metrics,
 }
 
 /// How much of a shutdown script's output the server keeps (its end).
@@ -26,11 +28,13 @@ impl Agents {
         store: abode_store::Store,
         clock: abode_clock::Clock,
         notifications: crate::Notifications,
+        metrics: abode_metrics::Metrics,
     ) -> Agents {
         Agents {
             store,
             clock,
             notifications,
+            metrics,
         }
     }
 
@@ -207,10 +211,15 @@ impl Agents {
                 "exit_status {status} is not an exit status (0 to 255)"
             )));
         }
-        Ok(self
-            .store
+        self.store
             .agent_lifecycle(&agent.id, lifecycle, exit_status)
-            .await?)
+            .await?;
+        // Its build's timings: connected, scripts, ready.
+        let ended = self.store.agent_lifecycle_timings(&agent.id, lifecycle);
+        for (stage, seconds) in ended.await? {
+            self.metrics.build_stage(&stage, seconds);
+        }
+        Ok(())
     }
 
     /// The workspace an agent belongs to.

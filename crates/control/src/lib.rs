@@ -539,8 +539,12 @@ impl Control {
             workspaces: workspaces.clone(),
             jobs: jobs.clone(),
         });
-        let agents =
-            agents::Agents::new(store.clone(), config.clock.clone(), notifications.clone());
+        let agents = agents::Agents::new(
+            store.clone(),
+            config.clock.clone(),
+            notifications.clone(),
+            config.metrics.clone(),
+        );
         let held = held::Held::new(held::HeldParts {
             store: store.clone(),
             clock: config.clock.clone(),

@@ -344,14 +344,19 @@ impl Host {
     }
 
     /// How a daemon's run ended, checked and recorded as an embedded run's
-    /// end is; the status the build ended in.
+    /// end is (with what it measured of its time); the status the build
+    /// ended in.
     pub async fn daemon_complete(
         &self,
         caller: &DaemonCaller,
         build_id: &str,
         told: Outcome,
+        timings: Option<abode_runner::RunTimings>,
     ) -> Result<BuildStatus, ControlError> {
         let job = self.daemon_job(caller, build_id).await?;
+        if let Some(timings) = timings {
+            job.run_timings(timings).await;
+        }
         job.finish(told).await
     }
 

@@ -250,7 +250,7 @@ async fn the_first_verdict_on_a_build_stands() {
     // And the run may not end as if it had been allowed.
     let applied = setup
         .host
-        .daemon_complete(&daemon, &build_id, abode_protocol::Outcome::Applied)
+        .daemon_complete(&daemon, &build_id, abode_protocol::Outcome::Applied, None)
         .await;
     assert!(
         matches!(applied, Err(ControlError::Conflict(_))),
@@ -320,7 +320,7 @@ async fn a_key_made_again_under_a_deleted_key_s_name_inherits_none_of_its_builds
     assert!(matches!(log, Err(ControlError::Conflict(_))), "{log:?}");
     let ended = setup
         .host
-        .daemon_complete(&new, &build_id, abode_protocol::Outcome::Applied)
+        .daemon_complete(&new, &build_id, abode_protocol::Outcome::Applied, None)
         .await;
     assert!(matches!(ended, Err(ControlError::Conflict(_))), "{ended:?}");
     let state = setup

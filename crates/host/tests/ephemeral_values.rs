@@ -191,6 +191,7 @@ async fn an_ephemeral_value_is_kept_in_no_record_of_the_platform() {
             &daemon,
             &build_id,
             Outcome::Failed(abode_runner::Failure::failed("the apply failed")),
+            None,
         )
         .await
         .unwrap();

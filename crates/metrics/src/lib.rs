@@ -67,6 +67,11 @@ struct TransitionLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StageLabels {
+    stage: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DecisionLabels {
     decision: String,
 }
@@ -172,6 +177,11 @@ fn build_buckets() -> Histogram {
     Histogram::new(exponential_buckets(1.0, 2.0, 15))
 }
 
+/// A build stage: 1 ms to ~9 min.
+fn stage_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 20))
+}
+
 /// Claim latency: 50 ms to ~7 min.
 fn claim_buckets() -> Histogram {
     Histogram::new(exponential_buckets(0.05, 2.0, 14))
@@ -223,6 +233,7 @@ struct Inner {
     http_duration: HistogramFamily<RouteLabels>,
     builds: Family<BuildLabels, Counter>,
     build_duration: HistogramFamily<TransitionLabels>,
+    build_stages: HistogramFamily<StageLabels>,
     guard_decisions: Family<DecisionLabels, Counter>,
     quota_refusals: Family<ReasonLabels, Counter>,
     builds_held: Gauge,
@@ -274,6 +285,7 @@ impl Metrics {
             http_duration: register(reg, "abode_http_request_duration_seconds", "Time to answer an HTTP API request, by route template and method", Family::new_with_constructor(request_buckets as fn() -> Histogram)),
             builds: register(reg, "abode_builds", "Build runs that ended, by transition, how they ended and why the build was started", Family::default()),
             build_duration: register(reg, "abode_build_duration_seconds", "Time from a worker claiming a build's job to the run's end, by transition", Family::new_with_constructor(build_buckets as fn() -> Histogram)),
+            build_stages: register(reg, "abode_build_stage_seconds", "Time a build spent in each stage (queue_wait, setup, snapshot, init, plan, guard, retain, quota, apply, state_write, agent_connected, scripts, ready: from the build's request to its agent's ready), measured as each stage ended", Family::new_with_constructor(stage_buckets as fn() -> Histogram)),
             guard_decisions: register(reg, "abode_guard_decisions", "Decisions of the plan guard (allow, confirm, block)", Family::default()),
             quota_refusals: register(reg, "abode_quota_refusals", "Builds refused before apply because their plan's cost did not fit the owner's budget, by reason (quota: over budget; cost: the plan's cost could not be read)", Family::default()),
             builds_held: register(reg, "abode_builds_held", "Builds held by the guard, awaiting confirmation (refreshed)", Gauge::default()),
@@ -361,6 +373,17 @@ impl Metrics {
                 transition: transition.to_string(),
             })
             .observe(seconds);
+    }
+
+    /// A stage of a build ended after `seconds` (`stage`: one of
+    /// `abode_contract::timings::Stage`'s names, a bounded set).
+    pub fn build_stage(&self, stage: &str, seconds: f64) {
+        self.inner
+            .build_stages
+            .get_or_create(&StageLabels {
+                stage: stage.to_string(),
+            })
+            .observe(seconds.max(0.0));
     }
 
     /// The guard decided (`allow`, `confirm` or `block`).

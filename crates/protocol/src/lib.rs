@@ -353,6 +353,11 @@ pub struct CompleteRequest {
     pub outcome: String,
     #[serde(default)]
     pub message: Option<String>,
+    /// What the run measured of its time (`abode_runner::RunTimings`), its
+    /// `elapsed_us` taken as the request leaves. Read leniently: a report
+    /// the server cannot read is left out, never the run's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<serde_json::Value>,
 }
 
 /// The answer to a step of the agents' shutdown scripts (`POST
@@ -419,7 +424,21 @@ impl CompleteRequest {
             hello,
             outcome: outcome.to_string(),
             message,
+            timings: None,
         }
+    }
+
+    /// The request with the run's timings.
+    pub fn with_timings(mut self, timings: Option<&abode_runner::RunTimings>) -> CompleteRequest {
+        self.timings = timings.and_then(|timings| serde_json::to_value(timings).ok());
+        self
+    }
+
+    /// The run's timings, if it told them readably.
+    pub fn timings(&self) -> Option<abode_runner::RunTimings> {
+        self.timings
+            .clone()
+            .and_then(|value| serde_json::from_value(value).ok())
     }
 
     pub fn outcome(&self) -> Result<Outcome, String> {
@@ -587,9 +606,42 @@ mod tests {
                 hello: hello.clone(),
                 outcome: outcome.into(),
                 message: None,
+                timings: None,
             };
             assert!(request.outcome().is_err(), "{outcome}");
         }
+    }
+
+    #[test]
+    fn a_runs_timings_go_with_its_end_and_an_unreadable_report_is_left_out() {
+        let hello = DaemonHello {
+            daemon_id: "d".into(),
+            slot: "s".into(),
+            version: "0".into(),
+        };
+        let watch = abode_runner::Stopwatch::new();
+        watch.stage(
+            abode_contract::timings::Stage::Init,
+            std::time::Instant::now(),
+        );
+        let timings = watch.report();
+        let request =
+            CompleteRequest::new(hello.clone(), &Ok(Ended::Applied)).with_timings(Some(&timings));
+        let wire = serde_json::to_string(&request).unwrap();
+        let back: CompleteRequest = serde_json::from_str(&wire).unwrap();
+        assert_eq!(back.timings(), Some(timings));
+        let odd = r#"{"daemon_id":"d","slot":"s","version":"0","outcome":"applied","timings":{"stages":[{"stage":"lunch","start_us":0,"end_us":1}]}}"#;
+        let odd: CompleteRequest = serde_json::from_str(odd).unwrap();
+        assert!(odd.outcome().is_ok());
+        assert_eq!(odd.timings(), None);
+        // An older daemon tells none.
+        let old = r#"{"daemon_id":"d","slot":"s","version":"0","outcome":"applied"}"#;
+        assert_eq!(
+            serde_json::from_str::<CompleteRequest>(old)
+                .unwrap()
+                .timings(),
+            None
+        );
     }
 
     #[test]

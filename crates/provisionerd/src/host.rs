@@ -46,6 +46,8 @@ pub(crate) struct RemoteHost {
     pending: std::sync::Mutex<Vec<LogLineWire>>,
     /// Held while a batch is sent, so that batches arrive in order.
     sending: tokio::sync::Mutex<()>,
+    /// What the run measured, told with its end, and when it was told.
+    timings: std::sync::Mutex<Option<(abode_runner::RunTimings, std::time::Instant)>>,
 }
 
 impl RemoteHost {
@@ -56,7 +58,23 @@ impl RemoteHost {
             hello,
             pending: std::sync::Mutex::new(Vec::new()),
             sending: tokio::sync::Mutex::new(()),
+            timings: std::sync::Mutex::new(None),
         }
+    }
+
+    /// The run's timings, their `elapsed_us` as of now (they go with the
+    /// run's end: `complete`).
+    pub(crate) fn timings_now(&self) -> Option<abode_runner::RunTimings> {
+        let told = self
+            .timings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        told.map(|(mut timings, at)| {
+            let since = u64::try_from(at.elapsed().as_micros()).unwrap_or(u64::MAX);
+            timings.elapsed_us = timings.elapsed_us.saturating_add(since);
+            timings
+        })
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, Vec<LogLineWire>> {
@@ -186,6 +204,14 @@ impl LogSink for RemoteHost {
 }
 
 impl BuildHost for RemoteHost {
+    async fn timings(&self, timings: abode_runner::RunTimings) {
+        *self
+            .timings
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) =
+            Some((timings, std::time::Instant::now()));
+    }
+
     async fn judge(&self, plan_json: Vec<u8>, plan: Vec<u8>) -> Result<Verdict, Failure> {
         // The plan's lines before the guard's.
         self.flush().await;

@@ -376,7 +376,8 @@ async fn heartbeat(
 /// Tells the server how the run ended, until it has heard it.
 async fn complete(host: &RemoteHost, result: &Result<abode_runner::Ended, Failure>) {
     host.flush().await;
-    let request = CompleteRequest::new(host.hello.clone(), result);
+    let request =
+        CompleteRequest::new(host.hello.clone(), result).with_timings(host.timings_now().as_ref());
     match host
         .call::<_, abode_protocol::CompleteAnswer>("complete", &request, None)
         .await

@@ -15,7 +15,9 @@ use tokio::sync::{mpsc, watch};
 use crate::archive;
 use crate::host::{Failure, FailureKind, LogSink, LogStage};
 use crate::output::log_output;
+use crate::timings::Stopwatch;
 use crate::workdir::{self, STATE_FILE, TEMPLATE_SUBDIR};
+use abode_contract::timings::ResourcePhase;
 
 /// What a build's (or a preview's) work dir is made of, laid out off the
 /// async runtime.
@@ -86,6 +88,8 @@ pub struct TerraformCommand<'a, S> {
     pub cancel: watch::Receiver<bool>,
     /// The sandbox it runs in, if any.
     pub isolation: Option<&'a Arc<Isolation>>,
+    /// Where each resource's time (from Terraform's events) is written.
+    pub timing: Option<(&'a Stopwatch, ResourcePhase)>,
 }
 
 impl<S: LogSink> TerraformCommand<'_, S> {
@@ -99,8 +103,23 @@ impl<S: LogSink> TerraformCommand<'_, S> {
         let (sender, receiver) = mpsc::unbounded_channel::<OutputLine>();
         let record = RunRecord::in_dir(self.work_dir);
         let runner = supervise::stream(&invocation, &record, sender, self.cancel, self.grace);
-        let logger = log_output(self.sink, stage, receiver, 0);
-        let (outcome, last_error) = tokio::join!(runner, logger);
+        // Each line's resource events read as it arrives, then logged.
+        let (forward, logged) = mpsc::unbounded_channel::<OutputLine>();
+        let timing = self.timing;
+        let reader = async move {
+            let mut receiver = receiver;
+            let mut events = timing.map(|(watch, phase)| watch.events(phase));
+            while let Some(line) = receiver.recv().await {
+                if let Some(events) = events.as_mut() {
+                    events.line(&line, std::time::Instant::now());
+                }
+                if forward.send(line).is_err() {
+                    break;
+                }
+            }
+        };
+        let logger = log_output(self.sink, stage, logged, 0);
+        let (outcome, (), last_error) = tokio::join!(runner, reader, logger);
         match outcome {
             Ok(Outcome::Exited { success: true, .. }) => Ok(()),
             Ok(Outcome::Exited { code, .. }) => {

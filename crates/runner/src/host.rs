@@ -118,6 +118,12 @@ pub trait BuildHost: LogSink {
             order.address
         ))))
     }
+    /// What the run measured of its stages and resources, told once at its
+    /// end, before its state lock is given back.
+    fn timings(&self, timings: crate::timings::RunTimings) -> impl Future<Output = ()> + Send {
+        let _ = timings;
+        std::future::ready(())
+    }
     /// The run's Terraform ended: the workspace's state lock, taken for this
     /// run, is given back (`state_backend.rs`).
     fn release_state_lock(&self, backend: &StateBackend) -> impl Future<Output = ()> + Send;

@@ -26,8 +26,11 @@ use crate::host::{
     sha256_hex, BuildHost, Ended, Failure, FailureKind, HeldPlan, JobInputs, JobKind, LogLevel,
     LogStage, SnapshotOrder, StateKept, Verdict,
 };
+use crate::timings::Stopwatch;
 use crate::turns;
 use crate::workdir::{self, ERRORED_STATE_FILE, PLAN_FILE, STATE_FILE, TEMPLATE_SUBDIR};
+use abode_contract::timings::{ResourcePhase, Stage};
+use std::time::Instant;
 
 /// Terraform's own refusal of a saved plan made on another state (its
 /// diagnostic summary, matched whole).
@@ -139,6 +142,8 @@ pub async fn run_job<H: BuildHost>(
             });
         }
     };
+    let watch = Stopwatch::new();
+    let setup = Instant::now();
     let saved_plan = inputs.saved_plan.take();
     let snapshots = std::mem::take(&mut inputs.snapshots);
     // The state is the backend's: none is written into the work dir (but
@@ -166,6 +171,7 @@ pub async fn run_job<H: BuildHost>(
         lease_lost: interrupts.lease_lost,
         local_state,
         secret: inputs.state_backend.secret.clone(),
+        watch: &watch,
     };
     // Only a build that plans writes what it forgets or imports; a
     // confirmed plan carries its own configuration.
@@ -218,6 +224,7 @@ pub async fn run_job<H: BuildHost>(
         }),
         Err(failure) => Err(failure),
     };
+    watch.stage(Stage::Setup, setup);
     let result = match laid_out {
         Err(failure) => Err(failure),
         Ok(cli_config) => {
@@ -252,6 +259,7 @@ pub async fn run_job<H: BuildHost>(
     };
     drop(supervisor);
     let kept = run.offer_last_state().await;
+    host.timings(watch.report()).await;
     // Whatever happened, no Terraform of this run runs any more.
     host.release_state_lock(&backend).await;
     // Only this run's: a build queued again (its plan never judged) may be
@@ -322,6 +330,8 @@ struct Run<'a, H> {
     local_state: bool,
     /// The run's state backend secret.
     secret: String,
+    /// What the run measures of its time.
+    watch: &'a Stopwatch,
 }
 
 impl<H: BuildHost> Run<'_, H> {
@@ -380,7 +390,17 @@ impl<H: BuildHost> Run<'_, H> {
         }
     }
 
+    /// A Terraform command of the build, timed as `timed` (init, plan,
+    /// apply).
     async fn terraform(&self, stage: &LogStage, args: &[&str]) -> Result<(), Failure> {
+        let phase = if *stage == LogStage::PLAN {
+            Some(ResourcePhase::Plan)
+        } else if *stage == LogStage::APPLY {
+            Some(ResourcePhase::Apply)
+        } else {
+            None
+        };
+        let timing = phase.map(|phase| (self.watch, phase));
         if *stage == LogStage::APPLY {
             let command = TerraformCommand {
                 sink: Some(self.host),
@@ -389,6 +409,7 @@ impl<H: BuildHost> Run<'_, H> {
                 env: &self.env,
                 cancel: self.cancel.clone(),
                 isolation: self.config.isolation.as_ref(),
+                timing,
             };
             return command.run(stage, args).await;
         }
@@ -417,6 +438,7 @@ impl<H: BuildHost> Run<'_, H> {
             env: &self.env,
             cancel: either,
             isolation: self.config.isolation.as_ref(),
+            timing,
         };
         let result = command.run(stage, args).await;
         forward.abort();
@@ -433,13 +455,18 @@ impl<H: BuildHost> Run<'_, H> {
         state_digest: String,
     ) -> Result<Ended, Failure> {
         self.canceled()?;
-        self.terraform(
-            &LogStage::INIT,
-            &["init", "-input=false", "-json", "-no-color"],
-        )
-        .await?;
+        let init = Instant::now();
+        let initialized = self
+            .terraform(
+                &LogStage::INIT,
+                &["init", "-input=false", "-json", "-no-color"],
+            )
+            .await;
+        self.watch.stage(Stage::Init, init);
+        initialized?;
         self.check_backend().await?;
         self.canceled()?;
+        let planning = Instant::now();
         let plan_file = self.work_dir.join(PLAN_FILE);
         let plan_arg = format!("-out={}", plan_file.display());
         let mut plan_args = vec!["plan", "-input=false", "-json", plan_arg.as_str()];
@@ -448,15 +475,21 @@ impl<H: BuildHost> Run<'_, H> {
         if transition == Transition::Delete && !retaining {
             plan_args.push("-destroy");
         }
-        self.terraform(&LogStage::PLAN, &plan_args).await?;
+        let planned = self.terraform(&LogStage::PLAN, &plan_args).await;
+        if planned.is_err() {
+            self.watch.stage(Stage::Plan, planning);
+        }
+        planned?;
         self.canceled()?;
-        let plan_json = show_plan(
+        let shown = show_plan(
             &self.work_dir,
             &self.env,
             &plan_file,
             self.config.isolation.as_ref(),
         )
-        .await?;
+        .await;
+        self.watch.stage(Stage::Plan, planning);
+        let plan_json = shown?;
         let plan = tokio::fs::read(&plan_file)
             .await
             .map_err(|error| Failure::failed(format!("cannot read the saved plan: {error}")))?;
@@ -480,11 +513,15 @@ impl<H: BuildHost> Run<'_, H> {
                     return Err(lease_lost("its plan was applied"));
                 }
                 let plan_path = plan_file.display().to_string();
-                self.terraform(
-                    &LogStage::APPLY,
-                    &["apply", "-input=false", "-json", plan_path.as_str()],
-                )
-                .await?;
+                let applying = Instant::now();
+                let applied = self
+                    .terraform(
+                        &LogStage::APPLY,
+                        &["apply", "-input=false", "-json", plan_path.as_str()],
+                    )
+                    .await;
+                self.watch.stage(Stage::Apply, applying);
+                applied?;
                 self.after_apply().await
             }
         }
@@ -508,12 +545,21 @@ impl<H: BuildHost> Run<'_, H> {
         snapshots: &[SnapshotOrder],
     ) -> Result<Ended, Failure> {
         self.canceled()?;
-        self.take_snapshots(snapshots).await?;
-        self.terraform(
-            &LogStage::INIT,
-            &["init", "-input=false", "-json", "-no-color"],
-        )
-        .await?;
+        if !snapshots.is_empty() {
+            let snapshotting = Instant::now();
+            let taken = self.take_snapshots(snapshots).await;
+            self.watch.stage(Stage::Snapshot, snapshotting);
+            taken?;
+        }
+        let init = Instant::now();
+        let initialized = self
+            .terraform(
+                &LogStage::INIT,
+                &["init", "-input=false", "-json", "-no-color"],
+            )
+            .await;
+        self.watch.stage(Stage::Init, init);
+        initialized?;
         self.check_backend().await?;
         self.canceled()?;
         let plan_file = self.work_dir.join(PLAN_FILE);
@@ -538,12 +584,14 @@ impl<H: BuildHost> Run<'_, H> {
             return Err(lease_lost("the confirmed plan was applied"));
         }
         let plan_path = plan_file.display().to_string();
+        let applying = Instant::now();
         let applied = self
             .terraform(
                 &LogStage::APPLY,
                 &["apply", "-input=false", "-json", plan_path.as_str()],
             )
             .await;
+        self.watch.stage(Stage::Apply, applying);
         if let Err(failure) = applied {
             let stale = failure.diagnostic.as_deref() == Some(TERRAFORM_STALE_PLAN);
             return Err(if stale {
@@ -613,6 +661,13 @@ impl<H: BuildHost> Run<'_, H> {
     /// The host records what a successful apply made (agents, protections)
     /// from the state Terraform stored through the backend.
     async fn after_apply(&self) -> Result<Ended, Failure> {
+        let writing = Instant::now();
+        let recorded = self.record_apply().await;
+        self.watch.stage(Stage::StateWrite, writing);
+        recorded
+    }
+
+    async fn record_apply(&self) -> Result<Ended, Failure> {
         if self.local_state {
             // The state is in the work dir: stored first, then read back.
             let state = tokio::fs::read(self.errored_state_file())

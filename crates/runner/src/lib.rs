@@ -38,7 +38,9 @@
 //! `-destroy` (which ignores `removed` blocks), and `import` blocks for adopted
 //! resources. `snapshot.rs` is what a confirmed destroy needs before its apply
 //! on the machine of the volume: its `snapshot_command`s run, its volume
-//! handed to the host to archive (issue 47).
+//! handed to the host to archive (issue 47). `timings.rs` is what a run
+//! measures of its own time (its stages, and each resource's plan and apply
+//! from Terraform's `-json` events), told to the host at the run's end.
 //!
 //! # What it keeps
 //!
@@ -64,6 +66,7 @@ pub mod output;
 pub mod retention;
 pub mod snapshot;
 pub mod state_backend;
+pub mod timings;
 mod turns;
 pub mod workdir;
 
@@ -73,3 +76,4 @@ pub use host::{
 };
 pub use job::{run_job, Interrupts, RunnerConfig, LEASE_LOST, STALE_PLAN_MESSAGE};
 pub use state_backend::StateBackend;
+pub use timings::{ResourceSpan, RunTimings, StageSpan, Stopwatch};

@@ -1629,3 +1629,61 @@ pub struct StatDisk {
     /// What an unprivileged user may still write.
     pub available_bytes: u64,
 }
+
+/// `{"timings": ...}`: `GET /workspaces/{ws}/builds/{n}/timings`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TimingsAnswer {
+    pub timings: BuildTimings,
+}
+
+/// What was measured of a build's time (issue 50): each stage that ran,
+/// and each Terraform resource's plan and apply, ordered by start. A stage
+/// that did not run is absent.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BuildTimings {
+    pub workspace: String,
+    pub build: i64,
+    pub status: BuildStatus,
+    #[serde(default)]
+    pub stages: Vec<StageTiming>,
+    #[serde(default)]
+    pub resources: Vec<ResourceTiming>,
+}
+
+/// One stage of a build: `queue_wait`, `setup`, `snapshot`, `init`, `plan`,
+/// `guard`, `retain`, `quota`, `apply`, `state_write`, `agent_connected`,
+/// `scripts` or `ready` (an instant: when the agent said so).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct StageTiming {
+    pub stage: String,
+    /// The run it belongs to: `build`, `apply_saved_plan` (a confirmed
+    /// plan's apply) or `agent` (its agent's stages, `agent` named).
+    pub run: String,
+    #[serde(default)]
+    pub agent: Option<String>,
+    pub started_at: String,
+    /// None while it is under way.
+    #[serde(default)]
+    pub ended_at: Option<String>,
+    /// Seconds from the build's first stage's start to this one's.
+    pub offset_seconds: f64,
+    /// Its length (microsecond precision); none while under way.
+    #[serde(default)]
+    pub seconds: Option<f64>,
+}
+
+/// One Terraform resource's time in a run's plan (`refresh`, a data
+/// source's `read`) or apply (`create`, `update`, `delete`...), from
+/// Terraform's own event timestamps.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ResourceTiming {
+    pub run: String,
+    /// `plan` or `apply`.
+    pub phase: String,
+    pub address: String,
+    pub action: String,
+    pub started_at: String,
+    pub ended_at: String,
+    pub offset_seconds: f64,
+    pub seconds: f64,
+}

@@ -46,7 +46,8 @@
 //! workspace's state), `server_instances.rs` (which process runs as each server
 //! id), `scheduler_tick.rs` (the scheduler's snapshot and what a tick records),
 //! `schedule_settings.rs`, `unsaved.rs` (each workspace's last report of
-//! unsaved work, kept past a stop), `connection_log.rs` (connections into
+//! unsaved work, kept past a stop), `build_timings.rs` (each stage of a build and each Terraform resource's plan
+//! and apply, issue 50), `connection_log.rs` (connections into
 //! workspaces, written at open and completed at close), `host_keys.rs` (each workspace's SSH host key seed,
 //! created once, its own getter), `external_auth.rs` (linked accounts, their
 //! tokens sealed), `oidc.rs` (links to a provider's issuer and subject, pending
@@ -128,6 +129,7 @@ mod agents;
 mod app_tokens;
 mod audit;
 pub mod backup;
+mod build_timings;
 mod builds;
 mod connection_log;
 mod error;
@@ -176,6 +178,7 @@ use abode_clock::Clock;
 pub use accounts::{StatusChange, StatusRefusal};
 pub use agents::AgentTunnelRow;
 pub use app_tokens::AppTokenKind;
+pub use build_timings::{BuildTimings, ResourceTiming, StageTiming};
 pub use connection_log::{ConnectionLogEntry, ConnectionLogFilter, NewConnectionLogEntry};
 pub use error::{BadCursor, Corrupt, StoreError};
 pub use external_auth::{ExternalAuthLink, PendingExternalAuth};
@@ -914,6 +917,19 @@ storage_interface! {
     fn end_lost_connections(&self, server_id: &str) -> u64;
     /// Newest first, one page.
     fn list_connection_log_page(&self, filter: &ConnectionLogFilter) -> Page<ConnectionLogEntry>;
+}
+
+// ---- build timings (build_timings.rs) ----
+
+storage_interface! {
+    /// Writes stages of a build's runs and their Terraform resources (a
+    /// run's own, again: replaced), in one transaction.
+    fn put_timings(&self, build_id: &str, stages: &[StageTiming], resources: &[ResourceTiming]) -> ();
+    /// Everything recorded of a build's time, by start.
+    fn build_timings(&self, build_id: &str) -> BuildTimings;
+    /// An agent's lifecycle report as its build's timings: the agent's
+    /// stages that ended now, with their seconds.
+    fn agent_lifecycle_timings(&self, agent_id: &str, lifecycle: AgentLifecycle) -> Vec<(String, f64)>;
 }
 
 // ---- unsaved work (unsaved.rs) ----

@@ -14,6 +14,7 @@ use crate::accounts::*;
 use crate::agents::*;
 use crate::app_tokens::*;
 use crate::audit::*;
+use crate::build_timings::*;
 use crate::builds::*;
 use crate::connection_log::*;
 use crate::error::{db_error, BadCursor, StoreError};
@@ -172,6 +173,7 @@ impl PostgresBackend {
     workspace_uid_queries!();
     unsaved_queries!();
     connection_log_queries!();
+    build_timing_queries!();
     shutdown_queries!();
     script_queries!();
     external_auth_queries!();

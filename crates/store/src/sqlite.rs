@@ -18,6 +18,7 @@ use crate::accounts::*;
 use crate::agents::*;
 use crate::app_tokens::*;
 use crate::audit::*;
+use crate::build_timings::*;
 use crate::builds::*;
 use crate::connection_log::*;
 use crate::error::{db_error, BadCursor, StoreError};
@@ -166,6 +167,7 @@ impl SqliteBackend {
     workspace_uid_queries!();
     unsaved_queries!();
     connection_log_queries!();
+    build_timing_queries!();
     shutdown_queries!();
     script_queries!();
     external_auth_queries!();

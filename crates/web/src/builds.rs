@@ -1,4 +1,5 @@
-//! A build's page (the held build's review above all), its live log as
+//! A build's page (the held build's review above all, then its timeline:
+//! `timeline.rs`), its live log as
 //! server-sent events, and the confirmation or cancel of a held build: the
 //! API's `build`, `build_logs`, `confirm_build` and `cancel_build`.
 //!
@@ -179,6 +180,12 @@ async fn render(
     } else {
         build.initiator_name.clone()
     };
+    let timings = control
+        .workspace_builds()
+        .build_timings(&viewer.caller, &reference, Some(number))
+        .await
+        .map(|(_, timings)| timings)
+        .unwrap_or_default();
     let log = log_panel(control, &viewer.caller, &reference, &build).await;
     let url = build_url(&build);
     let status = problem
@@ -241,6 +248,8 @@ async fn render(
                 }
             }
         }
+        h2 { "Timeline" }
+        (crate::timeline::render(&timings))
         h2 { "Log" }
         (log)
     };

@@ -104,6 +104,7 @@ mod sharing;
 mod state;
 mod templates;
 mod terminal;
+mod timeline;
 mod tokens;
 mod workspaces;
 

@@ -17,7 +17,7 @@ use abode_store::BuildStatus;
 
 use crate::extract::{list_query, parse_json, parse_number, ListQueryResult};
 use crate::pages::{ok, page_answer, ApiResult};
-use crate::views::{build_view, log_line_view, BuildView};
+use crate::views::{build_view, log_line_view, timings_view, BuildView};
 use crate::{ApiError, AppState, Authenticated};
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -27,6 +27,10 @@ pub(crate) fn routes() -> Router<AppState> {
             get(list_builds).post(create_build),
         )
         .route("/workspaces/:workspace/builds/:number", get(get_build))
+        .route(
+            "/workspaces/:workspace/builds/:number/timings",
+            get(build_timings),
+        )
         .route(
             "/workspaces/:workspace/builds/:number/logs",
             get(build_logs),
@@ -174,6 +178,25 @@ async fn get_build(
         StatusCode::OK,
         abode_sdk::BuildAnswer {
             build: build_view(&build),
+        },
+    )
+}
+
+async fn build_timings(
+    State(state): State<AppState>,
+    Authenticated(caller): Authenticated,
+    Path((workspace, number)): Path<(String, String)>,
+) -> ApiResult {
+    let number = parse_number(&number, "build number")?;
+    let (build, timings) = state
+        .control
+        .workspace_builds()
+        .build_timings(&caller, &workspace, number)
+        .await?;
+    ok(
+        StatusCode::OK,
+        abode_sdk::TimingsAnswer {
+            timings: timings_view(&build, &timings),
         },
     )
 }

@@ -428,7 +428,10 @@ async fn complete(
     }: DaemonCall<CompleteRequest>,
 ) -> Result<Response, ApiError> {
     let outcome = request.outcome().map_err(ApiError::bad_request)?;
-    let status = state.host.daemon_complete(&caller, &build, outcome).await?;
+    let status = state
+        .host
+        .daemon_complete(&caller, &build, outcome, request.timings())
+        .await?;
     Ok(Json(abode_protocol::CompleteAnswer {
         status: status.as_str().to_string(),
     })

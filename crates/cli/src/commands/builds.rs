@@ -1,5 +1,6 @@
-//! `abode builds`: list a workspace's builds, print or follow a build's log, and
-//! the log follower every build-starting command uses.
+//! `abode builds`: list a workspace's builds, show one (with `--timings`,
+//! where its time went: `build_timings.rs`), print or follow a build's log,
+//! and the log follower every build-starting command uses.
 
 use std::io::Write;
 use std::time::Duration;
@@ -27,6 +28,9 @@ pub enum BuildsCommand {
     List(ListArgs),
     /// Print a build's log (the latest build by default).
     Logs(LogsArgs),
+    /// Show a build; with `--timings`, where its time went: each stage and
+    /// each Terraform resource's plan and apply.
+    Show(ShowArgs),
     /// Apply exactly the saved plan of a build held by the plan guard.
     Confirm(ConfirmArgs),
     /// Cancel a pending, running or held build (a held plan is discarded).
@@ -71,6 +75,20 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The workspace (`name`, or `owner/name` for another user's).
+    pub workspace: String,
+    /// The build number; the latest build when omitted.
+    pub number: Option<u64>,
+    /// Show when each stage started and how long it took, and each
+    /// Terraform resource's plan and apply.
+    #[arg(long)]
+    pub timings: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[derive(Debug, Args)]
 pub struct LogsArgs {
     /// The workspace (`name`, or `owner/name` for another user's).
     pub workspace: String,
@@ -85,6 +103,7 @@ pub fn run(command: BuildsCommand) -> anyhow::Result<u8> {
     match command {
         BuildsCommand::List(args) => list(args),
         BuildsCommand::Logs(args) => logs(args),
+        BuildsCommand::Show(args) => show(args),
         BuildsCommand::Confirm(args) => confirm(args),
         BuildsCommand::Cancel(args) => cancel(args),
     }
@@ -274,6 +293,41 @@ fn list(args: ListArgs) -> anyhow::Result<u8> {
                 &rows,
                 "No builds.",
             );
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn show(args: ShowArgs) -> anyhow::Result<u8> {
+    let client = session_client()?;
+    let build = client.build(&args.workspace, args.number)?;
+    if args.timings {
+        let timings = client.build_timings(&args.workspace, build.number)?;
+        match args.output.output {
+            OutputFormat::Json => output::print_json(&timings)?,
+            OutputFormat::Text => print!("{}", super::build_timings::render(&timings)),
+        }
+        return Ok(EXIT_OK);
+    }
+    match args.output.output {
+        OutputFormat::Json => output::print_json(&build)?,
+        OutputFormat::Text => {
+            let rows = vec![
+                vec!["Build".to_string(), format!("#{}", build.number)],
+                vec![
+                    "Workspace".to_string(),
+                    visible(&format!("{}/{}", build.owner, build.workspace)),
+                ],
+                vec!["Transition".to_string(), build.transition.to_string()],
+                vec!["Status".to_string(), build.status.clone()],
+                vec!["Version".to_string(), build.template_version.to_string()],
+                vec!["Initiator".to_string(), initiator(&build)],
+                vec!["Created".to_string(), time(build.created_at.as_deref())],
+                vec!["Error".to_string(), or_dash(build.error.as_deref())],
+            ];
+            for row in rows {
+                println!("{:<11} {}", format!("{}:", row[0]), row[1]);
+            }
         }
     }
     Ok(EXIT_OK)

@@ -8,6 +8,7 @@
 
 mod audit;
 mod auth;
+mod build_timings;
 mod builds;
 mod config_ssh;
 mod connections;

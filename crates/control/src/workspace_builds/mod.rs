@@ -251,6 +251,18 @@ impl WorkspaceBuilds {
         })
     }
 
+    /// A build and what was recorded of its time (`abode_store::BuildTimings`).
+    pub async fn build_timings(
+        &self,
+        caller: &Caller,
+        reference: &str,
+        number: Option<i64>,
+    ) -> Result<(Build, abode_store::BuildTimings), ControlError> {
+        let build = self.build(caller, reference, number).await?;
+        let timings = self.inner.store.build_timings(&build.id).await?;
+        Ok((build, timings))
+    }
+
     /// Log lines after `after`; with `wait`, holds until a line arrives, the
     /// build ends or the wait is over.
     pub async fn build_logs(

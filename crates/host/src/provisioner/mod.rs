@@ -15,7 +15,8 @@
 //! Terraform left is stored, the work dir removed and the build's end
 //! recorded. Terraform's `-json` lines reach the build log as they are
 //! printed (`output.rs`); a cancel or a shutdown interrupts the run
-//! (`interruptions.rs`).
+//! (`interruptions.rs`). Each stage's time, and each resource's, is
+//! recorded for the build's timings (`timing_step.rs`).
 
 mod ephemeral;
 mod guard_step;
@@ -27,6 +28,7 @@ mod retain_step;
 mod run;
 mod shutdown_step;
 mod snapshot_step;
+mod timing_step;
 
 use std::time::Duration;
 

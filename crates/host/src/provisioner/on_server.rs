@@ -12,6 +12,7 @@
 //! guard judged (kept at the verdict), and a run may end `applied` only
 //! after an `allow` (or a confirmation) and `held` only after a `confirm`.
 
+use abode_contract::timings::Stage;
 use abode_guard::Decision;
 use abode_store::{
     Build, BuildStatus, JobKind, NewProtection, PrebuildPart, SavedPlan, Transition, Workspace,
@@ -105,6 +106,11 @@ impl ServerJob {
         &self.host
     }
 
+    /// `text` with the build's ephemeral values masked, as its log is.
+    pub(super) fn masked(&self, text: &str) -> String {
+        self.ephemeral.mask(text).into_owned()
+    }
+
     /// A line of the build's log, masked like every other.
     pub(super) async fn note(&self, stage: &LogStage, level: LogLevel, text: &str) {
         self.log(stage, level, text).await;
@@ -117,6 +123,7 @@ impl ServerJob {
     /// once it is taken.
     pub async fn inputs(&self) -> Result<JobInputs, Failure> {
         let kind = self.kind;
+        self.queue_wait_ended().await;
         let holder = self.holder.as_str();
         let store = &self.host.inner.store;
         let (build, workspace) = (&self.build, &self.workspace);
@@ -517,6 +524,7 @@ impl ServerJob {
         if let Some(verdict) = self.standing_verdict(&kept_plan).await? {
             return Ok(verdict);
         }
+        let guarding = self.stage_starts();
         // The scheduler's builds are the system's: a delete it starts (a
         // dormant deletion) destroys no protected resource without a person.
         let initiator = if build.reason.is_scheduler() || retain_step::destroys_retained(build) {
@@ -582,8 +590,10 @@ impl ServerJob {
                 self.log(&LogStage::GUARD, level, line).await;
             }
         }
+        self.stage_ended(Stage::Guard, guarding).await;
         // What the delete forgets is on record before anything is applied.
         if report.decision != Decision::Block && !report.retained.is_empty() {
+            let retaining = self.stage_starts();
             let before = host
                 .inner
                 .store
@@ -602,12 +612,15 @@ impl ServerJob {
                 .insert_retained(&build.id, &build.initiator_name, &records)
                 .await
                 .map_err(storage)?;
+            self.stage_ended(Stage::Retain, retaining).await;
         }
         // The cost of what the plan leaves, reserved before any apply (and
         // refused when it does not fit the owner's budget).
         if report.decision != Decision::Block {
+            let charging = self.stage_starts();
             let charge =
                 quota_step::charge(&self.host, &self.build, &self.holder, &plan_json).await;
+            self.stage_ended(Stage::Quota, charging).await;
             for (level, line) in &charge.lines {
                 self.note(&LogStage::QUOTA, *level, line).await;
             }
@@ -728,6 +741,10 @@ impl BuildHost for ServerJob {
                 true
             }
         }
+    }
+
+    async fn timings(&self, timings: abode_runner::RunTimings) {
+        self.run_timings(timings).await;
     }
 
     async fn release_state_lock(&self, backend: &StateBackend) {

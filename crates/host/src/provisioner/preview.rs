@@ -230,6 +230,7 @@ async fn plan_and_judge(
             env: &env,
             cancel: shutdown.clone(),
             isolation: config.terraform_isolation.as_ref(),
+            timing: None,
         };
         async move {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -83,8 +83,22 @@ pub(super) async fn take(
     if !embedded {
         return for_daemon(job, build, workspace, &orders).await;
     }
+    let started = job.stage_starts();
+    let taken = take_here(job, build, workspace, &orders).await;
+    job.stage_ended(abode_contract::timings::Stage::Snapshot, started)
+        .await;
+    taken.map(|()| Vec::new())
+}
+
+/// The snapshots of an embedded run, taken on this server.
+async fn take_here(
+    job: &ServerJob,
+    build: &Build,
+    workspace: &Workspace,
+    orders: &[Order],
+) -> Result<(), Failure> {
     let config = &job.host().inner.config;
-    for order in &orders {
+    for order in orders {
         for command in &order.commands {
             let command = usable(command)?;
             let mut env = config.terraform_env.clone();
@@ -103,7 +117,7 @@ pub(super) async fn take(
             archive(job, build, workspace, order).await?;
         }
     }
-    Ok(Vec::new())
+    Ok(())
 }
 
 /// A `snapshot_command` as the annotation gave it, or why it is not one.

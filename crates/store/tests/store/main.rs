@@ -9,6 +9,7 @@ mod common;
 
 mod accounts;
 mod agents;
+mod build_timings;
 mod builds;
 mod clock;
 mod connection_log;
