@@ -128,6 +128,29 @@ fn metadata_changes_failures_show_and_a_memory_monitor_tells_once() {
     assert_eq!(broken["value"], "");
     assert!(broken["age_seconds"].as_u64().is_some(), "{broken}");
 
+    // The home's disk percent is `df`'s (used of used + available: blocks
+    // reserved for root count as neither), within what other writers on
+    // this machine move meanwhile.
+    wait_for(
+        "a report of the home volume",
+        Duration::from_secs(60),
+        || platform.show("dev")["disk"][0]["used_percent"].is_u64(),
+    );
+    let shown = platform.show("dev")["disk"][0]["used_percent"]
+        .as_u64()
+        .unwrap();
+    let df = std::process::Command::new("df")
+        .args(["--output=pcent"])
+        .arg(util::only_subdir(&platform.volumes_dir()))
+        .output()
+        .unwrap();
+    let df: u64 = String::from_utf8_lossy(&df.stdout)
+        .lines()
+        .nth(1)
+        .and_then(|line| line.trim().trim_end_matches('%').parse().ok())
+        .unwrap();
+    assert!(shown.abs_diff(df) <= 2, "shown {shown}%, df {df}%");
+
     // The text form says them too.
     let text = platform.run(&["show", "dev"]).ok().stdout;
     assert!(text.contains("Metadata tick shown (main[0]): "), "{text}");

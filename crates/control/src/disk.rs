@@ -31,6 +31,7 @@ pub(crate) async fn record(
             &agent.id,
             as_stored(disk.used_bytes),
             as_stored(disk.total_bytes),
+            as_stored(disk.available_bytes),
         )
         .await?;
     let percent = used_percent(disk.used_bytes, disk.available_bytes);
@@ -83,11 +84,17 @@ pub(crate) async fn usage(
         .map(|row| {
             let used = u64::try_from(row.used_bytes).unwrap_or(0);
             let total = u64::try_from(row.total_bytes).unwrap_or(0);
+            // As `df` and the warnings count it: blocks reserved for root
+            // are neither used nor available.
+            let available = row
+                .available_bytes
+                .and_then(|bytes| u64::try_from(bytes).ok())
+                .unwrap_or_else(|| total.saturating_sub(used));
             DiskUsage {
                 agent: row.agent_name,
                 used_bytes: used,
                 total_bytes: total,
-                used_percent: used_percent(used, total.saturating_sub(used)),
+                used_percent: used_percent(used, available),
                 reported_at: crate::times::utc_text(row.reported_at),
                 age_seconds: u64::try_from((now - row.reported_at).max(0) / 1000).unwrap_or(0),
             }

@@ -985,7 +985,7 @@ storage_interface! {
     /// True once per ended shutdown: the caller writes how it ended.
     fn mark_agent_shutdown_logged(&self, build_id: &str, agent_id: &str) -> bool;
     /// What the agent says of its home volume (now); its thresholds.
-    fn put_agent_disk(&self, agent_id: &str, used_bytes: i64, total_bytes: i64) -> Option<String>;
+    fn put_agent_disk(&self, agent_id: &str, used_bytes: i64, total_bytes: i64, available_bytes: i64) -> Option<String>;
     /// What the workspace's agents last said of their home volume.
     fn workspace_disks(&self, workspace_id: &str) -> Vec<AgentDiskRow>;
     /// True when the workspace's threshold was not told within `quiet_ms`

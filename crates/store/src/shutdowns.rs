@@ -55,6 +55,8 @@ pub struct AgentDiskRow {
     pub agent_name: String,
     pub used_bytes: i64,
     pub total_bytes: i64,
+    /// None for a report from before it was kept.
+    pub available_bytes: Option<i64>,
     pub reported_at: i64,
 }
 
@@ -186,13 +188,15 @@ macro_rules! shutdown_queries {
             agent_id: &str,
             used_bytes: i64,
             total_bytes: i64,
+            available_bytes: i64,
         ) -> Result<Option<String>, StoreError> {
             sqlx::query(&sql(
-                "UPDATE agents SET disk_used_bytes = ?, disk_total_bytes = ?, disk_reported_at = ? \
-                 WHERE id = ?",
+                "UPDATE agents SET disk_used_bytes = ?, disk_total_bytes = ?, \
+                 disk_available_bytes = ?, disk_reported_at = ? WHERE id = ?",
             ))
             .bind(used_bytes)
             .bind(total_bytes)
+            .bind(available_bytes)
             .bind(self.now_ms())
             .bind(agent_id)
             .execute(&self.pool)
@@ -214,7 +218,8 @@ macro_rules! shutdown_queries {
         ) -> Result<Vec<crate::shutdowns::AgentDiskRow>, StoreError> {
             sqlx::query_as(&sql(
                 "SELECT name AS agent_name, disk_used_bytes AS used_bytes, \
-                 disk_total_bytes AS total_bytes, disk_reported_at AS reported_at FROM agents \
+                 disk_total_bytes AS total_bytes, disk_available_bytes AS available_bytes, \
+                 disk_reported_at AS reported_at FROM agents \
                  WHERE workspace_id = ? AND disk_reported_at IS NOT NULL \
                  AND disk_used_bytes IS NOT NULL AND disk_total_bytes IS NOT NULL ORDER BY name",
             ))

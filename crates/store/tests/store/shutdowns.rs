@@ -127,16 +127,17 @@ async fn a_disk_threshold_is_told_once_a_day(store: Store) {
         .await
         .unwrap()
         .is_empty());
-    let percents = store.put_agent_disk(&agent.id, 90, 100).await.unwrap();
+    let percents = store.put_agent_disk(&agent.id, 90, 100, 5).await.unwrap();
     assert_eq!(percents.as_deref(), Some("80,95"));
     let disks = store.workspace_disks(&workspace.id).await.unwrap();
     assert_eq!(
         (
             disks[0].used_bytes,
             disks[0].total_bytes,
+            disks[0].available_bytes,
             disks[0].reported_at
         ),
-        (90, 100, 1_000_000_000_000)
+        (90, 100, Some(5), 1_000_000_000_000)
     );
     let day = 24 * 3600 * 1000;
     assert!(store
