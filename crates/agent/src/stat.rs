@@ -224,7 +224,11 @@ pub fn text(stat: &WorkspaceStat) -> String {
             "Disk:    {} of {} ({}), {} free, at {}\n",
             size(disk.used_bytes),
             size(disk.total_bytes),
-            percent(disk.used_bytes as f64, disk.total_bytes as f64),
+            // `df`'s: blocks reserved for root are neither used nor free.
+            format!(
+                "{}%",
+                abode_contract::disk::used_percent(disk.used_bytes, disk.available_bytes)
+            ),
             size(disk.available_bytes),
             disk.path
         )),
