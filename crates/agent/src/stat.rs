@@ -221,14 +221,11 @@ pub fn text(stat: &WorkspaceStat) -> String {
     );
     match &stat.disk {
         Some(disk) => out.push_str(&format!(
-            "Disk:    {} of {} ({}), {} free, at {}\n",
+            "Disk:    {} of {} ({}%), {} free, at {}\n",
             size(disk.used_bytes),
             size(disk.total_bytes),
             // `df`'s: blocks reserved for root are neither used nor free.
-            format!(
-                "{}%",
-                abode_contract::disk::used_percent(disk.used_bytes, disk.available_bytes)
-            ),
+            abode_contract::disk::used_percent(disk.used_bytes, disk.available_bytes),
             size(disk.available_bytes),
             disk.path
         )),
