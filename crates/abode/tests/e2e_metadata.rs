@@ -201,34 +201,7 @@ fn metadata_changes_failures_show_and_a_memory_monitor_tells_once() {
                 && line.contains("path=\"/\"")),
         "{scrape}"
     );
-    promtool_check(&scrape);
-}
-
-/// `promtool check metrics` on a scrape (Debian's `prometheus` package,
-/// which scripts/bootstrap.sh installs).
-fn promtool_check(text: &str) {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool is not on PATH: install Debian's prometheus package");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "promtool check metrics refused the scrape:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    util::promtool_check(&scrape);
 }
 
 #[test]

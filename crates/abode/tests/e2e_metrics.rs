@@ -10,7 +10,6 @@
 use crate::util;
 
 use std::fs;
-use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -24,36 +23,6 @@ fn value(text: &str, series: &str) -> Option<f64> {
     text.lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
         .map(|value| value.parse().unwrap())
-}
-
-/// `promtool check metrics` on a scrape; needs Debian's `prometheus`
-/// package (scripts/bootstrap.sh installs it).
-fn promtool_check(text: &str) {
-    let child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(child) => child,
-        Err(_) => panic!(
-            "promtool is not on PATH: install Debian's prometheus package (source scripts/bootstrap.sh does)"
-        ),
-    };
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "promtool check metrics refused the scrape:\n{}{}\n{text}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 const MINIMAL: &str = r#"
@@ -171,7 +140,7 @@ fn the_scrape_passes_promtool_and_counts_the_builds_that_ran() {
         );
         std::thread::sleep(Duration::from_millis(200));
     };
-    promtool_check(&text);
+    util::promtool_check(&text);
 
     let expected = [
         // ok, dev and agent (create)

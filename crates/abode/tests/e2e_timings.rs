@@ -15,8 +15,6 @@
 
 use crate::util;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -151,30 +149,6 @@ fn resource<'a>(timings: &'a Value, phase: &str, address: &str) -> &'a Value {
         .iter()
         .find(|resource| resource["phase"] == phase && resource["address"] == address)
         .unwrap_or_else(|| panic!("no {phase} of {address}: {timings:#}"))
-}
-
-/// `promtool check metrics` on a scrape.
-fn promtool_check(text: &str) {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool is not on PATH: install Debian's prometheus package");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "promtool check metrics refused the scrape:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }
 
 #[test]
@@ -356,7 +330,7 @@ fn a_builds_timings_have_every_stage_in_order_and_each_resource() {
         .unwrap_or(0.0);
         assert!(count >= 1.0, "{stage} not observed:\n{scrape}");
     }
-    promtool_check(&scrape);
+    util::promtool_check(&scrape);
 }
 
 #[test]

@@ -1499,3 +1499,34 @@ impl Platform {
         );
     }
 }
+
+/// `promtool check metrics` on a scrape; needs Debian's `prometheus`
+/// package (scripts/bootstrap.sh installs it).
+pub fn promtool_check(text: &str) {
+    use std::io::Write;
+    let child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(_) => panic!(
+            "promtool is not on PATH: install Debian's prometheus package (source scripts/bootstrap.sh does)"
+        ),
+    };
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "promtool check metrics refused the scrape:\n{}{}\n{text}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
