@@ -5,8 +5,12 @@
 # by side in one hyperfine run. Both directories are applied first, so each plan
 # refreshes a real state (the common case: the plans of stop and start builds).
 #
-# The abode template is planned three ways:
-#   - as Abode runs it: the provider-only executable, TF_DISABLE_PLUGIN_TLS=1;
+# The abode template is planned four ways:
+#   - as Abode runs it since issue 50: through the mirror's provider-only executable
+#     (`--launch-terraform`), which serves the whole command from one process that
+#     Terraform reattaches to, TF_DISABLE_PLUGIN_TLS=1;
+#   - as Abode ran it before: the provider-only executable started by Terraform (three
+#     times a plan), TF_DISABLE_PLUGIN_TLS=1;
 #   - with plugin TLS (Terraform's default when run by hand);
 #   - with the whole `abode` binary in the mirror and plugin TLS (how it was before
 #     issue 17: Terraform hashes the larger file at every command).
@@ -116,19 +120,22 @@ done
 # Interleaved rounds (each round runs every variant once, in turn) and medians:
 # on a shared machine, load that comes and goes then weighs on every variant
 # alike, where hyperfine's runs of one command after the other would not.
-names=("abode provider, as Abode runs it" "abode provider, plugin TLS"
-    "whole abode binary, plugin TLS (before)" "terraform_data only")
+launcher="$(find "$work/mirror" -type f -name 'terraform-provider-abode_v*' | head -n 1)"
+names=("abode provider, as Abode runs it (launched)" "provider started by Terraform"
+    "abode provider, plugin TLS" "whole abode binary, plugin TLS (before)" "terraform_data only")
 plan_variant() {
     case "$1" in
-    0) (cd "$abode_dir" && TF_DISABLE_PLUGIN_TLS=1 terraform plan -no-color -lock=false >/dev/null) ;;
-    1) (cd "$abode_dir" && terraform plan -no-color -lock=false >/dev/null) ;;
-    2) (cd "$whole_dir" && TF_CLI_CONFIG_FILE="$work/whole.rc" ABODE_VOLUMES_DIR="$work/whole-volumes" \
+    0) (cd "$abode_dir" && TF_DISABLE_PLUGIN_TLS=1 "$launcher" --launch-terraform terraform \
+        plan -no-color -lock=false >/dev/null) ;;
+    1) (cd "$abode_dir" && TF_DISABLE_PLUGIN_TLS=1 terraform plan -no-color -lock=false >/dev/null) ;;
+    2) (cd "$abode_dir" && terraform plan -no-color -lock=false >/dev/null) ;;
+    3) (cd "$whole_dir" && TF_CLI_CONFIG_FILE="$work/whole.rc" ABODE_VOLUMES_DIR="$work/whole-volumes" \
         terraform plan -no-color -lock=false >/dev/null) ;;
-    3) (cd "$data_dir" && TF_DISABLE_PLUGIN_TLS=1 terraform plan -no-color -lock=false >/dev/null) ;;
+    4) (cd "$data_dir" && TF_DISABLE_PLUGIN_TLS=1 terraform plan -no-color -lock=false >/dev/null) ;;
     esac
 }
 for round in $(seq 0 "$runs"); do
-    for variant in 0 1 2 3; do
+    for variant in 0 1 2 3 4; do
         start=$(date +%s%N)
         plan_variant "$variant"
         end=$(date +%s%N)
@@ -139,13 +146,13 @@ done
 
 ls -l "$bin" "$provider_only" | awk '{ printf "%s: %.1f MB\n", $NF, $5 / 1e6 }'
 echo "terraform plan, median of $runs interleaved rounds:"
-for variant in 0 1 2 3; do
+for variant in 0 1 2 3 4; do
     awk -v v="$variant" '$1 == v { print $2 }' "$work/times" | sort -n |
         awk '{ t[NR] = $1 } END { print (NR % 2 ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2) }' \
         >"$work/median.$variant"
 done
-data_median=$(cat "$work/median.3")
-for variant in 0 1 2 3; do
+data_median=$(cat "$work/median.4")
+for variant in 0 1 2 3 4; do
     awk -v name="${names[$variant]}" -v m="$(cat "$work/median.$variant")" -v d="$data_median" \
         'BEGIN { printf "  %-42s %6.1f ms  %.2fx terraform_data only\n", name ":", m / 1000, m / d }'
 done

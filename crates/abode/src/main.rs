@@ -54,6 +54,9 @@ fn main() -> ExitCode {
     if provider::invoked_as_provider() {
         return provider::serve();
     }
+    if let Some(launch) = provider::launch_requested() {
+        return abode_provider::launch::main(&launch);
+    }
     // Inside a workspace process's sandbox, after the drop: its environment
     // from standard input, then its program (`abode_sandbox::exec`).
     let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();

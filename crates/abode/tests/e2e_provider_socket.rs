@@ -107,12 +107,21 @@ fn wait_for_provider_during_apply(platform: &Platform) -> u32 {
             .run(&["builds", "logs", "dev", "1"])
             .stdout
             .contains("slow: Provisioning with 'local-exec'");
+        // The provider, not its launcher (the same file, `--launch-terraform`).
         let provider = platform.spawned_processes().into_iter().find(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| {
-                exe.file_name()
-                    .and_then(|name| name.to_str())
-                    .is_some_and(|name| name.starts_with("terraform-provider-abode"))
-            })
+            let serving = std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
+                cmdline
+                    .split(|byte| *byte == 0)
+                    .filter(|arg| !arg.is_empty())
+                    .count()
+                    == 1
+            });
+            serving
+                && std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| {
+                    exe.file_name()
+                        .and_then(|name| name.to_str())
+                        .is_some_and(|name| name.starts_with("terraform-provider-abode"))
+                })
         });
         if let (true, Some(pid)) = (applying, provider) {
             return pid;

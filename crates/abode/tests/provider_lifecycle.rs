@@ -100,8 +100,42 @@ impl Workdir {
         self.env.push((name.into(), value.into()));
     }
 
+    /// The provider executable in this directory's mirror.
+    fn mirror_provider(&self) -> PathBuf {
+        let mirror = self
+            .dir
+            .parent()
+            .unwrap()
+            .join("mirror/registry.terraform.io/abode/abode");
+        std::fs::read_dir(mirror)
+            .unwrap()
+            .flatten()
+            .flat_map(|version| std::fs::read_dir(version.path()).unwrap().flatten())
+            .flat_map(|platform| std::fs::read_dir(platform.path()).unwrap().flatten())
+            .map(|entry| entry.path())
+            .find(|path| {
+                path.file_name()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with("terraform-provider-abode_v")
+            })
+            .expect("the provider in the mirror")
+    }
+
     fn run(&self, args: &[&str]) -> Output {
-        let mut cmd = Command::new("terraform");
+        self.run_program(Command::new("terraform"), args)
+    }
+
+    /// `terraform args` as Abode runs it: through the mirror's provider,
+    /// which serves the whole command from one process.
+    fn run_launched(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(self.mirror_provider());
+        cmd.args(["--launch-terraform", "terraform"]);
+        self.run_program(cmd, args)
+    }
+
+    fn run_program(&self, mut cmd: Command, args: &[&str]) -> Output {
         for (name, _) in std::env::vars() {
             if name.starts_with("ABODE_") || name.starts_with("TF_") {
                 cmd.env_remove(name);
@@ -265,20 +299,7 @@ fn example_template_lifecycle() {
 
     // The mirror holds the provider-only executable: it serves the provider when
     // Terraform starts it, tells its version, and is nothing else (no CLI).
-    let mirror_copy = std::fs::read_dir(root.join("mirror/registry.terraform.io/abode/abode"))
-        .unwrap()
-        .flatten()
-        .flat_map(|version| std::fs::read_dir(version.path()).unwrap().flatten())
-        .flat_map(|platform| std::fs::read_dir(platform.path()).unwrap().flatten())
-        .map(|entry| entry.path())
-        .find(|path| {
-            path.file_name()
-                .unwrap()
-                .to_str()
-                .unwrap()
-                .starts_with("terraform-provider-abode_v")
-        })
-        .expect("the provider in the mirror");
+    let mirror_copy = workdir.mirror_provider();
     let version = Command::new(&mirror_copy)
         .arg("--version")
         .output()
@@ -688,4 +709,141 @@ fn abode_alone_installs_itself_as_the_provider() {
     );
     let plan = workdir.ok(&["plan", "-no-color"]);
     assert!(plan.contains("transition = \"start\""), "{plan}");
+    // `abode` in the mirror serves a launched command as the small file does.
+    let launched = workdir.run_launched(&["plan", "-no-color"]);
+    assert!(launched.status.success(), "{}", text(&launched));
+    assert!(
+        text(&launched).contains("transition = \"start\""),
+        "{}",
+        text(&launched)
+    );
+}
+
+/// Processes running the executable at `path`.
+fn processes_of(path: &Path) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|entry| std::fs::read_link(entry.path().join("exe")).is_ok_and(|exe| exe == path))
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// Abode runs every Terraform command but `init` through the mirror's
+/// provider (`--launch-terraform`): Terraform then starts no provider process
+/// of its own, the plan is the one Terraform makes by itself, the provider is
+/// gone when the command is, and the launcher exits with Terraform's status.
+#[test]
+fn a_launched_command_is_served_by_one_provider_process() {
+    require_terraform();
+    let scratch = Scratch::new("launch");
+    let mut workdir = Workdir::new(
+        &scratch.0,
+        "terraform {\n  required_providers {\n    abode = { source = \"abode/abode\" }\n  }\n}\n\
+         data \"abode_workspace\" \"me\" {}\n\
+         resource \"terraform_data\" \"seen\" { input = data.abode_workspace.me.transition }\n\
+         output \"transition\" { value = data.abode_workspace.me.transition }\n",
+    );
+    let provider = workdir.mirror_provider();
+    let log = scratch.0.join("terraform.log");
+    workdir.set("TF_LOG", "debug");
+    workdir.set("TF_LOG_PATH", log.to_str().unwrap());
+    let provider_starts = || {
+        let starts = std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| {
+                line.contains("starting plugin") && line.contains("terraform-provider-abode")
+            })
+            .count();
+        let _ = std::fs::remove_file(&log);
+        starts
+    };
+
+    workdir.ok(&["plan", "-no-color", "-out=hand.tfplan"]);
+    let by_hand = provider_starts();
+    assert!(
+        by_hand >= 2,
+        "Terraform alone starts the provider for each walk ({by_hand})"
+    );
+
+    let launched = workdir.run_launched(&["plan", "-no-color", "-out=launched.tfplan"]);
+    assert!(launched.status.success(), "{}", text(&launched));
+    assert_eq!(
+        provider_starts(),
+        0,
+        "a launched plan starts no provider of Terraform's"
+    );
+    assert_eq!(
+        processes_of(&provider),
+        Vec::<String>::new(),
+        "the provider outlived its command"
+    );
+    let changes = |plan: &str| {
+        let shown = workdir.run_launched(&["show", "-json", plan]);
+        assert!(shown.status.success(), "{}", text(&shown));
+        let plan: Value = serde_json::from_slice(&shown.stdout).unwrap();
+        (
+            plan["resource_changes"].clone(),
+            plan["output_changes"].clone(),
+        )
+    };
+    assert_eq!(changes("launched.tfplan"), changes("hand.tfplan"));
+    assert!(changes("launched.tfplan")
+        .0
+        .to_string()
+        .contains("\"start\""));
+
+    let applied = workdir.run_launched(&["apply", "-no-color", "-auto-approve", "launched.tfplan"]);
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert_eq!(
+        provider_starts(),
+        0,
+        "a launched apply starts no provider of Terraform's"
+    );
+    let state = workdir.state();
+    assert_eq!(
+        resource(&state, "terraform_data.seen").unwrap()["values"]["input"],
+        "start"
+    );
+
+    // Terraform's own failure is the launcher's.
+    let refused = workdir.run_launched(&["plan", "-no-color", "-var=nope=1"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("undeclared variable"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(processes_of(&provider), Vec::<String>::new());
+
+    // A command that cannot be launched says why on one line.
+    for (args, said) in [
+        (
+            vec!["--launch-terraform"],
+            "usage: --launch-terraform TERRAFORM",
+        ),
+        (
+            vec!["--launch-terraform", "/nonexistent/terraform", "plan"],
+            "cannot run /nonexistent/terraform",
+        ),
+    ] {
+        let output = Command::new(&provider).args(&args).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", text(&output));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.starts_with("error: ") && stderr.contains(said),
+            "{args:?}: {stderr}"
+        );
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+
+    // A configuration without the abode provider: the reattached one is unused.
+    let plain = Workdir::new(
+        &scratch.0.join("plain"),
+        "resource \"terraform_data\" \"alone\" { input = \"x\" }\n",
+    );
+    let planned = plain.run_launched(&["plan", "-no-color"]);
+    assert!(planned.status.success(), "{}", text(&planned));
+    assert!(text(&planned).contains("1 to add"), "{}", text(&planned));
 }

@@ -27,6 +27,15 @@ pub fn invoked_as_provider() -> bool {
     provider_name && args.next().is_none()
 }
 
+/// The arguments after `--launch-terraform` when asked for a launch (the
+/// mirror's copy is `abode` itself when the provider-only file was not beside
+/// it): one provider process for a whole Terraform command.
+pub fn launch_requested() -> Option<Vec<std::ffi::OsString>> {
+    let mut args = std::env::args_os().skip(1);
+    let flag = args.next()?;
+    (flag == abode_provider::launch::LAUNCH_FLAG).then(|| args.collect())
+}
+
 /// Serves the provider until Terraform stops it.
 pub fn serve() -> ExitCode {
     match abode_provider::serve() {

@@ -38,8 +38,9 @@
 //! say to each other) and `host_local` (which resources live on the machine
 //! that built them, so a workspace holding them is built only there) and
 //! `deprecation` (what a template's deprecation may say, and how it is
-//! said to those who meet it), and `timings` (the stages a build's time
-//! is told in, and a Terraform resource's plan and apply).
+//! said to those who meet it), `timings` (the stages a build's time
+//! is told in, and a Terraform resource's plan and apply) and `launch` (how
+//! the platform has the provider's executable serve a whole Terraform command).
 //!
 //! The words of builds and people are here too, each defined once for the
 //! store, the wire and every layer between ([`vocabulary`]): a build's
@@ -62,6 +63,7 @@ pub mod disk;
 pub mod env;
 pub mod external_auth;
 pub mod host_local;
+pub mod launch;
 pub mod log;
 pub mod parameters;
 pub mod presets;

@@ -66,6 +66,7 @@ mod app;
 mod backtrace;
 mod env;
 mod external_auth;
+pub mod launch;
 mod metadata;
 mod parameter;
 mod plumbing;

@@ -19,6 +19,10 @@ const SANDBOX_TMP: &str = "/tmp";
 pub struct Isolation {
     sandbox: Sandbox,
     terraform: PathBuf,
+    /// The mirror's provider executable, which serves each command but
+    /// `init` from one process (`abode_contract::launch`); `None`: Terraform
+    /// starts the provider itself, several times a command.
+    launcher: Option<PathBuf>,
     read_only: Vec<PathBuf>,
     read_write: Vec<PathBuf>,
 }
@@ -44,9 +48,17 @@ impl Isolation {
         Ok(Isolation {
             sandbox,
             terraform,
+            launcher: None,
             read_only,
             read_write,
         })
+    }
+
+    /// Runs every command but `init` through `launcher`, an executable the
+    /// runs see read-only (the mirror's provider), when it is a file.
+    pub fn with_launcher(mut self, launcher: PathBuf) -> Isolation {
+        self.launcher = launcher.is_file().then_some(launcher);
+        self
     }
 
     pub fn sandbox(&self) -> &Sandbox {
@@ -82,7 +94,18 @@ impl Isolation {
             run_as: None,
             etc_files: Vec::new(),
         };
-        self.sandbox.wrap(&view, &self.terraform, args)
+        let subcommand = args.first().and_then(|arg| arg.to_str()).unwrap_or("");
+        match &self.launcher {
+            Some(launcher) if abode_contract::launch::launched(subcommand) => {
+                let mut launched = vec![
+                    OsString::from(abode_contract::launch::LAUNCH_FLAG),
+                    self.terraform.clone().into_os_string(),
+                ];
+                launched.extend(args.iter().cloned());
+                self.sandbox.wrap(&view, launcher, &launched)
+            }
+            _ => self.sandbox.wrap(&view, &self.terraform, args),
+        }
     }
 
     /// What a sandboxed run's environment says instead of the server's:

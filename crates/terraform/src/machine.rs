@@ -18,7 +18,7 @@ pub use abode_sandbox::User;
 use abode_sandbox::{Mount, Sandbox, SandboxError, Settings};
 
 use crate::isolation::Isolation;
-use crate::mirror::{Mirror, MirrorError, PROVIDER_VERSION};
+use crate::mirror::{current_platform, Mirror, MirrorError, PROVIDER_VERSION};
 
 /// The user Terraform runs as when this process is root and no
 /// `--terraform-user` is given: on every Debian machine, owns nothing.
@@ -359,7 +359,10 @@ pub fn set_up_sandbox(
         // Not the supervisor's socket: each build is given one of its own,
         // in its work dir (`abode_contract::supervisor::open_build`).
         vec![machine.volumes_dir.to_path_buf()],
-    )?;
+    )?
+    .with_launcher(
+        Mirror::new(machine.provider_mirror)?.provider_path(PROVIDER_VERSION, &current_platform()?),
+    );
     match &user {
         Some(user) => {
             tracing::info!(user = %user.name, uid = user.uid, "Terraform runs sandboxed (bubblewrap), as {}", user.name)
