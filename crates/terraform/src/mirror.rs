@@ -319,9 +319,68 @@ fn file_sha256(path: &Path) -> Result<[u8; 32], MirrorError> {
         source,
     };
     let mut file = std::fs::File::open(path).map_err(read_error)?;
+    let seen = FileVersion::of(&file.metadata().map_err(read_error)?);
+    if let Some(digest) = hashed(path, &seen) {
+        return Ok(digest);
+    }
     let mut hasher = Sha256::new();
     std::io::copy(&mut file, &mut hasher).map_err(read_error)?;
-    Ok(hasher.finalize().into())
+    let digest: [u8; 32] = hasher.finalize().into();
+    // Kept only if the file did not change while it was read.
+    if file
+        .metadata()
+        .is_ok_and(|meta| FileVersion::of(&meta) == seen)
+    {
+        remember(path, seen, digest);
+    }
+    Ok(digest)
+}
+
+/// What tells one version of a file from another without reading it: a
+/// mirror's provider is replaced by rename (a new inode), and a write in place
+/// moves its change time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileVersion {
+    device: u64,
+    inode: u64,
+    size: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl FileVersion {
+    fn of(meta: &std::fs::Metadata) -> FileVersion {
+        use std::os::unix::fs::MetadataExt;
+        FileVersion {
+            device: meta.dev(),
+            inode: meta.ino(),
+            size: meta.size(),
+            modified: (meta.mtime(), meta.mtime_nsec()),
+            changed: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+type Digests = std::collections::HashMap<PathBuf, (FileVersion, [u8; 32])>;
+
+/// The digests of the files hashed so far: every build writes a lock file
+/// naming the provider's hash, and the provider (9 MB) does not change
+/// between builds; hashing it was 5 ms of each build's set-up.
+fn digests() -> &'static std::sync::Mutex<Digests> {
+    static DIGESTS: std::sync::OnceLock<std::sync::Mutex<Digests>> = std::sync::OnceLock::new();
+    DIGESTS.get_or_init(Default::default)
+}
+
+fn hashed(path: &Path, version: &FileVersion) -> Option<[u8; 32]> {
+    let digests = digests().lock().ok()?;
+    let (known, digest) = digests.get(path)?;
+    (known == version).then_some(*digest)
+}
+
+fn remember(path: &Path, version: FileVersion, digest: [u8; 32]) {
+    if let Ok(mut digests) = digests().lock() {
+        digests.insert(path.to_path_buf(), (version, digest));
+    }
 }
 
 /// An HCL string literal (quotes, backslashes and `${` escaped).
@@ -494,6 +553,41 @@ mod tests {
             mirror.lock_file("0.2.0"),
             Err(MirrorError::NotInstalled { version, .. }) if version == "0.2.0"
         ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_remembered_hash_follows_the_file_replaced_or_rewritten_in_place() {
+        use std::io::{Seek, Write};
+        let dir = temp_dir("remembered");
+        let mirror = Mirror::new(dir.join("mirror")).unwrap();
+        let exe = dir.join("abode");
+        std::fs::write(&exe, b"#!/bin/sh\necho one\n").unwrap();
+        mirror.install(&exe, "0.1.0").unwrap();
+        let package = mirror.package_dir("0.1.0", &current_platform().unwrap());
+        let first = package_hash(&package).unwrap();
+        assert_eq!(package_hash(&package).unwrap(), first);
+        // Replaced by a new install (a rename): its hash is the new file's.
+        std::fs::write(&exe, b"#!/bin/sh\necho two\n").unwrap();
+        mirror.install(&exe, "0.1.0").unwrap();
+        let second = package_hash(&package).unwrap();
+        assert_ne!(second, first);
+        // Written in place, same size: so is this one's.
+        let provider = mirror.provider_path("0.1.0", &current_platform().unwrap());
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&provider)
+            .unwrap();
+        file.rewind().unwrap();
+        file.write_all(b"#!/bin/sh\necho six\n").unwrap();
+        drop(file);
+        let third = package_hash(&package).unwrap();
+        assert_ne!(third, second);
+        std::fs::write(dir.join("fresh"), b"#!/bin/sh\necho six\n").unwrap();
+        assert_eq!(
+            file_sha256(&provider).unwrap(),
+            file_sha256(&dir.join("fresh")).unwrap()
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
