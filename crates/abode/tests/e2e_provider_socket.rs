@@ -107,21 +107,15 @@ fn wait_for_provider_during_apply(platform: &Platform) -> u32 {
             .run(&["builds", "logs", "dev", "1"])
             .stdout
             .contains("slow: Provisioning with 'local-exec'");
-        // The provider, not its launcher (the same file, `--launch-terraform`).
+        // The process serving the provider: its launcher (`--launch-terraform`),
+        // or one Terraform started.
         let provider = platform.spawned_processes().into_iter().find(|pid| {
-            let serving = std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmdline| {
-                cmdline
-                    .split(|byte| *byte == 0)
-                    .filter(|arg| !arg.is_empty())
-                    .count()
-                    == 1
+            let named = std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| {
+                exe.file_name()
+                    .and_then(|name| name.to_str())
+                    .is_some_and(|name| name.starts_with("terraform-provider-abode"))
             });
-            serving
-                && std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|exe| {
-                    exe.file_name()
-                        .and_then(|name| name.to_str())
-                        .is_some_and(|name| name.starts_with("terraform-provider-abode"))
-                })
+            named && listening_unix_socket(&socket_inodes(*pid)).is_some()
         });
         if let (true, Some(pid)) = (applying, provider) {
             return pid;

@@ -46,7 +46,7 @@ pub use diagnostics::{Diagnostic, Diagnostics};
 pub use function::{DynamicFunction, Function};
 pub use provider::{DynamicProvider, Provider};
 pub use resource::{DynamicResource, Resource};
-pub use server::{serve, serve_dynamic};
+pub use server::{serve, serve_bound, serve_dynamic, BoundSocket};
 
 #[macro_export]
 /// Build a hash map

@@ -238,6 +238,54 @@ pub async fn serve_dynamic(name: String, provider: Box<dyn DynamicProvider>) -> 
     Ok(())
 }
 
+/// ABODE PATCH (in-process serving): a private socket bound ahead of serving,
+/// so that its path can be handed to Terraform (`TF_REATTACH_PROVIDERS`)
+/// before the provider is served on it by [`serve_bound`].
+pub struct BoundSocket(PrivateSocket);
+
+impl BoundSocket {
+    /// Binds the socket as [`serve`] does (a 0600 socket in a fresh 0700
+    /// directory under `PLUGIN_UNIX_SOCKET_DIR`, else the temporary directory).
+    pub fn bind() -> Result<Self> {
+        PrivateSocket::bind().map(BoundSocket)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.0.path
+    }
+}
+
+/// ABODE PATCH (in-process serving): serves the provider on `socket`, in this
+/// process, printing no handshake (its caller has given Terraform the socket),
+/// until `shutdown` completes or Terraform asks it to stop; the socket and its
+/// directory are removed then.
+pub async fn serve_bound<U: ToString, V: DynamicProvider>(
+    name: U,
+    provider: V,
+    socket: BoundSocket,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<()> {
+    let server = Arc::new(Server::new(name.to_string(), Box::new(provider)));
+    let mut socket = socket.0;
+    let incoming = socket.incoming()?;
+    let cancelled = server.cancellation_token.clone();
+    let stop = async move {
+        tokio::select! {
+            () = shutdown => {}
+            () = cancelled.cancelled() => {}
+        }
+    };
+    let served = tonic::transport::Server::builder()
+        .add_service(GrpcBrokerServer::new(server.clone()))
+        .add_service(GrpcControllerServer::new(server.clone()))
+        .add_service(GrpcStdioServer::new(server.clone()))
+        .add_service(ProviderServer::new(server.clone()))
+        .serve_with_incoming_shutdown(incoming, stop)
+        .await;
+    drop(socket);
+    served.map_err(|e| anyhow!(e))
+}
+
 /// ABODE PATCH (private socket): the plugin's listening socket and the private
 /// directory that holds it, both removed when the server stops.
 ///
