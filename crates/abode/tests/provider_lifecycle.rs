@@ -821,7 +821,7 @@ fn a_launched_command_is_served_by_one_provider_process() {
     for (args, said) in [
         (
             vec!["--launch-terraform"],
-            "usage: --launch-terraform TERRAFORM",
+            "usage: --launch-terraform [--then-show-json PLAN OUTPUT] TERRAFORM",
         ),
         (
             vec!["--launch-terraform", "/nonexistent/terraform", "plan"],
@@ -846,4 +846,86 @@ fn a_launched_command_is_served_by_one_provider_process() {
     let planned = plain.run_launched(&["plan", "-no-color"]);
     assert!(planned.status.success(), "{}", text(&planned));
     assert!(text(&planned).contains("1 to add"), "{}", text(&planned));
+}
+
+/// `--then-show-json`: after a plan that succeeded, the launcher kills what
+/// the plan left running (a template's background process could otherwise
+/// rewrite the plan after it was shown), then writes `terraform show -json`
+/// of the plan; a JSON the plan's own code wrote never survives a failure.
+#[test]
+fn a_launched_plan_is_shown_once_nothing_it_started_runs() {
+    let scratch = Scratch::new("then-show");
+    let root = &scratch.0;
+    let workdir = Workdir::new(root, "resource \"terraform_data\" \"x\" { input = 1 }\n");
+    let launcher = workdir.mirror_provider();
+    let output = root.join("plan.json");
+    // A stand-in Terraform whose plan leaves a process behind and forges the
+    // JSON, and whose show says whether that process still runs.
+    let fake = root.join("fake-terraform");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\n\
+         case \"$1\" in\n\
+         plan) (sleep 60 & echo $! > \"$DIR/straggler.pid\")\n\
+               echo '{\"forged\":true}' > \"$OUT\"\n\
+               exit \"${PLAN_STATUS:-0}\" ;;\n\
+         show) [ -n \"$SHOW_FAILS\" ] && exit 1\n\
+               if kill -0 \"$(cat \"$DIR/straggler.pid\")\" 2>/dev/null; then echo '{\"straggler\":\"alive\"}';\n\
+               else echo '{\"straggler\":\"dead\"}'; fi ;;\n\
+         esac\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let launch = |extra: &[(&str, &str)]| {
+        Command::new(&launcher)
+            .arg("--launch-terraform")
+            .arg("--then-show-json")
+            .arg(root.join("plan"))
+            .arg(&output)
+            .arg(&fake)
+            .arg("plan")
+            .env("DIR", root)
+            .env("OUT", &output)
+            .envs(extra.iter().copied())
+            .output()
+            .unwrap()
+    };
+
+    let shown = launch(&[]);
+    assert!(shown.status.success(), "{}", text(&shown));
+    assert_eq!(
+        std::fs::read_to_string(&output).unwrap().trim(),
+        "{\"straggler\":\"dead\"}"
+    );
+    let straggler = std::fs::read_to_string(root.join("straggler.pid")).unwrap();
+    assert!(!process_running(straggler.trim().parse().unwrap()));
+
+    for (extra, status) in [
+        (vec![("PLAN_STATUS", "1")], Some(1)),
+        (vec![("SHOW_FAILS", "1")], Some(0)),
+    ] {
+        let ran = launch(&extra);
+        assert_eq!(ran.status.code(), status, "{extra:?}: {}", text(&ran));
+        assert!(!output.exists(), "{extra:?}: a JSON was left");
+        assert!(!root.join("plan.json.partial").exists(), "{extra:?}");
+    }
+
+    // With the real Terraform, the JSON is the one `terraform show` prints.
+    let planned = Command::new(&launcher)
+        .arg("--launch-terraform")
+        .arg("--then-show-json")
+        .arg("tfplan")
+        .arg(&output)
+        .arg("terraform")
+        .args(["plan", "-no-color", "-out=tfplan"])
+        .current_dir(&workdir.dir)
+        .env("TF_CLI_CONFIG_FILE", &workdir.cli_config)
+        .env("CHECKPOINT_DISABLE", "1")
+        .output()
+        .unwrap();
+    assert!(planned.status.success(), "{}", text(&planned));
+    let written: Value = serde_json::from_slice(&std::fs::read(&output).unwrap()).unwrap();
+    let by_hand: Value = serde_json::from_str(&workdir.ok(&["show", "-json", "tfplan"])).unwrap();
+    assert_eq!(written["resource_changes"], by_hand["resource_changes"]);
 }

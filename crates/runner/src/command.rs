@@ -16,7 +16,7 @@ use crate::archive;
 use crate::host::{Failure, FailureKind, LogSink, LogStage};
 use crate::output::log_output;
 use crate::timings::Stopwatch;
-use crate::workdir::{self, STATE_FILE, TEMPLATE_SUBDIR};
+use crate::workdir::{self, PLAN_JSON_FILE, STATE_FILE, TEMPLATE_SUBDIR};
 use abode_contract::timings::ResourcePhase;
 
 /// What a build's (or a preview's) work dir is made of, laid out off the
@@ -94,12 +94,20 @@ pub struct TerraformCommand<'a, S> {
 
 impl<S: LogSink> TerraformCommand<'_, S> {
     pub async fn run(self, stage: &LogStage, args: &[&str]) -> Result<(), Failure> {
-        let invocation = Invocation::new(
+        let mut invocation = Invocation::new(
             self.work_dir.join(TEMPLATE_SUBDIR),
             args.iter().copied(),
             self.env,
         )
         .isolated(self.isolation, self.work_dir);
+        // A plan saved to a file is shown by its own launch when it can be
+        // ([`show_plan`] reads what it wrote); never a previous plan's JSON.
+        let saved_plan = args.iter().find_map(|arg| arg.strip_prefix("-out="));
+        if let (Some(&"plan"), Some(plan)) = (args.first(), saved_plan) {
+            let shown = self.work_dir.join(PLAN_JSON_FILE);
+            remove_if_there(&shown)?;
+            invocation = invocation.then_show_json(PathBuf::from(plan), shown);
+        }
         let (sender, receiver) = mpsc::unbounded_channel::<OutputLine>();
         let record = RunRecord::in_dir(self.work_dir);
         let runner = supervise::stream(&invocation, &record, sender, self.cancel, self.grace);
@@ -211,6 +219,21 @@ pub async fn show_plan(
     plan_file: &Path,
     isolation: Option<&Arc<Isolation>>,
 ) -> Result<Vec<u8>, Failure> {
+    // Written by the plan's own launch once nothing the template started
+    // ran any more: the JSON of this very plan, complete.
+    let shown = work_dir.join(PLAN_JSON_FILE);
+    match read_no_follow(&shown) {
+        Ok(json) => {
+            remove_if_there(&shown)?;
+            return Ok(json);
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => {
+            return Err(Failure::failed(format!(
+                "cannot read the plan's JSON: {error}"
+            )))
+        }
+    }
     let template_dir = work_dir.join(TEMPLATE_SUBDIR);
     let show = Invocation::new(
         template_dir,
@@ -226,4 +249,23 @@ pub async fn show_plan(
     run::capture(&show)
         .await
         .map_err(|error| Failure::failed(error.to_string()))
+}
+
+/// Removes `path` if it is there.
+fn remove_if_there(path: &Path) -> Result<(), Failure> {
+    match std::fs::remove_file(path) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(Failure::failed(
+            format!("cannot remove {}: {error}", path.display()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A regular file's bytes, never through a link (read once the run's
+/// sandbox, and everything in it, is gone: nothing can swap it meanwhile).
+fn read_no_follow(path: &Path) -> std::io::Result<Vec<u8>> {
+    if !std::fs::symlink_metadata(path)?.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    std::fs::read(path)
 }

@@ -16,6 +16,9 @@ use abode_terraform::mirror::Mirror;
 pub const TEMPLATE_SUBDIR: &str = "template";
 pub const CLI_CONFIG_FILE: &str = "terraform.tfrc";
 pub const PLAN_FILE: &str = "build.tfplan";
+/// The saved plan's JSON, when the plan's own launch wrote it
+/// (`abode_contract::launch`, `--then-show-json`).
+pub const PLAN_JSON_FILE: &str = "build.tfplan.json";
 pub const STATE_FILE: &str = "terraform.tfstate";
 /// What Terraform writes in its working directory when the state backend
 /// refused or could not take the state at the end of a command.

@@ -77,11 +77,14 @@ impl Isolation {
 
     /// The program and arguments of `terraform args` run in `dir`, seeing
     /// `work_dir` read-write.
+    /// With a launcher, `then_show` (a saved plan and a file) has the same
+    /// launch write the plan's JSON to that file (`abode_contract::launch`).
     pub(crate) fn wrap(
         &self,
         work_dir: &Path,
         dir: &Path,
         args: &[OsString],
+        then_show: Option<&(PathBuf, PathBuf)>,
     ) -> (PathBuf, Vec<OsString>) {
         let mut read_write = self.read_write.clone();
         read_write.push(work_dir.to_path_buf());
@@ -97,12 +100,12 @@ impl Isolation {
         let subcommand = args.first().and_then(|arg| arg.to_str()).unwrap_or("");
         match &self.launcher {
             Some(launcher) if abode_contract::launch::launched(subcommand) => {
-                let mut launched = vec![
-                    OsString::from(abode_contract::launch::LAUNCH_FLAG),
-                    self.terraform.clone().into_os_string(),
-                ];
-                launched.extend(args.iter().cloned());
-                self.sandbox.wrap(&view, launcher, &launched)
+                let launch = abode_contract::launch::Launch {
+                    terraform: self.terraform.clone().into_os_string(),
+                    args: args.to_vec(),
+                    then_show: then_show.cloned(),
+                };
+                self.sandbox.wrap(&view, launcher, &launch.to_args())
             }
             _ => self.sandbox.wrap(&view, &self.terraform, args),
         }

@@ -116,6 +116,9 @@ pub struct Invocation {
     /// The sandbox it runs in and the work dir it may write (`None`: the
     /// operator turned the sandbox off).
     pub isolation: Option<(std::sync::Arc<crate::isolation::Isolation>, PathBuf)>,
+    /// A saved plan whose JSON a launched run writes to a file once it
+    /// succeeded ([`Invocation::then_show_json`]).
+    pub then_show: Option<(PathBuf, PathBuf)>,
 }
 
 impl Invocation {
@@ -129,7 +132,17 @@ impl Invocation {
             dir: dir.into(),
             env: env.to_vec(),
             isolation: None,
+            then_show: None,
         }
+    }
+
+    /// Asks for `terraform show -json PLAN` into `output` after this run, in
+    /// the same sandbox and with the same provider, when the run is launched
+    /// (`abode_contract::launch`); otherwise nothing is written, and the
+    /// caller, finding no `output`, shows the plan itself.
+    pub fn then_show_json(mut self, plan: PathBuf, output: PathBuf) -> Self {
+        self.then_show = Some((plan, output));
+        self
     }
 
     /// Runs it in `isolation`'s sandbox, seeing `work_dir` (which holds
@@ -162,7 +175,8 @@ impl Invocation {
                 command
             }
             Some((isolation, work_dir)) => {
-                let (program, args) = isolation.wrap(work_dir, &self.dir, &self.args);
+                let (program, args) =
+                    isolation.wrap(work_dir, &self.dir, &self.args, self.then_show.as_ref());
                 let mut command = Command::new(program);
                 command.args(args);
                 command
