@@ -204,3 +204,57 @@ fn a_shared_workspace_connects_refuses_the_rest_and_cuts_on_leaving_the_group() 
         .json();
     assert_eq!(listed["shares"].as_array().unwrap().len(), 1, "{listed}");
 }
+
+/// The people a workspace is shared with see its parameters, but not the
+/// values its template calls sensitive (`sensitive = true`), in `show`
+/// (text and JSON) and in their list, which shows a shared workspace with
+/// no parameters at all; its owner sees every value.
+#[test]
+fn a_sharee_sees_no_sensitive_parameter_value() {
+    require_terraform();
+    let platform = Platform::start();
+    platform.login_owner();
+    let bob = platform.login_new_user("bob", "member");
+    let template = util::fixture("shared-secret");
+    platform
+        .run(&[
+            "templates",
+            "push",
+            "secret",
+            "-d",
+            template.to_str().unwrap(),
+        ])
+        .ok();
+    platform
+        .run(&[
+            "create",
+            "dev",
+            "--template",
+            "secret",
+            "-p",
+            "region=us",
+            "-p",
+            "api_key=hunter2-secret",
+        ])
+        .ok();
+    platform
+        .run(&["sharing", "add", "dev", "--user", "bob", "--role", "use"])
+        .ok();
+
+    let hers = platform.show("dev");
+    assert_eq!(hers["parameters"]["api_key"], "hunter2-secret", "{hers}");
+    let his = platform
+        .run_as(&bob, &["show", "alice/dev", "-o", "json"], None)
+        .ok()
+        .json();
+    assert_eq!(his["parameters"]["region"], "us", "{his}");
+    assert!(his["parameters"].get("api_key").is_none(), "{his}");
+    for args in [
+        vec!["show", "alice/dev"],
+        vec!["list", "-o", "json"],
+        vec!["list"],
+    ] {
+        let seen = platform.run_as(&bob, &args, None).ok();
+        assert!(!seen.stdout.contains("hunter2"), "{args:?}: {seen}");
+    }
+}

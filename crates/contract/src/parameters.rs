@@ -111,6 +111,8 @@ pub struct ParameterDefinition {
     pub default: Option<String>,
     pub mutable: bool,
     pub ephemeral: bool,
+    /// Hidden from the people its workspaces are shared with.
+    pub sensitive: bool,
     /// Allowed values (empty: anything of the right type).
     pub options: Vec<String>,
     pub min: Option<i64>,

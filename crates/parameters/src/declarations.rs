@@ -41,6 +41,7 @@ struct ParameterValues {
     default: Option<String>,
     mutable: Option<bool>,
     ephemeral: Option<bool>,
+    sensitive: Option<bool>,
     option: Option<Vec<OptionValues>>,
     validation: Option<Vec<ValidationValues>>,
 }
@@ -80,6 +81,7 @@ impl ParameterValues {
             default: self.default,
             mutable: self.mutable.unwrap_or(false),
             ephemeral: self.ephemeral.unwrap_or(false),
+            sensitive: self.sensitive.unwrap_or(false),
             options: self
                 .option
                 .unwrap_or_default()

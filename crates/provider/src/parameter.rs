@@ -50,6 +50,7 @@ pub(crate) struct ParameterState {
     default: Value<String>,
     mutable: Value<bool>,
     ephemeral: Value<bool>,
+    sensitive: Value<bool>,
     optional: Value<bool>,
     value: Value<String>,
     option: Value<Vec<Value<OptionState>>>,
@@ -100,6 +101,7 @@ impl ParameterState {
             default: known_opt(&self.default)?,
             mutable: known_flag(&self.mutable)?,
             ephemeral: known_flag(&self.ephemeral)?,
+            sensitive: known_flag(&self.sensitive)?,
             options,
             min: known_num(&rules.min)?,
             max: known_num(&rules.max)?,
@@ -155,6 +157,14 @@ impl DataSourceType for ParameterDataSource {
                     with_default(
                         boolean(),
                         "Whether the value applies to one build only (default false; needs mutable).",
+                    ),
+                ),
+                (
+                    "sensitive",
+                    with_default(
+                        boolean(),
+                        "Whether the value is kept from the people the workspace is shared \
+                         with (default false): they see the parameter without its value.",
                     ),
                 ),
                 ("optional", computed(boolean(), "True when `default` is set.")),
@@ -274,6 +284,7 @@ impl DataSourceType for ParameterDataSource {
         state.kind = definition.kind.as_str().to_string().into();
         state.mutable = definition.mutable.into();
         state.ephemeral = definition.ephemeral.into();
+        state.sensitive = definition.sensitive.into();
         state.optional = definition.default.is_some().into();
         state.value = value.into();
         Some(state)

@@ -292,7 +292,22 @@ impl Workspaces {
                 .share_role_of(&workspace.id, &caller.user.id)
                 .await?
                 .is_some();
-        let view = self.view(workspace).await?;
+        let mut view = self.view(workspace).await?;
+        if shared {
+            // A sharee sees the parameters, not the values its template
+            // calls sensitive.
+            let version = self
+                .inner
+                .store
+                .template_version_by_id(&view.workspace.template_version_id)
+                .await?;
+            let sensitive = version.parameters.unwrap_or_default();
+            view.workspace.parameters.retain(|name, _| {
+                !sensitive
+                    .iter()
+                    .any(|definition| definition.sensitive && definition.name == *name)
+            });
+        }
         Ok(WorkspaceView { shared, ..view })
     }
 
@@ -417,7 +432,12 @@ impl Workspaces {
                 .into_iter()
                 .map(|summary| {
                     let shared = include_shared && summary.workspace.owner_id != caller.user.id;
-                    let view = self.summary_view(summary, now);
+                    let mut view = self.summary_view(summary, now);
+                    if shared {
+                        // Which are sensitive is the version's to say:
+                        // `get` shows a sharee the others.
+                        view.workspace.parameters.clear();
+                    }
                     WorkspaceView { shared, ..view }
                 })
                 .collect(),
