@@ -12,7 +12,7 @@ use crate::util;
 use std::fs;
 use std::time::{Duration, Instant};
 
-use util::{fixture, require_terraform, Platform};
+use util::{require_terraform, Platform};
 
 fn sha256_of(path: &std::path::Path) -> String {
     use sha2::Digest;
@@ -24,16 +24,7 @@ fn a_backup_taken_while_a_build_applies_restores_into_a_server() {
     require_terraform();
     let platform = Platform::start();
     platform.login_owner();
-    let template = fixture("append-apply");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "append",
-            "-d",
-            template.to_str().unwrap(),
-        ])
-        .ok();
+    platform.push_fixture("append", "append-apply");
     platform
         .run(&[
             "create",

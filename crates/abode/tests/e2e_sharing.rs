@@ -215,16 +215,7 @@ fn a_sharee_sees_no_sensitive_parameter_value() {
     let platform = Platform::start();
     platform.login_owner();
     let bob = platform.login_new_user("bob", "member");
-    let template = util::fixture("shared-secret");
-    platform
-        .run(&[
-            "templates",
-            "push",
-            "secret",
-            "-d",
-            template.to_str().unwrap(),
-        ])
-        .ok();
+    platform.push_fixture("secret", "shared-secret");
     platform
         .run(&[
             "create",

@@ -156,6 +156,13 @@ pub const FAST_AGENT_FLAGS: &[&str] = &[
 
 impl Platform {
     /// Pushes the example template (examples/local-workspace) as `local`.
+    /// Pushes the e2e fixture `fixture` as template `name`.
+    pub fn push_fixture(&self, name: &str, fixture_name: &str) {
+        let dir = fixture(fixture_name);
+        self.run(&["templates", "push", name, "-d", dir.to_str().unwrap()])
+            .ok();
+    }
+
     pub fn push_example(&self) {
         let example = repo_root().join("examples/local-workspace");
         self.run(&[
