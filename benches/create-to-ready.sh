@@ -55,19 +55,8 @@ cleanup() {
     for n in $(seq 1 "$rounds"); do
         "$bin" stop "ws$n" >/dev/null 2>&1 || true
     done
-    for pid in "$server_pid" "$catcher_pid"; do
-        if [ -n "$pid" ]; then
-            kill "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-        fi
-    done
     # Agents started by hand run from under $work.
-    for proc in /proc/[0-9]*; do
-        case "$(readlink "$proc/cwd" 2>/dev/null)" in
-        "$work"/*) kill -9 "${proc#/proc/}" 2>/dev/null || true ;;
-        esac
-    done
-    rm -rf "$work"
+    bench_cleanup "$work" "$server_pid" "$catcher_pid"
 }
 trap cleanup EXIT
 # As Abode runs Terraform (crates/terraform AUTOMATION_ENV).

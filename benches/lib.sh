@@ -59,3 +59,23 @@ bench_start_server() {
     echo "bench-password" | "$bin" login "$server_url" --first-user --username bench \
         --email bench@example.com --password-stdin >/dev/null
 }
+
+# bench_cleanup WORK [PID...]: stops the given processes (a server, a
+# listener; empty ones are skipped), kills every process whose working
+# directory lies under WORK (workspace agents, processes run by hand) and
+# removes WORK.
+bench_cleanup() {
+    local work="$1" pid proc
+    shift
+    for pid in "$@"; do
+        [ -n "$pid" ] || continue
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+    for proc in /proc/[0-9]*; do
+        case "$(readlink "$proc/cwd" 2>/dev/null)" in
+        "$work"/*) kill -9 "${proc#/proc/}" 2>/dev/null || true ;;
+        esac
+    done
+    rm -rf "$work"
+}

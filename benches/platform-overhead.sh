@@ -39,17 +39,8 @@ work="$(mktemp -d)"
 server_pid=""
 
 cleanup() {
-    if [ -n "$server_pid" ]; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
     # Workspace processes (agents) of either side run from under $work.
-    for proc in /proc/[0-9]*; do
-        case "$(readlink "$proc/cwd" 2>/dev/null)" in
-        "$work"/*) kill -9 "${proc#/proc/}" 2>/dev/null || true ;;
-        esac
-    done
-    rm -rf "$work"
+    bench_cleanup "$work" "$server_pid"
 }
 trap cleanup EXIT
 

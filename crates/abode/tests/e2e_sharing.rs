@@ -10,8 +10,6 @@
 
 use crate::util;
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use util::{require_terraform, Platform};
@@ -112,20 +110,7 @@ fn a_shared_workspace_connects_refuses_the_rest_and_cuts_on_leaving_the_group() 
     platform
         .run(&["sharing", "add", "dev", "--group", "pair", "--role", "use"])
         .ok();
-    let mut session = platform
-        .cmd_as(
-            &bob,
-            &["ssh", "alice/dev", "--", "sh", "-c", "echo up; sleep 600"],
-        )
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(session.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "up\n");
+    let mut session = platform.open_ssh_session(&bob, "alice/dev");
     assert!(session.try_wait().unwrap().is_none());
     platform
         .run(&["groups", "members", "remove", "pair", "bob"])

@@ -151,6 +151,18 @@ fn resource<'a>(timings: &'a Value, phase: &str, address: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {phase} of {address}: {timings:#}"))
 }
 
+/// A build's own stages, in order, when it plans and applies at once.
+const BUILD_STAGES: [&str; 8] = [
+    "queue_wait",
+    "setup",
+    "init",
+    "plan",
+    "guard",
+    "quota",
+    "apply",
+    "state_write",
+];
+
 #[test]
 fn a_builds_timings_have_every_stage_in_order_and_each_resource() {
     require_terraform();
@@ -167,19 +179,7 @@ fn a_builds_timings_have_every_stage_in_order_and_each_resource() {
     assert_eq!(start["status"], "succeeded");
     assert_eq!(
         stage_names(&start),
-        [
-            "queue_wait",
-            "setup",
-            "init",
-            "plan",
-            "guard",
-            "quota",
-            "apply",
-            "state_write",
-            "agent_connected",
-            "scripts",
-            "ready"
-        ],
+        [&BUILD_STAGES[..], &["agent_connected", "scripts", "ready"]].concat(),
         "{start:#}"
     );
     assert_in_order(&start);
@@ -220,20 +220,7 @@ fn a_builds_timings_have_every_stage_in_order_and_each_resource() {
     platform.run(&["stop", "dev"]).ok();
     let stop = timings(&platform, "dev", "2");
     assert_in_order(&stop);
-    assert_eq!(
-        stage_names(&stop),
-        [
-            "queue_wait",
-            "setup",
-            "init",
-            "plan",
-            "guard",
-            "quota",
-            "apply",
-            "state_write"
-        ],
-        "{stop:#}"
-    );
+    assert_eq!(stage_names(&stop), BUILD_STAGES, "{stop:#}");
     for address in [
         "terraform_data.a[0]",
         "terraform_data.b[0]",
@@ -343,21 +330,7 @@ fn a_daemons_build_has_its_timings_too() {
     push_template(&platform, "three", 1, THREE);
     platform.run(&["create", "far", "--template", "three"]).ok();
     let far = timings(&platform, "far", "1");
-    assert_eq!(
-        stage_names(&far),
-        [
-            "queue_wait",
-            "setup",
-            "init",
-            "plan",
-            "guard",
-            "quota",
-            "apply",
-            "state_write"
-        ],
-        "{far:#}\n{}",
-        daemon.log()
-    );
+    assert_eq!(stage_names(&far), BUILD_STAGES, "{far:#}\n{}", daemon.log());
     // Measured where Terraform ran, anchored on the server's clock: in
     // order but for the latency of the report.
     let stages = far["stages"].as_array().unwrap();
@@ -497,19 +470,7 @@ fn a_failed_builds_timings_stop_where_it_failed() {
     assert_eq!(failed["status"], "failed");
     // The apply ran and failed: measured; nothing after it ran, so nothing
     // after it is there.
-    assert_eq!(
-        stage_names(&failed),
-        [
-            "queue_wait",
-            "setup",
-            "init",
-            "plan",
-            "guard",
-            "quota",
-            "apply"
-        ],
-        "{failed:#}"
-    );
+    assert_eq!(stage_names(&failed), &BUILD_STAGES[..7], "{failed:#}");
     assert_in_order(&failed);
     assert_eq!(
         resource(&failed, "apply", "terraform_data.boom")["action"],

@@ -196,6 +196,17 @@ pub(crate) fn route_scope(
         .map_err(|refusal| ApiError::new(StatusCode::FORBIDDEN, "forbidden", refusal))
 }
 
+/// The agent token of a request, or the 401 that says it is missing.
+pub(crate) fn agent_bearer(headers: &axum::http::HeaderMap) -> Result<String, ApiError> {
+    bearer_of(headers).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "missing agent token",
+        )
+    })
+}
+
 /// The workspace agent of a request (authenticated by its agent token).
 pub struct AuthenticatedAgent(pub abode_store::Agent);
 
@@ -204,15 +215,25 @@ impl FromRequestParts<AppState> for AuthenticatedAgent {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = bearer(parts).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "missing agent token",
-            )
-        })?;
-        Ok(AuthenticatedAgent(
-            state.control.agents().authenticate_agent(&token).await?,
-        ))
+        let AgentWithToken { agent, .. } = AgentWithToken::from_request_parts(parts, state).await?;
+        Ok(AuthenticatedAgent(agent))
+    }
+}
+
+/// An agent authenticated by its token, with the token (a tunnel is
+/// registered under it; a report stream checks it again).
+pub(crate) struct AgentWithToken {
+    pub(crate) agent: abode_store::Agent,
+    pub(crate) token: String,
+}
+
+#[axum::async_trait]
+impl FromRequestParts<AppState> for AgentWithToken {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = agent_bearer(&parts.headers)?;
+        let agent = state.control.agents().authenticate_agent(&token).await?;
+        Ok(AgentWithToken { agent, token })
     }
 }

@@ -448,13 +448,8 @@ impl<H: BuildHost> Run<'_, H> {
         result
     }
 
-    async fn plan_and_apply(
-        &mut self,
-        transition: Transition,
-        retaining: bool,
-        state_digest: String,
-    ) -> Result<Ended, Failure> {
-        self.canceled()?;
+    /// `terraform init`, timed, and the backend it set up checked.
+    async fn init(&mut self) -> Result<(), Failure> {
         let init = Instant::now();
         let initialized = self
             .terraform(
@@ -465,7 +460,17 @@ impl<H: BuildHost> Run<'_, H> {
         self.watch.stage(Stage::Init, init);
         initialized?;
         self.check_backend().await?;
+        self.canceled()
+    }
+
+    async fn plan_and_apply(
+        &mut self,
+        transition: Transition,
+        retaining: bool,
+        state_digest: String,
+    ) -> Result<Ended, Failure> {
         self.canceled()?;
+        self.init().await?;
         let planning = Instant::now();
         let plan_file = self.work_dir.join(PLAN_FILE);
         let plan_arg = format!("-out={}", plan_file.display());
@@ -551,17 +556,7 @@ impl<H: BuildHost> Run<'_, H> {
             self.watch.stage(Stage::Snapshot, snapshotting);
             taken?;
         }
-        let init = Instant::now();
-        let initialized = self
-            .terraform(
-                &LogStage::INIT,
-                &["init", "-input=false", "-json", "-no-color"],
-            )
-            .await;
-        self.watch.stage(Stage::Init, init);
-        initialized?;
-        self.check_backend().await?;
-        self.canceled()?;
+        self.init().await?;
         let plan_file = self.work_dir.join(PLAN_FILE);
         let path = plan_file.clone();
         let isolation = self.config.isolation.clone();

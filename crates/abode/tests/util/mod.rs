@@ -586,6 +586,28 @@ impl Platform {
     }
 
     /// Runs `abode ARGS` with the session in `config_dir`, feeding `stdin`.
+    /// `abode ssh WORKSPACE` as the person of `config_dir`, running a shell
+    /// that says `up` and then waits: returned once it said it.
+    pub fn open_ssh_session(&self, config_dir: &Path, workspace: &str) -> std::process::Child {
+        let mut session = self
+            .cmd_as(
+                config_dir,
+                &["ssh", workspace, "--", "sh", "-c", "echo up; sleep 600"],
+            )
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(session.stdout.take().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert_eq!(line, "up\n");
+        session
+    }
+
     pub fn run_as(&self, config_dir: &Path, args: &[&str], stdin: Option<&str>) -> Run {
         let mut command = self.cmd_as(config_dir, args);
         let text = format!("abode {}", args.join(" "));

@@ -10,7 +10,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::Router;
 
-use crate::extract::parse_json;
+use crate::extract::{parse_json, AgentWithToken};
 use crate::pages::{ok, ApiResult};
 use crate::{ApiError, AppState, AuthenticatedAgent};
 
@@ -137,13 +137,7 @@ async fn agent_metadata(
 ) -> ApiResult {
     let now = state.control.config().clock.now_ms();
     let live = state.gateway.live();
-    let token = crate::extract::bearer_of(&headers).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "missing agent token",
-        )
-    })?;
+    let token = crate::extract::agent_bearer(&headers)?;
     let token_hash = abode_control::token_hash(&token);
     let agent = match live.reporter(&token_hash, now) {
         Some(agent) => agent,
@@ -222,17 +216,9 @@ const STREAM_RECHECK_MS: i64 = 30 * 1000;
 /// "Live metadata").
 async fn agent_metadata_stream(
     State(state): State<AppState>,
-    headers: axum::http::HeaderMap,
+    AgentWithToken { agent, token }: AgentWithToken,
     upgrade: Option<WebSocketUpgrade>,
 ) -> Result<axum::response::Response, ApiError> {
-    let token = crate::extract::bearer_of(&headers).ok_or_else(|| {
-        ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "missing agent token",
-        )
-    })?;
-    let agent = state.control.agents().authenticate_agent(&token).await?;
     let upgrade = upgrade.ok_or_else(|| {
         ApiError::bad_request("this route takes a WebSocket upgrade (GET with Upgrade: websocket)")
     })?;

@@ -34,6 +34,7 @@ use serde::Deserialize;
 use abode_gateway::{AgentSocket, ConnectRequest, MAX_MESSAGE};
 use abode_tunnel::{dial_back, frame, StreamKind};
 
+use crate::extract::AgentWithToken;
 use crate::{ApiError, AppState};
 use abode_gateway::BufferedUpgrade;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
@@ -51,30 +52,6 @@ fn upgrade_required(what: &str) -> ApiError {
         "upgrade_required",
         format!("{what} is a WebSocket endpoint: send an Upgrade: websocket request"),
     )
-}
-
-/// An agent authenticated by its token, with the token (its tunnel is
-/// registered under it: the same token connecting again replaces it).
-struct AgentWithToken {
-    agent: abode_store::Agent,
-    token: String,
-}
-
-#[axum::async_trait]
-impl FromRequestParts<AppState> for AgentWithToken {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let token = crate::bearer(parts).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "missing agent token",
-            )
-        })?;
-        let agent = state.control.agents().authenticate_agent(&token).await?;
-        Ok(AgentWithToken { agent, token })
-    }
 }
 
 async fn agent_connect(
