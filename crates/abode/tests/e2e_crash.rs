@@ -200,6 +200,72 @@ fn a_server_killed_mid_apply_leaves_terraform_to_finish_and_stores_what_it_creat
     no_terraform_left(&platform);
 }
 
+/// A workspace process started after a slow step: an apply killed during
+/// the step asks the process supervisor only after its server died.
+fn process_after_slow_template(ledger: &Path) -> String {
+    let ledger = ledger.display();
+    format!(
+        r#"terraform {{
+  required_providers {{
+    abode = {{
+      source = "abode/abode"
+    }}
+  }}
+}}
+
+data "abode_workspace" "me" {{}}
+
+resource "abode_volume" "home" {{
+  name = "home-${{data.abode_workspace.me.id}}"
+}}
+
+resource "terraform_data" "slow" {{
+  provisioner "local-exec" {{
+    command = "echo slow-start >> {ledger}; sleep 6; echo slow >> {ledger}"
+  }}
+}}
+
+resource "abode_process" "after" {{
+  depends_on = [terraform_data.slow]
+  command    = ["sleep", "600"]
+  dir        = abode_volume.home.path
+}}
+"#
+    )
+}
+
+/// The supervisor lives in the server: the killed server's goes with it.
+/// The restarted one opens the build's socket again while it follows the
+/// apply, and the provider waits for it, so the process is started and the
+/// apply ends without error (before: "cannot reach the process
+/// supervisor").
+#[test]
+fn an_apply_that_outlives_the_server_reaches_the_restarted_server_s_supervisor() {
+    let (mut platform, ledger) = setup();
+    push(&platform, 1, &process_after_slow_template(&ledger));
+    let create = platform.spawn(&["create", "dev", "--template", "crash"]);
+    wait_for_ledger(&platform, &ledger, "slow-start");
+    platform.kill_server();
+    platform.start_server_again();
+    finish(create);
+
+    let build = wait_until_final(&platform, 1);
+    let error = build["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with(
+            "the server stopped during terraform apply; Terraform ran on and ended without error"
+        ),
+        "{build:#}\n{}",
+        platform.run(&["builds", "logs", "dev", "1"])
+    );
+    // The process is the workspace's, in the stored state: a stop stops it
+    // through the supervisor, and a start starts it again.
+    platform.run(&["stop", "dev"]).ok();
+    platform.run(&["start", "dev"]).ok();
+    platform.run(&["delete", "dev"]).ok();
+    no_terraform_left(&platform);
+}
+
 #[test]
 fn a_server_killed_mid_plan_applies_nothing_and_the_workspace_builds_again() {
     let (mut platform, ledger) = setup();

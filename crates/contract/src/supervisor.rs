@@ -25,7 +25,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The largest request or answer line either side reads.
 pub const MAX_LINE: usize = 1024 * 1024;
@@ -100,16 +100,68 @@ pub enum Reply {
 pub enum SupervisorError {
     #[error("cannot reach the process supervisor at {socket}: {reason}")]
     Unreachable { socket: String, reason: String },
+    /// The request went out and no whole answer came back: the supervisor
+    /// may or may not have done it.
+    #[error("the process supervisor at {socket} went away before it answered: {reason}")]
+    Lost { socket: String, reason: String },
     #[error("the process supervisor's answer cannot be read: {0}")]
     BadReply(String),
     #[error("the process supervisor refused to open a socket for the build: {0}")]
     Refused(String),
 }
 
+/// How long a call waits for a supervisor that went away to be back. The
+/// supervisor lives in the server (or daemon) that runs the build, and a
+/// server killed mid-apply leaves its Terraform running: when it restarts
+/// it follows that apply and opens the build's socket again
+/// (`abode_host::recovery`), so a resource the apply reaches meanwhile
+/// waits for it rather than failing the apply.
+pub const RESTART_PATIENCE: Duration = Duration::from_secs(60);
+
+/// The first pause before a call is tried again, doubled up to a second.
+const FIRST_RETRY: Duration = Duration::from_millis(50);
+
 /// Sends one request and reads its answer. `timeout` bounds each read and
-/// write (a stop waits for its grace: give it more).
+/// write (a stop waits for its grace: give it more). A supervisor that
+/// cannot be reached is waited for up to [`RESTART_PATIENCE`]; one that
+/// went away after the request was sent is asked again only when asking
+/// twice does what asking once does (everything but a start).
 pub fn call(socket: &Path, request: &Request, timeout: Duration) -> Result<Reply, SupervisorError> {
-    ask(socket, request, timeout).map(|(reply, _)| reply)
+    call_with_patience(socket, request, timeout, RESTART_PATIENCE)
+}
+
+/// [`call`], waiting at most `patience` for the supervisor to be back.
+pub fn call_with_patience(
+    socket: &Path,
+    request: &Request,
+    timeout: Duration,
+    patience: Duration,
+) -> Result<Reply, SupervisorError> {
+    let deadline = Instant::now() + patience;
+    let mut pause = FIRST_RETRY;
+    loop {
+        match ask(socket, request, timeout) {
+            Ok((reply, _)) => return Ok(reply),
+            Err(error) if may_ask_again(&error, request) && Instant::now() + pause < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_secs(1));
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+/// Whether `request` may be sent again after `error`: nothing was read of
+/// it, or doing it twice is doing it once.
+fn may_ask_again(error: &SupervisorError, request: &Request) -> bool {
+    match error {
+        SupervisorError::Unreachable { .. } => true,
+        SupervisorError::Lost { .. } => matches!(
+            request,
+            Request::Status { .. } | Request::Stop { .. } | Request::RemoveVolume { .. }
+        ),
+        SupervisorError::BadReply(_) | SupervisorError::Refused(_) => false,
+    }
 }
 
 /// The build a socket is opened for ([`Request::Open`]).
@@ -171,6 +223,10 @@ fn ask(
         socket: socket.display().to_string(),
         reason: reason.to_string(),
     };
+    let lost = |reason: String| SupervisorError::Lost {
+        socket: socket.display().to_string(),
+        reason,
+    };
     let mut stream = UnixStream::connect(socket).map_err(unreachable)?;
     stream
         .set_read_timeout(Some(timeout))
@@ -181,12 +237,17 @@ fn ask(
     let mut line = serde_json::to_vec(request)
         .map_err(|error| SupervisorError::BadReply(error.to_string()))?;
     line.push(b'\n');
+    // The supervisor acts on a whole line only: a write that failed left
+    // nothing done.
     stream.write_all(&line).map_err(unreachable)?;
     let mut answer = Vec::new();
     // One line and nothing after it: no buffer keeps what is not read.
     BufReader::new((&stream).take_bounded())
         .read_until(b'\n', &mut answer)
-        .map_err(unreachable)?;
+        .map_err(|error| lost(error.to_string()))?;
+    if !answer.ends_with(b"\n") && answer.len() < MAX_LINE {
+        return Err(lost("the connection closed".into()));
+    }
     let reply = serde_json::from_slice(&answer)
         .map_err(|error| SupervisorError::BadReply(error.to_string()))?;
     Ok((reply, stream))
@@ -205,6 +266,95 @@ impl<R: std::io::Read> TakeBounded for R {}
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// A supervisor that reads each request and, for the first `drop`
+    /// connections, closes without answering; then answers `stopped`.
+    fn flaky_supervisor(dir: &Path, drop: usize) -> std::path::PathBuf {
+        let socket = dir.join("s.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        std::thread::spawn(move || {
+            for (n, stream) in listener.incoming().enumerate() {
+                let mut stream = stream.unwrap();
+                let mut line = Vec::new();
+                BufReader::new(&stream)
+                    .read_until(b'\n', &mut line)
+                    .unwrap();
+                if n >= drop {
+                    stream.write_all(b"{\"reply\":\"stopped\"}\n").unwrap();
+                }
+            }
+        });
+        socket
+    }
+
+    #[test]
+    fn only_what_is_safe_to_do_twice_is_asked_again_after_a_lost_answer() {
+        let status = Request::Status { id: "1-2".into() };
+        let start = Request::Start {
+            command: vec!["true".into()],
+            env: Vec::new(),
+            dir: "/v/x".into(),
+        };
+        let remove = Request::RemoveVolume { dir: "/v/x".into() };
+        let cases = [(&status, true), (&remove, true), (&start, false)];
+        for (request, asked_again) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let socket = flaky_supervisor(dir.path(), 1);
+            let reply = call_with_patience(
+                &socket,
+                request,
+                Duration::from_secs(5),
+                Duration::from_secs(5),
+            );
+            match reply {
+                Ok(reply) => {
+                    assert!(asked_again, "{request:?}");
+                    assert_eq!(reply, Reply::Stopped);
+                }
+                Err(error) => {
+                    assert!(!asked_again, "{request:?}: {error}");
+                    assert!(matches!(error, SupervisorError::Lost { .. }), "{error}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_supervisor_not_yet_back_is_waited_for_then_given_up_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("later.sock");
+        let request = Request::Start {
+            command: vec!["true".into()],
+            env: Vec::new(),
+            dir: "/v/x".into(),
+        };
+        let gone = call_with_patience(
+            &socket,
+            &request,
+            Duration::from_secs(5),
+            Duration::from_millis(200),
+        );
+        assert!(
+            matches!(gone, Err(SupervisorError::Unreachable { .. })),
+            "{gone:?}"
+        );
+        // Back while the call waits: even a start is sent (nothing of it
+        // was read before).
+        let calling = {
+            let socket = dir.path().join("s.sock");
+            std::thread::spawn(move || {
+                call_with_patience(
+                    &socket,
+                    &request,
+                    Duration::from_secs(5),
+                    Duration::from_secs(30),
+                )
+            })
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        flaky_supervisor(dir.path(), 0);
+        assert_eq!(calling.join().unwrap().unwrap(), Reply::Stopped);
+    }
 
     #[test]
     fn requests_and_replies_are_tagged_json() {

@@ -96,6 +96,52 @@ pub(crate) async fn recover(
     })
 }
 
+/// The build's own process supervisor socket, opened again for as long as
+/// this server follows its Terraform. The dead server's closed with it; an
+/// apply that reaches a process or a volume meanwhile waits for it
+/// (`abode_contract::supervisor::RESTART_PATIENCE`), for the same workspace
+/// and uid as before (what it adopted was given to that uid then).
+async fn reopen_supervisor(
+    host: &Host,
+    build_id: &str,
+    work_dir: &Path,
+) -> Option<abode_contract::supervisor::BuildSocket> {
+    let config = &host.inner.config;
+    let machine = config.process_supervisor.as_deref()?;
+    let store = &host.inner.store;
+    let opened = async {
+        let build = store
+            .build_by_id(build_id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let uid = match config.workspace_uids {
+            Some((first, last)) => Some(
+                store
+                    .workspace_uid(&build.workspace_id, first, last)
+                    .await
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
+        let of = abode_contract::supervisor::BuildOf {
+            workspace_id: build.workspace_id,
+            agent_url: Some(config.access_url.clone()),
+            uid,
+            adopt: Vec::new(),
+        };
+        abode_runner::command::open_process_supervisor(Some(machine), work_dir, of)
+            .await
+            .map_err(|failure| failure.message)
+    };
+    match opened.await {
+        Ok(socket) => socket,
+        Err(reason) => {
+            tracing::error!(build = %build_id, %reason, "cannot open the followed build's process supervisor socket again: what its apply asks of it fails");
+            None
+        }
+    }
+}
+
 /// The names of the work dirs left under `base` (a build's is its id).
 fn leftover_build_dirs(base: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(base) else {
@@ -165,6 +211,8 @@ async fn follow_to_end(
             // `apply`: the runner names both alike); a record naming none
             // that parses (written by hand) follows under `cleanup`.
             let stage = run.command.parse::<LogStage>().unwrap_or(LogStage::CLEANUP);
+            // Held until the following ends.
+            let _supervisor = reopen_supervisor(&host, &build_id, &work_dir).await;
             let already_logged = logged_lines(&host, &build_id, &stage).await;
             let (sender, receiver) = mpsc::unbounded_channel();
             let grace = host.inner.config.cancel_grace;
