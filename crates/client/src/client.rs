@@ -5,6 +5,7 @@
 //! server's one-line message, so the CLI can print it as is.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -70,6 +71,22 @@ fn string_values(parameters: &BTreeMap<String, String>) -> BTreeMap<String, serd
         .collect()
 }
 
+/// Abode's one trust, read when the first TLS connection is made: a
+/// command that speaks plain HTTP (most, on a local server) never reads
+/// the system's certificate store, which takes a process tens of
+/// milliseconds.
+struct TrustOnFirstTls;
+
+impl ureq::TlsConnector for TrustOnFirstTls {
+    fn connect(
+        &self,
+        dns_name: &str,
+        io: Box<dyn ureq::ReadWrite>,
+    ) -> Result<Box<dyn ureq::ReadWrite>, ureq::Error> {
+        abode_tls::client_config().connect(dns_name, io)
+    }
+}
+
 impl Client {
     /// A client for the server at `base_url` (e.g. `http://127.0.0.1:7080`).
     pub fn new(base_url: &str, token: Option<String>) -> Self {
@@ -77,7 +94,7 @@ impl Client {
             .timeout_connect(CONNECT_TIMEOUT)
             .timeout_read(READ_TIMEOUT)
             .user_agent(crate::USER_AGENT)
-            .tls_config(abode_tls::client_config())
+            .tls_connector(Arc::new(TrustOnFirstTls))
             .build();
         Client {
             base_url: base_url.trim_end_matches('/').to_string(),

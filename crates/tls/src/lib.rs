@@ -64,8 +64,11 @@ pub enum TlsError {
     Setup(String),
 }
 
-/// The trust every client of this process uses, set once at start.
+/// The trust every client of this process uses, built at its first TLS
+/// connection from the system's store and [`ADDED`].
 static TRUST: OnceLock<Arc<ClientConfig>> = OnceLock::new();
+/// The authorities [`install_trust`] added (checked), and where they came from.
+static ADDED: OnceLock<(Vec<CertificateDer<'static>>, PathBuf)> = OnceLock::new();
 /// The PEM text of the authorities added to the system's, if any: handed
 /// to what verifies on its own (Terraform's state backend, agents).
 static ADDED_PEM: OnceLock<Option<String>> = OnceLock::new();
@@ -99,8 +102,19 @@ pub fn install_trust(added: AddedAuthorities<'_>) -> Result<(), TlsError> {
             Some(pem.to_string()),
         ),
     };
-    let config = build_client_config(certificates, added_path(added))?;
-    let _ = TRUST.set(config);
+    let source = added_path(added);
+    // Refused here rather than at the first connection; the system's store
+    // is read only when a first TLS connection needs it.
+    let mut refused = RootCertStore::empty();
+    for certificate in &certificates {
+        refused
+            .add(certificate.clone())
+            .map_err(|error| TlsError::CaRefused {
+                path: source.clone(),
+                reason: error.to_string(),
+            })?;
+    }
+    let _ = ADDED.set((certificates, source));
     let _ = ADDED_PEM.set(pem);
     Ok(())
 }
@@ -143,22 +157,25 @@ pub fn ca_file_from_env() -> Option<PathBuf> {
 /// installed trust, or the system's authorities when none was installed.
 pub fn client_config() -> Arc<ClientConfig> {
     TRUST
-        .get_or_init(|| match build_client_config(Vec::new(), PathBuf::new()) {
-            Ok(config) => config,
-            // Without any root, every connection is refused with a clear
-            // unknown-authority line: better than no TLS at all.
-            Err(error) => {
-                tracing::error!(%error, "cannot set up TLS trust");
-                Arc::new(
-                    ClientConfig::builder_with_provider(provider())
-                        .with_safe_default_protocol_versions()
-                        .map(|builder| {
-                            builder
-                                .with_root_certificates(RootCertStore::empty())
-                                .with_no_client_auth()
-                        })
-                        .unwrap_or_else(|_| unreachable_config()),
-                )
+        .get_or_init(|| {
+            let (added, source) = ADDED.get().cloned().unwrap_or_default();
+            match build_client_config(added, source) {
+                Ok(config) => config,
+                // Without any root, every connection is refused with a clear
+                // unknown-authority line: better than no TLS at all.
+                Err(error) => {
+                    tracing::error!(%error, "cannot set up TLS trust");
+                    Arc::new(
+                        ClientConfig::builder_with_provider(provider())
+                            .with_safe_default_protocol_versions()
+                            .map(|builder| {
+                                builder
+                                    .with_root_certificates(RootCertStore::empty())
+                                    .with_no_client_auth()
+                            })
+                            .unwrap_or_else(|_| unreachable_config()),
+                    )
+                }
             }
         })
         .clone()
