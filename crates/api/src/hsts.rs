@@ -40,23 +40,9 @@ pub(crate) fn layer(app: Router, max_age: u64) -> Router {
 }
 
 /// The header's value for `max_age` seconds; `None` at 0.
-fn policy(max_age: u64) -> Option<HeaderValue> {
+pub fn policy(max_age: u64) -> Option<HeaderValue> {
     if max_age == 0 {
         return None;
     }
     HeaderValue::from_str(&format!("max-age={max_age}")).ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_policy_names_its_max_age_and_zero_is_none() {
-        assert_eq!(
-            policy(31_536_000).as_ref().and_then(|v| v.to_str().ok()),
-            Some("max-age=31536000")
-        );
-        assert_eq!(policy(0), None);
-    }
 }

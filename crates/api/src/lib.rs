@@ -90,6 +90,18 @@ mod server;
 mod tls_listener;
 pub mod views;
 
+/// This crate's pure helpers, which its integration tests check case by
+/// case (`tests/units.rs`): as unit tests they would need a second
+/// compile of the whole crate (about a minute of CI's build) for a few tables.
+#[doc(hidden)]
+pub mod units {
+    pub use crate::hsts::policy as hsts_policy;
+    pub use crate::redirect::stays_plain;
+    pub use crate::request_checks::{authority_host, is_json, origin_of, ServerNames};
+    pub use crate::routes::audit::csv_row;
+    pub use crate::views::{build_view, parse_rfc3339, rfc3339};
+}
+
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::Next;

@@ -14,3 +14,4 @@ mod request_checks;
 mod roles;
 mod server;
 mod token_scopes;
+mod units;

@@ -4,7 +4,7 @@
 //! dashboard is merged beside them.
 
 mod agent;
-mod audit;
+pub(crate) mod audit;
 mod builds;
 mod connect;
 mod connections;
