@@ -945,7 +945,7 @@ mod tests {
     /// is gone after.
     #[test]
     fn a_builds_socket_lives_as_long_as_the_runners_connection() {
-        use abode_contract::supervisor::{call, open_build};
+        use abode_contract::supervisor::{call, call_with_patience, open_build};
         let root = tempfile::tempdir().unwrap();
         let config = config(root.path());
         start(config.clone()).unwrap();
@@ -976,6 +976,13 @@ mod tests {
             std::thread::sleep(POLL);
         }
         assert!(!path.exists(), "the build's socket outlived its run");
-        assert!(call(&path, &Request::Status { id: "1-2".into() }, timeout).is_err());
+        // Gone for good: asked without waiting for a restart.
+        let gone = call_with_patience(
+            &path,
+            &Request::Status { id: "1-2".into() },
+            timeout,
+            Duration::ZERO,
+        );
+        assert!(gone.is_err());
     }
 }

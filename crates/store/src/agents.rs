@@ -6,14 +6,15 @@ pub(crate) const AGENT_COLUMNS: &str =
     "id, workspace_id, build_id, name, lifecycle, connected_at, last_heartbeat_at, created_at, \
      startup_script, dir, env, exit_status";
 
-/// What an agent reported, carried over when a start build keeps the agent.
-#[derive(sqlx::FromRow)]
-pub(crate) struct AgentConnection {
-    pub(crate) token_hash: String,
-    pub(crate) lifecycle: Option<String>,
-    pub(crate) connected_at: Option<i64>,
-    pub(crate) last_heartbeat_at: Option<i64>,
-    pub(crate) exit_status: Option<i64>,
+from_row! {
+    /// What an agent reported, carried over when a start build keeps the agent.
+    pub(crate) struct AgentConnection {
+        pub(crate) token_hash: String,
+        pub(crate) lifecycle: Option<String>,
+        pub(crate) connected_at: Option<i64>,
+        pub(crate) last_heartbeat_at: Option<i64>,
+        pub(crate) exit_status: Option<i64>,
+    }
 }
 
 /// An agent's scripts as kept (a JSON list), NULL when it has none.
@@ -37,25 +38,28 @@ pub(crate) fn stop_timeout_seconds(
         .max()
 }
 
-/// An agent's tunnel held by some server, as recorded for the others.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct AgentTunnelRow {
-    pub token_hash: String,
-    pub agent_name: String,
-    pub server_id: String,
-    pub relay_url: String,
+from_row! {
+    /// An agent's tunnel held by some server, as recorded for the others.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct AgentTunnelRow {
+        pub token_hash: String,
+        pub agent_name: String,
+        pub server_id: String,
+        pub relay_url: String,
+    }
 }
 
-/// A stored app, decoded once into [`WorkspaceApp`].
-#[derive(sqlx::FromRow)]
-pub(crate) struct AppRow {
-    id: String,
-    workspace_id: String,
-    agent_id: String,
-    agent_name: String,
-    definition: String,
-    health: String,
-    health_changed_at: Option<i64>,
+from_row! {
+    /// A stored app, decoded once into [`WorkspaceApp`].
+    pub(crate) struct AppRow {
+        id: String,
+        workspace_id: String,
+        agent_id: String,
+        agent_name: String,
+        definition: String,
+        health: String,
+        health_changed_at: Option<i64>,
+    }
 }
 
 impl AppRow {

@@ -4,27 +4,31 @@
 //! (a run handed out again replaces its own); an agent's (`agent_connected`,
 //! `scripts`, `ready`) when the agent reports its lifecycle, once each.
 
-/// A stage of a build's run, ended or under way.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct StageTiming {
-    /// `build`, `apply_saved_plan` or `agent:NAME`.
-    pub job: String,
-    pub stage: String,
-    pub started_us: i64,
-    /// None while under way.
-    pub ended_us: Option<i64>,
+from_row! {
+    /// A stage of a build's run, ended or under way.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct StageTiming {
+        /// `build`, `apply_saved_plan` or `agent:NAME`.
+        pub job: String,
+        pub stage: String,
+        pub started_us: i64,
+        /// None while under way.
+        pub ended_us: Option<i64>,
+    }
 }
 
-/// A Terraform resource's time in a run's plan or apply.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ResourceTiming {
-    pub job: String,
-    /// `plan` or `apply`.
-    pub phase: String,
-    pub address: String,
-    pub action: String,
-    pub started_us: i64,
-    pub ended_us: i64,
+from_row! {
+    /// A Terraform resource's time in a run's plan or apply.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ResourceTiming {
+        pub job: String,
+        /// `plan` or `apply`.
+        pub phase: String,
+        pub address: String,
+        pub action: String,
+        pub started_us: i64,
+        pub ended_us: i64,
+    }
 }
 
 /// Everything recorded of a build's time, ordered by start.

@@ -20,41 +20,40 @@ pub(crate) const BUILD_SELECT: &str = "SELECT b.id, b.workspace_id, w.name AS wo
      JOIN users i ON i.id = b.initiator_id \
      LEFT JOIN users c ON c.id = b.confirmed_by";
 
-/// A build as [`BUILD_SELECT`] reads it, its guard report still text; it
-/// becomes a [`Build`] only when the report reads.
-#[derive(sqlx::FromRow)]
-pub(crate) struct BuildRow {
-    id: String,
-    workspace_id: String,
-    workspace_name: String,
-    owner_name: String,
-    number: i64,
-    transition: Transition,
-    status: BuildStatus,
-    template_version_id: String,
-    template_version: i64,
-    initiator_id: String,
-    initiator_name: String,
-    reason: BuildReason,
-    /// The parameters' JSON text: only `stored::build_parameters` reads it.
-    #[sqlx(rename = "parameters")]
-    parameters_json: Option<String>,
-    error: Option<String>,
-    /// The report's JSON text: only `stored::guard_report` reads it.
-    #[sqlx(rename = "guard_report")]
-    report_json: Option<String>,
-    created_at: i64,
-    started_at: Option<i64>,
-    finished_at: Option<i64>,
-    plan_digest: Option<String>,
-    expires_at: Option<i64>,
-    confirmed_by: Option<String>,
-    confirmed_at: Option<i64>,
-    daily_cost: Option<i64>,
-    refusal: Option<String>,
-    rename_to: Option<String>,
-    then_start: bool,
-    waiting: Option<String>,
+from_row! {
+    /// A build as [`BUILD_SELECT`] reads it, its guard report still text; it
+    /// becomes a [`Build`] only when the report reads.
+    pub(crate) struct BuildRow {
+        id: String,
+        workspace_id: String,
+        workspace_name: String,
+        owner_name: String,
+        number: i64,
+        transition: Transition,
+        status: BuildStatus,
+        template_version_id: String,
+        template_version: i64,
+        initiator_id: String,
+        initiator_name: String,
+        reason: BuildReason,
+        /// The parameters' JSON text: only `stored::build_parameters` reads it.
+        parameters_json: Option<String> = "parameters",
+        error: Option<String>,
+        /// The report's JSON text: only `stored::guard_report` reads it.
+        report_json: Option<String> = "guard_report",
+        created_at: i64,
+        started_at: Option<i64>,
+        finished_at: Option<i64>,
+        plan_digest: Option<String>,
+        expires_at: Option<i64>,
+        confirmed_by: Option<String>,
+        confirmed_at: Option<i64>,
+        daily_cost: Option<i64>,
+        refusal: Option<String>,
+        rename_to: Option<String>,
+        then_start: bool,
+        waiting: Option<String>,
+    }
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Build

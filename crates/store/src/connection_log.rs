@@ -26,27 +26,29 @@ pub struct NewConnectionLogEntry {
     pub user_agent: Option<String>,
 }
 
-/// A connection in the log; `closed_at`, `end_reason` unset while it is
-/// open (or its server was lost and has not started again).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ConnectionLogEntry {
-    pub id: String,
-    pub server_id: String,
-    pub user_id: String,
-    pub user_name: String,
-    pub token_name: Option<String>,
-    pub workspace_id: String,
-    pub workspace_name: String,
-    pub kind: String,
-    pub app: Option<String>,
-    pub port: Option<i64>,
-    pub client_ip: Option<String>,
-    pub user_agent: Option<String>,
-    pub opened_at: i64,
-    pub closed_at: Option<i64>,
-    pub bytes_to_workspace: i64,
-    pub bytes_from_workspace: i64,
-    pub end_reason: Option<String>,
+from_row! {
+    /// A connection in the log; `closed_at`, `end_reason` unset while it is
+    /// open (or its server was lost and has not started again).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ConnectionLogEntry {
+        pub id: String,
+        pub server_id: String,
+        pub user_id: String,
+        pub user_name: String,
+        pub token_name: Option<String>,
+        pub workspace_id: String,
+        pub workspace_name: String,
+        pub kind: String,
+        pub app: Option<String>,
+        pub port: Option<i64>,
+        pub client_ip: Option<String>,
+        pub user_agent: Option<String>,
+        pub opened_at: i64,
+        pub closed_at: Option<i64>,
+        pub bytes_to_workspace: i64,
+        pub bytes_from_workspace: i64,
+        pub end_reason: Option<String>,
+    }
 }
 
 /// Which connections a page shows, newest first.

@@ -2,30 +2,34 @@
 //! their tokens as the server sealed them (the store never sees a token in
 //! the clear), and the links under way.
 
-/// A person's linked account.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ExternalAuthLink {
-    pub user_id: String,
-    pub provider_id: String,
-    /// Sealed (`abode_external_auth::cipher`).
-    pub access_token: String,
-    /// Sealed, when the provider gave one.
-    pub refresh_token: Option<String>,
-    /// When the access token expires (ms), when the provider said.
-    pub expires_at: Option<i64>,
-    /// The key that sealed both.
-    pub key_id: String,
-    pub linked_at: i64,
-    pub refreshed_at: i64,
+from_row! {
+    /// A person's linked account.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ExternalAuthLink {
+        pub user_id: String,
+        pub provider_id: String,
+        /// Sealed (`abode_external_auth::cipher`).
+        pub access_token: String,
+        /// Sealed, when the provider gave one.
+        pub refresh_token: Option<String>,
+        /// When the access token expires (ms), when the provider said.
+        pub expires_at: Option<i64>,
+        /// The key that sealed both.
+        pub key_id: String,
+        pub linked_at: i64,
+        pub refreshed_at: i64,
+    }
 }
 
-/// A link under way, taken back by the provider's redirect.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct PendingExternalAuth {
-    pub user_id: String,
-    pub provider_id: String,
-    /// The PKCE verifier, sealed.
-    pub verifier: String,
+from_row! {
+    /// A link under way, taken back by the provider's redirect.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct PendingExternalAuth {
+        pub user_id: String,
+        pub provider_id: String,
+        /// The PKCE verifier, sealed.
+        pub verifier: String,
+    }
 }
 
 /// The external auth methods of [`crate::Store`]; expanded inside each

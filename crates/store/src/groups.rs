@@ -50,18 +50,20 @@ crate::named!(TemplateRole, UnknownTemplateRole, {
     Admin => "admin",
 });
 
-/// A group with its member count. Times are Unix ms.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct Group {
-    pub id: String,
-    pub name: String,
-    pub display_name: String,
-    pub source: GroupSource,
-    /// For the quotas that follow; 0: none.
-    pub quota_allowance: i64,
-    pub created_at: i64,
-    /// Members (for `Everyone`: every person).
-    pub members: i64,
+from_row! {
+    /// A group with its member count. Times are Unix ms.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Group {
+        pub id: String,
+        pub name: String,
+        pub display_name: String,
+        pub source: GroupSource,
+        /// For the quotas that follow; 0: none.
+        pub quota_allowance: i64,
+        pub created_at: i64,
+        /// Members (for `Everyone`: every person).
+        pub members: i64,
+    }
 }
 
 impl Group {
@@ -80,14 +82,16 @@ pub struct NewGroup {
     pub quota_allowance: i64,
 }
 
-/// A member of a group.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct GroupMember {
-    pub user_id: String,
-    pub username: String,
-    pub email: String,
-    /// A system actor's account (`prebuilds`).
-    pub system: bool,
+from_row! {
+    /// A member of a group.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct GroupMember {
+        pub user_id: String,
+        pub username: String,
+        pub email: String,
+        /// A system actor's account (`prebuilds`).
+        pub system: bool,
+    }
 }
 
 /// What a group sync changed: the person's `oidc` groups before and after,
@@ -108,13 +112,15 @@ pub enum AccessSubject {
     Group(String),
 }
 
-/// One entry of a template's access list, with the name of whom it names.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct TemplateAccessEntry {
-    /// `user` or `group`.
-    pub kind: String,
-    pub name: String,
-    pub role: TemplateRole,
+from_row! {
+    /// One entry of a template's access list, with the name of whom it names.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct TemplateAccessEntry {
+        /// `user` or `group`.
+        pub kind: String,
+        pub name: String,
+        pub role: TemplateRole,
+    }
 }
 
 pub(crate) const GROUP_CURSOR: &str = "groups";

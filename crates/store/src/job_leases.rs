@@ -6,14 +6,16 @@
 //! recovery need: renew mine, find the builds I held, find the builds whose
 //! holder stopped renewing.
 
-/// A running build whose server stopped renewing its job's lease.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ExpiredJobLease {
-    pub build_id: String,
-    /// The server id that held it.
-    pub holder: String,
-    /// When the lease ran out (Unix ms).
-    pub expires_at: i64,
+from_row! {
+    /// A running build whose server stopped renewing its job's lease.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ExpiredJobLease {
+        pub build_id: String,
+        /// The server id that held it.
+        pub holder: String,
+        /// When the lease ran out (Unix ms).
+        pub expires_at: i64,
+    }
 }
 
 /// Announcements that a job was queued, from any server on the database

@@ -124,6 +124,41 @@
 //!   it writes itself come from the `Clock` it was given, never from the
 //!   system.
 
+/// Declares a struct read from a query's row column by column: each field
+/// from the column of its name, or the one after `=`, or, after `= flatten`,
+/// from the whole row as its own type reads it. What sqlx's `FromRow`
+/// derive writes, for both backends, without compiling sqlx's proc macros.
+macro_rules! from_row {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $(
+                $(#[$field_meta:meta])*
+                $field_vis:vis $field:ident : $ty:ty $(= $column:tt)?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $( $(#[$field_meta])* $field_vis $field: $ty, )*
+        }
+        from_row!(@impl $name sqlx::sqlite::SqliteRow { $( $field $(= $column)? ),* });
+        from_row!(@impl $name sqlx::postgres::PgRow { $( $field $(= $column)? ),* });
+    };
+    (@impl $name:ident $row:ty { $( $field:ident $(= $column:tt)? ),* }) => {
+        impl<'r> sqlx::FromRow<'r, $row> for $name {
+            fn from_row(row: &'r $row) -> Result<Self, sqlx::Error> {
+                Ok($name {
+                    $( $field: from_row!(@get row $field $($column)?), )*
+                })
+            }
+        }
+    };
+    (@get $row:ident $field:ident flatten) => { sqlx::FromRow::from_row($row)? };
+    (@get $row:ident $field:ident $column:literal) => { sqlx::Row::try_get($row, $column)? };
+    (@get $row:ident $field:ident) => { sqlx::Row::try_get($row, stringify!($field))? };
+}
+
 mod accounts;
 mod agents;
 mod app_tokens;
@@ -139,6 +174,7 @@ mod held;
 mod host_keys;
 mod ids;
 mod job_leases;
+mod migrations;
 mod named;
 mod notifications;
 mod oidc;

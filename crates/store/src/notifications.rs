@@ -135,30 +135,33 @@ pub struct NewNotification {
     pub dedupe_key: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct Notification {
-    pub id: String,
-    pub kind: NotificationKind,
-    pub recipient_id: String,
-    pub channel: Channel,
-    pub payload: String,
-    pub status: NotificationStatus,
-    pub attempts: i64,
-    pub next_attempt_at: i64,
-    pub lease_owner: Option<String>,
-    pub lease_expires_at: Option<i64>,
-    pub last_error: Option<String>,
-    pub read_at: Option<i64>,
-    pub created_at: i64,
-    pub sent_at: Option<i64>,
+from_row! {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Notification {
+        pub id: String,
+        pub kind: NotificationKind,
+        pub recipient_id: String,
+        pub channel: Channel,
+        pub payload: String,
+        pub status: NotificationStatus,
+        pub attempts: i64,
+        pub next_attempt_at: i64,
+        pub lease_owner: Option<String>,
+        pub lease_expires_at: Option<i64>,
+        pub last_error: Option<String>,
+        pub read_at: Option<i64>,
+        pub created_at: i64,
+        pub sent_at: Option<i64>,
+    }
 }
 
-/// A message given up on, with whom it was for.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct FailedNotification {
-    #[sqlx(flatten)]
-    pub notification: Notification,
-    pub recipient_name: String,
+from_row! {
+    /// A message given up on, with whom it was for.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct FailedNotification {
+        pub notification: Notification = flatten,
+        pub recipient_name: String,
+    }
 }
 
 /// Which of a person's inbox messages to list.

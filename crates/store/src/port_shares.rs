@@ -15,14 +15,15 @@ pub struct PortShare {
     pub created_at: i64,
 }
 
-#[derive(sqlx::FromRow)]
-pub(crate) struct PortShareRow {
-    workspace_id: String,
-    agent_name: String,
-    port: i64,
-    share: String,
-    created_by: String,
-    created_at: i64,
+from_row! {
+    pub(crate) struct PortShareRow {
+        workspace_id: String,
+        agent_name: String,
+        port: i64,
+        share: String,
+        created_by: String,
+        created_at: i64,
+    }
 }
 
 impl PortShareRow {

@@ -52,8 +52,6 @@ use crate::workspace_uids::*;
 use crate::workspaces::*;
 use abode_clock::Clock;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
-
 /// The shared queries with `?` / `?N` placeholders rewritten as `$N`. The
 /// shared SQL never has a `?` inside a string literal.
 pub(crate) fn sql(text: &str) -> Cow<'_, str> {
@@ -131,10 +129,11 @@ impl PostgresBackend {
             .connect(url)
             .await
             .map_err(StoreError::Database)?;
-        MIGRATOR
+        let migrator = crate::migrations::POSTGRES.migrator().await?;
+        migrator
             .run(&pool)
             .await
-            .map_err(|error| crate::error::migration_error(&MIGRATOR, error))?;
+            .map_err(|error| crate::error::migration_error(&migrator, error))?;
         Ok(PostgresBackend {
             pool,
             clock: Clock::system(),

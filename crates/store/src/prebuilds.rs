@@ -17,72 +17,82 @@
 use crate::quotas::{GroupAllowance, QuotaUsage, WorkspaceCost};
 use crate::records::{Build, BuildStatus, Transition};
 
-/// A template version that offers presets: the active version of every
-/// template, and inactive ones that still have prebuilt workspaces.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct VersionPresets {
-    pub template_id: String,
-    pub template_name: String,
-    pub version_id: String,
-    pub version_number: i64,
-    pub active: bool,
-    /// Whether its template is deprecated (its pools stop growing).
-    pub deprecated: bool,
-    /// JSON array of `abode_contract::presets::PresetDefinition`.
-    pub presets: String,
+from_row! {
+    /// A template version that offers presets: the active version of every
+    /// template, and inactive ones that still have prebuilt workspaces.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct VersionPresets {
+        pub template_id: String,
+        pub template_name: String,
+        pub version_id: String,
+        pub version_number: i64,
+        pub active: bool,
+        /// Whether its template is deprecated (its pools stop growing).
+        pub deprecated: bool,
+        /// JSON array of `abode_contract::presets::PresetDefinition`.
+        pub presets: String,
+    }
 }
 
-/// A prebuilt workspace (owned by the `prebuilds` system user) and its
-/// newest build.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct PrebuildRow {
-    pub workspace_id: String,
-    pub name: String,
-    pub version_id: String,
-    pub preset_name: Option<String>,
-    pub created_at: i64,
-    pub build_id: String,
-    pub build_transition: Transition,
-    pub build_status: BuildStatus,
-    /// The build's job is still queued: no worker has started it.
-    pub build_queued: bool,
-    pub agents: i64,
-    /// Agents that are ready and heard from since the snapshot's cutoff.
-    pub agents_ready: i64,
+from_row! {
+    /// A prebuilt workspace (owned by the `prebuilds` system user) and its
+    /// newest build.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct PrebuildRow {
+        pub workspace_id: String,
+        pub name: String,
+        pub version_id: String,
+        pub preset_name: Option<String>,
+        pub created_at: i64,
+        pub build_id: String,
+        pub build_transition: Transition,
+        pub build_status: BuildStatus,
+        /// The build's job is still queued: no worker has started it.
+        pub build_queued: bool,
+        pub agents: i64,
+        /// Agents that are ready and heard from since the snapshot's cutoff.
+        pub agents_ready: i64,
+    }
 }
 
-/// The prebuild start builds of one pool (a version and a preset) since its
-/// last success. Only pools of active versions: the others create nothing,
-/// and their history must not make every round read every build a pool ever
-/// ran.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct PoolFailures {
-    pub version_id: String,
-    pub preset_name: String,
-    /// Failed prebuild start builds after the pool's newest succeeded one.
-    pub consecutive_failures: i64,
-    /// When the newest failed one finished (Unix ms).
-    pub last_failure_at: Option<i64>,
+from_row! {
+    /// The prebuild start builds of one pool (a version and a preset) since its
+    /// last success. Only pools of active versions: the others create nothing,
+    /// and their history must not make every round read every build a pool ever
+    /// ran.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct PoolFailures {
+        pub version_id: String,
+        pub preset_name: String,
+        /// Failed prebuild start builds after the pool's newest succeeded one.
+        pub consecutive_failures: i64,
+        /// When the newest failed one finished (Unix ms).
+        pub last_failure_at: Option<i64>,
+    }
 }
 
-/// The last known daily cost of one pool (of an active version): that of
-/// the plan of its newest prebuild `start` build whose plan was costed,
-/// reserved (`daily_cost`) or refused by quota (`refused_cost`).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct PoolCost {
-    pub version_id: String,
-    pub preset_name: String,
-    pub daily_cost: i64,
+from_row! {
+    /// The last known daily cost of one pool (of an active version): that of
+    /// the plan of its newest prebuild `start` build whose plan was costed,
+    /// reserved (`daily_cost`) or refused by quota (`refused_cost`).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct PoolCost {
+        pub version_id: String,
+        pub preset_name: String,
+        pub daily_cost: i64,
+    }
 }
 
-/// A preset whose pool the prebuilds budget holds below its desired count,
-/// and template admins were told so (`prebuild_quota_episodes`).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct QuotaEpisode {
-    pub template_id: String,
-    pub preset_name: String,
-    /// When it was told (Unix ms).
-    pub since: i64,
+from_row! {
+    /// A preset whose pool the prebuilds budget holds below its desired count,
+    /// and template admins were told so (`prebuild_quota_episodes`).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct QuotaEpisode {
+        pub template_id: String,
+        pub preset_name: String,
+        /// When it was told (Unix ms).
+        pub since: i64,
+    }
 }
 
 /// What the reconciliation decides on, read in one transaction.

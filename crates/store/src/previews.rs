@@ -47,57 +47,63 @@ pub struct NewPreview {
     pub workspace_ids: Option<Vec<String>>,
 }
 
-/// A preview with the counts of its results.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct Preview {
-    pub id: String,
-    /// It covers named workspaces only, not the whole fleet.
-    pub named: bool,
-    pub template_version_id: String,
-    pub template_name: String,
-    pub version: i64,
-    /// The username of who asked for it.
-    pub requested_by: String,
-    pub created_at: i64,
-    pub total: i64,
-    /// Queued or running.
-    pub pending: i64,
-    pub allowed: i64,
-    /// Planned with the guard's `confirm`: a build would be held.
-    pub held: i64,
-    pub blocked: i64,
-    pub failed: i64,
-    pub skipped: i64,
-    /// When its last result ended (`None` while none has).
-    pub finished_at: Option<i64>,
+from_row! {
+    /// A preview with the counts of its results.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Preview {
+        pub id: String,
+        /// It covers named workspaces only, not the whole fleet.
+        pub named: bool,
+        pub template_version_id: String,
+        pub template_name: String,
+        pub version: i64,
+        /// The username of who asked for it.
+        pub requested_by: String,
+        pub created_at: i64,
+        pub total: i64,
+        /// Queued or running.
+        pub pending: i64,
+        pub allowed: i64,
+        /// Planned with the guard's `confirm`: a build would be held.
+        pub held: i64,
+        pub blocked: i64,
+        pub failed: i64,
+        pub skipped: i64,
+        /// When its last result ended (`None` while none has).
+        pub finished_at: Option<i64>,
+    }
 }
 
-/// A workspace's preview as the report lists it.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct PreviewResult {
-    pub id: String,
-    pub position: i64,
-    pub workspace_id: String,
-    pub workspace_name: String,
-    pub owner_name: String,
-    pub status: PreviewStatus,
-    pub transition: Option<Transition>,
-    /// The guard's decision's name (`allow`, `confirm`, `block`), parsed by
-    /// the domain, which owns the guard's types.
-    pub decision: Option<String>,
-    /// The guard's report (JSON).
-    pub report: Option<String>,
-    pub error: Option<String>,
-    pub started_at: Option<i64>,
-    pub finished_at: Option<i64>,
+from_row! {
+    /// A workspace's preview as the report lists it.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct PreviewResult {
+        pub id: String,
+        pub position: i64,
+        pub workspace_id: String,
+        pub workspace_name: String,
+        pub owner_name: String,
+        pub status: PreviewStatus,
+        pub transition: Option<Transition>,
+        /// The guard's decision's name (`allow`, `confirm`, `block`), parsed by
+        /// the domain, which owns the guard's types.
+        pub decision: Option<String>,
+        /// The guard's report (JSON).
+        pub report: Option<String>,
+        pub error: Option<String>,
+        pub started_at: Option<i64>,
+        pub finished_at: Option<i64>,
+    }
 }
 
-/// A result a worker took.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ClaimedPreview {
-    pub result_id: String,
-    pub preview_id: String,
-    pub workspace_id: String,
+from_row! {
+    /// A result a worker took.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ClaimedPreview {
+        pub result_id: String,
+        pub preview_id: String,
+        pub workspace_id: String,
+    }
 }
 
 /// How a workspace's preview ended.

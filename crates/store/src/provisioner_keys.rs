@@ -4,18 +4,20 @@
 //! makes it for a daemon) and carries the tags its daemon offers. A deleted
 //! key's row is gone, so its secret finds nothing.
 
-/// A provisioner key as listed, without its hash. Times are Unix ms.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ProvisionerKeyRow {
-    pub id: String,
-    pub name: String,
-    /// A JSON object of tags.
-    pub tags: String,
-    pub created_at: i64,
-    /// The id of the user who made it.
-    pub created_by: String,
-    /// Their username, joined in.
-    pub created_by_name: String,
+from_row! {
+    /// A provisioner key as listed, without its hash. Times are Unix ms.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ProvisionerKeyRow {
+        pub id: String,
+        pub name: String,
+        /// A JSON object of tags.
+        pub tags: String,
+        pub created_at: i64,
+        /// The id of the user who made it.
+        pub created_by: String,
+        /// Their username, joined in.
+        pub created_by_name: String,
+    }
 }
 
 /// A new provisioner key.

@@ -24,26 +24,28 @@ crate::named!(ProvisionerKind, UnknownProvisionerKind, {
     External => "external",
 });
 
-/// A provisioner as listed.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ProvisionerRow {
-    pub server_id: String,
-    pub name: String,
-    /// The host it runs on (its server's id, or its daemon's); empty for a
-    /// row an older server wrote.
-    pub host: String,
-    pub kind: ProvisionerKind,
-    /// A JSON object of tags.
-    pub tags: String,
-    pub version: String,
-    pub started_at: i64,
-    pub last_beat_at: i64,
-    /// The build it runs now, if any.
-    pub build_number: Option<i64>,
-    pub build_transition: Option<Transition>,
-    /// `owner/name` of the workspace of the build, or of the preview it plans.
-    pub build_workspace: Option<String>,
-    pub preview_workspace: Option<String>,
+from_row! {
+    /// A provisioner as listed.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ProvisionerRow {
+        pub server_id: String,
+        pub name: String,
+        /// The host it runs on (its server's id, or its daemon's); empty for a
+        /// row an older server wrote.
+        pub host: String,
+        pub kind: ProvisionerKind,
+        /// A JSON object of tags.
+        pub tags: String,
+        pub version: String,
+        pub started_at: i64,
+        pub last_beat_at: i64,
+        /// The build it runs now, if any.
+        pub build_number: Option<i64>,
+        pub build_transition: Option<Transition>,
+        /// `owner/name` of the workspace of the build, or of the preview it plans.
+        pub build_workspace: Option<String>,
+        pub preview_workspace: Option<String>,
+    }
 }
 
 /// Who tells that provisioners are alive: a server for its workers, or a

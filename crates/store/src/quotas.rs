@@ -13,24 +13,28 @@
 //! last of a budget are judged one after the other, the second seeing the
 //! first's reservation.
 
-/// One workspace's part of a budget.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct WorkspaceCost {
-    pub workspace_id: String,
-    pub workspace_name: String,
-    /// The build whose cost counts.
-    pub build_number: i64,
-    pub daily_cost: i64,
-    /// Whether that build is still pending or running (reserved, not yet
-    /// applied).
-    pub reserved: bool,
+from_row! {
+    /// One workspace's part of a budget.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct WorkspaceCost {
+        pub workspace_id: String,
+        pub workspace_name: String,
+        /// The build whose cost counts.
+        pub build_number: i64,
+        pub daily_cost: i64,
+        /// Whether that build is still pending or running (reserved, not yet
+        /// applied).
+        pub reserved: bool,
+    }
 }
 
-/// One group's part of a budget.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct GroupAllowance {
-    pub group: String,
-    pub allowance: i64,
+from_row! {
+    /// One group's part of a budget.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct GroupAllowance {
+        pub group: String,
+        pub allowance: i64,
+    }
 }
 
 /// A person's budget and what uses it.

@@ -16,23 +16,25 @@ pub use abode_contract::{
 
 use crate::roles::Roles;
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct User {
-    pub id: String,
-    pub username: String,
-    pub email: String,
-    pub role: String,
-    /// The argon2 PHC string; never leaves the server. Empty for a system
-    /// actor's account, which no password opens.
-    pub password_hash: String,
-    pub created_at: i64,
-    /// A system actor's reserved account ([`SystemActor`]).
-    pub system: bool,
-    pub status: AccountStatus,
-    /// The last sign-in, or a request at most an hour before the last one
-    /// seen; `None`: never since the account was created (or before
-    /// accounts were watched).
-    pub last_seen_at: Option<i64>,
+from_row! {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct User {
+        pub id: String,
+        pub username: String,
+        pub email: String,
+        pub role: String,
+        /// The argon2 PHC string; never leaves the server. Empty for a system
+        /// actor's account, which no password opens.
+        pub password_hash: String,
+        pub created_at: i64,
+        /// A system actor's reserved account ([`SystemActor`]).
+        pub system: bool,
+        pub status: AccountStatus,
+        /// The last sign-in, or a request at most an hour before the last one
+        /// seen; `None`: never since the account was created (or before
+        /// accounts were watched).
+        pub last_seen_at: Option<i64>,
+    }
 }
 
 /// A person as the user directory lists them: their account, roles and
@@ -87,18 +89,20 @@ pub struct NewUser {
     pub password_hash: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct Template {
-    pub id: String,
-    pub name: String,
-    pub active_version_id: Option<String>,
-    pub active_version: Option<i64>,
-    pub created_at: i64,
-    pub updated_at: i64,
-    /// Set when the template is deprecated: why, as its admin said it.
-    pub deprecation_message: Option<String>,
-    /// The template to use instead, if its admin named one.
-    pub deprecation_replacement: Option<String>,
+from_row! {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Template {
+        pub id: String,
+        pub name: String,
+        pub active_version_id: Option<String>,
+        pub active_version: Option<i64>,
+        pub created_at: i64,
+        pub updated_at: i64,
+        /// Set when the template is deprecated: why, as its admin said it.
+        pub deprecation_message: Option<String>,
+        /// The template to use instead, if its admin named one.
+        pub deprecation_replacement: Option<String>,
+    }
 }
 
 /// Read from a row through `templates::TemplateVersionRow`, which reads its
@@ -322,11 +326,13 @@ impl fmt::Display for SystemActor {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ClaimedJob {
-    pub job_id: String,
-    pub build_id: String,
-    pub kind: JobKind,
+from_row! {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ClaimedJob {
+        pub job_id: String,
+        pub build_id: String,
+        pub kind: JobKind,
+    }
 }
 
 /// Where an agent says it is: running its startup script, ready, or failed
@@ -349,13 +355,15 @@ crate::named!(AgentLifecycle, UnknownAgentLifecycle, {
     StartError => "start_error",
 });
 
-/// The saved binary plan of a held build. Secret: never leaves the server.
-#[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct SavedPlan {
-    pub plan: Vec<u8>,
-    pub digest: String,
-    /// SHA-256 of the workspace state the plan was made from.
-    pub state_digest: String,
+from_row! {
+    /// The saved binary plan of a held build. Secret: never leaves the server.
+    #[derive(Clone, PartialEq, Eq)]
+    pub struct SavedPlan {
+        pub plan: Vec<u8>,
+        pub digest: String,
+        /// SHA-256 of the workspace state the plan was made from.
+        pub state_digest: String,
+    }
 }
 
 impl std::fmt::Debug for SavedPlan {
@@ -367,16 +375,18 @@ impl std::fmt::Debug for SavedPlan {
     }
 }
 
-/// A protected resource a workspace remembers.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct Protection {
-    pub address: String,
-    pub mode: String,
-    pub build_id: String,
-    pub updated_at: i64,
-    /// `hold` or `destroy` when a delete retains it; `None`: destroyed.
-    pub retain_expire: Option<String>,
-    pub retain_for_secs: Option<i64>,
+from_row! {
+    /// A protected resource a workspace remembers.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Protection {
+        pub address: String,
+        pub mode: String,
+        pub build_id: String,
+        pub updated_at: i64,
+        /// `hold` or `destroy` when a delete retains it; `None`: destroyed.
+        pub retain_expire: Option<String>,
+        pub retain_for_secs: Option<i64>,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -416,15 +426,17 @@ pub struct AuditFilter {
     pub oldest_first: bool,
 }
 
-/// A build log line, its stage and level read typed (one that does not
-/// parse fails the read, naming it).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct LogLine {
-    pub seq: i64,
-    pub time: i64,
-    pub stage: LogStage,
-    pub level: LogLevel,
-    pub text: String,
+from_row! {
+    /// A build log line, its stage and level read typed (one that does not
+    /// parse fails the read, naming it).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct LogLine {
+        pub seq: i64,
+        pub time: i64,
+        pub stage: LogStage,
+        pub level: LogLevel,
+        pub text: String,
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -434,23 +446,25 @@ pub struct NewLogLine {
     pub text: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct Agent {
-    pub id: String,
-    pub workspace_id: String,
-    pub build_id: String,
-    pub name: String,
-    pub lifecycle: Option<AgentLifecycle>,
-    pub connected_at: Option<i64>,
-    pub last_heartbeat_at: Option<i64>,
-    pub created_at: i64,
-    /// The `abode_agent`'s `startup_script`, `dir` and `env` (a JSON object of
-    /// strings), handed to the agent only.
-    pub startup_script: Option<String>,
-    pub dir: Option<String>,
-    pub env: String,
-    /// How the startup script ended when the lifecycle is `start_error`.
-    pub exit_status: Option<i64>,
+from_row! {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Agent {
+        pub id: String,
+        pub workspace_id: String,
+        pub build_id: String,
+        pub name: String,
+        pub lifecycle: Option<AgentLifecycle>,
+        pub connected_at: Option<i64>,
+        pub last_heartbeat_at: Option<i64>,
+        pub created_at: i64,
+        /// The `abode_agent`'s `startup_script`, `dir` and `env` (a JSON object of
+        /// strings), handed to the agent only.
+        pub startup_script: Option<String>,
+        pub dir: Option<String>,
+        pub env: String,
+        /// How the startup script ended when the lifecycle is `start_error`.
+        pub exit_status: Option<i64>,
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -496,27 +510,29 @@ pub struct WorkspaceApp {
     pub health_changed_at: Option<i64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct AuditEvent {
-    pub id: i64,
-    pub time: i64,
-    pub actor_id: Option<String>,
-    pub actor_name: Option<String>,
-    pub action: String,
-    pub target_type: String,
-    pub target: String,
-    pub outcome: String,
-    pub request_id: Option<String>,
-    pub details: Option<String>,
-    /// The workspace the event is about; `target` is then its current
-    /// `owner/name`.
-    pub workspace_id: Option<String>,
-    /// The client of the request that recorded it (behind trusted
-    /// proxies, the one they forward for) and its user agent.
-    pub client_ip: Option<String>,
-    pub user_agent: Option<String>,
-    /// The HTTP status the request was answered with.
-    pub status_code: Option<i64>,
+from_row! {
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct AuditEvent {
+        pub id: i64,
+        pub time: i64,
+        pub actor_id: Option<String>,
+        pub actor_name: Option<String>,
+        pub action: String,
+        pub target_type: String,
+        pub target: String,
+        pub outcome: String,
+        pub request_id: Option<String>,
+        pub details: Option<String>,
+        /// The workspace the event is about; `target` is then its current
+        /// `owner/name`.
+        pub workspace_id: Option<String>,
+        /// The client of the request that recorded it (behind trusted
+        /// proxies, the one they forward for) and its user agent.
+        pub client_ip: Option<String>,
+        pub user_agent: Option<String>,
+        /// The HTTP status the request was answered with.
+        pub status_code: Option<i64>,
+    }
 }
 
 #[derive(Debug, Clone, Default)]

@@ -40,46 +40,48 @@ impl RetainedStatus {
     }
 }
 
-/// A retained resource.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct RetainedResource {
-    pub id: String,
-    pub status: RetainedStatus,
-    pub address: String,
-    pub resource_type: String,
-    pub provider: String,
-    /// What its provider imports it by (`abode_volume`: its name).
-    pub import_id: String,
-    /// Its attributes as the delete's plan showed them, sensitive values
-    /// hidden (a JSON object).
-    pub attributes: String,
-    pub workspace_id: String,
-    pub workspace_name: String,
-    pub owner_id: String,
-    pub owner_name: String,
-    pub template_name: String,
-    pub template_version: i64,
-    /// The delete that retained it.
-    pub build_id: String,
-    /// Who asked for that delete.
-    pub retained_by: String,
-    pub created_at: i64,
-    pub expires_at: Option<i64>,
-    /// `hold` or `destroy`: what its expiry does.
-    pub expire_action: String,
-    /// `OWNER_ID/WORKSPACE` a create with `--adopt` reserved it for.
-    pub adopt_for: Option<String>,
-    pub closed_at: Option<i64>,
-    pub closed_by: Option<String>,
-    pub closed_build_id: Option<String>,
-    /// The build destroying it, if one was queued.
-    pub destroy_build_id: Option<String>,
-    /// `resource` (what a delete retained) or `snapshot` (an archive of a
-    /// volume taken before a confirmed destroy, issue 47).
-    pub kind: String,
-    /// A snapshot's archive: its file name in the server's snapshots dir.
-    pub archive: Option<String>,
-    pub archive_bytes: Option<i64>,
+from_row! {
+    /// A retained resource.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct RetainedResource {
+        pub id: String,
+        pub status: RetainedStatus,
+        pub address: String,
+        pub resource_type: String,
+        pub provider: String,
+        /// What its provider imports it by (`abode_volume`: its name).
+        pub import_id: String,
+        /// Its attributes as the delete's plan showed them, sensitive values
+        /// hidden (a JSON object).
+        pub attributes: String,
+        pub workspace_id: String,
+        pub workspace_name: String,
+        pub owner_id: String,
+        pub owner_name: String,
+        pub template_name: String,
+        pub template_version: i64,
+        /// The delete that retained it.
+        pub build_id: String,
+        /// Who asked for that delete.
+        pub retained_by: String,
+        pub created_at: i64,
+        pub expires_at: Option<i64>,
+        /// `hold` or `destroy`: what its expiry does.
+        pub expire_action: String,
+        /// `OWNER_ID/WORKSPACE` a create with `--adopt` reserved it for.
+        pub adopt_for: Option<String>,
+        pub closed_at: Option<i64>,
+        pub closed_by: Option<String>,
+        pub closed_build_id: Option<String>,
+        /// The build destroying it, if one was queued.
+        pub destroy_build_id: Option<String>,
+        /// `resource` (what a delete retained) or `snapshot` (an archive of a
+        /// volume taken before a confirmed destroy, issue 47).
+        pub kind: String,
+        /// A snapshot's archive: its file name in the server's snapshots dir.
+        pub archive: Option<String>,
+        pub archive_bytes: Option<i64>,
+    }
 }
 
 /// The kind of a record that is an archive taken before a confirmed destroy.

@@ -8,24 +8,26 @@
 //! start and marking dormant, are in `scheduler_tick.rs`). Durations and
 //! times are milliseconds.
 
-/// A template's lifecycle policy as stored (see `abode_schedule::TemplatePolicy`
-/// for the meaning of each field; 0 turns a duration's rule off).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct TemplatePolicy {
-    pub template_id: String,
-    pub default_ttl_ms: i64,
-    pub activity_bump_ms: i64,
-    pub max_ttl_ms: i64,
-    /// `mon,tue,...` (`abode_schedule::Weekdays`).
-    pub autostart_days: String,
-    pub allow_user_autostart: bool,
-    pub allow_user_autostop: bool,
-    pub failure_ttl_ms: i64,
-    pub dormancy_threshold_ms: i64,
-    pub dormancy_auto_deletion_ms: i64,
-    pub require_active_version: bool,
-    /// Whether workspaces of the template may be shared (issue 49).
-    pub allow_sharing: bool,
+from_row! {
+    /// A template's lifecycle policy as stored (see `abode_schedule::TemplatePolicy`
+    /// for the meaning of each field; 0 turns a duration's rule off).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct TemplatePolicy {
+        pub template_id: String,
+        pub default_ttl_ms: i64,
+        pub activity_bump_ms: i64,
+        pub max_ttl_ms: i64,
+        /// `mon,tue,...` (`abode_schedule::Weekdays`).
+        pub autostart_days: String,
+        pub allow_user_autostart: bool,
+        pub allow_user_autostop: bool,
+        pub failure_ttl_ms: i64,
+        pub dormancy_threshold_ms: i64,
+        pub dormancy_auto_deletion_ms: i64,
+        pub require_active_version: bool,
+        /// Whether workspaces of the template may be shared (issue 49).
+        pub allow_sharing: bool,
+    }
 }
 
 /// The columns of [`TemplatePolicy`], from `templates`.
@@ -34,21 +36,23 @@ pub(crate) const POLICY_SELECT: &str = "SELECT id AS template_id, default_ttl_ms
      failure_ttl_ms, dormancy_threshold_ms, dormancy_auto_deletion_ms, require_active_version, \
      allow_sharing FROM templates";
 
-/// A workspace's schedule and lifecycle times as stored.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct WorkspaceLifecycle {
-    pub workspace_id: String,
-    /// Autostart: a five-field cron and its IANA time zone (both or neither).
-    pub autostart_cron: Option<String>,
-    pub autostart_timezone: Option<String>,
-    /// The owner's autostop ttl; `None`: the template's default.
-    pub ttl_ms: Option<i64>,
-    pub deadline: Option<i64>,
-    pub max_deadline: Option<i64>,
-    pub last_used_at: Option<i64>,
-    pub dormant_at: Option<i64>,
-    pub deleting_at: Option<i64>,
-    pub deletion_notified_at: Option<i64>,
+from_row! {
+    /// A workspace's schedule and lifecycle times as stored.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct WorkspaceLifecycle {
+        pub workspace_id: String,
+        /// Autostart: a five-field cron and its IANA time zone (both or neither).
+        pub autostart_cron: Option<String>,
+        pub autostart_timezone: Option<String>,
+        /// The owner's autostop ttl; `None`: the template's default.
+        pub ttl_ms: Option<i64>,
+        pub deadline: Option<i64>,
+        pub max_deadline: Option<i64>,
+        pub last_used_at: Option<i64>,
+        pub dormant_at: Option<i64>,
+        pub deleting_at: Option<i64>,
+        pub deletion_notified_at: Option<i64>,
+    }
 }
 
 /// The lifecycle settings queries of [`crate::Store`]; expanded inside each

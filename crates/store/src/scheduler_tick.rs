@@ -35,27 +35,26 @@ pub struct TickRow {
     pub failed_guard_report: Option<Report>,
 }
 
-/// A [`TickRow`] as [`TICK_WORKSPACES`] reads it, its guard report still
-/// text (with the build's id, to name it when it does not read).
-#[derive(sqlx::FromRow)]
-pub(crate) struct TickRowText {
-    #[sqlx(flatten)]
-    lifecycle: WorkspaceLifecycle,
-    template_id: String,
-    template_version_id: String,
-    active_version_id: Option<String>,
-    system_owner: bool,
-    owner_status: crate::AccountStatus,
-    created_at: i64,
-    build_id: String,
-    build_transition: Transition,
-    build_status: BuildStatus,
-    build_reason: BuildReason,
-    build_created_at: i64,
-    build_finished_at: Option<i64>,
-    /// The report's JSON text: only `stored::guard_report` reads it.
-    #[sqlx(rename = "failed_guard_report")]
-    failed_report_json: Option<String>,
+from_row! {
+    /// A [`TickRow`] as [`TICK_WORKSPACES`] reads it, its guard report still
+    /// text (with the build's id, to name it when it does not read).
+    pub(crate) struct TickRowText {
+        lifecycle: WorkspaceLifecycle = flatten,
+        template_id: String,
+        template_version_id: String,
+        active_version_id: Option<String>,
+        system_owner: bool,
+        owner_status: crate::AccountStatus,
+        created_at: i64,
+        build_id: String,
+        build_transition: Transition,
+        build_status: BuildStatus,
+        build_reason: BuildReason,
+        build_created_at: i64,
+        build_finished_at: Option<i64>,
+        /// The report's JSON text: only `stored::guard_report` reads it.
+        failed_report_json: Option<String> = "failed_guard_report",
+    }
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for TickRow

@@ -2,17 +2,19 @@
 //! kept with the agent (`agents.scripts`, put by `put_agents`); here is the
 //! latest run of each, as the agent reports it, with the end of its output.
 
-/// The latest run of one script of one agent.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ScriptRunRow {
-    pub agent_name: String,
-    pub display_name: String,
-    /// running, succeeded, failed, timed_out or not_run.
-    pub state: String,
-    pub exit_status: Option<i64>,
-    pub started_at: i64,
-    pub ended_at: Option<i64>,
-    pub runs: i64,
+from_row! {
+    /// The latest run of one script of one agent.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ScriptRunRow {
+        pub agent_name: String,
+        pub display_name: String,
+        /// running, succeeded, failed, timed_out or not_run.
+        pub state: String,
+        pub exit_status: Option<i64>,
+        pub started_at: i64,
+        pub ended_at: Option<i64>,
+        pub runs: i64,
+    }
 }
 
 /// A report of a run, as the agent makes it.

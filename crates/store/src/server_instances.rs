@@ -3,14 +3,16 @@
 //! carries its original's id; the control plane refuses to start a second
 //! live process under one id (`Control::claim_server_identity`).
 
-/// A server id's running process as last recorded. Times are Unix ms.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ServerInstance {
-    pub server_id: String,
-    pub host: String,
-    pub data_dir: String,
-    pub pid: i64,
-    pub beat_at: i64,
+from_row! {
+    /// A server id's running process as last recorded. Times are Unix ms.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ServerInstance {
+        pub server_id: String,
+        pub host: String,
+        pub data_dir: String,
+        pub pid: i64,
+        pub beat_at: i64,
+    }
 }
 
 /// The server instance methods of [`crate::Store`]; expanded inside each

@@ -26,14 +26,16 @@ crate::named!(ShareRole, UnknownShareRole, {
     Admin => "admin",
 });
 
-/// One entry of a workspace's share list, with the name of whom it names.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ShareEntry {
-    /// `user` or `group`.
-    pub kind: String,
-    pub name: String,
-    pub role: ShareRole,
-    pub created_at: i64,
+from_row! {
+    /// One entry of a workspace's share list, with the name of whom it names.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ShareEntry {
+        /// `user` or `group`.
+        pub kind: String,
+        pub name: String,
+        pub role: ShareRole,
+        pub created_at: i64,
+    }
 }
 
 /// Whom a share names: the same as a template access list's entry.

@@ -3,18 +3,20 @@
 //! what the agents last said of their home volume, with when each
 //! threshold was last told.
 
-/// An agent of a workspace that has a shutdown script or stop scripts
-/// (`abode_script` with `run_on_stop`).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ShutdownTarget {
-    pub agent_id: String,
-    pub agent_name: String,
-    /// Empty when the agent has stop scripts only.
-    pub script: String,
-    pub timeout_seconds: Option<i64>,
-    /// The longest timeout of its stop scripts, if it has any.
-    pub stop_timeout_seconds: Option<i64>,
-    pub last_heartbeat_at: Option<i64>,
+from_row! {
+    /// An agent of a workspace that has a shutdown script or stop scripts
+    /// (`abode_script` with `run_on_stop`).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ShutdownTarget {
+        pub agent_id: String,
+        pub agent_name: String,
+        /// Empty when the agent has stop scripts only.
+        pub script: String,
+        pub timeout_seconds: Option<i64>,
+        /// The longest timeout of its stop scripts, if it has any.
+        pub stop_timeout_seconds: Option<i64>,
+        pub last_heartbeat_at: Option<i64>,
+    }
 }
 
 /// A build's request that an agent run its shutdown script.
@@ -33,31 +35,35 @@ pub struct NewAgentShutdown {
     pub outcome: Option<String>,
 }
 
-/// A build's shutdown of one agent, as it stands.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct AgentShutdownRow {
-    pub build_id: String,
-    pub agent_id: String,
-    pub agent_name: String,
-    pub script: String,
-    pub timeout_seconds: i64,
-    pub requested_at: i64,
-    pub deadline: i64,
-    pub ended_at: Option<i64>,
-    pub outcome: Option<String>,
-    pub exit_status: Option<i64>,
-    pub output: Option<String>,
+from_row! {
+    /// A build's shutdown of one agent, as it stands.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct AgentShutdownRow {
+        pub build_id: String,
+        pub agent_id: String,
+        pub agent_name: String,
+        pub script: String,
+        pub timeout_seconds: i64,
+        pub requested_at: i64,
+        pub deadline: i64,
+        pub ended_at: Option<i64>,
+        pub outcome: Option<String>,
+        pub exit_status: Option<i64>,
+        pub output: Option<String>,
+    }
 }
 
-/// What an agent last said of its home volume.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct AgentDiskRow {
-    pub agent_name: String,
-    pub used_bytes: i64,
-    pub total_bytes: i64,
-    /// None for a report from before it was kept.
-    pub available_bytes: Option<i64>,
-    pub reported_at: i64,
+from_row! {
+    /// What an agent last said of its home volume.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct AgentDiskRow {
+        pub agent_name: String,
+        pub used_bytes: i64,
+        pub total_bytes: i64,
+        /// None for a report from before it was kept.
+        pub available_bytes: Option<i64>,
+        pub reported_at: i64,
+    }
 }
 
 pub(crate) const SHUTDOWN_COLUMNS: &str =

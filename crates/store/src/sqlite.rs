@@ -56,12 +56,10 @@ use crate::workspace_uids::*;
 use crate::workspaces::*;
 use abode_clock::Clock;
 
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
-
 /// The newest migration this binary knows (what `abode server check`
 /// compares a database's schema with).
 pub(crate) fn newest_migration() -> i64 {
-    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+    crate::migrations::SQLITE.newest()
 }
 
 /// SQLite takes the shared queries as written.
@@ -124,10 +122,11 @@ impl SqliteBackend {
             .connect_with(options)
             .await
             .map_err(StoreError::Database)?;
-        MIGRATOR
+        let migrator = crate::migrations::SQLITE.migrator().await?;
+        migrator
             .run(&pool)
             .await
-            .map_err(|error| crate::error::migration_error(&MIGRATOR, error))?;
+            .map_err(|error| crate::error::migration_error(&migrator, error))?;
         restrict_permissions(path)?;
         Ok(SqliteBackend {
             pool,

@@ -11,27 +11,29 @@
 //! statement's own transaction, so a write that passed the check cannot
 //! land after an unlock.
 
-/// A workspace's state lock as the control plane sees it. Times are Unix ms.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct StateLock {
-    pub workspace_id: String,
-    pub build_id: String,
-    /// The build's number, joined in.
-    pub build_number: i64,
-    /// The lease holder whose run took it (a server id, or
-    /// `provisioner:KEY_ID/KEY/ID`).
-    pub holder: String,
-    /// SHA-256 of the run's secret, hex.
-    pub secret_hash: String,
-    /// The ID of the Terraform lock held under it, while a Terraform
-    /// command of the run holds one.
-    pub terraform_lock_id: Option<String>,
-    /// Terraform's lock information (JSON) as it sent it.
-    pub terraform_lock_info: Option<String>,
-    pub taken_at: i64,
-    /// When its holder was found gone (its build failed by another server);
-    /// `None` while the build is its holder's.
-    pub lost_at: Option<i64>,
+from_row! {
+    /// A workspace's state lock as the control plane sees it. Times are Unix ms.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct StateLock {
+        pub workspace_id: String,
+        pub build_id: String,
+        /// The build's number, joined in.
+        pub build_number: i64,
+        /// The lease holder whose run took it (a server id, or
+        /// `provisioner:KEY_ID/KEY/ID`).
+        pub holder: String,
+        /// SHA-256 of the run's secret, hex.
+        pub secret_hash: String,
+        /// The ID of the Terraform lock held under it, while a Terraform
+        /// command of the run holds one.
+        pub terraform_lock_id: Option<String>,
+        /// Terraform's lock information (JSON) as it sent it.
+        pub terraform_lock_info: Option<String>,
+        pub taken_at: i64,
+        /// When its holder was found gone (its build failed by another server);
+        /// `None` while the build is its holder's.
+        pub lost_at: Option<i64>,
+    }
 }
 
 impl StateLock {

@@ -17,25 +17,25 @@ pub(crate) const VERSION_SELECT: &str =
      JOIN templates t ON t.id = v.template_id \
      JOIN users u ON u.id = v.created_by";
 
-/// A version as [`VERSION_SELECT`] reads it, its parameter declarations
-/// still text; it becomes a [`TemplateVersion`] only when they read.
-#[derive(sqlx::FromRow)]
-pub(crate) struct TemplateVersionRow {
-    id: String,
-    template_id: String,
-    template_name: String,
-    number: i64,
-    active: bool,
-    message: String,
-    created_by: String,
-    archive_sha256: String,
-    validation_ok: bool,
-    validation_message: String,
-    /// The declarations' JSON text: only `stored::declarations` reads it.
-    #[sqlx(rename = "parameters")]
-    parameters_json: Option<String>,
-    presets: Option<String>,
-    created_at: i64,
+from_row! {
+    /// A version as [`VERSION_SELECT`] reads it, its parameter declarations
+    /// still text; it becomes a [`TemplateVersion`] only when they read.
+    pub(crate) struct TemplateVersionRow {
+        id: String,
+        template_id: String,
+        template_name: String,
+        number: i64,
+        active: bool,
+        message: String,
+        created_by: String,
+        archive_sha256: String,
+        validation_ok: bool,
+        validation_message: String,
+        /// The declarations' JSON text: only `stored::declarations` reads it.
+        parameters_json: Option<String> = "parameters",
+        presets: Option<String>,
+        created_at: i64,
+    }
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for TemplateVersion

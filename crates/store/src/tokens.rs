@@ -29,23 +29,25 @@ crate::named!(TokenKind, UnknownTokenKind, {
     Api => "api",
 });
 
-/// A token's row, without its hash. Times are Unix milliseconds.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct TokenRecord {
-    pub id: String,
-    pub user_id: String,
-    pub kind: TokenKind,
-    /// Set for API tokens only.
-    pub name: Option<String>,
-    pub created_at: i64,
-    /// Recorded at most once per the caller's interval (see `touch_token`).
-    pub last_used_at: Option<i64>,
-    /// API tokens: when the token stops working. Sessions: `None` (their end
-    /// follows from the server's policy).
-    pub expires_at: Option<i64>,
-    pub revoked_at: Option<i64>,
-    /// What the token may be used for: `all` for sessions.
-    pub scope: crate::TokenScope,
+from_row! {
+    /// A token's row, without its hash. Times are Unix milliseconds.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct TokenRecord {
+        pub id: String,
+        pub user_id: String,
+        pub kind: TokenKind,
+        /// Set for API tokens only.
+        pub name: Option<String>,
+        pub created_at: i64,
+        /// Recorded at most once per the caller's interval (see `touch_token`).
+        pub last_used_at: Option<i64>,
+        /// API tokens: when the token stops working. Sessions: `None` (their end
+        /// follows from the server's policy).
+        pub expires_at: Option<i64>,
+        pub revoked_at: Option<i64>,
+        /// What the token may be used for: `all` for sessions.
+        pub scope: crate::TokenScope,
+    }
 }
 
 /// What a bearer token stands for, read in one query: the token's row, its
@@ -57,22 +59,22 @@ pub struct Credential {
     pub roles: crate::Roles,
 }
 
-/// One row of the credential query: the token's columns (`t_*`), the user,
-/// and one of their roles (none: a user without roles).
-#[derive(sqlx::FromRow)]
-pub(crate) struct CredentialRow {
-    t_id: String,
-    t_user_id: String,
-    t_kind: TokenKind,
-    t_name: Option<String>,
-    t_created_at: i64,
-    t_last_used_at: Option<i64>,
-    t_expires_at: Option<i64>,
-    t_revoked_at: Option<i64>,
-    t_scope: crate::TokenScope,
-    #[sqlx(flatten)]
-    user: crate::User,
-    granted: Option<crate::Role>,
+from_row! {
+    /// One row of the credential query: the token's columns (`t_*`), the user,
+    /// and one of their roles (none: a user without roles).
+    pub(crate) struct CredentialRow {
+        t_id: String,
+        t_user_id: String,
+        t_kind: TokenKind,
+        t_name: Option<String>,
+        t_created_at: i64,
+        t_last_used_at: Option<i64>,
+        t_expires_at: Option<i64>,
+        t_revoked_at: Option<i64>,
+        t_scope: crate::TokenScope,
+        user: crate::User = flatten,
+        granted: Option<crate::Role>,
+    }
 }
 
 /// Folds the rows of one token (one per role of its user) into a credential.

@@ -2,12 +2,14 @@
 //! one row per workspace, replaced by each report and kept past a stop, so
 //! that a stopped workspace's delete is judged by what its agent last saw.
 
-/// The last report of a workspace: when the server received it and the
-/// report as the control plane wrote it (JSON it reads back as its type).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct UnsavedReportRow {
-    pub made_at: i64,
-    pub report: String,
+from_row! {
+    /// The last report of a workspace: when the server received it and the
+    /// report as the control plane wrote it (JSON it reads back as its type).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct UnsavedReportRow {
+        pub made_at: i64,
+        pub report: String,
+    }
 }
 
 /// The unsaved work methods of [`crate::Store`]; expanded inside each

@@ -6,15 +6,15 @@
 pub(crate) const USER_COLUMNS: &str =
     "id, username, email, role, password_hash, created_at, system, status, last_seen_at";
 
-/// One row of the user page: a user, one of their roles (none: a user
-/// without roles) and one of the groups they are a member of (none: no
-/// group but `Everyone`).
-#[derive(sqlx::FromRow)]
-pub(crate) struct UserRoleRow {
-    #[sqlx(flatten)]
-    user: crate::User,
-    granted: Option<crate::Role>,
-    group_name: Option<String>,
+from_row! {
+    /// One row of the user page: a user, one of their roles (none: a user
+    /// without roles) and one of the groups they are a member of (none: no
+    /// group but `Everyone`).
+    pub(crate) struct UserRoleRow {
+        user: crate::User = flatten,
+        granted: Option<crate::Role>,
+        group_name: Option<String>,
+    }
 }
 
 /// Folds the rows of consecutive users (one per role and group) into

@@ -18,27 +18,27 @@ pub(crate) const WORKSPACE_SELECT: &str =
      JOIN templates t ON t.id = w.template_id \
      JOIN template_versions v ON v.id = w.template_version_id";
 
-/// A workspace as [`WORKSPACE_SELECT`] reads it, its parameters still text;
-/// it becomes a [`Workspace`] only when they read.
-#[derive(sqlx::FromRow)]
-pub(crate) struct WorkspaceRow {
-    id: String,
-    name: String,
-    owner_id: String,
-    owner_name: String,
-    owner_email: String,
-    template_id: String,
-    template_name: String,
-    template_version_id: String,
-    template_version: i64,
-    /// The parameters' JSON text: only `stored::parameters` reads it.
-    #[sqlx(rename = "parameters")]
-    parameters_json: String,
-    preset_name: Option<String>,
-    deleted: bool,
-    created_at: i64,
-    updated_at: i64,
-    host: Option<String>,
+from_row! {
+    /// A workspace as [`WORKSPACE_SELECT`] reads it, its parameters still text;
+    /// it becomes a [`Workspace`] only when they read.
+    pub(crate) struct WorkspaceRow {
+        id: String,
+        name: String,
+        owner_id: String,
+        owner_name: String,
+        owner_email: String,
+        template_id: String,
+        template_name: String,
+        template_version_id: String,
+        template_version: i64,
+        /// The parameters' JSON text: only `stored::parameters` reads it.
+        parameters_json: String = "parameters",
+        preset_name: Option<String>,
+        deleted: bool,
+        created_at: i64,
+        updated_at: i64,
+        host: Option<String>,
+    }
 }
 
 impl<'r, R: sqlx::Row> sqlx::FromRow<'r, R> for Workspace
@@ -69,59 +69,57 @@ where
     }
 }
 
-/// One row of a workspace page: the workspace, its latest build (columns
-/// `b_*`), its newest finished build (`s_*`) and one of its agents (`a_*`,
-/// absent when it has none); a workspace with several agents spans as many
-/// consecutive rows.
-#[derive(sqlx::FromRow)]
-pub(crate) struct WorkspacePageRow {
-    #[sqlx(flatten)]
-    pub(crate) workspace: Workspace,
-    pub(crate) b_id: String,
-    pub(crate) b_number: i64,
-    pub(crate) b_transition: Transition,
-    pub(crate) b_status: BuildStatus,
-    pub(crate) b_template_version_id: String,
-    pub(crate) b_template_version: i64,
-    pub(crate) b_initiator_id: String,
-    pub(crate) b_initiator_name: String,
-    pub(crate) b_reason: BuildReason,
-    /// The parameters' JSON text: only `stored::build_parameters` reads it.
-    #[sqlx(rename = "b_parameters")]
-    pub(crate) b_parameters_json: Option<String>,
-    pub(crate) b_error: Option<String>,
-    /// The report's JSON text: only `stored::guard_report` reads it.
-    #[sqlx(rename = "b_guard_report")]
-    pub(crate) b_report_json: Option<String>,
-    pub(crate) b_created_at: i64,
-    pub(crate) b_started_at: Option<i64>,
-    pub(crate) b_finished_at: Option<i64>,
-    pub(crate) b_plan_digest: Option<String>,
-    pub(crate) b_expires_at: Option<i64>,
-    pub(crate) b_confirmed_by: Option<String>,
-    pub(crate) b_confirmed_at: Option<i64>,
-    pub(crate) b_daily_cost: Option<i64>,
-    pub(crate) b_refusal: Option<String>,
-    pub(crate) b_rename_to: Option<String>,
-    pub(crate) b_then_start: bool,
-    pub(crate) s_status: Option<BuildStatus>,
-    pub(crate) s_transition: Option<Transition>,
-    pub(crate) s_finished_at: Option<i64>,
-    pub(crate) a_id: Option<String>,
-    pub(crate) a_build_id: Option<String>,
-    pub(crate) a_name: Option<String>,
-    pub(crate) a_lifecycle: Option<AgentLifecycle>,
-    pub(crate) a_connected_at: Option<i64>,
-    pub(crate) a_last_heartbeat_at: Option<i64>,
-    pub(crate) a_created_at: Option<i64>,
-    pub(crate) a_startup_script: Option<String>,
-    pub(crate) a_dir: Option<String>,
-    pub(crate) a_env: Option<String>,
-    pub(crate) a_exit_status: Option<i64>,
-    pub(crate) l_build_number: Option<i64>,
-    pub(crate) l_holder: Option<String>,
-    pub(crate) l_taken_at: Option<i64>,
-    pub(crate) l_lost_at: Option<i64>,
+from_row! {
+    /// One row of a workspace page: the workspace, its latest build (columns
+    /// `b_*`), its newest finished build (`s_*`) and one of its agents (`a_*`,
+    /// absent when it has none); a workspace with several agents spans as many
+    /// consecutive rows.
+    pub(crate) struct WorkspacePageRow {
+        pub(crate) workspace: Workspace = flatten,
+        pub(crate) b_id: String,
+        pub(crate) b_number: i64,
+        pub(crate) b_transition: Transition,
+        pub(crate) b_status: BuildStatus,
+        pub(crate) b_template_version_id: String,
+        pub(crate) b_template_version: i64,
+        pub(crate) b_initiator_id: String,
+        pub(crate) b_initiator_name: String,
+        pub(crate) b_reason: BuildReason,
+        /// The parameters' JSON text: only `stored::build_parameters` reads it.
+        pub(crate) b_parameters_json: Option<String> = "b_parameters",
+        pub(crate) b_error: Option<String>,
+        /// The report's JSON text: only `stored::guard_report` reads it.
+        pub(crate) b_report_json: Option<String> = "b_guard_report",
+        pub(crate) b_created_at: i64,
+        pub(crate) b_started_at: Option<i64>,
+        pub(crate) b_finished_at: Option<i64>,
+        pub(crate) b_plan_digest: Option<String>,
+        pub(crate) b_expires_at: Option<i64>,
+        pub(crate) b_confirmed_by: Option<String>,
+        pub(crate) b_confirmed_at: Option<i64>,
+        pub(crate) b_daily_cost: Option<i64>,
+        pub(crate) b_refusal: Option<String>,
+        pub(crate) b_rename_to: Option<String>,
+        pub(crate) b_then_start: bool,
+        pub(crate) s_status: Option<BuildStatus>,
+        pub(crate) s_transition: Option<Transition>,
+        pub(crate) s_finished_at: Option<i64>,
+        pub(crate) a_id: Option<String>,
+        pub(crate) a_build_id: Option<String>,
+        pub(crate) a_name: Option<String>,
+        pub(crate) a_lifecycle: Option<AgentLifecycle>,
+        pub(crate) a_connected_at: Option<i64>,
+        pub(crate) a_last_heartbeat_at: Option<i64>,
+        pub(crate) a_created_at: Option<i64>,
+        pub(crate) a_startup_script: Option<String>,
+        pub(crate) a_dir: Option<String>,
+        pub(crate) a_env: Option<String>,
+        pub(crate) a_exit_status: Option<i64>,
+        pub(crate) l_build_number: Option<i64>,
+        pub(crate) l_holder: Option<String>,
+        pub(crate) l_taken_at: Option<i64>,
+        pub(crate) l_lost_at: Option<i64>,
+    }
 }
 
 /// Folds a page's rows (one per workspace and agent, in page order) into
