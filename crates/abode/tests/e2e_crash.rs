@@ -17,6 +17,18 @@ use std::time::{Duration, Instant};
 
 use util::{assert_no_processes_left, finish, printed_digest, require_terraform, Platform};
 
+/// What every template here starts with: the provider and the workspace.
+const PRELUDE: &str = r#"terraform {
+  required_providers {
+    abode = {
+      source = "abode/abode"
+    }
+  }
+}
+
+data "abode_workspace" "me" {}
+"#;
+
 /// A workspace whose apply records each step in `ledger`: `fast-G`, then
 /// `slow-start-G`, 6 s, `slow-G` (G the generation), with a protected volume
 /// whose name changes with `volume`. With `gate`, the plan blocks reading the
@@ -38,16 +50,7 @@ resource "terraform_data" "gate" {{
         None => String::new(),
     };
     format!(
-        r#"terraform {{
-  required_providers {{
-    abode = {{
-      source = "abode/abode"
-    }}
-  }}
-}}
-
-data "abode_workspace" "me" {{}}
-
+        r#"{PRELUDE}
 resource "abode_volume" "home" {{
   name = "{volume}-${{data.abode_workspace.me.id}}"
 }}
@@ -205,16 +208,7 @@ fn a_server_killed_mid_apply_leaves_terraform_to_finish_and_stores_what_it_creat
 fn process_after_slow_template(ledger: &Path) -> String {
     let ledger = ledger.display();
     format!(
-        r#"terraform {{
-  required_providers {{
-    abode = {{
-      source = "abode/abode"
-    }}
-  }}
-}}
-
-data "abode_workspace" "me" {{}}
-
+        r#"{PRELUDE}
 resource "abode_volume" "home" {{
   name = "home-${{data.abode_workspace.me.id}}"
 }}
@@ -411,16 +405,7 @@ fn a_held_build_survives_a_crash_and_its_confirmed_apply_survives_another() {
 fn named_template(ledger: &Path) -> String {
     let ledger = ledger.display();
     format!(
-        r#"terraform {{
-  required_providers {{
-    abode = {{
-      source = "abode/abode"
-    }}
-  }}
-}}
-
-data "abode_workspace" "me" {{}}
-
+        r#"{PRELUDE}
 resource "abode_volume" "home" {{
   name = "home-${{data.abode_workspace.me.name}}"
 }}
