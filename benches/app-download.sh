@@ -34,16 +34,7 @@ bin="$(bench_binary "$root" "$bin")"
 work="$(mktemp -d)"
 server_pid=""
 cleanup() {
-    if [ -n "$server_pid" ]; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
-    for proc in /proc/[0-9]*; do
-        case "$(readlink "$proc/cwd" 2>/dev/null)" in
-        "$work"/*) kill -9 "${proc#/proc/}" 2>/dev/null || true ;;
-        esac
-    done
-    rm -rf "$work"
+    bench_cleanup "$work" "$server_pid"
 }
 trap cleanup EXIT
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0

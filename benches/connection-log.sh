@@ -38,16 +38,7 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)"
 work="$(mktemp -d)"
 pids=()
 cleanup() {
-    for pid in "${pids[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    for proc in /proc/[0-9]*; do
-        case "$(readlink "$proc/cwd" 2>/dev/null)" in
-        "$work"/*) kill -9 "${proc#/proc/}" 2>/dev/null || true ;;
-        esac
-    done
-    rm -rf "$work"
+    bench_cleanup "$work" "${pids[@]}"
 }
 trap cleanup EXIT
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0

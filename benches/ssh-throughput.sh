@@ -48,6 +48,8 @@ for tool in terraform ssh scp curl python3; do
 done
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=benches/lib.sh
+. "$root/benches/lib.sh"
 if [ -z "$bin" ]; then
     bin="${CARGO_TARGET_DIR:-$root/target}/release/abode"
     [ -x "$bin" ] || (cd "$root" && cargo build --release -p abode)
@@ -58,18 +60,7 @@ work="$(mktemp -d)"
 server_pid=""
 sshd_pid=""
 cleanup() {
-    for pid in "$server_pid" "$sshd_pid"; do
-        if [ -n "$pid" ]; then
-            kill "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-        fi
-    done
-    for proc in /proc/[0-9]*; do
-        case "$(readlink "$proc/cwd" 2>/dev/null)" in
-        "$work"/*) kill -9 "${proc#/proc/}" 2>/dev/null || true ;;
-        esac
-    done
-    rm -rf "$work"
+    bench_cleanup "$work" "$server_pid" "$sshd_pid"
 }
 trap cleanup EXIT
 export CHECKPOINT_DISABLE=1 TF_IN_AUTOMATION=1 TF_INPUT=0
